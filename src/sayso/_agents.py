@@ -1,0 +1,82 @@
+"""Turning agent configs into pydantic-ai agents wrapped with sayso's gate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai import Agent, DeferredToolRequests, Tool
+from pydantic_ai.models import Model
+from pydantic_ai.toolsets import FunctionToolset
+
+from ._config import AgentConfig, Config, ScriptedModelConfig
+from ._core.policy import InterruptPolicy
+from ._gate import GateToolset, RunDeps
+from ._scripted import ScriptedModel
+from ._tools import ASK_USER_TOOL, as_tool, import_spec
+from .exceptions import ConfigError
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuiltAgent:
+    """A configured agent, ready to run any number of times."""
+
+    name: str
+    agent: Agent[RunDeps, str | DeferredToolRequests]
+    policy: InterruptPolicy
+    client_tools: frozenset[str]
+
+
+def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, Model | str]) -> BuiltAgent:
+    """Build one agent; the gate wraps its own tools, `ask_user` sits beside them ungated."""
+    tools: list[Tool[Any]] = [_tool(t, config.base_dir) for t in spec.tools]
+    names = [t.name for t in tools]
+    if duplicate := next((n for n in names if names.count(n) > 1), None):
+        raise ConfigError(f"agent {name!r} has two tools named {duplicate!r}")
+    policy = spec.interrupt.to_policy()
+    toolsets: list[Any] = [GateToolset(FunctionToolset(tools), policy=policy)]
+    if spec.ask_user:
+        if "ask_user" in names:
+            raise ConfigError(f"agent {name!r} defines its own 'ask_user'; set 'ask_user: false' to use it")
+        toolsets.append(FunctionToolset([ASK_USER_TOOL]))
+    model = _model(spec.model, config, models, agent=name)
+    agent: Agent[RunDeps, str | DeferredToolRequests] = Agent(
+        model,
+        output_type=[str, DeferredToolRequests],
+        instructions=spec.instructions or None,
+        deps_type=RunDeps,
+        name=name,
+        toolsets=toolsets,
+        # Models named by string resolve (and look for their API keys) only when first called.
+        defer_model_check=True,
+    )
+    return BuiltAgent(name=name, agent=agent, policy=policy, client_tools=frozenset(spec.client_tools))
+
+
+def _tool(obj: object, base_dir: Path) -> Tool[Any]:
+    if isinstance(obj, str):
+        obj = import_spec(obj, base_dir=base_dir)
+    return as_tool(obj)
+
+
+def build_models(config: Config) -> dict[str, Model | str]:
+    """The named models of the config; scripted ones are loaded now, model strings resolve when first used."""
+    return {
+        name: ScriptedModel.from_file(config.base_dir / entry.scripted)
+        if isinstance(entry, ScriptedModelConfig)
+        else entry
+        for name, entry in config.models.items()
+    }
+
+
+def _model(ref: Any, config: Config, models: dict[str, Model | str], *, agent: str) -> Model | str:
+    if isinstance(ref, Model):
+        return ref
+    if ref is None:
+        if len(models) == 1:
+            return next(iter(models.values()))
+        raise ConfigError(f"agent {agent!r} names no model (and the config has {len(models)} to choose from)")
+    if not isinstance(ref, str):
+        raise ConfigError(f"agent {agent!r}: model must be a name or a pydantic-ai model string, not {ref!r}")
+    return models.get(ref, ref)

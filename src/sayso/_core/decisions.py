@@ -1,0 +1,197 @@
+"""Answers to requests, and the rules that check an answer against its request.
+
+Everything here is pure: `check_decision` either returns the decision to record or raises
+an error naming the problem, and the caller does the I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypeAlias, assert_never
+
+import jsonschema
+from pydantic import Discriminator, TypeAdapter
+
+from ..exceptions import AlreadyDecided, InvalidDecision, RequestExpired
+from .requests import ApprovalRequest, QuestionRequest, Request, Scope
+
+DecidedBy: TypeAlias = Literal["person", "permission", "service", "expiry", "system"]
+"""Who took a decision: a person, a remembered grant, a service, the expiry sweep, or sayso itself."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Approve:
+    """Run the call, optionally with edited arguments, and optionally remember the approval."""
+
+    kind: Literal["approve"] = "approve"
+    scope: Scope = "once"
+    edited_args: dict[str, Any] | None = None
+    """Arguments to run instead of the proposed ones; validated against the tool's schema."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reject:
+    """Do not run the call; the model reads the reason."""
+
+    kind: Literal["reject"] = "reject"
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Skip:
+    """Do not run the call and do not answer the question; the model reads why."""
+
+    kind: Literal["skip"] = "skip"
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Answer:
+    """Answers to an `ask_user` request, one list of strings per question, in order."""
+
+    kind: Literal["answer"] = "answer"
+    answers: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientResult:
+    """The value a client tool returned."""
+
+    kind: Literal["result"] = "result"
+    value: Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientError:
+    """The error a client tool reported; the model reads it."""
+
+    kind: Literal["error"] = "error"
+    message: str
+
+
+Decision: TypeAlias = Annotated[Approve | Reject | Skip | Answer | ClientResult | ClientError, Discriminator("kind")]
+"""Any answer to any request."""
+
+DECISION_ADAPTER: TypeAdapter[Decision] = TypeAdapter(Decision)
+
+_ALLOWED: dict[str, tuple[str, ...]] = {
+    "approval": ("approve", "reject", "skip"),
+    "question": ("answer", "skip"),
+    "client_tool": ("result", "error", "skip"),
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisionRecord:
+    """A decision as stored: what was decided, by whom and when."""
+
+    request_id: str
+    decision: Decision
+    by: DecidedBy
+    principal: str | None
+    decided_at: float
+
+
+def check_decision(
+    request: Request,
+    decision: Decision,
+    *,
+    existing: DecisionRecord | None,
+    now: float,
+) -> Decision | None:
+    """Check `decision` against `request` and what was decided before.
+
+    Returns:
+        The decision to record, or `None` when it repeats the one already recorded (a no-op).
+
+    Raises:
+        AlreadyDecided: a different decision was recorded first.
+        RequestExpired: the request's TTL has passed.
+        InvalidDecision: the decision does not fit the request; the message names the problem.
+    """
+    if existing is not None:
+        if existing.decision == decision:
+            return None
+        raise AlreadyDecided(
+            request.request_id,
+            f"already decided ({existing.decision.kind} by {existing.by}); the first decision wins",
+        )
+    if request.expires_at is not None and now >= request.expires_at:
+        raise RequestExpired(request.request_id, "expired before a decision arrived; the call will not run")
+    if decision.kind not in _ALLOWED.get(request.kind, ()):
+        allowed = ", ".join(_ALLOWED.get(request.kind, ()))
+        raise InvalidDecision(
+            request.request_id, f"a {request.kind} request takes {allowed}, not {decision.kind!r}"
+        )
+    if isinstance(decision, Approve):
+        assert isinstance(request, ApprovalRequest)
+        _check_approve(request, decision)
+    elif isinstance(decision, Answer):
+        assert isinstance(request, QuestionRequest)
+        _check_answers(request, decision)
+    return decision
+
+
+def _check_approve(request: ApprovalRequest, decision: Approve) -> None:
+    if decision.scope not in request.scopes:
+        offered = ", ".join(request.scopes)
+        raise InvalidDecision(request.request_id, f"scope {decision.scope!r} is not offered here (offered: {offered})")
+    if decision.edited_args is None:
+        return
+    if request.args_schema is None:
+        return
+    problem = schema_problem(decision.edited_args, request.args_schema)
+    if problem is not None:
+        raise InvalidDecision(request.request_id, f"edited arguments are invalid: {problem}")
+
+
+def _check_answers(request: QuestionRequest, decision: Answer) -> None:
+    questions = request.questions
+    if len(decision.answers) != len(questions):
+        raise InvalidDecision(
+            request.request_id, f"expected {len(questions)} answer(s), one per question, got {len(decision.answers)}"
+        )
+    for question, answer in zip(questions, decision.answers, strict=True):
+        picked = [a for a in answer if a.strip()]
+        if not picked:
+            raise InvalidDecision(request.request_id, f"question {question.question!r} needs an answer")
+        if not question.multiple and len(picked) > 1:
+            raise InvalidDecision(
+                request.request_id, f"question {question.question!r} takes one answer, got {len(picked)}"
+            )
+
+
+def schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
+    """The first way `value` breaks `schema`, in words, or `None` when it fits."""
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message
+
+
+def model_text(request: Request, decision: Decision, *, expired_at: str | None = None) -> str | None:
+    """What the model reads for a decision that does not run the call (§3.2), or `None` when it runs."""
+    if expired_at is not None:
+        return f"Expired: no decision before {expired_at}"
+    match decision:
+        case Reject(reason=reason):
+            return f"Declined: {reason}" if reason else "Declined by the person."
+        case Skip(reason=reason):
+            return f"Skipped: {reason or 'the person skipped this request'}"
+        case ClientError(message=message):
+            return f"Error: {message}"
+        case Approve() | Answer() | ClientResult():
+            return None
+        case _:
+            assert_never(decision)
+
+
+def question_answers(request: QuestionRequest, decision: Answer) -> list[dict[str, Any]]:
+    """The `[{question, answer}]` list the model receives for an answered `ask_user`."""
+    return [
+        {"question": q.question, "answer": [a for a in answer if a.strip()]}
+        for q, answer in zip(request.questions, decision.answers, strict=True)
+    ]
+

@@ -1,0 +1,71 @@
+"""Which tool calls wait for a person (§2.1), as data and pure functions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from .requests import Scope, offered_scopes
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolRule:
+    """One entry of `interrupt.tools`: a name or fnmatch glob, with optional overrides."""
+
+    name: str
+    """Tool name or glob such as `merchant___*`."""
+    remember: Scope | None = None
+    """Widest scope offered for this tool; `None` uses the policy's."""
+    subject: str | None = None
+    """Import spec of the subject function (`pkg.mod:fn`) that narrows what a decision covers."""
+    ttl_seconds: float | None = None
+    """How long a request for this tool waits; `None` uses the policy's."""
+
+    def matches(self, tool_name: str) -> bool:
+        """Whether this rule covers `tool_name` (exact name or glob)."""
+        return self.name == tool_name or fnmatchcase(tool_name, self.name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InterruptPolicy:
+    """An agent's pause policy: which calls need approval, what may be remembered, how long requests wait."""
+
+    tools: tuple[ToolRule, ...] = ()
+    """Rules in order; the first that matches a tool wins."""
+    skip_read_only: bool = False
+    """Let calls to tools annotated `readOnlyHint: true` run without asking."""
+    remember: Scope = "once"
+    """Widest scope offered by default."""
+    ttl_seconds: float | None = None
+    """Default time a request waits before it expires; `None` waits forever."""
+    tool_approvals: bool = False
+    """Whether tools may ask for approval through their reply (§2.4)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gate:
+    """Why a call waits for approval, and on what terms."""
+
+    rule: ToolRule | None
+    """The policy rule that matched, or `None` when the tool itself declared the need."""
+    scopes: tuple[Scope, ...]
+    ttl_seconds: float | None
+
+
+def gate_for(policy: InterruptPolicy, tool_name: str, *, declared: bool, read_only: bool) -> Gate | None:
+    """The gate a call to `tool_name` must pass, or `None` when it runs without asking.
+
+    Args:
+        policy: the agent's policy.
+        tool_name: the tool the model called.
+        declared: the tool was declared with `requires_approval=True`.
+        read_only: the tool is annotated `readOnlyHint: true`.
+    """
+    rule = next((r for r in policy.tools if r.matches(tool_name)), None)
+    if rule is None and not declared:
+        return None
+    if policy.skip_read_only and read_only:
+        return None
+    widest = (rule.remember if rule and rule.remember else None) or policy.remember
+    ttl = rule.ttl_seconds if rule and rule.ttl_seconds is not None else policy.ttl_seconds
+    return Gate(rule=rule, scopes=offered_scopes(widest), ttl_seconds=ttl)

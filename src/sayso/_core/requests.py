@@ -1,0 +1,132 @@
+"""The things a paused run waits on, as plain data.
+
+A request is created by the runtime when the engine defers a tool call, persisted before
+it is reported, and never changes afterwards: its answer lives in a separate decision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import Discriminator, TypeAdapter
+
+RequestKind: TypeAlias = Literal["approval", "question", "client_tool", "input", "elicitation"]
+"""Every kind of request sayso knows; `input` and `elicitation` come with workflows and MCP."""
+
+Scope: TypeAlias = Literal["once", "thread", "always"]
+"""How far an approval reaches: this call, this thread, or every later call on the same subject."""
+
+SCOPES_BY_WIDTH: tuple[Scope, ...] = ("once", "thread", "always")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Subject:
+    """What a remembered decision covers: a stable `key` and the `label` the person saw."""
+
+    key: str
+    """Stable identity of the resource, compared when a grant is looked up."""
+    label: str
+    """Words shown to the person, such as `folder reports/`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Question:
+    """One question of an `ask_user` call."""
+
+    question: str
+    """The text shown to the person."""
+    choices: tuple[str, ...] = ()
+    """Suggested answers; the person may always give their own words instead."""
+    multiple: bool = False
+    """Whether several answers may be picked."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class _RequestBase:
+    request_id: str
+    """Unguessable id (at least 128 random bits) that decisions are addressed to."""
+    run_id: str
+    """The run that waits on this request (for a delegate, the delegate's own run)."""
+    thread_id: str
+    """The thread the run belongs to."""
+    agent_path: str
+    """Which agent asked, as a path from the top-level agent: `coordinator/analyst`."""
+    tool_call_id: str
+    """The model's id for the call this request is about."""
+    tool_name: str
+    """The tool the model called."""
+    args: dict[str, Any] = field(default_factory=dict[str, Any])
+    """The arguments the model proposed, exactly as it sent them."""
+    created_at: float
+    """Seconds since the epoch when the request was created."""
+    expires_at: float | None = None
+    """After this time a decision is refused as expired; `None` waits forever."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRequest(_RequestBase):
+    """A tool call that runs only if a person approves it."""
+
+    kind: Literal["approval"] = "approval"
+    hint: str
+    """Why approval is needed, in the tool's own words or the default wording."""
+    args_schema: dict[str, Any] | None = None
+    """The tool's JSON schema, used to validate edited arguments."""
+    subject: Subject | None = None
+    """The resource a remembered approval would cover."""
+    scopes: tuple[Scope, ...] = ("once",)
+    """The scopes the person may choose from, always including `once`."""
+    payload: Any = None
+    """Data the tool attached when it asked for approval from inside its body."""
+    from_body: bool = False
+    """True when the tool asked from inside its body; on approval the body runs again."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuestionRequest(_RequestBase):
+    """An `ask_user` call: one or more questions for the person."""
+
+    kind: Literal["question"] = "question"
+    questions: tuple[Question, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientToolRequest(_RequestBase):
+    """A call to a tool the client runs itself (in the person's browser, say)."""
+
+    kind: Literal["client_tool"] = "client_tool"
+    description: str | None = None
+    """The tool's description as the client declared it."""
+    args_schema: dict[str, Any] | None = None
+    """The JSON schema the client declared for the tool's arguments."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientTool:
+    """A tool the client runs itself (in the person's browser, say), declared with each run."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    """JSON schema of the arguments; calls that break it go back to the model to correct."""
+
+
+CLIENT_TOOLS_ADAPTER: TypeAdapter[tuple[ClientTool, ...]] = TypeAdapter(tuple[ClientTool, ...])
+
+
+Request: TypeAlias = Annotated[ApprovalRequest | QuestionRequest | ClientToolRequest, Discriminator("kind")]
+"""Any request a pause can hold."""
+
+REQUEST_ADAPTER: TypeAdapter[Request] = TypeAdapter(Request)
+"""The one adapter used to persist and load requests."""
+
+
+def default_hint(tool_name: str) -> str:
+    """The hint shown when a gated tool gives none of its own."""
+    return f"Approval is required for tool(s): {tool_name}"
+
+
+def offered_scopes(widest: Scope) -> tuple[Scope, ...]:
+    """Every scope up to `widest`, narrowest first; `once` is always offered."""
+    return SCOPES_BY_WIDTH[: SCOPES_BY_WIDTH.index(widest) + 1]

@@ -1,0 +1,53 @@
+"""When a pause may be resumed, and with what (§3.3), as pure functions over requests and decisions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..exceptions import NotReady
+from .decisions import DecisionRecord, Skip
+from .requests import Request
+
+SKIPPED_FOR_MESSAGE = "the person sent a message instead of answering"
+SKIPPED_FOR_FORCE = "the run was resumed before this request was answered"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResumePlan:
+    """What a resume applies: a decision for every request of the pause."""
+
+    decisions: dict[str, DecisionRecord]
+    """Every request's decision, keyed by request id."""
+    added: list[DecisionRecord]
+    """Skips the resume itself adds for requests nobody answered (forced resume or new message)."""
+
+
+def open_requests(requests: Sequence[Request], decided: Mapping[str, DecisionRecord]) -> list[Request]:
+    """The requests of a pause that still wait for a decision."""
+    return [r for r in requests if r.request_id not in decided]
+
+
+def plan_resume(
+    run_id: str,
+    requests: Sequence[Request],
+    decided: Mapping[str, DecisionRecord],
+    *,
+    force: bool,
+    now: float,
+    skip_reason: str = SKIPPED_FOR_FORCE,
+) -> ResumePlan:
+    """Decide whether a pause can resume now, skipping what is still open when forced.
+
+    Raises:
+        NotReady: requests are still open and `force` is false.
+    """
+    waiting = open_requests(requests, decided)
+    if waiting and not force:
+        ids = ", ".join(r.request_id for r in waiting)
+        raise NotReady(run_id, f"{len(waiting)} request(s) still open ({ids}); decide them or force the resume")
+    added = [
+        DecisionRecord(request_id=r.request_id, decision=Skip(reason=skip_reason), by="system", principal=None, decided_at=now)
+        for r in waiting
+    ]
+    return ResumePlan(decisions={**decided, **{d.request_id: d for d in added}}, added=added)

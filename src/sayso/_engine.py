@@ -1,0 +1,165 @@
+"""The one module that maps between sayso's core types and pydantic-ai's deferred-tool types.
+
+Deferred calls become requests when a run pauses; decisions become `DeferredToolResults`
+when it resumes; and every decided call's result in history gets its approval record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from pydantic_ai.exceptions import ToolFailed
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturn, ToolReturnPart
+
+from ._core.decisions import Answer, Approve, ClientError, ClientResult, DecisionRecord, model_text, question_answers
+from ._core.requests import (
+    ApprovalRequest,
+    ClientToolRequest,
+    Question,
+    QuestionRequest,
+    Request,
+    default_hint,
+)
+from ._tools import META_KEY
+
+
+def requests_from(
+    deferred: DeferredToolRequests,
+    history: Sequence[ModelMessage],
+    *,
+    run_id: str,
+    thread_id: str,
+    agent_path: str,
+    now: float,
+    new_id: Callable[[], str],
+) -> list[Request]:
+    """One request per deferred call, in the order the model made the calls."""
+    order = _call_order(history)
+    calls = sorted([*deferred.approvals, *deferred.calls], key=lambda c: order.get(c.tool_call_id, len(order)))
+    approval_ids = {c.tool_call_id for c in deferred.approvals}
+    requests: list[Request] = []
+    for call in calls:
+        meta: dict[str, Any] = deferred.metadata.get(call.tool_call_id, {}).get(META_KEY, {})
+        ttl = meta.get("ttl_seconds")
+        common: dict[str, Any] = {
+            "request_id": new_id(),
+            "run_id": run_id,
+            "thread_id": thread_id,
+            "agent_path": agent_path,
+            "tool_call_id": call.tool_call_id,
+            "tool_name": call.tool_name,
+            "args": call.args_as_dict(),
+            "created_at": now,
+            "expires_at": now + ttl if ttl else None,
+        }
+        if call.tool_call_id in approval_ids:
+            requests.append(
+                ApprovalRequest(
+                    **common,
+                    hint=meta.get("hint") or default_hint(call.tool_name),
+                    args_schema=meta.get("args_schema"),
+                    scopes=tuple(meta.get("scopes") or ("once",)),
+                    payload=meta.get("payload"),
+                    from_body=bool(meta.get("from_body")),
+                )
+            )
+        elif meta.get("kind") == "question":
+            questions = tuple(
+                Question(question=q["question"], choices=tuple(q.get("choices", ())), multiple=q.get("multiple", False))
+                for q in meta["questions"]
+            )
+            requests.append(QuestionRequest(**common, questions=questions))
+        else:
+            # A client tool, or a tool of the agent's own that deferred its call to someone outside.
+            requests.append(
+                ClientToolRequest(**common, description=meta.get("description"), args_schema=meta.get("args_schema"))
+            )
+    return requests
+
+
+def _call_order(history: Sequence[ModelMessage]) -> dict[str, int]:
+    for message in reversed(history):
+        if isinstance(message, ModelResponse):
+            calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
+            return {c.tool_call_id: i for i, c in enumerate(calls)}
+    return {}
+
+
+def deferred_results(requests: Sequence[Request], decisions: Mapping[str, DecisionRecord]) -> DeferredToolResults:
+    """The results pydantic-ai applies on resume, one per request of the pause."""
+    results = DeferredToolResults()
+    for request in requests:
+        record = decisions[request.request_id]
+        decision = record.decision
+        call_id = request.tool_call_id
+        text = model_text(request, decision)
+        if isinstance(request, ApprovalRequest):
+            if isinstance(decision, Approve):
+                results.approvals[call_id] = ToolApproved(override_args=decision.edited_args)
+                results.metadata[call_id] = {
+                    META_KEY: {
+                        "request_id": request.request_id,
+                        "payload": request.payload,
+                        "principal": record.principal,
+                        "edited": decision.edited_args is not None,
+                    }
+                }
+            else:
+                assert text is not None
+                results.approvals[call_id] = ToolDenied(text)
+        elif isinstance(decision, Answer):
+            assert isinstance(request, QuestionRequest)
+            results.calls[call_id] = ToolReturn(question_answers(request, decision))
+        elif isinstance(decision, ClientResult):
+            results.calls[call_id] = ToolReturn(decision.value)
+        elif isinstance(decision, ClientError):
+            results.calls[call_id] = ToolFailed(decision.message)
+        else:
+            assert text is not None
+            results.calls[call_id] = ToolReturn(text)
+    return results
+
+
+def approval_record(request: Request, record: DecisionRecord) -> dict[str, Any]:
+    """The record of §3.2 kept on a decided call's result: what was decided, by whom, on which arguments."""
+    decision = record.decision
+    entry: dict[str, Any] = {
+        "request_id": request.request_id,
+        "decision": decision.kind,
+        "by": record.by,
+        "principal": record.principal,
+        "decided_at": record.decided_at,
+        "proposed_args": request.args,
+    }
+    if isinstance(decision, Approve):
+        approved = decision.edited_args if decision.edited_args is not None else request.args
+        entry.update(scope=decision.scope, approved_args=approved, executed_args=approved)
+    elif reason := getattr(decision, "reason", None):
+        entry["reason"] = reason
+    return entry
+
+
+def annotate(
+    messages: Sequence[ModelMessage], requests: Sequence[Request], decisions: Mapping[str, DecisionRecord]
+) -> list[ModelMessage]:
+    """Put each decided call's approval record on its result in the new messages."""
+    by_call = {r.tool_call_id: r for r in requests if r.request_id in decisions}
+    if not by_call:
+        return list(messages)
+    out: list[ModelMessage] = []
+    for message in messages:
+        if isinstance(message, ModelRequest) and any(
+            isinstance(p, ToolReturnPart) and p.tool_call_id in by_call for p in message.parts
+        ):
+            parts = [
+                replace(p, metadata={"approval": approval_record(by_call[p.tool_call_id], decisions[by_call[p.tool_call_id].request_id])})
+                if isinstance(p, ToolReturnPart) and p.tool_call_id in by_call
+                else p
+                for p in message.parts
+            ]
+            message = replace(message, parts=parts)
+        out.append(message)
+    return out

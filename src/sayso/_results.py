@@ -1,0 +1,77 @@
+"""What `run`, `resume` and `decide` return, and their plain-JSON form used by the CLI and the APIs."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ._core.requests import ApprovalRequest, ClientToolRequest, QuestionRequest, Request
+from ._store import RunStatus
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResult:
+    """Where a run stands: completed with its output, or paused with the requests it waits on."""
+
+    run_id: str
+    thread_id: str
+    agent: str
+    status: RunStatus
+    output: str | None = None
+    """The final text, when completed."""
+    requests: tuple[Request, ...] = ()
+    """What the run waits on, when paused."""
+    error: str | None = None
+    """What went wrong, when failed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecideResult:
+    """The outcome of one decision."""
+
+    request_id: str
+    recorded: bool
+    """False when the decision repeated one already taken (a harmless no-op)."""
+    run: RunResult
+    """The run after the decision: still paused on other requests, or resumed to its next stop."""
+
+
+def request_json(request: Request) -> dict[str, Any]:
+    """A request as plain JSON, the same shape on every interface."""
+    body: dict[str, Any] = {
+        "id": request.request_id,
+        "kind": request.kind,
+        "run_id": request.run_id,
+        "thread_id": request.thread_id,
+        "agent_path": request.agent_path,
+        "tool_call_id": request.tool_call_id,
+        "tool_name": request.tool_name,
+        "args": request.args,
+        "created_at": request.created_at,
+        "expires_at": request.expires_at,
+    }
+    if isinstance(request, ApprovalRequest):
+        body.update(
+            hint=request.hint,
+            subject=asdict(request.subject) if request.subject else None,
+            scopes=list(request.scopes),
+            payload=request.payload,
+        )
+    elif isinstance(request, QuestionRequest):
+        body["questions"] = [asdict(q) | {"choices": list(q.choices)} for q in request.questions]
+    elif isinstance(request, ClientToolRequest):
+        body.update(description=request.description, args_schema=request.args_schema)
+    return body
+
+
+def run_json(result: RunResult) -> dict[str, Any]:
+    """A run result as plain JSON."""
+    return {
+        "run_id": result.run_id,
+        "thread_id": result.thread_id,
+        "agent": result.agent,
+        "status": result.status,
+        "output": result.output,
+        "error": result.error,
+        "requests": [request_json(r) for r in result.requests],
+    }

@@ -1,0 +1,366 @@
+"""`Sayso`: runs agents, persists their pauses, records decisions and resumes runs from the store.
+
+A paused run holds nothing in memory: every resume starts from what the store says, so it
+works the same in a fresh process, after a restart, or on another replica. Each step that
+must happen once is a conditional write in the store; this module only sequences them.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import anyio
+from pydantic_ai import DeferredToolRequests
+from pydantic_ai.models import Model
+
+from ._agents import BuiltAgent, build_agent, build_models
+from ._config import Config, load_config
+from ._core.decisions import Decision, DecisionRecord, check_decision
+from ._core.requests import Request
+from ._core.resume import SKIPPED_FOR_MESSAGE, open_requests, plan_resume
+from ._engine import annotate, deferred_results, requests_from
+from ._gate import RunDeps
+from ._results import DecideResult, RunResult
+from ._store import RunRecord, RunStore
+from ._tools import ClientTool, ClientToolset
+from .exceptions import AlreadyDecided, ConfigError, PauseConsumed, RequestNotFound, RunConflict, ThreadBusy
+
+
+def new_id(prefix: str) -> str:
+    """An unguessable id: 128 random bits, URL-safe, with a readable prefix."""
+    return f"{prefix}_{secrets.token_urlsafe(16)}"
+
+
+class Sayso:
+    """The runtime: agents from a config, a durable store, and the run / decide / resume cycle.
+
+    Use it as an async context manager so the store is opened and closed:
+
+    ```python
+    async with Sayso.from_yaml("sayso.yaml") as app:
+        result = await app.run("delete notes.txt")
+        if result.status == "paused":
+            await app.decide(result.requests[0].request_id, Approve())
+    ```
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        models: Mapping[str, Model] | None = None,
+        lease_seconds: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """Build every agent of `config`.
+
+        Args:
+            config: the configuration (see [`load_config`][sayso.load_config]).
+            models: models to use instead of the configured ones with the same name (tests pass
+                scripted models here to read their call logs).
+            lease_seconds: how long a running run is held by this process without a heartbeat
+                before another process may carry it on.
+            clock: seconds since the epoch; tests pass a fake one to move time.
+        """
+        self.config = config
+        self.store = RunStore(config.store_url(), base_dir=config.base_dir)
+        built_models: dict[str, Model | str] = {**build_models(config), **(models or {})}
+        self._agents = {name: build_agent(name, spec, config, built_models) for name, spec in config.agents.items()}
+        self._lease = lease_seconds
+        self._clock = clock
+        self._owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, **kwargs: Any) -> Sayso:
+        """Load a `sayso.yaml` and build its agents."""
+        return cls(load_config(path), **kwargs)
+
+    async def __aenter__(self) -> Sayso:
+        await self.store.open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.store.aclose()
+
+    # the cycle
+
+    async def run(
+        self,
+        message: str,
+        *,
+        agent: str | None = None,
+        thread_id: str | None = None,
+        principal: str = "local",
+        client_tools: Sequence[ClientTool] = (),
+    ) -> RunResult:
+        """Send a user message and run the agent until it finishes or pauses.
+
+        A message on a thread whose run is paused skips that run's open requests: the agent
+        closes them and answers the new message instead.
+
+        Args:
+            message: what the person said.
+            agent: which agent answers a new thread (default: the config's entry agent).
+            thread_id: the thread to continue, or a new thread's id; `None` starts a new thread.
+            principal: who is speaking; a new thread is owned by them.
+            client_tools: tools the client runs itself; the agent sees those its `client_tools` allows.
+
+        Raises:
+            ThreadBusy: the thread has a run in progress in some process.
+        """
+        now = self._clock()
+        thread = await self.store.get_thread(thread_id) if thread_id else None
+        if thread is not None and agent is not None and agent != thread.agent:
+            raise ConfigError(f"thread {thread.thread_id!r} belongs to agent {thread.agent!r}, not {agent!r}")
+        built = self._built(thread.agent if thread else agent or self.config.entry_agent)
+        requests: list[Request] = []
+        decisions: dict[str, DecisionRecord] = {}
+        added: list[DecisionRecord] = []
+        supersede: str | None = None
+        if thread is not None and thread.active_run_id is not None:
+            active = await self.store.get_run(thread.active_run_id)
+            if active.status != "paused" or active.pause_id is None:
+                raise ThreadBusy(active.run_id, f"thread {thread.thread_id!r} already has a run in progress")
+            _, _, requests, decided = await self.store.pause_state(active.pause_id)
+            plan = plan_resume(
+                active.run_id, requests, decided, force=True, now=now, skip_reason=SKIPPED_FOR_MESSAGE
+            )
+            decisions, added, supersede = plan.decisions, plan.added, active.pause_id
+        run = await self.store.start_run(
+            thread_id=thread.thread_id if thread else thread_id or new_id("thr"),
+            owner=principal,
+            agent=built.name,
+            run_id=new_id("run"),
+            prompt=message,
+            client_tools=client_tools,
+            lease_owner=self._owner,
+            lease_expires_at=now + self._lease,
+            now=now,
+            expect_active=thread.active_run_id if thread else None,
+            skips=added,
+            supersede_pause=supersede,
+        )
+        return await self._execute(built, run, prompt=message, requests=requests, decisions=decisions)
+
+    async def decide(
+        self, request_id: str, decision: Decision, *, principal: str = "local", resume: bool = True
+    ) -> DecideResult:
+        """Record a decision; when it was the last open request of the pause, resume the run.
+
+        Repeating the decision already taken is a harmless no-op; a different second decision
+        is refused, and a refused decision changes nothing.
+
+        Raises:
+            RequestNotFound: no request has this id.
+            InvalidDecision: the decision does not fit the request; it stays open.
+            AlreadyDecided: a different decision was taken first.
+            RequestExpired: the request expired.
+        """
+        found = await self.store.get_request(request_id)
+        if found is None:
+            raise RequestNotFound(request_id)
+        request, pause_status, existing = found
+        now = self._clock()
+        to_record = check_decision(request, decision, existing=existing, now=now)
+        recorded = False
+        if to_record is not None:
+            if pause_status != "open":
+                raise AlreadyDecided(request_id, "its pause was already resumed or closed")
+            record = DecisionRecord(
+                request_id=request_id, decision=to_record, by="person", principal=principal, decided_at=now
+            )
+            earlier = await self.store.record_decision(record)
+            if earlier is not None and earlier.decision != to_record:
+                raise AlreadyDecided(request_id, f"already decided ({earlier.decision.kind}); the first decision wins")
+            recorded = earlier is None
+        run = await self.store.get_run(request.run_id)
+        if resume and run.status == "paused" and run.pause_id is not None:
+            _, _, requests, decided = await self.store.pause_state(run.pause_id)
+            if not open_requests(requests, decided):
+                try:
+                    resumed = await self._resume_pause(run, requests, decided, force=False)
+                except PauseConsumed:
+                    resumed = await self.result(run.run_id)  # another decider's resume carries the run on
+                return DecideResult(request_id=request_id, recorded=recorded, run=resumed)
+        return DecideResult(request_id=request_id, recorded=recorded, run=await self.result(run.run_id))
+
+    async def resume(self, run_id: str, *, force: bool = False) -> RunResult:
+        """Resume a paused run, or carry on a run whose process died.
+
+        Args:
+            run_id: the run.
+            force: resume even if requests are open; they count as skipped.
+
+        Raises:
+            NotReady: requests are open and `force` is false.
+            PauseConsumed: another process resumed this pause first.
+            RunConflict: the run is finished, or is being carried on by a live process.
+        """
+        run = await self.store.get_run(run_id)
+        if run.status == "paused" and run.pause_id is not None:
+            _, _, requests, decided = await self.store.pause_state(run.pause_id)
+            return await self._resume_pause(run, requests, decided, force=force)
+        if run.status == "running":
+            return await self._carry_on(run)
+        raise RunConflict(run_id, f"the run is {run.status}; only a paused run can be resumed")
+
+    async def result(self, run_id: str) -> RunResult:
+        """Where a run stands now, with the requests it still waits on."""
+        run = await self.store.get_run(run_id)
+        waiting: list[Request] = []
+        if run.status == "paused" and run.pause_id is not None:
+            _, _, requests, decided = await self.store.pause_state(run.pause_id)
+            waiting = open_requests(requests, decided)
+        return RunResult(
+            run_id=run.run_id,
+            thread_id=run.thread_id,
+            agent=run.agent,
+            status=run.status,
+            output=run.output,
+            requests=tuple(waiting),
+            error=run.error,
+        )
+
+    async def open_requests(self, *, limit: int = 100) -> list[Request]:
+        """Every open request across threads, oldest first."""
+        return await self.store.open_requests(limit=limit)
+
+    # internals
+
+    def _built(self, name: str) -> BuiltAgent:
+        try:
+            return self._agents[name]
+        except KeyError:
+            raise ConfigError(f"no agent named {name!r}; configured: {', '.join(self._agents)}") from None
+
+    async def _resume_pause(
+        self, run: RunRecord, requests: list[Request], decided: dict[str, DecisionRecord], *, force: bool
+    ) -> RunResult:
+        assert run.pause_id is not None
+        now = self._clock()
+        plan = plan_resume(run.run_id, requests, decided, force=force, now=now)
+        run = await self.store.consume_pause(
+            run, pause_id=run.pause_id, owner=self._owner, until=now + self._lease, now=now, added=plan.added
+        )
+        return await self._execute(self._built(run.agent), run, prompt=None, requests=requests, decisions=plan.decisions)
+
+    async def _carry_on(self, run: RunRecord) -> RunResult:
+        """Take over a run whose process died, and redo its last segment from the store."""
+        now = self._clock()
+        dead = [run.lease_owner] if run.lease_owner and _owner_is_dead(run.lease_owner) else []
+        if not await self.store.take_over(
+            run.run_id, owner=self._owner, until=now + self._lease, now=now, dead_owners=dead
+        ):
+            raise RunConflict(run.run_id, "another live process is carrying this run on; wait for it to pause or finish")
+        run = await self.store.get_run(run.run_id)
+        built = self._built(run.agent)
+        if run.resume_pause_id is None:
+            return await self._execute(built, run, prompt=run.prompt, requests=[], decisions={})
+        pause_run_id, _, requests, decided = await self.store.pause_state(run.resume_pause_id)
+        # The run's own pause: its prompt is already in history. A pause of the run this one
+        # superseded: the new message still has to be sent.
+        prompt = None if pause_run_id == run.run_id else run.prompt
+        return await self._execute(built, run, prompt=prompt, requests=requests, decisions=decided)
+
+    async def _execute(
+        self,
+        built: BuiltAgent,
+        run: RunRecord,
+        *,
+        prompt: str | None,
+        requests: Sequence[Request],
+        decisions: Mapping[str, DecisionRecord],
+    ) -> RunResult:
+        history = await self.store.load_messages(run.thread_id)
+        deps = RunDeps(
+            run_id=run.run_id,
+            thread_id=run.thread_id,
+            agent_path=built.name,
+            principal=run.principal,
+            ledger=self.store,
+            clock=self._clock,
+        )
+        allowed = [t for t in run.client_tools if t.name in built.client_tools]
+        try:
+            async with self._holding(run):
+                result = await built.agent.run(
+                    prompt,
+                    message_history=history,
+                    deferred_tool_results=deferred_results(requests, decisions) if requests else None,
+                    deps=deps,
+                    toolsets=[ClientToolset(allowed)] if allowed else None,
+                )
+        except Exception as exc:
+            # The boundary of a run: whatever the model or a tool raised, the run is recorded as
+            # failed (its pause is already consumed), and the caller gets a result saying why.
+            error = f"{type(exc).__name__}: {exc}"
+            await self.store.finish_run(
+                run, owner=self._owner, new_messages=(), status="failed", output=None, error=error, now=self._clock()
+            )
+            return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="failed", error=error)
+        new = annotate(result.new_messages(), requests, decisions)
+        now = self._clock()
+        output = result.output
+        if isinstance(output, DeferredToolRequests):
+            raised = requests_from(
+                output,
+                result.all_messages(),
+                run_id=run.run_id,
+                thread_id=run.thread_id,
+                agent_path=built.name,
+                now=now,
+                new_id=lambda: new_id("req"),
+            )
+            await self.store.save_pause(
+                run, owner=self._owner, pause_id=new_id("pau"), new_messages=new, requests=raised, now=now
+            )
+            return RunResult(
+                run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="paused", requests=tuple(raised)
+            )
+        await self.store.finish_run(
+            run, owner=self._owner, new_messages=new, status="completed", output=output, error=None, now=now
+        )
+        return RunResult(
+            run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="completed", output=output
+        )
+
+    @asynccontextmanager
+    async def _holding(self, run: RunRecord) -> AsyncIterator[None]:
+        """Keep this process's lease on the run alive while it works."""
+
+        async def heartbeat() -> None:
+            while True:
+                await anyio.sleep(self._lease / 3)
+                await self.store.renew_lease(run.run_id, self._owner, self._clock() + self._lease)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(heartbeat)
+            try:
+                yield
+            finally:
+                tg.cancel_scope.cancel()
+
+
+def _owner_is_dead(owner: str) -> bool:
+    """Whether a lease owner on this host is a process that no longer exists."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False

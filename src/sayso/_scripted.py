@@ -1,0 +1,201 @@
+"""The scripted model: YAML rules (a pattern → a tool call or a reply) that stand in for an LLM.
+
+It runs demos and tests with no network and no key, and says plainly that it is a script:
+its model name is `scripted:<script name>` and its fallback reply starts with `[script]`.
+
+A script looks like:
+
+```yaml
+name: files-demo
+rules:
+  - user: '^delete (?P<name>\\S+)$'     # regex on the run's last user message
+    call: delete_file                  # a tool call, its arguments filled from the match
+    args: {name: "{name}"}
+  - tool: delete_file                  # applies when the latest input is that tool's result
+    result: '(?s)(?P<text>.*)'         # optional regex on the result
+    reply: "{text}"
+fallback: "I only know: list, delete NAME."
+```
+
+A rule without `tool` applies only right after the user spoke; one with `tool` only to that
+tool's result. `{result}` and `{user}` are always available; `{group|lines}` as a whole value
+turns a multi-line group into a list of its non-empty lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ModelResponsePart,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
+
+from .exceptions import ConfigError
+
+_PLACEHOLDER = re.compile(r"\{(\w+)(?:\|(\w+))?\}")
+
+
+class ScriptRule(BaseModel):
+    """One rule of a script; the first rule that matches answers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user: str | None = None
+    tool: str | None = None
+    result: str | None = None
+    call: str | None = None
+    args: dict[str, Any] = {}
+    reply: str | None = None
+
+    @model_validator(mode="after")
+    def _one_action(self) -> ScriptRule:
+        if (self.call is None) == (self.reply is None):
+            raise ValueError("a rule needs exactly one of 'call' or 'reply'")
+        return self
+
+
+class Script(BaseModel):
+    """A whole script."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "script"
+    rules: list[ScriptRule] = []
+    fallback: str = "I am a scripted demo model, not an LLM, and no rule of my script matches that."
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScriptedCall:
+    """One request the scripted model answered: what it saw last and what it said."""
+
+    last_request: ModelRequest
+    response: ModelResponse
+    history_length: int
+
+
+@dataclass(kw_only=True)
+class _Input:
+    user: str
+    tool_name: str | None = None
+    result: str | None = None
+
+
+class ScriptedModel(FunctionModel):
+    """A pydantic-ai model that follows a script; `calls` logs every request it answered."""
+
+    def __init__(self, script: Script) -> None:
+        super().__init__(self._respond, model_name=f"scripted:{script.name}")
+        self.script = script
+        self.calls: list[ScriptedCall] = []
+        self._log_path = os.environ.get("SAYSO_SCRIPT_LOG")
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ScriptedModel:
+        """Load a script from YAML."""
+        try:
+            raw = yaml.safe_load(Path(path).read_text())
+            return cls(Script.model_validate(raw))
+        except (OSError, yaml.YAMLError, ValueError) as exc:
+            raise ConfigError(f"cannot load script {str(path)!r}: {exc}") from exc
+
+    async def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1]
+        assert isinstance(last, ModelRequest)
+        parts = self._answer(_inputs(messages))
+        response = ModelResponse(parts=parts, usage=RequestUsage(input_tokens=1, output_tokens=1))
+        self.calls.append(ScriptedCall(last_request=last, response=response, history_length=len(messages)))
+        if self._log_path:
+            with open(self._log_path, "a") as log:
+                log.write(json.dumps({"saw": [_describe(p) for p in last.parts], "said": [_describe(p) for p in parts]}))
+                log.write("\n")
+        return response
+
+    def _answer(self, inputs: Sequence[_Input]) -> list[ModelResponsePart]:
+        for item in inputs:
+            for rule in self.script.rules:
+                values = _match(rule, item)
+                if values is None:
+                    continue
+                if rule.call is not None:
+                    args = {k: _fill(v, values) for k, v in rule.args.items()}
+                    return [ToolCallPart(rule.call, args)]
+                assert rule.reply is not None
+                return [TextPart(str(_fill(rule.reply, values)))]
+        return [TextPart(f"[script] {self.script.fallback}")]
+
+
+def _inputs(messages: list[ModelMessage]) -> list[_Input]:
+    """What the model reacts to: the user's words, or each tool result in the latest request."""
+    user = ""
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
+                    user = part.content
+    last = messages[-1]
+    assert isinstance(last, ModelRequest)
+    if any(isinstance(p, UserPromptPart) for p in last.parts):
+        return [_Input(user=user)]
+    results: list[_Input] = []
+    for part in last.parts:
+        if isinstance(part, ToolReturnPart):
+            text = part.content if isinstance(part.content, str) else json.dumps(part.content, default=str)
+            results.append(_Input(user=user, tool_name=part.tool_name, result=text))
+        elif isinstance(part, RetryPromptPart) and part.tool_name:
+            results.append(_Input(user=user, tool_name=part.tool_name, result=part.model_response()))
+    return results
+
+
+def _match(rule: ScriptRule, item: _Input) -> dict[str, str] | None:
+    if (rule.tool is None) != (item.tool_name is None) or (rule.tool and rule.tool != item.tool_name):
+        return None
+    values: dict[str, str] = {"user": item.user, "result": item.result or ""}
+    for pattern, text in ((rule.user, item.user), (rule.result, item.result)):
+        if pattern is None:
+            continue
+        found = re.search(pattern, text or "")
+        if found is None:
+            return None
+        values.update({k: v for k, v in found.groupdict().items() if v is not None})
+    return values
+
+
+def _fill(template: Any, values: dict[str, str]) -> Any:
+    if isinstance(template, dict):
+        return {k: _fill(v, values) for k, v in template.items()}
+    if isinstance(template, list):
+        return [_fill(v, values) for v in template]
+    if not isinstance(template, str):
+        return template
+    whole = _PLACEHOLDER.fullmatch(template)
+    if whole and whole.group(2) == "lines":
+        return [line.strip() for line in values.get(whole.group(1), "").splitlines() if line.strip()]
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+
+
+def _describe(part: Any) -> dict[str, Any]:
+    if isinstance(part, ToolCallPart):
+        return {"call": part.tool_name, "args": part.args_as_dict()}
+    if isinstance(part, ToolReturnPart):
+        return {"result": part.tool_name, "content": part.content if isinstance(part.content, str) else repr(part.content)}
+    if isinstance(part, TextPart | UserPromptPart):
+        return {type(part).__name__: str(part.content)}
+    return {type(part).__name__: None}

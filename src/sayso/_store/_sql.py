@@ -1,0 +1,524 @@
+"""`RunStore`: threads, runs, pauses, requests, decisions and the message log in SQLite or PostgreSQL.
+
+Every state change is one short transaction, and every step that must happen once (consuming
+a pause, taking over a run, starting an approved call) is a conditional write whose row count
+says who won, so the same code is safe across processes and replicas.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from sqlalchemy import event
+from sqlalchemy.engine import Connection as SyncConnection
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from .._core.decisions import DECISION_ADAPTER, DecisionRecord
+from .._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, ClientTool, Request
+from ..exceptions import PauseConsumed, RunConflict, RunNotFound, StoreError
+from . import _tables as t
+from ._records import ExecutionRecord, RunRecord, RunStatus, ThreadRecord
+
+_MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def async_url(url: str, *, base_dir: Path | None = None) -> str:
+    """Turn a user-facing URL (`sqlite:///x.db`, `postgresql://…`) into the async driver's URL.
+
+    Relative SQLite paths are taken from `base_dir` (the config file's folder), so every
+    process pointed at the same config opens the same file wherever it was started.
+    """
+    if url.startswith("sqlite"):
+        _, _, path = url.partition(":///")
+        if path and path != ":memory:" and base_dir is not None and not Path(path).is_absolute():
+            path = str((base_dir / path).resolve())
+        return f"sqlite+aiosqlite:///{path}"
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql+asyncpg://" + url.split("://", 1)[1]
+    return url
+
+
+class RunStore:
+    """The durable store behind every run, pause and decision."""
+
+    def __init__(self, url: str, *, base_dir: Path | None = None) -> None:
+        self.url = async_url(url, base_dir=base_dir)
+        self._engine: AsyncEngine | None = None
+
+    @property
+    def engine(self) -> AsyncEngine:
+        assert self._engine is not None, "RunStore.open() was not called"
+        return self._engine
+
+    async def open(self) -> None:
+        """Connect and bring the schema up to date."""
+        if self._engine is not None:
+            return
+        engine = create_async_engine(self.url)
+        if engine.dialect.name == "sqlite":
+            _make_sqlite_durable(engine)
+        self._engine = engine
+        try:
+            async with engine.begin() as conn:
+                await conn.run_sync(_upgrade_schema)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"could not open the store at {self.url!r}: {exc}") from exc
+
+    async def aclose(self) -> None:
+        if self._engine is not None:
+            await self._engine.dispose()
+            self._engine = None
+
+    @asynccontextmanager
+    async def _tx(self) -> AsyncIterator[AsyncConnection]:
+        try:
+            async with self.engine.begin() as conn:
+                yield conn
+        except IntegrityError:
+            raise
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error: {exc}") from exc
+
+    # threads
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        async with self._tx() as conn:
+            row = (await conn.execute(sa.select(t.threads).where(t.threads.c.thread_id == thread_id))).first()
+        return ThreadRecord(**row._mapping) if row else None
+
+    async def start_run(
+        self,
+        *,
+        thread_id: str,
+        owner: str,
+        agent: str,
+        run_id: str,
+        prompt: str,
+        client_tools: Sequence[ClientTool],
+        lease_owner: str,
+        lease_expires_at: float,
+        now: float,
+        expect_active: str | None,
+        skips: Sequence[DecisionRecord] = (),
+        supersede_pause: str | None = None,
+    ) -> RunRecord:
+        """Create the thread if new and start a run on it, in one transaction.
+
+        `expect_active` is the paused run the caller saw on the thread (or `None`); if another
+        process got there first the whole step is refused, so two runs never share a thread.
+        When a paused run is superseded by a new message, its open requests are skipped and
+        its pause is consumed here too.
+        """
+        async with self._tx() as conn:
+            exists = (
+                await conn.execute(sa.select(t.threads.c.thread_id).where(t.threads.c.thread_id == thread_id))
+            ).first()
+            if exists is None:
+                await conn.execute(
+                    t.threads.insert().values(
+                        thread_id=thread_id, owner=owner, agent=agent, active_run_id=run_id, created_at=now
+                    )
+                )
+            else:
+                claimed = await conn.execute(
+                    t.threads.update()
+                    .where(t.threads.c.thread_id == thread_id, _is(t.threads.c.active_run_id, expect_active))
+                    .values(active_run_id=run_id)
+                )
+                if claimed.rowcount != 1:
+                    raise RunConflict(run_id, f"thread {thread_id!r} changed underneath this run; try again")
+            if supersede_pause is not None:
+                consumed = await conn.execute(
+                    t.pauses.update()
+                    .where(t.pauses.c.pause_id == supersede_pause, t.pauses.c.status == "open")
+                    .values(status="consumed")
+                )
+                if consumed.rowcount != 1:
+                    raise PauseConsumed(run_id, "the pause was resumed by someone else meanwhile")
+                assert expect_active is not None
+                await conn.execute(
+                    t.runs.update()
+                    .where(t.runs.c.run_id == expect_active)
+                    .values(status="cancelled", pause_id=None, updated_at=now, revision=t.runs.c.revision + 1)
+                )
+                await self._insert_decisions(conn, skips)
+            await conn.execute(
+                t.runs.insert().values(
+                    run_id=run_id,
+                    thread_id=thread_id,
+                    agent=agent,
+                    status="running",
+                    prompt=prompt,
+                    client_tools=CLIENT_TOOLS_ADAPTER.dump_json(tuple(client_tools)) if client_tools else None,
+                    principal=owner,
+                    resume_pause_id=supersede_pause,
+                    pause_id=None,
+                    lease_owner=lease_owner,
+                    lease_expires_at=lease_expires_at,
+                    created_at=now,
+                    updated_at=now,
+                    revision=0,
+                )
+            )
+        run = await self.get_run(run_id)
+        return run
+
+    # runs
+
+    async def get_run(self, run_id: str) -> RunRecord:
+        async with self._tx() as conn:
+            row = (await conn.execute(sa.select(t.runs).where(t.runs.c.run_id == run_id))).first()
+        if row is None:
+            raise RunNotFound(run_id)
+        fields = dict(row._mapping)
+        raw_tools = fields.pop("client_tools")
+        return RunRecord(**fields, client_tools=CLIENT_TOOLS_ADAPTER.validate_json(raw_tools) if raw_tools else ())
+
+    async def renew_lease(self, run_id: str, owner: str, until: float) -> bool:
+        """Extend the lease of a running run; `False` when another process has taken it over."""
+        async with self._tx() as conn:
+            res = await conn.execute(
+                t.runs.update()
+                .where(t.runs.c.run_id == run_id, t.runs.c.lease_owner == owner, t.runs.c.status == "running")
+                .values(lease_expires_at=until)
+            )
+        return res.rowcount == 1
+
+    async def take_over(self, run_id: str, *, owner: str, until: float, now: float, dead_owners: Sequence[str]) -> bool:
+        """Take a running run whose lease lapsed (or whose owner is known dead); one process wins."""
+        async with self._tx() as conn:
+            stale = sa.or_(t.runs.c.lease_expires_at < now, t.runs.c.lease_owner.in_(list(dead_owners)))
+            res = await conn.execute(
+                t.runs.update()
+                .where(t.runs.c.run_id == run_id, t.runs.c.status == "running", stale)
+                .values(lease_owner=owner, lease_expires_at=until, updated_at=now, revision=t.runs.c.revision + 1)
+            )
+        return res.rowcount == 1
+
+    async def save_pause(
+        self,
+        run: RunRecord,
+        *,
+        owner: str,
+        pause_id: str,
+        new_messages: Sequence[ModelMessage],
+        requests: Sequence[Request],
+        now: float,
+    ) -> None:
+        """Persist a pause: the run's new messages, its requests, and the run's paused status, atomically."""
+        async with self._tx() as conn:
+            await self._own(conn, run.run_id, owner)
+            await self._append_messages(conn, run, new_messages)
+            await conn.execute(t.pauses.insert().values(pause_id=pause_id, run_id=run.run_id, status="open", created_at=now))
+            if requests:
+                await conn.execute(
+                    t.requests.insert(),
+                    [
+                        {
+                            "request_id": r.request_id,
+                            "pause_id": pause_id,
+                            "position": position,
+                            "run_id": r.run_id,
+                            "thread_id": r.thread_id,
+                            "agent_path": r.agent_path,
+                            "kind": r.kind,
+                            "status": "open",
+                            "created_at": r.created_at,
+                            "expires_at": r.expires_at,
+                            "body": REQUEST_ADAPTER.dump_json(r),
+                        }
+                        for position, r in enumerate(requests)
+                    ],
+                )
+            await conn.execute(
+                t.runs.update()
+                .where(t.runs.c.run_id == run.run_id)
+                .values(
+                    status="paused",
+                    pause_id=pause_id,
+                    lease_owner=None,
+                    lease_expires_at=None,
+                    updated_at=now,
+                    revision=t.runs.c.revision + 1,
+                )
+            )
+
+    async def finish_run(
+        self,
+        run: RunRecord,
+        *,
+        owner: str,
+        new_messages: Sequence[ModelMessage],
+        status: RunStatus,
+        output: str | None,
+        error: str | None,
+        now: float,
+    ) -> None:
+        """Persist the end of a run and free its thread."""
+        async with self._tx() as conn:
+            await self._own(conn, run.run_id, owner)
+            await self._append_messages(conn, run, new_messages)
+            await conn.execute(
+                t.runs.update()
+                .where(t.runs.c.run_id == run.run_id)
+                .values(
+                    status=status,
+                    output=output,
+                    error=error,
+                    pause_id=None,
+                    lease_owner=None,
+                    lease_expires_at=None,
+                    updated_at=now,
+                    revision=t.runs.c.revision + 1,
+                )
+            )
+            await conn.execute(
+                t.threads.update()
+                .where(t.threads.c.thread_id == run.thread_id, t.threads.c.active_run_id == run.run_id)
+                .values(active_run_id=None)
+            )
+
+    async def _own(self, conn: AsyncConnection, run_id: str, owner: str) -> None:
+        row = (await conn.execute(sa.select(t.runs.c.lease_owner).where(t.runs.c.run_id == run_id))).first()
+        if row is None or row.lease_owner != owner:
+            raise RunConflict(run_id, "this process lost its lease on the run; another process carries it on")
+
+    async def _append_messages(self, conn: AsyncConnection, run: RunRecord, new: Sequence[ModelMessage]) -> None:
+        if not new:
+            return
+        seq = (
+            await conn.execute(
+                sa.select(sa.func.coalesce(sa.func.max(t.messages.c.seq), 0)).where(
+                    t.messages.c.thread_id == run.thread_id
+                )
+            )
+        ).scalar_one()
+        await conn.execute(
+            t.messages.insert().values(
+                thread_id=run.thread_id,
+                seq=seq + 1,
+                run_id=run.run_id,
+                count=len(new),
+                body=ModelMessagesTypeAdapter.dump_json(list(new)),
+            )
+        )
+
+    async def load_messages(self, thread_id: str) -> list[ModelMessage]:
+        """The thread's whole history, oldest first."""
+        async with self._tx() as conn:
+            rows = (
+                await conn.execute(
+                    sa.select(t.messages.c.body).where(t.messages.c.thread_id == thread_id).order_by(t.messages.c.seq)
+                )
+            ).all()
+        history: list[ModelMessage] = []
+        for row in rows:
+            history.extend(ModelMessagesTypeAdapter.validate_json(row.body))
+        return history
+
+    # pauses, requests and decisions
+
+    async def get_request(self, request_id: str) -> tuple[Request, str, DecisionRecord | None] | None:
+        """A request, the status of its pause, and its decision if any."""
+        async with self._tx() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(t.requests.c.body, t.pauses.c.status)
+                    .join(t.pauses, t.pauses.c.pause_id == t.requests.c.pause_id)
+                    .where(t.requests.c.request_id == request_id)
+                )
+            ).first()
+            if row is None:
+                return None
+            decision = await self._decisions(conn, [request_id])
+        return REQUEST_ADAPTER.validate_json(row.body), row.status, decision.get(request_id)
+
+    async def pause_state(self, pause_id: str) -> tuple[str, str, list[Request], dict[str, DecisionRecord]]:
+        """A pause's run id and status, its requests (in the order they were raised) and their decisions."""
+        async with self._tx() as conn:
+            pause = (
+                await conn.execute(sa.select(t.pauses.c.run_id, t.pauses.c.status).where(t.pauses.c.pause_id == pause_id))
+            ).one()
+            rows = (
+                await conn.execute(
+                    sa.select(t.requests.c.request_id, t.requests.c.body)
+                    .where(t.requests.c.pause_id == pause_id)
+                    .order_by(t.requests.c.position)
+                )
+            ).all()
+            decided = await self._decisions(conn, [r.request_id for r in rows])
+        requests = [REQUEST_ADAPTER.validate_json(r.body) for r in rows]
+        return pause.run_id, pause.status, requests, decided
+
+    async def _decisions(self, conn: AsyncConnection, request_ids: Sequence[str]) -> dict[str, DecisionRecord]:
+        if not request_ids:
+            return {}
+        rows = (await conn.execute(sa.select(t.decisions).where(t.decisions.c.request_id.in_(list(request_ids))))).all()
+        return {
+            r.request_id: DecisionRecord(
+                request_id=r.request_id,
+                decision=DECISION_ADAPTER.validate_json(r.body),
+                by=r.by,
+                principal=r.principal,
+                decided_at=r.decided_at,
+            )
+            for r in rows
+        }
+
+    async def record_decision(self, record: DecisionRecord) -> DecisionRecord | None:
+        """Record a decision unless one exists; returns the existing one when it does (the first wins)."""
+        try:
+            async with self._tx() as conn:
+                existing = await self._decisions(conn, [record.request_id])
+                if record.request_id in existing:
+                    return existing[record.request_id]
+                await self._insert_decisions(conn, [record])
+        except IntegrityError:
+            async with self._tx() as conn:
+                return (await self._decisions(conn, [record.request_id]))[record.request_id]
+        return None
+
+    async def _insert_decisions(self, conn: AsyncConnection, records: Sequence[DecisionRecord]) -> None:
+        if not records:
+            return
+        await conn.execute(
+            t.decisions.insert(),
+            [
+                {
+                    "request_id": d.request_id,
+                    "kind": d.decision.kind,
+                    "by": d.by,
+                    "principal": d.principal,
+                    "decided_at": d.decided_at,
+                    "body": DECISION_ADAPTER.dump_json(d.decision),
+                }
+                for d in records
+            ],
+        )
+        await conn.execute(
+            t.requests.update()
+            .where(t.requests.c.request_id.in_([d.request_id for d in records]))
+            .values(status="decided")
+        )
+
+    async def consume_pause(
+        self,
+        run: RunRecord,
+        *,
+        pause_id: str,
+        owner: str,
+        until: float,
+        now: float,
+        added: Sequence[DecisionRecord],
+    ) -> RunRecord:
+        """Consume a pause and make this process the run's owner; exactly one caller succeeds."""
+        async with self._tx() as conn:
+            consumed = await conn.execute(
+                t.pauses.update().where(t.pauses.c.pause_id == pause_id, t.pauses.c.status == "open").values(status="consumed")
+            )
+            if consumed.rowcount != 1:
+                raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
+            await self._insert_decisions(conn, added)
+            await conn.execute(
+                t.runs.update()
+                .where(t.runs.c.run_id == run.run_id)
+                .values(
+                    status="running",
+                    resume_pause_id=pause_id,
+                    pause_id=None,
+                    lease_owner=owner,
+                    lease_expires_at=until,
+                    updated_at=now,
+                    revision=t.runs.c.revision + 1,
+                )
+            )
+        return await self.get_run(run.run_id)
+
+    async def open_requests(self, *, limit: int = 100) -> list[Request]:
+        """Open requests across every thread, oldest first."""
+        async with self._tx() as conn:
+            rows = (
+                await conn.execute(
+                    sa.select(t.requests.c.body)
+                    .join(t.pauses, t.pauses.c.pause_id == t.requests.c.pause_id)
+                    .where(t.requests.c.status == "open", t.pauses.c.status == "open")
+                    .order_by(t.requests.c.created_at)
+                    .limit(limit)
+                )
+            ).all()
+        return [REQUEST_ADAPTER.validate_json(r.body) for r in rows]
+
+    # the at-most-once ledger of approved calls
+
+    async def begin_execution(self, request_id: str, run_id: str, now: float) -> ExecutionRecord | None:
+        """Mark an approved call as running before it runs; returns the earlier entry if there is one."""
+        try:
+            async with self._tx() as conn:
+                row = (
+                    await conn.execute(sa.select(t.executions).where(t.executions.c.request_id == request_id))
+                ).first()
+                if row is not None:
+                    return ExecutionRecord(request_id=request_id, status=row.status, result=row.result)
+                await conn.execute(
+                    t.executions.insert().values(request_id=request_id, run_id=run_id, status="executing", started_at=now)
+                )
+        except IntegrityError:
+            return ExecutionRecord(request_id=request_id, status="executing", result=None)
+        return None
+
+    async def finish_execution(self, request_id: str, result: bytes, now: float) -> None:
+        async with self._tx() as conn:
+            await conn.execute(
+                t.executions.update()
+                .where(t.executions.c.request_id == request_id)
+                .values(status="done", result=result, finished_at=now)
+            )
+
+
+def _is(column: Any, value: str | None) -> Any:
+    return column.is_(None) if value is None else column == value
+
+
+def _make_sqlite_durable(engine: AsyncEngine) -> None:
+    """WAL with a full fsync per commit, and `BEGIN IMMEDIATE` so writers queue instead of deadlocking."""
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute("PRAGMA busy_timeout=10000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: SyncConnection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _upgrade_schema(conn: SyncConnection) -> None:
+    from alembic import command
+    from alembic.config import Config
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(_MIGRATIONS))
+    head = ScriptDirectory.from_config(config).get_current_head()
+    if MigrationContext.configure(conn).get_current_revision() == head:
+        return
+    config.attributes["connection"] = conn
+    command.upgrade(config, "head")
+
+
+def now() -> float:
+    """Seconds since the epoch; the one clock the store and runtime share."""
+    return time.time()

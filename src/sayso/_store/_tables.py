@@ -1,0 +1,96 @@
+"""The database schema, shared by SQLite and PostgreSQL and versioned by the Alembic migrations beside it."""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text
+
+metadata = MetaData()
+
+threads = Table(
+    "threads",
+    metadata,
+    Column("thread_id", String(64), primary_key=True),
+    Column("owner", String(200), nullable=False),
+    Column("agent", String(200), nullable=False),
+    Column("active_run_id", String(64), nullable=True),
+    Column("created_at", Float, nullable=False),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("thread_id", String(64), nullable=False, index=True),
+    Column("agent", String(200), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("prompt", Text, nullable=True),
+    Column("client_tools", LargeBinary, nullable=True),
+    Column("principal", String(200), nullable=True),
+    Column("resume_pause_id", String(64), nullable=True),
+    Column("pause_id", String(64), nullable=True),
+    Column("output", Text, nullable=True),
+    Column("error", Text, nullable=True),
+    Column("lease_owner", String(200), nullable=True),
+    Column("lease_expires_at", Float, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("revision", Integer, nullable=False, default=0),
+)
+
+pauses = Table(
+    "pauses",
+    metadata,
+    Column("pause_id", String(64), primary_key=True),
+    Column("run_id", String(64), nullable=False, index=True),
+    Column("status", String(16), nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+requests = Table(
+    "requests",
+    metadata,
+    Column("request_id", String(64), primary_key=True),
+    Column("pause_id", String(64), nullable=False, index=True),
+    Column("position", Integer, nullable=False),
+    Column("run_id", String(64), nullable=False),
+    Column("thread_id", String(64), nullable=False),
+    Column("agent_path", String(400), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=True),
+    Column("body", LargeBinary, nullable=False),
+    Index("ix_requests_open", "status", "created_at"),
+)
+
+decisions = Table(
+    "decisions",
+    metadata,
+    Column("request_id", String(64), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("by", String(16), nullable=False),
+    Column("principal", String(200), nullable=True),
+    Column("decided_at", Float, nullable=False),
+    Column("body", LargeBinary, nullable=False),
+)
+
+executions = Table(
+    "executions",
+    metadata,
+    Column("request_id", String(64), primary_key=True),
+    Column("run_id", String(64), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("result", LargeBinary, nullable=True),
+    Column("started_at", Float, nullable=False),
+    Column("finished_at", Float, nullable=True),
+)
+
+messages = Table(
+    "messages",
+    metadata,
+    Column("thread_id", String(64), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("run_id", String(64), nullable=False),
+    Column("count", Integer, nullable=False),
+    Column("body", LargeBinary, nullable=False),
+)

@@ -1,0 +1,197 @@
+"""Tools as sayso sees them: import specs, per-tool options, `ask_user`, client tools and in-body approvals."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field
+from pydantic_ai import RunContext, Tool
+from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+from pydantic_core import SchemaValidator, core_schema
+
+from ._core.decisions import schema_problem
+from ._core.requests import ClientTool
+from .exceptions import ConfigError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+META_KEY = "sayso"
+"""The key under which sayso keeps its own data in pydantic-ai tool and deferred-call metadata."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolOptions:
+    """How sayso treats a tool, declared with the [`tool`][sayso.tool] decorator."""
+
+    requires_approval: bool = False
+    """Every call waits for a person, whatever the policy says."""
+    read_only: bool = False
+    """The tool changes nothing (`readOnlyHint: true`); `interrupt.skip_read_only` lets it run freely."""
+    idempotent: bool = False
+    """Running it twice is harmless, so after a crash mid-call it runs again instead of reporting an unknown outcome."""
+    hint: str | None = None
+    """Why a person should look at a call, shown on the approval request."""
+
+
+def tool(
+    *, requires_approval: bool = False, read_only: bool = False, idempotent: bool = False, hint: str | None = None
+) -> Callable[[F], F]:
+    """Declare how sayso treats a tool function; the function itself is unchanged.
+
+    Args:
+        requires_approval: every call waits for a person.
+        read_only: the tool changes nothing.
+        idempotent: running it twice is harmless.
+        hint: why a person should look at a call.
+    """
+    options = ToolOptions(requires_approval=requires_approval, read_only=read_only, idempotent=idempotent, hint=hint)
+
+    def mark(func: F) -> F:
+        func.__sayso_tool__ = options  # type: ignore[attr-defined]  # options ride on the function itself
+        return func
+
+    return mark
+
+
+def options_of(tool_def: ToolDefinition) -> ToolOptions:
+    """The sayso options a tool definition carries (defaults when it carries none)."""
+    raw = (tool_def.metadata or {}).get(META_KEY)
+    return ToolOptions(**raw) if isinstance(raw, dict) else ToolOptions()
+
+
+def as_tool(obj: object, *, name: str | None = None) -> Tool[Any]:
+    """Wrap a function (or pass through a pydantic-ai `Tool`) with its sayso options in the metadata."""
+    if isinstance(obj, Tool):
+        return obj
+    if not callable(obj):
+        raise ConfigError(f"{obj!r} is not a function or a pydantic-ai Tool")
+    options = getattr(obj, "__sayso_tool__", ToolOptions())
+    assert isinstance(options, ToolOptions)
+    return Tool(obj, name=name, metadata={META_KEY: asdict(options)})
+
+
+def import_spec(spec: str, *, base_dir: Path | None = None) -> Any:
+    """Import `pkg.mod:attr`; the config file's folder is importable so examples need no install."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(f"import spec {spec!r} must look like 'package.module:name'")
+    if base_dir is not None and str(base_dir) not in sys.path:
+        sys.path.insert(0, str(base_dir))
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"cannot import {module_name!r} for {spec!r}: {exc}") from exc
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ConfigError(f"module {module_name!r} has no {attr!r} (from {spec!r})") from None
+
+
+# ask_user
+
+
+class AskUserQuestion(BaseModel):
+    """One question for the person."""
+
+    question: str = Field(min_length=1, description="The question, in plain words.")
+    choices: list[str] = Field(default_factory=list, description="Suggested answers; the person may write their own.")
+    multiple: bool = Field(default=False, description="Whether the person may pick several answers.")
+
+
+async def ask_user(questions: list[AskUserQuestion]) -> list[dict[str, Any]]:
+    """Ask the person one or more questions and wait for the answers.
+
+    Use it only when you cannot go on without the person's input. Each answer is a list of
+    strings: one of the choices or the person's own words.
+
+    Args:
+        questions: the questions, each with optional choices.
+    """
+    if not questions:
+        raise ModelRetry("ask_user needs at least one question")
+    raise CallDeferred(
+        metadata={META_KEY: {"kind": "question", "questions": [q.model_dump() for q in questions]}}, kind="question"
+    )
+
+
+ASK_USER_TOOL: Tool[Any] = Tool(ask_user, name="ask_user")
+
+
+# client tools
+
+
+_ANY_ARGS = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
+
+
+class ClientToolset(AbstractToolset[Any]):
+    """The client's tools that an agent may call; a call pauses the run until the client answers."""
+
+    def __init__(self, tools: Sequence[ClientTool]) -> None:
+        self.tools = {t.name: t for t in tools}
+
+    @property
+    def id(self) -> str:
+        return "sayso-client-tools"
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        return {
+            t.name: ToolsetTool(
+                toolset=self,
+                tool_def=ToolDefinition(name=t.name, description=t.description, parameters_json_schema=t.parameters),
+                max_retries=3,
+                args_validator=_ANY_ARGS,
+            )
+            for t in self.tools.values()
+        }
+
+    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]) -> Any:
+        declared = self.tools[name]
+        problem = schema_problem(tool_args, declared.parameters)
+        if problem is not None:
+            raise ModelRetry(f"arguments for {name!r} do not match its schema: {problem}")
+        raise CallDeferred(
+            metadata={
+                META_KEY: {"kind": "client_tool", "description": declared.description, "args_schema": declared.parameters}
+            }
+        )
+
+
+# approval from inside a tool body
+
+
+@dataclass(frozen=True, kw_only=True)
+class Approval:
+    """What a tool that asked for approval from inside its body reads when it runs again."""
+
+    payload: Any
+    """The payload the tool attached when it asked."""
+    principal: str | None
+    """Who approved."""
+    edited: bool
+    """Whether the person edited the arguments (the body receives the edited ones)."""
+
+
+def require_approval(ctx: RunContext[Any], *, hint: str, payload: Any = None) -> Approval:
+    """Pause the run until a person approves this call; returns the approval when the body runs again.
+
+    Call it near the top of a tool body (as ADK's `request_confirmation`): the first time it
+    raises and the run pauses; once approved, the body runs again from the top and this
+    returns the decision, so the tool can act on it.
+
+    Args:
+        ctx: the tool's run context.
+        hint: why the person should look at this call.
+        payload: data the person sees with the request and the tool reads back.
+    """
+    if ctx.tool_call_approved:
+        meta = (ctx.tool_call_metadata or {}).get(META_KEY, {})
+        return Approval(payload=meta.get("payload"), principal=meta.get("principal"), edited=meta.get("edited", False))
+    raise ApprovalRequired(metadata={META_KEY: {"hint": hint, "payload": payload, "from_body": True}})
