@@ -3,7 +3,7 @@
 The public surface is re-exported here; modules starting with `_` are private.
 """
 
-from ._config import AgentConfig, Config, InterruptConfig, ToolRuleConfig, load_config
+from ._config import AgentConfig, Config, InterruptConfig, PrincipalConfig, ToolRuleConfig, load_config
 from ._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, DecisionRecord, Reject, Skip
 from ._core.policy import InterruptPolicy, ToolRule
 from ._core.requests import (
@@ -64,6 +64,7 @@ __all__ = [
     "NotFound",
     "NotReady",
     "PauseConsumed",
+    "PrincipalConfig",
     "Question",
     "QuestionRequest",
     "Reject",

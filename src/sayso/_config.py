@@ -80,6 +80,22 @@ class ScriptedModelConfig(_Strict):
     scripted: str
 
 
+class PrincipalConfig(_Strict):
+    """A person or service that may call the API, with its bearer token and approver roles."""
+
+    name: str
+    token: str | None = None
+    """The bearer token; prefer `token_env` so the secret stays out of the file."""
+    token_env: str | None = None
+    """Name of an environment variable holding the bearer token."""
+    approver_for: list[str] = []
+    """Agents (names or globs) whose requests this principal may decide on any thread."""
+
+    def bearer_token(self) -> str | None:
+        """The token, read from the environment when `token_env` is set."""
+        return os.environ.get(self.token_env) if self.token_env else self.token
+
+
 class Config(_Strict):
     """A whole `sayso.yaml`."""
 
@@ -87,6 +103,8 @@ class Config(_Strict):
     models: dict[str, str | ScriptedModelConfig] = {}
     agents: dict[str, AgentConfig]
     entry: str | None = None
+    principals: list[PrincipalConfig] = []
+    """Who may call the API; with none, servers run in local development mode."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder that relative paths (store, scripts, tool modules) are resolved from."""
 

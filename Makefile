@@ -1,0 +1,15 @@
+.DEFAULT_GOAL := help
+
+.PHONY: help demo test install bench bench-quick
+
+help: ## show the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+install: ## create .venv with sayso and its dev tools
+	scripts/setup dev
+
+demo: ## chat with the file-manager example in the terminal
+	scripts/demo
+
+test: ## lint, type-check and run the whole test suite
+	scripts/test
