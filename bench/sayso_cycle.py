@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""sayso on the HITL "approve cycle" workload of bench/anchors (see bench/anchors/README.md).
+
+One cycle, on its own thread that already holds H prior user/assistant pairs:
+  1. "process A" (one `Sayso` instance, its own engine and connections): `app_a.run(message,
+     thread_id=...)`. sayso loads the thread from SQLite, the scripted model asks for
+     `delete_file(path)`, the interrupt policy gates it, and the pause (messages, pause, request,
+     run status) is committed before `run` returns the request.
+  2. "process B" (a second `Sayso` instance built from its own config and model object, sharing
+     nothing in memory with A but the file): `app_b.decide(request_id, Approve())` records the
+     decision, sees it was the last open request, consumes the pause, loads the run and the
+     thread from SQLite, runs the tool through the at-most-once ledger, the model answers, and
+     the finished run is committed.
+
+`--mode warm` uses one instance for both halves (a single long-lived worker that pauses and
+resumes). Every cycle is checked: the pause is the `delete_file` request and the output is the
+expected answer; in warm-up cycles a separate sqlite3 connection confirms the request is on disk
+before the resume starts. After the timed loop a fresh `Sayso` instance reloads every thread and
+checks it holds 2H+4 messages, that every decision was recorded and nothing is left open.
+
+Prints one JSON line with the anchors' fields.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import os
+import platform
+import sqlite3
+import statistics
+import sys
+import time
+import uuid
+from collections import defaultdict
+from importlib.metadata import version
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import (  # noqa: E402
+    Counters,
+    bench_config,
+    cycle_path,
+    db_size,
+    default_db,
+    disk_write_bytes,
+    final_answer,
+    fresh_db,
+    seed_threads,
+    tool_result,
+    user_request,
+)
+
+from sayso import ApprovalRequest, Approve, Sayso  # noqa: E402
+from sayso._store import RunStore  # noqa: E402  (bench-only: time spent per store call)
+
+
+class StoreTimes:
+    """Wall time and calls per `RunStore` method (SQL, thread hops to the aiosqlite worker, (de)serialization)."""
+
+    def __init__(self) -> None:
+        self.s: dict[str, float] = defaultdict(float)
+        self.n: dict[str, int] = defaultdict(int)
+
+    def install(self) -> None:
+        for name in (
+            "get_thread", "start_run", "get_run", "save_pause", "finish_run", "load_messages", "get_request",
+            "pause_state", "record_decision", "consume_pause", "open_requests", "begin_execution", "finish_execution",
+        ):
+            original = getattr(RunStore, name)
+
+            def wrap(fn: Any, key: str) -> Any:
+                @functools.wraps(fn)
+                async def timed(*a: Any, **k: Any) -> Any:
+                    t = time.perf_counter()
+                    try:
+                        return await fn(*a, **k)
+                    finally:
+                        self.s[key] += time.perf_counter() - t
+                        self.n[key] += 1
+
+                return timed
+
+            setattr(RunStore, name, wrap(original, name))
+
+    def snapshot(self) -> tuple[dict[str, float], dict[str, int]]:
+        return dict(self.s), dict(self.n)
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    fresh_db(args.db)
+    times = StoreTimes()
+    times.install()
+    counters = Counters()
+    app_a = Sayso(bench_config(args.db))
+    app_b = app_a if args.mode == "warm" else Sayso(bench_config(args.db))
+    await app_a.__aenter__()
+    if app_b is not app_a:
+        await app_b.__aenter__()
+    counters.attach(app_a.store.engine.sync_engine)
+    if app_b is not app_a:
+        counters.attach(app_b.store.engine.sync_engine)
+
+    total = args.warmup + args.cycles
+    threads: list[str | None]
+    t_seed = time.perf_counter()
+    if args.history:
+        threads = [f"thr_bench{n}_{uuid.uuid4().hex[:12]}" for n in range(total)]
+        seed_threads(args.db, threads, args.history)  # type: ignore[arg-type]
+    else:
+        threads = [None] * total  # a new thread per cycle, created by the run itself
+    seed_s = time.perf_counter() - t_seed
+    done: list[str] = []
+
+    async def one_cycle(n: int, tid: str | None, check: bool) -> tuple[float, float]:
+        t0 = time.perf_counter()
+        r = await app_a.run(user_request(n), thread_id=tid)
+        if r.status != "paused" or len(r.requests) != 1:
+            raise AssertionError(f"expected a pause, got {r!r}")
+        req = r.requests[0]
+        if not isinstance(req, ApprovalRequest) or req.tool_name != "delete_file" or req.args != {"path": cycle_path(n)}:
+            raise AssertionError(f"expected the delete_file request, got {req!r}")
+        t1 = time.perf_counter()
+        if check:  # outside the hot path: the request must already be on disk when run() reports it
+            raw = sqlite3.connect(args.db)
+            k = raw.execute(
+                "SELECT count(*) FROM requests r JOIN pauses p ON p.pause_id = r.pause_id "
+                "WHERE r.request_id = ? AND r.status = 'open' AND p.status = 'open'",
+                (req.request_id,),
+            ).fetchone()[0]
+            raw.close()
+            if k != 1:
+                raise AssertionError("request not persisted before it was reported")
+            t1 = time.perf_counter()
+        d = await app_b.decide(req.request_id, Approve())
+        want = final_answer(tool_result(cycle_path(n)))
+        if not d.recorded or d.run.status != "completed" or d.run.output != want:
+            raise AssertionError(f"bad final state: {d!r}")
+        t2 = time.perf_counter()
+        if check:
+            msgs = await app_b.store.load_messages(r.thread_id)
+            if len(msgs) != 2 * args.history + 4:
+                raise AssertionError(f"thread holds {len(msgs)} messages, want {2 * args.history + 4}")
+        done.append(r.thread_id)
+        return t1 - t0, t2 - t1
+
+    for n in range(args.warmup):
+        await one_cycle(n, threads[n], check=True)
+
+    size0, c0, s0 = db_size(args.db), counters.snapshot(), times.snapshot()
+    io0 = disk_write_bytes()
+    pauses, resumes = [], []
+    t_start = time.perf_counter()
+    for n in range(args.warmup, total):
+        p, r = await one_cycle(n, threads[n], check=False)
+        pauses.append(p)
+        resumes.append(r)
+    seconds = time.perf_counter() - t_start
+    io1 = disk_write_bytes()
+    size1, c1, s1 = db_size(args.db), counters.snapshot(), times.snapshot()
+
+    # Independent check from a fresh instance (own engine): every timed thread is complete, every
+    # decision recorded, nothing open.
+    t_verify = time.perf_counter()
+    async with Sayso(bench_config(args.db)) as check:
+        for n in range(args.warmup, total):
+            msgs = await check.store.load_messages(done[n])
+            if len(msgs) != 2 * args.history + 4:
+                raise AssertionError(f"thread {done[n]} holds {len(msgs)} messages, want {2 * args.history + 4}")
+        last = await check.store.load_messages(done[-1])
+        assert last[-1].parts[0].content == final_answer(tool_result(cycle_path(total - 1)))
+        assert await check.open_requests(limit=10) == []
+    raw = sqlite3.connect(args.db)
+    n_decisions = raw.execute("SELECT count(*) FROM decisions").fetchone()[0]
+    n_completed = raw.execute("SELECT count(*) FROM runs WHERE status = 'completed'").fetchone()[0]
+    journal = raw.execute("PRAGMA journal_mode").fetchone()[0]
+    raw.close()
+    assert n_decisions == total and n_completed == total, (n_decisions, n_completed, total)
+    verify_s = time.perf_counter() - t_verify
+
+    await app_a.__aexit__(None, None, None)
+    if app_b is not app_a:
+        await app_b.__aexit__(None, None, None)
+
+    n = args.cycles
+    cyc = [p + r for p, r in zip(pauses, resumes, strict=True)]
+    db_bytes = size1 - size0
+    store_ms = {k: round((s1[0][k] - s0[0].get(k, 0.0)) / n * 1e3, 3) for k in sorted(s1[0])}
+    store_calls = {k: round((s1[1][k] - s0[1].get(k, 0)) / n, 2) for k in sorted(s1[1])}
+    return {
+        "impl": "sayso",
+        "cycles": n,
+        "history": args.history,
+        "seconds": round(seconds, 3),
+        "cycles_per_s": round(n / seconds, 1),
+        "db_bytes": db_bytes,
+        "bytes_per_cycle": round(db_bytes / n),
+        "disk_write_bytes_per_cycle": None if io0 is None or io1 is None else round((io1 - io0) / n),
+        "payload_bytes_per_cycle": round((c1[3] - c0[3]) / n),
+        "payload_all_bytes_per_cycle": round((c1[4] - c0[4]) / n),
+        "commits_per_cycle": round((c1[2] - c0[2]) / n, 2),
+        "transactions_per_cycle": round((c1[1] - c0[1]) / n, 2),
+        "statements_per_cycle": round((c1[0] - c0[0]) / n, 2),
+        "loads_per_cycle": store_calls.get("load_messages", 0.0),
+        "store_ms_per_cycle": {"total": round(sum(store_ms.values()), 3), **store_ms},
+        "store_calls_per_cycle": store_calls,
+        "p50_ms": round(statistics.median(cyc) * 1e3, 3),
+        "p99_ms": round(sorted(cyc)[min(n - 1, int(n * 0.99))] * 1e3, 3),
+        "p50_pause_ms": round(statistics.median(pauses) * 1e3, 3),
+        "p50_resume_ms": round(statistics.median(resumes) * 1e3, 3),
+        "variant": {"mode": args.mode},
+        "seed_seconds": round(seed_s, 3),
+        "verify_seconds": round(verify_s, 3),
+        "warmup": args.warmup,
+        "sqlite": {"version": sqlite3.sqlite_version, "journal_mode": journal, "synchronous": 2},
+        "versions": {
+            "python": platform.python_version(),
+            "sayso": version("sayso"),
+            "pydantic-ai-slim": version("pydantic-ai-slim"),
+            "pydantic": version("pydantic"),
+            "sqlalchemy": version("sqlalchemy"),
+            "aiosqlite": version("aiosqlite"),
+        },
+        "db": args.db,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cycles", type=int, default=2000)
+    ap.add_argument("--history", type=int, default=0, help="prior user/assistant pairs in each thread")
+    ap.add_argument("--warmup", type=int, default=20, help="untimed, fully checked cycles first (own threads)")
+    ap.add_argument("--mode", choices=["split", "warm"], default="split",
+                    help="split: pause in instance A, resume in instance B; warm: one instance does both")
+    ap.add_argument("--db", default=None, help="SQLite file (deleted first); default under the temp folder's bench_anchors/")
+    ap.add_argument("--keep-db", action="store_true", help="leave the SQLite file behind")
+    args = ap.parse_args()
+    if args.cycles < 1:
+        ap.error("--cycles must be >= 1")
+    if args.db is None:
+        args.db = default_db(f"sayso-H{args.history}")
+    try:
+        result = asyncio.run(run(args))
+    finally:
+        if not args.keep_db:
+            fresh_db(args.db)
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
