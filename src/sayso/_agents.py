@@ -26,6 +26,7 @@ class BuiltAgent:
     agent: Agent[RunDeps, str | DeferredToolRequests]
     policy: InterruptPolicy
     client_tools: frozenset[str]
+    model: Model | str
 
 
 def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, Model | str]) -> BuiltAgent:
@@ -51,7 +52,7 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
         # Models named by string resolve (and look for their API keys) only when first called.
         defer_model_check=True,
     )
-    return BuiltAgent(name=name, agent=agent, policy=policy, client_tools=frozenset(spec.client_tools))
+    return BuiltAgent(name=name, agent=agent, policy=policy, client_tools=frozenset(spec.client_tools), model=model)
 
 
 def _tool(obj: object, base_dir: Path) -> Tool[Any]:

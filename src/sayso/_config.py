@@ -8,12 +8,12 @@ reads raw YAML.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_ai import Tool
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ._core.policy import InterruptPolicy, ToolRule
 from ._core.requests import Scope
@@ -66,12 +66,20 @@ class AgentConfig(_Strict):
     """A name from `models`, a pydantic-ai model string, or (from Python) a pydantic-ai `Model`."""
     instructions: str = ""
     description: str | None = None
-    tools: list[str | Callable[..., Any]] = []
+    tools: list[Any] = []
     """Import specs (`pkg.mod:fn`), or functions and pydantic-ai `Tool`s from Python."""
     client_tools: list[str] = []
     """Names of client-declared tools this agent may call."""
     ask_user: bool = True
     interrupt: InterruptConfig = InterruptConfig()
+
+    @field_validator("tools")
+    @classmethod
+    def _tools_are_usable(cls, tools: list[Any]) -> list[Any]:
+        for entry in tools:
+            if not (isinstance(entry, str | Tool) or callable(entry)):
+                raise ValueError(f"a tool must be an import spec, a function or a pydantic-ai Tool, not {entry!r}")
+        return tools
 
 
 class ScriptedModelConfig(_Strict):

@@ -235,6 +235,10 @@ class Sayso:
         """Every open request across threads, oldest first."""
         return await self.store.open_requests(limit=limit)
 
+    def agent_model(self, agent: str) -> Model | str:
+        """The model an agent runs on (a scripted model's `calls` log the requests it answered)."""
+        return self._built(agent).model
+
     # internals
 
     def _built(self, name: str) -> BuiltAgent:

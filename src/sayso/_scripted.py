@@ -11,6 +11,8 @@ rules:
   - user: '^delete (?P<name>\\S+)$'     # regex on the run's last user message
     call: delete_file                  # a tool call, its arguments filled from the match
     args: {name: "{name}"}
+  - user: '^both$'
+    calls: [{call: a}, {call: b}]      # several calls in one turn
   - tool: delete_file                  # applies when the latest input is that tool's result
     result: '(?s)(?P<text>.*)'         # optional regex on the result
     reply: "{text}"
@@ -53,6 +55,15 @@ from .exceptions import ConfigError
 _PLACEHOLDER = re.compile(r"\{(\w+)(?:\|(\w+))?\}")
 
 
+class ScriptCall(BaseModel):
+    """One tool call of a rule that makes several at once."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call: str
+    args: dict[str, Any] = {}
+
+
 class ScriptRule(BaseModel):
     """One rule of a script; the first rule that matches answers."""
 
@@ -63,12 +74,14 @@ class ScriptRule(BaseModel):
     result: str | None = None
     call: str | None = None
     args: dict[str, Any] = {}
+    calls: list[ScriptCall] = []
+    """Several tool calls in one turn (parallel calls)."""
     reply: str | None = None
 
     @model_validator(mode="after")
     def _one_action(self) -> ScriptRule:
-        if (self.call is None) == (self.reply is None):
-            raise ValueError("a rule needs exactly one of 'call' or 'reply'")
+        if sum((self.call is not None, bool(self.calls), self.reply is not None)) != 1:
+            raise ValueError("a rule needs exactly one of 'call', 'calls' or 'reply'")
         return self
 
 
@@ -135,8 +148,9 @@ class ScriptedModel(FunctionModel):
                 if values is None:
                     continue
                 if rule.call is not None:
-                    args = {k: _fill(v, values) for k, v in rule.args.items()}
-                    return [ToolCallPart(rule.call, args)]
+                    return [ToolCallPart(rule.call, _fill(rule.args, values))]
+                if rule.calls:
+                    return [ToolCallPart(c.call, _fill(c.args, values)) for c in rule.calls]
                 assert rule.reply is not None
                 return [TextPart(str(_fill(rule.reply, values)))]
         return [TextPart(f"[script] {self.script.fallback}")]

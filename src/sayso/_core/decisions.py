@@ -162,13 +162,13 @@ def _check_answers(request: QuestionRequest, decision: Answer) -> None:
 
 
 def schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
-    """The first way `value` breaks `schema`, in words, or `None` when it fits."""
+    """Every way `value` breaks `schema`, in words, or `None` when it fits."""
     validator = jsonschema.Draft202012Validator(schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
-    if error is None:
-        return None
-    where = "/".join(str(p) for p in error.absolute_path)
-    return f"{where}: {error.message}" if where else error.message
+    problems = []
+    for error in sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path))):
+        where = "/".join(str(p) for p in error.absolute_path)
+        problems.append(f"{where}: {error.message}" if where else error.message)
+    return "; ".join(problems) or None
 
 
 def model_text(request: Request, decision: Decision, *, expired_at: str | None = None) -> str | None:

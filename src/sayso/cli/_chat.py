@@ -1,0 +1,196 @@
+"""`sayso chat`: a conversation in the terminal that answers every kind of request at the prompt."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+
+from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
+from .._core.requests import ApprovalRequest, ClientToolRequest, QuestionRequest, Request, Scope
+from .._results import RunResult
+from .._runtime import Sayso
+from .._scripted import ScriptedModel
+from ..exceptions import DecisionRefused
+from ._render import print_result, request_panel
+
+
+class _NewMessage(Exception):
+    """The person typed a new message instead of answering; the open requests will be skipped."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        super().__init__(text)
+
+
+async def chat_loop(
+    runtime: Sayso, console: Console, *, agent: str | None, thread_id: str | None, principal: str
+) -> None:
+    """Read messages until `exit` or end of input; pause for every request the agent raises."""
+    name = agent or runtime.config.entry_agent
+    model = runtime.agent_model(name)
+    if isinstance(model, ScriptedModel):
+        about = f"{model.model_name} [dim](a scripted demo model, not an LLM)[/dim]"
+    else:
+        about = model if isinstance(model, str) else model.model_name
+    console.print(f"Chatting with [bold]{name}[/bold] on {about}.")
+    console.print("[dim]Type a message, or 'exit' to leave; the conversation is saved and can be resumed.[/dim]")
+    result = await _paused_on_thread(runtime, thread_id) if thread_id else None
+    pending: str | None = None
+    while True:
+        if result is not None and result.status == "paused":
+            try:
+                result = await _answer_all(runtime, console, result, principal)
+            except EOFError:
+                break
+            except _NewMessage as new:
+                pending = new.text
+            else:
+                if result.status != "paused":
+                    print_result(console, result)
+                continue
+        if pending is None:
+            try:
+                text = console.input("[bold cyan]you>[/bold cyan] ").strip()
+            except EOFError:
+                break
+            if text in ("exit", "quit"):
+                break
+            if not text:
+                continue
+        else:
+            text, pending = pending, None
+        with console.status("working…"):
+            result = await runtime.run(text, agent=name if thread_id is None else None, thread_id=thread_id, principal=principal)
+        thread_id = result.thread_id
+        if result.status != "paused":
+            print_result(console, result)
+    if thread_id:
+        console.print(f"[dim]thread {thread_id}[/dim]")
+
+
+async def _paused_on_thread(runtime: Sayso, thread_id: str) -> RunResult | None:
+    thread = await runtime.store.get_thread(thread_id)
+    if thread is None or thread.active_run_id is None:
+        return None
+    return await runtime.result(thread.active_run_id)
+
+
+async def _answer_all(runtime: Sayso, console: Console, result: RunResult, principal: str) -> RunResult:
+    """Ask the person about each open request in turn; the last decision resumes the run."""
+    console.print(f"[yellow]The agent is waiting on {len(result.requests)} request(s).[/yellow]")
+    for request in result.requests:
+        console.print(request_panel(request))
+        while True:
+            decision = _ask(console, request)
+            try:
+                with console.status("working…"):
+                    outcome = await runtime.decide(request.request_id, decision, principal=principal)
+            except DecisionRefused as refused:
+                console.print(f"[red]not accepted:[/red] {refused.problem}. The request is still open; try again.")
+                continue
+            break
+        result = outcome.run
+    return result
+
+
+def _ask(console: Console, request: Request) -> Decision:
+    if isinstance(request, ApprovalRequest):
+        return _ask_approval(console, request)
+    if isinstance(request, QuestionRequest):
+        return _ask_questions(console, request)
+    assert isinstance(request, ClientToolRequest)
+    return _ask_client_tool(console, request)
+
+
+def _read(console: Console, prompt: str) -> str:
+    return console.input(prompt)
+
+
+def _ask_approval(console: Console, request: ApprovalRequest) -> Decision:
+    while True:
+        choice = _read(console, "[a]pprove, [e]dit and approve, [r]eject, [s]kip, or [n]ew message? ").strip().lower()
+        if choice in ("a", "approve"):
+            return Approve(scope=_ask_scope(console, request.scopes))
+        if choice in ("e", "edit"):
+            console.print(f"current arguments: {json.dumps(request.args, ensure_ascii=False)}")
+            raw = _read(console, "new arguments (JSON object)> ")
+            try:
+                edited = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                console.print(f"[red]not JSON:[/red] {exc}")
+                continue
+            if not isinstance(edited, dict):
+                console.print("[red]the arguments must be a JSON object[/red]")
+                continue
+            return Approve(scope=_ask_scope(console, request.scopes), edited_args=edited)
+        if choice in ("r", "reject"):
+            reason = _read(console, "reason (optional)> ").strip()
+            return Reject(reason=reason or None)
+        if choice in ("s", "skip"):
+            return Skip(reason=None)
+        if choice in ("n", "new"):
+            text = _read(console, "[bold cyan]you>[/bold cyan] ").strip()
+            if text:
+                raise _NewMessage(text)
+            continue
+        console.print("please answer a, e, r, s or n")
+
+
+def _ask_scope(console: Console, scopes: tuple[Scope, ...]) -> Scope:
+    if len(scopes) == 1:
+        return scopes[0]
+    labels = {"once": "just this call", "thread": "allow for this chat", "always": "always allow"}
+    for n, scope in enumerate(scopes, 1):
+        console.print(f"  {n}) {labels[scope]}")
+    while True:
+        raw = _read(console, "remember? [1]> ").strip() or "1"
+        if raw.isdigit() and 1 <= int(raw) <= len(scopes):
+            return scopes[int(raw) - 1]
+        console.print(f"please pick 1 to {len(scopes)}")
+
+
+def _ask_questions(console: Console, request: QuestionRequest) -> Decision:
+    answers: list[tuple[str, ...]] = []
+    for question in request.questions:
+        console.print(f"[bold]{question.question}[/bold]")
+        for n, choice in enumerate(question.choices, 1):
+            console.print(f"  {n}) {choice}")
+        if question.choices:
+            console.print(f"  {len(question.choices) + 1}) Other (type your own words)")
+        hint = "numbers separated by commas, or your own words" if question.multiple else "a number, or your own words"
+        raw = _read(console, f"answer ({hint})> ").strip()
+        answers.append(_picks(raw, question.choices, multiple=question.multiple, console=console))
+    return Answer(answers=tuple(answers))
+
+
+def _picks(raw: str, choices: tuple[str, ...], *, multiple: bool, console: Console) -> tuple[str, ...]:
+    parts = [p.strip() for p in raw.split(",")] if multiple else [raw]
+    if parts and all(p.isdigit() for p in parts):
+        picked: list[str] = []
+        for p in parts:
+            n = int(p)
+            if 1 <= n <= len(choices):
+                picked.append(choices[n - 1])
+            elif n == len(choices) + 1:
+                picked.append(_read(console, "your words> ").strip())
+            else:
+                picked.append(p)
+        return tuple(picked)
+    return tuple(parts) if multiple else (raw,)
+
+
+def _ask_client_tool(console: Console, request: ClientToolRequest) -> Decision:
+    raw = _read(console, "result (JSON or text), 'error: MESSAGE', or empty to skip> ").strip()
+    if not raw:
+        return Skip(reason=None)
+    if raw.startswith("error:"):
+        return ClientError(message=raw.removeprefix("error:").strip())
+    value: Any
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return ClientResult(value=value)
+

@@ -1,0 +1,160 @@
+"""Every error the server returns is an RFC 9457 problem; `problem_for` maps each error once.
+
+Endpoints raise sayso's own exceptions (or the server's `Unauthorized`/`AccessDenied`) and
+never build error responses themselves; the handlers installed by `install_problem_handlers`
+turn them into `application/problem+json` with the right status.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..exceptions import (
+    AlreadyDecided,
+    ConfigError,
+    DecisionRefused,
+    InvalidDecision,
+    NotAllowed,
+    NotFound,
+    NotReady,
+    PauseConsumed,
+    RequestExpired,
+    RequestNotFound,
+    RunConflict,
+    RunNotFound,
+    SaysoError,
+    StoreError,
+    ThreadBusy,
+)
+from ._access import AccessDenied, Unauthorized
+
+logger = logging.getLogger("sayso.server")
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+PROBLEM_BASE = "https://sayso.dev/problems/"
+"""Problem `type`s are this base plus a slug, such as `already-decided`."""
+
+
+class ProblemModel(BaseModel):
+    """An RFC 9457 problem document, as returned by every failing request."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    request_id: str | None = None
+    run_id: str | None = None
+    errors: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    """A problem to send: its slug, title, HTTP status, detail and the ids it is about."""
+
+    slug: str
+    title: str
+    status: int
+    detail: str
+    extra: dict[str, Any] = field(default_factory=dict[str, Any])
+
+    def body(self) -> dict[str, Any]:
+        """The JSON document."""
+        return {
+            "type": PROBLEM_BASE + self.slug,
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+            **self.extra,
+        }
+
+
+def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping is the point
+    """The problem for an error: the one place that maps sayso's exceptions to HTTP."""
+    if isinstance(exc, Unauthorized):
+        return Problem(slug="unauthorized", title="Not signed in", status=401, detail=exc.problem)
+    if isinstance(exc, AccessDenied):
+        return Problem(slug="forbidden", title="Not allowed", status=403, detail=str(exc))
+    if isinstance(exc, DecisionRefused):
+        ids = {"request_id": exc.request_id}
+        if isinstance(exc, NotAllowed):
+            return Problem(slug="not-allowed", title="Not allowed", status=403, detail=str(exc), extra=ids)
+        if isinstance(exc, AlreadyDecided):
+            return Problem(slug="already-decided", title="Already decided", status=409, detail=str(exc), extra=ids)
+        if isinstance(exc, RequestExpired):
+            return Problem(slug="request-expired", title="Request expired", status=410, detail=str(exc), extra=ids)
+        if isinstance(exc, InvalidDecision):
+            return Problem(slug="invalid-decision", title="Invalid decision", status=422, detail=str(exc), extra=ids)
+        return Problem(slug="decision-refused", title="Decision refused", status=409, detail=str(exc), extra=ids)
+    if isinstance(exc, RunConflict):
+        ids = {"run_id": exc.run_id}
+        if isinstance(exc, PauseConsumed):
+            return Problem(slug="pause-consumed", title="Pause consumed", status=409, detail=str(exc), extra=ids)
+        if isinstance(exc, NotReady):
+            return Problem(slug="not-ready", title="Requests still open", status=409, detail=str(exc), extra=ids)
+        if isinstance(exc, ThreadBusy):
+            return Problem(slug="thread-busy", title="Thread busy", status=409, detail=str(exc), extra=ids)
+        return Problem(slug="run-conflict", title="Run conflict", status=409, detail=str(exc), extra=ids)
+    if isinstance(exc, NotFound):
+        extra: dict[str, Any] = {}
+        if isinstance(exc, RequestNotFound):
+            extra["request_id"] = exc.request_id
+        elif isinstance(exc, RunNotFound):
+            extra["run_id"] = exc.run_id
+        return Problem(slug="not-found", title="Not found", status=404, detail=str(exc), extra=extra)
+    if isinstance(exc, ConfigError):
+        # Raised for what the client named (an unknown agent, a thread of another agent).
+        return Problem(slug="invalid-request", title="Invalid request", status=422, detail=str(exc))
+    if isinstance(exc, StoreError):
+        return Problem(slug="store-unavailable", title="Store unavailable", status=503, detail=str(exc))
+    if isinstance(exc, RequestValidationError):
+        errors = [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", ""))} for e in exc.errors()]
+        detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors)
+        return Problem(
+            slug="invalid-request", title="Invalid request", status=422, detail=detail, extra={"errors": errors}
+        )
+    if isinstance(exc, HTTPException):
+        return Problem(slug=f"http-{exc.status_code}", title=_title(exc.status_code), status=exc.status_code,
+                       detail=str(exc.detail))
+    if isinstance(exc, SaysoError):
+        return Problem(slug="sayso-error", title="Server error", status=500, detail=str(exc))
+    return Problem(slug="internal", title="Server error", status=500, detail="the server failed; see its log")
+
+
+def _title(status: int) -> str:
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
+
+
+def problem_response(problem: Problem) -> JSONResponse:
+    """A problem as a response."""
+    headers = {"WWW-Authenticate": 'Bearer realm="sayso"'} if problem.status == 401 else None
+    return JSONResponse(problem.body(), status_code=problem.status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
+
+
+async def _handle(request: Request, exc: Exception) -> Response:
+    problem = problem_for(exc)
+    if problem.status >= 500:
+        logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return problem_response(problem)
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    """Make every error of `app` a problem response."""
+    app.add_exception_handler(SaysoError, _handle)
+    app.add_exception_handler(RequestValidationError, _handle)
+    app.add_exception_handler(HTTPException, _handle)
+    app.add_exception_handler(Exception, _handle)

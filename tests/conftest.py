@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pydantic_ai.models
+import pytest
+
+from sayso import Config, Sayso, ScriptedModel
+from sayso._scripted import Script
+
+pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "files" / "sayso.yaml"
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """No credentials or proxies leak into tests; each test gets its own store and sandbox."""
+    for name in list(os.environ):
+        if name.endswith(("_API_KEY", "_PROXY", "_proxy")) or name.startswith("SAYSO_"):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SAYSO_STORE", f"sqlite:///{tmp_path / 'sayso.db'}")
+    monkeypatch.setenv("SAYSO_SANDBOX", str(tmp_path / "sandbox"))
+    yield
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def script(*rules: dict[str, Any], fallback: str = "no rule matched") -> ScriptedModel:
+    """A scripted model from rules written inline."""
+    return ScriptedModel(Script.model_validate({"name": "test", "rules": list(rules), "fallback": fallback}))
+
+
+MakeApp = Callable[..., Sayso]
+
+
+@pytest.fixture
+def make_app(tmp_path: Path) -> Iterator[MakeApp]:
+    """Build a runtime over one SQLite file from agent definitions written in the test."""
+
+    def make(agents: dict[str, Any], *, model: Any = None, **kwargs: Any) -> Sayso:
+        config = Config.model_validate(
+            {"store": f"sqlite:///{tmp_path / 'sayso.db'}", "agents": agents, "base_dir": tmp_path}
+        )
+        models = {"m": model} if model is not None else None
+        return Sayso(config, models=models, **kwargs)
+
+    yield make
+
+
+@pytest.fixture
+async def example_app() -> AsyncIterator[Sayso]:
+    async with Sayso.from_yaml(EXAMPLE) as app:
+        yield app

@@ -1,0 +1,287 @@
+"""Approval gates through the Python API: approve, edit, reject, skip, in-body approvals and resume rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic_ai import RunContext, Tool
+from pydantic_ai.messages import ModelRequest, ToolReturnPart, UserPromptPart
+
+from sayso import (
+    AlreadyDecided,
+    Approve,
+    InvalidDecision,
+    NotReady,
+    PauseConsumed,
+    Reject,
+    RequestNotFound,
+    RunConflict,
+    Sayso,
+    Skip,
+    require_approval,
+)
+from sayso import tool as sayso_tool
+
+from .conftest import MakeApp, script
+
+ran: list[tuple[str, dict[str, Any]]] = []
+
+
+@pytest.fixture(autouse=True)
+def reset_ran() -> None:
+    ran.clear()
+
+
+def delete_file(name: str) -> str:
+    """Delete a file."""
+    ran.append(("delete_file", {"name": name}))
+    return f"deleted {name}"
+
+
+def archive(name: str) -> str:
+    """Archive a file."""
+    ran.append(("archive", {"name": name}))
+    return f"archived {name}"
+
+
+@sayso_tool(requires_approval=True, hint="Sends money.")
+def pay(amount: int) -> str:
+    """Pay someone."""
+    ran.append(("pay", {"amount": amount}))
+    return f"paid {amount}"
+
+
+def transfer(ctx: RunContext[Any], amount: int) -> str:
+    """Move money; large amounts ask a person from inside the body."""
+    ran.append(("transfer-body", {"amount": amount}))
+    if amount > 100:
+        approval = require_approval(ctx, hint=f"Transfer of {amount} is above the limit.", payload={"limit": 100})
+        return f"transferred {amount} (limit {approval.payload['limit']}, approved by {approval.principal})"
+    return f"transferred {amount}"
+
+
+RULES: list[dict[str, Any]] = [
+    {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}"}},
+    {"user": r"^pay (?P<n>\d+)$", "call": "pay", "args": {"amount": "{n}"}},
+    {"user": r"^transfer (?P<n>\d+)$", "call": "transfer", "args": {"amount": "{n}"}},
+    {"user": "^both$", "calls": [{"call": "delete_file", "args": {"name": "x"}}, {"call": "archive", "args": {"name": "y"}}]},
+    {"user": "^plain$", "call": "declared"},
+    {"tool": "delete_file", "result": "(?P<r>.*)", "reply": "model read: {r}"},
+    {"tool": "archive", "reply": "after archive"},
+    {"tool": "pay", "reply": "model read: {result}"},
+    {"tool": "transfer", "reply": "model read: {result}"},
+    {"tool": "declared", "reply": "model read: {result}"},
+    {"user": ".*", "reply": "you said: {user}"},
+]
+
+
+def declared() -> str:
+    """A tool pydantic-ai itself marks as needing approval."""
+    ran.append(("declared", {}))
+    return "declared ran"
+
+
+@pytest.fixture
+def app(make_app: MakeApp) -> Sayso:
+    model = script(*RULES)
+    return make_app(
+        {
+            "files": {
+                "model": "m",
+                "tools": [delete_file, archive, pay, transfer, Tool(declared, requires_approval=True)],
+                "interrupt": {"tools": ["delete_*", {"name": "archive"}]},
+            }
+        },
+        model=model,
+    )
+
+
+def calls_of(app: Sayso) -> Any:
+    model = app.agent_model("files")
+    return model.calls  # type: ignore[union-attr]
+
+
+async def test_approved_call_runs_before_any_model_call(app: Sayso) -> None:
+    """The exact call runs on approval, and the first model request after it already holds its result."""
+    async with app:
+        paused = await app.run("delete a.txt")
+        assert paused.status == "paused"
+        [request] = paused.requests
+        assert (request.kind, request.tool_name, request.args) == ("approval", "delete_file", {"name": "a.txt"})
+        assert request.hint == "Approval is required for tool(s): delete_file"
+        assert ran == []
+        before = len(calls_of(app))
+        done = await app.decide(request.request_id, Approve())
+    assert done.run.status == "completed"
+    assert done.run.output == "model read: deleted a.txt"
+    assert ran == [("delete_file", {"name": "a.txt"})]
+    after = calls_of(app)[before:]
+    assert len(after) == 1
+    returns = [p for p in after[0].last_request.parts if isinstance(p, ToolReturnPart)]
+    assert [(p.tool_call_id, p.content) for p in returns] == [(request.tool_call_id, "deleted a.txt")]
+
+
+async def test_edited_arguments_run_and_are_recorded(app: Sayso) -> None:
+    async with app:
+        paused = await app.run("delete a.txt")
+        request = paused.requests[0]
+        done = await app.decide(request.request_id, Approve(edited_args={"name": "b.txt"}))
+        history = await app.store.load_messages(paused.thread_id)
+    assert ran == [("delete_file", {"name": "b.txt"})]
+    assert done.run.output == "model read: deleted b.txt"
+    [result] = [p for m in history if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
+    approval = result.metadata["approval"]
+    assert approval["decision"] == "approve"
+    assert approval["by"] == "person"
+    assert approval["principal"] == "local"
+    assert approval["proposed_args"] == {"name": "a.txt"}
+    assert approval["approved_args"] == approval["executed_args"] == {"name": "b.txt"}
+
+
+async def test_invalid_edit_is_refused_and_the_pause_stays_open(app: Sayso) -> None:
+    async with app:
+        paused = await app.run("delete a.txt")
+        request_id = paused.requests[0].request_id
+        with pytest.raises(InvalidDecision, match="edited arguments are invalid: .*'name' is a required property"):
+            await app.decide(request_id, Approve(edited_args={"file": "b.txt"}))
+        still = await app.result(paused.run_id)
+        assert still.status == "paused"
+        assert [r.request_id for r in still.requests] == [request_id]
+        assert ran == []
+        done = await app.decide(request_id, Approve())
+    assert done.run.status == "completed"
+
+
+@pytest.mark.parametrize(
+    ("decision", "model_reads"),
+    [
+        pytest.param(Reject(reason="not that one"), "Declined: not that one", id="reject-with-reason"),
+        pytest.param(Reject(), "Declined by the person.", id="reject"),
+        pytest.param(Skip(reason="decide later"), "Skipped: decide later", id="skip"),
+    ],
+)
+async def test_calls_not_approved_never_run_and_the_model_reads_why(
+    app: Sayso, decision: Reject | Skip, model_reads: str
+) -> None:
+    async with app:
+        paused = await app.run("delete a.txt")
+        done = await app.decide(paused.requests[0].request_id, decision)
+    assert ran == []
+    assert done.run.output == f"model read: {model_reads}"
+
+
+async def test_tools_declared_as_needing_approval_pause(app: Sayso) -> None:
+    async with app:
+        paused = await app.run("pay 30")
+        assert paused.requests[0].hint == "Sends money."
+        done = await app.decide(paused.requests[0].request_id, Approve())
+        declared_pause = await app.run("plain")
+        assert declared_pause.status == "paused"
+        assert declared_pause.requests[0].tool_name == "declared"
+        await app.decide(declared_pause.requests[0].request_id, Approve())
+    assert done.run.output == "model read: paid 30"
+    assert ran == [("pay", {"amount": 30}), ("declared", {})]
+
+
+async def test_tool_asks_from_inside_its_body_and_runs_again_from_the_top(app: Sayso) -> None:
+    async with app:
+        small = await app.run("transfer 10")
+        assert small.status == "completed"
+        paused = await app.run("transfer 500")
+        [request] = paused.requests
+        assert request.hint == "Transfer of 500 is above the limit."
+        assert request.payload == {"limit": 100}
+        assert request.from_body
+        done = await app.decide(request.request_id, Approve(), principal="alice")
+    assert done.run.output == "model read: transferred 500 (limit 100, approved by alice)"
+    assert ran == [("transfer-body", {"amount": 10}), ("transfer-body", {"amount": 500}), ("transfer-body", {"amount": 500})]
+
+
+async def test_parallel_requests_are_decided_one_at_a_time(app: Sayso) -> None:
+    async with app:
+        paused = await app.run("both")
+        first, second = paused.requests
+        assert first.request_id != second.request_id
+        assert (first.tool_name, second.tool_name) == ("delete_file", "archive")
+        model_calls = len(calls_of(app))
+        partial = await app.decide(second.request_id, Approve())
+        assert partial.run.status == "paused"
+        assert [r.request_id for r in partial.run.requests] == [first.request_id]
+        assert ran == []
+        assert len(calls_of(app)) == model_calls
+        done = await app.decide(first.request_id, Reject(reason="keep x"))
+    assert ran == [("archive", {"name": "y"})]
+    assert done.run.status == "completed"
+    seen = calls_of(app)[model_calls].last_request.parts
+    contents = {p.tool_name: p.content for p in seen if isinstance(p, ToolReturnPart)}
+    assert contents == {"delete_file": "Declined: keep x", "archive": "archived y"}
+
+
+async def test_forced_resume_skips_what_is_still_open(app: Sayso) -> None:
+    async with app:
+        paused = await app.run("both")
+        first, second = paused.requests
+        await app.decide(second.request_id, Approve())
+        with pytest.raises(NotReady, match=first.request_id):
+            await app.resume(paused.run_id)
+        done = await app.resume(paused.run_id, force=True)
+    assert done.status == "completed"
+    assert ran == [("archive", {"name": "y"})]
+    last = calls_of(app)[-1].last_request.parts
+    contents = {p.tool_name: p.content for p in last if isinstance(p, ToolReturnPart)}
+    assert contents["delete_file"] == "Skipped: the run was resumed before this request was answered"
+
+
+async def test_unknown_repeated_and_conflicting_decisions(app: Sayso) -> None:
+    async with app:
+        with pytest.raises(RequestNotFound, match="req_nope"):
+            await app.decide("req_nope", Approve())
+        paused = await app.run("both")
+        first, second = paused.requests
+        assert (await app.decide(first.request_id, Reject(reason="no"))).recorded
+        repeat = await app.decide(first.request_id, Reject(reason="no"))
+        assert not repeat.recorded
+        assert repeat.run.status == "paused"
+        with pytest.raises(AlreadyDecided, match="the first decision wins"):
+            await app.decide(first.request_id, Approve())
+        await app.decide(second.request_id, Approve())
+        with pytest.raises(AlreadyDecided):
+            await app.decide(second.request_id, Skip())
+        with pytest.raises(RunConflict, match="only a paused run can be resumed"):
+            await app.resume(paused.run_id)
+    assert ran == [("archive", {"name": "y"})]
+
+
+async def test_a_pause_is_consumed_once(app: Sayso, make_app: MakeApp) -> None:
+    async with app:
+        paused = await app.run("delete a.txt")
+        await app.decide(paused.requests[0].request_id, Approve(), resume=False)
+        record = await app.store.get_run(paused.run_id)
+        assert record.pause_id is not None
+        _, _, requests, decided = await app.store.pause_state(record.pause_id)
+        first = await app.resume(paused.run_id)
+        with pytest.raises(PauseConsumed):
+            await app._resume_pause(record, requests, decided, force=False)  # a second resume that saw the same pause
+    assert first.status == "completed"
+    assert ran == [("delete_file", {"name": "a.txt"})]
+
+
+async def test_new_message_while_paused_skips_open_requests(app: Sayso) -> None:
+    async with app:
+        paused = await app.run("both")
+        answer = await app.run("what now?", thread_id=paused.thread_id)
+        old = await app.result(paused.run_id)
+        with pytest.raises(AlreadyDecided):
+            await app.decide(paused.requests[0].request_id, Approve())
+    assert answer.status == "completed"
+    assert answer.output == "you said: what now?"
+    assert old.status == "cancelled"
+    assert ran == []
+    last = calls_of(app)[-1].last_request.parts
+    skipped = {p.tool_name: p.content for p in last if isinstance(p, ToolReturnPart)}
+    assert skipped == {
+        "delete_file": "Skipped: the person sent a message instead of answering",
+        "archive": "Skipped: the person sent a message instead of answering",
+    }
+    assert any(isinstance(p, UserPromptPart) and p.content == "what now?" for p in last)

@@ -1,0 +1,171 @@
+"""The pure core: decisions checked against requests, resume rules and gating, with no I/O."""
+
+from __future__ import annotations
+
+import pytest
+
+from sayso import (
+    AlreadyDecided,
+    Answer,
+    ApprovalRequest,
+    Approve,
+    ClientError,
+    ClientResult,
+    ClientToolRequest,
+    DecisionRecord,
+    InvalidDecision,
+    NotReady,
+    Question,
+    QuestionRequest,
+    Reject,
+    RequestExpired,
+    Skip,
+)
+from sayso._core.decisions import check_decision, model_text
+from sayso._core.policy import InterruptPolicy, ToolRule, gate_for
+from sayso._core.resume import plan_resume
+
+COMMON = dict(run_id="run_1", thread_id="thr_1", agent_path="files", tool_call_id="call_1", created_at=100.0)
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
+    "additionalProperties": False,
+}
+
+
+def approval(**overrides: object) -> ApprovalRequest:
+    fields: dict[str, object] = dict(COMMON, request_id="req_a", tool_name="delete_file", args={"name": "a"})
+    fields.update(hint="sure?", args_schema=SCHEMA, scopes=("once", "thread"))
+    fields.update(overrides)
+    return ApprovalRequest(**fields)  # type: ignore[arg-type]
+
+
+def question(*questions: Question) -> QuestionRequest:
+    return QuestionRequest(**COMMON, request_id="req_q", tool_name="ask_user", questions=questions)  # type: ignore[arg-type]
+
+
+PICK = Question(question="Which file?", choices=("a", "b"))
+MANY = Question(question="Which colours?", choices=("red", "blue"), multiple=True)
+
+
+def test_approve_with_valid_edit_is_accepted() -> None:
+    decision = Approve(edited_args={"name": "b"})
+    assert check_decision(approval(), decision, existing=None, now=101) == decision
+
+
+@pytest.mark.parametrize(
+    ("edited", "problem"),
+    [
+        pytest.param({"nme": "b"}, "'nme' was unexpected", id="unknown-field"),
+        pytest.param({"name": 3}, "name: 3 is not of type 'string'", id="wrong-type"),
+        pytest.param({}, "'name' is a required property", id="missing"),
+    ],
+)
+def test_invalid_edited_args_are_refused_naming_the_problem(edited: dict[str, object], problem: str) -> None:
+    with pytest.raises(InvalidDecision) as refused:
+        check_decision(approval(), Approve(edited_args=edited), existing=None, now=101)
+    assert problem in str(refused.value)
+    assert refused.value.request_id == "req_a"
+
+
+def test_scope_not_offered_is_refused() -> None:
+    with pytest.raises(InvalidDecision, match="scope 'always' is not offered"):
+        check_decision(approval(), Approve(scope="always"), existing=None, now=101)
+
+
+def test_decision_kind_must_fit_request_kind() -> None:
+    with pytest.raises(InvalidDecision, match="a approval request takes approve, reject, skip, not 'answer'"):
+        check_decision(approval(), Answer(answers=(("x",),)), existing=None, now=101)
+    with pytest.raises(InvalidDecision, match="question request takes answer, skip"):
+        check_decision(question(PICK), Approve(), existing=None, now=101)
+
+
+@pytest.mark.parametrize(
+    ("answers", "problem"),
+    [
+        pytest.param((), "expected 2 answer(s), one per question, got 0", id="too-few"),
+        pytest.param((("a",), ("red",), ("x",)), "expected 2 answer(s), one per question, got 3", id="too-many"),
+        pytest.param((("",), ("red",)), "question 'Which file?' needs an answer", id="empty"),
+        pytest.param((("a", "b"), ("red",)), "question 'Which file?' takes one answer, got 2", id="several-for-single"),
+    ],
+)
+def test_wrong_answers_are_refused_naming_the_question(answers: tuple[tuple[str, ...], ...], problem: str) -> None:
+    with pytest.raises(InvalidDecision) as refused:
+        check_decision(question(PICK, MANY), Answer(answers=answers), existing=None, now=101)
+    assert refused.value.problem == problem
+
+
+def test_answers_may_be_own_words_and_several_for_multiple() -> None:
+    decision = Answer(answers=(("neither, keep both",), ("red", "green")))
+    assert check_decision(question(PICK, MANY), decision, existing=None, now=101) == decision
+
+
+def test_identical_repeat_is_a_noop_and_a_different_one_is_refused() -> None:
+    first = DecisionRecord(request_id="req_a", decision=Reject(reason="no"), by="person", principal="p", decided_at=1)
+    assert check_decision(approval(), Reject(reason="no"), existing=first, now=101) is None
+    with pytest.raises(AlreadyDecided, match="the first decision wins"):
+        check_decision(approval(), Approve(), existing=first, now=101)
+
+
+def test_decision_after_expiry_is_refused() -> None:
+    with pytest.raises(RequestExpired):
+        check_decision(approval(expires_at=150.0), Approve(), existing=None, now=150.0)
+    assert check_decision(approval(expires_at=150.0), Approve(), existing=None, now=149.0) == Approve()
+
+
+def test_what_the_model_reads() -> None:
+    request = approval()
+    assert model_text(request, Reject(reason="too risky")) == "Declined: too risky"
+    assert model_text(request, Reject()) == "Declined by the person."
+    assert model_text(request, Skip(reason="later")) == "Skipped: later"
+    assert model_text(request, Approve()) is None
+    assert model_text(request, Approve(), expired_at="2026-01-01 10:00 UTC") == (
+        "Expired: no decision before 2026-01-01 10:00 UTC"
+    )
+    client = ClientToolRequest(**COMMON, request_id="req_c", tool_name="pick")  # type: ignore[arg-type]
+    assert model_text(client, ClientError(message="user closed the tab")) == "Error: user closed the tab"
+    assert model_text(client, ClientResult(value=1)) is None
+
+
+def test_resume_waits_for_every_request_unless_forced() -> None:
+    requests = [approval(), question(PICK)]
+    decided = {
+        "req_a": DecisionRecord(request_id="req_a", decision=Approve(), by="person", principal="p", decided_at=1)
+    }
+    with pytest.raises(NotReady, match="1 request\\(s\\) still open \\(req_q\\)"):
+        plan_resume("run_1", requests, decided, force=False, now=5)
+    plan = plan_resume("run_1", requests, decided, force=True, now=5)
+    assert [d.request_id for d in plan.added] == ["req_q"]
+    assert plan.added[0].decision == Skip(reason="the run was resumed before this request was answered")
+    assert set(plan.decisions) == {"req_a", "req_q"}
+
+
+@pytest.mark.parametrize(
+    ("tool", "declared", "read_only", "gated"),
+    [
+        pytest.param("delete_file", False, False, True, id="by-name"),
+        pytest.param("merchant___refund", False, False, True, id="by-glob"),
+        pytest.param("list_files", False, False, False, id="not-listed"),
+        pytest.param("list_files", True, False, True, id="declared-by-tool"),
+        pytest.param("merchant___lookup", False, True, False, id="read-only-skipped"),
+    ],
+)
+def test_gate_first_match(tool: str, declared: bool, read_only: bool, gated: bool) -> None:
+    policy = InterruptPolicy(
+        tools=(ToolRule(name="delete_file", remember="thread"), ToolRule(name="merchant___*")),
+        skip_read_only=True,
+    )
+    gate = gate_for(policy, tool, declared=declared, read_only=read_only)
+    assert (gate is not None) == gated
+
+
+def test_first_matching_rule_sets_the_scopes() -> None:
+    policy = InterruptPolicy(
+        tools=(ToolRule(name="delete_*", remember="always"), ToolRule(name="delete_file", remember="once")),
+        remember="thread",
+    )
+    gate = gate_for(policy, "delete_file", declared=False, read_only=False)
+    assert gate is not None and gate.scopes == ("once", "thread", "always")
+    declared = gate_for(policy, "other", declared=True, read_only=False)
+    assert declared is not None and declared.scopes == ("once", "thread")
