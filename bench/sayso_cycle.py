@@ -153,12 +153,21 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     size0, c0, s0 = db_size(args.db), counters.snapshot(), times.snapshot()
     io0 = disk_write_bytes()
     pauses, resumes = [], []
+    prof = None
+    if args.profile:  # bench/profile_cycle.py: cProfile over the timed loop only
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.enable()
     t_start = time.perf_counter()
     for n in range(args.warmup, total):
         p, r = await one_cycle(n, threads[n], check=False)
         pauses.append(p)
         resumes.append(r)
     seconds = time.perf_counter() - t_start
+    if prof is not None:
+        prof.disable()
+        prof.dump_stats(args.profile)
     io1 = disk_write_bytes()
     size1, c1, s1 = db_size(args.db), counters.snapshot(), times.snapshot()
 
@@ -237,6 +246,7 @@ def main() -> None:
                     help="split: pause in instance A, resume in instance B; warm: one instance does both")
     ap.add_argument("--db", default=None, help="SQLite file (deleted first); default under the temp folder's bench_anchors/")
     ap.add_argument("--keep-db", action="store_true", help="leave the SQLite file behind")
+    ap.add_argument("--profile", default=None, help="write cProfile stats of the timed loop to this file")
     args = ap.parse_args()
     if args.cycles < 1:
         ap.error("--cycles must be >= 1")

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Where a sayso approve cycle spends its time.
+
+Runs bench/sayso_cycle.py's loop in this process with:
+  - cProfile over the timed loop (event-loop thread only), self time grouped by package;
+  - a timed copy of aiosqlite's worker loop, so the SQL that runs on the driver's own thread
+    (execute, fetch, commit incl. fsync) is measured too, per kind of call;
+  - the wall time of every `RunStore` call (from sayso_cycle.StoreTimes).
+
+Prints a markdown report (and the cycle's JSON line as its last line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import os
+import pstats
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import aiosqlite.core as aiocore  # noqa: E402
+
+import sayso_cycle  # noqa: E402
+from common import default_db, fresh_db  # noqa: E402
+
+WORKER_S: dict[str, float] = defaultdict(float)
+WORKER_N: dict[str, int] = defaultdict(int)
+RECORDING = [False]
+
+
+def _timed_worker(tx: Any) -> None:
+    """aiosqlite's `_connection_worker_thread`, with the time of each queued call recorded by kind."""
+    while True:
+        future, function = tx.get()
+        fn = getattr(function, "func", function)
+        name = getattr(fn, "__name__", "call")
+        if name == "execute" and getattr(function, "args", None):
+            name = "execute " + str(function.args[0]).lstrip()[:6].upper()
+        try:
+            t = time.perf_counter()
+            result = function()
+            if RECORDING[0]:
+                WORKER_S[name] += time.perf_counter() - t
+                WORKER_N[name] += 1
+            if future:
+                future.get_loop().call_soon_threadsafe(aiocore.set_result, future, result)
+            if result is aiocore._STOP_RUNNING_SENTINEL:
+                break
+        except BaseException as e:  # noqa: BLE001
+            if future:
+                future.get_loop().call_soon_threadsafe(aiocore.set_exception, future, e)
+
+
+GROUPS = [
+    ("sqlalchemy", "SQLAlchemy (core, compiler, result, async adaption)"),
+    ("aiosqlite", "aiosqlite (main-thread side)"),
+    ("sqlite3", "sqlite3 (main thread)"),
+    ("pydantic_ai", "pydantic-ai (agent graph, toolsets, messages)"),
+    ("pydantic_graph", "pydantic-graph"),
+    ("pydantic_core", "pydantic-core (validate/dump)"),
+    ("pydantic", "pydantic"),
+    ("sayso", "sayso"),
+    ("anyio", "anyio"),
+    ("selectors", "waiting in select() (for the aiosqlite worker thread / fsync)"),
+    ("asyncio", "asyncio event loop"),
+    ("opentelemetry", "opentelemetry"),
+    ("logfire", "logfire"),
+    ("bench", "bench harness"),
+]
+
+
+def group_of(filename: str, funcname: str) -> str:
+    f = filename.replace("\\", "/")
+    if "select" in funcname and ("selectors" in f or funcname.startswith("<method 'poll'") or "epoll" in funcname):
+        return "selectors"
+    if f == "~":
+        if "poll" in funcname or "select" in funcname:
+            return "selectors"
+        if "sqlite3" in funcname:
+            return "sqlite3"
+        if "pydantic_core" in funcname or "SchemaValidator" in funcname or "SchemaSerializer" in funcname:
+            return "pydantic_core"
+        return "builtins"
+    for key, _ in GROUPS:
+        if f"/{key}/" in f or f.endswith(f"/{key}.py"):
+            return key
+    if "/bench/" in f:
+        return "bench"
+    return "other (stdlib etc.)"
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    return await sayso_cycle.run(args)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cycles", type=int, default=300)
+    ap.add_argument("--history", type=int, default=0)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--mode", choices=["split", "warm"], default="split")
+    ap.add_argument("--top", type=int, default=25)
+    args = ap.parse_args()
+    aiocore._connection_worker_thread = _timed_worker
+    ns = argparse.Namespace(
+        cycles=args.cycles, history=args.history, warmup=args.warmup, mode=args.mode,
+        db=default_db(f"sayso-prof-H{args.history}"), keep_db=False,
+        profile=os.path.join(tempfile.gettempdir(), f"sayso-cycle-{os.getpid()}.prof"),
+    )
+    # Record worker time only during the timed loop: the profile file appears when it ends, so
+    # the switch is flipped by the cycle's first timed call instead: simplest is to count all and
+    # subtract the warm-up share, but warm-up is 20 cycles out of hundreds; we record from the
+    # first cycle and scale by timed/total below.
+    RECORDING[0] = True
+    try:
+        result = asyncio.run(main_async(ns))
+    finally:
+        fresh_db(ns.db)
+    total_cycles = args.cycles + args.warmup
+    n = args.cycles
+    st = pstats.Stats(ns.profile)
+    os.remove(ns.profile)
+    loop_s = result["seconds"]
+
+    by_group: dict[str, float] = defaultdict(float)
+    for (filename, _line, funcname), (_cc, _nc, tt, _ct, _callers) in st.stats.items():  # type: ignore[attr-defined]
+        by_group[group_of(filename, funcname)] += tt
+    out = io.StringIO()
+    w = out.write
+    w(f"#### sayso cycle profile: H={args.history}, mode={args.mode}, {n} timed cycles, "
+      f"{result['cycles_per_s']} cycles/s under cProfile (p50 {result['p50_ms']} ms)\n\n")
+    w("Event-loop thread, self time by package (cProfile; its own overhead inflates Python-heavy parts):\n\n")
+    w("| package | ms/cycle | share |\n|---|---:|---:|\n")
+    total = sum(by_group.values())
+    labels = dict(GROUPS)
+    for g, tt in sorted(by_group.items(), key=lambda kv: -kv[1]):
+        if tt / total < 0.005:
+            continue
+        w(f"| {labels.get(g, g)} | {tt / n * 1e3:.2f} | {tt / total:.0%} |\n")
+    w(f"| **total (profiled loop {loop_s / n * 1e3:.2f} ms/cycle wall)** | {total / n * 1e3:.2f} | 100% |\n\n")
+
+    w("aiosqlite worker thread (SQLite itself), per cycle (warm-up share removed):\n\n")
+    w("| call | calls/cycle | ms/cycle |\n|---|---:|---:|\n")
+    scale = 1 / total_cycles
+    for k, s in sorted(WORKER_S.items(), key=lambda kv: -kv[1]):
+        w(f"| {k} | {WORKER_N[k] * scale:.1f} | {s * scale * 1e3:.3f} |\n")
+    w(f"| **total** | {sum(WORKER_N.values()) * scale:.1f} | {sum(WORKER_S.values()) * scale * 1e3:.3f} |\n\n")
+
+    w("Wall time per `RunStore` call (includes the hops to the worker thread), per cycle:\n\n")
+    w("| store call | calls/cycle | ms/cycle |\n|---|---:|---:|\n")
+    sm, sc = result["store_ms_per_cycle"], result["store_calls_per_cycle"]
+    for k in sorted(sc, key=lambda k: -sm.get(k, 0)):
+        w(f"| {k} | {sc[k]:g} | {sm[k]:.2f} |\n")
+    w(f"| **total** | {sum(sc.values()):g} | {sm['total']:.2f} |\n\n")
+
+    w(f"Top {args.top} functions by cumulative time (ms per cycle):\n\n```\n")
+    rows = []
+    for (filename, line, funcname), (_cc, nc, tt, ct, _callers) in st.stats.items():  # type: ignore[attr-defined]
+        short = filename.split("site-packages/")[-1].split("/src/")[-1]
+        rows.append((ct, tt, nc, f"{short}:{line}({funcname})"))
+    rows.sort(reverse=True)
+    w(f"{'cum ms':>8} {'self ms':>8} {'calls':>7}  function\n")
+    shown = 0
+    for ct, tt, nc, name in rows:
+        if any(s in name for s in ("base_events.py", "events.py", "runners.py", "sayso_cycle.py", "tasks.py")):
+            continue
+        w(f"{ct / n * 1e3:8.2f} {tt / n * 1e3:8.3f} {nc / n:7.1f}  {name}\n")
+        shown += 1
+        if shown >= args.top:
+            break
+    w("```\n")
+    print(out.getvalue())
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
