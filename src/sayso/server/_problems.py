@@ -123,8 +123,12 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
             slug="invalid-request", title="Invalid request", status=422, detail=detail, extra={"errors": errors}
         )
     if isinstance(exc, HTTPException):
-        return Problem(slug=f"http-{exc.status_code}", title=_title(exc.status_code), status=exc.status_code,
-                       detail=str(exc.detail))
+        return Problem(
+            slug=f"http-{exc.status_code}",
+            title=_title(exc.status_code),
+            status=exc.status_code,
+            detail=str(exc.detail),
+        )
     if isinstance(exc, SaysoError):
         return Problem(slug="sayso-error", title="Server error", status=500, detail=str(exc))
     return Problem(slug="internal", title="Server error", status=500, detail="the server failed; see its log")

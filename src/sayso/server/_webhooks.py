@@ -85,7 +85,13 @@ def sign(secret: str, timestamp: int, body: bytes) -> str:
 
 
 def verify_signature(
-    secret: str, body: bytes, *, timestamp: str, signature: str, tolerance_seconds: float = 300, now: float | None = None
+    secret: str,
+    body: bytes,
+    *,
+    timestamp: str,
+    signature: str,
+    tolerance_seconds: float = 300,
+    now: float | None = None,
 ) -> bool:
     """Whether a delivery is genuine and recent: for receivers of sayso's webhooks."""
     if not timestamp.isdigit():
@@ -225,7 +231,8 @@ class WebhookEmitter:
                 retry = response.status_code >= 500 or response.status_code in (408, 429)
             if not retry or attempt == hook.max_attempts:
                 self.failed += 1
-                logger.warning("webhook %s to %s failed after %d attempt(s): %s", delivery.event, hook.url,
-                               attempt, outcome)
+                logger.warning(
+                    "webhook %s to %s failed after %d attempt(s): %s", delivery.event, hook.url, attempt, outcome
+                )
                 return
             await anyio.sleep(hook.backoff_seconds * 2 ** (attempt - 1))

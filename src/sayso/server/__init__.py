@@ -1,0 +1,33 @@
+"""The sayso server: REST API with an inbox (§6.5), web UI (§6.6) and signed webhooks (§6.8).
+
+```python
+from sayso import Sayso
+from sayso.server import create_app
+
+app = create_app(Sayso.from_yaml("sayso.yaml"))   # any ASGI server; or `sayso serve sayso.yaml`
+```
+"""
+
+from __future__ import annotations
+
+from ._access import AccessDenied, Principal, Unauthorized
+from ._app import create_app
+from ._problems import problem_for
+from ._serve import check_bind, load_server_config, serve
+from ._webhooks import WebhookConfig, WebhookEmitter, WebhookEvent, sign, verify_signature
+
+__all__ = [
+    "AccessDenied",
+    "Principal",
+    "Unauthorized",
+    "WebhookConfig",
+    "WebhookEmitter",
+    "WebhookEvent",
+    "check_bind",
+    "create_app",
+    "load_server_config",
+    "problem_for",
+    "serve",
+    "sign",
+    "verify_signature",
+]

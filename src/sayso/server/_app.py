@@ -1,0 +1,277 @@
+"""The FastAPI application: REST endpoints (§6.5), the web UI (§6.6) and the server's lifespan.
+
+Endpoints only translate: they read the wire models of `_schemas`, call the `Gateway`, and
+return the JSON shapes of `sayso.request_json` / `sayso.run_json`. Errors are raised, never
+built here; `_problems` turns each into an RFC 9457 problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request
+from fastapi import Path as PathParam
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
+
+from .._core.decisions import DECISION_ADAPTER
+from .._core.requests import RequestKind
+from .._results import DecideResult, request_json, run_json
+from .._runtime import Sayso
+from ._access import Authenticator, Principal
+from ._gateway import Gateway
+from ._problems import ProblemModel, install_problem_handlers
+from ._queries import InboxFilter, InvalidCursor
+from ._schemas import (
+    ID_PATTERN,
+    AgentListOut,
+    AgentOut,
+    DecideOut,
+    DecisionIn,
+    HealthOut,
+    InboxOut,
+    MeOut,
+    RequestStateOut,
+    ResumeIn,
+    RunIn,
+    RunOut,
+    ThreadIn,
+    ThreadListOut,
+    ThreadOut,
+    to_decision,
+)
+from ._stream import stream_run
+from ._webhooks import WebhookConfig, WebhookEmitter
+
+STATIC = Path(__file__).parent / "static"
+
+_bearer = HTTPBearer(auto_error=False, description="A principal's token; not needed in local development mode.")
+
+_PROBLEMS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ProblemModel, "content": {"application/problem+json": {}}}
+    for status in (401, 403, 404, 409, 410, 422)
+}
+
+Id = Annotated[str, PathParam(min_length=1, max_length=64)]
+ThreadId = Annotated[str, PathParam(pattern=ID_PATTERN)]
+
+
+def _gateway(request: Request) -> Gateway:
+    gateway = request.app.state.gateway
+    assert isinstance(gateway, Gateway)
+    return gateway
+
+
+async def current_principal(
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> Principal:
+    """The caller, from its bearer token (everyone is `local` in local development mode)."""
+    return _gateway(request).auth.authenticate(credentials.credentials if credentials else None)
+
+
+Caller = Annotated[Principal, Depends(current_principal)]
+Gate = Annotated[Gateway, Depends(_gateway)]
+
+
+def _json(body: Any, status_code: int = 200) -> JSONResponse:
+    return JSONResponse(body, status_code=status_code)
+
+
+def _decide_json(result: DecideResult) -> dict[str, Any]:
+    return {"request_id": result.request_id, "recorded": result.recorded, "run": run_json(result.run)}
+
+
+api = APIRouter(prefix="/v1", responses=_PROBLEMS)
+
+
+@api.get("/me", response_model=MeOut, tags=["principals"])
+async def me(caller: Caller, gateway: Gate) -> JSONResponse:
+    """Who the caller is, and whether the server runs in local development mode."""
+    return _json(
+        {"principal": caller.name, "local_mode": gateway.auth.local_mode, "approver_for": list(caller.approver_for)}
+    )
+
+
+@api.get("/agents", response_model=AgentListOut, tags=["threads"])
+async def agents(caller: Caller, gateway: Gate) -> JSONResponse:
+    """The configured agents."""
+    config = gateway.sayso.config
+    listed = [
+        AgentOut(name=name, description=spec.description, entry=name == config.entry_agent).model_dump()
+        for name, spec in config.agents.items()
+    ]
+    return _json({"agents": listed})
+
+
+@api.post("/threads", response_model=ThreadOut, status_code=201, tags=["threads"])
+async def create_thread(caller: Caller, gateway: Gate, body: ThreadIn | None = None) -> JSONResponse:
+    """Open a thread with an agent; it is stored, and owned by the caller, when its first run starts."""
+    thread_id, agent = gateway.new_thread(body.agent if body else None)
+    return _json({"thread_id": thread_id, "agent": agent, "owner": None, "active_run": None, "transcript": []}, 201)
+
+
+@api.get("/threads", response_model=ThreadListOut, tags=["threads"])
+async def threads(caller: Caller, gateway: Gate, limit: Annotated[int, Query(ge=1, le=200)] = 50) -> JSONResponse:
+    """The caller's threads, newest first."""
+    return _json({"threads": [asdict(t) for t in await gateway.threads(caller, limit=limit)]})
+
+
+@api.get("/threads/{thread_id}", response_model=ThreadOut, tags=["threads"])
+async def thread(caller: Caller, gateway: Gate, thread_id: ThreadId) -> JSONResponse:
+    """A thread's history, and the run in progress with the requests it waits on."""
+    view = await gateway.thread(caller, thread_id)
+    return _json(
+        {
+            "thread_id": view.thread_id,
+            "agent": view.agent,
+            "owner": view.owner,
+            "active_run": run_json(view.active_run) if view.active_run else None,
+            "transcript": [asdict(e) for e in view.transcript],
+        }
+    )
+
+
+@api.post(
+    "/runs",
+    response_model=RunOut,
+    tags=["runs"],
+    responses={200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}}},
+)
+async def create_run(
+    caller: Caller,
+    gateway: Gate,
+    body: RunIn,
+    stream: Annotated[bool, Query(description="Stream server-sent events instead of one JSON result.")] = False,
+) -> JSONResponse | StreamingResponse:
+    """Send a message and run the agent until it finishes or pauses.
+
+    With `stream=true` the answer is `text/event-stream`: `status`, `progress`, `tool_call`,
+    `tool_result`, `text_delta`, `request` (one per open request), then `run` (the whole
+    result) or `error` (a problem document).
+    """
+    if stream:
+        return StreamingResponse(
+            stream_run(gateway, caller, body),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    return _json(run_json(await gateway.start_run(caller, body)))
+
+
+@api.get("/runs/{run_id}", response_model=RunOut, tags=["runs"])
+async def get_run(caller: Caller, gateway: Gate, run_id: Id) -> JSONResponse:
+    """Where a run stands, with the requests it still waits on."""
+    return _json(run_json(await gateway.run_result(caller, run_id)))
+
+
+@api.post("/runs/{run_id}/resume", response_model=RunOut, tags=["runs"])
+async def resume_run(caller: Caller, gateway: Gate, run_id: Id, body: ResumeIn | None = None) -> JSONResponse:
+    """Resume a paused run; with `force`, requests still open count as skipped."""
+    return _json(run_json(await gateway.resume(caller, run_id, force=body.force if body else False)))
+
+
+@api.get("/requests", response_model=InboxOut, tags=["requests"])
+async def inbox(
+    caller: Caller,
+    gateway: Gate,
+    agent: Annotated[str | None, Query(max_length=200, description="Asked by or for this agent.")] = None,
+    kind: RequestKind | None = None,
+    thread_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
+    older_than: Annotated[float | None, Query(ge=0, le=1e10, description="Opened at least N seconds ago.")] = None,
+    newer_than: Annotated[float | None, Query(ge=0, le=1e10, description="Opened at most N seconds ago.")] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=400)] = None,
+) -> JSONResponse:
+    """Every open request across threads that the caller may decide, oldest first, a page at a time."""
+    query = InboxFilter(agent=agent, kind=kind, thread_id=thread_id, older_than=older_than, newer_than=newer_than)
+    try:
+        page = await gateway.inbox(caller, query, limit=limit, cursor=cursor)
+    except InvalidCursor as exc:
+        raise RequestValidationError([{"loc": ("query", "cursor"), "msg": str(exc), "type": "value_error"}]) from exc
+    return _json({"requests": [request_json(r) for r in page.requests], "next_cursor": page.next_cursor})
+
+
+@api.get("/requests/{request_id}", response_model=RequestStateOut, tags=["requests"])
+async def get_request(caller: Caller, gateway: Gate, request_id: Id) -> JSONResponse:
+    """A request, whether it still waits, and its decision if any."""
+    state = await gateway.request_state(caller, request_id)
+    return _json(
+        {
+            "request": request_json(state.request),
+            "status": state.status,
+            "decision": DECISION_ADAPTER.dump_python(state.decision, mode="json") if state.decision else None,
+            "decided_by": state.decided_by,
+            "principal": state.principal,
+        }
+    )
+
+
+@api.post("/requests/{request_id}/decision", response_model=DecideOut, tags=["requests"])
+async def decide(caller: Caller, gateway: Gate, request_id: Id, body: Annotated[DecisionIn, Body()]) -> JSONResponse:
+    """Decide one request; the run resumes when it was the last open request of its pause.
+
+    Repeating the decision already taken is a harmless no-op (`recorded: false`); a different
+    second decision is refused with 409, and a refused decision leaves the request open.
+    """
+    return _json(_decide_json(await gateway.decide(caller, request_id, to_decision(body))))
+
+
+def create_app(
+    sayso: Sayso,
+    *,
+    webhooks: Sequence[WebhookConfig] = (),
+    routers: Sequence[APIRouter] = (),
+) -> FastAPI:
+    """The server for `sayso`: REST under `/v1`, the web UI at `/`, `/healthz` and `/openapi.json`.
+
+    The app opens the runtime's store when it starts and closes it when it stops, after the
+    runs it started have finished and pending webhook deliveries had their grace period.
+
+    Args:
+        sayso: the runtime (not yet opened).
+        webhooks: where to send signed request events.
+        routers: more routers to include: the extension point for grants and audit endpoints.
+    """
+    emitter = WebhookEmitter(webhooks)
+    gateway = Gateway(sayso, authenticator=Authenticator(sayso.config.principals), emitter=emitter)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with sayso, emitter, anyio.create_task_group() as tasks:
+            gateway.tasks = tasks
+            yield
+            # Leaving the task group waits for streamed runs still working: no run is cut short.
+        gateway.tasks = None
+
+    app = FastAPI(
+        title="sayso",
+        version="0.1.0",
+        summary="Agents that pause for a person: runs, open requests and decisions.",
+        lifespan=lifespan,
+    )
+    app.state.gateway = gateway
+    install_problem_handlers(app)
+    app.include_router(api)
+    # Grants (list, revoke) and the audit log (read, verify) arrive as routers passed here.
+    for router in routers:
+        app.include_router(router)
+
+    @app.get("/healthz", response_model=HealthOut, tags=["server"])
+    async def health() -> JSONResponse:
+        """The server is up and its store answers (503 otherwise)."""
+        await gateway.check_health()
+        return _json({"status": "ok"})
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app

@@ -1,0 +1,280 @@
+"""The REST wire format: pydantic models for bodies and for the OpenAPI document.
+
+Inbound models turn themselves into core values (`to_decision`, `to_client_tool`); outbound
+JSON is built by `sayso.request_json` / `sayso.run_json` so every interface shows the same
+shapes, and the outbound models here only describe them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field
+
+from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
+from .._core.requests import ClientTool, RequestKind, Scope
+
+ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,64}$"
+"""What a client-chosen thread id may look like."""
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# inbound
+
+
+class ClientToolIn(_Wire):
+    """A tool the client runs itself, declared with a run."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
+    description: str = Field(default="", max_length=2000)
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    """JSON schema of the tool's arguments."""
+
+    def to_client_tool(self) -> ClientTool:
+        return ClientTool(name=self.name, description=self.description, parameters=self.parameters)
+
+
+class RunIn(_Wire):
+    """Start a run: a user message to an agent on a new or existing thread."""
+
+    message: str = Field(min_length=1, max_length=100_000)
+    agent: str | None = Field(default=None, min_length=1, max_length=200)
+    """The agent of a new thread; default: the config's entry agent."""
+    thread_id: str | None = Field(default=None, pattern=ID_PATTERN)
+    """An existing thread to continue, or the id for a new one; default: a new thread."""
+    client_tools: list[ClientToolIn] = Field(default_factory=list, max_length=64)
+
+
+class ThreadIn(_Wire):
+    """Open a new thread with an agent; it is stored when its first run starts."""
+
+    agent: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class ResumeIn(_Wire):
+    """Resume a paused run."""
+
+    force: bool = False
+    """Resume even if requests are open; they count as skipped."""
+
+
+class ApproveIn(_Wire):
+    """Approve the call, optionally with edited arguments and a wider scope."""
+
+    kind: Literal["approve"]
+    scope: Scope = "once"
+    edited_args: dict[str, Any] | None = None
+
+
+class RejectIn(_Wire):
+    """Do not run the call; the model reads the reason."""
+
+    kind: Literal["reject"]
+    reason: str | None = Field(default=None, max_length=10_000)
+
+
+class SkipIn(_Wire):
+    """Leave the request unanswered; the model reads why."""
+
+    kind: Literal["skip"]
+    reason: str | None = Field(default=None, max_length=10_000)
+
+
+class AnswerIn(_Wire):
+    """Answer the questions: one list of strings per question, in order."""
+
+    kind: Literal["answer"]
+    answers: list[list[Annotated[str, Field(max_length=10_000)]]] = Field(max_length=100)
+
+
+class ResultIn(_Wire):
+    """The value a client tool returned."""
+
+    kind: Literal["result"]
+    value: Any = None
+
+
+class ErrorIn(_Wire):
+    """The error a client tool reported."""
+
+    kind: Literal["error"]
+    message: str = Field(max_length=10_000)
+
+
+DecisionIn = Annotated[ApproveIn | RejectIn | SkipIn | AnswerIn | ResultIn | ErrorIn, Discriminator("kind")]
+"""Any decision, tagged by `kind`."""
+
+
+def to_decision(body: ApproveIn | RejectIn | SkipIn | AnswerIn | ResultIn | ErrorIn) -> Decision:
+    """The core decision a request body stands for."""
+    match body:
+        case ApproveIn():
+            return Approve(scope=body.scope, edited_args=body.edited_args)
+        case RejectIn():
+            return Reject(reason=body.reason)
+        case SkipIn():
+            return Skip(reason=body.reason)
+        case AnswerIn():
+            return Answer(answers=tuple(tuple(a) for a in body.answers))
+        case ResultIn():
+            return ClientResult(value=body.value)
+        case ErrorIn():
+            return ClientError(message=body.message)
+
+
+# outbound (documentation of the shapes `request_json` and `run_json` build)
+
+
+class SubjectOut(BaseModel):
+    """What a remembered approval would cover."""
+
+    key: str
+    label: str
+
+
+class QuestionOut(BaseModel):
+    """One question of a question request."""
+
+    question: str
+    choices: list[str]
+    multiple: bool
+
+
+class RequestOut(BaseModel):
+    """A request a paused run waits on; kind-specific fields appear only on their kind."""
+
+    id: str
+    kind: RequestKind
+    run_id: str
+    thread_id: str
+    agent_path: str
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    created_at: float
+    expires_at: float | None
+    hint: str | None = None
+    """approval: why approval is needed."""
+    subject: SubjectOut | None = None
+    """approval: the resource a remembered approval would cover."""
+    scopes: list[Scope] | None = None
+    """approval: the scopes the person may choose."""
+    payload: Any = None
+    """approval: data the tool attached."""
+    questions: list[QuestionOut] | None = None
+    """question: the questions."""
+    description: str | None = None
+    """client_tool: the tool's description."""
+    args_schema: dict[str, Any] | None = None
+    """client_tool: the declared JSON schema."""
+
+
+class RunOut(BaseModel):
+    """Where a run stands."""
+
+    run_id: str
+    thread_id: str
+    agent: str
+    status: Literal["running", "paused", "completed", "failed", "cancelled"]
+    output: str | None
+    error: str | None
+    requests: list[RequestOut]
+
+
+class DecideOut(BaseModel):
+    """The outcome of a decision."""
+
+    request_id: str
+    recorded: bool
+    """False when the decision repeated the one already taken (a harmless no-op)."""
+    run: RunOut
+
+
+class InboxOut(BaseModel):
+    """A page of open requests, oldest first."""
+
+    requests: list[RequestOut]
+    next_cursor: str | None
+    """Pass as `cursor` to get the next page; `null` on the last page."""
+
+
+class RequestStateOut(BaseModel):
+    """A request and whether it is still waiting."""
+
+    request: RequestOut
+    status: Literal["open", "decided", "closed", "expired"]
+    """`closed`: its pause was resumed or superseded without a decision for it."""
+    decision: dict[str, Any] | None
+    decided_by: str | None
+    principal: str | None
+
+
+class TranscriptEntryOut(BaseModel):
+    """One line of a thread's history."""
+
+    seq: int
+    run_id: str
+    role: Literal["user", "assistant", "tool_call", "tool_result"]
+    text: str | None = None
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    args: Any = None
+
+
+class ThreadOut(BaseModel):
+    """A thread: its agent, owner, the run in progress and its history."""
+
+    thread_id: str
+    agent: str
+    owner: str | None
+    """`null` for a thread with no run yet."""
+    active_run: RunOut | None
+    transcript: list[TranscriptEntryOut]
+
+
+class ThreadSummaryOut(BaseModel):
+    """A thread as listed."""
+
+    thread_id: str
+    agent: str
+    owner: str
+    active_run_id: str | None
+    created_at: float
+    title: str | None
+
+
+class ThreadListOut(BaseModel):
+    """The caller's threads, newest first."""
+
+    threads: list[ThreadSummaryOut]
+
+
+class AgentOut(BaseModel):
+    """An agent a thread may be opened with."""
+
+    name: str
+    description: str | None
+    entry: bool
+
+
+class AgentListOut(BaseModel):
+    """The configured agents."""
+
+    agents: list[AgentOut]
+
+
+class MeOut(BaseModel):
+    """Who the caller is."""
+
+    principal: str
+    local_mode: bool
+    approver_for: list[str]
+
+
+class HealthOut(BaseModel):
+    """The server is up and its store answers."""
+
+    status: Literal["ok"]

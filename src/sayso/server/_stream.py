@@ -1,0 +1,97 @@
+"""Server-sent events for a streamed run.
+
+The runtime reports a run when it pauses or finishes, so the stream says `status` at once,
+`progress` while the run works, then what the run did (`tool_call`, `tool_result`), the
+answer in `text_delta` chunks or each `request` of the pause, and last the whole `run`. The
+run itself belongs to the server, not to the connection: a client that leaves early does not
+cancel it, and its pause is persisted as usual.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from .._results import request_json, run_json
+from ._access import Principal
+from ._gateway import Gateway
+from ._problems import problem_for
+from ._queries import last_seq, transcript
+from ._schemas import RunIn
+
+logger = logging.getLogger("sayso.server")
+
+PROGRESS_SECONDS = 1.0
+"""How often a `progress` event is sent while the run works."""
+
+_WORDS = re.compile(r"\s*\S+|\s+")
+
+Event = tuple[str, dict[str, Any]]
+
+
+def format_event(name: str, data: dict[str, Any]) -> str:
+    """One event in the `text/event-stream` format."""
+    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+
+
+async def stream_run(gateway: Gateway, principal: Principal, body: RunIn) -> AsyncIterator[str]:
+    """Start a run in the server's task group and yield its events as they come."""
+    assert gateway.tasks is not None, "the server's lifespan has not started"
+    send, receive = anyio.create_memory_object_stream[Event](max_buffer_size=math.inf)
+    gateway.tasks.start_soon(_work, gateway, principal, body, send)
+    yield format_event("status", {"status": "running", "thread_id": body.thread_id, "agent": body.agent})
+    started = anyio.current_time()
+    async with receive:
+        while True:
+            with anyio.move_on_after(PROGRESS_SECONDS) as waited:
+                try:
+                    name, data = await receive.receive()
+                except anyio.EndOfStream:
+                    return
+            if waited.cancelled_caught:
+                elapsed = round(anyio.current_time() - started, 1)
+                yield format_event("progress", {"status": "running", "elapsed": elapsed})
+                continue
+            yield format_event(name, data)
+
+
+async def _work(gateway: Gateway, principal: Principal, body: RunIn, send: MemoryObjectSendStream[Event]) -> None:
+    def put(name: str, data: dict[str, Any]) -> None:
+        try:
+            send.send_nowait((name, data))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the client left; the run carries on and its outcome is in the store
+
+    with send:
+        engine = gateway.sayso.store.engine
+        try:
+            before = await last_seq(engine, body.thread_id) if body.thread_id else 0
+            result = await gateway.start_run(principal, body)
+            entries = await transcript(engine, result.thread_id, after_seq=before)
+        except Exception as exc:
+            problem = problem_for(exc)
+            if problem.status >= 500:
+                logger.error("streamed run failed", exc_info=exc)
+            put("error", problem.body())
+            return
+        for entry in entries:
+            if entry.run_id != result.run_id:
+                continue
+            call = {"tool_name": entry.tool_name, "tool_call_id": entry.tool_call_id}
+            if entry.role == "tool_call":
+                put("tool_call", {**call, "args": entry.args})
+            elif entry.role == "tool_result":
+                put("tool_result", {**call, "text": entry.text})
+        if result.output:
+            for chunk in _WORDS.findall(result.output):
+                put("text_delta", {"delta": chunk})
+        for request in result.requests:
+            put("request", request_json(request))
+        put("run", run_json(result))

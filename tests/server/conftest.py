@@ -1,0 +1,94 @@
+"""A real uvicorn server on 127.0.0.1 with a free port, serving the file-manager example."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from sayso import Config, PrincipalConfig, Sayso, load_config
+from sayso.server import WebhookConfig, create_app
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "files" / "sayso.yaml"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class RunningServer:
+    base_url: str
+    server: uvicorn.Server
+    thread: threading.Thread
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.base_url, headers=headers, timeout=30)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+def start_server(config: Config, *, webhooks: Sequence[WebhookConfig] = ()) -> RunningServer:
+    port = free_port()
+    app = create_app(Sayso(config), webhooks=webhooks)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    return RunningServer(base_url=f"http://127.0.0.1:{port}", server=server, thread=thread)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh sandbox folder and SQLite store for each test."""
+    monkeypatch.setenv("SAYSO_SANDBOX", str(tmp_path / "sandbox"))
+    monkeypatch.setenv("SAYSO_STORE", f"sqlite:///{tmp_path / 'sayso.db'}")
+    return tmp_path
+
+
+@pytest.fixture
+def example_config(workdir: Path) -> Config:
+    return load_config(EXAMPLE)
+
+
+ServerFactory = Callable[..., RunningServer]
+
+
+@pytest.fixture
+def serve(workdir: Path) -> Iterator[ServerFactory]:
+    """Start servers for a test and stop them after it."""
+    started: list[RunningServer] = []
+
+    def factory(
+        *, principals: Sequence[PrincipalConfig] = (), webhooks: Sequence[WebhookConfig] = ()
+    ) -> RunningServer:
+        config = load_config(EXAMPLE).model_copy(update={"principals": list(principals)})
+        running = start_server(config, webhooks=webhooks)
+        started.append(running)
+        return running
+
+    yield factory
+    for running in started:
+        running.stop()
+
+
+@pytest.fixture
+def server(serve: ServerFactory) -> RunningServer:
+    """A server in local development mode."""
+    return serve()
