@@ -13,3 +13,11 @@ demo: ## chat with the file-manager example in the terminal
 
 test: ## lint, type-check and run the whole test suite
 	scripts/test
+
+bench: ## sayso vs LangGraph and pydantic-ai, whole matrix + footprint + profile (~25 min); writes bench/RESULTS.md
+	scripts/setup dev bench
+	BENCH_VIA_MAKE=1 .venv/bin/python bench/run.py
+
+bench-quick: ## H=0 cycle throughput vs both anchors in under a minute; last line is JSON
+	scripts/setup dev bench
+	.venv/bin/python bench/run.py --quick
