@@ -41,7 +41,6 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,
     ModelResponsePart,
-    RetryPromptPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
@@ -173,8 +172,6 @@ def _inputs(messages: list[ModelMessage]) -> list[_Input]:
         if isinstance(part, ToolReturnPart):
             text = part.content if isinstance(part.content, str) else json.dumps(part.content, default=str)
             results.append(_Input(user=user, tool_name=part.tool_name, result=text))
-        elif isinstance(part, RetryPromptPart) and part.tool_name:
-            results.append(_Input(user=user, tool_name=part.tool_name, result=part.model_response()))
     return results
 
 

@@ -10,6 +10,7 @@ from typing import Annotated, Any, TypeVar
 import anyio
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
 from .._core.requests import Scope
@@ -50,7 +51,7 @@ def _with_app(config: str, work: Callable[[Sayso], Awaitable[T]], *, as_json: bo
         if as_json:
             print(json.dumps({"error": {"type": type(exc).__name__, "message": str(exc)}}))
         else:
-            errors.print(f"[red]error:[/red] {exc}", highlight=False, markup=True)
+            errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(code) from None
 
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
 from .._core.requests import ApprovalRequest, ClientToolRequest, QuestionRequest, Request, Scope
@@ -88,7 +89,7 @@ async def _answer_all(runtime: Sayso, console: Console, result: RunResult, princ
                 with console.status("working…"):
                     outcome = await runtime.decide(request.request_id, decision, principal=principal)
             except DecisionRefused as refused:
-                console.print(f"[red]not accepted:[/red] {refused.problem}. The request is still open; try again.")
+                console.print(f"[red]not accepted:[/red] {escape(refused.problem)}. The request is still open; try again.")
                 continue
             break
         result = outcome.run
@@ -110,7 +111,7 @@ def _read(console: Console, prompt: str) -> str:
 
 def _ask_approval(console: Console, request: ApprovalRequest) -> Decision:
     while True:
-        choice = _read(console, "[a]pprove, [e]dit and approve, [r]eject, [s]kip, or [n]ew message? ").strip().lower()
+        choice = _read(console, r"\[a]pprove, \[e]dit and approve, \[r]eject, \[s]kip, or \[n]ew message? ").strip().lower()
         if choice in ("a", "approve"):
             return Approve(scope=_ask_scope(console, request.scopes))
         if choice in ("e", "edit"):
@@ -145,7 +146,7 @@ def _ask_scope(console: Console, scopes: tuple[Scope, ...]) -> Scope:
     for n, scope in enumerate(scopes, 1):
         console.print(f"  {n}) {labels[scope]}")
     while True:
-        raw = _read(console, "remember? [1]> ").strip() or "1"
+        raw = _read(console, r"remember? \[1]> ").strip() or "1"
         if raw.isdigit() and 1 <= int(raw) <= len(scopes):
             return scopes[int(raw) - 1]
         console.print(f"please pick 1 to {len(scopes)}")

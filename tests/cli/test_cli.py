@@ -1,0 +1,153 @@
+"""The `sayso` command: one-shot commands through typer's runner, and `sayso chat` in a real pseudo-terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pexpect
+from typer.testing import CliRunner
+
+from sayso.cli import app
+
+from ..conftest import EXAMPLE
+
+runner = CliRunner()
+
+
+def run_json(*args: str) -> dict[str, object]:
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_run_prints_a_completed_result_as_json() -> None:
+    out = run_json("run", str(EXAMPLE), "list")
+    assert out["status"] == "completed"
+    assert out["output"] == "Files in the sandbox:\nnotes.txt\nreport-2025.txt\nreport-2026.txt\ntodo.md"
+    assert str(out["run_id"]).startswith("run_") and str(out["thread_id"]).startswith("thr_")
+
+
+def test_question_then_approval_decided_from_the_command_line(tmp_path: Path) -> None:
+    paused = run_json("run", str(EXAMPLE), "delete report")
+    [question] = paused["requests"]  # type: ignore[misc]
+    assert question["kind"] == "question"
+    assert question["questions"] == [
+        {
+            "question": "Several files match. Which one should I delete?",
+            "choices": ["report-2025.txt", "report-2026.txt"],
+            "multiple": False,
+        }
+    ]
+    asked = run_json("decide", str(EXAMPLE), question["id"], "answer", "report-2026.txt")
+    [approval] = asked["requests"]  # type: ignore[misc]
+    assert (approval["kind"], approval["tool_name"], approval["args"]) == (
+        "approval",
+        "delete_file",
+        {"name": "report-2026.txt"},
+    )
+    assert approval["hint"] == "Deleting a file cannot be undone."
+    done = run_json("decide", str(EXAMPLE), approval["id"], "reject", "--reason", "I still need it")
+    assert done["output"] == "Declined: I still need it"
+    assert (tmp_path / "sandbox" / "report-2026.txt").exists()
+
+
+def test_edit_arguments_from_the_command_line(tmp_path: Path) -> None:
+    paused = run_json("run", str(EXAMPLE), "delete notes")
+    request_id = paused["requests"][0]["id"]  # type: ignore[index]
+    bad = runner.invoke(app, ["decide", str(EXAMPLE), request_id, "approve", "--args", '{"file": "todo.md"}'])
+    assert bad.exit_code == 1
+    assert "edited arguments are invalid" in bad.stderr and "'name' is a required property" in bad.stderr
+    done = run_json("decide", str(EXAMPLE), request_id, "approve", "--args", '{"name": "todo.md"}')
+    assert done["output"] == "Deleted todo.md."
+    assert (tmp_path / "sandbox" / "notes.txt").exists()
+    assert not (tmp_path / "sandbox" / "todo.md").exists()
+
+
+def test_errors_name_the_problem_and_set_the_exit_code() -> None:
+    unknown = runner.invoke(app, ["decide", str(EXAMPLE), "req_missing", "approve"])
+    assert unknown.exit_code == 3
+    assert "no open or decided request has id 'req_missing'" in unknown.stderr
+    bad_action = runner.invoke(app, ["decide", str(EXAMPLE), "req_missing", "maybe"])
+    assert bad_action.exit_code == 2
+    assert "unknown action 'maybe'" in bad_action.output
+    missing = runner.invoke(app, ["run", "/nowhere/sayso.yaml", "hi", "--json"])
+    assert missing.exit_code == 2
+    assert json.loads(missing.stdout)["error"]["type"] == "ConfigError"
+
+
+def test_forced_resume_and_inbox() -> None:
+    paused = run_json("run", str(EXAMPLE), "delete notes")
+    inbox = run_json("inbox", str(EXAMPLE))
+    assert [r["id"] for r in inbox["requests"]] == [paused["requests"][0]["id"]]  # type: ignore[index]
+    resumed = run_json("resume", str(EXAMPLE), str(paused["run_id"]))
+    assert resumed["status"] == "completed"
+    assert resumed["output"] == "Skipped: the run was resumed before this request was answered"
+    assert run_json("inbox", str(EXAMPLE))["requests"] == []
+
+
+def spawn_chat(*extra: str) -> pexpect.spawn:
+    env = {**os.environ, "COLUMNS": "100", "TERM": "dumb", "NO_COLOR": "1"}
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "sayso", "chat", str(EXAMPLE), *extra],
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(40, 100),
+    )
+
+
+def test_chat_answers_a_question_and_an_approval_at_the_prompt(tmp_path: Path) -> None:
+    chat = spawn_chat()
+    chat.expect("a scripted demo model, not an LLM")
+    chat.expect("you>")
+    chat.sendline("delete report")
+    chat.expect("Several files match. Which one should I delete?")
+    chat.expect(r"1\) report-2025.txt")
+    chat.expect(r"3\) Other")
+    chat.expect("answer")
+    chat.sendline("1")
+    chat.expect("files wants to run delete_file")
+    chat.expect("report-2025.txt")
+    chat.expect(r"\[a\]pprove")
+    chat.sendline("e")
+    chat.expect("new arguments")
+    chat.sendline('{"nme": "x"}')
+    chat.expect("not accepted")
+    chat.expect(r"\[a\]pprove")
+    chat.sendline("e")
+    chat.expect("new arguments")
+    chat.sendline('{"name": "report-2026.txt"}')
+    chat.expect("Deleted report-2026.txt.")
+    chat.expect("you>")
+    chat.sendline("delete notes")
+    chat.expect(r"\[a\]pprove")
+    chat.sendline("r")
+    chat.expect("reason")
+    chat.sendline("keep my notes")
+    chat.expect("Declined: keep my notes")
+    chat.expect("you>")
+    chat.sendline("exit")
+    chat.expect(pexpect.EOF)
+    chat.close()
+    assert chat.exitstatus == 0
+    sandbox = tmp_path / "sandbox"
+    assert sorted(p.name for p in sandbox.iterdir()) == ["notes.txt", "report-2025.txt", "todo.md"]
+
+
+def test_chat_picks_up_a_pause_left_by_another_process() -> None:
+    paused = run_json("run", str(EXAMPLE), "delete notes")
+    chat = spawn_chat("--thread", str(paused["thread_id"]))
+    chat.expect("files wants to run delete_file")
+    chat.expect(r"\[a\]pprove")
+    chat.sendline("n")
+    chat.expect("you>")
+    chat.sendline("list")
+    chat.expect("Files in the sandbox:")
+    chat.expect("notes.txt")
+    chat.expect("you>")
+    chat.sendeof()
+    chat.expect(pexpect.EOF)
