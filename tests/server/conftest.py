@@ -76,9 +76,12 @@ def serve(workdir: Path) -> Iterator[ServerFactory]:
     started: list[RunningServer] = []
 
     def factory(
-        *, principals: Sequence[PrincipalConfig] = (), webhooks: Sequence[WebhookConfig] = ()
+        *,
+        config: Config | None = None,
+        principals: Sequence[PrincipalConfig] = (),
+        webhooks: Sequence[WebhookConfig] = (),
     ) -> RunningServer:
-        config = load_config(EXAMPLE).model_copy(update={"principals": list(principals)})
+        config = (config or load_config(EXAMPLE)).model_copy(update={"principals": list(principals)})
         running = start_server(config, webhooks=webhooks)
         started.append(running)
         return running
@@ -92,3 +95,38 @@ def serve(workdir: Path) -> Iterator[ServerFactory]:
 def server(serve: ServerFactory) -> RunningServer:
     """A server in local development mode."""
     return serve()
+
+
+HELPER_SCRIPT = """
+name: helper
+rules:
+  - user: '^survey'
+    call: ask_user
+    args:
+      questions:
+        - {question: "Which colours do you like?", choices: [red, green, blue], multiple: true}
+  - tool: ask_user
+    result: '(?s)(?P<answers>.*)'
+    reply: "You said: {answers}"
+  - user: '^locate'
+    call: get_location
+    args: {precision: city}
+  - tool: get_location
+    result: '(?s)(?P<where>.*)'
+    reply: "You are at {where}"
+fallback: "[script] I know: survey, locate."
+"""
+
+
+@pytest.fixture
+def helper_config(workdir: Path) -> Config:
+    """An agent that asks a multiple-choice question (`survey`) or calls a client tool (`locate`)."""
+    (workdir / "helper.yaml").write_text(HELPER_SCRIPT)
+    return Config.model_validate(
+        {
+            "store": f"sqlite:///{workdir / 'sayso.db'}",
+            "models": {"script": {"scripted": "helper.yaml"}},
+            "agents": {"helper": {"model": "script", "client_tools": ["get_location"]}},
+            "base_dir": workdir,
+        }
+    )

@@ -67,6 +67,12 @@ async function decide(card, request, body, options) {
   const buttons = card.querySelectorAll("button");
   buttons.forEach((b) => { b.disabled = true; });
   const result = await api("POST", `/v1/requests/${encodeURIComponent(request.id)}/decision`, body);
+  if (result.ok && result.data.recorded === false) {
+    card.classList.add("done");
+    feedback(card).textContent = "Already decided: this decision had been taken already, nothing changed.";
+    options.onStale?.();
+    return;
+  }
   if (result.ok) {
     card.classList.add("done");
     card.replaceChildren(el("h3", {}, "Decided"), el("p", { role: "status" }, `${request.tool_name}: ${body.kind}`));
