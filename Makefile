@@ -9,7 +9,7 @@ install: ## create .venv with sayso and its dev tools
 	scripts/setup dev
 
 demo: ## chat with the file-manager example in the terminal
-	scripts/demo
+	scripts/demo $(ARGS)
 
 test: ## lint, type-check and run the whole test suite
 	scripts/test

@@ -65,7 +65,10 @@ RULES: list[dict[str, Any]] = [
     {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}"}},
     {"user": r"^pay (?P<n>\d+)$", "call": "pay", "args": {"amount": "{n}"}},
     {"user": r"^transfer (?P<n>\d+)$", "call": "transfer", "args": {"amount": "{n}"}},
-    {"user": "^both$", "calls": [{"call": "delete_file", "args": {"name": "x"}}, {"call": "archive", "args": {"name": "y"}}]},
+    {
+        "user": "^both$",
+        "calls": [{"call": "delete_file", "args": {"name": "x"}}, {"call": "archive", "args": {"name": "y"}}],
+    },
     {"user": "^plain$", "call": "declared"},
     {"tool": "delete_file", "result": "(?P<r>.*)", "reply": "model read: {r}"},
     {"tool": "archive", "reply": "after archive"},
@@ -195,7 +198,11 @@ async def test_tool_asks_from_inside_its_body_and_runs_again_from_the_top(app: S
         assert request.from_body
         done = await app.decide(request.request_id, Approve(), principal="alice")
     assert done.run.output == "model read: transferred 500 (limit 100, approved by alice)"
-    assert ran == [("transfer-body", {"amount": 10}), ("transfer-body", {"amount": 500}), ("transfer-body", {"amount": 500})]
+    assert ran == [
+        ("transfer-body", {"amount": 10}),
+        ("transfer-body", {"amount": 500}),
+        ("transfer-body", {"amount": 500}),
+    ]
 
 
 async def test_parallel_requests_are_decided_one_at_a_time(app: Sayso) -> None:

@@ -34,7 +34,11 @@ def test_a_pause_is_resumed_by_another_process(tmp_path: Path) -> None:
     paused = json.loads(first.stdout)
     assert paused["status"] == "paused"
     [request] = paused["requests"]
-    assert (request["kind"], request["tool_name"], request["args"]) == ("approval", "delete_file", {"name": "notes.txt"})
+    assert (request["kind"], request["tool_name"], request["args"]) == (
+        "approval",
+        "delete_file",
+        {"name": "notes.txt"},
+    )
     assert (tmp_path / "sandbox" / "notes.txt").exists()
 
     second = sayso("decide", str(EXAMPLE), request["id"], "approve", "--json")

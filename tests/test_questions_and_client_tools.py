@@ -56,10 +56,7 @@ def seen(app: Sayso) -> Any:
 def retries(app: Sayso) -> list[ToolReturnPart]:
     """Tool results that sent the model back to correct its call."""
     return [
-        p
-        for c in seen(app)
-        for p in c.last_request.parts
-        if isinstance(p, ToolReturnPart) and p.outcome == "retried"
+        p for c in seen(app) for p in c.last_request.parts if isinstance(p, ToolReturnPart) and p.outcome == "retried"
     ]
 
 
@@ -121,7 +118,11 @@ async def test_client_tool_pauses_until_the_client_answers(app: Sayso) -> None:
     async with app:
         paused = await app.run("pick", client_tools=[PICK_COLOR, SECRET_TOOL])
         [request] = paused.requests
-        assert (request.kind, request.tool_name, request.args) == ("client_tool", "pick_color", {"palette": ["red", "green"]})
+        assert (request.kind, request.tool_name, request.args) == (
+            "client_tool",
+            "pick_color",
+            {"palette": ["red", "green"]},
+        )
         done = await app.decide(request.request_id, ClientResult(value={"picked": "green"}))
     assert done.run.output == 'model read: {"picked": "green"}'
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic_ai import Tool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_ai import Tool
 
 from ._core.policy import InterruptPolicy, ToolRule
 from ._core.requests import Scope
@@ -47,9 +47,7 @@ class InterruptConfig(_Strict):
 
     def to_policy(self) -> InterruptPolicy:
         """The pure policy this block describes."""
-        rules = tuple(
-            ToolRule(name=t) if isinstance(t, str) else ToolRule(**t.model_dump()) for t in self.tools
-        )
+        rules = tuple(ToolRule(name=t) if isinstance(t, str) else ToolRule(**t.model_dump()) for t in self.tools)
         return InterruptPolicy(
             tools=rules,
             skip_read_only=self.skip_read_only,

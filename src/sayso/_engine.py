@@ -155,7 +155,14 @@ def annotate(
             isinstance(p, ToolReturnPart) and p.tool_call_id in by_call for p in message.parts
         ):
             parts = [
-                replace(p, metadata={"approval": approval_record(by_call[p.tool_call_id], decisions[by_call[p.tool_call_id].request_id])})
+                replace(
+                    p,
+                    metadata={
+                        "approval": approval_record(
+                            by_call[p.tool_call_id], decisions[by_call[p.tool_call_id].request_id]
+                        )
+                    },
+                )
                 if isinstance(p, ToolReturnPart) and p.tool_call_id in by_call
                 else p
                 for p in message.parts

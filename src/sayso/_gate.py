@@ -62,7 +62,9 @@ class GateToolset(WrapperToolset[Any]):
             for name, t in tools.items()
         }
 
-    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]) -> Any:
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
         deps = ctx.deps
         assert isinstance(deps, RunDeps)
         if ctx.tool_call_approved:

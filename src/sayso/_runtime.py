@@ -24,13 +24,13 @@ from pydantic_ai.models import Model
 from ._agents import BuiltAgent, build_agent, build_models
 from ._config import Config, load_config
 from ._core.decisions import Decision, DecisionRecord, check_decision
-from ._core.requests import Request
+from ._core.requests import ClientTool, Request
 from ._core.resume import SKIPPED_FOR_MESSAGE, open_requests, plan_resume
 from ._engine import annotate, deferred_results, requests_from
 from ._gate import RunDeps
 from ._results import DecideResult, RunResult
 from ._store import RunRecord, RunStore
-from ._tools import ClientTool, ClientToolset
+from ._tools import ClientToolset
 from .exceptions import AlreadyDecided, ConfigError, PauseConsumed, RequestNotFound, RunConflict, ThreadBusy
 
 
@@ -132,9 +132,7 @@ class Sayso:
             if active.status != "paused" or active.pause_id is None:
                 raise ThreadBusy(active.run_id, f"thread {thread.thread_id!r} already has a run in progress")
             _, _, requests, decided = await self.store.pause_state(active.pause_id)
-            plan = plan_resume(
-                active.run_id, requests, decided, force=True, now=now, skip_reason=SKIPPED_FOR_MESSAGE
-            )
+            plan = plan_resume(active.run_id, requests, decided, force=True, now=now, skip_reason=SKIPPED_FOR_MESSAGE)
             decisions, added, supersede = plan.decisions, plan.added, active.pause_id
         run = await self.store.start_run(
             thread_id=thread.thread_id if thread else thread_id or new_id("thr"),
@@ -256,7 +254,9 @@ class Sayso:
         run = await self.store.consume_pause(
             run, pause_id=run.pause_id, owner=self._owner, until=now + self._lease, now=now, added=plan.added
         )
-        return await self._execute(self._built(run.agent), run, prompt=None, requests=requests, decisions=plan.decisions)
+        return await self._execute(
+            self._built(run.agent), run, prompt=None, requests=requests, decisions=plan.decisions
+        )
 
     async def _carry_on(self, run: RunRecord) -> RunResult:
         """Take over a run whose process died, and redo its last segment from the store."""
@@ -265,7 +265,9 @@ class Sayso:
         if not await self.store.take_over(
             run.run_id, owner=self._owner, until=now + self._lease, now=now, dead_owners=dead
         ):
-            raise RunConflict(run.run_id, "another live process is carrying this run on; wait for it to pause or finish")
+            raise RunConflict(
+                run.run_id, "another live process is carrying this run on; wait for it to pause or finish"
+            )
         run = await self.store.get_run(run.run_id)
         built = self._built(run.agent)
         if run.resume_pause_id is None:
@@ -334,9 +336,7 @@ class Sayso:
         await self.store.finish_run(
             run, owner=self._owner, new_messages=new, status="completed", output=output, error=None, now=now
         )
-        return RunResult(
-            run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="completed", output=output
-        )
+        return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="completed", output=output)
 
     @asynccontextmanager
     async def _holding(self, run: RunRecord) -> AsyncIterator[None]:

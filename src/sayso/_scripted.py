@@ -1,4 +1,4 @@
-"""The scripted model: YAML rules (a pattern → a tool call or a reply) that stand in for an LLM.
+r"""The scripted model: YAML rules (a pattern → a tool call or a reply) that stand in for an LLM.
 
 It runs demos and tests with no network and no key, and says plainly that it is a script:
 its model name is `scripted:<script name>` and its fallback reply starts with `[script]`.
@@ -136,7 +136,9 @@ class ScriptedModel(FunctionModel):
         self.calls.append(ScriptedCall(last_request=last, response=response, history_length=len(messages)))
         if self._log_path:
             with open(self._log_path, "a") as log:
-                log.write(json.dumps({"saw": [_describe(p) for p in last.parts], "said": [_describe(p) for p in parts]}))
+                log.write(
+                    json.dumps({"saw": [_describe(p) for p in last.parts], "said": [_describe(p) for p in parts]})
+                )
                 log.write("\n")
         return response
 
@@ -206,7 +208,10 @@ def _describe(part: Any) -> dict[str, Any]:
     if isinstance(part, ToolCallPart):
         return {"call": part.tool_name, "args": part.args_as_dict()}
     if isinstance(part, ToolReturnPart):
-        return {"result": part.tool_name, "content": part.content if isinstance(part.content, str) else repr(part.content)}
+        return {
+            "result": part.tool_name,
+            "content": part.content if isinstance(part.content, str) else repr(part.content),
+        }
     if isinstance(part, TextPart | UserPromptPart):
         return {type(part).__name__: str(part.content)}
     return {type(part).__name__: None}

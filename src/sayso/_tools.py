@@ -152,14 +152,20 @@ class ClientToolset(AbstractToolset[Any]):
             for t in self.tools.values()
         }
 
-    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]) -> Any:
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
         declared = self.tools[name]
         problem = schema_problem(tool_args, declared.parameters)
         if problem is not None:
             raise ModelRetry(f"arguments for {name!r} do not match its schema: {problem}")
         raise CallDeferred(
             metadata={
-                META_KEY: {"kind": "client_tool", "description": declared.description, "args_schema": declared.parameters}
+                META_KEY: {
+                    "kind": "client_tool",
+                    "description": declared.description,
+                    "args_schema": declared.parameters,
+                }
             }
         )
 

@@ -120,9 +120,7 @@ def check_decision(
         raise RequestExpired(request.request_id, "expired before a decision arrived; the call will not run")
     if decision.kind not in _ALLOWED.get(request.kind, ()):
         allowed = ", ".join(_ALLOWED.get(request.kind, ()))
-        raise InvalidDecision(
-            request.request_id, f"a {request.kind} request takes {allowed}, not {decision.kind!r}"
-        )
+        raise InvalidDecision(request.request_id, f"a {request.kind} request takes {allowed}, not {decision.kind!r}")
     if isinstance(decision, Approve):
         assert isinstance(request, ApprovalRequest)
         _check_approve(request, decision)
@@ -194,4 +192,3 @@ def question_answers(request: QuestionRequest, decision: Answer) -> list[dict[st
         {"question": q.question, "answer": [a for a in answer if a.strip()]}
         for q, answer in zip(request.questions, decision.answers, strict=True)
     ]
-

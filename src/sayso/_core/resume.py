@@ -47,7 +47,9 @@ def plan_resume(
         ids = ", ".join(r.request_id for r in waiting)
         raise NotReady(run_id, f"{len(waiting)} request(s) still open ({ids}); decide them or force the resume")
     added = [
-        DecisionRecord(request_id=r.request_id, decision=Skip(reason=skip_reason), by="system", principal=None, decided_at=now)
+        DecisionRecord(
+            request_id=r.request_id, decision=Skip(reason=skip_reason), by="system", principal=None, decided_at=now
+        )
         for r in waiting
     ]
     return ResumePlan(decisions={**decided, **{d.request_id: d for d in added}}, added=added)

@@ -216,7 +216,9 @@ class RunStore:
         async with self._tx() as conn:
             await self._own(conn, run.run_id, owner)
             await self._append_messages(conn, run, new_messages)
-            await conn.execute(t.pauses.insert().values(pause_id=pause_id, run_id=run.run_id, status="open", created_at=now))
+            await conn.execute(
+                t.pauses.insert().values(pause_id=pause_id, run_id=run.run_id, status="open", created_at=now)
+            )
             if requests:
                 await conn.execute(
                     t.requests.insert(),
@@ -344,7 +346,9 @@ class RunStore:
         """A pause's run id and status, its requests (in the order they were raised) and their decisions."""
         async with self._tx() as conn:
             pause = (
-                await conn.execute(sa.select(t.pauses.c.run_id, t.pauses.c.status).where(t.pauses.c.pause_id == pause_id))
+                await conn.execute(
+                    sa.select(t.pauses.c.run_id, t.pauses.c.status).where(t.pauses.c.pause_id == pause_id)
+                )
             ).one()
             rows = (
                 await conn.execute(
@@ -421,7 +425,9 @@ class RunStore:
         """Consume a pause and make this process the run's owner; exactly one caller succeeds."""
         async with self._tx() as conn:
             consumed = await conn.execute(
-                t.pauses.update().where(t.pauses.c.pause_id == pause_id, t.pauses.c.status == "open").values(status="consumed")
+                t.pauses.update()
+                .where(t.pauses.c.pause_id == pause_id, t.pauses.c.status == "open")
+                .values(status="consumed")
             )
             if consumed.rowcount != 1:
                 raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
@@ -467,7 +473,9 @@ class RunStore:
                 if row is not None:
                     return ExecutionRecord(request_id=request_id, status=row.status, result=row.result)
                 await conn.execute(
-                    t.executions.insert().values(request_id=request_id, run_id=run_id, status="executing", started_at=now)
+                    t.executions.insert().values(
+                        request_id=request_id, run_id=run_id, status="executing", started_at=now
+                    )
                 )
         except IntegrityError:
             return ExecutionRecord(request_id=request_id, status="executing", result=None)

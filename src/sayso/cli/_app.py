@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
@@ -198,7 +197,3 @@ def _json_option(name: str, raw: str) -> Any:
 def main() -> None:
     """Entry point of the `sayso` console script."""
     app(prog_name="sayso")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

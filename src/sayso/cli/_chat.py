@@ -63,7 +63,9 @@ async def chat_loop(
         else:
             text, pending = pending, None
         with console.status("working…"):
-            result = await runtime.run(text, agent=name if thread_id is None else None, thread_id=thread_id, principal=principal)
+            result = await runtime.run(
+                text, agent=name if thread_id is None else None, thread_id=thread_id, principal=principal
+            )
         thread_id = result.thread_id
         if result.status != "paused":
             print_result(console, result)
@@ -89,7 +91,9 @@ async def _answer_all(runtime: Sayso, console: Console, result: RunResult, princ
                 with console.status("working…"):
                     outcome = await runtime.decide(request.request_id, decision, principal=principal)
             except DecisionRefused as refused:
-                console.print(f"[red]not accepted:[/red] {escape(refused.problem)}. The request is still open; try again.")
+                console.print(
+                    f"[red]not accepted:[/red] {escape(refused.problem)}. The request is still open; try again."
+                )
                 continue
             break
         result = outcome.run
@@ -111,7 +115,9 @@ def _read(console: Console, prompt: str) -> str:
 
 def _ask_approval(console: Console, request: ApprovalRequest) -> Decision:
     while True:
-        choice = _read(console, r"\[a]pprove, \[e]dit and approve, \[r]eject, \[s]kip, or \[n]ew message? ").strip().lower()
+        choice = (
+            _read(console, r"\[a]pprove, \[e]dit and approve, \[r]eject, \[s]kip, or \[n]ew message? ").strip().lower()
+        )
         if choice in ("a", "approve"):
             return Approve(scope=_ask_scope(console, request.scopes))
         if choice in ("e", "edit"):
@@ -194,4 +200,3 @@ def _ask_client_tool(console: Console, request: ClientToolRequest) -> Decision:
     except json.JSONDecodeError:
         value = raw
     return ClientResult(value=value)
-

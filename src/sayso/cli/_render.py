@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
@@ -22,7 +22,7 @@ def _who(request: Request) -> str:
 
 def request_panel(request: Request, *, index: int | None = None) -> Panel:
     """A request as a panel: what is asked, by whom, and its id for `sayso decide`."""
-    body: list[object] = []
+    body: list[RenderableType] = []
     title: str
     if isinstance(request, ApprovalRequest):
         title = f"{_who(request)} wants to run [bold]{request.tool_name}[/bold]"
