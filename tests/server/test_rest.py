@@ -35,7 +35,11 @@ def test_run_pauses_and_a_decision_resumes_it(server: RunningServer, workdir: Pa
         ).json()
         assert answered["recorded"] is True
         [approval] = answered["run"]["requests"]
-        assert (approval["kind"], approval["args"], approval["scopes"]) == ("approval", {"name": "report-2025.txt"}, ["once"])
+        assert (approval["kind"], approval["args"], approval["scopes"]) == (
+            "approval",
+            {"name": "report-2025.txt"},
+            ["once"],
+        )
         done = client.post(f"/v1/requests/{approval['id']}/decision", json={"kind": "approve"}).json()
         assert done["run"]["status"] == "completed"
         assert done["run"]["output"] == "Deleted report-2025.txt."

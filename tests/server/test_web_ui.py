@@ -25,7 +25,9 @@ ARGS = [
     "--disable-sync",
 ]
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (scripts/test installs it)")
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="Debian's chromium is not installed (scripts/test installs it)"
+)
 
 
 @pytest.fixture(scope="module")

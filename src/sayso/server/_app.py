@@ -63,6 +63,20 @@ Id = Annotated[str, PathParam(min_length=1, max_length=64)]
 ThreadId = Annotated[str, PathParam(pattern=ID_PATTERN)]
 
 
+_SSE_EVENT: dict[str, Any] = {
+    "type": "object",
+    "description": "One server-sent event; `data` is JSON.",
+    "properties": {
+        "event": {
+            "type": "string",
+            "enum": ["status", "progress", "tool_call", "tool_result", "text_delta", "request", "run", "error"],
+        },
+        "data": {"type": "string"},
+    },
+    "required": ["event", "data"],
+}
+
+
 def _gateway(request: Request) -> Gateway:
     gateway = request.app.state.gateway
     assert isinstance(gateway, Gateway)
@@ -142,7 +156,7 @@ async def thread(caller: Caller, gateway: Gate, thread_id: ThreadId) -> JSONResp
     "/runs",
     response_model=RunOut,
     tags=["runs"],
-    responses={200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}}},
+    responses={200: {"content": {"text/event-stream": {"schema": _SSE_EVENT}}}},
 )
 async def create_run(
     caller: Caller,

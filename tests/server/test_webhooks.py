@@ -1,0 +1,115 @@
+"""Signed webhooks, delivered to a real listener on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from sayso.server import WebhookConfig, sign, verify_signature
+
+from .conftest import ServerFactory
+
+SECRET = "s3cret"
+
+
+@dataclass
+class Listener:
+    url: str
+    received: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
+    fail_first: int = 0
+    """How many deliveries to answer with 503 before accepting."""
+    attempts: int = 0
+
+    def wait_for(self, count: int, timeout: float = 10) -> list[dict[str, object]]:
+        deadline = time.monotonic() + timeout
+        while len(self.received) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return [json.loads(body) for _, body in self.received]
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    state = Listener(url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            state.attempts += 1
+            if state.attempts <= state.fail_first:
+                self.send_response(503)
+                self.end_headers()
+                return
+            state.received.append((dict(self.headers.items()), body))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/hook"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield state
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_opened_and_decided_events_are_signed(serve: ServerFactory, listener: Listener) -> None:
+    """Opening and deciding a request each POST a signed event that `verify_signature` accepts."""
+    hook = WebhookConfig(url=listener.url, secret=SECRET, backoff_seconds=0.05)
+    server = serve(webhooks=[hook])
+    with server.client() as client:
+        run = client.post("/v1/runs", json={"message": "delete notes"}).json()
+        request_id = run["requests"][0]["id"]
+        client.post(f"/v1/requests/{request_id}/decision", json={"kind": "reject", "reason": "no"})
+    events = listener.wait_for(2)
+    assert [e["type"] for e in events] == ["request.opened", "request.decided"]
+    assert events[0]["data"]["request"]["id"] == request_id  # type: ignore[index]
+    assert events[1]["data"]["decision"] == {"kind": "reject", "reason": "no"}  # type: ignore[index]
+    assert events[1]["data"]["principal"] == "local"  # type: ignore[index]
+    for headers, body in listener.received:
+        assert headers["Sayso-Event"] in ("request.opened", "request.decided")
+        assert verify_signature(
+            SECRET, body, timestamp=headers["Sayso-Timestamp"], signature=headers["Sayso-Signature"]
+        )
+        assert not verify_signature(
+            "wrong", body, timestamp=headers["Sayso-Timestamp"], signature=headers["Sayso-Signature"]
+        )
+        assert not verify_signature(
+            SECRET, body + b" ", timestamp=headers["Sayso-Timestamp"], signature=headers["Sayso-Signature"]
+        )
+
+
+def test_failed_deliveries_are_retried_with_the_same_delivery_id(serve: ServerFactory, listener: Listener) -> None:
+    """A receiver answering 503 gets the same delivery again after a backoff until it accepts."""
+    listener.fail_first = 2
+    hook = WebhookConfig(url=listener.url, secret=SECRET, events=["request.opened"], backoff_seconds=0.05)
+    server = serve(webhooks=[hook])
+    with server.client() as client:
+        client.post("/v1/runs", json={"message": "delete notes"})
+    [event] = listener.wait_for(1)
+    assert listener.attempts == 3
+    assert event["type"] == "request.opened"
+    assert listener.received[0][0]["Sayso-Delivery"] == event["id"]
+
+
+def test_signature_rejects_old_timestamps() -> None:
+    """A genuine signature with a timestamp outside the tolerance is refused (replay protection)."""
+    body = b'{"x":1}'
+    signature = sign(SECRET, 1000, body)
+    assert verify_signature(SECRET, body, timestamp="1000", signature=signature, now=1100)
+    assert not verify_signature(SECRET, body, timestamp="1000", signature=signature, now=2000)
+    assert not verify_signature(SECRET, body, timestamp="abc", signature=signature, now=1000)
+
+
+def test_webhook_needs_a_secret() -> None:
+    """A webhook without a secret cannot sign, so the config is refused."""
+    with pytest.raises(ValueError, match="secret"):
+        WebhookConfig(url="http://127.0.0.1:1/hook")
