@@ -1,0 +1,73 @@
+"""`serve`: config loading with webhooks, the local-mode bind rule, and a real process that shuts down cleanly."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sayso import ConfigError, PrincipalConfig, load_config
+from sayso.server import check_bind, load_server_config
+
+from .conftest import EXAMPLE, free_port
+
+
+def test_local_mode_binds_only_to_loopback(caplog: pytest.LogCaptureFixture) -> None:
+    """Without principals the server refuses 0.0.0.0 and says loudly that it runs in local mode."""
+    config = load_config(EXAMPLE)
+    with pytest.raises(ConfigError, match="local development mode"):
+        check_bind(config, "0.0.0.0")
+    check_bind(config, "127.0.0.1")
+    assert "LOCAL DEVELOPMENT MODE" in caplog.text
+    with_principals = config.model_copy(update={"principals": [PrincipalConfig(name="a", token="t")]})
+    check_bind(with_principals, "0.0.0.0")
+
+
+def test_webhooks_are_read_from_the_config_file(tmp_path: Path) -> None:
+    """The `webhooks:` list is validated, and the rest of the file loads as usual."""
+    text = (
+        EXAMPLE.read_text() + "webhooks:\n  - {url: 'http://127.0.0.1:9/hook', secret: s, events: [request.opened]}\n"
+    )
+    (tmp_path / "sayso.yaml").write_text(text)
+    (tmp_path / "script.yaml").write_text((EXAMPLE.parent / "script.yaml").read_text())
+    config, hooks = load_server_config(tmp_path / "sayso.yaml")
+    assert config.entry_agent == "files"
+    assert [(h.url, h.events) for h in hooks] == [("http://127.0.0.1:9/hook", ["request.opened"])]
+    (tmp_path / "bad.yaml").write_text(text.replace("secret: s, ", ""))
+    with pytest.raises(ConfigError, match="secret"):
+        load_server_config(tmp_path / "bad.yaml")
+    assert load_server_config(EXAMPLE)[1] == []
+
+
+def test_serve_runs_until_sigterm_and_exits_cleanly(tmp_path: Path) -> None:
+    """A real `serve` process answers its health check and stops cleanly on SIGTERM."""
+    port = free_port()
+    code = f"from sayso.server import serve; serve({str(EXAMPLE)!r}, '127.0.0.1', {port})"
+    env = {"SAYSO_STORE": f"sqlite:///{tmp_path / 'sayso.db'}", "SAYSO_SANDBOX": str(tmp_path / "sandbox"), "PATH": ""}
+    process = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline and process.poll() is None, "serve did not start"
+            time.sleep(0.1)
+        run = httpx.post(f"http://127.0.0.1:{port}/v1/runs", json={"message": "delete notes"}, timeout=30).json()
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    # uvicorn re-raises SIGTERM once it has shut down, so the exit reads as that signal.
+    assert process.returncode in (0, -signal.SIGTERM)
+    assert "LOCAL DEVELOPMENT MODE" in stderr
+    assert "Application shutdown complete" in stderr
+    assert "Finished server process" in stderr
+    assert run["status"] == "paused"
