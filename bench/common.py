@@ -16,9 +16,9 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "anchors"))
 
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter  # noqa: E402
-from pydantic_ai.models.function import FunctionModel  # noqa: E402
-from pydanticai_cycle import (  # noqa: E402  (the reference anchor: same text, same scripted model)
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from pydantic_ai.models.function import FunctionModel
+from pydanticai_cycle import (
     cycle_path,
     db_size,
     disk_write_bytes,
@@ -29,9 +29,9 @@ from pydanticai_cycle import (  # noqa: E402  (the reference anchor: same text, 
     tool_result,
     user_request,
 )
-from sqlalchemy import event  # noqa: E402
+from sqlalchemy import event
 
-from sayso import Config  # noqa: E402
+from sayso import Config
 
 __all__ = [
     "Counters",
@@ -90,7 +90,8 @@ def seed_threads(db: str, thread_ids: Iterable[str], history: int, *, agent: str
         with conn:
             for tid in thread_ids:
                 conn.execute(
-                    "INSERT INTO threads (thread_id, owner, agent, active_run_id, created_at) VALUES (?, ?, ?, NULL, ?)",
+                    "INSERT INTO threads (thread_id, owner, agent, active_run_id, created_at) "
+                    "VALUES (?, ?, ?, NULL, ?)",
                     (tid, "local", agent, now),
                 )
                 conn.execute(
@@ -102,7 +103,7 @@ def seed_threads(db: str, thread_ids: Iterable[str], history: int, *, agent: str
 
 
 class Counters:
-    """SQL seen by one or more SQLAlchemy engines: statements, transactions, fsynced (writing) commits, payload bytes."""
+    """SQL seen by SQLAlchemy engines: statements, transactions, fsynced (writing) commits, payload bytes."""
 
     def __init__(self) -> None:
         self.statements = 0

@@ -44,10 +44,10 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import bench_config, db_size, default_db, fresh_db, rss_bytes, user_request  # noqa: E402
+from common import bench_config, db_size, default_db, fresh_db, rss_bytes, user_request
 
-from sayso import Approve, Sayso  # noqa: E402
-from sayso._core.requests import REQUEST_ADAPTER  # noqa: E402  (bench-only: re-serialize copied request bodies)
+from sayso import Approve, Sayso
+from sayso._core.requests import REQUEST_ADAPTER
 
 
 def new_id(prefix: str) -> str:
@@ -67,16 +67,18 @@ async def seed(db: str, paused: int, sample: int) -> dict[str, Any]:
     conn.row_factory = sqlite3.Row
     rows: dict[str, list[dict[str, Any]]] = {}
     for table in ("threads", "runs", "pauses", "requests", "messages"):
-        rows[table] = [dict(r) for r in conn.execute(f"SELECT * FROM {table}")]  # noqa: S608
+        rows[table] = [dict(r) for r in conn.execute(f"SELECT * FROM {table}")]
     samples = []
     for run in rows["runs"]:
-        samples.append({
-            "thread": next(t for t in rows["threads"] if t["thread_id"] == run["thread_id"]),
-            "run": run,
-            "pause": next(p for p in rows["pauses"] if p["run_id"] == run["run_id"]),
-            "request": next(q for q in rows["requests"] if q["run_id"] == run["run_id"]),
-            "messages": [m for m in rows["messages"] if m["thread_id"] == run["thread_id"]],
-        })
+        samples.append(
+            {
+                "thread": next(t for t in rows["threads"] if t["thread_id"] == run["thread_id"]),
+                "run": run,
+                "pause": next(p for p in rows["pauses"] if p["run_id"] == run["run_id"]),
+                "request": next(q for q in rows["requests"] if q["run_id"] == run["run_id"]),
+                "messages": [m for m in rows["messages"] if m["thread_id"] == run["thread_id"]],
+            }
+        )
     copies = paused - real
     oldest = min(q["created_at"] for q in rows["requests"])
     t1 = time.perf_counter()
@@ -87,7 +89,7 @@ async def seed(db: str, paused: int, sample: int) -> dict[str, Any]:
             if items:
                 cols = list(items[0])
                 conn.executemany(
-                    f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",  # noqa: S608
+                    f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
                     [tuple(i[c] for c in cols) for i in items],
                 )
                 items.clear()
@@ -98,13 +100,30 @@ async def seed(db: str, paused: int, sample: int) -> dict[str, Any]:
             tid, rid, pid, qid = new_id("thr"), new_id("run"), new_id("pau"), new_id("req")
             created = oldest - (copies - i) * 0.001
             batch["threads"].append({**s["thread"], "thread_id": tid, "active_run_id": rid, "created_at": created})
-            batch["runs"].append({**s["run"], "run_id": rid, "thread_id": tid, "pause_id": pid,
-                                  "created_at": created, "updated_at": created})
+            batch["runs"].append(
+                {
+                    **s["run"],
+                    "run_id": rid,
+                    "thread_id": tid,
+                    "pause_id": pid,
+                    "created_at": created,
+                    "updated_at": created,
+                }
+            )
             batch["pauses"].append({**s["pause"], "pause_id": pid, "run_id": rid, "created_at": created})
             req = REQUEST_ADAPTER.validate_json(s["request"]["body"])
             req = dataclasses.replace(req, request_id=qid, run_id=rid, thread_id=tid, created_at=created)
-            batch["requests"].append({**s["request"], "request_id": qid, "pause_id": pid, "run_id": rid,
-                                      "thread_id": tid, "created_at": created, "body": REQUEST_ADAPTER.dump_json(req)})
+            batch["requests"].append(
+                {
+                    **s["request"],
+                    "request_id": qid,
+                    "pause_id": pid,
+                    "run_id": rid,
+                    "thread_id": tid,
+                    "created_at": created,
+                    "body": REQUEST_ADAPTER.dump_json(req),
+                }
+            )
             for m in s["messages"]:
                 batch["messages"].append({**m, "thread_id": tid, "run_id": rid})
             if len(batch["runs"]) >= 10_000:
@@ -119,8 +138,14 @@ async def seed(db: str, paused: int, sample: int) -> dict[str, Any]:
     ).fetchone()[0]
     check.close()
     assert n_open == paused, (n_open, paused)
-    return {"paused": paused, "real_pauses": real, "copied": copies, "real_seconds": round(t_real, 2),
-            "copy_seconds": round(t_copy, 2), "db_bytes": db_size(db)}
+    return {
+        "paused": paused,
+        "real_pauses": real,
+        "copied": copies,
+        "real_seconds": round(t_real, 2),
+        "copy_seconds": round(t_copy, 2),
+        "db_bytes": db_size(db),
+    }
 
 
 async def measure(db: str, resumes: int) -> dict[str, Any]:
@@ -165,8 +190,8 @@ async def measure(db: str, resumes: int) -> dict[str, Any]:
             raw = sqlite3.connect(db)
             (count,) = raw.execute("SELECT count(*) FROM runs WHERE status = 'paused'").fetchone()
             (rid,) = raw.execute(
-                "SELECT request_id FROM requests WHERE status = 'open' AND request_id != ? "
-                "ORDER BY random() LIMIT 1", (fresh.requests[0].request_id,)
+                "SELECT request_id FROM requests WHERE status = 'open' AND request_id != ? ORDER BY random() LIMIT 1",
+                (fresh.requests[0].request_id,),
             ).fetchone()
             raw.close()
             assert count == paused0 + 1
@@ -185,8 +210,9 @@ async def measure(db: str, resumes: int) -> dict[str, Any]:
 
 def sub(args: list[str]) -> dict[str, Any]:
     pin = ["taskset", "-c", "0"] if os.environ.get("BENCH_PIN", "1") == "1" else []
-    res = subprocess.run([*pin, sys.executable, os.path.abspath(__file__), *args],
-                         check=True, capture_output=True, text=True)
+    res = subprocess.run(
+        [*pin, sys.executable, os.path.abspath(__file__), *args], check=True, capture_output=True, text=True
+    )
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 

@@ -26,10 +26,9 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import aiosqlite.core as aiocore  # noqa: E402
-
-import sayso_cycle  # noqa: E402
-from common import default_db, fresh_db  # noqa: E402
+import aiosqlite.core as aiocore
+import sayso_cycle
+from common import default_db, fresh_db
 
 WORKER_S: dict[str, float] = defaultdict(float)
 WORKER_N: dict[str, int] = defaultdict(int)
@@ -54,7 +53,7 @@ def _timed_worker(tx: Any) -> None:
                 future.get_loop().call_soon_threadsafe(aiocore.set_result, future, result)
             if result is aiocore._STOP_RUNNING_SENTINEL:
                 break
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             if future:
                 future.get_loop().call_soon_threadsafe(aiocore.set_exception, future, e)
 
@@ -111,8 +110,12 @@ def main() -> None:
     args = ap.parse_args()
     aiocore._connection_worker_thread = _timed_worker
     ns = argparse.Namespace(
-        cycles=args.cycles, history=args.history, warmup=args.warmup, mode=args.mode,
-        db=default_db(f"sayso-prof-H{args.history}"), keep_db=False,
+        cycles=args.cycles,
+        history=args.history,
+        warmup=args.warmup,
+        mode=args.mode,
+        db=default_db(f"sayso-prof-H{args.history}"),
+        keep_db=False,
         profile=os.path.join(tempfile.gettempdir(), f"sayso-cycle-{os.getpid()}.prof"),
     )
     # Record worker time only during the timed loop: the profile file appears when it ends, so
@@ -135,8 +138,10 @@ def main() -> None:
         by_group[group_of(filename, funcname)] += tt
     out = io.StringIO()
     w = out.write
-    w(f"#### sayso cycle profile: H={args.history}, mode={args.mode}, {n} timed cycles, "
-      f"{result['cycles_per_s']} cycles/s under cProfile (p50 {result['p50_ms']} ms)\n\n")
+    w(
+        f"#### sayso cycle profile: H={args.history}, mode={args.mode}, {n} timed cycles, "
+        f"{result['cycles_per_s']} cycles/s under cProfile (p50 {result['p50_ms']} ms)\n\n"
+    )
     w("Event-loop thread, self time by package (cProfile; its own overhead inflates Python-heavy parts):\n\n")
     w("| package | ms/cycle | share |\n|---|---:|---:|\n")
     total = sum(by_group.values())

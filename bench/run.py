@@ -54,8 +54,18 @@ def log(msg: str) -> None:
 
 
 def run_one(impl: str, history: int, cycles: int, warmup: int, sink: Any) -> dict[str, Any]:
-    cmd = [*pin(), PY, SCRIPTS[impl], "--cycles", str(cycles), "--history", str(history),
-           "--warmup", str(warmup), *EXTRA.get(impl, [])]
+    cmd = [
+        *pin(),
+        PY,
+        SCRIPTS[impl],
+        "--cycles",
+        str(cycles),
+        "--history",
+        str(history),
+        "--warmup",
+        str(warmup),
+        *EXTRA.get(impl, []),
+    ]
     t = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if res.returncode != 0:
@@ -66,8 +76,10 @@ def run_one(impl: str, history: int, cycles: int, warmup: int, sink: Any) -> dic
     if sink is not None:
         sink.write(json.dumps(row) + "\n")
         sink.flush()
-    log(f"  {LABEL[impl]:<14} H={history:<5} {row['cycles_per_s']:>7} cycles/s  p50 {row['p50_ms']:>8} ms  "
-        f"({row['wall_s']} s)")
+    log(
+        f"  {LABEL[impl]:<14} H={history:<5} {row['cycles_per_s']:>7} cycles/s  p50 {row['p50_ms']:>8} ms  "
+        f"({row['wall_s']} s)"
+    )
     return row
 
 
@@ -106,16 +118,31 @@ def machine() -> dict[str, Any]:
             if line.startswith("MemTotal"):
                 mem = int(line.split()[1]) * 1024
     vers = {}
-    for p in ("sayso", "pydantic-ai-slim", "pydantic", "sqlalchemy", "aiosqlite", "langgraph", "langgraph-checkpoint",
-              "langgraph-checkpoint-sqlite", "langchain-core"):
+    for p in (
+        "sayso",
+        "pydantic-ai-slim",
+        "pydantic",
+        "sqlalchemy",
+        "aiosqlite",
+        "langgraph",
+        "langgraph-checkpoint",
+        "langgraph-checkpoint-sqlite",
+        "langchain-core",
+    ):
         try:
             vers[p] = version(p)
-        except Exception:  # noqa: BLE001
+        except Exception:
             vers[p] = "missing"
     return {
-        "cpu": cpu, "cores": os.cpu_count(), "mem_gib": round(mem / 2**30), "kernel": platform.release(),
-        "python": platform.python_version(), "sqlite": sqlite3.sqlite_version, "versions": vers,
-        "fsync_ms": round(fsync_probe(), 3), "load_avg": [round(x, 2) for x in os.getloadavg()],
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "mem_gib": round(mem / 2**30),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "versions": vers,
+        "fsync_ms": round(fsync_probe(), 3),
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
         "pinned": " ".join(pin()) or "no",
     }
 
@@ -127,9 +154,10 @@ def med(rows: list[dict[str, Any]], key: str) -> float:
 
 def git_rev() -> str:
     try:
-        return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except Exception:  # noqa: BLE001
+        return subprocess.run(
+            ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except Exception:
         return "?"
 
 
@@ -145,22 +173,29 @@ def quick(args: argparse.Namespace) -> None:
     print("|---|---:|---:|---:|")
     print(f"| cycles/s | {s} | {lg} | {pa} |")
     print(f"| p50 ms | {rows['sayso']['p50_ms']} | {rows['langgraph']['p50_ms']} | {rows['pydantic-ai']['p50_ms']} |")
-    print(f"| file growth B/cycle | {rows['sayso']['bytes_per_cycle']} | {rows['langgraph']['bytes_per_cycle']} "
-          f"| {rows['pydantic-ai']['bytes_per_cycle']} |")
-    print(json.dumps({
-        "history": 0,
-        "cycles": args.quick_cycles,
-        "sayso_cycles_per_s": s,
-        "langgraph_cycles_per_s": lg,
-        "pydantic_ai_cycles_per_s": pa,
-        "vs_langgraph": round(s / lg, 3),
-        "vs_pydantic_ai": round(s / pa, 3),
-        "sayso_bytes_per_cycle": rows["sayso"]["bytes_per_cycle"],
-        "sayso_payload_bytes_per_cycle": rows["sayso"]["payload_bytes_per_cycle"],
-        "sayso_disk_write_bytes_per_cycle": rows["sayso"]["disk_write_bytes_per_cycle"],
-        "sayso_commits_per_cycle": rows["sayso"]["commits_per_cycle"],
-        "sayso_p50_ms": rows["sayso"]["p50_ms"],
-    }), flush=True)
+    print(
+        f"| file growth B/cycle | {rows['sayso']['bytes_per_cycle']} | {rows['langgraph']['bytes_per_cycle']} "
+        f"| {rows['pydantic-ai']['bytes_per_cycle']} |"
+    )
+    print(
+        json.dumps(
+            {
+                "history": 0,
+                "cycles": args.quick_cycles,
+                "sayso_cycles_per_s": s,
+                "langgraph_cycles_per_s": lg,
+                "pydantic_ai_cycles_per_s": pa,
+                "vs_langgraph": round(s / lg, 3),
+                "vs_pydantic_ai": round(s / pa, 3),
+                "sayso_bytes_per_cycle": rows["sayso"]["bytes_per_cycle"],
+                "sayso_payload_bytes_per_cycle": rows["sayso"]["payload_bytes_per_cycle"],
+                "sayso_disk_write_bytes_per_cycle": rows["sayso"]["disk_write_bytes_per_cycle"],
+                "sayso_commits_per_cycle": rows["sayso"]["commits_per_cycle"],
+                "sayso_p50_ms": rows["sayso"]["p50_ms"],
+            }
+        ),
+        flush=True,
+    )
 
 
 # ------------------------------------------------------------------------------------------ full
@@ -169,7 +204,7 @@ CYCLES = {0: 600, 50: 300, 500: 100, 2000: 25}
 
 
 def full(args: argparse.Namespace) -> None:
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     stamp = started.strftime("%Y-%m-%dT%H%M")
     raw_path = os.path.join(HERE, "results", f"{stamp}.jsonl")
@@ -182,16 +217,23 @@ def full(args: argparse.Namespace) -> None:
         for rep in range(args.repeats):
             for h in args.histories:
                 n = max(5, int(CYCLES.get(h, 25) * scale))
-                impls = ["sayso", "sayso-warm", "langgraph", "pydantic-ai"] if h in args.throughput else \
-                        ["sayso", "langgraph", "pydantic-ai"]
+                impls = (
+                    ["sayso", "sayso-warm", "langgraph", "pydantic-ai"]
+                    if h in args.throughput
+                    else ["sayso", "langgraph", "pydantic-ai"]
+                )
                 log(f"rep {rep + 1}/{args.repeats}, H={h}, {n} cycles")
-                for impl in impls[rep % len(impls):] + impls[: rep % len(impls)]:  # rotate the order per rep
+                for impl in impls[rep % len(impls) :] + impls[: rep % len(impls)]:  # rotate the order per rep
                     runs[(impl, h)].append(run_one(impl, h, n, 20 if h < 2000 else 5, sink))
         foot = None
         if not args.no_footprint:
             log(f"footprint: 10 and {args.paused:,} paused runs")
-            res = subprocess.run([PY, os.path.join(HERE, "footprint.py"), "--paused", str(args.paused)],
-                                 capture_output=True, text=True, check=False)
+            res = subprocess.run(
+                [PY, os.path.join(HERE, "footprint.py"), "--paused", str(args.paused)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if res.returncode != 0:
                 raise SystemExit(f"footprint failed:\n{res.stderr[-4000:]}")
             foot = json.loads(res.stdout.strip().splitlines()[-1])
@@ -201,14 +243,32 @@ def full(args: argparse.Namespace) -> None:
         if not args.no_profile:
             for h, n in ((0, int(300 * scale) or 50), (500, int(60 * scale) or 20)):
                 log(f"profile H={h}")
-                res = subprocess.run([*pin(), PY, os.path.join(HERE, "profile_cycle.py"), "--cycles", str(n),
-                                      "--history", str(h)], capture_output=True, text=True, check=False)
+                res = subprocess.run(
+                    [*pin(), PY, os.path.join(HERE, "profile_cycle.py"), "--cycles", str(n), "--history", str(h)],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
                 if res.returncode != 0:
                     raise SystemExit(f"profile failed:\n{res.stderr[-4000:]}")
                 lines = res.stdout.rstrip().splitlines()
                 prof_md.append("\n".join(lines[:-1]).strip())
-                sink.write(json.dumps({"profile": h, **json.loads(lines[-1])}) + "\n")
+                sink.write(json.dumps({"profile": h, "markdown": prof_md[-1], **json.loads(lines[-1])}) + "\n")
     info["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
+    with open(raw_path, "a") as sink:
+        sink.write(json.dumps({"load_avg_end": info["load_avg_end"]}) + "\n")
+    write_report(args, info, runs, foot, prof_md, started, raw_path)
+
+
+def write_report(
+    args: argparse.Namespace,
+    info: dict[str, Any],
+    runs: dict[tuple[str, int], list[dict[str, Any]]],
+    foot: dict[str, Any] | None,
+    prof_md: list[str],
+    started: dt.datetime,
+    raw_path: str,
+) -> None:
     md = report(args, info, runs, foot, prof_md, started, raw_path)
     with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
         f.write(md)
@@ -216,37 +276,84 @@ def full(args: argparse.Namespace) -> None:
     log(f"wrote {os.path.relpath(os.path.join(HERE, 'RESULTS.md'), ROOT)}")
 
 
+def render(args: argparse.Namespace) -> None:
+    """Rebuild bench/RESULTS.md from a raw results file (e.g. after editing bench/ANALYSIS.md)."""
+    runs: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    foot, prof_md, info, started = None, [], {}, dt.datetime.now(dt.UTC)
+    with open(args.render) as f:
+        for line in f:
+            row = json.loads(line)
+            if "machine" in row:
+                info = {**row["machine"], "argv": row["argv"]}
+                started = dt.datetime.fromisoformat(row["started"])
+                if "--repeats" in row["argv"]:
+                    args.repeats = int(row["argv"][row["argv"].index("--repeats") + 1])
+            elif "load_avg_end" in row:
+                info["load_avg_end"] = row["load_avg_end"]
+            elif row.get("kind") == "footprint":
+                foot = row
+            elif "profile" in row:
+                if "markdown" in row:
+                    prof_md.append(row["markdown"])
+            elif "cycles_per_s" in row:
+                runs[(row["impl"], row["history"])].append(row)
+    args.histories = sorted({h for _, h in runs})
+    write_report(args, info, runs, foot, prof_md, started, args.render)
+
+
 def fmt(x: float, d: int = 1) -> str:
     return f"{x:,.{d}f}"
 
 
-def report(args: argparse.Namespace, info: dict[str, Any], runs: dict[tuple[str, int], list[dict[str, Any]]],
-           foot: dict[str, Any] | None, prof_md: list[str], started: dt.datetime, raw_path: str) -> str:
+def report(  # noqa: C901
+    args: argparse.Namespace,
+    info: dict[str, Any],
+    runs: dict[tuple[str, int], list[dict[str, Any]]],
+    foot: dict[str, Any] | None,
+    prof_md: list[str],
+    started: dt.datetime,
+    raw_path: str,
+) -> str:
     cmd = "make bench" if os.environ.get("BENCH_VIA_MAKE") else ""
-    exact = shlex.join([*pin(), os.path.relpath(PY, ROOT), os.path.relpath(__file__, ROOT), *sys.argv[1:]])
+    argv = info.get("argv", sys.argv)
+    exact = shlex.join([os.path.relpath(PY, ROOT), os.path.relpath(__file__, ROOT), *argv[1:]])
     L: list[str] = []
     w = L.append
     w("# sayso benchmarks: the approve cycle, side by side with LangGraph and plain pydantic-ai\n")
     w("Generated by `bench/run.py`; the hand-written analysis at the end comes from `bench/ANALYSIS.md`.\n")
     w(f"- **Date**: {started.strftime('%Y-%m-%d %H:%M UTC')} (sayso commit `{git_rev()}`)")
-    w(f"- **Command**: `{cmd + ' → ' if cmd else ''}{exact}` (each run a separate process: "
-      f"`{' '.join(pin())} .venv/bin/python bench/<script>.py --cycles N --history H`)")
-    w(f"- **Machine**: {info['cpu']}, {info['cores']} cores, {info['mem_gib']} GiB RAM, Linux {info['kernel']}; "
-      f"one fsynced SQLite commit (WAL, synchronous=FULL) takes {info['fsync_ms']} ms in the temp folder; "
-      f"load average {info['load_avg']} at start, {info.get('load_avg_end')} at the end "
-      "(other work shares this VM, so compare ratios from the same run, not absolute numbers across runs)")
+    w(
+        f"- **Command**: `{cmd + ' → ' if cmd else ''}{exact}` (each run a separate process: "
+        f"`{' '.join(pin())} .venv/bin/python bench/<script>.py --cycles N --history H`)"
+    )
+    w(
+        f"- **Machine**: {info['cpu']}, {info['cores']} cores, {info['mem_gib']} GiB RAM, Linux {info['kernel']}; "
+        f"one fsynced SQLite commit (WAL, synchronous=FULL) takes {info['fsync_ms']} ms in the temp folder; "
+        f"load average {info['load_avg']} at start, {info.get('load_avg_end')} at the end "
+        "(other work shares this VM, so compare ratios from the same run, not absolute numbers across runs)"
+    )
     v = info["versions"]
-    w(f"- **Software**: Python {info['python']}, SQLite {info['sqlite']}, " + ", ".join(f"{k} {x}" for k, x in v.items()))
-    w(f"- **Runs**: every figure is the median of {args.repeats} runs (min–max in brackets); in each repetition the "
-      "implementations run one after another, in a rotating order, so they see the same machine conditions. "
-      f"Raw JSON lines: `{os.path.relpath(raw_path, ROOT)}`.\n")
+    w(
+        f"- **Software**: Python {info['python']}, SQLite {info['sqlite']}, "
+        + ", ".join(f"{k} {x}" for k, x in v.items())
+    )
+    w(
+        f"- **Runs**: every figure is the median of {args.repeats} runs (min–max in brackets); in each repetition the "
+        "implementations run one after another, in a rotating order, so they see the same machine conditions. "
+        f"Raw JSON lines: `{os.path.relpath(raw_path, ROOT)}`.\n"
+    )
 
     w("## Throughput\n")
-    w("Cycles per second (one cycle = pause in one object, approve and resume in another that shares nothing in "
-      "memory with it; every commit fsynced). Ratios are sayso's median over the anchor's median.\n")
-    w("| H | cycles/run | sayso | sayso (warm) | LangGraph | pydantic-ai | **sayso ÷ LangGraph** | **sayso ÷ pydantic-ai** "
-      "| warm ÷ LangGraph | warm ÷ pydantic-ai |")
-    w("|---:|---:|---|---|---|---|---:|---:|---:|---:|")
+    w(
+        "Cycles per second (one cycle = pause in one object, approve and resume in another that shares nothing in "
+        "memory with it; every commit fsynced). Ratios are sayso's median over the anchor's median.\n"
+    )
+    w(
+        "| H | cycles/run | sayso | sayso (warm) | LangGraph | pydantic-ai "
+        "| **sayso ÷ LangGraph** | **sayso ÷ pydantic-ai** "
+        "| warm ÷ LangGraph | warm ÷ pydantic-ai | p50-latency ratios: sayso vs LG / vs PA |"
+    )
+    w("|---:|---:|---|---|---|---|---:|---:|---:|---:|---|")
 
     def cell(impl: str, h: int) -> str:
         rs = runs.get((impl, h))
@@ -260,30 +367,48 @@ def report(args: argparse.Namespace, info: dict[str, Any], runs: dict[tuple[str,
             return None
         return med(runs[(a, h)], "cycles_per_s") / med(runs[(b, h)], "cycles_per_s")
 
+    def p50ratio(anchor: str, h: int) -> float | None:
+        if not runs.get(("sayso", h)) or not runs.get((anchor, h)):
+            return None
+        return med(runs[(anchor, h)], "p50_ms") / med(runs[("sayso", h)], "p50_ms")
+
     def rtxt(x: float | None) -> str:
         return "–" if x is None else f"{x:.2f}×"
 
     for h in args.histories:
         if (("sayso", h)) not in runs:
             continue
-        w(f"| {h} | {runs[('sayso', h)][0]['cycles']} | {cell('sayso', h)} | {cell('sayso-warm', h)} | "
-          f"{cell('langgraph', h)} | {cell('pydantic-ai', h)} | **{rtxt(ratio('sayso', 'langgraph', h))}** | "
-          f"**{rtxt(ratio('sayso', 'pydantic-ai', h))}** | {rtxt(ratio('sayso-warm', 'langgraph', h))} | "
-          f"{rtxt(ratio('sayso-warm', 'pydantic-ai', h))} |")
+        w(
+            f"| {h} | {runs[('sayso', h)][0]['cycles']} | {cell('sayso', h)} | {cell('sayso-warm', h)} | "
+            f"{cell('langgraph', h)} | {cell('pydantic-ai', h)} | **{rtxt(ratio('sayso', 'langgraph', h))}** | "
+            f"**{rtxt(ratio('sayso', 'pydantic-ai', h))}** | {rtxt(ratio('sayso-warm', 'langgraph', h))} | "
+            f"{rtxt(ratio('sayso-warm', 'pydantic-ai', h))} | {rtxt(p50ratio('langgraph', h))} / "
+            f"{rtxt(p50ratio('pydantic-ai', h))} |"
+        )
     w("")
-    w("\"sayso\" is two `Sayso` instances (own config, model object, engine and connections) in one process: A runs "
-      "the message and pauses, B decides and resumes, as the anchors' process A and B. \"sayso (warm)\" is one "
-      "instance doing both. Both go through the whole public path: policy check, request committed before `run` "
-      "returns it, decision recorded, pause consumed, run and thread loaded from SQLite, the approved call through "
-      "the at-most-once ledger, the finished run committed.\n")
+    w(
+        "The last column divides the anchor's median p50 cycle latency by sayso's: a cross-check that is less "
+        "sensitive than cycles/s to pauses caused by other work on the machine.\n"
+    )
+    w(
+        '"sayso" is two `Sayso` instances (own config, model object, engine and connections) in one process: A runs '
+        'the message and pauses, B decides and resumes, as the anchors\' process A and B. "sayso (warm)" is one '
+        "instance doing both. Both go through the whole public path: policy check, request committed before `run` "
+        "returns it, decision recorded, pause consumed, run and thread loaded from SQLite, the approved call through "
+        "the at-most-once ledger, the finished run committed.\n"
+    )
 
     w("## Growth: bytes and time per cycle as H grows\n")
-    w("Byte columns use the anchors' definitions: *payload* = serialized bytes handed to SQLite in writes (sayso: "
-      "BLOB parameters of INSERT/UPDATE, the pydantic-ai anchor's definition; LangGraph: checkpoint + metadata + "
-      "writes), *disk write* = `write_bytes` of `/proc/self/io` (WAL frames and their later copy into the main "
-      "file), *file growth* = growth of the database after `wal_checkpoint(TRUNCATE)`.\n")
-    w("| impl | H | cycles/s | p50 ms | p50 pause / resume ms | payload B/cycle | disk write B/cycle "
-      "| file growth B/cycle | fsynced commits/cycle | history loads/cycle |")
+    w(
+        "Byte columns use the anchors' definitions: *payload* = serialized bytes handed to SQLite in writes (sayso: "
+        "BLOB parameters of INSERT/UPDATE, the pydantic-ai anchor's definition; LangGraph: checkpoint + metadata + "
+        "writes), *disk write* = `write_bytes` of `/proc/self/io` (WAL frames and their later copy into the main "
+        "file), *file growth* = growth of the database after `wal_checkpoint(TRUNCATE)`.\n"
+    )
+    w(
+        "| impl | H | cycles/s | p50 ms | p50 pause / resume ms | payload B/cycle | disk write B/cycle "
+        "| file growth B/cycle | fsynced commits/cycle | history loads/cycle |"
+    )
     w("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|")
     for h in args.histories:
         for impl in ("sayso", "sayso-warm", "langgraph", "pydantic-ai"):
@@ -293,48 +418,64 @@ def report(args: argparse.Namespace, info: dict[str, Any], runs: dict[tuple[str,
             commits = rs[0].get("commits_per_cycle")
             if commits is None:
                 commits = rs[0]["checkpoints_per_cycle"] + rs[0]["put_writes_per_cycle"]
-            w(f"| {LABEL[impl]} | {h} | {fmt(med(rs, 'cycles_per_s'))} | {fmt(med(rs, 'p50_ms'), 2)} | "
-              f"{fmt(med(rs, 'p50_pause_ms'), 2)} / {fmt(med(rs, 'p50_resume_ms'), 2)} | "
-              f"{fmt(med(rs, 'payload_bytes_per_cycle'), 0)} | {fmt(med(rs, 'disk_write_bytes_per_cycle'), 0)} | "
-              f"{fmt(med(rs, 'bytes_per_cycle'), 0)} | {commits:g} | {rs[0].get('loads_per_cycle', '–')} |")
+            w(
+                f"| {LABEL[impl]} | {h} | {fmt(med(rs, 'cycles_per_s'))} | {fmt(med(rs, 'p50_ms'), 2)} | "
+                f"{fmt(med(rs, 'p50_pause_ms'), 2)} / {fmt(med(rs, 'p50_resume_ms'), 2)} | "
+                f"{fmt(med(rs, 'payload_bytes_per_cycle'), 0)} | {fmt(med(rs, 'disk_write_bytes_per_cycle'), 0)} | "
+                f"{fmt(med(rs, 'bytes_per_cycle'), 0)} | {commits:g} | {rs[0].get('loads_per_cycle', '–')} |"
+            )
     w("")
     s_rows = {h: runs[("sayso", h)] for h in args.histories if ("sayso", h) in runs}
     if s_rows:
         w("sayso alone, as a function of H (medians):\n")
-        w("| H | ms/cycle (1000 / cycles/s) | p50 ms | payload B/cycle | disk write B/cycle | file growth B/cycle "
-          "| store ms/cycle | history load ms/cycle |")
+        w(
+            "| H | ms/cycle (1000 / cycles/s) | p50 ms | payload B/cycle | disk write B/cycle | file growth B/cycle "
+            "| store ms/cycle | history load ms/cycle |"
+        )
         w("|---:|---:|---:|---:|---:|---:|---:|---:|")
         for h, rs in s_rows.items():
-            w(f"| {h} | {fmt(1000 / med(rs, 'cycles_per_s'), 2)} | {fmt(med(rs, 'p50_ms'), 2)} | "
-              f"{fmt(med(rs, 'payload_bytes_per_cycle'), 0)} | {fmt(med(rs, 'disk_write_bytes_per_cycle'), 0)} | "
-              f"{fmt(med(rs, 'bytes_per_cycle'), 0)} | "
-              f"{fmt(statistics.median(r['store_ms_per_cycle']['total'] for r in rs), 2)} | "
-              f"{fmt(statistics.median(r['store_ms_per_cycle'].get('load_messages', 0) for r in rs), 2)} |")
+            w(
+                f"| {h} | {fmt(1000 / med(rs, 'cycles_per_s'), 2)} | {fmt(med(rs, 'p50_ms'), 2)} | "
+                f"{fmt(med(rs, 'payload_bytes_per_cycle'), 0)} | {fmt(med(rs, 'disk_write_bytes_per_cycle'), 0)} | "
+                f"{fmt(med(rs, 'bytes_per_cycle'), 0)} | "
+                f"{fmt(statistics.median(r['store_ms_per_cycle']['total'] for r in rs), 2)} | "
+                f"{fmt(statistics.median(r['store_ms_per_cycle'].get('load_messages', 0) for r in rs), 2)} |"
+            )
         w("")
 
     if foot is not None:
         s, b, sm = foot["small"], foot["large"], foot["summary"]
         sd = foot["large_seed"]
         w(f"## Footprint: {sm['paused']:,} paused runs in one SQLite store\n")
-        w(f"Seeded by pausing {sd['real_pauses']} runs for real through `Sayso.run` ({sd['real_seconds']} s), then "
-          f"bulk-copying their rows with SQL under new ids ({sd['copied']:,} copies in {sd['copy_seconds']} s; see "
-          "`bench/footprint.py`). Everything measured goes through the public API, in a fresh process "
-          "(pinned) that opens the store with two `Sayso` instances.\n")
+        w(
+            f"Seeded by pausing {sd['real_pauses']} runs for real through `Sayso.run` ({sd['real_seconds']} s), then "
+            f"bulk-copying their rows with SQL under new ids ({sd['copied']:,} copies in {sd['copy_seconds']} s; see "
+            "`bench/footprint.py`). Everything measured goes through the public API, in a fresh process "
+            "(pinned) that opens the store with two `Sayso` instances.\n"
+        )
         w(f"| measure | {s['paused_runs']} paused | {b['paused_runs']:,} paused |")
         w("|---|---:|---:|")
-        w(f"| size on disk | {foot['small_seed']['db_bytes'] / 2**20:,.2f} MiB | {sd['db_bytes'] / 2**20:,.1f} MiB "
-          f"({sm['bytes_per_paused_run']:,} B per paused run) |")
+        w(
+            f"| size on disk | {foot['small_seed']['db_bytes'] / 2**20:,.2f} MiB | {sd['db_bytes'] / 2**20:,.1f} MiB "
+            f"({sm['bytes_per_paused_run']:,} B per paused run) |"
+        )
         w(f"| RSS after opening the store (idle) | {s['rss_idle'] / 2**20:.1f} MiB | {b['rss_idle'] / 2**20:.1f} MiB |")
-        w("| RSS after serving (200 first-page listings, 1,000 `result()`, the pauses and resumes below) "
-          f"| {s['rss_served'] / 2**20:.1f} MiB (+{s['rss_growth'] / 2**20:.1f}) "
-          f"| {b['rss_served'] / 2**20:.1f} MiB (+{b['rss_growth'] / 2**20:.1f}) |")
+        w(
+            "| RSS after serving (200 first-page listings, 1,000 `result()`, the pauses and resumes below) "
+            f"| {s['rss_served'] / 2**20:.1f} MiB (+{s['rss_growth'] / 2**20:.1f}) "
+            f"| {b['rss_served'] / 2**20:.1f} MiB (+{b['rss_growth'] / 2**20:.1f}) |"
+        )
         w(f"| `open_requests(limit=50)`, first call | {s['first_page_cold_ms']} ms | {b['first_page_cold_ms']} ms |")
-        w(f"| `open_requests(limit=50)`, median of 100 (p99) | {s['first_page_ms']} ms ({s['first_page_p99_ms']}) "
-          f"| {b['first_page_ms']} ms ({b['first_page_p99_ms']}) |")
+        w(
+            f"| `open_requests(limit=50)`, median of 100 (p99) | {s['first_page_ms']} ms ({s['first_page_p99_ms']}) "
+            f"| {b['first_page_ms']} ms ({b['first_page_p99_ms']}) |"
+        )
         w(f"| `result(run_id)` of a random paused run | {s['result_ms']} ms | {b['result_ms']} ms |")
-        w(f"| resume one run: `decide(request_id, Approve())` → completed, median (min–max) | {s['resume_ms']} ms "
-          f"({s['resume_ms_min_max'][0]}–{s['resume_ms_min_max'][1]}) | {b['resume_ms']} ms "
-          f"({b['resume_ms_min_max'][0]}–{b['resume_ms_min_max'][1]}) |")
+        w(
+            f"| resume one run: `decide(request_id, Approve())` → completed, median (min–max) | {s['resume_ms']} ms "
+            f"({s['resume_ms_min_max'][0]}–{s['resume_ms_min_max'][1]}) | {b['resume_ms']} ms "
+            f"({b['resume_ms_min_max'][0]}–{b['resume_ms_min_max'][1]}) |"
+        )
         w(f"| pause one new run: `run(...)` → paused, median | {s['pause_ms']} ms | {b['pause_ms']} ms |")
         w("")
 
@@ -346,36 +487,57 @@ def report(args: argparse.Namespace, info: dict[str, Any], runs: dict[tuple[str,
         return "–" if ok is None else ("**met**" if ok else "**missed**")
 
     r0l, r0p, r500l = ratio("sayso", "langgraph", 0), ratio("sayso", "pydantic-ai", 0), ratio("sayso", "langgraph", 500)
-    w(f"| H=0 ≥ 1.3× LangGraph | {rtxt(r0l)} (warm {rtxt(ratio('sayso-warm', 'langgraph', 0))}) | "
-      f"{verdict(None if r0l is None else r0l >= 1.3)} |")
-    w(f"| H=0 ≥ 1.0× pydantic-ai | {rtxt(r0p)} (warm {rtxt(ratio('sayso-warm', 'pydantic-ai', 0))}) | "
-      f"{verdict(None if r0p is None else r0p >= 1.0)} |")
-    w(f"| H=500 ≥ 1.5× LangGraph | {rtxt(r500l)} (warm {rtxt(ratio('sayso-warm', 'langgraph', 500))}) | "
-      f"{verdict(None if r500l is None else r500l >= 1.5)} |")
+    w(
+        f"| H=0 ≥ 1.3× LangGraph | {rtxt(r0l)} (warm {rtxt(ratio('sayso-warm', 'langgraph', 0))}) | "
+        f"{verdict(None if r0l is None else r0l >= 1.3)} |"
+    )
+    w(
+        f"| H=0 ≥ 1.0× pydantic-ai | {rtxt(r0p)} (warm {rtxt(ratio('sayso-warm', 'pydantic-ai', 0))}) | "
+        f"{verdict(None if r0p is None else r0p >= 1.0)} |"
+    )
+    w(
+        f"| H=500 ≥ 1.5× LangGraph | {rtxt(r500l)} (warm {rtxt(ratio('sayso-warm', 'langgraph', 500))}) | "
+        f"{verdict(None if r500l is None else r500l >= 1.5)} |"
+    )
     if s_rows:
         growth = {h: med(rs, "bytes_per_cycle") for h, rs in s_rows.items()}
         pay = {h: med(rs, "payload_bytes_per_cycle") for h, rs in s_rows.items()}
         disk = {h: med(rs, "disk_write_bytes_per_cycle") for h, rs in s_rows.items()}
         ok = all(x <= 10_240 for x in growth.values()) and all(x <= 10_240 for x in pay.values())
-        w(f"| bytes/cycle ≤ 10 KB at every H (file growth; payload) | file growth "
-          f"{', '.join(f'{fmt(x, 0)}' for x in growth.values())} B; payload {', '.join(fmt(x, 0) for x in pay.values())} "
-          f"B at H = {', '.join(map(str, growth))} | {verdict(ok)} (flat in H) |")
-        w(f"| (not a target) disk write bytes/cycle | {', '.join(fmt(x, 0) for x in disk.values())} B | WAL pages + "
-          "checkpoint copies: a floor of ~4 KiB per page per commit, far above 10 KB for every implementation |")
+        w(
+            f"| bytes/cycle ≤ 10 KB at every H (file growth; payload) | file growth "
+            f"{', '.join(f'{fmt(x, 0)}' for x in growth.values())} B; "
+            f"payload {', '.join(fmt(x, 0) for x in pay.values())} "
+            f"B at H = {', '.join(map(str, growth))} | {verdict(ok)} (flat in H) |"
+        )
+        w(
+            f"| (not a target) disk write bytes/cycle | {', '.join(fmt(x, 0) for x in disk.values())} B | WAL pages + "
+            "checkpoint copies: a floor of ~4 KiB per page per commit, far above 10 KB for every implementation |"
+        )
     if foot is not None:
         sm = foot["summary"]
-        w(f"| 100k paused: RSS within 50 MB of idle | +{sm['rss_growth_mb']} MiB after serving "
-          f"({sm['rss_idle_mb']} → {sm['rss_served_mb']} MiB) | {verdict(sm['rss_growth_mb'] <= 50)} |")
-        w(f"| 100k paused: first inbox page ≤ 50 ms | {sm['first_page_ms']} ms (first call {sm['first_page_cold_ms']} ms)"
-          f" | {verdict(max(sm['first_page_ms'], sm['first_page_cold_ms']) <= 50)} |")
-        w(f"| 100k paused: resume within 1.2× of at 10 | {sm['resume_ms_large']} ms vs {sm['resume_ms_small']} ms = "
-          f"{sm['resume_ratio']}× | {verdict(sm['resume_ratio'] <= 1.2)} |")
+        w(
+            f"| 100k paused: RSS within 50 MB of idle | +{sm['rss_growth_mb']} MiB after serving "
+            f"({sm['rss_idle_mb']} → {sm['rss_served_mb']} MiB) | {verdict(sm['rss_growth_mb'] <= 50)} |"
+        )
+        w(
+            f"| 100k paused: first inbox page ≤ 50 ms | {sm['first_page_ms']} ms "
+            f"(first call {sm['first_page_cold_ms']} ms)"
+            f" | {verdict(max(sm['first_page_ms'], sm['first_page_cold_ms']) <= 50)} |"
+        )
+        w(
+            f"| 100k paused: resume within 1.2× of at 10 | {sm['resume_ms_large']} ms vs {sm['resume_ms_small']} ms = "
+            f"{sm['resume_ratio']}× | {verdict(sm['resume_ratio'] <= 1.2)} |"
+        )
     w("")
     if prof_md:
         w("## Profile of the sayso cycle (generated)\n")
-        w("`bench/profile_cycle.py`: cProfile over the timed loop of `sayso_cycle.py` (pinned), plus the time of every "
-          "call on aiosqlite's worker thread (where SQLite itself runs) and of every `RunStore` call. cProfile slows "
-          "Python-heavy code, so read shares, not absolute figures.\n")
+        w(
+            "`bench/profile_cycle.py`: cProfile over the timed loop of `sayso_cycle.py` (pinned), "
+            "plus the time of every "
+            "call on aiosqlite's worker thread (where SQLite itself runs) and of every `RunStore` call. cProfile slows "
+            "Python-heavy code, so read shares, not absolute figures.\n"
+        )
         for p in prof_md:
             w(p.replace("#### ", "### ") + "\n")
     analysis = os.path.join(HERE, "ANALYSIS.md")
@@ -390,16 +552,21 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="H=0 only, one run each; last line is a JSON object")
     ap.add_argument("--quick-cycles", type=int, default=300)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--scale", type=float, default=1.0, help="multiply the cycles per run (H=0: 600, 50: 300, "
-                    "500: 100, 2000: 25)")
+    ap.add_argument(
+        "--scale", type=float, default=1.0, help="multiply the cycles per run (H=0: 600, 50: 300, 500: 100, 2000: 25)"
+    )
     ap.add_argument("--histories", type=int, nargs="+", default=[0, 50, 500, 2000])
-    ap.add_argument("--throughput", type=int, nargs="+", default=[0, 50, 500],
-                    help="histories that also run the warm variant")
+    ap.add_argument(
+        "--throughput", type=int, nargs="+", default=[0, 50, 500], help="histories that also run the warm variant"
+    )
     ap.add_argument("--paused", type=int, default=100_000)
     ap.add_argument("--no-footprint", action="store_true")
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--render", metavar="RAW_JSONL", help="only rebuild bench/RESULTS.md from a raw results file")
     args = ap.parse_args()
-    if args.quick:
+    if args.render:
+        render(args)
+    elif args.quick:
         quick(args)
     else:
         full(args)

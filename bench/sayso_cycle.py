@@ -40,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import (  # noqa: E402
+from common import (
     Counters,
     bench_config,
     cycle_path,
@@ -54,8 +54,8 @@ from common import (  # noqa: E402
     user_request,
 )
 
-from sayso import ApprovalRequest, Approve, Sayso  # noqa: E402
-from sayso._store import RunStore  # noqa: E402  (bench-only: time spent per store call)
+from sayso import ApprovalRequest, Approve, Sayso
+from sayso._store import RunStore
 
 
 class StoreTimes:
@@ -67,8 +67,19 @@ class StoreTimes:
 
     def install(self) -> None:
         for name in (
-            "get_thread", "start_run", "get_run", "save_pause", "finish_run", "load_messages", "get_request",
-            "pause_state", "record_decision", "consume_pause", "open_requests", "begin_execution", "finish_execution",
+            "get_thread",
+            "start_run",
+            "get_run",
+            "save_pause",
+            "finish_run",
+            "load_messages",
+            "get_request",
+            "pause_state",
+            "record_decision",
+            "consume_pause",
+            "open_requests",
+            "begin_execution",
+            "finish_execution",
         ):
             original = getattr(RunStore, name)
 
@@ -90,7 +101,7 @@ class StoreTimes:
         return dict(self.s), dict(self.n)
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
+async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
     fresh_db(args.db)
     times = StoreTimes()
     times.install()
@@ -121,7 +132,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         if r.status != "paused" or len(r.requests) != 1:
             raise AssertionError(f"expected a pause, got {r!r}")
         req = r.requests[0]
-        if not isinstance(req, ApprovalRequest) or req.tool_name != "delete_file" or req.args != {"path": cycle_path(n)}:
+        if (
+            not isinstance(req, ApprovalRequest)
+            or req.tool_name != "delete_file"
+            or req.args != {"path": cycle_path(n)}
+        ):
             raise AssertionError(f"expected the delete_file request, got {req!r}")
         t1 = time.perf_counter()
         if check:  # outside the hot path: the request must already be on disk when run() reports it
@@ -242,9 +257,15 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=2000)
     ap.add_argument("--history", type=int, default=0, help="prior user/assistant pairs in each thread")
     ap.add_argument("--warmup", type=int, default=20, help="untimed, fully checked cycles first (own threads)")
-    ap.add_argument("--mode", choices=["split", "warm"], default="split",
-                    help="split: pause in instance A, resume in instance B; warm: one instance does both")
-    ap.add_argument("--db", default=None, help="SQLite file (deleted first); default under the temp folder's bench_anchors/")
+    ap.add_argument(
+        "--mode",
+        choices=["split", "warm"],
+        default="split",
+        help="split: pause in instance A, resume in instance B; warm: one instance does both",
+    )
+    ap.add_argument(
+        "--db", default=None, help="SQLite file (deleted first); default under the temp folder's bench_anchors/"
+    )
     ap.add_argument("--keep-db", action="store_true", help="leave the SQLite file behind")
     ap.add_argument("--profile", default=None, help="write cProfile stats of the timed loop to this file")
     args = ap.parse_args()
