@@ -8,6 +8,7 @@ turn them into `application/problem+json` with the right status.
 from __future__ import annotations
 
 import logging
+from http import HTTPStatus
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,8 +136,6 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
 
 
 def _title(status: int) -> str:
-    from http import HTTPStatus
-
     try:
         return HTTPStatus(status).phrase
     except ValueError:
