@@ -8,8 +8,8 @@ turn them into `application/problem+json` with the right status.
 from __future__ import annotations
 
 import logging
-from http import HTTPStatus
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI
