@@ -144,6 +144,7 @@ def machine() -> dict[str, Any]:
         "fsync_ms": round(fsync_probe(), 3),
         "load_avg": [round(x, 2) for x in os.getloadavg()],
         "pinned": " ".join(pin()) or "no",
+        "via_make": bool(os.environ.get("BENCH_VIA_MAKE")),
     }
 
 
@@ -240,6 +241,7 @@ def full(args: argparse.Namespace) -> None:
             sink.write(json.dumps(foot) + "\n")
             log(f"  {json.dumps(foot['summary'])}")
         prof_md = []
+        overhead = None
         if not args.no_profile:
             for h, n in ((0, int(300 * scale) or 50), (500, int(60 * scale) or 20)):
                 log(f"profile H={h}")
@@ -254,10 +256,18 @@ def full(args: argparse.Namespace) -> None:
                 lines = res.stdout.rstrip().splitlines()
                 prof_md.append("\n".join(lines[:-1]).strip())
                 sink.write(json.dumps({"profile": h, "markdown": prof_md[-1], **json.loads(lines[-1])}) + "\n")
+            log("store round-trip costs")
+            res = subprocess.run(
+                [*pin(), PY, os.path.join(HERE, "store_overhead.py")], capture_output=True, text=True, check=False
+            )
+            if res.returncode != 0:
+                raise SystemExit(f"store_overhead failed:\n{res.stderr[-4000:]}")
+            overhead = json.loads(res.stdout.strip().splitlines()[-1])
+            sink.write(json.dumps(overhead) + "\n")
     info["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     with open(raw_path, "a") as sink:
         sink.write(json.dumps({"load_avg_end": info["load_avg_end"]}) + "\n")
-    write_report(args, info, runs, foot, prof_md, started, raw_path)
+    write_report(args, info, runs, foot, prof_md, started, raw_path, overhead)
 
 
 def write_report(
@@ -268,8 +278,9 @@ def write_report(
     prof_md: list[str],
     started: dt.datetime,
     raw_path: str,
+    overhead: dict[str, Any] | None = None,
 ) -> None:
-    md = report(args, info, runs, foot, prof_md, started, raw_path)
+    md = report(args, info, runs, foot, prof_md, started, raw_path, overhead)
     with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
         f.write(md)
     print(md.split("## Throughput", 1)[1].split("## Growth", 1)[0].strip() if "## Throughput" in md else md)
@@ -280,6 +291,7 @@ def render(args: argparse.Namespace) -> None:
     """Rebuild bench/RESULTS.md from a raw results file (e.g. after editing bench/ANALYSIS.md)."""
     runs: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     foot, prof_md, info, started = None, [], {}, dt.datetime.now(dt.UTC)
+    overhead = None
     with open(args.render) as f:
         for line in f:
             row = json.loads(line)
@@ -292,13 +304,15 @@ def render(args: argparse.Namespace) -> None:
                 info["load_avg_end"] = row["load_avg_end"]
             elif row.get("kind") == "footprint":
                 foot = row
+            elif row.get("kind") == "store_overhead":
+                overhead = row
             elif "profile" in row:
                 if "markdown" in row:
                     prof_md.append(row["markdown"])
             elif "cycles_per_s" in row:
                 runs[(row["impl"], row["history"])].append(row)
     args.histories = sorted({h for _, h in runs})
-    write_report(args, info, runs, foot, prof_md, started, args.render)
+    write_report(args, info, runs, foot, prof_md, started, args.render, overhead)
 
 
 def fmt(x: float, d: int = 1) -> str:
@@ -313,8 +327,9 @@ def report(  # noqa: C901
     prof_md: list[str],
     started: dt.datetime,
     raw_path: str,
+    overhead: dict[str, Any] | None = None,
 ) -> str:
-    cmd = "make bench" if os.environ.get("BENCH_VIA_MAKE") else ""
+    cmd = "make bench" if info.get("via_make", os.environ.get("BENCH_VIA_MAKE")) else ""
     argv = info.get("argv", sys.argv)
     exact = shlex.join([os.path.relpath(PY, ROOT), os.path.relpath(__file__, ROOT), *argv[1:]])
     L: list[str] = []
@@ -329,7 +344,7 @@ def report(  # noqa: C901
     w(
         f"- **Machine**: {info['cpu']}, {info['cores']} cores, {info['mem_gib']} GiB RAM, Linux {info['kernel']}; "
         f"one fsynced SQLite commit (WAL, synchronous=FULL) takes {info['fsync_ms']} ms in the temp folder; "
-        f"load average {info['load_avg']} at start, {info.get('load_avg_end')} at the end "
+        f"load average {info['load_avg']} at start, {info.get('load_avg_end', '?')} at the end "
         "(other work shares this VM, so compare ratios from the same run, not absolute numbers across runs)"
     )
     v = info["versions"]
@@ -540,6 +555,16 @@ def report(  # noqa: C901
         )
         for p in prof_md:
             w(p.replace("#### ", "### ") + "\n")
+    if overhead is not None:
+        w("## What one store round trip costs (generated)\n")
+        w(
+            "`bench/store_overhead.py`: the same single-row read by primary key, and the same one-row UPDATE with "
+            "its fsynced commit, done through each layer (median µs, pinned like the cycles).\n"
+        )
+        w("| operation | µs |\n|---|---:|")
+        for name, us in overhead["rows"]:
+            w(f"| {name} | {us:,.0f} |")
+        w("")
     analysis = os.path.join(HERE, "ANALYSIS.md")
     if os.path.exists(analysis):
         with open(analysis) as f:
