@@ -191,7 +191,7 @@ async def test_tool_asks_from_inside_its_body_and_runs_again_from_the_top(app: S
     async with app:
         small = await app.run("transfer 10")
         assert small.status == "completed"
-        paused = await app.run("transfer 500")
+        paused = await app.run("transfer 500", principal="alice")
         [request] = paused.requests
         assert request.hint == "Transfer of 500 is above the limit."
         assert request.payload == {"limit": 100}

@@ -21,7 +21,7 @@ from sayso import (
     RequestExpired,
     Skip,
 )
-from sayso._core.decisions import check_decision, model_text
+from sayso._core.decisions import Expire, check_decision, model_text
 from sayso._core.policy import InterruptPolicy, ToolRule, gate_for
 from sayso._core.resume import plan_resume
 
@@ -120,9 +120,7 @@ def test_what_the_model_reads() -> None:
     assert model_text(request, Reject()) == "Declined by the person."
     assert model_text(request, Skip(reason="later")) == "Skipped: later"
     assert model_text(request, Approve()) is None
-    assert model_text(request, Approve(), expired_at="2026-01-01 10:00 UTC") == (
-        "Expired: no decision before 2026-01-01 10:00 UTC"
-    )
+    assert model_text(request, Expire(expires_at=1767261600.0)) == "Expired: no decision before 2026-01-01 10:00:00 UTC"
     client = ClientToolRequest(**COMMON, request_id="req_c", tool_name="pick")  # type: ignore[arg-type]
     assert model_text(client, ClientError(message="user closed the tab")) == "Error: user closed the tab"
     assert model_text(client, ClientResult(value=1)) is None

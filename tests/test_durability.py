@@ -52,8 +52,9 @@ async def test_two_concurrent_resumes_of_one_pause_run_it_once(make_app: MakeApp
     """Two runtimes (separate connections) resume the same pause at once: one runs it, the other is refused."""
     ran: list[str] = []
 
-    def delete_file(name: str) -> str:
+    async def delete_file(name: str) -> str:
         ran.append(name)
+        await anyio.sleep(0.3)  # the call is still running when the second resume looks
         return f"deleted {name}"
 
     rules = [

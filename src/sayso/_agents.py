@@ -27,6 +27,8 @@ class BuiltAgent:
     policy: InterruptPolicy
     client_tools: frozenset[str]
     model: Model | str
+    gate: GateToolset
+    redact: tuple[str, ...]
 
 
 def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, Model | str]) -> BuiltAgent:
@@ -36,7 +38,9 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
     if duplicate := next((n for n in names if names.count(n) > 1), None):
         raise ConfigError(f"agent {name!r} has two tools named {duplicate!r}")
     policy = spec.interrupt.to_policy()
-    toolsets: list[Any] = [GateToolset(FunctionToolset(tools), policy=policy)]
+    subjects = {r.subject: _subject_fn(r.subject, config.base_dir) for r in policy.tools if r.subject}
+    gate = GateToolset(FunctionToolset(tools), policy=policy, subjects=subjects)
+    toolsets: list[Any] = [gate]
     if spec.ask_user:
         if "ask_user" in names:
             raise ConfigError(f"agent {name!r} defines its own 'ask_user'; set 'ask_user: false' to use it")
@@ -52,7 +56,22 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
         # Models named by string resolve (and look for their API keys) only when first called.
         defer_model_check=True,
     )
-    return BuiltAgent(name=name, agent=agent, policy=policy, client_tools=frozenset(spec.client_tools), model=model)
+    return BuiltAgent(
+        name=name,
+        agent=agent,
+        policy=policy,
+        client_tools=frozenset(spec.client_tools),
+        model=model,
+        gate=gate,
+        redact=tuple(spec.redact),
+    )
+
+
+def _subject_fn(spec: str, base_dir: Path) -> Any:
+    fn = import_spec(spec, base_dir=base_dir)
+    if not callable(fn):
+        raise ConfigError(f"subject function {spec!r} is not callable")
+    return fn
 
 
 def _tool(obj: object, base_dir: Path) -> Tool[Any]:

@@ -70,6 +70,8 @@ class AgentConfig(_Strict):
     """Names of client-declared tools this agent may call."""
     ask_user: bool = True
     interrupt: InterruptConfig = InterruptConfig()
+    redact: list[str] = []
+    """Argument fields (such as `password`) hidden wherever a request is shown."""
 
     @field_validator("tools")
     @classmethod

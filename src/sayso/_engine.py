@@ -14,13 +14,25 @@ from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved,
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturn, ToolReturnPart
 
-from ._core.decisions import Answer, Approve, ClientError, ClientResult, DecisionRecord, model_text, question_answers
+from ._core.decisions import (
+    Answer,
+    Approve,
+    ClientError,
+    ClientResult,
+    DecisionRecord,
+    Reject,
+    Skip,
+    model_text,
+    question_answers,
+)
+from ._core.policy import call_binding
 from ._core.requests import (
     ApprovalRequest,
     ClientToolRequest,
     Question,
     QuestionRequest,
     Request,
+    Subject,
     default_hint,
 )
 from ._tools import META_KEY
@@ -35,6 +47,8 @@ def requests_from(
     agent_path: str,
     now: float,
     new_id: Callable[[], str],
+    principal: str | None = None,
+    redact: tuple[str, ...] = (),
 ) -> list[Request]:
     """One request per deferred call, in the order the model made the calls."""
     order = _call_order(history)
@@ -53,7 +67,9 @@ def requests_from(
             "tool_name": call.tool_name,
             "args": call.args_as_dict(),
             "created_at": now,
-            "expires_at": now + ttl if ttl else None,
+            "expires_at": meta.get("expires_at") or (now + ttl if ttl else None),
+            "principal": principal,
+            "redact": redact,
         }
         if call.tool_call_id in approval_ids:
             requests.append(
@@ -64,6 +80,9 @@ def requests_from(
                     scopes=tuple(meta.get("scopes") or ("once",)),
                     payload=meta.get("payload"),
                     from_body=bool(meta.get("from_body")),
+                    subject=Subject(**meta["subject"]) if meta.get("subject") else None,
+                    binding=meta.get("binding"),
+                    service_request=meta.get("service_request"),
                 )
             )
         elif meta.get("kind") == "question":
@@ -105,6 +124,7 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
                         "payload": request.payload,
                         "principal": record.principal,
                         "edited": decision.edited_args is not None,
+                        "binding": _expected_binding(request, decision),
                     }
                 }
             else:
@@ -123,11 +143,24 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
     return results
 
 
+def _expected_binding(request: ApprovalRequest, decision: Approve) -> str | None:
+    """What the executed call must hash to: the request's own binding, or the edit's (same subject)."""
+    if request.subject is None:
+        return None
+    if decision.edited_args is None:
+        return request.binding
+    return call_binding(request.tool_name, decision.edited_args, request.subject.key)
+
+
 def approval_record(request: Request, record: DecisionRecord) -> dict[str, Any]:
     """The record of §3.2 kept on a decided call's result: what was decided, by whom, on which arguments."""
     decision = record.decision
     entry: dict[str, Any] = {
         "request_id": request.request_id,
+        "tool_name": request.tool_name,
+        "run_id": request.run_id,
+        "thread_id": request.thread_id,
+        "agent_path": request.agent_path,
         "decision": decision.kind,
         "by": record.by,
         "principal": record.principal,
@@ -137,9 +170,16 @@ def approval_record(request: Request, record: DecisionRecord) -> dict[str, Any]:
     if isinstance(decision, Approve):
         approved = decision.edited_args if decision.edited_args is not None else request.args
         entry.update(scope=decision.scope, approved_args=approved, executed_args=approved)
-    elif reason := getattr(decision, "reason", None):
-        entry["reason"] = reason
+    elif isinstance(decision, Reject | Skip) and decision.reason:
+        entry["reason"] = decision.reason
+    if isinstance(request, ApprovalRequest) and request.subject is not None:
+        entry["subject"] = request.subject.key
     return entry
+
+
+def audit_body(request: Request, record: DecisionRecord) -> dict[str, Any]:
+    """The audit record of a decision: the approval record plus the event name."""
+    return {"event": "decision", **approval_record(request, record)}
 
 
 def annotate(

@@ -8,17 +8,20 @@ that already started (in this or a crashed process) is never started again.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from pydantic_ai import RunContext
 from pydantic_ai.exceptions import ApprovalRequired
+from pydantic_ai.messages import ToolReturn
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import to_json
 
-from ._core.policy import InterruptPolicy, gate_for
-from ._core.requests import default_hint
+from ._core.grants import Grant, covering_grant
+from ._core.policy import Gate, InterruptPolicy, call_binding, gate_for, subject_from, whole_tool_subject
+from ._core.requests import Subject, default_hint
 from ._tools import META_KEY, options_of
 
 UNKNOWN_OUTCOME = (
@@ -27,12 +30,19 @@ UNKNOWN_OUTCOME = (
 )
 
 
-class ExecutionLedger(Protocol):
-    """The part of the store the gate needs: a durable mark before an approved call runs."""
+NO_MATCH = "Refused: the call no longer matches what was approved, so it was not run."
+
+
+class GateStore(Protocol):
+    """The part of the store the gate needs: the execution ledger, grants and the audit log."""
 
     async def begin_execution(self, request_id: str, run_id: str, now: float) -> Any: ...
 
     async def finish_execution(self, request_id: str, result: bytes, now: float) -> None: ...
+
+    async def grants_for(self, *, principal: str, tool: str, subject_key: str) -> list[Grant]: ...
+
+    async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None: ...
 
 
 @dataclass(kw_only=True)
@@ -43,8 +53,10 @@ class RunDeps:
     thread_id: str
     agent_path: str
     principal: str | None
-    ledger: ExecutionLedger
+    ledger: GateStore
     clock: Any
+    grants: Sequence[Grant] | None = None
+    """Grants an external host passed for this run; when set, stored grants are not consulted."""
 
 
 @dataclass
@@ -52,6 +64,16 @@ class GateToolset(WrapperToolset[Any]):
     """Wraps an agent's own tools with its interrupt policy and the at-most-once ledger."""
 
     policy: InterruptPolicy = InterruptPolicy()
+    subjects: dict[str, Callable[..., Any]] = field(default_factory=dict[str, Callable[..., Any]])
+    """Subject functions of the policy's rules, by import spec."""
+
+    def subject_for(self, tool_name: str, args: dict[str, Any], gate: Gate | None = None) -> Subject | None:
+        """The subject a call would be approved for; `None` means the call needs no approval."""
+        gate = gate or gate_for(self.policy, tool_name, declared=True, read_only=False)
+        spec = gate.rule.subject if gate and gate.rule else None
+        if spec is None:
+            return whole_tool_subject(tool_name)
+        return subject_from(self.subjects[spec](tool_name, args), tool_name)
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         tools = await super().get_tools(ctx)
@@ -73,7 +95,11 @@ class GateToolset(WrapperToolset[Any]):
         declared = options.requires_approval or _declared_unapproved(self.wrapped, name)
         gate = gate_for(self.policy, name, declared=declared, read_only=options.read_only)
         schema = tool.tool_def.parameters_json_schema
-        if gate is not None:
+        subject = self.subject_for(name, tool_args, gate) if gate is not None else None
+        if gate is not None and subject is not None:
+            grant = await self._covering_grant(deps, name, subject)
+            if grant is not None:
+                return await self._run_granted(name, tool_args, ctx, tool, deps, grant)
             raise ApprovalRequired(
                 metadata={
                     META_KEY: {
@@ -81,6 +107,8 @@ class GateToolset(WrapperToolset[Any]):
                         "scopes": list(gate.scopes),
                         "ttl_seconds": gate.ttl_seconds,
                         "args_schema": schema,
+                        "subject": {"key": subject.key, "label": subject.label},
+                        "binding": call_binding(name, tool_args, subject.key),
                     }
                 }
             )
@@ -96,8 +124,14 @@ class GateToolset(WrapperToolset[Any]):
     async def _run_approved(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any], deps: RunDeps
     ) -> Any:
-        request_id = (ctx.tool_call_metadata or {}).get(META_KEY, {}).get("request_id")
+        meta = (ctx.tool_call_metadata or {}).get(META_KEY, {})
+        request_id = meta.get("request_id")
         assert isinstance(request_id, str), "an approved call always carries its request id"
+        expected = meta.get("binding")
+        if expected is not None:
+            subject = self.subject_for(name, tool_args) or whole_tool_subject(name)
+            if call_binding(name, tool_args, subject.key) != expected:
+                return NO_MATCH
         earlier = await deps.ledger.begin_execution(request_id, deps.run_id, deps.clock())
         if earlier is not None:
             if earlier.status == "done" and earlier.result is not None:
@@ -107,6 +141,53 @@ class GateToolset(WrapperToolset[Any]):
         result = await super().call_tool(name, tool_args, ctx, tool)
         await deps.ledger.finish_execution(request_id, to_json(result, fallback=str), deps.clock())
         return result
+
+    async def _covering_grant(self, deps: RunDeps, name: str, subject: Subject) -> Grant | None:
+        principal = deps.principal or ""
+        grants = (
+            deps.grants
+            if deps.grants is not None
+            else await deps.ledger.grants_for(principal=principal, tool=name, subject_key=subject.key)
+        )
+        return covering_grant(
+            grants, tool=name, subject_key=subject.key, principal=principal, thread_id=deps.thread_id, now=deps.clock()
+        )
+
+    async def _run_granted(
+        self,
+        name: str,
+        tool_args: dict[str, Any],
+        ctx: RunContext[Any],
+        tool: ToolsetTool[Any],
+        deps: RunDeps,
+        grant: Grant,
+    ) -> Any:
+        """Run a call a remembered approval covers, recording `by: permission` on its result and in the audit."""
+        record = {
+            "decision": "approve",
+            "by": "permission",
+            "grant_id": grant.grant_id,
+            "scope": grant.scope,
+            "principal": grant.principal,
+            "proposed_args": tool_args,
+            "approved_args": tool_args,
+            "executed_args": tool_args,
+        }
+        await deps.ledger.append_audit(
+            [
+                {
+                    "event": "decision",
+                    "tool_name": name,
+                    "run_id": deps.run_id,
+                    "thread_id": deps.thread_id,
+                    "tool_call_id": ctx.tool_call_id,
+                    "decided_at": deps.clock(),
+                    **record,
+                }
+            ]
+        )
+        result = await super().call_tool(name, tool_args, ctx, tool)
+        return ToolReturn(return_value=result, metadata={"approval": record})
 
 
 def _declared_unapproved(toolset: AbstractToolset[Any], name: str) -> bool:

@@ -23,15 +23,28 @@ from pydantic_ai.models import Model
 
 from ._agents import BuiltAgent, build_agent, build_models
 from ._config import Config, load_config
-from ._core.decisions import Decision, DecisionRecord, check_decision
-from ._core.requests import ClientTool, Request
+from ._core.audit import AuditProblem, AuditRecord, verify_chain
+from ._core.decisions import Approve, Decision, DecisionRecord, Expire, check_decision
+from ._core.grants import Grant
+from ._core.policy import may_decide
+from ._core.requests import ApprovalRequest, ClientTool, Request
 from ._core.resume import SKIPPED_FOR_MESSAGE, open_requests, plan_resume
-from ._engine import annotate, deferred_results, requests_from
+from ._engine import annotate, audit_body, deferred_results, requests_from
 from ._gate import RunDeps
 from ._results import DecideResult, RunResult
 from ._store import RunRecord, RunStore
 from ._tools import ClientToolset
-from .exceptions import AlreadyDecided, ConfigError, PauseConsumed, RequestNotFound, RunConflict, ThreadBusy
+from .exceptions import (
+    AlreadyDecided,
+    ConfigError,
+    InvalidDecision,
+    NotAllowed,
+    NotFound,
+    PauseConsumed,
+    RequestNotFound,
+    RunConflict,
+    ThreadBusy,
+)
 
 
 def new_id(prefix: str) -> str:
@@ -102,6 +115,7 @@ class Sayso:
         thread_id: str | None = None,
         principal: str = "local",
         client_tools: Sequence[ClientTool] = (),
+        grants: Sequence[Grant] | None = None,
     ) -> RunResult:
         """Send a user message and run the agent until it finishes or pauses.
 
@@ -114,6 +128,8 @@ class Sayso:
             thread_id: the thread to continue, or a new thread's id; `None` starts a new thread.
             principal: who is speaking; a new thread is owned by them.
             client_tools: tools the client runs itself; the agent sees those its `client_tools` allows.
+            grants: remembered approvals kept by an external host; when given, they are honoured for
+                this run and no grant is stored by sayso.
 
         Raises:
             ThreadBusy: the thread has a run in progress in some process.
@@ -146,9 +162,12 @@ class Sayso:
             now=now,
             expect_active=thread.active_run_id if thread else None,
             skips=added,
+            audit=[audit_body(r, d) for r in requests for d in added if d.request_id == r.request_id],
             supersede_pause=supersede,
         )
-        return await self._execute(built, run, prompt=message, requests=requests, decisions=decisions)
+        return await self._execute(
+            built, run, prompt=message, requests=requests, decisions=decisions, external_grants=grants
+        )
 
     async def decide(
         self, request_id: str, decision: Decision, *, principal: str = "local", resume: bool = True
@@ -168,16 +187,20 @@ class Sayso:
         if found is None:
             raise RequestNotFound(request_id)
         request, pause_status, existing = found
+        self._check_allowed(request, principal)
         now = self._clock()
         to_record = check_decision(request, decision, existing=existing, now=now)
         recorded = False
         if to_record is not None:
             if pause_status != "open":
                 raise AlreadyDecided(request_id, "its pause was already resumed or closed")
+            self._check_same_subject(request, to_record)
             record = DecisionRecord(
                 request_id=request_id, decision=to_record, by="person", principal=principal, decided_at=now
             )
-            earlier = await self.store.record_decision(record)
+            earlier = await self.store.record_decision(
+                record, audit=[audit_body(request, record)], grant=self._grant_from(request, to_record, now)
+            )
             if earlier is not None and earlier.decision != to_record:
                 raise AlreadyDecided(request_id, f"already decided ({earlier.decision.kind}); the first decision wins")
             recorded = earlier is None
@@ -233,6 +256,66 @@ class Sayso:
         """Every open request across threads, oldest first."""
         return await self.store.open_requests(limit=limit)
 
+    async def expire(self) -> list[RunResult]:
+        """Close every paused run whose open requests have all expired; each agent answers with what it knows."""
+        now = self._clock()
+        results: list[RunResult] = []
+        for run_id in await self.store.expired_runs(now):
+            run = await self.store.get_run(run_id)
+            if run.status != "paused" or run.pause_id is None:
+                continue
+            _, _, requests, decided = await self.store.pause_state(run.pause_id)
+            waiting = open_requests(requests, decided)
+            if not waiting or any(r.expires_at is None or r.expires_at > now for r in waiting):
+                continue
+            expired = {
+                r.request_id: DecisionRecord(
+                    request_id=r.request_id,
+                    decision=Expire(expires_at=r.expires_at or now),
+                    by="expiry",
+                    principal=None,
+                    decided_at=now,
+                )
+                for r in waiting
+            }
+            try:
+                results.append(
+                    await self._resume_pause(
+                        run, requests, {**decided, **expired}, force=False, added=list(expired.values())
+                    )
+                )
+            except PauseConsumed:
+                continue
+        return results
+
+    async def grants(self, *, principal: str | None = None) -> list[Grant]:
+        """Active remembered approvals, newest first."""
+        return await self.store.list_grants(principal=principal)
+
+    async def revoke_grant(self, grant_id: str, *, principal: str = "local") -> Grant:
+        """Revoke a remembered approval; the next call it covered asks again.
+
+        Raises:
+            NotFound: no active grant has this id.
+        """
+        now = self._clock()
+        revoked = await self.store.revoke_grant(
+            grant_id,
+            now=now,
+            audit=[{"event": "grant_revoked", "grant_id": grant_id, "principal": principal, "at": now}],
+        )
+        if revoked is None:
+            raise NotFound(f"no active grant has id {grant_id!r}")
+        return revoked
+
+    async def audit_log(self) -> list[AuditRecord]:
+        """Every audit record, oldest first."""
+        return await self.store.audit_records()
+
+    async def verify_audit(self) -> AuditProblem | None:
+        """Check the audit chain; returns the first bad record, or `None` when intact."""
+        return verify_chain(await self.store.audit_records())
+
     def agent_model(self, agent: str) -> Model | str:
         """The model an agent runs on (a scripted model's `calls` log the requests it answered)."""
         return self._built(agent).model
@@ -246,13 +329,27 @@ class Sayso:
             raise ConfigError(f"no agent named {name!r}; configured: {', '.join(self._agents)}") from None
 
     async def _resume_pause(
-        self, run: RunRecord, requests: list[Request], decided: dict[str, DecisionRecord], *, force: bool
+        self,
+        run: RunRecord,
+        requests: list[Request],
+        decided: dict[str, DecisionRecord],
+        *,
+        force: bool,
+        added: Sequence[DecisionRecord] = (),
     ) -> RunResult:
         assert run.pause_id is not None
         now = self._clock()
         plan = plan_resume(run.run_id, requests, decided, force=force, now=now)
+        new = [*added, *plan.added]
+        by_id = {r.request_id: r for r in requests}
         run = await self.store.consume_pause(
-            run, pause_id=run.pause_id, owner=self._owner, until=now + self._lease, now=now, added=plan.added
+            run,
+            pause_id=run.pause_id,
+            owner=self._owner,
+            until=now + self._lease,
+            now=now,
+            added=new,
+            audit=[audit_body(by_id[d.request_id], d) for d in new],
         )
         return await self._execute(
             self._built(run.agent), run, prompt=None, requests=requests, decisions=plan.decisions
@@ -286,6 +383,7 @@ class Sayso:
         prompt: str | None,
         requests: Sequence[Request],
         decisions: Mapping[str, DecisionRecord],
+        external_grants: Sequence[Grant] | None = None,
     ) -> RunResult:
         history = await self.store.load_messages(run.thread_id)
         deps = RunDeps(
@@ -295,6 +393,7 @@ class Sayso:
             principal=run.principal,
             ledger=self.store,
             clock=self._clock,
+            grants=external_grants,
         )
         allowed = [t for t in run.client_tools if t.name in built.client_tools]
         try:
@@ -326,6 +425,8 @@ class Sayso:
                 agent_path=built.name,
                 now=now,
                 new_id=lambda: new_id("req"),
+                principal=run.principal,
+                redact=built.redact,
             )
             await self.store.save_pause(
                 run, owner=self._owner, pause_id=new_id("pau"), new_messages=new, requests=raised, now=now
@@ -337,6 +438,44 @@ class Sayso:
             run, owner=self._owner, new_messages=new, status="completed", output=output, error=None, now=now
         )
         return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="completed", output=output)
+
+    def _check_allowed(self, request: Request, principal: str) -> None:
+        """Only the thread's owner or an approver for the agent decides (§7)."""
+        root_agent = request.agent_path.split("/")[0]
+        approver_for = [p for c in self.config.principals if c.name == principal for p in c.approver_for]
+        if not may_decide(principal, owner=request.principal, agent=root_agent, approver_for=approver_for):
+            raise NotAllowed(request.request_id, f"{principal!r} may not decide requests of this thread")
+
+    def _check_same_subject(self, request: Request, decision: Decision) -> None:
+        """An edit must keep the subject the person saw: a remembered decision never reaches further."""
+        if not isinstance(request, ApprovalRequest) or not isinstance(decision, Approve):
+            return
+        if decision.edited_args is None or request.subject is None:
+            return
+        gate = self._built(request.agent_path.split("/")[-1]).gate
+        subject = gate.subject_for(request.tool_name, decision.edited_args)
+        if subject is None or subject.key != request.subject.key:
+            shown = subject.label if subject else "no approval at all"
+            raise InvalidDecision(
+                request.request_id, f"the edit changes what the approval covers ({request.subject.label} → {shown})"
+            )
+
+    def _grant_from(self, request: Request, decision: Decision, now: float) -> Grant | None:
+        """The grant an approval with a wider scope creates; none for service-enforced requests."""
+        if not isinstance(request, ApprovalRequest) or not isinstance(decision, Approve) or decision.scope == "once":
+            return None
+        if request.service_request is not None or request.subject is None:
+            return None
+        return Grant(
+            grant_id=new_id("grt"),
+            tool=request.tool_name,
+            subject_key=request.subject.key,
+            subject_label=request.subject.label,
+            scope=decision.scope,
+            principal=request.principal or "",
+            thread_id=request.thread_id if decision.scope == "thread" else None,
+            created_at=now,
+        )
 
     @asynccontextmanager
     async def _holding(self, run: RunRecord) -> AsyncIterator[None]:

@@ -7,6 +7,7 @@ an error naming the problem, and the caller does the I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeAlias, assert_never
 
 import jsonschema
@@ -69,7 +70,17 @@ class ClientError:
     message: str
 
 
-Decision: TypeAlias = Annotated[Approve | Reject | Skip | Answer | ClientResult | ClientError, Discriminator("kind")]
+@dataclass(frozen=True, kw_only=True)
+class Expire:
+    """Recorded by the expiry sweep, never sent by a person: the request's time ran out."""
+
+    kind: Literal["expired"] = "expired"
+    expires_at: float
+
+
+Decision: TypeAlias = Annotated[
+    Approve | Reject | Skip | Answer | ClientResult | ClientError | Expire, Discriminator("kind")
+]
 """Any answer to any request."""
 
 DECISION_ADAPTER: TypeAdapter[Decision] = TypeAdapter(Decision)
@@ -169,11 +180,11 @@ def schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
     return "; ".join(problems) or None
 
 
-def model_text(request: Request, decision: Decision, *, expired_at: str | None = None) -> str | None:
+def model_text(request: Request, decision: Decision) -> str | None:
     """What the model reads for a decision that does not run the call (§3.2), or `None` when it runs."""
-    if expired_at is not None:
-        return f"Expired: no decision before {expired_at}"
     match decision:
+        case Expire(expires_at=at):
+            return f"Expired: no decision before {datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S} UTC"
         case Reject(reason=reason):
             return f"Declined: {reason}" if reason else "Declined by the person."
         case Skip(reason=reason):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import Any
 
-from .requests import Scope, offered_scopes
+from .audit import canonical_json
+from .requests import Scope, Subject, offered_scopes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,3 +73,39 @@ def gate_for(policy: InterruptPolicy, tool_name: str, *, declared: bool, read_on
     widest = (rule.remember if rule and rule.remember else None) or policy.remember
     ttl = rule.ttl_seconds if rule and rule.ttl_seconds is not None else policy.ttl_seconds
     return Gate(rule=rule, scopes=offered_scopes(widest), ttl_seconds=ttl)
+
+
+def whole_tool_subject(tool_name: str) -> Subject:
+    """The default subject: a remembered decision covers every call of the tool."""
+    return Subject(key=f"tool:{tool_name}", label=f"every call to {tool_name}")
+
+
+def subject_from(value: object, tool_name: str) -> Subject | None:
+    """Read what a subject function returned: `{key, label}`, a string, or `None` (no approval needed).
+
+    Raises:
+        ValueError: the function returned something else.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return Subject(key=value, label=value)
+    if isinstance(value, Subject):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("key"), str):
+        return Subject(key=value["key"], label=str(value.get("label") or value["key"]))
+    raise ValueError(
+        f"the subject function for {tool_name!r} returned {value!r}; expected {{key, label}}, a string or None"
+    )
+
+
+def call_binding(tool_name: str, args: dict[str, Any], subject_key: str) -> str:
+    """The hash a request is bound to: the tool, its canonical arguments and the subject."""
+    return hashlib.sha256(f"{tool_name}|{canonical_json(args)}|{subject_key}".encode()).hexdigest()
+
+
+def may_decide(principal: str, *, owner: str | None, agent: str, approver_for: Sequence[str]) -> bool:
+    """Only the thread's owner, or a principal with the approver role for the agent, may decide (§7)."""
+    if owner is not None and principal == owner:
+        return True
+    return any(fnmatchcase(agent, pattern) for pattern in approver_for)

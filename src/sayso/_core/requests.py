@@ -62,6 +62,10 @@ class _RequestBase:
     """Seconds since the epoch when the request was created."""
     expires_at: float | None = None
     """After this time a decision is refused as expired; `None` waits forever."""
+    principal: str | None = None
+    """The principal the run acts for (the thread's owner), bound at creation."""
+    redact: tuple[str, ...] = ()
+    """Argument fields hidden wherever the request is shown."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +85,10 @@ class ApprovalRequest(_RequestBase):
     """Data the tool attached when it asked for approval from inside its body."""
     from_body: bool = False
     """True when the tool asked from inside its body; on approval the body runs again."""
+    binding: str | None = None
+    """Hash of tool, canonical arguments and subject; the executed call must match it."""
+    service_request: str | None = None
+    """The id a service gave when it asked for approval through its reply (§2.4)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,6 +128,22 @@ Request: TypeAlias = Annotated[ApprovalRequest | QuestionRequest | ClientToolReq
 
 REQUEST_ADAPTER: TypeAdapter[Request] = TypeAdapter(Request)
 """The one adapter used to persist and load requests."""
+
+
+REDACTED = "«redacted»"
+
+
+def shown_args(request: _RequestBase) -> dict[str, Any]:
+    """The arguments as they may be shown: configured secret fields replaced at any depth."""
+    return _redact(request.args, frozenset(request.redact)) if request.redact else request.args
+
+
+def _redact(value: Any, fields: frozenset[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: REDACTED if k in fields else _redact(v, fields) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact(v, fields) for v in value]
+    return value
 
 
 def default_hint(tool_name: str) -> str:

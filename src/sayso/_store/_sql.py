@@ -7,9 +7,11 @@ says who won, so the same code is safe across processes and replicas.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,9 @@ from sqlalchemy.engine import Connection as SyncConnection
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from .._core.audit import GENESIS, AuditRecord, canonical_json, chain_hash
 from .._core.decisions import DECISION_ADAPTER, DecisionRecord
+from .._core.grants import Grant
 from .._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, ClientTool, Request
 from ..exceptions import PauseConsumed, RunConflict, RunNotFound, StoreError
 from . import _tables as t
@@ -107,6 +111,7 @@ class RunStore:
         now: float,
         expect_active: str | None,
         skips: Sequence[DecisionRecord] = (),
+        audit: Sequence[dict[str, Any]] = (),
         supersede_pause: str | None = None,
     ) -> RunRecord:
         """Create the thread if new and start a run on it, in one transaction.
@@ -148,7 +153,7 @@ class RunStore:
                     .where(t.runs.c.run_id == expect_active)
                     .values(status="cancelled", pause_id=None, updated_at=now, revision=t.runs.c.revision + 1)
                 )
-                await self._insert_decisions(conn, skips)
+                await self._insert_decisions(conn, skips, audit)
             await conn.execute(
                 t.runs.insert().values(
                     run_id=run_id,
@@ -376,20 +381,30 @@ class RunStore:
             for r in rows
         }
 
-    async def record_decision(self, record: DecisionRecord) -> DecisionRecord | None:
-        """Record a decision unless one exists; returns the existing one when it does (the first wins)."""
+    async def record_decision(
+        self, record: DecisionRecord, *, audit: Sequence[dict[str, Any]] = (), grant: Grant | None = None
+    ) -> DecisionRecord | None:
+        """Record a decision (with its audit record and any grant it creates) unless one exists.
+
+        Returns the existing decision when there is one: the first decision wins.
+        """
         try:
             async with self._tx() as conn:
                 existing = await self._decisions(conn, [record.request_id])
                 if record.request_id in existing:
                     return existing[record.request_id]
-                await self._insert_decisions(conn, [record])
+                await self._insert_decisions(conn, [record], audit)
+                if grant is not None:
+                    await conn.execute(t.grants.insert().values(**asdict(grant)))
         except IntegrityError:
             async with self._tx() as conn:
                 return (await self._decisions(conn, [record.request_id]))[record.request_id]
         return None
 
-    async def _insert_decisions(self, conn: AsyncConnection, records: Sequence[DecisionRecord]) -> None:
+    async def _insert_decisions(
+        self, conn: AsyncConnection, records: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()
+    ) -> None:
+        await self._append_audit(conn, audit)
         if not records:
             return
         await conn.execute(
@@ -421,6 +436,7 @@ class RunStore:
         until: float,
         now: float,
         added: Sequence[DecisionRecord],
+        audit: Sequence[dict[str, Any]] = (),
     ) -> RunRecord:
         """Consume a pause and make this process the run's owner; exactly one caller succeeds."""
         async with self._tx() as conn:
@@ -431,7 +447,7 @@ class RunStore:
             )
             if consumed.rowcount != 1:
                 raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
-            await self._insert_decisions(conn, added)
+            await self._insert_decisions(conn, added, audit)
             await conn.execute(
                 t.runs.update()
                 .where(t.runs.c.run_id == run.run_id)
@@ -446,6 +462,21 @@ class RunStore:
                 )
             )
         return await self.get_run(run.run_id)
+
+    async def expired_runs(self, now: float) -> list[str]:
+        """Paused runs whose open requests have all passed their expiry time."""
+        not_expired = sa.case(
+            (sa.and_(t.requests.c.expires_at.is_not(None), t.requests.c.expires_at <= now), 0), else_=1
+        )
+        query = (
+            sa.select(t.pauses.c.run_id)
+            .join(t.requests, t.requests.c.pause_id == t.pauses.c.pause_id)
+            .where(t.pauses.c.status == "open", t.requests.c.status == "open")
+            .group_by(t.pauses.c.run_id)
+            .having(sa.func.sum(not_expired) == 0)
+        )
+        async with self._tx() as conn:
+            return [row.run_id for row in (await conn.execute(query)).all()]
 
     async def open_requests(self, *, limit: int = 100) -> list[Request]:
         """Open requests across every thread, oldest first."""
@@ -488,6 +519,75 @@ class RunStore:
                 .where(t.executions.c.request_id == request_id)
                 .values(status="done", result=result, finished_at=now)
             )
+
+    # grants
+
+    async def list_grants(self, *, principal: str | None = None, active_only: bool = True) -> list[Grant]:
+        """Grants, newest first; by default only those not revoked."""
+        query = sa.select(t.grants).order_by(t.grants.c.created_at.desc())
+        if principal is not None:
+            query = query.where(t.grants.c.principal == principal)
+        if active_only:
+            query = query.where(t.grants.c.revoked_at.is_(None))
+        async with self._tx() as conn:
+            rows = (await conn.execute(query)).all()
+        return [Grant(**row._mapping) for row in rows]
+
+    async def grants_for(self, *, principal: str, tool: str, subject_key: str) -> list[Grant]:
+        """The active grants that could cover a call (scope and thread are checked by the caller)."""
+        async with self._tx() as conn:
+            rows = (
+                await conn.execute(
+                    sa.select(t.grants).where(
+                        t.grants.c.principal == principal,
+                        t.grants.c.tool == tool,
+                        t.grants.c.subject_key == subject_key,
+                        t.grants.c.revoked_at.is_(None),
+                    )
+                )
+            ).all()
+        return [Grant(**row._mapping) for row in rows]
+
+    async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[dict[str, Any]] = ()) -> Grant | None:
+        """Revoke a grant; returns it, or `None` when no active grant has this id."""
+        async with self._tx() as conn:
+            res = await conn.execute(
+                t.grants.update()
+                .where(t.grants.c.grant_id == grant_id, t.grants.c.revoked_at.is_(None))
+                .values(revoked_at=now)
+            )
+            if res.rowcount != 1:
+                return None
+            await self._append_audit(conn, audit)
+            row = (await conn.execute(sa.select(t.grants).where(t.grants.c.grant_id == grant_id))).one()
+        return Grant(**row._mapping)
+
+    # audit
+
+    async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
+        async with self._tx() as conn:
+            await self._append_audit(conn, bodies)
+
+    async def _append_audit(self, conn: AsyncConnection, bodies: Sequence[dict[str, Any]]) -> None:
+        if not bodies:
+            return
+        last = (
+            await conn.execute(sa.select(t.audit.c.seq, t.audit.c.hash).order_by(t.audit.c.seq.desc()).limit(1))
+        ).first()
+        seq, prev = (last.seq, last.hash) if last else (0, GENESIS)
+        rows = []
+        for body in bodies:
+            seq += 1
+            digest = chain_hash(prev, seq, body)
+            rows.append({"seq": seq, "body": canonical_json(body), "prev_hash": prev, "hash": digest})
+            prev = digest
+        await conn.execute(t.audit.insert(), rows)
+
+    async def audit_records(self) -> list[AuditRecord]:
+        """The whole audit log in order."""
+        async with self._tx() as conn:
+            rows = (await conn.execute(sa.select(t.audit).order_by(t.audit.c.seq))).all()
+        return [AuditRecord(seq=r.seq, body=json.loads(r.body), prev_hash=r.prev_hash, hash=r.hash) for r in rows]
 
 
 def _is(column: Any, value: str | None) -> Any:

@@ -94,3 +94,28 @@ messages = Table(
     Column("count", Integer, nullable=False),
     Column("body", LargeBinary, nullable=False),
 )
+
+grants = Table(
+    "grants",
+    metadata,
+    Column("grant_id", String(64), primary_key=True),
+    Column("tool", String(200), nullable=False),
+    Column("subject_key", String(400), nullable=False),
+    Column("subject_label", Text, nullable=False),
+    Column("scope", String(16), nullable=False),
+    Column("principal", String(200), nullable=False),
+    Column("thread_id", String(64), nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=True),
+    Column("revoked_at", Float, nullable=True),
+    Index("ix_grants_lookup", "principal", "tool", "subject_key"),
+)
+
+audit = Table(
+    "audit",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("body", Text, nullable=False),
+    Column("prev_hash", String(64), nullable=False),
+    Column("hash", String(64), nullable=False),
+)
