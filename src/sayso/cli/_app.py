@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import asdict
 from typing import Annotated, Any, TypeVar
 
 import anyio
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
+from .._core.audit import AuditProblem
 from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
 from .._core.requests import Scope
 from .._results import DecideResult, RunResult, request_json, run_json
@@ -144,6 +147,104 @@ def inbox(config: ConfigArg, as_json: JsonOpt = False) -> None:
         console.print("no open requests")
     for request in requests:
         console.print(request_panel(request))
+
+
+@app.command()
+def serve(
+    config: ConfigArg,
+    host: Annotated[str, typer.Option(help="Address to bind (127.0.0.1 only without principals).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+) -> None:
+    """Serve the REST API and the web UI."""
+    from ..server import serve as run_server
+
+    try:
+        run_server(config, host, port)
+    except ConfigError as exc:
+        errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def expire(config: ConfigArg, as_json: JsonOpt = False) -> None:
+    """Close paused runs whose open requests have all expired; each agent answers with what it knows."""
+    results = _with_app(config, lambda rt: rt.expire(), as_json=as_json)
+    if as_json:
+        print(json.dumps({"runs": [run_json(r) for r in results]}, ensure_ascii=False))
+        return
+    console.print(f"{len(results)} run(s) closed by expiry")
+    for result in results:
+        print_result(console, result)
+
+
+grants_app = typer.Typer(help="Remembered approvals: list and revoke.", no_args_is_help=True)
+audit_app = typer.Typer(help="The hash-chained audit log: list and verify.", no_args_is_help=True)
+app.add_typer(grants_app, name="grants")
+app.add_typer(audit_app, name="audit")
+
+
+@grants_app.command("list")
+def grants_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
+    """List the active remembered approvals."""
+    grants = _with_app(config, lambda rt: rt.grants(), as_json=as_json)
+    if as_json:
+        print(json.dumps({"grants": [asdict(g) for g in grants]}, ensure_ascii=False))
+        return
+    table = Table("grant", "tool", "covers", "scope", "principal", "thread")
+    for g in grants:
+        table.add_row(g.grant_id, g.tool, g.subject_label, g.scope, g.principal, g.thread_id or "any")
+    console.print(table if grants else "no active grants")
+
+
+@grants_app.command("revoke")
+def grants_revoke(
+    config: ConfigArg, grant_id: str, principal: PrincipalOpt = "local", as_json: JsonOpt = False
+) -> None:
+    """Revoke a remembered approval; the next call it covered asks again."""
+    grant = _with_app(config, lambda rt: rt.revoke_grant(grant_id, principal=principal), as_json=as_json)
+    if as_json:
+        print(json.dumps({"revoked": asdict(grant)}, ensure_ascii=False))
+    else:
+        console.print(f"revoked {grant.grant_id} ({grant.tool} on {grant.subject_label})")
+
+
+@audit_app.command("list")
+def audit_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
+    """Print every audit record, oldest first."""
+    records = _with_app(config, lambda rt: rt.audit_log(), as_json=as_json)
+    if as_json:
+        print(json.dumps({"records": [asdict(r) for r in records]}, ensure_ascii=False))
+        return
+    table = Table("#", "event", "tool", "decision", "by", "principal")
+    for r in records:
+        b = r.body
+        table.add_row(
+            str(r.seq),
+            b.get("event", ""),
+            b.get("tool_name", ""),
+            b.get("decision", ""),
+            b.get("by", ""),
+            str(b.get("principal") or ""),
+        )
+    console.print(table)
+
+
+@audit_app.command("verify")
+def audit_verify(config: ConfigArg, as_json: JsonOpt = False) -> None:
+    """Check the audit chain; exits 1 and names the first bad record when it was tampered with."""
+
+    async def work(rt: Sayso) -> tuple[int, AuditProblem | None]:
+        return len(await rt.audit_log()), await rt.verify_audit()
+
+    count, problem = _with_app(config, work, as_json=as_json)
+    if as_json:
+        print(json.dumps({"records": count, "ok": problem is None, "problem": asdict(problem) if problem else None}))
+    elif problem is None:
+        console.print(f"audit log intact: {count} record(s)")
+    else:
+        errors.print(f"[red]audit log tampered:[/red] {escape(problem.problem)}", soft_wrap=True)
+    if problem is not None:
+        raise typer.Exit(1)
 
 
 def parse_decision(
