@@ -25,7 +25,6 @@ from ._core.decisions import (
     model_text,
     question_answers,
 )
-from ._core.policy import call_binding
 from ._core.requests import (
     ApprovalRequest,
     ClientToolRequest,
@@ -124,7 +123,8 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
                         "payload": request.payload,
                         "principal": record.principal,
                         "edited": decision.edited_args is not None,
-                        "binding": _expected_binding(request, decision),
+                        "approved_args": decision.edited_args,
+                        "subject_key": request.subject.key if request.subject is not None else None,
                     }
                 }
             else:
@@ -141,15 +141,6 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
             assert text is not None
             results.calls[call_id] = ToolReturn(text)
     return results
-
-
-def _expected_binding(request: ApprovalRequest, decision: Approve) -> str | None:
-    """What the executed call must hash to: the request's own binding, or the edit's (same subject)."""
-    if request.subject is None:
-        return None
-    if decision.edited_args is None:
-        return request.binding
-    return call_binding(request.tool_name, decision.edited_args, request.subject.key)
 
 
 def approval_record(request: Request, record: DecisionRecord) -> dict[str, Any]:

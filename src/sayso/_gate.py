@@ -19,6 +19,7 @@ from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import to_json
 
+from ._core.audit import canonical_json
 from ._core.grants import Grant, covering_grant
 from ._core.policy import Gate, InterruptPolicy, call_binding, gate_for, subject_from, whole_tool_subject
 from ._core.requests import Subject, default_hint
@@ -127,11 +128,8 @@ class GateToolset(WrapperToolset[Any]):
         meta = (ctx.tool_call_metadata or {}).get(META_KEY, {})
         request_id = meta.get("request_id")
         assert isinstance(request_id, str), "an approved call always carries its request id"
-        expected = meta.get("binding")
-        if expected is not None:
-            subject = self.subject_for(name, tool_args) or whole_tool_subject(name)
-            if call_binding(name, tool_args, subject.key) != expected:
-                return NO_MATCH
+        if not self._matches_approval(name, tool_args, meta):
+            return NO_MATCH
         earlier = await deps.ledger.begin_execution(request_id, deps.run_id, deps.clock())
         if earlier is not None:
             if earlier.status == "done" and earlier.result is not None:
@@ -141,6 +139,17 @@ class GateToolset(WrapperToolset[Any]):
         result = await super().call_tool(name, tool_args, ctx, tool)
         await deps.ledger.finish_execution(request_id, to_json(result, fallback=str), deps.clock())
         return result
+
+    def _matches_approval(self, name: str, tool_args: dict[str, Any], meta: dict[str, Any]) -> bool:
+        """The call about to run is the one approved: same arguments (defaults aside) and same subject."""
+        approved = meta.get("approved_args")
+        if approved is None:
+            return True
+        if canonical_json({k: tool_args.get(k) for k in approved}) != canonical_json(approved):
+            return False
+        subject_key = meta.get("subject_key")
+        subject = self.subject_for(name, tool_args)
+        return subject_key is None or (subject is not None and subject.key == subject_key)
 
     async def _covering_grant(self, deps: RunDeps, name: str, subject: Subject) -> Grant | None:
         principal = deps.principal or ""

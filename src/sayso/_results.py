@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ._core.requests import ApprovalRequest, ClientToolRequest, QuestionRequest, Request
+from ._core.requests import ApprovalRequest, ClientToolRequest, QuestionRequest, Request, shown_args
 from ._store import RunStatus
 
 
@@ -46,7 +46,7 @@ def request_json(request: Request) -> dict[str, Any]:
         "agent_path": request.agent_path,
         "tool_call_id": request.tool_call_id,
         "tool_name": request.tool_name,
-        "args": request.args,
+        "args": shown_args(request),
         "created_at": request.created_at,
         "expires_at": request.expires_at,
     }

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
-from .._core.requests import ApprovalRequest, ClientToolRequest, QuestionRequest, Request, Scope
+from .._core.requests import ApprovalRequest, ClientToolRequest, QuestionRequest, Request, Scope, shown_args
 from .._results import RunResult
 from .._runtime import Sayso
 from .._scripted import ScriptedModel
@@ -121,7 +121,7 @@ def _ask_approval(console: Console, request: ApprovalRequest) -> Decision:
         if choice in ("a", "approve"):
             return Approve(scope=_ask_scope(console, request.scopes))
         if choice in ("e", "edit"):
-            console.print(f"current arguments: {json.dumps(request.args, ensure_ascii=False)}")
+            console.print(f"current arguments: {json.dumps(shown_args(request), ensure_ascii=False)}")
             raw = _read(console, "new arguments (JSON object)> ")
             try:
                 edited = json.loads(raw)

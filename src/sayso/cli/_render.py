@@ -9,7 +9,7 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from .._core.requests import ApprovalRequest, ClientToolRequest, QuestionRequest, Request
+from .._core.requests import ApprovalRequest, ClientToolRequest, QuestionRequest, Request, shown_args
 from .._results import RunResult
 
 
@@ -26,7 +26,7 @@ def request_panel(request: Request, *, index: int | None = None) -> Panel:
     title: str
     if isinstance(request, ApprovalRequest):
         title = f"{_who(request)} wants to run [bold]{request.tool_name}[/bold]"
-        body.append(Syntax(json.dumps(request.args, indent=2, ensure_ascii=False), "json", theme="ansi_dark"))
+        body.append(Syntax(json.dumps(shown_args(request), indent=2, ensure_ascii=False), "json", theme="ansi_dark"))
         body.append(Text(request.hint, style="italic"))
         if request.subject is not None:
             body.append(Text(f"covers: {request.subject.label}"))
@@ -43,7 +43,7 @@ def request_panel(request: Request, *, index: int | None = None) -> Panel:
     else:
         assert isinstance(request, ClientToolRequest)
         title = f"{_who(request)} asks the client to run [bold]{request.tool_name}[/bold]"
-        body.append(Syntax(json.dumps(request.args, indent=2, ensure_ascii=False), "json", theme="ansi_dark"))
+        body.append(Syntax(json.dumps(shown_args(request), indent=2, ensure_ascii=False), "json", theme="ansi_dark"))
         if request.description:
             body.append(Text(request.description, style="italic"))
     if request.expires_at is not None:

@@ -1,0 +1,210 @@
+"""Policies (§2.1, §3.4, §7): subjects, remembered approvals, principals, redaction, expiry and the audit chain."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai.messages import ModelRequest, ToolReturnPart
+
+from sayso import Approve, InvalidDecision, NotAllowed, NotFound, PrincipalConfig, RequestExpired, Sayso, request_json
+from sayso._core.grants import Grant
+
+from .conftest import MakeApp, script
+
+deleted: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def reset() -> None:
+    deleted.clear()
+
+
+def delete_file(name: str, password: str = "") -> str:
+    """Delete a file."""
+    deleted.append(name)
+    return f"deleted {name}"
+
+
+def folder(tool_name: str, tool_input: dict[str, Any]) -> dict[str, str] | None:
+    """Deletes in `tmp/` need no approval; otherwise a decision covers the file's folder."""
+    name = str(tool_input["name"])
+    parent = name.rsplit("/", 1)[0] if "/" in name else "."
+    if parent == "tmp":
+        return None
+    return {"key": f"folder:{parent}", "label": f"folder {parent}/"}
+
+
+RULES = [
+    {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}", "password": "hunter2"}},
+    {"tool": "delete_file", "reply": "model read: {result}"},
+]
+
+
+@pytest.fixture
+def app(make_app: MakeApp, tmp_path: Path) -> Sayso:
+    (tmp_path / "subjects_for_tests.py").write_text("from tests.test_policies import folder\n")
+    runtime = make_app(
+        {
+            "files": {
+                "model": "m",
+                "tools": [delete_file],
+                "redact": ["password"],
+                "interrupt": {
+                    "tools": [{"name": "delete_file", "remember": "always", "subject": "subjects_for_tests:folder"}],
+                    "ttl_seconds": 60,
+                },
+            }
+        },
+        model=script(*RULES),
+    )
+    runtime.config.principals = [
+        PrincipalConfig(name="alice"),
+        PrincipalConfig(name="reviewer", approver_for=["files"]),
+        PrincipalConfig(name="mallory"),
+    ]
+    return runtime
+
+
+async def test_subject_narrows_the_request_and_none_needs_no_approval(app: Sayso) -> None:
+    async with app:
+        free = await app.run("delete tmp/scratch.txt", principal="alice")
+        paused = await app.run("delete reports/q1.txt", principal="alice")
+    assert free.status == "completed" and deleted == ["tmp/scratch.txt"]
+    [request] = paused.requests
+    assert request.subject is not None and request.subject.label == "folder reports/"
+    assert request.scopes == ("once", "thread", "always")
+
+
+async def test_thread_grant_covers_the_same_subject_on_the_same_thread_only(app: Sayso) -> None:
+    async with app:
+        first = await app.run("delete reports/q1.txt", principal="alice")
+        await app.decide(first.requests[0].request_id, Approve(scope="thread"), principal="alice")
+        same = await app.run("delete reports/q2.txt", thread_id=first.thread_id, principal="alice")
+        other_folder = await app.run("delete photos/a.jpg", thread_id=same.thread_id, principal="alice")
+        other_thread = await app.run("delete reports/q3.txt", principal="alice")
+        history = await app.store.load_messages(first.thread_id)
+    assert same.status == "completed"
+    assert other_folder.status == "paused"
+    assert other_thread.status == "paused"
+    assert deleted == ["reports/q1.txt", "reports/q2.txt"]
+    records = [
+        p.metadata["approval"]
+        for m in history
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart) and p.metadata
+    ]
+    assert [(r["by"], r.get("scope")) for r in records] == [("person", "thread"), ("permission", "thread")]
+
+
+async def test_always_grant_never_covers_another_principal_and_revoking_asks_again(app: Sayso) -> None:
+    async with app:
+        first = await app.run("delete reports/q1.txt", principal="alice")
+        await app.decide(first.requests[0].request_id, Approve(scope="always"), principal="alice")
+        [grant] = await app.grants()
+        assert (grant.tool, grant.subject_key, grant.scope, grant.principal) == (
+            "delete_file",
+            "folder:reports",
+            "always",
+            "alice",
+        )
+        covered = await app.run("delete reports/q2.txt", principal="alice")
+        someone_else = await app.run("delete reports/q3.txt", principal="mallory")
+        await app.revoke_grant(grant.grant_id)
+        after_revoke = await app.run("delete reports/q4.txt", principal="alice")
+        with pytest.raises(NotFound):
+            await app.revoke_grant(grant.grant_id)
+    assert covered.status == "completed"
+    assert someone_else.status == "paused"
+    assert after_revoke.status == "paused"
+    assert deleted == ["reports/q1.txt", "reports/q2.txt"]
+
+
+async def test_external_host_grants_are_honoured_and_none_stored(app: Sayso) -> None:
+    external = Grant(
+        grant_id="ext-1",
+        tool="delete_file",
+        subject_key="folder:reports",
+        subject_label="folder reports/",
+        scope="always",
+        principal="alice",
+        thread_id=None,
+        created_at=0,
+    )
+    async with app:
+        covered = await app.run("delete reports/q1.txt", principal="alice", grants=[external])
+        paused = await app.run("delete reports/q2.txt", principal="alice", grants=[])
+        assert await app.grants() == []
+    assert covered.status == "completed"
+    assert paused.status == "paused"
+
+
+async def test_only_the_owner_or_an_approver_decides(app: Sayso) -> None:
+    async with app:
+        paused = await app.run("delete reports/q1.txt", principal="alice")
+        request_id = paused.requests[0].request_id
+        with pytest.raises(NotAllowed, match="'mallory' may not decide"):
+            await app.decide(request_id, Approve(), principal="mallory")
+        assert deleted == []
+        done = await app.decide(request_id, Approve(), principal="reviewer")
+    assert done.run.status == "completed"
+
+
+async def test_an_edit_must_keep_the_subject(app: Sayso) -> None:
+    async with app:
+        paused = await app.run("delete reports/q1.txt", principal="alice")
+        request_id = paused.requests[0].request_id
+        with pytest.raises(InvalidDecision, match="the edit changes what the approval covers"):
+            await app.decide(request_id, Approve(edited_args={"name": "photos/a.jpg"}), principal="alice")
+        done = await app.decide(request_id, Approve(edited_args={"name": "reports/q0.txt"}), principal="alice")
+    assert done.run.output == "model read: deleted reports/q0.txt"
+
+
+async def test_secret_fields_are_redacted_wherever_shown(app: Sayso) -> None:
+    async with app:
+        paused = await app.run("delete reports/q1.txt", principal="alice")
+    shown = request_json(paused.requests[0])
+    assert shown["args"] == {"name": "reports/q1.txt", "password": "«redacted»"}
+    assert "hunter2" not in str(shown)
+
+
+async def test_a_late_decision_is_refused_and_the_sweep_closes_the_run(make_app: MakeApp, app: Sayso) -> None:
+    now = [1000.0]
+    app._clock = lambda: now[0]
+    async with app:
+        paused = await app.run("delete reports/q1.txt", principal="alice")
+        assert paused.requests[0].expires_at == 1060.0
+        now[0] = 1061.0
+        with pytest.raises(RequestExpired):
+            await app.decide(paused.requests[0].request_id, Approve(), principal="alice")
+        [closed] = await app.expire()
+        assert await app.expire() == []
+    assert closed.run_id == paused.run_id
+    assert closed.output == "model read: Expired: no decision before 1970-01-01 00:17:40 UTC"
+    assert deleted == []
+
+
+async def test_every_decision_is_audited_and_tampering_is_detected(app: Sayso, tmp_path: Path) -> None:
+    async with app:
+        for n in range(3):
+            paused = await app.run(f"delete reports/q{n}.txt", principal="alice")
+            await app.decide(paused.requests[0].request_id, Approve(), principal="alice")
+        records = await app.audit_log()
+        assert [r.body["event"] for r in records] == ["decision"] * 3
+        assert records[0].body["proposed_args"] == {"name": "reports/q0.txt", "password": "hunter2"}
+        assert records[0].body["principal"] == "alice"
+        assert await app.verify_audit() is None
+
+        db = tmp_path / "sayso.db"
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE audit SET body = replace(body, 'q1', 'qX') WHERE seq = 2")
+        problem = await app.verify_audit()
+        assert problem is not None and problem.seq == 2 and "altered" in problem.problem
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE audit SET body = replace(body, 'qX', 'q1') WHERE seq = 2")
+            conn.execute("DELETE FROM audit WHERE seq = 2")
+        problem = await app.verify_audit()
+        assert problem is not None and problem.seq == 2 and "missing" in problem.problem
