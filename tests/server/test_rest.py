@@ -38,7 +38,7 @@ def test_run_pauses_and_a_decision_resumes_it(server: RunningServer, workdir: Pa
         assert (approval["kind"], approval["args"], approval["scopes"]) == (
             "approval",
             {"name": "report-2025.txt"},
-            ["once"],
+            ["once", "thread", "always"],
         )
         done = client.post(f"/v1/requests/{approval['id']}/decision", json={"kind": "approve"}).json()
         assert done["run"]["status"] == "completed"
