@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from pydantic_ai.toolsets import FunctionToolset
 from ._config import AgentConfig, Config, ScriptedModelConfig
 from ._core.policy import InterruptPolicy
 from ._gate import GateToolset, RunDeps
+from ._notify import DecisionNotifier
 from ._scripted import ScriptedModel
 from ._tools import ASK_USER_TOOL, as_tool, import_spec
 from .exceptions import ConfigError
@@ -29,6 +31,7 @@ class BuiltAgent:
     model: Model | str
     gate: GateToolset
     redact: tuple[str, ...]
+    notifier: DecisionNotifier
 
 
 def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, Model | str]) -> BuiltAgent:
@@ -64,13 +67,24 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
         model=model,
         gate=gate,
         redact=tuple(spec.redact),
+        notifier=_notifier(spec, config.base_dir),
+    )
+
+
+def _notifier(spec: AgentConfig, base_dir: Path) -> DecisionNotifier:
+    interrupt = spec.interrupt
+    secret_env = interrupt.decision_webhook_secret_env
+    return DecisionNotifier(
+        on_decision=_subject_fn(interrupt.on_decision, base_dir) if interrupt.on_decision else None,
+        webhook_url=interrupt.decision_webhook,
+        webhook_secret=os.environ.get(secret_env) if secret_env else None,
     )
 
 
 def _subject_fn(spec: str, base_dir: Path) -> Any:
     fn = import_spec(spec, base_dir=base_dir)
     if not callable(fn):
-        raise ConfigError(f"subject function {spec!r} is not callable")
+        raise ConfigError(f"{spec!r} is not callable")
     return fn
 
 

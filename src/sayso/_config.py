@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -44,6 +44,12 @@ class InterruptConfig(_Strict):
     remember: Scope = "once"
     ttl_seconds: float | None = Field(default=None, gt=0)
     tool_approvals: bool = False
+    on_decision: str | None = None
+    """Import spec of a callable told each decision on a service's own approval request (§2.4)."""
+    decision_webhook: str | None = None
+    """URL that receives each such decision as a signed POST."""
+    decision_webhook_secret_env: str | None = None
+    """Environment variable holding the webhook's signing secret."""
 
     def to_policy(self) -> InterruptPolicy:
         """The pure policy this block describes."""
@@ -104,6 +110,48 @@ class PrincipalConfig(_Strict):
         return os.environ.get(self.token_env) if self.token_env else self.token
 
 
+WebhookEvent: TypeAlias = Literal["request.opened", "request.decided", "request.expired"]
+"""Every event a webhook may subscribe to."""
+
+ALL_WEBHOOK_EVENTS: tuple[WebhookEvent, ...] = ("request.opened", "request.decided", "request.expired")
+
+
+class WebhookConfig(_Strict):
+    """One entry of the `webhooks:` list: where `sayso serve` sends signed request events (§6.8)."""
+
+    url: str = Field(pattern=r"^https?://")
+    """Where events are POSTed."""
+    secret: str | None = None
+    """The signing secret; prefer `secret_env` so it stays out of the file."""
+    secret_env: str | None = None
+    """Name of an environment variable holding the signing secret."""
+    events: list[WebhookEvent] = list(ALL_WEBHOOK_EVENTS)
+    """Which events to send."""
+    max_attempts: int = Field(default=5, ge=1, le=20)
+    """Attempts per event, the first included."""
+    backoff_seconds: float = Field(default=1.0, gt=0)
+    """Wait before the second attempt; each later wait doubles."""
+    timeout_seconds: float = Field(default=10.0, gt=0)
+    """Time allowed for one attempt."""
+
+    @model_validator(mode="after")
+    def _has_secret(self) -> WebhookConfig:
+        if not self.secret and not self.secret_env:
+            raise ValueError("a webhook needs 'secret' or 'secret_env' to sign its deliveries")
+        return self
+
+    def signing_secret(self) -> str:
+        """The secret, read from the environment when `secret_env` is set.
+
+        Raises:
+            ValueError: `secret_env` names an unset environment variable.
+        """
+        secret = os.environ.get(self.secret_env) if self.secret_env else self.secret
+        if not secret:
+            raise ValueError(f"webhook {self.url!r}: environment variable {self.secret_env!r} is not set")
+        return secret
+
+
 class Config(_Strict):
     """A whole `sayso.yaml`."""
 
@@ -113,6 +161,8 @@ class Config(_Strict):
     entry: str | None = None
     principals: list[PrincipalConfig] = []
     """Who may call the API; with none, servers run in local development mode."""
+    webhooks: list[WebhookConfig] = []
+    """Where `sayso serve` sends signed events when a request opens, is decided or expires."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder that relative paths (store, scripts, tool modules) are resolved from."""
 

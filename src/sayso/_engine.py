@@ -124,7 +124,10 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
                         "principal": record.principal,
                         "edited": decision.edited_args is not None,
                         "approved_args": decision.edited_args,
-                        "subject_key": request.subject.key if request.subject is not None else None,
+                        # A service checks its own subject; sayso checks the policy's.
+                        "subject_key": request.subject.key
+                        if request.subject is not None and request.service_request is None
+                        else None,
                     }
                 }
             else:

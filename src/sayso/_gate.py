@@ -23,6 +23,7 @@ from ._core.audit import canonical_json
 from ._core.grants import Grant, covering_grant
 from ._core.policy import Gate, InterruptPolicy, call_binding, gate_for, subject_from, whole_tool_subject
 from ._core.requests import Subject, default_hint
+from ._core.service import STILL_NEEDS_APPROVAL, ServiceAsk, parse_service_ask
 from ._tools import META_KEY, options_of
 
 UNKNOWN_OUTCOME = (
@@ -114,13 +115,36 @@ class GateToolset(WrapperToolset[Any]):
                 }
             )
         try:
-            return await super().call_tool(name, tool_args, ctx, tool)
+            result = await super().call_tool(name, tool_args, ctx, tool)
         except ApprovalRequired as asked:
             meta = dict((asked.metadata or {}).get(META_KEY, {}))
             meta.setdefault("hint", options.hint or default_hint(name))
             meta.setdefault("args_schema", schema)
             meta.setdefault("ttl_seconds", self.policy.ttl_seconds)
             raise ApprovalRequired(metadata={META_KEY: meta}) from None
+        ask = self._service_ask(result)
+        if ask is not None:
+            subject = ask.subject or whole_tool_subject(name)
+            raise ApprovalRequired(
+                metadata={
+                    META_KEY: {
+                        "hint": ask.message or options.hint or default_hint(name),
+                        "scopes": list(ask.scopes),
+                        "ttl_seconds": self.policy.ttl_seconds,
+                        "expires_at": ask.expires_at,
+                        "args_schema": schema,
+                        "subject": {"key": subject.key, "label": subject.label},
+                        "service_request": ask.request,
+                    }
+                }
+            )
+        return result
+
+    def _service_ask(self, result: Any) -> ServiceAsk | None:
+        """A service's approval request in a tool's reply, when the policy lets tools ask (§2.4)."""
+        if not self.policy.tool_approvals:
+            return None
+        return parse_service_ask(result.return_value if isinstance(result, ToolReturn) else result)
 
     async def _run_approved(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any], deps: RunDeps
@@ -137,6 +161,8 @@ class GateToolset(WrapperToolset[Any]):
             if not options_of(tool.tool_def).idempotent:
                 return UNKNOWN_OUTCOME
         result = await super().call_tool(name, tool_args, ctx, tool)
+        if self._service_ask(result) is not None:
+            result = STILL_NEEDS_APPROVAL
         await deps.ledger.finish_execution(request_id, to_json(result, fallback=str), deps.clock())
         return result
 

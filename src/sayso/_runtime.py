@@ -29,6 +29,7 @@ from ._core.grants import Grant
 from ._core.policy import may_decide
 from ._core.requests import ApprovalRequest, ClientTool, Request
 from ._core.resume import SKIPPED_FOR_MESSAGE, open_requests, plan_resume
+from ._core.service import service_notice
 from ._engine import annotate, audit_body, deferred_results, requests_from
 from ._gate import RunDeps
 from ._results import DecideResult, RunResult
@@ -165,6 +166,7 @@ class Sayso:
             audit=[audit_body(r, d) for r in requests for d in added if d.request_id == r.request_id],
             supersede_pause=supersede,
         )
+        await self._tell_services(built, requests, decisions)
         return await self._execute(
             built, run, prompt=message, requests=requests, decisions=decisions, external_grants=grants
         )
@@ -351,6 +353,7 @@ class Sayso:
             added=new,
             audit=[audit_body(by_id[d.request_id], d) for d in new],
         )
+        await self._tell_services(self._built(run.agent), requests, plan.decisions)
         return await self._execute(
             self._built(run.agent), run, prompt=None, requests=requests, decisions=plan.decisions
         )
@@ -439,6 +442,25 @@ class Sayso:
         )
         return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="completed", output=output)
 
+    async def _tell_services(
+        self, built: BuiltAgent, requests: Sequence[Request], decisions: Mapping[str, DecisionRecord]
+    ) -> None:
+        """Tell each service how its own approval request was decided, before the run continues (§2.4)."""
+        notices = [
+            service_notice(
+                r, decisions[r.request_id].decision, principal=decisions[r.request_id].principal, at=self._clock()
+            )
+            for r in requests
+            if isinstance(r, ApprovalRequest) and r.service_request is not None and r.request_id in decisions
+        ]
+        if not notices or not built.notifier.configured:
+            return
+        audit = []
+        for notice in notices:
+            problem = await built.notifier.notify(notice)
+            audit.append({"event": "service_notified", **notice, "delivered": problem is None, "problem": problem})
+        await self.store.append_audit(audit)
+
     def _check_allowed(self, request: Request, principal: str) -> None:
         """Only the thread's owner or an approver for the agent decides (§7)."""
         root_agent = request.agent_path.split("/")[0]
@@ -450,7 +472,7 @@ class Sayso:
         """An edit must keep the subject the person saw: a remembered decision never reaches further."""
         if not isinstance(request, ApprovalRequest) or not isinstance(decision, Approve):
             return
-        if decision.edited_args is None or request.subject is None:
+        if decision.edited_args is None or request.subject is None or request.service_request is not None:
             return
         gate = self._built(request.agent_path.split("/")[-1]).gate
         subject = gate.subject_for(request.tool_name, decision.edited_args)

@@ -13,8 +13,9 @@ from __future__ import annotations
 from ._access import AccessDenied, Principal, Unauthorized
 from ._app import create_app
 from ._problems import problem_for
-from ._serve import check_bind, load_server_config, serve
-from ._webhooks import WebhookConfig, WebhookEmitter, WebhookEvent, sign, verify_signature
+from .._config import WebhookConfig, WebhookEvent
+from ._serve import check_bind, serve
+from ._webhooks import WebhookEmitter, sign, verify_signature
 
 __all__ = [
     "AccessDenied",
@@ -25,7 +26,6 @@ __all__ = [
     "WebhookEvent",
     "check_bind",
     "create_app",
-    "load_server_config",
     "problem_for",
     "serve",
     "sign",

@@ -22,60 +22,21 @@ import hmac
 import json
 import logging
 import math
-import os
 import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
 import anyio
 import httpx
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .._config import WebhookConfig, WebhookEvent
 
 logger = logging.getLogger("sayso.server.webhooks")
-
-WebhookEvent: TypeAlias = Literal["request.opened", "request.decided", "request.expired"]
-"""Every event a webhook may subscribe to."""
-
-ALL_EVENTS: tuple[WebhookEvent, ...] = ("request.opened", "request.decided", "request.expired")
-
-
-class WebhookConfig(BaseModel):
-    """One entry of the `webhooks:` list in `sayso.yaml`."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    url: str = Field(pattern=r"^https?://")
-    """Where events are POSTed."""
-    secret: str | None = None
-    """The signing secret; prefer `secret_env` so it stays out of the file."""
-    secret_env: str | None = None
-    """Name of an environment variable holding the signing secret."""
-    events: list[WebhookEvent] = list(ALL_EVENTS)
-    """Which events to send."""
-    max_attempts: int = Field(default=5, ge=1, le=20)
-    """Attempts per event, the first included."""
-    backoff_seconds: float = Field(default=1.0, gt=0)
-    """Wait before the second attempt; each later wait doubles."""
-    timeout_seconds: float = Field(default=10.0, gt=0)
-    """Time allowed for one attempt."""
-
-    @model_validator(mode="after")
-    def _has_secret(self) -> WebhookConfig:
-        if not self.secret and not self.secret_env:
-            raise ValueError("a webhook needs 'secret' or 'secret_env' to sign its deliveries")
-        return self
-
-    def signing_secret(self) -> str:
-        """The secret, read from the environment when `secret_env` is set."""
-        secret = os.environ.get(self.secret_env) if self.secret_env else self.secret
-        if not secret:
-            raise ValueError(f"webhook {self.url!r}: environment variable {self.secret_env!r} is not set")
-        return secret
 
 
 def sign(secret: str, timestamp: int, body: bytes) -> str:

@@ -1,0 +1,86 @@
+"""Approvals a tool's service enforces itself (§2.4): reading its reply, and what it is told afterwards."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .decisions import Approve, Decision, Expire, Reject, Skip
+from .requests import ApprovalRequest, Scope, Subject
+
+REPLY_KEYS = ("sayso_approval", "kaboo_approval")
+STILL_NEEDS_APPROVAL = "Still needs approval: the service asked again after the approval, so the call was not repeated."
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServiceAsk:
+    """A service's request for approval, read from a tool's normal reply."""
+
+    request: str
+    subject: Subject | None = None
+    scopes: tuple[Scope, ...] = ("once",)
+    message: str | None = None
+    expires_at: float | None = None
+
+
+def parse_service_ask(value: Any) -> ServiceAsk | None:
+    """The approval a tool's reply asks for, in any accepted shape, or `None` for an ordinary reply.
+
+    Accepted: `{"sayso_approval": {...}}` or `{"kaboo_approval": {...}}` as an object or as JSON
+    text, also wrapped as the MCP SDK wraps strings: `{"result": "<json>"}`.
+    """
+    value = _loads(value)
+    if isinstance(value, dict) and set(value) == {"result"}:
+        value = _loads(value["result"])
+    if not isinstance(value, dict):
+        return None
+    body = next((value[k] for k in REPLY_KEYS if isinstance(value.get(k), dict)), None)
+    if body is None or not isinstance(body.get("request"), str) or not body["request"]:
+        return None
+    subject = body.get("subject")
+    scopes = [s for s in body.get("scopes") or () if s in ("thread", "always")]
+    return ServiceAsk(
+        request=body["request"],
+        subject=Subject(key=str(subject["key"]), label=str(subject.get("label") or subject["key"]))
+        if isinstance(subject, dict) and "key" in subject
+        else None,
+        scopes=("once", *dict.fromkeys(scopes)),  # once is always offered, even if the service lists only wider ones
+        message=body.get("message") if isinstance(body.get("message"), str) else None,
+        expires_at=float(body["expires_at"]) if isinstance(body.get("expires_at"), int | float) else None,
+    )
+
+
+def _loads(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def service_notice(request: ApprovalRequest, decision: Decision, *, principal: str | None, at: float) -> dict[str, Any]:
+    """What the service is told about a decision on its request, before the run continues."""
+    assert request.service_request is not None
+    notice: dict[str, Any] = {
+        "request": request.service_request,
+        "tool_name": request.tool_name,
+        "thread_id": request.thread_id,
+        "principal": principal,
+        "decided_at": at,
+    }
+    match decision:
+        case Approve(scope=scope, edited_args=edited):
+            notice.update(decision="approved", scope=scope)
+            if edited is not None:
+                notice["edited_args"] = edited
+        case Reject(reason=reason):
+            notice.update(decision="rejected", reason=reason)
+        case Skip(reason=reason):
+            notice.update(decision="skipped", reason=reason)
+        case Expire():
+            notice["decision"] = "expired"
+        case _:
+            raise AssertionError(f"an approval request cannot be decided with {decision.kind!r}")
+    return notice

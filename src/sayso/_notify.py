@@ -1,0 +1,55 @@
+"""Telling a tool's service how the person decided on its approval request (§2.4), before the run goes on."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from ._signing import signature_headers
+from .exceptions import ConfigError
+
+
+class DecisionNotifier:
+    """Calls the configured `on_decision` callable and/or posts a signed webhook with each notice."""
+
+    def __init__(
+        self,
+        *,
+        on_decision: Callable[[dict[str, Any]], Any] | None = None,
+        webhook_url: str | None = None,
+        webhook_secret: str | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        if webhook_url is not None and not webhook_secret:
+            raise ConfigError(f"the decision webhook {webhook_url!r} needs a secret to sign with")
+        self.on_decision = on_decision
+        self.webhook_url = webhook_url
+        self.webhook_secret = webhook_secret
+        self.timeout = timeout
+
+    @property
+    def configured(self) -> bool:
+        return self.on_decision is not None or self.webhook_url is not None
+
+    async def notify(self, notice: dict[str, Any]) -> str | None:
+        """Deliver one notice; returns what went wrong, or `None` when it was delivered."""
+        if self.on_decision is not None:
+            outcome = self.on_decision(notice)
+            if inspect.isawaitable(outcome):
+                await outcome
+        if self.webhook_url is None:
+            return None
+        assert self.webhook_secret is not None
+        body = json.dumps({"event": "service.decision", "data": notice}, sort_keys=True).encode()
+        headers = {"Content-Type": "application/json", **signature_headers(self.webhook_secret, body, now=time.time())}
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout) as client:
+                response = await client.post(self.webhook_url, content=body, headers=headers)
+        except httpx.HTTPError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None if response.is_success else f"HTTP {response.status_code}"
