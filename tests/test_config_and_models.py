@@ -156,3 +156,15 @@ def test_core_does_no_io_and_imports_no_edge() -> None:
                 assert name.split(".")[0] not in FORBIDDEN_IN_CORE, f"{path.name} imports {name}"
         checked += 1
     assert checked >= 4, "the walker found no core modules to check"
+
+
+def test_ids_carry_at_least_128_random_bits() -> None:
+    import base64
+
+    from sayso._runtime import new_id
+
+    ids = {new_id("req") for _ in range(2000)}
+    assert len(ids) == 2000
+    for token in list(ids)[:50]:
+        raw = base64.urlsafe_b64decode(token.removeprefix("req_") + "==")
+        assert len(raw) >= 16

@@ -193,18 +193,36 @@ async def test_every_decision_is_audited_and_tampering_is_detected(app: Sayso, t
             paused = await app.run(f"delete reports/q{n}.txt", principal="alice")
             await app.decide(paused.requests[0].request_id, Approve(), principal="alice")
         records = await app.audit_log()
-        assert [r.body["event"] for r in records] == ["decision"] * 3
+        assert [r.body["event"] for r in records] == ["decision", "executed"] * 3
         assert records[0].body["proposed_args"] == {"name": "reports/q0.txt", "password": "hunter2"}
         assert records[0].body["principal"] == "alice"
+        assert records[1].body["executed_args"] == {"name": "reports/q0.txt", "password": "hunter2"}
         assert await app.verify_audit() is None
 
         db = tmp_path / "sayso.db"
-        with sqlite3.connect(db) as conn:
-            conn.execute("UPDATE audit SET body = replace(body, 'q1', 'qX') WHERE seq = 2")
+
+        def tamper(*statements: str) -> None:
+            with sqlite3.connect(db) as conn:
+                for statement in statements:
+                    conn.execute(statement)
+
+        tamper("UPDATE audit SET body = replace(body, 'q1', 'qX') WHERE seq = 3")
         problem = await app.verify_audit()
-        assert problem is not None and problem.seq == 2 and "altered" in problem.problem
-        with sqlite3.connect(db) as conn:
-            conn.execute("UPDATE audit SET body = replace(body, 'qX', 'q1') WHERE seq = 2")
-            conn.execute("DELETE FROM audit WHERE seq = 2")
+        assert problem is not None and problem.seq == 3 and "altered" in problem.problem
+        tamper("UPDATE audit SET body = replace(body, 'qX', 'q1') WHERE seq = 3")
+        assert await app.verify_audit() is None
+        tamper(
+            "UPDATE audit SET seq = -1 WHERE seq = 4",
+            "UPDATE audit SET seq = 4 WHERE seq = 5",
+            "UPDATE audit SET seq = 5 WHERE seq = -1",
+        )
+        problem = await app.verify_audit()
+        assert problem is not None and problem.seq == 4 and "does not follow" in problem.problem
+        tamper(
+            "UPDATE audit SET seq = -1 WHERE seq = 4",
+            "UPDATE audit SET seq = 4 WHERE seq = 5",
+            "UPDATE audit SET seq = 5 WHERE seq = -1",
+        )
+        tamper("DELETE FROM audit WHERE seq = 2")
         problem = await app.verify_audit()
         assert problem is not None and problem.seq == 2 and "missing" in problem.problem

@@ -40,7 +40,9 @@ class GateStore(Protocol):
 
     async def begin_execution(self, request_id: str, run_id: str, now: float) -> Any: ...
 
-    async def finish_execution(self, request_id: str, result: bytes, now: float) -> None: ...
+    async def finish_execution(
+        self, request_id: str, result: bytes, now: float, *, audit: Sequence[dict[str, Any]] = ()
+    ) -> None: ...
 
     async def grants_for(self, *, principal: str, tool: str, subject_key: str) -> list[Grant]: ...
 
@@ -163,7 +165,11 @@ class GateToolset(WrapperToolset[Any]):
         result = await super().call_tool(name, tool_args, ctx, tool)
         if self._service_ask(result) is not None:
             result = STILL_NEEDS_APPROVAL
-        await deps.ledger.finish_execution(request_id, to_json(result, fallback=str), deps.clock())
+        now = deps.clock()
+        executed = {"event": "executed", "request_id": request_id, "tool_name": name, "executed_args": tool_args}
+        await deps.ledger.finish_execution(
+            request_id, to_json(result, fallback=str), now, audit=[executed | {"at": now}]
+        )
         return result
 
     def _matches_approval(self, name: str, tool_args: dict[str, Any], meta: dict[str, Any]) -> bool:

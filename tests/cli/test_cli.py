@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -156,3 +158,48 @@ def test_chat_picks_up_a_pause_left_by_another_process() -> None:
     chat.expect("you>")
     chat.sendeof()
     chat.expect(pexpect.EOF)
+
+
+def test_remembered_approvals_and_the_audit_from_the_command_line(tmp_path: Path) -> None:
+    paused = run_json("run", str(EXAMPLE), "delete notes")
+    thread = str(paused["thread_id"])
+    request = paused["requests"][0]  # type: ignore[index]
+    assert request["scopes"] == ["once", "thread", "always"]
+    assert request["subject"] == {"key": "folder:.", "label": "the sandbox's top folder"}
+    run_json("decide", str(EXAMPLE), request["id"], "approve", "--scope", "thread")
+    covered = run_json("run", str(EXAMPLE), "delete todo", "--thread", thread)
+    assert (covered["status"], covered["output"]) == ("completed", "Deleted todo.md.")
+    [grant] = run_json("grants", "list", str(EXAMPLE))["grants"]  # type: ignore[misc]
+    assert (grant["tool"], grant["scope"], grant["thread_id"]) == ("delete_file", "thread", thread)
+    revoked = runner.invoke(app, ["grants", "revoke", str(EXAMPLE), grant["grant_id"]])
+    assert revoked.exit_code == 0, revoked.output
+    asks_again = run_json("run", str(EXAMPLE), "delete report-2025.txt", "--thread", thread)
+    assert asks_again["status"] == "paused"
+
+    intact = runner.invoke(app, ["audit", "verify", str(EXAMPLE)])
+    assert intact.exit_code == 0 and "audit log intact" in intact.stdout
+    with sqlite3.connect(tmp_path / "sayso.db") as conn:
+        conn.execute("UPDATE audit SET body = replace(body, 'notes', 'other') WHERE seq = 1")
+    tampered = runner.invoke(app, ["audit", "verify", str(EXAMPLE)])
+    assert tampered.exit_code == 1
+    assert "record 1 was altered after it was written" in tampered.stderr
+
+
+def test_expire_closes_runs_that_waited_too_long(tmp_path: Path) -> None:
+    config = tmp_path / "short.yaml"
+    config.write_text(
+        EXAMPLE.read_text().replace(
+            "tools: [{name: delete_file,", "ttl_seconds: 0.001\n      tools: [{name: delete_file,"
+        )
+    )
+    for name in ("script.yaml", "files_tools.py", "files_subjects.py"):
+        shutil.copy(EXAMPLE.parent / name, tmp_path / name)
+    paused = run_json("run", str(config), "delete notes")
+    assert paused["requests"][0]["expires_at"] is not None  # type: ignore[index]
+    late = runner.invoke(app, ["decide", str(config), paused["requests"][0]["id"], "approve"])  # type: ignore[index]
+    assert late.exit_code == 1 and "expired" in late.stderr
+    closed = run_json("expire", str(config))
+    [run] = closed["runs"]  # type: ignore[misc]
+    assert run["run_id"] == paused["run_id"]
+    assert str(run["output"]).startswith("Expired: no decision before")
+    assert (tmp_path / "sandbox" / "notes.txt").exists()

@@ -512,8 +512,12 @@ class RunStore:
             return ExecutionRecord(request_id=request_id, status="executing", result=None)
         return None
 
-    async def finish_execution(self, request_id: str, result: bytes, now: float) -> None:
+    async def finish_execution(
+        self, request_id: str, result: bytes, now: float, *, audit: Sequence[dict[str, Any]] = ()
+    ) -> None:
+        """Record an approved call's result, with its audit record of the arguments it really ran with."""
         async with self._tx() as conn:
+            await self._append_audit(conn, audit)
             await conn.execute(
                 t.executions.update()
                 .where(t.executions.c.request_id == request_id)
