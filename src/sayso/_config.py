@@ -152,6 +152,14 @@ class WebhookConfig(_Strict):
         return secret
 
 
+class A2AConfig(_Strict):
+    """The `a2a` block: how agents speak A2A (§6.3)."""
+
+    kagent_compat: bool = False
+    """Also speak kagent 0.x's DataPart format (`adk_request_confirmation`, `decision_type`) to clients
+    that do not request the HITL v1 extension."""
+
+
 class Config(_Strict):
     """A whole `sayso.yaml`."""
 
