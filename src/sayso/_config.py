@@ -171,6 +171,8 @@ class Config(_Strict):
     """Who may call the API; with none, servers run in local development mode."""
     webhooks: list[WebhookConfig] = []
     """Where `sayso serve` sends signed events when a request opens, is decided or expires."""
+    a2a: A2AConfig = A2AConfig()
+    """How agents speak A2A (§6.3)."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder that relative paths (store, scripts, tool modules) are resolved from."""
 
