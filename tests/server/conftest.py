@@ -40,9 +40,11 @@ class RunningServer:
         self.thread.join(timeout=30)
 
 
-def start_server(config: Config, *, webhooks: Sequence[WebhookConfig] = ()) -> RunningServer:
+def start_server(
+    config: Config, *, webhooks: Sequence[WebhookConfig] | None = None, expire_every_seconds: float | None = None
+) -> RunningServer:
     port = free_port()
-    app = create_app(Sayso(config), webhooks=webhooks)
+    app = create_app(Sayso(config), webhooks=webhooks, expire_every_seconds=expire_every_seconds)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -79,10 +81,11 @@ def serve(workdir: Path) -> Iterator[ServerFactory]:
         *,
         config: Config | None = None,
         principals: Sequence[PrincipalConfig] = (),
-        webhooks: Sequence[WebhookConfig] = (),
+        webhooks: Sequence[WebhookConfig] | None = None,
+        expire_every_seconds: float | None = None,
     ) -> RunningServer:
         config = (config or load_config(EXAMPLE)).model_copy(update={"principals": list(principals)})
-        running = start_server(config, webhooks=webhooks)
+        running = start_server(config, webhooks=webhooks, expire_every_seconds=expire_every_seconds)
         started.append(running)
         return running
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from sayso import ConfigError, PrincipalConfig, load_config
-from sayso.server import check_bind, load_server_config
+from sayso.server import check_bind
 
 from .conftest import EXAMPLE, free_port
 
@@ -29,19 +29,19 @@ def test_local_mode_binds_only_to_loopback(caplog: pytest.LogCaptureFixture) -> 
 
 
 def test_webhooks_are_read_from_the_config_file(tmp_path: Path) -> None:
-    """The `webhooks:` list is validated, and the rest of the file loads as usual."""
+    """The config's `webhooks:` list is validated with the rest of the file."""
     text = (
         EXAMPLE.read_text() + "webhooks:\n  - {url: 'http://127.0.0.1:9/hook', secret: s, events: [request.opened]}\n"
     )
     (tmp_path / "sayso.yaml").write_text(text)
     (tmp_path / "script.yaml").write_text((EXAMPLE.parent / "script.yaml").read_text())
-    config, hooks = load_server_config(tmp_path / "sayso.yaml")
+    config = load_config(tmp_path / "sayso.yaml")
     assert config.entry_agent == "files"
-    assert [(h.url, h.events) for h in hooks] == [("http://127.0.0.1:9/hook", ["request.opened"])]
+    assert [(h.url, h.events) for h in config.webhooks] == [("http://127.0.0.1:9/hook", ["request.opened"])]
     (tmp_path / "bad.yaml").write_text(text.replace("secret: s, ", ""))
     with pytest.raises(ConfigError, match="secret"):
-        load_server_config(tmp_path / "bad.yaml")
-    assert load_server_config(EXAMPLE)[1] == []
+        load_config(tmp_path / "bad.yaml")
+    assert load_config(EXAMPLE).webhooks == []
 
 
 def test_serve_runs_until_sigterm_and_exits_cleanly(tmp_path: Path) -> None:

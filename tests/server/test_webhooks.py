@@ -11,9 +11,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from sayso import load_config
 from sayso.server import WebhookConfig, sign, verify_signature
 
-from .conftest import ServerFactory
+from .conftest import EXAMPLE, ServerFactory
 
 SECRET = "s3cret"
 
@@ -98,6 +99,24 @@ def test_failed_deliveries_are_retried_with_the_same_delivery_id(serve: ServerFa
     assert listener.attempts == 3
     assert event["type"] == "request.opened"
     assert listener.received[0][0]["Sayso-Delivery"] == event["id"]
+
+
+def test_background_sweep_expires_requests_and_says_so(serve: ServerFactory, listener: Listener) -> None:
+    """The server's periodic sweep closes a run whose request expired and sends `request.expired` for it."""
+    config = load_config(EXAMPLE)
+    config.agents["files"].interrupt.ttl_seconds = 0.3
+    hook = WebhookConfig(url=listener.url, secret=SECRET, events=["request.expired"], backoff_seconds=0.05)
+    server = serve(config=config.model_copy(update={"webhooks": [hook]}), expire_every_seconds=0.1)
+    with server.client() as client:
+        run = client.post("/v1/runs", json={"message": "delete notes"}).json()
+        request_id = run["requests"][0]["id"]
+        [event] = listener.wait_for(1)
+        assert event["type"] == "request.expired"
+        assert event["data"]["request"]["id"] == request_id  # type: ignore[index]
+        assert client.get(f"/v1/runs/{run['run_id']}").json()["status"] == "completed"
+        assert client.get(f"/v1/requests/{request_id}").json()["decided_by"] == "expiry"
+    time.sleep(0.3)
+    assert len(listener.received) == 1  # announced once, by the sweep that closed it
 
 
 def test_signature_rejects_old_timestamps() -> None:

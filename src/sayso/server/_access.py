@@ -1,10 +1,11 @@
 """Who is calling (bearer tokens → principals) and what they may touch (§7).
 
-The runtime takes a `principal=` name but does not yet check who may decide what, so the
-server enforces the rule here, as a pure check over plain data: a thread's owner, or a
-principal with the approver role for an agent on the request's path, may act on it. In
-local development mode (no principals configured) the one caller is `local` and may do
-everything.
+The runtime refuses a decision from anyone but the thread's owner or an approver for the
+thread's root agent (`NotAllowed`); the server applies the same rule, as a pure check over
+plain data, to what it lists and shows: threads, runs and requests. Grants are their
+principal's own; an admin (approver for `*`) sees and revokes every grant, and approvers
+read the audit log. In local development mode (no principals configured) the one caller is
+`local` and may do everything.
 """
 
 from __future__ import annotations
@@ -57,11 +58,22 @@ class Principal:
     local: bool = False
     """True in local development mode, where the one caller may do everything."""
 
+    @property
+    def is_admin(self) -> bool:
+        """Whether this principal approves for every agent (`approver_for: ['*']`): it sees every grant."""
+        return self.local or "*" in self.approver_for
+
+    @property
+    def is_approver(self) -> bool:
+        """Whether this principal approves for some agent: it may read the audit log and run expiry."""
+        return self.local or bool(self.approver_for)
+
     def approves(self, agent_path: str) -> bool:
-        """Whether this principal has the approver role for an agent on `agent_path`."""
+        """Whether this principal has the approver role for the root agent of `agent_path` (as the runtime checks)."""
         if self.local:
             return True
-        return any(fnmatchcase(agent, glob) for glob in self.approver_for for agent in agent_path.split("/"))
+        root = agent_path.split("/")[0]
+        return any(fnmatchcase(root, glob) for glob in self.approver_for)
 
     def may_act_on(self, *, owner: str, agent_path: str) -> bool:
         """Whether this principal may read or decide what a thread of `owner` asks through `agent_path`."""

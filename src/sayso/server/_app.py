@@ -7,11 +7,12 @@ built here; `_problems` turns each into an RFC 9457 problem.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request
@@ -21,10 +22,12 @@ from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 
+from .._config import WebhookConfig
 from .._core.decisions import DECISION_ADAPTER
 from .._core.requests import RequestKind
 from .._results import DecideResult, request_json, run_json
 from .._runtime import Sayso
+from ..exceptions import SaysoError
 from ._access import Authenticator, Principal
 from ._gateway import Gateway
 from ._problems import ProblemModel, install_problem_handlers
@@ -33,8 +36,13 @@ from ._schemas import (
     ID_PATTERN,
     AgentListOut,
     AgentOut,
+    AuditPageOut,
+    AuditVerifyOut,
     DecideOut,
     DecisionIn,
+    ExpireOut,
+    GrantListOut,
+    GrantOut,
     HealthOut,
     InboxOut,
     MeOut,
@@ -48,7 +56,12 @@ from ._schemas import (
     to_decision,
 )
 from ._stream import stream_run
-from ._webhooks import WebhookConfig, WebhookEmitter
+from ._webhooks import WebhookEmitter
+
+logger = logging.getLogger("sayso.server")
+
+DEFAULT_EXPIRE_EVERY_SECONDS = 30.0
+"""How often the server closes runs whose open requests all expired, unless told otherwise."""
 
 STATIC = Path(__file__).parent / "static"
 
@@ -237,10 +250,61 @@ async def decide(caller: Caller, gateway: Gate, request_id: Id, body: Annotated[
     return _json(_decide_json(await gateway.decide(caller, request_id, to_decision(body))))
 
 
+@api.get("/grants", response_model=GrantListOut, tags=["grants"])
+async def grants(caller: Caller, gateway: Gate) -> JSONResponse:
+    """Active remembered approvals, newest first: the caller's own, or every grant for an admin (`*` approver)."""
+    return _json({"grants": [asdict(g) for g in await gateway.grants(caller)]})
+
+
+@api.delete("/grants/{grant_id}", response_model=GrantOut, tags=["grants"])
+async def revoke_grant(caller: Caller, gateway: Gate, grant_id: Id) -> JSONResponse:
+    """Revoke a grant; the next call it covered asks again. 404 for a grant that is not the caller's."""
+    return _json(asdict(await gateway.revoke_grant(caller, grant_id)))
+
+
+@api.get("/audit", response_model=AuditPageOut, tags=["audit"])
+async def audit(
+    caller: Caller,
+    gateway: Gate,
+    order: Literal["asc", "desc"] = "asc",
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    cursor: Annotated[int | None, Query(ge=0, le=2**62, description="The `next_cursor` of the previous page.")] = None,
+) -> JSONResponse:
+    """The audit log a page at a time, oldest first (or newest first with `order=desc`); for approvers."""
+    page = await gateway.audit(caller, newest_first=order == "desc", limit=limit, cursor=cursor)
+    return _json({"records": [asdict(r) for r in page.records], "next_cursor": page.next_cursor, "total": page.total})
+
+
+@api.get("/audit/verify", response_model=AuditVerifyOut, tags=["audit"])
+async def verify_audit(caller: Caller, gateway: Gate) -> JSONResponse:
+    """Check the hash chain of the audit log: intact, or the first record that was altered, lost or moved."""
+    check = await gateway.verify_audit(caller)
+    problem = asdict(check.problem) if check.problem else None
+    return _json({"intact": problem is None, "records": check.records, "problem": problem})
+
+
+@api.post("/expire", response_model=ExpireOut, tags=["runs"])
+async def expire(caller: Caller, gateway: Gate) -> JSONResponse:
+    """Close every paused run whose open requests all expired (the server also does this periodically); approvers."""
+    return _json({"runs": [run_json(r) for r in await gateway.expire(caller)]})
+
+
+async def _sweep_expired(gateway: Gateway, every: float) -> None:
+    """Every `every` seconds, close the runs whose open requests all expired."""
+    while True:
+        await anyio.sleep(every)
+        try:
+            await gateway.sweep_expired()
+        except SaysoError:
+            # A failed sweep (the store briefly away) is retried at the next tick, not fatal to the server.
+            logger.exception("the expiry sweep failed; retrying in %ss", every)
+
+
 def create_app(
     sayso: Sayso,
     *,
-    webhooks: Sequence[WebhookConfig] = (),
+    webhooks: Sequence[WebhookConfig] | None = None,
+    expire_every_seconds: float | None = DEFAULT_EXPIRE_EVERY_SECONDS,
     routers: Sequence[APIRouter] = (),
 ) -> FastAPI:
     """The server for `sayso`: REST under `/v1`, the web UI at `/`, `/healthz` and `/openapi.json`.
@@ -250,17 +314,23 @@ def create_app(
 
     Args:
         sayso: the runtime (not yet opened).
-        webhooks: where to send signed request events.
-        routers: more routers to include: the extension point for grants and audit endpoints.
+        webhooks: where to send signed request events; default: the config's `webhooks`.
+        expire_every_seconds: how often to close runs whose open requests all expired (and
+            send `request.expired`); `None` never does it in the background.
+        routers: more routers to include.
     """
-    emitter = WebhookEmitter(webhooks)
+    emitter = WebhookEmitter(sayso.config.webhooks if webhooks is None else webhooks)
     gateway = Gateway(sayso, authenticator=Authenticator(sayso.config.principals), emitter=emitter)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with sayso, emitter, anyio.create_task_group() as tasks:
             gateway.tasks = tasks
-            yield
+            async with anyio.create_task_group() as background:
+                if expire_every_seconds is not None:
+                    background.start_soon(_sweep_expired, gateway, expire_every_seconds)
+                yield
+                background.cancel_scope.cancel()
             # Leaving the task group waits for streamed runs still working: no run is cut short.
         gateway.tasks = None
 
@@ -273,7 +343,6 @@ def create_app(
     app.state.gateway = gateway
     install_problem_handlers(app)
     app.include_router(api)
-    # Grants (list, revoke) and the audit log (read, verify) arrive as routers passed here.
     for router in routers:
         app.include_router(router)
 

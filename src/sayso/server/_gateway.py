@@ -2,7 +2,8 @@
 
 The runtime has no event hooks yet, so events are emitted here after its calls return:
 `request.opened` for the requests of a pause reported to the caller, `request.decided` for a
-decision recorded (and for the skips a forced resume or a new message adds).
+decision recorded (and for the skips a forced resume or a new message adds), and
+`request.expired` for each request an expiry sweep closed.
 """
 
 from __future__ import annotations
@@ -16,21 +17,28 @@ import sqlalchemy as sa
 from anyio.abc import TaskGroup
 from sqlalchemy.exc import SQLAlchemyError
 
+from .._core.audit import AuditProblem
 from .._core.decisions import DECISION_ADAPTER, Decision, Skip
+from .._core.grants import Grant
 from .._core.requests import Request
 from .._core.resume import SKIPPED_FOR_FORCE, SKIPPED_FOR_MESSAGE
 from .._results import DecideResult, RunResult, request_json
 from .._runtime import Sayso, new_id
 from .._store import ThreadRecord
-from ..exceptions import ConfigError, NotAllowed, NotFound, RequestNotFound, StoreError
+from ..exceptions import ConfigError, NotFound, RequestNotFound, StoreError
 from ._access import AccessDenied, Authenticator, Principal
 from ._queries import (
+    AuditPage,
     InboxFilter,
     InboxPage,
     ThreadSummary,
     TranscriptEntry,
+    closed_by_expiry,
+    count_audit,
+    list_audit,
     list_open_requests,
     list_threads,
+    open_requests_with_ttl,
     transcript,
 )
 from ._schemas import RunIn
@@ -46,6 +54,26 @@ class ThreadNotFound(NotFound):
 
     def __reduce__(self) -> tuple[type, tuple[str]]:
         return self.__class__, (self.thread_id,)
+
+
+class GrantNotFound(NotFound):
+    """No active grant has the given id (or it belongs to someone else, which looks the same)."""
+
+    def __init__(self, grant_id: str) -> None:
+        self.grant_id = grant_id
+        super().__init__(f"no active grant has id {grant_id!r}")
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return self.__class__, (self.grant_id,)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditCheck:
+    """The outcome of verifying the audit chain."""
+
+    problem: AuditProblem | None
+    """The first bad record, or `None` when the chain is intact."""
+    records: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,14 +160,14 @@ class Gateway:
     # requests
 
     async def decide(self, principal: Principal, request_id: str, decision: Decision) -> DecideResult:
-        """Decide one request; the run resumes when it was the last open one of its pause."""
+        """Decide one request; the run resumes when it was the last open one of its pause.
+
+        Who may decide is the runtime's rule: it raises `NotAllowed` for anyone else.
+        """
         found = await self.sayso.store.get_request(request_id)
         if found is None:
             raise RequestNotFound(request_id)
         request = found[0]
-        thread = await self.sayso.store.get_thread(request.thread_id)
-        if thread is None or not principal.may_act_on(owner=thread.owner, agent_path=request.agent_path):
-            raise NotAllowed(request_id, f"{principal.name!r} is neither the thread's owner nor an approver for it")
         started = self._clock()
         result = await self.sayso.decide(request_id, decision, principal=principal.name)
         if result.recorded:
@@ -177,6 +205,52 @@ class Gateway:
             if approved is not None:
                 query = InboxFilter(**{**query.__dict__, "owner": principal.name, "approved_agents": approved})
         return await list_open_requests(self.sayso.store.engine, query, now=self._clock(), limit=limit, cursor=cursor)
+
+    # grants and audit
+
+    async def grants(self, principal: Principal) -> list[Grant]:
+        """Active grants, newest first: the principal's own, or every grant for an admin."""
+        return await self.sayso.grants(principal=None if principal.is_admin else principal.name)
+
+    async def revoke_grant(self, principal: Principal, grant_id: str) -> Grant:
+        """Revoke a grant of the principal's own (any grant for an admin); the next call it covered asks again."""
+        if not principal.is_admin and all(g.grant_id != grant_id for g in await self.grants(principal)):
+            raise GrantNotFound(grant_id)
+        try:
+            return await self.sayso.revoke_grant(grant_id, principal=principal.name)
+        except NotFound:
+            raise GrantNotFound(grant_id) from None
+
+    async def audit(self, principal: Principal, *, newest_first: bool, limit: int, cursor: int | None) -> AuditPage:
+        """A page of the audit log, for approvers."""
+        self._require_approver(principal, "audit", "only approvers may read the audit log")
+        return await list_audit(self.sayso.store.engine, newest_first=newest_first, limit=limit, cursor=cursor)
+
+    async def verify_audit(self, principal: Principal) -> AuditCheck:
+        """Check the audit chain, for approvers."""
+        self._require_approver(principal, "audit", "only approvers may verify the audit log")
+        problem = await self.sayso.verify_audit()
+        return AuditCheck(problem=problem, records=await count_audit(self.sayso.store.engine))
+
+    # expiry
+
+    async def expire(self, principal: Principal) -> list[RunResult]:
+        """Run an expiry sweep now, for approvers."""
+        self._require_approver(principal, "expire", "only approvers may run expiry")
+        return await self.sweep_expired()
+
+    async def sweep_expired(self) -> list[RunResult]:
+        """Close paused runs whose open requests all expired; `request.expired` for each request closed."""
+        engine = self.sayso.store.engine
+        # Taken before the sweep so a request is announced once: by the sweep that closed it.
+        candidates = await open_requests_with_ttl(engine) if self.emitter.wants("request.expired") else set[str]()
+        started = self._clock()
+        results = await self.sayso.expire()
+        for request in await closed_by_expiry(engine, run_ids=[r.run_id for r in results], among=candidates):
+            self.emitter.emit("request.expired", {"request": request_json(request)})
+        for result in results:
+            self._announce_opened(result, since=started)
+        return results
 
     # threads
 
@@ -216,6 +290,11 @@ class Gateway:
         if record is None or not principal.may_act_on(owner=record.owner, agent_path=record.agent):
             raise ThreadNotFound(thread_id)
         return record
+
+    @staticmethod
+    def _require_approver(principal: Principal, subject_id: str, problem: str) -> None:
+        if not principal.is_approver:
+            raise AccessDenied(subject_id, problem)
 
     async def _check_run(self, principal: Principal, run_id: str) -> None:
         run = await self.sayso.store.get_run(run_id)

@@ -38,6 +38,7 @@ from ..exceptions import (
     ThreadBusy,
 )
 from ._access import AccessDenied, Unauthorized
+from ._gateway import GrantNotFound
 
 logger = logging.getLogger("sayso.server")
 
@@ -55,6 +56,7 @@ class ProblemModel(BaseModel):
     detail: str
     request_id: str | None = None
     run_id: str | None = None
+    grant_id: str | None = None
     errors: list[dict[str, Any]] | None = None
 
 
@@ -111,6 +113,8 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
             extra["request_id"] = exc.request_id
         elif isinstance(exc, RunNotFound):
             extra["run_id"] = exc.run_id
+        elif isinstance(exc, GrantNotFound):
+            extra["grant_id"] = exc.grant_id
         return Problem(slug="not-found", title="Not found", status=404, detail=str(exc), extra=extra)
     if isinstance(exc, ConfigError):
         # Raised for what the client named (an unknown agent, a thread of another agent).

@@ -1,7 +1,8 @@
 """Read-only queries the server needs and the store does not offer yet.
 
-The inbox (open requests across threads, filtered and paged), a principal's threads, and a
-thread's transcript read the store's tables directly through its SQLAlchemy engine. They
+The inbox (open requests across threads, filtered and paged), a principal's threads, a
+thread's transcript, a page of the audit log and the requests an expiry sweep closed read
+the store's tables directly through its SQLAlchemy engine. They
 belong in `RunStore` and live here only until it grows them; nothing here writes.
 """
 
@@ -26,6 +27,7 @@ from pydantic_ai.messages import (
 )
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from .._core.audit import AuditRecord
 from .._core.requests import REQUEST_ADAPTER, Request, RequestKind
 from .._store import _tables as t
 
@@ -49,7 +51,7 @@ class InboxFilter:
     owner: str | None = None
     """Visibility: requests on threads of this owner ..."""
     approved_agents: Sequence[str] | None = None
-    """... or asked through one of these agents; both `None` means every request is visible."""
+    """... or on threads whose root agent is one of these; both `None` means every request is visible."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,9 +88,18 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
     return float(raw[0]), raw[1]
 
 
+def _escape(agent: str) -> str:
+    return agent.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _rooted_at(column: Any, agent: str) -> Any:
+    """SQL: `agent` is the root (first) agent of the path in `column`."""
+    return sa.or_(column == agent, column.like(f"{_escape(agent)}/%", escape="\\"))
+
+
 def _on_path(column: Any, agent: str) -> Any:
     """SQL: `agent` is one of the `/`-separated agents of the path in `column`."""
-    escaped = agent.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    escaped = _escape(agent)
     return sa.or_(
         column == agent,
         column.like(f"{escaped}/%", escape="\\"),
@@ -125,7 +136,7 @@ async def list_open_requests(
         stmt = stmt.where(r.c.created_at >= now - query.newer_than)
     if query.owner is not None or query.approved_agents is not None:
         visible = [th.c.owner == query.owner] if query.owner is not None else []
-        visible += [_on_path(r.c.agent_path, a) for a in query.approved_agents or ()]
+        visible += [_rooted_at(r.c.agent_path, a) for a in query.approved_agents or ()]
         stmt = stmt.where(sa.or_(sa.false(), *visible))
     if cursor is not None:
         after_at, after_id = decode_cursor(cursor)
@@ -245,3 +256,72 @@ async def transcript(engine: AsyncEngine, thread_id: str, *, after_seq: int = 0)
                             )
                         )
     return entries
+
+
+# audit
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditPage:
+    """One page of the audit log and the cursor of the next page."""
+
+    records: list[AuditRecord]
+    next_cursor: int | None
+    """The `seq` to continue after; `None` on the last page."""
+    total: int
+    """How many records the whole log holds."""
+
+
+async def list_audit(engine: AsyncEngine, *, newest_first: bool, limit: int, cursor: int | None) -> AuditPage:
+    """A page of audit records in `seq` order (or reversed), continuing after `cursor`."""
+    a = t.audit
+    stmt = sa.select(a)
+    if cursor is not None:
+        stmt = stmt.where(a.c.seq < cursor if newest_first else a.c.seq > cursor)
+    stmt = stmt.order_by(a.c.seq.desc() if newest_first else a.c.seq).limit(limit + 1)
+    async with engine.connect() as conn:
+        rows = (await conn.execute(stmt)).all()
+        total = int((await conn.execute(sa.select(sa.func.count()).select_from(a))).scalar_one())
+    more = len(rows) > limit
+    records = [
+        AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash)
+        for row in rows[:limit]
+    ]
+    return AuditPage(records=records, next_cursor=records[-1].seq if more and records else None, total=total)
+
+
+async def count_audit(engine: AsyncEngine) -> int:
+    """How many records the audit log holds."""
+    async with engine.connect() as conn:
+        return int((await conn.execute(sa.select(sa.func.count()).select_from(t.audit))).scalar_one())
+
+
+# expiry
+
+
+async def open_requests_with_ttl(engine: AsyncEngine) -> set[str]:
+    """Ids of the open requests of open pauses that have an expiry time: those a sweep may close."""
+    r, p = t.requests, t.pauses
+    stmt = (
+        sa.select(r.c.request_id)
+        .join(p, p.c.pause_id == r.c.pause_id)
+        .where(r.c.status == "open", p.c.status == "open", r.c.expires_at.is_not(None))
+    )
+    async with engine.connect() as conn:
+        return {row.request_id for row in (await conn.execute(stmt)).all()}
+
+
+async def closed_by_expiry(engine: AsyncEngine, *, run_ids: Sequence[str], among: set[str]) -> list[Request]:
+    """The requests of `run_ids` that expiry decided, limited to `among` (those open before the sweep)."""
+    if not run_ids or not among:
+        return []
+    r, d = t.requests, t.decisions
+    stmt = (
+        sa.select(r.c.request_id, r.c.body)
+        .join(d, d.c.request_id == r.c.request_id)
+        .where(r.c.run_id.in_(list(run_ids)), d.c.by == "expiry")
+        .order_by(r.c.created_at, r.c.request_id)
+    )
+    async with engine.connect() as conn:
+        rows = (await conn.execute(stmt)).all()
+    return [REQUEST_ADAPTER.validate_json(row.body) for row in rows if row.request_id in among]

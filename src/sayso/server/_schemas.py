@@ -278,3 +278,67 @@ class HealthOut(BaseModel):
     """The server is up and its store answers."""
 
     status: Literal["ok"]
+
+
+class GrantOut(BaseModel):
+    """A remembered approval: this principal lets this tool act on this subject without asking."""
+
+    grant_id: str
+    tool: str
+    subject_key: str
+    subject_label: str
+    scope: Literal["thread", "always"]
+    principal: str
+    thread_id: str | None
+    """The thread a `thread` grant is limited to; `null` for `always`."""
+    created_at: float
+    expires_at: float | None
+    revoked_at: float | None
+
+
+class GrantListOut(BaseModel):
+    """Active grants, newest first."""
+
+    grants: list[GrantOut]
+
+
+class AuditRecordOut(BaseModel):
+    """One line of the audit log, chained to the one before by its hash."""
+
+    seq: int
+    body: dict[str, Any]
+    """What happened: event, request, tool, who, decision, scope, reason, arguments and times."""
+    prev_hash: str
+    hash: str
+
+
+class AuditPageOut(BaseModel):
+    """A page of the audit log."""
+
+    records: list[AuditRecordOut]
+    next_cursor: int | None
+    """Pass as `cursor` to get the next page; `null` on the last page."""
+    total: int
+    """How many records the whole log holds."""
+
+
+class AuditProblemOut(BaseModel):
+    """Where the audit chain first breaks."""
+
+    seq: int
+    problem: str
+
+
+class AuditVerifyOut(BaseModel):
+    """Whether the audit chain is intact."""
+
+    intact: bool
+    records: int
+    problem: AuditProblemOut | None
+    """The first bad record; `null` when intact."""
+
+
+class ExpireOut(BaseModel):
+    """The runs an expiry sweep closed, each as it stands after its agent answered."""
+
+    runs: list[RunOut]

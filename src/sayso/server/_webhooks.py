@@ -132,6 +132,10 @@ class WebhookEmitter:
         if self._own_client and self._client is not None:
             await self._client.aclose()
 
+    def wants(self, event: WebhookEvent) -> bool:
+        """Whether some webhook is subscribed to `event` (so its data is worth gathering)."""
+        return any(event in hook.events for hook in self.hooks)
+
     def emit(self, event: WebhookEvent, data: dict[str, Any]) -> None:
         """Queue `event` for every webhook subscribed to it; never blocks and never raises."""
         if self._send is None:
