@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -198,3 +199,50 @@ def test_second_tab_sees_the_request_already_decided(server: RunningServer, brow
         screenshot(card, "approval-card-already-decided")
     finally:
         context.close()
+
+
+def test_allow_for_this_chat_then_revoke_and_verify_the_audit_log(
+    server: RunningServer, page: Page, workdir: Path
+) -> None:
+    """'Allow for this chat' lets the next delete in the folder run without a card; the grants page revokes it;
+    the audit page verifies the chain intact, and names the first record edited behind its back."""
+    page.goto(server.base_url)
+    say(page, "delete notes")
+    card = page.get_by_role("article", name="Approve delete_file?")
+    expect(card.get_by_role("group", name="Remember")).to_contain_text("Just this call")
+    expect(card.get_by_label("Just this call")).to_be_checked()
+    card.get_by_label("Allow for this chat").check()
+    screenshot(card, "approval-card-scope")
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator("#transcript")).to_contain_text("Deleted notes.txt.")
+    say(page, "delete todo")
+    expect(page.locator("#transcript")).to_contain_text("Deleted todo.md.")
+    expect(approval_card(page)).to_have_count(0)  # type: ignore[arg-type]
+    assert not (workdir / "sandbox" / "todo.md").exists()
+
+    page.get_by_role("link", name="Grants").click()
+    rows = page.locator("#grants-rows tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("delete_file")
+    expect(rows.first).to_contain_text("the sandbox's top folder")
+    expect(rows.first).to_contain_text("Allow for this chat")
+    screenshot(page, "grants")
+    rows.first.get_by_role("button", name="Revoke delete_file on the sandbox's top folder").click()
+    expect(page.locator("#grants-status")).to_contain_text("Revoked")
+    expect(rows).to_have_count(0)
+    with server.client() as client:
+        assert client.get("/v1/grants").json()["grants"] == []
+
+    page.get_by_role("link", name="Audit log").click()
+    audit_rows = page.locator("#audit-rows tr")
+    expect(audit_rows.first).to_contain_text("grant_revoked")  # newest first
+    expect(page.locator("#audit-rows")).to_contain_text("approve (thread)")
+    page.get_by_role("button", name="Verify").click()
+    expect(page.locator("#audit-result")).to_contain_text("Intact")
+    screenshot(page, "audit-log")
+    with sqlite3.connect(workdir / "sayso.db") as db:
+        db.execute("UPDATE audit SET body = replace(body, 'thread', 'always') WHERE seq = 1")
+    page.get_by_role("button", name="Verify").click()
+    expect(page.locator("#audit-result")).to_contain_text("Broken at record 1")
+    expect(page.locator('#audit-rows tr[data-seq="1"]')).to_have_class("bad")
+    screenshot(page, "audit-log-broken")

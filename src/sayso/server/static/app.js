@@ -1,9 +1,10 @@
-// sayso web UI: chat, request cards and the inbox, over the REST API (/v1). No build step.
+// sayso web UI: chat, request cards, the inbox, grants and the audit log, over the REST API (/v1). No build step.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const state = { token: sessionStorage.getItem("sayso-token") || "", threadId: null, agents: [] };
-const SCOPE_LABELS = { once: "Only this time", thread: "Allow for this chat", always: "Always allow" };
+const SCOPE_LABELS = { once: "Just this call", thread: "Allow for this chat", always: "Always allow" };
+const when = (seconds) => (seconds ? new Date(seconds * 1000).toLocaleString() : "");
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -319,11 +320,100 @@ async function refreshInboxCount() {
   if (result.ok) setBadge(result.data.requests.length);
 }
 
+// grants
+
+async function loadGrants() {
+  showView("grants");
+  const result = await api("GET", "/v1/grants");
+  if (!result.ok) {
+    $("grants-rows").replaceChildren();
+    $("grants-status").textContent = result.data?.detail || `Could not load the grants (HTTP ${result.status}).`;
+    return;
+  }
+  const grants = result.data.grants;
+  $("grants-status").textContent = grants.length ? "" : "No remembered approvals: every gated call asks.";
+  $("grants-rows").replaceChildren(...grants.map((grant) => {
+    const scope = grant.scope === "thread" ? SCOPE_LABELS.thread : SCOPE_LABELS.always;
+    const revoke = el("button", { type: "button", class: "danger", "aria-label": `Revoke ${grant.tool} on ${grant.subject_label}`,
+      onclick: async () => {
+        revoke.disabled = true;
+        const revoked = await api("DELETE", `/v1/grants/${encodeURIComponent(grant.grant_id)}`);
+        if (!revoked.ok && revoked.status !== 404) {
+          $("grants-status").textContent = `${revoked.data?.title || "Error"}: ${revoked.data?.detail || revoked.status}`;
+          revoke.disabled = false;
+          return;
+        }
+        $("grants-status").textContent = `Revoked: ${grant.tool} on ${grant.subject_label}. The next call asks again.`;
+        row.remove();
+      } }, "Revoke");
+    const thread = grant.thread_id ? el("a", { href: `#/thread/${grant.thread_id}` }, grant.thread_id) : "any";
+    const row = el("tr", { "data-grant-id": grant.grant_id },
+      el("td", {}, grant.tool), el("td", {}, grant.subject_label), el("td", {}, scope), el("td", {}, grant.principal),
+      el("td", {}, thread), el("td", {}, when(grant.created_at)), el("td", {}, revoke));
+    return row;
+  }));
+}
+
+// audit log
+
+const audit = { cursor: null };
+
+function auditRow(record) {
+  const body = record.body;
+  const decision = body.decision ? `${body.decision}${body.scope && body.scope !== "once" ? ` (${body.scope})` : ""}` : "";
+  const details = [];
+  if (body.reason) details.push(`reason: ${body.reason}`);
+  if (body.subject) details.push(`subject: ${body.subject}`);
+  if (body.grant_id) details.push(`grant: ${body.grant_id}`);
+  if (body.executed_args) details.push(`args: ${JSON.stringify(body.executed_args)}`);
+  const who = body.by && body.by !== "person" ? [body.by, body.principal].filter(Boolean).join(" · ") : body.principal || "";
+  return el("tr", { "data-seq": String(record.seq) },
+    el("td", {}, String(record.seq)), el("td", {}, when(body.decided_at || body.at)), el("td", {}, body.event || ""),
+    el("td", {}, body.tool_name || ""), el("td", {}, decision), el("td", {}, who),
+    el("td", { class: "mono" }, details.join("; ")));
+}
+
+async function loadAudit(more = false) {
+  showView("audit");
+  if (!more) { audit.cursor = null; $("audit-rows").replaceChildren(); $("audit-result").textContent = ""; }
+  const params = new URLSearchParams({ order: "desc", limit: "100" });
+  if (audit.cursor !== null) params.set("cursor", String(audit.cursor));
+  const result = await api("GET", `/v1/audit?${params}`);
+  if (!result.ok) {
+    $("audit-result").textContent = result.data?.detail || `Could not load the audit log (HTTP ${result.status}).`;
+    return;
+  }
+  $("audit-rows").append(...result.data.records.map(auditRow));
+  audit.cursor = result.data.next_cursor;
+  $("audit-more").hidden = audit.cursor === null;
+  if (!result.data.total) $("audit-result").textContent = "The audit log is empty.";
+}
+
+async function verifyAudit() {
+  const out = $("audit-result");
+  out.textContent = "Verifying…";
+  const result = await api("GET", "/v1/audit/verify");
+  if (!result.ok) { out.textContent = result.data?.detail || `Could not verify (HTTP ${result.status}).`; return; }
+  for (const row of document.querySelectorAll("#audit-rows tr.bad")) row.classList.remove("bad");
+  if (result.data.intact) {
+    out.replaceChildren(el("span", { class: "ok" }, "Intact"), ` — all ${result.data.records} records chain correctly.`);
+    return;
+  }
+  const { seq, problem } = result.data.problem;
+  out.replaceChildren(el("span", { class: "bad-text" }, `Broken at record ${seq}`), `: ${problem}.`);
+  document.querySelector(`#audit-rows tr[data-seq="${seq}"]`)?.classList.add("bad");
+}
+
 // navigation
 
+const VIEWS = ["chat", "inbox", "grants", "audit"];
+
 function showView(name) {
-  $("chat-view").hidden = name !== "chat";
-  $("inbox-view").hidden = name !== "inbox";
+  for (const view of VIEWS) $(`${view}-view`).hidden = name !== view;
+  for (const view of VIEWS.slice(1)) {
+    if (view === name) $(`nav-${view}`).setAttribute("aria-current", "page");
+    else $(`nav-${view}`).removeAttribute("aria-current");
+  }
 }
 
 function markCurrentThread() {
@@ -357,6 +447,8 @@ function route() {
   const hash = location.hash;
   if (hash.startsWith("#/thread/")) openThread(decodeURIComponent(hash.slice(9)));
   else if (hash === "#/inbox") loadInbox();
+  else if (hash === "#/grants") loadGrants();
+  else if (hash === "#/audit") loadAudit();
   else newChat();
 }
 
@@ -388,6 +480,9 @@ document.addEventListener("DOMContentLoaded", () => {
     if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("composer").requestSubmit(); }
   });
   $("inbox-filters").addEventListener("submit", (event) => { event.preventDefault(); loadInbox(); });
+  $("audit-verify").addEventListener("click", verifyAudit);
+  $("audit-refresh").addEventListener("click", () => loadAudit());
+  $("audit-more").addEventListener("click", () => loadAudit(true));
   $("signin").addEventListener("submit", (event) => {
     event.preventDefault();
     state.token = $("token").value;
