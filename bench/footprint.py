@@ -199,6 +199,8 @@ async def measure(db: str, resumes: int) -> dict[str, Any]:
             d = await app_b.decide(rid, Approve())
             lat.append(time.perf_counter() - t)
             assert d.run.status == "completed", d
+        out["resume_samples_ms"] = [round(x * 1e3, 3) for x in lat]
+        out["pause_samples_ms"] = [round(x * 1e3, 3) for x in pause_lat]
         out["resume_ms"] = round(statistics.median(lat) * 1e3, 3)
         out["resume_ms_min_max"] = [round(min(lat) * 1e3, 3), round(max(lat) * 1e3, 3)]
         out["pause_ms"] = round(statistics.median(pause_lat) * 1e3, 3)
@@ -211,8 +213,10 @@ async def measure(db: str, resumes: int) -> dict[str, Any]:
 def sub(args: list[str]) -> dict[str, Any]:
     pin = ["taskset", "-c", "0"] if os.environ.get("BENCH_PIN", "1") == "1" else []
     res = subprocess.run(
-        [*pin, sys.executable, os.path.abspath(__file__), *args], check=True, capture_output=True, text=True
+        [*pin, sys.executable, os.path.abspath(__file__), *args], check=False, capture_output=True, text=True
     )
+    if res.returncode != 0:
+        raise SystemExit(f"footprint.py {' '.join(args)} failed:\n{res.stderr[-3000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -222,7 +226,8 @@ def main() -> None:
     ap.add_argument("--paused", type=int, default=100_000)
     ap.add_argument("--small", type=int, default=10)
     ap.add_argument("--sample", type=int, default=200, help="pauses made for real before bulk copying")
-    ap.add_argument("--resumes", type=int, default=30)
+    ap.add_argument("--resumes", type=int, default=40, help="resume samples per measuring process")
+    ap.add_argument("--rounds", type=int, default=3, help="measuring processes per store, alternating")
     ap.add_argument("--db", default=None)
     ap.add_argument("--keep-db", action="store_true")
     args = ap.parse_args()
@@ -233,14 +238,41 @@ def main() -> None:
         print(json.dumps(asyncio.run(measure(args.db, args.resumes))))
         return
     result: dict[str, Any] = {"impl": "sayso", "kind": "footprint"}
-    for label, n in (("small", args.small), ("large", args.paused)):
-        db = args.db + f".{label}" if args.db else default_db(f"sayso-footprint-{n}")
-        try:
-            result[f"{label}_seed"] = sub(["seed", "--db", db, "--paused", str(n), "--sample", str(args.sample)])
-            result[label] = sub(["measure", "--db", db, "--resumes", str(args.resumes)])
-        finally:
-            if not args.keep_db:
+    dbs = {}
+    try:
+        for label, n in (("small", args.small), ("large", args.paused)):
+            dbs[label] = args.db + f".{label}" if args.db else default_db(f"sayso-footprint-{n}")
+            result[f"{label}_seed"] = sub(
+                ["seed", "--db", dbs[label], "--paused", str(n), "--sample", str(args.sample)]
+            )
+        # Measure the two stores alternately (small, large, small, large, ...), each time in a fresh
+        # process, so that drifting load on the machine hits both alike; latencies pool every sample.
+        rounds: dict[str, list[dict[str, Any]]] = {"small": [], "large": []}
+        for _ in range(args.rounds):
+            for label in ("small", "large"):
+                rounds[label].append(sub(["measure", "--db", dbs[label], "--resumes", str(args.resumes)]))
+    finally:
+        if not args.keep_db:
+            for db in dbs.values():
                 fresh_db(db)
+    for label, rs in rounds.items():
+        first = dict(rs[0])
+        res = [x for r in rs for x in r["resume_samples_ms"]]
+        pau = [x for r in rs for x in r["pause_samples_ms"]]
+        first.update(
+            rounds=len(rs),
+            resume_ms=round(statistics.median(res), 3),
+            resume_ms_min_max=[min(res), max(res)],
+            pause_ms=round(statistics.median(pau), 3),
+            first_page_ms=round(statistics.median(r["first_page_ms"] for r in rs), 3),
+            first_page_cold_ms=max(r["first_page_cold_ms"] for r in rs),
+            first_page_p99_ms=max(r["first_page_p99_ms"] for r in rs),
+            result_ms=round(statistics.median(r["result_ms"] for r in rs), 3),
+            rss_idle=max(r["rss_idle"] for r in rs),
+            rss_served=max(r["rss_served"] for r in rs),
+            rss_growth=max(r["rss_growth"] for r in rs),
+        )
+        result[label] = first
     s, big = result["small"], result["large"]
     result["summary"] = {
         "paused": args.paused,
