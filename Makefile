@@ -1,6 +1,6 @@
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test install bench bench-quick
+.PHONY: help demo chat test install bench bench-quick
 
 help: ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -8,8 +8,12 @@ help: ## show the targets
 install: ## create .venv with sayso and its dev tools
 	scripts/setup dev
 
-demo: ## chat with the file-manager example in the terminal
+demo: ## serve the file-manager example: web UI and REST API on http://127.0.0.1:8000/
 	scripts/demo $(ARGS)
+
+chat: ## chat with the file-manager example in the terminal
+	scripts/setup
+	.venv/bin/sayso chat examples/files/sayso.yaml $(ARGS)
 
 test: ## lint, type-check and run the whole test suite
 	scripts/test
