@@ -20,6 +20,8 @@ def test_health_and_openapi(server: RunningServer) -> None:
         assert client.get("/healthz").json() == {"status": "ok"}
         paths = client.get("/openapi.json").json()["paths"]
     assert {"/v1/runs", "/v1/requests", "/v1/requests/{request_id}/decision", "/v1/runs/{run_id}/resume"} <= set(paths)
+    assert {"/v1/grants", "/v1/grants/{grant_id}", "/v1/audit", "/v1/audit/verify", "/v1/expire"} <= set(paths)
+    assert set(paths["/v1/grants/{grant_id}"]) == {"delete"}
 
 
 def test_run_pauses_and_a_decision_resumes_it(server: RunningServer, workdir: Path) -> None:

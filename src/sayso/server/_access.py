@@ -76,7 +76,10 @@ class Principal:
         return any(fnmatchcase(root, glob) for glob in self.approver_for)
 
     def may_act_on(self, *, owner: str, agent_path: str) -> bool:
-        """Whether this principal may read or decide what a thread of `owner` asks through `agent_path`."""
+        """Whether this principal may see a thread of `owner` and what it asks through `agent_path`.
+
+        The same rule the runtime applies to decisions, so what is listed is what may be decided.
+        """
         return self.local or owner == self.name or self.approves(agent_path)
 
     def approved_agents(self, agents: Iterable[str]) -> list[str] | None:
