@@ -115,6 +115,10 @@ def _rpc_endpoint(sayso: Sayso, dispatcher: JsonRpcDispatcher) -> Callable[[Requ
 
 def _card_endpoint(sayso: Sayso, agent: str) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        return JSONResponse(agent_card_to_dict(agent_card(sayso, agent, str(request.base_url))))
+        card = agent_card_to_dict(agent_card(sayso, agent, str(request.base_url)))
+        for extension in card.get("capabilities", {}).get("extensions", []):
+            # protobuf JSON drops a false `required`; kagent's cards spell it out.
+            extension.setdefault("required", False)
+        return JSONResponse(card)
 
     return endpoint

@@ -1,0 +1,401 @@
+"""A2A with kagent's HITL extension v1, over a real server: the conformance points of spec/kagent-hitl-wire.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from a2a.types import TaskState
+from pydantic_ai.messages import ModelRequest, ToolReturnPart
+
+from sayso import Sayso, load_config
+
+from .a2a_helpers import (
+    HEADERS,
+    PLAIN,
+    URI,
+    collect,
+    get_task,
+    hitl,
+    rpc,
+    sdk_client,
+    sdk_message,
+    send,
+    stream,
+    task_of,
+    user_message,
+)
+from .conftest import EXAMPLE, ServerFactory
+
+SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
+
+
+def pause(base_url: str, text: str = "delete notes", headers: dict[str, str] | None = None) -> dict[str, Any]:
+    task = task_of(send(base_url, user_message(text), headers))
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    return task
+
+
+def error_of(body: dict[str, Any]) -> dict[str, Any]:
+    assert "error" in body, body
+    error: dict[str, Any] = body["error"]
+    return error
+
+
+# --- discovery and negotiation (§2)
+
+
+def test_each_agent_card_declares_the_extension_and_the_entry_card_is_at_the_root(serve: ServerFactory) -> None:
+    server = serve()
+    for path in ("/a2a/files/.well-known/agent-card.json", "/.well-known/agent-card.json"):
+        card = httpx.get(server.base_url + path).json()
+        assert card["name"] == "files"
+        assert card["capabilities"]["streaming"] is True
+        assert card["capabilities"]["extensions"] == [
+            {
+                "uri": URI,
+                "description": "Human in the loop for tool approval, ask user, and nested subagents",
+                "required": False,
+            }
+        ]
+        assert card["supportedInterfaces"][0]["url"] == f"{server.base_url}/a2a/files"
+
+
+@pytest.mark.parametrize(
+    ("header", "value", "activated"),
+    [
+        pytest.param("A2A-Extensions", URI, True, id="exact"),
+        pytest.param("a2a-extensions", f"https://example.com/other ,  {URI}", True, id="list-and-case"),
+        pytest.param("X-A2A-Extensions", URI, True, id="a2a-0.3-name"),
+        pytest.param("A2A-Extensions", "https://kagent.dev/extensions/hitl/v2", False, id="v2-does-not-activate"),
+    ],
+)
+def test_the_extension_activates_on_an_exact_uri_and_is_echoed(
+    serve: ServerFactory, header: str, value: str, activated: bool
+) -> None:
+    server = serve()
+    response = rpc(
+        server.base_url, "files", "SendMessage", {"message": user_message("delete notes")}, {**PLAIN, header: value}
+    )
+    assert response.headers.get("A2A-Extensions") == (URI if activated else None)
+    message = response.json()["result"]["task"]["status"]["message"]
+    assert (hitl(message) is not None) is activated
+
+
+def test_no_echo_without_the_header(serve: ServerFactory) -> None:
+    server = serve()
+    response = rpc(server.base_url, "files", "SendMessage", {"message": user_message("list")}, PLAIN)
+    assert "A2A-Extensions" not in response.headers
+    assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_the_streaming_response_echoes_the_header(serve: ServerFactory) -> None:
+    server = serve()
+    headers, events = stream(server.base_url, user_message("delete notes"))
+    assert headers["A2A-Extensions"] == URI
+    assert events[0]["result"]["task"]["status"]["state"] == "TASK_STATE_WORKING"
+    last = events[-1]["result"]["statusUpdate"]
+    assert last["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert hitl(last["status"]["message"])["type"] == "tool_approval_request"
+
+
+# --- the pause message (§3, §5)
+
+
+async def test_an_approval_pause_has_one_text_part_and_exactly_kagents_payload(serve: ServerFactory) -> None:
+    server = serve()
+    task = pause(server.base_url)
+    message = task["status"]["message"]
+    assert message["role"] == "ROLE_AGENT"
+    assert message["taskId"] == task["id"] and message["contextId"] == task["contextId"]
+    assert message["parts"] == [{"text": "Deleting a file cannot be undone. (delete_file)"}]
+    assert message["extensions"] == [URI]
+    payload = hitl(message)
+    request = (await requests_of(task["id"]))[0]
+    assert payload == {
+        "type": "tool_approval_request",
+        "hint": "Deleting a file cannot be undone. (delete_file)",
+        "tools": [
+            {
+                "id": request.request_id,
+                "call_id": request.tool_call_id,
+                "name": "delete_file",
+                "args": {"name": "notes.txt"},
+            }
+        ],
+    }
+    # sayso's own facts travel under a key of our own, never inside kagent's payload.
+    ours = message["metadata"][SAYSO_KEY]["requests"][0]
+    assert ours["subject"] == {"key": "folder:.", "label": "the sandbox's top folder"}
+    assert ours["scopes"] == ["once", "thread", "always"]
+    assert ours["expires_at"] is None
+
+
+def test_without_the_header_the_pause_is_text_only(serve: ServerFactory) -> None:
+    server = serve()
+    task = pause(server.base_url, headers=PLAIN)
+    message = task["status"]["message"]
+    assert message["parts"] == [{"text": "Deleting a file cannot be undone. (delete_file)"}]
+    assert "extensions" not in message and "metadata" not in message
+    # A later read with the header does not add a payload that was never attached.
+    assert "metadata" not in get_task(server.base_url, task["id"], HEADERS)["status"]["message"]
+
+
+def test_a_stored_payload_comes_back_on_every_read(serve: ServerFactory) -> None:
+    server = serve()
+    task = pause(server.base_url)
+    read = get_task(server.base_url, task["id"], PLAIN)
+    assert read["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert hitl(read["status"]["message"]) == hitl(task["status"]["message"])
+
+
+async def test_an_ask_user_pause_states_the_question(serve: ServerFactory) -> None:
+    server = serve()
+    task = pause(server.base_url, "delete report")
+    message = task["status"]["message"]
+    assert message["parts"] == [{"text": "Several files match. Which one should I delete?"}]
+    request = (await requests_of(task["id"]))[0]
+    assert hitl(message) == {
+        "type": "ask_user_request",
+        "id": request.request_id,
+        "questions": [
+            {
+                "question": "Several files match. Which one should I delete?",
+                "choices": ["report-2025.txt", "report-2026.txt"],
+                "multiple": False,
+            }
+        ],
+    }
+
+
+# --- responses (§6)
+
+
+def approve(task: dict[str, Any], approvals: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+    payload = {"type": "tool_approval_response", "approvals": approvals}
+    return user_message("Approved", task_id=task["id"], context_id=task["contextId"], payload=payload, **kwargs)
+
+
+def tool_id(task: dict[str, Any]) -> str:
+    tool: str = hitl(task["status"]["message"])["tools"][0]["id"]
+    return tool
+
+
+def test_an_approval_runs_the_exact_call_and_completes_the_task(serve: ServerFactory, sandbox: Path) -> None:
+    server = serve()
+    task = pause(server.base_url)
+    response = rpc(
+        server.base_url, "files", "SendMessage", {"message": approve(task, [{"id": tool_id(task), "approved": True}])}
+    )
+    assert response.headers["A2A-Extensions"] == URI
+    done = response.json()["result"]["task"]
+    assert done["id"] == task["id"] and done["contextId"] == task["contextId"]
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert done["status"]["message"]["parts"] == [{"text": "Deleted notes.txt."}]
+    assert not (sandbox / "notes.txt").exists()
+
+
+async def test_a_rejection_reason_reaches_the_model_and_nothing_runs(serve: ServerFactory, sandbox: Path) -> None:
+    server = serve()
+    task = pause(server.base_url)
+    decision = {"id": tool_id(task), "approved": False, "rejection_reason": "keep it for now"}
+    done = task_of(send(server.base_url, approve(task, [decision])))
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert (sandbox / "notes.txt").exists()
+    assert "Declined: keep it for now" in await tool_results(task["contextId"])
+
+
+@pytest.mark.parametrize(
+    ("approvals", "problem"),
+    [
+        pytest.param([], "non-empty", id="empty"),
+        pytest.param([{"id": "req_nope", "approved": True}], "missing ids", id="only-unknown-is-missing"),
+        pytest.param("DUP", "duplicate ids", id="duplicate"),
+        pytest.param("UNKNOWN", "unknown ids: req_zz", id="unknown"),
+        pytest.param("STRING", "JSON boolean", id="approved-as-string"),
+    ],
+)
+def test_an_invalid_response_is_refused_and_the_pause_stays_open(
+    serve: ServerFactory, sandbox: Path, approvals: Any, problem: str
+) -> None:
+    server = serve()
+    task = pause(server.base_url)
+    known = tool_id(task)
+    approvals = (
+        {
+            "DUP": [{"id": known, "approved": True}, {"id": known, "approved": True}],
+            "UNKNOWN": [{"id": known, "approved": True}, {"id": "req_zz", "approved": True}],
+            "STRING": [{"id": known, "approved": "true"}],
+        }.get(approvals, approvals)
+        if isinstance(approvals, str)
+        else approvals
+    )
+    error = error_of(send(server.base_url, approve(task, approvals)))
+    assert error["code"] == -32602
+    assert problem in error["message"]
+    assert get_task(server.base_url, task["id"])["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert (sandbox / "notes.txt").exists()
+
+
+def test_two_approvals_must_both_be_decided(serve: ServerFactory, sandbox: Path) -> None:
+    """Two gated calls in one turn: leaving one out is refused, never approved."""
+    server = serve(models={"demo": {"scripted": str(Path(__file__).parent / "two_deletes.yaml")}})
+    task = pause(server.base_url, "delete both")
+    tools = hitl(task["status"]["message"])["tools"]
+    assert [t["name"] for t in tools] == ["delete_file", "delete_file"]
+    assert task["status"]["message"]["parts"] == [
+        {"text": "Deleting a file cannot be undone.; Deleting a file cannot be undone. (delete_file, delete_file)"}
+    ]
+    error = error_of(send(server.base_url, approve(task, [{"id": tools[0]["id"], "approved": True}])))
+    assert "missing ids" in error["message"]
+    assert (sandbox / "notes.txt").exists() and (sandbox / "todo.md").exists()
+    done = task_of(
+        send(
+            server.base_url,
+            approve(task, [{"id": tools[1]["id"], "approved": False}, {"id": tools[0]["id"], "approved": True}]),
+        )
+    )
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert not (sandbox / "notes.txt").exists() and (sandbox / "todo.md").exists()
+
+
+def test_a_resume_without_the_header_is_accepted_when_the_message_declares_the_extension(
+    serve: ServerFactory, sandbox: Path
+) -> None:
+    server = serve()
+    task = pause(server.base_url)
+    response = rpc(
+        server.base_url,
+        "files",
+        "SendMessage",
+        {"message": approve(task, [{"id": tool_id(task), "approved": True}])},
+        PLAIN,
+    )
+    assert "A2A-Extensions" not in response.headers
+    assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_an_undeclared_payload_is_ordinary_input_and_skips_the_pause(serve: ServerFactory, sandbox: Path) -> None:
+    """Metadata without `extensions` is no response: the person moved on, nothing is approved."""
+    server = serve()
+    task = pause(server.base_url)
+    body = send(server.base_url, approve(task, [{"id": tool_id(task), "approved": True}], declare=False))
+    moved_on = task_of(body)
+    assert moved_on["id"] != task["id"] and moved_on["contextId"] == task["contextId"]
+    assert (sandbox / "notes.txt").exists()
+    assert get_task(server.base_url, task["id"])["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def test_a_request_type_sent_back_is_refused(serve: ServerFactory) -> None:
+    server = serve()
+    task = pause(server.base_url)
+    message = user_message(task_id=task["id"], payload=hitl(task["status"]["message"]))
+    error = error_of(send(server.base_url, message))
+    assert "not a HITL response" in error["message"]
+    assert get_task(server.base_url, task["id"])["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+
+def test_a_message_to_a_task_that_is_not_waiting_is_refused(serve: ServerFactory) -> None:
+    server = serve()
+    task = pause(server.base_url)
+    answer = approve(task, [{"id": tool_id(task), "approved": True}])
+    assert task_of(send(server.base_url, answer))["status"]["state"] == "TASK_STATE_COMPLETED"
+    again = error_of(send(server.base_url, {**answer, "messageId": "again"}))
+    assert "not waiting for input" in again["message"]
+    text = error_of(send(server.base_url, user_message("hello", task_id=task["id"])))
+    assert "completed" in text["message"]
+
+
+def test_an_unknown_task_is_not_found(serve: ServerFactory) -> None:
+    server = serve()
+    error = error_of(send(server.base_url, user_message("hi", task_id="run_nope")))
+    assert error["code"] == -32001
+
+
+def test_ask_user_then_approval_pause_the_same_task_one_type_at_a_time(serve: ServerFactory, sandbox: Path) -> None:
+    server = serve()
+    task = pause(server.base_url, "delete report")
+    asked = hitl(task["status"]["message"])
+
+    def answer(answer_id: str, answers: list[dict[str, Any]]) -> dict[str, Any]:
+        payload = {"type": "ask_user_response", "id": answer_id, "answers": answers}
+        return user_message(task_id=task["id"], context_id=task["contextId"], payload=payload)
+
+    wrong_id = error_of(send(server.base_url, answer("req_other", [{"answer": ["report-2025.txt"]}])))
+    assert "invalid correlation" in wrong_id["message"]
+    too_many = error_of(send(server.base_url, answer(asked["id"], [{"answer": ["a"]}, {"answer": ["b"]}])))
+    assert "expected 1 answer" in too_many["message"]
+    two_for_one = error_of(send(server.base_url, answer(asked["id"], [{"answer": ["a", "b"]}])))
+    assert "takes one answer" in two_for_one["message"]
+    wrong_type = error_of(send(server.base_url, approve(task, [{"id": asked["id"], "approved": True}])))
+    assert "waits for a ask_user_response" in wrong_type["message"]
+
+    then = task_of(send(server.base_url, answer(asked["id"], [{"answer": ["report-2025.txt"]}])))
+    assert then["id"] == task["id"]
+    assert then["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    approval = hitl(then["status"]["message"])
+    assert approval["type"] == "tool_approval_request"
+    assert approval["tools"][0]["args"] == {"name": "report-2025.txt"}
+    done = task_of(send(server.base_url, approve(then, [{"id": approval["tools"][0]["id"], "approved": True}])))
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert not (sandbox / "report-2025.txt").exists() and (sandbox / "report-2026.txt").exists()
+
+
+# --- durability and the SDK's own client (§1 of the issue, point 6)
+
+
+def test_a_paused_task_is_answered_by_another_process_after_a_restart(serve: ServerFactory, sandbox: Path) -> None:
+    first = serve()
+    task = pause(first.base_url)
+    first.stop()
+    second = serve()
+    read = get_task(second.base_url, task["id"])
+    assert hitl(read["status"]["message"]) == hitl(task["status"]["message"])
+    done = task_of(send(second.base_url, approve(task, [{"id": tool_id(task), "approved": True}])))
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert not (sandbox / "notes.txt").exists()
+
+
+@pytest.mark.parametrize("streaming", [pytest.param(True, id="streaming"), pytest.param(False, id="blocking")])
+async def test_the_a2a_sdk_client_pauses_and_approves(serve: ServerFactory, sandbox: Path, streaming: bool) -> None:
+    server = serve()
+    async with httpx.AsyncClient(timeout=60) as http:
+        client = await sdk_client(server.base_url, streaming=streaming, http=http)
+        events = await collect(client, sdk_message("delete notes"))
+        last = events[-1]
+        status = last.status_update.status if last.HasField("status_update") else last.task.status
+        task_id = last.status_update.task_id if last.HasField("status_update") else last.task.id
+        context_id = last.status_update.context_id if last.HasField("status_update") else last.task.context_id
+        assert status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert list(status.message.extensions) == [URI]
+        request_id = status.message.metadata[URI]["tools"][0]["id"]
+        payload = {"type": "tool_approval_response", "approvals": [{"id": request_id, "approved": True}]}
+        events = await collect(client, sdk_message(task_id=task_id, context_id=context_id, payload=payload))
+        last = events[-1]
+        status = last.status_update.status if last.HasField("status_update") else last.task.status
+        assert status.state == TaskState.TASK_STATE_COMPLETED
+        assert status.message.parts[0].text == "Deleted notes.txt."
+        await client.close()
+    assert not (sandbox / "notes.txt").exists()
+
+
+# --- helpers reading the store behind the server (a second runtime on the same file)
+
+
+async def requests_of(run_id: str) -> list[Any]:
+    async with Sayso(load_config(EXAMPLE)) as app:
+        return list((await app.result(run_id)).requests)
+
+
+async def tool_results(thread_id: str) -> str:
+    async with Sayso(load_config(EXAMPLE)) as app:
+        messages = await app.store.load_messages(thread_id)
+    return "\n".join(
+        str(p.content)
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart)
+    )
