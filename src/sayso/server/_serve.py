@@ -9,6 +9,7 @@ import uvicorn
 from .._config import Config, load_config
 from .._runtime import Sayso
 from ..exceptions import ConfigError
+from ..protocols import protocol_routers
 from ._app import DEFAULT_EXPIRE_EVERY_SECONDS, create_app
 
 logger = logging.getLogger("sayso.server")
@@ -65,6 +66,7 @@ def serve(
         logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     config = load_config(config_path)
     check_bind(config, host)
-    app = create_app(Sayso(config), expire_every_seconds=expire_every_seconds)
+    sayso = Sayso(config)
+    app = create_app(sayso, expire_every_seconds=expire_every_seconds, routers=protocol_routers(sayso))
     logger.info("sayso serves %s on http://%s:%d (UI at /, API docs at /docs)", config_path, host, port)
     uvicorn.run(app, host=host, port=port, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS, log_level="info")
