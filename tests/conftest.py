@@ -45,12 +45,13 @@ MakeApp = Callable[..., Sayso]
 def make_app(tmp_path: Path) -> Iterator[MakeApp]:
     """Build a runtime over one SQLite file from agent definitions written in the test."""
 
-    def make(agents: dict[str, Any], *, model: Any = None, **kwargs: Any) -> Sayso:
+    def make(
+        agents: dict[str, Any], *, model: Any = None, models: dict[str, Any] | None = None, **kwargs: Any
+    ) -> Sayso:
         config = Config.model_validate(
             {"store": f"sqlite:///{tmp_path / 'sayso.db'}", "agents": agents, "base_dir": tmp_path}
         )
-        models = {"m": model} if model is not None else None
-        return Sayso(config, models=models, **kwargs)
+        return Sayso(config, models={**({"m": model} if model is not None else {}), **(models or {})}, **kwargs)
 
     yield make
 

@@ -269,7 +269,7 @@ async def test_a_pause_is_consumed_once(app: Sayso, make_app: MakeApp) -> None:
         _, _, requests, decided = await app.store.pause_state(record.pause_id)
         first = await app.resume(paused.run_id)
         with pytest.raises(PauseConsumed):
-            await app._resume_pause(record, requests, decided, force=False)  # a second resume that saw the same pause
+            await app._advance(record, force=False)  # a second resume that saw the same pause
     assert first.status == "completed"
     assert ran == [("delete_file", {"name": "a.txt"})]
 

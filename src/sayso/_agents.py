@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic_ai import Agent, DeferredToolRequests, Tool
+from pydantic_ai import Agent, DeferredToolRequests, RunContext, Tool
 from pydantic_ai.models import Model
 from pydantic_ai.toolsets import FunctionToolset
 
@@ -37,6 +37,10 @@ class BuiltAgent:
 def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, Model | str]) -> BuiltAgent:
     """Build one agent; the gate wraps its own tools, `ask_user` sits beside them ungated."""
     tools: list[Tool[Any]] = [_tool(t, config.base_dir) for t in spec.tools]
+    for delegate in spec.delegates:
+        if delegate.agent is None:
+            raise ConfigError(f"agent {name!r}: remote (A2A) delegates are not supported yet ({delegate.a2a})")
+        tools.append(_delegate_tool(delegate.agent, delegate.description))
     names = [t.name for t in tools]
     if duplicate := next((n for n in names if names.count(n) > 1), None):
         raise ConfigError(f"agent {name!r} has two tools named {duplicate!r}")
@@ -69,6 +73,22 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
         redact=tuple(spec.redact),
         notifier=_notifier(spec, config.base_dir),
     )
+
+
+def _delegate_tool(target: str, description: str) -> Tool[RunDeps]:
+    """A tool that hands work to the delegate `target`; if the delegate pauses, so does this call."""
+
+    async def delegate(ctx: RunContext[RunDeps], task: str) -> str:
+        """Hand a piece of work to this delegate and get its answer.
+
+        Args:
+            ctx: the run context (not shown to the model).
+            task: what the delegate should do, in plain words, with everything it needs to know.
+        """
+        assert ctx.deps.delegate is not None and ctx.tool_call_id is not None, "the runtime always provides both"
+        return await ctx.deps.delegate(target, task, ctx.tool_call_id)
+
+    return Tool(delegate, name=target, description=description or f"Hand work to {target}.")
 
 
 def _notifier(spec: AgentConfig, base_dir: Path) -> DecisionNotifier:

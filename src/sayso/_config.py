@@ -63,6 +63,31 @@ class InterruptConfig(_Strict):
         )
 
 
+class DelegateConfig(_Strict):
+    """An agent this agent may hand work to, exposed to it as a tool named after the delegate."""
+
+    agent: str | None = None
+    """A configured agent's name (a local delegate)."""
+    a2a: str | None = None
+    """An A2A agent's URL (a remote delegate)."""
+    description: str = ""
+    """What the delegate is for, as the parent's model reads it."""
+
+    @model_validator(mode="after")
+    def _one_target(self) -> DelegateConfig:
+        if (self.agent is None) == (self.a2a is None):
+            raise ValueError("a delegate names exactly one of 'agent' or 'a2a'")
+        return self
+
+
+class OrchestrationConfig(_Strict):
+    """kaboo's form of delegation: an entry agent and the agents it may hand work to."""
+
+    mode: Literal["delegate"] = "delegate"
+    entry_name: str
+    connections: list[DelegateConfig] = []
+
+
 class AgentConfig(_Strict):
     """One agent: a model, instructions, tools and a pause policy."""
 
@@ -78,6 +103,8 @@ class AgentConfig(_Strict):
     interrupt: InterruptConfig = InterruptConfig()
     redact: list[str] = []
     """Argument fields (such as `password`) hidden wherever a request is shown."""
+    delegates: list[DelegateConfig] = []
+    """Agents this one may hand work to; each is a tool named after the delegate."""
 
     @field_validator("tools")
     @classmethod
@@ -176,10 +203,27 @@ class Config(_Strict):
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder that relative paths (store, scripts, tool modules) are resolved from."""
 
+    orchestrations: dict[str, OrchestrationConfig] = {}
+    """Named teams (`mode: delegate`): the entry agent gets the connections as delegates."""
+
     @model_validator(mode="after")
     def _entry_exists(self) -> Config:
         if not self.agents:
             raise ValueError("at least one agent is needed under 'agents'")
+        for name, team in self.orchestrations.items():
+            if team.entry_name not in self.agents:
+                raise ValueError(f"orchestration {name!r}: entry_name {team.entry_name!r} is not an agent")
+            lead = self.agents[team.entry_name]
+            known = {d.agent for d in lead.delegates}
+            lead.delegates.extend(c for c in team.connections if c.agent not in known)
+            if self.entry == name:
+                self.entry = team.entry_name
+        for name, spec in self.agents.items():
+            for delegate in spec.delegates:
+                if delegate.agent is not None and delegate.agent not in self.agents:
+                    raise ValueError(f"agent {name!r} delegates to {delegate.agent!r}, which is not an agent")
+                if delegate.agent == name:
+                    raise ValueError(f"agent {name!r} cannot delegate to itself")
         if self.entry is None:
             self.entry = next(iter(self.agents))
         if self.entry not in self.agents:

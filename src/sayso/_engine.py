@@ -28,6 +28,7 @@ from ._core.decisions import (
 from ._core.requests import (
     ApprovalRequest,
     ClientToolRequest,
+    DelegateRequest,
     Question,
     QuestionRequest,
     Request,
@@ -48,6 +49,7 @@ def requests_from(
     new_id: Callable[[], str],
     principal: str | None = None,
     redact: tuple[str, ...] = (),
+    parent_call_id: str | None = None,
 ) -> list[Request]:
     """One request per deferred call, in the order the model made the calls."""
     order = _call_order(history)
@@ -69,6 +71,7 @@ def requests_from(
             "expires_at": meta.get("expires_at") or (now + ttl if ttl else None),
             "principal": principal,
             "redact": redact,
+            "parent_call_id": parent_call_id,
         }
         if call.tool_call_id in approval_ids:
             requests.append(
@@ -84,6 +87,8 @@ def requests_from(
                     service_request=meta.get("service_request"),
                 )
             )
+        elif meta.get("kind") == "delegate":
+            requests.append(DelegateRequest(**common, child_run_id=meta["child_run_id"]))
         elif meta.get("kind") == "question":
             questions = tuple(
                 Question(question=q["question"], choices=tuple(q.get("choices", ())), multiple=q.get("multiple", False))

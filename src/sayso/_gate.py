@@ -8,7 +8,7 @@ that already started (in this or a crashed process) is never started again.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -61,6 +61,8 @@ class RunDeps:
     clock: Any
     grants: Sequence[Grant] | None = None
     """Grants an external host passed for this run; when set, stored grants are not consulted."""
+    delegate: Callable[[str, str, str], Awaitable[str]] | None = None
+    """Hands work to a delegate agent: `(agent, task, tool_call_id) -> its answer` (or the run pauses)."""
 
 
 @dataclass

@@ -44,6 +44,7 @@ def request_json(request: Request) -> dict[str, Any]:
         "run_id": request.run_id,
         "thread_id": request.thread_id,
         "agent_path": request.agent_path,
+        "parent_call_id": request.parent_call_id,
         "tool_call_id": request.tool_call_id,
         "tool_name": request.tool_name,
         "args": shown_args(request),

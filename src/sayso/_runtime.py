@@ -19,28 +19,30 @@ from typing import Any
 
 import anyio
 from pydantic_ai import DeferredToolRequests
+from pydantic_ai.exceptions import CallDeferred
 from pydantic_ai.models import Model
 
 from ._agents import BuiltAgent, build_agent, build_models
 from ._config import Config, load_config
 from ._core.audit import AuditProblem, AuditRecord, verify_chain
-from ._core.decisions import Approve, Decision, DecisionRecord, Expire, check_decision
+from ._core.decisions import Answer, Approve, ClientResult, Decision, DecisionRecord, Expire, check_decision
 from ._core.grants import Grant
 from ._core.policy import may_decide
-from ._core.requests import ApprovalRequest, ClientTool, Request
-from ._core.resume import SKIPPED_FOR_MESSAGE, open_requests, plan_resume
+from ._core.requests import ApprovalRequest, ClientTool, DelegateRequest, QuestionRequest, Request
+from ._core.resume import SKIPPED_FOR_FORCE, SKIPPED_FOR_MESSAGE, open_requests, plan_resume
 from ._core.service import service_notice
 from ._engine import annotate, audit_body, deferred_results, requests_from
 from ._gate import RunDeps
 from ._results import DecideResult, RunResult
 from ._store import RunRecord, RunStore
-from ._tools import ClientToolset
+from ._tools import META_KEY, ClientToolset
 from .exceptions import (
     AlreadyDecided,
     ConfigError,
     InvalidDecision,
     NotAllowed,
     NotFound,
+    NotReady,
     PauseConsumed,
     RequestNotFound,
     RunConflict,
@@ -151,6 +153,9 @@ class Sayso:
             _, _, requests, decided = await self.store.pause_state(active.pause_id)
             plan = plan_resume(active.run_id, requests, decided, force=True, now=now, skip_reason=SKIPPED_FOR_MESSAGE)
             decisions, added, supersede = plan.decisions, plan.added, active.pause_id
+            for request in open_requests(requests, decided):
+                if isinstance(request, DelegateRequest):
+                    await self._cancel_tree(request.child_run_id, SKIPPED_FOR_MESSAGE)
         run = await self.store.start_run(
             thread_id=thread.thread_id if thread else thread_id or new_id("thr"),
             owner=principal,
@@ -206,16 +211,14 @@ class Sayso:
             if earlier is not None and earlier.decision != to_record:
                 raise AlreadyDecided(request_id, f"already decided ({earlier.decision.kind}); the first decision wins")
             recorded = earlier is None
-        run = await self.store.get_run(request.run_id)
-        if resume and run.status == "paused" and run.pause_id is not None:
-            _, _, requests, decided = await self.store.pause_state(run.pause_id)
-            if not open_requests(requests, decided):
-                try:
-                    resumed = await self._resume_pause(run, requests, decided, force=False)
-                except PauseConsumed:
-                    resumed = await self.result(run.run_id)  # another decider's resume carries the run on
-                return DecideResult(request_id=request_id, recorded=recorded, run=resumed)
-        return DecideResult(request_id=request_id, recorded=recorded, run=await self.result(run.run_id))
+        root = await self._root(request.run_id)
+        if resume and root.status == "paused" and not await self._open_leaves(root):
+            try:
+                resumed = await self._advance(root, force=False)
+            except PauseConsumed:
+                resumed = await self.result(root.run_id)  # another decider's resume carries the run on
+            return DecideResult(request_id=request_id, recorded=recorded, run=resumed)
+        return DecideResult(request_id=request_id, recorded=recorded, run=await self.result(root.run_id))
 
     async def resume(self, run_id: str, *, force: bool = False) -> RunResult:
         """Resume a paused run, or carry on a run whose process died.
@@ -231,8 +234,11 @@ class Sayso:
         """
         run = await self.store.get_run(run_id)
         if run.status == "paused" and run.pause_id is not None:
-            _, _, requests, decided = await self.store.pause_state(run.pause_id)
-            return await self._resume_pause(run, requests, decided, force=force)
+            waiting = await self._open_leaves(run)
+            if waiting and not force:
+                ids = ", ".join(r.request_id for r in waiting)
+                raise NotReady(run_id, f"{len(waiting)} request(s) still open ({ids}); decide them or force the resume")
+            return await self._advance(run, force=force)
         if run.status == "running":
             return await self._carry_on(run)
         raise RunConflict(run_id, f"the run is {run.status}; only a paused run can be resumed")
@@ -240,10 +246,7 @@ class Sayso:
     async def result(self, run_id: str) -> RunResult:
         """Where a run stands now, with the requests it still waits on."""
         run = await self.store.get_run(run_id)
-        waiting: list[Request] = []
-        if run.status == "paused" and run.pause_id is not None:
-            _, _, requests, decided = await self.store.pause_state(run.pause_id)
-            waiting = open_requests(requests, decided)
+        waiting = await self._open_leaves(run) if run.status == "paused" else []
         return RunResult(
             run_id=run.run_id,
             thread_id=run.thread_id,
@@ -270,8 +273,8 @@ class Sayso:
             waiting = open_requests(requests, decided)
             if not waiting or any(r.expires_at is None or r.expires_at > now for r in waiting):
                 continue
-            expired = {
-                r.request_id: DecisionRecord(
+            expired = [
+                DecisionRecord(
                     request_id=r.request_id,
                     decision=Expire(expires_at=r.expires_at or now),
                     by="expiry",
@@ -279,13 +282,14 @@ class Sayso:
                     decided_at=now,
                 )
                 for r in waiting
-            }
+            ]
+            by_id = {r.request_id: r for r in waiting}
+            await self.store.add_decisions(expired, audit=[audit_body(by_id[d.request_id], d) for d in expired])
+            root = await self._root(run.run_id)
+            if await self._open_leaves(root):
+                continue
             try:
-                results.append(
-                    await self._resume_pause(
-                        run, requests, {**decided, **expired}, force=False, added=list(expired.values())
-                    )
-                )
+                results.append(await self._advance(root, force=False))
             except PauseConsumed:
                 continue
         return results
@@ -330,19 +334,29 @@ class Sayso:
         except KeyError:
             raise ConfigError(f"no agent named {name!r}; configured: {', '.join(self._agents)}") from None
 
-    async def _resume_pause(
-        self,
-        run: RunRecord,
-        requests: list[Request],
-        decided: dict[str, DecisionRecord],
-        *,
-        force: bool,
-        added: Sequence[DecisionRecord] = (),
-    ) -> RunResult:
+    async def _advance(self, run: RunRecord, *, force: bool) -> RunResult:
+        """Carry a paused run on as far as its decisions allow, delegates first.
+
+        Each delegate waiting below is advanced first; one that finishes answers its parent's call.
+        A run resumes only when every call it waits on is answered (or `force` skips the rest);
+        a delegate that paused again keeps its parent paused, without a model call.
+        """
         assert run.pause_id is not None
+        _, _, requests, decided = await self.store.pause_state(run.pause_id)
+        decided = dict(decided)
+        for request in open_requests(requests, decided):
+            if isinstance(request, DelegateRequest):
+                answer = await self._delegate_progress(request, force=force)
+                if answer is not None:
+                    decided[request.request_id] = answer
+        if open_requests(requests, decided) and not force:
+            return await self.result(run.run_id)
         now = self._clock()
         plan = plan_resume(run.run_id, requests, decided, force=force, now=now)
-        new = [*added, *plan.added]
+        for skipped in plan.added:
+            request = next(r for r in requests if r.request_id == skipped.request_id)
+            if isinstance(request, DelegateRequest):
+                await self._cancel_tree(request.child_run_id, SKIPPED_FOR_FORCE)
         by_id = {r.request_id: r for r in requests}
         run = await self.store.consume_pause(
             run,
@@ -350,12 +364,113 @@ class Sayso:
             owner=self._owner,
             until=now + self._lease,
             now=now,
-            added=new,
-            audit=[audit_body(by_id[d.request_id], d) for d in new],
+            added=plan.added,
+            audit=[audit_body(by_id[d.request_id], d) for d in plan.added],
         )
         await self._tell_services(self._built(run.agent), requests, plan.decisions)
         return await self._execute(
             self._built(run.agent), run, prompt=None, requests=requests, decisions=plan.decisions
+        )
+
+    async def _delegate_progress(self, request: DelegateRequest, *, force: bool) -> DecisionRecord | None:
+        """Advance a delegate's run; once it has finished, record its answer on the parent's call."""
+        child = await self.store.get_run(request.child_run_id)
+        if child.status == "paused":
+            if await self._open_leaves(child) and not force:
+                return None
+            try:
+                outcome = await self._advance(child, force=force)
+            except PauseConsumed:
+                return None
+            if outcome.status in ("paused", "running"):
+                return None
+        else:
+            outcome = await self.result(child.run_id)
+        if outcome.status == "running":
+            return None
+        record = DecisionRecord(
+            request_id=request.request_id,
+            decision=ClientResult(value=await self._delegate_answer(outcome)),
+            by="system",
+            principal=None,
+            decided_at=self._clock(),
+        )
+        await self.store.add_decisions([record])
+        return record
+
+    async def _delegate(self, parent: RunRecord, target: str, task: str, call_id: str) -> str:
+        """Run a delegate for a parent's tool call; if it pauses, the parent's call waits on it."""
+        now = self._clock()
+        child = await self.store.start_run(
+            thread_id=new_id("thr"),
+            owner=parent.principal or "local",
+            agent=target,
+            run_id=new_id("run"),
+            prompt=task,
+            client_tools=parent.client_tools,
+            lease_owner=self._owner,
+            lease_expires_at=now + self._lease,
+            now=now,
+            expect_active=None,
+            parent_run_id=parent.run_id,
+            parent_call_id=call_id,
+            agent_path=f"{parent.path}/{target}",
+        )
+        outcome = await self._execute(self._built(target), child, prompt=task, requests=[], decisions={})
+        if outcome.status == "paused":
+            raise CallDeferred(metadata={META_KEY: {"kind": "delegate", "child_run_id": child.run_id}})
+        return await self._delegate_answer(outcome)
+
+    async def _delegate_answer(self, outcome: RunResult) -> str:
+        """What the parent reads from a finished delegate: its answer, plus what it asked the person (§5)."""
+        if outcome.status != "completed":
+            return f"Error: the delegate {outcome.agent} {outcome.status}: {outcome.error or 'no answer'}"
+        asked, decided = await self.store.run_requests(outcome.run_id)
+        notes = [
+            f"{q.question!r} → {', '.join(a for a in answer if a.strip())}"
+            for r in asked
+            if isinstance(r, QuestionRequest)
+            and (record := decided.get(r.request_id)) is not None
+            and isinstance(record.decision, Answer)
+            for q, answer in zip(r.questions, record.decision.answers, strict=True)
+        ]
+        if not notes:
+            return outcome.output or ""
+        return f"{outcome.output or ''}\n\n(Note: {outcome.agent} asked the person {'; '.join(notes)}.)"
+
+    async def _root(self, run_id: str) -> RunRecord:
+        """The top-level run a (delegate) run belongs to."""
+        run = await self.store.get_run(run_id)
+        while run.parent_run_id is not None:
+            run = await self.store.get_run(run.parent_run_id)
+        return run
+
+    async def _open_leaves(self, run: RunRecord) -> list[Request]:
+        """The requests a person can answer anywhere below a paused run, delegates included."""
+        if run.status != "paused" or run.pause_id is None:
+            return []
+        _, _, requests, decided = await self.store.pause_state(run.pause_id)
+        leaves: list[Request] = []
+        for request in open_requests(requests, decided):
+            if isinstance(request, DelegateRequest):
+                leaves.extend(await self._open_leaves(await self.store.get_run(request.child_run_id)))
+            else:
+                leaves.append(request)
+        return leaves
+
+    async def _cancel_tree(self, run_id: str, reason: str) -> None:
+        """Close a paused delegate and everything below it: every open request there is skipped."""
+        run = await self.store.get_run(run_id)
+        if run.status != "paused" or run.pause_id is None:
+            return
+        _, _, requests, decided = await self.store.pause_state(run.pause_id)
+        skips = plan_resume(run.run_id, requests, decided, force=True, now=self._clock(), skip_reason=reason).added
+        for request in open_requests(requests, decided):
+            if isinstance(request, DelegateRequest):
+                await self._cancel_tree(request.child_run_id, reason)
+        by_id = {r.request_id: r for r in requests}
+        await self.store.cancel_run(
+            run, now=self._clock(), skips=skips, audit=[audit_body(by_id[d.request_id], d) for d in skips]
         )
 
     async def _carry_on(self, run: RunRecord) -> RunResult:
@@ -392,11 +507,12 @@ class Sayso:
         deps = RunDeps(
             run_id=run.run_id,
             thread_id=run.thread_id,
-            agent_path=built.name,
+            agent_path=run.path,
             principal=run.principal,
             ledger=self.store,
             clock=self._clock,
             grants=external_grants,
+            delegate=lambda target, task, call_id: self._delegate(run, target, task, call_id),
         )
         allowed = [t for t in run.client_tools if t.name in built.client_tools]
         try:
@@ -425,17 +541,22 @@ class Sayso:
                 result.all_messages(),
                 run_id=run.run_id,
                 thread_id=run.thread_id,
-                agent_path=built.name,
+                agent_path=run.path,
                 now=now,
                 new_id=lambda: new_id("req"),
                 principal=run.principal,
                 redact=built.redact,
+                parent_call_id=run.parent_call_id,
             )
             await self.store.save_pause(
                 run, owner=self._owner, pause_id=new_id("pau"), new_messages=new, requests=raised, now=now
             )
             return RunResult(
-                run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="paused", requests=tuple(raised)
+                run_id=run.run_id,
+                thread_id=run.thread_id,
+                agent=run.agent,
+                status="paused",
+                requests=tuple(await self._open_leaves(await self.store.get_run(run.run_id))),
             )
         await self.store.finish_run(
             run, owner=self._owner, new_messages=new, status="completed", output=output, error=None, now=now

@@ -20,7 +20,7 @@ fallback: "I only know: list, delete NAME."
 ```
 
 A rule without `tool` applies only right after the user spoke; one with `tool` only to that
-tool's result. `{result}` and `{user}` are always available; `{group|lines}` as a whole value
+tool's result. `{result}`, `{results}` (every result of the turn) and `{user}` are always available; `{group|lines}` as a whole value
 turns a multi-line group into a list of its non-empty lines.
 """
 
@@ -108,6 +108,8 @@ class _Input:
     user: str
     tool_name: str | None = None
     result: str | None = None
+    all_results: str = ""
+    """Every tool result of the latest request, one `tool: result` per line (for parallel calls)."""
 
 
 class ScriptedModel(FunctionModel):
@@ -169,18 +171,19 @@ def _inputs(messages: list[ModelMessage]) -> list[_Input]:
     assert isinstance(last, ModelRequest)
     if any(isinstance(p, UserPromptPart) for p in last.parts):
         return [_Input(user=user)]
-    results: list[_Input] = []
-    for part in last.parts:
-        if isinstance(part, ToolReturnPart):
-            text = part.content if isinstance(part.content, str) else json.dumps(part.content, default=str)
-            results.append(_Input(user=user, tool_name=part.tool_name, result=text))
-    return results
+    returns = [
+        (p.tool_name, p.content if isinstance(p.content, str) else json.dumps(p.content, default=str))
+        for p in last.parts
+        if isinstance(p, ToolReturnPart)
+    ]
+    everything = "\n".join(f"{name}: {text}" for name, text in returns)
+    return [_Input(user=user, tool_name=name, result=text, all_results=everything) for name, text in returns]
 
 
 def _match(rule: ScriptRule, item: _Input) -> dict[str, str] | None:
     if (rule.tool is None) != (item.tool_name is None) or (rule.tool and rule.tool != item.tool_name):
         return None
-    values: dict[str, str] = {"user": item.user, "result": item.result or ""}
+    values: dict[str, str] = {"user": item.user, "result": item.result or "", "results": item.all_results}
     for pattern, text in ((rule.user, item.user), (rule.result, item.result)):
         if pattern is None:
             continue

@@ -129,6 +129,8 @@ def check_decision(
         )
     if request.expires_at is not None and now >= request.expires_at:
         raise RequestExpired(request.request_id, "expired before a decision arrived; the call will not run")
+    if request.kind == "delegate":
+        raise InvalidDecision(request.request_id, "a delegate's call is answered through the delegate's own requests")
     if decision.kind not in _ALLOWED.get(request.kind, ()):
         allowed = ", ".join(_ALLOWED.get(request.kind, ()))
         raise InvalidDecision(request.request_id, f"a {request.kind} request takes {allowed}, not {decision.kind!r}")

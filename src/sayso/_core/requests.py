@@ -64,6 +64,8 @@ class _RequestBase:
     """After this time a decision is refused as expired; `None` waits forever."""
     principal: str | None = None
     """The principal the run acts for (the thread's owner), bound at creation."""
+    parent_call_id: str | None = None
+    """For a delegate's request: the parent's tool call that handed the work down."""
     redact: tuple[str, ...] = ()
     """Argument fields hidden wherever the request is shown."""
 
@@ -111,6 +113,15 @@ class ClientToolRequest(_RequestBase):
 
 
 @dataclass(frozen=True, kw_only=True)
+class DelegateRequest(_RequestBase):
+    """A parent's call to a delegate that paused; it is answered by the delegate's own requests, never directly."""
+
+    kind: Literal["delegate"] = "delegate"
+    child_run_id: str
+    """The delegate's run, which holds the requests a person answers."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ClientTool:
     """A tool the client runs itself (in the person's browser, say), declared with each run."""
 
@@ -123,7 +134,9 @@ class ClientTool:
 CLIENT_TOOLS_ADAPTER: TypeAdapter[tuple[ClientTool, ...]] = TypeAdapter(tuple[ClientTool, ...])
 
 
-Request: TypeAlias = Annotated[ApprovalRequest | QuestionRequest | ClientToolRequest, Discriminator("kind")]
+Request: TypeAlias = Annotated[
+    ApprovalRequest | QuestionRequest | ClientToolRequest | DelegateRequest, Discriminator("kind")
+]
 """Any request a pause can hold."""
 
 REQUEST_ADAPTER: TypeAdapter[Request] = TypeAdapter(Request)

@@ -46,6 +46,16 @@ class RunRecord:
     created_at: float
     updated_at: float
     revision: int
+    parent_run_id: str | None = None
+    """For a delegate's run: the run whose tool call handed it the work."""
+    parent_call_id: str | None = None
+    agent_path: str | None = None
+    """`coordinator/analyst` for a delegate; `None` means the agent itself is the top."""
+
+    @property
+    def path(self) -> str:
+        """The agent path, defaulting to the agent's own name at the top level."""
+        return self.agent_path or self.agent
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -113,6 +113,9 @@ class RunStore:
         skips: Sequence[DecisionRecord] = (),
         audit: Sequence[dict[str, Any]] = (),
         supersede_pause: str | None = None,
+        parent_run_id: str | None = None,
+        parent_call_id: str | None = None,
+        agent_path: str | None = None,
     ) -> RunRecord:
         """Create the thread if new and start a run on it, in one transaction.
 
@@ -170,6 +173,9 @@ class RunStore:
                     created_at=now,
                     updated_at=now,
                     revision=0,
+                    parent_run_id=parent_run_id,
+                    parent_call_id=parent_call_id,
+                    agent_path=agent_path,
                 )
             )
         run = await self.get_run(run_id)
@@ -478,6 +484,49 @@ class RunStore:
         async with self._tx() as conn:
             return [row.run_id for row in (await conn.execute(query)).all()]
 
+    async def add_decisions(self, records: Sequence[DecisionRecord], *, audit: Sequence[dict[str, Any]] = ()) -> None:
+        """Record decisions sayso takes itself (a delegate's result, an expiry); ones already decided are kept."""
+        async with self._tx() as conn:
+            existing = await self._decisions(conn, [r.request_id for r in records])
+            await self._insert_decisions(conn, [r for r in records if r.request_id not in existing], audit)
+
+    async def cancel_run(
+        self, run: RunRecord, *, now: float, skips: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()
+    ) -> None:
+        """Close a paused delegate run whose parent moved on: its pause is consumed and its requests skipped."""
+        async with self._tx() as conn:
+            if run.pause_id is not None:
+                await conn.execute(
+                    t.pauses.update()
+                    .where(t.pauses.c.pause_id == run.pause_id, t.pauses.c.status == "open")
+                    .values(status="consumed")
+                )
+            existing = await self._decisions(conn, [d.request_id for d in skips])
+            await self._insert_decisions(conn, [d for d in skips if d.request_id not in existing], audit)
+            await conn.execute(
+                t.runs.update()
+                .where(t.runs.c.run_id == run.run_id, t.runs.c.status == "paused")
+                .values(status="cancelled", pause_id=None, updated_at=now, revision=t.runs.c.revision + 1)
+            )
+            await conn.execute(
+                t.threads.update()
+                .where(t.threads.c.thread_id == run.thread_id, t.threads.c.active_run_id == run.run_id)
+                .values(active_run_id=None)
+            )
+
+    async def run_requests(self, run_id: str) -> tuple[list[Request], dict[str, DecisionRecord]]:
+        """Every request a run ever raised, in order, with the decisions taken."""
+        async with self._tx() as conn:
+            rows = (
+                await conn.execute(
+                    sa.select(t.requests.c.request_id, t.requests.c.body)
+                    .where(t.requests.c.run_id == run_id)
+                    .order_by(t.requests.c.created_at, t.requests.c.position)
+                )
+            ).all()
+            decided = await self._decisions(conn, [r.request_id for r in rows])
+        return [REQUEST_ADAPTER.validate_json(r.body) for r in rows], decided
+
     async def open_requests(self, *, limit: int = 100) -> list[Request]:
         """Open requests across every thread, oldest first."""
         async with self._tx() as conn:
@@ -485,7 +534,7 @@ class RunStore:
                 await conn.execute(
                     sa.select(t.requests.c.body)
                     .join(t.pauses, t.pauses.c.pause_id == t.requests.c.pause_id)
-                    .where(t.requests.c.status == "open", t.pauses.c.status == "open")
+                    .where(t.requests.c.status == "open", t.pauses.c.status == "open", t.requests.c.kind != "delegate")
                     .order_by(t.requests.c.created_at)
                     .limit(limit)
                 )

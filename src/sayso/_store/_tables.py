@@ -35,6 +35,9 @@ runs = Table(
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
     Column("revision", Integer, nullable=False, default=0),
+    Column("parent_run_id", String(64), nullable=True, index=True),
+    Column("parent_call_id", String(200), nullable=True),
+    Column("agent_path", String(400), nullable=True),
 )
 
 pauses = Table(

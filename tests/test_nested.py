@@ -1,0 +1,292 @@
+"""Nested agents (§5): a pause anywhere in a tree of delegates pauses the whole run and resumes every level."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai.messages import ToolReturnPart
+
+from sayso import Answer, Approve, ClientResult, ClientTool, Reject, ScriptedModel
+
+from .conftest import ROOT, MakeApp, script
+
+ran: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def reset() -> None:
+    ran.clear()
+
+
+def run_sql(query: str) -> str:
+    """Run a query."""
+    ran.append(query)
+    return f"rows for {query}"
+
+
+def chain(depth: int) -> tuple[dict[str, Any], dict[str, ScriptedModel]]:
+    """coordinator → a1 → … → a{depth}; the deepest asks approval for `run_sql` and passes the answer up."""
+    names = ["coordinator", *[f"a{i}" for i in range(1, depth + 1)]]
+    agents: dict[str, Any] = {}
+    models: dict[str, ScriptedModel] = {}
+    for upper, lower in zip(names, names[1:], strict=False):
+        agents[upper] = {"model": upper, "delegates": [{"agent": lower, "description": f"the {lower} specialist"}]}
+        models[upper] = script(
+            {"user": ".", "call": lower, "args": {"task": "count the orders"}},
+            {"tool": lower, "reply": f"{upper} got: {{result}}"},
+        )
+    leaf = names[-1]
+    agents[leaf] = {"model": leaf, "tools": [run_sql], "interrupt": {"tools": ["run_sql"]}}
+    models[leaf] = script(
+        {"user": ".", "call": "run_sql", "args": {"query": "select count(*)"}},
+        {"tool": "run_sql", "reply": "{result}"},
+    )
+    return agents, models
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+async def test_a_pause_at_any_depth_pauses_the_top_and_resumes_every_level(make_app: MakeApp, depth: int) -> None:
+    agents, models = chain(depth)
+    async with make_app(agents, models=models) as app:
+        paused = await app.run("how many orders?", agent="coordinator")
+        assert paused.status == "paused"
+        [request] = paused.requests
+        path = "/".join(["coordinator", *[f"a{i}" for i in range(1, depth + 1)]])
+        assert request.agent_path == path
+        assert request.run_id != paused.run_id
+        assert request.parent_call_id is not None
+        delegate_run = await app.store.get_run(request.run_id)
+        assert delegate_run.parent_call_id == request.parent_call_id
+        leaf_model = models[f"a{depth}"]
+        before = len(leaf_model.calls)
+        done = await app.decide(request.request_id, Approve())
+    assert done.run.run_id == paused.run_id
+    assert done.run.status == "completed"
+    expected = "rows for select count(*)"
+    for i in range(depth - 1, -1, -1):
+        upper = "coordinator" if i == 0 else f"a{i}"
+        expected = f"{upper} got: {expected}"
+    assert done.run.output == expected
+    assert ran == ["select count(*)"]
+    [resumed] = leaf_model.calls[before:]
+    assert [p.content for p in resumed.last_request.parts if isinstance(p, ToolReturnPart)] == [
+        expected.split(": ")[-1]
+    ]
+    assert resumed.history_length == 3, "the delegate's own history continues: its prompt, its call, the result"
+
+
+async def test_every_request_kind_works_from_a_delegate(make_app: MakeApp) -> None:
+    agents = {
+        "coordinator": {"model": "c", "delegates": [{"agent": "helper"}], "client_tools": []},
+        "helper": {"model": "h", "client_tools": ["pick_color"]},
+    }
+    models = {
+        "c": script(
+            {"user": ".", "call": "helper", "args": {"task": "{user}"}}, {"tool": "helper", "reply": "{result}"}
+        ),
+        "h": script(
+            {"user": "^ask$", "call": "ask_user", "args": {"questions": [{"question": "Colour?", "choices": ["red"]}]}},
+            {"user": "^pick$", "call": "pick_color", "args": {}},
+            {"tool": "ask_user", "reply": "asked: {result}"},
+            {"tool": "pick_color", "reply": "picked: {result}"},
+        ),
+    }
+    pick = ClientTool(name="pick_color", description="Pick a colour in the browser.")
+    async with make_app(agents, models=models) as app:
+        question = await app.run("ask", agent="coordinator")
+        assert [(r.kind, r.agent_path) for r in question.requests] == [("question", "coordinator/helper")]
+        answered = await app.decide(question.requests[0].request_id, Answer(answers=(("blue",),)))
+        client = await app.run("pick", agent="coordinator", client_tools=[pick])
+        assert [(r.kind, r.agent_path) for r in client.requests] == [("client_tool", "coordinator/helper")]
+        picked = await app.decide(client.requests[0].request_id, ClientResult(value="green"))
+    assert answered.run.output is not None and answered.run.output.startswith('asked: [{"question": "Colour?"')
+    assert "(Note: helper asked the person 'Colour?' → blue.)" in answered.run.output
+    assert picked.run.output == "picked: green"
+
+
+async def test_a_delegate_that_pauses_again_pauses_the_top_again(make_app: MakeApp) -> None:
+    agents = {
+        "coordinator": {"model": "c", "delegates": [{"agent": "ops"}]},
+        "ops": {"model": "o", "tools": [run_sql], "interrupt": {"tools": ["run_sql"]}},
+    }
+    coordinator = script(
+        {"user": ".", "call": "ops", "args": {"task": "migrate"}}, {"tool": "ops", "reply": "{result}"}
+    )
+    models = {
+        "c": coordinator,
+        "o": script(
+            {"user": ".", "call": "run_sql", "args": {"query": "step 1"}},
+            {"tool": "run_sql", "result": "step 1", "call": "run_sql", "args": {"query": "step 2"}},
+            {"tool": "run_sql", "result": "step 2", "call": "run_sql", "args": {"query": "step 3"}},
+            {"tool": "run_sql", "reply": "migrated: {result}"},
+        ),
+    }
+    async with make_app(agents, models=models) as app:
+        result = await app.run("go", agent="coordinator")
+        for step in (1, 2, 3):
+            assert result.status == "paused"
+            [request] = result.requests
+            assert request.args == {"query": f"step {step}"}
+            assert len(coordinator.calls) == 1, "the coordinator's model is not called while its delegate waits"
+            result = (await app.decide(request.request_id, Approve())).run
+    assert result.status == "completed"
+    assert result.output == "migrated: rows for step 3"
+    assert ran == ["step 1", "step 2", "step 3"]
+
+
+async def test_parallel_delegates_surface_together_and_resume_when_all_are_answered(make_app: MakeApp) -> None:
+    agents = {
+        "coordinator": {"model": "c", "delegates": [{"agent": "analyst"}, {"agent": "ops"}]},
+        "analyst": {"model": "a", "delegates": [{"agent": "sql"}]},
+        "sql": {"model": "s", "tools": [run_sql], "interrupt": {"tools": ["run_sql"]}},
+        "ops": {"model": "o", "tools": [run_sql], "interrupt": {"tools": ["run_sql"]}},
+    }
+    coordinator = script(
+        {
+            "user": ".",
+            "calls": [{"call": "analyst", "args": {"task": "numbers"}}, {"call": "ops", "args": {"task": "cleanup"}}],
+        },
+        {"tool": "analyst", "reply": "{results}"},
+        {"tool": "ops", "reply": "{results}"},
+    )
+    models = {
+        "c": coordinator,
+        "a": script(
+            {"user": ".", "call": "sql", "args": {"task": "count"}}, {"tool": "sql", "reply": "analyst: {result}"}
+        ),
+        "s": script(
+            {"user": ".", "call": "run_sql", "args": {"query": "count"}}, {"tool": "run_sql", "reply": "{result}"}
+        ),
+        "o": script(
+            {"user": ".", "call": "run_sql", "args": {"query": "vacuum"}}, {"tool": "run_sql", "reply": "{result}"}
+        ),
+    }
+    async with make_app(agents, models=models) as app:
+        paused = await app.run("report", agent="coordinator")
+        deep, shallow = sorted(paused.requests, key=lambda r: r.agent_path)
+        assert (deep.agent_path, shallow.agent_path) == ("coordinator/analyst/sql", "coordinator/ops")
+        assert deep.request_id != shallow.request_id and deep.run_id != shallow.run_id
+        halfway = await app.decide(shallow.request_id, Reject(reason="not now"))
+        assert halfway.run.status == "paused"
+        assert [r.request_id for r in halfway.run.requests] == [deep.request_id]
+        assert len(coordinator.calls) == 1
+        done = await app.decide(deep.request_id, Approve())
+    assert done.run.status == "completed"
+    assert done.run.output == "analyst: analyst: rows for count\nops: Declined: not now"
+    assert ran == ["count"]
+    assert len(coordinator.calls) == 2
+
+
+async def test_a_new_message_skips_every_open_request_at_every_level(make_app: MakeApp) -> None:
+    agents, models = chain(2)
+    coordinator = script(
+        {"user": "orders", "call": "a1", "args": {"task": "count the orders"}},
+        {"tool": "a1", "reply": "coordinator got: {result}"},
+        {"user": ".", "reply": "answering: {user}"},
+    )
+    models["coordinator"] = coordinator
+    async with make_app(agents, models=models) as app:
+        paused = await app.run("how many orders?", agent="coordinator")
+        [request] = paused.requests
+        middle = (await app.store.get_run(request.run_id)).parent_run_id
+        after = await app.run("never mind", thread_id=paused.thread_id)
+        statuses = [(await app.store.get_run(r)).status for r in (request.run_id, middle or "")]
+        assert await app.open_requests() == []
+    assert after.status == "completed"
+    assert after.output == "answering: never mind"
+    assert statuses == ["cancelled", "cancelled"]
+    seen = [p for p in coordinator.calls[-1].last_request.parts if isinstance(p, ToolReturnPart)]
+    assert [p.content for p in seen] == ["Skipped: the person sent a message instead of answering"]
+    assert ran == []
+
+
+async def test_a_delegate_sees_only_its_own_tools(make_app: MakeApp) -> None:
+    agents = {
+        "coordinator": {"model": "c", "tools": [run_sql], "delegates": [{"agent": "helper"}]},
+        "helper": {"model": "h"},
+    }
+    helper = script({"user": ".", "call": "run_sql", "args": {"query": "x"}}, {"tool": "run_sql", "reply": "{result}"})
+    models = {
+        "c": script({"user": ".", "call": "helper", "args": {"task": "go"}}, {"tool": "helper", "reply": "{result}"}),
+        "h": helper,
+    }
+    async with make_app(agents, models=models) as app:
+        result = await app.run("go", agent="coordinator", client_tools=[ClientTool(name="pick_color")])
+    assert result.status == "completed"
+    assert "Unknown tool name: 'run_sql'. Available tools: 'ask_user'" in (result.output or "")
+    assert ran == []
+
+
+DEEP_CONFIG = """
+store: sqlite:///deep.db
+models:
+  c: {scripted: c.yaml}
+  a: {scripted: a.yaml}
+  b: {scripted: b.yaml}
+  s: {scripted: s.yaml}
+agents:
+  coordinator: {model: c, delegates: [{agent: a1}]}
+  a1: {model: a, delegates: [{agent: a2}]}
+  a2: {model: b, delegates: [{agent: sql}]}
+  sql: {model: s, tools: ["deep_tools:run_sql"], interrupt: {tools: [run_sql]}}
+entry: coordinator
+"""
+
+
+def test_a_pause_at_depth_three_is_resumed_by_a_fresh_process(tmp_path: Path) -> None:
+    (tmp_path / "sayso.yaml").write_text(DEEP_CONFIG)
+    (tmp_path / "deep_tools.py").write_text("def run_sql(query: str) -> str:\n    return f'rows for {query}'\n")
+    for name, target in (("c", "a1"), ("a", "a2"), ("b", "sql")):
+        rules = [f"{{user: '.', call: {target}, args: {{task: go}}}}", f"{{tool: {target}, reply: '{name}<{{result}}>'}}"]
+        (tmp_path / f"{name}.yaml").write_text("rules:\n" + "".join(f"  - {rule}\n" for rule in rules))
+    (tmp_path / "s.yaml").write_text(
+        "rules:\n  - {user: '.', call: run_sql, args: {query: q}}\n  - {tool: run_sql, reply: '{result}'}\n"
+    )
+    env_cmd = [sys.executable, "-m", "sayso"]
+    first = subprocess.run(
+        [*env_cmd, "run", str(tmp_path / "sayso.yaml"), "go", "--json"], capture_output=True, text=True
+    )
+    paused = json.loads(first.stdout)
+    [request] = paused["requests"]
+    assert request["agent_path"] == "coordinator/a1/a2/sql"
+    second = subprocess.run(
+        [*env_cmd, "decide", str(tmp_path / "sayso.yaml"), request["id"], "approve", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    done = json.loads(second.stdout)
+    assert (done["run_id"], done["status"], done["output"]) == (paused["run_id"], "completed", "c<a<b<rows for q>>>")
+
+
+def test_team_example_from_separate_processes(tmp_path: Path) -> None:
+    example = tmp_path / "team"
+    shutil.copytree(ROOT / "examples" / "team", example, ignore=shutil.ignore_patterns("*.db*", "__pycache__"))
+    sayso = [sys.executable, "-m", "sayso"]
+    paused = json.loads(
+        subprocess.run(
+            [*sayso, "run", str(example / "sayso.yaml"), "report", "--json"], capture_output=True, text=True
+        ).stdout
+    )
+    kinds = {r["agent_path"]: r for r in paused["requests"]}
+    assert set(kinds) == {"coordinator/analyst", "coordinator/ops"}
+    assert kinds["coordinator/analyst"]["kind"] == "question"
+    assert kinds["coordinator/ops"]["kind"] == "approval"
+    subprocess.run(
+        [*sayso, "decide", str(example / "sayso.yaml"), kinds["coordinator/analyst"]["id"], "answer", "Q2"],
+        check=True,
+        capture_output=True,
+    )
+    out = subprocess.run(
+        [*sayso, "decide", str(example / "sayso.yaml"), kinds["coordinator/ops"]["id"], "approve", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    done = json.loads(out.stdout)
+    assert done["status"] == "completed"
+    assert "Revenue in Q2 grew 5%." in done["output"] and "Archived the logs of 2026-10." in done["output"]
