@@ -243,7 +243,10 @@ def test_a_pause_at_depth_three_is_resumed_by_a_fresh_process(tmp_path: Path) ->
     (tmp_path / "sayso.yaml").write_text(DEEP_CONFIG)
     (tmp_path / "deep_tools.py").write_text("def run_sql(query: str) -> str:\n    return f'rows for {query}'\n")
     for name, target in (("c", "a1"), ("a", "a2"), ("b", "sql")):
-        rules = [f"{{user: '.', call: {target}, args: {{task: go}}}}", f"{{tool: {target}, reply: '{name}<{{result}}>'}}"]
+        rules = [
+            f"{{user: '.', call: {target}, args: {{task: go}}}}",
+            f"{{tool: {target}, reply: '{name}<{{result}}>'}}",
+        ]
         (tmp_path / f"{name}.yaml").write_text("rules:\n" + "".join(f"  - {rule}\n" for rule in rules))
     (tmp_path / "s.yaml").write_text(
         "rules:\n  - {user: '.', call: run_sql, args: {query: q}}\n  - {tool: run_sql, reply: '{result}'}\n"
