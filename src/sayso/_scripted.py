@@ -20,8 +20,9 @@ fallback: "I only know: list, delete NAME."
 ```
 
 A rule without `tool` applies only right after the user spoke; one with `tool` only to that
-tool's result. `{result}`, `{results}` (every result of the turn) and `{user}` are always available; `{group|lines}` as a whole value
-turns a multi-line group into a list of its non-empty lines.
+tool's result. `{result}`, `{results}` (every result of the turn) and `{user}` are always
+available; `{group|lines}` as a whole value turns a multi-line group into a list of its
+non-empty lines.
 """
 
 from __future__ import annotations
