@@ -293,3 +293,27 @@ def test_team_example_from_separate_processes(tmp_path: Path) -> None:
     done = json.loads(out.stdout)
     assert done["status"] == "completed"
     assert "Revenue in Q2 grew 5%." in done["output"] and "Archived the logs of 2026-10." in done["output"]
+
+
+async def test_completed_sibling_work_is_not_redone(make_app: MakeApp) -> None:
+    agents = {
+        "coordinator": {"model": "c", "delegates": [{"agent": "fast"}, {"agent": "ops"}]},
+        "fast": {"model": "f"},
+        "ops": {"model": "o", "tools": [run_sql], "interrupt": {"tools": ["run_sql"]}},
+    }
+    fast = script({"user": ".", "reply": "fast answer"})
+    models = {
+        "c": script(
+            {"user": ".", "calls": [{"call": "fast", "args": {"task": "a"}}, {"call": "ops", "args": {"task": "b"}}]},
+            {"tool": "ops", "reply": "{results}"},
+            {"tool": "fast", "reply": "{results}"},
+        ),
+        "f": fast,
+        "o": script({"user": ".", "call": "run_sql", "args": {"query": "q"}}, {"tool": "run_sql", "reply": "{result}"}),
+    }
+    async with make_app(agents, models=models) as app:
+        paused = await app.run("go", agent="coordinator")
+        assert [r.agent_path for r in paused.requests] == ["coordinator/ops"]
+        done = await app.decide(paused.requests[0].request_id, Approve())
+    assert done.run.output == "fast: fast answer\nops: rows for q"
+    assert len(fast.calls) == 1, "the delegate that had finished is not run again"
