@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sayso import Config, PrincipalConfig
+from sayso import Config, PrincipalConfig, load_config
 
 from .conftest import RunningServer, ServerFactory
 
@@ -181,3 +181,14 @@ def test_principals_need_tokens_and_own_their_threads(serve: ServerFactory, monk
         assert alice.get(f"/v1/requests/{request_id}").json()["principal"] == "ops"
         assert [t["thread_id"] for t in alice.get("/v1/threads").json()["threads"]] == [run["thread_id"]]
         assert bob.get("/v1/threads").json()["threads"] == []
+
+
+def test_inbox_lists_a_delegates_requests_with_their_agent_path(serve: ServerFactory) -> None:
+    """A nested pause shows its leaf requests in the inbox, never the parent's waiting call itself."""
+    team = load_config(Path(__file__).resolve().parents[2] / "examples" / "team" / "sayso.yaml")
+    server = serve(config=team)
+    with server.client() as client:
+        run = client.post("/v1/runs", json={"message": "report"}).json()
+        inbox = client.get("/v1/requests").json()["requests"]
+    assert run["status"] == "paused"
+    assert sorted(r["agent_path"] for r in inbox) == ["coordinator/analyst", "coordinator/ops"]

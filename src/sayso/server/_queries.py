@@ -121,7 +121,7 @@ async def list_open_requests(
         sa.select(r.c.body, r.c.created_at, r.c.request_id)
         .join(p, p.c.pause_id == r.c.pause_id)
         .join(th, th.c.thread_id == r.c.thread_id)
-        .where(r.c.status == "open", p.c.status == "open")
+        .where(r.c.status == "open", p.c.status == "open", r.c.kind != "delegate")
         .where(sa.or_(r.c.expires_at.is_(None), r.c.expires_at > now))
     )
     if query.agent is not None:
