@@ -1,0 +1,29 @@
+"""AG-UI for sayso agents (§6.4): one endpoint per agent, `POST /ag-ui/{agent}`, streaming events over SSE.
+
+```python
+from sayso.protocols.ag_ui import ag_ui_router
+from sayso.server import create_app
+
+app = create_app(sayso, routers=[ag_ui_router(sayso)])
+```
+
+Needs the `ag-ui` extra (`pip install 'sayso[ag-ui]'`).
+"""
+
+from __future__ import annotations
+
+try:
+    from ._app import AgUiAgent, InputRefused, ag_ui_router
+    from ._mapping import REASONS, ResumeRefused, decision_from_entry, interrupt
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError("AG-UI needs ag-ui-protocol: pip install 'sayso[ag-ui]'") from exc
+
+__all__ = [
+    "REASONS",
+    "AgUiAgent",
+    "InputRefused",
+    "ResumeRefused",
+    "ag_ui_router",
+    "decision_from_entry",
+    "interrupt",
+]
