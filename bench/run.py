@@ -315,6 +315,12 @@ def render(args: argparse.Namespace) -> None:
     write_report(args, info, runs, foot, prof_md, started, args.render, overhead)
 
 
+def span(rows: list[dict[str, Any]], key: str) -> str:
+    vals = [r[key] for r in rows if r.get(key) is not None]
+    lo, hi = min(vals), max(vals)
+    return f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}"
+
+
 def fmt(x: float, d: int = 1) -> str:
     return f"{x:,.{d}f}"
 
@@ -445,18 +451,25 @@ def report(  # noqa: C901
         w("sayso alone, as a function of H (medians):\n")
         w(
             "| H | ms/cycle (1000 / cycles/s) | p50 ms | payload B/cycle | disk write B/cycle | file growth B/cycle "
-            "| store ms/cycle | history load ms/cycle |"
+            "| store ms/cycle | history load ms/cycle | SQL transactions / statements / fsynced commits per cycle |"
         )
-        w("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        w("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         for h, rs in s_rows.items():
             w(
                 f"| {h} | {fmt(1000 / med(rs, 'cycles_per_s'), 2)} | {fmt(med(rs, 'p50_ms'), 2)} | "
                 f"{fmt(med(rs, 'payload_bytes_per_cycle'), 0)} | {fmt(med(rs, 'disk_write_bytes_per_cycle'), 0)} | "
                 f"{fmt(med(rs, 'bytes_per_cycle'), 0)} | "
                 f"{fmt(statistics.median(r['store_ms_per_cycle']['total'] for r in rs), 2)} | "
-                f"{fmt(statistics.median(r['store_ms_per_cycle'].get('load_messages', 0) for r in rs), 2)} |"
+                f"{fmt(statistics.median(r['store_ms_per_cycle'].get('load_messages', 0) for r in rs), 2)} | "
+                f"{span(rs, 'transactions_per_cycle')} / {span(rs, 'statements_per_cycle')} / "
+                f"{span(rs, 'commits_per_cycle')} |"
             )
         w("")
+        w(
+            "*store ms* is the wall time inside `RunStore` calls (SQL, the hops to aiosqlite's thread, "
+            "(de)serializing). Where the SQL counts show a range, sayso's own source changed between runs "
+            "(it is developed in the same tree while the bench runs).\n"
+        )
 
     if foot is not None:
         s, b, sm = foot["small"], foot["large"], foot["summary"]
