@@ -458,6 +458,16 @@ class Sayso:
                 leaves.append(request)
         return leaves
 
+    async def _leaves_of(self, requests: Sequence[Request]) -> list[Request]:
+        """The answerable requests among those just raised: a delegate's call stands for its own leaves."""
+        leaves: list[Request] = []
+        for request in requests:
+            if isinstance(request, DelegateRequest):
+                leaves.extend(await self._open_leaves(await self.store.get_run(request.child_run_id)))
+            else:
+                leaves.append(request)
+        return leaves
+
     async def _cancel_tree(self, run_id: str, reason: str) -> None:
         """Close a paused delegate and everything below it: every open request there is skipped."""
         run = await self.store.get_run(run_id)
@@ -556,7 +566,7 @@ class Sayso:
                 thread_id=run.thread_id,
                 agent=run.agent,
                 status="paused",
-                requests=tuple(await self._open_leaves(await self.store.get_run(run.run_id))),
+                requests=tuple(await self._leaves_of(raised)),
             )
         await self.store.finish_run(
             run, owner=self._owner, new_messages=new, status="completed", output=output, error=None, now=now

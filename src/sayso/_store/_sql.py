@@ -11,7 +11,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -178,8 +178,27 @@ class RunStore:
                     agent_path=agent_path,
                 )
             )
-        run = await self.get_run(run_id)
-        return run
+        return RunRecord(
+            run_id=run_id,
+            thread_id=thread_id,
+            agent=agent,
+            status="running",
+            prompt=prompt,
+            client_tools=tuple(client_tools),
+            principal=owner,
+            resume_pause_id=supersede_pause,
+            pause_id=None,
+            output=None,
+            error=None,
+            lease_owner=lease_owner,
+            lease_expires_at=lease_expires_at,
+            created_at=now,
+            updated_at=now,
+            revision=0,
+            parent_run_id=parent_run_id,
+            parent_call_id=parent_call_id,
+            agent_path=agent_path,
+        )
 
     # runs
 
@@ -467,7 +486,16 @@ class RunStore:
                     revision=t.runs.c.revision + 1,
                 )
             )
-        return await self.get_run(run.run_id)
+        return replace(
+            run,
+            status="running",
+            resume_pause_id=pause_id,
+            pause_id=None,
+            lease_owner=owner,
+            lease_expires_at=until,
+            updated_at=now,
+            revision=run.revision + 1,
+        )
 
     async def expired_runs(self, now: float) -> list[str]:
         """Paused runs whose open requests have all passed their expiry time."""
