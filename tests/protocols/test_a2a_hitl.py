@@ -399,3 +399,75 @@ async def tool_results(thread_id: str) -> str:
         for p in m.parts
         if isinstance(p, ToolReturnPart)
     )
+
+
+# --- kagent 0.x compatibility (a2a.kagent_compat)
+
+
+def test_compat_mode_emits_legacy_data_parts_and_accepts_a_batch(serve: ServerFactory, sandbox: Path) -> None:
+    server = serve(
+        a2a={"kagent_compat": True}, models={"demo": {"scripted": str(Path(__file__).parent / "two_deletes.yaml")}}
+    )
+    task = pause(server.base_url, "delete both", headers=PLAIN)
+    parts = task["status"]["message"]["parts"]
+    assert [p["data"]["name"] for p in parts] == ["adk_request_confirmation"] * 2
+    assert all(
+        p["metadata"]["kagent_type"] == "function_call" and p["metadata"]["kagent_is_long_running"] for p in parts
+    )
+    assert "extensions" not in task["status"]["message"]
+    calls = [p["data"]["args"]["originalFunctionCall"]["id"] for p in parts]
+    left_out = {"decision_type": "batch", "decisions": {calls[0]: "approve"}}
+    error = error_of(send(server.base_url, user_message("Batch", task_id=task["id"], data=[left_out]), PLAIN))
+    assert f"missing ids: {calls[1]}" in error["message"]
+    assert (sandbox / "notes.txt").exists() and (sandbox / "todo.md").exists()
+    batch = {
+        "decision_type": "batch",
+        "decisions": {calls[0]: "approve", calls[1]: "reject"},
+        "rejection_reasons": {calls[1]: "keep the list"},
+    }
+    done = task_of(
+        send(
+            server.base_url,
+            user_message("Batch decision: 1 approved, 1 rejected", task_id=task["id"], data=[batch]),
+            PLAIN,
+        )
+    )
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert not (sandbox / "notes.txt").exists() and (sandbox / "todo.md").exists()
+
+
+def test_compat_mode_still_speaks_v1_to_clients_that_ask_for_it(serve: ServerFactory) -> None:
+    server = serve(a2a={"kagent_compat": True})
+    task = pause(server.base_url)
+    assert hitl(task["status"]["message"])["type"] == "tool_approval_request"
+
+
+def test_an_a2a_0_3_client_gets_the_legacy_pause_and_answers_it(serve: ServerFactory, sandbox: Path) -> None:
+    """kagent 0.x spoke A2A 0.3 (`message/send`, `kind`-tagged parts, no version header)."""
+    server = serve(a2a={"kagent_compat": True})
+    message = {
+        "kind": "message",
+        "messageId": "m-1",
+        "role": "user",
+        "parts": [{"kind": "text", "text": "delete notes"}],
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+    task = httpx.post(f"{server.base_url}/a2a/files", json=body, timeout=60).json()["result"]
+    assert task["status"]["state"] == "input-required"
+    (part,) = task["status"]["message"]["parts"]
+    assert part["kind"] == "data" and part["data"]["name"] == "adk_request_confirmation"
+    decision = {
+        "kind": "message",
+        "messageId": "m-2",
+        "role": "user",
+        "taskId": task["id"],
+        "contextId": task["contextId"],
+        "parts": [
+            {"kind": "data", "data": {"decision_type": "approve"}, "metadata": {}},
+            {"kind": "text", "text": "Approved"},
+        ],
+    }
+    body = {"jsonrpc": "2.0", "id": 2, "method": "message/send", "params": {"message": decision}}
+    done = httpx.post(f"{server.base_url}/a2a/files", json=body, timeout=60).json()["result"]
+    assert done["status"]["state"] == "completed"
+    assert not (sandbox / "notes.txt").exists()
