@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sayso import Answer, Approve, ApprovalRequest, Question, QuestionRequest, Reject, Skip, Subject
+from sayso import Answer, ApprovalRequest, Approve, Question, QuestionRequest, Reject, Skip, Subject
 from sayso.protocols.a2a import HitlRefused, pause_view, status_text
 from sayso.protocols.a2a._mapping import (
     GENERIC_TEXT,
