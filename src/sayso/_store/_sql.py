@@ -124,6 +124,27 @@ class RunStore:
         When a paused run is superseded by a new message, its open requests are skipped and
         its pause is consumed here too.
         """
+        record = RunRecord(
+            run_id=run_id,
+            thread_id=thread_id,
+            agent=agent,
+            status="running",
+            prompt=prompt,
+            client_tools=tuple(client_tools),
+            principal=owner,
+            resume_pause_id=supersede_pause,
+            pause_id=None,
+            output=None,
+            error=None,
+            lease_owner=lease_owner,
+            lease_expires_at=lease_expires_at,
+            created_at=now,
+            updated_at=now,
+            revision=0,
+            parent_run_id=parent_run_id,
+            parent_call_id=parent_call_id,
+            agent_path=agent_path,
+        )
         async with self._tx() as conn:
             exists = (
                 await conn.execute(sa.select(t.threads.c.thread_id).where(t.threads.c.thread_id == thread_id))
@@ -157,48 +178,8 @@ class RunStore:
                     .values(status="cancelled", pause_id=None, updated_at=now, revision=t.runs.c.revision + 1)
                 )
                 await self._insert_decisions(conn, skips, audit)
-            await conn.execute(
-                t.runs.insert().values(
-                    run_id=run_id,
-                    thread_id=thread_id,
-                    agent=agent,
-                    status="running",
-                    prompt=prompt,
-                    client_tools=CLIENT_TOOLS_ADAPTER.dump_json(tuple(client_tools)) if client_tools else None,
-                    principal=owner,
-                    resume_pause_id=supersede_pause,
-                    pause_id=None,
-                    lease_owner=lease_owner,
-                    lease_expires_at=lease_expires_at,
-                    created_at=now,
-                    updated_at=now,
-                    revision=0,
-                    parent_run_id=parent_run_id,
-                    parent_call_id=parent_call_id,
-                    agent_path=agent_path,
-                )
-            )
-        return RunRecord(
-            run_id=run_id,
-            thread_id=thread_id,
-            agent=agent,
-            status="running",
-            prompt=prompt,
-            client_tools=tuple(client_tools),
-            principal=owner,
-            resume_pause_id=supersede_pause,
-            pause_id=None,
-            output=None,
-            error=None,
-            lease_owner=lease_owner,
-            lease_expires_at=lease_expires_at,
-            created_at=now,
-            updated_at=now,
-            revision=0,
-            parent_run_id=parent_run_id,
-            parent_call_id=parent_call_id,
-            agent_path=agent_path,
-        )
+            await conn.execute(t.runs.insert().values(**_run_row(record)))
+        return record
 
     # runs
 
@@ -669,6 +650,13 @@ class RunStore:
         async with self._tx() as conn:
             rows = (await conn.execute(sa.select(t.audit).order_by(t.audit.c.seq))).all()
         return [AuditRecord(seq=r.seq, body=json.loads(r.body), prev_hash=r.prev_hash, hash=r.hash) for r in rows]
+
+
+def _run_row(run: RunRecord) -> dict[str, Any]:
+    """A run as its table row (client tools as JSON)."""
+    row = asdict(run)
+    row["client_tools"] = CLIENT_TOOLS_ADAPTER.dump_json(run.client_tools) if run.client_tools else None
+    return row
 
 
 def _is(column: Any, value: str | None) -> Any:
