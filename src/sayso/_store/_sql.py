@@ -81,6 +81,16 @@ class RunStore:
             self._engine = None
 
     @asynccontextmanager
+    async def _read(self) -> AsyncIterator[AsyncConnection]:
+        """A read-only transaction: a consistent snapshot that takes no write lock."""
+        try:
+            async with self.engine.connect() as conn:
+                await conn.execution_options(sayso_read=True)
+                yield conn
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error: {exc}") from exc
+
+    @asynccontextmanager
     async def _tx(self) -> AsyncIterator[AsyncConnection]:
         try:
             async with self.engine.begin() as conn:
@@ -93,7 +103,7 @@ class RunStore:
     # threads
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
-        async with self._tx() as conn:
+        async with self._read() as conn:
             row = (await conn.execute(sa.select(t.threads).where(t.threads.c.thread_id == thread_id))).first()
         return ThreadRecord(**row._mapping) if row else None
 
@@ -184,7 +194,7 @@ class RunStore:
     # runs
 
     async def get_run(self, run_id: str) -> RunRecord:
-        async with self._tx() as conn:
+        async with self._read() as conn:
             row = (await conn.execute(sa.select(t.runs).where(t.runs.c.run_id == run_id))).first()
         if row is None:
             raise RunNotFound(run_id)
@@ -325,7 +335,7 @@ class RunStore:
 
     async def load_messages(self, thread_id: str) -> list[ModelMessage]:
         """The thread's whole history, oldest first."""
-        async with self._tx() as conn:
+        async with self._read() as conn:
             rows = (
                 await conn.execute(
                     sa.select(t.messages.c.body).where(t.messages.c.thread_id == thread_id).order_by(t.messages.c.seq)
@@ -340,7 +350,7 @@ class RunStore:
 
     async def get_request(self, request_id: str) -> tuple[Request, str, DecisionRecord | None] | None:
         """A request, the status of its pause, and its decision if any."""
-        async with self._tx() as conn:
+        async with self._read() as conn:
             row = (
                 await conn.execute(
                     sa.select(t.requests.c.body, t.pauses.c.status)
@@ -355,7 +365,7 @@ class RunStore:
 
     async def pause_state(self, pause_id: str) -> tuple[str, str, list[Request], dict[str, DecisionRecord]]:
         """A pause's run id and status, its requests (in the order they were raised) and their decisions."""
-        async with self._tx() as conn:
+        async with self._read() as conn:
             pause = (
                 await conn.execute(
                     sa.select(t.pauses.c.run_id, t.pauses.c.status).where(t.pauses.c.pause_id == pause_id)
@@ -490,7 +500,7 @@ class RunStore:
             .group_by(t.pauses.c.run_id)
             .having(sa.func.sum(not_expired) == 0)
         )
-        async with self._tx() as conn:
+        async with self._read() as conn:
             return [row.run_id for row in (await conn.execute(query)).all()]
 
     async def add_decisions(self, records: Sequence[DecisionRecord], *, audit: Sequence[dict[str, Any]] = ()) -> None:
@@ -525,7 +535,7 @@ class RunStore:
 
     async def run_requests(self, run_id: str) -> tuple[list[Request], dict[str, DecisionRecord]]:
         """Every request a run ever raised, in order, with the decisions taken."""
-        async with self._tx() as conn:
+        async with self._read() as conn:
             rows = (
                 await conn.execute(
                     sa.select(t.requests.c.request_id, t.requests.c.body)
@@ -538,7 +548,7 @@ class RunStore:
 
     async def open_requests(self, *, limit: int = 100) -> list[Request]:
         """Open requests across every thread, oldest first."""
-        async with self._tx() as conn:
+        async with self._read() as conn:
             rows = (
                 await conn.execute(
                     sa.select(t.requests.c.body)
@@ -591,13 +601,13 @@ class RunStore:
             query = query.where(t.grants.c.principal == principal)
         if active_only:
             query = query.where(t.grants.c.revoked_at.is_(None))
-        async with self._tx() as conn:
+        async with self._read() as conn:
             rows = (await conn.execute(query)).all()
         return [Grant(**row._mapping) for row in rows]
 
     async def grants_for(self, *, principal: str, tool: str, subject_key: str) -> list[Grant]:
         """The active grants that could cover a call (scope and thread are checked by the caller)."""
-        async with self._tx() as conn:
+        async with self._read() as conn:
             rows = (
                 await conn.execute(
                     sa.select(t.grants).where(
@@ -647,7 +657,7 @@ class RunStore:
 
     async def audit_records(self) -> list[AuditRecord]:
         """The whole audit log in order."""
-        async with self._tx() as conn:
+        async with self._read() as conn:
             rows = (await conn.execute(sa.select(t.audit).order_by(t.audit.c.seq))).all()
         return [AuditRecord(seq=r.seq, body=json.loads(r.body), prev_hash=r.prev_hash, hash=r.hash) for r in rows]
 
@@ -664,7 +674,7 @@ def _is(column: Any, value: str | None) -> Any:
 
 
 def _make_sqlite_durable(engine: AsyncEngine) -> None:
-    """WAL with a full fsync per commit, and `BEGIN IMMEDIATE` so writers queue instead of deadlocking."""
+    """WAL with a full fsync per commit; writers `BEGIN IMMEDIATE` so they queue instead of deadlocking."""
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -678,7 +688,7 @@ def _make_sqlite_durable(engine: AsyncEngine) -> None:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: SyncConnection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("sayso_read") else "BEGIN IMMEDIATE")
 
 
 def _upgrade_schema(conn: SyncConnection) -> None:
