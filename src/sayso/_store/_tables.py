@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text
+from sqlalchemy import Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text
 
 metadata = MetaData()
 
@@ -122,3 +122,12 @@ audit = Table(
     Column("prev_hash", String(64), nullable=False),
     Column("hash", String(64), nullable=False),
 )
+
+a2a_pauses = Table(
+    "a2a_pauses",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("pause_id", String(64), nullable=False),
+    Column("activated", Boolean, nullable=False),
+)
+"""Whether the A2A call that reported a pause activated kagent's extension, so later reads show the same message."""

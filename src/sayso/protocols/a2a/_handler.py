@@ -54,6 +54,7 @@ from ..._core.decisions import Decision, check_decision
 from ..._results import RunResult
 from ..._runtime import Sayso, new_id
 from ..._store import RunStatus
+from ..._store._tables import a2a_pauses
 from ...exceptions import ConfigError, DecisionRefused, NotFound, RunConflict
 from .._auth import Caller
 from ._mapping import (
@@ -84,16 +85,6 @@ _STATES: dict[RunStatus, TaskState] = {
     "failed": TaskState.TASK_STATE_FAILED,
     "cancelled": TaskState.TASK_STATE_CANCELED,
 }
-
-_marks = sa.MetaData()
-a2a_pauses = sa.Table(
-    "a2a_pauses",
-    _marks,
-    sa.Column("run_id", sa.String(64), primary_key=True),
-    sa.Column("pause_id", sa.String(64), nullable=False),
-    sa.Column("activated", sa.Boolean, nullable=False),
-)
-"""Whether the call that reported a pause activated the extension: a later read shows the same message."""
 
 
 def to_a2a_error(exc: Exception) -> A2AError:
@@ -135,7 +126,6 @@ class SaysoRequestHandler(RequestHandler):
         self.sayso = sayso
         self.agent = agent
         self._clock = clock
-        self._table_ready = False
 
     # messages
 
@@ -319,21 +309,13 @@ class SaysoRequestHandler(RequestHandler):
 
     # activation marks
 
-    async def _ensure_table(self) -> None:
-        if not self._table_ready:
-            async with self.sayso.store.engine.begin() as conn:
-                await conn.run_sync(_marks.create_all, checkfirst=True)
-            self._table_ready = True
-
     async def _mark(self, run_id: str, pause_id: str, *, activated: bool) -> None:
-        await self._ensure_table()
         async with self.sayso.store.engine.begin() as conn:
             await conn.execute(sa.delete(a2a_pauses).where(a2a_pauses.c.run_id == run_id))
             await conn.execute(sa.insert(a2a_pauses).values(run_id=run_id, pause_id=pause_id, activated=activated))
 
     async def _activated(self, run_id: str, pause_id: str | None) -> bool:
         """Whether the pause's payload was attached: yes unless an A2A call without the header reported it."""
-        await self._ensure_table()
         async with self.sayso.store.engine.connect() as conn:
             row = (await conn.execute(sa.select(a2a_pauses).where(a2a_pauses.c.run_id == run_id))).first()
         return row is None or row.pause_id != pause_id or bool(row.activated)
