@@ -11,7 +11,6 @@ from sayso import (
     Approve,
     ClientError,
     ClientResult,
-    ClientToolRequest,
     DecisionRecord,
     InvalidDecision,
     NotReady,
@@ -115,15 +114,13 @@ def test_decision_after_expiry_is_refused() -> None:
 
 
 def test_what_the_model_reads() -> None:
-    request = approval()
-    assert model_text(request, Reject(reason="too risky")) == "Declined: too risky"
-    assert model_text(request, Reject()) == "Declined by the person."
-    assert model_text(request, Skip(reason="later")) == "Skipped: later"
-    assert model_text(request, Approve()) is None
-    assert model_text(request, Expire(expires_at=1767261600.0)) == "Expired: no decision before 2026-01-01 10:00:00 UTC"
-    client = ClientToolRequest(**COMMON, request_id="req_c", tool_name="pick")  # type: ignore[arg-type]
-    assert model_text(client, ClientError(message="user closed the tab")) == "Error: user closed the tab"
-    assert model_text(client, ClientResult(value=1)) is None
+    assert model_text(Reject(reason="too risky")) == "Declined: too risky"
+    assert model_text(Reject()) == "Declined by the person."
+    assert model_text(Skip(reason="later")) == "Skipped: later"
+    assert model_text(Approve()) is None
+    assert model_text(Expire(expires_at=1767261600.0)) == "Expired: no decision before 2026-01-01 10:00:00 UTC"
+    assert model_text(ClientError(message="user closed the tab")) == "Error: user closed the tab"
+    assert model_text(ClientResult(value=1)) is None
 
 
 def test_resume_waits_for_every_request_unless_forced() -> None:

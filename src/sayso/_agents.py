@@ -37,10 +37,7 @@ class BuiltAgent:
 def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, Model | str]) -> BuiltAgent:
     """Build one agent; the gate wraps its own tools, `ask_user` sits beside them ungated."""
     tools: list[Tool[Any]] = [_tool(t, config.base_dir) for t in spec.tools]
-    for delegate in spec.delegates:
-        if delegate.agent is None:
-            raise ConfigError(f"agent {name!r}: remote (A2A) delegates are not supported yet ({delegate.a2a})")
-        tools.append(_delegate_tool(delegate.agent, delegate.description))
+    tools.extend(_delegate_tool(d.tool_name, d.description) for d in spec.delegates)
     names = [t.name for t in tools]
     if duplicate := next((n for n in names if names.count(n) > 1), None):
         raise ConfigError(f"agent {name!r} has two tools named {duplicate!r}")

@@ -69,7 +69,18 @@ class DelegateConfig(_Strict):
     agent: str | None = None
     """A configured agent's name (a local delegate)."""
     a2a: str | None = None
-    """An A2A agent's URL (a remote delegate)."""
+    """An A2A agent's URL (a remote delegate), such as `http://127.0.0.1:9000/a2a/files`."""
+    name: str | None = None
+    """The tool name for a remote delegate (default: the URL's last path segment)."""
+
+    @property
+    def tool_name(self) -> str:
+        """The name the parent's model calls this delegate by."""
+        if self.agent is not None:
+            return self.agent
+        assert self.a2a is not None
+        return self.name or self.a2a.rstrip("/").rsplit("/", 1)[-1]
+
     description: str = ""
     """What the delegate is for, as the parent's model reads it."""
 
@@ -214,8 +225,8 @@ class Config(_Strict):
             if team.entry_name not in self.agents:
                 raise ValueError(f"orchestration {name!r}: entry_name {team.entry_name!r} is not an agent")
             lead = self.agents[team.entry_name]
-            known = {d.agent for d in lead.delegates}
-            lead.delegates.extend(c for c in team.connections if c.agent not in known)
+            known = {d.tool_name for d in lead.delegates}
+            lead.delegates.extend(c for c in team.connections if c.tool_name not in known)
             if self.entry == name:
                 self.entry = team.entry_name
         for name, spec in self.agents.items():

@@ -118,7 +118,7 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
         record = decisions[request.request_id]
         decision = record.decision
         call_id = request.tool_call_id
-        text = model_text(request, decision)
+        text = model_text(decision)
         if isinstance(request, ApprovalRequest):
             if isinstance(decision, Approve):
                 results.approvals[call_id] = ToolApproved(override_args=decision.edited_args)

@@ -28,13 +28,14 @@ from ._core.audit import AuditProblem, AuditRecord, verify_chain
 from ._core.decisions import Answer, Approve, ClientResult, Decision, DecisionRecord, Expire, check_decision
 from ._core.grants import Grant
 from ._core.policy import may_decide
-from ._core.requests import ApprovalRequest, ClientTool, DelegateRequest, QuestionRequest, Request
+from ._core.requests import ApprovalRequest, ClientTool, DelegateRequest, QuestionRequest, Request, default_hint
 from ._core.resume import SKIPPED_FOR_FORCE, SKIPPED_FOR_MESSAGE, open_requests, plan_resume
 from ._core.service import service_notice
 from ._engine import annotate, audit_body, deferred_results, requests_from
 from ._gate import RunDeps
+from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, default_remote_agents
 from ._results import DecideResult, RunResult
-from ._store import RunRecord, RunStore
+from ._store import RunRecord, RunStatus, RunStore
 from ._tools import META_KEY, ClientToolset
 from .exceptions import (
     AlreadyDecided,
@@ -75,6 +76,7 @@ class Sayso:
         models: Mapping[str, Model] | None = None,
         lease_seconds: float = 30.0,
         clock: Callable[[], float] = time.time,
+        remote_agents: RemoteAgents | None = None,
     ) -> None:
         """Build every agent of `config`.
 
@@ -85,11 +87,14 @@ class Sayso:
             lease_seconds: how long a running run is held by this process without a heartbeat
                 before another process may carry it on.
             clock: seconds since the epoch; tests pass a fake one to move time.
+            remote_agents: how remote (A2A) delegates are reached; the A2A client by default.
         """
         self.config = config
         self.store = RunStore(config.store_url(), base_dir=config.base_dir)
         built_models: dict[str, Model | str] = {**build_models(config), **(models or {})}
         self._agents = {name: build_agent(name, spec, config, built_models) for name, spec in config.agents.items()}
+        self._remote_urls = _remote_delegates(config)
+        self._remote = remote_agents or (default_remote_agents() if self._remote_urls else None)
         self._lease = lease_seconds
         self._clock = clock
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
@@ -342,6 +347,8 @@ class Sayso:
         a delegate that paused again keeps its parent paused, without a model call.
         """
         assert run.pause_id is not None
+        if run.parent_run_id is not None and run.agent in self._remote_urls:
+            return await self._advance_remote(run, force=force)
         _, _, requests, decided = await self.store.pause_state(run.pause_id)
         decided = dict(decided)
         for request in open_requests(requests, decided):
@@ -400,6 +407,8 @@ class Sayso:
 
     async def _delegate(self, parent: RunRecord, target: str, task: str, call_id: str) -> str:
         """Run a delegate for a parent's tool call; if it pauses, the parent's call waits on it."""
+        if target in self._remote_urls:
+            return await self._delegate_remote(parent, target, task, call_id)
         now = self._clock()
         child = await self.store.start_run(
             thread_id=new_id("thr"),
@@ -420,6 +429,76 @@ class Sayso:
         if outcome.status == "paused":
             raise CallDeferred(metadata={META_KEY: {"kind": "delegate", "child_run_id": child.run_id}})
         return await self._delegate_answer(outcome)
+
+    async def _delegate_remote(self, parent: RunRecord, target: str, task: str, call_id: str) -> str:
+        """Hand work to a remote A2A agent; its pause becomes a proxy run whose requests mirror the remote's."""
+        assert self._remote is not None
+        now = self._clock()
+        proxy = await self.store.start_run(
+            thread_id=new_id("thr"),
+            owner=parent.principal or "local",
+            agent=target,
+            run_id=new_id("run"),
+            prompt=task,
+            client_tools=(),
+            lease_owner=self._owner,
+            lease_expires_at=now + self._lease,
+            now=now,
+            expect_active=None,
+            parent_run_id=parent.run_id,
+            parent_call_id=call_id,
+            agent_path=f"{parent.path}/{target}",
+        )
+        url = self._remote_urls[target]
+        outcome = await self._remote.start(url, task)
+        result = await self._settle_remote(proxy, url, outcome)
+        if result.status == "paused":
+            raise CallDeferred(metadata={META_KEY: {"kind": "delegate", "child_run_id": proxy.run_id}})
+        return await self._delegate_answer(result)
+
+    async def _advance_remote(self, proxy: RunRecord, *, force: bool) -> RunResult:
+        """Send the person's decisions down to the remote task and mirror where it stands now."""
+        assert proxy.pause_id is not None and self._remote is not None
+        remote = await self.store.remote_task(proxy.run_id)
+        assert remote is not None, "a proxy run always has its remote task"
+        url, task_id, context_id = remote
+        _, _, requests, decided = await self.store.pause_state(proxy.pause_id)
+        if open_requests(requests, decided) and not force:
+            return await self.result(proxy.run_id)
+        now = self._clock()
+        plan = plan_resume(proxy.run_id, requests, decided, force=force, now=now)
+        proxy = await self.store.consume_pause(
+            proxy, pause_id=proxy.pause_id, owner=self._owner, until=now + self._lease, now=now, added=plan.added
+        )
+        decisions = [(_ask_of(r), plan.decisions[r.request_id].decision) for r in requests]
+        outcome = await self._remote.answer(url, task_id=task_id, context_id=context_id, decisions=decisions)
+        return await self._settle_remote(proxy, url, outcome)
+
+    async def _settle_remote(self, proxy: RunRecord, url: str, outcome: RemoteOutcome) -> RunResult:
+        """Record a remote task's state on its proxy run: finished, or paused on mirrored requests."""
+        now = self._clock()
+        await self.store.set_remote_task(proxy.run_id, url=url, task_id=outcome.task_id, context_id=outcome.context_id)
+        if outcome.status != "paused":
+            status: RunStatus = "completed" if outcome.status == "completed" else "failed"
+            output, error = (outcome.text, None) if status == "completed" else (None, outcome.text)
+            await self.store.finish_run(
+                proxy, owner=self._owner, new_messages=(), status=status, output=output, error=error, now=now
+            )
+            return RunResult(
+                run_id=proxy.run_id,
+                thread_id=proxy.thread_id,
+                agent=proxy.agent,
+                status=status,
+                output=output,
+                error=error,
+            )
+        mirrored = [_mirror(ask, proxy, url, now=now) for ask in outcome.asks]
+        await self.store.save_pause(
+            proxy, owner=self._owner, pause_id=new_id("pau"), new_messages=(), requests=mirrored, now=now
+        )
+        return RunResult(
+            run_id=proxy.run_id, thread_id=proxy.thread_id, agent=proxy.agent, status="paused", requests=tuple(mirrored)
+        )
 
     async def _delegate_answer(self, outcome: RunResult) -> str:
         """What the parent reads from a finished delegate: its answer, plus what it asked the person (§5)."""
@@ -603,6 +682,10 @@ class Sayso:
         """An edit must keep the subject the person saw: a remembered decision never reaches further."""
         if not isinstance(request, ApprovalRequest) or not isinstance(decision, Approve):
             return
+        if decision.edited_args is not None and isinstance(request.payload, dict) and "remote_agent" in request.payload:
+            raise InvalidDecision(
+                request.request_id, "a remote agent's call cannot be edited from here (kagent's HITL has no edits)"
+            )
         if decision.edited_args is None or request.subject is None or request.service_request is not None:
             return
         gate = self._built(request.agent_path.split("/")[-1]).gate
@@ -645,6 +728,50 @@ class Sayso:
                 yield
             finally:
                 tg.cancel_scope.cancel()
+
+
+def _remote_delegates(config: Config) -> dict[str, str]:
+    """Remote delegates by tool name; one name stands for one URL across the config."""
+    urls: dict[str, str] = {}
+    for agent, spec in config.agents.items():
+        for delegate in spec.delegates:
+            if delegate.a2a is None:
+                continue
+            name = delegate.tool_name
+            if name in config.agents or urls.get(name, delegate.a2a) != delegate.a2a:
+                raise ConfigError(f"agent {agent!r}: the remote delegate name {name!r} is already taken; set 'name'")
+            urls[name] = delegate.a2a
+    return urls
+
+
+def _mirror(ask: RemoteAsk, proxy: RunRecord, url: str, *, now: float) -> Request:
+    """A sayso request standing for what the remote task waits on (the remote's id as the call id)."""
+    common: dict[str, Any] = {
+        "request_id": new_id("req"),
+        "run_id": proxy.run_id,
+        "thread_id": proxy.thread_id,
+        "agent_path": proxy.path,
+        "tool_call_id": ask.ask_id,
+        "tool_name": ask.tool_name,
+        "args": dict(ask.args),
+        "created_at": now,
+        "principal": proxy.principal,
+        "parent_call_id": proxy.parent_call_id,
+    }
+    if ask.kind == "question":
+        return QuestionRequest(**common, questions=ask.questions)
+    return ApprovalRequest(
+        **common, hint=ask.hint or default_hint(ask.tool_name), payload={"remote_agent": url}, scopes=("once",)
+    )
+
+
+def _ask_of(request: Request) -> RemoteAsk:
+    """The remote ask a mirrored request stands for."""
+    if isinstance(request, QuestionRequest):
+        return RemoteAsk(
+            kind="question", ask_id=request.tool_call_id, tool_name="ask_user", questions=request.questions
+        )
+    return RemoteAsk(kind="approval", ask_id=request.tool_call_id, tool_name=request.tool_name, args=request.args)
 
 
 def _owner_is_dead(owner: str) -> bool:

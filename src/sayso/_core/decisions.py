@@ -182,7 +182,7 @@ def schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
     return "; ".join(problems) or None
 
 
-def model_text(request: Request, decision: Decision) -> str | None:
+def model_text(decision: Decision) -> str | None:
     """What the model reads for a decision that does not run the call (§3.2), or `None` when it runs."""
     match decision:
         case Expire(expires_at=at):

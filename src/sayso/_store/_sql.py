@@ -592,6 +592,22 @@ class RunStore:
                 .values(status="done", result=result, finished_at=now)
             )
 
+    # remote delegates
+
+    async def set_remote_task(self, run_id: str, *, url: str, task_id: str, context_id: str) -> None:
+        """Remember which remote A2A task a proxy run stands for."""
+        async with self._tx() as conn:
+            await conn.execute(sa.delete(t.remote_tasks).where(t.remote_tasks.c.run_id == run_id))
+            await conn.execute(
+                t.remote_tasks.insert().values(run_id=run_id, url=url, task_id=task_id, context_id=context_id)
+            )
+
+    async def remote_task(self, run_id: str) -> tuple[str, str, str] | None:
+        """The remote task `(url, task_id, context_id)` behind a proxy run, or `None` for a local run."""
+        async with self._read() as conn:
+            row = (await conn.execute(sa.select(t.remote_tasks).where(t.remote_tasks.c.run_id == run_id))).first()
+        return (row.url, row.task_id, row.context_id) if row else None
+
     # grants
 
     async def list_grants(self, *, principal: str | None = None, active_only: bool = True) -> list[Grant]:

@@ -131,3 +131,13 @@ a2a_pauses = Table(
     Column("activated", Boolean, nullable=False),
 )
 """Whether the A2A call that reported a pause activated kagent's extension, so later reads show the same message."""
+
+remote_tasks = Table(
+    "remote_tasks",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("url", Text, nullable=False),
+    Column("task_id", String(200), nullable=False),
+    Column("context_id", String(200), nullable=False),
+)
+"""The remote A2A task a proxy run stands for (a remote delegate)."""

@@ -1,0 +1,145 @@
+"""Remote delegates (§5): a sayso agent delegates to another sayso over A2A, and the child's pauses cascade up."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from .conftest import EXAMPLE, free_port
+
+PARENT_CONFIG = """
+store: sqlite:///parent.db
+models:
+  c: {{scripted: coordinator.yaml}}
+agents:
+  coordinator:
+    model: c
+    delegates:
+      - {{a2a: "{url}", name: files, description: Manages the files of a sandbox}}
+"""
+
+COORDINATOR = """
+rules:
+  - {user: '^tidy (?P<what>.+)$', call: files, args: {task: "{what}"}}
+  - {tool: files, reply: "files said: {result}"}
+"""
+
+
+class Served:
+    """A `sayso serve` process on 127.0.0.1."""
+
+    def __init__(self, config: Path, port: int, env: dict[str, str]) -> None:
+        self.config, self.port, self.env = config, port, env
+        self.url = f"http://127.0.0.1:{port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Served:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "sayso", "serve", str(self.config), "--port", str(self.port)],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError(f"sayso serve on port {self.port} did not start")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(30)
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        response = httpx.post(f"{self.url}{path}", json=body, timeout=120)
+        assert response.status_code == 200, response.text
+        result: dict[str, Any] = response.json()
+        return result
+
+
+@pytest.fixture
+def servers(tmp_path: Path) -> Iterator[tuple[Served, Served, Path]]:
+    sandbox = tmp_path / "child-sandbox"
+    base = {k: v for k, v in os.environ.items() if k != "SAYSO_STORE"}
+    child = Served(
+        EXAMPLE,
+        free_port(),
+        {**base, "SAYSO_STORE": f"sqlite:///{tmp_path / 'child.db'}", "SAYSO_SANDBOX": str(sandbox)},
+    )
+    parent_dir = tmp_path / "parent"
+    parent_dir.mkdir()
+    (parent_dir / "sayso.yaml").write_text(PARENT_CONFIG.format(url=f"{child.url}/a2a/files"))
+    (parent_dir / "coordinator.yaml").write_text(COORDINATOR)
+    parent = Served(parent_dir / "sayso.yaml", free_port(), base)
+    child.start()
+    parent.start()
+    try:
+        yield parent, child, sandbox
+    finally:
+        parent.stop()
+        child.stop()
+
+
+def test_a_remote_childs_approval_cascades_up_and_the_decision_goes_down(servers: tuple[Served, Served, Path]) -> None:
+    parent, child, sandbox = servers
+    run = parent.post("/v1/runs", {"message": "tidy delete notes", "agent": "coordinator"})
+    assert run["status"] == "paused"
+    [request] = run["requests"]
+    assert (request["kind"], request["tool_name"], request["agent_path"]) == (
+        "approval",
+        "delete_file",
+        "coordinator/files",
+    )
+    assert request["args"] == {"name": "notes.txt"}
+    assert request["run_id"] != run["run_id"]
+    assert (sandbox / "notes.txt").exists()
+    child_inbox = httpx.get(f"{child.url}/v1/requests", timeout=30).json()["requests"]
+    assert [r["tool_name"] for r in child_inbox] == ["delete_file"], "the child keeps its own pause"
+
+    done = parent.post(f"/v1/requests/{request['id']}/decision", {"kind": "approve"})
+    assert done["run"]["status"] == "completed"
+    assert done["run"]["output"] == "files said: Deleted notes.txt."
+    assert not (sandbox / "notes.txt").exists()
+
+
+def test_a_question_and_a_rejection_cross_and_the_parent_survives_a_restart(
+    servers: tuple[Served, Served, Path],
+) -> None:
+    parent, _child, sandbox = servers
+    run = parent.post("/v1/runs", {"message": "tidy delete report", "agent": "coordinator"})
+    [question] = run["requests"]
+    assert (question["kind"], question["agent_path"]) == ("question", "coordinator/files")
+    assert question["questions"][0]["choices"] == ["report-2025.txt", "report-2026.txt"]
+
+    parent.stop()
+    parent.start()
+
+    asked = parent.post(f"/v1/requests/{question['id']}/decision", {"kind": "answer", "answers": [["report-2026.txt"]]})
+    assert asked["run"]["status"] == "paused"
+    [approval] = asked["run"]["requests"]
+    assert (approval["tool_name"], approval["args"]) == ("delete_file", {"name": "report-2026.txt"})
+    refused = httpx.post(
+        f"{parent.url}/v1/requests/{approval['id']}/decision",
+        json={"kind": "approve", "edited_args": {"name": "todo.md"}},
+        timeout=30,
+    )
+    assert refused.status_code == 422 and "cannot be edited" in refused.text
+    done = parent.post(f"/v1/requests/{approval['id']}/decision", {"kind": "reject", "reason": "keep the 2026 one"})
+    assert done["run"]["output"] == (
+        "files said: Declined: keep the 2026 one\n\n"
+        "(Note: files asked the person 'Several files match. Which one should I delete?' → report-2026.txt.)"
+    )
+    assert (sandbox / "report-2026.txt").exists()
