@@ -10,7 +10,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from sayso import Config
+from sayso import Config, load_config
 
 from .conftest import RunningServer, ServerFactory
 
@@ -246,3 +246,21 @@ def test_allow_for_this_chat_then_revoke_and_verify_the_audit_log(
     expect(page.locator("#audit-result")).to_contain_text("Broken at record 1")
     expect(page.locator('#audit-rows tr[data-seq="1"]')).to_have_class("bad")
     screenshot(page, "audit-log-broken")
+
+
+def test_nested_requests_are_labelled_with_who_asked_for_whom(serve: ServerFactory, page: Page) -> None:
+    """A delegate's cards say which agent asked on whose behalf, and answering both finishes the run."""
+    team = load_config(Path(__file__).resolve().parents[2] / "examples" / "team" / "sayso.yaml")
+    server = serve(config=team)
+    page.goto(server.base_url)
+    say(page, "report")
+    question = page.get_by_role("article", name="A question for you")
+    expect(question).to_contain_text("asked by analyst for coordinator")
+    approval = page.get_by_role("article", name="Approve archive_logs?")
+    expect(approval).to_contain_text("asked by ops for coordinator")
+    expect(page.locator("#threads a")).to_have_count(1)  # the delegates' own threads are not listed
+    screenshot(page, "nested-cards")
+    question.get_by_label("Q2").check()
+    question.get_by_role("button", name="Send answer").click()
+    approval.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator("#transcript")).to_contain_text("Revenue in Q2 grew 5%.")

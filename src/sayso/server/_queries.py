@@ -175,7 +175,13 @@ async def list_threads(engine: AsyncEngine, *, owner: str | None, limit: int) ->
         .limit(1)
         .scalar_subquery()
     )
-    stmt = sa.select(th, first_prompt.label("title")).order_by(th.c.created_at.desc()).limit(limit)
+    delegate_thread = sa.exists().where(ru.c.thread_id == th.c.thread_id, ru.c.parent_run_id.is_not(None))
+    stmt = (
+        sa.select(th, first_prompt.label("title"))
+        .where(~delegate_thread)  # a delegate's own thread is shown through its parent's pause
+        .order_by(th.c.created_at.desc())
+        .limit(limit)
+    )
     if owner is not None:
         stmt = stmt.where(th.c.owner == owner)
     async with engine.connect() as conn:
