@@ -195,10 +195,10 @@ class Sayso:
             AlreadyDecided: a different decision was taken first.
             RequestExpired: the request expired.
         """
-        found = await self.store.get_request(request_id)
+        found = await self.store.request_with_run(request_id)
         if found is None:
             raise RequestNotFound(request_id)
-        request, pause_status, existing = found
+        request, pause_status, existing, asking_run = found
         self._check_allowed(request, principal)
         now = self._clock()
         to_record = check_decision(request, decision, existing=existing, now=now)
@@ -216,10 +216,11 @@ class Sayso:
             if earlier is not None and earlier.decision != to_record:
                 raise AlreadyDecided(request_id, f"already decided ({earlier.decision.kind}); the first decision wins")
             recorded = earlier is None
-        root = await self._root(request.run_id)
-        if resume and root.status == "paused" and not await self._open_leaves(root):
+        root = asking_run if asking_run.parent_run_id is None else await self._root(asking_run.run_id)
+        state = await self.store.pause_state(root.pause_id) if resume and root.pause_id else None
+        if state is not None and root.status == "paused" and not await self._leaves_in(state[2], state[3]):
             try:
-                resumed = await self._advance(root, force=False)
+                resumed = await self._advance(root, force=False, state=state)
             except PauseConsumed:
                 resumed = await self.result(root.run_id)  # another decider's resume carries the run on
             return DecideResult(request_id=request_id, recorded=recorded, run=resumed)
@@ -339,7 +340,13 @@ class Sayso:
         except KeyError:
             raise ConfigError(f"no agent named {name!r}; configured: {', '.join(self._agents)}") from None
 
-    async def _advance(self, run: RunRecord, *, force: bool) -> RunResult:
+    async def _advance(
+        self,
+        run: RunRecord,
+        *,
+        force: bool,
+        state: tuple[str, str, list[Request], dict[str, DecisionRecord]] | None = None,
+    ) -> RunResult:
         """Carry a paused run on as far as its decisions allow, delegates first.
 
         Each delegate waiting below is advanced first; one that finishes answers its parent's call.
@@ -349,7 +356,7 @@ class Sayso:
         assert run.pause_id is not None
         if run.parent_run_id is not None and run.agent in self._remote_urls:
             return await self._advance_remote(run, force=force)
-        _, _, requests, decided = await self.store.pause_state(run.pause_id)
+        _, _, requests, decided = state or await self.store.pause_state(run.pause_id)
         decided = dict(decided)
         for request in open_requests(requests, decided):
             if isinstance(request, DelegateRequest):
@@ -529,18 +536,12 @@ class Sayso:
         if run.status != "paused" or run.pause_id is None:
             return []
         _, _, requests, decided = await self.store.pause_state(run.pause_id)
+        return await self._leaves_in(requests, decided)
+
+    async def _leaves_in(self, requests: Sequence[Request], decided: Mapping[str, DecisionRecord]) -> list[Request]:
+        """The open leaves of one pause's requests, following delegates down."""
         leaves: list[Request] = []
         for request in open_requests(requests, decided):
-            if isinstance(request, DelegateRequest):
-                leaves.extend(await self._open_leaves(await self.store.get_run(request.child_run_id)))
-            else:
-                leaves.append(request)
-        return leaves
-
-    async def _leaves_of(self, requests: Sequence[Request]) -> list[Request]:
-        """The answerable requests among those just raised: a delegate's call stands for its own leaves."""
-        leaves: list[Request] = []
-        for request in requests:
             if isinstance(request, DelegateRequest):
                 leaves.extend(await self._open_leaves(await self.store.get_run(request.child_run_id)))
             else:
@@ -645,7 +646,7 @@ class Sayso:
                 thread_id=run.thread_id,
                 agent=run.agent,
                 status="paused",
-                requests=tuple(await self._leaves_of(raised)),
+                requests=tuple(await self._leaves_in(raised, {})),
             )
         await self.store.finish_run(
             run, owner=self._owner, new_messages=new, status="completed", output=output, error=None, now=now

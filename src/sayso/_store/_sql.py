@@ -198,9 +198,7 @@ class RunStore:
             row = (await conn.execute(sa.select(t.runs).where(t.runs.c.run_id == run_id))).first()
         if row is None:
             raise RunNotFound(run_id)
-        fields = dict(row._mapping)
-        raw_tools = fields.pop("client_tools")
-        return RunRecord(**fields, client_tools=CLIENT_TOOLS_ADAPTER.validate_json(raw_tools) if raw_tools else ())
+        return _run_record(dict(row._mapping))
 
     async def renew_lease(self, run_id: str, owner: str, until: float) -> bool:
         """Extend the lease of a running run; `False` when another process has taken it over."""
@@ -362,6 +360,28 @@ class RunStore:
                 return None
             decision = await self._decisions(conn, [request_id])
         return REQUEST_ADAPTER.validate_json(row.body), row.status, decision.get(request_id)
+
+    async def request_with_run(self, request_id: str) -> tuple[Request, str, DecisionRecord | None, RunRecord] | None:
+        """A request, its pause's status, its decision if any, and the run that raised it, in one read."""
+        async with self._read() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(t.requests.c.body, t.pauses.c.status.label("pause_status"), t.runs)
+                    .join(t.pauses, t.pauses.c.pause_id == t.requests.c.pause_id)
+                    .join(t.runs, t.runs.c.run_id == t.requests.c.run_id)
+                    .where(t.requests.c.request_id == request_id)
+                )
+            ).first()
+            if row is None:
+                return None
+            decision = await self._decisions(conn, [request_id])
+        fields = {c.name: getattr(row, c.name) for c in t.runs.columns}
+        return (
+            REQUEST_ADAPTER.validate_json(row.body),
+            row.pause_status,
+            decision.get(request_id),
+            _run_record(fields),
+        )
 
     async def pause_state(self, pause_id: str) -> tuple[str, str, list[Request], dict[str, DecisionRecord]]:
         """A pause's run id and status, its requests (in the order they were raised) and their decisions."""
@@ -676,6 +696,12 @@ class RunStore:
         async with self._read() as conn:
             rows = (await conn.execute(sa.select(t.audit).order_by(t.audit.c.seq))).all()
         return [AuditRecord(seq=r.seq, body=json.loads(r.body), prev_hash=r.prev_hash, hash=r.hash) for r in rows]
+
+
+def _run_record(fields: dict[str, Any]) -> RunRecord:
+    """A run from its table row (client tools parsed)."""
+    raw_tools = fields.pop("client_tools")
+    return RunRecord(**fields, client_tools=CLIENT_TOOLS_ADAPTER.validate_json(raw_tools) if raw_tools else ())
 
 
 def _run_row(run: RunRecord) -> dict[str, Any]:
