@@ -63,6 +63,10 @@ class RunDeps:
     """Grants an external host passed for this run; when set, stored grants are not consulted."""
     delegate: Callable[[str, str, str], Awaitable[str]] | None = None
     """Hands work to a delegate agent: `(agent, task, tool_call_id) -> its answer` (or the run pauses)."""
+    marked: frozenset[str] = frozenset()
+    """Approved requests whose ledger mark this segment wrote when it consumed the pause."""
+    executed: list[tuple[str, bytes, dict[str, Any]]] = field(default_factory=list[tuple[str, bytes, dict[str, Any]]])
+    """Results of marked calls `(request_id, result, audit)`, committed with the run's next save."""
 
 
 @dataclass
@@ -158,20 +162,30 @@ class GateToolset(WrapperToolset[Any]):
         assert isinstance(request_id, str), "an approved call always carries its request id"
         if not self._matches_approval(name, tool_args, meta):
             return NO_MATCH
-        earlier = await deps.ledger.begin_execution(request_id, deps.run_id, deps.clock())
-        if earlier is not None:
-            if earlier.status == "done" and earlier.result is not None:
-                return json.loads(earlier.result)
-            if not options_of(tool.tool_def).idempotent:
-                return UNKNOWN_OUTCOME
+        fresh = request_id in deps.marked
+        if not fresh:
+            # Carrying on after a crash: the ledger says whether this call already started.
+            earlier = await deps.ledger.begin_execution(request_id, deps.run_id, deps.clock())
+            if earlier is not None:
+                if earlier.status == "done" and earlier.result is not None:
+                    return json.loads(earlier.result)
+                if not options_of(tool.tool_def).idempotent:
+                    return UNKNOWN_OUTCOME
         result = await super().call_tool(name, tool_args, ctx, tool)
         if self._service_ask(result) is not None:
             result = STILL_NEEDS_APPROVAL
         now = deps.clock()
-        executed = {"event": "executed", "request_id": request_id, "tool_name": name, "executed_args": tool_args}
-        await deps.ledger.finish_execution(
-            request_id, to_json(result, fallback=str), now, audit=[executed | {"at": now}]
-        )
+        audit = {
+            "event": "executed",
+            "request_id": request_id,
+            "tool_name": name,
+            "executed_args": tool_args,
+            "at": now,
+        }
+        if fresh:
+            deps.executed.append((request_id, to_json(result, fallback=str), audit))
+        else:
+            await deps.ledger.finish_execution(request_id, to_json(result, fallback=str), now, audit=[audit])
         return result
 
     def _matches_approval(self, name: str, tool_args: dict[str, Any], meta: dict[str, Any]) -> bool:

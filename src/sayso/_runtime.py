@@ -372,6 +372,11 @@ class Sayso:
             if isinstance(request, DelegateRequest):
                 await self._cancel_tree(request.child_run_id, SKIPPED_FOR_FORCE)
         by_id = {r.request_id: r for r in requests}
+        approved = [
+            r.request_id
+            for r in requests
+            if isinstance(r, ApprovalRequest) and isinstance(plan.decisions[r.request_id].decision, Approve)
+        ]
         run = await self.store.consume_pause(
             run,
             pause_id=run.pause_id,
@@ -380,10 +385,12 @@ class Sayso:
             now=now,
             added=plan.added,
             audit=[audit_body(by_id[d.request_id], d) for d in plan.added],
+            executing=approved,
         )
-        await self._tell_services(self._built(run.agent), requests, plan.decisions)
+        built = self._built(run.agent)
+        await self._tell_services(built, requests, plan.decisions)
         return await self._execute(
-            self._built(run.agent), run, prompt=None, requests=requests, decisions=plan.decisions
+            built, run, prompt=None, requests=requests, decisions=plan.decisions, marked=frozenset(approved)
         )
 
     async def _delegate_progress(self, request: DelegateRequest, *, force: bool) -> DecisionRecord | None:
@@ -592,6 +599,7 @@ class Sayso:
         requests: Sequence[Request],
         decisions: Mapping[str, DecisionRecord],
         external_grants: Sequence[Grant] | None = None,
+        marked: frozenset[str] = frozenset(),
     ) -> RunResult:
         history = await self.store.load_messages(run.thread_id)
         deps = RunDeps(
@@ -603,6 +611,7 @@ class Sayso:
             clock=self._clock,
             grants=external_grants,
             delegate=lambda target, task, call_id: self._delegate(run, target, task, call_id),
+            marked=marked,
         )
         allowed = [t for t in run.client_tools if t.name in built.client_tools]
         try:
@@ -619,7 +628,14 @@ class Sayso:
             # failed (its pause is already consumed), and the caller gets a result saying why.
             error = f"{type(exc).__name__}: {exc}"
             await self.store.finish_run(
-                run, owner=self._owner, new_messages=(), status="failed", output=None, error=error, now=self._clock()
+                run,
+                owner=self._owner,
+                new_messages=(),
+                status="failed",
+                output=None,
+                error=error,
+                now=self._clock(),
+                executions=deps.executed,
             )
             return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="failed", error=error)
         new = annotate(result.new_messages(), requests, decisions)
@@ -639,7 +655,13 @@ class Sayso:
                 parent_call_id=run.parent_call_id,
             )
             await self.store.save_pause(
-                run, owner=self._owner, pause_id=new_id("pau"), new_messages=new, requests=raised, now=now
+                run,
+                owner=self._owner,
+                pause_id=new_id("pau"),
+                new_messages=new,
+                requests=raised,
+                now=now,
+                executions=deps.executed,
             )
             return RunResult(
                 run_id=run.run_id,
@@ -649,7 +671,14 @@ class Sayso:
                 requests=tuple(await self._leaves_in(raised, {})),
             )
         await self.store.finish_run(
-            run, owner=self._owner, new_messages=new, status="completed", output=output, error=None, now=now
+            run,
+            owner=self._owner,
+            new_messages=new,
+            status="completed",
+            output=output,
+            error=None,
+            now=now,
+            executions=deps.executed,
         )
         return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="completed", output=output)
 

@@ -230,10 +230,12 @@ class RunStore:
         new_messages: Sequence[ModelMessage],
         requests: Sequence[Request],
         now: float,
+        executions: Sequence[tuple[str, bytes, dict[str, Any]]] = (),
     ) -> None:
         """Persist a pause: the run's new messages, its requests, and the run's paused status, atomically."""
         async with self._tx() as conn:
             await self._own(conn, run.run_id, owner)
+            await self._finish_executions(conn, executions, now)
             await self._append_messages(conn, run, new_messages)
             await conn.execute(
                 t.pauses.insert().values(pause_id=pause_id, run_id=run.run_id, status="open", created_at=now)
@@ -281,10 +283,12 @@ class RunStore:
         output: str | None,
         error: str | None,
         now: float,
+        executions: Sequence[tuple[str, bytes, dict[str, Any]]] = (),
     ) -> None:
-        """Persist the end of a run and free its thread."""
+        """Persist the end of a run (with the results of the approved calls it ran) and free its thread."""
         async with self._tx() as conn:
             await self._own(conn, run.run_id, owner)
+            await self._finish_executions(conn, executions, now)
             await self._append_messages(conn, run, new_messages)
             await conn.execute(
                 t.runs.update()
@@ -473,8 +477,13 @@ class RunStore:
         now: float,
         added: Sequence[DecisionRecord],
         audit: Sequence[dict[str, Any]] = (),
+        executing: Sequence[str] = (),
     ) -> RunRecord:
-        """Consume a pause and make this process the run's owner; exactly one caller succeeds."""
+        """Consume a pause and make this process the run's owner; exactly one caller succeeds.
+
+        `executing` names the approved requests about to run: their ledger marks are written in the
+        same commit, so they are durable before any of those calls starts.
+        """
         async with self._tx() as conn:
             consumed = await conn.execute(
                 t.pauses.update()
@@ -484,6 +493,14 @@ class RunStore:
             if consumed.rowcount != 1:
                 raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
             await self._insert_decisions(conn, added, audit)
+            if executing:
+                await conn.execute(
+                    t.executions.insert(),
+                    [
+                        {"request_id": r, "run_id": run.run_id, "status": "executing", "started_at": now}
+                        for r in executing
+                    ],
+                )
             await conn.execute(
                 t.runs.update()
                 .where(t.runs.c.run_id == run.run_id)
@@ -599,6 +616,17 @@ class RunStore:
         except IntegrityError:
             return ExecutionRecord(request_id=request_id, status="executing", result=None)
         return None
+
+    async def _finish_executions(
+        self, conn: AsyncConnection, executions: Sequence[tuple[str, bytes, dict[str, Any]]], now: float
+    ) -> None:
+        for request_id, result, _ in executions:
+            await conn.execute(
+                t.executions.update()
+                .where(t.executions.c.request_id == request_id)
+                .values(status="done", result=result, finished_at=now)
+            )
+        await self._append_audit(conn, [audit for _, _, audit in executions])
 
     async def finish_execution(
         self, request_id: str, result: bytes, now: float, *, audit: Sequence[dict[str, Any]] = ()
