@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 from pydantic_ai import DeferredToolRequests
 from pydantic_ai.exceptions import CallDeferred
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 
 from ._agents import BuiltAgent, build_agent, build_models
@@ -178,7 +179,13 @@ class Sayso:
         )
         await self._tell_services(built, requests, decisions)
         return await self._execute(
-            built, run, prompt=message, requests=requests, decisions=decisions, external_grants=grants
+            built,
+            run,
+            prompt=message,
+            requests=requests,
+            decisions=decisions,
+            external_grants=grants,
+            history=None if thread is not None else [],
         )
 
     async def decide(
@@ -377,7 +384,7 @@ class Sayso:
             for r in requests
             if isinstance(r, ApprovalRequest) and isinstance(plan.decisions[r.request_id].decision, Approve)
         ]
-        run = await self.store.consume_pause(
+        run, history = await self.store.consume_pause(
             run,
             pause_id=run.pause_id,
             owner=self._owner,
@@ -390,7 +397,13 @@ class Sayso:
         built = self._built(run.agent)
         await self._tell_services(built, requests, plan.decisions)
         return await self._execute(
-            built, run, prompt=None, requests=requests, decisions=plan.decisions, marked=frozenset(approved)
+            built,
+            run,
+            prompt=None,
+            requests=requests,
+            decisions=plan.decisions,
+            marked=frozenset(approved),
+            history=history,
         )
 
     async def _delegate_progress(self, request: DelegateRequest, *, force: bool) -> DecisionRecord | None:
@@ -439,7 +452,7 @@ class Sayso:
             parent_call_id=call_id,
             agent_path=f"{parent.path}/{target}",
         )
-        outcome = await self._execute(self._built(target), child, prompt=task, requests=[], decisions={})
+        outcome = await self._execute(self._built(target), child, prompt=task, requests=[], decisions={}, history=[])
         if outcome.status == "paused":
             raise CallDeferred(metadata={META_KEY: {"kind": "delegate", "child_run_id": child.run_id}})
         return await self._delegate_answer(outcome)
@@ -481,8 +494,14 @@ class Sayso:
             return await self.result(proxy.run_id)
         now = self._clock()
         plan = plan_resume(proxy.run_id, requests, decided, force=force, now=now)
-        proxy = await self.store.consume_pause(
-            proxy, pause_id=proxy.pause_id, owner=self._owner, until=now + self._lease, now=now, added=plan.added
+        proxy, _ = await self.store.consume_pause(
+            proxy,
+            pause_id=proxy.pause_id,
+            owner=self._owner,
+            until=now + self._lease,
+            now=now,
+            added=plan.added,
+            load_history=False,
         )
         decisions = [(_ask_of(r), plan.decisions[r.request_id].decision) for r in requests]
         outcome = await self._remote.answer(url, task_id=task_id, context_id=context_id, decisions=decisions)
@@ -600,8 +619,10 @@ class Sayso:
         decisions: Mapping[str, DecisionRecord],
         external_grants: Sequence[Grant] | None = None,
         marked: frozenset[str] = frozenset(),
+        history: list[ModelMessage] | None = None,
     ) -> RunResult:
-        history = await self.store.load_messages(run.thread_id)
+        if history is None:
+            history = await self.store.load_messages(run.thread_id)
         deps = RunDeps(
             run_id=run.run_id,
             thread_id=run.thread_id,

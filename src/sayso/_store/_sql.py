@@ -338,11 +338,14 @@ class RunStore:
     async def load_messages(self, thread_id: str) -> list[ModelMessage]:
         """The thread's whole history, oldest first."""
         async with self._read() as conn:
-            rows = (
-                await conn.execute(
-                    sa.select(t.messages.c.body).where(t.messages.c.thread_id == thread_id).order_by(t.messages.c.seq)
-                )
-            ).all()
+            return await self._history(conn, thread_id)
+
+    async def _history(self, conn: AsyncConnection, thread_id: str) -> list[ModelMessage]:
+        rows = (
+            await conn.execute(
+                sa.select(t.messages.c.body).where(t.messages.c.thread_id == thread_id).order_by(t.messages.c.seq)
+            )
+        ).all()
         history: list[ModelMessage] = []
         for row in rows:
             history.extend(ModelMessagesTypeAdapter.validate_json(row.body))
@@ -478,11 +481,13 @@ class RunStore:
         added: Sequence[DecisionRecord],
         audit: Sequence[dict[str, Any]] = (),
         executing: Sequence[str] = (),
-    ) -> RunRecord:
+        load_history: bool = True,
+    ) -> tuple[RunRecord, list[ModelMessage] | None]:
         """Consume a pause and make this process the run's owner; exactly one caller succeeds.
 
         `executing` names the approved requests about to run: their ledger marks are written in the
-        same commit, so they are durable before any of those calls starts.
+        same commit, so they are durable before any of those calls starts. The thread's history is
+        read in the same transaction when `load_history` is set.
         """
         async with self._tx() as conn:
             consumed = await conn.execute(
@@ -514,7 +519,8 @@ class RunStore:
                     revision=t.runs.c.revision + 1,
                 )
             )
-        return replace(
+            history = await self._history(conn, run.thread_id) if load_history else None
+        claimed = replace(
             run,
             status="running",
             resume_pause_id=pause_id,
@@ -524,6 +530,7 @@ class RunStore:
             updated_at=now,
             revision=run.revision + 1,
         )
+        return claimed, history
 
     async def expired_runs(self, now: float) -> list[str]:
         """Paused runs whose open requests have all passed their expiry time."""
