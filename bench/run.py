@@ -481,6 +481,8 @@ def report(  # noqa: C901
             "`bench/footprint.py`). Everything measured goes through the public API, in a fresh process "
             "(pinned) that opens the store with two `Sayso` instances.\n"
         )
+        if foot.get("note"):
+            w(foot["note"] + "\n")
         w(f"| measure | {s['paused_runs']} paused | {b['paused_runs']:,} paused |")
         w("|---|---:|---:|")
         w(
