@@ -714,6 +714,9 @@ class RunStore:
     async def _append_audit(self, conn: AsyncConnection, bodies: Sequence[dict[str, Any]]) -> None:
         if not bodies:
             return
+        if conn.dialect.name == "postgresql":
+            # One writer at a time extends the chain; SQLite's BEGIN IMMEDIATE already serialises writers.
+            await conn.execute(sa.text("SELECT pg_advisory_xact_lock(7310)"))
         last = (
             await conn.execute(sa.select(t.audit.c.seq, t.audit.c.hash).order_by(t.audit.c.seq.desc()).limit(1))
         ).first()

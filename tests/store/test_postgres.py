@@ -1,0 +1,137 @@
+"""The same runtime on PostgreSQL (§4): migrations, the cycle, first-wins, nesting and the audit chain.
+
+The test command starts a throwaway server and sets `TEST_POSTGRES_DSN`; without it these are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from sayso import AlreadyDecided, Approve, Config, PauseConsumed, Reject, RunConflict, Sayso
+
+from ..conftest import script
+
+DSN = os.environ.get("TEST_POSTGRES_DSN")
+pytestmark = pytest.mark.skipif(DSN is None, reason="TEST_POSTGRES_DSN is not set (scripts/test sets it)")
+
+ran: list[str] = []
+
+
+def delete_file(name: str) -> str:
+    """Delete a file."""
+    ran.append(name)
+    return f"deleted {name}"
+
+
+RULES = [
+    {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}"}},
+    {
+        "user": "^both$",
+        "calls": [{"call": "delete_file", "args": {"name": "a"}}, {"call": "delete_file", "args": {"name": "b"}}],
+    },
+    {"tool": "delete_file", "reply": "{results}"},
+    {"user": "^team$", "call": "files", "args": {"task": "delete x"}},
+    {"tool": "files", "reply": "team: {result}"},
+]
+
+
+@pytest.fixture
+async def database() -> AsyncIterator[str]:
+    """A fresh database on the test server, dropped afterwards."""
+    import asyncpg
+
+    assert DSN is not None
+    name = f"sayso_{secrets.token_hex(6)}"
+    admin = await asyncpg.connect(DSN)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield DSN.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+def app_on(url: str, tmp_path: Path) -> Sayso:
+    ran.clear()
+    config = Config.model_validate(
+        {
+            "store": url,
+            "agents": {
+                "files": {
+                    "model": "m",
+                    "tools": [delete_file],
+                    "interrupt": {"tools": [{"name": "delete_file", "remember": "always"}]},
+                },
+                "lead": {"model": "m", "delegates": [{"agent": "files"}]},
+            },
+            "base_dir": tmp_path,
+        }
+    )
+    return Sayso(config, models={"m": script(*RULES)})
+
+
+@pytest.fixture(autouse=True)
+def no_sqlite_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SAYSO_STORE", raising=False)
+
+
+async def test_pause_decide_resume_and_grants_on_postgres(database: str, tmp_path: Path) -> None:
+    async with app_on(database, tmp_path) as app:
+        paused = await app.run("delete notes", agent="files")
+        [request] = paused.requests
+        done = await app.decide(request.request_id, Approve(scope="always"))
+        covered = await app.run("delete todo", agent="files")
+        assert await app.verify_audit() is None
+        assert [g.tool for g in await app.grants()] == ["delete_file"]
+    assert done.run.output == "delete_file: deleted notes"
+    assert covered.status == "completed"
+    assert ran == ["notes", "todo"]
+
+
+async def test_a_fresh_process_resumes_what_another_paused(database: str, tmp_path: Path) -> None:
+    async with app_on(database, tmp_path) as first:
+        paused = await first.run("both", agent="files")
+    async with app_on(database, tmp_path) as second:
+        a, b = paused.requests
+        await second.decide(a.request_id, Reject(reason="keep a"))
+        with pytest.raises(AlreadyDecided):
+            await second.decide(a.request_id, Approve())
+        done = await second.decide(b.request_id, Approve())
+    assert done.run.output == "delete_file: Declined: keep a\ndelete_file: deleted b"
+    assert ran == ["b"]
+
+
+async def test_concurrent_resumes_run_the_pause_once(database: str, tmp_path: Path) -> None:
+    async with app_on(database, tmp_path) as a, app_on(database, tmp_path) as b:
+        paused = await a.run("delete x", agent="files")
+        await a.decide(paused.requests[0].request_id, Approve(), resume=False)
+        outcomes: list[Any] = []
+
+        async def resume(app: Sayso) -> None:
+            try:
+                outcomes.append(await app.resume(paused.run_id))
+            except (PauseConsumed, RunConflict) as refused:
+                outcomes.append(refused)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(resume, a)
+            tg.start_soon(resume, b)
+    assert len(outcomes) == 2
+    assert sum(1 for o in outcomes if not isinstance(o, Exception)) == 1
+    assert ran == ["x"]
+
+
+async def test_nested_pause_on_postgres(database: str, tmp_path: Path) -> None:
+    async with app_on(database, tmp_path) as app:
+        paused = await app.run("team", agent="lead")
+        [request] = paused.requests
+        assert request.agent_path == "lead/files"
+        done = await app.decide(request.request_id, Approve())
+    assert done.run.output == "team: delete_file: deleted x"
