@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio
 import sqlalchemy as sa
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
-from sqlalchemy import event
-from sqlalchemy.engine import Connection as SyncConnection
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .._core.audit import GENESIS, AuditRecord, canonical_json, chain_hash
 from .._core.decisions import DECISION_ADAPTER, DecisionRecord
@@ -31,6 +30,7 @@ from . import _tables as t
 from ._records import ExecutionRecord, RunRecord, RunStatus, ThreadRecord
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
+T = TypeVar("T")
 
 
 def async_url(url: str, *, base_dir: Path | None = None) -> str:
@@ -55,9 +55,12 @@ class RunStore:
     def __init__(self, url: str, *, base_dir: Path | None = None) -> None:
         self.url = async_url(url, base_dir=base_dir)
         self._engine: AsyncEngine | None = None
+        self._sync: Engine | None = None
+        self._limiter = anyio.CapacityLimiter(8)
 
     @property
     def engine(self) -> AsyncEngine:
+        """The async engine, for callers that run their own queries (the server's listings)."""
         assert self._engine is not None, "RunStore.open() was not called"
         return self._engine
 
@@ -67,45 +70,63 @@ class RunStore:
             return
         engine = create_async_engine(self.url)
         if engine.dialect.name == "sqlite":
-            _make_sqlite_durable(engine)
+            # The store's own transactions run whole on a worker thread through the stdlib driver:
+            # one hop per transaction instead of one per statement through aiosqlite.
+            self._sync = create_engine(
+                self.url.replace("sqlite+aiosqlite://", "sqlite://", 1), connect_args={"check_same_thread": False}
+            )
+            _make_sqlite_durable(engine.sync_engine)
+            _make_sqlite_durable(self._sync)
         self._engine = engine
         try:
-            async with engine.begin() as conn:
-                await conn.run_sync(_upgrade_schema)
-        except SQLAlchemyError as exc:
+            await self._write(_upgrade_schema)
+        except StoreError as exc:
             raise StoreError(f"could not open the store at {self.url!r}: {exc}") from exc
 
     async def aclose(self) -> None:
         if self._engine is not None:
             await self._engine.dispose()
             self._engine = None
+        if self._sync is not None:
+            self._sync.dispose()
+            self._sync = None
 
-    @asynccontextmanager
-    async def _read(self) -> AsyncIterator[AsyncConnection]:
-        """A read-only transaction: a consistent snapshot that takes no write lock."""
+    async def _write(self, work: Callable[[Connection], T]) -> T:
+        """Run `work` in one write transaction: committed when it returns, rolled back when it raises."""
+        return await self._run(work, read=False)
+
+    async def _read_only(self, work: Callable[[Connection], T]) -> T:
+        """Run `work` in a read-only transaction: a consistent snapshot that takes no write lock."""
+        return await self._run(work, read=True)
+
+    async def _run(self, work: Callable[[Connection], T], *, read: bool) -> T:
         try:
+            if self._sync is not None:
+                return await anyio.to_thread.run_sync(self._in_thread, work, read, limiter=self._limiter)
             async with self.engine.connect() as conn:
-                await conn.execution_options(sayso_read=True)
-                yield conn
-        except SQLAlchemyError as exc:
-            raise StoreError(f"database error: {exc}") from exc
-
-    @asynccontextmanager
-    async def _tx(self) -> AsyncIterator[AsyncConnection]:
-        try:
-            async with self.engine.begin() as conn:
-                yield conn
+                async with conn.begin():
+                    return await conn.run_sync(work)
         except IntegrityError:
             raise
         except SQLAlchemyError as exc:
             raise StoreError(f"database error: {exc}") from exc
 
+    def _in_thread(self, work: Callable[[Connection], T], read: bool) -> T:
+        assert self._sync is not None
+        with self._sync.connect() as conn:
+            if read:
+                conn.execution_options(sayso_read=True)
+            with conn.begin():
+                return work(conn)
+
     # threads
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
-        async with self._read() as conn:
-            row = (await conn.execute(sa.select(t.threads).where(t.threads.c.thread_id == thread_id))).first()
-        return ThreadRecord(**row._mapping) if row else None
+        def work(conn: Connection) -> Any:
+            row = (conn.execute(sa.select(t.threads).where(t.threads.c.thread_id == thread_id))).first()
+            return ThreadRecord(**row._mapping) if row else None
+
+        return await self._read_only(work)
 
     async def start_run(
         self,
@@ -155,18 +176,17 @@ class RunStore:
             parent_call_id=parent_call_id,
             agent_path=agent_path,
         )
-        async with self._tx() as conn:
-            exists = (
-                await conn.execute(sa.select(t.threads.c.thread_id).where(t.threads.c.thread_id == thread_id))
-            ).first()
+
+        def work(conn: Connection) -> Any:
+            exists = (conn.execute(sa.select(t.threads.c.thread_id).where(t.threads.c.thread_id == thread_id))).first()
             if exists is None:
-                await conn.execute(
+                conn.execute(
                     t.threads.insert().values(
                         thread_id=thread_id, owner=owner, agent=agent, active_run_id=run_id, created_at=now
                     )
                 )
             else:
-                claimed = await conn.execute(
+                claimed = conn.execute(
                     t.threads.update()
                     .where(t.threads.c.thread_id == thread_id, _is(t.threads.c.active_run_id, expect_active))
                     .values(active_run_id=run_id)
@@ -174,7 +194,7 @@ class RunStore:
                 if claimed.rowcount != 1:
                     raise RunConflict(run_id, f"thread {thread_id!r} changed underneath this run; try again")
             if supersede_pause is not None:
-                consumed = await conn.execute(
+                consumed = conn.execute(
                     t.pauses.update()
                     .where(t.pauses.c.pause_id == supersede_pause, t.pauses.c.status == "open")
                     .values(status="consumed")
@@ -182,44 +202,54 @@ class RunStore:
                 if consumed.rowcount != 1:
                     raise PauseConsumed(run_id, "the pause was resumed by someone else meanwhile")
                 assert expect_active is not None
-                await conn.execute(
+                conn.execute(
                     t.runs.update()
                     .where(t.runs.c.run_id == expect_active)
                     .values(status="cancelled", pause_id=None, updated_at=now, revision=t.runs.c.revision + 1)
                 )
-                await self._insert_decisions(conn, skips, audit)
-            await conn.execute(t.runs.insert().values(**_run_row(record)))
-        return record
+                self._insert_decisions(conn, skips, audit)
+            conn.execute(t.runs.insert().values(**_run_row(record)))
+            return record
+
+        return await self._write(work)
 
     # runs
 
     async def get_run(self, run_id: str) -> RunRecord:
-        async with self._read() as conn:
-            row = (await conn.execute(sa.select(t.runs).where(t.runs.c.run_id == run_id))).first()
-        if row is None:
-            raise RunNotFound(run_id)
-        return _run_record(dict(row._mapping))
+        def work(conn: Connection) -> Any:
+            row = (conn.execute(sa.select(t.runs).where(t.runs.c.run_id == run_id))).first()
+            if row is None:
+                raise RunNotFound(run_id)
+            return _run_record(dict(row._mapping))
+
+        return await self._read_only(work)
 
     async def renew_lease(self, run_id: str, owner: str, until: float) -> bool:
         """Extend the lease of a running run; `False` when another process has taken it over."""
-        async with self._tx() as conn:
-            res = await conn.execute(
+
+        def work(conn: Connection) -> Any:
+            res = conn.execute(
                 t.runs.update()
                 .where(t.runs.c.run_id == run_id, t.runs.c.lease_owner == owner, t.runs.c.status == "running")
                 .values(lease_expires_at=until)
             )
-        return res.rowcount == 1
+            return res.rowcount == 1
+
+        return await self._write(work)
 
     async def take_over(self, run_id: str, *, owner: str, until: float, now: float, dead_owners: Sequence[str]) -> bool:
         """Take a running run whose lease lapsed (or whose owner is known dead); one process wins."""
-        async with self._tx() as conn:
+
+        def work(conn: Connection) -> Any:
             stale = sa.or_(t.runs.c.lease_expires_at < now, t.runs.c.lease_owner.in_(list(dead_owners)))
-            res = await conn.execute(
+            res = conn.execute(
                 t.runs.update()
                 .where(t.runs.c.run_id == run_id, t.runs.c.status == "running", stale)
                 .values(lease_owner=owner, lease_expires_at=until, updated_at=now, revision=t.runs.c.revision + 1)
             )
-        return res.rowcount == 1
+            return res.rowcount == 1
+
+        return await self._write(work)
 
     async def save_pause(
         self,
@@ -233,15 +263,14 @@ class RunStore:
         executions: Sequence[tuple[str, bytes, dict[str, Any]]] = (),
     ) -> None:
         """Persist a pause: the run's new messages, its requests, and the run's paused status, atomically."""
-        async with self._tx() as conn:
-            await self._own(conn, run.run_id, owner)
-            await self._finish_executions(conn, executions, now)
-            await self._append_messages(conn, run, new_messages)
-            await conn.execute(
-                t.pauses.insert().values(pause_id=pause_id, run_id=run.run_id, status="open", created_at=now)
-            )
+
+        def work(conn: Connection) -> Any:
+            self._own(conn, run.run_id, owner)
+            self._finish_executions(conn, executions, now)
+            self._append_messages(conn, run, new_messages)
+            conn.execute(t.pauses.insert().values(pause_id=pause_id, run_id=run.run_id, status="open", created_at=now))
             if requests:
-                await conn.execute(
+                conn.execute(
                     t.requests.insert(),
                     [
                         {
@@ -260,7 +289,7 @@ class RunStore:
                         for position, r in enumerate(requests)
                     ],
                 )
-            await conn.execute(
+            conn.execute(
                 t.runs.update()
                 .where(t.runs.c.run_id == run.run_id)
                 .values(
@@ -272,6 +301,8 @@ class RunStore:
                     revision=t.runs.c.revision + 1,
                 )
             )
+
+        return await self._write(work)
 
     async def finish_run(
         self,
@@ -286,11 +317,12 @@ class RunStore:
         executions: Sequence[tuple[str, bytes, dict[str, Any]]] = (),
     ) -> None:
         """Persist the end of a run (with the results of the approved calls it ran) and free its thread."""
-        async with self._tx() as conn:
-            await self._own(conn, run.run_id, owner)
-            await self._finish_executions(conn, executions, now)
-            await self._append_messages(conn, run, new_messages)
-            await conn.execute(
+
+        def work(conn: Connection) -> Any:
+            self._own(conn, run.run_id, owner)
+            self._finish_executions(conn, executions, now)
+            self._append_messages(conn, run, new_messages)
+            conn.execute(
                 t.runs.update()
                 .where(t.runs.c.run_id == run.run_id)
                 .values(
@@ -304,28 +336,30 @@ class RunStore:
                     revision=t.runs.c.revision + 1,
                 )
             )
-            await conn.execute(
+            conn.execute(
                 t.threads.update()
                 .where(t.threads.c.thread_id == run.thread_id, t.threads.c.active_run_id == run.run_id)
                 .values(active_run_id=None)
             )
 
-    async def _own(self, conn: AsyncConnection, run_id: str, owner: str) -> None:
-        row = (await conn.execute(sa.select(t.runs.c.lease_owner).where(t.runs.c.run_id == run_id))).first()
+        return await self._write(work)
+
+    def _own(self, conn: Connection, run_id: str, owner: str) -> None:
+        row = (conn.execute(sa.select(t.runs.c.lease_owner).where(t.runs.c.run_id == run_id))).first()
         if row is None or row.lease_owner != owner:
             raise RunConflict(run_id, "this process lost its lease on the run; another process carries it on")
 
-    async def _append_messages(self, conn: AsyncConnection, run: RunRecord, new: Sequence[ModelMessage]) -> None:
+    def _append_messages(self, conn: Connection, run: RunRecord, new: Sequence[ModelMessage]) -> None:
         if not new:
             return
         seq = (
-            await conn.execute(
+            conn.execute(
                 sa.select(sa.func.coalesce(sa.func.max(t.messages.c.seq), 0)).where(
                     t.messages.c.thread_id == run.thread_id
                 )
             )
         ).scalar_one()
-        await conn.execute(
+        conn.execute(
             t.messages.insert().values(
                 thread_id=run.thread_id,
                 seq=seq + 1,
@@ -337,12 +371,15 @@ class RunStore:
 
     async def load_messages(self, thread_id: str) -> list[ModelMessage]:
         """The thread's whole history, oldest first."""
-        async with self._read() as conn:
-            return await self._history(conn, thread_id)
 
-    async def _history(self, conn: AsyncConnection, thread_id: str) -> list[ModelMessage]:
+        def work(conn: Connection) -> Any:
+            return self._history(conn, thread_id)
+
+        return await self._read_only(work)
+
+    def _history(self, conn: Connection, thread_id: str) -> list[ModelMessage]:
         rows = (
-            await conn.execute(
+            conn.execute(
                 sa.select(t.messages.c.body).where(t.messages.c.thread_id == thread_id).order_by(t.messages.c.seq)
             )
         ).all()
@@ -355,9 +392,10 @@ class RunStore:
 
     async def get_request(self, request_id: str) -> tuple[Request, str, DecisionRecord | None] | None:
         """A request, the status of its pause, and its decision if any."""
-        async with self._read() as conn:
+
+        def work(conn: Connection) -> Any:
             row = (
-                await conn.execute(
+                conn.execute(
                     sa.select(t.requests.c.body, t.pauses.c.status)
                     .join(t.pauses, t.pauses.c.pause_id == t.requests.c.pause_id)
                     .where(t.requests.c.request_id == request_id)
@@ -365,14 +403,17 @@ class RunStore:
             ).first()
             if row is None:
                 return None
-            decision = await self._decisions(conn, [request_id])
-        return REQUEST_ADAPTER.validate_json(row.body), row.status, decision.get(request_id)
+            decision = self._decisions(conn, [request_id])
+            return REQUEST_ADAPTER.validate_json(row.body), row.status, decision.get(request_id)
+
+        return await self._read_only(work)
 
     async def request_with_run(self, request_id: str) -> tuple[Request, str, DecisionRecord | None, RunRecord] | None:
         """A request, its pause's status, its decision if any, and the run that raised it, in one read."""
-        async with self._read() as conn:
+
+        def work(conn: Connection) -> Any:
             row = (
-                await conn.execute(
+                conn.execute(
                     sa.select(t.requests.c.body, t.pauses.c.status.label("pause_status"), t.runs)
                     .join(t.pauses, t.pauses.c.pause_id == t.requests.c.pause_id)
                     .join(t.runs, t.runs.c.run_id == t.requests.c.run_id)
@@ -381,38 +422,41 @@ class RunStore:
             ).first()
             if row is None:
                 return None
-            decision = await self._decisions(conn, [request_id])
-        fields = {c.name: getattr(row, c.name) for c in t.runs.columns}
-        return (
-            REQUEST_ADAPTER.validate_json(row.body),
-            row.pause_status,
-            decision.get(request_id),
-            _run_record(fields),
-        )
+            decision = self._decisions(conn, [request_id])
+            fields = {c.name: getattr(row, c.name) for c in t.runs.columns}
+            return (
+                REQUEST_ADAPTER.validate_json(row.body),
+                row.pause_status,
+                decision.get(request_id),
+                _run_record(fields),
+            )
+
+        return await self._read_only(work)
 
     async def pause_state(self, pause_id: str) -> tuple[str, str, list[Request], dict[str, DecisionRecord]]:
         """A pause's run id and status, its requests (in the order they were raised) and their decisions."""
-        async with self._read() as conn:
+
+        def work(conn: Connection) -> Any:
             pause = (
-                await conn.execute(
-                    sa.select(t.pauses.c.run_id, t.pauses.c.status).where(t.pauses.c.pause_id == pause_id)
-                )
+                conn.execute(sa.select(t.pauses.c.run_id, t.pauses.c.status).where(t.pauses.c.pause_id == pause_id))
             ).one()
             rows = (
-                await conn.execute(
+                conn.execute(
                     sa.select(t.requests.c.request_id, t.requests.c.body)
                     .where(t.requests.c.pause_id == pause_id)
                     .order_by(t.requests.c.position)
                 )
             ).all()
-            decided = await self._decisions(conn, [r.request_id for r in rows])
-        requests = [REQUEST_ADAPTER.validate_json(r.body) for r in rows]
-        return pause.run_id, pause.status, requests, decided
+            decided = self._decisions(conn, [r.request_id for r in rows])
+            requests = [REQUEST_ADAPTER.validate_json(r.body) for r in rows]
+            return pause.run_id, pause.status, requests, decided
 
-    async def _decisions(self, conn: AsyncConnection, request_ids: Sequence[str]) -> dict[str, DecisionRecord]:
+        return await self._read_only(work)
+
+    def _decisions(self, conn: Connection, request_ids: Sequence[str]) -> dict[str, DecisionRecord]:
         if not request_ids:
             return {}
-        rows = (await conn.execute(sa.select(t.decisions).where(t.decisions.c.request_id.in_(list(request_ids))))).all()
+        rows = (conn.execute(sa.select(t.decisions).where(t.decisions.c.request_id.in_(list(request_ids))))).all()
         return {
             r.request_id: DecisionRecord(
                 request_id=r.request_id,
@@ -431,26 +475,28 @@ class RunStore:
 
         Returns the existing decision when there is one: the first decision wins.
         """
-        try:
-            async with self._tx() as conn:
-                existing = await self._decisions(conn, [record.request_id])
-                if record.request_id in existing:
-                    return existing[record.request_id]
-                await self._insert_decisions(conn, [record], audit)
-                if grant is not None:
-                    await conn.execute(t.grants.insert().values(**asdict(grant)))
-        except IntegrityError:
-            async with self._tx() as conn:
-                return (await self._decisions(conn, [record.request_id]))[record.request_id]
-        return None
 
-    async def _insert_decisions(
-        self, conn: AsyncConnection, records: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()
+        def work(conn: Connection) -> DecisionRecord | None:
+            existing = self._decisions(conn, [record.request_id])
+            if record.request_id in existing:
+                return existing[record.request_id]
+            self._insert_decisions(conn, [record], audit)
+            if grant is not None:
+                conn.execute(t.grants.insert().values(**asdict(grant)))
+            return None
+
+        try:
+            return await self._write(work)
+        except IntegrityError:
+            return await self._read_only(lambda conn: self._decisions(conn, [record.request_id])[record.request_id])
+
+    def _insert_decisions(
+        self, conn: Connection, records: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()
     ) -> None:
-        await self._append_audit(conn, audit)
+        self._append_audit(conn, audit)
         if not records:
             return
-        await conn.execute(
+        conn.execute(
             t.decisions.insert(),
             [
                 {
@@ -464,7 +510,7 @@ class RunStore:
                 for d in records
             ],
         )
-        await conn.execute(
+        conn.execute(
             t.requests.update()
             .where(t.requests.c.request_id.in_([d.request_id for d in records]))
             .values(status="decided")
@@ -489,24 +535,25 @@ class RunStore:
         same commit, so they are durable before any of those calls starts. The thread's history is
         read in the same transaction when `load_history` is set.
         """
-        async with self._tx() as conn:
-            consumed = await conn.execute(
+
+        def work(conn: Connection) -> Any:
+            consumed = conn.execute(
                 t.pauses.update()
                 .where(t.pauses.c.pause_id == pause_id, t.pauses.c.status == "open")
                 .values(status="consumed")
             )
             if consumed.rowcount != 1:
                 raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
-            await self._insert_decisions(conn, added, audit)
+            self._insert_decisions(conn, added, audit)
             if executing:
-                await conn.execute(
+                conn.execute(
                     t.executions.insert(),
                     [
                         {"request_id": r, "run_id": run.run_id, "status": "executing", "started_at": now}
                         for r in executing
                     ],
                 )
-            await conn.execute(
+            conn.execute(
                 t.runs.update()
                 .where(t.runs.c.run_id == run.run_id)
                 .values(
@@ -519,18 +566,20 @@ class RunStore:
                     revision=t.runs.c.revision + 1,
                 )
             )
-            history = await self._history(conn, run.thread_id) if load_history else None
-        claimed = replace(
-            run,
-            status="running",
-            resume_pause_id=pause_id,
-            pause_id=None,
-            lease_owner=owner,
-            lease_expires_at=until,
-            updated_at=now,
-            revision=run.revision + 1,
-        )
-        return claimed, history
+            history = self._history(conn, run.thread_id) if load_history else None
+            claimed = replace(
+                run,
+                status="running",
+                resume_pause_id=pause_id,
+                pause_id=None,
+                lease_owner=owner,
+                lease_expires_at=until,
+                updated_at=now,
+                revision=run.revision + 1,
+            )
+            return claimed, history
+
+        return await self._write(work)
 
     async def expired_runs(self, now: float) -> list[str]:
         """Paused runs whose open requests have all passed their expiry time."""
@@ -544,57 +593,70 @@ class RunStore:
             .group_by(t.pauses.c.run_id)
             .having(sa.func.sum(not_expired) == 0)
         )
-        async with self._read() as conn:
-            return [row.run_id for row in (await conn.execute(query)).all()]
+
+        def work(conn: Connection) -> Any:
+            return [row.run_id for row in (conn.execute(query)).all()]
+
+        return await self._read_only(work)
 
     async def add_decisions(self, records: Sequence[DecisionRecord], *, audit: Sequence[dict[str, Any]] = ()) -> None:
         """Record decisions sayso takes itself (a delegate's result, an expiry); ones already decided are kept."""
-        async with self._tx() as conn:
-            existing = await self._decisions(conn, [r.request_id for r in records])
-            await self._insert_decisions(conn, [r for r in records if r.request_id not in existing], audit)
+
+        def work(conn: Connection) -> Any:
+            existing = self._decisions(conn, [r.request_id for r in records])
+            self._insert_decisions(conn, [r for r in records if r.request_id not in existing], audit)
+
+        return await self._write(work)
 
     async def cancel_run(
         self, run: RunRecord, *, now: float, skips: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()
     ) -> None:
         """Close a paused delegate run whose parent moved on: its pause is consumed and its requests skipped."""
-        async with self._tx() as conn:
+
+        def work(conn: Connection) -> Any:
             if run.pause_id is not None:
-                await conn.execute(
+                conn.execute(
                     t.pauses.update()
                     .where(t.pauses.c.pause_id == run.pause_id, t.pauses.c.status == "open")
                     .values(status="consumed")
                 )
-            existing = await self._decisions(conn, [d.request_id for d in skips])
-            await self._insert_decisions(conn, [d for d in skips if d.request_id not in existing], audit)
-            await conn.execute(
+            existing = self._decisions(conn, [d.request_id for d in skips])
+            self._insert_decisions(conn, [d for d in skips if d.request_id not in existing], audit)
+            conn.execute(
                 t.runs.update()
                 .where(t.runs.c.run_id == run.run_id, t.runs.c.status == "paused")
                 .values(status="cancelled", pause_id=None, updated_at=now, revision=t.runs.c.revision + 1)
             )
-            await conn.execute(
+            conn.execute(
                 t.threads.update()
                 .where(t.threads.c.thread_id == run.thread_id, t.threads.c.active_run_id == run.run_id)
                 .values(active_run_id=None)
             )
 
+        return await self._write(work)
+
     async def run_requests(self, run_id: str) -> tuple[list[Request], dict[str, DecisionRecord]]:
         """Every request a run ever raised, in order, with the decisions taken."""
-        async with self._read() as conn:
+
+        def work(conn: Connection) -> Any:
             rows = (
-                await conn.execute(
+                conn.execute(
                     sa.select(t.requests.c.request_id, t.requests.c.body)
                     .where(t.requests.c.run_id == run_id)
                     .order_by(t.requests.c.created_at, t.requests.c.position)
                 )
             ).all()
-            decided = await self._decisions(conn, [r.request_id for r in rows])
-        return [REQUEST_ADAPTER.validate_json(r.body) for r in rows], decided
+            decided = self._decisions(conn, [r.request_id for r in rows])
+            return [REQUEST_ADAPTER.validate_json(r.body) for r in rows], decided
+
+        return await self._read_only(work)
 
     async def open_requests(self, *, limit: int = 100) -> list[Request]:
         """Open requests across every thread, oldest first."""
-        async with self._read() as conn:
+
+        def work(conn: Connection) -> Any:
             rows = (
-                await conn.execute(
+                conn.execute(
                     sa.select(t.requests.c.body)
                     .join(t.pauses, t.pauses.c.pause_id == t.requests.c.pause_id)
                     .where(t.requests.c.status == "open", t.pauses.c.status == "open", t.requests.c.kind != "delegate")
@@ -602,66 +664,74 @@ class RunStore:
                     .limit(limit)
                 )
             ).all()
-        return [REQUEST_ADAPTER.validate_json(r.body) for r in rows]
+            return [REQUEST_ADAPTER.validate_json(r.body) for r in rows]
+
+        return await self._read_only(work)
 
     # the at-most-once ledger of approved calls
 
     async def begin_execution(self, request_id: str, run_id: str, now: float) -> ExecutionRecord | None:
         """Mark an approved call as running before it runs; returns the earlier entry if there is one."""
+
+        def work(conn: Connection) -> ExecutionRecord | None:
+            row = conn.execute(sa.select(t.executions).where(t.executions.c.request_id == request_id)).first()
+            if row is not None:
+                return ExecutionRecord(request_id=request_id, status=row.status, result=row.result)
+            conn.execute(
+                t.executions.insert().values(request_id=request_id, run_id=run_id, status="executing", started_at=now)
+            )
+            return None
+
         try:
-            async with self._tx() as conn:
-                row = (
-                    await conn.execute(sa.select(t.executions).where(t.executions.c.request_id == request_id))
-                ).first()
-                if row is not None:
-                    return ExecutionRecord(request_id=request_id, status=row.status, result=row.result)
-                await conn.execute(
-                    t.executions.insert().values(
-                        request_id=request_id, run_id=run_id, status="executing", started_at=now
-                    )
-                )
+            return await self._write(work)
         except IntegrityError:
             return ExecutionRecord(request_id=request_id, status="executing", result=None)
-        return None
 
-    async def _finish_executions(
-        self, conn: AsyncConnection, executions: Sequence[tuple[str, bytes, dict[str, Any]]], now: float
+    def _finish_executions(
+        self, conn: Connection, executions: Sequence[tuple[str, bytes, dict[str, Any]]], now: float
     ) -> None:
         for request_id, result, _ in executions:
-            await conn.execute(
+            conn.execute(
                 t.executions.update()
                 .where(t.executions.c.request_id == request_id)
                 .values(status="done", result=result, finished_at=now)
             )
-        await self._append_audit(conn, [audit for _, _, audit in executions])
+        self._append_audit(conn, [audit for _, _, audit in executions])
 
     async def finish_execution(
         self, request_id: str, result: bytes, now: float, *, audit: Sequence[dict[str, Any]] = ()
     ) -> None:
         """Record an approved call's result, with its audit record of the arguments it really ran with."""
-        async with self._tx() as conn:
-            await self._append_audit(conn, audit)
-            await conn.execute(
+
+        def work(conn: Connection) -> Any:
+            self._append_audit(conn, audit)
+            conn.execute(
                 t.executions.update()
                 .where(t.executions.c.request_id == request_id)
                 .values(status="done", result=result, finished_at=now)
             )
 
+        return await self._write(work)
+
     # remote delegates
 
     async def set_remote_task(self, run_id: str, *, url: str, task_id: str, context_id: str) -> None:
         """Remember which remote A2A task a proxy run stands for."""
-        async with self._tx() as conn:
-            await conn.execute(sa.delete(t.remote_tasks).where(t.remote_tasks.c.run_id == run_id))
-            await conn.execute(
-                t.remote_tasks.insert().values(run_id=run_id, url=url, task_id=task_id, context_id=context_id)
-            )
+
+        def work(conn: Connection) -> Any:
+            conn.execute(sa.delete(t.remote_tasks).where(t.remote_tasks.c.run_id == run_id))
+            conn.execute(t.remote_tasks.insert().values(run_id=run_id, url=url, task_id=task_id, context_id=context_id))
+
+        return await self._write(work)
 
     async def remote_task(self, run_id: str) -> tuple[str, str, str] | None:
         """The remote task `(url, task_id, context_id)` behind a proxy run, or `None` for a local run."""
-        async with self._read() as conn:
-            row = (await conn.execute(sa.select(t.remote_tasks).where(t.remote_tasks.c.run_id == run_id))).first()
-        return (row.url, row.task_id, row.context_id) if row else None
+
+        def work(conn: Connection) -> Any:
+            row = (conn.execute(sa.select(t.remote_tasks).where(t.remote_tasks.c.run_id == run_id))).first()
+            return (row.url, row.task_id, row.context_id) if row else None
+
+        return await self._read_only(work)
 
     # grants
 
@@ -672,15 +742,19 @@ class RunStore:
             query = query.where(t.grants.c.principal == principal)
         if active_only:
             query = query.where(t.grants.c.revoked_at.is_(None))
-        async with self._read() as conn:
-            rows = (await conn.execute(query)).all()
-        return [Grant(**row._mapping) for row in rows]
+
+        def work(conn: Connection) -> Any:
+            rows = (conn.execute(query)).all()
+            return [Grant(**row._mapping) for row in rows]
+
+        return await self._read_only(work)
 
     async def grants_for(self, *, principal: str, tool: str, subject_key: str) -> list[Grant]:
         """The active grants that could cover a call (scope and thread are checked by the caller)."""
-        async with self._read() as conn:
+
+        def work(conn: Connection) -> Any:
             rows = (
-                await conn.execute(
+                conn.execute(
                     sa.select(t.grants).where(
                         t.grants.c.principal == principal,
                         t.grants.c.tool == tool,
@@ -689,37 +763,42 @@ class RunStore:
                     )
                 )
             ).all()
-        return [Grant(**row._mapping) for row in rows]
+            return [Grant(**row._mapping) for row in rows]
+
+        return await self._read_only(work)
 
     async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[dict[str, Any]] = ()) -> Grant | None:
         """Revoke a grant; returns it, or `None` when no active grant has this id."""
-        async with self._tx() as conn:
-            res = await conn.execute(
+
+        def work(conn: Connection) -> Any:
+            res = conn.execute(
                 t.grants.update()
                 .where(t.grants.c.grant_id == grant_id, t.grants.c.revoked_at.is_(None))
                 .values(revoked_at=now)
             )
             if res.rowcount != 1:
                 return None
-            await self._append_audit(conn, audit)
-            row = (await conn.execute(sa.select(t.grants).where(t.grants.c.grant_id == grant_id))).one()
-        return Grant(**row._mapping)
+            self._append_audit(conn, audit)
+            row = (conn.execute(sa.select(t.grants).where(t.grants.c.grant_id == grant_id))).one()
+            return Grant(**row._mapping)
+
+        return await self._write(work)
 
     # audit
 
     async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
-        async with self._tx() as conn:
-            await self._append_audit(conn, bodies)
+        def work(conn: Connection) -> Any:
+            self._append_audit(conn, bodies)
 
-    async def _append_audit(self, conn: AsyncConnection, bodies: Sequence[dict[str, Any]]) -> None:
+        return await self._write(work)
+
+    def _append_audit(self, conn: Connection, bodies: Sequence[dict[str, Any]]) -> None:
         if not bodies:
             return
         if conn.dialect.name == "postgresql":
             # One writer at a time extends the chain; SQLite's BEGIN IMMEDIATE already serialises writers.
-            await conn.execute(sa.text("SELECT pg_advisory_xact_lock(7310)"))
-        last = (
-            await conn.execute(sa.select(t.audit.c.seq, t.audit.c.hash).order_by(t.audit.c.seq.desc()).limit(1))
-        ).first()
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(7310)"))
+        last = (conn.execute(sa.select(t.audit.c.seq, t.audit.c.hash).order_by(t.audit.c.seq.desc()).limit(1))).first()
         seq, prev = (last.seq, last.hash) if last else (0, GENESIS)
         rows = []
         for body in bodies:
@@ -727,13 +806,16 @@ class RunStore:
             digest = chain_hash(prev, seq, body)
             rows.append({"seq": seq, "body": canonical_json(body), "prev_hash": prev, "hash": digest})
             prev = digest
-        await conn.execute(t.audit.insert(), rows)
+        conn.execute(t.audit.insert(), rows)
 
     async def audit_records(self) -> list[AuditRecord]:
         """The whole audit log in order."""
-        async with self._read() as conn:
-            rows = (await conn.execute(sa.select(t.audit).order_by(t.audit.c.seq))).all()
-        return [AuditRecord(seq=r.seq, body=json.loads(r.body), prev_hash=r.prev_hash, hash=r.hash) for r in rows]
+
+        def work(conn: Connection) -> Any:
+            rows = (conn.execute(sa.select(t.audit).order_by(t.audit.c.seq))).all()
+            return [AuditRecord(seq=r.seq, body=json.loads(r.body), prev_hash=r.prev_hash, hash=r.hash) for r in rows]
+
+        return await self._read_only(work)
 
 
 def _run_record(fields: dict[str, Any]) -> RunRecord:
@@ -753,10 +835,10 @@ def _is(column: Any, value: str | None) -> Any:
     return column.is_(None) if value is None else column == value
 
 
-def _make_sqlite_durable(engine: AsyncEngine) -> None:
+def _make_sqlite_durable(engine: Engine) -> None:
     """WAL with a full fsync per commit; writers `BEGIN IMMEDIATE` so they queue instead of deadlocking."""
 
-    @event.listens_for(engine.sync_engine, "connect")
+    @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
@@ -766,12 +848,12 @@ def _make_sqlite_durable(engine: AsyncEngine) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
-    def _on_begin(conn: SyncConnection) -> None:
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("sayso_read") else "BEGIN IMMEDIATE")
 
 
-def _upgrade_schema(conn: SyncConnection) -> None:
+def _upgrade_schema(conn: Connection) -> None:
     from alembic import command
     from alembic.config import Config
     from alembic.runtime.migration import MigrationContext
