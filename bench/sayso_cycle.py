@@ -108,9 +108,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
     await app_a.__aenter__()
     if app_b is not app_a:
         await app_b.__aenter__()
-    counters.attach(app_a.store.engine.sync_engine)
+    for engine in store_engines(app_a):
+        counters.attach(engine)
     if app_b is not app_a:
-        counters.attach(app_b.store.engine.sync_engine)
+        for engine in store_engines(app_b):
+            counters.attach(engine)
 
     total = args.warmup + args.cycles
     threads: list[str | None]
@@ -249,6 +251,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
         },
         "db": args.db,
     }
+
+
+def store_engines(app: Any) -> list[Any]:
+    """Every engine the store writes through: its async engine and, for SQLite, the worker-thread one."""
+    engines = [app.store.engine.sync_engine]
+    sync = getattr(app.store, "_sync", None)
+    if sync is not None:
+        engines.append(sync)
+    return engines
 
 
 def main() -> None:
