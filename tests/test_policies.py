@@ -10,6 +10,7 @@ import pytest
 from pydantic_ai.messages import ModelRequest, ToolReturnPart
 
 from sayso import Approve, InvalidDecision, NotAllowed, NotFound, PrincipalConfig, RequestExpired, Sayso, request_json
+from sayso import tool as sayso_tool
 from sayso._core.grants import Grant
 
 from .conftest import MakeApp, script
@@ -226,3 +227,27 @@ async def test_every_decision_is_audited_and_tampering_is_detected(app: Sayso, t
         tamper("DELETE FROM audit WHERE seq = 2")
         problem = await app.verify_audit()
         assert problem is not None and problem.seq == 2 and "missing" in problem.problem
+
+
+@sayso_tool(read_only=True)
+def peek(name: str) -> str:
+    """Look at a file."""
+    return f"peeked {name}"
+
+
+async def test_read_only_tools_run_freely_when_the_policy_says_so(make_app: MakeApp) -> None:
+    rules = [
+        {"user": r"^peek (?P<n>\S+)$", "call": "peek", "args": {"name": "{n}"}},
+        {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}"}},
+        {"tool": "peek", "reply": "{result}"},
+        {"tool": "delete_file", "reply": "{result}"},
+    ]
+    agents = {
+        "files": {"model": "m", "tools": [peek, delete_file], "interrupt": {"tools": ["*"], "skip_read_only": True}}
+    }
+    strict = {"files": {"model": "m", "tools": [peek, delete_file], "interrupt": {"tools": ["*"]}}}
+    async with make_app(agents, model=script(*rules)) as app:
+        assert (await app.run("peek a")).output == "peeked a"
+        assert (await app.run("delete a")).status == "paused"
+    async with make_app(strict, model=script(*rules)) as app:
+        assert (await app.run("peek a")).status == "paused", "without skip_read_only a read-only tool still asks"
