@@ -62,7 +62,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         store = app.store
         engine = store.engine
         quiet = create_async_engine(store.url, pool_reset_on_return=None)
-        _make_sqlite_durable(quiet)
+        _make_sqlite_durable(quiet.sync_engine)
         q = sa.select(t.runs).where(t.runs.c.run_id == run_id)
         w = t.runs.update().where(t.runs.c.run_id == run_id).values(updated_at=t.runs.c.updated_at + 1)
 
