@@ -292,3 +292,40 @@ async def test_new_message_while_paused_skips_open_requests(app: Sayso) -> None:
         "archive": "Skipped: the person sent a message instead of answering",
     }
     assert any(isinstance(p, UserPromptPart) and p.content == "what now?" for p in last)
+
+
+async def test_a_thread_takes_one_run_at_a_time_and_stays_with_its_agent(make_app: MakeApp) -> None:
+    """A second message while a run is still working is refused by name; so is another agent on the thread."""
+    import anyio
+
+    from sayso import ConfigError, ThreadBusy
+
+    release = anyio.Event()
+
+    async def slow(name: str) -> str:
+        """Take a while."""
+        await release.wait()
+        return f"slow {name}"
+
+    rules = [
+        {"user": "^slow$", "call": "slow", "args": {"name": "x"}},
+        {"tool": "slow", "reply": "{result}"},
+        {"user": ".", "reply": "hi"},
+    ]
+    app = make_app({"a": {"model": "m", "tools": [slow]}, "b": {"model": "m"}}, model=script(*rules))
+    async with app:
+        first = await app.run("hello", agent="a")
+        outcome: list[Any] = []
+        async with anyio.create_task_group() as tg:
+
+            async def working() -> None:
+                outcome.append(await app.run("slow", thread_id=first.thread_id))
+
+            tg.start_soon(working)
+            await anyio.sleep(0.2)
+            with pytest.raises(ThreadBusy, match="already has a run in progress"):
+                await app.run("again", thread_id=first.thread_id)
+            release.set()
+        with pytest.raises(ConfigError, match="belongs to agent 'a', not 'b'"):
+            await app.run("hi", thread_id=first.thread_id, agent="b")
+    assert outcome[0].output == "slow x"
