@@ -71,3 +71,42 @@ def test_serve_runs_until_sigterm_and_exits_cleanly(tmp_path: Path) -> None:
     assert "Application shutdown complete" in stderr
     assert "Finished server process" in stderr
     assert run["status"] == "paused"
+
+
+def test_sayso_serve_command_sweeps_expired_requests(tmp_path: Path) -> None:
+    """`sayso serve --expire-every` closes a run whose request outlived its TTL, without anyone asking."""
+    config = tmp_path / "sayso.yaml"
+    config.write_text(
+        EXAMPLE.read_text().replace(
+            "tools: [{name: delete_file,", "ttl_seconds: 0.5\n      tools: [{name: delete_file,"
+        )
+    )
+    for name in ("script.yaml", "files_tools.py", "files_subjects.py"):
+        (tmp_path / name).write_text((EXAMPLE.parent / name).read_text())
+    port = free_port()
+    env = {"SAYSO_STORE": f"sqlite:///{tmp_path / 'sayso.db'}", "SAYSO_SANDBOX": str(tmp_path / "sandbox"), "PATH": ""}
+    command = [sys.executable, "-m", "sayso", "serve", str(config), "--port", str(port), "--expire-every", "0.3"]
+    process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline and process.poll() is None, "serve did not start"
+            time.sleep(0.1)
+        run = httpx.post(f"{base}/v1/runs", json={"message": "delete notes"}, timeout=30).json()
+        assert run["status"] == "paused"
+        deadline = time.monotonic() + 20
+        while (state := httpx.get(f"{base}/v1/runs/{run['run_id']}", timeout=30).json())["status"] == "paused":
+            assert time.monotonic() < deadline, "the sweep never closed the run"
+            time.sleep(0.2)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
+    assert state["status"] == "completed"
+    assert state["output"].startswith("Expired: no decision before")
+    assert (tmp_path / "sandbox" / "notes.txt").exists()

@@ -154,12 +154,15 @@ def serve(
     config: ConfigArg,
     host: Annotated[str, typer.Option(help="Address to bind (127.0.0.1 only without principals).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    expire_every: Annotated[
+        float, typer.Option(help="Seconds between sweeps that close runs whose requests expired; 0 turns it off.")
+    ] = 30.0,
 ) -> None:
-    """Serve the REST API and the web UI."""
+    """Serve the REST API, the web UI and the A2A and AG-UI endpoints."""
     from ..server import serve as run_server
 
     try:
-        run_server(config, host, port)
+        run_server(config, host, port, expire_every_seconds=expire_every or None)
     except ConfigError as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
