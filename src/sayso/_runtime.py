@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from pydantic_ai import DeferredToolRequests
@@ -26,7 +26,16 @@ from pydantic_ai.models import Model
 from ._agents import BuiltAgent, build_agent, build_models
 from ._config import Config, load_config
 from ._core.audit import AuditProblem, AuditRecord, verify_chain
-from ._core.decisions import Answer, Approve, ClientResult, Decision, DecisionRecord, Expire, check_decision
+from ._core.decisions import (
+    DECISION_ADAPTER,
+    Answer,
+    Approve,
+    ClientResult,
+    Decision,
+    DecisionRecord,
+    Expire,
+    check_decision,
+)
 from ._core.grants import Grant
 from ._core.policy import may_decide
 from ._core.requests import ApprovalRequest, ClientTool, DelegateRequest, QuestionRequest, Request, default_hint
@@ -35,7 +44,7 @@ from ._core.service import service_notice
 from ._engine import annotate, audit_body, deferred_results, requests_from
 from ._gate import RunDeps
 from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, default_remote_agents
-from ._results import DecideResult, RunResult
+from ._results import DecideResult, RunResult, request_json
 from ._store import RunRecord, RunStatus, RunStore
 from ._tools import META_KEY, ClientToolset
 from .exceptions import (
@@ -50,6 +59,10 @@ from .exceptions import (
     RunConflict,
     ThreadBusy,
 )
+
+RequestEvent = Literal["request.opened", "request.decided", "request.expired"]
+EventListener = Callable[[RequestEvent, dict[str, Any]], None]
+"""Called with an event name and its data; see `Sayso.add_listener`."""
 
 
 def new_id(prefix: str) -> str:
@@ -94,6 +107,7 @@ class Sayso:
         self.store = RunStore(config.store_url(), base_dir=config.base_dir)
         built_models: dict[str, Model | str] = {**build_models(config), **(models or {})}
         self._agents = {name: build_agent(name, spec, config, built_models) for name, spec in config.agents.items()}
+        self._listeners: list[EventListener] = []
         self._remote_urls = _remote_delegates(config)
         self._remote = remote_agents or (default_remote_agents() if self._remote_urls else None)
         self._lease = lease_seconds
@@ -177,6 +191,7 @@ class Sayso:
             audit=[audit_body(r, d) for r in requests for d in added if d.request_id == r.request_id],
             supersede_pause=supersede,
         )
+        self._emit_decided(requests, added)
         await self._tell_services(built, requests, decisions)
         return await self._execute(
             built,
@@ -223,6 +238,8 @@ class Sayso:
             if earlier is not None and earlier.decision != to_record:
                 raise AlreadyDecided(request_id, f"already decided ({earlier.decision.kind}); the first decision wins")
             recorded = earlier is None
+            if recorded:
+                self._emit_decided([request], [record])
         root = asking_run if asking_run.parent_run_id is None else await self._root(asking_run.run_id)
         state = await self.store.pause_state(root.pause_id) if resume and root.pause_id else None
         if state is not None and root.status == "paused" and not await self._leaves_in(state[2], state[3]):
@@ -298,6 +315,7 @@ class Sayso:
             ]
             by_id = {r.request_id: r for r in waiting}
             await self.store.add_decisions(expired, audit=[audit_body(by_id[d.request_id], d) for d in expired])
+            self._emit_decided(waiting, expired)
             root = await self._root(run.run_id)
             if await self._open_leaves(root):
                 continue
@@ -334,6 +352,39 @@ class Sayso:
     async def verify_audit(self) -> AuditProblem | None:
         """Check the audit chain; returns the first bad record, or `None` when intact."""
         return verify_chain(await self.store.audit_records())
+
+    def add_listener(self, listener: EventListener) -> None:
+        """Call `listener(event, data)` on `request.opened`, `request.decided` and `request.expired`.
+
+        Events come from every interface alike (Python, REST, A2A, AG-UI, the CLI); `data` holds the
+        request as `request_json` shows it, and for decisions the decision, who took it and the principal.
+        A listener must not block: the server's webhook sender only queues.
+        """
+        self._listeners.append(listener)
+
+    def _emit_opened(self, requests: Sequence[Request]) -> None:
+        for request in requests:
+            if not isinstance(request, DelegateRequest):
+                for listener in self._listeners:
+                    listener("request.opened", {"request": request_json(request)})
+
+    def _emit_decided(self, requests: Sequence[Request], records: Sequence[DecisionRecord]) -> None:
+        by_id = {r.request_id: r for r in requests}
+        for record in records:
+            request = by_id.get(record.request_id)
+            if request is None or isinstance(request, DelegateRequest):
+                continue
+            data: dict[str, Any] = {"request": request_json(request)}
+            event: RequestEvent
+            if isinstance(record.decision, Expire):
+                event = "request.expired"
+            else:
+                event = "request.decided"
+                data["decision"] = DECISION_ADAPTER.dump_python(record.decision, mode="json")
+                data["by"] = record.by
+                data["principal"] = record.principal
+            for listener in self._listeners:
+                listener(event, data)
 
     def agent_model(self, agent: str) -> Model | str:
         """The model an agent runs on (a scripted model's `calls` log the requests it answered)."""
@@ -394,6 +445,7 @@ class Sayso:
             audit=[audit_body(by_id[d.request_id], d) for d in plan.added],
             executing=approved,
         )
+        self._emit_decided(requests, plan.added)
         built = self._built(run.agent)
         await self._tell_services(built, requests, plan.decisions)
         return await self._execute(
@@ -529,6 +581,7 @@ class Sayso:
         await self.store.save_pause(
             proxy, owner=self._owner, pause_id=new_id("pau"), new_messages=(), requests=mirrored, now=now
         )
+        self._emit_opened(mirrored)
         return RunResult(
             run_id=proxy.run_id, thread_id=proxy.thread_id, agent=proxy.agent, status="paused", requests=tuple(mirrored)
         )
@@ -588,6 +641,7 @@ class Sayso:
         await self.store.cancel_run(
             run, now=self._clock(), skips=skips, audit=[audit_body(by_id[d.request_id], d) for d in skips]
         )
+        self._emit_decided(requests, skips)
 
     async def _carry_on(self, run: RunRecord) -> RunResult:
         """Take over a run whose process died, and redo its last segment from the store."""
@@ -684,6 +738,7 @@ class Sayso:
                 now=now,
                 executions=deps.executed,
             )
+            self._emit_opened(raised)
             return RunResult(
                 run_id=run.run_id,
                 thread_id=run.thread_id,

@@ -1,28 +1,24 @@
-"""What every HTTP endpoint delegates to: access checks, the runtime call, then webhook events.
+"""What every HTTP endpoint delegates to: access checks, then the runtime call.
 
-The runtime has no event hooks yet, so events are emitted here after its calls return:
-`request.opened` for the requests of a pause reported to the caller, `request.decided` for a
-decision recorded (and for the skips a forced resume or a new message adds), and
-`request.expired` for each request an expiry sweep closed.
+Webhook events come from the runtime itself (`Sayso.add_listener`), so a request opened, decided
+or expired through REST, A2A, AG-UI or the CLI is announced the same way.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import sqlalchemy as sa
 from anyio.abc import TaskGroup
 from sqlalchemy.exc import SQLAlchemyError
 
 from .._core.audit import AuditProblem
-from .._core.decisions import DECISION_ADAPTER, Decision, Skip
+from .._core.decisions import Decision
 from .._core.grants import Grant
 from .._core.requests import Request
-from .._core.resume import SKIPPED_FOR_FORCE, SKIPPED_FOR_MESSAGE
-from .._results import DecideResult, RunResult, request_json
+from .._results import DecideResult, RunResult
 from .._runtime import Sayso, new_id
 from .._store import ThreadRecord
 from ..exceptions import ConfigError, NotFound, RequestNotFound, StoreError
@@ -33,12 +29,10 @@ from ._queries import (
     InboxPage,
     ThreadSummary,
     TranscriptEntry,
-    closed_by_expiry,
     count_audit,
     list_audit,
     list_open_requests,
     list_threads,
-    open_requests_with_ttl,
     transcript,
 )
 from ._schemas import RunIn
@@ -112,6 +106,7 @@ class Gateway:
         self.sayso = sayso
         self.auth = authenticator
         self.emitter = emitter
+        sayso.add_listener(emitter.emit)
         self._clock = clock
         self.tasks: TaskGroup | None = None
         """Runs that outlive their HTTP request (a streamed run whose client left) run here."""
@@ -120,27 +115,19 @@ class Gateway:
 
     async def start_run(self, principal: Principal, body: RunIn) -> RunResult:
         """Send a message on a new or existing thread; only the thread's owner may."""
-        skipped: Sequence[Request] = ()
         if body.thread_id is not None:
             thread = await self.sayso.store.get_thread(body.thread_id)
-            if thread is not None:
-                if not (principal.local or thread.owner == principal.name):
-                    raise AccessDenied(thread.thread_id, "only the thread's owner may send it messages")
-                if thread.active_run_id is not None:
-                    skipped = (await self.sayso.result(thread.active_run_id)).requests
+            if thread is not None and not (principal.local or thread.owner == principal.name):
+                raise AccessDenied(thread.thread_id, "only the thread's owner may send it messages")
         if body.agent is not None and body.agent not in self.sayso.config.agents:
             raise ConfigError(f"no agent named {body.agent!r}; configured: {', '.join(self.sayso.config.agents)}")
-        started = self._clock()
-        result = await self.sayso.run(
+        return await self.sayso.run(
             body.message,
             agent=body.agent,
             thread_id=body.thread_id,
             principal=principal.name,
             client_tools=[t.to_client_tool() for t in body.client_tools],
         )
-        self._announce_skips(skipped, SKIPPED_FOR_MESSAGE)
-        self._announce_opened(result, since=started)
-        return result
 
     async def run_result(self, principal: Principal, run_id: str) -> RunResult:
         """Where a run stands, for a principal who may see it."""
@@ -150,12 +137,7 @@ class Gateway:
     async def resume(self, principal: Principal, run_id: str, *, force: bool) -> RunResult:
         """Resume a paused run; forced, its open requests count as skipped."""
         await self._check_run(principal, run_id)
-        skipped = (await self.sayso.result(run_id)).requests if force else ()
-        started = self._clock()
-        result = await self.sayso.resume(run_id, force=force)
-        self._announce_skips(skipped, SKIPPED_FOR_FORCE)
-        self._announce_opened(result, since=started)
-        return result
+        return await self.sayso.resume(run_id, force=force)
 
     # requests
 
@@ -164,16 +146,7 @@ class Gateway:
 
         Who may decide is the runtime's rule: it raises `NotAllowed` for anyone else.
         """
-        found = await self.sayso.store.get_request(request_id)
-        if found is None:
-            raise RequestNotFound(request_id)
-        request = found[0]
-        started = self._clock()
-        result = await self.sayso.decide(request_id, decision, principal=principal.name)
-        if result.recorded:
-            self._emit_decided(request, decision, by="person", principal=principal.name)
-        self._announce_opened(result.run, since=started)
-        return result
+        return await self.sayso.decide(request_id, decision, principal=principal.name)
 
     async def request_state(self, principal: Principal, request_id: str) -> RequestState:
         """A request and where it stands; 404 for one the principal may not see."""
@@ -240,17 +213,8 @@ class Gateway:
         return await self.sweep_expired()
 
     async def sweep_expired(self) -> list[RunResult]:
-        """Close paused runs whose open requests all expired; `request.expired` for each request closed."""
-        engine = self.sayso.store.engine
-        # Taken before the sweep so a request is announced once: by the sweep that closed it.
-        candidates = await open_requests_with_ttl(engine) if self.emitter.wants("request.expired") else set[str]()
-        started = self._clock()
-        results = await self.sayso.expire()
-        for request in await closed_by_expiry(engine, run_ids=[r.run_id for r in results], among=candidates):
-            self.emitter.emit("request.expired", {"request": request_json(request)})
-        for result in results:
-            self._announce_opened(result, since=started)
-        return results
+        """Close paused runs whose open requests all expired (the runtime announces `request.expired`)."""
+        return await self.sayso.expire()
 
     # threads
 
@@ -301,24 +265,3 @@ class Gateway:
         record = await self.sayso.store.get_thread(run.thread_id)
         if record is None or not principal.may_act_on(owner=record.owner, agent_path=run.agent):
             raise AccessDenied(run_id, f"{principal.name!r} is neither the thread's owner nor an approver for it")
-
-    def _announce_opened(self, result: RunResult, *, since: float) -> None:
-        if result.status != "paused":
-            return
-        for request in result.requests:
-            # Requests raised before this call were announced by the call that raised them.
-            if request.created_at >= since:
-                self.emitter.emit("request.opened", {"request": request_json(request)})
-
-    def _announce_skips(self, requests: Sequence[Request], reason: str) -> None:
-        for request in requests:
-            self._emit_decided(request, Skip(reason=reason), by="system", principal=None)
-
-    def _emit_decided(self, request: Request, decision: Decision, *, by: str, principal: str | None) -> None:
-        data: dict[str, Any] = {
-            "request": request_json(request),
-            "decision": DECISION_ADAPTER.dump_python(decision, mode="json"),
-            "by": by,
-            "principal": principal,
-        }
-        self.emitter.emit("request.decided", data)

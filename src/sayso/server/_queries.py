@@ -300,34 +300,3 @@ async def count_audit(engine: AsyncEngine) -> int:
     """How many records the audit log holds."""
     async with engine.connect() as conn:
         return int((await conn.execute(sa.select(sa.func.count()).select_from(t.audit))).scalar_one())
-
-
-# expiry
-
-
-async def open_requests_with_ttl(engine: AsyncEngine) -> set[str]:
-    """Ids of the open requests of open pauses that have an expiry time: those a sweep may close."""
-    r, p = t.requests, t.pauses
-    stmt = (
-        sa.select(r.c.request_id)
-        .join(p, p.c.pause_id == r.c.pause_id)
-        .where(r.c.status == "open", p.c.status == "open", r.c.expires_at.is_not(None))
-    )
-    async with engine.connect() as conn:
-        return {row.request_id for row in (await conn.execute(stmt)).all()}
-
-
-async def closed_by_expiry(engine: AsyncEngine, *, run_ids: Sequence[str], among: set[str]) -> list[Request]:
-    """The requests of `run_ids` that expiry decided, limited to `among` (those open before the sweep)."""
-    if not run_ids or not among:
-        return []
-    r, d = t.requests, t.decisions
-    stmt = (
-        sa.select(r.c.request_id, r.c.body)
-        .join(d, d.c.request_id == r.c.request_id)
-        .where(r.c.run_id.in_(list(run_ids)), d.c.by == "expiry")
-        .order_by(r.c.created_at, r.c.request_id)
-    )
-    async with engine.connect() as conn:
-        rows = (await conn.execute(stmt)).all()
-    return [REQUEST_ADAPTER.validate_json(row.body) for row in rows if row.request_id in among]

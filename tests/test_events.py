@@ -1,0 +1,68 @@
+"""Runtime events (`Sayso.add_listener`): the same announcements whichever interface acted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sayso import Approve, Sayso
+
+from .conftest import MakeApp, script
+
+
+def delete_file(name: str) -> str:
+    """Delete a file."""
+    return f"deleted {name}"
+
+
+RULES = [
+    {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}"}},
+    {
+        "user": "^both$",
+        "calls": [{"call": "delete_file", "args": {"name": "a"}}, {"call": "delete_file", "args": {"name": "b"}}],
+    },
+    {"tool": "delete_file", "reply": "{results}"},
+    {"user": ".", "reply": "ok"},
+]
+
+
+def make(make_app: MakeApp, **interrupt: Any) -> Sayso:
+    agents = {"files": {"model": "m", "tools": [delete_file], "interrupt": {"tools": ["delete_file"], **interrupt}}}
+    return make_app(agents, model=script(*RULES))
+
+
+async def test_opened_decided_and_skipped_requests_are_announced(make_app: MakeApp) -> None:
+    events: list[tuple[str, dict[str, Any]]] = []
+    app = make(make_app)
+    app.add_listener(lambda event, data: events.append((event, data)))
+    async with app:
+        paused = await app.run("both")
+        first, second = paused.requests
+        await app.decide(first.request_id, Approve(), principal="local")
+        await app.decide(first.request_id, Approve(), principal="local")  # a repeat announces nothing
+        await app.run("never mind", thread_id=paused.thread_id)
+    assert [(e, d["request"]["id"]) for e, d in events] == [
+        ("request.opened", first.request_id),
+        ("request.opened", second.request_id),
+        ("request.decided", first.request_id),
+        ("request.decided", second.request_id),
+    ]
+    assert (events[2][1]["decision"]["kind"], events[2][1]["by"], events[2][1]["principal"]) == (
+        "approve",
+        "person",
+        "local",
+    )
+    assert (events[3][1]["decision"]["kind"], events[3][1]["by"]) == ("skip", "system")
+
+
+async def test_expired_requests_are_announced_once(make_app: MakeApp) -> None:
+    events: list[str] = []
+    now = [1000.0]
+    app = make(make_app, ttl_seconds=10)
+    app._clock = lambda: now[0]
+    app.add_listener(lambda event, data: events.append(event))
+    async with app:
+        await app.run("delete x")
+        now[0] = 2000.0
+        await app.expire()
+        await app.expire()
+    assert events == ["request.opened", "request.expired"]
