@@ -317,3 +317,20 @@ async def test_completed_sibling_work_is_not_redone(make_app: MakeApp) -> None:
         done = await app.decide(paused.requests[0].request_id, Approve())
     assert done.run.output == "fast: fast answer\nops: rows for q"
     assert len(fast.calls) == 1, "the delegate that had finished is not run again"
+
+
+async def test_a_client_tools_context_reaches_only_agents_allowed_that_tool(make_app: MakeApp) -> None:
+    agents = {
+        "coordinator": {"model": "c", "client_tools": ["request_datasources"], "delegates": [{"agent": "helper"}]},
+        "helper": {"model": "h"},
+    }
+    coordinator = script(
+        {"user": ".", "call": "helper", "args": {"task": "go"}}, {"tool": "helper", "reply": "{result}"}
+    )
+    helper = script({"user": ".", "reply": "done"})
+    tool = ClientTool(name="request_datasources", context="the person can offer: sales.csv, hr.csv")
+    async with make_app(agents, models={"c": coordinator, "h": helper}) as app:
+        result = await app.run("go", agent="coordinator", client_tools=[tool])
+    assert result.output == "done"
+    assert "sales.csv, hr.csv" in (coordinator.calls[0].last_request.instructions or "")
+    assert "sales.csv" not in (helper.calls[0].last_request.instructions or "")

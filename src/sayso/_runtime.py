@@ -689,6 +689,10 @@ class Sayso:
             marked=marked,
         )
         allowed = [t for t in run.client_tools if t.name in built.client_tools]
+        # A client tool's context reaches only the agents allowed to call that tool.
+        context = "\n".join(
+            f"Context from the client for the tool {t.name!r}: {t.context}" for t in allowed if t.context
+        )
         try:
             async with self._holding(run):
                 result = await built.agent.run(
@@ -697,6 +701,7 @@ class Sayso:
                     deferred_tool_results=deferred_results(requests, decisions) if requests else None,
                     deps=deps,
                     toolsets=[ClientToolset(allowed)] if allowed else None,
+                    instructions=context or None,
                 )
         except Exception as exc:
             # The boundary of a run: whatever the model or a tool raised, the run is recorded as

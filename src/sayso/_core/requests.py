@@ -129,6 +129,9 @@ class ClientTool:
     description: str = ""
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
     """JSON schema of the arguments; calls that break it go back to the model to correct."""
+    context: str | None = None
+    """What the client knows that goes with the tool (say, the data sources it can offer); it reaches
+    only the agents allowed to call the tool, as part of their instructions."""
 
 
 CLIENT_TOOLS_ADAPTER: TypeAdapter[tuple[ClientTool, ...]] = TypeAdapter(tuple[ClientTool, ...])

@@ -32,9 +32,13 @@ class ClientToolIn(_Wire):
     description: str = Field(default="", max_length=2000)
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     """JSON schema of the tool's arguments."""
+    context: str | None = Field(default=None, max_length=20_000)
+    """What the client knows that goes with the tool; only agents allowed the tool see it."""
 
     def to_client_tool(self) -> ClientTool:
-        return ClientTool(name=self.name, description=self.description, parameters=self.parameters)
+        return ClientTool(
+            name=self.name, description=self.description, parameters=self.parameters, context=self.context
+        )
 
 
 class RunIn(_Wire):
