@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,13 @@ def anyio_backend() -> str:
 def script(*rules: dict[str, Any], fallback: str = "no rule matched") -> ScriptedModel:
     """A scripted model from rules written inline."""
     return ScriptedModel(Script.model_validate({"name": "test", "rules": list(rules), "fallback": fallback}))
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 MakeApp = Callable[..., Sayso]

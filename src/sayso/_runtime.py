@@ -39,7 +39,7 @@ from ._core.decisions import (
 from ._core.grants import Grant
 from ._core.policy import may_decide
 from ._core.requests import ApprovalRequest, ClientTool, DelegateRequest, QuestionRequest, Request, default_hint
-from ._core.resume import SKIPPED_FOR_FORCE, SKIPPED_FOR_MESSAGE, open_requests, plan_resume
+from ._core.resume import SKIPPED_FOR_FORCE, SKIPPED_FOR_MESSAGE, ResumePlan, open_requests, plan_resume
 from ._core.service import service_notice
 from ._engine import annotate, audit_body, deferred_results, requests_from
 from ._gate import RunDeps
@@ -429,23 +429,12 @@ class Sayso:
             request = next(r for r in requests if r.request_id == skipped.request_id)
             if isinstance(request, DelegateRequest):
                 await self._cancel_tree(request.child_run_id, SKIPPED_FOR_FORCE)
-        by_id = {r.request_id: r for r in requests}
         approved = [
             r.request_id
             for r in requests
             if isinstance(r, ApprovalRequest) and isinstance(plan.decisions[r.request_id].decision, Approve)
         ]
-        run, history = await self.store.consume_pause(
-            run,
-            pause_id=run.pause_id,
-            owner=self._owner,
-            until=now + self._lease,
-            now=now,
-            added=plan.added,
-            audit=[audit_body(by_id[d.request_id], d) for d in plan.added],
-            executing=approved,
-        )
-        self._emit_decided(requests, plan.added)
+        run, history = await self._consume(run, requests, plan, now=now, executing=approved, load_history=True)
         built = self._built(run.agent)
         await self._tell_services(built, requests, plan.decisions)
         return await self._execute(
@@ -457,6 +446,33 @@ class Sayso:
             marked=frozenset(approved),
             history=history,
         )
+
+    async def _consume(
+        self,
+        run: RunRecord,
+        requests: Sequence[Request],
+        plan: ResumePlan,
+        *,
+        now: float,
+        executing: Sequence[str],
+        load_history: bool,
+    ) -> tuple[RunRecord, list[ModelMessage] | None]:
+        """Consume a run's pause for this process, recording and announcing the skips the resume adds."""
+        assert run.pause_id is not None
+        by_id = {r.request_id: r for r in requests}
+        claimed = await self.store.consume_pause(
+            run,
+            pause_id=run.pause_id,
+            owner=self._owner,
+            until=now + self._lease,
+            now=now,
+            added=plan.added,
+            audit=[audit_body(by_id[d.request_id], d) for d in plan.added],
+            executing=executing,
+            load_history=load_history,
+        )
+        self._emit_decided(requests, plan.added)
+        return claimed
 
     async def _delegate_progress(self, request: DelegateRequest, *, force: bool) -> DecisionRecord | None:
         """Advance a delegate's run; once it has finished, record its answer on the parent's call."""
@@ -546,15 +562,7 @@ class Sayso:
             return await self.result(proxy.run_id)
         now = self._clock()
         plan = plan_resume(proxy.run_id, requests, decided, force=force, now=now)
-        proxy, _ = await self.store.consume_pause(
-            proxy,
-            pause_id=proxy.pause_id,
-            owner=self._owner,
-            until=now + self._lease,
-            now=now,
-            added=plan.added,
-            load_history=False,
-        )
+        proxy, _ = await self._consume(proxy, requests, plan, now=now, executing=(), load_history=False)
         decisions = [(_ask_of(r), plan.decisions[r.request_id].decision) for r in requests]
         outcome = await self._remote.answer(url, task_id=task_id, context_id=context_id, decisions=decisions)
         return await self._settle_remote(proxy, url, outcome)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,13 +16,7 @@ from sayso import Config, Sayso, load_config
 from sayso.protocols.a2a import a2a_router
 from sayso.server import create_app
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "files" / "sayso.yaml"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from ..conftest import EXAMPLE, free_port
 
 
 @dataclass

@@ -202,11 +202,7 @@ class RunStore:
                 if consumed.rowcount != 1:
                     raise PauseConsumed(run_id, "the pause was resumed by someone else meanwhile")
                 assert expect_active is not None
-                conn.execute(
-                    t.runs.update()
-                    .where(t.runs.c.run_id == expect_active)
-                    .values(status="cancelled", pause_id=None, updated_at=now, revision=t.runs.c.revision + 1)
-                )
+                _update_run(conn, expect_active, now, status="cancelled", pause_id=None)
                 self._insert_decisions(conn, skips, audit)
             conn.execute(t.runs.insert().values(**_run_row(record)))
             return record
@@ -242,12 +238,10 @@ class RunStore:
 
         def work(conn: Connection) -> Any:
             stale = sa.or_(t.runs.c.lease_expires_at < now, t.runs.c.lease_owner.in_(list(dead_owners)))
-            res = conn.execute(
-                t.runs.update()
-                .where(t.runs.c.run_id == run_id, t.runs.c.status == "running", stale)
-                .values(lease_owner=owner, lease_expires_at=until, updated_at=now, revision=t.runs.c.revision + 1)
+            taken = _update_run(
+                conn, run_id, now, t.runs.c.status == "running", stale, lease_owner=owner, lease_expires_at=until
             )
-            return res.rowcount == 1
+            return taken == 1
 
         return await self._write(work)
 
@@ -289,18 +283,7 @@ class RunStore:
                         for position, r in enumerate(requests)
                     ],
                 )
-            conn.execute(
-                t.runs.update()
-                .where(t.runs.c.run_id == run.run_id)
-                .values(
-                    status="paused",
-                    pause_id=pause_id,
-                    lease_owner=None,
-                    lease_expires_at=None,
-                    updated_at=now,
-                    revision=t.runs.c.revision + 1,
-                )
-            )
+            _update_run(conn, run.run_id, now, status="paused", pause_id=pause_id, **_NO_LEASE)
 
         return await self._write(work)
 
@@ -322,25 +305,8 @@ class RunStore:
             self._own(conn, run.run_id, owner)
             self._finish_executions(conn, executions, now)
             self._append_messages(conn, run, new_messages)
-            conn.execute(
-                t.runs.update()
-                .where(t.runs.c.run_id == run.run_id)
-                .values(
-                    status=status,
-                    output=output,
-                    error=error,
-                    pause_id=None,
-                    lease_owner=None,
-                    lease_expires_at=None,
-                    updated_at=now,
-                    revision=t.runs.c.revision + 1,
-                )
-            )
-            conn.execute(
-                t.threads.update()
-                .where(t.threads.c.thread_id == run.thread_id, t.threads.c.active_run_id == run.run_id)
-                .values(active_run_id=None)
-            )
+            _update_run(conn, run.run_id, now, status=status, output=output, error=error, pause_id=None, **_NO_LEASE)
+            _free_thread(conn, run)
 
         return await self._write(work)
 
@@ -535,6 +501,13 @@ class RunStore:
         same commit, so they are durable before any of those calls starts. The thread's history is
         read in the same transaction when `load_history` is set.
         """
+        claim: dict[str, Any] = {
+            "status": "running",
+            "resume_pause_id": pause_id,
+            "pause_id": None,
+            "lease_owner": owner,
+            "lease_expires_at": until,
+        }
 
         def work(conn: Connection) -> Any:
             consumed = conn.execute(
@@ -553,30 +526,9 @@ class RunStore:
                         for r in executing
                     ],
                 )
-            conn.execute(
-                t.runs.update()
-                .where(t.runs.c.run_id == run.run_id)
-                .values(
-                    status="running",
-                    resume_pause_id=pause_id,
-                    pause_id=None,
-                    lease_owner=owner,
-                    lease_expires_at=until,
-                    updated_at=now,
-                    revision=t.runs.c.revision + 1,
-                )
-            )
+            _update_run(conn, run.run_id, now, **claim)
             history = self._history(conn, run.thread_id) if load_history else None
-            claimed = replace(
-                run,
-                status="running",
-                resume_pause_id=pause_id,
-                pause_id=None,
-                lease_owner=owner,
-                lease_expires_at=until,
-                updated_at=now,
-                revision=run.revision + 1,
-            )
+            claimed = replace(run, **claim, updated_at=now, revision=run.revision + 1)
             return claimed, history
 
         return await self._write(work)
@@ -622,16 +574,8 @@ class RunStore:
                 )
             existing = self._decisions(conn, [d.request_id for d in skips])
             self._insert_decisions(conn, [d for d in skips if d.request_id not in existing], audit)
-            conn.execute(
-                t.runs.update()
-                .where(t.runs.c.run_id == run.run_id, t.runs.c.status == "paused")
-                .values(status="cancelled", pause_id=None, updated_at=now, revision=t.runs.c.revision + 1)
-            )
-            conn.execute(
-                t.threads.update()
-                .where(t.threads.c.thread_id == run.thread_id, t.threads.c.active_run_id == run.run_id)
-                .values(active_run_id=None)
-            )
+            _update_run(conn, run.run_id, now, t.runs.c.status == "paused", status="cancelled", pause_id=None)
+            _free_thread(conn, run)
 
         return await self._write(work)
 
@@ -829,6 +773,29 @@ def _run_row(run: RunRecord) -> dict[str, Any]:
     row = asdict(run)
     row["client_tools"] = CLIENT_TOOLS_ADAPTER.dump_json(run.client_tools) if run.client_tools else None
     return row
+
+
+_NO_LEASE: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None}
+"""A run no process holds (paused or finished)."""
+
+
+def _update_run(conn: Connection, run_id: str, now: float, *conditions: Any, **values: Any) -> int:
+    """Change a run's row (every change bumps `revision` and `updated_at`); returns how many rows matched."""
+    result = conn.execute(
+        t.runs.update()
+        .where(t.runs.c.run_id == run_id, *conditions)
+        .values(**values, updated_at=now, revision=t.runs.c.revision + 1)
+    )
+    return result.rowcount
+
+
+def _free_thread(conn: Connection, run: RunRecord) -> None:
+    """The thread takes new runs again once this one has ended."""
+    conn.execute(
+        t.threads.update()
+        .where(t.threads.c.thread_id == run.thread_id, t.threads.c.active_run_id == run.run_id)
+        .values(active_run_id=None)
+    )
 
 
 def _is(column: Any, value: str | None) -> Any:

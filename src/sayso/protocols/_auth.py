@@ -12,24 +12,13 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from .._config import Config
-from ..exceptions import SaysoError
+from ._common import ProtocolRefusal
 
 LOCAL = "local"
 
 
-class Unauthenticated(SaysoError, PermissionError):
-    """The call carries no bearer token, or one that names no principal.
-
-    Args:
-        problem: what is wrong with the credentials.
-    """
-
-    def __init__(self, problem: str) -> None:
-        self.problem = problem
-        super().__init__(problem)
-
-    def __reduce__(self) -> tuple[type, tuple[str]]:
-        return self.__class__, (self.problem,)
+class Unauthenticated(ProtocolRefusal, PermissionError):
+    """The call carries no bearer token, or one that names no principal."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,7 +8,6 @@ what a task looks like, always rebuilt from sayso's store so that any process ca
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 
@@ -52,11 +51,12 @@ from a2a.utils.errors import (
 
 from ..._core.decisions import Decision, check_decision
 from ..._results import RunResult
-from ..._runtime import Sayso, new_id
+from ..._runtime import new_id
 from ..._store import RunStatus
 from ..._store._tables import a2a_pauses
 from ...exceptions import ConfigError, DecisionRefused, NotFound, RunConflict
 from .._auth import Caller
+from .._common import AgentEndpoint
 from ._mapping import (
     HitlRefused,
     ShownRequest,
@@ -113,19 +113,8 @@ class _Turn:
     go: Callable[[], Awaitable[RunResult]]
 
 
-class SaysoRequestHandler(RequestHandler):
-    """Serves one agent of a runtime over A2A.
-
-    Args:
-        sayso: the runtime (opened by the server's lifespan).
-        agent: the agent this endpoint talks to.
-        clock: seconds since the epoch.
-    """
-
-    def __init__(self, sayso: Sayso, agent: str, *, clock: Callable[[], float] = time.time) -> None:
-        self.sayso = sayso
-        self.agent = agent
-        self._clock = clock
+class SaysoRequestHandler(AgentEndpoint, RequestHandler):
+    """Serves one agent of a runtime over A2A."""
 
     # messages
 

@@ -21,6 +21,7 @@ from google.protobuf.struct_pb2 import Struct, Value
 
 from ..._core.decisions import Answer, Approve, Decision, Reject, Skip
 from ..._core.requests import ApprovalRequest, QuestionRequest, Request, default_hint, shown_args
+from .._common import ProtocolRefusal
 
 HITL_URI = "https://kagent.dev/extensions/hitl/v1"
 """kagent's human-in-the-loop extension, v1."""
@@ -39,19 +40,8 @@ LEGACY_CONFIRMATION = "adk_request_confirmation"
 ShownRequest: TypeAlias = ApprovalRequest | QuestionRequest
 
 
-class HitlRefused(ValueError):
-    """A HITL response that does not answer the pause it was sent to; nothing was recorded.
-
-    Args:
-        problem: what is wrong, in words the client can act on.
-    """
-
-    def __init__(self, problem: str) -> None:
-        self.problem = problem
-        super().__init__(problem)
-
-    def __reduce__(self) -> tuple[type, tuple[str]]:
-        return self.__class__, (self.problem,)
+class HitlRefused(ProtocolRefusal, ValueError):
+    """A HITL response that does not answer the pause it was sent to; nothing was recorded."""
 
 
 @dataclass(frozen=True, kw_only=True)

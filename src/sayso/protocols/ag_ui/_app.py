@@ -6,7 +6,6 @@ interrupts by id and client tool calls by tool call id, and both are looked up i
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
@@ -25,6 +24,7 @@ from ..._results import RunResult
 from ..._runtime import Sayso
 from ...exceptions import DecisionRefused, NotFound, RunConflict, SaysoError
 from .._auth import Caller, Unauthenticated, authenticate
+from .._common import AgentEndpoint
 from ._mapping import ResumeRefused, decisions_from_resume, finished_event, message_events, tool_messages, user_text
 
 
@@ -67,19 +67,8 @@ class _Turn:
     go: Callable[[], Awaitable[RunResult]]
 
 
-class AgUiAgent:
-    """Runs one agent of a runtime for AG-UI clients.
-
-    Args:
-        sayso: the runtime (opened by the server's lifespan).
-        agent: the agent this endpoint talks to.
-        clock: seconds since the epoch.
-    """
-
-    def __init__(self, sayso: Sayso, agent: str, *, clock: Callable[[], float] = time.time) -> None:
-        self.sayso = sayso
-        self.agent = agent
-        self._clock = clock
+class AgUiAgent(AgentEndpoint):
+    """Runs one agent of a runtime for AG-UI clients."""
 
     async def events(self, run_input: RunAgentInput, caller: Caller) -> AsyncIterator[BaseEvent]:
         """Every event of one AG-UI run, from `RUN_STARTED` to `RUN_FINISHED` or `RUN_ERROR`."""

@@ -37,24 +37,14 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 
 from ..._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
 from ..._core.requests import SCOPES_BY_WIDTH, ApprovalRequest, ClientToolRequest, QuestionRequest, Request, shown_args
+from .._common import ProtocolRefusal
 
 REASONS = {"approval": "sayso:approval", "question": "sayso:question"}
 """The `Interrupt.reason` of each request kind AG-UI interrupts carry."""
 
 
-class ResumeRefused(ValueError):
-    """A resume that does not fit the pause it answers; nothing was recorded.
-
-    Args:
-        problem: what is wrong, in words the client can act on.
-    """
-
-    def __init__(self, problem: str) -> None:
-        self.problem = problem
-        super().__init__(problem)
-
-    def __reduce__(self) -> tuple[type, tuple[str]]:
-        return self.__class__, (self.problem,)
+class ResumeRefused(ProtocolRefusal, ValueError):
+    """A resume that does not fit the pause it answers; nothing was recorded."""
 
 
 # --- outbound
