@@ -46,6 +46,26 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+async def resume_at_once(apps: list[Sayso], run_id: str) -> list[Any]:
+    """Resume one run from several runtimes at the same moment; each result or refusal, in finishing order."""
+    import anyio
+
+    from sayso import PauseConsumed, RunConflict
+
+    outcomes: list[Any] = []
+
+    async def resume(app: Sayso) -> None:
+        try:
+            outcomes.append(await app.resume(run_id))
+        except (PauseConsumed, RunConflict) as refused:
+            outcomes.append(refused)
+
+    async with anyio.create_task_group() as tg:
+        for app in apps:
+            tg.start_soon(resume, app)
+    return outcomes
+
+
 MakeApp = Callable[..., Sayso]
 
 

@@ -10,15 +10,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
-from sayso import Approve, PauseConsumed, RunConflict, Sayso
+from sayso import Approve, Sayso
 
-from .conftest import EXAMPLE, MakeApp, script
+from .conftest import EXAMPLE, MakeApp, resume_at_once, script
 
 SAYSO = [sys.executable, "-m", "sayso"]
 
@@ -65,17 +64,7 @@ async def test_two_concurrent_resumes_of_one_pause_run_it_once(make_app: MakeApp
     async with make_app(agents, model=script(*rules)) as a, make_app(agents, model=script(*rules)) as b:
         paused = await a.run("delete x")
         await a.decide(paused.requests[0].request_id, Approve(), resume=False)
-        outcomes: list[Any] = []
-
-        async def resume(app: Sayso) -> None:
-            try:
-                outcomes.append(await app.resume(paused.run_id))
-            except (PauseConsumed, RunConflict) as refused:
-                outcomes.append(refused)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(resume, a)
-            tg.start_soon(resume, b)
+        outcomes = await resume_at_once([a, b], paused.run_id)
     completed = [o for o in outcomes if not isinstance(o, Exception)]
     refused = [o for o in outcomes if isinstance(o, Exception)]
     assert len(completed) == 1 and completed[0].output == "deleted x"

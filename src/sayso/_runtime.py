@@ -504,22 +504,7 @@ class Sayso:
         """Run a delegate for a parent's tool call; if it pauses, the parent's call waits on it."""
         if target in self._remote_urls:
             return await self._delegate_remote(parent, target, task, call_id)
-        now = self._clock()
-        child = await self.store.start_run(
-            thread_id=new_id("thr"),
-            owner=parent.principal or "local",
-            agent=target,
-            run_id=new_id("run"),
-            prompt=task,
-            client_tools=parent.client_tools,
-            lease_owner=self._owner,
-            lease_expires_at=now + self._lease,
-            now=now,
-            expect_active=None,
-            parent_run_id=parent.run_id,
-            parent_call_id=call_id,
-            agent_path=f"{parent.path}/{target}",
-        )
+        child = await self._start_child(parent, target, task, call_id, client_tools=parent.client_tools)
         outcome = await self._execute(self._built(target), child, prompt=task, requests=[], decisions={}, history=[])
         if outcome.status == "paused":
             raise CallDeferred(metadata={META_KEY: {"kind": "delegate", "child_run_id": child.run_id}})
@@ -528,14 +513,26 @@ class Sayso:
     async def _delegate_remote(self, parent: RunRecord, target: str, task: str, call_id: str) -> str:
         """Hand work to a remote A2A agent; its pause becomes a proxy run whose requests mirror the remote's."""
         assert self._remote is not None
+        proxy = await self._start_child(parent, target, task, call_id, client_tools=())
+        url = self._remote_urls[target]
+        outcome = await self._remote.start(url, task)
+        result = await self._settle_remote(proxy, url, outcome)
+        if result.status == "paused":
+            raise CallDeferred(metadata={META_KEY: {"kind": "delegate", "child_run_id": proxy.run_id}})
+        return await self._delegate_answer(result)
+
+    async def _start_child(
+        self, parent: RunRecord, target: str, task: str, call_id: str, *, client_tools: Sequence[ClientTool]
+    ) -> RunRecord:
+        """A delegate's run on a thread of its own, tied to the parent's call that handed it the work."""
         now = self._clock()
-        proxy = await self.store.start_run(
+        return await self.store.start_run(
             thread_id=new_id("thr"),
             owner=parent.principal or "local",
             agent=target,
             run_id=new_id("run"),
             prompt=task,
-            client_tools=(),
+            client_tools=client_tools,
             lease_owner=self._owner,
             lease_expires_at=now + self._lease,
             now=now,
@@ -544,12 +541,6 @@ class Sayso:
             parent_call_id=call_id,
             agent_path=f"{parent.path}/{target}",
         )
-        url = self._remote_urls[target]
-        outcome = await self._remote.start(url, task)
-        result = await self._settle_remote(proxy, url, outcome)
-        if result.status == "paused":
-            raise CallDeferred(metadata={META_KEY: {"kind": "delegate", "child_run_id": proxy.run_id}})
-        return await self._delegate_answer(result)
 
     async def _advance_remote(self, proxy: RunRecord, *, force: bool) -> RunResult:
         """Send the person's decisions down to the remote task and mirror where it stands now."""

@@ -9,14 +9,12 @@ import os
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 
-from sayso import AlreadyDecided, Approve, Config, PauseConsumed, Reject, RunConflict, Sayso
+from sayso import AlreadyDecided, Approve, Config, Reject, Sayso
 
-from ..conftest import script
+from ..conftest import resume_at_once, script
 
 DSN = os.environ.get("TEST_POSTGRES_DSN")
 pytestmark = pytest.mark.skipif(DSN is None, reason="TEST_POSTGRES_DSN is not set (scripts/test sets it)")
@@ -112,17 +110,7 @@ async def test_concurrent_resumes_run_the_pause_once(database: str, tmp_path: Pa
     async with app_on(database, tmp_path) as a, app_on(database, tmp_path) as b:
         paused = await a.run("delete x", agent="files")
         await a.decide(paused.requests[0].request_id, Approve(), resume=False)
-        outcomes: list[Any] = []
-
-        async def resume(app: Sayso) -> None:
-            try:
-                outcomes.append(await app.resume(paused.run_id))
-            except (PauseConsumed, RunConflict) as refused:
-                outcomes.append(refused)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(resume, a)
-            tg.start_soon(resume, b)
+        outcomes = await resume_at_once([a, b], paused.run_id)
     assert len(outcomes) == 2
     assert sum(1 for o in outcomes if not isinstance(o, Exception)) == 1
     assert ran == ["x"]
