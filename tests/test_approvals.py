@@ -126,6 +126,7 @@ async def test_approved_call_runs_before_any_model_call(app: Sayso) -> None:
 
 
 async def test_edited_arguments_run_and_are_recorded(app: Sayso) -> None:
+    """Edited arguments are what runs; the result records proposed, approved and executed args and who approved."""
     async with app:
         paused = await app.run("delete a.txt")
         request = paused.requests[0]
@@ -143,6 +144,7 @@ async def test_edited_arguments_run_and_are_recorded(app: Sayso) -> None:
 
 
 async def test_invalid_edit_is_refused_and_the_pause_stays_open(app: Sayso) -> None:
+    """An edit breaking the tool's schema is refused naming the problem; nothing runs and the request stays open."""
     async with app:
         paused = await app.run("delete a.txt")
         request_id = paused.requests[0].request_id
@@ -167,6 +169,7 @@ async def test_invalid_edit_is_refused_and_the_pause_stays_open(app: Sayso) -> N
 async def test_calls_not_approved_never_run_and_the_model_reads_why(
     app: Sayso, decision: Reject | Skip, model_reads: str
 ) -> None:
+    """A rejected or skipped call never runs, and the model reads the reason (or a default decline) in its place."""
     async with app:
         paused = await app.run("delete a.txt")
         done = await app.decide(paused.requests[0].request_id, decision)
@@ -175,6 +178,8 @@ async def test_calls_not_approved_never_run_and_the_model_reads_why(
 
 
 async def test_tools_declared_as_needing_approval_pause(app: Sayso) -> None:
+    """Tools that declare they need approval, through sayso's decorator (with its hint) or pydantic-ai, pause with no
+    interrupt rule."""
     async with app:
         paused = await app.run("pay 30")
         assert paused.requests[0].hint == "Sends money."
@@ -188,6 +193,7 @@ async def test_tools_declared_as_needing_approval_pause(app: Sayso) -> None:
 
 
 async def test_tool_asks_from_inside_its_body_and_runs_again_from_the_top(app: Sayso) -> None:
+    """A tool may ask mid-body with a hint and payload; once approved it reruns from the top and sees the approver."""
     async with app:
         small = await app.run("transfer 10")
         assert small.status == "completed"
@@ -206,6 +212,8 @@ async def test_tool_asks_from_inside_its_body_and_runs_again_from_the_top(app: S
 
 
 async def test_parallel_requests_are_decided_one_at_a_time(app: Sayso) -> None:
+    """Parallel requests are decided separately: nothing runs and the model waits until the last is decided, then
+    reads every outcome."""
     async with app:
         paused = await app.run("both")
         first, second = paused.requests
@@ -226,6 +234,7 @@ async def test_parallel_requests_are_decided_one_at_a_time(app: Sayso) -> None:
 
 
 async def test_forced_resume_skips_what_is_still_open(app: Sayso) -> None:
+    """A resume with requests still open is refused naming them; a forced one skips them and tells the model why."""
     async with app:
         paused = await app.run("both")
         first, second = paused.requests
@@ -241,6 +250,8 @@ async def test_forced_resume_skips_what_is_still_open(app: Sayso) -> None:
 
 
 async def test_unknown_repeated_and_conflicting_decisions(app: Sayso) -> None:
+    """An unknown request is refused, an identical repeat decision is a no-op, a conflicting one is refused, and a
+    finished run cannot be resumed."""
     async with app:
         with pytest.raises(RequestNotFound, match="req_nope"):
             await app.decide("req_nope", Approve())
@@ -261,6 +272,7 @@ async def test_unknown_repeated_and_conflicting_decisions(app: Sayso) -> None:
 
 
 async def test_a_pause_is_consumed_once(app: Sayso, make_app: MakeApp) -> None:
+    """A pause is consumed by its first resume: a second resume of it is refused and the approved call runs once."""
     async with app:
         paused = await app.run("delete a.txt")
         await app.decide(paused.requests[0].request_id, Approve(), resume=False)
@@ -275,6 +287,8 @@ async def test_a_pause_is_consumed_once(app: Sayso, make_app: MakeApp) -> None:
 
 
 async def test_new_message_while_paused_skips_open_requests(app: Sayso) -> None:
+    """A new message on a paused thread cancels the run and skips its open requests, so the model reads why alongside
+    the message and late decisions are refused."""
     async with app:
         paused = await app.run("both")
         answer = await app.run("what now?", thread_id=paused.thread_id)

@@ -49,6 +49,7 @@ MANY = Question(question="Which colours?", choices=("red", "blue"), multiple=Tru
 
 
 def test_approve_with_valid_edit_is_accepted() -> None:
+    """An approval whose edited arguments fit the tool's schema is accepted as given."""
     decision = Approve(edited_args={"name": "b"})
     assert check_decision(approval(), decision, existing=None, now=101) == decision
 
@@ -62,6 +63,7 @@ def test_approve_with_valid_edit_is_accepted() -> None:
     ],
 )
 def test_invalid_edited_args_are_refused_naming_the_problem(edited: dict[str, object], problem: str) -> None:
+    """Edited arguments with unknown, mistyped or missing fields are refused naming the problem and the request."""
     with pytest.raises(InvalidDecision) as refused:
         check_decision(approval(), Approve(edited_args=edited), existing=None, now=101)
     assert problem in str(refused.value)
@@ -69,11 +71,13 @@ def test_invalid_edited_args_are_refused_naming_the_problem(edited: dict[str, ob
 
 
 def test_scope_not_offered_is_refused() -> None:
+    """An approval cannot be remembered for a scope the request does not offer."""
     with pytest.raises(InvalidDecision, match="scope 'always' is not offered"):
         check_decision(approval(), Approve(scope="always"), existing=None, now=101)
 
 
 def test_decision_kind_must_fit_request_kind() -> None:
+    """A decision of the wrong kind (an answer to an approval, an approval to a question) is refused."""
     with pytest.raises(InvalidDecision, match="a approval request takes approve, reject, skip, not 'answer'"):
         check_decision(approval(), Answer(answers=(("x",),)), existing=None, now=101)
     with pytest.raises(InvalidDecision, match="question request takes answer, skip"):
@@ -90,17 +94,21 @@ def test_decision_kind_must_fit_request_kind() -> None:
     ],
 )
 def test_wrong_answers_are_refused_naming_the_question(answers: tuple[tuple[str, ...], ...], problem: str) -> None:
+    """Answers are refused naming the question when there is not one per question, one is empty, or a single-choice
+    question gets several."""
     with pytest.raises(InvalidDecision) as refused:
         check_decision(question(PICK, MANY), Answer(answers=answers), existing=None, now=101)
     assert refused.value.problem == problem
 
 
 def test_answers_may_be_own_words_and_several_for_multiple() -> None:
+    """An answer may be the person's own words rather than a choice, and a multiple-choice question takes several."""
     decision = Answer(answers=(("neither, keep both",), ("red", "green")))
     assert check_decision(question(PICK, MANY), decision, existing=None, now=101) == decision
 
 
 def test_identical_repeat_is_a_noop_and_a_different_one_is_refused() -> None:
+    """Repeating the recorded decision changes nothing; a different one is refused, because the first decision wins."""
     first = DecisionRecord(request_id="req_a", decision=Reject(reason="no"), by="person", principal="p", decided_at=1)
     assert check_decision(approval(), Reject(reason="no"), existing=first, now=101) is None
     with pytest.raises(AlreadyDecided, match="the first decision wins"):
@@ -108,12 +116,15 @@ def test_identical_repeat_is_a_noop_and_a_different_one_is_refused() -> None:
 
 
 def test_decision_after_expiry_is_refused() -> None:
+    """A decision at or after the request's expiry is refused, and one just before it is accepted."""
     with pytest.raises(RequestExpired):
         check_decision(approval(expires_at=150.0), Approve(), existing=None, now=150.0)
     assert check_decision(approval(expires_at=150.0), Approve(), existing=None, now=149.0) == Approve()
 
 
 def test_what_the_model_reads() -> None:
+    """The model reads why for a rejection, skip, expiry (in UTC) or client error, and nothing extra for an approval
+    or client result."""
     assert model_text(Reject(reason="too risky")) == "Declined: too risky"
     assert model_text(Reject()) == "Declined by the person."
     assert model_text(Skip(reason="later")) == "Skipped: later"
@@ -124,6 +135,7 @@ def test_what_the_model_reads() -> None:
 
 
 def test_resume_waits_for_every_request_unless_forced() -> None:
+    """A resume waits until every request is decided unless forced, and then the open ones are skipped with a reason."""
     requests = [approval(), question(PICK)]
     decided = {
         "req_a": DecisionRecord(request_id="req_a", decision=Approve(), by="person", principal="p", decided_at=1)
@@ -147,6 +159,8 @@ def test_resume_waits_for_every_request_unless_forced() -> None:
     ],
 )
 def test_gate_first_match(tool: str, declared: bool, read_only: bool, gated: bool) -> None:
+    """A tool is gated when a rule matches its name or glob or it declares it needs approval, unless the policy skips
+    read-only tools."""
     policy = InterruptPolicy(
         tools=(ToolRule(name="delete_file", remember="thread"), ToolRule(name="merchant___*")),
         skip_read_only=True,
@@ -156,6 +170,8 @@ def test_gate_first_match(tool: str, declared: bool, read_only: bool, gated: boo
 
 
 def test_first_matching_rule_sets_the_scopes() -> None:
+    """The first matching rule's `remember` sets the offered scopes, and a tool gated by its own declaration gets the
+    policy default."""
     policy = InterruptPolicy(
         tools=(ToolRule(name="delete_*", remember="always"), ToolRule(name="delete_file", remember="once")),
         remember="thread",

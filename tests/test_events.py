@@ -31,6 +31,8 @@ def make(make_app: MakeApp, **interrupt: Any) -> Sayso:
 
 
 async def test_opened_decided_and_skipped_requests_are_announced(make_app: MakeApp) -> None:
+    """Listeners hear each request opened and decided, by a person or by the system when a new message skips it, and
+    nothing for a repeat."""
     events: list[tuple[str, dict[str, Any]]] = []
     app = make(make_app)
     app.add_listener(lambda event, data: events.append((event, data)))
@@ -55,6 +57,7 @@ async def test_opened_decided_and_skipped_requests_are_announced(make_app: MakeA
 
 
 async def test_expired_requests_are_announced_once(make_app: MakeApp) -> None:
+    """An expired request is announced once, however many times the expiry sweep runs."""
     events: list[str] = []
     now = [1000.0]
     app = make(make_app, ttl_seconds=10)

@@ -52,6 +52,8 @@ def chain(depth: int) -> tuple[dict[str, Any], dict[str, ScriptedModel]]:
 
 @pytest.mark.parametrize("depth", [1, 2, 3])
 async def test_a_pause_at_any_depth_pauses_the_top_and_resumes_every_level(make_app: MakeApp, depth: int) -> None:
+    """A pause in a delegate at any depth pauses the top run under its agent path, and approving it resumes every
+    level in its own history."""
     agents, models = chain(depth)
     async with make_app(agents, models=models) as app:
         paused = await app.run("how many orders?", agent="coordinator")
@@ -82,6 +84,8 @@ async def test_a_pause_at_any_depth_pauses_the_top_and_resumes_every_level(make_
 
 
 async def test_every_request_kind_works_from_a_delegate(make_app: MakeApp) -> None:
+    """Questions and client tools raised in a delegate surface on the top run under the delegate's path, and their
+    answers flow back up."""
     agents = {
         "coordinator": {"model": "c", "delegates": [{"agent": "helper"}], "client_tools": []},
         "helper": {"model": "h", "client_tools": ["pick_color"]},
@@ -111,6 +115,8 @@ async def test_every_request_kind_works_from_a_delegate(make_app: MakeApp) -> No
 
 
 async def test_a_delegate_that_pauses_again_pauses_the_top_again(make_app: MakeApp) -> None:
+    """A delegate that asks again after each approval pauses the top run again each time, without calling the
+    coordinator's model between."""
     agents = {
         "coordinator": {"model": "c", "delegates": [{"agent": "ops"}]},
         "ops": {"model": "o", "tools": [run_sql], "interrupt": {"tools": ["run_sql"]}},
@@ -141,6 +147,8 @@ async def test_a_delegate_that_pauses_again_pauses_the_top_again(make_app: MakeA
 
 
 async def test_parallel_delegates_surface_together_and_resume_when_all_are_answered(make_app: MakeApp) -> None:
+    """Pauses in parallel delegates at different depths surface together, and the coordinator resumes once, after all
+    are decided, reading each outcome."""
     agents = {
         "coordinator": {"model": "c", "delegates": [{"agent": "analyst"}, {"agent": "ops"}]},
         "analyst": {"model": "a", "delegates": [{"agent": "sql"}]},
@@ -184,6 +192,8 @@ async def test_parallel_delegates_surface_together_and_resume_when_all_are_answe
 
 
 async def test_a_new_message_skips_every_open_request_at_every_level(make_app: MakeApp) -> None:
+    """A new message on a thread paused deep in a delegate chain cancels every waiting run, skips every open request
+    and tells the coordinator why."""
     agents, models = chain(2)
     coordinator = script(
         {"user": "orders", "call": "a1", "args": {"task": "count the orders"}},
@@ -207,6 +217,7 @@ async def test_a_new_message_skips_every_open_request_at_every_level(make_app: M
 
 
 async def test_a_delegate_sees_only_its_own_tools(make_app: MakeApp) -> None:
+    """A delegate sees only its own tools: its parent's tools and client tools it is not allowed are unknown to it."""
     agents = {
         "coordinator": {"model": "c", "tools": [run_sql], "delegates": [{"agent": "helper"}]},
         "helper": {"model": "h"},
@@ -240,6 +251,8 @@ entry: coordinator
 
 
 def test_a_pause_at_depth_three_is_resumed_by_a_fresh_process(tmp_path: Path) -> None:
+    """A pause three delegates deep, made by one CLI process, is approved by another and the answer passes up every
+    level to the same run."""
     (tmp_path / "sayso.yaml").write_text(DEEP_CONFIG)
     (tmp_path / "deep_tools.py").write_text("def run_sql(query: str) -> str:\n    return f'rows for {query}'\n")
     for name, target in (("c", "a1"), ("a", "a2"), ("b", "sql")):
@@ -268,6 +281,8 @@ def test_a_pause_at_depth_three_is_resumed_by_a_fresh_process(tmp_path: Path) ->
 
 
 def test_team_example_from_separate_processes(tmp_path: Path) -> None:
+    """The team example pauses on a question and an approval from two delegates, and separate CLI processes answer
+    both to finish the report."""
     example = tmp_path / "team"
     shutil.copytree(ROOT / "examples" / "team", example, ignore=shutil.ignore_patterns("*.db*", "__pycache__"))
     sayso = [sys.executable, "-m", "sayso"]
@@ -296,6 +311,7 @@ def test_team_example_from_separate_processes(tmp_path: Path) -> None:
 
 
 async def test_completed_sibling_work_is_not_redone(make_app: MakeApp) -> None:
+    """On resume a delegate that had already finished is not run again; its answer is reused beside its sibling's."""
     agents = {
         "coordinator": {"model": "c", "delegates": [{"agent": "fast"}, {"agent": "ops"}]},
         "fast": {"model": "f"},
@@ -320,6 +336,7 @@ async def test_completed_sibling_work_is_not_redone(make_app: MakeApp) -> None:
 
 
 async def test_a_client_tools_context_reaches_only_agents_allowed_that_tool(make_app: MakeApp) -> None:
+    """A client tool's context reaches the instructions of agents allowed that tool and of no other delegate."""
     agents = {
         "coordinator": {"model": "c", "client_tools": ["request_datasources"], "delegates": [{"agent": "helper"}]},
         "helper": {"model": "h"},

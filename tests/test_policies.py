@@ -70,6 +70,7 @@ def app(make_app: MakeApp, tmp_path: Path) -> Sayso:
 
 
 async def test_subject_narrows_the_request_and_none_needs_no_approval(app: Sayso) -> None:
+    """A subject hook labels what a request covers, and a call for which it returns None runs without approval."""
     async with app:
         free = await app.run("delete tmp/scratch.txt", principal="alice")
         paused = await app.run("delete reports/q1.txt", principal="alice")
@@ -80,6 +81,8 @@ async def test_subject_narrows_the_request_and_none_needs_no_approval(app: Sayso
 
 
 async def test_thread_grant_covers_the_same_subject_on_the_same_thread_only(app: Sayso) -> None:
+    """A thread-scoped approval lets later calls on that subject and thread run unasked, recorded as by permission,
+    but no other subject or thread."""
     async with app:
         first = await app.run("delete reports/q1.txt", principal="alice")
         await app.decide(first.requests[0].request_id, Approve(scope="thread"), principal="alice")
@@ -102,6 +105,7 @@ async def test_thread_grant_covers_the_same_subject_on_the_same_thread_only(app:
 
 
 async def test_always_grant_never_covers_another_principal_and_revoking_asks_again(app: Sayso) -> None:
+    """An always grant covers its principal's later calls on that subject, not anyone else's; revoked, it asks again."""
     async with app:
         first = await app.run("delete reports/q1.txt", principal="alice")
         await app.decide(first.requests[0].request_id, Approve(scope="always"), principal="alice")
@@ -125,6 +129,7 @@ async def test_always_grant_never_covers_another_principal_and_revoking_asks_aga
 
 
 async def test_external_host_grants_are_honoured_and_none_stored(app: Sayso) -> None:
+    """Grants passed in by the host cover a run without being stored, and a run given none asks."""
     external = Grant(
         grant_id="ext-1",
         tool="delete_file",
@@ -144,6 +149,7 @@ async def test_external_host_grants_are_honoured_and_none_stored(app: Sayso) -> 
 
 
 async def test_only_the_owner_or_an_approver_decides(app: Sayso) -> None:
+    """Only the principal who started the run or an approver for the agent may decide; anyone else is refused."""
     async with app:
         paused = await app.run("delete reports/q1.txt", principal="alice")
         request_id = paused.requests[0].request_id
@@ -155,6 +161,7 @@ async def test_only_the_owner_or_an_approver_decides(app: Sayso) -> None:
 
 
 async def test_an_edit_must_keep_the_subject(app: Sayso) -> None:
+    """An edit that moves the call to another subject is refused, while one within the same subject runs."""
     async with app:
         paused = await app.run("delete reports/q1.txt", principal="alice")
         request_id = paused.requests[0].request_id
@@ -165,6 +172,7 @@ async def test_an_edit_must_keep_the_subject(app: Sayso) -> None:
 
 
 async def test_secret_fields_are_redacted_wherever_shown(app: Sayso) -> None:
+    """Fields listed under `redact` are masked in a request as shown, so the secret value never appears in it."""
     async with app:
         paused = await app.run("delete reports/q1.txt", principal="alice")
     shown = request_json(paused.requests[0])
@@ -173,6 +181,8 @@ async def test_secret_fields_are_redacted_wherever_shown(app: Sayso) -> None:
 
 
 async def test_a_late_decision_is_refused_and_the_sweep_closes_the_run(make_app: MakeApp, app: Sayso) -> None:
+    """A decision after the request's time-to-live is refused, and the expiry sweep closes the run once, telling the
+    model when it expired."""
     now = [1000.0]
     app._clock = lambda: now[0]
     async with app:
@@ -189,6 +199,8 @@ async def test_a_late_decision_is_refused_and_the_sweep_closes_the_run(make_app:
 
 
 async def test_every_decision_is_audited_and_tampering_is_detected(app: Sayso, tmp_path: Path) -> None:
+    """Each decision and execution is appended to the audit chain with full arguments, and verification names an
+    altered, reordered or missing record."""
     async with app:
         for n in range(3):
             paused = await app.run(f"delete reports/q{n}.txt", principal="alice")
@@ -236,6 +248,7 @@ def peek(name: str) -> str:
 
 
 async def test_read_only_tools_run_freely_when_the_policy_says_so(make_app: MakeApp) -> None:
+    """With `skip_read_only` read-only tools run unasked while others still pause; without it they ask too."""
     rules = [
         {"user": r"^peek (?P<n>\S+)$", "call": "peek", "args": {"name": "{n}"}},
         {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}"}},

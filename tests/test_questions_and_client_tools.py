@@ -61,6 +61,8 @@ def retries(app: Sayso) -> list[ToolReturnPart]:
 
 
 async def test_answers_reach_the_model_as_question_answer_pairs(app: Sayso) -> None:
+    """Answers to ask_user reach the model as question-answer pairs, including own words and several choices for a
+    multiple question."""
     async with app:
         paused = await app.run("ask")
         [request] = paused.requests
@@ -86,6 +88,8 @@ async def test_answers_reach_the_model_as_question_answer_pairs(app: Sayso) -> N
 async def test_wrong_answers_are_refused_and_the_pause_stays_open(
     app: Sayso, answers: tuple[tuple[str, ...], ...], problem: str
 ) -> None:
+    """Answers of the wrong count, empty, or several for a single-choice question are refused naming the problem, and
+    the question stays open."""
     async with app:
         paused = await app.run("ask")
         request_id = paused.requests[0].request_id
@@ -99,6 +103,7 @@ async def test_wrong_answers_are_refused_and_the_pause_stays_open(
 
 
 async def test_skipped_question_tells_the_model(app: Sayso) -> None:
+    """A skipped question tells the model it was skipped and why."""
     async with app:
         paused = await app.run("ask")
         done = await app.decide(paused.requests[0].request_id, Skip(reason="not now"))
@@ -106,6 +111,7 @@ async def test_skipped_question_tells_the_model(app: Sayso) -> None:
 
 
 async def test_malformed_ask_user_arguments_go_back_to_the_model(app: Sayso) -> None:
+    """Malformed ask_user arguments do not pause: they go back to the model as a retry naming the problem."""
     async with app:
         result = await app.run("ask badly")
     assert result.status == "completed"
@@ -115,6 +121,7 @@ async def test_malformed_ask_user_arguments_go_back_to_the_model(app: Sayso) -> 
 
 
 async def test_client_tool_pauses_until_the_client_answers(app: Sayso) -> None:
+    """A call to an allowed client tool pauses with its arguments, and the client's result is what the model reads."""
     async with app:
         paused = await app.run("pick", client_tools=[PICK_COLOR, SECRET_TOOL])
         [request] = paused.requests
@@ -128,6 +135,7 @@ async def test_client_tool_pauses_until_the_client_answers(app: Sayso) -> None:
 
 
 async def test_client_tool_error_reaches_the_model(app: Sayso) -> None:
+    """An error reported by the client reaches the model as a failed tool result carrying its message."""
     async with app:
         paused = await app.run("pick", client_tools=[PICK_COLOR])
         done = await app.decide(paused.requests[0].request_id, ClientError(message="the tab was closed"))
@@ -138,6 +146,7 @@ async def test_client_tool_error_reaches_the_model(app: Sayso) -> None:
 
 
 async def test_client_tool_arguments_that_break_the_schema_go_back_to_the_model(app: Sayso) -> None:
+    """Client tool arguments that break its parameter schema go back to the model as a retry instead of pausing."""
     async with app:
         result = await app.run("pick badly", client_tools=[PICK_COLOR])
     assert result.status == "completed"
@@ -146,6 +155,7 @@ async def test_client_tool_arguments_that_break_the_schema_go_back_to_the_model(
 
 
 async def test_agent_never_sees_client_tools_it_is_not_allowed(app: Sayso) -> None:
+    """A client tool the agent is not allowed is unknown to it, even when the client offers it."""
     async with app:
         result = await app.run("clipboard", client_tools=[PICK_COLOR, SECRET_TOOL])
     assert result.status == "completed"
@@ -154,6 +164,7 @@ async def test_agent_never_sees_client_tools_it_is_not_allowed(app: Sayso) -> No
 
 
 async def test_client_tools_are_offered_again_on_resume(app: Sayso) -> None:
+    """The client tools offered with a run are stored with it, so a resume can offer them again."""
     async with app:
         paused = await app.run("pick", client_tools=[PICK_COLOR])
         record = await app.store.get_run(paused.run_id)

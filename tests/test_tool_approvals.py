@@ -99,6 +99,8 @@ def model_saw(app: Sayso) -> list[str]:
 async def test_every_reply_shape_pauses_and_approval_calls_the_tool_once_more(
     make_app: MakeApp, tmp_path: Path, shape: str
 ) -> None:
+    """A service's ask in any reply shape pauses with its message, subject and scopes, and approval notifies the
+    service and calls the tool once more with any edit, unseen by the model."""
     SERVICE.shape = shape
     async with make(make_app, tmp_path) as app:
         paused = await app.run("change summit price=10")
@@ -126,6 +128,7 @@ async def test_every_reply_shape_pauses_and_approval_calls_the_tool_once_more(
 async def test_denial_or_skip_never_calls_the_tool_again(
     make_app: MakeApp, tmp_path: Path, decision: Reject | Skip, told: str, model_reads: str
 ) -> None:
+    """A rejection or skip is told to the service and the model, and the tool is never called again."""
     async with make(make_app, tmp_path) as app:
         paused = await app.run("change summit price=10")
         done = await app.decide(paused.requests[0].request_id, decision)
@@ -135,6 +138,8 @@ async def test_denial_or_skip_never_calls_the_tool_again(
 
 
 async def test_an_approval_the_service_never_heard_of_does_not_loop(make_app: MakeApp, tmp_path: Path) -> None:
+    """If the service still asks after an approval it never issued, the model reads that approval is still needed
+    rather than pausing again."""
     SERVICE.forge = True
     async with make(make_app, tmp_path) as app:
         paused = await app.run("change summit price=10")
@@ -146,6 +151,7 @@ async def test_an_approval_the_service_never_heard_of_does_not_loop(make_app: Ma
 
 
 async def test_no_grant_is_stored_for_a_service_request(make_app: MakeApp, tmp_path: Path) -> None:
+    """A remembered scope on a service's request goes to the service but is not stored, so sayso asks again."""
     async with make(make_app, tmp_path) as app:
         paused = await app.run("change summit price=10")
         await app.decide(paused.requests[0].request_id, Approve(scope="thread"))
@@ -156,6 +162,7 @@ async def test_no_grant_is_stored_for_a_service_request(make_app: MakeApp, tmp_p
 
 
 async def test_with_the_flag_off_the_reply_reaches_the_model(make_app: MakeApp, tmp_path: Path) -> None:
+    """With tool approvals off a service's ask is a plain tool result for the model, and the service hears nothing."""
     async with make(make_app, tmp_path, tool_approvals=False) as app:
         result = await app.run("change summit price=10")
     assert result.status == "completed"
@@ -179,6 +186,7 @@ class _Listener(BaseHTTPRequestHandler):
 async def test_the_service_hears_the_decision_by_signed_webhook(
     make_app: MakeApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The service hears the decision by a webhook signed with its secret, and the notice is audited as delivered."""
     server = HTTPServer(("127.0.0.1", 0), _Listener)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     _Listener.received = []
