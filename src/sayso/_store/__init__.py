@@ -1,6 +1,81 @@
-"""Durable storage for runs, pauses and decisions (SQLite by default, PostgreSQL for replicas)."""
+"""Durable storage for runs, pauses and decisions, behind one port with interchangeable backends.
 
-from ._records import ExecutionRecord, RunRecord, RunStatus, ThreadRecord
-from ._sql import RunStore, async_url
+`RunStore` is the port (`_port`), `SqlRunStore` serves SQLite (the default) and PostgreSQL (for
+replicas) (`_sql/`), and `MemoryRunStore` keeps everything in process memory (`_memory`).
+`store_from_url` picks the backend a configured URL names. The records every verb takes and
+returns live in `_records`.
+"""
 
-__all__ = ["ExecutionRecord", "RunRecord", "RunStatus", "RunStore", "ThreadRecord", "async_url"]
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..exceptions import ConfigError
+from ._memory import MemoryRunStore
+from ._port import RunStore
+from ._records import (
+    AuditPage,
+    Claim,
+    EntryRole,
+    ExecutionRecord,
+    ExecutionResult,
+    InboxFilter,
+    InboxPage,
+    InvalidCursor,
+    PauseState,
+    PauseStatus,
+    RemoteTask,
+    RequestState,
+    RequestWithRun,
+    RunRecord,
+    RunRequests,
+    RunStatus,
+    ThreadRecord,
+    ThreadSummary,
+    TranscriptEntry,
+)
+from ._sql import SqlRunStore, async_url
+
+__all__ = [
+    "AuditPage",
+    "Claim",
+    "EntryRole",
+    "ExecutionRecord",
+    "ExecutionResult",
+    "InboxFilter",
+    "InboxPage",
+    "InvalidCursor",
+    "MemoryRunStore",
+    "PauseState",
+    "PauseStatus",
+    "RemoteTask",
+    "RequestState",
+    "RequestWithRun",
+    "RunRecord",
+    "RunRequests",
+    "RunStatus",
+    "RunStore",
+    "SqlRunStore",
+    "ThreadRecord",
+    "ThreadSummary",
+    "TranscriptEntry",
+    "async_url",
+    "store_from_url",
+]
+
+MEMORY_URL = "memory://"
+
+
+def store_from_url(url: str, *, base_dir: Path | None = None) -> RunStore:
+    """The store a configured URL names: `sqlite:///…` or `postgresql://…` in SQL, `memory://` in memory.
+
+    Relative SQLite paths are taken from `base_dir` (the config file's folder).
+
+    Raises:
+        ConfigError: the URL names no store sayso has.
+    """
+    if url.startswith(MEMORY_URL):
+        return MemoryRunStore()
+    if url.startswith(("sqlite", "postgresql", "postgres://")):
+        return SqlRunStore(url, base_dir=base_dir)
+    raise ConfigError(f"store {url!r} is not one sayso has; use sqlite:///…, postgresql://… or {MEMORY_URL}")

@@ -1,13 +1,27 @@
-"""Rows as the rest of sayso sees them: frozen dataclasses, free of SQL."""
+"""What the store hands out and takes in: frozen dataclasses, free of SQL, the same for every backend.
+
+Every verb of the `RunStore` port returns one of these (or a core record such as `Request`,
+`DecisionRecord`, `Grant`, `AuditRecord`), never a positional tuple, so a call site reads
+`state.decisions`, not `state[3]`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
-from .._core.requests import ClientTool
+from pydantic_ai.messages import ModelMessage
+
+from .._core.audit import AuditRecord
+from .._core.decisions import DecisionRecord
+from .._core.requests import ClientTool, Request, RequestKind
+from ..exceptions import SaysoError
 
 RunStatus: TypeAlias = Literal["running", "paused", "completed", "failed", "cancelled"]
+
+PauseStatus: TypeAlias = Literal["open", "consumed"]
+"""A pause waits (`open`) until one resume consumes it; it is consumed exactly once."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -16,10 +30,13 @@ class ThreadRecord:
 
     thread_id: str
     owner: str
+    """The principal the thread belongs to."""
     agent: str
+    """The top-level agent the thread talks to."""
     active_run_id: str | None
     """The run that is running or paused on this thread, if any: one at a time."""
     created_at: float
+    """Seconds since the epoch when the thread's first run started."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,28 +44,41 @@ class RunRecord:
     """One turn of a thread; a resume continues the same run."""
 
     run_id: str
+    """Unguessable id of the run."""
     thread_id: str
+    """The thread the run belongs to."""
     agent: str
+    """The agent that runs (for a delegate, the delegate agent)."""
     status: RunStatus
+    """Where the run stands."""
     prompt: str | None
     """The user message that started the run, kept so a crashed run can be carried on."""
     client_tools: tuple[ClientTool, ...]
     """Tools the client declared for this run, offered again when it resumes."""
     principal: str | None
+    """The principal the run acts for."""
     resume_pause_id: str | None
     """The pause whose decisions the current segment applies."""
     pause_id: str | None
     """The open pause, while the run is paused."""
     output: str | None
+    """The agent's final answer, once completed."""
     error: str | None
+    """Why the run failed, once failed."""
     lease_owner: str | None
+    """The process carrying the run on while it is running."""
     lease_expires_at: float | None
+    """When the lease lapses unless renewed; after that another process may take the run over."""
     created_at: float
+    """Seconds since the epoch when the run started."""
     updated_at: float
+    """Seconds since the epoch of the last change to the run."""
     revision: int
+    """Bumped by every change to the run's row."""
     parent_run_id: str | None = None
     """For a delegate's run: the run whose tool call handed it the work."""
     parent_call_id: str | None = None
+    """For a delegate's run: the parent's tool call that handed the work down."""
     agent_path: str | None = None
     """`coordinator/analyst` for a delegate; `None` means the agent itself is the top."""
 
@@ -63,5 +93,179 @@ class ExecutionRecord:
     """The ledger entry that makes an approved call run at most once."""
 
     request_id: str
+    """The approval request whose call this is."""
     status: Literal["executing", "done"]
+    """`executing` from just before the call starts; `done` once its result is stored."""
     result: bytes | None
+    """The call's result as JSON, once done."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExecutionResult:
+    """The result of an approved call, written to its ledger entry with the run's next save."""
+
+    request_id: str
+    """The approval request whose call ran."""
+    result: bytes
+    """What the call returned, as JSON."""
+    audit: dict[str, Any]
+    """The audit record of the call (the arguments it really ran with); appended in the same commit."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PauseState:
+    """A pause as the runtime needs it to decide or resume: its run, status, requests and decisions."""
+
+    run_id: str
+    """The run that paused."""
+    status: PauseStatus
+    """Whether the pause still waits."""
+    requests: list[Request]
+    """The requests of the pause, in the order they were raised."""
+    decisions: dict[str, DecisionRecord]
+    """The decisions taken so far, by request id."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestState:
+    """One request, the status of its pause, and its decision if any."""
+
+    request: Request
+    """The request as it was raised."""
+    pause_status: PauseStatus
+    """`consumed` once the run resumed past this request's pause (no more decisions are taken)."""
+    decision: DecisionRecord | None
+    """The decision taken, if any; the first one wins."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestWithRun(RequestState):
+    """A request's state together with the run that raised it, read in one transaction."""
+
+    run: RunRecord
+    """The run that raised the request (for a delegate's request, the delegate's run)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Claim:
+    """A consumed pause: the run as this process now owns it, and the thread's history if asked for."""
+
+    run: RunRecord
+    """The run, running again under this process's lease."""
+    history: list[ModelMessage] | None
+    """The thread's whole history, read in the same transaction; `None` when not asked for."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRequests:
+    """Every request a run ever raised, in order, with the decisions taken."""
+
+    requests: list[Request]
+    """The requests, oldest first (in the order they were raised within a pause)."""
+    decisions: dict[str, DecisionRecord]
+    """The decisions taken, by request id."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RemoteTask:
+    """The remote A2A task a proxy run (a remote delegate) stands for."""
+
+    url: str
+    """The remote agent's A2A endpoint."""
+    task_id: str
+    """The task's id on the remote side."""
+    context_id: str
+    """The remote conversation the task belongs to."""
+
+
+class InvalidCursor(SaysoError, ValueError):
+    """A paging cursor that this store did not hand out; pass back the `next_cursor` of a page."""
+
+    def __init__(self, cursor: str) -> None:
+        self.cursor = cursor
+        super().__init__(f"cursor {cursor!r} is not valid; pass back the next_cursor of a page")
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return self.__class__, (self.cursor,)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InboxFilter:
+    """Which open requests to list."""
+
+    agent: str | None = None
+    """Only requests asked by this agent or on its behalf (any agent on the request's path)."""
+    kind: RequestKind | None = None
+    """Only requests of this kind."""
+    thread_id: str | None = None
+    """Only requests of this thread."""
+    older_than: float | None = None
+    """Only requests opened at least this many seconds ago."""
+    newer_than: float | None = None
+    """Only requests opened at most this many seconds ago."""
+    owner: str | None = None
+    """Visibility: requests on threads of this owner ..."""
+    approved_agents: Sequence[str] | None = None
+    """... or whose root agent is one of these; both `None` means every request is visible."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class InboxPage:
+    """One page of open requests, oldest first, and the cursor of the next page."""
+
+    requests: list[Request]
+    """The requests of this page."""
+    next_cursor: str | None
+    """Pass it back for the next page; `None` on the last page."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThreadSummary:
+    """A thread as listed for its owner."""
+
+    thread_id: str
+    agent: str
+    """The top-level agent the thread talks to."""
+    owner: str
+    """The principal the thread belongs to."""
+    active_run_id: str | None
+    """The run running or paused on the thread, if any."""
+    created_at: float
+    """Seconds since the epoch when the thread started."""
+    title: str | None
+    """The first user message, shortened."""
+
+
+EntryRole: TypeAlias = Literal["user", "assistant", "tool_call", "tool_result"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TranscriptEntry:
+    """One line of a thread as a person reads it."""
+
+    seq: int
+    """Position of the stored batch this entry came from; later batches have larger numbers."""
+    run_id: str
+    """The run that added the entry."""
+    role: EntryRole
+    """Who speaks: the user, the assistant, a tool call or its result."""
+    text: str | None = None
+    """What was said (for a tool result, the result as the model read it)."""
+    tool_name: str | None = None
+    """The tool called, for tool calls and results."""
+    tool_call_id: str | None = None
+    """The model's id of the call, for tool calls and results."""
+    args: Any = None
+    """The arguments of a tool call."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditPage:
+    """One page of the audit log and the cursor of the next page."""
+
+    records: list[AuditRecord]
+    """The records of this page, in the order asked for."""
+    next_cursor: int | None
+    """The `seq` to continue after; `None` on the last page."""
+    total: int
+    """How many records the whole log holds."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text
+from sqlalchemy import Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text
 
 metadata = MetaData()
 
@@ -123,15 +123,6 @@ audit = Table(
     Column("hash", String(64), nullable=False),
 )
 
-a2a_pauses = Table(
-    "a2a_pauses",
-    metadata,
-    Column("run_id", String(64), primary_key=True),
-    Column("pause_id", String(64), nullable=False),
-    Column("activated", Boolean, nullable=False),
-)
-"""Whether the A2A call that reported a pause activated kagent's extension, so later reads show the same message."""
-
 remote_tasks = Table(
     "remote_tasks",
     metadata,
@@ -141,3 +132,14 @@ remote_tasks = Table(
     Column("context_id", String(200), nullable=False),
 )
 """The remote A2A task a proxy run stands for (a remote delegate)."""
+
+marks = Table(
+    "marks",
+    metadata,
+    Column("namespace", String(100), primary_key=True),
+    Column("key", String(200), primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+"""Small values interface adapters keep beside sayso's state (say, whether an A2A call activated kagent's
+extension), each adapter under its own namespace."""

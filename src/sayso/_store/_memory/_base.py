@@ -1,0 +1,196 @@
+"""The in-memory store's state and the steps several verbs share; each runs under the lock, inside one verb."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import anyio
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+
+from ..._core.audit import GENESIS, AuditRecord, canonical_json, chain_hash
+from ..._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord
+from ..._core.grants import Grant
+from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
+from ...exceptions import RunConflict, StoreError
+from .._port import RunStore
+from .._records import (
+    ExecutionResult,
+    PauseStatus,
+    RemoteTask,
+    RunRecord,
+    ThreadRecord,
+)
+
+
+@dataclass
+class _Pause:
+    run_id: str
+    status: PauseStatus
+
+
+@dataclass
+class _Request:
+    request_id: str
+    pause_id: str
+    position: int
+    run_id: str
+    thread_id: str
+    agent_path: str
+    kind: str
+    status: Literal["open", "decided"]
+    created_at: float
+    expires_at: float | None
+    body: bytes
+
+    def load(self) -> Request:
+        return REQUEST_ADAPTER.validate_json(self.body)
+
+
+@dataclass(frozen=True)
+class _Decision:
+    body: bytes
+    by: DecidedBy
+    principal: str | None
+    decided_at: float
+
+
+@dataclass
+class _Execution:
+    status: Literal["executing", "done"]
+    result: bytes | None
+
+
+@dataclass(frozen=True)
+class _Batch:
+    seq: int
+    run_id: str
+    body: bytes
+
+
+@dataclass(frozen=True)
+class _Audit:
+    seq: int
+    body: str
+    prev_hash: str
+    hash: str
+
+
+class _MemoryBase(RunStore):
+    """The tables, as dicts of serialised rows, and one lock that makes each verb atomic."""
+
+    def __init__(self) -> None:
+        self._lock = anyio.Lock()
+        self._threads: dict[str, ThreadRecord] = {}
+        self._runs: dict[str, RunRecord] = {}
+        """Runs with their client tools held as JSON in `_tools`, so the stored record shares nothing."""
+        self._tools: dict[str, bytes] = {}
+        self._pauses: dict[str, _Pause] = {}
+        self._requests: dict[str, _Request] = {}
+        self._decisions: dict[str, _Decision] = {}
+        self._executions: dict[str, _Execution] = {}
+        self._messages: dict[str, list[_Batch]] = {}
+        self._grants: dict[str, Grant] = {}
+        self._audit: list[_Audit] = []
+        self._remote: dict[str, RemoteTask] = {}
+        self._marks: dict[tuple[str, str], str] = {}
+
+    async def ping(self) -> None:
+        return None
+
+    def _run(self, run_id: str) -> RunRecord:
+        tools = self._tools.get(run_id)
+        return replace(self._runs[run_id], client_tools=CLIENT_TOOLS_ADAPTER.validate_json(tools) if tools else ())
+
+    def _put_run(self, run: RunRecord) -> None:
+        if run.client_tools:
+            self._tools[run.run_id] = CLIENT_TOOLS_ADAPTER.dump_json(run.client_tools)
+        self._runs[run.run_id] = replace(run, client_tools=())
+
+    def _update_run(self, run_id: str, now: float, **values: Any) -> None:
+        run = self._runs.get(run_id)
+        if run is not None:
+            self._runs[run_id] = replace(run, **values, updated_at=now, revision=run.revision + 1)
+
+    def _own(self, run_id: str, owner: str) -> None:
+        run = self._runs.get(run_id)
+        if run is None or run.lease_owner != owner:
+            raise RunConflict(run_id, "this process lost its lease on the run; another process carries it on")
+
+    def _free_thread(self, run: RunRecord) -> None:
+        thread = self._threads.get(run.thread_id)
+        if thread is not None and thread.active_run_id == run.run_id:
+            self._threads[run.thread_id] = replace(thread, active_run_id=None)
+
+    def _is_open(self, pause_id: str) -> bool:
+        pause = self._pauses.get(pause_id)
+        return pause is not None and pause.status == "open"
+
+    def _waits(self, row: _Request) -> bool:
+        return row.status == "open" and self._pauses[row.pause_id].status == "open"
+
+    def _decided(self, request_ids: Iterable[str]) -> dict[str, DecisionRecord]:
+        found: dict[str, DecisionRecord] = {}
+        for request_id in request_ids:
+            d = self._decisions.get(request_id)
+            if d is not None:
+                found[request_id] = DecisionRecord(
+                    request_id=request_id,
+                    decision=DECISION_ADAPTER.validate_json(d.body),
+                    by=d.by,
+                    principal=d.principal,
+                    decided_at=d.decided_at,
+                )
+        return found
+
+    def _insert_decisions(self, records: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]]) -> None:
+        self._append_audit(audit)
+        for d in records:
+            self._decisions[d.request_id] = _Decision(
+                body=DECISION_ADAPTER.dump_json(d.decision), by=d.by, principal=d.principal, decided_at=d.decided_at
+            )
+            row = self._requests.get(d.request_id)
+            if row is not None:
+                row.status = "decided"
+
+    def _check_new_grants(self, grants: Sequence[Grant]) -> None:
+        if any(g.grant_id in self._grants for g in grants):
+            raise StoreError("a grant with this id is stored already")
+
+    def _finish_executions(self, executions: Sequence[ExecutionResult]) -> None:
+        for done in executions:
+            self._finish(done.request_id, done.result)
+        self._append_audit([done.audit for done in executions])
+
+    def _finish(self, request_id: str, result: bytes) -> None:
+        entry = self._executions.get(request_id)
+        if entry is not None:
+            entry.status, entry.result = "done", result
+
+    def _append_messages(self, run: RunRecord, new: Sequence[ModelMessage]) -> None:
+        if not new:
+            return
+        batches = self._messages.setdefault(run.thread_id, [])
+        seq = batches[-1].seq + 1 if batches else 1
+        batches.append(_Batch(seq=seq, run_id=run.run_id, body=ModelMessagesTypeAdapter.dump_json(list(new))))
+
+    def _append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
+        seq, prev = (self._audit[-1].seq, self._audit[-1].hash) if self._audit else (0, GENESIS)
+        for body in bodies:
+            seq += 1
+            digest = chain_hash(prev, seq, body)
+            self._audit.append(_Audit(seq=seq, body=canonical_json(body), prev_hash=prev, hash=digest))
+            prev = digest
+
+
+def _load(batches: Iterable[_Batch]) -> list[ModelMessage]:
+    messages: list[ModelMessage] = []
+    for b in batches:
+        messages.extend(ModelMessagesTypeAdapter.validate_json(b.body))
+    return messages
+
+
+def _audit_record(row: _Audit) -> AuditRecord:
+    return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash)

@@ -1,0 +1,198 @@
+"""In-memory verbs of pauses, requests and decisions, the inbox, and the at-most-once ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..._core.decisions import DecisionRecord
+from ..._core.grants import Grant
+from ..._core.requests import Request
+from ...exceptions import PauseConsumed, StoreError
+from .._records import (
+    Claim,
+    ExecutionRecord,
+    InboxFilter,
+    InboxPage,
+    PauseState,
+    RequestState,
+    RequestWithRun,
+    RunRecord,
+    RunRequests,
+)
+from .._views import decode_cursor, encode_cursor, on_path, rooted_at
+from ._base import _Execution, _load, _MemoryBase, _Request
+
+
+class _Requests(_MemoryBase):
+    # pauses, requests and decisions
+
+    async def pause_state(self, pause_id: str) -> PauseState:
+        async with self._lock:
+            pause = self._pauses.get(pause_id)
+            if pause is None:
+                raise StoreError(f"no pause has id {pause_id!r}")
+            rows = sorted((r for r in self._requests.values() if r.pause_id == pause_id), key=lambda r: r.position)
+            return PauseState(
+                run_id=pause.run_id,
+                status=pause.status,
+                requests=[r.load() for r in rows],
+                decisions=self._decided(r.request_id for r in rows),
+            )
+
+    async def get_request(self, request_id: str) -> RequestState | None:
+        async with self._lock:
+            row = self._requests.get(request_id)
+            if row is None:
+                return None
+            return RequestState(
+                request=row.load(),
+                pause_status=self._pauses[row.pause_id].status,
+                decision=self._decided([request_id]).get(request_id),
+            )
+
+    async def request_with_run(self, request_id: str) -> RequestWithRun | None:
+        async with self._lock:
+            row = self._requests.get(request_id)
+            if row is None or row.run_id not in self._runs:
+                return None
+            return RequestWithRun(
+                request=row.load(),
+                pause_status=self._pauses[row.pause_id].status,
+                decision=self._decided([request_id]).get(request_id),
+                run=self._run(row.run_id),
+            )
+
+    async def run_requests(self, run_id: str) -> RunRequests:
+        async with self._lock:
+            rows = sorted(
+                (r for r in self._requests.values() if r.run_id == run_id), key=lambda r: (r.created_at, r.position)
+            )
+            return RunRequests(requests=[r.load() for r in rows], decisions=self._decided(r.request_id for r in rows))
+
+    async def open_requests(self, *, limit: int = 100) -> list[Request]:
+        async with self._lock:
+            rows = [r for r in self._requests.values() if self._waits(r) and r.kind != "delegate"]
+            rows.sort(key=lambda r: r.created_at)
+            return [r.load() for r in rows[:limit]]
+
+    async def inbox(self, query: InboxFilter, *, now: float, limit: int, cursor: str | None = None) -> InboxPage:
+        after = decode_cursor(cursor) if cursor is not None else None
+        async with self._lock:
+            rows = [r for r in self._requests.values() if self._listed(r, query, now)]
+        rows.sort(key=lambda r: (r.created_at, r.request_id))
+        if after is not None:
+            rows = [r for r in rows if (r.created_at, r.request_id) > after]
+        page = rows[:limit]
+        more = len(rows) > limit
+        return InboxPage(
+            requests=[r.load() for r in page],
+            next_cursor=encode_cursor(page[-1].created_at, page[-1].request_id) if more and page else None,
+        )
+
+    async def record_decision(
+        self, record: DecisionRecord, *, audit: Sequence[dict[str, Any]] = (), grant: Grant | None = None
+    ) -> DecisionRecord | None:
+        async with self._lock:
+            earlier = self._decided([record.request_id])
+            if earlier:
+                return earlier[record.request_id]
+            self._check_new_grants([grant] if grant is not None else [])
+            self._insert_decisions([record], audit)
+            if grant is not None:
+                self._grants[grant.grant_id] = grant
+            return None
+
+    async def record_decisions(
+        self,
+        records: Sequence[DecisionRecord],
+        *,
+        audit: Sequence[dict[str, Any]] = (),
+        grants: Sequence[Grant] = (),
+    ) -> list[DecisionRecord]:
+        async with self._lock:
+            earlier = self._decided(r.request_id for r in records)
+            if earlier:
+                return [earlier[r.request_id] for r in records if r.request_id in earlier]
+            ids = [r.request_id for r in records]
+            if len(set(ids)) != len(ids):
+                raise StoreError("the same request is decided twice in one batch")
+            self._check_new_grants(grants)
+            self._insert_decisions(records, audit)
+            self._grants.update((g.grant_id, g) for g in grants)
+            return []
+
+    async def add_decisions(self, records: Sequence[DecisionRecord], *, audit: Sequence[dict[str, Any]] = ()) -> None:
+        async with self._lock:
+            self._insert_decisions([r for r in records if r.request_id not in self._decisions], audit)
+
+    async def consume_pause(
+        self,
+        run: RunRecord,
+        *,
+        pause_id: str,
+        owner: str,
+        until: float,
+        now: float,
+        added: Sequence[DecisionRecord],
+        audit: Sequence[dict[str, Any]] = (),
+        executing: Sequence[str] = (),
+        load_history: bool = True,
+    ) -> Claim:
+        claim: dict[str, Any] = {
+            "status": "running",
+            "pause_id": None,
+            "resume_pause_id": pause_id,
+            "lease_owner": owner,
+            "lease_expires_at": until,
+        }
+        async with self._lock:
+            if not self._is_open(pause_id):
+                raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
+            if any(d.request_id in self._decisions for d in added) or any(r in self._executions for r in executing):
+                raise StoreError(f"pause {pause_id!r}: a decision or ledger entry it adds is stored already")
+            self._pauses[pause_id].status = "consumed"
+            self._insert_decisions(added, audit)
+            for request_id in executing:
+                self._executions[request_id] = _Execution(status="executing", result=None)
+            self._update_run(run.run_id, now, **claim)
+            history = _load(self._messages.get(run.thread_id, ())) if load_history else None
+            return Claim(run=replace(run, **claim, updated_at=now, revision=run.revision + 1), history=history)
+
+    # the at-most-once ledger of approved calls
+
+    async def begin_execution(self, request_id: str, run_id: str, now: float) -> ExecutionRecord | None:
+        async with self._lock:
+            found = self._executions.get(request_id)
+            if found is not None:
+                return ExecutionRecord(request_id=request_id, status=found.status, result=found.result)
+            self._executions[request_id] = _Execution(status="executing", result=None)
+            return None
+
+    async def finish_execution(
+        self, request_id: str, result: bytes, now: float, *, audit: Sequence[dict[str, Any]] = ()
+    ) -> None:
+        async with self._lock:
+            self._append_audit(audit)
+            self._finish(request_id, result)
+
+    def _listed(self, row: _Request, query: InboxFilter, now: float) -> bool:
+        thread = self._threads.get(row.thread_id)
+        if thread is None or not self._waits(row) or row.kind == "delegate":
+            return False
+        if row.expires_at is not None and row.expires_at <= now:
+            return False
+        if query.agent is not None and not on_path(row.agent_path, query.agent):
+            return False
+        if (query.kind is not None and row.kind != query.kind) or query.thread_id not in (None, row.thread_id):
+            return False
+        if query.older_than is not None and row.created_at > now - query.older_than:
+            return False
+        if query.newer_than is not None and row.created_at < now - query.newer_than:
+            return False
+        if query.owner is None and query.approved_agents is None:
+            return True
+        return (query.owner is not None and thread.owner == query.owner) or any(
+            rooted_at(row.agent_path, a) for a in query.approved_agents or ()
+        )

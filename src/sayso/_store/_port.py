@@ -1,0 +1,355 @@
+"""`RunStore`: the port every backend implements — threads, runs, pauses, requests, decisions and the rest.
+
+The runtime talks to durable state only through these verbs, so a backend can be swapped
+(`SqlRunStore` for SQLite and PostgreSQL, `MemoryRunStore` for tests and embedding) and one
+contract suite (`tests/store/test_contract.py`) pins what each must do. Every step that must
+happen once — consuming a pause, the first decision, starting an approved call, taking over a
+run — is a conditional write whose outcome the verb reports, so the same runtime is safe across
+processes and replicas. Backends raise sayso's errors only: `RunConflict` and `PauseConsumed`
+when another writer won a race, `RunNotFound` for an unknown run, `StoreError` when the
+storage itself failed.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Self
+
+from pydantic_ai.messages import ModelMessage
+
+from .._core.audit import AuditRecord
+from .._core.decisions import DecisionRecord
+from .._core.grants import Grant
+from .._core.requests import ClientTool, Request
+from ._records import (
+    AuditPage,
+    Claim,
+    ExecutionRecord,
+    ExecutionResult,
+    InboxFilter,
+    InboxPage,
+    PauseState,
+    RemoteTask,
+    RequestState,
+    RequestWithRun,
+    RunRecord,
+    RunRequests,
+    RunStatus,
+    ThreadRecord,
+    ThreadSummary,
+    TranscriptEntry,
+)
+
+
+class RunStore(ABC):
+    """The durable store behind every run, pause and decision.
+
+    Open it before use (`await store.open()` or `async with store:`) and close it after. Audit
+    bodies are JSON objects: a store keeps them as canonical JSON and hands back what that JSON
+    reads as, so the hash chain checks the same bytes on every backend.
+    """
+
+    async def open(self) -> None:  # noqa: B027 - an optional hook: stores with nothing to connect keep it
+        """Connect and bring the schema up to date; calling it again does nothing."""
+
+    async def aclose(self) -> None:  # noqa: B027 - an optional hook, as `open`
+        """Release connections; the store can be opened again afterwards."""
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    @abstractmethod
+    async def ping(self) -> None:
+        """Check that the store answers.
+
+        Raises:
+            StoreError: it does not.
+        """
+
+    # threads and runs
+
+    @abstractmethod
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        """The thread, or `None` when there is none with this id."""
+
+    @abstractmethod
+    async def start_run(
+        self,
+        *,
+        thread_id: str,
+        owner: str,
+        agent: str,
+        run_id: str,
+        prompt: str,
+        client_tools: Sequence[ClientTool],
+        lease_owner: str,
+        lease_expires_at: float,
+        now: float,
+        expect_active: str | None,
+        skips: Sequence[DecisionRecord] = (),
+        audit: Sequence[dict[str, Any]] = (),
+        supersede_pause: str | None = None,
+        parent_run_id: str | None = None,
+        parent_call_id: str | None = None,
+        agent_path: str | None = None,
+    ) -> RunRecord:
+        """Create the thread if new and start a run on it, in one transaction.
+
+        `expect_active` is the active run the caller saw on the thread (or `None`); if another
+        process got there first the whole step is refused, so two runs never share a thread.
+        When a paused run is superseded by a new message (`supersede_pause`, the pause of
+        `expect_active`), its pause is consumed, the run cancelled and `skips` recorded here too.
+
+        Raises:
+            RunConflict: the thread's active run is no longer `expect_active`.
+            PauseConsumed: `supersede_pause` was consumed meanwhile.
+        """
+
+    @abstractmethod
+    async def get_run(self, run_id: str) -> RunRecord:
+        """The run.
+
+        Raises:
+            RunNotFound: no run has this id.
+        """
+
+    @abstractmethod
+    async def renew_lease(self, run_id: str, owner: str, until: float) -> bool:
+        """Extend the lease of a running run; `False` when another process has taken it over."""
+
+    @abstractmethod
+    async def take_over(self, run_id: str, *, owner: str, until: float, now: float, dead_owners: Sequence[str]) -> bool:
+        """Take a running run whose lease lapsed (or whose owner is known dead); exactly one caller wins."""
+
+    @abstractmethod
+    async def save_pause(
+        self,
+        run: RunRecord,
+        *,
+        owner: str,
+        pause_id: str,
+        new_messages: Sequence[ModelMessage],
+        requests: Sequence[Request],
+        now: float,
+        executions: Sequence[ExecutionResult] = (),
+    ) -> None:
+        """Persist a pause: the run's new messages, its requests, and the run's paused status, atomically.
+
+        `executions` are results of approved calls the segment ran; their ledger entries are
+        finished and their audit records appended in the same commit.
+
+        Raises:
+            RunConflict: this process no longer holds the run's lease.
+        """
+
+    @abstractmethod
+    async def finish_run(
+        self,
+        run: RunRecord,
+        *,
+        owner: str,
+        new_messages: Sequence[ModelMessage],
+        status: RunStatus,
+        output: str | None,
+        error: str | None,
+        now: float,
+        executions: Sequence[ExecutionResult] = (),
+    ) -> None:
+        """Persist the end of a run (with the results of the approved calls it ran) and free its thread.
+
+        Raises:
+            RunConflict: this process no longer holds the run's lease.
+        """
+
+    @abstractmethod
+    async def cancel_run(
+        self, run: RunRecord, *, now: float, skips: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()
+    ) -> None:
+        """Close a paused run whose parent moved on: its pause is consumed and its undecided requests skipped."""
+
+    @abstractmethod
+    async def expired_runs(self, now: float) -> list[str]:
+        """Paused runs whose open requests have all passed their expiry time."""
+
+    # the message log
+
+    @abstractmethod
+    async def load_messages(self, thread_id: str) -> list[ModelMessage]:
+        """The thread's whole history, oldest first."""
+
+    @abstractmethod
+    async def run_messages(self, run_id: str) -> list[ModelMessage]:
+        """The messages one run added to its thread, oldest first (none for an unknown run)."""
+
+    @abstractmethod
+    async def transcript(self, thread_id: str, *, after_seq: int = 0) -> list[TranscriptEntry]:
+        """A thread's history as plain entries (text, tool calls, results), after the batch `after_seq`."""
+
+    @abstractmethod
+    async def last_seq(self, thread_id: str) -> int:
+        """The position of the latest stored batch of a thread's history, 0 when it has none."""
+
+    @abstractmethod
+    async def threads(self, *, owner: str | None, limit: int) -> list[ThreadSummary]:
+        """Threads, newest first, without delegates' own threads; only those of `owner` unless it is `None`."""
+
+    # pauses, requests and decisions
+
+    @abstractmethod
+    async def pause_state(self, pause_id: str) -> PauseState:
+        """A pause's run and status, its requests (in the order they were raised) and their decisions.
+
+        Raises:
+            StoreError: no pause has this id (the runtime only asks for pauses it has seen).
+        """
+
+    @abstractmethod
+    async def get_request(self, request_id: str) -> RequestState | None:
+        """A request, the status of its pause, and its decision if any; `None` when unknown."""
+
+    @abstractmethod
+    async def request_with_run(self, request_id: str) -> RequestWithRun | None:
+        """A request's state and the run that raised it, in one read; `None` when unknown."""
+
+    @abstractmethod
+    async def run_requests(self, run_id: str) -> RunRequests:
+        """Every request a run ever raised, in order, with the decisions taken."""
+
+    @abstractmethod
+    async def open_requests(self, *, limit: int = 100) -> list[Request]:
+        """Open requests of open pauses across every thread (delegate calls aside), oldest first."""
+
+    @abstractmethod
+    async def inbox(self, query: InboxFilter, *, now: float, limit: int, cursor: str | None = None) -> InboxPage:
+        """Open, unexpired requests of open pauses across threads, oldest first, one page at a time.
+
+        Raises:
+            InvalidCursor: `cursor` is not the `next_cursor` of a page.
+        """
+
+    @abstractmethod
+    async def record_decision(
+        self, record: DecisionRecord, *, audit: Sequence[dict[str, Any]] = (), grant: Grant | None = None
+    ) -> DecisionRecord | None:
+        """Record a decision (with its audit records and any grant it creates) unless one exists.
+
+        Returns the existing decision when there is one: the first decision wins, and nothing is written.
+        """
+
+    @abstractmethod
+    async def record_decisions(
+        self,
+        records: Sequence[DecisionRecord],
+        *,
+        audit: Sequence[dict[str, Any]] = (),
+        grants: Sequence[Grant] = (),
+    ) -> list[DecisionRecord]:
+        """Record several decisions at once, or none of them.
+
+        Returns the decisions already taken for any of the requests; when there are some, nothing
+        is written (the first decision wins). An empty list means all were recorded.
+        """
+
+    @abstractmethod
+    async def add_decisions(self, records: Sequence[DecisionRecord], *, audit: Sequence[dict[str, Any]] = ()) -> None:
+        """Record decisions sayso takes itself (a delegate's result, an expiry); ones already decided are kept."""
+
+    @abstractmethod
+    async def consume_pause(
+        self,
+        run: RunRecord,
+        *,
+        pause_id: str,
+        owner: str,
+        until: float,
+        now: float,
+        added: Sequence[DecisionRecord],
+        audit: Sequence[dict[str, Any]] = (),
+        executing: Sequence[str] = (),
+        load_history: bool = True,
+    ) -> Claim:
+        """Consume a pause and make this process the run's owner; exactly one caller succeeds.
+
+        `added` are decisions the resume takes itself (skips of what was left open). `executing`
+        names the approved requests about to run: their ledger marks are written in the same
+        commit, so they are durable before any of those calls starts. The thread's history is
+        read in the same transaction when `load_history` is set.
+
+        Raises:
+            PauseConsumed: the pause was consumed before.
+        """
+
+    # the at-most-once ledger of approved calls
+
+    @abstractmethod
+    async def begin_execution(self, request_id: str, run_id: str, now: float) -> ExecutionRecord | None:
+        """Mark an approved call as running before it runs; returns the earlier entry if there is one."""
+
+    @abstractmethod
+    async def finish_execution(
+        self, request_id: str, result: bytes, now: float, *, audit: Sequence[dict[str, Any]] = ()
+    ) -> None:
+        """Record an approved call's result, with its audit record of the arguments it really ran with."""
+
+    # remote delegates
+
+    @abstractmethod
+    async def set_remote_task(self, run_id: str, *, url: str, task_id: str, context_id: str) -> None:
+        """Remember which remote A2A task a proxy run stands for."""
+
+    @abstractmethod
+    async def remote_task(self, run_id: str) -> RemoteTask | None:
+        """The remote task behind a proxy run, or `None` for a local run."""
+
+    # grants
+
+    @abstractmethod
+    async def list_grants(self, *, principal: str | None = None, active_only: bool = True) -> list[Grant]:
+        """Grants, newest first; by default only those not revoked."""
+
+    @abstractmethod
+    async def grants_for(self, *, principal: str, tool: str, subject_key: str) -> list[Grant]:
+        """The active grants that could cover a call (scope, thread and expiry are checked by the caller)."""
+
+    @abstractmethod
+    async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[dict[str, Any]] = ()) -> Grant | None:
+        """Revoke a grant (appending `audit`); returns it, or `None` when no active grant has this id."""
+
+    # the audit log
+
+    @abstractmethod
+    async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
+        """Append records to the hash-chained audit log."""
+
+    @abstractmethod
+    async def audit_records(self) -> list[AuditRecord]:
+        """The whole audit log in order."""
+
+    @abstractmethod
+    async def audit_page(self, *, newest_first: bool, limit: int, cursor: int | None) -> AuditPage:
+        """A page of audit records in `seq` order (or reversed), continuing after the `seq` `cursor`."""
+
+    @abstractmethod
+    async def count_audit(self) -> int:
+        """How many records the audit log holds."""
+
+    # adapters' own state
+
+    @abstractmethod
+    async def set_mark(self, namespace: str, key: str, value: str) -> None:
+        """Keep a value an interface adapter needs beside sayso's state, replacing any earlier one.
+
+        `namespace` is the adapter's own (say `a2a.activation`), so adapters never collide.
+        """
+
+    @abstractmethod
+    async def get_mark(self, namespace: str, key: str) -> str | None:
+        """The value kept under `namespace` and `key`, or `None`."""

@@ -1,0 +1,92 @@
+"""SQL verbs of remembered approvals (grants) and the hash-chained audit log."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import Connection
+
+from ..._core.audit import AuditRecord
+from ..._core.grants import Grant
+from .. import _tables as t
+from .._records import AuditPage
+from . import _rows
+from ._base import _SqlBase
+
+
+class _GrantsAudit(_SqlBase):
+    async def list_grants(self, *, principal: str | None = None, active_only: bool = True) -> list[Grant]:
+        query = sa.select(t.grants).order_by(t.grants.c.created_at.desc())
+        if principal is not None:
+            query = query.where(t.grants.c.principal == principal)
+        if active_only:
+            query = query.where(t.grants.c.revoked_at.is_(None))
+
+        def work(conn: Connection) -> list[Grant]:
+            return [Grant(**row._mapping) for row in conn.execute(query).all()]
+
+        return await self._read(work)
+
+    async def grants_for(self, *, principal: str, tool: str, subject_key: str) -> list[Grant]:
+        query = sa.select(t.grants).where(
+            t.grants.c.principal == principal,
+            t.grants.c.tool == tool,
+            t.grants.c.subject_key == subject_key,
+            t.grants.c.revoked_at.is_(None),
+        )
+
+        def work(conn: Connection) -> list[Grant]:
+            return [Grant(**row._mapping) for row in conn.execute(query).all()]
+
+        return await self._read(work)
+
+    async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[dict[str, Any]] = ()) -> Grant | None:
+        def work(conn: Connection) -> Grant | None:
+            res = conn.execute(
+                t.grants.update()
+                .where(t.grants.c.grant_id == grant_id, t.grants.c.revoked_at.is_(None))
+                .values(revoked_at=now)
+            )
+            if res.rowcount != 1:
+                return None
+            _rows.append_audit(conn, audit)
+            row = conn.execute(sa.select(t.grants).where(t.grants.c.grant_id == grant_id)).one()
+            return Grant(**row._mapping)
+
+        return await self._write(work)
+
+    async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
+        def work(conn: Connection) -> None:
+            _rows.append_audit(conn, bodies)
+
+        await self._write(work)
+
+    async def audit_records(self) -> list[AuditRecord]:
+        def work(conn: Connection) -> list[AuditRecord]:
+            return [_rows.audit_record(r) for r in conn.execute(sa.select(t.audit).order_by(t.audit.c.seq)).all()]
+
+        return await self._read(work)
+
+    async def audit_page(self, *, newest_first: bool, limit: int, cursor: int | None) -> AuditPage:
+        a = t.audit
+        query = sa.select(a)
+        if cursor is not None:
+            query = query.where(a.c.seq < cursor if newest_first else a.c.seq > cursor)
+        query = query.order_by(a.c.seq.desc() if newest_first else a.c.seq).limit(limit + 1)
+
+        def work(conn: Connection) -> AuditPage:
+            rows = conn.execute(query).all()
+            total = int(conn.execute(sa.select(sa.func.count()).select_from(a)).scalar_one())
+            records = [_rows.audit_record(row) for row in rows[:limit]]
+            more = len(rows) > limit
+            return AuditPage(records=records, next_cursor=records[-1].seq if more and records else None, total=total)
+
+        return await self._read(work)
+
+    async def count_audit(self) -> int:
+        def work(conn: Connection) -> int:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(t.audit)).scalar_one())
+
+        return await self._read(work)

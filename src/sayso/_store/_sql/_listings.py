@@ -1,0 +1,132 @@
+"""SQL listings for people and interfaces: the inbox (filtered, keyset-paged), threads and transcripts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from pydantic_ai.messages import ModelMessagesTypeAdapter
+from sqlalchemy import Connection
+
+from ..._core.requests import REQUEST_ADAPTER
+from .. import _tables as t
+from .._records import InboxFilter, InboxPage, ThreadSummary, TranscriptEntry
+from .._views import decode_cursor, encode_cursor, title, transcript_entries
+from ._base import _SqlBase
+
+
+class _Listings(_SqlBase):
+    async def inbox(self, query: InboxFilter, *, now: float, limit: int, cursor: str | None = None) -> InboxPage:
+        r, p, th = t.requests, t.pauses, t.threads
+        stmt = (
+            sa.select(r.c.body, r.c.created_at, r.c.request_id)
+            .join(p, p.c.pause_id == r.c.pause_id)
+            .join(th, th.c.thread_id == r.c.thread_id)
+            .where(r.c.status == "open", p.c.status == "open", r.c.kind != "delegate")
+            .where(sa.or_(r.c.expires_at.is_(None), r.c.expires_at > now))
+        )
+        if query.agent is not None:
+            stmt = stmt.where(_on_path(r.c.agent_path, query.agent))
+        if query.kind is not None:
+            stmt = stmt.where(r.c.kind == query.kind)
+        if query.thread_id is not None:
+            stmt = stmt.where(r.c.thread_id == query.thread_id)
+        if query.older_than is not None:
+            stmt = stmt.where(r.c.created_at <= now - query.older_than)
+        if query.newer_than is not None:
+            stmt = stmt.where(r.c.created_at >= now - query.newer_than)
+        if query.owner is not None or query.approved_agents is not None:
+            visible = [th.c.owner == query.owner] if query.owner is not None else []
+            visible += [_rooted_at(r.c.agent_path, a) for a in query.approved_agents or ()]
+            stmt = stmt.where(sa.or_(sa.false(), *visible))
+        if cursor is not None:
+            after_at, after_id = decode_cursor(cursor)
+            stmt = stmt.where(
+                sa.or_(r.c.created_at > after_at, sa.and_(r.c.created_at == after_at, r.c.request_id > after_id))
+            )
+        stmt = stmt.order_by(r.c.created_at, r.c.request_id).limit(limit + 1)
+
+        def work(conn: Connection) -> InboxPage:
+            rows = conn.execute(stmt).all()
+            more = len(rows) > limit
+            rows = rows[:limit]
+            return InboxPage(
+                requests=[REQUEST_ADAPTER.validate_json(row.body) for row in rows],
+                next_cursor=encode_cursor(rows[-1].created_at, rows[-1].request_id) if more and rows else None,
+            )
+
+        return await self._read(work)
+
+    async def threads(self, *, owner: str | None, limit: int) -> list[ThreadSummary]:
+        th, ru = t.threads, t.runs
+        first_prompt = (
+            sa.select(ru.c.prompt)
+            .where(ru.c.thread_id == th.c.thread_id)
+            .order_by(ru.c.created_at)
+            .limit(1)
+            .scalar_subquery()
+        )
+        delegate_thread = sa.exists().where(ru.c.thread_id == th.c.thread_id, ru.c.parent_run_id.is_not(None))
+        stmt = (
+            sa.select(th, first_prompt.label("title"))
+            .where(~delegate_thread)  # a delegate's own thread is shown through its parent's pause
+            .order_by(th.c.created_at.desc())
+            .limit(limit)
+        )
+        if owner is not None:
+            stmt = stmt.where(th.c.owner == owner)
+
+        def work(conn: Connection) -> list[ThreadSummary]:
+            return [
+                ThreadSummary(
+                    thread_id=row.thread_id,
+                    agent=row.agent,
+                    owner=row.owner,
+                    active_run_id=row.active_run_id,
+                    created_at=row.created_at,
+                    title=title(row.title),
+                )
+                for row in conn.execute(stmt).all()
+            ]
+
+        return await self._read(work)
+
+    async def transcript(self, thread_id: str, *, after_seq: int = 0) -> list[TranscriptEntry]:
+        m = t.messages
+        stmt = sa.select(m.c.seq, m.c.run_id, m.c.body).where(m.c.thread_id == thread_id, m.c.seq > after_seq)
+
+        def work(conn: Connection) -> list[TranscriptEntry]:
+            entries: list[TranscriptEntry] = []
+            for row in conn.execute(stmt.order_by(m.c.seq)).all():
+                entries += transcript_entries(row.seq, row.run_id, ModelMessagesTypeAdapter.validate_json(row.body))
+            return entries
+
+        return await self._read(work)
+
+    async def last_seq(self, thread_id: str) -> int:
+        stmt = sa.select(sa.func.coalesce(sa.func.max(t.messages.c.seq), 0)).where(t.messages.c.thread_id == thread_id)
+
+        def work(conn: Connection) -> int:
+            return int(conn.execute(stmt).scalar_one())
+
+        return await self._read(work)
+
+
+def _escape(agent: str) -> str:
+    return agent.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _rooted_at(column: Any, agent: str) -> Any:
+    """SQL for `_views.rooted_at`: `agent` is the root (first) agent of the path in `column`."""
+    return sa.or_(column == agent, column.like(f"{_escape(agent)}/%", escape="\\"))
+
+
+def _on_path(column: Any, agent: str) -> Any:
+    """SQL for `_views.on_path`: `agent` is one of the `/`-separated agents of the path in `column`."""
+    escaped = _escape(agent)
+    return sa.or_(
+        column == agent,
+        column.like(f"{escaped}/%", escape="\\"),
+        column.like(f"%/{escaped}", escape="\\"),
+        column.like(f"%/{escaped}/%", escape="\\"),
+    )

@@ -1,0 +1,909 @@
+"""The `RunStore` contract: every backend (memory, SQLite, PostgreSQL) passes exactly these cases.
+
+The store is tested on its own: records are built here, no agent runs. Each step that must
+happen once — a pause consumed, the first decision, an approved call started, a run taken
+over — is checked by doing it twice and watching the second lose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+import pytest
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from sayso._core.audit import verify_chain
+from sayso._core.decisions import Approve, DecisionRecord, Reject, Skip
+from sayso._core.grants import Grant
+from sayso._core.requests import ApprovalRequest, ClientTool, DelegateRequest, Question, QuestionRequest, Request
+from sayso._store import (
+    Claim,
+    ExecutionRecord,
+    ExecutionResult,
+    InboxFilter,
+    InvalidCursor,
+    RemoteTask,
+    RunRecord,
+    RunStore,
+    TranscriptEntry,
+)
+from sayso.exceptions import PauseConsumed, RunConflict, RunNotFound, SaysoError, StoreError
+
+NOW = 1_000.0
+LEASE = 30.0
+ME = "host:1:me"
+
+
+async def start(
+    store: RunStore,
+    thread_id: str = "thr_1",
+    run_id: str = "run_1",
+    *,
+    owner: str = "alice",
+    agent: str = "files",
+    now: float = NOW,
+    expect_active: str | None = None,
+    **kwargs: Any,
+) -> RunRecord:
+    """Start a run held by this test's lease owner."""
+    return await store.start_run(
+        thread_id=thread_id,
+        owner=owner,
+        agent=agent,
+        run_id=run_id,
+        prompt=f"prompt of {run_id}",
+        client_tools=kwargs.pop("client_tools", ()),
+        lease_owner=kwargs.pop("lease_owner", ME),
+        lease_expires_at=now + LEASE,
+        now=now,
+        expect_active=expect_active,
+        **kwargs,
+    )
+
+
+def approval(request_id: str, run: RunRecord, *, created_at: float = NOW, **fields: Any) -> ApprovalRequest:
+    """An approval request raised by `run`."""
+    return ApprovalRequest(
+        request_id=request_id,
+        run_id=run.run_id,
+        thread_id=run.thread_id,
+        agent_path=fields.pop("agent_path", run.path),
+        tool_call_id=f"call_{request_id}",
+        tool_name="delete_file",
+        args=fields.pop("args", {"name": request_id}),
+        created_at=created_at,
+        hint="delete a file",
+        principal=run.principal,
+        **fields,
+    )
+
+
+def decision(request_id: str, *, approve: bool = True, at: float = NOW + 1) -> DecisionRecord:
+    """A person's decision on a request."""
+    return DecisionRecord(
+        request_id=request_id,
+        decision=Approve() if approve else Reject(reason="no"),
+        by="person",
+        principal="alice",
+        decided_at=at,
+    )
+
+
+AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def said(prompt: str, reply: str) -> list[ModelMessage]:
+    """A user turn and the model's answer, stamped with a fixed time so they compare equal after a round trip."""
+    return [
+        ModelRequest(parts=[UserPromptPart(content=prompt, timestamp=AT)], timestamp=AT),
+        ModelResponse(parts=[TextPart(content=reply)], timestamp=AT),
+    ]
+
+
+async def paused(
+    store: RunStore, run: RunRecord, requests: list[Request], *, pause_id: str = "pau_1", now: float = NOW
+) -> RunRecord:
+    """Save a pause of `run` holding `requests`; the run as stored afterwards."""
+    await store.save_pause(
+        run, owner=ME, pause_id=pause_id, new_messages=said(run.prompt or "", "asking"), requests=requests, now=now
+    )
+    return await store.get_run(run.run_id)
+
+
+async def claim(store: RunStore, run: RunRecord, **kwargs: Any) -> Claim:
+    """Consume the pause `run` is paused on, for this test's lease owner."""
+    assert run.pause_id is not None
+    return await store.consume_pause(
+        run,
+        pause_id=run.pause_id,
+        owner=ME,
+        until=NOW + 10 + LEASE,
+        now=NOW + 10,
+        added=kwargs.pop("added", ()),
+        **kwargs,
+    )
+
+
+# threads and runs
+
+
+async def test_a_thread_takes_one_active_run_at_a_time(store: RunStore) -> None:
+    """A second run on a thread with an active run is refused until the first ends."""
+    first = await start(store)
+    with pytest.raises(RunConflict):
+        await start(store, run_id="run_2")
+    thread = await store.get_thread("thr_1")
+    assert thread is not None and (thread.owner, thread.agent, thread.active_run_id) == ("alice", "files", "run_1")
+    await store.finish_run(first, owner=ME, new_messages=(), status="completed", output="ok", error=None, now=NOW + 1)
+    second = await start(store, run_id="run_2", now=NOW + 2)
+    assert second.status == "running"
+    assert (await store.get_thread("thr_1")) == replace(thread, active_run_id="run_2")
+
+
+async def test_a_run_reads_back_as_it_was_started(store: RunStore) -> None:
+    """A run keeps its client tools, delegate fields and lease; an unknown run is `RunNotFound`."""
+    tool = ClientTool(name="pick_file", parameters={"type": "object", "properties": {"path": {"type": "string"}}})
+    run = await start(
+        store, client_tools=[tool], parent_run_id="run_0", parent_call_id="call_0", agent_path="lead/files"
+    )
+    assert await store.get_run("run_1") == run
+    assert run.client_tools == (tool,) and run.path == "lead/files" and run.lease_owner == ME
+    with pytest.raises(RunNotFound):
+        await store.get_run("run_nope")
+    assert await store.get_thread("thr_nope") is None
+
+
+async def test_finishing_a_run_frees_its_thread_and_keeps_its_outcome(store: RunStore) -> None:
+    """A finished run records status, output and error, drops its lease and frees the thread."""
+    run = await start(store)
+    await store.finish_run(
+        run, owner=ME, new_messages=said("p", "done"), status="failed", output=None, error="boom", now=NOW + 5
+    )
+    stored = await store.get_run("run_1")
+    assert (stored.status, stored.output, stored.error, stored.lease_owner) == ("failed", None, "boom", None)
+    assert stored.updated_at == NOW + 5 and stored.revision > run.revision
+    thread = await store.get_thread("thr_1")
+    assert thread is not None and thread.active_run_id is None
+
+
+async def test_a_process_that_lost_the_lease_cannot_save(store: RunStore) -> None:
+    """Saving a pause or an end needs the run's lease; another owner is refused and nothing changes."""
+    run = await start(store, lease_owner="host:2:other")
+    with pytest.raises(RunConflict):
+        await store.save_pause(
+            run, owner=ME, pause_id="pau_1", new_messages=(), requests=[approval("req_1", run)], now=NOW
+        )
+    with pytest.raises(RunConflict):
+        await store.finish_run(run, owner=ME, new_messages=(), status="completed", output="x", error=None, now=NOW)
+    assert (await store.get_run("run_1")).status == "running"
+    assert await store.get_request("req_1") is None
+
+
+async def test_take_over_only_when_the_lease_lapsed_or_its_owner_died(store: RunStore) -> None:
+    """A live lease is not taken; a lapsed one or a dead owner's is, by exactly one caller."""
+    run = await start(store)
+    assert not await store.take_over(run.run_id, owner="host:2:b", until=NOW + 60, now=NOW + 1, dead_owners=[])
+    assert await store.take_over(run.run_id, owner="host:2:b", until=NOW + 60, now=NOW + 1, dead_owners=[ME])
+    assert not await store.renew_lease(run.run_id, ME, NOW + 90)
+    assert await store.renew_lease(run.run_id, "host:2:b", NOW + 90)
+    assert not await store.take_over(run.run_id, owner="host:3:c", until=NOW + 99, now=NOW + 89, dead_owners=[])
+    assert await store.take_over(run.run_id, owner="host:3:c", until=NOW + 200, now=NOW + 91, dead_owners=[])
+    assert not await store.take_over(run.run_id, owner="host:4:d", until=NOW + 200, now=NOW + 91, dead_owners=[])
+    taken = await store.get_run(run.run_id)
+    assert (taken.lease_owner, taken.lease_expires_at) == ("host:3:c", NOW + 200)
+
+
+async def test_a_paused_run_is_not_taken_over(store: RunStore) -> None:
+    """Only running runs are taken over or renewed: a pause holds no lease."""
+    run = await paused(store, await start(store), [])
+    assert not await store.take_over(run.run_id, owner="host:2:b", until=NOW + 60, now=NOW + 99, dead_owners=[ME])
+    assert not await store.renew_lease(run.run_id, ME, NOW + 90)
+
+
+# pauses
+
+
+async def test_a_pause_is_consumed_once(store: RunStore) -> None:
+    """The first consume claims the run (with the thread's history); the second raises `PauseConsumed`."""
+    run = await start(store)
+    run = await paused(store, run, [approval("req_1", run), approval("req_2", run)])
+    assert (run.status, run.pause_id, run.lease_owner) == ("paused", "pau_1", None)
+    first = await claim(store, run)
+    assert first.run.status == "running" and first.run.resume_pause_id == "pau_1" and first.run.pause_id is None
+    assert first.run.lease_owner == ME and first.run.revision == run.revision + 1
+    assert first.history == said("prompt of run_1", "asking")
+    assert await store.get_run(run.run_id) == first.run
+    with pytest.raises(PauseConsumed):
+        await claim(store, run)
+    state = await store.pause_state("pau_1")
+    assert (state.run_id, state.status) == ("run_1", "consumed")
+
+
+async def test_a_pause_keeps_its_requests_in_order_with_their_decisions(store: RunStore) -> None:
+    """`pause_state` lists the requests as raised and the decisions taken so far."""
+    run = await start(store)
+    question = QuestionRequest(
+        request_id="req_q",
+        run_id=run.run_id,
+        thread_id=run.thread_id,
+        agent_path="files",
+        tool_call_id="call_q",
+        tool_name="ask_user",
+        created_at=NOW,
+        questions=(Question(question="Which?", choices=("a", "b")),),
+    )
+    requests: list[Request] = [approval("req_b", run), question, approval("req_a", run)]
+    await paused(store, run, requests)
+    await store.record_decision(decision("req_a"))
+    state = await store.pause_state("pau_1")
+    assert state.status == "open" and state.requests == requests
+    assert list(state.decisions) == ["req_a"] and state.decisions["req_a"] == decision("req_a")
+    with pytest.raises(StoreError):
+        await store.pause_state("pau_nope")
+
+
+async def test_a_resume_records_its_skips_and_loads_history_only_when_asked(store: RunStore) -> None:
+    """Decisions a resume adds land with the claim; `load_history=False` reads no history."""
+    run = await start(store)
+    run = await paused(store, run, [approval("req_9", run)])
+    skip = DecisionRecord(
+        request_id="req_9", decision=Skip(reason="moved on"), by="system", principal=None, decided_at=NOW
+    )
+    got = await claim(store, run, added=[skip], audit=[{"event": "skipped"}], load_history=False)
+    assert got.history is None
+    found = await store.get_request("req_9")
+    assert found is not None and found.decision == skip and found.pause_status == "consumed"
+    assert [r.body for r in await store.audit_records()] == [{"event": "skipped"}]
+
+
+async def test_a_new_message_supersedes_a_paused_run(store: RunStore) -> None:
+    """Starting a run over a paused one consumes its pause, cancels it and skips what was open."""
+    old = await start(store)
+    old = await paused(store, old, [approval("req_1", old)])
+    skip = DecisionRecord(
+        request_id="req_1", decision=Skip(reason="new message"), by="system", principal=None, decided_at=NOW + 2
+    )
+    new = await start(
+        store,
+        run_id="run_2",
+        now=NOW + 2,
+        expect_active="run_1",
+        supersede_pause="pau_1",
+        skips=[skip],
+        audit=[{"event": "superseded"}],
+    )
+    assert new.resume_pause_id == "pau_1"
+    assert (await store.get_run("run_1")).status == "cancelled"
+    assert (await store.pause_state("pau_1")).status == "consumed"
+    found = await store.get_request("req_1")
+    assert found is not None and found.decision == skip
+    assert [r.body for r in await store.audit_records()] == [{"event": "superseded"}]
+    with pytest.raises(RunConflict):  # the thread moved on: what the caller saw is stale
+        await start(store, run_id="run_3", expect_active="run_1", supersede_pause="pau_1")
+    thread = await store.get_thread("thr_1")
+    assert thread is not None and thread.active_run_id == "run_2"
+
+
+async def test_superseding_a_consumed_pause_changes_nothing(store: RunStore) -> None:
+    """When the pause was resumed meanwhile, the superseding run is refused with `PauseConsumed` and not started."""
+    old = await start(store)
+    old = await paused(store, old, [approval("req_1", old)])
+    await claim(store, old)
+    with pytest.raises(PauseConsumed):
+        await start(store, run_id="run_2", expect_active="run_1", supersede_pause="pau_1")
+    with pytest.raises(RunNotFound):
+        await store.get_run("run_2")
+    thread = await store.get_thread("thr_1")
+    assert thread is not None and thread.active_run_id == "run_1"
+
+
+# decisions
+
+
+async def test_the_first_decision_wins(store: RunStore) -> None:
+    """A second decision is not recorded; `record_decision` returns the first."""
+    run = await start(store)
+    await paused(store, run, [approval("req_1", run)])
+    assert await store.record_decision(decision("req_1"), audit=[{"event": "decided"}]) is None
+    earlier = await store.record_decision(decision("req_1", approve=False, at=NOW + 5), audit=[{"event": "late"}])
+    assert earlier == decision("req_1")
+    found = await store.get_request("req_1")
+    assert found is not None and found.decision == decision("req_1") and found.pause_status == "open"
+    assert [r.body for r in await store.audit_records()] == [{"event": "decided"}]
+    assert await store.open_requests() == []
+
+
+async def test_a_batch_of_decisions_is_recorded_whole_or_not_at_all(store: RunStore) -> None:
+    """`record_decisions` writes nothing when any request was decided before, and returns those decisions."""
+    run = await start(store)
+    await paused(store, run, [approval("req_1", run), approval("req_2", run), approval("req_3", run)])
+    await store.record_decision(decision("req_2"))
+    earlier = await store.record_decisions(
+        [decision("req_1"), decision("req_2", approve=False)], audit=[{"event": "batch"}]
+    )
+    assert earlier == [decision("req_2")]
+    assert (await store.pause_state("pau_1")).decisions == {"req_2": decision("req_2")}
+    assert await store.count_audit() == 0
+    grant = Grant(
+        grant_id="gr_1",
+        tool="delete_file",
+        subject_key="k",
+        subject_label="k",
+        scope="always",
+        principal="alice",
+        thread_id=None,
+        created_at=NOW,
+    )
+    assert (
+        await store.record_decisions([decision("req_1"), decision("req_3")], audit=[{"event": "batch"}], grants=[grant])
+        == []
+    )
+    assert set((await store.pause_state("pau_1")).decisions) == {"req_1", "req_2", "req_3"}
+    assert await store.list_grants() == [grant]
+    assert await store.count_audit() == 1
+
+
+async def test_sayso_decisions_keep_what_a_person_decided(store: RunStore) -> None:
+    """`add_decisions` records only requests not decided yet."""
+    run = await start(store)
+    await paused(store, run, [approval("req_1", run), approval("req_2", run)])
+    await store.record_decision(decision("req_1"))
+    expired = [
+        DecisionRecord(request_id=r, decision=Skip(reason="expired"), by="expiry", principal=None, decided_at=NOW + 9)
+        for r in ("req_1", "req_2")
+    ]
+    await store.add_decisions(expired, audit=[{"event": "expired"}])
+    decided = (await store.pause_state("pau_1")).decisions
+    assert decided == {"req_1": decision("req_1"), "req_2": expired[1]}
+
+
+async def test_a_request_reads_with_its_run(store: RunStore) -> None:
+    """`request_with_run` returns the request, pause status, decision and raising run in one record."""
+    run = await start(store)
+    run = await paused(store, run, [approval("req_1", run)])
+    found = await store.request_with_run("req_1")
+    assert found is not None and found.request == approval("req_1", run) and found.run == run
+    assert found.pause_status == "open" and found.decision is None
+    assert await store.request_with_run("req_nope") is None and await store.get_request("req_nope") is None
+
+
+async def test_a_run_lists_every_request_it_raised(store: RunStore) -> None:
+    """`run_requests` spans the run's pauses, oldest first, with the decisions taken."""
+    run = await start(store)
+    run = await paused(store, run, [approval("req_1", run, created_at=NOW)])
+    await store.record_decision(decision("req_1"))
+    run = (await claim(store, run)).run
+    await store.save_pause(
+        run,
+        owner=ME,
+        pause_id="pau_2",
+        new_messages=(),
+        requests=[approval("req_2", run, created_at=NOW + 20)],
+        now=NOW + 20,
+    )
+    asked = await store.run_requests("run_1")
+    assert [r.request_id for r in asked.requests] == ["req_1", "req_2"]
+    assert asked.decisions == {"req_1": decision("req_1")}
+
+
+async def test_stored_requests_do_not_change_with_the_callers_objects(store: RunStore) -> None:
+    """What the store hands back is its own copy: mutating it or the saved object changes nothing stored."""
+    run = await start(store)
+    request = approval("req_1", run, args={"name": "a", "nested": {"x": 1}})
+    await paused(store, run, [request])
+    request.args["nested"]["x"] = 2
+    state = await store.pause_state("pau_1")
+    assert state.requests[0].args == {"name": "a", "nested": {"x": 1}}
+    state.requests[0].args["name"] = "changed"
+    assert (await store.pause_state("pau_1")).requests[0].args["name"] == "a"
+
+
+# the ledger of approved calls
+
+
+async def test_an_approved_call_is_marked_once_and_finished_with_its_result(store: RunStore) -> None:
+    """`begin_execution` marks a call once; again it returns the earlier entry, with the result once finished."""
+    run = await start(store)
+    assert await store.begin_execution("req_1", run.run_id, NOW) is None
+    assert await store.begin_execution("req_1", run.run_id, NOW + 1) == ExecutionRecord(
+        request_id="req_1", status="executing", result=None
+    )
+    await store.finish_execution("req_1", b'"deleted"', NOW + 2, audit=[{"event": "executed"}])
+    assert await store.begin_execution("req_1", run.run_id, NOW + 3) == ExecutionRecord(
+        request_id="req_1", status="done", result=b'"deleted"'
+    )
+    assert [r.body for r in await store.audit_records()] == [{"event": "executed"}]
+
+
+async def test_consuming_a_pause_marks_the_calls_about_to_run(store: RunStore) -> None:
+    """Marks written with the claim are there before the calls run; the next save finishes them with their audit."""
+    run = await start(store)
+    run = await paused(store, run, [approval("req_1", run), approval("req_2", run)])
+    await store.record_decisions([decision("req_1"), decision("req_2")])
+    running = (await claim(store, run, executing=["req_1", "req_2"])).run
+    assert await store.begin_execution("req_1", run.run_id, NOW) == ExecutionRecord(
+        request_id="req_1", status="executing", result=None
+    )
+    await store.finish_run(
+        running,
+        owner=ME,
+        new_messages=said("", "done"),
+        status="completed",
+        output="done",
+        error=None,
+        now=NOW + 11,
+        executions=[ExecutionResult(request_id="req_1", result=b"1", audit={"event": "executed", "request": "req_1"})],
+    )
+    assert await store.begin_execution("req_1", run.run_id, NOW) == ExecutionRecord(
+        request_id="req_1", status="done", result=b"1"
+    )
+    assert await store.begin_execution("req_2", run.run_id, NOW) == ExecutionRecord(
+        request_id="req_2", status="executing", result=None
+    )
+    assert [r.body["request"] for r in await store.audit_records()] == ["req_1"]
+
+
+async def test_a_pause_saved_after_calls_ran_finishes_their_marks(store: RunStore) -> None:
+    """`save_pause` with executions writes their results in the same commit."""
+    run = await start(store)
+    await store.begin_execution("req_0", run.run_id, NOW)
+    await store.save_pause(
+        run,
+        owner=ME,
+        pause_id="pau_1",
+        new_messages=(),
+        requests=[approval("req_1", run)],
+        now=NOW,
+        executions=[ExecutionResult(request_id="req_0", result=b'"ok"', audit={"event": "executed"})],
+    )
+    assert await store.begin_execution("req_0", run.run_id, NOW) == ExecutionRecord(
+        request_id="req_0", status="done", result=b'"ok"'
+    )
+    assert await store.count_audit() == 1
+
+
+# grants
+
+
+def grant(
+    grant_id: str, *, principal: str = "alice", tool: str = "delete_file", key: str = "folder:reports", at: float = NOW
+) -> Grant:
+    """An `always` grant on a folder."""
+    return Grant(
+        grant_id=grant_id,
+        tool=tool,
+        subject_key=key,
+        subject_label="folder reports/",
+        scope="always",
+        principal=principal,
+        thread_id=None,
+        created_at=at,
+    )
+
+
+async def test_grants_are_created_with_a_decision_listed_and_revoked(store: RunStore) -> None:
+    """A grant made with a decision is listed newest first, found for its call, and revoked once."""
+    run = await start(store)
+    await paused(store, run, [approval("req_1", run), approval("req_2", run), approval("req_3", run)])
+    await store.record_decision(decision("req_1"), grant=grant("gr_1"))
+    await store.record_decision(decision("req_2"), grant=grant("gr_2", principal="bob", at=NOW + 1))
+    await store.record_decision(decision("req_3"), grant=grant("gr_3", key="folder:other", at=NOW + 2))
+    assert [g.grant_id for g in await store.list_grants()] == ["gr_3", "gr_2", "gr_1"]
+    assert await store.list_grants(principal="bob") == [grant("gr_2", principal="bob", at=NOW + 1)]
+    assert await store.grants_for(principal="alice", tool="delete_file", subject_key="folder:reports") == [
+        grant("gr_1")
+    ]
+    revoked = await store.revoke_grant("gr_1", now=NOW + 5, audit=[{"event": "revoked"}])
+    assert revoked == replace(grant("gr_1"), revoked_at=NOW + 5)
+    assert await store.revoke_grant("gr_1", now=NOW + 6, audit=[{"event": "again"}]) is None
+    assert await store.grants_for(principal="alice", tool="delete_file", subject_key="folder:reports") == []
+    assert [g.grant_id for g in await store.list_grants(principal="alice")] == ["gr_3"]
+    assert [g.grant_id for g in await store.list_grants(principal="alice", active_only=False)] == ["gr_3", "gr_1"]
+    assert [r.body for r in await store.audit_records()] == [{"event": "revoked"}]
+
+
+# the audit log
+
+
+async def test_the_audit_chain_links_every_record(store: RunStore) -> None:
+    """Appended records are numbered from 1, each hashing the one before, and the chain verifies."""
+    await store.append_audit([{"event": "a", "n": 1}, {"event": "b", "nested": {"z": [1, 2], "a": None}}])
+    await store.append_audit([])
+    await store.append_audit([{"event": "c", "text": "naïve ✓"}])
+    records = await store.audit_records()
+    assert [r.seq for r in records] == [1, 2, 3]
+    assert records[1].body == {"event": "b", "nested": {"z": [1, 2], "a": None}}
+    assert records[2].prev_hash == records[1].hash and records[0].prev_hash == "0" * 64
+    assert verify_chain(records) is None
+    assert await store.count_audit() == 3
+
+
+async def test_audit_pages_run_both_ways(store: RunStore) -> None:
+    """Pages follow `seq` oldest or newest first and hand a cursor on until the last page."""
+    await store.append_audit([{"event": "e", "n": n} for n in range(1, 6)])
+    first = await store.audit_page(newest_first=False, limit=2, cursor=None)
+    assert [r.seq for r in first.records] == [1, 2] and first.next_cursor == 2 and first.total == 5
+    second = await store.audit_page(newest_first=False, limit=2, cursor=first.next_cursor)
+    last = await store.audit_page(newest_first=False, limit=2, cursor=second.next_cursor)
+    assert (
+        [r.seq for r in second.records] == [3, 4] and [r.seq for r in last.records] == [5] and last.next_cursor is None
+    )
+    newest = await store.audit_page(newest_first=True, limit=3, cursor=None)
+    older = await store.audit_page(newest_first=True, limit=3, cursor=newest.next_cursor)
+    assert [r.seq for r in newest.records] == [5, 4, 3] and newest.next_cursor == 3
+    assert [r.seq for r in older.records] == [2, 1] and older.next_cursor is None
+    exact = await store.audit_page(newest_first=False, limit=5, cursor=None)
+    assert len(exact.records) == 5 and exact.next_cursor is None
+
+
+# the inbox
+
+
+async def test_the_inbox_pages_open_requests_oldest_first(store: RunStore) -> None:
+    """Keyset paging returns each open request once, in (created_at, id) order, ending with no cursor."""
+    run = await start(store)
+    times = {"req_a": NOW + 3, "req_b": NOW + 1, "req_c": NOW + 1, "req_d": NOW + 2, "req_e": NOW + 4}
+    await paused(store, run, [approval(r, run, created_at=at) for r, at in times.items()])
+    seen: list[str] = []
+    cursor: str | None = None
+    pages = 0
+    while True:
+        page = await store.inbox(InboxFilter(), now=NOW + 10, limit=2, cursor=cursor)
+        seen += [r.request_id for r in page.requests]
+        pages += 1
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert seen == ["req_b", "req_c", "req_d", "req_a", "req_e"] and pages == 3
+    with pytest.raises(InvalidCursor) as refused:
+        await store.inbox(InboxFilter(), now=NOW, limit=2, cursor="not-a-cursor")
+    assert isinstance(refused.value, SaysoError) and isinstance(refused.value, ValueError)
+
+
+async def test_the_inbox_leaves_out_what_no_one_can_answer_now(store: RunStore) -> None:
+    """Decided, expired, delegate and consumed-pause requests are not listed."""
+    run = await start(store)
+    child = await start(store, "thr_child", "run_child", parent_run_id="run_1", agent_path="files/helper")
+    delegate = DelegateRequest(
+        request_id="req_del",
+        run_id=run.run_id,
+        thread_id=run.thread_id,
+        agent_path="files",
+        tool_call_id="call_del",
+        tool_name="helper",
+        created_at=NOW,
+        child_run_id=child.run_id,
+    )
+    await paused(
+        store,
+        run,
+        [approval("req_open", run), approval("req_done", run), approval("req_old", run, expires_at=NOW + 5), delegate],
+    )
+    await store.record_decision(decision("req_done"))
+    await paused(store, child, [approval("req_gone", child)], pause_id="pau_child")
+    await claim(store, await store.get_run("run_child"))
+    page = await store.inbox(InboxFilter(), now=NOW + 6, limit=10)
+    assert [r.request_id for r in page.requests] == ["req_open"]
+    assert [r.request_id for r in await store.open_requests()] == ["req_open", "req_old"]
+
+
+async def test_the_inbox_filters_by_kind_agent_thread_and_age(store: RunStore) -> None:
+    """Each filter narrows the inbox; an agent matches anywhere on a request's path, never by prefix of a name."""
+    lead = await start(store, "thr_1", "run_1", agent="lead")
+    await paused(
+        store,
+        lead,
+        [
+            approval("req_lead", lead, created_at=NOW - 100),
+            approval("req_files", lead, agent_path="lead/files", created_at=NOW - 50),
+            approval("req_deep", lead, agent_path="lead/files/reader", created_at=NOW - 10),
+            approval("req_like", lead, agent_path="lead/files_x", created_at=NOW - 5),
+        ],
+    )
+    other = await start(store, "thr_2", "run_2", agent="ops")
+    q = QuestionRequest(
+        request_id="req_q",
+        run_id="run_2",
+        thread_id="thr_2",
+        agent_path="ops",
+        tool_call_id="c",
+        tool_name="ask_user",
+        created_at=NOW - 1,
+        questions=(Question(question="?"),),
+    )
+    await paused(store, other, [q], pause_id="pau_2")
+
+    async def ids(**query: Any) -> list[str]:
+        return [r.request_id for r in (await store.inbox(InboxFilter(**query), now=NOW, limit=50)).requests]
+
+    assert await ids(kind="question") == ["req_q"]
+    assert await ids(agent="files") == ["req_files", "req_deep"]
+    assert await ids(agent="reader") == ["req_deep"]
+    assert await ids(agent="files_") == []
+    assert await ids(agent="lead/files") == ["req_files", "req_deep"]
+    assert await ids(thread_id="thr_2") == ["req_q"]
+    assert await ids(older_than=50) == ["req_lead", "req_files"]
+    assert await ids(newer_than=10) == ["req_deep", "req_like", "req_q"]
+
+
+async def test_the_inbox_shows_a_principal_their_threads_and_approved_agents(store: RunStore) -> None:
+    """Visibility is the owner's threads plus requests rooted at an approved agent; neither given shows none."""
+    mine = await start(store, "thr_1", "run_1", owner="alice", agent="files")
+    await paused(store, mine, [approval("req_mine", mine)])
+    theirs = await start(store, "thr_2", "run_2", owner="bob", agent="ops")
+    await paused(
+        store,
+        theirs,
+        [approval("req_ops", theirs), approval("req_ops_files", theirs, agent_path="ops/files")],
+        pause_id="pau_2",
+    )
+    third = await start(store, "thr_3", "run_3", owner="carol", agent="opsx")
+    await paused(store, third, [approval("req_opsx", third)], pause_id="pau_3")
+
+    async def ids(**query: Any) -> list[str]:
+        return sorted(r.request_id for r in (await store.inbox(InboxFilter(**query), now=NOW, limit=50)).requests)
+
+    assert await ids(owner="alice") == ["req_mine"]
+    assert await ids(owner="alice", approved_agents=["ops"]) == ["req_mine", "req_ops", "req_ops_files"]
+    assert await ids(approved_agents=["files"]) == ["req_mine"]
+    assert await ids(approved_agents=[]) == []
+    assert await ids() == ["req_mine", "req_ops", "req_ops_files", "req_opsx"]
+
+
+# messages and threads
+
+
+async def test_messages_are_kept_per_thread_and_per_run(store: RunStore) -> None:
+    """The thread's log is every batch in order; `run_messages` is what one run added."""
+    first = await start(store)
+    await store.finish_run(
+        first, owner=ME, new_messages=said("one", "1"), status="completed", output="1", error=None, now=NOW + 1
+    )
+    second = await start(store, run_id="run_2", now=NOW + 2)
+    second = await paused(store, second, [])
+    await store.finish_run(
+        (await claim(store, second)).run,
+        owner=ME,
+        new_messages=said("", "2"),
+        status="completed",
+        output="2",
+        error=None,
+        now=NOW + 12,
+    )
+    assert await store.load_messages("thr_1") == said("one", "1") + said("prompt of run_2", "asking") + said("", "2")
+    assert await store.run_messages("run_2") == said("prompt of run_2", "asking") + said("", "2")
+    assert await store.run_messages("run_1") == said("one", "1")
+    assert await store.run_messages("run_nope") == [] and await store.load_messages("thr_nope") == []
+    assert await store.last_seq("thr_1") == 3 and await store.last_seq("thr_nope") == 0
+
+
+async def test_a_transcript_shows_text_and_tool_calls_after_a_batch(store: RunStore) -> None:
+    """Transcript entries carry the batch and run they came from; `after_seq` skips earlier batches."""
+    run = await start(store)
+    call = ModelResponse(
+        parts=[ToolCallPart(tool_name="delete_file", args={"name": "a"}, tool_call_id="c1")], timestamp=AT
+    )
+    await store.save_pause(
+        run, owner=ME, pause_id="pau_1", new_messages=[*said("hi", "hello")[:1], call], requests=[], now=NOW
+    )
+    run = await store.get_run("run_1")
+    result = ModelRequest(
+        parts=[ToolReturnPart(tool_name="delete_file", content="deleted a", tool_call_id="c1", timestamp=AT)],
+        timestamp=AT,
+    )
+    await store.finish_run(
+        (await claim(store, run)).run,
+        owner=ME,
+        new_messages=[result, *said("", "bye")[1:]],
+        status="completed",
+        output="bye",
+        error=None,
+        now=NOW + 11,
+    )
+    later = [
+        TranscriptEntry(
+            seq=2, run_id="run_1", role="tool_result", tool_name="delete_file", tool_call_id="c1", text="deleted a"
+        ),
+        TranscriptEntry(seq=2, run_id="run_1", role="assistant", text="bye"),
+    ]
+    assert await store.transcript("thr_1") == [
+        TranscriptEntry(seq=1, run_id="run_1", role="user", text="hi"),
+        TranscriptEntry(
+            seq=1, run_id="run_1", role="tool_call", tool_name="delete_file", tool_call_id="c1", args={"name": "a"}
+        ),
+        *later,
+    ]
+    assert await store.transcript("thr_1", after_seq=1) == later
+
+
+async def test_threads_list_newest_first_without_delegate_threads(store: RunStore) -> None:
+    """A principal sees their threads newest first, titled by the first message; delegates' threads are hidden."""
+    await start(store, "thr_1", "run_1", owner="alice", now=NOW)
+    await start(store, "thr_2", "run_2", owner="bob", now=NOW + 1)
+    await store.start_run(
+        thread_id="thr_3",
+        owner="alice",
+        agent="files",
+        run_id="run_3",
+        prompt="x" * 100,
+        client_tools=(),
+        lease_owner=ME,
+        lease_expires_at=NOW + 99,
+        now=NOW + 2,
+        expect_active=None,
+    )
+    await start(
+        store, "thr_child", "run_child", owner="alice", now=NOW + 3, parent_run_id="run_1", agent_path="files/helper"
+    )
+    listed = await store.threads(owner="alice", limit=10)
+    assert [(t.thread_id, t.title) for t in listed] == [("thr_3", "x" * 80), ("thr_1", "prompt of run_1")]
+    assert listed[0].active_run_id == "run_3" and listed[0].owner == "alice"
+    assert [t.thread_id for t in await store.threads(owner=None, limit=2)] == ["thr_3", "thr_2"]
+
+
+# expiry and cancelling
+
+
+async def test_expired_runs_are_those_whose_open_requests_all_expired(store: RunStore) -> None:
+    """A paused run is expired once every open request passed its time; decided ones do not count."""
+    a = await start(store, "thr_a", "run_a")
+    await paused(
+        store,
+        a,
+        [approval("req_a1", a, expires_at=NOW + 5), approval("req_a2", a, expires_at=NOW + 8)],
+        pause_id="pau_a",
+    )
+    b = await start(store, "thr_b", "run_b")
+    await paused(store, b, [approval("req_b1", b, expires_at=NOW + 5), approval("req_b2", b)], pause_id="pau_b")
+    assert await store.expired_runs(NOW + 6) == []
+    assert await store.expired_runs(NOW + 8) == ["run_a"]
+    await store.record_decision(decision("req_b2"))
+    assert await store.expired_runs(NOW + 6) == ["run_b"]
+    assert sorted(await store.expired_runs(NOW + 8)) == ["run_a", "run_b"]
+
+
+async def test_cancelling_a_paused_run_closes_its_pause_and_skips_what_was_open(store: RunStore) -> None:
+    """`cancel_run` consumes the pause, keeps decisions already taken, cancels the run and frees the thread."""
+    run = await start(store)
+    run = await paused(store, run, [approval("req_1", run), approval("req_2", run)])
+    await store.record_decision(decision("req_1"))
+    skips = [
+        DecisionRecord(
+            request_id=r, decision=Skip(reason="parent moved on"), by="system", principal=None, decided_at=NOW + 3
+        )
+        for r in ("req_1", "req_2")
+    ]
+    await store.cancel_run(run, now=NOW + 3, skips=skips, audit=[{"event": "cancelled"}])
+    assert (await store.get_run("run_1")).status == "cancelled"
+    state = await store.pause_state("pau_1")
+    assert state.status == "consumed" and state.decisions == {"req_1": decision("req_1"), "req_2": skips[1]}
+    thread = await store.get_thread("thr_1")
+    assert thread is not None and thread.active_run_id is None
+    with pytest.raises(PauseConsumed):
+        await claim(store, run)
+
+
+# remote delegates and adapters' marks
+
+
+async def test_a_proxy_run_remembers_its_remote_task(store: RunStore) -> None:
+    """The remote task of a proxy run reads back and can be replaced; a local run has none."""
+    assert await store.remote_task("run_1") is None
+    await store.set_remote_task("run_1", url="http://a", task_id="t1", context_id="c1")
+    await store.set_remote_task("run_1", url="http://b", task_id="t2", context_id="c2")
+    assert await store.remote_task("run_1") == RemoteTask(url="http://b", task_id="t2", context_id="c2")
+
+
+async def test_marks_are_kept_per_namespace_and_overwritten(store: RunStore) -> None:
+    """A mark reads back under its namespace and key only; setting it again replaces it."""
+    assert await store.get_mark("a2a.activation", "run_1") is None
+    await store.set_mark("a2a.activation", "run_1", '{"activated": false}')
+    await store.set_mark("other", "run_1", "x")
+    await store.set_mark("a2a.activation", "run_1", '{"activated": true}')
+    assert await store.get_mark("a2a.activation", "run_1") == '{"activated": true}'
+    assert await store.get_mark("other", "run_1") == "x"
+    assert await store.get_mark("a2a.activation", "run_2") is None
+
+
+async def test_a_store_answers_ping(store: RunStore) -> None:
+    """An open store answers."""
+    await store.ping()
+
+
+# races: several callers at the same moment, exactly one wins
+
+
+async def at_once(*steps: Callable[[], Awaitable[Any]]) -> list[Any]:
+    """Run the steps concurrently; each one's result or sayso error, in the order given."""
+    outcomes: list[Any] = [None] * len(steps)
+
+    async def one(i: int) -> None:
+        try:
+            outcomes[i] = await steps[i]()
+        except SaysoError as refused:
+            outcomes[i] = refused
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(steps)):
+            tg.start_soon(one, i)
+    return outcomes
+
+
+async def test_concurrent_consumers_of_a_pause_have_one_winner(store: RunStore) -> None:
+    """Of several resumes at the same moment exactly one claims the run; the rest get `PauseConsumed`."""
+    run = await start(store)
+    run = await paused(store, run, [approval("req_1", run)])
+    outcomes = await at_once(*[lambda: claim(store, run, executing=["req_1"])] * 4)
+    assert sum(isinstance(o, Claim) for o in outcomes) == 1
+    assert sum(isinstance(o, PauseConsumed) for o in outcomes) == 3
+
+
+async def test_concurrent_decisions_on_a_request_keep_the_first(store: RunStore) -> None:
+    """Racing decisions record one; every loser is told which decision won."""
+    run = await start(store)
+    await paused(store, run, [approval("req_1", run)])
+    tries = [decision("req_1", approve=n % 2 == 0, at=NOW + n) for n in range(4)]
+    outcomes = await at_once(*[lambda d=d: store.record_decision(d, audit=[{"n": d.decided_at}]) for d in tries])
+    winner = (await store.pause_state("pau_1")).decisions["req_1"]
+    assert outcomes.count(None) == 1 and all(o == winner for o in outcomes if o is not None)
+    assert await store.count_audit() == 1
+
+
+async def test_concurrent_marks_of_an_approved_call_start_it_once(store: RunStore) -> None:
+    """Of several `begin_execution` calls at once, one starts the call and the rest see its mark."""
+    outcomes = await at_once(*[lambda: store.begin_execution("req_1", "run_1", NOW)] * 4)
+    assert outcomes.count(None) == 1
+    assert [o for o in outcomes if o is not None] == [
+        ExecutionRecord(request_id="req_1", status="executing", result=None)
+    ] * 3
+
+
+async def test_concurrent_first_runs_on_a_new_thread_have_one_winner(store: RunStore) -> None:
+    """Two runs starting a new thread at once: one starts it, the other gets `RunConflict`."""
+    outcomes = await at_once(*[lambda n=n: start(store, run_id=f"run_{n}") for n in range(3)])
+    assert sum(isinstance(o, RunRecord) for o in outcomes) == 1
+    assert sum(isinstance(o, RunConflict) for o in outcomes) == 2
+
+
+async def test_concurrent_audit_appends_keep_one_chain(store: RunStore) -> None:
+    """Appends from many writers at once still number the records 1..n in one verifiable chain."""
+    await at_once(*[lambda n=n: store.append_audit([{"n": n}, {"n": n, "second": True}]) for n in range(6)])
+    records = await store.audit_records()
+    assert [r.seq for r in records] == list(range(1, 13)) and verify_chain(records) is None
+
+
+async def test_a_pause_id_is_stored_once(store: RunStore) -> None:
+    """Saving a second pause under an id already stored is a `StoreError` and leaves the run as it was."""
+    run = await start(store)
+    await paused(store, run, [approval("req_1", run)])
+    other = await start(store, "thr_2", "run_2")
+    with pytest.raises(StoreError):
+        await store.save_pause(other, owner=ME, pause_id="pau_1", new_messages=said("x", "y"), requests=[], now=NOW)
+    assert (await store.get_run("run_2")).status == "running"
+    assert await store.load_messages("thr_2") == []
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        pytest.param("bm90IGpzb24", id="not-json"),
+        pytest.param("eyJhIjogMX0", id="not-a-pair"),
+        pytest.param("W3RydWUsICJyZXFfMSJd", id="flag-not-time"),
+    ],
+)
+async def test_a_cursor_the_store_did_not_make_is_refused(store: RunStore, cursor: str) -> None:
+    """Well-formed base64 that does not hold a (time, id) pair is an `InvalidCursor` too."""
+    with pytest.raises(InvalidCursor):
+        await store.inbox(InboxFilter(), now=NOW, limit=5, cursor=cursor)

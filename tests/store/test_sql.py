@@ -1,0 +1,130 @@
+"""What only the SQL backend does: choosing a store from a URL, migrating old databases, mapping database errors."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from sayso._store import MemoryRunStore, SqlRunStore, async_url, store_from_url
+from sayso.exceptions import ConfigError, StoreError
+
+from .conftest import DSN, postgres_database
+
+MIGRATIONS = Path(__file__).resolve().parents[2] / "src" / "sayso" / "_store" / "migrations"
+
+
+def test_the_url_picks_the_backend(tmp_path: Path) -> None:
+    """`memory://` is the in-memory store, SQLite and PostgreSQL URLs the SQL store; anything else is refused."""
+    assert isinstance(store_from_url("memory://"), MemoryRunStore)
+    sqlite_store = store_from_url("sqlite:///data/sayso.db", base_dir=tmp_path)
+    assert isinstance(sqlite_store, SqlRunStore)
+    assert sqlite_store.url == f"sqlite+aiosqlite:///{tmp_path / 'data' / 'sayso.db'}"
+    postgres_store = store_from_url("postgres://u@h:5432/db")
+    assert isinstance(postgres_store, SqlRunStore) and postgres_store.url == "postgresql+asyncpg://u@h:5432/db"
+    with pytest.raises(ConfigError, match="mysql"):
+        store_from_url("mysql://u@h/db")
+
+
+async def test_a_store_that_cannot_open_says_where(tmp_path: Path) -> None:
+    """A database that cannot be opened is a `StoreError` naming its URL, and the store can be opened again later."""
+    store = SqlRunStore(f"sqlite:///{tmp_path / 'missing' / 'dir' / 'sayso.db'}")
+    with pytest.raises(StoreError, match="could not open the store"):
+        await store.open()
+    (tmp_path / "missing" / "dir").mkdir(parents=True)
+    async with store:
+        await store.ping()
+
+
+async def test_a_refused_connection_is_a_store_error() -> None:
+    """An unreachable PostgreSQL server surfaces as `StoreError`, not as a socket error."""
+    with pytest.raises(StoreError):
+        await SqlRunStore("postgresql://postgres@127.0.0.1:1/postgres").open()
+
+
+async def test_a_bad_url_is_a_config_error() -> None:
+    """A URL SQLAlchemy cannot parse is the operator's to fix."""
+    with pytest.raises(ConfigError):
+        await SqlRunStore("postgresql://u@h:notaport/db").open()
+
+
+async def test_ping_fails_once_the_database_is_gone() -> None:
+    """`ping` raises `StoreError` when the database stops answering."""
+    import asyncpg
+
+    if DSN is None:
+        pytest.skip("TEST_POSTGRES_DSN is not set (scripts/test sets it)")
+    name = f"sayso_{secrets.token_hex(6)}"
+    admin = await asyncpg.connect(DSN)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        async with SqlRunStore(DSN.rsplit("/", 1)[0] + f"/{name}") as store:
+            await store.ping()
+            await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+            with pytest.raises(StoreError, match="does not answer"):
+                await store.ping()
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+# migrations
+
+
+async def _migrate(url: str, revision: str) -> None:
+    """Bring a database to one schema revision, as an older sayso would have left it, with two activation rows."""
+    from alembic import command
+    from alembic.config import Config
+
+    def upgrade(conn: sa.Connection) -> None:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.attributes["connection"] = conn
+        command.upgrade(config, revision)
+        conn.execute(
+            sa.text("INSERT INTO a2a_pauses (run_id, pause_id, activated) VALUES (:r, :p, :a)"),
+            [{"r": "run_1", "p": "pau_1", "a": False}, {"r": "run_2", "p": "pau_2", "a": True}],
+        )
+
+    engine = create_async_engine(async_url(url))
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(upgrade)
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def old_database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A database at revision 0005 holding two A2A activation rows."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'old.db'}"
+        await _migrate(url, "0005")
+        yield url
+    else:
+        async with postgres_database() as url:
+            await _migrate(url, "0005")
+            yield url
+
+
+async def test_activation_marks_move_to_the_marks_table(old_database: str) -> None:
+    """Opening a 0005 database moves `a2a_pauses` rows into marks under `a2a.activation` and drops the old table."""
+    async with SqlRunStore(old_database) as store:
+        assert json.loads(await store.get_mark("a2a.activation", "run_1") or "") == {
+            "pause_id": "pau_1",
+            "activated": False,
+        }
+        assert json.loads(await store.get_mark("a2a.activation", "run_2") or "") == {
+            "pause_id": "pau_2",
+            "activated": True,
+        }
+    if old_database.startswith("sqlite"):
+        with sqlite3.connect(old_database.removeprefix("sqlite:///")) as conn:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert "a2a_pauses" not in tables and "marks" in tables
