@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -278,10 +279,11 @@ async def test_a_pause_is_consumed_once(app: Sayso, make_app: MakeApp) -> None:
         await app.decide(paused.requests[0].request_id, Approve(), resume=False)
         record = await app.store.get_run(paused.run_id)
         assert record.pause_id is not None
-        _, _, requests, decided = await app.store.pause_state(record.pause_id)
         first = await app.resume(paused.run_id)
-        with pytest.raises(PauseConsumed):
-            await app._advance(record, force=False)  # a second resume that saw the same pause
+        with pytest.raises(PauseConsumed):  # a second resume that saw the same pause
+            await app.store.consume_pause(
+                record, pause_id=record.pause_id, owner="another", until=2e9, now=time.time(), added=()
+            )
     assert first.status == "completed"
     assert ran == [("delete_file", {"name": "a.txt"})]
 
@@ -312,7 +314,7 @@ async def test_a_thread_takes_one_run_at_a_time_and_stays_with_its_agent(make_ap
     """A second message while a run is still working is refused by name; so is another agent on the thread."""
     import anyio
 
-    from sayso import ConfigError, ThreadBusy
+    from sayso import InvalidInput, ThreadBusy
 
     release = anyio.Event()
 
@@ -340,6 +342,6 @@ async def test_a_thread_takes_one_run_at_a_time_and_stays_with_its_agent(make_ap
             with pytest.raises(ThreadBusy, match="already has a run in progress"):
                 await app.run("again", thread_id=first.thread_id)
             release.set()
-        with pytest.raises(ConfigError, match="belongs to agent 'a', not 'b'"):
+        with pytest.raises(InvalidInput, match="belongs to agent 'a', not 'b'"):
             await app.run("hi", thread_id=first.thread_id, agent="b")
     assert outcome[0].output == "slow x"

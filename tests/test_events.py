@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from sayso import Approve, Sayso
@@ -25,9 +27,9 @@ RULES = [
 ]
 
 
-def make(make_app: MakeApp, **interrupt: Any) -> Sayso:
+def make(make_app: MakeApp, clock: Callable[[], float] = time.time, **interrupt: Any) -> Sayso:
     agents = {"files": {"model": "m", "tools": [delete_file], "interrupt": {"tools": ["delete_file"], **interrupt}}}
-    return make_app(agents, model=script(*RULES))
+    return make_app(agents, model=script(*RULES), clock=clock)
 
 
 async def test_opened_decided_and_skipped_requests_are_announced(make_app: MakeApp) -> None:
@@ -60,8 +62,7 @@ async def test_expired_requests_are_announced_once(make_app: MakeApp) -> None:
     """An expired request is announced once, however many times the expiry sweep runs."""
     events: list[str] = []
     now = [1000.0]
-    app = make(make_app, ttl_seconds=10)
-    app._clock = lambda: now[0]
+    app = make(make_app, clock=lambda: now[0], ttl_seconds=10)
     app.add_listener(lambda event, data: events.append(event))
     async with app:
         await app.run("delete x")

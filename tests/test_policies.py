@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,13 @@ RULES = [
 
 
 @pytest.fixture
-def app(make_app: MakeApp, tmp_path: Path) -> Sayso:
+def now() -> list[float]:
+    """The test's clock: the current time unless a test moves it."""
+    return [time.time()]
+
+
+@pytest.fixture
+def app(make_app: MakeApp, tmp_path: Path, now: list[float]) -> Sayso:
     (tmp_path / "subjects_for_tests.py").write_text("from tests.test_policies import folder\n")
     runtime = make_app(
         {
@@ -60,6 +67,7 @@ def app(make_app: MakeApp, tmp_path: Path) -> Sayso:
             }
         },
         model=script(*RULES),
+        clock=lambda: now[0],
     )
     runtime.config.principals = [
         PrincipalConfig(name="alice"),
@@ -180,11 +188,12 @@ async def test_secret_fields_are_redacted_wherever_shown(app: Sayso) -> None:
     assert "hunter2" not in str(shown)
 
 
-async def test_a_late_decision_is_refused_and_the_sweep_closes_the_run(make_app: MakeApp, app: Sayso) -> None:
+async def test_a_late_decision_is_refused_and_the_sweep_closes_the_run(
+    make_app: MakeApp, app: Sayso, now: list[float]
+) -> None:
     """A decision after the request's time-to-live is refused, and the expiry sweep closes the run once, telling the
     model when it expired."""
-    now = [1000.0]
-    app._clock = lambda: now[0]
+    now[0] = 1000.0
     async with app:
         paused = await app.run("delete reports/q1.txt", principal="alice")
         assert paused.requests[0].expires_at == 1060.0

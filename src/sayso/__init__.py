@@ -19,11 +19,18 @@ from ._core.requests import (
 )
 from ._gate import RunDeps
 from ._results import DecideResult, RunResult, request_json, run_json
-from ._runtime import Sayso
+from ._runtime import DEFAULT_REMOTE_AGENTS, RemoteAgents, Sayso
 from ._scripted import ScriptedModel
 from ._tools import Approval, require_approval, tool
 from .exceptions import (
     AlreadyDecided,
+    CallerError,
+    GrantNotFound,
+    InvalidInput,
+    ThreadNotFound,
+    TooLarge,
+    Unauthenticated,
+    UsageError,
     ConfigError,
     DecisionRefused,
     InvalidDecision,
@@ -40,6 +47,21 @@ from .exceptions import (
     ThreadBusy,
 )
 
+
+
+def _a2a_remote_agents() -> RemoteAgents:
+    """The A2A client remote delegates go through, imported only when a config names one.
+
+    The package root is where the runtime meets its adapters: the runtime defines the port,
+    the A2A protocol package implements it, and this default joins them.
+    """
+    from .protocols.a2a._client import A2ARemoteAgents
+
+    return A2ARemoteAgents()
+
+
+DEFAULT_REMOTE_AGENTS.append(_a2a_remote_agents)
+
 __all__ = [
     "AgentConfig",
     "AlreadyDecided",
@@ -47,6 +69,7 @@ __all__ = [
     "Approval",
     "ApprovalRequest",
     "Approve",
+    "CallerError",
     "ClientError",
     "ClientResult",
     "ClientTool",
@@ -57,9 +80,11 @@ __all__ = [
     "Decision",
     "DecisionRecord",
     "DecisionRefused",
+    "GrantNotFound",
     "InterruptConfig",
     "InterruptPolicy",
     "InvalidDecision",
+    "InvalidInput",
     "NotAllowed",
     "NotFound",
     "NotReady",
@@ -84,8 +109,12 @@ __all__ = [
     "StoreError",
     "Subject",
     "ThreadBusy",
+    "ThreadNotFound",
+    "TooLarge",
     "ToolRule",
     "ToolRuleConfig",
+    "Unauthenticated",
+    "UsageError",
     "load_config",
     "request_json",
     "require_approval",

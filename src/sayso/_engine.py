@@ -29,13 +29,11 @@ from ._core.requests import (
     ApprovalRequest,
     ClientToolRequest,
     DelegateRequest,
-    Question,
     QuestionRequest,
     Request,
-    Subject,
     default_hint,
 )
-from ._tools import META_KEY
+from ._calls import ApprovedCall, Deferral, deferral_of
 
 
 def requests_from(
@@ -57,8 +55,8 @@ def requests_from(
     approval_ids = {c.tool_call_id for c in deferred.approvals}
     requests: list[Request] = []
     for call in calls:
-        meta: dict[str, Any] = deferred.metadata.get(call.tool_call_id, {}).get(META_KEY, {})
-        ttl = meta.get("ttl_seconds")
+        deferral = deferral_of(deferred.metadata.get(call.tool_call_id))
+        ttl = deferral.ttl_seconds if deferral else None
         common: dict[str, Any] = {
             "request_id": new_id(),
             "run_id": run_id,
@@ -68,37 +66,40 @@ def requests_from(
             "tool_name": call.tool_name,
             "args": call.args_as_dict(),
             "created_at": now,
-            "expires_at": meta.get("expires_at") or (now + ttl if ttl else None),
+            "expires_at": (deferral.expires_at if deferral else None) or (now + ttl if ttl else None),
             "principal": principal,
             "redact": redact,
             "parent_call_id": parent_call_id,
         }
         if call.tool_call_id in approval_ids:
+            # pydantic-ai's own `requires_approval` tools defer without sayso's value.
+            asked = deferral or Deferral(kind="approval")
             requests.append(
                 ApprovalRequest(
                     **common,
-                    hint=meta.get("hint") or default_hint(call.tool_name),
-                    args_schema=meta.get("args_schema"),
-                    scopes=tuple(meta.get("scopes") or ("once",)),
-                    payload=meta.get("payload"),
-                    from_body=bool(meta.get("from_body")),
-                    subject=Subject(**meta["subject"]) if meta.get("subject") else None,
-                    binding=meta.get("binding"),
-                    service_request=meta.get("service_request"),
+                    hint=asked.hint or default_hint(call.tool_name),
+                    args_schema=asked.args_schema,
+                    scopes=asked.scopes,
+                    payload=asked.payload,
+                    from_body=asked.from_body,
+                    subject=asked.subject,
+                    binding=asked.binding,
+                    service_request=asked.service_request,
                 )
             )
-        elif meta.get("kind") == "delegate":
-            requests.append(DelegateRequest(**common, child_run_id=meta["child_run_id"]))
-        elif meta.get("kind") == "question":
-            questions = tuple(
-                Question(question=q["question"], choices=tuple(q.get("choices", ())), multiple=q.get("multiple", False))
-                for q in meta["questions"]
-            )
-            requests.append(QuestionRequest(**common, questions=questions))
+        elif deferral is not None and deferral.kind == "delegate":
+            assert deferral.child_run_id is not None
+            requests.append(DelegateRequest(**common, child_run_id=deferral.child_run_id))
+        elif deferral is not None and deferral.kind == "question":
+            requests.append(QuestionRequest(**common, questions=deferral.questions))
         else:
             # A client tool, or a tool of the agent's own that deferred its call to someone outside.
             requests.append(
-                ClientToolRequest(**common, description=meta.get("description"), args_schema=meta.get("args_schema"))
+                ClientToolRequest(
+                    **common,
+                    description=deferral.description if deferral else None,
+                    args_schema=deferral.args_schema if deferral else None,
+                )
             )
     return requests
 
@@ -122,19 +123,17 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
         if isinstance(request, ApprovalRequest):
             if isinstance(decision, Approve):
                 results.approvals[call_id] = ToolApproved(override_args=decision.edited_args)
-                results.metadata[call_id] = {
-                    META_KEY: {
-                        "request_id": request.request_id,
-                        "payload": request.payload,
-                        "principal": record.principal,
-                        "edited": decision.edited_args is not None,
-                        "approved_args": decision.edited_args,
-                        # A service checks its own subject; sayso checks the policy's.
-                        "subject_key": request.subject.key
-                        if request.subject is not None and request.service_request is None
-                        else None,
-                    }
-                }
+                results.metadata[call_id] = ApprovedCall(
+                    request_id=request.request_id,
+                    payload=request.payload,
+                    principal=record.principal,
+                    edited=decision.edited_args is not None,
+                    approved_args=decision.edited_args,
+                    # A service checks its own subject; sayso checks the policy's.
+                    subject_key=request.subject.key
+                    if request.subject is not None and request.service_request is None
+                    else None,
+                ).as_metadata()
             else:
                 assert text is not None
                 results.approvals[call_id] = ToolDenied(text)

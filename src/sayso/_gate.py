@@ -19,12 +19,14 @@ from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import to_json
 
+from ._calls import ApprovedCall, Deferral, approved_call_of, deferral_of
 from ._core.audit import canonical_json
 from ._core.grants import Grant, covering_grant
 from ._core.policy import Gate, InterruptPolicy, call_binding, gate_for, subject_from, whole_tool_subject
 from ._core.requests import Subject, default_hint
 from ._core.service import STILL_NEEDS_APPROVAL, ServiceAsk, parse_service_ask
-from ._tools import META_KEY, options_of
+from ._store import ExecutionResult
+from ._tools import options_of
 
 UNKNOWN_OUTCOME = (
     "Outcome unknown: the process stopped while this call was running, so it was not run again. "
@@ -65,8 +67,8 @@ class RunDeps:
     """Hands work to a delegate agent: `(agent, task, tool_call_id) -> its answer` (or the run pauses)."""
     marked: frozenset[str] = frozenset()
     """Approved requests whose ledger mark this segment wrote when it consumed the pause."""
-    executed: list[tuple[str, bytes, dict[str, Any]]] = field(default_factory=list[tuple[str, bytes, dict[str, Any]]])
-    """Results of marked calls `(request_id, result, audit)`, committed with the run's next save."""
+    executed: list[ExecutionResult] = field(default_factory=list[ExecutionResult])
+    """Results of marked calls, committed with the run's next save."""
 
 
 @dataclass
@@ -111,40 +113,38 @@ class GateToolset(WrapperToolset[Any]):
             if grant is not None:
                 return await self._run_granted(name, tool_args, ctx, tool, deps, grant)
             raise ApprovalRequired(
-                metadata={
-                    META_KEY: {
-                        "hint": options.hint or default_hint(name),
-                        "scopes": list(gate.scopes),
-                        "ttl_seconds": gate.ttl_seconds,
-                        "args_schema": schema,
-                        "subject": {"key": subject.key, "label": subject.label},
-                        "binding": call_binding(name, tool_args, subject.key),
-                    }
-                }
+                metadata=Deferral(
+                    kind="approval",
+                    hint=options.hint or default_hint(name),
+                    scopes=tuple(gate.scopes),
+                    ttl_seconds=gate.ttl_seconds,
+                    args_schema=schema,
+                    subject=subject,
+                    binding=call_binding(name, tool_args, subject.key),
+                ).as_metadata()
             )
         try:
             result = await super().call_tool(name, tool_args, ctx, tool)
         except ApprovalRequired as asked:
-            meta = dict((asked.metadata or {}).get(META_KEY, {}))
-            meta.setdefault("hint", options.hint or default_hint(name))
-            meta.setdefault("args_schema", schema)
-            meta.setdefault("ttl_seconds", self.policy.ttl_seconds)
-            raise ApprovalRequired(metadata={META_KEY: meta}) from None
+            deferral = deferral_of(asked.metadata) or Deferral(kind="approval")
+            deferral = deferral.with_defaults(
+                hint=options.hint or default_hint(name), args_schema=schema, ttl_seconds=self.policy.ttl_seconds
+            )
+            raise ApprovalRequired(metadata=deferral.as_metadata()) from None
         ask = self._service_ask(result)
         if ask is not None:
             subject = ask.subject or whole_tool_subject(name)
             raise ApprovalRequired(
-                metadata={
-                    META_KEY: {
-                        "hint": ask.message or options.hint or default_hint(name),
-                        "scopes": list(ask.scopes),
-                        "ttl_seconds": self.policy.ttl_seconds,
-                        "expires_at": ask.expires_at,
-                        "args_schema": schema,
-                        "subject": {"key": subject.key, "label": subject.label},
-                        "service_request": ask.request,
-                    }
-                }
+                metadata=Deferral(
+                    kind="approval",
+                    hint=ask.message or options.hint or default_hint(name),
+                    scopes=tuple(ask.scopes),
+                    ttl_seconds=self.policy.ttl_seconds,
+                    expires_at=ask.expires_at,
+                    args_schema=schema,
+                    subject=subject,
+                    service_request=ask.request,
+                ).as_metadata()
             )
         return result
 
@@ -157,10 +157,10 @@ class GateToolset(WrapperToolset[Any]):
     async def _run_approved(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any], deps: RunDeps
     ) -> Any:
-        meta = (ctx.tool_call_metadata or {}).get(META_KEY, {})
-        request_id = meta.get("request_id")
-        assert isinstance(request_id, str), "an approved call always carries its request id"
-        if not self._matches_approval(name, tool_args, meta):
+        approved = approved_call_of(ctx.tool_call_metadata)
+        assert approved is not None, "an approved call always carries its request"
+        request_id = approved.request_id
+        if not self._matches_approval(name, tool_args, approved):
             return NO_MATCH
         fresh = request_id in deps.marked
         if not fresh:
@@ -183,19 +183,19 @@ class GateToolset(WrapperToolset[Any]):
             "at": now,
         }
         if fresh:
-            deps.executed.append((request_id, to_json(result, fallback=str), audit))
+            deps.executed.append(ExecutionResult(request_id=request_id, result=to_json(result, fallback=str), audit=audit))
         else:
             await deps.ledger.finish_execution(request_id, to_json(result, fallback=str), now, audit=[audit])
         return result
 
-    def _matches_approval(self, name: str, tool_args: dict[str, Any], meta: dict[str, Any]) -> bool:
+    def _matches_approval(self, name: str, tool_args: dict[str, Any], approved_call: ApprovedCall) -> bool:
         """The call about to run is the one approved: same arguments (defaults aside) and same subject."""
-        approved = meta.get("approved_args")
+        approved = approved_call.approved_args
         if approved is None:
             return True
         if canonical_json({k: tool_args.get(k) for k in approved}) != canonical_json(approved):
             return False
-        subject_key = meta.get("subject_key")
+        subject_key = approved_call.subject_key
         subject = self.subject_for(name, tool_args)
         return subject_key is None or (subject is not None and subject.key == subject_key)
 

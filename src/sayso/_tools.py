@@ -17,14 +17,14 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
+from ._calls import META_KEY, Deferral, approved_call_of
 from ._core.decisions import schema_problem
-from ._core.requests import ClientTool
+from ._core.requests import ClientTool, Question
 from .exceptions import ConfigError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-META_KEY = "sayso"
-"""The key under which sayso keeps its own data in pydantic-ai tool and deferred-call metadata."""
+
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,9 +117,8 @@ async def ask_user(questions: list[AskUserQuestion]) -> list[dict[str, Any]]:
     """
     if not questions:
         raise ModelRetry("ask_user needs at least one question")
-    raise CallDeferred(
-        metadata={META_KEY: {"kind": "question", "questions": [q.model_dump() for q in questions]}}, kind="question"
-    )
+    asked = tuple(Question(question=q.question, choices=tuple(q.choices), multiple=q.multiple) for q in questions)
+    raise CallDeferred(metadata=Deferral(kind="question", questions=asked).as_metadata(), kind="question")
 
 
 ASK_USER_TOOL: Tool[Any] = Tool(ask_user, name="ask_user")
@@ -160,13 +159,9 @@ class ClientToolset(AbstractToolset[Any]):
         if problem is not None:
             raise ModelRetry(f"arguments for {name!r} do not match its schema: {problem}")
         raise CallDeferred(
-            metadata={
-                META_KEY: {
-                    "kind": "client_tool",
-                    "description": declared.description,
-                    "args_schema": declared.parameters,
-                }
-            }
+            metadata=Deferral(
+                kind="client_tool", description=declared.description, args_schema=declared.parameters
+            ).as_metadata()
         )
 
 
@@ -198,6 +193,8 @@ def require_approval(ctx: RunContext[Any], *, hint: str, payload: Any = None) ->
         payload: data the person sees with the request and the tool reads back.
     """
     if ctx.tool_call_approved:
-        meta = (ctx.tool_call_metadata or {}).get(META_KEY, {})
-        return Approval(payload=meta.get("payload"), principal=meta.get("principal"), edited=meta.get("edited", False))
-    raise ApprovalRequired(metadata={META_KEY: {"hint": hint, "payload": payload, "from_body": True}})
+        approved = approved_call_of(ctx.tool_call_metadata)
+        if approved is None:
+            return Approval(payload=None, principal=None, edited=False)
+        return Approval(payload=approved.payload, principal=approved.principal, edited=approved.edited)
+    raise ApprovalRequired(metadata=Deferral(kind="approval", hint=hint, payload=payload, from_body=True).as_metadata())

@@ -2,30 +2,41 @@
 
 ```text
 SaysoError
-├── ConfigError (ValueError)          the configuration or a Python spec is wrong: fix it
-├── NotFound (LookupError)            no such thread, run or request
-│   ├── RunNotFound
-│   └── RequestNotFound
-├── DecisionRefused (ValueError)      a decision was not taken; the pause stays open
+├── ConfigError (ValueError)          the operator: the configuration or an import spec is wrong
+├── UsageError (RuntimeError)         the programmer: the Python API was used the wrong way
+├── CallerError                       the client calling an interface: fix the call
+│   ├── Unauthenticated (PermissionError)  no bearer token, or one that names no principal
+│   ├── InvalidInput (ValueError)     a body, cursor or argument the interface cannot take
+│   │   └── TooLarge                  over a configured size limit
+│   ├── NotFound (LookupError)        no such thread, run, request or grant (or not visible to the caller)
+│   │   ├── ThreadNotFound
+│   │   ├── RunNotFound
+│   │   ├── RequestNotFound
+│   │   └── GrantNotFound
+│   └── NotAllowed (PermissionError)  the caller may not do this here (read, message, decide)
+├── DecisionRefused (ValueError)      the person answering: the decision was not taken, the pause stays open
 │   ├── InvalidDecision               the answer does not fit the request (names the problem)
 │   ├── AlreadyDecided                a different decision was taken first: the first wins
-│   ├── RequestExpired                the request's TTL passed before the decision
-│   └── NotAllowed (PermissionError)  this principal may not decide this request
-├── RunConflict                       the run is not in a state that allows this step
+│   └── RequestExpired                the request's TTL passed before the decision
+├── RunConflict                       the run is not in a state that allows this step: reload and retry
 │   ├── PauseConsumed                 another process resumed this pause first
 │   ├── NotReady                      requests are still open and the resume was not forced
 │   └── ThreadBusy                    the thread already has a run in progress
 └── StoreError                        the database failed; the message says how
 ```
 
-Every error carries the ids it is about, so callers never parse messages.
+Every error carries the ids it is about, so callers never parse messages. Each interface maps
+this tree to its wire once (REST problems, A2A errors, AG-UI run errors, CLI exit codes).
 """
 
 from __future__ import annotations
 
 __all__ = [
     "AlreadyDecided",
+    "CallerError",
     "ConfigError",
+    "GrantNotFound",
+    "InvalidInput",
     "DecisionRefused",
     "InvalidDecision",
     "NotAllowed",
@@ -39,6 +50,10 @@ __all__ = [
     "SaysoError",
     "StoreError",
     "ThreadBusy",
+    "ThreadNotFound",
+    "TooLarge",
+    "Unauthenticated",
+    "UsageError",
 ]
 
 
@@ -50,8 +65,65 @@ class ConfigError(SaysoError, ValueError):
     """The configuration, an import spec or an agent definition is wrong."""
 
 
-class NotFound(SaysoError, LookupError):
+class UsageError(SaysoError, RuntimeError):
+    """The Python API was used the wrong way (say, a runtime used outside `async with`)."""
+
+
+class CallerError(SaysoError):
+    """A caller of an interface sent something sayso will not act on; the message says what to fix."""
+
+
+class Unauthenticated(CallerError, PermissionError):
+    """The call carries no bearer token, or one that names no principal."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__(problem)
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return self.__class__, (self.problem,)
+
+
+class InvalidInput(CallerError, ValueError):
+    """A body, cursor, filter or argument the interface cannot take; `field` names where, when known."""
+
+    def __init__(self, problem: str, *, field: str | None = None) -> None:
+        self.problem = problem
+        self.field = field
+        super().__init__(f"{field}: {problem}" if field else problem)
+
+    def __reduce__(self) -> tuple[type, tuple[str], dict[str, str | None]]:
+        return self.__class__, (self.problem,), {"field": self.field}
+
+
+class TooLarge(InvalidInput):
+    """A message, arguments, answer or body over its configured size limit."""
+
+
+class NotFound(CallerError, LookupError):
     """No thread, run or request has the given id."""
+
+
+class ThreadNotFound(NotFound):
+    """No thread has the given id (or the caller may not see it, which looks the same)."""
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+        super().__init__(f"no thread has id {thread_id!r}")
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return self.__class__, (self.thread_id,)
+
+
+class GrantNotFound(NotFound):
+    """No active grant has the given id (or the caller may not see it, which looks the same)."""
+
+    def __init__(self, grant_id: str) -> None:
+        self.grant_id = grant_id
+        super().__init__(f"no active grant has id {grant_id!r}")
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return self.__class__, (self.grant_id,)
 
 
 class RunNotFound(NotFound):
@@ -100,8 +172,21 @@ class RequestExpired(DecisionRefused):
     """The request expired before this decision arrived; the call will not run."""
 
 
-class NotAllowed(DecisionRefused, PermissionError):
-    """The principal may not decide this request."""
+class NotAllowed(CallerError, PermissionError):
+    """The principal may not do this here: read a thread, send into it, or decide its requests."""
+
+    def __init__(self, subject_id: str, problem: str) -> None:
+        self.subject_id = subject_id
+        self.problem = problem
+        super().__init__(f"{subject_id!r}: {problem}")
+
+    @property
+    def request_id(self) -> str:
+        """The id refused (kept for callers of the decision API, where it is a request id)."""
+        return self.subject_id
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return self.__class__, (self.subject_id, self.problem)
 
 
 class RunConflict(SaysoError):

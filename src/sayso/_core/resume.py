@@ -11,6 +11,7 @@ from .requests import Request
 
 SKIPPED_FOR_MESSAGE = "the person sent a message instead of answering"
 SKIPPED_FOR_FORCE = "the run was resumed before this request was answered"
+SKIPPED_FOR_CANCEL = "the run was cancelled before this request was answered"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,7 +16,7 @@ from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 
 from ..._core.decisions import Answer, Approve, Decision, Reject, model_text
 from ..._core.requests import Question
-from ..._remote import RemoteAsk, RemoteOutcome
+from ..._runtime import RemoteAsk, RemoteOutcome
 from ._mapping import HITL_URI, json_of
 
 _HITL = ClientCallContext(service_parameters={"A2A-Extensions": HITL_URI})

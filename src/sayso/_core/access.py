@@ -1,0 +1,89 @@
+"""Who may do what (§7): the one authorization rule every interface applies, as pure functions.
+
+A principal is who calls: a name and the agents it approves for. Threads belong to the
+principal that started them. The rule, whichever interface asks (Python, REST, A2A, AG-UI,
+MCP, the web UI or the CLI):
+
+- only a thread's owner sends messages into it;
+- the owner, or an approver for the thread's root agent, sees the thread and decides its requests;
+- approvers read the audit log; an admin (approver for `*`) sees every grant;
+- a grant is used only for the agent it was given for.
+
+In local development mode (no principals configured) the one caller is `local` and may do
+everything. Nothing here does I/O: the runtime looks records up and asks these functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+LOCAL_NAME = "local"
+"""The principal name used in local development mode and by the Python API by default."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Principal:
+    """The authenticated caller: a person or a service."""
+
+    name: str
+    approver_for: tuple[str, ...] = ()
+    """Agent names or globs whose requests this principal may decide on any thread."""
+    local: bool = False
+    """True in local development mode, where the one caller may do everything."""
+
+
+LOCAL = Principal(name=LOCAL_NAME, local=True)
+"""The caller in local development mode."""
+
+
+def root_agent(agent_path: str) -> str:
+    """The top-level agent of a path such as `coordinator/analyst`."""
+    return agent_path.split("/", 1)[0]
+
+
+def approves(principal: Principal, agent_path: str) -> bool:
+    """Whether `principal` has the approver role for the root agent of `agent_path`."""
+    if principal.local:
+        return True
+    root = root_agent(agent_path)
+    return any(fnmatchcase(root, glob) for glob in principal.approver_for)
+
+
+def may_see(principal: Principal, *, owner: str | None, agent_path: str) -> bool:
+    """Whether `principal` may read a thread of `owner` and what it asks through `agent_path`."""
+    return principal.local or (owner is not None and owner == principal.name) or approves(principal, agent_path)
+
+
+def may_decide(principal: Principal, *, owner: str | None, agent_path: str) -> bool:
+    """Whether `principal` may decide a request raised on a thread of `owner` through `agent_path`.
+
+    The same as `may_see`, so what an inbox lists is exactly what its reader may decide.
+    """
+    return may_see(principal, owner=owner, agent_path=agent_path)
+
+
+def may_message(principal: Principal, *, owner: str) -> bool:
+    """Whether `principal` may send a message into a thread of `owner`: only its owner may.
+
+    An approver decides requests on other people's threads but never speaks in them: a message
+    would skip the owner's open requests and run the agent as the intruder.
+    """
+    return principal.local or owner == principal.name
+
+
+def may_read_audit(principal: Principal) -> bool:
+    """Whether `principal` may read the audit log and run expiry: approvers only."""
+    return principal.local or bool(principal.approver_for)
+
+
+def sees_every_grant(principal: Principal) -> bool:
+    """Whether `principal` sees and revokes every grant, not only its own (an admin: approver for `*`)."""
+    return principal.local or "*" in principal.approver_for
+
+
+def approved_agents(principal: Principal, agents: list[str]) -> list[str] | None:
+    """The configured agents `principal` approves for; `None` means every agent."""
+    if principal.local or "*" in principal.approver_for:
+        return None
+    return [a for a in agents if approves(principal, a)]

@@ -1,0 +1,53 @@
+"""The runtime: `Sayso`, the one door every interface goes through, split by concept.
+
+| module | holds |
+|---|---|
+| `_facade` | `Sayso`: the public verbs; resolves the caller and applies the access rule |
+| `_turns` | a new message (superseding a paused run), resume, cancel |
+| `_deciding` | checking and recording decisions, answering a whole pause, expiry, grant creation |
+| `_step` | one engine step from store to store: an agent segment, then its pause or its end |
+| `_tree` | the delegate tree: leaves, advancing delegates first, cancelling below |
+| `_remote` | remote (A2A) delegates as proxy runs, and the `RemoteAgents` port they go through |
+| `_leases` | which runtime holds a running run; taking over runs whose process died |
+| `_events` | `request.opened` / `decided` / `expired` for listeners |
+| `_kernel` | what the parts share (config, agents, store, clock, lease owner) |
+
+Interfaces import from here only the names below: the facade and the records its verbs return.
+"""
+
+from .._store import (
+    AuditPage,
+    InboxFilter,
+    InboxPage,
+    RequestState,
+    RunRecord,
+    RunStatus,
+    ThreadRecord,
+    ThreadSummary,
+    TranscriptEntry,
+)
+from ._events import EventListener, RequestEvent
+from ._facade import DEFAULT_REMOTE_AGENTS, PrincipalLike, Sayso
+from ._kernel import new_id
+from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome
+
+__all__ = [
+    "DEFAULT_REMOTE_AGENTS",
+    "AuditPage",
+    "EventListener",
+    "InboxFilter",
+    "InboxPage",
+    "PrincipalLike",
+    "RemoteAgents",
+    "RemoteAsk",
+    "RemoteOutcome",
+    "RequestEvent",
+    "RequestState",
+    "RunRecord",
+    "RunStatus",
+    "Sayso",
+    "ThreadRecord",
+    "ThreadSummary",
+    "TranscriptEntry",
+    "new_id",
+]

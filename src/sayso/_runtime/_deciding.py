@@ -1,0 +1,208 @@
+"""Deciding: checking a decision, recording it (with the grant it creates), expiry, and what follows.
+
+Every decision is checked before anything is written — who may decide (the one access rule),
+whether the answer fits the request, whether an edit keeps the subject the person saw — so a
+refused decision changes nothing and the pause stays open. The first decision wins. When the
+last open request of a pause is decided, the run resumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal
+
+from .._core.access import Principal, may_decide
+from .._core.decisions import Approve, Decision, DecisionRecord, Expire, check_decision
+from .._core.grants import Grant
+from .._core.requests import ApprovalRequest, Request
+from .._core.resume import open_requests
+from .._engine import audit_body
+from .._results import DecideResult, RunResult
+from .._store import RunRecord
+from ..exceptions import AlreadyDecided, InvalidDecision, NotAllowed, PauseConsumed, RequestNotFound, RunConflict
+from . import _remote, _tree
+
+if TYPE_CHECKING:
+    from ._kernel import Kernel
+
+
+async def decide(
+    k: Kernel, request_id: str, decision: Decision, *, principal: Principal, resume: bool
+) -> DecideResult:
+    """Record one decision; when it was the last open request of the pause, resume the run."""
+    found = await k.store.request_with_run(request_id)
+    if found is None:
+        raise RequestNotFound(request_id)
+    request = found.request
+    check_allowed(request, principal)
+    now = k.clock()
+    to_record = check_decision(request, decision, existing=found.decision, now=now)
+    recorded = False
+    if to_record is not None:
+        if found.pause_status != "open":
+            raise AlreadyDecided(request_id, "its pause was already resumed or closed")
+        check_same_subject(k, request, to_record)
+        record = DecisionRecord(
+            request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now
+        )
+        earlier = await k.store.record_decision(
+            record, audit=[audit_body(request, record)], grant=grant_from(request, to_record, now)
+        )
+        if earlier is not None and earlier.decision != to_record:
+            raise AlreadyDecided(request_id, f"already decided ({earlier.decision.kind}); the first decision wins")
+        recorded = earlier is None
+        if recorded:
+            k.events.decided([request], [record])
+    top = await _tree.root(k, found.run)
+    if not resume:
+        return DecideResult(request_id=request_id, recorded=recorded, run=await _tree.result(k, top.run_id))
+    return DecideResult(request_id=request_id, recorded=recorded, run=await resume_if_ready(k, top))
+
+
+async def answer_pause(
+    k: Kernel,
+    run_id: str,
+    answers: Mapping[str, Decision],
+    *,
+    principal: Principal,
+    rest: Literal["wait", "skip"],
+) -> RunResult:
+    """Answer several requests of one paused run at once: all are checked before any is recorded.
+
+    Requests the answers leave out wait (`rest="wait"`) or count as skipped (`rest="skip"`).
+    """
+    top = await _tree.root(k, await k.store.get_run(run_id))
+    if top.status != "paused":
+        raise RunConflict(top.run_id, f"the run is {top.status}; only a paused run takes answers")
+    waiting = {r.request_id: r for r in await _tree.open_leaves(k, top)}
+    now = k.clock()
+    records: list[tuple[Request, DecisionRecord, Grant | None]] = []
+    for request_id, decision in answers.items():
+        request = waiting.get(request_id)
+        if request is None:
+            found = await k.store.request_with_run(request_id)
+            if found is None or (await _tree.root(k, found.run)).run_id != top.run_id:
+                raise RequestNotFound(request_id)
+            check_allowed(found.request, principal)
+            if check_decision(found.request, decision, existing=found.decision, now=now) is None:
+                continue  # the same decision again: a harmless no-op
+            raise AlreadyDecided(request_id, "it is no longer open")
+        check_allowed(request, principal)
+        to_record = check_decision(request, decision, existing=None, now=now)
+        assert to_record is not None, "an open request has no decision to repeat"
+        check_same_subject(k, request, to_record)
+        record = DecisionRecord(
+            request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now
+        )
+        records.append((request, record, grant_from(request, to_record, now)))
+    earlier = await k.store.record_decisions(
+        [record for _, record, _ in records],
+        audit=[audit_body(request, record) for request, record, _ in records],
+        grants=[grant for _, _, grant in records if grant is not None],
+    )
+    if earlier:
+        raise AlreadyDecided(earlier[0].request_id, "another decision was recorded first; the first decision wins")
+    k.events.decided([r for r, _, _ in records], [d for _, d, _ in records])
+    top = await k.store.get_run(top.run_id)
+    if rest == "skip":
+        try:
+            return await _tree.advance(k, top, force=True)
+        except PauseConsumed:
+            return await _tree.result(k, top.run_id)
+    return await resume_if_ready(k, top)
+
+
+async def resume_if_ready(k: Kernel, top: RunRecord) -> RunResult:
+    """Resume a paused top-level run when nothing below it is open any more; else say where it stands."""
+    if top.status != "paused" or top.pause_id is None:
+        return await _tree.result(k, top.run_id)
+    state = await k.store.pause_state(top.pause_id)
+    if await _tree.leaves_in(k, state.requests, state.decisions):
+        return await _tree.result(k, top.run_id)
+    try:
+        return await _tree.advance(k, top, force=False, state=state)
+    except PauseConsumed:
+        return await _tree.result(k, top.run_id)  # another decider's resume carries the run on
+
+
+async def expire(k: Kernel) -> list[RunResult]:
+    """Close every paused run whose open requests have all expired; each agent answers with what it knows."""
+    now = k.clock()
+    results: list[RunResult] = []
+    for run_id in await k.store.expired_runs(now):
+        run = await k.store.get_run(run_id)
+        if run.status != "paused" or run.pause_id is None:
+            continue
+        state = await k.store.pause_state(run.pause_id)
+        waiting = open_requests(state.requests, state.decisions)
+        if not waiting or any(r.expires_at is None or r.expires_at > now for r in waiting):
+            continue
+        expired = [
+            DecisionRecord(
+                request_id=r.request_id,
+                decision=Expire(expires_at=r.expires_at or now),
+                by="expiry",
+                principal=None,
+                decided_at=now,
+            )
+            for r in waiting
+        ]
+        by_id = {r.request_id: r for r in waiting}
+        await k.store.add_decisions(expired, audit=[audit_body(by_id[d.request_id], d) for d in expired])
+        k.events.decided(waiting, expired)
+        top = await _tree.root(k, run)
+        if await _tree.open_leaves(k, top):
+            continue
+        try:
+            results.append(await _tree.advance(k, top, force=False))
+        except PauseConsumed:
+            continue
+    return results
+
+
+def check_allowed(request: Request, principal: Principal) -> None:
+    """Only the thread's owner or an approver for its root agent decides (§7)."""
+    if not may_decide(principal, owner=request.principal, agent_path=request.agent_path):
+        raise NotAllowed(request.request_id, f"{principal.name!r} may not decide requests of this thread")
+
+
+def check_same_subject(k: Kernel, request: Request, decision: Decision) -> None:
+    """An edit must keep the subject the person saw: a remembered decision never reaches further."""
+    if not isinstance(request, ApprovalRequest) or not isinstance(decision, Approve):
+        return
+    if decision.edited_args is not None and _remote.is_remote_call(request):
+        raise InvalidDecision(
+            request.request_id, "a remote agent's call cannot be edited from here (kagent's HITL has no edits)"
+        )
+    if decision.edited_args is None or request.subject is None or request.service_request is not None:
+        return
+    gate = k.built(request.agent_path.split("/")[-1]).gate
+    subject = gate.subject_for(request.tool_name, decision.edited_args)
+    if subject is None or subject.key != request.subject.key:
+        shown = subject.label if subject else "no approval at all"
+        raise InvalidDecision(
+            request.request_id, f"the edit changes what the approval covers ({request.subject.label} → {shown})"
+        )
+
+
+def grant_from(request: Request, decision: Decision, now: float) -> Grant | None:
+    """The grant an approval with a wider scope creates; none for service-enforced requests.
+
+    This is the one place a grant is made.
+    """
+    from ._kernel import new_id
+
+    if not isinstance(request, ApprovalRequest) or not isinstance(decision, Approve) or decision.scope == "once":
+        return None
+    if request.service_request is not None or request.subject is None:
+        return None
+    return Grant(
+        grant_id=new_id("grt"),
+        tool=request.tool_name,
+        subject_key=request.subject.key,
+        subject_label=request.subject.label,
+        scope=decision.scope,
+        principal=request.principal or "",
+        thread_id=request.thread_id if decision.scope == "thread" else None,
+        created_at=now,
+    )

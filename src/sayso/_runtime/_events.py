@@ -1,0 +1,66 @@
+"""Runtime events: `request.opened`, `request.decided` and `request.expired`, announced to listeners.
+
+Events come from the runtime itself, so a request decided over REST, A2A, AG-UI or the CLI is
+announced the same way. A listener that raises is logged and never breaks the run that caused
+the event; with no listener, no payload is built.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from .._core.decisions import DECISION_ADAPTER, DecisionRecord, Expire
+from .._core.requests import DelegateRequest, Request
+from .._results import request_json
+
+logger = logging.getLogger("sayso")
+
+RequestEvent = Literal["request.opened", "request.decided", "request.expired"]
+EventListener = Callable[[RequestEvent, dict[str, Any]], None]
+"""Called with an event name and its data; see `Sayso.add_listener`."""
+
+
+class Events:
+    """The listeners of one runtime and the events it announces."""
+
+    def __init__(self) -> None:
+        self.listeners: list[EventListener] = []
+
+    def opened(self, requests: Sequence[Request]) -> None:
+        """Announce requests a pause opened (a delegate's own call is not a request for a person)."""
+        if not self.listeners:
+            return
+        for request in requests:
+            if not isinstance(request, DelegateRequest):
+                self._call("request.opened", {"request": request_json(request)})
+
+    def decided(self, requests: Sequence[Request], records: Sequence[DecisionRecord]) -> None:
+        """Announce decisions (an expiry is announced as `request.expired`)."""
+        if not self.listeners or not records:
+            return
+        by_id = {r.request_id: r for r in requests}
+        for record in records:
+            request = by_id.get(record.request_id)
+            if request is None or isinstance(request, DelegateRequest):
+                continue
+            data: dict[str, Any] = {"request": request_json(request)}
+            event: RequestEvent
+            if isinstance(record.decision, Expire):
+                event = "request.expired"
+            else:
+                event = "request.decided"
+                data["decision"] = DECISION_ADAPTER.dump_python(record.decision, mode="json")
+                data["by"] = record.by
+                data["principal"] = record.principal
+            self._call(event, data)
+
+    def _call(self, event: RequestEvent, data: dict[str, Any]) -> None:
+        for listener in self.listeners:
+            try:
+                listener(event, data)
+            except Exception:
+                # A listener is the embedder's code: its failure is theirs to see in the log,
+                # never a reason for a run or a decision to fail.
+                logger.exception("event listener %r failed on %s", listener, event)

@@ -1,0 +1,55 @@
+"""`Kernel`: what every part of the runtime shares — config, agents, store, clock, lease owner, events.
+
+The runtime is split by concept (one engine step, the delegate tree, remote delegates, leases,
+events, deciding); each part is a set of functions over this one object instead of methods of
+one large class, so each module can be read on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .._agents import BuiltAgent
+from .._config import Config
+from .._store import RunStore
+from ..exceptions import ConfigError
+from ._events import Events
+from ._remote import RemoteAgents
+
+
+def new_id(prefix: str) -> str:
+    """An unguessable id: 128 random bits, URL-safe, with a readable prefix."""
+    return f"{prefix}_{secrets.token_urlsafe(16)}"
+
+
+def new_owner() -> str:
+    """This runtime's lease-owner name: host and pid (so a dead owner on this host is recognised) and a nonce."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+@dataclass(kw_only=True)
+class Kernel:
+    """The state one `Sayso` runtime shares between its parts; nothing in it belongs to one run."""
+
+    config: Config
+    store: RunStore
+    agents: dict[str, BuiltAgent]
+    clock: Callable[[], float]
+    lease_seconds: float
+    owner: str = field(default_factory=new_owner)
+    """Who holds the lease of the runs this runtime is working on."""
+    events: Events = field(default_factory=lambda: Events())
+    remote_urls: dict[str, str] = field(default_factory=dict[str, str])
+    """Remote (A2A) delegates by tool name."""
+    remote: RemoteAgents | None = None
+
+    def built(self, name: str) -> BuiltAgent:
+        """The built agent called `name`."""
+        try:
+            return self.agents[name]
+        except KeyError:
+            raise ConfigError(f"no agent named {name!r}; configured: {', '.join(self.agents)}") from None

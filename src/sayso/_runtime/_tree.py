@@ -1,0 +1,212 @@
+"""The delegate tree (§5): runs below runs, advanced leaves first, paused and resumed as one.
+
+A delegate's run hangs under its parent's tool call (a `DelegateRequest` in the parent's pause).
+A pause anywhere below pauses the top run; the requests a person sees are the open *leaves*.
+Advancing a paused run advances every waiting delegate first; a delegate that finishes answers
+its parent's call, and the parent resumes only when every call it waits on is answered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from pydantic_ai.exceptions import CallDeferred
+
+from .._calls import Deferral
+from .._core.decisions import Answer, ClientResult, DecisionRecord
+from .._core.requests import ClientTool, DelegateRequest, QuestionRequest, Request
+from .._core.resume import SKIPPED_FOR_FORCE, open_requests, plan_resume
+from .._engine import audit_body
+from .._results import RunResult
+from .._store import PauseState, RunRecord
+from ..exceptions import PauseConsumed
+
+if TYPE_CHECKING:
+    from ._kernel import Kernel
+
+
+async def result(k: Kernel, run_id: str) -> RunResult:
+    """Where a run stands now, with the leaf requests it still waits on."""
+    run = await k.store.get_run(run_id)
+    waiting = await open_leaves(k, run) if run.status == "paused" else []
+    return RunResult(
+        run_id=run.run_id,
+        thread_id=run.thread_id,
+        agent=run.agent,
+        status=run.status,
+        output=run.output,
+        requests=tuple(waiting),
+        error=run.error,
+    )
+
+
+async def advance(k: Kernel, run: RunRecord, *, force: bool, state: PauseState | None = None) -> RunResult:
+    """Carry a paused run on as far as its decisions allow, delegates first.
+
+    A run resumes only when every call it waits on is answered (or `force` skips the rest);
+    a delegate that paused again keeps its parent paused, without a model call.
+
+    Raises:
+        PauseConsumed: another process resumed this pause first.
+    """
+    from . import _remote, _step
+
+    assert run.pause_id is not None
+    if run.parent_run_id is not None and run.agent in k.remote_urls:
+        return await _remote.advance_remote(k, run, force=force)
+    state = state or await k.store.pause_state(run.pause_id)
+    requests = state.requests
+    decided = dict(state.decisions)
+    for request in open_requests(requests, decided):
+        if isinstance(request, DelegateRequest):
+            answer = await _delegate_progress(k, request, force=force)
+            if answer is not None:
+                decided[request.request_id] = answer
+    if open_requests(requests, decided) and not force:
+        return await result(k, run.run_id)
+    now = k.clock()
+    plan = plan_resume(run.run_id, requests, decided, force=force, now=now)
+    for skipped in plan.added:
+        request = next(r for r in requests if r.request_id == skipped.request_id)
+        if isinstance(request, DelegateRequest):
+            await cancel_tree(k, request.child_run_id, SKIPPED_FOR_FORCE)
+    approved = _step.resume_plan_executing(requests, plan)
+    claim = await _step.consume(k, run, requests, plan, now=now, executing=approved, load_history=True)
+    built = k.built(claim.run.agent)
+    await _step.tell_services(k, built, requests, plan.decisions)
+    return await _step.execute(
+        k,
+        built,
+        claim.run,
+        prompt=None,
+        requests=requests,
+        decisions=plan.decisions,
+        marked=frozenset(approved),
+        history=claim.history,
+    )
+
+
+async def _delegate_progress(k: Kernel, request: DelegateRequest, *, force: bool) -> DecisionRecord | None:
+    """Advance a delegate's run; once it has finished, record its answer on the parent's call."""
+    child = await k.store.get_run(request.child_run_id)
+    if child.status == "paused":
+        if await open_leaves(k, child) and not force:
+            return None
+        try:
+            outcome = await advance(k, child, force=force)
+        except PauseConsumed:
+            return None
+        if outcome.status in ("paused", "running"):
+            return None
+    else:
+        outcome = await result(k, child.run_id)
+    if outcome.status == "running":
+        return None
+    record = DecisionRecord(
+        request_id=request.request_id,
+        decision=ClientResult(value=await delegate_answer(k, outcome)),
+        by="system",
+        principal=None,
+        decided_at=k.clock(),
+    )
+    await k.store.add_decisions([record])
+    return record
+
+
+async def delegate(k: Kernel, parent: RunRecord, target: str, task: str, call_id: str) -> str:
+    """Run a delegate for a parent's tool call; if it pauses, the parent's call waits on it."""
+    from . import _remote, _step
+
+    if target in k.remote_urls:
+        return await _remote.delegate_remote(k, parent, target, task, call_id)
+    child = await start_child(k, parent, target, task, call_id, client_tools=parent.client_tools)
+    outcome = await _step.execute(k, k.built(target), child, prompt=task, requests=[], decisions={}, history=[])
+    if outcome.status == "paused":
+        raise CallDeferred(metadata=Deferral(kind="delegate", child_run_id=child.run_id).as_metadata())
+    return await delegate_answer(k, outcome)
+
+
+async def start_child(
+    k: Kernel, parent: RunRecord, target: str, task: str, call_id: str, *, client_tools: Sequence[ClientTool]
+) -> RunRecord:
+    """A delegate's run on a thread of its own, tied to the parent's call that handed it the work."""
+    from ._kernel import new_id
+
+    now = k.clock()
+    return await k.store.start_run(
+        thread_id=new_id("thr"),
+        owner=parent.principal or "local",
+        agent=target,
+        run_id=new_id("run"),
+        prompt=task,
+        client_tools=client_tools,
+        lease_owner=k.owner,
+        lease_expires_at=now + k.lease_seconds,
+        now=now,
+        expect_active=None,
+        parent_run_id=parent.run_id,
+        parent_call_id=call_id,
+        agent_path=f"{parent.path}/{target}",
+    )
+
+
+async def delegate_answer(k: Kernel, outcome: RunResult) -> str:
+    """What the parent reads from a finished delegate: its answer, plus what it asked the person (§5)."""
+    if outcome.status != "completed":
+        return f"Error: the delegate {outcome.agent} {outcome.status}: {outcome.error or 'no answer'}"
+    asked = await k.store.run_requests(outcome.run_id)
+    notes = [
+        f"{q.question!r} → {', '.join(a for a in answer if a.strip())}"
+        for r in asked.requests
+        if isinstance(r, QuestionRequest)
+        and (record := asked.decisions.get(r.request_id)) is not None
+        and isinstance(record.decision, Answer)
+        for q, answer in zip(r.questions, record.decision.answers, strict=True)
+    ]
+    if not notes:
+        return outcome.output or ""
+    return f"{outcome.output or ''}\n\n(Note: {outcome.agent} asked the person {'; '.join(notes)}.)"
+
+
+async def root(k: Kernel, run: RunRecord) -> RunRecord:
+    """The top-level run a (delegate) run belongs to."""
+    while run.parent_run_id is not None:
+        run = await k.store.get_run(run.parent_run_id)
+    return run
+
+
+async def open_leaves(k: Kernel, run: RunRecord) -> list[Request]:
+    """The requests a person can answer anywhere below a paused run, delegates included."""
+    if run.status != "paused" or run.pause_id is None:
+        return []
+    state = await k.store.pause_state(run.pause_id)
+    return await leaves_in(k, state.requests, state.decisions)
+
+
+async def leaves_in(k: Kernel, requests: Sequence[Request], decided: Mapping[str, DecisionRecord]) -> list[Request]:
+    """The open leaves of one pause's requests, following delegates down."""
+    leaves: list[Request] = []
+    for request in open_requests(requests, decided):
+        if isinstance(request, DelegateRequest):
+            leaves.extend(await open_leaves(k, await k.store.get_run(request.child_run_id)))
+        else:
+            leaves.append(request)
+    return leaves
+
+
+async def cancel_tree(k: Kernel, run_id: str, reason: str) -> None:
+    """Close a paused run and everything below it: every open request there is skipped with `reason`."""
+    run = await k.store.get_run(run_id)
+    if run.status != "paused" or run.pause_id is None:
+        return
+    state = await k.store.pause_state(run.pause_id)
+    skips = plan_resume(run.run_id, state.requests, state.decisions, force=True, now=k.clock(), skip_reason=reason)
+    for request in open_requests(state.requests, state.decisions):
+        if isinstance(request, DelegateRequest):
+            await cancel_tree(k, request.child_run_id, reason)
+    by_id = {r.request_id: r for r in state.requests}
+    await k.store.cancel_run(
+        run, now=k.clock(), skips=skips.added, audit=[audit_body(by_id[d.request_id], d) for d in skips.added]
+    )
+    k.events.decided(state.requests, skips.added)

@@ -1,0 +1,117 @@
+"""Turns: a new message on a thread (superseding a paused run), resuming, and cancelling a run.
+
+A message on a thread whose run is paused skips that run's open requests, at every level of its
+delegate tree, and starts a new run in the same commit that consumes the old pause, so two runs
+never share a thread and nothing the old pause approved runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .._core.access import Principal, may_message
+from .._core.decisions import DecisionRecord
+from .._core.grants import Grant
+from .._core.requests import ClientTool, DelegateRequest, Request
+from .._core.resume import SKIPPED_FOR_CANCEL, SKIPPED_FOR_MESSAGE, open_requests, plan_resume
+from .._engine import audit_body
+from .._results import RunResult
+from .._store import RunRecord
+from ..exceptions import InvalidInput, NotAllowed, NotReady, RunConflict, ThreadBusy
+from . import _leases, _step, _tree
+
+if TYPE_CHECKING:
+    from ._kernel import Kernel
+
+
+async def start(
+    k: Kernel,
+    message: str,
+    *,
+    agent: str | None,
+    thread_id: str | None,
+    principal: Principal,
+    client_tools: Sequence[ClientTool],
+    grants: Sequence[Grant] | None,
+) -> RunResult:
+    """Send a user message and run the agent until it finishes or pauses."""
+    from ._kernel import new_id
+
+    now = k.clock()
+    thread = await k.store.get_thread(thread_id) if thread_id else None
+    if thread is not None:
+        if not may_message(principal, owner=thread.owner):
+            raise NotAllowed(thread.thread_id, f"only the thread's owner may send messages into it, not {principal.name!r}")
+        if agent is not None and agent != thread.agent:
+            raise InvalidInput(
+                f"thread {thread.thread_id!r} belongs to agent {thread.agent!r}, not {agent!r}", field="agent"
+            )
+    built = k.built(thread.agent if thread else agent or k.config.entry_agent)
+    requests: list[Request] = []
+    decisions: dict[str, DecisionRecord] = {}
+    added: list[DecisionRecord] = []
+    supersede: str | None = None
+    if thread is not None and thread.active_run_id is not None:
+        active = await k.store.get_run(thread.active_run_id)
+        if active.status != "paused" or active.pause_id is None:
+            raise ThreadBusy(active.run_id, f"thread {thread.thread_id!r} already has a run in progress")
+        state = await k.store.pause_state(active.pause_id)
+        requests = state.requests
+        plan = plan_resume(
+            active.run_id, requests, state.decisions, force=True, now=now, skip_reason=SKIPPED_FOR_MESSAGE
+        )
+        decisions, added, supersede = plan.decisions, plan.added, active.pause_id
+        for request in open_requests(requests, state.decisions):
+            if isinstance(request, DelegateRequest):
+                await _tree.cancel_tree(k, request.child_run_id, SKIPPED_FOR_MESSAGE)
+    by_id = {r.request_id: r for r in requests}
+    run = await k.store.start_run(
+        thread_id=thread.thread_id if thread else thread_id or new_id("thr"),
+        owner=principal.name,
+        agent=built.name,
+        run_id=new_id("run"),
+        prompt=message,
+        client_tools=client_tools,
+        lease_owner=k.owner,
+        lease_expires_at=now + k.lease_seconds,
+        now=now,
+        expect_active=thread.active_run_id if thread else None,
+        skips=added,
+        audit=[audit_body(by_id[d.request_id], d) for d in added],
+        supersede_pause=supersede,
+    )
+    k.events.decided(requests, added)
+    await _step.tell_services(k, built, requests, decisions)
+    return await _step.execute(
+        k,
+        built,
+        run,
+        prompt=message,
+        requests=requests,
+        decisions=decisions,
+        external_grants=grants,
+        history=None if thread is not None else [],
+    )
+
+
+async def resume(k: Kernel, run: RunRecord, *, force: bool) -> RunResult:
+    """Resume a paused run, or carry on a run whose process died."""
+    if run.status == "paused" and run.pause_id is not None:
+        waiting = await _tree.open_leaves(k, run)
+        if waiting and not force:
+            ids = ", ".join(r.request_id for r in waiting)
+            raise NotReady(run.run_id, f"{len(waiting)} request(s) still open ({ids}); decide them or force the resume")
+        return await _tree.advance(k, run, force=force)
+    if run.status == "running":
+        return await _leases.carry_on(k, run)
+    raise RunConflict(run.run_id, f"the run is {run.status}; only a paused run can be resumed")
+
+
+async def cancel(k: Kernel, run: RunRecord) -> RunResult:
+    """Cancel a paused run and everything below it: open requests close as skipped, nothing runs."""
+    top = await _tree.root(k, run)
+    if top.status != "paused":
+        raise RunConflict(top.run_id, f"the run is {top.status}; only a paused run can be cancelled")
+    await _tree.cancel_tree(k, top.run_id, SKIPPED_FOR_CANCEL)
+    return await _tree.result(k, top.run_id)
