@@ -25,15 +25,11 @@ from ._tools import Approval, require_approval, tool
 from .exceptions import (
     AlreadyDecided,
     CallerError,
-    GrantNotFound,
-    InvalidInput,
-    ThreadNotFound,
-    TooLarge,
-    Unauthenticated,
-    UsageError,
     ConfigError,
     DecisionRefused,
+    GrantNotFound,
     InvalidDecision,
+    InvalidInput,
     NotAllowed,
     NotFound,
     NotReady,
@@ -45,8 +41,11 @@ from .exceptions import (
     SaysoError,
     StoreError,
     ThreadBusy,
+    ThreadNotFound,
+    TooLarge,
+    Unauthenticated,
+    UsageError,
 )
-
 
 
 def _a2a_remote_agents() -> RemoteAgents:

@@ -93,12 +93,12 @@ class ApprovedCall:
 
 
 def deferral_of(metadata: Mapping[str, Any] | None) -> Deferral | None:
-    """sayso's deferral in a deferred call's metadata, if sayso deferred it."""
+    """The deferral sayso attached to a deferred call's metadata, if sayso deferred it."""
     value = (metadata or {}).get(META_KEY)
     return value if isinstance(value, Deferral) else None
 
 
 def approved_call_of(metadata: Mapping[str, Any] | None) -> ApprovedCall | None:
-    """sayso's record of an approved call in a tool's `ctx.tool_call_metadata`."""
+    """The record sayso attached to an approved call in a tool's `ctx.tool_call_metadata`."""
     value = (metadata or {}).get(META_KEY)
     return value if isinstance(value, ApprovedCall) else None

@@ -14,6 +14,7 @@ from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved,
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturn, ToolReturnPart
 
+from ._calls import ApprovedCall, Deferral, deferral_of
 from ._core.decisions import (
     Answer,
     Approve,
@@ -33,7 +34,6 @@ from ._core.requests import (
     Request,
     default_hint,
 )
-from ._calls import ApprovedCall, Deferral, deferral_of
 
 
 def requests_from(

@@ -183,7 +183,9 @@ class GateToolset(WrapperToolset[Any]):
             "at": now,
         }
         if fresh:
-            deps.executed.append(ExecutionResult(request_id=request_id, result=to_json(result, fallback=str), audit=audit))
+            deps.executed.append(
+                ExecutionResult(request_id=request_id, result=to_json(result, fallback=str), audit=audit)
+            )
         else:
             await deps.ledger.finish_execution(request_id, to_json(result, fallback=str), now, audit=[audit])
         return result

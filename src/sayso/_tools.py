@@ -25,8 +25,6 @@ from .exceptions import ConfigError
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-
-
 @dataclass(frozen=True, kw_only=True)
 class ToolOptions:
     """How sayso treats a tool, declared with the [`tool`][sayso.tool] decorator."""

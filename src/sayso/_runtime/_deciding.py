@@ -26,9 +26,7 @@ if TYPE_CHECKING:
     from ._kernel import Kernel
 
 
-async def decide(
-    k: Kernel, request_id: str, decision: Decision, *, principal: Principal, resume: bool
-) -> DecideResult:
+async def decide(k: Kernel, request_id: str, decision: Decision, *, principal: Principal, resume: bool) -> DecideResult:
     """Record one decision; when it was the last open request of the pause, resume the run."""
     found = await k.store.request_with_run(request_id)
     if found is None:

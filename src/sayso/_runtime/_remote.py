@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic_ai.exceptions import CallDeferred
 
+from .._calls import Deferral
 from .._config import Config
 from .._core.decisions import Decision
-from .._calls import Deferral
 from .._core.requests import ApprovalRequest, Question, QuestionRequest, Request, default_hint
 from .._core.resume import open_requests, plan_resume
 from .._results import RunResult
@@ -118,9 +118,7 @@ async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) 
             error=error,
         )
     mirrored = [mirror(ask, proxy, url, request_id=new_id("req"), now=now) for ask in outcome.asks]
-    await k.store.save_pause(
-        proxy, owner=k.owner, pause_id=new_id("pau"), new_messages=(), requests=mirrored, now=now
-    )
+    await k.store.save_pause(proxy, owner=k.owner, pause_id=new_id("pau"), new_messages=(), requests=mirrored, now=now)
     k.events.opened(mirrored)
     return RunResult(
         run_id=proxy.run_id, thread_id=proxy.thread_id, agent=proxy.agent, status="paused", requests=tuple(mirrored)
@@ -173,4 +171,6 @@ def ask_of(request: Request) -> RemoteAsk:
 
 def is_remote_call(request: Request) -> bool:
     """Whether a request mirrors a remote agent's call (kagent's HITL carries no edited arguments)."""
-    return isinstance(request, ApprovalRequest) and isinstance(request.payload, dict) and "remote_agent" in request.payload
+    return (
+        isinstance(request, ApprovalRequest) and isinstance(request.payload, dict) and "remote_agent" in request.payload
+    )

@@ -42,7 +42,9 @@ async def start(
     thread = await k.store.get_thread(thread_id) if thread_id else None
     if thread is not None:
         if not may_message(principal, owner=thread.owner):
-            raise NotAllowed(thread.thread_id, f"only the thread's owner may send messages into it, not {principal.name!r}")
+            raise NotAllowed(
+                thread.thread_id, f"only the thread's owner may send messages into it, not {principal.name!r}"
+            )
         if agent is not None and agent != thread.agent:
             raise InvalidInput(
                 f"thread {thread.thread_id!r} belongs to agent {thread.agent!r}, not {agent!r}", field="agent"
