@@ -4,20 +4,35 @@ The public surface is re-exported here; modules starting with `_` are private.
 """
 
 from ._config import AgentConfig, Config, InterruptConfig, PrincipalConfig, ToolRuleConfig, load_config
-from ._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, DecisionRecord, Reject, Skip
+from ._core.decisions import (
+    Accept,
+    Answer,
+    Approve,
+    Cancel,
+    ClientError,
+    ClientResult,
+    Decision,
+    DecisionRecord,
+    Decline,
+    Reject,
+    Skip,
+)
 from ._core.policy import InterruptPolicy, ToolRule
 from ._core.requests import (
     ApprovalRequest,
     ClientTool,
     ClientToolRequest,
+    ElicitationRequest,
     Question,
     QuestionRequest,
     Request,
     RequestKind,
     Scope,
     Subject,
+    ToolInfo,
 )
 from ._gate import RunDeps
+from ._mcp_config import McpBinding, McpHttpServer, McpStdioServer, mcp_bindings
 from ._results import DecideResult, RunResult, request_json, run_json
 from ._runtime import Sayso
 from ._scripted import ScriptedModel
@@ -41,12 +56,14 @@ from .exceptions import (
 )
 
 __all__ = [
+    "Accept",
     "AgentConfig",
     "AlreadyDecided",
     "Answer",
     "Approval",
     "ApprovalRequest",
     "Approve",
+    "Cancel",
     "ClientError",
     "ClientResult",
     "ClientTool",
@@ -57,9 +74,14 @@ __all__ = [
     "Decision",
     "DecisionRecord",
     "DecisionRefused",
+    "Decline",
+    "ElicitationRequest",
     "InterruptConfig",
     "InterruptPolicy",
     "InvalidDecision",
+    "McpBinding",
+    "McpHttpServer",
+    "McpStdioServer",
     "NotAllowed",
     "NotFound",
     "NotReady",
@@ -84,9 +106,11 @@ __all__ = [
     "StoreError",
     "Subject",
     "ThreadBusy",
+    "ToolInfo",
     "ToolRule",
     "ToolRuleConfig",
     "load_config",
+    "mcp_bindings",
     "request_json",
     "require_approval",
     "run_json",

@@ -33,6 +33,7 @@ from ._core.requests import (
     QuestionRequest,
     Request,
     Subject,
+    ToolInfo,
     default_hint,
 )
 from ._tools import META_KEY
@@ -85,6 +86,7 @@ def requests_from(
                     subject=Subject(**meta["subject"]) if meta.get("subject") else None,
                     binding=meta.get("binding"),
                     service_request=meta.get("service_request"),
+                    tool_info=ToolInfo(**meta["tool_info"]) if meta.get("tool_info") else None,
                 )
             )
         elif meta.get("kind") == "delegate":

@@ -24,7 +24,7 @@ from ._core.grants import Grant, covering_grant
 from ._core.policy import Gate, InterruptPolicy, call_binding, gate_for, subject_from, whole_tool_subject
 from ._core.requests import Subject, default_hint
 from ._core.service import STILL_NEEDS_APPROVAL, ServiceAsk, parse_service_ask
-from ._tools import META_KEY, options_of
+from ._tools import META_KEY, options_of, tool_info_of
 
 UNKNOWN_OUTCOME = (
     "Outcome unknown: the process stopped while this call was running, so it was not run again. "
@@ -119,6 +119,7 @@ class GateToolset(WrapperToolset[Any]):
                         "args_schema": schema,
                         "subject": {"key": subject.key, "label": subject.label},
                         "binding": call_binding(name, tool_args, subject.key),
+                        "tool_info": tool_info_of(tool.tool_def),
                     }
                 }
             )
@@ -143,6 +144,7 @@ class GateToolset(WrapperToolset[Any]):
                         "args_schema": schema,
                         "subject": {"key": subject.key, "label": subject.label},
                         "service_request": ask.request,
+                        "tool_info": tool_info_of(tool.tool_def),
                     }
                 }
             )
