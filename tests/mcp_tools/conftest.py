@@ -20,7 +20,7 @@ FILESYSTEM_SERVER = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "serve
 
 needs_filesystem_server = pytest.mark.skipif(
     shutil.which("node") is None or not FILESYSTEM_SERVER.is_file(),
-    reason="the filesystem MCP server is installed by scripts/test (npm ci --prefix tests/mcp/node)",
+    reason="the filesystem MCP server is installed by scripts/test (npm ci --prefix tests/mcp_tools/node)",
 )
 
 
