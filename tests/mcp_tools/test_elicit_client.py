@@ -24,6 +24,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp_tasks import call_tool_task
 from fastmcp_tasks.client import ToolTask
 from fastmcp_tasks.client_models import ClientCreateTaskResult
+from mcp import MCPError
 from pydantic_ai.exceptions import ModelRetry
 from pydantic_ai.mcp import MCPToolset
 
@@ -187,3 +188,22 @@ async def test_a_task_parked_on_input_required_is_answered_from_another_connecti
         result = await resumed.result()
     assert result.data == "Refunded 5: broken on arrival"
     assert [a.message for a in person.asked] == ["Why refund 5?"]
+
+
+async def test_a_handler_that_cannot_answer_yet_aborts_the_call(server_url: str) -> None:
+    """Raising in the handler stops a round trip before the server hears anything; a pushed form fails the tool."""
+
+    async def not_yet(message: str, response_type: Any, params: Any, context: Any) -> mcp_types.ElicitResult:
+        raise LookupError("no stored answer yet")
+
+    async with MCPToolset(f"{server_url}/mcp", elicitation_handler=not_yet) as toolset:
+        with pytest.raises(ModelRetry, match="no stored answer yet") as stateless:
+            await toolset.direct_call_tool("book_table_guarded", {"day": "fri"})
+    # The client's own driver gave up (an `MCPError` it raised), so the server's tool never ran past its question.
+    assert isinstance(stateless.value.__cause__, MCPError)
+    pushed = MCPToolset(
+        Client(StreamableHttpTransport(f"{server_url}/mcp"), mode="legacy", elicitation_handler=not_yet)
+    )
+    async with pushed:
+        with pytest.raises(ModelRetry, match="Error calling tool 'book_table': no stored answer yet"):
+            await pushed.direct_call_tool("book_table", {"day": "fri"})
