@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sayso import ApprovalRequest, Approve, ConfigError, Reject
+from sayso import ApprovalRequest, Approve, ConfigError, Reject, Sayso, load_config, request_json
 
-from .conftest import MakeMcpApp, filesystem_server, needs_filesystem_server
+from ..conftest import ROOT
+from .conftest import FILESYSTEM_SERVER, MakeMcpApp, filesystem_server, needs_filesystem_server
 
 pytestmark = needs_filesystem_server
 
@@ -68,8 +70,6 @@ async def test_the_approval_card_shows_the_servers_title_description_and_hints(
     make_mcp_app: MakeMcpApp, sandbox: Path
 ) -> None:
     """A gated MCP call's request carries the server's title, description and destructiveHint, on every interface."""
-    from sayso import request_json
-
     app = make_mcp_app({"files": filesystem_server(sandbox)}, {"a": {"mcp": SPLIT}}, rules=rules(sandbox))
     async with app:
         paused = await app.run("write todo.txt x")
@@ -205,3 +205,26 @@ async def test_a_run_of_an_agent_with_a_bad_binding_fails_naming_the_tool(
     assert failed.error is not None
     assert failed.error.startswith("ConfigError: agent 'a' binds 'delete_file' on MCP server 'files'")
     assert "read_text_file" in failed.error
+
+
+async def test_the_example_runs_the_filesystem_server_on_its_sandbox(tmp_path: Path) -> None:
+    """examples/mcp: reads answer at once and a write waits; the server runs here from the pinned npm package."""
+    example = tmp_path / "example"
+    shutil.copytree(ROOT / "examples" / "mcp", example, ignore=shutil.ignore_patterns("*.db*"))
+    config = load_config(example / "sayso.yaml")
+    server = config.mcp_servers["files"]
+    assert server.model_dump()["args"][-1] == "sandbox"
+    # The example starts the server with npx; the test runs the same package from the lock-pinned install.
+    config.mcp_servers["files"] = server.model_copy(
+        update={"command": "node", "args": [str(FILESYSTEM_SERVER), "sandbox"]}
+    )
+    async with Sayso(config) as app:
+        read = await app.run("read notes.txt")
+        listed = await app.run("list")
+        write = await app.run("write todo.txt buy bread", thread_id=read.thread_id)
+        assert write.status == "paused"
+        done = await app.decide(write.requests[0].request_id, Approve(scope="thread"))
+    assert read.output == '{"content": "remember the milk\\n"}'
+    assert listed.output == '{"content": "[FILE] notes.txt"}'
+    assert done.run.status == "completed"
+    assert (example / "sandbox" / "todo.txt").read_text() == "buy bread"
