@@ -4,20 +4,35 @@ The public surface is re-exported here; modules starting with `_` are private.
 """
 
 from ._config import AgentConfig, Config, InterruptConfig, PrincipalConfig, ToolRuleConfig, load_config
-from ._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, DecisionRecord, Reject, Skip
+from ._core.decisions import (
+    Accept,
+    Answer,
+    Approve,
+    Cancel,
+    ClientError,
+    ClientResult,
+    Decision,
+    DecisionRecord,
+    Decline,
+    Reject,
+    Skip,
+)
 from ._core.policy import InterruptPolicy, ToolRule
 from ._core.requests import (
     ApprovalRequest,
     ClientTool,
     ClientToolRequest,
+    ElicitationRequest,
     Question,
     QuestionRequest,
     Request,
     RequestKind,
     Scope,
     Subject,
+    ToolInfo,
 )
 from ._gate import RunDeps
+from ._mcp_config import McpBinding, McpHttpServer, McpStdioServer, mcp_bindings
 from ._results import DecideResult, RunResult, request_json, run_json
 from ._runtime import DEFAULT_REMOTE_AGENTS, RemoteAgents, Sayso
 from ._scripted import ScriptedModel
@@ -62,6 +77,7 @@ def _a2a_remote_agents() -> RemoteAgents:
 DEFAULT_REMOTE_AGENTS.append(_a2a_remote_agents)
 
 __all__ = [
+    "Accept",
     "AgentConfig",
     "AlreadyDecided",
     "Answer",
@@ -69,6 +85,7 @@ __all__ = [
     "ApprovalRequest",
     "Approve",
     "CallerError",
+    "Cancel",
     "ClientError",
     "ClientResult",
     "ClientTool",
@@ -79,11 +96,16 @@ __all__ = [
     "Decision",
     "DecisionRecord",
     "DecisionRefused",
+    "Decline",
+    "ElicitationRequest",
     "GrantNotFound",
     "InterruptConfig",
     "InterruptPolicy",
     "InvalidDecision",
     "InvalidInput",
+    "McpBinding",
+    "McpHttpServer",
+    "McpStdioServer",
     "NotAllowed",
     "NotFound",
     "NotReady",
@@ -110,11 +132,13 @@ __all__ = [
     "ThreadBusy",
     "ThreadNotFound",
     "TooLarge",
+    "ToolInfo",
     "ToolRule",
     "ToolRuleConfig",
     "Unauthenticated",
     "UsageError",
     "load_config",
+    "mcp_bindings",
     "request_json",
     "require_approval",
     "run_json",

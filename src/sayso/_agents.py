@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai import Agent, DeferredToolRequests, RunContext, Tool
 from pydantic_ai.models import Model
-from pydantic_ai.toolsets import FunctionToolset
+from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset
 
 from ._config import AgentConfig, Config, ScriptedModelConfig
 from ._core.policy import InterruptPolicy
@@ -18,6 +18,9 @@ from ._notify import DecisionNotifier
 from ._scripted import ScriptedModel
 from ._tools import ASK_USER_TOOL, as_tool, import_spec
 from .exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from ._mcp import McpToolset
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +35,8 @@ class BuiltAgent:
     gate: GateToolset
     redact: tuple[str, ...]
     notifier: DecisionNotifier
+    mcp: McpToolset | None = None
+    """The agent's MCP bindings, when it has any; `await mcp.verify()` checks them against the servers."""
 
 
 def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, Model | str]) -> BuiltAgent:
@@ -43,7 +48,9 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
         raise ConfigError(f"agent {name!r} has two tools named {duplicate!r}")
     policy = spec.interrupt.to_policy()
     subjects = {r.subject: _subject_fn(r.subject, config.base_dir) for r in policy.tools if r.subject}
-    gate = GateToolset(FunctionToolset(tools), policy=policy, subjects=subjects)
+    own: AbstractToolset[Any] = FunctionToolset(tools)
+    mcp = _mcp_toolset(name, spec, config)
+    gate = GateToolset(own if mcp is None else CombinedToolset([own, mcp]), policy=policy, subjects=subjects)
     toolsets: list[Any] = [gate]
     if spec.ask_user:
         if "ask_user" in names:
@@ -69,7 +76,17 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
         gate=gate,
         redact=tuple(spec.redact),
         notifier=_notifier(spec, config.base_dir),
+        mcp=mcp,
     )
+
+
+def _mcp_toolset(name: str, spec: AgentConfig, config: Config) -> McpToolset | None:
+    """The agent's MCP bindings as one toolset that the gate wraps with its own tools (§9)."""
+    if not spec.mcp:
+        return None
+    from ._mcp import McpToolset  # the `mcp` extra is needed only by agents that bind MCP servers
+
+    return McpToolset.from_config(name, spec.mcp, config.mcp_servers, config.base_dir)
 
 
 def _delegate_tool(target: str, description: str) -> Tool[RunDeps]:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._core.requests import Question, Scope, Subject
+from ._core.requests import Question, Scope, Subject, ToolInfo
 
 META_KEY = "sayso"
 """The key under which sayso keeps its own value in pydantic-ai tool and deferred-call metadata."""
@@ -56,6 +56,8 @@ class Deferral:
     """Client tool: the description the client declared."""
     child_run_id: str | None = None
     """Delegate: the delegate's run the call waits on."""
+    tool_info: ToolInfo | None = None
+    """Approval: what the tool's source (an MCP server) says about the tool."""
 
     def as_metadata(self) -> dict[str, Any]:
         """The metadata mapping pydantic-ai carries for this call."""

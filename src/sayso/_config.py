@@ -17,6 +17,7 @@ from pydantic_ai import Tool
 
 from ._core.policy import InterruptPolicy, ToolRule
 from ._core.requests import Scope
+from ._mcp_config import McpBinding, McpServerConfig, bad_server_names, unknown_servers
 from .exceptions import ConfigError
 
 STORE_ENV = "SAYSO_STORE"
@@ -116,6 +117,8 @@ class AgentConfig(_Strict):
     """Argument fields (such as `password`) hidden wherever a request is shown."""
     delegates: list[DelegateConfig] = []
     """Agents this one may hand work to; each is a tool named after the delegate."""
+    mcp: list[McpBinding] = []
+    """Tools from MCP servers (§9): which server, which tools, whether calls wait for approval."""
 
     @field_validator("tools")
     @classmethod
@@ -216,6 +219,17 @@ class Config(_Strict):
 
     orchestrations: dict[str, OrchestrationConfig] = {}
     """Named teams (`mode: delegate`): the entry agent gets the connections as delegates."""
+    mcp_servers: dict[str, McpServerConfig] = {}
+    """MCP servers agents may bind (§9), by name: a stdio command or a streamable HTTP URL."""
+
+    @model_validator(mode="after")
+    def _mcp_servers_exist(self) -> Config:
+        problems = bad_server_names(self.mcp_servers) + unknown_servers(
+            self.mcp_servers, {name: spec.mcp for name, spec in self.agents.items()}
+        )
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
     @model_validator(mode="after")
     def _entry_exists(self) -> Config:

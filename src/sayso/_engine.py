@@ -85,6 +85,7 @@ def requests_from(
                     subject=asked.subject,
                     binding=asked.binding,
                     service_request=asked.service_request,
+                    tool_info=asked.tool_info,
                 )
             )
         elif deferral is not None and deferral.kind == "delegate":

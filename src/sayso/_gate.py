@@ -23,10 +23,10 @@ from ._calls import ApprovedCall, Deferral, approved_call_of, deferral_of
 from ._core.audit import canonical_json
 from ._core.grants import Grant, covering_grant
 from ._core.policy import Gate, InterruptPolicy, call_binding, gate_for, subject_from, whole_tool_subject
-from ._core.requests import Subject, default_hint
+from ._core.requests import Subject, ToolInfo, default_hint
 from ._core.service import STILL_NEEDS_APPROVAL, ServiceAsk, parse_service_ask
 from ._store import ExecutionResult
-from ._tools import options_of
+from ._tools import options_of, tool_info_of
 
 UNKNOWN_OUTCOME = (
     "Outcome unknown: the process stopped while this call was running, so it was not run again. "
@@ -121,6 +121,7 @@ class GateToolset(WrapperToolset[Any]):
                     args_schema=schema,
                     subject=subject,
                     binding=call_binding(name, tool_args, subject.key),
+                    tool_info=_tool_info(tool.tool_def),
                 ).as_metadata()
             )
         try:
@@ -144,6 +145,7 @@ class GateToolset(WrapperToolset[Any]):
                     args_schema=schema,
                     subject=subject,
                     service_request=ask.request,
+                    tool_info=_tool_info(tool.tool_def),
                 ).as_metadata()
             )
         return result
@@ -262,3 +264,9 @@ def _declared_unapproved(toolset: AbstractToolset[Any], name: str) -> bool:
 
     toolset.apply(visit)
     return found
+
+
+def _tool_info(tool_def: Any) -> ToolInfo | None:
+    """What the tool's source says about it (an MCP server's annotations), as the request shows it."""
+    info = tool_info_of(tool_def)
+    return ToolInfo(**info) if info else None

@@ -57,6 +57,7 @@ def request_json(request: Request) -> dict[str, Any]:
             subject=asdict(request.subject) if request.subject else None,
             scopes=list(request.scopes),
             payload=request.payload,
+            tool=asdict(request.tool_info) if request.tool_info else None,
         )
     elif isinstance(request, QuestionRequest):
         body["questions"] = [asdict(q) | {"choices": list(q.choices)} for q in request.questions]

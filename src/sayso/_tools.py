@@ -59,6 +59,16 @@ def tool(
     return mark
 
 
+TOOL_INFO_KEY = "sayso_tool_info"
+"""Tool-definition metadata key for what a tool's source says about it (a `ToolInfo` as a dict)."""
+
+
+def tool_info_of(tool_def: ToolDefinition) -> dict[str, Any] | None:
+    """What the tool's source (an MCP server) says about it, as stamped on its definition, if anything."""
+    info = (tool_def.metadata or {}).get(TOOL_INFO_KEY)
+    return info if isinstance(info, dict) else None
+
+
 def options_of(tool_def: ToolDefinition) -> ToolOptions:
     """The sayso options a tool definition carries (defaults when it carries none)."""
     raw = (tool_def.metadata or {}).get(META_KEY)

@@ -31,6 +31,8 @@ this tree to its wire once (REST problems, A2A errors, AG-UI run errors, CLI exi
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "AlreadyDecided",
     "CallerError",
@@ -162,6 +164,18 @@ class DecisionRefused(SaysoError, ValueError):
 
 class InvalidDecision(DecisionRefused):
     """The answer does not fit the request: wrong kind, wrong count, arguments that fail the schema."""
+
+    def __init__(self, request_id: str, problem: str, *, fields: dict[str, str] | None = None) -> None:
+        super().__init__(request_id, problem)
+        self.fields = dict(fields or {})
+        """The problem per field, for answers with fields (a form's content); `""` is the whole answer."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _invalid_decision, (self.request_id, self.problem, self.fields)
+
+
+def _invalid_decision(request_id: str, problem: str, fields: dict[str, str]) -> InvalidDecision:
+    return InvalidDecision(request_id, problem, fields=fields)
 
 
 class AlreadyDecided(DecisionRefused):

@@ -14,7 +14,7 @@ import jsonschema
 from pydantic import Discriminator, TypeAdapter
 
 from ..exceptions import AlreadyDecided, InvalidDecision, RequestExpired
-from .requests import ApprovalRequest, QuestionRequest, Request, Scope
+from .requests import ApprovalRequest, ElicitationRequest, QuestionRequest, Request, Scope
 
 DecidedBy: TypeAlias = Literal["person", "permission", "service", "expiry", "system"]
 """Who took a decision: a person, a remembered grant, a service, the expiry sweep, or sayso itself."""
@@ -71,6 +71,29 @@ class ClientError:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Accept:
+    """Give an MCP server what it asked for: the form's content, or (URL mode, no content) "done"."""
+
+    kind: Literal["accept"] = "accept"
+    content: dict[str, Any] | None = None
+    """Form mode: values that fit the requested schema. URL mode: `None`, the page was visited."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decline:
+    """Refuse what an MCP server asked for; the server decides how its tool goes on."""
+
+    kind: Literal["decline"] = "decline"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cancel:
+    """Dismiss what an MCP server asked for without choosing; the server decides how its tool goes on."""
+
+    kind: Literal["cancel"] = "cancel"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Expire:
     """Recorded by the expiry sweep, never sent by a person: the request's time ran out."""
 
@@ -79,7 +102,8 @@ class Expire:
 
 
 Decision: TypeAlias = Annotated[
-    Approve | Reject | Skip | Answer | ClientResult | ClientError | Expire, Discriminator("kind")
+    Approve | Reject | Skip | Answer | ClientResult | ClientError | Accept | Decline | Cancel | Expire,
+    Discriminator("kind"),
 ]
 """Any answer to any request."""
 
@@ -89,6 +113,7 @@ _ALLOWED: dict[str, tuple[str, ...]] = {
     "approval": ("approve", "reject", "skip"),
     "question": ("answer", "skip"),
     "client_tool": ("result", "error", "skip"),
+    "elicitation": ("accept", "decline", "cancel"),
 }
 
 
@@ -140,6 +165,9 @@ def check_decision(
     elif isinstance(decision, Answer):
         assert isinstance(request, QuestionRequest)
         _check_answers(request, decision)
+    elif isinstance(decision, Accept):
+        assert isinstance(request, ElicitationRequest)
+        _check_accept(request, decision)
     return decision
 
 
@@ -172,6 +200,49 @@ def _check_answers(request: QuestionRequest, decision: Answer) -> None:
             )
 
 
+def _check_accept(request: ElicitationRequest, decision: Accept) -> None:
+    """URL mode takes no content; form mode takes content that fits the requested schema, field by field."""
+    if request.mode == "url":
+        if decision.content is not None:
+            raise InvalidDecision(request.request_id, "a URL request is accepted without content: the page was visited")
+        return
+    content = {} if decision.content is None else decision.content
+    if not isinstance(content, dict):
+        raise InvalidDecision(request.request_id, f"content must be an object of fields, not {content!r}")
+    fields = field_problems(content, request.requested_schema or {"type": "object", "properties": {}})
+    if fields:
+        listed = "; ".join(f"{name}: {problem}" if name else problem for name, problem in fields.items())
+        raise InvalidDecision(request.request_id, f"content is invalid: {listed}", fields=fields)
+
+
+def field_problems(value: dict[str, Any], schema: dict[str, Any]) -> dict[str, str]:
+    """How each field of `value` breaks `schema` (a flat object schema, as MCP forms use), by field name.
+
+    A missing required field is reported under its own name; a problem with the whole object
+    under `""`. Formats (`email`, `uri`, `date`, ...) are checked too.
+    """
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    problems: dict[str, str] = {}
+    for error in sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path))):
+        if error.absolute_path:
+            name = str(error.absolute_path[0])
+        elif error.validator == "required":
+            missing = [f for f in error.validator_value if f not in value]
+            name = missing[0] if missing else ""
+            problems.update({f: "is required" for f in missing[1:]})
+            if name:
+                problems.setdefault(name, "is required")
+                continue
+        elif error.validator == "additionalProperties":
+            extra = [f for f in value if f not in schema.get("properties", {})]
+            problems.update({f: "is not a field of this form" for f in extra})
+            continue
+        else:
+            name = ""
+        problems.setdefault(name, error.message)
+    return problems
+
+
 def schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
     """Every way `value` breaks `schema`, in words, or `None` when it fits."""
     validator = jsonschema.Draft202012Validator(schema)
@@ -193,7 +264,11 @@ def model_text(decision: Decision) -> str | None:
             return f"Skipped: {reason or 'the person skipped this request'}"
         case ClientError(message=message):
             return f"Error: {message}"
-        case Approve() | Answer() | ClientResult():
+        case Decline():
+            return "Declined: the person declined what the server asked for."
+        case Cancel():
+            return "Cancelled: the person dismissed what the server asked for, so the call did not complete."
+        case Approve() | Answer() | ClientResult() | Accept():
             return None
         case _:
             assert_never(decision)

@@ -43,6 +43,22 @@ class Question:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ToolInfo:
+    """What a tool's source says about the tool, shown with a request for it (an MCP server's annotations)."""
+
+    source: str | None = None
+    """Where the tool comes from, such as `mcp:files` for the MCP server configured as `files`."""
+    title: str | None = None
+    """The tool's human-readable title."""
+    description: str | None = None
+    """The tool's description, as the model reads it."""
+    read_only: bool = False
+    """The source says the tool changes nothing (`readOnlyHint: true`)."""
+    destructive: bool | None = None
+    """The source's `destructiveHint`; `None` when it gave none (MCP then means: may destroy)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class _RequestBase:
     request_id: str
     """Unguessable id (at least 128 random bits) that decisions are addressed to."""
@@ -91,6 +107,8 @@ class ApprovalRequest(_RequestBase):
     """Hash of tool, canonical arguments and subject; the executed call must match it."""
     service_request: str | None = None
     """The id a service gave when it asked for approval through its reply (§2.4)."""
+    tool_info: ToolInfo | None = None
+    """What the tool's source (an MCP server) says about it: title, description, destructive or read-only."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,6 +139,33 @@ class DelegateRequest(_RequestBase):
     """The delegate's run, which holds the requests a person answers."""
 
 
+ElicitationMode: TypeAlias = Literal["form", "url"]
+"""How an MCP server asks: a form with a requested schema, or a page for the person to visit."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ElicitationRequest(_RequestBase):
+    """An MCP server asked the person for something while serving a tool call (§9).
+
+    A form (`message` + `requested_schema`) is answered with content that fits the schema; a
+    URL is visited out of band and answered "done" (accept without content). Either can be
+    declined or cancelled. `tool_name` and `args` are the call the server was serving.
+    """
+
+    kind: Literal["elicitation"] = "elicitation"
+    mode: ElicitationMode
+    message: str
+    """What the server says it needs, shown to the person."""
+    server: str
+    """The MCP server that asked, by its name under `mcp_servers`."""
+    requested_schema: dict[str, Any] | None = None
+    """Form mode: the JSON schema (flat object of primitive fields) the content must fit."""
+    url: str | None = None
+    """URL mode: the page the person visits."""
+    elicitation_id: str | None = None
+    """URL mode: the server's id for this elicitation (it may announce completion by it)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ClientTool:
     """A tool the client runs itself (in the person's browser, say), declared with each run."""
@@ -138,7 +183,7 @@ CLIENT_TOOLS_ADAPTER: TypeAdapter[tuple[ClientTool, ...]] = TypeAdapter(tuple[Cl
 
 
 Request: TypeAlias = Annotated[
-    ApprovalRequest | QuestionRequest | ClientToolRequest | DelegateRequest, Discriminator("kind")
+    ApprovalRequest | QuestionRequest | ClientToolRequest | DelegateRequest | ElicitationRequest, Discriminator("kind")
 ]
 """Any request a pause can hold."""
 

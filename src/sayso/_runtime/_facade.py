@@ -423,6 +423,21 @@ class Sayso:
         """Raise `StoreError` when the store does not answer."""
         await self._k.store.ping()
 
+    async def verify_tools(self, agent: str | None = None) -> dict[str, list[str]]:
+        """Connect to each agent's MCP servers and check its bindings; returns the MCP tools each agent sees.
+
+        `sayso serve` calls this at start, so a binding naming a tool its server does not offer is an
+        error before anyone talks to the agent.
+
+        Raises:
+            ConfigError: a binding names a tool its server does not offer (the message lists what it offers).
+        """
+        seen: dict[str, list[str]] = {}
+        for name, built in self._k.agents.items():
+            if (agent is None or name == agent) and built.mcp is not None:
+                seen[name] = sorted(await built.mcp.verify())
+        return seen
+
     def agent_model(self, agent: str) -> Model | str:
         """The model an agent runs on (a scripted model's `calls` log the requests it answered)."""
         return self._k.built(agent).model

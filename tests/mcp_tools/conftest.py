@@ -1,0 +1,82 @@
+"""Real MCP servers for the tests: the official filesystem server (npm, pinned) and the git server (PyPI)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sayso import Config, Sayso
+
+from ..conftest import script
+
+NODE_DIR = Path(__file__).parent / "node"
+FILESYSTEM_SERVER = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
+
+needs_filesystem_server = pytest.mark.skipif(
+    shutil.which("node") is None or not FILESYSTEM_SERVER.is_file(),
+    reason="the filesystem MCP server is installed by scripts/test (npm ci --prefix tests/mcp_tools/node)",
+)
+
+
+def filesystem_server(folder: Path) -> dict[str, Any]:
+    """The `mcp_servers` entry of the official filesystem server, allowed to touch `folder` only."""
+    return {"command": "node", "args": [str(FILESYSTEM_SERVER), str(folder)]}
+
+
+def git_server(repo: Path) -> dict[str, Any]:
+    """The `mcp_servers` entry of `mcp-server-git` (PyPI) on `repo`."""
+    return {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)]}
+
+
+MakeMcpApp = Callable[..., Sayso]
+
+
+@pytest.fixture
+def make_mcp_app(tmp_path: Path) -> MakeMcpApp:
+    """A runtime over one SQLite file whose agents bind the MCP servers given, driven by a scripted model."""
+
+    def make(servers: dict[str, Any], agents: dict[str, Any], *, rules: list[dict[str, Any]], **kwargs: Any) -> Sayso:
+        config = Config.model_validate(
+            {
+                "store": f"sqlite:///{tmp_path / 'sayso.db'}",
+                "models": {"m": "test"},
+                "agents": {name: {"model": "m", **spec} for name, spec in agents.items()},
+                "mcp_servers": servers,
+                "base_dir": tmp_path,
+            }
+        )
+        return Sayso(config, models={"m": script(*rules, fallback="no rule")}, **kwargs)
+
+    return make
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Path:
+    """A folder the filesystem server may read and write, with one file in it."""
+    folder = tmp_path / "files"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("remember the milk\n")
+    return folder.resolve()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git repository with one staged file, ready to commit."""
+    path = tmp_path / "repo"
+    path.mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=path, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("config", "user.email", "test@example.invalid")
+    git("config", "user.name", "Test")
+    (path / "README.md").write_text("hello\n")
+    git("add", "README.md")
+    return path.resolve()

@@ -1,0 +1,144 @@
+"""A fastmcp server that asks the person things, over streamable HTTP: `python elicit_server.py PORT`.
+
+Every way an MCP server can ask is here, so the tests pin how each reaches a client:
+
+- `book_table`: a form pushed mid-call with `ctx.elicit` (handshake-era sessions only);
+- `book_table_guarded`: the same form as a stateless round trip (SEP-2322): the tool returns an
+  `InputRequiredResult` and reads the answer when the client calls again;
+- `sign_in`: a URL pushed mid-call (`elicitation/create` in URL mode);
+- `crm_contacts`: refuses with the URL-elicitation-required error (-32042) until `/login` was visited;
+- `approve_refund`: a background task (fastmcp-tasks) that parks on `input_required` with a form.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types
+import uvicorn
+from fastmcp import Context, FastMCP
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp_tasks import TasksExtension
+from mcp import UrlElicitationRequiredError
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+
+PARTY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "people": {"type": "integer", "minimum": 1, "maximum": 12, "title": "People"},
+        "name": {"type": "string", "title": "Name for the booking"},
+    },
+    "required": ["people", "name"],
+}
+
+
+@dataclass
+class Party:
+    """Who the table is for."""
+
+    people: int
+    name: str
+
+
+mcp = FastMCP("elicit-test")
+mcp.add_extension(TasksExtension(url="memory://"))
+logged_in: set[str] = set()
+
+
+@mcp.tool
+async def book_table(day: str, ctx: Context) -> str:
+    """Book a table, asking the person how many people and under which name."""
+    answer = await ctx.elicit(f"Booking for {day}: how many people, and under which name?", response_type=Party)
+    if answer.action == "accept":
+        return f"Booked {day} for {answer.data.people} ({answer.data.name})"
+    return f"Booking {answer.action}d"
+
+
+@mcp.tool
+async def book_table_guarded(day: str, ctx: Context) -> str | mcp_types.InputRequiredResult:
+    """Book a table, asking through a stateless round trip (the client calls again with the answer)."""
+    responses = ctx.input_responses
+    if not responses:
+        form = mcp_types.ElicitRequestFormParams(
+            message=f"Booking for {day}: how many people, and under which name?", requested_schema=PARTY_SCHEMA
+        )
+        return mcp_types.InputRequiredResult(
+            input_requests={"party": mcp_types.ElicitRequest(params=form)}, request_state=day
+        )
+    answer = responses["party"]
+    assert isinstance(answer, mcp_types.ElicitResult)
+    if answer.action != "accept" or answer.content is None:
+        return f"Booking {answer.action}d"
+    return f"Booked {ctx.request_state} for {answer.content['people']} ({answer.content['name']})"
+
+
+@mcp.tool
+async def sign_in(ctx: Context) -> str:
+    """Send the person to the sign-in page and wait until they say they are done."""
+    result = await ctx.session.elicit_url(
+        message="Sign in to the CRM", url=f"{base_url}/login?user=ada", elicitation_id="login-1"
+    )
+    return f"sign-in {result.action}"
+
+
+@mcp.tool
+async def crm_contacts() -> str:
+    """List the CRM's contacts; `SignInFirst` refuses the call until the person signed in."""
+    return "Ada Lovelace, Charles Babbage"
+
+
+class SignInFirst(Middleware):
+    """Refuses `crm_contacts` with the URL-elicitation-required error (-32042) until `/login` was visited.
+
+    A middleware, not the tool body: fastmcp turns what a tool raises into an error result, which
+    would lose the error's code and URL.
+    """
+
+    async def on_call_tool(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+        if context.message.name == "crm_contacts" and "ada" not in logged_in:
+            raise UrlElicitationRequiredError(
+                [
+                    mcp_types.ElicitRequestURLParams(
+                        message="Sign in to the CRM first", url=f"{base_url}/login?user=ada", elicitation_id="login-2"
+                    )
+                ]
+            )
+        return await call_next(context)
+
+
+mcp.add_middleware(SignInFirst())
+
+
+@mcp.tool(task=True)
+async def approve_refund(amount: int, ctx: Context) -> str | mcp_types.InputRequiredResult:
+    """Refund an order in the background, asking the person for a reason first."""
+    responses = ctx.input_responses
+    if not responses:
+        form = mcp_types.ElicitRequestFormParams(
+            message=f"Why refund {amount}?",
+            requested_schema={"type": "object", "properties": {"reason": {"type": "string"}}, "required": ["reason"]},
+        )
+        return mcp_types.InputRequiredResult(input_requests={"reason": mcp_types.ElicitRequest(params=form)})
+    answer = responses["reason"]
+    assert isinstance(answer, mcp_types.ElicitResult)
+    if answer.action != "accept" or answer.content is None:
+        return f"Refund {answer.action}d"
+    return f"Refunded {amount}: {answer.content['reason']}"
+
+
+@mcp.custom_route("/login", methods=["GET"])
+async def login(request: Request) -> PlainTextResponse:
+    """The page a URL elicitation sends the person to; visiting it signs them in."""
+    logged_in.add(request.query_params.get("user", ""))
+    return PlainTextResponse("signed in")
+
+
+base_url = ""
+
+if __name__ == "__main__":
+    port = int(sys.argv[1])
+    base_url = f"http://127.0.0.1:{port}"
+    uvicorn.run(mcp.http_app(path="/mcp"), host="127.0.0.1", port=port, log_level="warning")
