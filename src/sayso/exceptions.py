@@ -3,6 +3,7 @@
 ```text
 SaysoError
 ├── ConfigError (ValueError)          the configuration or a Python spec is wrong: fix it
+├── InvalidInput (ValueError)         a value does not fit a response schema (names each field and why)
 ├── NotFound (LookupError)            no such thread, run or request
 │   ├── RunNotFound
 │   └── RequestNotFound
@@ -28,6 +29,7 @@ __all__ = [
     "ConfigError",
     "DecisionRefused",
     "InvalidDecision",
+    "InvalidInput",
     "NotAllowed",
     "NotFound",
     "NotReady",
@@ -48,6 +50,21 @@ class SaysoError(Exception):
 
 class ConfigError(SaysoError, ValueError):
     """The configuration, an import spec or an agent definition is wrong."""
+
+
+class InvalidInput(SaysoError, ValueError):
+    """A value does not fit the response schema a person was asked to answer; `problems` says where and why.
+
+    Each problem reads `field.path: why` (`city: field required`), so every interface can show it
+    next to the field it is about.
+    """
+
+    def __init__(self, problems: tuple[str, ...]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+    def __reduce__(self) -> tuple[type, tuple[tuple[str, ...]]]:
+        return self.__class__, (self.problems,)
 
 
 class NotFound(SaysoError, LookupError):

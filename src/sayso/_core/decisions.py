@@ -14,7 +14,8 @@ import jsonschema
 from pydantic import Discriminator, TypeAdapter
 
 from ..exceptions import AlreadyDecided, InvalidDecision, RequestExpired
-from .requests import ApprovalRequest, QuestionRequest, Request, Scope
+from .inputs import input_problems
+from .requests import ApprovalRequest, InputRequest, QuestionRequest, Request, Scope
 
 DecidedBy: TypeAlias = Literal["person", "permission", "service", "expiry", "system"]
 """Who took a decision: a person, a remembered grant, a service, the expiry sweep, or sayso itself."""
@@ -71,6 +72,15 @@ class ClientError:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Provide:
+    """The value a person gives for an `input` request; checked against the request's response schema."""
+
+    kind: Literal["provide"] = "provide"
+    value: Any
+    """The answer as JSON (an object for a model, a string for `str`, ...)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Expire:
     """Recorded by the expiry sweep, never sent by a person: the request's time ran out."""
 
@@ -79,7 +89,7 @@ class Expire:
 
 
 Decision: TypeAlias = Annotated[
-    Approve | Reject | Skip | Answer | ClientResult | ClientError | Expire, Discriminator("kind")
+    Approve | Reject | Skip | Answer | ClientResult | ClientError | Provide | Expire, Discriminator("kind")
 ]
 """Any answer to any request."""
 
@@ -89,6 +99,7 @@ _ALLOWED: dict[str, tuple[str, ...]] = {
     "approval": ("approve", "reject", "skip"),
     "question": ("answer", "skip"),
     "client_tool": ("result", "error", "skip"),
+    "input": ("provide", "skip"),
 }
 
 
@@ -140,6 +151,11 @@ def check_decision(
     elif isinstance(decision, Answer):
         assert isinstance(request, QuestionRequest)
         _check_answers(request, decision)
+    elif isinstance(decision, Provide):
+        assert isinstance(request, InputRequest)
+        problems = input_problems(request.response_schema, decision.value)
+        if problems:
+            raise InvalidDecision(request.request_id, "; ".join(problems))
     return decision
 
 
@@ -193,7 +209,7 @@ def model_text(decision: Decision) -> str | None:
             return f"Skipped: {reason or 'the person skipped this request'}"
         case ClientError(message=message):
             return f"Error: {message}"
-        case Approve() | Answer() | ClientResult():
+        case Approve() | Answer() | ClientResult() | Provide():
             return None
         case _:
             assert_never(decision)
