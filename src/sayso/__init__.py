@@ -4,12 +4,23 @@ The public surface is re-exported here; modules starting with `_` are private.
 """
 
 from ._config import AgentConfig, Config, InterruptConfig, PrincipalConfig, ToolRuleConfig, load_config
-from ._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, DecisionRecord, Reject, Skip
+from ._core.decisions import (
+    Answer,
+    Approve,
+    ClientError,
+    ClientResult,
+    Decision,
+    DecisionRecord,
+    Provide,
+    Reject,
+    Skip,
+)
 from ._core.policy import InterruptPolicy, ToolRule
 from ._core.requests import (
     ApprovalRequest,
     ClientTool,
     ClientToolRequest,
+    InputRequest,
     Question,
     QuestionRequest,
     Request,
@@ -27,6 +38,7 @@ from .exceptions import (
     ConfigError,
     DecisionRefused,
     InvalidDecision,
+    InvalidInput,
     NotAllowed,
     NotFound,
     NotReady,
@@ -39,6 +51,7 @@ from .exceptions import (
     StoreError,
     ThreadBusy,
 )
+from .workflows import RequestInput, Workflow
 
 __all__ = [
     "AgentConfig",
@@ -57,19 +70,23 @@ __all__ = [
     "Decision",
     "DecisionRecord",
     "DecisionRefused",
+    "InputRequest",
     "InterruptConfig",
     "InterruptPolicy",
     "InvalidDecision",
+    "InvalidInput",
     "NotAllowed",
     "NotFound",
     "NotReady",
     "PauseConsumed",
     "PrincipalConfig",
+    "Provide",
     "Question",
     "QuestionRequest",
     "Reject",
     "Request",
     "RequestExpired",
+    "RequestInput",
     "RequestKind",
     "RequestNotFound",
     "RunConflict",
@@ -86,6 +103,7 @@ __all__ = [
     "ThreadBusy",
     "ToolRule",
     "ToolRuleConfig",
+    "Workflow",
     "load_config",
     "request_json",
     "require_approval",
