@@ -10,6 +10,7 @@ import pytest
 from pydantic import BaseModel, field_validator
 
 from sayso import InvalidDecision, NotReady, Provide, RequestInput, RunConflict, Skip, Workflow
+from sayso._core.decisions import Expire
 from sayso.workflows import (
     DEFAULT,
     END,
@@ -477,3 +478,59 @@ async def test_a_state_naming_a_node_the_graph_no_longer_has_is_a_conflict() -> 
     changed = Workflow("wf", edges=[(START, FunctionNode(step2, name="other"))])
     with pytest.raises(RunConflict, match="has no node 'step1' any more"):
         await engine(changed).resume(await persistence.load("run_1"), Provide(value=1))
+
+
+async def test_an_expired_question_reaches_the_node_as_a_skip_with_the_expiry_text() -> None:
+    """An expired input is a skip whose reason says when it expired."""
+
+    async def ask_or_note() -> AsyncGenerator[Any, Any]:
+        try:
+            yield (yield RequestInput("City?", response_schema=str))
+        except InputSkipped as skipped:
+            yield skipped.reason
+
+    wf = engine(Workflow("expiry", edges=[(START, ask_or_note)]))
+    pause = paused(await wf.start("run_1"))
+    done = finished(await wf.resume(pause.state, Expire(expires_at=0)))
+    assert done.output == "Expired: no decision before 1970-01-01 00:00:00 UTC"
+
+
+async def test_a_pending_question_becomes_an_input_request_labelled_with_its_node() -> None:
+    """The runtime's request for a question carries the node, the message, the payload and the schema."""
+    pause = paused(await engine(trip_workflow()).start("run_1", "Lisbon"))
+    assert pause.input is not None
+    request = pause.input.to_request(
+        request_id="req_1", run_id="run_1", thread_id="thr_1", agent_path="trip/ask_trip", created_at=5.0
+    )
+    assert (request.kind, request.node, request.tool_name, request.tool_call_id) == (
+        "input",
+        "ask_trip",
+        "ask_trip",
+        "ask_trip:1:1",
+    )
+    assert request.message == "Where to? (plan for Lisbon)"
+    assert request.payload == {"offer": "plan for Lisbon"}
+    assert request.response_schema == Trip.model_json_schema()
+
+
+async def test_a_refused_answer_leads_the_message_of_the_request_asked_again() -> None:
+    """When the node's own type refused an answer, the new request says why first."""
+
+    async def shout() -> AsyncGenerator[Any, Any]:
+        yield RequestInput("Say it loud", response_schema=Shouty)
+
+    wf = engine(Workflow("loud", edges=[(START, shout)]))
+    again = paused(await wf.resume(paused(await wf.start("run_1")).state, Provide(value={"word": "quiet"})))
+    assert again.input is not None
+    request = again.input.to_request(request_id="r", run_id="run_1", thread_id="t", agent_path="loud", created_at=0)
+    assert request.message == "Your previous answer was refused: word: value error, must be upper case\n\nSay it loud"
+
+
+def test_the_workflows_surface_is_exported_and_sorted() -> None:
+    """`sayso.workflows.__all__` lists only names it has, in order, and the top package re-exports the two basics."""
+    import sayso
+    import sayso.workflows
+
+    assert sayso.workflows.__all__ == sorted(sayso.workflows.__all__)
+    assert all(hasattr(sayso.workflows, name) for name in sayso.workflows.__all__)
+    assert sayso.Workflow is sayso.workflows.Workflow and sayso.RequestInput is sayso.workflows.RequestInput

@@ -51,7 +51,7 @@ class RequestInput:
     payload: Any = None
     """Data shown with the message (an itinerary to review, say); must be JSON-serialisable
     (pydantic models and dataclasses are turned into JSON)."""
-    response_schema: Any = None
+    response_schema: object = None
     """What the answer must be: a Python type, a pydantic model, a JSON Schema dict, or `None`
     for any JSON value."""
 

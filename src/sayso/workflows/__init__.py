@@ -50,9 +50,6 @@ from ._engine import (
 from ._graph import DEFAULT, END, START, AgentNode, FunctionNode, Route, RouteKey, Workflow, WorkflowContext
 
 __all__ = [
-    "DEFAULT",
-    "END",
-    "START",
     "AgentFinished",
     "AgentNode",
     "AgentNodeCall",
@@ -60,6 +57,8 @@ __all__ = [
     "AgentNodeRunner",
     "AgentOutcome",
     "AgentPaused",
+    "DEFAULT",
+    "END",
     "FinishedNode",
     "FunctionNode",
     "FunctionNodeConfig",
@@ -72,6 +71,7 @@ __all__ = [
     "RequestInput",
     "Route",
     "RouteKey",
+    "START",
     "SkippedAnswer",
     "Workflow",
     "WorkflowConfig",

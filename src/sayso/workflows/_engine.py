@@ -45,9 +45,9 @@ from pydantic import Discriminator, TypeAdapter, ValidationError
 from pydantic_ai.agent import AbstractAgent
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from .._core.decisions import Provide, Skip
+from .._core.decisions import Expire, Provide, Skip, model_text
 from .._core.inputs import InputSchema, RequestInput, input_problems, input_schema
-from .._core.requests import Request
+from .._core.requests import InputRequest, Request
 from ..exceptions import ConfigError, InvalidDecision, InvalidInput, NotReady, RunConflict, RunNotFound
 from ._graph import DEFAULT, END, CompiledNode, Route, RouteKey, Workflow, WorkflowContext
 
@@ -125,6 +125,41 @@ class PendingInput:
     refused: tuple[str, ...] = ()
     """Problems the node's own type found with the previous answer (one the JSON Schema let
     through, say a pydantic validator's): show them with the question asked again."""
+
+    def to_request(
+        self,
+        *,
+        request_id: str,
+        run_id: str,
+        thread_id: str,
+        agent_path: str,
+        created_at: float,
+        expires_at: float | None = None,
+        principal: str | None = None,
+    ) -> InputRequest:
+        """The `input` request a person answers for this question.
+
+        Its `tool_name` is the node and its `tool_call_id` this question's `key`; when the
+        node's own type refused the previous answer, the reason leads the message.
+        """
+        message = self.message
+        if self.refused:
+            message = f"Your previous answer was refused: {'; '.join(self.refused)}\n\n{message}"
+        return InputRequest(
+            request_id=request_id,
+            run_id=run_id,
+            thread_id=thread_id,
+            agent_path=agent_path,
+            tool_call_id=self.key,
+            tool_name=self.node,
+            created_at=created_at,
+            expires_at=expires_at,
+            principal=principal,
+            node=self.node,
+            message=message,
+            payload=self.payload,
+            response_schema=self.response_schema,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -371,8 +406,10 @@ class WorkflowEngine:
         await self._persistence.save(state)
         return await self._advance(state)
 
-    async def resume(self, state: WorkflowState, decision: Provide | Skip | None = None) -> WorkflowOutcome:
+    async def resume(self, state: WorkflowState, decision: Provide | Skip | Expire | None = None) -> WorkflowOutcome:
         """Carry a run on from `state`: with the answer to the question it waits on, or none.
+
+        A skipped or expired question raises `InputSkipped` in the node at its `yield`.
 
         Without a decision this carries on a run paused on an agent node (whose requests were
         decided on the agent's run), retries the failed node, or redoes the node a crashed
@@ -399,8 +436,10 @@ class WorkflowEngine:
                 if problems:
                     raise InvalidDecision(pending.key, "; ".join(problems))
                 answer: RecordedAnswer = GivenAnswer(value=decision.value)
-            else:
+            elif isinstance(decision, Skip):
                 answer = SkippedAnswer(reason=decision.reason)
+            else:
+                answer = SkippedAnswer(reason=model_text(decision))
             state = replace(state, answers=(*state.answers, answer))
         elif decision is not None:
             where = "an agent node's requests, decided on the agent's run" if state.status == "paused" else "nothing"
