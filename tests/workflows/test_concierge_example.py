@@ -61,8 +61,8 @@ def waiting(outcome: WorkflowOutcome) -> WorkflowPaused:
 def test_the_yaml_and_the_python_module_describe_the_same_graph() -> None:
     """The `workflows:` entry builds the graph that `concierge_nodes.workflow` declares in Python."""
     _, from_yaml = load_example()
-    from concierge_nodes import workflow as from_python  # importable once the YAML was built
-
+    from_python = import_spec("concierge_nodes:workflow", base_dir=EXAMPLE)
+    assert isinstance(from_python, Workflow)
     assert from_yaml.first == from_python.first == "ask_preferences"
     assert from_yaml.successors == from_python.successors
     assert from_yaml.terminal == from_python.terminal == frozenset({"write_plan"})
