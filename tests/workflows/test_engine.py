@@ -534,3 +534,10 @@ def test_the_workflows_surface_is_exported_and_sorted() -> None:
     assert sayso.workflows.__all__ == sorted(sayso.workflows.__all__)
     assert all(hasattr(sayso.workflows, name) for name in sayso.workflows.__all__)
     assert sayso.Workflow is sayso.workflows.Workflow and sayso.RequestInput is sayso.workflows.RequestInput
+
+
+async def test_a_store_that_fails_stops_the_engine_instead_of_failing_the_node() -> None:
+    """A failed save at a pause reaches the caller; it is not recorded as the node's failure."""
+    persistence = CrashingPersistence(crash_after=3)  # started, `prepare` finished, then the pause
+    with pytest.raises(Crash):
+        await engine(trip_workflow(), persistence).start("run_1", "Lisbon")

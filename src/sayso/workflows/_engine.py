@@ -454,22 +454,24 @@ class WorkflowEngine:
             node = self._node(state)
             try:
                 step = await self._run(node, state)
-                if isinstance(step, _Paused):
-                    state = replace(
-                        state,
-                        status="paused",
-                        answers=step.answers,
-                        pending=step.input,
-                        agent_handle=step.agent.handle if step.agent else None,
-                    )
-                    await self._persistence.save(state)
-                    return WorkflowPaused(state=state, node=node.name, input=step.input, agent=step.agent)
-                route, output = _settle(node, step.output)
-                target = self._successor(node, route, output)
+                if isinstance(step, _Done):
+                    route, output = _settle(node, step.output)
+                    target = self._successor(node, route, output)
             except InputSkipped as exc:
                 return await self._fail(replace(state, answers=state.answers[: exc.index]), node, exc)
             except Exception as exc:  # a node is user code: whatever it raises fails the run, naming the node
                 return await self._fail(state, node, exc)
+            if isinstance(step, _Paused):
+                # Saved outside the `try`: a store that fails stops the engine, it does not fail the node.
+                state = replace(
+                    state,
+                    status="paused",
+                    answers=step.answers,
+                    pending=step.input,
+                    agent_handle=step.agent.handle if step.agent else None,
+                )
+                await self._persistence.save(state)
+                return WorkflowPaused(state=state, node=node.name, input=step.input, agent=step.agent)
             state = replace(
                 state,
                 finished=(*state.finished, FinishedNode(node=node.name, output=output, route=route)),
