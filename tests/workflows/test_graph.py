@@ -105,6 +105,7 @@ def test_parameters_with_defaults_and_ctx_are_accepted() -> None:
         pytest.param([(START, a), (a, START)], (), "no edge may lead back to START", id="back-to-start"),
         pytest.param([(START, a), (END, a)], (), "END has no way out", id="from-end"),
         pytest.param([(START, {"x": a})], (), "START leads to one node, not to routes", id="start-routes"),
+        pytest.param([(START, a), (START, b)], (), "START leads to one node, not to a, b", id="two-starts"),
         pytest.param(
             [(START, a), (a, {"x": b, DEFAULT: b}), (a, {"x": c})], (), "leads to both 'b' and 'c'", id="route-clash"
         ),

@@ -231,10 +231,11 @@ class Workflow:
                 if dst not in targets:
                     targets.append(dst)
         for src, targets in plain.items():
+            if len(targets) > 1 and src == START:
+                raise ConfigError(f"workflow {self.name!r}: START leads to one node, not to {', '.join(targets)}")
             if len(targets) > 1:
-                who = "START" if src == START else f"node {src!r}"
                 raise ConfigError(
-                    f"workflow {self.name!r}: {who} has several plain successors ({', '.join(targets)}); "
+                    f"workflow {self.name!r}: node {src!r} has several plain successors ({', '.join(targets)}); "
                     "sayso runs one node at a time: give it routes, e.g. "
                     f"({src!r}, {{{', '.join(f'{t!r}: {t!r}' for t in targets)}}}), and return Route(...)"
                 )
@@ -243,7 +244,7 @@ class Workflow:
         first = plain.pop(START)[0]
         if first == END:
             raise ConfigError(f"workflow {self.name!r}: START must lead to a node, not to END")
-        for src in {*plain, *routes}:
+        for src in dict.fromkeys([*plain, *routes]):
             self.successors[src] = Successors(plain=tuple(plain.get(src, ())), routes=routes.get(src, {}))
         return first
 
