@@ -14,6 +14,7 @@ from ._core.decisions import (
     Decision,
     DecisionRecord,
     Decline,
+    Provide,
     Reject,
     Skip,
 )
@@ -23,6 +24,7 @@ from ._core.requests import (
     ClientTool,
     ClientToolRequest,
     ElicitationRequest,
+    InputRequest,
     Question,
     QuestionRequest,
     Request,
@@ -54,6 +56,7 @@ from .exceptions import (
     RunConflict,
     RunNotFound,
     SaysoError,
+    SchemaMismatch,
     StoreError,
     ThreadBusy,
     ThreadNotFound,
@@ -61,6 +64,7 @@ from .exceptions import (
     Unauthenticated,
     UsageError,
 )
+from .workflows import RequestInput, Workflow
 
 
 def _a2a_remote_agents() -> RemoteAgents:
@@ -99,6 +103,7 @@ __all__ = [
     "Decline",
     "ElicitationRequest",
     "GrantNotFound",
+    "InputRequest",
     "InterruptConfig",
     "InterruptPolicy",
     "InvalidDecision",
@@ -111,11 +116,13 @@ __all__ = [
     "NotReady",
     "PauseConsumed",
     "PrincipalConfig",
+    "Provide",
     "Question",
     "QuestionRequest",
     "Reject",
     "Request",
     "RequestExpired",
+    "RequestInput",
     "RequestKind",
     "RequestNotFound",
     "RunConflict",
@@ -124,6 +131,7 @@ __all__ = [
     "RunResult",
     "Sayso",
     "SaysoError",
+    "SchemaMismatch",
     "Scope",
     "ScriptedModel",
     "Skip",
@@ -137,6 +145,7 @@ __all__ = [
     "ToolRuleConfig",
     "Unauthenticated",
     "UsageError",
+    "Workflow",
     "load_config",
     "mcp_bindings",
     "request_json",

@@ -14,6 +14,7 @@ SaysoError
 │   │   ├── RequestNotFound
 │   │   └── GrantNotFound
 │   └── NotAllowed (PermissionError)  the caller may not do this here (read, message, decide)
+├── SchemaMismatch (ValueError)      a value does not fit a response schema (names each field and why)
 ├── DecisionRefused (ValueError)      the person answering: the decision was not taken, the pause stays open
 │   ├── InvalidDecision               the answer does not fit the request (names the problem)
 │   ├── AlreadyDecided                a different decision was taken first: the first wins
@@ -37,10 +38,10 @@ __all__ = [
     "AlreadyDecided",
     "CallerError",
     "ConfigError",
-    "GrantNotFound",
-    "InvalidInput",
     "DecisionRefused",
+    "GrantNotFound",
     "InvalidDecision",
+    "InvalidInput",
     "NotAllowed",
     "NotFound",
     "NotReady",
@@ -50,6 +51,7 @@ __all__ = [
     "RunConflict",
     "RunNotFound",
     "SaysoError",
+    "SchemaMismatch",
     "StoreError",
     "ThreadBusy",
     "ThreadNotFound",
@@ -100,6 +102,21 @@ class InvalidInput(CallerError, ValueError):
 
 class TooLarge(InvalidInput):
     """A message, arguments, answer or body over its configured size limit."""
+
+
+class SchemaMismatch(SaysoError, ValueError):
+    """A value does not fit the response schema a person was asked to answer; `problems` says where and why.
+
+    Each problem reads `field.path: why` (`city: field required`), so every interface can show it
+    next to the field it is about.
+    """
+
+    def __init__(self, problems: tuple[str, ...]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+    def __reduce__(self) -> tuple[type, tuple[tuple[str, ...]]]:
+        return self.__class__, (self.problems,)
 
 
 class NotFound(CallerError, LookupError):

@@ -14,7 +14,8 @@ import jsonschema
 from pydantic import Discriminator, TypeAdapter
 
 from ..exceptions import AlreadyDecided, InvalidDecision, RequestExpired
-from .requests import ApprovalRequest, ElicitationRequest, QuestionRequest, Request, Scope
+from .inputs import input_problems
+from .requests import ApprovalRequest, ElicitationRequest, InputRequest, QuestionRequest, Request, Scope
 
 DecidedBy: TypeAlias = Literal["person", "permission", "service", "expiry", "system"]
 """Who took a decision: a person, a remembered grant, a service, the expiry sweep, or sayso itself."""
@@ -94,6 +95,15 @@ class Cancel:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Provide:
+    """The value a person gives for an `input` request; checked against the request's response schema."""
+
+    kind: Literal["provide"] = "provide"
+    value: Any
+    """The answer as JSON (an object for a model, a string for `str`, ...)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Expire:
     """Recorded by the expiry sweep, never sent by a person: the request's time ran out."""
 
@@ -102,7 +112,7 @@ class Expire:
 
 
 Decision: TypeAlias = Annotated[
-    Approve | Reject | Skip | Answer | ClientResult | ClientError | Accept | Decline | Cancel | Expire,
+    Approve | Reject | Skip | Answer | ClientResult | ClientError | Provide | Accept | Decline | Cancel | Expire,
     Discriminator("kind"),
 ]
 """Any answer to any request."""
@@ -114,6 +124,7 @@ _ALLOWED: dict[str, tuple[str, ...]] = {
     "question": ("answer", "skip"),
     "client_tool": ("result", "error", "skip"),
     "elicitation": ("accept", "decline", "cancel"),
+    "input": ("provide", "skip"),
 }
 
 
@@ -168,6 +179,11 @@ def check_decision(
     elif isinstance(decision, Accept):
         assert isinstance(request, ElicitationRequest)
         _check_accept(request, decision)
+    elif isinstance(decision, Provide):
+        assert isinstance(request, InputRequest)
+        problems = input_problems(request.response_schema, decision.value)
+        if problems:
+            raise InvalidDecision(request.request_id, "; ".join(problems))
     return decision
 
 
@@ -268,7 +284,7 @@ def model_text(decision: Decision) -> str | None:
             return "Declined: the person declined what the server asked for."
         case Cancel():
             return "Cancelled: the person dismissed what the server asked for, so the call did not complete."
-        case Approve() | Answer() | ClientResult() | Accept():
+        case Approve() | Answer() | ClientResult() | Accept() | Provide():
             return None
         case _:
             assert_never(decision)

@@ -167,6 +167,25 @@ class ElicitationRequest(_RequestBase):
 
 
 @dataclass(frozen=True, kw_only=True)
+class InputRequest(_RequestBase):
+    """A workflow node's `RequestInput`: a message, data to show, and the schema the answer must fit.
+
+    `tool_name` is the node's name and `tool_call_id` the engine's key for this very question
+    (node, visit and question number), so a repeated pause of a loop is a new request.
+    """
+
+    kind: Literal["input"] = "input"
+    node: str
+    """The workflow node that asked."""
+    message: str
+    """What the person reads."""
+    payload: Any = None
+    """Data shown with the message, as JSON."""
+    response_schema: dict[str, Any] = field(default_factory=dict[str, Any])
+    """The JSON Schema the answer must fit; `{}` takes any JSON value."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ClientTool:
     """A tool the client runs itself (in the person's browser, say), declared with each run."""
 
@@ -183,7 +202,8 @@ CLIENT_TOOLS_ADAPTER: TypeAdapter[tuple[ClientTool, ...]] = TypeAdapter(tuple[Cl
 
 
 Request: TypeAlias = Annotated[
-    ApprovalRequest | QuestionRequest | ClientToolRequest | DelegateRequest | ElicitationRequest, Discriminator("kind")
+    ApprovalRequest | QuestionRequest | ClientToolRequest | DelegateRequest | ElicitationRequest | InputRequest,
+    Discriminator("kind"),
 ]
 """Any request a pause can hold."""
 

@@ -1,0 +1,191 @@
+"""What a workflow node asks a person for (`RequestInput`), and how the answer is checked.
+
+Pure: no I/O. A response schema may be a Python type (`str`, `int`, `list[str]`), a pydantic
+model, a JSON Schema dict, or `None` (any JSON value). [`input_schema`][] turns any of them
+into an [`InputSchema`][]: the JSON Schema every interface shows (and builds its form from)
+plus a validator that reports *every* problem, each naming the field and why
+(`city: field required`).
+
+Two checks with one meaning, on purpose:
+
+- when a decision arrives, it is checked against the request's JSON Schema
+  ([`input_problems`][]); that needs nothing but the stored request, so any process can refuse
+  a wrong answer and leave the pause open;
+- when the node gets the answer back, it is validated against the Python type the node gave,
+  so the node receives a model instance where a model was given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import KW_ONLY, dataclass
+from functools import lru_cache
+from typing import Any
+
+import jsonschema
+from pydantic import PydanticUserError, TypeAdapter, ValidationError
+from pydantic.errors import PydanticSchemaGenerationError
+
+from ..exceptions import ConfigError, SchemaMismatch
+
+ANY_JSON_SCHEMA: dict[str, Any] = {}
+"""The schema of an input that takes any JSON value (a `RequestInput` without `response_schema`)."""
+
+
+@dataclass(frozen=True)
+class RequestInput:
+    """Yielded by a workflow node to stop and ask a person for input.
+
+    ```python
+    async def ask_city(node_input: str):
+        answer = yield RequestInput("Which city?", response_schema=Trip)
+        return answer.city  # a `Trip`: the answer was validated against it
+    ```
+
+    The answer is validated fully against `response_schema`; a wrong one is refused with a
+    message naming the field, and the question stays open.
+    """
+
+    message: str
+    """What the person reads: why the input is needed and what to give."""
+    _: KW_ONLY
+    payload: Any = None
+    """Data shown with the message (an itinerary to review, say); must be JSON-serialisable
+    (pydantic models and dataclasses are turned into JSON)."""
+    response_schema: object = None
+    """What the answer must be: a Python type, a pydantic model, a JSON Schema dict, or `None`
+    for any JSON value."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputSchema:
+    """A response schema made usable: the JSON Schema to show, and the validator of the answer."""
+
+    json_schema: dict[str, Any]
+    """The JSON Schema interfaces show and decisions are checked against."""
+    _adapter: TypeAdapter[Any] | None = None
+    _validator: jsonschema.protocols.Validator | None = None
+
+    def validate(self, value: Any) -> Any:
+        """The validated answer (a model instance where a model was given).
+
+        Raises:
+            SchemaMismatch: the value breaks the schema; `problems` holds every field and why.
+        """
+        if self._adapter is not None:
+            try:
+                return self._adapter.validate_python(value)
+            except ValidationError as exc:
+                raise SchemaMismatch(_pydantic_problems(exc)) from None
+        if self._validator is not None:
+            problems = _validator_problems(self._validator, value)
+            if problems:
+                raise SchemaMismatch(problems)
+        return value
+
+    def dump(self, value: Any) -> Any:
+        """`value` (already validated) as plain JSON, the form that is stored and sent."""
+        if self._adapter is not None:
+            return self._adapter.dump_python(value, mode="json")
+        return value
+
+
+def input_schema(spec: object) -> InputSchema:
+    """Normalise a response schema: a Python type, a pydantic model, a JSON Schema dict, or `None`.
+
+    Raises:
+        ConfigError: the spec is none of those, or is a dict that is not a valid JSON Schema.
+    """
+    if spec is None:
+        return InputSchema(json_schema=ANY_JSON_SCHEMA)
+    if isinstance(spec, dict):
+        return _dict_schema(spec)
+    try:
+        return _type_schema(spec)
+    except TypeError:
+        # Unhashable (an instance, say): not cacheable, and not a type either.
+        return _build_type_schema(spec)
+
+
+def validate_input(schema: object, value: Any) -> Any:
+    """Validate `value` against a response schema in any of the forms `input_schema` takes.
+
+    Returns:
+        The validated value; a model instance where a pydantic model was given.
+
+    Raises:
+        SchemaMismatch: every problem, each as `field.path: why` (`city: field required`).
+        ConfigError: the schema itself is unusable.
+    """
+    normalised = schema if isinstance(schema, InputSchema) else input_schema(schema)
+    return normalised.validate(value)
+
+
+def input_problems(json_schema: dict[str, Any], value: Any) -> tuple[str, ...]:
+    """Every way `value` breaks `json_schema`, as `field.path: why`; empty when it fits."""
+    return _validator_problems(_validator_class(json_schema)(json_schema), value)
+
+
+def _dict_schema(spec: dict[str, Any]) -> InputSchema:
+    cls = _validator_class(spec)
+    try:
+        cls.check_schema(spec)
+    except jsonschema.SchemaError as exc:
+        raise ConfigError(f"response_schema is not a valid JSON Schema: {exc.message}") from None
+    return InputSchema(json_schema=spec, _validator=cls(spec))
+
+
+@lru_cache(maxsize=512)
+def _type_schema(spec: object) -> InputSchema:
+    # A node that loops asks again with the same type; building a TypeAdapter costs far more than a check.
+    return _build_type_schema(spec)
+
+
+def _build_type_schema(spec: Any) -> InputSchema:
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(spec)
+        json_schema = adapter.json_schema()
+    except (PydanticSchemaGenerationError, PydanticUserError, TypeError) as exc:
+        why = str(exc).splitlines()[0]
+        raise ConfigError(
+            f"response_schema {spec!r} is not a type, a pydantic model or a JSON Schema dict: {why}"
+        ) from None
+    return InputSchema(json_schema=json_schema, _adapter=adapter)
+
+
+def _validator_class(schema: dict[str, Any]) -> type[jsonschema.protocols.Validator]:
+    cls: type[jsonschema.protocols.Validator] = jsonschema.validators.validator_for(
+        schema, default=jsonschema.Draft202012Validator
+    )
+    return cls
+
+
+def _where(path: Any) -> str:
+    return ".".join(str(p) for p in path)
+
+
+def _say(where: str, why: str) -> str:
+    why = why[:1].lower() + why[1:]
+    return f"{where}: {why}" if where else why
+
+
+def _pydantic_problems(exc: ValidationError) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(_say(_where(e["loc"]), e["msg"]) for e in exc.errors(include_url=False)))
+
+
+def _validator_problems(validator: jsonschema.protocols.Validator, value: Any) -> tuple[str, ...]:
+    problems: list[str] = []
+    for error in sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path]):
+        where = list(error.absolute_path)
+        if error.validator == "required" and isinstance(error.instance, dict):
+            # Say it the way pydantic does, at the missing field's own path.
+            required = error.validator_value if isinstance(error.validator_value, list) else []
+            problems.extend(
+                _say(_where([*where, name]), "field required") for name in required if name not in error.instance
+            )
+        elif error.context:
+            # anyOf / oneOf: the branch that came closest says more than "not valid under any".
+            best = jsonschema.exceptions.best_match(error.context)
+            problems.append(_say(_where(where), best.message if best is not None else error.message))
+        else:
+            problems.append(_say(_where(where), error.message))
+    return tuple(dict.fromkeys(problems))

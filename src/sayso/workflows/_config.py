@@ -1,0 +1,148 @@
+"""The `workflows:` section of `sayso.yaml` as pydantic models, and building a `Workflow` from it.
+
+```yaml
+workflows:
+  concierge:
+    description: Plans a day out in a city, with you.
+    nodes:
+      ask_preferences: concierge:ask_preferences            # a function, by import spec
+      propose: {agent: planner, output_type: concierge:ActivitiesList}
+      feedback: {function: concierge:get_feedback}           # the long form of the first line
+      write_plan: concierge:write_plan
+    edges:
+      - [START, ask_preferences, propose, feedback]          # a chain
+      - [feedback, {revise: propose, done: write_plan}]      # routes, chosen by the node
+entry: concierge
+```
+
+Nodes are declared once under `nodes` and named in `edges`, which follow the Python form
+(`START`, `END`, chains, a route map as the last element; see `sayso.workflows`). Quote route
+keys such as `"yes"`/`"no"`: YAML reads them unquoted as booleans. The graph checks of
+`Workflow` run when the workflow is built, so a wrong graph fails at load time, naming the
+workflow and the node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
+from typing import Any, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from ..exceptions import ConfigError
+from ._graph import END, START, AgentNode, FunctionNode, RouteKey, Workflow
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FunctionNodeConfig(_Strict):
+    """A function node: `{function: pkg.mod:fn}` (or just the import spec as a string)."""
+
+    function: str
+    """Import spec of the function (`pkg.mod:fn`); the config file's folder is importable."""
+
+
+class AgentNodeConfig(_Strict):
+    """An agent node: `{agent: NAME}`, a configured agent that gets the previous output as its prompt."""
+
+    agent: str
+    """A name from the config's `agents`."""
+    output_type: str | None = None
+    """Import spec of a type (a pydantic model, say) the agent's answer is parsed into, as JSON."""
+
+
+NodeConfig: TypeAlias = str | FunctionNodeConfig | AgentNodeConfig
+"""A node of a workflow: an import spec, or one of the node objects."""
+
+
+class WorkflowConfig(_Strict):
+    """One workflow: its nodes by name and the edges between them."""
+
+    description: str = ""
+    """What the workflow does, for people and agent cards."""
+    nodes: dict[str, NodeConfig]
+    """Every node, by the name edges use."""
+    edges: list[list[str | dict[RouteKey, str]]]
+    """Edge lists: `[START, a, b]` chains, `[a, {route: b, ...}]` routes; see the module docstring."""
+
+    @field_validator("nodes")
+    @classmethod
+    def _names_are_free(cls, nodes: dict[str, NodeConfig]) -> dict[str, NodeConfig]:
+        for name in nodes:
+            if name in (START, END):
+                raise ValueError(f"{name!r} is reserved for the start and end of the graph; pick another node name")
+        return nodes
+
+    @field_validator("edges")
+    @classmethod
+    def _edges_have_shape(cls, edges: list[list[str | dict[RouteKey, str]]]) -> list[list[str | dict[RouteKey, str]]]:
+        for number, edge in enumerate(edges, 1):
+            if len(edge) < 2:
+                raise ValueError(f"edge {number} needs at least two elements")
+            if any(isinstance(e, dict) for e in edge[:-1]):
+                raise ValueError(f"edge {number}: a route map may only come last")
+        return edges
+
+    def agent_names(self) -> set[str]:
+        """The configured agents this workflow's agent nodes run."""
+        return {n.agent for n in self.nodes.values() if isinstance(n, AgentNodeConfig)}
+
+
+def check_workflow_names(workflows: Mapping[str, WorkflowConfig], agents: Collection[str]) -> None:
+    """Check a config's workflows against its agents: names that cannot be told apart, agents that do not exist.
+
+    Raises:
+        ConfigError: a workflow shares its name with an agent, or an agent node names no configured agent.
+    """
+    for name, workflow in workflows.items():
+        if name in agents:
+            raise ConfigError(f"workflow {name!r} has the name of an agent; `entry` could not tell them apart")
+        for node, spec in workflow.nodes.items():
+            if isinstance(spec, AgentNodeConfig) and spec.agent not in agents:
+                known = ", ".join(sorted(agents)) or "none"
+                raise ConfigError(
+                    f"workflow {name!r}: node {node!r} runs agent {spec.agent!r}, "
+                    f"which is not configured (agents: {known})"
+                )
+
+
+def build_workflow(
+    name: str,
+    config: WorkflowConfig,
+    *,
+    import_spec: Callable[..., Any],
+    base_dir: Path | None = None,
+) -> Workflow:
+    """The `Workflow` a config entry describes, with every graph check of `Workflow` applied.
+
+    Args:
+        name: the workflow's name (its key under `workflows:`).
+        config: the entry.
+        import_spec: resolves `pkg.mod:attr` (the runtime's resolver, which makes `base_dir` importable).
+        base_dir: the config file's folder.
+
+    Raises:
+        ConfigError: an import spec does not resolve to a function or type, or the graph is wrong.
+    """
+    nodes: list[FunctionNode | AgentNode] = []
+    for node_name, spec in config.nodes.items():
+        if isinstance(spec, AgentNodeConfig):
+            output_type = None
+            if spec.output_type is not None:
+                output_type = import_spec(spec.output_type, base_dir=base_dir)
+                if not isinstance(output_type, type):
+                    raise ConfigError(
+                        f"workflow {name!r}: output_type {spec.output_type!r} of {node_name!r} is not a type"
+                    )
+            nodes.append(AgentNode(spec.agent, name=node_name, output_type=output_type))
+            continue
+        target = spec if isinstance(spec, str) else spec.function
+        fn = import_spec(target, base_dir=base_dir)
+        if not callable(fn) or isinstance(fn, type):
+            raise ConfigError(f"workflow {name!r}: node {node_name!r}: {target!r} is not a function")
+        nodes.append(FunctionNode(fn, name=node_name))
+    edges = [tuple(edge) for edge in config.edges]
+    return Workflow(name, edges=edges, nodes=nodes, description=config.description)

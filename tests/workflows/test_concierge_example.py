@@ -1,0 +1,121 @@
+"""The concierge example: its YAML builds the graph of its Python module, and the whole loop runs on the engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic_ai import Agent
+
+from sayso import InvalidDecision, Provide, ScriptedModel
+from sayso._tools import import_spec
+from sayso.workflows import (
+    AgentFinished,
+    AgentNodeCall,
+    AgentOutcome,
+    MemoryWorkflowPersistence,
+    Workflow,
+    WorkflowConfig,
+    WorkflowEngine,
+    WorkflowFinished,
+    WorkflowOutcome,
+    WorkflowPaused,
+    build_workflow,
+    check_workflow_names,
+)
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "concierge"
+
+
+def load_example() -> tuple[dict[str, Any], Workflow]:
+    raw = yaml.safe_load((EXAMPLE / "sayso.yaml").read_text())
+    workflows = {name: WorkflowConfig.model_validate(entry) for name, entry in raw["workflows"].items()}
+    check_workflow_names(workflows, raw["agents"])
+    return raw, build_workflow("concierge", workflows["concierge"], import_spec=import_spec, base_dir=EXAMPLE)
+
+
+class ScriptedAgents:
+    """Runs each agent node on a pydantic-ai agent with the example's scripted model (it never pauses)."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    async def start(self, call: AgentNodeCall) -> AgentOutcome:
+        assert call.agent == "planner"
+        self.prompts.append(call.prompt)
+        agent = Agent(ScriptedModel.from_file(EXAMPLE / "planner.script.yaml"))
+        return AgentFinished(output=(await agent.run(call.prompt)).output)
+
+    async def resume(self, call: AgentNodeCall, handle: str) -> AgentOutcome:
+        raise AssertionError("the scripted planner never pauses")
+
+
+def waiting(outcome: WorkflowOutcome) -> WorkflowPaused:
+    assert isinstance(outcome, WorkflowPaused), outcome
+    assert outcome.input is not None
+    return outcome
+
+
+def test_the_yaml_and_the_python_module_describe_the_same_graph() -> None:
+    """The `workflows:` entry builds the graph that `concierge_nodes.workflow` declares in Python."""
+    _, from_yaml = load_example()
+    from_python = import_spec("concierge_nodes:workflow", base_dir=EXAMPLE)
+    assert isinstance(from_python, Workflow)
+    assert from_yaml.first == from_python.first == "ask_preferences"
+    assert from_yaml.successors == from_python.successors
+    assert from_yaml.terminal == from_python.terminal == frozenset({"write_plan"})
+    assert from_yaml.agent_nodes == ("propose",)
+
+
+async def test_the_itinerary_loop_runs_until_the_person_is_done() -> None:
+    """Ask (city required), propose, refine once with feedback, then write the plan; each step on a fresh engine."""
+    _, workflow = load_example()
+    persistence = MemoryWorkflowPersistence()
+    agents = ScriptedAgents()
+
+    def fresh() -> WorkflowEngine:
+        return WorkflowEngine(workflow, persistence=persistence, agents=agents)
+
+    ask = waiting(await fresh().start("run_1", "Plan my day"))
+    assert ask.input is not None and ask.input.response_schema["required"] == ["city"]
+    with pytest.raises(InvalidDecision, match="city: field required"):
+        await fresh().resume(await persistence.load("run_1"), Provide(value={"hobby": "photography"}))
+
+    state = await persistence.load("run_1")
+    review = waiting(await fresh().resume(state, Provide(value={"city": "Lisbon", "hobby": "photography"})))
+    assert review.node == "get_user_feedback"
+    assert review.input is not None
+    assert [a["name"] for a in review.input.payload["itinerary"]] == [
+        "Morning in the old town",
+        "An afternoon of photography",
+        "Dinner with a view",
+    ]
+    assert review.input.response_schema["properties"]["done"]["type"] == "boolean"
+
+    state = await persistence.load("run_1")
+    again = waiting(await fresh().resume(state, Provide(value={"user_response": "add a fado show"})))
+    assert again.input is not None
+    assert again.input.payload["itinerary"][1] == {"name": "Your request", "description": "add a fado show"}
+    assert again.input.key == "get_user_feedback:2:1"
+
+    state = await persistence.load("run_1")
+    done = await fresh().resume(state, Provide(value={"user_response": "lovely", "done": True}))
+    assert isinstance(done, WorkflowFinished)
+    assert done.output == (
+        "Your day in Lisbon\n\n"
+        "1. Morning in the old town: Walk the oldest streets of Lisbon before the crowds.\n"
+        "2. Your request: add a fado show\n"
+        "3. Dinner with a view: A table at sunset over Lisbon.\n\n"
+        "Your notes: lovely"
+    )
+    assert len(agents.prompts) == 2
+    assert [f.node for f in done.state.finished] == [
+        "ask_preferences",
+        "propose",
+        "get_user_feedback",
+        "propose",
+        "get_user_feedback",
+        "write_plan",
+    ]
