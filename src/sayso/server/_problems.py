@@ -1,8 +1,9 @@
 """Every error the server returns is an RFC 9457 problem; `problem_for` maps each error once.
 
-Endpoints raise sayso's own exceptions (or the server's `Unauthorized`/`AccessDenied`) and
-never build error responses themselves; the handlers installed by `install_problem_handlers`
-turn them into `application/problem+json` with the right status.
+Endpoints raise sayso's own exceptions (`sayso.exceptions`, whether the runtime's verbs or the
+one authenticator raised them) and never build error responses themselves; the handlers
+installed by `install_problem_handlers` turn them into `application/problem+json` with the
+right status.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from ..exceptions import (
     AlreadyDecided,
     ConfigError,
     DecisionRefused,
+    GrantNotFound,
     InvalidDecision,
+    InvalidInput,
     NotAllowed,
     NotFound,
     NotReady,
@@ -36,13 +39,13 @@ from ..exceptions import (
     SaysoError,
     StoreError,
     ThreadBusy,
+    Unauthenticated,
 )
-from ._access import AccessDenied, Unauthorized
-from ._gateway import GrantNotFound
 
 logger = logging.getLogger("sayso.server")
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
+REQUEST_ID_PREFIX = "req_"
 PROBLEM_BASE = "https://sayso.dev/problems/"
 """Problem `type`s are this base plus a slug, such as `already-decided`."""
 
@@ -83,14 +86,16 @@ class Problem:
 
 def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping is the point
     """The problem for an error: the one place that maps sayso's exceptions to HTTP."""
-    if isinstance(exc, Unauthorized):
+    if isinstance(exc, Unauthenticated):
         return Problem(slug="unauthorized", title="Not signed in", status=401, detail=exc.problem)
-    if isinstance(exc, AccessDenied):
+    if isinstance(exc, NotAllowed):
+        if _names_request(exc):
+            # A decision refused for who asks: the decision API's own slug, naming the request.
+            ids = {"request_id": exc.subject_id}
+            return Problem(slug="not-allowed", title="Not allowed", status=403, detail=str(exc), extra=ids)
         return Problem(slug="forbidden", title="Not allowed", status=403, detail=str(exc))
     if isinstance(exc, DecisionRefused):
         ids = {"request_id": exc.request_id}
-        if isinstance(exc, NotAllowed):
-            return Problem(slug="not-allowed", title="Not allowed", status=403, detail=str(exc), extra=ids)
         if isinstance(exc, AlreadyDecided):
             return Problem(slug="already-decided", title="Already decided", status=409, detail=str(exc), extra=ids)
         if isinstance(exc, RequestExpired):
@@ -116,8 +121,11 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
         elif isinstance(exc, GrantNotFound):
             extra["grant_id"] = exc.grant_id
         return Problem(slug="not-found", title="Not found", status=404, detail=str(exc), extra=extra)
+    if isinstance(exc, InvalidInput):
+        extra = {"errors": [{"loc": [exc.field], "msg": exc.problem}]} if exc.field else {}
+        return Problem(slug="invalid-request", title="Invalid request", status=422, detail=str(exc), extra=extra)
     if isinstance(exc, ConfigError):
-        # Raised for what the client named (an unknown agent, a thread of another agent).
+        # The runtime raises it for an agent name it does not know, which here the client named.
         return Problem(slug="invalid-request", title="Invalid request", status=422, detail=str(exc))
     if isinstance(exc, StoreError):
         return Problem(slug="store-unavailable", title="Store unavailable", status=503, detail=str(exc))
@@ -137,6 +145,14 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
     if isinstance(exc, SaysoError):
         return Problem(slug="sayso-error", title="Server error", status=500, detail=str(exc))
     return Problem(slug="internal", title="Server error", status=500, detail="the server failed; see its log")
+
+
+def _names_request(exc: NotAllowed) -> bool:
+    """Whether a refusal is about a request (a decision), not a thread, a run or a role such as `audit`.
+
+    Request ids are made by sayso (`req_…`), never chosen by a client.
+    """
+    return exc.subject_id.startswith(REQUEST_ID_PREFIX)
 
 
 def _title(status: int) -> str:
