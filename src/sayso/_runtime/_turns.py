@@ -43,12 +43,16 @@ async def start(
     if thread is not None:
         if not may_message(principal, owner=thread.owner):
             raise NotAllowed(
-                thread.thread_id, f"only the thread's owner may send messages into it, not {principal.name!r}"
+                thread.thread_id,
+                f"only the thread's owner may send messages into it, not {principal.name!r}",
+                subject="thread",
             )
         if agent is not None and agent != thread.agent:
             raise InvalidInput(
                 f"thread {thread.thread_id!r} belongs to agent {thread.agent!r}, not {agent!r}", field="agent"
             )
+    if thread is None and agent is not None and agent not in k.agents:
+        raise InvalidInput(f"no agent named {agent!r}; configured: {', '.join(k.agents)}", field="agent")
     built = k.built(thread.agent if thread else agent or k.config.entry_agent)
     requests: list[Request] = []
     decisions: dict[str, DecisionRecord] = {}

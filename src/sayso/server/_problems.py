@@ -45,7 +45,6 @@ from ..exceptions import (
 logger = logging.getLogger("sayso.server")
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
-REQUEST_ID_PREFIX = "req_"
 PROBLEM_BASE = "https://sayso.dev/problems/"
 """Problem `type`s are this base plus a slug, such as `already-decided`."""
 
@@ -89,7 +88,7 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
     if isinstance(exc, Unauthenticated):
         return Problem(slug="unauthorized", title="Not signed in", status=401, detail=exc.problem)
     if isinstance(exc, NotAllowed):
-        if _names_request(exc):
+        if exc.subject == "request":
             # A decision refused for who asks: the decision API's own slug, naming the request.
             ids = {"request_id": exc.subject_id}
             return Problem(slug="not-allowed", title="Not allowed", status=403, detail=str(exc), extra=ids)
@@ -145,14 +144,6 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
     if isinstance(exc, SaysoError):
         return Problem(slug="sayso-error", title="Server error", status=500, detail=str(exc))
     return Problem(slug="internal", title="Server error", status=500, detail="the server failed; see its log")
-
-
-def _names_request(exc: NotAllowed) -> bool:
-    """Whether a refusal is about a request (a decision), not a thread, a run or a role such as `audit`.
-
-    Request ids are made by sayso (`req_…`), never chosen by a client.
-    """
-    return exc.subject_id.startswith(REQUEST_ID_PREFIX)
 
 
 def _title(status: int) -> str:
