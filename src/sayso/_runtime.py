@@ -23,7 +23,7 @@ from pydantic_ai.exceptions import CallDeferred
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 
-from ._agents import BuiltAgent, build_agent, build_models
+from ._agents import BuiltAgent, build_agents, build_models
 from ._config import Config, load_config
 from ._core.audit import AuditProblem, AuditRecord, verify_chain
 from ._core.decisions import (
@@ -106,7 +106,7 @@ class Sayso:
         self.config = config
         self.store = RunStore(config.store_url(), base_dir=config.base_dir)
         built_models: dict[str, Model | str] = {**build_models(config), **(models or {})}
-        self._agents = {name: build_agent(name, spec, config, built_models) for name, spec in config.agents.items()}
+        self._agents = build_agents(config, built_models)
         self._listeners: list[EventListener] = []
         self._remote_urls = _remote_delegates(config)
         self._remote = remote_agents or (default_remote_agents() if self._remote_urls else None)

@@ -124,6 +124,9 @@ async def ask_user(questions: list[AskUserQuestion]) -> list[dict[str, Any]]:
 
 ASK_USER_TOOL: Tool[Any] = Tool(ask_user, name="ask_user")
 
+BUILTIN_TOOLS = frozenset({ASK_USER_TOOL.name})
+"""Tool names sayso itself provides; a client tool of that name stands for the built-in."""
+
 
 # client tools
 
