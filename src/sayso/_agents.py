@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pydantic_ai
 from pydantic_ai import Agent, DeferredToolRequests, RunContext, Tool
 from pydantic_ai.models import Model
 from pydantic_ai.toolsets import FunctionToolset
@@ -45,6 +46,10 @@ def build_agents(config: Config, models: dict[str, Model | str]) -> dict[str, Bu
             warnings are logged and the agents are built.
     """
     raise_on_errors(check_config(config, models=models))
+    # sayso presents its agents' runs itself (chat, CLI panels, the server log): pydantic-ai's
+    # first-run banner, which it documents as switchable for libraries that run agents for their
+    # users, would land in the middle of them.
+    pydantic_ai.BANNER_ENABLED = False
     return {name: build_agent(name, spec, config, models) for name, spec in config.agents.items()}
 
 

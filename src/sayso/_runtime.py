@@ -42,6 +42,8 @@ from ._core.requests import ApprovalRequest, ClientTool, DelegateRequest, Questi
 from ._core.resume import SKIPPED_FOR_FORCE, SKIPPED_FOR_MESSAGE, ResumePlan, open_requests, plan_resume
 from ._core.service import service_notice
 from ._engine import annotate, audit_body, deferred_results, requests_from
+from ._events import call_listeners
+from ._failures import report_failure
 from ._gate import RunDeps
 from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, default_remote_agents
 from ._results import DecideResult, RunResult, request_json
@@ -365,8 +367,7 @@ class Sayso:
     def _emit_opened(self, requests: Sequence[Request]) -> None:
         for request in requests:
             if not isinstance(request, DelegateRequest):
-                for listener in self._listeners:
-                    listener("request.opened", {"request": request_json(request)})
+                call_listeners(self._listeners, "request.opened", {"request": request_json(request)})
 
     def _emit_decided(self, requests: Sequence[Request], records: Sequence[DecisionRecord]) -> None:
         by_id = {r.request_id: r for r in requests}
@@ -383,8 +384,7 @@ class Sayso:
                 data["decision"] = DECISION_ADAPTER.dump_python(record.decision, mode="json")
                 data["by"] = record.by
                 data["principal"] = record.principal
-            for listener in self._listeners:
-                listener(event, data)
+            call_listeners(self._listeners, event, data)
 
     def agent_model(self, agent: str) -> Model | str:
         """The model an agent runs on (a scripted model's `calls` log the requests it answered)."""
@@ -705,7 +705,7 @@ class Sayso:
         except Exception as exc:
             # The boundary of a run: whatever the model or a tool raised, the run is recorded as
             # failed (its pause is already consumed), and the caller gets a result saying why.
-            error = f"{type(exc).__name__}: {exc}"
+            error = report_failure(run.run_id, exc)
             await self.store.finish_run(
                 run,
                 owner=self._owner,
