@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from ._notify import DecisionNotifier
 from ._tools import ASK_USER_TOOL, BUILTIN_TOOLS, as_tool, import_spec
 from .exceptions import ConfigError
 
-__all__ = ["BuiltAgent", "build_agent", "build_agents", "build_models"]
+__all__ = ["BuiltAgent", "build_agent", "build_agents", "build_models", "open_models"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +53,21 @@ def build_agents(config: Config, models: dict[str, Model | str]) -> dict[str, Bu
     # users, would land in the middle of them.
     pydantic_ai.BANNER_ENABLED = False
     return {name: build_agent(name, spec, config, models) for name, spec in config.agents.items()}
+
+
+async def open_models(agents: Iterable[BuiltAgent]) -> AsyncExitStack:
+    """Enter each distinct model of `agents`, so that closing the returned stack closes their HTTP connections.
+
+    A provider's model keeps a connection pool; entered, it is closed with the runtime instead of
+    being left to the garbage collector after the event loop is gone.
+    """
+    stack = AsyncExitStack()
+    seen: set[int] = set()
+    for built in agents:
+        if id(built.model) not in seen:
+            seen.add(id(built.model))
+            await stack.enter_async_context(built.model)
+    return stack
 
 
 def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, Model | str]) -> BuiltAgent:

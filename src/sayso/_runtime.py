@@ -12,7 +12,7 @@ import secrets
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -23,7 +23,7 @@ from pydantic_ai.exceptions import CallDeferred
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 
-from ._agents import BuiltAgent, build_agents, build_models
+from ._agents import BuiltAgent, build_agents, build_models, open_models
 from ._config import Config, load_config
 from ._core.audit import AuditProblem, AuditRecord, verify_chain
 from ._core.decisions import (
@@ -109,6 +109,7 @@ class Sayso:
         self.store = RunStore(config.store_url(), base_dir=config.base_dir)
         built_models: dict[str, Model | str] = {**build_models(config), **(models or {})}
         self._agents = build_agents(config, built_models)
+        self._open_models = AsyncExitStack()
         self._listeners: list[EventListener] = []
         self._remote_urls = _remote_delegates(config)
         self._remote = remote_agents or (default_remote_agents() if self._remote_urls else None)
@@ -123,11 +124,13 @@ class Sayso:
 
     async def __aenter__(self) -> Sayso:
         await self.store.open()
+        self._open_models = await open_models(self._agents.values())
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        await self._open_models.aclose()
         await self.store.aclose()
 
     # the cycle
