@@ -1,4 +1,4 @@
-"""The configuration file (§6.2) as pydantic models, and its loading.
+"""The configuration file (`sayso.yaml`) as pydantic models, and its loading.
 
 These models are the wire schema of `sayso.yaml`; the runtime turns them into the pure
 policy dataclasses of `_core` and into pydantic-ai agents, so nothing past this module
@@ -35,16 +35,22 @@ STORE_ENV = "SAYSO_STORE"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    # Attribute docstrings become field descriptions: the configuration reference is built from them.
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True)
 
 
 class ToolRuleConfig(_Strict):
-    """An object entry of `interrupt.tools`."""
+    """An object entry of `interrupt.tools`: `{name: delete_store, remember: thread, subject: "my.mod:fn"}`."""
 
     name: str
+    """The tool's name, or an fnmatch pattern such as `merchant___*`; a name must be one of the agent's tools."""
     remember: Scope | None = None
+    """The widest scope a person may choose for this tool; unset: the block's `remember`."""
     subject: str | None = None
+    """Import spec of a subject function `(tool_name, args) -> {key, label} | str | None` that narrows what a
+    remembered approval covers (one folder, one store); `None` from it lets the call run without asking."""
     ttl_seconds: float | None = Field(default=None, gt=0)
+    """How long a request for this tool waits before it expires; unset: the block's `ttl_seconds`."""
 
 
 def _string_or_mapping(value: Any) -> str:
@@ -58,15 +64,20 @@ ToolRuleEntry: TypeAlias = Annotated[
 
 
 class InterruptConfig(_Strict):
-    """An agent's `interrupt` block."""
+    """An agent's `interrupt` block: which calls wait for a person, and on what terms."""
 
     tools: list[ToolRuleEntry] = []
+    """The calls that wait for approval: tool names, fnmatch patterns, or rule objects; the first match wins."""
     skip_read_only: bool = False
+    """Let tools declared read-only (`readOnlyHint: true`) run without asking, even when a rule matches."""
     remember: Scope = "once"
+    """The widest scope a person may choose when approving: `once`, `thread` or `always`."""
     ttl_seconds: float | None = Field(default=None, gt=0)
+    """How long requests wait before they expire; unset: they wait until decided."""
     tool_approvals: bool = False
+    """Let a tool's service ask for approval through its reply (`{"sayso_approval": {...}}`)."""
     on_decision: str | None = None
-    """Import spec of a callable told each decision on a service's own approval request (§2.4)."""
+    """Import spec of a callable told each decision on a service's own approval request."""
     decision_webhook: str | None = None
     """URL that receives each such decision as a signed POST."""
     decision_webhook_secret_env: str | None = None
@@ -116,8 +127,11 @@ class OrchestrationConfig(_Strict):
     """kaboo's form of delegation: an entry agent and the agents it may hand work to."""
 
     mode: Literal["delegate"] = "delegate"
+    """The only mode: the entry agent hands work to its connections."""
     entry_name: str
+    """The agent that leads; it gets the connections as delegates."""
     connections: list[DelegateConfig] = []
+    """The agents it may hand work to."""
 
 
 class AgentConfig(_Strict):
@@ -126,13 +140,17 @@ class AgentConfig(_Strict):
     model: Any = None
     """A name from `models`, a pydantic-ai model string, or (from Python) a pydantic-ai `Model`."""
     instructions: str = ""
+    """What the agent is told to do (its system instructions)."""
     description: str | None = None
+    """What the agent is for, as other agents and A2A agent cards show it."""
     tools: list[Any] = []
     """Import specs (`pkg.mod:fn`), or functions and pydantic-ai `Tool`s from Python."""
     client_tools: list[str] = []
     """Names of client-declared tools this agent may call."""
     ask_user: bool = True
+    """Give the agent the built-in `ask_user` tool, to ask the person questions."""
     interrupt: InterruptConfig = InterruptConfig()
+    """Which calls wait for a person."""
     redact: list[str] = []
     """Argument fields (such as `password`) hidden wherever a request is shown."""
     delegates: list[DelegateConfig] = []
@@ -217,7 +235,7 @@ ALL_WEBHOOK_EVENTS: tuple[WebhookEvent, ...] = ("request.opened", "request.decid
 
 
 class WebhookConfig(_Strict):
-    """One entry of the `webhooks:` list: where `sayso serve` sends signed request events (§6.8)."""
+    """One entry of the `webhooks:` list: where `sayso serve` sends signed request events."""
 
     url: str = Field(pattern=r"^https?://")
     """Where events are POSTed."""
@@ -253,7 +271,7 @@ class WebhookConfig(_Strict):
 
 
 class A2AConfig(_Strict):
-    """The `a2a` block: how agents speak A2A (§6.3)."""
+    """The `a2a` block: how agents speak A2A."""
 
     kagent_compat: bool = False
     """Also speak kagent 0.x's DataPart format (`adk_request_confirmation`, `decision_type`) to clients
@@ -264,16 +282,20 @@ class Config(_Strict):
     """A whole `sayso.yaml`."""
 
     store: str = "sqlite:///sayso.db"
+    """Where runs, pauses and decisions are kept: `sqlite:///file.db` (relative to the config file) or
+    `postgresql://user@host/db`; the `SAYSO_STORE` environment variable overrides it."""
     models: dict[str, ModelEntry] = {}
     """Named models: a pydantic-ai model string (`openai:gpt-4o-mini`), a script, or a provider entry."""
     agents: dict[str, AgentConfig]
+    """The agents, by name."""
     entry: str | None = None
+    """The agent a new thread talks to by default (or an orchestration's name); unset: the first agent."""
     principals: list[PrincipalConfig] = []
     """Who may call the API; with none, servers run in local development mode."""
     webhooks: list[WebhookConfig] = []
     """Where `sayso serve` sends signed events when a request opens, is decided or expires."""
     a2a: A2AConfig = A2AConfig()
-    """How agents speak A2A (§6.3)."""
+    """How agents speak A2A."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder that relative paths (store, scripts, tool modules) are resolved from."""
 

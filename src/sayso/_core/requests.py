@@ -90,7 +90,7 @@ class ApprovalRequest(_RequestBase):
     binding: str | None = None
     """Hash of tool, canonical arguments and subject; the executed call must match it."""
     service_request: str | None = None
-    """The id a service gave when it asked for approval through its reply (§2.4)."""
+    """The id a service gave when it asked for approval through its reply (`interrupt.tool_approvals`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
