@@ -143,6 +143,12 @@ async def test_a_client_declared_ask_user_does_not_clash_with_the_built_in(tmp_p
             id="bad-subject",
         ),
         pytest.param("{model: mm}", "unknown model 'mm': did you mean 'm'?", "", id="model-typo"),
+        pytest.param(
+            "{model: m, tools: ['broken_mod:fn']}",
+            "importing 'broken_mod' for 'broken_mod:fn' raised ZeroDivisionError",
+            "correct the import spec",
+            id="module-raises",
+        ),
     ],
 )
 def test_each_error_names_file_line_and_fix(tmp_path: Path, agent: str, problem: str, fix: str) -> None:
@@ -151,6 +157,7 @@ def test_each_error_names_file_line_and_fix(tmp_path: Path, agent: str, problem:
     (tmp_path / "tools_mod.py").write_text(
         "def list_files() -> str:\n    return ''\n\n\ndef ask_user(q: str) -> str:\n    return q\n"
     )
+    (tmp_path / "broken_mod.py").write_text("1 / 0\n")
     config = tmp_path / "sayso.yaml"
     config.write_text(f"models: {{m: {{scripted: s.yaml}}}}\nagents:\n  a: {agent}\n")
     problems = [p for p in check_config(load_config(config)) if p.severity == "error"]

@@ -84,7 +84,7 @@ def check_config(config: Config, *, models: Mapping[str, Model | str] | None = N
 
 
 def raise_on_errors(problems: Sequence[ConfigProblem]) -> None:
-    """Log the warnings and notes; raise one `ConfigError` listing every error.
+    """Log the warnings (and the notes, at info level); raise one `ConfigError` listing every error.
 
     Raises:
         ConfigError: at least one problem is an error.
@@ -94,7 +94,7 @@ def raise_on_errors(problems: Sequence[ConfigProblem]) -> None:
         shown = "\n".join(f"  {p}" for p in errors)
         raise ConfigError(f"the config has {len(errors)} error(s):\n{shown}")
     for problem in problems:
-        logger.warning("%s", problem)
+        logger.log(logging.INFO if problem.severity == "note" else logging.WARNING, "%s", problem)
 
 
 class _Problems:

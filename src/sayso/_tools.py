@@ -115,6 +115,8 @@ def import_spec(spec: str, *, base_dir: Path | None = None) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigError(f"cannot import {module_name!r} for {spec!r}: {exc}") from exc
+    except Exception as exc:  # the user's module failed while importing: report it as their config's problem
+        raise ConfigError(f"importing {module_name!r} for {spec!r} raised {type(exc).__name__}: {exc}") from exc
     try:
         return getattr(module, attr)
     except AttributeError:

@@ -423,18 +423,21 @@ def _json_option(name: str, raw: str) -> Any:
 
 
 class _OneLine(logging.Formatter):
-    """`warning: message` without the traceback: the terminal gets what to act on, not sayso's internals."""
+    """One line per record, without the traceback: the terminal gets what to act on, not sayso's internals."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return f"{record.levelname.lower()}: {record.getMessage()}"
+        message = record.getMessage()
+        # A config problem already says `file:line: warning: ...`.
+        return message if record.name == "sayso.config" else f"{record.levelname.lower()}: {message}"
 
 
 def _log_to_terminal() -> None:
-    """Show sayso's warnings (config notes, a failed run's cause) on stderr as one line each, once."""
+    """Show warnings on stderr, one line each; a failed run is not repeated, its result says why."""
     if logging.getLogger().handlers:  # the host (a test runner, `sayso serve`) already decided where logs go
         return
     handler = logging.StreamHandler()
     handler.setFormatter(_OneLine())
+    handler.addFilter(lambda record: record.name != "sayso.runs")
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
