@@ -1,6 +1,6 @@
 .DEFAULT_GOAL := help
 
-.PHONY: help demo chat test install bench bench-quick
+.PHONY: help demo chat test install docs bench bench-quick
 
 help: ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -15,8 +15,12 @@ chat: ## chat with the file-manager example in the terminal
 	scripts/setup
 	.venv/bin/sayso chat examples/files/sayso.yaml $(ARGS)
 
-test: ## lint, type-check and run the whole test suite
+test: ## lint, type-check, build the docs and the wheel, and run the whole test suite
 	scripts/test
+
+docs: ## serve the documentation site on http://127.0.0.1:8001/ (built with mkdocs from docs/)
+	scripts/setup dev
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs serve --dev-addr 127.0.0.1:8001
 
 bench: ## sayso vs LangGraph and pydantic-ai, whole matrix + footprint + profile (~25 min); writes bench/RESULTS.md
 	scripts/setup dev bench

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
 
 import pytest
+from pydantic_ai.models import Model
+from pydantic_ai.models.openai import OpenAIChatModel
 
 import sayso
 from sayso import ConfigError, Sayso, ScriptedModel, load_config
@@ -87,10 +90,67 @@ async def test_relative_sqlite_path_is_next_to_the_config(monkeypatch: pytest.Mo
     assert app.store.url == f"sqlite+aiosqlite:///{EXAMPLE.parent / 'sayso.db'}"
 
 
-def test_model_strings_are_resolved_only_when_used(tmp_path: Path) -> None:
-    """An agent on a hosted model can be configured without its API key; the key is needed only to run it."""
+def test_a_hosted_model_without_its_key_is_refused_at_load(tmp_path: Path) -> None:
+    """A model string whose API key is not set stops the load and names the variable to set."""
+    config = write(tmp_path, "agents:\n  a:\n    model: 'openai:gpt-4o-mini'\n")
+    with pytest.raises(ConfigError) as refused:
+        Sayso.from_yaml(config)
+    assert f"{config}:3: error: agents.a.model: model 'openai:gpt-4o-mini' needs an API key" in str(refused.value)
+    assert "set the environment variable 'OPENAI_API_KEY'" in str(refused.value)
+
+
+def test_a_hosted_model_with_its_key_is_built_at_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the key set, the model string becomes pydantic-ai's model for that provider when the config loads."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     app = Sayso.from_yaml(write(tmp_path, "agents: {a: {model: 'openai:gpt-4o-mini'}}"))
-    assert app.agent_model("a") == "openai:gpt-4o-mini"
+    model = app.agent_model("a")
+    assert isinstance(model, Model)
+    assert (model.system, model.model_name) == ("openai", "gpt-4o-mini")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("anthropic") is not None, reason="the anthropic package is installed")
+def test_a_missing_provider_package_names_the_install_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A provider whose package is not installed is refused with the exact `pip install` line."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with pytest.raises(ConfigError, match=r"needs a package that is not installed: pip install 'sayso\[anthropic\]'"):
+        Sayso.from_yaml(write(tmp_path, "agents: {a: {model: 'anthropic:claude-sonnet-4-5'}}"))
+
+
+@pytest.mark.parametrize(
+    "model",
+    [pytest.param("gpt4", id="no-provider"), pytest.param("nowhere:model", id="unknown-provider")],
+)
+def test_an_unknown_model_string_is_refused_at_load(tmp_path: Path, model: str) -> None:
+    """A model string pydantic-ai cannot place is an error that says what a model string looks like."""
+    with pytest.raises(ConfigError, match=f"unknown model '{model}': use a pydantic-ai model string such as"):
+        Sayso.from_yaml(write(tmp_path, f"agents: {{a: {{model: '{model}'}}}}"))
+
+
+def test_a_local_openai_compatible_server_needs_no_key(tmp_path: Path) -> None:
+    """`{provider: openai, base_url: ...}` (Ollama, llama.cpp) loads without any key and speaks chat completions."""
+    app = Sayso.from_yaml(
+        write(
+            tmp_path,
+            "models: {local: {provider: openai, name: llama3, base_url: 'http://127.0.0.1:11434/v1'}}\n"
+            "agents: {a: {model: local}}",
+        )
+    )
+    model = app.agent_model("a")
+    assert isinstance(model, OpenAIChatModel)
+    assert (model.model_name, model.base_url) == ("llama3", "http://127.0.0.1:11434/v1/")
+
+
+def test_a_key_variable_that_is_not_set_is_named(tmp_path: Path) -> None:
+    """`api_key_env` naming an unset variable stops the load at that model's line, naming the variable."""
+    config = write(
+        tmp_path,
+        "models:\n  local: {provider: openai, name: llama3, base_url: 'http://h/v1', api_key_env: LLAMA_KEY}\n"
+        "agents: {a: {model: local}}",
+    )
+    with pytest.raises(ConfigError) as refused:
+        Sayso.from_yaml(config)
+    assert f"{config}:2: models.local:" in str(refused.value)
+    assert "the environment variable 'LLAMA_KEY', which is not set" in str(refused.value)
 
 
 def test_scripted_model_says_it_is_a_script() -> None:

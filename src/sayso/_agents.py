@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pydantic_ai
 from pydantic_ai import Agent, DeferredToolRequests, RunContext, Tool
 from pydantic_ai.models import Model
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset
 
-from ._config import AgentConfig, Config, ScriptedModelConfig
+from ._checks import check_config, raise_on_errors
+from ._config import AgentConfig, Config
 from ._core.policy import InterruptPolicy
 from ._gate import GateToolset, RunDeps
+from ._models import build_models, resolve_model
 from ._notify import DecisionNotifier
-from ._scripted import ScriptedModel
-from ._tools import ASK_USER_TOOL, as_tool, import_spec
+from ._tools import ASK_USER_TOOL, BUILTIN_TOOLS, as_tool, import_spec
 from .exceptions import ConfigError
 
 if TYPE_CHECKING:
     from ._mcp import McpToolset
+
+__all__ = ["BuiltAgent", "build_agent", "build_agents", "build_models", "open_models"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,12 +37,42 @@ class BuiltAgent:
     agent: Agent[RunDeps, str | DeferredToolRequests]
     policy: InterruptPolicy
     client_tools: frozenset[str]
-    model: Model | str
+    model: Model
     gate: GateToolset
     redact: tuple[str, ...]
     notifier: DecisionNotifier
     mcp: McpToolset | None = None
     """The agent's MCP bindings, when it has any; `await mcp.verify()` checks them against the servers."""
+
+
+def build_agents(config: Config, models: dict[str, Model | str]) -> dict[str, BuiltAgent]:
+    """Check the whole config (`sayso check`'s checks), then build every agent.
+
+    Raises:
+        ConfigError: listing every error of the config, each with its file, line and fix;
+            warnings are logged and the agents are built.
+    """
+    raise_on_errors(check_config(config, models=models))
+    # sayso presents its agents' runs itself (chat, CLI panels, the server log): pydantic-ai's
+    # first-run banner, which it documents as switchable for libraries that run agents for their
+    # users, would land in the middle of them.
+    pydantic_ai.BANNER_ENABLED = False
+    return {name: build_agent(name, spec, config, models) for name, spec in config.agents.items()}
+
+
+async def open_models(agents: Iterable[BuiltAgent]) -> AsyncExitStack:
+    """Enter each distinct model of `agents`, so that closing the returned stack closes their HTTP connections.
+
+    A provider's model keeps a connection pool; entered, it is closed with the runtime instead of
+    being left to the garbage collector after the event loop is gone.
+    """
+    stack = AsyncExitStack()
+    seen: set[int] = set()
+    for built in agents:
+        if id(built.model) not in seen:
+            seen.add(id(built.model))
+            await stack.enter_async_context(built.model)
+    return stack
 
 
 def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, Model | str]) -> BuiltAgent:
@@ -52,11 +88,11 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
     mcp = _mcp_toolset(name, spec, config)
     gate = GateToolset(own if mcp is None else CombinedToolset([own, mcp]), policy=policy, subjects=subjects)
     toolsets: list[Any] = [gate]
-    if spec.ask_user:
+    if spec.ask_user or "ask_user" in spec.client_tools:
         if "ask_user" in names:
             raise ConfigError(f"agent {name!r} defines its own 'ask_user'; set 'ask_user: false' to use it")
         toolsets.append(FunctionToolset([ASK_USER_TOOL]))
-    model = _model(spec.model, config, models, agent=name)
+    model = resolve_model(spec.model, models, agent=name)
     agent: Agent[RunDeps, str | DeferredToolRequests] = Agent(
         model,
         output_type=[str, DeferredToolRequests],
@@ -64,14 +100,13 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
         deps_type=RunDeps,
         name=name,
         toolsets=toolsets,
-        # Models named by string resolve (and look for their API keys) only when first called.
-        defer_model_check=True,
     )
     return BuiltAgent(
         name=name,
         agent=agent,
         policy=policy,
-        client_tools=frozenset(spec.client_tools),
+        # A built-in's name among the client tools stands for the built-in (`check_config` notes it).
+        client_tools=frozenset(spec.client_tools) - BUILTIN_TOOLS,
         model=model,
         gate=gate,
         redact=tuple(spec.redact),
@@ -126,25 +161,3 @@ def _tool(obj: object, base_dir: Path) -> Tool[Any]:
     if isinstance(obj, str):
         obj = import_spec(obj, base_dir=base_dir)
     return as_tool(obj)
-
-
-def build_models(config: Config) -> dict[str, Model | str]:
-    """The named models of the config; scripted ones are loaded now, model strings resolve when first used."""
-    return {
-        name: ScriptedModel.from_file(config.base_dir / entry.scripted)
-        if isinstance(entry, ScriptedModelConfig)
-        else entry
-        for name, entry in config.models.items()
-    }
-
-
-def _model(ref: Any, config: Config, models: dict[str, Model | str], *, agent: str) -> Model | str:
-    if isinstance(ref, Model):
-        return ref
-    if ref is None:
-        if len(models) == 1:
-            return next(iter(models.values()))
-        raise ConfigError(f"agent {agent!r} names no model (and the config has {len(models)} to choose from)")
-    if not isinstance(ref, str):
-        raise ConfigError(f"agent {agent!r}: model must be a name or a pydantic-ai model string, not {ref!r}")
-    return models.get(ref, ref)

@@ -1,4 +1,4 @@
-"""The configuration file (§6.2) as pydantic models, and its loading.
+"""The configuration file (`sayso.yaml`) as pydantic models, and its loading.
 
 These models are the wire schema of `sayso.yaml`; the runtime turns them into the pure
 policy dataclasses of `_core` and into pydantic-ai agents, so nothing past this module
@@ -8,11 +8,22 @@ reads raw YAML.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_ai import Tool
 
 from ._core.policy import InterruptPolicy, ToolRule
@@ -25,28 +36,49 @@ STORE_ENV = "SAYSO_STORE"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    # Attribute docstrings become field descriptions: the configuration reference is built from them.
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True)
 
 
 class ToolRuleConfig(_Strict):
-    """An object entry of `interrupt.tools`."""
+    """An object entry of `interrupt.tools`: `{name: delete_store, remember: thread, subject: "my.mod:fn"}`."""
 
     name: str
+    """The tool's name, or an fnmatch pattern such as `merchant___*`; a name must be one of the agent's tools."""
     remember: Scope | None = None
+    """The widest scope a person may choose for this tool; unset: the block's `remember`."""
     subject: str | None = None
+    """Import spec of a subject function `(tool_name, args) -> {key, label} | str | None` that narrows what a
+    remembered approval covers (one folder, one store); `None` from it lets the call run without asking."""
     ttl_seconds: float | None = Field(default=None, gt=0)
+    """How long a request for this tool waits before it expires; unset: the block's `ttl_seconds`."""
+
+
+def _string_or_mapping(value: Any) -> str:
+    """Which member of a `name | {...}` union an entry is, so an error names only that one's problem."""
+    return "Name" if isinstance(value, str) else "Entry"
+
+
+ToolRuleEntry: TypeAlias = Annotated[
+    Annotated[str, Tag("Name")] | Annotated[ToolRuleConfig, Tag("Entry")], Discriminator(_string_or_mapping)
+]
 
 
 class InterruptConfig(_Strict):
-    """An agent's `interrupt` block."""
+    """An agent's `interrupt` block: which calls wait for a person, and on what terms."""
 
-    tools: list[str | ToolRuleConfig] = []
+    tools: list[ToolRuleEntry] = []
+    """The calls that wait for approval: tool names, fnmatch patterns, or rule objects; the first match wins."""
     skip_read_only: bool = False
+    """Let tools declared read-only (`readOnlyHint: true`) run without asking, even when a rule matches."""
     remember: Scope = "once"
+    """The widest scope a person may choose when approving: `once`, `thread` or `always`."""
     ttl_seconds: float | None = Field(default=None, gt=0)
+    """How long requests wait before they expire; unset: they wait until decided."""
     tool_approvals: bool = False
+    """Let a tool's service ask for approval through its reply (`{"sayso_approval": {...}}`)."""
     on_decision: str | None = None
-    """Import spec of a callable told each decision on a service's own approval request (§2.4)."""
+    """Import spec of a callable told each decision on a service's own approval request."""
     decision_webhook: str | None = None
     """URL that receives each such decision as a signed POST."""
     decision_webhook_secret_env: str | None = None
@@ -96,8 +128,11 @@ class OrchestrationConfig(_Strict):
     """kaboo's form of delegation: an entry agent and the agents it may hand work to."""
 
     mode: Literal["delegate"] = "delegate"
+    """The only mode: the entry agent hands work to its connections."""
     entry_name: str
+    """The agent that leads; it gets the connections as delegates."""
     connections: list[DelegateConfig] = []
+    """The agents it may hand work to."""
 
 
 class AgentConfig(_Strict):
@@ -106,13 +141,17 @@ class AgentConfig(_Strict):
     model: Any = None
     """A name from `models`, a pydantic-ai model string, or (from Python) a pydantic-ai `Model`."""
     instructions: str = ""
+    """What the agent is told to do (its system instructions)."""
     description: str | None = None
+    """What the agent is for, as other agents and A2A agent cards show it."""
     tools: list[Any] = []
     """Import specs (`pkg.mod:fn`), or functions and pydantic-ai `Tool`s from Python."""
     client_tools: list[str] = []
     """Names of client-declared tools this agent may call."""
     ask_user: bool = True
+    """Give the agent the built-in `ask_user` tool, to ask the person questions."""
     interrupt: InterruptConfig = InterruptConfig()
+    """Which calls wait for a person."""
     redact: list[str] = []
     """Argument fields (such as `password`) hidden wherever a request is shown."""
     delegates: list[DelegateConfig] = []
@@ -133,6 +172,47 @@ class ScriptedModelConfig(_Strict):
     """A scripted model: `{scripted: path/to/script.yaml}`."""
 
     scripted: str
+    """The script's path, relative to the config file."""
+
+
+ModelProvider: TypeAlias = Literal["openai", "anthropic", "google"]
+"""Providers a `models:` entry may name; `openai` also covers every server that speaks its chat API."""
+
+
+class ProviderModelConfig(_Strict):
+    """A model served over a provider's API: `{provider: openai, name: llama3, base_url: ..., api_key_env: ...}`.
+
+    With `provider: openai` and a `base_url`, any server that speaks OpenAI's chat completions API
+    works: Ollama (`http://127.0.0.1:11434/v1`), llama.cpp's `llama-server`, vLLM, LM Studio.
+    """
+
+    provider: ModelProvider
+    """Whose API the model is served over; install its extra (`pip install 'sayso[openai]'`)."""
+    name: str = Field(min_length=1)
+    """The model's name as the server knows it (`gpt-4o-mini`, `llama3`, `claude-sonnet-4-5`)."""
+    base_url: str | None = Field(default=None, pattern=r"^https?://")
+    """Where the API is served; the provider's own endpoint when unset."""
+    api_key_env: str | None = None
+    """Environment variable holding the API key; unset: the provider's usual variable (`OPENAI_API_KEY`...),
+    or no key at all for a local server at `base_url`."""
+
+
+def _model_kind(value: Any) -> str:
+    """Which member of the `models:` union an entry is, so an error names only that one's problem."""
+    if isinstance(value, str):
+        return "Name"
+    if isinstance(value, ScriptedModelConfig) or (isinstance(value, dict) and "scripted" in value):
+        return "Script"
+    return "Provider"
+
+
+ModelEntry: TypeAlias = Annotated[
+    Annotated[str, Tag("Name")]
+    | Annotated[ScriptedModelConfig, Tag("Script")]
+    | Annotated[ProviderModelConfig, Tag("Provider")],
+    Discriminator(_model_kind),
+]
+"""One entry of `models:`: a pydantic-ai model string, a script or a provider entry."""
 
 
 class PrincipalConfig(_Strict):
@@ -158,7 +238,7 @@ ALL_WEBHOOK_EVENTS: tuple[WebhookEvent, ...] = ("request.opened", "request.decid
 
 
 class WebhookConfig(_Strict):
-    """One entry of the `webhooks:` list: where `sayso serve` sends signed request events (§6.8)."""
+    """One entry of the `webhooks:` list: where `sayso serve` sends signed request events."""
 
     url: str = Field(pattern=r"^https?://")
     """Where events are POSTed."""
@@ -194,7 +274,7 @@ class WebhookConfig(_Strict):
 
 
 class A2AConfig(_Strict):
-    """The `a2a` block: how agents speak A2A (§6.3)."""
+    """The `a2a` block: how agents speak A2A."""
 
     kagent_compat: bool = False
     """Also speak kagent 0.x's DataPart format (`adk_request_confirmation`, `decision_type`) to clients
@@ -205,15 +285,20 @@ class Config(_Strict):
     """A whole `sayso.yaml`."""
 
     store: str = "sqlite:///sayso.db"
-    models: dict[str, str | ScriptedModelConfig] = {}
+    """Where runs, pauses and decisions are kept: `sqlite:///file.db` (relative to the config file) or
+    `postgresql://user@host/db`; the `SAYSO_STORE` environment variable overrides it."""
+    models: dict[str, ModelEntry] = {}
+    """Named models: a pydantic-ai model string (`openai:gpt-4o-mini`), a script, or a provider entry."""
     agents: dict[str, AgentConfig]
+    """The agents, by name."""
     entry: str | None = None
+    """The agent a new thread talks to by default (or an orchestration's name); unset: the first agent."""
     principals: list[PrincipalConfig] = []
     """Who may call the API; with none, servers run in local development mode."""
     webhooks: list[WebhookConfig] = []
     """Where `sayso serve` sends signed events when a request opens, is decided or expires."""
     a2a: A2AConfig = A2AConfig()
-    """How agents speak A2A (§6.3)."""
+    """How agents speak A2A."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder that relative paths (store, scripts, tool modules) are resolved from."""
 
@@ -230,6 +315,22 @@ class Config(_Strict):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    _source: Path | None = PrivateAttr(default=None)
+    _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
+
+    @property
+    def source(self) -> Path | None:
+        """The file this config was read from; `None` for a config built in Python."""
+        return self._source
+
+    def line_of(self, path: Sequence[str | int]) -> int | None:
+        """The line of the file where the entry at `path` (such as `agents.files.tools.0`) is written.
+
+        Steps of `path` that the file does not hold (pydantic's union branch names, defaults) are
+        passed over, so the nearest written entry answers.
+        """
+        return _line_of(self._lines, path)
 
     @model_validator(mode="after")
     def _entry_exists(self) -> Config:
@@ -266,10 +367,14 @@ class Config(_Strict):
 
 
 def load_config(path: str | Path) -> Config:
-    """Read and validate a config file; every problem is a `ConfigError` naming the file."""
+    """Read and validate a config file; every problem is a `ConfigError` naming the file and line.
+
+    This checks the file's shape. What needs the agents' code (do the approval rules name real
+    tools, can each model be reached) is checked when the agents are built, and by `sayso check`.
+    """
     file = Path(path)
     try:
-        raw = yaml.safe_load(file.read_text())
+        raw, lines = _read_yaml(file.read_text())
     except OSError as exc:
         raise ConfigError(f"cannot read config {str(file)!r}: {exc.strerror}") from exc
     except yaml.YAMLError as exc:
@@ -277,6 +382,84 @@ def load_config(path: str | Path) -> Config:
     if not isinstance(raw, dict):
         raise ConfigError(f"config {str(file)!r} must be a mapping with 'agents'")
     try:
-        return Config.model_validate({**raw, "base_dir": file.resolve().parent})
+        config = Config.model_validate({**raw, "base_dir": file.resolve().parent})
     except ValidationError as exc:
-        raise ConfigError(f"config {str(file)!r} is invalid:\n{exc}") from exc
+        problems = sorted((_validation_line(file, lines, error) for error in exc.errors()), key=lambda p: p[0])
+        shown = "\n".join(text for _, text in problems)
+        raise ConfigError(f"config {str(file)!r} is invalid:\n{shown}") from exc
+    config._source = file
+    config._lines = lines
+    return config
+
+
+def config_path(path: Sequence[str | int]) -> str:
+    """A config location as people write it: `agents.files.interrupt.tools[0]`."""
+    text = ""
+    for step in path:
+        text += f"[{step}]" if isinstance(step, int) else f".{step}" if text else step
+    return text
+
+
+def _read_yaml(text: str) -> tuple[Any, dict[tuple[str | int, ...], int]]:
+    """The document, and the line of every mapping key and list item in it (PyYAML's node marks)."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
+    lines: dict[tuple[str | int, ...], int] = {}
+    if node is not None:
+        _mark_lines(node, (), lines)
+    return data, lines
+
+
+def _mark_lines(node: yaml.Node, path: tuple[str | int, ...], lines: dict[tuple[str | int, ...], int]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                step = (*path, str(key.value))
+                lines.setdefault(step, key.start_mark.line + 1)
+                _mark_lines(value, step, lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            step = (*path, index)
+            lines[step] = item.start_mark.line + 1
+            _mark_lines(item, step, lines)
+
+
+def _line_of(lines: dict[tuple[str | int, ...], int], path: Sequence[str | int]) -> int | None:
+    found: tuple[str | int, ...] = ()
+    for step in path:
+        if (*found, step) in lines:
+            found = (*found, step)
+    return lines.get(found)
+
+
+_FIXES = {
+    "extra_forbidden": "remove it, or correct its spelling (the configuration reference lists every field)",
+    "missing": "add it",
+}
+
+
+def _validation_line(file: Path, lines: dict[tuple[str | int, ...], int], error: Any) -> tuple[int, str]:
+    """One schema problem as `file:line: where: what. Fix: how`, with its line to sort by."""
+    loc = tuple(error["loc"])
+    line = _line_of(lines, loc)
+    shown: list[str | int] = []
+    written: tuple[str | int, ...] = ()
+    for step in loc:
+        if (*written, step) in lines:
+            written = (*written, step)
+            shown.append(step)
+        elif not _is_union_branch(step):
+            shown.append(step)
+    where = config_path(shown) or "the config"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    fix = _FIXES.get(str(error["type"]))
+    return line or 1, f"  {file}:{line or 1}: {where}: {message}" + (f". Fix: {fix}." if fix else "")
+
+
+def _is_union_branch(step: str | int) -> bool:
+    """Whether a step of pydantic's error location names a union member (`str`, `ToolRuleConfig`), not a field."""
+    return isinstance(step, str) and (step in ("str", "int", "float", "bool") or step[:1].isupper() or "[" in step)

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, Field
 from pydantic_ai import RunContext, Tool
@@ -39,12 +39,36 @@ class ToolOptions:
     """Why a person should look at a call, shown on the approval request."""
 
 
+@overload
+def tool(func: F, /) -> F: ...
+
+
+@overload
 def tool(
     *, requires_approval: bool = False, read_only: bool = False, idempotent: bool = False, hint: str | None = None
-) -> Callable[[F], F]:
+) -> Callable[[F], F]: ...
+
+
+def tool(
+    func: F | None = None,
+    /,
+    *,
+    requires_approval: bool = False,
+    read_only: bool = False,
+    idempotent: bool = False,
+    hint: str | None = None,
+) -> F | Callable[[F], F]:
     """Declare how sayso treats a tool function; the function itself is unchanged.
 
+    Use it bare (`@sayso.tool`) for the defaults, or with options:
+
+    ```python
+    @sayso.tool(requires_approval=True, hint="Refunds move money.")
+    def refund(order_id: str) -> str: ...
+    ```
+
     Args:
+        func: the tool function, when the decorator is used without parentheses.
         requires_approval: every call waits for a person.
         read_only: the tool changes nothing.
         idempotent: running it twice is harmless.
@@ -52,11 +76,13 @@ def tool(
     """
     options = ToolOptions(requires_approval=requires_approval, read_only=read_only, idempotent=idempotent, hint=hint)
 
-    def mark(func: F) -> F:
-        func.__sayso_tool__ = options  # type: ignore[attr-defined]  # options ride on the function itself
-        return func
+    def mark(target: F) -> F:
+        if not callable(target):
+            raise TypeError(f"@sayso.tool decorates a function, not {target!r}")
+        target.__sayso_tool__ = options  # type: ignore[attr-defined]  # options ride on the function itself
+        return target
 
-    return mark
+    return mark if func is None else mark(func)
 
 
 TOOL_INFO_KEY = "sayso_tool_info"
@@ -97,6 +123,8 @@ def import_spec(spec: str, *, base_dir: Path | None = None) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigError(f"cannot import {module_name!r} for {spec!r}: {exc}") from exc
+    except Exception as exc:  # the user's module failed while importing: report it as their config's problem
+        raise ConfigError(f"importing {module_name!r} for {spec!r} raised {type(exc).__name__}: {exc}") from exc
     try:
         return getattr(module, attr)
     except AttributeError:
@@ -130,6 +158,9 @@ async def ask_user(questions: list[AskUserQuestion]) -> list[dict[str, Any]]:
 
 
 ASK_USER_TOOL: Tool[Any] = Tool(ask_user, name="ask_user")
+
+BUILTIN_TOOLS = frozenset({ASK_USER_TOOL.name})
+"""Tool names sayso itself provides; a client tool of that name stands for the built-in."""
 
 
 # client tools

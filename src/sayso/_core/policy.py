@@ -43,7 +43,7 @@ class InterruptPolicy:
     ttl_seconds: float | None = None
     """Default time a request waits before it expires; `None` waits forever."""
     tool_approvals: bool = False
-    """Whether tools may ask for approval through their reply (§2.4)."""
+    """Whether tools may ask for approval through their reply (`{"sayso_approval": {...}}`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

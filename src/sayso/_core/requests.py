@@ -106,7 +106,7 @@ class ApprovalRequest(_RequestBase):
     binding: str | None = None
     """Hash of tool, canonical arguments and subject; the executed call must match it."""
     service_request: str | None = None
-    """The id a service gave when it asked for approval through its reply (§2.4)."""
+    """The id a service gave when it asked for approval through its reply (`interrupt.tool_approvals`)."""
     tool_info: ToolInfo | None = None
     """What the tool's source (an MCP server) says about it: title, description, destructive or read-only."""
 

@@ -15,7 +15,7 @@ from .._core.decisions import DECISION_ADAPTER, DecisionRecord, Expire
 from .._core.requests import DelegateRequest, Request
 from .._results import request_json
 
-logger = logging.getLogger("sayso")
+logger = logging.getLogger("sayso.events")
 
 RequestEvent = Literal["request.opened", "request.decided", "request.expired"]
 EventListener = Callable[[RequestEvent, dict[str, Any]], None]
@@ -63,4 +63,4 @@ class Events:
             except Exception:
                 # A listener is the embedder's code: its failure is theirs to see in the log,
                 # never a reason for a run or a decision to fail.
-                logger.exception("event listener %r failed on %s", listener, event)
+                logger.exception("listener %r raised on %s; the run goes on", listener, event)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -17,13 +18,15 @@ from typing import Any, Literal
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 
-from .._agents import build_agent, build_models
+from .._agents import build_agents, build_models, open_models
+from .._checks import known_tool_names
 from .._config import Config, load_config
 from .._core import access
 from .._core.access import LOCAL, Principal
 from .._core.audit import AuditProblem, AuditRecord, verify_chain
 from .._core.decisions import Decision
 from .._core.grants import Grant
+from .._core.policy import InterruptPolicy
 from .._core.requests import ClientTool
 from .._results import DecideResult, RunResult
 from .._store import (
@@ -104,13 +107,14 @@ class Sayso:
         self._k = Kernel(
             config=config,
             store=store or store_from_url(config.store_url(), base_dir=config.base_dir),
-            agents={name: build_agent(name, spec, config, built_models) for name, spec in config.agents.items()},
+            agents=build_agents(config, built_models),
             clock=clock,
             lease_seconds=lease_seconds,
             remote_urls=urls,
             remote=remote_agents,
         )
         self._open = False
+        self._models = AsyncExitStack()
 
     @classmethod
     def from_yaml(cls, path: str | Path, **kwargs: Any) -> Sayso:
@@ -124,6 +128,7 @@ class Sayso:
 
     async def __aenter__(self) -> Sayso:
         await self._k.store.open()
+        self._models = await open_models(self._k.agents.values())
         self._open = True
         return self
 
@@ -131,7 +136,10 @@ class Sayso:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._open = False
-        await self._k.store.aclose()
+        try:
+            await self._models.aclose()
+        finally:
+            await self._k.store.aclose()
 
     def principal(self, who: PrincipalLike) -> Principal:
         """The principal a name stands for: its configured approver role, or the local caller in local mode."""
@@ -444,6 +452,9 @@ class Sayso:
         for name, built in self._k.agents.items():
             if (agent is None or name == agent) and built.mcp is not None:
                 seen[name] = sorted(await built.mcp.verify())
+                _check_rules_against(
+                    name, built.policy, [*seen[name], *known_tool_names(self.config.agents[name], self.config)]
+                )
         return seen
 
     def agent_model(self, agent: str) -> Model | str:
@@ -458,3 +469,13 @@ class Sayso:
         who = self.principal(principal)
         if not access.may_read_audit(who):
             raise NotAllowed(subject_id, f"{who.name!r} is not an approver; {problem}", subject="approver")
+
+
+def _check_rules_against(agent: str, policy: InterruptPolicy, tools: list[str]) -> None:
+    """Fail closed once an agent's MCP tools are known: an exact approval rule must name one of its tools."""
+    for rule in policy.tools:
+        if not any(c in rule.name for c in "*?[") and not any(rule.matches(t) for t in tools):
+            raise ConfigError(
+                f"agent {agent!r}: the approval rule names {rule.name!r}, which is none of the agent's tools "
+                f"(its MCP servers offer: {', '.join(sorted(tools)) or 'nothing'}); the call would run without asking"
+            )

@@ -25,7 +25,7 @@ from .._gate import RunDeps
 from .._results import RunResult
 from .._store import Claim, RunRecord
 from .._tools import ClientToolset
-from ._failures import describe_failure
+from ._failures import report_failure
 from ._leases import holding
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ async def execute(
     except Exception as exc:
         # The boundary of a run: whatever the model or a tool raised, the run is recorded as
         # failed (its pause is already consumed), and the caller gets a result saying why.
-        error = describe_failure(exc)
+        error = report_failure(run.run_id, exc)
         await k.store.finish_run(
             run,
             owner=k.owner,

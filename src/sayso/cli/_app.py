@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
+from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, TypeVar
 
 import anyio
@@ -12,7 +14,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperCommand
 
+from .._checks import ConfigProblem, check_config
+from .._config import load_config
 from .._core.access import LOCAL
 from .._core.audit import AuditProblem
 from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
@@ -21,7 +26,40 @@ from .._results import DecideResult, RunResult, request_json, run_json
 from .._runtime import Sayso
 from ..exceptions import ConfigError, NotFound, SaysoError
 from ._chat import chat_loop
-from ._render import print_result, request_panel
+from ._render import print_request, print_result
+
+
+class _Command(TyperCommand):
+    """A command whose help reads plainly: `CONFIG` rather than `{CONFIG} <str>`, flags without `<bool>`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["rich_markup_mode"] = None
+        super().__init__(*args, **kwargs)
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                name = _argument_name(param)
+                pieces.append(name if param.required else f"[{name}]")
+        return pieces
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        params = self.get_params(ctx)
+        arguments = [
+            (_argument_name(p), getattr(p, "help", None) or "") for p in params if p.param_type_name == "argument"
+        ]
+        options = [r for p in params if p.param_type_name == "option" and (r := p.get_help_record(ctx)) is not None]
+        for title, rows in (("Arguments", arguments), ("Options", options)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+def _argument_name(param: Any) -> str:
+    name = str(param.metavar or (param.name or "").upper())
+    return f"{name}..." if param.nargs != 1 else name
+
 
 app = typer.Typer(
     name="sayso",
@@ -29,18 +67,41 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 console = Console()
 errors = Console(stderr=True)
 
 T = TypeVar("T")
 
-ConfigArg = Annotated[str, typer.Argument(help="Path to sayso.yaml.", metavar="CONFIG")]
+ConfigArg = Annotated[str, typer.Argument(help="Path to sayso.yaml.", metavar="CONFIG", show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of panels.")]
 INBOX_LIMIT = 100
 """How many open requests `sayso inbox` lists, oldest first."""
 
-PrincipalOpt = Annotated[str, typer.Option("--principal", help="Who is acting.", envvar="SAYSO_PRINCIPAL")]
+PrincipalOpt = Annotated[
+    str, typer.Option("--principal", help="Who is acting.", envvar="SAYSO_PRINCIPAL", metavar="NAME")
+]
+AgentOpt = Annotated[str | None, typer.Option(help="Agent to talk to (default: the entry agent).", metavar="NAME")]
+ThreadOpt = Annotated[str | None, typer.Option(help="Continue this thread.", metavar="THREAD_ID")]
+
+
+def _version(show: bool) -> None:
+    if show:
+        try:
+            print(f"sayso {version('sayso')}")
+        except PackageNotFoundError:  # pragma: no cover  # run from a source tree that was never installed
+            print("sayso (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    show_version: Annotated[
+        bool, typer.Option("--version", help="Print sayso's version and exit.", callback=_version, is_eager=True)
+    ] = False,
+) -> None:
+    """Agents that pause for a person and carry on exactly where they stopped."""
 
 
 def _with_app(config: str, work: Callable[[Sayso], Awaitable[T]], *, as_json: bool = False) -> T:
@@ -50,6 +111,7 @@ def _with_app(config: str, work: Callable[[Sayso], Awaitable[T]], *, as_json: bo
         async with Sayso.from_yaml(config) as runtime:
             return await work(runtime)
 
+    _log_to_terminal()
     try:
         return anyio.run(main)
     except SaysoError as exc:
@@ -61,30 +123,33 @@ def _with_app(config: str, work: Callable[[Sayso], Awaitable[T]], *, as_json: bo
         raise typer.Exit(code) from None
 
 
-def _print(result: RunResult, as_json: bool) -> None:
+def _print(result: RunResult, as_json: bool, *, config: str | None = None) -> None:
+    """Print a run's result; a failed run exits 1, so scripts notice."""
     if as_json:
         print(json.dumps(run_json(result), ensure_ascii=False))
     else:
-        print_result(console, result)
+        print_result(console, result, config=config)
+    if result.status == "failed":
+        raise typer.Exit(1)
 
 
-@app.command()
+@app.command(cls=_Command)
 def chat(
     config: ConfigArg,
-    agent: Annotated[str | None, typer.Option(help="Agent to talk to (default: the entry agent).")] = None,
-    thread: Annotated[str | None, typer.Option(help="Continue this thread.")] = None,
+    agent: AgentOpt = None,
+    thread: ThreadOpt = None,
     principal: PrincipalOpt = "local",
 ) -> None:
     """Chat with an agent, answering its requests at the prompt."""
     _with_app(config, lambda rt: chat_loop(rt, console, agent=agent, thread_id=thread, principal=principal))
 
 
-@app.command()
+@app.command(cls=_Command)
 def run(
     config: ConfigArg,
     message: Annotated[str, typer.Argument(help="What you say to the agent.")],
-    agent: Annotated[str | None, typer.Option(help="Agent to talk to (default: the entry agent).")] = None,
-    thread: Annotated[str | None, typer.Option(help="Continue this thread.")] = None,
+    agent: AgentOpt = None,
+    thread: ThreadOpt = None,
     principal: PrincipalOpt = "local",
     as_json: JsonOpt = False,
 ) -> None:
@@ -96,23 +161,29 @@ def run(
         with console.status("working…"):
             return await rt.run(message, agent=agent, thread_id=thread, principal=principal)
 
-    _print(_with_app(config, work, as_json=as_json), as_json)
+    _print(_with_app(config, work, as_json=as_json), as_json, config=config)
 
 
-@app.command()
+@app.command(cls=_Command)
 def decide(
     config: ConfigArg,
-    request_id: Annotated[str, typer.Argument(help="The request to decide.")],
-    action: Annotated[str, typer.Argument(help="approve, reject, skip, answer, result or error.")],
+    request_id: Annotated[str, typer.Argument(help="The request to decide.", metavar="REQUEST_ID")],
+    action: Annotated[str, typer.Argument(help="approve, reject, skip, answer, result or error.", metavar="ACTION")],
     values: Annotated[
         list[str] | None,
-        typer.Argument(help="answer: one answer per question; result: the value (JSON or text); error: the message."),
+        typer.Argument(
+            help="answer: one answer per question; result: the value (JSON or text); error: the message.",
+            metavar="VALUE",
+        ),
     ] = None,
-    reason: Annotated[str | None, typer.Option(help="Why you reject or skip.")] = None,
-    args: Annotated[str | None, typer.Option("--args", help="Approve with these arguments instead (JSON).")] = None,
-    scope: Annotated[str, typer.Option(help="Remember an approval: once, thread or always.")] = "once",
+    reason: Annotated[str | None, typer.Option(help="Why you reject or skip.", metavar="TEXT")] = None,
+    args: Annotated[
+        str | None, typer.Option("--args", help="Approve with these arguments instead (JSON).", metavar="JSON")
+    ] = None,
+    scope: Annotated[str, typer.Option(help="Remember an approval: once, thread or always.", metavar="SCOPE")] = "once",
     answers: Annotated[
-        str | None, typer.Option(help='All answers as JSON, one list per question: [["a","b"],["c"]].')
+        str | None,
+        typer.Option(help='All answers as JSON, one list per question: [["a","b"],["c"]].', metavar="JSON"),
     ] = None,
     principal: PrincipalOpt = "local",
     as_json: JsonOpt = False,
@@ -126,21 +197,21 @@ def decide(
     outcome = _with_app(config, work, as_json=as_json)
     if not as_json and not outcome.recorded:
         console.print("[dim]that decision was already recorded; nothing changed[/dim]")
-    _print(outcome.run, as_json)
+    _print(outcome.run, as_json, config=config)
 
 
-@app.command()
+@app.command(cls=_Command)
 def resume(
     config: ConfigArg,
-    run_id: Annotated[str, typer.Argument(help="The run to resume.")],
+    run_id: Annotated[str, typer.Argument(help="The run to resume.", metavar="RUN_ID")],
     force: Annotated[bool, typer.Option(help="Resume even if requests are open; they count as skipped.")] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Resume a paused run now (open requests count as skipped), or carry on a run whose process died."""
-    _print(_with_app(config, lambda rt: rt.resume(run_id, force=force), as_json=as_json), as_json)
+    _print(_with_app(config, lambda rt: rt.resume(run_id, force=force), as_json=as_json), as_json, config=config)
 
 
-@app.command()
+@app.command(cls=_Command)
 def inbox(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """List every open request across threads, oldest first."""
 
@@ -155,16 +226,21 @@ def inbox(config: ConfigArg, as_json: JsonOpt = False) -> None:
     if not requests:
         console.print("no open requests")
     for request in requests:
-        console.print(request_panel(request))
+        print_request(console, request, config=config)
 
 
-@app.command()
+@app.command(cls=_Command)
 def serve(
     config: ConfigArg,
-    host: Annotated[str, typer.Option(help="Address to bind (127.0.0.1 only without principals).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    host: Annotated[
+        str, typer.Option(help="Address to bind (127.0.0.1 only without principals).", metavar="ADDRESS")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.", metavar="PORT")] = 8000,
     expire_every: Annotated[
-        float, typer.Option(help="Seconds between sweeps that close runs whose requests expired; 0 turns it off.")
+        float,
+        typer.Option(
+            help="Seconds between sweeps that close runs whose requests expired; 0 turns it off.", metavar="SECONDS"
+        ),
     ] = 30.0,
 ) -> None:
     """Serve the REST API, the web UI and the A2A and AG-UI endpoints."""
@@ -177,7 +253,50 @@ def serve(
         raise typer.Exit(2) from None
 
 
-@app.command()
+@app.command(cls=_Command)
+def check(config: ConfigArg, as_json: JsonOpt = False) -> None:
+    """Check a config the way loading it does, without running anything; exits 1 when it has errors.
+
+    Each problem names the file, the line and the fix. Errors stop the config from loading (an
+    approval rule that names no tool, a model that cannot be reached); warnings and notes do not.
+    """
+    try:
+        loaded = load_config(config)
+    except ConfigError as exc:
+        if as_json:
+            print(json.dumps({"ok": False, "error": str(exc), "problems": []}, ensure_ascii=False))
+        else:
+            errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    problems = check_config(loaded)
+    failed = any(p.severity == "error" for p in problems)
+    if as_json:
+        shown = [{**asdict(p), "file": str(p.file) if p.file else None} for p in problems]
+        print(json.dumps({"ok": not failed, "problems": shown}, ensure_ascii=False))
+    else:
+        for problem in problems:
+            _print_problem(problem)
+        counts = {s: sum(p.severity == s for p in problems) for s in ("error", "warning", "note")}
+        summary = ", ".join(f"{n} {s}(s)" for s, n in counts.items() if n)
+        if failed:
+            errors.print(f"[red]{escape(config)}: {summary}[/red]", highlight=False, soft_wrap=True)
+        else:
+            agents = ", ".join(loaded.agents)
+            tail = f"; {summary}" if summary else ""
+            console.print(
+                f"[green]{escape(config)} is ready[/green] (agents: {agents}){tail}", highlight=False, soft_wrap=True
+            )
+    if failed:
+        raise typer.Exit(1)
+
+
+def _print_problem(problem: ConfigProblem) -> None:
+    colour = {"error": "red", "warning": "yellow", "note": "cyan"}[problem.severity]
+    text = escape(str(problem)).replace(f"{problem.severity}:", f"[{colour}]{problem.severity}:[/{colour}]", 1)
+    (errors if problem.severity == "error" else console).print(text, highlight=False, soft_wrap=True)
+
+
+@app.command(cls=_Command)
 def expire(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """Close paused runs whose open requests have all expired; each agent answers with what it knows."""
     results = _with_app(config, lambda rt: rt.expire(), as_json=as_json)
@@ -186,16 +305,18 @@ def expire(config: ConfigArg, as_json: JsonOpt = False) -> None:
         return
     console.print(f"{len(results)} run(s) closed by expiry")
     for result in results:
-        print_result(console, result)
+        print_result(console, result, config=config)
 
 
-grants_app = typer.Typer(help="Remembered approvals: list and revoke.", no_args_is_help=True)
-audit_app = typer.Typer(help="The hash-chained audit log: list and verify.", no_args_is_help=True)
+grants_app = typer.Typer(help="Remembered approvals: list and revoke.", no_args_is_help=True, rich_markup_mode=None)
+audit_app = typer.Typer(
+    help="The hash-chained audit log: list and verify.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(grants_app, name="grants")
 app.add_typer(audit_app, name="audit")
 
 
-@grants_app.command("list")
+@grants_app.command("list", cls=_Command)
 def grants_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """List the active remembered approvals."""
     grants = _with_app(config, lambda rt: rt.grants(principal=LOCAL), as_json=as_json)
@@ -208,9 +329,12 @@ def grants_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     console.print(table if grants else "no active grants")
 
 
-@grants_app.command("revoke")
+@grants_app.command("revoke", cls=_Command)
 def grants_revoke(
-    config: ConfigArg, grant_id: str, principal: PrincipalOpt = "local", as_json: JsonOpt = False
+    config: ConfigArg,
+    grant_id: Annotated[str, typer.Argument(help="The grant to revoke.", metavar="GRANT_ID")],
+    principal: PrincipalOpt = "local",
+    as_json: JsonOpt = False,
 ) -> None:
     """Revoke a remembered approval; the next call it covered asks again."""
     grant = _with_app(config, lambda rt: rt.revoke_grant(grant_id, principal=principal), as_json=as_json)
@@ -220,7 +344,7 @@ def grants_revoke(
         console.print(f"revoked {grant.grant_id} ({grant.tool} on {grant.subject_label})")
 
 
-@audit_app.command("list")
+@audit_app.command("list", cls=_Command)
 def audit_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """Print every audit record, oldest first."""
     records = _with_app(config, lambda rt: rt.audit_log(), as_json=as_json)
@@ -241,7 +365,7 @@ def audit_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     console.print(table)
 
 
-@audit_app.command("verify")
+@audit_app.command("verify", cls=_Command)
 def audit_verify(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """Check the audit chain; exits 1 and names the first bad record when it was tampered with."""
 
@@ -305,6 +429,25 @@ def _json_option(name: str, raw: str) -> Any:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
         raise typer.BadParameter(f"{name} is not valid JSON: {exc}") from None
+
+
+class _OneLine(logging.Formatter):
+    """One line per record, without the traceback: the terminal gets what to act on, not sayso's internals."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        # A config problem already says `file:line: warning: ...`.
+        return message if record.name == "sayso.config" else f"{record.levelname.lower()}: {message}"
+
+
+def _log_to_terminal() -> None:
+    """Show warnings on stderr, one line each; a failed run is not repeated, its result says why."""
+    if logging.getLogger().handlers:  # the host (a test runner, `sayso serve`) already decided where logs go
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(_OneLine())
+    handler.addFilter(lambda record: record.name != "sayso.runs")
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
 def main() -> None:

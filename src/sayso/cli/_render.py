@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
@@ -18,6 +19,33 @@ def _who(request: Request) -> str:
     if len(path) == 1:
         return path[0]
     return f"{path[-1]} (for {'/'.join(path[:-1])})"
+
+
+def answer_commands(request: Request, config: str) -> list[str]:
+    """The exact `sayso decide` commands that answer `request`, ready to paste into a shell."""
+    base = f"sayso decide {shlex.quote(config)} {request.request_id}"
+    if isinstance(request, ApprovalRequest):
+        commands = [f"{base} approve", f"{base} reject --reason {shlex.quote('your reason')}"]
+        if request.payload is None or not (isinstance(request.payload, dict) and "remote_agent" in request.payload):
+            edited = json.dumps(shown_args(request), ensure_ascii=False)
+            commands.append(f"{base} approve --args {shlex.quote(edited)}")
+        wider = [s for s in request.scopes if s != "once"]
+        if wider:
+            commands.append(f"{base} approve --scope {wider[-1]}")
+        return commands
+    if isinstance(request, QuestionRequest):
+        answers = [q.choices[0] if q.choices else "your answer" for q in request.questions]
+        return [f"{base} answer {' '.join(shlex.quote(a) for a in answers)}", f"{base} skip"]
+    return [f"{base} result {shlex.quote('{}')}", f"{base} error {shlex.quote('what went wrong')}"]
+
+
+def print_request(console: Console, request: Request, *, index: int | None = None, config: str | None = None) -> None:
+    """A request's panel, then (given the config path) the commands that answer it, one unwrapped line each."""
+    console.print(request_panel(request, index=index))
+    if config is not None:
+        console.print("answer with:", style="dim")
+        for command in answer_commands(request, config):
+            console.print(Text(f"  {command}", style="cyan"), soft_wrap=True)
 
 
 def request_panel(request: Request, *, index: int | None = None) -> Panel:
@@ -55,16 +83,23 @@ def request_panel(request: Request, *, index: int | None = None) -> Panel:
     return Panel(Group(*body), title=prefix + title, title_align="left", border_style="yellow")
 
 
-def print_result(console: Console, result: RunResult) -> None:
-    """A run result for people: the answer, or what the run waits on and how to decide it."""
+def print_result(console: Console, result: RunResult, *, config: str | None = None) -> None:
+    """A run result for people: the answer, or what the run waits on and how to decide it.
+
+    Args:
+        console: where to print.
+        result: the run's result.
+        config: the config path the command was given; when set, each request shows the
+            exact `sayso decide` commands that answer it.
+    """
     if result.status == "completed":
         console.print(Panel(result.output or "", title=f"{result.agent}", title_align="left", border_style="green"))
     elif result.status == "paused":
         console.print(f"[yellow]paused[/yellow]: run {result.run_id} waits on {len(result.requests)} request(s)")
         for n, request in enumerate(result.requests, 1):
-            console.print(request_panel(request, index=n))
+            print_request(console, request, index=n, config=config)
     elif result.status == "failed":
-        console.print(f"[red]failed[/red]: {result.error}")
+        console.print(Text.assemble(("failed", "red"), f": {result.error}"))
     else:
         console.print(f"run {result.run_id} is {result.status}")
     console.print(f"[dim]thread {result.thread_id} · run {result.run_id}[/dim]")

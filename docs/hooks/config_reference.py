@@ -1,0 +1,110 @@
+"""mkdocs hook: the configuration reference, rendered at build time from sayso's config models.
+
+`docs/reference/configuration.md` holds the prose and a `<!-- config-reference -->` marker; this
+hook replaces the marker with one table per model (field, type, default, description), read from
+the pydantic models and their field docstrings, so the reference cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import types
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+MARKER = "<!-- config-reference -->"
+PAGE = "reference/configuration.md"
+
+
+def _models() -> list[tuple[str, type[BaseModel]]]:
+    from sayso import _config as c
+
+    return [
+        ("The file", c.Config),
+        ("models: a provider entry", c.ProviderModelConfig),
+        ("models: a script", c.ScriptedModelConfig),
+        ("agents.NAME", c.AgentConfig),
+        ("agents.NAME.interrupt", c.InterruptConfig),
+        ("agents.NAME.interrupt.tools[]: a rule object", c.ToolRuleConfig),
+        ("agents.NAME.delegates[]", c.DelegateConfig),
+        ("orchestrations.NAME", c.OrchestrationConfig),
+        ("principals[]", c.PrincipalConfig),
+        ("webhooks[]", c.WebhookConfig),
+        ("a2a", c.A2AConfig),
+    ]
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """Replace the marker on the configuration page with the generated tables."""
+    if page.file.src_uri != PAGE:
+        return markdown
+    assert MARKER in markdown, f"{PAGE} lost its {MARKER} marker"
+    return markdown.replace(MARKER, render())
+
+
+def render() -> str:
+    """Every config model as a section with a table of its fields."""
+    anchors = {model: _anchor(title) for title, model in _models()}
+    sections = []
+    for title, model in _models():
+        doc = inspect.cleandoc(model.__doc__ or "")
+        rows = ["| field | type | default | what it does |", "|---|---|---|---|"]
+        for name, field in model.model_fields.items():
+            if field.exclude:
+                continue
+            shown_type = _type(field.annotation, anchors)
+            rows.append(f"| `{name}` | {shown_type} | {_default(field)} | {_cell(field.description or '')} |")
+        sections.append(f"## {title} {{#{anchors[model]}}}\n\n{doc}\n\n" + "\n".join(rows))
+    return "\n\n".join(sections)
+
+
+def _anchor(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _default(field: Any) -> str:
+    if field.is_required():
+        return "required"
+    if field.default_factory is not None:
+        value = field.default_factory()
+    else:
+        value = field.default
+    if value is PydanticUndefined or value is None:
+        return "—"
+    if isinstance(value, BaseModel):
+        return "(defaults below)"
+    if isinstance(value, list | dict) and not value:
+        return "empty"
+    return f"`{_cell(json.dumps(value))}`"
+
+
+_NAMES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
+
+
+def _type(annotation: Any, anchors: dict[type[BaseModel], str]) -> str:
+    origin = get_origin(annotation)
+    args = get_args(annotation)
+    if origin is Annotated:
+        return _type(args[0], anchors)
+    if origin in (Union, types.UnionType):
+        # `None` is how a field says "unset"; the default column shows that.
+        return " or ".join(dict.fromkeys(_type(a, anchors) for a in args if a is not type(None)))
+    if origin is Literal:
+        return " or ".join(f"`{json.dumps(a)}`" for a in args)
+    if origin is list:
+        return f"list of {_type(args[0], anchors)}"
+    if origin is dict:
+        return f"map of name to {_type(args[1], anchors)}"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return f"[{annotation.__name__}](#{anchors[annotation]})" if annotation in anchors else annotation.__name__
+    if annotation is Any:
+        return "string"
+    return _NAMES.get(annotation, getattr(annotation, "__name__", str(annotation)))

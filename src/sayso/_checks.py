@@ -1,0 +1,311 @@
+"""The checks a config must pass before any agent runs, shared by loading and `sayso check`.
+
+A schema error is caught by `load_config`; what is checked here needs the agents' code and
+models: that each approval rule names a tool the agent has (a typo would leave a gated tool
+ungated, so it is an error: fail closed), that each model can be reached, that no two tools
+share a name. Every problem names the file, the line and the fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+from pydantic_ai.models import Model
+
+from ._config import AgentConfig, Config, config_path
+from ._models import build_model, resolve_model
+from ._tools import BUILTIN_TOOLS, as_tool, import_spec
+from .exceptions import ConfigError
+
+logger = logging.getLogger("sayso.config")
+
+Severity: TypeAlias = Literal["error", "warning", "note"]
+"""An error stops the config from loading; a warning and a note are printed and the config loads."""
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigProblem:
+    """One thing wrong with (or worth knowing about) a config, with where it is written and how to fix it."""
+
+    severity: Severity
+    where: str
+    """The entry, as a dotted path: `agents.files.interrupt.tools[0]`."""
+    message: str
+    """What is wrong."""
+    fix: str
+    """What to change; empty when the message already says it (`set the environment variable ...`)."""
+    file: Path | None = None
+    """The config file; `None` for a config built in Python."""
+    line: int | None = None
+    """The line of `file` the entry is on."""
+
+    def __str__(self) -> str:
+        place = f"{self.file}:{self.line or 1}: " if self.file is not None else ""
+        fix = f". Fix: {self.fix}" if self.fix else ""
+        return f"{place}{self.severity}: {self.where}: {self.message}{fix}"
+
+
+def check_config(config: Config, *, models: Mapping[str, Model | str] | None = None) -> list[ConfigProblem]:
+    """Every problem of `config`, errors and warnings alike, in the order they are written.
+
+    Args:
+        config: the loaded config.
+        models: the named models, overrides included, when the caller built them already
+            (`Sayso(models=...)`); built from the config otherwise.
+    """
+    problems = _Problems(config)
+    named = dict(models) if models is not None else _build_models(config, problems)
+    used: set[str] = set()
+    for name, spec in config.agents.items():
+        if isinstance(spec.model, str) and spec.model in named:
+            used.add(spec.model)
+        elif spec.model is None and len(named) == 1:
+            used.update(named)
+        _check_agent(name, spec, config, named, problems)
+    for name in config.models:
+        if name not in used:
+            problems.add(
+                "warning",
+                ("models", name),
+                f"no agent uses the model {name!r}, so it was not checked",
+                "name it in an agent's 'model:' or remove it",
+            )
+    _check_principals(config, problems)
+    _check_store(config, problems)
+    return sorted(problems.found, key=lambda p: (p.line or 0, p.where))
+
+
+def raise_on_errors(problems: Sequence[ConfigProblem]) -> None:
+    """Log the warnings (and the notes, at info level); raise one `ConfigError` listing every error.
+
+    Raises:
+        ConfigError: at least one problem is an error.
+    """
+    errors = [p for p in problems if p.severity == "error"]
+    if errors:
+        shown = "\n".join(f"  {p}" for p in errors)
+        raise ConfigError(f"the config has {len(errors)} error(s):\n{shown}")
+    for problem in problems:
+        logger.log(logging.INFO if problem.severity == "note" else logging.WARNING, "%s", problem)
+
+
+class _Problems:
+    """The problems found so far, each placed in the file by its config path."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.found: list[ConfigProblem] = []
+
+    def add(self, severity: Severity, path: Sequence[str | int], message: str, fix: str) -> None:
+        self.found.append(
+            ConfigProblem(
+                severity=severity,
+                where=config_path(path),
+                message=message,
+                fix=fix,
+                file=self.config.source,
+                line=self.config.line_of(path),
+            )
+        )
+
+
+def _build_models(config: Config, problems: _Problems) -> dict[str, Model | str]:
+    built: dict[str, Model | str] = {}
+    for name, entry in config.models.items():
+        try:
+            built[name] = build_model(entry, config)
+        except ConfigError as exc:
+            problems.add("error", ("models", name), str(exc), _MODEL_FIX)
+    return built
+
+
+_MODEL_FIX = ""  # the model errors of `_models` end with what to install or set
+
+
+def _check_agent(
+    name: str, spec: AgentConfig, config: Config, models: Mapping[str, Model | str], problems: _Problems
+) -> None:
+    here: tuple[str | int, ...] = ("agents", name)
+    model_ref = spec.model
+    if not (isinstance(model_ref, str) and model_ref in config.models and model_ref not in models):
+        # A `models:` entry that failed to build was reported under `models`; anything else is resolved here.
+        try:
+            resolve_model(model_ref, models, agent=name)
+        except ConfigError as exc:
+            problems.add("error", (*here, "model"), str(exc), _MODEL_FIX)
+    own: list[str] = []
+    for index, entry in enumerate(spec.tools):
+        try:
+            own.append(as_tool(import_spec(entry, base_dir=config.base_dir) if isinstance(entry, str) else entry).name)
+        except ConfigError as exc:
+            problems.add("error", (*here, "tools", index), str(exc), "correct the import spec ('module:function')")
+    delegates = [d.tool_name for d in spec.delegates]
+    seen: set[str] = set()
+    for tool in [*own, *delegates]:
+        if tool in seen:
+            problems.add(
+                "error", (*here, "tools"), f"two tools are named {tool!r}", "rename one of them (or the delegate)"
+            )
+        seen.add(tool)
+    if spec.ask_user and "ask_user" in seen:
+        problems.add(
+            "error",
+            (*here, "tools"),
+            "the agent defines its own 'ask_user', which would clash with the built-in question tool",
+            "set 'ask_user: false' to use your own, or rename it",
+        )
+    client = _check_client_tools(spec, seen, here, problems)
+    available = [*own, *delegates, *client, *(["ask_user"] if spec.ask_user or "ask_user" in spec.client_tools else [])]
+    available.extend(_mcp_tool_names(spec, config))
+    _check_rules(spec, available, here, config, problems)
+
+
+def known_tool_names(spec: AgentConfig, config: Config) -> list[str]:
+    """Every tool name an agent has before its MCP servers are asked (the config must have passed the checks)."""
+    own = [as_tool(import_spec(e, base_dir=config.base_dir) if isinstance(e, str) else e).name for e in spec.tools]
+    builtin = ["ask_user"] if spec.ask_user or "ask_user" in spec.client_tools else []
+    return [*own, *(d.tool_name for d in spec.delegates), *spec.client_tools, *builtin, *_mcp_tool_names(spec, config)]
+
+
+def _mcp_tool_names(spec: AgentConfig, config: Config) -> list[str]:
+    """The MCP tools an agent's bindings name, as the model may call them (plain or prefixed on a clash)."""
+    names: list[str] = []
+    for binding in spec.mcp:
+        server = config.mcp_servers.get(binding.server)
+        prefix = getattr(server, "prefix", None) or binding.server
+        for tool in binding.tools or ():
+            names.extend([tool, f"{prefix}___{tool}"])
+    return names
+
+
+def _check_client_tools(
+    spec: AgentConfig, taken: set[str], here: tuple[str | int, ...], problems: _Problems
+) -> list[str]:
+    """The client tools the agent may call; a built-in's name there means the built-in (with a note)."""
+    client: list[str] = []
+    for index, tool in enumerate(spec.client_tools):
+        path = (*here, "client_tools", index)
+        if tool in BUILTIN_TOOLS:
+            if spec.ask_user:
+                problems.add(
+                    "note",
+                    path,
+                    f"{tool!r} is sayso's built-in question tool, so this entry stands for the built-in: "
+                    "a client that declares its own is not offered it",
+                    f"nothing to do; remove the entry to silence this note ('ask_user: true' already gives {tool!r})",
+                )
+            else:
+                problems.add(
+                    "error",
+                    path,
+                    f"{tool!r} is sayso's built-in question tool, but this agent has 'ask_user: false'",
+                    "remove the entry, or set 'ask_user: true'",
+                )
+        elif tool in taken:
+            problems.add(
+                "error",
+                path,
+                f"the client tool {tool!r} has the name of one of the agent's own tools",
+                "rename one of them",
+            )
+        else:
+            client.append(tool)
+    return client
+
+
+def _check_rules(
+    spec: AgentConfig, available: list[str], here: tuple[str | int, ...], config: Config, problems: _Problems
+) -> None:
+    """Each approval rule must match a tool: an exact name that matches none would leave its tool ungated."""
+    listed = ", ".join(available) or "none"
+    for index, rule in enumerate(spec.interrupt.to_policy().tools):
+        path = (*here, "interrupt", "tools", index)
+        if rule.subject is not None:
+            try:
+                if not callable(import_spec(rule.subject, base_dir=config.base_dir)):
+                    problems.add("error", path, f"subject {rule.subject!r} is not callable", "name a function")
+            except ConfigError as exc:
+                problems.add("error", path, str(exc), "correct the subject's import spec ('module:function')")
+        if any(rule.matches(tool) for tool in available):
+            continue
+        if _GLOB_CHARS.isdisjoint(rule.name) and any(b.tools is None for b in spec.mcp):
+            # A binding of every tool of a server: its names are known only once the server is asked.
+            # `Sayso.verify_tools()` (run by `sayso serve` at start) checks the rule again then.
+            problems.add(
+                "warning",
+                path,
+                f"the approval rule names {rule.name!r}, which is none of the agent's tools known before its MCP "
+                "servers are asked; it is checked again when the agent connects to them",
+                f"name the MCP tool in its binding's 'tools' to check it now. The agent's known tools: {listed}",
+            )
+        elif _GLOB_CHARS.isdisjoint(rule.name):
+            close = difflib.get_close_matches(rule.name, available, n=1)
+            problems.add(
+                "error",
+                path,
+                f"the approval rule names {rule.name!r}, which is none of the agent's tools, "
+                "so the call it was meant to gate would run without asking",
+                (f"did you mean {close[0]!r}? " if close else "") + f"The agent's tools: {listed}",
+            )
+        else:
+            problems.add(
+                "warning",
+                path,
+                f"the approval rule {rule.name!r} matches none of the agent's tools",
+                f"check the pattern against the agent's tools ({listed}); it may be meant for tools added later",
+            )
+    on_decision = spec.interrupt.on_decision
+    if on_decision is not None:
+        try:
+            if not callable(import_spec(on_decision, base_dir=config.base_dir)):
+                problems.add(
+                    "error", (*here, "interrupt", "on_decision"), f"{on_decision!r} is not callable", "name a function"
+                )
+        except ConfigError as exc:
+            problems.add(
+                "error", (*here, "interrupt", "on_decision"), str(exc), "correct the import spec ('module:function')"
+            )
+
+
+def _check_principals(config: Config, problems: _Problems) -> None:
+    for index, principal in enumerate(config.principals):
+        for n, pattern in enumerate(principal.approver_for):
+            if _GLOB_CHARS.isdisjoint(pattern) and pattern not in config.agents:
+                close = difflib.get_close_matches(pattern, list(config.agents), n=1)
+                # Only a warning: naming no agent grants nothing (it fails closed), and one principals
+                # list may serve several configs.
+                problems.add(
+                    "warning",
+                    ("principals", index, "approver_for", n),
+                    f"{principal.name!r} is made an approver for {pattern!r}, which is not an agent of this config",
+                    (f"did you mean {close[0]!r}? " if close else "") + f"The agents: {', '.join(config.agents)}",
+                )
+
+
+def _check_store(config: Config, problems: _Problems) -> None:
+    url = config.store_url()
+    if url.startswith("sqlite"):
+        return
+    if url.startswith(("postgresql", "postgres://")):
+        if importlib.util.find_spec("asyncpg") is None:
+            problems.add(
+                "error",
+                ("store",),
+                "a PostgreSQL store needs the asyncpg package, which is not installed",
+                "pip install 'sayso[postgres]'",
+            )
+        return
+    problems.add(
+        "error",
+        ("store",),
+        f"sayso stores runs in SQLite or PostgreSQL, and {url.split(':', 1)[0]!r} is neither",
+        "use sqlite:///sayso.db or postgresql://user@host/db",
+    )

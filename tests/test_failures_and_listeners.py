@@ -1,0 +1,130 @@
+"""A failed run says its real cause; a listener's bug never breaks a run; `@sayso.tool` with or without parentheses."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+import sayso
+from sayso import Approve
+
+from .conftest import EXAMPLE, MakeApp, script
+
+
+def fill_disk(name: str) -> str:
+    """Write a file (always fails: the disk is full)."""
+    raise OSError(28, "No space left on device")
+
+
+async def test_a_failed_run_reports_its_real_cause(make_app: MakeApp, caplog: pytest.LogCaptureFixture) -> None:
+    """A tool's error is the run's error, not `ExceptionGroup: unhandled errors in a TaskGroup`, and it is logged."""
+    app = make_app(
+        {"a": {"model": "m", "tools": [fill_disk]}},
+        model=script({"user": "write", "call": "fill_disk", "args": {"name": "x"}}),
+    )
+    caplog.set_level(logging.ERROR, logger="sayso")
+    async with app:
+        failed = await app.run("write")
+        stored = await app.result(failed.run_id)
+    assert failed.status == "failed"
+    assert failed.error == "OSError: [Errno 28] No space left on device"
+    assert stored.error == failed.error
+    [record] = [r for r in caplog.records if r.name == "sayso.runs"]
+    assert record.getMessage() == f"run {failed.run_id} failed: OSError: [Errno 28] No space left on device"
+    assert record.exc_info is not None and isinstance(record.exc_info[1], OSError)
+
+
+def delete_file(name: str) -> str:
+    """Delete a file."""
+    return f"deleted {name}"
+
+
+async def test_a_listener_that_raises_is_logged_and_never_breaks_a_run(
+    make_app: MakeApp, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A raising listener is logged; the run pauses and resumes as usual, and the other listeners still hear."""
+    rules = [{"user": "^delete", "call": "delete_file", "args": {"name": "a"}}, {"tool": "delete_file", "reply": "ok"}]
+    app = make_app(
+        {"a": {"model": "m", "tools": [delete_file], "interrupt": {"tools": ["delete_file"]}}}, model=script(*rules)
+    )
+    heard: list[str] = []
+
+    def broken(event: str, data: dict[str, Any]) -> None:
+        raise RuntimeError("listener bug")
+
+    app.add_listener(broken)
+    app.add_listener(lambda event, data: heard.append(event))
+    async with app:
+        paused = await app.run("delete a")
+        done = await app.decide(paused.requests[0].request_id, Approve())
+    assert (paused.status, done.run.status, done.run.output) == ("paused", "completed", "ok")
+    assert heard == ["request.opened", "request.decided"]
+    logged = [r for r in caplog.records if r.name == "sayso.events"]
+    assert [r.getMessage().split(" raised on ")[1] for r in logged] == [
+        "request.opened; the run goes on",
+        "request.decided; the run goes on",
+    ]
+
+
+@sayso.tool
+def bare(name: str) -> str:
+    """A tool declared without parentheses."""
+    return f"bare {name}"
+
+
+@sayso.tool()
+def empty(name: str) -> str:
+    """A tool declared with empty parentheses."""
+    return f"empty {name}"
+
+
+@sayso.tool(requires_approval=True, hint="Asks first.")
+def careful(name: str) -> str:
+    """A tool that always asks."""
+    return f"careful {name}"
+
+
+async def test_the_tool_decorator_works_with_and_without_parentheses(make_app: MakeApp) -> None:
+    """`@sayso.tool`, `@sayso.tool()` and `@sayso.tool(...)` leave a working function; only the last one asks."""
+    assert bare("x") == "bare x" and empty("x") == "empty x"
+    rules = [
+        {"user": "^go$", "calls": [{"call": "bare", "args": {"name": "1"}}, {"call": "empty", "args": {"name": "2"}}]},
+        {"user": "^care$", "call": "careful", "args": {"name": "3"}},
+        {"tool": "bare", "reply": "{results}"},
+        {"tool": "careful", "reply": "{result}"},
+    ]
+    app = make_app({"a": {"model": "m", "tools": [bare, empty, careful]}}, model=script(*rules))
+    async with app:
+        ran = await app.run("go")
+        asked = await app.run("care")
+    assert ran.status == "completed" and "bare 1" in str(ran.output) and "empty 2" in str(ran.output)
+    assert asked.status == "paused"
+    assert asked.requests[0].hint == "Asks first."  # type: ignore[union-attr]
+
+
+def test_the_tool_decorator_refuses_what_is_not_a_function() -> None:
+    """A mistaken `@sayso.tool("name")` fails where it is written, not when the agent runs."""
+    with pytest.raises(TypeError, match="decorates a function, not 'name'"):
+        sayso.tool("name")  # type: ignore[call-overload]
+
+
+def test_no_third_party_banner_in_sayso_output(tmp_path: Any) -> None:
+    """pydantic-ai's first-run banner (shown to terminals and coding agents) never appears in sayso's output."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_VERSION", "CI", "PYDANTIC_AI_NO_BANNER")}
+    env["AI_AGENT"] = "1"  # what makes pydantic-ai show its banner on a pipe
+    done = subprocess.run(
+        [sys.executable, "-m", "sayso", "run", str(EXAMPLE), "list"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "Files in the sandbox" in done.stdout
+    for stream in (done.stdout, done.stderr):
+        assert "pydantic-ai v" not in stream and "observability" not in stream and "logfire" not in stream.lower()
