@@ -23,6 +23,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_example_config_loads_with_every_field() -> None:
+    """The example `sayso.yaml` loads with its entry agent, its tool specs in order, and its interrupt policy."""
     config = load_config(EXAMPLE)
     assert config.entry_agent == "files"
     files = config.agents["files"]
@@ -31,6 +32,7 @@ def test_example_config_loads_with_every_field() -> None:
 
 
 def test_interrupt_tools_accept_names_globs_and_objects(tmp_path: Path) -> None:
+    """Interrupt tools may be names, globs or objects with remember and TTL, next to the policy-wide settings."""
     config = load_config(
         write(
             tmp_path,
@@ -62,11 +64,13 @@ agents:
     ],
 )
 def test_config_errors_name_the_problem(tmp_path: Path, text: str, problem: str) -> None:
+    """No agents, an unknown entry or field, a bad remember scope or broken YAML is a ConfigError naming the problem."""
     with pytest.raises(ConfigError, match=problem):
         load_config(write(tmp_path, text))
 
 
 def test_bad_tool_spec_is_a_config_error(tmp_path: Path) -> None:
+    """A tool spec whose module cannot be imported, or that lacks `module:name`, is a ConfigError saying so."""
     path = write(tmp_path, "models: {m: {scripted: s.yaml}}\nagents: {a: {model: m, tools: ['nowhere_mod:fn']}}")
     (tmp_path / "s.yaml").write_text("rules: []")
     with pytest.raises(ConfigError, match="cannot import 'nowhere_mod'"):
@@ -77,6 +81,7 @@ def test_bad_tool_spec_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_store_url_comes_from_the_environment_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`SAYSO_STORE` overrides the config's store URL, which applies when the variable is unset."""
     monkeypatch.setenv("SAYSO_STORE", "sqlite:///elsewhere.db")
     assert load_config(EXAMPLE).store_url() == "sqlite:///elsewhere.db"
     monkeypatch.delenv("SAYSO_STORE")
@@ -84,6 +89,7 @@ def test_store_url_comes_from_the_environment_first(tmp_path: Path, monkeypatch:
 
 
 async def test_relative_sqlite_path_is_next_to_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relative SQLite store path resolves next to the config file, not the working directory."""
     monkeypatch.delenv("SAYSO_STORE")
     app = Sayso.from_yaml(EXAMPLE)
     assert app.store.url == f"sqlite+aiosqlite:///{EXAMPLE.parent / 'sayso.db'}"
@@ -153,11 +159,13 @@ def test_a_key_variable_that_is_not_set_is_named(tmp_path: Path) -> None:
 
 
 def test_scripted_model_says_it_is_a_script() -> None:
+    """A scripted model's name is `scripted:` followed by the script's name."""
     model = ScriptedModel(Script.model_validate({"name": "demo", "rules": []}))
     assert model.model_name == "scripted:demo"
 
 
 async def test_scripted_fallback_reply_is_marked_as_a_script(example_app: Sayso) -> None:
+    """A message no script rule matches gets a `[script]` reply saying it is a demo model and what it understands."""
     result = await example_app.run("what is the weather?")
     assert (
         result.output == "[script] I am a scripted demo model, not an LLM. I understand: list, read NAME, delete NAME."
@@ -172,6 +180,7 @@ async def test_scripted_fallback_reply_is_marked_as_a_script(example_app: Sayso)
     ],
 )
 def test_script_rules_need_one_action(tmp_path: Path, rule: dict[str, str], problem: str) -> None:
+    """A script rule with no action, or more than one of `call`, `calls` and `reply`, is a ConfigError."""
     path = tmp_path / "script.yaml"
     path.write_text(f"rules: [{rule!r}]".replace("'", '"'))
     with pytest.raises(ConfigError, match=problem):
@@ -179,6 +188,7 @@ def test_script_rules_need_one_action(tmp_path: Path, rule: dict[str, str], prob
 
 
 def test_public_names_are_exported_and_sorted() -> None:
+    """The package's `__all__` is sorted and every name in it is importable from `sayso`."""
     assert sayso.__all__ == sorted(sayso.__all__)
     for name in sayso.__all__:
         assert hasattr(sayso, name), name
@@ -201,6 +211,7 @@ FORBIDDEN_IN_CORE = (
 
 
 def test_ids_carry_at_least_128_random_bits() -> None:
+    """Generated ids are unique and carry at least 128 bits of randomness after their prefix."""
     import base64
 
     from sayso._runtime import new_id

@@ -81,6 +81,7 @@ def no_sqlite_override(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def test_pause_decide_resume_and_grants_on_postgres(database: str, tmp_path: Path) -> None:
+    """On PostgreSQL a gated call pauses until approved, and an `always` grant lets the next such call run unasked."""
     async with app_on(database, tmp_path) as app:
         paused = await app.run("delete notes", agent="files")
         [request] = paused.requests
@@ -94,6 +95,7 @@ async def test_pause_decide_resume_and_grants_on_postgres(database: str, tmp_pat
 
 
 async def test_a_fresh_process_resumes_what_another_paused(database: str, tmp_path: Path) -> None:
+    """Another process can decide a pause, a second decision on a request is refused, and only approved calls run."""
     async with app_on(database, tmp_path) as first:
         paused = await first.run("both", agent="files")
     async with app_on(database, tmp_path) as second:
@@ -107,6 +109,7 @@ async def test_a_fresh_process_resumes_what_another_paused(database: str, tmp_pa
 
 
 async def test_concurrent_resumes_run_the_pause_once(database: str, tmp_path: Path) -> None:
+    """Two runtimes resuming the same approved pause at once run the gated call only once, the other being refused."""
     async with app_on(database, tmp_path) as a, app_on(database, tmp_path) as b:
         paused = await a.run("delete x", agent="files")
         await a.decide(paused.requests[0].request_id, Approve(), resume=False)
@@ -117,6 +120,7 @@ async def test_concurrent_resumes_run_the_pause_once(database: str, tmp_path: Pa
 
 
 async def test_nested_pause_on_postgres(database: str, tmp_path: Path) -> None:
+    """A delegate's gated call pauses the lead's run under the nested agent path, and approving it completes the run."""
     async with app_on(database, tmp_path) as app:
         paused = await app.run("team", agent="lead")
         [request] = paused.requests
