@@ -194,22 +194,6 @@ def test_public_names_are_exported_and_sorted() -> None:
         assert hasattr(sayso, name), name
 
 
-FORBIDDEN_IN_CORE = (
-    "sqlalchemy",
-    "aiosqlite",
-    "asyncpg",
-    "starlette",
-    "fastapi",
-    "httpx",
-    "typer",
-    "rich",
-    "pydantic_ai",
-    "a2a",
-    "ag_ui",
-    "sqlite3",
-)
-
-
 def test_ids_carry_at_least_128_random_bits() -> None:
     """Generated ids are unique and carry at least 128 bits of randomness after their prefix."""
     import base64
