@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from ...exceptions import ConfigError, StoreError
+from ...exceptions import ConfigError, SaysoError, StoreError
 from .._port import RunStore
 from ._tx import Database, PostgresDatabase, Sql, SqliteDatabase, Tx, Work
 
@@ -160,9 +160,15 @@ class _SqlBase(RunStore):
 
     @staticmethod
     async def _mapped(db: Database, attempt: Callable[[], Awaitable[T]], race: Callable[[], Awaitable[T]] | None) -> T:
-        """The one place driver errors become sayso's: expected races go to `race`, the rest are `StoreError`."""
+        """The one place driver errors become sayso's: expected races go to `race`, the rest are `StoreError`.
+
+        sayso's own errors, raised by the work to refuse a step (some share a builtin base with the
+        driver's, such as `PermissionError`), pass through unchanged.
+        """
         try:
             return await attempt()
+        except SaysoError:
+            raise
         except db.integrity_errors as exc:
             if race is None:
                 raise StoreError(f"database error: {exc}") from exc
@@ -170,6 +176,8 @@ class _SqlBase(RunStore):
             raise StoreError(f"database error: {exc}") from exc
         try:
             return await race()
+        except SaysoError:
+            raise
         except db.errors as exc:
             raise StoreError(f"database error: {exc}") from exc
 

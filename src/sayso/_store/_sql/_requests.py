@@ -10,7 +10,17 @@ from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import REQUEST_ADAPTER, Request
 from ...exceptions import PauseConsumed, StoreError
-from .._records import Claim, PauseState, RequestState, RequestWithRun, RunRecord, RunRequests
+from .._records import (
+    Claim,
+    Decided,
+    Judge,
+    PauseState,
+    RequestState,
+    RequestWithRun,
+    ResumeClaim,
+    RunRecord,
+    RunRequests,
+)
 from . import _rows
 from ._base import _SqlBase
 from ._tx import Tx
@@ -137,29 +147,104 @@ class _Requests(_SqlBase):
         audit: Sequence[dict[str, Any]] = (),
         executing: Sequence[str] = (),
         load_history: bool = True,
+        grants_of: str | None = None,
     ) -> Claim:
-        claim: dict[str, Any] = {
-            "status": "running",
-            "resume_pause_id": pause_id,
-            "pause_id": None,
-            "lease_owner": owner,
-            "lease_expires_at": until,
-        }
+        resume = ResumeClaim(executing=executing, added=added, audit=audit, grants_of=grants_of)
 
-        async def work(tx: Tx) -> list[bytes] | None:
-            if not await _rows.consume(tx, pause_id):
-                raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
-            await _rows.insert_decisions(tx, added, audit)
-            if executing:
-                await tx.many(
-                    _rows.INSERT_EXECUTION, [{"request_id": r, "run_id": run.run_id, "now": now} for r in executing]
-                )
-            params = {"run_id": run.run_id, "pause_id": pause_id, "owner": owner, "until": until, "now": now}
-            await tx.run(_rows.CLAIM_RUN, params)
-            return await _rows.history_bodies(tx, run.thread_id) if load_history else None
+        async def work(tx: Tx) -> tuple[list[bytes] | None, list[Grant] | None]:
+            return await _claim(tx, run, pause_id, resume, owner=owner, until=until, now=now, history=load_history)
 
-        bodies = await self._write(work)
-        return Claim(
-            run=replace(run, **claim, updated_at=now, revision=run.revision + 1),
-            history=_rows.decode_history(bodies) if bodies is not None else None,
+        bodies, grants = await self._write(work)
+        return _claimed(run, pause_id, bodies, grants, owner=owner, until=until, now=now)
+
+    async def decide_request(
+        self, request_id: str, judge: Judge, *, owner: str, until: float, now: float
+    ) -> Decided | None:
+        Done = tuple[Decided, tuple[str, list[bytes] | None, list[Grant] | None] | None]
+
+        async def work(tx: Tx) -> Done | None:
+            row = await tx.one(_rows.REQUEST_WITH_RUN, {"request_id": request_id})
+            if row is None:
+                return None
+            found = RequestWithRun(
+                request=REQUEST_ADAPTER.validate_json(row["body"]),
+                pause_status=row["pause_status"],
+                decision=_rows.decision_of(row),
+                run=_rows.run_record(row),
+            )
+            pause_id = row["request_pause_id"]
+            requests, decisions = _rows.requests_and_decisions(
+                await tx.all(_rows.PAUSE_REQUESTS, {"pause_id": pause_id})
+            )
+            state = PauseState(
+                run_id=found.run.run_id, status=found.pause_status, requests=requests, decisions=decisions
+            )
+            verdict = judge(found, state)
+            if verdict.record is not None:
+                await _rows.insert_decisions(tx, [verdict.record], verdict.audit)
+                await _rows.insert_grants(tx, [verdict.grant] if verdict.grant is not None else [])
+            decided = Decided(found=found, state=state, verdict=verdict, claim=None)
+            if verdict.resume is None:
+                return decided, None
+            bodies, grants = await _claim(
+                tx, found.run, pause_id, verdict.resume, owner=owner, until=until, now=now, history=True
+            )
+            return decided, (pause_id, bodies, grants)
+
+        try:
+            # On PostgreSQL a concurrent decider may insert first: judge again on what is there now.
+            done = await self._write(work, race=work)
+        except PauseConsumed:
+            done = await self._write(work)  # the pause went meanwhile: the judge sees it gone and rules again
+        if done is None:
+            return None
+        decided, claimed = done
+        if claimed is None:
+            return decided
+        pause_id, bodies, grants = claimed
+        claim = _claimed(decided.found.run, pause_id, bodies, grants, owner=owner, until=until, now=now)
+        return replace(decided, claim=claim)
+
+
+async def _claim(
+    tx: Tx, run: RunRecord, pause_id: str, resume: ResumeClaim, *, owner: str, until: float, now: float, history: bool
+) -> tuple[list[bytes] | None, list[Grant] | None]:
+    """Consume the pause and take the run: skips recorded, ledger marks written, history and grants read."""
+    if not await _rows.consume(tx, pause_id):
+        raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
+    await _rows.insert_decisions(tx, resume.added, resume.audit)
+    if resume.executing:
+        await tx.many(
+            _rows.INSERT_EXECUTION, [{"request_id": r, "run_id": run.run_id, "now": now} for r in resume.executing]
         )
+    params = {"run_id": run.run_id, "pause_id": pause_id, "owner": owner, "until": until, "now": now}
+    await tx.run(_rows.CLAIM_RUN, params)
+    bodies = await _rows.history_bodies(tx, run.thread_id) if history else None
+    return bodies, await _rows.active_grants(tx, resume.grants_of, now)
+
+
+def _claimed(
+    run: RunRecord,
+    pause_id: str,
+    bodies: list[bytes] | None,
+    grants: list[Grant] | None,
+    *,
+    owner: str,
+    until: float,
+    now: float,
+) -> Claim:
+    """The run as `_claim` left it, with the history decoded outside the transaction."""
+    return Claim(
+        run=replace(
+            run,
+            status="running",
+            resume_pause_id=pause_id,
+            pause_id=None,
+            lease_owner=owner,
+            lease_expires_at=until,
+            updated_at=now,
+            revision=run.revision + 1,
+        ),
+        history=_rows.decode_history(bodies) if bodies is not None else None,
+        grants=grants,
+    )

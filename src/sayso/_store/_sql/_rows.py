@@ -19,7 +19,7 @@ from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
 from ...exceptions import RunConflict
-from .._records import ExecutionResult, RunRecord, ThreadRecord
+from .._records import GRANTS_READ_AT_ONCE, ExecutionResult, RunRecord, ThreadRecord
 from ._tx import Row, Sql, Tx
 
 _AUDIT_LOCK = 7310
@@ -151,7 +151,7 @@ GET_REQUEST = Sql(
     "WHERE r.request_id = :request_id"
 )
 REQUEST_WITH_RUN = Sql(
-    f"SELECT r.request_id, r.body, p.status AS pause_status, {_DECISION}, "
+    f"SELECT r.request_id, r.pause_id AS request_pause_id, r.body, p.status AS pause_status, {_DECISION}, "
     + ", ".join(f"u.{c}" for c in RUN_COLUMNS)
     + " FROM requests r JOIN pauses p ON p.pause_id = r.pause_id JOIN runs u ON u.run_id = r.run_id "
     "LEFT JOIN decisions d ON d.request_id = r.request_id WHERE r.request_id = :request_id"
@@ -188,6 +188,10 @@ INSERT_GRANT = Sql(f"INSERT INTO grants ({_GRANT}) VALUES ({', '.join(':' + c fo
 GRANTS_FOR = Sql(
     f"SELECT {_GRANT} FROM grants WHERE principal = :principal AND tool = :tool AND subject_key = :subject_key "
     "AND revoked_at IS NULL"
+)
+ACTIVE_GRANTS = Sql(
+    f"SELECT {_GRANT} FROM grants WHERE principal = :principal AND revoked_at IS NULL "
+    "AND (expires_at IS NULL OR expires_at > :now) LIMIT :limit"
 )
 AUDIT_LOCK = Sql(f"SELECT pg_advisory_xact_lock({_AUDIT_LOCK})")
 LAST_AUDIT = Sql("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
@@ -272,6 +276,15 @@ def decode_history(bodies: Sequence[bytes]) -> list[ModelMessage]:
 async def history_bodies(tx: Tx, thread_id: str) -> list[bytes]:
     """A thread's stored message batches, oldest first, undecoded (decode them after the transaction)."""
     return [bytes(row["body"]) for row in await tx.all(HISTORY, {"thread_id": thread_id})]
+
+
+async def active_grants(tx: Tx, principal: str | None, now: float) -> list[Grant] | None:
+    """`principal`'s active grants, or `None` when none were asked for or there are too many to read at once."""
+    if principal is None:
+        return None
+    params = {"principal": principal, "now": now, "limit": GRANTS_READ_AT_ONCE + 1}
+    rows = await tx.all(ACTIVE_GRANTS, params)
+    return None if len(rows) > GRANTS_READ_AT_ONCE else [grant_record(row) for row in rows]
 
 
 async def update_own_run(tx: Tx, sql: Sql, run_id: str, owner: str, **values: Any) -> None:

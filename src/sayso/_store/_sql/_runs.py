@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from pydantic_ai.messages import ModelMessage
 
 from ..._core.decisions import DecisionRecord
+from ..._core.grants import Grant
 from ..._core.requests import ClientTool, Request
 from ...exceptions import PauseConsumed, RunConflict, RunNotFound
-from .._records import ExecutionResult, RemoteTask, RunRecord, RunStatus, ThreadRecord
+from .._records import BegunRun, ExecutionResult, RemoteTask, RunRecord, RunStatus, ThreadRecord
 from . import _rows
 from ._base import _SqlBase
 from ._tx import Tx
@@ -23,6 +24,64 @@ class _Runs(_SqlBase):
             return _rows.thread_record(row) if row is not None else None
 
         return await self._read(work)
+
+    async def begin_run(
+        self,
+        *,
+        thread_id: str,
+        owner: str,
+        agent: str,
+        run_id: str,
+        prompt: str,
+        client_tools: Sequence[ClientTool],
+        lease_owner: str,
+        lease_expires_at: float,
+        now: float,
+        check: Callable[[ThreadRecord], None] | None = None,
+        grants_of: str | None = None,
+    ) -> BegunRun:
+        Found = tuple[ThreadRecord | None, RunRecord | None, list[bytes], list[Grant] | None]
+
+        async def work(tx: Tx) -> Found:
+            ids = {"thread_id": thread_id, "run_id": run_id}
+            row = await tx.one(_rows.GET_THREAD, ids)
+            thread = _rows.thread_record(row) if row is not None else None
+            if thread is not None:
+                if check is not None:
+                    check(thread)
+                if thread.active_run_id is not None:
+                    return thread, None, [], None
+                if await tx.run(_rows.CLAIM_FREE_THREAD, ids) != 1:
+                    raise _thread_changed(run_id, thread_id)
+            else:
+                await tx.run(_rows.INSERT_THREAD, {**ids, "owner": owner, "agent": agent, "now": now})
+            run = RunRecord(
+                run_id=run_id,
+                thread_id=thread_id,
+                agent=thread.agent if thread is not None else agent,
+                status="running",
+                prompt=prompt,
+                client_tools=tuple(client_tools),
+                principal=owner,
+                resume_pause_id=None,
+                pause_id=None,
+                output=None,
+                error=None,
+                lease_owner=lease_owner,
+                lease_expires_at=lease_expires_at,
+                created_at=now,
+                updated_at=now,
+                revision=0,
+            )
+            await tx.run(_rows.INSERT_RUN, _rows.run_params(run))
+            history = await _rows.history_bodies(tx, thread_id) if thread is not None else []
+            return thread, run, history, await _rows.active_grants(tx, grants_of, now)
+
+        async def lost(tx: Tx) -> NoReturn:
+            raise _thread_changed(run_id, thread_id)  # another process created the same new thread first
+
+        thread, run, bodies, grants = await self._write(work, race=lost, durable=False)
+        return BegunRun(thread=thread, run=run, history=_rows.decode_history(bodies), grants=grants)
 
     async def start_run(
         self,
