@@ -8,6 +8,7 @@ carry byte-for-byte the same conversation.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import sys
 import tempfile
@@ -29,7 +30,6 @@ from pydanticai_cycle import (
     tool_result,
     user_request,
 )
-from sqlalchemy import event
 
 from sayso import Config
 
@@ -103,47 +103,107 @@ def seed_threads(db: str, thread_ids: Iterable[str], history: int, *, agent: str
 
 
 class Counters:
-    """SQL seen by SQLAlchemy engines: statements, transactions, fsynced (writing) commits, payload bytes."""
+    """SQL as the stdlib `sqlite3` driver runs it: statements, transactions, fsynced commits, payload bytes.
+
+    `attach_all()` makes every `sqlite3` connection opened in this process report each statement it
+    runs (`set_trace_callback`, which sees the statement with its parameters expanded), whatever
+    layer issued it: sayso's own transactions, SQLAlchemy, Alembic. A commit counts as fsynced
+    when its transaction wrote and the connection's `synchronous` level was FULL or EXTRA (in WAL
+    mode a NORMAL commit does not fsync). Counting costs a Python call per statement, so the
+    benchmark counts over a few dedicated cycles and times others with `detach_all()` in force.
+    """
+
+    _BLOB = re.compile(r"x'([0-9A-Fa-f]*)'")
+    _TEXT = re.compile(r"'((?:[^']|'')*)'")
 
     def __init__(self) -> None:
         self.statements = 0
         self.transactions = 0
-        self.write_commits = 0
+        self.write_commits = 0  # commits of transactions that wrote (any synchronous level)
+        self.fsynced_commits = 0  # ... of those, the ones made with synchronous FULL/EXTRA
         self.payload = 0  # bytes of BLOB parameters handed to SQLite (the pydantic-ai anchor's definition)
         self.payload_all = 0  # BLOB + TEXT parameters of INSERT/UPDATE statements
+        self.enabled = False
+        self._conns: list[sqlite3.Connection] = []  # sqlite3 connections take no weak references
 
-    def snapshot(self) -> tuple[int, int, int, int, int]:
-        return (self.statements, self.transactions, self.write_commits, self.payload, self.payload_all)
+    def snapshot(self) -> tuple[int, int, int, int, int, int]:
+        return (
+            self.statements,
+            self.transactions,
+            self.write_commits,
+            self.payload,
+            self.payload_all,
+            self.fsynced_commits,
+        )
 
-    def attach(self, sync_engine: Any) -> None:
-        @event.listens_for(sync_engine, "before_cursor_execute")
-        def _before(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
-            head = statement.lstrip()[:6].upper()
+    def attach_all(self) -> None:
+        """Count the statements of every `sqlite3` connection this process opens from now on."""
+        original = sqlite3.connect
+
+        def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+            conn = original(*args, **kwargs)
+            self._conns.append(conn)
+            if self.enabled:
+                conn.set_trace_callback(self._tracer())
+            return conn
+
+        # process globals of the benchmark only; SQLAlchemy and aiosqlite reach the driver through `dbapi2`
+        sqlite3.connect = connect  # type: ignore[assignment]
+        sqlite3.dbapi2.connect = connect  # type: ignore[assignment]
+
+    def enable(self) -> None:
+        self.enabled = True
+        for conn in self._conns:
+            try:
+                conn.set_trace_callback(self._tracer())
+            except sqlite3.ProgrammingError:  # closed meanwhile
+                pass
+
+    def disable(self) -> None:
+        self.enabled = False
+        for conn in self._conns:
+            try:
+                conn.set_trace_callback(None)
+            except sqlite3.ProgrammingError:  # closed meanwhile
+                pass
+
+    def _tracer(self) -> Any:
+        state = {"wrote": False, "sync": 2}
+
+        def trace(statement: str) -> None:
+            head = statement.lstrip()[:8].upper()
             if head.startswith("BEGIN"):
                 self.transactions += 1
-                conn.info["wrote"] = False
+                state["wrote"] = False
+                return
+            if head.startswith(("COMMIT", "END")):
+                if state["wrote"]:
+                    self.write_commits += 1
+                    if state["sync"] >= 2:
+                        self.fsynced_commits += 1
+                state["wrote"] = False
+                return
+            if head.startswith("ROLLBACK"):
+                state["wrote"] = False
                 return
             self.statements += 1
-            writing = head in ("INSERT", "UPDATE", "DELETE")
-            if writing:
-                conn.info["wrote"] = True
-            rows = parameters if executemany else [parameters]
-            for row in rows:
-                values = row.values() if isinstance(row, dict) else row or ()
-                for v in values:
-                    if not writing:
-                        continue
-                    if isinstance(v, (bytes, bytearray, memoryview)):
-                        self.payload += len(v)
-                        self.payload_all += len(v)
-                    elif isinstance(v, str):
-                        self.payload_all += len(v.encode())
+            if head.startswith("PRAGMA"):
+                low = statement.lower().replace(" ", "")
+                if "synchronous=" in low:
+                    value = low.split("synchronous=", 1)[1].strip(";")
+                    state["sync"] = {"off": 0, "normal": 1, "full": 2, "extra": 3}.get(value, 0)
+                    if value.isdigit():
+                        state["sync"] = int(value)
+                return
+            if head.startswith(("INSERT", "UPDATE", "DELETE", "REPLACE")):
+                state["wrote"] = True
+                blobs = sum(len(m) // 2 for m in self._BLOB.findall(statement))
+                rest = self._BLOB.sub("", statement)
+                texts = sum(len(m.replace("''", "'").encode()) for m in self._TEXT.findall(rest))
+                self.payload += blobs
+                self.payload_all += blobs + texts
 
-        @event.listens_for(sync_engine, "commit")
-        def _commit(conn: Any) -> None:
-            if conn.info.get("wrote"):
-                self.write_commits += 1
-            conn.info["wrote"] = False
+        return trace
 
 
 def rss_bytes() -> int:

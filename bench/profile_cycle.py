@@ -113,6 +113,7 @@ def main() -> None:
         cycles=args.cycles,
         history=args.history,
         warmup=args.warmup,
+        counted=0,
         mode=args.mode,
         db=default_db(f"sayso-prof-H{args.history}"),
         keep_db=False,

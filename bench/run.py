@@ -4,8 +4,8 @@
   bench/run.py            # the whole bench (make bench): throughput at H=0/50/500 (median of
                           # --repeats runs, implementations interleaved), growth up to H=2000,
                           # footprint at 100,000 paused runs, one profile; writes bench/RESULTS.md
-  bench/run.py --quick    # make bench-quick: H=0, one run each, under a minute; the last line
-                          # printed is one JSON object
+  bench/run.py --quick    # make bench-quick: H=0, three interleaved runs each, about a minute;
+                          # the last line printed is one JSON object (medians, CPU ms per cycle)
 
 Every run is its own process pinned to core 0 (`taskset -c 0`, BENCH_PIN=0 to not pin), like the
 anchors' published figures. Raw JSON lines go to bench/results/.
@@ -54,9 +54,11 @@ def log(msg: str) -> None:
 
 
 def run_one(impl: str, history: int, cycles: int, warmup: int, sink: Any) -> dict[str, Any]:
+    probe = [] if impl.startswith("sayso") else [os.path.join(HERE, "cpu_probe.py")]
     cmd = [
         *pin(),
         PY,
+        *probe,
         SCRIPTS[impl],
         "--cycles",
         str(cycles),
@@ -77,7 +79,8 @@ def run_one(impl: str, history: int, cycles: int, warmup: int, sink: Any) -> dic
         sink.write(json.dumps(row) + "\n")
         sink.flush()
     log(
-        f"  {LABEL[impl]:<14} H={history:<5} {row['cycles_per_s']:>7} cycles/s  p50 {row['p50_ms']:>8} ms  "
+        f"  {LABEL[impl]:<14} H={history:<5} {row['cycles_per_s']:>7} cycles/s  "
+        f"CPU {row.get('cpu_ms_per_cycle')} ms/cycle  p50 {row['p50_ms']:>8} ms  "
         f"({row['wall_s']} s)"
     )
     return row
@@ -166,33 +169,49 @@ def git_rev() -> str:
 
 
 def quick(args: argparse.Namespace) -> None:
-    rows = {}
-    for impl in ("sayso", "langgraph", "pydantic-ai"):
-        rows[impl] = run_one(impl, 0, args.quick_cycles, 10, None)
-    s, lg, pa = (rows[k]["cycles_per_s"] for k in ("sayso", "langgraph", "pydantic-ai"))
-    print(f"| H=0, {args.quick_cycles} cycles | sayso | LangGraph | pydantic-ai |")
+    """H=0 only: each implementation `--quick-repeats` times, interleaved; medians, last line one JSON object."""
+    impls = ("sayso", "langgraph", "pydantic-ai")
+    rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for rep in range(args.quick_repeats):
+        for impl in impls[rep % 3 :] + impls[: rep % 3]:
+            rows[impl].append(run_one(impl, 0, args.quick_cycles, 10, None))
+    s, lg, pa = (med(rows[k], "cycles_per_s") for k in impls)
+    cpu = {k: med(rows[k], "cpu_ms_per_cycle") for k in impls}
+    sayso = rows["sayso"]
+    print(f"| H=0, {args.quick_cycles} cycles, median of {args.quick_repeats} | sayso | LangGraph | pydantic-ai |")
     print("|---|---:|---:|---:|")
     print(f"| cycles/s | {s} | {lg} | {pa} |")
-    print(f"| p50 ms | {rows['sayso']['p50_ms']} | {rows['langgraph']['p50_ms']} | {rows['pydantic-ai']['p50_ms']} |")
+    print(f"| CPU ms/cycle | {cpu['sayso']} | {cpu['langgraph']} | {cpu['pydantic-ai']} |")
+    p50 = {k: med(rows[k], "p50_ms") for k in impls}
+    print(f"| p50 ms | {p50['sayso']} | {p50['langgraph']} | {p50['pydantic-ai']} |")
     print(
-        f"| file growth B/cycle | {rows['sayso']['bytes_per_cycle']} | {rows['langgraph']['bytes_per_cycle']} "
-        f"| {rows['pydantic-ai']['bytes_per_cycle']} |"
+        f"| file growth B/cycle | {med(sayso, 'bytes_per_cycle')} | {med(rows['langgraph'], 'bytes_per_cycle')} "
+        f"| {med(rows['pydantic-ai'], 'bytes_per_cycle')} |"
     )
     print(
         json.dumps(
             {
                 "history": 0,
                 "cycles": args.quick_cycles,
+                "repeats": args.quick_repeats,
                 "sayso_cycles_per_s": s,
                 "langgraph_cycles_per_s": lg,
                 "pydantic_ai_cycles_per_s": pa,
                 "vs_langgraph": round(s / lg, 3),
                 "vs_pydantic_ai": round(s / pa, 3),
-                "sayso_bytes_per_cycle": rows["sayso"]["bytes_per_cycle"],
-                "sayso_payload_bytes_per_cycle": rows["sayso"]["payload_bytes_per_cycle"],
-                "sayso_disk_write_bytes_per_cycle": rows["sayso"]["disk_write_bytes_per_cycle"],
-                "sayso_commits_per_cycle": rows["sayso"]["commits_per_cycle"],
-                "sayso_p50_ms": rows["sayso"]["p50_ms"],
+                "cpu_ms_per_cycle": cpu["sayso"],
+                "langgraph_cpu_ms_per_cycle": cpu["langgraph"],
+                "pydantic_ai_cpu_ms_per_cycle": cpu["pydantic-ai"],
+                "cpu_vs_langgraph": round(cpu["langgraph"] / cpu["sayso"], 3),
+                "cpu_vs_pydantic_ai": round(cpu["pydantic-ai"] / cpu["sayso"], 3),
+                "sayso_statements_per_cycle": med(sayso, "statements_per_cycle"),
+                "sayso_transactions_per_cycle": med(sayso, "transactions_per_cycle"),
+                "sayso_fsyncs_per_cycle": med(sayso, "fsyncs_per_cycle"),
+                "sayso_commits_per_cycle": med(sayso, "commits_per_cycle"),
+                "sayso_bytes_per_cycle": med(sayso, "bytes_per_cycle"),
+                "sayso_payload_bytes_per_cycle": med(sayso, "payload_bytes_per_cycle"),
+                "sayso_disk_write_bytes_per_cycle": med(sayso, "disk_write_bytes_per_cycle"),
+                "sayso_p50_ms": med(sayso, "p50_ms"),
             }
         ),
         flush=True,
@@ -589,8 +608,9 @@ def report(  # noqa: C901
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="H=0 only, one run each; last line is a JSON object")
+    ap.add_argument("--quick", action="store_true", help="H=0 only, a few runs each; last line is a JSON object")
     ap.add_argument("--quick-cycles", type=int, default=300)
+    ap.add_argument("--quick-repeats", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument(
         "--scale", type=float, default=1.0, help="multiply the cycles per run (H=0: 600, 50: 300, 500: 100, 2000: 25)"

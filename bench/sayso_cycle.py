@@ -55,11 +55,11 @@ from common import (
 )
 
 from sayso import ApprovalRequest, Approve, Sayso
-from sayso._store import RunStore
+from sayso._store import SqlRunStore
 
 
 class StoreTimes:
-    """Wall time and calls per `RunStore` method (SQL, thread hops to the aiosqlite worker, (de)serialization)."""
+    """Wall time and calls per store verb (SQL, hops to the store's worker thread, (de)serialization)."""
 
     def __init__(self) -> None:
         self.s: dict[str, float] = defaultdict(float)
@@ -67,13 +67,17 @@ class StoreTimes:
         self.depth = 0  # store calls made inside another store call count once in "total"
 
     def install(self) -> None:
+        """Time every public coroutine method of `SqlRunStore`, its own and those it inherits."""
         import inspect
 
-        names = [n for n, f in vars(RunStore).items() if not n.startswith("_") and inspect.iscoroutinefunction(f)]
-        for name in names:
-            if name in ("open", "aclose"):
-                continue
-            original = getattr(RunStore, name)
+        names = {
+            name
+            for klass in SqlRunStore.__mro__
+            for name, fn in vars(klass).items()
+            if not name.startswith("_") and inspect.iscoroutinefunction(fn)
+        }
+        for name in sorted(names - {"open", "aclose", "__aenter__", "__aexit__"}):
+            original = getattr(SqlRunStore, name)
 
             def wrap(fn: Any, key: str) -> Any:
                 @functools.wraps(fn)
@@ -92,7 +96,7 @@ class StoreTimes:
 
                 return timed
 
-            setattr(RunStore, name, wrap(original, name))
+            setattr(SqlRunStore, name, wrap(original, name))
 
     def snapshot(self) -> tuple[dict[str, float], dict[str, int]]:
         return dict(self.s), dict(self.n)
@@ -103,18 +107,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
     times = StoreTimes()
     times.install()
     counters = Counters()
+    counters.attach_all()  # before any connection opens: every sqlite3 connection of this process is counted
     app_a = Sayso(bench_config(args.db))
     app_b = app_a if args.mode == "warm" else Sayso(bench_config(args.db))
     await app_a.__aenter__()
     if app_b is not app_a:
         await app_b.__aenter__()
-    for engine in store_engines(app_a):
-        counters.attach(engine)
-    if app_b is not app_a:
-        for engine in store_engines(app_b):
-            counters.attach(engine)
 
-    total = args.warmup + args.cycles
+    total = args.warmup + args.counted + args.cycles
     threads: list[str | None]
     t_seed = time.perf_counter()
     if args.history:
@@ -164,7 +164,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
     for n in range(args.warmup):
         await one_cycle(n, threads[n], check=True)
 
-    size0, c0, s0 = db_size(args.db), counters.snapshot(), times.snapshot()
+    # Counted cycles: every statement the driver runs is traced, which costs time, so these are
+    # not the timed ones (every cycle runs the same statements).
+    timed_from = args.warmup + args.counted
+    c0 = counters.snapshot()
+    counters.enable()
+    for n in range(args.warmup, timed_from):
+        await one_cycle(n, threads[n], check=False)
+    counters.disable()
+    c1, s0 = counters.snapshot(), times.snapshot()
+
+    size0 = db_size(args.db)
     io0 = disk_write_bytes()
     pauses, resumes = [], []
     prof = None
@@ -173,23 +183,25 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
 
         prof = cProfile.Profile()
         prof.enable()
+    cpu_start = time.process_time()
     t_start = time.perf_counter()
-    for n in range(args.warmup, total):
+    for n in range(timed_from, total):
         p, r = await one_cycle(n, threads[n], check=False)
         pauses.append(p)
         resumes.append(r)
     seconds = time.perf_counter() - t_start
+    cpu = time.process_time() - cpu_start
     if prof is not None:
         prof.disable()
         prof.dump_stats(args.profile)
     io1 = disk_write_bytes()
-    size1, c1, s1 = db_size(args.db), counters.snapshot(), times.snapshot()
+    size1, s1 = db_size(args.db), times.snapshot()
 
     # Independent check from a fresh instance (own engine): every timed thread is complete, every
     # decision recorded, nothing open.
     t_verify = time.perf_counter()
     async with Sayso(bench_config(args.db)) as check:
-        for n in range(args.warmup, total):
+        for n in range(timed_from, total):
             msgs = await check.store.load_messages(done[n])
             if len(msgs) != 2 * args.history + 4:
                 raise AssertionError(f"thread {done[n]} holds {len(msgs)} messages, want {2 * args.history + 4}")
@@ -209,6 +221,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
         await app_b.__aexit__(None, None, None)
 
     n = args.cycles
+    counted = max(args.counted, 1)
     cyc = [p + r for p, r in zip(pauses, resumes, strict=True)]
     db_bytes = size1 - size0
     store_ms = {k: round((s1[0][k] - s0[0].get(k, 0.0)) / n * 1e3, 3) for k in sorted(s1[0]) if k != " total"}
@@ -220,14 +233,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
         "history": args.history,
         "seconds": round(seconds, 3),
         "cycles_per_s": round(n / seconds, 1),
+        # CPU time of the whole process (event loop and the store's worker threads) per timed cycle:
+        # steadier than cycles/s when other work shares the machine.
+        "cpu_ms_per_cycle": round(cpu / n * 1e3, 3),
         "db_bytes": db_bytes,
         "bytes_per_cycle": round(db_bytes / n),
         "disk_write_bytes_per_cycle": None if io0 is None or io1 is None else round((io1 - io0) / n),
-        "payload_bytes_per_cycle": round((c1[3] - c0[3]) / n),
-        "payload_all_bytes_per_cycle": round((c1[4] - c0[4]) / n),
-        "commits_per_cycle": round((c1[2] - c0[2]) / n, 2),
-        "transactions_per_cycle": round((c1[1] - c0[1]) / n, 2),
-        "statements_per_cycle": round((c1[0] - c0[0]) / n, 2),
+        # The rest is counted at the sqlite3 driver over `--counted` cycles (see Counters).
+        "payload_bytes_per_cycle": round((c1[3] - c0[3]) / counted),
+        "payload_all_bytes_per_cycle": round((c1[4] - c0[4]) / counted),
+        "commits_per_cycle": round((c1[2] - c0[2]) / counted, 2),
+        "fsyncs_per_cycle": round((c1[5] - c0[5]) / counted, 2),
+        "transactions_per_cycle": round((c1[1] - c0[1]) / counted, 2),
+        "statements_per_cycle": round((c1[0] - c0[0]) / counted, 2),
         "loads_per_cycle": store_calls.get("load_messages", 0.0),
         # "total" is the wall time inside outermost store calls (a call made by another one counts once)
         "store_ms_per_cycle": {"total": store_total, **store_ms},
@@ -240,6 +258,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
         "seed_seconds": round(seed_s, 3),
         "verify_seconds": round(verify_s, 3),
         "warmup": args.warmup,
+        "counted": args.counted,
         "sqlite": {"version": sqlite3.sqlite_version, "journal_mode": journal, "synchronous": 2},
         "versions": {
             "python": platform.python_version(),
@@ -253,20 +272,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
     }
 
 
-def store_engines(app: Any) -> list[Any]:
-    """Every engine the store writes through: its async engine and, for SQLite, the worker-thread one."""
-    engines = [app.store.engine.sync_engine]
-    sync = getattr(app.store, "_sync", None)
-    if sync is not None:
-        engines.append(sync)
-    return engines
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cycles", type=int, default=2000)
     ap.add_argument("--history", type=int, default=0, help="prior user/assistant pairs in each thread")
     ap.add_argument("--warmup", type=int, default=20, help="untimed, fully checked cycles first (own threads)")
+    ap.add_argument(
+        "--counted", type=int, default=10, help="untimed cycles after the warm-up whose SQL is counted at the driver"
+    )
     ap.add_argument(
         "--mode",
         choices=["split", "warm"],

@@ -4,9 +4,10 @@
 On a store holding a few completed cycles, it times the same read of one `runs` row by primary
 key, and the same small write transaction (one UPDATE, fsynced), each done several ways:
 
-  - `RunStore.get_run`: sayso as it is (SQLAlchemy Core on the async engine, aiosqlite, one
-    `BEGIN IMMEDIATE` transaction per call, the pool's reset-on-return ROLLBACK);
-  - the same statement via `engine.connect()`: no BEGIN IMMEDIATE and no COMMIT;
+  - `SqlRunStore.get_run` / `set_mark`: sayso as it is (constant SQL through the stdlib driver: a
+    read inline on the event loop, a write in one worker-thread hop);
+  - the same statement through SQLAlchemy's async engine and aiosqlite (what sayso used before),
+    in `engine.begin()` and in `engine.connect()` (no BEGIN IMMEDIATE and no COMMIT);
   - the same statement on an engine made with `pool_reset_on_return=None`;
   - one hop per transaction: stdlib sqlite3 doing the whole transaction in one call on a
     worker thread (`anyio.to_thread.run_sync`), the shape a store could take;
@@ -69,6 +70,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         async def sayso_get_run() -> None:
             await store.get_run(run_id)
 
+        async def sayso_set_mark() -> None:
+            await store.set_mark("bench", "overhead", "x")
+
         async def sa_begin_read() -> None:
             async with engine.begin() as conn:
                 (await conn.execute(q)).first()
@@ -116,13 +120,14 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
         n = args.n
         rows = [
-            ("read one run by id: `RunStore.get_run` (sayso today)", await timed(sayso_get_run, n)),
+            ("read one run by id: `SqlRunStore.get_run` (sayso: plain SQL, inline)", await timed(sayso_get_run, n)),
             ("read: same SELECT in `engine.begin()` (BEGIN IMMEDIATE … COMMIT)", await timed(sa_begin_read, n)),
             ("read: same SELECT in `engine.connect()` (no BEGIN IMMEDIATE / COMMIT)", await timed(sa_connect_read, n)),
             ("read: `engine.begin()` with `pool_reset_on_return=None`", await timed(sa_noreset_read, n)),
             ("read: whole transaction in one worker-thread hop (sqlite3 + anyio)", await timed(hop_read, n)),
             ("read: sqlite3 on the event loop (pydantic-ai anchor style)", await timed(direct_read, n)),
-            ("write one UPDATE + fsynced COMMIT: `engine.begin()` (sayso today)", await timed(sa_write, n)),
+            ("write one row + fsynced COMMIT: `SqlRunStore.set_mark` (sayso: one hop)", await timed(sayso_set_mark, n)),
+            ("write one UPDATE + fsynced COMMIT: SQLAlchemy `engine.begin()`", await timed(sa_write, n)),
             ("write: whole transaction in one worker-thread hop", await timed(hop_write, n)),
             ("write: sqlite3 on the event loop", await timed(direct_write, n)),
         ]

@@ -63,6 +63,8 @@ class RunDeps:
     clock: Any
     grants: Sequence[Grant] | None = None
     """Grants an external host passed for this run; when set, stored grants are not consulted."""
+    stored_grants: Sequence[Grant] | None = None
+    """The principal's active stored grants, read with the segment's first read; `None`: look them up per call."""
     delegate: Callable[[str, str, str], Awaitable[str]] | None = None
     """Hands work to a delegate agent: `(agent, task, tool_call_id) -> its answer` (or the run pauses)."""
     marked: frozenset[str] = frozenset()
@@ -205,11 +207,12 @@ class GateToolset(WrapperToolset[Any]):
 
     async def _covering_grant(self, deps: RunDeps, name: str, subject: Subject) -> Grant | None:
         principal = deps.principal or ""
-        grants = (
-            deps.grants
-            if deps.grants is not None
-            else await deps.ledger.grants_for(principal=principal, tool=name, subject_key=subject.key)
-        )
+        if deps.grants is not None:
+            grants = deps.grants
+        elif deps.stored_grants is not None:
+            grants = deps.stored_grants
+        else:
+            grants = await deps.ledger.grants_for(principal=principal, tool=name, subject_key=subject.key)
         return covering_grant(
             grants, tool=name, subject_key=subject.key, principal=principal, thread_id=deps.thread_id, now=deps.clock()
         )

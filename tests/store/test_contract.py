@@ -29,17 +29,24 @@ from sayso._core.decisions import Approve, DecisionRecord, Reject, Skip
 from sayso._core.grants import Grant
 from sayso._core.requests import ApprovalRequest, ClientTool, DelegateRequest, Question, QuestionRequest, Request
 from sayso._store import (
+    BegunRun,
     Claim,
+    Decided,
     ExecutionRecord,
     ExecutionResult,
     InboxFilter,
     InvalidCursor,
+    PauseState,
     RemoteTask,
+    RequestWithRun,
+    ResumeClaim,
     RunRecord,
     RunStore,
+    ThreadRecord,
     TranscriptEntry,
+    Verdict,
 )
-from sayso.exceptions import PauseConsumed, RunConflict, RunNotFound, SaysoError, StoreError
+from sayso.exceptions import AlreadyDecided, NotAllowed, PauseConsumed, RunConflict, RunNotFound, SaysoError, StoreError
 
 NOW = 1_000.0
 LEASE = 30.0
@@ -307,6 +314,155 @@ async def test_superseding_a_consumed_pause_changes_nothing(store: RunStore) -> 
         await store.get_run("run_2")
     thread = await store.get_thread("thr_1")
     assert thread is not None and thread.active_run_id == "run_1"
+
+
+# the cycle's one-transaction steps
+
+
+async def begin(store: RunStore, run_id: str = "run_1", *, now: float = NOW, **kwargs: Any) -> BegunRun:
+    """A run's first transaction on thread `thr_1`, for alice's grants."""
+    return await store.begin_run(
+        thread_id="thr_1",
+        owner="alice",
+        agent=kwargs.pop("agent", "files"),
+        run_id=run_id,
+        prompt=f"prompt of {run_id}",
+        client_tools=(),
+        lease_owner=ME,
+        lease_expires_at=now + LEASE,
+        now=now,
+        grants_of="alice",
+        **kwargs,
+    )
+
+
+async def test_a_run_begins_with_its_thread_history_and_grants_in_one_step(store: RunStore) -> None:
+    """`begin_run` creates or claims the thread, starts the run and reads history and the principal's live grants."""
+    first = await begin(store)
+    assert first.thread is None and first.history == [] and first.grants == []
+    assert first.run is not None and (first.run.status, first.run.lease_owner, first.run.agent) == (
+        "running",
+        ME,
+        "files",
+    )
+    assert await store.get_run("run_1") == first.run
+    await store.finish_run(
+        first.run, owner=ME, new_messages=said("hi", "hello"), status="completed", output="hello", error=None, now=NOW
+    )
+    run = await start(store, "thr_2", "run_x")
+    await paused(store, run, [approval("req_1", run)])
+    live, mine_revoked, expired, bobs = grant("grt_1"), grant("grt_2"), grant("grt_3"), grant("grt_4", principal="bob")
+    await store.record_decisions(
+        [decision("req_1")], grants=[live, mine_revoked, replace(expired, expires_at=NOW + 1), bobs]
+    )
+    await store.revoke_grant("grt_2", now=NOW)
+    second = await begin(store, "run_2", now=NOW + 2, agent="other")
+    assert second.thread is not None and (second.thread.owner, second.thread.active_run_id) == ("alice", None)
+    assert second.run is not None and second.run.agent == "files"  # the thread's agent, whatever was asked
+    assert second.history == said("hi", "hello")
+    assert second.grants == [live]
+    thread = await store.get_thread("thr_1")
+    assert thread is not None and thread.active_run_id == "run_2"
+
+
+async def test_a_refused_or_busy_begin_writes_nothing(store: RunStore) -> None:
+    """`check` refusing the thread, or the thread's run still active, leaves the thread and its runs as they were."""
+    await begin(store)
+
+    def refuse(thread: ThreadRecord) -> None:
+        raise NotAllowed(thread.thread_id, "not yours")
+
+    await store.finish_run(
+        await store.get_run("run_1"), owner=ME, new_messages=(), status="completed", output="", error=None, now=NOW
+    )
+    with pytest.raises(NotAllowed):
+        await begin(store, "run_2", check=refuse)
+    with pytest.raises(RunNotFound):
+        await store.get_run("run_2")
+    await begin(store, "run_3")
+    busy = await begin(store, "run_4")
+    assert busy.run is None and busy.thread is not None and busy.thread.active_run_id == "run_3"
+    with pytest.raises(RunNotFound):
+        await store.get_run("run_4")
+
+
+def approve_and_resume(found: RequestWithRun, state: PauseState) -> Verdict:
+    """A judge as the runtime's: the first decision wins, and the last open request resumes the run."""
+    if found.decision is not None or found.pause_status != "open":
+        raise AlreadyDecided(found.request.request_id, "decided before")
+    record = decision(found.request.request_id)
+    left = [r for r in state.requests if r.request_id not in state.decisions and r.request_id != record.request_id]
+    resume = None if left else ResumeClaim(executing=[found.request.request_id], grants_of="alice")
+    return Verdict(record=record, audit=[{"event": "decided"}], grant=grant(f"grt_{record.request_id}"), resume=resume)
+
+
+async def decide(store: RunStore, request_id: str, judge: Any = approve_and_resume) -> Decided | None:
+    """Decide a request through `decide_request` for this test's lease owner."""
+    return await store.decide_request(request_id, judge, owner=ME, until=NOW + 10 + LEASE, now=NOW + 10)
+
+
+async def test_the_last_decision_and_the_resume_commit_together(store: RunStore) -> None:
+    """Deciding the last open request records it, consumes the pause, marks the call and claims the run at once."""
+    run = await start(store)
+    run = await paused(store, run, [approval("req_1", run)])
+    done = await decide(store, "req_1")
+    assert done is not None and done.claim is not None
+    assert done.found.run == run and done.found.decision is None and done.state.requests == [approval("req_1", run)]
+    assert (done.claim.run.status, done.claim.run.lease_owner, done.claim.run.resume_pause_id) == (
+        "running",
+        ME,
+        "pau_1",
+    )
+    assert done.claim.history == said("prompt of run_1", "asking") and done.claim.grants == [grant("grt_req_1")]
+    assert await store.get_run("run_1") == done.claim.run
+    found = await store.get_request("req_1")
+    assert found is not None and found.decision == decision("req_1") and found.pause_status == "consumed"
+    assert await store.begin_execution("req_1", "run_1", NOW) == ExecutionRecord(
+        request_id="req_1", status="executing", result=None
+    )
+    assert [r.body for r in await store.audit_records()] == [{"event": "decided"}]
+
+
+async def test_a_judge_sees_what_is_stored_and_its_refusal_writes_nothing(store: RunStore) -> None:
+    """The judge reads the request, its run and pause; raising refuses; not the last decision leaves the pause open."""
+    run = await start(store)
+    await paused(store, run, [approval("req_1", run), approval("req_2", run)])
+    assert await decide(store, "req_nope") is None
+    seen: list[tuple[RequestWithRun, PauseState]] = []
+
+    def refuse(found: RequestWithRun, state: PauseState) -> Verdict:
+        seen.append((found, state))
+        raise NotAllowed(found.request.request_id, "not yours")
+
+    with pytest.raises(NotAllowed):
+        await decide(store, "req_2", refuse)
+    assert seen[0][0].request == approval("req_2", run) and seen[0][1].decisions == {}
+    first = await decide(store, "req_1")
+    assert first is not None and first.claim is None and first.verdict.resume is None
+    assert (await store.pause_state("pau_1")).status == "open"
+    with pytest.raises(AlreadyDecided):
+        await decide(store, "req_1")
+    last = await decide(store, "req_2", approve_and_resume)
+    assert last is not None and last.claim is not None and last.state.decisions == {"req_1": decision("req_1")}
+
+
+async def test_concurrent_deciders_of_a_pause_resume_it_once(store: RunStore) -> None:
+    """Racing `decide_request` calls on one request: one records and claims the run, the others are refused."""
+    run = await start(store)
+    await paused(store, run, [approval("req_1", run)])
+    outcomes = await at_once(*[lambda: decide(store, "req_1")] * 4)
+    assert sum(isinstance(o, Decided) and o.claim is not None for o in outcomes) == 1
+    assert sum(isinstance(o, AlreadyDecided) for o in outcomes) == 3
+    assert await store.count_audit() == 1
+
+
+async def test_a_claim_reads_the_principals_grants_when_asked(store: RunStore) -> None:
+    """`consume_pause(grants_of=...)` reads the principal's live grants with the history; without it, none."""
+    run = await start(store)
+    run = await paused(store, run, [approval("req_1", run)])
+    await store.record_decision(decision("req_1"), grant=grant("grt_1"))
+    got = await claim(store, run, grants_of="alice")
+    assert got.grants == [grant("grt_1")]
 
 
 # decisions

@@ -9,52 +9,91 @@ last open request of a pause is decided, the run resumes.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from .._core.access import Principal, may_decide
 from .._core.decisions import Approve, Decision, DecisionRecord, Expire, check_decision
 from .._core.grants import Grant
 from .._core.requests import ApprovalRequest, Request
-from .._core.resume import open_requests
+from .._core.resume import open_requests, plan_resume
 from .._engine import audit_body
 from .._results import DecideResult, RunResult
-from .._store import RunRecord
+from .._store import Decided, PauseState, RequestWithRun, ResumeClaim, RunRecord, Verdict
 from ..exceptions import AlreadyDecided, InvalidDecision, NotAllowed, PauseConsumed, RequestNotFound, RunConflict
-from . import _remote, _tree
+from . import _remote, _step, _tree
 
 if TYPE_CHECKING:
     from ._kernel import Kernel
 
 
 async def decide(k: Kernel, request_id: str, decision: Decision, *, principal: Principal, resume: bool) -> DecideResult:
-    """Record one decision; when it was the last open request of the pause, resume the run."""
-    found = await k.store.request_with_run(request_id)
-    if found is None:
-        raise RequestNotFound(request_id)
-    request = found.request
-    check_allowed(request, principal)
+    """Record one decision; when it was the last open request of the pause, resume the run.
+
+    One transaction reads the request with its run and pause, checks the decision, records it
+    and — when nothing else is open and the run is a top-level one — consumes the pause, marks
+    the approved calls in the ledger and reads the history, so the resume starts straight away.
+    """
     now = k.clock()
-    to_record = check_decision(request, decision, existing=found.decision, now=now)
-    recorded = False
-    if to_record is not None:
+
+    def judge(found: RequestWithRun, state: PauseState) -> Verdict:
+        request = found.request
+        check_allowed(request, principal)
+        to_record = check_decision(request, decision, existing=found.decision, now=now)
+        if to_record is None:
+            return Verdict(record=None)  # the same decision again: a harmless no-op
         if found.pause_status != "open":
             raise AlreadyDecided(request_id, "its pause was already resumed or closed")
         check_same_subject(k, request, to_record)
         record = DecisionRecord(
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now
         )
-        earlier = await k.store.record_decision(
-            record, audit=[audit_body(request, record)], grant=grant_from(request, to_record, now)
-        )
-        if earlier is not None and earlier.decision != to_record:
-            raise AlreadyDecided(request_id, f"already decided ({earlier.decision.kind}); the first decision wins")
-        recorded = earlier is None
-        if recorded:
-            k.events.decided([request], [record])
-    top = await _tree.root(k, found.run)
+        verdict = Verdict(record=record, audit=[audit_body(request, record)], grant=grant_from(request, to_record, now))
+        run = found.run
+        decided = {**state.decisions, request_id: record}
+        if (
+            not resume
+            or run.parent_run_id is not None
+            or run.status != "paused"
+            or open_requests(state.requests, decided)
+        ):
+            return verdict  # delegates and pauses still waiting go the general way, after the commit
+        plan = plan_resume(run.run_id, state.requests, decided, force=False, now=now)
+        executing = _step.resume_plan_executing(state.requests, plan)
+        return replace(verdict, resume=ResumeClaim(executing=executing, grants_of=run.principal or ""))
+
+    done = await k.store.decide_request(request_id, judge, owner=k.owner, until=now + k.lease_seconds, now=now)
+    if done is None:
+        raise RequestNotFound(request_id)
+    record = done.verdict.record
+    if record is not None:
+        k.events.decided([done.found.request], [record])
+    if done.claim is not None:
+        return DecideResult(request_id=request_id, recorded=True, run=await _resume_claimed(k, done))
+    top = await _tree.root(k, done.found.run)
     if not resume:
-        return DecideResult(request_id=request_id, recorded=recorded, run=await _tree.result(k, top.run_id))
-    return DecideResult(request_id=request_id, recorded=recorded, run=await resume_if_ready(k, top))
+        return DecideResult(request_id=request_id, recorded=record is not None, run=await _tree.result(k, top.run_id))
+    return DecideResult(request_id=request_id, recorded=record is not None, run=await resume_if_ready(k, top))
+
+
+async def _resume_claimed(k: Kernel, done: Decided) -> RunResult:
+    """Carry on a run whose pause the decision's own commit consumed (see `decide`)."""
+    assert done.claim is not None and done.verdict.record is not None and done.verdict.resume is not None
+    requests = done.state.requests
+    decisions = {**done.state.decisions, done.verdict.record.request_id: done.verdict.record}
+    built = k.built(done.claim.run.agent)
+    await _step.tell_services(k, built, requests, decisions)
+    return await _step.execute(
+        k,
+        built,
+        done.claim.run,
+        prompt=None,
+        requests=requests,
+        decisions=decisions,
+        marked=frozenset(done.verdict.resume.executing),
+        history=done.claim.history,
+        stored_grants=done.claim.grants,
+    )
 
 
 async def answer_pause(

@@ -18,6 +18,7 @@ from .._config import Config
 from .._store import RunStore
 from ..exceptions import ConfigError
 from ._events import Events
+from ._leases import Heartbeat
 from ._remote import RemoteAgents
 
 
@@ -43,6 +44,8 @@ class Kernel:
     owner: str = field(default_factory=new_owner)
     """Who holds the lease of the runs this runtime is working on."""
     events: Events = field(default_factory=lambda: Events())
+    heartbeat: Heartbeat = field(default_factory=Heartbeat)
+    """Renews the leases of the runs this runtime works on: one timer for all of them."""
     remote_urls: dict[str, str] = field(default_factory=dict[str, str])
     """Remote (A2A) delegates by tool name."""
     remote: RemoteAgents | None = None

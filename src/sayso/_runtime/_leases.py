@@ -8,37 +8,76 @@ from the store under the ledger rules.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
-
-import anyio
 
 from .._results import RunResult
 from .._store import RunRecord
-from ..exceptions import RunConflict
+from ..exceptions import RunConflict, StoreError
 
 if TYPE_CHECKING:
     from ._kernel import Kernel
 
+logger = logging.getLogger("sayso.leases")
 
-@asynccontextmanager
-async def holding(k: Kernel, run: RunRecord) -> AsyncIterator[None]:
-    """Keep this runtime's lease on the run alive while it works."""
 
-    async def heartbeat() -> None:
-        while True:
-            await anyio.sleep(k.lease_seconds / 3)
-            await k.store.renew_lease(run.run_id, k.owner, k.clock() + k.lease_seconds)
+class Heartbeat:
+    """One timer per runtime that keeps the lease of every run the runtime works on alive.
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(heartbeat)
+    A run segment only registers while it works (`holding`); the timer runs while at least one
+    is registered, and each beat renews all of them, so a segment costs two dictionary updates
+    instead of a task of its own.
+    """
+
+    def __init__(self) -> None:
+        self.held: dict[str, int] = {}
+        """Runs being worked on, with how many segments of this runtime hold each."""
+        self._timer: asyncio.TimerHandle | None = None
+        self._beats: set[asyncio.Task[None]] = set()
+
+    def hold(self, k: Kernel, run_id: str) -> None:
+        self.held[run_id] = self.held.get(run_id, 0) + 1
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(k.lease_seconds / 3, self._beat, k)
+
+    def release(self, run_id: str) -> None:
+        left = self.held.pop(run_id) - 1
+        if left:
+            self.held[run_id] = left
+        elif not self.held and self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _beat(self, k: Kernel) -> None:
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(_renew(k, list(self.held)))
+        self._beats.add(task)
+        task.add_done_callback(self._beats.discard)
+        self._timer = loop.call_later(k.lease_seconds / 3, self._beat, k)
+
+
+async def _renew(k: Kernel, run_ids: list[str]) -> None:
+    for run_id in run_ids:
         try:
-            yield
-        finally:
-            tg.cancel_scope.cancel()
+            await k.store.renew_lease(run_id, k.owner, k.clock() + k.lease_seconds)
+        except StoreError:
+            # The run's next write checks the lease itself: a lapsed lease fails it there.
+            logger.warning("could not renew the lease of run %s", run_id, exc_info=True)
+
+
+@contextmanager
+def holding(k: Kernel, run: RunRecord) -> Iterator[None]:
+    """Keep this runtime's lease on the run alive while it works."""
+    k.heartbeat.hold(k, run.run_id)
+    try:
+        yield
+    finally:
+        k.heartbeat.release(run.run_id)
 
 
 async def carry_on(k: Kernel, run: RunRecord) -> RunResult:

@@ -43,8 +43,13 @@ async def execute(
     external_grants: Sequence[Grant] | None = None,
     marked: frozenset[str] = frozenset(),
     history: list[ModelMessage] | None = None,
+    stored_grants: Sequence[Grant] | None = None,
 ) -> RunResult:
-    """Run one segment of `run` on `built` and persist where it ended: paused, completed or failed."""
+    """Run one segment of `run` on `built` and persist where it ended: paused, completed or failed.
+
+    `history` and `stored_grants` come from the segment's first read when it made one (the run's
+    start or the pause's consumption); the gate then needs no store read of its own.
+    """
     from . import _tree
     from ._kernel import new_id
 
@@ -58,6 +63,7 @@ async def execute(
         ledger=k.store,
         clock=k.clock,
         grants=external_grants,
+        stored_grants=stored_grants,
         delegate=lambda target, task, call_id: _tree.delegate(k, run, target, task, call_id),
         marked=marked,
     )
@@ -65,7 +71,7 @@ async def execute(
     # A client tool's context reaches only the agents allowed to call that tool.
     context = "\n".join(f"Context from the client for the tool {t.name!r}: {t.context}" for t in allowed if t.context)
     try:
-        async with holding(k, run):
+        with holding(k, run):
             result = await built.agent.run(
                 prompt,
                 message_history=history,
@@ -144,6 +150,7 @@ async def consume(
     now: float,
     executing: Sequence[str],
     load_history: bool,
+    grants_of: str | None = None,
 ) -> Claim:
     """Consume a run's pause for this runtime, recording and announcing the skips the resume adds.
 
@@ -162,6 +169,7 @@ async def consume(
         audit=[audit_body(by_id[d.request_id], d) for d in plan.added],
         executing=executing,
         load_history=load_history,
+        grants_of=grants_of,
     )
     k.events.decided(requests, plan.added)
     return claim

@@ -72,7 +72,9 @@ async def advance(k: Kernel, run: RunRecord, *, force: bool, state: PauseState |
         if isinstance(request, DelegateRequest):
             await cancel_tree(k, request.child_run_id, SKIPPED_FOR_FORCE)
     approved = _step.resume_plan_executing(requests, plan)
-    claim = await _step.consume(k, run, requests, plan, now=now, executing=approved, load_history=True)
+    claim = await _step.consume(
+        k, run, requests, plan, now=now, executing=approved, load_history=True, grants_of=run.principal or ""
+    )
     built = k.built(claim.run.agent)
     await _step.tell_services(k, built, requests, plan.decisions)
     return await _step.execute(
@@ -84,6 +86,7 @@ async def advance(k: Kernel, run: RunRecord, *, force: bool, state: PauseState |
         decisions=plan.decisions,
         marked=frozenset(approved),
         history=claim.history,
+        stored_grants=claim.grants,
     )
 
 

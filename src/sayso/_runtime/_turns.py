@@ -17,7 +17,7 @@ from .._core.requests import ClientTool, DelegateRequest, Request
 from .._core.resume import SKIPPED_FOR_CANCEL, SKIPPED_FOR_MESSAGE, open_requests, plan_resume
 from .._engine import audit_body
 from .._results import RunResult
-from .._store import RunRecord
+from .._store import RunRecord, ThreadRecord
 from ..exceptions import InvalidInput, NotAllowed, NotReady, RunConflict, ThreadBusy
 from . import _leases, _step, _tree
 
@@ -39,8 +39,11 @@ async def start(
     from ._kernel import new_id
 
     now = k.clock()
-    thread = await k.store.get_thread(thread_id) if thread_id else None
-    if thread is not None:
+    entry = agent or k.config.entry_agent
+    if entry not in k.agents:  # an unknown agent is the client's mistake, refused before anything is written
+        raise InvalidInput(f"no agent named {entry!r}; configured: {', '.join(k.agents)}", field="agent")
+
+    def check(thread: ThreadRecord) -> None:
         if not may_message(principal, owner=thread.owner):
             raise NotAllowed(
                 thread.thread_id,
@@ -51,29 +54,70 @@ async def start(
             raise InvalidInput(
                 f"thread {thread.thread_id!r} belongs to agent {thread.agent!r}, not {agent!r}", field="agent"
             )
-    if thread is None and agent is not None and agent not in k.agents:
-        raise InvalidInput(f"no agent named {agent!r}; configured: {', '.join(k.agents)}", field="agent")
-    built = k.built(thread.agent if thread else agent or k.config.entry_agent)
-    requests: list[Request] = []
-    decisions: dict[str, DecisionRecord] = {}
-    added: list[DecisionRecord] = []
-    supersede: str | None = None
-    if thread is not None and thread.active_run_id is not None:
-        active = await k.store.get_run(thread.active_run_id)
-        if active.status != "paused" or active.pause_id is None:
-            raise ThreadBusy(active.run_id, f"thread {thread.thread_id!r} already has a run in progress")
-        state = await k.store.pause_state(active.pause_id)
-        requests = state.requests
-        plan = plan_resume(
-            active.run_id, requests, state.decisions, force=True, now=now, skip_reason=SKIPPED_FOR_MESSAGE
+        k.built(thread.agent)
+
+    # One transaction reads the thread, starts the run on it and reads its history and the
+    # principal's grants; a thread whose run is paused takes the longer road below.
+    begun = await k.store.begin_run(
+        thread_id=thread_id or new_id("thr"),
+        owner=principal.name,
+        agent=entry,
+        run_id=new_id("run"),
+        prompt=message,
+        client_tools=client_tools,
+        lease_owner=k.owner,
+        lease_expires_at=now + k.lease_seconds,
+        now=now,
+        check=check,
+        grants_of=principal.name if grants is None else None,
+    )
+    if begun.run is not None:
+        return await _step.execute(
+            k,
+            k.built(begun.run.agent),
+            begun.run,
+            prompt=message,
+            requests=[],
+            decisions={},
+            external_grants=grants,
+            history=begun.history,
+            stored_grants=begun.grants,
         )
-        decisions, added, supersede = plan.decisions, plan.added, active.pause_id
-        for request in open_requests(requests, state.decisions):
-            if isinstance(request, DelegateRequest):
-                await _tree.cancel_tree(k, request.child_run_id, SKIPPED_FOR_MESSAGE)
+    assert begun.thread is not None and begun.thread.active_run_id is not None
+    return await _supersede(
+        k, begun.thread, message, principal=principal, client_tools=client_tools, grants=grants, now=now
+    )
+
+
+async def _supersede(
+    k: Kernel,
+    thread: ThreadRecord,
+    message: str,
+    *,
+    principal: Principal,
+    client_tools: Sequence[ClientTool],
+    grants: Sequence[Grant] | None,
+    now: float,
+) -> RunResult:
+    """A message on a thread whose run is paused: skip its open requests and start a new run in the same commit."""
+    from ._kernel import new_id
+
+    built = k.built(thread.agent)
+    assert thread.active_run_id is not None
+    active = await k.store.get_run(thread.active_run_id)
+    if active.status != "paused" or active.pause_id is None:
+        raise ThreadBusy(active.run_id, f"thread {thread.thread_id!r} already has a run in progress")
+    state = await k.store.pause_state(active.pause_id)
+    requests: list[Request] = state.requests
+    plan = plan_resume(active.run_id, requests, state.decisions, force=True, now=now, skip_reason=SKIPPED_FOR_MESSAGE)
+    decisions: dict[str, DecisionRecord] = plan.decisions
+    added: list[DecisionRecord] = plan.added
+    for request in open_requests(requests, state.decisions):
+        if isinstance(request, DelegateRequest):
+            await _tree.cancel_tree(k, request.child_run_id, SKIPPED_FOR_MESSAGE)
     by_id = {r.request_id: r for r in requests}
     run = await k.store.start_run(
-        thread_id=thread.thread_id if thread else thread_id or new_id("thr"),
+        thread_id=thread.thread_id,
         owner=principal.name,
         agent=built.name,
         run_id=new_id("run"),
@@ -82,22 +126,15 @@ async def start(
         lease_owner=k.owner,
         lease_expires_at=now + k.lease_seconds,
         now=now,
-        expect_active=thread.active_run_id if thread else None,
+        expect_active=thread.active_run_id,
         skips=added,
         audit=[audit_body(by_id[d.request_id], d) for d in added],
-        supersede_pause=supersede,
+        supersede_pause=active.pause_id,
     )
     k.events.decided(requests, added)
     await _step.tell_services(k, built, requests, decisions)
     return await _step.execute(
-        k,
-        built,
-        run,
-        prompt=message,
-        requests=requests,
-        decisions=decisions,
-        external_grants=grants,
-        history=None if thread is not None else [],
+        k, built, run, prompt=message, requests=requests, decisions=decisions, external_grants=grants
     )
 
 

@@ -13,7 +13,7 @@ storage itself failed.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -25,11 +25,14 @@ from .._core.grants import Grant
 from .._core.requests import ClientTool, Request
 from ._records import (
     AuditPage,
+    BegunRun,
     Claim,
+    Decided,
     ExecutionRecord,
     ExecutionResult,
     InboxFilter,
     InboxPage,
+    Judge,
     PauseState,
     RemoteTask,
     RequestState,
@@ -111,6 +114,37 @@ class RunStore(ABC):
         Raises:
             RunConflict: the thread's active run is no longer `expect_active`.
             PauseConsumed: `supersede_pause` was consumed meanwhile.
+        """
+
+    @abstractmethod
+    async def begin_run(
+        self,
+        *,
+        thread_id: str,
+        owner: str,
+        agent: str,
+        run_id: str,
+        prompt: str,
+        client_tools: Sequence[ClientTool],
+        lease_owner: str,
+        lease_expires_at: float,
+        now: float,
+        check: Callable[[ThreadRecord], None] | None = None,
+        grants_of: str | None = None,
+    ) -> BegunRun:
+        """A run's first transaction: read the thread, start the run on it, read its history.
+
+        `check(thread)` rules on an existing thread before anything is written (it raises to
+        refuse, say because the caller may not speak in it). A new thread is created for `owner`
+        and `agent`; on an existing thread the run is the thread's agent's. When the thread has
+        an active run nothing is written and `run` is `None` (the caller supersedes it through
+        `start_run`). `grants_of`'s active grants are read in the same transaction.
+
+        The commit does not wait for the disk: the run is safe from a crash of this process at
+        once, and reaches the disk with the run's next commit (its pause or its end), which does.
+
+        Raises:
+            RunConflict: another process started a run on the same thread meanwhile.
         """
 
     @abstractmethod
@@ -275,16 +309,34 @@ class RunStore(ABC):
         audit: Sequence[dict[str, Any]] = (),
         executing: Sequence[str] = (),
         load_history: bool = True,
+        grants_of: str | None = None,
     ) -> Claim:
         """Consume a pause and make this process the run's owner; exactly one caller succeeds.
 
         `added` are decisions the resume takes itself (skips of what was left open). `executing`
         names the approved requests about to run: their ledger marks are written in the same
         commit, so they are durable before any of those calls starts. The thread's history is
-        read in the same transaction when `load_history` is set.
+        read in the same transaction when `load_history` is set, and `grants_of`'s active grants.
 
         Raises:
             PauseConsumed: the pause was consumed before.
+        """
+
+    @abstractmethod
+    async def decide_request(
+        self, request_id: str, judge: Judge, *, owner: str, until: float, now: float
+    ) -> Decided | None:
+        """Decide a request in one transaction: read it, let `judge` rule, write the verdict.
+
+        `judge` gets the request with its run and decision, and its pause's requests and
+        decisions, as read; it raises to refuse, and then nothing is written. It must be pure:
+        when a concurrent writer gets in the way it is called again on what is there now. The
+        verdict's decision is recorded with its audit records and grant (the first decision
+        wins: the judge sees an earlier one). When the verdict resumes the run, its pause is
+        consumed, this process (`owner`, until `until`) takes the run's lease, the approved
+        calls' ledger marks are written and the thread's history is read, all in the same commit.
+
+        Returns `None` when no request has this id.
         """
 
     # the at-most-once ledger of approved calls

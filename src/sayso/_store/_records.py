@@ -7,7 +7,7 @@ Every verb of the `RunStore` port returns one of these (or a core record such as
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -15,6 +15,7 @@ from pydantic_ai.messages import ModelMessage
 
 from .._core.audit import AuditRecord
 from .._core.decisions import DecisionRecord
+from .._core.grants import Grant
 from .._core.requests import ClientTool, Request, RequestKind
 
 RunStatus: TypeAlias = Literal["running", "paused", "completed", "failed", "cancelled"]
@@ -153,6 +154,73 @@ class Claim:
     """The run, running again under this process's lease."""
     history: list[ModelMessage] | None
     """The thread's whole history, read in the same transaction; `None` when not asked for."""
+    grants: list[Grant] | None = None
+    """The active grants of the principal named by `grants_of`, read in the same transaction; `None` when
+    not asked for, or when there are too many to read at once (the gate then looks them up call by call)."""
+
+
+GRANTS_READ_AT_ONCE = 200
+"""At most this many of a principal's grants ride a run's first read; past that the gate looks them up per call."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BegunRun:
+    """What a run's first transaction found and did (`RunStore.begin_run`)."""
+
+    thread: ThreadRecord | None
+    """The thread as it was before the run, or `None` when the run created it."""
+    run: RunRecord | None
+    """The run, started and holding the thread; `None` when the thread has an active run (nothing was written)."""
+    history: list[ModelMessage]
+    """The thread's history before the run (empty for a new thread, or when nothing was started)."""
+    grants: list[Grant] | None
+    """The principal's active grants when `grants_of` was given (see `Claim.grants`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResumeClaim:
+    """What a verdict adds when its decision was the last one a paused run waited for: the run resumes now."""
+
+    executing: Sequence[str] = ()
+    """The approved requests whose calls the resumed segment runs: their ledger marks are written in the commit."""
+    added: Sequence[DecisionRecord] = ()
+    """Decisions the resume takes itself (skips), recorded in the same commit."""
+    audit: Sequence[dict[str, Any]] = ()
+    """Audit records of `added`."""
+    grants_of: str | None = None
+    """Read this principal's active grants with the history, for the resumed segment's gate."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    """What to write for a decision, as a pure judge rules on what the store read (`RunStore.decide_request`)."""
+
+    record: DecisionRecord | None
+    """The decision to record; `None` when there is nothing to record (the same decision again)."""
+    audit: Sequence[dict[str, Any]] = ()
+    """Audit records of `record`."""
+    grant: Grant | None = None
+    """A grant the decision creates."""
+    resume: ResumeClaim | None = None
+    """Consume the pause and claim the run in the same commit."""
+
+
+Judge = Callable[["RequestWithRun", PauseState], Verdict]
+"""Rules on a request, its run and its pause as read; raises to refuse (nothing is written)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decided:
+    """What `RunStore.decide_request` read and wrote."""
+
+    found: RequestWithRun
+    """The request, its run and its decision, as read before the verdict."""
+    state: PauseState
+    """The request's pause, as read before the verdict."""
+    verdict: Verdict
+    """The verdict that was written."""
+    claim: Claim | None
+    """The consumed pause and the run as this process now owns it, when the verdict resumed it."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,6 +17,7 @@ from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
 from ...exceptions import RunConflict, StoreError
 from .._port import RunStore
 from .._records import (
+    GRANTS_READ_AT_ONCE,
     ExecutionResult,
     PauseStatus,
     RemoteTask,
@@ -175,6 +176,16 @@ class _MemoryBase(RunStore):
         batches = self._messages.setdefault(run.thread_id, [])
         seq = batches[-1].seq + 1 if batches else 1
         batches.append(_Batch(seq=seq, run_id=run.run_id, body=ModelMessagesTypeAdapter.dump_json(list(new))))
+
+    def _active_grants(self, principal: str | None, now: float) -> list[Grant] | None:
+        if principal is None:
+            return None
+        found = [
+            g
+            for g in self._grants.values()
+            if g.principal == principal and g.revoked_at is None and (g.expires_at is None or g.expires_at > now)
+        ]
+        return None if len(found) > GRANTS_READ_AT_ONCE else found
 
     def _append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
         seq, prev = (self._audit[-1].seq, self._audit[-1].hash) if self._audit else (0, GENESIS)

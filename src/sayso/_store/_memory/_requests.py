@@ -12,12 +12,15 @@ from ..._core.requests import Request
 from ...exceptions import PauseConsumed, StoreError
 from .._records import (
     Claim,
+    Decided,
     ExecutionRecord,
     InboxFilter,
     InboxPage,
+    Judge,
     PauseState,
     RequestState,
     RequestWithRun,
+    ResumeClaim,
     RunRecord,
     RunRequests,
 )
@@ -139,7 +142,61 @@ class _Requests(_MemoryBase):
         audit: Sequence[dict[str, Any]] = (),
         executing: Sequence[str] = (),
         load_history: bool = True,
+        grants_of: str | None = None,
     ) -> Claim:
+        resume = ResumeClaim(executing=executing, added=added, audit=audit, grants_of=grants_of)
+        async with self._lock:
+            return self._claim(run, pause_id, resume, owner=owner, until=until, now=now, history=load_history)
+
+    async def decide_request(
+        self, request_id: str, judge: Judge, *, owner: str, until: float, now: float
+    ) -> Decided | None:
+        async with self._lock:
+            row = self._requests.get(request_id)
+            if row is None or row.run_id not in self._runs:
+                return None
+            found = RequestWithRun(
+                request=row.load(),
+                pause_status=self._pauses[row.pause_id].status,
+                decision=self._decided([request_id]).get(request_id),
+                run=self._run(row.run_id),
+            )
+            rows = sorted((r for r in self._requests.values() if r.pause_id == row.pause_id), key=lambda r: r.position)
+            state = PauseState(
+                run_id=row.run_id,
+                status=found.pause_status,
+                requests=[r.load() for r in rows],
+                decisions=self._decided(r.request_id for r in rows),
+            )
+            verdict = judge(found, state)
+            if verdict.resume is not None and not self._is_open(row.pause_id):
+                raise PauseConsumed(found.run.run_id, "this pause was already resumed; a pause is consumed once")
+            if verdict.record is not None:
+                if request_id in self._decisions:
+                    raise StoreError(f"request {request_id!r} is decided already")
+                grants = [verdict.grant] if verdict.grant is not None else []
+                self._check_new_grants(grants)
+                if verdict.resume is not None:
+                    self._check_claim(row.pause_id, verdict.resume)
+                self._insert_decisions([verdict.record], verdict.audit)
+                self._grants.update((g.grant_id, g) for g in grants)
+            claim = None
+            if verdict.resume is not None:
+                claim = self._claim(
+                    found.run, row.pause_id, verdict.resume, owner=owner, until=until, now=now, history=True
+                )
+            return Decided(found=found, state=state, verdict=verdict, claim=claim)
+
+    def _check_claim(self, pause_id: str, resume: ResumeClaim) -> None:
+        if any(d.request_id in self._decisions for d in resume.added) or any(
+            r in self._executions for r in resume.executing
+        ):
+            raise StoreError(f"pause {pause_id!r}: a decision or ledger entry it adds is stored already")
+
+    def _claim(
+        self, run: RunRecord, pause_id: str, resume: ResumeClaim, *, owner: str, until: float, now: float, history: bool
+    ) -> Claim:
+        """Consume the pause and take the run; the caller holds the lock."""
         claim: dict[str, Any] = {
             "status": "running",
             "pause_id": None,
@@ -147,18 +204,19 @@ class _Requests(_MemoryBase):
             "lease_owner": owner,
             "lease_expires_at": until,
         }
-        async with self._lock:
-            if not self._is_open(pause_id):
-                raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
-            if any(d.request_id in self._decisions for d in added) or any(r in self._executions for r in executing):
-                raise StoreError(f"pause {pause_id!r}: a decision or ledger entry it adds is stored already")
-            self._pauses[pause_id].status = "consumed"
-            self._insert_decisions(added, audit)
-            for request_id in executing:
-                self._executions[request_id] = _Execution(status="executing", result=None)
-            self._update_run(run.run_id, now, **claim)
-            history = _load(self._messages.get(run.thread_id, ())) if load_history else None
-            return Claim(run=replace(run, **claim, updated_at=now, revision=run.revision + 1), history=history)
+        if not self._is_open(pause_id):
+            raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
+        self._check_claim(pause_id, resume)
+        self._pauses[pause_id].status = "consumed"
+        self._insert_decisions(resume.added, resume.audit)
+        for request_id in resume.executing:
+            self._executions[request_id] = _Execution(status="executing", result=None)
+        self._update_run(run.run_id, now, **claim)
+        return Claim(
+            run=replace(run, **claim, updated_at=now, revision=run.revision + 1),
+            history=_load(self._messages.get(run.thread_id, ())) if history else None,
+            grants=self._active_grants(resume.grants_of, now),
+        )
 
     # the at-most-once ledger of approved calls
 

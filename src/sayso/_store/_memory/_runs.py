@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -12,6 +12,7 @@ from ..._core.decisions import DecisionRecord
 from ..._core.requests import REQUEST_ADAPTER, ClientTool, Request
 from ...exceptions import PauseConsumed, RunConflict, RunNotFound, StoreError
 from .._records import (
+    BegunRun,
     ExecutionResult,
     RemoteTask,
     RunRecord,
@@ -28,6 +29,62 @@ class _Runs(_MemoryBase):
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
         async with self._lock:
             return self._threads.get(thread_id)
+
+    async def begin_run(
+        self,
+        *,
+        thread_id: str,
+        owner: str,
+        agent: str,
+        run_id: str,
+        prompt: str,
+        client_tools: Sequence[ClientTool],
+        lease_owner: str,
+        lease_expires_at: float,
+        now: float,
+        check: Callable[[ThreadRecord], None] | None = None,
+        grants_of: str | None = None,
+    ) -> BegunRun:
+        async with self._lock:
+            thread = self._threads.get(thread_id)
+            if thread is not None:
+                if check is not None:
+                    check(thread)
+                if thread.active_run_id is not None:
+                    return BegunRun(thread=thread, run=None, history=[], grants=None)
+            if run_id in self._runs:
+                raise RunConflict(run_id, f"thread {thread_id!r} changed underneath this run; try again")
+            run = RunRecord(
+                run_id=run_id,
+                thread_id=thread_id,
+                agent=thread.agent if thread is not None else agent,
+                status="running",
+                prompt=prompt,
+                client_tools=tuple(client_tools),
+                principal=owner,
+                resume_pause_id=None,
+                pause_id=None,
+                output=None,
+                error=None,
+                lease_owner=lease_owner,
+                lease_expires_at=lease_expires_at,
+                created_at=now,
+                updated_at=now,
+                revision=0,
+            )
+            if thread is None:
+                self._threads[thread_id] = ThreadRecord(
+                    thread_id=thread_id, owner=owner, agent=agent, active_run_id=run_id, created_at=now
+                )
+            else:
+                self._threads[thread_id] = replace(thread, active_run_id=run_id)
+            self._put_run(run)
+            return BegunRun(
+                thread=thread,
+                run=self._run(run_id),
+                history=_load(self._messages.get(thread_id, ())),
+                grants=self._active_grants(grants_of, now),
+            )
 
     async def start_run(
         self,

@@ -2,13 +2,14 @@
 
 | module | holds |
 |---|---|
-| `_base` | engines, transactions, the mapping of database errors to sayso's, SQLite durability, migrations |
-| `_rows` | statements several verbs share, and rows ↔ records |
+| `_tx` | the small transaction interface of the hot path: constant `Sql`, the stdlib `sqlite3` and asyncpg drivers |
+| `_base` | connections, transactions, the mapping of database errors to sayso's, SQLite durability, migrations |
+| `_rows` | the hot path's constant statements, steps several verbs share, and rows ↔ records |
 | `_runs` | threads and runs: start, lease, pause, finish, cancel, expiry; the message log; remote tasks |
 | `_requests` | pauses, requests and decisions: first decision wins, consuming a pause |
 | `_ledger` | the at-most-once ledger of approved calls |
 | `_grants_audit` | grants and the hash-chained audit log |
-| `_listings` | the inbox, threads and transcripts |
+| `_listings` | the inbox, threads and transcripts (SQLAlchemy: their statements depend on their filters) |
 | `_marks` | adapters' own small values |
 """
 

@@ -1,36 +1,39 @@
-"""The SQL backend's engine, its transactions, and the one place database errors become sayso's.
+"""The SQL backend's connections, its transactions, and the one place database errors become sayso's.
 
-Every verb of `SqlRunStore` is one short transaction run through `_SqlBase._transaction`. On
-SQLite the whole transaction runs on a worker thread through the stdlib driver (one thread hop
-per transaction instead of one per statement through aiosqlite), in WAL mode with a full fsync
-per commit, and writers `BEGIN IMMEDIATE` so they queue instead of deadlocking. On PostgreSQL
-it runs through asyncpg on the async engine.
+The hot path — every verb the approve cycle uses, and most others — runs constant SQL through
+the small transaction interface of `_tx` (stdlib `sqlite3` on SQLite, asyncpg on PostgreSQL).
+SQLAlchemy stays for what it does well and what is rare: Alembic's migrations at `open()` and
+the listings whose statements depend on their filters (`_listings`). On SQLite those run on a
+worker thread through SQLAlchemy's sync engine, in WAL mode with a full fsync per commit;
+writers `BEGIN IMMEDIATE` so they queue instead of deadlocking.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
-import sqlalchemy as sa
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from ...exceptions import ConfigError, StoreError
+from ...exceptions import ConfigError, SaysoError, StoreError
 from .._port import RunStore
+from ._tx import Database, PostgresDatabase, Sql, SqliteDatabase, Tx, Work
 
 T = TypeVar("T")
 
 _MIGRATIONS = Path(__file__).parent.parent / "migrations"
 
 _DATABASE_ERRORS: tuple[type[BaseException], ...] = (SQLAlchemyError, sqlite3.Error, OSError)
-"""What a database can raise: SQLAlchemy wraps driver errors, but a refused connection or a failing
-connect hook surfaces as the driver's (or the socket's) own error."""
+"""What a database can raise through SQLAlchemy: it wraps driver errors, but a refused connection or a
+failing connect hook surfaces as the driver's (or the socket's) own error."""
+
+_PING = Sql("SELECT 1")
 
 
 def async_url(url: str, *, base_dir: Path | None = None) -> str:
@@ -50,20 +53,26 @@ def async_url(url: str, *, base_dir: Path | None = None) -> str:
 
 
 class _SqlBase(RunStore):
-    """Engine, transactions and error mapping; the verbs live in the mixins beside this module."""
+    """Connections, transactions and error mapping; the verbs live in the mixins beside this module."""
 
     def __init__(self, url: str, *, base_dir: Path | None = None) -> None:
         self.url = async_url(url, base_dir=base_dir)
         """The async driver's URL of the database."""
         self._engine: AsyncEngine | None = None
         self._sync: Engine | None = None
+        self._db: Database | None = None
         self._limiter = anyio.CapacityLimiter(8)
 
     @property
     def engine(self) -> AsyncEngine:
-        """The async engine, for instrumentation (the benchmark counts statements on it); sayso never queries it."""
+        """The async engine, for instrumentation; sayso's own verbs never query it."""
         assert self._engine is not None, "SqlRunStore.open() was not called"
         return self._engine
+
+    @property
+    def dialect(self) -> str:
+        """`sqlite` or `postgresql`."""
+        return self.engine.dialect.name
 
     async def open(self) -> None:
         """Connect and bring the schema up to date."""
@@ -75,21 +84,34 @@ class _SqlBase(RunStore):
             raise ConfigError(f"the store {self.url!r} needs a driver: pip install 'sayso[postgres]' ({exc})") from exc
         except (ArgumentError, ValueError) as exc:  # a URL SQLAlchemy cannot parse
             raise ConfigError(f"the store URL {self.url!r} is not valid: {exc}") from exc
+        db: Database
         if engine.dialect.name == "sqlite":
             self._sync = create_engine(
                 self.url.replace("sqlite+aiosqlite://", "sqlite://", 1), connect_args={"check_same_thread": False}
             )
             _make_sqlite_durable(engine.sync_engine)
             _make_sqlite_durable(self._sync)
+            db = SqliteDatabase(engine.url.database or "")
+        else:
+            db = PostgresDatabase("postgresql://" + self.url.split("://", 1)[1])
         self._engine = engine
         try:
-            await self._write(_upgrade_schema)
+            await self._sa_write(_upgrade_schema)
+            if isinstance(db, PostgresDatabase):
+                try:
+                    await db.open()
+                except db.errors as exc:
+                    raise StoreError(f"database error: {exc}") from exc
         except StoreError as exc:
             await self.aclose()
             raise StoreError(f"could not open the store at {self.url!r}: {exc}") from exc
+        self._db = db
 
     async def aclose(self) -> None:
-        """Release the engines' connections; the store can be opened again."""
+        """Release every connection; the store can be opened again."""
+        if self._db is not None:
+            await self._db.aclose()
+            self._db = None
         if self._engine is not None:
             await self._engine.dispose()
             self._engine = None
@@ -104,44 +126,87 @@ class _SqlBase(RunStore):
             StoreError: it does not.
         """
 
-        def work(conn: Connection) -> None:
-            conn.execute(sa.text("SELECT 1"))
+        async def work(tx: Tx) -> None:
+            await tx.one(_PING)
 
         try:
             await self._read(work)
         except StoreError as exc:
             raise StoreError(f"the store does not answer: {exc}") from exc
 
-    async def _write(self, work: Callable[[Connection], T], *, race: Callable[[Connection], T] | None = None) -> T:
+    # plain SQL (the hot path)
+
+    async def _write(self, work: Work[T], *, race: Work[T] | None = None, durable: bool = True) -> T:
         """Run `work` in one write transaction: committed when it returns, rolled back when it raises.
 
         `race` answers instead when a concurrent writer inserted the same key first, which can
         happen only where writers do not queue (PostgreSQL): it runs in a fresh transaction and
-        returns the winner's state, redoes the step, or raises the conflict.
+        returns the winner's state, redoes the step, or raises the conflict. `durable=False`:
+        see `Database.write`.
         """
-        return await self._transaction(work, read=False, race=race)
+        db = self._database()
+        return await self._mapped(
+            db, lambda: db.write(work, durable=durable), None if race is None else lambda: db.write(race)
+        )
 
-    async def _read(self, work: Callable[[Connection], T]) -> T:
-        """Run `work` in a read-only transaction: a consistent snapshot that takes no write lock."""
-        return await self._transaction(work, read=True, race=None)
+    async def _read(self, work: Work[T]) -> T:
+        """Run `work` without writing."""
+        db = self._database()
+        return await self._mapped(db, lambda: db.read(work), None)
 
-    async def _transaction(
+    def _database(self) -> Database:
+        assert self._db is not None, "SqlRunStore.open() was not called"
+        return self._db
+
+    @staticmethod
+    async def _mapped(db: Database, attempt: Callable[[], Awaitable[T]], race: Callable[[], Awaitable[T]] | None) -> T:
+        """The one place driver errors become sayso's: expected races go to `race`, the rest are `StoreError`.
+
+        sayso's own errors, raised by the work to refuse a step (some share a builtin base with the
+        driver's, such as `PermissionError`), pass through unchanged.
+        """
+        try:
+            return await attempt()
+        except SaysoError:
+            raise
+        except db.integrity_errors as exc:
+            if race is None:
+                raise StoreError(f"database error: {exc}") from exc
+        except db.errors as exc:
+            raise StoreError(f"database error: {exc}") from exc
+        try:
+            return await race()
+        except SaysoError:
+            raise
+        except db.errors as exc:
+            raise StoreError(f"database error: {exc}") from exc
+
+    # SQLAlchemy (migrations and listings)
+
+    async def _sa_write(self, work: Callable[[Connection], T], *, race: Callable[[Connection], T] | None = None) -> T:
+        """Run `work` in one SQLAlchemy write transaction (see `_write` for `race`)."""
+        return await self._sa_transaction(work, read=False, race=race)
+
+    async def _sa_read(self, work: Callable[[Connection], T]) -> T:
+        """Run `work` in a SQLAlchemy read-only transaction: a consistent snapshot that takes no write lock."""
+        return await self._sa_transaction(work, read=True, race=None)
+
+    async def _sa_transaction(
         self, work: Callable[[Connection], T], *, read: bool, race: Callable[[Connection], T] | None
     ) -> T:
-        """The one place database errors become sayso's: expected races go to `race`, the rest are `StoreError`."""
         try:
-            return await self._attempt(work, read=read)
+            return await self._sa_attempt(work, read=read)
         except IntegrityError as exc:
             if race is None:
                 raise StoreError(f"database error: {exc.orig}") from exc
         except _DATABASE_ERRORS as exc:
             raise StoreError(f"database error: {exc}") from exc
         try:
-            return await self._attempt(race, read=False)
+            return await self._sa_attempt(race, read=False)
         except _DATABASE_ERRORS as exc:
             raise StoreError(f"database error: {exc}") from exc
 
-    async def _attempt(self, work: Callable[[Connection], T], *, read: bool) -> T:
+    async def _sa_attempt(self, work: Callable[[Connection], T], *, read: bool) -> T:
         if self._sync is not None:
             return await anyio.to_thread.run_sync(self._in_thread, work, read, limiter=self._limiter)
         async with self.engine.connect() as conn:

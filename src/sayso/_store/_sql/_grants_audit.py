@@ -14,6 +14,10 @@ from .. import _tables as t
 from .._records import AuditPage
 from . import _rows
 from ._base import _SqlBase
+from ._tx import Sql, Tx
+
+_REVOKE = Sql("UPDATE grants SET revoked_at = :now WHERE grant_id = :grant_id AND revoked_at IS NULL")
+_GET_GRANT = Sql(f"SELECT {', '.join(_rows.GRANT_COLUMNS)} FROM grants WHERE grant_id = :grant_id")
 
 
 class _GrantsAudit(_SqlBase):
@@ -27,39 +31,29 @@ class _GrantsAudit(_SqlBase):
         def work(conn: Connection) -> list[Grant]:
             return [Grant(**row._mapping) for row in conn.execute(query).all()]
 
-        return await self._read(work)
+        return await self._sa_read(work)
 
     async def grants_for(self, *, principal: str, tool: str, subject_key: str) -> list[Grant]:
-        query = sa.select(t.grants).where(
-            t.grants.c.principal == principal,
-            t.grants.c.tool == tool,
-            t.grants.c.subject_key == subject_key,
-            t.grants.c.revoked_at.is_(None),
-        )
-
-        def work(conn: Connection) -> list[Grant]:
-            return [Grant(**row._mapping) for row in conn.execute(query).all()]
+        async def work(tx: Tx) -> list[Grant]:
+            params = {"principal": principal, "tool": tool, "subject_key": subject_key}
+            return [_rows.grant_record(row) for row in await tx.all(_rows.GRANTS_FOR, params)]
 
         return await self._read(work)
 
     async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[dict[str, Any]] = ()) -> Grant | None:
-        def work(conn: Connection) -> Grant | None:
-            res = conn.execute(
-                t.grants.update()
-                .where(t.grants.c.grant_id == grant_id, t.grants.c.revoked_at.is_(None))
-                .values(revoked_at=now)
-            )
-            if res.rowcount != 1:
+        async def work(tx: Tx) -> Grant | None:
+            if await tx.run(_REVOKE, {"grant_id": grant_id, "now": now}) != 1:
                 return None
-            _rows.append_audit(conn, audit)
-            row = conn.execute(sa.select(t.grants).where(t.grants.c.grant_id == grant_id)).one()
-            return Grant(**row._mapping)
+            await _rows.append_audit(tx, audit)
+            row = await tx.one(_GET_GRANT, {"grant_id": grant_id})
+            assert row is not None, "the grant was just revoked in this transaction"
+            return _rows.grant_record(row)
 
         return await self._write(work)
 
     async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
-        def work(conn: Connection) -> None:
-            _rows.append_audit(conn, bodies)
+        async def work(tx: Tx) -> None:
+            await _rows.append_audit(tx, bodies)
 
         await self._write(work)
 
@@ -67,7 +61,7 @@ class _GrantsAudit(_SqlBase):
         def work(conn: Connection) -> list[AuditRecord]:
             return [_rows.audit_record(r) for r in conn.execute(sa.select(t.audit).order_by(t.audit.c.seq)).all()]
 
-        return await self._read(work)
+        return await self._sa_read(work)
 
     async def audit_page(self, *, newest_first: bool, limit: int, cursor: int | None) -> AuditPage:
         a = t.audit
@@ -83,10 +77,10 @@ class _GrantsAudit(_SqlBase):
             more = len(rows) > limit
             return AuditPage(records=records, next_cursor=records[-1].seq if more and records else None, total=total)
 
-        return await self._read(work)
+        return await self._sa_read(work)
 
     async def count_audit(self) -> int:
         def work(conn: Connection) -> int:
             return int(conn.execute(sa.select(sa.func.count()).select_from(t.audit)).scalar_one())
 
-        return await self._read(work)
+        return await self._sa_read(work)

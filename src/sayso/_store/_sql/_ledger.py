@@ -5,29 +5,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy import Connection
-
-from .. import _tables as t
 from .._records import ExecutionRecord
 from . import _rows
 from ._base import _SqlBase
+from ._tx import Tx
 
 
 class _Ledger(_SqlBase):
     async def begin_execution(self, request_id: str, run_id: str, now: float) -> ExecutionRecord | None:
-        def earlier(conn: Connection) -> ExecutionRecord | None:
-            row = conn.execute(sa.select(t.executions).where(t.executions.c.request_id == request_id)).first()
-            return ExecutionRecord(request_id=request_id, status=row.status, result=row.result) if row else None
+        async def earlier(tx: Tx) -> ExecutionRecord | None:
+            row = await tx.one(_rows.GET_EXECUTION, {"request_id": request_id})
+            if row is None:
+                return None
+            result = row["result"]
+            return ExecutionRecord(
+                request_id=request_id, status=row["status"], result=None if result is None else bytes(result)
+            )
 
-        def work(conn: Connection) -> ExecutionRecord | None:
-            found = earlier(conn)
+        async def work(tx: Tx) -> ExecutionRecord | None:
+            found = await earlier(tx)
             if found is None:
-                conn.execute(
-                    t.executions.insert().values(
-                        request_id=request_id, run_id=run_id, status="executing", started_at=now
-                    )
-                )
+                await tx.run(_rows.INSERT_EXECUTION, {"request_id": request_id, "run_id": run_id, "now": now})
             return found
 
         return await self._write(work, race=earlier)
@@ -35,12 +33,8 @@ class _Ledger(_SqlBase):
     async def finish_execution(
         self, request_id: str, result: bytes, now: float, *, audit: Sequence[dict[str, Any]] = ()
     ) -> None:
-        def work(conn: Connection) -> None:
-            _rows.append_audit(conn, audit)
-            conn.execute(
-                t.executions.update()
-                .where(t.executions.c.request_id == request_id)
-                .values(status="done", result=result, finished_at=now)
-            )
+        async def work(tx: Tx) -> None:
+            await _rows.append_audit(tx, audit)
+            await tx.run(_rows.FINISH_EXECUTION, {"request_id": request_id, "result": result, "now": now})
 
         await self._write(work)

@@ -55,7 +55,7 @@ class _Listings(_SqlBase):
                 next_cursor=encode_cursor(rows[-1].created_at, rows[-1].request_id) if more and rows else None,
             )
 
-        return await self._read(work)
+        return await self._sa_read(work)
 
     async def threads(self, *, owner: str | None, limit: int) -> list[ThreadSummary]:
         th, ru = t.threads, t.runs
@@ -89,7 +89,7 @@ class _Listings(_SqlBase):
                 for row in conn.execute(stmt).all()
             ]
 
-        return await self._read(work)
+        return await self._sa_read(work)
 
     async def transcript(self, thread_id: str, *, after_seq: int = 0) -> list[TranscriptEntry]:
         m = t.messages
@@ -101,7 +101,7 @@ class _Listings(_SqlBase):
                 entries += transcript_entries(row.seq, row.run_id, ModelMessagesTypeAdapter.validate_json(row.body))
             return entries
 
-        return await self._read(work)
+        return await self._sa_read(work)
 
     async def last_seq(self, thread_id: str) -> int:
         stmt = sa.select(sa.func.coalesce(sa.func.max(t.messages.c.seq), 0)).where(t.messages.c.thread_id == thread_id)
@@ -109,7 +109,7 @@ class _Listings(_SqlBase):
         def work(conn: Connection) -> int:
             return int(conn.execute(stmt).scalar_one())
 
-        return await self._read(work)
+        return await self._sa_read(work)
 
 
 def _escape(agent: str) -> str:

@@ -4,34 +4,28 @@ from __future__ import annotations
 
 import time
 
-import sqlalchemy as sa
-from sqlalchemy import Connection
-from sqlalchemy.dialects import postgresql, sqlite
-
-from .. import _tables as t
 from ._base import _SqlBase
+from ._tx import Sql, Tx
+
+_SET = Sql(
+    "INSERT INTO marks (namespace, key, value, updated_at) VALUES (:namespace, :key, :value, :now) "
+    "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
+)
+_GET = Sql("SELECT value FROM marks WHERE namespace = :namespace AND key = :key")
 
 
 class _Marks(_SqlBase):
     async def set_mark(self, namespace: str, key: str, value: str) -> None:
-        row = {"namespace": namespace, "key": key, "value": value, "updated_at": time.time()}
+        params = {"namespace": namespace, "key": key, "value": value, "now": time.time()}
 
-        def work(conn: Connection) -> None:
-            insert = (postgresql if conn.dialect.name == "postgresql" else sqlite).insert(t.marks).values(**row)
-            conn.execute(
-                insert.on_conflict_do_update(
-                    index_elements=[t.marks.c.namespace, t.marks.c.key],
-                    set_={"value": insert.excluded.value, "updated_at": insert.excluded.updated_at},
-                )
-            )
+        async def work(tx: Tx) -> None:
+            await tx.run(_SET, params)
 
         await self._write(work)
 
     async def get_mark(self, namespace: str, key: str) -> str | None:
-        query = sa.select(t.marks.c.value).where(t.marks.c.namespace == namespace, t.marks.c.key == key)
-
-        def work(conn: Connection) -> str | None:
-            value = conn.execute(query).scalar_one_or_none()
-            return None if value is None else str(value)
+        async def work(tx: Tx) -> str | None:
+            row = await tx.one(_GET, {"namespace": namespace, "key": key})
+            return None if row is None else str(row["value"])
 
         return await self._read(work)

@@ -3,124 +3,96 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any
-
-import sqlalchemy as sa
-from pydantic_ai.messages import ModelMessage
-from sqlalchemy import Connection
 
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import REQUEST_ADAPTER, Request
 from ...exceptions import PauseConsumed, StoreError
-from .. import _tables as t
-from .._records import Claim, PauseState, RequestState, RequestWithRun, RunRecord, RunRequests
+from .._records import (
+    Claim,
+    Decided,
+    Judge,
+    PauseState,
+    RequestState,
+    RequestWithRun,
+    ResumeClaim,
+    RunRecord,
+    RunRequests,
+)
 from . import _rows
 from ._base import _SqlBase
+from ._tx import Tx
 
 
 class _Requests(_SqlBase):
     async def get_request(self, request_id: str) -> RequestState | None:
-        def work(conn: Connection) -> RequestState | None:
-            row = conn.execute(
-                sa.select(t.requests.c.body, t.pauses.c.status)
-                .join(t.pauses, t.pauses.c.pause_id == t.requests.c.pause_id)
-                .where(t.requests.c.request_id == request_id)
-            ).first()
+        async def work(tx: Tx) -> RequestState | None:
+            row = await tx.one(_rows.GET_REQUEST, {"request_id": request_id})
             if row is None:
                 return None
-            decision = _rows.decisions_of(conn, [request_id])
             return RequestState(
-                request=REQUEST_ADAPTER.validate_json(row.body),
-                pause_status=row.status,
-                decision=decision.get(request_id),
+                request=REQUEST_ADAPTER.validate_json(row["body"]),
+                pause_status=row["pause_status"],
+                decision=_rows.decision_of(row),
             )
 
         return await self._read(work)
 
     async def request_with_run(self, request_id: str) -> RequestWithRun | None:
-        def work(conn: Connection) -> RequestWithRun | None:
-            row = conn.execute(
-                sa.select(t.requests.c.body, t.pauses.c.status.label("pause_status"), t.runs)
-                .join(t.pauses, t.pauses.c.pause_id == t.requests.c.pause_id)
-                .join(t.runs, t.runs.c.run_id == t.requests.c.run_id)
-                .where(t.requests.c.request_id == request_id)
-            ).first()
+        async def work(tx: Tx) -> RequestWithRun | None:
+            row = await tx.one(_rows.REQUEST_WITH_RUN, {"request_id": request_id})
             if row is None:
                 return None
-            decision = _rows.decisions_of(conn, [request_id])
             return RequestWithRun(
-                request=REQUEST_ADAPTER.validate_json(row.body),
-                pause_status=row.pause_status,
-                decision=decision.get(request_id),
-                run=_rows.run_record({c.name: getattr(row, c.name) for c in t.runs.columns}),
+                request=REQUEST_ADAPTER.validate_json(row["body"]),
+                pause_status=row["pause_status"],
+                decision=_rows.decision_of(row),
+                run=_rows.run_record(row),
             )
 
         return await self._read(work)
 
     async def pause_state(self, pause_id: str) -> PauseState:
-        def work(conn: Connection) -> PauseState:
-            pause = conn.execute(
-                sa.select(t.pauses.c.run_id, t.pauses.c.status).where(t.pauses.c.pause_id == pause_id)
-            ).first()
+        async def work(tx: Tx) -> PauseState:
+            pause = await tx.one(_rows.GET_PAUSE, {"pause_id": pause_id})
             if pause is None:
                 raise StoreError(f"no pause has id {pause_id!r}")
-            rows = conn.execute(
-                sa.select(t.requests.c.request_id, t.requests.c.body)
-                .where(t.requests.c.pause_id == pause_id)
-                .order_by(t.requests.c.position)
-            ).all()
-            return PauseState(
-                run_id=pause.run_id,
-                status=pause.status,
-                requests=[REQUEST_ADAPTER.validate_json(r.body) for r in rows],
-                decisions=_rows.decisions_of(conn, [r.request_id for r in rows]),
+            requests, decisions = _rows.requests_and_decisions(
+                await tx.all(_rows.PAUSE_REQUESTS, {"pause_id": pause_id})
             )
+            return PauseState(run_id=pause["run_id"], status=pause["status"], requests=requests, decisions=decisions)
 
         return await self._read(work)
 
     async def run_requests(self, run_id: str) -> RunRequests:
-        def work(conn: Connection) -> RunRequests:
-            rows = conn.execute(
-                sa.select(t.requests.c.request_id, t.requests.c.body)
-                .where(t.requests.c.run_id == run_id)
-                .order_by(t.requests.c.created_at, t.requests.c.position)
-            ).all()
-            return RunRequests(
-                requests=[REQUEST_ADAPTER.validate_json(r.body) for r in rows],
-                decisions=_rows.decisions_of(conn, [r.request_id for r in rows]),
-            )
+        async def work(tx: Tx) -> RunRequests:
+            requests, decisions = _rows.requests_and_decisions(await tx.all(_rows.RUN_REQUESTS, {"run_id": run_id}))
+            return RunRequests(requests=requests, decisions=decisions)
 
         return await self._read(work)
 
     async def open_requests(self, *, limit: int = 100) -> list[Request]:
-        def work(conn: Connection) -> list[Request]:
-            rows = conn.execute(
-                sa.select(t.requests.c.body)
-                .join(t.pauses, t.pauses.c.pause_id == t.requests.c.pause_id)
-                .where(t.requests.c.status == "open", t.pauses.c.status == "open", t.requests.c.kind != "delegate")
-                .order_by(t.requests.c.created_at)
-                .limit(limit)
-            ).all()
-            return [REQUEST_ADAPTER.validate_json(r.body) for r in rows]
+        async def work(tx: Tx) -> list[Request]:
+            rows = await tx.all(_rows.OPEN_REQUESTS, {"limit": limit})
+            return [REQUEST_ADAPTER.validate_json(r["body"]) for r in rows]
 
         return await self._read(work)
 
     async def record_decision(
         self, record: DecisionRecord, *, audit: Sequence[dict[str, Any]] = (), grant: Grant | None = None
     ) -> DecisionRecord | None:
-        def work(conn: Connection) -> DecisionRecord | None:
-            existing = _rows.decisions_of(conn, [record.request_id])
+        async def work(tx: Tx) -> DecisionRecord | None:
+            existing = await _rows.decisions_of(tx, [record.request_id])
             if record.request_id in existing:
                 return existing[record.request_id]
-            _rows.insert_decisions(conn, [record], audit)
-            if grant is not None:
-                conn.execute(t.grants.insert().values(**asdict(grant)))
+            await _rows.insert_decisions(tx, [record], audit)
+            await _rows.insert_grants(tx, [grant] if grant is not None else [])
             return None
 
-        def earlier(conn: Connection) -> DecisionRecord | None:
-            found = _rows.decisions_of(conn, [record.request_id]).get(record.request_id)
+        async def earlier(tx: Tx) -> DecisionRecord | None:
+            found = (await _rows.decisions_of(tx, [record.request_id])).get(record.request_id)
             if found is None:  # the clash was not over the decision (say, a grant id): nothing to return
                 raise StoreError(f"request {record.request_id!r}: the decision could not be recorded")
             return found
@@ -136,21 +108,20 @@ class _Requests(_SqlBase):
     ) -> list[DecisionRecord]:
         ids = [r.request_id for r in records]
 
-        def earlier(conn: Connection) -> list[DecisionRecord]:
-            existing = _rows.decisions_of(conn, ids)
+        async def earlier(tx: Tx) -> list[DecisionRecord]:
+            existing = await _rows.decisions_of(tx, ids)
             return [existing[i] for i in ids if i in existing]
 
-        def work(conn: Connection) -> list[DecisionRecord]:
-            taken = earlier(conn)
+        async def work(tx: Tx) -> list[DecisionRecord]:
+            taken = await earlier(tx)
             if taken:
                 return taken
-            _rows.insert_decisions(conn, records, audit)
-            if grants:
-                conn.execute(t.grants.insert(), [asdict(g) for g in grants])
+            await _rows.insert_decisions(tx, records, audit)
+            await _rows.insert_grants(tx, grants)
             return []
 
-        def lost(conn: Connection) -> list[DecisionRecord]:
-            taken = earlier(conn)
+        async def lost(tx: Tx) -> list[DecisionRecord]:
+            taken = await earlier(tx)
             if not taken:  # the clash was not over a decision (say, a grant id): nothing was recorded
                 raise StoreError(f"requests {ids!r}: the decisions could not be recorded")
             return taken
@@ -158,9 +129,9 @@ class _Requests(_SqlBase):
         return await self._write(work, race=lost)
 
     async def add_decisions(self, records: Sequence[DecisionRecord], *, audit: Sequence[dict[str, Any]] = ()) -> None:
-        def work(conn: Connection) -> None:
-            existing = _rows.decisions_of(conn, [r.request_id for r in records])
-            _rows.insert_decisions(conn, [r for r in records if r.request_id not in existing], audit)
+        async def work(tx: Tx) -> None:
+            existing = await _rows.decisions_of(tx, [r.request_id for r in records])
+            await _rows.insert_decisions(tx, [r for r in records if r.request_id not in existing], audit)
 
         await self._write(work, race=work)  # a person decided one of them meanwhile: theirs is kept
 
@@ -176,29 +147,104 @@ class _Requests(_SqlBase):
         audit: Sequence[dict[str, Any]] = (),
         executing: Sequence[str] = (),
         load_history: bool = True,
+        grants_of: str | None = None,
     ) -> Claim:
-        claim: dict[str, Any] = {
-            "status": "running",
-            "resume_pause_id": pause_id,
-            "pause_id": None,
-            "lease_owner": owner,
-            "lease_expires_at": until,
-        }
+        resume = ResumeClaim(executing=executing, added=added, audit=audit, grants_of=grants_of)
 
-        def work(conn: Connection) -> Claim:
-            if not _rows.consume(conn, pause_id):
-                raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
-            _rows.insert_decisions(conn, added, audit)
-            if executing:
-                conn.execute(
-                    t.executions.insert(),
-                    [
-                        {"request_id": r, "run_id": run.run_id, "status": "executing", "started_at": now}
-                        for r in executing
-                    ],
-                )
-            _rows.update_run(conn, run.run_id, now, **claim)
-            history: list[ModelMessage] | None = _rows.history(conn, run.thread_id) if load_history else None
-            return Claim(run=replace(run, **claim, updated_at=now, revision=run.revision + 1), history=history)
+        async def work(tx: Tx) -> tuple[list[bytes] | None, list[Grant] | None]:
+            return await _claim(tx, run, pause_id, resume, owner=owner, until=until, now=now, history=load_history)
 
-        return await self._write(work)
+        bodies, grants = await self._write(work)
+        return _claimed(run, pause_id, bodies, grants, owner=owner, until=until, now=now)
+
+    async def decide_request(
+        self, request_id: str, judge: Judge, *, owner: str, until: float, now: float
+    ) -> Decided | None:
+        Done = tuple[Decided, tuple[str, list[bytes] | None, list[Grant] | None] | None]
+
+        async def work(tx: Tx) -> Done | None:
+            row = await tx.one(_rows.REQUEST_WITH_RUN, {"request_id": request_id})
+            if row is None:
+                return None
+            found = RequestWithRun(
+                request=REQUEST_ADAPTER.validate_json(row["body"]),
+                pause_status=row["pause_status"],
+                decision=_rows.decision_of(row),
+                run=_rows.run_record(row),
+            )
+            pause_id = row["request_pause_id"]
+            requests, decisions = _rows.requests_and_decisions(
+                await tx.all(_rows.PAUSE_REQUESTS, {"pause_id": pause_id})
+            )
+            state = PauseState(
+                run_id=found.run.run_id, status=found.pause_status, requests=requests, decisions=decisions
+            )
+            verdict = judge(found, state)
+            if verdict.record is not None:
+                await _rows.insert_decisions(tx, [verdict.record], verdict.audit)
+                await _rows.insert_grants(tx, [verdict.grant] if verdict.grant is not None else [])
+            decided = Decided(found=found, state=state, verdict=verdict, claim=None)
+            if verdict.resume is None:
+                return decided, None
+            bodies, grants = await _claim(
+                tx, found.run, pause_id, verdict.resume, owner=owner, until=until, now=now, history=True
+            )
+            return decided, (pause_id, bodies, grants)
+
+        try:
+            # On PostgreSQL a concurrent decider may insert first: judge again on what is there now.
+            done = await self._write(work, race=work)
+        except PauseConsumed:
+            done = await self._write(work)  # the pause went meanwhile: the judge sees it gone and rules again
+        if done is None:
+            return None
+        decided, claimed = done
+        if claimed is None:
+            return decided
+        pause_id, bodies, grants = claimed
+        claim = _claimed(decided.found.run, pause_id, bodies, grants, owner=owner, until=until, now=now)
+        return replace(decided, claim=claim)
+
+
+async def _claim(
+    tx: Tx, run: RunRecord, pause_id: str, resume: ResumeClaim, *, owner: str, until: float, now: float, history: bool
+) -> tuple[list[bytes] | None, list[Grant] | None]:
+    """Consume the pause and take the run: skips recorded, ledger marks written, history and grants read."""
+    if not await _rows.consume(tx, pause_id):
+        raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
+    await _rows.insert_decisions(tx, resume.added, resume.audit)
+    if resume.executing:
+        await tx.many(
+            _rows.INSERT_EXECUTION, [{"request_id": r, "run_id": run.run_id, "now": now} for r in resume.executing]
+        )
+    params = {"run_id": run.run_id, "pause_id": pause_id, "owner": owner, "until": until, "now": now}
+    await tx.run(_rows.CLAIM_RUN, params)
+    bodies = await _rows.history_bodies(tx, run.thread_id) if history else None
+    return bodies, await _rows.active_grants(tx, resume.grants_of, now)
+
+
+def _claimed(
+    run: RunRecord,
+    pause_id: str,
+    bodies: list[bytes] | None,
+    grants: list[Grant] | None,
+    *,
+    owner: str,
+    until: float,
+    now: float,
+) -> Claim:
+    """The run as `_claim` left it, with the history decoded outside the transaction."""
+    return Claim(
+        run=replace(
+            run,
+            status="running",
+            resume_pause_id=pause_id,
+            pause_id=None,
+            lease_owner=owner,
+            lease_expires_at=until,
+            updated_at=now,
+            revision=run.revision + 1,
+        ),
+        history=_rows.decode_history(bodies) if bodies is not None else None,
+        grants=grants,
+    )

@@ -1,7 +1,8 @@
-"""Statements several SQL verbs share, as functions over an open connection, and rows ↔ records.
+"""The constant statements of the hot path, the steps several SQL verbs share, and rows ↔ records.
 
-Each function runs inside the caller's transaction; none opens one of its own, so a verb that
-uses several of them still commits once.
+Each step runs inside the caller's transaction (`Tx`); none opens one of its own, so a verb that
+uses several of them still commits once. Statements are written once with named parameters and
+run unchanged on SQLite and PostgreSQL, except where a `pg=` variant says otherwise.
 """
 
 from __future__ import annotations
@@ -11,124 +12,357 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-import sqlalchemy as sa
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
-from sqlalchemy import Connection
 
 from ..._core.audit import GENESIS, AuditRecord, canonical_json, chain_hash
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
-from ..._core.requests import CLIENT_TOOLS_ADAPTER
+from ..._core.grants import Grant
+from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
 from ...exceptions import RunConflict
-from .. import _tables as t
-from .._records import ExecutionResult, RunRecord
-
-NO_LEASE: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None}
-"""A run no process holds (paused or finished)."""
+from .._records import GRANTS_READ_AT_ONCE, ExecutionResult, RunRecord, ThreadRecord
+from ._tx import Row, Sql, Tx
 
 _AUDIT_LOCK = 7310
 """The PostgreSQL advisory lock that lets one writer at a time extend the audit chain."""
 
+RUN_COLUMNS = (
+    "run_id",
+    "thread_id",
+    "agent",
+    "status",
+    "prompt",
+    "client_tools",
+    "principal",
+    "resume_pause_id",
+    "pause_id",
+    "output",
+    "error",
+    "lease_owner",
+    "lease_expires_at",
+    "created_at",
+    "updated_at",
+    "revision",
+    "parent_run_id",
+    "parent_call_id",
+    "agent_path",
+)
+_RUN = ", ".join(RUN_COLUMNS)
+GRANT_COLUMNS = (
+    "grant_id",
+    "tool",
+    "subject_key",
+    "subject_label",
+    "scope",
+    "principal",
+    "thread_id",
+    "created_at",
+    "expires_at",
+    "revoked_at",
+)
+_GRANT = ", ".join(GRANT_COLUMNS)
+_BUMP = "updated_at = :now, revision = revision + 1"
+"""Every change to a run's row bumps `revision` and `updated_at`."""
 
-def run_record(fields: dict[str, Any]) -> RunRecord:
-    """A run from its table row (client tools parsed)."""
+# threads
+
+GET_THREAD = Sql("SELECT thread_id, owner, agent, active_run_id, created_at FROM threads WHERE thread_id = :thread_id")
+THREAD_EXISTS = Sql("SELECT 1 FROM threads WHERE thread_id = :thread_id")
+INSERT_THREAD = Sql(
+    "INSERT INTO threads (thread_id, owner, agent, active_run_id, created_at) "
+    "VALUES (:thread_id, :owner, :agent, :run_id, :now)"
+)
+CLAIM_FREE_THREAD = Sql(
+    "UPDATE threads SET active_run_id = :run_id WHERE thread_id = :thread_id AND active_run_id IS NULL"
+)
+CLAIM_THREAD_FROM = Sql(
+    "UPDATE threads SET active_run_id = :run_id WHERE thread_id = :thread_id AND active_run_id = :expect"
+)
+FREE_THREAD = Sql("UPDATE threads SET active_run_id = NULL WHERE thread_id = :thread_id AND active_run_id = :run_id")
+
+# runs
+
+INSERT_RUN = Sql(f"INSERT INTO runs ({_RUN}) VALUES ({', '.join(':' + c for c in RUN_COLUMNS)})")
+GET_RUN = Sql(f"SELECT {_RUN} FROM runs WHERE run_id = :run_id")
+PAUSE_RUN = Sql(
+    "UPDATE runs SET status = 'paused', pause_id = :pause_id, lease_owner = NULL, lease_expires_at = NULL, "
+    f"{_BUMP} WHERE run_id = :run_id AND lease_owner = :owner"
+)
+"""Pause a run this process still holds: the lease check and the change are one conditional update."""
+FINISH_RUN = Sql(
+    "UPDATE runs SET status = :status, output = :output, error = :error, pause_id = NULL, lease_owner = NULL, "
+    f"lease_expires_at = NULL, {_BUMP} WHERE run_id = :run_id AND lease_owner = :owner"
+)
+CANCEL_RUN = Sql(f"UPDATE runs SET status = 'cancelled', pause_id = NULL, {_BUMP} WHERE run_id = :run_id")
+CANCEL_PAUSED_RUN = Sql(
+    f"UPDATE runs SET status = 'cancelled', pause_id = NULL, {_BUMP} WHERE run_id = :run_id AND status = 'paused'"
+)
+CLAIM_RUN = Sql(
+    "UPDATE runs SET status = 'running', resume_pause_id = :pause_id, pause_id = NULL, lease_owner = :owner, "
+    f"lease_expires_at = :until, {_BUMP} WHERE run_id = :run_id"
+)
+RENEW_LEASE = Sql(
+    "UPDATE runs SET lease_expires_at = :until WHERE run_id = :run_id AND lease_owner = :owner AND status = 'running'"
+)
+TAKE_OVER = Sql(
+    f"UPDATE runs SET lease_owner = :owner, lease_expires_at = :until, {_BUMP} "
+    "WHERE run_id = :run_id AND status = 'running' AND (lease_expires_at < :now OR lease_owner = :dead)"
+)
+
+# the message log
+
+APPEND_MESSAGES = Sql(
+    "INSERT INTO messages (thread_id, seq, run_id, count, body) "
+    "SELECT :thread_id, COALESCE(MAX(seq), 0) + 1, :run_id, :count, :body FROM messages WHERE thread_id = :thread_id",
+    pg="INSERT INTO messages (thread_id, seq, run_id, count, body) "
+    "SELECT CAST(:thread_id AS VARCHAR), COALESCE(MAX(seq), 0) + 1, CAST(:run_id AS VARCHAR), CAST(:count AS INTEGER), "
+    "CAST(:body AS BYTEA) FROM messages WHERE thread_id = :thread_id",
+)
+"""One batch at the end of the thread's log, its position read in the same statement."""
+HISTORY = Sql("SELECT body FROM messages WHERE thread_id = :thread_id ORDER BY seq")
+RUN_MESSAGES = Sql(
+    "SELECT body FROM messages WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = :run_id) "
+    "AND run_id = :run_id ORDER BY seq"
+)
+
+# pauses, requests, decisions
+
+INSERT_PAUSE = Sql(
+    "INSERT INTO pauses (pause_id, run_id, status, created_at) VALUES (:pause_id, :run_id, 'open', :now)"
+)
+CONSUME_PAUSE = Sql("UPDATE pauses SET status = 'consumed' WHERE pause_id = :pause_id AND status = 'open'")
+INSERT_REQUEST = Sql(
+    "INSERT INTO requests (request_id, pause_id, position, run_id, thread_id, agent_path, kind, status, created_at, "
+    "expires_at, body) VALUES (:request_id, :pause_id, :position, :run_id, :thread_id, :agent_path, :kind, 'open', "
+    ":created_at, :expires_at, :body)"
+)
+_DECISION = 'd.body AS decision_body, d."by" AS decision_by, d.principal AS decision_principal, d.decided_at'
+GET_PAUSE = Sql("SELECT run_id, status FROM pauses WHERE pause_id = :pause_id")
+PAUSE_REQUESTS = Sql(
+    f"SELECT r.request_id, r.body, {_DECISION} FROM requests r "
+    "LEFT JOIN decisions d ON d.request_id = r.request_id WHERE r.pause_id = :pause_id ORDER BY r.position"
+)
+RUN_REQUESTS = Sql(
+    f"SELECT r.request_id, r.body, {_DECISION} FROM requests r "
+    "LEFT JOIN decisions d ON d.request_id = r.request_id WHERE r.run_id = :run_id ORDER BY r.created_at, r.position"
+)
+GET_REQUEST = Sql(
+    f"SELECT r.request_id, r.body, p.status AS pause_status, {_DECISION} FROM requests r "
+    "JOIN pauses p ON p.pause_id = r.pause_id LEFT JOIN decisions d ON d.request_id = r.request_id "
+    "WHERE r.request_id = :request_id"
+)
+REQUEST_WITH_RUN = Sql(
+    f"SELECT r.request_id, r.pause_id AS request_pause_id, r.body, p.status AS pause_status, {_DECISION}, "
+    + ", ".join(f"u.{c}" for c in RUN_COLUMNS)
+    + " FROM requests r JOIN pauses p ON p.pause_id = r.pause_id JOIN runs u ON u.run_id = r.run_id "
+    "LEFT JOIN decisions d ON d.request_id = r.request_id WHERE r.request_id = :request_id"
+)
+OPEN_REQUESTS = Sql(
+    "SELECT r.body FROM requests r JOIN pauses p ON p.pause_id = r.pause_id WHERE r.status = 'open' "
+    "AND p.status = 'open' AND r.kind <> 'delegate' ORDER BY r.created_at LIMIT :limit"
+)
+GET_DECISION = Sql(f"SELECT d.request_id, {_DECISION} FROM decisions d WHERE d.request_id = :request_id")
+INSERT_DECISION = Sql(
+    'INSERT INTO decisions (request_id, kind, "by", principal, decided_at, body) '
+    "VALUES (:request_id, :kind, :by, :principal, :decided_at, :body)"
+)
+MARK_DECIDED = Sql("UPDATE requests SET status = 'decided' WHERE request_id = :request_id")
+EXPIRED_RUNS = Sql(
+    "SELECT p.run_id FROM pauses p JOIN requests r ON r.pause_id = p.pause_id "
+    "WHERE p.status = 'open' AND r.status = 'open' GROUP BY p.run_id "
+    "HAVING SUM(CASE WHEN r.expires_at IS NOT NULL AND r.expires_at <= :now THEN 0 ELSE 1 END) = 0"
+)
+
+# the ledger
+
+GET_EXECUTION = Sql("SELECT status, result FROM executions WHERE request_id = :request_id")
+INSERT_EXECUTION = Sql(
+    "INSERT INTO executions (request_id, run_id, status, started_at) VALUES (:request_id, :run_id, 'executing', :now)"
+)
+FINISH_EXECUTION = Sql(
+    "UPDATE executions SET status = 'done', result = :result, finished_at = :now WHERE request_id = :request_id"
+)
+
+# grants and audit
+
+INSERT_GRANT = Sql(f"INSERT INTO grants ({_GRANT}) VALUES ({', '.join(':' + c for c in GRANT_COLUMNS)})")
+GRANTS_FOR = Sql(
+    f"SELECT {_GRANT} FROM grants WHERE principal = :principal AND tool = :tool AND subject_key = :subject_key "
+    "AND revoked_at IS NULL"
+)
+ACTIVE_GRANTS = Sql(
+    f"SELECT {_GRANT} FROM grants WHERE principal = :principal AND revoked_at IS NULL "
+    "AND (expires_at IS NULL OR expires_at > :now) LIMIT :limit"
+)
+AUDIT_LOCK = Sql(f"SELECT pg_advisory_xact_lock({_AUDIT_LOCK})")
+LAST_AUDIT = Sql("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
+INSERT_AUDIT = Sql("INSERT INTO audit (seq, body, prev_hash, hash) VALUES (:seq, :body, :prev_hash, :hash)")
+
+# remote tasks
+
+GET_REMOTE_TASK = Sql("SELECT url, task_id, context_id FROM remote_tasks WHERE run_id = :run_id")
+DELETE_REMOTE_TASK = Sql("DELETE FROM remote_tasks WHERE run_id = :run_id")
+INSERT_REMOTE_TASK = Sql(
+    "INSERT INTO remote_tasks (run_id, url, task_id, context_id) VALUES (:run_id, :url, :task_id, :context_id)"
+)
+
+
+# rows ↔ records
+
+
+def run_record(row: Row, prefix: str = "") -> RunRecord:
+    """A run from its row (client tools parsed)."""
+    fields = {c: row[prefix + c] for c in RUN_COLUMNS}
     raw_tools = fields.pop("client_tools")
     return RunRecord(**fields, client_tools=CLIENT_TOOLS_ADAPTER.validate_json(raw_tools) if raw_tools else ())
 
 
-def run_row(run: RunRecord) -> dict[str, Any]:
-    """A run as its table row (client tools as JSON)."""
+def run_params(run: RunRecord) -> dict[str, Any]:
+    """A run as the parameters of its row (client tools as JSON)."""
     row = asdict(run)
     row["client_tools"] = CLIENT_TOOLS_ADAPTER.dump_json(run.client_tools) if run.client_tools else None
     return row
 
 
-def update_run(conn: Connection, run_id: str, now: float, *conditions: Any, **values: Any) -> int:
-    """Change a run's row (every change bumps `revision` and `updated_at`); returns how many rows matched."""
-    result = conn.execute(
-        t.runs.update()
-        .where(t.runs.c.run_id == run_id, *conditions)
-        .values(**values, updated_at=now, revision=t.runs.c.revision + 1)
-    )
-    return result.rowcount
-
-
-def free_thread(conn: Connection, run: RunRecord) -> None:
-    """The thread takes new runs again once this one has ended."""
-    conn.execute(
-        t.threads.update()
-        .where(t.threads.c.thread_id == run.thread_id, t.threads.c.active_run_id == run.run_id)
-        .values(active_run_id=None)
+def thread_record(row: Row) -> ThreadRecord:
+    """A thread from its row."""
+    return ThreadRecord(
+        thread_id=row["thread_id"],
+        owner=row["owner"],
+        agent=row["agent"],
+        active_run_id=row["active_run_id"],
+        created_at=row["created_at"],
     )
 
 
-def consume(conn: Connection, pause_id: str) -> bool:
-    """Consume an open pause; `False` when it was consumed before (someone else won)."""
-    done = conn.execute(
-        t.pauses.update().where(t.pauses.c.pause_id == pause_id, t.pauses.c.status == "open").values(status="consumed")
+def grant_record(row: Row) -> Grant:
+    """A grant from its row."""
+    return Grant(**{c: row[c] for c in GRANT_COLUMNS})
+
+
+def decision_of(row: Row) -> DecisionRecord | None:
+    """The decision joined to a request's row (`_DECISION` columns), if one was taken."""
+    if row["decision_body"] is None:
+        return None
+    return DecisionRecord(
+        request_id=row["request_id"],
+        decision=DECISION_ADAPTER.validate_json(row["decision_body"]),
+        by=row["decision_by"],
+        principal=row["decision_principal"],
+        decided_at=row["decided_at"],
     )
-    return done.rowcount == 1
 
 
-def own(conn: Connection, run_id: str, owner: str) -> None:
-    """Refuse the step unless `owner` still holds the run's lease."""
-    row = conn.execute(sa.select(t.runs.c.lease_owner).where(t.runs.c.run_id == run_id)).first()
-    if row is None or row.lease_owner != owner:
+def requests_and_decisions(rows: Sequence[Row]) -> tuple[list[Request], dict[str, DecisionRecord]]:
+    """Requests and the decisions taken for them, from rows of `PAUSE_REQUESTS` or `RUN_REQUESTS`."""
+    requests = [REQUEST_ADAPTER.validate_json(row["body"]) for row in rows]
+    decisions = {d.request_id: d for d in map(decision_of, rows) if d is not None}
+    return requests, decisions
+
+
+def decode_history(bodies: Sequence[bytes]) -> list[ModelMessage]:
+    """A thread's stored batches as one list of messages, decoded in one pass over their JSON arrays."""
+    if not bodies:
+        return []
+    if len(bodies) == 1:
+        return ModelMessagesTypeAdapter.validate_json(bodies[0])
+    # Each batch is a JSON array: joining their insides gives one array of the whole history.
+    inner = [bytes(b).strip()[1:-1].strip() for b in bodies]
+    return ModelMessagesTypeAdapter.validate_json(b"[" + b",".join(i for i in inner if i) + b"]")
+
+
+# steps
+
+
+async def history_bodies(tx: Tx, thread_id: str) -> list[bytes]:
+    """A thread's stored message batches, oldest first, undecoded (decode them after the transaction)."""
+    return [bytes(row["body"]) for row in await tx.all(HISTORY, {"thread_id": thread_id})]
+
+
+async def active_grants(tx: Tx, principal: str | None, now: float) -> list[Grant] | None:
+    """`principal`'s active grants, or `None` when none were asked for or there are too many to read at once."""
+    if principal is None:
+        return None
+    params = {"principal": principal, "now": now, "limit": GRANTS_READ_AT_ONCE + 1}
+    rows = await tx.all(ACTIVE_GRANTS, params)
+    return None if len(rows) > GRANTS_READ_AT_ONCE else [grant_record(row) for row in rows]
+
+
+async def update_own_run(tx: Tx, sql: Sql, run_id: str, owner: str, **values: Any) -> None:
+    """Change a run this process holds; the lease check is the update's own condition.
+
+    Raises:
+        RunConflict: another process holds the run now.
+    """
+    if await tx.run(sql, {"run_id": run_id, "owner": owner, **values}) != 1:
         raise RunConflict(run_id, "this process lost its lease on the run; another process carries it on")
 
 
-def append_messages(conn: Connection, run: RunRecord, new: Sequence[ModelMessage]) -> None:
+async def free_thread(tx: Tx, run: RunRecord) -> None:
+    """The thread takes new runs again once this one has ended."""
+    await tx.run(FREE_THREAD, {"thread_id": run.thread_id, "run_id": run.run_id})
+
+
+async def consume(tx: Tx, pause_id: str) -> bool:
+    """Consume an open pause; `False` when it was consumed before (someone else won)."""
+    return await tx.run(CONSUME_PAUSE, {"pause_id": pause_id}) == 1
+
+
+async def append_messages(tx: Tx, run: RunRecord, new: Sequence[ModelMessage]) -> None:
     """Append a run's new messages to its thread's log as one batch."""
     if not new:
         return
-    seq = conn.execute(
-        sa.select(sa.func.coalesce(sa.func.max(t.messages.c.seq), 0)).where(t.messages.c.thread_id == run.thread_id)
-    ).scalar_one()
-    conn.execute(
-        t.messages.insert().values(
-            thread_id=run.thread_id,
-            seq=seq + 1,
-            run_id=run.run_id,
-            count=len(new),
-            body=ModelMessagesTypeAdapter.dump_json(list(new)),
-        )
+    await tx.run(
+        APPEND_MESSAGES,
+        {
+            "thread_id": run.thread_id,
+            "run_id": run.run_id,
+            "count": len(new),
+            "body": ModelMessagesTypeAdapter.dump_json(list(new)),
+        },
     )
 
 
-def history(conn: Connection, thread_id: str) -> list[ModelMessage]:
-    """A thread's whole message log, oldest first."""
-    rows = conn.execute(
-        sa.select(t.messages.c.body).where(t.messages.c.thread_id == thread_id).order_by(t.messages.c.seq)
-    ).all()
-    messages: list[ModelMessage] = []
-    for row in rows:
-        messages.extend(ModelMessagesTypeAdapter.validate_json(row.body))
-    return messages
+async def insert_requests(tx: Tx, pause_id: str, requests: Sequence[Request]) -> None:
+    """Store a pause's requests, open, in the order they were raised."""
+    if not requests:
+        return
+    await tx.many(
+        INSERT_REQUEST,
+        [
+            {
+                "request_id": r.request_id,
+                "pause_id": pause_id,
+                "position": position,
+                "run_id": r.run_id,
+                "thread_id": r.thread_id,
+                "agent_path": r.agent_path,
+                "kind": r.kind,
+                "created_at": r.created_at,
+                "expires_at": r.expires_at,
+                "body": REQUEST_ADAPTER.dump_json(r),
+            }
+            for position, r in enumerate(requests)
+        ],
+    )
 
 
-def decisions_of(conn: Connection, request_ids: Sequence[str]) -> dict[str, DecisionRecord]:
+async def decisions_of(tx: Tx, request_ids: Sequence[str]) -> dict[str, DecisionRecord]:
     """The decisions taken for these requests, by request id."""
-    if not request_ids:
-        return {}
-    rows = conn.execute(sa.select(t.decisions).where(t.decisions.c.request_id.in_(list(request_ids)))).all()
-    return {
-        r.request_id: DecisionRecord(
-            request_id=r.request_id,
-            decision=DECISION_ADAPTER.validate_json(r.body),
-            by=r.by,
-            principal=r.principal,
-            decided_at=r.decided_at,
-        )
-        for r in rows
-    }
+    found: dict[str, DecisionRecord] = {}
+    for request_id in dict.fromkeys(request_ids):
+        row = await tx.one(GET_DECISION, {"request_id": request_id})
+        if row is not None and (record := decision_of(row)) is not None:
+            found[request_id] = record
+    return found
 
 
-def insert_decisions(conn: Connection, records: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()) -> None:
+async def insert_decisions(tx: Tx, records: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()) -> None:
     """Record decisions (their requests become `decided`) and append their audit records."""
-    append_audit(conn, audit)
+    await append_audit(tx, audit)
     if not records:
         return
-    conn.execute(
-        t.decisions.insert(),
+    await tx.many(
+        INSERT_DECISION,
         [
             {
                 "request_id": d.request_id,
@@ -141,45 +375,43 @@ def insert_decisions(conn: Connection, records: Sequence[DecisionRecord], audit:
             for d in records
         ],
     )
-    conn.execute(
-        t.requests.update().where(t.requests.c.request_id.in_([d.request_id for d in records])).values(status="decided")
-    )
+    await tx.many(MARK_DECIDED, [{"request_id": d.request_id} for d in records])
 
 
-def finish_executions(conn: Connection, executions: Sequence[ExecutionResult], now: float) -> None:
+async def insert_grants(tx: Tx, grants: Sequence[Grant]) -> None:
+    """Store new grants."""
+    if grants:
+        await tx.many(INSERT_GRANT, [asdict(g) for g in grants])
+
+
+async def finish_executions(tx: Tx, executions: Sequence[ExecutionResult], now: float) -> None:
     """Write the results of approved calls to their ledger entries, with their audit records."""
-    for done in executions:
-        conn.execute(
-            t.executions.update()
-            .where(t.executions.c.request_id == done.request_id)
-            .values(status="done", result=done.result, finished_at=now)
-        )
-    append_audit(conn, [done.audit for done in executions])
+    if not executions:
+        return
+    await tx.many(
+        FINISH_EXECUTION, [{"request_id": done.request_id, "result": done.result, "now": now} for done in executions]
+    )
+    await append_audit(tx, [done.audit for done in executions])
 
 
-def append_audit(conn: Connection, bodies: Sequence[dict[str, Any]]) -> None:
+async def append_audit(tx: Tx, bodies: Sequence[dict[str, Any]]) -> None:
     """Extend the audit chain: each record carries the hash of the one before."""
     if not bodies:
         return
-    if conn.dialect.name == "postgresql":
+    if tx.dialect == "postgresql":
         # One writer at a time extends the chain; SQLite's BEGIN IMMEDIATE already serialises writers.
-        conn.execute(sa.text(f"SELECT pg_advisory_xact_lock({_AUDIT_LOCK})"))
-    last = conn.execute(sa.select(t.audit.c.seq, t.audit.c.hash).order_by(t.audit.c.seq.desc()).limit(1)).first()
-    seq, prev = (last.seq, last.hash) if last else (0, GENESIS)
+        await tx.one(AUDIT_LOCK)
+    last = await tx.one(LAST_AUDIT)
+    seq, prev = (last["seq"], last["hash"]) if last is not None else (0, GENESIS)
     rows = []
     for body in bodies:
         seq += 1
         digest = chain_hash(prev, seq, body)
         rows.append({"seq": seq, "body": canonical_json(body), "prev_hash": prev, "hash": digest})
         prev = digest
-    conn.execute(t.audit.insert(), rows)
+    await tx.many(INSERT_AUDIT, rows)
 
 
 def audit_record(row: Any) -> AuditRecord:
     """An audit record from its row (the body parsed back from its canonical JSON)."""
     return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash)
-
-
-def is_(column: Any, value: str | None) -> Any:
-    """SQL: `column` holds `value`, where `None` means NULL."""
-    return column.is_(None) if value is None else column == value

@@ -2,29 +2,86 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-import sqlalchemy as sa
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
-from sqlalchemy import Connection
+from pydantic_ai.messages import ModelMessage
 
 from ..._core.decisions import DecisionRecord
-from ..._core.requests import REQUEST_ADAPTER, ClientTool, Request
+from ..._core.grants import Grant
+from ..._core.requests import ClientTool, Request
 from ...exceptions import PauseConsumed, RunConflict, RunNotFound
-from .. import _tables as t
-from .._records import ExecutionResult, RemoteTask, RunRecord, RunStatus, ThreadRecord
+from .._records import BegunRun, ExecutionResult, RemoteTask, RunRecord, RunStatus, ThreadRecord
 from . import _rows
 from ._base import _SqlBase
+from ._tx import Tx
 
 
 class _Runs(_SqlBase):
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
-        def work(conn: Connection) -> ThreadRecord | None:
-            row = conn.execute(sa.select(t.threads).where(t.threads.c.thread_id == thread_id)).first()
-            return ThreadRecord(**row._mapping) if row else None
+        async def work(tx: Tx) -> ThreadRecord | None:
+            row = await tx.one(_rows.GET_THREAD, {"thread_id": thread_id})
+            return _rows.thread_record(row) if row is not None else None
 
         return await self._read(work)
+
+    async def begin_run(
+        self,
+        *,
+        thread_id: str,
+        owner: str,
+        agent: str,
+        run_id: str,
+        prompt: str,
+        client_tools: Sequence[ClientTool],
+        lease_owner: str,
+        lease_expires_at: float,
+        now: float,
+        check: Callable[[ThreadRecord], None] | None = None,
+        grants_of: str | None = None,
+    ) -> BegunRun:
+        Found = tuple[ThreadRecord | None, RunRecord | None, list[bytes], list[Grant] | None]
+
+        async def work(tx: Tx) -> Found:
+            ids = {"thread_id": thread_id, "run_id": run_id}
+            row = await tx.one(_rows.GET_THREAD, ids)
+            thread = _rows.thread_record(row) if row is not None else None
+            if thread is not None:
+                if check is not None:
+                    check(thread)
+                if thread.active_run_id is not None:
+                    return thread, None, [], None
+                if await tx.run(_rows.CLAIM_FREE_THREAD, ids) != 1:
+                    raise _thread_changed(run_id, thread_id)
+            else:
+                await tx.run(_rows.INSERT_THREAD, {**ids, "owner": owner, "agent": agent, "now": now})
+            run = RunRecord(
+                run_id=run_id,
+                thread_id=thread_id,
+                agent=thread.agent if thread is not None else agent,
+                status="running",
+                prompt=prompt,
+                client_tools=tuple(client_tools),
+                principal=owner,
+                resume_pause_id=None,
+                pause_id=None,
+                output=None,
+                error=None,
+                lease_owner=lease_owner,
+                lease_expires_at=lease_expires_at,
+                created_at=now,
+                updated_at=now,
+                revision=0,
+            )
+            await tx.run(_rows.INSERT_RUN, _rows.run_params(run))
+            history = await _rows.history_bodies(tx, thread_id) if thread is not None else []
+            return thread, run, history, await _rows.active_grants(tx, grants_of, now)
+
+        async def lost(tx: Tx) -> NoReturn:
+            raise _thread_changed(run_id, thread_id)  # another process created the same new thread first
+
+        thread, run, bodies, grants = await self._write(work, race=lost, durable=False)
+        return BegunRun(thread=thread, run=run, history=_rows.decode_history(bodies), grants=grants)
 
     async def start_run(
         self,
@@ -68,63 +125,54 @@ class _Runs(_SqlBase):
             agent_path=agent_path,
         )
 
-        def work(conn: Connection) -> RunRecord:
-            exists = conn.execute(sa.select(t.threads.c.thread_id).where(t.threads.c.thread_id == thread_id)).first()
-            if exists is None:
-                conn.execute(
-                    t.threads.insert().values(
-                        thread_id=thread_id, owner=owner, agent=agent, active_run_id=run_id, created_at=now
-                    )
-                )
+        async def work(tx: Tx) -> RunRecord:
+            ids = {"thread_id": thread_id, "run_id": run_id}
+            if await tx.one(_rows.THREAD_EXISTS, ids) is None:
+                await tx.run(_rows.INSERT_THREAD, {**ids, "owner": owner, "agent": agent, "now": now})
             else:
-                claimed = conn.execute(
-                    t.threads.update()
-                    .where(t.threads.c.thread_id == thread_id, _rows.is_(t.threads.c.active_run_id, expect_active))
-                    .values(active_run_id=run_id)
+                claimed = await tx.run(
+                    _rows.CLAIM_FREE_THREAD if expect_active is None else _rows.CLAIM_THREAD_FROM,
+                    {**ids, "expect": expect_active},
                 )
-                if claimed.rowcount != 1:
+                if claimed != 1:
                     raise _thread_changed(run_id, thread_id)
             if supersede_pause is not None:
-                if not _rows.consume(conn, supersede_pause):
+                if not await _rows.consume(tx, supersede_pause):
                     raise PauseConsumed(run_id, "the pause was resumed by someone else meanwhile")
                 assert expect_active is not None
-                _rows.update_run(conn, expect_active, now, status="cancelled", pause_id=None)
-                _rows.insert_decisions(conn, skips, audit)
-            conn.execute(t.runs.insert().values(**_rows.run_row(record)))
+                await tx.run(_rows.CANCEL_RUN, {"run_id": expect_active, "now": now})
+                await _rows.insert_decisions(tx, skips, audit)
+            await tx.run(_rows.INSERT_RUN, _rows.run_params(record))
             return record
 
-        def lost(conn: Connection) -> NoReturn:
+        async def lost(tx: Tx) -> NoReturn:
             raise _thread_changed(run_id, thread_id)  # another process created the same new thread first
 
         return await self._write(work, race=lost)
 
     async def get_run(self, run_id: str) -> RunRecord:
-        def work(conn: Connection) -> RunRecord:
-            row = conn.execute(sa.select(t.runs).where(t.runs.c.run_id == run_id)).first()
+        async def work(tx: Tx) -> RunRecord:
+            row = await tx.one(_rows.GET_RUN, {"run_id": run_id})
             if row is None:
                 raise RunNotFound(run_id)
-            return _rows.run_record(dict(row._mapping))
+            return _rows.run_record(row)
 
         return await self._read(work)
 
     async def renew_lease(self, run_id: str, owner: str, until: float) -> bool:
-        def work(conn: Connection) -> bool:
-            res = conn.execute(
-                t.runs.update()
-                .where(t.runs.c.run_id == run_id, t.runs.c.lease_owner == owner, t.runs.c.status == "running")
-                .values(lease_expires_at=until)
-            )
-            return res.rowcount == 1
+        async def work(tx: Tx) -> bool:
+            return await tx.run(_rows.RENEW_LEASE, {"run_id": run_id, "owner": owner, "until": until}) == 1
 
         return await self._write(work)
 
     async def take_over(self, run_id: str, *, owner: str, until: float, now: float, dead_owners: Sequence[str]) -> bool:
-        def work(conn: Connection) -> bool:
-            stale = sa.or_(t.runs.c.lease_expires_at < now, t.runs.c.lease_owner.in_(list(dead_owners)))
-            taken = _rows.update_run(
-                conn, run_id, now, t.runs.c.status == "running", stale, lease_owner=owner, lease_expires_at=until
-            )
-            return taken == 1
+        async def work(tx: Tx) -> bool:
+            owners: list[str | None] = [*dead_owners] or [None]
+            for dead in owners:
+                params = {"run_id": run_id, "owner": owner, "until": until, "now": now, "dead": dead}
+                if await tx.run(_rows.TAKE_OVER, params) == 1:
+                    return True
+            return False
 
         return await self._write(work)
 
@@ -139,32 +187,12 @@ class _Runs(_SqlBase):
         now: float,
         executions: Sequence[ExecutionResult] = (),
     ) -> None:
-        def work(conn: Connection) -> None:
-            _rows.own(conn, run.run_id, owner)
-            _rows.finish_executions(conn, executions, now)
-            _rows.append_messages(conn, run, new_messages)
-            conn.execute(t.pauses.insert().values(pause_id=pause_id, run_id=run.run_id, status="open", created_at=now))
-            if requests:
-                conn.execute(
-                    t.requests.insert(),
-                    [
-                        {
-                            "request_id": r.request_id,
-                            "pause_id": pause_id,
-                            "position": position,
-                            "run_id": r.run_id,
-                            "thread_id": r.thread_id,
-                            "agent_path": r.agent_path,
-                            "kind": r.kind,
-                            "status": "open",
-                            "created_at": r.created_at,
-                            "expires_at": r.expires_at,
-                            "body": REQUEST_ADAPTER.dump_json(r),
-                        }
-                        for position, r in enumerate(requests)
-                    ],
-                )
-            _rows.update_run(conn, run.run_id, now, status="paused", pause_id=pause_id, **_rows.NO_LEASE)
+        async def work(tx: Tx) -> None:
+            await _rows.update_own_run(tx, _rows.PAUSE_RUN, run.run_id, owner, pause_id=pause_id, now=now)
+            await _rows.finish_executions(tx, executions, now)
+            await _rows.append_messages(tx, run, new_messages)
+            await tx.run(_rows.INSERT_PAUSE, {"pause_id": pause_id, "run_id": run.run_id, "now": now})
+            await _rows.insert_requests(tx, pause_id, requests)
 
         await self._write(work)
 
@@ -180,82 +208,63 @@ class _Runs(_SqlBase):
         now: float,
         executions: Sequence[ExecutionResult] = (),
     ) -> None:
-        def work(conn: Connection) -> None:
-            _rows.own(conn, run.run_id, owner)
-            _rows.finish_executions(conn, executions, now)
-            _rows.append_messages(conn, run, new_messages)
-            _rows.update_run(
-                conn, run.run_id, now, status=status, output=output, error=error, pause_id=None, **_rows.NO_LEASE
+        async def work(tx: Tx) -> None:
+            await _rows.update_own_run(
+                tx, _rows.FINISH_RUN, run.run_id, owner, status=status, output=output, error=error, now=now
             )
-            _rows.free_thread(conn, run)
+            await _rows.finish_executions(tx, executions, now)
+            await _rows.append_messages(tx, run, new_messages)
+            await _rows.free_thread(tx, run)
 
         await self._write(work)
 
     async def cancel_run(
         self, run: RunRecord, *, now: float, skips: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()
     ) -> None:
-        def work(conn: Connection) -> None:
+        async def work(tx: Tx) -> None:
             if run.pause_id is not None:
-                _rows.consume(conn, run.pause_id)
-            existing = _rows.decisions_of(conn, [d.request_id for d in skips])
-            _rows.insert_decisions(conn, [d for d in skips if d.request_id not in existing], audit)
-            _rows.update_run(conn, run.run_id, now, t.runs.c.status == "paused", status="cancelled", pause_id=None)
-            _rows.free_thread(conn, run)
+                await _rows.consume(tx, run.pause_id)
+            existing = await _rows.decisions_of(tx, [d.request_id for d in skips])
+            await _rows.insert_decisions(tx, [d for d in skips if d.request_id not in existing], audit)
+            await tx.run(_rows.CANCEL_PAUSED_RUN, {"run_id": run.run_id, "now": now})
+            await _rows.free_thread(tx, run)
 
         await self._write(work, race=work)  # a person decided one of the skipped requests meanwhile: theirs is kept
 
     async def expired_runs(self, now: float) -> list[str]:
-        not_expired = sa.case(
-            (sa.and_(t.requests.c.expires_at.is_not(None), t.requests.c.expires_at <= now), 0), else_=1
-        )
-        query = (
-            sa.select(t.pauses.c.run_id)
-            .join(t.requests, t.requests.c.pause_id == t.pauses.c.pause_id)
-            .where(t.pauses.c.status == "open", t.requests.c.status == "open")
-            .group_by(t.pauses.c.run_id)
-            .having(sa.func.sum(not_expired) == 0)
-        )
-
-        def work(conn: Connection) -> list[str]:
-            return [row.run_id for row in conn.execute(query).all()]
+        async def work(tx: Tx) -> list[str]:
+            return [row["run_id"] for row in await tx.all(_rows.EXPIRED_RUNS, {"now": now})]
 
         return await self._read(work)
 
     # the message log
 
     async def load_messages(self, thread_id: str) -> list[ModelMessage]:
-        def work(conn: Connection) -> list[ModelMessage]:
-            return _rows.history(conn, thread_id)
+        async def work(tx: Tx) -> list[bytes]:
+            return await _rows.history_bodies(tx, thread_id)
 
-        return await self._read(work)
+        return _rows.decode_history(await self._read(work))
 
     async def run_messages(self, run_id: str) -> list[ModelMessage]:
-        m = t.messages
-        # By the run's thread first, so the lookup uses the log's primary key rather than scanning it.
-        of_thread = sa.select(t.runs.c.thread_id).where(t.runs.c.run_id == run_id).scalar_subquery()
-        query = sa.select(m.c.body).where(m.c.thread_id == of_thread, m.c.run_id == run_id).order_by(m.c.seq)
+        async def work(tx: Tx) -> list[bytes]:
+            return [bytes(row["body"]) for row in await tx.all(_rows.RUN_MESSAGES, {"run_id": run_id})]
 
-        def work(conn: Connection) -> list[ModelMessage]:
-            messages: list[ModelMessage] = []
-            for row in conn.execute(query).all():
-                messages.extend(ModelMessagesTypeAdapter.validate_json(row.body))
-            return messages
-
-        return await self._read(work)
+        return _rows.decode_history(await self._read(work))
 
     # remote delegates
 
     async def set_remote_task(self, run_id: str, *, url: str, task_id: str, context_id: str) -> None:
-        def work(conn: Connection) -> None:
-            conn.execute(sa.delete(t.remote_tasks).where(t.remote_tasks.c.run_id == run_id))
-            conn.execute(t.remote_tasks.insert().values(run_id=run_id, url=url, task_id=task_id, context_id=context_id))
+        async def work(tx: Tx) -> None:
+            await tx.run(_rows.DELETE_REMOTE_TASK, {"run_id": run_id})
+            params = {"run_id": run_id, "url": url, "task_id": task_id, "context_id": context_id}
+            await tx.run(_rows.INSERT_REMOTE_TASK, params)
 
         await self._write(work, race=work)
 
     async def remote_task(self, run_id: str) -> RemoteTask | None:
-        def work(conn: Connection) -> RemoteTask | None:
-            row = conn.execute(sa.select(t.remote_tasks).where(t.remote_tasks.c.run_id == run_id)).first()
-            return RemoteTask(url=row.url, task_id=row.task_id, context_id=row.context_id) if row else None
+        async def work(tx: Tx) -> RemoteTask | None:
+            row = await tx.one(_rows.GET_REMOTE_TASK, {"run_id": run_id})
+            return RemoteTask(url=row["url"], task_id=row["task_id"], context_id=row["context_id"]) if row else None
 
         return await self._read(work)
 

@@ -1,0 +1,297 @@
+"""The small transaction interface the SQL verbs are written against, and its two drivers.
+
+A verb's work is an `async def work(tx)` that runs constant statements (`Sql`, with named
+parameters) through `tx`, so the same work runs on both databases:
+
+- **SQLite**: each statement runs synchronously on a pooled stdlib `sqlite3` connection, so the
+  work never suspends and one call drives the whole transaction to its end. A write goes to a
+  worker thread in one hop (its fsync stays off the event loop) and writers of one process
+  queue on a lock instead of sleeping in SQLite's busy handler; a read runs inline on the
+  event loop, which costs less than the hop (WAL readers never wait for writers).
+- **PostgreSQL**: the work awaits asyncpg, whose statement cache prepares each constant
+  statement once per pooled connection.
+
+SQLAlchemy is not on this path: it builds the schema (Alembic) and the listings whose
+statements depend on their filters.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any, Literal, Protocol, TypeVar
+
+import anyio
+import anyio.to_thread
+
+T = TypeVar("T")
+
+Params = Mapping[str, Any]
+"""Named parameters of a statement (`:name` in its text)."""
+
+NO_PARAMS: Params = {}
+
+
+class Row(Protocol):
+    """A result row, read by column name (`sqlite3.Row` and asyncpg's `Record` both are)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+class Sql:
+    """A constant statement with named parameters (`:name`), rendered once for each driver.
+
+    `pg` replaces the text on PostgreSQL where the dialects differ; both use the same names.
+    """
+
+    __slots__ = ("names", "pg_text", "text")
+
+    def __init__(self, text: str, *, pg: str | None = None) -> None:
+        self.text = text
+        names: list[str] = []
+
+        def number(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in names:
+                names.append(name)
+            return f"${names.index(name) + 1}"
+
+        self.pg_text = _NAMED.sub(number, pg if pg is not None else text)
+        self.names = tuple(names)
+
+    def __repr__(self) -> str:
+        return f"Sql({self.text!r})"
+
+
+_NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+
+
+class Tx(ABC):
+    """One open transaction: run statements, read rows. Never held beyond the work it was given to."""
+
+    dialect: Literal["sqlite", "postgresql"]
+
+    @abstractmethod
+    async def one(self, sql: Sql, params: Params = NO_PARAMS) -> Row | None:
+        """The first row the statement returns, or `None`."""
+
+    @abstractmethod
+    async def all(self, sql: Sql, params: Params = NO_PARAMS) -> list[Row]:
+        """Every row the statement returns."""
+
+    @abstractmethod
+    async def run(self, sql: Sql, params: Params = NO_PARAMS) -> int:
+        """Run a statement that returns no rows; how many rows it changed."""
+
+    @abstractmethod
+    async def many(self, sql: Sql, rows: Sequence[Params]) -> None:
+        """Run a statement once per set of parameters."""
+
+
+Work = Callable[[Tx], Coroutine[Any, Any, T]]
+"""What a verb does inside one transaction."""
+
+
+class Database(ABC):
+    """Runs work in transactions on one database."""
+
+    integrity_errors: tuple[type[BaseException], ...]
+    """Errors that mean a concurrent writer inserted the same key first."""
+    errors: tuple[type[BaseException], ...]
+    """Every error the database or its connection can raise."""
+
+    @abstractmethod
+    async def read(self, work: Work[T]) -> T:
+        """Run `work` without writing; it sees committed data only."""
+
+    @abstractmethod
+    async def write(self, work: Work[T], *, durable: bool = True) -> T:
+        """Run `work` in one write transaction, committed when it returns and rolled back when it raises.
+
+        `durable=False` commits without waiting for the disk: the change is safe from a crash of
+        the process, and reaches the disk with the next durable commit (the log is written in
+        order); only a crash of the machine before then loses it.
+        """
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Close every connection."""
+
+
+# SQLite
+
+
+class _SqliteTx(Tx):
+    dialect: Literal["sqlite", "postgresql"] = "sqlite"
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    async def one(self, sql: Sql, params: Params = NO_PARAMS) -> Row | None:
+        row: Row | None = self.conn.execute(sql.text, params).fetchone()
+        return row
+
+    async def all(self, sql: Sql, params: Params = NO_PARAMS) -> list[Row]:
+        return self.conn.execute(sql.text, params).fetchall()
+
+    async def run(self, sql: Sql, params: Params = NO_PARAMS) -> int:
+        return self.conn.execute(sql.text, params).rowcount
+
+    async def many(self, sql: Sql, rows: Sequence[Params]) -> None:
+        self.conn.executemany(sql.text, rows)
+
+
+def complete(work: Coroutine[Any, Any, T]) -> T:
+    """Drive work that never suspends (SQLite's) to its end in this thread, in one call."""
+    try:
+        work.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    work.close()
+    raise AssertionError("SQLite work awaited something other than its transaction")
+
+
+class SqliteDatabase(Database):
+    """Pooled stdlib connections to one SQLite file: WAL, a full fsync per durable commit."""
+
+    integrity_errors = (sqlite3.IntegrityError,)
+    errors = (sqlite3.Error, OSError)
+
+    def __init__(self, path: str, *, threads: int = 4) -> None:
+        self.path = path
+        self._idle: list[sqlite3.Connection] = []
+        self._reader: sqlite3.Connection | None = None
+        self._writing = anyio.Lock()
+        self._limiter = anyio.CapacityLimiter(threads)
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA busy_timeout=10000")
+        conn.execute("PRAGMA foreign_keys=ON")
+        return conn
+
+    async def read(self, work: Work[T]) -> T:
+        # Inline: the event loop is one thread and the work never suspends, so one connection
+        # serves every read of this store.
+        if self._reader is None:
+            self._reader = self._connect()
+        conn = self._reader
+        conn.execute("BEGIN")
+        try:
+            return complete(work(_SqliteTx(conn)))
+        finally:
+            conn.execute("COMMIT")
+
+    async def write(self, work: Work[T], *, durable: bool = True) -> T:
+        async with self._writing:
+            return await anyio.to_thread.run_sync(self._write, work, durable, limiter=self._limiter)
+
+    def _write(self, work: Work[T], durable: bool) -> T:
+        conn = self._idle.pop() if self._idle else self._connect()
+        try:
+            if not durable:
+                conn.execute("PRAGMA synchronous=NORMAL")  # WAL: the commit writes the log, fsyncs nothing
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = complete(work(_SqliteTx(conn)))
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                if not durable:
+                    conn.execute("PRAGMA synchronous=FULL")
+        except BaseException:
+            conn.close()
+            raise
+        self._idle.append(conn)
+        return result
+
+    async def aclose(self) -> None:
+        for conn in [*self._idle, *([self._reader] if self._reader else [])]:
+            conn.close()
+        self._idle.clear()
+        self._reader = None
+
+
+# PostgreSQL
+
+
+_ROWCOUNT = re.compile(r"(\d+)$")
+
+
+class _PostgresTx(Tx):
+    dialect: Literal["sqlite", "postgresql"] = "postgresql"
+
+    def __init__(self, conn: Any) -> None:  # an asyncpg connection (asyncpg ships no type hints)
+        self.conn = conn
+
+    async def one(self, sql: Sql, params: Params = NO_PARAMS) -> Row | None:
+        row: Row | None = await self.conn.fetchrow(sql.pg_text, *[params[n] for n in sql.names])
+        return row
+
+    async def all(self, sql: Sql, params: Params = NO_PARAMS) -> list[Row]:
+        return list(await self.conn.fetch(sql.pg_text, *[params[n] for n in sql.names]))
+
+    async def run(self, sql: Sql, params: Params = NO_PARAMS) -> int:
+        status = await self.conn.execute(sql.pg_text, *[params[n] for n in sql.names])
+        found = _ROWCOUNT.search(status)
+        return int(found.group(1)) if found else 0
+
+    async def many(self, sql: Sql, rows: Sequence[Params]) -> None:
+        await self.conn.executemany(sql.pg_text, [[r[n] for n in sql.names] for r in rows])
+
+
+class PostgresDatabase(Database):
+    """An asyncpg pool; reads run on a pooled connection outside any explicit transaction."""
+
+    def __init__(self, dsn: str) -> None:
+        import asyncpg  # type: ignore[import-untyped]  # the `postgres` extra; asyncpg ships no type hints
+
+        self.dsn = dsn
+        self._pool: Any = None
+        self.integrity_errors = (asyncpg.IntegrityConstraintViolationError,)
+        self.errors = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
+
+    async def open(self) -> None:
+        import asyncpg
+
+        self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=10)
+
+    def _acquire(self) -> Any:
+        assert self._pool is not None, "PostgresDatabase.open() was not called"
+        return self._pool.acquire()
+
+    async def read(self, work: Work[T]) -> T:
+        # Read committed: a transaction around reads would add two round trips and no consistency.
+        async with self._acquire() as conn:
+            return await work(_PostgresTx(conn))
+
+    async def write(self, work: Work[T], *, durable: bool = True) -> T:
+        async with self._acquire() as conn:
+            await conn.execute("BEGIN" if durable else "BEGIN; SET LOCAL synchronous_commit TO OFF")
+            try:
+                result = await work(_PostgresTx(conn))
+            except BaseException:
+                await _rollback(conn)
+                raise
+            await conn.execute("COMMIT")
+            return result
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+
+async def _rollback(conn: Any) -> None:
+    with anyio.CancelScope(shield=True):
+        if not conn.is_closed():
+            await conn.execute("ROLLBACK")
