@@ -33,8 +33,10 @@ from .._store import (
     AuditPage,
     InboxFilter,
     InboxPage,
+    RemoteTask,
     RequestState,
     RunRecord,
+    RunRequests,
     RunStore,
     ThreadRecord,
     ThreadSummary,
@@ -286,6 +288,20 @@ class Sayso:
             if not access.may_see(self.principal(principal), owner=owner, agent_path=run.path):
                 raise RunNotFound(run_id)
         return run
+
+    async def run_requests(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunRequests:
+        """Every request a run and its delegates raised, oldest first, with the decisions taken.
+
+        What a client renders a finished or waiting conversation from (A2A task history): the
+        pauses and their answers, whichever interface answered them.
+        """
+        await self.run_record(run_id, principal=principal)
+        return await _tree.tree_requests(self._k, run_id)
+
+    async def remote_task(self, run_id: str, *, principal: PrincipalLike | None = None) -> RemoteTask | None:
+        """The remote A2A task a remote delegate's run stands for; `None` for any other run."""
+        await self.run_record(run_id, principal=principal)
+        return await self._k.store.remote_task(run_id)
 
     async def thread(self, thread_id: str, *, principal: PrincipalLike | None = None) -> ThreadRecord:
         """A thread's record; `ThreadNotFound` when there is none or the caller may not see it."""
