@@ -31,7 +31,7 @@ from .._store import (
 from ._events import EventListener, RequestEvent
 from ._facade import DEFAULT_REMOTE_AGENTS, PrincipalLike, Sayso
 from ._kernel import new_id
-from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome
+from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
 
 __all__ = [
     "DEFAULT_REMOTE_AGENTS",
@@ -44,6 +44,7 @@ __all__ = [
     "RemoteAsk",
     "RemoteOutcome",
     "RemoteTask",
+    "RemoteWire",
     "RequestEvent",
     "RequestState",
     "RunRecord",

@@ -34,6 +34,7 @@ async def start(
     principal: Principal,
     client_tools: Sequence[ClientTool],
     grants: Sequence[Grant] | None,
+    run_id: str | None = None,
 ) -> RunResult:
     """Send a user message and run the agent until it finishes or pauses."""
     from ._kernel import new_id
@@ -76,7 +77,7 @@ async def start(
         thread_id=thread.thread_id if thread else thread_id or new_id("thr"),
         owner=principal.name,
         agent=built.name,
-        run_id=new_id("run"),
+        run_id=run_id or new_id("run"),
         prompt=message,
         client_tools=client_tools,
         lease_owner=k.owner,
@@ -115,9 +116,24 @@ async def resume(k: Kernel, run: RunRecord, *, force: bool) -> RunResult:
 
 
 async def cancel(k: Kernel, run: RunRecord) -> RunResult:
-    """Cancel a paused run and everything below it: open requests close as skipped, nothing runs."""
+    """Cancel a paused or working run and everything below it: open requests close as skipped, nothing runs.
+
+    A working run is stopped where it is (its delegates too) when this runtime is the one running
+    it; what already ran is kept.
+    """
     top = await _tree.root(k, run)
+    if top.status == "running":
+        working = k.working.get(top.run_id)
+        if working is None:
+            raise RunConflict(top.run_id, "another process is working on the run; cancel it there, or once it pauses")
+        k.cancelling.add(top.run_id)
+        try:
+            working.scope.cancel()
+            await working.done.wait()
+        finally:
+            k.cancelling.discard(top.run_id)
+        return await _tree.result(k, top.run_id)
     if top.status != "paused":
-        raise RunConflict(top.run_id, f"the run is {top.status}; only a paused run can be cancelled")
+        raise RunConflict(top.run_id, f"the run is {top.status}; only a paused or working run can be cancelled")
     await _tree.cancel_tree(k, top.run_id, SKIPPED_FOR_CANCEL)
     return await _tree.result(k, top.run_id)
