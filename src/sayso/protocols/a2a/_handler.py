@@ -403,7 +403,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
             run = await self._visible_run(params.id, caller)
             task = await self._task(await self.sayso.cancel(run.run_id, principal=caller))
         except Exception as exc:
-            raise to_a2a_error(exc) from exc
+            raise to_a2a_error(exc, cancelling=True) from exc
         if self.background.push is not None:
             event = TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
             await self.background.push.send_notification(task.id, event)

@@ -11,7 +11,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from a2a.types import Message, Part, Role
-from a2a.utils.errors import A2AError, InvalidParamsError, InvalidRequestError, TaskNotFoundError
+from a2a.utils.errors import (
+    A2AError,
+    InvalidParamsError,
+    InvalidRequestError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+)
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct, Value
 
@@ -32,8 +38,11 @@ from ._v1 import HITL_RESPONSE, request_payload, response_of, sayso_payload
 from ._views import HITL_URI, SAYSO_KEY, PauseView, ShownRequest, view_text, views_of
 
 
-def to_a2a_error(exc: Exception) -> A2AError:
+def to_a2a_error(exc: Exception, *, cancelling: bool = False) -> A2AError:
     """The JSON-RPC error for one of ours: the one place sayso's errors become A2A errors.
+
+    `cancelling`: the error answers `CancelTask`, where a run that cannot be cancelled is A2A's
+    task-not-cancelable.
 
     Raises:
         Exception: `exc` itself when it is not sayso's (a bug, not a refusal): the SDK answers 500.
@@ -49,7 +58,7 @@ def to_a2a_error(exc: Exception) -> A2AError:
     if isinstance(exc, NotFound):
         return TaskNotFoundError(message=str(exc))
     if isinstance(exc, RunConflict):
-        return InvalidRequestError(message=str(exc))
+        return TaskNotCancelableError(message=str(exc)) if cancelling else InvalidRequestError(message=str(exc))
     if isinstance(exc, InvalidInput | NotAllowed | ConfigError):
         # ConfigError: an agent name the runtime does not know, named by the call.
         return InvalidParamsError(message=str(exc))
