@@ -56,7 +56,7 @@ from . import _deciding, _tree, _turns
 from ._events import EventListener
 from ._kernel import Kernel
 from ._remote import RemoteAgents, remote_delegates
-from ._step import CALL_TERMS, TEXT_SINK, CallTerms
+from ._step import TEXT_SINK, host_terms
 
 PrincipalLike = Principal | str
 """A caller: a `Principal`, or a name resolved against the configured principals."""
@@ -192,7 +192,7 @@ class Sayso:
             NotAllowed: the thread belongs to someone else.
         """
         self._check_open()
-        with _host_terms(grants, offer_wider_scopes):
+        with host_terms(grants, offer_wider_scopes):
             return await _turns.start(
                 self._k,
                 message,
@@ -246,7 +246,7 @@ class Sayso:
             RunConflict: the run is not paused.
         """
         self._check_open()
-        with _host_terms(grants, offer_wider_scopes):
+        with host_terms(grants, offer_wider_scopes):
             return await _deciding.answer_pause(
                 self._k, run_id, answers, principal=self.principal(principal), rest=rest
             )
@@ -518,22 +518,6 @@ class Sayso:
         who = self.principal(principal)
         if not access.may_read_audit(who):
             raise NotAllowed(subject_id, f"{who.name!r} is not an approver; {problem}", subject="approver")
-
-
-@contextmanager
-def _host_terms(grants: Sequence[Grant] | None, offer_wider_scopes: bool) -> Iterator[None]:
-    """The remembered-approval terms of one call: a host's grants (nothing stored), and how wide to offer."""
-    if grants is None and offer_wider_scopes:
-        yield
-        return
-    terms = CallTerms(
-        grants=None if grants is None else tuple(grants), widest="always" if offer_wider_scopes else "once"
-    )
-    token = CALL_TERMS.set(terms)
-    try:
-        yield
-    finally:
-        CALL_TERMS.reset(token)
 
 
 def _check_rules_against(agent: str, policy: InterruptPolicy, tools: list[str]) -> None:

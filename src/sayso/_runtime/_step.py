@@ -8,7 +8,8 @@ run stays in memory. The ledger marks of approved calls were written when the pa
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -64,6 +65,22 @@ class CallTerms:
 
 
 CALL_TERMS: ContextVar[CallTerms | None] = ContextVar("sayso_call_terms", default=None)
+
+
+@contextmanager
+def host_terms(grants: Sequence[Grant] | None, offer_wider_scopes: bool) -> Iterator[None]:
+    """The remembered-approval terms of one call: a host's grants (nothing stored), and how wide to offer."""
+    if grants is None and offer_wider_scopes:
+        yield
+        return
+    terms = CallTerms(
+        grants=None if grants is None else tuple(grants), widest="always" if offer_wider_scopes else "once"
+    )
+    token = CALL_TERMS.set(terms)
+    try:
+        yield
+    finally:
+        CALL_TERMS.reset(token)
 
 
 async def execute(

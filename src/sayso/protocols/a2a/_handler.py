@@ -13,11 +13,10 @@ works, and a stream sends the run's text as the model writes it.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -46,7 +45,6 @@ from a2a.types import (
     TaskArtifactUpdateEvent,
     TaskPushNotificationConfig,
     TaskState,
-    TaskStatus,
     TaskStatusUpdateEvent,
 )
 from a2a.utils.errors import ExtendedAgentCardNotConfiguredError, PushNotificationNotSupportedError, TaskNotFoundError
@@ -56,29 +54,23 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..._core.access import Principal
 from ..._core.decisions import Decision
-from ..._core.requests import Request
 from ..._results import RunResult
-from ..._runtime import RunRecord, RunStatus, Sayso, new_id
+from ..._runtime import RunRecord, Sayso, new_id
 from ...exceptions import InvalidInput, RunConflict, RunNotFound
 from .._common import AgentEndpoint
 from ._mapping import (
     LegacyInput,
-    PauseView,
     data_parts,
     decisions_from_legacy,
     decisions_from_v1,
-    history,
     legacy_input,
     message_text,
-    pause_message,
-    pause_view,
     sayso_extras,
-    text_message,
     to_a2a_error,
     v1_payload,
 )
 from ._push import MarkPushConfigStore
-from ._tasks import list_tasks
+from ._tasks import TaskReader, list_tasks
 
 CALLER_STATE = "sayso_caller"
 """Where the context builder puts the authenticated `Principal` in `ServerCallContext.state`."""
@@ -86,20 +78,10 @@ CALLER_STATE = "sayso_caller"
 ACTIVATED_STATE = "sayso_hitl_activated"
 """Where the context builder says whether this call activated the HITL extension."""
 
-ACTIVATION_MARKS = "a2a.activation"
-"""The runtime's mark namespace for whether a pause's HITL payload was attached (key: the run id)."""
-
 _CONTEXT_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
-STATES: dict[RunStatus, TaskState] = {
-    "running": TaskState.TASK_STATE_WORKING,
-    "paused": TaskState.TASK_STATE_INPUT_REQUIRED,
-    "completed": TaskState.TASK_STATE_COMPLETED,
-    "failed": TaskState.TASK_STATE_FAILED,
-    "cancelled": TaskState.TASK_STATE_CANCELED,
-}
-
 _POLL_SECONDS = 0.02
+"""How often a launch looks whether its run is under way yet."""
 
 
 @dataclass
@@ -149,6 +131,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         self.background = background or Background()
         self.push_store = push_store
         self.legacy = sayso.config.a2a.kagent_compat or sayso.config.a2a.legacy_only
+        self.tasks = TaskReader(sayso, legacy=self.legacy, clock=self._clock)
 
     # messages
 
@@ -160,7 +143,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
             launch.chunks.close()  # a blocking call sends no text as it comes
             if configuration is not None and configuration.return_immediately:
                 return apply_history_length(await self._current(launch), configuration)
-            return apply_history_length(await self._task(await launch.result()), configuration)
+            return apply_history_length(await self.tasks.task(await launch.result()), configuration)
         except Exception as exc:
             raise to_a2a_error(exc) from exc
 
@@ -172,11 +155,11 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
             launch = await self._launch(params.message, context, configuration)
         except Exception as exc:
             raise to_a2a_error(exc) from exc
-        status = self._status(TaskState.TASK_STATE_WORKING, None)
-        yield Task(id=launch.run_id, context_id=launch.context_id, status=status, history=[launch.message])
         artifact_id = f"{launch.run_id}-text-{new_id('art')}"
-        first = True
         async with launch.chunks:
+            status = self.tasks.status(TaskState.TASK_STATE_WORKING, None)
+            yield Task(id=launch.run_id, context_id=launch.context_id, status=status, history=[launch.message])
+            first = True
             async for chunk in launch.chunks:
                 # The run's text as the model writes it: one artifact, appended to chunk by chunk.
                 yield TaskArtifactUpdateEvent(
@@ -187,7 +170,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
                 )
                 first = False
         try:
-            task = await self._task(await launch.result())
+            task = await self.tasks.task(await launch.result())
         except Exception as exc:
             raise to_a2a_error(exc) from exc
         for artifact in task.artifacts:
@@ -278,7 +261,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         caller: Principal,
     ) -> dict[str, Decision]:
         """The answers a HITL response takes, by request id; kagent requires every shown call decided."""
-        view = await self._view(run.run_id, (await self.sayso.result(run.run_id, principal=caller)).requests)
+        view = await self.tasks.view(run.run_id, (await self.sayso.result(run.run_id, principal=caller)).requests)
         if view is None:
             raise InvalidInput(f"task {run.run_id!r} waits for nothing a HITL response can answer", field="message")
         if payload is not None:
@@ -287,15 +270,6 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
             assert legacy is not None
             pairs = decisions_from_legacy(view, legacy)
         return {request.request_id: decision for request, decision in pairs}
-
-    async def _view(self, task_id: str, requests: Sequence[Request]) -> PauseView | None:
-        """The view of a pause to show now, with the remote task behind it when a remote delegate asked."""
-        view = pause_view(task_id, requests)
-        if view is not None and view.subagent is not None:
-            remote = await self.sayso.remote_task(view.requests[0].run_id)
-            if remote is not None:
-                view = replace(view, remote=remote)
-        return view
 
     async def _work(
         self,
@@ -315,14 +289,14 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
                 with self.sayso.streaming_text(on_text):
                     outcome = await work()
                 # Before the caller reads the task: whether its pause carries the payload.
-                await self._remember_activation(outcome, activated)
+                await self.tasks.remember_activation(outcome, activated)
                 launch.outcome = outcome
             except Exception as exc:
                 launch.error = exc
             finally:
                 launch.finished.set()
         if launch.outcome is not None and self.background.push is not None:
-            task = await self._task(launch.outcome)
+            task = await self.tasks.task(launch.outcome)
             await self.background.push.send_notification(
                 task.id, TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
             )
@@ -344,20 +318,13 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
     async def _current(self, launch: _Launch) -> Task:
         """The task as it stands now: working with the person's message, or already done."""
         if launch.finished.is_set():
-            return await self._task(await launch.result())
+            return await self.tasks.task(await launch.result())
         return Task(
             id=launch.run_id,
             context_id=launch.context_id,
-            status=self._status(TaskState.TASK_STATE_WORKING, None),
+            status=self.tasks.status(TaskState.TASK_STATE_WORKING, None),
             history=[launch.message],
         )
-
-    async def _remember_activation(self, result: RunResult, activated: bool) -> None:
-        """A pause remembers whether the call that left it activated the extension."""
-        run = await self.sayso.run_record(result.run_id)
-        if run.status == "paused" and run.pause_id is not None:
-            mark = _ActivationMark(pause_id=run.pause_id, activated=activated)
-            await self.sayso.set_mark(ACTIVATION_MARKS, result.run_id, mark.dump())
 
     async def _visible_run(self, task_id: str, caller: Principal) -> RunRecord:
         """The run a task id names on this endpoint; `RunNotFound` when the caller may not see it."""
@@ -372,7 +339,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         try:
             validate_history_length(params)
             run = await self._visible_run(params.id, _caller(context))
-            return apply_history_length(await self._task(await self.sayso.result(run.run_id)), params)
+            return apply_history_length(await self.tasks.task(await self.sayso.result(run.run_id)), params)
         except Exception as exc:
             raise to_a2a_error(exc) from exc
 
@@ -387,11 +354,11 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
     ) -> AsyncGenerator[Event]:
         try:
             run = await self._visible_run(params.id, _caller(context))
-            yield await self._task(await self.sayso.result(run.run_id))
+            yield await self.tasks.task(await self.sayso.result(run.run_id))
             while run.status == "running":
                 await anyio.sleep(0.2)
                 run = await self._visible_run(params.id, _caller(context))
-            task = await self._task(await self.sayso.result(run.run_id))
+            task = await self.tasks.task(await self.sayso.result(run.run_id))
         except Exception as exc:
             raise to_a2a_error(exc) from exc
         yield TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
@@ -401,7 +368,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         try:
             caller = _caller(context)
             run = await self._visible_run(params.id, caller)
-            task = await self._task(await self.sayso.cancel(run.run_id, principal=caller))
+            task = await self.tasks.task(await self.sayso.cancel(run.run_id, principal=caller))
         except Exception as exc:
             raise to_a2a_error(exc, cancelling=True) from exc
         if self.background.push is not None:
@@ -411,62 +378,9 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
 
     async def task_of(self, run: RunRecord) -> Task:
         """A visible run's task, with its whole history."""
-        return await self._task(await self.sayso.result(run.run_id))
+        return await self.tasks.task(await self.sayso.result(run.run_id))
 
-    async def _task(self, result: RunResult) -> Task:
-        """The task a run is, from the runtime's records: status, the answer as an artifact, and the history."""
-        run = await self.sayso.run_record(result.run_id)
-        activated = await self._activated(result.run_id, run.pause_id)
-        legacy = self.legacy and not activated
-        status_message: Message | None = None
-        artifacts: list[Artifact] = []
-        if result.status == "paused":
-            status_message = pause_message(
-                await self._view(result.run_id, result.requests),
-                task_id=result.run_id,
-                context_id=result.thread_id,
-                activated=activated,
-                legacy=legacy,
-            )
-        elif result.status == "completed" and result.output is not None:
-            status_message = text_message(
-                result.output, task_id=result.run_id, context_id=result.thread_id, message_id=f"out-{result.run_id}"
-            )
-            artifacts.append(
-                Artifact(artifact_id=f"{result.run_id}-response", name="response", parts=[Part(text=result.output)])
-            )
-        elif result.status == "failed":
-            status_message = text_message(
-                result.error or "the run failed",
-                task_id=result.run_id,
-                context_id=result.thread_id,
-                message_id=f"err-{result.run_id}",
-            )
-        asked = await self.sayso.run_requests(result.run_id)
-        return Task(
-            id=result.run_id,
-            context_id=result.thread_id,
-            status=self._status(STATES[result.status], status_message, at=run.updated_at),
-            artifacts=artifacts,
-            history=history(run, asked.requests, asked.decisions, activated=activated, legacy=legacy),
-        )
-
-    def _status(self, state: TaskState, message: Message | None, *, at: float | None = None) -> TaskStatus:
-        status = TaskStatus(state=state, message=message)
-        status.timestamp.FromNanoseconds(int((self._clock() if at is None else at) * 1e9))
-        return status
-
-    async def _activated(self, run_id: str, pause_id: str | None) -> bool:
-        """Whether the pause's payload was attached: yes unless an A2A call without the header reported it."""
-        if self.sayso.config.a2a.legacy_only:
-            return False
-        raw = await self.sayso.get_mark(ACTIVATION_MARKS, run_id)
-        if raw is None:
-            return True
-        mark = _ActivationMark.load(raw)
-        return mark.pause_id != pause_id or mark.activated
-
-    # push notification configs (the SDK's store port, kept with sayso's state)
+        # push notification configs (the SDK's store port, kept with sayso's state)
 
     def _push_store(self) -> MarkPushConfigStore:
         if self.push_store is None:
@@ -518,26 +432,6 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext
     ) -> AgentCard:
         raise ExtendedAgentCardNotConfiguredError
-
-
-@dataclass(frozen=True, kw_only=True)
-class _ActivationMark:
-    """Whether the A2A call that left a run paused activated the HITL extension, kept as a runtime mark.
-
-    A pause shown without the extension stays text-only on later reads; the mark names its pause,
-    so a later pause of the same run is not mistaken for it.
-    """
-
-    pause_id: str
-    activated: bool
-
-    def dump(self) -> str:
-        return json.dumps({"pause_id": self.pause_id, "activated": self.activated})
-
-    @classmethod
-    def load(cls, raw: str) -> _ActivationMark:
-        data = json.loads(raw)
-        return cls(pause_id=str(data["pause_id"]), activated=bool(data["activated"]))
 
 
 def _caller(context: ServerCallContext) -> Principal:
