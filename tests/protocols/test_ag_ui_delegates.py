@@ -4,6 +4,7 @@ interrupts and browser tools, context reaching only the agents allowed its tool,
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,8 +16,9 @@ from pydantic import TypeAdapter
 
 from sayso import Config, Sayso, ScriptedModel
 
-from ..conftest import InProcess, script
+from ..conftest import InProcess, LiveServer, script
 from .conftest import protocol_app
+from .test_ag_ui_node import NODE_DIR, needs_node
 
 EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
 
@@ -32,8 +34,7 @@ def archive_logs(month: str) -> str:
     return f"Archived the logs of {month}."
 
 
-@pytest.fixture
-async def team(tmp_path: Path) -> AsyncIterator[InProcess]:
+def team_runtime(tmp_path: Path) -> Sayso:
     """kaboo's team: a coordinator handing work to an analyst (who may ask the browser for data sources) and to
     ops (whose archiving waits for approval), served as the orchestration `team`."""
     config = Config.model_validate(
@@ -79,7 +80,13 @@ async def team(tmp_path: Path) -> AsyncIterator[InProcess]:
             {"tool": "archive_logs", "reply": "{result}"},
         ),
     }
-    sayso = Sayso(config, models=models)
+    return Sayso(config, models=models)
+
+
+@pytest.fixture
+async def team(tmp_path: Path) -> AsyncIterator[InProcess]:
+    """The team, served in-process."""
+    sayso = team_runtime(tmp_path)
     served = await InProcess(app=protocol_app(sayso), sayso=sayso).start()
     yield served
     await served.stop()
@@ -171,3 +178,38 @@ async def test_a_pause_mixing_an_interrupt_and_a_browser_tool_lists_both_and_one
     )
     result = finished(events).result or ""
     assert "Archived the logs of 2026-10." in result and "Using the warehouse." in result
+
+
+@needs_node
+def test_the_official_client_sees_a_delegates_browser_tool_tagged_with_its_run(tmp_path: Path) -> None:
+    """@ag-ui/client's HttpAgent receives the analyst's tool call tagged with its run, answers it with a tool
+    message, and reads the coordinator's report."""
+    sayso = team_runtime(tmp_path)
+    server = LiveServer.in_thread(protocol_app(sayso))
+    try:
+        steps = [
+            {
+                "say": "data",
+                "tools": [DATASOURCES],
+                "context": [{"description": "request_datasources", "value": "crm"}],
+            },
+            {"tools": [DATASOURCES], "answerCalls": {"request_datasources": ["crm"]}},
+        ]
+        done = subprocess.run(
+            ["node", str(NODE_DIR / "ag_ui_steps.mjs"), f"{server.base_url}/ag-ui/team", "thr-d3", json.dumps(steps)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=NODE_DIR,
+            check=False,
+        )
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stderr
+    paused, answered = (json.loads(line) for line in done.stdout.splitlines())
+    [call] = [c for c in paused["calls"] if c["name"] == "request_datasources"]
+    assert call["subagentRunId"]
+    assert call["metadata"] == {"subagentRunId": call["subagentRunId"], "agent_path": "coordinator/analyst"}
+    assert paused["outcome"] == {"type": "success", "pendingToolCallIds": [call["id"]]}
+    assert answered["outcome"] == {"type": "success"}
+    assert answered["result"].startswith('Report:\nanalyst: Using ["crm"].')
