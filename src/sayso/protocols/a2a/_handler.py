@@ -1,9 +1,9 @@
 """An a2a-sdk `RequestHandler` over the sayso runtime: a task is a run, a context is a thread.
 
 The SDK owns the envelope (JSON-RPC, protobuf JSON, SSE, push delivery); this module owns the
-meaning: which run a message starts or resumes, how a kagent HITL response becomes the answers
-to a pause, and what a task looks like, always rebuilt through the runtime's verbs so that any
-process can answer. Who may touch which task is the runtime's rule: the handler passes the
+meaning: which run a message starts or resumes and how a kagent HITL response becomes the
+answers to a pause; what a task looks like is `_tasks.TaskReader`'s, always rebuilt through the
+runtime's verbs so that any process can answer. Who may touch which task is the runtime's rule: the handler passes the
 caller on and turns what the runtime refuses into A2A errors (`to_a2a_error`).
 
 Every message's work runs in the router's task group (`Background`), not in the request: a
@@ -329,7 +329,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
     async def _visible_run(self, task_id: str, caller: Principal) -> RunRecord:
         """The run a task id names on this endpoint; `RunNotFound` when the caller may not see it."""
         run = await self.sayso.run_record(task_id, principal=caller)
-        if run.agent != self.agent or run.parent_run_id is not None:
+        if run.agent != self.agent:
             raise RunNotFound(task_id)
         return run
 

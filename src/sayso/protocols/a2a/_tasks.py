@@ -154,10 +154,16 @@ class TaskReader:
         self._clock = clock
 
     async def view(self, task_id: str, requests: Sequence[Request]) -> PauseView | None:
-        """The view of a pause to show now, with the remote task behind it when a remote delegate asked."""
-        view = pause_view(task_id, requests)
-        if view is not None and view.subagent is not None:
-            remote = await self.sayso.remote_task(view.requests[0].run_id)
+        """The view of a pause to show now, with the remote task behind it when a remote delegate asked.
+
+        The nested block names the task's direct child; when that child is a remote agent, its own
+        task, context and ids are shown (a remote agent deeper down shows through its local parent).
+        """
+        depth = (await self.sayso.run_record(task_id)).path.count("/")
+        view = pause_view(task_id, requests, depth=depth)
+        asker = view.requests[0] if view is not None else None
+        if view is not None and asker is not None and asker.agent_path.count("/") == depth + 1:
+            remote = await self.sayso.remote_task(asker.run_id)
             if remote is not None:
                 view = replace(view, remote=remote)
         return view

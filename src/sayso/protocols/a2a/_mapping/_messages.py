@@ -240,7 +240,7 @@ def history(
             )
         )
     for group in _pauses(requests):
-        for view in views_of(run.run_id, group):
+        for view in views_of(run.run_id, group, depth=run.path.count("/")):
             out.append(
                 pause_message(view, task_id=run.run_id, context_id=run.thread_id, activated=activated, legacy=legacy)
             )

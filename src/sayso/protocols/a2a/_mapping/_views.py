@@ -69,12 +69,14 @@ class PauseView:
         return next((r for r in self.requests if self.tool_id(r) == tool_id), None)
 
 
-def pause_view(task_id: str, open_requests: Sequence[Request]) -> PauseView | None:
+def pause_view(task_id: str, open_requests: Sequence[Request], *, depth: int = 0) -> PauseView | None:
     """The part of a pause to show now, or `None` when nothing open can be answered over A2A.
 
     Approvals come before questions (kagent cannot mix them in one pause), and requests of one
-    agent path at a time (one `nested` block per pause). Whether the delegate is remote is the
-    caller's to add (`remote`), as it needs a read.
+    agent path at a time (one `nested` block per pause). `depth` is how deep the task's own run
+    sits (0 for a top-level run; a delegate's task read on its own endpoint is deeper), so the
+    nested block names the task's direct child. Whether that child is remote is the caller's to
+    add (`remote`), as it needs a read.
     """
     approvals = [r for r in open_requests if isinstance(r, ApprovalRequest)]
     questions = [r for r in open_requests if isinstance(r, QuestionRequest)]
@@ -88,14 +90,15 @@ def pause_view(task_id: str, open_requests: Sequence[Request]) -> PauseView | No
     else:
         return None
     parts = path.split("/")
-    return PauseView(kind=kind, requests=shown, task_id=task_id, subagent=parts[1] if len(parts) > 1 else None)
+    subagent = parts[depth + 1] if len(parts) > depth + 1 else None
+    return PauseView(kind=kind, requests=shown, task_id=task_id, subagent=subagent)
 
 
-def views_of(task_id: str, requests: Sequence[Request]) -> list[PauseView]:
+def views_of(task_id: str, requests: Sequence[Request], *, depth: int = 0) -> list[PauseView]:
     """Every view one sayso pause is shown as, in turn (approvals first, then each question)."""
     views: list[PauseView] = []
     left = list(requests)
-    while (view := pause_view(task_id, left)) is not None:
+    while (view := pause_view(task_id, left, depth=depth)) is not None:
         views.append(view)
         shown = {r.request_id for r in view.requests}
         left = [r for r in left if r.request_id not in shown]
