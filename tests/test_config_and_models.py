@@ -61,12 +61,36 @@ agents:
         pytest.param("agents: {a: {modle: x}}", "modle", id="unknown-field"),
         pytest.param("agents: {a: {interrupt: {remember: forever}}}", "remember", id="bad-scope"),
         pytest.param("agents: [", "not valid YAML", id="bad-yaml"),
+        pytest.param("agents: {a: {system_prompt: hi}}", "kaboo's name for 'instructions'", id="system-prompt-off"),
+        pytest.param(
+            "agents: {a: {system_prompt: hi, instructions: ho}}\nag_ui: {kaboo_compat: true}",
+            "both 'instructions' and 'system_prompt'",
+            id="system-prompt-twice",
+        ),
+        pytest.param(
+            "agents: {a: {}}\norchestrations: {a: {entry_name: a}}", "has an agent's name", id="team-named-as-agent"
+        ),
     ],
 )
 def test_config_errors_name_the_problem(tmp_path: Path, text: str, problem: str) -> None:
     """No agents, an unknown entry or field, a bad remember scope or broken YAML is a ConfigError naming the problem."""
     with pytest.raises(ConfigError, match=problem):
         load_config(write(tmp_path, text))
+
+
+def test_kaboo_configs_load_under_kaboos_switch(tmp_path: Path) -> None:
+    """With `ag_ui.kaboo_compat`, `system_prompt` is the instructions and an orchestration may be the entry."""
+    config = load_config(
+        write(
+            tmp_path,
+            "agents: {lead: {system_prompt: Be brief.}, helper: {}}\n"
+            "orchestrations: {team: {entry_name: lead, connections: [{agent: helper}]}}\n"
+            "entry: team\nag_ui: {kaboo_compat: true}",
+        )
+    )
+    assert config.agents["lead"].instructions == "Be brief."
+    assert (config.entry_name, config.entry_agent) == ("team", "lead")
+    assert config.entries() == {"lead": "lead", "helper": "helper", "team": "lead"}
 
 
 def test_bad_tool_spec_is_a_config_error(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from sayso import (
@@ -23,6 +25,7 @@ from sayso import (
 from sayso._core.decisions import Expire, check_decision, model_text
 from sayso._core.policy import InterruptPolicy, ToolRule, gate_for
 from sayso._core.resume import plan_resume
+from sayso._core.service import parse_service_ask
 
 COMMON = dict(run_id="run_1", thread_id="thr_1", agent_path="files", tool_call_id="call_1", created_at=100.0)
 SCHEMA = {
@@ -180,3 +183,25 @@ def test_first_matching_rule_sets_the_scopes() -> None:
     assert gate is not None and gate.scopes == ("once", "thread", "always")
     declared = gate_for(policy, "other", declared=True, read_only=False)
     assert declared is not None and declared.scopes == ("once", "thread")
+
+
+@pytest.mark.parametrize(
+    ("reply", "expires_at"),
+    [
+        pytest.param(
+            {"kaboo_approval": {"request": "apr_1", "expiresAt": "2026-01-01T00:00:00Z"}}, 1767225600.0, id="iso"
+        ),
+        pytest.param({"kaboo_approval": {"request": "apr_1", "expiresAt": 1767225600}}, 1767225600.0, id="epoch"),
+        pytest.param({"sayso_approval": {"request": "apr_1", "expires_at": 1767225600.5}}, 1767225600.5, id="ours"),
+        pytest.param({"kaboo_approval": {"request": "apr_1"}}, None, id="none"),
+    ],
+)
+def test_a_services_deadline_is_read_in_kaboos_spelling_too(reply: dict[str, Any], expires_at: float | None) -> None:
+    """A service's approval reply gives its deadline as `expires_at`, or as kaboo's `expiresAt` (epoch or ISO 8601)."""
+    ask = parse_service_ask(reply)
+    assert ask is not None and ask.expires_at == expires_at
+
+
+def test_a_deadline_that_cannot_be_read_makes_no_request() -> None:
+    """An unreadable deadline is no request at all: nothing would wait longer than the service meant."""
+    assert parse_service_ask({"kaboo_approval": {"request": "apr_1", "expiresAt": "next tuesday"}}) is None

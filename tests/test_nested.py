@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic_ai.messages import ToolReturnPart
 
-from sayso import Answer, Approve, ClientResult, ClientTool, Reject, ScriptedModel
+from sayso import Answer, Approve, ClientError, ClientResult, ClientTool, Reject, ScriptedModel, Skip
 
 from .conftest import ROOT, MakeApp, script
 
@@ -85,7 +85,7 @@ async def test_a_pause_at_any_depth_pauses_the_top_and_resumes_every_level(make_
 
 async def test_every_request_kind_works_from_a_delegate(make_app: MakeApp) -> None:
     """Questions and client tools raised in a delegate surface on the top run under the delegate's path, and their
-    answers flow back up."""
+    answers flow back up, each told to the coordinator in its note."""
     agents = {
         "coordinator": {"model": "c", "delegates": [{"agent": "helper"}], "client_tools": []},
         "helper": {"model": "h", "client_tools": ["pick_color"]},
@@ -111,7 +111,40 @@ async def test_every_request_kind_works_from_a_delegate(make_app: MakeApp) -> No
         picked = await app.decide(client.requests[0].request_id, ClientResult(value="green"))
     assert answered.run.output is not None and answered.run.output.startswith('asked: [{"question": "Colour?"')
     assert "(Note: helper asked the person 'Colour?' → blue.)" in answered.run.output
-    assert picked.run.output == "picked: green"
+    assert picked.run.output == "picked: green\n\n(Note: helper asked the client to run pick_color {} → green.)"
+
+
+async def test_the_coordinators_note_covers_every_answer_its_delegate_received(make_app: MakeApp) -> None:
+    """A delegate's browser tool error and a skipped question reach its coordinator's note in plain words."""
+    agents = {
+        "coordinator": {"model": "c", "delegates": [{"agent": "helper"}]},
+        "helper": {"model": "h", "client_tools": ["pick_color"]},
+    }
+    models = {
+        "c": script(
+            {"user": ".", "call": "helper", "args": {"task": "{user}"}}, {"tool": "helper", "reply": "{result}"}
+        ),
+        "h": script(
+            {
+                "user": ".",
+                "calls": [
+                    {"call": "pick_color", "args": {"palette": "warm"}},
+                    {"call": "ask_user", "args": {"questions": [{"question": "Why?"}]}},
+                ],
+            },
+            {"tool": "ask_user", "reply": "done"},
+        ),
+    }
+    pick = ClientTool(name="pick_color", description="Pick a colour in the browser.")
+    async with make_app(agents, models=models) as app:
+        paused = await app.run("go", agent="coordinator", client_tools=[pick])
+        by_kind = {r.kind: r.request_id for r in paused.requests}
+        answers = {by_kind["client_tool"]: ClientError(message="no screen"), by_kind["question"]: Skip(reason="later")}
+        done = await app.answer_pause(paused.run_id, answers)
+    assert done.output == (
+        'done\n\n(Note: helper asked the client to run pick_color {"palette": "warm"} → Error: no screen; '
+        "the person 'Why?' → Skipped: later.)"
+    )
 
 
 async def test_a_delegate_that_pauses_again_pauses_the_top_again(make_app: MakeApp) -> None:

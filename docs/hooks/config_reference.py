@@ -35,6 +35,7 @@ def _models() -> list[tuple[str, type[BaseModel]]]:
         ("principals[]", c.PrincipalConfig),
         ("webhooks[]", c.WebhookConfig),
         ("a2a", c.A2AConfig),
+        ("ag_ui", c.AgUiConfig),
     ]
 
 

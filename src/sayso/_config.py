@@ -127,6 +127,8 @@ class DelegateConfig(_Strict):
 class OrchestrationConfig(_Strict):
     """kaboo's form of delegation: an entry agent and the agents it may hand work to."""
 
+    description: str | None = None
+    """What the team is for, as its A2A agent card shows it; unset: the entry agent's description."""
     mode: Literal["delegate"] = "delegate"
     """The only mode: the entry agent hands work to its connections."""
     entry_name: str
@@ -142,6 +144,8 @@ class AgentConfig(_Strict):
     """A name from `models`, a pydantic-ai model string, or (from Python) a pydantic-ai `Model`."""
     instructions: str = ""
     """What the agent is told to do (its system instructions)."""
+    system_prompt: str | None = None
+    """kaboo's name for `instructions`; accepted with `ag_ui.kaboo_compat: true` (use one or the other)."""
     description: str | None = None
     """What the agent is for, as other agents and A2A agent cards show it."""
     tools: list[Any] = []
@@ -277,8 +281,27 @@ class A2AConfig(_Strict):
     """The `a2a` block: how agents speak A2A."""
 
     kagent_compat: bool = False
-    """Also speak kagent 0.x's DataPart format (`adk_request_confirmation`, `decision_type`) to clients
-    that do not request the HITL v1 extension."""
+    """Also speak kagent 0.x's DataPart format (`adk_request_confirmation`, `decision_type`, and ADK's
+    FunctionResponse `{confirmed, payload}`) to clients that do not request the HITL v1 extension."""
+    legacy_only: bool = False
+    """Speak only kagent 0.x, for callers that predate v1: an A2A 0.3 card without the HITL extension,
+    and DataPart pauses even to a caller that asks for v1. Implies `kagent_compat`."""
+    push_secret_env: str | None = None
+    """Environment variable holding the secret that signs push notifications (as webhooks are signed);
+    unset: each push config's own `token` signs its deliveries, and a config without one is refused."""
+    push_private_urls: bool = False
+    """Let push notifications go to loopback and private addresses (local development and tests); by
+    default only public addresses are reached, so a client cannot make the server call inward."""
+
+
+class AgUiConfig(_Strict):
+    """The `ag_ui` block: how agents speak AG-UI."""
+
+    kaboo_compat: bool = False
+    """Speak to kaboo's clients unchanged: interrupt reasons `kaboo:approval`, questions as kaboo's
+    `ask_user` browser tool, remembered approvals kept by the host (`forwardedProps.kaboo_grants`,
+    none stored by sayso, wider scopes offered only to a host that sends them), and `system_prompt`
+    in agent config."""
 
 
 class Config(_Strict):
@@ -292,13 +315,16 @@ class Config(_Strict):
     agents: dict[str, AgentConfig]
     """The agents, by name."""
     entry: str | None = None
-    """The agent a new thread talks to by default (or an orchestration's name); unset: the first agent."""
+    """The agent a new thread talks to by default, or an orchestration's name (its lead agent answers);
+    unset: the first agent."""
     principals: list[PrincipalConfig] = []
     """Who may call the API; with none, servers run in local development mode."""
     webhooks: list[WebhookConfig] = []
     """Where `sayso serve` sends signed events when a request opens, is decided or expires."""
     a2a: A2AConfig = A2AConfig()
     """How agents speak A2A."""
+    ag_ui: AgUiConfig = AgUiConfig()
+    """How agents speak AG-UI."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder that relative paths (store, scripts, tool modules) are resolved from."""
 
@@ -333,17 +359,33 @@ class Config(_Strict):
         return _line_of(self._lines, path)
 
     @model_validator(mode="after")
+    def _kaboo_system_prompts(self) -> Config:
+        """Kaboo's `system_prompt` is `instructions` under kaboo's switch, and a mistake without it."""
+        for name, spec in self.agents.items():
+            if spec.system_prompt is None:
+                continue
+            if not self.ag_ui.kaboo_compat:
+                raise ValueError(
+                    f"agent {name!r}: 'system_prompt' is kaboo's name for 'instructions'; "
+                    "rename it, or set 'ag_ui: {kaboo_compat: true}'"
+                )
+            if spec.instructions:
+                raise ValueError(f"agent {name!r} sets both 'instructions' and 'system_prompt'; keep one")
+            spec.instructions, spec.system_prompt = spec.system_prompt, None
+        return self
+
+    @model_validator(mode="after")
     def _entry_exists(self) -> Config:
         if not self.agents:
             raise ValueError("at least one agent is needed under 'agents'")
         for name, team in self.orchestrations.items():
+            if name in self.agents:
+                raise ValueError(f"orchestration {name!r} has an agent's name; A2A and AG-UI serve both by name")
             if team.entry_name not in self.agents:
                 raise ValueError(f"orchestration {name!r}: entry_name {team.entry_name!r} is not an agent")
             lead = self.agents[team.entry_name]
             known = {d.tool_name for d in lead.delegates}
             lead.delegates.extend(c for c in team.connections if c.tool_name not in known)
-            if self.entry == name:
-                self.entry = team.entry_name
         for name, spec in self.agents.items():
             for delegate in spec.delegates:
                 if delegate.agent is not None and delegate.agent not in self.agents:
@@ -352,14 +394,25 @@ class Config(_Strict):
                     raise ValueError(f"agent {name!r} cannot delegate to itself")
         if self.entry is None:
             self.entry = next(iter(self.agents))
-        if self.entry not in self.agents:
-            raise ValueError(f"entry {self.entry!r} is not one of the agents: {', '.join(self.agents)}")
+        if self.entry not in self.agents and self.entry not in self.orchestrations:
+            teams = f" or orchestrations: {', '.join(self.orchestrations)}" if self.orchestrations else ""
+            raise ValueError(f"entry {self.entry!r} is not one of the agents: {', '.join(self.agents)}{teams}")
         return self
 
     @property
     def entry_agent(self) -> str:
+        """The agent that answers a new thread by default (an orchestration's lead when the entry is one)."""
+        return self.entries()[self.entry_name]
+
+    @property
+    def entry_name(self) -> str:
+        """The configured entry: an agent's or an orchestration's name."""
         assert self.entry is not None
         return self.entry
+
+    def entries(self) -> dict[str, str]:
+        """Every name an interface serves (agents and orchestrations) and the agent that answers under it."""
+        return {**{name: name for name in self.agents}, **{n: t.entry_name for n, t in self.orchestrations.items()}}
 
     def store_url(self) -> str:
         """The store URL, with `SAYSO_STORE` taking precedence over the file."""

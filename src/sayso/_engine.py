@@ -126,7 +126,7 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
                 results.approvals[call_id] = ToolApproved(override_args=decision.edited_args)
                 results.metadata[call_id] = ApprovedCall(
                     request_id=request.request_id,
-                    payload=request.payload,
+                    payload=decision.payload if decision.payload is not None else request.payload,
                     principal=record.principal,
                     edited=decision.edited_args is not None,
                     approved_args=decision.edited_args,

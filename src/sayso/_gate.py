@@ -23,7 +23,7 @@ from ._calls import ApprovedCall, Deferral, approved_call_of, deferral_of
 from ._core.audit import canonical_json
 from ._core.grants import Grant, covering_grant
 from ._core.policy import Gate, InterruptPolicy, call_binding, gate_for, subject_from, whole_tool_subject
-from ._core.requests import Subject, ToolInfo, default_hint
+from ._core.requests import SCOPES_BY_WIDTH, Scope, Subject, ToolInfo, default_hint
 from ._core.service import STILL_NEEDS_APPROVAL, ServiceAsk, parse_service_ask
 from ._store import ExecutionResult
 from ._tools import options_of, tool_info_of
@@ -65,6 +65,8 @@ class RunDeps:
     """Grants an external host passed for this run; when set, stored grants are not consulted."""
     stored_grants: Sequence[Grant] | None = None
     """The principal's active stored grants, read with the segment's first read; `None`: look them up per call."""
+    widest_scope: Scope | None = None
+    """The widest scope a request may offer in this run (`once` when the host remembers nothing)."""
     delegate: Callable[[str, str, str], Awaitable[str]] | None = None
     """Hands work to a delegate agent: `(agent, task, tool_call_id) -> its answer` (or the run pauses)."""
     marked: frozenset[str] = frozenset()
@@ -118,7 +120,7 @@ class GateToolset(WrapperToolset[Any]):
                 metadata=Deferral(
                     kind="approval",
                     hint=options.hint or default_hint(name),
-                    scopes=tuple(gate.scopes),
+                    scopes=_up_to(gate.scopes, deps.widest_scope),
                     ttl_seconds=gate.ttl_seconds,
                     args_schema=schema,
                     subject=subject,
@@ -252,6 +254,13 @@ class GateToolset(WrapperToolset[Any]):
         )
         result = await super().call_tool(name, tool_args, ctx, tool)
         return ToolReturn(return_value=result, metadata={"approval": record})
+
+
+def _up_to(scopes: Sequence[Scope], widest: Scope | None) -> tuple[Scope, ...]:
+    """The offered scopes no wider than `widest` (all of them when `None`); `once` is always among them."""
+    if widest is None:
+        return tuple(scopes)
+    return tuple(s for s in scopes if SCOPES_BY_WIDTH.index(s) <= SCOPES_BY_WIDTH.index(widest)) or ("once",)
 
 
 def _declared_unapproved(toolset: AbstractToolset[Any], name: str) -> bool:

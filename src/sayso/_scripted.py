@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from .exceptions import ConfigError
@@ -113,11 +113,15 @@ class _Input:
     """Every tool result of the latest request, one `tool: result` per line (for parallel calls)."""
 
 
+_WORDS = re.compile(r"\s*\S+|\s+")
+"""A streamed text's chunks: each word with the space before it."""
+
+
 class ScriptedModel(FunctionModel):
     """A pydantic-ai model that follows a script; `calls` logs every request it answered."""
 
     def __init__(self, script: Script) -> None:
-        super().__init__(self._respond, model_name=f"scripted:{script.name}")
+        super().__init__(self._respond, stream_function=self._stream, model_name=f"scripted:{script.name}")
         self.script = script
         self.calls: list[ScriptedCall] = []
         self._log_path = os.environ.get("SAYSO_SCRIPT_LOG")
@@ -144,6 +148,20 @@ class ScriptedModel(FunctionModel):
                 )
                 log.write("\n")
         return response
+
+    async def _stream(self, messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+        """The same answer, streamed as a provider would: text a word at a time, then each call whole."""
+        response = await self._respond(messages, info)
+        for index, part in enumerate(response.parts):
+            if isinstance(part, TextPart):
+                for word in _WORDS.findall(part.content):
+                    yield word
+            elif isinstance(part, ToolCallPart):
+                yield {
+                    index: DeltaToolCall(
+                        name=part.tool_name, json_args=part.args_as_json_str(), tool_call_id=part.tool_call_id
+                    )
+                }
 
     def _answer(self, inputs: Sequence[_Input]) -> list[ModelResponsePart]:
         for item in inputs:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 
 from sayso import Answer, ApprovalRequest, Approve, InvalidInput, Question, QuestionRequest, Reject, Skip, Subject
+from sayso._runtime import RemoteTask
 from sayso.protocols.a2a import HITL_RESPONSE, pause_view, status_text
 from sayso.protocols.a2a._mapping import (
     GENERIC_TEXT,
+    LegacyInput,
+    PauseView,
     _Pending,
     decisions_from_legacy,
     decisions_from_v1,
@@ -127,16 +130,33 @@ def test_approvals_come_first_then_each_question_and_one_agent_at_a_time() -> No
     assert view is not None and view.kind == "question"
 
 
-def test_a_nested_approval_carries_the_nested_block_and_the_remote_hint() -> None:
-    """A delegate's approvals show as the parent's call with a `nested` block; responses name the child ids."""
-    view = pause_view(
-        "run_top",
-        [
-            approval("c1", "delete_pod", "call_c1", path="ops/k8s_agent", name="obsolete"),
-            approval("c2", "restart_pod", "call_c2", path="ops/k8s_agent", name="api"),
-        ],
-    )
+CHILD = RemoteTask(url="http://127.0.0.1:9/a2a/k8s_agent", task_id="task-C", context_id="ctx-C")
+
+
+def remote_view(view: PauseView | None, remote: RemoteTask = CHILD) -> PauseView:
+    """A view whose delegate is a remote agent (the handler adds this after one read)."""
     assert view is not None
+    return replace(view, remote=remote)
+
+
+def mirrored(ask_id: str, tool: str, call_id: str, **args: Any) -> ApprovalRequest:
+    """A remote child's approval as sayso mirrors it: the child's id as the call id, its call id in the payload."""
+    request = approval(f"req-{ask_id}", tool, ask_id, path="ops/k8s_agent", **args)
+    return replace(request, payload={"remote_agent": CHILD.url, "call_id": call_id})
+
+
+def test_a_remote_childs_approvals_carry_the_nested_block_with_the_childs_own_ids() -> None:
+    """A remote delegate's approvals show as the parent's call with a `nested` block naming the child's task,
+    context and ids (§12.6); responses name the child ids."""
+    view = remote_view(
+        pause_view(
+            "run_top",
+            [
+                mirrored("adk-c1", "delete_pod", "call_c1", name="obsolete"),
+                mirrored("adk-c2", "restart_pod", "call_c2", name="api"),
+            ],
+        )
+    )
     text = "Remote agent 'k8s_agent' requires approval for tool(s): delete_pod, restart_pod (k8s_agent)"
     assert view_text(view) == text
     assert request_payload(view) == {
@@ -145,39 +165,53 @@ def test_a_nested_approval_carries_the_nested_block_and_the_remote_hint() -> Non
         "tools": [{"id": "run_top/k8s_agent", "call_id": "run_top/k8s_agent", "name": "k8s_agent", "args": {}}],
         "nested": {
             "subagent_name": "k8s_agent",
-            "task_id": "run_child",
-            "context_id": "thr_child",
+            "task_id": "task-C",
+            "context_id": "ctx-C",
             "tools": [
-                {"id": "c1", "call_id": "call_c1", "name": "delete_pod", "args": {"name": "obsolete"}},
-                {"id": "c2", "call_id": "call_c2", "name": "restart_pod", "args": {"name": "api"}},
+                {"id": "adk-c1", "call_id": "call_c1", "name": "delete_pod", "args": {"name": "obsolete"}},
+                {"id": "adk-c2", "call_id": "call_c2", "name": "restart_pod", "args": {"name": "api"}},
             ],
         },
     }
     # The client returns the child ids; the parent's id counts as unknown.
     refused = {"type": "tool_approval_response", "approvals": [{"id": "run_top/k8s_agent", "approved": True}]}
-    with pytest.raises(InvalidInput, match="missing ids: c1, c2") as refusal:
+    with pytest.raises(InvalidInput, match="missing ids: adk-c1, adk-c2") as refusal:
         decisions_from_v1(view, refused)
     assert refusal.value.field == HITL_RESPONSE
     response = {
         "type": "tool_approval_response",
-        "approvals": [{"id": "c2", "approved": False, "rejection_reason": "not now"}, {"id": "c1", "approved": True}],
+        "approvals": [
+            {"id": "adk-c2", "approved": False, "rejection_reason": "not now"},
+            {"id": "adk-c1", "approved": True},
+        ],
     }
     decided = [(r.request_id, d) for r, d in decisions_from_v1(view, response)]
-    assert decided == [("c1", Approve()), ("c2", Reject(reason="not now"))]
+    assert decided == [("req-adk-c1", Approve()), ("req-adk-c2", Reject(reason="not now"))]
 
 
-def test_a_nested_question_is_answered_with_the_childs_id() -> None:
-    """A delegate's question is answered with the child's id, never the parent's."""
-    view = pause_view(
-        "run_top", [question("g4", "What is the GitHub owner/org for the repo?", path="ops/github_agent")]
-    )
+def test_a_local_delegates_pause_names_its_run_and_reads_agent_not_remote_agent() -> None:
+    """A local delegate's pause names the delegate's own run and thread, with sayso's request ids, and its hint
+    does not call it remote."""
+    view = pause_view("run_top", [approval("c1", "delete_pod", "call_c1", path="ops/k8s_agent")])
     assert view is not None
+    assert view_text(view) == "Agent 'k8s_agent' requires approval for tool(s): delete_pod (k8s_agent)"
+    nested = request_payload(view)["nested"]
+    assert (nested["task_id"], nested["context_id"], nested["tools"][0]["id"]) == ("run_child", "thr_child", "c1")
+
+
+def test_a_remote_childs_question_is_answered_with_the_childs_id() -> None:
+    """A remote delegate's question is answered with the child's id, never the parent's (§12.7)."""
+    asked = replace(
+        question("req-g", "What is the GitHub owner/org for the repo?", path="ops/github_agent"), tool_call_id="adk-g4"
+    )
+    view = remote_view(pause_view("run_top", [asked]), RemoteTask(url="u", task_id="task-G", context_id="ctx-G"))
     payload = request_payload(view)
     assert payload["id"] == "run_top/github_agent"
+    assert (payload["nested"]["task_id"], payload["nested"]["context_id"]) == ("task-G", "ctx-G")
     assert payload["nested"]["tools"] == [
         {
-            "id": "g4",
-            "call_id": "g4",
+            "id": "adk-g4",
+            "call_id": "adk-g4",
             "name": "ask_user",
             "args": {
                 "questions": [
@@ -194,7 +228,7 @@ def test_a_nested_question_is_answered_with_the_childs_id() -> None:
             view, {"type": "ask_user_response", "id": "run_top/github_agent", "answers": [{"answer": ["x"]}]}
         )
     ((_, decision),) = decisions_from_v1(
-        view, {"type": "ask_user_response", "id": "g4", "answers": [{"answer": ["kagent-dev"]}]}
+        view, {"type": "ask_user_response", "id": "adk-g4", "answers": [{"answer": ["kagent-dev"]}]}
     )
     assert decision == Answer(answers=(("kagent-dev",),))
 
@@ -244,15 +278,23 @@ def two_calls() -> Any:
 def test_legacy_uniform_and_batch_decisions() -> None:
     """kagent 0.x approve, reject and batch decisions map to one decision per call shown."""
     view = two_calls()
-    assert [d for _, d in decisions_from_legacy(view, {"decision_type": "approve"})] == [Approve(), Approve()]
-    rejected = decisions_from_legacy(view, {"decision_type": "reject", "rejection_reason": "Wrong environment"})
+    assert [d for _, d in decisions_from_legacy(view, LegacyInput(decision={"decision_type": "approve"}))] == [
+        Approve(),
+        Approve(),
+    ]
+    rejected = decisions_from_legacy(
+        view, LegacyInput(decision={"decision_type": "reject", "rejection_reason": "Wrong environment"})
+    )
     assert [d for _, d in rejected] == [Reject(reason="Wrong environment")] * 2
     batch = {
         "decision_type": "batch",
         "decisions": {"call_1": "approve", "call_2": "reject"},
         "rejection_reasons": {"call_2": "Wrong environment", "call_1": ""},
     }
-    assert [d for _, d in decisions_from_legacy(view, batch)] == [Approve(), Reject(reason="Wrong environment")]
+    assert [d for _, d in decisions_from_legacy(view, LegacyInput(decision=batch))] == [
+        Approve(),
+        Reject(reason="Wrong environment"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -269,7 +311,7 @@ def test_legacy_uniform_and_batch_decisions() -> None:
 def test_a_legacy_batch_that_leaves_a_call_out_is_refused(decisions: dict[str, str], problem: str) -> None:
     """A batch that leaves a call out, or names one not shown, is refused, never partly approved."""
     with pytest.raises(InvalidInput, match=problem):
-        decisions_from_legacy(two_calls(), {"decision_type": "batch", "decisions": decisions})
+        decisions_from_legacy(two_calls(), LegacyInput(decision={"decision_type": "batch", "decisions": decisions}))
 
 
 def test_legacy_ask_user_answers() -> None:
@@ -283,11 +325,11 @@ def test_legacy_ask_user_answers() -> None:
         "decision_type": "approve",
         "ask_user_answers": [{"answer": ["PostgreSQL"]}, {"answer": ["Auth", "Caching"]}],
     }
-    ((_, decision),) = decisions_from_legacy(view, answers)
+    ((_, decision),) = decisions_from_legacy(view, LegacyInput(decision=answers))
     assert decision == Answer(answers=(("PostgreSQL",), ("Auth", "Caching")))
     with pytest.raises(InvalidInput, match="ask_user_answers"):
-        decisions_from_legacy(view, {"decision_type": "approve"})
+        decisions_from_legacy(view, LegacyInput(decision={"decision_type": "approve"}))
     with pytest.raises(InvalidInput, match="non-empty"):
-        decisions_from_legacy(view, {"decision_type": "approve", "ask_user_answers": []})
-    ((_, skipped),) = decisions_from_legacy(view, {"decision_type": "reject"})
+        decisions_from_legacy(view, LegacyInput(decision={"decision_type": "approve", "ask_user_answers": []}))
+    ((_, skipped),) = decisions_from_legacy(view, LegacyInput(decision={"decision_type": "reject"}))
     assert isinstance(skipped, Skip)

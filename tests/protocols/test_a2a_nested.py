@@ -23,7 +23,8 @@ async def call(client: httpx.AsyncClient, message: dict[str, Any]) -> dict[str, 
 
 
 async def test_delegate_pauses_show_the_nested_block_and_the_child_ids_resume_them(serve: ServerFactory) -> None:
-    """Each delegate's pause shows as kagent's `nested` block; answering the child ids finishes the parent task."""
+    """Each delegate's pause shows as kagent's `nested` block naming the delegate's own task (readable on its
+    endpoint); answering the child ids finishes the parent task."""
     server = await serve(config=load_config(TEAM))
     async with server.client() as client:
         task = await call(client, user_message("report"))
@@ -36,6 +37,11 @@ async def test_delegate_pauses_show_the_nested_block_and_the_child_ids_resume_th
         assert nested["task_id"] != task["id"]
         [child_tool] = nested["tools"]
         assert (child_tool["name"], child_tool["args"]) == ("archive_logs", {"month": "2026-10"})
+        assert first["hint"] == "Agent 'ops' requires approval for tool(s): archive_logs (ops)", "a local delegate"
+        # A client can follow the pause to the child: the delegate's own task, on the delegate's endpoint.
+        child = (await rpc(client, "ops", "GetTask", {"id": nested["task_id"]})).json()["result"]
+        assert child["contextId"] == nested["context_id"] and child["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        assert child["status"]["message"]["metadata"][URI]["tools"][0]["id"] == child_tool["id"]
 
         approve = {"type": "tool_approval_response", "approvals": [{"id": child_tool["id"], "approved": True}]}
         task = await call(client, user_message(task_id=task["id"], context_id=task["contextId"], payload=approve))

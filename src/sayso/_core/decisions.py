@@ -29,6 +29,9 @@ class Approve:
     scope: Scope = "once"
     edited_args: dict[str, Any] | None = None
     """Arguments to run instead of the proposed ones; validated against the tool's schema."""
+    payload: Any = None
+    """Data the person sends back with the approval (ADK's confirmation payload); a tool that asked
+    from inside its body reads it as `Approval.payload` instead of the payload it attached."""
 
 
 @dataclass(frozen=True, kw_only=True)

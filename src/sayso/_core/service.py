@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from .decisions import Approve, Decision, Expire, Reject, Skip
@@ -28,7 +29,9 @@ def parse_service_ask(value: Any) -> ServiceAsk | None:
     """The approval a tool's reply asks for, in any accepted shape, or `None` for an ordinary reply.
 
     Accepted: `{"sayso_approval": {...}}` or `{"kaboo_approval": {...}}` as an object or as JSON
-    text, also wrapped as the MCP SDK wraps strings: `{"result": "<json>"}`.
+    text, also wrapped as the MCP SDK wraps strings: `{"result": "<json>"}`. The deadline is
+    `expires_at` (seconds since the epoch), or kaboo's `expiresAt` (that, or an ISO 8601 time); a
+    deadline that cannot be read makes the reply no request at all, so it never waits longer than meant.
     """
     value = _loads(value)
     if isinstance(value, dict) and set(value) == {"result"}:
@@ -37,6 +40,10 @@ def parse_service_ask(value: Any) -> ServiceAsk | None:
         return None
     body = next((value[k] for k in REPLY_KEYS if isinstance(value.get(k), dict)), None)
     if body is None or not isinstance(body.get("request"), str) or not body["request"]:
+        return None
+    raw_deadline = body.get("expires_at", body.get("expiresAt"))
+    expires_at = _deadline(raw_deadline)
+    if raw_deadline is not None and expires_at is None:
         return None
     subject = body.get("subject")
     scopes = [s for s in body.get("scopes") or () if s in ("thread", "always")]
@@ -47,8 +54,21 @@ def parse_service_ask(value: Any) -> ServiceAsk | None:
         else None,
         scopes=("once", *dict.fromkeys(scopes)),  # once is always offered, even if the service lists only wider ones
         message=body.get("message") if isinstance(body.get("message"), str) else None,
-        expires_at=float(body["expires_at"]) if isinstance(body.get("expires_at"), int | float) else None,
+        expires_at=expires_at,
     )
+
+
+def _deadline(value: Any) -> float | None:
+    """A deadline in seconds since the epoch, from a number or an ISO 8601 time; `None` when unreadable."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    return None
 
 
 def _loads(value: Any) -> Any:

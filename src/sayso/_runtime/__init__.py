@@ -19,8 +19,10 @@ from .._store import (
     AuditPage,
     InboxFilter,
     InboxPage,
+    RemoteTask,
     RequestState,
     RunRecord,
+    RunRequests,
     RunStatus,
     ThreadRecord,
     ThreadSummary,
@@ -29,7 +31,7 @@ from .._store import (
 from ._events import EventListener, RequestEvent
 from ._facade import DEFAULT_REMOTE_AGENTS, PrincipalLike, Sayso
 from ._kernel import new_id
-from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome
+from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
 
 __all__ = [
     "DEFAULT_REMOTE_AGENTS",
@@ -41,9 +43,12 @@ __all__ = [
     "RemoteAgents",
     "RemoteAsk",
     "RemoteOutcome",
+    "RemoteTask",
+    "RemoteWire",
     "RequestEvent",
     "RequestState",
     "RunRecord",
+    "RunRequests",
     "RunStatus",
     "Sayso",
     "ThreadRecord",

@@ -22,6 +22,7 @@ from .._results import DecideResult, RunResult
 from .._store import Decided, PauseState, RequestWithRun, ResumeClaim, RunRecord, Verdict
 from ..exceptions import AlreadyDecided, InvalidDecision, NotAllowed, PauseConsumed, RequestNotFound, RunConflict
 from . import _remote, _step, _tree
+from ._step import CALL_TERMS
 
 if TYPE_CHECKING:
     from ._kernel import Kernel
@@ -223,7 +224,7 @@ def check_same_subject(k: Kernel, request: Request, decision: Decision) -> None:
 
 
 def grant_from(request: Request, decision: Decision, now: float) -> Grant | None:
-    """The grant an approval with a wider scope creates; none for service-enforced requests.
+    """The grant an approval with a wider scope creates; none for service-enforced requests, or when a host keeps them.
 
     This is the one place a grant is made.
     """
@@ -231,6 +232,9 @@ def grant_from(request: Request, decision: Decision, now: float) -> Grant | None
 
     if not isinstance(request, ApprovalRequest) or not isinstance(decision, Approve) or decision.scope == "once":
         return None
+    terms = CALL_TERMS.get()
+    if terms is not None and terms.grants is not None:
+        return None  # the host keeps remembered approvals for this call; sayso stores none
     if request.service_request is not None or request.subject is None:
         return None
     return Grant(

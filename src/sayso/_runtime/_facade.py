@@ -9,8 +9,8 @@ AG-UI, the web UI and the CLI call only these methods.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -33,8 +33,10 @@ from .._store import (
     AuditPage,
     InboxFilter,
     InboxPage,
+    RemoteTask,
     RequestState,
     RunRecord,
+    RunRequests,
     RunStore,
     ThreadRecord,
     ThreadSummary,
@@ -54,6 +56,7 @@ from . import _deciding, _tree, _turns
 from ._events import EventListener
 from ._kernel import Kernel
 from ._remote import RemoteAgents, remote_delegates
+from ._step import TEXT_SINK, host_terms
 
 PrincipalLike = Principal | str
 """A caller: a `Principal`, or a name resolved against the configured principals."""
@@ -163,6 +166,8 @@ class Sayso:
         principal: PrincipalLike = access.LOCAL_NAME,
         client_tools: Sequence[ClientTool] = (),
         grants: Sequence[Grant] | None = None,
+        offer_wider_scopes: bool = True,
+        run_id: str | None = None,
     ) -> RunResult:
         """Send a user message and run the agent until it finishes or pauses.
 
@@ -175,23 +180,29 @@ class Sayso:
             thread_id: the thread to continue, or a new thread's id; `None` starts a new thread.
             principal: who is speaking; a new thread is owned by them, and only they speak in it.
             client_tools: tools the client runs itself; the agent sees those its `client_tools` allows.
-            grants: remembered approvals kept by an external host; when given, they are honoured for
-                this run and no grant is stored by sayso.
+            grants: remembered approvals kept by an external host; when given, they are the only ones
+                honoured for this run (delegates included) and no grant is stored by sayso.
+            offer_wider_scopes: with `grants`, whether the host remembers decisions at all; `False`
+                offers only `once` on the requests this run raises.
+            run_id: the new run's id, for an interface that must name the run before it ends (an A2A
+                task returned at once); an unguessable id from `sayso._runtime.new_id("run")`.
 
         Raises:
             ThreadBusy: the thread has a run in progress in some process.
             NotAllowed: the thread belongs to someone else.
         """
         self._check_open()
-        return await _turns.start(
-            self._k,
-            message,
-            agent=agent,
-            thread_id=thread_id,
-            principal=self.principal(principal),
-            client_tools=client_tools,
-            grants=grants,
-        )
+        with host_terms(grants, offer_wider_scopes):
+            return await _turns.start(
+                self._k,
+                message,
+                agent=agent,
+                thread_id=thread_id,
+                principal=self.principal(principal),
+                client_tools=client_tools,
+                grants=grants,
+                run_id=run_id,
+            )
 
     async def decide(
         self, request_id: str, decision: Decision, *, principal: PrincipalLike = access.LOCAL_NAME, resume: bool = True
@@ -218,12 +229,16 @@ class Sayso:
         *,
         principal: PrincipalLike = access.LOCAL_NAME,
         rest: Literal["wait", "skip"] = "wait",
+        grants: Sequence[Grant] | None = None,
+        offer_wider_scopes: bool = True,
     ) -> RunResult:
         """Answer several open requests of a paused run at once, then resume it when nothing is left open.
 
         Every answer is checked before any is recorded (one refused answer records none); they are
         recorded in one transaction. Requests left out wait (`rest="wait"`) or count as skipped and
-        the run resumes now (`rest="skip"`).
+        the run resumes now (`rest="skip"`). `grants` and `offer_wider_scopes` are as for `run`: a
+        host that keeps remembered approvals sends them again with each answer, and sayso stores
+        none of the approvals given here.
 
         Raises:
             RequestNotFound: an answer names a request that is not this run's.
@@ -231,7 +246,10 @@ class Sayso:
             RunConflict: the run is not paused.
         """
         self._check_open()
-        return await _deciding.answer_pause(self._k, run_id, answers, principal=self.principal(principal), rest=rest)
+        with host_terms(grants, offer_wider_scopes):
+            return await _deciding.answer_pause(
+                self._k, run_id, answers, principal=self.principal(principal), rest=rest
+            )
 
     async def resume(self, run_id: str, *, force: bool = False, principal: PrincipalLike | None = None) -> RunResult:
         """Resume a paused run, or carry on a run whose process died.
@@ -251,10 +269,12 @@ class Sayso:
         return await _turns.resume(self._k, run, force=force)
 
     async def cancel(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunResult:
-        """Cancel a paused run: its open requests (delegates' too) close as skipped and nothing runs.
+        """Cancel a paused or working run: its open requests (delegates' too) close as skipped and nothing runs.
+
+        A working run is stopped where it is, when this runtime is running it (what already ran is kept).
 
         Raises:
-            RunConflict: the run is not paused.
+            RunConflict: the run is finished, or another process is working on it.
         """
         self._check_open()
         return await _turns.cancel(self._k, await self.run_record(run_id, principal=principal))
@@ -275,6 +295,21 @@ class Sayso:
             self._require_approver(principal, "expire", "only approvers may run expiry")
         return await _deciding.expire(self._k)
 
+    @contextmanager
+    def streaming_text(self, on_text: Callable[[str], Awaitable[None]]) -> Iterator[None]:
+        """Hand the text of the runs started or resumed inside this block to `on_text` as the model writes it.
+
+        For interfaces that stream a run (A2A's artifact updates): every top-level segment run in
+        this task calls `on_text(chunk)` with each piece of text as the model produces it (models
+        that cannot stream give it one response at a time). Delegates' text is not sent: what a
+        delegate says reaches its coordinator, not the person.
+        """
+        token = TEXT_SINK.set(on_text)
+        try:
+            yield
+        finally:
+            TEXT_SINK.reset(token)
+
     # reading
 
     async def run_record(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunRecord:
@@ -286,6 +321,20 @@ class Sayso:
             if not access.may_see(self.principal(principal), owner=owner, agent_path=run.path):
                 raise RunNotFound(run_id)
         return run
+
+    async def run_requests(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunRequests:
+        """Every request a run and its delegates raised, oldest first, with the decisions taken.
+
+        What a client renders a finished or waiting conversation from (A2A task history): the
+        pauses and their answers, whichever interface answered them.
+        """
+        await self.run_record(run_id, principal=principal)
+        return await _tree.tree_requests(self._k, run_id)
+
+    async def remote_task(self, run_id: str, *, principal: PrincipalLike | None = None) -> RemoteTask | None:
+        """The remote A2A task a remote delegate's run stands for; `None` for any other run."""
+        await self.run_record(run_id, principal=principal)
+        return await self._k.store.remote_task(run_id)
 
     async def thread(self, thread_id: str, *, principal: PrincipalLike | None = None) -> ThreadRecord:
         """A thread's record; `ThreadNotFound` when there is none or the caller may not see it."""

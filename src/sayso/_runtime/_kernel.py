@@ -13,6 +13,8 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import anyio
+
 from .._agents import BuiltAgent
 from .._config import Config
 from .._store import RunStore
@@ -32,6 +34,14 @@ def new_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
+@dataclass
+class Working:
+    """A run segment executing in this runtime: the scope that stops it, and when it has stopped."""
+
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
 @dataclass(kw_only=True)
 class Kernel:
     """The state one `Sayso` runtime shares between its parts; nothing in it belongs to one run."""
@@ -49,6 +59,22 @@ class Kernel:
     remote_urls: dict[str, str] = field(default_factory=dict[str, str])
     """Remote (A2A) delegates by tool name."""
     remote: RemoteAgents | None = None
+    working: dict[str, Working] = field(default_factory=dict[str, "Working"])
+    """The runs this runtime is executing right now, so `Sayso.cancel` can stop one."""
+    cancelling: set[str] = field(default_factory=set[str])
+    """Top-level runs asked to stop: their segments (and their delegates') end as cancelled."""
+
+    def start_working(self, run_id: str) -> Working:
+        """Register a run this runtime starts executing."""
+        working = Working()
+        self.working[run_id] = working
+        return working
+
+    def stop_working(self, run_id: str) -> None:
+        """The run's segment ended (paused, finished, failed or cancelled)."""
+        working = self.working.pop(run_id, None)
+        if working is not None:
+            working.done.set()
 
     def built(self, name: str) -> BuiltAgent:
         """The built agent called `name`."""

@@ -11,7 +11,7 @@ a local delegate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from pydantic_ai.exceptions import CallDeferred
 
@@ -28,6 +28,13 @@ if TYPE_CHECKING:
     from ._kernel import Kernel
 
 
+RemoteWire: TypeAlias = Literal["v1", "legacy"]
+"""How a remote agent speaks human-in-the-loop: kagent's v1 extension, or kagent 0.x's DataParts."""
+
+REMOTE_WIRE_MARKS = "remote.wire"
+"""The store's mark namespace for the wire a remote task paused in (key: the proxy run id)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class RemoteAsk:
     """One thing a paused remote task waits on, as its visible tool."""
@@ -39,13 +46,18 @@ class RemoteAsk:
     args: dict[str, object] = field(default_factory=dict[str, object])
     hint: str | None = None
     questions: tuple[Question, ...] = ()
+    call_id: str | None = None
+    """The remote model's id for the call (kagent's `call_id`; what kagent 0.x keys its decisions by)."""
+    wire: RemoteWire = "v1"
+    """How the remote agent paused, and so how its answer goes back."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class RemoteOutcome:
     """Where a remote task stands after a message."""
 
-    status: Literal["completed", "paused", "failed"]
+    status: Literal["completed", "paused", "failed", "input_without_hitl"]
+    """`input_without_hitl`: the remote task waits for input but says neither what nor how to answer."""
     task_id: str
     context_id: str
     text: str = ""
@@ -90,7 +102,8 @@ async def advance_remote(k: Kernel, proxy: RunRecord, *, force: bool) -> RunResu
     now = k.clock()
     plan = plan_resume(proxy.run_id, state.requests, state.decisions, force=force, now=now)
     claim = await _step.consume(k, proxy, state.requests, plan, now=now, executing=(), load_history=False)
-    decisions = [(ask_of(r), plan.decisions[r.request_id].decision) for r in state.requests]
+    wire: RemoteWire = "legacy" if await k.store.get_mark(REMOTE_WIRE_MARKS, proxy.run_id) == "legacy" else "v1"
+    decisions = [(ask_of(r, wire=wire), plan.decisions[r.request_id].decision) for r in state.requests]
     outcome = await k.remote.answer(
         remote.url, task_id=remote.task_id, context_id=remote.context_id, decisions=decisions
     )
@@ -106,6 +119,12 @@ async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) 
     if outcome.status != "paused":
         status: RunStatus = "completed" if outcome.status == "completed" else "failed"
         output, error = (outcome.text, None) if status == "completed" else (None, outcome.text)
+        if outcome.status == "input_without_hitl":
+            # kagent's wording, plus the child's context so a person can take the conversation up there.
+            error = (
+                f"Remote agent '{proxy.agent}' requested input without a valid HITL extension. "
+                f"Its context id is {outcome.context_id!r}."
+            )
         await k.store.finish_run(
             proxy, owner=k.owner, new_messages=(), status=status, output=output, error=error, now=now
         )
@@ -118,6 +137,7 @@ async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) 
             error=error,
         )
     mirrored = [mirror(ask, proxy, url, request_id=new_id("req"), now=now) for ask in outcome.asks]
+    await k.store.set_mark(REMOTE_WIRE_MARKS, proxy.run_id, outcome.asks[0].wire if outcome.asks else "v1")
     await k.store.save_pause(proxy, owner=k.owner, pause_id=new_id("pau"), new_messages=(), requests=mirrored, now=now)
     k.events.opened(mirrored)
     return RunResult(
@@ -156,17 +176,28 @@ def mirror(ask: RemoteAsk, proxy: RunRecord, url: str, *, request_id: str, now: 
     if ask.kind == "question":
         return QuestionRequest(**common, questions=ask.questions)
     return ApprovalRequest(
-        **common, hint=ask.hint or default_hint(ask.tool_name), payload={"remote_agent": url}, scopes=("once",)
+        **common,
+        hint=ask.hint or default_hint(ask.tool_name),
+        payload={"remote_agent": url, "call_id": ask.call_id},
+        scopes=("once",),
     )
 
 
-def ask_of(request: Request) -> RemoteAsk:
+def ask_of(request: Request, *, wire: RemoteWire = "v1") -> RemoteAsk:
     """The remote ask a mirrored request stands for."""
     if isinstance(request, QuestionRequest):
         return RemoteAsk(
-            kind="question", ask_id=request.tool_call_id, tool_name="ask_user", questions=request.questions
+            kind="question", ask_id=request.tool_call_id, tool_name="ask_user", questions=request.questions, wire=wire
         )
-    return RemoteAsk(kind="approval", ask_id=request.tool_call_id, tool_name=request.tool_name, args=request.args)
+    call_id = request.payload.get("call_id") if isinstance(request, ApprovalRequest) and request.payload else None
+    return RemoteAsk(
+        kind="approval",
+        ask_id=request.tool_call_id,
+        tool_name=request.tool_name,
+        args=request.args,
+        call_id=call_id if isinstance(call_id, str) else None,
+        wire=wire,
+    )
 
 
 def is_remote_call(request: Request) -> bool:

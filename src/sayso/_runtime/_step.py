@@ -8,16 +8,27 @@ run stays in memory. The ledger marks of approved calls were written when the pa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from pydantic_ai import DeferredToolRequests
-from pydantic_ai.messages import ModelMessage
+import anyio
+from pydantic_ai import DeferredToolRequests, RunContext
+from pydantic_ai.messages import (
+    AgentStreamEvent,
+    ModelMessage,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+)
 
 from .._agents import BuiltAgent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
-from .._core.requests import ApprovalRequest, Request
+from .._core.requests import ApprovalRequest, Request, Scope
 from .._core.resume import ResumePlan
 from .._core.service import service_notice
 from .._engine import annotate, audit_body, deferred_results, requests_from
@@ -30,6 +41,46 @@ from ._leases import holding
 
 if TYPE_CHECKING:
     from ._kernel import Kernel
+
+
+TextSink = Callable[[str], Awaitable[None]]
+"""Where the text of a top-level run goes as the model writes it."""
+
+TEXT_SINK: ContextVar[TextSink | None] = ContextVar("sayso_text_sink", default=None)
+"""The text sink of the call in progress (`Sayso.streaming_text`); delegates' text is not sent."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallTerms:
+    """How remembered approvals work for the call in progress, when a host keeps them (§3.4).
+
+    Set by `Sayso.run` / `Sayso.answer_pause` for the whole call, delegates and resumed segments
+    included: the host's grants (when given) are the only ones honoured and sayso stores none,
+    and scopes wider than `widest` are not offered.
+    """
+
+    grants: tuple[Grant, ...] | None
+    """The host's grants; `None` when sayso keeps them."""
+    widest: Scope
+
+
+CALL_TERMS: ContextVar[CallTerms | None] = ContextVar("sayso_call_terms", default=None)
+
+
+@contextmanager
+def host_terms(grants: Sequence[Grant] | None, offer_wider_scopes: bool) -> Iterator[None]:
+    """The remembered-approval terms of one call: a host's grants (nothing stored), and how wide to offer."""
+    if grants is None and offer_wider_scopes:
+        yield
+        return
+    terms = CallTerms(
+        grants=None if grants is None else tuple(grants), widest="always" if offer_wider_scopes else "once"
+    )
+    token = CALL_TERMS.set(terms)
+    try:
+        yield
+    finally:
+        CALL_TERMS.reset(token)
 
 
 async def execute(
@@ -55,6 +106,7 @@ async def execute(
 
     if history is None:
         history = await k.store.load_messages(run.thread_id)
+    terms = CALL_TERMS.get()
     deps = RunDeps(
         run_id=run.run_id,
         thread_id=run.thread_id,
@@ -62,7 +114,8 @@ async def execute(
         principal=run.principal,
         ledger=k.store,
         clock=k.clock,
-        grants=external_grants,
+        grants=terms.grants if terms is not None and terms.grants is not None else external_grants,
+        widest_scope=terms.widest if terms is not None else None,
         stored_grants=stored_grants,
         delegate=lambda target, task, call_id: _tree.delegate(k, run, target, task, call_id),
         marked=marked,
@@ -70,31 +123,47 @@ async def execute(
     allowed = [t for t in run.client_tools if t.name in built.client_tools]
     # A client tool's context reaches only the agents allowed to call that tool.
     context = "\n".join(f"Context from the client for the tool {t.name!r}: {t.context}" for t in allowed if t.context)
+    sink = TEXT_SINK.get() if run.parent_run_id is None else None
+    working = k.start_working(run.run_id)
     try:
-        with holding(k, run):
-            result = await built.agent.run(
-                prompt,
-                message_history=history,
-                deferred_tool_results=deferred_results(requests, decisions) if requests else None,
-                deps=deps,
-                toolsets=[ClientToolset(allowed)] if allowed else None,
-                instructions=context or None,
-            )
-    except Exception as exc:
-        # The boundary of a run: whatever the model or a tool raised, the run is recorded as
-        # failed (its pause is already consumed), and the caller gets a result saying why.
-        error = report_failure(run.run_id, exc)
-        await k.store.finish_run(
-            run,
-            owner=k.owner,
-            new_messages=(),
-            status="failed",
-            output=None,
-            error=error,
-            now=k.clock(),
-            executions=deps.executed,
-        )
-        return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="failed", error=error)
+        with working.scope:
+            try:
+                with holding(k, run):
+                    result = await built.agent.run(
+                        prompt,
+                        message_history=history,
+                        deferred_tool_results=deferred_results(requests, decisions) if requests else None,
+                        deps=deps,
+                        toolsets=[ClientToolset(allowed)] if allowed else None,
+                        instructions=context or None,
+                        event_stream_handler=_text_handler(sink) if sink is not None else None,
+                    )
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    if await _cancel_asked(k, run):
+                        await _finish_cancelled(k, run, deps)
+                raise
+            except Exception as exc:
+                # The boundary of a run: whatever the model or a tool raised, the run is recorded as
+                # failed (its pause is already consumed), and the caller gets a result saying why.
+                error = report_failure(run.run_id, exc)
+                await k.store.finish_run(
+                    run,
+                    owner=k.owner,
+                    new_messages=(),
+                    status="failed",
+                    output=None,
+                    error=error,
+                    now=k.clock(),
+                    executions=deps.executed,
+                )
+                return RunResult(
+                    run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="failed", error=error
+                )
+    finally:
+        k.stop_working(run.run_id)
+    if working.scope.cancelled_caught:
+        return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="cancelled")
     new = annotate(result.new_messages(), requests, decisions)
     now = k.clock()
     output = result.output
@@ -139,6 +208,41 @@ async def execute(
         executions=deps.executed,
     )
     return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="completed", output=output)
+
+
+def _text_handler(sink: TextSink) -> Callable[[RunContext[Any], AsyncIterable[AgentStreamEvent]], Awaitable[None]]:
+    """A pydantic-ai event handler that hands each piece of text to `sink` as the model writes it."""
+
+    async def handle(_: RunContext[Any], events: AsyncIterable[AgentStreamEvent]) -> None:
+        async for event in events:
+            if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart) and event.part.content:
+                await sink(event.part.content)
+            elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                if event.delta.content_delta:
+                    await sink(event.delta.content_delta)
+
+    return handle
+
+
+async def _cancel_asked(k: Kernel, run: RunRecord) -> bool:
+    """Whether the run's top-level run was cancelled (`Sayso.cancel`), not just left by its caller."""
+    from . import _tree
+
+    return (await _tree.root(k, run)).run_id in k.cancelling
+
+
+async def _finish_cancelled(k: Kernel, run: RunRecord, deps: RunDeps) -> None:
+    """Record a working run as cancelled: nothing more runs, what already ran is kept."""
+    await k.store.finish_run(
+        run,
+        owner=k.owner,
+        new_messages=(),
+        status="cancelled",
+        output=None,
+        error=None,
+        now=k.clock(),
+        executions=deps.executed,
+    )
 
 
 async def consume(

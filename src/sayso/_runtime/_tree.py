@@ -8,18 +8,28 @@ its parent's call, and the parent resumes only when every call it waits on is an
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pydantic_ai.exceptions import CallDeferred
 
 from .._calls import Deferral
-from .._core.decisions import Answer, ClientResult, DecisionRecord
-from .._core.requests import ClientTool, DelegateRequest, QuestionRequest, Request
+from .._core.decisions import Accept, Answer, ClientResult, Decision, DecisionRecord, Provide, model_text
+from .._core.requests import (
+    ApprovalRequest,
+    ClientTool,
+    DelegateRequest,
+    ElicitationRequest,
+    InputRequest,
+    QuestionRequest,
+    Request,
+    shown_args,
+)
 from .._core.resume import SKIPPED_FOR_FORCE, open_requests, plan_resume
 from .._engine import audit_body
 from .._results import RunResult
-from .._store import PauseState, RunRecord
+from .._store import PauseState, RunRecord, RunRequests
 from ..exceptions import PauseConsumed
 
 if TYPE_CHECKING:
@@ -155,21 +165,75 @@ async def start_child(
 
 
 async def delegate_answer(k: Kernel, outcome: RunResult) -> str:
-    """What the parent reads from a finished delegate: its answer, plus what it asked the person (§5)."""
+    """What the parent reads from a finished delegate: its answer, plus every answer it was given (§5).
+
+    The one place a coordinator hears what its delegate asked for (a question, a browser tool, a
+    workflow input or an MCP form) and what came back, so it does not ask again. Approvals are left
+    out: what an approved call did is in the delegate's own answer.
+    """
     if outcome.status != "completed":
         return f"Error: the delegate {outcome.agent} {outcome.status}: {outcome.error or 'no answer'}"
     asked = await k.store.run_requests(outcome.run_id)
     notes = [
-        f"{q.question!r} → {', '.join(a for a in answer if a.strip())}"
+        note
         for r in asked.requests
-        if isinstance(r, QuestionRequest)
-        and (record := asked.decisions.get(r.request_id)) is not None
-        and isinstance(record.decision, Answer)
-        for q, answer in zip(r.questions, record.decision.answers, strict=True)
+        if (record := asked.decisions.get(r.request_id)) is not None
+        and (note := answer_note(r, record.decision)) is not None
     ]
     if not notes:
         return outcome.output or ""
-    return f"{outcome.output or ''}\n\n(Note: {outcome.agent} asked the person {'; '.join(notes)}.)"
+    return f"{outcome.output or ''}\n\n(Note: {outcome.agent} asked {'; '.join(notes)}.)"
+
+
+def answer_note(request: Request, decision: Decision) -> str | None:
+    """One answer a delegate received, in plain words; `None` for an approval or a delegate's call."""
+    if isinstance(request, DelegateRequest | ApprovalRequest):
+        return None
+    if isinstance(request, QuestionRequest):
+        if isinstance(decision, Answer):
+            return "the person " + "; ".join(
+                f"{q.question!r} → {', '.join(a for a in answer if a.strip())}"
+                for q, answer in zip(request.questions, decision.answers, strict=True)
+            )
+        return f"the person {'; '.join(q.question for q in request.questions)!r} → {model_text(decision)}"
+    if isinstance(request, InputRequest):
+        asked = f"the person {request.message!r}"
+    elif isinstance(request, ElicitationRequest):
+        asked = f"the person, for the MCP server {request.server!r}, {request.message!r}"
+    else:
+        asked = f"the client to run {request.tool_name} {_compact(shown_args(request))}"
+    return f"{asked} → {_outcome(decision)}"
+
+
+def _outcome(decision: Decision) -> str:
+    """What came back for one request, in a few words."""
+    match decision:
+        case ClientResult(value=value) | Provide(value=value):
+            return _compact(value)
+        case Accept(content=content):
+            return "accepted" if content is None else f"accepted {_compact(content)}"
+        case _:
+            return model_text(decision) or decision.kind
+
+
+def _compact(value: object, limit: int = 300) -> str:
+    """A value as short JSON, cut at `limit` characters."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
+
+async def tree_requests(k: Kernel, run_id: str) -> RunRequests:
+    """Every request a run and its delegates raised, oldest first, with the decisions taken."""
+    own = await k.store.run_requests(run_id)
+    requests = list(own.requests)
+    decisions = dict(own.decisions)
+    for request in own.requests:
+        if isinstance(request, DelegateRequest):
+            below = await tree_requests(k, request.child_run_id)
+            requests.extend(below.requests)
+            decisions.update(below.decisions)
+    requests.sort(key=lambda r: r.created_at)
+    return RunRequests(requests=requests, decisions=decisions)
 
 
 async def root(k: Kernel, run: RunRecord) -> RunRecord:

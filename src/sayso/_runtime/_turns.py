@@ -34,6 +34,7 @@ async def start(
     principal: Principal,
     client_tools: Sequence[ClientTool],
     grants: Sequence[Grant] | None,
+    run_id: str | None = None,
 ) -> RunResult:
     """Send a user message and run the agent until it finishes or pauses."""
     from ._kernel import new_id
@@ -62,7 +63,7 @@ async def start(
         thread_id=thread_id or new_id("thr"),
         owner=principal.name,
         agent=entry,
-        run_id=new_id("run"),
+        run_id=run_id or new_id("run"),
         prompt=message,
         client_tools=client_tools,
         lease_owner=k.owner,
@@ -85,7 +86,14 @@ async def start(
         )
     assert begun.thread is not None and begun.thread.active_run_id is not None
     return await _supersede(
-        k, begun.thread, message, principal=principal, client_tools=client_tools, grants=grants, now=now
+        k,
+        begun.thread,
+        message,
+        principal=principal,
+        client_tools=client_tools,
+        grants=grants,
+        now=now,
+        run_id=run_id,
     )
 
 
@@ -98,6 +106,7 @@ async def _supersede(
     client_tools: Sequence[ClientTool],
     grants: Sequence[Grant] | None,
     now: float,
+    run_id: str | None,
 ) -> RunResult:
     """A message on a thread whose run is paused: skip its open requests and start a new run in the same commit."""
     from ._kernel import new_id
@@ -120,7 +129,7 @@ async def _supersede(
         thread_id=thread.thread_id,
         owner=principal.name,
         agent=built.name,
-        run_id=new_id("run"),
+        run_id=run_id or new_id("run"),
         prompt=message,
         client_tools=client_tools,
         lease_owner=k.owner,
@@ -152,9 +161,24 @@ async def resume(k: Kernel, run: RunRecord, *, force: bool) -> RunResult:
 
 
 async def cancel(k: Kernel, run: RunRecord) -> RunResult:
-    """Cancel a paused run and everything below it: open requests close as skipped, nothing runs."""
+    """Cancel a paused or working run and everything below it: open requests close as skipped, nothing runs.
+
+    A working run is stopped where it is (its delegates too) when this runtime is the one running
+    it; what already ran is kept.
+    """
     top = await _tree.root(k, run)
+    if top.status == "running":
+        working = k.working.get(top.run_id)
+        if working is None:
+            raise RunConflict(top.run_id, "another process is working on the run; cancel it there, or once it pauses")
+        k.cancelling.add(top.run_id)
+        try:
+            working.scope.cancel()
+            await working.done.wait()
+        finally:
+            k.cancelling.discard(top.run_id)
+        return await _tree.result(k, top.run_id)
     if top.status != "paused":
-        raise RunConflict(top.run_id, f"the run is {top.status}; only a paused run can be cancelled")
+        raise RunConflict(top.run_id, f"the run is {top.status}; only a paused or working run can be cancelled")
     await _tree.cancel_tree(k, top.run_id, SKIPPED_FOR_CANCEL)
     return await _tree.result(k, top.run_id)

@@ -1,40 +1,48 @@
-"""The A2A routes: each agent's JSON-RPC endpoint and agent card, with the HITL extension's echo.
+"""The A2A routes: each entry's JSON-RPC endpoint and agent card, with the HITL extension's echo.
 
-`a2a_router(sayso)` returns a FastAPI router to pass to `sayso.server.create_app(routers=[...])`:
+`a2a_router(sayso)` returns a FastAPI router to pass to `sayso.server.create_app(routers=[...])`.
+Every configured entry is served under its name: each agent, and each orchestration (kaboo's
+`orchestrations:`), whose lead agent answers:
 
-- `POST /a2a/{agent}`: JSON-RPC 2.0 (A2A 1.0, and A2A 0.3's `message/send` for older clients),
+- `POST /a2a/{name}`: JSON-RPC 2.0 (A2A 1.0, and A2A 0.3's `message/send` for older clients),
   blocking (`SendMessage`) or streaming over SSE (`SendStreamingMessage`);
-- `GET /a2a/{agent}/.well-known/agent-card.json`: the agent's card, declaring the extension;
-- `GET /.well-known/agent-card.json`: the entry agent's card.
+- `GET /a2a/{name}/.well-known/agent-card.json`: its card, declaring the extension;
+- `GET /.well-known/agent-card.json`: the configured entry's card.
 
 The a2a-sdk does not echo activated extensions, so the route adds `A2A-Extensions` to the
-response itself when the call requested the HITL extension.
+response itself when the call requested the HITL extension. The router's lifespan holds the
+task group that message work runs in and the push-notification sender.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 
+import anyio
 from a2a.extensions.common import get_requested_extensions
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill
-from fastapi import APIRouter
+from fastapi import APIRouter, FastAPI
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ..._runtime import Sayso
 from ...exceptions import Unauthenticated
 from .._auth import authenticate
-from ._handler import ACTIVATED_STATE, CALLER_STATE, SaysoRequestHandler
+from ._handler import ACTIVATED_STATE, CALLER_STATE, Background, SaysoRequestHandler
 from ._mapping import EXTENSION_DESCRIPTION, HITL_URI
+from ._push import MarkPushConfigStore, push_sender, signing_client
 
 EXTENSION_HEADERS = ("A2A-Extensions", "X-A2A-Extensions")
 """The request headers that name extensions: A2A 1.0's, and A2A 0.3's older name."""
 
 PROTOCOL_VERSION = "1.0"
+LEGACY_PROTOCOL_VERSION = "0.3.0"
+"""What a card says in `a2a.legacy_only` mode: kagent 0.x spoke A2A 0.3."""
 
 UNAUTHENTICATED_CODE = -32001
 """The JSON-RPC error code of a call without a valid bearer token (answered with HTTP 401)."""
@@ -56,46 +64,66 @@ class _ContextBuilder(DefaultServerCallContextBuilder):
         return context
 
 
-def agent_card(sayso: Sayso, agent: str, base_url: str) -> AgentCard:
-    """The card of one agent: its JSON-RPC endpoint, streaming, and the HITL extension."""
-    spec = sayso.config.agents[agent]
-    description = spec.description or f"The sayso agent {agent!r}."
+def agent_card(sayso: Sayso, name: str, base_url: str) -> AgentCard:
+    """The card of one entry (an agent or an orchestration): its endpoint, streaming, pushes, the HITL extension.
+
+    In `a2a.legacy_only` mode the card is kagent 0.x's: A2A 0.3, and no v1 extension.
+    """
+    config = sayso.config
+    agent = config.entries()[name]
+    team = config.orchestrations.get(name)
+    description = (
+        (team.description if team else None)
+        or config.agents[agent].description
+        or (f"The sayso team {name!r}, led by {agent!r}." if team else f"The sayso agent {name!r}.")
+    )
+    legacy = config.a2a.legacy_only
+    extensions = [] if legacy else [AgentExtension(uri=HITL_URI, description=EXTENSION_DESCRIPTION, required=False)]
     return AgentCard(
-        name=agent,
+        name=name,
         description=description,
         version="0.1.0",
         supported_interfaces=[
             AgentInterface(
-                url=f"{base_url.rstrip('/')}/a2a/{agent}", protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION
+                url=f"{base_url.rstrip('/')}/a2a/{name}",
+                protocol_binding="JSONRPC",
+                protocol_version=LEGACY_PROTOCOL_VERSION if legacy else PROTOCOL_VERSION,
             )
         ],
-        capabilities=AgentCapabilities(
-            streaming=True,
-            extensions=[AgentExtension(uri=HITL_URI, description=EXTENSION_DESCRIPTION, required=False)],
-        ),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=True, extensions=extensions),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
-        skills=[AgentSkill(id=agent, name=agent, description=description, tags=["sayso"])],
+        skills=[AgentSkill(id=name, name=name, description=description, tags=["sayso"])],
     )
 
 
 def a2a_router(sayso: Sayso) -> APIRouter:
-    """The A2A endpoints and agent cards of every agent of `sayso`."""
-    router = APIRouter()
-    for agent in sayso.config.agents:
-        dispatcher = JsonRpcDispatcher(
-            SaysoRequestHandler(sayso, agent), context_builder=_ContextBuilder(), enable_v0_3_compat=True
-        )
-        router.add_route(f"/a2a/{agent}", _rpc_endpoint(sayso, dispatcher), methods=["POST"], include_in_schema=False)
+    """The A2A endpoints and agent cards of every entry of `sayso` (agents and orchestrations)."""
+    background = Background()
+    push_store = MarkPushConfigStore(sayso, sayso.config.a2a, caller_state=CALLER_STATE)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with signing_client(sayso.config.a2a) as http, anyio.create_task_group() as tasks:
+            background.tasks, background.push = tasks, push_sender(sayso, push_store, http)
+            yield
+            # Leaving the task group waits for message work still running: no run is cut short.
+        background.tasks = background.push = None
+
+    router = APIRouter(lifespan=lifespan)
+    for name, agent in sayso.config.entries().items():
+        handler = SaysoRequestHandler(sayso, agent, background=background, push_store=push_store)
+        dispatcher = JsonRpcDispatcher(handler, context_builder=_ContextBuilder(), enable_v0_3_compat=True)
+        router.add_route(f"/a2a/{name}", _rpc_endpoint(sayso, dispatcher), methods=["POST"], include_in_schema=False)
         router.add_route(
-            f"/a2a/{agent}/.well-known/agent-card.json",
-            _card_endpoint(sayso, agent),
+            f"/a2a/{name}/.well-known/agent-card.json",
+            _card_endpoint(sayso, name),
             methods=["GET"],
             include_in_schema=False,
         )
     router.add_route(
         "/.well-known/agent-card.json",
-        _card_endpoint(sayso, sayso.config.entry_agent),
+        _card_endpoint(sayso, sayso.config.entry_name),
         methods=["GET"],
         include_in_schema=False,
     )

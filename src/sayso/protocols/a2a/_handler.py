@@ -1,23 +1,29 @@
 """An a2a-sdk `RequestHandler` over the sayso runtime: a task is a run, a context is a thread.
 
-The SDK owns the envelope (JSON-RPC, protobuf JSON, SSE); this module owns the meaning:
-which run a message starts or resumes, how a kagent HITL response becomes the answers to a
-pause, and what a task looks like, always rebuilt through the runtime's verbs so that any
-process can answer. Who may touch which task is the runtime's rule: the handler passes the
+The SDK owns the envelope (JSON-RPC, protobuf JSON, SSE, push delivery); this module owns the
+meaning: which run a message starts or resumes and how a kagent HITL response becomes the
+answers to a pause; what a task looks like is `_tasks.TaskReader`'s, always rebuilt through the
+runtime's verbs so that any process can answer. Who may touch which task is the runtime's rule: the handler passes the
 caller on and turns what the runtime refuses into A2A errors (`to_a2a_error`).
+
+Every message's work runs in the router's task group (`Background`), not in the request: a
+client that leaves does not cut a run short, `returnImmediately` returns the task while it
+works, and a stream sends the run's text as the model writes it.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import re
-from collections.abc import AsyncGenerator
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers.request_handler import RequestHandler
+from a2a.server.tasks.base_push_notification_sender import BasePushNotificationSender
 from a2a.types import (
     AgentCard,
     Artifact,
@@ -32,38 +38,39 @@ from a2a.types import (
     ListTasksResponse,
     Message,
     Part,
+    SendMessageConfiguration,
     SendMessageRequest,
     SubscribeToTaskRequest,
     Task,
     TaskArtifactUpdateEvent,
     TaskPushNotificationConfig,
     TaskState,
-    TaskStatus,
     TaskStatusUpdateEvent,
 )
-from a2a.utils.errors import (
-    ExtendedAgentCardNotConfiguredError,
-    InvalidRequestError,
-    PushNotificationNotSupportedError,
-    TaskNotCancelableError,
-)
+from a2a.utils.errors import ExtendedAgentCardNotConfiguredError, PushNotificationNotSupportedError, TaskNotFoundError
+from a2a.utils.task import apply_history_length, validate_history_length
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..._core.access import Principal
+from ..._core.decisions import Decision
 from ..._results import RunResult
-from ..._runtime import RunRecord, RunStatus, new_id
+from ..._runtime import RunRecord, Sayso, new_id
 from ...exceptions import InvalidInput, RunConflict, RunNotFound
 from .._common import AgentEndpoint
 from ._mapping import (
+    LegacyInput,
+    data_parts,
     decisions_from_legacy,
     decisions_from_v1,
-    legacy_decision,
+    legacy_input,
     message_text,
-    pause_message,
-    pause_view,
-    text_message,
+    sayso_extras,
     to_a2a_error,
     v1_payload,
 )
+from ._push import MarkPushConfigStore
+from ._tasks import TaskReader, list_tasks
 
 CALLER_STATE = "sayso_caller"
 """Where the context builder puts the authenticated `Principal` in `ServerCallContext.state`."""
@@ -71,28 +78,72 @@ CALLER_STATE = "sayso_caller"
 ACTIVATED_STATE = "sayso_hitl_activated"
 """Where the context builder says whether this call activated the HITL extension."""
 
-ACTIVATION_MARKS = "a2a.activation"
-"""The runtime's mark namespace for whether a pause's HITL payload was attached (key: the run id)."""
-
 _CONTEXT_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
-_STATES: dict[RunStatus, TaskState] = {
-    "running": TaskState.TASK_STATE_WORKING,
-    "paused": TaskState.TASK_STATE_INPUT_REQUIRED,
-    "completed": TaskState.TASK_STATE_COMPLETED,
-    "failed": TaskState.TASK_STATE_FAILED,
-    "cancelled": TaskState.TASK_STATE_CANCELED,
-}
+_POLL_SECONDS = 0.02
+"""How often a launch looks whether its run is under way yet."""
+
+
+@dataclass
+class Background:
+    """What outlives one A2A call: the router's task group, and the push sender (both set by its lifespan)."""
+
+    tasks: TaskGroup | None = None
+    push: BasePushNotificationSender | None = None
+
+    def start_soon(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        assert self.tasks is not None, "the A2A router's lifespan has not started"
+        self.tasks.start_soon(work)
+
+
+@dataclass(kw_only=True)
+class _Launch:
+    """A message's work, started in the background: its task, its text as it comes, and its end."""
+
+    run_id: str
+    context_id: str
+    message: Message
+    chunks: MemoryObjectReceiveStream[str]
+    finished: anyio.Event = field(default_factory=anyio.Event)
+    outcome: RunResult | None = None
+    error: Exception | None = None
+
+    async def result(self) -> RunResult:
+        await self.finished.wait()
+        if self.error is not None:
+            raise self.error
+        assert self.outcome is not None
+        return self.outcome
 
 
 class SaysoRequestHandler(AgentEndpoint, RequestHandler):
-    """Serves one agent of a runtime over A2A."""
+    """Serves one entry of a runtime (an agent, or an orchestration led by `agent`) over A2A."""
+
+    def __init__(
+        self,
+        sayso: Sayso,
+        agent: str,
+        *,
+        background: Background | None = None,
+        push_store: MarkPushConfigStore | None = None,
+    ) -> None:
+        super().__init__(sayso, agent)
+        self.background = background or Background()
+        self.push_store = push_store
+        self.legacy = sayso.config.a2a.kagent_compat or sayso.config.a2a.legacy_only
+        self.tasks = TaskReader(sayso, legacy=self.legacy, clock=self._clock)
 
     # messages
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
         try:
-            return await self._task_after(await self._send(params.message, context), context)
+            configuration = params.configuration if params.HasField("configuration") else None
+            validate_history_length(configuration)
+            launch = await self._launch(params.message, context, configuration)
+            launch.chunks.close()  # a blocking call sends no text as it comes
+            if configuration is not None and configuration.return_immediately:
+                return apply_history_length(await self._current(launch), configuration)
+            return apply_history_length(await self.tasks.task(await launch.result()), configuration)
         except Exception as exc:
             raise to_a2a_error(exc) from exc
 
@@ -100,63 +151,183 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
         try:
-            task = await self._task_after(await self._send(params.message, context), context)
+            configuration = params.configuration if params.HasField("configuration") else None
+            launch = await self._launch(params.message, context, configuration)
         except Exception as exc:
             raise to_a2a_error(exc) from exc
-        yield Task(id=task.id, context_id=task.context_id, status=self._status(TaskState.TASK_STATE_WORKING, None))
+        artifact_id = f"{launch.run_id}-text-{new_id('art')}"
+        async with launch.chunks:
+            status = self.tasks.status(TaskState.TASK_STATE_WORKING, None)
+            yield Task(id=launch.run_id, context_id=launch.context_id, status=status, history=[launch.message])
+            first = True
+            async for chunk in launch.chunks:
+                # The run's text as the model writes it: one artifact, appended to chunk by chunk.
+                yield TaskArtifactUpdateEvent(
+                    task_id=launch.run_id,
+                    context_id=launch.context_id,
+                    artifact=Artifact(artifact_id=artifact_id, name="text", parts=[Part(text=chunk)]),
+                    append=not first,
+                )
+                first = False
+        try:
+            task = await self.tasks.task(await launch.result())
+        except Exception as exc:
+            raise to_a2a_error(exc) from exc
         for artifact in task.artifacts:
-            yield _artifact_event(task, artifact)
+            yield TaskArtifactUpdateEvent(
+                task_id=task.id, context_id=task.context_id, artifact=artifact, last_chunk=True
+            )
         yield TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
 
-    async def _send(self, message: Message, context: ServerCallContext) -> RunResult:
-        """What a message does: start a run, answer the task's pause, or move on from it.
+    async def _launch(
+        self, message: Message, context: ServerCallContext, configuration: SendMessageConfiguration | None
+    ) -> _Launch:
+        """Start what a message does in the background; return once its run is working or already done.
 
-        A refused message changes nothing: the runtime checks every answer before recording any.
+        Everything that can be refused is refused here, before anything runs: the answers are
+        checked against the pause, and the runtime checks them again before recording any.
         """
         caller = _caller(context)
-        if message.task_id:
-            # The run belongs to the server, not to the connection: a client that leaves does not cut it short.
-            with anyio.CancelScope(shield=True):
-                result = await self._continue(message, caller)
-            return result
-        text = message_text(message)
-        if not text.strip():
-            raise InvalidInput("the message has no text part", field="message")
-        thread_id = message.context_id or new_id("thr")
-        if not _CONTEXT_ID.match(thread_id):
-            raise InvalidInput(f"{thread_id!r} is not a usable id (letters, digits, _.:-)", field="contextId")
-        with anyio.CancelScope(shield=True):
-            result = await self.sayso.run(text, agent=self.agent, thread_id=thread_id, principal=caller)
-        return result
+        activated = bool(context.state.get(ACTIVATED_STATE)) and not self.sayso.config.a2a.legacy_only
+        work, run_id, context_id, pause_id = await self._plan(message, caller)
+        message.task_id, message.context_id = run_id, context_id
+        if configuration is not None and configuration.HasField("task_push_notification_config"):
+            await self._push_store().set_info(run_id, configuration.task_push_notification_config, context)
+        send, receive = anyio.create_memory_object_stream[str](max_buffer_size=math.inf)
+        launch = _Launch(run_id=run_id, context_id=context_id, message=message, chunks=receive)
+        self.background.start_soon(lambda: self._work(launch, work, send, activated))
+        try:
+            await self._started(launch, pause_id)
+        except BaseException:
+            receive.close()
+            raise
+        return launch
 
-    async def _continue(self, message: Message, caller: Principal) -> RunResult:
+    async def _plan(
+        self, message: Message, caller: Principal
+    ) -> tuple[Callable[[], Awaitable[RunResult]], str, str, str | None]:
+        """What a message does (start a run, answer the task's pause, or move on from it), checked, not yet run.
+
+        Returns the work, the task it belongs to, its context, and the pause it answers (if any).
+        """
+        if not message.task_id:
+            text = message_text(message)
+            if not text.strip():
+                raise InvalidInput("the message has no text part", field="message")
+            thread_id = message.context_id or new_id("thr")
+            if not _CONTEXT_ID.match(thread_id):
+                raise InvalidInput(f"{thread_id!r} is not a usable id (letters, digits, _.:-)", field="contextId")
+            run_id = new_id("run")
+            return self._run_work(text, thread_id, caller, run_id), run_id, thread_id, None
         run = await self._visible_run(message.task_id, caller)
         if message.context_id and message.context_id != run.thread_id:
             raise InvalidInput(f"task {run.run_id!r} belongs to context {run.thread_id!r}", field="contextId")
         payload = v1_payload(message)
-        legacy = legacy_decision(message) if self.sayso.config.a2a.kagent_compat else None
+        legacy = legacy_input(data_parts(message)) if self.legacy else None
         if run.status != "paused":
             raise RunConflict(
                 run.run_id,
                 f"the task is {run.status}, not waiting for input; "
                 "send a new message without taskId to continue the conversation",
             )
-        if payload is None and legacy is None:
+        if payload is None and not legacy:
             # Plain input to a waiting task: the person moved on (§3.3); the open requests are skipped.
             text = message_text(message)
             if not text.strip():
                 raise InvalidInput("the message has no text part and no HITL response", field="message")
-            return await self.sayso.run(text, agent=self.agent, thread_id=run.thread_id, principal=caller)
-        view = pause_view(run.run_id, (await self.sayso.result(run.run_id, principal=caller)).requests)
+            run_id = new_id("run")
+            return self._run_work(text, run.thread_id, caller, run_id), run_id, run.thread_id, None
+        answers = await self._answers(run, message, payload, legacy, caller)
+
+        async def answer() -> RunResult:
+            return await self.sayso.answer_pause(run.run_id, answers, principal=caller, rest="wait")
+
+        return answer, run.run_id, run.thread_id, run.pause_id
+
+    def _run_work(
+        self, text: str, thread_id: str, caller: Principal, run_id: str
+    ) -> Callable[[], Awaitable[RunResult]]:
+        async def start() -> RunResult:
+            return await self.sayso.run(text, agent=self.agent, thread_id=thread_id, principal=caller, run_id=run_id)
+
+        return start
+
+    async def _answers(
+        self,
+        run: RunRecord,
+        message: Message,
+        payload: dict[str, Any] | None,
+        legacy: LegacyInput | None,
+        caller: Principal,
+    ) -> dict[str, Decision]:
+        """The answers a HITL response takes, by request id; kagent requires every shown call decided."""
+        view = await self.tasks.view(run.run_id, (await self.sayso.result(run.run_id, principal=caller)).requests)
         if view is None:
             raise InvalidInput(f"task {run.run_id!r} waits for nothing a HITL response can answer", field="message")
-        # kagent requires every shown call decided (checked by the mapping); what is not shown waits.
-        pairs = decisions_from_v1(view, payload) if payload is not None else decisions_from_legacy(view, legacy or {})
-        answers = {request.request_id: decision for request, decision in pairs}
-        return await self.sayso.answer_pause(run.run_id, answers, principal=caller, rest="wait")
+        if payload is not None:
+            pairs = decisions_from_v1(view, payload, sayso_extras(message))
+        else:
+            assert legacy is not None
+            pairs = decisions_from_legacy(view, legacy)
+        return {request.request_id: decision for request, decision in pairs}
+
+    async def _work(
+        self,
+        launch: _Launch,
+        work: Callable[[], Awaitable[RunResult]],
+        send: MemoryObjectSendStream[str],
+        activated: bool,
+    ) -> None:
+        async def on_text(chunk: str) -> None:
+            try:
+                send.send_nowait(chunk)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # the client left; the run carries on and its outcome is in the store
+
+        with send:
+            try:
+                with self.sayso.streaming_text(on_text):
+                    outcome = await work()
+                # Before the caller reads the task: whether its pause carries the payload.
+                await self.tasks.remember_activation(outcome, activated)
+                launch.outcome = outcome
+            except Exception as exc:
+                launch.error = exc
+            finally:
+                launch.finished.set()
+        if launch.outcome is not None and self.background.push is not None:
+            task = await self.tasks.task(launch.outcome)
+            await self.background.push.send_notification(
+                task.id, TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
+            )
+
+    async def _started(self, launch: _Launch, pause_id: str | None) -> None:
+        """Wait until the launched work is under way in the store, or over (its refusal is raised here)."""
+        while not launch.finished.is_set():
+            try:
+                run = await self.sayso.run_record(launch.run_id)
+            except RunNotFound:
+                run = None
+            if run is not None and (run.status != "paused" or run.pause_id != pause_id):
+                return
+            with anyio.move_on_after(_POLL_SECONDS):
+                await launch.finished.wait()
+        if launch.error is not None:
+            raise launch.error
+
+    async def _current(self, launch: _Launch) -> Task:
+        """The task as it stands now: working with the person's message, or already done."""
+        if launch.finished.is_set():
+            return await self.tasks.task(await launch.result())
+        return Task(
+            id=launch.run_id,
+            context_id=launch.context_id,
+            status=self.tasks.status(TaskState.TASK_STATE_WORKING, None),
+            history=[launch.message],
+        )
 
     async def _visible_run(self, task_id: str, caller: Principal) -> RunRecord:
-        """The run a task id names on this agent's endpoint; `RunNotFound` when the caller may not see it."""
+        """The run a task id names on this endpoint; `RunNotFound` when the caller may not see it."""
         run = await self.sayso.run_record(task_id, principal=caller)
         if run.agent != self.agent:
             raise RunNotFound(task_id)
@@ -166,8 +337,15 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         try:
+            validate_history_length(params)
             run = await self._visible_run(params.id, _caller(context))
-            return await self._task(await self.sayso.result(run.run_id), pause_id=run.pause_id)
+            return apply_history_length(await self.tasks.task(await self.sayso.result(run.run_id)), params)
+        except Exception as exc:
+            raise to_a2a_error(exc) from exc
+
+    async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        try:
+            return await list_tasks(self, params, _caller(context))
         except Exception as exc:
             raise to_a2a_error(exc) from exc
 
@@ -176,100 +354,79 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
     ) -> AsyncGenerator[Event]:
         try:
             run = await self._visible_run(params.id, _caller(context))
-            yield await self._task(await self.sayso.result(run.run_id), pause_id=run.pause_id)
+            yield await self.tasks.task(await self.sayso.result(run.run_id))
             while run.status == "running":
                 await anyio.sleep(0.2)
                 run = await self._visible_run(params.id, _caller(context))
-            task = await self._task(await self.sayso.result(run.run_id), pause_id=run.pause_id)
+            task = await self.tasks.task(await self.sayso.result(run.run_id))
         except Exception as exc:
             raise to_a2a_error(exc) from exc
         yield TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
 
-    async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
-        raise InvalidRequestError(message="ListTasks is not offered; read the thread over sayso's REST API")
-
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
+        """Cancel a waiting or working task: its open requests close as skipped and nothing more runs."""
         try:
-            await self._visible_run(params.id, _caller(context))
+            caller = _caller(context)
+            run = await self._visible_run(params.id, caller)
+            task = await self.tasks.task(await self.sayso.cancel(run.run_id, principal=caller))
         except Exception as exc:
-            raise to_a2a_error(exc) from exc
-        raise TaskNotCancelableError(message="sayso runs are not cancelled over A2A; answer or move on instead")
+            raise to_a2a_error(exc, cancelling=True) from exc
+        if self.background.push is not None:
+            event = TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
+            await self.background.push.send_notification(task.id, event)
+        return task
 
-    async def _task_after(self, result: RunResult, context: ServerCallContext) -> Task:
-        """The task after a call; a pause remembers whether this call activated the extension."""
-        run = await self.sayso.run_record(result.run_id)
-        if result.status == "paused" and run.pause_id is not None:
-            mark = _ActivationMark(pause_id=run.pause_id, activated=bool(context.state.get(ACTIVATED_STATE)))
-            await self.sayso.set_mark(ACTIVATION_MARKS, result.run_id, mark.dump())
-        return await self._task(result, pause_id=run.pause_id)
+    async def task_of(self, run: RunRecord) -> Task:
+        """A visible run's task, with its whole history."""
+        return await self.tasks.task(await self.sayso.result(run.run_id))
 
-    async def _task(self, result: RunResult, *, pause_id: str | None) -> Task:
-        state = _STATES[result.status]
-        status_message: Message | None = None
-        artifacts: list[Artifact] = []
-        if result.status == "paused":
-            status_message = pause_message(
-                pause_view(result.run_id, result.requests),
-                task_id=result.run_id,
-                context_id=result.thread_id,
-                activated=await self._activated(result.run_id, pause_id),
-                legacy=self.sayso.config.a2a.kagent_compat,
-            )
-        elif result.status == "completed" and result.output is not None:
-            status_message = text_message(
-                result.output, task_id=result.run_id, context_id=result.thread_id, message_id=f"out-{result.run_id}"
-            )
-            artifacts.append(
-                Artifact(artifact_id=f"{result.run_id}-response", name="response", parts=[Part(text=result.output)])
-            )
-        elif result.status == "failed":
-            status_message = text_message(
-                result.error or "the run failed",
-                task_id=result.run_id,
-                context_id=result.thread_id,
-                message_id=f"err-{result.run_id}",
-            )
-        return Task(
-            id=result.run_id,
-            context_id=result.thread_id,
-            status=self._status(state, status_message),
-            artifacts=artifacts,
-        )
+        # push notification configs (the SDK's store port, kept with sayso's state)
 
-    def _status(self, state: TaskState, message: Message | None) -> TaskStatus:
-        status = TaskStatus(state=state, message=message)
-        status.timestamp.FromNanoseconds(int(self._clock() * 1e9))
-        return status
-
-    async def _activated(self, run_id: str, pause_id: str | None) -> bool:
-        """Whether the pause's payload was attached: yes unless an A2A call without the header reported it."""
-        raw = await self.sayso.get_mark(ACTIVATION_MARKS, run_id)
-        if raw is None:
-            return True
-        mark = _ActivationMark.load(raw)
-        return mark.pause_id != pause_id or mark.activated
-
-    # what sayso does not offer over A2A
+    def _push_store(self) -> MarkPushConfigStore:
+        if self.push_store is None:
+            raise PushNotificationNotSupportedError
+        return self.push_store
 
     async def on_create_task_push_notification_config(
         self, params: TaskPushNotificationConfig, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
-        raise PushNotificationNotSupportedError
+        try:
+            await self._visible_run(params.task_id, _caller(context))
+            return await self._push_store().set_info(params.task_id, params, context)
+        except Exception as exc:
+            raise to_a2a_error(exc) from exc
 
     async def on_get_task_push_notification_config(
         self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
-        raise PushNotificationNotSupportedError
+        try:
+            await self._visible_run(params.task_id, _caller(context))
+            configs = await self._push_store().get_info(params.task_id, context)
+        except Exception as exc:
+            raise to_a2a_error(exc) from exc
+        found = next((c for c in configs if c.id == (params.id or params.task_id)), None)
+        if found is None:
+            raise TaskNotFoundError(message=f"task {params.task_id!r} has no push config {params.id!r}")
+        return found
 
     async def on_list_task_push_notification_configs(
         self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
     ) -> ListTaskPushNotificationConfigsResponse:
-        raise PushNotificationNotSupportedError
+        try:
+            await self._visible_run(params.task_id, _caller(context))
+            configs = await self._push_store().get_info(params.task_id, context)
+        except Exception as exc:
+            raise to_a2a_error(exc) from exc
+        return ListTaskPushNotificationConfigsResponse(configs=configs)
 
     async def on_delete_task_push_notification_config(
         self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> None:
-        raise PushNotificationNotSupportedError
+        try:
+            await self._visible_run(params.task_id, _caller(context))
+            await self._push_store().delete_info(params.task_id, context, params.id or None)
+        except Exception as exc:
+            raise to_a2a_error(exc) from exc
 
     async def on_get_extended_agent_card(
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext
@@ -277,31 +434,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         raise ExtendedAgentCardNotConfiguredError
 
 
-@dataclass(frozen=True, kw_only=True)
-class _ActivationMark:
-    """Whether the A2A call that left a run paused activated the HITL extension, kept as a runtime mark.
-
-    A pause shown without the extension stays text-only on later reads; the mark names its pause,
-    so a later pause of the same run is not mistaken for it.
-    """
-
-    pause_id: str
-    activated: bool
-
-    def dump(self) -> str:
-        return json.dumps({"pause_id": self.pause_id, "activated": self.activated})
-
-    @classmethod
-    def load(cls, raw: str) -> _ActivationMark:
-        data = json.loads(raw)
-        return cls(pause_id=str(data["pause_id"]), activated=bool(data["activated"]))
-
-
 def _caller(context: ServerCallContext) -> Principal:
     caller = context.state.get(CALLER_STATE)
     assert isinstance(caller, Principal), "the A2A route authenticates before dispatching"
     return caller
-
-
-def _artifact_event(task: Task, artifact: Artifact) -> Event:
-    return TaskArtifactUpdateEvent(task_id=task.id, context_id=task.context_id, artifact=artifact, last_chunk=True)

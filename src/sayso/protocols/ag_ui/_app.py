@@ -1,14 +1,17 @@
-"""The AG-UI endpoint of each agent: `POST /ag-ui/{agent}` takes a `RunAgentInput` and streams events over SSE.
+"""The AG-UI endpoint of each entry: `POST /ag-ui/{name}` takes a `RunAgentInput` and streams events over SSE.
 
-An AG-UI thread is a sayso thread. A run's pause stays on the server: a resume names
-interrupts by id and client tool calls by tool call id, both looked up in what the runtime
-shows the caller, and answers the whole pause in one call (what it leaves out is skipped).
-Who may touch which thread is the runtime's rule; the endpoint passes the caller on.
+Every agent and every orchestration (its lead agent answers) is served under its name. An
+AG-UI thread is a sayso thread. A run's pause stays on the server: a resume names interrupts
+by id and client tool calls by tool call id, both looked up in what the runtime shows the
+caller, and answers the whole pause in one call (what it leaves out is skipped). Who may
+touch which thread is the runtime's rule; the endpoint passes the caller on. With
+`ag_ui.kaboo_compat`, remembered approvals are the host's (`forwardedProps.kaboo_grants`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TypedDict
 
 import anyio
 from ag_ui.core import BaseEvent, RunAgentInput, RunErrorEvent, RunStartedEvent
@@ -20,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ..._core.access import Principal
-from ..._core.requests import ClientTool
+from ..._core.grants import Grant
 from ..._results import RunResult
 from ..._runtime import Sayso, ThreadRecord
 from ...exceptions import InvalidInput, ThreadNotFound, Unauthenticated
@@ -28,18 +31,33 @@ from .._auth import authenticate
 from .._common import AgentEndpoint
 from ._mapping import (
     THREAD,
+    client_tools,
     decisions_from_resume,
     error_event,
     finished_event,
+    host_grants,
     message_events,
+    pending_call_events,
     refused,
     tool_messages,
     user_text,
 )
 
 
+class HostTerms(TypedDict, total=False):
+    """The remembered-approval terms of one AG-UI run, as the runtime's `run`/`answer_pause` take them."""
+
+    grants: Sequence[Grant]
+    offer_wider_scopes: bool
+
+
 class AgUiAgent(AgentEndpoint):
     """Runs one agent of a runtime for AG-UI clients."""
+
+    @property
+    def kaboo(self) -> bool:
+        """Whether this endpoint speaks kaboo's dialect (`ag_ui.kaboo_compat`)."""
+        return self.sayso.config.ag_ui.kaboo_compat
 
     async def events(self, run_input: RunAgentInput, caller: Principal) -> AsyncIterator[BaseEvent]:
         """Every event of one AG-UI run, from `RUN_STARTED` to `RUN_FINISHED` or `RUN_ERROR`."""
@@ -56,12 +74,15 @@ class AgUiAgent(AgentEndpoint):
         if result.status == "failed":
             yield RunErrorEvent(message=result.error or "the run failed", code="run_failed")
             return
+        for event in pending_call_events(result.requests, run_id=result.run_id, kaboo=self.kaboo):
+            yield event
         yield finished_event(
             thread_id=run_input.thread_id,
             run_id=run_input.run_id,
             requests=result.requests,
             output=result.output,
             sayso_run_id=result.run_id,
+            kaboo=self.kaboo,
         )
 
     async def _turn(self, run_input: RunAgentInput, caller: Principal) -> tuple[RunResult, list[ModelMessage]]:
@@ -72,32 +93,44 @@ class AgUiAgent(AgentEndpoint):
             active = await self.sayso.result(thread.active_run_id, principal=caller)
             paused = active if active.status == "paused" else None
         answers = tool_messages(run_input.messages)
+        hosted = self._host_terms(run_input, caller)
         if run_input.resume or (paused is not None and answers and user_text(run_input.messages) is None):
             if thread is None or paused is None:
                 raise InvalidInput(f"nothing waits on thread {run_input.thread_id!r}", field=THREAD)
             if thread.agent != self.agent:
                 raise InvalidInput(f"thread {thread.thread_id!r} is a conversation with agent {thread.agent!r}")
-            decisions = decisions_from_resume(paused.requests, run_input.resume or [], answers)
+            decisions = decisions_from_resume(paused.requests, run_input.resume or [], answers, kaboo=self.kaboo)
             if not decisions:
                 raise refused("the resume answers none of the open requests")
             # The run goes on: only what it adds from here is new to the client.
             before = len(await self.sayso.run_messages(paused.run_id))
             # A request the resume leaves out counts as skipped, never as approved.
-            result = await self.sayso.answer_pause(paused.run_id, decisions, principal=caller, rest="skip")
+            result = await self.sayso.answer_pause(paused.run_id, decisions, principal=caller, rest="skip", **hosted)
             return result, (await self.sayso.run_messages(result.run_id))[before:]
         text = user_text(run_input.messages)
         if text is None or not text.strip():
             raise InvalidInput(
                 "the last message must be the person's, with text, or the input must resume a pause", field="messages"
             )
-        client_tools = [
-            ClientTool(name=t.name, description=t.description, parameters=t.parameters or {"type": "object"})
-            for t in run_input.tools or []
-        ]
         result = await self.sayso.run(
-            text, agent=self.agent, thread_id=run_input.thread_id, principal=caller, client_tools=client_tools
+            text,
+            agent=self.agent,
+            thread_id=run_input.thread_id,
+            principal=caller,
+            client_tools=client_tools(run_input.tools or [], run_input.context or []),
+            **hosted,
         )
         return result, await self.sayso.run_messages(result.run_id)
+
+    def _host_terms(self, run_input: RunAgentInput, caller: Principal) -> HostTerms:
+        """In kaboo's dialect the host keeps remembered approvals: the ones it sends, and none stored here.
+
+        A host that sends no `kaboo_grants` remembers nothing, so only `once` is offered.
+        """
+        if not self.kaboo:
+            return {}
+        grants = host_grants(run_input.forwarded_props, principal=caller, thread_id=run_input.thread_id)
+        return {"grants": grants or [], "offer_wider_scopes": grants is not None}
 
     async def _thread(self, thread_id: str, caller: Principal) -> ThreadRecord | None:
         """The thread, or `None` when it is new (or not the caller's to see, which looks the same)."""
@@ -108,11 +141,11 @@ class AgUiAgent(AgentEndpoint):
 
 
 def ag_ui_router(sayso: Sayso) -> APIRouter:
-    """`POST /ag-ui/{agent}` for every agent of `sayso`."""
+    """`POST /ag-ui/{name}` for every entry of `sayso`: its agents and its orchestrations."""
     router = APIRouter()
-    for agent in sayso.config.agents:
+    for name, agent in sayso.config.entries().items():
         router.add_route(
-            f"/ag-ui/{agent}", _endpoint(AgUiAgent(sayso, agent)), methods=["POST"], include_in_schema=False
+            f"/ag-ui/{name}", _endpoint(AgUiAgent(sayso, agent)), methods=["POST"], include_in_schema=False
         )
     return router
 

@@ -1,12 +1,16 @@
 """The one module that maps between sayso's runs, requests and decisions and AG-UI's events and inputs.
 
 Outbound: a run's new messages become text and tool-call events (a decided call's result
-carries its approval record), and a pause becomes `RUN_FINISHED` with one `Interrupt` per
-open approval or question, or `success` with `pendingToolCallIds` for client tools.
-Inbound: `RunAgentInput.resume` entries become decisions as in kaboo's answer table, and
-tool messages answer client tools. Errors: `error_event` is the one place sayso's errors
-become `RUN_ERROR`s. Everything here is pure; ids are looked up in what the server stored,
-never taken from pause state the client sends back.
+carries its approval record); a delegate's browser tool call is streamed too, tagged with the
+delegate's run (`subagentRunId`); and a pause becomes `RUN_FINISHED` with one `Interrupt` per
+open approval or question, the client tool calls it also waits on in `pendingToolCallIds`
+(on the success outcome when there is no interrupt, in the event's metadata beside them).
+Inbound: `RunAgentInput.resume` entries become decisions as in kaboo's answer table, tool
+messages answer client tools, `context` goes with the tools it names, and kaboo's host-kept
+grants come from `forwardedProps.kaboo_grants`. In kaboo's dialect (`ag_ui.kaboo_compat`) the
+reasons are kaboo's and a question is kaboo's `ask_user` browser tool. Errors: `error_event`
+is the one place sayso's errors become `RUN_ERROR`s. Everything here is pure; ids are looked
+up in what the server stored, never taken from pause state the client sends back.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 
 from ag_ui.core import (
     BaseEvent,
+    Context,
     Interrupt,
     ResumeEntry,
     RunErrorEvent,
@@ -27,6 +32,7 @@ from ag_ui.core import (
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
+    Tool,
     ToolCallArgsEvent,
     ToolCallEndEvent,
     ToolCallResultEvent,
@@ -37,12 +43,28 @@ from ag_ui.core import (
 from ag_ui.core import TextPart as UserTextPart
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 
+from ..._core.access import Principal
 from ..._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
-from ..._core.requests import SCOPES_BY_WIDTH, ApprovalRequest, ClientToolRequest, QuestionRequest, Request, shown_args
+from ..._core.grants import Grant
+from ..._core.requests import (
+    SCOPES_BY_WIDTH,
+    ApprovalRequest,
+    ClientTool,
+    ClientToolRequest,
+    QuestionRequest,
+    Request,
+    shown_args,
+)
 from ...exceptions import DecisionRefused, InvalidInput, NotAllowed, NotFound, RunConflict, SaysoError
 
 REASONS = {"approval": "sayso:approval", "question": "sayso:question"}
 """The `Interrupt.reason` of each request kind AG-UI interrupts carry."""
+
+KABOO_REASONS = {"approval": "kaboo:approval"}
+"""kaboo's reasons; a question is not an interrupt there but kaboo's `ask_user` browser tool."""
+
+KABOO_GRANTS = "kaboo_grants"
+"""The `forwardedProps` key a kaboo host sends its remembered approvals under."""
 
 RESUME = "resume"
 """The `field` of an `InvalidInput` for a resume that does not fit the pause it answers."""
@@ -118,14 +140,21 @@ def message_events(messages: Sequence[ModelMessage], *, id_prefix: str) -> Itera
                     )
 
 
-def interrupt(request: ApprovalRequest | QuestionRequest) -> Interrupt:
-    """The AG-UI interrupt for an open approval or question (§6.4)."""
+def _subagent_run(request: Request) -> str | None:
+    """The delegate's run a request comes from, or `None` for the agent the client talks to."""
+    return request.run_id if "/" in request.agent_path else None
+
+
+def interrupt(request: ApprovalRequest | QuestionRequest, *, kaboo: bool = False) -> Interrupt:
+    """The AG-UI interrupt for an open approval or question (§6.4), in sayso's or kaboo's words."""
     metadata: dict[str, Any] = {
         "tool_name": request.tool_name,
         "tool_input": shown_args(request),
         "agent_path": request.agent_path,
         "run_id": request.run_id,
     }
+    if (subagent := _subagent_run(request)) is not None:
+        metadata["subagentRunId"] = subagent
     if request.expires_at is not None:
         # AG-UI's own `expiresAt` makes clients refuse the thread: the deadline travels in metadata.
         metadata["expiresAt"] = datetime.fromtimestamp(request.expires_at, UTC).isoformat()
@@ -144,10 +173,10 @@ def interrupt(request: ApprovalRequest | QuestionRequest) -> Interrupt:
         schema = question_schema(request)
     return Interrupt(
         id=request.request_id,
-        reason=REASONS[request.kind],
+        reason=(KABOO_REASONS if kaboo else REASONS)[request.kind],
         message=message,
         tool_call_id=request.tool_call_id,
-        subagent_run_id=request.run_id if "/" in request.agent_path else None,
+        subagent_run_id=_subagent_run(request),
         response_schema=schema,
         metadata=metadata,
     )
@@ -182,20 +211,66 @@ def question_schema(request: QuestionRequest) -> dict[str, Any]:
     }
 
 
+def _shown_as_call(request: Request, *, kaboo: bool) -> bool:
+    """Whether the client answers a request by running a tool: its own tools, and in kaboo's dialect `ask_user`."""
+    return isinstance(request, ClientToolRequest) or (kaboo and isinstance(request, QuestionRequest))
+
+
+def pending_call_events(requests: Sequence[Request], *, run_id: str, kaboo: bool = False) -> Iterator[BaseEvent]:
+    """The tool calls a delegate left for the client, streamed as the run's own calls are (§6.4).
+
+    The calls of the run the client talks to are in its messages already; a delegate's are not,
+    so they are sent here, tagged with the delegate's run (`subagentRunId`) for the chat to label.
+    """
+    for request in requests:
+        if request.run_id == run_id or not _shown_as_call(request, kaboo=kaboo):
+            continue
+        run = request.run_id
+        meta = {"subagentRunId": run, "agent_path": request.agent_path}
+        name = "ask_user" if isinstance(request, QuestionRequest) else request.tool_name
+        args = _ask_args(request) if isinstance(request, QuestionRequest) else shown_args(request)
+        call = request.tool_call_id
+        yield ToolCallStartEvent(tool_call_id=call, tool_call_name=name, metadata=meta, subagent_run_id=run)
+        yield ToolCallArgsEvent(tool_call_id=call, delta=json.dumps(args), metadata=meta, subagent_run_id=run)
+        yield ToolCallEndEvent(tool_call_id=call, metadata=meta, subagent_run_id=run)
+
+
+def _ask_args(request: QuestionRequest) -> dict[str, Any]:
+    return {
+        "questions": [
+            {"question": q.question, "choices": list(q.choices), "multiple": q.multiple} for q in request.questions
+        ]
+    }
+
+
 def finished_event(
-    *, thread_id: str, run_id: str, requests: Sequence[Request], output: str | None, sayso_run_id: str
+    *,
+    thread_id: str,
+    run_id: str,
+    requests: Sequence[Request],
+    output: str | None,
+    sayso_run_id: str,
+    kaboo: bool = False,
 ) -> RunFinishedEvent:
-    """`RUN_FINISHED`: interrupted on open approvals and questions, or success (with pending client tool calls)."""
-    shown = [r for r in requests if isinstance(r, ApprovalRequest | QuestionRequest)]
-    metadata = {"sayso_run_id": sayso_run_id}
+    """`RUN_FINISHED`: interrupted on open approvals (and questions), with the pending client tool calls beside.
+
+    A pause that mixes them lists both: the interrupts in the outcome, the calls in
+    `metadata.pendingToolCallIds` (AG-UI's success outcome, which names them, cannot carry interrupts).
+    """
+    shown = [
+        r for r in requests if isinstance(r, ApprovalRequest | QuestionRequest) and not _shown_as_call(r, kaboo=kaboo)
+    ]
+    pending = [r.tool_call_id for r in requests if _shown_as_call(r, kaboo=kaboo)]
+    metadata: dict[str, Any] = {"sayso_run_id": sayso_run_id}
     if shown:
+        if pending:
+            metadata["pendingToolCallIds"] = pending
         return RunFinishedEvent(
             thread_id=thread_id,
             run_id=run_id,
-            outcome=RunFinishedInterruptOutcome(interrupts=[interrupt(r) for r in shown]),
+            outcome=RunFinishedInterruptOutcome(interrupts=[interrupt(r, kaboo=kaboo) for r in shown]),
             metadata=metadata,
         )
-    pending = [r.tool_call_id for r in requests if isinstance(r, ClientToolRequest)]
     return RunFinishedEvent(
         thread_id=thread_id,
         run_id=run_id,
@@ -209,7 +284,11 @@ def finished_event(
 
 
 def decisions_from_resume(
-    open_requests: Sequence[Request], entries: Sequence[ResumeEntry], tool_messages: Sequence[ToolMessage]
+    open_requests: Sequence[Request],
+    entries: Sequence[ResumeEntry],
+    tool_messages: Sequence[ToolMessage],
+    *,
+    kaboo: bool = False,
 ) -> dict[str, Decision]:
     """The decisions a resume takes, by request id, found by interrupt id and tool call id.
 
@@ -219,8 +298,8 @@ def decisions_from_resume(
         InvalidInput: an entry names no open request, names one twice, or does not fit it
             (`field` is `RESUME`).
     """
-    by_id = {r.request_id: r for r in open_requests}
-    by_call = {r.tool_call_id: r for r in open_requests if isinstance(r, ClientToolRequest)}
+    by_id = {r.request_id: r for r in open_requests if not _shown_as_call(r, kaboo=kaboo)}
+    by_call = {r.tool_call_id: r for r in open_requests if _shown_as_call(r, kaboo=kaboo)}
     decided: dict[str, Decision] = {}
     for entry in entries:
         request = by_id.get(entry.interrupt_id)
@@ -235,7 +314,9 @@ def decisions_from_resume(
             continue  # a tool message from earlier in the history the client replays
         if client.request_id in decided:
             raise refused(f"tool call {message.tool_call_id!r} is answered twice")
-        decided[client.request_id] = _client_answer(message)
+        decided[client.request_id] = (
+            _ask_user_answer(client, message) if isinstance(client, QuestionRequest) else _client_answer(message)
+        )
     return decided
 
 
@@ -284,6 +365,91 @@ def _client_answer(message: ToolMessage) -> Decision:
         except ValueError:
             return ClientResult(value=content)
     return ClientResult(value=[part.model_dump(mode="json", by_alias=True, exclude_none=True) for part in content])
+
+
+def _ask_user_answer(request: QuestionRequest, message: ToolMessage) -> Decision:
+    """The answers in the result of kaboo's `ask_user` browser tool.
+
+    Read: `[{answer: [...]}]`, `[{question, answer}]`, `{answers: [...]}` or, for one question,
+    plain text; an error or a "Skipped: ..." text skips the question.
+    """
+    if message.error:
+        return Skip(reason=message.error)
+    value = _client_answer(message)
+    raw = value.value if isinstance(value, ClientResult) else None
+    if isinstance(raw, str) and raw.startswith("Skipped:"):
+        return Skip(reason=raw.removeprefix("Skipped:").strip() or None)
+    if isinstance(raw, dict) and "answers" in raw:
+        raw = raw["answers"]
+    if isinstance(raw, str) and len(request.questions) == 1:
+        raw = [[raw]]
+    return Answer(answers=_answers(message.tool_call_id, raw))
+
+
+def client_tools(tools: Sequence[Tool], context: Sequence[Context]) -> list[ClientTool]:
+    """The client's tools, each with the context entries that name it; it reaches only the agents allowed it.
+
+    An entry names a tool when its `description` is the tool's name, or starts with it and a colon.
+    Context that names no declared tool is not passed on: sayso cannot tell which agent may read it.
+    """
+    shared = {t.name: [c.value for c in context if _names(c.description, t.name)] for t in tools}
+    return [
+        ClientTool(
+            name=t.name,
+            description=t.description,
+            parameters=t.parameters or {"type": "object"},
+            context="\n".join(shared[t.name]) or None,
+        )
+        for t in tools
+    ]
+
+
+def _names(description: str, tool: str) -> bool:
+    text = description.strip()
+    return text == tool or text.startswith(f"{tool}:")
+
+
+def host_grants(forwarded_props: Any, *, principal: Principal, thread_id: str) -> list[Grant] | None:
+    """The remembered approvals a kaboo host sends; `None` when it sends none, meaning it remembers nothing.
+
+    The host sends them as `forwardedProps.kaboo_grants: [{tool, subject, scope}]` with every run.
+
+    Raises:
+        InvalidInput: a grant that is not `{tool, subject, scope}` with scope thread or always: a permission
+            that cannot be read is refused, never widened.
+    """
+    raw = forwarded_props.get(KABOO_GRANTS) if isinstance(forwarded_props, dict) else None
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise InvalidInput(
+            "forwardedProps.kaboo_grants must be a list of {tool, subject, scope}", field="forwardedProps"
+        )
+    grants: list[Grant] = []
+    for index, entry in enumerate(raw):
+        tool = entry.get("tool") if isinstance(entry, dict) else None
+        subject = entry.get("subject") if isinstance(entry, dict) else None
+        scope = entry.get("scope") if isinstance(entry, dict) else None
+        key = subject.get("key") if isinstance(subject, dict) else subject
+        label = subject.get("label") if isinstance(subject, dict) else None
+        if not isinstance(tool, str) or not isinstance(key, str) or scope not in ("thread", "always"):
+            raise InvalidInput(
+                f"forwardedProps.kaboo_grants[{index}] must be {{tool, subject, scope: thread | always}}",
+                field="forwardedProps",
+            )
+        grants.append(
+            Grant(
+                grant_id=f"kaboo:{index}",
+                tool=tool,
+                subject_key=key,
+                subject_label=label if isinstance(label, str) else key,
+                scope=scope,
+                principal=principal.name,
+                thread_id=thread_id if scope == "thread" else None,
+                created_at=0.0,
+            )
+        )
+    return grants
 
 
 def _text(value: Any) -> str | None:

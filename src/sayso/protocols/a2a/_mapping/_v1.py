@@ -1,0 +1,251 @@
+"""kagent's HITL extension v1 payloads, both ways: pause requests out, responses in (§3, §6).
+
+A response decides exactly the requests a pause showed (every id once, no other): kagent's
+strict order of checks. What kagent's strict models have no field for (an edit of the
+arguments, a wider scope) travels under sayso's own key beside kagent's payload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...._core.decisions import Answer, Approve, Decision, Reject, model_text
+from ...._core.requests import SCOPES_BY_WIDTH, ApprovalRequest, QuestionRequest, shown_args
+from ....exceptions import InvalidInput
+from ._views import PauseView, ShownRequest, approvals_of, questions_json, view_text
+
+HITL_RESPONSE = "hitl_response"
+"""The `field` of an `InvalidInput` raised for a HITL response that does not answer its pause."""
+
+RESPONSE_TYPES = {"approval": "tool_approval_response", "question": "ask_user_response"}
+
+
+def refused(problem: str) -> InvalidInput:
+    """The error for a HITL response that does not answer the pause it was sent to; nothing was recorded."""
+    return InvalidInput(problem, field=HITL_RESPONSE)
+
+
+# --- agent -> client
+
+
+def _tool_json(view: PauseView, request: ApprovalRequest) -> dict[str, Any]:
+    return {
+        "id": view.tool_id(request),
+        "call_id": view.call_id(request),
+        "name": request.tool_name,
+        "args": shown_args(request),
+    }
+
+
+def _ask_tool_json(view: PauseView, request: QuestionRequest) -> dict[str, Any]:
+    """The synthetic tool a nested question is shown as (§4)."""
+    return {
+        "id": view.tool_id(request),
+        "call_id": view.tool_id(request),
+        "name": "ask_user",
+        "args": {"questions": questions_json(request)},
+    }
+
+
+def nested_ids(view: PauseView) -> tuple[str, str]:
+    """The child's task and context a nested block names: the remote task's own, or the delegate's run."""
+    if view.remote is not None:
+        return view.remote.task_id, view.remote.context_id
+    first = view.requests[0]
+    return first.run_id, first.thread_id
+
+
+def request_payload(view: PauseView) -> dict[str, Any]:
+    """The `tool_approval_request` or `ask_user_request` for a view, with no key beyond kagent's schema."""
+    first = view.requests[0]
+    nested: dict[str, Any] | None = None
+    if view.subagent is not None:
+        child_tools = (
+            [_tool_json(view, r) for r in approvals_of(view)]
+            if view.kind == "approval"
+            else [_ask_tool_json(view, r) for r in view.requests if isinstance(r, QuestionRequest)]
+        )
+        task_id, context_id = nested_ids(view)
+        nested = {"subagent_name": view.subagent, "task_id": task_id, "context_id": context_id, "tools": child_tools}
+    if view.kind == "question":
+        assert isinstance(first, QuestionRequest)
+        body: dict[str, Any] = {
+            "type": "ask_user_request",
+            "id": view.parent_id if nested else first.request_id,
+            "questions": questions_json(first),
+        }
+    else:
+        tools = (
+            [{"id": view.parent_id, "call_id": view.parent_id, "name": view.subagent, "args": {}}]
+            if nested
+            else [_tool_json(view, r) for r in approvals_of(view)]
+        )
+        body = {"type": "tool_approval_request", "hint": view_text(view), "tools": tools}
+    if nested is not None:
+        body["nested"] = nested
+    return body
+
+
+def sayso_payload(view: PauseView) -> dict[str, Any]:
+    """The facts sayso adds about the shown requests, under `SAYSO_KEY`: subject, scopes, expiry, who asked."""
+    entries: list[dict[str, Any]] = []
+    for request in view.requests:
+        entry: dict[str, Any] = {
+            "id": view.tool_id(request),
+            "request_id": request.request_id,
+            "kind": request.kind,
+            "agent_path": request.agent_path,
+            "run_id": request.run_id,
+            "expires_at": request.expires_at,
+        }
+        if isinstance(request, ApprovalRequest):
+            entry["subject"] = {"key": request.subject.key, "label": request.subject.label} if request.subject else None
+            entry["scopes"] = list(request.scopes)
+            entry["hint"] = request.hint
+            entry["args_schema"] = request.args_schema
+        entries.append(entry)
+    return {"requests": entries}
+
+
+def response_of(view: PauseView, decisions: Mapping[str, Decision]) -> dict[str, Any] | None:
+    """The v1 response that stands for the decisions taken on a view, however they were taken (task history).
+
+    `None` when kagent has no form for them (a question that was skipped, or expired).
+    """
+    if view.kind == "question":
+        (question,) = view.requests
+        decision = decisions.get(question.request_id)
+        if not isinstance(decision, Answer):
+            return None
+        return {
+            "type": "ask_user_response",
+            "id": view.tool_id(question),
+            "answers": [{"answer": list(a)} for a in decision.answers],
+        }
+    approvals: list[dict[str, Any]] = []
+    for request in view.requests:
+        decision = decisions.get(request.request_id)
+        if decision is None:
+            continue
+        if isinstance(decision, Approve):
+            approvals.append({"id": view.tool_id(request), "approved": True})
+            continue
+        entry: dict[str, Any] = {"id": view.tool_id(request), "approved": False}
+        reason = decision.reason if isinstance(decision, Reject) else model_text(decision)
+        if reason:
+            entry["rejection_reason"] = reason
+        approvals.append(entry)
+    return {"type": "tool_approval_response", "approvals": approvals} if approvals else None
+
+
+# --- client -> agent
+
+
+def decisions_from_v1(
+    view: PauseView, payload: Mapping[str, Any], extras: Mapping[str, Any] | None = None
+) -> list[tuple[ShownRequest, Decision]]:
+    """The decisions a v1 response takes for the shown requests, all or nothing.
+
+    Unknown keys are ignored; the known ones are checked strictly. `extras` is what the message
+    carried under sayso's own key: per shown id, `edited_args`, `scope` or `payload` for an approval
+    (checked by the runtime like any decision: an edit must fit the tool's schema and subject).
+
+    Raises:
+        InvalidInput: the response does not decide exactly the shown requests, or is malformed
+            (`field` is `HITL_RESPONSE`).
+    """
+    kind = payload.get("type")
+    expected = RESPONSE_TYPES[view.kind]
+    if kind not in RESPONSE_TYPES.values():
+        raise refused(f"{kind!r} is not a HITL response; this task waits for a {expected}")
+    if kind != expected:
+        raise refused(f"this task waits for a {expected}, not a {kind}")
+    if view.kind == "question":
+        return _answer_from_v1(view, payload)
+    approvals = payload.get("approvals")
+    if not isinstance(approvals, list) or not approvals:
+        raise refused("'approvals' must be a non-empty list, one entry per tool")
+    edits = _edits(view, extras)
+    chosen: dict[str, Decision] = {}
+    seen: list[str] = []
+    for entry in approvals:
+        if not isinstance(entry, dict):
+            raise refused("each approval must be an object {id, approved, rejection_reason?}")
+        tool_id, approved, reason = entry.get("id"), entry.get("approved"), entry.get("rejection_reason")
+        if not isinstance(tool_id, str) or not tool_id:
+            raise refused("each approval needs a non-empty string 'id'")
+        if not isinstance(approved, bool):
+            raise refused(f"approval {tool_id!r}: 'approved' must be a JSON boolean, not {approved!r}")
+        if reason is not None and not isinstance(reason, str):
+            raise refused(f"approval {tool_id!r}: 'rejection_reason' must be a string")
+        if not approved and tool_id in edits:
+            raise refused(f"approval {tool_id!r}: an edit or a scope goes with an approval, not a rejection")
+        seen.append(tool_id)
+        chosen[tool_id] = edits.get(tool_id, Approve()) if approved else Reject(reason=reason or None)
+    return match_ids(view, seen, chosen)
+
+
+def _edits(view: PauseView, extras: Mapping[str, Any] | None) -> dict[str, Approve]:
+    """The approvals sayso's key carries (`{"approvals": {id: {edited_args?, scope?, payload?}}}`), by shown id."""
+    if not extras or extras.get("approvals") is None:
+        return {}
+    entries = extras.get("approvals")
+    if not isinstance(entries, dict):
+        raise refused("sayso's 'approvals' must be an object: {id: {edited_args?, scope?, payload?}}")
+    known = set(view.visible_ids())
+    out: dict[str, Approve] = {}
+    for tool_id, entry in entries.items():
+        if tool_id not in known:
+            raise refused(f"sayso's approvals name {tool_id!r}, which this pause does not show")
+        if not isinstance(entry, dict):
+            raise refused(f"sayso's approval {tool_id!r} must be an object {{edited_args?, scope?, payload?}}")
+        edited, scope = entry.get("edited_args"), entry.get("scope", "once")
+        if edited is not None and not isinstance(edited, dict):
+            raise refused(f"sayso's approval {tool_id!r}: 'edited_args' must be an object")
+        if scope not in SCOPES_BY_WIDTH:
+            raise refused(f"sayso's approval {tool_id!r}: 'scope' must be once, thread or always")
+        out[tool_id] = Approve(scope=scope, edited_args=edited, payload=entry.get("payload"))
+    return out
+
+
+def match_ids(
+    view: PauseView, seen: Sequence[str], chosen: Mapping[str, Decision]
+) -> list[tuple[ShownRequest, Decision]]:
+    """Check that `seen` names every shown request exactly once (kagent's order of checks)."""
+    duplicates = sorted({i for i in seen if seen.count(i) > 1})
+    if duplicates:
+        raise refused(f"duplicate ids: {', '.join(duplicates)}")
+    expected = view.visible_ids()
+    missing = sorted(set(expected) - set(seen))
+    if missing:
+        raise refused(f"missing ids: {', '.join(missing)}; every call must be decided")
+    unknown = sorted(set(seen) - set(expected))
+    if unknown:
+        raise refused(f"unknown ids: {', '.join(unknown)}")
+    return [(r, chosen[view.tool_id(r)]) for r in view.requests]
+
+
+def _answer_from_v1(view: PauseView, payload: Mapping[str, Any]) -> list[tuple[ShownRequest, Decision]]:
+    (question,) = view.requests
+    assert isinstance(question, QuestionRequest)
+    expected = view.tool_id(question)
+    if payload.get("id") != expected:
+        parent = " (the parent's id is never sent back)" if payload.get("id") == view.parent_id else ""
+        raise refused(f"invalid correlation: the answer's id must be {expected!r}{parent}")
+    return [(question, Answer(answers=answers_of(question, payload.get("answers"))))]
+
+
+def answers_of(question: QuestionRequest, raw: Any) -> tuple[tuple[str, ...], ...]:
+    """The answers of kagent's positional `[{answer: [...]}]`, one per question."""
+    if not isinstance(raw, list) or not raw:
+        raise refused("'answers' must be a non-empty list, one {answer: [...]} per question")
+    answers: list[tuple[str, ...]] = []
+    for entry in raw:
+        values = entry.get("answer") if isinstance(entry, dict) else None
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise refused("each answer must be an object {answer: [string, ...]}")
+        answers.append(tuple(values))
+    if len(answers) != len(question.questions):
+        raise refused(f"expected {len(question.questions)} answer(s), one per question, got {len(answers)}")
+    return tuple(answers)

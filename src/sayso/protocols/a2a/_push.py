@@ -1,0 +1,124 @@
+"""A2A push notifications: configs kept with sayso's state, deliveries signed like sayso's webhooks.
+
+The a2a-sdk does the protocol work: `PushNotificationConfigStore` is its port (implemented here
+over the runtime's adapter marks, so every replica sees the same configs), and its
+`BasePushNotificationSender` posts each task update. sayso adds the signature: each delivery
+carries `X-Sayso-Timestamp` and `X-Sayso-Signature` (HMAC-SHA256 over `"{timestamp}.{body}"`),
+keyed by `a2a.push_secret_env` when set, else by the config's own `token`, which the receiver
+chose and so can check. A config that could not be signed is refused, and by default only
+public addresses are reached (`a2a.push_private_urls` opens loopback and private ones).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import httpx
+from a2a.server.context import ServerCallContext
+from a2a.server.tasks.base_push_notification_sender import BasePushNotificationSender
+from a2a.server.tasks.push_notification_config_store import (
+    PushNotificationConfigStore,
+    normalize_push_notification_config,
+)
+from a2a.types import TaskPushNotificationConfig
+from a2a.utils.errors import InvalidParamsError
+from a2a.utils.push_url_validator import validate_push_notification_url
+from google.protobuf.json_format import MessageToDict, ParseDict
+
+from ..._config import A2AConfig
+from ..._core.access import Principal
+from ..._runtime import Sayso
+from ..._signing import signature_headers
+
+PUSH_MARKS = "a2a.push"
+"""The runtime's mark namespace for a task's push configs (key: the task id)."""
+
+TOKEN_HEADER = "X-A2A-Notification-Token"
+
+
+class MarkPushConfigStore(PushNotificationConfigStore):
+    """The SDK's push-config port over the runtime's adapter marks: one JSON list per task, with each owner."""
+
+    def __init__(self, sayso: Sayso, config: A2AConfig, *, caller_state: str) -> None:
+        self.sayso = sayso
+        self.config = config
+        self._caller_state = caller_state
+
+    def _owner(self, context: ServerCallContext) -> str:
+        caller = context.state.get(self._caller_state)
+        assert isinstance(caller, Principal), "the A2A route authenticates before dispatching"
+        return caller.name
+
+    async def _load(self, task_id: str) -> list[dict[str, Any]]:
+        raw = await self.sayso.get_mark(PUSH_MARKS, task_id)
+        entries: list[dict[str, Any]] = json.loads(raw) if raw else []
+        return entries
+
+    async def set_info(
+        self, task_id: str, notification_config: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        stored = normalize_push_notification_config(task_id, notification_config)
+        await check_push_config(stored, self.config)
+        owner = self._owner(context)
+        entries = [e for e in await self._load(task_id) if not (e["owner"] == owner and e["config"]["id"] == stored.id)]
+        entries.append({"owner": owner, "config": MessageToDict(stored)})
+        await self.sayso.set_mark(PUSH_MARKS, task_id, json.dumps(entries))
+        return stored
+
+    async def get_info(self, task_id: str, context: ServerCallContext) -> list[TaskPushNotificationConfig]:
+        owner = self._owner(context)
+        return [_config(e) for e in await self._load(task_id) if e["owner"] == owner]
+
+    async def get_info_for_dispatch(self, task_id: str) -> list[TaskPushNotificationConfig]:
+        return [_config(e) for e in await self._load(task_id)]
+
+    async def delete_info(self, task_id: str, context: ServerCallContext, config_id: str | None = None) -> None:
+        owner = self._owner(context)
+        kept = [
+            e
+            for e in await self._load(task_id)
+            if not (e["owner"] == owner and (config_id is None or e["config"]["id"] == config_id))
+        ]
+        await self.sayso.set_mark(PUSH_MARKS, task_id, json.dumps(kept))
+
+
+def _config(entry: dict[str, Any]) -> TaskPushNotificationConfig:
+    return ParseDict(entry["config"], TaskPushNotificationConfig())
+
+
+async def check_push_config(config: TaskPushNotificationConfig, settings: A2AConfig) -> None:
+    """Refuse a push config that could not be signed, or that points somewhere the server must not call.
+
+    Raises:
+        InvalidParamsError: no signing key for it, or its URL is not a reachable public HTTP(S) address.
+    """
+    if not config.url.startswith(("http://", "https://")):
+        raise InvalidParamsError(message="a push notification URL must be http(s)")
+    if not settings.push_secret_env and not config.token:
+        raise InvalidParamsError(
+            message="a push config needs a 'token': deliveries are signed with it (or set a2a.push_secret_env)"
+        )
+    if not settings.push_private_urls and not await validate_push_notification_url(config.url):
+        raise InvalidParamsError(message="the push notification URL is not a public address this server may call")
+
+
+def push_sender(sayso: Sayso, store: MarkPushConfigStore, http: httpx.AsyncClient) -> BasePushNotificationSender:
+    """The SDK's sender over `store`, through `http` (whose request hook signs each delivery)."""
+    validator = None if sayso.config.a2a.push_private_urls else validate_push_notification_url
+    return BasePushNotificationSender(http, store, push_url_validator=validator)
+
+
+def signing_client(config: A2AConfig, *, timeout: float = 10.0) -> httpx.AsyncClient:
+    """An HTTP client whose every request is signed: with the server's push secret, or the config's token."""
+
+    async def sign(request: httpx.Request) -> None:
+        secret = os.environ.get(config.push_secret_env, "") if config.push_secret_env else ""
+        secret = secret or request.headers.get(TOKEN_HEADER, "")
+        if not secret:
+            raise httpx.RequestError("no key to sign this push notification with; it is not sent", request=request)
+        request.headers.update(signature_headers(secret, request.content, now=time.time()))
+
+    return httpx.AsyncClient(timeout=timeout, event_hooks={"request": [sign]})

@@ -1,0 +1,229 @@
+"""A2A tasks read from the runtime: what one looks like (`TaskReader`), and `ListTasks`.
+
+A task is a top-level run; everything about it (status, the answer as an artifact, the pause
+as it was shown, the history) is rebuilt from the runtime's records, so any process answers
+alike. `ListTasks` gives the caller's tasks on one endpoint, newest first, a page at a time:
+the runs of a thread are read from its transcript, and paging and history length follow the
+a2a-sdk's own helpers (`ListTasksCursor`, `apply_history_length`), so tokens mean what they
+mean elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from a2a.types import Artifact, ListTasksRequest, ListTasksResponse, Message, Part, Task, TaskState, TaskStatus
+from a2a.utils.task import (
+    ListTasksCursor,
+    apply_history_length,
+    decode_list_tasks_cursor,
+    encode_list_tasks_cursor,
+    validate_history_length,
+    validate_page_size,
+)
+
+from ..._core.access import Principal
+from ..._core.requests import Request
+from ..._results import RunResult
+from ..._runtime import RunRecord, RunStatus, Sayso, ThreadSummary
+from ...exceptions import InvalidInput, ThreadNotFound
+from ._mapping import PauseView, history, pause_message, pause_view, text_message
+
+if TYPE_CHECKING:
+    from ._handler import SaysoRequestHandler
+
+ACTIVATION_MARKS = "a2a.activation"
+"""The runtime's mark namespace for whether a pause's HITL payload was attached (key: the run id)."""
+
+STATES: dict[RunStatus, TaskState] = {
+    "running": TaskState.TASK_STATE_WORKING,
+    "paused": TaskState.TASK_STATE_INPUT_REQUIRED,
+    "completed": TaskState.TASK_STATE_COMPLETED,
+    "failed": TaskState.TASK_STATE_FAILED,
+    "cancelled": TaskState.TASK_STATE_CANCELED,
+}
+
+DEFAULT_PAGE_SIZE = 50
+THREADS_READ = 1000
+"""How many of the caller's threads one listing looks through (newest first)."""
+
+
+async def list_tasks(handler: SaysoRequestHandler, params: ListTasksRequest, caller: Principal) -> ListTasksResponse:
+    """The page of tasks `params` asks for."""
+    validate_history_length(params)
+    page_size = params.page_size or DEFAULT_PAGE_SIZE
+    validate_page_size(page_size)
+    cursor = decode_list_tasks_cursor(params.page_token) if params.page_token else None
+    if params.page_token and cursor is None:
+        raise InvalidInput("the page token is not one this server gave", field="pageToken")
+    runs = [
+        run
+        for run in await _runs(handler, caller, params.context_id or None)
+        if (params.status == TaskState.TASK_STATE_UNSPECIFIED or STATES[run.status] == params.status)
+        and (
+            not params.HasField("status_timestamp_after")
+            or run.updated_at * 1e9 >= params.status_timestamp_after.ToNanoseconds()
+        )
+    ]
+    runs.sort(key=lambda r: _position(r).sort_key(), reverse=True)
+    if cursor is not None:
+        runs_after = [r for r in runs if _position(r).sort_key() < cursor.sort_key()]
+    else:
+        runs_after = runs
+    page = runs_after[:page_size]
+    tasks = []
+    for run in page:
+        task = apply_history_length(await handler.task_of(run), params)
+        if not params.include_artifacts:
+            del task.artifacts[:]
+        tasks.append(task)
+    more = len(runs_after) > page_size
+    return ListTasksResponse(
+        tasks=tasks,
+        next_page_token=encode_list_tasks_cursor(_position(page[-1])) if more else "",
+        page_size=page_size,
+        total_size=len(runs),
+    )
+
+
+def _position(run: RunRecord) -> ListTasksCursor:
+    return ListTasksCursor(timestamp_ns=int(run.updated_at * 1e9), task_id=run.run_id)
+
+
+async def _runs(handler: SaysoRequestHandler, caller: Principal, context_id: str | None) -> list[RunRecord]:
+    """The caller's top-level runs of the endpoint's agent, in one context or in all of theirs."""
+    sayso = handler.sayso
+    if context_id is not None:
+        try:
+            threads = [await sayso.thread(context_id, principal=caller)]
+        except ThreadNotFound:
+            return []
+        agents = [t.agent for t in threads]
+        thread_ids = [t.thread_id for t in threads]
+    else:
+        summaries: list[ThreadSummary] = await sayso.threads(principal=caller, limit=THREADS_READ)
+        agents = [t.agent for t in summaries]
+        thread_ids = [t.thread_id for t in summaries]
+    runs: list[RunRecord] = []
+    for thread_id, agent in zip(thread_ids, agents, strict=True):
+        if agent != handler.agent:
+            continue
+        seen: dict[str, None] = {}
+        for entry in await sayso.transcript(thread_id, principal=caller):
+            seen.setdefault(entry.run_id, None)
+        for run_id in seen:
+            run = await sayso.run_record(run_id)
+            if run.parent_run_id is None and run.agent == handler.agent:
+                runs.append(run)
+    return runs
+
+
+@dataclass(frozen=True, kw_only=True)
+class _ActivationMark:
+    """Whether the A2A call that left a run paused activated the HITL extension, kept as a runtime mark.
+
+    A pause shown without the extension stays text-only on later reads; the mark names its pause,
+    so a later pause of the same run is not mistaken for it.
+    """
+
+    pause_id: str
+    activated: bool
+
+    def dump(self) -> str:
+        return json.dumps({"pause_id": self.pause_id, "activated": self.activated})
+
+    @classmethod
+    def load(cls, raw: str) -> _ActivationMark:
+        data = json.loads(raw)
+        return cls(pause_id=str(data["pause_id"]), activated=bool(data["activated"]))
+
+
+class TaskReader:
+    """What a task looks like, rebuilt from the runtime's records: status, answer, history, the pause as shown.
+
+    Whether a pause carries the HITL payload depends on the A2A call that left it: kept as a runtime
+    mark, so any process reads the same task.
+    """
+
+    def __init__(self, sayso: Sayso, *, legacy: bool, clock: Callable[[], float]) -> None:
+        self.sayso = sayso
+        self.legacy = legacy
+        self._clock = clock
+
+    async def view(self, task_id: str, requests: Sequence[Request]) -> PauseView | None:
+        """The view of a pause to show now, with the remote task behind it when a remote delegate asked.
+
+        The nested block names the task's direct child; when that child is a remote agent, its own
+        task, context and ids are shown (a remote agent deeper down shows through its local parent).
+        """
+        depth = (await self.sayso.run_record(task_id)).path.count("/")
+        view = pause_view(task_id, requests, depth=depth)
+        asker = view.requests[0] if view is not None else None
+        if view is not None and asker is not None and asker.agent_path.count("/") == depth + 1:
+            remote = await self.sayso.remote_task(asker.run_id)
+            if remote is not None:
+                view = replace(view, remote=remote)
+        return view
+
+    async def remember_activation(self, result: RunResult, activated: bool) -> None:
+        """A pause remembers whether the call that left it activated the extension."""
+        run = await self.sayso.run_record(result.run_id)
+        if run.status == "paused" and run.pause_id is not None:
+            mark = _ActivationMark(pause_id=run.pause_id, activated=activated)
+            await self.sayso.set_mark(ACTIVATION_MARKS, result.run_id, mark.dump())
+
+    async def task(self, result: RunResult) -> Task:
+        """The task a run is, from the runtime's records: status, the answer as an artifact, and the history."""
+        run = await self.sayso.run_record(result.run_id)
+        activated = await self.activated(result.run_id, run.pause_id)
+        legacy = self.legacy and not activated
+        status_message: Message | None = None
+        artifacts: list[Artifact] = []
+        if result.status == "paused":
+            status_message = pause_message(
+                await self.view(result.run_id, result.requests),
+                task_id=result.run_id,
+                context_id=result.thread_id,
+                activated=activated,
+                legacy=legacy,
+            )
+        elif result.status == "completed" and result.output is not None:
+            status_message = text_message(
+                result.output, task_id=result.run_id, context_id=result.thread_id, message_id=f"out-{result.run_id}"
+            )
+            artifacts.append(
+                Artifact(artifact_id=f"{result.run_id}-response", name="response", parts=[Part(text=result.output)])
+            )
+        elif result.status == "failed":
+            status_message = text_message(
+                result.error or "the run failed",
+                task_id=result.run_id,
+                context_id=result.thread_id,
+                message_id=f"err-{result.run_id}",
+            )
+        asked = await self.sayso.run_requests(result.run_id)
+        return Task(
+            id=result.run_id,
+            context_id=result.thread_id,
+            status=self.status(STATES[result.status], status_message, at=run.updated_at),
+            artifacts=artifacts,
+            history=history(run, asked.requests, asked.decisions, activated=activated, legacy=legacy),
+        )
+
+    def status(self, state: TaskState, message: Message | None, *, at: float | None = None) -> TaskStatus:
+        status = TaskStatus(state=state, message=message)
+        status.timestamp.FromNanoseconds(int((self._clock() if at is None else at) * 1e9))
+        return status
+
+    async def activated(self, run_id: str, pause_id: str | None) -> bool:
+        """Whether the pause's payload was attached: yes unless an A2A call without the header reported it."""
+        if self.sayso.config.a2a.legacy_only:
+            return False
+        raw = await self.sayso.get_mark(ACTIVATION_MARKS, run_id)
+        if raw is None:
+            return True
+        mark = _ActivationMark.load(raw)
+        return mark.pause_id != pause_id or mark.activated

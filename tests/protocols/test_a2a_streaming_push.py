@@ -1,0 +1,258 @@
+"""A2A as the work goes on: text streamed as it is written, tasks returned at once and cancelled while working,
+push notifications signed like webhooks, and approvals that carry edited arguments."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from a2a.types import (
+    DeleteTaskPushNotificationConfigRequest,
+    ListTaskPushNotificationConfigsRequest,
+    TaskPushNotificationConfig,
+    TaskState,
+)
+from fastapi import FastAPI, Request
+
+from sayso import Config, Sayso
+from sayso._signing import verify_signature
+
+from ..conftest import InProcess, LiveServer, script
+from .a2a_helpers import collect, get_task, hitl, rpc, sdk_client, sdk_message, send, stream, task_of, user_message
+from .conftest import ServerFactory, protocol_app
+
+SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
+
+
+# --- streaming (must hold 7)
+
+
+async def test_a_stream_sends_the_text_as_it_is_written_then_the_end(serve: ServerFactory, sandbox: Path) -> None:
+    """SendStreamingMessage sends a working task, the answer's text in several appended artifact chunks, then the
+    final status; the chunks add up to the answer."""
+    server = await serve()
+    async with server.client() as client:
+        _, events = await stream(client, user_message("list"))
+    results = [e["result"] for e in events]
+    assert results[0]["task"]["status"]["state"] == "TASK_STATE_WORKING"
+    chunks = [
+        r["artifactUpdate"]
+        for r in results
+        if "artifactUpdate" in r and r["artifactUpdate"]["artifact"]["name"] == "text"
+    ]
+    assert len(chunks) > 2
+    assert not chunks[0].get("append") and all(c["append"] for c in chunks[1:])
+    text = "".join(c["artifact"]["parts"][0]["text"] for c in chunks)
+    final = results[-1]["statusUpdate"]["status"]
+    assert final["state"] == "TASK_STATE_COMPLETED"
+    assert text == final["message"]["parts"][0]["text"] and text.startswith("Files in the sandbox:")
+
+
+async def test_the_sdk_streaming_client_sees_the_text_chunks_and_the_pause(serve: ServerFactory, sandbox: Path) -> None:
+    """The a2a-sdk's streaming client receives artifact updates while the run works and ends on its status."""
+    server = await serve()
+    async with server.client() as http:
+        client = await sdk_client(http, streaming=True)
+        events = await collect(client, sdk_message("list"))
+        await client.close()
+    kinds = [e.WhichOneof("payload") for e in events]
+    assert kinds[0] == "task" and kinds[-1] == "status_update"
+    assert kinds.count("artifact_update") > 2
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+# --- returned at once, cancelled while working (must hold 7)
+
+started = anyio.Event()
+release = anyio.Event()
+exported: list[str] = []
+
+
+async def export_report(name: str) -> str:
+    """Export a report; takes as long as the test says."""
+    started.set()
+    await release.wait()
+    exported.append(name)
+    return f"exported {name}"
+
+
+@pytest.fixture
+async def slow_server(tmp_path: Path) -> AsyncIterator[InProcess]:
+    """An agent whose only tool works until the test releases it."""
+    global started, release
+    started, release = anyio.Event(), anyio.Event()
+    exported.clear()
+    config = Config.model_validate(
+        {
+            "store": f"sqlite:///{tmp_path / 'slow.db'}",
+            "agents": {"reports": {"model": "m", "tools": [export_report]}},
+            "a2a": {"push_private_urls": True},
+            "base_dir": tmp_path,
+        }
+    )
+    model = script(
+        {"user": "^export (?P<n>.+)$", "call": "export_report", "args": {"name": "{n}"}},
+        {"tool": "export_report", "reply": "Done: {result}"},
+    )
+    served = await InProcess(app=protocol_app(sayso := Sayso(config, models={"m": model})), sayso=sayso).start()
+    yield served
+    release.set()
+    await served.stop()
+
+
+async def send_at_once(client: httpx.AsyncClient, text: str, **configuration: Any) -> dict[str, Any]:
+    params = {"message": user_message(text), "configuration": {"returnImmediately": True, **configuration}}
+    body = (await rpc(client, "reports", "SendMessage", params)).json()
+    return task_of(body)
+
+
+async def test_return_immediately_gives_the_working_task_which_finishes_later(slow_server: InProcess) -> None:
+    """With `returnImmediately` the task comes back working; a later GetTask sees it completed."""
+    async with slow_server.client() as client:
+        task = await send_at_once(client, "export q3")
+        assert task["status"]["state"] == "TASK_STATE_WORKING"
+        assert task["history"][0]["parts"] == [{"text": "export q3"}]
+        await started.wait()
+        assert (await get_task_of(client, task["id"]))["status"]["state"] == "TASK_STATE_WORKING"
+        release.set()
+        done = await wait_for_state(client, task["id"], "TASK_STATE_COMPLETED")
+    assert done["status"]["message"]["parts"] == [{"text": "Done: exported q3"}]
+
+
+async def test_cancel_task_stops_a_working_task_and_nothing_more_runs(slow_server: InProcess) -> None:
+    """CancelTask on a working task stops it: the task is canceled and its tool never finishes."""
+    async with slow_server.client() as client:
+        task = await send_at_once(client, "export q4")
+        await started.wait()
+        cancelled = (await rpc(client, "reports", "CancelTask", {"id": task["id"]})).json()["result"]
+        release.set()
+        assert cancelled["status"]["state"] == "TASK_STATE_CANCELED"
+        await anyio.sleep(0.1)
+        assert (await get_task_of(client, task["id"]))["status"]["state"] == "TASK_STATE_CANCELED"
+    assert exported == []
+
+
+async def get_task_of(client: httpx.AsyncClient, task_id: str) -> dict[str, Any]:
+    result: dict[str, Any] = (await rpc(client, "reports", "GetTask", {"id": task_id})).json()["result"]
+    return result
+
+
+async def wait_for_state(client: httpx.AsyncClient, task_id: str, state: str) -> dict[str, Any]:
+    with anyio.fail_after(10):
+        while (task := await get_task_of(client, task_id))["status"]["state"] != state:
+            await anyio.sleep(0.05)
+    return task
+
+
+# --- push notifications (must hold 7)
+
+
+@pytest.fixture
+def receiver() -> Iterator[tuple[str, list[tuple[dict[str, str], bytes]]]]:
+    """A webhook receiver on 127.0.0.1 that keeps every delivery (headers and body)."""
+    received: list[tuple[dict[str, str], bytes]] = []
+    app = FastAPI()
+
+    @app.post("/hook")
+    async def hook(request: Request) -> dict[str, str]:
+        received.append((dict(request.headers), await request.body()))
+        return {"ok": "yes"}
+
+    server = LiveServer.in_thread(app)
+    yield f"{server.base_url}/hook", received
+    server.stop()
+
+
+async def test_push_notifications_deliver_each_task_update_signed(
+    slow_server: InProcess, receiver: tuple[str, list[tuple[dict[str, str], bytes]]]
+) -> None:
+    """A push config given with the message gets the task's updates, each signed with its token like a webhook."""
+    url, received = receiver
+    async with slow_server.client() as client:
+        push = {"url": url, "token": "tok-7"}
+        task = await send_at_once(client, "export q1", taskPushNotificationConfig=push)
+        release.set()
+        await wait_for_state(client, task["id"], "TASK_STATE_COMPLETED")
+        with anyio.fail_after(10):
+            while not received:
+                await anyio.sleep(0.05)
+    headers, body = received[-1]
+    assert headers["x-a2a-notification-token"] == "tok-7"
+    assert verify_signature("tok-7", headers, body, now=time.time())
+    assert not verify_signature("another", headers, body, now=time.time())
+    update = json.loads(body)["statusUpdate"]
+    assert update["taskId"] == task["id"] and update["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_push_configs_are_managed_with_the_sdk_client_and_refused_when_unsafe(
+    serve: ServerFactory, sandbox: Path, receiver: tuple[str, list[tuple[dict[str, str], bytes]]]
+) -> None:
+    """The a2a-sdk's client creates, lists and deletes a task's push configs; one without a token, or aimed at a
+    private address the server was not told to reach, is refused."""
+    url, _ = receiver
+    server = await serve(a2a={"push_private_urls": True})
+    async with server.client() as http:
+        task = task_of(await send(http, user_message("delete notes")))
+        client = await sdk_client(http, streaming=False)
+        made = await client.create_task_push_notification_config(
+            TaskPushNotificationConfig(task_id=task["id"], id="hook-1", url=url, token="tok")
+        )
+        assert made.task_id == task["id"] and made.id == "hook-1"
+        listed = await client.list_task_push_notification_configs(
+            ListTaskPushNotificationConfigsRequest(task_id=task["id"])
+        )
+        assert [c.url for c in listed.configs] == [url]
+        await client.delete_task_push_notification_config(
+            DeleteTaskPushNotificationConfigRequest(task_id=task["id"], id="hook-1")
+        )
+        listed = await client.list_task_push_notification_configs(
+            ListTaskPushNotificationConfigsRequest(task_id=task["id"])
+        )
+        assert list(listed.configs) == []
+        await client.close()
+        unsigned = await rpc(http, "files", "CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url})
+        assert "token" in unsigned.json()["error"]["message"]
+    strict = await serve()
+    async with strict.client() as http:
+        task = task_of(await send(http, user_message("delete notes")))
+        inward = await rpc(
+            http, "files", "CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url, "token": "t"}
+        )
+    assert "public address" in inward.json()["error"]["message"]
+
+
+# --- edited arguments under sayso's key (must hold 7)
+
+
+async def test_an_approval_carries_edited_arguments_under_saysos_key_validated_as_over_rest(
+    serve: ServerFactory, sandbox: Path
+) -> None:
+    """An approval with `edited_args` under sayso's metadata key runs the edited call; an edit that breaks the tool's
+    schema, or comes with a rejection, is refused and the task still waits."""
+    server = await serve()
+    async with server.client() as client:
+        task = task_of(await send(client, user_message("delete notes")))
+        tool_id = hitl(task["status"]["message"])["tools"][0]["id"]
+
+        def approve(edit: dict[str, Any], approved: bool = True) -> dict[str, Any]:
+            payload = {"type": "tool_approval_response", "approvals": [{"id": tool_id, "approved": approved}]}
+            message = user_message(task_id=task["id"], context_id=task["contextId"], payload=payload)
+            message["metadata"][SAYSO_KEY] = {"approvals": {tool_id: edit}}
+            return message
+
+        broken = (await send(client, approve({"edited_args": {"name": 3}})))["error"]
+        assert broken["code"] == -32602 and "edited arguments are invalid" in broken["message"]
+        rejected = (await send(client, approve({"edited_args": {"name": "todo.md"}}, approved=False)))["error"]
+        assert "goes with an approval" in rejected["message"]
+        assert (await get_task(client, task["id"]))["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        done = task_of(await send(client, approve({"edited_args": {"name": "todo.md"}})))
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert (sandbox / "notes.txt").exists() and not (sandbox / "todo.md").exists()
+    decision = done["history"][2]["metadata"][SAYSO_KEY]["decisions"][0]["decision"]
+    assert decision == {"kind": "approve", "scope": "once", "edited_args": {"name": "todo.md"}}

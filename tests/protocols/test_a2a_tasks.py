@@ -1,0 +1,212 @@
+"""A2A tasks as a client reads them: the history of a task, listing tasks, cancelling one, and every entry served."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from a2a.types import CancelTaskRequest, GetTaskRequest, ListTasksRequest, TaskState
+from google.protobuf.json_format import MessageToDict
+from typer.testing import CliRunner
+
+from sayso import load_config
+from sayso.cli import app as cli_app
+
+from .a2a_helpers import URI, collect, get_task, hitl, rpc, sdk_client, sdk_message, send, task_of, user_message
+from .conftest import EXAMPLE, InProcess, ServerFactory
+
+TEAM = Path(__file__).parents[2] / "examples" / "team" / "sayso.yaml"
+SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
+
+
+@pytest.fixture
+async def server(serve: ServerFactory, sandbox: Path) -> InProcess:
+    """The file manager, with A2A and AG-UI, in local development mode."""
+    return await serve()
+
+
+async def paused(client: httpx.AsyncClient, text: str = "delete notes") -> dict[str, Any]:
+    task = task_of(await send(client, user_message(text)))
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    return task
+
+
+def approve_message(task: dict[str, Any], approvals: list[dict[str, Any]], **sayso: Any) -> dict[str, Any]:
+    message = user_message(
+        "Approved",
+        task_id=task["id"],
+        context_id=task["contextId"],
+        payload={"type": "tool_approval_response", "approvals": approvals},
+    )
+    if sayso:
+        message["metadata"][SAYSO_KEY] = sayso
+    return message
+
+
+def shape(history: list[dict[str, Any]], ids: dict[str, str]) -> list[dict[str, Any]]:
+    """A history with ids named by role instead of value, and the moment and channel of each decision dropped."""
+    out = []
+    for message in copy.deepcopy(history):
+        for key in ("messageId", "taskId", "contextId"):
+            message.pop(key, None)
+        text = json.dumps(message)
+        for value, name in ids.items():
+            text = text.replace(value, name)
+        message = json.loads(text)
+        for entry in message.get("metadata", {}).get(SAYSO_KEY, {}).get("decisions", []):
+            entry.pop("decided_at")
+        out.append(message)
+    return out
+
+
+# --- history (must hold 1)
+
+
+async def test_a_tasks_history_holds_the_turn_the_pause_the_decision_and_the_answer(server: InProcess) -> None:
+    """GetTask returns the person's message, the pause with its payload, the decision message and the final answer."""
+    async with server.client() as client:
+        task = await paused(client)
+        waiting = await get_task(client, task["id"])
+        assert [m["role"] for m in waiting["history"]] == ["ROLE_USER", "ROLE_AGENT"]
+        assert waiting["history"][0]["parts"] == [{"text": "delete notes"}]
+        assert waiting["history"][1] == waiting["status"]["message"]
+        tool_id = hitl(waiting["history"][1])["tools"][0]["id"]
+        await send(client, approve_message(task, [{"id": tool_id, "approved": True}]))
+        done = await get_task(client, task["id"])
+    user, pause, decision, answer = done["history"]
+    assert hitl(pause)["type"] == "tool_approval_request"
+    assert decision["role"] == "ROLE_USER" and decision["parts"] == [{"text": "Approved"}]
+    assert decision["extensions"] == [URI]
+    assert hitl(decision) == {"type": "tool_approval_response", "approvals": [{"id": tool_id, "approved": True}]}
+    assert decision["metadata"][SAYSO_KEY]["decisions"][0]["by"] == "person"
+    assert answer == {**done["status"]["message"], "parts": [{"text": "Deleted notes.txt."}]}
+    assert (await get_task_limited(server, task["id"], 1)) == [answer]
+
+
+async def get_task_limited(server: InProcess, task_id: str, length: int) -> list[dict[str, Any]]:
+    async with server.client() as client:
+        response = await rpc(client, "files", "GetTask", {"id": task_id, "historyLength": length})
+    history: list[dict[str, Any]] = response.json()["result"]["history"]
+    return history
+
+
+async def test_the_history_is_the_same_whether_the_pause_was_answered_over_a2a_rest_or_the_cli(
+    server: InProcess, sandbox: Path
+) -> None:
+    """A question then an approval, answered over A2A, REST or the CLI, leave the same task history."""
+    histories = []
+    async with server.client() as client:
+        for channel in ("a2a", "rest", "cli"):
+            task = await paused(client, "delete report")
+            question = hitl(task["status"]["message"])
+            ids = {question["id"]: "<question>", task["id"]: "<task>", task["contextId"]: "<context>"}
+            await answer(client, channel, task, question["id"], ["report-2025.txt"])
+            then = await get_task(client, task["id"])
+            approval = hitl(then["status"]["message"])["tools"][0]
+            ids.update({approval["id"]: "<approval>", approval["call_id"]: "<call>"})
+            await answer(client, channel, task, approval["id"], None)
+            done = await get_task(client, task["id"])
+            assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+            histories.append(shape(done["history"], ids))
+            (sandbox / "report-2025.txt").write_text("Revenue grew 4% in 2025.\n")  # the same file, next time
+    a2a, rest, cli = histories
+    assert [m["role"] for m in a2a] == ["ROLE_USER", "ROLE_AGENT", "ROLE_USER", "ROLE_AGENT", "ROLE_USER", "ROLE_AGENT"]
+    assert hitl(a2a[2]) == {
+        "type": "ask_user_response",
+        "id": "<question>",
+        "answers": [{"answer": ["report-2025.txt"]}],
+    }
+    assert a2a == rest == cli
+
+
+async def answer(client: httpx.AsyncClient, channel: str, task: dict[str, Any], request_id: str, answers: Any) -> None:
+    """Answer one request over A2A, REST or the CLI (the CLI opens the same store from its own runtime)."""
+    if channel == "a2a":
+        payload = (
+            {"type": "ask_user_response", "id": request_id, "answers": [{"answer": answers}]}
+            if answers
+            else {"type": "tool_approval_response", "approvals": [{"id": request_id, "approved": True}]}
+        )
+        message = user_message(task_id=task["id"], context_id=task["contextId"], payload=payload)
+        assert "result" in await send(client, message)
+    elif channel == "rest":
+        body = {"kind": "answer", "answers": [answers]} if answers else {"kind": "approve"}
+        response = await client.post(f"/v1/requests/{request_id}/decision", json=body)
+        assert response.status_code == 200, response.text
+    else:
+        args = ["decide", str(EXAMPLE), request_id, *(["answer", *answers] if answers else ["approve"])]
+        done = await anyio.to_thread.run_sync(lambda: CliRunner().invoke(cli_app, args))
+        assert done.exit_code == 0, done.output
+
+
+# --- listing and cancelling (must hold 1, 7)
+
+
+async def test_the_sdk_client_lists_gets_and_cancels_tasks(server: InProcess, sandbox: Path) -> None:
+    """The a2a-sdk's client lists the caller's tasks (newest first, by context, a page at a time), reads one with
+    its history, and cancels a waiting one: its request closes as skipped and nothing runs."""
+    async with server.client() as http:
+        first = await paused(http)
+        second = task_of(await send(http, user_message("list", context_id="thr_second")))
+        client = await sdk_client(http, streaming=False)
+        listed = await client.list_tasks(ListTasksRequest())
+        assert [t.id for t in listed.tasks] == [second["id"], first["id"]]
+        assert listed.total_size == 2 and not listed.next_page_token
+        assert [t.id for t in (await client.list_tasks(ListTasksRequest(context_id="thr_second"))).tasks] == [
+            second["id"]
+        ]
+        waiting = await client.list_tasks(ListTasksRequest(status=TaskState.TASK_STATE_INPUT_REQUIRED))
+        assert [t.id for t in waiting.tasks] == [first["id"]]
+        page = await client.list_tasks(ListTasksRequest(page_size=1, history_length=0))
+        assert [t.id for t in page.tasks] == [second["id"]] and not page.tasks[0].history
+        rest = await client.list_tasks(ListTasksRequest(page_size=1, page_token=page.next_page_token))
+        assert [t.id for t in rest.tasks] == [first["id"]]
+
+        read = await client.get_task(GetTaskRequest(id=first["id"]))
+        assert [MessageToDict(m)["role"] for m in read.history] == ["ROLE_USER", "ROLE_AGENT"]
+        cancelled = await client.cancel_task(CancelTaskRequest(id=first["id"]))
+        assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+        await client.close()
+        again = await get_task(http, first["id"])
+    assert again["status"]["state"] == "TASK_STATE_CANCELED"
+    assert (sandbox / "notes.txt").exists()
+    [request] = (await server.sayso.run_requests(first["id"])).requests
+    decision = (await server.sayso.request(request.request_id)).decision
+    assert decision is not None and decision.decision.kind == "skip"
+
+
+async def test_a_finished_task_cannot_be_cancelled(server: InProcess) -> None:
+    """CancelTask on a completed task is A2A's not-cancelable error."""
+    async with server.client() as client:
+        done = task_of(await send(client, user_message("list")))
+        error = (await rpc(client, "files", "CancelTask", {"id": done["id"]})).json()["error"]
+    assert error["code"] == -32002 and "completed" in error["message"]
+
+
+# --- every entry served (must hold 2)
+
+
+async def test_an_orchestration_is_served_under_its_name_and_is_the_root_card(serve: ServerFactory) -> None:
+    """kaboo's `orchestrations: {team: ...}` with `entry: team` serves /a2a/team with its own card, the root card
+    names it, and the a2a-sdk client reaches the team's lead from the root card."""
+    server = await serve(config=load_config(TEAM))
+    async with server.client() as http:
+        root = (await http.get("/.well-known/agent-card.json")).json()
+        team = (await http.get("/a2a/team/.well-known/agent-card.json")).json()
+        member = (await http.get("/a2a/analyst/.well-known/agent-card.json")).json()
+        assert root == team and root["name"] == "team"
+        assert root["supportedInterfaces"][0]["url"] == f"{http.base_url}/a2a/team"
+        assert member["name"] == "analyst"
+        client = await sdk_client(http, streaming=False)
+        events = await collect(client, sdk_message("report"))
+        await client.close()
+    last = events[-1]
+    task = last.task if last.HasField("task") else None
+    assert task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    run = await server.sayso.run_record(task.id)
+    assert run.agent == "coordinator", "the team's lead answers"

@@ -1,0 +1,132 @@
+"""The terms of one call into the runtime: a host's remembered approvals, streamed text, cancelling a working run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from sayso import Approve, RunConflict
+from sayso._core.grants import Grant
+from sayso._runtime import new_id
+
+from .conftest import MakeApp, script
+
+deleted: list[str] = []
+started = anyio.Event()
+release = anyio.Event()
+
+
+@pytest.fixture(autouse=True)
+def reset() -> None:
+    global started, release
+    deleted.clear()
+    started, release = anyio.Event(), anyio.Event()
+
+
+def delete_file(name: str) -> str:
+    """Delete a file."""
+    deleted.append(name)
+    return f"deleted {name}"
+
+
+async def slow_export(name: str) -> str:
+    """Export a file; waits until the test lets it finish."""
+    started.set()
+    await release.wait()
+    deleted.append(f"exported {name}")
+    return f"exported {name}"
+
+
+def agents(**interrupt: object) -> dict[str, object]:
+    return {
+        "files": {
+            "model": "m",
+            "tools": [delete_file, slow_export],
+            "interrupt": {"tools": ["delete_file"], **interrupt},
+        }
+    }
+
+
+MODEL = {
+    "m": {
+        "rules": [
+            {"user": "^delete (?P<n>.+)$", "call": "delete_file", "args": {"name": "{n}"}},
+            {"user": "^export (?P<n>.+)$", "call": "slow_export", "args": {"name": "{n}"}},
+            {"tool": "delete_file", "reply": "Done: {result}"},
+            {"tool": "slow_export", "reply": "Done: {result}"},
+            {"user": ".", "reply": "Hello there, friend."},
+        ]
+    }
+}
+
+
+def model() -> Any:
+    return script(*MODEL["m"]["rules"])
+
+
+async def test_a_host_that_remembers_nothing_is_offered_once_only_and_nothing_is_stored(make_app: MakeApp) -> None:
+    """With a host's grants, only they count and sayso stores none; a host that keeps none is offered `once` only."""
+    async with make_app(agents(remember="thread"), model=model()) as app:
+        bare = await app.run("delete a.txt", agent="files", grants=(), offer_wider_scopes=False)
+        assert bare.requests[0].scopes == ("once",)
+
+        hosted = await app.run("delete b.txt", agent="files", grants=())
+        assert hosted.requests[0].scopes == ("once", "thread")
+        done = await app.answer_pause(
+            hosted.run_id, {hosted.requests[0].request_id: Approve(scope="thread")}, grants=()
+        )
+        assert done.status == "completed" and deleted == ["b.txt"]
+        assert await app.grants() == [], "the host keeps remembered approvals; sayso stores none"
+
+        grant = Grant(
+            grant_id="host-1",
+            tool="delete_file",
+            subject_key="tool:delete_file",
+            subject_label="delete_file",
+            scope="thread",
+            principal="local",
+            thread_id=done.thread_id,
+            created_at=0.0,
+        )
+        again = await app.run("delete c.txt", thread_id=done.thread_id, grants=[grant])
+    assert again.status == "completed" and deleted == ["b.txt", "c.txt"], "the host's grant covers the call"
+
+
+async def test_text_streams_to_the_caller_as_the_model_writes_it(make_app: MakeApp) -> None:
+    """Inside `streaming_text`, each piece of the model's text reaches the caller before the run returns."""
+    chunks: list[str] = []
+
+    async def collect(chunk: str) -> None:
+        chunks.append(chunk)
+
+    async with make_app(agents(), model=model()) as app:
+        with app.streaming_text(collect):
+            result = await app.run("hi", agent="files")
+    assert len(chunks) > 1
+    assert "".join(chunks) == result.output == "Hello there, friend."
+
+
+async def test_cancelling_a_working_run_stops_it_and_frees_the_thread(make_app: MakeApp) -> None:
+    """A working run cancelled by its runtime ends as cancelled, its tool never finishes, and the thread moves on."""
+    async with make_app(agents(), model=model()) as app:
+        run_id = new_id("run")
+        outcome: list[object] = []
+
+        async def work() -> None:
+            outcome.append(await app.run("export a.txt", agent="files", thread_id="thr_cancel", run_id=run_id))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(work)
+            await started.wait()
+            assert (await app.run_record(run_id)).status == "running"
+            cancelled = await app.cancel(run_id)
+        release.set()
+        assert cancelled.status == "cancelled"
+        assert (await app.run_record(run_id)).status == "cancelled"
+        assert deleted == [], "the tool was stopped before it finished"
+        with pytest.raises(RunConflict, match="cancelled"):
+            await app.cancel(run_id)
+        after = await app.run("hi", thread_id="thr_cancel")
+    assert after.status == "completed"
