@@ -69,6 +69,8 @@ class RunDeps:
     """Approved requests whose ledger mark this segment wrote when it consumed the pause."""
     executed: list[ExecutionResult] = field(default_factory=list[ExecutionResult])
     """Results of marked calls, committed with the run's next save."""
+    giver_may_decide: Callable[[Grant], bool] = lambda grant: False
+    """Whether whoever gave a grant may still decide for its principal and agent; a grant reaches no further."""
 
 
 @dataclass
@@ -211,7 +213,13 @@ class GateToolset(WrapperToolset[Any]):
             else await deps.ledger.grants_for(principal=principal, tool=name, subject_key=subject.key)
         )
         return covering_grant(
-            grants, tool=name, subject_key=subject.key, principal=principal, thread_id=deps.thread_id, now=deps.clock()
+            [g for g in grants if deps.giver_may_decide(g)],
+            tool=name,
+            subject_key=subject.key,
+            principal=principal,
+            thread_id=deps.thread_id,
+            agent_path=deps.agent_path,
+            now=deps.clock(),
         )
 
     async def _run_granted(

@@ -343,6 +343,7 @@ async def test_a_batch_of_decisions_is_recorded_whole_or_not_at_all(store: RunSt
         subject_label="k",
         scope="always",
         principal="alice",
+        agent="files",
         thread_id=None,
         created_at=NOW,
     )
@@ -488,6 +489,8 @@ def grant(
         subject_label="folder reports/",
         scope="always",
         principal=principal,
+        agent="files",
+        granted_by="ops",
         thread_id=None,
         created_at=at,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
-from .._core.access import Principal, may_decide
+from .._core.access import Principal, may_decide, root_agent
 from .._core.decisions import Approve, Decision, DecisionRecord, Expire, check_decision
 from .._core.grants import Grant
 from .._core.requests import ApprovalRequest, Request
@@ -44,7 +44,7 @@ async def decide(k: Kernel, request_id: str, decision: Decision, *, principal: P
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now
         )
         earlier = await k.store.record_decision(
-            record, audit=[audit_body(request, record)], grant=grant_from(request, to_record, now)
+            record, audit=[audit_body(request, record)], grant=grant_from(request, to_record, now, giver=principal)
         )
         if earlier is not None and earlier.decision != to_record:
             raise AlreadyDecided(request_id, f"already decided ({earlier.decision.kind}); the first decision wins")
@@ -92,7 +92,7 @@ async def answer_pause(
         record = DecisionRecord(
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now
         )
-        records.append((request, record, grant_from(request, to_record, now)))
+        records.append((request, record, grant_from(request, to_record, now, giver=principal)))
     earlier = await k.store.record_decisions(
         [record for _, record, _ in records],
         audit=[audit_body(request, record) for request, record, _ in records],
@@ -183,10 +183,11 @@ def check_same_subject(k: Kernel, request: Request, decision: Decision) -> None:
         )
 
 
-def grant_from(request: Request, decision: Decision, now: float) -> Grant | None:
+def grant_from(request: Request, decision: Decision, now: float, *, giver: Principal) -> Grant | None:
     """The grant an approval with a wider scope creates; none for service-enforced requests.
 
-    This is the one place a grant is made.
+    This is the one place a grant is made. It is given for the request's root agent and reaches
+    no further (§7): an approver for one agent never lets calls through another.
     """
     from ._kernel import new_id
 
@@ -201,6 +202,15 @@ def grant_from(request: Request, decision: Decision, now: float) -> Grant | None
         subject_label=request.subject.label,
         scope=decision.scope,
         principal=request.principal or "",
+        agent=root_agent(request.agent_path),
         thread_id=request.thread_id if decision.scope == "thread" else None,
         created_at=now,
+        granted_by=giver.name,
     )
+
+
+def giver_may_decide(k: Kernel, grant: Grant) -> bool:
+    """Whether whoever gave `grant` may (still) decide for its principal and agent: a grant reaches no further."""
+    if grant.agent is None:
+        return False
+    return may_decide(k.principal(grant.giver), owner=grant.principal, agent_path=grant.agent)

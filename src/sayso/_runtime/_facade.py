@@ -143,14 +143,7 @@ class Sayso:
 
     def principal(self, who: PrincipalLike) -> Principal:
         """The principal a name stands for: its configured approver role, or the local caller in local mode."""
-        if isinstance(who, Principal):
-            return who
-        if not self.config.principals:
-            return LOCAL if who == access.LOCAL_NAME else Principal(name=who)
-        for configured in self.config.principals:
-            if configured.name == who:
-                return Principal(name=who, approver_for=tuple(configured.approver_for))
-        return Principal(name=who)
+        return who if isinstance(who, Principal) else self._k.principal(who)
 
     # the cycle
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from .._agents import BuiltAgent
 from .._config import Config
+from .._core import access
+from .._core.access import LOCAL, Principal
 from .._store import RunStore
 from ..exceptions import ConfigError
 from ._events import Events
@@ -46,6 +48,15 @@ class Kernel:
     remote_urls: dict[str, str] = field(default_factory=dict[str, str])
     """Remote (A2A) delegates by tool name."""
     remote: RemoteAgents | None = None
+
+    def principal(self, name: str) -> Principal:
+        """The principal a name stands for: its configured approver role, or the local caller in local mode."""
+        if not self.config.principals:
+            return LOCAL if name == access.LOCAL_NAME else Principal(name=name)
+        for configured in self.config.principals:
+            if configured.name == name:
+                return Principal(name=name, approver_for=tuple(configured.approver_for))
+        return Principal(name=name)
 
     def built(self, name: str) -> BuiltAgent:
         """The built agent called `name`."""

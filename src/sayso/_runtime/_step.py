@@ -46,6 +46,7 @@ async def execute(
 ) -> RunResult:
     """Run one segment of `run` on `built` and persist where it ended: paused, completed or failed."""
     from . import _tree
+    from ._deciding import giver_may_decide
     from ._kernel import new_id
 
     if history is None:
@@ -60,6 +61,7 @@ async def execute(
         grants=external_grants,
         delegate=lambda target, task, call_id: _tree.delegate(k, run, target, task, call_id),
         marked=marked,
+        giver_may_decide=lambda grant: giver_may_decide(k, grant),
     )
     allowed = [t for t in run.client_tools if t.name in built.client_tools]
     # A client tool's context reaches only the agents allowed to call that tool.

@@ -111,8 +111,11 @@ grants = Table(
     Column("created_at", Float, nullable=False),
     Column("expires_at", Float, nullable=True),
     Column("revoked_at", Float, nullable=True),
+    Column("agent", String(200), nullable=True),
+    Column("granted_by", String(200), nullable=True),
     Index("ix_grants_lookup", "principal", "tool", "subject_key"),
 )
+"""Remembered approvals; `agent` is the root agent a grant was given for (NULL: migrated untraced, covers nothing)."""
 
 audit = Table(
     "audit",

@@ -323,9 +323,10 @@ def grants_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     if as_json:
         print(json.dumps({"grants": [asdict(g) for g in grants]}, ensure_ascii=False))
         return
-    table = Table("grant", "tool", "covers", "scope", "principal", "thread")
+    table = Table("grant", "tool", "covers", "scope", "principal", "agent", "thread")
     for g in grants:
-        table.add_row(g.grant_id, g.tool, g.subject_label, g.scope, g.principal, g.thread_id or "any")
+        agent = g.agent or "none"
+        table.add_row(g.grant_id, g.tool, g.subject_label, g.scope, g.principal, agent, g.thread_id or "any")
     console.print(table if grants else "no active grants")
 
 

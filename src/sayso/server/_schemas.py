@@ -293,9 +293,15 @@ class GrantOut(BaseModel):
     subject_label: str
     scope: Literal["thread", "always"]
     principal: str
+    """Whose calls it lets through (the owner of the thread it was given on)."""
+    agent: str | None
+    """The root agent it was given for; it covers calls through that agent only (`null`: a migrated grant that
+    covers nothing)."""
     thread_id: str | None
     """The thread a `thread` grant is limited to; `null` for `always`."""
     created_at: float
+    granted_by: str | None
+    """Who gave it; `null` means its principal."""
     expires_at: float | None
     revoked_at: float | None
 

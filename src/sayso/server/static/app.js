@@ -349,7 +349,7 @@ async function loadGrants() {
     const thread = grant.thread_id ? el("a", { href: `#/thread/${grant.thread_id}` }, grant.thread_id) : "any";
     const row = el("tr", { "data-grant-id": grant.grant_id },
       el("td", {}, grant.tool), el("td", {}, grant.subject_label), el("td", {}, scope), el("td", {}, grant.principal),
-      el("td", {}, thread), el("td", {}, when(grant.created_at)), el("td", {}, revoke));
+      el("td", {}, grant.agent || "none"), el("td", {}, thread), el("td", {}, when(grant.created_at)), el("td", {}, revoke));
     return row;
   }));
 }
