@@ -273,6 +273,40 @@ class WebhookConfig(_Strict):
         return secret
 
 
+AUDIT_KEY_ENV = "SAYSO_AUDIT_KEY"
+"""The environment variable that holds the audit key unless `audit.key_env` names another."""
+
+
+class AuditConfig(_Strict):
+    """The `audit` block: what anchors the hash-chained audit log."""
+
+    key_env: str = AUDIT_KEY_ENV
+    """Environment variable holding the secret (at least 16 characters) that signs every audit record and the
+    chain's head, so a rewrite, a forged append or a cut tail is detected; unset: the chain is unanchored and
+    `sayso audit verify` says so."""
+    require_key: bool = False
+    """Refuse to start without the key (for deployments whose audit log must be anchored)."""
+    head_file: str | None = None
+    """A file (relative to the config) the chain's head is exported to after every append, out of reach of
+    whoever rewrites the database; `sayso audit verify` checks the log still reaches it. Delete it only
+    together with the store."""
+
+    def key(self) -> bytes | None:
+        """The audit key from the environment, or `None` when it is not set.
+
+        Raises:
+            ConfigError: the key is required and missing, or too short to be a secret.
+        """
+        secret = os.environ.get(self.key_env, "")
+        if not secret:
+            if self.require_key:
+                raise ConfigError(f"audit.require_key is set but the environment variable {self.key_env} is empty")
+            return None
+        if len(secret) < 16:
+            raise ConfigError(f"the audit key in {self.key_env} is too short: use at least 16 random characters")
+        return secret.encode()
+
+
 class A2AConfig(_Strict):
     """The `a2a` block: how agents speak A2A."""
 
@@ -299,6 +333,8 @@ class Config(_Strict):
     """Where `sayso serve` sends signed events when a request opens, is decided or expires."""
     a2a: A2AConfig = A2AConfig()
     """How agents speak A2A."""
+    audit: AuditConfig = AuditConfig()
+    """What anchors the audit log: a key from the environment, and optionally a head file."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder that relative paths (store, scripts, tool modules) are resolved from."""
 

@@ -24,7 +24,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from sayso._core.audit import verify_chain
+from sayso._core.audit import AuditHead, AuditKey, anchor_body, verify_chain
 from sayso._core.decisions import Approve, DecisionRecord, Reject, Skip
 from sayso._core.grants import Grant
 from sayso._core.requests import ApprovalRequest, ClientTool, DelegateRequest, Question, QuestionRequest, Request
@@ -39,7 +39,7 @@ from sayso._store import (
     RunStore,
     TranscriptEntry,
 )
-from sayso.exceptions import PauseConsumed, RunConflict, RunNotFound, SaysoError, StoreError
+from sayso.exceptions import ConfigError, PauseConsumed, RunConflict, RunNotFound, SaysoError, StoreError
 
 NOW = 1_000.0
 LEASE = 30.0
@@ -203,6 +203,26 @@ async def test_take_over_only_when_the_lease_lapsed_or_its_owner_died(store: Run
     assert not await store.take_over(run.run_id, owner="host:4:d", until=NOW + 200, now=NOW + 91, dead_owners=[])
     taken = await store.get_run(run.run_id)
     assert (taken.lease_owner, taken.lease_expires_at) == ("host:3:c", NOW + 200)
+
+
+async def test_lapsed_runs_are_the_running_runs_nobody_may_hold(store: RunStore) -> None:
+    """`lapsed_runs` lists running runs whose lease lapsed, oldest lease first, and with a host also that host's runs;
+    never a live lease elsewhere, a paused run or a finished one."""
+    live = await start(store, "thr_1", "run_1", lease_owner="elsewhere:1:a")
+    lapsed = await start(store, "thr_2", "run_2", lease_owner="elsewhere:2:b", now=NOW - 100)
+    mine = await start(store, "thr_3", "run_3", lease_owner="host:7:me")
+    older = await start(store, "thr_4", "run_4", lease_owner="elsewhere:3:c", now=NOW - 200)
+    await paused(store, await start(store, "thr_5", "run_5", now=NOW - 300), [])
+    assert [r.run_id for r in await store.lapsed_runs(now=NOW)] == [older.run_id, lapsed.run_id]
+    assert [r.run_id for r in await store.lapsed_runs(now=NOW, host="host")] == [
+        older.run_id,
+        lapsed.run_id,
+        mine.run_id,
+    ]
+    assert [r.run_id for r in await store.lapsed_runs(now=NOW, limit=1)] == [older.run_id]
+    assert live.run_id not in {r.run_id for r in await store.lapsed_runs(now=NOW, host="nowhere")}
+    assert live.run_id in {r.run_id for r in await store.lapsed_runs(now=NOW, host="elsewhere")}
+    assert (await store.lapsed_runs(now=NOW))[0].lease_owner == "elsewhere:3:c"
 
 
 async def test_a_paused_run_is_not_taken_over(store: RunStore) -> None:
@@ -475,6 +495,31 @@ async def test_a_pause_saved_after_calls_ran_finishes_their_marks(store: RunStor
     assert await store.count_audit() == 1
 
 
+async def test_stuck_calls_are_those_no_running_run_will_finish_and_resolve_once(store: RunStore) -> None:
+    """`stuck_executions` lists `executing` entries of runs no longer running (or of one run); resolving one as
+    unknown records its audit once however often it is tried, and the entry then reads `unknown`."""
+    running = await start(store, "thr_1", "run_1")
+    await store.begin_execution("req_live", running.run_id, NOW)
+    ended = await start(store, "thr_2", "run_2")
+    await store.begin_execution("req_cut", ended.run_id, NOW + 1)
+    await store.begin_execution("req_done", ended.run_id, NOW + 2)
+    await store.finish_execution("req_done", b"1", NOW + 3)
+    await store.finish_run(ended, owner=ME, new_messages=(), status="failed", output=None, error="x", now=NOW + 4)
+    assert [(e.request_id, e.run_id, e.started_at) for e in await store.stuck_executions()] == [
+        ("req_cut", "run_2", NOW + 1)
+    ]
+    assert [e.request_id for e in await store.stuck_executions(run_id="run_1")] == ["req_live"]
+    for _ in range(2):
+        await store.finish_execution(
+            "req_cut", b'"unknown"', NOW + 5, audit=[{"event": "outcome_unknown"}], status="unknown"
+        )
+    assert await store.stuck_executions() == []
+    assert await store.begin_execution("req_cut", ended.run_id, NOW + 6) == ExecutionRecord(
+        request_id="req_cut", status="unknown", result=b'"unknown"'
+    )
+    assert [r.body for r in await store.audit_records()] == [{"event": "outcome_unknown"}]
+
+
 # grants
 
 
@@ -531,6 +576,33 @@ async def test_the_audit_chain_links_every_record(store: RunStore) -> None:
     assert records[2].prev_hash == records[1].hash and records[0].prev_hash == "0" * 64
     assert verify_chain(records) is None
     assert await store.count_audit() == 3
+
+
+async def test_a_keyed_chain_signs_every_record_and_checkpoints_its_head(store: RunStore) -> None:
+    """With an audit key each record and the head carry the key's MACs, the head moves with every commit and is
+    announced after it; without the key nothing more can be appended, and an unsigned chain takes signed records
+    only after an anchor record vouches for it."""
+    assert await store.audit_head() is None
+    await store.append_audit([{"event": "old"}])
+    key = AuditKey(b"a-key-of-sixteen-bytes")
+    announced: list[AuditHead] = []
+    store.use_audit_key(key, on_head=announced.append)
+    with pytest.raises(ConfigError, match="sayso audit anchor"):
+        await store.append_audit([{"event": "signed"}])
+    unsigned = await store.audit_head()
+    assert unsigned is not None and (unsigned.seq, unsigned.mac) == (1, None)
+    await store.append_audit([anchor_body(unsigned, at=NOW), {"event": "signed"}])
+    records = await store.audit_records()
+    head = await store.audit_head()
+    assert [r.mac is not None for r in records] == [False, True, True]
+    assert records[2].mac == key.sign_record(3, records[2].hash)
+    assert head == AuditHead(seq=3, hash=records[2].hash, mac=key.sign_head(3, records[2].hash))
+    assert announced == [head]
+    assert verify_chain(records, key=key, head=head) is None
+    store.use_audit_key(None)
+    with pytest.raises(ConfigError, match="SAYSO_AUDIT_KEY"):
+        await store.append_audit([{"event": "unsigned"}])
+    assert await store.count_audit() == 3 and await store.audit_head() == head
 
 
 async def test_audit_pages_run_both_ways(store: RunStore) -> None:

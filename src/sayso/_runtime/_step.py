@@ -26,7 +26,7 @@ from .._results import RunResult
 from .._store import Claim, RunRecord
 from .._tools import ClientToolset
 from ._failures import report_failure
-from ._leases import holding
+from ._leases import holding, resolve_stuck
 
 if TYPE_CHECKING:
     from ._kernel import Kernel
@@ -90,6 +90,8 @@ async def execute(
             now=k.clock(),
             executions=deps.executed,
         )
+        # Approved calls the failed segment marked but did not finish may or may not have run.
+        await resolve_stuck(k, run_id=run.run_id)
         return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="failed", error=error)
     new = annotate(result.new_messages(), requests, decisions)
     now = k.clock()

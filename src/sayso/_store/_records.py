@@ -93,10 +93,24 @@ class ExecutionRecord:
 
     request_id: str
     """The approval request whose call this is."""
-    status: Literal["executing", "done"]
-    """`executing` from just before the call starts; `done` once its result is stored."""
+    status: LedgerStatus
+    """`executing` from just before the call starts; `done` once its result is stored; `unknown` when its
+    process stopped while it ran and nobody can say what it did (it is never run again)."""
     result: bytes | None
-    """The call's result as JSON, once done."""
+    """The call's result as JSON once done (for `unknown`, what the model read instead)."""
+
+
+LedgerStatus: TypeAlias = Literal["executing", "done", "unknown"]
+"""Where an approved call stands in the at-most-once ledger."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StuckExecution:
+    """A ledger entry still `executing` although no live process is running its call."""
+
+    request_id: str
+    run_id: str
+    started_at: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,6 +123,8 @@ class ExecutionResult:
     """What the call returned, as JSON."""
     audit: dict[str, Any]
     """The audit record of the call (the arguments it really ran with); appended in the same commit."""
+    status: Literal["done", "unknown"] = "done"
+    """`unknown` when the call may or may not have run (the segment that ran it failed or was cut off)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -124,7 +124,19 @@ audit = Table(
     Column("body", Text, nullable=False),
     Column("prev_hash", String(64), nullable=False),
     Column("hash", String(64), nullable=False),
+    Column("mac", String(64), nullable=True),
 )
+"""The hash-chained audit log; `mac` is the audit key's signature of a record (NULL when written without a key)."""
+
+audit_head = Table(
+    "audit_head",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("seq", Integer, nullable=False),
+    Column("hash", String(64), nullable=False),
+    Column("mac", String(64), nullable=True),
+)
+"""The audit chain's head (one row, `id` 1), moved in the same commit as every append: a cut tail shows."""
 
 remote_tasks = Table(
     "remote_tasks",

@@ -64,6 +64,9 @@ logger = logging.getLogger("sayso.server")
 DEFAULT_EXPIRE_EVERY_SECONDS = 30.0
 """How often the server closes runs whose open requests all expired, unless told otherwise."""
 
+DEFAULT_RECOVER_EVERY_SECONDS = 5.0
+"""How often the server looks for runs whose process died (their lease lapsed) and carries them on."""
+
 STATIC = Path(__file__).parent / "static"
 
 _bearer = HTTPBearer(auto_error=False, description="A principal's token; not needed in local development mode.")
@@ -310,16 +313,37 @@ async def audit(
 
 @api.get("/audit/verify", response_model=AuditVerifyOut, tags=["audit"])
 async def verify_audit(caller: Caller, sayso: Runtime) -> JSONResponse:
-    """Check the hash chain of the audit log: intact, or the first record that was altered, lost or moved."""
-    problem = await sayso.verify_audit(principal=caller)
-    records = await sayso.audit_count()
-    return _json({"intact": problem is None, "records": records, "problem": asdict(problem) if problem else None})
+    """Verify the audit log: intact, or the first record that was altered, lost, moved, forged or cut off.
+
+    With an audit key the chain is anchored (every record signed, the head checkpointed); without one
+    `anchored` is false and `note` says plainly what cannot be detected.
+    """
+    report = await sayso.audit_report(principal=caller)
+    problem = asdict(report.problem) if report.problem else None
+    body = {"intact": report.intact, "records": report.records, "problem": problem}
+    return _json(body | {"anchored": report.anchored, "note": report.note})
 
 
 @api.post("/expire", response_model=ExpireOut, tags=["runs"])
 async def expire(caller: Caller, sayso: Runtime) -> JSONResponse:
     """Close every paused run whose open requests all expired (the server also does this periodically); approvers."""
     return _json({"runs": [run_json(r) for r in await sayso.expire(principal=caller)]})
+
+
+async def _sweep_recover(sayso: Sayso, every: float) -> None:
+    """At start and every `every` seconds, carry on runs whose process died, so nobody resumes them by hand.
+
+    That is this server's own runs before a restart, or another replica's whose lease lapsed.
+    """
+    while True:
+        try:
+            carried = await sayso.recover()
+        except SaysoError:
+            logger.exception("the recovery sweep failed; retrying in %ss", every)
+        else:
+            if carried:
+                logger.info("carried on %d run(s) whose process had stopped", len(carried))
+        await anyio.sleep(every)
 
 
 async def _sweep_expired(sayso: Sayso, every: float) -> None:
@@ -338,6 +362,7 @@ def create_app(
     *,
     webhooks: Sequence[WebhookConfig] | None = None,
     expire_every_seconds: float | None = DEFAULT_EXPIRE_EVERY_SECONDS,
+    recover_every_seconds: float | None = DEFAULT_RECOVER_EVERY_SECONDS,
     routers: Sequence[APIRouter] = (),
 ) -> FastAPI:
     """The server for `sayso`: REST under `/v1`, the web UI at `/`, `/healthz` and `/openapi.json`.
@@ -350,6 +375,8 @@ def create_app(
         webhooks: where to send signed request events; default: the config's `webhooks`.
         expire_every_seconds: how often to close runs whose open requests all expired (and
             send `request.expired`); `None` never does it in the background.
+        recover_every_seconds: how often to carry on runs whose process died (once at start, then
+            periodically); `None` never does it in the background.
         routers: more routers to include.
     """
     emitter = WebhookEmitter(sayso.config.webhooks if webhooks is None else webhooks)
@@ -365,6 +392,8 @@ def create_app(
             async with anyio.create_task_group() as background:
                 if expire_every_seconds is not None:
                     background.start_soon(_sweep_expired, sayso, expire_every_seconds)
+                if recover_every_seconds is not None:
+                    background.start_soon(_sweep_recover, sayso, recover_every_seconds)
                 yield
                 background.cancel_scope.cancel()
             # Leaving the task group waits for streamed runs still working: no run is cut short.

@@ -346,6 +346,10 @@ class AuditVerifyOut(BaseModel):
     records: int
     problem: AuditProblemOut | None
     """The first bad record; `null` when intact."""
+    anchored: bool
+    """Whether an audit key anchors the chain; without one a rewrite with recomputed hashes cannot be detected."""
+    note: str
+    """What was checked, in a sentence (starts with `UNANCHORED` when no key anchors the chain)."""
 
 
 class ExpireOut(BaseModel):

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import anyio
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from ..._core.audit import GENESIS, AuditRecord, canonical_json, chain_hash
+from ..._core.audit import AuditHead, AuditRecord, canonical_json, seal
 from ..._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
@@ -18,6 +18,7 @@ from ...exceptions import RunConflict, StoreError
 from .._port import RunStore
 from .._records import (
     ExecutionResult,
+    LedgerStatus,
     PauseStatus,
     RemoteTask,
     RunRecord,
@@ -59,8 +60,10 @@ class _Decision:
 
 @dataclass
 class _Execution:
-    status: Literal["executing", "done"]
+    status: LedgerStatus
     result: bytes | None
+    run_id: str
+    started_at: float
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ class _Audit:
     body: str
     prev_hash: str
     hash: str
+    mac: str | None
 
 
 class _MemoryBase(RunStore):
@@ -94,6 +98,7 @@ class _MemoryBase(RunStore):
         self._messages: dict[str, list[_Batch]] = {}
         self._grants: dict[str, Grant] = {}
         self._audit: list[_Audit] = []
+        self._audit_head: AuditHead | None = None
         self._remote: dict[str, RemoteTask] = {}
         self._marks: dict[tuple[str, str], str] = {}
 
@@ -160,14 +165,14 @@ class _MemoryBase(RunStore):
             raise StoreError("a grant with this id is stored already")
 
     def _finish_executions(self, executions: Sequence[ExecutionResult]) -> None:
-        for done in executions:
-            self._finish(done.request_id, done.result)
         self._append_audit([done.audit for done in executions])
+        for done in executions:
+            self._finish(done.request_id, done.result, done.status)
 
-    def _finish(self, request_id: str, result: bytes) -> None:
+    def _finish(self, request_id: str, result: bytes, status: Literal["done", "unknown"] = "done") -> None:
         entry = self._executions.get(request_id)
         if entry is not None:
-            entry.status, entry.result = "done", result
+            entry.status, entry.result = status, result
 
     def _append_messages(self, run: RunRecord, new: Sequence[ModelMessage]) -> None:
         if not new:
@@ -177,12 +182,15 @@ class _MemoryBase(RunStore):
         batches.append(_Batch(seq=seq, run_id=run.run_id, body=ModelMessagesTypeAdapter.dump_json(list(new))))
 
     def _append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
-        seq, prev = (self._audit[-1].seq, self._audit[-1].hash) if self._audit else (0, GENESIS)
-        for body in bodies:
-            seq += 1
-            digest = chain_hash(prev, seq, body)
-            self._audit.append(_Audit(seq=seq, body=canonical_json(body), prev_hash=prev, hash=digest))
-            prev = digest
+        """Extend the chain after its head, or raise before changing anything (a verb appends its audit first)."""
+        records, head = seal(bodies, after=self._audit_head, key=self.audit_key)
+        for r in records:
+            self._audit.append(
+                _Audit(seq=r.seq, body=canonical_json(r.body), prev_hash=r.prev_hash, hash=r.hash, mac=r.mac)
+            )
+        if records:
+            self._audit_head = head
+            self._announce_head(head)
 
 
 def _load(batches: Iterable[_Batch]) -> list[ModelMessage]:
@@ -193,4 +201,4 @@ def _load(batches: Iterable[_Batch]) -> list[ModelMessage]:
 
 
 def _audit_record(row: _Audit) -> AuditRecord:
-    return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash)
+    return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash, mac=row.mac)

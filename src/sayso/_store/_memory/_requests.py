@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
@@ -20,6 +20,7 @@ from .._records import (
     RequestWithRun,
     RunRecord,
     RunRequests,
+    StuckExecution,
 )
 from .._views import decode_cursor, encode_cursor, on_path, rooted_at
 from ._base import _Execution, _load, _MemoryBase, _Request
@@ -155,7 +156,9 @@ class _Requests(_MemoryBase):
             self._pauses[pause_id].status = "consumed"
             self._insert_decisions(added, audit)
             for request_id in executing:
-                self._executions[request_id] = _Execution(status="executing", result=None)
+                self._executions[request_id] = _Execution(
+                    status="executing", result=None, run_id=run.run_id, started_at=now
+                )
             self._update_run(run.run_id, now, **claim)
             history = _load(self._messages.get(run.thread_id, ())) if load_history else None
             return Claim(run=replace(run, **claim, updated_at=now, revision=run.revision + 1), history=history)
@@ -167,15 +170,37 @@ class _Requests(_MemoryBase):
             found = self._executions.get(request_id)
             if found is not None:
                 return ExecutionRecord(request_id=request_id, status=found.status, result=found.result)
-            self._executions[request_id] = _Execution(status="executing", result=None)
+            self._executions[request_id] = _Execution(status="executing", result=None, run_id=run_id, started_at=now)
             return None
 
     async def finish_execution(
-        self, request_id: str, result: bytes, now: float, *, audit: Sequence[dict[str, Any]] = ()
+        self,
+        request_id: str,
+        result: bytes,
+        now: float,
+        *,
+        audit: Sequence[dict[str, Any]] = (),
+        status: Literal["done", "unknown"] = "done",
     ) -> None:
         async with self._lock:
-            self._append_audit(audit)
-            self._finish(request_id, result)
+            entry = self._executions.get(request_id)
+            if entry is not None and entry.status == "executing":  # resolved once, however many sweeps race to it
+                self._append_audit(audit)
+                self._finish(request_id, result, status)
+
+    async def stuck_executions(self, *, run_id: str | None = None, limit: int = 100) -> list[StuckExecution]:
+        async with self._lock:
+            stuck = [
+                StuckExecution(request_id=request_id, run_id=entry.run_id, started_at=entry.started_at)
+                for request_id, entry in self._executions.items()
+                if entry.status == "executing"
+                and (
+                    entry.run_id == run_id
+                    if run_id is not None
+                    else entry.run_id in self._runs and self._runs[entry.run_id].status != "running"
+                )
+            ]
+        return sorted(stuck, key=lambda e: e.started_at)[:limit]
 
     def _listed(self, row: _Request, query: InboxFilter, now: float) -> bool:
         thread = self._threads.get(row.thread_id)

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ...exceptions import ConfigError, StoreError
 from .._port import RunStore
+from ._rows import AUDIT_SLOT, AuditSlot
 
 T = TypeVar("T")
 
@@ -144,17 +145,25 @@ class _SqlBase(RunStore):
     async def _attempt(self, work: Callable[[Connection], T], *, read: bool) -> T:
         if self._sync is not None:
             return await anyio.to_thread.run_sync(self._in_thread, work, read, limiter=self._limiter)
+        slot = AuditSlot(key=self.audit_key)
         async with self.engine.connect() as conn:
+            conn.info[AUDIT_SLOT] = slot
             async with conn.begin():
-                return await conn.run_sync(work)
+                result = await conn.run_sync(work)
+        self._announce_head(slot.head)
+        return result
 
     def _in_thread(self, work: Callable[[Connection], T], read: bool) -> T:
         assert self._sync is not None
         with self._sync.connect() as conn:
             if read:
                 conn.execution_options(sayso_read=True)
+            slot = AuditSlot(key=self.audit_key)
+            conn.info[AUDIT_SLOT] = slot
             with conn.begin():
-                return work(conn)
+                result = work(conn)
+        self._announce_head(slot.head)
+        return result
 
 
 def _make_sqlite_durable(engine: Engine) -> None:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import sqlalchemy as sa
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from sqlalchemy import Connection
 
-from ..._core.audit import GENESIS, AuditRecord, canonical_json, chain_hash
+from ..._core.audit import AuditHead, AuditKey, AuditRecord, canonical_json, seal
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.requests import CLIENT_TOOLS_ADAPTER
 from ...exceptions import RunConflict
@@ -152,32 +152,61 @@ def finish_executions(conn: Connection, executions: Sequence[ExecutionResult], n
         conn.execute(
             t.executions.update()
             .where(t.executions.c.request_id == done.request_id)
-            .values(status="done", result=done.result, finished_at=now)
+            .values(status=done.status, result=done.result, finished_at=now)
         )
     append_audit(conn, [done.audit for done in executions])
 
 
+AUDIT_SLOT = "sayso_audit"
+"""Where a transaction's connection holds its `AuditSlot` (`Connection.info`); each transaction sets a new one."""
+
+
+@dataclass
+class AuditSlot:
+    """The audit key a transaction signs with, and the chain's new head it leaves, announced once it commits."""
+
+    key: AuditKey | None
+    head: AuditHead | None = None
+
+
 def append_audit(conn: Connection, bodies: Sequence[dict[str, Any]]) -> None:
-    """Extend the audit chain: each record carries the hash of the one before."""
+    """Extend the audit chain after its checkpointed head: each record hashes the one before, signed with the key.
+
+    Records go after the head the store checkpointed, not after whatever the table's last row is,
+    so a row inserted behind sayso's back collides instead of being chained on (fail closed).
+    """
     if not bodies:
         return
     if conn.dialect.name == "postgresql":
         # One writer at a time extends the chain; SQLite's BEGIN IMMEDIATE already serialises writers.
         conn.execute(sa.text(f"SELECT pg_advisory_xact_lock({_AUDIT_LOCK})"))
-    last = conn.execute(sa.select(t.audit.c.seq, t.audit.c.hash).order_by(t.audit.c.seq.desc()).limit(1)).first()
-    seq, prev = (last.seq, last.hash) if last else (0, GENESIS)
-    rows = []
-    for body in bodies:
-        seq += 1
-        digest = chain_hash(prev, seq, body)
-        rows.append({"seq": seq, "body": canonical_json(body), "prev_hash": prev, "hash": digest})
-        prev = digest
-    conn.execute(t.audit.insert(), rows)
+    after = audit_head(conn)
+    slot = conn.info[AUDIT_SLOT]
+    assert isinstance(slot, AuditSlot), "every transaction sets its audit slot"
+    records, head = seal(bodies, after=after, key=slot.key)
+    assert head is not None
+    conn.execute(
+        t.audit.insert(),
+        [
+            {"seq": r.seq, "body": canonical_json(r.body), "prev_hash": r.prev_hash, "hash": r.hash, "mac": r.mac}
+            for r in records
+        ],
+    )
+    values = {"seq": head.seq, "hash": head.hash, "mac": head.mac}
+    if conn.execute(t.audit_head.update().where(t.audit_head.c.id == 1).values(**values)).rowcount != 1:
+        conn.execute(t.audit_head.insert().values(id=1, **values))
+    slot.head = head
+
+
+def audit_head(conn: Connection) -> AuditHead | None:
+    """The checkpointed head of the audit chain (`None` before the first record)."""
+    row = conn.execute(sa.select(t.audit_head).where(t.audit_head.c.id == 1)).first()
+    return AuditHead(seq=row.seq, hash=row.hash, mac=row.mac) if row else None
 
 
 def audit_record(row: Any) -> AuditRecord:
     """An audit record from its row (the body parsed back from its canonical JSON)."""
-    return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash)
+    return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash, mac=row.mac)
 
 
 def is_(column: Any, value: str | None) -> Any:

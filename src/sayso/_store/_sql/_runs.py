@@ -128,6 +128,18 @@ class _Runs(_SqlBase):
 
         return await self._write(work)
 
+    async def lapsed_runs(self, *, now: float, host: str | None = None, limit: int = 100) -> list[RunRecord]:
+        r = t.runs
+        stale = r.c.lease_expires_at < now
+        if host is not None:
+            stale = sa.or_(stale, r.c.lease_owner.startswith(f"{host}:", autoescape=True))
+        query = sa.select(r).where(r.c.status == "running", stale).order_by(r.c.lease_expires_at).limit(limit)
+
+        def work(conn: Connection) -> list[RunRecord]:
+            return [_rows.run_record(dict(row._mapping)) for row in conn.execute(query).all()]
+
+        return await self._read(work)
+
     async def save_pause(
         self,
         run: RunRecord,

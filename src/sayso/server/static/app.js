@@ -395,12 +395,13 @@ async function verifyAudit() {
   const result = await api("GET", "/v1/audit/verify");
   if (!result.ok) { out.textContent = result.data?.detail || `Could not verify (HTTP ${result.status}).`; return; }
   for (const row of document.querySelectorAll("#audit-rows tr.bad")) row.classList.remove("bad");
+  const note = el("p", { class: result.data.anchored ? "muted" : "bad-text" }, result.data.note);
   if (result.data.intact) {
-    out.replaceChildren(el("span", { class: "ok" }, "Intact"), ` — all ${result.data.records} records chain correctly.`);
+    out.replaceChildren(el("span", { class: "ok" }, "Intact"), ` — all ${result.data.records} records chain correctly.`, note);
     return;
   }
   const { seq, problem } = result.data.problem;
-  out.replaceChildren(el("span", { class: "bad-text" }, `Broken at record ${seq}`), `: ${problem}.`);
+  out.replaceChildren(el("span", { class: "bad-text" }, `Broken at record ${seq}`), `: ${problem}.`, note);
   document.querySelector(`#audit-rows tr[data-seq="${seq}"]`)?.classList.add("bad");
 }
 
