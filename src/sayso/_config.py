@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic_ai import Tool
 
+from ._core.limits import Limits
 from ._core.policy import InterruptPolicy, ToolRule
 from ._core.requests import Scope
 from ._mcp_config import McpBinding, McpServerConfig, bad_server_names, unknown_servers
@@ -307,6 +308,30 @@ class AuditConfig(_Strict):
         return secret.encode()
 
 
+class LimitsConfig(_Strict):
+    """The `limits` block: how much one call may send, on every interface (REST, A2A, AG-UI, the CLI, Python).
+
+    Anything over a limit is refused before it is stored: `413` on HTTP (`TooLarge` in Python).
+    """
+
+    request_bytes: int = Field(default=1_000_000, ge=1_000)
+    """The largest HTTP request body any endpoint reads."""
+    message_chars: int = Field(default=100_000, ge=1)
+    """The longest user message a run accepts."""
+    argument_bytes: int = Field(default=100_000, ge=100)
+    """The largest edited tool arguments (as JSON) an approval accepts."""
+    answer_bytes: int = Field(default=100_000, ge=100)
+    """The largest answer (question answers, a client tool's result or error, a form's content, as JSON)."""
+    json_depth: int = Field(default=64, ge=4, le=1_000)
+    """How deeply a JSON body may nest."""
+
+    def to_limits(self) -> Limits:
+        """The sizes the runtime checks inside its verbs."""
+        return Limits(
+            message_chars=self.message_chars, argument_bytes=self.argument_bytes, answer_bytes=self.answer_bytes
+        )
+
+
 class A2AConfig(_Strict):
     """The `a2a` block: how agents speak A2A."""
 
@@ -335,6 +360,8 @@ class Config(_Strict):
     """How agents speak A2A."""
     audit: AuditConfig = AuditConfig()
     """What anchors the audit log: a key from the environment, and optionally a head file."""
+    limits: LimitsConfig = LimitsConfig()
+    """How much one call may send: request bodies, messages, edited arguments and answers."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder that relative paths (store, scripts, tool modules) are resolved from."""
 

@@ -23,8 +23,8 @@ OPS = PrincipalConfig(name="ops", token="ops-token", approver_for=["files"])
 
 
 async def post(client: httpx.AsyncClient, path: str, body: dict[str, Any] | None = None) -> Any:
-    """POST and return the JSON body."""
-    return (await client.post(path, json=body)).json()
+    """POST as JSON (even without a body, as every POST must be) and return the JSON body."""
+    return (await client.post(path, json=body, headers={"Content-Type": "application/json"})).json()
 
 
 async def get(client: httpx.AsyncClient, path: str, **params: Any) -> Any:

@@ -274,6 +274,25 @@ async def test_a_pause_keeps_its_requests_in_order_with_their_decisions(store: R
         await store.pause_state("pau_nope")
 
 
+async def test_a_resume_whose_skip_was_decided_meanwhile_is_refused_and_changes_nothing(store: RunStore) -> None:
+    """A claim that would skip a request a person decided meanwhile is a `RunConflict`: the pause stays open with
+    the person's decision, and a claim planned afresh succeeds."""
+    run = await start(store)
+    run = await paused(store, run, [approval("req_1", run)])
+    skip = DecisionRecord(
+        request_id="req_1", decision=Skip(reason="forced"), by="system", principal=None, decided_at=NOW
+    )
+    await store.record_decision(decision("req_1"))
+    with pytest.raises(RunConflict) as refused:
+        await claim(store, run, added=[skip], audit=[{"event": "skipped"}], executing=[])
+    assert not isinstance(refused.value, PauseConsumed)
+    state = await store.pause_state("pau_1")
+    assert (state.status, state.decisions) == ("open", {"req_1": decision("req_1")})
+    assert await store.count_audit() == 0
+    got = await claim(store, run, executing=["req_1"])
+    assert got.run.status == "running"
+
+
 async def test_a_resume_records_its_skips_and_loads_history_only_when_asked(store: RunStore) -> None:
     """Decisions a resume adds land with the claim; `load_history=False` reads no history."""
     run = await start(store)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from .._core.access import Principal, may_decide, root_agent
 from .._core.decisions import Approve, Decision, DecisionRecord, Expire, check_decision
 from .._core.grants import Grant
+from .._core.limits import check_decision as check_size
 from .._core.requests import ApprovalRequest, Request
 from .._core.resume import open_requests
 from .._engine import audit_body
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 async def decide(k: Kernel, request_id: str, decision: Decision, *, principal: Principal, resume: bool) -> DecideResult:
     """Record one decision; when it was the last open request of the pause, resume the run."""
+    check_size(request_id, decision, k.limits)
     found = await k.store.request_with_run(request_id)
     if found is None:
         raise RequestNotFound(request_id)
@@ -69,6 +71,8 @@ async def answer_pause(
 
     Requests the answers leave out wait (`rest="wait"`) or count as skipped (`rest="skip"`).
     """
+    for request_id, decision in answers.items():
+        check_size(request_id, decision, k.limits)
     top = await _tree.root(k, await k.store.get_run(run_id))
     if top.status != "paused":
         raise RunConflict(top.run_id, f"the run is {top.status}; only a paused run takes answers")

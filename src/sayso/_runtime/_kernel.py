@@ -17,6 +17,7 @@ from .._agents import BuiltAgent
 from .._config import Config
 from .._core import access
 from .._core.access import LOCAL, Principal
+from .._core.limits import Limits
 from .._store import RunStore
 from ..exceptions import ConfigError
 from ._events import Events
@@ -48,6 +49,11 @@ class Kernel:
     remote_urls: dict[str, str] = field(default_factory=dict[str, str])
     """Remote (A2A) delegates by tool name."""
     remote: RemoteAgents | None = None
+
+    @property
+    def limits(self) -> Limits:
+        """The configured sizes of messages, edits and answers."""
+        return self.config.limits.to_limits()
 
     def principal(self, name: str) -> Principal:
         """The principal a name stands for: its configured approver role, or the local caller in local mode."""

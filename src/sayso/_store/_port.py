@@ -313,6 +313,7 @@ class RunStore(ABC):
 
         Raises:
             PauseConsumed: the pause was consumed before.
+            RunConflict: one of `added` was decided meanwhile (nothing is written; re-plan and try again).
         """
 
     # the at-most-once ledger of approved calls

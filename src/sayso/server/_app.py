@@ -32,6 +32,7 @@ from .._results import DecideResult, request_json, run_json
 from .._runtime import InboxFilter, RequestState, Sayso, new_id
 from ..exceptions import InvalidInput, SaysoError
 from ..protocols._auth import authenticate, authenticator
+from ._guard import EdgeGuard
 from ._problems import ProblemModel, install_problem_handlers
 from ._schemas import (
     ID_PATTERN,
@@ -73,7 +74,7 @@ _bearer = HTTPBearer(auto_error=False, description="A principal's token; not nee
 
 _PROBLEMS: dict[int | str, dict[str, Any]] = {
     status: {"model": ProblemModel, "content": {"application/problem+json": {}}}
-    for status in (401, 403, 404, 409, 410, 422)
+    for status in (400, 401, 403, 404, 409, 410, 413, 415, 422)
 }
 
 Id = Annotated[str, PathParam(min_length=1, max_length=64)]
@@ -406,6 +407,9 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.sayso_server = state
+    # One wrapper in front of REST, the web UI, A2A and AG-UI: loopback Host in local mode, JSON (or a
+    # token) for every state-changing request, bounded well-formed bodies, no framing, a strict CSP.
+    app.add_middleware(EdgeGuard, local_mode=not sayso.config.principals, limits=sayso.config.limits)
     install_problem_handlers(app)
     app.include_router(api)
     for router in routers:

@@ -19,7 +19,8 @@ ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,64}$"
 
 
 class _Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Strict: `{"force": "yes"}` or `{"scope": 1}` is refused, never coerced into something the client did not say.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 # inbound

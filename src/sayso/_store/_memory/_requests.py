@@ -9,7 +9,7 @@ from typing import Any, Literal
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import Request
-from ...exceptions import PauseConsumed, StoreError
+from ...exceptions import PauseConsumed, RunConflict, StoreError
 from .._records import (
     Claim,
     ExecutionRecord,
@@ -152,7 +152,9 @@ class _Requests(_MemoryBase):
             if not self._is_open(pause_id):
                 raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
             if any(d.request_id in self._decisions for d in added) or any(r in self._executions for r in executing):
-                raise StoreError(f"pause {pause_id!r}: a decision or ledger entry it adds is stored already")
+                raise RunConflict(
+                    run.run_id, "a request this resume closes was decided meanwhile; reload the pause and resume again"
+                )
             self._pauses[pause_id].status = "consumed"
             self._insert_decisions(added, audit)
             for request_id in executing:

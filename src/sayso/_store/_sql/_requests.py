@@ -13,7 +13,7 @@ from sqlalchemy import Connection
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import REQUEST_ADAPTER, Request
-from ...exceptions import PauseConsumed, StoreError
+from ...exceptions import PauseConsumed, RunConflict, StoreError
 from .. import _tables as t
 from .._records import Claim, PauseState, RequestState, RequestWithRun, RunRecord, RunRequests
 from . import _rows
@@ -188,6 +188,8 @@ class _Requests(_SqlBase):
         def work(conn: Connection) -> Claim:
             if not _rows.consume(conn, pause_id):
                 raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
+            if _rows.decisions_of(conn, [d.request_id for d in added]):
+                raise _decided_meanwhile(run.run_id)
             _rows.insert_decisions(conn, added, audit)
             if executing:
                 conn.execute(
@@ -201,4 +203,14 @@ class _Requests(_SqlBase):
             history: list[ModelMessage] | None = _rows.history(conn, run.thread_id) if load_history else None
             return Claim(run=replace(run, **claim, updated_at=now, revision=run.revision + 1), history=history)
 
-        return await self._write(work)
+        def lost(conn: Connection) -> Claim:
+            # A decision (or ledger entry) this claim adds was inserted by a concurrent writer.
+            if not _rows.consume(conn, pause_id):
+                raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
+            raise _decided_meanwhile(run.run_id)
+
+        return await self._write(work, race=lost)
+
+
+def _decided_meanwhile(run_id: str) -> RunConflict:
+    return RunConflict(run_id, "a request this resume closes was decided meanwhile; reload the pause and resume again")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from a2a.types import Message, Part, Role
-from a2a.utils.errors import A2AError, InvalidParamsError, InvalidRequestError, TaskNotFoundError
+from a2a.utils.errors import A2AError, InternalError, InvalidParamsError, InvalidRequestError, TaskNotFoundError
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct, Value
 
@@ -31,6 +31,7 @@ from ...exceptions import (
     NotFound,
     RunConflict,
     RunNotFound,
+    StoreError,
 )
 
 HITL_URI = "https://kagent.dev/extensions/hitl/v1"
@@ -80,6 +81,8 @@ def to_a2a_error(exc: Exception) -> A2AError:
     if isinstance(exc, InvalidInput | NotAllowed | ConfigError):
         # ConfigError: an agent name the runtime does not know, named by the call.
         return InvalidParamsError(message=str(exc))
+    if isinstance(exc, StoreError):
+        return InternalError(message=str(exc))
     raise exc
 
 

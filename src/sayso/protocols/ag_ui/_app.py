@@ -127,7 +127,8 @@ def _endpoint(runner: AgUiAgent) -> Callable[[Request], Awaitable[Response]]:
         try:
             run_input = RunAgentInput.model_validate_json(await request.body())
         except ValidationError as exc:
-            return JSONResponse({"detail": exc.errors(include_url=False, include_context=False)}, status_code=422)
+            errors = exc.errors(include_url=False, include_context=False, include_input=False)
+            return JSONResponse({"detail": errors}, status_code=422)
         encoder = EventEncoder(accept=request.headers.get("accept") or "text/event-stream")
 
         async def body() -> AsyncIterator[str]:

@@ -39,7 +39,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 
 from ..._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
 from ..._core.requests import SCOPES_BY_WIDTH, ApprovalRequest, ClientToolRequest, QuestionRequest, Request, shown_args
-from ...exceptions import DecisionRefused, InvalidInput, NotAllowed, NotFound, RunConflict, SaysoError
+from ...exceptions import DecisionRefused, InvalidInput, NotAllowed, NotFound, RunConflict, SaysoError, TooLarge
 
 REASONS = {"approval": "sayso:approval", "question": "sayso:question"}
 """The `Interrupt.reason` of each request kind AG-UI interrupts carry."""
@@ -63,6 +63,8 @@ def error_event(exc: Exception) -> RunErrorEvent:
     Raises:
         Exception: `exc` itself when it is not sayso's (a bug, not a refusal).
     """
+    if isinstance(exc, TooLarge):
+        return RunErrorEvent(message=str(exc), code="too_large")
     if isinstance(exc, InvalidInput):
         code = _INPUT_CODES.get(exc.field or "", "invalid_input")
         if code == "invalid_resume":

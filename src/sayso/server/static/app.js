@@ -26,7 +26,8 @@ const nextId = (prefix) => `${prefix}-${++uid}`;
 async function api(method, path, body) {
   const headers = { Accept: "application/json" };
   if (state.token) headers.Authorization = `Bearer ${state.token}`;
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  // Every call that changes something is JSON, body or not: the server refuses other types (no cross-site forms).
+  if (method !== "GET") headers["Content-Type"] = "application/json";
   const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const data = await response.json().catch(() => null);
   if (response.status === 401) $("signin").hidden = false;
