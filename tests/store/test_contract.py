@@ -1001,3 +1001,50 @@ async def test_a_cursor_the_store_did_not_make_is_refused(store: RunStore, curso
     """Well-formed base64 that does not hold a (time, id) pair is an `InvalidCursor` too."""
     with pytest.raises(InvalidCursor):
         await store.inbox(InboxFilter(), now=NOW, limit=5, cursor=cursor)
+
+
+# the outbox
+
+
+async def test_changes_write_outbox_events_that_fan_out_once_per_webhook(store: RunStore) -> None:
+    """A saved pause writes one event per request and a decision one more, in their own commits; each event fans
+    out once into one delivery per webhook, with ids that are the same for every sender."""
+    run = await start(store)
+    run = await paused(store, run, [approval("req_1", run), approval("req_2", run)])
+    assert await store.fan_out_events(hooks=[], now=NOW) == 0
+    await store.record_decision(decision("req_1"))
+    assert await store.fan_out_events(hooks=["h1", "h2"], now=NOW) == 3
+    assert await store.fan_out_events(hooks=["h1", "h2"], now=NOW) == 0
+    claimed = await store.claim_deliveries(owner="a", now=NOW, until=NOW + 30)
+    assert len(claimed) == 6 and len({c.delivery_id for c in claimed}) == 6
+    assert sorted((c.kind, c.request_id) for c in claimed if c.hook == "h1") == [
+        ("request.decided", "req_1"),
+        ("request.opened", "req_1"),
+        ("request.opened", "req_2"),
+    ]
+    assert all(c.delivery_id.startswith("dlv_") and c.delivery_id.endswith(c.hook) for c in claimed)
+    assert await store.delivery_counts() == {"pending": 6}
+
+
+async def test_a_delivery_is_claimed_by_one_sender_until_settled_or_its_claim_lapses(store: RunStore) -> None:
+    """A claimed delivery is not claimed again while the claim holds; only its holder settles it; a retry waits
+    for its time with the attempt counted; a lapsed claim is taken over; settled deliveries are done."""
+    run = await start(store)
+    await paused(store, run, [approval("req_1", run), approval("req_2", run)])
+    await store.fan_out_events(hooks=["h"], now=NOW)
+    first, second = await store.claim_deliveries(owner="a", now=NOW, until=NOW + 30)
+    assert await store.claim_deliveries(owner="b", now=NOW + 1, until=NOW + 31) == []
+    assert not await store.settle_delivery(first.delivery_id, owner="b", status="delivered", now=NOW + 2)
+    assert await store.settle_delivery(first.delivery_id, owner="a", status="delivered", now=NOW + 2)
+    assert await store.settle_delivery(
+        second.delivery_id, owner="a", status="pending", now=NOW + 2, retry_at=NOW + 10, error="HTTP 503"
+    )
+    assert await store.claim_deliveries(owner="b", now=NOW + 5, until=NOW + 35) == []
+    [again] = await store.claim_deliveries(owner="b", now=NOW + 10, until=NOW + 40)
+    assert (again.delivery_id, again.attempts) == (second.delivery_id, 1)
+    [taken] = await store.claim_deliveries(owner="c", now=NOW + 41, until=NOW + 70)
+    assert taken.delivery_id == second.delivery_id
+    assert not await store.settle_delivery(second.delivery_id, owner="b", status="failed", now=NOW + 42)
+    assert await store.settle_delivery(second.delivery_id, owner="c", status="failed", now=NOW + 42, error="HTTP 410")
+    assert await store.claim_deliveries(owner="d", now=NOW + 99, until=NOW + 130) == []
+    assert await store.delivery_counts() == {"delivered": 1, "failed": 1}

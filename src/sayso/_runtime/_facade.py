@@ -31,6 +31,7 @@ from .._core.requests import ClientTool
 from .._results import DecideResult, RunResult
 from .._store import (
     AuditPage,
+    DeliveryStatus,
     InboxFilter,
     InboxPage,
     RequestState,
@@ -50,9 +51,10 @@ from ..exceptions import (
     ThreadNotFound,
     UsageError,
 )
-from . import _audit, _deciding, _leases, _tree, _turns
+from . import _audit, _deciding, _leases, _outbox, _tree, _turns
 from ._events import EventListener
 from ._kernel import Kernel
+from ._outbox import OutboundEvent
 from ._remote import RemoteAgents, remote_delegates
 
 PrincipalLike = Principal | str
@@ -448,6 +450,32 @@ class Sayso:
         if principal is not None:
             self._require_approver(principal, "audit", "only approvers may verify the audit log")
         return await _audit.report(self._k)
+
+    # the outbox (webhooks)
+
+    async def claim_events(
+        self, hooks: Sequence[str], *, lease_seconds: float = 30.0, limit: int = 50
+    ) -> list[OutboundEvent]:
+        """Claim due webhook deliveries of events committed by any process (the outbox), for this runtime.
+
+        New events are first fanned out to `hooks` (webhook keys; every replica with the same
+        config names them the same). A claimed delivery is this runtime's for `lease_seconds`; settle
+        it with `settle_event`, or it is claimed again (by anyone) once the claim lapses.
+        """
+        self._check_open()
+        return await _outbox.claim(self._k, hooks, lease_seconds=lease_seconds, limit=limit)
+
+    async def settle_event(
+        self,
+        delivery_id: str,
+        *,
+        status: DeliveryStatus,
+        retry_at: float | None = None,
+        error: str | None = None,
+    ) -> bool:
+        """Record what became of a claimed delivery: `delivered`, `skipped`, `failed`, or `pending` until `retry_at`."""
+        self._check_open()
+        return await _outbox.settle(self._k, delivery_id, status=status, retry_at=retry_at, error=error)
 
     # adapters' own state, events, health
 

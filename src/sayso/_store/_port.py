@@ -26,11 +26,13 @@ from .._core.requests import ClientTool, Request
 from ._records import (
     AuditPage,
     Claim,
+    DeliveryStatus,
     ExecutionRecord,
     ExecutionResult,
     InboxFilter,
     InboxPage,
     PauseState,
+    PendingDelivery,
     RemoteTask,
     RequestState,
     RequestWithRun,
@@ -404,3 +406,41 @@ class RunStore(ABC):
     @abstractmethod
     async def get_mark(self, namespace: str, key: str) -> str | None:
         """The value kept under `namespace` and `key`, or `None`."""
+
+    # the outbox of events, delivered by whichever server runs
+
+    @abstractmethod
+    async def fan_out_events(self, *, hooks: Sequence[str], now: float, limit: int = 200) -> int:
+        """Give each event not fanned out yet one pending delivery per webhook key in `hooks`; returns how many.
+
+        Every event (a request opened or decided) is written to the outbox by the verb that made the
+        change, in the same commit. Fanning out happens once per event, whichever sender does it.
+        With no hooks nothing happens (the events wait for a server that has some).
+        """
+
+    @abstractmethod
+    async def claim_deliveries(self, *, owner: str, now: float, until: float, limit: int = 50) -> list[PendingDelivery]:
+        """Claim pending deliveries that are due and not claimed by a live sender, oldest first, until `until`.
+
+        A delivery is claimed by one sender at a time; a claim that lapsed (its sender died) is taken again.
+        """
+
+    @abstractmethod
+    async def settle_delivery(
+        self,
+        delivery_id: str,
+        *,
+        owner: str,
+        status: DeliveryStatus,
+        now: float,
+        retry_at: float | None = None,
+        error: str | None = None,
+    ) -> bool:
+        """Record what became of a claimed delivery: delivered, skipped, failed, or `pending` again at `retry_at`.
+
+        Returns `False` (and changes nothing) when `owner` no longer holds the claim.
+        """
+
+    @abstractmethod
+    async def delivery_counts(self) -> dict[DeliveryStatus, int]:
+        """How many deliveries stand where (for health checks and tests)."""

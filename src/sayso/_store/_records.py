@@ -273,3 +273,27 @@ class AuditPage:
     """The `seq` to continue after; `None` on the last page."""
     total: int
     """How many records the whole log holds."""
+
+
+OutboxKind: TypeAlias = Literal["request.opened", "request.decided"]
+"""What an outbox event reports: a request was opened (saved with its pause) or decided."""
+
+DeliveryStatus: TypeAlias = Literal["pending", "delivered", "skipped", "failed"]
+"""Where one event's delivery to one webhook stands."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PendingDelivery:
+    """One event claimed for delivery to one webhook."""
+
+    delivery_id: str
+    """Stable across retries and senders (derived from the event and the hook): receivers drop duplicates by it."""
+    event_id: str
+    hook: str
+    """The webhook's key (the sender's name for it; every replica with the same config uses the same)."""
+    kind: OutboxKind
+    request_id: str
+    created_at: float
+    """When the change the event reports was committed."""
+    attempts: int
+    """Attempts made before this one."""

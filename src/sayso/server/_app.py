@@ -58,7 +58,7 @@ from ._schemas import (
     to_decision,
 )
 from ._stream import start_run, stream_run
-from ._webhooks import WebhookEmitter
+from ._webhooks import WebhookDispatcher
 
 logger = logging.getLogger("sayso.server")
 
@@ -86,7 +86,7 @@ class ServerState:
     """What the endpoints share: the runtime, the webhook sender, and the task group of streamed runs."""
 
     sayso: Sayso
-    emitter: WebhookEmitter
+    emitter: WebhookDispatcher
     tasks: TaskGroup | None = None
     """Runs that outlive their HTTP request (a streamed run whose client left) run here."""
 
@@ -380,11 +380,10 @@ def create_app(
             periodically); `None` never does it in the background.
         routers: more routers to include.
     """
-    emitter = WebhookEmitter(sayso.config.webhooks if webhooks is None else webhooks)
+    # Webhook events come from the store's outbox, written with each change by whichever process made
+    # it (REST, A2A, AG-UI, the CLI, another replica), and are delivered by whichever server runs.
+    emitter = WebhookDispatcher(sayso, sayso.config.webhooks if webhooks is None else webhooks)
     state = ServerState(sayso=sayso, emitter=emitter)
-    # Webhook events come from the runtime itself, so a request opened, decided or expired through
-    # REST, A2A, AG-UI or the CLI is announced the same way.
-    sayso.add_listener(emitter.emit)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -17,8 +18,10 @@ from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
 from ...exceptions import RunConflict, StoreError
 from .._port import RunStore
 from .._records import (
+    DeliveryStatus,
     ExecutionResult,
     LedgerStatus,
+    OutboxKind,
     PauseStatus,
     RemoteTask,
     RunRecord,
@@ -73,6 +76,27 @@ class _Batch:
     body: bytes
 
 
+@dataclass
+class _Event:
+    event_id: str
+    kind: OutboxKind
+    request_id: str
+    created_at: float
+    fanned_out: bool = False
+
+
+@dataclass
+class _Delivery:
+    event: _Event
+    hook: str
+    status: DeliveryStatus = "pending"
+    attempts: int = 0
+    next_attempt_at: float = 0.0
+    claimed_by: str | None = None
+    claimed_until: float | None = None
+    last_error: str | None = None
+
+
 @dataclass(frozen=True)
 class _Audit:
     seq: int
@@ -101,6 +125,8 @@ class _MemoryBase(RunStore):
         self._audit_head: AuditHead | None = None
         self._remote: dict[str, RemoteTask] = {}
         self._marks: dict[tuple[str, str], str] = {}
+        self._outbox: list[_Event] = []
+        self._deliveries: dict[str, _Delivery] = {}
 
     async def ping(self) -> None:
         return None
@@ -159,6 +185,15 @@ class _MemoryBase(RunStore):
             row = self._requests.get(d.request_id)
             if row is not None:
                 row.status = "decided"
+        self._outbox_events(
+            "request.decided", [d.request_id for d in records], now=max((d.decided_at for d in records), default=0.0)
+        )
+
+    def _outbox_events(self, kind: OutboxKind, request_ids: Sequence[str], *, now: float) -> None:
+        for request_id in request_ids:
+            self._outbox.append(
+                _Event(event_id=f"evt_{secrets.token_urlsafe(12)}", kind=kind, request_id=request_id, created_at=now)
+            )
 
     def _check_new_grants(self, grants: Sequence[Grant]) -> None:
         if any(g.grant_id in self._grants for g in grants):

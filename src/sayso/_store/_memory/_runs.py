@@ -164,6 +164,7 @@ class _Runs(_MemoryBase):
                     expires_at=r.expires_at,
                     body=REQUEST_ADAPTER.dump_json(r),
                 )
+            self._outbox_events("request.opened", ids, now=now)
             self._update_run(
                 run.run_id, now, status="paused", pause_id=pause_id, lease_owner=None, lease_expires_at=None
             )

@@ -7,6 +7,7 @@ uses several of them still commits once.
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.requests import CLIENT_TOOLS_ADAPTER
 from ...exceptions import RunConflict
 from .. import _tables as t
-from .._records import ExecutionResult, RunRecord
+from .._records import ExecutionResult, OutboxKind, RunRecord
 
 NO_LEASE: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None}
 """A run no process holds (paused or finished)."""
@@ -144,6 +145,24 @@ def insert_decisions(conn: Connection, records: Sequence[DecisionRecord], audit:
     conn.execute(
         t.requests.update().where(t.requests.c.request_id.in_([d.request_id for d in records])).values(status="decided")
     )
+    outbox(conn, "request.decided", [d.request_id for d in records], now=max(d.decided_at for d in records))
+
+
+def outbox(conn: Connection, kind: OutboxKind, request_ids: Sequence[str], *, now: float) -> None:
+    """Write one outbox event per request, in the caller's transaction (so it commits with the change)."""
+    if request_ids:
+        conn.execute(
+            t.outbox.insert(),
+            [
+                {"event_id": new_event_id(), "kind": kind, "request_id": r, "created_at": now, "fanned_out": False}
+                for r in request_ids
+            ],
+        )
+
+
+def new_event_id() -> str:
+    """An outbox event's id: random, so ids never repeat across databases."""
+    return f"evt_{secrets.token_urlsafe(12)}"
 
 
 def finish_executions(conn: Connection, executions: Sequence[ExecutionResult], now: float) -> None:

@@ -176,6 +176,7 @@ class _Runs(_SqlBase):
                         for position, r in enumerate(requests)
                     ],
                 )
+                _rows.outbox(conn, "request.opened", [r.request_id for r in requests], now=now)
             _rows.update_run(conn, run.run_id, now, status="paused", pause_id=pause_id, **_rows.NO_LEASE)
 
         await self._write(work)
