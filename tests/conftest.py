@@ -63,7 +63,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-IN_PROCESS_URL = "http://testserver"
+IN_PROCESS_URL = "http://127.0.0.1"
+"""In-process clients name the loopback host: a local-mode server refuses any other `Host`."""
 
 
 @dataclass

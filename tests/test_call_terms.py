@@ -87,6 +87,7 @@ async def test_a_host_that_remembers_nothing_is_offered_once_only_and_nothing_is
             subject_label="delete_file",
             scope="thread",
             principal="local",
+            agent="files",
             thread_id=done.thread_id,
             created_at=0.0,
         )

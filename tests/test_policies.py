@@ -18,6 +18,8 @@ from .conftest import MakeApp, script
 
 deleted: list[str] = []
 
+AGENT = "files"
+
 
 @pytest.fixture(autouse=True)
 def reset() -> None:
@@ -54,18 +56,17 @@ def now() -> list[float]:
 @pytest.fixture
 def app(make_app: MakeApp, tmp_path: Path, now: list[float]) -> Sayso:
     (tmp_path / "subjects_for_tests.py").write_text("from tests.test_policies import folder\n")
-    runtime = make_app(
-        {
-            "files": {
-                "model": "m",
-                "tools": [delete_file],
-                "redact": ["password"],
-                "interrupt": {
-                    "tools": [{"name": "delete_file", "remember": "always", "subject": "subjects_for_tests:folder"}],
-                    "ttl_seconds": 60,
-                },
-            }
+    agent = {
+        "model": "m",
+        "tools": [delete_file],
+        "redact": ["password"],
+        "interrupt": {
+            "tools": [{"name": "delete_file", "remember": "always", "subject": "subjects_for_tests:folder"}],
+            "ttl_seconds": 60,
         },
+    }
+    runtime = make_app(
+        {AGENT: agent, "other": dict(agent)},
         model=script(*RULES),
         clock=lambda: now[0],
     )
@@ -136,8 +137,34 @@ async def test_always_grant_never_covers_another_principal_and_revoking_asks_aga
     assert deleted == ["reports/q1.txt", "reports/q2.txt"]
 
 
+async def test_a_grant_applies_only_to_the_agent_it_was_given_for(app: Sayso) -> None:
+    """An approver for `files` who always-allows alice's call lets her later `files` calls through, never `other`'s."""
+    async with app:
+        first = await app.run("delete reports/q1.txt", principal="alice")
+        await app.decide(first.requests[0].request_id, Approve(scope="always"), principal="reviewer")
+        [grant] = await app.grants()
+        through_files = await app.run("delete reports/q2.txt", principal="alice")
+        through_other = await app.run("delete reports/q3.txt", agent="other", principal="alice")
+    assert (grant.principal, grant.agent, grant.granted_by) == ("alice", AGENT, "reviewer")
+    assert through_files.status == "completed"
+    assert through_other.status == "paused"
+    assert deleted == ["reports/q1.txt", "reports/q2.txt"]
+
+
+async def test_a_grant_reaches_no_further_than_its_giver_may_still_decide(app: Sayso) -> None:
+    """A grant given by an approver stops covering calls once the giver is no longer an approver for that agent."""
+    async with app:
+        first = await app.run("delete reports/q1.txt", principal="alice")
+        await app.decide(first.requests[0].request_id, Approve(scope="always"), principal="reviewer")
+        covered = await app.run("delete reports/q2.txt", principal="alice")
+        app.config.principals[1] = PrincipalConfig(name="reviewer", approver_for=["other"])
+        asks_again = await app.run("delete reports/q3.txt", principal="alice")
+    assert covered.status == "completed"
+    assert asks_again.status == "paused"
+
+
 async def test_external_host_grants_are_honoured_and_none_stored(app: Sayso) -> None:
-    """Grants passed in by the host cover a run without being stored, and a run given none asks."""
+    """Host-kept grants cover runs of their agent without being stored; other agents and runs given none ask."""
     external = Grant(
         grant_id="ext-1",
         tool="delete_file",
@@ -145,15 +172,18 @@ async def test_external_host_grants_are_honoured_and_none_stored(app: Sayso) -> 
         subject_label="folder reports/",
         scope="always",
         principal="alice",
+        agent=AGENT,
         thread_id=None,
         created_at=0,
     )
     async with app:
         covered = await app.run("delete reports/q1.txt", principal="alice", grants=[external])
         paused = await app.run("delete reports/q2.txt", principal="alice", grants=[])
+        elsewhere = await app.run("delete reports/q3.txt", agent="other", principal="alice", grants=[external])
         assert await app.grants() == []
     assert covered.status == "completed"
     assert paused.status == "paused"
+    assert elsewhere.status == "paused"
 
 
 async def test_only_the_owner_or_an_approver_decides(app: Sayso) -> None:

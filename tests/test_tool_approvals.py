@@ -14,7 +14,7 @@ import pytest
 from pydantic_ai.messages import ToolReturnPart
 
 from sayso import Approve, Reject, Sayso, Skip
-from sayso._signing import verify_signature
+from sayso._signing import verify_headers
 
 from .conftest import MakeApp, script
 
@@ -201,10 +201,11 @@ async def test_the_service_hears_the_decision_by_signed_webhook(
         server.shutdown()
         server.server_close()
     [(headers, body)] = _Listener.received
-    assert verify_signature("s3cret", headers, body, now=float(headers["X-Sayso-Timestamp"]))
-    assert not verify_signature("wrong", headers, body, now=float(headers["X-Sayso-Timestamp"]))
+    assert verify_headers("s3cret", headers, body)
+    assert not verify_headers("wrong", headers, body)
+    assert (headers["Sayso-Event"], headers["Sayso-Delivery"][:8]) == ("service.decision", "dlv_svc_")
     sent = json.loads(body)
-    assert sent["event"] == "service.decision"
+    assert (sent["type"], sent["id"]) == ("service.decision", headers["Sayso-Delivery"])
     assert (sent["data"]["request"], sent["data"]["decision"]) == (paused.requests[0].service_request, "rejected")
     assert [a["event"] for a in audit] == ["decision", "service_notified"]
     assert audit[1]["delivered"] is True

@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic_ai import Tool
 
+from ._core.limits import Limits
 from ._core.policy import InterruptPolicy, ToolRule
 from ._core.requests import Scope
 from ._mcp_config import McpBinding, McpServerConfig, bad_server_names, unknown_servers
@@ -277,6 +278,64 @@ class WebhookConfig(_Strict):
         return secret
 
 
+AUDIT_KEY_ENV = "SAYSO_AUDIT_KEY"
+"""The environment variable that holds the audit key unless `audit.key_env` names another."""
+
+
+class AuditConfig(_Strict):
+    """The `audit` block: what anchors the hash-chained audit log."""
+
+    key_env: str = AUDIT_KEY_ENV
+    """Environment variable holding the secret (at least 16 characters) that signs every audit record and the
+    chain's head, so a rewrite, a forged append or a cut tail is detected; unset: the chain is unanchored and
+    `sayso audit verify` says so."""
+    require_key: bool = False
+    """Refuse to start without the key (for deployments whose audit log must be anchored)."""
+    head_file: str | None = None
+    """A file (relative to the config) the chain's head is exported to after every append, out of reach of
+    whoever rewrites the database; `sayso audit verify` checks the log still reaches it. Delete it only
+    together with the store."""
+
+    def key(self) -> bytes | None:
+        """The audit key from the environment, or `None` when it is not set.
+
+        Raises:
+            ConfigError: the key is required and missing, or too short to be a secret.
+        """
+        secret = os.environ.get(self.key_env, "")
+        if not secret:
+            if self.require_key:
+                raise ConfigError(f"audit.require_key is set but the environment variable {self.key_env} is empty")
+            return None
+        if len(secret) < 16:
+            raise ConfigError(f"the audit key in {self.key_env} is too short: use at least 16 random characters")
+        return secret.encode()
+
+
+class LimitsConfig(_Strict):
+    """The `limits` block: how much one call may send, on every interface (REST, A2A, AG-UI, the CLI, Python).
+
+    Anything over a limit is refused before it is stored: `413` on HTTP (`TooLarge` in Python).
+    """
+
+    request_bytes: int = Field(default=1_000_000, ge=1_000)
+    """The largest HTTP request body any endpoint reads."""
+    message_chars: int = Field(default=100_000, ge=1)
+    """The longest user message a run accepts."""
+    argument_bytes: int = Field(default=100_000, ge=100)
+    """The largest edited tool arguments (as JSON) an approval accepts."""
+    answer_bytes: int = Field(default=100_000, ge=100)
+    """The largest answer (question answers, a client tool's result or error, a form's content, as JSON)."""
+    json_depth: int = Field(default=64, ge=4, le=1_000)
+    """How deeply a JSON body may nest."""
+
+    def to_limits(self) -> Limits:
+        """The sizes the runtime checks inside its verbs."""
+        return Limits(
+            message_chars=self.message_chars, argument_bytes=self.argument_bytes, answer_bytes=self.answer_bytes
+        )
+
+
 class A2AConfig(_Strict):
     """The `a2a` block: how agents speak A2A."""
 
@@ -325,6 +384,10 @@ class Config(_Strict):
     """How agents speak A2A."""
     ag_ui: AgUiConfig = AgUiConfig()
     """How agents speak AG-UI."""
+    audit: AuditConfig = AuditConfig()
+    """What anchors the audit log: a key from the environment, and optionally a head file."""
+    limits: LimitsConfig = LimitsConfig()
+    """How much one call may send: request bodies, messages, edited arguments and answers."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder that relative paths (store, scripts, tool modules) are resolved from."""
 

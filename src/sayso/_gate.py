@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic_ai import RunContext
 from pydantic_ai.exceptions import ApprovalRequired
@@ -37,13 +37,31 @@ UNKNOWN_OUTCOME = (
 NO_MATCH = "Refused: the call no longer matches what was approved, so it was not run."
 
 
+def outcome_unknown(*, request_id: str, run_id: str, tool_name: str | None, at: float) -> dict[str, Any]:
+    """The audit record of an approved call cut off by a crash: it may or may not have run, and never runs again."""
+    return {
+        "event": "outcome_unknown",
+        "request_id": request_id,
+        "run_id": run_id,
+        "tool_name": tool_name,
+        "at": at,
+        "reason": "the process stopped while the call was running; it was not run again",
+    }
+
+
 class GateStore(Protocol):
     """The part of the store the gate needs: the execution ledger, grants and the audit log."""
 
     async def begin_execution(self, request_id: str, run_id: str, now: float) -> Any: ...
 
     async def finish_execution(
-        self, request_id: str, result: bytes, now: float, *, audit: Sequence[dict[str, Any]] = ()
+        self,
+        request_id: str,
+        result: bytes,
+        now: float,
+        *,
+        audit: Sequence[dict[str, Any]] = (),
+        status: Literal["done", "unknown"] = "done",
     ) -> None: ...
 
     async def grants_for(self, *, principal: str, tool: str, subject_key: str) -> list[Grant]: ...
@@ -73,6 +91,8 @@ class RunDeps:
     """Approved requests whose ledger mark this segment wrote when it consumed the pause."""
     executed: list[ExecutionResult] = field(default_factory=list[ExecutionResult])
     """Results of marked calls, committed with the run's next save."""
+    giver_may_decide: Callable[[Grant], bool] = lambda grant: False
+    """Whether whoever gave a grant may still decide for its principal and agent; a grant reaches no further."""
 
 
 @dataclass
@@ -173,9 +193,16 @@ class GateToolset(WrapperToolset[Any]):
             # Carrying on after a crash: the ledger says whether this call already started.
             earlier = await deps.ledger.begin_execution(request_id, deps.run_id, deps.clock())
             if earlier is not None:
-                if earlier.status == "done" and earlier.result is not None:
+                if earlier.status in ("done", "unknown") and earlier.result is not None:
                     return json.loads(earlier.result)
                 if not options_of(tool.tool_def).idempotent:
+                    # Cut off by a crash: recorded as unknown (ledger and audit), never run a second time.
+                    unknown = outcome_unknown(
+                        request_id=request_id, run_id=deps.run_id, tool_name=name, at=deps.clock()
+                    )
+                    await deps.ledger.finish_execution(
+                        request_id, to_json(UNKNOWN_OUTCOME), deps.clock(), audit=[unknown], status="unknown"
+                    )
                     return UNKNOWN_OUTCOME
         result = await super().call_tool(name, tool_args, ctx, tool)
         if self._service_ask(result) is not None:
@@ -216,7 +243,13 @@ class GateToolset(WrapperToolset[Any]):
         else:
             grants = await deps.ledger.grants_for(principal=principal, tool=name, subject_key=subject.key)
         return covering_grant(
-            grants, tool=name, subject_key=subject.key, principal=principal, thread_id=deps.thread_id, now=deps.clock()
+            [g for g in grants if deps.giver_may_decide(g)],
+            tool=name,
+            subject_key=subject.key,
+            principal=principal,
+            thread_id=deps.thread_id,
+            agent_path=deps.agent_path,
+            now=deps.clock(),
         )
 
     async def _run_granted(

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import inspect
-import json
 import time
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from ._signing import signature_headers
+from ._core.audit import canonical_json
+from ._signing import delivery_body, signed_headers
 from .exceptions import ConfigError
+
+SERVICE_EVENT = "service.decision"
+"""The event a service's decision webhook receives (signed like every sayso webhook)."""
 
 
 class DecisionNotifier:
@@ -45,8 +49,12 @@ class DecisionNotifier:
         if self.webhook_url is None:
             return None
         assert self.webhook_secret is not None
-        body = json.dumps({"event": "service.decision", "data": notice}, sort_keys=True).encode()
-        headers = {"Content-Type": "application/json", **signature_headers(self.webhook_secret, body, now=time.time())}
+        now = time.time()
+        # One notice per decided request: its delivery id is the same if it is ever sent again.
+        key = canonical_json({k: notice.get(k) for k in ("request", "thread_id", "decision")})
+        delivery_id = f"dlv_svc_{hashlib.sha256(key.encode()).hexdigest()[:24]}"
+        body = delivery_body(delivery_id=delivery_id, event=SERVICE_EVENT, created_at=now, data=notice)
+        headers = signed_headers(self.webhook_secret, body, event=SERVICE_EVENT, delivery_id=delivery_id, now=now)
         try:
             async with httpx.AsyncClient(timeout=self.timeout) as client:
                 response = await client.post(self.webhook_url, content=body, headers=headers)

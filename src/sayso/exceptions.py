@@ -107,7 +107,15 @@ class InvalidInput(CallerError, ValueError):
 
 
 class TooLarge(InvalidInput):
-    """A message, arguments, answer or body over its configured size limit."""
+    """A message, arguments, answer or body over its configured size limit (`limits:` in the config)."""
+
+    def __init__(self, problem: str, *, field: str | None = None, limit: int | None = None) -> None:
+        super().__init__(problem, field=field)
+        self.limit = limit
+        """The configured limit that was exceeded (characters or bytes, as the problem says)."""
+
+    def __reduce__(self) -> tuple[type, tuple[str], dict[str, str | int | None]]:  # type: ignore[override]  # adds `limit`
+        return self.__class__, (self.problem,), {"field": self.field, "limit": self.limit}
 
 
 class InvalidCursor(InvalidInput):

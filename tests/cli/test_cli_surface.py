@@ -27,9 +27,11 @@ COMMANDS = [
     ["serve"],
     ["check"],
     ["expire"],
+    ["recover"],
     ["grants", "list"],
     ["grants", "revoke"],
     ["audit", "list"],
+    ["audit", "anchor"],
     ["audit", "verify"],
 ]
 

@@ -21,7 +21,7 @@ from a2a.types import (
 from fastapi import FastAPI, Request
 
 from sayso import Config, Sayso
-from sayso._signing import verify_signature
+from sayso._signing import verify_headers
 
 from ..conftest import InProcess, LiveServer, script
 from .a2a_helpers import collect, get_task, hitl, rpc, sdk_client, sdk_message, send, stream, task_of, user_message
@@ -184,8 +184,8 @@ async def test_push_notifications_deliver_each_task_update_signed(
                 await anyio.sleep(0.05)
     headers, body = received[-1]
     assert headers["x-a2a-notification-token"] == "tok-7"
-    assert verify_signature("tok-7", headers, body, now=time.time())
-    assert not verify_signature("another", headers, body, now=time.time())
+    assert verify_headers("tok-7", headers, body, now=time.time())
+    assert not verify_headers("another", headers, body, now=time.time())
     update = json.loads(body)["statusUpdate"]
     assert update["taskId"] == task["id"] and update["status"]["state"] == "TASK_STATE_COMPLETED"
 

@@ -23,8 +23,8 @@ OPS = PrincipalConfig(name="ops", token="ops-token", approver_for=["files"])
 
 
 async def post(client: httpx.AsyncClient, path: str, body: dict[str, Any] | None = None) -> Any:
-    """POST and return the JSON body."""
-    return (await client.post(path, json=body)).json()
+    """POST as JSON (even without a body, as every POST must be) and return the JSON body."""
+    return (await client.post(path, json=body, headers={"Content-Type": "application/json"})).json()
 
 
 async def get(client: httpx.AsyncClient, path: str, **params: Any) -> Any:
@@ -135,7 +135,9 @@ async def test_audit_log_pages_and_verify_finds_the_first_altered_record(server:
         assert [r["seq"] for r in newest["records"]] == [total]
         before = await get(client, "/v1/audit", order="desc", cursor=newest["next_cursor"])
         assert [r["seq"] for r in before["records"]] == list(range(total - 1, 0, -1))
-        assert await get(client, "/v1/audit/verify") == {"intact": True, "records": total, "problem": None}
+        verified = await get(client, "/v1/audit/verify")
+        assert (verified["intact"], verified["records"], verified["problem"]) == (True, total, None)
+        assert verified["anchored"] is False and verified["note"].startswith("UNANCHORED")
         with sqlite3.connect(workdir / "sayso.db") as db:
             db.execute("UPDATE audit SET body = replace(body, 'skip', 'approve') WHERE seq = 2")
         broken = await get(client, "/v1/audit/verify")

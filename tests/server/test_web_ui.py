@@ -65,11 +65,15 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
+    """A browser page that fails its test if the UI breaks its own Content Security Policy."""
     context = browser.new_context(viewport={"width": 1200, "height": 800})
     page = context.new_page()
     page.set_default_timeout(15_000)
+    violations: list[str] = []
+    page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
     yield page
     context.close()
+    assert violations == [], violations
 
 
 def screenshot(locator_or_page: object, name: str) -> None:

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import anyio
 import pytest
 
-from sayso import load_config
+from sayso import Reject, Sayso, load_config
 from sayso.server import WebhookConfig, sign, verify_signature
 
 from .conftest import EXAMPLE, ServerFactory
@@ -140,3 +140,55 @@ def test_webhook_needs_a_secret() -> None:
     """A webhook without a secret cannot sign, so the config is refused."""
     with pytest.raises(ValueError, match="secret"):
         WebhookConfig(url="http://127.0.0.1:1/hook")
+
+
+async def test_changes_made_by_another_process_are_delivered_by_the_server(
+    serve: ServerFactory, listener: Listener
+) -> None:
+    """A request opened and decided by another runtime on the server's store (as the CLI does) is delivered by the
+    server: the events were written to the outbox with the changes."""
+    hook = WebhookConfig(url=listener.url, secret=SECRET, backoff_seconds=0.05)
+    await serve(webhooks=[hook])
+    async with Sayso(load_config(EXAMPLE)) as elsewhere:
+        paused = await elsewhere.run("delete notes")
+        await elsewhere.decide(paused.requests[0].request_id, Reject(reason="not from here"))
+    events = await listener.wait_for(2)
+    assert [e["type"] for e in events] == ["request.opened", "request.decided"]
+    assert events[1]["data"]["decision"] == {"kind": "reject", "reason": "not from here"}  # type: ignore[index]
+
+
+async def test_an_undelivered_event_survives_a_restart_and_keeps_its_delivery_id(
+    serve: ServerFactory, listener: Listener
+) -> None:
+    """A delivery still failing when its server stops is delivered by the next server, under the same delivery id."""
+    listener.fail_first = 1
+    hook = WebhookConfig(url=listener.url, secret=SECRET, events=["request.opened"], backoff_seconds=0.5)
+    first = await serve(webhooks=[hook])
+    async with first.client() as client:
+        await client.post("/v1/runs", json={"message": "delete notes"})
+    deadline = time.monotonic() + 10
+    while listener.attempts < 1 and time.monotonic() < deadline:
+        await anyio.sleep(0.02)
+    await first.stop()
+    assert listener.received == []
+    await serve(webhooks=[hook])
+    [event] = await listener.wait_for(1)
+    assert listener.attempts == 2
+    assert event["type"] == "request.opened"
+    assert listener.received[0][0]["Sayso-Delivery"] == event["id"]
+
+
+async def test_servers_sharing_a_store_deliver_each_event_once(serve: ServerFactory, listener: Listener) -> None:
+    """Three servers on one store, each with the webhook: every event reaches the receiver once, not once per server."""
+    hook = WebhookConfig(url=listener.url, secret=SECRET, backoff_seconds=0.05)
+    servers = [await serve(webhooks=[hook]) for _ in range(3)]
+    for n, server in enumerate(servers):
+        async with server.client() as client:
+            run = (await client.post("/v1/runs", json={"message": "delete notes"})).json()
+            decided = {"kind": "reject", "reason": f"no {n}"}
+            await client.post(f"/v1/requests/{run['requests'][0]['id']}/decision", json=decided)
+    events = await listener.wait_for(6)
+    await anyio.sleep(1.5)  # a duplicate would arrive within a poll
+    ids = [headers["Sayso-Delivery"] for headers, _ in listener.received]
+    assert len(events) == len(listener.received) == 6
+    assert len(set(ids)) == 6

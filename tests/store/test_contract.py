@@ -24,7 +24,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from sayso._core.audit import verify_chain
+from sayso._core.audit import AuditHead, AuditKey, anchor_body, verify_chain
 from sayso._core.decisions import Approve, DecisionRecord, Reject, Skip
 from sayso._core.grants import Grant
 from sayso._core.requests import ApprovalRequest, ClientTool, DelegateRequest, Question, QuestionRequest, Request
@@ -46,7 +46,16 @@ from sayso._store import (
     TranscriptEntry,
     Verdict,
 )
-from sayso.exceptions import AlreadyDecided, NotAllowed, PauseConsumed, RunConflict, RunNotFound, SaysoError, StoreError
+from sayso.exceptions import (
+    AlreadyDecided,
+    ConfigError,
+    NotAllowed,
+    PauseConsumed,
+    RunConflict,
+    RunNotFound,
+    SaysoError,
+    StoreError,
+)
 
 NOW = 1_000.0
 LEASE = 30.0
@@ -212,6 +221,26 @@ async def test_take_over_only_when_the_lease_lapsed_or_its_owner_died(store: Run
     assert (taken.lease_owner, taken.lease_expires_at) == ("host:3:c", NOW + 200)
 
 
+async def test_lapsed_runs_are_the_running_runs_nobody_may_hold(store: RunStore) -> None:
+    """`lapsed_runs` lists running runs whose lease lapsed, oldest lease first, and with a host also that host's runs;
+    never a live lease elsewhere, a paused run or a finished one."""
+    live = await start(store, "thr_1", "run_1", lease_owner="elsewhere:1:a")
+    lapsed = await start(store, "thr_2", "run_2", lease_owner="elsewhere:2:b", now=NOW - 100)
+    mine = await start(store, "thr_3", "run_3", lease_owner="host:7:me")
+    older = await start(store, "thr_4", "run_4", lease_owner="elsewhere:3:c", now=NOW - 200)
+    await paused(store, await start(store, "thr_5", "run_5", now=NOW - 300), [])
+    assert [r.run_id for r in await store.lapsed_runs(now=NOW)] == [older.run_id, lapsed.run_id]
+    assert [r.run_id for r in await store.lapsed_runs(now=NOW, host="host")] == [
+        older.run_id,
+        lapsed.run_id,
+        mine.run_id,
+    ]
+    assert [r.run_id for r in await store.lapsed_runs(now=NOW, limit=1)] == [older.run_id]
+    assert live.run_id not in {r.run_id for r in await store.lapsed_runs(now=NOW, host="nowhere")}
+    assert live.run_id in {r.run_id for r in await store.lapsed_runs(now=NOW, host="elsewhere")}
+    assert (await store.lapsed_runs(now=NOW))[0].lease_owner == "elsewhere:3:c"
+
+
 async def test_a_paused_run_is_not_taken_over(store: RunStore) -> None:
     """Only running runs are taken over or renewed: a pause holds no lease."""
     run = await paused(store, await start(store), [])
@@ -259,6 +288,25 @@ async def test_a_pause_keeps_its_requests_in_order_with_their_decisions(store: R
     assert list(state.decisions) == ["req_a"] and state.decisions["req_a"] == decision("req_a")
     with pytest.raises(StoreError):
         await store.pause_state("pau_nope")
+
+
+async def test_a_resume_whose_skip_was_decided_meanwhile_is_refused_and_changes_nothing(store: RunStore) -> None:
+    """A claim that would skip a request a person decided meanwhile is a `RunConflict`: the pause stays open with
+    the person's decision, and a claim planned afresh succeeds."""
+    run = await start(store)
+    run = await paused(store, run, [approval("req_1", run)])
+    skip = DecisionRecord(
+        request_id="req_1", decision=Skip(reason="forced"), by="system", principal=None, decided_at=NOW
+    )
+    await store.record_decision(decision("req_1"))
+    with pytest.raises(RunConflict) as refused:
+        await claim(store, run, added=[skip], audit=[{"event": "skipped"}], executing=[])
+    assert not isinstance(refused.value, PauseConsumed)
+    state = await store.pause_state("pau_1")
+    assert (state.status, state.decisions) == ("open", {"req_1": decision("req_1")})
+    assert await store.count_audit() == 0
+    got = await claim(store, run, executing=["req_1"])
+    assert got.run.status == "running"
 
 
 async def test_a_resume_records_its_skips_and_loads_history_only_when_asked(store: RunStore) -> None:
@@ -499,6 +547,7 @@ async def test_a_batch_of_decisions_is_recorded_whole_or_not_at_all(store: RunSt
         subject_label="k",
         scope="always",
         principal="alice",
+        agent="files",
         thread_id=None,
         created_at=NOW,
     )
@@ -630,6 +679,31 @@ async def test_a_pause_saved_after_calls_ran_finishes_their_marks(store: RunStor
     assert await store.count_audit() == 1
 
 
+async def test_stuck_calls_are_those_no_running_run_will_finish_and_resolve_once(store: RunStore) -> None:
+    """`stuck_executions` lists `executing` entries of runs no longer running (or of one run); resolving one as
+    unknown records its audit once however often it is tried, and the entry then reads `unknown`."""
+    running = await start(store, "thr_1", "run_1")
+    await store.begin_execution("req_live", running.run_id, NOW)
+    ended = await start(store, "thr_2", "run_2")
+    await store.begin_execution("req_cut", ended.run_id, NOW + 1)
+    await store.begin_execution("req_done", ended.run_id, NOW + 2)
+    await store.finish_execution("req_done", b"1", NOW + 3)
+    await store.finish_run(ended, owner=ME, new_messages=(), status="failed", output=None, error="x", now=NOW + 4)
+    assert [(e.request_id, e.run_id, e.started_at) for e in await store.stuck_executions()] == [
+        ("req_cut", "run_2", NOW + 1)
+    ]
+    assert [e.request_id for e in await store.stuck_executions(run_id="run_1")] == ["req_live"]
+    for _ in range(2):
+        await store.finish_execution(
+            "req_cut", b'"unknown"', NOW + 5, audit=[{"event": "outcome_unknown"}], status="unknown"
+        )
+    assert await store.stuck_executions() == []
+    assert await store.begin_execution("req_cut", ended.run_id, NOW + 6) == ExecutionRecord(
+        request_id="req_cut", status="unknown", result=b'"unknown"'
+    )
+    assert [r.body for r in await store.audit_records()] == [{"event": "outcome_unknown"}]
+
+
 # grants
 
 
@@ -644,6 +718,8 @@ def grant(
         subject_label="folder reports/",
         scope="always",
         principal=principal,
+        agent="files",
+        granted_by="ops",
         thread_id=None,
         created_at=at,
     )
@@ -684,6 +760,33 @@ async def test_the_audit_chain_links_every_record(store: RunStore) -> None:
     assert records[2].prev_hash == records[1].hash and records[0].prev_hash == "0" * 64
     assert verify_chain(records) is None
     assert await store.count_audit() == 3
+
+
+async def test_a_keyed_chain_signs_every_record_and_checkpoints_its_head(store: RunStore) -> None:
+    """With an audit key each record and the head carry the key's MACs, the head moves with every commit and is
+    announced after it; without the key nothing more can be appended, and an unsigned chain takes signed records
+    only after an anchor record vouches for it."""
+    assert await store.audit_head() is None
+    await store.append_audit([{"event": "old"}])
+    key = AuditKey(b"a-key-of-sixteen-bytes")
+    announced: list[AuditHead] = []
+    store.use_audit_key(key, on_head=announced.append)
+    with pytest.raises(ConfigError, match="sayso audit anchor"):
+        await store.append_audit([{"event": "signed"}])
+    unsigned = await store.audit_head()
+    assert unsigned is not None and (unsigned.seq, unsigned.mac) == (1, None)
+    await store.append_audit([anchor_body(unsigned, at=NOW), {"event": "signed"}])
+    records = await store.audit_records()
+    head = await store.audit_head()
+    assert [r.mac is not None for r in records] == [False, True, True]
+    assert records[2].mac == key.sign_record(3, records[2].hash)
+    assert head == AuditHead(seq=3, hash=records[2].hash, mac=key.sign_head(3, records[2].hash))
+    assert announced == [head]
+    assert verify_chain(records, key=key, head=head) is None
+    store.use_audit_key(None)
+    with pytest.raises(ConfigError, match="SAYSO_AUDIT_KEY"):
+        await store.append_audit([{"event": "unsigned"}])
+    assert await store.count_audit() == 3 and await store.audit_head() == head
 
 
 async def test_audit_pages_run_both_ways(store: RunStore) -> None:
@@ -1063,3 +1166,50 @@ async def test_a_cursor_the_store_did_not_make_is_refused(store: RunStore, curso
     """Well-formed base64 that does not hold a (time, id) pair is an `InvalidCursor` too."""
     with pytest.raises(InvalidCursor):
         await store.inbox(InboxFilter(), now=NOW, limit=5, cursor=cursor)
+
+
+# the outbox
+
+
+async def test_changes_write_outbox_events_that_fan_out_once_per_webhook(store: RunStore) -> None:
+    """A saved pause writes one event per request and a decision one more, in their own commits; each event fans
+    out once into one delivery per webhook, with ids that are the same for every sender."""
+    run = await start(store)
+    run = await paused(store, run, [approval("req_1", run), approval("req_2", run)])
+    assert await store.fan_out_events(hooks=[], now=NOW) == 0
+    await store.record_decision(decision("req_1"))
+    assert await store.fan_out_events(hooks=["h1", "h2"], now=NOW) == 3
+    assert await store.fan_out_events(hooks=["h1", "h2"], now=NOW) == 0
+    claimed = await store.claim_deliveries(owner="a", now=NOW, until=NOW + 30)
+    assert len(claimed) == 6 and len({c.delivery_id for c in claimed}) == 6
+    assert sorted((c.kind, c.request_id) for c in claimed if c.hook == "h1") == [
+        ("request.decided", "req_1"),
+        ("request.opened", "req_1"),
+        ("request.opened", "req_2"),
+    ]
+    assert all(c.delivery_id.startswith("dlv_") and c.delivery_id.endswith(c.hook) for c in claimed)
+    assert await store.delivery_counts() == {"pending": 6}
+
+
+async def test_a_delivery_is_claimed_by_one_sender_until_settled_or_its_claim_lapses(store: RunStore) -> None:
+    """A claimed delivery is not claimed again while the claim holds; only its holder settles it; a retry waits
+    for its time with the attempt counted; a lapsed claim is taken over; settled deliveries are done."""
+    run = await start(store)
+    await paused(store, run, [approval("req_1", run), approval("req_2", run)])
+    await store.fan_out_events(hooks=["h"], now=NOW)
+    first, second = await store.claim_deliveries(owner="a", now=NOW, until=NOW + 30)
+    assert await store.claim_deliveries(owner="b", now=NOW + 1, until=NOW + 31) == []
+    assert not await store.settle_delivery(first.delivery_id, owner="b", status="delivered", now=NOW + 2)
+    assert await store.settle_delivery(first.delivery_id, owner="a", status="delivered", now=NOW + 2)
+    assert await store.settle_delivery(
+        second.delivery_id, owner="a", status="pending", now=NOW + 2, retry_at=NOW + 10, error="HTTP 503"
+    )
+    assert await store.claim_deliveries(owner="b", now=NOW + 5, until=NOW + 35) == []
+    [again] = await store.claim_deliveries(owner="b", now=NOW + 10, until=NOW + 40)
+    assert (again.delivery_id, again.attempts) == (second.delivery_id, 1)
+    [taken] = await store.claim_deliveries(owner="c", now=NOW + 41, until=NOW + 70)
+    assert taken.delivery_id == second.delivery_id
+    assert not await store.settle_delivery(second.delivery_id, owner="b", status="failed", now=NOW + 42)
+    assert await store.settle_delivery(second.delivery_id, owner="c", status="failed", now=NOW + 42, error="HTTP 410")
+    assert await store.claim_deliveries(owner="d", now=NOW + 99, until=NOW + 130) == []
+    assert await store.delivery_counts() == {"delivered": 1, "failed": 1}

@@ -7,6 +7,7 @@ import secrets
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -128,3 +129,90 @@ async def test_activation_marks_move_to_the_marks_table(old_database: str) -> No
         with sqlite3.connect(old_database.removeprefix("sqlite:///")) as conn:
             tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert "a2a_pauses" not in tables and "marks" in tables
+
+
+def _at_revision(url: str, revision: str, *statements: tuple[str, list[dict[str, object]]]) -> Any:
+    """Bring a database to one schema revision and fill it with rows, as an older sayso would have left it."""
+    from alembic import command
+    from alembic.config import Config
+
+    def upgrade(conn: sa.Connection) -> None:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.attributes["connection"] = conn
+        command.upgrade(config, revision)
+        for sql, rows in statements:
+            conn.execute(sa.text(sql), rows)
+
+    async def run() -> None:
+        engine = create_async_engine(async_url(url))
+        try:
+            async with engine.begin() as conn:
+                await conn.run_sync(upgrade)
+        finally:
+            await engine.dispose()
+
+    return run()
+
+
+GRANT_ROW = (
+    "INSERT INTO grants (grant_id, tool, subject_key, subject_label, scope, principal, thread_id, created_at) "
+    "VALUES (:g, 'delete_file', 'folder:.', 'the top folder', :scope, 'alice', :thread, :at)"
+)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def grants_database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A database at revision 0006 with three grants: one traceable in the audit, one thread grant, one neither."""
+    from sayso._core.audit import GENESIS, canonical_json, chain_hash
+
+    decision = {
+        "event": "decision",
+        "decision": "approve",
+        "scope": "always",
+        "tool_name": "delete_file",
+        "subject": "folder:.",
+        "decided_at": 100.5,
+        "agent_path": "coordinator/files",
+        "principal": "ops",
+        "thread_id": "thr_1",
+    }
+    fill = (
+        (
+            GRANT_ROW,
+            [
+                {"g": "grt_traced", "scope": "always", "thread": None, "at": 100.5},
+                {"g": "grt_thread", "scope": "thread", "thread": "thr_2", "at": 200.0},
+                {"g": "grt_lost", "scope": "always", "thread": None, "at": 300.0},
+            ],
+        ),
+        (
+            "INSERT INTO audit (seq, body, prev_hash, hash) VALUES (1, :body, :prev, :hash)",
+            [{"body": canonical_json(decision), "prev": GENESIS, "hash": chain_hash(GENESIS, 1, decision)}],
+        ),
+        (
+            "INSERT INTO threads (thread_id, owner, agent, active_run_id, created_at) VALUES ('thr_2', 'alice', "
+            "'billing', NULL, 1)",
+            [{}],
+        ),
+    )
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'old.db'}"
+        await _at_revision(url, "0006", *fill)
+        yield url
+    else:
+        async with postgres_database() as url:
+            await _at_revision(url, "0006", *fill)
+            yield url
+
+
+async def test_existing_grants_learn_their_agent_or_are_revoked(grants_database: str) -> None:
+    """Migrating grants: one traced to its decision gets that root agent and giver, a thread grant its thread's agent,
+    and one that cannot be placed is revoked, so the next call asks again."""
+    async with SqlRunStore(grants_database) as store:
+        by_id = {g.grant_id: g for g in await store.list_grants(active_only=False)}
+        active = {g.grant_id for g in await store.list_grants()}
+    assert (by_id["grt_traced"].agent, by_id["grt_traced"].granted_by) == ("coordinator", "ops")
+    assert (by_id["grt_thread"].agent, by_id["grt_thread"].granted_by) == ("billing", None)
+    assert by_id["grt_lost"].agent is None and by_id["grt_lost"].revoked_at is not None
+    assert active == {"grt_traced", "grt_thread"}

@@ -1,15 +1,37 @@
-"""The audit chain (§7): each record carries the hash of the one before, so edits, deletions and reordering show."""
+"""The audit chain (§7): hashed records, anchored by a key and a checkpointed head, and its verification.
+
+Each record carries the hash of the one before, so an edit, a deletion in the middle or a
+reordering shows. A hash chain alone cannot show a rewrite of the whole table with recomputed
+hashes, a record appended with a valid hash, or a cut tail; the anchor does:
+
+- with an audit key (an HMAC secret from the environment), every record carries a MAC of its
+  position and hash, so a record written or rewritten without the key shows;
+- the store keeps the chain's head (last position, hash and a MAC of its own kind) beside the
+  records, written in the same commit as each append, so a cut tail or a record appended behind
+  sayso's back shows; with a key, nobody without it can move the head;
+- the head may also be exported to a file, out of reach of whoever rewrites the database.
+
+A chain that was kept without a key and then gets one is vouched for once, by a signed
+`audit_anchored` record naming the last unsigned record; after that every record must be signed.
+Nothing here does I/O: the store hands over records and heads, the runtime hands over the key.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..exceptions import ConfigError
+
 GENESIS = "0" * 64
 """The `prev_hash` of the first record."""
+
+ANCHORED_EVENT = "audit_anchored"
+"""The signed record that vouches for the unsigned records before it, written when a key is first used."""
 
 
 def canonical_json(value: Any) -> str:
@@ -22,6 +44,29 @@ def chain_hash(prev_hash: str, seq: int, body: dict[str, Any]) -> str:
     return hashlib.sha256(f"{prev_hash}|{seq}|{canonical_json(body)}".encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class AuditKey:
+    """The secret that anchors the chain: a record or head it did not sign is not sayso's."""
+
+    secret: bytes
+
+    def sign_record(self, seq: int, record_hash: str) -> str:
+        """The MAC of the record at `seq` with hash `record_hash`."""
+        return self._mac(f"record|{seq}|{record_hash}")
+
+    def sign_head(self, seq: int, head_hash: str) -> str:
+        """The MAC of a head; of another kind than a record's, so no record's MAC passes for an older head."""
+        return self._mac(f"head|{seq}|{head_hash}")
+
+    @property
+    def fingerprint(self) -> str:
+        """A short, public name of the key (not the key): which key anchored a chain."""
+        return self._mac("fingerprint")[:12]
+
+    def _mac(self, text: str) -> str:
+        return hmac.new(self.secret, text.encode(), hashlib.sha256).hexdigest()
+
+
 @dataclass(frozen=True, kw_only=True)
 class AuditRecord:
     """One line of the audit log."""
@@ -31,6 +76,85 @@ class AuditRecord:
     """What happened: event, request, tool, who, decision, scope, reason, arguments and times."""
     prev_hash: str
     hash: str
+    mac: str | None = None
+    """The audit key's MAC of `seq` and `hash`; `None` for a record written without a key."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditHead:
+    """The chain's last position and hash, checkpointed apart from the records (and, optionally, in a file)."""
+
+    seq: int
+    hash: str
+    mac: str | None = None
+    """The audit key's head MAC of `seq` and `hash`; `None` when written without a key."""
+
+    def dump(self) -> str:
+        """The head as the JSON of a head file."""
+        return canonical_json({"seq": self.seq, "hash": self.hash, "mac": self.mac})
+
+    @classmethod
+    def load(cls, text: str) -> AuditHead:
+        """A head from the JSON of a head file.
+
+        Raises:
+            ValueError: the text is not a head.
+        """
+        data = json.loads(text)
+        if not isinstance(data, dict) or not isinstance(data.get("seq"), int) or not isinstance(data.get("hash"), str):
+            raise ValueError("not an audit head: expected {seq, hash, mac}")
+        mac = data.get("mac")
+        return cls(seq=data["seq"], hash=data["hash"], mac=mac if isinstance(mac, str) else None)
+
+
+def seal(
+    bodies: Sequence[dict[str, Any]], *, after: AuditHead | None, key: AuditKey | None
+) -> tuple[list[AuditRecord], AuditHead | None]:
+    """The records that extend a chain whose head is `after`, and the chain's new head.
+
+    Raises:
+        ConfigError: the chain is signed and no key was given (an unsigned record would break it), or a
+            key was given for a chain kept without one that nobody vouched for yet: the step that wanted
+            to append is refused (fail closed).
+    """
+    if not bodies:
+        return [], after
+    if key is None and after is not None and after.mac is not None:
+        raise ConfigError(
+            f"the audit chain is anchored by a key (signed through record {after.seq}) and this process has none; "
+            "set the audit key (SAYSO_AUDIT_KEY) so its records can be signed"
+        )
+    if key is not None and after is not None and after.mac is None and not vouches_for(bodies[0], after):
+        raise ConfigError(
+            f"the audit log holds {after.seq} record(s) written without a key; vouch for them once with "
+            "`sayso audit anchor` (Sayso.anchor_audit) before records are signed"
+        )
+    seq, prev = (after.seq, after.hash) if after else (0, GENESIS)
+    records: list[AuditRecord] = []
+    for body in bodies:
+        seq += 1
+        digest = chain_hash(prev, seq, body)
+        records.append(
+            AuditRecord(
+                seq=seq, body=body, prev_hash=prev, hash=digest, mac=key.sign_record(seq, digest) if key else None
+            )
+        )
+        prev = digest
+    return records, AuditHead(seq=seq, hash=prev, mac=key.sign_head(seq, prev) if key else None)
+
+
+def anchor_body(head: AuditHead, *, at: float) -> dict[str, Any]:
+    """The signed record that vouches for the unsigned records up to `head` (written once, on purpose)."""
+    return {"event": ANCHORED_EVENT, "through_seq": head.seq, "through_hash": head.hash, "at": at}
+
+
+def vouches_for(body: dict[str, Any], head: AuditHead) -> bool:
+    """Whether `body` is the anchor record for the unsigned chain ending at `head`."""
+    return (
+        body.get("event") == ANCHORED_EVENT
+        and body.get("through_seq") == head.seq
+        and (body.get("through_hash") == head.hash)
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,8 +165,85 @@ class AuditProblem:
     problem: str
 
 
-def verify_chain(records: Sequence[AuditRecord]) -> AuditProblem | None:
-    """Check every record against its content and predecessor; `None` when the chain is intact."""
+@dataclass(frozen=True, kw_only=True)
+class AuditReport:
+    """What verifying the audit log found."""
+
+    records: int
+    """How many records the log holds."""
+    problem: AuditProblem | None
+    """The first bad record, or `None` when nothing is wrong."""
+    anchored: bool
+    """Whether a key anchored what was checked; without one, a rewrite with recomputed hashes cannot be told apart."""
+    note: str
+    """What was checked, in one sentence a person reads (says plainly when the chain is unanchored)."""
+
+    @property
+    def intact(self) -> bool:
+        """No problem was found."""
+        return self.problem is None
+
+
+UNANCHORED_NOTE = (
+    "UNANCHORED: no audit key is configured, so only the hash links were checked; a rewrite of the whole table "
+    "with recomputed hashes or a forged append cannot be detected. Set SAYSO_AUDIT_KEY to anchor the chain."
+)
+
+
+def verify_chain(
+    records: Sequence[AuditRecord],
+    *,
+    key: AuditKey | None = None,
+    head: AuditHead | None = None,
+    exported: AuditHead | None = None,
+) -> AuditProblem | None:
+    """Check every record against its content, its predecessor, the key and the heads; `None` when intact.
+
+    Args:
+        records: the whole log, in `seq` order.
+        key: the audit key; with it every record must be signed (or vouched for by an anchor record)
+            and the head must carry its MAC.
+        head: the head the store checkpointed beside the records.
+        exported: a head exported to a file, checked against the records like the stored one.
+    """
+    problem = _links(records) or _signatures(records, key)
+    if problem is None and records and key is not None and head is None:
+        problem = AuditProblem(seq=records[-1].seq, problem="the chain's anchored head is missing")
+    # The exported head first: it is out of reach of whoever rewrote the database, so where the two
+    # disagree it names the first record really lost.
+    for where, checked in (("exported", exported), ("checkpointed", head)):
+        if problem is None and checked is not None:
+            problem = _head_problem(records, checked, key, where=where)
+    if problem is None and head is not None and records and records[-1].seq > head.seq:
+        seq = head.seq + 1
+        problem = AuditProblem(seq=seq, problem=f"record {seq} was appended behind sayso's back (after the head)")
+    return problem
+
+
+def verify_report(
+    records: Sequence[AuditRecord],
+    *,
+    key: AuditKey | None,
+    head: AuditHead | None,
+    exported: AuditHead | None = None,
+    head_file: str | None = None,
+) -> AuditReport:
+    """Verify the log and say what was checked: the report `sayso audit verify` and the REST API show."""
+    problem = verify_chain(records, key=key, head=head, exported=exported)
+    if problem is None and key is None and (any(r.mac for r in records) or (head is not None and head.mac)):
+        problem = AuditProblem(
+            seq=next((r.seq for r in records if r.mac), head.seq if head else 0),
+            problem="the chain is signed but no audit key is configured to check it; set SAYSO_AUDIT_KEY",
+        )
+    if key is None:
+        note = UNANCHORED_NOTE
+    else:
+        note = f"anchored by audit key {key.fingerprint}: every record's signature and the checkpointed head checked"
+        note += f", and the head exported to {head_file}" if head_file else " (no head file is exported)"
+    return AuditReport(records=len(records), problem=problem, anchored=key is not None, note=note)
+
+
+def _links(records: Sequence[AuditRecord]) -> AuditProblem | None:
     prev = GENESIS
     expected_seq = 1
     for record in records:
@@ -55,4 +256,45 @@ def verify_chain(records: Sequence[AuditRecord]) -> AuditProblem | None:
             return AuditProblem(seq=record.seq, problem=f"record {record.seq} was altered after it was written")
         prev = record.hash
         expected_seq += 1
+    return None
+
+
+def _signatures(records: Sequence[AuditRecord], key: AuditKey | None) -> AuditProblem | None:
+    """With a key: every record signed, except an unsigned prefix that a signed anchor record vouches for."""
+    if key is None:
+        return None
+    signed_from: int | None = None
+    for record in records:
+        if record.mac is None:
+            if signed_from is not None:
+                return AuditProblem(seq=record.seq, problem=f"record {record.seq} is not signed by the audit key")
+            continue
+        if not hmac.compare_digest(record.mac, key.sign_record(record.seq, record.hash)):
+            return AuditProblem(
+                seq=record.seq, problem=f"record {record.seq} is not signed by the audit key (rewritten or forged)"
+            )
+        if signed_from is None:
+            signed_from = record.seq
+            vouched = record.body.get("event") == ANCHORED_EVENT and record.body.get("through_seq") == record.seq - 1
+            if record.seq > 1 and not vouched:
+                return AuditProblem(seq=1, problem="record 1 is not signed by the audit key")
+    if records and signed_from is None:
+        return AuditProblem(seq=1, problem="record 1 is not signed by the audit key")
+    return None
+
+
+def _head_problem(
+    records: Sequence[AuditRecord], head: AuditHead, key: AuditKey | None, *, where: str
+) -> AuditProblem | None:
+    if key is not None and (head.mac is None or not hmac.compare_digest(head.mac, key.sign_head(head.seq, head.hash))):
+        return AuditProblem(
+            seq=head.seq, problem=f"the {where} head (record {head.seq}) is not signed by the audit key"
+        )
+    last = records[-1].seq if records else 0
+    if head.seq > last:
+        seq = last + 1
+        cut = f"records {seq}..{head.seq} are" if head.seq > seq else f"record {seq} is"
+        return AuditProblem(seq=seq, problem=f"{cut} missing: the log was cut after record {last} ({where} head)")
+    if head.seq > 0 and records[head.seq - 1].hash != head.hash:
+        return AuditProblem(seq=head.seq, problem=f"record {head.seq} differs from the {where} head")
     return None

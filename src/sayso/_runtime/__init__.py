@@ -10,6 +10,8 @@
 | `_remote` | remote (A2A) delegates as proxy runs, and the `RemoteAgents` port they go through |
 | `_leases` | which runtime holds a running run; taking over runs whose process died |
 | `_events` | `request.opened` / `decided` / `expired` for listeners |
+| `_outbox` | the same events from the store's outbox, claimed and settled by a webhook sender |
+| `_audit` | the audit key, the exported head, verification |
 | `_kernel` | what the parts share (config, agents, store, clock, lease owner) |
 
 Interfaces import from here only the names below: the facade and the records its verbs return.
@@ -17,6 +19,7 @@ Interfaces import from here only the names below: the facade and the records its
 
 from .._store import (
     AuditPage,
+    DeliveryStatus,
     InboxFilter,
     InboxPage,
     RemoteTask,
@@ -31,14 +34,17 @@ from .._store import (
 from ._events import EventListener, RequestEvent
 from ._facade import DEFAULT_REMOTE_AGENTS, PrincipalLike, Sayso
 from ._kernel import new_id
+from ._outbox import OutboundEvent
 from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
 
 __all__ = [
     "DEFAULT_REMOTE_AGENTS",
     "AuditPage",
+    "DeliveryStatus",
     "EventListener",
     "InboxFilter",
     "InboxPage",
+    "OutboundEvent",
     "PrincipalLike",
     "RemoteAgents",
     "RemoteAsk",

@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
-from .._core.access import Principal, may_decide
+from .._core.access import Principal, may_decide, root_agent
 from .._core.decisions import Approve, Decision, DecisionRecord, Expire, check_decision
 from .._core.grants import Grant
+from .._core.limits import check_decision as check_size
 from .._core.requests import ApprovalRequest, Request
 from .._core.resume import open_requests, plan_resume
 from .._engine import audit_body
@@ -35,6 +36,7 @@ async def decide(k: Kernel, request_id: str, decision: Decision, *, principal: P
     and — when nothing else is open and the run is a top-level one — consumes the pause, marks
     the approved calls in the ledger and reads the history, so the resume starts straight away.
     """
+    check_size(request_id, decision, k.limits)
     now = k.clock()
 
     def judge(found: RequestWithRun, state: PauseState) -> Verdict:
@@ -49,7 +51,11 @@ async def decide(k: Kernel, request_id: str, decision: Decision, *, principal: P
         record = DecisionRecord(
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now
         )
-        verdict = Verdict(record=record, audit=[audit_body(request, record)], grant=grant_from(request, to_record, now))
+        verdict = Verdict(
+            record=record,
+            audit=[audit_body(request, record)],
+            grant=grant_from(request, to_record, now, giver=principal),
+        )
         run = found.run
         decided = {**state.decisions, request_id: record}
         if (
@@ -109,6 +115,8 @@ async def answer_pause(
 
     Requests the answers leave out wait (`rest="wait"`) or count as skipped (`rest="skip"`).
     """
+    for request_id, decision in answers.items():
+        check_size(request_id, decision, k.limits)
     top = await _tree.root(k, await k.store.get_run(run_id))
     if top.status != "paused":
         raise RunConflict(top.run_id, f"the run is {top.status}; only a paused run takes answers")
@@ -132,7 +140,7 @@ async def answer_pause(
         record = DecisionRecord(
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now
         )
-        records.append((request, record, grant_from(request, to_record, now)))
+        records.append((request, record, grant_from(request, to_record, now, giver=principal)))
     earlier = await k.store.record_decisions(
         [record for _, record, _ in records],
         audit=[audit_body(request, record) for request, record, _ in records],
@@ -223,10 +231,11 @@ def check_same_subject(k: Kernel, request: Request, decision: Decision) -> None:
         )
 
 
-def grant_from(request: Request, decision: Decision, now: float) -> Grant | None:
+def grant_from(request: Request, decision: Decision, now: float, *, giver: Principal) -> Grant | None:
     """The grant an approval with a wider scope creates; none for service-enforced requests, or when a host keeps them.
 
-    This is the one place a grant is made.
+    This is the one place a grant is made. It is given for the request's root agent and reaches
+    no further (§7): an approver for one agent never lets calls through another.
     """
     from ._kernel import new_id
 
@@ -244,6 +253,15 @@ def grant_from(request: Request, decision: Decision, now: float) -> Grant | None
         subject_label=request.subject.label,
         scope=decision.scope,
         principal=request.principal or "",
+        agent=root_agent(request.agent_path),
         thread_id=request.thread_id if decision.scope == "thread" else None,
         created_at=now,
+        granted_by=giver.name,
     )
+
+
+def giver_may_decide(k: Kernel, grant: Grant) -> bool:
+    """Whether whoever gave `grant` may (still) decide for its principal and agent: a grant reaches no further."""
+    if grant.agent is None:
+        return False
+    return may_decide(k.principal(grant.giver), owner=grant.principal, agent_path=grant.agent)

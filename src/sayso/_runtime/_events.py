@@ -22,6 +22,27 @@ EventListener = Callable[[RequestEvent, dict[str, Any]], None]
 """Called with an event name and its data; see `Sayso.add_listener`."""
 
 
+def opened_data(request: Request) -> dict[str, Any]:
+    """What `request.opened` says: the request as every interface shows it."""
+    return {"request": request_json(request)}
+
+
+def decided_event(request: Request, record: DecisionRecord) -> tuple[RequestEvent, dict[str, Any]]:
+    """The event a decision makes (`request.expired` for an expiry) and what it says.
+
+    Listeners and webhooks (from the outbox) read the same data.
+    """
+    if isinstance(record.decision, Expire):
+        return "request.expired", {"request": request_json(request)}
+    decision = DECISION_ADAPTER.dump_python(record.decision, mode="json")
+    return "request.decided", {
+        "request": request_json(request),
+        "decision": decision,
+        "by": record.by,
+        "principal": record.principal,
+    }
+
+
 class Events:
     """The listeners of one runtime and the events it announces."""
 
@@ -34,7 +55,7 @@ class Events:
             return
         for request in requests:
             if not isinstance(request, DelegateRequest):
-                self._call("request.opened", {"request": request_json(request)})
+                self._call("request.opened", opened_data(request))
 
     def decided(self, requests: Sequence[Request], records: Sequence[DecisionRecord]) -> None:
         """Announce decisions (an expiry is announced as `request.expired`)."""
@@ -45,16 +66,7 @@ class Events:
             request = by_id.get(record.request_id)
             if request is None or isinstance(request, DelegateRequest):
                 continue
-            data: dict[str, Any] = {"request": request_json(request)}
-            event: RequestEvent
-            if isinstance(record.decision, Expire):
-                event = "request.expired"
-            else:
-                event = "request.decided"
-                data["decision"] = DECISION_ADAPTER.dump_python(record.decision, mode="json")
-                data["by"] = record.by
-                data["principal"] = record.principal
-            self._call(event, data)
+            self._call(*decided_event(request, record))
 
     def _call(self, event: RequestEvent, data: dict[str, Any]) -> None:
         for listener in self.listeners:

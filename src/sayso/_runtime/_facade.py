@@ -23,7 +23,7 @@ from .._checks import known_tool_names
 from .._config import Config, load_config
 from .._core import access
 from .._core.access import LOCAL, Principal
-from .._core.audit import AuditProblem, AuditRecord, verify_chain
+from .._core.audit import AuditProblem, AuditRecord, AuditReport
 from .._core.decisions import Decision
 from .._core.grants import Grant
 from .._core.policy import InterruptPolicy
@@ -31,6 +31,7 @@ from .._core.requests import ClientTool
 from .._results import DecideResult, RunResult
 from .._store import (
     AuditPage,
+    DeliveryStatus,
     InboxFilter,
     InboxPage,
     RemoteTask,
@@ -52,9 +53,10 @@ from ..exceptions import (
     ThreadNotFound,
     UsageError,
 )
-from . import _deciding, _tree, _turns
+from . import _audit, _deciding, _leases, _outbox, _tree, _turns
 from ._events import EventListener
 from ._kernel import Kernel
+from ._outbox import OutboundEvent
 from ._remote import RemoteAgents, remote_delegates
 from ._step import TEXT_SINK, host_terms
 
@@ -116,6 +118,7 @@ class Sayso:
             remote_urls=urls,
             remote=remote_agents,
         )
+        _audit.use_key(self._k)
         self._open = False
         self._models = AsyncExitStack()
 
@@ -131,6 +134,7 @@ class Sayso:
 
     async def __aenter__(self) -> Sayso:
         await self._k.store.open()
+        await _audit.warn_unusable(self._k)
         self._models = await open_models(self._k.agents.values())
         self._open = True
         return self
@@ -146,14 +150,7 @@ class Sayso:
 
     def principal(self, who: PrincipalLike) -> Principal:
         """The principal a name stands for: its configured approver role, or the local caller in local mode."""
-        if isinstance(who, Principal):
-            return who
-        if not self.config.principals:
-            return LOCAL if who == access.LOCAL_NAME else Principal(name=who)
-        for configured in self.config.principals:
-            if configured.name == who:
-                return Principal(name=who, approver_for=tuple(configured.approver_for))
-        return Principal(name=who)
+        return who if isinstance(who, Principal) else self._k.principal(who)
 
     # the cycle
 
@@ -283,6 +280,18 @@ class Sayso:
         """Where a run stands now, with the requests it still waits on."""
         await self.run_record(run_id, principal=principal)
         return await _tree.result(self._k, run_id)
+
+    async def recover(self) -> list[RunResult]:
+        """Carry on every run whose process died, so nobody has to resume it by hand (§4).
+
+        Finds running runs whose lease lapsed (or whose process on this host is gone) and carries
+        each on from the store under the ledger rules: an approved call cut off mid-run is recorded
+        as `outcome unknown` (audit and ledger) and never runs twice; the run then pauses or finishes
+        and its thread takes messages again. `sayso serve` calls this at start and every few seconds;
+        several runtimes may call it at once (each run is taken over by one). Returns the runs carried on.
+        """
+        self._check_open()
+        return await _leases.recover(self._k)
 
     async def expire(self, *, principal: PrincipalLike | None = None) -> list[RunResult]:
         """Close every paused run whose open requests have all expired; each agent answers with what it knows.
@@ -460,10 +469,62 @@ class Sayso:
         return await self._k.store.count_audit()
 
     async def verify_audit(self, *, principal: PrincipalLike | None = None) -> AuditProblem | None:
-        """Check the audit chain; returns the first bad record, or `None` when intact (approvers only)."""
+        """Check the audit chain; returns the first bad record, or `None` when intact (approvers only).
+
+        See `audit_report` for what was checked (whether a key anchors the chain).
+        """
+        return (await self.audit_report(principal=principal)).problem
+
+    async def anchor_audit(self) -> int:
+        """Vouch once for audit records written before an audit key was configured, so signing can begin.
+
+        Appends one signed `audit_anchored` record naming the last unsigned one; `verify` then accepts
+        the unsigned records before it and requires a signature on every record after. Do this only for
+        a log you trust as it stands. Returns how many records were vouched for (0: nothing to do).
+
+        Raises:
+            ConfigError: no audit key is configured.
+        """
+        self._check_open()
+        head = await _audit.anchor(self._k)
+        return head.seq if head is not None else 0
+
+    async def audit_report(self, *, principal: PrincipalLike | None = None) -> AuditReport:
+        """Verify the audit log and say what was checked (approvers only).
+
+        Always the hash links; with an audit key also every record's signature, the store's checkpointed
+        head and the exported head file. The report names the first bad record, and says plainly when no
+        key anchors the chain.
+        """
         if principal is not None:
             self._require_approver(principal, "audit", "only approvers may verify the audit log")
-        return verify_chain(await self._k.store.audit_records())
+        return await _audit.report(self._k)
+
+    # the outbox (webhooks)
+
+    async def claim_events(
+        self, hooks: Sequence[str], *, lease_seconds: float = 30.0, limit: int = 50
+    ) -> list[OutboundEvent]:
+        """Claim due webhook deliveries of events committed by any process (the outbox), for this runtime.
+
+        New events are first fanned out to `hooks` (webhook keys; every replica with the same
+        config names them the same). A claimed delivery is this runtime's for `lease_seconds`; settle
+        it with `settle_event`, or it is claimed again (by anyone) once the claim lapses.
+        """
+        self._check_open()
+        return await _outbox.claim(self._k, hooks, lease_seconds=lease_seconds, limit=limit)
+
+    async def settle_event(
+        self,
+        delivery_id: str,
+        *,
+        status: DeliveryStatus,
+        retry_at: float | None = None,
+        error: str | None = None,
+    ) -> bool:
+        """Record what became of a claimed delivery: `delivered`, `skipped`, `failed`, or `pending` until `retry_at`."""
+        self._check_open()
+        return await _outbox.settle(self._k, delivery_id, status=status, retry_at=retry_at, error=error)
 
     # adapters' own state, events, health
 

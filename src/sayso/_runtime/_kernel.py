@@ -17,6 +17,9 @@ import anyio
 
 from .._agents import BuiltAgent
 from .._config import Config
+from .._core import access
+from .._core.access import LOCAL, Principal
+from .._core.limits import Limits
 from .._store import RunStore
 from ..exceptions import ConfigError
 from ._events import Events
@@ -75,6 +78,20 @@ class Kernel:
         working = self.working.pop(run_id, None)
         if working is not None:
             working.done.set()
+
+    @property
+    def limits(self) -> Limits:
+        """The configured sizes of messages, edits and answers."""
+        return self.config.limits.to_limits()
+
+    def principal(self, name: str) -> Principal:
+        """The principal a name stands for: its configured approver role, or the local caller in local mode."""
+        if not self.config.principals:
+            return LOCAL if name == access.LOCAL_NAME else Principal(name=name)
+        for configured in self.config.principals:
+            if configured.name == name:
+                return Principal(name=name, approver_for=tuple(configured.approver_for))
+        return Principal(name=name)
 
     def built(self, name: str) -> BuiltAgent:
         """The built agent called `name`."""

@@ -16,9 +16,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from .._core.requests import DelegateRequest
 from .._results import RunResult
 from .._store import RunRecord
-from ..exceptions import RunConflict, StoreError
+from ..exceptions import PauseConsumed, RunConflict, SaysoError, StoreError
 
 if TYPE_CHECKING:
     from ._kernel import Kernel
@@ -101,6 +102,104 @@ async def carry_on(k: Kernel, run: RunRecord) -> RunResult:
     # superseded: the new message still has to be sent.
     prompt = None if state.run_id == run.run_id else run.prompt
     return await _step.execute(k, built, run, prompt=prompt, requests=state.requests, decisions=state.decisions)
+
+
+async def recover(k: Kernel) -> list[RunResult]:
+    """Carry on every run whose process died (lease lapsed, or a dead process of this host), under the ledger rules.
+
+    Top-level runs are carried on from the store: an approved call that was cut off is recorded as
+    `outcome unknown` and never runs twice. A delegate's run is carried on when its parent's pause
+    still waits on it (and the tree resumes if that was all it waited on); a delegate whose parent
+    moved on (its segment was redone, starting a new delegate) is closed as failed. Several runtimes
+    may sweep at once: a conditional take-over gives each run to one. Ledger entries left
+    `executing` by segments that ended are resolved as unknown last.
+    """
+    from . import _deciding, _tree
+
+    now = k.clock()
+    host = socket.gethostname()
+    results: list[RunResult] = []
+    runs = [
+        run
+        for run in await k.store.lapsed_runs(now=now, host=host)
+        if (run.lease_expires_at is not None and run.lease_expires_at < now)
+        or (run.lease_owner is not None and owner_is_dead(run.lease_owner))
+    ]
+    for run in sorted(runs, key=lambda r: r.parent_run_id is not None):
+        try:
+            if run.parent_run_id is None:
+                results.append(await carry_on(k, run))
+                continue
+            if run.agent in k.remote_urls:
+                continue  # a remote delegate's proxy: its parent's resume polls the remote task
+            parent = await k.store.get_run(run.parent_run_id)
+            if parent.status == "running" and parent.run_id not in {r.run_id for r in runs}:
+                continue  # the parent's live process is running this delegate
+            if await _awaited(k, parent, run.run_id):
+                await carry_on(k, run)
+                results.append(await _deciding.resume_if_ready(k, await _tree.root(k, parent)))
+            else:
+                await abandon(k, run)
+        except (RunConflict, PauseConsumed):
+            continue  # another runtime took it over first
+        except SaysoError:
+            logger.exception("could not carry on run %s; the next sweep tries again", run.run_id)
+    await resolve_stuck(k)
+    return results
+
+
+async def _awaited(k: Kernel, parent: RunRecord, child_run_id: str) -> bool:
+    """Whether `parent`'s open pause waits on the delegate run `child_run_id`."""
+    if parent.status != "paused" or parent.pause_id is None:
+        return False
+    state = await k.store.pause_state(parent.pause_id)
+    return any(
+        isinstance(r, DelegateRequest) and r.child_run_id == child_run_id and r.request_id not in state.decisions
+        for r in state.requests
+    )
+
+
+async def abandon(k: Kernel, run: RunRecord) -> None:
+    """Close a dead delegate run whose parent no longer waits on it: failed, its cut-off calls unknown."""
+    now = k.clock()
+    dead = [run.lease_owner] if run.lease_owner and owner_is_dead(run.lease_owner) else []
+    if not await k.store.take_over(run.run_id, owner=k.owner, until=now + k.lease_seconds, now=now, dead_owners=dead):
+        raise RunConflict(run.run_id, "another process took this run over")
+    await k.store.finish_run(
+        await k.store.get_run(run.run_id),
+        owner=k.owner,
+        new_messages=(),
+        status="failed",
+        output=None,
+        error="abandoned: its process stopped and its parent carried on without it",
+        now=k.clock(),
+    )
+    await resolve_stuck(k, run_id=run.run_id)
+
+
+async def resolve_stuck(k: Kernel, *, run_id: str | None = None) -> int:
+    """Resolve ledger entries no process will finish as `unknown`, each with an `outcome_unknown` audit record.
+
+    With `run_id`, that run's entries (its segment just ended without finishing them); otherwise every
+    entry whose run is no longer running. Returns how many were resolved.
+    """
+    from pydantic_core import to_json
+
+    from .._gate import UNKNOWN_OUTCOME, outcome_unknown
+
+    stuck = await k.store.stuck_executions(run_id=run_id)
+    for entry in stuck:
+        state = await k.store.get_request(entry.request_id)
+        body = outcome_unknown(
+            request_id=entry.request_id,
+            run_id=entry.run_id,
+            tool_name=state.request.tool_name if state is not None else None,
+            at=k.clock(),
+        )
+        await k.store.finish_execution(
+            entry.request_id, to_json(UNKNOWN_OUTCOME), k.clock(), audit=[body], status="unknown"
+        )
+    return len(stuck)
 
 
 def owner_is_dead(owner: str) -> bool:

@@ -37,7 +37,7 @@ from .._results import RunResult
 from .._store import Claim, RunRecord
 from .._tools import ClientToolset
 from ._failures import report_failure
-from ._leases import holding
+from ._leases import holding, resolve_stuck
 
 if TYPE_CHECKING:
     from ._kernel import Kernel
@@ -102,6 +102,7 @@ async def execute(
     start or the pause's consumption); the gate then needs no store read of its own.
     """
     from . import _tree
+    from ._deciding import giver_may_decide
     from ._kernel import new_id
 
     if history is None:
@@ -119,6 +120,7 @@ async def execute(
         stored_grants=stored_grants,
         delegate=lambda target, task, call_id: _tree.delegate(k, run, target, task, call_id),
         marked=marked,
+        giver_may_decide=lambda grant: giver_may_decide(k, grant),
     )
     allowed = [t for t in run.client_tools if t.name in built.client_tools]
     # A client tool's context reaches only the agents allowed to call that tool.
@@ -157,6 +159,8 @@ async def execute(
                     now=k.clock(),
                     executions=deps.executed,
                 )
+                # Approved calls the failed segment marked but did not finish may or may not have run.
+                await resolve_stuck(k, run_id=run.run_id)
                 return RunResult(
                     run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="failed", error=error
                 )

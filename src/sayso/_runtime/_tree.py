@@ -30,7 +30,7 @@ from .._core.resume import SKIPPED_FOR_FORCE, open_requests, plan_resume
 from .._engine import audit_body
 from .._results import RunResult
 from .._store import PauseState, RunRecord, RunRequests
-from ..exceptions import PauseConsumed
+from ..exceptions import PauseConsumed, RunConflict
 
 if TYPE_CHECKING:
     from ._kernel import Kernel
@@ -51,14 +51,19 @@ async def result(k: Kernel, run_id: str) -> RunResult:
     )
 
 
-async def advance(k: Kernel, run: RunRecord, *, force: bool, state: PauseState | None = None) -> RunResult:
+async def advance(
+    k: Kernel, run: RunRecord, *, force: bool, state: PauseState | None = None, attempts: int = 3
+) -> RunResult:
     """Carry a paused run on as far as its decisions allow, delegates first.
 
     A run resumes only when every call it waits on is answered (or `force` skips the rest);
-    a delegate that paused again keeps its parent paused, without a model call.
+    a delegate that paused again keeps its parent paused, without a model call. When a person
+    decides a request while a forced resume was about to skip it, the resume starts over from
+    the store (their decision counts), up to `attempts` times.
 
     Raises:
         PauseConsumed: another process resumed this pause first.
+        RunConflict: decisions kept arriving while the resume was prepared.
     """
     from . import _remote, _step
 
@@ -82,9 +87,17 @@ async def advance(k: Kernel, run: RunRecord, *, force: bool, state: PauseState |
         if isinstance(request, DelegateRequest):
             await cancel_tree(k, request.child_run_id, SKIPPED_FOR_FORCE)
     approved = _step.resume_plan_executing(requests, plan)
-    claim = await _step.consume(
-        k, run, requests, plan, now=now, executing=approved, load_history=True, grants_of=run.principal or ""
-    )
+    try:
+        claim = await _step.consume(
+            k, run, requests, plan, now=now, executing=approved, load_history=True, grants_of=run.principal or ""
+        )
+    except PauseConsumed:
+        raise
+    except RunConflict:
+        fresh = await k.store.get_run(run.run_id)
+        if attempts <= 1 or fresh.pause_id != run.pause_id:
+            raise
+        return await advance(k, fresh, force=force, attempts=attempts - 1)
     built = k.built(claim.run.agent)
     await _step.tell_services(k, built, requests, plan.decisions)
     return await _step.execute(

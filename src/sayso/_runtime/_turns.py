@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from .._core.access import Principal, may_message
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
+from .._core.limits import check_message
 from .._core.requests import ClientTool, DelegateRequest, Request
 from .._core.resume import SKIPPED_FOR_CANCEL, SKIPPED_FOR_MESSAGE, open_requests, plan_resume
 from .._engine import audit_body
@@ -39,6 +40,7 @@ async def start(
     """Send a user message and run the agent until it finishes or pauses."""
     from ._kernel import new_id
 
+    check_message(message, k.limits)
     now = k.clock()
     entry = agent or k.config.entry_agent
     if entry not in k.agents:  # an unknown agent is the client's mistake, refused before anything is written

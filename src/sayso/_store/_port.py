@@ -15,11 +15,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from pydantic_ai.messages import ModelMessage
 
-from .._core.audit import AuditRecord
+from .._core.audit import AuditHead, AuditKey, AuditRecord
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request
@@ -28,18 +28,21 @@ from ._records import (
     BegunRun,
     Claim,
     Decided,
+    DeliveryStatus,
     ExecutionRecord,
     ExecutionResult,
     InboxFilter,
     InboxPage,
     Judge,
     PauseState,
+    PendingDelivery,
     RemoteTask,
     RequestState,
     RequestWithRun,
     RunRecord,
     RunRequests,
     RunStatus,
+    StuckExecution,
     ThreadRecord,
     ThreadSummary,
     TranscriptEntry,
@@ -53,6 +56,25 @@ class RunStore(ABC):
     bodies are JSON objects: a store keeps them as canonical JSON and hands back what that JSON
     reads as, so the hash chain checks the same bytes on every backend.
     """
+
+    audit_key: AuditKey | None = None
+    """The key that signs every audit record and head this store appends (see `use_audit_key`)."""
+    _head_listener: Callable[[AuditHead], None] | None = None
+
+    def use_audit_key(self, key: AuditKey | None, *, on_head: Callable[[AuditHead], None] | None = None) -> None:
+        """Sign every audit record (and the chain's head) this store appends with `key` from now on.
+
+        `on_head` is told the chain's new head after each commit that extended it (the runtime
+        exports it to a file). Without a key, appending to a chain that is signed is refused
+        (`ConfigError`): one unsigned record would break it.
+        """
+        self.audit_key = key
+        self._head_listener = on_head
+
+    def _announce_head(self, head: AuditHead | None) -> None:
+        """Tell the listener a committed head (never before the commit: a rolled-back head was never the chain's)."""
+        if head is not None and self._head_listener is not None:
+            self._head_listener(head)
 
     async def open(self) -> None:  # noqa: B027 - an optional hook: stores with nothing to connect keep it
         """Connect and bring the schema up to date; calling it again does nothing."""
@@ -162,6 +184,14 @@ class RunStore(ABC):
     @abstractmethod
     async def take_over(self, run_id: str, *, owner: str, until: float, now: float, dead_owners: Sequence[str]) -> bool:
         """Take a running run whose lease lapsed (or whose owner is known dead); exactly one caller wins."""
+
+    @abstractmethod
+    async def lapsed_runs(self, *, now: float, host: str | None = None, limit: int = 100) -> list[RunRecord]:
+        """Running runs nobody may be working on: their lease lapsed by `now`, oldest lease first.
+
+        With `host`, also running runs held by a process on that host (lease owner `host:pid:…`),
+        lapsed or not, so a restarted runtime can check at once whether their process died.
+        """
 
     @abstractmethod
     async def save_pause(
@@ -320,6 +350,7 @@ class RunStore(ABC):
 
         Raises:
             PauseConsumed: the pause was consumed before.
+            RunConflict: one of `added` was decided meanwhile (nothing is written; re-plan and try again).
         """
 
     @abstractmethod
@@ -347,9 +378,27 @@ class RunStore(ABC):
 
     @abstractmethod
     async def finish_execution(
-        self, request_id: str, result: bytes, now: float, *, audit: Sequence[dict[str, Any]] = ()
+        self,
+        request_id: str,
+        result: bytes,
+        now: float,
+        *,
+        audit: Sequence[dict[str, Any]] = (),
+        status: Literal["done", "unknown"] = "done",
     ) -> None:
-        """Record an approved call's result, with its audit record of the arguments it really ran with."""
+        """Record an approved call's result, with its audit record of the arguments it really ran with.
+
+        `status="unknown"` resolves an entry whose call was cut off: `result` is what the model reads
+        instead, and the audit record says the outcome is unknown.
+        """
+
+    @abstractmethod
+    async def stuck_executions(self, *, run_id: str | None = None, limit: int = 100) -> list[StuckExecution]:
+        """Ledger entries still `executing` whose run is no longer `running` (or, with `run_id`, that run's).
+
+        No live process will finish them: the segment that marked them ended (failed, or carried on
+        elsewhere), so the runtime resolves each as `unknown`.
+        """
 
     # remote delegates
 
@@ -379,11 +428,15 @@ class RunStore(ABC):
 
     @abstractmethod
     async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
-        """Append records to the hash-chained audit log."""
+        """Append records to the hash-chained audit log (signed with the audit key, if any), moving its head."""
 
     @abstractmethod
     async def audit_records(self) -> list[AuditRecord]:
         """The whole audit log in order."""
+
+    @abstractmethod
+    async def audit_head(self) -> AuditHead | None:
+        """The chain's head as checkpointed with the last append (`None` before the first record)."""
 
     @abstractmethod
     async def audit_page(self, *, newest_first: bool, limit: int, cursor: int | None) -> AuditPage:
@@ -405,3 +458,41 @@ class RunStore(ABC):
     @abstractmethod
     async def get_mark(self, namespace: str, key: str) -> str | None:
         """The value kept under `namespace` and `key`, or `None`."""
+
+    # the outbox of events, delivered by whichever server runs
+
+    @abstractmethod
+    async def fan_out_events(self, *, hooks: Sequence[str], now: float, limit: int = 200) -> int:
+        """Give each event not fanned out yet one pending delivery per webhook key in `hooks`; returns how many.
+
+        Every event (a request opened or decided) is written to the outbox by the verb that made the
+        change, in the same commit. Fanning out happens once per event, whichever sender does it.
+        With no hooks nothing happens (the events wait for a server that has some).
+        """
+
+    @abstractmethod
+    async def claim_deliveries(self, *, owner: str, now: float, until: float, limit: int = 50) -> list[PendingDelivery]:
+        """Claim pending deliveries that are due and not claimed by a live sender, oldest first, until `until`.
+
+        A delivery is claimed by one sender at a time; a claim that lapsed (its sender died) is taken again.
+        """
+
+    @abstractmethod
+    async def settle_delivery(
+        self,
+        delivery_id: str,
+        *,
+        owner: str,
+        status: DeliveryStatus,
+        now: float,
+        retry_at: float | None = None,
+        error: str | None = None,
+    ) -> bool:
+        """Record what became of a claimed delivery: delivered, skipped, failed, or `pending` again at `retry_at`.
+
+        Returns `False` (and changes nothing) when `owner` no longer holds the claim.
+        """
+
+    @abstractmethod
+    async def delivery_counts(self) -> dict[DeliveryStatus, int]:
+        """How many deliveries stand where (for health checks and tests)."""

@@ -94,10 +94,24 @@ class ExecutionRecord:
 
     request_id: str
     """The approval request whose call this is."""
-    status: Literal["executing", "done"]
-    """`executing` from just before the call starts; `done` once its result is stored."""
+    status: LedgerStatus
+    """`executing` from just before the call starts; `done` once its result is stored; `unknown` when its
+    process stopped while it ran and nobody can say what it did (it is never run again)."""
     result: bytes | None
-    """The call's result as JSON, once done."""
+    """The call's result as JSON once done (for `unknown`, what the model read instead)."""
+
+
+LedgerStatus: TypeAlias = Literal["executing", "done", "unknown"]
+"""Where an approved call stands in the at-most-once ledger."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StuckExecution:
+    """A ledger entry still `executing` although no live process is running its call."""
+
+    request_id: str
+    run_id: str
+    started_at: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,6 +124,8 @@ class ExecutionResult:
     """What the call returned, as JSON."""
     audit: dict[str, Any]
     """The audit record of the call (the arguments it really ran with); appended in the same commit."""
+    status: Literal["done", "unknown"] = "done"
+    """`unknown` when the call may or may not have run (the segment that ran it failed or was cut off)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -325,3 +341,27 @@ class AuditPage:
     """The `seq` to continue after; `None` on the last page."""
     total: int
     """How many records the whole log holds."""
+
+
+OutboxKind: TypeAlias = Literal["request.opened", "request.decided"]
+"""What an outbox event reports: a request was opened (saved with its pause) or decided."""
+
+DeliveryStatus: TypeAlias = Literal["pending", "delivered", "skipped", "failed"]
+"""Where one event's delivery to one webhook stands."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PendingDelivery:
+    """One event claimed for delivery to one webhook."""
+
+    delivery_id: str
+    """Stable across retries and senders (derived from the event and the hook): receivers drop duplicates by it."""
+    event_id: str
+    hook: str
+    """The webhook's key (the sender's name for it; every replica with the same config uses the same)."""
+    kind: OutboxKind
+    request_id: str
+    created_at: float
+    """When the change the event reports was committed."""
+    attempts: int
+    """Attempts made before this one."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text
+from sqlalchemy import Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text
 
 metadata = MetaData()
 
@@ -111,8 +111,11 @@ grants = Table(
     Column("created_at", Float, nullable=False),
     Column("expires_at", Float, nullable=True),
     Column("revoked_at", Float, nullable=True),
+    Column("agent", String(200), nullable=True),
+    Column("granted_by", String(200), nullable=True),
     Index("ix_grants_lookup", "principal", "tool", "subject_key"),
 )
+"""Remembered approvals; `agent` is the root agent a grant was given for (NULL: migrated untraced, covers nothing)."""
 
 audit = Table(
     "audit",
@@ -121,7 +124,19 @@ audit = Table(
     Column("body", Text, nullable=False),
     Column("prev_hash", String(64), nullable=False),
     Column("hash", String(64), nullable=False),
+    Column("mac", String(64), nullable=True),
 )
+"""The hash-chained audit log; `mac` is the audit key's signature of a record (NULL when written without a key)."""
+
+audit_head = Table(
+    "audit_head",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("seq", Integer, nullable=False),
+    Column("hash", String(64), nullable=False),
+    Column("mac", String(64), nullable=True),
+)
+"""The audit chain's head (one row, `id` 1), moved in the same commit as every append: a cut tail shows."""
 
 remote_tasks = Table(
     "remote_tasks",
@@ -143,3 +158,33 @@ marks = Table(
 )
 """Small values interface adapters keep beside sayso's state (say, whether an A2A call activated kagent's
 extension), each adapter under its own namespace."""
+
+outbox = Table(
+    "outbox",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("event_id", String(64), nullable=False, unique=True),
+    Column("kind", String(32), nullable=False),
+    Column("request_id", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("fanned_out", Boolean, nullable=False, default=False),
+    Index("ix_outbox_waiting", "fanned_out", "seq"),
+)
+"""Events (a request opened, a request decided), each written in the same commit as the change it reports."""
+
+deliveries = Table(
+    "deliveries",
+    metadata,
+    Column("delivery_id", String(100), primary_key=True),
+    Column("event_id", String(64), nullable=False),
+    Column("hook", String(64), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("next_attempt_at", Float, nullable=False),
+    Column("claimed_by", String(200), nullable=True),
+    Column("claimed_until", Float, nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("finished_at", Float, nullable=True),
+    Index("ix_deliveries_due", "status", "next_attempt_at"),
+)
+"""One event bound for one webhook: pending until delivered, skipped or given up on; claimed by one sender at a time."""

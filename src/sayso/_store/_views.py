@@ -104,3 +104,8 @@ def transcript_entries(seq: int, run_id: str, messages: Iterable[ModelMessage]) 
                         )
                     )
     return entries
+
+
+def delivery_id(event_id: str, hook: str) -> str:
+    """The id of one outbox event's delivery to one webhook: the same for every sender and every retry."""
+    return f"dlv_{event_id.removeprefix('evt_')}_{hook}"

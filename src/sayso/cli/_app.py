@@ -19,7 +19,6 @@ from typer.core import TyperCommand
 from .._checks import ConfigProblem, check_config
 from .._config import load_config
 from .._core.access import LOCAL
-from .._core.audit import AuditProblem
 from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
 from .._core.requests import Request, Scope
 from .._results import DecideResult, RunResult, request_json, run_json
@@ -242,12 +241,24 @@ def serve(
             help="Seconds between sweeps that close runs whose requests expired; 0 turns it off.", metavar="SECONDS"
         ),
     ] = 30.0,
+    recover_every: Annotated[
+        float,
+        typer.Option(
+            help="Seconds between sweeps that carry on runs whose process died; 0 turns it off.", metavar="SECONDS"
+        ),
+    ] = 5.0,
 ) -> None:
     """Serve the REST API, the web UI and the A2A and AG-UI endpoints."""
     from ..server import serve as run_server
 
     try:
-        run_server(config, host, port, expire_every_seconds=expire_every or None)
+        run_server(
+            config,
+            host,
+            port,
+            expire_every_seconds=expire_every or None,
+            recover_every_seconds=recover_every or None,
+        )
     except ConfigError as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
@@ -308,6 +319,21 @@ def expire(config: ConfigArg, as_json: JsonOpt = False) -> None:
         print_result(console, result, config=config)
 
 
+@app.command(cls=_Command)
+def recover(config: ConfigArg, as_json: JsonOpt = False) -> None:
+    """Carry on runs whose process died: a call cut off mid-run is recorded as outcome unknown, never run twice.
+
+    `sayso serve` does this at start and every few seconds; this is for stores no server runs on.
+    """
+    results = _with_app(config, lambda rt: rt.recover(), as_json=as_json)
+    if as_json:
+        print(json.dumps({"runs": [run_json(r) for r in results]}, ensure_ascii=False))
+        return
+    console.print(f"{len(results)} run(s) carried on")
+    for result in results:
+        print_result(console, result, config=config)
+
+
 grants_app = typer.Typer(help="Remembered approvals: list and revoke.", no_args_is_help=True, rich_markup_mode=None)
 audit_app = typer.Typer(
     help="The hash-chained audit log: list and verify.", no_args_is_help=True, rich_markup_mode=None
@@ -323,9 +349,10 @@ def grants_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     if as_json:
         print(json.dumps({"grants": [asdict(g) for g in grants]}, ensure_ascii=False))
         return
-    table = Table("grant", "tool", "covers", "scope", "principal", "thread")
+    table = Table("grant", "tool", "covers", "scope", "principal", "agent", "thread")
     for g in grants:
-        table.add_row(g.grant_id, g.tool, g.subject_label, g.scope, g.principal, g.thread_id or "any")
+        agent = g.agent or "none"
+        table.add_row(g.grant_id, g.tool, g.subject_label, g.scope, g.principal, agent, g.thread_id or "any")
     console.print(table if grants else "no active grants")
 
 
@@ -365,20 +392,42 @@ def audit_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     console.print(table)
 
 
+@audit_app.command("anchor", cls=_Command)
+def audit_anchor(config: ConfigArg, as_json: JsonOpt = False) -> None:
+    """Vouch once for audit records written before an audit key was set, so new records can be signed.
+
+    Run it once after setting SAYSO_AUDIT_KEY on a store that already has an audit log, and only if
+    you trust that log as it stands: verify accepts the records before the anchor, signed ones after.
+    """
+    vouched = _with_app(config, lambda rt: rt.anchor_audit(), as_json=as_json)
+    if as_json:
+        print(json.dumps({"vouched_for": vouched}))
+    elif vouched:
+        console.print(f"vouched for {vouched} unsigned record(s); new records are signed")
+    else:
+        console.print("nothing to vouch for: the audit log is empty or already signed")
+
+
 @audit_app.command("verify", cls=_Command)
 def audit_verify(config: ConfigArg, as_json: JsonOpt = False) -> None:
-    """Check the audit chain; exits 1 and names the first bad record when it was tampered with."""
+    """Check the audit chain; exits 1 and names the first bad record when it was tampered with.
 
-    async def work(rt: Sayso) -> tuple[int, AuditProblem | None]:
-        return await rt.audit_count(), await rt.verify_audit()
-
-    count, problem = _with_app(config, work, as_json=as_json)
+    With an audit key (SAYSO_AUDIT_KEY) the chain is anchored: rewrites, forged appends and a cut
+    tail are detected. Without one the output says UNANCHORED.
+    """
+    report = _with_app(config, lambda rt: rt.audit_report(), as_json=as_json)
+    problem = report.problem
     if as_json:
-        print(json.dumps({"records": count, "ok": problem is None, "problem": asdict(problem) if problem else None}))
+        body = {"records": report.records, "ok": report.intact, "problem": asdict(problem) if problem else None}
+        print(json.dumps(body | {"anchored": report.anchored, "note": report.note}))
     elif problem is None:
-        console.print(f"audit log intact: {count} record(s)")
+        console.print(f"audit log intact: {report.records} record(s)")
+        (console if report.anchored else errors).print(escape(report.note), soft_wrap=True)
     else:
-        errors.print(f"[red]audit log tampered:[/red] {escape(problem.problem)}", soft_wrap=True)
+        errors.print(
+            f"[red]audit log tampered at record {problem.seq}:[/red] {escape(problem.problem)}", soft_wrap=True
+        )
+        errors.print(escape(report.note), soft_wrap=True)
     if problem is not None:
         raise typer.Exit(1)
 

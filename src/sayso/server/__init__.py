@@ -15,15 +15,16 @@ from .._core.access import Principal
 from ._app import create_app
 from ._problems import problem_for
 from ._serve import check_bind, serve
-from ._webhooks import WebhookEmitter, sign, verify_signature
+from ._webhooks import WebhookDispatcher, hook_key, sign, verify_signature
 
 __all__ = [
     "Principal",
     "WebhookConfig",
-    "WebhookEmitter",
+    "WebhookDispatcher",
     "WebhookEvent",
     "check_bind",
     "create_app",
+    "hook_key",
     "problem_for",
     "serve",
     "sign",

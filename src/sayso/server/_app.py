@@ -32,6 +32,7 @@ from .._results import DecideResult, request_json, run_json
 from .._runtime import InboxFilter, RequestState, Sayso, new_id
 from ..exceptions import InvalidInput, SaysoError
 from ..protocols._auth import authenticate, authenticator
+from ._guard import EdgeGuard
 from ._problems import ProblemModel, install_problem_handlers
 from ._schemas import (
     ID_PATTERN,
@@ -57,12 +58,15 @@ from ._schemas import (
     to_decision,
 )
 from ._stream import start_run, stream_run
-from ._webhooks import WebhookEmitter
+from ._webhooks import WebhookDispatcher
 
 logger = logging.getLogger("sayso.server")
 
 DEFAULT_EXPIRE_EVERY_SECONDS = 30.0
 """How often the server closes runs whose open requests all expired, unless told otherwise."""
+
+DEFAULT_RECOVER_EVERY_SECONDS = 5.0
+"""How often the server looks for runs whose process died (their lease lapsed) and carries them on."""
 
 STATIC = Path(__file__).parent / "static"
 
@@ -70,7 +74,7 @@ _bearer = HTTPBearer(auto_error=False, description="A principal's token; not nee
 
 _PROBLEMS: dict[int | str, dict[str, Any]] = {
     status: {"model": ProblemModel, "content": {"application/problem+json": {}}}
-    for status in (401, 403, 404, 409, 410, 422)
+    for status in (400, 401, 403, 404, 409, 410, 413, 415, 422)
 }
 
 Id = Annotated[str, PathParam(min_length=1, max_length=64)]
@@ -82,7 +86,7 @@ class ServerState:
     """What the endpoints share: the runtime, the webhook sender, and the task group of streamed runs."""
 
     sayso: Sayso
-    emitter: WebhookEmitter
+    emitter: WebhookDispatcher
     tasks: TaskGroup | None = None
     """Runs that outlive their HTTP request (a streamed run whose client left) run here."""
 
@@ -310,16 +314,37 @@ async def audit(
 
 @api.get("/audit/verify", response_model=AuditVerifyOut, tags=["audit"])
 async def verify_audit(caller: Caller, sayso: Runtime) -> JSONResponse:
-    """Check the hash chain of the audit log: intact, or the first record that was altered, lost or moved."""
-    problem = await sayso.verify_audit(principal=caller)
-    records = await sayso.audit_count()
-    return _json({"intact": problem is None, "records": records, "problem": asdict(problem) if problem else None})
+    """Verify the audit log: intact, or the first record that was altered, lost, moved, forged or cut off.
+
+    With an audit key the chain is anchored (every record signed, the head checkpointed); without one
+    `anchored` is false and `note` says plainly what cannot be detected.
+    """
+    report = await sayso.audit_report(principal=caller)
+    problem = asdict(report.problem) if report.problem else None
+    body = {"intact": report.intact, "records": report.records, "problem": problem}
+    return _json(body | {"anchored": report.anchored, "note": report.note})
 
 
 @api.post("/expire", response_model=ExpireOut, tags=["runs"])
 async def expire(caller: Caller, sayso: Runtime) -> JSONResponse:
     """Close every paused run whose open requests all expired (the server also does this periodically); approvers."""
     return _json({"runs": [run_json(r) for r in await sayso.expire(principal=caller)]})
+
+
+async def _sweep_recover(sayso: Sayso, every: float) -> None:
+    """At start and every `every` seconds, carry on runs whose process died, so nobody resumes them by hand.
+
+    That is this server's own runs before a restart, or another replica's whose lease lapsed.
+    """
+    while True:
+        try:
+            carried = await sayso.recover()
+        except SaysoError:
+            logger.exception("the recovery sweep failed; retrying in %ss", every)
+        else:
+            if carried:
+                logger.info("carried on %d run(s) whose process had stopped", len(carried))
+        await anyio.sleep(every)
 
 
 async def _sweep_expired(sayso: Sayso, every: float) -> None:
@@ -338,6 +363,7 @@ def create_app(
     *,
     webhooks: Sequence[WebhookConfig] | None = None,
     expire_every_seconds: float | None = DEFAULT_EXPIRE_EVERY_SECONDS,
+    recover_every_seconds: float | None = DEFAULT_RECOVER_EVERY_SECONDS,
     routers: Sequence[APIRouter] = (),
 ) -> FastAPI:
     """The server for `sayso`: REST under `/v1`, the web UI at `/`, `/healthz` and `/openapi.json`.
@@ -350,13 +376,14 @@ def create_app(
         webhooks: where to send signed request events; default: the config's `webhooks`.
         expire_every_seconds: how often to close runs whose open requests all expired (and
             send `request.expired`); `None` never does it in the background.
+        recover_every_seconds: how often to carry on runs whose process died (once at start, then
+            periodically); `None` never does it in the background.
         routers: more routers to include.
     """
-    emitter = WebhookEmitter(sayso.config.webhooks if webhooks is None else webhooks)
+    # Webhook events come from the store's outbox, written with each change by whichever process made
+    # it (REST, A2A, AG-UI, the CLI, another replica), and are delivered by whichever server runs.
+    emitter = WebhookDispatcher(sayso, sayso.config.webhooks if webhooks is None else webhooks)
     state = ServerState(sayso=sayso, emitter=emitter)
-    # Webhook events come from the runtime itself, so a request opened, decided or expired through
-    # REST, A2A, AG-UI or the CLI is announced the same way.
-    sayso.add_listener(emitter.emit)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -365,6 +392,8 @@ def create_app(
             async with anyio.create_task_group() as background:
                 if expire_every_seconds is not None:
                     background.start_soon(_sweep_expired, sayso, expire_every_seconds)
+                if recover_every_seconds is not None:
+                    background.start_soon(_sweep_recover, sayso, recover_every_seconds)
                 yield
                 background.cancel_scope.cancel()
             # Leaving the task group waits for streamed runs still working: no run is cut short.
@@ -377,6 +406,9 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.sayso_server = state
+    # One wrapper in front of REST, the web UI, A2A and AG-UI: loopback Host in local mode, JSON (or a
+    # token) for every state-changing request, bounded well-formed bodies, no framing, a strict CSP.
+    app.add_middleware(EdgeGuard, local_mode=not sayso.config.principals, limits=sayso.config.limits)
     install_problem_handlers(app)
     app.include_router(api)
     for router in routers:

@@ -39,6 +39,7 @@ from ..exceptions import (
     SaysoError,
     StoreError,
     ThreadBusy,
+    TooLarge,
     Unauthenticated,
 )
 
@@ -120,6 +121,9 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
         elif isinstance(exc, GrantNotFound):
             extra["grant_id"] = exc.grant_id
         return Problem(slug="not-found", title="Not found", status=404, detail=str(exc), extra=extra)
+    if isinstance(exc, TooLarge):
+        extra = {"errors": [{"loc": [exc.field], "msg": exc.problem}]} if exc.field else {}
+        return Problem(slug="too-large", title="Too large", status=413, detail=str(exc), extra=extra)
     if isinstance(exc, InvalidInput):
         extra = {"errors": [{"loc": [exc.field], "msg": exc.problem}]} if exc.field else {}
         return Problem(slug="invalid-request", title="Invalid request", status=422, detail=str(exc), extra=extra)

@@ -19,7 +19,8 @@ ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,64}$"
 
 
 class _Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Strict: `{"force": "yes"}` or `{"scope": 1}` is refused, never coerced into something the client did not say.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 # inbound
@@ -293,9 +294,15 @@ class GrantOut(BaseModel):
     subject_label: str
     scope: Literal["thread", "always"]
     principal: str
+    """Whose calls it lets through (the owner of the thread it was given on)."""
+    agent: str | None
+    """The root agent it was given for; it covers calls through that agent only (`null`: a migrated grant that
+    covers nothing)."""
     thread_id: str | None
     """The thread a `thread` grant is limited to; `null` for `always`."""
     created_at: float
+    granted_by: str | None
+    """Who gave it; `null` means its principal."""
     expires_at: float | None
     revoked_at: float | None
 
@@ -340,6 +347,10 @@ class AuditVerifyOut(BaseModel):
     records: int
     problem: AuditProblemOut | None
     """The first bad record; `null` when intact."""
+    anchored: bool
+    """Whether an audit key anchors the chain; without one a rewrite with recomputed hashes cannot be detected."""
+    note: str
+    """What was checked, in a sentence (starts with `UNANCHORED` when no key anchors the chain)."""
 
 
 class ExpireOut(BaseModel):

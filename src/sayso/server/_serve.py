@@ -10,7 +10,7 @@ from .._config import Config, load_config
 from .._runtime import Sayso
 from ..exceptions import ConfigError
 from ..protocols import protocol_routers
-from ._app import DEFAULT_EXPIRE_EVERY_SECONDS, create_app
+from ._app import DEFAULT_EXPIRE_EVERY_SECONDS, DEFAULT_RECOVER_EVERY_SECONDS, create_app
 
 logger = logging.getLogger("sayso.server")
 
@@ -50,6 +50,7 @@ def serve(
     port: int = 8000,
     *,
     expire_every_seconds: float | None = DEFAULT_EXPIRE_EVERY_SECONDS,
+    recover_every_seconds: float | None = DEFAULT_RECOVER_EVERY_SECONDS,
 ) -> None:
     """Serve the REST API and web UI for a config until interrupted (`sayso serve CONFIG`).
 
@@ -58,6 +59,7 @@ def serve(
         host: the address to bind; only 127.0.0.1 without principals.
         port: the TCP port.
         expire_every_seconds: how often to close runs whose open requests all expired.
+        recover_every_seconds: how often to carry on runs whose process died (also once at start).
 
     Raises:
         ConfigError: the config is invalid, or local development mode was asked to bind elsewhere.
@@ -67,6 +69,11 @@ def serve(
     config = load_config(config_path)
     check_bind(config, host)
     sayso = Sayso(config)
-    app = create_app(sayso, expire_every_seconds=expire_every_seconds, routers=protocol_routers(sayso))
+    app = create_app(
+        sayso,
+        expire_every_seconds=expire_every_seconds,
+        recover_every_seconds=recover_every_seconds,
+        routers=protocol_routers(sayso),
+    )
     logger.info("sayso serves %s on http://%s:%d (UI at /, API docs at /docs)", config_path, host, port)
     uvicorn.run(app, host=host, port=port, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS, log_level="info")

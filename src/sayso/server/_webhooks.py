@@ -1,117 +1,100 @@
-"""Signed webhooks (§6.8): an event per request opened, decided or expired, delivered with retries.
+"""Signed webhooks (§6.8) from the store's outbox: every request opened, decided or expired, at least once.
 
-Each delivery is a JSON POST signed with HMAC-SHA256 over `"{timestamp}.{body}"`:
-
-```text
-Sayso-Event: request.decided
-Sayso-Delivery: dlv_…              (the same on every retry, so receivers can drop duplicates)
-Sayso-Timestamp: 1767225600        (seconds since the epoch, when this attempt was signed)
-Sayso-Signature: sha256=<hex>
-```
-
-Receivers check the signature with `verify_signature` and reject old timestamps. Delivery
-runs in the background and never delays or fails the API call that caused it; failed
-attempts are retried with exponential backoff, and what is still pending at shutdown gets
-a bounded grace period. Events are not persisted: a process that dies loses undelivered ones.
+An event is written to the outbox in the same commit as the change it reports, by whichever
+process made it (this server, another replica, the CLI, an embedder). `WebhookDispatcher` runs in
+every server: it claims due deliveries from the store (one sender per delivery at a time), POSTs
+each signed (see `sayso._signing` for the one header scheme), and settles it: delivered, retried
+later with exponential backoff, or given up on. A delivery whose sender died is claimed again once
+its claim lapses, so events survive restarts and reach the receiver at least once, always under
+the same `Sayso-Delivery` id (receivers drop duplicates by it).
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
-import json
 import logging
-import math
-import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 import anyio
 import httpx
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .._config import WebhookConfig, WebhookEvent
+from .._runtime import DeliveryStatus, OutboundEvent, Sayso
+from .._signing import delivery_body, sign, signed_headers, verify_signature
+from ..exceptions import SaysoError
 
 logger = logging.getLogger("sayso.server.webhooks")
 
+__all__ = ["WebhookDispatcher", "hook_key", "sign", "verify_signature"]
 
-def sign(secret: str, timestamp: int, body: bytes) -> str:
-    """The `Sayso-Signature` value for `body` sent at `timestamp`."""
-    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
-    return f"sha256={mac.hexdigest()}"
-
-
-def verify_signature(
-    secret: str,
-    body: bytes,
-    *,
-    timestamp: str,
-    signature: str,
-    tolerance_seconds: float = 300,
-    now: float | None = None,
-) -> bool:
-    """Whether a delivery is genuine and recent: for receivers of sayso's webhooks."""
-    if not timestamp.isdigit():
-        return False
-    if abs((time.time() if now is None else now) - int(timestamp)) > tolerance_seconds:
-        return False
-    return hmac.compare_digest(sign(secret, int(timestamp), body), signature)
+POLL_SECONDS = 1.0
+"""How often a server looks for events other processes committed (its own wake it at once)."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Delivery:
-    """One event bound for one webhook."""
-
-    delivery_id: str
-    event: WebhookEvent
-    body: bytes
-    hook: WebhookConfig
+def hook_key(hook: WebhookConfig) -> str:
+    """A webhook's key in the outbox: derived from its URL, so every replica with the same config agrees."""
+    return hashlib.sha256(hook.url.encode()).hexdigest()[:16]
 
 
-class WebhookEmitter:
-    """Delivers events to the configured webhooks in the background; use as an async context manager.
+class WebhookDispatcher:
+    """Delivers outbox events to the configured webhooks while the server runs; use as an async context manager.
 
-    Leaving the context stops taking events and gives pending deliveries (retries included)
-    up to `drain_seconds` to finish.
+    Args:
+        sayso: the runtime (opened by the server's lifespan before this starts).
+        hooks: the webhooks.
+        client: the HTTP client (one is made and closed when not given).
+        clock: seconds since the epoch.
+        poll_seconds: how often to look for events committed by other processes.
+        drain_seconds: how long deliveries in flight get to finish when the server stops (the rest
+            are claimed again by the next server once their claim lapses).
     """
 
     def __init__(
         self,
+        sayso: Sayso,
         hooks: Sequence[WebhookConfig],
         *,
         client: httpx.AsyncClient | None = None,
         clock: Callable[[], float] = time.time,
+        poll_seconds: float = POLL_SECONDS,
         drain_seconds: float = 10.0,
     ) -> None:
-        self.hooks = list(hooks)
-        for hook in self.hooks:
+        self.sayso = sayso
+        self.hooks = {hook_key(hook): hook for hook in hooks}
+        for hook in self.hooks.values():
             hook.signing_secret()  # fail at start-up, not at the first event
         self._client = client
         self._own_client = client is None
         self._clock = clock
+        self._poll = poll_seconds
         self._drain = drain_seconds
-        self._send: MemoryObjectSendStream[Delivery] | None = None
-        self._receive: MemoryObjectReceiveStream[Delivery] | None = None
+        self._wake = anyio.Event()
         self._tg: TaskGroup | None = None
-        self._pending = 0
+        self._stopping = False
+        self._stopped = anyio.Event()
         self.delivered = 0
         """Deliveries that got a 2xx answer (for tests and metrics)."""
         self.failed = 0
         """Deliveries given up on after their last attempt."""
+        if self.hooks:
+            # This process's own changes wake the loop at once; other processes' are found by polling.
+            sayso.add_listener(self._on_event)
 
-    async def __aenter__(self) -> WebhookEmitter:
+    def _on_event(self, event: WebhookEvent, data: dict[str, Any]) -> None:
+        self._wake.set()
+
+    async def __aenter__(self) -> WebhookDispatcher:
         if not self.hooks:
             return self
         if self._client is None:
             self._client = httpx.AsyncClient()
-        self._send, self._receive = anyio.create_memory_object_stream[Delivery](max_buffer_size=math.inf)
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        self._tg.start_soon(self._dispatch, self._receive)
+        self._tg.start_soon(self._loop)
         return self
 
     async def __aexit__(
@@ -119,85 +102,84 @@ class WebhookEmitter:
     ) -> None:
         if self._tg is None:
             return
-        assert self._send is not None
-        self._send.close()
-        with anyio.move_on_after(self._drain):
-            while self._pending:
-                await anyio.sleep(0.02)
-        if self._pending:
-            logger.warning("%d webhook deliveries still pending at shutdown were dropped", self._pending)
         tg, self._tg = self._tg, None
+        self._stopping = True
+        self._wake.set()
+        with anyio.move_on_after(self._drain):
+            await self._stopped.wait()
         tg.cancel_scope.cancel()
         await tg.__aexit__(None, None, None)
         if self._own_client and self._client is not None:
             await self._client.aclose()
 
-    def wants(self, event: WebhookEvent) -> bool:
-        """Whether some webhook is subscribed to `event` (so its data is worth gathering)."""
-        return any(event in hook.events for hook in self.hooks)
-
-    def emit(self, event: WebhookEvent, data: dict[str, Any]) -> None:
-        """Queue `event` for every webhook subscribed to it; never blocks and never raises."""
-        if self._send is None:
-            return
-        created_at = self._clock()
-        for hook in self.hooks:
-            if event not in hook.events:
-                continue
-            delivery_id = f"dlv_{secrets.token_urlsafe(12)}"
-            body = json.dumps(
-                {"id": delivery_id, "type": event, "created_at": created_at, "data": data}, separators=(",", ":")
-            ).encode()
-            try:
-                self._send.send_nowait(Delivery(delivery_id=delivery_id, event=event, body=body, hook=hook))
-                self._pending += 1
-            except anyio.ClosedResourceError:
-                logger.warning("webhook event %s emitted during shutdown was dropped", event)
-
-    async def _dispatch(self, receive: MemoryObjectReceiveStream[Delivery]) -> None:
-        assert self._tg is not None
-        tg = self._tg
-        async with receive:
-            async for delivery in receive:
-                tg.start_soon(self._deliver, delivery)
-
-    async def _deliver(self, delivery: Delivery) -> None:
+    async def _loop(self) -> None:
+        # A claim outlives the slowest attempt, so no other server takes a delivery still in flight.
+        lease = 2 * max(hook.timeout_seconds for hook in self.hooks.values()) + 1
         try:
-            await self._attempts(delivery)
+            while not self._stopping:
+                self._wake = anyio.Event()
+                try:
+                    claimed = await self.sayso.claim_events(list(self.hooks), lease_seconds=lease)
+                except SaysoError:
+                    logger.exception("could not read the outbox; retrying in %ss", self._poll)
+                    claimed = []
+                if claimed:
+                    # One webhook's events go in the order they were committed; webhooks run side by side.
+                    by_hook: dict[str, list[OutboundEvent]] = {}
+                    for event in claimed:
+                        by_hook.setdefault(event.hook, []).append(event)
+                    async with anyio.create_task_group() as hooks:
+                        for events in by_hook.values():
+                            hooks.start_soon(self._attempt_in_order, events)
+                    continue
+                with anyio.move_on_after(self._poll):
+                    await self._wake.wait()
         finally:
-            self._pending -= 1
+            self._stopped.set()
 
-    async def _attempts(self, delivery: Delivery) -> None:
+    async def _attempt_in_order(self, events: list[OutboundEvent]) -> None:
+        for event in events:
+            await self._attempt(event)
+
+    async def _attempt(self, event: OutboundEvent) -> None:
+        """One attempt at one delivery, settled: delivered, skipped (not subscribed), retried later or given up."""
         assert self._client is not None
-        hook = delivery.hook
-        for attempt in range(1, hook.max_attempts + 1):
-            timestamp = int(self._clock())
-            headers = {
-                "Content-Type": "application/json",
-                "User-Agent": "sayso-webhooks",
-                "Sayso-Event": delivery.event,
-                "Sayso-Delivery": delivery.delivery_id,
-                "Sayso-Timestamp": str(timestamp),
-                "Sayso-Signature": sign(hook.signing_secret(), timestamp, delivery.body),
-            }
-            try:
-                response = await self._client.post(
-                    hook.url, content=delivery.body, headers=headers, timeout=hook.timeout_seconds
-                )
-            except httpx.HTTPError as exc:
-                outcome = f"{type(exc).__name__}: {exc}"
-                retry = True
-            else:
-                if response.is_success:
-                    self.delivered += 1
-                    return
-                outcome = f"HTTP {response.status_code}"
-                # A 4xx other than timeout/rate-limit says the receiver will never take it.
-                retry = response.status_code >= 500 or response.status_code in (408, 429)
-            if not retry or attempt == hook.max_attempts:
-                self.failed += 1
-                logger.warning(
-                    "webhook %s to %s failed after %d attempt(s): %s", delivery.event, hook.url, attempt, outcome
-                )
+        hook = self.hooks.get(event.hook)
+        if hook is None or event.event not in hook.events:
+            await self._settle(event, "skipped")
+            return
+        body = delivery_body(
+            delivery_id=event.delivery_id, event=event.event, created_at=event.created_at, data=event.data
+        )
+        headers = signed_headers(
+            hook.signing_secret(), body, event=event.event, delivery_id=event.delivery_id, now=self._clock()
+        )
+        try:
+            response = await self._client.post(hook.url, content=body, headers=headers, timeout=hook.timeout_seconds)
+        except httpx.HTTPError as exc:
+            outcome, retry = f"{type(exc).__name__}: {exc}", True
+        else:
+            if response.is_success:
+                self.delivered += 1
+                await self._settle(event, "delivered")
                 return
-            await anyio.sleep(hook.backoff_seconds * 2 ** (attempt - 1))
+            outcome = f"HTTP {response.status_code}"
+            # A 4xx other than timeout/rate-limit says the receiver will never take it.
+            retry = response.status_code >= 500 or response.status_code in (408, 429)
+        attempt = event.attempts + 1
+        if not retry or attempt >= hook.max_attempts:
+            self.failed += 1
+            logger.warning("webhook %s to %s failed after %d attempt(s): %s", event.event, hook.url, attempt, outcome)
+            await self._settle(event, "failed", error=outcome)
+            return
+        retry_at = self._clock() + hook.backoff_seconds * 2 ** (attempt - 1)
+        await self._settle(event, "pending", retry_at=retry_at, error=outcome)
+
+    async def _settle(
+        self, event: OutboundEvent, status: DeliveryStatus, *, retry_at: float | None = None, error: str | None = None
+    ) -> None:
+        try:
+            await self.sayso.settle_event(event.delivery_id, status=status, retry_at=retry_at, error=error)
+        except SaysoError:
+            # The claim lapses and the delivery is tried again: at least once, never lost.
+            logger.exception("could not record the delivery %s; it will be sent again", event.delivery_id)

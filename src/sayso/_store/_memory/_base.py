@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -10,7 +11,7 @@ from typing import Any, Literal
 import anyio
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from ..._core.audit import GENESIS, AuditRecord, canonical_json, chain_hash
+from ..._core.audit import AuditHead, AuditRecord, canonical_json, seal
 from ..._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
@@ -18,7 +19,10 @@ from ...exceptions import RunConflict, StoreError
 from .._port import RunStore
 from .._records import (
     GRANTS_READ_AT_ONCE,
+    DeliveryStatus,
     ExecutionResult,
+    LedgerStatus,
+    OutboxKind,
     PauseStatus,
     RemoteTask,
     RunRecord,
@@ -60,8 +64,10 @@ class _Decision:
 
 @dataclass
 class _Execution:
-    status: Literal["executing", "done"]
+    status: LedgerStatus
     result: bytes | None
+    run_id: str
+    started_at: float
 
 
 @dataclass(frozen=True)
@@ -71,12 +77,34 @@ class _Batch:
     body: bytes
 
 
+@dataclass
+class _Event:
+    event_id: str
+    kind: OutboxKind
+    request_id: str
+    created_at: float
+    fanned_out: bool = False
+
+
+@dataclass
+class _Delivery:
+    event: _Event
+    hook: str
+    status: DeliveryStatus = "pending"
+    attempts: int = 0
+    next_attempt_at: float = 0.0
+    claimed_by: str | None = None
+    claimed_until: float | None = None
+    last_error: str | None = None
+
+
 @dataclass(frozen=True)
 class _Audit:
     seq: int
     body: str
     prev_hash: str
     hash: str
+    mac: str | None
 
 
 class _MemoryBase(RunStore):
@@ -95,8 +123,11 @@ class _MemoryBase(RunStore):
         self._messages: dict[str, list[_Batch]] = {}
         self._grants: dict[str, Grant] = {}
         self._audit: list[_Audit] = []
+        self._audit_head: AuditHead | None = None
         self._remote: dict[str, RemoteTask] = {}
         self._marks: dict[tuple[str, str], str] = {}
+        self._outbox: list[_Event] = []
+        self._deliveries: dict[str, _Delivery] = {}
 
     async def ping(self) -> None:
         return None
@@ -155,20 +186,29 @@ class _MemoryBase(RunStore):
             row = self._requests.get(d.request_id)
             if row is not None:
                 row.status = "decided"
+        self._outbox_events(
+            "request.decided", [d.request_id for d in records], now=max((d.decided_at for d in records), default=0.0)
+        )
+
+    def _outbox_events(self, kind: OutboxKind, request_ids: Sequence[str], *, now: float) -> None:
+        for request_id in request_ids:
+            self._outbox.append(
+                _Event(event_id=f"evt_{secrets.token_urlsafe(12)}", kind=kind, request_id=request_id, created_at=now)
+            )
 
     def _check_new_grants(self, grants: Sequence[Grant]) -> None:
         if any(g.grant_id in self._grants for g in grants):
             raise StoreError("a grant with this id is stored already")
 
     def _finish_executions(self, executions: Sequence[ExecutionResult]) -> None:
-        for done in executions:
-            self._finish(done.request_id, done.result)
         self._append_audit([done.audit for done in executions])
+        for done in executions:
+            self._finish(done.request_id, done.result, done.status)
 
-    def _finish(self, request_id: str, result: bytes) -> None:
+    def _finish(self, request_id: str, result: bytes, status: Literal["done", "unknown"] = "done") -> None:
         entry = self._executions.get(request_id)
         if entry is not None:
-            entry.status, entry.result = "done", result
+            entry.status, entry.result = status, result
 
     def _append_messages(self, run: RunRecord, new: Sequence[ModelMessage]) -> None:
         if not new:
@@ -188,12 +228,15 @@ class _MemoryBase(RunStore):
         return None if len(found) > GRANTS_READ_AT_ONCE else found
 
     def _append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
-        seq, prev = (self._audit[-1].seq, self._audit[-1].hash) if self._audit else (0, GENESIS)
-        for body in bodies:
-            seq += 1
-            digest = chain_hash(prev, seq, body)
-            self._audit.append(_Audit(seq=seq, body=canonical_json(body), prev_hash=prev, hash=digest))
-            prev = digest
+        """Extend the chain after its head, or raise before changing anything (a verb appends its audit first)."""
+        records, head = seal(bodies, after=self._audit_head, key=self.audit_key)
+        for r in records:
+            self._audit.append(
+                _Audit(seq=r.seq, body=canonical_json(r.body), prev_hash=r.prev_hash, hash=r.hash, mac=r.mac)
+            )
+        if records:
+            self._audit_head = head
+            self._announce_head(head)
 
 
 def _load(batches: Iterable[_Batch]) -> list[ModelMessage]:
@@ -204,4 +247,4 @@ def _load(batches: Iterable[_Batch]) -> list[ModelMessage]:
 
 
 def _audit_record(row: _Audit) -> AuditRecord:
-    return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash)
+    return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash, mac=row.mac)

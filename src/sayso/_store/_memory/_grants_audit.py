@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..._core.audit import AuditRecord
+from ..._core.audit import AuditHead, AuditRecord
 from ..._core.grants import Grant
 from .._records import (
     AuditPage,
@@ -39,8 +39,8 @@ class _GrantsAudit(_MemoryBase):
             grant = self._grants.get(grant_id)
             if grant is None or grant.revoked_at is not None:
                 return None
-            self._grants[grant_id] = revoked = replace(grant, revoked_at=now)
             self._append_audit(audit)
+            self._grants[grant_id] = revoked = replace(grant, revoked_at=now)
             return revoked
 
     # the audit log
@@ -52,6 +52,10 @@ class _GrantsAudit(_MemoryBase):
     async def audit_records(self) -> list[AuditRecord]:
         async with self._lock:
             return [_audit_record(a) for a in self._audit]
+
+    async def audit_head(self) -> AuditHead | None:
+        async with self._lock:
+            return self._audit_head
 
     async def audit_page(self, *, newest_first: bool, limit: int, cursor: int | None) -> AuditPage:
         async with self._lock:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import Request
-from ...exceptions import PauseConsumed, StoreError
+from ...exceptions import PauseConsumed, RunConflict, StoreError
 from .._records import (
     Claim,
     Decided,
@@ -23,6 +23,7 @@ from .._records import (
     ResumeClaim,
     RunRecord,
     RunRequests,
+    StuckExecution,
 )
 from .._views import decode_cursor, encode_cursor, on_path, rooted_at
 from ._base import _Execution, _load, _MemoryBase, _Request
@@ -177,7 +178,7 @@ class _Requests(_MemoryBase):
                 grants = [verdict.grant] if verdict.grant is not None else []
                 self._check_new_grants(grants)
                 if verdict.resume is not None:
-                    self._check_claim(row.pause_id, verdict.resume)
+                    self._check_claim(found.run.run_id, verdict.resume)
                 self._insert_decisions([verdict.record], verdict.audit)
                 self._grants.update((g.grant_id, g) for g in grants)
             claim = None
@@ -187,11 +188,13 @@ class _Requests(_MemoryBase):
                 )
             return Decided(found=found, state=state, verdict=verdict, claim=claim)
 
-    def _check_claim(self, pause_id: str, resume: ResumeClaim) -> None:
+    def _check_claim(self, run_id: str, resume: ResumeClaim) -> None:
         if any(d.request_id in self._decisions for d in resume.added) or any(
             r in self._executions for r in resume.executing
         ):
-            raise StoreError(f"pause {pause_id!r}: a decision or ledger entry it adds is stored already")
+            raise RunConflict(
+                run_id, "a request this resume closes was decided meanwhile; reload the pause and resume again"
+            )
 
     def _claim(
         self, run: RunRecord, pause_id: str, resume: ResumeClaim, *, owner: str, until: float, now: float, history: bool
@@ -206,11 +209,13 @@ class _Requests(_MemoryBase):
         }
         if not self._is_open(pause_id):
             raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
-        self._check_claim(pause_id, resume)
+        self._check_claim(run.run_id, resume)
         self._pauses[pause_id].status = "consumed"
         self._insert_decisions(resume.added, resume.audit)
         for request_id in resume.executing:
-            self._executions[request_id] = _Execution(status="executing", result=None)
+            self._executions[request_id] = _Execution(
+                status="executing", result=None, run_id=run.run_id, started_at=now
+            )
         self._update_run(run.run_id, now, **claim)
         return Claim(
             run=replace(run, **claim, updated_at=now, revision=run.revision + 1),
@@ -225,15 +230,37 @@ class _Requests(_MemoryBase):
             found = self._executions.get(request_id)
             if found is not None:
                 return ExecutionRecord(request_id=request_id, status=found.status, result=found.result)
-            self._executions[request_id] = _Execution(status="executing", result=None)
+            self._executions[request_id] = _Execution(status="executing", result=None, run_id=run_id, started_at=now)
             return None
 
     async def finish_execution(
-        self, request_id: str, result: bytes, now: float, *, audit: Sequence[dict[str, Any]] = ()
+        self,
+        request_id: str,
+        result: bytes,
+        now: float,
+        *,
+        audit: Sequence[dict[str, Any]] = (),
+        status: Literal["done", "unknown"] = "done",
     ) -> None:
         async with self._lock:
-            self._append_audit(audit)
-            self._finish(request_id, result)
+            entry = self._executions.get(request_id)
+            if entry is not None and entry.status == "executing":  # resolved once, however many sweeps race to it
+                self._append_audit(audit)
+                self._finish(request_id, result, status)
+
+    async def stuck_executions(self, *, run_id: str | None = None, limit: int = 100) -> list[StuckExecution]:
+        async with self._lock:
+            stuck = [
+                StuckExecution(request_id=request_id, run_id=entry.run_id, started_at=entry.started_at)
+                for request_id, entry in self._executions.items()
+                if entry.status == "executing"
+                and (
+                    entry.run_id == run_id
+                    if run_id is not None
+                    else entry.run_id in self._runs and self._runs[entry.run_id].status != "running"
+                )
+            ]
+        return sorted(stuck, key=lambda e: e.started_at)[:limit]
 
     def _listed(self, row: _Request, query: InboxFilter, now: float) -> bool:
         thread = self._threads.get(row.thread_id)

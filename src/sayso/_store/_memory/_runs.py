@@ -175,6 +175,19 @@ class _Runs(_MemoryBase):
             self._update_run(run_id, now, lease_owner=owner, lease_expires_at=until)
             return True
 
+    async def lapsed_runs(self, *, now: float, host: str | None = None, limit: int = 100) -> list[RunRecord]:
+        async with self._lock:
+            found = [
+                self._run(run.run_id)
+                for run in self._runs.values()
+                if run.status == "running"
+                and (
+                    (run.lease_expires_at is not None and run.lease_expires_at < now)
+                    or (host is not None and (run.lease_owner or "").startswith(f"{host}:"))
+                )
+            ]
+        return sorted(found, key=lambda r: r.lease_expires_at or 0.0)[:limit]
+
     async def save_pause(
         self,
         run: RunRecord,
@@ -208,6 +221,7 @@ class _Runs(_MemoryBase):
                     expires_at=r.expires_at,
                     body=REQUEST_ADAPTER.dump_json(r),
                 )
+            self._outbox_events("request.opened", ids, now=now)
             self._update_run(
                 run.run_id, now, status="paused", pause_id=pause_id, lease_owner=None, lease_expires_at=None
             )

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from ._grants_audit import _GrantsAudit
+from ._outbox import _Outbox
 from ._requests import _Requests
 from ._runs import _Runs
 
 
-class MemoryRunStore(_Runs, _Requests, _GrantsAudit):
+class MemoryRunStore(_Runs, _Requests, _GrantsAudit, _Outbox):
     """The store port in memory: complete, atomic per verb, and gone when the process ends.
 
     It passes the same contract suite as the SQL backend. Like a database it keeps what it is

@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from ..._core.audit import AuditHead
 from ...exceptions import ConfigError, SaysoError, StoreError
 from .._port import RunStore
 from ._tx import Database, PostgresDatabase, Sql, SqliteDatabase, Tx, Work
@@ -145,9 +146,28 @@ class _SqlBase(RunStore):
         see `Database.write`.
         """
         db = self._database()
-        return await self._mapped(
-            db, lambda: db.write(work, durable=durable), None if race is None else lambda: db.write(race)
+        heads: list[AuditHead] = []
+        result = await self._mapped(
+            db,
+            lambda: db.write(self._signed(work, heads), durable=durable),
+            None if race is None else lambda: db.write(self._signed(race, heads)),
         )
+        if heads:
+            self._announce_head(heads[-1])  # only now: a rolled-back head was never the chain's
+        return result
+
+    def _signed(self, work: Work[T], heads: list[AuditHead]) -> Work[T]:
+        """`work` with this store's audit key on its transaction, keeping the chain's new head it leaves."""
+        key = self.audit_key
+
+        async def signed(tx: Tx) -> T:
+            tx.audit_key = key
+            result = await work(tx)
+            if tx.audit_head is not None:
+                heads.append(tx.audit_head)
+            return result
+
+        return signed
 
     async def _read(self, work: Work[T]) -> T:
         """Run `work` without writing."""

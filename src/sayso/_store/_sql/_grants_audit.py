@@ -8,7 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import Connection
 
-from ..._core.audit import AuditRecord
+from ..._core.audit import AuditHead, AuditRecord
 from ..._core.grants import Grant
 from .. import _tables as t
 from .._records import AuditPage
@@ -62,6 +62,9 @@ class _GrantsAudit(_SqlBase):
             return [_rows.audit_record(r) for r in conn.execute(sa.select(t.audit).order_by(t.audit.c.seq)).all()]
 
         return await self._sa_read(work)
+
+    async def audit_head(self) -> AuditHead | None:
+        return await self._read(_rows.audit_head)
 
     async def audit_page(self, *, newest_first: bool, limit: int, cursor: int | None) -> AuditPage:
         a = t.audit

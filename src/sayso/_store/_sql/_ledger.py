@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
-from .._records import ExecutionRecord
+import sqlalchemy as sa
+from sqlalchemy import Connection
+
+from .. import _tables as t
+from .._records import ExecutionRecord, StuckExecution
 from . import _rows
 from ._base import _SqlBase
 from ._tx import Tx
@@ -31,10 +35,35 @@ class _Ledger(_SqlBase):
         return await self._write(work, race=earlier)
 
     async def finish_execution(
-        self, request_id: str, result: bytes, now: float, *, audit: Sequence[dict[str, Any]] = ()
+        self,
+        request_id: str,
+        result: bytes,
+        now: float,
+        *,
+        audit: Sequence[dict[str, Any]] = (),
+        status: Literal["done", "unknown"] = "done",
     ) -> None:
         async def work(tx: Tx) -> None:
-            await _rows.append_audit(tx, audit)
-            await tx.run(_rows.FINISH_EXECUTION, {"request_id": request_id, "result": result, "now": now})
+            params = {"request_id": request_id, "status": status, "result": result, "now": now}
+            if await tx.run(_rows.RESOLVE_EXECUTION, params) == 1:  # resolved once, however many sweeps race to it
+                await _rows.append_audit(tx, audit)
 
         await self._write(work)
+
+    async def stuck_executions(self, *, run_id: str | None = None, limit: int = 100) -> list[StuckExecution]:
+        e = t.executions
+        query = sa.select(e.c.request_id, e.c.run_id, e.c.started_at).where(e.c.status == "executing")
+        if run_id is not None:
+            query = query.where(e.c.run_id == run_id)
+        else:
+            ended = sa.select(t.runs.c.run_id).where(t.runs.c.run_id == e.c.run_id, t.runs.c.status != "running")
+            query = query.where(ended.exists())
+        query = query.order_by(e.c.started_at).limit(limit)
+
+        def work(conn: Connection) -> list[StuckExecution]:
+            return [
+                StuckExecution(request_id=row.request_id, run_id=row.run_id, started_at=row.started_at)
+                for row in conn.execute(query).all()
+            ]
+
+        return await self._sa_read(work)

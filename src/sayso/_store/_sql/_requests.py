@@ -9,7 +9,7 @@ from typing import Any
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import REQUEST_ADAPTER, Request
-from ...exceptions import PauseConsumed, StoreError
+from ...exceptions import PauseConsumed, RunConflict, StoreError
 from .._records import (
     Claim,
     Decided,
@@ -154,7 +154,13 @@ class _Requests(_SqlBase):
         async def work(tx: Tx) -> tuple[list[bytes] | None, list[Grant] | None]:
             return await _claim(tx, run, pause_id, resume, owner=owner, until=until, now=now, history=load_history)
 
-        bodies, grants = await self._write(work)
+        async def lost(tx: Tx) -> tuple[list[bytes] | None, list[Grant] | None]:
+            # A decision (or ledger entry) this claim adds was inserted by a concurrent writer.
+            if not await _rows.consume(tx, pause_id):
+                raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
+            raise _decided_meanwhile(run.run_id)
+
+        bodies, grants = await self._write(work, race=lost)
         return _claimed(run, pause_id, bodies, grants, owner=owner, until=until, now=now)
 
     async def decide_request(
@@ -212,6 +218,8 @@ async def _claim(
     """Consume the pause and take the run: skips recorded, ledger marks written, history and grants read."""
     if not await _rows.consume(tx, pause_id):
         raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
+    if resume.added and await _rows.decisions_of(tx, [d.request_id for d in resume.added]):
+        raise _decided_meanwhile(run.run_id)
     await _rows.insert_decisions(tx, resume.added, resume.audit)
     if resume.executing:
         await tx.many(
@@ -248,3 +256,7 @@ def _claimed(
         history=_rows.decode_history(bodies) if bodies is not None else None,
         grants=grants,
     )
+
+
+def _decided_meanwhile(run_id: str) -> RunConflict:
+    return RunConflict(run_id, "a request this resume closes was decided meanwhile; reload the pause and resume again")

@@ -8,18 +8,19 @@ run unchanged on SQLite and PostgreSQL, except where a `pg=` variant says otherw
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from ..._core.audit import GENESIS, AuditRecord, canonical_json, chain_hash
+from ..._core.audit import AuditHead, AuditRecord, canonical_json, seal
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
 from ...exceptions import RunConflict
-from .._records import GRANTS_READ_AT_ONCE, ExecutionResult, RunRecord, ThreadRecord
+from .._records import GRANTS_READ_AT_ONCE, ExecutionResult, OutboxKind, RunRecord, ThreadRecord
 from ._tx import Row, Sql, Tx
 
 _AUDIT_LOCK = 7310
@@ -58,6 +59,8 @@ GRANT_COLUMNS = (
     "created_at",
     "expires_at",
     "revoked_at",
+    "agent",
+    "granted_by",
 )
 _GRANT = ", ".join(GRANT_COLUMNS)
 _BUMP = "updated_at = :now, revision = revision + 1"
@@ -179,8 +182,13 @@ INSERT_EXECUTION = Sql(
     "INSERT INTO executions (request_id, run_id, status, started_at) VALUES (:request_id, :run_id, 'executing', :now)"
 )
 FINISH_EXECUTION = Sql(
-    "UPDATE executions SET status = 'done', result = :result, finished_at = :now WHERE request_id = :request_id"
+    "UPDATE executions SET status = :status, result = :result, finished_at = :now WHERE request_id = :request_id"
 )
+RESOLVE_EXECUTION = Sql(
+    "UPDATE executions SET status = :status, result = :result, finished_at = :now "
+    "WHERE request_id = :request_id AND status = 'executing'"
+)
+"""Finish one entry still `executing`: of several sweeps resolving it, one changes it."""
 
 # grants and audit
 
@@ -194,8 +202,17 @@ ACTIVE_GRANTS = Sql(
     "AND (expires_at IS NULL OR expires_at > :now) LIMIT :limit"
 )
 AUDIT_LOCK = Sql(f"SELECT pg_advisory_xact_lock({_AUDIT_LOCK})")
-LAST_AUDIT = Sql("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
-INSERT_AUDIT = Sql("INSERT INTO audit (seq, body, prev_hash, hash) VALUES (:seq, :body, :prev_hash, :hash)")
+AUDIT_HEAD = Sql("SELECT seq, hash, mac FROM audit_head WHERE id = 1")
+MOVE_AUDIT_HEAD = Sql("UPDATE audit_head SET seq = :seq, hash = :hash, mac = :mac WHERE id = 1")
+INSERT_AUDIT_HEAD = Sql("INSERT INTO audit_head (id, seq, hash, mac) VALUES (1, :seq, :hash, :mac)")
+INSERT_AUDIT = Sql("INSERT INTO audit (seq, body, prev_hash, hash, mac) VALUES (:seq, :body, :prev_hash, :hash, :mac)")
+
+# the outbox
+
+INSERT_OUTBOX = Sql(
+    "INSERT INTO outbox (event_id, kind, request_id, created_at, fanned_out) "
+    "VALUES (:event_id, :kind, :request_id, :created_at, :fanned_out)"
+)
 
 # remote tasks
 
@@ -376,6 +393,24 @@ async def insert_decisions(tx: Tx, records: Sequence[DecisionRecord], audit: Seq
         ],
     )
     await tx.many(MARK_DECIDED, [{"request_id": d.request_id} for d in records])
+    await outbox(tx, "request.decided", [d.request_id for d in records], now=max(d.decided_at for d in records))
+
+
+async def outbox(tx: Tx, kind: OutboxKind, request_ids: Sequence[str], *, now: float) -> None:
+    """Write one outbox event per request, in the caller's transaction (so it commits with the change)."""
+    if request_ids:
+        await tx.many(
+            INSERT_OUTBOX,
+            [
+                {"event_id": new_event_id(), "kind": kind, "request_id": r, "created_at": now, "fanned_out": False}
+                for r in request_ids
+            ],
+        )
+
+
+def new_event_id() -> str:
+    """An outbox event's id: random, so ids never repeat across databases."""
+    return f"evt_{secrets.token_urlsafe(12)}"
 
 
 async def insert_grants(tx: Tx, grants: Sequence[Grant]) -> None:
@@ -389,29 +424,50 @@ async def finish_executions(tx: Tx, executions: Sequence[ExecutionResult], now: 
     if not executions:
         return
     await tx.many(
-        FINISH_EXECUTION, [{"request_id": done.request_id, "result": done.result, "now": now} for done in executions]
+        FINISH_EXECUTION,
+        [
+            {"request_id": done.request_id, "status": done.status, "result": done.result, "now": now}
+            for done in executions
+        ],
     )
     await append_audit(tx, [done.audit for done in executions])
 
 
 async def append_audit(tx: Tx, bodies: Sequence[dict[str, Any]]) -> None:
-    """Extend the audit chain: each record carries the hash of the one before."""
+    """Extend the audit chain after its checkpointed head: each record hashes the one before, signed with the key.
+
+    Records go after the head the store checkpointed, not after whatever the table's last row is,
+    so a row inserted behind sayso's back collides instead of being chained on (fail closed). The
+    key is the transaction's (`Tx.audit_key`); the new head is left on it (`Tx.audit_head`) for
+    the store to announce once the transaction commits.
+    """
     if not bodies:
         return
     if tx.dialect == "postgresql":
         # One writer at a time extends the chain; SQLite's BEGIN IMMEDIATE already serialises writers.
         await tx.one(AUDIT_LOCK)
-    last = await tx.one(LAST_AUDIT)
-    seq, prev = (last["seq"], last["hash"]) if last is not None else (0, GENESIS)
-    rows = []
-    for body in bodies:
-        seq += 1
-        digest = chain_hash(prev, seq, body)
-        rows.append({"seq": seq, "body": canonical_json(body), "prev_hash": prev, "hash": digest})
-        prev = digest
-    await tx.many(INSERT_AUDIT, rows)
+    after = await audit_head(tx)
+    records, head = seal(bodies, after=after, key=tx.audit_key)
+    assert head is not None
+    await tx.many(
+        INSERT_AUDIT,
+        [
+            {"seq": r.seq, "body": canonical_json(r.body), "prev_hash": r.prev_hash, "hash": r.hash, "mac": r.mac}
+            for r in records
+        ],
+    )
+    values = {"seq": head.seq, "hash": head.hash, "mac": head.mac}
+    if await tx.run(MOVE_AUDIT_HEAD, values) != 1:
+        await tx.run(INSERT_AUDIT_HEAD, values)
+    tx.audit_head = head
+
+
+async def audit_head(tx: Tx) -> AuditHead | None:
+    """The checkpointed head of the audit chain (`None` before the first record)."""
+    row = await tx.one(AUDIT_HEAD)
+    return AuditHead(seq=row["seq"], hash=row["hash"], mac=row["mac"]) if row is not None else None
 
 
 def audit_record(row: Any) -> AuditRecord:
     """An audit record from its row (the body parsed back from its canonical JSON)."""
-    return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash)
+    return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash, mac=row.mac)

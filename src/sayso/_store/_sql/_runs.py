@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+import sqlalchemy as sa
 from pydantic_ai.messages import ModelMessage
+from sqlalchemy import Connection
 
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import ClientTool, Request
 from ...exceptions import PauseConsumed, RunConflict, RunNotFound
+from .. import _tables as t
 from .._records import BegunRun, ExecutionResult, RemoteTask, RunRecord, RunStatus, ThreadRecord
 from . import _rows
 from ._base import _SqlBase
@@ -176,6 +179,18 @@ class _Runs(_SqlBase):
 
         return await self._write(work)
 
+    async def lapsed_runs(self, *, now: float, host: str | None = None, limit: int = 100) -> list[RunRecord]:
+        r = t.runs
+        stale = r.c.lease_expires_at < now
+        if host is not None:
+            stale = sa.or_(stale, r.c.lease_owner.startswith(f"{host}:", autoescape=True))
+        query = sa.select(r).where(r.c.status == "running", stale).order_by(r.c.lease_expires_at).limit(limit)
+
+        def work(conn: Connection) -> list[RunRecord]:
+            return [_rows.run_record(dict(row._mapping)) for row in conn.execute(query).all()]
+
+        return await self._sa_read(work)
+
     async def save_pause(
         self,
         run: RunRecord,
@@ -193,6 +208,7 @@ class _Runs(_SqlBase):
             await _rows.append_messages(tx, run, new_messages)
             await tx.run(_rows.INSERT_PAUSE, {"pause_id": pause_id, "run_id": run.run_id, "now": now})
             await _rows.insert_requests(tx, pause_id, requests)
+            await _rows.outbox(tx, "request.opened", [r.request_id for r in requests], now=now)
 
         await self._write(work)
 

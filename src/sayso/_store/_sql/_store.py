@@ -6,11 +6,12 @@ from ._grants_audit import _GrantsAudit
 from ._ledger import _Ledger
 from ._listings import _Listings
 from ._marks import _Marks
+from ._outbox import _Outbox
 from ._requests import _Requests
 from ._runs import _Runs
 
 
-class SqlRunStore(_Runs, _Requests, _Ledger, _GrantsAudit, _Listings, _Marks):
+class SqlRunStore(_Runs, _Requests, _Ledger, _GrantsAudit, _Listings, _Marks, _Outbox):
     """The durable store on SQLite (the default, one file) or PostgreSQL (for several replicas).
 
     `SqlRunStore("sqlite:///sayso.db", base_dir=...)` takes relative SQLite paths from `base_dir`;

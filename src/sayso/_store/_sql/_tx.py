@@ -26,6 +26,8 @@ from typing import Any, Literal, Protocol, TypeVar
 import anyio
 import anyio.to_thread
 
+from ..._core.audit import AuditHead, AuditKey
+
 T = TypeVar("T")
 
 Params = Mapping[str, Any]
@@ -72,6 +74,10 @@ class Tx(ABC):
     """One open transaction: run statements, read rows. Never held beyond the work it was given to."""
 
     dialect: Literal["sqlite", "postgresql"]
+    audit_key: AuditKey | None = None
+    """The key audit records appended in this transaction are signed with (the store sets it on each write)."""
+    audit_head: AuditHead | None = None
+    """The audit chain's head after this transaction's appends; the store announces it once the commit is done."""
 
     @abstractmethod
     async def one(self, sql: Sql, params: Params = NO_PARAMS) -> Row | None:

@@ -16,6 +16,7 @@ task group that message work runs in and the push-notification sender.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -46,6 +47,9 @@ LEGACY_PROTOCOL_VERSION = "0.3.0"
 
 UNAUTHENTICATED_CODE = -32001
 """The JSON-RPC error code of a call without a valid bearer token (answered with HTTP 401)."""
+
+INVALID_REQUEST_CODE = -32600
+"""JSON-RPC's code for a body that is not a call (answered with HTTP 400)."""
 
 
 def requested_extensions(request: Request) -> set[str]:
@@ -136,12 +140,33 @@ def _rpc_endpoint(sayso: Sayso, dispatcher: JsonRpcDispatcher) -> Callable[[Requ
             request.state.sayso_caller = authenticate(sayso, request.headers.get("authorization"))
         except Unauthenticated as exc:
             return _unauthenticated(exc)
+        problem = _envelope_problem(await request.body())
+        if problem is not None:
+            body = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST_CODE, "message": problem}}
+            return JSONResponse(body, status_code=400)
         response = await dispatcher.handle_requests(request)
         if HITL_URI in requested_extensions(request):
             response.headers["A2A-Extensions"] = HITL_URI
         return response
 
     return endpoint
+
+
+def _envelope_problem(body: bytes) -> str | None:
+    """What makes a body no JSON-RPC call at all (answered 400, before dispatch), or `None`.
+
+    The server's guard already refused bodies that are not JSON; what is left is JSON that is not
+    one call object (an array, a string, an object without `jsonrpc: "2.0"` and a `method`).
+    """
+    try:
+        call = json.loads(body)
+    except ValueError:
+        return "the body is not JSON"
+    if not isinstance(call, dict):
+        return "the body must be one JSON-RPC call object (batches are not served)"
+    if call.get("jsonrpc") != "2.0" or not isinstance(call.get("method"), str):
+        return "a JSON-RPC call needs 'jsonrpc': '2.0' and a 'method' string"
+    return None
 
 
 def _unauthenticated(exc: Unauthenticated) -> Response:

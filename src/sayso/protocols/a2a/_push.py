@@ -3,7 +3,7 @@
 The a2a-sdk does the protocol work: `PushNotificationConfigStore` is its port (implemented here
 over the runtime's adapter marks, so every replica sees the same configs), and its
 `BasePushNotificationSender` posts each task update. sayso adds the signature: each delivery
-carries `X-Sayso-Timestamp` and `X-Sayso-Signature` (HMAC-SHA256 over `"{timestamp}.{body}"`),
+carries `Sayso-Timestamp` and `Sayso-Signature` (HMAC-SHA256 over `"{timestamp}.{body}"`),
 keyed by `a2a.push_secret_env` when set, else by the config's own `token`, which the receiver
 chose and so can check. A config that could not be signed is refused, and by default only
 public addresses are reached (`a2a.push_private_urls` opens loopback and private ones).

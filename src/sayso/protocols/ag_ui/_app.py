@@ -129,7 +129,9 @@ class AgUiAgent(AgentEndpoint):
         """
         if not self.kaboo:
             return {}
-        grants = host_grants(run_input.forwarded_props, principal=caller, thread_id=run_input.thread_id)
+        grants = host_grants(
+            run_input.forwarded_props, principal=caller, agent=self.agent, thread_id=run_input.thread_id
+        )
         return {"grants": grants or [], "offer_wider_scopes": grants is not None}
 
     async def _thread(self, thread_id: str, caller: Principal) -> ThreadRecord | None:
@@ -160,7 +162,8 @@ def _endpoint(runner: AgUiAgent) -> Callable[[Request], Awaitable[Response]]:
         try:
             run_input = RunAgentInput.model_validate_json(await request.body())
         except ValidationError as exc:
-            return JSONResponse({"detail": exc.errors(include_url=False, include_context=False)}, status_code=422)
+            errors = exc.errors(include_url=False, include_context=False, include_input=False)
+            return JSONResponse({"detail": errors}, status_code=422)
         encoder = EventEncoder(accept=request.headers.get("accept") or "text/event-stream")
 
         async def body() -> AsyncIterator[str]:

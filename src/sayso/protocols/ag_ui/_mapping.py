@@ -55,7 +55,7 @@ from ..._core.requests import (
     Request,
     shown_args,
 )
-from ...exceptions import DecisionRefused, InvalidInput, NotAllowed, NotFound, RunConflict, SaysoError
+from ...exceptions import DecisionRefused, InvalidInput, NotAllowed, NotFound, RunConflict, SaysoError, TooLarge
 
 REASONS = {"approval": "sayso:approval", "question": "sayso:question"}
 """The `Interrupt.reason` of each request kind AG-UI interrupts carry."""
@@ -85,6 +85,8 @@ def error_event(exc: Exception) -> RunErrorEvent:
     Raises:
         Exception: `exc` itself when it is not sayso's (a bug, not a refusal).
     """
+    if isinstance(exc, TooLarge):
+        return RunErrorEvent(message=str(exc), code="too_large")
     if isinstance(exc, InvalidInput):
         code = _INPUT_CODES.get(exc.field or "", "invalid_input")
         if code == "invalid_resume":
@@ -409,10 +411,11 @@ def _names(description: str, tool: str) -> bool:
     return text == tool or text.startswith(f"{tool}:")
 
 
-def host_grants(forwarded_props: Any, *, principal: Principal, thread_id: str) -> list[Grant] | None:
+def host_grants(forwarded_props: Any, *, principal: Principal, agent: str, thread_id: str) -> list[Grant] | None:
     """The remembered approvals a kaboo host sends; `None` when it sends none, meaning it remembers nothing.
 
-    The host sends them as `forwardedProps.kaboo_grants: [{tool, subject, scope}]` with every run.
+    The host sends them as `forwardedProps.kaboo_grants: [{tool, subject, scope}]` with every run;
+    they are the caller's own, for the agent the run talks to (`agent`) and no other.
 
     Raises:
         InvalidInput: a grant that is not `{tool, subject, scope}` with scope thread or always: a permission
@@ -445,6 +448,7 @@ def host_grants(forwarded_props: Any, *, principal: Principal, thread_id: str) -
                 subject_label=label if isinstance(label, str) else key,
                 scope=scope,
                 principal=principal.name,
+                agent=agent,
                 thread_id=thread_id if scope == "thread" else None,
                 created_at=0.0,
             )

@@ -26,7 +26,8 @@ const nextId = (prefix) => `${prefix}-${++uid}`;
 async function api(method, path, body) {
   const headers = { Accept: "application/json" };
   if (state.token) headers.Authorization = `Bearer ${state.token}`;
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  // Every call that changes something is JSON, body or not: the server refuses other types (no cross-site forms).
+  if (method !== "GET") headers["Content-Type"] = "application/json";
   const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const data = await response.json().catch(() => null);
   if (response.status === 401) $("signin").hidden = false;
@@ -349,7 +350,7 @@ async function loadGrants() {
     const thread = grant.thread_id ? el("a", { href: `#/thread/${grant.thread_id}` }, grant.thread_id) : "any";
     const row = el("tr", { "data-grant-id": grant.grant_id },
       el("td", {}, grant.tool), el("td", {}, grant.subject_label), el("td", {}, scope), el("td", {}, grant.principal),
-      el("td", {}, thread), el("td", {}, when(grant.created_at)), el("td", {}, revoke));
+      el("td", {}, grant.agent || "none"), el("td", {}, thread), el("td", {}, when(grant.created_at)), el("td", {}, revoke));
     return row;
   }));
 }
@@ -395,12 +396,13 @@ async function verifyAudit() {
   const result = await api("GET", "/v1/audit/verify");
   if (!result.ok) { out.textContent = result.data?.detail || `Could not verify (HTTP ${result.status}).`; return; }
   for (const row of document.querySelectorAll("#audit-rows tr.bad")) row.classList.remove("bad");
+  const note = el("p", { class: result.data.anchored ? "muted" : "bad-text" }, result.data.note);
   if (result.data.intact) {
-    out.replaceChildren(el("span", { class: "ok" }, "Intact"), ` — all ${result.data.records} records chain correctly.`);
+    out.replaceChildren(el("span", { class: "ok" }, "Intact"), ` — all ${result.data.records} records chain correctly.`, note);
     return;
   }
   const { seq, problem } = result.data.problem;
-  out.replaceChildren(el("span", { class: "bad-text" }, `Broken at record ${seq}`), `: ${problem}.`);
+  out.replaceChildren(el("span", { class: "bad-text" }, `Broken at record ${seq}`), `: ${problem}.`, note);
   document.querySelector(`#audit-rows tr[data-seq="${seq}"]`)?.classList.add("bad");
 }
 

@@ -13,6 +13,7 @@ from typing import Any
 from a2a.types import Message, Part, Role
 from a2a.utils.errors import (
     A2AError,
+    InternalError,
     InvalidParamsError,
     InvalidRequestError,
     TaskNotCancelableError,
@@ -32,6 +33,7 @@ from ....exceptions import (
     NotFound,
     RunConflict,
     RunNotFound,
+    StoreError,
 )
 from ._legacy import legacy_decision_data, legacy_parts
 from ._v1 import HITL_RESPONSE, request_payload, response_of, sayso_payload
@@ -62,6 +64,8 @@ def to_a2a_error(exc: Exception, *, cancelling: bool = False) -> A2AError:
     if isinstance(exc, InvalidInput | NotAllowed | ConfigError):
         # ConfigError: an agent name the runtime does not know, named by the call.
         return InvalidParamsError(message=str(exc))
+    if isinstance(exc, StoreError):
+        return InternalError(message=str(exc))
     raise exc
 
 

@@ -1,0 +1,62 @@
+"""Size limits (§7): how much one message, edit or answer may carry, checked the same on every interface.
+
+The runtime applies these inside its verbs, so REST, A2A, AG-UI, the CLI and Python refuse the
+same things; the HTTP edge also caps whole request bodies before anything is parsed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..exceptions import TooLarge
+from .audit import canonical_json
+from .decisions import DECISION_ADAPTER, Approve, Decision
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """The configured sizes (see the `limits:` block of the configuration)."""
+
+    message_chars: int = 100_000
+    argument_bytes: int = 100_000
+    answer_bytes: int = 100_000
+
+
+def check_message(message: str, limits: Limits) -> None:
+    """Refuse a user message longer than the limit.
+
+    Raises:
+        TooLarge: the message is too long.
+    """
+    if len(message) > limits.message_chars:
+        raise TooLarge(
+            f"the message has {len(message)} characters; the limit is {limits.message_chars}",
+            field="message",
+            limit=limits.message_chars,
+        )
+
+
+def check_decision(request_id: str, decision: Decision, limits: Limits) -> None:
+    """Refuse edited arguments or an answer larger than its limit, before anything is recorded.
+
+    Raises:
+        TooLarge: the edit or the answer is too large.
+    """
+    if isinstance(decision, Approve):
+        if decision.edited_args is None:
+            return
+        size = len(canonical_json(decision.edited_args).encode())
+        if size > limits.argument_bytes:
+            raise TooLarge(
+                f"request {request_id!r}: the edited arguments take {size} bytes; the limit is {limits.argument_bytes}",
+                field="edited_args",
+                limit=limits.argument_bytes,
+            )
+        return
+    size = len(DECISION_ADAPTER.dump_json(decision))
+    if size > limits.answer_bytes:
+        raise TooLarge(
+            f"request {request_id!r}: the answer takes {size} bytes; the limit is {limits.answer_bytes}",
+            field="answer",
+            limit=limits.answer_bytes,
+        )

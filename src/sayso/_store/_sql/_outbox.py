@@ -1,0 +1,126 @@
+"""SQL verbs of the outbox: fanning events out to webhooks, claiming deliveries, and settling them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import Connection
+
+from .. import _tables as t
+from .._records import DeliveryStatus, PendingDelivery
+from .._views import delivery_id
+from ._base import _SqlBase
+
+
+class _Outbox(_SqlBase):
+    async def fan_out_events(self, *, hooks: Sequence[str], now: float, limit: int = 200) -> int:
+        if not hooks:
+            return 0
+        o = t.outbox
+        waiting = sa.select(o.c.seq, o.c.event_id).where(o.c.fanned_out.is_(False)).order_by(o.c.seq).limit(limit)
+
+        def work(conn: Connection) -> int:
+            done = 0
+            for row in conn.execute(waiting).all():
+                # Conditional: of two senders fanning out the same event, one does it (the other's update
+                # waits for the first to commit, then matches nothing).
+                if (
+                    conn.execute(
+                        o.update().where(o.c.seq == row.seq, o.c.fanned_out.is_(False)).values(fanned_out=True)
+                    ).rowcount
+                    != 1
+                ):
+                    continue
+                conn.execute(
+                    t.deliveries.insert(),
+                    [
+                        {
+                            "delivery_id": delivery_id(row.event_id, hook),
+                            "event_id": row.event_id,
+                            "hook": hook,
+                            "status": "pending",
+                            "attempts": 0,
+                            "next_attempt_at": now,
+                        }
+                        for hook in dict.fromkeys(hooks)
+                    ],
+                )
+                done += 1
+            return done
+
+        def lost(conn: Connection) -> int:
+            return 0  # another sender fanned these events out first
+
+        return await self._sa_write(work, race=lost)
+
+    async def claim_deliveries(self, *, owner: str, now: float, until: float, limit: int = 50) -> list[PendingDelivery]:
+        d, o = t.deliveries, t.outbox
+        free = sa.or_(d.c.claimed_until.is_(None), d.c.claimed_until < now)
+        due = (
+            sa.select(d, o.c.kind, o.c.request_id, o.c.created_at)
+            .join(o, o.c.event_id == d.c.event_id)
+            .where(d.c.status == "pending", d.c.next_attempt_at <= now, free)
+            .order_by(d.c.next_attempt_at, o.c.seq)
+            .limit(limit)
+        )
+
+        def work(conn: Connection) -> list[PendingDelivery]:
+            claimed: list[PendingDelivery] = []
+            for row in conn.execute(due).all():
+                taken = conn.execute(
+                    d.update()
+                    .where(d.c.delivery_id == row.delivery_id, d.c.status == "pending", free)
+                    .values(claimed_by=owner, claimed_until=until)
+                )
+                if taken.rowcount == 1:
+                    claimed.append(
+                        PendingDelivery(
+                            delivery_id=row.delivery_id,
+                            event_id=row.event_id,
+                            hook=row.hook,
+                            kind=row.kind,
+                            request_id=row.request_id,
+                            created_at=row.created_at,
+                            attempts=row.attempts,
+                        )
+                    )
+            return claimed
+
+        return await self._sa_write(work)
+
+    async def settle_delivery(
+        self,
+        delivery_id: str,
+        *,
+        owner: str,
+        status: DeliveryStatus,
+        now: float,
+        retry_at: float | None = None,
+        error: str | None = None,
+    ) -> bool:
+        d = t.deliveries
+        values: dict[str, Any] = {"status": status, "claimed_by": None, "claimed_until": None, "last_error": error}
+        if status == "pending":
+            values["next_attempt_at"] = retry_at if retry_at is not None else now
+        else:
+            values["finished_at"] = now
+        if status != "skipped":
+            values["attempts"] = d.c.attempts + 1
+
+        def work(conn: Connection) -> bool:
+            settled = conn.execute(
+                d.update().where(d.c.delivery_id == delivery_id, d.c.claimed_by == owner).values(**values)
+            )
+            return settled.rowcount == 1
+
+        return await self._sa_write(work)
+
+    async def delivery_counts(self) -> dict[DeliveryStatus, int]:
+        query = sa.select(t.deliveries.c.status, sa.func.count()).group_by(t.deliveries.c.status)
+
+        def work(conn: Connection) -> dict[DeliveryStatus, int]:
+            return {row[0]: int(row[1]) for row in conn.execute(query).all()}
+
+        return await self._sa_read(work)

@@ -1,0 +1,233 @@
+"""`EdgeGuard`: the one ASGI wrapper in front of every HTTP interface (REST, the web UI, A2A, AG-UI).
+
+What no endpoint should have to remember, applied once before any of them runs (§7):
+
+- **local mode serves loopback only**: a request whose `Host` is not a loopback name is refused,
+  so a web page on another name that resolves to 127.0.0.1 (DNS rebinding) cannot drive it;
+- **POSTs are JSON** (or carry a bearer token): a cross-site page can send a `text/plain`, form or
+  bodiless POST without a CORS preflight, never an `application/json` one. The other state-changing
+  methods (`DELETE`, `PUT`, `PATCH`) cannot be sent cross-site without a preflight at all, and this
+  server grants none (it sends no CORS headers), so they need no such check;
+- **bodies are bounded and well-formed**: a body over `limits.request_bytes` is refused before it is
+  read in full (413); one that is not UTF-8 JSON, or nests deeper than `limits.json_depth`, is a 400;
+- **nothing is framed**: every response says `X-Frame-Options: DENY` and `frame-ancestors 'none'`,
+  and the web UI is served under a strict Content Security Policy (its own scripts and styles only).
+
+Refusals are problem documents (`application/problem+json`), except on A2A's JSON-RPC endpoints,
+which answer with a JSON-RPC error body so A2A clients can read them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .._config import LimitsConfig
+from ._problems import PROBLEM_BASE, PROBLEM_MEDIA_TYPE
+
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+"""The `Host` names a local-mode server answers to (any port)."""
+
+STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+UI_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+"""The web UI's policy: its own scripts, styles and API only; no inline code, plugins or framing."""
+
+FRAME_CSP = "frame-ancestors 'none'"
+"""Every other response: never framed."""
+
+_JSON_RPC_PARSE_ERROR = -32700
+_JSON_RPC_INVALID_REQUEST = -32600
+
+
+class EdgeGuard:
+    """Wraps the server's ASGI app with the checks above.
+
+    Args:
+        app: the server.
+        local_mode: no principals are configured (every caller is `local`): enforce loopback `Host`s.
+        limits: the configured request body size and JSON depth.
+    """
+
+    def __init__(self, app: ASGIApp, *, local_mode: bool, limits: LimitsConfig) -> None:
+        self.app = app
+        self.local_mode = local_mode
+        self.limits = limits
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        send = _with_security_headers(send, ui=path == "/" or path.startswith("/static/"))
+        headers = Headers(scope=scope)
+        rpc = path.startswith("/a2a/")
+        if self.local_mode and not is_loopback(headers.get("host")):
+            await _refuse(
+                send,
+                400,
+                "invalid-host",
+                "Invalid host",
+                f"this server runs in local development mode and answers only to 127.0.0.1 or localhost, "
+                f"not {headers.get('host')!r}",
+                rpc=rpc,
+                code=_JSON_RPC_INVALID_REQUEST,
+            )
+            return
+        if scope["method"] not in STATE_CHANGING:
+            await self.app(scope, receive, send)
+            return
+        content_type = headers.get("content-type")
+        if scope["method"] == "POST" and not is_json(content_type) and not headers.get("authorization"):
+            await _refuse(
+                send,
+                415,
+                "unsupported-media-type",
+                "Unsupported media type",
+                f"a POST must be sent as application/json (even without a body), not {content_type or 'no type'!r}",
+                rpc=rpc,
+                code=_JSON_RPC_INVALID_REQUEST,
+            )
+            return
+        body = await _read_body(headers, receive, self.limits.request_bytes)
+        if body is None:
+            await _refuse(
+                send,
+                413,
+                "too-large",
+                "Too large",
+                f"the request body is larger than the limit of {self.limits.request_bytes} bytes",
+                rpc=rpc,
+                code=_JSON_RPC_INVALID_REQUEST,
+            )
+            return
+        problem = json_problem(body, max_depth=self.limits.json_depth) if body and is_json(content_type) else None
+        if problem is not None:
+            await _refuse(send, 400, "malformed-body", "Malformed body", problem, rpc=rpc, code=_JSON_RPC_PARSE_ERROR)
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether a `Host` header names this machine's loopback (with or without a port)."""
+    if not host:
+        return False
+    host = host.strip().lower()
+    name = host[: host.index("]") + 1] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
+    return name in LOOPBACK_NAMES
+
+
+def is_json(content_type: str | None) -> bool:
+    """Whether a `Content-Type` is JSON (`application/json`, or `application/…+json`), parameters aside."""
+    if not content_type:
+        return False
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def json_problem(body: bytes, *, max_depth: int) -> str | None:
+    """What is wrong with a JSON body (not UTF-8, not JSON, nested too deeply), or `None` when it is fine."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"the body is not UTF-8 (byte {exc.start})"
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        return f"the body nests deeper than {max_depth} levels"
+    except ValueError as exc:
+        return f"the body is not JSON: {exc}"
+    if _depth(value) > max_depth:
+        return f"the body nests deeper than {max_depth} levels"
+    return None
+
+
+def _depth(value: Any) -> int:
+    """How deeply a parsed JSON value nests (a scalar is 0), without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: list[Any] = list(item.values())
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level + 1)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+async def _read_body(headers: Headers, receive: Receive, limit: int) -> bytes | None:
+    """The whole body, or `None` as soon as it is known to be over `limit` (declared or streamed)."""
+    declared = headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk: bytes = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that hands the app the body already read, then whatever the client sends next."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def _with_security_headers(send: Send, *, ui: bool) -> Callable[[Message], Awaitable[None]]:
+    async def sending(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            headers = MutableHeaders(scope=message)
+            headers["X-Frame-Options"] = "DENY"
+            headers["Content-Security-Policy"] = UI_CSP if ui else FRAME_CSP
+            headers["X-Content-Type-Options"] = "nosniff"
+            headers["Referrer-Policy"] = "no-referrer"
+        await send(message)
+
+    return sending
+
+
+async def _refuse(send: Send, status: int, slug: str, title: str, detail: str, *, rpc: bool, code: int) -> None:
+    """Answer a refused request without reaching the app: a problem, or a JSON-RPC error on A2A."""
+    if rpc:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": detail}}
+        media = "application/json"
+    else:
+        body = {"type": PROBLEM_BASE + slug, "title": title, "status": status, "detail": detail}
+        media = PROBLEM_MEDIA_TYPE
+    payload = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", media.encode()), (b"content-length", str(len(payload)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})

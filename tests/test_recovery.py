@@ -1,0 +1,167 @@
+"""Automatic recovery (§4): a run whose process died is carried on by the next runtime, nobody resumes it by hand.
+
+`sayso serve` is killed (SIGKILL) while an approved call runs; the restarted server finds the run
+at start, records the cut-off call as `outcome unknown` (ledger and audit) instead of running it
+again, lets the model read that, and the thread takes new messages. The same holds through the
+Python API (`Sayso.recover`) and the CLI (`sayso recover`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+
+from sayso import Approve
+
+from .conftest import LiveServer, MakeApp, script
+from .test_durability import CRASH_CONFIG, CRASH_SCRIPT, CRASH_TOOLS, SAYSO, sayso
+
+UNKNOWN = "model read: Outcome unknown: the process stopped while this call was running"
+
+
+@pytest.fixture
+def crash_config(tmp_path: Path) -> Path:
+    """A config whose approved call writes a marker line and then sleeps `SLOW_SECONDS`."""
+    (tmp_path / "crash_tools.py").write_text(CRASH_TOOLS)
+    (tmp_path / "sayso.yaml").write_text(CRASH_CONFIG)
+    (tmp_path / "script.yaml").write_text(CRASH_SCRIPT)
+    return tmp_path / "sayso.yaml"
+
+
+def _wait_for(path: Path, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert path.exists(), f"{path.name} never appeared"
+
+
+def _events(db: Path) -> list[dict[str, object]]:
+    with sqlite3.connect(db) as conn:
+        return [json.loads(body) for (body,) in conn.execute("SELECT body FROM audit ORDER BY seq")]
+
+
+def test_a_server_killed_mid_call_carries_the_run_on_when_it_restarts(crash_config: Path) -> None:
+    """After kill -9 of `sayso serve` mid-call, the restarted server completes the run by itself: the call is
+    recorded as outcome unknown (never run twice), and the thread takes messages again."""
+    marker = crash_config.parent / "marker"
+    env = {**os.environ, "MARKER": str(marker), "SAYSO_STORE": "", "SLOW_SECONDS": "60"}
+    served, process = LiveServer.process([str(crash_config)], env=env)
+    try:
+        with served.client() as client:
+            paused = client.post("/v1/runs", json={"message": "delete a.txt"}).json()
+        request_id = paused["requests"][0]["id"]
+
+        def approve() -> None:
+            try:
+                httpx.post(f"{served.base_url}/v1/requests/{request_id}/decision", json={"kind": "approve"}, timeout=60)
+            except httpx.TransportError:
+                pass  # the server is killed under this request
+
+        deciding = threading.Thread(target=approve, daemon=True)
+        deciding.start()
+        _wait_for(marker)
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+        deciding.join(10)
+    finally:
+        process.kill()
+
+    restarted, second = LiveServer.process([str(crash_config)], env={**env, "SLOW_SECONDS": "0"})
+    try:
+        with restarted.client() as client:
+            deadline = time.monotonic() + 30
+            run = client.get(f"/v1/runs/{paused['run_id']}").json()
+            while run["status"] == "running" and time.monotonic() < deadline:
+                time.sleep(0.1)
+                run = client.get(f"/v1/runs/{paused['run_id']}").json()
+            assert (run["status"], run["output"][: len(UNKNOWN)]) == ("completed", UNKNOWN)
+            follow_up = client.post("/v1/runs", json={"message": "delete b.txt", "thread_id": paused["thread_id"]})
+            assert follow_up.status_code == 200 and follow_up.json()["status"] == "paused"
+            assert client.get("/v1/audit/verify").json()["intact"] is True
+    finally:
+        restarted.stop()
+        second.kill()
+    assert marker.read_text() == "a.txt\n"
+    unknown = [e for e in _events(crash_config.parent / "crash.db") if e["event"] == "outcome_unknown"]
+    assert [(e["request_id"], e["tool_name"]) for e in unknown] == [(request_id, "slow_delete")]
+
+
+def test_sayso_recover_carries_on_a_run_whose_process_died(crash_config: Path) -> None:
+    """`sayso recover` finds a run whose deciding process was killed and completes it with the outcome unknown."""
+    marker = crash_config.parent / "marker"
+    env = {**os.environ, "MARKER": str(marker), "SAYSO_STORE": ""}
+    config = str(crash_config)
+    paused = json.loads(sayso("run", config, "delete a.txt", "--json", env=env).stdout)
+    slow = subprocess.Popen(
+        [*SAYSO, "decide", config, paused["requests"][0]["id"], "approve"],
+        env={**env, "SLOW_SECONDS": "60"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _wait_for(marker)
+    slow.send_signal(signal.SIGKILL)
+    slow.wait(10)
+    recovered = sayso("recover", config, "--json", env=env)
+    assert recovered.returncode == 0, recovered.stderr
+    [run] = json.loads(recovered.stdout)["runs"]
+    assert (run["run_id"], run["status"], run["output"][: len(UNKNOWN)]) == (paused["run_id"], "completed", UNKNOWN)
+    assert json.loads(sayso("recover", config, "--json", env=env).stdout)["runs"] == []
+    assert marker.read_text() == "a.txt\n"
+    with sqlite3.connect(crash_config.parent / "crash.db") as conn:
+        assert conn.execute("SELECT status FROM executions").fetchall() == [("unknown",)]
+
+
+async def test_a_failed_segment_leaves_no_call_executing(make_app: MakeApp) -> None:
+    """When the segment that runs an approved call fails, the call's ledger entry is resolved as unknown and
+    audited, never left `executing`."""
+
+    def explode(name: str) -> str:
+        """Fail."""
+        raise RuntimeError("disk on fire")
+
+    rules = [{"user": "^go$", "call": "explode", "args": {"name": "x"}}, {"tool": "explode", "reply": "{result}"}]
+    agents = {"files": {"model": "m", "tools": [explode], "interrupt": {"tools": ["explode"]}}}
+    async with make_app(agents, model=script(*rules)) as app:
+        paused = await app.run("go")
+        done = await app.decide(paused.requests[0].request_id, Approve())
+        assert done.run.status == "failed"
+        assert await app.store.stuck_executions(run_id=paused.run_id) == []
+        events = [r.body["event"] for r in await app.audit_log()]
+    assert events == ["decision", "outcome_unknown"]
+
+
+async def test_recover_leaves_a_run_of_a_live_process_alone(make_app: MakeApp) -> None:
+    """A run another live runtime is working on (lease held, process alive) is not taken over by `recover`."""
+    release = anyio.Event()
+
+    async def wait(name: str) -> str:
+        """Wait until released."""
+        await release.wait()
+        return "done"
+
+    rules = [{"user": "^go$", "call": "wait", "args": {"name": "x"}}, {"tool": "wait", "reply": "{result}"}]
+    agents = {"files": {"model": "m", "tools": [wait]}}
+    async with make_app(agents, model=script(*rules)) as a, make_app(agents, model=script(*rules)) as b:
+        outcome: list[str] = []
+
+        async def go() -> None:
+            outcome.append((await a.run("go")).status)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(go)
+            while not await a.store.lapsed_runs(now=0, host=socket.gethostname()):
+                await anyio.sleep(0.01)
+            assert await b.recover() == []
+            release.set()
+    assert outcome == ["completed"]
