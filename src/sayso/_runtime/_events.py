@@ -54,6 +54,7 @@ class Events:
                 data["decision"] = DECISION_ADAPTER.dump_python(record.decision, mode="json")
                 data["by"] = record.by
                 data["principal"] = record.principal
+                data["via"] = record.via
             self._call(event, data)
 
     def _call(self, event: RequestEvent, data: dict[str, Any]) -> None:

@@ -24,7 +24,7 @@ from .._config import Config, load_config
 from .._core import access
 from .._core.access import LOCAL, Principal
 from .._core.audit import AuditProblem, AuditRecord, verify_chain
-from .._core.decisions import Decision
+from .._core.decisions import Decision, Via
 from .._core.grants import Grant
 from .._core.policy import InterruptPolicy
 from .._core.requests import ClientTool
@@ -194,12 +194,19 @@ class Sayso:
         )
 
     async def decide(
-        self, request_id: str, decision: Decision, *, principal: PrincipalLike = access.LOCAL_NAME, resume: bool = True
+        self,
+        request_id: str,
+        decision: Decision,
+        *,
+        principal: PrincipalLike = access.LOCAL_NAME,
+        resume: bool = True,
+        via: Via = "python",
     ) -> DecideResult:
         """Record a decision; when it was the last open request of the pause, resume the run.
 
         Repeating the decision already taken is a harmless no-op; a different second decision
-        is refused, and a refused decision changes nothing.
+        is refused, and a refused decision changes nothing. `via` names the interface the
+        decision came through, so others see "Approved by alice (CLI)".
 
         Raises:
             RequestNotFound: no request has this id.
@@ -209,7 +216,9 @@ class Sayso:
             RequestExpired: the request expired.
         """
         self._check_open()
-        return await _deciding.decide(self._k, request_id, decision, principal=self.principal(principal), resume=resume)
+        return await _deciding.decide(
+            self._k, request_id, decision, principal=self.principal(principal), resume=resume, via=via
+        )
 
     async def answer_pause(
         self,
@@ -218,6 +227,7 @@ class Sayso:
         *,
         principal: PrincipalLike = access.LOCAL_NAME,
         rest: Literal["wait", "skip"] = "wait",
+        via: Via = "python",
     ) -> RunResult:
         """Answer several open requests of a paused run at once, then resume it when nothing is left open.
 
@@ -231,7 +241,9 @@ class Sayso:
             RunConflict: the run is not paused.
         """
         self._check_open()
-        return await _deciding.answer_pause(self._k, run_id, answers, principal=self.principal(principal), rest=rest)
+        return await _deciding.answer_pause(
+            self._k, run_id, answers, principal=self.principal(principal), rest=rest, via=via
+        )
 
     async def resume(self, run_id: str, *, force: bool = False, principal: PrincipalLike | None = None) -> RunResult:
         """Resume a paused run, or carry on a run whose process died.
@@ -430,7 +442,8 @@ class Sayso:
         """Call `listener(event, data)` on `request.opened`, `request.decided` and `request.expired`.
 
         Events come from every interface alike (Python, REST, A2A, AG-UI, the CLI); `data` holds the
-        request as `request_json` shows it, and for decisions the decision, who took it and the principal.
+        request as `request_json` shows it, and for decisions the decision, who took it, the principal and
+        the interface it came through (`via`).
         A listener must not block (the server's webhook sender only queues); one that raises is logged.
         """
         self._k.events.listeners.append(listener)

@@ -192,7 +192,7 @@ def decide(
     decision = parse_decision(action, values or [], reason=reason, args=args, scope=scope, answers=answers)
 
     async def work(rt: Sayso) -> DecideResult:
-        return await rt.decide(request_id, decision, principal=principal)
+        return await rt.decide(request_id, decision, principal=principal, via="cli")
 
     outcome = _with_app(config, work, as_json=as_json)
     if not as_json and not outcome.recorded:

@@ -117,6 +117,7 @@ def decisions_of(conn: Connection, request_ids: Sequence[str]) -> dict[str, Deci
             by=r.by,
             principal=r.principal,
             decided_at=r.decided_at,
+            via=r.via,
         )
         for r in rows
     }
@@ -136,6 +137,7 @@ def insert_decisions(conn: Connection, records: Sequence[DecisionRecord], audit:
                 "by": d.by,
                 "principal": d.principal,
                 "decided_at": d.decided_at,
+                "via": d.via,
                 "body": DECISION_ADAPTER.dump_json(d.decision),
             }
             for d in records

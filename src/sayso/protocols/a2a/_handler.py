@@ -153,7 +153,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         # kagent requires every shown call decided (checked by the mapping); what is not shown waits.
         pairs = decisions_from_v1(view, payload) if payload is not None else decisions_from_legacy(view, legacy or {})
         answers = {request.request_id: decision for request, decision in pairs}
-        return await self.sayso.answer_pause(run.run_id, answers, principal=caller, rest="wait")
+        return await self.sayso.answer_pause(run.run_id, answers, principal=caller, rest="wait", via="a2a")
 
     async def _visible_run(self, task_id: str, caller: Principal) -> RunRecord:
         """The run a task id names on this agent's endpoint; `RunNotFound` when the caller may not see it."""

@@ -83,7 +83,7 @@ class AgUiAgent(AgentEndpoint):
             # The run goes on: only what it adds from here is new to the client.
             before = len(await self.sayso.run_messages(paused.run_id))
             # A request the resume leaves out counts as skipped, never as approved.
-            result = await self.sayso.answer_pause(paused.run_id, decisions, principal=caller, rest="skip")
+            result = await self.sayso.answer_pause(paused.run_id, decisions, principal=caller, rest="skip", via="ag-ui")
             return result, (await self.sayso.run_messages(result.run_id))[before:]
         text = user_text(run_input.messages)
         if text is None or not text.strip():
