@@ -9,7 +9,7 @@ AG-UI, the web UI and the CLI call only these methods.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
@@ -50,10 +50,11 @@ from ..exceptions import (
     ThreadNotFound,
     UsageError,
 )
-from . import _deciding, _tree, _turns
+from . import _deciding, _tree, _turns, _watch
 from ._events import EventListener
 from ._kernel import Kernel
 from ._remote import RemoteAgents, remote_delegates
+from ._watch import Change
 
 PrincipalLike = Principal | str
 """A caller: a `Principal`, or a name resolved against the configured principals."""
@@ -437,6 +438,21 @@ class Sayso:
     async def set_mark(self, namespace: str, key: str, value: str) -> None:
         """Keep a value for an interface adapter in the store, under its own namespace."""
         await self._k.store.set_mark(namespace, key, value)
+
+    def watch(
+        self, *, principal: PrincipalLike = access.LOCAL_NAME, thread_id: str | None = None, every: float = 1.0
+    ) -> AsyncIterator[list[Change]]:
+        """Follow what changes for `principal`, whichever process changed it; one list of changes per look.
+
+        The first list is empty and says watching has begun: what the caller reads after it is
+        not missed. Then every `every` seconds (at once when this process changes something) the
+        store is read again and the changes since the last look are yielded (often none):
+        requests opened and closed (`RequestClosed` holds the decision, who took it and through
+        which interface), the watched `thread_id` moving on, the principal's threads changing.
+        Only what the principal may see is reported. Close the iterator (`aclose`) to stop.
+        """
+        self._check_open()
+        return _watch.watch(self, self._k.events, principal=self.principal(principal), thread_id=thread_id, every=every)
 
     def add_listener(self, listener: EventListener) -> None:
         """Call `listener(event, data)` on `request.opened`, `request.decided` and `request.expired`.

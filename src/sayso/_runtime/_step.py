@@ -88,6 +88,7 @@ async def execute(
             now=k.clock(),
             executions=deps.executed,
         )
+        k.events.touched()
         return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="failed", error=error)
     new = annotate(result.new_messages(), requests, decisions)
     now = k.clock()
@@ -132,6 +133,7 @@ async def execute(
         now=now,
         executions=deps.executed,
     )
+    k.events.touched()
     return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="completed", output=output)
 
 
