@@ -9,7 +9,7 @@ AG-UI, the web UI and the CLI call only these methods.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
@@ -441,7 +441,7 @@ class Sayso:
 
     def watch(
         self, *, principal: PrincipalLike = access.LOCAL_NAME, thread_id: str | None = None, every: float = 1.0
-    ) -> AsyncIterator[list[Change]]:
+    ) -> AsyncGenerator[list[Change], None]:
         """Follow what changes for `principal`, whichever process changed it; one list of changes per look.
 
         The first list is empty and says watching has begun: what the caller reads after it is

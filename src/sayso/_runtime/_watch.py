@@ -10,7 +10,7 @@ as everywhere), compares it with the one before, and says what changed. It reads
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
@@ -89,7 +89,7 @@ class _Snapshot:
 
 async def watch(
     app: Sayso, events: Events, *, principal: Principal, thread_id: str | None, every: float
-) -> AsyncIterator[list[Change]]:
+) -> AsyncGenerator[list[Change], None]:
     """Yield what changed for `principal`, one list per look: first an empty one once watching has begun.
 
     Each later look yields the changes since the one before (an empty list when nothing changed),
