@@ -237,12 +237,13 @@ class GateToolset(WrapperToolset[Any]):
             "subject": grant.subject_key,
             "subject_label": grant.subject_label,
             "granted_at": grant.created_at,
+            "decided_at": deps.clock(),
             "proposed_args": tool_args,
             "approved_args": tool_args,
             "executed_args": tool_args,
         }
         call = {"tool_name": name, "run_id": deps.run_id, "thread_id": deps.thread_id, "tool_call_id": ctx.tool_call_id}
-        await deps.ledger.append_audit([{"event": "decision", **call, "decided_at": deps.clock(), **record}])
+        await deps.ledger.append_audit([{"event": "decision", **call, **record}])
         result = await super().call_tool(name, tool_args, ctx, tool)
         await deps.ledger.append_audit(
             [

@@ -34,6 +34,7 @@ def install_pages(app: FastAPI, static: Path) -> None:
             swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
             swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
             swagger_favicon_url="/favicon.svg",
+            swagger_ui_parameters={"displayOperationId": True},
         )
 
     app.mount(DOCS_ASSETS, StaticFiles(directory=str(swagger_ui_path)), name="docs-assets")
