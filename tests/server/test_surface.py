@@ -57,7 +57,8 @@ async def test_each_operation_has_a_name_and_only_the_errors_it_can_answer(serve
 
 
 async def test_docs_and_the_favicon_are_served_from_the_server_itself(server: InProcess) -> None:
-    """`/docs` loads Swagger UI's files from this server (nothing from a CDN), and the favicon is there."""
+    """`/docs` loads Swagger UI's files from this server (nothing from a CDN, no inline script), and the favicon
+    is there."""
     async with server.client() as client:
         docs = await client.get("/docs")
         assets = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
@@ -65,6 +66,7 @@ async def test_docs_and_the_favicon_are_served_from_the_server_itself(server: In
         icon = await client.get("/favicon.ico")
         page = (await client.get("/")).text
     assert docs.status_code == 200 and "swagger-ui-bundle.js" in docs.text
+    assert re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", docs.text) == []
     assert assets and all(asset.startswith("/") for asset in assets), assets
     assert all(response.status_code == 200 for response in fetched.values())
     assert (icon.status_code, icon.headers["content-type"]) == (200, "image/svg+xml")
