@@ -26,6 +26,7 @@ from fastapi.staticfiles import StaticFiles
 
 from .._config import WebhookConfig
 from .._core.access import Principal
+from .._core.grants import Grant
 from .._core.requests import RequestKind
 from .._results import DecideResult, request_json, request_state_json, rfc3339, run_json
 from .._runtime import InboxFilter, Sayso, new_id
@@ -397,7 +398,7 @@ async def decide(
     return _json(_decide_json(await sayso.decide(request_id, to_decision(body), principal=caller, via=via)))
 
 
-def grant_json(grant: Any) -> dict[str, Any]:
+def grant_json(grant: Grant) -> dict[str, Any]:
     """A grant as REST shows it: RFC 3339 times beside the epoch ones kept for existing clients."""
     return asdict(grant) | {
         "created": rfc3339(grant.created_at),
