@@ -10,6 +10,7 @@
 | `_remote` | remote (A2A) delegates as proxy runs, and the `RemoteAgents` port they go through |
 | `_leases` | which runtime holds a running run; taking over runs whose process died |
 | `_events` | `request.opened` / `decided` / `expired` for listeners |
+| `_watch` | what changed for a principal, whichever process changed it (the live UI follows it) |
 | `_kernel` | what the parts share (config, agents, store, clock, lease owner) |
 
 Interfaces import from here only the names below: the facade and the records its verbs return.
@@ -32,10 +33,12 @@ from ._events import EventListener, RequestEvent
 from ._facade import DEFAULT_REMOTE_AGENTS, PrincipalLike, Sayso
 from ._kernel import new_id
 from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
+from ._watch import Change, RequestClosed, RequestOpened, RunChanged, ThreadsChanged
 
 __all__ = [
     "DEFAULT_REMOTE_AGENTS",
     "AuditPage",
+    "Change",
     "EventListener",
     "InboxFilter",
     "InboxPage",
@@ -45,14 +48,18 @@ __all__ = [
     "RemoteOutcome",
     "RemoteTask",
     "RemoteWire",
+    "RequestClosed",
     "RequestEvent",
+    "RequestOpened",
     "RequestState",
     "RunRecord",
+    "RunChanged",
     "RunRequests",
     "RunStatus",
     "Sayso",
     "ThreadRecord",
     "ThreadSummary",
+    "ThreadsChanged",
     "TranscriptEntry",
     "new_id",
 ]

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from .._core.access import Principal, may_decide
-from .._core.decisions import Approve, Decision, DecisionRecord, Expire, check_decision
+from .._core.decisions import Approve, Decision, DecisionRecord, Expire, Via, check_decision
 from .._core.grants import Grant
 from .._core.requests import ApprovalRequest, Request
 from .._core.resume import open_requests, plan_resume
@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from ._kernel import Kernel
 
 
-async def decide(k: Kernel, request_id: str, decision: Decision, *, principal: Principal, resume: bool) -> DecideResult:
+async def decide(
+    k: Kernel, request_id: str, decision: Decision, *, principal: Principal, resume: bool, via: Via | None = None
+) -> DecideResult:
     """Record one decision; when it was the last open request of the pause, resume the run.
 
     One transaction reads the request with its run and pause, checks the decision, records it
@@ -47,7 +49,7 @@ async def decide(k: Kernel, request_id: str, decision: Decision, *, principal: P
             raise AlreadyDecided(request_id, "its pause was already resumed or closed")
         check_same_subject(k, request, to_record)
         record = DecisionRecord(
-            request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now
+            request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now, via=via
         )
         verdict = Verdict(record=record, audit=[audit_body(request, record)], grant=grant_from(request, to_record, now))
         run = found.run
@@ -104,6 +106,7 @@ async def answer_pause(
     *,
     principal: Principal,
     rest: Literal["wait", "skip"],
+    via: Via | None = None,
 ) -> RunResult:
     """Answer several requests of one paused run at once: all are checked before any is recorded.
 
@@ -130,7 +133,7 @@ async def answer_pause(
         assert to_record is not None, "an open request has no decision to repeat"
         check_same_subject(k, request, to_record)
         record = DecisionRecord(
-            request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now
+            request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now, via=via
         )
         records.append((request, record, grant_from(request, to_record, now)))
     earlier = await k.store.record_decisions(

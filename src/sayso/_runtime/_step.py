@@ -157,6 +157,7 @@ async def execute(
                     now=k.clock(),
                     executions=deps.executed,
                 )
+                k.events.touched()
                 return RunResult(
                     run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="failed", error=error
                 )
@@ -207,6 +208,7 @@ async def execute(
         now=now,
         executions=deps.executed,
     )
+    k.events.touched()
     return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="completed", output=output)
 
 
@@ -243,6 +245,7 @@ async def _finish_cancelled(k: Kernel, run: RunRecord, deps: RunDeps) -> None:
         now=k.clock(),
         executions=deps.executed,
     )
+    k.events.touched()
 
 
 async def consume(
