@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, assert_never
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.exceptions import ToolFailed
@@ -16,13 +16,19 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Tool
 
 from ._calls import ApprovedCall, Deferral, deferral_of
 from ._core.decisions import (
+    Accept,
     Answer,
     Approve,
+    Cancel,
     ClientError,
     ClientResult,
     DecisionRecord,
+    Decline,
+    Expire,
+    Provide,
     Reject,
     Skip,
+    arg_edits,
     model_text,
     question_answers,
 )
@@ -33,6 +39,7 @@ from ._core.requests import (
     QuestionRequest,
     Request,
     default_hint,
+    redacted,
 )
 
 
@@ -152,7 +159,13 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
 
 
 def approval_record(request: Request, record: DecisionRecord) -> dict[str, Any]:
-    """The record of §3.2 kept on a decided call's result: what was decided, by whom, on which arguments."""
+    """The record of §3.2 kept on a decided call's result: what was decided, by whom, on which arguments.
+
+    It says everything a person reads about the decision later (the transcript and the audit log
+    show it): the scope of an approval, the reason of a rejection or skip, an edit field by field,
+    the answer given (redacted where the agent's `redact` says so), when a request expired, and
+    the interface the decision came through.
+    """
     decision = record.decision
     entry: dict[str, Any] = {
         "request_id": request.request_id,
@@ -166,13 +179,36 @@ def approval_record(request: Request, record: DecisionRecord) -> dict[str, Any]:
         "decided_at": record.decided_at,
         "proposed_args": request.args,
     }
-    if isinstance(decision, Approve):
-        approved = decision.edited_args if decision.edited_args is not None else request.args
-        entry.update(scope=decision.scope, approved_args=approved, executed_args=approved)
-    elif isinstance(decision, Reject | Skip) and decision.reason:
-        entry["reason"] = decision.reason
+    if record.via is not None:
+        entry["via"] = record.via
+    redact = request.redact
+    match decision:
+        case Approve():
+            approved = decision.edited_args if decision.edited_args is not None else request.args
+            entry.update(scope=decision.scope, approved_args=approved, executed_args=approved)
+            if decision.edited_args is not None:
+                entry["edits"] = arg_edits(request.args, decision.edited_args, redact=redact)
+        case Reject() | Skip():
+            if decision.reason:
+                entry["reason"] = decision.reason
+        case Answer():
+            assert isinstance(request, QuestionRequest)
+            entry["answers"] = redacted(question_answers(request, decision), redact)
+        case ClientResult() | Provide():
+            entry["value"] = redacted(decision.value, redact)
+        case ClientError():
+            entry["message"] = decision.message
+        case Accept():
+            entry["content"] = redacted(decision.content, redact)
+        case Expire():
+            entry["expires_at"] = decision.expires_at
+        case Decline() | Cancel():
+            pass
+        case _:
+            assert_never(decision)
     if isinstance(request, ApprovalRequest) and request.subject is not None:
         entry["subject"] = request.subject.key
+        entry["subject_label"] = request.subject.label
     return entry
 
 

@@ -261,31 +261,39 @@ class GateToolset(WrapperToolset[Any]):
         deps: RunDeps,
         grant: Grant,
     ) -> Any:
-        """Run a call a remembered approval covers, recording `by: permission` on its result and in the audit."""
+        """Run a call a remembered approval covers, recording `by: permission` on its result and in the audit.
+
+        The audit says which grant allowed the call before it runs, and `executed` (with the
+        arguments it ran with) once it ran, as for a call a person approved.
+        """
         record = {
             "decision": "approve",
             "by": "permission",
             "grant_id": grant.grant_id,
             "scope": grant.scope,
             "principal": grant.principal,
+            "subject": grant.subject_key,
+            "subject_label": grant.subject_label,
+            "granted_at": grant.created_at,
+            "decided_at": deps.clock(),
             "proposed_args": tool_args,
             "approved_args": tool_args,
             "executed_args": tool_args,
         }
+        call = {"tool_name": name, "run_id": deps.run_id, "thread_id": deps.thread_id, "tool_call_id": ctx.tool_call_id}
+        await deps.ledger.append_audit([{"event": "decision", **call, **record}])
+        result = await super().call_tool(name, tool_args, ctx, tool)
         await deps.ledger.append_audit(
             [
                 {
-                    "event": "decision",
-                    "tool_name": name,
-                    "run_id": deps.run_id,
-                    "thread_id": deps.thread_id,
-                    "tool_call_id": ctx.tool_call_id,
-                    "decided_at": deps.clock(),
-                    **record,
+                    "event": "executed",
+                    **call,
+                    "grant_id": grant.grant_id,
+                    "executed_args": tool_args,
+                    "at": deps.clock(),
                 }
             ]
         )
-        result = await super().call_tool(name, tool_args, ctx, tool)
         return ToolReturn(return_value=result, metadata={"approval": record})
 
 

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Literal
 
+from ._core.decisions import DECISION_ADAPTER
 from ._core.requests import ApprovalRequest, ClientToolRequest, QuestionRequest, Request, shown_args
-from ._store import RunStatus
+from ._store import RequestState, RunStatus
+
+RequestStatus = Literal["open", "decided", "closed", "expired"]
+"""Where a request stands: waiting, decided, past its expiry, or closed unanswered with its run."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,8 +41,19 @@ class DecideResult:
     """The run after the decision: still paused on other requests, or resumed to its next stop."""
 
 
+def rfc3339(seconds: float | None) -> str | None:
+    """A time as RFC 3339 in UTC (`2026-01-02T03:04:05.678Z`), how sayso's JSON says when things happen."""
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def request_json(request: Request) -> dict[str, Any]:
-    """A request as plain JSON, the same shape on every interface."""
+    """A request as plain JSON, the same shape on every interface.
+
+    `created` and `expires` are RFC 3339; `created_at` and `expires_at` say the same in seconds
+    since the epoch and are kept for existing clients (deprecated).
+    """
     body: dict[str, Any] = {
         "id": request.request_id,
         "kind": request.kind,
@@ -48,6 +64,8 @@ def request_json(request: Request) -> dict[str, Any]:
         "tool_call_id": request.tool_call_id,
         "tool_name": request.tool_name,
         "args": shown_args(request),
+        "created": rfc3339(request.created_at),
+        "expires": rfc3339(request.expires_at),
         "created_at": request.created_at,
         "expires_at": request.expires_at,
     }
@@ -76,4 +94,27 @@ def run_json(result: RunResult) -> dict[str, Any]:
         "output": result.output,
         "error": result.error,
         "requests": [request_json(r) for r in result.requests],
+    }
+
+
+def request_status(state: RequestState, *, now: float) -> RequestStatus:
+    """Where a request stands: decided, expired, still open, or closed unanswered."""
+    if state.decision is not None:
+        return "decided"
+    if state.request.expires_at is not None and now >= state.request.expires_at:
+        return "expired"
+    return "open" if state.pause_status == "open" else "closed"
+
+
+def request_state_json(state: RequestState, *, now: float) -> dict[str, Any]:
+    """A request, where it stands, and its decision: who took it, through which interface, and when."""
+    record = state.decision
+    return {
+        "request": request_json(state.request),
+        "status": request_status(state, now=now),
+        "decision": DECISION_ADAPTER.dump_python(record.decision, mode="json") if record else None,
+        "decided_by": record.by if record else None,
+        "principal": record.principal if record else None,
+        "via": record.via if record else None,
+        "decided": rfc3339(record.decided_at) if record else None,
     }

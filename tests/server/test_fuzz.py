@@ -14,7 +14,7 @@ from schemathesis.python.asgi import shutdown_lifespans
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
 from sayso import Sayso, load_config
-from sayso.server import create_app
+from sayso.server import LiveSettings, create_app
 
 from .conftest import EXAMPLE
 
@@ -26,7 +26,10 @@ def fuzzed_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SAYSO_SANDBOX", str(folder / "sandbox"))
         patch.setenv("SAYSO_STORE", f"sqlite:///{folder / 'sayso.db'}")
-        yield on_loopback(create_app(Sayso(load_config(EXAMPLE)), expire_every_seconds=None))
+        # Live streams end at once (after `ready`), so the events endpoint is fuzzed like the others.
+        yield on_loopback(
+            create_app(Sayso(load_config(EXAMPLE)), expire_every_seconds=None, live=LiveSettings(lasts=0))
+        )
         shutdown_lifespans()
 
 

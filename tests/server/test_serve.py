@@ -62,6 +62,25 @@ def test_serve_runs_until_sigterm_and_exits_cleanly(tmp_path: Path) -> None:
     assert run["status"] == "paused"
 
 
+def test_sigterm_ends_open_live_streams_at_once(tmp_path: Path) -> None:
+    """An open `/v1/events` stream says `end` when the server is told to stop, so it stops in seconds, not after
+    the stream's lifetime or the graceful-shutdown timeout."""
+    env = {"SAYSO_STORE": f"sqlite:///{tmp_path / 'sayso.db'}", "SAYSO_SANDBOX": str(tmp_path / "sandbox"), "PATH": ""}
+    served, process = LiveServer.process([str(EXAMPLE)], env=env)
+    try:
+        with served.client() as client, client.stream("GET", "/v1/events") as response:
+            lines = response.iter_lines()
+            assert next(line for line in lines if line.startswith("event: ")) == "event: ready"
+            started = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            assert next(line for line in lines if line.startswith("event: ")) == "event: end"
+            assert next(line for line in lines if line.startswith("data: ")) == 'data: {"reconnect":false}'
+        process.wait(timeout=20)
+        assert time.monotonic() - started < 10
+    finally:
+        process.kill()
+
+
 def test_sayso_serve_command_sweeps_expired_requests(tmp_path: Path) -> None:
     """`sayso serve --expire-every` closes a run whose request outlived its TTL, without anyone asking."""
     config = tmp_path / "sayso.yaml"

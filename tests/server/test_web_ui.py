@@ -1,8 +1,16 @@
-"""The web UI in a real headless Chromium (Debian's), against a real server on 127.0.0.1."""
+"""The web UI in a real headless Chromium (Debian's), against a real server on 127.0.0.1.
+
+Besides the cards, it is live: a decision taken with `sayso decide` in another process turns the open
+card into "Approved by alice (CLI)"; follow-up requests appear as they open; the transcript says who
+decided what, how an edit changed the call, which remembered approval allowed a call, what was skipped,
+and why a run failed; and the page fits a 390 px wide phone.
+"""
 
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -11,9 +19,10 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from sayso import Config, Sayso, load_config
-from sayso.server import create_app
+from sayso.server import LiveSettings, create_app
 
 from ..conftest import EXAMPLE, LiveServer
+from .test_live import files_example
 
 ServerFactory = Callable[..., LiveServer]
 
@@ -29,6 +38,9 @@ ARGS = [
     "--disable-sync",
 ]
 
+LIVE = LiveSettings(every=0.2)
+"""Pages follow the store closely, so a change made elsewhere shows within a fraction of a second."""
+
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="Debian's chromium is not installed (scripts/test installs it)"
 )
@@ -40,7 +52,7 @@ def serve(workdir: Path) -> Iterator[ServerFactory]:
     started: list[LiveServer] = []
 
     def factory(*, config: Config | None = None) -> LiveServer:
-        app = create_app(Sayso(config or load_config(EXAMPLE)), expire_every_seconds=None)
+        app = create_app(Sayso(config or load_config(EXAMPLE)), expire_every_seconds=None, live=LIVE)
         started.append(LiveServer.in_thread(app))
         return started[-1]
 
@@ -178,14 +190,18 @@ def test_inbox_decides_requests_of_two_threads(server: LiveServer, page: Page, w
     cards = page.locator("#inbox-cards article.card")
     expect(cards).to_have_count(2)
     expect(page.locator("#inbox-count")).to_have_text("2")
-    expect(cards.nth(0)).to_contain_text(first["thread_id"])
-    expect(cards.nth(1)).to_contain_text(second["thread_id"])
+    expect(cards.nth(0).get_by_role("link", name="delete notes")).to_have_attribute(
+        "href", f"#/thread/{first['thread_id']}"
+    )
+    expect(cards.nth(1).get_by_role("link", name="delete todo")).to_be_visible()
+    expect(cards.nth(0)).to_contain_text("asked just now")
     screenshot(page, "inbox")
     cards.nth(0).get_by_role("button", name="Approve", exact=True).click()
-    expect(cards.nth(0)).to_contain_text("Decided")
+    expect(page.get_by_role("article", name="Approved by you (web UI)")).to_be_visible()
     cards.nth(1).get_by_role("button", name="Reject").click()
     cards.nth(1).get_by_role("button", name="Confirm rejection").click()
-    expect(cards.nth(1)).to_contain_text("Decided")
+    expect(page.get_by_role("article", name="Rejected by you (web UI)")).to_be_visible()
+    expect(page.locator("#inbox-count")).to_have_text("")
     page.get_by_role("button", name="Refresh").click()
     expect(page.get_by_text("Nothing is waiting for a decision.")).to_be_visible()
     assert not (workdir / "sandbox" / "notes.txt").exists()
@@ -208,8 +224,9 @@ def test_reloading_mid_pause_shows_the_pause_again(server: LiveServer, page: Pag
     expect(page.locator("#transcript")).to_contain_text("delete notes")
 
 
-def test_second_tab_sees_the_request_already_decided(server: LiveServer, browser: Browser) -> None:
-    """Two tabs show the same request; after one decides, the other's different decision is refused."""
+def test_second_tab_sees_the_decision_without_a_reload(server: LiveServer, browser: Browser) -> None:
+    """Two tabs show the same request; when one approves, the other's card says so at once, and its thread
+    shows the call's outcome."""
     with httpx.Client(base_url=server.base_url) as client:
         run = client.post("/v1/runs", json={"message": "delete notes"}).json()
     context = browser.new_context()
@@ -220,11 +237,12 @@ def test_second_tab_sees_the_request_already_decided(server: LiveServer, browser
             expect(tab.get_by_role("article", name="Approve delete_file?")).to_be_visible()
         first.get_by_role("button", name="Approve", exact=True).click()
         expect(first.locator("#transcript")).to_contain_text("Deleted notes.txt.")
-        card = second.get_by_role("article", name="Approve delete_file?")
-        card.get_by_role("button", name="Reject").click()
-        card.get_by_role("button", name="Confirm rejection").click()
-        expect(card.get_by_role("alert")).to_contain_text("Already decided")
-        screenshot(card, "approval-card-already-decided")
+        card = second.locator("article.card")
+        expect(card).to_have_attribute("data-closed", "true")
+        expect(second.get_by_role("article", name="Approved by you (web UI)")).to_be_visible()
+        expect(second.locator("#transcript")).to_contain_text("Deleted notes.txt.")
+        expect(second.locator("#status")).to_have_text("")
+        screenshot(card, "approval-card-decided-elsewhere")
     finally:
         context.close()
 
@@ -292,3 +310,227 @@ def test_nested_requests_are_labelled_with_who_asked_for_whom(serve: ServerFacto
     question.get_by_role("button", name="Send answer").click()
     approval.get_by_role("button", name="Approve", exact=True).click()
     expect(page.locator("#transcript")).to_contain_text("Revenue in Q2 grew 5%.")
+
+
+# Live updates, every decision in the transcript, friendly surface and a phone-sized screen.
+
+PRINCIPALS = [
+    {"name": "bob", "token": "bob-token"},
+    {"name": "alice", "token": "alice-token", "approver_for": ["files"]},
+]
+
+
+def sign_in(page: Page, base_url: str, token: str) -> None:
+    page.goto(base_url)
+    page.get_by_label("Bearer token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#who")).to_contain_text("signed in as")
+
+
+def test_a_decision_from_the_cli_turns_the_card_live(serve: ServerFactory, page: Page, workdir: Path) -> None:
+    """Bob's open card becomes "Approved by alice (CLI)" when alice approves with `sayso decide` in another
+    process, and the thread moves on without a reload: the result, and a transcript line naming her."""
+    config = files_example(workdir, PRINCIPALS)
+    server = serve(config=load_config(config))
+    sign_in(page, server.base_url, "bob-token")
+    say(page, "delete notes")
+    card = page.get_by_role("article", name="Approve delete_file?")
+    expect(page.locator("#status")).to_have_text("Waiting for you.")
+    request_id = card.get_attribute("data-request-id")
+    assert request_id
+    decided = subprocess.run(
+        [sys.executable, "-m", "sayso", "decide", str(config), request_id, "approve", "--principal", "alice"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert decided.returncode == 0, decided.stderr
+    receipt = page.get_by_role("article", name="Approved by alice (CLI)")
+    expect(receipt).to_contain_text("delete_file")
+    expect(page.locator("#transcript")).to_contain_text("Deleted notes.txt.")
+    expect(page.locator("#transcript li.decision")).to_contain_text("Approved by alice (CLI)")
+    expect(page.locator("#status")).to_have_text("")
+    screenshot(page, "live-decision-from-cli")
+    assert not (workdir / "sandbox" / "notes.txt").exists()
+
+
+def test_the_transcript_shows_each_decision(server: LiveServer, page: Page) -> None:
+    """An approval shows its scope and what it covers, and a later call it allowed names the remembered
+    approval; each is a line of the transcript, between the call and its result."""
+    page.goto(server.base_url)
+    say(page, "delete notes")
+    card = page.get_by_role("article", name="Approve delete_file?")
+    card.get_by_label("Allow for this chat").check()
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator("#transcript")).to_contain_text("Deleted notes.txt.")
+    say(page, "delete todo")  # covered by the approval just remembered: no card
+    expect(page.locator("#transcript")).to_contain_text("Deleted todo.md.")
+    lines = page.locator("#transcript li.decision")
+    expect(lines).to_have_count(2)
+    expect(lines.nth(0)).to_contain_text("Approved by you (web UI)")
+    expect(lines.nth(0)).to_contain_text("remembered for this chat: the sandbox's top folder")
+    expect(lines.nth(1)).to_contain_text("Allowed by a remembered approval")
+    expect(lines.nth(1)).to_contain_text("the sandbox's top folder (for this chat, given by you)")
+    roles = page.locator("#transcript > li").evaluate_all("items => items.map(i => i.className.split(' ')[0])")
+    decided = [i for i, role in enumerate(roles) if role == "decision"]
+    assert [(roles[i - 1], roles[i + 1]) for i in decided] == [("tool_call", "tool_result")] * 2, roles
+    screenshot(page.locator("#transcript"), "transcript-decisions")
+
+
+def test_rejections_and_skips_are_transcript_lines(server: LiveServer, page: Page) -> None:
+    """A rejection shows its reason; a message sent over an open request asks first, then skips it, saying so."""
+    page.goto(server.base_url)
+    say(page, "delete notes")
+    card = page.get_by_role("article", name="Approve delete_file?")
+    card.get_by_role("button", name="Reject").click()
+    reason = card.get_by_label("Reason")
+    expect(card.get_by_text("(optional)")).to_be_visible()
+    reason.fill("I still need it")
+    reason.press("Enter")  # Enter sends the rejection
+    expect(page.get_by_role("article", name="Rejected by you (web UI)")).to_contain_text("I still need it")
+    expect(page.locator("#transcript li.decision")).to_contain_text("Rejected by you (web UI)")
+
+    say(page, "delete todo")
+    expect(page.get_by_role("article", name="Approve delete_file?")).to_be_visible()
+    say(page, "list")
+    warning = page.get_by_role("alert").filter(has_text="skips the open request")
+    expect(warning).to_be_visible()
+    screenshot(page.locator("#chat-view"), "skip-warning")
+    page.get_by_role("button", name="Keep them open").click()
+    expect(warning).to_be_hidden()
+    expect(page.get_by_role("article", name="Approve delete_file?")).to_be_visible()
+    page.get_by_role("button", name="Send").click()
+    page.get_by_role("button", name="Send anyway").click()
+    skipped = page.locator("#transcript li.decision").last
+    expect(skipped).to_contain_text("Skipped by sayso")
+    expect(skipped).to_contain_text("the person sent a message instead of answering")
+    expect(page.locator("article.card")).to_have_count(0)
+
+
+def test_an_edit_shows_what_changed_before_and_after(server: LiveServer, page: Page, workdir: Path) -> None:
+    """Editing the arguments previews the change field by field, and the transcript keeps it: before → after."""
+    page.goto(server.base_url)
+    say(page, "delete notes")
+    card = page.get_by_role("article", name="Approve delete_file?")
+    card.get_by_role("button", name="Edit and approve").click()
+    card.get_by_label("Arguments (JSON)").fill('{"name": "todo.md"}')
+    expect(card.get_by_role("list", name="Changes")).to_contain_text("name notes.txt → todo.md")
+    card.get_by_role("button", name="Approve with these arguments").click()
+    line = page.locator("#transcript li.decision")
+    expect(line).to_contain_text("Edited and approved by you (web UI)")
+    expect(line.locator("del")).to_have_text("notes.txt")
+    expect(line.locator("ins")).to_have_text("todo.md")
+    expect(page.locator("#transcript")).to_contain_text("Deleted todo.md.")
+    screenshot(page.locator("#transcript"), "transcript-edit")
+    assert (workdir / "sandbox" / "notes.txt").exists()
+
+
+def test_the_follow_up_request_appears_in_the_inbox_as_it_opens(server: LiveServer, page: Page) -> None:
+    """Answering a question in the Inbox shows the approval that follows at once, and the badge counts it."""
+    with server.client() as client:
+        client.post("/v1/runs", json={"message": "delete report"})
+    page.goto(f"{server.base_url}/#/inbox")
+    question = page.get_by_role("article", name="A question for you")
+    question.get_by_label("report-2025.txt").check()
+    question.get_by_role("button", name="Send answer").click()
+    expect(page.get_by_role("article", name="Answered by you (web UI)")).to_contain_text("report-2025.txt")
+    follow_up = page.get_by_role("article", name="Approve delete_file?")
+    expect(follow_up).to_contain_text("report-2025.txt")
+    expect(page.locator("#inbox-count")).to_have_text("1")
+    screenshot(page, "inbox-follow-up")
+
+
+def test_a_request_opened_elsewhere_appears_in_the_open_inbox(server: LiveServer, page: Page) -> None:
+    """A request another client opens shows in an open Inbox, with the badge, without Refresh."""
+    page.goto(f"{server.base_url}/#/inbox")
+    expect(page.get_by_text("Nothing is waiting for a decision.")).to_be_visible()
+    with server.client() as client:
+        client.post("/v1/runs", json={"message": "delete notes"})
+    expect(page.get_by_role("article", name="Approve delete_file?")).to_be_visible()
+    expect(page.locator("#inbox-count")).to_have_text("1")
+    expect(page.get_by_text("Nothing is waiting for a decision.")).to_be_hidden()
+
+
+def explode() -> str:
+    """A tool that fails."""
+    raise RuntimeError("the disk is on fire")
+
+
+def test_a_failed_run_is_an_error_card_in_the_transcript(serve: ServerFactory, page: Page, workdir: Path) -> None:
+    """A run that fails shows its cause in the transcript, and still does after a reload."""
+    (workdir / "boom.yaml").write_text(
+        "name: boom\nrules:\n  - user: '.'\n    call: explode\nfallback: unused\n", encoding="utf-8"
+    )
+    config = Config.model_validate(
+        {
+            "store": f"sqlite:///{workdir / 'sayso.db'}",
+            "models": {"script": {"scripted": "boom.yaml"}},
+            "agents": {"boom": {"model": "script", "tools": [explode]}},
+            "base_dir": workdir,
+        }
+    )
+    server = serve(config=config)
+    page.goto(server.base_url)
+    say(page, "go")
+    failure = page.locator("#transcript li.failure")
+    expect(failure).to_contain_text("The run failed")
+    expect(failure).to_contain_text("the disk is on fire")
+    page.reload()
+    expect(page.locator("#transcript li.failure")).to_contain_text("the disk is on fire")
+    expect(page.locator("#transcript li.user")).to_contain_text("go")
+    screenshot(page.locator("#chat-view"), "transcript-failure")
+
+
+def test_titles_and_times_read_like_a_chat(server: LiveServer, page: Page) -> None:
+    """A thread is titled by its first message in the list and the heading, with a relative time."""
+    page.goto(server.base_url)
+    say(page, "list")
+    expect(page.locator("#transcript")).to_contain_text("notes.txt")
+    expect(page.get_by_role("heading", name="list", exact=True)).to_be_visible()
+    link = page.locator("#threads a").first
+    expect(link).to_contain_text("list")
+    expect(link).to_contain_text("just now")
+    expect(page.locator("#chat-meta")).to_contain_text("started just now")
+
+
+def test_a_phone_sized_screen_has_one_column_and_nothing_wider(server: LiveServer, browser: Browser) -> None:
+    """At 390 px wide the page fits without sideways scrolling, the card's actions are reachable, and the
+    thread list opens from the header."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        page.goto(server.base_url)
+        say(page, "delete notes")
+        card = page.get_by_role("article", name="Approve delete_file?")
+        card.get_by_role("button", name="Reject").click()
+        for name in ("Approve", "Edit and approve", "Confirm rejection"):
+            box = card.get_by_role("button", name=name, exact=True).bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, (name, box)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        screenshot(page, "phone-approval")
+        expect(page.locator("#threads")).to_be_hidden()
+        page.get_by_role("button", name="Threads").click()
+        expect(page.locator("#threads a")).to_contain_text("delete notes")
+        page.get_by_role("link", name="Audit log").click()
+        expect(page.locator("#audit-rows tr")).to_have_count(0)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    finally:
+        context.close()
+
+
+def test_the_api_docs_work_offline(server: LiveServer, page: Page) -> None:
+    """`/docs` renders from the server's own files (the browser may reach nothing else) and names each operation."""
+    outside: list[str] = []
+    page.route(
+        "**/*",
+        lambda route: (
+            route.continue_()
+            if route.request.url.startswith(server.base_url)
+            else (outside.append(route.request.url), route.abort())
+        ),
+    )
+    page.goto(f"{server.base_url}/docs")
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("sayso")
+    expect(page.get_by_text("decide_request").first).to_be_attached()
+    assert outside == []

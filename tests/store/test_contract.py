@@ -971,20 +971,120 @@ async def test_a_transcript_shows_text_and_tool_calls_after_a_batch(store: RunSt
         error=None,
         now=NOW + 11,
     )
+    at = AT.timestamp()
     later = [
         TranscriptEntry(
-            seq=2, run_id="run_1", role="tool_result", tool_name="delete_file", tool_call_id="c1", text="deleted a"
+            seq=2,
+            run_id="run_1",
+            role="tool_result",
+            tool_name="delete_file",
+            tool_call_id="c1",
+            text="deleted a",
+            at=at,
         ),
-        TranscriptEntry(seq=2, run_id="run_1", role="assistant", text="bye"),
+        TranscriptEntry(seq=2, run_id="run_1", role="assistant", text="bye", at=at),
     ]
     assert await store.transcript("thr_1") == [
-        TranscriptEntry(seq=1, run_id="run_1", role="user", text="hi"),
+        TranscriptEntry(seq=1, run_id="run_1", role="user", text="hi", at=at),
         TranscriptEntry(
-            seq=1, run_id="run_1", role="tool_call", tool_name="delete_file", tool_call_id="c1", args={"name": "a"}
+            seq=1,
+            run_id="run_1",
+            role="tool_call",
+            tool_name="delete_file",
+            tool_call_id="c1",
+            args={"name": "a"},
+            at=at,
         ),
         *later,
     ]
     assert await store.transcript("thr_1", after_seq=1) == later
+
+
+async def test_a_transcript_shows_the_decision_a_result_carries(store: RunStore) -> None:
+    """A result's approval record becomes a decision line before it, without the raw arguments."""
+    run = await start(store)
+    record = {
+        "decision": "approve",
+        "by": "person",
+        "principal": "alice",
+        "via": "cli",
+        "decided_at": NOW + 5,
+        "scope": "once",
+        "proposed_args": {"name": "a", "token": "s3cret"},
+        "edits": [{"field": "name", "before": "a", "after": "b"}],
+    }
+    result = ModelRequest(
+        parts=[
+            ToolReturnPart(
+                tool_name="delete_file",
+                content="deleted b",
+                tool_call_id="c1",
+                timestamp=AT,
+                metadata={"approval": record},
+            )
+        ],
+        timestamp=AT,
+    )
+    await store.finish_run(
+        run, owner=ME, new_messages=[result], status="completed", output=None, error=None, now=NOW + 6
+    )
+    line, shown = await store.transcript("thr_1")
+    assert line == TranscriptEntry(
+        seq=1,
+        run_id="run_1",
+        role="decision",
+        tool_name="delete_file",
+        tool_call_id="c1",
+        decision={k: v for k, v in record.items() if k != "proposed_args"},
+        at=NOW + 5,
+    )
+    assert shown.role == "tool_result" and shown.text == "deleted b"
+
+
+async def test_a_transcript_shows_where_runs_failed(store: RunStore) -> None:
+    """A failed run's message and error appear in order, whether or not it stored messages first."""
+    first = await start(store, now=NOW)
+    await store.finish_run(first, owner=ME, new_messages=(), status="failed", output=None, error="boom", now=NOW + 1)
+    second = await start(store, run_id="run_2", now=NOW + 2, expect_active=None)
+    await store.finish_run(
+        second, owner=ME, new_messages=said("hi", "hello"), status="completed", output="hello", error=None, now=NOW + 3
+    )
+    third = await paused(store, await start(store, run_id="run_3", now=NOW + 4), [], pause_id="pau_3", now=NOW + 4)
+    await store.finish_run(
+        (await claim(store, third)).run,
+        owner=ME,
+        new_messages=(),
+        status="failed",
+        output=None,
+        error="late",
+        now=NOW + 12,
+    )
+    lines = [(e.run_id, e.role, e.text, e.seq) for e in await store.transcript("thr_1")]
+    assert lines == [
+        ("run_1", "user", "prompt of run_1", 0),
+        ("run_1", "error", "boom", 0),
+        ("run_2", "user", "hi", 1),
+        ("run_2", "assistant", "hello", 1),
+        ("run_3", "user", "prompt of run_3", 2),
+        ("run_3", "assistant", "asking", 2),
+        ("run_3", "error", "late", 2),
+    ]
+    assert [(e.role, e.text) for e in await store.transcript("thr_1", after_seq=1)] == [
+        ("user", "prompt of run_3"),
+        ("assistant", "asking"),
+        ("error", "late"),
+    ]
+
+
+async def test_a_decision_keeps_the_interface_it_came_through(store: RunStore) -> None:
+    """`via` is stored with a decision and read back with the request and its pause."""
+    run = await paused(store, await start(store), [approval("req_1", await store.get_run("run_1"))])
+    via_cli = replace(decision("req_1"), via="cli")
+    await store.record_decision(via_cli)
+    found = await store.get_request("req_1")
+    assert found is not None and found.decision == via_cli and found.decision.via == "cli"
+    assert run.pause_id is not None
+    assert (await store.pause_state(run.pause_id)).decisions["req_1"].via == "cli"
 
 
 async def test_threads_list_newest_first_without_delegate_threads(store: RunStore) -> None:

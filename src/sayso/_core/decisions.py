@@ -6,6 +6,7 @@ an error naming the problem, and the caller does the I/O.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeAlias, assert_never
@@ -15,10 +16,32 @@ from pydantic import Discriminator, TypeAdapter
 
 from ..exceptions import AlreadyDecided, InvalidDecision, RequestExpired
 from .inputs import input_problems
-from .requests import ApprovalRequest, ElicitationRequest, InputRequest, QuestionRequest, Request, Scope
+from .requests import (
+    REDACTED,
+    ApprovalRequest,
+    ElicitationRequest,
+    InputRequest,
+    QuestionRequest,
+    Request,
+    Scope,
+    redacted,
+)
 
 DecidedBy: TypeAlias = Literal["person", "permission", "service", "expiry", "system"]
 """Who took a decision: a person, a remembered grant, a service, the expiry sweep, or sayso itself."""
+
+Via: TypeAlias = Literal["python", "cli", "rest", "web", "a2a", "ag-ui"]
+"""The interface a person's decision came through, so a card can say "Approved by alice (CLI)"."""
+
+VIA_LABELS: dict[str, str] = {
+    "python": "Python",
+    "cli": "CLI",
+    "rest": "REST",
+    "web": "web UI",
+    "a2a": "A2A",
+    "ag-ui": "AG-UI",
+}
+"""How each interface is named to a person."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,6 +163,8 @@ class DecisionRecord:
     by: DecidedBy
     principal: str | None
     decided_at: float
+    via: Via | None = None
+    """The interface the decision came through; `None` for sayso's own decisions (and older records)."""
 
 
 def check_decision(
@@ -291,6 +316,25 @@ def model_text(decision: Decision) -> str | None:
             return None
         case _:
             assert_never(decision)
+
+
+def arg_edits(before: dict[str, Any], after: dict[str, Any], *, redact: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """How a person's edit changed a call's arguments, field by field, in the order the fields appear.
+
+    Each change is `{"field", "before", "after"}`; a field the edit added has no `before`, one it
+    removed no `after`. Values of redacted fields are shown as redacted, never as they were.
+    """
+    changes: list[dict[str, Any]] = []
+    for name in [*before, *(k for k in after if k not in before)]:
+        if name in before and name in after and before[name] == after[name]:
+            continue
+        change: dict[str, Any] = {"field": name}
+        if name in before:
+            change["before"] = REDACTED if name in redact else redacted(before[name], redact)
+        if name in after:
+            change["after"] = REDACTED if name in redact else redacted(after[name], redact)
+        changes.append(change)
+    return changes
 
 
 def question_answers(request: QuestionRequest, decision: Answer) -> list[dict[str, Any]]:

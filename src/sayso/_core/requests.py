@@ -6,6 +6,7 @@ it is reported, and never changes afterwards: its answer lives in a separate dec
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypeAlias
 
@@ -217,6 +218,11 @@ REDACTED = "«redacted»"
 def shown_args(request: _RequestBase) -> dict[str, Any]:
     """The arguments as they may be shown: configured secret fields replaced at any depth."""
     return _redact(request.args, frozenset(request.redact)) if request.redact else request.args
+
+
+def redacted(value: Any, fields: Sequence[str]) -> Any:
+    """`value` as it may be shown: every object field named in `fields` replaced, at any depth."""
+    return _redact(value, frozenset(fields)) if fields else value
 
 
 def _redact(value: Any, fields: frozenset[str]) -> Any:

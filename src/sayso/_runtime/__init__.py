@@ -12,6 +12,7 @@
 | `_events` | `request.opened` / `decided` / `expired` for listeners |
 | `_outbox` | the same events from the store's outbox, claimed and settled by a webhook sender |
 | `_audit` | the audit key, the exported head, verification |
+| `_watch` | what changed for a principal, whichever process changed it (the live UI follows it) |
 | `_kernel` | what the parts share (config, agents, store, clock, lease owner) |
 
 Interfaces import from here only the names below: the facade and the records its verbs return.
@@ -36,11 +37,13 @@ from ._facade import DEFAULT_REMOTE_AGENTS, PrincipalLike, Sayso
 from ._kernel import new_id
 from ._outbox import OutboundEvent
 from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
+from ._watch import Change, RequestClosed, RequestOpened, RunChanged, ThreadsChanged
 
 __all__ = [
     "DEFAULT_REMOTE_AGENTS",
     "AuditPage",
     "DeliveryStatus",
+    "Change",
     "EventListener",
     "InboxFilter",
     "InboxPage",
@@ -51,14 +54,18 @@ __all__ = [
     "RemoteOutcome",
     "RemoteTask",
     "RemoteWire",
+    "RequestClosed",
     "RequestEvent",
+    "RequestOpened",
     "RequestState",
     "RunRecord",
+    "RunChanged",
     "RunRequests",
     "RunStatus",
     "Sayso",
     "ThreadRecord",
     "ThreadSummary",
+    "ThreadsChanged",
     "TranscriptEntry",
     "new_id",
 ]

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from .._core.access import Principal, may_decide, root_agent
-from .._core.decisions import Approve, Decision, DecisionRecord, Expire, check_decision
+from .._core.decisions import Approve, Decision, DecisionRecord, Expire, Via, check_decision
 from .._core.grants import Grant
 from .._core.limits import check_decision as check_size
 from .._core.requests import ApprovalRequest, Request
@@ -29,7 +29,9 @@ if TYPE_CHECKING:
     from ._kernel import Kernel
 
 
-async def decide(k: Kernel, request_id: str, decision: Decision, *, principal: Principal, resume: bool) -> DecideResult:
+async def decide(
+    k: Kernel, request_id: str, decision: Decision, *, principal: Principal, resume: bool, via: Via | None = None
+) -> DecideResult:
     """Record one decision; when it was the last open request of the pause, resume the run.
 
     One transaction reads the request with its run and pause, checks the decision, records it
@@ -49,7 +51,7 @@ async def decide(k: Kernel, request_id: str, decision: Decision, *, principal: P
             raise AlreadyDecided(request_id, "its pause was already resumed or closed")
         check_same_subject(k, request, to_record)
         record = DecisionRecord(
-            request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now
+            request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now, via=via
         )
         verdict = Verdict(
             record=record,
@@ -110,6 +112,7 @@ async def answer_pause(
     *,
     principal: Principal,
     rest: Literal["wait", "skip"],
+    via: Via | None = None,
 ) -> RunResult:
     """Answer several requests of one paused run at once: all are checked before any is recorded.
 
@@ -138,7 +141,7 @@ async def answer_pause(
         assert to_record is not None, "an open request has no decision to repeat"
         check_same_subject(k, request, to_record)
         record = DecisionRecord(
-            request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now
+            request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now, via=via
         )
         records.append((request, record, grant_from(request, to_record, now, giver=principal)))
     earlier = await k.store.record_decisions(

@@ -40,6 +40,7 @@ def decided_event(request: Request, record: DecisionRecord) -> tuple[RequestEven
         "decision": decision,
         "by": record.by,
         "principal": record.principal,
+        "via": record.via,
     }
 
 
@@ -48,9 +49,17 @@ class Events:
 
     def __init__(self) -> None:
         self.listeners: list[EventListener] = []
+        self.watchers: set[Callable[[], None]] = set()
+        """Watches (`Sayso.watch`) to wake when this process changed something, so they look at once."""
+
+    def touched(self) -> None:
+        """Wake the watches: this process just wrote a change (a pause, a decision, a run's end)."""
+        for wake in list(self.watchers):
+            wake()
 
     def opened(self, requests: Sequence[Request]) -> None:
         """Announce requests a pause opened (a delegate's own call is not a request for a person)."""
+        self.touched()
         if not self.listeners:
             return
         for request in requests:
@@ -59,6 +68,8 @@ class Events:
 
     def decided(self, requests: Sequence[Request], records: Sequence[DecisionRecord]) -> None:
         """Announce decisions (an expiry is announced as `request.expired`)."""
+        if records:
+            self.touched()
         if not self.listeners or not records:
             return
         by_id = {r.request_id: r for r in requests}

@@ -9,7 +9,7 @@ AG-UI, the web UI and the CLI call only these methods.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -24,7 +24,7 @@ from .._config import Config, load_config
 from .._core import access
 from .._core.access import LOCAL, Principal
 from .._core.audit import AuditProblem, AuditRecord, AuditReport
-from .._core.decisions import Decision
+from .._core.decisions import Decision, Via
 from .._core.grants import Grant
 from .._core.policy import InterruptPolicy
 from .._core.requests import ClientTool
@@ -53,12 +53,13 @@ from ..exceptions import (
     ThreadNotFound,
     UsageError,
 )
-from . import _audit, _deciding, _leases, _outbox, _tree, _turns
+from . import _audit, _deciding, _leases, _outbox, _tree, _turns, _watch
 from ._events import EventListener
 from ._kernel import Kernel
 from ._outbox import OutboundEvent
 from ._remote import RemoteAgents, remote_delegates
 from ._step import TEXT_SINK, host_terms
+from ._watch import Change
 
 PrincipalLike = Principal | str
 """A caller: a `Principal`, or a name resolved against the configured principals."""
@@ -202,12 +203,19 @@ class Sayso:
             )
 
     async def decide(
-        self, request_id: str, decision: Decision, *, principal: PrincipalLike = access.LOCAL_NAME, resume: bool = True
+        self,
+        request_id: str,
+        decision: Decision,
+        *,
+        principal: PrincipalLike = access.LOCAL_NAME,
+        resume: bool = True,
+        via: Via = "python",
     ) -> DecideResult:
         """Record a decision; when it was the last open request of the pause, resume the run.
 
         Repeating the decision already taken is a harmless no-op; a different second decision
-        is refused, and a refused decision changes nothing.
+        is refused, and a refused decision changes nothing. `via` names the interface the
+        decision came through, so others see "Approved by alice (CLI)".
 
         Raises:
             RequestNotFound: no request has this id.
@@ -217,7 +225,9 @@ class Sayso:
             RequestExpired: the request expired.
         """
         self._check_open()
-        return await _deciding.decide(self._k, request_id, decision, principal=self.principal(principal), resume=resume)
+        return await _deciding.decide(
+            self._k, request_id, decision, principal=self.principal(principal), resume=resume, via=via
+        )
 
     async def answer_pause(
         self,
@@ -228,6 +238,7 @@ class Sayso:
         rest: Literal["wait", "skip"] = "wait",
         grants: Sequence[Grant] | None = None,
         offer_wider_scopes: bool = True,
+        via: Via = "python",
     ) -> RunResult:
         """Answer several open requests of a paused run at once, then resume it when nothing is left open.
 
@@ -245,7 +256,7 @@ class Sayso:
         self._check_open()
         with host_terms(grants, offer_wider_scopes):
             return await _deciding.answer_pause(
-                self._k, run_id, answers, principal=self.principal(principal), rest=rest
+                self._k, run_id, answers, principal=self.principal(principal), rest=rest, via=via
             )
 
     async def resume(self, run_id: str, *, force: bool = False, principal: PrincipalLike | None = None) -> RunResult:
@@ -536,11 +547,27 @@ class Sayso:
         """Keep a value for an interface adapter in the store, under its own namespace."""
         await self._k.store.set_mark(namespace, key, value)
 
+    def watch(
+        self, *, principal: PrincipalLike = access.LOCAL_NAME, thread_id: str | None = None, every: float = 1.0
+    ) -> AsyncGenerator[list[Change], None]:
+        """Follow what changes for `principal`, whichever process changed it; one list of changes per look.
+
+        The first list is empty and says watching has begun: what the caller reads after it is
+        not missed. Then every `every` seconds (at once when this process changes something) the
+        store is read again and the changes since the last look are yielded (often none):
+        requests opened and closed (`RequestClosed` holds the decision, who took it and through
+        which interface), the watched `thread_id` moving on, the principal's threads changing.
+        Only what the principal may see is reported. Close the iterator (`aclose`) to stop.
+        """
+        self._check_open()
+        return _watch.watch(self, self._k.events, principal=self.principal(principal), thread_id=thread_id, every=every)
+
     def add_listener(self, listener: EventListener) -> None:
         """Call `listener(event, data)` on `request.opened`, `request.decided` and `request.expired`.
 
         Events come from every interface alike (Python, REST, A2A, AG-UI, the CLI); `data` holds the
-        request as `request_json` shows it, and for decisions the decision, who took it and the principal.
+        request as `request_json` shows it, and for decisions the decision, who took it, the principal and
+        the interface it came through (`via`).
         A listener must not block (the server's webhook sender only queues); one that raises is logged.
         """
         self._k.events.listeners.append(listener)

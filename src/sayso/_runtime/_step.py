@@ -161,6 +161,7 @@ async def execute(
                 )
                 # Approved calls the failed segment marked but did not finish may or may not have run.
                 await resolve_stuck(k, run_id=run.run_id)
+                k.events.touched()
                 return RunResult(
                     run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="failed", error=error
                 )
@@ -211,6 +212,7 @@ async def execute(
         now=now,
         executions=deps.executed,
     )
+    k.events.touched()
     return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="completed", output=output)
 
 
@@ -247,6 +249,7 @@ async def _finish_cancelled(k: Kernel, run: RunRecord, deps: RunDeps) -> None:
         now=k.clock(),
         executions=deps.executed,
     )
+    k.events.touched()
 
 
 async def consume(

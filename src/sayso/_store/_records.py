@@ -308,7 +308,9 @@ class ThreadSummary:
     """The first user message, shortened."""
 
 
-EntryRole: TypeAlias = Literal["user", "assistant", "tool_call", "tool_result"]
+EntryRole: TypeAlias = Literal["user", "assistant", "tool_call", "tool_result", "decision", "error"]
+"""Who speaks in a transcript line: the person, the agent, a tool call, its result, the decision a call
+waited on, or a run's failure."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -329,6 +331,12 @@ class TranscriptEntry:
     """The model's id of the call, for tool calls and results."""
     args: Any = None
     """The arguments of a tool call."""
+    decision: dict[str, Any] | None = None
+    """For a decision line: what was decided, by whom, through which interface and with what (scope,
+    reason, edits field by field, the answer given, the grant that allowed the call), redacted as
+    the agent's `redact` says."""
+    at: float | None = None
+    """Seconds since the epoch when it was said, decided or failed, when known."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -75,6 +75,7 @@ decisions = Table(
     Column("principal", String(200), nullable=True),
     Column("decided_at", Float, nullable=False),
     Column("body", LargeBinary, nullable=False),
+    Column("via", String(16), nullable=True),
 )
 
 executions = Table(

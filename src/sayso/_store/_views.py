@@ -9,7 +9,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from datetime import datetime
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -22,7 +23,7 @@ from pydantic_ai.messages import (
 )
 
 from ..exceptions import InvalidCursor
-from ._records import TranscriptEntry
+from ._records import RunRecord, TranscriptEntry
 
 TITLE_LENGTH = 80
 """How much of a thread's first message its title shows."""
@@ -69,15 +70,65 @@ def title(prompt: str | None) -> str | None:
     return prompt[:TITLE_LENGTH] if prompt else None
 
 
+DECISION_FIELDS = (
+    "request_id",
+    "decision",
+    "by",
+    "principal",
+    "via",
+    "decided_at",
+    "scope",
+    "reason",
+    "edits",
+    "answers",
+    "value",
+    "message",
+    "content",
+    "expires_at",
+    "grant_id",
+    "subject_label",
+)
+"""What a transcript's decision line shows of a call's approval record (never the raw arguments:
+the call's own line shows them, and an edit is shown field by field, redacted)."""
+
+
+def _epoch(moment: datetime | None) -> float | None:
+    return moment.timestamp() if moment is not None else None
+
+
+def _decision_line(seq: int, run_id: str, part: ToolReturnPart) -> TranscriptEntry | None:
+    """The decision a call's result carries (kept there by the engine), as a line of its own."""
+    record = part.metadata.get("approval") if isinstance(part.metadata, dict) else None
+    if not isinstance(record, dict):
+        return None
+    decided_at = record.get("decided_at")
+    return TranscriptEntry(
+        seq=seq,
+        run_id=run_id,
+        role="decision",
+        tool_name=part.tool_name,
+        tool_call_id=part.tool_call_id,
+        decision={k: record[k] for k in DECISION_FIELDS if k in record},
+        at=float(decided_at) if isinstance(decided_at, int | float) else None,
+    )
+
+
 def transcript_entries(seq: int, run_id: str, messages: Iterable[ModelMessage]) -> list[TranscriptEntry]:
-    """One stored batch of messages as plain entries: user and assistant text, tool calls and their results."""
+    """One stored batch of messages as plain entries: user and assistant text, tool calls, decisions, results."""
     entries: list[TranscriptEntry] = []
     for message in messages:
         if isinstance(message, ModelRequest):
             for part in message.parts:
                 if isinstance(part, UserPromptPart) and isinstance(part.content, str):
-                    entries.append(TranscriptEntry(seq=seq, run_id=run_id, role="user", text=part.content))
+                    entries.append(
+                        TranscriptEntry(
+                            seq=seq, run_id=run_id, role="user", text=part.content, at=_epoch(part.timestamp)
+                        )
+                    )
                 elif isinstance(part, ToolReturnPart):
+                    line = _decision_line(seq, run_id, part)
+                    if line is not None:
+                        entries.append(line)
                     entries.append(
                         TranscriptEntry(
                             seq=seq,
@@ -86,12 +137,17 @@ def transcript_entries(seq: int, run_id: str, messages: Iterable[ModelMessage]) 
                             tool_name=part.tool_name,
                             tool_call_id=part.tool_call_id,
                             text=part.model_response_str(),
+                            at=_epoch(part.timestamp),
                         )
                     )
         elif isinstance(message, ModelResponse):
             for rpart in message.parts:
                 if isinstance(rpart, TextPart):
-                    entries.append(TranscriptEntry(seq=seq, run_id=run_id, role="assistant", text=rpart.content))
+                    entries.append(
+                        TranscriptEntry(
+                            seq=seq, run_id=run_id, role="assistant", text=rpart.content, at=_epoch(message.timestamp)
+                        )
+                    )
                 elif isinstance(rpart, ToolCallPart):
                     entries.append(
                         TranscriptEntry(
@@ -101,6 +157,7 @@ def transcript_entries(seq: int, run_id: str, messages: Iterable[ModelMessage]) 
                             tool_name=rpart.tool_name,
                             tool_call_id=rpart.tool_call_id,
                             args=rpart.args_as_dict(),
+                            at=_epoch(message.timestamp),
                         )
                     )
     return entries
@@ -109,3 +166,52 @@ def transcript_entries(seq: int, run_id: str, messages: Iterable[ModelMessage]) 
 def delivery_id(event_id: str, hook: str) -> str:
     """The id of one outbox event's delivery to one webhook: the same for every sender and every retry."""
     return f"dlv_{event_id.removeprefix('evt_')}_{hook}"
+
+
+def thread_transcript(
+    batches: Iterable[tuple[int, str, Sequence[ModelMessage]]], runs: Sequence[RunRecord], *, after_seq: int = 0
+) -> list[TranscriptEntry]:
+    """A thread's stored batches as entries, with each failed run's failure where it happened.
+
+    `batches` are `(seq, run_id, messages)` after `after_seq`, in order, and `runs` the thread's runs.
+    A failed run stores no messages of its own, so its message and its error come from the run
+    itself; they carry the `seq` of the batch before them, so reading on from `after_seq` shows a
+    failure only once a later batch exists, or when it came after the last batch read.
+    """
+    groups: list[tuple[str, list[TranscriptEntry]]] = []
+    for seq, run_id, messages in batches:
+        entries = transcript_entries(seq, run_id, messages)
+        if groups and groups[-1][0] == run_id:
+            groups[-1][1].extend(entries)
+        else:
+            groups.append((run_id, entries))
+    by_id = {r.run_id: r for r in runs}
+    stored = {run_id for run_id, _ in groups}
+    silent = sorted((r for r in runs if r.status == "failed" and r.run_id not in stored), key=lambda r: r.created_at)
+    out: list[TranscriptEntry] = []
+    last_seq = after_seq
+
+    def failure(run: RunRecord, *, with_prompt: bool) -> None:
+        if with_prompt and run.prompt:
+            out.append(
+                TranscriptEntry(seq=last_seq, run_id=run.run_id, role="user", text=run.prompt, at=run.created_at)
+            )
+        out.append(
+            TranscriptEntry(
+                seq=last_seq, run_id=run.run_id, role="error", text=run.error or "the run failed", at=run.updated_at
+            )
+        )
+
+    for run_id, entries in groups:
+        started = by_id[run_id].created_at if run_id in by_id else None
+        while silent and started is not None and silent[0].created_at < started:
+            failure(silent.pop(0), with_prompt=True)
+        out.extend(entries)
+        if entries:
+            last_seq = max(last_seq, entries[-1].seq)
+        run = by_id.get(run_id)
+        if run is not None and run.status == "failed":
+            failure(run, with_prompt=False)
+    for run in silent:
+        failure(run, with_prompt=True)
+    return [e for e in out if after_seq == 0 or e.seq > after_seq]

@@ -19,7 +19,7 @@ from typer.core import TyperCommand
 from .._checks import ConfigProblem, check_config
 from .._config import load_config
 from .._core.access import LOCAL
-from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
+from .._core.decisions import VIA_LABELS, Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
 from .._core.requests import Request, Scope
 from .._results import DecideResult, RunResult, request_json, run_json
 from .._runtime import Sayso
@@ -191,7 +191,7 @@ def decide(
     decision = parse_decision(action, values or [], reason=reason, args=args, scope=scope, answers=answers)
 
     async def work(rt: Sayso) -> DecideResult:
-        return await rt.decide(request_id, decision, principal=principal)
+        return await rt.decide(request_id, decision, principal=principal, via="cli")
 
     outcome = _with_app(config, work, as_json=as_json)
     if not as_json and not outcome.recorded:
@@ -378,7 +378,7 @@ def audit_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     if as_json:
         print(json.dumps({"records": [asdict(r) for r in records]}, ensure_ascii=False))
         return
-    table = Table("#", "event", "tool", "decision", "by", "principal")
+    table = Table("#", "event", "tool", "decision", "by", "principal", "via")
     for r in records:
         b = r.body
         table.add_row(
@@ -388,6 +388,7 @@ def audit_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
             b.get("decision", ""),
             b.get("by", ""),
             str(b.get("principal") or ""),
+            VIA_LABELS.get(str(b.get("via")), ""),
         )
     console.print(table)
 

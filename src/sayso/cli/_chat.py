@@ -93,7 +93,7 @@ async def _answer_all(runtime: Sayso, console: Console, result: RunResult, princ
             decision = _ask(console, request)
             try:
                 with console.status("working…"):
-                    outcome = await runtime.decide(request.request_id, decision, principal=principal)
+                    outcome = await runtime.decide(request.request_id, decision, principal=principal, via="cli")
             except DecisionRefused as refused:
                 console.print(
                     f"[red]not accepted:[/red] {escape(refused.problem)}. The request is still open; try again."

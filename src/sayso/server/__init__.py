@@ -13,11 +13,13 @@ from __future__ import annotations
 from .._config import WebhookConfig, WebhookEvent
 from .._core.access import Principal
 from ._app import create_app
+from ._live import LiveSettings
 from ._problems import problem_for
 from ._serve import check_bind, serve
 from ._webhooks import WebhookDispatcher, hook_key, sign, verify_signature
 
 __all__ = [
+    "LiveSettings",
     "Principal",
     "WebhookConfig",
     "WebhookDispatcher",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 import anyio
 from anyio.abc import TaskGroup
-from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request
+from fastapi import APIRouter, Body, Depends, FastAPI, Header, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -26,14 +26,16 @@ from fastapi.staticfiles import StaticFiles
 
 from .._config import WebhookConfig
 from .._core.access import Principal
-from .._core.decisions import DECISION_ADAPTER
+from .._core.grants import Grant
 from .._core.requests import RequestKind
-from .._results import DecideResult, request_json, run_json
-from .._runtime import InboxFilter, RequestState, Sayso, new_id
+from .._results import DecideResult, request_json, request_state_json, rfc3339, run_json
+from .._runtime import InboxFilter, Sayso, new_id
 from ..exceptions import InvalidInput, SaysoError
 from ..protocols._auth import authenticate, authenticator
 from ._guard import EdgeGuard
-from ._problems import ProblemModel, install_problem_handlers
+from ._live import LIVE_EVENT_NAMES, LiveSettings, live_events
+from ._pages import install_pages
+from ._problems import PROBLEM_MEDIA_TYPE, ProblemModel, install_problem_handlers
 from ._schemas import (
     ID_PATTERN,
     AgentListOut,
@@ -55,6 +57,7 @@ from ._schemas import (
     ThreadIn,
     ThreadListOut,
     ThreadOut,
+    entry_json,
     to_decision,
 )
 from ._stream import start_run, stream_run
@@ -70,12 +73,38 @@ DEFAULT_RECOVER_EVERY_SECONDS = 5.0
 
 STATIC = Path(__file__).parent / "static"
 
+TITLE_LENGTH = 80
+"""How much of a thread's first message its title shows (as in the thread list)."""
+
 _bearer = HTTPBearer(auto_error=False, description="A principal's token; not needed in local development mode.")
 
-_PROBLEMS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ProblemModel, "content": {"application/problem+json": {}}}
-    for status in (400, 401, 403, 404, 409, 410, 413, 415, 422)
+_PROBLEM_MEANING = {
+    401: "Not signed in: no bearer token, or one that no principal has.",
+    403: "The caller may not do this.",
+    404: "There is no such thing, or the caller may not see it.",
+    409: "It conflicts with what happened first.",
+    410: "The request expired before the decision arrived.",
+    413: "The body, message, arguments or answer is over its size limit.",
+    415: "State-changing calls must be JSON.",
+    422: "The input is invalid; `errors` says where.",
+    503: "The store does not answer; try again.",
 }
+
+
+def problems(*statuses: int, **meanings: str) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI responses of the problems an endpoint can answer with (RFC 9457 documents).
+
+    `meanings` overrides the general meaning of a status for this endpoint, keyed `s409` and so on.
+    """
+    return {
+        status: {
+            "model": ProblemModel,
+            "description": meanings.get(f"s{status}", _PROBLEM_MEANING[status]),
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+        }
+        for status in statuses
+    }
+
 
 Id = Annotated[str, PathParam(min_length=1, max_length=64)]
 ThreadId = Annotated[str, PathParam(pattern=ID_PATTERN)]
@@ -89,6 +118,10 @@ class ServerState:
     emitter: WebhookDispatcher
     tasks: TaskGroup | None = None
     """Runs that outlive their HTTP request (a streamed run whose client left) run here."""
+    live: LiveSettings = LiveSettings()
+    """How live streams (`/v1/events`) look at the store and how long each lasts."""
+    closing: bool = False
+    """Set when the server is told to stop, so live streams end instead of holding the shutdown up."""
 
 
 _SSE_EVENT: dict[str, Any] = {
@@ -97,7 +130,17 @@ _SSE_EVENT: dict[str, Any] = {
     "properties": {
         "event": {
             "type": "string",
-            "enum": ["status", "progress", "tool_call", "tool_result", "text_delta", "request", "run", "error"],
+            "enum": [
+                "status",
+                "progress",
+                "tool_call",
+                "decision",
+                "tool_result",
+                "text_delta",
+                "request",
+                "run",
+                "error",
+            ],
         },
         "data": {"type": "string"},
     },
@@ -139,17 +182,17 @@ def _decide_json(result: DecideResult) -> dict[str, Any]:
     return {"request_id": result.request_id, "recorded": result.recorded, "run": run_json(result.run)}
 
 
-api = APIRouter(prefix="/v1", responses=_PROBLEMS)
+api = APIRouter(prefix="/v1")
 
 
-@api.get("/me", response_model=MeOut, tags=["principals"])
+@api.get("/me", response_model=MeOut, tags=["principals"], operation_id="get_me", responses=problems(401))
 async def me(caller: Caller, sayso: Runtime) -> JSONResponse:
     """Who the caller is, and whether the server runs in local development mode."""
     local_mode = authenticator(sayso).local_mode
     return _json({"principal": caller.name, "local_mode": local_mode, "approver_for": list(caller.approver_for)})
 
 
-@api.get("/agents", response_model=AgentListOut, tags=["threads"])
+@api.get("/agents", response_model=AgentListOut, tags=["threads"], operation_id="list_agents", responses=problems(401))
 async def agents(caller: Caller, sayso: Runtime) -> JSONResponse:
     """The configured agents."""
     config = sayso.config
@@ -160,7 +203,14 @@ async def agents(caller: Caller, sayso: Runtime) -> JSONResponse:
     return _json({"agents": listed})
 
 
-@api.post("/threads", response_model=ThreadOut, status_code=201, tags=["threads"])
+@api.post(
+    "/threads",
+    response_model=ThreadOut,
+    status_code=201,
+    tags=["threads"],
+    operation_id="create_thread",
+    responses=problems(401, 422, s422="The body is invalid, or names no configured agent."),
+)
 async def create_thread(caller: Caller, sayso: Runtime, body: ThreadIn | None = None) -> JSONResponse:
     """Open a thread with an agent; it is stored, and owned by the caller, when its first run starts."""
     agent = (body.agent if body else None) or sayso.config.entry_agent
@@ -168,28 +218,45 @@ async def create_thread(caller: Caller, sayso: Runtime, body: ThreadIn | None = 
         configured = ", ".join(sayso.config.agents)
         raise InvalidInput(f"no agent named {agent!r}; configured: {configured}", field="agent")
     thread_id = new_id("thr")
-    return _json({"thread_id": thread_id, "agent": agent, "owner": None, "active_run": None, "transcript": []}, 201)
+    created = {"thread_id": thread_id, "agent": agent, "owner": None, "title": None, "created": None}
+    return _json({**created, "active_run": None, "transcript": []}, 201)
 
 
-@api.get("/threads", response_model=ThreadListOut, tags=["threads"])
+@api.get(
+    "/threads",
+    response_model=ThreadListOut,
+    tags=["threads"],
+    operation_id="list_threads",
+    responses=problems(401, 422, 503),
+)
 async def threads(caller: Caller, sayso: Runtime, limit: Annotated[int, Query(ge=1, le=200)] = 50) -> JSONResponse:
-    """The caller's threads, newest first."""
-    return _json({"threads": [asdict(t) for t in await sayso.threads(principal=caller, limit=limit)]})
+    """The caller's threads, newest first, each titled by its first message."""
+    listed = await sayso.threads(principal=caller, limit=limit)
+    return _json({"threads": [asdict(t) | {"created": rfc3339(t.created_at)} for t in listed]})
 
 
-@api.get("/threads/{thread_id}", response_model=ThreadOut, tags=["threads"])
+@api.get(
+    "/threads/{thread_id}",
+    response_model=ThreadOut,
+    tags=["threads"],
+    operation_id="get_thread",
+    responses=problems(401, 404, 422, 503),
+)
 async def thread(caller: Caller, sayso: Runtime, thread_id: ThreadId) -> JSONResponse:
-    """A thread's history, and the run in progress with the requests it waits on."""
+    """A thread's history (with every decision and failure), and the run in progress with the requests it waits on."""
     record = await sayso.thread(thread_id, principal=caller)
     active = await sayso.result(record.active_run_id, principal=caller) if record.active_run_id else None
     entries = await sayso.transcript(thread_id, principal=caller)
+    first = next((e.text for e in entries if e.role == "user" and e.text), None)
     return _json(
         {
             "thread_id": record.thread_id,
             "agent": record.agent,
             "owner": record.owner,
+            "title": first[:TITLE_LENGTH] if first else None,
+            "created": rfc3339(record.created_at),
             "active_run": run_json(active) if active else None,
-            "transcript": [asdict(e) for e in entries],
+            "transcript": [entry_json(e) for e in entries],
         }
     )
 
@@ -198,7 +265,19 @@ async def thread(caller: Caller, sayso: Runtime, thread_id: ThreadId) -> JSONRes
     "/runs",
     response_model=RunOut,
     tags=["runs"],
-    responses={200: {"content": {"text/event-stream": {"schema": _SSE_EVENT}}}},
+    operation_id="create_run",
+    responses={
+        200: {"content": {"text/event-stream": {"schema": _SSE_EVENT}}},
+        **problems(
+            401,
+            403,
+            409,
+            422,
+            503,
+            s403="The thread belongs to someone else: only its owner sends messages into it.",
+            s409="The thread has a run in progress.",
+        ),
+    },
 )
 async def create_run(
     caller: Caller,
@@ -209,8 +288,8 @@ async def create_run(
     """Send a message and run the agent until it finishes or pauses.
 
     With `stream=true` the answer is `text/event-stream`: `status`, `progress`, `tool_call`,
-    `tool_result`, `text_delta`, `request` (one per open request), then `run` (the whole
-    result) or `error` (a problem document).
+    `decision` (a call's decision, as transcript lines show it), `tool_result`, `text_delta`,
+    `request` (one per open request), then `run` (the whole result) or `error` (a problem document).
     """
     if stream:
         assert state.tasks is not None, "the server's lifespan has not started"
@@ -222,19 +301,44 @@ async def create_run(
     return _json(run_json(await start_run(state.sayso, caller, body)))
 
 
-@api.get("/runs/{run_id}", response_model=RunOut, tags=["runs"])
+@api.get(
+    "/runs/{run_id}",
+    response_model=RunOut,
+    tags=["runs"],
+    operation_id="get_run",
+    responses=problems(401, 404, 422, 503),
+)
 async def get_run(caller: Caller, sayso: Runtime, run_id: Id) -> JSONResponse:
     """Where a run stands, with the requests it still waits on."""
     return _json(run_json(await sayso.result(run_id, principal=caller)))
 
 
-@api.post("/runs/{run_id}/resume", response_model=RunOut, tags=["runs"])
+@api.post(
+    "/runs/{run_id}/resume",
+    response_model=RunOut,
+    tags=["runs"],
+    operation_id="resume_run",
+    responses=problems(
+        401,
+        404,
+        409,
+        422,
+        503,
+        s409="The run is not paused, another resume won, or requests are still open (use `force`).",
+    ),
+)
 async def resume_run(caller: Caller, sayso: Runtime, run_id: Id, body: ResumeIn | None = None) -> JSONResponse:
     """Resume a paused run; with `force`, requests still open count as skipped."""
     return _json(run_json(await sayso.resume(run_id, force=body.force if body else False, principal=caller)))
 
 
-@api.get("/requests", response_model=InboxOut, tags=["requests"])
+@api.get(
+    "/requests",
+    response_model=InboxOut,
+    tags=["requests"],
+    operation_id="list_requests",
+    responses=problems(401, 422, 503),
+)
 async def inbox(
     caller: Caller,
     sayso: Runtime,
@@ -252,54 +356,93 @@ async def inbox(
     return _json({"requests": [request_json(r) for r in page.requests], "next_cursor": page.next_cursor})
 
 
-@api.get("/requests/{request_id}", response_model=RequestStateOut, tags=["requests"])
+@api.get(
+    "/requests/{request_id}",
+    response_model=RequestStateOut,
+    tags=["requests"],
+    operation_id="get_request",
+    responses=problems(401, 404, 422, 503),
+)
 async def get_request(caller: Caller, sayso: Runtime, request_id: Id) -> JSONResponse:
-    """A request, whether it still waits, and its decision if any."""
-    state = await sayso.request(request_id, principal=caller)
-    record = state.decision
-    return _json(
-        {
-            "request": request_json(state.request),
-            "status": request_status(state, now=time.time()),
-            "decision": DECISION_ADAPTER.dump_python(record.decision, mode="json") if record else None,
-            "decided_by": record.by if record else None,
-            "principal": record.principal if record else None,
-        }
-    )
+    """A request, whether it still waits, and its decision if any: who took it, through which interface, when."""
+    return _json(request_state_json(await sayso.request(request_id, principal=caller), now=time.time()))
 
 
-def request_status(state: RequestState, *, now: float) -> Literal["open", "decided", "closed", "expired"]:
-    """How the REST API names where a request stands: decided, expired, still open, or closed unanswered."""
-    if state.decision is not None:
-        return "decided"
-    if state.request.expires_at is not None and now >= state.request.expires_at:
-        return "expired"
-    return "open" if state.pause_status == "open" else "closed"
-
-
-@api.post("/requests/{request_id}/decision", response_model=DecideOut, tags=["requests"])
-async def decide(caller: Caller, sayso: Runtime, request_id: Id, body: Annotated[DecisionIn, Body()]) -> JSONResponse:
+@api.post(
+    "/requests/{request_id}/decision",
+    response_model=DecideOut,
+    tags=["requests"],
+    operation_id="decide_request",
+    responses=problems(
+        401,
+        403,
+        404,
+        409,
+        410,
+        422,
+        503,
+        s403="The caller is neither the thread's owner nor an approver for its agent.",
+        s409="A different decision was taken first, or the request's pause is closed.",
+        s422="The decision does not fit the request (it stays open).",
+    ),
+)
+async def decide(
+    caller: Caller,
+    sayso: Runtime,
+    request_id: Id,
+    body: Annotated[DecisionIn, Body()],
+    via: Annotated[
+        Literal["rest", "web"],
+        Header(alias="Sayso-Via", description="The client deciding: `web` for the web UI; others see it named."),
+    ] = "rest",
+) -> JSONResponse:
     """Decide one request; the run resumes when it was the last open request of its pause.
 
     Repeating the decision already taken is a harmless no-op (`recorded: false`); a different
     second decision is refused with 409, and a refused decision leaves the request open.
     """
-    return _json(_decide_json(await sayso.decide(request_id, to_decision(body), principal=caller)))
+    return _json(_decide_json(await sayso.decide(request_id, to_decision(body), principal=caller, via=via)))
 
 
-@api.get("/grants", response_model=GrantListOut, tags=["grants"])
+def grant_json(grant: Grant) -> dict[str, Any]:
+    """A grant as REST shows it: RFC 3339 times beside the epoch ones kept for existing clients."""
+    return asdict(grant) | {
+        "created": rfc3339(grant.created_at),
+        "expires": rfc3339(grant.expires_at),
+        "revoked": rfc3339(grant.revoked_at),
+    }
+
+
+@api.get(
+    "/grants", response_model=GrantListOut, tags=["grants"], operation_id="list_grants", responses=problems(401, 503)
+)
 async def grants(caller: Caller, sayso: Runtime) -> JSONResponse:
     """Active remembered approvals, newest first: the caller's own, or every grant for an admin (`*` approver)."""
-    return _json({"grants": [asdict(g) for g in await sayso.grants(principal=caller)]})
+    return _json({"grants": [grant_json(g) for g in await sayso.grants(principal=caller)]})
 
 
-@api.delete("/grants/{grant_id}", response_model=GrantOut, tags=["grants"])
+@api.delete(
+    "/grants/{grant_id}",
+    response_model=GrantOut,
+    tags=["grants"],
+    operation_id="revoke_grant",
+    responses=problems(401, 404, 422, 503, s404="No active grant of the caller's has this id."),
+)
 async def revoke_grant(caller: Caller, sayso: Runtime, grant_id: Id) -> JSONResponse:
     """Revoke a grant; the next call it covered asks again. 404 for a grant that is not the caller's."""
-    return _json(asdict(await sayso.revoke_grant(grant_id, principal=caller)))
+    return _json(grant_json(await sayso.revoke_grant(grant_id, principal=caller)))
 
 
-@api.get("/audit", response_model=AuditPageOut, tags=["audit"])
+_APPROVERS_ONLY = "Only approvers read the audit log and run expiry."
+
+
+@api.get(
+    "/audit",
+    response_model=AuditPageOut,
+    tags=["audit"],
+    operation_id="list_audit_records",
+    responses=problems(401, 403, 422, 503, s403=_APPROVERS_ONLY),
+)
 async def audit(
     caller: Caller,
     sayso: Runtime,
@@ -309,10 +452,23 @@ async def audit(
 ) -> JSONResponse:
     """The audit log a page at a time, oldest first (or newest first with `order=desc`); for approvers."""
     page = await sayso.audit_page(principal=caller, newest_first=order == "desc", limit=limit, cursor=cursor)
-    return _json({"records": [asdict(r) for r in page.records], "next_cursor": page.next_cursor, "total": page.total})
+    records = [asdict(r) | {"at": rfc3339(_audit_time(r.body))} for r in page.records]
+    return _json({"records": records, "next_cursor": page.next_cursor, "total": page.total})
 
 
-@api.get("/audit/verify", response_model=AuditVerifyOut, tags=["audit"])
+def _audit_time(body: Mapping[str, Any]) -> float | None:
+    """When an audit record's event happened, as its body says (`decided_at` or `at`)."""
+    at = body.get("decided_at", body.get("at"))
+    return float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
+
+
+@api.get(
+    "/audit/verify",
+    response_model=AuditVerifyOut,
+    tags=["audit"],
+    operation_id="verify_audit",
+    responses=problems(401, 403, 503, s403=_APPROVERS_ONLY),
+)
 async def verify_audit(caller: Caller, sayso: Runtime) -> JSONResponse:
     """Verify the audit log: intact, or the first record that was altered, lost, moved, forged or cut off.
 
@@ -325,7 +481,13 @@ async def verify_audit(caller: Caller, sayso: Runtime) -> JSONResponse:
     return _json(body | {"anchored": report.anchored, "note": report.note})
 
 
-@api.post("/expire", response_model=ExpireOut, tags=["runs"])
+@api.post(
+    "/expire",
+    response_model=ExpireOut,
+    tags=["runs"],
+    operation_id="expire_requests",
+    responses=problems(401, 403, 503, s403=_APPROVERS_ONLY),
+)
 async def expire(caller: Caller, sayso: Runtime) -> JSONResponse:
     """Close every paused run whose open requests all expired (the server also does this periodically); approvers."""
     return _json({"runs": [run_json(r) for r in await sayso.expire(principal=caller)]})
@@ -347,6 +509,45 @@ async def _sweep_recover(sayso: Sayso, every: float) -> None:
         await anyio.sleep(every)
 
 
+_LIVE_EVENT: dict[str, Any] = {
+    "type": "object",
+    "description": "One server-sent event; `data` is JSON (see the endpoint's description).",
+    "properties": {"event": {"type": "string", "enum": LIVE_EVENT_NAMES}, "data": {"type": "string"}},
+    "required": ["event", "data"],
+}
+
+
+@api.get(
+    "/events",
+    tags=["requests"],
+    operation_id="watch_changes",
+    response_class=StreamingResponse,
+    responses={
+        200: {"description": "Server-sent events.", "content": {"text/event-stream": {"schema": _LIVE_EVENT}}},
+        **problems(401, 422, 503),
+    },
+)
+async def events(
+    caller: Caller,
+    state: State,
+    thread_id: Annotated[
+        str | None, Query(pattern=ID_PATTERN, description="Also follow this thread's runs and history.")
+    ] = None,
+) -> StreamingResponse:
+    """What changes for the caller, as it happens, whichever interface or process changed it.
+
+    Events: `ready` (watching has begun: read the current state now), `request.opened` (a request),
+    `request.closed` (as `GET /v1/requests/{request_id}` answers: status, decision, who, `via`),
+    `run.changed` (`thread_id`, `run_id`, `status`, `last_seq` of the followed thread),
+    `threads.changed`, and `end` (the stream closes after a while; connect again). Only what the
+    caller may see is reported.
+    """
+    stream = live_events(state.sayso, caller, thread_id=thread_id, settings=state.live, closing=lambda: state.closing)
+    return StreamingResponse(
+        stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    )
+
+
 async def _sweep_expired(sayso: Sayso, every: float) -> None:
     """Every `every` seconds, close the runs whose open requests all expired (the runtime announces them)."""
     while True:
@@ -365,6 +566,7 @@ def create_app(
     expire_every_seconds: float | None = DEFAULT_EXPIRE_EVERY_SECONDS,
     recover_every_seconds: float | None = DEFAULT_RECOVER_EVERY_SECONDS,
     routers: Sequence[APIRouter] = (),
+    live: LiveSettings | None = None,
 ) -> FastAPI:
     """The server for `sayso`: REST under `/v1`, the web UI at `/`, `/healthz` and `/openapi.json`.
 
@@ -379,11 +581,12 @@ def create_app(
         recover_every_seconds: how often to carry on runs whose process died (once at start, then
             periodically); `None` never does it in the background.
         routers: more routers to include.
+        live: how live streams (`/v1/events`) look at the store and how long each lasts.
     """
     # Webhook events come from the store's outbox, written with each change by whichever process made
     # it (REST, A2A, AG-UI, the CLI, another replica), and are delivered by whichever server runs.
     emitter = WebhookDispatcher(sayso, sayso.config.webhooks if webhooks is None else webhooks)
-    state = ServerState(sayso=sayso, emitter=emitter)
+    state = ServerState(sayso=sayso, emitter=emitter, live=live or LiveSettings())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -395,6 +598,7 @@ def create_app(
                 if recover_every_seconds is not None:
                     background.start_soon(_sweep_recover, sayso, recover_every_seconds)
                 yield
+                state.closing = True
                 background.cancel_scope.cancel()
             # Leaving the task group waits for streamed runs still working: no run is cut short.
         state.tasks = None
@@ -404,6 +608,8 @@ def create_app(
         version="0.1.0",
         summary="Agents that pause for a person: runs, open requests and decisions.",
         lifespan=lifespan,
+        docs_url=None,  # served by `install_pages` from local files: no CDN
+        redoc_url=None,
     )
     app.state.sayso_server = state
     # One wrapper in front of REST, the web UI, A2A and AG-UI: loopback Host in local mode, JSON (or a
@@ -414,7 +620,9 @@ def create_app(
     for router in routers:
         app.include_router(router)
 
-    @app.get("/healthz", response_model=HealthOut, tags=["server"])
+    @app.get(
+        "/healthz", response_model=HealthOut, tags=["server"], operation_id="check_health", responses=problems(503)
+    )
     async def health() -> JSONResponse:
         """The server is up and its store answers (503 otherwise)."""
         await sayso.ping()
@@ -425,4 +633,5 @@ def create_app(
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    install_pages(app, STATIC)
     return app

@@ -7,12 +7,16 @@ shapes, and the outbound models here only describe them.
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field
 
 from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
 from .._core.requests import ClientTool, RequestKind, Scope
+from .._results import rfc3339
+from .._runtime import TranscriptEntry
 
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,64}$"
 """What a client-chosen thread id may look like."""
@@ -132,6 +136,13 @@ def to_decision(body: ApproveIn | RejectIn | SkipIn | AnswerIn | ResultIn | Erro
 
 # outbound (documentation of the shapes `request_json` and `run_json` build)
 
+EPOCH_NOTE = "Seconds since the epoch. Deprecated: read `{}` (RFC 3339) instead; kept for existing clients."
+
+
+def _epoch(rfc3339_field: str) -> Any:
+    """A deprecated epoch-seconds field, documented as such in the OpenAPI document."""
+    return Field(description=EPOCH_NOTE.format(rfc3339_field), json_schema_extra={"deprecated": True})
+
 
 class SubjectOut(BaseModel):
     """What a remembered approval would cover."""
@@ -159,8 +170,12 @@ class RequestOut(BaseModel):
     tool_call_id: str
     tool_name: str
     args: dict[str, Any]
-    created_at: float
-    expires_at: float | None
+    created: datetime
+    """When the request was opened (RFC 3339)."""
+    expires: datetime | None
+    """When it stops taking decisions (RFC 3339); `null` waits forever."""
+    created_at: float = _epoch("created")
+    expires_at: float | None = _epoch("expires")
     hint: str | None = None
     """approval: why approval is needed."""
     subject: SubjectOut | None = None
@@ -207,35 +222,75 @@ class InboxOut(BaseModel):
 
 
 class RequestStateOut(BaseModel):
-    """A request and whether it is still waiting."""
+    """A request and whether it is still waiting; once decided, who decided, through which interface, and when."""
 
     request: RequestOut
     status: Literal["open", "decided", "closed", "expired"]
     """`closed`: its pause was resumed or superseded without a decision for it."""
     decision: dict[str, Any] | None
-    decided_by: str | None
+    decided_by: Literal["person", "permission", "service", "expiry", "system"] | None
+    """Who took the decision: a person, a remembered approval, a service, the expiry sweep or sayso itself."""
     principal: str | None
+    via: Literal["python", "cli", "rest", "web", "a2a", "ag-ui"] | None
+    """The interface a person's decision came through; `null` for sayso's own decisions."""
+    decided: datetime | None
+    """When it was decided (RFC 3339)."""
+
+
+class DecisionLineOut(BaseModel):
+    """A decision as a transcript line shows it (the fields its kind has)."""
+
+    decision: str
+    """`approve`, `reject`, `skip`, `answer`, `result`, `error`, `expired`, ..."""
+    by: str
+    principal: str | None = None
+    via: str | None = None
+    decided: datetime | None = None
+    """When it was decided (RFC 3339)."""
+    scope: str | None = None
+    reason: str | None = None
+    edits: list[dict[str, Any]] | None = None
+    """An edit's changes, field by field: `{field, before, after}` (redacted fields stay hidden)."""
+    answers: Any = None
+    """The answers given to questions (`[{question, answer}]`), redacted where configured."""
+    value: Any = None
+    message: str | None = None
+    content: Any = None
+    expires: datetime | None = None
+    """For an expired request: when its time ran out (RFC 3339)."""
+    grant_id: str | None = None
+    """The remembered approval that allowed the call."""
+    subject_label: str | None = None
+    request_id: str | None = None
 
 
 class TranscriptEntryOut(BaseModel):
-    """One line of a thread's history."""
+    """One line of a thread's history: what was said, the calls, each decision, and failures."""
 
     seq: int
     run_id: str
-    role: Literal["user", "assistant", "tool_call", "tool_result"]
+    role: Literal["user", "assistant", "tool_call", "tool_result", "decision", "error"]
     text: str | None = None
     tool_name: str | None = None
     tool_call_id: str | None = None
     args: Any = None
+    decision: DecisionLineOut | None = None
+    """For `decision` lines."""
+    at: datetime | None = None
+    """When it happened (RFC 3339), when known."""
 
 
 class ThreadOut(BaseModel):
-    """A thread: its agent, owner, the run in progress and its history."""
+    """A thread: its agent, owner, title, the run in progress and its history."""
 
     thread_id: str
     agent: str
     owner: str | None
     """`null` for a thread with no run yet."""
+    title: str | None
+    """The thread's first message, shortened."""
+    created: datetime | None
+    """When the thread started (RFC 3339); `null` before its first run."""
     active_run: RunOut | None
     transcript: list[TranscriptEntryOut]
 
@@ -247,7 +302,9 @@ class ThreadSummaryOut(BaseModel):
     agent: str
     owner: str
     active_run_id: str | None
-    created_at: float
+    created: datetime
+    """When the thread started (RFC 3339)."""
+    created_at: float = _epoch("created")
     title: str | None
 
 
@@ -300,11 +357,15 @@ class GrantOut(BaseModel):
     covers nothing)."""
     thread_id: str | None
     """The thread a `thread` grant is limited to; `null` for `always`."""
-    created_at: float
+    created: datetime
+    """When the grant was given (RFC 3339)."""
     granted_by: str | None
     """Who gave it; `null` means its principal."""
-    expires_at: float | None
-    revoked_at: float | None
+    expires: datetime | None
+    revoked: datetime | None
+    created_at: float = _epoch("created")
+    expires_at: float | None = _epoch("expires")
+    revoked_at: float | None = _epoch("revoked")
 
 
 class GrantListOut(BaseModel):
@@ -318,9 +379,12 @@ class AuditRecordOut(BaseModel):
 
     seq: int
     body: dict[str, Any]
-    """What happened: event, request, tool, who, decision, scope, reason, arguments and times."""
+    """What happened: event, request, tool, who, decision, scope, reason, arguments and times (as hashed:
+    times in seconds since the epoch)."""
     prev_hash: str
     hash: str
+    at: datetime | None
+    """When it happened (RFC 3339), read from the body."""
 
 
 class AuditPageOut(BaseModel):
@@ -357,3 +421,16 @@ class ExpireOut(BaseModel):
     """The runs an expiry sweep closed, each as it stands after its agent answered."""
 
     runs: list[RunOut]
+
+
+def entry_json(entry: TranscriptEntry) -> dict[str, Any]:
+    """A transcript line as REST shows it, its times in RFC 3339."""
+    body = asdict(entry) | {"at": rfc3339(entry.at)}
+    if entry.decision is not None:
+        decision = dict(entry.decision)
+        for epoch, name in (("decided_at", "decided"), ("expires_at", "expires")):
+            if epoch in decision:
+                seconds = decision.pop(epoch)
+                decision[name] = rfc3339(seconds) if isinstance(seconds, int | float) else None
+        body["decision"] = decision
+    return body

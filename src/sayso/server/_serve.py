@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from types import FrameType
 
 import uvicorn
 
@@ -10,7 +11,7 @@ from .._config import Config, load_config
 from .._runtime import Sayso
 from ..exceptions import ConfigError
 from ..protocols import protocol_routers
-from ._app import DEFAULT_EXPIRE_EVERY_SECONDS, DEFAULT_RECOVER_EVERY_SECONDS, create_app
+from ._app import DEFAULT_EXPIRE_EVERY_SECONDS, DEFAULT_RECOVER_EVERY_SECONDS, ServerState, create_app
 
 logger = logging.getLogger("sayso.server")
 
@@ -19,6 +20,22 @@ LOCAL_HOST = "127.0.0.1"
 
 GRACEFUL_SHUTDOWN_SECONDS = 30
 """How long in-flight requests get to finish after SIGTERM or Ctrl-C."""
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, telling live streams (`/v1/events`) to end the moment it is asked to stop.
+
+    uvicorn waits for open responses before it stops the app, and a live stream is open for a
+    long while; so the streams learn of the stop here and end at their next look (within a second).
+    """
+
+    def __init__(self, config: uvicorn.Config, state: ServerState) -> None:
+        super().__init__(config)
+        self._state = state
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._state.closing = True
+        super().handle_exit(sig, frame)
 
 
 def check_bind(config: Config, host: str) -> None:
@@ -76,4 +93,7 @@ def serve(
         routers=protocol_routers(sayso),
     )
     logger.info("sayso serves %s on http://%s:%d (UI at /, API docs at /docs)", config_path, host, port)
-    uvicorn.run(app, host=host, port=port, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS, log_level="info")
+    listening = uvicorn.Config(
+        app, host=host, port=port, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS, log_level="info"
+    )
+    _Server(listening, app.state.sayso_server).run()

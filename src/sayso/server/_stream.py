@@ -1,7 +1,8 @@
 """Server-sent events for a streamed run.
 
 The runtime reports a run when it pauses or finishes, so the stream says `status` at once,
-`progress` while the run works, then what the run did (`tool_call`, `tool_result`), the
+`progress` while the run works, then what the run did (`tool_call`, `decision` for a call that
+waited on one, `tool_result`), the
 answer in `text_delta` chunks or each `request` of the pause, and last the whole `run`. The
 run itself belongs to the server, not to the connection: a client that leaves early does not
 cancel it, and its pause is persisted as usual.
@@ -24,7 +25,7 @@ from .._core.access import Principal
 from .._results import RunResult, request_json, run_json
 from .._runtime import Sayso
 from ._problems import problem_for
-from ._schemas import RunIn
+from ._schemas import RunIn, entry_json
 
 logger = logging.getLogger("sayso.server")
 
@@ -96,6 +97,8 @@ async def _work(sayso: Sayso, principal: Principal, body: RunIn, send: MemoryObj
             call = {"tool_name": entry.tool_name, "tool_call_id": entry.tool_call_id}
             if entry.role == "tool_call":
                 put("tool_call", {**call, "args": entry.args})
+            elif entry.role == "decision":
+                put("decision", {**call, "decision": entry_json(entry)["decision"]})
             elif entry.role == "tool_result":
                 put("tool_result", {**call, "text": entry.text})
         if result.output:

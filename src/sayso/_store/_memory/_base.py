@@ -12,7 +12,7 @@ import anyio
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from ..._core.audit import AuditHead, AuditRecord, canonical_json, seal
-from ..._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord
+from ..._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord, Via
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
 from ...exceptions import RunConflict, StoreError
@@ -60,6 +60,7 @@ class _Decision:
     by: DecidedBy
     principal: str | None
     decided_at: float
+    via: Via | None
 
 
 @dataclass
@@ -174,6 +175,7 @@ class _MemoryBase(RunStore):
                     by=d.by,
                     principal=d.principal,
                     decided_at=d.decided_at,
+                    via=d.via,
                 )
         return found
 
@@ -181,7 +183,11 @@ class _MemoryBase(RunStore):
         self._append_audit(audit)
         for d in records:
             self._decisions[d.request_id] = _Decision(
-                body=DECISION_ADAPTER.dump_json(d.decision), by=d.by, principal=d.principal, decided_at=d.decided_at
+                body=DECISION_ADAPTER.dump_json(d.decision),
+                by=d.by,
+                principal=d.principal,
+                decided_at=d.decided_at,
+                via=d.via,
             )
             row = self._requests.get(d.request_id)
             if row is not None:

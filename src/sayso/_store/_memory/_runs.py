@@ -21,7 +21,7 @@ from .._records import (
     ThreadSummary,
     TranscriptEntry,
 )
-from .._views import title, transcript_entries
+from .._views import thread_transcript, title
 from ._base import _load, _MemoryBase, _Pause, _Request
 
 
@@ -289,11 +289,13 @@ class _Runs(_MemoryBase):
 
     async def transcript(self, thread_id: str, *, after_seq: int = 0) -> list[TranscriptEntry]:
         async with self._lock:
-            entries: list[TranscriptEntry] = []
-            for b in self._messages.get(thread_id, ()):
-                if b.seq > after_seq:
-                    entries += transcript_entries(b.seq, b.run_id, ModelMessagesTypeAdapter.validate_json(b.body))
-            return entries
+            batches = [
+                (b.seq, b.run_id, ModelMessagesTypeAdapter.validate_json(b.body))
+                for b in self._messages.get(thread_id, ())
+                if b.seq > after_seq
+            ]
+            runs = [r for r in self._runs.values() if r.thread_id == thread_id]
+            return thread_transcript(batches, runs, after_seq=after_seq)
 
     async def last_seq(self, thread_id: str) -> int:
         async with self._lock:

@@ -11,8 +11,9 @@ from sqlalchemy import Connection
 from ..._core.requests import REQUEST_ADAPTER
 from .. import _tables as t
 from .._records import InboxFilter, InboxPage, ThreadSummary, TranscriptEntry
-from .._views import decode_cursor, encode_cursor, title, transcript_entries
+from .._views import decode_cursor, encode_cursor, thread_transcript, title
 from ._base import _SqlBase
+from ._rows import run_record
 
 
 class _Listings(_SqlBase):
@@ -96,10 +97,15 @@ class _Listings(_SqlBase):
         stmt = sa.select(m.c.seq, m.c.run_id, m.c.body).where(m.c.thread_id == thread_id, m.c.seq > after_seq)
 
         def work(conn: Connection) -> list[TranscriptEntry]:
-            entries: list[TranscriptEntry] = []
-            for row in conn.execute(stmt.order_by(m.c.seq)).all():
-                entries += transcript_entries(row.seq, row.run_id, ModelMessagesTypeAdapter.validate_json(row.body))
-            return entries
+            batches = [
+                (row.seq, row.run_id, ModelMessagesTypeAdapter.validate_json(row.body))
+                for row in conn.execute(stmt.order_by(m.c.seq)).all()
+            ]
+            runs = [
+                run_record(dict(row._mapping))
+                for row in conn.execute(sa.select(t.runs).where(t.runs.c.thread_id == thread_id)).all()
+            ]
+            return thread_transcript(batches, runs, after_seq=after_seq)
 
         return await self._sa_read(work)
 

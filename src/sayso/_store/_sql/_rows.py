@@ -138,7 +138,10 @@ INSERT_REQUEST = Sql(
     "expires_at, body) VALUES (:request_id, :pause_id, :position, :run_id, :thread_id, :agent_path, :kind, 'open', "
     ":created_at, :expires_at, :body)"
 )
-_DECISION = 'd.body AS decision_body, d."by" AS decision_by, d.principal AS decision_principal, d.decided_at'
+_DECISION = (
+    'd.body AS decision_body, d."by" AS decision_by, d.principal AS decision_principal, d.decided_at, '
+    "d.via AS decision_via"
+)
 GET_PAUSE = Sql("SELECT run_id, status FROM pauses WHERE pause_id = :pause_id")
 PAUSE_REQUESTS = Sql(
     f"SELECT r.request_id, r.body, {_DECISION} FROM requests r "
@@ -165,8 +168,8 @@ OPEN_REQUESTS = Sql(
 )
 GET_DECISION = Sql(f"SELECT d.request_id, {_DECISION} FROM decisions d WHERE d.request_id = :request_id")
 INSERT_DECISION = Sql(
-    'INSERT INTO decisions (request_id, kind, "by", principal, decided_at, body) '
-    "VALUES (:request_id, :kind, :by, :principal, :decided_at, :body)"
+    'INSERT INTO decisions (request_id, kind, "by", principal, decided_at, via, body) '
+    "VALUES (:request_id, :kind, :by, :principal, :decided_at, :via, :body)"
 )
 MARK_DECIDED = Sql("UPDATE requests SET status = 'decided' WHERE request_id = :request_id")
 EXPIRED_RUNS = Sql(
@@ -266,6 +269,7 @@ def decision_of(row: Row) -> DecisionRecord | None:
         by=row["decision_by"],
         principal=row["decision_principal"],
         decided_at=row["decided_at"],
+        via=row["decision_via"],
     )
 
 
@@ -387,6 +391,7 @@ async def insert_decisions(tx: Tx, records: Sequence[DecisionRecord], audit: Seq
                 "by": d.by,
                 "principal": d.principal,
                 "decided_at": d.decided_at,
+                "via": d.via,
                 "body": DECISION_ADAPTER.dump_json(d.decision),
             }
             for d in records

@@ -240,7 +240,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         answers = await self._answers(run, message, payload, legacy, caller)
 
         async def answer() -> RunResult:
-            return await self.sayso.answer_pause(run.run_id, answers, principal=caller, rest="wait")
+            return await self.sayso.answer_pause(run.run_id, answers, principal=caller, rest="wait", via="a2a")
 
         return answer, run.run_id, run.thread_id, run.pause_id
 

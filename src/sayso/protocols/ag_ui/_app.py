@@ -105,7 +105,9 @@ class AgUiAgent(AgentEndpoint):
             # The run goes on: only what it adds from here is new to the client.
             before = len(await self.sayso.run_messages(paused.run_id))
             # A request the resume leaves out counts as skipped, never as approved.
-            result = await self.sayso.answer_pause(paused.run_id, decisions, principal=caller, rest="skip", **hosted)
+            result = await self.sayso.answer_pause(
+                paused.run_id, decisions, principal=caller, rest="skip", via="ag-ui", **hosted
+            )
             return result, (await self.sayso.run_messages(result.run_id))[before:]
         text = user_text(run_input.messages)
         if text is None or not text.strip():

@@ -1,251 +1,84 @@
-// sayso web UI: chat, request cards, the inbox, grants and the audit log, over the REST API (/v1). No build step.
+// sayso web UI: chat, the inbox, grants and the audit log over the REST API (/v1), kept live by /v1/events.
+// Helpers are in ui.js, request cards in cards.js, the transcript in transcript.js, live updates in live.js.
 "use strict";
 
-const $ = (id) => document.getElementById(id);
-const state = { token: sessionStorage.getItem("sayso-token") || "", threadId: null, agents: [] };
-const SCOPE_LABELS = { once: "Just this call", thread: "Allow for this chat", always: "Always allow" };
-const when = (seconds) => (seconds ? new Date(seconds * 1000).toLocaleString() : "");
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (key === "class") node.className = value;
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, value === true ? "" : value);
-  }
-  for (const child of children.flat()) {
-    if (child !== null && child !== undefined) node.append(child);
-  }
-  return node;
-}
-
-let uid = 0;
-const nextId = (prefix) => `${prefix}-${++uid}`;
-
-async function api(method, path, body) {
-  const headers = { Accept: "application/json" };
-  if (state.token) headers.Authorization = `Bearer ${state.token}`;
-  // Every call that changes something is JSON, body or not: the server refuses other types (no cross-site forms).
-  if (method !== "GET") headers["Content-Type"] = "application/json";
-  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const data = await response.json().catch(() => null);
-  if (response.status === 401) $("signin").hidden = false;
-  return { ok: response.ok, status: response.status, data };
-}
-
-// who is who: nested agents read "asked by analyst for coordinator"
-function agentLabel(path) {
-  if (!path.includes("/")) return null;
-  const parts = path.split("/");
-  return `asked by ${parts[parts.length - 1]} for ${parts.slice(0, -1).join(" / ")}`;
-}
-
-// cards
-
-function cardShell(request, title, options) {
-  const headingId = nextId("card-title");
-  const card = el("article", { class: "card", "aria-labelledby": headingId, "data-request-id": request.id, "data-kind": request.kind });
-  card.append(el("h3", { id: headingId }, title));
-  const label = agentLabel(request.agent_path);
-  if (label) card.append(el("p", { class: "label" }, label));
-  if (options.context === "inbox") {
-    card.append(el("p", { class: "label" }, `${request.agent_path} · thread `,
-      el("a", { href: `#/thread/${request.thread_id}` }, request.thread_id)));
-  }
-  return card;
-}
-
-function feedback(card) {
-  let node = card.querySelector(".feedback");
-  if (!node) {
-    node = el("p", { class: "feedback", role: "alert" });
-    card.append(node);
-  }
-  return node;
-}
-
-async function decide(card, request, body, options) {
-  const buttons = card.querySelectorAll("button");
-  buttons.forEach((b) => { b.disabled = true; });
-  const result = await api("POST", `/v1/requests/${encodeURIComponent(request.id)}/decision`, body);
-  if (result.ok && result.data.recorded === false) {
-    card.classList.add("done");
-    feedback(card).textContent = "Already decided: this decision had been taken already, nothing changed.";
-    options.onStale?.();
-    return;
-  }
-  if (result.ok) {
-    card.classList.add("done");
-    card.replaceChildren(el("h3", {}, "Decided"), el("p", { role: "status" }, `${request.tool_name}: ${body.kind}`));
-    options.onDecided?.(result.data);
-    return;
-  }
-  const problem = result.data || { title: "Error", detail: `HTTP ${result.status}` };
-  const message = feedback(card);
-  message.className = "feedback error";
-  if (result.status === 409 || result.status === 410 || result.status === 404) {
-    // Someone (another tab, person or process) got there first: the card is closed, not retried.
-    card.classList.add("done");
-    message.textContent = `${problem.title}: ${problem.detail}`;
-    options.onStale?.();
-    return;
-  }
-  message.textContent = `${problem.title}: ${problem.detail}`;  // refused: the request stays open
-  buttons.forEach((b) => { b.disabled = false; });
-}
-
-function approvalCard(request, options) {
-  const card = cardShell(request, `Approve ${request.tool_name}?`, options);
-  if (request.hint) card.append(el("p", {}, request.hint));
-  if (request.subject) card.append(el("p", {}, "Covers: ", el("strong", {}, request.subject.label)));
-  card.append(el("pre", { "aria-label": "Arguments" }, JSON.stringify(request.args, null, 2)));
-  const scopes = request.scopes || ["once"];
-  const scopeName = nextId("scope");
-  if (scopes.length > 1) {
-    card.append(el("fieldset", {}, el("legend", {}, "Remember"),
-      scopes.map((scope, i) => {
-        const id = nextId("scope-opt");
-        return el("div", {}, el("input", { type: "radio", name: scopeName, id, value: scope, checked: i === 0 }),
-          el("label", { for: id }, SCOPE_LABELS[scope] || scope));
-      })));
-  }
-  const scope = () => card.querySelector(`input[name="${scopeName}"]:checked`)?.value || "once";
-  const editId = nextId("edit");
-  const editor = el("textarea", { id: editId, rows: 6 }, JSON.stringify(request.args, null, 2));
-  const editBox = el("div", { hidden: true }, el("label", { for: editId }, "Arguments (JSON)"), editor,
-    el("div", { class: "actions" }, el("button", { type: "button", class: "primary", onclick: () => {
-      let edited;
-      try { edited = JSON.parse(editor.value); } catch (err) {
-        feedback(card).textContent = `The arguments are not valid JSON: ${err.message}`;
-        return;
-      }
-      decide(card, request, { kind: "approve", scope: scope(), edited_args: edited }, options);
-    } }, "Approve with these arguments")));
-  const reasonId = nextId("reason");
-  const reason = el("input", { id: reasonId, type: "text" });
-  const rejectBox = el("div", { hidden: true }, el("label", { for: reasonId }, "Reason"), reason,
-    el("div", { class: "actions" }, el("button", { type: "button", class: "danger", onclick: () =>
-      decide(card, request, { kind: "reject", reason: reason.value.trim() || null }, options) }, "Confirm rejection")));
-  card.append(el("div", { class: "actions" },
-    el("button", { type: "button", class: "primary", onclick: () => decide(card, request, { kind: "approve", scope: scope() }, options) }, "Approve"),
-    el("button", { type: "button", "aria-expanded": "false", onclick: (e) => {
-      editBox.hidden = !editBox.hidden; e.target.setAttribute("aria-expanded", String(!editBox.hidden)); if (!editBox.hidden) editor.focus();
-    } }, "Edit and approve"),
-    el("button", { type: "button", class: "danger", "aria-expanded": "false", onclick: (e) => {
-      rejectBox.hidden = !rejectBox.hidden; e.target.setAttribute("aria-expanded", String(!rejectBox.hidden)); if (!rejectBox.hidden) reason.focus();
-    } }, "Reject")), editBox, rejectBox);
-  return card;
-}
-
-function questionCard(request, options) {
-  const card = cardShell(request, "A question for you", options);
-  const readers = request.questions.map((question) => {
-    const name = nextId("q");
-    const type = question.multiple ? "checkbox" : "radio";
-    const otherId = nextId("other");
-    const otherTextId = nextId("other-text");
-    const otherText = el("input", { type: "text", id: otherTextId, "aria-label": "Other answer" });
-    const other = el("input", { type, name, id: otherId, value: "__other__" });
-    otherText.addEventListener("input", () => { if (otherText.value) other.checked = true; });
-    card.append(el("fieldset", {}, el("legend", {}, question.question + (question.multiple ? " (pick any)" : "")),
-      question.choices.map((choice) => {
-        const id = nextId("choice");
-        return el("div", {}, el("input", { type, name, id, value: choice }), el("label", { for: id }, choice));
-      }),
-      el("div", {}, other, el("label", { for: otherId }, "Other"), " ", otherText)));
-    return () => [...card.querySelectorAll(`input[name="${name}"]:checked`)]
-      .map((input) => (input.value === "__other__" ? otherText.value.trim() : input.value))
-      .filter((answer) => answer);
-  });
-  card.append(el("div", { class: "actions" },
-    el("button", { type: "button", class: "primary", onclick: () => decide(card, request, { kind: "answer", answers: readers.map((read) => read()) }, options) }, "Send answer"),
-    el("button", { type: "button", onclick: () => decide(card, request, { kind: "skip", reason: "the person skipped the question" }, options) }, "Skip")));
-  return card;
-}
-
-function clientToolCard(request, options) {
-  const card = cardShell(request, `Run ${request.tool_name} here`, options);
-  if (request.description) card.append(el("p", {}, request.description));
-  card.append(el("pre", { "aria-label": "Arguments" }, JSON.stringify(request.args, null, 2)));
-  const resultId = nextId("result");
-  const result = el("textarea", { id: resultId, rows: 4 }, "");
-  const errorId = nextId("error");
-  const error = el("input", { id: errorId, type: "text" });
-  card.append(el("label", { for: resultId }, "Result (JSON)"), result,
-    el("div", { class: "actions" }, el("button", { type: "button", class: "primary", onclick: () => {
-      let value;
-      try { value = JSON.parse(result.value); } catch (err) {
-        feedback(card).textContent = `The result is not valid JSON: ${err.message}`;
-        return;
-      }
-      decide(card, request, { kind: "result", value }, options);
-    } }, "Send result")),
-    el("label", { for: errorId }, "Error message"), error,
-    el("div", { class: "actions" },
-      el("button", { type: "button", class: "danger", onclick: () => decide(card, request, { kind: "error", message: error.value.trim() || "the client tool failed" }, options) }, "Send error"),
-      el("button", { type: "button", onclick: () => decide(card, request, { kind: "skip" }, options) }, "Skip")));
-  return card;
-}
-
-function renderCard(request, options) {
-  if (request.kind === "approval") return approvalCard(request, options);
-  if (request.kind === "question") return questionCard(request, options);
-  if (request.kind === "client_tool") return clientToolCard(request, options);
-  return cardShell(request, `${request.kind} request (not supported in this UI yet)`, options);
-}
-
-// chat
-
-function entryNode(entry) {
-  if (entry.role === "user" || entry.role === "assistant") return el("li", { class: entry.role }, entry.text);
-  if (entry.role === "tool_call") return el("li", { class: "tool_call" }, `→ ${entry.tool_name}(${JSON.stringify(entry.args)})`);
-  return el("li", { class: "tool_result" }, `← ${entry.tool_name}: ${entry.text}`);
-}
-
-function showCards(requests) {
-  $("cards").replaceChildren(...requests.map((request) => renderCard(request, {
-    context: "chat",
-    onDecided: () => openThread(state.threadId),
-    onStale: () => setTimeout(() => refreshInboxCount(), 0),
-  })));
+// Run `work` once at a time; a call made while it runs makes it run once more afterwards.
+function coalesce(work) {
+  let running = null; let again = false;
+  const run = async () => {
+    if (running) { again = true; return running; }
+    running = (async () => {
+      do { again = false; await work(); } while (again);
+    })();
+    try { await running; } finally { running = null; }
+  };
+  return run;
 }
 
 function setStatus(text) { $("status").textContent = text; }
 
-async function openThread(threadId) {
-  state.threadId = threadId;
-  showView("chat");
-  $("chat-title").textContent = `Thread ${threadId}`;
+// chat
+
+const chatCtx = { context: "chat", onDecided: () => { refreshThread(); refreshInboxCount(); } };
+
+const refreshThread = coalesce(async () => {
+  const threadId = state.threadId;
+  if (!threadId || state.streaming) return;
   const result = await api("GET", `/v1/threads/${encodeURIComponent(threadId)}`);
+  if (threadId !== state.threadId || state.streaming) return;
   if (result.status === 404) {
-    $("transcript").replaceChildren();
-    $("cards").replaceChildren();
+    renderTranscript([]);
+    reconcileCards($("cards"), [], chatCtx);
     setStatus("No messages yet.");
     return;
   }
   if (!result.ok) { setStatus(result.data?.detail || "Could not load the thread."); return; }
-  $("transcript").replaceChildren(...result.data.transcript.map(entryNode));
-  const run = result.data.active_run;
-  showCards(run && run.status === "paused" ? run.requests : []);
-  setStatus(run && run.status === "paused" ? "Waiting for you." : "");
+  const thread = result.data;
+  if (thread.title) state.titles[threadId] = thread.title;
+  $("chat-title").textContent = thread.title || "New chat";
+  $("chat-meta").replaceChildren(...(thread.created ? [`${thread.agent} · started `, timeNode(thread.created)] : []));
+  renderTranscript(thread.transcript);
+  const run = thread.active_run;
+  reconcileCards($("cards"), run && run.status === "paused" ? run.requests : [], chatCtx);
+  setStatus(!run ? "" : run.status === "paused" ? "Waiting for you." : run.status === "running" ? "Working… (started elsewhere)" : "");
   markCurrentThread();
+});
+
+function openThread(threadId) {
+  if (state.threadId !== threadId) {
+    $("cards").replaceChildren();
+    $("transcript").replaceChildren();
+    $("chat-title").textContent = state.titles[threadId] || "Thread";
+    $("chat-meta").replaceChildren();
+  }
+  state.threadId = threadId;
+  hideSkipWarning();
+  showView("chat");
+  watchLive(threadId);
+  refreshThread();
   refreshInboxCount();
 }
 
-function parseEvents(buffer, handle) {
-  let index;
-  while ((index = buffer.indexOf("\n\n")) >= 0) {
-    const block = buffer.slice(0, index);
-    buffer = buffer.slice(index + 2);
-    let name = "message"; let data = "";
-    for (const line of block.split("\n")) {
-      if (line.startsWith("event: ")) name = line.slice(7);
-      else if (line.startsWith("data: ")) data += line.slice(6);
-    }
-    handle(name, data ? JSON.parse(data) : null);
-  }
-  return buffer;
+const openCards = () => [...$("cards").querySelectorAll("article.card:not([data-closed])")];
+
+function showSkipWarning(count) {
+  $("skip-text").textContent = count === 1
+    ? "Sending this message skips the open request above: the agent reads that you moved on, and the call does not run."
+    : `Sending this message skips the ${count} open requests above: the agent reads that you moved on, and none of them runs.`;
+  $("skip-warning").hidden = false;
+  $("skip-send").focus();
+}
+
+function hideSkipWarning() { $("skip-warning").hidden = true; }
+
+function submitMessage(confirmed) {
+  const message = $("message").value.trim();
+  if (!message) return;
+  const waiting = openCards().length;
+  if (waiting && !confirmed) { showSkipWarning(waiting); return; }
+  hideSkipWarning();
+  $("message").value = "";
+  sendMessage(message);
 }
 
 async function sendMessage(message) {
@@ -253,19 +86,22 @@ async function sendMessage(message) {
     const created = await api("POST", "/v1/threads", { agent: $("agent").value || null });
     if (!created.ok) { setStatus(created.data?.detail || "Could not start a thread."); return; }
     state.threadId = created.data.thread_id;
+    state.titles[state.threadId] = message.slice(0, 80);
     history.replaceState(null, "", `#/thread/${state.threadId}`);
-    $("chat-title").textContent = `Thread ${state.threadId}`;
+    watchLive(state.threadId);
   }
-  $("transcript").append(entryNode({ role: "user", text: message }));
-  $("cards").replaceChildren();
+  if (!$("transcript").children.length) $("chat-title").textContent = message.slice(0, 80);
+  state.streaming = true;
+  $("transcript").append(entryNode({ role: "user", text: message, at: new Date().toISOString() }));
+  $("cards").replaceChildren();  // the open ones are skipped by this message, the receipts are in the transcript
   $("send").disabled = true;
   setStatus("Working…");
-  const headers = { "Content-Type": "application/json", Accept: "text/event-stream" };
-  if (state.token) headers.Authorization = `Bearer ${state.token}`;
-  const body = { message, thread_id: state.threadId };
+  const headers = authHeaders({ "Content-Type": "application/json", Accept: "text/event-stream" });
   let assistant = null;
   try {
-    const response = await fetch("/v1/runs?stream=true", { method: "POST", headers, body: JSON.stringify(body) });
+    const response = await fetch("/v1/runs?stream=true", {
+      method: "POST", headers, body: JSON.stringify({ message, thread_id: state.threadId }),
+    });
     if (!response.ok) {
       const problem = await response.json().catch(() => ({}));
       if (response.status === 401) $("signin").hidden = false;
@@ -280,17 +116,20 @@ async function sendMessage(message) {
       buffer = parseEvents(buffer + value, (name, data) => {
         if (name === "progress") setStatus(`Working… ${data.elapsed}s`);
         else if (name === "tool_call" || name === "tool_result") $("transcript").append(entryNode({ role: name, ...data }));
+        else if (name === "decision") $("transcript").append(entryNode({ role: "decision", ...data }));
         else if (name === "text_delta") {
           if (!assistant) { assistant = entryNode({ role: "assistant", text: "" }); $("transcript").append(assistant); }
-          assistant.textContent += data.delta;
+          assistant.append(data.delta);
         } else if (name === "run") {
-          showCards(data.status === "paused" ? data.requests : []);
+          reconcileCards($("cards"), data.status === "paused" ? data.requests : [], chatCtx);
           setStatus(data.status === "paused" ? "Waiting for you." : data.status === "failed" ? `Failed: ${data.error}` : "");
         } else if (name === "error") setStatus(`${data.title}: ${data.detail}`);
       });
     }
   } finally {
+    state.streaming = false;
     $("send").disabled = false;
+    refreshThread();
     loadThreads();
     refreshInboxCount();
   }
@@ -298,33 +137,47 @@ async function sendMessage(message) {
 
 // inbox
 
-async function loadInbox() {
-  showView("inbox");
+const inboxCtx = { context: "inbox", onDecided: () => { loadInbox(); refreshInboxCount(); } };
+
+function inboxQuery() {
   const params = new URLSearchParams();
   if ($("filter-agent").value) params.set("agent", $("filter-agent").value);
   if ($("filter-kind").value) params.set("kind", $("filter-kind").value);
   params.set("limit", "200");
-  const result = await api("GET", `/v1/requests?${params}`);
-  if (!result.ok) return;
-  const requests = result.data.requests;
-  $("inbox-empty").hidden = requests.length > 0;
-  $("inbox-cards").replaceChildren(...requests.map((request) => renderCard(request, {
-    context: "inbox", onDecided: () => refreshInboxCount(), onStale: () => refreshInboxCount(),
-  })));
-  setBadge(requests.length);
+  return params;
+}
+
+const loadInbox = coalesce(async () => {
+  const result = await api("GET", `/v1/requests?${inboxQuery()}`);
+  if (!result.ok || $("inbox-view").hidden) return;
+  reconcileCards($("inbox-cards"), result.data.requests, inboxCtx);
+  updateInboxEmpty();
+});
+
+function updateInboxEmpty() {
+  $("inbox-empty").hidden = !!$("inbox-cards").querySelector("article.card:not([data-closed])");
+}
+
+function openInbox(fresh) {
+  showView("inbox");
+  if (fresh) $("inbox-cards").replaceChildren();
+  watchLive(null);
+  loadInbox();
+  refreshInboxCount();
 }
 
 function setBadge(count) { $("inbox-count").textContent = count ? String(count) : ""; }
 
-async function refreshInboxCount() {
+const refreshInboxCount = coalesce(async () => {
   const result = await api("GET", "/v1/requests?limit=200");
   if (result.ok) setBadge(result.data.requests.length);
-}
+});
 
 // grants
 
 async function loadGrants() {
   showView("grants");
+  watchLive(null);
   const result = await api("GET", "/v1/grants");
   if (!result.ok) {
     $("grants-rows").replaceChildren();
@@ -334,23 +187,23 @@ async function loadGrants() {
   const grants = result.data.grants;
   $("grants-status").textContent = grants.length ? "" : "No remembered approvals: every gated call asks.";
   $("grants-rows").replaceChildren(...grants.map((grant) => {
-    const scope = grant.scope === "thread" ? SCOPE_LABELS.thread : SCOPE_LABELS.always;
     const revoke = el("button", { type: "button", class: "danger", "aria-label": `Revoke ${grant.tool} on ${grant.subject_label}`,
       onclick: async () => {
         revoke.disabled = true;
         const revoked = await api("DELETE", `/v1/grants/${encodeURIComponent(grant.grant_id)}`);
         if (!revoked.ok && revoked.status !== 404) {
-          $("grants-status").textContent = `${revoked.data?.title || "Error"}: ${revoked.data?.detail || revoked.status}`;
+          $("grants-status").textContent = problemText(revoked);
           revoke.disabled = false;
           return;
         }
         $("grants-status").textContent = `Revoked: ${grant.tool} on ${grant.subject_label}. The next call asks again.`;
         row.remove();
       } }, "Revoke");
-    const thread = grant.thread_id ? el("a", { href: `#/thread/${grant.thread_id}` }, grant.thread_id) : "any";
+    const thread = grant.thread_id
+      ? el("a", { href: `#/thread/${grant.thread_id}` }, state.titles[grant.thread_id] || grant.thread_id) : "any";
     const row = el("tr", { "data-grant-id": grant.grant_id },
-      el("td", {}, grant.tool), el("td", {}, grant.subject_label), el("td", {}, scope), el("td", {}, grant.principal),
-      el("td", {}, grant.agent || "none"), el("td", {}, thread), el("td", {}, when(grant.created_at)), el("td", {}, revoke));
+      el("td", {}, grant.tool), el("td", {}, grant.subject_label), el("td", {}, SCOPE_LABELS[grant.scope] || grant.scope),
+      el("td", {}, grant.principal), el("td", {}, grant.agent || "none"), el("td", {}, thread), el("td", {}, timeNode(grant.created)), el("td", {}, revoke));
     return row;
   }));
 }
@@ -364,18 +217,21 @@ function auditRow(record) {
   const decision = body.decision ? `${body.decision}${body.scope && body.scope !== "once" ? ` (${body.scope})` : ""}` : "";
   const details = [];
   if (body.reason) details.push(`reason: ${body.reason}`);
-  if (body.subject) details.push(`subject: ${body.subject}`);
+  if (body.subject_label || body.subject) details.push(`covers: ${body.subject_label || body.subject}`);
   if (body.grant_id) details.push(`grant: ${body.grant_id}`);
-  if (body.executed_args) details.push(`args: ${JSON.stringify(body.executed_args)}`);
-  const who = body.by && body.by !== "person" ? [body.by, body.principal].filter(Boolean).join(" · ") : body.principal || "";
+  if (body.edits) details.push(`edits: ${body.edits.map((c) => `${c.field} ${show(c.before)} → ${show(c.after)}`).join(", ")}`);
+  if (body.answers) details.push(`answers: ${JSON.stringify(body.answers)}`);
+  if (body.executed_args && body.event === "executed") details.push(`args: ${JSON.stringify(body.executed_args)}`);
+  const who = [body.by && body.by !== "person" ? body.by : null, body.principal, VIA_LABELS[body.via]].filter(Boolean).join(" · ");
   return el("tr", { "data-seq": String(record.seq) },
-    el("td", {}, String(record.seq)), el("td", {}, when(body.decided_at || body.at)), el("td", {}, body.event || ""),
+    el("td", {}, String(record.seq)), el("td", {}, timeNode(record.at)), el("td", {}, body.event || ""),
     el("td", {}, body.tool_name || ""), el("td", {}, decision), el("td", {}, who),
     el("td", { class: "mono" }, details.join("; ")));
 }
 
 async function loadAudit(more = false) {
   showView("audit");
+  watchLive(null);
   if (!more) { audit.cursor = null; $("audit-rows").replaceChildren(); $("audit-result").textContent = ""; }
   const params = new URLSearchParams({ order: "desc", limit: "100" });
   if (audit.cursor !== null) params.set("cursor", String(audit.cursor));
@@ -411,11 +267,14 @@ async function verifyAudit() {
 const VIEWS = ["chat", "inbox", "grants", "audit"];
 
 function showView(name) {
+  state.view = name;
   for (const view of VIEWS) $(`${view}-view`).hidden = name !== view;
   for (const view of VIEWS.slice(1)) {
     if (view === name) $(`nav-${view}`).setAttribute("aria-current", "page");
     else $(`nav-${view}`).removeAttribute("aria-current");
   }
+  document.body.classList.remove("threads-open");
+  $("threads-toggle").setAttribute("aria-expanded", "false");
 }
 
 function markCurrentThread() {
@@ -425,19 +284,25 @@ function markCurrentThread() {
   }
 }
 
-async function loadThreads() {
+const loadThreads = coalesce(async () => {
   const result = await api("GET", "/v1/threads?limit=50");
   if (!result.ok) return;
+  for (const thread of result.data.threads) if (thread.title) state.titles[thread.thread_id] = thread.title;
   $("threads").replaceChildren(...result.data.threads.map((thread) => el("li", {},
-    el("a", { href: `#/thread/${thread.thread_id}`, "data-thread-id": thread.thread_id, title: thread.thread_id },
-      `${thread.title || thread.thread_id}${thread.active_run_id ? " •" : ""}`))));
+    el("a", { href: `#/thread/${thread.thread_id}`, "data-thread-id": thread.thread_id, title: thread.title || thread.thread_id },
+      el("span", { class: "title" }, thread.title || thread.thread_id),
+      el("span", { class: "meta" }, thread.active_run_id ? el("span", { class: "dot", title: "a run is open" }, "•") : null,
+        timeNode(thread.created))))));
   markCurrentThread();
-}
+});
 
 function newChat() {
   state.threadId = null;
   showView("chat");
+  watchLive(null);
+  hideSkipWarning();
   $("chat-title").textContent = "New chat";
+  $("chat-meta").replaceChildren();
   $("transcript").replaceChildren();
   $("cards").replaceChildren();
   setStatus("");
@@ -448,40 +313,67 @@ function newChat() {
 function route() {
   const hash = location.hash;
   if (hash.startsWith("#/thread/")) openThread(decodeURIComponent(hash.slice(9)));
-  else if (hash === "#/inbox") loadInbox();
+  else if (hash === "#/inbox") openInbox(true);
   else if (hash === "#/grants") loadGrants();
   else if (hash === "#/audit") loadAudit();
   else newChat();
 }
 
+// live: what another tab, person or process changed
+
+onLive({
+  ready: () => {
+    refreshInboxCount();
+    loadThreads();
+    if (state.view === "chat") refreshThread();
+    if (state.view === "inbox") loadInbox();
+  },
+  "request.opened": () => {
+    refreshInboxCount();
+    if (state.view === "inbox") loadInbox();
+    if (state.view === "chat") refreshThread();
+  },
+  "request.closed": (data) => {
+    closeCardsOf(data);
+    refreshInboxCount();
+    if (state.view === "inbox") updateInboxEmpty();
+  },
+  "run.changed": (data) => { if (data.thread_id === state.threadId) refreshThread(); },
+  "threads.changed": () => loadThreads(),
+});
+
 async function start() {
   const me = await api("GET", "/v1/me");
-  if (me.ok) $("who").textContent = me.data.local_mode ? "local development mode" : `signed in as ${me.data.principal}`;
+  if (me.ok) {
+    state.me = me.data.principal;
+    $("who").textContent = me.data.local_mode ? "local development mode" : `signed in as ${me.data.principal}`;
+  }
   const agents = await api("GET", "/v1/agents");
   if (agents.ok) {
+    $("agent").replaceChildren();
     for (const agent of agents.data.agents) {
       $("agent").append(el("option", { value: agent.name, selected: agent.entry }, agent.name));
       $("filter-agent").append(el("option", { value: agent.name }, agent.name));
     }
   }
-  loadThreads();
+  await loadThreads();
   route();
 }
 
 window.addEventListener("hashchange", route);
 document.addEventListener("DOMContentLoaded", () => {
   $("new-chat").addEventListener("click", () => { if (location.hash && location.hash !== "#/") location.hash = "#/"; else newChat(); });
-  $("composer").addEventListener("submit", (event) => {
-    event.preventDefault();
-    const message = $("message").value.trim();
-    if (!message) return;
-    $("message").value = "";
-    sendMessage(message);
+  $("threads-toggle").addEventListener("click", (event) => {
+    const open = document.body.classList.toggle("threads-open");
+    event.currentTarget.setAttribute("aria-expanded", String(open));
   });
+  $("composer").addEventListener("submit", (event) => { event.preventDefault(); submitMessage(false); });
   $("message").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("composer").requestSubmit(); }
   });
-  $("inbox-filters").addEventListener("submit", (event) => { event.preventDefault(); loadInbox(); });
+  $("skip-send").addEventListener("click", () => submitMessage(true));
+  $("skip-cancel").addEventListener("click", () => { hideSkipWarning(); $("message").focus(); });
+  $("inbox-filters").addEventListener("submit", (event) => { event.preventDefault(); openInbox(true); });
   $("audit-verify").addEventListener("click", verifyAudit);
   $("audit-refresh").addEventListener("click", () => loadAudit());
   $("audit-more").addEventListener("click", () => loadAudit(true));
@@ -490,6 +382,8 @@ document.addEventListener("DOMContentLoaded", () => {
     state.token = $("token").value;
     sessionStorage.setItem("sayso-token", state.token);
     $("signin").hidden = true;
+    live.controller?.abort();
+    live.controller = null;
     start();
   });
   start();

@@ -1,0 +1,232 @@
+// sayso web UI, request cards: one function per request kind (CARD_KINDS), and how a card closes.
+// A new kind of request is one more function in CARD_KINDS, built on cardShell and decideCard.
+"use strict";
+
+// who is who: nested agents read "asked by analyst for coordinator"
+function agentLabel(path) {
+  if (!path.includes("/")) return null;
+  const parts = path.split("/");
+  return `asked by ${parts[parts.length - 1]} for ${parts.slice(0, -1).join(" / ")}`;
+}
+
+function cardShell(request, title, ctx) {
+  const headingId = nextId("card-title");
+  const card = el("article", {
+    class: "card", "aria-labelledby": headingId, "data-request-id": request.id, "data-kind": request.kind,
+    "data-tool": request.tool_name,
+  });
+  card.append(el("h3", { id: headingId }, title));
+  const meta = [agentLabel(request.agent_path), timeNode(request.created, "asked "),
+    request.expires ? timeNode(request.expires, "expires ") : null].filter(Boolean);
+  if (ctx.context === "inbox") {
+    const thread = state.titles[request.thread_id] || request.thread_id;
+    meta.unshift(el("span", {}, `${request.agent_path} · `, el("a", { href: `#/thread/${request.thread_id}` }, thread)));
+  }
+  card.append(el("p", { class: "label" }, meta.flatMap((m, i) => (i ? [" · ", m] : [m]))));
+  return card;
+}
+
+function feedback(card, text, isError = true) {
+  let node = card.querySelector(".feedback");
+  if (!node) {
+    node = el("p", { class: "feedback", role: "alert" });
+    card.append(node);
+  }
+  node.classList.toggle("error", isError);
+  node.textContent = text;
+  return node;
+}
+
+// A card whose request stopped waiting becomes a receipt of what happened to it, wherever that was decided.
+function closeCard(card, outcome, note) {
+  if (card.dataset.closed) return;
+  card.dataset.closed = "true";
+  card.classList.add("done");
+  const headingId = card.getAttribute("aria-labelledby");
+  const title = outcome.closedWithoutDecision ? "Closed: the run moved on" : outcomeTitle(outcome);
+  const parts = [
+    el("h3", { id: headingId }, title),
+    el("p", { class: "label", role: "status" }, card.dataset.tool, outcome.at ? [" · ", timeNode(outcome.at)] : []),
+    ...outcomeDetails(outcome),
+  ];
+  if (note) parts.push(el("p", { class: "feedback" }, note));
+  card.replaceChildren(...parts);
+}
+
+async function closeFromServer(card, note) {
+  const result = await api("GET", `/v1/requests/${encodeURIComponent(card.dataset.requestId)}`);
+  if (result.ok && result.data.status !== "open") closeCard(card, stateOutcome(result.data), note);
+  return result;
+}
+
+// Send a decision from a card; the card closes with what was recorded (or with what someone else decided first).
+async function decideCard(card, request, body, ctx) {
+  const buttons = card.querySelectorAll("button");
+  buttons.forEach((b) => { b.disabled = true; });
+  const result = await api("POST", `/v1/requests/${encodeURIComponent(request.id)}/decision`, body, { "Sayso-Via": "web" });
+  if (result.ok && result.data.recorded === false) {
+    await closeFromServer(card, "Already decided: that decision had been taken already, nothing changed.");
+  } else if (result.ok) {
+    closeCard(card, {
+      decision: body.kind, by: "person", principal: state.me, via: "web", at: new Date().toISOString(),
+      scope: body.scope, reason: body.reason, message: body.message, value: body.value,
+      answers: answerRecord(request, body.answers),
+      edited: !!body.edited_args, edits: body.edited_args ? diffArgs(request.args, body.edited_args) : null,
+    });
+  } else if ([404, 409, 410].includes(result.status)) {
+    // Someone (another tab, person or process) got there first: say what happened instead.
+    const detail = `Already decided: ${problemText(result)}`;
+    const found = await closeFromServer(card, detail);
+    if (!found.ok || card.dataset.closed !== "true") {
+      feedback(card, detail);
+      card.classList.add("done");
+    }
+  } else {
+    feedback(card, problemText(result));  // refused: the request stays open
+    buttons.forEach((b) => { b.disabled = false; });
+    return;
+  }
+  ctx.onDecided?.(result.ok ? result.data : null);
+}
+
+function toggle(box, focus) {
+  return (event) => {
+    box.hidden = !box.hidden;
+    event.currentTarget.setAttribute("aria-expanded", String(!box.hidden));
+    if (!box.hidden) focus.focus();
+  };
+}
+
+function approvalCard(request, ctx) {
+  const card = cardShell(request, `Approve ${request.tool_name}?`, ctx);
+  if (request.hint) card.append(el("p", {}, request.hint));
+  card.append(el("pre", { "aria-label": "Arguments" }, JSON.stringify(request.args, null, 2)));
+  const scopes = request.scopes || ["once"];
+  const scopeName = nextId("scope");
+  if (scopes.length > 1) {
+    card.append(el("fieldset", {}, el("legend", {}, "Remember"),
+      scopes.map((scope, i) => {
+        const id = nextId("scope-opt");
+        return el("div", {}, el("input", { type: "radio", name: scopeName, id, value: scope, checked: i === 0 }),
+          el("label", { for: id }, SCOPE_LABELS[scope] || scope));
+      }),
+      request.subject ? el("p", { class: "hint" }, "If remembered, covers: ", el("strong", {}, request.subject.label)) : null));
+  }
+  const scope = () => card.querySelector(`input[name="${scopeName}"]:checked`)?.value || "once";
+
+  const editId = nextId("edit");
+  const editor = el("textarea", { id: editId, rows: 6, spellcheck: "false" }, JSON.stringify(request.args, null, 2));
+  const preview = el("div", { class: "preview", "aria-live": "polite" });
+  editor.addEventListener("input", () => {
+    let edited;
+    try { edited = JSON.parse(editor.value); } catch { preview.replaceChildren(); return; }
+    const changes = diffArgs(request.args, edited);
+    preview.replaceChildren(...(changes.length ? [el("p", { class: "hint" }, "Changes:"), editList(changes)] : []));
+  });
+  const editBox = el("form", { class: "box", hidden: true, onsubmit: (event) => {
+    event.preventDefault();
+    let edited;
+    try { edited = JSON.parse(editor.value); } catch (err) {
+      feedback(card, `The arguments are not valid JSON: ${err.message}`);
+      return;
+    }
+    decideCard(card, request, { kind: "approve", scope: scope(), edited_args: edited }, ctx);
+  } }, el("label", { for: editId }, "Arguments (JSON)"), editor, preview,
+    el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Approve with these arguments")));
+
+  const reasonId = nextId("reason");
+  const reason = el("input", { id: reasonId, type: "text", autocomplete: "off", placeholder: "Why not? The agent reads this." });
+  const rejectBox = el("form", { class: "box", hidden: true, onsubmit: (event) => {
+    event.preventDefault();
+    decideCard(card, request, { kind: "reject", reason: reason.value.trim() || null }, ctx);
+  } }, el("label", { for: reasonId }, "Reason ", el("span", { class: "muted" }, "(optional)")),
+    el("div", { class: "row" }, reason, el("button", { type: "submit", class: "danger" }, "Confirm rejection")));
+
+  card.append(el("div", { class: "actions" },
+    el("button", { type: "button", class: "primary", onclick: () => decideCard(card, request, { kind: "approve", scope: scope() }, ctx) }, "Approve"),
+    el("button", { type: "button", "aria-expanded": "false", onclick: toggle(editBox, editor) }, "Edit and approve"),
+    el("button", { type: "button", class: "danger", "aria-expanded": "false", onclick: toggle(rejectBox, reason) }, "Reject")),
+  editBox, rejectBox);
+  return card;
+}
+
+function questionCard(request, ctx) {
+  const card = cardShell(request, "A question for you", ctx);
+  const readers = request.questions.map((question) => {
+    const name = nextId("q");
+    const type = question.multiple ? "checkbox" : "radio";
+    const otherId = nextId("other");
+    const otherText = el("input", { type: "text", id: nextId("other-text"), "aria-label": "Other answer" });
+    const other = el("input", { type, name, id: otherId, value: "__other__" });
+    otherText.addEventListener("input", () => { if (otherText.value) other.checked = true; });
+    card.append(el("fieldset", {}, el("legend", {}, question.question + (question.multiple ? " (pick any)" : "")),
+      question.choices.map((choice) => {
+        const id = nextId("choice");
+        return el("div", {}, el("input", { type, name, id, value: choice }), el("label", { for: id }, choice));
+      }),
+      el("div", { class: "row" }, other, el("label", { for: otherId }, "Other"), otherText)));
+    return () => [...card.querySelectorAll(`input[name="${name}"]:checked`)]
+      .map((input) => (input.value === "__other__" ? otherText.value.trim() : input.value))
+      .filter((answer) => answer);
+  });
+  card.append(el("div", { class: "actions" },
+    el("button", { type: "button", class: "primary", onclick: () => decideCard(card, request, { kind: "answer", answers: readers.map((read) => read()) }, ctx) }, "Send answer"),
+    el("button", { type: "button", onclick: () => decideCard(card, request, { kind: "skip", reason: "the person skipped the question" }, ctx) }, "Skip")));
+  return card;
+}
+
+function clientToolCard(request, ctx) {
+  const card = cardShell(request, `Run ${request.tool_name} here`, ctx);
+  if (request.description) card.append(el("p", {}, request.description));
+  card.append(el("pre", { "aria-label": "Arguments" }, JSON.stringify(request.args, null, 2)));
+  const resultId = nextId("result");
+  const result = el("textarea", { id: resultId, rows: 4, spellcheck: "false" }, "");
+  const errorId = nextId("error");
+  const error = el("input", { id: errorId, type: "text", autocomplete: "off" });
+  card.append(el("label", { for: resultId }, "Result (JSON)"), result,
+    el("div", { class: "actions" }, el("button", { type: "button", class: "primary", onclick: () => {
+      let value;
+      try { value = JSON.parse(result.value); } catch (err) {
+        feedback(card, `The result is not valid JSON: ${err.message}`);
+        return;
+      }
+      decideCard(card, request, { kind: "result", value }, ctx);
+    } }, "Send result")),
+    el("label", { for: errorId }, "Error message ", el("span", { class: "muted" }, "(optional)")), error,
+    el("div", { class: "actions" },
+      el("button", { type: "button", class: "danger", onclick: () => decideCard(card, request, { kind: "error", message: error.value.trim() || "the client tool failed" }, ctx) }, "Send error"),
+      el("button", { type: "button", onclick: () => decideCard(card, request, { kind: "skip" }, ctx) }, "Skip")));
+  return card;
+}
+
+function unsupportedCard(request, ctx) {
+  const card = cardShell(request, `${request.kind} request`, ctx);
+  card.append(el("p", { class: "muted" }, "This kind of request is answered through the API or the CLI, not this page yet."));
+  return card;
+}
+
+const CARD_KINDS = { approval: approvalCard, question: questionCard, client_tool: clientToolCard };
+
+function renderCard(request, ctx) {
+  return (CARD_KINDS[request.kind] || unsupportedCard)(request, ctx);
+}
+
+// Keep a list of cards in step with the requests still open: existing cards stay where they are (a reason
+// being typed is not lost, nothing jumps under the pointer), new ones are added after them, and cards whose
+// request stopped waiting close with what happened to it.
+function reconcileCards(container, requests, ctx) {
+  const open = new Set(requests.map((request) => request.id));
+  const shown = new Map([...container.querySelectorAll("article.card")].map((card) => [card.dataset.requestId, card]));
+  for (const [id, card] of shown) {
+    if (!open.has(id) && !card.dataset.closed) closeFromServer(card);
+  }
+  for (const request of requests) {
+    if (!shown.has(request.id)) container.append(renderCard(request, ctx));
+  }
+}
+
+function closeCardsOf(requestState) {
+  for (const card of document.querySelectorAll(`article.card[data-request-id="${CSS.escape(requestState.request.id)}"]`)) {
+    closeCard(card, stateOutcome(requestState));
+  }
+}

@@ -1,0 +1,104 @@
+"""The REST surface a newcomer meets: named operations with their own errors, RFC 3339 times, decisions that
+say who and through what, thread titles, and `/docs` and the favicon served without any CDN."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from .conftest import InProcess
+
+RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+def seconds(rfc3339: str) -> float:
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
+
+
+async def test_each_operation_has_a_name_and_only_the_errors_it_can_answer(server: InProcess) -> None:
+    """operationIds are plain verbs, and each endpoint documents the problems it can really return."""
+    async with server.client() as client:
+        document = (await client.get("/openapi.json")).json()
+    operations = {
+        op["operationId"]: {status for status in op["responses"] if status != "200" and status != "201"}
+        for path, item in document["paths"].items()
+        for op in item.values()
+    }
+    assert {
+        "get_me",
+        "list_agents",
+        "create_thread",
+        "list_threads",
+        "get_thread",
+        "create_run",
+        "get_run",
+        "resume_run",
+        "list_requests",
+        "get_request",
+        "decide_request",
+        "list_grants",
+        "revoke_grant",
+        "list_audit_records",
+        "verify_audit",
+        "expire_requests",
+        "watch_changes",
+        "check_health",
+    } <= set(operations)
+    assert not [name for name in operations if "_v1_" in name or name.endswith(("_get", "_post", "_delete"))]
+    assert operations["decide_request"] == {"401", "403", "404", "409", "410", "422", "503"}
+    assert operations["get_me"] == {"401"}
+    assert operations["list_grants"] == {"401", "503"}
+    assert operations["check_health"] == {"503"}
+    decide = document["paths"]["/v1/requests/{request_id}/decision"]["post"]
+    assert "application/problem+json" in decide["responses"]["409"]["content"]
+    request_schema = document["components"]["schemas"]["RequestOut"]["properties"]
+    assert request_schema["created"]["format"] == "date-time"
+    assert request_schema["created_at"]["deprecated"] is True
+
+
+async def test_docs_and_the_favicon_are_served_from_the_server_itself(server: InProcess) -> None:
+    """`/docs` loads Swagger UI's files from this server (nothing from a CDN, no inline script), and the favicon
+    is there."""
+    async with server.client() as client:
+        docs = await client.get("/docs")
+        assets = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
+        fetched = {asset: await client.get(asset) for asset in assets}
+        icon = await client.get("/favicon.ico")
+        page = (await client.get("/")).text
+    assert docs.status_code == 200 and "swagger-ui-bundle.js" in docs.text
+    assert re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", docs.text) == []
+    assert assets and all(asset.startswith("/") for asset in assets), assets
+    assert all(response.status_code == 200 for response in fetched.values())
+    assert (icon.status_code, icon.headers["content-type"]) == (200, "image/svg+xml")
+    assert 'rel="icon"' in page
+
+
+async def test_times_are_rfc3339_and_a_decision_says_who_took_it_and_where(server: InProcess) -> None:
+    """Requests, threads, grants and transcript lines carry RFC 3339 times (the old epoch fields agree), and a
+    decision from the web UI is recorded as such, with the thread titled by its first message."""
+    async with server.client() as client:
+        run = (await client.post("/v1/runs", json={"message": "delete notes"})).json()
+        request = run["requests"][0]
+        assert RFC3339.match(request["created"]) and abs(seconds(request["created"]) - request["created_at"]) < 0.001
+        decision = {"kind": "approve", "scope": "thread", "edited_args": {"name": "todo.md"}}
+        web = {"Sayso-Via": "web"}
+        decided = await client.post(f"/v1/requests/{request['id']}/decision", json=decision, headers=web)
+        assert decided.status_code == 200, decided.text
+        state = (await client.get(f"/v1/requests/{request['id']}")).json()
+        thread = (await client.get(f"/v1/threads/{run['thread_id']}")).json()
+        grant = (await client.get("/v1/grants")).json()["grants"][0]
+        listed = (await client.get("/v1/threads")).json()["threads"][0]
+    assert (state["via"], state["principal"], state["status"]) == ("web", "local", "decided")
+    assert RFC3339.match(state["decided"])
+    assert (thread["title"], listed["title"]) == ("delete notes", "delete notes")
+    assert RFC3339.match(thread["created"]) and RFC3339.match(listed["created"])
+    assert RFC3339.match(grant["created"]) and grant["expires"] is None
+    [line] = [e for e in thread["transcript"] if e["role"] == "decision"]
+    assert (line["decision"]["decision"], line["decision"]["scope"], line["decision"]["via"]) == (
+        "approve",
+        "thread",
+        "web",
+    )
+    assert line["decision"]["edits"] == [{"field": "name", "before": "notes.txt", "after": "todo.md"}]
+    assert RFC3339.match(line["at"]) and RFC3339.match(line["decision"]["decided"])
+    assert all(e["at"] is None or RFC3339.match(e["at"]) for e in thread["transcript"])

@@ -1,0 +1,172 @@
+"""Every decision leaves a trail: a line in the thread's transcript and a record in the audit log.
+
+Approved (with its scope), rejected (with its reason), edited (field by field), allowed by a
+remembered approval (naming it), answered (redacted where configured), expired and skipped, each
+with the interface it came through; a failed run shows its error where it happened.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sayso import Answer, Approve, Reject, Sayso
+from sayso._runtime import TranscriptEntry
+
+from .conftest import MakeApp, script
+
+
+def delete_file(name: str) -> str:
+    """Delete a file."""
+    return f"deleted {name}"
+
+
+def pay(amount: int, token: str = "") -> str:
+    """Pay someone."""
+    return f"paid {amount}"
+
+
+def explode() -> str:
+    """A tool that fails."""
+    raise RuntimeError("the disk is on fire")
+
+
+RULES: list[dict[str, Any]] = [
+    {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}"}},
+    {"user": r"^pay (?P<n>\d+)$", "call": "pay", "args": {"amount": "{n}", "token": "s3cret"}},
+    {"user": "^explode$", "call": "explode"},
+    {
+        "user": "^survey$",
+        "call": "ask_user",
+        "args": {"questions": [{"question": "Which colour?", "choices": ["red", "blue"]}]},
+    },
+    {"tool": "ask_user", "reply": "noted"},
+    {"tool": "delete_file", "reply": "{results}"},
+    {"tool": "pay", "reply": "{results}"},
+    {"user": ".", "reply": "ok"},
+]
+
+
+def make(make_app: MakeApp, **kwargs: Any) -> Sayso:
+    agents = {
+        "files": {
+            "model": "m",
+            "tools": [delete_file, pay, explode],
+            "redact": ["token", "answer"],
+            "interrupt": {"tools": [{"name": "delete_file", "remember": "always"}, "pay"], "ttl_seconds": 60},
+        }
+    }
+    return make_app(agents, model=script(*RULES), **kwargs)
+
+
+def decisions(entries: list[TranscriptEntry]) -> list[dict[str, Any]]:
+    return [e.decision for e in entries if e.role == "decision" and e.decision is not None]
+
+
+async def test_approvals_rejections_and_edits_are_transcript_lines(make_app: MakeApp) -> None:
+    """The transcript says who approved, for how long, through which interface; why a call was rejected;
+    and what an edit changed, field by field, with redacted fields kept hidden."""
+    async with make(make_app) as app:
+        first = await app.run("delete a")
+        await app.decide(first.requests[0].request_id, Approve(scope="thread"), via="cli")
+        second = await app.run("pay 7", thread_id=first.thread_id)
+        await app.decide(second.requests[0].request_id, Reject(reason="too much"), via="rest")
+        third = await app.run("pay 9", thread_id=first.thread_id)
+        edited = Approve(edited_args={"amount": 3, "token": "0ther"})
+        await app.decide(third.requests[0].request_id, edited, via="web")
+        lines = decisions(await app.transcript(first.thread_id))
+    approved, rejected, edit = lines
+    assert (approved["decision"], approved["scope"], approved["principal"], approved["via"]) == (
+        "approve",
+        "thread",
+        "local",
+        "cli",
+    )
+    assert (rejected["decision"], rejected["reason"], rejected["via"]) == ("reject", "too much", "rest")
+    assert edit["edits"] == [
+        {"field": "amount", "before": "9", "after": 3},
+        {"field": "token", "before": "«redacted»", "after": "«redacted»"},
+    ]
+    assert "s3cret" not in repr(lines) and "0ther" not in repr(lines)
+
+
+async def test_a_call_under_a_remembered_approval_names_the_grant_and_is_audited_as_executed(
+    make_app: MakeApp,
+) -> None:
+    """A call a grant allows shows which grant in the transcript, and the audit has its decision and `executed`."""
+    async with make(make_app) as app:
+        first = await app.run("delete a")
+        await app.decide(first.requests[0].request_id, Approve(scope="always"))
+        again = await app.run("delete b", thread_id=first.thread_id)
+        assert again.status == "completed"
+        (grant,) = await app.grants()
+        allowed = decisions(await app.transcript(first.thread_id))[-1]
+        audit = [r.body for r in await app.audit_log()]
+    assert (allowed["by"], allowed["grant_id"], allowed["subject_label"]) == (
+        "permission",
+        grant.grant_id,
+        "every call to delete_file",
+    )
+    executed = [b for b in audit if b["event"] == "executed"]
+    assert [(b["tool_name"], b["executed_args"], b.get("grant_id")) for b in executed] == [
+        ("delete_file", {"name": "a"}, None),
+        ("delete_file", {"name": "b"}, grant.grant_id),
+    ]
+    assert [b["by"] for b in audit if b["event"] == "decision"] == ["person", "permission"]
+
+
+async def test_answers_are_in_the_transcript_and_the_audit_redacted_as_configured(make_app: MakeApp) -> None:
+    """The answer to a question is recorded with its question, and hidden where the agent's `redact` names it."""
+    async with make(make_app) as app:
+        asked = await app.run("survey")
+        await app.decide(asked.requests[0].request_id, Answer(answers=(("blue",),)))
+        (line,) = decisions(await app.transcript(asked.thread_id))
+        (audited,) = [r.body for r in await app.audit_log() if r.body.get("decision") == "answer"]
+    assert line["answers"] == [{"question": "Which colour?", "answer": "«redacted»"}]
+    assert audited["answers"] == line["answers"]
+
+
+async def test_answers_are_shown_when_nothing_is_redacted(make_app: MakeApp) -> None:
+    """Without a redaction rule the answer given is in the transcript and the audit log as given."""
+    agents = {"files": {"model": "m", "tools": [delete_file]}}
+    async with make_app(agents, model=script(*RULES)) as app:
+        asked = await app.run("survey")
+        await app.decide(asked.requests[0].request_id, Answer(answers=(("blue",),)))
+        (line,) = decisions(await app.transcript(asked.thread_id))
+        (audited,) = [r.body for r in await app.audit_log() if r.body.get("decision") == "answer"]
+    assert line["answers"] == audited["answers"] == [{"question": "Which colour?", "answer": ["blue"]}]
+
+
+async def test_skipped_and_expired_requests_are_transcript_lines(make_app: MakeApp) -> None:
+    """A request skipped by a new message, and one that ran out of time, each leave a line saying so."""
+    now = [1_000.0]
+    async with make(make_app, clock=lambda: now[0]) as app:
+        first = await app.run("delete a")
+        await app.run("never mind", thread_id=first.thread_id)
+        expiring = await app.run("pay 5", thread_id=first.thread_id)
+        now[0] += 120
+        await app.expire()
+        skipped, expired = decisions(await app.transcript(first.thread_id))
+        state = await app.request(expiring.requests[0].request_id)
+    assert (skipped["decision"], skipped["by"], skipped["reason"]) == (
+        "skip",
+        "system",
+        "the person sent a message instead of answering",
+    )
+    assert (expired["decision"], expired["by"], expired["expires_at"]) == ("expired", "expiry", 1_060.0)
+    assert state.decision is not None and state.decision.via is None
+
+
+async def test_a_failed_run_is_an_error_line_where_it_happened(make_app: MakeApp) -> None:
+    """A run that failed shows the message that started it and its error, between the runs before and after."""
+    async with make(make_app) as app:
+        ok = await app.run("hello")
+        failed = await app.run("explode", thread_id=ok.thread_id)
+        await app.run("hello again", thread_id=ok.thread_id)
+        lines = [(e.role, e.text) for e in await app.transcript(ok.thread_id) if e.role in ("user", "error")]
+    assert failed.status == "failed"
+    assert lines == [
+        ("user", "hello"),
+        ("user", "explode"),
+        ("error", failed.error),
+        ("user", "hello again"),
+    ]
