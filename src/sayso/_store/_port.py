@@ -140,11 +140,13 @@ class RunStore(ABC):
         requests: Sequence[Request],
         now: float,
         executions: Sequence[ExecutionResult] = (),
+        workflow_state: bytes | None = None,
     ) -> None:
         """Persist a pause: the run's new messages, its requests, and the run's paused status, atomically.
 
         `executions` are results of approved calls the segment ran; their ledger entries are
-        finished and their audit records appended in the same commit.
+        finished and their audit records appended in the same commit. A workflow run's state
+        (`workflow_state`, what it waits on included) is replaced in the same commit too.
 
         Raises:
             RunConflict: this process no longer holds the run's lease.
@@ -162,8 +164,11 @@ class RunStore(ABC):
         error: str | None,
         now: float,
         executions: Sequence[ExecutionResult] = (),
+        workflow_state: bytes | None = None,
     ) -> None:
         """Persist the end of a run (with the results of the approved calls it ran) and free its thread.
+
+        A workflow run's final state (`workflow_state`) is replaced in the same commit.
 
         Raises:
             RunConflict: this process no longer holds the run's lease.
@@ -308,6 +313,39 @@ class RunStore(ABC):
     @abstractmethod
     async def remote_task(self, run_id: str) -> RemoteTask | None:
         """The remote task behind a proxy run, or `None` for a local run."""
+
+    # workflows
+
+    @abstractmethod
+    async def workflow_state(self, run_id: str) -> bytes | None:
+        """The last saved state of a workflow run (JSON), or `None` when none was saved."""
+
+    @abstractmethod
+    async def save_workflow_state(
+        self,
+        run: RunRecord,
+        *,
+        owner: str,
+        state: bytes,
+        now: float,
+        new_messages: Sequence[ModelMessage] = (),
+    ) -> None:
+        """Replace a running workflow run's state (a node finished), appending any messages it adds.
+
+        Raises:
+            RunConflict: this process no longer holds the run's lease.
+        """
+
+    @abstractmethod
+    async def reopen_run(self, run: RunRecord, *, owner: str, until: float, now: float) -> RunRecord:
+        """Run a failed run again under this process's lease (a workflow retrying its failed node).
+
+        The run takes its thread back; exactly one caller wins.
+
+        Raises:
+            RunConflict: the run is not failed (another caller reopened it first).
+            ThreadBusy: another run started on the thread since the run failed.
+        """
 
     # grants
 

@@ -180,6 +180,15 @@ def audit_record(row: Any) -> AuditRecord:
     return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash)
 
 
+def put_workflow_state(conn: Connection, run_id: str, state: bytes, now: float) -> None:
+    """Replace a workflow run's saved state (an update first: a run saves its state many times, inserts it once)."""
+    updated = conn.execute(
+        t.workflow_states.update().where(t.workflow_states.c.run_id == run_id).values(body=state, updated_at=now)
+    )
+    if updated.rowcount == 0:
+        conn.execute(t.workflow_states.insert().values(run_id=run_id, body=state, updated_at=now))
+
+
 def is_(column: Any, value: str | None) -> Any:
     """SQL: `column` holds `value`, where `None` means NULL."""
     return column.is_(None) if value is None else column == value

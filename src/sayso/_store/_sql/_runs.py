@@ -138,11 +138,14 @@ class _Runs(_SqlBase):
         requests: Sequence[Request],
         now: float,
         executions: Sequence[ExecutionResult] = (),
+        workflow_state: bytes | None = None,
     ) -> None:
         def work(conn: Connection) -> None:
             _rows.own(conn, run.run_id, owner)
             _rows.finish_executions(conn, executions, now)
             _rows.append_messages(conn, run, new_messages)
+            if workflow_state is not None:
+                _rows.put_workflow_state(conn, run.run_id, workflow_state, now)
             conn.execute(t.pauses.insert().values(pause_id=pause_id, run_id=run.run_id, status="open", created_at=now))
             if requests:
                 conn.execute(
@@ -179,11 +182,14 @@ class _Runs(_SqlBase):
         error: str | None,
         now: float,
         executions: Sequence[ExecutionResult] = (),
+        workflow_state: bytes | None = None,
     ) -> None:
         def work(conn: Connection) -> None:
             _rows.own(conn, run.run_id, owner)
             _rows.finish_executions(conn, executions, now)
             _rows.append_messages(conn, run, new_messages)
+            if workflow_state is not None:
+                _rows.put_workflow_state(conn, run.run_id, workflow_state, now)
             _rows.update_run(
                 conn, run.run_id, now, status=status, output=output, error=error, pause_id=None, **_rows.NO_LEASE
             )
