@@ -30,6 +30,7 @@ from ._core.policy import InterruptPolicy, ToolRule
 from ._core.requests import Scope
 from ._mcp_config import McpBinding, McpServerConfig, bad_server_names, unknown_servers
 from .exceptions import ConfigError
+from .workflows import Workflow, WorkflowConfig, check_workflow_names
 
 STORE_ENV = "SAYSO_STORE"
 """Environment variable that overrides the configured store URL."""
@@ -306,6 +307,9 @@ class Config(_Strict):
     """Named teams (`mode: delegate`): the entry agent gets the connections as delegates."""
     mcp_servers: dict[str, McpServerConfig] = {}
     """MCP servers agents may bind (§9), by name: a stdio command or a streamable HTTP URL."""
+    workflows: dict[str, WorkflowConfig | Workflow] = {}
+    """Graphs of function and agent nodes that stop for a person's input (§8), by name; a workflow may be
+    the `entry`, and is run like an agent (`Sayso.run(message, agent=NAME)`). From Python, a `Workflow`."""
 
     @model_validator(mode="after")
     def _mcp_servers_exist(self) -> Config:
@@ -350,14 +354,22 @@ class Config(_Strict):
                     raise ValueError(f"agent {name!r} delegates to {delegate.agent!r}, which is not an agent")
                 if delegate.agent == name:
                     raise ValueError(f"agent {name!r} cannot delegate to itself")
+        for name, workflow in self.workflows.items():
+            if isinstance(workflow, Workflow) and workflow.name != name:
+                raise ValueError(f"workflow {workflow.name!r} is listed under the name {name!r}; use one name")
+        check_workflow_names(self.workflows, self.agents)
         if self.entry is None:
             self.entry = next(iter(self.agents))
-        if self.entry not in self.agents:
-            raise ValueError(f"entry {self.entry!r} is not one of the agents: {', '.join(self.agents)}")
+        if self.entry not in self.agents and self.entry not in self.workflows:
+            kinds = "agents or workflows" if self.workflows else "agents"
+            raise ValueError(
+                f"entry {self.entry!r} is not one of the {kinds}: {', '.join([*self.agents, *self.workflows])}"
+            )
         return self
 
     @property
     def entry_agent(self) -> str:
+        """What a new thread talks to by default: an agent's name, or a workflow's."""
         assert self.entry is not None
         return self.entry
 

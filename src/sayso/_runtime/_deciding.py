@@ -39,7 +39,7 @@ async def decide(k: Kernel, request_id: str, decision: Decision, *, principal: P
     if to_record is not None:
         if found.pause_status != "open":
             raise AlreadyDecided(request_id, "its pause was already resumed or closed")
-        check_same_subject(k, request, to_record)
+        check_same_subject(k, request, to_record, agent=found.run.agent)
         record = DecisionRecord(
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now
         )
@@ -88,7 +88,8 @@ async def answer_pause(
         check_allowed(request, principal)
         to_record = check_decision(request, decision, existing=None, now=now)
         assert to_record is not None, "an open request has no decision to repeat"
-        check_same_subject(k, request, to_record)
+        if edits_arguments(request, to_record):
+            check_same_subject(k, request, to_record, agent=(await k.store.get_run(request.run_id)).agent)
         record = DecisionRecord(
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now
         )
@@ -164,8 +165,16 @@ def check_allowed(request: Request, principal: Principal) -> None:
         raise NotAllowed(request.request_id, f"{principal.name!r} may not decide requests of this thread")
 
 
-def check_same_subject(k: Kernel, request: Request, decision: Decision) -> None:
-    """An edit must keep the subject the person saw: a remembered decision never reaches further."""
+def edits_arguments(request: Request, decision: Decision) -> bool:
+    """Whether `decision` approves `request` with edited arguments (which must keep its subject)."""
+    return isinstance(request, ApprovalRequest) and isinstance(decision, Approve) and decision.edited_args is not None
+
+
+def check_same_subject(k: Kernel, request: Request, decision: Decision, *, agent: str) -> None:
+    """An edit must keep the subject the person saw: a remembered decision never reaches further.
+
+    `agent` is the agent whose run raised the request (its gate knows the subject).
+    """
     if not isinstance(request, ApprovalRequest) or not isinstance(decision, Approve):
         return
     if decision.edited_args is not None and _remote.is_remote_call(request):
@@ -174,7 +183,7 @@ def check_same_subject(k: Kernel, request: Request, decision: Decision) -> None:
         )
     if decision.edited_args is None or request.subject is None or request.service_request is not None:
         return
-    gate = k.built(request.agent_path.split("/")[-1]).gate
+    gate = k.built(agent).gate
     subject = gate.subject_for(request.tool_name, decision.edited_args)
     if subject is None or subject.key != request.subject.key:
         shown = subject.label if subject else "no approval at all"

@@ -12,6 +12,7 @@ import secrets
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .._agents import BuiltAgent
 from .._config import Config
@@ -19,6 +20,9 @@ from .._store import RunStore
 from ..exceptions import ConfigError
 from ._events import Events
 from ._remote import RemoteAgents
+
+if TYPE_CHECKING:
+    from ._workflows import Workflows
 
 
 def new_id(prefix: str) -> str:
@@ -46,6 +50,8 @@ class Kernel:
     remote_urls: dict[str, str] = field(default_factory=dict[str, str])
     """Remote (A2A) delegates by tool name."""
     remote: RemoteAgents | None = None
+    workflows: Workflows | None = None
+    """The workflows this runtime runs (§8); set once the kernel exists, since their engines write through it."""
 
     def built(self, name: str) -> BuiltAgent:
         """The built agent called `name`."""

@@ -19,7 +19,7 @@ from .._engine import audit_body
 from .._results import RunResult
 from .._store import RunRecord
 from ..exceptions import InvalidInput, NotAllowed, NotReady, RunConflict, ThreadBusy
-from . import _leases, _step, _tree
+from . import _leases, _step, _tree, _workflows
 
 if TYPE_CHECKING:
     from ._kernel import Kernel
@@ -49,7 +49,8 @@ async def start(
             raise InvalidInput(
                 f"thread {thread.thread_id!r} belongs to agent {thread.agent!r}, not {agent!r}", field="agent"
             )
-    built = k.built(thread.agent if thread else agent or k.config.entry_agent)
+    name = thread.agent if thread else agent or k.config.entry_agent
+    built = None if _workflows.hosts(k, name) else k.built(name)
     requests: list[Request] = []
     decisions: dict[str, DecisionRecord] = {}
     added: list[DecisionRecord] = []
@@ -71,7 +72,7 @@ async def start(
     run = await k.store.start_run(
         thread_id=thread.thread_id if thread else thread_id or new_id("thr"),
         owner=principal.name,
-        agent=built.name,
+        agent=name,
         run_id=new_id("run"),
         prompt=message,
         client_tools=client_tools,
@@ -84,6 +85,8 @@ async def start(
         supersede_pause=supersede,
     )
     k.events.decided(requests, added)
+    if built is None:
+        return await _workflows.started(k, run)
     await _step.tell_services(k, built, requests, decisions)
     return await _step.execute(
         k,
@@ -107,6 +110,8 @@ async def resume(k: Kernel, run: RunRecord, *, force: bool) -> RunResult:
         return await _tree.advance(k, run, force=force)
     if run.status == "running":
         return await _leases.carry_on(k, run)
+    if run.status == "failed" and _workflows.hosts(k, run.agent):
+        return await _workflows.retry(k, run)
     raise RunConflict(run.run_id, f"the run is {run.status}; only a paused run can be resumed")
 
 
