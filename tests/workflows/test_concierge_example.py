@@ -9,7 +9,7 @@ import pytest
 import yaml
 from pydantic_ai import Agent
 
-from sayso import InvalidDecision, Provide, ScriptedModel
+from sayso import InputRequest, InvalidDecision, Provide, Sayso, ScriptedModel
 from sayso._tools import import_spec
 from sayso.workflows import (
     AgentFinished,
@@ -119,3 +119,25 @@ async def test_the_itinerary_loop_runs_until_the_person_is_done() -> None:
         "get_user_feedback",
         "write_plan",
     ]
+
+
+async def test_the_example_runs_in_the_runtime_from_its_yaml() -> None:
+    """`sayso.yaml` as shipped: its workflow entry refuses a wrong form, runs the loop and writes the plan."""
+    async with Sayso.from_yaml(EXAMPLE / "sayso.yaml") as app:
+        ask = await app.run("Plan my day")
+        [form] = ask.requests
+        assert isinstance(form, InputRequest) and form.node == "ask_preferences" and ask.agent == "concierge"
+        with pytest.raises(InvalidDecision, match="city: field required"):
+            await app.decide(form.request_id, Provide(value={"hobby": "fado"}))
+        review = (await app.decide(form.request_id, Provide(value={"city": "Lisbon", "hobby": "fado"}))).run
+        [feedback] = review.requests
+        assert isinstance(feedback, InputRequest) and feedback.node == "get_user_feedback"
+        assert feedback.payload["itinerary"][1]["name"] == "An afternoon of fado"
+        again = (await app.decide(feedback.request_id, Provide(value={"user_response": "a tram ride"}))).run
+        [second] = again.requests
+        assert isinstance(second, InputRequest) and second.payload["itinerary"][1]["description"] == "a tram ride"
+        done = (await app.decide(second.request_id, Provide(value={"user_response": "perfect", "done": True}))).run
+        left = (await app.inbox()).requests
+    assert done.status == "completed"
+    assert done.output is not None and done.output.startswith("Your day in Lisbon\n\n1. Morning in the old town")
+    assert "2. Your request: a tram ride" in done.output and left == []

@@ -11,6 +11,9 @@ from typing import Any
 import anyio
 import pytest
 from pydantic import BaseModel
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from sayso import (
     ApprovalRequest,
@@ -377,3 +380,16 @@ async def test_an_approved_call_in_an_agent_node_runs_once_when_two_runtimes_res
     assert [o.status for o in outcomes if isinstance(o, RunResult)].count("completed") == 1
     assert (final.status, final.output) == ("completed", "done: table booked in Vienna")
     assert CALLS == {"to_booking": 1, "book_table": 1, "booked": 1}
+
+
+async def test_a_pydantic_ai_agent_runs_as_a_node(make: Make) -> None:
+    """A pydantic-ai `Agent` given as a node gets the previous output as its prompt; its answer flows on."""
+
+    def shout(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        [prompt] = [p.content for m in messages for p in m.parts if isinstance(p, UserPromptPart)]
+        return ModelResponse(parts=[TextPart(content=str(prompt).upper())])
+
+    greeter = Agent(FunctionModel(shout), name="greeter")
+    async with make(Workflow("greet", edges=[(START, prepare, greeter, booked)])) as app:
+        done = await app.run("Nice", agent="greet")
+    assert (done.status, done.output) == ("completed", "done: A TRIP TO NICE")
