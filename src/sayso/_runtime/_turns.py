@@ -43,12 +43,17 @@ async def start(
     if thread is not None:
         if not may_message(principal, owner=thread.owner):
             raise NotAllowed(
-                thread.thread_id, f"only the thread's owner may send messages into it, not {principal.name!r}"
+                thread.thread_id,
+                f"only the thread's owner may send messages into it, not {principal.name!r}",
+                subject="thread",
             )
         if agent is not None and agent != thread.agent:
             raise InvalidInput(
                 f"thread {thread.thread_id!r} belongs to agent {thread.agent!r}, not {agent!r}", field="agent"
             )
+    if thread is None and agent is not None and agent not in k.agents and not _workflows.hosts(k, agent):
+        known = ", ".join([*k.agents, *(k.workflows.engines if k.workflows else ())])
+        raise InvalidInput(f"no agent or workflow named {agent!r}; configured: {known}", field="agent")
     name = thread.agent if thread else agent or k.config.entry_agent
     built = None if _workflows.hosts(k, name) else k.built(name)
     requests: list[Request] = []
