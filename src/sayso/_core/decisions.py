@@ -29,6 +29,9 @@ class Approve:
     scope: Scope = "once"
     edited_args: dict[str, Any] | None = None
     """Arguments to run instead of the proposed ones; validated against the tool's schema."""
+    payload: Any = None
+    """Feedback sent with the approval, for a tool that asked with a `response_schema` (validated against it);
+    the tool's body reads it when it runs again."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -191,6 +194,12 @@ def _check_approve(request: ApprovalRequest, decision: Approve) -> None:
     if decision.scope not in request.scopes:
         offered = ", ".join(request.scopes)
         raise InvalidDecision(request.request_id, f"scope {decision.scope!r} is not offered here (offered: {offered})")
+    if request.response_schema is not None:
+        problems = input_problems(request.response_schema, decision.payload)
+        if problems:
+            raise InvalidDecision(request.request_id, "payload: " + "; ".join(problems))
+    elif decision.payload is not None:
+        raise InvalidDecision(request.request_id, "this approval takes no payload (the tool asked for none)")
     if decision.edited_args is None:
         return
     if request.args_schema is None:
