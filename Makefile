@@ -26,6 +26,6 @@ bench: ## sayso vs LangGraph and pydantic-ai, whole matrix + footprint + profile
 	scripts/setup dev bench
 	BENCH_VIA_MAKE=1 .venv/bin/python bench/run.py
 
-bench-quick: ## H=0 cycle throughput vs both anchors in under a minute; last line is JSON
+bench-quick: ## H=0 cycle and workflow-cycle throughput vs the anchors in about a minute; last line is JSON
 	scripts/setup dev bench
 	.venv/bin/python bench/run.py --quick

@@ -887,6 +887,17 @@ async def test_a_failed_run_is_not_reopened_once_its_thread_moved_on(store: RunS
         await store.reopen_run(replace(run, run_id="run_nope"), owner=ME, until=NOW + 60, now=NOW + 3)
 
 
+async def test_a_run_started_and_resumed_without_waiting_for_the_disk_reads_back_the_same(store: RunStore) -> None:
+    """`durable=False` changes when a commit reaches the disk, never what it writes or who wins."""
+    run = await start(store, durable=False)
+    assert await store.get_run(run.run_id) == run
+    run = await paused(store, run, [approval("req_1", run)])
+    claimed = await claim(store, run, durable=False)
+    assert claimed.run == await store.get_run(run.run_id)
+    with pytest.raises(PauseConsumed):
+        await claim(store, run, durable=False)
+
+
 async def test_a_store_answers_ping(store: RunStore) -> None:
     """An open store answers."""
     await store.ping()

@@ -88,6 +88,8 @@ async def start(
         skips=added,
         audit=[audit_body(by_id[d.request_id], d) for d in added],
         supersede_pause=supersede,
+        # A workflow's run is told to no one before its first stop, whose durable write carries this one.
+        durable=built is not None,
     )
     k.events.decided(requests, added)
     if built is None:

@@ -32,6 +32,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import anyio
+from anyio.abc import TaskGroup
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models import infer_model
@@ -43,7 +45,8 @@ from .._core.access import LOCAL_NAME
 from .._core.decisions import ClientResult, DecisionRecord, Expire, Provide, Skip
 from .._core.policy import InterruptPolicy
 from .._core.requests import DelegateRequest, InputRequest, Request
-from .._core.resume import SKIPPED_FOR_FORCE, ResumePlan, open_requests, plan_resume
+from .._core.resume import SKIPPED_FOR_FORCE, open_requests, plan_resume
+from .._engine import audit_body
 from .._gate import GateToolset
 from .._notify import DecisionNotifier
 from .._results import RunResult
@@ -63,6 +66,7 @@ from ..workflows import (
     WorkflowState,
     build_workflow,
 )
+from ._failures import root_exception
 from ._leases import holding
 
 if TYPE_CHECKING:
@@ -103,10 +107,18 @@ class _Flight:
     """A workflow run this runtime is stepping right now: what the store writes need to know about it."""
 
     run: RunRecord
+    tasks: TaskGroup
+    """Where the run's progress is written behind the nodes that follow."""
     saved_nodes: int
-    """How many finished nodes the stored state holds; a running state with no more is not written again."""
-    prompt_written: bool
+    """How many finished nodes the store holds (or is about to); a running state with no more is not written."""
+    prompt_written: bool = False
     """Whether the run's prompt is in its thread's history yet (it goes with the run's first write)."""
+    progress: WorkflowState | None = None
+    """A running state waiting to be written; the run's next write takes it over."""
+    writing: bool = False
+    """Whether a writer of `progress` has been started and has not finished."""
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    """One write of the run at a time, in the order the engine asked for them."""
     requests: tuple[Request, ...] = field(default_factory=tuple[Request, ...])
     """The requests of the pause this step ended on, as a person answers them."""
 
@@ -132,18 +144,60 @@ class Workflows:
     # WorkflowPersistence
 
     async def save(self, state: WorkflowState) -> None:
-        """Write `state` where the store needs it: with the run's progress, its pause, or its end."""
+        """Write `state` where the store needs it: with the run's progress, its pause, or its end.
+
+        A finished node's progress is written behind the node that follows, as soon as the
+        event loop is free (LangGraph's "async" durability): the next node does not wait for
+        the disk, and when the run stops before that write has started (the next node asked a
+        question, say), the stop's own write carries the progress instead of a second one. A
+        stop is written before `run`/`decide` return it, after any progress write under way.
+        """
+        flight = self.flights[state.run_id]
+        if state.status == "running":
+            if len(state.finished) == flight.saved_nodes:
+                return  # the store can rebuild it: a fresh start, or an answer that is in the pause's decision
+            flight.saved_nodes = len(state.finished)
+            flight.progress = state
+            if not flight.writing:
+                flight.writing = True
+                flight.tasks.start_soon(self._write_progress, flight)
+            return
+        flight.progress = None  # this write carries everything the run has done
+        async with flight.lock:
+            await self._write_stop(flight, state)
+        flight.saved_nodes = len(state.finished)
+
+    async def _write_progress(self, flight: _Flight) -> None:
+        """Write the latest progress of a run, unless a stop has taken it over meanwhile.
+
+        Shielded: a run cancelled while its next node runs (a client gone, a server stopping)
+        still keeps what its finished nodes did.
+        """
+        try:
+            with anyio.CancelScope(shield=True):
+                async with flight.lock:
+                    while flight.progress is not None:
+                        state, flight.progress = flight.progress, None
+                        k = self._k
+                        await k.store.save_workflow_state(
+                            flight.run,
+                            owner=k.owner,
+                            state=state.to_json(),
+                            now=k.clock(),
+                            new_messages=_prompt(flight),
+                        )
+                        flight.prompt_written = True
+        finally:
+            flight.writing = False
+
+    async def _write_stop(self, flight: _Flight, state: WorkflowState) -> None:
+        """Write a pause (with its request) or an end, with the state, in one commit."""
         from ._kernel import new_id
 
         k = self._k
-        flight = self.flights[state.run_id]
         run = flight.run
-        if state.status == "running" and len(state.finished) == flight.saved_nodes:
-            return  # the store can rebuild it: a fresh start, or an answer that is in the pause's decision
         now = k.clock()
-        messages: list[ModelMessage] = []
-        if not flight.prompt_written:
-            messages.append(ModelRequest(parts=[UserPromptPart(content=run.prompt or "")]))
+        messages = _prompt(flight)
         if state.status == "paused":
             request = self._request(state, run, request_id=new_id("req"), now=now)
             await k.store.save_pause(
@@ -157,8 +211,6 @@ class Workflows:
             )
             k.events.opened([request])
             flight.requests = (request,)
-        elif state.status == "running":
-            await k.store.save_workflow_state(run, owner=k.owner, state=state.to_json(), now=now, new_messages=messages)
         else:
             output = output_text(state.output) if state.status == "completed" else None
             if output:
@@ -173,7 +225,6 @@ class Workflows:
                 now=now,
                 workflow_state=state.to_json(),
             )
-        flight.saved_nodes = len(state.finished)
         flight.prompt_written = True
 
     def _request(self, state: WorkflowState, run: RunRecord, *, request_id: str, now: float) -> Request:
@@ -275,7 +326,7 @@ async def advance(k: Kernel, run: RunRecord, *, force: bool, state: PauseState |
     Raises:
         PauseConsumed: another process resumed this pause first.
     """
-    from . import _step, _tree
+    from . import _tree
 
     assert run.pause_id is not None
     pause = state or await k.store.pause_state(run.pause_id)
@@ -295,8 +346,21 @@ async def advance(k: Kernel, run: RunRecord, *, force: bool, state: PauseState |
         request = next(r for r in pause.requests if r.request_id == skipped.request_id)
         if isinstance(request, DelegateRequest):
             await _tree.cancel_tree(k, request.child_run_id, SKIPPED_FOR_FORCE)
-    plan = ResumePlan(decisions=plan.decisions, added=[*settled, *plan.added])
-    claim = await _step.consume(k, run, pause.requests, plan, now=now, executing=(), load_history=False)
+    added = [*settled, *plan.added]
+    by_id = {r.request_id: r for r in pause.requests}
+    claim = await k.store.consume_pause(
+        run,
+        pause_id=run.pause_id,
+        owner=k.owner,
+        until=now + k.lease_seconds,
+        now=now,
+        added=added,
+        audit=[audit_body(by_id[d.request_id], d) for d in added],
+        load_history=False,
+        # No call runs at most once here; the run's next stop is a durable write and carries this one.
+        durable=False,
+    )
+    k.events.decided(pause.requests, plan.added)
     return await _carry_on(k, claim.run, _input_decision(pause.requests, plan.decisions))
 
 
@@ -346,17 +410,22 @@ async def _step_run(
     engine = workflows.engines.get(run.agent)
     if engine is None:
         raise RunConflict(run.run_id, f"workflow {run.agent!r} is not configured in this runtime")
-    flight = _Flight(
-        run=run,
-        saved_nodes=len(stored.finished) if stored is not None else 0,
-        prompt_written=stored is not None,
-    )
-    workflows.flights[run.run_id] = flight
     try:
-        async with holding(k, run):
-            outcome = await step(engine)
-    finally:
-        del workflows.flights[run.run_id]
+        async with holding(k, run), anyio.create_task_group() as tasks:
+            flight = _Flight(
+                run=run,
+                tasks=tasks,
+                saved_nodes=len(stored.finished) if stored is not None else 0,
+                prompt_written=stored is not None,
+            )
+            workflows.flights[run.run_id] = flight
+            try:
+                outcome = await step(engine)
+            finally:
+                del workflows.flights[run.run_id]
+    except BaseExceptionGroup as group:
+        # The task groups (the lease's heartbeat, the progress writer) wrap what the step raised.
+        raise root_exception(group) from None
     common: dict[str, Any] = {"run_id": run.run_id, "thread_id": run.thread_id, "agent": run.agent}
     if isinstance(outcome, WorkflowFinished):
         return RunResult(**common, status="completed", output=output_text(outcome.output))
@@ -402,6 +471,13 @@ def _input_decision(requests: Sequence[Request], decisions: Mapping[str, Decisio
             assert isinstance(decision, Provide | Skip | Expire), "an input request takes provide or skip"
             return decision
     return None
+
+
+def _prompt(flight: _Flight) -> list[ModelMessage]:
+    """The run's prompt as the first message of its thread, when the run's first write is still to come."""
+    if flight.prompt_written:
+        return []
+    return [ModelRequest(parts=[UserPromptPart(content=flight.run.prompt or "")])]
 
 
 def _agent_outcome(result: RunResult) -> AgentOutcome:

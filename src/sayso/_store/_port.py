@@ -100,6 +100,7 @@ class RunStore(ABC):
         parent_run_id: str | None = None,
         parent_call_id: str | None = None,
         agent_path: str | None = None,
+        durable: bool = True,
     ) -> RunRecord:
         """Create the thread if new and start a run on it, in one transaction.
 
@@ -107,6 +108,10 @@ class RunStore(ABC):
         process got there first the whole step is refused, so two runs never share a thread.
         When a paused run is superseded by a new message (`supersede_pause`, the pause of
         `expect_active`), its pause is consumed, the run cancelled and `skips` recorded here too.
+
+        `durable=False` lets the commit return before it reaches the disk (a crash of the process
+        loses nothing; a power cut may): for a caller whose next write of the run is durable and
+        comes before anyone is told of the run, which that write then makes durable too.
 
         Raises:
             RunConflict: the thread's active run is no longer `expect_active`.
@@ -280,13 +285,15 @@ class RunStore(ABC):
         audit: Sequence[dict[str, Any]] = (),
         executing: Sequence[str] = (),
         load_history: bool = True,
+        durable: bool = True,
     ) -> Claim:
         """Consume a pause and make this process the run's owner; exactly one caller succeeds.
 
         `added` are decisions the resume takes itself (skips of what was left open). `executing`
         names the approved requests about to run: their ledger marks are written in the same
         commit, so they are durable before any of those calls starts. The thread's history is
-        read in the same transaction when `load_history` is set.
+        read in the same transaction when `load_history` is set. `durable=False` as for
+        `start_run`; never with `executing`, whose marks must be on disk before the calls run.
 
         Raises:
             PauseConsumed: the pause was consumed before.
@@ -331,6 +338,9 @@ class RunStore(ABC):
         new_messages: Sequence[ModelMessage] = (),
     ) -> None:
         """Replace a running workflow run's state (a node finished), appending any messages it adds.
+
+        The commit does not wait for the disk (see `start_run`'s `durable=False`): it is progress,
+        which the run's next pause or end, both durable, makes durable too.
 
         Raises:
             RunConflict: this process no longer holds the run's lease.

@@ -139,6 +139,7 @@ class _Requests(_MemoryBase):
         audit: Sequence[dict[str, Any]] = (),
         executing: Sequence[str] = (),
         load_history: bool = True,
+        durable: bool = True,
     ) -> Claim:
         claim: dict[str, Any] = {
             "status": "running",

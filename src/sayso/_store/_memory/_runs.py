@@ -48,6 +48,7 @@ class _Runs(_MemoryBase):
         parent_run_id: str | None = None,
         parent_call_id: str | None = None,
         agent_path: str | None = None,
+        durable: bool = True,
     ) -> RunRecord:
         record = RunRecord(
             run_id=run_id,

@@ -112,13 +112,22 @@ class _SqlBase(RunStore):
         except StoreError as exc:
             raise StoreError(f"the store does not answer: {exc}") from exc
 
-    async def _write(self, work: Callable[[Connection], T], *, race: Callable[[Connection], T] | None = None) -> T:
+    async def _write(
+        self, work: Callable[[Connection], T], *, race: Callable[[Connection], T] | None = None, durable: bool = True
+    ) -> T:
         """Run `work` in one write transaction: committed when it returns, rolled back when it raises.
 
         `race` answers instead when a concurrent writer inserted the same key first, which can
         happen only where writers do not queue (PostgreSQL): it runs in a fresh transaction and
         returns the winner's state, redoes the step, or raises the conflict.
+
+        `durable=False` commits without waiting for the disk (SQLite `synchronous=NORMAL`,
+        PostgreSQL `synchronous_commit=off`): the commit survives a crash of the process, and the
+        next durable commit makes it durable too, since both databases write their log in order.
         """
+        if not durable:
+            work = _lazily(work)
+            race = _lazily(race) if race is not None else None
         return await self._transaction(work, read=False, race=race)
 
     async def _read(self, work: Callable[[Connection], T]) -> T:
@@ -153,8 +162,32 @@ class _SqlBase(RunStore):
         with self._sync.connect() as conn:
             if read:
                 conn.execution_options(sayso_read=True)
-            with conn.begin():
-                return work(conn)
+            lazy = getattr(work, _LAZY, False)
+            if lazy:
+                # Set outside the transaction, on the driver's connection (SQLAlchemy would begin one).
+                conn.connection.driver_connection.execute("PRAGMA synchronous=NORMAL")  # type: ignore[union-attr]  # sqlite3
+            try:
+                with conn.begin():
+                    return work(conn)
+            finally:
+                if lazy:
+                    conn.connection.driver_connection.execute("PRAGMA synchronous=FULL")  # type: ignore[union-attr]  # sqlite3
+
+
+_LAZY = "_sayso_lazy_commit"
+"""Marks a transaction's work as committed without waiting for the disk (see `_SqlBase._write`)."""
+
+
+def _lazily(work: Callable[[Connection], T]) -> Callable[[Connection], T]:
+    """`work` in a transaction whose commit does not wait for the disk."""
+
+    def lazy(conn: Connection) -> T:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
+        return work(conn)
+
+    setattr(lazy, _LAZY, True)
+    return lazy
 
 
 def _make_sqlite_durable(engine: Engine) -> None:

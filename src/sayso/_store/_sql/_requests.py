@@ -176,6 +176,7 @@ class _Requests(_SqlBase):
         audit: Sequence[dict[str, Any]] = (),
         executing: Sequence[str] = (),
         load_history: bool = True,
+        durable: bool = True,
     ) -> Claim:
         claim: dict[str, Any] = {
             "status": "running",
@@ -201,4 +202,4 @@ class _Requests(_SqlBase):
             history: list[ModelMessage] | None = _rows.history(conn, run.thread_id) if load_history else None
             return Claim(run=replace(run, **claim, updated_at=now, revision=run.revision + 1), history=history)
 
-        return await self._write(work)
+        return await self._write(work, durable=durable or bool(executing))  # ledger marks reach the disk first

@@ -14,6 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from sqlalchemy import Connection
+from sqlalchemy.dialects import postgresql, sqlite
 
 from ..._core.audit import GENESIS, AuditRecord, canonical_json, chain_hash
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
@@ -181,12 +182,14 @@ def audit_record(row: Any) -> AuditRecord:
 
 
 def put_workflow_state(conn: Connection, run_id: str, state: bytes, now: float) -> None:
-    """Replace a workflow run's saved state (an update first: a run saves its state many times, inserts it once)."""
-    updated = conn.execute(
-        t.workflow_states.update().where(t.workflow_states.c.run_id == run_id).values(body=state, updated_at=now)
+    """Replace a workflow run's saved state, in one statement (an upsert on the run's id)."""
+    insert = (postgresql if conn.dialect.name == "postgresql" else sqlite).insert(t.workflow_states)
+    conn.execute(
+        insert.values(run_id=run_id, body=state, updated_at=now).on_conflict_do_update(
+            index_elements=[t.workflow_states.c.run_id],
+            set_={"body": insert.excluded.body, "updated_at": insert.excluded.updated_at},
+        )
     )
-    if updated.rowcount == 0:
-        conn.execute(t.workflow_states.insert().values(run_id=run_id, body=state, updated_at=now))
 
 
 def is_(column: Any, value: str | None) -> Any:

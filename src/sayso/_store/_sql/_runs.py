@@ -45,6 +45,7 @@ class _Runs(_SqlBase):
         parent_run_id: str | None = None,
         parent_call_id: str | None = None,
         agent_path: str | None = None,
+        durable: bool = True,
     ) -> RunRecord:
         record = RunRecord(
             run_id=run_id,
@@ -96,7 +97,7 @@ class _Runs(_SqlBase):
         def lost(conn: Connection) -> NoReturn:
             raise _thread_changed(run_id, thread_id)  # another process created the same new thread first
 
-        return await self._write(work, race=lost)
+        return await self._write(work, race=lost, durable=durable)
 
     async def get_run(self, run_id: str) -> RunRecord:
         def work(conn: Connection) -> RunRecord:

@@ -41,7 +41,7 @@ class _Workflows(_SqlBase):
             _rows.append_messages(conn, run, new_messages)
             _rows.put_workflow_state(conn, run.run_id, state, now)
 
-        await self._write(work)
+        await self._write(work, durable=False)
 
     async def reopen_run(self, run: RunRecord, *, owner: str, until: float, now: float) -> RunRecord:
         values: dict[str, Any] = {"status": "running", "error": None, "lease_owner": owner, "lease_expires_at": until}
