@@ -152,4 +152,3 @@ async def test_a_commit_that_does_not_wait_for_the_disk_leaves_the_next_one_dura
         with sync.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA synchronous").scalar_one() == 2
         assert (await store.get_run("run_2")).status == "running"
-

@@ -14,7 +14,7 @@ import jsonschema
 from pydantic import Discriminator, TypeAdapter
 
 from ..exceptions import AlreadyDecided, InvalidDecision, RequestExpired
-from .inputs import input_problems
+from .inputs import input_field_problems
 from .requests import ApprovalRequest, ElicitationRequest, InputRequest, QuestionRequest, Request, Scope
 
 DecidedBy: TypeAlias = Literal["person", "permission", "service", "expiry", "system"]
@@ -184,10 +184,16 @@ def check_decision(
         _check_accept(request, decision)
     elif isinstance(decision, Provide):
         assert isinstance(request, InputRequest)
-        problems = input_problems(request.response_schema, decision.value)
-        if problems:
-            raise InvalidDecision(request.request_id, "; ".join(problems))
+        _check_input(request.request_id, request.response_schema, decision.value)
     return decision
+
+
+def _check_input(request_id: str, schema: dict[str, Any], value: Any, *, what: str = "") -> None:
+    """Refuse a value that breaks a response schema, naming every field and why (`fields` for forms)."""
+    fields = input_field_problems(schema, value)
+    if fields:
+        problems = "; ".join(f"{where}: {why}" if where else why for where, why in fields.items())
+        raise InvalidDecision(request_id, what + problems, fields=fields)
 
 
 def _check_approve(request: ApprovalRequest, decision: Approve) -> None:
@@ -195,9 +201,7 @@ def _check_approve(request: ApprovalRequest, decision: Approve) -> None:
         offered = ", ".join(request.scopes)
         raise InvalidDecision(request.request_id, f"scope {decision.scope!r} is not offered here (offered: {offered})")
     if request.response_schema is not None:
-        problems = input_problems(request.response_schema, decision.payload)
-        if problems:
-            raise InvalidDecision(request.request_id, "payload: " + "; ".join(problems))
+        _check_input(request.request_id, request.response_schema, decision.payload, what="payload: ")
     elif decision.payload is not None:
         raise InvalidDecision(request.request_id, "this approval takes no payload (the tool asked for none)")
     if decision.edited_args is None:

@@ -125,6 +125,17 @@ def input_problems(json_schema: dict[str, Any], value: Any) -> tuple[str, ...]:
     return _validator_problems(_validator_class(json_schema)(json_schema), value)
 
 
+def input_field_problems(json_schema: dict[str, Any], value: Any) -> dict[str, str]:
+    """How `value` breaks `json_schema`, by field path (`address.zip`; `""` for the answer as a whole).
+
+    What a form shows next to each field; several problems of one field are joined with `; `.
+    """
+    found: dict[str, list[str]] = {}
+    for where, why in _validator_pairs(_validator_class(json_schema)(json_schema), value):
+        found.setdefault(where, []).append(why)
+    return {where: "; ".join(dict.fromkeys(whys)) for where, whys in found.items()}
+
+
 def _dict_schema(spec: dict[str, Any]) -> InputSchema:
     cls = _validator_class(spec)
     try:
@@ -163,8 +174,12 @@ def _where(path: Any) -> str:
     return ".".join(str(p) for p in path)
 
 
+def _lower(why: str) -> str:
+    return why[:1].lower() + why[1:]
+
+
 def _say(where: str, why: str) -> str:
-    why = why[:1].lower() + why[1:]
+    why = _lower(why)
     return f"{where}: {why}" if where else why
 
 
@@ -173,19 +188,24 @@ def _pydantic_problems(exc: ValidationError) -> tuple[str, ...]:
 
 
 def _validator_problems(validator: jsonschema.protocols.Validator, value: Any) -> tuple[str, ...]:
-    problems: list[str] = []
+    return tuple(dict.fromkeys(_say(where, why) for where, why in _validator_pairs(validator, value)))
+
+
+def _validator_pairs(validator: jsonschema.protocols.Validator, value: Any) -> list[tuple[str, str]]:
+    """`(field path, why)` for every problem, in field order."""
+    pairs: list[tuple[str, str]] = []
     for error in sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path]):
         where = list(error.absolute_path)
         if error.validator == "required" and isinstance(error.instance, dict):
             # Say it the way pydantic does, at the missing field's own path.
             required = error.validator_value if isinstance(error.validator_value, list) else []
-            problems.extend(
-                _say(_where([*where, name]), "field required") for name in required if name not in error.instance
-            )
+            pairs.extend((_where([*where, name]), "field required") for name in required if name not in error.instance)
         elif error.context:
-            # anyOf / oneOf: the branch that came closest says more than "not valid under any".
-            best = jsonschema.exceptions.best_match(error.context)
-            problems.append(_say(_where(where), best.message if best is not None else error.message))
+            # anyOf / oneOf: the branch that came closest says more than "not valid under any"; a
+            # branch of the value's own type (`int` of `int | None`) comes closer than a type mismatch.
+            fitting = [e for e in error.context if e.validator != "type"] or error.context
+            best = jsonschema.exceptions.best_match(fitting)
+            pairs.append((_where(where), _lower(best.message if best is not None else error.message)))
         else:
-            problems.append(_say(_where(where), error.message))
-    return tuple(dict.fromkeys(problems))
+            pairs.append((_where(where), _lower(error.message)))
+    return pairs
