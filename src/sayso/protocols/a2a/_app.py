@@ -57,9 +57,11 @@ class _ContextBuilder(DefaultServerCallContextBuilder):
 
 
 def agent_card(sayso: Sayso, agent: str, base_url: str) -> AgentCard:
-    """The card of one agent: its JSON-RPC endpoint, streaming, and the HITL extension."""
-    spec = sayso.config.agents[agent]
-    description = spec.description or f"The sayso agent {agent!r}."
+    """The card of one agent (or workflow): its JSON-RPC endpoint, streaming, and the HITL extension."""
+    if agent in sayso.config.workflows:
+        description = sayso.config.workflows[agent].description or f"The sayso workflow {agent!r}."
+    else:
+        description = sayso.config.agents[agent].description or f"The sayso agent {agent!r}."
     return AgentCard(
         name=agent,
         description=description,
@@ -80,9 +82,9 @@ def agent_card(sayso: Sayso, agent: str, base_url: str) -> AgentCard:
 
 
 def a2a_router(sayso: Sayso) -> APIRouter:
-    """The A2A endpoints and agent cards of every agent of `sayso`."""
+    """The A2A endpoints and agent cards of every agent and workflow of `sayso`."""
     router = APIRouter()
-    for agent in sayso.config.agents:
+    for agent in [*sayso.config.agents, *sayso.config.workflows]:
         dispatcher = JsonRpcDispatcher(
             SaysoRequestHandler(sayso, agent), context_builder=_ContextBuilder(), enable_v0_3_compat=True
         )

@@ -54,6 +54,7 @@ from ..._runtime import RunRecord, RunStatus, new_id
 from ...exceptions import InvalidInput, RunConflict, RunNotFound
 from .._common import AgentEndpoint
 from ._mapping import (
+    decision_from_input,
     decisions_from_legacy,
     decisions_from_v1,
     legacy_decision,
@@ -141,13 +142,17 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
                 f"the task is {run.status}, not waiting for input; "
                 "send a new message without taskId to continue the conversation",
             )
+        view = pause_view(run.run_id, (await self.sayso.result(run.run_id, principal=caller)).requests)
+        if view is not None and view.kind == "input" and payload is None and legacy is None:
+            # A workflow's question: the message is its answer (a DataPart, or text).
+            answer = {request.request_id: decision for request, decision in decision_from_input(view, message)}
+            return await self.sayso.answer_pause(run.run_id, answer, principal=caller, rest="wait")
         if payload is None and legacy is None:
             # Plain input to a waiting task: the person moved on (§3.3); the open requests are skipped.
             text = message_text(message)
             if not text.strip():
                 raise InvalidInput("the message has no text part and no HITL response", field="message")
             return await self.sayso.run(text, agent=self.agent, thread_id=run.thread_id, principal=caller)
-        view = pause_view(run.run_id, (await self.sayso.result(run.run_id, principal=caller)).requests)
         if view is None:
             raise InvalidInput(f"task {run.run_id!r} waits for nothing a HITL response can answer", field="message")
         # kagent requires every shown call decided (checked by the mapping); what is not shown waits.

@@ -8,10 +8,15 @@ A2A protobuf messages that carry them, and how sayso's errors read as JSON-RPC e
 One A2A pause shows one kind of request (see `PauseView`): the open approvals first, then
 each question on its own, and one agent at a time; the run stays paused in sayso until every
 open request is decided, so the same task pauses again for what is left.
+
+A workflow's `input` request has no kagent form: its pause's text is the message, and the
+payload and JSON Schema go under `SAYSO_KEY`. The answer comes back as a DataPart holding the
+value, or as text (as is for a string schema, else read as JSON).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
@@ -21,8 +26,8 @@ from a2a.utils.errors import A2AError, InvalidParamsError, InvalidRequestError, 
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct, Value
 
-from ..._core.decisions import Answer, Approve, Decision, Reject, Skip
-from ..._core.requests import ApprovalRequest, QuestionRequest, Request, default_hint, shown_args
+from ..._core.decisions import Answer, Approve, Decision, Provide, Reject, Skip
+from ..._core.requests import ApprovalRequest, InputRequest, QuestionRequest, Request, default_hint, shown_args
 from ...exceptions import (
     ConfigError,
     DecisionRefused,
@@ -47,7 +52,7 @@ GENERIC_TEXT = "Human input is required before the agent can continue."
 LEGACY_CONFIRMATION = "adk_request_confirmation"
 """The function name of kagent 0.x's confirmation DataParts."""
 
-ShownRequest: TypeAlias = ApprovalRequest | QuestionRequest
+ShownRequest: TypeAlias = ApprovalRequest | QuestionRequest | InputRequest
 
 
 HITL_RESPONSE = "hitl_response"
@@ -87,9 +92,9 @@ def to_a2a_error(exc: Exception) -> A2AError:
 class PauseView:
     """What one A2A pause message shows of a sayso pause: one kind of request, from one agent."""
 
-    kind: Literal["approval", "question"]
+    kind: Literal["approval", "question", "input"]
     requests: tuple[ShownRequest, ...]
-    """The requests the person decides now: several approvals, or exactly one question."""
+    """The requests the person decides now: several approvals, or exactly one question or input."""
     task_id: str
     """The A2A task (the top-level run) that waits."""
     subagent: str | None = None
@@ -113,13 +118,16 @@ def pause_view(task_id: str, open_requests: Sequence[Request]) -> PauseView | No
     """
     approvals = [r for r in open_requests if isinstance(r, ApprovalRequest)]
     questions = [r for r in open_requests if isinstance(r, QuestionRequest)]
+    inputs = [r for r in open_requests if isinstance(r, InputRequest)]
     if approvals:
         path = approvals[0].agent_path
         shown: tuple[ShownRequest, ...] = tuple(r for r in approvals if r.agent_path == path)
-        kind: Literal["approval", "question"] = "approval"
+        kind: Literal["approval", "question", "input"] = "approval"
     elif questions:
         path = questions[0].agent_path
         shown, kind = (questions[0],), "question"
+    elif inputs:
+        return PauseView(kind="input", requests=(inputs[0],), task_id=task_id)
     else:
         return None
     parts = path.split("/")
@@ -192,6 +200,10 @@ def _approvals(view: PauseView) -> list[ApprovalRequest]:
 
 def view_text(view: PauseView | None) -> str:
     """The status text of a pause showing `view` (the generic line when there is nothing to show)."""
+    if view is not None and view.kind == "input":
+        (request,) = view.requests
+        assert isinstance(request, InputRequest)
+        return request.message
     return status_text(_pending(view)) if view is not None else GENERIC_TEXT
 
 
@@ -263,6 +275,13 @@ def sayso_payload(view: PauseView) -> dict[str, Any]:
             entry["subject"] = {"key": request.subject.key, "label": request.subject.label} if request.subject else None
             entry["scopes"] = list(request.scopes)
             entry["hint"] = request.hint
+        elif isinstance(request, InputRequest):
+            entry.update(
+                node=request.node,
+                message=request.message,
+                payload=request.payload,
+                response_schema=request.response_schema,
+            )
         entries.append(entry)
     return {"requests": entries}
 
@@ -302,7 +321,7 @@ def legacy_parts(view: PauseView) -> list[tuple[dict[str, Any], dict[str, Any]]]
         return [(data, metadata)]
     out = []
     for request in view.requests:
-        hint = view_text(view) if isinstance(request, QuestionRequest) else request.hint
+        hint = request.hint if isinstance(request, ApprovalRequest) else view_text(view)
         out.append((_legacy_confirmation(request.request_id, _legacy_call(request), hint, None), metadata))
     return out
 
@@ -357,6 +376,11 @@ def pause_message(
     """
     message_id = f"pause-{view.requests[0].request_id}" if view is not None else f"pause-{task_id}"
     message = Message(message_id=message_id, role=Role.ROLE_AGENT, task_id=task_id, context_id=context_id)
+    if view is not None and view.kind == "input":
+        # No kagent form fits a workflow's input: the text is its message, the rest is sayso's own.
+        message.parts.append(Part(text=view_text(view)))
+        message.metadata.update({SAYSO_KEY: sayso_payload(view)})
+        return message
     if view is not None and legacy and not activated:
         for data, metadata in legacy_parts(view):
             message.parts.append(Part(data=Value(struct_value=struct_of(data)), metadata=struct_of(metadata)))
@@ -467,6 +491,46 @@ def _answers(question: QuestionRequest, raw: Any) -> tuple[tuple[str, ...], ...]
     if len(answers) != len(question.questions):
         raise refused(f"expected {len(question.questions)} answer(s), one per question, got {len(answers)}")
     return tuple(answers)
+
+
+# --- a workflow's input: client -> agent
+
+
+def decision_from_input(view: PauseView, message: Message) -> list[tuple[ShownRequest, Decision]]:
+    """The answer a message gives to a shown `input` request: its first DataPart, else its text.
+
+    Text is the answer as is where the schema asks for a string, and is read as JSON otherwise
+    (text that is not JSON is passed on, for the schema check to say what is wrong with it).
+
+    Raises:
+        InvalidInput: the message holds neither a DataPart nor text (`field` is `HITL_RESPONSE`).
+    """
+    (request,) = view.requests
+    assert isinstance(request, InputRequest)
+    for part in message.parts:
+        if part.HasField("data"):
+            return [(request, Provide(value=_whole_numbers(MessageToDict(part.data))))]
+    text = message_text(message)
+    if not text.strip():
+        raise refused("this task waits for input: send the answer as a DataPart, or as text")
+    if request.response_schema.get("type") == "string":
+        return [(request, Provide(value=text))]
+    try:
+        value: Any = json.loads(text)
+    except json.JSONDecodeError:
+        value = text
+    return [(request, Provide(value=value))]
+
+
+def _whole_numbers(value: Any) -> Any:
+    """JSON from a protobuf `Value`, with whole numbers as integers again (protobuf keeps every number as a double)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_whole_numbers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _whole_numbers(v) for k, v in value.items()}
+    return value
 
 
 # --- legacy 0.x decisions: client -> agent

@@ -108,9 +108,9 @@ class AgUiAgent(AgentEndpoint):
 
 
 def ag_ui_router(sayso: Sayso) -> APIRouter:
-    """`POST /ag-ui/{agent}` for every agent of `sayso`."""
+    """`POST /ag-ui/{agent}` for every agent and workflow of `sayso`."""
     router = APIRouter()
-    for agent in sayso.config.agents:
+    for agent in [*sayso.config.agents, *sayso.config.workflows]:
         router.add_route(
             f"/ag-ui/{agent}", _endpoint(AgUiAgent(sayso, agent)), methods=["POST"], include_in_schema=False
         )

@@ -2,7 +2,9 @@
 
 Outbound: a run's new messages become text and tool-call events (a decided call's result
 carries its approval record), and a pause becomes `RUN_FINISHED` with one `Interrupt` per
-open approval or question, or `success` with `pendingToolCallIds` for client tools.
+open approval, question or workflow input (its `responseSchema` is the input's own schema, its
+payload in the metadata), or `success` with `pendingToolCallIds` for client tools. A resolved
+input's resume payload is the answer itself, checked against that schema by the runtime.
 Inbound: `RunAgentInput.resume` entries become decisions as in kaboo's answer table, and
 tool messages answer client tools. Errors: `error_event` is the one place sayso's errors
 become `RUN_ERROR`s. Everything here is pure; ids are looked up in what the server stored,
@@ -37,11 +39,19 @@ from ag_ui.core import (
 from ag_ui.core import TextPart as UserTextPart
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 
-from ..._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
-from ..._core.requests import SCOPES_BY_WIDTH, ApprovalRequest, ClientToolRequest, QuestionRequest, Request, shown_args
+from ..._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Provide, Reject, Skip
+from ..._core.requests import (
+    SCOPES_BY_WIDTH,
+    ApprovalRequest,
+    ClientToolRequest,
+    InputRequest,
+    QuestionRequest,
+    Request,
+    shown_args,
+)
 from ...exceptions import DecisionRefused, InvalidInput, NotAllowed, NotFound, RunConflict, SaysoError
 
-REASONS = {"approval": "sayso:approval", "question": "sayso:question"}
+REASONS = {"approval": "sayso:approval", "question": "sayso:question", "input": "sayso:input"}
 """The `Interrupt.reason` of each request kind AG-UI interrupts carry."""
 
 RESUME = "resume"
@@ -118,8 +128,12 @@ def message_events(messages: Sequence[ModelMessage], *, id_prefix: str) -> Itera
                     )
 
 
-def interrupt(request: ApprovalRequest | QuestionRequest) -> Interrupt:
-    """The AG-UI interrupt for an open approval or question (§6.4)."""
+Shown = ApprovalRequest | QuestionRequest | InputRequest
+"""The requests an AG-UI client answers through interrupts."""
+
+
+def interrupt(request: Shown) -> Interrupt:
+    """The AG-UI interrupt for an open approval, question or workflow input (§6.4)."""
     metadata: dict[str, Any] = {
         "tool_name": request.tool_name,
         "tool_input": shown_args(request),
@@ -136,6 +150,13 @@ def interrupt(request: ApprovalRequest | QuestionRequest) -> Interrupt:
             metadata["request"] = request.service_request
         message = request.hint
         schema = approval_schema(request)
+        if request.payload is not None:
+            metadata["payload"] = request.payload
+    elif isinstance(request, InputRequest):
+        metadata["node"] = request.node
+        metadata["payload"] = request.payload
+        message = request.message
+        schema = request.response_schema
     else:
         metadata["questions"] = [
             {"question": q.question, "choices": list(q.choices), "multiple": q.multiple} for q in request.questions
@@ -162,6 +183,8 @@ def approval_schema(request: ApprovalRequest) -> dict[str, Any]:
             "scope": {"enum": list(request.scopes)},
             "tool_input": request.args_schema or {"type": "object"},
             "reason": {"type": "string"},
+            # The tool asked for feedback with the approval: it goes here, checked against its schema.
+            **({"payload": request.response_schema} if request.response_schema is not None else {}),
         },
         "required": ["status"],
     }
@@ -186,7 +209,7 @@ def finished_event(
     *, thread_id: str, run_id: str, requests: Sequence[Request], output: str | None, sayso_run_id: str
 ) -> RunFinishedEvent:
     """`RUN_FINISHED`: interrupted on open approvals and questions, or success (with pending client tool calls)."""
-    shown = [r for r in requests if isinstance(r, ApprovalRequest | QuestionRequest)]
+    shown = [r for r in requests if isinstance(r, ApprovalRequest | QuestionRequest | InputRequest)]
     metadata = {"sayso_run_id": sayso_run_id}
     if shown:
         return RunFinishedEvent(
@@ -224,7 +247,7 @@ def decisions_from_resume(
     decided: dict[str, Decision] = {}
     for entry in entries:
         request = by_id.get(entry.interrupt_id)
-        if not isinstance(request, ApprovalRequest | QuestionRequest):
+        if not isinstance(request, ApprovalRequest | QuestionRequest | InputRequest):
             raise refused(f"interrupt {entry.interrupt_id!r} is not open on this thread")
         if request.request_id in decided:
             raise refused(f"interrupt {entry.interrupt_id!r} is answered twice")
@@ -239,10 +262,15 @@ def decisions_from_resume(
     return decided
 
 
-def decision_from_entry(request: ApprovalRequest | QuestionRequest, entry: ResumeEntry) -> Decision:
-    """One resume entry as a decision, per kaboo's answer table; only `approved` runs a gated call."""
+def decision_from_entry(request: Shown, entry: ResumeEntry) -> Decision:
+    """One resume entry as a decision, per kaboo's answer table; only `approved` runs a gated call.
+
+    A resolved workflow input's payload is the answer (checked against its schema when decided).
+    """
     if entry.status == "cancelled":
         return Skip(reason=_text((entry.payload or {}).get("reason") if isinstance(entry.payload, dict) else None))
+    if isinstance(request, InputRequest):
+        return Provide(value=entry.payload)
     payload = entry.payload
     if not isinstance(payload, dict):
         raise refused(f"interrupt {entry.interrupt_id!r}: a resolved entry needs an object payload")
@@ -256,7 +284,7 @@ def decision_from_entry(request: ApprovalRequest | QuestionRequest, entry: Resum
         edited = payload.get("tool_input")
         if edited is not None and not isinstance(edited, dict):
             raise refused(f"interrupt {entry.interrupt_id!r}: tool_input must be an object")
-        return Approve(scope=scope, edited_args=edited)
+        return Approve(scope=scope, edited_args=edited, payload=payload.get("payload"))
     if status == "cancelled":
         return Reject(reason=_text(payload.get("reason")))
     raise refused(f"interrupt {entry.interrupt_id!r}: payload status must be 'approved' or 'cancelled'")
