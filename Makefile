@@ -8,7 +8,7 @@ help: ## show the targets
 install: ## create .venv with sayso and its dev tools
 	scripts/setup dev
 
-demo: ## serve the file-manager example: web UI and REST API on http://127.0.0.1:8000/
+demo: ## serve the file-manager example and the concierge workflow: web UI and REST API on http://127.0.0.1:8000/
 	scripts/demo $(ARGS)
 
 chat: ## chat with the file-manager example in the terminal
