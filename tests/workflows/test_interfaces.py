@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -305,3 +306,56 @@ async def test_ag_ui_interrupts_with_the_schema_and_payload_and_checks_the_resum
     assert feedback.metadata is not None and feedback.metadata["node"] == "get_user_feedback"
     assert feedback.metadata["payload"]["itinerary"][1]["name"] == "An afternoon of fado"
     assert feedback.response_schema is not None and "done" in feedback.response_schema["properties"]
+
+
+COUNTING_NODES = """
+from pathlib import Path
+
+from sayso.workflows import RequestInput
+
+CALLS = Path(__file__).parent / "calls.txt"
+
+
+def note(name):
+    with CALLS.open("a") as calls:
+        calls.write(name + "\\n")
+
+
+def prepare(node_input: str) -> str:
+    note("prepare")
+    return node_input.upper()
+
+
+def ask(node_input: str):
+    note("ask")
+    answer = yield RequestInput(f"Confirm {node_input}?", response_schema=bool)
+    return f"{node_input}: {'yes' if answer else 'no'}"
+"""
+
+
+def test_a_fresh_process_resumes_without_redoing_finished_nodes(tmp_path: Path) -> None:
+    """One `sayso` process pauses and exits; another answers from the store alone; the node before the question
+    ran once in all (the asking node is replayed with its answer, as documented)."""
+    (tmp_path / "counting_nodes.py").write_text(COUNTING_NODES)
+    (tmp_path / "idle.script.yaml").write_text("name: idle\nrules: []\nfallback: idle\n")
+    config = tmp_path / "counting.yaml"
+    config.write_text(
+        "models: {idle: {scripted: idle.script.yaml}}\n"
+        "agents: {idle: {model: idle}}\n"
+        "workflows:\n"
+        "  confirm:\n"
+        "    nodes: {prepare: 'counting_nodes:prepare', ask: 'counting_nodes:ask'}\n"
+        "    edges: [[START, prepare, ask]]\n"
+        "entry: confirm\n"
+    )
+    sayso = [sys.executable, "-m", "sayso"]
+    first = subprocess.run([*sayso, "run", str(config), "order 66", "--json"], capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    [request] = json.loads(first.stdout)["requests"]
+    assert request["message"] == "Confirm ORDER 66?"
+    second = subprocess.run(
+        [*sayso, "decide", str(config), request["id"], "answer", "true", "--json"], capture_output=True, text=True
+    )
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["output"] == "ORDER 66: yes"
+    assert (tmp_path / "calls.txt").read_text().split() == ["prepare", "ask", "ask"]
