@@ -17,6 +17,7 @@ Two checks with one meaning, on purpose:
 
 from __future__ import annotations
 
+import json
 from dataclasses import KW_ONLY, dataclass
 from functools import lru_cache
 from typing import Any
@@ -122,7 +123,7 @@ def validate_input(schema: object, value: Any) -> Any:
 
 def input_problems(json_schema: dict[str, Any], value: Any) -> tuple[str, ...]:
     """Every way `value` breaks `json_schema`, as `field.path: why`; empty when it fits."""
-    return _validator_problems(_validator_class(json_schema)(json_schema), value)
+    return _validator_problems(_compiled(json_schema), value)
 
 
 def input_field_problems(json_schema: dict[str, Any], value: Any) -> dict[str, str]:
@@ -131,9 +132,24 @@ def input_field_problems(json_schema: dict[str, Any], value: Any) -> dict[str, s
     What a form shows next to each field; several problems of one field are joined with `; `.
     """
     found: dict[str, list[str]] = {}
-    for where, why in _validator_pairs(_validator_class(json_schema)(json_schema), value):
+    for where, why in _validator_pairs(_compiled(json_schema), value):
         found.setdefault(where, []).append(why)
     return {where: "; ".join(dict.fromkeys(whys)) for where, whys in found.items()}
+
+
+def _compiled(json_schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+    """A validator of `json_schema`, built once per schema.
+
+    Each answer is checked twice (when decided, and when the node gets it) and a loop asks the
+    same question again, while building a validator costs more than a check.
+    """
+    return _compiled_text(json.dumps(json_schema, sort_keys=True, separators=(",", ":")))
+
+
+@lru_cache(maxsize=256)
+def _compiled_text(text: str) -> jsonschema.protocols.Validator:
+    schema = json.loads(text)
+    return _validator_class(schema)(schema)
 
 
 def _dict_schema(spec: dict[str, Any]) -> InputSchema:
