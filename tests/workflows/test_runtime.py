@@ -16,6 +16,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserProm
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from sayso import (
+    Answer,
     ApprovalRequest,
     Approve,
     Config,
@@ -24,6 +25,7 @@ from sayso import (
     NotAllowed,
     PrincipalConfig,
     Provide,
+    QuestionRequest,
     RequestInput,
     RunResult,
     Sayso,
@@ -117,10 +119,19 @@ Make = Callable[..., Sayso]
 def make(tmp_path: Path) -> Make:
     """A runtime over one SQLite file, with the given workflows and the `booker` agent."""
 
-    def build(*workflows: Workflow, clock: Callable[[], float] | None = None, **config: Any) -> Sayso:
-        agents = {
+    def build(
+        *workflows: Workflow,
+        clock: Callable[[], float] | None = None,
+        guide_rules: list[dict[str, Any]] | None = None,
+        **config: Any,
+    ) -> Sayso:
+        agents: dict[str, Any] = {
             "booker": {"model": "m", "tools": [book_table], "interrupt": {"tools": ["book_table"]}, "ask_user": False}
         }
+        models: dict[str, Any] = {"m": script(*BOOKER_RULES)}
+        if guide_rules is not None:
+            agents["guide"] = {"model": "g"}
+            models["g"] = script(*guide_rules)
         built = Config.model_validate(
             {
                 "store": f"sqlite:///{tmp_path / 'sayso.db'}",
@@ -131,7 +142,7 @@ def make(tmp_path: Path) -> Make:
             }
         )
         extra: dict[str, Any] = {} if clock is None else {"clock": clock}
-        return Sayso(built, models={"m": script(*BOOKER_RULES)}, **extra)
+        return Sayso(built, models=models, **extra)
 
     return build
 
@@ -393,3 +404,18 @@ async def test_a_pydantic_ai_agent_runs_as_a_node(make: Make) -> None:
     async with make(Workflow("greet", edges=[(START, prepare, greeter, booked)])) as app:
         done = await app.run("Nice", agent="greet")
     assert (done.status, done.output) == ("completed", "done: A TRIP TO NICE")
+
+
+async def test_an_agent_nodes_question_pauses_the_workflow_and_its_answer_reaches_the_agent(make: Make) -> None:
+    """`ask_user` inside an agent node is the workflow's open question; the answer goes to the agent, which answers."""
+    rules = [
+        {"user": "city", "call": "ask_user", "args": {"questions": [{"question": "Which city?"}]}},
+        {"tool": "ask_user", "result": '"answer": \\["(?P<c>[^"]+)"\\]', "reply": "going to {c}"},
+    ]
+    asking = Workflow("asking", edges=[(START, to_booking, AgentNode("guide", name="ask"), booked)])
+    async with make(asking, guide_rules=rules) as app:
+        paused = await app.run("the city", agent="asking")
+        [question] = paused.requests
+        assert isinstance(question, QuestionRequest) and question.agent_path == "asking/ask"
+        done = await app.decide(question.request_id, Answer(answers=(("Oslo",),)))
+    assert (done.run.status, done.run.output) == ("completed", "done: going to Oslo")
