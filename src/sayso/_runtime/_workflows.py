@@ -15,14 +15,19 @@ agent's run pauses on tool calls, a workflow's run pauses on one of two things:
 The stepping is `WorkflowEngine`'s; this module gives it a `WorkflowPersistence` backed by the
 store and an `AgentNodeRunner` backed by the runtime's agents. What is written, and when:
 
-- after each finished node, the state (its output appended), under the run's lease;
-- at a pause, the state with the pause and its request, in one commit;
-- at the end (completed or failed), the state with the run's end, in one commit.
+- after each finished node, the state (its output appended), under the run's lease, written
+  behind the node that follows (a stop that comes first carries it instead);
+- at a pause, the state with the pause and its request, in one durable commit, before `run`
+  or `decide` returns the request;
+- at the end (completed or failed), the state with the run's end, in one durable commit.
 
 Two saves the engine asks for are not written, because the store already holds what they say:
 the state of a run that has just started (its run record holds the prompt) and the state right
 after an answer (the pause's decision holds it). A process that carries the run on rebuilds
-both from the store, so a crash anywhere loses no finished node and no answer.
+both from the store, so a crash anywhere loses no answer, and no node that finished before the
+one running. The run's start, its progress and the consuming of its input pause commit without
+waiting for the disk: nothing of them is told to anyone before the run's next stop, whose
+durable commit makes them durable too (both databases write their log in order).
 """
 
 from __future__ import annotations
