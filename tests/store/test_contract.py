@@ -821,7 +821,8 @@ async def test_marks_are_kept_per_namespace_and_overwritten(store: RunStore) -> 
 
 
 async def test_a_workflow_state_is_saved_with_the_runs_progress_its_pause_and_its_end(store: RunStore) -> None:
-    """A workflow run's state reads back as last saved: while running, with its pause, and with its end."""
+    """A workflow run's state reads back as last saved: while running, with its pause (and with the claim of
+    that pause, when asked for), and with its end."""
     run = await start(store, agent="concierge")
     assert await store.workflow_state(run.run_id) is None
     await store.save_workflow_state(run, owner=ME, state=b'{"node": "b"}', now=NOW + 1, new_messages=said("go", ""))
@@ -837,7 +838,9 @@ async def test_a_workflow_state_is_saved_with_the_runs_progress_its_pause_and_it
         workflow_state=b'{"node": "b", "status": "paused"}',
     )
     assert await store.workflow_state(run.run_id) == b'{"node": "b", "status": "paused"}'
-    claimed = (await claim(store, await store.get_run(run.run_id))).run
+    claim_ = await claim(store, await store.get_run(run.run_id), load_workflow_state=True, load_history=False)
+    assert claim_.workflow_state == b'{"node": "b", "status": "paused"}' and claim_.history is None
+    claimed = claim_.run
     await store.finish_run(
         claimed,
         owner=ME,

@@ -364,9 +364,10 @@ async def advance(k: Kernel, run: RunRecord, *, force: bool, state: PauseState |
         load_history=False,
         # No call runs at most once here; the run's next stop is a durable write and carries this one.
         durable=False,
+        load_workflow_state=True,
     )
     k.events.decided(pause.requests, plan.added)
-    return await _carry_on(k, claim.run, _input_decision(pause.requests, plan.decisions))
+    return await _carry_on(k, claim.run, _input_decision(pause.requests, plan.decisions), raw=claim.workflow_state)
 
 
 async def carry_on(k: Kernel, run: RunRecord) -> RunResult:
@@ -391,9 +392,14 @@ async def retry(k: Kernel, run: RunRecord) -> RunResult:
     return await _carry_on(k, run, None)
 
 
-async def _carry_on(k: Kernel, run: RunRecord, decision: InputDecision | None) -> RunResult:
-    """Step a run on from its stored state; a paused state takes the decision that closed its question."""
-    raw = await k.store.workflow_state(run.run_id)
+async def _carry_on(
+    k: Kernel, run: RunRecord, decision: InputDecision | None, *, raw: bytes | None = None
+) -> RunResult:
+    """Step a run on from its stored state (`raw`, when already read).
+
+    A paused state takes the decision that closed its question.
+    """
+    raw = raw if raw is not None else await k.store.workflow_state(run.run_id)
     if raw is None:  # the process died before the run's first write: start it again
         return await _step_run(
             k, run, None, lambda engine: engine.start(run.run_id, run.prompt, principal=run.principal)

@@ -286,6 +286,7 @@ class RunStore(ABC):
         executing: Sequence[str] = (),
         load_history: bool = True,
         durable: bool = True,
+        load_workflow_state: bool = False,
     ) -> Claim:
         """Consume a pause and make this process the run's owner; exactly one caller succeeds.
 
@@ -294,6 +295,7 @@ class RunStore(ABC):
         commit, so they are durable before any of those calls starts. The thread's history is
         read in the same transaction when `load_history` is set. `durable=False` as for
         `start_run`; never with `executing`, whose marks must be on disk before the calls run.
+        `load_workflow_state` reads a workflow run's saved state in the same transaction.
 
         Raises:
             PauseConsumed: the pause was consumed before.

@@ -153,6 +153,8 @@ class Claim:
     """The run, running again under this process's lease."""
     history: list[ModelMessage] | None
     """The thread's whole history, read in the same transaction; `None` when not asked for."""
+    workflow_state: bytes | None = None
+    """A workflow run's saved state, read in the same transaction when asked for (`None` otherwise)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -140,6 +140,7 @@ class _Requests(_MemoryBase):
         executing: Sequence[str] = (),
         load_history: bool = True,
         durable: bool = True,
+        load_workflow_state: bool = False,
     ) -> Claim:
         claim: dict[str, Any] = {
             "status": "running",
@@ -159,7 +160,12 @@ class _Requests(_MemoryBase):
                 self._executions[request_id] = _Execution(status="executing", result=None)
             self._update_run(run.run_id, now, **claim)
             history = _load(self._messages.get(run.thread_id, ())) if load_history else None
-            return Claim(run=replace(run, **claim, updated_at=now, revision=run.revision + 1), history=history)
+            state = self._workflow_states.get(run.run_id) if load_workflow_state else None
+            return Claim(
+                run=replace(run, **claim, updated_at=now, revision=run.revision + 1),
+                history=history,
+                workflow_state=state,
+            )
 
     # the at-most-once ledger of approved calls
 

@@ -177,6 +177,7 @@ class _Requests(_SqlBase):
         executing: Sequence[str] = (),
         load_history: bool = True,
         durable: bool = True,
+        load_workflow_state: bool = False,
     ) -> Claim:
         claim: dict[str, Any] = {
             "status": "running",
@@ -200,6 +201,11 @@ class _Requests(_SqlBase):
                 )
             _rows.update_run(conn, run.run_id, now, **claim)
             history: list[ModelMessage] | None = _rows.history(conn, run.thread_id) if load_history else None
-            return Claim(run=replace(run, **claim, updated_at=now, revision=run.revision + 1), history=history)
+            state = _rows.workflow_state(conn, run.run_id) if load_workflow_state else None
+            return Claim(
+                run=replace(run, **claim, updated_at=now, revision=run.revision + 1),
+                history=history,
+                workflow_state=state,
+            )
 
         return await self._write(work, durable=durable or bool(executing))  # ledger marks reach the disk first

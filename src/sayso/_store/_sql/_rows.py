@@ -181,6 +181,14 @@ def audit_record(row: Any) -> AuditRecord:
     return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash)
 
 
+def workflow_state(conn: Connection, run_id: str) -> bytes | None:
+    """A workflow run's saved state, or `None`."""
+    body = conn.execute(
+        sa.select(t.workflow_states.c.body).where(t.workflow_states.c.run_id == run_id)
+    ).scalar_one_or_none()
+    return None if body is None else bytes(body)
+
+
 def put_workflow_state(conn: Connection, run_id: str, state: bytes, now: float) -> None:
     """Replace a workflow run's saved state, in one statement (an upsert on the run's id)."""
     insert = (postgresql if conn.dialect.name == "postgresql" else sqlite).insert(t.workflow_states)

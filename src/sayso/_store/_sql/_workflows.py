@@ -19,11 +19,8 @@ from ._base import _SqlBase
 
 class _Workflows(_SqlBase):
     async def workflow_state(self, run_id: str) -> bytes | None:
-        query = sa.select(t.workflow_states.c.body).where(t.workflow_states.c.run_id == run_id)
-
         def work(conn: Connection) -> bytes | None:
-            body = conn.execute(query).scalar_one_or_none()
-            return None if body is None else bytes(body)
+            return _rows.workflow_state(conn, run_id)
 
         return await self._read(work)
 
