@@ -128,3 +128,27 @@ async def test_activation_marks_move_to_the_marks_table(old_database: str) -> No
         with sqlite3.connect(old_database.removeprefix("sqlite:///")) as conn:
             tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert "a2a_pauses" not in tables and "marks" in tables
+
+
+async def test_a_commit_that_does_not_wait_for_the_disk_leaves_the_next_one_durable(tmp_path: Path) -> None:
+    """After a `durable=False` write, SQLite connections are back to `synchronous=FULL` for every later commit."""
+    async with SqlRunStore(f"sqlite:///{tmp_path / 'sayso.db'}") as store:
+        for n in range(3):
+            await store.start_run(
+                thread_id=f"thr_{n}",
+                owner="alice",
+                agent="files",
+                run_id=f"run_{n}",
+                prompt="p",
+                client_tools=(),
+                lease_owner="me",
+                lease_expires_at=100.0,
+                now=1.0,
+                expect_active=None,
+                durable=False,
+            )
+        sync = store._sync  # the worker-thread engine every SQLite transaction runs on
+        assert sync is not None
+        with sync.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar_one() == 2
+        assert (await store.get_run("run_2")).status == "running"

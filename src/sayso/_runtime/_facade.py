@@ -52,7 +52,7 @@ from ..exceptions import (
     ThreadNotFound,
     UsageError,
 )
-from . import _deciding, _tree, _turns
+from . import _deciding, _tree, _turns, _workflows
 from ._events import EventListener
 from ._kernel import Kernel
 from ._remote import RemoteAgents, remote_delegates
@@ -116,6 +116,7 @@ class Sayso:
             remote_urls=urls,
             remote=remote_agents,
         )
+        self._k.workflows = _workflows.Workflows(self._k, _workflows.build_workflows(config))
         self._open = False
         self._models = AsyncExitStack()
 
@@ -398,7 +399,9 @@ class Sayso:
         query = query or InboxFilter()
         if not who.local:
             query = replace(
-                query, owner=who.name, approved_agents=access.approved_agents(who, list(self.config.agents))
+                query,
+                owner=who.name,
+                approved_agents=access.approved_agents(who, [*self.config.agents, *self.config.workflows]),
             )
         return await self._k.store.inbox(query, now=self._k.clock(), limit=limit, cursor=cursor)
 

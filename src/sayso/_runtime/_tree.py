@@ -60,11 +60,13 @@ async def advance(k: Kernel, run: RunRecord, *, force: bool, state: PauseState |
     Raises:
         PauseConsumed: another process resumed this pause first.
     """
-    from . import _remote, _step
+    from . import _remote, _step, _workflows
 
     assert run.pause_id is not None
     if run.parent_run_id is not None and run.agent in k.remote_urls:
         return await _remote.advance_remote(k, run, force=force)
+    if _workflows.hosts(k, run.agent):
+        return await _workflows.advance(k, run, force=force, state=state)
     state = state or await k.store.pause_state(run.pause_id)
     requests = state.requests
     decided = dict(state.decisions)

@@ -143,3 +143,12 @@ marks = Table(
 )
 """Small values interface adapters keep beside sayso's state (say, whether an A2A call activated kagent's
 extension), each adapter under its own namespace."""
+
+workflow_states = Table(
+    "workflow_states",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("body", LargeBinary, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+"""Where a workflow run stands (`WorkflowState` as JSON): finished nodes' outputs, answers, the pending question."""

@@ -97,6 +97,7 @@ class _MemoryBase(RunStore):
         self._audit: list[_Audit] = []
         self._remote: dict[str, RemoteTask] = {}
         self._marks: dict[tuple[str, str], str] = {}
+        self._workflow_states: dict[str, bytes] = {}
 
     async def ping(self) -> None:
         return None

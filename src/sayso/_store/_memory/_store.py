@@ -5,9 +5,10 @@ from __future__ import annotations
 from ._grants_audit import _GrantsAudit
 from ._requests import _Requests
 from ._runs import _Runs
+from ._workflows import _Workflows
 
 
-class MemoryRunStore(_Runs, _Requests, _GrantsAudit):
+class MemoryRunStore(_Runs, _Requests, _GrantsAudit, _Workflows):
     """The store port in memory: complete, atomic per verb, and gone when the process ends.
 
     It passes the same contract suite as the SQL backend. Like a database it keeps what it is

@@ -102,6 +102,7 @@ class _Runs(_SqlBase):
         parent_run_id: str | None = None,
         parent_call_id: str | None = None,
         agent_path: str | None = None,
+        durable: bool = True,
     ) -> RunRecord:
         record = RunRecord(
             run_id=run_id,
@@ -148,7 +149,7 @@ class _Runs(_SqlBase):
         async def lost(tx: Tx) -> NoReturn:
             raise _thread_changed(run_id, thread_id)  # another process created the same new thread first
 
-        return await self._write(work, race=lost)
+        return await self._write(work, race=lost, durable=durable)
 
     async def get_run(self, run_id: str) -> RunRecord:
         async def work(tx: Tx) -> RunRecord:
@@ -186,6 +187,7 @@ class _Runs(_SqlBase):
         requests: Sequence[Request],
         now: float,
         executions: Sequence[ExecutionResult] = (),
+        workflow_state: bytes | None = None,
     ) -> None:
         async def work(tx: Tx) -> None:
             await _rows.update_own_run(tx, _rows.PAUSE_RUN, run.run_id, owner, pause_id=pause_id, now=now)
@@ -193,6 +195,8 @@ class _Runs(_SqlBase):
             await _rows.append_messages(tx, run, new_messages)
             await tx.run(_rows.INSERT_PAUSE, {"pause_id": pause_id, "run_id": run.run_id, "now": now})
             await _rows.insert_requests(tx, pause_id, requests)
+            if workflow_state is not None:
+                await _rows.put_workflow_state(tx, run.run_id, workflow_state, now)
 
         await self._write(work)
 
@@ -207,6 +211,7 @@ class _Runs(_SqlBase):
         error: str | None,
         now: float,
         executions: Sequence[ExecutionResult] = (),
+        workflow_state: bytes | None = None,
     ) -> None:
         async def work(tx: Tx) -> None:
             await _rows.update_own_run(
@@ -214,6 +219,8 @@ class _Runs(_SqlBase):
             )
             await _rows.finish_executions(tx, executions, now)
             await _rows.append_messages(tx, run, new_messages)
+            if workflow_state is not None:
+                await _rows.put_workflow_state(tx, run.run_id, workflow_state, now)
             await _rows.free_thread(tx, run)
 
         await self._write(work)
