@@ -404,12 +404,14 @@ class Config(_Strict):
             raise ValueError(f"workflow {clash[0]!r} has an orchestration's name; A2A and AG-UI serve both by name")
         if self.entry is None:
             self.entry = next(iter(self.agents))
-        served = self.entries()
-        if self.entry not in served:
-            raise ValueError(
-                f"entry {self.entry!r} is not one of the agents, orchestrations or workflows: {', '.join(served)}"
-            )
+        if self.entry not in self.entries():
+            others = "".join(f" or {kind}: {', '.join(names)}" for kind, names in self._other_entries() if names)
+            raise ValueError(f"entry {self.entry!r} is not one of the agents: {', '.join(self.agents)}{others}")
         return self
+
+    def _other_entries(self) -> list[tuple[str, list[str]]]:
+        """The entries besides agents, by kind, for an error that lists what may be named."""
+        return [("orchestrations", list(self.orchestrations)), ("workflows", list(self.workflows))]
 
     @property
     def entry_agent(self) -> str:
