@@ -8,7 +8,7 @@ help: ## show the targets
 install: ## create .venv with sayso and its dev tools
 	scripts/setup dev
 
-demo: ## serve the file-manager example: web UI and REST API on http://127.0.0.1:8000/
+demo: ## serve the file-manager example and the concierge workflow: web UI and REST API on http://127.0.0.1:8000/
 	scripts/demo $(ARGS)
 
 chat: ## chat with the file-manager example in the terminal
@@ -26,6 +26,6 @@ bench: ## sayso vs LangGraph and pydantic-ai, whole matrix + footprint + profile
 	scripts/setup dev bench
 	BENCH_VIA_MAKE=1 .venv/bin/python bench/run.py
 
-bench-quick: ## H=0 cycle throughput vs both anchors in under a minute; last line is JSON
+bench-quick: ## H=0 cycle and workflow-cycle throughput vs the anchors in about a minute; last line is JSON
 	scripts/setup dev bench
 	.venv/bin/python bench/run.py --quick

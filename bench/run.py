@@ -86,6 +86,27 @@ def run_one(impl: str, history: int, cycles: int, warmup: int, sink: Any) -> dic
     return row
 
 
+WORKFLOW_SCRIPTS = {
+    "sayso": os.path.join(HERE, "workflow_cycle.py"),
+    "langgraph": os.path.join(HERE, "workflow_langgraph.py"),
+}
+
+
+def run_workflow(impl: str, cycles: int, warmup: int) -> dict[str, Any]:
+    """One run of the workflow cycle (three nodes, one input pause) for sayso or LangGraph."""
+    cmd = [*pin(), PY, WORKFLOW_SCRIPTS[impl], "--cycles", str(cycles), "--warmup", str(warmup)]
+    t = time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{res.stderr[-4000:]}")
+    row = json.loads(res.stdout.strip().splitlines()[-1])
+    log(
+        f"  {LABEL[impl]:<14} workflow {row['cycles_per_s']:>7} cycles/s  p50 {row['p50_ms']:>8} ms  "
+        f"({round(time.perf_counter() - t, 1)} s)"
+    )
+    return row
+
+
 def fsync_probe(n: int = 300) -> float:
     """ms per committed 1 KB insert with WAL + synchronous=FULL in the temp folder (what each fsynced commit costs)."""
     path = os.path.join(tempfile.gettempdir(), "bench_anchors", f"fsync-{os.getpid()}.sqlite")
@@ -178,6 +199,8 @@ def quick(args: argparse.Namespace) -> None:
     s, lg, pa = (med(rows[k], "cycles_per_s") for k in impls)
     cpu = {k: med(rows[k], "cpu_ms_per_cycle") for k in impls}
     sayso = rows["sayso"]
+    flows = {impl: run_workflow(impl, args.quick_cycles, 10) for impl in ("sayso", "langgraph")}
+    ws, wlg = flows["sayso"]["cycles_per_s"], flows["langgraph"]["cycles_per_s"]
     print(f"| H=0, {args.quick_cycles} cycles, median of {args.quick_repeats} | sayso | LangGraph | pydantic-ai |")
     print("|---|---:|---:|---:|")
     print(f"| cycles/s | {s} | {lg} | {pa} |")
@@ -188,6 +211,7 @@ def quick(args: argparse.Namespace) -> None:
         f"| file growth B/cycle | {med(sayso, 'bytes_per_cycle')} | {med(rows['langgraph'], 'bytes_per_cycle')} "
         f"| {med(rows['pydantic-ai'], 'bytes_per_cycle')} |"
     )
+    print(f"| workflow cycles/s | {ws} | {wlg} | – |")
     print(
         json.dumps(
             {
@@ -212,6 +236,9 @@ def quick(args: argparse.Namespace) -> None:
                 "sayso_payload_bytes_per_cycle": med(sayso, "payload_bytes_per_cycle"),
                 "sayso_disk_write_bytes_per_cycle": med(sayso, "disk_write_bytes_per_cycle"),
                 "sayso_p50_ms": med(sayso, "p50_ms"),
+                "workflow_sayso_cycles_per_s": ws,
+                "workflow_langgraph_cycles_per_s": wlg,
+                "workflow_vs_langgraph": round(ws / wlg, 3),
             }
         ),
         flush=True,

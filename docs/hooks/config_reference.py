@@ -22,6 +22,7 @@ PAGE = "reference/configuration.md"
 
 def _models() -> list[tuple[str, type[BaseModel]]]:
     from sayso import _config as c
+    from sayso.workflows import AgentNodeConfig, FunctionNodeConfig, WorkflowConfig
 
     return [
         ("The file", c.Config),
@@ -32,6 +33,9 @@ def _models() -> list[tuple[str, type[BaseModel]]]:
         ("agents.NAME.interrupt.tools[]: a rule object", c.ToolRuleConfig),
         ("agents.NAME.delegates[]", c.DelegateConfig),
         ("orchestrations.NAME", c.OrchestrationConfig),
+        ("workflows.NAME", WorkflowConfig),
+        ("workflows.NAME.nodes: a function", FunctionNodeConfig),
+        ("workflows.NAME.nodes: an agent", AgentNodeConfig),
         ("principals[]", c.PrincipalConfig),
         ("webhooks[]", c.WebhookConfig),
         ("a2a", c.A2AConfig),

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._core.requests import Question, Scope, Subject, ToolInfo
+from ._core.requests import Question, RejectMode, Scope, Subject, ToolInfo
 
 META_KEY = "sayso"
 """The key under which sayso keeps its own value in pydantic-ai tool and deferred-call metadata."""
@@ -48,6 +48,10 @@ class Deferral:
     """Data a tool attached when it asked from its body (or a remote agent's URL)."""
     from_body: bool = False
     """The tool asked from inside its body: on approval the body runs again."""
+    response_schema: dict[str, Any] | None = None
+    """Approval from the body: the JSON Schema of the feedback the person sends with an approval."""
+    on_reject: RejectMode = "deny"
+    """Approval from the body: `call` runs the body again on a rejection, so it decides what to return."""
     service_request: str | None = None
     """A service's own request id when the service asked through its reply (§2.4)."""
     questions: tuple[Question, ...] = ()
@@ -81,9 +85,16 @@ class ApprovedCall:
 
     request_id: str
     payload: Any = None
+    """What the person sent back with the approval, or else the payload the tool attached."""
     principal: str | None = None
     edited: bool = False
     """Whether the person edited the arguments."""
+    approved: bool = True
+    """`False` for a rejection of a body that asked with `on_reject="call"`: the body runs to decide itself."""
+    reason: str | None = None
+    """Why it was rejected, when it was (the text the model would have read)."""
+    response: Any = None
+    """What the person sent back with the approval (`Approve(payload=...)`) as JSON, `None` when nothing was."""
     approved_args: dict[str, Any] | None = None
     """The edited arguments, when edited: the call that runs must match them."""
     subject_key: str | None = None

@@ -78,6 +78,7 @@ def check_config(config: Config, *, models: Mapping[str, Model | str] | None = N
                 f"no agent uses the model {name!r}, so it was not checked",
                 "name it in an agent's 'model:' or remove it",
             )
+    _check_workflows(config, problems)
     _check_principals(config, problems)
     _check_store(config, problems)
     return sorted(problems.found, key=lambda p: (p.line or 0, p.where))
@@ -273,6 +274,19 @@ def _check_rules(
             problems.add(
                 "error", (*here, "interrupt", "on_decision"), str(exc), "correct the import spec ('module:function')"
             )
+
+
+def _check_workflows(config: Config, problems: _Problems) -> None:
+    """Each `workflows:` entry builds: its import specs resolve and its graph passes `Workflow`'s checks."""
+    from .workflows import WorkflowConfig, build_workflow
+
+    for name, spec in config.workflows.items():
+        if not isinstance(spec, WorkflowConfig):
+            continue  # a `Workflow` built in Python was checked when it was built
+        try:
+            build_workflow(name, spec, import_spec=import_spec, base_dir=config.base_dir)
+        except ConfigError as exc:
+            problems.add("error", ("workflows", name), str(exc), "")
 
 
 def _check_principals(config: Config, problems: _Problems) -> None:

@@ -31,6 +31,7 @@ from ._core.policy import InterruptPolicy, ToolRule
 from ._core.requests import Scope
 from ._mcp_config import McpBinding, McpServerConfig, bad_server_names, unknown_servers
 from .exceptions import ConfigError
+from .workflows import Workflow, WorkflowConfig, check_workflow_names
 
 STORE_ENV = "SAYSO_STORE"
 """Environment variable that overrides the configured store URL."""
@@ -395,6 +396,9 @@ class Config(_Strict):
     """Named teams (`mode: delegate`): the entry agent gets the connections as delegates."""
     mcp_servers: dict[str, McpServerConfig] = {}
     """MCP servers agents may bind (§9), by name: a stdio command or a streamable HTTP URL."""
+    workflows: dict[str, WorkflowConfig | Workflow] = {}
+    """Graphs of function and agent nodes that stop for a person's input (§8), by name; a workflow may be
+    the `entry`, and is run like an agent (`Sayso.run(message, agent=NAME)`). From Python, a `Workflow`."""
 
     @model_validator(mode="after")
     def _mcp_servers_exist(self) -> Config:
@@ -455,27 +459,41 @@ class Config(_Strict):
                     raise ValueError(f"agent {name!r} delegates to {delegate.agent!r}, which is not an agent")
                 if delegate.agent == name:
                     raise ValueError(f"agent {name!r} cannot delegate to itself")
+        for name, workflow in self.workflows.items():
+            if isinstance(workflow, Workflow) and workflow.name != name:
+                raise ValueError(f"workflow {workflow.name!r} is listed under the name {name!r}; use one name")
+        check_workflow_names(self.workflows, self.agents)
+        if clash := sorted(set(self.workflows) & set(self.orchestrations)):
+            raise ValueError(f"workflow {clash[0]!r} has an orchestration's name; A2A and AG-UI serve both by name")
         if self.entry is None:
             self.entry = next(iter(self.agents))
-        if self.entry not in self.agents and self.entry not in self.orchestrations:
-            teams = f" or orchestrations: {', '.join(self.orchestrations)}" if self.orchestrations else ""
-            raise ValueError(f"entry {self.entry!r} is not one of the agents: {', '.join(self.agents)}{teams}")
+        if self.entry not in self.entries():
+            others = "".join(f" or {kind}: {', '.join(names)}" for kind, names in self._other_entries() if names)
+            raise ValueError(f"entry {self.entry!r} is not one of the agents: {', '.join(self.agents)}{others}")
         return self
+
+    def _other_entries(self) -> list[tuple[str, list[str]]]:
+        """The entries besides agents, by kind, for an error that lists what may be named."""
+        return [("orchestrations", list(self.orchestrations)), ("workflows", list(self.workflows))]
 
     @property
     def entry_agent(self) -> str:
-        """The agent that answers a new thread by default (an orchestration's lead when the entry is one)."""
+        """What a new thread talks to by default: an agent (an orchestration's lead), or a workflow."""
         return self.entries()[self.entry_name]
 
     @property
     def entry_name(self) -> str:
-        """The configured entry: an agent's or an orchestration's name."""
+        """The configured entry: an agent's, an orchestration's or a workflow's name."""
         assert self.entry is not None
         return self.entry
 
     def entries(self) -> dict[str, str]:
-        """Every name an interface serves (agents and orchestrations) and the agent that answers under it."""
-        return {**{name: name for name in self.agents}, **{n: t.entry_name for n, t in self.orchestrations.items()}}
+        """Every name an interface serves and what answers under it: an agent, an orchestration's lead, a workflow."""
+        return {
+            **{name: name for name in self.agents},
+            **{n: t.entry_name for n, t in self.orchestrations.items()},
+            **{name: name for name in self.workflows},
+        }
 
     def store_url(self) -> str:
         """The store URL, with `SAYSO_STORE` taking precedence over the file."""

@@ -93,6 +93,8 @@ def requests_from(
                     binding=asked.binding,
                     service_request=asked.service_request,
                     tool_info=asked.tool_info,
+                    response_schema=asked.response_schema,
+                    on_reject=asked.on_reject,
                 )
             )
         elif deferral is not None and deferral.kind == "delegate":
@@ -141,6 +143,17 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
                     subject_key=request.subject.key
                     if request.subject is not None and request.service_request is None
                     else None,
+                    response=decision.payload,
+                ).as_metadata()
+            elif isinstance(decision, Reject) and request.on_reject == "call":
+                # ADK's `Confirmed=false`: the body runs again and decides what the rejection returns.
+                results.approvals[call_id] = ToolApproved()
+                results.metadata[call_id] = ApprovedCall(
+                    request_id=request.request_id,
+                    payload=request.payload,
+                    principal=record.principal,
+                    approved=False,
+                    reason=decision.reason,
                 ).as_metadata()
             else:
                 assert text is not None
@@ -188,6 +201,8 @@ def approval_record(request: Request, record: DecisionRecord) -> dict[str, Any]:
             entry.update(scope=decision.scope, approved_args=approved, executed_args=approved)
             if decision.edited_args is not None:
                 entry["edits"] = arg_edits(request.args, decision.edited_args, redact=redact)
+            if decision.payload is not None:
+                entry["response"] = redacted(decision.payload, redact)
         case Reject() | Skip():
             if decision.reason:
                 entry["reason"] = decision.reason

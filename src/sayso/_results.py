@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from ._core.decisions import DECISION_ADAPTER
-from ._core.requests import ApprovalRequest, ClientToolRequest, QuestionRequest, Request, shown_args
+from ._core.requests import ApprovalRequest, ClientToolRequest, InputRequest, QuestionRequest, Request, shown_args
 from ._store import RequestState, RunStatus
 
 RequestStatus = Literal["open", "decided", "closed", "expired"]
@@ -76,11 +76,20 @@ def request_json(request: Request) -> dict[str, Any]:
             scopes=list(request.scopes),
             payload=request.payload,
             tool=asdict(request.tool_info) if request.tool_info else None,
+            response_schema=request.response_schema,
+            on_reject=request.on_reject,
         )
     elif isinstance(request, QuestionRequest):
         body["questions"] = [asdict(q) | {"choices": list(q.choices)} for q in request.questions]
     elif isinstance(request, ClientToolRequest):
         body.update(description=request.description, args_schema=request.args_schema)
+    elif isinstance(request, InputRequest):
+        body.update(
+            node=request.node,
+            message=request.message,
+            payload=request.payload,
+            response_schema=request.response_schema,
+        )
     return body
 
 

@@ -19,7 +19,8 @@ from pydantic_core import SchemaValidator, core_schema
 
 from ._calls import META_KEY, Deferral, approved_call_of
 from ._core.decisions import schema_problem
-from ._core.requests import ClientTool, Question
+from ._core.inputs import input_schema, validate_input
+from ._core.requests import ClientTool, Question, RejectMode
 from .exceptions import ConfigError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -212,28 +213,79 @@ class Approval:
     """What a tool that asked for approval from inside its body reads when it runs again."""
 
     payload: Any
-    """The payload the tool attached when it asked."""
+    """The payload the person sent back with the approval (ADK's confirmation payload), or else the one the
+    tool attached when it asked."""
     principal: str | None
-    """Who approved."""
+    """Who decided."""
     edited: bool
     """Whether the person edited the arguments (the body receives the edited ones)."""
+    approved: bool = True
+    """`False` when the person rejected the call and the tool asked with `on_reject="call"`: the body
+    decides what the rejection returns."""
+    reason: str | None = None
+    """The person's reason, when they rejected the call."""
+    response: Any = None
+    """The feedback the person sent with the approval (`Approve(payload=...)`, the same data as `payload`),
+    validated against the tool's `response_schema` (a model instance where a model was given); `None` when
+    nothing was sent, or on a rejection."""
 
 
-def require_approval(ctx: RunContext[Any], *, hint: str, payload: Any = None) -> Approval:
+def require_approval(
+    ctx: RunContext[Any],
+    *,
+    hint: str,
+    payload: Any = None,
+    response_schema: object = None,
+    on_reject: RejectMode = "deny",
+) -> Approval:
     """Pause the run until a person approves this call; returns the approval when the body runs again.
 
     Call it near the top of a tool body (as ADK's `request_confirmation`): the first time it
     raises and the run pauses; once approved, the body runs again from the top and this
     returns the decision, so the tool can act on it.
 
+    ```python
+    def review_itinerary(ctx: RunContext[Any], itinerary: list[str]) -> str:
+        approval = require_approval(
+            ctx, hint="Which items appeal to you?", payload=itinerary, response_schema=Feedback, on_reject="call"
+        )
+        if not approval.approved:
+            return f"Itinerary rejected: {approval.reason}"
+        return f"Approved; the person said: {approval.response.comment}"
+    ```
+
     Args:
         ctx: the tool's run context.
         hint: why the person should look at this call.
         payload: data the person sees with the request and the tool reads back.
+        response_schema: what the person sends with an approval (`Approve(payload=...)`), checked
+            like a workflow's `RequestInput`: a Python type, a pydantic model or a JSON Schema dict.
+            An answer that does not fit is refused and the request stays open.
+        on_reject: `deny` (the default): a rejection denies the call and the model reads why.
+            `call`: the body runs again on a rejection too, reads `approved` as false and decides
+            what to return (ADK Go's `Confirmed=false`).
+
+    Raises:
+        ConfigError: `response_schema` is not a type, a model or a JSON Schema dict.
     """
     if ctx.tool_call_approved:
         approved = approved_call_of(ctx.tool_call_metadata)
         if approved is None:
             return Approval(payload=None, principal=None, edited=False)
-        return Approval(payload=approved.payload, principal=approved.principal, edited=approved.edited)
-    raise ApprovalRequired(metadata=Deferral(kind="approval", hint=hint, payload=payload, from_body=True).as_metadata())
+        response = approved.response
+        if approved.approved and response_schema is not None:
+            response = validate_input(response_schema, response)
+        return Approval(
+            payload=approved.payload,
+            principal=approved.principal,
+            edited=approved.edited,
+            approved=approved.approved,
+            reason=approved.reason,
+            response=response,
+        )
+    schema = input_schema(response_schema).json_schema if response_schema is not None else None
+    raise ApprovalRequired(
+        metadata=Deferral(
+            kind="approval", hint=hint, payload=payload, from_body=True, response_schema=schema, on_reject=on_reject
+        ).as_metadata()
+    )

@@ -534,3 +534,51 @@ def test_the_api_docs_work_offline(server: LiveServer, page: Page) -> None:
     expect(page.locator(".swagger-ui .info .title")).to_contain_text("sayso")
     expect(page.get_by_text("decide_request").first).to_be_attached()
     assert outside == []
+
+
+DEMO = Path(__file__).parents[2] / "examples" / "demo.yaml"
+
+
+def test_concierge_workflow_form_refuses_a_wrong_value_inline_and_runs_to_the_plan(
+    serve: ServerFactory, page: Page
+) -> None:
+    """`make demo`'s config: the concierge workflow's form is built from its schema; a missing city and a wrong
+    age are shown next to their fields, fixed, then the itinerary is reviewed until done and the plan written."""
+    server = serve(config=load_config(DEMO))
+    page.goto(server.base_url)
+    expect(page.get_by_label("Agent for a new chat")).to_contain_text("concierge")
+    page.get_by_label("Agent for a new chat").select_option("concierge")
+    say(page, "Plan my day")
+    card = page.get_by_role("article", name="Input for Ask preferences")
+    expect(card).to_contain_text("This is an interactive concierge")
+    expect(card.get_by_label("City *")).to_have_value("")
+    expect(card.get_by_label("Pace")).to_have_value('"relaxed"')  # an enum is a select, its default chosen
+    card.get_by_label("Hobby").fill("fado")
+    card.get_by_label("Age").fill("200")
+    card.get_by_role("button", name="Send").click()
+    expect(card.locator('.field-error[data-loc="city"]')).to_have_text("field required")
+    expect(card.locator('.field-error[data-loc="age"]')).to_have_text("200 is greater than the maximum of 130")
+    expect(card.locator('.field-error[data-loc="hobby"]')).to_have_text("")
+    screenshot(card, "input-card-refused")
+    card.get_by_label("City *").fill("Lisbon")
+    card.get_by_label("Age").fill("41")
+    screenshot(card, "input-card")
+    card.get_by_role("button", name="Send").click()
+
+    review = page.get_by_role("article", name="Input for Get user feedback")
+    details = review.get_by_role("region", name="Details")
+    expect(details).to_contain_text("Itinerary")
+    expect(details).to_contain_text("An afternoon of fado")
+    expect(details).to_contain_text("The best place in Lisbon for fado.")
+    review.get_by_label("User response *").fill("add a tram ride")
+    screenshot(review, "input-card-payload")
+    review.get_by_role("button", name="Send").click()
+    again = page.get_by_role("article", name="Input for Get user feedback")
+    expect(again.get_by_role("region", name="Details")).to_contain_text("add a tram ride")
+    again.get_by_label("User response *").fill("perfect")
+    again.get_by_label("Done").check()
+    again.get_by_role("button", name="Send").click()
+    transcript = page.locator("#transcript")
+    expect(transcript).to_contain_text("Your day in Lisbon")
+    expect(transcript).to_contain_text("2. Your request: add a tram ride")
+    screenshot(page, "concierge-plan")

@@ -55,6 +55,7 @@ from sayso.exceptions import (
     RunNotFound,
     SaysoError,
     StoreError,
+    ThreadBusy,
 )
 
 NOW = 1_000.0
@@ -1174,6 +1175,90 @@ async def test_marks_are_kept_per_namespace_and_overwritten(store: RunStore) -> 
     assert await store.get_mark("a2a.activation", "run_1") == '{"activated": true}'
     assert await store.get_mark("other", "run_1") == "x"
     assert await store.get_mark("a2a.activation", "run_2") is None
+
+
+# workflow runs
+
+
+async def test_a_workflow_state_is_saved_with_the_runs_progress_its_pause_and_its_end(store: RunStore) -> None:
+    """A workflow run's state reads back as last saved: while running, with its pause (and with the claim of
+    that pause, when asked for), and with its end."""
+    run = await start(store, agent="concierge")
+    assert await store.workflow_state(run.run_id) is None
+    await store.save_workflow_state(run, owner=ME, state=b'{"node": "b"}', now=NOW + 1, new_messages=said("go", ""))
+    assert await store.workflow_state(run.run_id) == b'{"node": "b"}'
+    assert await store.load_messages(run.thread_id) == said("go", "")
+    await store.save_pause(
+        run,
+        owner=ME,
+        pause_id="pau_1",
+        new_messages=(),
+        requests=[approval("req_1", run)],
+        now=NOW + 2,
+        workflow_state=b'{"node": "b", "status": "paused"}',
+    )
+    assert await store.workflow_state(run.run_id) == b'{"node": "b", "status": "paused"}'
+    claim_ = await claim(store, await store.get_run(run.run_id), load_workflow_state=True, load_history=False)
+    assert claim_.workflow_state == b'{"node": "b", "status": "paused"}' and claim_.history is None
+    claimed = claim_.run
+    await store.finish_run(
+        claimed,
+        owner=ME,
+        new_messages=(),
+        status="completed",
+        output="done",
+        error=None,
+        now=NOW + 20,
+        workflow_state=b'{"status": "completed"}',
+    )
+    assert await store.workflow_state(run.run_id) == b'{"status": "completed"}'
+    assert await store.workflow_state("run_other") is None
+
+
+async def test_a_workflow_state_is_saved_only_under_the_runs_lease(store: RunStore) -> None:
+    """A process that lost the lease cannot save a workflow state; the stored one stays."""
+    run = await start(store, agent="concierge")
+    await store.save_workflow_state(run, owner=ME, state=b"{}", now=NOW + 1)
+    assert await store.take_over(run.run_id, owner="host:2:b", until=NOW + 60, now=NOW + 2, dead_owners=[ME])
+    with pytest.raises(RunConflict):
+        await store.save_workflow_state(run, owner=ME, state=b'{"late": true}', now=NOW + 3)
+    assert await store.workflow_state(run.run_id) == b"{}"
+
+
+async def test_a_failed_run_is_reopened_once_and_takes_its_thread_back(store: RunStore) -> None:
+    """`reopen_run` makes a failed run run again under the caller's lease; a second caller is refused."""
+    run = await start(store, agent="concierge")
+    await store.finish_run(run, owner=ME, new_messages=(), status="failed", output=None, error="boom", now=NOW + 1)
+    reopened = await store.reopen_run(run, owner="host:2:b", until=NOW + 60, now=NOW + 2)
+    assert (reopened.status, reopened.error, reopened.lease_owner) == ("running", None, "host:2:b")
+    assert reopened == await store.get_run(run.run_id)
+    thread = await store.get_thread(run.thread_id)
+    assert thread is not None and thread.active_run_id == run.run_id
+    with pytest.raises(RunConflict, match="only a failed run"):
+        await store.reopen_run(run, owner="host:3:c", until=NOW + 60, now=NOW + 3)
+
+
+async def test_a_failed_run_is_not_reopened_once_its_thread_moved_on(store: RunStore) -> None:
+    """A failed run whose thread has a newer active run stays failed: `ThreadBusy`."""
+    run = await start(store, agent="concierge")
+    await store.finish_run(run, owner=ME, new_messages=(), status="failed", output=None, error="boom", now=NOW + 1)
+    await start(store, run_id="run_2", agent="concierge", now=NOW + 2)
+    with pytest.raises(ThreadBusy):
+        await store.reopen_run(run, owner=ME, until=NOW + 60, now=NOW + 3)
+    assert (await store.get_run(run.run_id)).status == "failed"
+    with pytest.raises(RunNotFound):
+        await store.reopen_run(replace(run, run_id="run_nope"), owner=ME, until=NOW + 60, now=NOW + 3)
+
+
+async def test_a_run_started_and_resumed_without_waiting_for_the_disk_reads_back_the_same(store: RunStore) -> None:
+    """`durable=False` changes when a commit reaches the disk, never what it writes or who wins."""
+    run = await start(store, durable=False)
+    assert await store.get_run(run.run_id) == run
+    run = await paused(store, run, [approval("req_1", run)])
+    claimed = await claim(store, run, durable=False)
+    assert claimed.run == await store.get_run(run.run_id)
+    with pytest.raises(PauseConsumed):
+        await claim(store, run, durable=False)
 
 
 async def test_a_store_answers_ping(store: RunStore) -> None:

@@ -216,3 +216,27 @@ async def test_existing_grants_learn_their_agent_or_are_revoked(grants_database:
     assert (by_id["grt_thread"].agent, by_id["grt_thread"].granted_by) == ("billing", None)
     assert by_id["grt_lost"].agent is None and by_id["grt_lost"].revoked_at is not None
     assert active == {"grt_traced", "grt_thread"}
+
+
+async def test_a_commit_that_does_not_wait_for_the_disk_leaves_the_next_one_durable(tmp_path: Path) -> None:
+    """After a `durable=False` write, SQLite connections are back to `synchronous=FULL` for every later commit."""
+    async with SqlRunStore(f"sqlite:///{tmp_path / 'sayso.db'}") as store:
+        for n in range(3):
+            await store.start_run(
+                thread_id=f"thr_{n}",
+                owner="alice",
+                agent="files",
+                run_id=f"run_{n}",
+                prompt="p",
+                client_tools=(),
+                lease_owner="me",
+                lease_expires_at=100.0,
+                now=1.0,
+                expect_active=None,
+                durable=False,
+            )
+        sync = store._sync  # the worker-thread engine every SQLite transaction runs on
+        assert sync is not None
+        with sync.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar_one() == 2
+        assert (await store.get_run("run_2")).status == "running"

@@ -9,7 +9,8 @@ import pytest
 import yaml
 from pydantic_ai import Agent
 
-from sayso import InvalidDecision, Provide, ScriptedModel
+from sayso import InputRequest, InvalidDecision, Provide, Sayso, ScriptedModel, load_config
+from sayso._config import ScriptedModelConfig
 from sayso._tools import import_spec
 from sayso.workflows import (
     AgentFinished,
@@ -119,3 +120,52 @@ async def test_the_itinerary_loop_runs_until_the_person_is_done() -> None:
         "get_user_feedback",
         "write_plan",
     ]
+
+
+async def test_the_example_runs_in_the_runtime_from_its_yaml() -> None:
+    """`sayso.yaml` as shipped: its workflow entry refuses a wrong form, runs the loop and writes the plan."""
+    async with Sayso.from_yaml(EXAMPLE / "sayso.yaml") as app:
+        ask = await app.run("Plan my day")
+        [form] = ask.requests
+        assert isinstance(form, InputRequest) and form.node == "ask_preferences" and ask.agent == "concierge"
+        with pytest.raises(InvalidDecision, match="city: field required"):
+            await app.decide(form.request_id, Provide(value={"hobby": "fado"}))
+        review = (await app.decide(form.request_id, Provide(value={"city": "Lisbon", "hobby": "fado"}))).run
+        [feedback] = review.requests
+        assert isinstance(feedback, InputRequest) and feedback.node == "get_user_feedback"
+        assert feedback.payload["itinerary"][1]["name"] == "An afternoon of fado"
+        again = (await app.decide(feedback.request_id, Provide(value={"user_response": "a tram ride"}))).run
+        [second] = again.requests
+        assert isinstance(second, InputRequest) and second.payload["itinerary"][1]["description"] == "a tram ride"
+        done = (await app.decide(second.request_id, Provide(value={"user_response": "perfect", "done": True}))).run
+        left = (await app.inbox()).requests
+    assert done.status == "completed"
+    assert done.output is not None and done.output.startswith("Your day in Lisbon\n\n1. Morning in the old town")
+    assert "2. Your request: a tram ride" in done.output and left == []
+
+
+def test_the_demo_config_serves_both_examples_as_their_own_configs_do() -> None:
+    """`examples/demo.yaml` (what `make demo` serves) repeats the files agent, the planner and the concierge
+    workflow exactly as their own configs write them, reaching their modules from the examples folder."""
+    examples = EXAMPLE.parent
+    demo = load_config(examples / "demo.yaml")
+    files = load_config(examples / "files" / "sayso.yaml")
+    concierge = load_config(EXAMPLE / "sayso.yaml")
+
+    def local(value: Any) -> Any:
+        """Import specs as the example's own config writes them: `files.files_tools:x` is `files_tools:x`."""
+        if isinstance(value, str):
+            return value.removeprefix("files.").removeprefix("concierge.")
+        if isinstance(value, dict):
+            return {k: local(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [local(v) for v in value]
+        return value
+
+    assert local(demo.agents["files"].model_dump()) == files.agents["files"].model_dump()
+    assert local(demo.agents["planner"].model_dump()) == concierge.agents["planner"].model_dump()
+    assert local(demo.workflows["concierge"].model_dump()) == concierge.workflows["concierge"].model_dump()
+    for config, name in ((files, "demo"), (concierge, "planner")):
+        ours, theirs = demo.models[name], config.models[name]
+        assert isinstance(ours, ScriptedModelConfig) and isinstance(theirs, ScriptedModelConfig)
+        assert (demo.base_dir / ours.scripted).resolve() == (config.base_dir / theirs.scripted).resolve()

@@ -15,7 +15,7 @@ import jsonschema
 from pydantic import Discriminator, TypeAdapter
 
 from ..exceptions import AlreadyDecided, InvalidDecision, RequestExpired
-from .inputs import input_problems
+from .inputs import input_field_problems
 from .requests import (
     REDACTED,
     ApprovalRequest,
@@ -53,8 +53,9 @@ class Approve:
     edited_args: dict[str, Any] | None = None
     """Arguments to run instead of the proposed ones; validated against the tool's schema."""
     payload: Any = None
-    """Data the person sends back with the approval (ADK's confirmation payload); a tool that asked
-    from inside its body reads it as `Approval.payload` instead of the payload it attached."""
+    """Data the person sends back with the approval (ADK's confirmation payload). Where the tool asked from its
+    body with a `response_schema` it is feedback checked against that schema (read as `Approval.response`);
+    otherwise it goes unchecked. A body reads it as `Approval.payload` instead of the payload it attached."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -209,16 +210,24 @@ def check_decision(
         _check_accept(request, decision)
     elif isinstance(decision, Provide):
         assert isinstance(request, InputRequest)
-        problems = input_problems(request.response_schema, decision.value)
-        if problems:
-            raise InvalidDecision(request.request_id, "; ".join(problems))
+        _check_input(request.request_id, request.response_schema, decision.value)
     return decision
+
+
+def _check_input(request_id: str, schema: dict[str, Any], value: Any, *, what: str = "") -> None:
+    """Refuse a value that breaks a response schema, naming every field and why (`fields` for forms)."""
+    fields = input_field_problems(schema, value)
+    if fields:
+        problems = "; ".join(f"{where}: {why}" if where else why for where, why in fields.items())
+        raise InvalidDecision(request_id, what + problems, fields=fields)
 
 
 def _check_approve(request: ApprovalRequest, decision: Approve) -> None:
     if decision.scope not in request.scopes:
         offered = ", ".join(request.scopes)
         raise InvalidDecision(request.request_id, f"scope {decision.scope!r} is not offered here (offered: {offered})")
+    if request.response_schema is not None:
+        _check_input(request.request_id, request.response_schema, decision.payload, what="payload: ")
     if decision.edited_args is None:
         return
     if request.args_schema is None:

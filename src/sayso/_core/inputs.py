@@ -17,6 +17,7 @@ Two checks with one meaning, on purpose:
 
 from __future__ import annotations
 
+import json
 from dataclasses import KW_ONLY, dataclass
 from functools import lru_cache
 from typing import Any
@@ -122,7 +123,33 @@ def validate_input(schema: object, value: Any) -> Any:
 
 def input_problems(json_schema: dict[str, Any], value: Any) -> tuple[str, ...]:
     """Every way `value` breaks `json_schema`, as `field.path: why`; empty when it fits."""
-    return _validator_problems(_validator_class(json_schema)(json_schema), value)
+    return _validator_problems(_compiled(json_schema), value)
+
+
+def input_field_problems(json_schema: dict[str, Any], value: Any) -> dict[str, str]:
+    """How `value` breaks `json_schema`, by field path (`address.zip`; `""` for the answer as a whole).
+
+    What a form shows next to each field; several problems of one field are joined with `; `.
+    """
+    found: dict[str, list[str]] = {}
+    for where, why in _validator_pairs(_compiled(json_schema), value):
+        found.setdefault(where, []).append(why)
+    return {where: "; ".join(dict.fromkeys(whys)) for where, whys in found.items()}
+
+
+def _compiled(json_schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+    """A validator of `json_schema`, built once per schema.
+
+    Each answer is checked twice (when decided, and when the node gets it) and a loop asks the
+    same question again, while building a validator costs more than a check.
+    """
+    return _compiled_text(json.dumps(json_schema, sort_keys=True, separators=(",", ":")))
+
+
+@lru_cache(maxsize=256)
+def _compiled_text(text: str) -> jsonschema.protocols.Validator:
+    schema = json.loads(text)
+    return _validator_class(schema)(schema)
 
 
 def _dict_schema(spec: dict[str, Any]) -> InputSchema:
@@ -163,8 +190,12 @@ def _where(path: Any) -> str:
     return ".".join(str(p) for p in path)
 
 
+def _lower(why: str) -> str:
+    return why[:1].lower() + why[1:]
+
+
 def _say(where: str, why: str) -> str:
-    why = why[:1].lower() + why[1:]
+    why = _lower(why)
     return f"{where}: {why}" if where else why
 
 
@@ -173,19 +204,24 @@ def _pydantic_problems(exc: ValidationError) -> tuple[str, ...]:
 
 
 def _validator_problems(validator: jsonschema.protocols.Validator, value: Any) -> tuple[str, ...]:
-    problems: list[str] = []
+    return tuple(dict.fromkeys(_say(where, why) for where, why in _validator_pairs(validator, value)))
+
+
+def _validator_pairs(validator: jsonschema.protocols.Validator, value: Any) -> list[tuple[str, str]]:
+    """`(field path, why)` for every problem, in field order."""
+    pairs: list[tuple[str, str]] = []
     for error in sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path]):
         where = list(error.absolute_path)
         if error.validator == "required" and isinstance(error.instance, dict):
             # Say it the way pydantic does, at the missing field's own path.
             required = error.validator_value if isinstance(error.validator_value, list) else []
-            problems.extend(
-                _say(_where([*where, name]), "field required") for name in required if name not in error.instance
-            )
+            pairs.extend((_where([*where, name]), "field required") for name in required if name not in error.instance)
         elif error.context:
-            # anyOf / oneOf: the branch that came closest says more than "not valid under any".
-            best = jsonschema.exceptions.best_match(error.context)
-            problems.append(_say(_where(where), best.message if best is not None else error.message))
+            # anyOf / oneOf: the branch that came closest says more than "not valid under any"; a
+            # branch of the value's own type (`int` of `int | None`) comes closer than a type mismatch.
+            fitting = [e for e in error.context if e.validator != "type"] or error.context
+            best = jsonschema.exceptions.best_match(fitting)
+            pairs.append((_where(where), _lower(best.message if best is not None else error.message)))
         else:
-            problems.append(_say(_where(where), error.message))
-    return tuple(dict.fromkeys(problems))
+            pairs.append((_where(where), _lower(error.message)))
+    return pairs

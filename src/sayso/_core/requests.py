@@ -20,6 +20,9 @@ Scope: TypeAlias = Literal["once", "thread", "always"]
 
 SCOPES_BY_WIDTH: tuple[Scope, ...] = ("once", "thread", "always")
 
+RejectMode: TypeAlias = Literal["deny", "call"]
+"""What a rejection of a tool's in-body approval does: deny the call, or run the body again to decide."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class Subject:
@@ -110,6 +113,12 @@ class ApprovalRequest(_RequestBase):
     """The id a service gave when it asked for approval through its reply (`interrupt.tool_approvals`)."""
     tool_info: ToolInfo | None = None
     """What the tool's source (an MCP server) says about it: title, description, destructive or read-only."""
+    response_schema: dict[str, Any] | None = None
+    """The JSON Schema of the feedback the person sends with an approval (`Approve(payload=...)`), when the
+    tool asked for one from its body; `None`: an approval carries no payload."""
+    on_reject: RejectMode = "deny"
+    """`deny`: a rejection denies the call and the model reads why. `call`: the body runs again and
+    decides what to return (it reads `Approval.approved` as false), as ADK's `Confirmed=false`."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,7 +22,7 @@ from .._engine import audit_body
 from .._results import DecideResult, RunResult
 from .._store import Decided, PauseState, RequestWithRun, ResumeClaim, RunRecord, Verdict
 from ..exceptions import AlreadyDecided, InvalidDecision, NotAllowed, PauseConsumed, RequestNotFound, RunConflict
-from . import _remote, _step, _tree
+from . import _remote, _step, _tree, _workflows
 from ._step import CALL_TERMS
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ async def decide(
             return Verdict(record=None)  # the same decision again: a harmless no-op
         if found.pause_status != "open":
             raise AlreadyDecided(request_id, "its pause was already resumed or closed")
-        check_same_subject(k, request, to_record)
+        check_same_subject(k, request, to_record, agent=found.run.agent)
         record = DecisionRecord(
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now, via=via
         )
@@ -65,8 +65,11 @@ async def decide(
             or run.parent_run_id is not None
             or run.status != "paused"
             or open_requests(state.requests, decided)
+            or _workflows.hosts(k, run.agent)
         ):
-            return verdict  # delegates and pauses still waiting go the general way, after the commit
+            # Delegates, pauses still waiting and workflow runs (whose resume reads their state
+            # with the claim) go the general way, after the commit.
+            return verdict
         plan = plan_resume(run.run_id, state.requests, decided, force=False, now=now)
         executing = _step.resume_plan_executing(state.requests, plan)
         return replace(verdict, resume=ResumeClaim(executing=executing, grants_of=run.principal or ""))
@@ -139,7 +142,8 @@ async def answer_pause(
         check_allowed(request, principal)
         to_record = check_decision(request, decision, existing=None, now=now)
         assert to_record is not None, "an open request has no decision to repeat"
-        check_same_subject(k, request, to_record)
+        if edits_arguments(request, to_record):
+            check_same_subject(k, request, to_record, agent=(await k.store.get_run(request.run_id)).agent)
         record = DecisionRecord(
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now, via=via
         )
@@ -215,8 +219,16 @@ def check_allowed(request: Request, principal: Principal) -> None:
         raise NotAllowed(request.request_id, f"{principal.name!r} may not decide requests of this thread")
 
 
-def check_same_subject(k: Kernel, request: Request, decision: Decision) -> None:
-    """An edit must keep the subject the person saw: a remembered decision never reaches further."""
+def edits_arguments(request: Request, decision: Decision) -> bool:
+    """Whether `decision` approves `request` with edited arguments (which must keep its subject)."""
+    return isinstance(request, ApprovalRequest) and isinstance(decision, Approve) and decision.edited_args is not None
+
+
+def check_same_subject(k: Kernel, request: Request, decision: Decision, *, agent: str) -> None:
+    """An edit must keep the subject the person saw: a remembered decision never reaches further.
+
+    `agent` is the agent whose run raised the request (its gate knows the subject).
+    """
     if not isinstance(request, ApprovalRequest) or not isinstance(decision, Approve):
         return
     if decision.edited_args is not None and _remote.is_remote_call(request):
@@ -225,7 +237,7 @@ def check_same_subject(k: Kernel, request: Request, decision: Decision) -> None:
         )
     if decision.edited_args is None or request.subject is None or request.service_request is not None:
         return
-    gate = k.built(request.agent_path.split("/")[-1]).gate
+    gate = k.built(agent).gate
     subject = gate.subject_for(request.tool_name, decision.edited_args)
     if subject is None or subject.key != request.subject.key:
         shown = subject.label if subject else "no approval at all"

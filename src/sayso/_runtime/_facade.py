@@ -53,7 +53,7 @@ from ..exceptions import (
     ThreadNotFound,
     UsageError,
 )
-from . import _audit, _deciding, _leases, _outbox, _tree, _turns, _watch
+from . import _audit, _deciding, _leases, _outbox, _tree, _turns, _watch, _workflows
 from ._events import EventListener
 from ._kernel import Kernel
 from ._outbox import OutboundEvent
@@ -120,6 +120,7 @@ class Sayso:
             remote=remote_agents,
         )
         _audit.use_key(self._k)
+        self._k.workflows = _workflows.Workflows(self._k, _workflows.build_workflows(config))
         self._open = False
         self._models = AsyncExitStack()
 
@@ -418,7 +419,9 @@ class Sayso:
         query = query or InboxFilter()
         if not who.local:
             query = replace(
-                query, owner=who.name, approved_agents=access.approved_agents(who, list(self.config.agents))
+                query,
+                owner=who.name,
+                approved_agents=access.approved_agents(who, [*self.config.agents, *self.config.workflows]),
             )
         return await self._k.store.inbox(query, now=self._k.clock(), limit=limit, cursor=cursor)
 

@@ -12,6 +12,7 @@ import secrets
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -25,6 +26,9 @@ from ..exceptions import ConfigError
 from ._events import Events
 from ._leases import Heartbeat
 from ._remote import RemoteAgents
+
+if TYPE_CHECKING:
+    from ._workflows import Workflows
 
 
 def new_id(prefix: str) -> str:
@@ -66,6 +70,9 @@ class Kernel:
     """The runs this runtime is executing right now, so `Sayso.cancel` can stop one."""
     cancelling: set[str] = field(default_factory=set[str])
     """Top-level runs asked to stop: their segments (and their delegates') end as cancelled."""
+
+    workflows: Workflows | None = None
+    """The workflows this runtime runs (§8); set once the kernel exists, since their engines write through it."""
 
     def start_working(self, run_id: str) -> Working:
         """Register a run this runtime starts executing."""

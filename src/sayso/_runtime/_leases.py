@@ -87,13 +87,15 @@ async def carry_on(k: Kernel, run: RunRecord) -> RunResult:
     Raises:
         RunConflict: another live runtime holds the run.
     """
-    from . import _step
+    from . import _step, _workflows
 
     now = k.clock()
     dead = [run.lease_owner] if run.lease_owner and owner_is_dead(run.lease_owner) else []
     if not await k.store.take_over(run.run_id, owner=k.owner, until=now + k.lease_seconds, now=now, dead_owners=dead):
         raise RunConflict(run.run_id, "another live process is carrying this run on; wait for it to pause or finish")
     run = await k.store.get_run(run.run_id)
+    if _workflows.hosts(k, run.agent):
+        return await _workflows.carry_on(k, run)
     built = k.built(run.agent)
     if run.resume_pause_id is None:
         return await _step.execute(k, built, run, prompt=run.prompt, requests=[], decisions={})

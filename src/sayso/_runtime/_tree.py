@@ -65,11 +65,13 @@ async def advance(
         PauseConsumed: another process resumed this pause first.
         RunConflict: decisions kept arriving while the resume was prepared.
     """
-    from . import _remote, _step
+    from . import _remote, _step, _workflows
 
     assert run.pause_id is not None
     if run.parent_run_id is not None and run.agent in k.remote_urls:
         return await _remote.advance_remote(k, run, force=force)
+    if _workflows.hosts(k, run.agent):
+        return await _workflows.advance(k, run, force=force, state=state)
     state = state or await k.store.pause_state(run.pause_id)
     requests = state.requests
     decided = dict(state.decisions)

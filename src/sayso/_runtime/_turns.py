@@ -20,7 +20,7 @@ from .._engine import audit_body
 from .._results import RunResult
 from .._store import RunRecord, ThreadRecord
 from ..exceptions import InvalidInput, NotAllowed, NotReady, RunConflict, ThreadBusy
-from . import _leases, _step, _tree
+from . import _leases, _step, _tree, _workflows
 
 if TYPE_CHECKING:
     from ._kernel import Kernel
@@ -37,14 +37,16 @@ async def start(
     grants: Sequence[Grant] | None,
     run_id: str | None = None,
 ) -> RunResult:
-    """Send a user message and run the agent until it finishes or pauses."""
+    """Send a user message and run the agent (or workflow) until it finishes or pauses."""
     from ._kernel import new_id
 
     check_message(message, k.limits)
     now = k.clock()
     entry = agent or k.config.entry_agent
-    if entry not in k.agents:  # an unknown agent is the client's mistake, refused before anything is written
-        raise InvalidInput(f"no agent named {entry!r}; configured: {', '.join(k.agents)}", field="agent")
+    # An unknown agent is the client's mistake, refused before anything is written.
+    if entry not in k.agents and not _workflows.hosts(k, entry):
+        known = ", ".join([*k.agents, *(k.workflows.engines if k.workflows else ())])
+        raise InvalidInput(f"no agent or workflow named {entry!r}; configured: {known}", field="agent")
 
     def check(thread: ThreadRecord) -> None:
         if not may_message(principal, owner=thread.owner):
@@ -57,7 +59,8 @@ async def start(
             raise InvalidInput(
                 f"thread {thread.thread_id!r} belongs to agent {thread.agent!r}, not {agent!r}", field="agent"
             )
-        k.built(thread.agent)
+        if not _workflows.hosts(k, thread.agent):
+            k.built(thread.agent)
 
     # One transaction reads the thread, starts the run on it and reads its history and the
     # principal's grants; a thread whose run is paused takes the longer road below.
@@ -72,9 +75,11 @@ async def start(
         lease_expires_at=now + k.lease_seconds,
         now=now,
         check=check,
-        grants_of=principal.name if grants is None else None,
+        grants_of=principal.name if grants is None and not _workflows.hosts(k, entry) else None,
     )
     if begun.run is not None:
+        if _workflows.hosts(k, begun.run.agent):
+            return await _workflows.started(k, begun.run)
         return await _step.execute(
             k,
             k.built(begun.run.agent),
@@ -113,7 +118,7 @@ async def _supersede(
     """A message on a thread whose run is paused: skip its open requests and start a new run in the same commit."""
     from ._kernel import new_id
 
-    built = k.built(thread.agent)
+    built = None if _workflows.hosts(k, thread.agent) else k.built(thread.agent)
     assert thread.active_run_id is not None
     active = await k.store.get_run(thread.active_run_id)
     if active.status != "paused" or active.pause_id is None:
@@ -130,7 +135,7 @@ async def _supersede(
     run = await k.store.start_run(
         thread_id=thread.thread_id,
         owner=principal.name,
-        agent=built.name,
+        agent=thread.agent,
         run_id=run_id or new_id("run"),
         prompt=message,
         client_tools=client_tools,
@@ -141,8 +146,12 @@ async def _supersede(
         skips=added,
         audit=[audit_body(by_id[d.request_id], d) for d in added],
         supersede_pause=active.pause_id,
+        # A workflow's run is told to no one before its first stop, whose durable write carries this one.
+        durable=built is not None,
     )
     k.events.decided(requests, added)
+    if built is None:
+        return await _workflows.started(k, run)
     await _step.tell_services(k, built, requests, decisions)
     return await _step.execute(
         k, built, run, prompt=message, requests=requests, decisions=decisions, external_grants=grants
@@ -159,6 +168,8 @@ async def resume(k: Kernel, run: RunRecord, *, force: bool) -> RunResult:
         return await _tree.advance(k, run, force=force)
     if run.status == "running":
         return await _leases.carry_on(k, run)
+    if run.status == "failed" and _workflows.hosts(k, run.agent):
+        return await _workflows.retry(k, run)
     raise RunConflict(run.run_id, f"the run is {run.status}; only a paused run can be resumed")
 
 

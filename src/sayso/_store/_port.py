@@ -125,6 +125,7 @@ class RunStore(ABC):
         parent_run_id: str | None = None,
         parent_call_id: str | None = None,
         agent_path: str | None = None,
+        durable: bool = True,
     ) -> RunRecord:
         """Create the thread if new and start a run on it, in one transaction.
 
@@ -132,6 +133,10 @@ class RunStore(ABC):
         process got there first the whole step is refused, so two runs never share a thread.
         When a paused run is superseded by a new message (`supersede_pause`, the pause of
         `expect_active`), its pause is consumed, the run cancelled and `skips` recorded here too.
+
+        `durable=False` lets the commit return before it reaches the disk (a crash of the process
+        loses nothing; a power cut may): for a caller whose next write of the run is durable and
+        comes before anyone is told of the run, which that write then makes durable too.
 
         Raises:
             RunConflict: the thread's active run is no longer `expect_active`.
@@ -204,11 +209,13 @@ class RunStore(ABC):
         requests: Sequence[Request],
         now: float,
         executions: Sequence[ExecutionResult] = (),
+        workflow_state: bytes | None = None,
     ) -> None:
         """Persist a pause: the run's new messages, its requests, and the run's paused status, atomically.
 
         `executions` are results of approved calls the segment ran; their ledger entries are
-        finished and their audit records appended in the same commit.
+        finished and their audit records appended in the same commit. A workflow run's state
+        (`workflow_state`, what it waits on included) is replaced in the same commit too.
 
         Raises:
             RunConflict: this process no longer holds the run's lease.
@@ -226,8 +233,11 @@ class RunStore(ABC):
         error: str | None,
         now: float,
         executions: Sequence[ExecutionResult] = (),
+        workflow_state: bytes | None = None,
     ) -> None:
         """Persist the end of a run (with the results of the approved calls it ran) and free its thread.
+
+        A workflow run's final state (`workflow_state`) is replaced in the same commit.
 
         Raises:
             RunConflict: this process no longer holds the run's lease.
@@ -340,6 +350,8 @@ class RunStore(ABC):
         executing: Sequence[str] = (),
         load_history: bool = True,
         grants_of: str | None = None,
+        durable: bool = True,
+        load_workflow_state: bool = False,
     ) -> Claim:
         """Consume a pause and make this process the run's owner; exactly one caller succeeds.
 
@@ -347,6 +359,9 @@ class RunStore(ABC):
         names the approved requests about to run: their ledger marks are written in the same
         commit, so they are durable before any of those calls starts. The thread's history is
         read in the same transaction when `load_history` is set, and `grants_of`'s active grants.
+        `durable=False` as for `start_run`; never with `executing`, whose marks must be on disk
+        before the calls run. `load_workflow_state` reads a workflow run's saved state in the same
+        transaction.
 
         Raises:
             PauseConsumed: the pause was consumed before.
@@ -409,6 +424,42 @@ class RunStore(ABC):
     @abstractmethod
     async def remote_task(self, run_id: str) -> RemoteTask | None:
         """The remote task behind a proxy run, or `None` for a local run."""
+
+    # workflows
+
+    @abstractmethod
+    async def workflow_state(self, run_id: str) -> bytes | None:
+        """The last saved state of a workflow run (JSON), or `None` when none was saved."""
+
+    @abstractmethod
+    async def save_workflow_state(
+        self,
+        run: RunRecord,
+        *,
+        owner: str,
+        state: bytes,
+        now: float,
+        new_messages: Sequence[ModelMessage] = (),
+    ) -> None:
+        """Replace a running workflow run's state (a node finished), appending any messages it adds.
+
+        The commit does not wait for the disk (see `start_run`'s `durable=False`): it is progress,
+        which the run's next pause or end, both durable, makes durable too.
+
+        Raises:
+            RunConflict: this process no longer holds the run's lease.
+        """
+
+    @abstractmethod
+    async def reopen_run(self, run: RunRecord, *, owner: str, until: float, now: float) -> RunRecord:
+        """Run a failed run again under this process's lease (a workflow retrying its failed node).
+
+        The run takes its thread back; exactly one caller wins.
+
+        Raises:
+            RunConflict: the run is not failed (another caller reopened it first).
+            ThreadBusy: another run started on the thread since the run failed.
+        """
 
     # grants
 

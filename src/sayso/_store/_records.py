@@ -173,6 +173,8 @@ class Claim:
     grants: list[Grant] | None = None
     """The active grants of the principal named by `grants_of`, read in the same transaction; `None` when
     not asked for, or when there are too many to read at once (the gate then looks them up call by call)."""
+    workflow_state: bytes | None = None
+    """A workflow run's saved state, read in the same transaction when asked for (`None` otherwise)."""
 
 
 GRANTS_READ_AT_ONCE = 200

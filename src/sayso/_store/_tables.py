@@ -189,3 +189,12 @@ deliveries = Table(
     Index("ix_deliveries_due", "status", "next_attempt_at"),
 )
 """One event bound for one webhook: pending until delivered, skipped or given up on; claimed by one sender at a time."""
+
+workflow_states = Table(
+    "workflow_states",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("body", LargeBinary, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+"""Where a workflow run stands (`WorkflowState` as JSON): finished nodes' outputs, answers, the pending question."""

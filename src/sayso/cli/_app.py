@@ -19,13 +19,13 @@ from typer.core import TyperCommand
 from .._checks import ConfigProblem, check_config
 from .._config import load_config
 from .._core.access import LOCAL
-from .._core.decisions import VIA_LABELS, Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
-from .._core.requests import Request, Scope
+from .._core.decisions import VIA_LABELS, Answer, Approve, ClientError, ClientResult, Decision, Provide, Reject, Skip
+from .._core.requests import ApprovalRequest, InputRequest, Request, Scope
 from .._results import DecideResult, RunResult, request_json, run_json
 from .._runtime import Sayso
 from ..exceptions import ConfigError, NotFound, SaysoError
 from ._chat import chat_loop
-from ._render import print_request, print_result
+from ._render import print_request, print_result, text_answer
 
 
 class _Command(TyperCommand):
@@ -171,7 +171,9 @@ def decide(
     values: Annotated[
         list[str] | None,
         typer.Argument(
-            help="answer: one answer per question; result: the value (JSON or text); error: the message.",
+            help="answer: one answer per question, or a workflow's input (JSON; plain text where it asks for "
+            "text); approve: the feedback the tool asked for (JSON); result: the value (JSON or text); "
+            "error: the message.",
             metavar="VALUE",
         ),
     ] = None,
@@ -188,10 +190,22 @@ def decide(
     as_json: JsonOpt = False,
 ) -> None:
     """Decide one request; when it was the last open one, the run resumes and its result is printed."""
-    decision = parse_decision(action, values or [], reason=reason, args=args, scope=scope, answers=answers)
+    # What `answer` and `approve` take depends on the request: its kind, the schema it asks for.
+    needs_request = action in ("answer", "provide") or (action == "approve" and bool(values))
+    decision = (
+        None
+        if needs_request
+        else parse_decision(action, values or [], reason=reason, args=args, scope=scope, answers=answers)
+    )
 
     async def work(rt: Sayso) -> DecideResult:
-        return await rt.decide(request_id, decision, principal=principal, via="cli")
+        chosen = decision
+        if chosen is None:
+            request = (await rt.request(request_id, principal=principal)).request
+            chosen = parse_decision(
+                action, values or [], reason=reason, args=args, scope=scope, answers=answers, request=request
+            )
+        return await rt.decide(request_id, chosen, principal=principal, via="cli")
 
     outcome = _with_app(config, work, as_json=as_json)
     if not as_json and not outcome.recorded:
@@ -293,6 +307,8 @@ def check(config: ConfigArg, as_json: JsonOpt = False) -> None:
             errors.print(f"[red]{escape(config)}: {summary}[/red]", highlight=False, soft_wrap=True)
         else:
             agents = ", ".join(loaded.agents)
+            if loaded.workflows:
+                agents += f"; workflows: {', '.join(loaded.workflows)}"
             tail = f"; {summary}" if summary else ""
             console.print(
                 f"[green]{escape(config)} is ready[/green] (agents: {agents}){tail}", highlight=False, soft_wrap=True
@@ -434,17 +450,24 @@ def audit_verify(config: ConfigArg, as_json: JsonOpt = False) -> None:
 
 
 def parse_decision(
-    action: str, values: list[str], *, reason: str | None, args: str | None, scope: str, answers: str | None
+    action: str,
+    values: list[str],
+    *,
+    reason: str | None,
+    args: str | None,
+    scope: str,
+    answers: str | None,
+    request: Request | None = None,
 ) -> Decision:
-    """Turn the command line's words into a decision, or stop with a message naming the problem."""
+    """Turn the command line's words into a decision, or stop with a message naming the problem.
+
+    `request` is needed for `answer` (a workflow's input takes one value, not one per question)
+    and for `approve` with feedback.
+    """
     if action == "approve":
-        if scope not in ("once", "thread", "always"):
-            raise typer.BadParameter(f"--scope must be once, thread or always, not {scope!r}")
-        edited = _json_option("--args", args) if args is not None else None
-        if edited is not None and not isinstance(edited, dict):
-            raise typer.BadParameter("--args must be a JSON object of arguments")
-        checked_scope: Scope = scope  # type: ignore[assignment]  # narrowed by the membership test above
-        return Approve(scope=checked_scope, edited_args=edited)
+        return _approve(values, args=args, scope=scope, request=request)
+    if action in ("answer", "provide") and isinstance(request, InputRequest):
+        return Provide(value=_typed_value(" ".join(values), request.response_schema))
     if action == "reject":
         return Reject(reason=reason or (" ".join(values) or None))
     if action == "skip":
@@ -472,6 +495,29 @@ def parse_decision(
             raise typer.BadParameter("error needs a message")
         return ClientError(message=" ".join(values))
     raise typer.BadParameter(f"unknown action {action!r}; use approve, reject, skip, answer, result or error")
+
+
+def _approve(values: list[str], *, args: str | None, scope: str, request: Request | None) -> Approve:
+    """An approval from the command line: a scope, edited arguments, and the feedback the tool asked for."""
+    if scope not in ("once", "thread", "always"):
+        raise typer.BadParameter(f"--scope must be once, thread or always, not {scope!r}")
+    edited = _json_option("--args", args) if args is not None else None
+    if edited is not None and not isinstance(edited, dict):
+        raise typer.BadParameter("--args must be a JSON object of arguments")
+    checked_scope: Scope = scope  # type: ignore[assignment]  # narrowed by the membership test above
+    schema = request.response_schema if isinstance(request, ApprovalRequest) else None
+    payload = _typed_value(" ".join(values), schema) if values else None
+    return Approve(scope=checked_scope, edited_args=edited, payload=payload)
+
+
+def _typed_value(raw: str, schema: dict[str, Any] | None) -> Any:
+    """A value typed at the command line: as is where the schema asks for text, else JSON (text if it is not)."""
+    if schema is not None and text_answer(schema):
+        return raw
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw  # the schema check names what is wrong with it
 
 
 def _json_option(name: str, raw: str) -> Any:

@@ -8,13 +8,21 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
-from .._core.requests import ApprovalRequest, ClientToolRequest, QuestionRequest, Request, Scope, shown_args
+from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Provide, Reject, Skip
+from .._core.requests import (
+    ApprovalRequest,
+    ClientToolRequest,
+    InputRequest,
+    QuestionRequest,
+    Request,
+    Scope,
+    shown_args,
+)
 from .._results import RunResult
 from .._runtime import Sayso
 from .._scripted import ScriptedModel
 from ..exceptions import DecisionRefused, ThreadNotFound
-from ._render import print_result, request_panel
+from ._render import fields_summary, print_result, request_panel, schema_type, text_answer
 
 
 class _NewMessage(Exception):
@@ -30,12 +38,7 @@ async def chat_loop(
 ) -> None:
     """Read messages until `exit` or end of input; pause for every request the agent raises."""
     name = agent or runtime.config.entry_agent
-    model = runtime.agent_model(name)
-    if isinstance(model, ScriptedModel):
-        about = f"{model.model_name} [dim](a scripted demo model, not an LLM)[/dim]"
-    else:
-        about = model if isinstance(model, str) else model.model_name
-    console.print(f"Chatting with [bold]{name}[/bold] on {about}.")
+    console.print(_greeting(runtime, name))
     console.print("[dim]Type a message, or 'exit' to leave; the conversation is saved and can be resumed.[/dim]")
     result = await _paused_on_thread(runtime, thread_id, principal) if thread_id else None
     pending: str | None = None
@@ -71,6 +74,18 @@ async def chat_loop(
             print_result(console, result)
     if thread_id:
         console.print(f"[dim]thread {thread_id}[/dim]")
+
+
+def _greeting(runtime: Sayso, name: str) -> str:
+    """Who the person talks to: a workflow, or an agent and its model."""
+    if name in runtime.config.workflows:
+        return f"Running the workflow [bold]{name}[/bold]: your message is its input."
+    model = runtime.agent_model(name)
+    if isinstance(model, ScriptedModel):
+        about = f"{model.model_name} [dim](a scripted demo model, not an LLM)[/dim]"
+    else:
+        about = model if isinstance(model, str) else model.model_name
+    return f"Chatting with [bold]{name}[/bold] on {about}."
 
 
 async def _paused_on_thread(runtime: Sayso, thread_id: str, principal: str) -> RunResult | None:
@@ -109,6 +124,8 @@ def _ask(console: Console, request: Request) -> Decision:
         return _ask_approval(console, request)
     if isinstance(request, QuestionRequest):
         return _ask_questions(console, request)
+    if isinstance(request, InputRequest):
+        return _ask_input(console, request)
     assert isinstance(request, ClientToolRequest)
     return _ask_client_tool(console, request)
 
@@ -123,7 +140,11 @@ def _ask_approval(console: Console, request: ApprovalRequest) -> Decision:
             _read(console, r"\[a]pprove, \[e]dit and approve, \[r]eject, \[s]kip, or \[n]ew message? ").strip().lower()
         )
         if choice in ("a", "approve"):
-            return Approve(scope=_ask_scope(console, request.scopes))
+            scope = _ask_scope(console, request.scopes)
+            if request.response_schema is None:
+                return Approve(scope=scope)
+            console.print("[bold]Your feedback[/bold] [dim](empty leaves a field out)[/dim]")
+            return Approve(scope=scope, payload=_fill(console, request.response_schema))
         if choice in ("e", "edit"):
             console.print(f"current arguments: {json.dumps(shown_args(request), ensure_ascii=False)}")
             raw = _read(console, "new arguments (JSON object)> ")
@@ -190,6 +211,86 @@ def _picks(raw: str, choices: tuple[str, ...], *, multiple: bool, console: Conso
                 picked.append(p)
         return tuple(picked)
     return tuple(parts) if multiple else (raw,)
+
+
+_SKIP = "!skip"
+_NEW = "!new"
+
+
+def _ask_input(console: Console, request: InputRequest) -> Decision:
+    """A workflow's question as a form at the prompt, field by field; `!skip` or `!new` at any field."""
+    console.print(
+        f"[dim]Fill in each field (empty leaves it out), or type {_SKIP} to skip, {_NEW} for a new message.[/dim]"
+    )
+    try:
+        return Provide(value=_fill(console, request.response_schema))
+    except _Skipped:
+        return Skip(reason="the person skipped the input")
+
+
+class _Skipped(Exception):
+    """The person typed `!skip` at a field."""
+
+
+def _fill(console: Console, schema: dict[str, Any]) -> Any:
+    """The value of a whole form: an object's fields one by one, or one answer."""
+    root = schema
+    shape = schema_type(schema)
+    properties = shape.get("properties")
+    if not isinstance(properties, dict):
+        value = _field(console, "answer", shape, root, required=True)
+        return "" if value is _LEFT_OUT and text_answer(shape) else None if value is _LEFT_OUT else value
+    return _object(console, shape, root, prefix="")
+
+
+_LEFT_OUT: Any = object()
+
+
+def _object(console: Console, shape: dict[str, Any], root: dict[str, Any], *, prefix: str) -> dict[str, Any]:
+    required = set(shape.get("required", []))
+    value: dict[str, Any] = {}
+    for name, spec in shape.get("properties", {}).items():
+        field = schema_type(spec, root)
+        if "properties" in field:
+            console.print(f"[bold]{prefix}{name}[/bold]")
+            value[name] = _object(console, field, root, prefix=f"{prefix}{name}.")
+            continue
+        answer = _field(console, f"{prefix}{name}", field, root, required=name in required)
+        if answer is not _LEFT_OUT:
+            value[name] = answer
+    return value
+
+
+def _field(console: Console, label: str, field: dict[str, Any], root: dict[str, Any], *, required: bool) -> Any:
+    """One field's answer, typed as its schema says (`_LEFT_OUT` when left empty)."""
+    if field.get("description"):
+        console.print(f"[dim]{escape(str(field['description']))}[/dim]")
+    if "enum" in field:
+        for n, choice in enumerate(field["enum"], 1):
+            console.print(f"  {n}) {choice}")
+    what = fields_summary(field)
+    raw = _read(console, f"{label} ({what}{', required' if required else ''})> ").strip()
+    if raw == _SKIP:
+        raise _Skipped
+    if raw == _NEW:
+        text = _read(console, "[bold cyan]you>[/bold cyan] ").strip()
+        raise _NewMessage(text)
+    if raw == "":
+        return _LEFT_OUT
+    if "enum" in field:
+        choices = field["enum"]
+        return choices[int(raw) - 1] if raw.isdigit() and 1 <= int(raw) <= len(choices) else raw
+    kind = field.get("type")
+    if kind == "boolean":
+        return raw.lower() in ("y", "yes", "true", "1")
+    if kind == "string":
+        return raw
+    if kind == "array" and schema_type(field.get("items", {}), root).get("type") == "string":
+        return [part.strip() for part in raw.split(",") if part.strip()]
+    try:
+        return json.loads(raw)  # numbers, lists, objects, any JSON
+    except json.JSONDecodeError:
+        return raw  # the schema check says what is wrong with it
 
 
 def _ask_client_tool(console: Console, request: ClientToolRequest) -> Decision:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import shlex
+from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from .._core.requests import ApprovalRequest, ClientToolRequest, QuestionRequest, Request, shown_args
+from .._core.requests import ApprovalRequest, ClientToolRequest, InputRequest, QuestionRequest, Request, shown_args
 from .._results import RunResult
 
 
@@ -21,11 +22,60 @@ def _who(request: Request) -> str:
     return f"{path[-1]} (for {'/'.join(path[:-1])})"
 
 
+def schema_type(schema: dict[str, Any], root: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A schema with its `$ref` followed and an optional (`X | None`) reduced to `X`."""
+    root = root if root is not None else schema
+    for _ in range(20):
+        ref = schema.get("$ref")
+        if not isinstance(ref, str) or not ref.startswith("#/"):
+            break
+        node: Any = root
+        for part in ref[2:].split("/"):
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        schema = node if isinstance(node, dict) else {}
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(options, list):
+        real = [o for o in options if isinstance(o, dict) and o.get("type") != "null"]
+        if len(real) == 1:
+            return schema_type(real[0], root)
+    return schema
+
+
+def example_answer(schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
+    """A placeholder answer with the shape `schema` asks for (its required fields filled), to edit and send."""
+    root = root if root is not None else schema
+    schema = schema_type(schema, root)
+    if "enum" in schema and schema["enum"]:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        properties = schema.get("properties", {})
+        required = schema.get("required", [])
+        return {name: example_answer(properties[name], root) for name in required if name in properties}
+    return {"string": "...", "integer": 0, "number": 0, "boolean": True, "array": []}.get(str(kind))
+
+
+def text_answer(schema: dict[str, Any]) -> bool:
+    """Whether an answer to `schema` is plain text (a string schema), typed without JSON quoting."""
+    return schema_type(schema).get("type") == "string"
+
+
 def answer_commands(request: Request, config: str) -> list[str]:
     """The exact `sayso decide` commands that answer `request`, ready to paste into a shell."""
     base = f"sayso decide {shlex.quote(config)} {request.request_id}"
+    if isinstance(request, InputRequest):
+        if text_answer(request.response_schema):
+            answer = f"{base} answer {shlex.quote('your answer')}"
+        else:
+            answer = (
+                f"{base} answer {shlex.quote(json.dumps(example_answer(request.response_schema), ensure_ascii=False))}"
+            )
+        return [answer, f"{base} skip"]
     if isinstance(request, ApprovalRequest):
-        commands = [f"{base} approve", f"{base} reject --reason {shlex.quote('your reason')}"]
+        approve = f"{base} approve"
+        if request.response_schema is not None:
+            approve += f" {shlex.quote(json.dumps(example_answer(request.response_schema), ensure_ascii=False))}"
+        commands = [approve, f"{base} reject --reason {shlex.quote('your reason')}"]
         if request.payload is None or not (isinstance(request.payload, dict) and "remote_agent" in request.payload):
             edited = json.dumps(shown_args(request), ensure_ascii=False)
             commands.append(f"{base} approve --args {shlex.quote(edited)}")
@@ -60,6 +110,16 @@ def request_panel(request: Request, *, index: int | None = None) -> Panel:
             body.append(Text(f"covers: {request.subject.label}"))
         if len(request.scopes) > 1:
             body.append(Text(f"may be remembered: {', '.join(request.scopes)}"))
+        if request.payload is not None:
+            body.append(_payload(request.payload))
+        if request.response_schema is not None:
+            body.append(Text(f"send with an approval: {fields_summary(request.response_schema)}"))
+    elif isinstance(request, InputRequest):
+        title = f"{_who(request)} asks for input at [bold]{request.node}[/bold]"
+        body.append(Text(request.message))
+        if request.payload is not None:
+            body.append(_payload(request.payload))
+        body.append(Text(f"answer: {fields_summary(request.response_schema)}", style="italic"))
     elif isinstance(request, QuestionRequest):
         title = f"{_who(request)} asks"
         for q in request.questions:
@@ -81,6 +141,34 @@ def request_panel(request: Request, *, index: int | None = None) -> Panel:
     body.append(Text(f"request {request.request_id}", style="dim"))
     prefix = f"[{index}] " if index is not None else ""
     return Panel(Group(*body), title=prefix + title, title_align="left", border_style="yellow")
+
+
+def _payload(payload: Any) -> RenderableType:
+    return Syntax(json.dumps(payload, indent=2, ensure_ascii=False), "json", theme="ansi_dark", word_wrap=True)
+
+
+def fields_summary(schema: dict[str, Any]) -> str:
+    """What an answer must hold, in words: `city (text, required), age (whole number)`."""
+    root = schema
+    schema = schema_type(schema)
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return _kind(schema, root)
+    required = set(schema.get("required", []))
+    return ", ".join(
+        f"{name} ({_kind(schema_type(spec, root), root)}{', required' if name in required else ''})"
+        for name, spec in properties.items()
+    )
+
+
+def _kind(schema: dict[str, Any], root: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return "one of " + " / ".join(map(str, schema["enum"]))
+    kind = schema.get("type")
+    if kind == "array":
+        return f"list of {_kind(schema_type(schema.get('items', {}), root), root)}"
+    names = {"string": "text", "integer": "whole number", "number": "number", "boolean": "yes/no", "object": "fields"}
+    return names.get(str(kind), "any JSON value")
 
 
 def print_result(console: Console, result: RunResult, *, config: str | None = None) -> None:

@@ -194,11 +194,17 @@ async def me(caller: Caller, sayso: Runtime) -> JSONResponse:
 
 @api.get("/agents", response_model=AgentListOut, tags=["threads"], operation_id="list_agents", responses=problems(401))
 async def agents(caller: Caller, sayso: Runtime) -> JSONResponse:
-    """The configured agents."""
+    """The configured agents and workflows: what a thread may be opened with."""
     config = sayso.config
     listed = [
         AgentOut(name=name, description=spec.description, entry=name == config.entry_agent).model_dump()
         for name, spec in config.agents.items()
+    ]
+    listed += [
+        AgentOut(
+            name=name, description=spec.description or None, entry=name == config.entry_agent, kind="workflow"
+        ).model_dump()
+        for name, spec in config.workflows.items()
     ]
     return _json({"agents": listed})
 
@@ -214,8 +220,8 @@ async def agents(caller: Caller, sayso: Runtime) -> JSONResponse:
 async def create_thread(caller: Caller, sayso: Runtime, body: ThreadIn | None = None) -> JSONResponse:
     """Open a thread with an agent; it is stored, and owned by the caller, when its first run starts."""
     agent = (body.agent if body else None) or sayso.config.entry_agent
-    if agent not in sayso.config.agents:
-        configured = ", ".join(sayso.config.agents)
+    if agent not in sayso.config.agents and agent not in sayso.config.workflows:
+        configured = ", ".join([*sayso.config.agents, *sayso.config.workflows])
         raise InvalidInput(f"no agent named {agent!r}; configured: {configured}", field="agent")
     thread_id = new_id("thr")
     created = {"thread_id": thread_id, "agent": agent, "owner": None, "title": None, "created": None}

@@ -101,7 +101,14 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
         if isinstance(exc, RequestExpired):
             return Problem(slug="request-expired", title="Request expired", status=410, detail=str(exc), extra=ids)
         if isinstance(exc, InvalidDecision):
-            return Problem(slug="invalid-decision", title="Invalid decision", status=422, detail=str(exc), extra=ids)
+            refused: dict[str, Any] = dict(ids)
+            if exc.fields:  # a form's answer: each field's problem, for the form to show beside the field
+                refused["errors"] = [
+                    {"loc": [p for p in where.split(".") if p], "msg": why} for where, why in exc.fields.items()
+                ]
+            return Problem(
+                slug="invalid-decision", title="Invalid decision", status=422, detail=str(exc), extra=refused
+            )
         return Problem(slug="decision-refused", title="Decision refused", status=409, detail=str(exc), extra=ids)
     if isinstance(exc, RunConflict):
         ids = {"run_id": exc.run_id}

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field
 
-from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
+from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Provide, Reject, Skip
 from .._core.requests import ClientTool, RequestKind, Scope
 from .._results import rfc3339
 from .._runtime import TranscriptEntry
@@ -76,6 +76,8 @@ class ApproveIn(_Wire):
     kind: Literal["approve"]
     scope: Scope = "once"
     edited_args: dict[str, Any] | None = None
+    payload: Any = None
+    """Feedback for a tool that asked with a `response_schema`; checked against it."""
 
 
 class RejectIn(_Wire):
@@ -113,15 +115,25 @@ class ErrorIn(_Wire):
     message: str = Field(max_length=10_000)
 
 
-DecisionIn = Annotated[ApproveIn | RejectIn | SkipIn | AnswerIn | ResultIn | ErrorIn, Discriminator("kind")]
+class ProvideIn(_Wire):
+    """Answer a workflow's `input` request with a value that fits its `response_schema`."""
+
+    kind: Literal["provide"]
+    value: Any
+    """The answer as JSON: an object for a model, a string for a text answer, ..."""
+
+
+DecisionIn = Annotated[ApproveIn | RejectIn | SkipIn | AnswerIn | ResultIn | ErrorIn | ProvideIn, Discriminator("kind")]
 """Any decision, tagged by `kind`."""
 
 
-def to_decision(body: ApproveIn | RejectIn | SkipIn | AnswerIn | ResultIn | ErrorIn) -> Decision:
+def to_decision(body: ApproveIn | RejectIn | SkipIn | AnswerIn | ResultIn | ErrorIn | ProvideIn) -> Decision:
     """The core decision a request body stands for."""
     match body:
         case ApproveIn():
-            return Approve(scope=body.scope, edited_args=body.edited_args)
+            return Approve(scope=body.scope, edited_args=body.edited_args, payload=body.payload)
+        case ProvideIn():
+            return Provide(value=body.value)
         case RejectIn():
             return Reject(reason=body.reason)
         case SkipIn():
@@ -183,7 +195,16 @@ class RequestOut(BaseModel):
     scopes: list[Scope] | None = None
     """approval: the scopes the person may choose."""
     payload: Any = None
-    """approval: data the tool attached."""
+    """approval: data the tool attached; input: data shown with the message (an itinerary to review, say)."""
+    response_schema: dict[str, Any] | None = None
+    """input: the JSON Schema the answer must fit (`{}`: any JSON value); approval: the schema of the
+    feedback sent with an approval, when the tool asked for one."""
+    on_reject: Literal["deny", "call"] | None = None
+    """approval: `call` when a rejection runs the tool's body again to decide the result."""
+    node: str | None = None
+    """input: the workflow node that asks."""
+    message: str | None = None
+    """input: what the person reads."""
     questions: list[QuestionOut] | None = None
     """question: the questions."""
     description: str | None = None
@@ -315,11 +336,13 @@ class ThreadListOut(BaseModel):
 
 
 class AgentOut(BaseModel):
-    """An agent a thread may be opened with."""
+    """An agent (or a workflow) a thread may be opened with."""
 
     name: str
     description: str | None
     entry: bool
+    kind: Literal["agent", "workflow"] = "agent"
+    """`workflow`: a graph of nodes that stops for input (§8), run like an agent."""
 
 
 class AgentListOut(BaseModel):

@@ -28,14 +28,15 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..exceptions import ConfigError
 from ._graph import END, START, AgentNode, FunctionNode, RouteKey, Workflow
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Attribute docstrings become field descriptions: the configuration reference is built from them.
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class FunctionNodeConfig(_Strict):
@@ -67,6 +68,9 @@ class WorkflowConfig(_Strict):
     """Every node, by the name edges use."""
     edges: list[list[str | dict[RouteKey, str]]]
     """Edge lists: `[START, a, b]` chains, `[a, {route: b, ...}]` routes; see the module docstring."""
+    ttl_seconds: float | None = Field(default=None, gt=0)
+    """How long a node's question waits for an answer before it expires (the node then sees a skip);
+    unset: it waits until answered."""
 
     @field_validator("nodes")
     @classmethod
@@ -91,7 +95,7 @@ class WorkflowConfig(_Strict):
         return {n.agent for n in self.nodes.values() if isinstance(n, AgentNodeConfig)}
 
 
-def check_workflow_names(workflows: Mapping[str, WorkflowConfig], agents: Collection[str]) -> None:
+def check_workflow_names(workflows: Mapping[str, WorkflowConfig | Workflow], agents: Collection[str]) -> None:
     """Check a config's workflows against its agents: names that cannot be told apart, agents that do not exist.
 
     Raises:
@@ -100,13 +104,23 @@ def check_workflow_names(workflows: Mapping[str, WorkflowConfig], agents: Collec
     for name, workflow in workflows.items():
         if name in agents:
             raise ConfigError(f"workflow {name!r} has the name of an agent; `entry` could not tell them apart")
-        for node, spec in workflow.nodes.items():
-            if isinstance(spec, AgentNodeConfig) and spec.agent not in agents:
+        for node, agent in _agent_names(workflow):
+            if agent not in agents:
                 known = ", ".join(sorted(agents)) or "none"
                 raise ConfigError(
-                    f"workflow {name!r}: node {node!r} runs agent {spec.agent!r}, "
-                    f"which is not configured (agents: {known})"
+                    f"workflow {name!r}: node {node!r} runs agent {agent!r}, which is not configured (agents: {known})"
                 )
+
+
+def _agent_names(workflow: WorkflowConfig | Workflow) -> list[tuple[str, str]]:
+    """`(node, agent)` for each node that runs a configured agent by name."""
+    if isinstance(workflow, Workflow):
+        return [
+            (name, node.agent.agent)
+            for name, node in workflow.nodes.items()
+            if node.agent is not None and isinstance(node.agent.agent, str)
+        ]
+    return [(name, spec.agent) for name, spec in workflow.nodes.items() if isinstance(spec, AgentNodeConfig)]
 
 
 def build_workflow(
@@ -145,4 +159,4 @@ def build_workflow(
             raise ConfigError(f"workflow {name!r}: node {node_name!r}: {target!r} is not a function")
         nodes.append(FunctionNode(fn, name=node_name))
     edges = [tuple(edge) for edge in config.edges]
-    return Workflow(name, edges=edges, nodes=nodes, description=config.description)
+    return Workflow(name, edges=edges, nodes=nodes, description=config.description, ttl_seconds=config.ttl_seconds)

@@ -166,6 +166,8 @@ class Workflow:
         edges: edge tuples, see the module docstring.
         nodes: extra nodes that edges refer to by name only (the YAML loader passes every node here).
         description: what the workflow does, for people and for agent cards.
+        ttl_seconds: how long a node's question waits before it expires (the node then sees a
+            skip, `InputSkipped`); `None` waits until answered.
 
     Raises:
         ConfigError: the graph is wrong; the message names the node and what to change.
@@ -178,9 +180,13 @@ class Workflow:
         edges: Sequence[EdgeSpec],
         nodes: Sequence[FunctionNode | AgentNode | Callable[..., Any]] = (),
         description: str = "",
+        ttl_seconds: float | None = None,
     ) -> None:
+        if ttl_seconds is not None and ttl_seconds <= 0:
+            raise ConfigError(f"workflow {name!r}: ttl_seconds must be more than 0, not {ttl_seconds!r}")
         self.name = name
         self.description = description
+        self.ttl_seconds = ttl_seconds
         self._defined: dict[str, FunctionNode | AgentNode] = {}
         for node in nodes:
             self._define(node)

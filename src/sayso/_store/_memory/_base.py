@@ -129,6 +129,7 @@ class _MemoryBase(RunStore):
         self._marks: dict[tuple[str, str], str] = {}
         self._outbox: list[_Event] = []
         self._deliveries: dict[str, _Delivery] = {}
+        self._workflow_states: dict[str, bytes] = {}
 
     async def ping(self) -> None:
         return None

@@ -144,10 +144,21 @@ class _Requests(_MemoryBase):
         executing: Sequence[str] = (),
         load_history: bool = True,
         grants_of: str | None = None,
+        durable: bool = True,
+        load_workflow_state: bool = False,
     ) -> Claim:
         resume = ResumeClaim(executing=executing, added=added, audit=audit, grants_of=grants_of)
         async with self._lock:
-            return self._claim(run, pause_id, resume, owner=owner, until=until, now=now, history=load_history)
+            return self._claim(
+                run,
+                pause_id,
+                resume,
+                owner=owner,
+                until=until,
+                now=now,
+                history=load_history,
+                workflow_state=load_workflow_state,
+            )
 
     async def decide_request(
         self, request_id: str, judge: Judge, *, owner: str, until: float, now: float
@@ -197,7 +208,16 @@ class _Requests(_MemoryBase):
             )
 
     def _claim(
-        self, run: RunRecord, pause_id: str, resume: ResumeClaim, *, owner: str, until: float, now: float, history: bool
+        self,
+        run: RunRecord,
+        pause_id: str,
+        resume: ResumeClaim,
+        *,
+        owner: str,
+        until: float,
+        now: float,
+        history: bool,
+        workflow_state: bool = False,
     ) -> Claim:
         """Consume the pause and take the run; the caller holds the lock."""
         claim: dict[str, Any] = {
@@ -221,6 +241,7 @@ class _Requests(_MemoryBase):
             run=replace(run, **claim, updated_at=now, revision=run.revision + 1),
             history=_load(self._messages.get(run.thread_id, ())) if history else None,
             grants=self._active_grants(resume.grants_of, now),
+            workflow_state=self._workflow_states.get(run.run_id) if workflow_state else None,
         )
 
     # the at-most-once ledger of approved calls

@@ -105,6 +105,7 @@ class _Runs(_MemoryBase):
         parent_run_id: str | None = None,
         parent_call_id: str | None = None,
         agent_path: str | None = None,
+        durable: bool = True,
     ) -> RunRecord:
         record = RunRecord(
             run_id=run_id,
@@ -198,6 +199,7 @@ class _Runs(_MemoryBase):
         requests: Sequence[Request],
         now: float,
         executions: Sequence[ExecutionResult] = (),
+        workflow_state: bytes | None = None,
     ) -> None:
         async with self._lock:
             self._own(run.run_id, owner)
@@ -206,6 +208,8 @@ class _Runs(_MemoryBase):
                 raise StoreError(f"pause {pause_id!r} or one of its requests is stored already")
             self._finish_executions(executions)
             self._append_messages(run, new_messages)
+            if workflow_state is not None:
+                self._workflow_states[run.run_id] = bytes(workflow_state)
             self._pauses[pause_id] = _Pause(run_id=run.run_id, status="open")
             for position, r in enumerate(requests):
                 self._requests[r.request_id] = _Request(
@@ -237,11 +241,14 @@ class _Runs(_MemoryBase):
         error: str | None,
         now: float,
         executions: Sequence[ExecutionResult] = (),
+        workflow_state: bytes | None = None,
     ) -> None:
         async with self._lock:
             self._own(run.run_id, owner)
             self._finish_executions(executions)
             self._append_messages(run, new_messages)
+            if workflow_state is not None:
+                self._workflow_states[run.run_id] = bytes(workflow_state)
             self._update_run(
                 run.run_id,
                 now,

@@ -6,9 +6,10 @@ from ._grants_audit import _GrantsAudit
 from ._outbox import _Outbox
 from ._requests import _Requests
 from ._runs import _Runs
+from ._workflows import _Workflows
 
 
-class MemoryRunStore(_Runs, _Requests, _GrantsAudit, _Outbox):
+class MemoryRunStore(_Runs, _Requests, _GrantsAudit, _Outbox, _Workflows):
     """The store port in memory: complete, atomic per verb, and gone when the process ends.
 
     It passes the same contract suite as the SQL backend. Like a database it keeps what it is

@@ -148,20 +148,28 @@ class _Requests(_SqlBase):
         executing: Sequence[str] = (),
         load_history: bool = True,
         grants_of: str | None = None,
+        durable: bool = True,
+        load_workflow_state: bool = False,
     ) -> Claim:
         resume = ResumeClaim(executing=executing, added=added, audit=audit, grants_of=grants_of)
 
-        async def work(tx: Tx) -> tuple[list[bytes] | None, list[Grant] | None]:
-            return await _claim(tx, run, pause_id, resume, owner=owner, until=until, now=now, history=load_history)
+        async def work(tx: Tx) -> tuple[list[bytes] | None, list[Grant] | None, bytes | None]:
+            bodies, grants = await _claim(
+                tx, run, pause_id, resume, owner=owner, until=until, now=now, history=load_history
+            )
+            state = await _rows.workflow_state(tx, run.run_id) if load_workflow_state else None
+            return bodies, grants, state
 
-        async def lost(tx: Tx) -> tuple[list[bytes] | None, list[Grant] | None]:
+        async def lost(tx: Tx) -> tuple[list[bytes] | None, list[Grant] | None, bytes | None]:
             # A decision (or ledger entry) this claim adds was inserted by a concurrent writer.
             if not await _rows.consume(tx, pause_id):
                 raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
             raise _decided_meanwhile(run.run_id)
 
-        bodies, grants = await self._write(work, race=lost)
-        return _claimed(run, pause_id, bodies, grants, owner=owner, until=until, now=now)
+        # Ledger marks reach the disk before their calls run, whatever the caller asked for.
+        bodies, grants, state = await self._write(work, race=lost, durable=durable or bool(executing))
+        claim = _claimed(run, pause_id, bodies, grants, owner=owner, until=until, now=now)
+        return replace(claim, workflow_state=state)
 
     async def decide_request(
         self, request_id: str, judge: Judge, *, owner: str, until: float, now: float

@@ -476,3 +476,24 @@ async def audit_head(tx: Tx) -> AuditHead | None:
 def audit_record(row: Any) -> AuditRecord:
     """An audit record from its row (the body parsed back from its canonical JSON)."""
     return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash, mac=row.mac)
+
+
+# workflow runs' state
+
+GET_WORKFLOW_STATE = Sql("SELECT body FROM workflow_states WHERE run_id = :run_id")
+PUT_WORKFLOW_STATE = Sql(
+    "INSERT INTO workflow_states (run_id, body, updated_at) VALUES (:run_id, :body, :now) "
+    "ON CONFLICT (run_id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at"
+)
+"""Replace a workflow run's saved state in one statement (an upsert on the run's id)."""
+
+
+async def workflow_state(tx: Tx, run_id: str) -> bytes | None:
+    """A workflow run's saved state, or `None`."""
+    row = await tx.one(GET_WORKFLOW_STATE, {"run_id": run_id})
+    return None if row is None else bytes(row["body"])
+
+
+async def put_workflow_state(tx: Tx, run_id: str, state: bytes, now: float) -> None:
+    """Replace a workflow run's saved state."""
+    await tx.run(PUT_WORKFLOW_STATE, {"run_id": run_id, "body": bytes(state), "now": now})

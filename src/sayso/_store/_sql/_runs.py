@@ -105,6 +105,7 @@ class _Runs(_SqlBase):
         parent_run_id: str | None = None,
         parent_call_id: str | None = None,
         agent_path: str | None = None,
+        durable: bool = True,
     ) -> RunRecord:
         record = RunRecord(
             run_id=run_id,
@@ -151,7 +152,7 @@ class _Runs(_SqlBase):
         async def lost(tx: Tx) -> NoReturn:
             raise _thread_changed(run_id, thread_id)  # another process created the same new thread first
 
-        return await self._write(work, race=lost)
+        return await self._write(work, race=lost, durable=durable)
 
     async def get_run(self, run_id: str) -> RunRecord:
         async def work(tx: Tx) -> RunRecord:
@@ -201,6 +202,7 @@ class _Runs(_SqlBase):
         requests: Sequence[Request],
         now: float,
         executions: Sequence[ExecutionResult] = (),
+        workflow_state: bytes | None = None,
     ) -> None:
         async def work(tx: Tx) -> None:
             await _rows.update_own_run(tx, _rows.PAUSE_RUN, run.run_id, owner, pause_id=pause_id, now=now)
@@ -209,6 +211,8 @@ class _Runs(_SqlBase):
             await tx.run(_rows.INSERT_PAUSE, {"pause_id": pause_id, "run_id": run.run_id, "now": now})
             await _rows.insert_requests(tx, pause_id, requests)
             await _rows.outbox(tx, "request.opened", [r.request_id for r in requests], now=now)
+            if workflow_state is not None:
+                await _rows.put_workflow_state(tx, run.run_id, workflow_state, now)
 
         await self._write(work)
 
@@ -223,6 +227,7 @@ class _Runs(_SqlBase):
         error: str | None,
         now: float,
         executions: Sequence[ExecutionResult] = (),
+        workflow_state: bytes | None = None,
     ) -> None:
         async def work(tx: Tx) -> None:
             await _rows.update_own_run(
@@ -230,6 +235,8 @@ class _Runs(_SqlBase):
             )
             await _rows.finish_executions(tx, executions, now)
             await _rows.append_messages(tx, run, new_messages)
+            if workflow_state is not None:
+                await _rows.put_workflow_state(tx, run.run_id, workflow_state, now)
             await _rows.free_thread(tx, run)
 
         await self._write(work)

@@ -9,9 +9,10 @@ from ._marks import _Marks
 from ._outbox import _Outbox
 from ._requests import _Requests
 from ._runs import _Runs
+from ._workflows import _Workflows
 
 
-class SqlRunStore(_Runs, _Requests, _Ledger, _GrantsAudit, _Listings, _Marks, _Outbox):
+class SqlRunStore(_Runs, _Requests, _Ledger, _GrantsAudit, _Listings, _Marks, _Outbox, _Workflows):
     """The durable store on SQLite (the default, one file) or PostgreSQL (for several replicas).
 
     `SqlRunStore("sqlite:///sayso.db", base_dir=...)` takes relative SQLite paths from `base_dir`;

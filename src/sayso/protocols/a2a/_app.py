@@ -69,18 +69,21 @@ class _ContextBuilder(DefaultServerCallContextBuilder):
 
 
 def agent_card(sayso: Sayso, name: str, base_url: str) -> AgentCard:
-    """The card of one entry (an agent or an orchestration): its endpoint, streaming, pushes, the HITL extension.
+    """The card of one entry (agent, orchestration or workflow): its endpoint, streaming, pushes, the HITL extension.
 
     In `a2a.legacy_only` mode the card is kagent 0.x's: A2A 0.3, and no v1 extension.
     """
     config = sayso.config
     agent = config.entries()[name]
     team = config.orchestrations.get(name)
-    description = (
-        (team.description if team else None)
-        or config.agents[agent].description
-        or (f"The sayso team {name!r}, led by {agent!r}." if team else f"The sayso agent {name!r}.")
-    )
+    if name in config.workflows:
+        description = config.workflows[name].description or f"The sayso workflow {name!r}."
+    else:
+        description = (
+            (team.description if team else None)
+            or config.agents[agent].description
+            or (f"The sayso team {name!r}, led by {agent!r}." if team else f"The sayso agent {name!r}.")
+        )
     legacy = config.a2a.legacy_only
     extensions = [] if legacy else [AgentExtension(uri=HITL_URI, description=EXTENSION_DESCRIPTION, required=False)]
     return AgentCard(
@@ -102,7 +105,7 @@ def agent_card(sayso: Sayso, name: str, base_url: str) -> AgentCard:
 
 
 def a2a_router(sayso: Sayso) -> APIRouter:
-    """The A2A endpoints and agent cards of every entry of `sayso` (agents and orchestrations)."""
+    """The A2A endpoints and agent cards of every entry of `sayso` (agents, orchestrations and workflows)."""
     background = Background()
     push_store = MarkPushConfigStore(sayso, sayso.config.a2a, caller_state=CALLER_STATE)
 

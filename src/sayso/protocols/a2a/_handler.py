@@ -60,7 +60,9 @@ from ...exceptions import InvalidInput, RunConflict, RunNotFound
 from .._common import AgentEndpoint
 from ._mapping import (
     LegacyInput,
+    PauseView,
     data_parts,
+    decision_from_input,
     decisions_from_legacy,
     decisions_from_v1,
     legacy_input,
@@ -230,6 +232,15 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
                 f"the task is {run.status}, not waiting for input; "
                 "send a new message without taskId to continue the conversation",
             )
+        view = await self.tasks.view(run.run_id, (await self.sayso.result(run.run_id, principal=caller)).requests)
+        if view is not None and view.kind == "input" and payload is None and not legacy:
+            # A workflow's question: the message is its answer (a DataPart, or text), checked before it runs.
+            given = {request.request_id: decision for request, decision in decision_from_input(view, message)}
+
+            async def provide() -> RunResult:
+                return await self.sayso.answer_pause(run.run_id, given, principal=caller, rest="wait")
+
+            return provide, run.run_id, run.thread_id, run.pause_id
         if payload is None and not legacy:
             # Plain input to a waiting task: the person moved on (§3.3); the open requests are skipped.
             text = message_text(message)
@@ -237,7 +248,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
                 raise InvalidInput("the message has no text part and no HITL response", field="message")
             run_id = new_id("run")
             return self._run_work(text, run.thread_id, caller, run_id), run_id, run.thread_id, None
-        answers = await self._answers(run, message, payload, legacy, caller)
+        answers = self._answers(run, view, message, payload, legacy)
 
         async def answer() -> RunResult:
             return await self.sayso.answer_pause(run.run_id, answers, principal=caller, rest="wait", via="a2a")
@@ -252,16 +263,15 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
 
         return start
 
-    async def _answers(
+    def _answers(
         self,
         run: RunRecord,
+        view: PauseView | None,
         message: Message,
         payload: dict[str, Any] | None,
         legacy: LegacyInput | None,
-        caller: Principal,
     ) -> dict[str, Decision]:
-        """The answers a HITL response takes, by request id; kagent requires every shown call decided."""
-        view = await self.tasks.view(run.run_id, (await self.sayso.result(run.run_id, principal=caller)).requests)
+        """The answers a HITL response takes for the view shown now, by request id (every shown call decided)."""
         if view is None:
             raise InvalidInput(f"task {run.run_id!r} waits for nothing a HITL response can answer", field="message")
         if payload is not None:

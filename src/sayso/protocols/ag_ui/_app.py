@@ -145,7 +145,7 @@ class AgUiAgent(AgentEndpoint):
 
 
 def ag_ui_router(sayso: Sayso) -> APIRouter:
-    """`POST /ag-ui/{name}` for every entry of `sayso`: its agents and its orchestrations."""
+    """`POST /ag-ui/{name}` for every entry of `sayso`: its agents, orchestrations and workflows."""
     router = APIRouter()
     for name, agent in sayso.config.entries().items():
         router.add_route(

@@ -3,8 +3,10 @@
 Outbound: a run's new messages become text and tool-call events (a decided call's result
 carries its approval record); a delegate's browser tool call is streamed too, tagged with the
 delegate's run (`subagentRunId`); and a pause becomes `RUN_FINISHED` with one `Interrupt` per
-open approval or question, the client tool calls it also waits on in `pendingToolCallIds`
-(on the success outcome when there is no interrupt, in the event's metadata beside them).
+open approval, question or workflow input (its `responseSchema` is the input's own schema, its
+payload in the metadata), the client tool calls it also waits on in `pendingToolCallIds`
+(on the success outcome when there is no interrupt, in the event's metadata beside them). A
+resolved input's resume payload is the answer itself, checked against that schema by the runtime.
 Inbound: `RunAgentInput.resume` entries become decisions as in kaboo's answer table, tool
 messages answer client tools, `context` goes with the tools it names, and kaboo's host-kept
 grants come from `forwardedProps.kaboo_grants`. In kaboo's dialect (`ag_ui.kaboo_compat`) the
@@ -44,20 +46,21 @@ from ag_ui.core import TextPart as UserTextPart
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 
 from ..._core.access import Principal
-from ..._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
+from ..._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Provide, Reject, Skip
 from ..._core.grants import Grant
 from ..._core.requests import (
     SCOPES_BY_WIDTH,
     ApprovalRequest,
     ClientTool,
     ClientToolRequest,
+    InputRequest,
     QuestionRequest,
     Request,
     shown_args,
 )
 from ...exceptions import DecisionRefused, InvalidInput, NotAllowed, NotFound, RunConflict, SaysoError, TooLarge
 
-REASONS = {"approval": "sayso:approval", "question": "sayso:question"}
+REASONS = {"approval": "sayso:approval", "question": "sayso:question", "input": "sayso:input"}
 """The `Interrupt.reason` of each request kind AG-UI interrupts carry."""
 
 KABOO_REASONS = {"approval": "kaboo:approval"}
@@ -147,8 +150,12 @@ def _subagent_run(request: Request) -> str | None:
     return request.run_id if "/" in request.agent_path else None
 
 
-def interrupt(request: ApprovalRequest | QuestionRequest, *, kaboo: bool = False) -> Interrupt:
-    """The AG-UI interrupt for an open approval or question (§6.4), in sayso's or kaboo's words."""
+Shown = ApprovalRequest | QuestionRequest | InputRequest
+"""The requests an AG-UI client answers through interrupts."""
+
+
+def interrupt(request: Shown, *, kaboo: bool = False) -> Interrupt:
+    """The AG-UI interrupt for an open approval, question or workflow input (§6.4), in sayso's or kaboo's words."""
     metadata: dict[str, Any] = {
         "tool_name": request.tool_name,
         "tool_input": shown_args(request),
@@ -167,6 +174,13 @@ def interrupt(request: ApprovalRequest | QuestionRequest, *, kaboo: bool = False
             metadata["request"] = request.service_request
         message = request.hint
         schema = approval_schema(request)
+        if request.payload is not None:
+            metadata["payload"] = request.payload
+    elif isinstance(request, InputRequest):
+        metadata["node"] = request.node
+        metadata["payload"] = request.payload
+        message = request.message
+        schema = request.response_schema
     else:
         metadata["questions"] = [
             {"question": q.question, "choices": list(q.choices), "multiple": q.multiple} for q in request.questions
@@ -175,7 +189,7 @@ def interrupt(request: ApprovalRequest | QuestionRequest, *, kaboo: bool = False
         schema = question_schema(request)
     return Interrupt(
         id=request.request_id,
-        reason=(KABOO_REASONS if kaboo else REASONS)[request.kind],
+        reason=KABOO_REASONS.get(request.kind, REASONS[request.kind]) if kaboo else REASONS[request.kind],
         message=message,
         tool_call_id=request.tool_call_id,
         subagent_run_id=_subagent_run(request),
@@ -193,6 +207,8 @@ def approval_schema(request: ApprovalRequest) -> dict[str, Any]:
             "scope": {"enum": list(request.scopes)},
             "tool_input": request.args_schema or {"type": "object"},
             "reason": {"type": "string"},
+            # The tool asked for feedback with the approval: it goes here, checked against its schema.
+            **({"payload": request.response_schema} if request.response_schema is not None else {}),
         },
         "required": ["status"],
     }
@@ -254,13 +270,15 @@ def finished_event(
     sayso_run_id: str,
     kaboo: bool = False,
 ) -> RunFinishedEvent:
-    """`RUN_FINISHED`: interrupted on open approvals (and questions), with the pending client tool calls beside.
+    """`RUN_FINISHED`: interrupted on open approvals (questions, inputs), with the pending client tool calls beside.
 
     A pause that mixes them lists both: the interrupts in the outcome, the calls in
     `metadata.pendingToolCallIds` (AG-UI's success outcome, which names them, cannot carry interrupts).
     """
     shown = [
-        r for r in requests if isinstance(r, ApprovalRequest | QuestionRequest) and not _shown_as_call(r, kaboo=kaboo)
+        r
+        for r in requests
+        if isinstance(r, ApprovalRequest | QuestionRequest | InputRequest) and not _shown_as_call(r, kaboo=kaboo)
     ]
     pending = [r.tool_call_id for r in requests if _shown_as_call(r, kaboo=kaboo)]
     metadata: dict[str, Any] = {"sayso_run_id": sayso_run_id}
@@ -305,7 +323,7 @@ def decisions_from_resume(
     decided: dict[str, Decision] = {}
     for entry in entries:
         request = by_id.get(entry.interrupt_id)
-        if not isinstance(request, ApprovalRequest | QuestionRequest):
+        if not isinstance(request, ApprovalRequest | QuestionRequest | InputRequest):
             raise refused(f"interrupt {entry.interrupt_id!r} is not open on this thread")
         if request.request_id in decided:
             raise refused(f"interrupt {entry.interrupt_id!r} is answered twice")
@@ -322,10 +340,15 @@ def decisions_from_resume(
     return decided
 
 
-def decision_from_entry(request: ApprovalRequest | QuestionRequest, entry: ResumeEntry) -> Decision:
-    """One resume entry as a decision, per kaboo's answer table; only `approved` runs a gated call."""
+def decision_from_entry(request: Shown, entry: ResumeEntry) -> Decision:
+    """One resume entry as a decision, per kaboo's answer table; only `approved` runs a gated call.
+
+    A resolved workflow input's payload is the answer (checked against its schema when decided).
+    """
     if entry.status == "cancelled":
         return Skip(reason=_text((entry.payload or {}).get("reason") if isinstance(entry.payload, dict) else None))
+    if isinstance(request, InputRequest):
+        return Provide(value=entry.payload)
     payload = entry.payload
     if not isinstance(payload, dict):
         raise refused(f"interrupt {entry.interrupt_id!r}: a resolved entry needs an object payload")
@@ -339,7 +362,7 @@ def decision_from_entry(request: ApprovalRequest | QuestionRequest, entry: Resum
         edited = payload.get("tool_input")
         if edited is not None and not isinstance(edited, dict):
             raise refused(f"interrupt {entry.interrupt_id!r}: tool_input must be an object")
-        return Approve(scope=scope, edited_args=edited)
+        return Approve(scope=scope, edited_args=edited, payload=payload.get("payload"))
     if status == "cancelled":
         return Reject(reason=_text(payload.get("reason")))
     raise refused(f"interrupt {entry.interrupt_id!r}: payload status must be 'approved' or 'cancelled'")

@@ -82,11 +82,13 @@ function submitMessage(confirmed) {
 }
 
 async function sendMessage(message) {
+  let agent = null;  // a new thread's agent (or workflow) goes with its first message, which stores the thread
   if (!state.threadId) {
     const created = await api("POST", "/v1/threads", { agent: $("agent").value || null });
     if (!created.ok) { setStatus(created.data?.detail || "Could not start a thread."); return; }
     state.threadId = created.data.thread_id;
     state.titles[state.threadId] = message.slice(0, 80);
+    agent = created.data.agent;
     history.replaceState(null, "", `#/thread/${state.threadId}`);
     watchLive(state.threadId);
   }
@@ -97,10 +99,11 @@ async function sendMessage(message) {
   $("send").disabled = true;
   setStatus("Working…");
   const headers = authHeaders({ "Content-Type": "application/json", Accept: "text/event-stream" });
+  const body = { message, thread_id: state.threadId, ...(agent ? { agent } : {}) };
   let assistant = null;
   try {
     const response = await fetch("/v1/runs?stream=true", {
-      method: "POST", headers, body: JSON.stringify({ message, thread_id: state.threadId }),
+      method: "POST", headers, body: JSON.stringify(body),
     });
     if (!response.ok) {
       const problem = await response.json().catch(() => ({}));
@@ -352,7 +355,8 @@ async function start() {
   if (agents.ok) {
     $("agent").replaceChildren();
     for (const agent of agents.data.agents) {
-      $("agent").append(el("option", { value: agent.name, selected: agent.entry }, agent.name));
+      const label = agent.kind === "workflow" ? `${agent.name} (workflow)` : agent.name;
+      $("agent").append(el("option", { value: agent.name, selected: agent.entry }, label));
       $("filter-agent").append(el("option", { value: agent.name }, agent.name));
     }
   }

@@ -11,12 +11,14 @@ package split by wire, each module under ~500 lines:
 | `_views` | what one A2A pause shows (`PauseView`) and its status text (§5.1) |
 | `_v1` | v1 payloads: pause requests out, responses in (with sayso's edits beside them) |
 | `_legacy` | kagent 0.x DataParts, both ways, and ADK's FunctionResponse answer |
+| `_inputs` | a workflow's input request: the answer a message gives (a DataPart, or text) |
 | `_messages` | pause, decision and history messages; `to_a2a_error` |
 | `_remote` | sayso as a client: what a remote pause asks, and the answer sent back |
 """
 
 from __future__ import annotations
 
+from ._inputs import decision_from_input
 from ._legacy import LEGACY_CONFIRMATION, Confirmation, LegacyInput, decisions_from_legacy, legacy_input, legacy_parts
 from ._messages import (
     data_parts,
@@ -60,6 +62,7 @@ __all__ = [
     "answer_message",
     "asks_of",
     "data_parts",
+    "decision_from_input",
     "decision_message",
     "decisions_from_legacy",
     "decisions_from_v1",

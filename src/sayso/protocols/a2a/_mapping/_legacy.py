@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...._core.decisions import Answer, Approve, Decision, Reject, Skip, model_text
-from ...._core.requests import QuestionRequest, shown_args
+from ...._core.requests import ApprovalRequest, QuestionRequest, shown_args
 from ....exceptions import InvalidInput
 from ._v1 import answers_of, match_ids, nested_ids, refused
 from ._views import PauseView, ShownRequest, delegate_hint, questions_json, view_text
@@ -57,7 +57,7 @@ def legacy_parts(view: PauseView) -> list[tuple[dict[str, Any], dict[str, Any]]]
         return [(data, dict(CALL_METADATA))]
     out = []
     for request in view.requests:
-        hint = view_text(view) if isinstance(request, QuestionRequest) else request.hint
+        hint = request.hint if isinstance(request, ApprovalRequest) else view_text(view)
         out.append((_confirmation(view.tool_id(request), _legacy_call(view, request), hint, None), dict(CALL_METADATA)))
     return out
 
@@ -84,8 +84,8 @@ def _confirmation(
 def legacy_decision_data(view: PauseView, decisions: Mapping[str, Decision]) -> dict[str, Any] | None:
     """The 0.x decision that stands for the decisions taken on a view (task history); `None` if none."""
     taken = [(r, decisions[r.request_id]) for r in view.requests if r.request_id in decisions]
-    if not taken:
-        return None
+    if not taken or view.kind == "input":
+        return None  # kagent 0.x has no form for a workflow's input
     if view.kind == "question":
         _, decision = taken[0]
         if isinstance(decision, Answer):
@@ -170,6 +170,8 @@ def decisions_from_legacy(view: PauseView, given: LegacyInput) -> list[tuple[Sho
     Raises:
         InvalidInput: the decision does not fit the pause (`field` is `HITL_RESPONSE`).
     """
+    if view.kind == "input":
+        raise refused("this task waits for input: send the answer as a DataPart, or as text")
     if given.decision is None:
         return _from_confirmations(view, given.confirmations)
     data = given.decision

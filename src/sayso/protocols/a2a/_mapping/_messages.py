@@ -7,6 +7,7 @@ it (whether it came over A2A, REST, the web UI or the CLI), and the final answer
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ from a2a.utils.errors import (
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct, Value
 
-from ...._core.decisions import Answer, Approve, Decision, DecisionRecord, Reject, Skip
+from ...._core.decisions import Answer, Approve, Decision, DecisionRecord, Provide, Reject, Skip
 from ...._core.requests import Request
 from ...._runtime import RunRecord
 from ....exceptions import (
@@ -116,6 +117,11 @@ def pause_message(
     """
     message_id = f"pause-{view.requests[0].request_id}" if view is not None else f"pause-{task_id}"
     message = Message(message_id=message_id, role=Role.ROLE_AGENT, task_id=task_id, context_id=context_id)
+    if view is not None and view.kind == "input":
+        # No kagent form fits a workflow's input: the text is its message, the rest is sayso's own.
+        message.parts.append(Part(text=view_text(view)))
+        message.metadata.update({SAYSO_KEY: sayso_payload(view)})
+        return message
     if view is not None and legacy and not activated:
         for data, metadata in legacy_parts(view):
             message.parts.append(_data_part(data, metadata))
@@ -159,7 +165,12 @@ def decision_message(
 
 
 def _decision_text(view: PauseView, decisions: Mapping[str, Decision]) -> str:
-    """The display text kagent's UI sends with a decision."""
+    """The display text kagent's UI sends with a decision (a workflow's input: the answer itself, as JSON)."""
+    if view.kind == "input":
+        (decision,) = decisions.values()
+        if isinstance(decision, Provide):
+            return decision.value if isinstance(decision.value, str) else json.dumps(decision.value, ensure_ascii=False)
+        return "Skipped the input"
     if view.kind == "question":
         return (
             "Answered questions" if any(isinstance(d, Answer) for d in decisions.values()) else "Skipped the questions"
@@ -180,6 +191,10 @@ def _record_json(view: PauseView, request: ShownRequest, taken: Mapping[str, Dec
         decision["scope"] = record.decision.scope
         if record.decision.edited_args is not None:
             decision["edited_args"] = record.decision.edited_args
+        if record.decision.payload is not None:
+            decision["payload"] = record.decision.payload
+    elif isinstance(record.decision, Provide):
+        decision["value"] = record.decision.value
     elif isinstance(record.decision, Reject | Skip) and record.decision.reason:
         decision["reason"] = record.decision.reason
     return {

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...._core.decisions import Answer, Approve, Decision, Reject, model_text
-from ...._core.requests import SCOPES_BY_WIDTH, ApprovalRequest, QuestionRequest, shown_args
+from ...._core.requests import SCOPES_BY_WIDTH, ApprovalRequest, InputRequest, QuestionRequest, shown_args
 from ....exceptions import InvalidInput
 from ._views import PauseView, ShownRequest, approvals_of, questions_json, view_text
 
@@ -104,6 +104,15 @@ def sayso_payload(view: PauseView) -> dict[str, Any]:
             entry["scopes"] = list(request.scopes)
             entry["hint"] = request.hint
             entry["args_schema"] = request.args_schema
+            if request.response_schema is not None:
+                entry["response_schema"] = request.response_schema
+        elif isinstance(request, InputRequest):
+            entry.update(
+                node=request.node,
+                message=request.message,
+                payload=request.payload,
+                response_schema=request.response_schema,
+            )
         entries.append(entry)
     return {"requests": entries}
 
@@ -111,8 +120,10 @@ def sayso_payload(view: PauseView) -> dict[str, Any]:
 def response_of(view: PauseView, decisions: Mapping[str, Decision]) -> dict[str, Any] | None:
     """The v1 response that stands for the decisions taken on a view, however they were taken (task history).
 
-    `None` when kagent has no form for them (a question that was skipped, or expired).
+    `None` when kagent has no form for them (a question that was skipped, or expired; a workflow's input).
     """
+    if view.kind == "input":
+        return None
     if view.kind == "question":
         (question,) = view.requests
         decision = decisions.get(question.request_id)
@@ -155,6 +166,8 @@ def decisions_from_v1(
         InvalidInput: the response does not decide exactly the shown requests, or is malformed
             (`field` is `HITL_RESPONSE`).
     """
+    if view.kind == "input":
+        raise refused("this task waits for input: send the answer as a DataPart, or as text")
     kind = payload.get("type")
     expected = RESPONSE_TYPES[view.kind]
     if kind not in RESPONSE_TYPES.values():

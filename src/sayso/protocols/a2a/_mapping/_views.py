@@ -3,6 +3,9 @@
 One A2A pause shows one kind of request: the open approvals first, then each question on its
 own, and one agent at a time; the run stays paused in sayso until every open request is
 decided, so the same task pauses again for what is left.
+
+A workflow's `input` request has no kagent form: its pause's text is the message, and the
+payload and JSON Schema go under `SAYSO_KEY` (see `_inputs` for the answer).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from ...._core.requests import ApprovalRequest, QuestionRequest, Request, default_hint, shown_args
+from ...._core.requests import ApprovalRequest, InputRequest, QuestionRequest, Request, default_hint, shown_args
 from ...._runtime import RemoteTask
 
 HITL_URI = "https://kagent.dev/extensions/hitl/v1"
@@ -25,16 +28,16 @@ EXTENSION_DESCRIPTION = "Human in the loop for tool approval, ask user, and nest
 GENERIC_TEXT = "Human input is required before the agent can continue."
 """The status text of a pause that carries no tool call (§5.1, rule 5)."""
 
-ShownRequest: TypeAlias = ApprovalRequest | QuestionRequest
+ShownRequest: TypeAlias = ApprovalRequest | QuestionRequest | InputRequest
 
 
 @dataclass(frozen=True, kw_only=True)
 class PauseView:
     """What one A2A pause message shows of a sayso pause: one kind of request, from one agent."""
 
-    kind: Literal["approval", "question"]
+    kind: Literal["approval", "question", "input"]
     requests: tuple[ShownRequest, ...]
-    """The requests the person decides now: several approvals, or exactly one question."""
+    """The requests the person decides now: several approvals, or exactly one question or input."""
     task_id: str
     """The A2A task (the top-level run) that waits."""
     subagent: str | None = None
@@ -80,13 +83,16 @@ def pause_view(task_id: str, open_requests: Sequence[Request], *, depth: int = 0
     """
     approvals = [r for r in open_requests if isinstance(r, ApprovalRequest)]
     questions = [r for r in open_requests if isinstance(r, QuestionRequest)]
+    inputs = [r for r in open_requests if isinstance(r, InputRequest)]
     if approvals:
         path = approvals[0].agent_path
         shown: tuple[ShownRequest, ...] = tuple(r for r in approvals if r.agent_path == path)
-        kind: Literal["approval", "question"] = "approval"
+        kind: Literal["approval", "question", "input"] = "approval"
     elif questions:
         path = questions[0].agent_path
         shown, kind = (questions[0],), "question"
+    elif inputs:
+        return PauseView(kind="input", requests=(inputs[0],), task_id=task_id)
     else:
         return None
     parts = path.split("/")
@@ -95,7 +101,7 @@ def pause_view(task_id: str, open_requests: Sequence[Request], *, depth: int = 0
 
 
 def views_of(task_id: str, requests: Sequence[Request], *, depth: int = 0) -> list[PauseView]:
-    """Every view one sayso pause is shown as, in turn (approvals first, then each question)."""
+    """Every view one sayso pause is shown as, in turn (approvals first, then each question, then an input)."""
     views: list[PauseView] = []
     left = list(requests)
     while (view := pause_view(task_id, left, depth=depth)) is not None:
@@ -175,4 +181,8 @@ def approvals_of(view: PauseView) -> list[ApprovalRequest]:
 
 def view_text(view: PauseView | None) -> str:
     """The status text of a pause showing `view` (the generic line when there is nothing to show)."""
+    if view is not None and view.kind == "input":
+        (request,) = view.requests
+        assert isinstance(request, InputRequest)
+        return request.message
     return status_text(_pending(view)) if view is not None else GENERIC_TEXT
