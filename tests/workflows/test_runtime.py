@@ -99,6 +99,9 @@ def booked(node_input: str) -> str:
 def book_table(city: str) -> str:
     """Book a table for dinner."""
     CALLS["book_table"] += 1
+    if FLAKY.get("book"):
+        FLAKY["book"] -= 1
+        raise RuntimeError("the restaurant's line is busy")
     return f"table booked in {city}"
 
 
@@ -419,3 +422,31 @@ async def test_an_agent_nodes_question_pauses_the_workflow_and_its_answer_reache
         assert isinstance(question, QuestionRequest) and question.agent_path == "asking/ask"
         done = await app.decide(question.request_id, Answer(answers=(("Oslo",),)))
     assert (done.run.status, done.run.output) == ("completed", "done: going to Oslo")
+
+
+async def test_an_agent_nodes_failed_run_fails_the_node_and_resume_starts_the_agent_again(make: Make) -> None:
+    """When the agent's own run fails, the node fails naming it; `resume` runs the agent node from the start."""
+    FLAKY["book"] = 1
+    async with make(booking_workflow()) as app:
+        [first] = (await app.run("Rome", agent="dinner")).requests
+        failed = (await app.decide(first.request_id, Approve())).run
+        assert failed.status == "failed" and failed.error is not None
+        assert failed.error.startswith("node 'book' failed: AgentRunFailed: its agent's run")
+        assert failed.error.endswith("failed: RuntimeError: the restaurant's line is busy")
+        retried = await app.resume(failed.run_id)
+        [second] = retried.requests
+        assert second.request_id != first.request_id and second.agent_path == "dinner/book"
+        done = await app.decide(second.request_id, Approve())
+    assert (done.run.status, done.run.output) == ("completed", "done: table booked in Rome")
+    assert CALLS == {"to_booking": 1, "book_table": 2, "booked": 1}
+
+
+async def test_a_forced_resume_skips_the_question_and_the_node_sees_it(make: Make) -> None:
+    """`resume(force=True)` on a workflow waiting for input closes the question as skipped; the node reads it."""
+    async with make(Workflow("ask", edges=[(START, ask_or_default)])) as app:
+        paused = input_of(await app.run("go", agent="ask"))
+        done = await app.resume(paused.run_id, force=True)
+    assert (done.status, done.output) == (
+        "completed",
+        "no answer (the run was resumed before this request was answered)",
+    )
