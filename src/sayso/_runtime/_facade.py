@@ -196,7 +196,9 @@ class Sayso:
         """Record a decision; when it was the last open request of the pause, resume the run.
 
         Repeating the decision already taken is a harmless no-op; a different second decision
-        is refused, and a refused decision changes nothing.
+        is refused, and a refused decision changes nothing. With `resume=False` the decision is
+        only recorded; a pause left fully decided and unresumed for longer than the lease is
+        resumed by the next recovery sweep (`recover`), as if its decider had died.
 
         Raises:
             RequestNotFound: no request has this id.
