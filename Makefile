@@ -1,6 +1,6 @@
 .DEFAULT_GOAL := help
 
-.PHONY: help demo chat test install docs bench bench-quick
+.PHONY: help demo chat test faults install docs bench bench-quick
 
 help: ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -17,6 +17,9 @@ chat: ## chat with the file-manager example in the terminal
 
 test: ## lint, type-check, build the docs and the wheel, and run the whole test suite
 	scripts/test
+
+faults: ## the fault-injection suite, long (FAULT_CASES=300): kill the decider at every step boundary; prints the counts
+	scripts/faults $(ARGS)
 
 docs: ## serve the documentation site on http://127.0.0.1:8001/ (built with mkdocs from docs/)
 	scripts/setup dev

@@ -242,6 +242,40 @@ async def test_lapsed_runs_are_the_running_runs_nobody_may_hold(store: RunStore)
     assert (await store.lapsed_runs(now=NOW))[0].lease_owner == "elsewhere:3:c"
 
 
+async def test_stalled_runs_are_paused_runs_decided_long_ago_that_nobody_resumed(store: RunStore) -> None:
+    """`stalled_runs` lists paused runs whose pause waits on no person (all decided, or only a delegate's call) and
+    saw no decision since `before`; not runs with an open request, recent decisions, or a consumed pause."""
+    one = await start(store, "thr_1", "run_1")
+    await paused(store, one, [approval("req_1", one)], pause_id="pau_1")
+    await store.record_decision(decision("req_1", at=NOW + 1))
+    still_open = await start(store, "thr_2", "run_2")
+    await paused(store, still_open, [approval("req_2", still_open), approval("req_3", still_open)], pause_id="pau_2")
+    await store.record_decision(decision("req_2", at=NOW + 1))
+    recent = await start(store, "thr_3", "run_3")
+    await paused(store, recent, [approval("req_4", recent)], pause_id="pau_3")
+    await store.record_decision(decision("req_4", at=NOW + 50))
+    waiting = await start(store, "thr_4", "run_4")
+    child = DelegateRequest(
+        request_id="req_5",
+        run_id="run_4",
+        thread_id="thr_4",
+        agent_path="files",
+        tool_call_id="call_5",
+        tool_name="helper",
+        args={},
+        created_at=NOW,
+        child_run_id="run_x",
+    )
+    await paused(store, waiting, [child], pause_id="pau_4")
+    resumed = await start(store, "thr_5", "run_5")
+    resumed = await paused(store, resumed, [approval("req_6", resumed)], pause_id="pau_5")
+    await store.record_decision(decision("req_6", at=NOW + 1))
+    await claim(store, resumed)
+    assert await store.stalled_runs(before=NOW + 10) == ["run_1", "run_4"]
+    assert await store.stalled_runs(before=NOW + 60) == ["run_1", "run_3", "run_4"]
+    assert await store.stalled_runs(before=NOW) == []
+
+
 async def test_a_paused_run_is_not_taken_over(store: RunStore) -> None:
     """Only running runs are taken over or renewed: a pause holds no lease."""
     run = await paused(store, await start(store), [])

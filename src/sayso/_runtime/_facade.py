@@ -216,7 +216,9 @@ class Sayso:
 
         Repeating the decision already taken is a harmless no-op; a different second decision
         is refused, and a refused decision changes nothing. `via` names the interface the
-        decision came through, so others see "Approved by alice (CLI)".
+        decision came through, so others see "Approved by alice (CLI)". With `resume=False` the decision is
+        only recorded; a pause left fully decided and unresumed for longer than the lease is
+        resumed by the next recovery sweep (`recover`), as if its decider had died.
 
         Raises:
             RequestNotFound: no request has this id.

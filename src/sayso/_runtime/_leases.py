@@ -109,6 +109,9 @@ async def carry_on(k: Kernel, run: RunRecord) -> RunResult:
 async def recover(k: Kernel) -> list[RunResult]:
     """Carry on every run whose process died (lease lapsed, or a dead process of this host), under the ledger rules.
 
+    Also resumes a paused run whose every request was decided long enough ago but that nobody
+    resumed (the deciding process died between recording the last decision and resuming).
+
     Top-level runs are carried on from the store: an approved call that was cut off is recorded as
     `outcome unknown` and never runs twice. A delegate's run is carried on when its parent's pause
     still waits on it (and the tree resumes if that was all it waited on); a delegate whose parent
@@ -146,7 +149,33 @@ async def recover(k: Kernel) -> list[RunResult]:
             continue  # another runtime took it over first
         except SaysoError:
             logger.exception("could not carry on run %s; the next sweep tries again", run.run_id)
+    results.extend(await _resume_stalled(k, now))
     await resolve_stuck(k)
+    return results
+
+
+async def _resume_stalled(k: Kernel, now: float) -> list[RunResult]:
+    """Resume pauses whose last decision was recorded by a process that died before resuming the run.
+
+    Only pauses nothing happened on for a lease's length are taken, so a live decider resumes its own.
+    """
+    from . import _deciding, _tree
+
+    results: list[RunResult] = []
+    seen: set[str] = set()
+    for run_id in await k.store.stalled_runs(before=now - k.lease_seconds):
+        top = await _tree.root(k, await k.store.get_run(run_id))
+        if top.run_id in seen:
+            continue
+        seen.add(top.run_id)
+        try:
+            before = top.pause_id
+            outcome = await _deciding.resume_if_ready(k, top)
+        except SaysoError:
+            logger.exception("could not resume run %s; the next sweep tries again", top.run_id)
+            continue
+        if outcome.status != "paused" or (await k.store.get_run(top.run_id)).pause_id != before:
+            results.append(outcome)
     return results
 
 

@@ -199,6 +199,14 @@ class RunStore(ABC):
         """
 
     @abstractmethod
+    async def stalled_runs(self, *, before: float, limit: int = 100) -> list[str]:
+        """Paused runs whose open pause waits on no person and on which nothing happened since `before`.
+
+        Every request of such a pause is decided (or is a delegate's call), so the run should have
+        resumed: the process that recorded the last decision died before it could. Oldest first.
+        """
+
+    @abstractmethod
     async def save_pause(
         self,
         run: RunRecord,

@@ -34,6 +34,7 @@ from .._records import (
 class _Pause:
     run_id: str
     status: PauseStatus
+    created_at: float = 0.0
 
 
 @dataclass

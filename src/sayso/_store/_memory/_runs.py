@@ -189,6 +189,21 @@ class _Runs(_MemoryBase):
             ]
         return sorted(found, key=lambda r: r.lease_expires_at or 0.0)[:limit]
 
+    async def stalled_runs(self, *, before: float, limit: int = 100) -> list[str]:
+        async with self._lock:
+            found: list[tuple[float, str]] = []
+            for pause_id, pause in self._pauses.items():
+                run = self._runs.get(pause.run_id)
+                if pause.status != "open" or run is None or run.status != "paused" or run.pause_id != pause_id:
+                    continue
+                rows = [row for row in self._requests.values() if row.pause_id == pause_id]
+                if any(row.status == "open" and row.kind != "delegate" for row in rows):
+                    continue
+                decided = [self._decisions[r.request_id].decided_at for r in rows if r.request_id in self._decisions]
+                if pause.created_at < before and all(at < before for at in decided):
+                    found.append((pause.created_at, pause.run_id))
+        return [run_id for _, run_id in sorted(found)[:limit]]
+
     async def save_pause(
         self,
         run: RunRecord,
@@ -210,7 +225,7 @@ class _Runs(_MemoryBase):
             self._append_messages(run, new_messages)
             if workflow_state is not None:
                 self._workflow_states[run.run_id] = bytes(workflow_state)
-            self._pauses[pause_id] = _Pause(run_id=run.run_id, status="open")
+            self._pauses[pause_id] = _Pause(run_id=run.run_id, status="open", created_at=now)
             for position, r in enumerate(requests):
                 self._requests[r.request_id] = _Request(
                     request_id=r.request_id,

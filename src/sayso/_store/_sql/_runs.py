@@ -192,6 +192,35 @@ class _Runs(_SqlBase):
 
         return await self._sa_read(work)
 
+    async def stalled_runs(self, *, before: float, limit: int = 100) -> list[str]:
+        p, r, d = t.pauses, t.requests, t.decisions
+        waits_on_someone = sa.select(r.c.request_id).where(
+            r.c.pause_id == p.c.pause_id, r.c.status == "open", r.c.kind != "delegate"
+        )
+        decided_lately = (
+            sa.select(d.c.request_id)
+            .join(r, r.c.request_id == d.c.request_id)
+            .where(r.c.pause_id == p.c.pause_id, d.c.decided_at >= before)
+        )
+        query = (
+            sa.select(p.c.run_id)
+            .join(t.runs, t.runs.c.pause_id == p.c.pause_id)
+            .where(
+                p.c.status == "open",
+                t.runs.c.status == "paused",
+                p.c.created_at < before,
+                ~waits_on_someone.exists(),
+                ~decided_lately.exists(),
+            )
+            .order_by(p.c.created_at)
+            .limit(limit)
+        )
+
+        def work(conn: Connection) -> list[str]:
+            return [row.run_id for row in conn.execute(query).all()]
+
+        return await self._sa_read(work)
+
     async def save_pause(
         self,
         run: RunRecord,
