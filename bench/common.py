@@ -152,10 +152,12 @@ class Counters:
         sqlite3.dbapi2.connect = connect  # type: ignore[assignment]
 
     def enable(self) -> None:
+        """Count from now on (between cycles: no connection is in a transaction)."""
         self.enabled = True
         for conn in self._conns:
             try:
-                conn.set_trace_callback(self._tracer())
+                level = conn.execute("PRAGMA synchronous").fetchone()[0]
+                conn.set_trace_callback(self._tracer(level))
             except sqlite3.ProgrammingError:  # closed meanwhile
                 pass
 
@@ -167,8 +169,8 @@ class Counters:
             except sqlite3.ProgrammingError:  # closed meanwhile
                 pass
 
-    def _tracer(self) -> Any:
-        state = {"wrote": False, "sync": 2}
+    def _tracer(self, level: int = 2) -> Any:
+        state = {"wrote": False, "sync": level}
 
         def trace(statement: str) -> None:
             head = statement.lstrip()[:8].upper()

@@ -86,6 +86,16 @@ def run_one(impl: str, history: int, cycles: int, warmup: int, sink: Any) -> dic
     return row
 
 
+def agent_pair() -> dict[str, Any]:
+    """sayso's two `Agent.run` calls against a bare pydantic-ai pair, CPU ms, in one pinned process."""
+    res = subprocess.run([*pin(), PY, os.path.join(HERE, "agent_pair.py")], capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise SystemExit(f"agent_pair.py failed:\n{res.stderr[-4000:]}")
+    row: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
+    log(f"  agent pair: sayso {row['sayso_cpu_ms']} ms, bare {row['bare_cpu_ms']} ms CPU, {row['ratio']}x")
+    return row
+
+
 def fsync_probe(n: int = 300) -> float:
     """ms per committed 1 KB insert with WAL + synchronous=FULL in the temp folder (what each fsynced commit costs)."""
     path = os.path.join(tempfile.gettempdir(), "bench_anchors", f"fsync-{os.getpid()}.sqlite")
@@ -175,6 +185,7 @@ def quick(args: argparse.Namespace) -> None:
     for rep in range(args.quick_repeats):
         for impl in impls[rep % 3 :] + impls[: rep % 3]:
             rows[impl].append(run_one(impl, 0, args.quick_cycles, 10, None))
+    pair = agent_pair()
     s, lg, pa = (med(rows[k], "cycles_per_s") for k in impls)
     cpu = {k: med(rows[k], "cpu_ms_per_cycle") for k in impls}
     sayso = rows["sayso"]
@@ -187,6 +198,10 @@ def quick(args: argparse.Namespace) -> None:
     print(
         f"| file growth B/cycle | {med(sayso, 'bytes_per_cycle')} | {med(rows['langgraph'], 'bytes_per_cycle')} "
         f"| {med(rows['pydantic-ai'], 'bytes_per_cycle')} |"
+    )
+    print(
+        f"\nsayso's agent pair {pair['sayso_cpu_ms']} ms CPU vs a bare pydantic-ai pair {pair['bare_cpu_ms']} ms: "
+        f"{pair['ratio']}x (median of {pair['blocks']} interleaved blocks)"
     )
     print(
         json.dumps(
@@ -212,6 +227,9 @@ def quick(args: argparse.Namespace) -> None:
                 "sayso_payload_bytes_per_cycle": med(sayso, "payload_bytes_per_cycle"),
                 "sayso_disk_write_bytes_per_cycle": med(sayso, "disk_write_bytes_per_cycle"),
                 "sayso_p50_ms": med(sayso, "p50_ms"),
+                "agent_pair_ratio": pair["ratio"],
+                "agent_pair_cpu_ms": pair["sayso_cpu_ms"],
+                "bare_agent_pair_cpu_ms": pair["bare_cpu_ms"],
             }
         ),
         flush=True,

@@ -82,7 +82,7 @@ class StoreTimes:
             def wrap(fn: Any, key: str) -> Any:
                 @functools.wraps(fn)
                 async def timed(*a: Any, **k: Any) -> Any:
-                    t = time.perf_counter()
+                    t, c = time.perf_counter(), time.process_time()
                     self.depth += 1
                     try:
                         return await fn(*a, **k)
@@ -93,10 +93,26 @@ class StoreTimes:
                         self.n[key] += 1
                         if self.depth == 0:
                             self.s[" total"] += took
+                            self.s[" cpu"] += time.process_time() - c
 
                 return timed
 
             setattr(SqlRunStore, name, wrap(original, name))
+
+    def install_agent_clock(self) -> None:
+        """Count the process CPU time spent inside `Agent.run` (the engine with sayso's gate) as " agent"."""
+        from pydantic_ai import Agent
+
+        original = Agent.run
+
+        async def run(agent: Any, *a: Any, **k: Any) -> Any:
+            c = time.process_time()
+            try:
+                return await original(agent, *a, **k)
+            finally:
+                self.s[" agent"] += time.process_time() - c
+
+        Agent.run = run  # type: ignore[method-assign]  # a process global of the benchmark only
 
     def snapshot(self) -> tuple[dict[str, float], dict[str, int]]:
         return dict(self.s), dict(self.n)
@@ -106,6 +122,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
     fresh_db(args.db)
     times = StoreTimes()
     times.install()
+    times.install_agent_clock()
     counters = Counters()
     counters.attach_all()  # before any connection opens: every sqlite3 connection of this process is counted
     app_a = Sayso(bench_config(args.db))
@@ -224,7 +241,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
     counted = max(args.counted, 1)
     cyc = [p + r for p, r in zip(pauses, resumes, strict=True)]
     db_bytes = size1 - size0
-    store_ms = {k: round((s1[0][k] - s0[0].get(k, 0.0)) / n * 1e3, 3) for k in sorted(s1[0]) if k != " total"}
+    store_ms = {k: round((s1[0][k] - s0[0].get(k, 0.0)) / n * 1e3, 3) for k in sorted(s1[0]) if not k.startswith(" ")}
     store_total = round((s1[0].get(" total", 0.0) - s0[0].get(" total", 0.0)) / n * 1e3, 3)
     store_calls = {k: round((s1[1][k] - s0[1].get(k, 0)) / n, 2) for k in sorted(s1[1])}
     return {
@@ -236,6 +253,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
         # CPU time of the whole process (event loop and the store's worker threads) per timed cycle:
         # steadier than cycles/s when other work shares the machine.
         "cpu_ms_per_cycle": round(cpu / n * 1e3, 3),
+        # ... of which inside the two `Agent.run` calls, and inside (outermost) store calls; the rest is
+        # sayso's runtime between them (and the benchmark's loop)
+        "agent_cpu_ms_per_cycle": round((s1[0].get(" agent", 0.0) - s0[0].get(" agent", 0.0)) / n * 1e3, 3),
+        "store_cpu_ms_per_cycle": round((s1[0].get(" cpu", 0.0) - s0[0].get(" cpu", 0.0)) / n * 1e3, 3),
         "db_bytes": db_bytes,
         "bytes_per_cycle": round(db_bytes / n),
         "disk_write_bytes_per_cycle": None if io0 is None or io1 is None else round((io1 - io0) / n),

@@ -24,7 +24,6 @@ from .._engine import annotate, audit_body, deferred_results, requests_from
 from .._gate import RunDeps
 from .._results import RunResult
 from .._store import Claim, RunRecord
-from .._tools import ClientToolset
 from ._failures import report_failure
 from ._leases import holding
 
@@ -66,8 +65,9 @@ async def execute(
         stored_grants=stored_grants,
         delegate=lambda target, task, call_id: _tree.delegate(k, run, target, task, call_id),
         marked=marked,
+        client_tools=[t for t in run.client_tools if t.name in built.client_tools],
     )
-    allowed = [t for t in run.client_tools if t.name in built.client_tools]
+    allowed = deps.client_tools
     # A client tool's context reaches only the agents allowed to call that tool.
     context = "\n".join(f"Context from the client for the tool {t.name!r}: {t.context}" for t in allowed if t.context)
     try:
@@ -77,7 +77,6 @@ async def execute(
                 message_history=history,
                 deferred_tool_results=deferred_results(requests, decisions) if requests else None,
                 deps=deps,
-                toolsets=[ClientToolset(allowed)] if allowed else None,
                 instructions=context or None,
             )
     except Exception as exc:
