@@ -38,9 +38,18 @@ SCRIPTS = {
     "sayso-warm": os.path.join(HERE, "sayso_cycle.py"),
     "langgraph": os.path.join(HERE, "anchors", "langgraph_cycle.py"),
     "pydantic-ai": os.path.join(HERE, "anchors", "pydanticai_cycle.py"),
+    "sayso-pg": os.path.join(HERE, "sayso_cycle.py"),
+    "langgraph-pg": os.path.join(HERE, "langgraph_pg_cycle.py"),
 }
 EXTRA = {"sayso-warm": ["--mode", "warm"]}
-LABEL = {"sayso": "sayso", "sayso-warm": "sayso (warm)", "langgraph": "LangGraph", "pydantic-ai": "pydantic-ai"}
+LABEL = {
+    "sayso": "sayso",
+    "sayso-warm": "sayso (warm)",
+    "langgraph": "LangGraph",
+    "pydantic-ai": "pydantic-ai",
+    "sayso-pg": "sayso (PG)",
+    "langgraph-pg": "LangGraph (PG)",
+}
 
 
 def pin() -> list[str]:
@@ -53,8 +62,10 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def run_one(impl: str, history: int, cycles: int, warmup: int, sink: Any) -> dict[str, Any]:
-    probe = [] if impl.startswith("sayso") else [os.path.join(HERE, "cpu_probe.py")]
+def run_one(
+    impl: str, history: int, cycles: int, warmup: int, sink: Any, extra: list[str] | None = None
+) -> dict[str, Any]:
+    probe = [] if impl.startswith("sayso") or impl.endswith("-pg") else [os.path.join(HERE, "cpu_probe.py")]
     cmd = [
         *pin(),
         PY,
@@ -67,6 +78,7 @@ def run_one(impl: str, history: int, cycles: int, warmup: int, sink: Any) -> dic
         "--warmup",
         str(warmup),
         *EXTRA.get(impl, []),
+        *(extra or []),
     ]
     t = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -263,6 +275,8 @@ def full(args: argparse.Namespace) -> None:
                 log(f"rep {rep + 1}/{args.repeats}, H={h}, {n} cycles")
                 for impl in impls[rep % len(impls) :] + impls[: rep % len(impls)]:  # rotate the order per rep
                     runs[(impl, h)].append(run_one(impl, h, n, 20 if h < 2000 else 5, sink))
+        if not args.no_postgres:
+            postgres_column(args, runs, sink, scale)
         foot = None
         if not args.no_footprint:
             log(f"footprint: 10 and {args.paused:,} paused runs")
@@ -305,6 +319,27 @@ def full(args: argparse.Namespace) -> None:
     with open(raw_path, "a") as sink:
         sink.write(json.dumps({"load_avg_end": info["load_avg_end"]}) + "\n")
     write_report(args, info, runs, foot, prof_md, started, raw_path, overhead)
+
+
+PG_CYCLES = {0: 300, 500: 60}
+
+
+def postgres_column(
+    args: argparse.Namespace, runs: dict[tuple[str, int], list[dict[str, Any]]], sink: Any, scale: float
+) -> None:
+    """The same cycle on PostgreSQL: sayso and LangGraph's PostgresSaver on one throwaway server, interleaved."""
+    from pg import postgres_server
+
+    log("PostgreSQL column: a throwaway server (bench/pg.py)")
+    with postgres_server(pin()) as server:
+        for rep in range(args.repeats):
+            for h, cycles in PG_CYCLES.items():
+                n = max(5, int(cycles * scale))
+                impls = ["sayso-pg", "langgraph-pg"]
+                for impl in impls[rep % 2 :] + impls[: rep % 2]:
+                    dsn = server.create_database(f"bench_{impl.replace('-', '_')}_{h}_{rep}")
+                    extra = ["--dsn", dsn, "--pg-datadir", server.datadir]
+                    runs[(impl, h)].append(run_one(impl, h, n, 10 if h < 500 else 5, sink, extra))
 
 
 def write_report(
@@ -508,6 +543,39 @@ def report(  # noqa: C901
             "(it is developed in the same tree while the bench runs).\n"
         )
 
+    pg_rows = sorted({h for (impl, h) in runs if impl.endswith("-pg")})
+    if pg_rows:
+        w("## PostgreSQL column\n")
+        w(
+            "The same cycle on PostgreSQL: sayso's `SqlRunStore` (asyncpg) against LangGraph's `PostgresSaver` "
+            "(`langgraph-checkpoint-postgres`, psycopg, LangGraph's default durability), each run in a fresh database "
+            "on one throwaway server (`bench/pg.py`: `fsync=on`, `synchronous_commit=on`, pinned with the clients). "
+            "Statements, commits and WAL fsyncs are what the server counted (`pg_stat_statements`, "
+            "`pg_stat_database`, `pg_stat_wal`); *server CPU* is every postgres process's CPU time over the timed "
+            "cycles. Medians of the runs; ratios are sayso over LangGraph.\n"
+        )
+        w(
+            "| H | sayso cycles/s | LangGraph cycles/s | **sayso ÷ LangGraph** | CPU ms/cycle client (sayso / LG) "
+            "| server CPU ms/cycle (sayso / LG) | p50 ms (sayso / LG) | statements | commits | WAL fsyncs "
+            "| WAL B/cycle |"
+        )
+        w("|---:|---:|---:|---:|---|---|---|---|---|---|---|")
+        for h in pg_rows:
+            sp, lp = runs.get(("sayso-pg", h), []), runs.get(("langgraph-pg", h), [])
+            if not sp or not lp:
+                continue
+
+            def pair(key: str, d: int = 2, sp: list[dict[str, Any]] = sp, lp: list[dict[str, Any]] = lp) -> str:
+                return f"{fmt(med(sp, key), d)} / {fmt(med(lp, key), d)}"
+
+            w(
+                f"| {h} | {fmt(med(sp, 'cycles_per_s'))} | {fmt(med(lp, 'cycles_per_s'))} | "
+                f"**{med(sp, 'cycles_per_s') / med(lp, 'cycles_per_s'):.2f}×** | {pair('cpu_ms_per_cycle')} | "
+                f"{pair('server_cpu_ms_per_cycle')} | {pair('p50_ms')} | {pair('statements_per_cycle', 1)} | "
+                f"{pair('commits_per_cycle', 1)} | {pair('fsyncs_per_cycle', 1)} | {pair('wal_bytes_per_cycle', 0)} |"
+            )
+        w("")
+
     if foot is not None:
         s, b, sm = foot["small"], foot["large"], foot["summary"]
         sd = foot["large_seed"]
@@ -639,6 +707,7 @@ def main() -> None:
     )
     ap.add_argument("--paused", type=int, default=100_000)
     ap.add_argument("--no-footprint", action="store_true")
+    ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL column")
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--render", metavar="RAW_JSONL", help="only rebuild bench/RESULTS.md from a raw results file")
     args = ap.parse_args()

@@ -333,7 +333,10 @@ class _PostgresTx(Tx):
         return int(found.group(1)) if found else 0
 
     async def many(self, sql: Sql, rows: Sequence[Params]) -> None:
-        await self.conn.executemany(sql.pg_text, [[r[n] for n in sql.names] for r in rows])
+        if len(rows) == 1:  # one row is one plain execute: executemany's batching costs more than it saves
+            await self.run(sql, rows[0])
+        elif rows:
+            await self.conn.executemany(sql.pg_text, [[r[n] for n in sql.names] for r in rows])
 
 
 class PostgresDatabase(Database):
@@ -350,7 +353,10 @@ class PostgresDatabase(Database):
     async def open(self) -> None:
         import asyncpg
 
-        self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=10)
+        # The pool's default reset sends UNLISTEN, RESET ALL, CLOSE ALL and releases advisory locks on
+        # every release: sayso leaves no session state behind (its settings and locks are per
+        # transaction, and a failed transaction is rolled back before release), so it skips that round trip.
+        self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=10, reset=_no_reset)
 
     def _acquire(self) -> Any:
         assert self._pool is not None, "PostgresDatabase.open() was not called"
@@ -376,6 +382,10 @@ class PostgresDatabase(Database):
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
+
+
+async def _no_reset(conn: Any) -> None:
+    """Nothing to reset on a connection going back to the pool (see `PostgresDatabase.open`)."""
 
 
 async def _rollback(conn: Any) -> None:
