@@ -1,13 +1,30 @@
+"""Fixtures and helpers every test shares: a clean environment, scripted models, and the two ways to serve an app.
+
+Servers are reached in-process (`InProcess`: an ASGI transport, the app's lifespan run) unless a
+test needs a real socket; `LiveServer` is the one place that starts a real one, in a thread
+(uvicorn) or as a `sayso serve` process.
+"""
+
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pydantic_ai.models
 import pytest
+import uvicorn
+from fastapi import FastAPI
 
 from sayso import Config, Sayso, ScriptedModel
 from sayso._scripted import Script
@@ -44,6 +61,131 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+IN_PROCESS_URL = "http://testserver"
+
+
+@dataclass
+class InProcess:
+    """An app served in-process: clients reach it through an ASGI transport, no socket involved.
+
+    The app's lifespan (which opens the runtime's store) runs in a task of its own, so a fixture
+    may start it and stop it from different tasks.
+    """
+
+    app: FastAPI
+    sayso: Sayso
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _task: asyncio.Task[None] | None = None
+
+    async def start(self) -> InProcess:
+        started = asyncio.Event()
+
+        async def lifespan() -> None:
+            async with self.app.router.lifespan_context(self.app):
+                started.set()
+                await self._stop.wait()
+
+        self._task = asyncio.create_task(lifespan())
+        waiting = asyncio.create_task(started.wait())
+        await asyncio.wait({self._task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        if self._task.done():
+            self._task.result()  # the lifespan failed to start: raise its error here
+        return self
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._stop.set()
+            task, self._task = self._task, None
+            await task
+
+    def client(self, token: str | None = None, *, headers: Mapping[str, str] | None = None) -> httpx.AsyncClient:
+        """A client of the app, signed in with `token` when given."""
+        sent = {**({"Authorization": f"Bearer {token}"} if token else {}), **(headers or {})}
+        return httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=self.app), base_url=IN_PROCESS_URL, headers=sent, timeout=60
+        )
+
+
+@dataclass
+class LiveServer:
+    """A server on a real port of 127.0.0.1: uvicorn in a thread, or a `sayso serve` process.
+
+    Only what needs a real socket uses one: browsers, the Node AG-UI client, `sayso serve` itself,
+    and remote delegates (two processes talking A2A).
+    """
+
+    base_url: str
+    port: int
+    _stop: Callable[[], None]
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.base_url, headers=headers, timeout=30)
+
+    def stop(self) -> None:
+        self._stop()
+
+    @classmethod
+    def in_thread(cls, app: FastAPI) -> LiveServer:
+        """Serve `app` with uvicorn in a background thread until `stop`."""
+        port = free_port()
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 20
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.02)
+
+        def stop() -> None:
+            server.should_exit = True
+            thread.join(timeout=30)
+
+        return cls(base_url=f"http://127.0.0.1:{port}", port=port, _stop=stop)
+
+    @classmethod
+    def process(
+        cls,
+        args: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        port: int | None = None,
+        stderr: int | None = subprocess.DEVNULL,
+    ) -> tuple[LiveServer, subprocess.Popen[str]]:
+        """Run `python -m sayso serve ARGS --port PORT` and wait until it answers `/healthz`.
+
+        Stopping sends SIGTERM and waits for a clean exit; the process is returned too, for
+        tests that read its output or exit code.
+        """
+        port = port or free_port()
+        command = [sys.executable, "-m", "sayso", "serve", *args, "--port", str(port)]
+        process = subprocess.Popen(command, env=dict(env), stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+        base_url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base_url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                raise RuntimeError(f"sayso serve on port {port} did not start")
+            time.sleep(0.1)
+
+        def stop() -> None:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+
+        return cls(base_url=base_url, port=port, _stop=stop), process
 
 
 async def resume_at_once(apps: list[Sayso], run_id: str) -> list[Any]:

@@ -7,7 +7,8 @@ SaysoError
 ├── CallerError                       the client calling an interface: fix the call
 │   ├── Unauthenticated (PermissionError)  no bearer token, or one that names no principal
 │   ├── InvalidInput (ValueError)     a body, cursor or argument the interface cannot take
-│   │   └── TooLarge                  over a configured size limit
+│   │   ├── TooLarge                  over a configured size limit
+│   │   └── InvalidCursor             a paging cursor sayso did not hand out
 │   ├── NotFound (LookupError)        no such thread, run, request or grant (or not visible to the caller)
 │   │   ├── ThreadNotFound
 │   │   ├── RunNotFound
@@ -32,7 +33,11 @@ this tree to its wire once (REST problems, A2A errors, AG-UI run errors, CLI exi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, TypeAlias
+
+NotAllowedSubject: TypeAlias = Literal["request", "thread", "run", "grant", "approver"]
+"""What a `NotAllowed` refused."""
+
 
 __all__ = [
     "AlreadyDecided",
@@ -40,6 +45,7 @@ __all__ = [
     "ConfigError",
     "DecisionRefused",
     "GrantNotFound",
+    "InvalidCursor",
     "InvalidDecision",
     "InvalidInput",
     "NotAllowed",
@@ -102,6 +108,19 @@ class InvalidInput(CallerError, ValueError):
 
 class TooLarge(InvalidInput):
     """A message, arguments, answer or body over its configured size limit."""
+
+
+class InvalidCursor(InvalidInput):
+    """A paging cursor that sayso did not hand out; pass back the `next_cursor` of a page."""
+
+    def __init__(self, cursor: str) -> None:
+        self.cursor = cursor
+        super().__init__(
+            f"{cursor!r} is not a cursor sayso handed out; pass back the next_cursor of a page", field="cursor"
+        )
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:  # type: ignore[override]  # one argument, unlike InvalidInput
+        return self.__class__, (self.cursor,)
 
 
 class SchemaMismatch(SaysoError, ValueError):
@@ -204,11 +223,13 @@ class RequestExpired(DecisionRefused):
 
 
 class NotAllowed(CallerError, PermissionError):
-    """The principal may not do this here: read a thread, send into it, or decide its requests."""
+    """The principal may not do this here: read a thread, send into it, decide its requests, read the audit."""
 
-    def __init__(self, subject_id: str, problem: str) -> None:
+    def __init__(self, subject_id: str, problem: str, *, subject: NotAllowedSubject = "request") -> None:
         self.subject_id = subject_id
         self.problem = problem
+        self.subject: NotAllowedSubject = subject
+        """What was refused: deciding a request, messaging a thread, a run, a grant, or an approver-only verb."""
         super().__init__(f"{subject_id!r}: {problem}")
 
     @property
@@ -216,8 +237,8 @@ class NotAllowed(CallerError, PermissionError):
         """The id refused (kept for callers of the decision API, where it is a request id)."""
         return self.subject_id
 
-    def __reduce__(self) -> tuple[type, tuple[str, str]]:
-        return self.__class__, (self.subject_id, self.problem)
+    def __reduce__(self) -> tuple[type, tuple[str, str], dict[str, str]]:
+        return self.__class__, (self.subject_id, self.problem), {"subject": self.subject}
 
 
 class RunConflict(SaysoError):

@@ -26,6 +26,7 @@ def run_json(*args: str) -> dict[str, object]:
 
 
 def test_run_prints_a_completed_result_as_json() -> None:
+    """`sayso run --json` prints the completed run with its output and ids."""
     out = run_json("run", str(EXAMPLE), "list")
     assert out["status"] == "completed"
     assert out["output"] == "Files in the sandbox:\nnotes.txt\nreport-2025.txt\nreport-2026.txt\ntodo.md"
@@ -33,6 +34,7 @@ def test_run_prints_a_completed_result_as_json() -> None:
 
 
 def test_question_then_approval_decided_from_the_command_line(tmp_path: Path) -> None:
+    """A question then an approval, each decided with `sayso decide`, carry the run on; a rejection keeps the file."""
     paused = run_json("run", str(EXAMPLE), "delete report")
     [question] = paused["requests"]  # type: ignore[misc]
     assert question["kind"] == "question"
@@ -57,6 +59,7 @@ def test_question_then_approval_decided_from_the_command_line(tmp_path: Path) ->
 
 
 def test_edit_arguments_from_the_command_line(tmp_path: Path) -> None:
+    """`--args` approves with edited arguments, and arguments that fail the schema are refused (exit 1)."""
     paused = run_json("run", str(EXAMPLE), "delete notes")
     request_id = paused["requests"][0]["id"]  # type: ignore[index]
     bad = runner.invoke(app, ["decide", str(EXAMPLE), request_id, "approve", "--args", '{"file": "todo.md"}'])
@@ -69,6 +72,7 @@ def test_edit_arguments_from_the_command_line(tmp_path: Path) -> None:
 
 
 def test_errors_name_the_problem_and_set_the_exit_code() -> None:
+    """Unknown ids exit 3, bad usage and config errors exit 2, each naming the problem."""
     unknown = runner.invoke(app, ["decide", str(EXAMPLE), "req_missing", "approve"])
     assert unknown.exit_code == 3
     assert "no open or decided request has id 'req_missing'" in unknown.stderr
@@ -81,6 +85,7 @@ def test_errors_name_the_problem_and_set_the_exit_code() -> None:
 
 
 def test_forced_resume_and_inbox() -> None:
+    """`sayso inbox` lists the open request; `sayso resume` skips it and completes the run."""
     paused = run_json("run", str(EXAMPLE), "delete notes")
     inbox = run_json("inbox", str(EXAMPLE))
     assert [r["id"] for r in inbox["requests"]] == [paused["requests"][0]["id"]]  # type: ignore[index]
@@ -103,6 +108,7 @@ def spawn_chat(*extra: str) -> pexpect.spawn:
 
 
 def test_chat_answers_a_question_and_an_approval_at_the_prompt(tmp_path: Path) -> None:
+    """`sayso chat` asks each request at the prompt, re-asks after a refused edit, and carries the runs to the end."""
     chat = spawn_chat()
     chat.expect("a scripted demo model, not an LLM")
     chat.expect("you>")
@@ -146,6 +152,7 @@ def test_chat_answers_a_question_and_an_approval_at_the_prompt(tmp_path: Path) -
 
 
 def test_chat_picks_up_a_pause_left_by_another_process() -> None:
+    """`sayso chat --thread` shows the pause another process left, and a new message moves on from it."""
     paused = run_json("run", str(EXAMPLE), "delete notes")
     chat = spawn_chat("--thread", str(paused["thread_id"]))
     chat.expect("files wants to run delete_file")
@@ -161,6 +168,7 @@ def test_chat_picks_up_a_pause_left_by_another_process() -> None:
 
 
 def test_remembered_approvals_and_the_audit_from_the_command_line(tmp_path: Path) -> None:
+    """A thread grant covers the next call until revoked; `audit verify` says intact, then names a tampered record."""
     paused = run_json("run", str(EXAMPLE), "delete notes")
     thread = str(paused["thread_id"])
     request = paused["requests"][0]  # type: ignore[index]
@@ -186,6 +194,7 @@ def test_remembered_approvals_and_the_audit_from_the_command_line(tmp_path: Path
 
 
 def test_expire_closes_runs_that_waited_too_long(tmp_path: Path) -> None:
+    """A late decision is refused as expired, and `sayso expire` closes the run without running the call."""
     config = tmp_path / "short.yaml"
     config.write_text(
         EXAMPLE.read_text().replace(

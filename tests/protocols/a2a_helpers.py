@@ -1,4 +1,4 @@
-"""Small helpers for the A2A tests: raw JSON-RPC calls over httpx and the a2a-sdk client."""
+"""Small helpers for the A2A tests: raw JSON-RPC calls through an httpx client, and the a2a-sdk client."""
 
 from __future__ import annotations
 
@@ -42,19 +42,22 @@ def user_message(
     return message
 
 
-def rpc(
-    base_url: str, agent: str, method: str, params: dict[str, Any], headers: dict[str, str] | None = None
+async def rpc(
+    client: httpx.AsyncClient,
+    agent: str,
+    method: str,
+    params: dict[str, Any],
+    headers: dict[str, str] | None = None,
 ) -> httpx.Response:
     body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
-    return httpx.post(f"{base_url}/a2a/{agent}", json=body, headers=HEADERS if headers is None else headers, timeout=60)
+    return await client.post(f"/a2a/{agent}", json=body, headers=HEADERS if headers is None else headers)
 
 
-def send(base_url: str, message: dict[str, Any], headers: dict[str, str] | None = None) -> dict[str, Any]:
+async def send(client: httpx.AsyncClient, message: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
     """SendMessage (blocking); the JSON-RPC response body."""
-    response = rpc(base_url, "files", "SendMessage", {"message": message}, headers)
+    response = await rpc(client, "files", "SendMessage", {"message": message}, headers)
     assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
+    return response.json()
 
 
 def task_of(body: dict[str, Any]) -> dict[str, Any]:
@@ -63,23 +66,21 @@ def task_of(body: dict[str, Any]) -> dict[str, Any]:
     return task
 
 
-def get_task(base_url: str, task_id: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
-    response = rpc(base_url, "files", "GetTask", {"id": task_id}, headers)
-    result: dict[str, Any] = response.json()["result"]
-    return result
+async def get_task(client: httpx.AsyncClient, task_id: str, headers: dict[str, str] | None = None) -> Any:
+    response = await rpc(client, "files", "GetTask", {"id": task_id}, headers)
+    return response.json()["result"]
 
 
-def stream(
-    base_url: str, message: dict[str, Any], headers: dict[str, str] | None = None
+async def stream(
+    client: httpx.AsyncClient, message: dict[str, Any], headers: dict[str, str] | None = None
 ) -> tuple[httpx.Headers, list[dict[str, Any]]]:
     """SendStreamingMessage over raw SSE: the response headers and each event's JSON-RPC body."""
     body = {"jsonrpc": "2.0", "id": "s1", "method": "SendStreamingMessage", "params": {"message": message}}
     events: list[dict[str, Any]] = []
-    with httpx.stream(
-        "POST", f"{base_url}/a2a/files", json=body, headers=HEADERS if headers is None else headers, timeout=60
-    ) as response:
-        assert response.headers["content-type"].startswith("text/event-stream"), response.read()
-        for line in response.iter_lines():
+    sent = HEADERS if headers is None else headers
+    async with client.stream("POST", "/a2a/files", json=body, headers=sent) as response:
+        assert response.headers["content-type"].startswith("text/event-stream"), await response.aread()
+        async for line in response.aiter_lines():
             if line.startswith("data:"):
                 events.append(json.loads(line[5:]))
         return response.headers, events
@@ -89,9 +90,9 @@ def hitl(message: dict[str, Any]) -> Any:
     return message.get("metadata", {}).get(URI)
 
 
-async def sdk_client(base_url: str, *, streaming: bool, http: httpx.AsyncClient) -> Client:
-    """The a2a-sdk's own client, from the entry agent's card."""
-    return await create_client(base_url, client_config=ClientConfig(streaming=streaming, httpx_client=http))
+async def sdk_client(http: httpx.AsyncClient, *, streaming: bool) -> Client:
+    """The a2a-sdk's own client, from the entry agent's card, calling through `http`."""
+    return await create_client(str(http.base_url), client_config=ClientConfig(streaming=streaming, httpx_client=http))
 
 
 def sdk_message(

@@ -1,59 +1,38 @@
-"""A real uvicorn server on 127.0.0.1 with a free port, serving the file-manager example with A2A and AG-UI."""
+"""The file-manager example served with A2A and AG-UI, reached in-process through an ASGI transport."""
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
+from fastapi import FastAPI
 
 from sayso import Config, Sayso, load_config
 from sayso.protocols.a2a import a2a_router
+from sayso.protocols.ag_ui import ag_ui_router
 from sayso.server import create_app
 
-from ..conftest import EXAMPLE, free_port
+from ..conftest import EXAMPLE, InProcess
+
+__all__ = ["EXAMPLE", "InProcess", "ServerFactory", "example_config", "protocol_app"]
 
 
-@dataclass
-class Server:
-    base_url: str
-    sayso: Sayso
-    server: uvicorn.Server
-    thread: threading.Thread
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
+def example_config(**overrides: Any) -> Config:
+    """The example's config, with top-level keys replaced (models, agents, a2a ...)."""
+    config = load_config(EXAMPLE)
+    if overrides:
+        config = Config.model_validate({**config.model_dump(), **overrides, "base_dir": config.base_dir})
+    return config
 
 
-def start(config: Config) -> Server:
-    port = free_port()
-    sayso = Sayso(config)
-    routers = [a2a_router(sayso)]
-    try:
-        from sayso.protocols.ag_ui import ag_ui_router
-
-        routers.append(ag_ui_router(sayso))
-    except ImportError:
-        pass
-    app = create_app(sayso, routers=routers, expire_every_seconds=None)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.02)
-    return Server(base_url=f"http://127.0.0.1:{port}", sayso=sayso, server=server, thread=thread)
+def protocol_app(sayso: Sayso) -> FastAPI:
+    """The server with both protocol adapters mounted, as `sayso serve` builds it."""
+    return create_app(sayso, routers=[a2a_router(sayso), ag_ui_router(sayso)], expire_every_seconds=None)
 
 
-ServerFactory = Callable[..., Server]
+ServerFactory = Callable[..., Awaitable[InProcess]]
 
 
 SAMPLES = {
@@ -75,18 +54,16 @@ def sandbox(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def serve() -> Iterator[ServerFactory]:
-    """Start servers of the example (with config overrides) for a test, and stop them after it."""
-    started: list[Server] = []
+async def serve() -> AsyncIterator[ServerFactory]:
+    """Start servers of the example (with config overrides, or another `config`) for a test; stop them after it."""
+    started: list[InProcess] = []
 
-    def factory(**overrides: Any) -> Server:
-        config = load_config(EXAMPLE)
-        if overrides:
-            config = Config.model_validate({**config.model_dump(), **overrides, "base_dir": config.base_dir})
-        server = start(config)
-        started.append(server)
-        return server
+    async def factory(*, config: Config | None = None, **overrides: Any) -> InProcess:
+        sayso = Sayso(config or example_config(**overrides))
+        served = await InProcess(app=protocol_app(sayso), sayso=sayso).start()
+        started.append(served)
+        return served
 
     yield factory
-    for server in started:
-        server.stop()
+    for served in started:
+        await served.stop()

@@ -1,4 +1,4 @@
-"""A2A with kagent's HITL extension v1, over a real server: the conformance points of spec/kagent-hitl-wire.md."""
+"""A2A with kagent's HITL extension v1, in-process: the conformance points of spec/kagent-hitl-wire.md."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from a2a.types import TaskState
 from pydantic_ai.messages import ModelRequest, ToolReturnPart
 
-from sayso import Sayso, load_config
+from sayso import Sayso
 
 from .a2a_helpers import (
     HEADERS,
@@ -27,13 +27,13 @@ from .a2a_helpers import (
     task_of,
     user_message,
 )
-from .conftest import EXAMPLE, ServerFactory
+from .conftest import InProcess, ServerFactory
 
 SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
 
 
-def pause(base_url: str, text: str = "delete notes", headers: dict[str, str] | None = None) -> dict[str, Any]:
-    task = task_of(send(base_url, user_message(text), headers))
+async def pause(client: httpx.AsyncClient, text: str = "delete notes", headers: dict[str, str] | None = None) -> Any:
+    task = task_of(await send(client, user_message(text), headers))
     assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     return task
 
@@ -44,13 +44,28 @@ def error_of(body: dict[str, Any]) -> dict[str, Any]:
     return error
 
 
+@pytest.fixture
+async def server(serve: ServerFactory) -> InProcess:
+    """The example, with A2A and AG-UI, in local development mode."""
+    return await serve()
+
+
+@pytest.fixture
+async def client(server: InProcess) -> Any:
+    """A client of `server`, through its ASGI transport."""
+    async with server.client() as http:
+        yield http
+
+
 # --- discovery and negotiation (§2)
 
 
-def test_each_agent_card_declares_the_extension_and_the_entry_card_is_at_the_root(serve: ServerFactory) -> None:
-    server = serve()
+async def test_each_agent_card_declares_the_extension_and_the_entry_card_is_at_the_root(
+    client: httpx.AsyncClient,
+) -> None:
+    """Each agent's card, and the entry agent's at the root, declares the HITL extension (not required)."""
     for path in ("/a2a/files/.well-known/agent-card.json", "/.well-known/agent-card.json"):
-        card = httpx.get(server.base_url + path).json()
+        card = (await client.get(path)).json()
         assert card["name"] == "files"
         assert card["capabilities"]["streaming"] is True
         assert card["capabilities"]["extensions"] == [
@@ -60,7 +75,7 @@ def test_each_agent_card_declares_the_extension_and_the_entry_card_is_at_the_roo
                 "required": False,
             }
         ]
-        assert card["supportedInterfaces"][0]["url"] == f"{server.base_url}/a2a/files"
+        assert card["supportedInterfaces"][0]["url"] == f"{client.base_url}/a2a/files"
 
 
 @pytest.mark.parametrize(
@@ -72,28 +87,27 @@ def test_each_agent_card_declares_the_extension_and_the_entry_card_is_at_the_roo
         pytest.param("A2A-Extensions", "https://kagent.dev/extensions/hitl/v2", False, id="v2-does-not-activate"),
     ],
 )
-def test_the_extension_activates_on_an_exact_uri_and_is_echoed(
-    serve: ServerFactory, header: str, value: str, activated: bool
+async def test_the_extension_activates_on_an_exact_uri_and_is_echoed(
+    client: httpx.AsyncClient, header: str, value: str, activated: bool
 ) -> None:
-    server = serve()
-    response = rpc(
-        server.base_url, "files", "SendMessage", {"message": user_message("delete notes")}, {**PLAIN, header: value}
-    )
+    """Only the exact v1 URI, under either header name, activates the extension and is echoed back."""
+    message = {"message": user_message("delete notes")}
+    response = await rpc(client, "files", "SendMessage", message, {**PLAIN, header: value})
     assert response.headers.get("A2A-Extensions") == (URI if activated else None)
     message = response.json()["result"]["task"]["status"]["message"]
     assert (hitl(message) is not None) is activated
 
 
-def test_no_echo_without_the_header(serve: ServerFactory) -> None:
-    server = serve()
-    response = rpc(server.base_url, "files", "SendMessage", {"message": user_message("list")}, PLAIN)
+async def test_no_echo_without_the_header(client: httpx.AsyncClient) -> None:
+    """A call that does not ask for the extension gets no `A2A-Extensions` header back."""
+    response = await rpc(client, "files", "SendMessage", {"message": user_message("list")}, PLAIN)
     assert "A2A-Extensions" not in response.headers
     assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
-def test_the_streaming_response_echoes_the_header(serve: ServerFactory) -> None:
-    server = serve()
-    headers, events = stream(server.base_url, user_message("delete notes"))
+async def test_the_streaming_response_echoes_the_header(client: httpx.AsyncClient) -> None:
+    """A streamed call echoes the extension, starts with a working task and ends on the pause with its payload."""
+    headers, events = await stream(client, user_message("delete notes"))
     assert headers["A2A-Extensions"] == URI
     assert events[0]["result"]["task"]["status"]["state"] == "TASK_STATE_WORKING"
     last = events[-1]["result"]["statusUpdate"]
@@ -104,16 +118,18 @@ def test_the_streaming_response_echoes_the_header(serve: ServerFactory) -> None:
 # --- the pause message (§3, §5)
 
 
-async def test_an_approval_pause_has_one_text_part_and_exactly_kagents_payload(serve: ServerFactory) -> None:
-    server = serve()
-    task = pause(server.base_url)
+async def test_an_approval_pause_has_one_text_part_and_exactly_kagents_payload(
+    client: httpx.AsyncClient, server: InProcess
+) -> None:
+    """An approval pause is one text part plus kagent's payload, with sayso's own facts under a key of ours."""
+    task = await pause(client)
     message = task["status"]["message"]
     assert message["role"] == "ROLE_AGENT"
     assert message["taskId"] == task["id"] and message["contextId"] == task["contextId"]
     assert message["parts"] == [{"text": "Deleting a file cannot be undone. (delete_file)"}]
     assert message["extensions"] == [URI]
     payload = hitl(message)
-    request = (await requests_of(task["id"]))[0]
+    request = (await requests_of(server.sayso, task["id"]))[0]
     assert payload == {
         "type": "tool_approval_request",
         "hint": "Deleting a file cannot be undone. (delete_file)",
@@ -133,30 +149,30 @@ async def test_an_approval_pause_has_one_text_part_and_exactly_kagents_payload(s
     assert ours["expires_at"] is None
 
 
-def test_without_the_header_the_pause_is_text_only(serve: ServerFactory) -> None:
-    server = serve()
-    task = pause(server.base_url, headers=PLAIN)
+async def test_without_the_header_the_pause_is_text_only(client: httpx.AsyncClient) -> None:
+    """Without the extension the pause is text only, and stays so when read later with the header."""
+    task = await pause(client, headers=PLAIN)
     message = task["status"]["message"]
     assert message["parts"] == [{"text": "Deleting a file cannot be undone. (delete_file)"}]
     assert "extensions" not in message and "metadata" not in message
     # A later read with the header does not add a payload that was never attached.
-    assert "metadata" not in get_task(server.base_url, task["id"], HEADERS)["status"]["message"]
+    assert "metadata" not in (await get_task(client, task["id"], HEADERS))["status"]["message"]
 
 
-def test_a_stored_payload_comes_back_on_every_read(serve: ServerFactory) -> None:
-    server = serve()
-    task = pause(server.base_url)
-    read = get_task(server.base_url, task["id"], PLAIN)
+async def test_a_stored_payload_comes_back_on_every_read(client: httpx.AsyncClient) -> None:
+    """A payload attached once comes back on later reads, even without the header."""
+    task = await pause(client)
+    read = await get_task(client, task["id"], PLAIN)
     assert read["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert hitl(read["status"]["message"]) == hitl(task["status"]["message"])
 
 
-async def test_an_ask_user_pause_states_the_question(serve: ServerFactory) -> None:
-    server = serve()
-    task = pause(server.base_url, "delete report")
+async def test_an_ask_user_pause_states_the_question(client: httpx.AsyncClient, server: InProcess) -> None:
+    """A question pause says the question as its text and carries kagent's `ask_user_request`."""
+    task = await pause(client, "delete report")
     message = task["status"]["message"]
     assert message["parts"] == [{"text": "Several files match. Which one should I delete?"}]
-    request = (await requests_of(task["id"]))[0]
+    request = (await requests_of(server.sayso, task["id"]))[0]
     assert hitl(message) == {
         "type": "ask_user_request",
         "id": request.request_id,
@@ -183,12 +199,11 @@ def tool_id(task: dict[str, Any]) -> str:
     return tool
 
 
-def test_an_approval_runs_the_exact_call_and_completes_the_task(serve: ServerFactory, sandbox: Path) -> None:
-    server = serve()
-    task = pause(server.base_url)
-    response = rpc(
-        server.base_url, "files", "SendMessage", {"message": approve(task, [{"id": tool_id(task), "approved": True}])}
-    )
+async def test_an_approval_runs_the_exact_call_and_completes_the_task(client: httpx.AsyncClient, sandbox: Path) -> None:
+    """An approval response runs the call shown and completes the same task, echoing the extension."""
+    task = await pause(client)
+    message = approve(task, [{"id": tool_id(task), "approved": True}])
+    response = await rpc(client, "files", "SendMessage", {"message": message})
     assert response.headers["A2A-Extensions"] == URI
     done = response.json()["result"]["task"]
     assert done["id"] == task["id"] and done["contextId"] == task["contextId"]
@@ -197,14 +212,16 @@ def test_an_approval_runs_the_exact_call_and_completes_the_task(serve: ServerFac
     assert not (sandbox / "notes.txt").exists()
 
 
-async def test_a_rejection_reason_reaches_the_model_and_nothing_runs(serve: ServerFactory, sandbox: Path) -> None:
-    server = serve()
-    task = pause(server.base_url)
+async def test_a_rejection_reason_reaches_the_model_and_nothing_runs(
+    client: httpx.AsyncClient, server: InProcess, sandbox: Path
+) -> None:
+    """A rejection's reason is what the model reads, and the call never runs."""
+    task = await pause(client)
     decision = {"id": tool_id(task), "approved": False, "rejection_reason": "keep it for now"}
-    done = task_of(send(server.base_url, approve(task, [decision])))
+    done = task_of(await send(client, approve(task, [decision])))
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
     assert (sandbox / "notes.txt").exists()
-    assert "Declined: keep it for now" in await tool_results(task["contextId"])
+    assert "Declined: keep it for now" in await tool_results(server.sayso, task["contextId"])
 
 
 @pytest.mark.parametrize(
@@ -217,11 +234,11 @@ async def test_a_rejection_reason_reaches_the_model_and_nothing_runs(serve: Serv
         pytest.param("STRING", "JSON boolean", id="approved-as-string"),
     ],
 )
-def test_an_invalid_response_is_refused_and_the_pause_stays_open(
-    serve: ServerFactory, sandbox: Path, approvals: Any, problem: str
+async def test_an_invalid_response_is_refused_and_the_pause_stays_open(
+    client: httpx.AsyncClient, sandbox: Path, approvals: Any, problem: str
 ) -> None:
-    server = serve()
-    task = pause(server.base_url)
+    """A malformed or incomplete approval response is an invalid-params error; nothing runs and the task waits."""
+    task = await pause(client)
     known = tool_id(task)
     approvals = (
         {
@@ -232,113 +249,108 @@ def test_an_invalid_response_is_refused_and_the_pause_stays_open(
         if isinstance(approvals, str)
         else approvals
     )
-    error = error_of(send(server.base_url, approve(task, approvals)))
+    error = error_of(await send(client, approve(task, approvals)))
     assert error["code"] == -32602
     assert problem in error["message"]
-    assert get_task(server.base_url, task["id"])["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert (await get_task(client, task["id"]))["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert (sandbox / "notes.txt").exists()
 
 
-def test_two_approvals_must_both_be_decided(serve: ServerFactory, sandbox: Path) -> None:
+async def test_two_approvals_must_both_be_decided(serve: ServerFactory, sandbox: Path) -> None:
     """Two gated calls in one turn: leaving one out is refused, never approved."""
-    server = serve(models={"demo": {"scripted": str(Path(__file__).parent / "two_deletes.yaml")}})
-    task = pause(server.base_url, "delete both")
-    tools = hitl(task["status"]["message"])["tools"]
-    assert [t["name"] for t in tools] == ["delete_file", "delete_file"]
-    assert task["status"]["message"]["parts"] == [
-        {"text": "Deleting a file cannot be undone.; Deleting a file cannot be undone. (delete_file, delete_file)"}
-    ]
-    error = error_of(send(server.base_url, approve(task, [{"id": tools[0]["id"], "approved": True}])))
-    assert "missing ids" in error["message"]
-    assert (sandbox / "notes.txt").exists() and (sandbox / "todo.md").exists()
-    done = task_of(
-        send(
-            server.base_url,
-            approve(task, [{"id": tools[1]["id"], "approved": False}, {"id": tools[0]["id"], "approved": True}]),
-        )
-    )
+    server = await serve(models={"demo": {"scripted": str(Path(__file__).parent / "two_deletes.yaml")}})
+    async with server.client() as client:
+        task = await pause(client, "delete both")
+        tools = hitl(task["status"]["message"])["tools"]
+        assert [t["name"] for t in tools] == ["delete_file", "delete_file"]
+        assert task["status"]["message"]["parts"] == [
+            {"text": "Deleting a file cannot be undone.; Deleting a file cannot be undone. (delete_file, delete_file)"}
+        ]
+        error = error_of(await send(client, approve(task, [{"id": tools[0]["id"], "approved": True}])))
+        assert "missing ids" in error["message"]
+        assert (sandbox / "notes.txt").exists() and (sandbox / "todo.md").exists()
+        both = [{"id": tools[1]["id"], "approved": False}, {"id": tools[0]["id"], "approved": True}]
+        done = task_of(await send(client, approve(task, both)))
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
     assert not (sandbox / "notes.txt").exists() and (sandbox / "todo.md").exists()
 
 
-def test_a_resume_without_the_header_is_accepted_when_the_message_declares_the_extension(
-    serve: ServerFactory, sandbox: Path
+async def test_a_resume_without_the_header_is_accepted_when_the_message_declares_the_extension(
+    client: httpx.AsyncClient, sandbox: Path
 ) -> None:
-    server = serve()
-    task = pause(server.base_url)
-    response = rpc(
-        server.base_url,
-        "files",
-        "SendMessage",
-        {"message": approve(task, [{"id": tool_id(task), "approved": True}])},
-        PLAIN,
-    )
+    """A response declared in the message's `extensions` counts even when the call sent no header."""
+    task = await pause(client)
+    message = approve(task, [{"id": tool_id(task), "approved": True}])
+    response = await rpc(client, "files", "SendMessage", {"message": message}, PLAIN)
     assert "A2A-Extensions" not in response.headers
     assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
-def test_an_undeclared_payload_is_ordinary_input_and_skips_the_pause(serve: ServerFactory, sandbox: Path) -> None:
+async def test_an_undeclared_payload_is_ordinary_input_and_skips_the_pause(
+    client: httpx.AsyncClient, sandbox: Path
+) -> None:
     """Metadata without `extensions` is no response: the person moved on, nothing is approved."""
-    server = serve()
-    task = pause(server.base_url)
-    body = send(server.base_url, approve(task, [{"id": tool_id(task), "approved": True}], declare=False))
+    task = await pause(client)
+    body = await send(client, approve(task, [{"id": tool_id(task), "approved": True}], declare=False))
     moved_on = task_of(body)
     assert moved_on["id"] != task["id"] and moved_on["contextId"] == task["contextId"]
     assert (sandbox / "notes.txt").exists()
-    assert get_task(server.base_url, task["id"])["status"]["state"] == "TASK_STATE_CANCELED"
+    assert (await get_task(client, task["id"]))["status"]["state"] == "TASK_STATE_CANCELED"
 
 
-def test_a_request_type_sent_back_is_refused(serve: ServerFactory) -> None:
-    server = serve()
-    task = pause(server.base_url)
+async def test_a_request_type_sent_back_is_refused(client: httpx.AsyncClient) -> None:
+    """Sending the agent's own request payload back is refused, and the task still waits."""
+    task = await pause(client)
     message = user_message(task_id=task["id"], payload=hitl(task["status"]["message"]))
-    error = error_of(send(server.base_url, message))
+    error = error_of(await send(client, message))
     assert "not a HITL response" in error["message"]
-    assert get_task(server.base_url, task["id"])["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert (await get_task(client, task["id"]))["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
 
 
-def test_a_message_to_a_task_that_is_not_waiting_is_refused(serve: ServerFactory) -> None:
-    server = serve()
-    task = pause(server.base_url)
+async def test_a_message_to_a_task_that_is_not_waiting_is_refused(client: httpx.AsyncClient) -> None:
+    """A response or a message to a finished task is refused, saying the task no longer waits."""
+    task = await pause(client)
     answer = approve(task, [{"id": tool_id(task), "approved": True}])
-    assert task_of(send(server.base_url, answer))["status"]["state"] == "TASK_STATE_COMPLETED"
-    again = error_of(send(server.base_url, {**answer, "messageId": "again"}))
+    assert task_of(await send(client, answer))["status"]["state"] == "TASK_STATE_COMPLETED"
+    again = error_of(await send(client, {**answer, "messageId": "again"}))
     assert "not waiting for input" in again["message"]
-    text = error_of(send(server.base_url, user_message("hello", task_id=task["id"])))
+    text = error_of(await send(client, user_message("hello", task_id=task["id"])))
     assert "completed" in text["message"]
 
 
-def test_an_unknown_task_is_not_found(serve: ServerFactory) -> None:
-    server = serve()
-    error = error_of(send(server.base_url, user_message("hi", task_id="run_nope")))
+async def test_an_unknown_task_is_not_found(client: httpx.AsyncClient) -> None:
+    """A message naming a task that does not exist gets A2A's task-not-found error."""
+    error = error_of(await send(client, user_message("hi", task_id="run_nope")))
     assert error["code"] == -32001
 
 
-def test_ask_user_then_approval_pause_the_same_task_one_type_at_a_time(serve: ServerFactory, sandbox: Path) -> None:
-    server = serve()
-    task = pause(server.base_url, "delete report")
+async def test_ask_user_then_approval_pause_the_same_task_one_type_at_a_time(
+    client: httpx.AsyncClient, sandbox: Path
+) -> None:
+    """A question then an approval pause the same task in turn; each answer is checked before it counts."""
+    task = await pause(client, "delete report")
     asked = hitl(task["status"]["message"])
 
     def answer(answer_id: str, answers: list[dict[str, Any]]) -> dict[str, Any]:
         payload = {"type": "ask_user_response", "id": answer_id, "answers": answers}
         return user_message(task_id=task["id"], context_id=task["contextId"], payload=payload)
 
-    wrong_id = error_of(send(server.base_url, answer("req_other", [{"answer": ["report-2025.txt"]}])))
+    wrong_id = error_of(await send(client, answer("req_other", [{"answer": ["report-2025.txt"]}])))
     assert "invalid correlation" in wrong_id["message"]
-    too_many = error_of(send(server.base_url, answer(asked["id"], [{"answer": ["a"]}, {"answer": ["b"]}])))
+    too_many = error_of(await send(client, answer(asked["id"], [{"answer": ["a"]}, {"answer": ["b"]}])))
     assert "expected 1 answer" in too_many["message"]
-    two_for_one = error_of(send(server.base_url, answer(asked["id"], [{"answer": ["a", "b"]}])))
+    two_for_one = error_of(await send(client, answer(asked["id"], [{"answer": ["a", "b"]}])))
     assert "takes one answer" in two_for_one["message"]
-    wrong_type = error_of(send(server.base_url, approve(task, [{"id": asked["id"], "approved": True}])))
+    wrong_type = error_of(await send(client, approve(task, [{"id": asked["id"], "approved": True}])))
     assert "waits for a ask_user_response" in wrong_type["message"]
 
-    then = task_of(send(server.base_url, answer(asked["id"], [{"answer": ["report-2025.txt"]}])))
+    then = task_of(await send(client, answer(asked["id"], [{"answer": ["report-2025.txt"]}])))
     assert then["id"] == task["id"]
     assert then["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     approval = hitl(then["status"]["message"])
     assert approval["type"] == "tool_approval_request"
     assert approval["tools"][0]["args"] == {"name": "report-2025.txt"}
-    done = task_of(send(server.base_url, approve(then, [{"id": approval["tools"][0]["id"], "approved": True}])))
+    done = task_of(await send(client, approve(then, [{"id": approval["tools"][0]["id"], "approved": True}])))
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
     assert not (sandbox / "report-2025.txt").exists() and (sandbox / "report-2026.txt").exists()
 
@@ -346,23 +358,28 @@ def test_ask_user_then_approval_pause_the_same_task_one_type_at_a_time(serve: Se
 # --- durability and the SDK's own client (§1 of the issue, point 6)
 
 
-def test_a_paused_task_is_answered_by_another_process_after_a_restart(serve: ServerFactory, sandbox: Path) -> None:
-    first = serve()
-    task = pause(first.base_url)
-    first.stop()
-    second = serve()
-    read = get_task(second.base_url, task["id"])
-    assert hitl(read["status"]["message"]) == hitl(task["status"]["message"])
-    done = task_of(send(second.base_url, approve(task, [{"id": tool_id(task), "approved": True}])))
+async def test_a_paused_task_is_answered_by_another_process_after_a_restart(
+    serve: ServerFactory, sandbox: Path
+) -> None:
+    """A task paused on one server is read and answered on a new one over the same store."""
+    first = await serve()
+    async with first.client() as client:
+        task = await pause(client)
+    await first.stop()
+    second = await serve()
+    async with second.client() as client:
+        read = await get_task(client, task["id"])
+        assert hitl(read["status"]["message"]) == hitl(task["status"]["message"])
+        done = task_of(await send(client, approve(task, [{"id": tool_id(task), "approved": True}])))
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
     assert not (sandbox / "notes.txt").exists()
 
 
 @pytest.mark.parametrize("streaming", [pytest.param(True, id="streaming"), pytest.param(False, id="blocking")])
-async def test_the_a2a_sdk_client_pauses_and_approves(serve: ServerFactory, sandbox: Path, streaming: bool) -> None:
-    server = serve()
-    async with httpx.AsyncClient(timeout=60) as http:
-        client = await sdk_client(server.base_url, streaming=streaming, http=http)
+async def test_the_a2a_sdk_client_pauses_and_approves(server: InProcess, sandbox: Path, streaming: bool) -> None:
+    """The a2a-sdk's own client, streaming or blocking, sees the pause and approves it to completion."""
+    async with server.client() as http:
+        client = await sdk_client(http, streaming=streaming)
         events = await collect(client, sdk_message("delete notes"))
         last = events[-1]
         status = last.status_update.status if last.HasField("status_update") else last.task.status
@@ -381,17 +398,15 @@ async def test_the_a2a_sdk_client_pauses_and_approves(serve: ServerFactory, sand
     assert not (sandbox / "notes.txt").exists()
 
 
-# --- helpers reading the store behind the server (a second runtime on the same file)
+# --- helpers reading what the server stored, through its runtime's verbs
 
 
-async def requests_of(run_id: str) -> list[Any]:
-    async with Sayso(load_config(EXAMPLE)) as app:
-        return list((await app.result(run_id)).requests)
+async def requests_of(sayso: Sayso, run_id: str) -> list[Any]:
+    return list((await sayso.result(run_id)).requests)
 
 
-async def tool_results(thread_id: str) -> str:
-    async with Sayso(load_config(EXAMPLE)) as app:
-        messages = await app.store.load_messages(thread_id)
+async def tool_results(sayso: Sayso, thread_id: str) -> str:
+    messages = await sayso.messages(thread_id)
     return "\n".join(
         str(p.content)
         for m in messages
@@ -404,70 +419,70 @@ async def tool_results(thread_id: str) -> str:
 # --- kagent 0.x compatibility (a2a.kagent_compat)
 
 
-def test_compat_mode_emits_legacy_data_parts_and_accepts_a_batch(serve: ServerFactory, sandbox: Path) -> None:
-    server = serve(
+async def test_compat_mode_emits_legacy_data_parts_and_accepts_a_batch(serve: ServerFactory, sandbox: Path) -> None:
+    """In compat mode a pause is kagent 0.x DataParts, and a batch must decide every call it shows."""
+    server = await serve(
         a2a={"kagent_compat": True}, models={"demo": {"scripted": str(Path(__file__).parent / "two_deletes.yaml")}}
     )
-    task = pause(server.base_url, "delete both", headers=PLAIN)
-    parts = task["status"]["message"]["parts"]
-    assert [p["data"]["name"] for p in parts] == ["adk_request_confirmation"] * 2
-    assert all(
-        p["metadata"]["kagent_type"] == "function_call" and p["metadata"]["kagent_is_long_running"] for p in parts
-    )
-    assert "extensions" not in task["status"]["message"]
-    calls = [p["data"]["args"]["originalFunctionCall"]["id"] for p in parts]
-    left_out = {"decision_type": "batch", "decisions": {calls[0]: "approve"}}
-    error = error_of(send(server.base_url, user_message("Batch", task_id=task["id"], data=[left_out]), PLAIN))
-    assert f"missing ids: {calls[1]}" in error["message"]
-    assert (sandbox / "notes.txt").exists() and (sandbox / "todo.md").exists()
-    batch = {
-        "decision_type": "batch",
-        "decisions": {calls[0]: "approve", calls[1]: "reject"},
-        "rejection_reasons": {calls[1]: "keep the list"},
-    }
-    done = task_of(
-        send(
-            server.base_url,
-            user_message("Batch decision: 1 approved, 1 rejected", task_id=task["id"], data=[batch]),
-            PLAIN,
+    async with server.client() as client:
+        task = await pause(client, "delete both", headers=PLAIN)
+        parts = task["status"]["message"]["parts"]
+        assert [p["data"]["name"] for p in parts] == ["adk_request_confirmation"] * 2
+        assert all(
+            p["metadata"]["kagent_type"] == "function_call" and p["metadata"]["kagent_is_long_running"] for p in parts
         )
-    )
+        assert "extensions" not in task["status"]["message"]
+        calls = [p["data"]["args"]["originalFunctionCall"]["id"] for p in parts]
+        left_out = {"decision_type": "batch", "decisions": {calls[0]: "approve"}}
+        error = error_of(await send(client, user_message("Batch", task_id=task["id"], data=[left_out]), PLAIN))
+        assert f"missing ids: {calls[1]}" in error["message"]
+        assert (sandbox / "notes.txt").exists() and (sandbox / "todo.md").exists()
+        batch = {
+            "decision_type": "batch",
+            "decisions": {calls[0]: "approve", calls[1]: "reject"},
+            "rejection_reasons": {calls[1]: "keep the list"},
+        }
+        decided = user_message("Batch decision: 1 approved, 1 rejected", task_id=task["id"], data=[batch])
+        done = task_of(await send(client, decided, PLAIN))
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
     assert not (sandbox / "notes.txt").exists() and (sandbox / "todo.md").exists()
 
 
-def test_compat_mode_still_speaks_v1_to_clients_that_ask_for_it(serve: ServerFactory) -> None:
-    server = serve(a2a={"kagent_compat": True})
-    task = pause(server.base_url)
+async def test_compat_mode_still_speaks_v1_to_clients_that_ask_for_it(serve: ServerFactory) -> None:
+    """Compat mode answers a client that asks for the v1 extension with the v1 payload."""
+    server = await serve(a2a={"kagent_compat": True})
+    async with server.client() as client:
+        task = await pause(client)
     assert hitl(task["status"]["message"])["type"] == "tool_approval_request"
 
 
-def test_an_a2a_0_3_client_gets_the_legacy_pause_and_answers_it(serve: ServerFactory, sandbox: Path) -> None:
+async def test_an_a2a_0_3_client_gets_the_legacy_pause_and_answers_it(serve: ServerFactory, sandbox: Path) -> None:
     """kagent 0.x spoke A2A 0.3 (`message/send`, `kind`-tagged parts, no version header)."""
-    server = serve(a2a={"kagent_compat": True})
+    server = await serve(a2a={"kagent_compat": True})
     message = {
         "kind": "message",
         "messageId": "m-1",
         "role": "user",
         "parts": [{"kind": "text", "text": "delete notes"}],
     }
-    body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
-    task = httpx.post(f"{server.base_url}/a2a/files", json=body, timeout=60).json()["result"]
-    assert task["status"]["state"] == "input-required"
-    (part,) = task["status"]["message"]["parts"]
-    assert part["kind"] == "data" and part["data"]["name"] == "adk_request_confirmation"
-    decision = {
-        "kind": "message",
-        "messageId": "m-2",
-        "role": "user",
-        "taskId": task["id"],
-        "contextId": task["contextId"],
-        "parts": [
-            {"kind": "data", "data": {"decision_type": "approve"}, "metadata": {}},
-            {"kind": "text", "text": "Approved"},
-        ],
-    }
-    body = {"jsonrpc": "2.0", "id": 2, "method": "message/send", "params": {"message": decision}}
-    done = httpx.post(f"{server.base_url}/a2a/files", json=body, timeout=60).json()["result"]
+    async with server.client() as client:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+        task = (await client.post("/a2a/files", json=body)).json()["result"]
+        assert task["status"]["state"] == "input-required"
+        (part,) = task["status"]["message"]["parts"]
+        assert part["kind"] == "data" and part["data"]["name"] == "adk_request_confirmation"
+        decision = {
+            "kind": "message",
+            "messageId": "m-2",
+            "role": "user",
+            "taskId": task["id"],
+            "contextId": task["contextId"],
+            "parts": [
+                {"kind": "data", "data": {"decision_type": "approve"}, "metadata": {}},
+                {"kind": "text", "text": "Approved"},
+            ],
+        }
+        body = {"jsonrpc": "2.0", "id": 2, "method": "message/send", "params": {"message": decision}}
+        done = (await client.post("/a2a/files", json=body)).json()["result"]
     assert done["status"]["state"] == "completed"
     assert not (sandbox / "notes.txt").exists()

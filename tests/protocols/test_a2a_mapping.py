@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from sayso import Answer, ApprovalRequest, Approve, Question, QuestionRequest, Reject, Skip, Subject
-from sayso.protocols.a2a import HitlRefused, pause_view, status_text
+from sayso import Answer, ApprovalRequest, Approve, InvalidInput, Question, QuestionRequest, Reject, Skip, Subject
+from sayso.protocols.a2a import HITL_RESPONSE, pause_view, status_text
 from sayso.protocols.a2a._mapping import (
     GENERIC_TEXT,
     _Pending,
@@ -77,6 +77,7 @@ TEXT_CASES = [
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in TEXT_CASES])
 def test_status_text_follows_kagents_rules(case: TextCase) -> None:
+    """The pause text follows kagent's rules: the question, or the hints then the tool names."""
     assert status_text(case.pending) == case.text
 
 
@@ -112,6 +113,7 @@ def question(request_id: str, *texts: str, path: str = "ops", multiple: bool = F
 
 
 def test_approvals_come_first_then_each_question_and_one_agent_at_a_time() -> None:
+    """A pause shows its approvals first, then one question at a time, and one agent path at a time."""
     requests = [
         question("q1", "Which?"),
         approval("a1", "delete_file", "c1"),
@@ -126,6 +128,7 @@ def test_approvals_come_first_then_each_question_and_one_agent_at_a_time() -> No
 
 
 def test_a_nested_approval_carries_the_nested_block_and_the_remote_hint() -> None:
+    """A delegate's approvals show as the parent's call with a `nested` block; responses name the child ids."""
     view = pause_view(
         "run_top",
         [
@@ -152,8 +155,9 @@ def test_a_nested_approval_carries_the_nested_block_and_the_remote_hint() -> Non
     }
     # The client returns the child ids; the parent's id counts as unknown.
     refused = {"type": "tool_approval_response", "approvals": [{"id": "run_top/k8s_agent", "approved": True}]}
-    with pytest.raises(HitlRefused, match="missing ids: c1, c2"):
+    with pytest.raises(InvalidInput, match="missing ids: c1, c2") as refusal:
         decisions_from_v1(view, refused)
+    assert refusal.value.field == HITL_RESPONSE
     response = {
         "type": "tool_approval_response",
         "approvals": [{"id": "c2", "approved": False, "rejection_reason": "not now"}, {"id": "c1", "approved": True}],
@@ -163,6 +167,7 @@ def test_a_nested_approval_carries_the_nested_block_and_the_remote_hint() -> Non
 
 
 def test_a_nested_question_is_answered_with_the_childs_id() -> None:
+    """A delegate's question is answered with the child's id, never the parent's."""
     view = pause_view(
         "run_top", [question("g4", "What is the GitHub owner/org for the repo?", path="ops/github_agent")]
     )
@@ -184,7 +189,7 @@ def test_a_nested_question_is_answered_with_the_childs_id() -> None:
     assert (
         view_text(view) == "Remote agent 'github_agent' asks: What is the GitHub owner/org for the repo? (github_agent)"
     )
-    with pytest.raises(HitlRefused, match="parent's id"):
+    with pytest.raises(InvalidInput, match="parent's id"):
         decisions_from_v1(
             view, {"type": "ask_user_response", "id": "run_top/github_agent", "answers": [{"answer": ["x"]}]}
         )
@@ -195,11 +200,12 @@ def test_a_nested_question_is_answered_with_the_childs_id() -> None:
 
 
 def test_unknown_keys_in_a_response_are_ignored_and_known_ones_checked() -> None:
+    """Unknown keys in a response are ignored; the known ones are type-checked, and a bad one refuses it all."""
     view = pause_view("run_top", [approval("a1", "delete_file", "c1")])
     assert view is not None
     extra = {"type": "tool_approval_response", "approvals": [{"id": "a1", "approved": True, "note": "x"}], "more": 1}
     assert [d for _, d in decisions_from_v1(view, extra)] == [Approve()]
-    with pytest.raises(HitlRefused, match="rejection_reason"):
+    with pytest.raises(InvalidInput, match="rejection_reason"):
         decisions_from_v1(
             view,
             {"type": "tool_approval_response", "approvals": [{"id": "a1", "approved": False, "rejection_reason": 3}]},
@@ -210,6 +216,7 @@ def test_unknown_keys_in_a_response_are_ignored_and_known_ones_checked() -> None
 
 
 def test_the_legacy_pause_is_one_confirmation_data_part_per_call() -> None:
+    """kagent 0.x pauses are one `adk_request_confirmation` DataPart per call, marked long-running."""
     view = pause_view(
         "run_top",
         [approval("a1", "delete_file", "call_91", hint="Tool 'delete_file' requires approval before execution.")],
@@ -235,6 +242,7 @@ def two_calls() -> Any:
 
 
 def test_legacy_uniform_and_batch_decisions() -> None:
+    """kagent 0.x approve, reject and batch decisions map to one decision per call shown."""
     view = two_calls()
     assert [d for _, d in decisions_from_legacy(view, {"decision_type": "approve"})] == [Approve(), Approve()]
     rejected = decisions_from_legacy(view, {"decision_type": "reject", "rejection_reason": "Wrong environment"})
@@ -259,11 +267,13 @@ def test_legacy_uniform_and_batch_decisions() -> None:
     ],
 )
 def test_a_legacy_batch_that_leaves_a_call_out_is_refused(decisions: dict[str, str], problem: str) -> None:
-    with pytest.raises(HitlRefused, match=problem):
+    """A batch that leaves a call out, or names one not shown, is refused, never partly approved."""
+    with pytest.raises(InvalidInput, match=problem):
         decisions_from_legacy(two_calls(), {"decision_type": "batch", "decisions": decisions})
 
 
 def test_legacy_ask_user_answers() -> None:
+    """kagent 0.x answers a question with `ask_user_answers`; a reject skips it; anything else is refused."""
     view = pause_view("run_top", [question("q1", "Which database?", "Which features?")])
     assert view is not None
     ((data, _),) = legacy_parts(view)
@@ -275,9 +285,9 @@ def test_legacy_ask_user_answers() -> None:
     }
     ((_, decision),) = decisions_from_legacy(view, answers)
     assert decision == Answer(answers=(("PostgreSQL",), ("Auth", "Caching")))
-    with pytest.raises(HitlRefused, match="ask_user_answers"):
+    with pytest.raises(InvalidInput, match="ask_user_answers"):
         decisions_from_legacy(view, {"decision_type": "approve"})
-    with pytest.raises(HitlRefused, match="non-empty"):
+    with pytest.raises(InvalidInput, match="non-empty"):
         decisions_from_legacy(view, {"decision_type": "approve", "ask_user_answers": []})
     ((_, skipped),) = decisions_from_legacy(view, {"decision_type": "reject"})
     assert isinstance(skipped, Skip)

@@ -1,4 +1,4 @@
-"""AG-UI over a real server (§6.4): raw SSE, every event validated with the ag-ui-protocol models."""
+"""AG-UI, in-process (§6.4): raw SSE, every event validated with the ag-ui-protocol models."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from ag_ui.core import Event, RunFinishedEvent
 from pydantic import TypeAdapter
 
-from .conftest import ServerFactory
+from .conftest import InProcess, ServerFactory
 
 EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
 
@@ -34,13 +33,13 @@ def user(text: str) -> dict[str, Any]:
     return {"id": uuid.uuid4().hex, "role": "user", "content": text}
 
 
-def post(base_url: str, body: dict[str, Any]) -> list[Any]:
+async def post(server: InProcess, body: dict[str, Any], *, token: str | None = None) -> list[Any]:
     """POST a RunAgentInput; every SSE event, parsed and validated by the protocol's pydantic models."""
     events: list[Any] = []
-    with httpx.stream("POST", f"{base_url}/ag-ui/files", json=body, timeout=60) as response:
-        assert response.status_code == 200, response.read()
+    async with server.client(token) as client, client.stream("POST", "/ag-ui/files", json=body) as response:
+        assert response.status_code == 200, await response.aread()
         assert response.headers["content-type"].startswith("text/event-stream")
-        for line in response.iter_lines():
+        async for line in response.aiter_lines():
             if line.startswith("data: "):
                 events.append(EVENTS.validate_python(json.loads(line[6:])))
     assert events[0].type == "RUN_STARTED"
@@ -57,9 +56,10 @@ def types(events: list[Any]) -> list[str]:
     return [e.type.value if hasattr(e.type, "value") else e.type for e in events]
 
 
-def test_a_gated_call_ends_the_run_on_an_interrupt_with_its_fields(serve: ServerFactory, sandbox: Path) -> None:
-    server = serve()
-    events = post(server.base_url, run_input("thr-agui-1", [user("delete notes")]))
+async def test_a_gated_call_ends_the_run_on_an_interrupt_with_its_fields(serve: ServerFactory, sandbox: Path) -> None:
+    """A gated call ends the run on an interrupt carrying the call, its hint, subject, scopes and answer schema."""
+    server = await serve()
+    events = await post(server, run_input("thr-agui-1", [user("delete notes")]))
     assert "TOOL_CALL_START" in types(events) and "TOOL_CALL_RESULT" in types(events)
     outcome = finished(events).outcome
     assert outcome is not None and outcome.type == "interrupt"
@@ -90,14 +90,15 @@ def interrupt_of(events: list[Any]) -> Any:
     return outcome.interrupts[0]
 
 
-def test_approve_with_an_edit_runs_the_edited_call_and_records_the_approval(
+async def test_approve_with_an_edit_runs_the_edited_call_and_records_the_approval(
     serve: ServerFactory, sandbox: Path
 ) -> None:
-    server = serve()
-    pending = interrupt_of(post(server.base_url, run_input("thr-agui-2", [user("delete notes")])))
+    """Approving with edited input runs the edited call; its result carries the approval record."""
+    server = await serve()
+    pending = interrupt_of(await post(server, run_input("thr-agui-2", [user("delete notes")])))
     payload = {"status": "approved", "scope": "once", "tool_input": {"name": "todo.md"}}
-    events = post(
-        server.base_url, resume("thr-agui-2", [{"interruptId": pending.id, "status": "resolved", "payload": payload}])
+    events = await post(
+        server, resume("thr-agui-2", [{"interruptId": pending.id, "status": "resolved", "payload": payload}])
     )
     outcome = finished(events).outcome
     assert outcome is not None and outcome.type == "success" and not outcome.pending_tool_call_ids
@@ -123,60 +124,64 @@ def test_approve_with_an_edit_runs_the_edited_call_and_records_the_approval(
         pytest.param(None, "Skipped:", id="left-out"),
     ],
 )
-def test_deny_skip_and_left_out_never_run_the_call(
+async def test_deny_skip_and_left_out_never_run_the_call(
     serve: ServerFactory, sandbox: Path, entry: dict[str, Any] | None, model_reads: str
 ) -> None:
-    server = serve(models={"demo": {"scripted": str(Path(__file__).parent / "two_deletes.yaml")}})
-    events = post(server.base_url, run_input("thr-agui-3", [user("delete both")]))
+    """A denied, skipped or left-out interrupt never runs its call; the model reads why."""
+    server = await serve(models={"demo": {"scripted": str(Path(__file__).parent / "two_deletes.yaml")}})
+    events = await post(server, run_input("thr-agui-3", [user("delete both")]))
     first, second = finished(events).outcome.interrupts  # type: ignore[union-attr]
     approve_second = {"interruptId": second.id, "status": "resolved", "payload": {"status": "approved"}}
     entries = [approve_second] + ([{"interruptId": first.id, **entry}] if entry else [])
-    events = post(server.base_url, resume("thr-agui-3", entries))
+    events = await post(server, resume("thr-agui-3", entries))
     results = {e.tool_call_id: e for e in events if e.type == "TOOL_CALL_RESULT"}
     assert results[first.tool_call_id].content.startswith(model_reads)
     assert results[second.tool_call_id].content == "Deleted todo.md."
     assert (sandbox / "notes.txt").exists() and not (sandbox / "todo.md").exists()
 
 
-def test_a_resume_naming_an_unknown_interrupt_is_refused_and_the_pause_stays(
+async def test_a_resume_naming_an_unknown_interrupt_is_refused_and_the_pause_stays(
     serve: ServerFactory, sandbox: Path
 ) -> None:
-    server = serve()
-    pending = interrupt_of(post(server.base_url, run_input("thr-agui-4", [user("delete notes")])))
+    """A resume with a forged interrupt id or a bad scope is a RUN_ERROR; the pause stays and can still be answered."""
+    server = await serve()
+    pending = interrupt_of(await post(server, run_input("thr-agui-4", [user("delete notes")])))
     forged = [{"interruptId": "req_forged", "status": "resolved", "payload": {"status": "approved"}}]
-    events = post(server.base_url, resume("thr-agui-4", forged))
+    events = await post(server, resume("thr-agui-4", forged))
     assert events[-1].type == "RUN_ERROR" and events[-1].code == "invalid_resume"
     bad_scope = [
         {"interruptId": pending.id, "status": "resolved", "payload": {"status": "approved", "scope": "forever"}}
     ]
-    assert post(server.base_url, resume("thr-agui-4", bad_scope))[-1].type == "RUN_ERROR"
+    assert (await post(server, resume("thr-agui-4", bad_scope)))[-1].type == "RUN_ERROR"
     assert (sandbox / "notes.txt").exists()
     again = [{"interruptId": pending.id, "status": "resolved", "payload": {"status": "approved"}}]
-    assert finished(post(server.base_url, resume("thr-agui-4", again))).outcome.type == "success"  # type: ignore[union-attr]
+    assert finished(await post(server, resume("thr-agui-4", again))).outcome.type == "success"  # type: ignore[union-attr]
     assert not (sandbox / "notes.txt").exists()
 
 
-def test_a_question_is_an_interrupt_answered_by_position(serve: ServerFactory, sandbox: Path) -> None:
-    server = serve()
-    asked = interrupt_of(post(server.base_url, run_input("thr-agui-5", [user("delete report")])))
+async def test_a_question_is_an_interrupt_answered_by_position(serve: ServerFactory, sandbox: Path) -> None:
+    """A question is an interrupt; its answers, one list per question in order, resume the run."""
+    server = await serve()
+    asked = interrupt_of(await post(server, run_input("thr-agui-5", [user("delete report")])))
     assert asked.reason == "sayso:question"
     assert asked.message == "Several files match. Which one should I delete?"
     assert asked.metadata["questions"][0]["choices"] == ["report-2025.txt", "report-2026.txt"]
     answer = {"status": "resolved", "payload": {"answers": [{"answer": ["report-2026.txt"]}]}}
-    approval = interrupt_of(post(server.base_url, resume("thr-agui-5", [{"interruptId": asked.id, **answer}])))
+    approval = interrupt_of(await post(server, resume("thr-agui-5", [{"interruptId": asked.id, **answer}])))
     assert approval.reason == "sayso:approval" and approval.metadata["tool_input"] == {"name": "report-2026.txt"}
 
 
-def test_client_tools_end_the_run_with_pending_calls_answered_by_tool_messages(serve: ServerFactory) -> None:
-    server = serve(
+async def test_client_tools_end_the_run_with_pending_calls_answered_by_tool_messages(serve: ServerFactory) -> None:
+    """A client tool call ends the run with it pending; a tool message with its result carries the run on."""
+    server = await serve(
         models={"demo": {"scripted": str(Path(__file__).parent / "client_tool.yaml")}},
         agents={"files": {"model": "demo", "client_tools": ["pick_color"]}},
     )
     tool = {"name": "pick_color", "description": "Ask the browser for a color", "parameters": {"type": "object"}}
-    events = post(server.base_url, run_input("thr-agui-6", [user("color please")], tools=[tool]))
+    events = await post(server, run_input("thr-agui-6", [user("color please")], tools=[tool]))
     outcome = finished(events).outcome
     assert outcome is not None and outcome.type == "success"
     (call_id,) = outcome.pending_tool_call_ids or []
     answer = {"id": uuid.uuid4().hex, "role": "tool", "toolCallId": call_id, "content": "teal"}
-    events = post(server.base_url, run_input("thr-agui-6", [user("color please"), answer], tools=[tool]))
+    events = await post(server, run_input("thr-agui-6", [user("color please"), answer], tools=[tool]))
     assert finished(events).result == "The browser chose teal."

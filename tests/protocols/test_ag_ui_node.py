@@ -1,15 +1,19 @@
-"""AG-UI with the real `@ag-ui/client` HttpAgent, run by node against a real server."""
+"""AG-UI with the real `@ag-ui/client` HttpAgent, run by node against a real server on 127.0.0.1."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .conftest import ServerFactory
+from sayso import Sayso
+
+from ..conftest import LiveServer
+from .conftest import example_config, protocol_app
 
 NODE_DIR = Path(__file__).parent / "node"
 SCRIPT = NODE_DIR / "ag_ui_client.mjs"
@@ -20,11 +24,20 @@ needs_node = pytest.mark.skipif(
 )
 
 
+@pytest.fixture
+def live_server(sandbox: Path) -> Iterator[LiveServer]:
+    """The example with A2A and AG-UI on a real port: node cannot reach an in-process app."""
+    server = LiveServer.in_thread(protocol_app(Sayso(example_config())))
+    yield server
+    server.stop()
+
+
 @needs_node
 def test_the_ag_ui_http_agent_pauses_on_an_interrupt_and_resumes_with_an_approval(
-    serve: ServerFactory, sandbox: Path
+    live_server: LiveServer, sandbox: Path
 ) -> None:
-    server = serve()
+    """The official HttpAgent sees the interrupt, resumes it with an approval, and the call runs."""
+    server = live_server
     done = subprocess.run(
         ["node", str(SCRIPT), f"{server.base_url}/ag-ui/files", "thr-node"],
         capture_output=True,

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from .conftest import EXAMPLE, free_port
+from ..conftest import LiveServer, free_port
+from .conftest import EXAMPLE
 
 PARENT_CONFIG = """
 store: sqlite:///parent.db
@@ -34,34 +32,27 @@ rules:
 """
 
 
+@dataclass
 class Served:
-    """A `sayso serve` process on 127.0.0.1."""
+    """A `sayso serve` process on a fixed port of 127.0.0.1, which a test may restart."""
 
-    def __init__(self, config: Path, port: int, env: dict[str, str]) -> None:
-        self.config, self.port, self.env = config, port, env
-        self.url = f"http://127.0.0.1:{port}"
-        self.process: subprocess.Popen[bytes] | None = None
+    config: Path
+    port: int
+    env: dict[str, str]
+    server: LiveServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> Served:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "sayso", "serve", str(self.config), "--port", str(self.port)],
-            env=self.env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        raise RuntimeError(f"sayso serve on port {self.port} did not start")
+        self.server, _ = LiveServer.process([str(self.config)], env=self.env, port=self.port)
+        return self
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            self.process.wait(30)
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         response = httpx.post(f"{self.url}{path}", json=body, timeout=120)
@@ -72,6 +63,7 @@ class Served:
 
 @pytest.fixture
 def servers(tmp_path: Path) -> Iterator[tuple[Served, Served, Path]]:
+    """A parent sayso whose coordinator delegates to the file manager served by a child sayso, over A2A."""
     sandbox = tmp_path / "child-sandbox"
     base = {k: v for k, v in os.environ.items() if k != "SAYSO_STORE"}
     child = Served(
@@ -94,6 +86,7 @@ def servers(tmp_path: Path) -> Iterator[tuple[Served, Served, Path]]:
 
 
 def test_a_remote_childs_approval_cascades_up_and_the_decision_goes_down(servers: tuple[Served, Served, Path]) -> None:
+    """A remote child's approval shows in the parent's pause; deciding it there runs the call in the child."""
     parent, child, sandbox = servers
     run = parent.post("/v1/runs", {"message": "tidy delete notes", "agent": "coordinator"})
     assert run["status"] == "paused"
@@ -118,6 +111,7 @@ def test_a_remote_childs_approval_cascades_up_and_the_decision_goes_down(servers
 def test_a_question_and_a_rejection_cross_and_the_parent_survives_a_restart(
     servers: tuple[Served, Served, Path],
 ) -> None:
+    """A remote question and rejection cross both ways, across a restart of the parent, and the note says so."""
     parent, _child, sandbox = servers
     run = parent.post("/v1/runs", {"message": "tidy delete report", "agent": "coordinator"})
     [question] = run["requests"]

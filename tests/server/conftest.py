@@ -1,52 +1,18 @@
-"""A real uvicorn server on 127.0.0.1 with a free port, serving the file-manager example."""
+"""The server of the file-manager example, reached in-process through an ASGI transport."""
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 
-import httpx
 import pytest
-import uvicorn
 
 from sayso import Config, PrincipalConfig, Sayso, load_config
 from sayso.server import WebhookConfig, create_app
 
-from ..conftest import EXAMPLE, free_port
+from ..conftest import EXAMPLE, InProcess
 
-
-@dataclass
-class RunningServer:
-    base_url: str
-    server: uvicorn.Server
-    thread: threading.Thread
-
-    def client(self, token: str | None = None) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.base_url, headers=headers, timeout=30)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
-
-
-def start_server(
-    config: Config, *, webhooks: Sequence[WebhookConfig] | None = None, expire_every_seconds: float | None = None
-) -> RunningServer:
-    port = free_port()
-    app = create_app(Sayso(config), webhooks=webhooks, expire_every_seconds=expire_every_seconds)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.02)
-    return RunningServer(base_url=f"http://127.0.0.1:{port}", server=server, thread=thread)
+__all__ = ["EXAMPLE", "InProcess", "ServerFactory"]
 
 
 @pytest.fixture
@@ -62,35 +28,37 @@ def example_config(workdir: Path) -> Config:
     return load_config(EXAMPLE)
 
 
-ServerFactory = Callable[..., RunningServer]
+ServerFactory = Callable[..., Awaitable[InProcess]]
 
 
 @pytest.fixture
-def serve(workdir: Path) -> Iterator[ServerFactory]:
-    """Start servers for a test and stop them after it."""
-    started: list[RunningServer] = []
+async def serve(workdir: Path) -> AsyncIterator[ServerFactory]:
+    """Start servers for a test (the example by default, with the principals given) and stop them after it."""
+    started: list[InProcess] = []
 
-    def factory(
+    async def factory(
         *,
         config: Config | None = None,
         principals: Sequence[PrincipalConfig] = (),
         webhooks: Sequence[WebhookConfig] | None = None,
         expire_every_seconds: float | None = None,
-    ) -> RunningServer:
+    ) -> InProcess:
         config = (config or load_config(EXAMPLE)).model_copy(update={"principals": list(principals)})
-        running = start_server(config, webhooks=webhooks, expire_every_seconds=expire_every_seconds)
-        started.append(running)
-        return running
+        sayso = Sayso(config)
+        app = create_app(sayso, webhooks=webhooks, expire_every_seconds=expire_every_seconds)
+        served = await InProcess(app=app, sayso=sayso).start()
+        started.append(served)
+        return served
 
     yield factory
-    for running in started:
-        running.stop()
+    for served in started:
+        await served.stop()
 
 
 @pytest.fixture
-def server(serve: ServerFactory) -> RunningServer:
+async def server(serve: ServerFactory) -> InProcess:
     """A server in local development mode."""
-    return serve()
+    return await serve()
 
 
 HELPER_SCRIPT = """

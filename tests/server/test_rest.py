@@ -1,4 +1,4 @@
-"""The REST API over a real server: runs, inbox, decisions, resumes and their problem responses."""
+"""The REST API, in-process: runs, inbox, decisions, resumes and their problem responses."""
 
 from __future__ import annotations
 
@@ -9,32 +9,31 @@ import pytest
 
 from sayso import Config, PrincipalConfig, load_config
 
-from .conftest import RunningServer, ServerFactory
+from .conftest import InProcess, ServerFactory
 
 PROBLEM = "application/problem+json"
 
 
-def test_health_and_openapi(server: RunningServer) -> None:
+async def test_health_and_openapi(server: InProcess) -> None:
     """The server answers its health check and publishes its OpenAPI document."""
-    with server.client() as client:
-        assert client.get("/healthz").json() == {"status": "ok"}
-        paths = client.get("/openapi.json").json()["paths"]
+    async with server.client() as client:
+        assert (await client.get("/healthz")).json() == {"status": "ok"}
+        paths = (await client.get("/openapi.json")).json()["paths"]
     assert {"/v1/runs", "/v1/requests", "/v1/requests/{request_id}/decision", "/v1/runs/{run_id}/resume"} <= set(paths)
     assert {"/v1/grants", "/v1/grants/{grant_id}", "/v1/audit", "/v1/audit/verify", "/v1/expire"} <= set(paths)
     assert set(paths["/v1/grants/{grant_id}"]) == {"delete"}
 
 
-def test_run_pauses_and_a_decision_resumes_it(server: RunningServer, workdir: Path) -> None:
+async def test_run_pauses_and_a_decision_resumes_it(server: InProcess, workdir: Path) -> None:
     """A question then an approval, each decided over REST, carry the run to completion."""
-    with server.client() as client:
-        run = client.post("/v1/runs", json={"message": "delete report"}).json()
+    async with server.client() as client:
+        run = (await client.post("/v1/runs", json={"message": "delete report"})).json()
         assert run["status"] == "paused"
         [question] = run["requests"]
         assert question["kind"] == "question"
         assert question["questions"][0]["choices"] == ["report-2025.txt", "report-2026.txt"]
-        answered = client.post(
-            f"/v1/requests/{question['id']}/decision", json={"kind": "answer", "answers": [["report-2025.txt"]]}
-        ).json()
+        answer = {"kind": "answer", "answers": [["report-2025.txt"]]}
+        answered = (await client.post(f"/v1/requests/{question['id']}/decision", json=answer)).json()
         assert answered["recorded"] is True
         [approval] = answered["run"]["requests"]
         assert (approval["kind"], approval["args"], approval["scopes"]) == (
@@ -42,107 +41,113 @@ def test_run_pauses_and_a_decision_resumes_it(server: RunningServer, workdir: Pa
             {"name": "report-2025.txt"},
             ["once", "thread", "always"],
         )
-        done = client.post(f"/v1/requests/{approval['id']}/decision", json={"kind": "approve"}).json()
+        done = (await client.post(f"/v1/requests/{approval['id']}/decision", json={"kind": "approve"})).json()
         assert done["run"]["status"] == "completed"
         assert done["run"]["output"] == "Deleted report-2025.txt."
-        state = client.get(f"/v1/requests/{approval['id']}").json()
+        state = (await client.get(f"/v1/requests/{approval['id']}")).json()
         assert (state["status"], state["decision"]["kind"], state["decided_by"]) == ("decided", "approve", "person")
-        thread = client.get(f"/v1/threads/{run['thread_id']}").json()
+        thread = (await client.get(f"/v1/threads/{run['thread_id']}")).json()
     assert thread["active_run"] is None
     assert [e["role"] for e in thread["transcript"]][0] == "user"
     assert not (workdir / "sandbox" / "report-2025.txt").exists()
 
 
-def test_decision_errors_are_problems(server: RunningServer) -> None:
+async def test_decision_errors_are_problems(server: InProcess) -> None:
     """Unknown ids are 404, invalid answers 422 (the pause stays open), a different second decision 409."""
-    with server.client() as client:
-        missing = client.post("/v1/requests/req_nope/decision", json={"kind": "skip"})
+    async with server.client() as client:
+        missing = await client.post("/v1/requests/req_nope/decision", json={"kind": "skip"})
         assert (missing.status_code, missing.headers["content-type"]) == (404, PROBLEM)
         assert missing.json()["type"].endswith("/not-found")
-        run = client.post("/v1/runs", json={"message": "delete report"}).json()
-        request_id = run["requests"][0]["id"]
-        invalid = client.post(f"/v1/requests/{request_id}/decision", json={"kind": "answer", "answers": [["a", "b"]]})
+        run = (await client.post("/v1/runs", json={"message": "delete report"})).json()
+        decision = f"/v1/requests/{run['requests'][0]['id']}/decision"
+        invalid = await client.post(decision, json={"kind": "answer", "answers": [["a", "b"]]})
         assert invalid.status_code == 422
         assert set(invalid.json()) >= {"type", "title", "status", "detail"}
         assert "takes one answer" in invalid.json()["detail"]
-        wrong_kind = client.post(f"/v1/requests/{request_id}/decision", json={"kind": "approve"})
+        wrong_kind = await client.post(decision, json={"kind": "approve"})
         assert wrong_kind.status_code == 422
-        assert client.get(f"/v1/requests/{request_id}").json()["status"] == "open"
-        first = client.post(f"/v1/requests/{request_id}/decision", json={"kind": "skip", "reason": "later"})
+        assert (await client.get(f"/v1/requests/{run['requests'][0]['id']}")).json()["status"] == "open"
+        first = await client.post(decision, json={"kind": "skip", "reason": "later"})
         assert first.status_code == 200
-        again = client.post(f"/v1/requests/{request_id}/decision", json={"kind": "skip", "reason": "later"})
+        again = await client.post(decision, json={"kind": "skip", "reason": "later"})
         assert (again.status_code, again.json()["recorded"]) == (200, False)
-        other = client.post(f"/v1/requests/{request_id}/decision", json={"kind": "answer", "answers": [["x"]]})
+        other = await client.post(decision, json={"kind": "answer", "answers": [["x"]]})
         assert (other.status_code, other.json()["type"]) == (409, "https://sayso.dev/problems/already-decided")
-        malformed = client.post(f"/v1/requests/{request_id}/decision", json={"kind": "maybe"})
+        malformed = await client.post(decision, json={"kind": "maybe"})
         assert (malformed.status_code, malformed.headers["content-type"]) == (422, PROBLEM)
-        assert client.get("/v1/runs/run_nope").status_code == 404
+        assert (await client.get("/v1/runs/run_nope")).status_code == 404
 
 
-def test_forced_resume_skips_open_requests(server: RunningServer, workdir: Path) -> None:
+async def test_forced_resume_skips_open_requests(server: InProcess, workdir: Path) -> None:
     """A resume refuses while requests are open (409) unless forced; forced, they count as skipped."""
-    with server.client() as client:
-        run = client.post("/v1/runs", json={"message": "delete notes"}).json()
-        not_ready = client.post(f"/v1/runs/{run['run_id']}/resume", json={"force": False})
+    async with server.client() as client:
+        run = (await client.post("/v1/runs", json={"message": "delete notes"})).json()
+        not_ready = await client.post(f"/v1/runs/{run['run_id']}/resume", json={"force": False})
         assert (not_ready.status_code, not_ready.json()["type"]) == (409, "https://sayso.dev/problems/not-ready")
-        forced = client.post(f"/v1/runs/{run['run_id']}/resume", json={"force": True}).json()
+        forced = (await client.post(f"/v1/runs/{run['run_id']}/resume", json={"force": True})).json()
         assert forced["status"] == "completed"
         assert forced["output"].startswith("Skipped:")
-        consumed = client.post(f"/v1/runs/{run['run_id']}/resume", json={"force": True})
+        consumed = await client.post(f"/v1/runs/{run['run_id']}/resume", json={"force": True})
         assert consumed.status_code == 409
-        late = client.post(f"/v1/requests/{run['requests'][0]['id']}/decision", json={"kind": "approve"})
+        late = await client.post(f"/v1/requests/{run['requests'][0]['id']}/decision", json={"kind": "approve"})
         assert late.status_code == 409
     assert (workdir / "sandbox" / "notes.txt").exists()
 
 
-def test_inbox_filters_and_pages(serve: ServerFactory, helper_config: Config) -> None:
+async def test_inbox_filters_and_pages(serve: ServerFactory, helper_config: Config) -> None:
     """The inbox filters by kind, thread, agent and age, and pages with an opaque cursor."""
-    server = serve(config=helper_config)
-    with server.client() as client:
-        runs = [client.post("/v1/runs", json={"message": "survey"}).json() for _ in range(3)]
+    server = await serve(config=helper_config)
+    async with server.client() as client:
+
+        async def inbox(**params: object) -> dict[str, object]:
+            body: dict[str, object] = (await client.get("/v1/requests", params=params)).json()
+            return body
+
+        runs = [(await client.post("/v1/runs", json={"message": "survey"})).json() for _ in range(3)]
         ids = [r["requests"][0]["id"] for r in runs]
-        page = client.get("/v1/requests", params={"limit": 2}).json()
-        assert [r["id"] for r in page["requests"]] == ids[:2]
-        rest = client.get("/v1/requests", params={"limit": 2, "cursor": page["next_cursor"]}).json()
-        assert ([r["id"] for r in rest["requests"]], rest["next_cursor"]) == (ids[2:], None)
-        by_thread = client.get("/v1/requests", params={"thread_id": runs[1]["thread_id"]}).json()["requests"]
-        assert [r["id"] for r in by_thread] == [ids[1]]
-        assert client.get("/v1/requests", params={"kind": "approval"}).json()["requests"] == []
-        assert len(client.get("/v1/requests", params={"agent": "helper"}).json()["requests"]) == 3
-        assert client.get("/v1/requests", params={"agent": "other"}).json()["requests"] == []
-        assert client.get("/v1/requests", params={"older_than": 3600}).json()["requests"] == []
-        assert len(client.get("/v1/requests", params={"newer_than": 3600}).json()["requests"]) == 3
-        bad = client.get("/v1/requests", params={"cursor": "not-a-cursor"})
+        page = await inbox(limit=2)
+        assert [r["id"] for r in page["requests"]] == ids[:2]  # type: ignore[attr-defined]
+        rest = await inbox(limit=2, cursor=page["next_cursor"])
+        assert ([r["id"] for r in rest["requests"]], rest["next_cursor"]) == (ids[2:], None)  # type: ignore[attr-defined]
+        by_thread = (await inbox(thread_id=runs[1]["thread_id"]))["requests"]
+        assert [r["id"] for r in by_thread] == [ids[1]]  # type: ignore[attr-defined]
+        assert (await inbox(kind="approval"))["requests"] == []
+        assert len((await inbox(agent="helper"))["requests"]) == 3  # type: ignore[arg-type]
+        assert (await inbox(agent="other"))["requests"] == []
+        assert (await inbox(older_than=3600))["requests"] == []
+        assert len((await inbox(newer_than=3600))["requests"]) == 3  # type: ignore[arg-type]
+        bad = await client.get("/v1/requests", params={"cursor": "not-a-cursor"})
         assert (bad.status_code, bad.headers["content-type"]) == (422, PROBLEM)
 
 
-def test_streamed_run_reports_tool_calls_text_and_the_pause(server: RunningServer) -> None:
+async def test_streamed_run_reports_tool_calls_text_and_the_pause(server: InProcess) -> None:
     """With stream=true the run arrives as server-sent events ending with the whole result."""
-    with server.client() as client:
-        with client.stream("POST", "/v1/runs", params={"stream": "true"}, json={"message": "list"}) as response:
+    async with server.client() as client:
+        async with client.stream("POST", "/v1/runs", params={"stream": "true"}, json={"message": "list"}) as response:
             assert response.headers["content-type"].startswith("text/event-stream")
-            events = _events(response.iter_lines())
+            events = await _events(response.aiter_lines())
         names = [name for name, _ in events]
         assert names[0] == "status" and names[-1] == "run"
         assert ("tool_call", "list_files") in [(n, d.get("tool_name")) for n, d in events]
-        text = "".join(d["delta"] for n, d in events if n == "text_delta")
+        text = "".join(str(d["delta"]) for n, d in events if n == "text_delta")
         assert text == events[-1][1]["output"] and text.startswith("Files in the sandbox:")
-        with client.stream("POST", "/v1/runs?stream=true", json={"message": "delete notes"}) as response:
-            events = _events(response.iter_lines())
+        async with client.stream("POST", "/v1/runs?stream=true", json={"message": "delete notes"}) as response:
+            events = await _events(response.aiter_lines())
         requests = [d for n, d in events if n == "request"]
         assert [r["tool_name"] for r in requests] == ["delete_file"]
         assert events[-1][1]["status"] == "paused"
-        thread_id = events[-1][1]["thread_id"]
-        with client.stream("POST", "/v1/runs?stream=true", json={"message": "x", "agent": "nobody"}) as response:
-            events = _events(response.iter_lines())
+        thread_id = str(events[-1][1]["thread_id"])
+        body = {"message": "x", "agent": "nobody"}
+        async with client.stream("POST", "/v1/runs?stream=true", json=body) as response:
+            events = await _events(response.aiter_lines())
         assert events[-1][0] == "error" and events[-1][1]["status"] == 422
     assert thread_id.startswith("thr_")
 
 
-def _events(lines: object) -> list[tuple[str, dict[str, object]]]:
+async def _events(lines: object) -> list[tuple[str, dict[str, object]]]:
     events: list[tuple[str, dict[str, object]]] = []
     name = ""
-    for line in lines:  # type: ignore[attr-defined]
+    async for line in lines:  # type: ignore[attr-defined]
         if line.startswith("event: "):
             name = line[7:]
         elif line.startswith("data: "):
@@ -155,40 +160,46 @@ BOB = PrincipalConfig(name="bob", token="bob-token")
 OPS = PrincipalConfig(name="ops", token_env="OPS_TOKEN", approver_for=["fil*"])
 
 
-def test_principals_need_tokens_and_own_their_threads(serve: ServerFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_principals_need_tokens_and_own_their_threads(
+    serve: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without a valid token: 401; another principal's request: 403 and hidden; an approver may decide."""
     monkeypatch.setenv("OPS_TOKEN", "ops-token")
-    server = serve(principals=[ALICE, BOB, OPS])
-    with server.client() as anonymous, server.client("wrong") as wrong:
-        for response in (anonymous.get("/v1/requests"), wrong.post("/v1/runs", json={"message": "list"})):
+    server = await serve(principals=[ALICE, BOB, OPS])
+    async with server.client() as anonymous, server.client("wrong") as wrong:
+        for response in (await anonymous.get("/v1/requests"), await wrong.post("/v1/runs", json={"message": "list"})):
             assert (response.status_code, response.headers["content-type"]) == (401, PROBLEM)
             assert response.headers["www-authenticate"].startswith("Bearer")
-        assert anonymous.get("/healthz").status_code == 200
-    with server.client("alice-token") as alice, server.client("bob-token") as bob, server.client("ops-token") as ops:
-        assert alice.get("/v1/me").json() == {"principal": "alice", "local_mode": False, "approver_for": []}
-        run = alice.post("/v1/runs", json={"message": "delete notes"}).json()
+        assert (await anonymous.get("/healthz")).status_code == 200
+    alice, bob, ops = server.client("alice-token"), server.client("bob-token"), server.client("ops-token")
+    async with alice, bob, ops:
+        assert (await alice.get("/v1/me")).json() == {"principal": "alice", "local_mode": False, "approver_for": []}
+        run = (await alice.post("/v1/runs", json={"message": "delete notes"})).json()
         request_id = run["requests"][0]["id"]
-        assert bob.get("/v1/requests").json()["requests"] == []
-        refused = bob.post(f"/v1/requests/{request_id}/decision", json={"kind": "approve"})
+        assert (await bob.get("/v1/requests")).json()["requests"] == []
+        refused = await bob.post(f"/v1/requests/{request_id}/decision", json={"kind": "approve"})
         assert (refused.status_code, refused.json()["type"]) == (403, "https://sayso.dev/problems/not-allowed")
-        assert bob.get(f"/v1/runs/{run['run_id']}").status_code == 403
-        assert bob.get(f"/v1/threads/{run['thread_id']}").status_code == 404
-        assert bob.post("/v1/runs", json={"message": "hi", "thread_id": run["thread_id"]}).status_code == 403
-        assert alice.get(f"/v1/requests/{request_id}").json()["status"] == "open"
-        assert [r["id"] for r in ops.get("/v1/requests").json()["requests"]] == [request_id]
-        decided = ops.post(f"/v1/requests/{request_id}/decision", json={"kind": "reject", "reason": "no"}).json()
+        # Another principal's run and thread look the same as none at all.
+        assert (await bob.get(f"/v1/runs/{run['run_id']}")).status_code == 404
+        assert (await bob.get(f"/v1/threads/{run['thread_id']}")).status_code == 404
+        sent = await bob.post("/v1/runs", json={"message": "hi", "thread_id": run["thread_id"]})
+        assert sent.status_code == 403
+        assert (await alice.get(f"/v1/requests/{request_id}")).json()["status"] == "open"
+        assert [r["id"] for r in (await ops.get("/v1/requests")).json()["requests"]] == [request_id]
+        decision = {"kind": "reject", "reason": "no"}
+        decided = (await ops.post(f"/v1/requests/{request_id}/decision", json=decision)).json()
         assert decided["run"]["output"] == "Declined: no"
-        assert alice.get(f"/v1/requests/{request_id}").json()["principal"] == "ops"
-        assert [t["thread_id"] for t in alice.get("/v1/threads").json()["threads"]] == [run["thread_id"]]
-        assert bob.get("/v1/threads").json()["threads"] == []
+        assert (await alice.get(f"/v1/requests/{request_id}")).json()["principal"] == "ops"
+        assert [t["thread_id"] for t in (await alice.get("/v1/threads")).json()["threads"]] == [run["thread_id"]]
+        assert (await bob.get("/v1/threads")).json()["threads"] == []
 
 
-def test_inbox_lists_a_delegates_requests_with_their_agent_path(serve: ServerFactory) -> None:
+async def test_inbox_lists_a_delegates_requests_with_their_agent_path(serve: ServerFactory) -> None:
     """A nested pause shows its leaf requests in the inbox, never the parent's waiting call itself."""
     team = load_config(Path(__file__).resolve().parents[2] / "examples" / "team" / "sayso.yaml")
-    server = serve(config=team)
-    with server.client() as client:
-        run = client.post("/v1/runs", json={"message": "report"}).json()
-        inbox = client.get("/v1/requests").json()["requests"]
+    server = await serve(config=team)
+    async with server.client() as client:
+        run = (await client.post("/v1/runs", json={"message": "report"})).json()
+        inbox = (await client.get("/v1/requests")).json()["requests"]
     assert run["status"] == "paused"
     assert sorted(r["agent_path"] for r in inbox) == ["coordinator/analyst", "coordinator/ops"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,7 +13,8 @@ import pytest
 from sayso import ConfigError, PrincipalConfig, load_config
 from sayso.server import check_bind
 
-from .conftest import EXAMPLE, free_port
+from ..conftest import LiveServer
+from .conftest import EXAMPLE
 
 
 def test_local_mode_binds_only_to_loopback(caplog: pytest.LogCaptureFixture) -> None:
@@ -46,21 +46,10 @@ def test_webhooks_are_read_from_the_config_file(tmp_path: Path) -> None:
 
 def test_serve_runs_until_sigterm_and_exits_cleanly(tmp_path: Path) -> None:
     """A real `serve` process answers its health check and stops cleanly on SIGTERM."""
-    port = free_port()
-    code = f"from sayso.server import serve; serve({str(EXAMPLE)!r}, '127.0.0.1', {port})"
     env = {"SAYSO_STORE": f"sqlite:///{tmp_path / 'sayso.db'}", "SAYSO_SANDBOX": str(tmp_path / "sandbox"), "PATH": ""}
-    process = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE, text=True)
+    served, process = LiveServer.process([str(EXAMPLE)], env=env, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline and process.poll() is None, "serve did not start"
-            time.sleep(0.1)
-        run = httpx.post(f"http://127.0.0.1:{port}/v1/runs", json={"message": "delete notes"}, timeout=30).json()
+        run = httpx.post(f"{served.base_url}/v1/runs", json={"message": "delete notes"}, timeout=30).json()
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=30)
     finally:
@@ -83,30 +72,18 @@ def test_sayso_serve_command_sweeps_expired_requests(tmp_path: Path) -> None:
     )
     for name in ("script.yaml", "files_tools.py", "files_subjects.py"):
         (tmp_path / name).write_text((EXAMPLE.parent / name).read_text())
-    port = free_port()
     env = {"SAYSO_STORE": f"sqlite:///{tmp_path / 'sayso.db'}", "SAYSO_SANDBOX": str(tmp_path / "sandbox"), "PATH": ""}
-    command = [sys.executable, "-m", "sayso", "serve", str(config), "--port", str(port), "--expire-every", "0.3"]
-    process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
+    served, _ = LiveServer.process([str(config), "--expire-every", "0.3"], env=env)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline and process.poll() is None, "serve did not start"
-            time.sleep(0.1)
-        run = httpx.post(f"{base}/v1/runs", json={"message": "delete notes"}, timeout=30).json()
-        assert run["status"] == "paused"
-        deadline = time.monotonic() + 20
-        while (state := httpx.get(f"{base}/v1/runs/{run['run_id']}", timeout=30).json())["status"] == "paused":
-            assert time.monotonic() < deadline, "the sweep never closed the run"
-            time.sleep(0.2)
+        with served.client() as client:
+            run = client.post("/v1/runs", json={"message": "delete notes"}).json()
+            assert run["status"] == "paused"
+            deadline = time.monotonic() + 20
+            while (state := client.get(f"/v1/runs/{run['run_id']}").json())["status"] == "paused":
+                assert time.monotonic() < deadline, "the sweep never closed the run"
+                time.sleep(0.2)
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(30)
+        served.stop()
     assert state["status"] == "completed"
     assert state["output"].startswith("Expired: no decision before")
     assert (tmp_path / "sandbox" / "notes.txt").exists()

@@ -1,18 +1,21 @@
-"""The web UI in a real headless Chromium (Debian's), against a real server."""
+"""The web UI in a real headless Chromium (Debian's), against a real server on 127.0.0.1."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from sayso import Config, load_config
+from sayso import Config, Sayso, load_config
+from sayso.server import create_app
 
-from .conftest import RunningServer, ServerFactory
+from ..conftest import EXAMPLE, LiveServer
+
+ServerFactory = Callable[..., LiveServer]
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).parents[2] / "test-output" / "screenshots"
@@ -29,6 +32,27 @@ ARGS = [
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="Debian's chromium is not installed (scripts/test installs it)"
 )
+
+
+@pytest.fixture
+def serve(workdir: Path) -> Iterator[ServerFactory]:
+    """Start real servers (the example, or `config`) for a browser to reach, and stop them after the test."""
+    started: list[LiveServer] = []
+
+    def factory(*, config: Config | None = None) -> LiveServer:
+        app = create_app(Sayso(config or load_config(EXAMPLE)), expire_every_seconds=None)
+        started.append(LiveServer.in_thread(app))
+        return started[-1]
+
+    yield factory
+    for running in started:
+        running.stop()
+
+
+@pytest.fixture
+def server(serve: ServerFactory) -> LiveServer:
+    """A real server in local development mode."""
+    return serve()
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +86,7 @@ def approval_card(page: Page) -> object:
     return page.locator("article.card[data-kind=approval]")
 
 
-def test_person_approves_a_call(server: RunningServer, page: Page, workdir: Path) -> None:
+def test_person_approves_a_call(server: LiveServer, page: Page, workdir: Path) -> None:
     """Approving the card runs the tool, and the agent's answer appears in the chat."""
     page.goto(server.base_url)
     say(page, "delete notes")
@@ -75,7 +99,7 @@ def test_person_approves_a_call(server: RunningServer, page: Page, workdir: Path
     assert not (workdir / "sandbox" / "notes.txt").exists()
 
 
-def test_person_edits_arguments_before_approving(server: RunningServer, page: Page, workdir: Path) -> None:
+def test_person_edits_arguments_before_approving(server: LiveServer, page: Page, workdir: Path) -> None:
     """Edit and approve runs the call with the person's arguments, not the model's."""
     page.goto(server.base_url)
     say(page, "delete notes")
@@ -92,7 +116,7 @@ def test_person_edits_arguments_before_approving(server: RunningServer, page: Pa
     assert not (workdir / "sandbox" / "todo.md").exists()
 
 
-def test_person_rejects_with_a_reason(server: RunningServer, page: Page, workdir: Path) -> None:
+def test_person_rejects_with_a_reason(server: LiveServer, page: Page, workdir: Path) -> None:
     """A rejection's reason reaches the model, and the call never runs."""
     page.goto(server.base_url)
     say(page, "delete notes")
@@ -140,7 +164,7 @@ def test_person_answers_a_client_tool_request(serve: ServerFactory, helper_confi
     expect(page.locator("#transcript")).to_contain_text("Lyon")
 
 
-def test_inbox_decides_requests_of_two_threads(server: RunningServer, page: Page, workdir: Path) -> None:
+def test_inbox_decides_requests_of_two_threads(server: LiveServer, page: Page, workdir: Path) -> None:
     """The inbox lists the open requests of every thread, and deciding there resumes each run."""
     with server.client() as client:
         first = client.post("/v1/runs", json={"message": "delete notes"}).json()
@@ -167,7 +191,7 @@ def test_inbox_decides_requests_of_two_threads(server: RunningServer, page: Page
         assert client.get(f"/v1/runs/{second['run_id']}").json()["output"] == "Declined by the person."
 
 
-def test_reloading_mid_pause_shows_the_pause_again(server: RunningServer, page: Page) -> None:
+def test_reloading_mid_pause_shows_the_pause_again(server: LiveServer, page: Page) -> None:
     """A pause lives in the store, not the page: a reload shows the same open request."""
     page.goto(server.base_url)
     say(page, "delete notes")
@@ -180,7 +204,7 @@ def test_reloading_mid_pause_shows_the_pause_again(server: RunningServer, page: 
     expect(page.locator("#transcript")).to_contain_text("delete notes")
 
 
-def test_second_tab_sees_the_request_already_decided(server: RunningServer, browser: Browser) -> None:
+def test_second_tab_sees_the_request_already_decided(server: LiveServer, browser: Browser) -> None:
     """Two tabs show the same request; after one decides, the other's different decision is refused."""
     with httpx.Client(base_url=server.base_url) as client:
         run = client.post("/v1/runs", json={"message": "delete notes"}).json()
@@ -202,7 +226,7 @@ def test_second_tab_sees_the_request_already_decided(server: RunningServer, brow
 
 
 def test_allow_for_this_chat_then_revoke_and_verify_the_audit_log(
-    server: RunningServer, page: Page, workdir: Path
+    server: LiveServer, page: Page, workdir: Path
 ) -> None:
     """'Allow for this chat' lets the next delete in the folder run without a card; the grants page revokes it;
     the audit page verifies the chain intact, and names the first record edited behind its back."""

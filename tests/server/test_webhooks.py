@@ -1,4 +1,4 @@
-"""Signed webhooks, delivered to a real listener on 127.0.0.1."""
+"""Signed webhooks from an in-process server, delivered to a real listener on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import anyio
 import pytest
 
 from sayso import load_config
@@ -27,10 +28,11 @@ class Listener:
     """How many deliveries to answer with 503 before accepting."""
     attempts: int = 0
 
-    def wait_for(self, count: int, timeout: float = 10) -> list[dict[str, object]]:
+    async def wait_for(self, count: int, timeout: float = 10) -> list[dict[str, object]]:
+        """The events received once `count` have arrived (or the timeout passed), while the server keeps working."""
         deadline = time.monotonic() + timeout
         while len(self.received) < count and time.monotonic() < deadline:
-            time.sleep(0.02)
+            await anyio.sleep(0.02)
         return [json.loads(body) for _, body in self.received]
 
 
@@ -62,15 +64,15 @@ def listener() -> Iterator[Listener]:
     httpd.server_close()
 
 
-def test_opened_and_decided_events_are_signed(serve: ServerFactory, listener: Listener) -> None:
+async def test_opened_and_decided_events_are_signed(serve: ServerFactory, listener: Listener) -> None:
     """Opening and deciding a request each POST a signed event that `verify_signature` accepts."""
     hook = WebhookConfig(url=listener.url, secret=SECRET, backoff_seconds=0.05)
-    server = serve(webhooks=[hook])
-    with server.client() as client:
-        run = client.post("/v1/runs", json={"message": "delete notes"}).json()
+    server = await serve(webhooks=[hook])
+    async with server.client() as client:
+        run = (await client.post("/v1/runs", json={"message": "delete notes"})).json()
         request_id = run["requests"][0]["id"]
-        client.post(f"/v1/requests/{request_id}/decision", json={"kind": "reject", "reason": "no"})
-    events = listener.wait_for(2)
+        await client.post(f"/v1/requests/{request_id}/decision", json={"kind": "reject", "reason": "no"})
+    events = await listener.wait_for(2)
     assert [e["type"] for e in events] == ["request.opened", "request.decided"]
     assert events[0]["data"]["request"]["id"] == request_id  # type: ignore[index]
     assert events[1]["data"]["decision"] == {"kind": "reject", "reason": "no"}  # type: ignore[index]
@@ -88,38 +90,40 @@ def test_opened_and_decided_events_are_signed(serve: ServerFactory, listener: Li
         )
 
 
-def test_failed_deliveries_are_retried_with_the_same_delivery_id(serve: ServerFactory, listener: Listener) -> None:
+async def test_failed_deliveries_are_retried_with_the_same_delivery_id(
+    serve: ServerFactory, listener: Listener
+) -> None:
     """A receiver answering 503 gets the same delivery again after a backoff until it accepts."""
     listener.fail_first = 2
     hook = WebhookConfig(url=listener.url, secret=SECRET, events=["request.opened"], backoff_seconds=0.05)
-    server = serve(webhooks=[hook])
-    with server.client() as client:
-        client.post("/v1/runs", json={"message": "delete notes"})
-    [event] = listener.wait_for(1)
+    server = await serve(webhooks=[hook])
+    async with server.client() as client:
+        await client.post("/v1/runs", json={"message": "delete notes"})
+    [event] = await listener.wait_for(1)
     assert listener.attempts == 3
     assert event["type"] == "request.opened"
     assert listener.received[0][0]["Sayso-Delivery"] == event["id"]
 
 
-def test_background_sweep_expires_requests_and_says_so(serve: ServerFactory, listener: Listener) -> None:
+async def test_background_sweep_expires_requests_and_says_so(serve: ServerFactory, listener: Listener) -> None:
     """The server's periodic sweep closes a run whose request expired and sends `request.expired` for it."""
     config = load_config(EXAMPLE)
     config.agents["files"].interrupt.ttl_seconds = 0.3
     hook = WebhookConfig(url=listener.url, secret=SECRET, events=["request.expired"], backoff_seconds=0.05)
-    server = serve(config=config.model_copy(update={"webhooks": [hook]}), expire_every_seconds=0.1)
-    with server.client() as client:
-        run = client.post("/v1/runs", json={"message": "delete notes"}).json()
+    server = await serve(config=config.model_copy(update={"webhooks": [hook]}), expire_every_seconds=0.1)
+    async with server.client() as client:
+        run = (await client.post("/v1/runs", json={"message": "delete notes"})).json()
         request_id = run["requests"][0]["id"]
-        [event] = listener.wait_for(1)
+        [event] = await listener.wait_for(1)
         assert event["type"] == "request.expired"
         assert event["data"]["request"]["id"] == request_id  # type: ignore[index]
         # The event is sent when the expiry is recorded; the run then finishes with what it knows.
         deadline = time.monotonic() + 10
-        while client.get(f"/v1/runs/{run['run_id']}").json()["status"] != "completed":
+        while (await client.get(f"/v1/runs/{run['run_id']}")).json()["status"] != "completed":
             assert time.monotonic() < deadline, "the expired run never finished"
-            time.sleep(0.05)
-        assert client.get(f"/v1/requests/{request_id}").json()["decided_by"] == "expiry"
-    time.sleep(0.3)
+            await anyio.sleep(0.05)
+        assert (await client.get(f"/v1/requests/{request_id}")).json()["decided_by"] == "expiry"
+    await anyio.sleep(0.3)
     assert len(listener.received) == 1  # announced once, by the sweep that closed it
 
 

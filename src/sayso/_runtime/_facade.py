@@ -264,9 +264,15 @@ class Sayso:
         await self.run_record(run_id, principal=principal)
         return await _tree.result(self._k, run_id)
 
-    async def expire(self) -> list[RunResult]:
-        """Close every paused run whose open requests have all expired; each agent answers with what it knows."""
+    async def expire(self, *, principal: PrincipalLike | None = None) -> list[RunResult]:
+        """Close every paused run whose open requests have all expired; each agent answers with what it knows.
+
+        Args:
+            principal: who asks: approvers only; `None` (Python, the server's own sweep) skips the check.
+        """
         self._check_open()
+        if principal is not None:
+            self._require_approver(principal, "expire", "only approvers may run expiry")
         return await _deciding.expire(self._k)
 
     # reading
@@ -397,15 +403,17 @@ class Sayso:
         cursor: int | None = None,
     ) -> AuditPage:
         """One page of the audit log; approvers only."""
-        self._require_auditor(principal)
+        self._require_approver(principal, "audit", "only approvers read the audit log")
         return await self._k.store.audit_page(newest_first=newest_first, limit=limit, cursor=cursor)
 
     async def audit_count(self) -> int:
         """How many records the audit log holds."""
         return await self._k.store.count_audit()
 
-    async def verify_audit(self) -> AuditProblem | None:
-        """Check the audit chain; returns the first bad record, or `None` when intact."""
+    async def verify_audit(self, *, principal: PrincipalLike | None = None) -> AuditProblem | None:
+        """Check the audit chain; returns the first bad record, or `None` when intact (approvers only)."""
+        if principal is not None:
+            self._require_approver(principal, "audit", "only approvers may verify the audit log")
         return verify_chain(await self._k.store.audit_records())
 
     # adapters' own state, events, health
@@ -457,10 +465,10 @@ class Sayso:
         if not self._open:
             raise UsageError("use the runtime inside `async with Sayso(...) as app:` so its store is open")
 
-    def _require_auditor(self, principal: PrincipalLike) -> None:
+    def _require_approver(self, principal: PrincipalLike, subject_id: str, problem: str) -> None:
         who = self.principal(principal)
         if not access.may_read_audit(who):
-            raise NotAllowed("audit", f"{who.name!r} is not an approver; only approvers read the audit log")
+            raise NotAllowed(subject_id, f"{who.name!r} is not an approver; {problem}", subject="approver")
 
 
 def _check_rules_against(agent: str, policy: InterruptPolicy, tools: list[str]) -> None:

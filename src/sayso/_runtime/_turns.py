@@ -39,13 +39,17 @@ async def start(
     from ._kernel import new_id
 
     now = k.clock()
-    entry = agent or k.config.entry_agent
-    k.built(entry)  # an unknown agent is refused before anything is written
 
-    def check(thread: ThreadRecord) -> None:
+    def check(thread: ThreadRecord | None) -> None:
+        if thread is None:  # a new thread: its agent must be one of the config's
+            if agent is not None and agent not in k.agents:
+                raise InvalidInput(f"no agent named {agent!r}; configured: {', '.join(k.agents)}", field="agent")
+            return
         if not may_message(principal, owner=thread.owner):
             raise NotAllowed(
-                thread.thread_id, f"only the thread's owner may send messages into it, not {principal.name!r}"
+                thread.thread_id,
+                f"only the thread's owner may send messages into it, not {principal.name!r}",
+                subject="thread",
             )
         if agent is not None and agent != thread.agent:
             raise InvalidInput(
@@ -58,7 +62,7 @@ async def start(
     begun = await k.store.begin_run(
         thread_id=thread_id or new_id("thr"),
         owner=principal.name,
-        agent=entry,
+        agent=agent or k.config.entry_agent,
         run_id=new_id("run"),
         prompt=message,
         client_tools=client_tools,

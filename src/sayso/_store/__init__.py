@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, InvalidCursor
 from ._memory import MemoryRunStore
 from ._port import RunStore
 from ._records import (
@@ -24,7 +24,6 @@ from ._records import (
     ExecutionResult,
     InboxFilter,
     InboxPage,
-    InvalidCursor,
     Judge,
     PauseState,
     PauseStatus,

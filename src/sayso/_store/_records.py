@@ -17,7 +17,6 @@ from .._core.audit import AuditRecord
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request, RequestKind
-from ..exceptions import SaysoError
 
 RunStatus: TypeAlias = Literal["running", "paused", "completed", "failed", "cancelled"]
 
@@ -244,17 +243,6 @@ class RemoteTask:
     """The task's id on the remote side."""
     context_id: str
     """The remote conversation the task belongs to."""
-
-
-class InvalidCursor(SaysoError, ValueError):
-    """A paging cursor that this store did not hand out; pass back the `next_cursor` of a page."""
-
-    def __init__(self, cursor: str) -> None:
-        self.cursor = cursor
-        super().__init__(f"cursor {cursor!r} is not valid; pass back the next_cursor of a page")
-
-    def __reduce__(self) -> tuple[type, tuple[str]]:
-        return self.__class__, (self.cursor,)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,7 +21,8 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from ._records import InvalidCursor, TranscriptEntry
+from ..exceptions import InvalidCursor
+from ._records import TranscriptEntry
 
 TITLE_LENGTH = 80
 """How much of a thread's first message its title shows."""

@@ -18,9 +18,10 @@ from typer.core import TyperCommand
 
 from .._checks import ConfigProblem, check_config
 from .._config import load_config
+from .._core.access import LOCAL
 from .._core.audit import AuditProblem
 from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
-from .._core.requests import Scope
+from .._core.requests import Request, Scope
 from .._results import DecideResult, RunResult, request_json, run_json
 from .._runtime import Sayso
 from ..exceptions import ConfigError, NotFound, SaysoError
@@ -75,6 +76,9 @@ T = TypeVar("T")
 
 ConfigArg = Annotated[str, typer.Argument(help="Path to sayso.yaml.", metavar="CONFIG", show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of panels.")]
+INBOX_LIMIT = 100
+"""How many open requests `sayso inbox` lists, oldest first."""
+
 PrincipalOpt = Annotated[
     str, typer.Option("--principal", help="Who is acting.", envvar="SAYSO_PRINCIPAL", metavar="NAME")
 ]
@@ -210,7 +214,12 @@ def resume(
 @app.command(cls=_Command)
 def inbox(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """List every open request across threads, oldest first."""
-    requests = _with_app(config, lambda rt: rt.open_requests(), as_json=as_json)
+
+    async def work(rt: Sayso) -> list[Request]:
+        # The command line reads the store as its operator: every thread's requests, as in local mode.
+        return (await rt.inbox(principal=LOCAL, limit=INBOX_LIMIT)).requests
+
+    requests = _with_app(config, work, as_json=as_json)
     if as_json:
         print(json.dumps({"requests": [request_json(r) for r in requests]}, ensure_ascii=False))
         return
@@ -310,7 +319,7 @@ app.add_typer(audit_app, name="audit")
 @grants_app.command("list", cls=_Command)
 def grants_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """List the active remembered approvals."""
-    grants = _with_app(config, lambda rt: rt.grants(), as_json=as_json)
+    grants = _with_app(config, lambda rt: rt.grants(principal=LOCAL), as_json=as_json)
     if as_json:
         print(json.dumps({"grants": [asdict(g) for g in grants]}, ensure_ascii=False))
         return
@@ -361,7 +370,7 @@ def audit_verify(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """Check the audit chain; exits 1 and names the first bad record when it was tampered with."""
 
     async def work(rt: Sayso) -> tuple[int, AuditProblem | None]:
-        return len(await rt.audit_log()), await rt.verify_audit()
+        return await rt.audit_count(), await rt.verify_audit()
 
     count, problem = _with_app(config, work, as_json=as_json)
     if as_json:

@@ -13,7 +13,7 @@ from .._core.requests import ApprovalRequest, ClientToolRequest, QuestionRequest
 from .._results import RunResult
 from .._runtime import Sayso
 from .._scripted import ScriptedModel
-from ..exceptions import DecisionRefused
+from ..exceptions import DecisionRefused, ThreadNotFound
 from ._render import print_result, request_panel
 
 
@@ -37,7 +37,7 @@ async def chat_loop(
         about = model if isinstance(model, str) else model.model_name
     console.print(f"Chatting with [bold]{name}[/bold] on {about}.")
     console.print("[dim]Type a message, or 'exit' to leave; the conversation is saved and can be resumed.[/dim]")
-    result = await _paused_on_thread(runtime, thread_id) if thread_id else None
+    result = await _paused_on_thread(runtime, thread_id, principal) if thread_id else None
     pending: str | None = None
     while True:
         if result is not None and result.status == "paused":
@@ -73,11 +73,15 @@ async def chat_loop(
         console.print(f"[dim]thread {thread_id}[/dim]")
 
 
-async def _paused_on_thread(runtime: Sayso, thread_id: str) -> RunResult | None:
-    thread = await runtime.store.get_thread(thread_id)
-    if thread is None or thread.active_run_id is None:
+async def _paused_on_thread(runtime: Sayso, thread_id: str, principal: str) -> RunResult | None:
+    """The run a thread waits on, to answer first; `None` for a new thread (or one the principal may not see)."""
+    try:
+        thread = await runtime.thread(thread_id, principal=principal)
+    except ThreadNotFound:
         return None
-    return await runtime.result(thread.active_run_id)
+    if thread.active_run_id is None:
+        return None
+    return await runtime.result(thread.active_run_id, principal=principal)
 
 
 async def _answer_all(runtime: Sayso, console: Console, result: RunResult, principal: str) -> RunResult:

@@ -1,57 +1,88 @@
-"""Who calls a protocol endpoint: bearer tokens to principal names, shared by the A2A and AG-UI adapters.
+"""Who calls an HTTP interface: a bearer token becomes a `Principal` here, once, for REST, A2A and AG-UI.
 
-The runtime checks who may decide what (`Sayso.decide`); the adapters only need the caller's
-name, and, for threads and tasks, whether that caller owns them or approves for their agent.
-With no principals configured (local development mode) the one caller is `local`.
+The server's REST dependency and the A2A and AG-UI endpoints all call `authenticate`; nothing
+else reads the `Authorization` header. A token names a principal; what that principal may do
+is the runtime's business (`sayso._core.access`, applied inside its verbs), so edges pass the
+principal on and never check access themselves. With no principals configured (local
+development mode) every caller is `local`.
+
+It lives beside the protocol adapters rather than in `sayso.server` because the server mounts
+them: the adapters never import the server, and the server imports this module.
 """
 
 from __future__ import annotations
 
 import hmac
-from dataclasses import dataclass
-from fnmatch import fnmatchcase
+import logging
+from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
-from .._config import Config
-from ._common import ProtocolRefusal
+from .._core.access import LOCAL_NAME, Principal
+from ..exceptions import Unauthenticated
 
-LOCAL = "local"
+if TYPE_CHECKING:
+    from .._runtime import Sayso
 
+logger = logging.getLogger("sayso.server")
 
-class Unauthenticated(ProtocolRefusal, PermissionError):
-    """The call carries no bearer token, or one that names no principal."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Caller:
-    """The authenticated caller of one protocol request."""
-
-    name: str
-    approver_for: tuple[str, ...] = ()
-    local: bool = False
-
-    def may_act_on(self, *, owner: str, agent: str) -> bool:
-        """Whether the caller may read or answer a thread of `owner` with `agent`."""
-        return self.local or owner == self.name or any(fnmatchcase(agent, glob) for glob in self.approver_for)
+BEARER = "bearer"
 
 
-def authenticate(config: Config, authorization: str | None) -> Caller:
-    """The caller an `Authorization: Bearer TOKEN` header names.
+class Authenticator:
+    """Maps bearer tokens to principals of one runtime; with no principals configured, everyone is `local`.
+
+    Tokens are read once, when the authenticator is built (from `token` or `token_env`).
+    """
+
+    def __init__(self, sayso: Sayso) -> None:
+        self._sayso = sayso
+        self.local_mode = not sayso.config.principals
+        """True when no principals are configured: every caller is `local` and may do everything."""
+        self._by_token: list[tuple[bytes, str]] = []
+        for config in sayso.config.principals:
+            token = config.bearer_token()
+            if not token:
+                logger.warning("principal %r has no token (token_env unset?); it cannot sign in", config.name)
+                continue
+            self._by_token.append((token.encode(), config.name))
+
+    def authenticate(self, authorization: str | None) -> Principal:
+        """The principal an `Authorization: Bearer TOKEN` header names.
+
+        Raises:
+            Unauthenticated: principals are configured and the token is missing or names none.
+        """
+        if self.local_mode:
+            return self._sayso.principal(LOCAL_NAME)
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != BEARER or not token.strip():
+            raise Unauthenticated("a bearer token is required: send 'Authorization: Bearer TOKEN'")
+        given = token.strip().encode()
+        found: str | None = None
+        for expected, name in self._by_token:
+            # Compare against every token so the time taken does not say which one nearly matched.
+            if hmac.compare_digest(expected, given) and found is None:
+                found = name
+        if found is None:
+            raise Unauthenticated("the bearer token names no principal")
+        return self._sayso.principal(found)
+
+
+_AUTHENTICATORS: WeakKeyDictionary[Sayso, Authenticator] = WeakKeyDictionary()
+
+
+def authenticator(sayso: Sayso) -> Authenticator:
+    """The one authenticator of a runtime, shared by every interface that serves it."""
+    found = _AUTHENTICATORS.get(sayso)
+    if found is None:
+        found = _AUTHENTICATORS[sayso] = Authenticator(sayso)
+    return found
+
+
+def authenticate(sayso: Sayso, authorization: str | None) -> Principal:
+    """The caller of one HTTP request to `sayso`, from its `Authorization` header.
 
     Raises:
         Unauthenticated: principals are configured and the token is missing or names none.
     """
-    if not config.principals:
-        return Caller(name=LOCAL, local=True)
-    scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise Unauthenticated("a bearer token is required: send 'Authorization: Bearer TOKEN'")
-    given = token.strip().encode()
-    found: Caller | None = None
-    for principal in config.principals:
-        expected = principal.bearer_token()
-        # Compare against every token so the time taken does not say which one nearly matched.
-        if expected and hmac.compare_digest(expected.encode(), given) and found is None:
-            found = Caller(name=principal.name, approver_for=tuple(principal.approver_for))
-    if found is None:
-        raise Unauthenticated("the bearer token names no principal")
-    return found
+    return authenticator(sayso).authenticate(authorization)

@@ -1,4 +1,4 @@
-"""What the protocol adapters share: the refusal they raise at the edge, and an agent endpoint's state."""
+"""What the protocol adapters share: an agent endpoint's state."""
 
 from __future__ import annotations
 
@@ -6,22 +6,6 @@ import time
 from collections.abc import Callable
 
 from .._runtime import Sayso
-from ..exceptions import SaysoError
-
-
-class ProtocolRefusal(SaysoError):
-    """A protocol message refused where it entered; nothing was recorded.
-
-    Args:
-        problem: what is wrong, in words the client can act on.
-    """
-
-    def __init__(self, problem: str) -> None:
-        self.problem = problem
-        super().__init__(problem)
-
-    def __reduce__(self) -> tuple[type, tuple[str]]:
-        return self.__class__, (self.problem,)
 
 
 class AgentEndpoint:

@@ -11,16 +11,14 @@ app = create_app(Sayso.from_yaml("sayso.yaml"))   # any ASGI server; or `sayso s
 from __future__ import annotations
 
 from .._config import WebhookConfig, WebhookEvent
-from ._access import AccessDenied, Principal, Unauthorized
+from .._core.access import Principal
 from ._app import create_app
 from ._problems import problem_for
 from ._serve import check_bind, serve
 from ._webhooks import WebhookEmitter, sign, verify_signature
 
 __all__ = [
-    "AccessDenied",
     "Principal",
-    "Unauthorized",
     "WebhookConfig",
     "WebhookEmitter",
     "WebhookEvent",

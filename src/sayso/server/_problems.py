@@ -1,8 +1,9 @@
 """Every error the server returns is an RFC 9457 problem; `problem_for` maps each error once.
 
-Endpoints raise sayso's own exceptions (or the server's `Unauthorized`/`AccessDenied`) and
-never build error responses themselves; the handlers installed by `install_problem_handlers`
-turn them into `application/problem+json` with the right status.
+Endpoints raise sayso's own exceptions (`sayso.exceptions`, whether the runtime's verbs or the
+one authenticator raised them) and never build error responses themselves; the handlers
+installed by `install_problem_handlers` turn them into `application/problem+json` with the
+right status.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from ..exceptions import (
     AlreadyDecided,
     ConfigError,
     DecisionRefused,
+    GrantNotFound,
     InvalidDecision,
+    InvalidInput,
     NotAllowed,
     NotFound,
     NotReady,
@@ -36,9 +39,8 @@ from ..exceptions import (
     SaysoError,
     StoreError,
     ThreadBusy,
+    Unauthenticated,
 )
-from ._access import AccessDenied, Unauthorized
-from ._gateway import GrantNotFound
 
 logger = logging.getLogger("sayso.server")
 
@@ -83,14 +85,16 @@ class Problem:
 
 def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping is the point
     """The problem for an error: the one place that maps sayso's exceptions to HTTP."""
-    if isinstance(exc, Unauthorized):
+    if isinstance(exc, Unauthenticated):
         return Problem(slug="unauthorized", title="Not signed in", status=401, detail=exc.problem)
-    if isinstance(exc, AccessDenied):
+    if isinstance(exc, NotAllowed):
+        if exc.subject == "request":
+            # A decision refused for who asks: the decision API's own slug, naming the request.
+            ids = {"request_id": exc.subject_id}
+            return Problem(slug="not-allowed", title="Not allowed", status=403, detail=str(exc), extra=ids)
         return Problem(slug="forbidden", title="Not allowed", status=403, detail=str(exc))
     if isinstance(exc, DecisionRefused):
         ids = {"request_id": exc.request_id}
-        if isinstance(exc, NotAllowed):
-            return Problem(slug="not-allowed", title="Not allowed", status=403, detail=str(exc), extra=ids)
         if isinstance(exc, AlreadyDecided):
             return Problem(slug="already-decided", title="Already decided", status=409, detail=str(exc), extra=ids)
         if isinstance(exc, RequestExpired):
@@ -116,8 +120,11 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
         elif isinstance(exc, GrantNotFound):
             extra["grant_id"] = exc.grant_id
         return Problem(slug="not-found", title="Not found", status=404, detail=str(exc), extra=extra)
+    if isinstance(exc, InvalidInput):
+        extra = {"errors": [{"loc": [exc.field], "msg": exc.problem}]} if exc.field else {}
+        return Problem(slug="invalid-request", title="Invalid request", status=422, detail=str(exc), extra=extra)
     if isinstance(exc, ConfigError):
-        # Raised for what the client named (an unknown agent, a thread of another agent).
+        # The runtime raises it for an agent name it does not know, which here the client named.
         return Problem(slug="invalid-request", title="Invalid request", status=422, detail=str(exc))
     if isinstance(exc, StoreError):
         return Problem(slug="store-unavailable", title="Store unavailable", status=503, detail=str(exc))

@@ -17,13 +17,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
-from .._results import request_json, run_json
-from ._access import Principal
-from ._gateway import Gateway
+from .._core.access import Principal
+from .._results import RunResult, request_json, run_json
+from .._runtime import Sayso
 from ._problems import problem_for
-from ._queries import last_seq, transcript
 from ._schemas import RunIn
 
 logger = logging.getLogger("sayso.server")
@@ -36,16 +36,26 @@ _WORDS = re.compile(r"\s*\S+|\s+")
 Event = tuple[str, dict[str, Any]]
 
 
+async def start_run(sayso: Sayso, principal: Principal, body: RunIn) -> RunResult:
+    """The run a `POST /v1/runs` body asks for, as `principal`: streamed or answered in one piece."""
+    return await sayso.run(
+        body.message,
+        agent=body.agent,
+        thread_id=body.thread_id,
+        principal=principal,
+        client_tools=[t.to_client_tool() for t in body.client_tools],
+    )
+
+
 def format_event(name: str, data: dict[str, Any]) -> str:
     """One event in the `text/event-stream` format."""
     return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
 
 
-async def stream_run(gateway: Gateway, principal: Principal, body: RunIn) -> AsyncIterator[str]:
-    """Start a run in the server's task group and yield its events as they come."""
-    assert gateway.tasks is not None, "the server's lifespan has not started"
+async def stream_run(sayso: Sayso, tasks: TaskGroup, principal: Principal, body: RunIn) -> AsyncIterator[str]:
+    """Start a run in the server's task group `tasks` and yield its events as they come."""
     send, receive = anyio.create_memory_object_stream[Event](max_buffer_size=math.inf)
-    gateway.tasks.start_soon(_work, gateway, principal, body, send)
+    tasks.start_soon(_work, sayso, principal, body, send)
     yield format_event("status", {"status": "running", "thread_id": body.thread_id, "agent": body.agent})
     started = anyio.current_time()
     async with receive:
@@ -62,7 +72,7 @@ async def stream_run(gateway: Gateway, principal: Principal, body: RunIn) -> Asy
             yield format_event(name, data)
 
 
-async def _work(gateway: Gateway, principal: Principal, body: RunIn, send: MemoryObjectSendStream[Event]) -> None:
+async def _work(sayso: Sayso, principal: Principal, body: RunIn, send: MemoryObjectSendStream[Event]) -> None:
     def put(name: str, data: dict[str, Any]) -> None:
         try:
             send.send_nowait((name, data))
@@ -70,11 +80,10 @@ async def _work(gateway: Gateway, principal: Principal, body: RunIn, send: Memor
             pass  # the client left; the run carries on and its outcome is in the store
 
     with send:
-        engine = gateway.sayso.store.engine
         try:
-            before = await last_seq(engine, body.thread_id) if body.thread_id else 0
-            result = await gateway.start_run(principal, body)
-            entries = await transcript(engine, result.thread_id, after_seq=before)
+            before = await sayso.last_seq(body.thread_id) if body.thread_id else 0
+            result = await start_run(sayso, principal, body)
+            entries = await sayso.transcript(result.thread_id, principal=principal, after_seq=before)
         except Exception as exc:
             problem = problem_for(exc)
             if problem.status >= 500:

@@ -15,14 +15,14 @@ from __future__ import annotations
 try:
     from ._app import a2a_router, agent_card, requested_extensions
     from ._handler import SaysoRequestHandler
-    from ._mapping import HITL_URI, SAYSO_KEY, HitlRefused, PauseView, pause_view, status_text
+    from ._mapping import HITL_RESPONSE, HITL_URI, SAYSO_KEY, PauseView, pause_view, status_text, to_a2a_error
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("A2A needs the a2a-sdk: pip install 'sayso[a2a]'") from exc
 
 __all__ = [
+    "HITL_RESPONSE",
     "HITL_URI",
     "SAYSO_KEY",
-    "HitlRefused",
     "PauseView",
     "SaysoRequestHandler",
     "a2a_router",
@@ -30,4 +30,5 @@ __all__ = [
     "pause_view",
     "requested_extensions",
     "status_text",
+    "to_a2a_error",
 ]

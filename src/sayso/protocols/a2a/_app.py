@@ -26,7 +26,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ..._runtime import Sayso
-from .._auth import Unauthenticated, authenticate
+from ...exceptions import Unauthenticated
+from .._auth import authenticate
 from ._handler import ACTIVATED_STATE, CALLER_STATE, SaysoRequestHandler
 from ._mapping import EXTENSION_DESCRIPTION, HITL_URI
 
@@ -34,6 +35,9 @@ EXTENSION_HEADERS = ("A2A-Extensions", "X-A2A-Extensions")
 """The request headers that name extensions: A2A 1.0's, and A2A 0.3's older name."""
 
 PROTOCOL_VERSION = "1.0"
+
+UNAUTHENTICATED_CODE = -32001
+"""The JSON-RPC error code of a call without a valid bearer token (answered with HTTP 401)."""
 
 
 def requested_extensions(request: Request) -> set[str]:
@@ -101,16 +105,24 @@ def a2a_router(sayso: Sayso) -> APIRouter:
 def _rpc_endpoint(sayso: Sayso, dispatcher: JsonRpcDispatcher) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         try:
-            request.state.sayso_caller = authenticate(sayso.config, request.headers.get("authorization"))
+            request.state.sayso_caller = authenticate(sayso, request.headers.get("authorization"))
         except Unauthenticated as exc:
-            body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": exc.problem}}
-            return JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+            return _unauthenticated(exc)
         response = await dispatcher.handle_requests(request)
         if HITL_URI in requested_extensions(request):
             response.headers["A2A-Extensions"] = HITL_URI
         return response
 
     return endpoint
+
+
+def _unauthenticated(exc: Unauthenticated) -> Response:
+    """401 before any JSON-RPC dispatch; the body is still a JSON-RPC error, so A2A clients can read it.
+
+    Every error raised once a call is dispatched goes through `to_a2a_error` instead.
+    """
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": UNAUTHENTICATED_CODE, "message": exc.problem}}
+    return JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
 
 
 def _card_endpoint(sayso: Sayso, agent: str) -> Callable[[Request], Awaitable[Response]]:

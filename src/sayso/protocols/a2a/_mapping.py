@@ -2,7 +2,8 @@
 
 It knows both sides: sayso's `Request`/`Decision` dataclasses and the JSON objects of the
 `https://kagent.dev/extensions/hitl/v1` extension (and of kagent 0.x's DataParts), and the
-A2A protobuf messages that carry them. Everything here is pure: the handler does the I/O.
+A2A protobuf messages that carry them, and how sayso's errors read as JSON-RPC errors
+(`to_a2a_error`). Everything here is pure: the handler does the I/O.
 
 One A2A pause shows one kind of request (see `PauseView`): the open approvals first, then
 each question on its own, and one agent at a time; the run stays paused in sayso until every
@@ -16,12 +17,21 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from a2a.types import Message, Part, Role
+from a2a.utils.errors import A2AError, InvalidParamsError, InvalidRequestError, TaskNotFoundError
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct, Value
 
 from ..._core.decisions import Answer, Approve, Decision, Reject, Skip
 from ..._core.requests import ApprovalRequest, QuestionRequest, Request, default_hint, shown_args
-from .._common import ProtocolRefusal
+from ...exceptions import (
+    ConfigError,
+    DecisionRefused,
+    InvalidInput,
+    NotAllowed,
+    NotFound,
+    RunConflict,
+    RunNotFound,
+)
 
 HITL_URI = "https://kagent.dev/extensions/hitl/v1"
 """kagent's human-in-the-loop extension, v1."""
@@ -40,8 +50,37 @@ LEGACY_CONFIRMATION = "adk_request_confirmation"
 ShownRequest: TypeAlias = ApprovalRequest | QuestionRequest
 
 
-class HitlRefused(ProtocolRefusal, ValueError):
-    """A HITL response that does not answer the pause it was sent to; nothing was recorded."""
+HITL_RESPONSE = "hitl_response"
+"""The `field` of an `InvalidInput` raised for a HITL response that does not answer its pause."""
+
+
+def refused(problem: str) -> InvalidInput:
+    """The error for a HITL response that does not answer the pause it was sent to; nothing was recorded."""
+    return InvalidInput(problem, field=HITL_RESPONSE)
+
+
+def to_a2a_error(exc: Exception) -> A2AError:
+    """The JSON-RPC error for one of ours: the one place sayso's errors become A2A errors.
+
+    Raises:
+        Exception: `exc` itself when it is not sayso's (a bug, not a refusal): the SDK answers 500.
+    """
+    if isinstance(exc, A2AError):
+        return exc
+    if isinstance(exc, InvalidInput) and exc.field == HITL_RESPONSE:
+        return InvalidParamsError(message=f"HITL response refused: {exc.problem}; the task still waits")
+    if isinstance(exc, DecisionRefused):
+        return InvalidParamsError(message=f"decision refused: {exc}; the task still waits")
+    if isinstance(exc, RunNotFound):
+        return TaskNotFoundError(message=f"no task has id {exc.run_id!r}")
+    if isinstance(exc, NotFound):
+        return TaskNotFoundError(message=str(exc))
+    if isinstance(exc, RunConflict):
+        return InvalidRequestError(message=str(exc))
+    if isinstance(exc, InvalidInput | NotAllowed | ConfigError):
+        # ConfigError: an agent name the runtime does not know, named by the call.
+        return InvalidParamsError(message=str(exc))
+    raise exc
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -361,31 +400,32 @@ def decisions_from_v1(view: PauseView, payload: Mapping[str, Any]) -> list[tuple
     Unknown keys are ignored; the known ones are checked strictly.
 
     Raises:
-        HitlRefused: the response does not decide exactly the shown requests, or is malformed.
+        InvalidInput: the response does not decide exactly the shown requests, or is malformed
+            (`field` is `HITL_RESPONSE`).
     """
     kind = payload.get("type")
     expected = RESPONSE_TYPES[view.kind]
     if kind not in RESPONSE_TYPES.values():
-        raise HitlRefused(f"{kind!r} is not a HITL response; this task waits for a {expected}")
+        raise refused(f"{kind!r} is not a HITL response; this task waits for a {expected}")
     if kind != expected:
-        raise HitlRefused(f"this task waits for a {expected}, not a {kind}")
+        raise refused(f"this task waits for a {expected}, not a {kind}")
     if view.kind == "question":
         return _answer_from_v1(view, payload)
     approvals = payload.get("approvals")
     if not isinstance(approvals, list) or not approvals:
-        raise HitlRefused("'approvals' must be a non-empty list, one entry per tool")
+        raise refused("'approvals' must be a non-empty list, one entry per tool")
     chosen: dict[str, Decision] = {}
     seen: list[str] = []
     for entry in approvals:
         if not isinstance(entry, dict):
-            raise HitlRefused("each approval must be an object {id, approved, rejection_reason?}")
+            raise refused("each approval must be an object {id, approved, rejection_reason?}")
         tool_id, approved, reason = entry.get("id"), entry.get("approved"), entry.get("rejection_reason")
         if not isinstance(tool_id, str) or not tool_id:
-            raise HitlRefused("each approval needs a non-empty string 'id'")
+            raise refused("each approval needs a non-empty string 'id'")
         if not isinstance(approved, bool):
-            raise HitlRefused(f"approval {tool_id!r}: 'approved' must be a JSON boolean, not {approved!r}")
+            raise refused(f"approval {tool_id!r}: 'approved' must be a JSON boolean, not {approved!r}")
         if reason is not None and not isinstance(reason, str):
-            raise HitlRefused(f"approval {tool_id!r}: 'rejection_reason' must be a string")
+            raise refused(f"approval {tool_id!r}: 'rejection_reason' must be a string")
         seen.append(tool_id)
         chosen[tool_id] = Approve() if approved else Reject(reason=reason or None)
     return _match(view, seen, chosen)
@@ -395,14 +435,14 @@ def _match(view: PauseView, seen: Sequence[str], chosen: Mapping[str, Decision])
     """Check that `seen` names every shown request exactly once (kagent's order of checks)."""
     duplicates = sorted({i for i in seen if seen.count(i) > 1})
     if duplicates:
-        raise HitlRefused(f"duplicate ids: {', '.join(duplicates)}")
+        raise refused(f"duplicate ids: {', '.join(duplicates)}")
     expected = view.visible_ids()
     missing = sorted(set(expected) - set(seen))
     if missing:
-        raise HitlRefused(f"missing ids: {', '.join(missing)}; every call must be decided")
+        raise refused(f"missing ids: {', '.join(missing)}; every call must be decided")
     unknown = sorted(set(seen) - set(expected))
     if unknown:
-        raise HitlRefused(f"unknown ids: {', '.join(unknown)}")
+        raise refused(f"unknown ids: {', '.join(unknown)}")
     return [(r, chosen[r.request_id]) for r in view.requests]
 
 
@@ -411,21 +451,21 @@ def _answer_from_v1(view: PauseView, payload: Mapping[str, Any]) -> list[tuple[S
     assert isinstance(question, QuestionRequest)
     if payload.get("id") != question.request_id:
         parent = " (the parent's id is never sent back)" if payload.get("id") == view.parent_id else ""
-        raise HitlRefused(f"invalid correlation: the answer's id must be {question.request_id!r}{parent}")
+        raise refused(f"invalid correlation: the answer's id must be {question.request_id!r}{parent}")
     return [(question, Answer(answers=_answers(question, payload.get("answers"))))]
 
 
 def _answers(question: QuestionRequest, raw: Any) -> tuple[tuple[str, ...], ...]:
     if not isinstance(raw, list) or not raw:
-        raise HitlRefused("'answers' must be a non-empty list, one {answer: [...]} per question")
+        raise refused("'answers' must be a non-empty list, one {answer: [...]} per question")
     answers: list[tuple[str, ...]] = []
     for entry in raw:
         values = entry.get("answer") if isinstance(entry, dict) else None
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            raise HitlRefused("each answer must be an object {answer: [string, ...]}")
+            raise refused("each answer must be an object {answer: [string, ...]}")
         answers.append(tuple(values))
     if len(answers) != len(question.questions):
-        raise HitlRefused(f"expected {len(question.questions)} answer(s), one per question, got {len(answers)}")
+        raise refused(f"expected {len(question.questions)} answer(s), one per question, got {len(answers)}")
     return tuple(answers)
 
 
@@ -452,7 +492,7 @@ def decisions_from_legacy(view: PauseView, data: Mapping[str, Any]) -> list[tupl
     Unlike kagent 0.x, a call that a batch leaves out is refused, never approved.
 
     Raises:
-        HitlRefused: the decision does not fit the pause.
+        InvalidInput: the decision does not fit the pause (`field` is `HITL_RESPONSE`).
     """
     decision_type = data["decision_type"]
     answers = data.get("ask_user_answers")
@@ -463,9 +503,9 @@ def decisions_from_legacy(view: PauseView, data: Mapping[str, Any]) -> list[tupl
             return [(question, Answer(answers=_answers(question, answers)))]
         if decision_type == "reject":
             return [(question, Skip(reason=_reason(data.get("rejection_reason")) or "the person declined to answer"))]
-        raise HitlRefused("this task waits for answers: send decision_type approve with ask_user_answers")
+        raise refused("this task waits for answers: send decision_type approve with ask_user_answers")
     if isinstance(answers, list):
-        raise HitlRefused("this task waits for approvals, not for ask_user_answers")
+        raise refused("this task waits for approvals, not for ask_user_answers")
     if decision_type == "approve":
         return [(r, Approve()) for r in view.requests]
     if decision_type == "reject":
@@ -473,7 +513,7 @@ def decisions_from_legacy(view: PauseView, data: Mapping[str, Any]) -> list[tupl
     decisions = data.get("decisions")
     reasons = data.get("rejection_reasons")
     if not isinstance(decisions, dict):
-        raise HitlRefused("a batch needs 'decisions': {call id: approve | reject}")
+        raise refused("a batch needs 'decisions': {call id: approve | reject}")
     reasons = reasons if isinstance(reasons, dict) else {}
     by_call = {r.tool_call_id: r for r in view.requests}
     seen: list[str] = []
@@ -487,12 +527,12 @@ def decisions_from_legacy(view: PauseView, data: Mapping[str, Any]) -> list[tupl
         chosen[request.request_id if request else call_id] = decision
     try:
         return _match(view, seen, chosen)
-    except HitlRefused as exc:
-        ids = {r.request_id: r.tool_call_id for r in view.requests}
+    except InvalidInput as exc:
+        problem = exc.problem
         # The batch names calls by the model's call ids: say which calls, not which requests.
-        for request_id, call_id in ids.items():
-            exc.problem = exc.problem.replace(request_id, call_id)
-        raise HitlRefused(exc.problem) from None
+        for request in view.requests:
+            problem = problem.replace(request.request_id, request.tool_call_id)
+        raise refused(problem) from None
 
 
 def _reason(value: Any) -> str | None:

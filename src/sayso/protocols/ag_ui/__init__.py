@@ -13,17 +13,16 @@ Needs the `ag-ui` extra (`pip install 'sayso[ag-ui]'`).
 from __future__ import annotations
 
 try:
-    from ._app import AgUiAgent, InputRefused, ag_ui_router
-    from ._mapping import REASONS, ResumeRefused, decision_from_entry, interrupt
+    from ._app import AgUiAgent, ag_ui_router
+    from ._mapping import REASONS, decision_from_entry, error_event, interrupt
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("AG-UI needs ag-ui-protocol: pip install 'sayso[ag-ui]'") from exc
 
 __all__ = [
     "REASONS",
     "AgUiAgent",
-    "InputRefused",
-    "ResumeRefused",
     "ag_ui_router",
     "decision_from_entry",
+    "error_event",
     "interrupt",
 ]

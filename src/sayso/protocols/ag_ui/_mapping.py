@@ -4,8 +4,9 @@ Outbound: a run's new messages become text and tool-call events (a decided call'
 carries its approval record), and a pause becomes `RUN_FINISHED` with one `Interrupt` per
 open approval or question, or `success` with `pendingToolCallIds` for client tools.
 Inbound: `RunAgentInput.resume` entries become decisions as in kaboo's answer table, and
-tool messages answer client tools. Everything here is pure; ids are looked up in what the
-server stored, never taken from pause state the client sends back.
+tool messages answer client tools. Errors: `error_event` is the one place sayso's errors
+become `RUN_ERROR`s. Everything here is pure; ids are looked up in what the server stored,
+never taken from pause state the client sends back.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ag_ui.core import (
     BaseEvent,
     Interrupt,
     ResumeEntry,
+    RunErrorEvent,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
@@ -37,14 +39,51 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 
 from ..._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
 from ..._core.requests import SCOPES_BY_WIDTH, ApprovalRequest, ClientToolRequest, QuestionRequest, Request, shown_args
-from .._common import ProtocolRefusal
+from ...exceptions import DecisionRefused, InvalidInput, NotAllowed, NotFound, RunConflict, SaysoError
 
 REASONS = {"approval": "sayso:approval", "question": "sayso:question"}
 """The `Interrupt.reason` of each request kind AG-UI interrupts carry."""
 
+RESUME = "resume"
+"""The `field` of an `InvalidInput` for a resume that does not fit the pause it answers."""
 
-class ResumeRefused(ProtocolRefusal, ValueError):
-    """A resume that does not fit the pause it answers; nothing was recorded."""
+THREAD = "threadId"
+"""The `field` of an `InvalidInput` for a resume on a thread where nothing waits."""
+
+_INPUT_CODES = {RESUME: "invalid_resume", THREAD: "not_paused"}
+"""The `RUN_ERROR.code` of each refused input field; any other field is `invalid_input`."""
+
+
+# --- errors
+
+
+def error_event(exc: Exception) -> RunErrorEvent:
+    """The `RUN_ERROR` for one of ours: the one place sayso's errors become AG-UI errors.
+
+    Raises:
+        Exception: `exc` itself when it is not sayso's (a bug, not a refusal).
+    """
+    if isinstance(exc, InvalidInput):
+        code = _INPUT_CODES.get(exc.field or "", "invalid_input")
+        if code == "invalid_resume":
+            return RunErrorEvent(message=f"resume refused: {exc.problem}; the pause stays open", code=code)
+        return RunErrorEvent(message=exc.problem, code=code)
+    if isinstance(exc, DecisionRefused):
+        return RunErrorEvent(message=f"decision refused: {exc}; the pause stays open", code="invalid_resume")
+    if isinstance(exc, NotAllowed):
+        return RunErrorEvent(message=str(exc), code="forbidden")
+    if isinstance(exc, NotFound):
+        return RunErrorEvent(message=str(exc), code="not_found")
+    if isinstance(exc, RunConflict):
+        return RunErrorEvent(message=str(exc), code="conflict")
+    if isinstance(exc, SaysoError):
+        return RunErrorEvent(message=str(exc), code="error")
+    raise exc
+
+
+def refused(problem: str) -> InvalidInput:
+    """The error for a resume that does not fit the pause it answers; nothing was recorded."""
+    return InvalidInput(problem, field=RESUME)
 
 
 # --- outbound
@@ -171,30 +210,33 @@ def finished_event(
 
 def decisions_from_resume(
     open_requests: Sequence[Request], entries: Sequence[ResumeEntry], tool_messages: Sequence[ToolMessage]
-) -> list[tuple[Request, Decision]]:
-    """The decisions a resume takes, by interrupt id and tool call id; requests left out are not here.
+) -> dict[str, Decision]:
+    """The decisions a resume takes, by request id, found by interrupt id and tool call id.
+
+    Requests the resume leaves out are not here (the caller counts them as skipped).
 
     Raises:
-        ResumeRefused: an entry names no open request, names one twice, or does not fit it.
+        InvalidInput: an entry names no open request, names one twice, or does not fit it
+            (`field` is `RESUME`).
     """
     by_id = {r.request_id: r for r in open_requests}
     by_call = {r.tool_call_id: r for r in open_requests if isinstance(r, ClientToolRequest)}
-    decided: dict[str, tuple[Request, Decision]] = {}
+    decided: dict[str, Decision] = {}
     for entry in entries:
         request = by_id.get(entry.interrupt_id)
         if not isinstance(request, ApprovalRequest | QuestionRequest):
-            raise ResumeRefused(f"interrupt {entry.interrupt_id!r} is not open on this thread")
+            raise refused(f"interrupt {entry.interrupt_id!r} is not open on this thread")
         if request.request_id in decided:
-            raise ResumeRefused(f"interrupt {entry.interrupt_id!r} is answered twice")
-        decided[request.request_id] = (request, decision_from_entry(request, entry))
+            raise refused(f"interrupt {entry.interrupt_id!r} is answered twice")
+        decided[request.request_id] = decision_from_entry(request, entry)
     for message in tool_messages:
         client = by_call.get(message.tool_call_id)
         if client is None:
             continue  # a tool message from earlier in the history the client replays
         if client.request_id in decided:
-            raise ResumeRefused(f"tool call {message.tool_call_id!r} is answered twice")
-        decided[client.request_id] = (client, _client_answer(message))
-    return list(decided.values())
+            raise refused(f"tool call {message.tool_call_id!r} is answered twice")
+        decided[client.request_id] = _client_answer(message)
+    return decided
 
 
 def decision_from_entry(request: ApprovalRequest | QuestionRequest, entry: ResumeEntry) -> Decision:
@@ -203,31 +245,31 @@ def decision_from_entry(request: ApprovalRequest | QuestionRequest, entry: Resum
         return Skip(reason=_text((entry.payload or {}).get("reason") if isinstance(entry.payload, dict) else None))
     payload = entry.payload
     if not isinstance(payload, dict):
-        raise ResumeRefused(f"interrupt {entry.interrupt_id!r}: a resolved entry needs an object payload")
+        raise refused(f"interrupt {entry.interrupt_id!r}: a resolved entry needs an object payload")
     if isinstance(request, QuestionRequest):
         return Answer(answers=_answers(entry.interrupt_id, payload.get("answers")))
     status = payload.get("status")
     if status == "approved":
         scope = payload.get("scope", "once")
         if scope not in SCOPES_BY_WIDTH:
-            raise ResumeRefused(f"interrupt {entry.interrupt_id!r}: scope must be once, thread or always")
+            raise refused(f"interrupt {entry.interrupt_id!r}: scope must be once, thread or always")
         edited = payload.get("tool_input")
         if edited is not None and not isinstance(edited, dict):
-            raise ResumeRefused(f"interrupt {entry.interrupt_id!r}: tool_input must be an object")
+            raise refused(f"interrupt {entry.interrupt_id!r}: tool_input must be an object")
         return Approve(scope=scope, edited_args=edited)
     if status == "cancelled":
         return Reject(reason=_text(payload.get("reason")))
-    raise ResumeRefused(f"interrupt {entry.interrupt_id!r}: payload status must be 'approved' or 'cancelled'")
+    raise refused(f"interrupt {entry.interrupt_id!r}: payload status must be 'approved' or 'cancelled'")
 
 
 def _answers(interrupt_id: str, raw: Any) -> tuple[tuple[str, ...], ...]:
     if not isinstance(raw, list):
-        raise ResumeRefused(f"interrupt {interrupt_id!r}: answers must be a list, one {{answer: [...]}} per question")
+        raise refused(f"interrupt {interrupt_id!r}: answers must be a list, one {{answer: [...]}} per question")
     answers = []
     for item in raw:
         values = item.get("answer") if isinstance(item, dict) else item
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            raise ResumeRefused(f"interrupt {interrupt_id!r}: each answer is a list of strings")
+            raise refused(f"interrupt {interrupt_id!r}: each answer is a list of strings")
         answers.append(tuple(values))
     return tuple(answers)
 

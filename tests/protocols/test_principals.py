@@ -1,0 +1,85 @@
+"""Principals at the protocol edges: one bearer token works on REST, A2A and AG-UI alike, and the runtime's
+access rule decides who may see and answer which task or thread, whichever interface asks."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .a2a_helpers import hitl, rpc, send, task_of, user_message
+from .conftest import InProcess, ServerFactory
+from .test_ag_ui import post, resume, run_input, user
+
+PRINCIPALS = [
+    {"name": "alice", "token": "alice-token"},
+    {"name": "bob", "token": "bob-token"},
+    {"name": "ops", "token": "ops-token", "approver_for": ["files"]},
+]
+
+
+@pytest.fixture
+async def server(serve: ServerFactory) -> InProcess:
+    """The example with three principals: alice and bob own threads, ops approves for `files`."""
+    return await serve(principals=PRINCIPALS)
+
+
+async def test_one_token_signs_in_on_every_interface_and_none_is_refused_on_each(server: InProcess) -> None:
+    """A principal's token is accepted by REST, A2A and AG-UI; without one each answers 401 in its own format."""
+    async with server.client("alice-token") as alice:
+        assert (await alice.get("/v1/me")).json()["principal"] == "alice"
+        task = task_of(await send(alice, user_message("list")))
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    events = await post(server, run_input(f"thr-{uuid.uuid4().hex}", [user("list")]), token="alice-token")
+    assert events[-1].type == "RUN_FINISHED"
+    async with server.client("wrong-token") as stranger:
+        rest = await stranger.get("/v1/requests")
+        assert (rest.status_code, rest.headers["content-type"]) == (401, "application/problem+json")
+        a2a = await stranger.post("/a2a/files", json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage"})
+        assert (a2a.status_code, a2a.json()["error"]["code"]) == (401, -32001)
+        assert a2a.json()["error"]["message"] == "the bearer token names no principal"
+        ag_ui = await stranger.post("/ag-ui/files", json=run_input("thr-x", [user("list")]))
+        assert (ag_ui.status_code, ag_ui.json()) == (401, {"detail": "the bearer token names no principal"})
+        for response in (rest, a2a, ag_ui):
+            assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+async def test_another_principals_a2a_task_is_not_found_and_its_context_refused(
+    server: InProcess, sandbox: Path
+) -> None:
+    """Bob neither reads nor answers alice's task, nor writes into her context; ops, her approver, may answer it."""
+    async with server.client("alice-token") as alice, server.client("bob-token") as bob:
+        task = task_of(await send(alice, user_message("delete notes")))
+        read = await rpc(bob, "files", "GetTask", {"id": task["id"]})
+        assert read.json()["error"]["code"] == -32001
+        approval = {"id": hitl(task["status"]["message"])["tools"][0]["id"], "approved": True}
+        payload = {"type": "tool_approval_response", "approvals": [approval]}
+        answer = user_message(task_id=task["id"], context_id=task["contextId"], payload=payload)
+        assert (await send(bob, answer))["error"]["code"] == -32001
+        intruding = await send(bob, user_message("delete todo", context_id=task["contextId"]))
+        assert intruding["error"]["code"] == -32602
+        assert (sandbox / "notes.txt").exists()
+    async with server.client("ops-token") as ops:
+        done = task_of(await send(ops, answer))
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert not (sandbox / "notes.txt").exists()
+
+
+async def test_another_principals_ag_ui_thread_is_refused_and_its_approver_answers(
+    server: InProcess, sandbox: Path
+) -> None:
+    """Bob may not write into alice's AG-UI thread nor resume its pause; ops, her approver, resumes it."""
+    thread_id = f"thr-{uuid.uuid4().hex}"
+    paused = await post(server, run_input(thread_id, [user("delete notes")]), token="alice-token")
+    interrupt: Any = paused[-1].outcome.interrupts[0]
+    intruding = await post(server, run_input(thread_id, [user("list")]), token="bob-token")
+    assert (intruding[-1].type, intruding[-1].code) == ("RUN_ERROR", "forbidden")
+    entry = [{"interruptId": interrupt.id, "status": "resolved", "payload": {"status": "approved"}}]
+    hijack = await post(server, resume(thread_id, entry), token="bob-token")
+    assert (hijack[-1].type, hijack[-1].code) == ("RUN_ERROR", "not_paused")
+    assert (sandbox / "notes.txt").exists()
+    approved = await post(server, resume(thread_id, entry), token="ops-token")
+    assert approved[-1].type == "RUN_FINISHED"
+    assert not (sandbox / "notes.txt").exists()

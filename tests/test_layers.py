@@ -1,0 +1,165 @@
+"""The layers, enforced: every module's imports (relative ones resolved, lazy ones included) point inward only.
+
+Edges (`server/`, `protocols/`, `cli/`) reach sayso through the runtime's public verbs: never the
+store, SQLAlchemy or the runtime's private modules. Nothing inside (runtime, core, store, the
+engine seam) imports an edge; only the package root joins the runtime to the A2A client. The two
+protocol packages never import each other. The core does no I/O.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+PACKAGE = SRC / "sayso"
+
+EDGES = ("sayso.server", "sayso.protocols", "sayso.cli")
+"""The interfaces: each a thin translation to the runtime's public verbs."""
+
+COMPOSITION_ROOTS = ("sayso", "sayso.__main__")
+"""Where the runtime meets its adapters (the default A2A client, the console script)."""
+
+PROTOCOLS = ("sayso.protocols.a2a", "sayso.protocols.ag_ui")
+
+FORBIDDEN_IN_CORE = (
+    "sqlalchemy",
+    "aiosqlite",
+    "asyncpg",
+    "starlette",
+    "fastapi",
+    "httpx",
+    "typer",
+    "rich",
+    "pydantic_ai",
+    "a2a",
+    "ag_ui",
+    "sqlite3",
+)
+"""Third-party packages the pure core never imports: databases, web, CLI, the engine, protocols."""
+
+
+@dataclass(frozen=True)
+class Import:
+    """One imported module, resolved to its absolute dotted name."""
+
+    target: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Module:
+    """A module of the sayso package and everything it imports."""
+
+    name: str
+    path: Path
+    imports: tuple[Import, ...]
+
+    def where(self, imported: Import) -> str:
+        return f"{self.path.relative_to(SRC)}:{imported.line} imports {imported.target}"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _within(name: str, prefix: str) -> bool:
+    """Whether module `name` is `prefix` or inside it."""
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def _imports(path: Path, name: str, known: set[str]) -> Iterator[Import]:
+    """Every module `path` imports, anywhere in it (under `TYPE_CHECKING` and in functions too)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(alias.name, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            yield Import(module, node.lineno)
+            for alias in node.names:
+                # `from . import _store` imports a module; `from ._runtime import Sayso` a name.
+                if f"{module}.{alias.name}" in known:
+                    yield Import(f"{module}.{alias.name}", node.lineno)
+
+
+def _modules() -> list[Module]:
+    paths = sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+    known = {_module_name(p) for p in paths}
+    return [Module(_module_name(p), p, tuple(_imports(p, _module_name(p), known))) for p in paths]
+
+
+MODULES = _modules()
+
+
+def _layer(prefixes: tuple[str, ...]) -> list[Module]:
+    return [m for m in MODULES if any(_within(m.name, p) for p in prefixes)]
+
+
+def _inner() -> list[Module]:
+    """Everything but the edges and the composition roots: runtime, core, store, engine seam, config."""
+    return [m for m in MODULES if m.name not in COMPOSITION_ROOTS and not any(_within(m.name, e) for e in EDGES)]
+
+
+def test_the_walk_finds_every_layer() -> None:
+    """The walker sees modules of each layer and resolves relative imports, so no check passes vacuously."""
+    for prefix in (*EDGES, *PROTOCOLS, "sayso._runtime", "sayso._core", "sayso._store"):
+        assert _layer((prefix,)), f"no module found under {prefix}"
+    [app] = [m for m in MODULES if m.name == "sayso.server._app"]
+    assert "sayso._runtime" in {i.target for i in app.imports}, "relative imports are not resolved"
+    assert len(_inner()) >= 20
+
+
+@pytest.mark.parametrize("edge", EDGES)
+def test_edges_use_only_the_runtimes_public_verbs(edge: str) -> None:
+    """An edge imports neither the store nor SQLAlchemy nor a private module of the runtime package."""
+    bad = [
+        module.where(i)
+        for module in _layer((edge,))
+        for i in module.imports
+        if _within(i.target, "sayso._store")
+        or _within(i.target, "sqlalchemy")
+        or i.target.startswith("sayso._runtime.")
+    ]
+    assert bad == []
+
+
+def test_nothing_inside_imports_an_edge() -> None:
+    """The runtime, core, store and engine never import the server, a protocol or the CLI."""
+    inner = _inner()
+    assert {"sayso._runtime._facade", "sayso._core.access", "sayso._store._port"} <= {m.name for m in inner}
+    bad = [module.where(i) for module in inner for i in module.imports if any(_within(i.target, e) for e in EDGES)]
+    assert bad == []
+
+
+def test_protocol_packages_do_not_import_each_other() -> None:
+    """A2A and AG-UI share only `sayso.protocols` helpers, never each other's modules."""
+    bad = [
+        module.where(i)
+        for protocol in PROTOCOLS
+        for module in _layer((protocol,))
+        for i in module.imports
+        if any(_within(i.target, other) for other in PROTOCOLS if other != protocol)
+    ]
+    assert bad == []
+
+
+def test_core_does_no_io_and_imports_no_edge() -> None:
+    """The pure core never imports a database, web, CLI, engine or protocol package."""
+    core = _layer(("sayso._core",))
+    assert len(core) >= 4
+    bad = [module.where(i) for module in core for i in module.imports if i.target.split(".")[0] in FORBIDDEN_IN_CORE]
+    assert bad == []
