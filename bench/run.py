@@ -277,6 +277,14 @@ def full(args: argparse.Namespace) -> None:
                     runs[(impl, h)].append(run_one(impl, h, n, 20 if h < 2000 else 5, sink))
         if not args.no_postgres:
             postgres_column(args, runs, sink, scale)
+        load = None
+        if not args.no_load:
+            log("server under load: bench/load.py (SQLite and PostgreSQL)")
+            res = subprocess.run([PY, os.path.join(HERE, "load.py")], capture_output=True, text=True, check=False)
+            if res.returncode != 0:
+                raise SystemExit(f"load.py failed:\n{res.stderr[-4000:]}")
+            load = json.loads(res.stdout.strip().splitlines()[-1])
+            sink.write(json.dumps(load) + "\n")
         foot = None
         if not args.no_footprint:
             log(f"footprint: 10 and {args.paused:,} paused runs")
@@ -351,8 +359,9 @@ def write_report(
     started: dt.datetime,
     raw_path: str,
     overhead: dict[str, Any] | None = None,
+    load: dict[str, Any] | None = None,
 ) -> None:
-    md = report(args, info, runs, foot, prof_md, started, raw_path, overhead)
+    md = report(args, info, runs, foot, prof_md, started, raw_path, overhead, load)
     with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
         f.write(md)
     print(md.split("## Throughput", 1)[1].split("## Growth", 1)[0].strip() if "## Throughput" in md else md)
@@ -363,7 +372,7 @@ def render(args: argparse.Namespace) -> None:
     """Rebuild bench/RESULTS.md from a raw results file (e.g. after editing bench/ANALYSIS.md)."""
     runs: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     foot, prof_md, info, started = None, [], {}, dt.datetime.now(dt.UTC)
-    overhead = None
+    overhead = load = None
     with open(args.render) as f:
         for line in f:
             row = json.loads(line)
@@ -378,13 +387,15 @@ def render(args: argparse.Namespace) -> None:
                 foot = row
             elif row.get("kind") == "store_overhead":
                 overhead = row
+            elif row.get("kind") == "load":
+                load = row
             elif "profile" in row:
                 if "markdown" in row:
                     prof_md.append(row["markdown"])
             elif "cycles_per_s" in row:
                 runs[(row["impl"], row["history"])].append(row)
     args.histories = sorted({h for _, h in runs})
-    write_report(args, info, runs, foot, prof_md, started, args.render, overhead)
+    write_report(args, info, runs, foot, prof_md, started, args.render, overhead, load)
 
 
 def span(rows: list[dict[str, Any]], key: str) -> str:
@@ -406,6 +417,7 @@ def report(  # noqa: C901
     started: dt.datetime,
     raw_path: str,
     overhead: dict[str, Any] | None = None,
+    load: dict[str, Any] | None = None,
 ) -> str:
     cmd = "make bench" if info.get("via_make", os.environ.get("BENCH_VIA_MAKE")) else ""
     argv = info.get("argv", sys.argv)
@@ -576,6 +588,29 @@ def report(  # noqa: C901
             )
         w("")
 
+    if load is not None:
+        w("## Server under load\n")
+        w(
+            "`bench/load.py`: `sayso serve` pinned to one core, 50 concurrent clients on the other core, each looping "
+            "`POST /v1/runs` (the run pauses on the approval) then `POST /v1/requests/{id}/decision` (approve: the run "
+            "resumes and completes). *Closed loop*: the clients back to back, the throughput the server sustains; "
+            "*open loop*: cycles started at 70 % of that rate, at most 50 in flight. *Server core busy* is the server "
+            "process's CPU time over wall time (the rest of the core went to other work on this shared VM).\n"
+        )
+        w(
+            "| store | phase | decisions/s | decide p50 / p99 ms | run p50 / p99 ms | server CPU ms/cycle "
+            "| server core busy | errors |"
+        )
+        w("|---|---|---:|---|---|---:|---:|---:|")
+        for r in load["rows"]:
+            phase = "closed loop, 50 clients" if r["phase"] == "closed" else f"open loop at {r['offered_per_s']}/s"
+            w(
+                f"| {r['store']} | {phase} | {r['decisions_per_s']} | {r['decide_p50_ms']} / {r['decide_p99_ms']} | "
+                f"{r['run_p50_ms']} / {r['run_p99_ms']} | {r['server_cpu_ms_per_cycle']} | {r['server_cpu_share']} "
+                f"| {r['errors']} |"
+            )
+        w("")
+
     if foot is not None:
         s, b, sm = foot["small"], foot["large"], foot["summary"]
         sd = foot["large_seed"]
@@ -708,6 +743,7 @@ def main() -> None:
     ap.add_argument("--paused", type=int, default=100_000)
     ap.add_argument("--no-footprint", action="store_true")
     ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL column")
+    ap.add_argument("--no-load", action="store_true", help="skip the server under load")
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--render", metavar="RAW_JSONL", help="only rebuild bench/RESULTS.md from a raw results file")
     args = ap.parse_args()
