@@ -57,10 +57,13 @@ async def delete_file(path: str) -> str:
 
 
 def bench_config(db: str) -> Config:
-    """A fresh config (with its own model object) for one Sayso instance: nothing is shared between instances."""
+    """A fresh config (with its own model object) for one Sayso instance: nothing is shared between instances.
+
+    `db` is a SQLite file, or a `postgresql://` URL.
+    """
     return Config.model_validate(
         {
-            "store": f"sqlite:///{db}",
+            "store": db if db.startswith("postgresql://") else f"sqlite:///{db}",
             "agents": {
                 "bench": {
                     "model": FunctionModel(scripted_model),
@@ -100,6 +103,13 @@ def seed_threads(db: str, thread_ids: Iterable[str], history: int, *, agent: str
                 )
     finally:
         conn.close()
+
+
+def seed_rows(thread_ids: Iterable[str], history: int, *, agent: str = "bench", now: float = 0.0) -> list[tuple]:
+    """The `threads` and `messages` rows `seed_threads` writes, for any database: (thread, message) pairs."""
+    msgs: list[ModelMessage] = history_messages(history)
+    body = ModelMessagesTypeAdapter.dump_json(msgs)
+    return [((tid, "local", agent, None, now), (tid, 1, "seed", len(msgs), body)) for tid in thread_ids]
 
 
 class Counters:
@@ -152,10 +162,12 @@ class Counters:
         sqlite3.dbapi2.connect = connect  # type: ignore[assignment]
 
     def enable(self) -> None:
+        """Count from now on (between cycles: no connection is in a transaction)."""
         self.enabled = True
         for conn in self._conns:
             try:
-                conn.set_trace_callback(self._tracer())
+                level = conn.execute("PRAGMA synchronous").fetchone()[0]
+                conn.set_trace_callback(self._tracer(level))
             except sqlite3.ProgrammingError:  # closed meanwhile
                 pass
 
@@ -167,8 +179,8 @@ class Counters:
             except sqlite3.ProgrammingError:  # closed meanwhile
                 pass
 
-    def _tracer(self) -> Any:
-        state = {"wrote": False, "sync": 2}
+    def _tracer(self, level: int = 2) -> Any:
+        state = {"wrote": False, "sync": level}
 
         def trace(statement: str) -> None:
             head = statement.lstrip()[:8].upper()

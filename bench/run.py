@@ -38,9 +38,18 @@ SCRIPTS = {
     "sayso-warm": os.path.join(HERE, "sayso_cycle.py"),
     "langgraph": os.path.join(HERE, "anchors", "langgraph_cycle.py"),
     "pydantic-ai": os.path.join(HERE, "anchors", "pydanticai_cycle.py"),
+    "sayso-pg": os.path.join(HERE, "sayso_cycle.py"),
+    "langgraph-pg": os.path.join(HERE, "langgraph_pg_cycle.py"),
 }
 EXTRA = {"sayso-warm": ["--mode", "warm"]}
-LABEL = {"sayso": "sayso", "sayso-warm": "sayso (warm)", "langgraph": "LangGraph", "pydantic-ai": "pydantic-ai"}
+LABEL = {
+    "sayso": "sayso",
+    "sayso-warm": "sayso (warm)",
+    "langgraph": "LangGraph",
+    "pydantic-ai": "pydantic-ai",
+    "sayso-pg": "sayso (PG)",
+    "langgraph-pg": "LangGraph (PG)",
+}
 
 
 def pin() -> list[str]:
@@ -53,8 +62,10 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def run_one(impl: str, history: int, cycles: int, warmup: int, sink: Any) -> dict[str, Any]:
-    probe = [] if impl.startswith("sayso") else [os.path.join(HERE, "cpu_probe.py")]
+def run_one(
+    impl: str, history: int, cycles: int, warmup: int, sink: Any, extra: list[str] | None = None
+) -> dict[str, Any]:
+    probe = [] if impl.startswith("sayso") or impl.endswith("-pg") else [os.path.join(HERE, "cpu_probe.py")]
     cmd = [
         *pin(),
         PY,
@@ -67,6 +78,7 @@ def run_one(impl: str, history: int, cycles: int, warmup: int, sink: Any) -> dic
         "--warmup",
         str(warmup),
         *EXTRA.get(impl, []),
+        *(extra or []),
     ]
     t = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -104,6 +116,15 @@ def run_workflow(impl: str, cycles: int, warmup: int) -> dict[str, Any]:
         f"  {LABEL[impl]:<14} workflow {row['cycles_per_s']:>7} cycles/s  p50 {row['p50_ms']:>8} ms  "
         f"({round(time.perf_counter() - t, 1)} s)"
     )
+
+
+def agent_pair() -> dict[str, Any]:
+    """sayso's two `Agent.run` calls against a bare pydantic-ai pair, CPU ms, in one pinned process."""
+    res = subprocess.run([*pin(), PY, os.path.join(HERE, "agent_pair.py")], capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise SystemExit(f"agent_pair.py failed:\n{res.stderr[-4000:]}")
+    row: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
+    log(f"  agent pair: sayso {row['sayso_cpu_ms']} ms, bare {row['bare_cpu_ms']} ms CPU, {row['ratio']}x")
     return row
 
 
@@ -196,6 +217,7 @@ def quick(args: argparse.Namespace) -> None:
     for rep in range(args.quick_repeats):
         for impl in impls[rep % 3 :] + impls[: rep % 3]:
             rows[impl].append(run_one(impl, 0, args.quick_cycles, 10, None))
+    pair = agent_pair()
     s, lg, pa = (med(rows[k], "cycles_per_s") for k in impls)
     cpu = {k: med(rows[k], "cpu_ms_per_cycle") for k in impls}
     sayso = rows["sayso"]
@@ -212,6 +234,10 @@ def quick(args: argparse.Namespace) -> None:
         f"| {med(rows['pydantic-ai'], 'bytes_per_cycle')} |"
     )
     print(f"| workflow cycles/s | {ws} | {wlg} | – |")
+    print(
+        f"\nsayso's agent pair {pair['sayso_cpu_ms']} ms CPU vs a bare pydantic-ai pair {pair['bare_cpu_ms']} ms: "
+        f"{pair['ratio']}x (median of {pair['blocks']} interleaved blocks)"
+    )
     print(
         json.dumps(
             {
@@ -239,6 +265,9 @@ def quick(args: argparse.Namespace) -> None:
                 "workflow_sayso_cycles_per_s": ws,
                 "workflow_langgraph_cycles_per_s": wlg,
                 "workflow_vs_langgraph": round(ws / wlg, 3),
+                "agent_pair_ratio": pair["ratio"],
+                "agent_pair_cpu_ms": pair["sayso_cpu_ms"],
+                "bare_agent_pair_cpu_ms": pair["bare_cpu_ms"],
             }
         ),
         flush=True,
@@ -272,6 +301,16 @@ def full(args: argparse.Namespace) -> None:
                 log(f"rep {rep + 1}/{args.repeats}, H={h}, {n} cycles")
                 for impl in impls[rep % len(impls) :] + impls[: rep % len(impls)]:  # rotate the order per rep
                     runs[(impl, h)].append(run_one(impl, h, n, 20 if h < 2000 else 5, sink))
+        if not args.no_postgres:
+            postgres_column(args, runs, sink, scale)
+        load = None
+        if not args.no_load:
+            log("server under load: bench/load.py (SQLite and PostgreSQL)")
+            res = subprocess.run([PY, os.path.join(HERE, "load.py")], capture_output=True, text=True, check=False)
+            if res.returncode != 0:
+                raise SystemExit(f"load.py failed:\n{res.stderr[-4000:]}")
+            load = json.loads(res.stdout.strip().splitlines()[-1])
+            sink.write(json.dumps(load) + "\n")
         foot = None
         if not args.no_footprint:
             log(f"footprint: 10 and {args.paused:,} paused runs")
@@ -316,6 +355,27 @@ def full(args: argparse.Namespace) -> None:
     write_report(args, info, runs, foot, prof_md, started, raw_path, overhead)
 
 
+PG_CYCLES = {0: 300, 500: 60}
+
+
+def postgres_column(
+    args: argparse.Namespace, runs: dict[tuple[str, int], list[dict[str, Any]]], sink: Any, scale: float
+) -> None:
+    """The same cycle on PostgreSQL: sayso and LangGraph's PostgresSaver on one throwaway server, interleaved."""
+    from pg import postgres_server
+
+    log("PostgreSQL column: a throwaway server (bench/pg.py)")
+    with postgres_server(pin()) as server:
+        for rep in range(args.repeats):
+            for h, cycles in PG_CYCLES.items():
+                n = max(5, int(cycles * scale))
+                impls = ["sayso-pg", "langgraph-pg"]
+                for impl in impls[rep % 2 :] + impls[: rep % 2]:
+                    dsn = server.create_database(f"bench_{impl.replace('-', '_')}_{h}_{rep}")
+                    extra = ["--dsn", dsn, "--pg-datadir", server.datadir]
+                    runs[(impl, h)].append(run_one(impl, h, n, 10 if h < 500 else 5, sink, extra))
+
+
 def write_report(
     args: argparse.Namespace,
     info: dict[str, Any],
@@ -325,8 +385,9 @@ def write_report(
     started: dt.datetime,
     raw_path: str,
     overhead: dict[str, Any] | None = None,
+    load: dict[str, Any] | None = None,
 ) -> None:
-    md = report(args, info, runs, foot, prof_md, started, raw_path, overhead)
+    md = report(args, info, runs, foot, prof_md, started, raw_path, overhead, load)
     with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
         f.write(md)
     print(md.split("## Throughput", 1)[1].split("## Growth", 1)[0].strip() if "## Throughput" in md else md)
@@ -337,7 +398,7 @@ def render(args: argparse.Namespace) -> None:
     """Rebuild bench/RESULTS.md from a raw results file (e.g. after editing bench/ANALYSIS.md)."""
     runs: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     foot, prof_md, info, started = None, [], {}, dt.datetime.now(dt.UTC)
-    overhead = None
+    overhead = load = None
     with open(args.render) as f:
         for line in f:
             row = json.loads(line)
@@ -352,13 +413,15 @@ def render(args: argparse.Namespace) -> None:
                 foot = row
             elif row.get("kind") == "store_overhead":
                 overhead = row
+            elif row.get("kind") == "load":
+                load = row
             elif "profile" in row:
                 if "markdown" in row:
                     prof_md.append(row["markdown"])
             elif "cycles_per_s" in row:
                 runs[(row["impl"], row["history"])].append(row)
     args.histories = sorted({h for _, h in runs})
-    write_report(args, info, runs, foot, prof_md, started, args.render, overhead)
+    write_report(args, info, runs, foot, prof_md, started, args.render, overhead, load)
 
 
 def span(rows: list[dict[str, Any]], key: str) -> str:
@@ -380,6 +443,7 @@ def report(  # noqa: C901
     started: dt.datetime,
     raw_path: str,
     overhead: dict[str, Any] | None = None,
+    load: dict[str, Any] | None = None,
 ) -> str:
     cmd = "make bench" if info.get("via_make", os.environ.get("BENCH_VIA_MAKE")) else ""
     argv = info.get("argv", sys.argv)
@@ -517,6 +581,62 @@ def report(  # noqa: C901
             "(it is developed in the same tree while the bench runs).\n"
         )
 
+    pg_rows = sorted({h for (impl, h) in runs if impl.endswith("-pg")})
+    if pg_rows:
+        w("## PostgreSQL column\n")
+        w(
+            "The same cycle on PostgreSQL: sayso's `SqlRunStore` (asyncpg) against LangGraph's `PostgresSaver` "
+            "(`langgraph-checkpoint-postgres`, psycopg, LangGraph's default durability), each run in a fresh database "
+            "on one throwaway server (`bench/pg.py`: `fsync=on`, `synchronous_commit=on`, pinned with the clients). "
+            "Statements, commits and WAL fsyncs are what the server counted (`pg_stat_statements`, "
+            "`pg_stat_database`, `pg_stat_wal`); *server CPU* is every postgres process's CPU time over the timed "
+            "cycles. Medians of the runs; ratios are sayso over LangGraph.\n"
+        )
+        w(
+            "| H | sayso cycles/s | LangGraph cycles/s | **sayso ÷ LangGraph** | CPU ms/cycle client (sayso / LG) "
+            "| server CPU ms/cycle (sayso / LG) | p50 ms (sayso / LG) | statements | commits | WAL fsyncs "
+            "| WAL B/cycle |"
+        )
+        w("|---:|---:|---:|---:|---|---|---|---|---|---|---|")
+        for h in pg_rows:
+            sp, lp = runs.get(("sayso-pg", h), []), runs.get(("langgraph-pg", h), [])
+            if not sp or not lp:
+                continue
+
+            def pair(key: str, d: int = 2, sp: list[dict[str, Any]] = sp, lp: list[dict[str, Any]] = lp) -> str:
+                return f"{fmt(med(sp, key), d)} / {fmt(med(lp, key), d)}"
+
+            w(
+                f"| {h} | {fmt(med(sp, 'cycles_per_s'))} | {fmt(med(lp, 'cycles_per_s'))} | "
+                f"**{med(sp, 'cycles_per_s') / med(lp, 'cycles_per_s'):.2f}×** | {pair('cpu_ms_per_cycle')} | "
+                f"{pair('server_cpu_ms_per_cycle')} | {pair('p50_ms')} | {pair('statements_per_cycle', 1)} | "
+                f"{pair('commits_per_cycle', 1)} | {pair('fsyncs_per_cycle', 1)} | {pair('wal_bytes_per_cycle', 0)} |"
+            )
+        w("")
+
+    if load is not None:
+        w("## Server under load\n")
+        w(
+            "`bench/load.py`: `sayso serve` pinned to one core, 50 concurrent clients on the other core, each looping "
+            "`POST /v1/runs` (the run pauses on the approval) then `POST /v1/requests/{id}/decision` (approve: the run "
+            "resumes and completes). *Closed loop*: the clients back to back, the throughput the server sustains; "
+            "*open loop*: cycles started at 70 % of that rate, at most 50 in flight. *Server core busy* is the server "
+            "process's CPU time over wall time (the rest of the core went to other work on this shared VM).\n"
+        )
+        w(
+            "| store | phase | decisions/s | decide p50 / p99 ms | run p50 / p99 ms | server CPU ms/cycle "
+            "| server core busy | errors |"
+        )
+        w("|---|---|---:|---|---|---:|---:|---:|")
+        for r in load["rows"]:
+            phase = "closed loop, 50 clients" if r["phase"] == "closed" else f"open loop at {r['offered_per_s']}/s"
+            w(
+                f"| {r['store']} | {phase} | {r['decisions_per_s']} | {r['decide_p50_ms']} / {r['decide_p99_ms']} | "
+                f"{r['run_p50_ms']} / {r['run_p99_ms']} | {r['server_cpu_ms_per_cycle']} | {r['server_cpu_share']} "
+                f"| {r['errors']} |"
+            )
+        w("")
+
     if foot is not None:
         s, b, sm = foot["small"], foot["large"], foot["summary"]
         sd = foot["large_seed"]
@@ -648,6 +768,8 @@ def main() -> None:
     )
     ap.add_argument("--paused", type=int, default=100_000)
     ap.add_argument("--no-footprint", action="store_true")
+    ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL column")
+    ap.add_argument("--no-load", action="store_true", help="skip the server under load")
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--render", metavar="RAW_JSONL", help="only rebuild bench/RESULTS.md from a raw results file")
     args = ap.parse_args()

@@ -49,6 +49,7 @@ from common import (
     disk_write_bytes,
     final_answer,
     fresh_db,
+    seed_rows,
     seed_threads,
     tool_result,
     user_request,
@@ -82,7 +83,7 @@ class StoreTimes:
             def wrap(fn: Any, key: str) -> Any:
                 @functools.wraps(fn)
                 async def timed(*a: Any, **k: Any) -> Any:
-                    t = time.perf_counter()
+                    t, c = time.perf_counter(), time.process_time()
                     self.depth += 1
                     try:
                         return await fn(*a, **k)
@@ -93,19 +94,147 @@ class StoreTimes:
                         self.n[key] += 1
                         if self.depth == 0:
                             self.s[" total"] += took
+                            self.s[" cpu"] += time.process_time() - c
 
                 return timed
 
             setattr(SqlRunStore, name, wrap(original, name))
 
+    def install_agent_clock(self) -> None:
+        """Count the process CPU time spent inside `Agent.run` (the engine with sayso's gate) as " agent"."""
+        from pydantic_ai import Agent
+
+        original = Agent.run
+
+        async def run(agent: Any, *a: Any, **k: Any) -> Any:
+            c = time.process_time()
+            try:
+                return await original(agent, *a, **k)
+            finally:
+                self.s[" agent"] += time.process_time() - c
+
+        Agent.run = run  # type: ignore[method-assign]  # a process global of the benchmark only
+
+    def install_decode_counter(self) -> None:
+        """Count the decodes of stored message history (`ModelMessagesTypeAdapter.validate_json`) as " decodes"."""
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        original = ModelMessagesTypeAdapter.validate_json
+
+        def validate_json(*a: Any, **k: Any) -> Any:
+            self.n[" decodes"] += 1
+            return original(*a, **k)
+
+        ModelMessagesTypeAdapter.validate_json = validate_json  # type: ignore[method-assign]  # benchmark only
+
     def snapshot(self) -> tuple[dict[str, float], dict[str, int]]:
         return dict(self.s), dict(self.n)
 
 
+class SqliteBackend:
+    """The store on a SQLite file: counted at the sqlite3 driver, sized after a WAL checkpoint."""
+
+    name = "sqlite"
+
+    def __init__(self, db: str) -> None:
+        self.db = self.url = db
+        fresh_db(db)
+
+    def seed(self, threads: list[str], history: int) -> None:
+        seed_threads(self.db, threads, history)
+
+    def request_on_disk(self, request_id: str) -> bool:
+        raw = sqlite3.connect(self.db)
+        try:
+            k = raw.execute(
+                "SELECT count(*) FROM requests r JOIN pauses p ON p.pause_id = r.pause_id "
+                "WHERE r.request_id = ? AND r.status = 'open' AND p.status = 'open'",
+                (request_id,),
+            ).fetchone()[0]
+        finally:
+            raw.close()
+        return bool(k == 1)
+
+    def size(self) -> int:
+        return db_size(self.db)
+
+    def totals(self) -> tuple[int, int, str]:
+        raw = sqlite3.connect(self.db)
+        try:
+            decisions = raw.execute("SELECT count(*) FROM decisions").fetchone()[0]
+            completed = raw.execute("SELECT count(*) FROM runs WHERE status = 'completed'").fetchone()[0]
+            journal = raw.execute("PRAGMA journal_mode").fetchone()[0]
+        finally:
+            raw.close()
+        return decisions, completed, journal
+
+    def cleanup(self) -> None:
+        fresh_db(self.db)
+
+
+class PostgresBackend:
+    """The store on a database of a PostgreSQL server (bench/pg.py): counted at the server."""
+
+    name = "postgresql"
+
+    def __init__(self, dsn: str, datadir: str | None) -> None:
+        import psycopg
+        from pg import Server
+
+        self.url = dsn
+        self.server = Server(dsn=dsn, datadir=datadir) if datadir else None
+        self.dbname = dsn.rsplit("/", 1)[1]
+        self._connect = lambda: psycopg.connect(dsn, autocommit=True)
+
+    def seed(self, threads: list[str], history: int) -> None:
+        with self._connect() as conn, conn.cursor() as cur:
+            rows = seed_rows(threads, history)
+            cur.executemany(
+                "INSERT INTO threads (thread_id, owner, agent, active_run_id, created_at) VALUES (%s, %s, %s, %s, %s)",
+                [t for t, _ in rows],
+            )
+            cur.executemany(
+                "INSERT INTO messages (thread_id, seq, run_id, count, body) VALUES (%s, %s, %s, %s, %s)",
+                [m for _, m in rows],
+            )
+
+    def request_on_disk(self, request_id: str) -> bool:
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM requests r JOIN pauses p ON p.pause_id = r.pause_id "
+                "WHERE r.request_id = %s AND r.status = 'open' AND p.status = 'open'",
+                (request_id,),
+            ).fetchone()
+        return row is not None and row[0] == 1
+
+    def size(self) -> int:
+        with self._connect() as conn:
+            conn.execute("CHECKPOINT")
+            row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def totals(self) -> tuple[int, int, str]:
+        with self._connect() as conn:
+            decisions = conn.execute("SELECT count(*) FROM decisions").fetchone()
+            completed = conn.execute("SELECT count(*) FROM runs WHERE status = 'completed'").fetchone()
+            sync = conn.execute("SHOW synchronous_commit").fetchone()
+        assert decisions is not None and completed is not None and sync is not None
+        return decisions[0], completed[0], f"synchronous_commit={sync[0]}"
+
+    def cleanup(self) -> None:
+        pass
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
-    fresh_db(args.db)
+    backend: SqliteBackend | PostgresBackend = (
+        PostgresBackend(args.dsn, args.pg_datadir) if args.dsn else SqliteBackend(args.db)
+    )
+    args.db = backend.url
     times = StoreTimes()
     times.install()
+    times.install_agent_clock()
+    times.install_decode_counter()
     counters = Counters()
     counters.attach_all()  # before any connection opens: every sqlite3 connection of this process is counted
     app_a = Sayso(bench_config(args.db))
@@ -118,8 +247,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
     threads: list[str | None]
     t_seed = time.perf_counter()
     if args.history:
-        threads = [f"thr_bench{n}_{uuid.uuid4().hex[:12]}" for n in range(total)]
-        seed_threads(args.db, threads, args.history)  # type: ignore[arg-type]
+        seeded = [f"thr_bench{n}_{uuid.uuid4().hex[:12]}" for n in range(total)]
+        backend.seed(seeded, args.history)
+        threads = list(seeded)
     else:
         threads = [None] * total  # a new thread per cycle, created by the run itself
     seed_s = time.perf_counter() - t_seed
@@ -139,14 +269,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
             raise AssertionError(f"expected the delete_file request, got {req!r}")
         t1 = time.perf_counter()
         if check:  # outside the hot path: the request must already be on disk when run() reports it
-            raw = sqlite3.connect(args.db)
-            k = raw.execute(
-                "SELECT count(*) FROM requests r JOIN pauses p ON p.pause_id = r.pause_id "
-                "WHERE r.request_id = ? AND r.status = 'open' AND p.status = 'open'",
-                (req.request_id,),
-            ).fetchone()[0]
-            raw.close()
-            if k != 1:
+            if not backend.request_on_disk(req.request_id):
                 raise AssertionError("request not persisted before it was reported")
             t1 = time.perf_counter()
         d = await app_b.decide(req.request_id, Approve())
@@ -174,7 +297,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
     counters.disable()
     c1, s0 = counters.snapshot(), times.snapshot()
 
-    size0 = db_size(args.db)
+    server0 = (
+        backend.server.counters(backend.dbname) if isinstance(backend, PostgresBackend) and backend.server else None
+    )
+    size0 = backend.size()
     io0 = disk_write_bytes()
     pauses, resumes = [], []
     prof = None
@@ -195,7 +321,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
         prof.disable()
         prof.dump_stats(args.profile)
     io1 = disk_write_bytes()
-    size1, s1 = db_size(args.db), times.snapshot()
+    size1, s1 = backend.size(), times.snapshot()
+    server1 = (
+        backend.server.counters(backend.dbname) if isinstance(backend, PostgresBackend) and backend.server else None
+    )
 
     # Independent check from a fresh instance (own engine): every timed thread is complete, every
     # decision recorded, nothing open.
@@ -208,11 +337,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
         last = await check.store.load_messages(done[-1])
         assert last[-1].parts[0].content == final_answer(tool_result(cycle_path(total - 1)))
         assert await check.open_requests(limit=10) == []
-    raw = sqlite3.connect(args.db)
-    n_decisions = raw.execute("SELECT count(*) FROM decisions").fetchone()[0]
-    n_completed = raw.execute("SELECT count(*) FROM runs WHERE status = 'completed'").fetchone()[0]
-    journal = raw.execute("PRAGMA journal_mode").fetchone()[0]
-    raw.close()
+    n_decisions, n_completed, journal = backend.totals()
     assert n_decisions == total and n_completed == total, (n_decisions, n_completed, total)
     verify_s = time.perf_counter() - t_verify
 
@@ -224,9 +349,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
     counted = max(args.counted, 1)
     cyc = [p + r for p, r in zip(pauses, resumes, strict=True)]
     db_bytes = size1 - size0
-    store_ms = {k: round((s1[0][k] - s0[0].get(k, 0.0)) / n * 1e3, 3) for k in sorted(s1[0]) if k != " total"}
+    store_ms = {k: round((s1[0][k] - s0[0].get(k, 0.0)) / n * 1e3, 3) for k in sorted(s1[0]) if not k.startswith(" ")}
     store_total = round((s1[0].get(" total", 0.0) - s0[0].get(" total", 0.0)) / n * 1e3, 3)
-    store_calls = {k: round((s1[1][k] - s0[1].get(k, 0)) / n, 2) for k in sorted(s1[1])}
+    store_calls = {k: round((s1[1][k] - s0[1].get(k, 0)) / n, 2) for k in sorted(s1[1]) if not k.startswith(" ")}
+    decodes = round((s1[1].get(" decodes", 0) - s0[1].get(" decodes", 0)) / n, 2)
     return {
         "impl": "sayso",
         "cycles": n,
@@ -236,6 +362,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
         # CPU time of the whole process (event loop and the store's worker threads) per timed cycle:
         # steadier than cycles/s when other work shares the machine.
         "cpu_ms_per_cycle": round(cpu / n * 1e3, 3),
+        # ... of which inside the two `Agent.run` calls, and inside (outermost) store calls; the rest is
+        # sayso's runtime between them (and the benchmark's loop)
+        "agent_cpu_ms_per_cycle": round((s1[0].get(" agent", 0.0) - s0[0].get(" agent", 0.0)) / n * 1e3, 3),
+        "store_cpu_ms_per_cycle": round((s1[0].get(" cpu", 0.0) - s0[0].get(" cpu", 0.0)) / n * 1e3, 3),
         "db_bytes": db_bytes,
         "bytes_per_cycle": round(db_bytes / n),
         "disk_write_bytes_per_cycle": None if io0 is None or io1 is None else round((io1 - io0) / n),
@@ -246,7 +376,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
         "fsyncs_per_cycle": round((c1[5] - c0[5]) / counted, 2),
         "transactions_per_cycle": round((c1[1] - c0[1]) / counted, 2),
         "statements_per_cycle": round((c1[0] - c0[0]) / counted, 2),
-        "loads_per_cycle": store_calls.get("load_messages", 0.0),
+        # decodes of stored history (one TypeAdapter call each, over every batch of the thread at once)
+        "loads_per_cycle": decodes,
+        **(server_rates(server0, server1, n) if server0 is not None and server1 is not None else {}),
         # "total" is the wall time inside outermost store calls (a call made by another one counts once)
         "store_ms_per_cycle": {"total": store_total, **store_ms},
         "store_calls_per_cycle": store_calls,
@@ -259,6 +391,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
         "verify_seconds": round(verify_s, 3),
         "warmup": args.warmup,
         "counted": args.counted,
+        "store": backend.name,
         "sqlite": {"version": sqlite3.sqlite_version, "journal_mode": journal, "synchronous": 2},
         "versions": {
             "python": platform.python_version(),
@@ -269,6 +402,22 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
             "aiosqlite": version("aiosqlite"),
         },
         "db": args.db,
+    }
+
+
+def server_rates(before: dict[str, float], after: dict[str, float], n: int) -> dict[str, Any]:
+    """PostgreSQL: what the server counted over the timed cycles (every client counts: the bench is its only one)."""
+    per = {k: (after[k] - before[k]) / n for k in before}
+    return {
+        "statements_per_cycle": round(per["statements"], 2),
+        "transactions_per_cycle": round(per["commits"], 2),
+        "commits_per_cycle": round(per["commits"], 2),
+        "fsyncs_per_cycle": round(per["wal_syncs"], 2),
+        "wal_bytes_per_cycle": round(per["wal_bytes"]),
+        "server_cpu_ms_per_cycle": round(per["cpu_s"] * 1e3, 3),
+        "payload_bytes_per_cycle": None,
+        "payload_all_bytes_per_cycle": None,
+        "counted_at": "server",
     }
 
 
@@ -290,17 +439,20 @@ def main() -> None:
         "--db", default=None, help="SQLite file (deleted first); default under the temp folder's bench_anchors/"
     )
     ap.add_argument("--keep-db", action="store_true", help="leave the SQLite file behind")
+    ap.add_argument("--dsn", default=None, help="run on this PostgreSQL database instead of SQLite (a fresh one)")
+    ap.add_argument("--pg-datadir", default=None, help="the PostgreSQL server's data directory (for its CPU time)")
     ap.add_argument("--profile", default=None, help="write cProfile stats of the timed loop to this file")
     args = ap.parse_args()
     if args.cycles < 1:
         ap.error("--cycles must be >= 1")
     if args.db is None:
         args.db = default_db(f"sayso-H{args.history}")
+    sqlite_file = args.db
     try:
         result = asyncio.run(run(args))
     finally:
-        if not args.keep_db:
-            fresh_db(args.db)
+        if not args.keep_db and not args.dsn:
+            fresh_db(sqlite_file)
     print(json.dumps(result), flush=True)
 
 

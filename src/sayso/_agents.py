@@ -12,12 +12,11 @@ from typing import TYPE_CHECKING, Any
 import pydantic_ai
 from pydantic_ai import Agent, DeferredToolRequests, RunContext, Tool
 from pydantic_ai.models import Model
-from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset
 
 from ._checks import check_config, raise_on_errors
 from ._config import AgentConfig, Config
 from ._core.policy import InterruptPolicy
-from ._gate import GateToolset, RunDeps
+from ._gate import Gate, RunDeps
 from ._models import build_models, resolve_model
 from ._notify import DecisionNotifier
 from ._tools import ASK_USER_TOOL, BUILTIN_TOOLS, as_tool, import_spec
@@ -38,7 +37,8 @@ class BuiltAgent:
     policy: InterruptPolicy
     client_tools: frozenset[str]
     model: Model
-    gate: GateToolset
+    gate: Gate
+    """The agent's gate: its policy, subject functions, and the wrapper it puts around the toolset of each run."""
     redact: tuple[str, ...]
     notifier: DecisionNotifier
     mcp: McpToolset | None = None
@@ -76,7 +76,12 @@ async def open_models(agents: Iterable[BuiltAgent]) -> AsyncExitStack:
 
 
 def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, Model | str]) -> BuiltAgent:
-    """Build one agent; the gate wraps its own tools, `ask_user` sits beside them ungated."""
+    """Build one agent: its tools, `ask_user` and its MCP bindings under one gate, as one toolset.
+
+    The tools sit in the agent's own function toolset (MCP bindings beside it) and the gate, a
+    capability, wraps the whole of it for each run; the run's client tools come through the gate
+    too. One toolset instead of three spares pydantic-ai a task group at every toolset step.
+    """
     tools: list[Tool[Any]] = [_tool(t, config.base_dir) for t in spec.tools]
     tools.extend(_delegate_tool(d.tool_name, d.description) for d in spec.delegates)
     names = [t.name for t in tools]
@@ -84,14 +89,14 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
         raise ConfigError(f"agent {name!r} has two tools named {duplicate!r}")
     policy = spec.interrupt.to_policy()
     subjects = {r.subject: _subject_fn(r.subject, config.base_dir) for r in policy.tools if r.subject}
-    own: AbstractToolset[Any] = FunctionToolset(tools)
-    mcp = _mcp_toolset(name, spec, config)
-    gate = GateToolset(own if mcp is None else CombinedToolset([own, mcp]), policy=policy, subjects=subjects)
-    toolsets: list[Any] = [gate]
+    ungated: frozenset[str] = frozenset()
     if spec.ask_user or "ask_user" in spec.client_tools:
         if "ask_user" in names:
             raise ConfigError(f"agent {name!r} defines its own 'ask_user'; set 'ask_user: false' to use it")
-        toolsets.append(FunctionToolset([ASK_USER_TOOL]))
+        tools.append(ASK_USER_TOOL)
+        ungated = frozenset({ASK_USER_TOOL.name})
+    mcp = _mcp_toolset(name, spec, config)
+    gate = Gate(policy=policy, subjects=subjects, ungated=ungated)
     model = resolve_model(spec.model, models, agent=name)
     agent: Agent[RunDeps, str | DeferredToolRequests] = Agent(
         model,
@@ -99,7 +104,9 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
         instructions=spec.instructions or None,
         deps_type=RunDeps,
         name=name,
-        toolsets=toolsets,
+        tools=tools,
+        toolsets=[mcp] if mcp is not None else None,
+        capabilities=[gate],
     )
     return BuiltAgent(
         name=name,
@@ -116,7 +123,7 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
 
 
 def _mcp_toolset(name: str, spec: AgentConfig, config: Config) -> McpToolset | None:
-    """The agent's MCP bindings as one toolset that the gate wraps with its own tools (§9)."""
+    """The agent's MCP bindings as one toolset beside the agent's own tools; the gate wraps both (§9)."""
     if not spec.mcp:
         return None
     from ._mcp import McpToolset  # the `mcp` extra is needed only by agents that bind MCP servers

@@ -1,32 +1,40 @@
-"""`GateToolset`: the wrapper that makes an agent's own tools wait for approval and run approved calls once.
+"""`Gate` and `GateToolset`: what makes an agent's tools wait for approval and run approved calls once.
 
 It is the one place where policy meets the engine: before a call it asks the pure policy
 whether a person must approve; after approval it consults the execution ledger so a call
 that already started (in this or a crashed process) is never started again.
+
+An agent has one toolset: its own tools, `ask_user` and its delegates sit in the agent's
+function toolset (MCP bindings beside it), and `Gate`, a pydantic-ai capability, wraps the
+whole assembled toolset in a `GateToolset` for each run, which also offers the run's client
+tools. Tools sayso provides itself (`ask_user`) and client tools pass the gate without a
+policy check. Fewer toolsets spare pydantic-ai a task group per toolset step.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from pydantic_ai import RunContext
-from pydantic_ai.exceptions import ApprovalRequired
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import ApprovalRequired, UserError
 from pydantic_ai.messages import ToolReturn
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import to_json
 
-from ._calls import ApprovedCall, Deferral, approved_call_of, deferral_of
+from ._calls import META_KEY, ApprovedCall, Deferral, approved_call_of, deferral_of
 from ._core.audit import canonical_json
 from ._core.grants import Grant, covering_grant
-from ._core.policy import Gate, InterruptPolicy, call_binding, gate_for, subject_from, whole_tool_subject
-from ._core.requests import SCOPES_BY_WIDTH, Scope, Subject, ToolInfo, default_hint
+from ._core.policy import Gate as PolicyGate
+from ._core.policy import InterruptPolicy, call_binding, gate_for, subject_from, whole_tool_subject
+from ._core.requests import SCOPES_BY_WIDTH, ClientTool, Scope, Subject, ToolInfo, default_hint
 from ._core.service import STILL_NEEDS_APPROVAL, ServiceAsk, parse_service_ask
 from ._store import ExecutionResult
-from ._tools import options_of, tool_info_of
+from ._tools import client_tool, defer_client_call, options_of, tool_info_of
 
 UNKNOWN_OUTCOME = (
     "Outcome unknown: the process stopped while this call was running, so it was not run again. "
@@ -93,17 +101,28 @@ class RunDeps:
     """Results of marked calls, committed with the run's next save."""
     giver_may_decide: Callable[[Grant], bool] = lambda grant: False
     """Whether whoever gave a grant may still decide for its principal and agent; a grant reaches no further."""
+    client_tools: Sequence[ClientTool] = ()
+    """The client's tools this run offers the model (those the agent allows)."""
 
 
 @dataclass
-class GateToolset(WrapperToolset[Any]):
-    """Wraps an agent's own tools with its interrupt policy and the at-most-once ledger."""
+class Gate(AbstractCapability[Any]):
+    """An agent's interrupt policy, as the capability that puts its gate around the agent's whole toolset."""
 
     policy: InterruptPolicy = InterruptPolicy()
     subjects: dict[str, Callable[..., Any]] = field(default_factory=dict[str, Callable[..., Any]])
     """Subject functions of the policy's rules, by import spec."""
+    ungated: frozenset[str] = frozenset()
+    """Tools sayso provides itself (`ask_user`): no policy applies to them."""
 
-    def subject_for(self, tool_name: str, args: dict[str, Any], gate: Gate | None = None) -> Subject | None:
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # built from sayso's config, never from an agent spec
+
+    def get_wrapper_toolset(self, toolset: AbstractToolset[Any]) -> AbstractToolset[Any]:
+        return GateToolset(toolset, gate=self)
+
+    def subject_for(self, tool_name: str, args: dict[str, Any], gate: PolicyGate | None = None) -> Subject | None:
         """The subject a call would be approved for; `None` means the call needs no approval."""
         gate = gate or gate_for(self.policy, tool_name, declared=True, read_only=False)
         spec = gate.rule.subject if gate and gate.rule else None
@@ -111,25 +130,50 @@ class GateToolset(WrapperToolset[Any]):
             return whole_tool_subject(tool_name)
         return subject_from(self.subjects[spec](tool_name, args), tool_name)
 
+
+@dataclass
+class GateToolset(WrapperToolset[Any]):
+    """One run's gate: the agent's toolset under its interrupt policy and the at-most-once ledger, plus client tools."""
+
+    gate: Gate = field(default_factory=Gate)
+
+    @property
+    def policy(self) -> InterruptPolicy:
+        return self.gate.policy
+
+    def subject_for(self, tool_name: str, args: dict[str, Any], gate: PolicyGate | None = None) -> Subject | None:
+        """The subject a call would be approved for (see `Gate.subject_for`)."""
+        return self.gate.subject_for(tool_name, args, gate)
+
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         tools = await super().get_tools(ctx)
         # A tool declared with pydantic-ai's own `requires_approval=True` is gated here instead,
         # so that every approval goes through the same policy, ledger and request shape.
-        return {
-            name: replace(t, tool_def=replace(t.tool_def, kind="function")) if t.tool_def.kind == "unapproved" else t
-            for name, t in tools.items()
-        }
+        found = {name: _as_gated(t) if t.tool_def.kind == "unapproved" else t for name, t in tools.items()}
+        deps = ctx.deps
+        if isinstance(deps, RunDeps):
+            for declared in deps.client_tools:
+                if declared.name in found:
+                    raise UserError(
+                        f"the client tool {declared.name!r} conflicts with the agent's own tool of that name"
+                    )
+                found[declared.name] = client_tool(self, declared)
+        return found
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
         deps = ctx.deps
         assert isinstance(deps, RunDeps)
+        for declared in deps.client_tools:
+            if declared.name == name:
+                defer_client_call(declared, tool_args)
+        if name in self.gate.ungated:
+            return await super().call_tool(name, tool_args, ctx, tool)
         if ctx.tool_call_approved:
             return await self._run_approved(name, tool_args, ctx, tool, deps)
         options = options_of(tool.tool_def)
-        declared = options.requires_approval or _declared_unapproved(self.wrapped, name)
-        gate = gate_for(self.policy, name, declared=declared, read_only=options.read_only)
+        gate = gate_for(self.policy, name, declared=options.requires_approval, read_only=options.read_only)
         schema = tool.tool_def.parameters_json_schema
         subject = self.subject_for(name, tool_args, gate) if gate is not None else None
         if gate is not None and subject is not None:
@@ -304,19 +348,14 @@ def _up_to(scopes: Sequence[Scope], widest: Scope | None) -> tuple[Scope, ...]:
     return tuple(s for s in scopes if SCOPES_BY_WIDTH.index(s) <= SCOPES_BY_WIDTH.index(widest)) or ("once",)
 
 
-def _declared_unapproved(toolset: AbstractToolset[Any], name: str) -> bool:
-    """Whether pydantic-ai's own `requires_approval=True` was set on the tool called `name`."""
-    from pydantic_ai.toolsets import FunctionToolset
+def _as_gated(tool: ToolsetTool[Any]) -> ToolsetTool[Any]:
+    """A tool pydantic-ai would defer itself (`requires_approval=True`), as a plain tool the gate asks for.
 
-    found = False
-
-    def visit(ts: AbstractToolset[Any]) -> None:
-        nonlocal found
-        if isinstance(ts, FunctionToolset) and name in ts.tools and ts.tools[name].requires_approval:
-            found = True
-
-    toolset.apply(visit)
-    return found
+    The declaration moves into sayso's own options on the tool, so the gate still reads it.
+    """
+    options = replace(options_of(tool.tool_def), requires_approval=True)
+    metadata = {**(tool.tool_def.metadata or {}), META_KEY: asdict(options)}
+    return replace(tool, tool_def=replace(tool.tool_def, kind="function", metadata=metadata))
 
 
 def _tool_info(tool_def: Any) -> ToolInfo | None:

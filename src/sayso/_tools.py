@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, NoReturn, TypeVar, overload
 
 from pydantic import BaseModel, Field
 from pydantic_ai import RunContext, Tool
@@ -170,8 +170,41 @@ BUILTIN_TOOLS = frozenset({ASK_USER_TOOL.name})
 _ANY_ARGS = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
 
 
+def client_tool(toolset: AbstractToolset[Any], declared: ClientTool) -> ToolsetTool[Any]:
+    """A client's tool as the engine offers it to the model; `toolset` answers its calls."""
+    return ToolsetTool(
+        toolset=toolset,
+        tool_def=ToolDefinition(
+            name=declared.name, description=declared.description, parameters_json_schema=declared.parameters
+        ),
+        max_retries=3,
+        args_validator=_ANY_ARGS,
+    )
+
+
+def defer_client_call(declared: ClientTool, tool_args: dict[str, Any]) -> NoReturn:
+    """A call of a client's tool: checked against the tool's schema, then deferred until the client answers.
+
+    Raises:
+        ModelRetry: the arguments do not match the schema (the model is told and tries again).
+        CallDeferred: always otherwise; the run pauses with a client-tool request.
+    """
+    problem = schema_problem(tool_args, declared.parameters)
+    if problem is not None:
+        raise ModelRetry(f"arguments for {declared.name!r} do not match its schema: {problem}")
+    raise CallDeferred(
+        metadata=Deferral(
+            kind="client_tool", description=declared.description, args_schema=declared.parameters
+        ).as_metadata()
+    )
+
+
 class ClientToolset(AbstractToolset[Any]):
-    """The client's tools that an agent may call; a call pauses the run until the client answers."""
+    """The client's tools that an agent may call, on their own; a call pauses the run until the client answers.
+
+    sayso's agents take their client tools through their gate (`GateToolset`), so that an agent
+    has one toolset; this stands alone for other engines.
+    """
 
     def __init__(self, tools: Sequence[ClientTool]) -> None:
         self.tools = {t.name: t for t in tools}
@@ -181,28 +214,12 @@ class ClientToolset(AbstractToolset[Any]):
         return "sayso-client-tools"
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
-        return {
-            t.name: ToolsetTool(
-                toolset=self,
-                tool_def=ToolDefinition(name=t.name, description=t.description, parameters_json_schema=t.parameters),
-                max_retries=3,
-                args_validator=_ANY_ARGS,
-            )
-            for t in self.tools.values()
-        }
+        return {t.name: client_tool(self, t) for t in self.tools.values()}
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
-        declared = self.tools[name]
-        problem = schema_problem(tool_args, declared.parameters)
-        if problem is not None:
-            raise ModelRetry(f"arguments for {name!r} do not match its schema: {problem}")
-        raise CallDeferred(
-            metadata=Deferral(
-                kind="client_tool", description=declared.description, args_schema=declared.parameters
-            ).as_metadata()
-        )
+        defer_client_call(self.tools[name], tool_args)  # raises: the call waits for the client
 
 
 # approval from inside a tool body

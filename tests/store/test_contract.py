@@ -449,11 +449,11 @@ async def test_a_run_begins_with_its_thread_history_and_grants_in_one_step(store
 
 
 async def test_a_refused_or_busy_begin_writes_nothing(store: RunStore) -> None:
-    """`check` refusing the thread, or the thread's run still active, leaves the thread and its runs as they were."""
+    """`check` refusing the thread (new or not), or the thread's run still active, leaves everything as it was."""
     await begin(store)
 
-    def refuse(thread: ThreadRecord) -> None:
-        raise NotAllowed(thread.thread_id, "not yours")
+    def refuse(thread: ThreadRecord | None) -> None:
+        raise NotAllowed(thread.thread_id if thread else "new", "not yours")
 
     await store.finish_run(
         await store.get_run("run_1"), owner=ME, new_messages=(), status="completed", output="", error=None, now=NOW
@@ -462,6 +462,20 @@ async def test_a_refused_or_busy_begin_writes_nothing(store: RunStore) -> None:
         await begin(store, "run_2", check=refuse)
     with pytest.raises(RunNotFound):
         await store.get_run("run_2")
+    with pytest.raises(NotAllowed):
+        await store.begin_run(
+            thread_id="thr_new",
+            owner="alice",
+            agent="files",
+            run_id="run_new",
+            prompt="p",
+            client_tools=(),
+            lease_owner=ME,
+            lease_expires_at=NOW + LEASE,
+            now=NOW,
+            check=refuse,
+        )
+    assert await store.get_thread("thr_new") is None
     await begin(store, "run_3")
     busy = await begin(store, "run_4")
     assert busy.run is None and busy.thread is not None and busy.thread.active_run_id == "run_3"

@@ -35,7 +35,6 @@ from .._engine import annotate, audit_body, deferred_results, requests_from
 from .._gate import RunDeps
 from .._results import RunResult
 from .._store import Claim, RunRecord
-from .._tools import ClientToolset
 from ._failures import report_failure
 from ._leases import holding, resolve_stuck
 
@@ -121,8 +120,9 @@ async def execute(
         delegate=lambda target, task, call_id: _tree.delegate(k, run, target, task, call_id),
         marked=marked,
         giver_may_decide=lambda grant: giver_may_decide(k, grant),
+        client_tools=[t for t in run.client_tools if t.name in built.client_tools],
     )
-    allowed = [t for t in run.client_tools if t.name in built.client_tools]
+    allowed = deps.client_tools
     # A client tool's context reaches only the agents allowed to call that tool.
     context = "\n".join(f"Context from the client for the tool {t.name!r}: {t.context}" for t in allowed if t.context)
     sink = TEXT_SINK.get() if run.parent_run_id is None else None
@@ -136,7 +136,6 @@ async def execute(
                         message_history=history,
                         deferred_tool_results=deferred_results(requests, decisions) if requests else None,
                         deps=deps,
-                        toolsets=[ClientToolset(allowed)] if allowed else None,
                         instructions=context or None,
                         event_stream_handler=_text_handler(sink) if sink is not None else None,
                     )

@@ -48,7 +48,9 @@ async def start(
         known = ", ".join([*k.agents, *(k.workflows.engines if k.workflows else ())])
         raise InvalidInput(f"no agent or workflow named {entry!r}; configured: {known}", field="agent")
 
-    def check(thread: ThreadRecord) -> None:
+    def check(thread: ThreadRecord | None) -> None:
+        if thread is None:  # a new thread: its agent (or workflow) was checked above
+            return
         if not may_message(principal, owner=thread.owner):
             raise NotAllowed(
                 thread.thread_id,

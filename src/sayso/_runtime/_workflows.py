@@ -42,7 +42,6 @@ from anyio.abc import TaskGroup
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models import infer_model
-from pydantic_ai.toolsets import FunctionToolset
 
 from .._agents import BuiltAgent
 from .._config import Config
@@ -52,7 +51,7 @@ from .._core.policy import InterruptPolicy
 from .._core.requests import DelegateRequest, InputRequest, Request
 from .._core.resume import SKIPPED_FOR_FORCE, open_requests, plan_resume
 from .._engine import audit_body
-from .._gate import GateToolset
+from .._gate import Gate
 from .._notify import DecisionNotifier
 from .._results import RunResult
 from .._store import PauseState, RunRecord
@@ -526,7 +525,7 @@ def _plain_agent(workflow: str, node: str, agent: object) -> BuiltAgent:
         policy=InterruptPolicy(),
         client_tools=frozenset(),
         model=infer_model(agent.model),
-        gate=GateToolset(FunctionToolset([])),
+        gate=Gate(),
         redact=(),
         notifier=DecisionNotifier(),
     )

@@ -156,14 +156,14 @@ class RunStore(ABC):
         lease_owner: str,
         lease_expires_at: float,
         now: float,
-        check: Callable[[ThreadRecord], None] | None = None,
+        check: Callable[[ThreadRecord | None], None] | None = None,
         grants_of: str | None = None,
     ) -> BegunRun:
         """A run's first transaction: read the thread, start the run on it, read its history.
 
-        `check(thread)` rules on an existing thread before anything is written (it raises to
-        refuse, say because the caller may not speak in it). A new thread is created for `owner`
-        and `agent`; on an existing thread the run is the thread's agent's. When the thread has
+        `check(thread)` rules on the thread as read (`None` for a new one) before anything is
+        written: it raises to refuse, say because the caller may not speak in it. A new thread is
+        created for `owner` and `agent`; on an existing thread the run is the thread's agent's. When the thread has
         an active run nothing is written and `run` is `None` (the caller supersedes it through
         `start_run`). `grants_of`'s active grants are read in the same transaction.
 

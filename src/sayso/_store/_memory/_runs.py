@@ -42,14 +42,14 @@ class _Runs(_MemoryBase):
         lease_owner: str,
         lease_expires_at: float,
         now: float,
-        check: Callable[[ThreadRecord], None] | None = None,
+        check: Callable[[ThreadRecord | None], None] | None = None,
         grants_of: str | None = None,
     ) -> BegunRun:
         async with self._lock:
             thread = self._threads.get(thread_id)
+            if check is not None:
+                check(thread)
             if thread is not None:
-                if check is not None:
-                    check(thread)
                 if thread.active_run_id is not None:
                     return BegunRun(thread=thread, run=None, history=[], grants=None)
             if run_id in self._runs:

@@ -40,7 +40,7 @@ class _Runs(_SqlBase):
         lease_owner: str,
         lease_expires_at: float,
         now: float,
-        check: Callable[[ThreadRecord], None] | None = None,
+        check: Callable[[ThreadRecord | None], None] | None = None,
         grants_of: str | None = None,
     ) -> BegunRun:
         Found = tuple[ThreadRecord | None, RunRecord | None, list[bytes], list[Grant] | None]
@@ -49,9 +49,9 @@ class _Runs(_SqlBase):
             ids = {"thread_id": thread_id, "run_id": run_id}
             row = await tx.one(_rows.GET_THREAD, ids)
             thread = _rows.thread_record(row) if row is not None else None
+            if check is not None:
+                check(thread)
             if thread is not None:
-                if check is not None:
-                    check(thread)
                 if thread.active_run_id is not None:
                     return thread, None, [], None
                 if await tx.run(_rows.CLAIM_FREE_THREAD, ids) != 1:

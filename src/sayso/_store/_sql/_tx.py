@@ -17,14 +17,17 @@ statements depend on their filters.
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import queue
 import re
 import sqlite3
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
-import anyio.to_thread
 
 from ..._core.audit import AuditHead, AuditKey
 
@@ -161,17 +164,24 @@ def complete(work: Coroutine[Any, Any, T]) -> T:
 
 
 class SqliteDatabase(Database):
-    """Pooled stdlib connections to one SQLite file: WAL, a full fsync per durable commit."""
+    """Pooled stdlib connections to one SQLite file: WAL, a full fsync per durable commit.
+
+    Reads run inline on the event loop (one connection serves them all: the loop is one thread
+    and SQLite work never suspends). Durable writes run on the store's writer thread, one hop per
+    transaction, so the fsync never blocks the loop. A write that need not wait for the disk
+    runs inline too when no other process holds the write lock; else it takes the thread.
+    """
 
     integrity_errors = (sqlite3.IntegrityError,)
     errors = (sqlite3.Error, OSError)
 
-    def __init__(self, path: str, *, threads: int = 4) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
-        self._idle: list[sqlite3.Connection] = []
         self._reader: sqlite3.Connection | None = None
+        self._inline: sqlite3.Connection | None = None
+        self._idle: list[sqlite3.Connection] = []
         self._writing = anyio.Lock()
-        self._limiter = anyio.CapacityLimiter(threads)
+        self._writer = _WriterThread()
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -183,8 +193,6 @@ class SqliteDatabase(Database):
         return conn
 
     async def read(self, work: Work[T]) -> T:
-        # Inline: the event loop is one thread and the work never suspends, so one connection
-        # serves every read of this store.
         if self._reader is None:
             self._reader = self._connect()
         conn = self._reader
@@ -196,35 +204,114 @@ class SqliteDatabase(Database):
 
     async def write(self, work: Work[T], *, durable: bool = True) -> T:
         async with self._writing:
-            return await anyio.to_thread.run_sync(self._write, work, durable, limiter=self._limiter)
+            if not durable:
+                done = self._write_inline(work)
+                if not isinstance(done, _Busy):
+                    return done
+            job = self._writer.submit(functools.partial(self._write, work, durable))
+            with anyio.CancelScope(shield=True):  # the transaction runs to its end either way: wait for its outcome
+                result = await job
+            return result
+
+    def _write_inline(self, work: Work[T]) -> T | _Busy:
+        if self._inline is None:
+            conn = self._connect()
+            conn.execute("PRAGMA synchronous=NORMAL")  # WAL: the commit writes the log, fsyncs nothing
+            conn.execute("PRAGMA wal_autocheckpoint=0")  # a checkpoint fsyncs: it stays on the writer thread
+            conn.execute("PRAGMA busy_timeout=0")  # never wait on the event loop
+            self._inline = conn
+        try:
+            self._inline.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode == sqlite3.SQLITE_BUSY:
+                return _Busy()  # another process writes: wait for it on the writer thread
+            raise
+        return _finish(self._inline, work)
 
     def _write(self, work: Work[T], durable: bool) -> T:
         conn = self._idle.pop() if self._idle else self._connect()
         try:
             if not durable:
-                conn.execute("PRAGMA synchronous=NORMAL")  # WAL: the commit writes the log, fsyncs nothing
-            conn.execute("BEGIN IMMEDIATE")
+                conn.execute("PRAGMA synchronous=NORMAL")
             try:
-                result = complete(work(_SqliteTx(conn)))
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+                conn.execute("BEGIN IMMEDIATE")
+                result = _finish(conn, work)
             finally:
                 if not durable:
                     conn.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error:
+            conn.close()  # a connection in an unknown state is not pooled again
+            raise
         except BaseException:
-            conn.close()
+            self._idle.append(conn)
             raise
         self._idle.append(conn)
         return result
 
     async def aclose(self) -> None:
-        for conn in [*self._idle, *([self._reader] if self._reader else [])]:
+        self._writer.stop()
+        for conn in [*self._idle, *(c for c in (self._reader, self._inline) if c is not None)]:
             conn.close()
         self._idle.clear()
-        self._reader = None
+        self._reader = self._inline = None
+
+
+class _Busy:
+    """Another process holds SQLite's write lock."""
+
+
+def _finish(conn: sqlite3.Connection, work: Work[T]) -> T:
+    """Run `work` in the transaction just begun on `conn`; commit, or roll back and raise."""
+    try:
+        result = complete(work(_SqliteTx(conn)))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return result
+
+
+class _WriterThread:
+    """The thread a SQLite store's durable writes run on, one after another: one hop per transaction."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[[], Any]] | None]
+        self._jobs = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, job: Callable[[], T]) -> asyncio.Future[T]:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[T] = loop.create_future()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="sayso-sqlite-writer", daemon=True)
+            self._thread.start()
+        self._jobs.put((loop, done, job))
+        return done
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._jobs.put(None)
+            self._thread = None
+
+    def _run(self) -> None:
+        while (item := self._jobs.get()) is not None:
+            loop, done, job = item
+            try:
+                result = job()
+            except BaseException as exc:
+                loop.call_soon_threadsafe(_settle, done, None, exc)
+            else:
+                loop.call_soon_threadsafe(_settle, done, result, None)
+
+
+def _settle(done: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
+    if done.cancelled():
+        return
+    if exc is not None:
+        done.set_exception(exc)
+    else:
+        done.set_result(result)
 
 
 # PostgreSQL
@@ -252,7 +339,10 @@ class _PostgresTx(Tx):
         return int(found.group(1)) if found else 0
 
     async def many(self, sql: Sql, rows: Sequence[Params]) -> None:
-        await self.conn.executemany(sql.pg_text, [[r[n] for n in sql.names] for r in rows])
+        if len(rows) == 1:  # one row is one plain execute: executemany's batching costs more than it saves
+            await self.run(sql, rows[0])
+        elif rows:
+            await self.conn.executemany(sql.pg_text, [[r[n] for n in sql.names] for r in rows])
 
 
 class PostgresDatabase(Database):
@@ -269,7 +359,10 @@ class PostgresDatabase(Database):
     async def open(self) -> None:
         import asyncpg
 
-        self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=10)
+        # The pool's default reset sends UNLISTEN, RESET ALL, CLOSE ALL and releases advisory locks on
+        # every release: sayso leaves no session state behind (its settings and locks are per
+        # transaction, and a failed transaction is rolled back before release), so it skips that round trip.
+        self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=10, reset=_no_reset)
 
     def _acquire(self) -> Any:
         assert self._pool is not None, "PostgresDatabase.open() was not called"
@@ -295,6 +388,10 @@ class PostgresDatabase(Database):
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
+
+
+async def _no_reset(conn: Any) -> None:
+    """Nothing to reset on a connection going back to the pool (see `PostgresDatabase.open`)."""
 
 
 async def _rollback(conn: Any) -> None:

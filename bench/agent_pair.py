@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""sayso's agent pair against a bare pydantic-ai agent pair, CPU time per cycle, in one process.
+
+A cycle's two `agent.run` calls (the one that pauses, the one that resumes after the approval)
+are what sayso asks of pydantic-ai. This script measures them two ways, interleaved in blocks so
+both see the same machine:
+
+- **bare**: the pydantic-ai anchor's own agents (`FunctionModel`, `delete_file` with
+  `requires_approval=True`, `output_type=[str, DeferredToolRequests]`): `agent_a.run(prompt)`,
+  then `agent_b.run(message_history=..., deferred_tool_results=approved)` on the history as a
+  store hands it back (dumped and validated through `ModelMessagesTypeAdapter`, untimed), as the
+  anchor's process B reads it. No store.
+- **sayso**: the full sayso cycle (two `Sayso` instances on one SQLite file, as
+  `sayso_cycle.py`), timing only the CPU spent inside sayso's two `Agent.run` calls (pydantic-ai
+  with sayso's toolset, gate and deps).
+
+Prints one JSON line: CPU ms per pair for each, and sayso ÷ bare (the goal is ≤ 1.05×).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import bench_config, default_db, fresh_db, user_request
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
+from pydantic_ai.messages import ModelMessagesTypeAdapter
+from pydanticai_cycle import build_agent
+
+from sayso import Approve, Sayso
+
+
+class AgentClock:
+    """CPU time spent inside `Agent.run`, the class's method wrapped once for the whole process."""
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+        original = Agent.run
+
+        async def run(agent: Any, *args: Any, **kwargs: Any) -> Any:
+            t = time.process_time()
+            try:
+                return await original(agent, *args, **kwargs)
+            finally:
+                self.cpu += time.process_time() - t
+
+        Agent.run = run  # type: ignore[method-assign]  # a process global of this benchmark only
+
+
+async def bare_pairs(agent_a: Any, agent_b: Any, clock: AgentClock, start: int, n: int) -> float:
+    """CPU seconds inside the `Agent.run` calls of `n` bare pairs."""
+    before = clock.cpu
+    for i in range(start, start + n):
+        r1 = await agent_a.run(user_request(i))
+        assert isinstance(r1.output, DeferredToolRequests)
+        approved = DeferredToolResults(approvals={c.tool_call_id: True for c in r1.output.approvals})
+        history = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(r1.all_messages()))
+        r2 = await agent_b.run(message_history=history, deferred_tool_results=approved)
+        assert isinstance(r2.output, str)
+    return clock.cpu - before
+
+
+async def sayso_pairs(app_a: Sayso, app_b: Sayso, clock: AgentClock, start: int, n: int) -> float:
+    """CPU seconds inside sayso's `Agent.run` calls over `n` full cycles."""
+    before = clock.cpu
+    for i in range(start, start + n):
+        r = await app_a.run(user_request(i))
+        d = await app_b.decide(r.requests[0].request_id, Approve())
+        assert d.run.status == "completed"
+    return clock.cpu - before
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    clock = AgentClock()
+    fresh_db(args.db)
+    agent_a, agent_b = build_agent(), build_agent()
+    bare: list[float] = []
+    sayso: list[float] = []
+    async with Sayso(bench_config(args.db)) as app_a, Sayso(bench_config(args.db)) as app_b:
+        await bare_pairs(agent_a, agent_b, clock, 0, args.warmup)
+        await sayso_pairs(app_a, app_b, clock, 0, args.warmup)
+        n = args.pairs
+        for block in range(args.blocks):
+            first = args.warmup + block * n
+            if block % 2:
+                sayso.append(await sayso_pairs(app_a, app_b, clock, first, n) / n)
+                bare.append(await bare_pairs(agent_a, agent_b, clock, first, n) / n)
+            else:
+                bare.append(await bare_pairs(agent_a, agent_b, clock, first, n) / n)
+                sayso.append(await sayso_pairs(app_a, app_b, clock, first, n) / n)
+    fresh_db(args.db)
+    ratios = [s / b for s, b in zip(sayso, bare, strict=True)]
+    return {
+        "kind": "agent_pair",
+        "pairs_per_block": args.pairs,
+        "blocks": args.blocks,
+        "bare_cpu_ms": round(statistics.median(bare) * 1e3, 3),
+        "sayso_cpu_ms": round(statistics.median(sayso) * 1e3, 3),
+        "ratio": round(statistics.median(ratios), 3),
+        "ratios": [round(r, 3) for r in ratios],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pairs", type=int, default=25, help="pairs per block")
+    ap.add_argument("--blocks", type=int, default=24)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--db", default=default_db("sayso-agent-pair"))
+    args = ap.parse_args()
+    print(json.dumps(asyncio.run(main_async(args))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
