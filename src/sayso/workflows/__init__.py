@@ -24,7 +24,9 @@ from __future__ import annotations
 
 from .._core.inputs import InputSchema, RequestInput, input_schema, validate_input
 from ._config import AgentNodeConfig, FunctionNodeConfig, WorkflowConfig, build_workflow, check_workflow_names
-from ._engine import (
+from ._engine import WorkflowEngine, agent_prompt
+from ._graph import DEFAULT, END, START, AgentNode, FunctionNode, Route, RouteKey, Workflow, WorkflowContext
+from ._state import (
     AgentFinished,
     AgentNodeCall,
     AgentNodeRunner,
@@ -37,7 +39,6 @@ from ._engine import (
     PendingInput,
     RecordedAnswer,
     SkippedAnswer,
-    WorkflowEngine,
     WorkflowFailed,
     WorkflowFinished,
     WorkflowOutcome,
@@ -45,9 +46,7 @@ from ._engine import (
     WorkflowPersistence,
     WorkflowState,
     WorkflowStatus,
-    agent_prompt,
 )
-from ._graph import DEFAULT, END, START, AgentNode, FunctionNode, Route, RouteKey, Workflow, WorkflowContext
 
 __all__ = [
     "AgentFinished",
