@@ -34,9 +34,10 @@ from .._store import (
     TranscriptEntry,
 )
 from ._events import EventListener, RequestEvent
-from ._facade import DEFAULT_REMOTE_AGENTS, PrincipalLike, Sayso
+from ._facade import DEFAULT_REMOTE_AGENTS, Sayso
 from ._kernel import new_id
 from ._outbox import OutboundEvent
+from ._reading import PrincipalLike
 from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
 from ._watch import Change, RequestClosed, RequestOpened, RunChanged, ThreadsChanged
 

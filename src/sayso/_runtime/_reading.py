@@ -1,0 +1,275 @@
+"""The runtime's reading verbs (threads, runs, requests, the inbox, grants, the audit log, the outbox).
+
+`Sayso` inherits them; each resolves the caller to a `Principal` and applies the one access rule
+of `sayso._core.access` before it reads the store port, so every interface sees the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage
+
+from .._config import Config
+from .._core import access
+from .._core.access import LOCAL, Principal
+from .._core.audit import AuditProblem, AuditRecord, AuditReport
+from .._core.grants import Grant
+from .._store import (
+    AuditPage,
+    DeliveryStatus,
+    InboxFilter,
+    InboxPage,
+    RemoteTask,
+    RequestState,
+    RunRecord,
+    RunRequests,
+    ThreadRecord,
+    ThreadSummary,
+    TranscriptEntry,
+)
+from ..exceptions import (
+    GrantNotFound,
+    NotAllowed,
+    RequestNotFound,
+    RunNotFound,
+    ThreadNotFound,
+    UsageError,
+)
+from . import _audit, _outbox, _tree
+from ._kernel import Kernel
+from ._outbox import OutboundEvent
+
+PrincipalLike = Principal | str
+"""A caller: a `Principal`, or a name resolved against the configured principals."""
+
+
+class Reading:
+    """Reading verbs of the runtime, over `self._k` (a `Kernel`)."""
+
+    _k: Kernel
+    config: Config
+    _open: bool
+
+    def principal(self, who: PrincipalLike) -> Principal:
+        """The principal a name stands for: its configured approver role, or the local caller in local mode."""
+        return who if isinstance(who, Principal) else self._k.principal(who)
+
+    # reading
+
+    async def run_record(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunRecord:
+        """A run's stored record (status, thread, agent, parent); `RunNotFound` if the caller may not see it."""
+        run = await self._k.store.get_run(run_id)
+        if principal is not None:
+            thread = await self._k.store.get_thread(run.thread_id)
+            owner = thread.owner if thread else run.principal
+            if not access.may_see(self.principal(principal), owner=owner, agent_path=run.path):
+                raise RunNotFound(run_id)
+        return run
+
+    async def run_requests(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunRequests:
+        """Every request a run and its delegates raised, oldest first, with the decisions taken.
+
+        What a client renders a finished or waiting conversation from (A2A task history): the
+        pauses and their answers, whichever interface answered them.
+        """
+        await self.run_record(run_id, principal=principal)
+        return await _tree.tree_requests(self._k, run_id)
+
+    async def remote_task(self, run_id: str, *, principal: PrincipalLike | None = None) -> RemoteTask | None:
+        """The remote A2A task a remote delegate's run stands for; `None` for any other run."""
+        await self.run_record(run_id, principal=principal)
+        return await self._k.store.remote_task(run_id)
+
+    async def thread(self, thread_id: str, *, principal: PrincipalLike | None = None) -> ThreadRecord:
+        """A thread's record; `ThreadNotFound` when there is none or the caller may not see it."""
+        record = await self._k.store.get_thread(thread_id)
+        if record is None or (
+            principal is not None
+            and not access.may_see(self.principal(principal), owner=record.owner, agent_path=record.agent)
+        ):
+            raise ThreadNotFound(thread_id)
+        return record
+
+    async def threads(self, *, principal: PrincipalLike = access.LOCAL_NAME, limit: int = 50) -> list[ThreadSummary]:
+        """The caller's threads, newest first (every thread in local mode)."""
+        who = self.principal(principal)
+        return await self._k.store.threads(owner=None if who.local else who.name, limit=limit)
+
+    async def messages(self, thread_id: str, *, principal: PrincipalLike | None = None) -> list[ModelMessage]:
+        """A thread's whole history as pydantic-ai messages, oldest first."""
+        await self.thread(thread_id, principal=principal)
+        return await self._k.store.load_messages(thread_id)
+
+    async def run_messages(self, run_id: str, *, principal: PrincipalLike | None = None) -> list[ModelMessage]:
+        """The messages a run added to its thread, oldest first."""
+        await self.run_record(run_id, principal=principal)
+        return await self._k.store.run_messages(run_id)
+
+    async def transcript(
+        self, thread_id: str, *, principal: PrincipalLike | None = None, after_seq: int = 0
+    ) -> list[TranscriptEntry]:
+        """A thread's history as display entries (user and agent text, tool calls and results)."""
+        await self.thread(thread_id, principal=principal)
+        return await self._k.store.transcript(thread_id, after_seq=after_seq)
+
+    async def last_seq(self, thread_id: str) -> int:
+        """The position of a thread's newest stored message batch (0 for none)."""
+        return await self._k.store.last_seq(thread_id)
+
+    async def request(self, request_id: str, *, principal: PrincipalLike | None = None) -> RequestState:
+        """A request, whether its pause still waits, and its decision if any."""
+        state = await self._k.store.get_request(request_id)
+        if state is None:
+            raise RequestNotFound(request_id)
+        if principal is not None and not access.may_see(
+            self.principal(principal), owner=state.request.principal, agent_path=state.request.agent_path
+        ):
+            raise RequestNotFound(request_id)
+        return state
+
+    async def inbox(
+        self,
+        query: InboxFilter | None = None,
+        *,
+        principal: PrincipalLike = access.LOCAL_NAME,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> InboxPage:
+        """Open requests across threads that the caller may decide, oldest first, a page at a time."""
+        from dataclasses import replace
+
+        who = self.principal(principal)
+        query = query or InboxFilter()
+        if not who.local:
+            query = replace(
+                query,
+                owner=who.name,
+                approved_agents=access.approved_agents(who, [*self.config.agents, *self.config.workflows]),
+            )
+        return await self._k.store.inbox(query, now=self._k.clock(), limit=limit, cursor=cursor)
+
+    async def open_requests(self, *, limit: int = 100) -> list[Any]:
+        """Every open request across threads, oldest first."""
+        return list(await self._k.store.open_requests(limit=limit))
+
+    # grants and audit
+
+    async def grants(self, *, principal: PrincipalLike | None = None) -> list[Grant]:
+        """Active remembered approvals, newest first: the caller's own (every one for an admin or `None`)."""
+        who = None if principal is None else self.principal(principal)
+        owner = None if who is None or access.sees_every_grant(who) else who.name
+        return await self._k.store.list_grants(principal=owner)
+
+    async def revoke_grant(self, grant_id: str, *, principal: PrincipalLike | None = None) -> Grant:
+        """Revoke a remembered approval; the next call it covered asks again.
+
+        Args:
+            grant_id: the grant.
+            principal: who asks: only the grant's principal or an admin may; `None` (Python) skips the check.
+
+        Raises:
+            GrantNotFound: no active grant (of the caller's) has this id.
+        """
+        who = self.principal(principal) if principal is not None else LOCAL
+        if not access.sees_every_grant(who) and grant_id not in {
+            g.grant_id for g in await self._k.store.list_grants(principal=who.name)
+        }:
+            raise GrantNotFound(grant_id)
+        now = self._k.clock()
+        revoked = await self._k.store.revoke_grant(
+            grant_id,
+            now=now,
+            audit=[{"event": "grant_revoked", "grant_id": grant_id, "principal": who.name, "at": now}],
+        )
+        if revoked is None:
+            raise GrantNotFound(grant_id)
+        return revoked
+
+    async def audit_log(self) -> list[AuditRecord]:
+        """Every audit record, oldest first."""
+        return await self._k.store.audit_records()
+
+    async def audit_page(
+        self,
+        *,
+        principal: PrincipalLike = access.LOCAL_NAME,
+        newest_first: bool = True,
+        limit: int = 50,
+        cursor: int | None = None,
+    ) -> AuditPage:
+        """One page of the audit log; approvers only."""
+        self._require_approver(principal, "audit", "only approvers read the audit log")
+        return await self._k.store.audit_page(newest_first=newest_first, limit=limit, cursor=cursor)
+
+    async def audit_count(self) -> int:
+        """How many records the audit log holds."""
+        return await self._k.store.count_audit()
+
+    async def verify_audit(self, *, principal: PrincipalLike | None = None) -> AuditProblem | None:
+        """Check the audit chain; returns the first bad record, or `None` when intact (approvers only).
+
+        See `audit_report` for what was checked (whether a key anchors the chain).
+        """
+        return (await self.audit_report(principal=principal)).problem
+
+    async def anchor_audit(self) -> int:
+        """Vouch once for audit records written before an audit key was configured, so signing can begin.
+
+        Appends one signed `audit_anchored` record naming the last unsigned one; `verify` then accepts
+        the unsigned records before it and requires a signature on every record after. Do this only for
+        a log you trust as it stands. Returns how many records were vouched for (0: nothing to do).
+
+        Raises:
+            ConfigError: no audit key is configured.
+        """
+        self._check_open()
+        head = await _audit.anchor(self._k)
+        return head.seq if head is not None else 0
+
+    async def audit_report(self, *, principal: PrincipalLike | None = None) -> AuditReport:
+        """Verify the audit log and say what was checked (approvers only).
+
+        Always the hash links; with an audit key also every record's signature, the store's checkpointed
+        head and the exported head file. The report names the first bad record, and says plainly when no
+        key anchors the chain.
+        """
+        if principal is not None:
+            self._require_approver(principal, "audit", "only approvers may verify the audit log")
+        return await _audit.report(self._k)
+
+    # the outbox (webhooks)
+
+    async def claim_events(
+        self, hooks: Sequence[str], *, lease_seconds: float = 30.0, limit: int = 50
+    ) -> list[OutboundEvent]:
+        """Claim due webhook deliveries of events committed by any process (the outbox), for this runtime.
+
+        New events are first fanned out to `hooks` (webhook keys; every replica with the same
+        config names them the same). A claimed delivery is this runtime's for `lease_seconds`; settle
+        it with `settle_event`, or it is claimed again (by anyone) once the claim lapses.
+        """
+        self._check_open()
+        return await _outbox.claim(self._k, hooks, lease_seconds=lease_seconds, limit=limit)
+
+    async def settle_event(
+        self,
+        delivery_id: str,
+        *,
+        status: DeliveryStatus,
+        retry_at: float | None = None,
+        error: str | None = None,
+    ) -> bool:
+        """Record what became of a claimed delivery: `delivered`, `skipped`, `failed`, or `pending` until `retry_at`."""
+        self._check_open()
+        return await _outbox.settle(self._k, delivery_id, status=status, retry_at=retry_at, error=error)
+
+    def _require_approver(self, principal: PrincipalLike, subject_id: str, problem: str) -> None:
+        who = self.principal(principal)
+        if not access.may_read_audit(who):
+            raise NotAllowed(subject_id, f"{who.name!r} is not an approver; {problem}", subject="approver")
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise UsageError("use the runtime inside `async with Sayso(...) as app:` so its store is open")
