@@ -177,18 +177,17 @@ class _Requests(_SqlBase):
         Done = tuple[Decided, tuple[str, list[bytes] | None, list[Grant] | None] | None]
 
         async def work(tx: Tx) -> Done | None:
-            row = await tx.one(_rows.REQUEST_WITH_RUN, {"request_id": request_id})
-            if row is None:
+            rows = await tx.all(_rows.PAUSE_OF_REQUEST, {"request_id": request_id})
+            if not rows:
                 return None
+            requests, decisions = _rows.requests_and_decisions(rows)
+            position = next(i for i, r in enumerate(requests) if r.request_id == request_id)
+            row, pause_id = rows[position], rows[position]["request_pause_id"]
             found = RequestWithRun(
-                request=REQUEST_ADAPTER.validate_json(row["body"]),
+                request=requests[position],
                 pause_status=row["pause_status"],
-                decision=_rows.decision_of(row),
+                decision=decisions.get(request_id),
                 run=_rows.run_record(row),
-            )
-            pause_id = row["request_pause_id"]
-            requests, decisions = _rows.requests_and_decisions(
-                await tx.all(_rows.PAUSE_REQUESTS, {"pause_id": pause_id})
             )
             state = PauseState(
                 run_id=found.run.run_id, status=found.pause_status, requests=requests, decisions=decisions

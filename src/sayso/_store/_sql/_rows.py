@@ -162,6 +162,14 @@ REQUEST_WITH_RUN = Sql(
     + " FROM requests r JOIN pauses p ON p.pause_id = r.pause_id JOIN runs u ON u.run_id = r.run_id "
     "LEFT JOIN decisions d ON d.request_id = r.request_id WHERE r.request_id = :request_id"
 )
+PAUSE_OF_REQUEST = Sql(
+    f"SELECT r.request_id, r.pause_id AS request_pause_id, r.body, p.status AS pause_status, {_DECISION}, "
+    + ", ".join(f"u.{c}" for c in RUN_COLUMNS)
+    + " FROM requests r JOIN pauses p ON p.pause_id = r.pause_id JOIN runs u ON u.run_id = r.run_id "
+    "LEFT JOIN decisions d ON d.request_id = r.request_id "
+    "WHERE r.pause_id = (SELECT pause_id FROM requests WHERE request_id = :request_id) ORDER BY r.position"
+)
+"""Every request of the pause a request belongs to, with the pause's run and the decisions: one read for deciding."""
 OPEN_REQUESTS = Sql(
     "SELECT r.body FROM requests r JOIN pauses p ON p.pause_id = r.pause_id WHERE r.status = 'open' "
     "AND p.status = 'open' AND r.kind <> 'delegate' ORDER BY r.created_at LIMIT :limit"
@@ -238,7 +246,7 @@ def run_record(row: Row, prefix: str = "") -> RunRecord:
 
 def run_params(run: RunRecord) -> dict[str, Any]:
     """A run as the parameters of its row (client tools as JSON)."""
-    row = asdict(run)
+    row = {c: getattr(run, c) for c in RUN_COLUMNS}  # not `asdict`: it deep-copies every field
     row["client_tools"] = CLIENT_TOOLS_ADAPTER.dump_json(run.client_tools) if run.client_tools else None
     return row
 

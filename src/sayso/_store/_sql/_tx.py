@@ -168,8 +168,9 @@ class SqliteDatabase(Database):
 
     Reads run inline on the event loop (one connection serves them all: the loop is one thread
     and SQLite work never suspends). Durable writes run on the store's writer thread, one hop per
-    transaction, so the fsync never blocks the loop. A write that need not wait for the disk
-    runs inline too when no other process holds the write lock; else it takes the thread.
+    transaction and one after another, so the fsync never blocks the loop. A write that need not
+    wait for the disk runs inline too when nothing else holds SQLite's write lock (it never waits
+    for it on the loop); else it takes the thread.
     """
 
     integrity_errors = (sqlite3.IntegrityError,)
@@ -180,7 +181,6 @@ class SqliteDatabase(Database):
         self._reader: sqlite3.Connection | None = None
         self._inline: sqlite3.Connection | None = None
         self._idle: list[sqlite3.Connection] = []
-        self._writing = anyio.Lock()
         self._writer = _WriterThread()
 
     def _connect(self) -> sqlite3.Connection:
@@ -203,15 +203,14 @@ class SqliteDatabase(Database):
             conn.execute("COMMIT")
 
     async def write(self, work: Work[T], *, durable: bool = True) -> T:
-        async with self._writing:
-            if not durable:
-                done = self._write_inline(work)
-                if not isinstance(done, _Busy):
-                    return done
-            job = self._writer.submit(functools.partial(self._write, work, durable))
-            with anyio.CancelScope(shield=True):  # the transaction runs to its end either way: wait for its outcome
-                result = await job
-            return result
+        if not durable:
+            done = self._write_inline(work)
+            if not isinstance(done, _Busy):
+                return done
+        job = self._writer.submit(functools.partial(self._write, work, durable))
+        with anyio.CancelScope(shield=True):  # the transaction runs to its end either way: wait for its outcome
+            result = await job
+        return result
 
     def _write_inline(self, work: Work[T]) -> T | _Busy:
         if self._inline is None:
@@ -224,7 +223,7 @@ class SqliteDatabase(Database):
             self._inline.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             if exc.sqlite_errorcode == sqlite3.SQLITE_BUSY:
-                return _Busy()  # another process writes: wait for it on the writer thread
+                return _Busy()  # another writer holds the lock: wait for it on the writer thread
             raise
         return _finish(self._inline, work)
 
