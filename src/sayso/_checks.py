@@ -18,7 +18,8 @@ from typing import Literal, TypeAlias
 
 from pydantic_ai.models import Model
 
-from ._config import AgentConfig, Config, config_path
+from ._config import AgentConfig, Config
+from ._config_lines import config_path
 from ._models import build_model, resolve_model
 from ._tools import BUILTIN_TOOLS, as_tool, import_spec
 from .exceptions import ConfigError

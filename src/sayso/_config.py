@@ -26,7 +26,28 @@ from pydantic import (
 )
 from pydantic_ai import Tool
 
-from ._core.limits import Limits
+from ._config_edges import (
+    AUDIT_KEY_ENV as AUDIT_KEY_ENV,
+)
+from ._config_edges import (  # re-exported: the whole config is read from here
+    A2AConfig as A2AConfig,
+)
+from ._config_edges import (
+    AgUiConfig as AgUiConfig,
+)
+from ._config_edges import (
+    AuditConfig as AuditConfig,
+)
+from ._config_edges import (
+    LimitsConfig as LimitsConfig,
+)
+from ._config_edges import (
+    WebhookConfig as WebhookConfig,
+)
+from ._config_edges import (
+    WebhookEvent as WebhookEvent,
+)
+from ._config_lines import line_of, read_yaml, validation_line
 from ._core.policy import InterruptPolicy, ToolRule
 from ._core.requests import Scope
 from ._mcp_config import McpBinding, McpServerConfig, bad_server_names, unknown_servers
@@ -237,133 +258,6 @@ class PrincipalConfig(_Strict):
         return os.environ.get(self.token_env) if self.token_env else self.token
 
 
-WebhookEvent: TypeAlias = Literal["request.opened", "request.decided", "request.expired"]
-"""Every event a webhook may subscribe to."""
-
-ALL_WEBHOOK_EVENTS: tuple[WebhookEvent, ...] = ("request.opened", "request.decided", "request.expired")
-
-
-class WebhookConfig(_Strict):
-    """One entry of the `webhooks:` list: where `sayso serve` sends signed request events."""
-
-    url: str = Field(pattern=r"^https?://")
-    """Where events are POSTed."""
-    secret: str | None = None
-    """The signing secret; prefer `secret_env` so it stays out of the file."""
-    secret_env: str | None = None
-    """Name of an environment variable holding the signing secret."""
-    events: list[WebhookEvent] = list(ALL_WEBHOOK_EVENTS)
-    """Which events to send."""
-    max_attempts: int = Field(default=5, ge=1, le=20)
-    """Attempts per event, the first included."""
-    backoff_seconds: float = Field(default=1.0, gt=0)
-    """Wait before the second attempt; each later wait doubles."""
-    timeout_seconds: float = Field(default=10.0, gt=0)
-    """Time allowed for one attempt."""
-
-    @model_validator(mode="after")
-    def _has_secret(self) -> WebhookConfig:
-        if not self.secret and not self.secret_env:
-            raise ValueError("a webhook needs 'secret' or 'secret_env' to sign its deliveries")
-        return self
-
-    def signing_secret(self) -> str:
-        """The secret, read from the environment when `secret_env` is set.
-
-        Raises:
-            ValueError: `secret_env` names an unset environment variable.
-        """
-        secret = os.environ.get(self.secret_env) if self.secret_env else self.secret
-        if not secret:
-            raise ValueError(f"webhook {self.url!r}: environment variable {self.secret_env!r} is not set")
-        return secret
-
-
-AUDIT_KEY_ENV = "SAYSO_AUDIT_KEY"
-"""The environment variable that holds the audit key unless `audit.key_env` names another."""
-
-
-class AuditConfig(_Strict):
-    """The `audit` block: what anchors the hash-chained audit log."""
-
-    key_env: str = AUDIT_KEY_ENV
-    """Environment variable holding the secret (at least 16 characters) that signs every audit record and the
-    chain's head, so a rewrite, a forged append or a cut tail is detected; unset: the chain is unanchored and
-    `sayso audit verify` says so."""
-    require_key: bool = False
-    """Refuse to start without the key (for deployments whose audit log must be anchored)."""
-    head_file: str | None = None
-    """A file (relative to the config) the chain's head is exported to after every append, out of reach of
-    whoever rewrites the database; `sayso audit verify` checks the log still reaches it. Delete it only
-    together with the store."""
-
-    def key(self) -> bytes | None:
-        """The audit key from the environment, or `None` when it is not set.
-
-        Raises:
-            ConfigError: the key is required and missing, or too short to be a secret.
-        """
-        secret = os.environ.get(self.key_env, "")
-        if not secret:
-            if self.require_key:
-                raise ConfigError(f"audit.require_key is set but the environment variable {self.key_env} is empty")
-            return None
-        if len(secret) < 16:
-            raise ConfigError(f"the audit key in {self.key_env} is too short: use at least 16 random characters")
-        return secret.encode()
-
-
-class LimitsConfig(_Strict):
-    """The `limits` block: how much one call may send, on every interface (REST, A2A, AG-UI, the CLI, Python).
-
-    Anything over a limit is refused before it is stored: `413` on HTTP (`TooLarge` in Python).
-    """
-
-    request_bytes: int = Field(default=1_000_000, ge=1_000)
-    """The largest HTTP request body any endpoint reads."""
-    message_chars: int = Field(default=100_000, ge=1)
-    """The longest user message a run accepts."""
-    argument_bytes: int = Field(default=100_000, ge=100)
-    """The largest edited tool arguments (as JSON) an approval accepts."""
-    answer_bytes: int = Field(default=100_000, ge=100)
-    """The largest answer (question answers, a client tool's result or error, a form's content, as JSON)."""
-    json_depth: int = Field(default=64, ge=4, le=1_000)
-    """How deeply a JSON body may nest."""
-
-    def to_limits(self) -> Limits:
-        """The sizes the runtime checks inside its verbs."""
-        return Limits(
-            message_chars=self.message_chars, argument_bytes=self.argument_bytes, answer_bytes=self.answer_bytes
-        )
-
-
-class A2AConfig(_Strict):
-    """The `a2a` block: how agents speak A2A."""
-
-    kagent_compat: bool = False
-    """Also speak kagent 0.x's DataPart format (`adk_request_confirmation`, `decision_type`, and ADK's
-    FunctionResponse `{confirmed, payload}`) to clients that do not request the HITL v1 extension."""
-    legacy_only: bool = False
-    """Speak only kagent 0.x, for callers that predate v1: an A2A 0.3 card without the HITL extension,
-    and DataPart pauses even to a caller that asks for v1. Implies `kagent_compat`."""
-    push_secret_env: str | None = None
-    """Environment variable holding the secret that signs push notifications (as webhooks are signed);
-    unset: each push config's own `token` signs its deliveries, and a config without one is refused."""
-    push_private_urls: bool = False
-    """Let push notifications go to loopback and private addresses (local development and tests); by
-    default only public addresses are reached, so a client cannot make the server call inward."""
-
-
-class AgUiConfig(_Strict):
-    """The `ag_ui` block: how agents speak AG-UI."""
-
-    kaboo_compat: bool = False
-    """Speak to kaboo's clients unchanged: interrupt reasons `kaboo:approval`, questions as kaboo's
-    `ask_user` browser tool, remembered approvals kept by the host (`forwardedProps.kaboo_grants`,
-    none stored by sayso, wider scopes offered only to a host that sends them), and `system_prompt`
-    in agent config."""
-
-
 class Config(_Strict):
     """A whole `sayso.yaml`."""
 
@@ -423,7 +317,7 @@ class Config(_Strict):
         Steps of `path` that the file does not hold (pydantic's union branch names, defaults) are
         passed over, so the nearest written entry answers.
         """
-        return _line_of(self._lines, path)
+        return line_of(self._lines, path)
 
     @model_validator(mode="after")
     def _kaboo_system_prompts(self) -> Config:
@@ -508,7 +402,7 @@ def load_config(path: str | Path) -> Config:
     """
     file = Path(path)
     try:
-        raw, lines = _read_yaml(file.read_text())
+        raw, lines = read_yaml(file.read_text())
     except OSError as exc:
         raise ConfigError(f"cannot read config {str(file)!r}: {exc.strerror}") from exc
     except yaml.YAMLError as exc:
@@ -518,82 +412,9 @@ def load_config(path: str | Path) -> Config:
     try:
         config = Config.model_validate({**raw, "base_dir": file.resolve().parent})
     except ValidationError as exc:
-        problems = sorted((_validation_line(file, lines, error) for error in exc.errors()), key=lambda p: p[0])
+        problems = sorted((validation_line(file, lines, error) for error in exc.errors()), key=lambda p: p[0])
         shown = "\n".join(text for _, text in problems)
         raise ConfigError(f"config {str(file)!r} is invalid:\n{shown}") from exc
     config._source = file
     config._lines = lines
     return config
-
-
-def config_path(path: Sequence[str | int]) -> str:
-    """A config location as people write it: `agents.files.interrupt.tools[0]`."""
-    text = ""
-    for step in path:
-        text += f"[{step}]" if isinstance(step, int) else f".{step}" if text else step
-    return text
-
-
-def _read_yaml(text: str) -> tuple[Any, dict[tuple[str | int, ...], int]]:
-    """The document, and the line of every mapping key and list item in it (PyYAML's node marks)."""
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    finally:
-        loader.dispose()
-    lines: dict[tuple[str | int, ...], int] = {}
-    if node is not None:
-        _mark_lines(node, (), lines)
-    return data, lines
-
-
-def _mark_lines(node: yaml.Node, path: tuple[str | int, ...], lines: dict[tuple[str | int, ...], int]) -> None:
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            if isinstance(key, yaml.ScalarNode):
-                step = (*path, str(key.value))
-                lines.setdefault(step, key.start_mark.line + 1)
-                _mark_lines(value, step, lines)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            step = (*path, index)
-            lines[step] = item.start_mark.line + 1
-            _mark_lines(item, step, lines)
-
-
-def _line_of(lines: dict[tuple[str | int, ...], int], path: Sequence[str | int]) -> int | None:
-    found: tuple[str | int, ...] = ()
-    for step in path:
-        if (*found, step) in lines:
-            found = (*found, step)
-    return lines.get(found)
-
-
-_FIXES = {
-    "extra_forbidden": "remove it, or correct its spelling (the configuration reference lists every field)",
-    "missing": "add it",
-}
-
-
-def _validation_line(file: Path, lines: dict[tuple[str | int, ...], int], error: Any) -> tuple[int, str]:
-    """One schema problem as `file:line: where: what. Fix: how`, with its line to sort by."""
-    loc = tuple(error["loc"])
-    line = _line_of(lines, loc)
-    shown: list[str | int] = []
-    written: tuple[str | int, ...] = ()
-    for step in loc:
-        if (*written, step) in lines:
-            written = (*written, step)
-            shown.append(step)
-        elif not _is_union_branch(step):
-            shown.append(step)
-    where = config_path(shown) or "the config"
-    message = str(error["msg"]).removeprefix("Value error, ")
-    fix = _FIXES.get(str(error["type"]))
-    return line or 1, f"  {file}:{line or 1}: {where}: {message}" + (f". Fix: {fix}." if fix else "")
-
-
-def _is_union_branch(step: str | int) -> bool:
-    """Whether a step of pydantic's error location names a union member (`str`, `ToolRuleConfig`), not a field."""
-    return isinstance(step, str) and (step in ("str", "int", "float", "bool") or step[:1].isupper() or "[" in step)

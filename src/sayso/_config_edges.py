@@ -1,0 +1,151 @@
+"""The sections of `sayso.yaml` that configure the edges: webhooks, the audit key, size limits, A2A and AG-UI.
+
+Re-exported by `_config`, where the whole `Config` is assembled.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Literal, TypeAlias
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    model_validator,
+)
+
+from ._core.limits import Limits
+from .exceptions import ConfigError
+
+
+class _Strict(BaseModel):
+    # Attribute docstrings become field descriptions: the configuration reference is built from them.
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True)
+
+
+WebhookEvent: TypeAlias = Literal["request.opened", "request.decided", "request.expired"]
+"""Every event a webhook may subscribe to."""
+
+ALL_WEBHOOK_EVENTS: tuple[WebhookEvent, ...] = ("request.opened", "request.decided", "request.expired")
+
+
+class WebhookConfig(_Strict):
+    """One entry of the `webhooks:` list: where `sayso serve` sends signed request events."""
+
+    url: str = Field(pattern=r"^https?://")
+    """Where events are POSTed."""
+    secret: str | None = None
+    """The signing secret; prefer `secret_env` so it stays out of the file."""
+    secret_env: str | None = None
+    """Name of an environment variable holding the signing secret."""
+    events: list[WebhookEvent] = list(ALL_WEBHOOK_EVENTS)
+    """Which events to send."""
+    max_attempts: int = Field(default=5, ge=1, le=20)
+    """Attempts per event, the first included."""
+    backoff_seconds: float = Field(default=1.0, gt=0)
+    """Wait before the second attempt; each later wait doubles."""
+    timeout_seconds: float = Field(default=10.0, gt=0)
+    """Time allowed for one attempt."""
+
+    @model_validator(mode="after")
+    def _has_secret(self) -> WebhookConfig:
+        if not self.secret and not self.secret_env:
+            raise ValueError("a webhook needs 'secret' or 'secret_env' to sign its deliveries")
+        return self
+
+    def signing_secret(self) -> str:
+        """The secret, read from the environment when `secret_env` is set.
+
+        Raises:
+            ValueError: `secret_env` names an unset environment variable.
+        """
+        secret = os.environ.get(self.secret_env) if self.secret_env else self.secret
+        if not secret:
+            raise ValueError(f"webhook {self.url!r}: environment variable {self.secret_env!r} is not set")
+        return secret
+
+
+AUDIT_KEY_ENV = "SAYSO_AUDIT_KEY"
+"""The environment variable that holds the audit key unless `audit.key_env` names another."""
+
+
+class AuditConfig(_Strict):
+    """The `audit` block: what anchors the hash-chained audit log."""
+
+    key_env: str = AUDIT_KEY_ENV
+    """Environment variable holding the secret (at least 16 characters) that signs every audit record and the
+    chain's head, so a rewrite, a forged append or a cut tail is detected; unset: the chain is unanchored and
+    `sayso audit verify` says so."""
+    require_key: bool = False
+    """Refuse to start without the key (for deployments whose audit log must be anchored)."""
+    head_file: str | None = None
+    """A file (relative to the config) the chain's head is exported to after every append, out of reach of
+    whoever rewrites the database; `sayso audit verify` checks the log still reaches it. Delete it only
+    together with the store."""
+
+    def key(self) -> bytes | None:
+        """The audit key from the environment, or `None` when it is not set.
+
+        Raises:
+            ConfigError: the key is required and missing, or too short to be a secret.
+        """
+        secret = os.environ.get(self.key_env, "")
+        if not secret:
+            if self.require_key:
+                raise ConfigError(f"audit.require_key is set but the environment variable {self.key_env} is empty")
+            return None
+        if len(secret) < 16:
+            raise ConfigError(f"the audit key in {self.key_env} is too short: use at least 16 random characters")
+        return secret.encode()
+
+
+class LimitsConfig(_Strict):
+    """The `limits` block: how much one call may send, on every interface (REST, A2A, AG-UI, the CLI, Python).
+
+    Anything over a limit is refused before it is stored: `413` on HTTP (`TooLarge` in Python).
+    """
+
+    request_bytes: int = Field(default=1_000_000, ge=1_000)
+    """The largest HTTP request body any endpoint reads."""
+    message_chars: int = Field(default=100_000, ge=1)
+    """The longest user message a run accepts."""
+    argument_bytes: int = Field(default=100_000, ge=100)
+    """The largest edited tool arguments (as JSON) an approval accepts."""
+    answer_bytes: int = Field(default=100_000, ge=100)
+    """The largest answer (question answers, a client tool's result or error, a form's content, as JSON)."""
+    json_depth: int = Field(default=64, ge=4, le=1_000)
+    """How deeply a JSON body may nest."""
+
+    def to_limits(self) -> Limits:
+        """The sizes the runtime checks inside its verbs."""
+        return Limits(
+            message_chars=self.message_chars, argument_bytes=self.argument_bytes, answer_bytes=self.answer_bytes
+        )
+
+
+class A2AConfig(_Strict):
+    """The `a2a` block: how agents speak A2A."""
+
+    kagent_compat: bool = False
+    """Also speak kagent 0.x's DataPart format (`adk_request_confirmation`, `decision_type`, and ADK's
+    FunctionResponse `{confirmed, payload}`) to clients that do not request the HITL v1 extension."""
+    legacy_only: bool = False
+    """Speak only kagent 0.x, for callers that predate v1: an A2A 0.3 card without the HITL extension,
+    and DataPart pauses even to a caller that asks for v1. Implies `kagent_compat`."""
+    push_secret_env: str | None = None
+    """Environment variable holding the secret that signs push notifications (as webhooks are signed);
+    unset: each push config's own `token` signs its deliveries, and a config without one is refused."""
+    push_private_urls: bool = False
+    """Let push notifications go to loopback and private addresses (local development and tests); by
+    default only public addresses are reached, so a client cannot make the server call inward."""
+
+
+class AgUiConfig(_Strict):
+    """The `ag_ui` block: how agents speak AG-UI."""
+
+    kaboo_compat: bool = False
+    """Speak to kaboo's clients unchanged: interrupt reasons `kaboo:approval`, questions as kaboo's
+    `ask_user` browser tool, remembered approvals kept by the host (`forwardedProps.kaboo_grants`,
+    none stored by sayso, wider scopes offered only to a host that sends them), and `system_prompt`
+    in agent config."""
