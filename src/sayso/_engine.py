@@ -16,11 +16,14 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Tool
 
 from ._calls import ApprovedCall, Deferral, deferral_of
 from ._core.decisions import (
+    Accept,
     Answer,
     Approve,
+    Cancel,
     ClientError,
     ClientResult,
     DecisionRecord,
+    Decline,
     Reject,
     Skip,
     model_text,
@@ -30,6 +33,7 @@ from ._core.requests import (
     ApprovalRequest,
     ClientToolRequest,
     DelegateRequest,
+    ElicitationRequest,
     QuestionRequest,
     Request,
     default_hint,
@@ -71,7 +75,10 @@ def requests_from(
             "redact": redact,
             "parent_call_id": parent_call_id,
         }
-        if call.tool_call_id in approval_ids:
+        if deferral is not None and deferral.kind == "elicitation":
+            assert deferral.elicitation is not None, "an elicitation deferral carries what was asked"
+            requests.append(ElicitationRequest(**common, **deferral.elicitation.request_fields()))
+        elif call.tool_call_id in approval_ids:
             # pydantic-ai's own `requires_approval` tools defer without sayso's value.
             asked = deferral or Deferral(kind="approval")
             requests.append(
@@ -134,6 +141,22 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
                     subject_key=request.subject.key
                     if request.subject is not None and request.service_request is None
                     else None,
+                    from_body=request.from_body,
+                ).as_metadata()
+            else:
+                assert text is not None
+                results.approvals[call_id] = ToolDenied(text)
+        elif isinstance(request, ElicitationRequest):
+            # The call goes on when the person answered: the answer goes back to the server (or, for a
+            # visited URL, the refused call is issued again). A request closed without an answer, or a
+            # URL the person would not visit, ends the call here with what the model reads.
+            if isinstance(decision, Accept) or (isinstance(decision, Decline | Cancel) and request.delivery != "retry"):
+                results.approvals[call_id] = ToolApproved()
+                results.metadata[call_id] = ApprovedCall(
+                    request_id=request.request_id,
+                    principal=record.principal,
+                    elicitation=request,
+                    answer=decision,
                 ).as_metadata()
             else:
                 assert text is not None
@@ -171,6 +194,8 @@ def approval_record(request: Request, record: DecisionRecord) -> dict[str, Any]:
         entry.update(scope=decision.scope, approved_args=approved, executed_args=approved)
     elif isinstance(decision, Reject | Skip) and decision.reason:
         entry["reason"] = decision.reason
+    elif isinstance(decision, Accept) and decision.content is not None:
+        entry["content"] = decision.content
     if isinstance(request, ApprovalRequest) and request.subject is not None:
         entry["subject"] = request.subject.key
     return entry

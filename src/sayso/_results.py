@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ._core.requests import ApprovalRequest, ClientToolRequest, QuestionRequest, Request, shown_args
+from ._core.requests import (
+    ApprovalRequest,
+    ClientToolRequest,
+    ElicitationRequest,
+    QuestionRequest,
+    Request,
+    shown_args,
+)
 from ._store import RunStatus
 
 
@@ -63,7 +70,26 @@ def request_json(request: Request) -> dict[str, Any]:
         body["questions"] = [asdict(q) | {"choices": list(q.choices)} for q in request.questions]
     elif isinstance(request, ClientToolRequest):
         body.update(description=request.description, args_schema=request.args_schema)
+    elif isinstance(request, ElicitationRequest):
+        body.update(
+            mode=request.mode,
+            message=request.message,
+            server=request.server,
+            requested_schema=request.requested_schema,
+            url=request.url,
+            elicitation_id=request.elicitation_id,
+            durable=elicitation_durable(request),
+        )
     return body
+
+
+def elicitation_durable(request: ElicitationRequest) -> bool:
+    """Whether an answer to this elicitation reaches the server whichever process takes it (§9).
+
+    A URL retry, a parked task and a stateless round trip are durable; a form pushed on a live call
+    goes back only while the process holding that call lives (else it is replayed or closes as cancelled).
+    """
+    return request.delivery != "live"
 
 
 def run_json(result: RunResult) -> dict[str, Any]:

@@ -50,7 +50,7 @@ from ..exceptions import (
     ThreadNotFound,
     UsageError,
 )
-from . import _deciding, _tree, _turns
+from . import _deciding, _live, _tree, _turns
 from ._events import EventListener
 from ._kernel import Kernel
 from ._remote import RemoteAgents, remote_delegates
@@ -115,6 +115,7 @@ class Sayso:
         )
         self._open = False
         self._models = AsyncExitStack()
+        self._mcp = AsyncExitStack()
 
     @classmethod
     def from_yaml(cls, path: str | Path, **kwargs: Any) -> Sayso:
@@ -129,6 +130,7 @@ class Sayso:
     async def __aenter__(self) -> Sayso:
         await self._k.store.open()
         self._models = await open_models(self._k.agents.values())
+        self._mcp = await _live.open_mcp_host(self._k)
         self._open = True
         return self
 
@@ -137,6 +139,7 @@ class Sayso:
     ) -> None:
         self._open = False
         try:
+            await self._mcp.aclose()
             await self._models.aclose()
         finally:
             await self._k.store.aclose()
