@@ -283,13 +283,21 @@ class McpHost:
 
     async def __aexit__(self, *args: Any) -> None:
         group, self._group = self._group, None
-        self.parked.clear()
         if group is None:
             return
-        # Calls are cut; sessions close in their own tasks, so a server process is stopped properly
-        # (a session cancelled mid-exit would leave its subprocess to the garbage collector).
-        for call in list(self._calls):
+        # A call still waiting on the person is told "cancel", so its server is not left waiting on a
+        # connection that is about to close (the person's answer, when it comes, is replayed or the
+        # model reads that the call did not complete). Every other call is cut. Sessions then close
+        # in their own tasks, so a server process is stopped properly.
+        parked = set(self.parked.values())
+        for call in parked:
+            call.answer(mcp_types.ElicitResult(action="cancel"))
+        self.parked.clear()
+        for call in self._calls - parked:
             call.cancel()
+        with anyio.move_on_after(CLOSE_SECONDS):
+            while self._calls:
+                await anyio.sleep(0.02)
         for connection in list(self._connections):
             connection.close()
         group.cancel_scope.deadline = anyio.current_time() + CLOSE_SECONDS
