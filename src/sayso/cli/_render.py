@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import json
 import shlex
+from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from .._core.requests import ApprovalRequest, ClientToolRequest, QuestionRequest, Request, shown_args
+from .._core.requests import (
+    ApprovalRequest,
+    ClientToolRequest,
+    ElicitationRequest,
+    QuestionRequest,
+    Request,
+    shown_args,
+)
 from .._results import RunResult
 
 
@@ -36,6 +44,11 @@ def answer_commands(request: Request, config: str) -> list[str]:
     if isinstance(request, QuestionRequest):
         answers = [q.choices[0] if q.choices else "your answer" for q in request.questions]
         return [f"{base} answer {' '.join(shlex.quote(a) for a in answers)}", f"{base} skip"]
+    if isinstance(request, ElicitationRequest):
+        if request.mode == "url":
+            return [f"{base} done", f"{base} decline", f"{base} cancel"]
+        example = json.dumps(example_content(request.requested_schema or {}), ensure_ascii=False)
+        return [f"{base} accept {shlex.quote(example)}", f"{base} decline", f"{base} cancel"]
     return [f"{base} result {shlex.quote('{}')}", f"{base} error {shlex.quote('what went wrong')}"]
 
 
@@ -68,6 +81,14 @@ def request_panel(request: Request, *, index: int | None = None) -> Panel:
                 body.append(Text(f"  {n}) {choice}"))
             if q.multiple:
                 body.append(Text("  (several answers allowed)", style="dim"))
+    elif isinstance(request, ElicitationRequest):
+        title = f"{request.server or 'a check before ' + request.tool_name} asks ({_who(request)}, {request.tool_name})"
+        body.append(Text(request.message, style="bold"))
+        if request.mode == "url":
+            body.append(Text(f"visit: {request.url}", style="underline"))
+            body.append(Text("then say done (or decline, or cancel)", style="dim"))
+        else:
+            body.extend(Text(f"  {line}") for line in form_fields(request.requested_schema or {}))
     else:
         assert isinstance(request, ClientToolRequest)
         title = f"{_who(request)} asks the client to run [bold]{request.tool_name}[/bold]"
@@ -81,6 +102,29 @@ def request_panel(request: Request, *, index: int | None = None) -> Panel:
     body.append(Text(f"request {request.request_id}", style="dim"))
     prefix = f"[{index}] " if index is not None else ""
     return Panel(Group(*body), title=prefix + title, title_align="left", border_style="yellow")
+
+
+def form_fields(schema: dict[str, Any]) -> list[str]:
+    """A form's fields as lines a person reads: name, type, whether required, choices and description."""
+    required = set(schema.get("required", []))
+    lines = []
+    for name, field in (schema.get("properties") or {}).items():
+        label = field.get("title") or name
+        kind = "one of " + ", ".join(map(str, field["enum"])) if "enum" in field else field.get("type", "any")
+        line = f"{label} ({name}: {kind}{', required' if name in required else ''})"
+        if field.get("description"):
+            line += f" — {field['description']}"
+        lines.append(line)
+    return lines
+
+
+def example_content(schema: dict[str, Any]) -> dict[str, Any]:
+    """A filled-in example of a form's content, for the `sayso decide ... accept` command shown."""
+    samples = {"integer": 1, "number": 1.0, "boolean": True}
+    return {
+        name: field["enum"][0] if field.get("enum") else samples.get(field.get("type", ""), f"your {name}")
+        for name, field in (schema.get("properties") or {}).items()
+    }
 
 
 def print_result(console: Console, result: RunResult, *, config: str | None = None) -> None:
