@@ -1,4 +1,8 @@
-"""A server's form from the terminal: `sayso run` exits while it is open, `sayso decide` completes it; `sayso chat` answers it live."""
+"""A server's form from the terminal.
+
+`sayso run` exits while the form is open and a later `sayso decide` completes it; `sayso chat`
+answers it on the live call.
+"""
 
 from __future__ import annotations
 
@@ -57,7 +61,7 @@ def sayso(*args: str) -> dict[str, Any]:
 def test_a_run_that_exits_with_a_form_open_is_completed_by_a_later_decide(
     tmp_path: Path, elicit_server: ElicitServer
 ) -> None:
-    """`sayso run` pauses on the server's form and exits; `sayso decide ... accept JSON` replays the call with the answer."""
+    """`sayso run` pauses on the server's form and exits; `sayso decide ... accept JSON` replays the call."""
     config = write_config(tmp_path, elicit_server, replay=True)
     paused = sayso("run", str(config), "book fri")
     assert paused["status"] == "paused"
@@ -76,7 +80,7 @@ def test_a_run_that_exits_with_a_form_open_is_completed_by_a_later_decide(
 def test_without_replay_a_later_decide_reports_that_the_call_did_not_complete(
     tmp_path: Path, elicit_server: ElicitServer
 ) -> None:
-    """A tool that may not run twice is not called again from another process: the model reads that it did not complete."""
+    """A tool that may not run twice is not called again from another process: the model reads so."""
     config = write_config(tmp_path, elicit_server, replay=False)
     paused = sayso("run", str(config), "book sat")
     done = sayso("decide", str(config), paused["requests"][0]["id"], "accept", '{"people": 2, "name": "Ada"}')
