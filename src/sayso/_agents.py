@@ -18,6 +18,7 @@ from ._checks import check_config, raise_on_errors
 from ._config import AgentConfig, Config
 from ._core.policy import InterruptPolicy
 from ._gate import GateToolset, RunDeps
+from ._hooks import BeforeToolCall, HookToolset, before_tool_call
 from ._models import build_models, resolve_model
 from ._notify import DecisionNotifier
 from ._tools import ASK_USER_TOOL, BUILTIN_TOOLS, as_tool, import_spec
@@ -86,7 +87,8 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
     subjects = {r.subject: _subject_fn(r.subject, config.base_dir) for r in policy.tools if r.subject}
     own: AbstractToolset[Any] = FunctionToolset(tools)
     mcp = _mcp_toolset(name, spec, config)
-    gate = GateToolset(own if mcp is None else CombinedToolset([own, mcp]), policy=policy, subjects=subjects)
+    hooked = HookToolset(own if mcp is None else CombinedToolset([own, mcp]), hook=_hook(spec, config.base_dir))
+    gate = GateToolset(hooked, policy=policy, subjects=subjects)
     toolsets: list[Any] = [gate]
     if spec.ask_user or "ask_user" in spec.client_tools:
         if "ask_user" in names:
@@ -122,6 +124,18 @@ def _mcp_toolset(name: str, spec: AgentConfig, config: Config) -> McpToolset | N
     from ._mcp import McpToolset  # the `mcp` extra is needed only by agents that bind MCP servers
 
     return McpToolset.from_config(name, spec.mcp, config.mcp_servers, config.base_dir)
+
+
+def _hook(spec: AgentConfig, base_dir: Path) -> BeforeToolCall | None:
+    """The agent's before-call hook, imported when named by spec."""
+    hook = spec.before_tool_call
+    if hook is None:
+        return None
+    found = import_spec(hook, base_dir=base_dir) if isinstance(hook, str) else hook
+    try:
+        return before_tool_call(found)
+    except TypeError as exc:
+        raise ConfigError(f"before_tool_call {hook!r}: {exc}") from None
 
 
 def _delegate_tool(target: str, description: str) -> Tool[RunDeps]:

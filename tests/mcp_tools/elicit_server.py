@@ -193,6 +193,12 @@ async def reset(request: Request) -> PlainTextResponse:
     return PlainTextResponse("reset")
 
 
+@mcp.custom_route("/session", methods=["GET"])
+async def session(request: Request) -> JSONResponse:
+    """Whether a user has signed in (what a before-call hook asks before letting a call through)."""
+    return JSONResponse({"signed_in": request.query_params.get("user", "") in logged_in})
+
+
 @mcp.custom_route("/login", methods=["GET"])
 async def login(request: Request) -> PlainTextResponse:
     """The page a URL elicitation sends the person to; visiting it signs them in."""

@@ -28,6 +28,7 @@ from .._core.decisions import Decision
 from .._core.grants import Grant
 from .._core.policy import InterruptPolicy
 from .._core.requests import ClientTool
+from .._hooks import BeforeToolCall, HookToolset, before_tool_call
 from .._results import DecideResult, RunResult
 from .._store import (
     AuditPage,
@@ -459,6 +460,26 @@ class Sayso:
                     name, built.policy, [*seen[name], *known_tool_names(self.config.agents[name], self.config)]
                 )
         return seen
+
+    def before_tool_call(self, agent: str) -> Callable[[BeforeToolCall], BeforeToolCall]:
+        """A decorator that makes a function the before-call hook of `agent` (replacing its configured one).
+
+        ```python
+        @app.before_tool_call("crm")
+        async def sign_in_first(call: HookCall) -> VisitUrl | None: ...
+        ```
+
+        Raises:
+            ConfigError: there is no agent called `agent`.
+        """
+        hooked = self._k.built(agent).gate.wrapped
+        assert isinstance(hooked, HookToolset), "every agent's tools run behind its hook"
+
+        def register(hook: BeforeToolCall) -> BeforeToolCall:
+            hooked.hook = before_tool_call(hook)
+            return hook
+
+        return register
 
     def agent_model(self, agent: str) -> Model | str:
         """The model an agent runs on (a scripted model's `calls` log the requests it answered)."""
