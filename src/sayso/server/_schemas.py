@@ -11,7 +11,18 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field
 
-from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
+from .._core.decisions import (
+    Accept,
+    Answer,
+    Approve,
+    Cancel,
+    ClientError,
+    ClientResult,
+    Decision,
+    Decline,
+    Reject,
+    Skip,
+)
 from .._core.requests import ClientTool, RequestKind, Scope
 
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,64}$"
@@ -108,11 +119,31 @@ class ErrorIn(_Wire):
     message: str = Field(max_length=10_000)
 
 
-DecisionIn = Annotated[ApproveIn | RejectIn | SkipIn | AnswerIn | ResultIn | ErrorIn, Discriminator("kind")]
+class AcceptIn(_Wire):
+    """Give an MCP server what it asked for: the form's content, or (a page to visit) nothing: "done"."""
+
+    kind: Literal["accept"]
+    content: dict[str, Any] | None = None
+
+
+class DeclineIn(_Wire):
+    """Refuse what an MCP server asked for."""
+
+    kind: Literal["decline"]
+
+
+class CancelIn(_Wire):
+    """Dismiss what an MCP server asked for without choosing."""
+
+    kind: Literal["cancel"]
+
+
+AnyDecisionIn = ApproveIn | RejectIn | SkipIn | AnswerIn | ResultIn | ErrorIn | AcceptIn | DeclineIn | CancelIn
+DecisionIn = Annotated[AnyDecisionIn, Discriminator("kind")]
 """Any decision, tagged by `kind`."""
 
 
-def to_decision(body: ApproveIn | RejectIn | SkipIn | AnswerIn | ResultIn | ErrorIn) -> Decision:
+def to_decision(body: AnyDecisionIn) -> Decision:
     """The core decision a request body stands for."""
     match body:
         case ApproveIn():
@@ -127,6 +158,12 @@ def to_decision(body: ApproveIn | RejectIn | SkipIn | AnswerIn | ResultIn | Erro
             return ClientResult(value=body.value)
         case ErrorIn():
             return ClientError(message=body.message)
+        case AcceptIn():
+            return Accept(content=body.content)
+        case DeclineIn():
+            return Decline()
+        case CancelIn():
+            return Cancel()
 
 
 # outbound (documentation of the shapes `request_json` and `run_json` build)
@@ -174,6 +211,20 @@ class RequestOut(BaseModel):
     """client_tool: the tool's description."""
     args_schema: dict[str, Any] | None = None
     """client_tool: the declared JSON schema."""
+    mode: Literal["form", "url"] | None = None
+    """elicitation: a form to fill in, or a page to visit."""
+    message: str | None = None
+    """elicitation: what the server asks for."""
+    server: str | None = None
+    """elicitation: the MCP server that asked (`null`: the agent's before-call hook)."""
+    requested_schema: dict[str, Any] | None = None
+    """elicitation (form): the JSON schema the content must fit."""
+    url: str | None = None
+    """elicitation (url): the page to visit; then answer `accept` ("done"), `decline` or `cancel`."""
+    elicitation_id: str | None = None
+    """elicitation (url): the server's id for it."""
+    durable: bool | None = None
+    """elicitation: whether the answer reaches the server from any process (false: a form on a live call)."""
 
 
 class RunOut(BaseModel):

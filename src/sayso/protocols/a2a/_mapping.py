@@ -6,8 +6,14 @@ A2A protobuf messages that carry them, and how sayso's errors read as JSON-RPC e
 (`to_a2a_error`). Everything here is pure: the handler does the I/O.
 
 One A2A pause shows one kind of request (see `PauseView`): the open approvals first, then
-each question on its own, and one agent at a time; the run stays paused in sayso until every
-open request is decided, so the same task pauses again for what is left.
+each question on its own, then each MCP elicitation on its own, and one agent at a time; the run
+stays paused in sayso until every open request is decided, so the same task pauses again for
+what is left.
+
+kagent's extension has no elicitation of its own, so an elicitation is shown to kagent clients as
+an `ask_user_request` they already answer (a first question "accept, decline or cancel", then one
+question per form field, or "done" for a page to visit), with the structured request under our
+own key; a client that reads it may answer with an `elicitation_response` {id, action, content}.
 """
 
 from __future__ import annotations
@@ -21,8 +27,15 @@ from a2a.utils.errors import A2AError, InvalidParamsError, InvalidRequestError, 
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct, Value
 
-from ..._core.decisions import Answer, Approve, Decision, Reject, Skip
-from ..._core.requests import ApprovalRequest, QuestionRequest, Request, default_hint, shown_args
+from ..._core.decisions import Accept, Answer, Approve, Cancel, Decision, Decline, Reject, Skip
+from ..._core.requests import (
+    ApprovalRequest,
+    ElicitationRequest,
+    QuestionRequest,
+    Request,
+    default_hint,
+    shown_args,
+)
 from ...exceptions import (
     ConfigError,
     DecisionRefused,
@@ -47,7 +60,9 @@ GENERIC_TEXT = "Human input is required before the agent can continue."
 LEGACY_CONFIRMATION = "adk_request_confirmation"
 """The function name of kagent 0.x's confirmation DataParts."""
 
-ShownRequest: TypeAlias = ApprovalRequest | QuestionRequest
+ShownRequest: TypeAlias = ApprovalRequest | QuestionRequest | ElicitationRequest
+
+ShownKind: TypeAlias = Literal["approval", "question", "elicitation"]
 
 
 HITL_RESPONSE = "hitl_response"
@@ -87,9 +102,9 @@ def to_a2a_error(exc: Exception) -> A2AError:
 class PauseView:
     """What one A2A pause message shows of a sayso pause: one kind of request, from one agent."""
 
-    kind: Literal["approval", "question"]
+    kind: ShownKind
     requests: tuple[ShownRequest, ...]
-    """The requests the person decides now: several approvals, or exactly one question."""
+    """The requests the person decides now: several approvals, or exactly one question or elicitation."""
     task_id: str
     """The A2A task (the top-level run) that waits."""
     subagent: str | None = None
@@ -113,13 +128,18 @@ def pause_view(task_id: str, open_requests: Sequence[Request]) -> PauseView | No
     """
     approvals = [r for r in open_requests if isinstance(r, ApprovalRequest)]
     questions = [r for r in open_requests if isinstance(r, QuestionRequest)]
+    elicitations = [r for r in open_requests if isinstance(r, ElicitationRequest)]
+    kind: ShownKind
     if approvals:
         path = approvals[0].agent_path
         shown: tuple[ShownRequest, ...] = tuple(r for r in approvals if r.agent_path == path)
-        kind: Literal["approval", "question"] = "approval"
+        kind = "approval"
     elif questions:
         path = questions[0].agent_path
         shown, kind = (questions[0],), "question"
+    elif elicitations:
+        path = elicitations[0].agent_path
+        shown, kind = (elicitations[0],), "elicitation"
     else:
         return None
     parts = path.split("/")
@@ -170,14 +190,16 @@ def _pending(view: PauseView) -> list[_Pending]:
     """The top-level pending operations of a view: the shown calls, or the one call to the delegate."""
     if view.subagent is not None:
         return [_Pending(name=view.subagent, hint=_remote_hint(view), args={})]
-    if view.kind == "question":
-        (question,) = view.requests
-        assert isinstance(question, QuestionRequest)
-        return [_Pending(name="ask_user", hint=None, args={"questions": _questions_json(question)})]
+    if view.kind in ("question", "elicitation"):
+        return [_Pending(name="ask_user", hint=None, args={"questions": _shown_questions(view.requests[0])})]
     return [_Pending(name=r.tool_name, hint=_own_hint(r), args=shown_args(r)) for r in _approvals(view)]
 
 
 def _remote_hint(view: PauseView) -> str:
+    if view.kind == "elicitation":
+        (asked,) = view.requests
+        assert isinstance(asked, ElicitationRequest)
+        return f"Remote agent '{view.subagent}' asks: {asked.message}"
     if view.kind == "question":
         (question,) = view.requests
         assert isinstance(question, QuestionRequest)
@@ -203,14 +225,119 @@ def _tool_json(request: ApprovalRequest) -> dict[str, Any]:
     return {"id": request.request_id, "call_id": request.tool_call_id, "name": request.tool_name, "args": args}
 
 
-def _ask_tool_json(request: QuestionRequest) -> dict[str, Any]:
-    """The synthetic tool a nested question is shown as (§4)."""
+def _ask_tool_json(request: QuestionRequest | ElicitationRequest) -> dict[str, Any]:
+    """The synthetic tool a nested question (or elicitation) is shown as (§4)."""
     return {
         "id": request.request_id,
         "call_id": request.request_id,
         "name": "ask_user",
-        "args": {"questions": _questions_json(request)},
+        "args": {"questions": _shown_questions(request)},
     }
+
+
+# --- elicitations shown as questions, and answered either way
+
+
+ELICITATION_RESPONSE = "elicitation_response"
+"""sayso's own response type for an elicitation: `{type, id, action, content?}`."""
+
+_ACTIONS = ("accept", "decline", "cancel")
+
+
+def _shown_questions(request: ShownRequest) -> list[dict[str, Any]]:
+    """The questions of a question request, or those an elicitation is shown as to a kagent client."""
+    if isinstance(request, QuestionRequest):
+        return _questions_json(request)
+    assert isinstance(request, ElicitationRequest)
+    if request.mode == "url":
+        question = f"{request.message} Visit {request.url}, then answer done (or decline, or cancel)."
+        return [{"question": question, "choices": ["done", "decline", "cancel"], "multiple": False}]
+    schema = request.requested_schema or {}
+    required = set(schema.get("required", []))
+    questions = [{"question": request.message, "choices": list(_ACTIONS), "multiple": False}]
+    for name, field in (schema.get("properties") or {}).items():
+        label = field.get("title") or name
+        text = f"{label}{'' if name in required else ' (optional: answer - to leave it out)'}"
+        if field.get("description"):
+            text += f": {field['description']}"
+        choices = [str(c) for c in field.get("enum", [])] or (
+            ["true", "false"] if field.get("type") == "boolean" else []
+        )
+        questions.append({"question": text, "choices": choices, "multiple": False})
+    return questions
+
+
+def elicitation_from_answers(request: ElicitationRequest, answers: Sequence[Sequence[str]]) -> Decision:
+    """The decision answers to an elicitation's questions take: the action first, then each field's value.
+
+    Values are read by the field's type (numbers, booleans; `-` leaves an optional field out);
+    the runtime then checks the content against the schema and names any field still wrong.
+
+    Raises:
+        InvalidInput: the answers do not fit the questions (`field` is `HITL_RESPONSE`).
+    """
+    expected = len(_shown_questions(request))
+    if len(answers) != expected:
+        raise refused(f"expected {expected} answer(s), one per question, got {len(answers)}")
+    action = (answers[0][0] if answers[0] else "").strip().lower()
+    if request.mode == "url":
+        action = {"done": "accept"}.get(action, action)
+    if action not in _ACTIONS:
+        raise refused(f"the first answer must be one of {', '.join(_ACTIONS)}, not {action!r}")
+    if action == "decline":
+        return Decline()
+    if action == "cancel":
+        return Cancel()
+    if request.mode == "url":
+        return Accept()
+    properties = (request.requested_schema or {}).get("properties") or {}
+    content: dict[str, Any] = {}
+    for (name, field), answer in zip(properties.items(), answers[1:], strict=True):
+        raw = (answer[0] if answer else "").strip()
+        if raw in ("", "-"):
+            continue
+        content[name] = _typed(raw, field.get("type"))
+    return Accept(content=content)
+
+
+def _typed(raw: str, kind: Any) -> Any:
+    """A form value read from words by its field's type; left as words when it does not read as that type."""
+    try:
+        if kind == "integer":
+            return int(raw)
+        if kind == "number":
+            return float(raw)
+    except ValueError:
+        return raw
+    if kind == "boolean" and raw.lower() in ("true", "yes", "false", "no"):
+        return raw.lower() in ("true", "yes")
+    return raw
+
+
+def _elicitation_from_v1(view: PauseView, payload: Mapping[str, Any]) -> list[tuple[ShownRequest, Decision]]:
+    (asked,) = view.requests
+    assert isinstance(asked, ElicitationRequest)
+    if payload.get("id") != asked.request_id:
+        parent = " (the parent's id is never sent back)" if payload.get("id") == view.parent_id else ""
+        raise refused(f"invalid correlation: the answer's id must be {asked.request_id!r}{parent}")
+    if payload.get("type") == "ask_user_response":
+        answers = payload.get("answers")
+        if not isinstance(answers, list) or not all(
+            isinstance(a, dict) and isinstance(a.get("answer"), list) and all(isinstance(v, str) for v in a["answer"])
+            for a in answers
+        ):
+            raise refused("'answers' must be a list of {answer: [string, ...]}, one per question")
+        return [(asked, elicitation_from_answers(asked, [a["answer"] for a in answers]))]
+    action, content = payload.get("action"), payload.get("content")
+    if action not in _ACTIONS:
+        raise refused(f"'action' must be one of {', '.join(_ACTIONS)}, not {action!r}")
+    if content is not None and not isinstance(content, dict):
+        raise refused("'content' must be an object of the form's fields")
+    if action == "decline":
+        return [(asked, Decline())]
+    if action == "cancel":
+        return [(asked, Cancel())]
+    return [(asked, Accept(content=content))]
 
 
 def request_payload(view: PauseView) -> dict[str, Any]:
@@ -221,7 +348,7 @@ def request_payload(view: PauseView) -> dict[str, Any]:
         child_tools = (
             [_tool_json(r) for r in _approvals(view)]
             if view.kind == "approval"
-            else [_ask_tool_json(r) for r in view.requests if isinstance(r, QuestionRequest)]
+            else [_ask_tool_json(r) for r in view.requests if isinstance(r, QuestionRequest | ElicitationRequest)]
         )
         nested = {
             "subagent_name": view.subagent,
@@ -229,12 +356,11 @@ def request_payload(view: PauseView) -> dict[str, Any]:
             "context_id": first.thread_id,
             "tools": child_tools,
         }
-    if view.kind == "question":
-        assert isinstance(first, QuestionRequest)
+    if view.kind in ("question", "elicitation"):
         body: dict[str, Any] = {
             "type": "ask_user_request",
             "id": view.parent_id if nested else first.request_id,
-            "questions": _questions_json(first),
+            "questions": _shown_questions(first),
         }
     else:
         tools = (
@@ -263,6 +389,16 @@ def sayso_payload(view: PauseView) -> dict[str, Any]:
             entry["subject"] = {"key": request.subject.key, "label": request.subject.label} if request.subject else None
             entry["scopes"] = list(request.scopes)
             entry["hint"] = request.hint
+        elif isinstance(request, ElicitationRequest):
+            entry.update(
+                mode=request.mode,
+                message=request.message,
+                server=request.server,
+                requested_schema=request.requested_schema,
+                url=request.url,
+                durable=request.delivery != "live",
+                respond_with=ELICITATION_RESPONSE,
+            )
         entries.append(entry)
     return {"requests": entries}
 
@@ -302,14 +438,14 @@ def legacy_parts(view: PauseView) -> list[tuple[dict[str, Any], dict[str, Any]]]
         return [(data, metadata)]
     out = []
     for request in view.requests:
-        hint = view_text(view) if isinstance(request, QuestionRequest) else request.hint
+        hint = request.hint if isinstance(request, ApprovalRequest) else view_text(view)
         out.append((_legacy_confirmation(request.request_id, _legacy_call(request), hint, None), metadata))
     return out
 
 
 def _legacy_call(request: ShownRequest) -> dict[str, Any]:
-    if isinstance(request, QuestionRequest):
-        return {"name": "ask_user", "args": {"questions": _questions_json(request)}, "id": request.tool_call_id}
+    if isinstance(request, QuestionRequest | ElicitationRequest):
+        return {"name": "ask_user", "args": {"questions": _shown_questions(request)}, "id": request.tool_call_id}
     return {"name": request.tool_name, "args": shown_args(request), "id": request.tool_call_id}
 
 
@@ -391,7 +527,11 @@ def v1_payload(message: Message) -> dict[str, Any] | None:
     return payload if isinstance(payload, dict) and isinstance(payload.get("type"), str) else None
 
 
-RESPONSE_TYPES = {"approval": "tool_approval_response", "question": "ask_user_response"}
+RESPONSE_TYPES = {
+    "approval": "tool_approval_response",
+    "question": "ask_user_response",
+    "elicitation": "ask_user_response",
+}
 
 
 def decisions_from_v1(view: PauseView, payload: Mapping[str, Any]) -> list[tuple[ShownRequest, Decision]]:
@@ -405,6 +545,8 @@ def decisions_from_v1(view: PauseView, payload: Mapping[str, Any]) -> list[tuple
     """
     kind = payload.get("type")
     expected = RESPONSE_TYPES[view.kind]
+    if view.kind == "elicitation" and kind in (expected, ELICITATION_RESPONSE):
+        return _elicitation_from_v1(view, payload)
     if kind not in RESPONSE_TYPES.values():
         raise refused(f"{kind!r} is not a HITL response; this task waits for a {expected}")
     if kind != expected:
@@ -496,6 +638,8 @@ def decisions_from_legacy(view: PauseView, data: Mapping[str, Any]) -> list[tupl
     """
     decision_type = data["decision_type"]
     answers = data.get("ask_user_answers")
+    if view.kind == "elicitation":
+        return _elicitation_from_legacy(view, decision_type, answers)
     if view.kind == "question":
         (question,) = view.requests
         assert isinstance(question, QuestionRequest)
@@ -533,6 +677,23 @@ def decisions_from_legacy(view: PauseView, data: Mapping[str, Any]) -> list[tupl
         for request in view.requests:
             problem = problem.replace(request.request_id, request.tool_call_id)
         raise refused(problem) from None
+
+
+def _elicitation_from_legacy(view: PauseView, decision_type: str, answers: Any) -> list[tuple[ShownRequest, Decision]]:
+    (asked,) = view.requests
+    assert isinstance(asked, ElicitationRequest)
+    if isinstance(answers, list):
+        return [(asked, elicitation_from_answers(asked, _answer_lists(answers)))]
+    if decision_type == "reject":
+        return [(asked, Decline())]
+    raise refused("this task waits for what a server asked: send decision_type approve with ask_user_answers")
+
+
+def _answer_lists(raw: list[Any]) -> list[list[str]]:
+    lists = [entry.get("answer") if isinstance(entry, dict) else None for entry in raw]
+    if not all(isinstance(values, list) and all(isinstance(v, str) for v in values) for values in lists):
+        raise refused("each answer must be an object {answer: [string, ...]}")
+    return [list(values) for values in lists if isinstance(values, list)]
 
 
 def _reason(value: Any) -> str | None:

@@ -2,7 +2,8 @@
 
 Outbound: a run's new messages become text and tool-call events (a decided call's result
 carries its approval record), and a pause becomes `RUN_FINISHED` with one `Interrupt` per
-open approval or question, or `success` with `pendingToolCallIds` for client tools.
+open approval, question or MCP elicitation (whose `responseSchema` holds the server's requested
+schema), or `success` with `pendingToolCallIds` for client tools.
 Inbound: `RunAgentInput.resume` entries become decisions as in kaboo's answer table, and
 tool messages answer client tools. Errors: `error_event` is the one place sayso's errors
 become `RUN_ERROR`s. Everything here is pure; ids are looked up in what the server stored,
@@ -37,11 +38,33 @@ from ag_ui.core import (
 from ag_ui.core import TextPart as UserTextPart
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 
-from ..._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Reject, Skip
-from ..._core.requests import SCOPES_BY_WIDTH, ApprovalRequest, ClientToolRequest, QuestionRequest, Request, shown_args
+from ..._core.decisions import (
+    Accept,
+    Answer,
+    Approve,
+    Cancel,
+    ClientError,
+    ClientResult,
+    Decision,
+    Decline,
+    Reject,
+    Skip,
+)
+from ..._core.requests import (
+    SCOPES_BY_WIDTH,
+    ApprovalRequest,
+    ClientToolRequest,
+    ElicitationRequest,
+    QuestionRequest,
+    Request,
+    shown_args,
+)
 from ...exceptions import DecisionRefused, InvalidInput, NotAllowed, NotFound, RunConflict, SaysoError
 
-REASONS = {"approval": "sayso:approval", "question": "sayso:question"}
+REASONS = {"approval": "sayso:approval", "question": "sayso:question", "elicitation": "sayso:elicitation"}
+
+Interrupted = ApprovalRequest | QuestionRequest | ElicitationRequest
+"""The requests a person answers through an AG-UI interrupt (client tools are answered by tool messages)."""
 """The `Interrupt.reason` of each request kind AG-UI interrupts carry."""
 
 RESUME = "resume"
@@ -118,8 +141,8 @@ def message_events(messages: Sequence[ModelMessage], *, id_prefix: str) -> Itera
                     )
 
 
-def interrupt(request: ApprovalRequest | QuestionRequest) -> Interrupt:
-    """The AG-UI interrupt for an open approval or question (§6.4)."""
+def interrupt(request: Interrupted) -> Interrupt:
+    """The AG-UI interrupt for an open approval, question or elicitation (§6.4)."""
     metadata: dict[str, Any] = {
         "tool_name": request.tool_name,
         "tool_input": shown_args(request),
@@ -136,6 +159,17 @@ def interrupt(request: ApprovalRequest | QuestionRequest) -> Interrupt:
             metadata["request"] = request.service_request
         message = request.hint
         schema = approval_schema(request)
+    elif isinstance(request, ElicitationRequest):
+        metadata.update(
+            mode=request.mode,
+            server=request.server,
+            requested_schema=request.requested_schema,
+            url=request.url,
+            elicitation_id=request.elicitation_id,
+            durable=request.delivery != "live",
+        )
+        message = request.message
+        schema = elicitation_schema(request)
     else:
         metadata["questions"] = [
             {"question": q.question, "choices": list(q.choices), "multiple": q.multiple} for q in request.questions
@@ -182,11 +216,22 @@ def question_schema(request: QuestionRequest) -> dict[str, Any]:
     }
 
 
+def elicitation_schema(request: ElicitationRequest) -> dict[str, Any]:
+    """The JSON schema of a resolved resume payload for an elicitation: the action and, for a form, its content.
+
+    A page to visit is answered `{"action": "accept"}` once visited ("done").
+    """
+    properties: dict[str, Any] = {"action": {"enum": ["accept", "decline", "cancel"]}}
+    if request.mode == "form":
+        properties["content"] = request.requested_schema or {"type": "object"}
+    return {"type": "object", "properties": properties, "required": ["action"]}
+
+
 def finished_event(
     *, thread_id: str, run_id: str, requests: Sequence[Request], output: str | None, sayso_run_id: str
 ) -> RunFinishedEvent:
     """`RUN_FINISHED`: interrupted on open approvals and questions, or success (with pending client tool calls)."""
-    shown = [r for r in requests if isinstance(r, ApprovalRequest | QuestionRequest)]
+    shown = [r for r in requests if isinstance(r, Interrupted)]
     metadata = {"sayso_run_id": sayso_run_id}
     if shown:
         return RunFinishedEvent(
@@ -224,7 +269,7 @@ def decisions_from_resume(
     decided: dict[str, Decision] = {}
     for entry in entries:
         request = by_id.get(entry.interrupt_id)
-        if not isinstance(request, ApprovalRequest | QuestionRequest):
+        if not isinstance(request, Interrupted):
             raise refused(f"interrupt {entry.interrupt_id!r} is not open on this thread")
         if request.request_id in decided:
             raise refused(f"interrupt {entry.interrupt_id!r} is answered twice")
@@ -239,8 +284,10 @@ def decisions_from_resume(
     return decided
 
 
-def decision_from_entry(request: ApprovalRequest | QuestionRequest, entry: ResumeEntry) -> Decision:
+def decision_from_entry(request: Interrupted, entry: ResumeEntry) -> Decision:
     """One resume entry as a decision, per kaboo's answer table; only `approved` runs a gated call."""
+    if isinstance(request, ElicitationRequest):
+        return _elicitation_answer(entry)
     if entry.status == "cancelled":
         return Skip(reason=_text((entry.payload or {}).get("reason") if isinstance(entry.payload, dict) else None))
     payload = entry.payload
@@ -260,6 +307,25 @@ def decision_from_entry(request: ApprovalRequest | QuestionRequest, entry: Resum
     if status == "cancelled":
         return Reject(reason=_text(payload.get("reason")))
     raise refused(f"interrupt {entry.interrupt_id!r}: payload status must be 'approved' or 'cancelled'")
+
+
+def _elicitation_answer(entry: ResumeEntry) -> Decision:
+    """A resume entry for an elicitation: `cancelled` cancels; resolved, `{action, content?}` says what to send."""
+    if entry.status == "cancelled":
+        return Cancel()
+    payload = entry.payload
+    action = payload.get("action") if isinstance(payload, dict) else None
+    if action == "decline":
+        return Decline()
+    if action == "cancel":
+        return Cancel()
+    if action != "accept":
+        raise refused(f"interrupt {entry.interrupt_id!r}: payload action must be 'accept', 'decline' or 'cancel'")
+    assert isinstance(payload, dict)
+    content = payload.get("content")
+    if content is not None and not isinstance(content, dict):
+        raise refused(f"interrupt {entry.interrupt_id!r}: content must be an object of the form's fields")
+    return Accept(content=content)
 
 
 def _answers(interrupt_id: str, raw: Any) -> tuple[tuple[str, ...], ...]:

@@ -91,6 +91,16 @@ async function decide(card, request, body, options) {
     return;
   }
   message.textContent = `${problem.title}: ${problem.detail}`;  // refused: the request stays open
+  card.querySelectorAll(".field-error").forEach((node) => { node.textContent = ""; });
+  card.querySelectorAll("[aria-invalid]").forEach((node) => node.removeAttribute("aria-invalid"));
+  for (const error of problem.errors || []) {
+    // A form's content is refused field by field: each message goes next to its field.
+    const name = error.loc?.[0] === "content" ? error.loc[1] : undefined;
+    const field = name === undefined ? null : card.querySelector(`[data-field="${CSS.escape(String(name))}"]`);
+    if (!field) continue;
+    field.querySelector(".field-error").textContent = error.msg;
+    field.querySelector("input, select")?.setAttribute("aria-invalid", "true");
+  }
   buttons.forEach((b) => { b.disabled = false; });
 }
 
@@ -187,10 +197,91 @@ function clientToolCard(request, options) {
   return card;
 }
 
+// An MCP server (or the agent's before-call hook) asks the person: a form built from the requested
+// schema, or a page to visit ("Open", then "Done").
+function schemaField(name, schema, required) {
+  const id = nextId("field");
+  const errorId = nextId("field-error");
+  const label = schema.title || name;
+  let input;
+  if (Array.isArray(schema.enum)) {
+    const names = schema.enumNames || schema.enum;
+    input = el("select", { id }, required ? null : el("option", { value: "" }, "—"),
+      schema.enum.map((value, i) => el("option", { value: JSON.stringify(value) }, String(names[i] ?? value))));
+  } else if (schema.type === "boolean") {
+    input = el("input", { id, type: "checkbox", checked: schema.default === true });
+  } else if (schema.type === "integer" || schema.type === "number") {
+    input = el("input", { id, type: "number", step: schema.type === "integer" ? "1" : "any", min: schema.minimum, max: schema.maximum });
+  } else {
+    const types = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" };
+    input = el("input", { id, type: types[schema.format] || "text", minlength: schema.minLength, maxlength: schema.maxLength });
+  }
+  input.setAttribute("aria-describedby", errorId);
+  if (required) input.setAttribute("aria-required", "true");
+  if (schema.default !== undefined && schema.type !== "boolean" && !Array.isArray(schema.enum)) input.value = String(schema.default);
+  const node = el("div", { class: "field", "data-field": name },
+    el("label", { for: id }, label + (required ? " (required)" : "")), input,
+    schema.description ? el("p", { class: "muted" }, schema.description) : null,
+    el("p", { class: "field-error", id: errorId, role: "alert" }));
+  const read = () => {
+    if (input.type === "checkbox") return input.checked;
+    if (input.value === "") return undefined;
+    if (input.tagName === "SELECT") return JSON.parse(input.value);
+    if (input.type === "number") return Number(input.value);
+    return input.value;
+  };
+  return { node, read };
+}
+
+function elicitationCard(request, options) {
+  const asker = request.server || "A check before this call";
+  const card = cardShell(request, `${asker} asks (${request.tool_name})`, options);
+  card.append(el("p", {}, request.message));
+  const refuse = () => [
+    el("button", { type: "button", onclick: () => decide(card, request, { kind: "decline" }, options) }, "Decline"),
+    el("button", { type: "button", onclick: () => decide(card, request, { kind: "cancel" }, options) }, "Cancel"),
+  ];
+  if (request.mode === "url") {
+    let link = null;
+    try {
+      const url = new URL(request.url);
+      if (url.protocol === "https:" || url.protocol === "http:") {
+        link = el("a", { class: "button primary", href: url.href, target: "_blank", rel: "noopener noreferrer" }, "Open");
+      }
+      card.append(el("p", {}, "Page: ", el("code", {}, url.href)));
+    } catch (err) {
+      card.append(el("p", { class: "feedback error" }, `This page address cannot be opened: ${request.url}`));
+    }
+    card.append(el("div", { class: "actions" }, link,
+      el("button", { type: "button", class: "primary", onclick: () => decide(card, request, { kind: "accept" }, options) }, "Done"),
+      refuse()));
+    return card;
+  }
+  const schema = request.requested_schema || { properties: {} };
+  const required = new Set(schema.required || []);
+  const fields = Object.entries(schema.properties || {}).map(([name, field]) => [name, schemaField(name, field, required.has(name))]);
+  const form = el("form", { onsubmit: (e) => {
+    e.preventDefault();
+    const content = {};
+    for (const [name, field] of fields) {
+      const value = field.read();
+      if (value !== undefined) content[name] = value;
+    }
+    decide(card, request, { kind: "accept", content }, options);
+  } }, fields.map(([, field]) => field.node),
+    el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Submit"), refuse()));
+  card.append(form);
+  if (!request.durable) {
+    card.append(el("p", { class: "muted" }, "The server waits for this answer on an open call; if the server restarts first, the call may not complete."));
+  }
+  return card;
+}
+
 function renderCard(request, options) {
   if (request.kind === "approval") return approvalCard(request, options);
   if (request.kind === "question") return questionCard(request, options);
   if (request.kind === "client_tool") return clientToolCard(request, options);
+  if (request.kind === "elicitation") return elicitationCard(request, options);
   return cardShell(request, `${request.kind} request (not supported in this UI yet)`, options);
 }
 
