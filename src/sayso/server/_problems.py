@@ -94,19 +94,19 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
             return Problem(slug="not-allowed", title="Not allowed", status=403, detail=str(exc), extra=ids)
         return Problem(slug="forbidden", title="Not allowed", status=403, detail=str(exc))
     if isinstance(exc, DecisionRefused):
-        refused: dict[str, Any] = {"request_id": exc.request_id}
+        ids = {"request_id": exc.request_id}
         if isinstance(exc, AlreadyDecided):
-            return Problem(slug="already-decided", title="Already decided", status=409, detail=str(exc), extra=refused)
+            return Problem(slug="already-decided", title="Already decided", status=409, detail=str(exc), extra=ids)
         if isinstance(exc, RequestExpired):
-            return Problem(slug="request-expired", title="Request expired", status=410, detail=str(exc), extra=refused)
+            return Problem(slug="request-expired", title="Request expired", status=410, detail=str(exc), extra=ids)
         if isinstance(exc, InvalidDecision):
-            if exc.fields:
-                # A form's content: one error per field, where the person can fix it.
-                refused["errors"] = [
-                    {"loc": ["content", name] if name else ["content"], "msg": msg} for name, msg in exc.fields.items()
-                ]
-            return Problem(slug="invalid-decision", title="Invalid decision", status=422, detail=str(exc), extra=refused)
-        return Problem(slug="decision-refused", title="Decision refused", status=409, detail=str(exc), extra=refused)
+            # A form's content is refused field by field, so each error can sit next to its field.
+            fields = [
+                {"loc": ["content", name] if name else ["content"], "msg": msg} for name, msg in exc.fields.items()
+            ]
+            more: dict[str, Any] = {**ids, "errors": fields} if fields else dict(ids)
+            return Problem(slug="invalid-decision", title="Invalid decision", status=422, detail=str(exc), extra=more)
+        return Problem(slug="decision-refused", title="Decision refused", status=409, detail=str(exc), extra=ids)
     if isinstance(exc, RunConflict):
         ids = {"run_id": exc.run_id}
         if isinstance(exc, PauseConsumed):
