@@ -69,6 +69,7 @@ def request_panel(request: Request, *, index: int | None = None) -> Panel:
         title = f"{_who(request)} wants to run [bold]{request.tool_name}[/bold]"
         body.append(Syntax(json.dumps(shown_args(request), indent=2, ensure_ascii=False), "json", theme="ansi_dark"))
         body.append(Text(request.hint, style="italic"))
+        body.extend(_tool_lines(request))
         if request.subject is not None:
             body.append(Text(f"covers: {request.subject.label}"))
         if len(request.scopes) > 1:
@@ -83,12 +84,7 @@ def request_panel(request: Request, *, index: int | None = None) -> Panel:
                 body.append(Text("  (several answers allowed)", style="dim"))
     elif isinstance(request, ElicitationRequest):
         title = f"{request.server or 'a check before ' + request.tool_name} asks ({_who(request)}, {request.tool_name})"
-        body.append(Text(request.message, style="bold"))
-        if request.mode == "url":
-            body.append(Text(f"visit: {request.url}", style="underline"))
-            body.append(Text("then say done (or decline, or cancel)", style="dim"))
-        else:
-            body.extend(Text(f"  {line}") for line in form_fields(request.requested_schema or {}))
+        body.extend(_elicitation_lines(request))
     else:
         assert isinstance(request, ClientToolRequest)
         title = f"{_who(request)} asks the client to run [bold]{request.tool_name}[/bold]"
@@ -102,6 +98,31 @@ def request_panel(request: Request, *, index: int | None = None) -> Panel:
     body.append(Text(f"request {request.request_id}", style="dim"))
     prefix = f"[{index}] " if index is not None else ""
     return Panel(Group(*body), title=prefix + title, title_align="left", border_style="yellow")
+
+
+def _tool_lines(request: ApprovalRequest) -> list[Text]:
+    """What the tool's source (an MCP server) says about the tool: title, description, whether it destroys."""
+    info = request.tool_info
+    if info is None:
+        return []
+    lines = []
+    about = ": ".join(part for part in (info.title, info.description) if part)
+    if about:
+        lines.append(Text(f"{info.source or 'tool'} · {about}", style="dim"))
+    if info.destructive and not info.read_only:
+        lines.append(Text("the tool's source says it may destroy data", style="red"))
+    return lines
+
+
+def _elicitation_lines(request: ElicitationRequest) -> list[Text]:
+    """What a server asks: its message, then the page to visit or the form's fields."""
+    lines = [Text(request.message, style="bold")]
+    if request.mode == "url":
+        lines.append(Text(f"visit: {request.url}", style="underline"))
+        lines.append(Text("then say done (or decline, or cancel)", style="dim"))
+    else:
+        lines.extend(Text(f"  {line}") for line in form_fields(request.requested_schema or {}))
+    return lines
 
 
 def form_fields(schema: dict[str, Any]) -> list[str]:

@@ -19,7 +19,7 @@ own key; a client that reads it may answer with an `elicitation_response` {id, a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal, TypeAlias
 
 from a2a.types import Message, Part, Role
@@ -389,6 +389,7 @@ def sayso_payload(view: PauseView) -> dict[str, Any]:
             entry["subject"] = {"key": request.subject.key, "label": request.subject.label} if request.subject else None
             entry["scopes"] = list(request.scopes)
             entry["hint"] = request.hint
+            entry["tool"] = asdict(request.tool_info) if request.tool_info is not None else None
         elif isinstance(request, ElicitationRequest):
             entry.update(
                 mode=request.mode,

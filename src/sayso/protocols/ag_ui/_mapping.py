@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -157,6 +158,8 @@ def interrupt(request: Interrupted) -> Interrupt:
         metadata["scopes"] = list(request.scopes)
         if request.service_request is not None:
             metadata["request"] = request.service_request
+        if request.tool_info is not None:
+            metadata["tool"] = asdict(request.tool_info)
         message = request.hint
         schema = approval_schema(request)
     elif isinstance(request, ElicitationRequest):

@@ -107,6 +107,12 @@ async function decide(card, request, body, options) {
 function approvalCard(request, options) {
   const card = cardShell(request, `Approve ${request.tool_name}?`, options);
   if (request.hint) card.append(el("p", {}, request.hint));
+  if (request.tool) {
+    // What the tool's source (an MCP server) says about it.
+    const about = [request.tool.title, request.tool.description].filter(Boolean).join(": ");
+    if (about) card.append(el("p", { class: "label" }, `${request.tool.source || "tool"} · ${about}`));
+    if (request.tool.destructive && !request.tool.read_only) card.append(el("p", { class: "error" }, "The tool's source says it may destroy data."));
+  }
   if (request.subject) card.append(el("p", {}, "Covers: ", el("strong", {}, request.subject.label)));
   card.append(el("pre", { "aria-label": "Arguments" }, JSON.stringify(request.args, null, 2)));
   const scopes = request.scopes || ["once"];
