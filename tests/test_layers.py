@@ -24,7 +24,7 @@ EDGES = ("sayso.server", "sayso.protocols", "sayso.cli")
 COMPOSITION_ROOTS = ("sayso", "sayso.__main__")
 """Where the runtime meets its adapters (the default A2A client, the console script)."""
 
-PROTOCOLS = ("sayso.protocols.a2a", "sayso.protocols.ag_ui")
+PROTOCOLS = ("sayso.protocols.a2a", "sayso.protocols.ag_ui", "sayso.protocols.mcp")
 
 FORBIDDEN_IN_CORE = (
     "sqlalchemy",
@@ -146,7 +146,7 @@ def test_nothing_inside_imports_an_edge() -> None:
 
 
 def test_protocol_packages_do_not_import_each_other() -> None:
-    """A2A and AG-UI share only `sayso.protocols` helpers, never each other's modules."""
+    """A2A, AG-UI and MCP share only `sayso.protocols` helpers, never each other's modules."""
     bad = [
         module.where(i)
         for protocol in PROTOCOLS

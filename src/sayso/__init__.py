@@ -34,6 +34,7 @@ from ._core.requests import (
     ToolInfo,
 )
 from ._gate import RunDeps
+from ._hooks import AskApproval, BeforeToolCall, HookCall, VisitUrl, before_tool_call
 from ._mcp_config import McpBinding, McpHttpServer, McpStdioServer, mcp_bindings
 from ._results import DecideResult, RunResult, request_json, run_json
 from ._runtime import DEFAULT_REMOTE_AGENTS, RemoteAgents, Sayso
@@ -88,6 +89,8 @@ __all__ = [
     "Approval",
     "ApprovalRequest",
     "Approve",
+    "AskApproval",
+    "BeforeToolCall",
     "CallerError",
     "Cancel",
     "ClientError",
@@ -103,6 +106,7 @@ __all__ = [
     "Decline",
     "ElicitationRequest",
     "GrantNotFound",
+    "HookCall",
     "InputRequest",
     "InterruptConfig",
     "InterruptPolicy",
@@ -145,7 +149,9 @@ __all__ = [
     "ToolRuleConfig",
     "Unauthenticated",
     "UsageError",
+    "VisitUrl",
     "Workflow",
+    "before_tool_call",
     "load_config",
     "mcp_bindings",
     "request_json",

@@ -17,6 +17,7 @@ from ._checks import check_config, raise_on_errors
 from ._config import AgentConfig, Config
 from ._core.policy import InterruptPolicy
 from ._gate import Gate, RunDeps
+from ._hooks import BeforeToolCall, before_tool_call
 from ._models import build_models, resolve_model
 from ._notify import DecisionNotifier
 from ._tools import ASK_USER_TOOL, BUILTIN_TOOLS, as_tool, import_spec
@@ -96,7 +97,7 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
         tools.append(ASK_USER_TOOL)
         ungated = frozenset({ASK_USER_TOOL.name})
     mcp = _mcp_toolset(name, spec, config)
-    gate = Gate(policy=policy, subjects=subjects, ungated=ungated)
+    gate = Gate(policy=policy, subjects=subjects, ungated=ungated, hook=_hook(spec, config.base_dir))
     model = resolve_model(spec.model, models, agent=name)
     agent: Agent[RunDeps, str | DeferredToolRequests] = Agent(
         model,
@@ -129,6 +130,18 @@ def _mcp_toolset(name: str, spec: AgentConfig, config: Config) -> McpToolset | N
     from ._mcp import McpToolset  # the `mcp` extra is needed only by agents that bind MCP servers
 
     return McpToolset.from_config(name, spec.mcp, config.mcp_servers, config.base_dir)
+
+
+def _hook(spec: AgentConfig, base_dir: Path) -> BeforeToolCall | None:
+    """The agent's before-call hook, imported when named by spec."""
+    hook = spec.before_tool_call
+    if hook is None:
+        return None
+    found = import_spec(hook, base_dir=base_dir) if isinstance(hook, str) else hook
+    try:
+        return before_tool_call(found)
+    except TypeError as exc:
+        raise ConfigError(f"before_tool_call {hook!r}: {exc}") from None
 
 
 def _delegate_tool(target: str, description: str) -> Tool[RunDeps]:

@@ -5,10 +5,11 @@ pydantic-ai carries an opaque `metadata` mapping with a deferred call (`Approval
 (`DeferredToolResults.metadata`) back to the tool as `ctx.tool_call_metadata`. sayso keeps one
 typed value under its own key in both directions:
 
-- `Deferral` — from the gate, `ask_user`, client tools and delegates to the engine: what kind of
-  request the call becomes and what the person will be shown;
-- `ApprovedCall` — from the engine back to the gate and the tool body: which request approved
-  the call, by whom, with which arguments.
+- `Deferral` — from the gate, `ask_user`, client tools, delegates, MCP servers and before-call
+  hooks to the engine: what kind of request the call becomes and what the person will be shown;
+- `ApprovedCall` — from the engine back to the gate, the tool body, the hook and the MCP toolset:
+  which request let the call go on, by whom, with which arguments, and (for an elicitation) the
+  person's answer.
 
 Nothing else in sayso reads or writes that metadata, so the contract lives here alone.
 """
@@ -19,12 +20,51 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._core.requests import Question, RejectMode, Scope, Subject, ToolInfo
+from ._core.decisions import Accept, Cancel, Decline
+from ._core.requests import (
+    ElicitationDelivery,
+    ElicitationMode,
+    ElicitationRequest,
+    Question,
+    RejectMode,
+    Scope,
+    Subject,
+    ToolInfo,
+)
 
 META_KEY = "sayso"
 """The key under which sayso keeps its own value in pydantic-ai tool and deferred-call metadata."""
 
-DeferralKind = Literal["approval", "question", "client_tool", "delegate"]
+DeferralKind = Literal["approval", "question", "client_tool", "delegate", "elicitation"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Elicitation:
+    """What an MCP server (or a before-call hook) asked the person for, before it belongs to a run.
+
+    The part of an `ElicitationRequest` that comes from the asker; the engine adds run, thread and ids.
+    """
+
+    server: str | None
+    """The server that asked, by its name under `mcp_servers`; `None` for a before-call hook."""
+    mode: ElicitationMode
+    message: str
+    requested_schema: dict[str, Any] | None = None
+    """Form mode: the schema the content must fit."""
+    url: str | None = None
+    """URL mode: the page to visit."""
+    elicitation_id: str | None = None
+    """URL mode: the server's id for the elicitation."""
+    delivery: ElicitationDelivery = "live"
+    """How the answer will reach the asker (see `ElicitationDelivery`)."""
+    task: dict[str, Any] | None = None
+    """`task` delivery: the server's create-task result."""
+
+    def request_fields(self) -> dict[str, Any]:
+        """The fields of an `ElicitationRequest` that come from the asker."""
+        from dataclasses import asdict
+
+        return asdict(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +102,8 @@ class Deferral:
     """Delegate: the delegate's run the call waits on."""
     tool_info: ToolInfo | None = None
     """Approval: what the tool's source (an MCP server) says about the tool."""
+    elicitation: Elicitation | None = None
+    """Elicitation: what the server (or hook) asked."""
 
     def as_metadata(self) -> dict[str, Any]:
         """The metadata mapping pydantic-ai carries for this call."""
@@ -99,6 +141,12 @@ class ApprovedCall:
     """The edited arguments, when edited: the call that runs must match them."""
     subject_key: str | None = None
     """The policy subject the person saw; the call that runs must keep it (services check their own)."""
+    from_body: bool = False
+    """The approval answered a request the call raised itself (its body, or a before-call hook)."""
+    elicitation: ElicitationRequest | None = None
+    """Elicitation: the request the person answered, so a re-issued call can match the server's question."""
+    answer: Accept | Decline | Cancel | None = None
+    """Elicitation: the person's answer, handed back to the server."""
 
     def as_metadata(self) -> dict[str, Any]:
         """The metadata mapping pydantic-ai hands the tool as `ctx.tool_call_metadata`."""

@@ -185,6 +185,16 @@ class AgentConfig(_Strict):
     """Agents this one may hand work to; each is a tool named after the delegate."""
     mcp: list[McpBinding] = []
     """Tools from MCP servers (§9): which server, which tools, whether calls wait for approval."""
+    before_tool_call: Any = None
+    """A hook run before every tool call that may pause it (ask for approval, or send the person to a
+    URL such as a login page): an import spec (`pkg.mod:fn`), or (from Python) the function itself."""
+
+    @field_validator("before_tool_call")
+    @classmethod
+    def _hook_is_usable(cls, hook: Any) -> Any:
+        if hook is not None and not (isinstance(hook, str) or callable(hook)):
+            raise ValueError(f"before_tool_call must be an import spec or a function, not {hook!r}")
+        return hook
 
     @field_validator("tools")
     @classmethod

@@ -36,6 +36,7 @@ from ._core.requests import (
     ApprovalRequest,
     ClientToolRequest,
     DelegateRequest,
+    ElicitationRequest,
     QuestionRequest,
     Request,
     default_hint,
@@ -78,7 +79,10 @@ def requests_from(
             "redact": redact,
             "parent_call_id": parent_call_id,
         }
-        if call.tool_call_id in approval_ids:
+        if deferral is not None and deferral.kind == "elicitation":
+            assert deferral.elicitation is not None, "an elicitation deferral carries what was asked"
+            requests.append(ElicitationRequest(**common, **deferral.elicitation.request_fields()))
+        elif call.tool_call_id in approval_ids:
             # pydantic-ai's own `requires_approval` tools defer without sayso's value.
             asked = deferral or Deferral(kind="approval")
             requests.append(
@@ -144,6 +148,7 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
                     if request.subject is not None and request.service_request is None
                     else None,
                     response=decision.payload,
+                    from_body=request.from_body,
                 ).as_metadata()
             elif isinstance(decision, Reject) and request.on_reject == "call":
                 # ADK's `Confirmed=false`: the body runs again and decides what the rejection returns.
@@ -154,6 +159,21 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
                     principal=record.principal,
                     approved=False,
                     reason=decision.reason,
+                ).as_metadata()
+            else:
+                assert text is not None
+                results.approvals[call_id] = ToolDenied(text)
+        elif isinstance(request, ElicitationRequest):
+            # The call goes on when the person answered: the answer goes back to the server (or, for a
+            # visited URL, the refused call is issued again). A request closed without an answer, or a
+            # URL the person would not visit, ends the call here with what the model reads.
+            if isinstance(decision, Accept) or (isinstance(decision, Decline | Cancel) and request.delivery != "retry"):
+                results.approvals[call_id] = ToolApproved()
+                results.metadata[call_id] = ApprovedCall(
+                    request_id=request.request_id,
+                    principal=record.principal,
+                    elicitation=request,
+                    answer=decision,
                 ).as_metadata()
             else:
                 assert text is not None

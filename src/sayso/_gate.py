@@ -33,6 +33,7 @@ from ._core.policy import Gate as PolicyGate
 from ._core.policy import InterruptPolicy, call_binding, gate_for, subject_from, whole_tool_subject
 from ._core.requests import SCOPES_BY_WIDTH, ClientTool, Scope, Subject, ToolInfo, default_hint
 from ._core.service import STILL_NEEDS_APPROVAL, ServiceAsk, parse_service_ask
+from ._hooks import BeforeToolCall, HookToolset
 from ._store import ExecutionResult
 from ._tools import client_tool, defer_client_call, options_of, tool_info_of
 
@@ -114,13 +115,18 @@ class Gate(AbstractCapability[Any]):
     """Subject functions of the policy's rules, by import spec."""
     ungated: frozenset[str] = frozenset()
     """Tools sayso provides itself (`ask_user`): no policy applies to them."""
+    hook: BeforeToolCall | None = None
+    """The agent's before-call hook: it runs inside the gate, before every call of the agent's tools (§9)."""
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
         return None  # built from sayso's config, never from an agent spec
 
     def get_wrapper_toolset(self, toolset: AbstractToolset[Any]) -> AbstractToolset[Any]:
-        return GateToolset(toolset, gate=self)
+        # The hook sits inside the gate, as a tool's own body does: the gate's policy approval comes
+        # first, and what the hook asks for (an approval, a page to visit) goes through the gate's
+        # handling of a body's request. Read per run, so `Sayso.before_tool_call` takes effect at once.
+        return GateToolset(HookToolset(toolset, hook=self.hook, skip=self.ungated), gate=self)
 
     def subject_for(self, tool_name: str, args: dict[str, Any], gate: PolicyGate | None = None) -> Subject | None:
         """The subject a call would be approved for; `None` means the call needs no approval."""

@@ -11,31 +11,50 @@ tools exactly as to Python ones.
 
 Binding checks happen when the tools are first listed: at the start of the agent's first run
 (the run fails with a `ConfigError` naming the tool and what the server offers), or earlier
-when the host calls `McpToolset.verify()` (at startup, say). Servers are started for a run and
-stopped after it, so a paused run holds no server process.
+when the host calls `McpToolset.verify()` (at startup, say). Sessions are opened for a run and
+closed after it, so a paused run holds no server process — except a call blocked on a question
+its server pushed to the person, which the runtime keeps open while its process lives.
+
+When a server asks the person something mid-call, the call pauses the run with an `elicitation`
+request (`_mcp_calls` says how each way of asking is kept); the person's answer comes back in the
+resumed call's `ApprovedCall`, and `call_tool` hands it to the call still waiting, or issues the
+call again with the stored answer (a stateless round trip, a parked task, or a replay the binding
+allows), or reports that the call did not complete.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Self
 
+import anyio
 from pydantic_ai import RunContext
+from pydantic_ai.exceptions import ApprovalRequired, ModelRetry
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from ._calls import META_KEY
-from ._core.requests import ToolInfo
+from ._calls import META_KEY, Deferral, Elicitation, approved_call_of
+from ._core.requests import ElicitationRequest, ToolInfo
+from ._gate import RunDeps
 from ._mcp_config import McpBinding, McpHttpServer, McpServerConfig, McpStdioServer, resolve_path
-from ._tools import TOOL_INFO_KEY, ToolOptions
+from ._tools import TOOL_INFO_KEY, ToolOptions, options_of
 from .exceptions import ConfigError
 
 try:
-    from fastmcp.client.transports import StdioTransport
+    import mcp_types
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
+    from fastmcp.exceptions import ToolError
+    from fastmcp_tasks.client import ToolTask
+    from fastmcp_tasks.client_models import ClientCreateTaskResult
+    from mcp import MCPError
+    from mcp.client.extension import ClientExtension
     from pydantic_ai.mcp import MCPToolset
+
+    from ._mcp_calls import Asked, Done, ElicitHandler, LiveCall, McpHost, Paused, RunConnections, ServerFactory
+    from ._mcp_elicit import to_elicit_result, url_required
 except ImportError as exc:  # pragma: no cover - the import guard of an optional extra
     raise ImportError("agents with MCP servers need the `mcp` extra: pip install 'sayso[mcp]'") from exc
 
@@ -132,21 +151,38 @@ def _name(tool: str, prefix: str | None) -> str:
 
 
 class McpToolset(AbstractToolset[Any]):
-    """An agent's MCP bindings: the bound tools of its servers, stamped for sayso's gate."""
+    """An agent's MCP bindings: the bound tools of its servers, stamped for sayso's gate.
 
-    def __init__(self, agent: str, bindings: Sequence[McpBinding], servers: Mapping[str, MCPToolset[Any]]) -> None:
+    Each run gets its own copy (`for_run`) with its own sessions (`RunConnections`): opened on first
+    use, reused call after call, closed when the run ends. Calls run in the runtime's `McpHost` when
+    it has set one (`host`), so a call whose server asks the person mid-call can stay open after
+    its run pauses; without a host, a run-scoped one keeps nothing open.
+    """
+
+    def __init__(
+        self,
+        agent: str,
+        bindings: Sequence[McpBinding],
+        servers: Mapping[str, ServerFactory],
+        *,
+        prefixes: Mapping[str, str | None] | None = None,
+    ) -> None:
         """Put `bindings` over `servers`.
 
         Args:
             agent: the agent's name, for error messages.
             bindings: the agent's `mcp:` list.
-            servers: a pydantic-ai `MCPToolset` for every server the bindings name.
+            servers: how to open a session with every server the bindings name.
+            prefixes: each server's configured tool-name `prefix`, if any.
         """
         self.agent = agent
         self.bindings = tuple(bindings)
         self.servers = dict(servers)
-        self.prefixes: dict[str, str | None] = {}
-        self._exit_stack: AsyncExitStack | None = None
+        self.prefixes: dict[str, str | None] = dict(prefixes or {})
+        self.host: McpHost | None = None
+        """The runtime's host, set when the runtime opens; calls then outlive the run that issued them."""
+        self._connections: RunConnections | None = None
+        self._own_host: McpHost | None = None
 
     @classmethod
     def from_config(
@@ -158,25 +194,36 @@ class McpToolset(AbstractToolset[Any]):
             ConfigError: a secret's environment variable is not set.
         """
         names = list(dict.fromkeys(b.server for b in bindings))
-        toolset = cls(agent, bindings, {name: server_toolset(name, servers[name], base_dir) for name in names})
-        toolset.prefixes = {name: servers[name].prefix for name in names}
-        return toolset
+        return cls(
+            agent,
+            bindings,
+            {name: server_factory(name, servers[name], base_dir) for name in names},
+            prefixes={name: servers[name].prefix for name in names},
+        )
 
     @property
     def id(self) -> str | None:
         return f"sayso-mcp-{self.agent}"
 
+    async def for_run(self, ctx: RunContext[Any]) -> AbstractToolset[Any]:
+        copy = McpToolset(self.agent, self.bindings, self.servers, prefixes=self.prefixes)
+        copy.host = self.host
+        return copy
+
     async def __aenter__(self) -> Self:
-        async with AsyncExitStack() as stack:
-            for server in self.servers.values():
-                await stack.enter_async_context(server)
-            self._exit_stack = stack.pop_all()
+        host = self.host
+        if host is None:
+            host = self._own_host = await McpHost(keeps_calls=False).__aenter__()
+        self._connections = RunConnections(host, self.servers)
         return self
 
     async def __aexit__(self, *args: Any) -> bool | None:
-        if self._exit_stack is not None:
-            stack, self._exit_stack = self._exit_stack, None
-            await stack.aclose()
+        connections, self._connections = self._connections, None
+        if connections is not None:
+            connections.aclose()
+        own, self._own_host = self._own_host, None
+        if own is not None:
+            await own.__aexit__(None, None, None)
         return None
 
     async def verify(self) -> dict[str, McpRoute]:
@@ -188,14 +235,36 @@ class McpToolset(AbstractToolset[Any]):
         Raises:
             ConfigError: a binding names a tool its server does not offer (the message lists what it offers).
         """
-        offered: dict[str, list[str]] = {}
-        for name, server in self.servers.items():
-            offered[name] = [t.name for t in await server.list_tools()]
+        async with McpHost(keeps_calls=False) as host:
+            connections = RunConnections(host, self.servers)
+            try:
+                offered = {name: [t.name for t in await self._listed(connections, name)] for name in self.servers}
+            finally:
+                connections.aclose()
         return plan_routes(self.agent, self.bindings, offered, prefixes=self.prefixes)
 
+    async def _listed(self, connections: RunConnections, server: str) -> list[mcp_types.Tool]:
+        connection = await connections.acquire(server)
+        try:
+            return await connection.toolset.list_tools()
+        finally:
+            connections.release(connection)
+
+    def _run_connections(self) -> RunConnections:
+        assert self._connections is not None, "pydantic-ai enters a toolset for its run before using it"
+        return self._connections
+
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
-        listed = {name: await server.get_tools(ctx) for name, server in self.servers.items()}
-        titles = {name: {t.name: t.title for t in await server.list_tools()} for name, server in self.servers.items()}
+        connections = self._run_connections()
+        listed: dict[str, dict[str, ToolsetTool[Any]]] = {}
+        titles: dict[str, dict[str, str | None]] = {}
+        for name in self.servers:
+            connection = await connections.acquire(name)
+            try:
+                listed[name] = await connection.toolset.get_tools(ctx)
+                titles[name] = {t.name: t.title for t in await connection.toolset.list_tools()}
+            finally:
+                connections.release(connection)
         routes = plan_routes(
             self.agent, self.bindings, {name: list(tools) for name, tools in listed.items()}, prefixes=self.prefixes
         )
@@ -226,43 +295,153 @@ class McpToolset(AbstractToolset[Any]):
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
         route = McpRoute(**(tool.tool_def.metadata or {})[ROUTE_KEY])
-        server = self.servers[route.server]
-        source = replace(tool, toolset=server, tool_def=replace(tool.tool_def, name=route.tool))
-        return await server.call_tool(route.tool, tool_args, ctx, source)
+        connections = self._run_connections()
+        deps = ctx.deps
+        key = (deps.run_id, ctx.tool_call_id) if isinstance(deps, RunDeps) and ctx.tool_call_id else None
+        approved = approved_call_of(ctx.tool_call_metadata)
+        request = approved.elicitation if approved is not None else None
+        if approved is None or approved.answer is None or request is None or request.server != route.server:
+            return await self._issue(route, tool_args, ctx, tool, key)
+        if request.delivery == "retry":
+            # The person visited the page the server sent them to: the refused call is issued again.
+            return await self._issue(route, tool_args, ctx, tool, key)
+        reply = to_elicit_result(request, approved.answer)
+        if request.delivery == "live":
+            parked = connections.host.take(key) if key is not None else None
+            if parked is not None and parked.answer(reply):
+                return await self._follow(parked, route, key)
+            options = options_of(tool.tool_def)
+            if not (route.replay_elicitation or options.read_only or options.idempotent):
+                return CALL_ENDED
+        return await self._issue(
+            route,
+            tool_args,
+            ctx,
+            tool,
+            key,
+            stored=[(request, reply)],
+            task=request.task if request.delivery == "task" else None,
+        )
 
-    def apply(self, visitor: Callable[[AbstractToolset[Any]], None]) -> None:
-        for server in self.servers.values():
-            server.apply(visitor)
+    async def _issue(
+        self,
+        route: McpRoute,
+        tool_args: dict[str, Any],
+        ctx: RunContext[Any],
+        tool: ToolsetTool[Any],
+        key: tuple[str, str] | None,
+        *,
+        stored: Sequence[tuple[ElicitationRequest, mcp_types.ElicitResult]] = (),
+        task: dict[str, Any] | None = None,
+    ) -> Any:
+        """Issue the call on a session of its own (or resume the task it became) and follow it."""
+        connections = self._run_connections()
+        call = LiveCall(keep_open=connections.host.keeps_calls and key is not None, stored=stored, task=task)
+        connection = await connections.acquire(route.server)
+        server = connection.toolset
 
-    def visit_and_replace(
-        self, visitor: Callable[[AbstractToolset[Any]], AbstractToolset[Any]]
-    ) -> AbstractToolset[Any]:
-        replaced = {name: server.visit_and_replace(visitor) for name, server in self.servers.items()}
-        if all(new is self.servers[name] for name, new in replaced.items()):
-            return self
-        assert all(isinstance(s, MCPToolset) for s in replaced.values()), "an MCP server is replaced by an MCP server"
-        copy = McpToolset(self.agent, self.bindings, {n: s for n, s in replaced.items() if isinstance(s, MCPToolset)})
-        copy.prefixes = self.prefixes
-        return copy
+        async def body() -> Any:
+            connection.current = call
+            try:
+                if task is not None:
+                    return await _resume_task(server, route.tool, task)
+                source = replace(tool, toolset=server, tool_def=replace(tool.tool_def, name=route.tool))
+                return await server.call_tool(route.tool, tool_args, ctx, source)
+            finally:
+                connection.current = None
+                connections.release(connection)
+
+        connections.host.start(call, body)
+        return await self._follow(call, route, key)
+
+    async def _follow(self, call: LiveCall, route: McpRoute, key: tuple[str, str] | None) -> Any:
+        """Wait for the call's next event: its result, or a question that pauses the run."""
+        try:
+            event = await call.next()
+        except anyio.get_cancelled_exc_class():
+            call.cancel()
+            raise
+        if isinstance(event, Done):
+            return event.value
+        if isinstance(event, Asked):
+            assert key is not None, "only a call with a run to resume keeps a live question open"
+            connections = self._run_connections()
+            connections.host.park(key, call)
+            raise _pause(event.elicitation)
+        if isinstance(event, Paused):
+            raise _pause(event.elicitation)
+        pages = url_required(event.error, server=route.server)
+        if pages:
+            # The server refused the call until the person visits a page; one page at a time.
+            raise _pause(pages[0])
+        raise event.error
 
 
-def server_toolset(name: str, server: McpServerConfig, base_dir: Path) -> MCPToolset[Any]:
-    """A pydantic-ai `MCPToolset` for one configured server (fastmcp's stdio or streamable HTTP transport).
+CALL_ENDED = (
+    "Cancelled: the call that asked the person this had already ended (the process holding it stopped) "
+    "and this tool is not safe to call again, so it did not complete. Check its effect before trying again."
+)
+"""What the model reads when a form's answer arrives after its call is gone and the call may not be replayed."""
+
+
+def _pause(asked: Elicitation) -> ApprovalRequired:
+    """The signal that pauses the run on what the server asked."""
+    return ApprovalRequired(metadata=Deferral(kind="elicitation", elicitation=asked).as_metadata())
+
+
+async def _resume_task(server: MCPToolset[Any], tool: str, task: dict[str, Any]) -> Any:
+    """Drive a server task parked on input to its end (any process can: the task lives on the server).
+
+    Raises:
+        ModelRetry: the task failed, was cancelled, or is gone; the model reads why.
+    """
+    resumed = ToolTask(server.client, tool, ClientCreateTaskResult.model_validate(task))
+    try:
+        result = await resumed.result()
+    except (ToolError, MCPError) as exc:
+        raise ModelRetry(f"the task behind {tool!r} did not finish: {exc}") from exc
+    structured = result.structured_content
+    if isinstance(structured, dict) and set(structured) == {"result"}:
+        return structured["result"]
+    if structured is not None:
+        return structured
+    texts = [part.text for part in result.content if isinstance(part, mcp_types.TextContent)]
+    return texts[0] if len(texts) == 1 else texts
+
+
+def server_factory(name: str, server: McpServerConfig, base_dir: Path) -> ServerFactory:
+    """How to open a session with one configured server: a pydantic-ai `MCPToolset` over a fastmcp client.
+
+    The client waits as long as a call takes (`timeout=None`): a call may be blocked on a person's
+    answer. Secrets are read now, so a missing one fails when the agent is built.
 
     Raises:
         ConfigError: a secret's environment variable is not set.
     """
     if isinstance(server, McpStdioServer):
         command = resolve_path(server.command, base_dir) if "/" in server.command else server.command
-        transport = StdioTransport(
-            command,
-            list(server.args),
-            env=server.resolved_env(name) or None,
-            cwd=resolve_path(server.cwd, base_dir) if server.cwd else str(base_dir),
-            # One process per run: a paused run holds no server process.
-            keep_alive=False,
+        env = server.resolved_env(name) or None
+        cwd = resolve_path(server.cwd, base_dir) if server.cwd else str(base_dir)
+
+        def transport() -> Any:
+            return StdioTransport(command, list(server.args), env=env, cwd=cwd, keep_alive=False)
+
+    else:
+        assert isinstance(server, McpHttpServer)
+        headers = server.resolved_headers(name) or None
+
+        def transport() -> Any:
+            return StreamableHttpTransport(server.url, headers=headers)
+
+    def open_server(handler: ElicitHandler, extensions: Sequence[ClientExtension]) -> MCPToolset[Any]:
+        client = Client(
+            transport(),
+            mode=server.session,
+            elicitation_handler=handler,
+            timeout=None,
+            init_timeout=INIT_TIMEOUT_SECONDS,
+            extensions=extensions,
         )
-        return MCPToolset(transport, id=f"mcp-{name}", init_timeout=INIT_TIMEOUT_SECONDS)
-    assert isinstance(server, McpHttpServer)
-    headers = server.resolved_headers(name)
-    return MCPToolset(server.url, id=f"mcp-{name}", headers=headers or None, init_timeout=INIT_TIMEOUT_SECONDS)
+        return MCPToolset(client, id=f"mcp-{name}")
+
+    return open_server

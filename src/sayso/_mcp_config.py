@@ -14,11 +14,16 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TypeAlias
+from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .exceptions import ConfigError
+
+SessionMode: TypeAlias = Literal["auto", "legacy"]
+"""How sayso opens a session with a server: `auto` lets the client negotiate (the stateless modern
+protocol when the server offers it, the handshake otherwise); `legacy` pins the handshake-era
+protocol, the one on which a server can push a form or a URL to the person mid-call."""
 
 SERVER_NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
 """Server names become tool-name prefixes when two servers offer the same tool, so they stay tool-name safe."""
@@ -44,6 +49,9 @@ class McpStdioServer(_Strict):
     """Working folder of the server, relative to the config's folder (default: the config's folder)."""
     prefix: str | None = Field(default=None, pattern=SERVER_NAME_PATTERN)
     """Prefix for this server's tool names (`prefix___tool`); by default names stay as the server gives them."""
+    session: SessionMode = "auto"
+    """`legacy` for a server whose tools ask the person mid-call (`ctx.elicit` in fastmcp) but that also
+    speaks the stateless protocol, where such questions cannot be sent; `auto` otherwise."""
 
     def resolved_env(self, server: str) -> dict[str, str]:
         """The environment for the server, secrets read now.
@@ -66,6 +74,9 @@ class McpHttpServer(_Strict):
     `{Authorization: CRM_AUTH}` where `CRM_AUTH` holds `Bearer ...`."""
     prefix: str | None = Field(default=None, pattern=SERVER_NAME_PATTERN)
     """Prefix for this server's tool names (`prefix___tool`); by default names stay as the server gives them."""
+    session: SessionMode = "auto"
+    """`legacy` for a server whose tools ask the person mid-call (`ctx.elicit` in fastmcp) but that also
+    speaks the stateless protocol, where such questions cannot be sent; `auto` otherwise."""
 
     def resolved_headers(self, server: str) -> dict[str, str]:
         """The headers to send, secrets read now.
@@ -95,8 +106,10 @@ class McpBinding(_Strict):
     """Every call to a tool of this binding waits for a person (policy rules, grants and
     `skip_read_only` apply as to any gated tool)."""
     replay_elicitation: bool = False
-    """After a restart, issue a call again to hand a stored answer to the server's form, even
-    though the tool is not marked read-only or idempotent (§9)."""
+    """When the call a server's form arrived on is gone (a CLI run that exited, a restart, another
+    replica), issue the call again and hand the stored answer to the server's matching form, even
+    though the tool is not marked read-only or idempotent (for those it is the default). Without it
+    such a request closes as cancelled and the model reads that the call did not complete (§9)."""
 
     @field_validator("tools")
     @classmethod

@@ -4,8 +4,8 @@ Pure functions over plain data, in both directions:
 
 - what a server asks (`ElicitRequestFormParams` / `ElicitRequestURLParams`, or the
   URL-elicitation-required error -32042 that pydantic-ai surfaces as a `ModelRetry` caused by an
-  `MCPError`) becomes an `Elicitation`: the MCP half of an `ElicitationRequest`, carried in
-  deferred-call metadata until the runtime gives it a run, a thread and an id;
+  `MCPError`) becomes an `Elicitation` (`_calls`): the MCP half of an `ElicitationRequest`, carried
+  in a `Deferral` until the runtime gives it a run, a thread and an id;
 - a person's decision on such a request (`Accept`, `Decline`, `Cancel`; a skip or an expiry
   counts as cancel) becomes the `ElicitResult` handed back to the server;
 - a stored request is matched against the elicitation a re-issued call brings (same mode,
@@ -18,58 +18,40 @@ Checking the person's content against the requested schema happens earlier, in
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
-
 import mcp_types
 from mcp import MCPError
 
+from ._calls import Elicitation
 from ._core.audit import canonical_json
 from ._core.decisions import Accept, Decision
-from ._core.requests import ElicitationMode, ElicitationRequest
+from ._core.requests import ElicitationDelivery, ElicitationRequest
 
-KIND = "elicitation"
-"""The `kind` in deferred-call metadata (under `META_KEY`) of a call paused on an elicitation."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Elicitation:
-    """What an MCP server asked the person for, before it belongs to a run (the MCP half of an `ElicitationRequest`)."""
-
-    server: str
-    """The server that asked, by its name under `mcp_servers`."""
-    mode: ElicitationMode
-    message: str
-    requested_schema: dict[str, Any] | None = None
-    """Form mode: the schema the content must fit."""
-    url: str | None = None
-    """URL mode: the page to visit."""
-    elicitation_id: str | None = None
-    """URL mode: the server's id for the elicitation."""
-
-    def metadata(self) -> dict[str, Any]:
-        """The deferred-call metadata (under `META_KEY`) that carries this elicitation to the runtime."""
-        return {"kind": KIND, **asdict(self)}
-
-    @classmethod
-    def from_metadata(cls, meta: dict[str, Any]) -> Elicitation:
-        """Read back what `metadata` wrote."""
-        return cls(**{k: v for k, v in meta.items() if k != "kind"})
-
-    def request_fields(self) -> dict[str, Any]:
-        """The fields of an `ElicitationRequest` that come from MCP; the runtime adds run, thread and ids."""
-        return asdict(self)
+__all__ = ["Elicitation", "from_params", "matches", "to_elicit_result", "url_required"]
 
 
 def from_params(
-    params: mcp_types.ElicitRequestFormParams | mcp_types.ElicitRequestURLParams, *, server: str
+    params: mcp_types.ElicitRequestFormParams | mcp_types.ElicitRequestURLParams,
+    *,
+    server: str,
+    delivery: ElicitationDelivery = "live",
 ) -> Elicitation:
     """What the server asks in an `elicitation/create` request (or an input request embedded in a result or task)."""
     if isinstance(params, mcp_types.ElicitRequestURLParams):
         return Elicitation(
-            server=server, mode="url", message=params.message, url=params.url, elicitation_id=params.elicitation_id
+            server=server,
+            mode="url",
+            message=params.message,
+            url=params.url,
+            elicitation_id=params.elicitation_id,
+            delivery=delivery,
         )
-    return Elicitation(server=server, mode="form", message=params.message, requested_schema=params.requested_schema)
+    return Elicitation(
+        server=server,
+        mode="form",
+        message=params.message,
+        requested_schema=params.requested_schema,
+        delivery=delivery,
+    )
 
 
 def url_required(error: BaseException, *, server: str) -> list[Elicitation] | None:
@@ -81,12 +63,12 @@ def url_required(error: BaseException, *, server: str) -> list[Elicitation] | No
     while seen is not None:
         if isinstance(seen, MCPError) and seen.error.code == mcp_types.URL_ELICITATION_REQUIRED:
             data = mcp_types.ElicitationRequiredErrorData.model_validate(seen.error.data or {"elicitations": []})
-            return [from_params(e, server=server) for e in data.elicitations]
+            return [from_params(e, server=server, delivery="retry") for e in data.elicitations]
         seen = seen.__cause__
     return None
 
 
-def to_elicit_result(request: ElicitationRequest, decision: Decision) -> mcp_types.ElicitResult:
+def to_elicit_result(request: ElicitationRequest | Elicitation, decision: Decision) -> mcp_types.ElicitResult:
     """The answer the server receives for a decided request.
 
     Accept carries the form's content (URL mode: none, the page was visited); decline stays

@@ -7,7 +7,15 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from ._core.decisions import DECISION_ADAPTER
-from ._core.requests import ApprovalRequest, ClientToolRequest, InputRequest, QuestionRequest, Request, shown_args
+from ._core.requests import (
+    ApprovalRequest,
+    ClientToolRequest,
+    ElicitationRequest,
+    InputRequest,
+    QuestionRequest,
+    Request,
+    shown_args,
+)
 from ._store import RequestState, RunStatus
 
 RequestStatus = Literal["open", "decided", "closed", "expired"]
@@ -90,7 +98,26 @@ def request_json(request: Request) -> dict[str, Any]:
             payload=request.payload,
             response_schema=request.response_schema,
         )
+    elif isinstance(request, ElicitationRequest):
+        body.update(
+            mode=request.mode,
+            message=request.message,
+            server=request.server,
+            requested_schema=request.requested_schema,
+            url=request.url,
+            elicitation_id=request.elicitation_id,
+            durable=elicitation_durable(request),
+        )
     return body
+
+
+def elicitation_durable(request: ElicitationRequest) -> bool:
+    """Whether an answer to this elicitation reaches the server whichever process takes it (§9).
+
+    A URL retry, a parked task and a stateless round trip are durable; a form pushed on a live call
+    goes back only while the process holding that call lives (else it is replayed or closes as cancelled).
+    """
+    return request.delivery != "live"
 
 
 def run_json(result: RunResult) -> dict[str, Any]:

@@ -209,17 +209,23 @@ class DecisionRefused(SaysoError, ValueError):
 class InvalidDecision(DecisionRefused):
     """The answer does not fit the request: wrong kind, wrong count, arguments that fail the schema."""
 
-    def __init__(self, request_id: str, problem: str, *, fields: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, request_id: str, problem: str, *, fields: dict[str, str] | None = None, under: str | None = None
+    ) -> None:
         super().__init__(request_id, problem)
         self.fields = dict(fields or {})
         """The problem per field, for answers with fields (a form's content); `""` is the whole answer."""
+        self.under = under
+        """The part of the decision the fields sit in (`content` for a form's content), `None` for the whole."""
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return _invalid_decision, (self.request_id, self.problem, self.fields)
+        return _invalid_decision, (self.request_id, self.problem, self.fields, self.under)
 
 
-def _invalid_decision(request_id: str, problem: str, fields: dict[str, str]) -> InvalidDecision:
-    return InvalidDecision(request_id, problem, fields=fields)
+def _invalid_decision(
+    request_id: str, problem: str, fields: dict[str, str], under: str | None = None
+) -> InvalidDecision:
+    return InvalidDecision(request_id, problem, fields=fields, under=under)
 
 
 class AlreadyDecided(DecisionRefused):

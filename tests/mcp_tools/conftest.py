@@ -5,15 +5,18 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from sayso import Config, Sayso
 
-from ..conftest import script
+from ..conftest import free_port, script
 
 NODE_DIR = Path(__file__).parent / "node"
 FILESYSTEM_SERVER = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
@@ -80,3 +83,57 @@ def repo(tmp_path: Path) -> Path:
     (path / "README.md").write_text("hello\n")
     git("add", "README.md")
     return path.resolve()
+
+
+ELICIT_SERVER = Path(__file__).parent / "elicit_server.py"
+
+
+@dataclass(frozen=True)
+class ElicitServer:
+    """The fastmcp test server that asks the person things (`elicit_server.py`), and what it heard."""
+
+    base_url: str
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.base_url}/mcp"
+
+    def bookings(self) -> list[str]:
+        """The tables booked so far."""
+        return list(httpx.get(f"{self.base_url}/bookings").json())
+
+    def answers(self) -> list[str]:
+        """What each pushed form got back: accept, decline, cancel, or error."""
+        return list(httpx.get(f"{self.base_url}/answers").json())
+
+
+@pytest.fixture(scope="session")
+def elicit_server_process() -> Iterator[ElicitServer]:
+    """The elicitation test server over streamable HTTP, started once for the session."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, str(ELICIT_SERVER), str(port)], stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/bookings", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None, "the elicitation test server exited"
+            assert time.monotonic() < deadline, "the elicitation test server did not start"
+            time.sleep(0.2)
+        yield ElicitServer(base)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        assert process.stderr is not None
+        process.stderr.close()
+
+
+@pytest.fixture
+def elicit_server(elicit_server_process: ElicitServer) -> ElicitServer:
+    """The elicitation test server with no bookings, answers or sign-ins yet."""
+    httpx.post(f"{elicit_server_process.base_url}/reset")
+    return elicit_server_process

@@ -7,7 +7,13 @@ Every way an MCP server can ask is here, so the tests pin how each reaches a cli
   `InputRequiredResult` and reads the answer when the client calls again;
 - `sign_in`: a URL pushed mid-call (`elicitation/create` in URL mode);
 - `crm_contacts`: refuses with the URL-elicitation-required error (-32042) until `/login` was visited;
-- `approve_refund`: a background task (fastmcp-tasks) that parks on `input_required` with a form.
+- `approve_refund`: a background task (fastmcp-tasks) that parks on `input_required` with a form;
+- `refund_later`: the same, but a task on every call (`task=required`), so even a plain call parks;
+- `quote`: a read-only tool that pushes a form mid-call.
+
+What the person's answers did is observable over HTTP: `/bookings` lists the tables booked and
+`/answers` every answer a pushed form got (`accept`, `decline`, `cancel`, or `error` when the
+client refused to answer), so tests can check what the server heard, and how often.
 """
 
 from __future__ import annotations
@@ -20,10 +26,11 @@ import mcp_types
 import uvicorn
 from fastmcp import Context, FastMCP
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.utilities.tasks import TaskConfig
 from fastmcp_tasks import TasksExtension
 from mcp import UrlElicitationRequiredError
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse
+from starlette.responses import JSONResponse, PlainTextResponse
 
 PARTY_SCHEMA = {
     "type": "object",
@@ -46,15 +53,40 @@ class Party:
 mcp = FastMCP("elicit-test")
 mcp.add_extension(TasksExtension(url="memory://"))
 logged_in: set[str] = set()
+bookings: list[str] = []
+answers: list[str] = []
+
+
+async def ask_party(ctx: Context, day: str) -> Party | str:
+    """Ask for the party mid-call; the booking itself, or what became of the question."""
+    try:
+        answer = await ctx.elicit(f"Booking for {day}: how many people, and under which name?", response_type=Party)
+    except Exception:
+        answers.append("error")
+        raise
+    answers.append(answer.action)
+    if answer.action == "accept":
+        return answer.data
+    return f"Booking {answer.action}d"
 
 
 @mcp.tool
 async def book_table(day: str, ctx: Context) -> str:
     """Book a table, asking the person how many people and under which name."""
-    answer = await ctx.elicit(f"Booking for {day}: how many people, and under which name?", response_type=Party)
-    if answer.action == "accept":
-        return f"Booked {day} for {answer.data.people} ({answer.data.name})"
-    return f"Booking {answer.action}d"
+    party = await ask_party(ctx, day)
+    if isinstance(party, str):
+        return party
+    bookings.append(f"{day}:{party.people}:{party.name}")
+    return f"Booked {day} for {party.people} ({party.name})"
+
+
+@mcp.tool(annotations={"readOnlyHint": True})
+async def quote(day: str, ctx: Context) -> str:
+    """Quote a price for a table, asking the person how many people (changes nothing)."""
+    party = await ask_party(ctx, day)
+    if isinstance(party, str):
+        return party
+    return f"A table on {day} for {party.people} costs {party.people * 30} EUR"
 
 
 @mcp.tool
@@ -112,9 +144,8 @@ class SignInFirst(Middleware):
 mcp.add_middleware(SignInFirst())
 
 
-@mcp.tool(task=True)
-async def approve_refund(amount: int, ctx: Context) -> str | mcp_types.InputRequiredResult:
-    """Refund an order in the background, asking the person for a reason first."""
+async def refund(amount: int, ctx: Context) -> str | mcp_types.InputRequiredResult:
+    """Refund an order, asking the person for a reason first (answers come back on the task's next leg)."""
     responses = ctx.input_responses
     if not responses:
         form = mcp_types.ElicitRequestFormParams(
@@ -127,6 +158,45 @@ async def approve_refund(amount: int, ctx: Context) -> str | mcp_types.InputRequ
     if answer.action != "accept" or answer.content is None:
         return f"Refund {answer.action}d"
     return f"Refunded {amount}: {answer.content['reason']}"
+
+
+@mcp.tool(task=True)
+async def approve_refund(amount: int, ctx: Context) -> str | mcp_types.InputRequiredResult:
+    """Refund an order in the background, asking the person for a reason first."""
+    return await refund(amount, ctx)
+
+
+@mcp.tool(task=TaskConfig(mode="required"))
+async def refund_later(amount: int, ctx: Context) -> str | mcp_types.InputRequiredResult:
+    """Refund an order as a background task on every call, asking the person for a reason first."""
+    return await refund(amount, ctx)
+
+
+@mcp.custom_route("/bookings", methods=["GET"])
+async def list_bookings(request: Request) -> JSONResponse:
+    """The tables booked so far."""
+    return JSONResponse(bookings)
+
+
+@mcp.custom_route("/answers", methods=["GET"])
+async def list_answers(request: Request) -> JSONResponse:
+    """What each pushed form got back: accept, decline, cancel, or error."""
+    return JSONResponse(answers)
+
+
+@mcp.custom_route("/reset", methods=["POST"])
+async def reset(request: Request) -> PlainTextResponse:
+    """Forget bookings, answers and sign-ins (each test starts clean)."""
+    bookings.clear()
+    answers.clear()
+    logged_in.clear()
+    return PlainTextResponse("reset")
+
+
+@mcp.custom_route("/session", methods=["GET"])
+async def session(request: Request) -> JSONResponse:
+    """Whether a user has signed in (what a before-call hook asks before letting a call through)."""
+    return JSONResponse({"signed_in": request.query_params.get("user", "") in logged_in})
 
 
 @mcp.custom_route("/login", methods=["GET"])

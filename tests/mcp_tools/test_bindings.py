@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mcp_types import ElicitResult
 
 from sayso import AgentConfig, Config, ConfigError, McpBinding, McpHttpServer, McpStdioServer, load_config, mcp_bindings
-from sayso._mcp import McpRoute, plan_routes, server_toolset
+from sayso._mcp import McpRoute, plan_routes, server_factory
 
 
 def test_a_config_file_declares_servers_and_agents_bind_them(tmp_path: Path) -> None:
@@ -64,14 +65,18 @@ def test_secrets_come_from_the_environment_and_a_missing_one_is_an_error(
     stdio = McpStdioServer(command="srv", env={"MODE": "x"}, env_from={"TOKEN": "SRV_TOKEN"})
     http = McpHttpServer(url="http://127.0.0.1:1/mcp", headers={"X-A": "1"}, headers_env={"Authorization": "CRM"})
     with pytest.raises(ConfigError, match=r"MCP server 'srv': env_from names .* not set: SRV_TOKEN"):
-        server_toolset("srv", stdio, tmp_path)
+        server_factory("srv", stdio, tmp_path)
     with pytest.raises(ConfigError, match=r"MCP server 'crm': headers_env names .* not set: CRM"):
-        server_toolset("crm", http, tmp_path)
+        server_factory("crm", http, tmp_path)
     monkeypatch.setenv("SRV_TOKEN", "s3cret")
     monkeypatch.setenv("CRM", "Bearer t")
     assert stdio.resolved_env("srv") == {"MODE": "x", "TOKEN": "s3cret"}
     assert http.resolved_headers("crm") == {"X-A": "1", "Authorization": "Bearer t"}
-    assert server_toolset("srv", stdio, tmp_path).id == "mcp-srv"
+    assert server_factory("srv", stdio, tmp_path)(_no_questions, ()).id == "mcp-srv"
+
+
+async def _no_questions(message: str, response_type: object, params: object, context: object) -> ElicitResult:
+    return ElicitResult(action="decline")
 
 
 def test_the_python_api_takes_a_tool_filter_and_an_approval_list() -> None:

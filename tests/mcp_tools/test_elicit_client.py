@@ -8,11 +8,6 @@ answered from another connection. Every answer the handler gives goes through sa
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -31,34 +26,13 @@ from pydantic_ai.mcp import MCPToolset
 from sayso import Accept, Decision, ElicitationRequest
 from sayso._mcp_elicit import Elicitation, from_params, to_elicit_result, url_required
 
-from ..conftest import free_port
-
-SERVER = Path(__file__).parent / "elicit_server.py"
+from .conftest import ElicitServer
 
 
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    """The test server's base URL; it runs for this module's tests."""
-    port = free_port()
-    process = subprocess.Popen([sys.executable, str(SERVER), str(port)], stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/login?user=nobody", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, "the elicitation test server exited"
-            assert time.monotonic() < deadline, "the elicitation test server did not start"
-            time.sleep(0.2)
-        yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        assert process.stderr is not None
-        process.stderr.close()
+@pytest.fixture
+def server_url(elicit_server: ElicitServer) -> str:
+    """The test server's base URL."""
+    return elicit_server.base_url
 
 
 class Person:

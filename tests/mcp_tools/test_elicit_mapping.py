@@ -12,6 +12,7 @@ from mcp import MCPError, UrlElicitationRequiredError
 from pydantic_ai.exceptions import ModelRetry
 
 from sayso import Accept, Approve, Cancel, Decline, ElicitationRequest, InvalidDecision, Skip, request_json
+from sayso._calls import Deferral, deferral_of
 from sayso._core.decisions import DECISION_ADAPTER, check_decision, model_text
 from sayso._core.requests import REQUEST_ADAPTER
 from sayso._mcp_elicit import Elicitation, from_params, matches, to_elicit_result, url_required
@@ -69,10 +70,11 @@ def test_a_form_and_a_url_become_the_mcp_half_of_a_request() -> None:
 
 
 def test_an_elicitation_travels_in_deferred_metadata_and_requests_persist() -> None:
-    """The metadata round trip is lossless, and a stored elicitation request loads back equal."""
+    """A deferral carries the elicitation to the engine unchanged, and a stored elicitation request loads back equal."""
     asked = Elicitation(server="s", mode="form", message="m", requested_schema=PARTY)
-    assert asked.metadata()["kind"] == "elicitation"
-    assert Elicitation.from_metadata(asked.metadata()) == asked
+    assert deferral_of(Deferral(kind="elicitation", elicitation=asked).as_metadata()) == Deferral(
+        kind="elicitation", elicitation=asked
+    )
     request = form_request()
     assert REQUEST_ADAPTER.validate_json(REQUEST_ADAPTER.dump_json(request)) == request
     assert request_json(request)["kind"] == "elicitation"
@@ -92,7 +94,12 @@ def test_the_url_elicitation_required_error_names_the_pages_to_visit() -> None:
         found = url_required(retry, server="crm")
     assert found == [
         Elicitation(
-            server="crm", mode="url", message="Sign in first", url="https://crm.example/login", elicitation_id="x"
+            server="crm",
+            mode="url",
+            message="Sign in first",
+            url="https://crm.example/login",
+            elicitation_id="x",
+            delivery="retry",
         )
     ]
     assert url_required(MCPError(code=-32602, message="bad params"), server="crm") is None

@@ -7,8 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from sayso import ApprovalRequest, Approve, ConfigError, Reject, Sayso, load_config, request_json
+from sayso.cli._render import request_panel
+from sayso.protocols.ag_ui._mapping import interrupt
 
 from ..conftest import ROOT
 from .conftest import FILESYSTEM_SERVER, MakeMcpApp, filesystem_server, needs_filesystem_server
@@ -83,6 +86,12 @@ async def test_the_approval_card_shows_the_servers_title_description_and_hints(
     assert request.tool_info.description is not None and "Create a new file" in request.tool_info.description
     assert request.hint == "Approval is required for tool(s): write_file"
     assert request_json(request)["tool"]["title"] == "Write File"
+    assert interrupt(request).metadata["tool"]["destructive"] is True  # type: ignore[index]
+    console = Console(width=200, record=True)
+    console.print(request_panel(request))
+    shown = console.export_text()
+    assert "mcp:files · Write File: Create a new file" in shown
+    assert "the tool's source says it may destroy data" in shown
 
 
 async def test_read_only_hint_feeds_skip_read_only(make_mcp_app: MakeMcpApp, sandbox: Path) -> None:

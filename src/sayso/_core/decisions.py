@@ -265,7 +265,7 @@ def _check_accept(request: ElicitationRequest, decision: Accept) -> None:
     fields = field_problems(content, request.requested_schema or {"type": "object", "properties": {}})
     if fields:
         listed = "; ".join(f"{name}: {problem}" if name else problem for name, problem in fields.items())
-        raise InvalidDecision(request.request_id, f"content is invalid: {listed}", fields=fields)
+        raise InvalidDecision(request.request_id, f"content is invalid: {listed}", fields=fields, under="content")
 
 
 def field_problems(value: dict[str, Any], schema: dict[str, Any]) -> dict[str, str]:

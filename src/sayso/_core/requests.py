@@ -152,6 +152,19 @@ class DelegateRequest(_RequestBase):
 ElicitationMode: TypeAlias = Literal["form", "url"]
 """How an MCP server asks: a form with a requested schema, or a page for the person to visit."""
 
+ElicitationDelivery: TypeAlias = Literal["live", "round_trip", "task", "retry"]
+"""How the person's answer reaches whoever asked (§9):
+
+- `live`: the server asked mid-call on a handshake-era session; the answer goes back on that call
+  while the process holding it lives, else the call is issued again with the stored answer
+  (read-only or idempotent tools, or `replay_elicitation`), else the call did not complete;
+- `round_trip`: a stateless server asked through its result (SEP-2322); the call is issued again
+  with the answer, which is how that protocol works, so it is durable;
+- `task`: a server task parked on input-required; any process answers it by the task's id;
+- `retry`: the call was refused until the person visits a URL (the server's URL-elicitation-required
+  error, or a before-call hook); once they say done, the call is issued again.
+"""
+
 
 @dataclass(frozen=True, kw_only=True)
 class ElicitationRequest(_RequestBase):
@@ -166,14 +179,18 @@ class ElicitationRequest(_RequestBase):
     mode: ElicitationMode
     message: str
     """What the server says it needs, shown to the person."""
-    server: str
-    """The MCP server that asked, by its name under `mcp_servers`."""
+    server: str | None = None
+    """The MCP server that asked, by its name under `mcp_servers`; `None` when a before-call hook asked."""
     requested_schema: dict[str, Any] | None = None
     """Form mode: the JSON schema (flat object of primitive fields) the content must fit."""
     url: str | None = None
     """URL mode: the page the person visits."""
     elicitation_id: str | None = None
     """URL mode: the server's id for this elicitation (it may announce completion by it)."""
+    delivery: ElicitationDelivery = "live"
+    """How the answer reaches the server, and so whether it survives a restart (see `ElicitationDelivery`)."""
+    task: dict[str, Any] | None = None
+    """`task` delivery: the server's create-task result (its task id), so any process can answer the task."""
 
 
 @dataclass(frozen=True, kw_only=True)

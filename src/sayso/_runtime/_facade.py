@@ -25,6 +25,7 @@ from .._core.decisions import Decision, Via
 from .._core.grants import Grant
 from .._core.policy import InterruptPolicy
 from .._core.requests import ClientTool
+from .._hooks import BeforeToolCall, before_tool_call
 from .._results import DecideResult, RunResult
 from .._store import (
     RunStore,
@@ -33,7 +34,7 @@ from .._store import (
 from ..exceptions import (
     ConfigError,
 )
-from . import _audit, _deciding, _leases, _tree, _turns, _watch, _workflows
+from . import _audit, _deciding, _leases, _live, _tree, _turns, _watch, _workflows
 from ._events import EventListener
 from ._kernel import Kernel
 from ._reading import PrincipalLike, Reading
@@ -100,6 +101,7 @@ class Sayso(Reading):
         self._k.workflows = _workflows.Workflows(self._k, _workflows.build_workflows(config))
         self._open = False
         self._models = AsyncExitStack()
+        self._mcp = AsyncExitStack()
 
     @classmethod
     def from_yaml(cls, path: str | Path, **kwargs: Any) -> Sayso:
@@ -115,6 +117,7 @@ class Sayso(Reading):
         await self._k.store.open()
         await _audit.warn_unusable(self._k)
         self._models = await open_models(self._k.agents.values())
+        self._mcp = await _live.open_mcp_host(self._k)
         self._open = True
         return self
 
@@ -123,6 +126,7 @@ class Sayso(Reading):
     ) -> None:
         self._open = False
         try:
+            await self._mcp.aclose()
             await self._models.aclose()
         finally:
             await self._k.store.aclose()
@@ -362,6 +366,25 @@ class Sayso(Reading):
                     name, built.policy, [*seen[name], *known_tool_names(self.config.agents[name], self.config)]
                 )
         return seen
+
+    def before_tool_call(self, agent: str) -> Callable[[BeforeToolCall], BeforeToolCall]:
+        """A decorator that makes a function the before-call hook of `agent` (replacing its configured one).
+
+        ```python
+        @app.before_tool_call("crm")
+        async def sign_in_first(call: HookCall) -> VisitUrl | None: ...
+        ```
+
+        Raises:
+            ConfigError: there is no agent called `agent`.
+        """
+        gate = self._k.built(agent).gate
+
+        def register(hook: BeforeToolCall) -> BeforeToolCall:
+            gate.hook = before_tool_call(hook)
+            return hook
+
+        return register
 
     def agent_model(self, agent: str) -> Model | str:
         """The model an agent runs on (a scripted model's `calls` log the requests it answered)."""

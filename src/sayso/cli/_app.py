@@ -19,7 +19,20 @@ from typer.core import TyperCommand
 from .._checks import ConfigProblem, check_config
 from .._config import load_config
 from .._core.access import LOCAL
-from .._core.decisions import VIA_LABELS, Answer, Approve, ClientError, ClientResult, Decision, Provide, Reject, Skip
+from .._core.decisions import (
+    VIA_LABELS,
+    Accept,
+    Answer,
+    Approve,
+    Cancel,
+    ClientError,
+    ClientResult,
+    Decision,
+    Decline,
+    Provide,
+    Reject,
+    Skip,
+)
 from .._core.requests import ApprovalRequest, InputRequest, Request, Scope
 from .._results import DecideResult, RunResult, request_json, run_json
 from .._runtime import Sayso
@@ -167,13 +180,20 @@ def run(
 def decide(
     config: ConfigArg,
     request_id: Annotated[str, typer.Argument(help="The request to decide.", metavar="REQUEST_ID")],
-    action: Annotated[str, typer.Argument(help="approve, reject, skip, answer, result or error.", metavar="ACTION")],
+    action: Annotated[
+        str,
+        typer.Argument(
+            help="approve, reject, skip, answer, result, error; for a server's form or page: accept, done, "
+            "decline, cancel.",
+            metavar="ACTION",
+        ),
+    ],
     values: Annotated[
         list[str] | None,
         typer.Argument(
             help="answer: one answer per question, or a workflow's input (JSON; plain text where it asks for "
             "text); approve: the feedback the tool asked for (JSON); result: the value (JSON or text); "
-            "error: the message.",
+            "error: the message; accept: the form's content (a JSON object).",
             metavar="VALUE",
         ),
     ] = None,
@@ -473,16 +493,7 @@ def parse_decision(
     if action == "skip":
         return Skip(reason=reason or (" ".join(values) or None))
     if action == "answer":
-        if answers is not None:
-            parsed = _json_option("--answers", answers)
-            if not isinstance(parsed, list) or not all(
-                isinstance(a, list) and all(isinstance(s, str) for s in a) for a in parsed
-            ):
-                raise typer.BadParameter("--answers must be a JSON list of lists of strings")
-            return Answer(answers=tuple(tuple(a) for a in parsed))
-        if not values:
-            raise typer.BadParameter("answer needs one value per question (or --answers JSON)")
-        return Answer(answers=tuple((v,) for v in values))
+        return _answer(values, answers)
     if action == "result":
         raw = " ".join(values)
         try:
@@ -494,7 +505,37 @@ def parse_decision(
         if not values:
             raise typer.BadParameter("error needs a message")
         return ClientError(message=" ".join(values))
-    raise typer.BadParameter(f"unknown action {action!r}; use approve, reject, skip, answer, result or error")
+    if action in ("accept", "done", "decline", "cancel"):
+        return _elicitation_decision(action, values)
+    raise typer.BadParameter(
+        f"unknown action {action!r}; use approve, reject, skip, answer, result, error, accept, done, decline or cancel"
+    )
+
+
+def _answer(values: list[str], answers: str | None) -> Answer:
+    """Answers to questions: one word per question, or every answer as JSON (`--answers`)."""
+    if answers is not None:
+        parsed = _json_option("--answers", answers)
+        if not isinstance(parsed, list) or not all(
+            isinstance(a, list) and all(isinstance(s, str) for s in a) for a in parsed
+        ):
+            raise typer.BadParameter("--answers must be a JSON list of lists of strings")
+        return Answer(answers=tuple(tuple(a) for a in parsed))
+    if not values:
+        raise typer.BadParameter("answer needs one value per question (or --answers JSON)")
+    return Answer(answers=tuple((v,) for v in values))
+
+
+def _elicitation_decision(action: str, values: list[str]) -> Decision:
+    """An answer to a server's form (`accept` with its content) or page (`done`), or `decline` / `cancel`."""
+    if action == "decline":
+        return Decline()
+    if action == "cancel":
+        return Cancel()
+    content = _json_option("accept", " ".join(values)) if action == "accept" and values else None
+    if content is not None and not isinstance(content, dict):
+        raise typer.BadParameter("accept takes the form's content as a JSON object of fields")
+    return Accept(content=content)
 
 
 def _approve(values: list[str], *, args: str | None, scope: str, request: Request | None) -> Approve:

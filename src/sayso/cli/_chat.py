@@ -8,10 +8,23 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Provide, Reject, Skip
+from .._core.decisions import (
+    Accept,
+    Answer,
+    Approve,
+    Cancel,
+    ClientError,
+    ClientResult,
+    Decision,
+    Decline,
+    Provide,
+    Reject,
+    Skip,
+)
 from .._core.requests import (
     ApprovalRequest,
     ClientToolRequest,
+    ElicitationRequest,
     InputRequest,
     QuestionRequest,
     Request,
@@ -126,6 +139,8 @@ def _ask(console: Console, request: Request) -> Decision:
         return _ask_questions(console, request)
     if isinstance(request, InputRequest):
         return _ask_input(console, request)
+    if isinstance(request, ElicitationRequest):
+        return _ask_elicitation(console, request)
     assert isinstance(request, ClientToolRequest)
     return _ask_client_tool(console, request)
 
@@ -305,3 +320,49 @@ def _ask_client_tool(console: Console, request: ClientToolRequest) -> Decision:
     except json.JSONDecodeError:
         value = raw
     return ClientResult(value=value)
+
+
+def _ask_elicitation(console: Console, request: ElicitationRequest) -> Decision:
+    """A server's page (visit it, then say done) or form (filled in field by field), or decline / cancel."""
+    first = r"\[d]one (after visiting the page)" if request.mode == "url" else r"\[f]ill in the form"
+    while True:
+        choice = _read(console, f"{first}, \\[x] decline, \\[c]ancel, or \\[n]ew message? ").strip().lower()
+        if choice in ("d", "done") and request.mode == "url":
+            return Accept()
+        if choice in ("f", "fill") and request.mode == "form":
+            return Accept(content=_fill_form(console, request.requested_schema or {}))
+        if choice in ("x", "decline"):
+            return Decline()
+        if choice in ("c", "cancel"):
+            return Cancel()
+        if choice in ("n", "new"):
+            text = _read(console, "[bold cyan]you>[/bold cyan] ").strip()
+            if text:
+                raise _NewMessage(text)
+            continue
+        console.print(f"please answer {'d' if request.mode == 'url' else 'f'}, x, c or n")
+
+
+def _fill_form(console: Console, schema: dict[str, Any]) -> dict[str, Any]:
+    """Ask each field of a flat form in turn; an empty answer leaves an optional field out.
+
+    Values are read as JSON where the field is a number or a boolean, so the runtime's check of the
+    whole answer against the schema names any field that is still wrong.
+    """
+    required = set(schema.get("required", []))
+    content: dict[str, Any] = {}
+    for name, field in (schema.get("properties") or {}).items():
+        label = field.get("title") or name
+        choices = field.get("enum")
+        hint = f"one of {', '.join(map(str, choices))}" if choices else field.get("type", "text")
+        raw = _read(console, f"{escape(label)} ({hint}{', required' if name in required else ''})> ").strip()
+        if not raw and name not in required:
+            continue
+        if field.get("type") in ("integer", "number", "boolean"):
+            try:
+                content[name] = json.loads(raw.lower() if field.get("type") == "boolean" else raw)
+                continue
+            except json.JSONDecodeError:
+                pass
+        content[name] = raw
+    return content

@@ -11,7 +11,15 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from .._core.requests import ApprovalRequest, ClientToolRequest, InputRequest, QuestionRequest, Request, shown_args
+from .._core.requests import (
+    ApprovalRequest,
+    ClientToolRequest,
+    ElicitationRequest,
+    InputRequest,
+    QuestionRequest,
+    Request,
+    shown_args,
+)
 from .._results import RunResult
 
 
@@ -86,6 +94,11 @@ def answer_commands(request: Request, config: str) -> list[str]:
     if isinstance(request, QuestionRequest):
         answers = [q.choices[0] if q.choices else "your answer" for q in request.questions]
         return [f"{base} answer {' '.join(shlex.quote(a) for a in answers)}", f"{base} skip"]
+    if isinstance(request, ElicitationRequest):
+        if request.mode == "url":
+            return [f"{base} done", f"{base} decline", f"{base} cancel"]
+        example = json.dumps(example_content(request.requested_schema or {}), ensure_ascii=False)
+        return [f"{base} accept {shlex.quote(example)}", f"{base} decline", f"{base} cancel"]
     return [f"{base} result {shlex.quote('{}')}", f"{base} error {shlex.quote('what went wrong')}"]
 
 
@@ -104,16 +117,7 @@ def request_panel(request: Request, *, index: int | None = None) -> Panel:
     title: str
     if isinstance(request, ApprovalRequest):
         title = f"{_who(request)} wants to run [bold]{request.tool_name}[/bold]"
-        body.append(Syntax(json.dumps(shown_args(request), indent=2, ensure_ascii=False), "json", theme="ansi_dark"))
-        body.append(Text(request.hint, style="italic"))
-        if request.subject is not None:
-            body.append(Text(f"covers: {request.subject.label}"))
-        if len(request.scopes) > 1:
-            body.append(Text(f"may be remembered: {', '.join(request.scopes)}"))
-        if request.payload is not None:
-            body.append(_payload(request.payload))
-        if request.response_schema is not None:
-            body.append(Text(f"send with an approval: {fields_summary(request.response_schema)}"))
+        body.extend(_approval_lines(request))
     elif isinstance(request, InputRequest):
         title = f"{_who(request)} asks for input at [bold]{request.node}[/bold]"
         body.append(Text(request.message))
@@ -128,6 +132,9 @@ def request_panel(request: Request, *, index: int | None = None) -> Panel:
                 body.append(Text(f"  {n}) {choice}"))
             if q.multiple:
                 body.append(Text("  (several answers allowed)", style="dim"))
+    elif isinstance(request, ElicitationRequest):
+        title = f"{request.server or 'a check before ' + request.tool_name} asks ({_who(request)}, {request.tool_name})"
+        body.extend(_elicitation_lines(request))
     else:
         assert isinstance(request, ClientToolRequest)
         title = f"{_who(request)} asks the client to run [bold]{request.tool_name}[/bold]"
@@ -141,6 +148,24 @@ def request_panel(request: Request, *, index: int | None = None) -> Panel:
     body.append(Text(f"request {request.request_id}", style="dim"))
     prefix = f"[{index}] " if index is not None else ""
     return Panel(Group(*body), title=prefix + title, title_align="left", border_style="yellow")
+
+
+def _approval_lines(request: ApprovalRequest) -> list[RenderableType]:
+    """An approval's arguments, hint, tool source, subject, scopes and the feedback it asks for."""
+    lines: list[RenderableType] = [
+        Syntax(json.dumps(shown_args(request), indent=2, ensure_ascii=False), "json", theme="ansi_dark"),
+        Text(request.hint, style="italic"),
+        *_tool_lines(request),
+    ]
+    if request.subject is not None:
+        lines.append(Text(f"covers: {request.subject.label}"))
+    if len(request.scopes) > 1:
+        lines.append(Text(f"may be remembered: {', '.join(request.scopes)}"))
+    if request.payload is not None:
+        lines.append(_payload(request.payload))
+    if request.response_schema is not None:
+        lines.append(Text(f"send with an approval: {fields_summary(request.response_schema)}"))
+    return lines
 
 
 def _payload(payload: Any) -> RenderableType:
@@ -169,6 +194,54 @@ def _kind(schema: dict[str, Any], root: dict[str, Any]) -> str:
         return f"list of {_kind(schema_type(schema.get('items', {}), root), root)}"
     names = {"string": "text", "integer": "whole number", "number": "number", "boolean": "yes/no", "object": "fields"}
     return names.get(str(kind), "any JSON value")
+
+
+def _tool_lines(request: ApprovalRequest) -> list[Text]:
+    """What the tool's source (an MCP server) says about the tool: title, description, whether it destroys."""
+    info = request.tool_info
+    if info is None:
+        return []
+    lines = []
+    about = ": ".join(part for part in (info.title, info.description) if part)
+    if about:
+        lines.append(Text(f"{info.source or 'tool'} · {about}", style="dim"))
+    if info.destructive and not info.read_only:
+        lines.append(Text("the tool's source says it may destroy data", style="red"))
+    return lines
+
+
+def _elicitation_lines(request: ElicitationRequest) -> list[Text]:
+    """What a server asks: its message, then the page to visit or the form's fields."""
+    lines = [Text(request.message, style="bold")]
+    if request.mode == "url":
+        lines.append(Text(f"visit: {request.url}", style="underline"))
+        lines.append(Text("then say done (or decline, or cancel)", style="dim"))
+    else:
+        lines.extend(Text(f"  {line}") for line in form_fields(request.requested_schema or {}))
+    return lines
+
+
+def form_fields(schema: dict[str, Any]) -> list[str]:
+    """A form's fields as lines a person reads: name, type, whether required, choices and description."""
+    required = set(schema.get("required", []))
+    lines = []
+    for name, field in (schema.get("properties") or {}).items():
+        label = field.get("title") or name
+        kind = "one of " + ", ".join(map(str, field["enum"])) if "enum" in field else field.get("type", "any")
+        line = f"{label} ({name}: {kind}{', required' if name in required else ''})"
+        if field.get("description"):
+            line += f" — {field['description']}"
+        lines.append(line)
+    return lines
+
+
+def example_content(schema: dict[str, Any]) -> dict[str, Any]:
+    """A filled-in example of a form's content, for the `sayso decide ... accept` command shown."""
+    samples = {"integer": 1, "number": 1.0, "boolean": True}
+    return {
+        name: field["enum"][0] if field.get("enum") else samples.get(field.get("type", ""), f"your {name}")
+        for name, field in (schema.get("properties") or {}).items()
+    }
 
 
 def print_result(console: Console, result: RunResult, *, config: str | None = None) -> None:

@@ -1,4 +1,7 @@
-"""Protocol adapters: A2A with kagent's HITL extension (`sayso.protocols.a2a`) and AG-UI (`sayso.protocols.ag_ui`)."""
+"""Protocol adapters: A2A with kagent's HITL extension, AG-UI, and MCP (each agent as a tool at `/mcp`).
+
+`sayso.protocols.a2a`, `sayso.protocols.ag_ui` and `sayso.protocols.mcp`.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from fastapi import APIRouter
+    from starlette.applications import Starlette
 
     from .._runtime import Sayso
 
@@ -23,4 +27,13 @@ def protocol_routers(sayso: Sayso) -> list[APIRouter]:
     return routers
 
 
-__all__ = ["protocol_routers"]
+def protocol_apps(sayso: Sayso) -> list[tuple[str, Starlette]]:
+    """The apps `sayso serve` serves beside the routers, each at its path: `/mcp` when the `mcp` extra is installed."""
+    try:
+        from .mcp import PATH, mcp_app
+    except ImportError:
+        return []
+    return [(PATH, mcp_app(sayso))]
+
+
+__all__ = ["protocol_apps", "protocol_routers"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -23,6 +23,8 @@ from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
+from starlette.applications import Starlette
+from starlette.routing import Route
 
 from .._config import WebhookConfig
 from .._core.access import Principal
@@ -565,6 +567,15 @@ async def _sweep_expired(sayso: Sayso, every: float) -> None:
             logger.exception("the expiry sweep failed; retrying in %ss", every)
 
 
+@asynccontextmanager
+async def _lifespans(apps: Sequence[tuple[str, Starlette]]) -> AsyncIterator[None]:
+    """The lifespans of mounted apps, entered in order and left in reverse."""
+    async with AsyncExitStack() as stack:
+        for _, sub in apps:
+            await stack.enter_async_context(sub.router.lifespan_context(sub))
+        yield
+
+
 def create_app(
     sayso: Sayso,
     *,
@@ -573,6 +584,7 @@ def create_app(
     recover_every_seconds: float | None = DEFAULT_RECOVER_EVERY_SECONDS,
     routers: Sequence[APIRouter] = (),
     live: LiveSettings | None = None,
+    apps: Sequence[tuple[str, Starlette]] = (),
 ) -> FastAPI:
     """The server for `sayso`: REST under `/v1`, the web UI at `/`, `/healthz` and `/openapi.json`.
 
@@ -588,6 +600,8 @@ def create_app(
             periodically); `None` never does it in the background.
         routers: more routers to include.
         live: how live streams (`/v1/events`) look at the store and how long each lasts.
+        apps: ASGI apps with lifespans of their own (such as `/mcp`), each served at its path; their
+            lifespans run inside the server's, once the runtime is open.
     """
     # Webhook events come from the store's outbox, written with each change by whichever process made
     # it (REST, A2A, AG-UI, the CLI, another replica), and are delivered by whichever server runs.
@@ -596,7 +610,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with sayso, emitter, anyio.create_task_group() as tasks:
+        async with sayso, emitter, _lifespans(apps), anyio.create_task_group() as tasks:
             state.tasks = tasks
             async with anyio.create_task_group() as background:
                 if expire_every_seconds is not None:
@@ -625,6 +639,9 @@ def create_app(
     app.include_router(api)
     for router in routers:
         app.include_router(router)
+    for path, sub in apps:
+        # A route, not a mount: the app answers at exactly `path` (a mount would redirect it to `path/`).
+        app.router.routes.append(Route(path, endpoint=sub))
 
     @app.get(
         "/healthz", response_model=HealthOut, tags=["server"], operation_id="check_health", responses=problems(503)

@@ -103,8 +103,10 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
         if isinstance(exc, InvalidDecision):
             refused: dict[str, Any] = dict(ids)
             if exc.fields:  # a form's answer: each field's problem, for the form to show beside the field
+                under = [exc.under] if exc.under else []
                 refused["errors"] = [
-                    {"loc": [p for p in where.split(".") if p], "msg": why} for where, why in exc.fields.items()
+                    {"loc": [*under, *(p for p in where.split(".") if p)], "msg": why}
+                    for where, why in exc.fields.items()
                 ]
             return Problem(
                 slug="invalid-decision", title="Invalid decision", status=422, detail=str(exc), extra=refused

@@ -13,7 +13,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field
 
-from .._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Provide, Reject, Skip
+from .._core.decisions import (
+    Accept,
+    Answer,
+    Approve,
+    Cancel,
+    ClientError,
+    ClientResult,
+    Decision,
+    Decline,
+    Provide,
+    Reject,
+    Skip,
+)
 from .._core.requests import ClientTool, RequestKind, Scope
 from .._results import rfc3339
 from .._runtime import TranscriptEntry
@@ -123,11 +135,33 @@ class ProvideIn(_Wire):
     """The answer as JSON: an object for a model, a string for a text answer, ..."""
 
 
-DecisionIn = Annotated[ApproveIn | RejectIn | SkipIn | AnswerIn | ResultIn | ErrorIn | ProvideIn, Discriminator("kind")]
+class AcceptIn(_Wire):
+    """Give an MCP server what it asked for: the form's content, or (a page to visit) nothing: "done"."""
+
+    kind: Literal["accept"]
+    content: dict[str, Any] | None = None
+
+
+class DeclineIn(_Wire):
+    """Refuse what an MCP server asked for."""
+
+    kind: Literal["decline"]
+
+
+class CancelIn(_Wire):
+    """Dismiss what an MCP server asked for without choosing."""
+
+    kind: Literal["cancel"]
+
+
+AnyDecisionIn = (
+    ApproveIn | RejectIn | SkipIn | AnswerIn | ResultIn | ErrorIn | ProvideIn | AcceptIn | DeclineIn | CancelIn
+)
+DecisionIn = Annotated[AnyDecisionIn, Discriminator("kind")]
 """Any decision, tagged by `kind`."""
 
 
-def to_decision(body: ApproveIn | RejectIn | SkipIn | AnswerIn | ResultIn | ErrorIn | ProvideIn) -> Decision:
+def to_decision(body: AnyDecisionIn) -> Decision:
     """The core decision a request body stands for."""
     match body:
         case ApproveIn():
@@ -144,6 +178,12 @@ def to_decision(body: ApproveIn | RejectIn | SkipIn | AnswerIn | ResultIn | Erro
             return ClientResult(value=body.value)
         case ErrorIn():
             return ClientError(message=body.message)
+        case AcceptIn():
+            return Accept(content=body.content)
+        case DeclineIn():
+            return Decline()
+        case CancelIn():
+            return Cancel()
 
 
 # outbound (documentation of the shapes `request_json` and `run_json` build)
@@ -169,6 +209,18 @@ class QuestionOut(BaseModel):
     question: str
     choices: list[str]
     multiple: bool
+
+
+class ToolInfoOut(BaseModel):
+    """What a tool's source (an MCP server) says about the tool."""
+
+    source: str | None = None
+    """Where the tool comes from, such as `mcp:files`."""
+    title: str | None = None
+    description: str | None = None
+    read_only: bool = False
+    destructive: bool | None = None
+    """The source's `destructiveHint`; `null` when it gave none (MCP then means: may destroy)."""
 
 
 class RequestOut(BaseModel):
@@ -199,18 +251,32 @@ class RequestOut(BaseModel):
     response_schema: dict[str, Any] | None = None
     """input: the JSON Schema the answer must fit (`{}`: any JSON value); approval: the schema of the
     feedback sent with an approval, when the tool asked for one."""
+    tool: ToolInfoOut | None = None
+    """approval: what the tool's source (an MCP server) says about the tool."""
     on_reject: Literal["deny", "call"] | None = None
     """approval: `call` when a rejection runs the tool's body again to decide the result."""
     node: str | None = None
     """input: the workflow node that asks."""
     message: str | None = None
-    """input: what the person reads."""
+    """input: what the person reads; elicitation: what the server asks for."""
     questions: list[QuestionOut] | None = None
     """question: the questions."""
     description: str | None = None
     """client_tool: the tool's description."""
     args_schema: dict[str, Any] | None = None
     """client_tool: the declared JSON schema."""
+    mode: Literal["form", "url"] | None = None
+    """elicitation: a form to fill in, or a page to visit."""
+    server: str | None = None
+    """elicitation: the MCP server that asked (`null`: the agent's before-call hook)."""
+    requested_schema: dict[str, Any] | None = None
+    """elicitation (form): the JSON schema the content must fit."""
+    url: str | None = None
+    """elicitation (url): the page to visit; then answer `accept` ("done"), `decline` or `cancel`."""
+    elicitation_id: str | None = None
+    """elicitation (url): the server's id for it."""
+    durable: bool | None = None
+    """elicitation: whether the answer reaches the server from any process (false: a form on a live call)."""
 
 
 class RunOut(BaseModel):

@@ -10,7 +10,7 @@ import uvicorn
 from .._config import Config, load_config
 from .._runtime import Sayso
 from ..exceptions import ConfigError
-from ..protocols import protocol_routers
+from ..protocols import protocol_apps, protocol_routers
 from ._app import DEFAULT_EXPIRE_EVERY_SECONDS, DEFAULT_RECOVER_EVERY_SECONDS, ServerState, create_app
 
 logger = logging.getLogger("sayso.server")
@@ -69,7 +69,7 @@ def serve(
     expire_every_seconds: float | None = DEFAULT_EXPIRE_EVERY_SECONDS,
     recover_every_seconds: float | None = DEFAULT_RECOVER_EVERY_SECONDS,
 ) -> None:
-    """Serve the REST API and web UI for a config until interrupted (`sayso serve CONFIG`).
+    """Serve REST, the web UI, A2A, AG-UI and MCP (`/mcp`) for a config until interrupted (`sayso serve CONFIG`).
 
     Args:
         config_path: the `sayso.yaml` to serve (its `webhooks:` receive request events).
@@ -91,6 +91,7 @@ def serve(
         expire_every_seconds=expire_every_seconds,
         recover_every_seconds=recover_every_seconds,
         routers=protocol_routers(sayso),
+        apps=protocol_apps(sayso),
     )
     logger.info("sayso serves %s on http://%s:%d (UI at /, API docs at /docs)", config_path, host, port)
     listening = uvicorn.Config(

@@ -3,8 +3,9 @@
 Outbound: a run's new messages become text and tool-call events (a decided call's result
 carries its approval record); a delegate's browser tool call is streamed too, tagged with the
 delegate's run (`subagentRunId`); and a pause becomes `RUN_FINISHED` with one `Interrupt` per
-open approval, question or workflow input (its `responseSchema` is the input's own schema, its
-payload in the metadata), the client tool calls it also waits on in `pendingToolCallIds`
+open approval, question, MCP elicitation (whose `responseSchema` holds the server's requested
+schema) or workflow input (its `responseSchema` is the input's own schema, its payload in the
+metadata), the client tool calls it also waits on in `pendingToolCallIds`
 (on the success outcome when there is no interrupt, in the event's metadata beside them). A
 resolved input's resume payload is the answer itself, checked against that schema by the runtime.
 Inbound: `RunAgentInput.resume` entries become decisions as in kaboo's answer table, tool
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,13 +48,26 @@ from ag_ui.core import TextPart as UserTextPart
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 
 from ..._core.access import Principal
-from ..._core.decisions import Answer, Approve, ClientError, ClientResult, Decision, Provide, Reject, Skip
+from ..._core.decisions import (
+    Accept,
+    Answer,
+    Approve,
+    Cancel,
+    ClientError,
+    ClientResult,
+    Decision,
+    Decline,
+    Provide,
+    Reject,
+    Skip,
+)
 from ..._core.grants import Grant
 from ..._core.requests import (
     SCOPES_BY_WIDTH,
     ApprovalRequest,
     ClientTool,
     ClientToolRequest,
+    ElicitationRequest,
     InputRequest,
     QuestionRequest,
     Request,
@@ -60,7 +75,12 @@ from ..._core.requests import (
 )
 from ...exceptions import DecisionRefused, InvalidInput, NotAllowed, NotFound, RunConflict, SaysoError, TooLarge
 
-REASONS = {"approval": "sayso:approval", "question": "sayso:question", "input": "sayso:input"}
+REASONS = {
+    "approval": "sayso:approval",
+    "question": "sayso:question",
+    "input": "sayso:input",
+    "elicitation": "sayso:elicitation",
+}
 """The `Interrupt.reason` of each request kind AG-UI interrupts carry."""
 
 KABOO_REASONS = {"approval": "kaboo:approval"}
@@ -150,12 +170,15 @@ def _subagent_run(request: Request) -> str | None:
     return request.run_id if "/" in request.agent_path else None
 
 
-Shown = ApprovalRequest | QuestionRequest | InputRequest
+Shown = ApprovalRequest | QuestionRequest | ElicitationRequest | InputRequest
 """The requests an AG-UI client answers through interrupts."""
 
 
 def interrupt(request: Shown, *, kaboo: bool = False) -> Interrupt:
-    """The AG-UI interrupt for an open approval, question or workflow input (§6.4), in sayso's or kaboo's words."""
+    """The AG-UI interrupt for an open approval, question, elicitation or workflow input (§6.4).
+
+    In sayso's words, or kaboo's (`kaboo`).
+    """
     metadata: dict[str, Any] = {
         "tool_name": request.tool_name,
         "tool_input": shown_args(request),
@@ -172,6 +195,8 @@ def interrupt(request: Shown, *, kaboo: bool = False) -> Interrupt:
         metadata["scopes"] = list(request.scopes)
         if request.service_request is not None:
             metadata["request"] = request.service_request
+        if request.tool_info is not None:
+            metadata["tool"] = asdict(request.tool_info)
         message = request.hint
         schema = approval_schema(request)
         if request.payload is not None:
@@ -181,6 +206,17 @@ def interrupt(request: Shown, *, kaboo: bool = False) -> Interrupt:
         metadata["payload"] = request.payload
         message = request.message
         schema = request.response_schema
+    elif isinstance(request, ElicitationRequest):
+        metadata.update(
+            mode=request.mode,
+            server=request.server,
+            requested_schema=request.requested_schema,
+            url=request.url,
+            elicitation_id=request.elicitation_id,
+            durable=request.delivery != "live",
+        )
+        message = request.message
+        schema = elicitation_schema(request)
     else:
         metadata["questions"] = [
             {"question": q.question, "choices": list(q.choices), "multiple": q.multiple} for q in request.questions
@@ -261,6 +297,17 @@ def _ask_args(request: QuestionRequest) -> dict[str, Any]:
     }
 
 
+def elicitation_schema(request: ElicitationRequest) -> dict[str, Any]:
+    """The JSON schema of a resolved resume payload for an elicitation: the action and, for a form, its content.
+
+    A page to visit is answered `{"action": "accept"}` once visited ("done").
+    """
+    properties: dict[str, Any] = {"action": {"enum": ["accept", "decline", "cancel"]}}
+    if request.mode == "form":
+        properties["content"] = request.requested_schema or {"type": "object"}
+    return {"type": "object", "properties": properties, "required": ["action"]}
+
+
 def finished_event(
     *,
     thread_id: str,
@@ -270,16 +317,12 @@ def finished_event(
     sayso_run_id: str,
     kaboo: bool = False,
 ) -> RunFinishedEvent:
-    """`RUN_FINISHED`: interrupted on open approvals (questions, inputs), with the pending client tool calls beside.
+    """`RUN_FINISHED`: interrupted on open approvals (questions, elicitations, inputs), pending client calls beside.
 
     A pause that mixes them lists both: the interrupts in the outcome, the calls in
     `metadata.pendingToolCallIds` (AG-UI's success outcome, which names them, cannot carry interrupts).
     """
-    shown = [
-        r
-        for r in requests
-        if isinstance(r, ApprovalRequest | QuestionRequest | InputRequest) and not _shown_as_call(r, kaboo=kaboo)
-    ]
+    shown = [r for r in requests if isinstance(r, Shown) and not _shown_as_call(r, kaboo=kaboo)]
     pending = [r.tool_call_id for r in requests if _shown_as_call(r, kaboo=kaboo)]
     metadata: dict[str, Any] = {"sayso_run_id": sayso_run_id}
     if shown:
@@ -323,7 +366,7 @@ def decisions_from_resume(
     decided: dict[str, Decision] = {}
     for entry in entries:
         request = by_id.get(entry.interrupt_id)
-        if not isinstance(request, ApprovalRequest | QuestionRequest | InputRequest):
+        if not isinstance(request, Shown):
             raise refused(f"interrupt {entry.interrupt_id!r} is not open on this thread")
         if request.request_id in decided:
             raise refused(f"interrupt {entry.interrupt_id!r} is answered twice")
@@ -345,6 +388,8 @@ def decision_from_entry(request: Shown, entry: ResumeEntry) -> Decision:
 
     A resolved workflow input's payload is the answer (checked against its schema when decided).
     """
+    if isinstance(request, ElicitationRequest):
+        return _elicitation_answer(entry)
     if entry.status == "cancelled":
         return Skip(reason=_text((entry.payload or {}).get("reason") if isinstance(entry.payload, dict) else None))
     if isinstance(request, InputRequest):
@@ -366,6 +411,25 @@ def decision_from_entry(request: Shown, entry: ResumeEntry) -> Decision:
     if status == "cancelled":
         return Reject(reason=_text(payload.get("reason")))
     raise refused(f"interrupt {entry.interrupt_id!r}: payload status must be 'approved' or 'cancelled'")
+
+
+def _elicitation_answer(entry: ResumeEntry) -> Decision:
+    """A resume entry for an elicitation: `cancelled` cancels; resolved, `{action, content?}` says what to send."""
+    if entry.status == "cancelled":
+        return Cancel()
+    payload = entry.payload
+    action = payload.get("action") if isinstance(payload, dict) else None
+    if action == "decline":
+        return Decline()
+    if action == "cancel":
+        return Cancel()
+    if action != "accept":
+        raise refused(f"interrupt {entry.interrupt_id!r}: payload action must be 'accept', 'decline' or 'cancel'")
+    assert isinstance(payload, dict)
+    content = payload.get("content")
+    if content is not None and not isinstance(content, dict):
+        raise refused(f"interrupt {entry.interrupt_id!r}: content must be an object of the form's fields")
+    return Accept(content=content)
 
 
 def _answers(interrupt_id: str, raw: Any) -> tuple[tuple[str, ...], ...]:

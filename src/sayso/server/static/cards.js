@@ -69,7 +69,7 @@ async function decideCard(card, request, body, ctx) {
   } else if (result.ok) {
     closeCard(card, {
       decision: body.kind, by: "person", principal: state.me, via: "web", at: new Date().toISOString(),
-      scope: body.scope, reason: body.reason, message: body.message, value: body.value,
+      scope: body.scope, reason: body.reason, message: body.message, value: body.value ?? body.content,
       answers: answerRecord(request, body.answers),
       edited: !!body.edited_args, edits: body.edited_args ? diffArgs(request.args, body.edited_args) : null,
     });
@@ -83,10 +83,26 @@ async function decideCard(card, request, body, ctx) {
     }
   } else {
     feedback(card, problemText(result));  // refused: the request stays open
+    showFieldErrors(card, result.data?.errors || []);
     buttons.forEach((b) => { b.disabled = false; });
     return;
   }
   ctx.onDecided?.(result.ok ? result.data : null);
+}
+
+// A form's answer is refused field by field: each message goes next to its field (`loc` is
+// `["content", name]` for a server's form, `[name]` for a workflow's input).
+function showFieldErrors(card, errors) {
+  card.querySelectorAll(".field-error").forEach((node) => { node.textContent = ""; });
+  card.querySelectorAll("[aria-invalid]").forEach((node) => node.removeAttribute("aria-invalid"));
+  for (const error of errors) {
+    const loc = error.loc || [];
+    const name = loc[0] === "content" ? loc[1] : loc[0];
+    const field = name === undefined ? null : card.querySelector(`[data-field="${CSS.escape(String(name))}"]`);
+    if (!field) continue;
+    field.querySelector(".field-error").textContent = error.msg;
+    field.querySelector("input, select")?.setAttribute("aria-invalid", "true");
+  }
 }
 
 function toggle(box, focus) {
@@ -100,6 +116,12 @@ function toggle(box, focus) {
 function approvalCard(request, ctx) {
   const card = cardShell(request, `Approve ${request.tool_name}?`, ctx);
   if (request.hint) card.append(el("p", {}, request.hint));
+  if (request.tool) {
+    // What the tool's source (an MCP server) says about it.
+    const about = [request.tool.title, request.tool.description].filter(Boolean).join(": ");
+    if (about) card.append(el("p", { class: "label" }, `${request.tool.source || "tool"} · ${about}`));
+    if (request.tool.destructive && !request.tool.read_only) card.append(el("p", { class: "error" }, "The tool's source says it may destroy data."));
+  }
   card.append(el("pre", { "aria-label": "Arguments" }, JSON.stringify(request.args, null, 2)));
   const scopes = request.scopes || ["once"];
   const scopeName = nextId("scope");
@@ -199,13 +221,97 @@ function clientToolCard(request, ctx) {
   return card;
 }
 
+// One input per field of a JSON schema's object: its label, a type-fitting control, its description and
+// a place for the server's refusal of that field. `read()` gives the value (`undefined`: left empty).
+function schemaField(name, schema, required) {
+  const id = nextId("field");
+  const errorId = nextId("field-error");
+  const label = schema.title || name;
+  let input;
+  if (Array.isArray(schema.enum)) {
+    const names = schema.enumNames || schema.enum;
+    input = el("select", { id }, required ? null : el("option", { value: "" }, "—"),
+      schema.enum.map((value, i) => el("option", { value: JSON.stringify(value) }, String(names[i] ?? value))));
+  } else if (schema.type === "boolean") {
+    input = el("input", { id, type: "checkbox", checked: schema.default === true });
+  } else if (schema.type === "integer" || schema.type === "number") {
+    input = el("input", { id, type: "number", step: schema.type === "integer" ? "1" : "any", min: schema.minimum, max: schema.maximum });
+  } else {
+    const types = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" };
+    input = el("input", { id, type: types[schema.format] || "text", minlength: schema.minLength, maxlength: schema.maxLength });
+  }
+  input.setAttribute("aria-describedby", errorId);
+  if (required) input.setAttribute("aria-required", "true");
+  if (schema.default !== undefined && schema.type !== "boolean" && !Array.isArray(schema.enum)) input.value = String(schema.default);
+  const node = el("div", { class: "field", "data-field": name },
+    el("label", { for: id }, label + (required ? " (required)" : "")), input,
+    schema.description ? el("p", { class: "muted" }, schema.description) : null,
+    el("p", { class: "field-error", id: errorId, role: "alert" }));
+  const read = () => {
+    if (input.type === "checkbox") return input.checked;
+    if (input.value === "") return undefined;
+    if (input.tagName === "SELECT") return JSON.parse(input.value);
+    if (input.type === "number") return Number(input.value);
+    return input.value;
+  };
+  return { node, read };
+}
+
+// An MCP server (or the agent's before-call hook) asks the person: a form built from the requested
+// schema, or a page to visit ("Open", then "Done").
+function elicitationCard(request, ctx) {
+  const asker = request.server || "A check before this call";
+  const card = cardShell(request, `${asker} asks (${request.tool_name})`, ctx);
+  card.append(el("p", {}, request.message));
+  const refuse = () => [
+    el("button", { type: "button", onclick: () => decideCard(card, request, { kind: "decline" }, ctx) }, "Decline"),
+    el("button", { type: "button", onclick: () => decideCard(card, request, { kind: "cancel" }, ctx) }, "Cancel"),
+  ];
+  if (request.mode === "url") {
+    let link = null;
+    try {
+      const url = new URL(request.url);
+      if (url.protocol === "https:" || url.protocol === "http:") {
+        link = el("a", { class: "button primary", href: url.href, target: "_blank", rel: "noopener noreferrer" }, "Open");
+      }
+      card.append(el("p", {}, "Page: ", el("code", {}, url.href)));
+    } catch (err) {
+      card.append(el("p", { class: "feedback error" }, `This page address cannot be opened: ${request.url}`));
+    }
+    card.append(el("div", { class: "actions" }, link,
+      el("button", { type: "button", class: "primary", onclick: () => decideCard(card, request, { kind: "accept" }, ctx) }, "Done"),
+      refuse()));
+    return card;
+  }
+  const schema = request.requested_schema || { properties: {} };
+  const required = new Set(schema.required || []);
+  const fields = Object.entries(schema.properties || {}).map(([name, field]) => [name, schemaField(name, field, required.has(name))]);
+  const form = el("form", { onsubmit: (event) => {
+    event.preventDefault();
+    const content = {};
+    for (const [name, field] of fields) {
+      const value = field.read();
+      if (value !== undefined) content[name] = value;
+    }
+    decideCard(card, request, { kind: "accept", content }, ctx);
+  } }, fields.map(([, field]) => field.node),
+    el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Submit"), refuse()));
+  card.append(form);
+  if (!request.durable) {
+    card.append(el("p", { class: "muted" }, "The server waits for this answer on an open call; if the server restarts first, the call may not complete."));
+  }
+  return card;
+}
+
 function unsupportedCard(request, ctx) {
   const card = cardShell(request, `${request.kind} request`, ctx);
   card.append(el("p", { class: "muted" }, "This kind of request is answered through the API or the CLI, not this page yet."));
   return card;
 }
 
-const CARD_KINDS = { approval: approvalCard, question: questionCard, client_tool: clientToolCard };
+const CARD_KINDS = {
+  approval: approvalCard, question: questionCard, client_tool: clientToolCard, elicitation: elicitationCard,
+};
 
 function renderCard(request, ctx) {
   return (CARD_KINDS[request.kind] || unsupportedCard)(request, ctx);

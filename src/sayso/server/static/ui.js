@@ -142,7 +142,7 @@ function stateOutcome(data) {
   const kind = data.status === "expired" ? "expired" : decision.kind;
   return {
     decision: kind, by: data.decided_by, principal: data.principal, via: data.via, at: data.decided,
-    scope: decision.scope, reason: decision.reason, message: decision.message, value: decision.value,
+    scope: decision.scope, reason: decision.reason, message: decision.message, value: decision.value ?? decision.content,
     answers: answerRecord(data.request, decision.answers), edited: !!decision.edited_args,
     edits: decision.edited_args ? diffArgs(data.request.args, decision.edited_args) : null,
     closedWithoutDecision: data.status === "closed",

@@ -12,12 +12,14 @@ package split by wire, each module under ~500 lines:
 | `_v1` | v1 payloads: pause requests out, responses in (with sayso's edits beside them) |
 | `_legacy` | kagent 0.x DataParts, both ways, and ADK's FunctionResponse answer |
 | `_inputs` | a workflow's input request: the answer a message gives (a DataPart, or text) |
+| `_elicitations` | an MCP elicitation (shown as questions): the answer kagent's or sayso's response gives |
 | `_messages` | pause, decision and history messages; `to_a2a_error` |
 | `_remote` | sayso as a client: what a remote pause asks, and the answer sent back |
 """
 
 from __future__ import annotations
 
+from ._elicitations import ELICITATION_RESPONSE, elicitation_from_answers
 from ._inputs import decision_from_input
 from ._legacy import LEGACY_CONFIRMATION, Confirmation, LegacyInput, decisions_from_legacy, legacy_input, legacy_parts
 from ._messages import (
@@ -49,6 +51,7 @@ from ._views import (
 )
 
 __all__ = [
+    "ELICITATION_RESPONSE",
     "EXTENSION_DESCRIPTION",
     "GENERIC_TEXT",
     "HITL_RESPONSE",
@@ -66,6 +69,7 @@ __all__ = [
     "decision_message",
     "decisions_from_legacy",
     "decisions_from_v1",
+    "elicitation_from_answers",
     "history",
     "json_of",
     "legacy_answer",

@@ -14,11 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...._core.decisions import Answer, Approve, Decision, Reject, Skip, model_text
-from ...._core.requests import ApprovalRequest, QuestionRequest, shown_args
+from ...._core.decisions import Accept, Answer, Approve, Decision, Decline, Reject, Skip, model_text
+from ...._core.requests import ApprovalRequest, ElicitationRequest, QuestionRequest, shown_args
 from ....exceptions import InvalidInput
-from ._v1 import answers_of, match_ids, nested_ids, refused
-from ._views import PauseView, ShownRequest, delegate_hint, questions_json, view_text
+from ._elicitations import elicitation_from_legacy
+from ._v1 import answers_of, match_ids, nested_ids
+from ._views import PauseView, ShownRequest, delegate_hint, refused, shown_questions, view_text
 
 LEGACY_CONFIRMATION = "adk_request_confirmation"
 """The function name of kagent 0.x's confirmation DataParts."""
@@ -63,8 +64,8 @@ def legacy_parts(view: PauseView) -> list[tuple[dict[str, Any], dict[str, Any]]]
 
 
 def _legacy_call(view: PauseView, request: ShownRequest) -> dict[str, Any]:
-    if isinstance(request, QuestionRequest):
-        return {"name": "ask_user", "args": {"questions": questions_json(request)}, "id": view.call_id(request)}
+    if isinstance(request, QuestionRequest | ElicitationRequest):
+        return {"name": "ask_user", "args": {"questions": shown_questions(request)}, "id": view.call_id(request)}
     return {"name": request.tool_name, "args": shown_args(request), "id": view.call_id(request)}
 
 
@@ -84,8 +85,8 @@ def _confirmation(
 def legacy_decision_data(view: PauseView, decisions: Mapping[str, Decision]) -> dict[str, Any] | None:
     """The 0.x decision that stands for the decisions taken on a view (task history); `None` if none."""
     taken = [(r, decisions[r.request_id]) for r in view.requests if r.request_id in decisions]
-    if not taken or view.kind == "input":
-        return None  # kagent 0.x has no form for a workflow's input
+    if not taken or view.kind in ("input", "elicitation"):
+        return None  # kagent 0.x has no form for a workflow's input, nor for an elicitation's answer
     if view.kind == "question":
         _, decision = taken[0]
         if isinstance(decision, Answer):
@@ -177,14 +178,10 @@ def decisions_from_legacy(view: PauseView, given: LegacyInput) -> list[tuple[Sho
     data = given.decision
     decision_type = data["decision_type"]
     answers = data.get("ask_user_answers")
+    if view.kind == "elicitation":
+        return elicitation_from_legacy(view, decision_type, answers)
     if view.kind == "question":
-        (question,) = view.requests
-        assert isinstance(question, QuestionRequest)
-        if isinstance(answers, list):
-            return [(question, Answer(answers=answers_of(question, answers)))]
-        if decision_type == "reject":
-            return [(question, Skip(reason=_reason(data.get("rejection_reason")) or "the person declined to answer"))]
-        raise refused("this task waits for answers: send decision_type approve with ask_user_answers")
+        return _answers_from_legacy(view, data)
     if isinstance(answers, list):
         raise refused("this task waits for approvals, not for ask_user_answers")
     if decision_type == "approve":
@@ -216,6 +213,18 @@ def decisions_from_legacy(view: PauseView, given: LegacyInput) -> list[tuple[Sho
         raise refused(problem) from None
 
 
+def _answers_from_legacy(view: PauseView, data: Mapping[str, Any]) -> list[tuple[ShownRequest, Decision]]:
+    """A 0.x answer to the shown question: its `ask_user_answers`, or a reject (skip)."""
+    (question,) = view.requests
+    assert isinstance(question, QuestionRequest)
+    answers = data.get("ask_user_answers")
+    if isinstance(answers, list):
+        return [(question, Answer(answers=answers_of(question, answers)))]
+    if data["decision_type"] == "reject":
+        return [(question, Skip(reason=_reason(data.get("rejection_reason")) or "the person declined to answer"))]
+    raise refused("this task waits for answers: send decision_type approve with ask_user_answers")
+
+
 def _from_confirmations(view: PauseView, confirmations: Sequence[Confirmation]) -> list[tuple[ShownRequest, Decision]]:
     """ADK's FunctionResponses: one per shown confirmation id, or one for the parent's id deciding all it shows."""
     if len(confirmations) == 1 and confirmations[0].confirmation_id == view.parent_id and view.subagent is not None:
@@ -238,6 +247,11 @@ def _confirmed(request: ShownRequest, confirmation: Confirmation) -> Decision:
             return Skip(reason="the person declined to answer")
         raw = payload.get("answers") if isinstance(payload, dict) else None
         return Answer(answers=answers_of(request, raw))
+    if isinstance(request, ElicitationRequest):
+        if not confirmation.confirmed:
+            return Decline()
+        content = payload.get("content") if isinstance(payload, dict) else None
+        return Accept(content=content if isinstance(content, dict) else None)
     if confirmation.confirmed:
         return Approve(payload=payload)
     reason = payload.get("rejection_reason") if isinstance(payload, dict) else None

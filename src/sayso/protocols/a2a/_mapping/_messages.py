@@ -23,7 +23,7 @@ from a2a.utils.errors import (
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct, Value
 
-from ...._core.decisions import Answer, Approve, Decision, DecisionRecord, Provide, Reject, Skip
+from ...._core.decisions import Accept, Answer, Approve, Decision, DecisionRecord, Provide, Reject, Skip
 from ...._core.requests import Request
 from ...._runtime import RunRecord
 from ....exceptions import (
@@ -171,6 +171,11 @@ def _decision_text(view: PauseView, decisions: Mapping[str, Decision]) -> str:
         if isinstance(decision, Provide):
             return decision.value if isinstance(decision.value, str) else json.dumps(decision.value, ensure_ascii=False)
         return "Skipped the input"
+    if view.kind == "elicitation":
+        (decision,) = decisions.values()
+        return {"accept": "Answered the form", "decline": "Declined", "cancel": "Cancelled"}.get(
+            decision.kind, "Closed the request"
+        )
     if view.kind == "question":
         return (
             "Answered questions" if any(isinstance(d, Answer) for d in decisions.values()) else "Skipped the questions"
@@ -195,6 +200,8 @@ def _record_json(view: PauseView, request: ShownRequest, taken: Mapping[str, Dec
             decision["payload"] = record.decision.payload
     elif isinstance(record.decision, Provide):
         decision["value"] = record.decision.value
+    elif isinstance(record.decision, Accept) and record.decision.content is not None:
+        decision["content"] = record.decision.content
     elif isinstance(record.decision, Reject | Skip) and record.decision.reason:
         decision["reason"] = record.decision.reason
     return {

@@ -8,22 +8,28 @@ arguments, a wider scope) travels under sayso's own key beside kagent's payload.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from ...._core.decisions import Answer, Approve, Decision, Reject, model_text
-from ...._core.requests import SCOPES_BY_WIDTH, ApprovalRequest, InputRequest, QuestionRequest, shown_args
-from ....exceptions import InvalidInput
-from ._views import PauseView, ShownRequest, approvals_of, questions_json, view_text
+from ...._core.requests import (
+    SCOPES_BY_WIDTH,
+    ApprovalRequest,
+    ElicitationRequest,
+    InputRequest,
+    QuestionRequest,
+    shown_args,
+)
+from ._elicitations import ELICITATION_RESPONSE, elicitation_from_v1
+from ._views import HITL_RESPONSE, PauseView, ShownRequest, approvals_of, refused, shown_questions, view_text
 
-HITL_RESPONSE = "hitl_response"
-"""The `field` of an `InvalidInput` raised for a HITL response that does not answer its pause."""
+RESPONSE_TYPES = {
+    "approval": "tool_approval_response",
+    "question": "ask_user_response",
+    "elicitation": "ask_user_response",
+}
 
-RESPONSE_TYPES = {"approval": "tool_approval_response", "question": "ask_user_response"}
-
-
-def refused(problem: str) -> InvalidInput:
-    """The error for a HITL response that does not answer the pause it was sent to; nothing was recorded."""
-    return InvalidInput(problem, field=HITL_RESPONSE)
+__all__ = ["HITL_RESPONSE", "decisions_from_v1", "refused", "request_payload", "response_of", "sayso_payload"]
 
 
 # --- agent -> client
@@ -38,13 +44,13 @@ def _tool_json(view: PauseView, request: ApprovalRequest) -> dict[str, Any]:
     }
 
 
-def _ask_tool_json(view: PauseView, request: QuestionRequest) -> dict[str, Any]:
-    """The synthetic tool a nested question is shown as (§4)."""
+def _ask_tool_json(view: PauseView, request: QuestionRequest | ElicitationRequest) -> dict[str, Any]:
+    """The synthetic tool a nested question (or elicitation) is shown as (§4)."""
     return {
         "id": view.tool_id(request),
         "call_id": view.tool_id(request),
         "name": "ask_user",
-        "args": {"questions": questions_json(request)},
+        "args": {"questions": shown_questions(request)},
     }
 
 
@@ -64,16 +70,15 @@ def request_payload(view: PauseView) -> dict[str, Any]:
         child_tools = (
             [_tool_json(view, r) for r in approvals_of(view)]
             if view.kind == "approval"
-            else [_ask_tool_json(view, r) for r in view.requests if isinstance(r, QuestionRequest)]
+            else [_ask_tool_json(view, r) for r in view.requests if isinstance(r, QuestionRequest | ElicitationRequest)]
         )
         task_id, context_id = nested_ids(view)
         nested = {"subagent_name": view.subagent, "task_id": task_id, "context_id": context_id, "tools": child_tools}
-    if view.kind == "question":
-        assert isinstance(first, QuestionRequest)
+    if view.kind in ("question", "elicitation"):
         body: dict[str, Any] = {
             "type": "ask_user_request",
             "id": view.parent_id if nested else first.request_id,
-            "questions": questions_json(first),
+            "questions": shown_questions(first),
         }
     else:
         tools = (
@@ -104,8 +109,19 @@ def sayso_payload(view: PauseView) -> dict[str, Any]:
             entry["scopes"] = list(request.scopes)
             entry["hint"] = request.hint
             entry["args_schema"] = request.args_schema
+            entry["tool"] = asdict(request.tool_info) if request.tool_info is not None else None
             if request.response_schema is not None:
                 entry["response_schema"] = request.response_schema
+        elif isinstance(request, ElicitationRequest):
+            entry.update(
+                mode=request.mode,
+                message=request.message,
+                server=request.server,
+                requested_schema=request.requested_schema,
+                url=request.url,
+                durable=request.delivery != "live",
+                respond_with=ELICITATION_RESPONSE,
+            )
         elif isinstance(request, InputRequest):
             entry.update(
                 node=request.node,
@@ -120,9 +136,10 @@ def sayso_payload(view: PauseView) -> dict[str, Any]:
 def response_of(view: PauseView, decisions: Mapping[str, Decision]) -> dict[str, Any] | None:
     """The v1 response that stands for the decisions taken on a view, however they were taken (task history).
 
-    `None` when kagent has no form for them (a question that was skipped, or expired; a workflow's input).
+    `None` when kagent has no form for them (a question that was skipped, or expired; a workflow's input;
+    an elicitation, whose answer sayso's key carries).
     """
-    if view.kind == "input":
+    if view.kind in ("input", "elicitation"):
         return None
     if view.kind == "question":
         (question,) = view.requests
@@ -170,6 +187,8 @@ def decisions_from_v1(
         raise refused("this task waits for input: send the answer as a DataPart, or as text")
     kind = payload.get("type")
     expected = RESPONSE_TYPES[view.kind]
+    if view.kind == "elicitation" and kind in (expected, ELICITATION_RESPONSE):
+        return elicitation_from_v1(view, payload)
     if kind not in RESPONSE_TYPES.values():
         raise refused(f"{kind!r} is not a HITL response; this task waits for a {expected}")
     if kind != expected:

@@ -1,8 +1,13 @@
 """What one A2A pause shows of a sayso pause (`PauseView`), and the status text kagent's rules give it (§5.1).
 
 One A2A pause shows one kind of request: the open approvals first, then each question on its
-own, and one agent at a time; the run stays paused in sayso until every open request is
-decided, so the same task pauses again for what is left.
+own, then each MCP elicitation on its own, and one agent at a time; the run stays paused in
+sayso until every open request is decided, so the same task pauses again for what is left.
+
+kagent's extension has no elicitation of its own, so an elicitation is shown to kagent clients as
+an `ask_user_request` they already answer (a first question "accept, decline or cancel", then one
+question per form field, or "done" for a page to visit), with the structured request under our
+own key; a client that reads it may answer with an `elicitation_response` (see `_elicitations`).
 
 A workflow's `input` request has no kagent form: its pause's text is the message, and the
 payload and JSON Schema go under `SAYSO_KEY` (see `_inputs` for the answer).
@@ -14,8 +19,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from ...._core.requests import ApprovalRequest, InputRequest, QuestionRequest, Request, default_hint, shown_args
+from ...._core.requests import (
+    ApprovalRequest,
+    ElicitationRequest,
+    InputRequest,
+    QuestionRequest,
+    Request,
+    default_hint,
+    shown_args,
+)
 from ...._runtime import RemoteTask
+from ....exceptions import InvalidInput
 
 HITL_URI = "https://kagent.dev/extensions/hitl/v1"
 """kagent's human-in-the-loop extension, v1."""
@@ -28,16 +42,26 @@ EXTENSION_DESCRIPTION = "Human in the loop for tool approval, ask user, and nest
 GENERIC_TEXT = "Human input is required before the agent can continue."
 """The status text of a pause that carries no tool call (§5.1, rule 5)."""
 
-ShownRequest: TypeAlias = ApprovalRequest | QuestionRequest | InputRequest
+HITL_RESPONSE = "hitl_response"
+"""The `field` of an `InvalidInput` raised for a HITL response that does not answer its pause."""
+
+ShownRequest: TypeAlias = ApprovalRequest | QuestionRequest | ElicitationRequest | InputRequest
+
+ShownKind: TypeAlias = Literal["approval", "question", "elicitation", "input"]
+
+
+def refused(problem: str) -> InvalidInput:
+    """The error for a HITL response that does not answer the pause it was sent to; nothing was recorded."""
+    return InvalidInput(problem, field=HITL_RESPONSE)
 
 
 @dataclass(frozen=True, kw_only=True)
 class PauseView:
     """What one A2A pause message shows of a sayso pause: one kind of request, from one agent."""
 
-    kind: Literal["approval", "question", "input"]
+    kind: ShownKind
     requests: tuple[ShownRequest, ...]
-    """The requests the person decides now: several approvals, or exactly one question or input."""
+    """The requests the person decides now: several approvals, or exactly one question, elicitation or input."""
     task_id: str
     """The A2A task (the top-level run) that waits."""
     subagent: str | None = None
@@ -83,14 +107,19 @@ def pause_view(task_id: str, open_requests: Sequence[Request], *, depth: int = 0
     """
     approvals = [r for r in open_requests if isinstance(r, ApprovalRequest)]
     questions = [r for r in open_requests if isinstance(r, QuestionRequest)]
+    elicitations = [r for r in open_requests if isinstance(r, ElicitationRequest)]
     inputs = [r for r in open_requests if isinstance(r, InputRequest)]
+    kind: ShownKind
     if approvals:
         path = approvals[0].agent_path
         shown: tuple[ShownRequest, ...] = tuple(r for r in approvals if r.agent_path == path)
-        kind: Literal["approval", "question", "input"] = "approval"
+        kind = "approval"
     elif questions:
         path = questions[0].agent_path
         shown, kind = (questions[0],), "question"
+    elif elicitations:
+        path = elicitations[0].agent_path
+        shown, kind = (elicitations[0],), "elicitation"
     elif inputs:
         return PauseView(kind="input", requests=(inputs[0],), task_id=task_id)
     else:
@@ -101,7 +130,7 @@ def pause_view(task_id: str, open_requests: Sequence[Request], *, depth: int = 0
 
 
 def views_of(task_id: str, requests: Sequence[Request], *, depth: int = 0) -> list[PauseView]:
-    """Every view one sayso pause is shown as, in turn (approvals first, then each question, then an input)."""
+    """Every view one sayso pause is shown as, in turn (approvals, then each question, elicitation, input)."""
     views: list[PauseView] = []
     left = list(requests)
     while (view := pause_view(task_id, left, depth=depth)) is not None:
@@ -152,20 +181,48 @@ def questions_json(request: QuestionRequest) -> list[dict[str, Any]]:
     return [{"question": q.question, "choices": list(q.choices), "multiple": q.multiple} for q in request.questions]
 
 
+ELICITATION_ACTIONS = ("accept", "decline", "cancel")
+
+
+def shown_questions(request: ShownRequest) -> list[dict[str, Any]]:
+    """The questions of a question request, or those an elicitation is shown as to a kagent client."""
+    if isinstance(request, QuestionRequest):
+        return questions_json(request)
+    assert isinstance(request, ElicitationRequest)
+    if request.mode == "url":
+        question = f"{request.message} Visit {request.url}, then answer done (or decline, or cancel)."
+        return [{"question": question, "choices": ["done", "decline", "cancel"], "multiple": False}]
+    schema = request.requested_schema or {}
+    required = set(schema.get("required", []))
+    questions = [{"question": request.message, "choices": list(ELICITATION_ACTIONS), "multiple": False}]
+    for name, field in (schema.get("properties") or {}).items():
+        label = field.get("title") or name
+        text = f"{label}{'' if name in required else ' (optional: answer - to leave it out)'}"
+        if field.get("description"):
+            text += f": {field['description']}"
+        choices = [str(c) for c in field.get("enum", [])] or (
+            ["true", "false"] if field.get("type") == "boolean" else []
+        )
+        questions.append({"question": text, "choices": choices, "multiple": False})
+    return questions
+
+
 def _pending(view: PauseView) -> list[_Pending]:
     """The top-level pending operations of a view: the shown calls, or the one call to the delegate."""
     if view.subagent is not None:
         return [_Pending(name=view.subagent, hint=delegate_hint(view), args={})]
-    if view.kind == "question":
-        (question,) = view.requests
-        assert isinstance(question, QuestionRequest)
-        return [_Pending(name="ask_user", hint=None, args={"questions": questions_json(question)})]
+    if view.kind in ("question", "elicitation"):
+        return [_Pending(name="ask_user", hint=None, args={"questions": shown_questions(view.requests[0])})]
     return [_Pending(name=r.tool_name, hint=own_hint(r), args=shown_args(r)) for r in approvals_of(view)]
 
 
 def delegate_hint(view: PauseView) -> str:
     """The hint of a delegate's pause: kagent's remote-agent wording for a remote child, ours for a local one."""
     who = f"Remote agent '{view.subagent}'" if view.remote is not None else f"Agent '{view.subagent}'"
+    if view.kind == "elicitation":
+        (asked,) = view.requests
+        assert isinstance(asked, ElicitationRequest)
+        return f"{who} asks: {asked.message}"
     if view.kind == "question":
         (question,) = view.requests
         assert isinstance(question, QuestionRequest)

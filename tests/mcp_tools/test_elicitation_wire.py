@@ -1,0 +1,229 @@
+"""Elicitation requests on the wire: REST (the inbox and decisions), A2A (kagent's HITL) and AG-UI (interrupts).
+
+The server runs in-process as `sayso serve` builds it, with its MCP host in the app's lifespan, so
+a form the test server pushes mid-call is answered on that same call from whichever interface.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from ag_ui.core import Event, RunFinishedEvent
+from pydantic import TypeAdapter
+
+from sayso import Config, Sayso
+from sayso.protocols.a2a import a2a_router
+from sayso.protocols.ag_ui import ag_ui_router
+from sayso.server import create_app
+
+from ..conftest import InProcess, script
+from .conftest import ElicitServer
+
+RULES: list[dict[str, Any]] = [
+    {"user": r"^book (?P<d>\w+)$", "call": "book_table", "args": {"day": "{d}"}},
+    {"user": r"^sign in$", "call": "sign_in"},
+    {"tool": "book_table", "reply": "{result}"},
+    {"tool": "sign_in", "reply": "{result}"},
+]
+
+URI = "https://kagent.dev/extensions/hitl/v1"
+SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
+A2A_HEADERS = {"A2A-Version": "1.0", "A2A-Extensions": URI}
+EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
+
+Serve = Callable[[], Awaitable[InProcess]]
+
+
+@pytest.fixture
+async def serve(tmp_path: Path, elicit_server: ElicitServer) -> AsyncIterator[Serve]:
+    """Start the server (REST, A2A, AG-UI) for an agent `host` that books tables on the test server."""
+    started: list[InProcess] = []
+
+    async def factory() -> InProcess:
+        config = Config.model_validate(
+            {
+                "store": f"sqlite:///{tmp_path / 'sayso.db'}",
+                "models": {"m": "test"},
+                "mcp_servers": {"booking": {"url": elicit_server.mcp_url, "session": "legacy"}},
+                "agents": {"host": {"model": "m", "mcp": [{"server": "booking", "tools": ["book_table", "sign_in"]}]}},
+                "base_dir": tmp_path,
+            }
+        )
+        sayso = Sayso(config, models={"m": script(*RULES)})
+        app = create_app(sayso, routers=[a2a_router(sayso), ag_ui_router(sayso)], expire_every_seconds=None)
+        started.append(await InProcess(app=app, sayso=sayso).start())
+        return started[-1]
+
+    yield factory
+    for served in started:
+        await served.stop()
+
+
+async def test_rest_lists_a_form_in_the_inbox_refuses_bad_fields_and_takes_the_answer(
+    serve: Serve, elicit_server: ElicitServer
+) -> None:
+    """The inbox shows the server's form; a wrong answer is a 422 naming each field; the right one finishes the run."""
+    server = await serve()
+    async with server.client() as client:
+        paused = (await client.post("/v1/runs", json={"message": "book fri"})).json()
+        assert paused["status"] == "paused"
+        inbox = (await client.get("/v1/requests", params={"kind": "elicitation"})).json()
+        [request] = inbox["requests"]
+        assert request["kind"] == "elicitation"
+        assert (request["mode"], request["server"], request["tool_name"], request["durable"]) == (
+            "form",
+            "booking",
+            "book_table",
+            False,
+        )
+        assert request["message"] == "Booking for fri: how many people, and under which name?"
+        assert set(request["requested_schema"]["properties"]) == {"people", "name"}
+
+        decision = f"/v1/requests/{request['id']}/decision"
+        refused = await client.post(decision, json={"kind": "accept", "content": {"people": "many"}})
+        assert refused.status_code == 422
+        problem = refused.json()
+        assert {tuple(e["loc"]): e["msg"] for e in problem["errors"]} == {
+            ("content", "people"): "'many' is not of type 'integer'",
+            ("content", "name"): "is required",
+        }
+        assert (await client.get(f"/v1/runs/{paused['run_id']}")).json()["status"] == "paused"
+
+        done = await client.post(decision, json={"kind": "accept", "content": {"people": 2, "name": "Ada"}})
+        assert done.status_code == 200, done.text
+        assert done.json()["run"]["output"] == "Booked fri for 2 (Ada)"
+    assert elicit_server.answers() == ["accept"]
+
+
+async def test_rest_shows_a_page_to_visit_and_done_finishes_the_call(serve: Serve, elicit_server: ElicitServer) -> None:
+    """A URL elicitation carries its page; `{"kind": "accept"}` is "done", `decline` and `cancel` are refusals."""
+    server = await serve()
+    async with server.client() as client:
+        paused = (await client.post("/v1/runs", json={"message": "sign in"})).json()
+        [request] = paused["requests"]
+        assert (request["mode"], request["url"], request["elicitation_id"]) == (
+            "url",
+            f"{elicit_server.base_url}/login?user=ada",
+            "login-1",
+        )
+        done = await client.post(f"/v1/requests/{request['id']}/decision", json={"kind": "accept"})
+        assert done.json()["run"]["output"] == "sign-in accept"
+        again = (await client.post("/v1/runs", json={"message": "sign in"})).json()
+        cancelled = await client.post(f"/v1/requests/{again['requests'][0]['id']}/decision", json={"kind": "cancel"})
+        assert cancelled.json()["run"]["output"] == "sign-in cancel"
+
+
+async def a2a_send(client: httpx.AsyncClient, message: dict[str, Any]) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": "SendMessage", "params": {"message": message}}
+    response = await client.post("/a2a/host", json=body, headers=A2A_HEADERS)
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    assert "result" in result, result
+    task: dict[str, Any] = result["result"]["task"]
+    return task
+
+
+def a2a_message(text: str | None = None, *, task: dict[str, Any] | None = None, payload: Any = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": []}
+    if text is not None:
+        message["parts"].append({"text": text})
+    if task is not None:
+        message.update(taskId=task["id"], contextId=task["contextId"])
+    if payload is not None:
+        message.update(metadata={URI: payload}, extensions=[URI])
+    return message
+
+
+async def test_a2a_shows_a_form_as_kagent_questions_and_takes_kagent_answers(
+    serve: Serve, elicit_server: ElicitServer
+) -> None:
+    """A kagent client sees an ask_user_request (accept, decline or cancel, then each field) and answers it as usual."""
+    server = await serve()
+    async with server.client() as client:
+        task = await a2a_send(client, a2a_message("book fri"))
+        assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        message = task["status"]["message"]
+        payload = message["metadata"][URI]
+        assert payload["type"] == "ask_user_request"
+        assert [q["question"] for q in payload["questions"]] == [
+            "Booking for fri: how many people, and under which name?",
+            "People",
+            "Name",
+        ]
+        assert payload["questions"][0]["choices"] == ["accept", "decline", "cancel"]
+        [ours] = message["metadata"][SAYSO_KEY]["requests"]
+        assert (ours["kind"], ours["mode"], ours["respond_with"]) == ("elicitation", "form", "elicitation_response")
+        answer = {
+            "type": "ask_user_response",
+            "id": payload["id"],
+            "answers": [{"answer": a} for a in (["accept"], ["2"], ["Ada"])],
+        }
+        done = await a2a_send(client, a2a_message(task=task, payload=answer))
+        assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert "Booked fri for 2 (Ada)" in json.dumps(done)
+
+        declined = await a2a_send(client, a2a_message("book sat"))
+        request_id = declined["status"]["message"]["metadata"][URI]["id"]
+        response = {"type": "elicitation_response", "id": request_id, "action": "decline"}
+        finished = await a2a_send(client, a2a_message(task=declined, payload=response))
+        assert "Booking declined" in json.dumps(finished)
+    assert elicit_server.bookings() == ["fri:2:Ada"]
+
+
+async def ag_ui_post(client: httpx.AsyncClient, body: dict[str, Any]) -> list[Any]:
+    events: list[Any] = []
+    async with client.stream("POST", "/ag-ui/host", json=body) as response:
+        assert response.status_code == 200, await response.aread()
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                events.append(EVENTS.validate_python(json.loads(line[6:])))
+    return events
+
+
+def ag_ui_input(thread_id: str, messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {
+        "threadId": thread_id,
+        "runId": uuid.uuid4().hex,
+        "state": None,
+        "messages": messages,
+        "tools": [],
+        "context": [],
+        "forwardedProps": None,
+        **extra,
+    }
+
+
+async def test_ag_ui_interrupts_with_the_requested_schema_and_resumes_with_the_content(
+    serve: Serve, elicit_server: ElicitServer
+) -> None:
+    """RUN_FINISHED interrupts with reason sayso:elicitation whose responseSchema holds the server's form."""
+    server = await serve()
+    async with server.client() as client:
+        user = {"id": uuid.uuid4().hex, "role": "user", "content": "book sun"}
+        events = await ag_ui_post(client, ag_ui_input("thr-elicit", [user]))
+        last = events[-1]
+        assert isinstance(last, RunFinishedEvent)
+        assert last.outcome is not None and last.outcome.type == "interrupt"
+        [pending] = last.outcome.interrupts  # type: ignore[union-attr]
+        assert pending.reason == "sayso:elicitation"
+        assert pending.message == "Booking for sun: how many people, and under which name?"
+        schema = pending.response_schema or {}
+        assert schema["required"] == ["action"]
+        assert set(schema["properties"]["content"]["properties"]) == {"people", "name"}
+        assert (pending.metadata or {})["mode"] == "form"
+        entry = {
+            "interruptId": pending.id,
+            "status": "resolved",
+            "payload": {"action": "accept", "content": {"people": 5, "name": "Bo"}},
+        }
+        resumed = await ag_ui_post(client, ag_ui_input("thr-elicit", [], resume=[entry]))
+        done = resumed[-1]
+        assert isinstance(done, RunFinishedEvent)
+        assert done.outcome is not None and done.outcome.type == "success"
+    assert elicit_server.bookings() == ["sun:5:Bo"]
