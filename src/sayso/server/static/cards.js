@@ -1,5 +1,6 @@
 // sayso web UI, request cards: one function per request kind (CARD_KINDS), and how a card closes.
-// A new kind of request is one more function in CARD_KINDS, built on cardShell and decideCard.
+// A new kind of request is one more function in CARD_KINDS, built on cardShell and decideCard; forms built from a
+// JSON Schema (input requests, approval feedback) come from forms.js.
 "use strict";
 
 // who is who: nested agents read "asked by analyst for coordinator"
@@ -13,7 +14,7 @@ function cardShell(request, title, ctx) {
   const headingId = nextId("card-title");
   const card = el("article", {
     class: "card", "aria-labelledby": headingId, "data-request-id": request.id, "data-kind": request.kind,
-    "data-tool": request.tool_name,
+    "data-tool": request.tool_name || (request.node ? humanize(request.node) : null),
   });
   card.append(el("h3", { id: headingId }, title));
   const meta = [agentLabel(request.agent_path), timeNode(request.created, "asked "),
@@ -60,7 +61,8 @@ async function closeFromServer(card, note) {
 }
 
 // Send a decision from a card; the card closes with what was recorded (or with what someone else decided first).
-async function decideCard(card, request, body, ctx) {
+// A refused answer leaves the card open and hands its problem (with `errors[].loc/msg`) to `onRefused`.
+async function decideCard(card, request, body, ctx, onRefused) {
   const buttons = card.querySelectorAll("button");
   buttons.forEach((b) => { b.disabled = true; });
   const result = await api("POST", `/v1/requests/${encodeURIComponent(request.id)}/decision`, body, { "Sayso-Via": "web" });
@@ -83,6 +85,7 @@ async function decideCard(card, request, body, ctx) {
     }
   } else {
     feedback(card, problemText(result));  // refused: the request stays open
+    onRefused?.(result.data);
     buttons.forEach((b) => { b.disabled = false; });
     return;
   }
@@ -101,6 +104,14 @@ function approvalCard(request, ctx) {
   const card = cardShell(request, `Approve ${request.tool_name}?`, ctx);
   if (request.hint) card.append(el("p", {}, request.hint));
   card.append(el("pre", { "aria-label": "Arguments" }, JSON.stringify(request.args, null, 2)));
+  if (request.payload !== null && request.payload !== undefined) card.append(payloadBlock(request.payload));
+  // An approval that asks for feedback (`response_schema`) sends it as the approval's `payload`.
+  const feedbackForm = request.response_schema ? schemaForm(request.response_schema) : null;
+  if (feedbackForm) card.append(el("h4", {}, "Your feedback"), feedbackForm.node);
+  const approve = (body) => {
+    feedbackForm?.showErrors(null);
+    decideCard(card, request, feedbackForm ? { ...body, payload: feedbackForm.read() } : body, ctx, feedbackForm?.showErrors);
+  };
   const scopes = request.scopes || ["once"];
   const scopeName = nextId("scope");
   if (scopes.length > 1) {
@@ -130,7 +141,7 @@ function approvalCard(request, ctx) {
       feedback(card, `The arguments are not valid JSON: ${err.message}`);
       return;
     }
-    decideCard(card, request, { kind: "approve", scope: scope(), edited_args: edited }, ctx);
+    approve({ kind: "approve", scope: scope(), edited_args: edited });
   } }, el("label", { for: editId }, "Arguments (JSON)"), editor, preview,
     el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Approve with these arguments")));
 
@@ -143,7 +154,7 @@ function approvalCard(request, ctx) {
     el("div", { class: "row" }, reason, el("button", { type: "submit", class: "danger" }, "Confirm rejection")));
 
   card.append(el("div", { class: "actions" },
-    el("button", { type: "button", class: "primary", onclick: () => decideCard(card, request, { kind: "approve", scope: scope() }, ctx) }, "Approve"),
+    el("button", { type: "button", class: "primary", onclick: () => approve({ kind: "approve", scope: scope() }) }, "Approve"),
     el("button", { type: "button", "aria-expanded": "false", onclick: toggle(editBox, editor) }, "Edit and approve"),
     el("button", { type: "button", class: "danger", "aria-expanded": "false", onclick: toggle(rejectBox, reason) }, "Reject")),
   editBox, rejectBox);
@@ -199,13 +210,33 @@ function clientToolCard(request, ctx) {
   return card;
 }
 
+// A workflow node asking for input: its message, the data it shows, and a form built from its schema.
+function inputCard(request, ctx) {
+  const card = cardShell(request, request.node ? `Input for ${humanize(request.node)}` : "Input needed", ctx);
+  if (request.message) card.append(el("p", { class: "message" }, request.message));
+  if (request.payload !== null && request.payload !== undefined) card.append(payloadBlock(request.payload));
+  const form = schemaForm(request.response_schema);
+  card.append(form.node);
+  const refused = (problem) => {
+    form.showErrors(problem);
+    if (problem?.errors?.length) feedback(card, "Not accepted: correct the fields marked above.");
+  };
+  card.append(el("div", { class: "actions" },
+    el("button", { type: "button", class: "primary", onclick: () => {
+      form.showErrors(null);
+      decideCard(card, request, { kind: "provide", value: form.read() }, ctx, refused);
+    } }, "Send"),
+    el("button", { type: "button", onclick: () => decideCard(card, request, { kind: "skip", reason: "the person skipped the input" }, ctx) }, "Skip")));
+  return card;
+}
+
 function unsupportedCard(request, ctx) {
   const card = cardShell(request, `${request.kind} request`, ctx);
   card.append(el("p", { class: "muted" }, "This kind of request is answered through the API or the CLI, not this page yet."));
   return card;
 }
 
-const CARD_KINDS = { approval: approvalCard, question: questionCard, client_tool: clientToolCard };
+const CARD_KINDS = { approval: approvalCard, question: questionCard, client_tool: clientToolCard, input: inputCard };
 
 function renderCard(request, ctx) {
   return (CARD_KINDS[request.kind] || unsupportedCard)(request, ctx);
