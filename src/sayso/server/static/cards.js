@@ -1,5 +1,6 @@
 // sayso web UI, request cards: one function per request kind (CARD_KINDS), and how a card closes.
-// A new kind of request is one more function in CARD_KINDS, built on cardShell and decideCard.
+// A new kind of request is one more function in CARD_KINDS, built on cardShell and decideCard; forms built from a
+// JSON Schema (input requests, approval feedback) come from forms.js.
 "use strict";
 
 // who is who: nested agents read "asked by analyst for coordinator"
@@ -13,7 +14,7 @@ function cardShell(request, title, ctx) {
   const headingId = nextId("card-title");
   const card = el("article", {
     class: "card", "aria-labelledby": headingId, "data-request-id": request.id, "data-kind": request.kind,
-    "data-tool": request.tool_name,
+    "data-tool": request.tool_name || (request.node ? humanize(request.node) : null),
   });
   card.append(el("h3", { id: headingId }, title));
   const meta = [agentLabel(request.agent_path), timeNode(request.created, "asked "),
@@ -60,7 +61,8 @@ async function closeFromServer(card, note) {
 }
 
 // Send a decision from a card; the card closes with what was recorded (or with what someone else decided first).
-async function decideCard(card, request, body, ctx) {
+// A refused answer leaves the card open and hands its problem (with `errors[].loc/msg`) to `onRefused`.
+async function decideCard(card, request, body, ctx, onRefused) {
   const buttons = card.querySelectorAll("button");
   buttons.forEach((b) => { b.disabled = true; });
   const result = await api("POST", `/v1/requests/${encodeURIComponent(request.id)}/decision`, body, { "Sayso-Via": "web" });
@@ -83,26 +85,11 @@ async function decideCard(card, request, body, ctx) {
     }
   } else {
     feedback(card, problemText(result));  // refused: the request stays open
-    showFieldErrors(card, result.data?.errors || []);
+    onRefused?.(result.data);
     buttons.forEach((b) => { b.disabled = false; });
     return;
   }
   ctx.onDecided?.(result.ok ? result.data : null);
-}
-
-// A form's answer is refused field by field: each message goes next to its field (`loc` is
-// `["content", name]` for a server's form, `[name]` for a workflow's input).
-function showFieldErrors(card, errors) {
-  card.querySelectorAll(".field-error").forEach((node) => { node.textContent = ""; });
-  card.querySelectorAll("[aria-invalid]").forEach((node) => node.removeAttribute("aria-invalid"));
-  for (const error of errors) {
-    const loc = error.loc || [];
-    const name = loc[0] === "content" ? loc[1] : loc[0];
-    const field = name === undefined ? null : card.querySelector(`[data-field="${CSS.escape(String(name))}"]`);
-    if (!field) continue;
-    field.querySelector(".field-error").textContent = error.msg;
-    field.querySelector("input, select")?.setAttribute("aria-invalid", "true");
-  }
 }
 
 function toggle(box, focus) {
@@ -123,6 +110,14 @@ function approvalCard(request, ctx) {
     if (request.tool.destructive && !request.tool.read_only) card.append(el("p", { class: "error" }, "The tool's source says it may destroy data."));
   }
   card.append(el("pre", { "aria-label": "Arguments" }, JSON.stringify(request.args, null, 2)));
+  if (request.payload !== null && request.payload !== undefined) card.append(payloadBlock(request.payload));
+  // An approval that asks for feedback (`response_schema`) sends it as the approval's `payload`.
+  const feedbackForm = request.response_schema ? schemaForm(request.response_schema) : null;
+  if (feedbackForm) card.append(el("h4", {}, "Your feedback"), feedbackForm.node);
+  const approve = (body) => {
+    feedbackForm?.showErrors(null);
+    decideCard(card, request, feedbackForm ? { ...body, payload: feedbackForm.read() } : body, ctx, feedbackForm?.showErrors);
+  };
   const scopes = request.scopes || ["once"];
   const scopeName = nextId("scope");
   if (scopes.length > 1) {
@@ -152,7 +147,7 @@ function approvalCard(request, ctx) {
       feedback(card, `The arguments are not valid JSON: ${err.message}`);
       return;
     }
-    decideCard(card, request, { kind: "approve", scope: scope(), edited_args: edited }, ctx);
+    approve({ kind: "approve", scope: scope(), edited_args: edited });
   } }, el("label", { for: editId }, "Arguments (JSON)"), editor, preview,
     el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Approve with these arguments")));
 
@@ -165,7 +160,7 @@ function approvalCard(request, ctx) {
     el("div", { class: "row" }, reason, el("button", { type: "submit", class: "danger" }, "Confirm rejection")));
 
   card.append(el("div", { class: "actions" },
-    el("button", { type: "button", class: "primary", onclick: () => decideCard(card, request, { kind: "approve", scope: scope() }, ctx) }, "Approve"),
+    el("button", { type: "button", class: "primary", onclick: () => approve({ kind: "approve", scope: scope() }) }, "Approve"),
     el("button", { type: "button", "aria-expanded": "false", onclick: toggle(editBox, editor) }, "Edit and approve"),
     el("button", { type: "button", class: "danger", "aria-expanded": "false", onclick: toggle(rejectBox, reason) }, "Reject")),
   editBox, rejectBox);
@@ -221,48 +216,12 @@ function clientToolCard(request, ctx) {
   return card;
 }
 
-// One input per field of a JSON schema's object: its label, a type-fitting control, its description and
-// a place for the server's refusal of that field. `read()` gives the value (`undefined`: left empty).
-function schemaField(name, schema, required) {
-  const id = nextId("field");
-  const errorId = nextId("field-error");
-  const label = schema.title || name;
-  let input;
-  if (Array.isArray(schema.enum)) {
-    const names = schema.enumNames || schema.enum;
-    input = el("select", { id }, required ? null : el("option", { value: "" }, "—"),
-      schema.enum.map((value, i) => el("option", { value: JSON.stringify(value) }, String(names[i] ?? value))));
-  } else if (schema.type === "boolean") {
-    input = el("input", { id, type: "checkbox", checked: schema.default === true });
-  } else if (schema.type === "integer" || schema.type === "number") {
-    input = el("input", { id, type: "number", step: schema.type === "integer" ? "1" : "any", min: schema.minimum, max: schema.maximum });
-  } else {
-    const types = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" };
-    input = el("input", { id, type: types[schema.format] || "text", minlength: schema.minLength, maxlength: schema.maxLength });
-  }
-  input.setAttribute("aria-describedby", errorId);
-  if (required) input.setAttribute("aria-required", "true");
-  if (schema.default !== undefined && schema.type !== "boolean" && !Array.isArray(schema.enum)) input.value = String(schema.default);
-  const node = el("div", { class: "field", "data-field": name },
-    el("label", { for: id }, label + (required ? " (required)" : "")), input,
-    schema.description ? el("p", { class: "muted" }, schema.description) : null,
-    el("p", { class: "field-error", id: errorId, role: "alert" }));
-  const read = () => {
-    if (input.type === "checkbox") return input.checked;
-    if (input.value === "") return undefined;
-    if (input.tagName === "SELECT") return JSON.parse(input.value);
-    if (input.type === "number") return Number(input.value);
-    return input.value;
-  };
-  return { node, read };
-}
-
-// An MCP server (or the agent's before-call hook) asks the person: a form built from the requested
-// schema, or a page to visit ("Open", then "Done").
+// An MCP server (or the agent's before-call hook) asks the person: a form built from the requested schema
+// (forms.js; a refused field's problem shows next to it), or a page to visit ("Open", then "Done").
 function elicitationCard(request, ctx) {
   const asker = request.server || "A check before this call";
   const card = cardShell(request, `${asker} asks (${request.tool_name})`, ctx);
-  card.append(el("p", {}, request.message));
+  card.append(el("p", { class: "message" }, request.message));
   const refuse = () => [
     el("button", { type: "button", onclick: () => decideCard(card, request, { kind: "decline" }, ctx) }, "Decline"),
     el("button", { type: "button", onclick: () => decideCard(card, request, { kind: "cancel" }, ctx) }, "Cancel"),
@@ -283,23 +242,41 @@ function elicitationCard(request, ctx) {
       refuse()));
     return card;
   }
-  const schema = request.requested_schema || { properties: {} };
-  const required = new Set(schema.required || []);
-  const fields = Object.entries(schema.properties || {}).map(([name, field]) => [name, schemaField(name, field, required.has(name))]);
-  const form = el("form", { onsubmit: (event) => {
+  const form = schemaForm(request.requested_schema || { type: "object", properties: {} });
+  // The server's errors sit under the decision's `content`: `["content", "people"]` is the field `people`.
+  const refused = (problem) => {
+    const errors = (problem?.errors || []).map((e) => ({ ...e, loc: e.loc?.[0] === "content" ? e.loc.slice(1) : e.loc }));
+    form.showErrors({ errors });
+    if (errors.length) feedback(card, "Not accepted: correct the fields marked above.");
+  };
+  card.append(el("form", { onsubmit: (event) => {
     event.preventDefault();
-    const content = {};
-    for (const [name, field] of fields) {
-      const value = field.read();
-      if (value !== undefined) content[name] = value;
-    }
-    decideCard(card, request, { kind: "accept", content }, ctx);
-  } }, fields.map(([, field]) => field.node),
-    el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Submit"), refuse()));
-  card.append(form);
+    form.showErrors(null);
+    decideCard(card, request, { kind: "accept", content: form.read() || {} }, ctx, refused);
+  } }, form.node, el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Submit"), refuse())));
   if (!request.durable) {
     card.append(el("p", { class: "muted" }, "The server waits for this answer on an open call; if the server restarts first, the call may not complete."));
   }
+  return card;
+}
+
+// A workflow node asking for input: its message, the data it shows, and a form built from its schema.
+function inputCard(request, ctx) {
+  const card = cardShell(request, request.node ? `Input for ${humanize(request.node)}` : "Input needed", ctx);
+  if (request.message) card.append(el("p", { class: "message" }, request.message));
+  if (request.payload !== null && request.payload !== undefined) card.append(payloadBlock(request.payload));
+  const form = schemaForm(request.response_schema);
+  card.append(form.node);
+  const refused = (problem) => {
+    form.showErrors(problem);
+    if (problem?.errors?.length) feedback(card, "Not accepted: correct the fields marked above.");
+  };
+  card.append(el("div", { class: "actions" },
+    el("button", { type: "button", class: "primary", onclick: () => {
+      form.showErrors(null);
+      decideCard(card, request, { kind: "provide", value: form.read() }, ctx, refused);
+    } }, "Send"),
+    el("button", { type: "button", onclick: () => decideCard(card, request, { kind: "skip", reason: "the person skipped the input" }, ctx) }, "Skip")));
   return card;
 }
 
@@ -310,7 +287,7 @@ function unsupportedCard(request, ctx) {
 }
 
 const CARD_KINDS = {
-  approval: approvalCard, question: questionCard, client_tool: clientToolCard, elicitation: elicitationCard,
+  approval: approvalCard, question: questionCard, client_tool: clientToolCard, input: inputCard, elicitation: elicitationCard,
 };
 
 function renderCard(request, ctx) {

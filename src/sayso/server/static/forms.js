@@ -1,0 +1,160 @@
+// sayso web UI, data shown with a request and forms built from a JSON Schema (workflow input, approval
+// feedback): text for strings, number fields, checkboxes, selects for enums, nested objects and lists, with a
+// refused answer's errors shown next to their fields. Loaded after ui.js (el, nextId), before cards.js.
+"use strict";
+
+const humanize = (key) => String(key).replace(/[_-]+/g, " ").replace(/^./, (c) => c.toUpperCase());
+
+function renderValue(value) {
+  if (value === null || value === undefined) return el("span", { class: "muted" }, "—");
+  if (Array.isArray(value)) {
+    if (!value.length) return el("span", { class: "muted" }, "(none)");
+    return el("ol", { class: "value" }, value.map((item) => el("li", {}, renderValue(item))));
+  }
+  if (typeof value === "object") {
+    const keys = Object.keys(value);
+    const headline = ["name", "title"].find((key) => typeof value[key] === "string");
+    if (headline && keys.length === 2 && typeof value.description === "string") {
+      return el("span", {}, el("strong", {}, value[headline]), ` — ${value.description}`);  // an item: its name, then what it is
+    }
+    if (!keys.length) return el("span", { class: "muted" }, "(empty)");
+    return el("dl", { class: "value" }, keys.flatMap((key) => [el("dt", {}, humanize(key)), el("dd", {}, renderValue(value[key]))]));
+  }
+  if (typeof value === "boolean") return el("span", {}, value ? "yes" : "no");
+  return el("span", {}, String(value));
+}
+
+function payloadBlock(payload) {
+  return el("section", { class: "payload", "aria-label": "Details" }, renderValue(payload));
+}
+
+function resolveSchema(schema, root) {
+  let resolved = schema || {};
+  for (let hops = 0; resolved.$ref && hops < 20; hops++) {
+    const path = resolved.$ref.replace(/^#\//, "").split("/");
+    resolved = path.reduce((node, part) => (node ? node[part] : undefined), root) || {};
+  }
+  const options = resolved.anyOf || resolved.oneOf;
+  if (options) {  // `X | None`, as pydantic writes an optional field: the form asks for X, empty means null
+    const real = options.filter((option) => option.type !== "null");
+    if (real.length === 1) {
+      return { ...resolveSchema(real[0], root), nullable: true, title: resolved.title, description: resolved.description, default: resolved.default };
+    }
+  }
+  return resolved;
+}
+
+function typeOf(schema) {
+  if (schema.enum) return "enum";
+  if (Array.isArray(schema.type)) return schema.type.find((t) => t !== "null") || "any";
+  return schema.type || (schema.properties ? "object" : "any");
+}
+
+// One field of a schema form: its node, a reader of its value (`undefined`: left empty), and its error slot.
+function schemaField(schema, root, path, label, required) {
+  const s = resolveSchema(schema, root);
+  const type = typeOf(s);
+  const errorId = nextId("field-error");
+  const error = el("p", { class: "field-error", id: errorId, role: "alert", "data-loc": path.join(".") });
+  const id = nextId("field");
+  const title = `${s.title || humanize(label)}${required ? " *" : ""}`;
+  const hint = s.description ? el("p", { class: "hint" }, s.description) : null;
+  const common = { id, name: path.join(".") || "answer", "aria-describedby": errorId, "aria-required": required ? "true" : null };
+  const errors = [error];
+  let node; let read;
+  if (type === "object" && s.properties) {
+    const children = Object.entries(s.properties).map(([key, child]) =>
+      schemaField(child, root, [...path, key], key, (s.required || []).includes(key)));
+    children.forEach((child) => errors.push(...child.errors));
+    node = el("fieldset", { "data-loc": path.join(".") }, path.length ? el("legend", {}, title) : null, hint,
+      children.map((child) => child.node), error);
+    read = () => {
+      const value = {};
+      for (const [index, key] of Object.keys(s.properties).entries()) {
+        const v = children[index].read();
+        if (v !== undefined) value[key] = v;
+      }
+      return path.length && s.nullable && !Object.keys(value).length ? undefined : value;
+    };
+    return { node, read, errors };
+  }
+  if (type === "boolean") {
+    const input = el("input", { ...common, type: "checkbox", checked: s.default === true });
+    node = el("div", { class: "field check" }, input, el("label", { for: id }, title), hint, error);
+    read = () => input.checked;
+  } else if (type === "enum") {
+    const select = el("select", common, el("option", { value: "" }, required ? "choose…" : "—"),
+      s.enum.map((value) => el("option", { value: JSON.stringify(value), selected: s.default === value }, String(value))));
+    node = el("div", { class: "field" }, el("label", { for: id }, title), hint, select, error);
+    read = () => (select.value === "" ? undefined : JSON.parse(select.value));
+  } else if (type === "integer" || type === "number") {
+    const input = el("input", { ...common, type: "number", step: type === "integer" ? "1" : "any", value: s.default ?? null,
+      min: s.minimum ?? null, max: s.maximum ?? null });
+    node = el("div", { class: "field" }, el("label", { for: id }, title), hint, input, error);
+    read = () => (input.value.trim() === "" ? undefined : Number(input.value));
+  } else if (type === "string") {
+    const input = el("input", { ...common, type: "text", value: s.default ?? null });
+    node = el("div", { class: "field" }, el("label", { for: id }, title), hint, input, error);
+    read = () => (input.value === "" ? undefined : input.value);
+  } else if (type === "array" && resolveSchema(s.items, root).enum) {
+    const choices = resolveSchema(s.items, root).enum;
+    const name = nextId("many");
+    node = el("fieldset", { class: "field", "data-loc": path.join("."), "aria-describedby": errorId }, el("legend", {}, title), hint,
+      choices.map((choice) => {
+        const optionId = nextId("choice");
+        return el("div", {}, el("input", { type: "checkbox", name, id: optionId, value: JSON.stringify(choice) }),
+          el("label", { for: optionId }, String(choice)));
+      }), error);
+    read = () => [...node.querySelectorAll(`input[name="${name}"]:checked`)].map((input) => JSON.parse(input.value));
+  } else if (type === "array" && ["string", "integer", "number"].includes(typeOf(resolveSchema(s.items, root)))) {
+    const numeric = typeOf(resolveSchema(s.items, root)) !== "string";
+    const area = el("textarea", { ...common, rows: 3 });
+    node = el("div", { class: "field" }, el("label", { for: id }, `${title} (one per line)`), hint, area, error);
+    read = () => {
+      const lines = area.value.split("\n").map((line) => line.trim()).filter((line) => line);
+      if (!lines.length && !required) return undefined;
+      return numeric ? lines.map(Number) : lines;
+    };
+  } else {
+    // Anything else (nested lists of objects, any JSON): written as JSON; text that is not JSON is sent as text.
+    const area = el("textarea", { ...common, rows: 4 });
+    node = el("div", { class: "field" }, el("label", { for: id }, `${title} (JSON)`), hint, area, error);
+    read = () => {
+      if (area.value.trim() === "") return undefined;
+      try { return JSON.parse(area.value); } catch { return area.value; }
+    };
+  }
+  return { node, read, errors };
+}
+
+// A form for a whole JSON Schema: its node, its value, and the problems of a refused answer shown by their fields.
+function schemaForm(schema) {
+  const root = schema || {};
+  const field = schemaField(root, root, [], "answer", true);
+  // The control a slot describes is marked invalid while its field is refused (screen readers say so too).
+  const control = (slot) => field.node.querySelector(`[aria-describedby="${slot.id}"]`);
+  const showErrors = (problem) => {
+    for (const slot of field.errors) {
+      slot.textContent = "";
+      control(slot)?.removeAttribute("aria-invalid");
+    }
+    const unplaced = [];
+    for (const error of problem?.errors || []) {
+      const loc = (error.loc || []).join(".");
+      const slot = field.errors.find((candidate) => candidate.dataset.loc === loc)
+        || field.errors.find((candidate) => loc.startsWith(`${candidate.dataset.loc}.`) && candidate.dataset.loc);
+      if (slot) {
+        slot.textContent = slot.textContent ? `${slot.textContent}; ${error.msg}` : error.msg;
+        control(slot)?.setAttribute("aria-invalid", "true");
+      }
+      else unplaced.push(error.msg);
+    }
+    const top = field.errors[0];
+    if (unplaced.length) top.textContent = [top.textContent, ...unplaced].filter((t) => t).join("; ");
+  };
+  const read = () => {
+    const value = field.read();
+    return value === undefined ? (typeOf(resolveSchema(root, root)) === "string" ? "" : null) : value;
+  };
+  return { node: el("div", { class: "schema-form" }, field.node), read, showErrors };
+}
