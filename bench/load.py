@@ -11,8 +11,8 @@ Two phases per store:
 
 1. **closed loop**: 50 clients back to back for `--seconds`: the throughput one server core
    sustains (decisions/s) and the latencies at that saturation;
-2. **open loop** at `--fraction` (default 70 %) of that throughput: cycles start at a fixed
-   rate, at most 50 in flight; p50/p99 of the decide request at a load the core sustains.
+2. **open loop** at `--fractions` (default 40 % and 70 %) of that throughput: cycles start at a
+   fixed rate, at most 50 in flight; p50/p99 of the decide request at loads the core sustains.
 
 Prints a markdown table and one JSON line.
 
@@ -250,9 +250,11 @@ def summary(phase: str, rec: Recorder, elapsed: float, cpu: float, *, clients: i
 def measure(store: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     with sayso_server(store) as (url, pid):
         closed = asyncio.run(closed_loop(url, pid, args.clients, args.seconds, args.warmup))
-        rate = max(1.0, closed["decisions_per_s"] * args.fraction)
-        opened = asyncio.run(open_loop(url, pid, rate, args.clients, args.seconds, args.warmup))
-    return [closed, opened]
+        rows = [closed]
+        for fraction in args.fractions:
+            rate = max(1.0, closed["decisions_per_s"] * fraction)
+            rows.append(asyncio.run(open_loop(url, pid, rate, args.clients, args.seconds, args.warmup)))
+    return rows
 
 
 def main() -> None:
@@ -261,7 +263,13 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=15.0)
     ap.add_argument("--warmup", type=float, default=3.0)
-    ap.add_argument("--fraction", type=float, default=0.7, help="open-loop rate as a share of the closed-loop one")
+    ap.add_argument(
+        "--fractions",
+        type=float,
+        nargs="+",
+        default=[0.4, 0.7],
+        help="open-loop rates as shares of the closed-loop one",
+    )
     args = ap.parse_args()
     if cores(1):  # the load generator (and PostgreSQL) on the other core
         os.sched_setaffinity(0, {1})

@@ -8,11 +8,14 @@ one statement per table (`generate_series` joined with one real paused run): its
 (`jsonb_set`) to name its new ids, copies older than the real runs and 1 ms apart.
 
 At each size a fresh process (pinned) opens two `Sayso` instances on the store and measures, all
-through the public API: its RSS after opening and after serving; `inbox(limit=50)` (the first
-page, as REST's `GET /v1/requests` asks it) and `open_requests(limit=50)`, first call and median;
-`result()` of random paused runs; and the resume latency: a fresh run is paused through
-`app_a.run` (untimed), then a random open request is decided through `app_b.decide(..., Approve())`
-and timed to the completed run, so the store holds the same number of paused runs at every sample.
+through the public API, after a `CHECKPOINT` (so no background flush of the bulk load runs
+meanwhile), `--rounds` times, alternating with the same measurement of a second store that keeps
+10 paused runs, so every size has a baseline taken under the same machine conditions: its RSS
+after opening and after serving; `inbox(limit=50)` (the first page, as REST's
+`GET /v1/requests` asks it) and `open_requests(limit=50)`, first call and median; `result()` of
+random paused runs; and the resume latency: a fresh run is paused through `app_a.run` (untimed),
+then a random open request is decided through `app_b.decide(..., Approve())` and timed to the
+completed run, so the store holds the same number of paused runs at every sample.
 
 Prints a markdown table, writes the plot (`--plot`, PNG) and prints one JSON line.
 """
@@ -109,6 +112,11 @@ def grow(dsn: str, size: int) -> float:
     return time.perf_counter() - t
 
 
+def checkpoint(dsn: str) -> None:
+    with connect(dsn) as conn:
+        conn.execute("CHECKPOINT")
+
+
 def db_bytes(dsn: str) -> int:
     with connect(dsn) as conn:
         conn.execute("CHECKPOINT")
@@ -148,16 +156,26 @@ async def measure(dsn: str, resumes: int, pages: int) -> dict[str, Any]:
             assert res.status == "paused" and len(res.requests) == 1
         out["result_ms"] = round((time.perf_counter() - t) / len(run_ids) * 1e3, 3)
         lat, pause_lat = [], []
+        picks: list[str] = []
+        if paused > 1_000:  # one random sample up front: a random row of a million costs a scan each time
+            with connect(dsn) as conn:
+                rows = conn.execute(
+                    "SELECT request_id FROM requests WHERE status = 'open' ORDER BY random() LIMIT %s", (resumes,)
+                )
+                picks = [r[0] for r in rows]
         for n in range(resumes):
             t = time.perf_counter()
             fresh = await app_a.run(user_request(20_000_000 + n))
             pause_lat.append(time.perf_counter() - t)
-            with connect(dsn) as conn:
-                (request_id,) = conn.execute(
-                    "SELECT request_id FROM requests WHERE status = 'open' AND request_id <> %s "
-                    "ORDER BY random() LIMIT 1",
-                    (fresh.requests[0].request_id,),
-                ).fetchone()
+            if picks:
+                request_id = picks[n]
+            else:
+                with connect(dsn) as conn:
+                    (request_id,) = conn.execute(
+                        "SELECT request_id FROM requests WHERE status = 'open' AND request_id <> %s "
+                        "ORDER BY random() LIMIT 1",
+                        (fresh.requests[0].request_id,),
+                    ).fetchone()
             t = time.perf_counter()
             done = await app_b.decide(request_id, Approve())
             lat.append(time.perf_counter() - t)
@@ -182,10 +200,12 @@ def plot(points: list[dict[str, Any]], path: str) -> None:
         ("inbox_ms", "first inbox page (median)"),
         ("open_requests_ms", "open_requests(limit=50) (median)"),
         ("resume_ms", "resume: decide → completed (median)"),
+        ("baseline_resume_ms", "resume with 10 paused runs, measured alternately"),
         ("pause_ms", "pause: run → paused (median)"),
         ("result_ms", "result(run_id)"),
     ):
-        left.plot(sizes, [p[key] for p in points], marker="o", label=label)
+        style = ":" if key.startswith("baseline") else "-"
+        left.plot(sizes, [p[key] for p in points], marker="o", linestyle=style, label=label)
     left.axhline(50, color="grey", linestyle=":", linewidth=1, label="50 ms")
     left.set_xscale("log")
     left.set_xlabel("paused runs in the store")
@@ -204,18 +224,57 @@ def plot(points: list[dict[str, Any]], path: str) -> None:
     fig.savefig(path, dpi=110)
 
 
+def measure_in_process(dsn: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One measurement in a fresh pinned process."""
+    res = subprocess.run(
+        [
+            *pin(),
+            sys.executable,
+            __file__,
+            "--measure",
+            dsn,
+            "--resumes",
+            str(args.resumes),
+            "--pages",
+            str(args.pages),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if res.returncode != 0:
+        raise SystemExit(f"measuring {dsn} failed:\n{res.stderr[-4000:]}")
+    row: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
+    return row
+
+
+def medians(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Field by field, the median of several measurements (min and max of the resume latencies)."""
+    out: dict[str, Any] = {}
+    for key, value in rows[0].items():
+        if key == "resume_ms_min_max":
+            out[key] = [min(r[key][0] for r in rows), max(r[key][1] for r in rows)]
+        elif key == "paused":
+            out[key] = value
+        elif isinstance(value, int | float):
+            out[key] = round(statistics.median(r[key] for r in rows), 3)
+    return out
+
+
 def table(points: list[dict[str, Any]]) -> str:
     """The measurements as a markdown table."""
     rows = [
         "| paused runs | first inbox page ms: median (p99, first call) | open_requests ms | result ms "
-        "| resume ms: median (min–max) | pause ms | RSS MiB idle → served | database |",
-        "|---:|---|---:|---:|---|---:|---|---:|",
+        "| resume ms: median (min–max) | … ÷ the same at 10, measured alternately | pause ms "
+        "| RSS MiB idle → served | database |",
+        "|---:|---|---:|---:|---|---:|---:|---|---:|",
     ]
     for p in points:
         low, high = p["resume_ms_min_max"]
         rows.append(
             f"| {p['paused']:,} | {p['inbox_ms']} ({p['inbox_p99_ms']}, {p['inbox_cold_ms']}) | "
-            f"{p['open_requests_ms']} | {p['result_ms']} | {p['resume_ms']} ({low}–{high}) | {p['pause_ms']} | "
+            f"{p['open_requests_ms']} | {p['result_ms']} | {p['resume_ms']} ({low}–{high}) | "
+            f"{p['resume_vs_baseline']}× | {p['pause_ms']} | "
             f"{p['rss_idle'] / 2**20:.0f} → {p['rss_served'] / 2**20:.0f} | {p['db_bytes'] / 2**20:,.0f} MiB |"
         )
     return "\n".join(rows)
@@ -230,8 +289,9 @@ def pin() -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 1_000, 10_000, 100_000, 1_000_000])
-    ap.add_argument("--resumes", type=int, default=30)
+    ap.add_argument("--resumes", type=int, default=60)
     ap.add_argument("--pages", type=int, default=50, help="warm first-page listings per size")
+    ap.add_argument("--rounds", type=int, default=3, help="measurements per size, alternating with the baseline")
     ap.add_argument("--plot", default=os.path.join(HERE, "results", "scale-pg.png"))
     ap.add_argument("--measure", metavar="DSN", help=argparse.SUPPRESS)  # one measurement, in a fresh process
     args = ap.parse_args()
@@ -240,35 +300,31 @@ def main() -> None:
         return
     points: list[dict[str, Any]] = []
     with postgres_server(pin()) as server:
-        dsn = server.create_database("sayso_scale")
+        dsn, small = server.create_database("sayso_scale"), server.create_database("sayso_scale_small")
         real_s = asyncio.run(pause_real(dsn, args.sizes[0]))
+        asyncio.run(pause_real(small, args.sizes[0]))
         print(f"paused {args.sizes[0]} runs for real in {real_s:.1f} s", file=sys.stderr, flush=True)
         for size in args.sizes:
             grow_s = grow(dsn, size)
-            res = subprocess.run(
-                [
-                    *pin(),
-                    sys.executable,
-                    __file__,
-                    "--measure",
-                    dsn,
-                    "--resumes",
-                    str(args.resumes),
-                    "--pages",
-                    str(args.pages),
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
+            checkpoint(dsn)
+            large_runs, small_runs = [], []
+            for round_ in range(args.rounds):
+                for which, sink in ((dsn, large_runs), (small, small_runs))[:: 1 if round_ % 2 == 0 else -1]:
+                    sink.append(measure_in_process(which, args))
+            point = medians(large_runs)
+            base = medians(small_runs)
+            point.update(
+                grow_seconds=round(grow_s, 1),
+                db_bytes=db_bytes(dsn),
+                baseline_resume_ms=base["resume_ms"],
+                baseline_inbox_ms=base["inbox_ms"],
+                resume_vs_baseline=round(point["resume_ms"] / base["resume_ms"], 2),
             )
-            if res.returncode != 0:
-                raise SystemExit(f"measuring at {size:,} paused runs failed:\n{res.stderr[-4000:]}")
-            point = {**json.loads(res.stdout.strip().splitlines()[-1]), "grow_seconds": round(grow_s, 1)}
-            point["db_bytes"] = db_bytes(dsn)
             points.append(point)
             print(
                 f"{point['paused']:>9,} paused: inbox {point['inbox_ms']} ms (cold {point['inbox_cold_ms']}), "
-                f"resume {point['resume_ms']} ms, RSS {point['rss_served'] / 2**20:.0f} MiB (grew in {grow_s:.0f} s)",
+                f"resume {point['resume_ms']} ms vs {base['resume_ms']} ms at {args.sizes[0]} "
+                f"({point['resume_vs_baseline']}x), RSS {point['rss_served'] / 2**20:.0f} MiB (grew in {grow_s:.0f} s)",
                 file=sys.stderr,
                 flush=True,
             )
@@ -279,9 +335,9 @@ def main() -> None:
         "paused": top["paused"],
         "first_page_ms": top["inbox_ms"],
         "first_page_cold_ms": top["inbox_cold_ms"],
-        "resume_ms_small": base["resume_ms"],
+        "resume_ms_small": top["baseline_resume_ms"],
         "resume_ms_large": top["resume_ms"],
-        "resume_ratio": round(top["resume_ms"] / base["resume_ms"], 2),
+        "resume_ratio": top["resume_vs_baseline"],
         "rss_served_mb_small": round(base["rss_served"] / 2**20, 1),
         "rss_served_mb_large": round(top["rss_served"] / 2**20, 1),
     }
