@@ -163,3 +163,17 @@ def test_core_does_no_io_and_imports_no_edge() -> None:
     assert len(core) >= 4
     bad = [module.where(i) for module in core for i in module.imports if i.target.split(".")[0] in FORBIDDEN_IN_CORE]
     assert bad == []
+
+
+MAX_MODULE_LINES = 560
+"""Issue 10's ~500-line bound on a module, with a little slack before this test complains."""
+
+
+def test_no_module_is_too_long() -> None:
+    """Every module under src/sayso stays at most MAX_MODULE_LINES lines, so each holds one concept."""
+    long = {
+        str(path.relative_to(SRC)): n
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"

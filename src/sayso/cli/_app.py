@@ -21,24 +21,14 @@ from .._config import load_config
 from .._core.access import LOCAL
 from .._core.decisions import (
     VIA_LABELS,
-    Accept,
-    Answer,
-    Approve,
-    Cancel,
-    ClientError,
-    ClientResult,
-    Decision,
-    Decline,
-    Provide,
-    Reject,
-    Skip,
 )
-from .._core.requests import ApprovalRequest, InputRequest, Request, Scope
+from .._core.requests import Request
 from .._results import DecideResult, RunResult, request_json, run_json
 from .._runtime import Sayso
 from ..exceptions import ConfigError, NotFound, SaysoError
 from ._chat import chat_loop
-from ._render import print_request, print_result, text_answer
+from ._decisions import parse_decision
+from ._render import print_request, print_result
 
 
 class _Command(TyperCommand):
@@ -467,105 +457,6 @@ def audit_verify(config: ConfigArg, as_json: JsonOpt = False) -> None:
         errors.print(escape(report.note), soft_wrap=True)
     if problem is not None:
         raise typer.Exit(1)
-
-
-def parse_decision(
-    action: str,
-    values: list[str],
-    *,
-    reason: str | None,
-    args: str | None,
-    scope: str,
-    answers: str | None,
-    request: Request | None = None,
-) -> Decision:
-    """Turn the command line's words into a decision, or stop with a message naming the problem.
-
-    `request` is needed for `answer` (a workflow's input takes one value, not one per question)
-    and for `approve` with feedback.
-    """
-    if action == "approve":
-        return _approve(values, args=args, scope=scope, request=request)
-    if action in ("answer", "provide") and isinstance(request, InputRequest):
-        return Provide(value=_typed_value(" ".join(values), request.response_schema))
-    if action == "reject":
-        return Reject(reason=reason or (" ".join(values) or None))
-    if action == "skip":
-        return Skip(reason=reason or (" ".join(values) or None))
-    if action == "answer":
-        return _answer(values, answers)
-    if action == "result":
-        raw = " ".join(values)
-        try:
-            value: Any = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        return ClientResult(value=value)
-    if action == "error":
-        if not values:
-            raise typer.BadParameter("error needs a message")
-        return ClientError(message=" ".join(values))
-    if action in ("accept", "done", "decline", "cancel"):
-        return _elicitation_decision(action, values)
-    raise typer.BadParameter(
-        f"unknown action {action!r}; use approve, reject, skip, answer, result, error, accept, done, decline or cancel"
-    )
-
-
-def _answer(values: list[str], answers: str | None) -> Answer:
-    """Answers to questions: one word per question, or every answer as JSON (`--answers`)."""
-    if answers is not None:
-        parsed = _json_option("--answers", answers)
-        if not isinstance(parsed, list) or not all(
-            isinstance(a, list) and all(isinstance(s, str) for s in a) for a in parsed
-        ):
-            raise typer.BadParameter("--answers must be a JSON list of lists of strings")
-        return Answer(answers=tuple(tuple(a) for a in parsed))
-    if not values:
-        raise typer.BadParameter("answer needs one value per question (or --answers JSON)")
-    return Answer(answers=tuple((v,) for v in values))
-
-
-def _elicitation_decision(action: str, values: list[str]) -> Decision:
-    """An answer to a server's form (`accept` with its content) or page (`done`), or `decline` / `cancel`."""
-    if action == "decline":
-        return Decline()
-    if action == "cancel":
-        return Cancel()
-    content = _json_option("accept", " ".join(values)) if action == "accept" and values else None
-    if content is not None and not isinstance(content, dict):
-        raise typer.BadParameter("accept takes the form's content as a JSON object of fields")
-    return Accept(content=content)
-
-
-def _approve(values: list[str], *, args: str | None, scope: str, request: Request | None) -> Approve:
-    """An approval from the command line: a scope, edited arguments, and the feedback the tool asked for."""
-    if scope not in ("once", "thread", "always"):
-        raise typer.BadParameter(f"--scope must be once, thread or always, not {scope!r}")
-    edited = _json_option("--args", args) if args is not None else None
-    if edited is not None and not isinstance(edited, dict):
-        raise typer.BadParameter("--args must be a JSON object of arguments")
-    checked_scope: Scope = scope  # type: ignore[assignment]  # narrowed by the membership test above
-    schema = request.response_schema if isinstance(request, ApprovalRequest) else None
-    payload = _typed_value(" ".join(values), schema) if values else None
-    return Approve(scope=checked_scope, edited_args=edited, payload=payload)
-
-
-def _typed_value(raw: str, schema: dict[str, Any] | None) -> Any:
-    """A value typed at the command line: as is where the schema asks for text, else JSON (text if it is not)."""
-    if schema is not None and text_answer(schema):
-        return raw
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw  # the schema check names what is wrong with it
-
-
-def _json_option(name: str, raw: str) -> Any:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise typer.BadParameter(f"{name} is not valid JSON: {exc}") from None
 
 
 class _OneLine(logging.Formatter):

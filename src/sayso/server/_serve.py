@@ -11,7 +11,8 @@ from .._config import Config, load_config
 from .._runtime import Sayso
 from ..exceptions import ConfigError
 from ..protocols import protocol_apps, protocol_routers
-from ._app import DEFAULT_EXPIRE_EVERY_SECONDS, DEFAULT_RECOVER_EVERY_SECONDS, ServerState, create_app
+from ._app import DEFAULT_EXPIRE_EVERY_SECONDS, DEFAULT_RECOVER_EVERY_SECONDS, create_app
+from ._deps import ServerState
 
 logger = logging.getLogger("sayso.server")
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 try:
     from ._app import AgUiAgent, ag_ui_router
-    from ._mapping import REASONS, decision_from_entry, error_event, interrupt
+    from ._inbound import decision_from_entry
+    from ._mapping import REASONS, error_event, interrupt
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("AG-UI needs ag-ui-protocol: pip install 'sayso[ag-ui]'") from exc
 

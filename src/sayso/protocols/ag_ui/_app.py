@@ -29,19 +29,8 @@ from ..._runtime import Sayso, ThreadRecord
 from ...exceptions import InvalidInput, ThreadNotFound, Unauthenticated
 from .._auth import authenticate
 from .._common import AgentEndpoint
-from ._mapping import (
-    THREAD,
-    client_tools,
-    decisions_from_resume,
-    error_event,
-    finished_event,
-    host_grants,
-    message_events,
-    pending_call_events,
-    refused,
-    tool_messages,
-    user_text,
-)
+from ._inbound import client_tools, decisions_from_resume, host_grants, tool_messages, user_text
+from ._mapping import THREAD, error_event, finished_event, message_events, pending_call_events, refused
 
 
 class HostTerms(TypedDict, total=False):

@@ -1,0 +1,133 @@
+"""What every REST endpoint shares: the server's state, the caller and runtime dependencies, and problem docs.
+
+`ServerState` is what the app keeps between requests; `Caller`, `Runtime` and `State` are the
+FastAPI dependencies endpoints take; `problems` documents the RFC 9457 answers an endpoint can give.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from anyio.abc import TaskGroup
+from fastapi import Depends, Request
+from fastapi import Path as PathParam
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from .._core.access import Principal
+from .._results import DecideResult, run_json
+from .._runtime import Sayso
+from ..protocols._auth import authenticate
+from ._live import LiveSettings
+from ._problems import PROBLEM_MEDIA_TYPE, ProblemModel
+from ._schemas import ID_PATTERN
+from ._webhooks import WebhookDispatcher
+
+TITLE_LENGTH = 80
+"""How much of a thread's first message its title shows (as in the thread list)."""
+
+_bearer = HTTPBearer(auto_error=False, description="A principal's token; not needed in local development mode.")
+
+_PROBLEM_MEANING = {
+    401: "Not signed in: no bearer token, or one that no principal has.",
+    403: "The caller may not do this.",
+    404: "There is no such thing, or the caller may not see it.",
+    409: "It conflicts with what happened first.",
+    410: "The request expired before the decision arrived.",
+    413: "The body, message, arguments or answer is over its size limit.",
+    415: "State-changing calls must be JSON.",
+    422: "The input is invalid; `errors` says where.",
+    503: "The store does not answer; try again.",
+}
+
+
+def problems(*statuses: int, **meanings: str) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI responses of the problems an endpoint can answer with (RFC 9457 documents).
+
+    `meanings` overrides the general meaning of a status for this endpoint, keyed `s409` and so on.
+    """
+    return {
+        status: {
+            "model": ProblemModel,
+            "description": meanings.get(f"s{status}", _PROBLEM_MEANING[status]),
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+        }
+        for status in statuses
+    }
+
+
+Id = Annotated[str, PathParam(min_length=1, max_length=64)]
+ThreadId = Annotated[str, PathParam(pattern=ID_PATTERN)]
+
+
+@dataclass(kw_only=True)
+class ServerState:
+    """What the endpoints share: the runtime, the webhook sender, and the task group of streamed runs."""
+
+    sayso: Sayso
+    emitter: WebhookDispatcher
+    tasks: TaskGroup | None = None
+    """Runs that outlive their HTTP request (a streamed run whose client left) run here."""
+    live: LiveSettings = LiveSettings()
+    """How live streams (`/v1/events`) look at the store and how long each lasts."""
+    closing: bool = False
+    """Set when the server is told to stop, so live streams end instead of holding the shutdown up."""
+
+
+_SSE_EVENT: dict[str, Any] = {
+    "type": "object",
+    "description": "One server-sent event; `data` is JSON.",
+    "properties": {
+        "event": {
+            "type": "string",
+            "enum": [
+                "status",
+                "progress",
+                "tool_call",
+                "decision",
+                "tool_result",
+                "text_delta",
+                "request",
+                "run",
+                "error",
+            ],
+        },
+        "data": {"type": "string"},
+    },
+    "required": ["event", "data"],
+}
+
+
+def _state(request: Request) -> ServerState:
+    state = request.app.state.sayso_server
+    assert isinstance(state, ServerState)
+    return state
+
+
+def _runtime(request: Request) -> Sayso:
+    return _state(request).sayso
+
+
+async def current_principal(
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> Principal:
+    """The caller, from its bearer token (everyone is `local` in local development mode).
+
+    `credentials` only documents the scheme in the OpenAPI document; the token is read by the
+    one authenticator A2A and AG-UI use too.
+    """
+    return authenticate(_runtime(request), request.headers.get("authorization"))
+
+
+Caller = Annotated[Principal, Depends(current_principal)]
+Runtime = Annotated[Sayso, Depends(_runtime)]
+State = Annotated[ServerState, Depends(_state)]
+
+
+def _json(body: Any, status_code: int = 200) -> JSONResponse:
+    return JSONResponse(body, status_code=status_code)
+
+
+def _decide_json(result: DecideResult) -> dict[str, Any]:
+    return {"request_id": result.request_id, "recorded": result.recorded, "run": run_json(result.run)}

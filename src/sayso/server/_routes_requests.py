@@ -1,0 +1,237 @@
+"""REST endpoints for open requests (the inbox), decisions, grants, the audit log, expiry and live events.
+
+They sit on their own `/v1` router; like every endpoint they only translate between the wire
+models of `_schemas` and the runtime's public verbs, called with the caller's principal.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Header, Query
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from .._core.grants import Grant
+from .._core.requests import RequestKind
+from .._results import request_json, request_state_json, rfc3339, run_json
+from .._runtime import InboxFilter
+from ._deps import Caller, Id, Runtime, State, _decide_json, _json, problems
+from ._live import LIVE_EVENT_NAMES, live_events
+from ._schemas import (
+    ID_PATTERN,
+    AuditPageOut,
+    AuditVerifyOut,
+    DecideOut,
+    DecisionIn,
+    ExpireOut,
+    GrantListOut,
+    GrantOut,
+    InboxOut,
+    RequestStateOut,
+    to_decision,
+)
+
+router = APIRouter(prefix="/v1")
+
+
+@router.get(
+    "/requests",
+    response_model=InboxOut,
+    tags=["requests"],
+    operation_id="list_requests",
+    responses=problems(401, 422, 503),
+)
+async def inbox(
+    caller: Caller,
+    sayso: Runtime,
+    agent: Annotated[str | None, Query(max_length=200, description="Asked by or for this agent.")] = None,
+    kind: RequestKind | None = None,
+    thread_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
+    older_than: Annotated[float | None, Query(ge=0, le=1e10, description="Opened at least N seconds ago.")] = None,
+    newer_than: Annotated[float | None, Query(ge=0, le=1e10, description="Opened at most N seconds ago.")] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=400)] = None,
+) -> JSONResponse:
+    """Every open request across threads that the caller may decide, oldest first, a page at a time."""
+    query = InboxFilter(agent=agent, kind=kind, thread_id=thread_id, older_than=older_than, newer_than=newer_than)
+    page = await sayso.inbox(query, principal=caller, limit=limit, cursor=cursor)
+    return _json({"requests": [request_json(r) for r in page.requests], "next_cursor": page.next_cursor})
+
+
+@router.get(
+    "/requests/{request_id}",
+    response_model=RequestStateOut,
+    tags=["requests"],
+    operation_id="get_request",
+    responses=problems(401, 404, 422, 503),
+)
+async def get_request(caller: Caller, sayso: Runtime, request_id: Id) -> JSONResponse:
+    """A request, whether it still waits, and its decision if any: who took it, through which interface, when."""
+    return _json(request_state_json(await sayso.request(request_id, principal=caller), now=time.time()))
+
+
+@router.post(
+    "/requests/{request_id}/decision",
+    response_model=DecideOut,
+    tags=["requests"],
+    operation_id="decide_request",
+    responses=problems(
+        401,
+        403,
+        404,
+        409,
+        410,
+        422,
+        503,
+        s403="The caller is neither the thread's owner nor an approver for its agent.",
+        s409="A different decision was taken first, or the request's pause is closed.",
+        s422="The decision does not fit the request (it stays open).",
+    ),
+)
+async def decide(
+    caller: Caller,
+    sayso: Runtime,
+    request_id: Id,
+    body: Annotated[DecisionIn, Body()],
+    via: Annotated[
+        Literal["rest", "web"],
+        Header(alias="Sayso-Via", description="The client deciding: `web` for the web UI; others see it named."),
+    ] = "rest",
+) -> JSONResponse:
+    """Decide one request; the run resumes when it was the last open request of its pause.
+
+    Repeating the decision already taken is a harmless no-op (`recorded: false`); a different
+    second decision is refused with 409, and a refused decision leaves the request open.
+    """
+    return _json(_decide_json(await sayso.decide(request_id, to_decision(body), principal=caller, via=via)))
+
+
+def grant_json(grant: Grant) -> dict[str, Any]:
+    """A grant as REST shows it: RFC 3339 times beside the epoch ones kept for existing clients."""
+    return asdict(grant) | {
+        "created": rfc3339(grant.created_at),
+        "expires": rfc3339(grant.expires_at),
+        "revoked": rfc3339(grant.revoked_at),
+    }
+
+
+@router.get(
+    "/grants", response_model=GrantListOut, tags=["grants"], operation_id="list_grants", responses=problems(401, 503)
+)
+async def grants(caller: Caller, sayso: Runtime) -> JSONResponse:
+    """Active remembered approvals, newest first: the caller's own, or every grant for an admin (`*` approver)."""
+    return _json({"grants": [grant_json(g) for g in await sayso.grants(principal=caller)]})
+
+
+@router.delete(
+    "/grants/{grant_id}",
+    response_model=GrantOut,
+    tags=["grants"],
+    operation_id="revoke_grant",
+    responses=problems(401, 404, 422, 503, s404="No active grant of the caller's has this id."),
+)
+async def revoke_grant(caller: Caller, sayso: Runtime, grant_id: Id) -> JSONResponse:
+    """Revoke a grant; the next call it covered asks again. 404 for a grant that is not the caller's."""
+    return _json(grant_json(await sayso.revoke_grant(grant_id, principal=caller)))
+
+
+_APPROVERS_ONLY = "Only approvers read the audit log and run expiry."
+
+
+@router.get(
+    "/audit",
+    response_model=AuditPageOut,
+    tags=["audit"],
+    operation_id="list_audit_records",
+    responses=problems(401, 403, 422, 503, s403=_APPROVERS_ONLY),
+)
+async def audit(
+    caller: Caller,
+    sayso: Runtime,
+    order: Literal["asc", "desc"] = "asc",
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    cursor: Annotated[int | None, Query(ge=0, le=2**62, description="The `next_cursor` of the previous page.")] = None,
+) -> JSONResponse:
+    """The audit log a page at a time, oldest first (or newest first with `order=desc`); for approvers."""
+    page = await sayso.audit_page(principal=caller, newest_first=order == "desc", limit=limit, cursor=cursor)
+    records = [asdict(r) | {"at": rfc3339(_audit_time(r.body))} for r in page.records]
+    return _json({"records": records, "next_cursor": page.next_cursor, "total": page.total})
+
+
+def _audit_time(body: Mapping[str, Any]) -> float | None:
+    """When an audit record's event happened, as its body says (`decided_at` or `at`)."""
+    at = body.get("decided_at", body.get("at"))
+    return float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
+
+
+@router.get(
+    "/audit/verify",
+    response_model=AuditVerifyOut,
+    tags=["audit"],
+    operation_id="verify_audit",
+    responses=problems(401, 403, 503, s403=_APPROVERS_ONLY),
+)
+async def verify_audit(caller: Caller, sayso: Runtime) -> JSONResponse:
+    """Verify the audit log: intact, or the first record that was altered, lost, moved, forged or cut off.
+
+    With an audit key the chain is anchored (every record signed, the head checkpointed); without one
+    `anchored` is false and `note` says plainly what cannot be detected.
+    """
+    report = await sayso.audit_report(principal=caller)
+    problem = asdict(report.problem) if report.problem else None
+    body = {"intact": report.intact, "records": report.records, "problem": problem}
+    return _json(body | {"anchored": report.anchored, "note": report.note})
+
+
+@router.post(
+    "/expire",
+    response_model=ExpireOut,
+    tags=["runs"],
+    operation_id="expire_requests",
+    responses=problems(401, 403, 503, s403=_APPROVERS_ONLY),
+)
+async def expire(caller: Caller, sayso: Runtime) -> JSONResponse:
+    """Close every paused run whose open requests all expired (the server also does this periodically); approvers."""
+    return _json({"runs": [run_json(r) for r in await sayso.expire(principal=caller)]})
+
+
+_LIVE_EVENT: dict[str, Any] = {
+    "type": "object",
+    "description": "One server-sent event; `data` is JSON (see the endpoint's description).",
+    "properties": {"event": {"type": "string", "enum": LIVE_EVENT_NAMES}, "data": {"type": "string"}},
+    "required": ["event", "data"],
+}
+
+
+@router.get(
+    "/events",
+    tags=["requests"],
+    operation_id="watch_changes",
+    response_class=StreamingResponse,
+    responses={
+        200: {"description": "Server-sent events.", "content": {"text/event-stream": {"schema": _LIVE_EVENT}}},
+        **problems(401, 422, 503),
+    },
+)
+async def events(
+    caller: Caller,
+    state: State,
+    thread_id: Annotated[
+        str | None, Query(pattern=ID_PATTERN, description="Also follow this thread's runs and history.")
+    ] = None,
+) -> StreamingResponse:
+    """What changes for the caller, as it happens, whichever interface or process changed it.
+
+    Events: `ready` (watching has begun: read the current state now), `request.opened` (a request),
+    `request.closed` (as `GET /v1/requests/{request_id}` answers: status, decision, who, `via`),
+    `run.changed` (`thread_id`, `run_id`, `status`, `last_seq` of the followed thread),
+    `threads.changed`, and `end` (the stream closes after a while; connect again). Only what the
+    caller may see is reported.
+    """
+    stream = live_events(state.sayso, caller, thread_id=thread_id, settings=state.live, closing=lambda: state.closing)
+    return StreamingResponse(
+        stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    )

@@ -1,0 +1,189 @@
+"""REST endpoints for principals, agents, threads and runs (§6.5), on their own `/v1` router.
+
+Endpoints only translate: they read the wire models of `_schemas`, call one of the runtime's
+public verbs with the caller's principal, and return the JSON shapes of `sayso.run_json`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from .._results import rfc3339, run_json
+from .._runtime import new_id
+from ..exceptions import InvalidInput
+from ..protocols._auth import authenticator
+from ._deps import _SSE_EVENT, TITLE_LENGTH, Caller, Id, Runtime, State, ThreadId, _json, problems
+from ._schemas import (
+    AgentListOut,
+    AgentOut,
+    MeOut,
+    ResumeIn,
+    RunIn,
+    RunOut,
+    ThreadIn,
+    ThreadListOut,
+    ThreadOut,
+    entry_json,
+)
+from ._stream import start_run, stream_run
+
+router = APIRouter(prefix="/v1")
+
+
+@router.get("/me", response_model=MeOut, tags=["principals"], operation_id="get_me", responses=problems(401))
+async def me(caller: Caller, sayso: Runtime) -> JSONResponse:
+    """Who the caller is, and whether the server runs in local development mode."""
+    local_mode = authenticator(sayso).local_mode
+    return _json({"principal": caller.name, "local_mode": local_mode, "approver_for": list(caller.approver_for)})
+
+
+@router.get(
+    "/agents", response_model=AgentListOut, tags=["threads"], operation_id="list_agents", responses=problems(401)
+)
+async def agents(caller: Caller, sayso: Runtime) -> JSONResponse:
+    """The configured agents and workflows: what a thread may be opened with."""
+    config = sayso.config
+    listed = [
+        AgentOut(name=name, description=spec.description, entry=name == config.entry_agent).model_dump()
+        for name, spec in config.agents.items()
+    ]
+    listed += [
+        AgentOut(
+            name=name, description=spec.description or None, entry=name == config.entry_agent, kind="workflow"
+        ).model_dump()
+        for name, spec in config.workflows.items()
+    ]
+    return _json({"agents": listed})
+
+
+@router.post(
+    "/threads",
+    response_model=ThreadOut,
+    status_code=201,
+    tags=["threads"],
+    operation_id="create_thread",
+    responses=problems(401, 422, s422="The body is invalid, or names no configured agent."),
+)
+async def create_thread(caller: Caller, sayso: Runtime, body: ThreadIn | None = None) -> JSONResponse:
+    """Open a thread with an agent; it is stored, and owned by the caller, when its first run starts."""
+    agent = (body.agent if body else None) or sayso.config.entry_agent
+    if agent not in sayso.config.agents and agent not in sayso.config.workflows:
+        configured = ", ".join([*sayso.config.agents, *sayso.config.workflows])
+        raise InvalidInput(f"no agent named {agent!r}; configured: {configured}", field="agent")
+    thread_id = new_id("thr")
+    created = {"thread_id": thread_id, "agent": agent, "owner": None, "title": None, "created": None}
+    return _json({**created, "active_run": None, "transcript": []}, 201)
+
+
+@router.get(
+    "/threads",
+    response_model=ThreadListOut,
+    tags=["threads"],
+    operation_id="list_threads",
+    responses=problems(401, 422, 503),
+)
+async def threads(caller: Caller, sayso: Runtime, limit: Annotated[int, Query(ge=1, le=200)] = 50) -> JSONResponse:
+    """The caller's threads, newest first, each titled by its first message."""
+    listed = await sayso.threads(principal=caller, limit=limit)
+    return _json({"threads": [asdict(t) | {"created": rfc3339(t.created_at)} for t in listed]})
+
+
+@router.get(
+    "/threads/{thread_id}",
+    response_model=ThreadOut,
+    tags=["threads"],
+    operation_id="get_thread",
+    responses=problems(401, 404, 422, 503),
+)
+async def thread(caller: Caller, sayso: Runtime, thread_id: ThreadId) -> JSONResponse:
+    """A thread's history (with every decision and failure), and the run in progress with the requests it waits on."""
+    record = await sayso.thread(thread_id, principal=caller)
+    active = await sayso.result(record.active_run_id, principal=caller) if record.active_run_id else None
+    entries = await sayso.transcript(thread_id, principal=caller)
+    first = next((e.text for e in entries if e.role == "user" and e.text), None)
+    return _json(
+        {
+            "thread_id": record.thread_id,
+            "agent": record.agent,
+            "owner": record.owner,
+            "title": first[:TITLE_LENGTH] if first else None,
+            "created": rfc3339(record.created_at),
+            "active_run": run_json(active) if active else None,
+            "transcript": [entry_json(e) for e in entries],
+        }
+    )
+
+
+@router.post(
+    "/runs",
+    response_model=RunOut,
+    tags=["runs"],
+    operation_id="create_run",
+    responses={
+        200: {"content": {"text/event-stream": {"schema": _SSE_EVENT}}},
+        **problems(
+            401,
+            403,
+            409,
+            422,
+            503,
+            s403="The thread belongs to someone else: only its owner sends messages into it.",
+            s409="The thread has a run in progress.",
+        ),
+    },
+)
+async def create_run(
+    caller: Caller,
+    state: State,
+    body: RunIn,
+    stream: Annotated[bool, Query(description="Stream server-sent events instead of one JSON result.")] = False,
+) -> JSONResponse | StreamingResponse:
+    """Send a message and run the agent until it finishes or pauses.
+
+    With `stream=true` the answer is `text/event-stream`: `status`, `progress`, `tool_call`,
+    `decision` (a call's decision, as transcript lines show it), `tool_result`, `text_delta`,
+    `request` (one per open request), then `run` (the whole result) or `error` (a problem document).
+    """
+    if stream:
+        assert state.tasks is not None, "the server's lifespan has not started"
+        return StreamingResponse(
+            stream_run(state.sayso, state.tasks, caller, body),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    return _json(run_json(await start_run(state.sayso, caller, body)))
+
+
+@router.get(
+    "/runs/{run_id}",
+    response_model=RunOut,
+    tags=["runs"],
+    operation_id="get_run",
+    responses=problems(401, 404, 422, 503),
+)
+async def get_run(caller: Caller, sayso: Runtime, run_id: Id) -> JSONResponse:
+    """Where a run stands, with the requests it still waits on."""
+    return _json(run_json(await sayso.result(run_id, principal=caller)))
+
+
+@router.post(
+    "/runs/{run_id}/resume",
+    response_model=RunOut,
+    tags=["runs"],
+    operation_id="resume_run",
+    responses=problems(
+        401,
+        404,
+        409,
+        422,
+        503,
+        s409="The run is not paused, another resume won, or requests are still open (use `force`).",
+    ),
+)
+async def resume_run(caller: Caller, sayso: Runtime, run_id: Id, body: ResumeIn | None = None) -> JSONResponse:
+    """Resume a paused run; with `force`, requests still open count as skipped."""
+    return _json(run_json(await sayso.resume(run_id, force=body.force if body else False, principal=caller)))
