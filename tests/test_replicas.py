@@ -161,8 +161,15 @@ def test_three_replicas_on_one_postgres_behave_as_one_service(
     marker = tmp_path / "marker"
     env = {**os.environ, "SAYSO_STORE": store_url, "MARKER": str(marker)}
     args = [str(tmp_path / "sayso.yaml"), "--recover-every", "0.5"]
-    with ThreadPoolExecutor(3) as starting:  # the three start side by side
-        started = list(starting.map(lambda _: LiveServer.process(args, env=env), range(3)))
+    with ThreadPoolExecutor(3) as starting:  # the three start side by side (and migrate the new database together)
+        futures = [starting.submit(LiveServer.process, args, env=env) for _ in range(3)]
+    if any(f.exception() for f in futures):
+        for future in futures:
+            if future.exception() is None:
+                future.result()[1].kill()
+                future.result()[1].wait(10)
+        futures[next(i for i, f in enumerate(futures) if f.exception())].result()
+    started = [future.result() for future in futures]
     (a, _), (b, _), (c, c_process) = started
     try:
         first = _post(a, "/v1/runs", {"message": "delete one.txt"})

@@ -127,3 +127,24 @@ async def test_nested_pause_on_postgres(database: str, tmp_path: Path) -> None:
         assert request.agent_path == "lead/files"
         done = await app.decide(request.request_id, Approve())
     assert done.run.output == "team: delete_file: deleted x"
+
+
+async def test_replicas_opening_a_new_database_together_migrate_it_once() -> None:
+    """Several stores opening one empty database at the same moment all come up: one migrates, the others wait."""
+    import anyio
+
+    from sayso._store import SqlRunStore
+
+    from .conftest import postgres_database
+
+    async with postgres_database() as url:
+        stores = [SqlRunStore(url) for _ in range(4)]
+        try:
+            async with anyio.create_task_group() as tg:
+                for store in stores:
+                    tg.start_soon(store.open)
+            for store in stores:
+                await store.ping()
+        finally:
+            for store in stores:
+                await store.aclose()

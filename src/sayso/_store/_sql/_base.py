@@ -30,6 +30,9 @@ T = TypeVar("T")
 
 _MIGRATIONS = Path(__file__).parent.parent / "migrations"
 
+_MIGRATION_LOCK = 7311
+"""The PostgreSQL advisory lock that lets one process at a time bring the schema up to date."""
+
 _DATABASE_ERRORS: tuple[type[BaseException], ...] = (SQLAlchemyError, sqlite3.Error, OSError)
 """What a database can raise through SQLAlchemy: it wraps driver errors, but a refused connection or a
 failing connect hook surfaces as the driver's (or the socket's) own error."""
@@ -267,6 +270,9 @@ def _upgrade_schema(conn: Connection) -> None:
     from alembic.script import ScriptDirectory
     from alembic.util.exc import CommandError
 
+    if conn.dialect.name == "postgresql":
+        # Replicas started together migrate one at a time: the others wait, then find the schema current.
+        conn.execute(sa.text(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})"))
     config = Config()
     config.set_main_option("script_location", str(_MIGRATIONS))
     head = ScriptDirectory.from_config(config).get_current_head()
