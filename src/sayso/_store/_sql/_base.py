@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -272,7 +272,7 @@ def _upgrade_schema(conn: Connection) -> None:
 
     if conn.dialect.name == "postgresql":
         # Replicas started together migrate one at a time: the others wait, then find the schema current.
-        conn.execute(sa.text(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})"))
+        conn.execute(text(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})"))
     config = Config()
     config.set_main_option("script_location", str(_MIGRATIONS))
     head = ScriptDirectory.from_config(config).get_current_head()
