@@ -229,3 +229,17 @@ def test_ids_carry_at_least_128_random_bits() -> None:
     for token in list(ids)[:50]:
         raw = base64.urlsafe_b64decode(token.removeprefix("req_") + "==")
         assert len(raw) >= 16
+
+
+async def test_the_scripted_models_call_log_keeps_only_the_latest_calls() -> None:
+    """A demo server runs for days: the scripted model's log of calls is bounded, newest last."""
+    from pydantic_ai import Agent
+
+    model = ScriptedModel(
+        Script.model_validate({"name": "echo", "rules": [{"user": "(?P<w>.+)", "reply": "{w}"}]}), keep_calls=3
+    )
+    agent = Agent(model)
+    for i in range(10):
+        assert (await agent.run(f"word {i}")).output == f"word {i}"
+    assert 3 <= len(model.calls) <= 6
+    assert model.calls[-1].response.parts[0].content == "word 9"  # type: ignore[union-attr]

@@ -118,12 +118,17 @@ _WORDS = re.compile(r"\s*\S+|\s+")
 
 
 class ScriptedModel(FunctionModel):
-    """A pydantic-ai model that follows a script; `calls` logs every request it answered."""
+    """A pydantic-ai model that follows a script; `calls` logs the requests it answered, newest last.
 
-    def __init__(self, script: Script) -> None:
+    The log keeps the latest `keep_calls` (tests read it; a demo server runs for days, and a log
+    that only grows is a leak whose every object the garbage collector walks again and again).
+    """
+
+    def __init__(self, script: Script, *, keep_calls: int = 1000) -> None:
         super().__init__(self._respond, stream_function=self._stream, model_name=f"scripted:{script.name}")
         self.script = script
         self.calls: list[ScriptedCall] = []
+        self.keep_calls = keep_calls
         self._log_path = os.environ.get("SAYSO_SCRIPT_LOG")
 
     @classmethod
@@ -141,6 +146,8 @@ class ScriptedModel(FunctionModel):
         parts = self._answer(_inputs(messages))
         response = ModelResponse(parts=parts, usage=RequestUsage(input_tokens=1, output_tokens=1))
         self.calls.append(ScriptedCall(last_request=last, response=response, history_length=len(messages)))
+        if len(self.calls) > 2 * self.keep_calls:  # trimmed in batches: one copy per `keep_calls` requests
+            del self.calls[: -self.keep_calls]
         if self._log_path:
             with open(self._log_path, "a") as log:
                 log.write(
