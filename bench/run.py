@@ -111,12 +111,32 @@ def run_workflow(impl: str, cycles: int, warmup: int) -> dict[str, Any]:
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if res.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{res.stderr[-4000:]}")
-    row = json.loads(res.stdout.strip().splitlines()[-1])
+    row: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
     log(
-        f"  {LABEL[impl]:<14} workflow {row['cycles_per_s']:>7} cycles/s  p50 {row['p50_ms']:>8} ms  "
-        f"({round(time.perf_counter() - t, 1)} s)"
+        f"  {LABEL[impl]:<14} workflow {row['cycles_per_s']:>7} cycles/s  CPU {row['cpu_ms_per_cycle']} ms/cycle  "
+        f"p50 {row['p50_ms']:>8} ms  ({round(time.perf_counter() - t, 1)} s)"
     )
     return row
+
+
+def workflows(repeats: int, cycles: int) -> dict[str, Any]:
+    """The workflow cycle, sayso and LangGraph in a rotating order, `repeats` times; medians and ratios."""
+    log(f"workflow cycle: three nodes, one input pause, {cycles} cycles, {repeats} runs each")
+    impls = ("sayso", "langgraph")
+    rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for rep in range(repeats):
+        for impl in impls[rep % 2 :] + impls[: rep % 2]:
+            rows[impl].append(run_workflow(impl, cycles, 10))
+    medians = {impl: {k: med(rows[impl], k) for k in ("cycles_per_s", "cpu_ms_per_cycle", "p50_ms")} for impl in impls}
+    return {
+        "kind": "workflow",
+        "cycles": cycles,
+        "repeats": repeats,
+        "medians": medians,
+        "vs_langgraph": round(medians["sayso"]["cycles_per_s"] / medians["langgraph"]["cycles_per_s"], 3),
+        "cpu_vs_langgraph": round(medians["langgraph"]["cpu_ms_per_cycle"] / medians["sayso"]["cpu_ms_per_cycle"], 3),
+        "runs": rows,
+    }
 
 
 def json_of(script: str, what: str) -> dict[str, Any]:
@@ -245,8 +265,8 @@ def quick(args: argparse.Namespace) -> None:
     s, lg, pa = (med(rows[k], "cycles_per_s") for k in impls)
     cpu = {k: med(rows[k], "cpu_ms_per_cycle") for k in impls}
     sayso = rows["sayso"]
-    flows = {impl: run_workflow(impl, args.quick_cycles, 10) for impl in ("sayso", "langgraph")}
-    ws, wlg = flows["sayso"]["cycles_per_s"], flows["langgraph"]["cycles_per_s"]
+    flows = workflows(args.quick_repeats, args.quick_cycles)
+    ws, wlg = (flows["medians"][k]["cycles_per_s"] for k in ("sayso", "langgraph"))
     print(f"| H=0, {args.quick_cycles} cycles, median of {args.quick_repeats} | sayso | LangGraph | pydantic-ai |")
     print("|---|---:|---:|---:|")
     print(f"| cycles/s | {s} | {lg} | {pa} |")
@@ -258,6 +278,8 @@ def quick(args: argparse.Namespace) -> None:
         f"| {med(rows['pydantic-ai'], 'bytes_per_cycle')} |"
     )
     print(f"| workflow cycles/s | {ws} | {wlg} | – |")
+    wcpu = {k: flows["medians"][k]["cpu_ms_per_cycle"] for k in ("sayso", "langgraph")}
+    print(f"| workflow CPU ms/cycle | {wcpu['sayso']} | {wcpu['langgraph']} | – |")
     print(
         f"\nsayso's agent pair {pair['sayso_cpu_ms']} ms CPU vs a bare pydantic-ai pair {pair['bare_cpu_ms']} ms: "
         f"{pair['ratio']}x (median of {pair['blocks']} interleaved blocks)"
@@ -288,7 +310,10 @@ def quick(args: argparse.Namespace) -> None:
                 "sayso_p50_ms": med(sayso, "p50_ms"),
                 "workflow_sayso_cycles_per_s": ws,
                 "workflow_langgraph_cycles_per_s": wlg,
-                "workflow_vs_langgraph": round(ws / wlg, 3),
+                "workflow_vs_langgraph": flows["vs_langgraph"],
+                "workflow_cpu_ms_per_cycle": wcpu["sayso"],
+                "workflow_langgraph_cpu_ms_per_cycle": wcpu["langgraph"],
+                "workflow_cpu_vs_langgraph": flows["cpu_vs_langgraph"],
                 "agent_pair_ratio": pair["ratio"],
                 "agent_pair_cpu_ms": pair["sayso_cpu_ms"],
                 "bare_agent_pair_cpu_ms": pair["bare_cpu_ms"],
@@ -337,6 +362,7 @@ def full(args: argparse.Namespace) -> None:
 def sections(args: argparse.Namespace, sink: Any, scale: float) -> tuple[Any, list[str], dict[str, Any]]:
     """Everything after the throughput matrix: agent pair, load, scale, footprint, profiles, store costs."""
     extras: dict[str, Any] = {"agent_pair": agent_pair()}
+    extras["workflow"] = workflows(args.repeats, max(50, int(300 * scale)))
     if not args.no_load:
         extras["load"] = json_of("load.py", "server under load: bench/load.py (SQLite and PostgreSQL)")
     if not args.no_scale:
@@ -438,7 +464,7 @@ def render(args: argparse.Namespace) -> None:
                 info["load_avg_end"] = row["load_avg_end"]
             elif row.get("kind") == "footprint":
                 foot = row
-            elif row.get("kind") in ("store_overhead", "load", "scale_pg", "agent_pair"):
+            elif row.get("kind") in ("store_overhead", "load", "scale_pg", "agent_pair", "workflow"):
                 extras[row["kind"]] = row
             elif "profile" in row:
                 if "markdown" in row:
@@ -469,7 +495,9 @@ def report(  # noqa: C901
     raw_path: str,
     extras: dict[str, Any],
 ) -> str:
-    overhead, load, scale_pg, pair = (extras.get(k) for k in ("store_overhead", "load", "scale_pg", "agent_pair"))
+    overhead, load, scale_pg, pair, flow = (
+        extras.get(k) for k in ("store_overhead", "load", "scale_pg", "agent_pair", "workflow")
+    )
     cmd = "make bench" if info.get("via_make", os.environ.get("BENCH_VIA_MAKE")) else ""
     argv = info.get("argv", sys.argv)
     exact = shlex.join([os.path.relpath(PY, ROOT), os.path.relpath(__file__, ROOT), *argv[1:]])
@@ -643,6 +671,30 @@ def report(  # noqa: C901
                 f"{both('commits_per_cycle', 1)} | {both('fsyncs_per_cycle', 1)} | {both('wal_bytes_per_cycle', 0)} |"
             )
         w("")
+
+    if flow is not None:
+        w("## Workflow cycle (issue 11)\n")
+        w(
+            "`bench/workflow_cycle.py` against `bench/workflow_langgraph.py`: a three-node workflow (`quote` → "
+            "`confirm` → `finish`) whose `confirm` node stops for a person's structured input (sayso: `RequestInput` "
+            "with a pydantic response schema; LangGraph: `StateGraph` with `interrupt()` and its `SqliteSaver`, WAL, "
+            "`synchronous=FULL`). Process A runs to the pause, which is committed before it returns; process B, "
+            "sharing nothing in memory with A, validates the answer, resumes and finishes the run. Both run the "
+            f"same node bodies. Medians of {flow['repeats']} runs of {flow['cycles']} cycles, interleaved.\n"
+        )
+        w("| impl | cycles/s (min–max) | CPU ms/cycle | p50 ms | fsynced commits/cycle | file growth B/cycle |")
+        w("|---|---|---:|---:|---:|---:|")
+        for impl in ("sayso", "langgraph"):
+            rs = flow["runs"][impl]
+            w(
+                f"| {LABEL[impl]} | {fmt(med(rs, 'cycles_per_s'))} ({span(rs, 'cycles_per_s')}) | "
+                f"{fmt(med(rs, 'cpu_ms_per_cycle'), 2)} | {fmt(med(rs, 'p50_ms'), 2)} | "
+                f"{rs[0].get('fsyncs_per_cycle', '–')} | {fmt(med(rs, 'bytes_per_cycle'), 0)} |"
+            )
+        w(
+            f"\n**sayso ÷ LangGraph: {flow['vs_langgraph']:.2f}× in cycles/s, {flow['cpu_vs_langgraph']:.2f}× in CPU** "
+            f"(goal ≥ 1.5×: {'met' if flow['vs_langgraph'] >= 1.5 else 'missed'}).\n"
+        )
 
     if load is not None:
         w("## Server under load\n")

@@ -147,12 +147,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901 - one b
 
         prof = cProfile.Profile()
         prof.enable()
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     for n in range(timed_from, total):
         p, r = await one_cycle(n, check=False)
         pauses.append(p)
         resumes.append(r)
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     if prof is not None:
         prof.disable()
         prof.dump_stats(args.profile)
@@ -178,6 +178,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901 - one b
         "cycles": n,
         "seconds": round(seconds, 3),
         "cycles_per_s": round(n / seconds, 1),
+        "cpu_ms_per_cycle": round(cpu_seconds / n * 1e3, 3),
         "bytes_per_cycle": round((size1 - size0) / n),
         # Counted at the sqlite3 driver over `--counted` cycles (see Counters).
         "commits_per_cycle": round((c1[2] - c0[2]) / counted, 2),

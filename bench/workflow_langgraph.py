@@ -206,12 +206,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     size0 = db_size(args.db)
     c0 = (counts.put, counts.put_writes, counts.get)
     pauses, resumes = [], []
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     for n in range(args.warmup, total):
         p, r = await one_cycle(n, threads[n], check=False)
         pauses.append(p)
         resumes.append(r)
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     size1 = db_size(args.db)
     c1 = (counts.put, counts.put_writes, counts.get)
 
@@ -237,6 +237,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "cycles": n,
         "seconds": round(seconds, 3),
         "cycles_per_s": round(n / seconds, 1),
+        "cpu_ms_per_cycle": round(cpu_seconds / n * 1e3, 3),
         "bytes_per_cycle": round((size1 - size0) / n),
         "checkpoints_per_cycle": round((c1[0] - c0[0]) / n, 2),
         "put_writes_per_cycle": round((c1[1] - c0[1]) / n, 2),
