@@ -1,6 +1,6 @@
 """The FastAPI application: REST endpoints (§6.5), the web UI (§6.6) and the server's lifespan.
 
-Endpoints only translate: they read the wire models of `_schemas`, call one of the runtime's
+Endpoints only translate: they read the wire models of `_schemas_in`, call one of the runtime's
 public verbs with the caller's principal, and return the JSON shapes of `sayso.request_json` /
 `sayso.run_json`. Who may see or do what is the runtime's rule, applied inside its verbs.
 Errors are raised, never built here; `_problems` turns each into an RFC 9457 problem.
@@ -30,7 +30,7 @@ from ._pages import install_pages
 from ._problems import install_problem_handlers
 from ._routes_requests import router as requests_router
 from ._routes_threads import router as threads_router
-from ._schemas import HealthOut
+from ._schemas_out import HealthOut
 from ._webhooks import WebhookDispatcher
 
 logger = logging.getLogger("sayso.server")

@@ -21,7 +21,7 @@ from .._runtime import Sayso
 from ..protocols._auth import authenticate
 from ._live import LiveSettings
 from ._problems import PROBLEM_MEDIA_TYPE, ProblemModel
-from ._schemas import ID_PATTERN
+from ._schemas_in import ID_PATTERN
 from ._webhooks import WebhookDispatcher
 
 TITLE_LENGTH = 80

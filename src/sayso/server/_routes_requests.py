@@ -1,7 +1,7 @@
 """REST endpoints for open requests (the inbox), decisions, grants, the audit log, expiry and live events.
 
 They sit on their own `/v1` router; like every endpoint they only translate between the wire
-models of `_schemas` and the runtime's public verbs, called with the caller's principal.
+models of `_schemas_in` and the runtime's public verbs, called with the caller's principal.
 """
 
 from __future__ import annotations
@@ -20,18 +20,16 @@ from .._results import request_json, request_state_json, rfc3339, run_json
 from .._runtime import InboxFilter
 from ._deps import Caller, Id, Runtime, State, _decide_json, _json, problems
 from ._live import LIVE_EVENT_NAMES, live_events
-from ._schemas import (
-    ID_PATTERN,
+from ._schemas_in import ID_PATTERN, DecisionIn, to_decision
+from ._schemas_out import (
     AuditPageOut,
     AuditVerifyOut,
     DecideOut,
-    DecisionIn,
     ExpireOut,
     GrantListOut,
     GrantOut,
     InboxOut,
     RequestStateOut,
-    to_decision,
 )
 
 router = APIRouter(prefix="/v1")

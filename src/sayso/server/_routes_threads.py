@@ -1,6 +1,6 @@
 """REST endpoints for principals, agents, threads and runs (§6.5), on their own `/v1` router.
 
-Endpoints only translate: they read the wire models of `_schemas`, call one of the runtime's
+Endpoints only translate: they read the wire models of `_schemas_in`, call one of the runtime's
 public verbs with the caller's principal, and return the JSON shapes of `sayso.run_json`.
 """
 
@@ -17,18 +17,8 @@ from .._runtime import new_id
 from ..exceptions import InvalidInput
 from ..protocols._auth import authenticator
 from ._deps import _SSE_EVENT, TITLE_LENGTH, Caller, Id, Runtime, State, ThreadId, _json, problems
-from ._schemas import (
-    AgentListOut,
-    AgentOut,
-    MeOut,
-    ResumeIn,
-    RunIn,
-    RunOut,
-    ThreadIn,
-    ThreadListOut,
-    ThreadOut,
-    entry_json,
-)
+from ._schemas_in import ResumeIn, RunIn, ThreadIn
+from ._schemas_out import AgentListOut, AgentOut, MeOut, RunOut, ThreadListOut, ThreadOut, entry_json
 from ._stream import start_run, stream_run
 
 router = APIRouter(prefix="/v1")

@@ -25,7 +25,8 @@ from .._core.access import Principal
 from .._results import RunResult, request_json, run_json
 from .._runtime import Sayso
 from ._problems import problem_for
-from ._schemas import RunIn, entry_json
+from ._schemas_in import RunIn
+from ._schemas_out import entry_json
 
 logger = logging.getLogger("sayso.server")
 
