@@ -159,6 +159,17 @@ def agent_pair() -> dict[str, Any]:
     return row
 
 
+def engine_costs() -> dict[str, Any]:
+    """What pydantic-ai charges for one more capability and for a deferral raised by the tool, in one pinned process."""
+    cmd = [*pin(), PY, os.path.join(HERE, "engine_costs.py")]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise SystemExit(f"engine_costs.py failed:\n{res.stderr[-4000:]}")
+    row: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
+    log(f"  engine costs: {row['cpu_ms_per_pair']}")
+    return row
+
+
 def fsync_probe(n: int = 300) -> float:
     """ms per committed 1 KB insert with WAL + synchronous=FULL in the temp folder (what each fsynced commit costs)."""
     path = os.path.join(tempfile.gettempdir(), "bench_anchors", f"fsync-{os.getpid()}.sqlite")
@@ -362,6 +373,7 @@ def full(args: argparse.Namespace) -> None:
 def sections(args: argparse.Namespace, sink: Any, scale: float) -> tuple[Any, list[str], dict[str, Any]]:
     """Everything after the throughput matrix: agent pair, load, scale, footprint, profiles, store costs."""
     extras: dict[str, Any] = {"agent_pair": agent_pair()}
+    extras["engine_costs"] = engine_costs()
     extras["workflow"] = workflows(args.repeats, max(50, int(300 * scale)))
     if not args.no_load:
         extras["load"] = json_of("load.py", "server under load: bench/load.py (SQLite and PostgreSQL)")
@@ -464,7 +476,7 @@ def render(args: argparse.Namespace) -> None:
                 info["load_avg_end"] = row["load_avg_end"]
             elif row.get("kind") == "footprint":
                 foot = row
-            elif row.get("kind") in ("store_overhead", "load", "scale_pg", "agent_pair", "workflow"):
+            elif row.get("kind") in ("store_overhead", "load", "scale_pg", "agent_pair", "workflow", "engine_costs"):
                 extras[row["kind"]] = row
             elif "profile" in row:
                 if "markdown" in row:
@@ -495,8 +507,8 @@ def report(  # noqa: C901
     raw_path: str,
     extras: dict[str, Any],
 ) -> str:
-    overhead, load, scale_pg, pair, flow = (
-        extras.get(k) for k in ("store_overhead", "load", "scale_pg", "agent_pair", "workflow")
+    overhead, load, scale_pg, pair, flow, engine = (
+        extras.get(k) for k in ("store_overhead", "load", "scale_pg", "agent_pair", "workflow", "engine_costs")
     )
     cmd = "make bench" if info.get("via_make", os.environ.get("BENCH_VIA_MAKE")) else ""
     argv = info.get("argv", sys.argv)
@@ -810,6 +822,14 @@ def report(  # noqa: C901
         w(
             f"| sayso's agent pair ≤ 1.05× a bare pydantic-ai pair | {pair['ratio']}× ({pair['sayso_cpu_ms']} vs "
             f"{pair['bare_cpu_ms']} ms CPU) | {verdict(pair['ratio'] <= 1.05)} |"
+        )
+    if engine is not None:
+        c = engine["cpu_ms_per_pair"]
+        w(
+            f"| (what the pair's excess is made of, `engine_costs.py`) | a bare pair {c['bare']} ms; with one more "
+            f"capability +{engine['capability_ms']} ms; deferring by a raised `ApprovalRequired` "
+            f"+{engine['exception_ms']} ms; both +{engine['both_ms']} ms — no sayso code in any of them | "
+            "pydantic-ai's cost |"
         )
     if s_rows:
         growth = {h: med(rs, "bytes_per_cycle") for h, rs in s_rows.items()}
