@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text
+from sqlalchemy import Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text, text
 
 metadata = MetaData()
 
@@ -64,7 +64,14 @@ requests = Table(
     Column("expires_at", Float, nullable=True),
     Column("body", LargeBinary, nullable=False),
     Index("ix_requests_open", "status", "created_at"),
+    Index(
+        "ix_requests_expiring",
+        "expires_at",
+        sqlite_where=text("status = 'open'"),
+        postgresql_where=text("status = 'open'"),
+    ),
 )
+"""Each request of a pause; `ix_requests_expiring` (open requests by expiry time) is what the expiry sweep reads."""
 
 decisions = Table(
     "decisions",
