@@ -70,10 +70,13 @@ agents:
         pytest.param(
             "agents: {a: {}}\norchestrations: {a: {entry_name: a}}", "has an agent's name", id="team-named-as-agent"
         ),
+        pytest.param("agents: {a: {}}\nwebhooks_retention_days: 0", "webhooks_retention_days", id="no-retention"),
+        pytest.param("agents: {a: {}}\nwebhooks_retention_days: -1", "greater than 0", id="negative-retention"),
     ],
 )
 def test_config_errors_name_the_problem(tmp_path: Path, text: str, problem: str) -> None:
-    """No agents, an unknown entry or field, a bad remember scope or broken YAML is a ConfigError naming the problem."""
+    """No agents, an unknown entry or field, a bad remember scope, a webhook retention that is not a positive
+    number of days or broken YAML is a ConfigError naming the problem."""
     with pytest.raises(ConfigError, match=problem):
         load_config(write(tmp_path, text))
 

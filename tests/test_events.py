@@ -6,7 +6,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sayso import Approve, Sayso
+import pytest
+
+from sayso import Approve, Sayso, UsageError
 
 from .conftest import MakeApp, script
 
@@ -70,3 +72,22 @@ async def test_expired_requests_are_announced_once(make_app: MakeApp) -> None:
         await app.expire()
         await app.expire()
     assert events == ["request.opened", "request.expired"]
+
+
+async def test_the_outbox_is_pruned_past_the_configured_retention(make_app: MakeApp) -> None:
+    """`prune_events` deletes a delivered event and its delivery once older than `webhooks_retention_days` (by the
+    runtime's clock), keeps it before, and refuses a retention that is not positive."""
+    now = [1_000.0]
+    app = make(make_app, clock=lambda: now[0])
+    app.config.webhooks_retention_days = 2
+    async with app:
+        await app.run("delete x")
+        [event] = await app.claim_events(["hook"])
+        assert await app.settle_event(event.delivery_id, status="delivered")
+        now[0] += 2 * 86_400
+        assert await app.prune_events() == 0  # settled exactly two days ago: kept
+        now[0] += 1
+        assert await app.prune_events() == 2  # the delivery, then its event
+        assert await app.claim_events(["hook"]) == []
+        with pytest.raises(UsageError, match="positive"):
+            await app.prune_events(retention_days=0)

@@ -285,6 +285,10 @@ class Config(_Strict):
     """Who may call the API; with none, servers run in local development mode."""
     webhooks: list[WebhookConfig] = []
     """Where `sayso serve` sends signed events when a request opens, is decided or expires."""
+    webhooks_retention_days: float = Field(default=7.0, gt=0, le=3_650)
+    """How long `sayso serve` keeps webhook events and their deliveries once each is delivered, skipped or
+    given up on (and events no server with webhooks took); older ones are deleted by its periodic sweep, so
+    the store does not grow with every event ever sent. Deliveries still pending are kept whatever their age."""
     a2a: A2AConfig = A2AConfig()
     """How agents speak A2A."""
     ag_ui: AgUiConfig = AgUiConfig()

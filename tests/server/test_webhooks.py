@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import anyio
 import pytest
@@ -192,3 +195,44 @@ async def test_servers_sharing_a_store_deliver_each_event_once(serve: ServerFact
     ids = [headers["Sayso-Delivery"] for headers, _ in listener.received]
     assert len(events) == len(listener.received) == 6
     assert len(set(ids)) == 6
+
+
+def _closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on: a webhook there is refused, so its delivery stays pending."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_the_sweep_prunes_events_done_with_past_the_retention_and_keeps_pending_ones(
+    serve: ServerFactory, listener: Listener, workdir: Path
+) -> None:
+    """With a retention of one second, the server's sweep deletes a delivered event and its deliveries once it is
+    older, while an event whose delivery a refusing receiver left pending stays, with that delivery."""
+    opened = WebhookConfig(url=listener.url, secret=SECRET, events=["request.opened"], backoff_seconds=0.05)
+    refused = WebhookConfig(
+        url=f"http://127.0.0.1:{_closed_port()}/hook", secret=SECRET, events=["request.decided"], backoff_seconds=3600
+    )
+    config = load_config(EXAMPLE).model_copy(
+        update={"webhooks": [opened, refused], "webhooks_retention_days": 1 / 86_400}
+    )
+    server = await serve(config=config, expire_every_seconds=0.1)
+    async with server.client() as client:
+        run = (await client.post("/v1/runs", json={"message": "delete notes"})).json()
+        request_id = run["requests"][0]["id"]
+        await client.post(f"/v1/requests/{request_id}/decision", json={"kind": "reject", "reason": "no"})
+    [event] = await listener.wait_for(1)
+    assert event["type"] == "request.opened"
+
+    def outbox() -> tuple[list[str], list[tuple[str, int]]]:
+        with sqlite3.connect(workdir / "sayso.db") as db:
+            events = [row[0] for row in db.execute("SELECT kind FROM outbox")]
+            deliveries = [(row[0], row[1]) for row in db.execute("SELECT status, attempts FROM deliveries")]
+        return events, deliveries
+
+    deadline = time.monotonic() + 10
+    while outbox() != (["request.decided"], [("pending", 1)]):
+        assert time.monotonic() < deadline, f"the outbox was not pruned: {outbox()}"
+        await anyio.sleep(0.05)
+    await anyio.sleep(1.5)  # sweeps past the retention again: the pending delivery and its event stay
+    assert outbox() == (["request.decided"], [("pending", 1)])

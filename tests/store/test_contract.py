@@ -1446,3 +1446,50 @@ async def test_a_delivery_is_claimed_by_one_sender_until_settled_or_its_claim_la
     assert await store.settle_delivery(second.delivery_id, owner="c", status="failed", now=NOW + 42, error="HTTP 410")
     assert await store.claim_deliveries(owner="d", now=NOW + 99, until=NOW + 130) == []
     assert await store.delivery_counts() == {"delivered": 1, "failed": 1}
+
+
+async def test_pruning_takes_settled_deliveries_and_done_events_past_the_cut_off(store: RunStore) -> None:
+    """`prune_outbox` deletes deliveries delivered, skipped or failed before the cut-off and events none of whose
+    deliveries is left, or never fanned out; a pending delivery, claimed or not, and its event stay."""
+    run = await start(store)
+    await paused(store, run, [approval("req_1", run), approval("req_2", run), approval("req_3", run)])
+    await store.record_decision(decision("req_1", at=NOW + 1))
+    assert await store.fan_out_events(hooks=["h"], now=NOW + 1) == 4
+    claimed = {
+        (c.kind, c.request_id): c.delivery_id
+        for c in await store.claim_deliveries(owner="a", now=NOW + 1, until=NOW + 30)
+    }
+    settle = {
+        ("request.opened", "req_1"): {"status": "delivered"},
+        ("request.opened", "req_2"): {"status": "failed", "error": "HTTP 410"},
+        ("request.decided", "req_1"): {"status": "skipped"},
+        ("request.opened", "req_3"): {"status": "pending", "retry_at": NOW + 100, "error": "HTTP 503"},
+    }
+    for key, outcome in settle.items():
+        assert await store.settle_delivery(claimed[key], owner="a", now=NOW + 2, **outcome)
+    await store.record_decision(decision("req_2", at=NOW + 3))  # an event no server fanned out
+    assert await store.prune_outbox(before=NOW + 2) == 0  # settled at the cut-off, not before it
+    assert await store.delivery_counts() == {"delivered": 1, "failed": 1, "skipped": 1, "pending": 1}
+    # 3 settled deliveries, their 3 events, and the event never fanned out; req_3's pending one and its event stay.
+    assert await store.prune_outbox(before=NOW + 10) == 7
+    assert await store.delivery_counts() == {"pending": 1}
+    assert await store.fan_out_events(hooks=["h"], now=NOW + 10) == 0
+    assert await store.prune_outbox(before=NOW + 10) == 0
+    [retry] = await store.claim_deliveries(owner="b", now=NOW + 100, until=NOW + 130)
+    assert await store.prune_outbox(before=NOW + 1_000) == 0  # claimed: still pending
+    assert await store.settle_delivery(retry.delivery_id, owner="b", status="delivered", now=NOW + 101)
+    assert await store.prune_outbox(before=NOW + 101) == 0
+    assert await store.prune_outbox(before=NOW + 1_000) == 2
+    assert await store.delivery_counts() == {}
+
+
+async def test_pruning_goes_in_batches_of_at_most_the_limit(store: RunStore) -> None:
+    """Each `prune_outbox` call deletes at most `limit` rows, deliveries before events, until nothing is left."""
+    run = await start(store)
+    await paused(store, run, [approval(f"req_{n}", run) for n in range(5)])
+    await store.fan_out_events(hooks=["h1", "h2"], now=NOW)
+    for delivery in await store.claim_deliveries(owner="a", now=NOW, until=NOW + 30):
+        await store.settle_delivery(delivery.delivery_id, owner="a", status="delivered", now=NOW + 1)
+    assert await store.delivery_counts() == {"delivered": 10}
+    assert [await store.prune_outbox(before=NOW + 5, limit=4) for _ in range(5)] == [4, 4, 4, 3, 0]
+    assert await store.delivery_counts() == {}

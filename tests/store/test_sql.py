@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from sayso._store import MemoryRunStore, SqlRunStore, async_url, store_from_url
+from sayso._store._sql._rows import EXPIRED_RUNS
 from sayso.exceptions import ConfigError, StoreError
 
 from .conftest import DSN, postgres_database
@@ -240,3 +241,79 @@ async def test_a_commit_that_does_not_wait_for_the_disk_leaves_the_next_one_dura
         with sync.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA synchronous").scalar_one() == 2
         assert (await store.get_run("run_2")).status == "running"
+
+
+# the schema, and what the sweeps read
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def migrated(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A new database brought to the newest revision by opening a store on it."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'sayso.db'}"
+        async with SqlRunStore(url):
+            yield url
+    else:
+        async with postgres_database() as url, SqlRunStore(url):
+            yield url
+
+
+async def test_the_tables_match_the_migrations(migrated: str) -> None:
+    """The schema the migrations build is the one the store's table metadata describes: no table, column or
+    index only on one side."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from sayso._store._tables import metadata
+
+    def differences(conn: sa.Connection) -> list[Any]:
+        return list(compare_metadata(MigrationContext.configure(conn), metadata))
+
+    engine = create_async_engine(async_url(migrated))
+    try:
+        async with engine.connect() as conn:
+            assert await conn.run_sync(differences) == []
+    finally:
+        await engine.dispose()
+
+
+async def test_the_expiry_sweep_reads_only_open_requests_that_expired_on_sqlite(tmp_path: Path) -> None:
+    """SQLite answers the sweep's query by ranging over the partial index of open requests by expiry time and
+    looking up each candidate pause's requests, never by reading every open request."""
+    path = tmp_path / "sayso.db"
+    async with SqlRunStore(f"sqlite:///{path}"):
+        pass
+    with sqlite3.connect(path) as conn:
+        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {EXPIRED_RUNS.text}", {"now": 1_000.0})]
+    assert "SEARCH r USING INDEX ix_requests_expiring (expires_at<?)" in plan
+    assert "SEARCH w USING INDEX ix_requests_pause_id (pause_id=?)" in plan
+    assert [step for step in plan if step.startswith("SCAN") or "ix_requests_open" in step] == []
+
+
+async def test_the_expiry_sweep_reads_only_open_requests_that_expired_on_postgres() -> None:
+    """With 40,000 requests (half decided, half open without expiry, 100 expired), PostgreSQL answers the sweep's
+    query from the partial index of open requests by expiry time, and finds exactly the expired runs."""
+    import asyncpg
+
+    async with postgres_database() as url:
+        async with SqlRunStore(url):
+            pass
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(
+                "INSERT INTO pauses SELECT 'pau_' || i, 'run_' || i, 'open', 0 FROM generate_series(1, 40100) i"
+            )
+            await conn.execute(
+                "INSERT INTO requests (request_id, pause_id, position, run_id, thread_id, agent_path, kind, status, "
+                "created_at, expires_at, body) SELECT 'req_' || i, 'pau_' || i, 0, 'run_' || i, 'thr', 'files', "
+                "'approval', CASE WHEN i <= 20000 THEN 'decided' ELSE 'open' END, i, "
+                "CASE WHEN i > 40000 THEN 5 ELSE NULL END, ''::bytea FROM generate_series(1, 40100) i"
+            )
+            await conn.execute("ANALYZE")
+            plan = "\n".join(row[0] for row in await conn.fetch(f"EXPLAIN {EXPIRED_RUNS.pg_text}", 10.0))
+            expired = {row[0] for row in await conn.fetch(EXPIRED_RUNS.pg_text, 10.0)}
+        finally:
+            await conn.close()
+    assert "Index Scan using ix_requests_expiring on requests r" in plan, plan
+    assert "Seq Scan on requests" not in plan, plan
+    assert expired == {f"run_{i}" for i in range(40001, 40101)}

@@ -4,7 +4,8 @@ The store writes an outbox event in the same commit as each request it saves and
 records, whichever process made the change (a server, the CLI, a Python embedder). A sender (the
 server's webhook dispatcher) fans events out to its webhooks, claims due deliveries, sends them
 and settles each; a delivery left by a sender that died is claimed again once its claim lapses,
-so every event is delivered at least once, under the same delivery id.
+so every event is delivered at least once, under the same delivery id. What is done with is pruned
+once older than the retention (`webhooks_retention_days`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._core.requests import DelegateRequest
-from .._store import DeliveryStatus, PendingDelivery
+from .._store import PRUNED_AT_ONCE, DeliveryStatus, PendingDelivery
 from ._events import RequestEvent, decided_event, opened_data
 
 if TYPE_CHECKING:
@@ -63,6 +64,20 @@ async def settle(
     return await k.store.settle_delivery(
         delivery_id, owner=k.owner, status=status, now=k.clock(), retry_at=retry_at, error=error
     )
+
+
+async def prune(k: Kernel, *, retention_days: float) -> int:
+    """Delete deliveries settled and events done with more than `retention_days` ago; returns how many went.
+
+    One short transaction per batch, until a batch comes back short, so writers wait on none for long.
+    """
+    before = k.clock() - retention_days * 86_400
+    pruned = 0
+    while True:
+        batch = await k.store.prune_outbox(before=before, limit=PRUNED_AT_ONCE)
+        pruned += batch
+        if batch < PRUNED_AT_ONCE:
+            return pruned
 
 
 async def _build(k: Kernel, pending: PendingDelivery) -> OutboundEvent | None:

@@ -265,6 +265,20 @@ class Reading:
         self._check_open()
         return await _outbox.settle(self._k, delivery_id, status=status, retry_at=retry_at, error=error)
 
+    async def prune_events(self, *, retention_days: float | None = None) -> int:
+        """Delete webhook events and deliveries done with longer ago than the retention; returns how many rows went.
+
+        Deliveries delivered, skipped or given up on, and events none of whose deliveries is left (or
+        that no server with webhooks took), older than `retention_days` (default: the config's
+        `webhooks_retention_days`); pending deliveries and their events stay. `sayso serve` calls this
+        with its periodic sweep, so a long-lived server's outbox holds only its retention.
+        """
+        self._check_open()
+        days = self.config.webhooks_retention_days if retention_days is None else retention_days
+        if not days > 0:
+            raise UsageError(f"retention_days must be positive, not {days!r}: it is how long events are kept")
+        return await _outbox.prune(self._k, retention_days=days)
+
     def _require_approver(self, principal: PrincipalLike, subject_id: str, problem: str) -> None:
         who = self.principal(principal)
         if not access.may_read_audit(who):

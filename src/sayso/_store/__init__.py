@@ -1,9 +1,9 @@
 """Durable storage for runs, pauses and decisions, behind one port with interchangeable backends.
 
-`RunStore` is the port (`_port`), `SqlRunStore` serves SQLite (the default) and PostgreSQL (for
-replicas) (`_sql/`), and `MemoryRunStore` keeps everything in process memory (`_memory`).
-`store_from_url` picks the backend a configured URL names. The records every verb takes and
-returns live in `_records`.
+`RunStore` is the port (`_port`, its outbox verbs in `_port_outbox`), `SqlRunStore` serves SQLite
+(the default) and PostgreSQL (for replicas) (`_sql/`), and `MemoryRunStore` keeps everything in
+process memory (`_memory`). `store_from_url` picks the backend a configured URL names. The records
+every verb takes and returns live in `_records`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 from ..exceptions import ConfigError, InvalidCursor
 from ._memory import MemoryRunStore
 from ._port import RunStore
+from ._port_outbox import PRUNED_AT_ONCE
 from ._records import (
     GRANTS_READ_AT_ONCE,
     AuditPage,
@@ -48,6 +49,7 @@ from ._sql import SqlRunStore, async_url
 
 __all__ = [
     "GRANTS_READ_AT_ONCE",
+    "PRUNED_AT_ONCE",
     "AuditPage",
     "BegunRun",
     "Claim",

@@ -7,12 +7,12 @@ happen once — consuming a pause, the first decision, starting an approved call
 run — is a conditional write whose outcome the verb reports, so the same runtime is safe across
 processes and replicas. Backends raise sayso's errors only: `RunConflict` and `PauseConsumed`
 when another writer won a race, `RunNotFound` for an unknown run, `StoreError` when the
-storage itself failed.
+storage itself failed. The outbox's verbs (webhook events) are declared in `_port_outbox`.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -23,19 +23,18 @@ from .._core.audit import AuditHead, AuditKey, AuditRecord
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request
+from ._port_outbox import OutboxPort
 from ._records import (
     AuditPage,
     BegunRun,
     Claim,
     Decided,
-    DeliveryStatus,
     ExecutionRecord,
     ExecutionResult,
     InboxFilter,
     InboxPage,
     Judge,
     PauseState,
-    PendingDelivery,
     RemoteTask,
     RequestState,
     RequestWithRun,
@@ -49,7 +48,7 @@ from ._records import (
 )
 
 
-class RunStore(ABC):
+class RunStore(OutboxPort):
     """The durable store behind every run, pause and decision.
 
     Open it before use (`await store.open()` or `async with store:`) and close it after. Audit
@@ -76,10 +75,10 @@ class RunStore(ABC):
         if head is not None and self._head_listener is not None:
             self._head_listener(head)
 
-    async def open(self) -> None:  # noqa: B027 - an optional hook: stores with nothing to connect keep it
+    async def open(self) -> None:  # an optional hook: stores with nothing to connect keep it
         """Connect and bring the schema up to date; calling it again does nothing."""
 
-    async def aclose(self) -> None:  # noqa: B027 - an optional hook, as `open`
+    async def aclose(self) -> None:  # an optional hook, as `open`
         """Release connections; the store can be opened again afterwards."""
 
     async def __aenter__(self) -> Self:
@@ -517,41 +516,3 @@ class RunStore(ABC):
     @abstractmethod
     async def get_mark(self, namespace: str, key: str) -> str | None:
         """The value kept under `namespace` and `key`, or `None`."""
-
-    # the outbox of events, delivered by whichever server runs
-
-    @abstractmethod
-    async def fan_out_events(self, *, hooks: Sequence[str], now: float, limit: int = 200) -> int:
-        """Give each event not fanned out yet one pending delivery per webhook key in `hooks`; returns how many.
-
-        Every event (a request opened or decided) is written to the outbox by the verb that made the
-        change, in the same commit. Fanning out happens once per event, whichever sender does it.
-        With no hooks nothing happens (the events wait for a server that has some).
-        """
-
-    @abstractmethod
-    async def claim_deliveries(self, *, owner: str, now: float, until: float, limit: int = 50) -> list[PendingDelivery]:
-        """Claim pending deliveries that are due and not claimed by a live sender, oldest first, until `until`.
-
-        A delivery is claimed by one sender at a time; a claim that lapsed (its sender died) is taken again.
-        """
-
-    @abstractmethod
-    async def settle_delivery(
-        self,
-        delivery_id: str,
-        *,
-        owner: str,
-        status: DeliveryStatus,
-        now: float,
-        retry_at: float | None = None,
-        error: str | None = None,
-    ) -> bool:
-        """Record what became of a claimed delivery: delivered, skipped, failed, or `pending` again at `retry_at`.
-
-        Returns `False` (and changes nothing) when `owner` no longer holds the claim.
-        """
-
-    @abstractmethod
-    async def delivery_counts(self) -> dict[DeliveryStatus, int]:
-        """How many deliveries stand where (for health checks and tests)."""

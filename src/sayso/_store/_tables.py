@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text
+from sqlalchemy import Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text, text
 
 metadata = MetaData()
 
@@ -64,7 +64,14 @@ requests = Table(
     Column("expires_at", Float, nullable=True),
     Column("body", LargeBinary, nullable=False),
     Index("ix_requests_open", "status", "created_at"),
+    Index(
+        "ix_requests_expiring",
+        "expires_at",
+        sqlite_where=text("status = 'open'"),
+        postgresql_where=text("status = 'open'"),
+    ),
 )
+"""Each request of a pause; `ix_requests_expiring` (open requests by expiry time) is what the expiry sweep reads."""
 
 decisions = Table(
     "decisions",
@@ -170,8 +177,10 @@ outbox = Table(
     Column("created_at", Float, nullable=False),
     Column("fanned_out", Boolean, nullable=False, default=False),
     Index("ix_outbox_waiting", "fanned_out", "seq"),
+    Index("ix_outbox_age", "fanned_out", "created_at"),
 )
-"""Events (a request opened, a request decided), each written in the same commit as the change it reports."""
+"""Events (a request opened, a request decided), each written in the same commit as the change it reports;
+`ix_outbox_age` finds the old ones to prune."""
 
 deliveries = Table(
     "deliveries",
@@ -187,8 +196,11 @@ deliveries = Table(
     Column("last_error", Text, nullable=True),
     Column("finished_at", Float, nullable=True),
     Index("ix_deliveries_due", "status", "next_attempt_at"),
+    Index("ix_deliveries_settled", "status", "finished_at"),
+    Index("ix_deliveries_event", "event_id"),
 )
-"""One event bound for one webhook: pending until delivered, skipped or given up on; claimed by one sender at a time."""
+"""One event bound for one webhook: pending until delivered, skipped or given up on; claimed by one sender at a time.
+`ix_deliveries_settled` finds the old settled ones to prune, `ix_deliveries_event` an event's deliveries."""
 
 workflow_states = Table(
     "workflow_states",

@@ -262,7 +262,9 @@ def serve(
     expire_every: Annotated[
         float,
         typer.Option(
-            help="Seconds between sweeps that close runs whose requests expired; 0 turns it off.", metavar="SECONDS"
+            help="Seconds between sweeps that close runs whose requests expired and prune webhook events past "
+            "their retention; 0 turns them off.",
+            metavar="SECONDS",
         ),
     ] = 30.0,
     recover_every: Annotated[

@@ -71,6 +71,22 @@ async def _sweep_expired(sayso: Sayso, every: float) -> None:
             logger.exception("the expiry sweep failed; retrying in %ss", every)
 
 
+async def _sweep_outbox(sayso: Sayso, every: float) -> None:
+    """Every `every` seconds, delete webhook events and deliveries done with for longer than the retention.
+
+    Its own task beside the expiry sweep, so a large first prune (of a store never pruned) delays no expiry.
+    """
+    while True:
+        await anyio.sleep(every)
+        try:
+            pruned = await sayso.prune_events()
+        except SaysoError:
+            logger.exception("pruning the webhook outbox failed; retrying in %ss", every)
+        else:
+            if pruned:
+                logger.info("pruned %d webhook event(s) and deliveries past their retention", pruned)
+
+
 @asynccontextmanager
 async def _lifespans(apps: Sequence[tuple[str, Starlette]]) -> AsyncIterator[None]:
     """The lifespans of mounted apps, entered in order and left in reverse."""
@@ -99,7 +115,8 @@ def create_app(
         sayso: the runtime (not yet opened).
         webhooks: where to send signed request events; default: the config's `webhooks`.
         expire_every_seconds: how often to close runs whose open requests all expired (and
-            send `request.expired`); `None` never does it in the background.
+            send `request.expired`), and to prune webhook events and deliveries older than the
+            config's `webhooks_retention_days`; `None` does neither in the background.
         recover_every_seconds: how often to carry on runs whose process died (once at start, then
             periodically); `None` never does it in the background.
         routers: more routers to include.
@@ -119,6 +136,7 @@ def create_app(
             async with anyio.create_task_group() as background:
                 if expire_every_seconds is not None:
                     background.start_soon(_sweep_expired, sayso, expire_every_seconds)
+                    background.start_soon(_sweep_outbox, sayso, expire_every_seconds)
                 if recover_every_seconds is not None:
                     background.start_soon(_sweep_recover, sayso, recover_every_seconds)
                 yield

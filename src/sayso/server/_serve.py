@@ -87,7 +87,8 @@ def serve(
         config_path: the `sayso.yaml` to serve (its `webhooks:` receive request events).
         host: the address to bind; only 127.0.0.1 without principals.
         port: the TCP port.
-        expire_every_seconds: how often to close runs whose open requests all expired.
+        expire_every_seconds: how often to close runs whose open requests all expired, and to prune
+            webhook events past their retention.
         recover_every_seconds: how often to carry on runs whose process died (also once at start).
 
     Raises:

@@ -98,6 +98,7 @@ class _Delivery:
     claimed_by: str | None = None
     claimed_until: float | None = None
     last_error: str | None = None
+    finished_at: float | None = None
 
 
 @dataclass(frozen=True)

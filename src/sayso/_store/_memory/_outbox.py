@@ -1,10 +1,11 @@
-"""In-memory verbs of the outbox: fanning events out to webhooks, claiming deliveries, and settling them."""
+"""In-memory verbs of the outbox: fanning events out to webhooks, claiming deliveries, settling and pruning them."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
 
+from .._port_outbox import PRUNED_AT_ONCE
 from .._records import DeliveryStatus, PendingDelivery
 from .._views import delivery_id
 from ._base import _Delivery, _MemoryBase
@@ -67,6 +68,8 @@ class _Outbox(_MemoryBase):
             d.status, d.claimed_by, d.claimed_until, d.last_error = status, None, None, error
             if status == "pending":
                 d.next_attempt_at = retry_at if retry_at is not None else now
+            else:
+                d.finished_at = now
             if status != "skipped":
                 d.attempts += 1
             return True
@@ -74,3 +77,18 @@ class _Outbox(_MemoryBase):
     async def delivery_counts(self) -> dict[DeliveryStatus, int]:
         async with self._lock:
             return dict(Counter(d.status for d in self._deliveries.values()))
+
+    async def prune_outbox(self, *, before: float, limit: int = PRUNED_AT_ONCE) -> int:
+        async with self._lock:
+            settled = [
+                key
+                for key, d in self._deliveries.items()
+                if d.status != "pending" and d.finished_at is not None and d.finished_at < before
+            ][:limit]
+            for key in settled:
+                del self._deliveries[key]
+            left = {d.event.event_id for d in self._deliveries.values()}
+            events = [e for e in self._outbox if e.created_at < before and e.event_id not in left]
+            gone = {id(e) for e in events[: limit - len(settled)]}
+            self._outbox = [e for e in self._outbox if id(e) not in gone]
+            return len(settled) + len(gone)

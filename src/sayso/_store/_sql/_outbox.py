@@ -1,4 +1,4 @@
-"""SQL verbs of the outbox: fanning events out to webhooks, claiming deliveries, and settling them."""
+"""SQL verbs of the outbox: fanning events out to webhooks, claiming deliveries, settling and pruning them."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ import sqlalchemy as sa
 from sqlalchemy import Connection
 
 from .. import _tables as t
+from .._port_outbox import PRUNED_AT_ONCE
 from .._records import DeliveryStatus, PendingDelivery
 from .._views import delivery_id
 from ._base import _SqlBase
+
+_SETTLED: tuple[DeliveryStatus, ...] = ("delivered", "skipped", "failed")
 
 
 class _Outbox(_SqlBase):
@@ -124,3 +127,28 @@ class _Outbox(_SqlBase):
             return {row[0]: int(row[1]) for row in conn.execute(query).all()}
 
         return await self._sa_read(work)
+
+    async def prune_outbox(self, *, before: float, limit: int = PRUNED_AT_ONCE) -> int:
+        d, o = t.deliveries, t.outbox
+        old = o.alias("old")
+        # Each subquery picks at most `limit` rows through an index (`ix_deliveries_settled`, `ix_outbox_age`),
+        # unordered so that no backlog is sorted; the deletes then go by primary key.
+        settled = sa.select(d.c.delivery_id).where(d.c.status.in_(_SETTLED), d.c.finished_at < before)
+        none_left = ~sa.exists().where(d.c.event_id == old.c.event_id)
+
+        def events(fanned_out: bool, room: int) -> sa.Select[tuple[int]]:
+            picked = sa.select(old.c.seq).where(old.c.fanned_out == fanned_out, old.c.created_at < before)
+            return (picked.where(none_left) if fanned_out else picked).limit(room)
+
+        def work(conn: Connection) -> int:
+            gone = conn.execute(d.delete().where(d.c.delivery_id.in_(settled.limit(limit)))).rowcount
+            # Fanned-out events get no new deliveries, so one none is left for is done with. An event not fanned
+            # out is deleted only while it still is not: a sender fanning it out meanwhile keeps it (PostgreSQL
+            # checks `fanned_out` again on the row it waited for).
+            for fanned_out in (True, False):
+                if gone < limit:
+                    picked = events(fanned_out, limit - gone)
+                    gone += conn.execute(o.delete().where(o.c.seq.in_(picked), o.c.fanned_out == fanned_out)).rowcount
+            return gone
+
+        return await self._sa_write(work)
