@@ -12,7 +12,7 @@ from ..._core.audit import AuditHead, AuditRecord
 from ..._core.grants import Grant
 from .. import _tables as t
 from .._records import AuditPage
-from . import _rows
+from . import _chain, _rows
 from ._base import _SqlBase
 from ._tx import Sql, Tx
 
@@ -44,7 +44,7 @@ class _GrantsAudit(_SqlBase):
         async def work(tx: Tx) -> Grant | None:
             if await tx.run(_REVOKE, {"grant_id": grant_id, "now": now}) != 1:
                 return None
-            await _rows.append_audit(tx, audit)
+            await _chain.append_audit(tx, audit)
             row = await tx.one(_GET_GRANT, {"grant_id": grant_id})
             assert row is not None, "the grant was just revoked in this transaction"
             return _rows.grant_record(row)
@@ -53,18 +53,18 @@ class _GrantsAudit(_SqlBase):
 
     async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
         async def work(tx: Tx) -> None:
-            await _rows.append_audit(tx, bodies)
+            await _chain.append_audit(tx, bodies)
 
         await self._write(work)
 
     async def audit_records(self) -> list[AuditRecord]:
         def work(conn: Connection) -> list[AuditRecord]:
-            return [_rows.audit_record(r) for r in conn.execute(sa.select(t.audit).order_by(t.audit.c.seq)).all()]
+            return [_chain.audit_record(r) for r in conn.execute(sa.select(t.audit).order_by(t.audit.c.seq)).all()]
 
         return await self._sa_read(work)
 
     async def audit_head(self) -> AuditHead | None:
-        return await self._read(_rows.audit_head)
+        return await self._read(_chain.audit_head)
 
     async def audit_page(self, *, newest_first: bool, limit: int, cursor: int | None) -> AuditPage:
         a = t.audit
@@ -76,7 +76,7 @@ class _GrantsAudit(_SqlBase):
         def work(conn: Connection) -> AuditPage:
             rows = conn.execute(query).all()
             total = int(conn.execute(sa.select(sa.func.count()).select_from(a)).scalar_one())
-            records = [_rows.audit_record(row) for row in rows[:limit]]
+            records = [_chain.audit_record(row) for row in rows[:limit]]
             more = len(rows) > limit
             return AuditPage(records=records, next_cursor=records[-1].seq if more and records else None, total=total)
 

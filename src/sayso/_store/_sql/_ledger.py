@@ -10,7 +10,7 @@ from sqlalchemy import Connection
 
 from .. import _tables as t
 from .._records import ExecutionRecord, StuckExecution
-from . import _rows
+from . import _chain, _rows
 from ._base import _SqlBase
 from ._tx import Tx
 
@@ -46,7 +46,7 @@ class _Ledger(_SqlBase):
         async def work(tx: Tx) -> None:
             params = {"request_id": request_id, "status": status, "result": result, "now": now}
             if await tx.run(_rows.RESOLVE_EXECUTION, params) == 1:  # resolved once, however many sweeps race to it
-                await _rows.append_audit(tx, audit)
+                await _chain.append_audit(tx, audit)
 
         await self._write(work)
 

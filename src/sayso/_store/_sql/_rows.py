@@ -7,7 +7,6 @@ run unchanged on SQLite and PostgreSQL, except where a `pg=` variant says otherw
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -15,16 +14,13 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from ..._core.audit import AuditHead, AuditRecord, canonical_json, seal
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
 from ...exceptions import RunConflict
 from .._records import GRANTS_READ_AT_ONCE, ExecutionResult, OutboxKind, RunRecord, ThreadRecord
+from ._chain import append_audit
 from ._tx import Row, Sql, Tx
-
-_AUDIT_LOCK = 7310
-"""The PostgreSQL advisory lock that lets one writer at a time extend the audit chain."""
 
 RUN_COLUMNS = (
     "run_id",
@@ -211,7 +207,7 @@ RESOLVE_EXECUTION = Sql(
 )
 """Finish one entry still `executing`: of several sweeps resolving it, one changes it."""
 
-# grants and audit
+# grants
 
 INSERT_GRANT = Sql(f"INSERT INTO grants ({_GRANT}) VALUES ({', '.join(':' + c for c in GRANT_COLUMNS)})")
 GRANTS_FOR = Sql(
@@ -222,12 +218,6 @@ ACTIVE_GRANTS = Sql(
     f"SELECT {_GRANT} FROM grants WHERE principal = :principal AND revoked_at IS NULL "
     "AND (expires_at IS NULL OR expires_at > :now) LIMIT :limit"
 )
-AUDIT_LOCK = Sql(f"SELECT pg_advisory_xact_lock({_AUDIT_LOCK})")
-AUDIT_HEAD = Sql("SELECT seq, hash, mac FROM audit_head WHERE id = 1")
-MOVE_AUDIT_HEAD = Sql("UPDATE audit_head SET seq = :seq, hash = :hash, mac = :mac WHERE id = 1")
-INSERT_AUDIT_HEAD = Sql("INSERT INTO audit_head (id, seq, hash, mac) VALUES (1, :seq, :hash, :mac)")
-INSERT_AUDIT = Sql("INSERT INTO audit (seq, body, prev_hash, hash, mac) VALUES (:seq, :body, :prev_hash, :hash, :mac)")
-
 # the outbox
 
 INSERT_OUTBOX = Sql(
@@ -454,46 +444,6 @@ async def finish_executions(tx: Tx, executions: Sequence[ExecutionResult], now: 
         ],
     )
     await append_audit(tx, [done.audit for done in executions])
-
-
-async def append_audit(tx: Tx, bodies: Sequence[dict[str, Any]]) -> None:
-    """Extend the audit chain after its checkpointed head: each record hashes the one before, signed with the key.
-
-    Records go after the head the store checkpointed, not after whatever the table's last row is,
-    so a row inserted behind sayso's back collides instead of being chained on (fail closed). The
-    key is the transaction's (`Tx.audit_key`); the new head is left on it (`Tx.audit_head`) for
-    the store to announce once the transaction commits.
-    """
-    if not bodies:
-        return
-    if tx.dialect == "postgresql":
-        # One writer at a time extends the chain; SQLite's BEGIN IMMEDIATE already serialises writers.
-        await tx.one(AUDIT_LOCK)
-    after = await audit_head(tx)
-    records, head = seal(bodies, after=after, key=tx.audit_key)
-    assert head is not None
-    await tx.many(
-        INSERT_AUDIT,
-        [
-            {"seq": r.seq, "body": canonical_json(r.body), "prev_hash": r.prev_hash, "hash": r.hash, "mac": r.mac}
-            for r in records
-        ],
-    )
-    values = {"seq": head.seq, "hash": head.hash, "mac": head.mac}
-    if await tx.run(MOVE_AUDIT_HEAD, values) != 1:
-        await tx.run(INSERT_AUDIT_HEAD, values)
-    tx.audit_head = head
-
-
-async def audit_head(tx: Tx) -> AuditHead | None:
-    """The checkpointed head of the audit chain (`None` before the first record)."""
-    row = await tx.one(AUDIT_HEAD)
-    return AuditHead(seq=row["seq"], hash=row["hash"], mac=row["mac"]) if row is not None else None
-
-
-def audit_record(row: Any) -> AuditRecord:
-    """An audit record from its row (the body parsed back from its canonical JSON)."""
-    return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash, mac=row.mac)
 
 
 # workflow runs' state

@@ -1,0 +1,64 @@
+"""The audit chain's rows: records appended after the checkpointed head, in the caller's transaction.
+
+Every verb that changes something a person would audit appends its records here, in the same
+transaction as the change (`_core/audit.py` seals them: hashes, the key's MACs, the new head);
+the head row is the checkpoint that makes truncation and rewrite-and-rehash detectable.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..._core.audit import AuditHead, AuditRecord, canonical_json, seal
+from ._tx import Sql, Tx
+
+_AUDIT_LOCK = 7310
+"""The PostgreSQL advisory lock that lets one writer at a time extend the audit chain."""
+
+AUDIT_LOCK = Sql(f"SELECT pg_advisory_xact_lock({_AUDIT_LOCK})")
+AUDIT_HEAD = Sql("SELECT seq, hash, mac FROM audit_head WHERE id = 1")
+MOVE_AUDIT_HEAD = Sql("UPDATE audit_head SET seq = :seq, hash = :hash, mac = :mac WHERE id = 1")
+INSERT_AUDIT_HEAD = Sql("INSERT INTO audit_head (id, seq, hash, mac) VALUES (1, :seq, :hash, :mac)")
+INSERT_AUDIT = Sql("INSERT INTO audit (seq, body, prev_hash, hash, mac) VALUES (:seq, :body, :prev_hash, :hash, :mac)")
+
+
+async def append_audit(tx: Tx, bodies: Sequence[dict[str, Any]]) -> None:
+    """Extend the audit chain after its checkpointed head: each record hashes the one before, signed with the key.
+
+    Records go after the head the store checkpointed, not after whatever the table's last row is,
+    so a row inserted behind sayso's back collides instead of being chained on (fail closed). The
+    key is the transaction's (`Tx.audit_key`); the new head is left on it (`Tx.audit_head`) for
+    the store to announce once the transaction commits.
+    """
+    if not bodies:
+        return
+    if tx.dialect == "postgresql":
+        # One writer at a time extends the chain; SQLite's BEGIN IMMEDIATE already serialises writers.
+        await tx.one(AUDIT_LOCK)
+    after = await audit_head(tx)
+    records, head = seal(bodies, after=after, key=tx.audit_key)
+    assert head is not None
+    await tx.many(
+        INSERT_AUDIT,
+        [
+            {"seq": r.seq, "body": canonical_json(r.body), "prev_hash": r.prev_hash, "hash": r.hash, "mac": r.mac}
+            for r in records
+        ],
+    )
+    values = {"seq": head.seq, "hash": head.hash, "mac": head.mac}
+    if await tx.run(MOVE_AUDIT_HEAD, values) != 1:
+        await tx.run(INSERT_AUDIT_HEAD, values)
+    tx.audit_head = head
+
+
+async def audit_head(tx: Tx) -> AuditHead | None:
+    """The checkpointed head of the audit chain (`None` before the first record)."""
+    row = await tx.one(AUDIT_HEAD)
+    return AuditHead(seq=row["seq"], hash=row["hash"], mac=row["mac"]) if row is not None else None
+
+
+def audit_record(row: Any) -> AuditRecord:
+    """An audit record from its row (the body parsed back from its canonical JSON)."""
+    return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash, mac=row.mac)
