@@ -7,7 +7,8 @@ happen once — consuming a pause, the first decision, starting an approved call
 run — is a conditional write whose outcome the verb reports, so the same runtime is safe across
 processes and replicas. Backends raise sayso's errors only: `RunConflict` and `PauseConsumed`
 when another writer won a race, `RunNotFound` for an unknown run, `StoreError` when the
-storage itself failed. The outbox's verbs (webhook events) are declared in `_port_outbox`.
+storage itself failed. The outbox's verbs (webhook events) are declared in `_port_outbox`, those
+of grants and the audit log in `_port_trust`.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from typing import Any, Literal, Self
 
 from pydantic_ai.messages import ModelMessage
 
-from .._core.audit import AuditHead, AuditKey, AuditRecord
+from .._core.audit import AuditHead, AuditKey
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request
 from ._port_outbox import OutboxPort
+from ._port_trust import TrustPort
 from ._records import (
-    AuditPage,
     BegunRun,
     Claim,
     Decided,
@@ -48,7 +49,7 @@ from ._records import (
 )
 
 
-class RunStore(OutboxPort):
+class RunStore(OutboxPort, TrustPort):
     """The durable store behind every run, pause and decision.
 
     Open it before use (`await store.open()` or `async with store:`) and close it after. Audit
@@ -467,42 +468,6 @@ class RunStore(OutboxPort):
             RunConflict: the run is not failed (another caller reopened it first).
             ThreadBusy: another run started on the thread since the run failed.
         """
-
-    # grants
-
-    @abstractmethod
-    async def list_grants(self, *, principal: str | None = None, active_only: bool = True) -> list[Grant]:
-        """Grants, newest first; by default only those not revoked."""
-
-    @abstractmethod
-    async def grants_for(self, *, principal: str, tool: str, subject_key: str) -> list[Grant]:
-        """The active grants that could cover a call (scope, thread and expiry are checked by the caller)."""
-
-    @abstractmethod
-    async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[dict[str, Any]] = ()) -> Grant | None:
-        """Revoke a grant (appending `audit`); returns it, or `None` when no active grant has this id."""
-
-    # the audit log
-
-    @abstractmethod
-    async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
-        """Append records to the hash-chained audit log (signed with the audit key, if any), moving its head."""
-
-    @abstractmethod
-    async def audit_records(self) -> list[AuditRecord]:
-        """The whole audit log in order."""
-
-    @abstractmethod
-    async def audit_head(self) -> AuditHead | None:
-        """The chain's head as checkpointed with the last append (`None` before the first record)."""
-
-    @abstractmethod
-    async def audit_page(self, *, newest_first: bool, limit: int, cursor: int | None) -> AuditPage:
-        """A page of audit records in `seq` order (or reversed), continuing after the `seq` `cursor`."""
-
-    @abstractmethod
-    async def count_audit(self) -> int:
-        """How many records the audit log holds."""
 
     # adapters' own state
 
