@@ -34,7 +34,7 @@ from .._store import (
 from ..exceptions import (
     ConfigError,
 )
-from . import _audit, _deciding, _leases, _live, _tree, _turns, _watch, _workflows
+from . import _audit, _deciding, _leases, _live, _tree, _turns, _watch, _workflow_host
 from ._events import EventListener
 from ._kernel import Kernel
 from ._reading import PrincipalLike, Reading
@@ -98,7 +98,7 @@ class Sayso(Reading):
             remote=remote_agents,
         )
         _audit.use_key(self._k)
-        self._k.workflows = _workflows.Workflows(self._k, _workflows.build_workflows(config))
+        self._k.workflows = _workflow_host.Workflows(self._k, _workflow_host.build_workflows(config))
         self._open = False
         self._models = AsyncExitStack()
         self._mcp = AsyncExitStack()

@@ -28,7 +28,7 @@ from ._leases import Heartbeat
 from ._remote import RemoteAgents
 
 if TYPE_CHECKING:
-    from ._workflows import Workflows
+    from ._workflow_host import Workflows
 
 
 def new_id(prefix: str) -> str:

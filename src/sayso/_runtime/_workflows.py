@@ -12,8 +12,9 @@ agent's run pauses on tool calls, a workflow's run pauses on one of two things:
   and client tools are the workflow's open leaves, decided (and run at most once) exactly as a
   delegate's are. The workflow carries on once the agent's run has finished.
 
-The stepping is `WorkflowEngine`'s; this module gives it a `WorkflowPersistence` backed by the
-store and an `AgentNodeRunner` backed by the runtime's agents. What is written, and when:
+The stepping is `WorkflowEngine`'s; `_workflow_host.Workflows` gives it a `WorkflowPersistence`
+backed by the store and an `AgentNodeRunner` backed by the runtime's agents; this module holds the
+run verbs that step a workflow's run. What is written, and when:
 
 - after each finished node, the state (its output appended), under the run's lease, written
   behind the node that follows (a stop that comes first carries it instead);
@@ -32,46 +33,28 @@ durable commit makes them durable too (both databases write their log in order).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.abc import TaskGroup
-from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from pydantic_ai.models import infer_model
 
-from .._agents import BuiltAgent
-from .._config import Config
-from .._core.access import LOCAL_NAME
 from .._core.decisions import ClientResult, DecisionRecord, Expire, Provide, Skip
-from .._core.policy import InterruptPolicy
 from .._core.requests import DelegateRequest, InputRequest, Request
 from .._core.resume import SKIPPED_FOR_FORCE, open_requests, plan_resume
 from .._engine import audit_body
-from .._gate import Gate
-from .._notify import DecisionNotifier
 from .._results import RunResult
 from .._store import PauseState, RunRecord
-from .._tools import import_spec
-from ..exceptions import ConfigError, PauseConsumed, RunConflict
+from ..exceptions import PauseConsumed, RunConflict
 from ..workflows import (
-    AgentFinished,
-    AgentNodeCall,
-    AgentOutcome,
-    AgentPaused,
-    Workflow,
     WorkflowEngine,
     WorkflowFailed,
     WorkflowFinished,
     WorkflowOutcome,
     WorkflowState,
-    build_workflow,
 )
 from ._failures import root_exception
 from ._leases import holding
+from ._workflow_host import Flight, output_text
 
 if TYPE_CHECKING:
     from ._kernel import Kernel
@@ -80,240 +63,9 @@ InputDecision = Provide | Skip | Expire
 """What a node's question is closed with: an answer, a skip, or its expiry."""
 
 
-class AgentRunFailed(RuntimeError):
-    """An agent node's run failed or was cancelled; the node fails with it, and a retry starts the agent again."""
-
-    def __init__(self, run_id: str, problem: str) -> None:
-        self.run_id = run_id
-        self.problem = problem
-        super().__init__(f"its agent's run {run_id!r} {problem}")
-
-    def __reduce__(self) -> tuple[type, tuple[str, str]]:
-        return self.__class__, (self.run_id, self.problem)
-
-
-def build_workflows(config: Config) -> dict[str, Workflow]:
-    """Every workflow of `config`, built: import specs resolved and graphs checked.
-
-    Raises:
-        ConfigError: a workflow's node cannot be imported, or its graph is wrong.
-    """
-    return {
-        name: spec
-        if isinstance(spec, Workflow)
-        else build_workflow(name, spec, import_spec=import_spec, base_dir=config.base_dir)
-        for name, spec in config.workflows.items()
-    }
-
-
-@dataclass(kw_only=True)
-class _Flight:
-    """A workflow run this runtime is stepping right now: what the store writes need to know about it."""
-
-    run: RunRecord
-    tasks: TaskGroup
-    """Where the run's progress is written behind the nodes that follow."""
-    saved_nodes: int
-    """How many finished nodes the store holds (or is about to); a running state with no more is not written."""
-    prompt_written: bool = False
-    """Whether the run's prompt is in its thread's history yet (it goes with the run's first write)."""
-    progress: WorkflowState | None = None
-    """A running state waiting to be written; the run's next write takes it over."""
-    writing: bool = False
-    """Whether a writer of `progress` has been started and has not finished."""
-    lock: anyio.Lock = field(default_factory=anyio.Lock)
-    """One write of the run at a time, in the order the engine asked for them."""
-    requests: tuple[Request, ...] = field(default_factory=tuple[Request, ...])
-    """The requests of the pause this step ended on, as a person answers them."""
-
-
-class Workflows:
-    """The runtime's workflows: one `WorkflowEngine` each, over the store and the runtime's agents.
-
-    It is both the engines' `WorkflowPersistence` and their `AgentNodeRunner`; `flights` holds
-    the runs being stepped right now, so their writes go under the right run and lease.
-    """
-
-    def __init__(self, k: Kernel, workflows: Mapping[str, Workflow]) -> None:
-        self._k = k
-        self.flights: dict[str, _Flight] = {}
-        self.engines = {name: WorkflowEngine(w, persistence=self, agents=self) for name, w in workflows.items()}
-        for workflow in workflows.values():
-            for name in workflow.agent_nodes:
-                node = workflow.nodes[name].agent
-                assert node is not None
-                if not isinstance(node.agent, str):
-                    k.agents[_plain_agent_name(workflow.name, name)] = _plain_agent(workflow.name, name, node.agent)
-
-    # WorkflowPersistence
-
-    async def save(self, state: WorkflowState) -> None:
-        """Write `state` where the store needs it: with the run's progress, its pause, or its end.
-
-        A finished node's progress is written behind the node that follows, as soon as the
-        event loop is free (LangGraph's "async" durability): the next node does not wait for
-        the disk, and when the run stops before that write has started (the next node asked a
-        question, say), the stop's own write carries the progress instead of a second one. A
-        stop is written before `run`/`decide` return it, after any progress write under way.
-        """
-        flight = self.flights[state.run_id]
-        if state.status == "running":
-            if len(state.finished) == flight.saved_nodes:
-                return  # the store can rebuild it: a fresh start, or an answer that is in the pause's decision
-            flight.saved_nodes = len(state.finished)
-            flight.progress = state
-            if not flight.writing:
-                flight.writing = True
-                flight.tasks.start_soon(self._write_progress, flight)
-            return
-        flight.progress = None  # this write carries everything the run has done
-        async with flight.lock:
-            await self._write_stop(flight, state)
-        flight.saved_nodes = len(state.finished)
-
-    async def _write_progress(self, flight: _Flight) -> None:
-        """Write the latest progress of a run, unless a stop has taken it over meanwhile.
-
-        Shielded: a run cancelled while its next node runs (a client gone, a server stopping)
-        still keeps what its finished nodes did.
-        """
-        try:
-            with anyio.CancelScope(shield=True):
-                async with flight.lock:
-                    while flight.progress is not None:
-                        state, flight.progress = flight.progress, None
-                        k = self._k
-                        await k.store.save_workflow_state(
-                            flight.run,
-                            owner=k.owner,
-                            state=state.to_json(),
-                            now=k.clock(),
-                            new_messages=_prompt(flight),
-                        )
-                        flight.prompt_written = True
-        finally:
-            flight.writing = False
-
-    async def _write_stop(self, flight: _Flight, state: WorkflowState) -> None:
-        """Write a pause (with its request) or an end, with the state, in one commit."""
-        from ._kernel import new_id
-
-        k = self._k
-        run = flight.run
-        now = k.clock()
-        messages = _prompt(flight)
-        if state.status == "paused":
-            request = self._request(state, run, request_id=new_id("req"), now=now)
-            await k.store.save_pause(
-                run,
-                owner=k.owner,
-                pause_id=new_id("pau"),
-                new_messages=messages,
-                requests=[request],
-                now=now,
-                workflow_state=state.to_json(),
-            )
-            k.events.opened([request])
-            flight.requests = (request,)
-        else:
-            output = output_text(state.output) if state.status == "completed" else None
-            if output:
-                messages.append(ModelResponse(parts=[TextPart(content=output)]))
-            await k.store.finish_run(
-                run,
-                owner=k.owner,
-                new_messages=messages,
-                status=state.status,
-                output=output,
-                error=state.error,
-                now=now,
-                workflow_state=state.to_json(),
-            )
-        flight.prompt_written = True
-
-    def _request(self, state: WorkflowState, run: RunRecord, *, request_id: str, now: float) -> Request:
-        """What a person answers for a paused state: the node's question, or the agent node's run."""
-        if state.pending is not None:
-            ttl = self.engines[state.workflow].workflow.ttl_seconds
-            return state.pending.to_request(
-                request_id=request_id,
-                run_id=run.run_id,
-                thread_id=run.thread_id,
-                agent_path=run.path,
-                created_at=now,
-                expires_at=now + ttl if ttl is not None else None,
-                principal=run.principal,
-            )
-        assert state.node is not None and state.agent_handle is not None, "a paused state waits on input or an agent"
-        return DelegateRequest(
-            request_id=request_id,
-            run_id=run.run_id,
-            thread_id=run.thread_id,
-            agent_path=run.path,
-            tool_call_id=_agent_call_id(state.node, state.visits(state.node) + 1),
-            tool_name=state.node,
-            created_at=now,
-            principal=run.principal,
-            child_run_id=state.agent_handle,
-        )
-
-    # AgentNodeRunner
-
-    async def start(self, call: AgentNodeCall) -> AgentOutcome:
-        """Run the node's agent as a child run of the workflow's, on a thread of its own."""
-        from . import _step
-        from ._kernel import new_id
-
-        k = self._k
-        parent = self.flights[call.run_id].run
-        built = k.built(call.agent if isinstance(call.agent, str) else _plain_agent_name(call.workflow, call.node))
-        now = k.clock()
-        child = await k.store.start_run(
-            thread_id=new_id("thr"),
-            owner=parent.principal or LOCAL_NAME,
-            agent=built.name,
-            run_id=new_id("run"),
-            prompt=call.prompt,
-            client_tools=parent.client_tools,
-            lease_owner=k.owner,
-            lease_expires_at=now + k.lease_seconds,
-            now=now,
-            expect_active=None,
-            parent_run_id=call.run_id,
-            parent_call_id=_agent_call_id(call.node, call.visit),
-            agent_path=f"{call.workflow}/{call.node}",
-        )
-        result = await _step.execute(k, built, child, prompt=call.prompt, requests=[], decisions={}, history=[])
-        return _agent_outcome(result)
-
-    async def resume(self, call: AgentNodeCall, handle: str) -> AgentOutcome:
-        """Where the node's agent run stands now: its answer, its open requests, or carried on if it can be."""
-        from . import _leases, _tree
-
-        k = self._k
-        child = await k.store.get_run(handle)
-        if child.status == "completed":
-            return AgentFinished(output=child.output)
-        if child.status == "paused":
-            waiting = await _tree.open_leaves(k, child)
-            if waiting:
-                return AgentPaused(handle=handle, requests=tuple(waiting))
-            return _agent_outcome(await _tree.advance(k, child, force=False))
-        if child.status == "running":
-            return _agent_outcome(await _leases.carry_on(k, child))
-        raise AgentRunFailed(child.run_id, f"{child.status}: {child.error or 'no answer'}")
-
-
 def hosts(k: Kernel, name: str) -> bool:
     """Whether `name` is one of the runtime's workflows (rather than an agent)."""
     return k.workflows is not None and name in k.workflows.engines
-
-
-def output_text(value: Any) -> str | None:
-    """A workflow's output as a run's output: text as is, anything else as JSON."""
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
 
 
 # the run verbs, for a workflow's run
@@ -423,7 +175,7 @@ async def _step_run(
     try:
         with holding(k, run):
             async with anyio.create_task_group() as tasks:
-                flight = _Flight(
+                flight = Flight(
                     run=run,
                     tasks=tasks,
                     saved_nodes=len(stored.finished) if stored is not None else 0,
@@ -482,50 +234,3 @@ def _input_decision(requests: Sequence[Request], decisions: Mapping[str, Decisio
             assert isinstance(decision, Provide | Skip | Expire), "an input request takes provide or skip"
             return decision
     return None
-
-
-def _prompt(flight: _Flight) -> list[ModelMessage]:
-    """The run's prompt as the first message of its thread, when the run's first write is still to come."""
-    if flight.prompt_written:
-        return []
-    return [ModelRequest(parts=[UserPromptPart(content=flight.run.prompt or "")])]
-
-
-def _agent_outcome(result: RunResult) -> AgentOutcome:
-    if result.status == "completed":
-        return AgentFinished(output=result.output)
-    if result.status in ("paused", "running"):
-        return AgentPaused(handle=result.run_id, requests=result.requests)
-    raise AgentRunFailed(result.run_id, f"{result.status}: {result.error or 'no answer'}")
-
-
-def _agent_call_id(node: str, visit: int) -> str:
-    """The id the workflow's wait on an agent node's run goes by: the node and its pass."""
-    return f"{node}:{visit}"
-
-
-def _plain_agent_name(workflow: str, node: str) -> str:
-    return f"{workflow}/{node}"
-
-
-def _plain_agent(workflow: str, node: str, agent: object) -> BuiltAgent:
-    """A pydantic-ai agent given as a node, as the runtime runs it: no approval rules of sayso's own.
-
-    Its deferred tools (`requires_approval`, `CallDeferred`) pause the workflow when its
-    `output_type` includes `DeferredToolRequests`, as pydantic-ai requires.
-    """
-    if not isinstance(agent, Agent) or agent.model is None:
-        raise ConfigError(
-            f"workflow {workflow!r}: node {node!r} runs {agent!r}; a pydantic-ai agent node must be an "
-            "`Agent` with a model (or name a configured agent instead)"
-        )
-    return BuiltAgent(
-        name=_plain_agent_name(workflow, node),
-        agent=agent,
-        policy=InterruptPolicy(),
-        client_tools=frozenset(),
-        model=infer_model(agent.model),
-        gate=Gate(),
-        redact=(),
-        notifier=DecisionNotifier(),
-    )
