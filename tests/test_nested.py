@@ -384,3 +384,26 @@ async def test_a_client_tools_context_reaches_only_agents_allowed_that_tool(make
     assert result.output == "done"
     assert "sales.csv, hr.csv" in (coordinator.calls[0].last_request.instructions or "")
     assert "sales.csv" not in (helper.calls[0].last_request.instructions or "")
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+async def test_allow_for_this_chat_on_a_delegates_call_covers_the_chat_not_the_delegates_thread(
+    make_app: MakeApp, depth: int
+) -> None:
+    """A `thread` grant given on a delegate's approval covers the delegate's later calls in the person's chat (each
+    delegation runs on a new thread of its own) and none in another chat."""
+    agents, models = chain(depth)
+    leaf = f"a{depth}"
+    agents[leaf]["interrupt"] = {"tools": ["run_sql"], "remember": "thread"}
+    async with make_app(agents, models=models) as app:
+        paused = await app.run("how many orders?", agent="coordinator")
+        [request] = paused.requests
+        assert request.thread_id != paused.thread_id  # the delegate's own thread
+        await app.decide(request.request_id, Approve(scope="thread"))
+        [grant] = await app.grants()
+        assert grant.thread_id == paused.thread_id
+        again = await app.run("and today?", thread_id=paused.thread_id)
+        elsewhere = await app.run("how many orders?", agent="coordinator")
+    assert again.status == "completed"
+    assert ran == ["select count(*)", "select count(*)"]
+    assert elsewhere.status == "paused"

@@ -18,6 +18,7 @@ from ._core.decisions import (
     Reject,
     Skip,
 )
+from ._core.grants import Grant
 from ._core.policy import InterruptPolicy, ToolRule
 from ._core.requests import (
     ApprovalRequest,
@@ -105,6 +106,7 @@ __all__ = [
     "DecisionRefused",
     "Decline",
     "ElicitationRequest",
+    "Grant",
     "GrantNotFound",
     "HookCall",
     "InputRequest",

@@ -56,8 +56,13 @@ def requests_from(
     principal: str | None = None,
     redact: tuple[str, ...] = (),
     parent_call_id: str | None = None,
+    chat_thread_id: str | None = None,
 ) -> list[Request]:
-    """One request per deferred call, in the order the model made the calls."""
+    """One request per deferred call, in the order the model made the calls.
+
+    `chat_thread_id` is the person's chat when the run is a delegate's (its approvals carry it, so a
+    `thread` grant given on one covers the chat, not the delegate's own thread).
+    """
     order = _call_order(history)
     calls = sorted([*deferred.approvals, *deferred.calls], key=lambda c: order.get(c.tool_call_id, len(order)))
     approval_ids = {c.tool_call_id for c in deferred.approvals}
@@ -99,6 +104,7 @@ def requests_from(
                     tool_info=asked.tool_info,
                     response_schema=asked.response_schema,
                     on_reject=asked.on_reject,
+                    chat_thread_id=chat_thread_id,
                 )
             )
         elif deferral is not None and deferral.kind == "delegate":

@@ -102,6 +102,8 @@ class RunDeps:
     """Results of marked calls, committed with the run's next save."""
     giver_may_decide: Callable[[Grant], bool] = lambda grant: False
     """Whether whoever gave a grant may still decide for its principal and agent; a grant reaches no further."""
+    chat_thread_id: str | None = None
+    """The person's chat (the top-level run's thread) for a delegate's run; `thread` grants are bound to it."""
     client_tools: Sequence[ClientTool] = ()
     """The client's tools this run offers the model (those the agent allows)."""
 
@@ -297,7 +299,7 @@ class GateToolset(WrapperToolset[Any]):
             tool=name,
             subject_key=subject.key,
             principal=principal,
-            thread_id=deps.thread_id,
+            thread_id=deps.chat_thread_id or deps.thread_id,
             agent_path=deps.agent_path,
             now=deps.clock(),
         )

@@ -126,10 +126,12 @@ def make(tmp_path: Path) -> Make:
         *workflows: Workflow,
         clock: Callable[[], float] | None = None,
         guide_rules: list[dict[str, Any]] | None = None,
+        remember: str = "once",
         **config: Any,
     ) -> Sayso:
+        interrupt = {"tools": ["book_table"], "remember": remember}
         agents: dict[str, Any] = {
-            "booker": {"model": "m", "tools": [book_table], "interrupt": {"tools": ["book_table"]}, "ask_user": False}
+            "booker": {"model": "m", "tools": [book_table], "interrupt": interrupt, "ask_user": False}
         }
         models: dict[str, Any] = {"m": script(*BOOKER_RULES)}
         if guide_rules is not None:
@@ -256,6 +258,22 @@ async def test_an_agent_nodes_approval_pauses_the_workflow_labelled_with_the_nod
     )
     assert (again.recorded, again.run.status) == (False, "completed")
     assert CALLS == {"to_booking": 1, "book_table": 1, "booked": 1}
+
+
+async def test_allow_for_this_chat_on_an_agent_nodes_call_covers_the_workflows_chat(make: Make) -> None:
+    """A `thread` grant given on an agent node's approval covers the node's calls in later runs of the same
+    workflow chat (the node's agent runs on a new thread each time) and none in another chat."""
+    async with make(booking_workflow(), remember="thread") as app:
+        paused = await app.run("Lisbon", agent="dinner")
+        [request] = paused.requests
+        await app.decide(request.request_id, Approve(scope="thread"))
+        [grant] = await app.grants()
+        again = await app.run("Porto", agent="dinner", thread_id=paused.thread_id)
+        elsewhere = await app.run("Faro", agent="dinner")
+    assert grant.thread_id == paused.thread_id
+    assert (again.status, again.output) == ("completed", "done: table booked in Porto")
+    assert elsewhere.status == "paused"
+    assert CALLS["book_table"] == 2
 
 
 async def test_an_agent_node_resumes_in_a_fresh_runtime(make: Make) -> None:

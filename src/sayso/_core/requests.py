@@ -119,6 +119,9 @@ class ApprovalRequest(_RequestBase):
     on_reject: RejectMode = "deny"
     """`deny`: a rejection denies the call and the model reads why. `call`: the body runs again and
     decides what to return (it reads `Approval.approved` as false), as ADK's `Confirmed=false`."""
+    chat_thread_id: str | None = None
+    """The person's chat (the top-level run's thread) when the call was made below it, by a delegate or a
+    workflow's agent node, whose own `thread_id` is the delegate's; a `thread` grant is bound to the chat."""
 
 
 @dataclass(frozen=True, kw_only=True)

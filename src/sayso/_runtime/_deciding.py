@@ -269,7 +269,8 @@ def grant_from(request: Request, decision: Decision, now: float, *, giver: Princ
         scope=decision.scope,
         principal=request.principal or "",
         agent=root_agent(request.agent_path),
-        thread_id=request.thread_id if decision.scope == "thread" else None,
+        # "Allow for this chat": the person's chat, also when a delegate (with a thread of its own) asked.
+        thread_id=(request.chat_thread_id or request.thread_id) if decision.scope == "thread" else None,
         created_at=now,
         granted_by=giver.name,
     )

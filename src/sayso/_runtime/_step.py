@@ -106,6 +106,8 @@ async def execute(
 
     if history is None:
         history = await k.store.load_messages(run.thread_id)
+    # A delegate's run has a thread of its own; "allow for this chat" means the person's chat above it.
+    chat_thread_id = None if run.parent_run_id is None else (await _tree.root(k, run)).thread_id
     terms = CALL_TERMS.get()
     deps = RunDeps(
         run_id=run.run_id,
@@ -121,6 +123,7 @@ async def execute(
         marked=marked,
         giver_may_decide=lambda grant: giver_may_decide(k, grant),
         client_tools=[t for t in run.client_tools if t.name in built.client_tools],
+        chat_thread_id=chat_thread_id,
     )
     allowed = deps.client_tools
     # A client tool's context reaches only the agents allowed to call that tool.
@@ -183,6 +186,7 @@ async def execute(
             principal=run.principal,
             redact=built.redact,
             parent_call_id=run.parent_call_id,
+            chat_thread_id=chat_thread_id,
         )
         await k.store.save_pause(
             run,
