@@ -1370,10 +1370,12 @@ async def test_concurrent_first_runs_on_a_new_thread_have_one_winner(store: RunS
 
 
 async def test_concurrent_audit_appends_keep_one_chain(store: RunStore) -> None:
-    """Appends from many writers at once still number the records 1..n in one verifiable chain."""
-    await at_once(*[lambda n=n: store.append_audit([{"n": n}, {"n": n, "second": True}]) for n in range(6)])
+    """Appends from many writers at once still number the records 1..n in one verifiable chain, whether the chain
+    is empty when they start (no head to lock yet) or not."""
+    for _ in range(2):
+        await at_once(*[lambda n=n: store.append_audit([{"n": n}, {"n": n, "second": True}]) for n in range(6)])
     records = await store.audit_records()
-    assert [r.seq for r in records] == list(range(1, 13)) and verify_chain(records) is None
+    assert [r.seq for r in records] == list(range(1, 25)) and verify_chain(records) is None
 
 
 async def test_a_pause_id_is_stored_once(store: RunStore) -> None:

@@ -19,6 +19,7 @@ _AUDIT_LOCK = 7310
 
 AUDIT_LOCK = Sql(f"SELECT pg_advisory_xact_lock({_AUDIT_LOCK})")
 AUDIT_HEAD = Sql("SELECT seq, hash, mac FROM audit_head WHERE id = 1")
+LOCK_AUDIT_HEAD = Sql("SELECT seq, hash, mac FROM audit_head WHERE id = 1 FOR UPDATE")
 MOVE_AUDIT_HEAD = Sql("UPDATE audit_head SET seq = :seq, hash = :hash, mac = :mac WHERE id = 1")
 INSERT_AUDIT_HEAD = Sql("INSERT INTO audit_head (id, seq, hash, mac) VALUES (1, :seq, :hash, :mac)")
 INSERT_AUDIT = Sql("INSERT INTO audit (seq, body, prev_hash, hash, mac) VALUES (:seq, :body, :prev_hash, :hash, :mac)")
@@ -34,10 +35,7 @@ async def append_audit(tx: Tx, bodies: Sequence[dict[str, Any]]) -> None:
     """
     if not bodies:
         return
-    if tx.dialect == "postgresql":
-        # One writer at a time extends the chain; SQLite's BEGIN IMMEDIATE already serialises writers.
-        await tx.one(AUDIT_LOCK)
-    after = await audit_head(tx)
+    after = await _locked_head(tx) if tx.dialect == "postgresql" else await audit_head(tx)
     records, head = seal(bodies, after=after, key=tx.audit_key)
     assert head is not None
     await tx.many(
@@ -51,6 +49,20 @@ async def append_audit(tx: Tx, bodies: Sequence[dict[str, Any]]) -> None:
     if await tx.run(MOVE_AUDIT_HEAD, values) != 1:
         await tx.run(INSERT_AUDIT_HEAD, values)
     tx.audit_head = head
+
+
+async def _locked_head(tx: Tx) -> AuditHead | None:
+    """The head, locked so that one writer at a time extends the chain (SQLite's BEGIN IMMEDIATE already does).
+
+    One round trip: the head row's lock, whose wait ends with the row as the writer before left it
+    (read committed re-reads a row it waited for). Before the first record there is no row to lock:
+    an advisory lock orders the first writers, and the row is locked too if one of them made it.
+    """
+    row = await tx.one(LOCK_AUDIT_HEAD)
+    if row is None:
+        await tx.one(AUDIT_LOCK)
+        row = await tx.one(LOCK_AUDIT_HEAD)
+    return AuditHead(seq=row["seq"], hash=row["hash"], mac=row["mac"]) if row is not None else None
 
 
 async def audit_head(tx: Tx) -> AuditHead | None:
