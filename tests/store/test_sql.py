@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import sqlite3
 from collections.abc import AsyncIterator
@@ -14,7 +15,9 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from sayso._store import MemoryRunStore, SqlRunStore, async_url, store_from_url
+from sayso._store._sql import _chain, _rows
 from sayso._store._sql._rows import EXPIRED_RUNS
+from sayso._store._sql._tx import Sql
 from sayso.exceptions import ConfigError, StoreError
 
 from .conftest import DSN, postgres_database
@@ -288,6 +291,29 @@ async def test_the_expiry_sweep_reads_only_open_requests_that_expired_on_sqlite(
     assert "SEARCH r USING INDEX ix_requests_expiring (expires_at<?)" in plan
     assert "SEARCH w USING INDEX ix_requests_pause_id (pause_id=?)" in plan
     assert [step for step in plan if step.startswith("SCAN") or "ix_requests_open" in step] == []
+
+
+def _hot_path_statements() -> dict[str, Sql]:
+    """Every constant statement of the store's hot path that SQLite runs (the PostgreSQL-only ones left out)."""
+    found = {f"{m.__name__}.{name}": v for m in (_rows, _chain) for name, v in vars(m).items() if isinstance(v, Sql)}
+    return {name: sql for name, sql in found.items() if "pg_advisory" not in sql.text and "FOR UPDATE" not in sql.text}
+
+
+async def test_no_statement_of_the_hot_path_reads_a_whole_table_on_sqlite(tmp_path: Path) -> None:
+    """Each constant statement finds its rows through an index, so no verb slows down as the store fills up (a
+    run's requests, say, are read whenever a delegate answers)."""
+    path = tmp_path / "sayso.db"
+    async with SqlRunStore(f"sqlite:///{path}"):
+        pass
+    scans: dict[str, list[str]] = {}
+    with sqlite3.connect(path) as conn:
+        for name, sql in _hot_path_statements().items():
+            params = dict.fromkeys(re.findall(r"(?<![:\w]):(\w+)", sql.text))
+            plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql.text}", params)]
+            if bad := [step for step in plan if step.startswith("SCAN")]:
+                scans[name] = bad
+    assert len(_hot_path_statements()) > 40
+    assert scans == {}
 
 
 async def test_the_expiry_sweep_reads_only_open_requests_that_expired_on_postgres() -> None:

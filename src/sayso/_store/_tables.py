@@ -64,6 +64,8 @@ requests = Table(
     Column("expires_at", Float, nullable=True),
     Column("body", LargeBinary, nullable=False),
     Index("ix_requests_open", "status", "created_at"),
+    Index("ix_requests_run", "run_id"),
+    Index("ix_requests_thread", "thread_id", "status"),
     Index(
         "ix_requests_expiring",
         "expires_at",
