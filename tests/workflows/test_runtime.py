@@ -27,6 +27,7 @@ from sayso import (
     Provide,
     QuestionRequest,
     RequestInput,
+    RunConflict,
     RunResult,
     Sayso,
     Skip,
@@ -360,6 +361,37 @@ async def test_cancelling_a_paused_workflow_run_closes_its_agent_node_too(make: 
         assert cancelled.status == "cancelled"
         assert (await app.run_record(request.run_id)).status == "cancelled"
     assert CALLS == {"to_booking": 1}
+
+
+async def test_cancelling_a_working_workflow_run_stops_the_node_and_frees_the_thread(make: Make) -> None:
+    """A workflow run cancelled while a node works ends as cancelled; the node never finishes, the node after it
+    never runs, the finished node is not run again, and the thread takes a new message."""
+    started, release = anyio.Event(), anyio.Event()
+
+    async def slow(node_input: str) -> str:
+        CALLS["slow"] += 1
+        started.set()
+        await release.wait()
+        CALLS["slow finished"] += 1
+        return node_input
+
+    slow_flow = Workflow("slow", edges=[(START, prepare, slow, booked)])
+    async with make(slow_flow) as app:
+        run_id = "run_slow_cancelled_1"
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: app.run("Oslo", agent="slow", thread_id="thr_slow", run_id=run_id))
+            await started.wait()
+            assert (await app.run_record(run_id)).status == "running"
+            cancelled = await app.cancel(run_id)
+        release.set()
+        assert cancelled.status == "cancelled"
+        assert (await app.run_record(run_id)).status == "cancelled"
+        with pytest.raises(RunConflict, match="cancelled"):
+            await app.cancel(run_id)
+        CALLS.clear()
+        after = await app.run("Bergen", agent="slow", thread_id="thr_slow")  # `release` is set: no wait now
+    assert (after.status, after.output) == ("completed", "done: a trip to Bergen")
+    assert CALLS == {"prepare": 1, "slow": 1, "slow finished": 1, "booked": 1}
 
 
 async def test_only_the_owner_or_an_approver_of_the_workflow_decides_its_input(make: Make) -> None:

@@ -172,24 +172,36 @@ async def _step_run(
     engine = workflows.engines.get(run.agent)
     if engine is None:
         raise RunConflict(run.run_id, f"workflow {run.agent!r} is not configured in this runtime")
+    working = k.start_working(run.run_id)  # `Sayso.cancel` stops the run where it is, as an agent's
     try:
-        with holding(k, run):
-            async with anyio.create_task_group() as tasks:
-                flight = Flight(
-                    run=run,
-                    tasks=tasks,
-                    saved_nodes=len(stored.finished) if stored is not None else 0,
-                    prompt_written=stored is not None,
-                )
-                workflows.flights[run.run_id] = flight
-                try:
-                    outcome = await step(engine)
-                finally:
-                    del workflows.flights[run.run_id]
-    except BaseExceptionGroup as group:
-        # The task group (the progress writer) wraps what the step raised.
-        raise root_exception(group) from None
+        with working.scope:
+            try:
+                with holding(k, run):
+                    async with anyio.create_task_group() as tasks:
+                        flight = Flight(
+                            run=run,
+                            tasks=tasks,
+                            saved_nodes=len(stored.finished) if stored is not None else 0,
+                            prompt_written=stored is not None,
+                        )
+                        workflows.flights[run.run_id] = flight
+                        try:
+                            outcome = await step(engine)
+                        finally:
+                            del workflows.flights[run.run_id]
+            except BaseExceptionGroup as group:
+                # The task group (the progress writer) wraps what the step raised.
+                raise root_exception(group) from None
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    if run.run_id in k.cancelling:
+                        await _finish_cancelled(k, run)
+                raise
+    finally:
+        k.stop_working(run.run_id)
     common: dict[str, Any] = {"run_id": run.run_id, "thread_id": run.thread_id, "agent": run.agent}
+    if working.scope.cancelled_caught:
+        return RunResult(**common, status="cancelled")
     if isinstance(outcome, WorkflowFinished):
         return RunResult(**common, status="completed", output=output_text(outcome.output))
     if isinstance(outcome, WorkflowFailed):
@@ -197,6 +209,14 @@ async def _step_run(
     if outcome.agent is not None:
         return RunResult(**common, status="paused", requests=outcome.agent.requests)
     return RunResult(**common, status="paused", requests=flight.requests)
+
+
+async def _finish_cancelled(k: Kernel, run: RunRecord) -> None:
+    """Record a working workflow run as cancelled: no node runs any more; the finished nodes' outputs are kept."""
+    await k.store.finish_run(
+        run, owner=k.owner, new_messages=(), status="cancelled", output=None, error=None, now=k.clock()
+    )
+    k.events.touched()
 
 
 async def _agent_settled(k: Kernel, request: DelegateRequest, *, force: bool) -> DecisionRecord | None:
