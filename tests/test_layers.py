@@ -9,6 +9,8 @@ protocol packages never import each other. The core does no I/O.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,3 +179,11 @@ def test_no_module_is_too_long() -> None:
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
     assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+
+
+def test_the_architecture_map_names_every_module() -> None:
+    """ARCHITECTURE.md's Rooms section is what `scripts/rooms` generates from the modules' docstrings: a module
+    added, moved or renamed without the map being rewritten fails here."""
+    script = SRC.parent / "scripts" / "rooms"
+    checked = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stderr
