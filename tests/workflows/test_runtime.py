@@ -20,6 +20,7 @@ from sayso import (
     ApprovalRequest,
     Approve,
     Config,
+    Grant,
     InputRequest,
     InvalidDecision,
     NotAllowed,
@@ -275,6 +276,29 @@ async def test_allow_for_this_chat_on_an_agent_nodes_call_covers_the_workflows_c
     assert (again.status, again.output) == ("completed", "done: table booked in Porto")
     assert elsewhere.status == "paused"
     assert CALLS["book_table"] == 2
+
+
+async def test_a_hosts_grants_reach_an_agent_nodes_calls(make: Make) -> None:
+    """Grants a host passes to `run` cover an agent node's calls in that workflow chat, as they cover a delegate's;
+    sayso stores none of them."""
+    async with make(booking_workflow()) as app:
+        grant = Grant(
+            grant_id="host-1",
+            tool="book_table",
+            subject_key="tool:book_table",
+            subject_label="book_table",
+            scope="thread",
+            principal="local",
+            agent="dinner",
+            thread_id="thr_host_grants",
+            created_at=0.0,
+        )
+        covered = await app.run("Lisbon", agent="dinner", thread_id="thr_host_grants", grants=[grant])
+        uncovered = await app.run("Faro", agent="dinner", grants=[grant])
+        assert await app.grants() == []
+    assert (covered.status, covered.output) == ("completed", "done: table booked in Lisbon")
+    assert uncovered.status == "paused"
+    assert CALLS["book_table"] == 1
 
 
 async def test_an_agent_node_resumes_in_a_fresh_runtime(make: Make) -> None:
