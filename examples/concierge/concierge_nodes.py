@@ -21,10 +21,12 @@ from pydantic import BaseModel, Field
 
 from sayso.workflows import START, AgentNode, RequestInput, Route, Workflow, WorkflowContext
 
-INTRO = """\
-This is an interactive concierge: it makes you an itinerary for a day in the city of your
-choice. Tell it a little about yourself so it can personalise the plan:
-the city (required), your age, a hobby, an attraction you liked somewhere else, and the pace."""
+INTRO = (
+    "This is an interactive concierge: it makes you an itinerary for a day in the city of your choice. "
+    "Tell it a little about yourself so it can personalise the plan: the city (required), your age, "
+    "a hobby, an attraction you liked somewhere else, and the pace."
+)
+"""One paragraph: the terminal and the web UI wrap it to their width."""
 
 
 class Preferences(BaseModel):
