@@ -38,16 +38,16 @@ async def append_audit(tx: Tx, bodies: Sequence[dict[str, Any]]) -> None:
     after = await _locked_head(tx) if tx.dialect == "postgresql" else await audit_head(tx)
     records, head = seal(bodies, after=after, key=tx.audit_key)
     assert head is not None
-    await tx.many(
+    await tx.later(
         INSERT_AUDIT,
         [
             {"seq": r.seq, "body": canonical_json(r.body), "prev_hash": r.prev_hash, "hash": r.hash, "mac": r.mac}
             for r in records
         ],
     )
+    # The head read above is the row as this transaction holds it (locked, or under SQLite's write lock).
     values = {"seq": head.seq, "hash": head.hash, "mac": head.mac}
-    if await tx.run(MOVE_AUDIT_HEAD, values) != 1:
-        await tx.run(INSERT_AUDIT_HEAD, values)
+    await tx.later(INSERT_AUDIT_HEAD if after is None else MOVE_AUDIT_HEAD, [values])
     tx.audit_head = head
 
 

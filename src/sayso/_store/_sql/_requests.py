@@ -229,11 +229,11 @@ async def _claim(
         raise _decided_meanwhile(run.run_id)
     await _rows.insert_decisions(tx, resume.added, resume.audit)
     if resume.executing:
-        await tx.many(
+        await tx.later(
             _rows.INSERT_EXECUTION, [{"request_id": r, "run_id": run.run_id, "now": now} for r in resume.executing]
         )
     params = {"run_id": run.run_id, "pause_id": pause_id, "owner": owner, "until": until, "now": now}
-    await tx.run(_rows.CLAIM_RUN, params)
+    await tx.later(_rows.CLAIM_RUN, [params])
     bodies = await _rows.history_bodies(tx, run.thread_id) if history else None
     return bodies, await _rows.active_grants(tx, resume.grants_of, now)
 

@@ -168,7 +168,7 @@ PAUSE_OF_REQUEST = Sql(
 """Every request of the pause a request belongs to, with the pause's run and the decisions: one read for deciding."""
 OPEN_REQUESTS = Sql(
     "SELECT r.body FROM requests r JOIN pauses p ON p.pause_id = r.pause_id WHERE r.status = 'open' "
-    "AND p.status = 'open' AND r.kind <> 'delegate' ORDER BY r.created_at LIMIT :limit"
+    "AND p.status = 'open' AND r.kind <> 'delegate' ORDER BY r.created_at, r.position LIMIT :limit"
 )
 GET_DECISION = Sql(f"SELECT d.request_id, {_DECISION} FROM decisions d WHERE d.request_id = :request_id")
 INSERT_DECISION = Sql(
@@ -328,7 +328,7 @@ async def update_own_run(tx: Tx, sql: Sql, run_id: str, owner: str, **values: An
 
 async def free_thread(tx: Tx, run: RunRecord) -> None:
     """The thread takes new runs again once this one has ended."""
-    await tx.run(FREE_THREAD, {"thread_id": run.thread_id, "run_id": run.run_id})
+    await tx.later(FREE_THREAD, [{"thread_id": run.thread_id, "run_id": run.run_id}])
 
 
 async def consume(tx: Tx, pause_id: str) -> bool:
@@ -340,14 +340,16 @@ async def append_messages(tx: Tx, run: RunRecord, new: Sequence[ModelMessage]) -
     """Append a run's new messages to its thread's log as one batch."""
     if not new:
         return
-    await tx.run(
+    await tx.later(
         APPEND_MESSAGES,
-        {
-            "thread_id": run.thread_id,
-            "run_id": run.run_id,
-            "count": len(new),
-            "body": ModelMessagesTypeAdapter.dump_json(list(new)),
-        },
+        [
+            {
+                "thread_id": run.thread_id,
+                "run_id": run.run_id,
+                "count": len(new),
+                "body": ModelMessagesTypeAdapter.dump_json(list(new)),
+            }
+        ],
     )
 
 
@@ -355,7 +357,7 @@ async def insert_requests(tx: Tx, pause_id: str, requests: Sequence[Request]) ->
     """Store a pause's requests, open, in the order they were raised."""
     if not requests:
         return
-    await tx.many(
+    await tx.later(
         INSERT_REQUEST,
         [
             {
@@ -390,7 +392,7 @@ async def insert_decisions(tx: Tx, records: Sequence[DecisionRecord], audit: Seq
     await append_audit(tx, audit)
     if not records:
         return
-    await tx.many(
+    await tx.later(
         INSERT_DECISION,
         [
             {
@@ -405,14 +407,14 @@ async def insert_decisions(tx: Tx, records: Sequence[DecisionRecord], audit: Seq
             for d in records
         ],
     )
-    await tx.many(MARK_DECIDED, [{"request_id": d.request_id} for d in records])
+    await tx.later(MARK_DECIDED, [{"request_id": d.request_id} for d in records])
     await outbox(tx, "request.decided", [d.request_id for d in records], now=max(d.decided_at for d in records))
 
 
 async def outbox(tx: Tx, kind: OutboxKind, request_ids: Sequence[str], *, now: float) -> None:
     """Write one outbox event per request, in the caller's transaction (so it commits with the change)."""
     if request_ids:
-        await tx.many(
+        await tx.later(
             INSERT_OUTBOX,
             [
                 {"event_id": new_event_id(), "kind": kind, "request_id": r, "created_at": now, "fanned_out": False}
@@ -429,21 +431,21 @@ def new_event_id() -> str:
 async def insert_grants(tx: Tx, grants: Sequence[Grant]) -> None:
     """Store new grants."""
     if grants:
-        await tx.many(INSERT_GRANT, [asdict(g) for g in grants])
+        await tx.later(INSERT_GRANT, [asdict(g) for g in grants])
 
 
 async def finish_executions(tx: Tx, executions: Sequence[ExecutionResult], now: float) -> None:
     """Write the results of approved calls to their ledger entries, with their audit records."""
     if not executions:
         return
-    await tx.many(
+    await append_audit(tx, [done.audit for done in executions])  # first: its head lock is the one round trip
+    await tx.later(
         FINISH_EXECUTION,
         [
             {"request_id": done.request_id, "status": done.status, "result": done.result, "now": now}
             for done in executions
         ],
     )
-    await append_audit(tx, [done.audit for done in executions])
 
 
 # workflow runs' state
@@ -464,4 +466,4 @@ async def workflow_state(tx: Tx, run_id: str) -> bytes | None:
 
 async def put_workflow_state(tx: Tx, run_id: str, state: bytes, now: float) -> None:
     """Replace a workflow run's saved state."""
-    await tx.run(PUT_WORKFLOW_STATE, {"run_id": run_id, "body": bytes(state), "now": now})
+    await tx.later(PUT_WORKFLOW_STATE, [{"run_id": run_id, "body": bytes(state), "now": now}])

@@ -57,7 +57,7 @@ class _Runs(_SqlBase):
                 if await tx.run(_rows.CLAIM_FREE_THREAD, ids) != 1:
                     raise _thread_changed(run_id, thread_id)
             else:
-                await tx.run(_rows.INSERT_THREAD, {**ids, "owner": owner, "agent": agent, "now": now})
+                await tx.later(_rows.INSERT_THREAD, [{**ids, "owner": owner, "agent": agent, "now": now}])
             run = RunRecord(
                 run_id=run_id,
                 thread_id=thread_id,
@@ -76,7 +76,7 @@ class _Runs(_SqlBase):
                 updated_at=now,
                 revision=0,
             )
-            await tx.run(_rows.INSERT_RUN, _rows.run_params(run))
+            await tx.later(_rows.INSERT_RUN, [_rows.run_params(run)])
             history = await _rows.history_bodies(tx, thread_id) if thread is not None else []
             return thread, run, history, await _rows.active_grants(tx, grants_of, now)
 
@@ -132,7 +132,7 @@ class _Runs(_SqlBase):
         async def work(tx: Tx) -> RunRecord:
             ids = {"thread_id": thread_id, "run_id": run_id}
             if await tx.one(_rows.THREAD_EXISTS, ids) is None:
-                await tx.run(_rows.INSERT_THREAD, {**ids, "owner": owner, "agent": agent, "now": now})
+                await tx.later(_rows.INSERT_THREAD, [{**ids, "owner": owner, "agent": agent, "now": now}])
             else:
                 claimed = await tx.run(
                     _rows.CLAIM_FREE_THREAD if expect_active is None else _rows.CLAIM_THREAD_FROM,
@@ -237,7 +237,7 @@ class _Runs(_SqlBase):
             await _rows.update_own_run(tx, _rows.PAUSE_RUN, run.run_id, owner, pause_id=pause_id, now=now)
             await _rows.finish_executions(tx, executions, now)
             await _rows.append_messages(tx, run, new_messages)
-            await tx.run(_rows.INSERT_PAUSE, {"pause_id": pause_id, "run_id": run.run_id, "now": now})
+            await tx.later(_rows.INSERT_PAUSE, [{"pause_id": pause_id, "run_id": run.run_id, "now": now}])
             await _rows.insert_requests(tx, pause_id, requests)
             await _rows.outbox(tx, "request.opened", [r.request_id for r in requests], now=now)
             if workflow_state is not None:

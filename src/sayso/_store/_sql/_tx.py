@@ -9,7 +9,9 @@ parameters) through `tx`, so the same work runs on both databases:
   queue on a lock instead of sleeping in SQLite's busy handler; a read runs inline on the
   event loop, which costs less than the hop (WAL readers never wait for writers).
 - **PostgreSQL**: the work awaits asyncpg, whose statement cache prepares each constant
-  statement once per pooled connection.
+  statement once per pooled connection. Writes whose outcome nobody reads (`Tx.later`) wait and
+  go together, as one statement, before the next statement that reads or counts, or before the
+  commit: a round trip is the cost that matters there, not the statement.
 
 SQLAlchemy is not on this path: it builds the schema (Alembic) and the listings whose
 statements depend on their filters.
@@ -51,10 +53,12 @@ class Sql:
     `pg` replaces the text on PostgreSQL where the dialects differ; both use the same names.
     """
 
-    __slots__ = ("names", "pg_text", "text")
+    __slots__ = ("names", "pg_source", "pg_text", "text")
 
     def __init__(self, text: str, *, pg: str | None = None) -> None:
         self.text = text
+        self.pg_source = pg if pg is not None else text
+        """The PostgreSQL text with its named parameters, from which combined statements are built."""
         names: list[str] = []
 
         def number(match: re.Match[str]) -> str:
@@ -97,6 +101,17 @@ class Tx(ABC):
     @abstractmethod
     async def many(self, sql: Sql, rows: Sequence[Params]) -> None:
         """Run a statement once per set of parameters."""
+
+    @abstractmethod
+    async def later(self, sql: Sql, rows: Sequence[Params]) -> None:
+        """Run a write whose outcome nobody reads (no rows, no row count), once per set of parameters.
+
+        It may be sent together with the writes queued after it, before the transaction's next
+        statement that reads or counts (or before its commit): on PostgreSQL consecutive such writes
+        are one statement and one round trip. Writes queued together must not read what another of
+        them writes (PostgreSQL runs them on one snapshot): an audit row and its head, a decision
+        and its request's status, yes; two appends to one thread's messages, no.
+        """
 
 
 Work = Callable[[Tx], Coroutine[Any, Any, T]]
@@ -150,6 +165,9 @@ class _SqliteTx(Tx):
 
     async def many(self, sql: Sql, rows: Sequence[Params]) -> None:
         self.conn.executemany(sql.text, rows)
+
+    async def later(self, sql: Sql, rows: Sequence[Params]) -> None:
+        self.conn.executemany(sql.text, rows)  # no round trip to save: SQLite runs in this process
 
 
 def complete(work: Coroutine[Any, Any, T]) -> T:
@@ -324,15 +342,19 @@ class _PostgresTx(Tx):
 
     def __init__(self, conn: Any) -> None:  # an asyncpg connection (asyncpg ships no type hints)
         self.conn = conn
+        self.queued: list[tuple[Sql, Params]] = []
 
     async def one(self, sql: Sql, params: Params = NO_PARAMS) -> Row | None:
+        await self.flush()
         row: Row | None = await self.conn.fetchrow(sql.pg_text, *[params[n] for n in sql.names])
         return row
 
     async def all(self, sql: Sql, params: Params = NO_PARAMS) -> list[Row]:
+        await self.flush()
         return list(await self.conn.fetch(sql.pg_text, *[params[n] for n in sql.names]))
 
     async def run(self, sql: Sql, params: Params = NO_PARAMS) -> int:
+        await self.flush()
         status = await self.conn.execute(sql.pg_text, *[params[n] for n in sql.names])
         found = _ROWCOUNT.search(status)
         return int(found.group(1)) if found else 0
@@ -341,7 +363,34 @@ class _PostgresTx(Tx):
         if len(rows) == 1:  # one row is one plain execute: executemany's batching costs more than it saves
             await self.run(sql, rows[0])
         elif rows:
+            await self.flush()
             await self.conn.executemany(sql.pg_text, [[r[n] for n in sql.names] for r in rows])
+
+    async def later(self, sql: Sql, rows: Sequence[Params]) -> None:
+        self.queued.extend((sql, row) for row in rows)
+
+    async def flush(self) -> None:
+        """Send the queued writes: one statement, the first ones as data-modifying `WITH` parts of the last."""
+        if not self.queued:
+            return
+        queued, self.queued = self.queued, []
+        sql = queued[0][0] if len(queued) == 1 else _combined(tuple(q[0] for q in queued))
+        params = queued[0][1] if len(queued) == 1 else {f"q{i}_{n}": p[n] for i, (_, p) in enumerate(queued) for n in p}
+        await self.conn.execute(sql.pg_text, *[params[n] for n in sql.names])
+
+
+@functools.lru_cache(maxsize=64)
+def _combined(parts: tuple[Sql, ...]) -> Sql:
+    """Writes as one PostgreSQL statement (data-modifying CTEs), each part's parameters renamed apart."""
+
+    def renamed(i: int, part: Sql) -> str:
+        return _NAMED.sub(lambda m: f":q{i}_{m.group(1)}", part.pg_source)
+
+    *first, last = (renamed(i, part) for i, part in enumerate(parts))
+    return Sql(
+        "-- only PostgreSQL runs combined writes",
+        pg="WITH " + ", ".join(f"w{i} AS ({text})" for i, text in enumerate(first)) + " " + last,
+    )
 
 
 class PostgresDatabase(Database):
@@ -375,8 +424,10 @@ class PostgresDatabase(Database):
     async def write(self, work: Work[T], *, durable: bool = True) -> T:
         async with self._acquire() as conn:
             await conn.execute("BEGIN" if durable else "BEGIN; SET LOCAL synchronous_commit TO OFF")
+            tx = _PostgresTx(conn)
             try:
-                result = await work(_PostgresTx(conn))
+                result = await work(tx)
+                await tx.flush()
             except BaseException:
                 await _rollback(conn)
                 raise
