@@ -26,7 +26,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from sayso import Config, Sayso, ScriptedModel
+from sayso import Config, Grant, Sayso, ScriptedModel
 from sayso._scripted import Script
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
@@ -54,6 +54,21 @@ def anyio_backend() -> str:
 def script(*rules: dict[str, Any], fallback: str = "no rule matched") -> ScriptedModel:
     """A scripted model from rules written inline."""
     return ScriptedModel(Script.model_validate({"name": "test", "rules": list(rules), "fallback": fallback}))
+
+
+def host_grant(tool: str, *, agent: str, thread_id: str, principal: str = "local") -> Grant:
+    """A `thread` grant on the tool's own subject as a host keeps it (kaboo's `kaboo_grants`), for `run(grants=...)`."""
+    return Grant(
+        grant_id="host-1",
+        tool=tool,
+        subject_key=f"tool:{tool}",
+        subject_label=tool,
+        scope="thread",
+        principal=principal,
+        agent=agent,
+        thread_id=thread_id,
+        created_at=0.0,
+    )
 
 
 def free_port() -> int:

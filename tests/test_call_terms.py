@@ -8,10 +8,9 @@ import anyio
 import pytest
 
 from sayso import Approve, RunConflict
-from sayso._core.grants import Grant
 from sayso._runtime import new_id
 
-from .conftest import MakeApp, script
+from .conftest import MakeApp, host_grant, script
 
 deleted: list[str] = []
 started = anyio.Event()
@@ -80,17 +79,7 @@ async def test_a_host_that_remembers_nothing_is_offered_once_only_and_nothing_is
         assert done.status == "completed" and deleted == ["b.txt"]
         assert await app.grants() == [], "the host keeps remembered approvals; sayso stores none"
 
-        grant = Grant(
-            grant_id="host-1",
-            tool="delete_file",
-            subject_key="tool:delete_file",
-            subject_label="delete_file",
-            scope="thread",
-            principal="local",
-            agent="files",
-            thread_id=done.thread_id,
-            created_at=0.0,
-        )
+        grant = host_grant("delete_file", agent="files", thread_id=done.thread_id)
         again = await app.run("delete c.txt", thread_id=done.thread_id, grants=[grant])
     assert again.status == "completed" and deleted == ["b.txt", "c.txt"], "the host's grant covers the call"
 

@@ -20,7 +20,6 @@ from sayso import (
     ApprovalRequest,
     Approve,
     Config,
-    Grant,
     InputRequest,
     InvalidDecision,
     NotAllowed,
@@ -37,7 +36,7 @@ from sayso import (
 )
 from sayso.workflows import START, AgentNode, InputSkipped
 
-from ..conftest import resume_at_once, script
+from ..conftest import host_grant, resume_at_once, script
 
 CALLS: Counter[str] = Counter()
 FLAKY: dict[str, Any] = {}
@@ -282,17 +281,7 @@ async def test_a_hosts_grants_reach_an_agent_nodes_calls(make: Make) -> None:
     """Grants a host passes to `run` cover an agent node's calls in that workflow chat, as they cover a delegate's;
     sayso stores none of them."""
     async with make(booking_workflow()) as app:
-        grant = Grant(
-            grant_id="host-1",
-            tool="book_table",
-            subject_key="tool:book_table",
-            subject_label="book_table",
-            scope="thread",
-            principal="local",
-            agent="dinner",
-            thread_id="thr_host_grants",
-            created_at=0.0,
-        )
+        grant = host_grant("book_table", agent="dinner", thread_id="thr_host_grants")
         covered = await app.run("Lisbon", agent="dinner", thread_id="thr_host_grants", grants=[grant])
         uncovered = await app.run("Faro", agent="dinner", grants=[grant])
         assert await app.grants() == []
