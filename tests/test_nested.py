@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic_ai.messages import ToolReturnPart
 
-from sayso import Answer, Approve, ClientError, ClientResult, ClientTool, Reject, ScriptedModel, Skip
+from sayso import Answer, Approve, ClientError, ClientResult, ClientTool, InvalidInput, Reject, ScriptedModel, Skip
 
 from .conftest import ROOT, MakeApp, script
 
@@ -81,6 +81,21 @@ async def test_a_pause_at_any_depth_pauses_the_top_and_resumes_every_level(make_
         expected.split(": ")[-1]
     ]
     assert resumed.history_length == 3, "the delegate's own history continues: its prompt, its call, the result"
+
+
+async def test_a_message_into_a_paused_delegates_thread_is_refused_and_the_chat_carries_on(make_app: MakeApp) -> None:
+    """A delegate's thread takes no messages of its own while its run works for a chat: the message is refused
+    naming the chat, the delegate's request stays open, and approving it completes the chat's run."""
+    agents, models = chain(1)
+    async with make_app(agents, models=models) as app:
+        paused = await app.run("how many orders?", agent="coordinator")
+        [request] = paused.requests
+        with pytest.raises(InvalidInput, match=paused.thread_id):
+            await app.run("hello", thread_id=request.thread_id)
+        assert [r.request_id for r in (await app.result(paused.run_id)).requests] == [request.request_id]
+        done = await app.decide(request.request_id, Approve())
+    assert (done.run.status, done.run.output) == ("completed", "coordinator got: rows for select count(*)")
+    assert ran == ["select count(*)"]
 
 
 async def test_every_request_kind_works_from_a_delegate(make_app: MakeApp) -> None:

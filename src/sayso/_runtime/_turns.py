@@ -123,6 +123,14 @@ async def _supersede(
     built = None if _workflows.hosts(k, thread.agent) else k.built(thread.agent)
     assert thread.active_run_id is not None
     active = await k.store.get_run(thread.active_run_id)
+    if active.parent_run_id is not None:
+        # Its run is a delegate's (or a workflow agent node's): superseding it would strand the run above it.
+        chat = (await _tree.root(k, active)).thread_id
+        raise InvalidInput(
+            f"thread {thread.thread_id!r} is the thread of a delegate working for the chat {chat!r}; "
+            f"send the message to {chat!r}",
+            field="thread_id",
+        )
     if active.status != "paused" or active.pause_id is None:
         raise ThreadBusy(active.run_id, f"thread {thread.thread_id!r} already has a run in progress")
     state = await k.store.pause_state(active.pause_id)
