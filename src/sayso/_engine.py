@@ -60,8 +60,8 @@ def requests_from(
 ) -> list[Request]:
     """One request per deferred call, in the order the model made the calls.
 
-    `chat_thread_id` is the person's chat when the run is a delegate's (its approvals carry it, so a
-    `thread` grant given on one covers the chat, not the delegate's own thread).
+    `chat_thread_id` is the person's chat when the run is a delegate's (its requests carry it, so a
+    `thread` grant given on one covers the chat, not the delegate's own thread, and interfaces link to it).
     """
     order = _call_order(history)
     calls = sorted([*deferred.approvals, *deferred.calls], key=lambda c: order.get(c.tool_call_id, len(order)))
@@ -83,6 +83,7 @@ def requests_from(
             "principal": principal,
             "redact": redact,
             "parent_call_id": parent_call_id,
+            "chat_thread_id": chat_thread_id,
         }
         if deferral is not None and deferral.kind == "elicitation":
             assert deferral.elicitation is not None, "an elicitation deferral carries what was asked"
@@ -104,7 +105,6 @@ def requests_from(
                     tool_info=asked.tool_info,
                     response_schema=asked.response_schema,
                     on_reject=asked.on_reject,
-                    chat_thread_id=chat_thread_id,
                 )
             )
         elif deferral is not None and deferral.kind == "delegate":

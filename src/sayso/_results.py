@@ -67,6 +67,7 @@ def request_json(request: Request) -> dict[str, Any]:
         "kind": request.kind,
         "run_id": request.run_id,
         "thread_id": request.thread_id,
+        "chat_thread_id": request.chat_thread_id or request.thread_id,
         "agent_path": request.agent_path,
         "parent_call_id": request.parent_call_id,
         "tool_call_id": request.tool_call_id,

@@ -195,11 +195,18 @@ async def test_principals_need_tokens_and_own_their_threads(
 
 
 async def test_inbox_lists_a_delegates_requests_with_their_agent_path(serve: ServerFactory) -> None:
-    """A nested pause shows its leaf requests in the inbox, never the parent's waiting call itself."""
+    """A nested pause shows its leaf requests in the inbox, never the parent's waiting call itself, each linked to
+    the person's chat; a message sent into a delegate's own thread is refused (422) naming that chat."""
     team = load_config(Path(__file__).resolve().parents[2] / "examples" / "team" / "sayso.yaml")
     server = await serve(config=team)
     async with server.client() as client:
         run = (await client.post("/v1/runs", json={"message": "report"})).json()
         inbox = (await client.get("/v1/requests")).json()["requests"]
+        into_delegate = await client.post("/v1/runs", json={"message": "hi", "thread_id": inbox[0]["thread_id"]})
+        still = (await client.get("/v1/requests")).json()["requests"]
     assert run["status"] == "paused"
     assert sorted(r["agent_path"] for r in inbox) == ["coordinator/analyst", "coordinator/ops"]
+    assert {r["chat_thread_id"] for r in inbox} == {run["thread_id"]}
+    assert all(r["thread_id"] != run["thread_id"] for r in inbox)
+    assert into_delegate.status_code == 422 and run["thread_id"] in into_delegate.json()["detail"]
+    assert [r["id"] for r in still] == [r["id"] for r in inbox]

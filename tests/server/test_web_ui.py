@@ -306,6 +306,13 @@ def test_nested_requests_are_labelled_with_who_asked_for_whom(serve: ServerFacto
     expect(approval).to_contain_text("asked by ops for coordinator")
     expect(page.locator("#threads a")).to_have_count(1)  # the delegates' own threads are not listed
     screenshot(page, "nested-cards")
+    chat = page.locator("#threads a").get_attribute("data-thread-id")
+    page.goto(f"{server.base_url}/#/inbox")
+    links = page.locator("#inbox-cards article.card").get_by_role("link", name="report")
+    expect(links).to_have_count(2)  # each delegate's card links to the person's chat, not the delegate's thread
+    for link in links.all():
+        expect(link).to_have_attribute("href", f"#/thread/{chat}")
+    page.goto(f"{server.base_url}/#/thread/{chat}")
     question.get_by_label("Q2").check()
     question.get_by_role("button", name="Send answer").click()
     approval.get_by_role("button", name="Approve", exact=True).click()

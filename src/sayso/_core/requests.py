@@ -88,6 +88,10 @@ class _RequestBase:
     """For a delegate's request: the parent's tool call that handed the work down."""
     redact: tuple[str, ...] = ()
     """Argument fields hidden wherever the request is shown."""
+    chat_thread_id: str | None = None
+    """The person's chat (the top-level run's thread) when the request was raised below it, by a delegate or a
+    workflow's agent node, whose own `thread_id` is the delegate's; `None` when it is the request's own thread.
+    A `thread` grant is bound to the chat, and interfaces link the request to it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,9 +123,6 @@ class ApprovalRequest(_RequestBase):
     on_reject: RejectMode = "deny"
     """`deny`: a rejection denies the call and the model reads why. `call`: the body runs again and
     decides what to return (it reads `Approval.approved` as false), as ADK's `Confirmed=false`."""
-    chat_thread_id: str | None = None
-    """The person's chat (the top-level run's thread) when the call was made below it, by a delegate or a
-    workflow's agent node, whose own `thread_id` is the delegate's; a `thread` grant is bound to the chat."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -58,6 +58,9 @@ class RequestOut(BaseModel):
     kind: RequestKind
     run_id: str
     thread_id: str
+    """The thread of the run that asked (a delegate's own thread when a delegate asked)."""
+    chat_thread_id: str
+    """The person's chat the request belongs to: `thread_id`, or the top-level thread above a delegate."""
     agent_path: str
     tool_call_id: str
     tool_name: str

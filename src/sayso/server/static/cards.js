@@ -20,8 +20,9 @@ function cardShell(request, title, ctx) {
   const meta = [agentLabel(request.agent_path), timeNode(request.created, "asked "),
     request.expires ? timeNode(request.expires, "expires ") : null].filter(Boolean);
   if (ctx.context === "inbox") {
-    const thread = state.titles[request.thread_id] || request.thread_id;
-    meta.unshift(el("span", {}, `${request.agent_path} · `, el("a", { href: `#/thread/${request.thread_id}` }, thread)));
+    const chat = request.chat_thread_id || request.thread_id;  // a delegate's request belongs to the person's chat
+    const thread = state.titles[chat] || chat;
+    meta.unshift(el("span", {}, `${request.agent_path} · `, el("a", { href: `#/thread/${chat}` }, thread)));
   }
   card.append(el("p", { class: "label" }, meta.flatMap((m, i) => (i ? [" · ", m] : [m]))));
   return card;
