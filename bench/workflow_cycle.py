@@ -56,7 +56,7 @@ from workflow_common import (
 )
 
 from sayso import Config, InputRequest, Provide, RequestInput, Sayso, ScriptedModel, Workflow
-from sayso._scripted import Script
+from sayso._engine.scripted import Script
 from sayso.workflows import START
 
 

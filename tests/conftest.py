@@ -27,7 +27,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from sayso import Config, Grant, Sayso, ScriptedModel
-from sayso._scripted import Script
+from sayso._engine.scripted import Script
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 

@@ -11,7 +11,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 
 import sayso
 from sayso import ConfigError, Sayso, ScriptedModel, load_config
-from sayso._scripted import Script
+from sayso._engine.scripted import Script
 
 from .conftest import EXAMPLE
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sayso import AgentConfig, Approve, Config, ConfigError, Sayso, load_config
-from sayso._checks import check_config
+from sayso._config.checks import check_config
 
 from .conftest import EXAMPLE, MakeApp, script
 

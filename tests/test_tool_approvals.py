@@ -14,7 +14,7 @@ import pytest
 from pydantic_ai.messages import ToolReturnPart
 
 from sayso import Approve, Reject, Sayso, Skip
-from sayso._signing import verify_headers
+from sayso._core.signing import verify_headers
 
 from .conftest import MakeApp, script
 

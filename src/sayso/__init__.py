@@ -3,7 +3,8 @@
 The public surface is re-exported here; modules starting with `_` are private.
 """
 
-from ._config import AgentConfig, Config, InterruptConfig, PrincipalConfig, ToolRuleConfig, load_config
+from ._config.file import AgentConfig, Config, InterruptConfig, PrincipalConfig, ToolRuleConfig, load_config
+from ._config.mcp import McpBinding, McpHttpServer, McpStdioServer, mcp_bindings
 from ._core.decisions import (
     Accept,
     Answer,
@@ -34,13 +35,11 @@ from ._core.requests import (
     Subject,
     ToolInfo,
 )
-from ._gate import RunDeps
-from ._hooks import AskApproval, BeforeToolCall, HookCall, VisitUrl, before_tool_call
-from ._mcp_config import McpBinding, McpHttpServer, McpStdioServer, mcp_bindings
-from ._results import DecideResult, RunResult, request_json, run_json
-from ._runtime import DEFAULT_REMOTE_AGENTS, RemoteAgents, Sayso
-from ._scripted import ScriptedModel
-from ._tools import Approval, require_approval, tool
+from ._engine.gate import RunDeps
+from ._engine.hooks import AskApproval, BeforeToolCall, HookCall, VisitUrl, before_tool_call
+from ._engine.scripted import ScriptedModel
+from ._engine.tools import Approval, require_approval, tool
+from ._runtime import DEFAULT_REMOTE_AGENTS, DecideResult, RemoteAgents, RunResult, Sayso, request_json, run_json
 from .exceptions import (
     AlreadyDecided,
     CallerError,

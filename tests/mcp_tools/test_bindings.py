@@ -8,7 +8,7 @@ import pytest
 from mcp_types import ElicitResult
 
 from sayso import AgentConfig, Config, ConfigError, McpBinding, McpHttpServer, McpStdioServer, load_config, mcp_bindings
-from sayso._mcp import McpRoute, plan_routes, server_factory
+from sayso._engine.mcp.toolset import McpRoute, plan_routes, server_factory
 
 
 def test_a_config_file_declares_servers_and_agents_bind_them(tmp_path: Path) -> None:

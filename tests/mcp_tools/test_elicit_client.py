@@ -24,7 +24,7 @@ from pydantic_ai.exceptions import ModelRetry
 from pydantic_ai.mcp import MCPToolset
 
 from sayso import Accept, Decision, ElicitationRequest
-from sayso._mcp_elicit import Elicitation, from_params, to_elicit_result, url_required
+from sayso._engine.mcp.elicit import Elicitation, from_params, to_elicit_result, url_required
 
 from .conftest import ElicitServer
 

@@ -12,10 +12,10 @@ from mcp import MCPError, UrlElicitationRequiredError
 from pydantic_ai.exceptions import ModelRetry
 
 from sayso import Accept, Approve, Cancel, Decline, ElicitationRequest, InvalidDecision, Skip, request_json
-from sayso._calls import Deferral, deferral_of
 from sayso._core.decisions import DECISION_ADAPTER, check_decision, model_text
 from sayso._core.requests import REQUEST_ADAPTER
-from sayso._mcp_elicit import Elicitation, from_params, matches, to_elicit_result, url_required
+from sayso._engine.calls import Deferral, deferral_of
+from sayso._engine.mcp.elicit import Elicitation, from_params, matches, to_elicit_result, url_required
 
 PARTY = {
     "type": "object",

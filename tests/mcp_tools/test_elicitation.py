@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from sayso import Accept, Cancel, Decline, ElicitationRequest, InvalidDecision, Sayso
-from sayso._mcp import CALL_ENDED
+from sayso._engine.mcp.toolset import CALL_ENDED
 
 from .conftest import ElicitServer, MakeMcpApp
 

@@ -16,7 +16,7 @@ from typing import Any
 import pexpect
 import yaml
 
-from sayso._mcp import CALL_ENDED
+from sayso._engine.mcp.toolset import CALL_ENDED
 
 from .conftest import ElicitServer
 

@@ -21,7 +21,7 @@ from a2a.types import (
 from fastapi import FastAPI, Request
 
 from sayso import Config, Sayso
-from sayso._signing import verify_headers
+from sayso._core.signing import verify_headers
 
 from ..conftest import InProcess, LiveServer, script
 from .a2a_helpers import collect, get_task, hitl, rpc, sdk_client, sdk_message, send, stream, task_of, user_message

@@ -10,7 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from sayso import ConfigError
-from sayso._tools import import_spec
+from sayso._engine.tools import import_spec
 from sayso.workflows import AgentNodeConfig, FunctionNodeConfig, WorkflowConfig, build_workflow, check_workflow_names
 
 NODES = """\

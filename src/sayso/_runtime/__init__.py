@@ -40,6 +40,7 @@ from ._kernel import new_id
 from ._outbox import OutboundEvent
 from ._reading import PrincipalLike
 from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
+from ._results import DecideResult, RunResult, request_json, request_state_json, rfc3339, run_json
 from ._watch import Change, RequestClosed, RequestOpened, RunChanged, ThreadsChanged
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "AuditPage",
     "DeliveryStatus",
     "Change",
+    "DecideResult",
     "EventListener",
     "InboxFilter",
     "InboxPage",
@@ -63,6 +65,7 @@ __all__ = [
     "RequestState",
     "RunRecord",
     "RunChanged",
+    "RunResult",
     "RunRequests",
     "RunStatus",
     "Sayso",
@@ -71,4 +74,8 @@ __all__ = [
     "ThreadsChanged",
     "TranscriptEntry",
     "new_id",
+    "request_json",
+    "request_state_json",
+    "rfc3339",
+    "run_json",
 ]

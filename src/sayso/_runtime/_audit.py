@@ -17,7 +17,7 @@ from .._core.audit import AuditHead, AuditKey, AuditReport, anchor_body, verify_
 from ..exceptions import ConfigError
 
 if TYPE_CHECKING:
-    from .._config import Config
+    from .._config.file import Config
     from ._kernel import Kernel
 
 logger = logging.getLogger("sayso.audit")

@@ -18,11 +18,11 @@ from .._core.grants import Grant
 from .._core.limits import check_decision as check_size
 from .._core.requests import ApprovalRequest, Request
 from .._core.resume import open_requests, plan_resume
-from .._engine import audit_body
-from .._results import DecideResult, RunResult
+from .._engine.deferred import audit_body
 from .._store import Decided, PauseState, RequestWithRun, ResumeClaim, RunRecord, Verdict
 from ..exceptions import AlreadyDecided, InvalidDecision, NotAllowed, PauseConsumed, RequestNotFound, RunConflict
 from . import _remote, _step, _tree, _workflows
+from ._results import DecideResult, RunResult
 from ._step import CALL_TERMS
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from .._core.decisions import DECISION_ADAPTER, DecisionRecord, Expire
 from .._core.requests import DelegateRequest, Request
-from .._results import request_json
+from ._results import request_json
 
 logger = logging.getLogger("sayso.events")
 

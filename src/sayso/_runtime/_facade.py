@@ -17,16 +17,15 @@ from typing import Any, Literal
 
 from pydantic_ai.models import Model
 
-from .._agents import build_agents, build_models, open_models
-from .._checks import known_tool_names
-from .._config import Config, load_config
+from .._config.checks import known_tool_names
+from .._config.file import Config, load_config
 from .._core import access
 from .._core.decisions import Decision, Via
 from .._core.grants import Grant
 from .._core.policy import InterruptPolicy
 from .._core.requests import ClientTool
-from .._hooks import BeforeToolCall, before_tool_call
-from .._results import DecideResult, RunResult
+from .._engine.agents import build_agents, build_models, open_models
+from .._engine.hooks import BeforeToolCall, before_tool_call
 from .._store import (
     RunStore,
     store_from_url,
@@ -39,6 +38,7 @@ from ._events import EventListener
 from ._kernel import Kernel
 from ._reading import PrincipalLike, Reading
 from ._remote import RemoteAgents, remote_delegates
+from ._results import DecideResult, RunResult
 from ._step import TEXT_SINK, host_terms
 from ._watch import Change
 

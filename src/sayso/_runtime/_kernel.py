@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from .._agents import BuiltAgent
-from .._config import Config
+from .._config.file import Config
 from .._core import access
 from .._core.access import LOCAL, Principal
 from .._core.limits import Limits
+from .._engine.agents import BuiltAgent
 from .._store import RunStore
 from ..exceptions import ConfigError
 from ._events import Events

@@ -17,9 +17,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from .._core.requests import DelegateRequest
-from .._results import RunResult
 from .._store import RunRecord
 from ..exceptions import PauseConsumed, RunConflict, SaysoError, StoreError
+from ._results import RunResult
 
 if TYPE_CHECKING:
     from ._kernel import Kernel
@@ -216,7 +216,7 @@ async def resolve_stuck(k: Kernel, *, run_id: str | None = None) -> int:
     """
     from pydantic_core import to_json
 
-    from .._gate import UNKNOWN_OUTCOME, outcome_unknown
+    from .._engine.gate import UNKNOWN_OUTCOME, outcome_unknown
 
     stuck = await k.store.stuck_executions(run_id=run_id)
     for entry in stuck:

@@ -29,7 +29,7 @@ async def open_mcp_host(k: Kernel) -> AsyncExitStack:
     toolsets = [built.mcp for built in k.agents.values() if built.mcp is not None]
     if not toolsets:
         return stack
-    from .._mcp_calls import McpHost  # the `mcp` extra is needed only by agents that bind MCP servers
+    from .._engine.mcp.calls import McpHost  # the `mcp` extra is needed only by agents that bind MCP servers
 
     host = await stack.enter_async_context(McpHost(keeps_calls=True))
 

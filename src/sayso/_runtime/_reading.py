@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage
 
-from .._config import Config
+from .._config.file import Config
 from .._core import access
 from .._core.access import LOCAL, Principal
 from .._core.audit import AuditProblem, AuditRecord, AuditReport

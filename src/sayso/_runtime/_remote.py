@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from pydantic_ai.exceptions import CallDeferred
 
-from .._calls import Deferral
-from .._config import Config
+from .._config.file import Config
 from .._core.decisions import Decision
 from .._core.requests import ApprovalRequest, Question, QuestionRequest, Request, default_hint
 from .._core.resume import open_requests, plan_resume
-from .._results import RunResult
+from .._engine.calls import Deferral
 from .._store import RunRecord, RunStatus
 from ..exceptions import ConfigError
+from ._results import RunResult
 
 if TYPE_CHECKING:
     from ._kernel import Kernel

@@ -25,18 +25,18 @@ from pydantic_ai.messages import (
     TextPartDelta,
 )
 
-from .._agents import BuiltAgent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ApprovalRequest, Request, Scope
 from .._core.resume import ResumePlan
 from .._core.service import service_notice
-from .._engine import annotate, audit_body, deferred_results, requests_from
-from .._gate import RunDeps
-from .._results import RunResult
+from .._engine.agents import BuiltAgent
+from .._engine.deferred import annotate, audit_body, deferred_results, requests_from
+from .._engine.gate import RunDeps
 from .._store import Claim, RunRecord
 from ._failures import report_failure
 from ._leases import holding, resolve_stuck
+from ._results import RunResult
 
 if TYPE_CHECKING:
     from ._kernel import Kernel

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from pydantic_ai.exceptions import CallDeferred
 
-from .._calls import Deferral
 from .._core.decisions import Accept, Answer, ClientResult, Decision, DecisionRecord, Provide, model_text
 from .._core.requests import (
     ApprovalRequest,
@@ -27,10 +26,11 @@ from .._core.requests import (
     shown_args,
 )
 from .._core.resume import SKIPPED_FOR_FORCE, open_requests, plan_resume
-from .._engine import audit_body
-from .._results import RunResult
+from .._engine.calls import Deferral
+from .._engine.deferred import audit_body
 from .._store import PauseState, RunRecord, RunRequests
 from ..exceptions import PauseConsumed, RunConflict
+from ._results import RunResult
 
 if TYPE_CHECKING:
     from ._kernel import Kernel

@@ -16,11 +16,11 @@ from .._core.grants import Grant
 from .._core.limits import check_message
 from .._core.requests import ClientTool, DelegateRequest, Request
 from .._core.resume import SKIPPED_FOR_CANCEL, SKIPPED_FOR_MESSAGE, open_requests, plan_resume
-from .._engine import audit_body
-from .._results import RunResult
+from .._engine.deferred import audit_body
 from .._store import RunRecord, ThreadRecord
 from ..exceptions import InvalidInput, NotAllowed, NotReady, RunConflict, ThreadBusy
 from . import _leases, _step, _tree, _workflows
+from ._results import RunResult
 
 if TYPE_CHECKING:
     from ._kernel import Kernel

@@ -20,17 +20,16 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models import infer_model
 
-from .._agents import BuiltAgent
-from .._config import Config
+from .._config.file import Config
 from .._core.access import LOCAL_NAME
 from .._core.decisions import Expire, Provide, Skip
 from .._core.policy import InterruptPolicy
 from .._core.requests import DelegateRequest, Request
-from .._gate import Gate
-from .._notify import DecisionNotifier
-from .._results import RunResult
+from .._engine.agents import BuiltAgent
+from .._engine.gate import Gate
+from .._engine.notify import DecisionNotifier
+from .._engine.tools import import_spec
 from .._store import RunRecord
-from .._tools import import_spec
 from ..exceptions import ConfigError
 from ..workflows import (
     AgentFinished,
@@ -42,6 +41,7 @@ from ..workflows import (
     WorkflowState,
     build_workflow,
 )
+from ._results import RunResult
 
 if TYPE_CHECKING:
     from ._kernel import Kernel

@@ -41,8 +41,7 @@ import anyio
 from .._core.decisions import ClientResult, DecisionRecord, Expire, Provide, Skip
 from .._core.requests import DelegateRequest, InputRequest, Request
 from .._core.resume import SKIPPED_FOR_FORCE, open_requests, plan_resume
-from .._engine import audit_body
-from .._results import RunResult
+from .._engine.deferred import audit_body
 from .._store import PauseState, RunRecord
 from ..exceptions import PauseConsumed, RunConflict
 from ..workflows import (
@@ -54,6 +53,7 @@ from ..workflows import (
 )
 from ._failures import root_exception
 from ._leases import holding
+from ._results import RunResult
 from ._workflow_host import Flight, output_text
 
 if TYPE_CHECKING:

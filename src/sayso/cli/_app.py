@@ -16,15 +16,14 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperCommand
 
-from .._checks import ConfigProblem, check_config
-from .._config import load_config
+from .._config.checks import ConfigProblem, check_config
+from .._config.file import load_config
 from .._core.access import LOCAL
 from .._core.decisions import (
     VIA_LABELS,
 )
 from .._core.requests import Request
-from .._results import DecideResult, RunResult, request_json, run_json
-from .._runtime import Sayso
+from .._runtime import DecideResult, RunResult, Sayso, request_json, run_json
 from ..exceptions import ConfigError, NotFound, SaysoError
 from ._chat import chat_loop
 from ._decisions import parse_decision

@@ -31,9 +31,8 @@ from .._core.requests import (
     Scope,
     shown_args,
 )
-from .._results import RunResult
-from .._runtime import Sayso
-from .._scripted import ScriptedModel
+from .._engine.scripted import ScriptedModel
+from .._runtime import RunResult, Sayso
 from ..exceptions import DecisionRefused, ThreadNotFound
 from ._render import fields_summary, print_result, request_panel, schema_type, text_answer
 

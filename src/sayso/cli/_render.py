@@ -20,7 +20,7 @@ from .._core.requests import (
     Request,
     shown_args,
 )
-from .._results import RunResult
+from .._runtime import RunResult
 
 
 def _who(request: Request) -> str:

@@ -10,7 +10,7 @@ app = create_app(Sayso.from_yaml("sayso.yaml"))   # any ASGI server; or `sayso s
 
 from __future__ import annotations
 
-from .._config import WebhookConfig, WebhookEvent
+from .._config.file import WebhookConfig, WebhookEvent
 from .._core.access import Principal
 from ._app import create_app
 from ._live import LiveSettings

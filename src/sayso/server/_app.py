@@ -20,7 +20,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from .._config import WebhookConfig
+from .._config.file import WebhookConfig
 from .._runtime import Sayso
 from ..exceptions import SaysoError
 from ._deps import ServerState, _json, problems

@@ -16,8 +16,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from .._core.access import Principal
-from .._results import DecideResult, run_json
-from .._runtime import Sayso
+from .._runtime import DecideResult, Sayso, run_json
 from ..protocols._auth import authenticate
 from ._live import LiveSettings
 from ._problems import PROBLEM_MEDIA_TYPE, ProblemModel

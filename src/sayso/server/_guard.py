@@ -26,7 +26,7 @@ from typing import Any
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .._config import LimitsConfig
+from .._config.file import LimitsConfig
 from ._problems import PROBLEM_BASE, PROBLEM_MEDIA_TYPE
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})

@@ -26,8 +26,16 @@ from typing import Any, assert_never
 import anyio
 
 from .._core.access import Principal
-from .._results import request_json, request_state_json
-from .._runtime import Change, RequestClosed, RequestOpened, RunChanged, Sayso, ThreadsChanged
+from .._runtime import (
+    Change,
+    RequestClosed,
+    RequestOpened,
+    RunChanged,
+    Sayso,
+    ThreadsChanged,
+    request_json,
+    request_state_json,
+)
 from ._stream import format_event
 
 

@@ -16,8 +16,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from .._core.grants import Grant
 from .._core.requests import RequestKind
-from .._results import request_json, request_state_json, rfc3339, run_json
-from .._runtime import InboxFilter
+from .._runtime import InboxFilter, request_json, request_state_json, rfc3339, run_json
 from ._deps import Caller, Id, Runtime, State, _decide_json, _json, problems
 from ._live import LIVE_EVENT_NAMES, live_events
 from ._schemas_in import ID_PATTERN, DecisionIn, to_decision

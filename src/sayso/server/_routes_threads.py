@@ -12,8 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from .._results import rfc3339, run_json
-from .._runtime import new_id
+from .._runtime import new_id, rfc3339, run_json
 from ..exceptions import InvalidInput
 from ..protocols._auth import authenticator
 from ._deps import _SSE_EVENT, TITLE_LENGTH, Caller, Id, Runtime, State, ThreadId, _json, problems

@@ -13,8 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from .._core.requests import RequestKind, Scope
-from .._results import rfc3339
-from .._runtime import TranscriptEntry
+from .._runtime import TranscriptEntry, rfc3339
 
 EPOCH_NOTE = "Seconds since the epoch. Deprecated: read `{}` (RFC 3339) instead; kept for existing clients."
 

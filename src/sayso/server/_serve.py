@@ -7,7 +7,7 @@ from types import FrameType
 
 import uvicorn
 
-from .._config import Config, load_config
+from .._config.file import Config, load_config
 from .._runtime import Sayso
 from ..exceptions import ConfigError
 from ..protocols import protocol_apps, protocol_routers

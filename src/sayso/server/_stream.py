@@ -22,8 +22,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .._core.access import Principal
-from .._results import RunResult, request_json, run_json
-from .._runtime import Sayso
+from .._runtime import RunResult, Sayso, request_json, run_json
 from ._problems import problem_for
 from ._schemas_in import RunIn
 from ._schemas_out import entry_json

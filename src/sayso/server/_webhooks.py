@@ -22,9 +22,9 @@ import anyio
 import httpx
 from anyio.abc import TaskGroup
 
-from .._config import WebhookConfig, WebhookEvent
+from .._config.file import WebhookConfig, WebhookEvent
+from .._core.signing import delivery_body, sign, signed_headers, verify_signature
 from .._runtime import DeliveryStatus, OutboundEvent, Sayso
-from .._signing import delivery_body, sign, signed_headers, verify_signature
 from ..exceptions import SaysoError
 
 logger = logging.getLogger("sayso.server.webhooks")

@@ -54,8 +54,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..._core.access import Principal
 from ..._core.decisions import Decision
-from ..._results import RunResult
-from ..._runtime import RunRecord, Sayso, new_id
+from ..._runtime import RunRecord, RunResult, Sayso, new_id
 from ...exceptions import InvalidInput, RunConflict, RunNotFound
 from .._common import AgentEndpoint
 from ._mapping import (

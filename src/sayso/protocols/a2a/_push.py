@@ -28,10 +28,10 @@ from a2a.utils.errors import InvalidParamsError
 from a2a.utils.push_url_validator import validate_push_notification_url
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from ..._config import A2AConfig
+from ..._config.file import A2AConfig
 from ..._core.access import Principal
+from ..._core.signing import signature_headers
 from ..._runtime import Sayso
-from ..._signing import signature_headers
 
 PUSH_MARKS = "a2a.push"
 """The runtime's mark namespace for a task's push configs (key: the task id)."""

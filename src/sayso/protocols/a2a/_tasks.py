@@ -27,8 +27,7 @@ from a2a.utils.task import (
 
 from ..._core.access import Principal
 from ..._core.requests import Request
-from ..._results import RunResult
-from ..._runtime import RunRecord, RunStatus, Sayso, ThreadSummary
+from ..._runtime import RunRecord, RunResult, RunStatus, Sayso, ThreadSummary
 from ...exceptions import InvalidInput, ThreadNotFound
 from ._mapping import PauseView, history, pause_message, pause_view, text_message
 

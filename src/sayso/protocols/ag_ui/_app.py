@@ -24,8 +24,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ..._core.access import Principal
 from ..._core.grants import Grant
-from ..._results import RunResult
-from ..._runtime import Sayso, ThreadRecord
+from ..._runtime import RunResult, Sayso, ThreadRecord
 from ...exceptions import InvalidInput, ThreadNotFound, Unauthenticated
 from .._auth import authenticate
 from .._common import AgentEndpoint

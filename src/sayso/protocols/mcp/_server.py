@@ -36,8 +36,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..._core.access import Principal
 from ..._core.decisions import Decision
-from ..._results import RunResult
-from ..._runtime import Sayso
+from ..._runtime import RunResult, Sayso
 from ...exceptions import DecisionRefused, SaysoError, Unauthenticated
 from .._auth import authenticate
 from ._mapping import decision_from, elicitation_for

@@ -15,8 +15,8 @@ from pydantic import (
     model_validator,
 )
 
-from ._core.limits import Limits
-from .exceptions import ConfigError
+from .._core.limits import Limits
+from ..exceptions import ConfigError
 
 
 class _Strict(BaseModel):

@@ -18,7 +18,7 @@ from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .exceptions import ConfigError
+from ..exceptions import ConfigError
 
 SessionMode: TypeAlias = Literal["auto", "legacy"]
 """How sayso opens a session with a server: `auto` lets the client negotiate (the stateless modern

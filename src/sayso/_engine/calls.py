@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._core.decisions import Accept, Cancel, Decline
-from ._core.requests import (
+from .._core.decisions import Accept, Cancel, Decline
+from .._core.requests import (
     ElicitationDelivery,
     ElicitationMode,
     ElicitationRequest,

@@ -18,11 +18,11 @@ from typing import Literal, TypeAlias
 
 from pydantic_ai.models import Model
 
-from ._config import AgentConfig, Config
-from ._config_lines import config_path
-from ._models import build_model, resolve_model
-from ._tools import BUILTIN_TOOLS, as_tool, import_spec
-from .exceptions import ConfigError
+from .._engine.models import build_model, resolve_model
+from .._engine.tools import BUILTIN_TOOLS, as_tool, import_spec
+from ..exceptions import ConfigError
+from .file import AgentConfig, Config
+from .lines import config_path
 
 logger = logging.getLogger("sayso.config")
 
@@ -279,7 +279,7 @@ def _check_rules(
 
 def _check_workflows(config: Config, problems: _Problems) -> None:
     """Each `workflows:` entry builds: its import specs resolve and its graph passes `Workflow`'s checks."""
-    from .workflows import WorkflowConfig, build_workflow
+    from ..workflows import WorkflowConfig, build_workflow
 
     for name, spec in config.workflows.items():
         if not isinstance(spec, WorkflowConfig):

@@ -50,7 +50,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from .exceptions import ConfigError
+from ..exceptions import ConfigError
 
 _PLACEHOLDER = re.compile(r"\{(\w+)(?:\|(\w+))?\}")
 

@@ -32,8 +32,8 @@ from pydantic_ai.exceptions import ApprovalRequired
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from ._calls import Deferral, Elicitation, approved_call_of
-from ._core.decisions import Accept
+from .._core.decisions import Accept
+from .calls import Deferral, Elicitation, approved_call_of
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,7 +132,7 @@ class HookToolset(WrapperToolset[Any]):
 
 def _hook_call(name: str, tool_args: dict[str, Any], ctx: RunContext[Any]) -> HookCall:
     """What the hook sees of a call, including what a person did about the pause it raised before."""
-    from ._gate import RunDeps
+    from .gate import RunDeps
 
     deps = ctx.deps
     assert isinstance(deps, RunDeps), "sayso runs every agent with its own deps"

@@ -13,18 +13,18 @@ import pydantic_ai
 from pydantic_ai import Agent, DeferredToolRequests, RunContext, Tool
 from pydantic_ai.models import Model
 
-from ._checks import check_config, raise_on_errors
-from ._config import AgentConfig, Config
-from ._core.policy import InterruptPolicy
-from ._gate import Gate, RunDeps
-from ._hooks import BeforeToolCall, before_tool_call
-from ._models import build_models, resolve_model
-from ._notify import DecisionNotifier
-from ._tools import ASK_USER_TOOL, BUILTIN_TOOLS, as_tool, import_spec
-from .exceptions import ConfigError
+from .._config.checks import check_config, raise_on_errors
+from .._config.file import AgentConfig, Config
+from .._core.policy import InterruptPolicy
+from ..exceptions import ConfigError
+from .gate import Gate, RunDeps
+from .hooks import BeforeToolCall, before_tool_call
+from .models import build_models, resolve_model
+from .notify import DecisionNotifier
+from .tools import ASK_USER_TOOL, BUILTIN_TOOLS, as_tool, import_spec
 
 if TYPE_CHECKING:
-    from ._mcp import McpToolset
+    from .mcp.toolset import McpToolset
 
 __all__ = ["BuiltAgent", "build_agent", "build_agents", "build_models", "open_models"]
 
@@ -127,7 +127,7 @@ def _mcp_toolset(name: str, spec: AgentConfig, config: Config) -> McpToolset | N
     """The agent's MCP bindings as one toolset beside the agent's own tools; the gate wraps both (§9)."""
     if not spec.mcp:
         return None
-    from ._mcp import McpToolset  # the `mcp` extra is needed only by agents that bind MCP servers
+    from .mcp.toolset import McpToolset  # the `mcp` extra is needed only by agents that bind MCP servers
 
     return McpToolset.from_config(name, spec.mcp, config.mcp_servers, config.base_dir)
 

@@ -39,9 +39,9 @@ from mcp.client.extension import ClaimContext, ClientExtension
 from mcp_types import CallToolResult
 from pydantic_ai.mcp import MCPToolset
 
-from ._calls import Elicitation
-from ._core.requests import ElicitationDelivery, ElicitationRequest
-from ._mcp_elicit import from_params, matches
+from ..._core.requests import ElicitationDelivery, ElicitationRequest
+from ..calls import Elicitation
+from .elicit import from_params, matches
 
 logger = logging.getLogger("sayso.mcp")
 

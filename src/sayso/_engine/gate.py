@@ -26,16 +26,16 @@ from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import to_json
 
-from ._calls import META_KEY, ApprovedCall, Deferral, approved_call_of, deferral_of
-from ._core.audit import canonical_json
-from ._core.grants import Grant, covering_grant
-from ._core.policy import Gate as PolicyGate
-from ._core.policy import InterruptPolicy, call_binding, gate_for, subject_from, whole_tool_subject
-from ._core.requests import SCOPES_BY_WIDTH, ClientTool, Scope, Subject, ToolInfo, default_hint
-from ._core.service import STILL_NEEDS_APPROVAL, ServiceAsk, parse_service_ask
-from ._hooks import BeforeToolCall, HookToolset
-from ._store import ExecutionResult
-from ._tools import client_tool, defer_client_call, options_of, tool_info_of
+from .._core.audit import canonical_json
+from .._core.grants import Grant, covering_grant
+from .._core.policy import Gate as PolicyGate
+from .._core.policy import InterruptPolicy, call_binding, gate_for, subject_from, whole_tool_subject
+from .._core.requests import SCOPES_BY_WIDTH, ClientTool, Scope, Subject, ToolInfo, default_hint
+from .._core.service import STILL_NEEDS_APPROVAL, ServiceAsk, parse_service_ask
+from .._store import ExecutionResult
+from .calls import META_KEY, ApprovedCall, Deferral, approved_call_of, deferral_of
+from .hooks import BeforeToolCall, HookToolset
+from .tools import client_tool, defer_client_call, options_of, tool_info_of
 
 UNKNOWN_OUTCOME = (
     "Outcome unknown: the process stopped while this call was running, so it was not run again. "

@@ -16,9 +16,9 @@ from pydantic_ai.exceptions import UserError
 from pydantic_ai.models import Model, infer_model, known_model_names, parse_model_id
 from pydantic_ai.providers import infer_provider_class
 
-from ._config import Config, ProviderModelConfig, ScriptedModelConfig
-from ._scripted import ScriptedModel
-from .exceptions import ConfigError
+from .._config.file import Config, ProviderModelConfig, ScriptedModelConfig
+from ..exceptions import ConfigError
+from .scripted import ScriptedModel
 
 EXTRA_OF_PROVIDER = {
     "openai": "openai",

@@ -35,12 +35,12 @@ from pydantic_ai.exceptions import ApprovalRequired, ModelRetry
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from ._calls import META_KEY, Deferral, Elicitation, approved_call_of
-from ._core.requests import ElicitationRequest, ToolInfo
-from ._gate import RunDeps
-from ._mcp_config import McpBinding, McpHttpServer, McpServerConfig, McpStdioServer, resolve_path
-from ._tools import TOOL_INFO_KEY, ToolOptions, options_of
-from .exceptions import ConfigError
+from ..._config.mcp import McpBinding, McpHttpServer, McpServerConfig, McpStdioServer, resolve_path
+from ..._core.requests import ElicitationRequest, ToolInfo
+from ...exceptions import ConfigError
+from ..calls import META_KEY, Deferral, Elicitation, approved_call_of
+from ..gate import RunDeps
+from ..tools import TOOL_INFO_KEY, ToolOptions, options_of
 
 try:
     import mcp_types
@@ -53,8 +53,8 @@ try:
     from mcp.client.extension import ClientExtension
     from pydantic_ai.mcp import MCPToolset
 
-    from ._mcp_calls import Asked, Done, ElicitHandler, LiveCall, McpHost, Paused, RunConnections, ServerFactory
-    from ._mcp_elicit import to_elicit_result, url_required
+    from .calls import Asked, Done, ElicitHandler, LiveCall, McpHost, Paused, RunConnections, ServerFactory
+    from .elicit import to_elicit_result, url_required
 except ImportError as exc:  # pragma: no cover - the import guard of an optional extra
     raise ImportError("agents with MCP servers need the `mcp` extra: pip install 'sayso[mcp]'") from exc
 

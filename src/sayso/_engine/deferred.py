@@ -14,8 +14,7 @@ from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved,
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturn, ToolReturnPart
 
-from ._calls import ApprovedCall, Deferral, deferral_of
-from ._core.decisions import (
+from .._core.decisions import (
     Accept,
     Answer,
     Approve,
@@ -32,7 +31,7 @@ from ._core.decisions import (
     model_text,
     question_answers,
 )
-from ._core.requests import (
+from .._core.requests import (
     ApprovalRequest,
     ClientToolRequest,
     DelegateRequest,
@@ -42,6 +41,7 @@ from ._core.requests import (
     default_hint,
     redacted,
 )
+from .calls import ApprovedCall, Deferral, deferral_of
 
 
 def requests_from(

@@ -26,33 +26,33 @@ from pydantic import (
 )
 from pydantic_ai import Tool
 
-from ._config_edges import (
+from .._core.policy import InterruptPolicy, ToolRule
+from .._core.requests import Scope
+from ..exceptions import ConfigError
+from ..workflows import Workflow, WorkflowConfig, check_workflow_names
+from .edges import (
     AUDIT_KEY_ENV as AUDIT_KEY_ENV,
 )
-from ._config_edges import (  # re-exported: the whole config is read from here
+from .edges import (  # re-exported: the whole config is read from here
     A2AConfig as A2AConfig,
 )
-from ._config_edges import (
+from .edges import (
     AgUiConfig as AgUiConfig,
 )
-from ._config_edges import (
+from .edges import (
     AuditConfig as AuditConfig,
 )
-from ._config_edges import (
+from .edges import (
     LimitsConfig as LimitsConfig,
 )
-from ._config_edges import (
+from .edges import (
     WebhookConfig as WebhookConfig,
 )
-from ._config_edges import (
+from .edges import (
     WebhookEvent as WebhookEvent,
 )
-from ._config_lines import line_of, read_yaml, validation_line
-from ._core.policy import InterruptPolicy, ToolRule
-from ._core.requests import Scope
-from ._mcp_config import McpBinding, McpServerConfig, bad_server_names, unknown_servers
-from .exceptions import ConfigError
-from .workflows import Workflow, WorkflowConfig, check_workflow_names
+from .lines import line_of, read_yaml, validation_line
+from .mcp import McpBinding, McpServerConfig, bad_server_names, unknown_servers
 
 STORE_ENV = "SAYSO_STORE"
 """Environment variable that overrides the configured store URL."""

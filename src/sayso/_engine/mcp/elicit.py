@@ -21,10 +21,10 @@ from __future__ import annotations
 import mcp_types
 from mcp import MCPError
 
-from ._calls import Elicitation
-from ._core.audit import canonical_json
-from ._core.decisions import Accept, Decision
-from ._core.requests import ElicitationDelivery, ElicitationRequest
+from ..._core.audit import canonical_json
+from ..._core.decisions import Accept, Decision
+from ..._core.requests import ElicitationDelivery, ElicitationRequest
+from ..calls import Elicitation
 
 __all__ = ["Elicitation", "from_params", "matches", "to_elicit_result", "url_required"]
 

@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from ._core.decisions import DECISION_ADAPTER
-from ._core.requests import (
+from .._core.decisions import DECISION_ADAPTER
+from .._core.requests import (
     ApprovalRequest,
     ClientToolRequest,
     ElicitationRequest,
@@ -16,7 +16,7 @@ from ._core.requests import (
     Request,
     shown_args,
 )
-from ._store import RequestState, RunStatus
+from .._store import RequestState, RunStatus
 
 RequestStatus = Literal["open", "decided", "closed", "expired"]
 """Where a request stands: waiting, decided, past its expiry, or closed unanswered with its run."""

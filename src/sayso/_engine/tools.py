@@ -17,11 +17,11 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
-from ._calls import META_KEY, Deferral, approved_call_of
-from ._core.decisions import schema_problem
-from ._core.inputs import input_schema, validate_input
-from ._core.requests import ClientTool, Question, RejectMode
-from .exceptions import ConfigError
+from .._core.decisions import schema_problem
+from .._core.inputs import input_schema, validate_input
+from .._core.requests import ClientTool, Question, RejectMode
+from ..exceptions import ConfigError
+from .calls import META_KEY, Deferral, approved_call_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx
 
-from ._core.audit import canonical_json
-from ._signing import delivery_body, signed_headers
-from .exceptions import ConfigError
+from .._core.audit import canonical_json
+from .._core.signing import delivery_body, signed_headers
+from ..exceptions import ConfigError
 
 SERVICE_EVENT = "service.decision"
 """The event a service's decision webhook receives (signed like every sayso webhook)."""
