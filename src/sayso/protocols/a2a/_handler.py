@@ -66,6 +66,8 @@ from ._mapping import (
     decisions_from_v1,
     legacy_input,
     message_text,
+    no_answer_reason,
+    not_an_answer,
     sayso_extras,
     to_a2a_error,
     v1_payload,
@@ -241,12 +243,9 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
 
             return provide, run.run_id, run.thread_id, run.pause_id
         if payload is None and not legacy:
-            # Plain input to a waiting task: the person moved on (§3.3); the open requests are skipped.
-            text = message_text(message)
-            if not text.strip():
-                raise InvalidInput("the message has no text part and no HITL response", field="message")
-            run_id = new_id("run")
-            return self._run_work(text, run.thread_id, caller, run_id), run_id, run.thread_id, None
+            # No answer sent to a waiting task: refused, and the task still waits (kagent's behaviour). Moving
+            # on is a message on the context without the task id (§3.3), so a client polling the task keeps it.
+            raise not_an_answer(run.run_id, run.thread_id, view, no_answer_reason(message))
         answers = self._answers(run, view, message, payload, legacy)
 
         async def answer() -> RunResult:
