@@ -33,25 +33,28 @@ SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
 # --- streaming (must hold 7)
 
 
-async def test_a_stream_sends_the_text_as_it_is_written_then_the_end(serve: ServerFactory, sandbox: Path) -> None:
-    """SendStreamingMessage sends a working task, the answer's text in several appended artifact chunks, then the
-    final status; the chunks add up to the answer."""
+async def test_a_stream_sends_the_text_once_in_one_artifact_the_task_keeps(serve: ServerFactory, sandbox: Path) -> None:
+    """SendStreamingMessage sends a working task, then the answer as one artifact appended to in chunks as it is
+    written, its last chunk marked, then the final status; `GetTask` shows that same artifact, with that text."""
     server = await serve()
     async with server.client() as client:
         _, events = await stream(client, user_message("list"))
-    results = [e["result"] for e in events]
-    assert results[0]["task"]["status"]["state"] == "TASK_STATE_WORKING"
-    chunks = [
-        r["artifactUpdate"]
-        for r in results
-        if "artifactUpdate" in r and r["artifactUpdate"]["artifact"]["name"] == "text"
-    ]
-    assert len(chunks) > 2
-    assert not chunks[0].get("append") and all(c["append"] for c in chunks[1:])
-    text = "".join(c["artifact"]["parts"][0]["text"] for c in chunks)
-    final = results[-1]["statusUpdate"]["status"]
-    assert final["state"] == "TASK_STATE_COMPLETED"
-    assert text == final["message"]["parts"][0]["text"] and text.startswith("Files in the sandbox:")
+        results = [e["result"] for e in events]
+        assert results[0]["task"]["status"]["state"] == "TASK_STATE_WORKING"
+        chunks = [r["artifactUpdate"] for r in results if "artifactUpdate" in r]
+        assert len(chunks) > 2
+        assert len({c["artifact"]["artifactId"] for c in chunks}) == 1
+        assert not chunks[0].get("append") and all(c["append"] for c in chunks[1:])
+        assert [bool(c.get("lastChunk")) for c in chunks] == [False] * (len(chunks) - 1) + [True]
+        text = "".join(c["artifact"]["parts"][0]["text"] for c in chunks)
+        final = results[-1]["statusUpdate"]["status"]
+        assert final["state"] == "TASK_STATE_COMPLETED"
+        assert text == final["message"]["parts"][0]["text"] and text.startswith("Files in the sandbox:")
+        task = await get_task(client, results[-1]["statusUpdate"]["taskId"])
+    (artifact,) = task["artifacts"]
+    assert artifact["artifactId"] == chunks[0]["artifact"]["artifactId"]
+    assert artifact["name"] == chunks[0]["artifact"]["name"]
+    assert artifact["parts"] == [{"text": text}]
 
 
 async def test_the_sdk_streaming_client_sees_the_text_chunks_and_the_pause(serve: ServerFactory, sandbox: Path) -> None:

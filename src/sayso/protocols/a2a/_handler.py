@@ -73,7 +73,7 @@ from ._mapping import (
     v1_payload,
 )
 from ._push import MarkPushConfigStore
-from ._tasks import TaskReader, list_tasks
+from ._tasks import ANSWER_ARTIFACT, TaskReader, answer_artifact_id, list_tasks
 
 CALLER_STATE = "sayso_caller"
 """Where the context builder puts the authenticated `Principal` in `ServerCallContext.state`."""
@@ -158,29 +158,40 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
             launch = await self._launch(params.message, context, configuration)
         except Exception as exc:
             raise to_a2a_error(exc) from exc
-        artifact_id = f"{launch.run_id}-text-{new_id('art')}"
         async with launch.chunks:
             status = self.tasks.status(TaskState.TASK_STATE_WORKING, None)
             yield Task(id=launch.run_id, context_id=launch.context_id, status=status, history=[launch.message])
-            first = True
+            # The run's text as the model writes it: the task's one answer artifact, appended to chunk by chunk.
+            # One chunk is held back, so that the last one can be marked once the run's end is known.
+            sent: list[str] = []
+            held: str | None = None
             async for chunk in launch.chunks:
-                # The run's text as the model writes it: one artifact, appended to chunk by chunk.
-                yield TaskArtifactUpdateEvent(
-                    task_id=launch.run_id,
-                    context_id=launch.context_id,
-                    artifact=Artifact(artifact_id=artifact_id, name="text", parts=[Part(text=chunk)]),
-                    append=not first,
-                )
-                first = False
+                if held is not None:
+                    yield self._chunk(launch, held, append=bool(sent))
+                    sent.append(held)
+                held = chunk
         try:
             task = await self.tasks.task(await launch.result())
         except Exception as exc:
             raise to_a2a_error(exc) from exc
-        for artifact in task.artifacts:
+        answer = task.artifacts[0] if task.artifacts else None
+        if answer is not None and held is not None and "".join([*sent, held]) == _text_of(answer):
+            yield self._chunk(launch, held, append=bool(sent), last=True)
+        elif answer is not None:
+            # What was streamed is not the answer (nothing streamed, or text beside tool calls): replaced whole.
             yield TaskArtifactUpdateEvent(
-                task_id=task.id, context_id=task.context_id, artifact=artifact, last_chunk=True
+                task_id=task.id, context_id=task.context_id, artifact=answer, append=False, last_chunk=True
             )
+        elif held is not None:
+            yield self._chunk(launch, held, append=bool(sent))
         yield TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
+
+    def _chunk(self, launch: _Launch, text: str, *, append: bool, last: bool = False) -> TaskArtifactUpdateEvent:
+        artifact_id = answer_artifact_id(launch.run_id)
+        artifact = Artifact(artifact_id=artifact_id, name=ANSWER_ARTIFACT, parts=[Part(text=text)])
+        return TaskArtifactUpdateEvent(
+            task_id=launch.run_id, context_id=launch.context_id, artifact=artifact, append=append, last_chunk=last
+        )
 
     async def _launch(
         self, message: Message, context: ServerCallContext, configuration: SendMessageConfiguration | None
@@ -440,6 +451,10 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext
     ) -> AgentCard:
         raise ExtendedAgentCardNotConfiguredError
+
+
+def _text_of(artifact: Artifact) -> str:
+    return "".join(part.text for part in artifact.parts if part.HasField("text"))
 
 
 def _caller(context: ServerCallContext) -> Principal:
