@@ -140,16 +140,37 @@ async def test_a_rejection_with_a_reason_reaches_the_agent(live: LiveServer) -> 
     assert hooks.sent == []
 
 
-async def test_a_question_is_asked_with_its_choices_and_a_wrong_answer_is_asked_again(live: LiveServer) -> None:
-    """`ask_user` becomes a form whose field lists the choices; a refused answer comes back with the problem."""
-    person = Person({"answer_1": ""}, {"answer_1": "Babbage"})
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_an_approval_outside_the_forms_choices_is_asked_again_not_taken_as_a_rejection(
+    live: LiveServer, mode: str
+) -> None:
+    """`"APPROVE!"` is none of the form's choices: it is refused and asked again with the problem (on a stateless
+    session and pushed mid-call alike), never recorded as a rejection; the answer that fits then counts."""
+    person = Person({"decision": "APPROVE!"}, {"decision": "approve"})
+    async with client(live, person, mode=mode) as mcp:
+        result = await mcp.call_tool("ops", {"message": "announce lunch"})
+    assert text(result).startswith("announced: lunch")
+    first, second = person.asked
+    assert "Not accepted" not in first.message
+    assert second.message.startswith("Not accepted: decision: 'APPROVE!' is not one of")
+    assert hooks.sent == ["lunch"]
+
+
+async def test_a_question_offers_its_choices_and_own_words_and_a_wrong_answer_is_asked_again(
+    live: LiveServer,
+) -> None:
+    """`ask_user` becomes a form with the choices as a pick and a field for one's own words (choices are
+    suggestions); an answer outside the choices, or none, is asked again with the problem."""
+    person = Person({"answer_1": "Turing"}, {}, {"answer_1_own": "the garden room"})
     async with client(live, person) as mcp:
         result = await mcp.call_tool("ops", {"message": "pick"})
-    assert "Babbage" in text(result)
-    first, second = person.asked
+    assert '"answer": ["the garden room"]' in text(result)
+    first, second, third = person.asked
     assert isinstance(first, mcp_types.ElicitRequestFormParams)
     assert first.requested_schema["properties"]["answer_1"]["enum"] == ["Ada", "Babbage"]
-    assert second.message.startswith("Not accepted: question 'Which room?' needs an answer.")
+    assert first.requested_schema["properties"]["answer_1_own"]["type"] == "string"
+    assert second.message.startswith("Not accepted: answer_1: 'Turing' is not one of")
+    assert third.message.startswith("Not accepted: question 'Which room?' needs an answer.")
 
 
 async def test_a_form_from_an_mcp_server_below_reaches_the_client_and_its_answer_goes_back_down(

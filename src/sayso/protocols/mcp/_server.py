@@ -36,8 +36,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..._core.access import Principal
 from ..._core.decisions import Decision
+from ..._core.requests import Request
 from ..._runtime import RunResult, Sayso
-from ...exceptions import DecisionRefused, SaysoError, Unauthenticated
+from ...exceptions import DecisionRefused, InvalidDecision, SaysoError, Unauthenticated
 from .._auth import authenticate
 from ._mapping import decision_from, elicitation_for
 
@@ -129,11 +130,11 @@ async def _answered(
         return _outcome(waiting)
     open_requests = {r.request_id: r for r in waiting.requests}
     answers: dict[str, Decision] = {}
-    for request_id, reply in responses.items():
-        request = open_requests.get(request_id)
-        if request is not None and isinstance(reply, mcp_types.ElicitResult):
-            answers[request_id] = decision_from(request, reply)
     try:
+        for request_id, reply in responses.items():
+            request = open_requests.get(request_id)
+            if request is not None and isinstance(reply, mcp_types.ElicitResult):
+                answers[request_id] = decision_from(request, reply)
         return _outcome(await sayso.answer_pause(run_id, answers, principal=caller))
     except DecisionRefused as refused:
         return _outcome(waiting, refused=refused)
@@ -167,19 +168,29 @@ async def _pushed(sayso: Sayso, ctx: Context, caller: Principal, result: RunResu
         answers: dict[str, Decision] = {}
         for request in result.requests:
             problem = refused.problem if refused and refused.request_id == request.request_id else None
-            params = elicitation_for(request, problem=problem)
-            if isinstance(params, mcp_types.ElicitRequestURLParams):
-                assert params.elicitation_id is not None
-                reply = await ctx.session.elicit_url(
-                    params.message, params.url, params.elicitation_id, related_request_id=ctx.request_id
-                )
-            else:
-                reply = await ctx.session.elicit_form(
-                    params.message, params.requested_schema, related_request_id=ctx.request_id
-                )
-            answers[request.request_id] = decision_from(request, reply)
+            answers[request.request_id] = await _asked(ctx, request, problem)
         try:
             result, refused = await sayso.answer_pause(result.run_id, answers, principal=caller), None
         except DecisionRefused as exc:
             refused = exc
     raise ToolError(f"the answers kept being refused: {refused}")
+
+
+async def _asked(ctx: Context, request: Request, problem: str | None) -> Decision:
+    """Ask one open request on the live call until its answer fits the form it was asked with."""
+    for _ in range(MAX_PUSHED_ROUNDS):
+        params = elicitation_for(request, problem=problem)
+        if isinstance(params, mcp_types.ElicitRequestURLParams):
+            assert params.elicitation_id is not None
+            reply = await ctx.session.elicit_url(
+                params.message, params.url, params.elicitation_id, related_request_id=ctx.request_id
+            )
+        else:
+            reply = await ctx.session.elicit_form(
+                params.message, params.requested_schema, related_request_id=ctx.request_id
+            )
+        try:
+            return decision_from(request, reply)
+        except InvalidDecision as refused:
+            problem = refused.problem
+    raise ToolError(f"the answers kept being refused: {problem}")
