@@ -7,6 +7,8 @@ and as a background task parked on input-required. Principals apply as on every 
 
 from __future__ import annotations
 
+import secrets
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,6 +23,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp_tasks import call_tool_task
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server import request_state
 
 from sayso import Config, Sayso
 from sayso.protocols import protocol_apps, protocol_routers
@@ -218,6 +221,50 @@ async def test_a_tasked_call_parks_on_input_required_and_another_connection_answ
         done = await ToolTask(second, "ops", ClientCreateTaskResult.model_validate(stored)).result()
     assert str(done.data).startswith("announced: cake")
     assert hooks.sent == ["cake"]
+
+
+class _Later:
+    """The clock of the MCP SDK's request-state boundary, moved on: the person took a while to answer."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def time(self) -> float:
+        return time.time() + self.seconds
+
+
+async def test_the_answers_leg_reaches_a_restarted_server_after_a_long_pause(
+    tmp_path: Path, elicit_server: ElicitServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stateless call pauses on one server; the answers' leg goes to another one on the same store (a restart,
+    or another replica), eleven minutes later: the state is sealed under the configured key, for as long as the
+    pause waits, so the answers are taken and the call runs once."""
+    monkeypatch.setenv("SAYSO_MCP_STATE_KEY", secrets.token_hex(16))
+    first = serve(tmp_path, elicit_server)
+    try:
+        async with client(first, Person()) as mcp:
+            asked = await mcp.session.call_tool("ops", {"message": "announce lunch"}, allow_input_required=True)
+    finally:
+        first.stop()
+    assert isinstance(asked, mcp_types.InputRequiredResult) and asked.request_state
+    [request_id] = (asked.input_requests or {}).keys()
+    assert hooks.sent == []
+
+    monkeypatch.setattr(request_state, "time", _Later(11 * 60))
+    second = serve(tmp_path, elicit_server)
+    try:
+        async with client(second, Person()) as mcp:
+            approve = mcp_types.ElicitResult(action="accept", content={"decision": "approve"})
+            result = await mcp.call_tool(
+                "ops",
+                {"message": "announce lunch"},
+                input_responses={request_id: approve},
+                request_state=asked.request_state,
+            )
+    finally:
+        second.stop()
+    assert text(result).startswith("announced: lunch")
+    assert hooks.sent == ["lunch"]
 
 
 async def test_principals_apply_at_mcp_as_everywhere(tmp_path: Path, elicit_server: ElicitServer) -> None:

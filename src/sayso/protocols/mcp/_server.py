@@ -13,6 +13,12 @@ through the client's elicitation prompts, in the way the client's session allows
 - **a handshake-era session** (clients that predate stateless MCP): the questions are pushed
   mid-call (`elicitation/create`), one after another, on the open call.
 
+On a stateless session the run id travels as `requestState`, sealed by the MCP SDK's boundary under a
+key every replica derives from the config (`mcp.state_key_env`, else the audit key) and for as long
+as the pause may wait (its requests' own expiry), so the answers' leg may reach any replica, after a
+restart, however long the person took; the state only names the run, and the runtime checks on every
+leg who answers and that the pause still waits.
+
 A refused answer (content that breaks a form's schema, say) is asked again with the problem in
 front of the message; nothing is recorded until a whole pause's answers fit. The caller is the
 principal its bearer token names, through the server's one authenticator, and the runtime's
@@ -28,12 +34,14 @@ from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.dependencies import get_http_headers
 from fastmcp_tasks import TasksExtension
+from mcp.server.request_state import RequestStateSecurity
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..._config.file import Config
 from ..._core.access import Principal
 from ..._core.decisions import Decision
 from ..._core.requests import Request
@@ -42,11 +50,21 @@ from ...exceptions import DecisionRefused, InvalidDecision, SaysoError, Unauthen
 from .._auth import authenticate
 from ._mapping import decision_from, elicitation_for
 
+AUDIENCE = "sayso"
+"""Whom a sealed request state is for: the same on every replica, so any of them reads it."""
+
 PATH = "/mcp"
 """Where `sayso serve` serves MCP (streamable HTTP)."""
 
 MAX_PUSHED_ROUNDS = 20
 """How many times a handshake-era client is asked again before the call gives up (answers keep being refused)."""
+
+UNBOUNDED_STATE_SECONDS = 10 * 365 * 86_400.0
+"""How long a paused call's request state lasts when its requests wait until decided (no `ttl_seconds`)."""
+
+STATE_GRACE_SECONDS = 3_600.0
+"""Added to the longest request lifetime: the answers' leg may arrive a little after the request expired,
+and is then told so by the runtime rather than refused as an unreadable state."""
 
 TASKS_URL = "memory://"
 """Where background tasks are kept: in the server process (a task is a leg's worker; the pause is in the store)."""
@@ -54,12 +72,45 @@ TASKS_URL = "memory://"
 
 def mcp_server(sayso: Sayso) -> FastMCP:
     """An MCP server with one tool per agent of `sayso`'s config."""
-    server = FastMCP("sayso", instructions="Each tool is an agent: send it a message, answer what it asks you.")
+    server = FastMCP(
+        "sayso",
+        instructions="Each tool is an agent: send it a message, answer what it asks you.",
+        request_state_security=_state_security(sayso.config),
+    )
     server.add_extension(TasksExtension(url=TASKS_URL))
     for name, agent in sayso.config.agents.items():
         description = agent.description or (agent.instructions.strip().splitlines() or [f"The agent {name}."])[0]
         server.tool(_agent_tool(sayso, name), name=name, description=description, task=True)
     return server
+
+
+def _state_security(config: Config) -> RequestStateSecurity:
+    """How a paused call's `requestState` is sealed: a key every replica shares, for as long as the pause waits.
+
+    Without a configured secret the key is this process's own (the MCP SDK's default), but still with a
+    lifetime that fits the pause.
+    """
+    key = config.mcp.state_key(config.audit.key())
+    ttl = state_lifetime(config)
+    if key is None:
+        return RequestStateSecurity.ephemeral(ttl=ttl, audience=AUDIENCE)
+    return RequestStateSecurity(keys=[key], ttl=ttl, audience=AUDIENCE)
+
+
+def state_lifetime(config: Config) -> float:
+    """How long a paused call's request state must stay readable.
+
+    The longest any request of `config` may wait for an answer (plus a grace), or a decade when one
+    waits until decided.
+    """
+    lifetimes: list[float | None] = [None] if config.workflows else []
+    for agent in config.agents.values():
+        block = agent.interrupt
+        lifetimes.append(block.ttl_seconds)
+        lifetimes.extend(rule.ttl_seconds or block.ttl_seconds for rule in block.tools if not isinstance(rule, str))
+    if not lifetimes or any(lifetime is None for lifetime in lifetimes):
+        return UNBOUNDED_STATE_SECONDS
+    return max(lifetime for lifetime in lifetimes if lifetime is not None) + STATE_GRACE_SECONDS
 
 
 def mcp_app(sayso: Sayso) -> Any:
