@@ -4,6 +4,7 @@ push notifications signed like webhooks, and approvals that carry edited argumen
 from __future__ import annotations
 
 import json
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -228,6 +229,64 @@ async def test_push_configs_are_managed_with_the_sdk_client_and_refused_when_uns
             http, "files", "CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url, "token": "t"}
         )
     assert "public address" in inward.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data",
+        "http://[fd00:ec2::254]/latest/meta-data",
+        "http://[::ffff:169.254.169.254]/hook",
+        "http://169.254.10.10/hook",
+        "http://100.100.100.200/hook",
+        "http://0.0.0.0/hook",
+    ],
+)
+async def test_link_local_and_metadata_addresses_stay_refused_with_private_urls_on(
+    serve: ServerFactory, sandbox: Path, url: str
+) -> None:
+    """`a2a.push_private_urls` opens loopback and private addresses, never link-local or cloud metadata ones."""
+    server = await serve(a2a={"push_private_urls": True})
+    async with server.client() as http:
+        task = task_of(await send(http, user_message("delete notes")))
+        refused = await rpc(
+            http, "files", "CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url, "token": "t"}
+        )
+    error = refused.json()["error"]
+    assert error["code"] == -32602 and "not one this server may call" in error["message"]
+
+
+async def test_a_push_connects_to_the_address_that_was_checked(
+    slow_server: InProcess,
+    receiver: tuple[str, list[tuple[dict[str, str], bytes]]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DNS rebinding: the push host answers a loopback address while it is checked, then the metadata address.
+    The delivery goes to the address that was checked (resolved once per delivery), never to the second answer."""
+    url, received = receiver
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    real = socket.getaddrinfo
+    answers: list[str] = []
+
+    def rebinding(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host not in ("hooks.rebind.test", b"hooks.rebind.test"):
+            return real(host, *args, **kwargs)
+        answers.append("127.0.0.1" if len(answers) < 2 else "169.254.169.254")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (answers[-1], port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    async with slow_server.client() as client:
+        push = {"url": f"http://hooks.rebind.test:{port}/hook", "token": "tok-9"}
+        task = await send_at_once(client, "export q2", taskPushNotificationConfig=push)
+        release.set()
+        await wait_for_state(client, task["id"], "TASK_STATE_COMPLETED")
+        with anyio.fail_after(10):
+            while not received:
+                await anyio.sleep(0.05)
+    headers, body = received[-1]
+    assert headers["host"] == f"hooks.rebind.test:{port}"
+    assert json.loads(body)["statusUpdate"]["taskId"] == task["id"]
+    assert answers == ["127.0.0.1", "127.0.0.1"]  # once when the config was made, once for the delivery
 
 
 # --- edited arguments under sayso's key (must hold 7)

@@ -5,8 +5,10 @@ over the runtime's adapter marks, so every replica sees the same configs), and i
 `BasePushNotificationSender` posts each task update. sayso adds the signature: each delivery
 carries `Sayso-Timestamp` and `Sayso-Signature` (HMAC-SHA256 over `"{timestamp}.{body}"`),
 keyed by `a2a.push_secret_env` when set, else by the config's own `token`, which the receiver
-chose and so can check. A config that could not be signed is refused, and by default only
-public addresses are reached (`a2a.push_private_urls` opens loopback and private ones).
+chose and so can check. A config that could not be signed is refused, and where a push may go is
+`_push_target`'s rule (public addresses; loopback and private ones with `a2a.push_private_urls`;
+link-local and cloud metadata never), checked when the config is made and again at each delivery,
+whose connection goes to the very address that was checked.
 """
 
 from __future__ import annotations
@@ -25,13 +27,13 @@ from a2a.server.tasks.push_notification_config_store import (
 )
 from a2a.types import TaskPushNotificationConfig
 from a2a.utils.errors import InvalidParamsError
-from a2a.utils.push_url_validator import validate_push_notification_url
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from ..._config.file import A2AConfig
 from ..._core.access import Principal
 from ..._core.signing import signature_headers
 from ..._runtime import Sayso
+from ._push_target import PinnedTransport, PushRefused, checked_address
 
 PUSH_MARKS = "a2a.push"
 """The runtime's mark namespace for a task's push configs (key: the task id)."""
@@ -101,14 +103,16 @@ async def check_push_config(config: TaskPushNotificationConfig, settings: A2ACon
         raise InvalidParamsError(
             message="a push config needs a 'token': deliveries are signed with it (or set a2a.push_secret_env)"
         )
-    if not settings.push_private_urls and not await validate_push_notification_url(config.url):
-        raise InvalidParamsError(message="the push notification URL is not a public address this server may call")
+    try:
+        await checked_address(config.url, private_ok=settings.push_private_urls)
+    except PushRefused as refused:
+        problem = f"the push notification URL is not one this server may call: {refused}"
+        raise InvalidParamsError(message=problem) from None
 
 
 def push_sender(sayso: Sayso, store: MarkPushConfigStore, http: httpx.AsyncClient) -> BasePushNotificationSender:
-    """The SDK's sender over `store`, through `http` (whose request hook signs each delivery)."""
-    validator = None if sayso.config.a2a.push_private_urls else validate_push_notification_url
-    return BasePushNotificationSender(http, store, push_url_validator=validator)
+    """The SDK's sender over `store`, through `http` (which checks each destination, pins it, and signs)."""
+    return BasePushNotificationSender(http, store)
 
 
 def signing_client(config: A2AConfig, *, timeout: float = 10.0) -> httpx.AsyncClient:
@@ -121,4 +125,5 @@ def signing_client(config: A2AConfig, *, timeout: float = 10.0) -> httpx.AsyncCl
             raise httpx.RequestError("no key to sign this push notification with; it is not sent", request=request)
         request.headers.update(signature_headers(secret, request.content, now=time.time()))
 
-    return httpx.AsyncClient(timeout=timeout, event_hooks={"request": [sign]})
+    transport = PinnedTransport(private_ok=config.push_private_urls)
+    return httpx.AsyncClient(timeout=timeout, event_hooks={"request": [sign]}, transport=transport)
