@@ -25,7 +25,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import request_state
 
-from sayso import Config, Sayso
+from sayso import Config, Sayso, load_config
 from sayso.protocols import protocol_apps, protocol_routers
 from sayso.server import create_app
 
@@ -221,6 +221,43 @@ async def test_a_tasked_call_parks_on_input_required_and_another_connection_answ
         done = await ToolTask(second, "ops", ClientCreateTaskResult.model_validate(stored)).result()
     assert str(done.data).startswith("announced: cake")
     assert hooks.sent == ["cake"]
+
+
+CONCIERGE = Path(__file__).resolve().parents[2] / "examples" / "concierge" / "sayso.yaml"
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_workflow_is_a_tool_whose_inputs_are_forms_of_their_schema_and_a_wrong_one_is_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """The concierge workflow is served at `/mcp` as a tool; each input is asked as a form of its own schema, an
+    answer that breaks it is asked again with the problem, and the plan comes back once both inputs are given."""
+    monkeypatch.setenv("SAYSO_STORE", f"sqlite:///{tmp_path / 'concierge.db'}")
+    sayso = Sayso(load_config(CONCIERGE))
+    served = LiveServer.in_thread(
+        create_app(sayso, routers=protocol_routers(sayso), apps=protocol_apps(sayso), expire_every_seconds=None)
+    )
+    person = Person(
+        {"hobby": "fado", "age": "old"},
+        {"city": "Lisbon", "hobby": "fado"},
+        {"user_response": "Lovely", "done": True},
+    )
+    try:
+        async with client(served, person, mode=mode) as mcp:
+            tools = {t.name: t for t in (await mcp.list_tools()).tools}
+            result = await mcp.call_tool("concierge", {"message": "Plan my day"})
+    finally:
+        served.stop()
+    assert tools["concierge"].description == "Plans a day out in a city with you, and refines it until you are happy."
+    assert text(result).startswith("Your day in Lisbon")
+    assert "Your notes: Lovely" in text(result)
+    first, again, feedback = person.asked
+    assert isinstance(first, mcp_types.ElicitRequestFormParams)
+    assert first.message.startswith("This is an interactive concierge")
+    assert first.requested_schema["required"] == ["city"]
+    assert again.message.startswith("Not accepted: ") and "city" in again.message and "age" in again.message
+    assert isinstance(feedback, mcp_types.ElicitRequestFormParams)
+    assert set(feedback.requested_schema["properties"]) == {"user_response", "done"}
 
 
 class _Later:

@@ -1,8 +1,10 @@
 """sayso's agents as MCP tools (§9): `/mcp`, streamable HTTP, one tool per agent, pauses asked as elicitations.
 
-An agent's tool takes the person's `message` (and optionally the `thread_id` of a conversation
-to continue) and answers with the agent's reply. When the run pauses, what it waits on is asked
-through the client's elicitation prompts, in the way the client's session allows:
+Every entry is a tool: each agent, each orchestration (its lead answers) and each workflow (whose
+inputs are asked as forms of their own schema). A tool takes the person's `message` (and optionally
+the `thread_id` of a conversation to continue) and answers with the agent's reply. When the run
+pauses, what it waits on is asked through the client's elicitation prompts, in the way the
+client's session allows:
 
 - **a modern (stateless) session**: the tool returns an `InputRequiredResult` whose input
   requests are one elicitation per open request, keyed by request id, with the run id as
@@ -78,10 +80,19 @@ def mcp_server(sayso: Sayso) -> FastMCP:
         request_state_security=_state_security(sayso.config),
     )
     server.add_extension(TasksExtension(url=TASKS_URL))
-    for name, agent in sayso.config.agents.items():
-        description = agent.description or (agent.instructions.strip().splitlines() or [f"The agent {name}."])[0]
-        server.tool(_agent_tool(sayso, name), name=name, description=description, task=True)
+    for name, lead in sayso.config.entries().items():
+        server.tool(_agent_tool(sayso, lead), name=name, description=_description(sayso.config, name), task=True)
     return server
+
+
+def _description(config: Config, name: str) -> str:
+    """What a tool says it does: the workflow's, the team's or the agent's description (else its first line)."""
+    if name in config.workflows:
+        return config.workflows[name].description or f"The workflow {name}: it asks you for what it needs."
+    team = config.orchestrations.get(name)
+    agent = config.agents[team.entry_name if team else name]
+    first = (agent.instructions.strip().splitlines() or [f"The agent {name}."])[0]
+    return (team.description if team else None) or agent.description or first
 
 
 def _state_security(config: Config) -> RequestStateSecurity:
