@@ -7,6 +7,7 @@ and as a background task parked on input-required. Principals apply as on every 
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -258,6 +259,66 @@ async def test_a_workflow_is_a_tool_whose_inputs_are_forms_of_their_schema_and_a
     assert again.message.startswith("Not accepted: ") and "city" in again.message and "age" in again.message
     assert isinstance(feedback, mcp_types.ElicitRequestFormParams)
     assert set(feedback.requested_schema["properties"]) == {"user_response", "done"}
+
+
+async def _sse_events(response: httpx.Response) -> AsyncIterator[tuple[str | None, dict[str, Any]]]:
+    """The (event id, JSON-RPC message) of each SSE event with data, as they come."""
+    event_id: str | None = None
+    async for line in response.aiter_lines():
+        if line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:") and line[5:].strip():
+            yield event_id, json.loads(line[5:])
+
+
+async def test_a_client_that_drops_mid_pause_reconnects_with_last_event_id_and_answers(live: LiveServer) -> None:
+    """On the 2025-11-25 protocol the approval is pushed mid-call; the client drops the stream right after, then
+    reconnects with `Last-Event-ID`: the stream goes on where it stopped, the client answers, and the call ends
+    with the agent's reply on the resumed stream."""
+    base = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+    async with httpx.AsyncClient(base_url=live.base_url, timeout=30) as http:
+        hello = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"elicitation": {"form": {}}},
+            "clientInfo": {"name": "raw", "version": "1"},
+        }
+        opened = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        assert opened.status_code == 200, opened.text
+        headers = {**base, "mcp-session-id": opened.headers["mcp-session-id"]}
+        ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post("/mcp", json=ready, headers=headers)).status_code == 202
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "ops", "arguments": {"message": "announce tea"}},
+        }
+        asked: dict[str, Any] = {}
+        last_id: str | None = None
+        async with http.stream("POST", "/mcp", json=call, headers=headers) as first:
+            async for event_id, message in _sse_events(first):
+                last_id = event_id or last_id
+                if message.get("method") == "elicitation/create":
+                    asked = message
+                    break  # the client drops here, before answering
+        assert asked["params"]["requestedSchema"]["properties"]["decision"]["enum"] == ["approve", "reject"]
+        assert last_id is not None and hooks.sent == []
+        resumed_headers = {**headers, "Accept": "text/event-stream", "Last-Event-ID": last_id}
+        result: dict[str, Any] = {}
+        async with http.stream("GET", "/mcp", headers=resumed_headers) as resumed:
+            assert resumed.status_code == 200
+            answer = {
+                "jsonrpc": "2.0",
+                "id": asked["id"],
+                "result": {"action": "accept", "content": {"decision": "approve"}},
+            }
+            assert (await http.post("/mcp", json=answer, headers=headers)).status_code == 202
+            async for _, message in _sse_events(resumed):
+                if message.get("id") == 2:
+                    result = message["result"]
+                    break
+    assert "".join(part["text"] for part in result["content"]).startswith("announced: tea")
+    assert hooks.sent == ["tea"]
 
 
 class _Later:

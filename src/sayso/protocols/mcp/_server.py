@@ -35,6 +35,7 @@ import mcp_types
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.dependencies import get_http_headers
+from fastmcp.server.event_store import EventStore
 from fastmcp_tasks import TasksExtension
 from mcp.server.request_state import RequestStateSecurity
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -67,6 +68,9 @@ UNBOUNDED_STATE_SECONDS = 10 * 365 * 86_400.0
 STATE_GRACE_SECONDS = 3_600.0
 """Added to the longest request lifetime: the answers' leg may arrive a little after the request expired,
 and is then told so by the runtime rather than refused as an unreadable state."""
+
+RETRY_MS = 1_000
+"""How soon a client whose stream dropped is told to reconnect (SSE `retry`)."""
 
 TASKS_URL = "memory://"
 """Where background tasks are kept: in the server process (a task is a leg's worker; the pause is in the store)."""
@@ -125,8 +129,18 @@ def state_lifetime(config: Config) -> float:
 
 
 def mcp_app(sayso: Sayso) -> Any:
-    """`/mcp` as an ASGI app with its own lifespan (sessions, background tasks), behind the authenticator."""
-    return mcp_server(sayso).http_app(path=PATH, middleware=[Middleware(_Authenticated, sayso=sayso)])
+    """`/mcp` as an ASGI app with its own lifespan (sessions, background tasks), behind the authenticator.
+
+    Its streams are resumable: every event is kept in an event store (in this process, as a
+    handshake-era session is), so a client that drops mid-call (a question pushed to it, say)
+    reconnects with `Last-Event-ID`, is sent what it missed and answers on the same call.
+    """
+    return mcp_server(sayso).http_app(
+        path=PATH,
+        middleware=[Middleware(_Authenticated, sayso=sayso)],
+        event_store=EventStore(),
+        retry_interval=RETRY_MS,
+    )
 
 
 class _Authenticated:
