@@ -19,14 +19,14 @@ from a2a.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 
-from sayso import Config, Sayso
+from sayso import Approve, Config, Sayso
 from sayso._core.signing import verify_headers
 
 from ..conftest import InProcess, LiveServer, script
 from .a2a_helpers import collect, get_task, hitl, rpc, sdk_client, sdk_message, send, stream, task_of, user_message
-from .conftest import ServerFactory, protocol_app
+from .conftest import ServerFactory, example_config, protocol_app
 
 SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
 
@@ -229,6 +229,69 @@ async def test_push_configs_are_managed_with_the_sdk_client_and_refused_when_uns
             http, "files", "CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url, "token": "t"}
         )
     assert "public address" in inward.json()["error"]["message"]
+
+
+@pytest.fixture
+def flaky_receiver() -> Iterator[tuple[str, list[tuple[int, dict[str, str], bytes]]]]:
+    """A receiver on 127.0.0.1 that answers 500 to the first attempt of every delivery, then takes it."""
+    received: list[tuple[int, dict[str, str], bytes]] = []
+    app = FastAPI()
+
+    @app.post("/hook")
+    async def hook(request: Request) -> Response:
+        headers = dict(request.headers)
+        seen = [r for r in received if r[1]["sayso-delivery"] == headers["sayso-delivery"]]
+        status = 500 if not seen else 200
+        received.append((status, headers, await request.body()))
+        return Response(status_code=status)
+
+    server = LiveServer.in_thread(app)
+    yield f"{server.base_url}/hook", received
+    server.stop()
+
+
+@pytest.mark.parametrize("where", ["rest", "replica"])
+async def test_a_task_decided_elsewhere_pushes_its_update_through_the_outbox_retried_under_one_delivery_id(
+    serve: ServerFactory,
+    sandbox: Path,
+    flaky_receiver: tuple[str, list[tuple[int, dict[str, str], bytes]]],
+    where: str,
+) -> None:
+    """A task paused over A2A and decided over REST (or by another runtime on the same store, a replica) pushes
+    its COMPLETED update: from the outbox, retried after the receiver's 500, under the same delivery id."""
+    url, received = flaky_receiver
+    server = await serve(a2a={"push_private_urls": True})
+    async with server.client() as http:
+        push = {"url": url, "token": "tok-11"}
+        params = {"message": user_message("delete notes"), "configuration": {"taskPushNotificationConfig": push}}
+        task = task_of((await rpc(http, "files", "SendMessage", params)).json())
+        assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        request_id = hitl(task["status"]["message"])["tools"][0]["id"]
+        if where == "rest":
+            decided = await http.post(f"/v1/requests/{request_id}/decision", json={"kind": "approve"})
+            assert decided.status_code == 200, decided.text
+        else:
+            async with Sayso(example_config()) as replica:
+                await replica.decide(request_id, Approve())
+    with anyio.fail_after(20):
+        while not [r for r in received if r[0] == 200 and _state(r[2]) == "TASK_STATE_COMPLETED"]:
+            await anyio.sleep(0.05)
+    attempts: dict[str, list[tuple[int, str]]] = {}
+    for status, headers, body in received:
+        attempts.setdefault(headers["sayso-delivery"], []).append((status, _state(body)))
+    # The completion's delivery is tried again after the 500 under its own id. An earlier update (the pause) is
+    # retried only while it is still the task's state, never sent stale.
+    assert list(attempts.values())[-1] == [(500, "TASK_STATE_COMPLETED"), (200, "TASK_STATE_COMPLETED")]
+    assert all({state for _, state in tries} == {"TASK_STATE_INPUT_REQUIRED"} for tries in list(attempts.values())[:-1])
+    _, headers, body = received[-1]
+    assert verify_headers("tok-11", headers, body, now=time.time())
+    assert json.loads(body)["statusUpdate"]["taskId"] == task["id"]
+    assert not (sandbox / "notes.txt").exists()
+
+
+def _state(body: bytes) -> str:
+    state: str = json.loads(body)["statusUpdate"]["status"]["state"]
+    return state
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,7 @@ from .._store import (
 from ._events import EventListener, RequestEvent
 from ._facade import DEFAULT_REMOTE_AGENTS, Sayso
 from ._kernel import new_id
-from ._outbox import OutboundEvent
+from ._outbox import OutboundEvent, RunUpdate
 from ._reading import PrincipalLike
 from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
 from ._results import DecideResult, RunResult, request_json, request_state_json, rfc3339, run_json
@@ -66,6 +66,7 @@ __all__ = [
     "RunRecord",
     "RunChanged",
     "RunResult",
+    "RunUpdate",
     "RunRequests",
     "RunStatus",
     "Sayso",

@@ -199,6 +199,11 @@ class _MemoryBase(RunStore):
             "request.decided", [d.request_id for d in records], now=max((d.decided_at for d in records), default=0.0)
         )
 
+    def _run_updated(self, run: RunRecord, now: float) -> None:
+        """A top-level run paused, ended or was cancelled: an event for its A2A task's push notifications."""
+        if run.parent_run_id is None:
+            self._outbox_events("run.updated", [run.run_id], now=now)
+
     def _outbox_events(self, kind: OutboxKind, request_ids: Sequence[str], *, now: float) -> None:
         for request_id in request_ids:
             self._outbox.append(

@@ -6,17 +6,19 @@ from collections import Counter
 from collections.abc import Sequence
 
 from .._port_outbox import PRUNED_AT_ONCE
-from .._records import DeliveryStatus, PendingDelivery
+from .._records import REQUEST_KINDS, DeliveryStatus, OutboxKind, PendingDelivery
 from .._views import delivery_id
 from ._base import _Delivery, _MemoryBase
 
 
 class _Outbox(_MemoryBase):
-    async def fan_out_events(self, *, hooks: Sequence[str], now: float, limit: int = 200) -> int:
+    async def fan_out_events(
+        self, *, hooks: Sequence[str], now: float, limit: int = 200, kinds: Sequence[OutboxKind] = REQUEST_KINDS
+    ) -> int:
         if not hooks:
             return 0
         async with self._lock:
-            waiting = [e for e in self._outbox if not e.fanned_out][:limit]
+            waiting = [e for e in self._outbox if not e.fanned_out and e.kind in kinds][:limit]
             for event in waiting:
                 event.fanned_out = True
                 for hook in dict.fromkeys(hooks):
@@ -25,12 +27,15 @@ class _Outbox(_MemoryBase):
                     )
             return len(waiting)
 
-    async def claim_deliveries(self, *, owner: str, now: float, until: float, limit: int = 50) -> list[PendingDelivery]:
+    async def claim_deliveries(
+        self, *, owner: str, now: float, until: float, limit: int = 50, hooks: Sequence[str] | None = None
+    ) -> list[PendingDelivery]:
         async with self._lock:
             due = [
                 (key, d)
                 for key, d in self._deliveries.items()
                 if d.status == "pending"
+                and (hooks is None or d.hook in hooks)
                 and d.next_attempt_at <= now
                 and (d.claimed_until is None or d.claimed_until < now)
             ]

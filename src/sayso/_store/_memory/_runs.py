@@ -244,6 +244,7 @@ class _Runs(_MemoryBase):
             self._update_run(
                 run.run_id, now, status="paused", pause_id=pause_id, lease_owner=None, lease_expires_at=None
             )
+            self._run_updated(run, now)
 
     async def finish_run(
         self,
@@ -275,6 +276,7 @@ class _Runs(_MemoryBase):
                 lease_expires_at=None,
             )
             self._free_thread(run)
+            self._run_updated(run, now)
 
     async def cancel_run(
         self, run: RunRecord, *, now: float, skips: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()
@@ -286,6 +288,7 @@ class _Runs(_MemoryBase):
             stored = self._runs.get(run.run_id)
             if stored is not None and stored.status == "paused":
                 self._update_run(run.run_id, now, status="cancelled", pause_id=None)
+                self._run_updated(run, now)
             self._free_thread(run)
 
     async def expired_runs(self, now: float) -> list[str]:

@@ -10,7 +10,7 @@ from sqlalchemy import Connection
 
 from .. import _tables as t
 from .._port_outbox import PRUNED_AT_ONCE
-from .._records import DeliveryStatus, PendingDelivery
+from .._records import REQUEST_KINDS, DeliveryStatus, OutboxKind, PendingDelivery
 from .._views import delivery_id
 from ._base import _SqlBase
 
@@ -18,11 +18,18 @@ _SETTLED: tuple[DeliveryStatus, ...] = ("delivered", "skipped", "failed")
 
 
 class _Outbox(_SqlBase):
-    async def fan_out_events(self, *, hooks: Sequence[str], now: float, limit: int = 200) -> int:
+    async def fan_out_events(
+        self, *, hooks: Sequence[str], now: float, limit: int = 200, kinds: Sequence[OutboxKind] = REQUEST_KINDS
+    ) -> int:
         if not hooks:
             return 0
         o = t.outbox
-        waiting = sa.select(o.c.seq, o.c.event_id).where(o.c.fanned_out.is_(False)).order_by(o.c.seq).limit(limit)
+        waiting = (
+            sa.select(o.c.seq, o.c.event_id)
+            .where(o.c.fanned_out.is_(False), o.c.kind.in_(list(kinds)))
+            .order_by(o.c.seq)
+            .limit(limit)
+        )
 
         def work(conn: Connection) -> int:
             done = 0
@@ -58,7 +65,9 @@ class _Outbox(_SqlBase):
 
         return await self._sa_write(work, race=lost)
 
-    async def claim_deliveries(self, *, owner: str, now: float, until: float, limit: int = 50) -> list[PendingDelivery]:
+    async def claim_deliveries(
+        self, *, owner: str, now: float, until: float, limit: int = 50, hooks: Sequence[str] | None = None
+    ) -> list[PendingDelivery]:
         d, o = t.deliveries, t.outbox
         free = sa.or_(d.c.claimed_until.is_(None), d.c.claimed_until < now)
         due = (
@@ -68,6 +77,8 @@ class _Outbox(_SqlBase):
             .order_by(d.c.next_attempt_at, o.c.seq)
             .limit(limit)
         )
+        if hooks is not None:
+            due = due.where(d.c.hook.in_(list(hooks)))
 
         def work(conn: Connection) -> list[PendingDelivery]:
             claimed: list[PendingDelivery] = []

@@ -423,6 +423,12 @@ async def outbox(tx: Tx, kind: OutboxKind, request_ids: Sequence[str], *, now: f
         )
 
 
+async def run_updated(tx: Tx, run: RunRecord, now: float) -> None:
+    """A top-level run paused, ended or was cancelled: an event for its A2A task's push notifications."""
+    if run.parent_run_id is None:
+        await outbox(tx, "run.updated", [run.run_id], now=now)
+
+
 def new_event_id() -> str:
     """An outbox event's id: random, so ids never repeat across databases."""
     return f"evt_{secrets.token_urlsafe(12)}"

@@ -240,6 +240,7 @@ class _Runs(_SqlBase):
             await tx.later(_rows.INSERT_PAUSE, [{"pause_id": pause_id, "run_id": run.run_id, "now": now}])
             await _rows.insert_requests(tx, pause_id, requests)
             await _rows.outbox(tx, "request.opened", [r.request_id for r in requests], now=now)
+            await _rows.run_updated(tx, run, now)
             if workflow_state is not None:
                 await _rows.put_workflow_state(tx, run.run_id, workflow_state, now)
 
@@ -267,6 +268,7 @@ class _Runs(_SqlBase):
             if workflow_state is not None:
                 await _rows.put_workflow_state(tx, run.run_id, workflow_state, now)
             await _rows.free_thread(tx, run)
+            await _rows.run_updated(tx, run, now)
 
         await self._write(work)
 
@@ -278,7 +280,8 @@ class _Runs(_SqlBase):
                 await _rows.consume(tx, run.pause_id)
             existing = await _rows.decisions_of(tx, [d.request_id for d in skips])
             await _rows.insert_decisions(tx, [d for d in skips if d.request_id not in existing], audit)
-            await tx.run(_rows.CANCEL_PAUSED_RUN, {"run_id": run.run_id, "now": now})
+            if await tx.run(_rows.CANCEL_PAUSED_RUN, {"run_id": run.run_id, "now": now}):
+                await _rows.run_updated(tx, run, now)
             await _rows.free_thread(tx, run)
 
         await self._write(work, race=work)  # a person decided one of the skipped requests meanwhile: theirs is kept

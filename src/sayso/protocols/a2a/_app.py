@@ -17,6 +17,7 @@ task group that message work runs in and the push-notification sender.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -36,7 +37,9 @@ from ...exceptions import Unauthenticated
 from .._auth import authenticate
 from ._handler import ACTIVATED_STATE, CALLER_STATE, Background, SaysoRequestHandler
 from ._mapping import EXTENSION_DESCRIPTION, HITL_URI
-from ._push import MarkPushConfigStore, push_sender, signing_client
+from ._push import MarkPushConfigStore, signing_client
+from ._push_delivery import PushDispatcher
+from ._tasks import TaskReader
 
 EXTENSION_HEADERS = ("A2A-Extensions", "X-A2A-Extensions")
 """The request headers that name extensions: A2A 1.0's, and A2A 0.3's older name."""
@@ -111,11 +114,17 @@ def a2a_router(sayso: Sayso) -> APIRouter:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with signing_client(sayso.config.a2a) as http, anyio.create_task_group() as tasks:
-            background.tasks, background.push = tasks, push_sender(sayso, push_store, http)
-            yield
-            # Leaving the task group waits for message work still running: no run is cut short.
-        background.tasks = background.push = None
+        async with signing_client(sayso.config.a2a) as http, anyio.create_task_group() as pushing:
+            legacy = sayso.config.a2a.kagent_compat or sayso.config.a2a.legacy_only
+            reader = TaskReader(sayso, legacy=legacy, clock=time.time)
+            background.push = PushDispatcher(sayso, push_store, reader, http)
+            pushing.start_soon(background.push.run)
+            async with anyio.create_task_group() as tasks:
+                background.tasks = tasks
+                yield
+                # Leaving the task group waits for message work still running: no run is cut short.
+            background.tasks = background.push = None
+            pushing.cancel_scope.cancel()  # what is left to push is claimed by the next server
 
     router = APIRouter(lifespan=lifespan)
     for name, agent in sayso.config.entries().items():

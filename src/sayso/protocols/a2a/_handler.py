@@ -23,7 +23,6 @@ import anyio
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers.request_handler import RequestHandler
-from a2a.server.tasks.base_push_notification_sender import BasePushNotificationSender
 from a2a.types import (
     AgentCard,
     Artifact,
@@ -73,6 +72,7 @@ from ._mapping import (
     v1_payload,
 )
 from ._push import MarkPushConfigStore
+from ._push_delivery import PushDispatcher
 from ._tasks import ANSWER_ARTIFACT, TaskReader, answer_artifact_id, list_tasks
 
 CALLER_STATE = "sayso_caller"
@@ -89,10 +89,10 @@ _POLL_SECONDS = 0.02
 
 @dataclass
 class Background:
-    """What outlives one A2A call: the router's task group, and the push sender (both set by its lifespan)."""
+    """What outlives one A2A call: the router's task group, and the push dispatcher (both set by its lifespan)."""
 
     tasks: TaskGroup | None = None
-    push: BasePushNotificationSender | None = None
+    push: PushDispatcher | None = None
 
     def start_soon(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         assert self.tasks is not None, "the A2A router's lifespan has not started"
@@ -314,11 +314,8 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
                 launch.error = exc
             finally:
                 launch.finished.set()
-        if launch.outcome is not None and self.background.push is not None:
-            task = await self.tasks.task(launch.outcome)
-            await self.background.push.send_notification(
-                task.id, TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
-            )
+        if self.background.push is not None:
+            self.background.push.wake()  # the update is in the outbox; the dispatcher sends it
 
     async def _started(self, launch: _Launch, pause_id: str | None) -> None:
         """Wait until the launched work is under way in the store, or over (its refusal is raised here)."""
@@ -391,8 +388,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         except Exception as exc:
             raise to_a2a_error(exc, cancelling=True) from exc
         if self.background.push is not None:
-            event = TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
-            await self.background.push.send_notification(task.id, event)
+            self.background.push.wake()
         return task
 
     async def task_of(self, run: RunRecord) -> Task:

@@ -1,8 +1,8 @@
 """A2A push notifications: configs kept with sayso's state, deliveries signed like sayso's webhooks.
 
-The a2a-sdk does the protocol work: `PushNotificationConfigStore` is its port (implemented here
-over the runtime's adapter marks, so every replica sees the same configs), and its
-`BasePushNotificationSender` posts each task update. sayso adds the signature: each delivery
+The a2a-sdk's `PushNotificationConfigStore` is its port for the configs (implemented here over the
+runtime's adapter marks, so every replica sees the same configs); each task update is sent from the
+outbox by `_push_delivery.PushDispatcher`, through `signing_client`. sayso adds the signature: each delivery
 carries `Sayso-Timestamp` and `Sayso-Signature` (HMAC-SHA256 over `"{timestamp}.{body}"`),
 keyed by `a2a.push_secret_env` when set, else by the config's own `token`, which the receiver
 chose and so can check. A config that could not be signed is refused, and where a push may go is
@@ -20,7 +20,6 @@ from typing import Any
 
 import httpx
 from a2a.server.context import ServerCallContext
-from a2a.server.tasks.base_push_notification_sender import BasePushNotificationSender
 from a2a.server.tasks.push_notification_config_store import (
     PushNotificationConfigStore,
     normalize_push_notification_config,
@@ -108,11 +107,6 @@ async def check_push_config(config: TaskPushNotificationConfig, settings: A2ACon
     except PushRefused as refused:
         problem = f"the push notification URL is not one this server may call: {refused}"
         raise InvalidParamsError(message=problem) from None
-
-
-def push_sender(sayso: Sayso, store: MarkPushConfigStore, http: httpx.AsyncClient) -> BasePushNotificationSender:
-    """The SDK's sender over `store`, through `http` (which checks each destination, pins it, and signs)."""
-    return BasePushNotificationSender(http, store)
 
 
 def signing_client(config: A2AConfig, *, timeout: float = 10.0) -> httpx.AsyncClient:
