@@ -16,7 +16,7 @@ from ._app import create_app
 from ._live import LiveSettings
 from ._problems import problem_for
 from ._serve import check_bind, serve
-from ._webhooks import WebhookDispatcher, hook_key, sign, verify_signature
+from ._webhooks import WebhookDispatcher, hook_key, verify_headers
 
 __all__ = [
     "LiveSettings",
@@ -29,6 +29,5 @@ __all__ = [
     "hook_key",
     "problem_for",
     "serve",
-    "sign",
-    "verify_signature",
+    "verify_headers",
 ]
