@@ -144,9 +144,13 @@ def _load_from_folder(name: str, folder: Path) -> None:
     if name in sys.modules:
         return
     found = importlib.machinery.PathFinder.find_spec(name, [str(folder)])
-    if found is None or found.loader is None:
+    if found is None:
         return  # not in the folder: the spec names an installed module
     module = importlib.util.module_from_spec(found)
+    if found.loader is None:  # a folder without `__init__.py` (a namespace package): its modules are found in it
+        module.__path__ = list(found.submodule_search_locations or ())
+        sys.modules[name] = module
+        return
     sys.modules[name] = module
     try:
         found.loader.exec_module(module)

@@ -11,8 +11,10 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
+import anyio
 from fastapi import APIRouter, Body, Header, Query
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
+from sse_starlette import EventSourceResponse
 
 from .._core.grants import Grant
 from .._core.requests import RequestKind
@@ -30,6 +32,7 @@ from ._schemas_out import (
     InboxOut,
     RequestStateOut,
 )
+from ._stream import event_stream
 
 router = APIRouter(prefix="/v1")
 
@@ -207,7 +210,7 @@ _LIVE_EVENT: dict[str, Any] = {
     "/events",
     tags=["requests"],
     operation_id="watch_changes",
-    response_class=StreamingResponse,
+    response_class=EventSourceResponse,
     responses={
         200: {"description": "Server-sent events.", "content": {"text/event-stream": {"schema": _LIVE_EVENT}}},
         **problems(401, 422, 503),
@@ -219,7 +222,7 @@ async def events(
     thread_id: Annotated[
         str | None, Query(pattern=ID_PATTERN, description="Also follow this thread's runs and history.")
     ] = None,
-) -> StreamingResponse:
+) -> EventSourceResponse:
     """What changes for the caller, as it happens, whichever interface or process changed it.
 
     Events: `ready` (watching has begun: read the current state now), `request.opened` (a request),
@@ -228,7 +231,9 @@ async def events(
     `threads.changed`, and `end` (the stream closes after a while; connect again). Only what the
     caller may see is reported.
     """
-    stream = live_events(state.sayso, caller, thread_id=thread_id, settings=state.live, closing=lambda: state.closing)
-    return StreamingResponse(
-        stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    stopping = anyio.Event()  # set by sse-starlette when the server is told to stop
+    live = state.live
+    stream = live_events(
+        state.sayso, caller, thread_id=thread_id, settings=live, closing=lambda: state.closing or stopping.is_set()
     )
+    return event_stream(stream, ping_seconds=live.keepalive, shutdown=stopping, grace_seconds=live.every + 1)

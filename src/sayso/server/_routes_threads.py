@@ -10,7 +10,8 @@ from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
+from sse_starlette import EventSourceResponse
 
 from .._runtime import new_id, rfc3339, run_json
 from ..exceptions import InvalidInput
@@ -18,7 +19,7 @@ from ..protocols._auth import authenticator
 from ._deps import _SSE_EVENT, TITLE_LENGTH, Caller, Id, Runtime, State, ThreadId, _json, problems
 from ._schemas_in import ResumeIn, RunIn, ThreadIn
 from ._schemas_out import AgentListOut, AgentOut, MeOut, RunOut, ThreadListOut, ThreadOut, entry_json
-from ._stream import start_run, stream_run
+from ._stream import RUN_PING_SECONDS, event_stream, start_run, stream_run
 
 router = APIRouter(prefix="/v1")
 
@@ -130,7 +131,7 @@ async def create_run(
     state: State,
     body: RunIn,
     stream: Annotated[bool, Query(description="Stream server-sent events instead of one JSON result.")] = False,
-) -> JSONResponse | StreamingResponse:
+) -> JSONResponse | EventSourceResponse:
     """Send a message and run the agent until it finishes or pauses.
 
     With `stream=true` the answer is `text/event-stream`: `status`, `progress`, `tool_call`,
@@ -139,11 +140,7 @@ async def create_run(
     """
     if stream:
         assert state.tasks is not None, "the server's lifespan has not started"
-        return StreamingResponse(
-            stream_run(state.sayso, state.tasks, caller, body),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
+        return event_stream(stream_run(state.sayso, state.tasks, caller, body), ping_seconds=RUN_PING_SECONDS)
     return _json(run_json(await start_run(state.sayso, caller, body)))
 
 
