@@ -1,4 +1,6 @@
-"""The sayso server: REST API with an inbox (§6.5), web UI (§6.6) and signed webhooks (§6.8).
+"""The sayso server: REST API with an inbox, web UI and signed webhooks (docs/guides/operations.md).
+
+See docs/guides/rest.md.
 
 ```python
 from sayso import Sayso

@@ -1,4 +1,6 @@
-"""The FastAPI application: REST endpoints (§6.5), the web UI (§6.6) and the server's lifespan.
+"""The FastAPI application: REST endpoints, the web UI (docs/guides/web-ui.md) and the server's lifespan.
+
+See docs/guides/rest.md.
 
 Endpoints only translate: they read the wire models of `_schemas_in`, call one of the runtime's
 public verbs with the caller's principal, and return the JSON shapes of `sayso.request_json` /

@@ -1,6 +1,7 @@
 """`EdgeGuard`: the one ASGI wrapper in front of every HTTP interface (REST, the web UI, A2A, AG-UI).
 
-What no endpoint should have to remember, applied once before any of them runs (§7):
+What no endpoint should have to remember, applied once before any of them runs (what a user
+reads of it: docs/guides/operations.md#local-development-mode and #limits):
 
 - **local mode serves loopback only**: a request whose `Host` is not a loopback name is refused,
   so a web page on another name that resolves to 127.0.0.1 (DNS rebinding) cannot drive it;

@@ -1,4 +1,4 @@
-"""REST endpoints for principals, agents, threads and runs (§6.5), on their own `/v1` router.
+"""REST endpoints for principals, agents, threads and runs (docs/guides/rest.md), on their own `/v1` router.
 
 Endpoints only translate: they read the wire models of `_schemas_in`, call one of the runtime's
 public verbs with the caller's principal, and return the JSON shapes of `sayso.run_json`.

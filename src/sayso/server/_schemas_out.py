@@ -238,7 +238,7 @@ class AgentOut(BaseModel):
     description: str | None
     entry: bool
     kind: Literal["agent", "workflow"] = "agent"
-    """`workflow`: a graph of nodes that stops for input (§8), run like an agent."""
+    """`workflow`: a graph of nodes that stops for input (docs/guides/workflows.md), run like an agent."""
 
 
 class AgentListOut(BaseModel):

@@ -1,4 +1,6 @@
-"""Signed webhooks (§6.8) from the store's outbox: every request opened, decided or expired, at least once.
+"""Signed webhooks from the store's outbox: every request opened, decided or expired, at least once.
+
+See docs/guides/operations.md#webhooks.
 
 An event is written to the outbox in the same commit as the change it reports, by whichever
 process made it (this server, another replica, the CLI, an embedder). `WebhookDispatcher` runs in
