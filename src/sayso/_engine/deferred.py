@@ -41,7 +41,17 @@ from .._core.requests import (
     default_hint,
     redacted,
 )
-from .calls import ApprovedCall, Deferral, deferral_of
+from .calls import (
+    ApprovalDeferral,
+    CallApproved,
+    CallRejected,
+    ClientToolDeferral,
+    DelegateDeferral,
+    ElicitationAnswered,
+    ElicitationDeferral,
+    QuestionDeferral,
+    deferral_of,
+)
 
 
 def requests_from(
@@ -85,42 +95,42 @@ def requests_from(
             "parent_call_id": parent_call_id,
             "chat_thread_id": chat_thread_id,
         }
-        if deferral is not None and deferral.kind == "elicitation":
-            assert deferral.elicitation is not None, "an elicitation deferral carries what was asked"
-            requests.append(ElicitationRequest(**common, **deferral.elicitation.request_fields()))
-        elif call.tool_call_id in approval_ids:
-            # pydantic-ai's own `requires_approval` tools defer without sayso's value.
-            asked = deferral or Deferral(kind="approval")
-            requests.append(
-                ApprovalRequest(
-                    **common,
-                    hint=asked.hint or default_hint(call.tool_name),
-                    args_schema=asked.args_schema,
-                    scopes=asked.scopes,
-                    payload=asked.payload,
-                    from_body=asked.from_body,
-                    subject=asked.subject,
-                    binding=asked.binding,
-                    service_request=asked.service_request,
-                    tool_info=asked.tool_info,
-                    response_schema=asked.response_schema,
-                    on_reject=asked.on_reject,
+        match deferral:
+            case ElicitationDeferral(elicitation=asked):
+                requests.append(ElicitationRequest(**common, **asked.request_fields()))
+            case _ if call.tool_call_id in approval_ids:
+                # pydantic-ai's own `requires_approval` tools defer without sayso's value.
+                approval = deferral if isinstance(deferral, ApprovalDeferral) else ApprovalDeferral()
+                requests.append(
+                    ApprovalRequest(
+                        **common,
+                        hint=approval.hint or default_hint(call.tool_name),
+                        args_schema=approval.args_schema,
+                        scopes=approval.scopes,
+                        payload=approval.payload,
+                        from_body=approval.from_body,
+                        subject=approval.subject,
+                        binding=approval.binding,
+                        service_request=approval.service_request,
+                        tool_info=approval.tool_info,
+                        response_schema=approval.response_schema,
+                        on_reject=approval.on_reject,
+                    )
                 )
-            )
-        elif deferral is not None and deferral.kind == "delegate":
-            assert deferral.child_run_id is not None
-            requests.append(DelegateRequest(**common, child_run_id=deferral.child_run_id))
-        elif deferral is not None and deferral.kind == "question":
-            requests.append(QuestionRequest(**common, questions=deferral.questions))
-        else:
-            # A client tool, or a tool of the agent's own that deferred its call to someone outside.
-            requests.append(
-                ClientToolRequest(
-                    **common,
-                    description=deferral.description if deferral else None,
-                    args_schema=deferral.args_schema if deferral else None,
-                )
-            )
+            case DelegateDeferral(child_run_id=child_run_id):
+                requests.append(DelegateRequest(**common, child_run_id=child_run_id))
+            case QuestionDeferral(questions=questions):
+                requests.append(QuestionRequest(**common, questions=questions))
+            case ClientToolDeferral(description=description, args_schema=args_schema):
+                requests.append(ClientToolRequest(**common, description=description, args_schema=args_schema))
+            case ApprovalDeferral(args_schema=args_schema):
+                # An approval's value on a call deferred to someone outside: the call is theirs to run.
+                requests.append(ClientToolRequest(**common, args_schema=args_schema))
+            case None:
+                # A tool of the agent's own that deferred its call to someone outside.
+                requests.append(ClientToolRequest(**common))
+            case _:
+                assert_never(deferral)
     return requests
 
 
@@ -143,7 +153,7 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
         if isinstance(request, ApprovalRequest):
             if isinstance(decision, Approve):
                 results.approvals[call_id] = ToolApproved(override_args=decision.edited_args)
-                results.metadata[call_id] = ApprovedCall(
+                results.metadata[call_id] = CallApproved(
                     request_id=request.request_id,
                     payload=decision.payload if decision.payload is not None else request.payload,
                     principal=record.principal,
@@ -159,11 +169,10 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
             elif isinstance(decision, Reject) and request.on_reject == "call":
                 # ADK's `Confirmed=false`: the body runs again and decides what the rejection returns.
                 results.approvals[call_id] = ToolApproved()
-                results.metadata[call_id] = ApprovedCall(
+                results.metadata[call_id] = CallRejected(
                     request_id=request.request_id,
                     payload=request.payload,
                     principal=record.principal,
-                    approved=False,
                     reason=decision.reason,
                 ).as_metadata()
             else:
@@ -175,7 +184,7 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
             # URL the person would not visit, ends the call here with what the model reads.
             if isinstance(decision, Accept) or (isinstance(decision, Decline | Cancel) and request.delivery != "retry"):
                 results.approvals[call_id] = ToolApproved()
-                results.metadata[call_id] = ApprovedCall(
+                results.metadata[call_id] = ElicitationAnswered(
                     request_id=request.request_id,
                     principal=record.principal,
                     elicitation=request,

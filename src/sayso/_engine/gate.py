@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, assert_never
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
@@ -33,7 +33,16 @@ from .._core.policy import InterruptPolicy, call_binding, gate_for, subject_from
 from .._core.requests import SCOPES_BY_WIDTH, ClientTool, Scope, Subject, ToolInfo, default_hint
 from .._core.service import STILL_NEEDS_APPROVAL, ServiceAsk, parse_service_ask
 from .._store import ExecutionResult
-from .calls import META_KEY, ApprovedCall, Deferral, approved_call_of, deferral_of
+from .calls import (
+    META_KEY,
+    ApprovalDeferral,
+    ApprovedCall,
+    CallApproved,
+    CallRejected,
+    ElicitationAnswered,
+    approved_call_of,
+    deferral_of,
+)
 from .hooks import BeforeToolCall, HookToolset
 from .tools import client_tool, defer_client_call, options_of, tool_info_of
 
@@ -189,8 +198,7 @@ class GateToolset(WrapperToolset[Any]):
             if grant is not None:
                 return await self._run_granted(name, tool_args, ctx, tool, deps, grant)
             raise ApprovalRequired(
-                metadata=Deferral(
-                    kind="approval",
+                metadata=ApprovalDeferral(
                     hint=options.hint or default_hint(name),
                     scopes=_up_to(gate.scopes, deps.widest_scope),
                     ttl_seconds=gate.ttl_seconds,
@@ -203,17 +211,16 @@ class GateToolset(WrapperToolset[Any]):
         try:
             result = await super().call_tool(name, tool_args, ctx, tool)
         except ApprovalRequired as asked:
-            deferral = deferral_of(asked.metadata) or Deferral(kind="approval")
-            deferral = deferral.with_defaults(
-                hint=options.hint or default_hint(name), args_schema=schema, ttl_seconds=self.policy.ttl_seconds
-            )
+            # A body's own ask (or an MCP server's question) gets the tool's TTL, an approval its hint and schema.
+            deferral = (deferral_of(asked.metadata) or ApprovalDeferral()).with_ttl(self.policy.ttl_seconds)
+            if isinstance(deferral, ApprovalDeferral):
+                deferral = deferral.with_defaults(hint=options.hint or default_hint(name), args_schema=schema)
             raise ApprovalRequired(metadata=deferral.as_metadata()) from None
         ask = self._service_ask(result)
         if ask is not None:
             subject = ask.subject or whole_tool_subject(name)
             raise ApprovalRequired(
-                metadata=Deferral(
-                    kind="approval",
+                metadata=ApprovalDeferral(
                     hint=ask.message or options.hint or default_hint(name),
                     scopes=tuple(ask.scopes),
                     ttl_seconds=self.policy.ttl_seconds,
@@ -277,9 +284,13 @@ class GateToolset(WrapperToolset[Any]):
 
     def _matches_approval(self, name: str, tool_args: dict[str, Any], approved_call: ApprovedCall) -> bool:
         """The call about to run is the one approved: same arguments (defaults aside) and same subject."""
-        approved = approved_call.approved_args
-        if approved is None:
-            return True
+        match approved_call:
+            case CallApproved(approved_args=approved) if approved is not None:
+                pass
+            case CallApproved() | CallRejected() | ElicitationAnswered():
+                return True
+            case _:
+                assert_never(approved_call)
         if canonical_json({k: tool_args.get(k) for k in approved}) != canonical_json(approved):
             return False
         subject_key = approved_call.subject_key

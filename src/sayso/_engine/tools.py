@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar, overload
+from typing import Any, NoReturn, TypeVar, assert_never, overload
 
 from pydantic import BaseModel, Field
 from pydantic_ai import RunContext, Tool
@@ -21,7 +21,16 @@ from .._core.decisions import schema_problem
 from .._core.inputs import input_schema, validate_input
 from .._core.requests import ClientTool, Question, RejectMode
 from ..exceptions import ConfigError
-from .calls import META_KEY, Deferral, approved_call_of
+from .calls import (
+    META_KEY,
+    ApprovalDeferral,
+    CallApproved,
+    CallRejected,
+    ClientToolDeferral,
+    ElicitationAnswered,
+    QuestionDeferral,
+    approved_call_of,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -155,7 +164,7 @@ async def ask_user(questions: list[AskUserQuestion]) -> list[dict[str, Any]]:
     if not questions:
         raise ModelRetry("ask_user needs at least one question")
     asked = tuple(Question(question=q.question, choices=tuple(q.choices), multiple=q.multiple) for q in questions)
-    raise CallDeferred(metadata=Deferral(kind="question", questions=asked).as_metadata(), kind="question")
+    raise CallDeferred(metadata=QuestionDeferral(questions=asked).as_metadata(), kind="question")
 
 
 ASK_USER_TOOL: Tool[Any] = Tool(ask_user, name="ask_user")
@@ -193,9 +202,7 @@ def defer_client_call(declared: ClientTool, tool_args: dict[str, Any]) -> NoRetu
     if problem is not None:
         raise ModelRetry(f"arguments for {declared.name!r} do not match its schema: {problem}")
     raise CallDeferred(
-        metadata=Deferral(
-            kind="client_tool", description=declared.description, args_schema=declared.parameters
-        ).as_metadata()
+        metadata=ClientToolDeferral(description=declared.description, args_schema=declared.parameters).as_metadata()
     )
 
 
@@ -286,23 +293,33 @@ def require_approval(
         ConfigError: `response_schema` is not a type, a model or a JSON Schema dict.
     """
     if ctx.tool_call_approved:
-        approved = approved_call_of(ctx.tool_call_metadata)
-        if approved is None:
-            return Approval(payload=None, principal=None, edited=False)
-        response = approved.response
-        if approved.approved and response_schema is not None:
-            response = validate_input(response_schema, response)
-        return Approval(
-            payload=approved.payload,
-            principal=approved.principal,
-            edited=approved.edited,
-            approved=approved.approved,
-            reason=approved.reason,
-            response=response,
-        )
+        match approved_call_of(ctx.tool_call_metadata):
+            case None:
+                return Approval(payload=None, principal=None, edited=False)
+            case CallApproved() as approved:
+                response = approved.response
+                if response_schema is not None:
+                    response = validate_input(response_schema, response)
+                return Approval(
+                    payload=approved.payload, principal=approved.principal, edited=approved.edited, response=response
+                )
+            case CallRejected() as rejected:
+                return Approval(
+                    payload=rejected.payload,
+                    principal=rejected.principal,
+                    edited=False,
+                    approved=False,
+                    reason=rejected.reason,
+                )
+            case ElicitationAnswered() as answered:
+                # A before-call hook's page was visited: the call goes on as approved, with nothing sent back.
+                response = validate_input(response_schema, None) if response_schema is not None else None
+                return Approval(payload=None, principal=answered.principal, edited=False, response=response)
+            case other:
+                assert_never(other)
     schema = input_schema(response_schema).json_schema if response_schema is not None else None
     raise ApprovalRequired(
-        metadata=Deferral(
-            kind="approval", hint=hint, payload=payload, from_body=True, response_schema=schema, on_reject=on_reject
+        metadata=ApprovalDeferral(
+            hint=hint, payload=payload, from_body=True, response_schema=schema, on_reject=on_reject
         ).as_metadata()
     )

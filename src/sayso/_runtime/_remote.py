@@ -19,7 +19,7 @@ from .._config.file import Config
 from .._core.decisions import Decision
 from .._core.requests import ApprovalRequest, Question, QuestionRequest, Request, default_hint
 from .._core.resume import open_requests, plan_resume
-from .._engine.calls import Deferral
+from .._engine.calls import DelegateDeferral
 from .._store import RunRecord, RunStatus
 from ..exceptions import ConfigError
 from ._results import RunResult
@@ -85,7 +85,7 @@ async def delegate_remote(k: Kernel, parent: RunRecord, target: str, task: str, 
     outcome = await k.remote.start(url, task)
     result = await settle(k, proxy, url, outcome)
     if result.status == "paused":
-        raise CallDeferred(metadata=Deferral(kind="delegate", child_run_id=proxy.run_id).as_metadata())
+        raise CallDeferred(metadata=DelegateDeferral(child_run_id=proxy.run_id).as_metadata())
     return await _tree.delegate_answer(k, result)
 
 
