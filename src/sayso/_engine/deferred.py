@@ -14,6 +14,7 @@ from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved,
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturn, ToolReturnPart
 
+from .._core.audit_events import ApprovalRecord, DecisionEvent, decision_event
 from .._core.decisions import (
     Accept,
     Answer,
@@ -206,7 +207,7 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
     return results
 
 
-def approval_record(request: Request, record: DecisionRecord) -> dict[str, Any]:
+def approval_record(request: Request, record: DecisionRecord) -> ApprovalRecord:
     """The record of §3.2 kept on a decided call's result: what was decided, by whom, on which arguments.
 
     It says everything a person reads about the decision later (the transcript and the audit log
@@ -215,25 +216,25 @@ def approval_record(request: Request, record: DecisionRecord) -> dict[str, Any]:
     the interface the decision came through.
     """
     decision = record.decision
-    entry: dict[str, Any] = {
-        "request_id": request.request_id,
-        "tool_name": request.tool_name,
-        "run_id": request.run_id,
-        "thread_id": request.thread_id,
-        "agent_path": request.agent_path,
-        "decision": decision.kind,
-        "by": record.by,
-        "principal": record.principal,
-        "decided_at": record.decided_at,
-        "proposed_args": request.args,
-    }
+    entry = ApprovalRecord(
+        request_id=request.request_id,
+        tool_name=request.tool_name,
+        run_id=request.run_id,
+        thread_id=request.thread_id,
+        agent_path=request.agent_path,
+        decision=decision.kind,
+        by=record.by,
+        principal=record.principal,
+        decided_at=record.decided_at,
+        proposed_args=request.args,
+    )
     if record.via is not None:
         entry["via"] = record.via
     redact = request.redact
     match decision:
         case Approve():
             approved = decision.edited_args if decision.edited_args is not None else request.args
-            entry.update(scope=decision.scope, approved_args=approved, executed_args=approved)
+            entry["scope"], entry["approved_args"], entry["executed_args"] = decision.scope, approved, approved
             if decision.edited_args is not None:
                 entry["edits"] = arg_edits(request.args, decision.edited_args, redact=redact)
             if decision.payload is not None:
@@ -262,9 +263,9 @@ def approval_record(request: Request, record: DecisionRecord) -> dict[str, Any]:
     return entry
 
 
-def audit_body(request: Request, record: DecisionRecord) -> dict[str, Any]:
+def audit_body(request: Request, record: DecisionRecord) -> DecisionEvent:
     """The audit record of a decision: the approval record plus the event name."""
-    return {"event": "decision", **approval_record(request, record)}
+    return decision_event(approval_record(request, record))
 
 
 def annotate(

@@ -27,6 +27,15 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import to_json
 
 from .._core.audit import canonical_json
+from .._core.audit_events import (
+    AuditEvent,
+    ExecutedEvent,
+    GrantDecisionEvent,
+    GrantedCall,
+    GrantExecutedEvent,
+    GrantRecord,
+    OutcomeUnknownEvent,
+)
 from .._core.grants import Grant, covering_grant
 from .._core.policy import Gate as PolicyGate
 from .._core.policy import InterruptPolicy, call_binding, gate_for, subject_from, whole_tool_subject
@@ -55,16 +64,16 @@ UNKNOWN_OUTCOME = (
 NO_MATCH = "Refused: the call no longer matches what was approved, so it was not run."
 
 
-def outcome_unknown(*, request_id: str, run_id: str, tool_name: str | None, at: float) -> dict[str, Any]:
+def outcome_unknown(*, request_id: str, run_id: str, tool_name: str | None, at: float) -> OutcomeUnknownEvent:
     """The audit record of an approved call cut off by a crash: it may or may not have run, and never runs again."""
-    return {
-        "event": "outcome_unknown",
-        "request_id": request_id,
-        "run_id": run_id,
-        "tool_name": tool_name,
-        "at": at,
-        "reason": "the process stopped while the call was running; it was not run again",
-    }
+    return OutcomeUnknownEvent(
+        event="outcome_unknown",
+        request_id=request_id,
+        run_id=run_id,
+        tool_name=tool_name,
+        at=at,
+        reason="the process stopped while the call was running; it was not run again",
+    )
 
 
 class GateStore(Protocol):
@@ -78,13 +87,13 @@ class GateStore(Protocol):
         result: bytes,
         now: float,
         *,
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         status: Literal["done", "unknown"] = "done",
     ) -> None: ...
 
     async def grants_for(self, *, principal: str, tool: str, subject_key: str) -> list[Grant]: ...
 
-    async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None: ...
+    async def append_audit(self, bodies: Sequence[AuditEvent]) -> None: ...
 
 
 @dataclass(kw_only=True)
@@ -267,13 +276,7 @@ class GateToolset(WrapperToolset[Any]):
         if self._service_ask(result) is not None:
             result = STILL_NEEDS_APPROVAL
         now = deps.clock()
-        audit = {
-            "event": "executed",
-            "request_id": request_id,
-            "tool_name": name,
-            "executed_args": tool_args,
-            "at": now,
-        }
+        audit = ExecutedEvent(event="executed", request_id=request_id, tool_name=name, executed_args=tool_args, at=now)
         if fresh:
             deps.executed.append(
                 ExecutionResult(request_id=request_id, result=to_json(result, fallback=str), audit=audit)
@@ -329,32 +332,28 @@ class GateToolset(WrapperToolset[Any]):
         The audit says which grant allowed the call before it runs, and `executed` (with the
         arguments it ran with) once it ran, as for a call a person approved.
         """
-        record = {
-            "decision": "approve",
-            "by": "permission",
-            "grant_id": grant.grant_id,
-            "scope": grant.scope,
-            "principal": grant.principal,
-            "subject": grant.subject_key,
-            "subject_label": grant.subject_label,
-            "granted_at": grant.created_at,
-            "decided_at": deps.clock(),
-            "proposed_args": tool_args,
-            "approved_args": tool_args,
-            "executed_args": tool_args,
-        }
-        call = {"tool_name": name, "run_id": deps.run_id, "thread_id": deps.thread_id, "tool_call_id": ctx.tool_call_id}
-        await deps.ledger.append_audit([{"event": "decision", **call, **record}])
+        record = GrantRecord(
+            decision="approve",
+            by="permission",
+            grant_id=grant.grant_id,
+            scope=grant.scope,
+            principal=grant.principal,
+            subject=grant.subject_key,
+            subject_label=grant.subject_label,
+            granted_at=grant.created_at,
+            decided_at=deps.clock(),
+            proposed_args=tool_args,
+            approved_args=tool_args,
+            executed_args=tool_args,
+        )
+        call = GrantedCall(tool_name=name, run_id=deps.run_id, thread_id=deps.thread_id, tool_call_id=ctx.tool_call_id)
+        await deps.ledger.append_audit([GrantDecisionEvent(event="decision", **call, **record)])
         result = await super().call_tool(name, tool_args, ctx, tool)
         await deps.ledger.append_audit(
             [
-                {
-                    "event": "executed",
-                    **call,
-                    "grant_id": grant.grant_id,
-                    "executed_args": tool_args,
-                    "at": deps.clock(),
-                }
+                GrantExecutedEvent(
+                    event="executed", **call, grant_id=grant.grant_id, executed_args=tool_args, at=deps.clock()
+                )
             ]
         )
         return ToolReturn(return_value=result, metadata={"approval": record})
