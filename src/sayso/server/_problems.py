@@ -137,7 +137,8 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
         extra = {"errors": [{"loc": [exc.field], "msg": exc.problem}]} if exc.field else {}
         return Problem(slug="invalid-request", title="Invalid request", status=422, detail=str(exc), extra=extra)
     if isinstance(exc, ConfigError):
-        # The runtime raises it for an agent name it does not know, which here the client named.
+        # The configuration refuses the step (say, the audit chain is signed and this process has no key):
+        # nothing ran and nothing changed. An agent the client named that does not exist is `AgentNotFound`.
         return Problem(slug="invalid-request", title="Invalid request", status=422, detail=str(exc))
     if isinstance(exc, StoreError):
         return Problem(slug="store-unavailable", title="Store unavailable", status=503, detail=str(exc))

@@ -13,7 +13,6 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from .._runtime import new_id, rfc3339, run_json
-from ..exceptions import InvalidInput
 from ..protocols._auth import authenticator
 from ._deps import _SSE_EVENT, TITLE_LENGTH, Caller, Id, Runtime, State, ThreadId, _json, problems
 from ._schemas_in import ResumeIn, RunIn, ThreadIn
@@ -59,10 +58,7 @@ async def agents(caller: Caller, sayso: Runtime) -> JSONResponse:
 )
 async def create_thread(caller: Caller, sayso: Runtime, body: ThreadIn | None = None) -> JSONResponse:
     """Open a thread with an agent; it is stored, and owned by the caller, when its first run starts."""
-    agent = (body.agent if body else None) or sayso.config.entry_agent
-    if agent not in sayso.config.agents and agent not in sayso.config.workflows:
-        configured = ", ".join([*sayso.config.agents, *sayso.config.workflows])
-        raise InvalidInput(f"no agent named {agent!r}; configured: {configured}", field="agent")
+    agent = sayso.entry(body.agent if body else None)
     thread_id = new_id("thr")
     created = {"thread_id": thread_id, "agent": agent, "owner": None, "title": None, "created": None}
     return _json({**created, "active_run": None, "transcript": []}, 201)
