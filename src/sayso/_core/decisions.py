@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypeAlias, assert_never
 
 import jsonschema
 from pydantic import Discriminator, TypeAdapter
+from pydantic.json_schema import JsonSchemaValue
 from typing_extensions import TypedDict
 
 from ..exceptions import AlreadyDecided, InvalidDecision, RequestExpired
@@ -236,7 +237,7 @@ def check_decision(
     return decision
 
 
-def _check_input(request_id: str, schema: dict[str, Any], value: Any, *, what: str = "") -> None:
+def _check_input(request_id: str, schema: JsonSchemaValue, value: Any, *, what: str = "") -> None:
     """Refuse a value that breaks a response schema, naming every field and why (`fields` for forms)."""
     fields = input_field_problems(schema, value)
     if fields:
@@ -290,7 +291,7 @@ def _check_accept(request: ElicitationRequest, decision: Accept) -> None:
         raise InvalidDecision(request.request_id, f"content is invalid: {listed}", fields=fields, under="content")
 
 
-def field_problems(value: dict[str, Any], schema: dict[str, Any]) -> dict[str, str]:
+def field_problems(value: dict[str, Any], schema: JsonSchemaValue) -> dict[str, str]:
     """How each field of `value` breaks `schema` (a flat object schema, as MCP forms use), by field name.
 
     A missing required field is reported under its own name; a problem with the whole object
@@ -318,7 +319,7 @@ def field_problems(value: dict[str, Any], schema: dict[str, Any]) -> dict[str, s
     return problems
 
 
-def schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
+def schema_problem(value: Any, schema: JsonSchemaValue) -> str | None:
     """Every way `value` breaks `schema`, in words, or `None` when it fits."""
     validator = jsonschema.Draft202012Validator(schema)
     problems = []

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import Discriminator, TypeAdapter
+from pydantic.json_schema import JsonSchemaValue
 
 RequestKind: TypeAlias = Literal["approval", "question", "client_tool", "input", "elicitation"]
 """Every kind of request sayso knows; `input` and `elicitation` come with workflows and MCP."""
@@ -101,7 +102,7 @@ class ApprovalRequest(_RequestBase):
     kind: Literal["approval"] = "approval"
     hint: str
     """Why approval is needed, in the tool's own words or the default wording."""
-    args_schema: dict[str, Any] | None = None
+    args_schema: JsonSchemaValue | None = None
     """The tool's JSON schema, used to validate edited arguments."""
     subject: Subject | None = None
     """The resource a remembered approval would cover."""
@@ -117,7 +118,7 @@ class ApprovalRequest(_RequestBase):
     """The id a service gave when it asked for approval through its reply (`interrupt.tool_approvals`)."""
     tool_info: ToolInfo | None = None
     """What the tool's source (an MCP server) says about it: title, description, destructive or read-only."""
-    response_schema: dict[str, Any] | None = None
+    response_schema: JsonSchemaValue | None = None
     """The JSON Schema of the feedback the person sends with an approval (`Approve(payload=...)`), when the
     tool asked for one from its body; `None`: an approval carries no payload."""
     on_reject: RejectMode = "deny"
@@ -140,7 +141,7 @@ class ClientToolRequest(_RequestBase):
     kind: Literal["client_tool"] = "client_tool"
     description: str | None = None
     """The tool's description as the client declared it."""
-    args_schema: dict[str, Any] | None = None
+    args_schema: JsonSchemaValue | None = None
     """The JSON schema the client declared for the tool's arguments."""
 
 
@@ -185,7 +186,7 @@ class ElicitationRequest(_RequestBase):
     """What the server says it needs, shown to the person."""
     server: str | None = None
     """The MCP server that asked, by its name under `mcp_servers`; `None` when a before-call hook asked."""
-    requested_schema: dict[str, Any] | None = None
+    requested_schema: JsonSchemaValue | None = None
     """Form mode: the JSON schema (flat object of primitive fields) the content must fit."""
     url: str | None = None
     """URL mode: the page the person visits."""
@@ -212,7 +213,7 @@ class InputRequest(_RequestBase):
     """What the person reads."""
     payload: Any = None
     """Data shown with the message, as JSON."""
-    response_schema: dict[str, Any] = field(default_factory=dict[str, Any])
+    response_schema: JsonSchemaValue = field(default_factory=dict)
     """The JSON Schema the answer must fit; `{}` takes any JSON value."""
 
 
@@ -222,7 +223,7 @@ class ClientTool:
 
     name: str
     description: str = ""
-    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: JsonSchemaValue = field(default_factory=lambda: {"type": "object", "properties": {}})
     """JSON schema of the arguments; calls that break it go back to the model to correct."""
     context: str | None = None
     """What the client knows that goes with the tool (say, the data sources it can offer); it reaches

@@ -36,6 +36,7 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 
 from ..._core.requests import (
@@ -208,7 +209,7 @@ def interrupt(request: Shown, *, kaboo: bool = False) -> Interrupt:
     )
 
 
-def approval_schema(request: ApprovalRequest) -> dict[str, Any]:
+def approval_schema(request: ApprovalRequest) -> JsonSchemaValue:
     """The JSON schema of a resolved resume payload for an approval."""
     return {
         "type": "object",
@@ -224,7 +225,7 @@ def approval_schema(request: ApprovalRequest) -> dict[str, Any]:
     }
 
 
-def question_schema(request: QuestionRequest) -> dict[str, Any]:
+def question_schema(request: QuestionRequest) -> JsonSchemaValue:
     """The JSON schema of a resolved resume payload for a question: one answer list per question."""
     count = len(request.questions)
     answer = {
@@ -271,7 +272,7 @@ def _ask_args(request: QuestionRequest) -> dict[str, Any]:
     }
 
 
-def elicitation_schema(request: ElicitationRequest) -> dict[str, Any]:
+def elicitation_schema(request: ElicitationRequest) -> JsonSchemaValue:
     """The JSON schema of a resolved resume payload for an elicitation: the action and, for a form, its content.
 
     A page to visit is answered `{"action": "accept"}` once visited ("done").
