@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, NotRequired, TypeAlias
 
 from pydantic import Discriminator, TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
+from typing_extensions import TypedDict
 
 RequestKind: TypeAlias = Literal["approval", "question", "client_tool", "input", "elicitation"]
 """Every kind of request sayso knows; `input` and `elicitation` come with workflows and MCP."""
@@ -93,6 +94,24 @@ class _RequestBase:
     """The person's chat (the top-level run's thread) when the request was raised below it, by a delegate or a
     workflow's agent node, whose own `thread_id` is the delegate's; `None` when it is the request's own thread.
     A `thread` grant is bound to the chat, and interfaces link the request to it."""
+
+
+class RequestFields(TypedDict):
+    """The fields every kind of request has, gathered where a request is built before its kind is known."""
+
+    request_id: str
+    run_id: str
+    thread_id: str
+    agent_path: str
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    created_at: float
+    principal: str | None
+    parent_call_id: str | None
+    expires_at: NotRequired[float | None]
+    redact: NotRequired[tuple[str, ...]]
+    chat_thread_id: NotRequired[str | None]
 
 
 @dataclass(frozen=True, kw_only=True)

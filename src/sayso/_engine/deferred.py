@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, assert_never
+from typing import assert_never
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.exceptions import ToolFailed
@@ -39,6 +39,7 @@ from .._core.requests import (
     ElicitationRequest,
     QuestionRequest,
     Request,
+    RequestFields,
     default_hint,
     redacted,
 )
@@ -81,21 +82,21 @@ def requests_from(
     for call in calls:
         deferral = deferral_of(deferred.metadata.get(call.tool_call_id))
         ttl = deferral.ttl_seconds if deferral else None
-        common: dict[str, Any] = {
-            "request_id": new_id(),
-            "run_id": run_id,
-            "thread_id": thread_id,
-            "agent_path": agent_path,
-            "tool_call_id": call.tool_call_id,
-            "tool_name": call.tool_name,
-            "args": call.args_as_dict(),
-            "created_at": now,
-            "expires_at": (deferral.expires_at if deferral else None) or (now + ttl if ttl else None),
-            "principal": principal,
-            "redact": redact,
-            "parent_call_id": parent_call_id,
-            "chat_thread_id": chat_thread_id,
-        }
+        common = RequestFields(
+            request_id=new_id(),
+            run_id=run_id,
+            thread_id=thread_id,
+            agent_path=agent_path,
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            args=call.args_as_dict(),
+            created_at=now,
+            expires_at=(deferral.expires_at if deferral else None) or (now + ttl if ttl else None),
+            principal=principal,
+            redact=redact,
+            parent_call_id=parent_call_id,
+            chat_thread_id=chat_thread_id,
+        )
         match deferral:
             case ElicitationDeferral(elicitation=asked):
                 requests.append(ElicitationRequest(**common, **asked.request_fields()))

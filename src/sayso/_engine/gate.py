@@ -39,7 +39,7 @@ from .._core.audit_events import (
 from .._core.grants import Grant, covering_grant
 from .._core.policy import Gate as PolicyGate
 from .._core.policy import InterruptPolicy, call_binding, gate_for, subject_from, whole_tool_subject
-from .._core.requests import SCOPES_BY_WIDTH, ClientTool, Scope, Subject, ToolInfo, default_hint
+from .._core.requests import SCOPES_BY_WIDTH, ClientTool, Scope, Subject, default_hint
 from .._core.service import STILL_NEEDS_APPROVAL, ServiceAsk, parse_service_ask
 from .._store import ExecutionResult
 from .calls import (
@@ -214,7 +214,7 @@ class GateToolset(WrapperToolset[Any]):
                     args_schema=schema,
                     subject=subject,
                     binding=call_binding(name, tool_args, subject.key),
-                    tool_info=_tool_info(tool.tool_def),
+                    tool_info=tool_info_of(tool.tool_def),
                 ).as_metadata()
             )
         try:
@@ -237,7 +237,7 @@ class GateToolset(WrapperToolset[Any]):
                     args_schema=schema,
                     subject=subject,
                     service_request=ask.request,
-                    tool_info=_tool_info(tool.tool_def),
+                    tool_info=tool_info_of(tool.tool_def),
                 ).as_metadata()
             )
         return result
@@ -374,9 +374,3 @@ def _as_gated(tool: ToolsetTool[Any]) -> ToolsetTool[Any]:
     options = replace(options_of(tool.tool_def), requires_approval=True)
     metadata = {**(tool.tool_def.metadata or {}), META_KEY: asdict(options)}
     return replace(tool, tool_def=replace(tool.tool_def, kind="function", metadata=metadata))
-
-
-def _tool_info(tool_def: Any) -> ToolInfo | None:
-    """What the tool's source says about it (an MCP server's annotations), as the request shows it."""
-    info = tool_info_of(tool_def)
-    return ToolInfo(**info) if info else None

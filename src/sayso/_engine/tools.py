@@ -19,7 +19,7 @@ from pydantic_core import SchemaValidator, core_schema
 
 from .._core.decisions import schema_problem
 from .._core.inputs import input_schema, validate_input
-from .._core.requests import ClientTool, Question, RejectMode
+from .._core.requests import ClientTool, Question, RejectMode, ToolInfo
 from ..exceptions import ConfigError
 from .calls import (
     META_KEY,
@@ -99,10 +99,10 @@ TOOL_INFO_KEY = "sayso_tool_info"
 """Tool-definition metadata key for what a tool's source says about it (a `ToolInfo` as a dict)."""
 
 
-def tool_info_of(tool_def: ToolDefinition) -> dict[str, Any] | None:
+def tool_info_of(tool_def: ToolDefinition) -> ToolInfo | None:
     """What the tool's source (an MCP server) says about it, as stamped on its definition, if anything."""
     info = (tool_def.metadata or {}).get(TOOL_INFO_KEY)
-    return info if isinstance(info, dict) else None
+    return ToolInfo(**info) if isinstance(info, dict) and info else None
 
 
 def options_of(tool_def: ToolDefinition) -> ToolOptions:
