@@ -142,7 +142,7 @@ def pause_message(
     if view is not None and view.kind == "input":
         # No kagent form fits a workflow's input: the text is its message, the rest is sayso's own.
         message.parts.append(Part(text=view_text(view)))
-        message.metadata.update({SAYSO_KEY: sayso_payload(view)})
+        message.metadata.update({SAYSO_KEY: struct_of(sayso_payload(view))})
         return message
     if view is not None and legacy and not activated:
         for data, metadata in legacy_parts(view):
@@ -151,7 +151,7 @@ def pause_message(
     message.parts.append(Part(text=view_text(view)))
     if view is not None and activated:
         message.extensions.append(HITL_URI)
-        message.metadata.update({HITL_URI: request_payload(view), SAYSO_KEY: sayso_payload(view)})
+        message.metadata.update({HITL_URI: struct_of(request_payload(view)), SAYSO_KEY: struct_of(sayso_payload(view))})
     return message
 
 
@@ -179,7 +179,7 @@ def decision_message(
     response = response_of(view, decisions) if legacy_data is None and activated else None
     if response is not None:
         message.extensions.append(HITL_URI)
-        message.metadata.update({HITL_URI: response})
+        message.metadata.update({HITL_URI: struct_of(response)})
     message.metadata.update(
         {SAYSO_KEY: {"decisions": [_record_json(view, r, taken) for r in view.requests if r.request_id in taken]}}
     )
