@@ -96,6 +96,30 @@ class GrantRecord(TypedDict):
     executed_args: dict[str, Any]
 
 
+class ShownDecision(TypedDict, total=False):
+    """What a transcript's decision line shows of a call's approval record (or grant record).
+
+    Never the raw arguments: the call's own line shows them, and an edit is shown field by field, redacted.
+    """
+
+    request_id: str
+    decision: DecisionKind
+    by: DecidedBy
+    principal: str | None
+    via: Via
+    decided_at: float
+    scope: Scope
+    reason: str
+    edits: list[ArgEdit]
+    answers: list[ShownAnswer]
+    value: Any
+    message: str
+    content: Any
+    expires_at: float
+    grant_id: str
+    subject_label: str
+
+
 @with_config(_EXACT)
 class DecisionEvent(ApprovalRecord):
     """A request was decided (by a person, a service, the expiry sweep or sayso)."""

@@ -17,7 +17,7 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
-from .._core.decisions import schema_problem
+from .._core.decisions import QuestionAnswer, schema_problem
 from .._core.inputs import input_schema, validate_input
 from .._core.requests import ClientTool, Question, RejectMode, ToolInfo
 from ..exceptions import ConfigError
@@ -152,7 +152,7 @@ class AskUserQuestion(BaseModel):
     multiple: bool = Field(default=False, description="Whether the person may pick several answers.")
 
 
-async def ask_user(questions: list[AskUserQuestion]) -> list[dict[str, Any]]:
+async def ask_user(questions: list[AskUserQuestion]) -> list[QuestionAnswer]:
     """Ask the person one or more questions and wait for the answers.
 
     Use it only when you cannot go on without the person's input. Each answer is a list of

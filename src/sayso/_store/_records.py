@@ -14,7 +14,7 @@ from typing import Any, Literal, TypeAlias
 from pydantic_ai.messages import ModelMessage
 
 from .._core.audit import AuditRecord
-from .._core.audit_events import AuditEvent
+from .._core.audit_events import AuditEvent, ShownDecision
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request, RequestKind
@@ -334,7 +334,7 @@ class TranscriptEntry:
     """The model's id of the call, for tool calls and results."""
     args: Any = None
     """The arguments of a tool call."""
-    decision: dict[str, Any] | None = None
+    decision: ShownDecision | None = None
     """For a decision line: what was decided, by whom, through which interface and with what (scope,
     reason, edits field by field, the answer given, the grant that allowed the call), redacted as
     the agent's `redact` says."""

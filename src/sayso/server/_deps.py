@@ -14,6 +14,7 @@ from fastapi import Depends, Request
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic.json_schema import JsonSchemaValue
 
 from .._core.access import Principal
 from .._runtime import DecideResult, Sayso, run_json
@@ -74,7 +75,7 @@ class ServerState:
     """Set when the server is told to stop, so live streams end instead of holding the shutdown up."""
 
 
-_SSE_EVENT: dict[str, Any] = {
+_SSE_EVENT: JsonSchemaValue = {
     "type": "object",
     "description": "One server-sent event; `data` is JSON.",
     "properties": {

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from pydantic.json_schema import JsonSchemaValue
 
+from .._core.decisions import ArgEdit
 from .._core.requests import RequestKind, Scope
 from .._runtime import TranscriptEntry, rfc3339
 
@@ -167,7 +168,7 @@ class DecisionLineOut(BaseModel):
     """When it was decided (RFC 3339)."""
     scope: str | None = None
     reason: str | None = None
-    edits: list[dict[str, Any]] | None = None
+    edits: list[ArgEdit] | None = None
     """An edit's changes, field by field: `{field, before, after}` (redacted fields stay hidden)."""
     answers: Any = None
     """The answers given to questions (`[{question, answer}]`), redacted where configured."""

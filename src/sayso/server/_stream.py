@@ -14,8 +14,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
 
 import anyio
 from anyio.abc import TaskGroup
@@ -34,7 +33,8 @@ PROGRESS_SECONDS = 1.0
 
 _WORDS = re.compile(r"\s*\S+|\s+")
 
-Event = tuple[str, dict[str, Any]]
+Event = tuple[str, Mapping[str, object]]
+"""An event's name and its data: any JSON object (a problem, a run, a transcript line)."""
 
 
 async def start_run(sayso: Sayso, principal: Principal, body: RunIn) -> RunResult:
@@ -48,7 +48,7 @@ async def start_run(sayso: Sayso, principal: Principal, body: RunIn) -> RunResul
     )
 
 
-def format_event(name: str, data: dict[str, Any]) -> str:
+def format_event(name: str, data: Mapping[str, object]) -> str:
     """One event in the `text/event-stream` format."""
     return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
 
@@ -74,7 +74,7 @@ async def stream_run(sayso: Sayso, tasks: TaskGroup, principal: Principal, body:
 
 
 async def _work(sayso: Sayso, principal: Principal, body: RunIn, send: MemoryObjectSendStream[Event]) -> None:
-    def put(name: str, data: dict[str, Any]) -> None:
+    def put(name: str, data: Mapping[str, object]) -> None:
         try:
             send.send_nowait((name, data))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):

@@ -17,7 +17,6 @@ Pure: the server does the I/O.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import mcp_types
 from pydantic.json_schema import JsonSchemaValue
@@ -109,7 +108,7 @@ def _approval_message(request: ApprovalRequest) -> str:
 
 
 def _approval_form(request: ApprovalRequest) -> JsonSchemaValue:
-    properties: dict[str, Any] = {
+    properties: JsonSchemaValue = {
         "decision": {"type": "string", "enum": ["approve", "reject"], "title": "Decision"},
         "reason": {"type": "string", "title": "Reason", "description": "Why you reject (the agent reads it)."},
     }
@@ -125,7 +124,7 @@ def _approval_form(request: ApprovalRequest) -> JsonSchemaValue:
 
 
 def _question_form(request: QuestionRequest) -> JsonSchemaValue:
-    properties: dict[str, Any] = {}
+    properties: JsonSchemaValue = {}
     for index, question in enumerate(request.questions, 1):
         field: JsonSchemaValue = {"title": question.question}
         if question.choices and question.multiple:

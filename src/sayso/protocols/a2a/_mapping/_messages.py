@@ -39,6 +39,7 @@ from ....exceptions import (
 from ._legacy import legacy_decision_data, legacy_parts
 from ._v1 import HITL_RESPONSE, request_payload, response_of, sayso_payload
 from ._views import HITL_URI, SAYSO_KEY, PauseView, ShownRequest, view_text, views_of
+from ._wire import SaysoDecisionJson, SaysoRecordJson
 
 
 def _invalid_input(exc: InvalidInput) -> A2AError:
@@ -181,7 +182,11 @@ def decision_message(
         message.extensions.append(HITL_URI)
         message.metadata.update({HITL_URI: struct_of(response)})
     message.metadata.update(
-        {SAYSO_KEY: {"decisions": [_record_json(view, r, taken) for r in view.requests if r.request_id in taken]}}
+        {
+            SAYSO_KEY: struct_of(
+                {"decisions": [_record_json(view, r, taken) for r in view.requests if r.request_id in taken]}
+            )
+        }
     )
     return message
 
@@ -211,9 +216,9 @@ def _decision_text(view: PauseView, decisions: Mapping[str, Decision]) -> str:
     return f"Batch decision: {approved} approved, {rejected} rejected"
 
 
-def _record_json(view: PauseView, request: ShownRequest, taken: Mapping[str, DecisionRecord]) -> dict[str, Any]:
+def _record_json(view: PauseView, request: ShownRequest, taken: Mapping[str, DecisionRecord]) -> SaysoRecordJson:
     record = taken[request.request_id]
-    decision: dict[str, Any] = {"kind": record.decision.kind}
+    decision: SaysoDecisionJson = {"kind": record.decision.kind}
     if isinstance(record.decision, Approve):
         decision["scope"] = record.decision.scope
         if record.decision.edited_args is not None:

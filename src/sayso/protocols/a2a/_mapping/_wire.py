@@ -179,3 +179,26 @@ class LegacyDecisionJson(TypedDict):
     rejection_reason: NotRequired[str]
     decisions: NotRequired[dict[str, Literal["approve", "reject"]]]
     rejection_reasons: NotRequired[dict[str, str]]
+
+
+class SaysoDecisionJson(TypedDict):
+    """A decision as sayso's key shows it in a task's history: its kind and what a kagent response cannot say."""
+
+    kind: str
+    scope: NotRequired[Scope]
+    edited_args: NotRequired[dict[str, Any]]
+    payload: NotRequired[Any]
+    value: NotRequired[Any]
+    content: NotRequired[Any]
+    reason: NotRequired[str]
+
+
+class SaysoRecordJson(TypedDict):
+    """Who decided one shown request, how and when, under sayso's key of a decision message."""
+
+    id: str
+    request_id: str
+    decision: SaysoDecisionJson
+    by: str
+    principal: str | None
+    decided_at: float
