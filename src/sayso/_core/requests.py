@@ -78,7 +78,7 @@ class _RequestBase:
     """The model's id for the call this request is about."""
     tool_name: str
     """The tool the model called."""
-    args: dict[str, Any] = field(default_factory=dict[str, Any])
+    args: dict[str, Any] = field(default_factory=dict)
     """The arguments the model proposed, exactly as it sent them."""
     created_at: float
     """Seconds since the epoch when the request was created."""

@@ -48,7 +48,7 @@ class HookCall:
     """A tool call about to run, as a before-call hook sees it."""
 
     tool_name: str
-    args: dict[str, Any] = field(default_factory=dict[str, Any])
+    args: dict[str, Any] = field(default_factory=dict)
     """The arguments the call will run with (the person's edits, when they edited)."""
     agent_path: str
     """Which agent makes the call: `coordinator/analyst`."""

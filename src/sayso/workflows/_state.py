@@ -151,7 +151,7 @@ class WorkflowState:
     """The question the run waits on, when paused on input."""
     agent_handle: str | None = None
     """When paused on an agent node: the runner's handle for the agent's own run."""
-    data: dict[str, Any] = field(default_factory=dict[str, Any])
+    data: dict[str, Any] = field(default_factory=dict)
     """`ctx.state`, as the last finished node left it."""
     output: Any = None
     """The workflow's output, when completed."""
