@@ -25,6 +25,7 @@ from pydantic_ai.messages import (
     TextPartDelta,
 )
 
+from .._core.audit_events import AuditEvent, ServiceNotifiedEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ApprovalRequest, Request, Scope
@@ -51,7 +52,9 @@ TEXT_SINK: ContextVar[TextSink | None] = ContextVar("sayso_text_sink", default=N
 
 @dataclass(frozen=True, kw_only=True)
 class CallTerms:
-    """How remembered approvals work for the call in progress, when a host keeps them (§3.4).
+    """How remembered approvals work for the call in progress, when a host keeps them.
+
+    See docs/concepts/decisions.md#scopes-remembering-an-approval.
 
     Set by `Sayso.run` / `Sayso.answer_pause` for the whole call, delegates and resumed segments
     included: the host's grants (when given) are the only ones honoured and sayso stores none,
@@ -292,7 +295,10 @@ async def consume(
 async def tell_services(
     k: Kernel, built: BuiltAgent, requests: Sequence[Request], decisions: Mapping[str, DecisionRecord]
 ) -> None:
-    """Tell each service how its own approval request was decided, before the run continues (§2.4)."""
+    """Tell each service how its own approval request was decided, before the run continues.
+
+    See docs/concepts/pauses.md#tools-whose-service-asks.
+    """
     notices = [
         service_notice(r, decisions[r.request_id].decision, principal=decisions[r.request_id].principal, at=k.clock())
         for r in requests
@@ -300,10 +306,12 @@ async def tell_services(
     ]
     if not notices or not built.notifier.configured:
         return
-    audit = []
+    audit: list[AuditEvent] = []
     for notice in notices:
         problem = await built.notifier.notify(notice)
-        audit.append({"event": "service_notified", **notice, "delivered": problem is None, "problem": problem})
+        audit.append(
+            ServiceNotifiedEvent(event="service_notified", **notice, delivered=problem is None, problem=problem)
+        )
     await k.store.append_audit(audit)
 
 

@@ -1,4 +1,6 @@
-"""The delegate tree (§5): runs below runs, advanced leaves first, paused and resumed as one.
+"""The delegate tree: runs below runs, advanced leaves first, paused and resumed as one.
+
+See docs/concepts/pauses.md#nested-agents.
 
 A delegate's run hangs under its parent's tool call (a `DelegateRequest` in the parent's pause).
 A pause anywhere below pauses the top run; the requests a person sees are the open *leaves*.
@@ -26,7 +28,7 @@ from .._core.requests import (
     shown_args,
 )
 from .._core.resume import SKIPPED_FOR_FORCE, open_requests, plan_resume
-from .._engine.calls import Deferral
+from .._engine.calls import DelegateDeferral
 from .._engine.deferred import audit_body
 from .._store import PauseState, RunRecord, RunRequests
 from ..exceptions import PauseConsumed, RunConflict
@@ -151,7 +153,7 @@ async def delegate(k: Kernel, parent: RunRecord, target: str, task: str, call_id
     child = await start_child(k, parent, target, task, call_id, client_tools=parent.client_tools)
     outcome = await _step.execute(k, k.built(target), child, prompt=task, requests=[], decisions={}, history=[])
     if outcome.status == "paused":
-        raise CallDeferred(metadata=Deferral(kind="delegate", child_run_id=child.run_id).as_metadata())
+        raise CallDeferred(metadata=DelegateDeferral(child_run_id=child.run_id).as_metadata())
     return await delegate_answer(k, outcome)
 
 
@@ -180,7 +182,9 @@ async def start_child(
 
 
 async def delegate_answer(k: Kernel, outcome: RunResult) -> str:
-    """What the parent reads from a finished delegate: its answer, plus every answer it was given (§5).
+    """What the parent reads from a finished delegate: its answer, plus every answer it was given.
+
+    See docs/concepts/pauses.md#nested-agents.
 
     The one place a coordinator hears what its delegate asked for (a question, a browser tool, a
     workflow input or an MCP form) and what came back, so it does not ask again. Approvals are left

@@ -2,10 +2,11 @@
 
 The a2a-sdk's `PushNotificationConfigStore` is its port for the configs (implemented here over the
 runtime's adapter marks, so every replica sees the same configs); each task update is sent from the
-outbox by `_push_delivery.PushDispatcher`, through `signing_client`. sayso adds the signature: each delivery
-carries `Sayso-Timestamp` and `Sayso-Signature` (HMAC-SHA256 over `"{timestamp}.{body}"`),
-keyed by `a2a.push_secret_env` when set, else by the config's own `token`, which the receiver
-chose and so can check. A config that could not be signed is refused, and where a push may go is
+outbox by `_push_delivery.PushDispatcher`, through `signing_client`. sayso adds the signature: each
+delivery carries the Standard Webhooks headers (`webhook-id`, the delivery's id, the same on every
+retry; `webhook-timestamp`, `webhook-signature`, see `sayso._core.signing`), keyed by
+`a2a.push_secret_env` when set, else by the config's own `token`, which the receiver chose and so
+can check. A config that could not be signed is refused, and where a push may go is
 `_push_target`'s rule (public addresses; loopback and private ones with `a2a.push_private_urls`;
 link-local and cloud metadata never), checked when the config is made and again at each delivery,
 whose connection goes to the very address that was checked.
@@ -13,6 +14,7 @@ whose connection goes to the very address that was checked.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -27,10 +29,11 @@ from a2a.server.tasks.push_notification_config_store import (
 from a2a.types import TaskPushNotificationConfig
 from a2a.utils.errors import InvalidParamsError
 from google.protobuf.json_format import MessageToDict, ParseDict
+from typing_extensions import TypedDict
 
 from ..._config.file import A2AConfig
 from ..._core.access import Principal
-from ..._core.signing import signature_headers
+from ..._core.signing import ID_HEADER, signature_headers
 from ..._runtime import Sayso
 from ._push_target import PinnedTransport, PushRefused, checked_address
 
@@ -53,9 +56,9 @@ class MarkPushConfigStore(PushNotificationConfigStore):
         assert isinstance(caller, Principal), "the A2A route authenticates before dispatching"
         return caller.name
 
-    async def _load(self, task_id: str) -> list[dict[str, Any]]:
+    async def _load(self, task_id: str) -> list[_PushEntry]:
         raw = await self.sayso.get_mark(PUSH_MARKS, task_id)
-        entries: list[dict[str, Any]] = json.loads(raw) if raw else []
+        entries: list[_PushEntry] = json.loads(raw) if raw else []
         return entries
 
     async def set_info(
@@ -86,7 +89,14 @@ class MarkPushConfigStore(PushNotificationConfigStore):
         await self.sayso.set_mark(PUSH_MARKS, task_id, json.dumps(kept))
 
 
-def _config(entry: dict[str, Any]) -> TaskPushNotificationConfig:
+class _PushEntry(TypedDict):
+    """One push config as kept in the task's mark: whose it is, and the config as protobuf JSON."""
+
+    owner: str
+    config: dict[str, Any]
+
+
+def _config(entry: _PushEntry) -> TaskPushNotificationConfig:
     return ParseDict(entry["config"], TaskPushNotificationConfig())
 
 
@@ -117,7 +127,9 @@ def signing_client(config: A2AConfig, *, timeout: float = 10.0) -> httpx.AsyncCl
         secret = secret or request.headers.get(TOKEN_HEADER, "")
         if not secret:
             raise httpx.RequestError("no key to sign this push notification with; it is not sent", request=request)
-        request.headers.update(signature_headers(secret, request.content, now=time.time()))
+        # The dispatcher names the delivery (the same id on every retry), so receivers drop what they had.
+        message_id = request.headers.get(ID_HEADER) or f"push_{hashlib.sha256(request.content).hexdigest()[:24]}"
+        request.headers.update(signature_headers(secret, request.content, message_id=message_id, now=time.time()))
 
     transport = PinnedTransport(private_ok=config.push_private_urls)
     return httpx.AsyncClient(timeout=timeout, event_hooks={"request": [sign]}, transport=transport)

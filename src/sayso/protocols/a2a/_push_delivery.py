@@ -6,7 +6,7 @@ routes of every server: it claims those events (one sender per delivery at a tim
 task's status update to each push config of the task (signed by `_push.signing_client`), and
 settles the delivery: delivered, skipped (no config, or the task changed again since, so that a
 retry never sends a stale or repeated state), retried later with exponential backoff, or given
-up on. Every attempt carries the same `Sayso-Delivery` id, so receivers drop duplicates; a
+up on. Every attempt carries the same `webhook-id` (the delivery id), so receivers drop duplicates; a
 delivery whose sender died is claimed again once its claim lapses.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -21,7 +22,7 @@ import httpx
 from a2a.types import StreamResponse, TaskPushNotificationConfig, TaskStatusUpdateEvent
 from google.protobuf.json_format import MessageToDict
 
-from ..._core.signing import DELIVERY_HEADER
+from ..._core.signing import ID_HEADER
 from ..._runtime import RunUpdate, Sayso
 from ...exceptions import SaysoError
 from ._push import TOKEN_HEADER, MarkPushConfigStore
@@ -100,9 +101,9 @@ class PushDispatcher:
         problems = [p for config in configs if (p := await self._post(config, body, update.delivery_id))]
         await self._settle(update, problems)
 
-    async def _post(self, config: TaskPushNotificationConfig, body: dict[str, Any], delivery_id: str) -> str | None:
+    async def _post(self, config: TaskPushNotificationConfig, body: Mapping[str, Any], delivery_id: str) -> str | None:
         """One POST to one config; what went wrong, or `None` when it was taken."""
-        headers = {DELIVERY_HEADER: delivery_id}
+        headers = {ID_HEADER: delivery_id}
         if config.token:
             headers[TOKEN_HEADER] = config.token
         if config.HasField("authentication") and config.authentication.scheme and config.authentication.credentials:

@@ -14,7 +14,7 @@ Every open request a paused run waits on is asked as one elicitation, and the cl
 An accepted answer is checked against the form that was sent before it becomes a decision: a value
 outside an enum (an approval's `"APPROVE!"`, a scope never offered) is refused (`InvalidDecision`),
 and the server asks again with the problem, never guessing a rejection or a narrower scope. A
-question's choices are suggestions the person may always answer beside (SPEC §2.2), so each is
+question's choices are suggestions the person may always answer beside (docs/concepts/pauses.md#questions), so each is
 sent as an optional pick from the choices plus an optional own-words field, and one of them must
 be given. A server's own form (an elicitation from below) and a workflow's input are checked by
 the runtime, against their own schemas.
@@ -25,9 +25,11 @@ Pure: the server does the I/O.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import mcp_types
+from pydantic.json_schema import JsonSchemaValue
 
 from ..._core.decisions import (
     Accept,
@@ -117,8 +119,8 @@ def _approval_message(request: ApprovalRequest) -> str:
     return " ".join(lines)
 
 
-def _approval_form(request: ApprovalRequest) -> dict[str, Any]:
-    properties: dict[str, Any] = {
+def _approval_form(request: ApprovalRequest) -> JsonSchemaValue:
+    properties: JsonSchemaValue = {
         "decision": {"type": "string", "enum": ["approve", "reject"], "title": "Decision"},
         "reason": {"type": "string", "title": "Reason", "description": "Why you reject (the agent reads it)."},
     }
@@ -133,11 +135,11 @@ def _approval_form(request: ApprovalRequest) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": ["decision"]}
 
 
-def _question_form(request: QuestionRequest) -> dict[str, Any]:
-    properties: dict[str, Any] = {}
+def _question_form(request: QuestionRequest) -> JsonSchemaValue:
+    properties: JsonSchemaValue = {}
     required: list[str] = []
     for index, question in enumerate(request.questions, 1):
-        field: dict[str, Any] = {"title": question.question}
+        field: JsonSchemaValue = {"title": question.question}
         if not question.choices:
             field.update(type="string", minLength=1)
             properties[f"answer_{index}"] = field
@@ -156,7 +158,7 @@ def _question_form(request: QuestionRequest) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required}
 
 
-def _question_answers(request: QuestionRequest, content: dict[str, Any]) -> tuple[tuple[str, ...], ...]:
+def _question_answers(request: QuestionRequest, content: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
     """The answers a question form's content gives: each question's pick(s) and own words, at least one each."""
     answers: list[tuple[str, ...]] = []
     for index, question in enumerate(request.questions, 1):
@@ -175,7 +177,7 @@ def _question_answers(request: QuestionRequest, content: dict[str, Any]) -> tupl
     return tuple(answers)
 
 
-def _input_form(request: InputRequest) -> dict[str, Any]:
+def _input_form(request: InputRequest) -> JsonSchemaValue:
     if not _wraps_value(request):
         return request.response_schema
     return {
@@ -230,7 +232,7 @@ def decision_from(request: Request, reply: mcp_types.ElicitResult) -> Decision:
         return ClientResult(value=raw)
 
 
-def _check_fits(request: Request, content: dict[str, Any]) -> None:
+def _check_fits(request: Request, content: Mapping[str, Any]) -> None:
     """Refuse accepted content that breaks the form sent for `request` (a value outside its enum, say)."""
     params = _elicitation_for(request)
     assert isinstance(params, mcp_types.ElicitRequestFormParams)

@@ -1,4 +1,6 @@
-"""sayso's agents as MCP tools (§9): `/mcp`, streamable HTTP, one tool per agent, pauses asked as elicitations.
+"""sayso's agents as MCP tools: `/mcp`, streamable HTTP, one tool per agent, pauses asked as elicitations.
+
+See docs/guides/mcp.md#sayso-as-an-mcp-server.
 
 Every entry is a tool: each agent, each orchestration (its lead answers) and each workflow (whose
 inputs are asked as forms of their own schema). A tool takes the person's `message` (and optionally
@@ -198,7 +200,7 @@ def _stateless(ctx: Context) -> bool:
 
 
 async def _answered(
-    sayso: Sayso, caller: Principal, run_id: str, responses: dict[str, Any]
+    sayso: Sayso, caller: Principal, run_id: str, responses: mcp_types.InputResponses
 ) -> str | mcp_types.InputRequiredResult:
     """A later leg: the client's answers decide the open requests they name, then the run carries on."""
     waiting = await sayso.result(run_id, principal=caller)
