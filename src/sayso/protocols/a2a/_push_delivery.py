@@ -33,7 +33,7 @@ logger = logging.getLogger("sayso.a2a.push")
 HOOK = "a2a.push"
 """The outbox key A2A push notifications are claimed under (the same on every replica)."""
 
-POLL_SECONDS = 0.5
+POLL_SECONDS = 1.0
 """How often a server looks for task updates other processes committed (its own wake it at once)."""
 
 MAX_ATTEMPTS = 8
