@@ -61,7 +61,7 @@ agents:
         pytest.param("agents: {a: {modle: x}}", "modle", id="unknown-field"),
         pytest.param("agents: {a: {interrupt: {remember: forever}}}", "remember", id="bad-scope"),
         pytest.param("agents: [", "not valid YAML", id="bad-yaml"),
-        pytest.param("agents: {a: {system_prompt: hi}}", "kaboo's name for 'instructions'", id="system-prompt-off"),
+        pytest.param("agents: {a: {system_prompt: hi}}", "another name for 'instructions'", id="system-prompt-off"),
         pytest.param(
             "agents: {a: {system_prompt: hi, instructions: ho}}\nag_ui: {kaboo_compat: true}",
             "both 'instructions' and 'system_prompt'",

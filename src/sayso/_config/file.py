@@ -168,7 +168,8 @@ class AgentConfig(_Strict):
     instructions: str = ""
     """What the agent is told to do (its system instructions)."""
     system_prompt: str | None = None
-    """kaboo's name for `instructions`; accepted with `ag_ui.kaboo_compat: true` (use one or the other)."""
+    """Another name for `instructions`, as some AG-UI hosts write it; accepted with `ag_ui.kaboo_compat: true`
+    (use one or the other)."""
     description: str | None = None
     """What the agent is for, as other agents and A2A agent cards show it."""
     tools: list[Any] = []
@@ -341,7 +342,7 @@ class Config(_Strict):
                 continue
             if not self.ag_ui.kaboo_compat:
                 raise ValueError(
-                    f"agent {name!r}: 'system_prompt' is kaboo's name for 'instructions'; "
+                    f"agent {name!r}: 'system_prompt' is another name for 'instructions'; "
                     "rename it, or set 'ag_ui: {kaboo_compat: true}'"
                 )
             if spec.instructions:
