@@ -126,7 +126,7 @@ def cli_json(*args: str) -> dict[str, Any]:
 
 
 def test_the_cli_answers_with_json_refuses_a_wrong_field_and_shows_the_command() -> None:
-    """`sayso decide … answer '{...}'` answers an input; a wrong field exits 1 naming it; the panel shows the form."""
+    """`sayso decide … answer '{...}'` answers an input; a wrong field exits 4 naming it; the panel shows the form."""
     shown = runner.invoke(app, ["run", str(CONCIERGE), "Plan my day"])
     assert shown.exit_code == 0, shown.output
     assert "asks for input at ask_preferences" in shown.stdout
@@ -135,7 +135,7 @@ def test_the_cli_answers_with_json_refuses_a_wrong_field_and_shows_the_command()
     paused = cli_json("run", str(CONCIERGE), "Plan my day")
     request_id = paused["requests"][0]["id"]
     bad = runner.invoke(app, ["decide", str(CONCIERGE), request_id, "answer", '{"hobby": "fado"}'])
-    assert bad.exit_code == 1 and "city: field required" in bad.stderr
+    assert bad.exit_code == 4 and "city: field required" in bad.stderr
     review = cli_json("decide", str(CONCIERGE), request_id, "answer", '{"city": "Porto", "hobby": "fado"}')
     [feedback] = review["requests"]
     assert feedback["node"] == "get_user_feedback" and feedback["payload"]["itinerary"][0]["name"]

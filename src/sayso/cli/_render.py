@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -68,9 +70,55 @@ def text_answer(schema: dict[str, Any]) -> bool:
     return schema_type(schema).get("type") == "string"
 
 
+def sayso_command() -> str:
+    """How to run this very sayso from any shell, venv activated or not: its absolute path.
+
+    The running `sayso` script when that is what runs (a pasted `sayso` would find another, or
+    none, on a PATH without the venv); else this interpreter with `-m sayso`.
+    """
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script is not None and script.name == "sayso" and script.is_file():
+        return shlex.quote(str(script.resolve()))
+    return shlex.join([sys.executable, "-m", "sayso"])
+
+
+def typed_args(args: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:
+    """`args` with each value typed as the tool's schema asks (`"50"` for a number is `50`), to edit and send.
+
+    A model (or a script) may write a number as text; the tool took it, lax, but edited arguments
+    are checked strictly against the schema, so the suggested edit must carry the typed value.
+    """
+    if not schema:
+        return args
+    properties = schema_type(schema).get("properties")
+    if not isinstance(properties, dict):
+        return args
+    return {name: _typed(value, properties.get(name), schema) for name, value in args.items()}
+
+
+def _typed(value: Any, spec: Any, root: dict[str, Any]) -> Any:
+    if not isinstance(value, str) or not isinstance(spec, dict):
+        return value
+    kind = schema_type(spec, root).get("type")
+    if kind not in ("number", "integer", "boolean", "array", "object"):
+        return value
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        return value
+    fits = {
+        "number": isinstance(parsed, int | float) and not isinstance(parsed, bool),
+        "integer": isinstance(parsed, int) and not isinstance(parsed, bool),
+        "boolean": isinstance(parsed, bool),
+        "array": isinstance(parsed, list),
+        "object": isinstance(parsed, dict),
+    }[kind]
+    return parsed if fits else value
+
+
 def answer_commands(request: Request, config: str) -> list[str]:
     """The exact `sayso decide` commands that answer `request`, ready to paste into a shell."""
-    base = f"sayso decide {shlex.quote(config)} {request.request_id}"
+    base = f"{sayso_command()} decide {shlex.quote(config)} {request.request_id}"
     if isinstance(request, InputRequest):
         if text_answer(request.response_schema):
             answer = f"{base} answer {shlex.quote('your answer')}"
@@ -85,7 +133,7 @@ def answer_commands(request: Request, config: str) -> list[str]:
             approve += f" {shlex.quote(json.dumps(example_answer(request.response_schema), ensure_ascii=False))}"
         commands = [approve, f"{base} reject --reason {shlex.quote('your reason')}"]
         if request.payload is None or not (isinstance(request.payload, dict) and "remote_agent" in request.payload):
-            edited = json.dumps(shown_args(request), ensure_ascii=False)
+            edited = json.dumps(typed_args(shown_args(request), request.args_schema), ensure_ascii=False)
             commands.append(f"{base} approve --args {shlex.quote(edited)}")
         wider = [s for s in request.scopes if s != "once"]
         if wider:
