@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic_ai.models import Model
 from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.models.wrapper import WrapperModel
 
 import sayso
 from sayso import ConfigError, Sayso, ScriptedModel, load_config
@@ -168,7 +169,8 @@ def test_a_local_openai_compatible_server_needs_no_key(tmp_path: Path) -> None:
         )
     )
     model = app.agent_model("a")
-    assert isinstance(model, OpenAIChatModel)
+    assert isinstance(model, WrapperModel)  # it names the server in its connection errors
+    assert isinstance(model.wrapped, OpenAIChatModel)
     assert (model.model_name, model.base_url) == ("llama3", "http://127.0.0.1:11434/v1/")
 
 

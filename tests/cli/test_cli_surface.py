@@ -111,7 +111,7 @@ def test_check_reports_a_schema_error_with_exit_2(tmp_path: Path) -> None:
     config.write_text("agents:\n  a:\n    modle: x\n")
     done = runner.invoke(app, ["check", str(config)])
     assert done.exit_code == 2
-    assert f"{config}:3: agents.a.modle: Extra inputs are not permitted" in done.stderr
+    assert f"{config}:3: error: agents.a.modle: Extra inputs are not permitted" in done.stderr
 
 
 def test_a_failed_run_exits_non_zero_with_its_cause(tmp_path: Path) -> None:

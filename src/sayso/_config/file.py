@@ -51,7 +51,7 @@ from .edges import (
 from .edges import (
     WebhookEvent as WebhookEvent,
 )
-from .lines import line_of, read_yaml, validation_line
+from .lines import line_of, read_yaml, validation_line, yaml_problem
 from .mcp import McpBinding, McpServerConfig, bad_server_names, unknown_servers
 
 STORE_ENV = "SAYSO_STORE"
@@ -421,13 +421,14 @@ def load_config(path: str | Path) -> Config:
     except OSError as exc:
         raise ConfigError(f"cannot read config {str(file)!r}: {exc.strerror}") from exc
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config {str(file)!r} is not valid YAML: {exc}") from exc
+        raise ConfigError(f"config {str(file)!r} is not valid YAML:\n{yaml_problem(file, exc)}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"config {str(file)!r} must be a mapping with 'agents'")
     try:
         config = Config.model_validate({**raw, "base_dir": file.resolve().parent})
     except ValidationError as exc:
-        problems = sorted((validation_line(file, lines, error) for error in exc.errors()), key=lambda p: p[0])
+        found = (validation_line(file, lines, error, root=Config) for error in exc.errors())
+        problems = sorted(found, key=lambda p: p[0])
         shown = "\n".join(text for _, text in problems)
         raise ConfigError(f"config {str(file)!r} is invalid:\n{shown}") from exc
     config._source = file

@@ -108,9 +108,17 @@ def banner(config_path: str, config: Config, host: str, port: int) -> list[str]:
     )
     return [
         f"sayso serves {config_path} on http://{host}:{port}/  (API docs at /docs; Ctrl-C stops)",
-        f"store: {_shown_url(config.store_url())}",
+        f"store: {_shown_url(_anchored(config.store_url(), config))}",
         mode,
     ]
+
+
+def _anchored(url: str, config: Config) -> str:
+    """A SQLite URL with its file as an absolute path (a relative one is relative to the config's folder)."""
+    scheme, sep, path = url.partition(":///")
+    if not sep or not scheme.startswith("sqlite") or path.startswith("/") or path in ("", ":memory:"):
+        return url
+    return f"{scheme}:///{(config.base_dir / path).resolve()}"
 
 
 def _shown_url(url: str) -> str:
@@ -127,8 +135,8 @@ class _Plain(logging.Formatter):
     """sayso's own lines as plain sentences; everything else with its level and source."""
 
     def format(self, record: logging.LogRecord) -> str:
-        if record.name.startswith("sayso") and record.levelno == logging.INFO:
-            return record.getMessage()
+        if record.name == "sayso.config" or (record.name.startswith("sayso") and record.levelno == logging.INFO):
+            return record.getMessage()  # a config problem already reads `file:line: warning: ...`
         return f"{record.levelname.lower()}: {record.name}: {record.getMessage()}"
 
 
