@@ -11,7 +11,7 @@ from .conftest import ROOT
 
 
 def test_without_root_it_says_what_is_missing_and_which_tests_it_skips(tmp_path: Path) -> None:
-    """`scripts/needs` as a user who is not root, on a machine lacking chromium and PostgreSQL: two plain notes, exit 0."""
+    """`scripts/needs` as a user who is not root, lacking chromium and PostgreSQL: two plain notes, exit 0."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake_id = bin_dir / "id"
