@@ -114,7 +114,9 @@ def chat(
     principal: PrincipalOpt = "local",
 ) -> None:
     """Chat with an agent, answering its requests at the prompt."""
-    _with_app(config, lambda rt: chat_loop(rt, console, agent=agent, thread_id=thread, principal=principal))
+    _with_app(
+        config, lambda rt: chat_loop(rt, console, agent=agent, thread_id=thread, principal=principal, config=config)
+    )
 
 
 @app.command(cls=_Command)

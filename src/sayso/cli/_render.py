@@ -159,8 +159,11 @@ def print_request(console: Console, request: Request, *, index: int | None = Non
             console.print(Text(f"  {command}", style="cyan"), soft_wrap=True)
 
 
-def request_panel(request: Request, *, index: int | None = None) -> Panel:
-    """A request as a panel: what is asked, by whom, and its id for `sayso decide`."""
+def request_panel(request: Request, *, index: int | None = None, brief: bool = False) -> Panel:
+    """A request as a panel: what is asked, by whom, and its id for `sayso decide`.
+
+    `brief` leaves a question's words out, for a prompt that asks them right after.
+    """
     body: list[RenderableType] = []
     title: str
     if isinstance(request, ApprovalRequest):
@@ -170,11 +173,11 @@ def request_panel(request: Request, *, index: int | None = None) -> Panel:
         title = f"{_who(request)} asks for input at [bold]{request.node}[/bold]"
         body.append(Text(request.message))
         if request.payload is not None:
-            body.append(_payload(request.payload))
+            body.append(readable_payload(request.payload))
         body.append(Text(f"answer: {fields_summary(request.response_schema)}", style="italic"))
     elif isinstance(request, QuestionRequest):
         title = f"{_who(request)} asks"
-        for q in request.questions:
+        for q in () if brief else request.questions:
             body.append(Text(q.question, style="bold"))
             for n, choice in enumerate(q.choices, 1):
                 body.append(Text(f"  {n}) {choice}"))
@@ -214,6 +217,71 @@ def _approval_lines(request: ApprovalRequest) -> list[RenderableType]:
     if request.response_schema is not None:
         lines.append(Text(f"send with an approval: {fields_summary(request.response_schema)}"))
     return lines
+
+
+def readable_payload(payload: Any) -> RenderableType:
+    """Data a workflow shows with its question, as a person reads it: fields as `name: value`, lists as items.
+
+    A list of records with a name (an itinerary) reads `1. Name — description`; anything deeper or
+    odder falls back to indented JSON, which is still exact.
+    """
+    lines = _readable(payload, 0)
+    if lines is None or len(lines) > 60:
+        return _payload(payload)
+    return Text("\n".join(lines))
+
+
+def _readable(value: Any, depth: int) -> list[str] | None:
+    pad = "  " * depth
+    if isinstance(value, str | int | float | bool) or value is None:
+        return [f"{pad}{_scalar(value)}"]
+    if depth > 2:
+        return None
+    if isinstance(value, list):
+        out: list[str] = []
+        for n, item in enumerate(value, 1):
+            named = _named_item(item)
+            if named is not None:
+                out.append(f"{pad}{n}. {named}")
+                continue
+            inner = _readable(item, depth + 1)
+            if inner is None:
+                return None
+            out.append(f"{pad}{n}. {inner[0].strip()}")
+            out.extend(inner[1:])
+        return out or [f"{pad}(none)"]
+    if isinstance(value, dict):
+        out = []
+        for key, item in value.items():
+            label = str(key).replace("_", " ")
+            if isinstance(item, str | int | float | bool) or item is None:
+                out.append(f"{pad}{label}: {_scalar(item)}")
+                continue
+            inner = _readable(item, depth + 1)
+            if inner is None:
+                return None
+            out.append(f"{pad}{label}:")
+            out.extend(inner)
+        return out
+    return None
+
+
+def _named_item(item: Any) -> str | None:
+    """`Name — description` for a record holding a name (or title) and at most a description besides."""
+    if not isinstance(item, dict):
+        return None
+    name = item.get("name", item.get("title"))
+    rest = set(item) - {"name", "title", "description"}
+    if not isinstance(name, str) or rest:
+        return None
+    description = item.get("description")
+    return f"{name} — {description}" if isinstance(description, str) and description else name
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "—" if value is None else str(value)
 
 
 def _payload(payload: Any) -> RenderableType:
