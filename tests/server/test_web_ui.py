@@ -556,7 +556,7 @@ def test_concierge_workflow_form_refuses_a_wrong_value_inline_and_runs_to_the_pl
     expect(page.get_by_label("Agent for a new chat")).to_contain_text("concierge")
     page.get_by_label("Agent for a new chat").select_option("concierge")
     say(page, "Plan my day")
-    card = page.get_by_role("article", name="Input for Ask preferences")
+    card = page.get_by_role("article", name="Preferences")  # titled from the schema, not the function
     expect(card).to_contain_text("This is an interactive concierge")
     expect(card.get_by_label("City *")).to_have_value("")
     expect(card.get_by_label("Pace")).to_have_value('"relaxed"')  # an enum is a select, its default chosen
@@ -572,7 +572,7 @@ def test_concierge_workflow_form_refuses_a_wrong_value_inline_and_runs_to_the_pl
     screenshot(card, "input-card")
     card.get_by_role("button", name="Send").click()
 
-    review = page.get_by_role("article", name="Input for Get user feedback")
+    review = page.get_by_role("article", name="User feedback")
     details = review.get_by_role("region", name="Details")
     expect(details).to_contain_text("Itinerary")
     expect(details).to_contain_text("An afternoon of fado")
@@ -580,12 +580,13 @@ def test_concierge_workflow_form_refuses_a_wrong_value_inline_and_runs_to_the_pl
     review.get_by_label("User response *").fill("add a tram ride")
     screenshot(review, "input-card-payload")
     review.get_by_role("button", name="Send").click()
-    again = page.get_by_role("article", name="Input for Get user feedback")
+    again = page.get_by_role("article", name="User feedback")
     expect(again.get_by_role("region", name="Details")).to_contain_text("add a tram ride")
     again.get_by_label("User response *").fill("perfect")
     again.get_by_label("Done").check()
     again.get_by_role("button", name="Send").click()
     transcript = page.locator("#transcript")
     expect(transcript).to_contain_text("Your day in Lisbon")
-    expect(transcript).to_contain_text("2. Your request: add a tram ride")
+    # The plan is Markdown: its numbered lines are a list.
+    expect(transcript.locator("li.assistant ol > li").nth(1)).to_contain_text("Your request: add a tram ride")
     screenshot(page, "concierge-plan")

@@ -172,6 +172,9 @@ class AgentConfig(_Strict):
     (use one or the other)."""
     description: str | None = None
     """What the agent is for, as other agents and A2A agent cards show it."""
+    internal: bool = False
+    """An agent that works only for other agents or workflows (a delegate, a workflow's agent node): the web UI
+    does not offer it for a new chat; its requests are still in the inbox, and the API still runs it."""
     tools: list[Any] = []
     """Import specs (`pkg.mod:fn`), or functions and pydantic-ai `Tool`s from Python."""
     client_tools: list[str] = []

@@ -239,6 +239,8 @@ class AgentOut(BaseModel):
     entry: bool
     kind: Literal["agent", "workflow"] = "agent"
     """`workflow`: a graph of nodes that stops for input (§8), run like an agent."""
+    internal: bool = False
+    """Configured `internal: true`: it works for other agents or workflows, and is not offered for a new chat."""
 
 
 class AgentListOut(BaseModel):
