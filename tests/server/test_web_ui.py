@@ -237,12 +237,11 @@ def test_second_tab_sees_the_decision_without_a_reload(server: LiveServer, brows
             expect(tab.get_by_role("article", name="Approve delete_file?")).to_be_visible()
         first.get_by_role("button", name="Approve", exact=True).click()
         expect(first.locator("#transcript")).to_contain_text("Deleted notes.txt.")
-        card = second.locator("article.card")
-        expect(card).to_have_attribute("data-closed", "true")
-        expect(second.get_by_role("article", name="Approved by you (web UI)")).to_be_visible()
         expect(second.locator("#transcript")).to_contain_text("Deleted notes.txt.")
+        expect(second.locator("#transcript li.decision")).to_contain_text("Approved by you (web UI)")
+        expect(second.locator("article.card")).to_have_count(0)  # the card gave way to the transcript's line
         expect(second.locator("#status")).to_have_text("")
-        screenshot(card, "approval-card-decided-elsewhere")
+        screenshot(second.locator("#chat-view"), "approval-decided-elsewhere")
     finally:
         context.close()
 
@@ -352,10 +351,10 @@ def test_a_decision_from_the_cli_turns_the_card_live(serve: ServerFactory, page:
         timeout=60,
     )
     assert decided.returncode == 0, decided.stderr
-    receipt = page.get_by_role("article", name="Approved by alice (CLI)")
-    expect(receipt).to_contain_text("delete_file")
     expect(page.locator("#transcript")).to_contain_text("Deleted notes.txt.")
     expect(page.locator("#transcript li.decision")).to_contain_text("Approved by alice (CLI)")
+    expect(page.locator("#transcript li.decision")).to_contain_text("delete_file")
+    expect(page.locator("#cards article.card")).to_have_count(0)  # one record of the decision: its line
     expect(page.locator("#status")).to_have_text("")
     screenshot(page, "live-decision-from-cli")
     assert not (workdir / "sandbox" / "notes.txt").exists()
@@ -394,8 +393,10 @@ def test_rejections_and_skips_are_transcript_lines(server: LiveServer, page: Pag
     expect(card.get_by_text("(optional)")).to_be_visible()
     reason.fill("I still need it")
     reason.press("Enter")  # Enter sends the rejection
-    expect(page.get_by_role("article", name="Rejected by you (web UI)")).to_contain_text("I still need it")
-    expect(page.locator("#transcript li.decision")).to_contain_text("Rejected by you (web UI)")
+    decision = page.locator("#transcript li.decision")
+    expect(decision).to_contain_text("Rejected by you (web UI)")
+    expect(decision).to_contain_text("I still need it")
+    expect(page.locator("#cards article.card")).to_have_count(0)  # one record per decision: the line, no receipt
 
     say(page, "delete todo")
     expect(page.get_by_role("article", name="Approve delete_file?")).to_be_visible()

@@ -82,7 +82,8 @@ def test_chat_shows_markdown_answers_and_tool_calls_as_cards(serve: ServerFactor
 
 
 def test_a_run_shows_a_working_indicator_then_the_approval(serve: ServerFactory, page: Page, width: str) -> None:
-    """While a run works the status line spins (aria-busy on the transcript); a pause stops it."""
+    """While a run works the status line spins (aria-busy on the transcript); a pause stops it; the approval is then
+    recorded once, as a transcript line."""
     server = serve()
     page.goto(server.base_url)
     page.evaluate(
@@ -101,6 +102,12 @@ def test_a_run_shows_a_working_indicator_then_the_approval(serve: ServerFactory,
     expect(page.locator("#transcript")).to_have_attribute("aria-busy", "false")
     fits(page)
     shot(page, "approval", width)
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator("#transcript")).to_contain_text("Deleted notes.txt.")
+    # One record of the decision: its transcript line; the card does not stay beside it as a second receipt.
+    expect(page.locator("#transcript li.decision")).to_have_count(1)
+    expect(page.locator("#cards article.card")).to_have_count(0)
+    shot(page, "approved", width)
 
 
 def test_a_workflow_chat_is_hinted_and_its_forms_read_as_forms(serve: ServerFactory, page: Page, width: str) -> None:

@@ -47,6 +47,11 @@ const refreshThread = coalesce(async () => {
   renderTranscript(thread.transcript);
   const run = thread.active_run;
   reconcileCards($("cards"), run && run.status === "paused" ? run.requests : [], chatCtx);
+  // One record per decision: a receipt card gives way once the transcript holds that decision's line.
+  const recorded = new Set(thread.transcript.filter((e) => e.role === "decision").map((e) => e.decision?.request_id));
+  for (const card of $("cards").querySelectorAll("article.card[data-closed]")) {
+    if (recorded.has(card.dataset.requestId)) card.remove();
+  }
   setStatus(!run ? "" : run.status === "paused" ? "Waiting for you." : run.status === "running" ? "Working… (started elsewhere)" : "",
     run?.status === "running");
   markCurrentThread();
