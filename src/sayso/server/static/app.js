@@ -92,6 +92,8 @@ function submitMessage(confirmed) {
   if (waiting && !confirmed) { showSkipWarning(waiting); return; }
   hideSkipWarning();
   $("message").value = "";
+  document.body.classList.remove("threads-open");  // on a phone, the thread list folds away for the answer
+  $("threads-toggle").setAttribute("aria-expanded", "false");
   sendMessage(message);
 }
 
