@@ -23,7 +23,7 @@ from sayso import (
     Skip,
 )
 from sayso._core.decisions import Expire, check_decision, model_text
-from sayso._core.policy import InterruptPolicy, ToolRule, gate_for
+from sayso._core.policy import InterruptPolicy, ToolRule, approval_terms
 from sayso._core.resume import plan_resume
 from sayso._core.service import parse_service_ask
 
@@ -168,7 +168,7 @@ def test_gate_first_match(tool: str, declared: bool, read_only: bool, gated: boo
         tools=(ToolRule(name="delete_file", remember="thread"), ToolRule(name="merchant___*")),
         skip_read_only=True,
     )
-    gate = gate_for(policy, tool, declared=declared, read_only=read_only)
+    gate = approval_terms(policy, tool, declared=declared, read_only=read_only)
     assert (gate is not None) == gated
 
 
@@ -179,9 +179,9 @@ def test_first_matching_rule_sets_the_scopes() -> None:
         tools=(ToolRule(name="delete_*", remember="always"), ToolRule(name="delete_file", remember="once")),
         remember="thread",
     )
-    gate = gate_for(policy, "delete_file", declared=False, read_only=False)
+    gate = approval_terms(policy, "delete_file", declared=False, read_only=False)
     assert gate is not None and gate.scopes == ("once", "thread", "always")
-    declared = gate_for(policy, "other", declared=True, read_only=False)
+    declared = approval_terms(policy, "other", declared=True, read_only=False)
     assert declared is not None and declared.scopes == ("once", "thread")
 
 

@@ -34,6 +34,7 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from .._core.decisions import Accept
 from .calls import Deferral, Elicitation, approved_call_of
+from .deps import RunDeps
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,8 +133,6 @@ class HookToolset(WrapperToolset[Any]):
 
 def _hook_call(name: str, tool_args: dict[str, Any], ctx: RunContext[Any]) -> HookCall:
     """What the hook sees of a call, including what a person did about the pause it raised before."""
-    from .gate import RunDeps
-
     deps = ctx.deps
     assert isinstance(deps, RunDeps), "sayso runs every agent with its own deps"
     resumed = approved_call_of(ctx.tool_call_metadata) if ctx.tool_call_approved else None

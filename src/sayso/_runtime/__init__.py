@@ -15,6 +15,7 @@
 | `_outbox` | the same events from the store's outbox, claimed and settled by a webhook sender |
 | `_audit` | the audit key, the exported head, verification |
 | `_watch` | what changed for a principal, whichever process changed it (the live UI follows it) |
+| `_auth` | who calls an HTTP interface: a bearer token becomes a `Principal`, for every edge |
 | `_kernel` | what the parts share (config, agents, store, clock, lease owner) |
 
 Interfaces import from here only the names below: the facade and the records its verbs return.
@@ -34,6 +35,7 @@ from .._store import (
     ThreadSummary,
     TranscriptEntry,
 )
+from ._auth import Authenticator, authenticate, authenticator
 from ._events import EventListener, RequestEvent
 from ._facade import DEFAULT_REMOTE_AGENTS, Sayso
 from ._kernel import new_id
@@ -46,6 +48,7 @@ from ._watch import Change, RequestClosed, RequestOpened, RunChanged, ThreadsCha
 __all__ = [
     "DEFAULT_REMOTE_AGENTS",
     "AuditPage",
+    "Authenticator",
     "DeliveryStatus",
     "Change",
     "DecideResult",
@@ -73,6 +76,8 @@ __all__ = [
     "ThreadSummary",
     "ThreadsChanged",
     "TranscriptEntry",
+    "authenticate",
+    "authenticator",
     "new_id",
     "request_json",
     "request_state_json",

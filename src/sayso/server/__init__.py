@@ -13,9 +13,9 @@ from __future__ import annotations
 from .._config.file import WebhookConfig, WebhookEvent
 from .._core.access import Principal
 from ._app import create_app
+from ._bind import check_bind
 from ._live import LiveSettings
 from ._problems import problem_for
-from ._serve import check_bind, serve
 from ._webhooks import WebhookDispatcher, hook_key, sign, verify_signature
 
 __all__ = [
@@ -28,7 +28,6 @@ __all__ = [
     "create_app",
     "hook_key",
     "problem_for",
-    "serve",
     "sign",
     "verify_signature",
 ]

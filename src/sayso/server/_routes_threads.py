@@ -12,9 +12,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from .._runtime import new_id, rfc3339, run_json
+from .._runtime import authenticator, new_id, rfc3339, run_json
 from ..exceptions import InvalidInput
-from ..protocols._auth import authenticator
 from ._deps import _SSE_EVENT, TITLE_LENGTH, Caller, Id, Runtime, State, ThreadId, _json, problems
 from ._schemas_in import ResumeIn, RunIn, ThreadIn
 from ._schemas_out import AgentListOut, AgentOut, MeOut, RunOut, ThreadListOut, ThreadOut, entry_json

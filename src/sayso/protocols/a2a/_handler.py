@@ -354,7 +354,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
 
     async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         try:
-            return await list_tasks(self, params, _caller(context))
+            return await list_tasks(self.sayso, self.tasks, self.agent, params, _caller(context))
         except Exception as exc:
             raise to_a2a_error(exc) from exc
 
