@@ -8,16 +8,13 @@ run whose process died is carried on from the store, where its last segment bega
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from .._core.advance import AdvancePlan
 from .._core.decisions import ClientResult, DecisionRecord
 from .._core.requests import DelegateRequest
-from .._store import PauseState, RunRecord
+from .._store import RunRecord
 from . import _step, _tree
 from ._kernel import Kernel
 from ._results import RunResult
-from ._runner import CallOptions, Runs, Start
+from ._runner import CallOptions, Resume, Runs, Start
 
 
 class AgentRunner:
@@ -51,17 +48,11 @@ class AgentRunner:
             stored_grants=start.stored_grants,
         )
 
-    async def resume(
-        self,
-        run: RunRecord,
-        pause: PauseState,
-        plan: AdvancePlan,
-        settled: Sequence[DecisionRecord],
-        options: CallOptions,
-    ) -> RunResult:
+    async def resume(self, run: RunRecord, resume: Resume, options: CallOptions) -> RunResult:
         # The answers of delegates are already in the store (`answer_below`); the approved calls'
         # ledger marks go with the pause's consumption, before any of them runs.
         k = self._k
+        pause, plan = resume.pause, resume.plan
         claim = await _step.consume(
             k,
             run,

@@ -33,7 +33,7 @@ from ._agent_runs import AgentRunner
 from ._kernel import Kernel
 from ._remote import RemoteAgents, RemoteRunner
 from ._results import RunResult
-from ._runner import CallOptions, RunKind, Runner, Start
+from ._runner import CallOptions, Resume, RunKind, Runner, Start
 from ._workflow_host import Workflows
 from ._workflows import WorkflowRunner
 
@@ -118,7 +118,7 @@ class Cycle:
         for below in plan.close_below:
             await _tree.cancel_tree(k, below, SKIPPED_FOR_FORCE)
         try:
-            return await runner.resume(run, pause, plan, settled, options)
+            return await runner.resume(run, Resume(pause=pause, plan=plan, settled=settled), options)
         except RunConflict:
             fresh = await k.store.get_run(run.run_id)
             if attempts <= 1 or fresh.pause_id != run.pause_id:
@@ -134,14 +134,7 @@ class Cycle:
         if step == "wait":
             return None
         if step == "ended":
-            return RunResult(
-                run_id=child.run_id,
-                thread_id=child.thread_id,
-                agent=child.agent,
-                status=child.status,
-                output=child.output,
-                error=child.error,
-            )
+            return _tree.standing(child)
         try:
             outcome = await self.advance(child, force=force, options=options)
         except PauseConsumed:

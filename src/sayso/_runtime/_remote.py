@@ -10,20 +10,18 @@ a local delegate.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
 
 from .._config.file import Config
-from .._core.advance import AdvancePlan
 from .._core.decisions import Decision, DecisionRecord
 from .._core.requests import ApprovalRequest, DelegateRequest, Question, QuestionRequest, Request, default_hint
-from .._store import PauseState, RunRecord, RunStatus
+from .._store import RunRecord, RunStatus
 from ..exceptions import ConfigError, RunConflict
 from . import _step
 from ._kernel import Kernel, new_id
 from ._results import RunResult
-from ._runner import CallOptions, Start
+from ._runner import CallOptions, Resume, Start
 
 RemoteWire: TypeAlias = Literal["v1", "legacy"]
 """How a remote agent speaks human-in-the-loop: kagent's v1 extension, or kagent 0.x's DataParts."""
@@ -94,18 +92,12 @@ class RemoteRunner:
         outcome = await self._client.start(url, start.prompt or "")
         return await settle(self._k, run, url, outcome)
 
-    async def resume(
-        self,
-        run: RunRecord,
-        pause: PauseState,
-        plan: AdvancePlan,
-        settled: Sequence[DecisionRecord],
-        options: CallOptions,
-    ) -> RunResult:
+    async def resume(self, run: RunRecord, resume: Resume, options: CallOptions) -> RunResult:
         # Send the person's decisions down to the remote task and mirror where it stands now.
         # No call runs here, so nothing is marked in the ledger.
         k = self._k
         assert self._client is not None
+        pause, plan = resume.pause, resume.plan
         remote = await k.store.remote_task(run.run_id)
         assert remote is not None, "a proxy run always has its remote task"
         claim = await _step.consume(k, run, pause.requests, plan.resume, now=plan.now, executing=(), load_history=False)

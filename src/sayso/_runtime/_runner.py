@@ -75,6 +75,16 @@ DEFAULTS = CallOptions()
 
 
 @dataclass(frozen=True, kw_only=True)
+class Resume:
+    """What the cycle hands a runner to resume a paused run: the pause as read, and the plan made from it."""
+
+    pause: PauseState
+    plan: AdvancePlan
+    settled: Sequence[DecisionRecord] = ()
+    """The answers of runs below that the cycle read while planning (each made by the runner's `answer_below`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Start:
     """How a run the store has just started begins: its message, and what its first read brought."""
 
@@ -105,18 +115,8 @@ class Runner(Protocol):
         """Run a run the store has just started, until it pauses or ends."""
         ...
 
-    async def resume(
-        self,
-        run: RunRecord,
-        pause: PauseState,
-        plan: AdvancePlan,
-        settled: Sequence[DecisionRecord],
-        options: CallOptions,
-    ) -> RunResult:
-        """Consume the run's decided pause as `plan` says and carry the run on.
-
-        `settled` are the answers of runs below that the cycle read while planning (each made by
-        this runner's `answer_below`).
+    async def resume(self, run: RunRecord, resume: Resume, options: CallOptions) -> RunResult:
+        """Consume the run's decided pause as its plan says and carry the run on.
 
         Raises:
             PauseConsumed: another process resumed this pause first.

@@ -33,7 +33,11 @@ from ._results import RunResult
 async def result(k: Kernel, run_id: str) -> RunResult:
     """Where a run stands now, with the leaf requests it still waits on."""
     run = await k.store.get_run(run_id)
-    waiting = await open_leaves(k, run) if run.status == "paused" else []
+    return standing(run, await open_leaves(k, run) if run.status == "paused" else [])
+
+
+def standing(run: RunRecord, waiting: Sequence[Request] = ()) -> RunResult:
+    """Where `run` stands as its record says, waiting on the leaf requests `waiting`."""
     return RunResult(
         run_id=run.run_id,
         thread_id=run.thread_id,

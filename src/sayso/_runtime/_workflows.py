@@ -38,11 +38,10 @@ from typing import Any
 
 import anyio
 
-from .._core.advance import AdvancePlan
 from .._core.decisions import ClientResult, DecisionRecord, Expire, Provide, Skip
 from .._core.requests import DelegateRequest, InputRequest, Request
 from .._engine.deferred import audit_body
-from .._store import PauseState, RunRecord
+from .._store import RunRecord
 from ..exceptions import RunConflict
 from ..workflows import (
     WorkflowEngine,
@@ -55,7 +54,7 @@ from ._failures import root_exception
 from ._kernel import Kernel
 from ._leases import holding
 from ._results import RunResult
-from ._runner import CallOptions, Start
+from ._runner import CallOptions, Resume, Start
 from ._workflow_host import Flight, Workflows, output_text
 
 InputDecision = Provide | Skip | Expire
@@ -81,19 +80,13 @@ class WorkflowRunner:
             run, None, lambda engine: engine.start(run.run_id, run.prompt, principal=run.principal), options
         )
 
-    async def resume(
-        self,
-        run: RunRecord,
-        pause: PauseState,
-        plan: AdvancePlan,
-        settled: Sequence[DecisionRecord],
-        options: CallOptions,
-    ) -> RunResult:
+    async def resume(self, run: RunRecord, resume: Resume, options: CallOptions) -> RunResult:
         # The agent nodes' answers go with the consumption; no call runs at most once here, and the
         # run's next stop is a durable write that carries this one.
         k = self._k
         assert run.pause_id is not None
-        added = [*settled, *plan.resume.added]
+        pause, plan = resume.pause, resume.plan
+        added = [*resume.settled, *plan.resume.added]
         by_id = {r.request_id: r for r in pause.requests}
         claim = await k.store.consume_pause(
             run,
