@@ -12,7 +12,7 @@
 | `_workflows` | `WorkflowRunner`: a workflow's run (§8) stepped by its engine, and what is written when |
 | `_remote` | `RemoteRunner`: remote (A2A) delegates as proxy runs, and the `RemoteAgents` port they go through |
 | `_step` | one engine step from store to store: an agent segment, then its pause or its end |
-| `_workflow_host` | the workflows' engines, over the store (their persistence) and the cycle's runs below (agent nodes) |
+| `_workflow_host` | the workflows' engines, over the store (persistence) and the cycle's runs below (agent nodes) |
 | `_tree` | the delegate tree: where a run stands, its leaves, starting a run below, closing a tree |
 | `_leases` | which runtime holds a running run; taking one over; calls its dead holder cut off |
 | `_heartbeat` | one timer that renews the leases of every run this runtime works on |
