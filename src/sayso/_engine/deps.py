@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic_ai.exceptions import UserError
 
+from .._core.audit_events import AuditEvent
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Scope
 from .._store import ExecutionResult
@@ -29,13 +30,13 @@ class GateStore(Protocol):
         result: bytes,
         now: float,
         *,
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         status: Literal["done", "unknown"] = "done",
     ) -> None: ...
 
     async def grants_for(self, *, principal: str, tool: str, subject_key: str) -> list[Grant]: ...
 
-    async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None: ...
+    async def append_audit(self, bodies: Sequence[AuditEvent]) -> None: ...
 
 
 class RunServices(Protocol):

@@ -9,7 +9,7 @@
 | `_cycle` | `Cycle`: the runner of each kind of run, carrying any paused run on (one plan), the runs below runs |
 | `_runner` | the runner seam: `Runner`, `Runs` (what runners ask of the cycle), `CallOptions`, `Start`, `Resume` |
 | `_agent_runs` | `AgentRunner`: an agent's run started, resumed and carried on as engine steps |
-| `_workflows` | `WorkflowRunner`: a workflow's run (§8) stepped by its engine, and what is written when |
+| `_workflows` | `WorkflowRunner`: a workflow's run stepped by its engine, and what is written when |
 | `_remote` | `RemoteRunner`: remote (A2A) delegates as proxy runs, and the `RemoteAgents` port they go through |
 | `_step` | one engine step from store to store: an agent segment, then its pause or its end |
 | `_workflow_host` | the workflows' engines, over the store (persistence) and the cycle's runs below (agent nodes) |
@@ -41,7 +41,7 @@ from .._store import (
     TranscriptEntry,
 )
 from ._auth import Authenticator, authenticate, authenticator
-from ._events import EventListener, RequestEvent
+from ._events import EventData, EventListener, RequestEvent
 from ._facade import DEFAULT_REMOTE_AGENTS, Sayso
 from ._kernel import new_id
 from ._outbox import OutboundEvent
@@ -57,6 +57,7 @@ __all__ = [
     "DeliveryStatus",
     "Change",
     "DecideResult",
+    "EventData",
     "EventListener",
     "InboxFilter",
     "InboxPage",

@@ -24,9 +24,9 @@ from .._core.advance import plan_advance, step_below, waiting_below
 from .._core.decisions import DecisionRecord
 from .._core.requests import DelegateRequest
 from .._core.resume import SKIPPED_FOR_FORCE
-from .._engine.calls import Deferral
+from .._engine.calls import DelegateDeferral
 from .._store import PauseState, RunRecord
-from ..exceptions import PauseConsumed, RunConflict
+from ..exceptions import AgentNotFound, PauseConsumed, RunConflict
 from ..workflows import Workflow
 from . import _leases, _tree
 from ._agent_runs import AgentRunner
@@ -74,9 +74,16 @@ class Cycle:
         """Whether `name` is one of the runtime's workflows (rather than an agent)."""
         return self.workflows.hosts(name)
 
-    @property
-    def workflow_names(self) -> list[str]:
-        return list(self.workflows.host.engines)
+    def entry(self, name: str) -> str:
+        """`name`, when an agent or a workflow of this runtime has it: the one check of a name a caller gave.
+
+        Raises:
+            AgentNotFound: neither an agent nor a workflow has that name.
+        """
+        workflows = tuple(self.workflows.host.engines)
+        if name not in self.k.agents and name not in workflows:
+            raise AgentNotFound(name, known=(*self.k.agents, *workflows))
+        return name
 
     # carrying a paused run on
 
@@ -178,5 +185,5 @@ class Cycle:
             parent, target, task, call_id=call_id, agent_path=f"{parent.path}/{target}", options=options
         )
         if outcome.status == "paused":
-            raise CallDeferred(metadata=Deferral(kind="delegate", child_run_id=outcome.run_id).as_metadata())
+            raise CallDeferred(metadata=DelegateDeferral(child_run_id=outcome.run_id).as_metadata())
         return await _tree.delegate_answer(self.k, outcome)

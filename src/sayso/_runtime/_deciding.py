@@ -231,7 +231,7 @@ async def expire(c: Cycle) -> list[RunResult]:
 
 
 def check_allowed(request: Request, principal: Principal) -> None:
-    """Only the thread's owner or an approver for its root agent decides (§7)."""
+    """Only the thread's owner or an approver for its root agent decides (docs/guides/rest.md#who-may-call)."""
     if not may_decide(principal, owner=request.principal, agent_path=request.agent_path):
         raise NotAllowed(request.request_id, f"{principal.name!r} may not decide requests of this thread")
 
@@ -269,7 +269,9 @@ def grant_from(
     """The grant an approval with a wider scope creates; none for service-enforced requests, or when a host keeps them.
 
     This is the one place a grant is made. It is given for the request's root agent and reaches
-    no further (§7): an approver for one agent never lets calls through another.
+    no further: an approver for one agent never lets calls through another.
+
+    See docs/concepts/decisions.md#scopes-remembering-an-approval.
     """
     if not isinstance(request, ApprovalRequest) or not isinstance(decision, Approve) or decision.scope == "once":
         return None

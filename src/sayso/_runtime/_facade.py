@@ -288,7 +288,9 @@ class Sayso(Reading):
         return await _tree.result(self._k, run_id)
 
     async def recover(self) -> list[RunResult]:
-        """Carry on every run whose process died, so nobody has to resume it by hand (§4).
+        """Carry on every run whose process died, so nobody has to resume it by hand.
+
+        See docs/guides/operations.md#recovery.
 
         Finds running runs whose lease lapsed (or whose process on this host is gone) and carries
         each on from the store under the ledger rules: an approved call cut off mid-run is recorded
@@ -383,6 +385,14 @@ class Sayso(Reading):
                 )
         return seen
 
+    def entry(self, agent: str | None = None) -> str:
+        """The agent or workflow a caller named (the config's entry agent when `None`), once it is known to exist.
+
+        Raises:
+            AgentNotFound: no agent or workflow has that name (the message lists those that exist).
+        """
+        return self._cycle.entry(agent or self._k.config.entry_agent)
+
     def before_tool_call(self, agent: str) -> Callable[[BeforeToolCall], BeforeToolCall]:
         """A decorator that makes a function the before-call hook of `agent` (replacing its configured one).
 
@@ -392,7 +402,7 @@ class Sayso(Reading):
         ```
 
         Raises:
-            ConfigError: there is no agent called `agent`.
+            AgentNotFound: there is no agent called `agent`.
         """
         gate = self._k.built(agent).gate
 

@@ -23,7 +23,7 @@ from .._core.access import LOCAL, Principal
 from .._core.limits import Limits
 from .._engine.agents import BuiltAgent
 from .._store import RunStore
-from ..exceptions import ConfigError, StoreError
+from ..exceptions import AgentNotFound, StoreError
 from ._events import Events
 from ._heartbeat import Heartbeat
 
@@ -105,8 +105,12 @@ class Kernel:
         return Principal(name=name)
 
     def built(self, name: str) -> BuiltAgent:
-        """The built agent called `name`."""
+        """The built agent called `name`.
+
+        Raises:
+            AgentNotFound: no agent has that name.
+        """
         try:
             return self.agents[name]
         except KeyError:
-            raise ConfigError(f"no agent named {name!r}; configured: {', '.join(self.agents)}") from None
+            raise AgentNotFound(name, known=tuple(self.agents)) from None

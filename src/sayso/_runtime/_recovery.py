@@ -1,4 +1,4 @@
-"""Recovery (§4): carrying on every run whose process died, and pauses a dead decider left unresumed.
+"""Recovery: carrying on every run whose process died, and pauses a dead decider left unresumed.
 
 The sweep `sayso serve` runs at start and every few seconds, and `Sayso.recover`. It reads which
 runs' leases lapsed (or whose holder is a dead process of this host), takes each over (a

@@ -1,4 +1,6 @@
-"""Remote delegates (§5): an agent behind an A2A URL used as a delegate, its pauses mirrored into sayso's.
+"""Remote delegates: an agent behind an A2A URL used as a delegate, its pauses mirrored into sayso's.
+
+See docs/guides/a2a.md#remote-agents-as-delegates.
 
 The runtime talks to a remote agent through the small `RemoteAgents` port below; the A2A client
 that implements it lives with the protocol (`sayso.protocols.a2a`) and is handed to the runtime
@@ -11,11 +13,19 @@ a local delegate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Literal, Protocol, TypeAlias
 
 from .._config.file import Config
 from .._core.decisions import Decision, DecisionRecord
-from .._core.requests import ApprovalRequest, DelegateRequest, Question, QuestionRequest, Request, default_hint
+from .._core.requests import (
+    ApprovalRequest,
+    DelegateRequest,
+    Question,
+    QuestionRequest,
+    Request,
+    RequestFields,
+    default_hint,
+)
 from .._store import RunRecord, RunStatus
 from ..exceptions import ConfigError, RunConflict
 from . import _step
@@ -164,18 +174,18 @@ def remote_delegates(config: Config) -> dict[str, str]:
 
 def mirror(ask: RemoteAsk, proxy: RunRecord, url: str, *, request_id: str, now: float) -> Request:
     """A sayso request standing for what the remote task waits on (the remote's id as the call id)."""
-    common: dict[str, Any] = {
-        "request_id": request_id,
-        "run_id": proxy.run_id,
-        "thread_id": proxy.thread_id,
-        "agent_path": proxy.path,
-        "tool_call_id": ask.ask_id,
-        "tool_name": ask.tool_name,
-        "args": dict(ask.args),
-        "created_at": now,
-        "principal": proxy.principal,
-        "parent_call_id": proxy.parent_call_id,
-    }
+    common = RequestFields(
+        request_id=request_id,
+        run_id=proxy.run_id,
+        thread_id=proxy.thread_id,
+        agent_path=proxy.path,
+        tool_call_id=ask.ask_id,
+        tool_name=ask.tool_name,
+        args=dict(ask.args),
+        created_at=now,
+        principal=proxy.principal,
+        parent_call_id=proxy.parent_call_id,
+    )
     if ask.kind == "question":
         return QuestionRequest(**common, questions=ask.questions)
     return ApprovalRequest(

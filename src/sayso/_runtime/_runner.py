@@ -37,7 +37,9 @@ RunKind = Literal["agent", "workflow", "remote"]
 
 @dataclass(frozen=True, kw_only=True)
 class CallOptions:
-    """What one call of a public verb says about every run segment it runs, delegates included (§3.4).
+    """What one call of a public verb says about every run segment it runs, delegates included.
+
+    See docs/concepts/decisions.md#scopes-remembering-an-approval.
 
     A host that keeps remembered approvals itself passes `grants`: they are the only ones honoured,
     and sayso stores none. `widest` caps the scopes a request offers (`once` when the host

@@ -23,6 +23,7 @@ from pydantic_ai.messages import (
 )
 
 from .._core.access import may_decide
+from .._core.audit_events import AuditEvent, ServiceNotifiedEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ApprovalRequest, Request
@@ -262,7 +263,10 @@ async def consume(
 async def tell_services(
     k: Kernel, built: BuiltAgent, requests: Sequence[Request], decisions: Mapping[str, DecisionRecord]
 ) -> None:
-    """Tell each service how its own approval request was decided, before the run continues (§2.4)."""
+    """Tell each service how its own approval request was decided, before the run continues.
+
+    See docs/concepts/pauses.md#tools-whose-service-asks.
+    """
     notices = [
         service_notice(r, decisions[r.request_id].decision, principal=decisions[r.request_id].principal, at=k.clock())
         for r in requests
@@ -270,8 +274,10 @@ async def tell_services(
     ]
     if not notices or not built.notifier.configured:
         return
-    audit = []
+    audit: list[AuditEvent] = []
     for notice in notices:
         problem = await built.notifier.notify(notice)
-        audit.append({"event": "service_notified", **notice, "delivered": problem is None, "problem": problem})
+        audit.append(
+            ServiceNotifiedEvent(event="service_notified", **notice, delivered=problem is None, problem=problem)
+        )
     await k.store.append_audit(audit)

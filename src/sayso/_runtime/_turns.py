@@ -43,11 +43,8 @@ async def start(
     k = c.k
     check_message(message, k.limits)
     now = k.clock()
-    entry = agent or k.config.entry_agent
     # An unknown agent is the client's mistake, refused before anything is written.
-    if entry not in k.agents and not c.hosts_workflow(entry):
-        known = ", ".join([*k.agents, *c.workflow_names])
-        raise InvalidInput(f"no agent or workflow named {entry!r}; configured: {known}", field="agent")
+    entry = c.entry(agent or k.config.entry_agent)
 
     def check(thread: ThreadRecord | None) -> None:
         if thread is None:  # a new thread: its agent (or workflow) was checked above

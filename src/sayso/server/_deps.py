@@ -12,8 +12,8 @@ from typing import Annotated, Any
 from anyio.abc import TaskGroup
 from fastapi import Depends, Request
 from fastapi import Path as PathParam
-from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic.json_schema import JsonSchemaValue
 
 from .._core.access import Principal
 from .._runtime import DecideResult, Sayso, authenticate, run_json
@@ -73,7 +73,7 @@ class ServerState:
     """Set when the server is told to stop, so live streams end instead of holding the shutdown up."""
 
 
-_SSE_EVENT: dict[str, Any] = {
+_SSE_EVENT: JsonSchemaValue = {
     "type": "object",
     "description": "One server-sent event; `data` is JSON.",
     "properties": {
@@ -123,8 +123,8 @@ Runtime = Annotated[Sayso, Depends(_runtime)]
 State = Annotated[ServerState, Depends(_state)]
 
 
-def _json(body: Any, status_code: int = 200) -> JSONResponse:
-    return JSONResponse(body, status_code=status_code)
+JsonBody = dict[str, Any]
+"""What a REST route returns: the JSON its `response_model` checks and serializes (`_schemas_out`)."""
 
 
 def _decide_json(result: DecideResult) -> dict[str, Any]:

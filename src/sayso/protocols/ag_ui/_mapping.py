@@ -16,7 +16,7 @@ inputs) is in `_inbound`. Errors: `error_event` is the one place sayso's errors 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
@@ -36,7 +36,9 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from typing_extensions import TypedDict
 
 from ..._core.requests import (
     ApprovalRequest,
@@ -149,7 +151,7 @@ Shown = ApprovalRequest | QuestionRequest | ElicitationRequest | InputRequest
 
 
 def interrupt(request: Shown, *, kaboo: bool = False) -> Interrupt:
-    """The AG-UI interrupt for an open approval, question, elicitation or workflow input (§6.4).
+    """The AG-UI interrupt for an open approval, question, elicitation or workflow input (docs/guides/ag-ui.md).
 
     In sayso's words, or kaboo's (`kaboo`).
     """
@@ -208,7 +210,7 @@ def interrupt(request: Shown, *, kaboo: bool = False) -> Interrupt:
     )
 
 
-def approval_schema(request: ApprovalRequest) -> dict[str, Any]:
+def approval_schema(request: ApprovalRequest) -> JsonSchemaValue:
     """The JSON schema of a resolved resume payload for an approval."""
     return {
         "type": "object",
@@ -224,7 +226,7 @@ def approval_schema(request: ApprovalRequest) -> dict[str, Any]:
     }
 
 
-def question_schema(request: QuestionRequest) -> dict[str, Any]:
+def question_schema(request: QuestionRequest) -> JsonSchemaValue:
     """The JSON schema of a resolved resume payload for a question: one answer list per question."""
     count = len(request.questions)
     answer = {
@@ -245,7 +247,7 @@ def _shown_as_call(request: Request, *, kaboo: bool) -> bool:
 
 
 def pending_call_events(requests: Sequence[Request], *, run_id: str, kaboo: bool = False) -> Iterator[BaseEvent]:
-    """The tool calls a delegate left for the client, streamed as the run's own calls are (§6.4).
+    """The tool calls a delegate left for the client, streamed as the run's own calls are (docs/guides/ag-ui.md).
 
     The calls of the run the client talks to are in its messages already; a delegate's are not,
     so they are sent here, tagged with the delegate's run (`subagentRunId`) for the chat to label.
@@ -256,14 +258,26 @@ def pending_call_events(requests: Sequence[Request], *, run_id: str, kaboo: bool
         run = request.run_id
         meta = {"subagentRunId": run, "agent_path": request.agent_path}
         name = "ask_user" if isinstance(request, QuestionRequest) else request.tool_name
-        args = _ask_args(request) if isinstance(request, QuestionRequest) else shown_args(request)
+        args: Mapping[str, object] = _ask_args(request) if isinstance(request, QuestionRequest) else shown_args(request)
         call = request.tool_call_id
         yield ToolCallStartEvent(tool_call_id=call, tool_call_name=name, metadata=meta, subagent_run_id=run)
         yield ToolCallArgsEvent(tool_call_id=call, delta=json.dumps(args), metadata=meta, subagent_run_id=run)
         yield ToolCallEndEvent(tool_call_id=call, metadata=meta, subagent_run_id=run)
 
 
-def _ask_args(request: QuestionRequest) -> dict[str, Any]:
+class _AskedQuestion(TypedDict):
+    question: str
+    choices: list[str]
+    multiple: bool
+
+
+class _AskUserArgs(TypedDict):
+    """The arguments of the `ask_user` call a question is shown as, in kaboo's dialect."""
+
+    questions: list[_AskedQuestion]
+
+
+def _ask_args(request: QuestionRequest) -> _AskUserArgs:
     return {
         "questions": [
             {"question": q.question, "choices": list(q.choices), "multiple": q.multiple} for q in request.questions
@@ -271,12 +285,12 @@ def _ask_args(request: QuestionRequest) -> dict[str, Any]:
     }
 
 
-def elicitation_schema(request: ElicitationRequest) -> dict[str, Any]:
+def elicitation_schema(request: ElicitationRequest) -> JsonSchemaValue:
     """The JSON schema of a resolved resume payload for an elicitation: the action and, for a form, its content.
 
     A page to visit is answered `{"action": "accept"}` once visited ("done").
     """
-    properties: dict[str, Any] = {"action": {"enum": ["accept", "decline", "cancel"]}}
+    properties: JsonSchemaValue = {"action": {"enum": ["accept", "decline", "cancel"]}}
     if request.mode == "form":
         properties["content"] = request.requested_schema or {"type": "object"}
     return {"type": "object", "properties": properties, "required": ["action"]}

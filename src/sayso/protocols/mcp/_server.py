@@ -1,4 +1,6 @@
-"""sayso's agents as MCP tools (§9): `/mcp`, streamable HTTP, one tool per agent, pauses asked as elicitations.
+"""sayso's agents as MCP tools: `/mcp`, streamable HTTP, one tool per agent, pauses asked as elicitations.
+
+See docs/guides/mcp.md#sayso-as-an-mcp-server.
 
 An agent's tool takes the person's `message` (and optionally the `thread_id` of a conversation
 to continue) and answers with the agent's reply. When the run pauses, what it waits on is asked
@@ -120,7 +122,7 @@ def _stateless(ctx: Context) -> bool:
 
 
 async def _answered(
-    sayso: Sayso, caller: Principal, run_id: str, responses: dict[str, Any]
+    sayso: Sayso, caller: Principal, run_id: str, responses: mcp_types.InputResponses
 ) -> str | mcp_types.InputRequiredResult:
     """A later leg: the client's answers decide the open requests they name, then the run carries on."""
     waiting = await sayso.result(run_id, principal=caller)

@@ -1,4 +1,6 @@
-"""What one A2A pause shows of a sayso pause (`PauseView`), and the status text kagent's rules give it (§5.1).
+"""What one A2A pause shows of a sayso pause (`PauseView`), and the status text kagent's rules give it.
+
+See docs/guides/a2a.md#tasks.
 
 One A2A pause shows one kind of request: the open approvals first, then each question on its
 own, then each MCP elicitation on its own, and one agent at a time; the run stays paused in
@@ -30,6 +32,7 @@ from ...._core.requests import (
 )
 from ...._runtime import RemoteTask
 from ....exceptions import InvalidInput
+from ._wire import QuestionJson
 
 HITL_URI = "https://kagent.dev/extensions/hitl/v1"
 """kagent's human-in-the-loop extension, v1."""
@@ -40,7 +43,7 @@ SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
 EXTENSION_DESCRIPTION = "Human in the loop for tool approval, ask user, and nested subagents"
 
 GENERIC_TEXT = "Human input is required before the agent can continue."
-"""The status text of a pause that carries no tool call (§5.1, rule 5)."""
+"""The status text of a pause that carries no tool call (kagent's status-text rule 5; docs/guides/a2a.md#tasks)."""
 
 HITL_RESPONSE = "hitl_response"
 """The `field` of an `InvalidInput` raised for a HITL response that does not answer its pause."""
@@ -68,7 +71,10 @@ class PauseView:
     """The top-level agent's delegate that asked, when the requests come from a nested agent."""
     remote: RemoteTask | None = None
     """The remote A2A task that asked, when the delegate is a remote agent: the nested block then
-    names the child's own task, context and ids, as kagent's remote tool does (§3.2, §8.1)."""
+    names the child's own task, context and ids, as kagent's remote tool does.
+
+    See docs/guides/a2a.md#remote-agents-as-delegates.
+    """
 
     @property
     def parent_id(self) -> str:
@@ -140,7 +146,7 @@ def views_of(task_id: str, requests: Sequence[Request], *, depth: int = 0) -> li
     return views
 
 
-# --- status text (§5.1)
+# --- status text (kagent's rule; docs/guides/a2a.md#tasks)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,7 +182,7 @@ def own_hint(request: ApprovalRequest) -> str | None:
     return None if request.hint == default_hint(request.tool_name) else request.hint
 
 
-def questions_json(request: QuestionRequest) -> list[dict[str, Any]]:
+def questions_json(request: QuestionRequest) -> list[QuestionJson]:
     """A question request's questions as kagent writes them."""
     return [{"question": q.question, "choices": list(q.choices), "multiple": q.multiple} for q in request.questions]
 
@@ -184,7 +190,7 @@ def questions_json(request: QuestionRequest) -> list[dict[str, Any]]:
 ELICITATION_ACTIONS = ("accept", "decline", "cancel")
 
 
-def shown_questions(request: ShownRequest) -> list[dict[str, Any]]:
+def shown_questions(request: ShownRequest) -> list[QuestionJson]:
     """The questions of a question request, or those an elicitation is shown as to a kagent client."""
     if isinstance(request, QuestionRequest):
         return questions_json(request)
@@ -194,7 +200,9 @@ def shown_questions(request: ShownRequest) -> list[dict[str, Any]]:
         return [{"question": question, "choices": ["done", "decline", "cancel"], "multiple": False}]
     schema = request.requested_schema or {}
     required = set(schema.get("required", []))
-    questions = [{"question": request.message, "choices": list(ELICITATION_ACTIONS), "multiple": False}]
+    questions: list[QuestionJson] = [
+        {"question": request.message, "choices": list(ELICITATION_ACTIONS), "multiple": False}
+    ]
     for name, field in (schema.get("properties") or {}).items():
         label = field.get("title") or name
         text = f"{label}{'' if name in required else ' (optional: answer - to leave it out)'}"
