@@ -36,7 +36,7 @@ class ShownAnswer(TypedDict):
 
 @with_config(_EXACT)
 class ApprovalRecord(TypedDict):
-    """What was decided on a request, by whom, on which arguments (§3.2).
+    """What was decided on a request, by whom, on which arguments (docs/concepts/decisions.md#what-the-model-reads).
 
     Kept on the call's result, and (as a `decision` event) in the audit log. The keys after
     `proposed_args` say what the decision was.
@@ -189,7 +189,10 @@ class GrantRevokedEvent(TypedDict):
 
 @with_config(_EXACT)
 class ServiceNotifiedEvent(ServiceNotice):
-    """A service was told how its own approval request was decided (§2.4), or could not be."""
+    """A service was told how its own approval request was decided, or could not be.
+
+    See docs/concepts/pauses.md#tools-whose-service-asks.
+    """
 
     event: Literal["service_notified"]
     delivered: bool

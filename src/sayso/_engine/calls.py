@@ -110,7 +110,10 @@ class ApprovalDeferral(_DeferralBase):
     on_reject: RejectMode = "deny"
     """Approval from the body: `call` runs the body again on a rejection, so it decides what to return."""
     service_request: str | None = None
-    """A service's own request id when the service asked through its reply (§2.4)."""
+    """A service's own request id when the service asked through its reply.
+
+    See docs/concepts/pauses.md#tools-whose-service-asks.
+    """
     tool_info: ToolInfo | None = None
     """What the tool's source (an MCP server) says about the tool."""
 

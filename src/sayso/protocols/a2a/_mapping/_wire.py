@@ -33,7 +33,7 @@ class ToolCallJson(TypedDict):
 
 
 class NestedJson(TypedDict):
-    """A subagent's pause inside its parent's (§4): which child task, and the child's own calls."""
+    """A subagent's pause inside its parent's (docs/guides/a2a.md): which child task, and the child's own calls."""
 
     subagent_name: str | None
     task_id: str
