@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pickle
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 import mcp_types
@@ -41,7 +41,7 @@ def form_request(**changes: Any) -> ElicitationRequest:
         tool_name="book_table",
         args={"day": "fri"},
         created_at=0.0,
-        **asked.request_fields(),
+        **asdict(asked),
     )
     return replace(request, **changes)
 
@@ -51,7 +51,7 @@ def url_request() -> ElicitationRequest:
         mcp_types.ElicitRequestURLParams(message="Sign in", url="https://crm.example/login", elicitation_id="e-1"),
         server="crm",
     )
-    return replace(form_request(), **asked.request_fields())
+    return replace(form_request(), **asdict(asked))
 
 
 def test_a_form_and_a_url_become_the_mcp_half_of_a_request() -> None:
