@@ -30,6 +30,7 @@ from sayso import Config, Grant, Sayso, ScriptedModel
 from sayso._engine.scripted import Script
 
 from .openapi_check import OpenApiCheck
+from .tools import RAN
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 
@@ -45,6 +46,7 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[N
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SAYSO_STORE", f"sqlite:///{tmp_path / 'sayso.db'}")
     monkeypatch.setenv("SAYSO_SANDBOX", str(tmp_path / "sandbox"))
+    RAN.clear()  # the shared tools' record of calls (tests/tools.py) starts empty for every test
     yield
 
 

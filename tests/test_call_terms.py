@@ -11,8 +11,8 @@ from sayso import Approve, RunConflict
 from sayso._runtime import new_id
 
 from .conftest import MakeApp, host_grant, script
+from .tools import delete_file, deleted
 
-deleted: list[str] = []
 started = anyio.Event()
 release = anyio.Event()
 
@@ -20,21 +20,13 @@ release = anyio.Event()
 @pytest.fixture(autouse=True)
 def reset() -> None:
     global started, release
-    deleted.clear()
     started, release = anyio.Event(), anyio.Event()
-
-
-def delete_file(name: str) -> str:
-    """Delete a file."""
-    deleted.append(name)
-    return f"deleted {name}"
 
 
 async def slow_export(name: str) -> str:
     """Export a file; waits until the test lets it finish."""
     started.set()
     await release.wait()
-    deleted.append(f"exported {name}")
     return f"exported {name}"
 
 
@@ -76,12 +68,12 @@ async def test_a_host_that_remembers_nothing_is_offered_once_only_and_nothing_is
         done = await app.answer_pause(
             hosted.run_id, {hosted.requests[0].request_id: Approve(scope="thread")}, grants=()
         )
-        assert done.status == "completed" and deleted == ["b.txt"]
+        assert done.status == "completed" and deleted() == ["b.txt"]
         assert await app.grants() == [], "the host keeps remembered approvals; sayso stores none"
 
         grant = host_grant("delete_file", agent="files", thread_id=done.thread_id)
         again = await app.run("delete c.txt", thread_id=done.thread_id, grants=[grant])
-    assert again.status == "completed" and deleted == ["b.txt", "c.txt"], "the host's grant covers the call"
+    assert again.status == "completed" and deleted() == ["b.txt", "c.txt"], "the host's grant covers the call"
 
 
 async def test_text_streams_to_the_caller_as_the_model_writes_it(make_app: MakeApp) -> None:
@@ -115,7 +107,7 @@ async def test_cancelling_a_working_run_stops_it_and_frees_the_thread(make_app: 
         release.set()
         assert cancelled.status == "cancelled"
         assert (await app.run_record(run_id)).status == "cancelled"
-        assert deleted == [], "the tool was stopped before it finished"
+        assert deleted() == [], "the tool was stopped before it finished"
         with pytest.raises(RunConflict, match="cancelled"):
             await app.cancel(run_id)
         after = await app.run("hi", thread_id="thr_cancel")

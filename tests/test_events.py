@@ -11,12 +11,7 @@ import pytest
 from sayso import Approve, Sayso, UsageError
 
 from .conftest import MakeApp, script
-
-
-def delete_file(name: str) -> str:
-    """Delete a file."""
-    return f"deleted {name}"
-
+from .tools import delete_file
 
 RULES = [
     {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}"}},

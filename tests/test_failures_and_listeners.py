@@ -14,6 +14,7 @@ import sayso
 from sayso import Approve
 
 from .conftest import EXAMPLE, MakeApp, script
+from .tools import delete_file
 
 
 def fill_disk(name: str) -> str:
@@ -37,11 +38,6 @@ async def test_a_failed_run_reports_its_real_cause(make_app: MakeApp, caplog: py
     [record] = [r for r in caplog.records if r.name == "sayso.runs"]
     assert record.getMessage() == f"run {failed.run_id} failed: OSError: [Errno 28] No space left on device"
     assert record.exc_info is not None and isinstance(record.exc_info[1], OSError)
-
-
-def delete_file(name: str) -> str:
-    """Delete a file."""
-    return f"deleted {name}"
 
 
 async def test_a_listener_that_raises_is_logged_and_never_breaks_a_run(
