@@ -298,10 +298,11 @@ async def test_a_thread_takes_one_run_at_a_time_and_stays_with_its_agent(make_ap
 
     from sayso import InvalidInput, ThreadBusy
 
-    release = anyio.Event()
+    started, release = anyio.Event(), anyio.Event()
 
     async def slow(name: str) -> str:
         """Take a while."""
+        started.set()
         await release.wait()
         return f"slow {name}"
 
@@ -320,7 +321,7 @@ async def test_a_thread_takes_one_run_at_a_time_and_stays_with_its_agent(make_ap
                 outcome.append(await app.run("slow", thread_id=first.thread_id))
 
             tg.start_soon(working)
-            await anyio.sleep(0.2)
+            await started.wait()  # the first run is inside its tool call
             with pytest.raises(ThreadBusy, match="already has a run in progress"):
                 await app.run("again", thread_id=first.thread_id)
             release.set()
