@@ -24,7 +24,7 @@ from sayso import (
 )
 from sayso import tool as sayso_tool
 
-from .conftest import MakeApp, script
+from .conftest import MakeApp, approvals, script
 from .tools import RAN, archive, delete_file
 
 
@@ -93,7 +93,7 @@ async def test_approved_call_runs_before_any_model_call(app: Sayso) -> None:
     async with app:
         paused = await app.run("delete a.txt")
         assert paused.status == "paused"
-        [request] = paused.requests
+        [request] = approvals(paused.requests)
         assert (request.kind, request.tool_name, request.args) == ("approval", "delete_file", {"name": "a.txt"})
         assert request.hint == "Approval is required for tool(s): delete_file"
         assert RAN == []
@@ -165,7 +165,7 @@ async def test_tools_declared_as_needing_approval_pause(app: Sayso) -> None:
     interrupt rule."""
     async with app:
         paused = await app.run("pay 30")
-        assert paused.requests[0].hint == "Sends money."
+        assert approvals(paused.requests)[0].hint == "Sends money."
         done = await app.decide(paused.requests[0].request_id, Approve())
         declared_pause = await app.run("plain")
         assert declared_pause.status == "paused"
@@ -181,7 +181,7 @@ async def test_tool_asks_from_inside_its_body_and_runs_again_from_the_top(app: S
         small = await app.run("transfer 10")
         assert small.status == "completed"
         paused = await app.run("transfer 500", principal="alice")
-        [request] = paused.requests
+        [request] = approvals(paused.requests)
         assert request.hint == "Transfer of 500 is above the limit."
         assert request.payload == {"limit": 100}
         assert request.from_body

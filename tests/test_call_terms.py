@@ -10,7 +10,7 @@ import pytest
 from sayso import Approve, RunConflict
 from sayso._runtime import new_id
 
-from .conftest import MakeApp, host_grant, script
+from .conftest import MakeApp, approvals, host_grant, script
 from .tools import delete_file, deleted
 
 started = anyio.Event()
@@ -30,12 +30,13 @@ async def slow_export(name: str) -> str:
     return f"exported {name}"
 
 
-def agents(**interrupt: object) -> dict[str, object]:
+def agents(**interrupt: Any) -> dict[str, Any]:
+    settings: dict[str, Any] = {"tools": ["delete_file"], **interrupt}
     return {
         "files": {
             "model": "m",
             "tools": [delete_file, slow_export],
-            "interrupt": {"tools": ["delete_file"], **interrupt},
+            "interrupt": settings,
         }
     }
 
@@ -61,10 +62,10 @@ async def test_a_host_that_remembers_nothing_is_offered_once_only_and_nothing_is
     """With a host's grants, only they count and sayso stores none; a host that keeps none is offered `once` only."""
     async with make_app(agents(remember="thread"), model=model()) as app:
         bare = await app.run("delete a.txt", agent="files", grants=(), offer_wider_scopes=False)
-        assert bare.requests[0].scopes == ("once",)
+        assert approvals(bare.requests)[0].scopes == ("once",)
 
         hosted = await app.run("delete b.txt", agent="files", grants=())
-        assert hosted.requests[0].scopes == ("once", "thread")
+        assert approvals(hosted.requests)[0].scopes == ("once", "thread")
         done = await app.answer_pause(
             hosted.run_id, {hosted.requests[0].request_id: Approve(scope="thread")}, grants=()
         )

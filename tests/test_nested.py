@@ -12,7 +12,18 @@ from typing import Any
 import pytest
 from pydantic_ai.messages import ToolReturnPart
 
-from sayso import Answer, Approve, ClientError, ClientResult, ClientTool, InvalidInput, Reject, ScriptedModel, Skip
+from sayso import (
+    Answer,
+    Approve,
+    ClientError,
+    ClientResult,
+    ClientTool,
+    Decision,
+    InvalidInput,
+    Reject,
+    ScriptedModel,
+    Skip,
+)
 
 from .conftest import ROOT, MakeApp, script
 from .tools import ran, run_sql
@@ -147,7 +158,10 @@ async def test_the_coordinators_note_covers_every_answer_its_delegate_received(m
     async with make_app(agents, models=models) as app:
         paused = await app.run("go", agent="coordinator", client_tools=[pick])
         by_kind = {r.kind: r.request_id for r in paused.requests}
-        answers = {by_kind["client_tool"]: ClientError(message="no screen"), by_kind["question"]: Skip(reason="later")}
+        answers: dict[str, Decision] = {
+            by_kind["client_tool"]: ClientError(message="no screen"),
+            by_kind["question"]: Skip(reason="later"),
+        }
         done = await app.answer_pause(paused.run_id, answers)
     assert done.output == (
         'done\n\n(Note: helper asked the client to run pick_color {"palette": "warm"} → Error: no screen; '

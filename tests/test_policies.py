@@ -15,7 +15,7 @@ from sayso import Approve, InvalidDecision, NotAllowed, NotFound, PrincipalConfi
 from sayso import tool as sayso_tool
 from sayso._core.grants import Grant
 
-from .conftest import MakeApp, script
+from .conftest import MakeApp, approvals, script
 from .tools import delete_file_with_password, deleted
 
 AGENT = "files"
@@ -76,7 +76,7 @@ async def test_subject_narrows_the_request_and_none_needs_no_approval(app: Sayso
         free = await app.run("delete tmp/scratch.txt", principal="alice")
         paused = await app.run("delete reports/q1.txt", principal="alice")
     assert free.status == "completed" and deleted() == ["tmp/scratch.txt"]
-    [request] = paused.requests
+    [request] = approvals(paused.requests)
     assert request.subject is not None and request.subject.label == "folder reports/"
     assert request.scopes == ("once", "thread", "always")
 

@@ -115,7 +115,8 @@ def store_url() -> Iterator[str]:
     from anyio.from_thread import start_blocking_portal
 
     with start_blocking_portal() as portal:
-        ready, done, url = portal.call(anyio.Event), portal.call(anyio.Event), []
+        url: list[str] = []
+        ready, done = portal.call(anyio.Event), portal.call(anyio.Event)
         future = portal.start_task_soon(create, ready, url, done)
         portal.call(ready.wait)
         yield url[0]
