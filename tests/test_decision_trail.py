@@ -43,7 +43,7 @@ def make(make_app: MakeApp, **kwargs: Any) -> Sayso:
     return make_app(agents, model=script(*RULES), **kwargs)
 
 
-def decisions(entries: list[TranscriptEntry]) -> list[dict[str, Any]]:
+def decisions(entries: list[TranscriptEntry]) -> list[Any]:
     return [e.decision for e in entries if e.role == "decision" and e.decision is not None]
 
 

@@ -48,7 +48,7 @@ def make(make_app: MakeApp, clock: Callable[[], float] = time.time, **interrupt:
 async def test_opened_decided_and_skipped_requests_are_announced(make_app: MakeApp) -> None:
     """Listeners hear each request opened and decided, by a person or by the system when a new message skips it, and
     nothing for a repeat."""
-    events: list[tuple[str, dict[str, Any]]] = []
+    events: list[tuple[str, Any]] = []
     app = make(make_app)
     app.add_listener(lambda event, data: events.append((event, data)))
     async with app:

@@ -216,7 +216,7 @@ def test_a_remote_childs_question_is_answered_with_the_childs_id() -> None:
         question("req-g", "What is the GitHub owner/org for the repo?", path="ops/github_agent"), tool_call_id="adk-g4"
     )
     view = remote_view(pause_view("run_top", [asked]), RemoteTask(url="u", task_id="task-G", context_id="ctx-G"))
-    payload = request_payload(view)
+    payload: dict[str, Any] = dict(request_payload(view))
     assert payload["id"] == "run_top/github_agent"
     assert (payload["nested"]["task_id"], payload["nested"]["context_id"]) == ("task-G", "ctx-G")
     assert payload["nested"]["tools"] == [
