@@ -14,6 +14,7 @@ import sayso
 from sayso import Approve
 
 from .conftest import EXAMPLE, MakeApp, script
+from .models import calls_then_reply
 from .tools import delete_file
 
 
@@ -26,7 +27,7 @@ async def test_a_failed_run_reports_its_real_cause(make_app: MakeApp, caplog: py
     """A tool's error is the run's error, not `ExceptionGroup: unhandled errors in a TaskGroup`, and it is logged."""
     app = make_app(
         {"a": {"model": "m", "tools": [fill_disk]}},
-        model=script({"user": "write", "call": "fill_disk", "args": {"name": "x"}}),
+        model=calls_then_reply(("fill_disk", {"name": "x"}), reply="written"),
     )
     caplog.set_level(logging.ERROR, logger="sayso")
     async with app:
@@ -44,9 +45,9 @@ async def test_a_listener_that_raises_is_logged_and_never_breaks_a_run(
     make_app: MakeApp, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A raising listener is logged; the run pauses and resumes as usual, and the other listeners still hear."""
-    rules = [{"user": "^delete", "call": "delete_file", "args": {"name": "a"}}, {"tool": "delete_file", "reply": "ok"}]
     app = make_app(
-        {"a": {"model": "m", "tools": [delete_file], "interrupt": {"tools": ["delete_file"]}}}, model=script(*rules)
+        {"a": {"model": "m", "tools": [delete_file], "interrupt": {"tools": ["delete_file"]}}},
+        model=calls_then_reply(("delete_file", {"name": "a"}), reply="ok"),
     )
     heard: list[str] = []
 
