@@ -19,6 +19,7 @@ from sayso import (
     Question,
     QuestionRequest,
     Reject,
+    Request,
     RequestExpired,
     Skip,
 )
@@ -139,7 +140,7 @@ def test_what_the_model_reads() -> None:
 
 def test_resume_waits_for_every_request_unless_forced() -> None:
     """A resume waits until every request is decided unless forced, and then the open ones are skipped with a reason."""
-    requests = [approval(), question(PICK)]
+    requests: list[Request] = [approval(), question(PICK)]
     decided = {
         "req_a": DecisionRecord(request_id="req_a", decision=Approve(), by="person", principal="p", decided_at=1)
     }

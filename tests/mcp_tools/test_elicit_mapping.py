@@ -167,7 +167,8 @@ def test_what_the_model_reads_when_the_answer_cannot_reach_the_server() -> None:
     """Decline and cancel have words for the model; an accepted answer goes to the server instead."""
     assert model_text(Accept(content={})) is None
     assert model_text(Decline()) == "Declined: the person declined what the server asked for."
-    assert model_text(Cancel()) is not None and model_text(Cancel()).startswith("Cancelled:")
+    cancelled = model_text(Cancel())
+    assert cancelled is not None and cancelled.startswith("Cancelled:")
 
 
 def test_a_stored_answer_matches_only_the_same_question() -> None:
