@@ -11,7 +11,7 @@ import pytest
 
 from sayso import ApprovalRequest, Approve, ClientResult, DecisionRecord, Reject, Skip
 from sayso._core.advance import plan_advance, step_below, waiting_below
-from sayso._core.requests import DelegateRequest, InputRequest
+from sayso._core.requests import DelegateRequest, InputRequest, Request
 
 COMMON = dict(run_id="run_1", thread_id="thr_1", agent_path="coordinator", created_at=100.0)
 
@@ -73,21 +73,21 @@ def test_what_a_resume_does_about_a_run_below(status: str, has_open_leaves: bool
 
 def test_only_the_open_requests_on_runs_below_are_followed() -> None:
     """The delegates already answered and the person's own requests are not runs to carry on."""
-    requests = [approval("req_a"), below("req_d1", "run_d1"), below("req_d2", "run_d2")]
+    requests: list[Request] = [approval("req_a"), below("req_d1", "run_d1"), below("req_d2", "run_d2")]
     waiting = waiting_below(requests, {"req_d1": decided("req_d1", ClientResult(value="done"), by="system")})
     assert [r.request_id for r in waiting] == ["req_d2"]
 
 
 def test_an_open_request_keeps_the_pause_unless_forced() -> None:
     """With a request still open nothing is planned; a delegate's answer alone does not resume its parent."""
-    requests = [approval("req_a"), below("req_d", "run_d")]
+    requests: list[Request] = [approval("req_a"), below("req_d", "run_d")]
     answers = {"req_d": decided("req_d", ClientResult(value="found it"), by="system")}
     assert plan_advance("run_1", requests, answers, force=False, now=200.0) is None
 
 
 def test_every_request_answered_resumes_with_the_approved_calls_marked() -> None:
     """All decided: the plan keeps every decision, adds no skip, closes nothing, and runs the approved call only."""
-    requests = [approval("req_a"), approval("req_b"), below("req_d", "run_d")]
+    requests: list[Request] = [approval("req_a"), approval("req_b"), below("req_d", "run_d")]
     answers = {
         "req_a": decided("req_a", Approve()),
         "req_b": decided("req_b", Reject(reason="no")),
@@ -105,7 +105,7 @@ def test_every_request_answered_resumes_with_the_approved_calls_marked() -> None
 def test_a_forced_resume_skips_what_is_open_and_closes_the_runs_below_it_skipped() -> None:
     """Forced: each open request is skipped at the plan's time; a skipped delegate's run is closed, an approved call
     still runs, and a workflow's open question is skipped like any request."""
-    requests = [approval("req_a"), below("req_d", "run_d"), node_input("req_i")]
+    requests: list[Request] = [approval("req_a"), below("req_d", "run_d"), node_input("req_i")]
     plan = plan_advance("run_1", requests, {"req_a": decided("req_a", Approve())}, force=True, now=300.0)
     assert plan is not None
     assert [(d.request_id, d.by, d.decided_at) for d in plan.resume.added] == [
@@ -120,7 +120,7 @@ def test_a_forced_resume_skips_what_is_open_and_closes_the_runs_below_it_skipped
 
 def test_a_workflows_agent_node_is_planned_as_a_delegate_is() -> None:
     """A workflow's pause on its agent node's run resumes once that run's answer is in, exactly like a delegate's."""
-    requests = [below("req_node", "run_node")]
+    requests: list[Request] = [below("req_node", "run_node")]
     assert plan_advance("run_wf", requests, {}, force=False, now=10.0) is None
     answer = decided("req_node", ClientResult(value="Paris"), by="system")
     plan = plan_advance("run_wf", requests, {"req_node": answer}, force=False, now=10.0)
