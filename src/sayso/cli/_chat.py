@@ -8,6 +8,7 @@ import signal
 import threading
 from typing import Any
 
+from pydantic.json_schema import JsonSchemaValue
 from rich.console import Console
 from rich.markup import escape
 
@@ -318,7 +319,7 @@ class _Skipped(Exception):
     """The person typed `!skip` at a field."""
 
 
-def _fill(console: Console, schema: dict[str, Any]) -> Any:
+def _fill(console: Console, schema: JsonSchemaValue) -> Any:
     """The value of a whole form: an object's fields one by one, or one answer."""
     root = schema
     shape = schema_type(schema)
@@ -332,7 +333,7 @@ def _fill(console: Console, schema: dict[str, Any]) -> Any:
 _LEFT_OUT: Any = object()
 
 
-def _object(console: Console, shape: dict[str, Any], root: dict[str, Any], *, prefix: str) -> dict[str, Any]:
+def _object(console: Console, shape: JsonSchemaValue, root: JsonSchemaValue, *, prefix: str) -> dict[str, Any]:
     required = set(shape.get("required", []))
     value: dict[str, Any] = {}
     for name, spec in shape.get("properties", {}).items():
@@ -348,7 +349,13 @@ def _object(console: Console, shape: dict[str, Any], root: dict[str, Any], *, pr
 
 
 def _field(
-    console: Console, label: str, field: dict[str, Any], root: dict[str, Any], *, required: bool, empty_ok: bool = False
+    console: Console,
+    label: str,
+    field: JsonSchemaValue,
+    root: JsonSchemaValue,
+    *,
+    required: bool,
+    empty_ok: bool = False,
 ) -> Any:
     """One field's answer, typed as its schema says and checked against it as it is typed (`_LEFT_OUT` when empty).
 
@@ -374,7 +381,7 @@ def _field(
         console.print(f"[red]not accepted:[/red] {escape(problem)}; try again")
 
 
-def _typed_field(console: Console, prompt: str, field: dict[str, Any], root: dict[str, Any]) -> Any:
+def _typed_field(console: Console, prompt: str, field: JsonSchemaValue, root: JsonSchemaValue) -> Any:
     """What the person typed for one field, as the value its schema's type suggests."""
     raw = _read(console, prompt).strip()
     if raw == _SKIP:
@@ -436,7 +443,7 @@ def _ask_elicitation(console: Console, request: ElicitationRequest) -> Decision:
         console.print(f"please answer {'d' if request.mode == 'url' else 'f'}, x, c or n")
 
 
-def _fill_form(console: Console, schema: dict[str, Any]) -> dict[str, Any]:
+def _fill_form(console: Console, schema: JsonSchemaValue) -> dict[str, Any]:
     """Ask each field of a flat form in turn; an empty answer leaves an optional field out.
 
     Values are read as JSON where the field is a number or a boolean, so the runtime's check of the
