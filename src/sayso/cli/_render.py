@@ -83,7 +83,7 @@ def sayso_command() -> str:
     return shlex.join([sys.executable, "-m", "sayso"])
 
 
-def typed_args(args: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:
+def typed_args(args: dict[str, Any], schema: JsonSchemaValue | None) -> dict[str, Any]:
     """`args` with each value typed as the tool's schema asks (`"50"` for a number is `50`), to edit and send.
 
     A model (or a script) may write a number as text; the tool took it, lax, but edited arguments
@@ -97,7 +97,7 @@ def typed_args(args: dict[str, Any], schema: dict[str, Any] | None) -> dict[str,
     return {name: _typed(value, properties.get(name), schema) for name, value in args.items()}
 
 
-def _typed(value: Any, spec: Any, root: dict[str, Any]) -> Any:
+def _typed(value: Any, spec: Any, root: JsonSchemaValue) -> Any:
     if not isinstance(value, str) or not isinstance(spec, dict):
         return value
     kind = schema_type(spec, root).get("type")
