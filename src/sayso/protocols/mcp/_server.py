@@ -50,9 +50,8 @@ from ..._config.file import Config
 from ..._core.access import Principal
 from ..._core.decisions import Decision
 from ..._core.requests import Request
-from ..._runtime import RunResult, Sayso
+from ..._runtime import RunResult, Sayso, authenticate
 from ...exceptions import DecisionRefused, InvalidDecision, SaysoError, Unauthenticated
-from .._auth import authenticate
 from ._mapping import decision_from, elicitation_for
 
 AUDIENCE = "sayso"
