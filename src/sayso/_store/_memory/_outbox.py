@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from .._port_outbox import PRUNED_AT_ONCE
 from .._records import DeliveryStatus, PendingDelivery
 from .._views import delivery_id
-from ._base import _Delivery, _MemoryBase
+from ._base import _Delivery
+from ._tx import _MemoryBase
 
 
 class _Outbox(_MemoryBase):
