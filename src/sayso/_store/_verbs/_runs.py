@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, NoReturn
 
@@ -24,7 +24,7 @@ from .._primitives import (
     decode_history,
     new_thread,
 )
-from .._records import BegunRun, ExecutionResult, RemoteTask, RunRecord, RunStatus, ThreadRecord
+from .._records import BegunRun, ExecutionResult, RemoteTask, RunRecord, RunStatus, ThreadCheck, ThreadRecord
 from ._steps import lost_lease, record
 
 
@@ -49,7 +49,7 @@ class RunVerbs(TxStore):
         lease_owner: str,
         lease_expires_at: float,
         now: float,
-        check: Callable[[ThreadRecord | None], None] | None = None,
+        check: ThreadCheck | None = None,
         grants_of: str | None = None,
     ) -> BegunRun:
         Found = tuple[ThreadRecord | None, RunRecord | None, list[bytes], list[Grant] | None]
