@@ -29,10 +29,12 @@ from .._core.grants import Grant
 from .._core.requests import Request
 from ._port import RunStore
 from ._records import (
+    DeliveryStatus,
     ExecutionRecord,
     ExecutionResult,
     OutboxKind,
     PauseState,
+    PendingDelivery,
     RemoteTask,
     RequestWithRun,
     RunRecord,
@@ -113,6 +115,20 @@ class ReopenRun:
 
 RunChange: TypeAlias = PauseRun | EndRun | ClaimRun | CancelRun | RenewLease | TakeOver | ReopenRun
 """A change to a run's row; every one but `RenewLease` bumps its revision and `updated_at`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What became of a claimed delivery, as its row takes it."""
+
+    status: DeliveryStatus
+    error: str | None
+    next_attempt_at: float | None
+    """When a `pending` delivery is tried again (`None`: unchanged)."""
+    finished_at: float | None
+    """When a settled one finished (`None`: unchanged)."""
+    attempted: bool
+    """Whether this counts as an attempt (all but `skipped`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -272,6 +288,40 @@ class StoreTx(ABC):
     @abstractmethod
     async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
         """Replace an adapter's mark."""
+
+    # the outbox
+
+    @abstractmethod
+    async def unfanned_events(self, limit: int) -> list[str]:
+        """Events not fanned out yet, oldest first (their ids)."""
+
+    @abstractmethod
+    async def fan_out(self, event_id: str, hooks: Sequence[str], now: float) -> bool:
+        """Mark the event fanned out and give it one pending delivery per hook; `False` when another sender did."""
+
+    @abstractmethod
+    async def due_deliveries(self, now: float, limit: int) -> list[PendingDelivery]:
+        """Pending deliveries due by `now` and not claimed by a live sender, oldest first."""
+
+    @abstractmethod
+    async def claim_delivery(self, delivery_id: str, *, owner: str, now: float, until: float) -> bool:
+        """Claim a pending delivery nobody holds a live claim on, until `until`; `False` when another sender did."""
+
+    @abstractmethod
+    async def settle(self, delivery_id: str, owner: str, outcome: Settled) -> bool:
+        """Write what became of a delivery `owner` holds the claim on (the claim goes); `False` when it does not."""
+
+    @abstractmethod
+    async def delivery_counts(self) -> dict[DeliveryStatus, int]:
+        """How many deliveries stand where."""
+
+    @abstractmethod
+    async def prune_deliveries(self, before: float, limit: int) -> int:
+        """Delete at most `limit` settled deliveries that finished before `before`; how many went."""
+
+    @abstractmethod
+    async def prune_events(self, before: float, limit: int, *, fanned_out: bool) -> int:
+        """Delete at most `limit` events created before `before` with no delivery left (fanned out or not); how many."""
 
 
 TxWork = Callable[[StoreTx], Coroutine[Any, Any, T]]

@@ -7,7 +7,7 @@
 | `_runs` | the sweeps' reads (lapsed, stalled, expired runs), the message log, thread listings |
 | `_requests` | reads of pauses, requests and decisions, the inbox, stuck ledger entries |
 | `_grants_audit` | reads of grants and the audit log |
-| `_outbox` | the outbox's fan-out, claims, settling and pruning |
+| `_outbox` | the outbox's primitives (`MemoryOutboxTx`, a base of `MemoryTx`): fan-out, claims, settling, pruning |
 
 The business verbs themselves are not here: they are written once in `sayso._store._verbs`.
 """

@@ -1,11 +1,11 @@
-"""The in-memory store's tables: rows as dataclasses of serialised values, and the lookups several verbs share."""
+"""The in-memory store's tables (rows as dataclasses of serialised values), their lookups, and undoable changes."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
@@ -169,3 +169,51 @@ def _load(batches: Iterable[_Batch]) -> list[ModelMessage]:
 
 def _audit_record(row: _Audit) -> AuditRecord:
     return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash, mac=row.mac)
+
+
+_MISSING: Any = object()
+
+
+class Duplicate(Exception):
+    """A key inserted twice: the memory store's integrity error."""
+
+
+class _Changes:
+    """Changes to the tables that can be undone, newest first: what makes a memory transaction one."""
+
+    def __init__(self) -> None:
+        self.undo: list[Callable[[], None]] = []
+
+    def rollback(self) -> None:
+        """Undo every change made so far, newest first."""
+        while self.undo:
+            self.undo.pop()()
+
+    def _put(self, table: dict[Any, Any], key: Any, value: Any) -> None:
+        old = table.get(key, _MISSING)
+        table[key] = value
+        self.undo.append(lambda: table.pop(key, None) if old is _MISSING else table.__setitem__(key, old))
+
+    def _insert(self, table: dict[Any, Any], key: Any, value: Any) -> None:
+        if key in table:
+            raise Duplicate(f"{key!r} is stored already")
+        self._put(table, key, value)
+
+    def _pop(self, table: dict[Any, Any], key: Any) -> None:
+        old = table.pop(key)
+        self.undo.append(lambda: table.__setitem__(key, old))
+
+    def _set(self, row: Any, **values: Any) -> None:
+        old = {name: getattr(row, name) for name in values}
+        for name, value in values.items():
+            setattr(row, name, value)
+
+        def restore() -> None:
+            for name, value in old.items():
+                setattr(row, name, value)
+
+        self.undo.append(restore)
+
+    def _append(self, items: list[Any], item: Any) -> None:
+        items.append(item)
+        self.undo.append(items.pop)

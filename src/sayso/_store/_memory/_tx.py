@@ -9,7 +9,7 @@ memory store's integrity error (a verb's `race` answers it).
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal, TypeVar, assert_never
 
@@ -30,7 +30,6 @@ from .._primitives import (
     RenewLease,
     ReopenRun,
     RunChange,
-    StoreTx,
     TakeOver,
     TxStore,
     TxWork,
@@ -45,56 +44,22 @@ from .._records import (
     RunRecord,
     ThreadRecord,
 )
-from ._base import _Audit, _Batch, _Decision, _Event, _Execution, _Pause, _Request, _Tables
+from ._base import Duplicate, _Audit, _Batch, _Decision, _Event, _Execution, _Pause, _Request, _Tables
+from ._outbox import MemoryOutboxTx
 
-_MISSING: Any = object()
 T = TypeVar("T")
 
 
-class Duplicate(Exception):
-    """A key inserted twice: the memory store's integrity error."""
+class MemoryTx(MemoryOutboxTx):
+    """The primitives over a memory store's tables, under its lock, with an undo log; the outbox's from its base."""
 
-
-class MemoryTx(StoreTx):
-    """The primitives over a memory store's tables, under its lock, with an undo log."""
+    s: _MemoryBase
 
     def __init__(self, store: _MemoryBase) -> None:
+        super().__init__()
         self.s = store
-        self.undo: list[Callable[[], None]] = []
         self.audit_head: AuditHead | None = None
         """The chain's head after this transaction's appends, announced once it commits."""
-
-    def rollback(self) -> None:
-        """Undo every change of this transaction, newest first."""
-        while self.undo:
-            self.undo.pop()()
-
-    # changes that can be undone
-
-    def _put(self, table: dict[Any, Any], key: Any, value: Any) -> None:
-        old = table.get(key, _MISSING)
-        table[key] = value
-        self.undo.append(lambda: table.pop(key, None) if old is _MISSING else table.__setitem__(key, old))
-
-    def _insert(self, table: dict[Any, Any], key: Any, value: Any) -> None:
-        if key in table:
-            raise Duplicate(f"{key!r} is stored already")
-        self._put(table, key, value)
-
-    def _set(self, row: Any, **values: Any) -> None:
-        old = {name: getattr(row, name) for name in values}
-        for name, value in values.items():
-            setattr(row, name, value)
-
-        def restore() -> None:
-            for name, value in old.items():
-                setattr(row, name, value)
-
-        self.undo.append(restore)
-
-    def _append(self, items: list[Any], item: Any) -> None:
-        items.append(item)
-        self.undo.append(items.pop)
 
     # threads
 

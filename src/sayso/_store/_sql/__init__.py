@@ -11,7 +11,7 @@
 | `_requests` | reads of pauses, requests and decisions |
 | `_grants_audit` | reads of grants and the hash-chained audit log |
 | `_listings` | the inbox, threads and transcripts (SQLAlchemy: their statements depend on their filters) |
-| `_outbox` | the outbox's fan-out, claims, settling and pruning (SQLAlchemy) |
+| `_outbox` | the outbox's primitives (`SqlOutboxTx`, a base of `SqlTx`): fan-out, claims, settling, pruning |
 
 The business verbs themselves are not here: they are written once in `sayso._store._verbs`.
 """

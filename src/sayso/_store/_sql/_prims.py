@@ -25,7 +25,6 @@ from .._primitives import (
     RenewLease,
     ReopenRun,
     RunChange,
-    StoreTx,
     TakeOver,
 )
 from .._records import (
@@ -41,11 +40,12 @@ from .._records import (
 )
 from . import _chain
 from . import _rows as q
+from ._outbox import SqlOutboxTx
 from ._tx import Tx
 
 
-class SqlTx(StoreTx):
-    """The primitives over one open SQL transaction (`_tx.Tx`)."""
+class SqlTx(SqlOutboxTx):
+    """The primitives over one open SQL transaction (`_tx.Tx`); the outbox's come from `SqlOutboxTx`."""
 
     __slots__ = ("tx",)
 
