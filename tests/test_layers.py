@@ -182,6 +182,26 @@ def test_no_module_is_too_long() -> None:
     assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
 
 
+MAX_FREE_FORM_DICTS = 90
+"""Issue 21's bound on `dict[str, Any]` under src/: it is kept for truly free-form JSON (tool arguments,
+payloads, a form's content, stored JSON read back); a shape sayso knows gets a type of its own."""
+
+
+def test_untyped_dicts_do_not_grow_back() -> None:
+    """`dict[str, Any]` is on at most MAX_FREE_FORM_DICTS lines of src/ (the lines `grep -rn` finds it on)."""
+    found = {
+        str(path.relative_to(SRC)): n
+        for path in sorted(SRC.rglob("*.py"))
+        if (n := sum("dict[str, Any]" in line for line in path.read_text(encoding="utf-8").splitlines()))
+    }
+    total = sum(found.values())
+    worst = sorted(found.items(), key=lambda item: -item[1])[:8]
+    assert total <= MAX_FREE_FORM_DICTS, (
+        f"dict[str, Any] is on {total} lines of src/ (at most {MAX_FREE_FORM_DICTS}); type the known shapes "
+        f"(a TypedDict, a dataclass, JsonSchemaValue for a JSON Schema). Most in: {worst}"
+    )
+
+
 def test_the_architecture_map_names_every_module() -> None:
     """ARCHITECTURE.md's Rooms section is what `scripts/rooms` generates from the modules' docstrings: a module
     added, moved or renamed without the map being rewritten fails here."""

@@ -15,6 +15,7 @@ from pydantic_ai.messages import ToolReturnPart
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from sayso import Approve, Reject, Sayso, Skip
+from sayso._core.audit_events import AUDIT_EVENT_ADAPTER
 
 from .conftest import MakeApp, script
 
@@ -210,3 +211,4 @@ async def test_the_service_hears_the_decision_by_signed_webhook(
     assert (sent["data"]["request"], sent["data"]["decision"]) == (paused.requests[0].service_request, "rejected")
     assert [a["event"] for a in audit] == ["decision", "service_notified"]
     assert audit[1]["delivered"] is True
+    assert [AUDIT_EVENT_ADAPTER.validate_python(a) for a in audit] == audit

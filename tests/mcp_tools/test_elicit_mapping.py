@@ -14,7 +14,7 @@ from pydantic_ai.exceptions import ModelRetry
 from sayso import Accept, Approve, Cancel, Decline, ElicitationRequest, InvalidDecision, Skip, request_json
 from sayso._core.decisions import DECISION_ADAPTER, check_decision, model_text
 from sayso._core.requests import REQUEST_ADAPTER
-from sayso._engine.calls import Deferral, deferral_of
+from sayso._engine.calls import ElicitationDeferral, deferral_of
 from sayso._engine.mcp.elicit import Elicitation, from_params, matches, to_elicit_result, url_required
 
 PARTY = {
@@ -72,9 +72,7 @@ def test_a_form_and_a_url_become_the_mcp_half_of_a_request() -> None:
 def test_an_elicitation_travels_in_deferred_metadata_and_requests_persist() -> None:
     """A deferral carries the elicitation to the engine unchanged, and a stored elicitation request loads back equal."""
     asked = Elicitation(server="s", mode="form", message="m", requested_schema=PARTY)
-    assert deferral_of(Deferral(kind="elicitation", elicitation=asked).as_metadata()) == Deferral(
-        kind="elicitation", elicitation=asked
-    )
+    assert deferral_of(ElicitationDeferral(elicitation=asked).as_metadata()) == ElicitationDeferral(elicitation=asked)
     request = form_request()
     assert REQUEST_ADAPTER.validate_json(REQUEST_ADAPTER.dump_json(request)) == request
     assert request_json(request)["kind"] == "elicitation"

@@ -11,6 +11,7 @@ import pytest
 
 from sayso import (
     Accept,
+    AgentNotFound,
     ApprovalRequest,
     Approve,
     AskApproval,
@@ -133,7 +134,7 @@ async def test_the_runtimes_decorator_declares_the_hook_from_python(tmp_path: Pa
         ("announce", "host", False),
         ("announce", "host", True),
     ]
-    with pytest.raises(ConfigError, match="no agent named 'nobody'"):
+    with pytest.raises(AgentNotFound, match="no agent or workflow named 'nobody'"):
         app.before_tool_call("nobody")
 
 

@@ -34,7 +34,7 @@ from .._store import (
     ThreadSummary,
     TranscriptEntry,
 )
-from ._events import EventListener, RequestEvent
+from ._events import EventData, EventListener, RequestEvent
 from ._facade import DEFAULT_REMOTE_AGENTS, Sayso
 from ._kernel import new_id
 from ._outbox import OutboundEvent
@@ -49,6 +49,7 @@ __all__ = [
     "DeliveryStatus",
     "Change",
     "DecideResult",
+    "EventData",
     "EventListener",
     "InboxFilter",
     "InboxPage",

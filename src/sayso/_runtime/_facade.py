@@ -369,6 +369,14 @@ class Sayso(Reading):
                 )
         return seen
 
+    def entry(self, agent: str | None = None) -> str:
+        """The agent or workflow a caller named (the config's entry agent when `None`), once it is known to exist.
+
+        Raises:
+            AgentNotFound: no agent or workflow has that name (the message lists those that exist).
+        """
+        return self._k.entry(agent or self._k.config.entry_agent)
+
     def before_tool_call(self, agent: str) -> Callable[[BeforeToolCall], BeforeToolCall]:
         """A decorator that makes a function the before-call hook of `agent` (replacing its configured one).
 
@@ -378,7 +386,7 @@ class Sayso(Reading):
         ```
 
         Raises:
-            ConfigError: there is no agent called `agent`.
+            AgentNotFound: there is no agent called `agent`.
         """
         gate = self._k.built(agent).gate
 

@@ -22,7 +22,7 @@ from .._core.access import LOCAL, Principal
 from .._core.limits import Limits
 from .._engine.agents import BuiltAgent
 from .._store import RunStore
-from ..exceptions import ConfigError
+from ..exceptions import AgentNotFound
 from ._events import Events
 from ._leases import Heartbeat
 from ._remote import RemoteAgents
@@ -104,8 +104,23 @@ class Kernel:
         return Principal(name=name)
 
     def built(self, name: str) -> BuiltAgent:
-        """The built agent called `name`."""
+        """The built agent called `name`.
+
+        Raises:
+            AgentNotFound: no agent has that name.
+        """
         try:
             return self.agents[name]
         except KeyError:
-            raise ConfigError(f"no agent named {name!r}; configured: {', '.join(self.agents)}") from None
+            raise AgentNotFound(name, known=tuple(self.agents)) from None
+
+    def entry(self, name: str) -> str:
+        """`name`, when an agent or a workflow of this runtime has it: the one check of a name a caller gave.
+
+        Raises:
+            AgentNotFound: neither an agent nor a workflow has that name.
+        """
+        workflows = tuple(self.workflows.engines) if self.workflows is not None else ()
+        if name not in self.agents and name not in workflows:
+            raise AgentNotFound(name, known=(*self.agents, *workflows))
+        return name

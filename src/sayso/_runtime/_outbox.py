@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._core.requests import DelegateRequest
 from .._store import PRUNED_AT_ONCE, DeliveryStatus, PendingDelivery
-from ._events import RequestEvent, decided_event, opened_data
+from ._events import EventData, RequestEvent, decided_event, opened_data
 
 if TYPE_CHECKING:
     from ._kernel import Kernel
@@ -33,7 +33,7 @@ class OutboundEvent:
     event: RequestEvent
     created_at: float
     """When the change was committed."""
-    data: dict[str, Any]
+    data: EventData
     """The request (and for a decision: the decision, who took it and the principal)."""
     attempts: int
     """Attempts made before this one."""

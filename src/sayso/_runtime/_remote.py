@@ -13,15 +13,15 @@ a local delegate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 from pydantic_ai.exceptions import CallDeferred
 
 from .._config.file import Config
 from .._core.decisions import Decision
-from .._core.requests import ApprovalRequest, Question, QuestionRequest, Request, default_hint
+from .._core.requests import ApprovalRequest, Question, QuestionRequest, Request, RequestFields, default_hint
 from .._core.resume import open_requests, plan_resume
-from .._engine.calls import Deferral
+from .._engine.calls import DelegateDeferral
 from .._store import RunRecord, RunStatus
 from ..exceptions import ConfigError
 from ._results import RunResult
@@ -87,7 +87,7 @@ async def delegate_remote(k: Kernel, parent: RunRecord, target: str, task: str, 
     outcome = await k.remote.start(url, task)
     result = await settle(k, proxy, url, outcome)
     if result.status == "paused":
-        raise CallDeferred(metadata=Deferral(kind="delegate", child_run_id=proxy.run_id).as_metadata())
+        raise CallDeferred(metadata=DelegateDeferral(child_run_id=proxy.run_id).as_metadata())
     return await _tree.delegate_answer(k, result)
 
 
@@ -163,18 +163,18 @@ def remote_delegates(config: Config) -> dict[str, str]:
 
 def mirror(ask: RemoteAsk, proxy: RunRecord, url: str, *, request_id: str, now: float) -> Request:
     """A sayso request standing for what the remote task waits on (the remote's id as the call id)."""
-    common: dict[str, Any] = {
-        "request_id": request_id,
-        "run_id": proxy.run_id,
-        "thread_id": proxy.thread_id,
-        "agent_path": proxy.path,
-        "tool_call_id": ask.ask_id,
-        "tool_name": ask.tool_name,
-        "args": dict(ask.args),
-        "created_at": now,
-        "principal": proxy.principal,
-        "parent_call_id": proxy.parent_call_id,
-    }
+    common = RequestFields(
+        request_id=request_id,
+        run_id=proxy.run_id,
+        thread_id=proxy.thread_id,
+        agent_path=proxy.path,
+        tool_call_id=ask.ask_id,
+        tool_name=ask.tool_name,
+        args=dict(ask.args),
+        created_at=now,
+        principal=proxy.principal,
+        parent_call_id=proxy.parent_call_id,
+    )
     if ask.kind == "question":
         return QuestionRequest(**common, questions=ask.questions)
     return ApprovalRequest(

@@ -25,6 +25,7 @@ from pydantic_ai.messages import (
     TextPartDelta,
 )
 
+from .._core.audit_events import AuditEvent, ServiceNotifiedEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ApprovalRequest, Request, Scope
@@ -305,10 +306,12 @@ async def tell_services(
     ]
     if not notices or not built.notifier.configured:
         return
-    audit = []
+    audit: list[AuditEvent] = []
     for notice in notices:
         problem = await built.notifier.notify(notice)
-        audit.append({"event": "service_notified", **notice, "delivered": problem is None, "problem": problem})
+        audit.append(
+            ServiceNotifiedEvent(event="service_notified", **notice, delivered=problem is None, problem=problem)
+        )
     await k.store.append_audit(audit)
 
 

@@ -28,7 +28,7 @@ from .._core.requests import (
     shown_args,
 )
 from .._core.resume import SKIPPED_FOR_FORCE, open_requests, plan_resume
-from .._engine.calls import Deferral
+from .._engine.calls import DelegateDeferral
 from .._engine.deferred import audit_body
 from .._store import PauseState, RunRecord, RunRequests
 from ..exceptions import PauseConsumed, RunConflict
@@ -153,7 +153,7 @@ async def delegate(k: Kernel, parent: RunRecord, target: str, task: str, call_id
     child = await start_child(k, parent, target, task, call_id, client_tools=parent.client_tools)
     outcome = await _step.execute(k, k.built(target), child, prompt=task, requests=[], decisions={}, history=[])
     if outcome.status == "paused":
-        raise CallDeferred(metadata=Deferral(kind="delegate", child_run_id=child.run_id).as_metadata())
+        raise CallDeferred(metadata=DelegateDeferral(child_run_id=child.run_id).as_metadata())
     return await delegate_answer(k, outcome)
 
 

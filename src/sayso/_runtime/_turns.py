@@ -42,11 +42,8 @@ async def start(
 
     check_message(message, k.limits)
     now = k.clock()
-    entry = agent or k.config.entry_agent
     # An unknown agent is the client's mistake, refused before anything is written.
-    if entry not in k.agents and not _workflows.hosts(k, entry):
-        known = ", ".join([*k.agents, *(k.workflows.engines if k.workflows else ())])
-        raise InvalidInput(f"no agent or workflow named {entry!r}; configured: {known}", field="agent")
+    entry = k.entry(agent or k.config.entry_agent)
 
     def check(thread: ThreadRecord | None) -> None:
         if thread is None:  # a new thread: its agent (or workflow) was checked above

@@ -35,8 +35,9 @@ durable commit makes them durable too (both databases write their log in order).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -201,16 +202,16 @@ async def _step_run(
                 raise
     finally:
         k.stop_working(run.run_id)
-    common: dict[str, Any] = {"run_id": run.run_id, "thread_id": run.thread_id, "agent": run.agent}
+    result = functools.partial(RunResult, run_id=run.run_id, thread_id=run.thread_id, agent=run.agent)
     if working.scope.cancelled_caught:
-        return RunResult(**common, status="cancelled")
+        return result(status="cancelled")
     if isinstance(outcome, WorkflowFinished):
-        return RunResult(**common, status="completed", output=output_text(outcome.output))
+        return result(status="completed", output=output_text(outcome.output))
     if isinstance(outcome, WorkflowFailed):
-        return RunResult(**common, status="failed", error=outcome.error)
+        return result(status="failed", error=outcome.error)
     if outcome.agent is not None:
-        return RunResult(**common, status="paused", requests=outcome.agent.requests)
-    return RunResult(**common, status="paused", requests=flight.requests)
+        return result(status="paused", requests=outcome.agent.requests)
+    return result(status="paused", requests=flight.requests)
 
 
 async def _finish_cancelled(k: Kernel, run: RunRecord) -> None:

@@ -24,6 +24,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
+from .._core.audit_events import AuditEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import Request
@@ -237,7 +238,7 @@ class StoreTx(ABC):
         """The grant, revoked or not."""
 
     @abstractmethod
-    async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
+    async def append_audit(self, bodies: Sequence[AuditEvent]) -> None:
         """Extend the audit chain after its checkpointed head, signed with the store's key (nothing when empty).
 
         The chain's new head is announced by the store once the transaction commits.

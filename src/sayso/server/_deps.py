@@ -13,6 +13,7 @@ from anyio.abc import TaskGroup
 from fastapi import Depends, Request
 from fastapi import Path as PathParam
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic.json_schema import JsonSchemaValue
 
 from .._core.access import Principal
 from .._runtime import DecideResult, Sayso, run_json
@@ -73,7 +74,7 @@ class ServerState:
     """Set when the server is told to stop, so live streams end instead of holding the shutdown up."""
 
 
-_SSE_EVENT: dict[str, Any] = {
+_SSE_EVENT: JsonSchemaValue = {
     "type": "object",
     "description": "One server-sent event; `data` is JSON.",
     "properties": {

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 from .._primitives import Settled, StoreTx
 from .._records import DeliveryStatus, PendingDelivery
@@ -60,7 +59,7 @@ class MemoryOutboxTx(_Changes, StoreTx):
         d = self.s._deliveries.get(delivery_id)
         if d is None or d.claimed_by != owner:
             return False
-        values: dict[str, Any] = {"status": outcome.status, "claimed_by": None, "claimed_until": None}
+        values: dict[str, object] = {"status": outcome.status, "claimed_by": None, "claimed_until": None}
         values["last_error"] = outcome.error
         if outcome.next_attempt_at is not None:
             values["next_attempt_at"] = outcome.next_attempt_at

@@ -11,12 +11,13 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Literal, TypeVar, assert_never
+from typing import Literal, TypeVar, assert_never
 
 import anyio
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from ..._core.audit import AuditHead, canonical_json, seal
+from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
@@ -99,22 +100,21 @@ class MemoryTx(MemoryOutboxTx):
         run = self.s._runs.get(run_id)
         if run is None:
             return isinstance(change, ClaimRun)
-        values: dict[str, Any]
         match change:
             case PauseRun(pause_id=pause_id, owner=owner, now=now):
                 ok = run.lease_owner == owner
-                values = {"status": "paused", "pause_id": pause_id, "lease_owner": None, "lease_expires_at": None}
+                changed = replace(run, status="paused", pause_id=pause_id, lease_owner=None, lease_expires_at=None)
             case EndRun(status=status, output=output, error=error, owner=owner, now=now):
                 ok = run.lease_owner == owner
-                values = {"status": status, "output": output, "error": error, "pause_id": None}
-                values |= {"lease_owner": None, "lease_expires_at": None}
+                changed = replace(run, status=status, output=output, error=error, pause_id=None)
+                changed = replace(changed, lease_owner=None, lease_expires_at=None)
             case ClaimRun(pause_id=pause_id, owner=owner, until=until, now=now):
                 ok = True
-                values = {"status": "running", "pause_id": None, "resume_pause_id": pause_id}
-                values |= {"lease_owner": owner, "lease_expires_at": until}
+                changed = replace(run, status="running", pause_id=None, resume_pause_id=pause_id)
+                changed = replace(changed, lease_owner=owner, lease_expires_at=until)
             case CancelRun(now=now, only_paused=only_paused):
                 ok = run.status == "paused" or not only_paused
-                values = {"status": "cancelled", "pause_id": None}
+                changed = replace(run, status="cancelled", pause_id=None)
             case RenewLease(owner=owner, until=until):
                 if run.lease_owner != owner or run.status != "running":
                     return False
@@ -123,15 +123,14 @@ class MemoryTx(MemoryOutboxTx):
             case TakeOver(owner=owner, until=until, now=now, dead=dead):
                 lapsed = run.lease_expires_at is not None and run.lease_expires_at < now
                 ok = run.status == "running" and (lapsed or (dead is not None and run.lease_owner == dead))
-                values = {"lease_owner": owner, "lease_expires_at": until}
+                changed = replace(run, lease_owner=owner, lease_expires_at=until)
             case ReopenRun(owner=owner, until=until, now=now):
                 ok = run.status == "failed"
-                values = {"status": "running", "error": None, "lease_owner": owner, "lease_expires_at": until}
+                changed = replace(run, status="running", error=None, lease_owner=owner, lease_expires_at=until)
             case _:
                 assert_never(change)
         if ok:
-            bumped = replace(run, **values, updated_at=now, revision=run.revision + 1)
-            self._put(self.s._runs, run_id, bumped)
+            self._put(self.s._runs, run_id, replace(changed, updated_at=now, revision=run.revision + 1))
         return ok
 
     async def holds(self, run_id: str, owner: str) -> bool:
@@ -240,7 +239,7 @@ class MemoryTx(MemoryOutboxTx):
     async def grant(self, grant_id: str) -> Grant | None:
         return self.s._grants.get(grant_id)
 
-    async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
+    async def append_audit(self, bodies: Sequence[AuditEvent]) -> None:
         s = self.s
         records, head = seal(bodies, after=s._audit_head, key=s.audit_key)
         if not records:

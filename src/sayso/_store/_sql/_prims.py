@@ -9,10 +9,11 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any, Literal, assert_never
+from typing import Literal, assert_never
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
+from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import REQUEST_ADAPTER, Request
@@ -235,7 +236,7 @@ class SqlTx(SqlOutboxTx):
         row = await self.tx.one(q.GET_GRANT, {"grant_id": grant_id})
         return q.grant_record(row) if row is not None else None
 
-    async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
+    async def append_audit(self, bodies: Sequence[AuditEvent]) -> None:
         await _chain.append_audit(self.tx, bodies)
 
     # the ledger

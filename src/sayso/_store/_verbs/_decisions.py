@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Literal
 
+from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ...exceptions import PauseConsumed, StoreError
@@ -19,7 +20,7 @@ class DecisionVerbs(TxStore):
     """`RunStore`'s verbs that record decisions, consume pauses and keep the at-most-once ledger."""
 
     async def record_decision(
-        self, record: DecisionRecord, *, audit: Sequence[dict[str, Any]] = (), grant: Grant | None = None
+        self, record: DecisionRecord, *, audit: Sequence[AuditEvent] = (), grant: Grant | None = None
     ) -> DecisionRecord | None:
         request_id = record.request_id
 
@@ -44,7 +45,7 @@ class DecisionVerbs(TxStore):
         self,
         records: Sequence[DecisionRecord],
         *,
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         grants: Sequence[Grant] = (),
     ) -> list[DecisionRecord]:
         ids = [r.request_id for r in records]
@@ -70,7 +71,7 @@ class DecisionVerbs(TxStore):
 
         return await self._write(work, race=lost)
 
-    async def add_decisions(self, records: Sequence[DecisionRecord], *, audit: Sequence[dict[str, Any]] = ()) -> None:
+    async def add_decisions(self, records: Sequence[DecisionRecord], *, audit: Sequence[AuditEvent] = ()) -> None:
         async def work(tx: StoreTx) -> None:
             existing = await tx.decisions([r.request_id for r in records])
             await _steps.record(tx, [r for r in records if r.request_id not in existing], audit)
@@ -86,7 +87,7 @@ class DecisionVerbs(TxStore):
         until: float,
         now: float,
         added: Sequence[DecisionRecord],
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         executing: Sequence[str] = (),
         load_history: bool = True,
         grants_of: str | None = None,
@@ -172,7 +173,7 @@ class DecisionVerbs(TxStore):
         result: bytes,
         now: float,
         *,
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         status: Literal["done", "unknown"] = "done",
     ) -> None:
         async def work(tx: StoreTx) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from pydantic_ai.messages import ModelMessage
 
+from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import ClientTool, Request
@@ -100,7 +101,7 @@ class RunVerbs(TxStore):
         now: float,
         expect_active: str | None,
         skips: Sequence[DecisionRecord] = (),
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         supersede_pause: str | None = None,
         parent_run_id: str | None = None,
         parent_call_id: str | None = None,
@@ -217,7 +218,7 @@ class RunVerbs(TxStore):
         await self._write(work)
 
     async def cancel_run(
-        self, run: RunRecord, *, now: float, skips: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()
+        self, run: RunRecord, *, now: float, skips: Sequence[DecisionRecord], audit: Sequence[AuditEvent] = ()
     ) -> None:
         async def work(tx: StoreTx) -> None:
             if run.pause_id is not None:

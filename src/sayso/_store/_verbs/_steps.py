@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
+from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ...exceptions import PauseConsumed, RunConflict
@@ -13,7 +13,7 @@ from .._primitives import ClaimRun, StoreTx, decode_history
 from .._records import Claim, ResumeClaim, RunRecord
 
 
-async def record(tx: StoreTx, records: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()) -> None:
+async def record(tx: StoreTx, records: Sequence[DecisionRecord], audit: Sequence[AuditEvent] = ()) -> None:
     """Record decisions (their requests become `decided`, an outbox event each) with their audit records."""
     await tx.append_audit(audit)  # first: on PostgreSQL its head lock is the one round trip
     if records:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
+from ..._core.audit_events import AuditEvent
 from ..._core.grants import Grant
 from .._primitives import StoreTx, TxStore
 
@@ -13,7 +13,7 @@ from .._primitives import StoreTx, TxStore
 class TrustVerbs(TxStore):
     """`RunStore`'s writing verbs of grants and the audit log, and adapters' marks."""
 
-    async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[dict[str, Any]] = ()) -> Grant | None:
+    async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[AuditEvent] = ()) -> Grant | None:
         async def work(tx: StoreTx) -> Grant | None:
             if not await tx.revoke_grant(grant_id, now):
                 return None
@@ -24,7 +24,7 @@ class TrustVerbs(TxStore):
 
         return await self._write(work)
 
-    async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
+    async def append_audit(self, bodies: Sequence[AuditEvent]) -> None:
         async def work(tx: StoreTx) -> None:
             await tx.append_audit(bodies)
 

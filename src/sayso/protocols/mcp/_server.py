@@ -123,7 +123,7 @@ def _stateless(ctx: Context) -> bool:
 
 
 async def _answered(
-    sayso: Sayso, caller: Principal, run_id: str, responses: dict[str, Any]
+    sayso: Sayso, caller: Principal, run_id: str, responses: mcp_types.InputResponses
 ) -> str | mcp_types.InputRequiredResult:
     """A later leg: the client's answers decide the open requests they name, then the run carries on."""
     waiting = await sayso.result(run_id, principal=caller)
