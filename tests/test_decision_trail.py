@@ -13,22 +13,7 @@ from sayso import Answer, Approve, Reject, Sayso
 from sayso._runtime import TranscriptEntry
 
 from .conftest import MakeApp, script
-
-
-def delete_file(name: str) -> str:
-    """Delete a file."""
-    return f"deleted {name}"
-
-
-def pay(amount: int, token: str = "") -> str:
-    """Pay someone."""
-    return f"paid {amount}"
-
-
-def explode() -> str:
-    """A tool that fails."""
-    raise RuntimeError("the disk is on fire")
-
+from .tools import delete_file, explode, pay
 
 RULES: list[dict[str, Any]] = [
     {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}"}},
@@ -58,7 +43,7 @@ def make(make_app: MakeApp, **kwargs: Any) -> Sayso:
     return make_app(agents, model=script(*RULES), **kwargs)
 
 
-def decisions(entries: list[TranscriptEntry]) -> list[dict[str, Any]]:
+def decisions(entries: list[TranscriptEntry]) -> list[Any]:
     return [e.decision for e in entries if e.role == "decision" and e.decision is not None]
 
 

@@ -35,7 +35,7 @@ from ._core.requests import (
     Subject,
     ToolInfo,
 )
-from ._engine.gate import RunDeps
+from ._engine.deps import RunDeps
 from ._engine.hooks import AskApproval, BeforeToolCall, HookCall, VisitUrl, before_tool_call
 from ._engine.scripted import ScriptedModel
 from ._engine.tools import Approval, require_approval, tool

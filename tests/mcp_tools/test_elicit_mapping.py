@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pickle
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 import mcp_types
@@ -41,7 +41,7 @@ def form_request(**changes: Any) -> ElicitationRequest:
         tool_name="book_table",
         args={"day": "fri"},
         created_at=0.0,
-        **asked.request_fields(),
+        **asdict(asked),
     )
     return replace(request, **changes)
 
@@ -51,7 +51,7 @@ def url_request() -> ElicitationRequest:
         mcp_types.ElicitRequestURLParams(message="Sign in", url="https://crm.example/login", elicitation_id="e-1"),
         server="crm",
     )
-    return replace(form_request(), **asked.request_fields())
+    return replace(form_request(), **asdict(asked))
 
 
 def test_a_form_and_a_url_become_the_mcp_half_of_a_request() -> None:
@@ -167,7 +167,8 @@ def test_what_the_model_reads_when_the_answer_cannot_reach_the_server() -> None:
     """Decline and cancel have words for the model; an accepted answer goes to the server instead."""
     assert model_text(Accept(content={})) is None
     assert model_text(Decline()) == "Declined: the person declined what the server asked for."
-    assert model_text(Cancel()) is not None and model_text(Cancel()).startswith("Cancelled:")
+    cancelled = model_text(Cancel())
+    assert cancelled is not None and cancelled.startswith("Cancelled:")
 
 
 def test_a_stored_answer_matches_only_the_same_question() -> None:

@@ -18,7 +18,7 @@ Nothing else in sayso reads or writes that metadata, so the contract lives here 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Self, TypeAlias, get_args
 
 from pydantic.json_schema import JsonSchemaValue
@@ -60,10 +60,6 @@ class Elicitation:
     """How the answer will reach the asker (see `ElicitationDelivery`)."""
     task: dict[str, Any] | None = None
     """`task` delivery: the server's create-task result."""
-
-    def request_fields(self) -> dict[str, Any]:
-        """The fields of an `ElicitationRequest` that come from the asker."""
-        return asdict(self)
 
 
 @dataclass(frozen=True, kw_only=True)

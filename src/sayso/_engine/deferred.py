@@ -99,7 +99,19 @@ def requests_from(
         )
         match deferral:
             case ElicitationDeferral(elicitation=asked):
-                requests.append(ElicitationRequest(**common, **asked.request_fields()))
+                requests.append(
+                    ElicitationRequest(
+                        **common,
+                        server=asked.server,
+                        mode=asked.mode,
+                        message=asked.message,
+                        requested_schema=asked.requested_schema,
+                        url=asked.url,
+                        elicitation_id=asked.elicitation_id,
+                        delivery=asked.delivery,
+                        task=asked.task,
+                    )
+                )
             case _ if call.tool_call_id in approval_ids:
                 # pydantic-ai's own `requires_approval` tools defer without sayso's value.
                 approval = deferral if isinstance(deferral, ApprovalDeferral) else ApprovalDeferral()

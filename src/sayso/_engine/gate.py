@@ -14,9 +14,9 @@ policy check. Fewer toolsets spare pydantic-ai a task group per toolset step.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal, Protocol, assert_never
+from typing import Any, assert_never
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
@@ -28,7 +28,6 @@ from pydantic_core import to_json
 
 from .._core.audit import canonical_json
 from .._core.audit_events import (
-    AuditEvent,
     ExecutedEvent,
     GrantDecisionEvent,
     GrantedCall,
@@ -37,9 +36,15 @@ from .._core.audit_events import (
     OutcomeUnknownEvent,
 )
 from .._core.grants import Grant, covering_grant
-from .._core.policy import Gate as PolicyGate
-from .._core.policy import InterruptPolicy, call_binding, gate_for, subject_from, whole_tool_subject
-from .._core.requests import SCOPES_BY_WIDTH, ClientTool, Scope, Subject, default_hint
+from .._core.policy import (
+    ApprovalTerms,
+    InterruptPolicy,
+    approval_terms,
+    call_binding,
+    subject_from,
+    whole_tool_subject,
+)
+from .._core.requests import SCOPES_BY_WIDTH, Scope, Subject, default_hint
 from .._core.service import STILL_NEEDS_APPROVAL, ServiceAsk, parse_service_ask
 from .._store import ExecutionResult
 from .calls import (
@@ -52,6 +57,7 @@ from .calls import (
     approved_call_of,
     deferral_of,
 )
+from .deps import RunDeps
 from .hooks import BeforeToolCall, HookToolset
 from .tools import client_tool, defer_client_call, options_of, tool_info_of
 
@@ -74,56 +80,6 @@ def outcome_unknown(*, request_id: str, run_id: str, tool_name: str | None, at: 
         at=at,
         reason="the process stopped while the call was running; it was not run again",
     )
-
-
-class GateStore(Protocol):
-    """The part of the store the gate needs: the execution ledger, grants and the audit log."""
-
-    async def begin_execution(self, request_id: str, run_id: str, now: float) -> Any: ...
-
-    async def finish_execution(
-        self,
-        request_id: str,
-        result: bytes,
-        now: float,
-        *,
-        audit: Sequence[AuditEvent] = (),
-        status: Literal["done", "unknown"] = "done",
-    ) -> None: ...
-
-    async def grants_for(self, *, principal: str, tool: str, subject_key: str) -> list[Grant]: ...
-
-    async def append_audit(self, bodies: Sequence[AuditEvent]) -> None: ...
-
-
-@dataclass(kw_only=True)
-class RunDeps:
-    """What every sayso tool sees as `ctx.deps`: which run, thread and agent it serves."""
-
-    run_id: str
-    thread_id: str
-    agent_path: str
-    principal: str | None
-    ledger: GateStore
-    clock: Any
-    grants: Sequence[Grant] | None = None
-    """Grants an external host passed for this run; when set, stored grants are not consulted."""
-    stored_grants: Sequence[Grant] | None = None
-    """The principal's active stored grants, read with the segment's first read; `None`: look them up per call."""
-    widest_scope: Scope | None = None
-    """The widest scope a request may offer in this run (`once` when the host remembers nothing)."""
-    delegate: Callable[[str, str, str], Awaitable[str]] | None = None
-    """Hands work to a delegate agent: `(agent, task, tool_call_id) -> its answer` (or the run pauses)."""
-    marked: frozenset[str] = frozenset()
-    """Approved requests whose ledger mark this segment wrote when it consumed the pause."""
-    executed: list[ExecutionResult] = field(default_factory=list[ExecutionResult])
-    """Results of marked calls, committed with the run's next save."""
-    giver_may_decide: Callable[[Grant], bool] = lambda grant: False
-    """Whether whoever gave a grant may still decide for its principal and agent; a grant reaches no further."""
-    chat_thread_id: str | None = None
-    """The person's chat (the top-level run's thread) for a delegate's run; `thread` grants are bound to it."""
-    client_tools: Sequence[ClientTool] = ()
-    """The client's tools this run offers the model (those the agent allows)."""
 
 
 @dataclass
@@ -151,10 +107,10 @@ class Gate(AbstractCapability[Any]):
         # handling of a body's request. Read per run, so `Sayso.before_tool_call` takes effect at once.
         return GateToolset(HookToolset(toolset, hook=self.hook, skip=self.ungated), gate=self)
 
-    def subject_for(self, tool_name: str, args: dict[str, Any], gate: PolicyGate | None = None) -> Subject | None:
+    def subject_for(self, tool_name: str, args: dict[str, Any], terms: ApprovalTerms | None = None) -> Subject | None:
         """The subject a call would be approved for; `None` means the call needs no approval."""
-        gate = gate or gate_for(self.policy, tool_name, declared=True, read_only=False)
-        spec = gate.rule.subject if gate and gate.rule else None
+        terms = terms or approval_terms(self.policy, tool_name, declared=True, read_only=False)
+        spec = terms.rule.subject if terms and terms.rule else None
         if spec is None:
             return whole_tool_subject(tool_name)
         return subject_from(self.subjects[spec](tool_name, args), tool_name)
@@ -170,9 +126,9 @@ class GateToolset(WrapperToolset[Any]):
     def policy(self) -> InterruptPolicy:
         return self.gate.policy
 
-    def subject_for(self, tool_name: str, args: dict[str, Any], gate: PolicyGate | None = None) -> Subject | None:
+    def subject_for(self, tool_name: str, args: dict[str, Any], terms: ApprovalTerms | None = None) -> Subject | None:
         """The subject a call would be approved for (see `Gate.subject_for`)."""
-        return self.gate.subject_for(tool_name, args, gate)
+        return self.gate.subject_for(tool_name, args, terms)
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         tools = await super().get_tools(ctx)
@@ -202,18 +158,18 @@ class GateToolset(WrapperToolset[Any]):
         if ctx.tool_call_approved:
             return await self._run_approved(name, tool_args, ctx, tool, deps)
         options = options_of(tool.tool_def)
-        gate = gate_for(self.policy, name, declared=options.requires_approval, read_only=options.read_only)
+        terms = approval_terms(self.policy, name, declared=options.requires_approval, read_only=options.read_only)
         schema = tool.tool_def.parameters_json_schema
-        subject = self.subject_for(name, tool_args, gate) if gate is not None else None
-        if gate is not None and subject is not None:
+        subject = self.subject_for(name, tool_args, terms) if terms is not None else None
+        if terms is not None and subject is not None:
             grant = await self._covering_grant(deps, name, subject)
             if grant is not None:
                 return await self._run_granted(name, tool_args, ctx, tool, deps, grant)
             raise ApprovalRequired(
                 metadata=ApprovalDeferral(
                     hint=options.hint or default_hint(name),
-                    scopes=_up_to(gate.scopes, deps.widest_scope),
-                    ttl_seconds=gate.ttl_seconds,
+                    scopes=_up_to(terms.scopes, deps.widest_scope),
+                    ttl_seconds=terms.ttl_seconds,
                     args_schema=schema,
                     subject=subject,
                     binding=call_binding(name, tool_args, subject.key),
@@ -315,7 +271,7 @@ class GateToolset(WrapperToolset[Any]):
         else:
             grants = await deps.ledger.grants_for(principal=principal, tool=name, subject_key=subject.key)
         return covering_grant(
-            [g for g in grants if deps.giver_may_decide(g)],
+            [g for g in grants if deps.services.giver_may_decide(g)],
             tool=name,
             subject_key=subject.key,
             principal=principal,

@@ -43,6 +43,7 @@ from .calls import (
     ElicitationDeferral,
     approved_call_of,
 )
+from .deps import RunDeps
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,8 +140,6 @@ class HookToolset(WrapperToolset[Any]):
 
 def _hook_call(name: str, tool_args: dict[str, Any], ctx: RunContext[Any]) -> HookCall:
     """What the hook sees of a call, including what a person did about the pause it raised before."""
-    from .gate import RunDeps
-
     deps = ctx.deps
     assert isinstance(deps, RunDeps), "sayso runs every agent with its own deps"
     resumed = approved_call_of(ctx.tool_call_metadata) if ctx.tool_call_approved else None

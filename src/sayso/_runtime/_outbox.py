@@ -46,12 +46,12 @@ async def claim(k: Kernel, hooks: Sequence[str], *, lease_seconds: float, limit:
     """
     now = k.clock()
     await k.store.fan_out_events(hooks=hooks, now=now)
-    claimed = await k.store.claim_deliveries(owner=k.owner, now=now, until=now + lease_seconds, limit=limit)
+    claimed = await k.store.claim_deliveries(owner=k.holder, now=now, until=now + lease_seconds, limit=limit)
     events: list[OutboundEvent] = []
     for pending in claimed:
         built = await _build(k, pending)
         if built is None:
-            await k.store.settle_delivery(pending.delivery_id, owner=k.owner, status="skipped", now=k.clock())
+            await k.store.settle_delivery(pending.delivery_id, owner=k.holder, status="skipped", now=k.clock())
         else:
             events.append(built)
     return events
@@ -62,7 +62,7 @@ async def settle(
 ) -> bool:
     """Record what became of a delivery this runtime claimed; `False` when its claim was lost meanwhile."""
     return await k.store.settle_delivery(
-        delivery_id, owner=k.owner, status=status, now=k.clock(), retry_at=retry_at, error=error
+        delivery_id, owner=k.holder, status=status, now=k.clock(), retry_at=retry_at, error=error
     )
 
 

@@ -16,8 +16,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic.json_schema import JsonSchemaValue
 
 from .._core.access import Principal
-from .._runtime import DecideResult, Sayso, run_json
-from ..protocols._auth import authenticate
+from .._runtime import DecideResult, Sayso, authenticate, run_json
 from ._live import LiveSettings
 from ._problems import PROBLEM_MEDIA_TYPE, ProblemModel
 from ._schemas_in import ID_PATTERN

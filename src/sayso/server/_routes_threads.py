@@ -12,8 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from sse_starlette import EventSourceResponse
 
-from .._runtime import new_id, rfc3339, run_json
-from ..protocols._auth import authenticator
+from .._runtime import authenticator, new_id, rfc3339, run_json
 from ._deps import _SSE_EVENT, TITLE_LENGTH, Caller, Id, JsonBody, Runtime, State, ThreadId, problems
 from ._schemas_in import ResumeIn, RunIn, ThreadIn
 from ._schemas_out import AgentListOut, AgentOut, MeOut, RunOut, ThreadListOut, ThreadOut, entry_json
@@ -48,7 +47,9 @@ async def agents(caller: Caller, sayso: Runtime) -> JsonBody:
     """The configured agents and workflows: what a thread may be opened with."""
     config = sayso.config
     listed = [
-        AgentOut(name=name, description=spec.description, entry=name == config.entry_agent).model_dump()
+        AgentOut(
+            name=name, description=spec.description, entry=name == config.entry_agent, internal=spec.internal
+        ).model_dump()
         for name, spec in config.agents.items()
     ]
     listed += [

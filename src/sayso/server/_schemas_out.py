@@ -264,6 +264,8 @@ class AgentOut(_Out):
     entry: bool
     kind: Literal["agent", "workflow"] = "agent"
     """`workflow`: a graph of nodes that stops for input (docs/guides/workflows.md), run like an agent."""
+    internal: bool = False
+    """Configured `internal: true`: it works for other agents or workflows, and is not offered for a new chat."""
 
 
 class AgentListOut(_Out):

@@ -39,7 +39,7 @@ from ..._config.mcp import McpBinding, McpHttpServer, McpServerConfig, McpStdioS
 from ..._core.requests import ElicitationRequest, ToolInfo
 from ...exceptions import ConfigError
 from ..calls import META_KEY, Elicitation, ElicitationAnswered, ElicitationDeferral, approved_call_of
-from ..gate import RunDeps
+from ..deps import RunDeps
 from ..tools import TOOL_INFO_KEY, ToolOptions, options_of
 
 try:

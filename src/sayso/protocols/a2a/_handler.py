@@ -381,7 +381,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         return apply_history_length(await self.tasks.task(await self.sayso.result(run.run_id)), params)
 
     async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
-        return await list_tasks(self, params, _caller(context))
+        return await list_tasks(self.sayso, self.tasks, self.agent, params, _caller(context))
 
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext

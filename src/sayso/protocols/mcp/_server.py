@@ -38,9 +38,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..._core.access import Principal
 from ..._core.decisions import Decision
-from ..._runtime import RunResult, Sayso
+from ..._runtime import RunResult, Sayso, authenticate
 from ...exceptions import DecisionRefused, SaysoError, Unauthenticated
-from .._auth import authenticate
 from ._mapping import decision_from, elicitation_for
 
 PATH = "/mcp"
