@@ -133,6 +133,9 @@ class A2AConfig(_Strict):
     legacy_only: bool = False
     """Speak only kagent 0.x, for callers that predate v1: an A2A 0.3 card without the HITL extension,
     and DataPart pauses even to a caller that asks for v1. Implies `kagent_compat`."""
+    namespace: str = Field(default="kagent", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """The namespace kagent's addresses name: every entry is also served at `/agents/{namespace}/{name}`
+    (kagent's URL layout, beside `/a2a/{name}`) and named `{namespace}/{name}` in a gRPC call's `tenant`."""
     push_secret_env: str | None = None
     """Environment variable holding the secret that signs push notifications (as webhooks are signed);
     unset: each push config's own `token` signs its deliveries, and a config without one is refused."""

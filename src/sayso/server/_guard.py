@@ -68,7 +68,7 @@ class EdgeGuard:
         path: str = scope["path"]
         send = _with_security_headers(send, ui=path == "/" or path.startswith("/static/"))
         headers = Headers(scope=scope)
-        rpc = path.startswith("/a2a/")
+        rpc = path.startswith(("/a2a/", "/agents/"))
         if self.local_mode and not is_loopback(headers.get("host")):
             await _refuse(
                 send,

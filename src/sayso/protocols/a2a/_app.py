@@ -7,7 +7,11 @@ Every configured entry is served under its name: each agent, and each orchestrat
 - `POST /a2a/{name}`: JSON-RPC 2.0 (A2A 1.0, and A2A 0.3's `message/send` for older clients),
   blocking (`SendMessage`) or streaming over SSE (`SendStreamingMessage`);
 - `GET /a2a/{name}/.well-known/agent-card.json`: its card, declaring the extension;
+- `POST /agents/{namespace}/{name}` and its card: the same endpoint at kagent's address
+  (`a2a.namespace`), so a kagent client's URLs work unchanged;
 - `GET /.well-known/agent-card.json`: the configured entry's card.
+
+A card's URL is the path it was fetched under, so a client keeps using the address it found.
 
 The a2a-sdk does not echo activated extensions, so the route adds `A2A-Extensions` to the
 response itself when the call requested the HITL extension. The router's lifespan holds the
@@ -68,10 +72,16 @@ class _ContextBuilder(DefaultServerCallContextBuilder):
         return context
 
 
-def agent_card(sayso: Sayso, name: str, base_url: str) -> AgentCard:
+def entry_paths(sayso: Sayso, name: str) -> tuple[str, str]:
+    """The two addresses of one entry's A2A endpoint: sayso's `/a2a/{name}`, kagent's `/agents/{ns}/{name}`."""
+    return f"/a2a/{name}", f"/agents/{sayso.config.a2a.namespace}/{name}"
+
+
+def agent_card(sayso: Sayso, name: str, base_url: str, *, path: str | None = None) -> AgentCard:
     """The card of one entry (agent, orchestration or workflow): its endpoint, streaming, pushes, the HITL extension.
 
-    In `a2a.legacy_only` mode the card is kagent 0.x's: A2A 0.3, and no v1 extension.
+    `path` is the endpoint's address the card names (default `/a2a/{name}`). In `a2a.legacy_only`
+    mode the card is kagent 0.x's: A2A 0.3, and no v1 extension.
     """
     config = sayso.config
     agent = config.entries()[name]
@@ -92,7 +102,7 @@ def agent_card(sayso: Sayso, name: str, base_url: str) -> AgentCard:
         version="0.1.0",
         supported_interfaces=[
             AgentInterface(
-                url=f"{base_url.rstrip('/')}/a2a/{name}",
+                url=base_url.rstrip("/") + (path or entry_paths(sayso, name)[0]),
                 protocol_binding="JSONRPC",
                 protocol_version=LEGACY_PROTOCOL_VERSION if legacy else PROTOCOL_VERSION,
             )
@@ -121,13 +131,14 @@ def a2a_router(sayso: Sayso) -> APIRouter:
     for name, agent in sayso.config.entries().items():
         handler = SaysoRequestHandler(sayso, agent, background=background, push_store=push_store)
         dispatcher = JsonRpcDispatcher(handler, context_builder=_ContextBuilder(), enable_v0_3_compat=True)
-        router.add_route(f"/a2a/{name}", _rpc_endpoint(sayso, dispatcher), methods=["POST"], include_in_schema=False)
-        router.add_route(
-            f"/a2a/{name}/.well-known/agent-card.json",
-            _card_endpoint(sayso, name),
-            methods=["GET"],
-            include_in_schema=False,
-        )
+        for path in entry_paths(sayso, name):
+            router.add_route(path, _rpc_endpoint(sayso, dispatcher), methods=["POST"], include_in_schema=False)
+            router.add_route(
+                f"{path}/.well-known/agent-card.json",
+                _card_endpoint(sayso, name, path),
+                methods=["GET"],
+                include_in_schema=False,
+            )
     router.add_route(
         "/.well-known/agent-card.json",
         _card_endpoint(sayso, sayso.config.entry_name),
@@ -181,9 +192,9 @@ def _unauthenticated(exc: Unauthenticated) -> Response:
     return JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
 
 
-def _card_endpoint(sayso: Sayso, agent: str) -> Callable[[Request], Awaitable[Response]]:
+def _card_endpoint(sayso: Sayso, agent: str, path: str | None = None) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        card = agent_card_to_dict(agent_card(sayso, agent, str(request.base_url)))
+        card = agent_card_to_dict(agent_card(sayso, agent, str(request.base_url), path=path))
         for extension in card.get("capabilities", {}).get("extensions", []):
             # protobuf JSON drops a false `required`; kagent's cards spell it out.
             extension.setdefault("required", False)
