@@ -247,9 +247,23 @@ def _check_answers(request: QuestionRequest, decision: Answer) -> None:
         picked = [a for a in answer if a.strip()]
         if not picked:
             raise InvalidDecision(request.request_id, f"question {question.question!r} needs an answer")
-        if not question.multiple and len(picked) > 1:
+        if question.multiple:
+            continue
+        # Free text is always allowed beside the choices (kagent: "alongside (or instead of)"):
+        # a single-select question takes one of its choices, the person's own words, or both.
+        chosen = [a for a in picked if a in question.choices]
+        own = [a for a in picked if a not in question.choices]
+        if len(chosen) > 1:
             raise InvalidDecision(
-                request.request_id, f"question {question.question!r} takes one answer, got {len(picked)}"
+                request.request_id,
+                f"question {question.question!r} takes one of its choices, got {len(chosen)}: "
+                + ", ".join(map(repr, chosen)),
+            )
+        if len(own) > 1:
+            raise InvalidDecision(
+                request.request_id,
+                f"question {question.question!r} takes one answer in the person's own words "
+                f"(beside at most one choice), got {len(own)}",
             )
 
 

@@ -41,9 +41,10 @@ class Question:
     question: str
     """The text shown to the person."""
     choices: tuple[str, ...] = ()
-    """Suggested answers; the person may always give their own words instead."""
+    """Suggested answers; the person may always give their own words instead of them, or beside one."""
     multiple: bool = False
-    """Whether several answers may be picked."""
+    """Whether several choices may be picked (without it: one choice, one answer in the person's own words, or
+    one of each)."""
 
 
 @dataclass(frozen=True, kw_only=True)
