@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias
 
 from pydantic import Discriminator, TypeAdapter
 
@@ -19,6 +19,11 @@ Scope: TypeAlias = Literal["once", "thread", "always"]
 """How far an approval reaches: this call, this thread, or every later call on the same subject."""
 
 SCOPES_BY_WIDTH: tuple[Scope, ...] = ("once", "thread", "always")
+
+InterruptMode: TypeAlias = Literal["approval", "form", "url"]
+"""The kind of pause a request is, in hastekit's words: a verdict on a call (`approval`), data to
+give (`form`: answers, a workflow's input, a client tool's result, an MCP form), or a page to visit
+(`url`)."""
 
 RejectMode: TypeAlias = Literal["deny", "call"]
 """What a rejection of a tool's in-body approval does: deny the call, or run the body again to decide."""
@@ -94,12 +99,22 @@ class _RequestBase:
     workflow's agent node, whose own `thread_id` is the delegate's; `None` when it is the request's own thread.
     A `thread` grant is bound to the chat, and interfaces link the request to it."""
 
+    @property
+    def is_nested(self) -> bool:
+        """Whether an agent below the top-level run asked: hastekit's `IsNested`.
+
+        A delegate (local or remote) or a workflow's agent node raised it, and it bubbled up to the
+        run the person started.
+        """
+        return "/" in self.agent_path
+
 
 @dataclass(frozen=True, kw_only=True)
 class ApprovalRequest(_RequestBase):
     """A tool call that runs only if a person approves it."""
 
     kind: Literal["approval"] = "approval"
+    mode: ClassVar[InterruptMode] = "approval"
     hint: str
     """Why approval is needed, in the tool's own words or the default wording."""
     args_schema: dict[str, Any] | None = None
@@ -131,6 +146,7 @@ class QuestionRequest(_RequestBase):
     """An `ask_user` call: one or more questions for the person."""
 
     kind: Literal["question"] = "question"
+    mode: ClassVar[InterruptMode] = "form"
     questions: tuple[Question, ...]
 
 
@@ -139,6 +155,7 @@ class ClientToolRequest(_RequestBase):
     """A call to a tool the client runs itself (in the person's browser, say)."""
 
     kind: Literal["client_tool"] = "client_tool"
+    mode: ClassVar[InterruptMode] = "form"
     description: str | None = None
     """The tool's description as the client declared it."""
     args_schema: dict[str, Any] | None = None
@@ -150,6 +167,8 @@ class DelegateRequest(_RequestBase):
     """A parent's call to a delegate that paused; it is answered by the delegate's own requests, never directly."""
 
     kind: Literal["delegate"] = "delegate"
+    mode: ClassVar[InterruptMode] = "approval"
+    """A delegate's pause stands for the requests below it, each with a mode of its own."""
     child_run_id: str
     """The delegate's run, which holds the requests a person answers."""
 
@@ -207,6 +226,7 @@ class InputRequest(_RequestBase):
     """
 
     kind: Literal["input"] = "input"
+    mode: ClassVar[InterruptMode] = "form"
     node: str
     """The workflow node that asked."""
     message: str
