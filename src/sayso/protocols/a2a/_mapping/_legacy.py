@@ -19,7 +19,7 @@ from ...._core.requests import ApprovalRequest, ElicitationRequest, QuestionRequ
 from ....exceptions import InvalidInput
 from ._elicitations import elicitation_from_legacy
 from ._v1 import answers_of, match_ids, nested_ids
-from ._views import PauseView, ShownRequest, delegate_hint, refused, shown_questions, view_text
+from ._views import PauseView, ShownRequest, delegate_call, delegate_hint, refused, shown_questions, view_text
 
 LEGACY_CONFIRMATION = "adk_request_confirmation"
 """The function name of kagent 0.x's confirmation DataParts."""
@@ -52,9 +52,7 @@ def legacy_parts(view: PauseView) -> list[tuple[dict[str, Any], dict[str, Any]]]
             "subagent_name": view.subagent,
             "hitl_parts": hitl_parts,
         }
-        data = _confirmation(
-            view.parent_id, {"name": view.subagent, "args": {}, "id": view.parent_id}, delegate_hint(view), payload
-        )
+        data = _confirmation(view.parent_id, delegate_call(view), delegate_hint(view), payload)
         return [(data, dict(CALL_METADATA))]
     out = []
     for request in view.requests:
@@ -72,9 +70,8 @@ def _legacy_call(view: PauseView, request: ShownRequest) -> dict[str, Any]:
 def _confirmation(
     confirmation_id: str, call: dict[str, Any], hint: str, payload: dict[str, Any] | None
 ) -> dict[str, Any]:
-    confirmation: dict[str, Any] = {"hint": hint, "confirmed": False}
-    if payload is not None:
-        confirmation["payload"] = payload
+    # `payload` is always written (`null` when empty): kagent 0.x clients read it without a default.
+    confirmation: dict[str, Any] = {"hint": hint, "confirmed": False, "payload": payload}
     return {
         "name": LEGACY_CONFIRMATION,
         "id": confirmation_id,

@@ -8,7 +8,7 @@ it (whether it came over A2A, REST, the web UI or the CLI), and the final answer
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from a2a.types import Message, Part, Role
@@ -246,13 +246,14 @@ def history(
     requests: Sequence[Request],
     records: Mapping[str, DecisionRecord],
     *,
-    activated: bool,
+    activated: Callable[[PauseView], bool],
     legacy: bool,
 ) -> list[Message]:
     """A task's history from the runtime's records: the person's message, each pause and its answer, the end.
 
     Pauses are shown as the task showed them live: a sayso pause's approvals first, then each
-    question, one agent at a time.
+    question, one agent at a time; `activated` says whether a view was shown with the extension,
+    and `legacy` whether one shown without it was kagent 0.x's DataParts (compat mode).
     """
     out: list[Message] = []
     if run.prompt:
@@ -267,10 +268,11 @@ def history(
         )
     for group in _pauses(requests):
         for view in views_of(run.run_id, group, depth=run.path.count("/")):
+            shown = activated(view)
             out.append(
-                pause_message(view, task_id=run.run_id, context_id=run.thread_id, activated=activated, legacy=legacy)
+                pause_message(view, task_id=run.run_id, context_id=run.thread_id, activated=shown, legacy=legacy)
             )
-            decided = decision_message(view, records, context_id=run.thread_id, activated=activated, legacy=legacy)
+            decided = decision_message(view, records, context_id=run.thread_id, activated=shown, legacy=legacy)
             if decided is not None:
                 out.append(decided)
     if run.status == "completed" and run.output is not None:

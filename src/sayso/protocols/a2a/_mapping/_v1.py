@@ -21,7 +21,16 @@ from ...._core.requests import (
     shown_args,
 )
 from ._elicitations import ELICITATION_RESPONSE, elicitation_from_v1
-from ._views import HITL_RESPONSE, PauseView, ShownRequest, approvals_of, refused, shown_questions, view_text
+from ._views import (
+    HITL_RESPONSE,
+    PauseView,
+    ShownRequest,
+    approvals_of,
+    delegate_call,
+    refused,
+    shown_questions,
+    view_text,
+)
 
 RESPONSE_TYPES = {
     "approval": "tool_approval_response",
@@ -81,11 +90,11 @@ def request_payload(view: PauseView) -> dict[str, Any]:
             "questions": shown_questions(first),
         }
     else:
-        tools = (
-            [{"id": view.parent_id, "call_id": view.parent_id, "name": view.subagent, "args": {}}]
-            if nested
-            else [_tool_json(view, r) for r in approvals_of(view)]
-        )
+        if nested:
+            call = delegate_call(view)
+            tools = [{"id": view.parent_id, "call_id": call["id"], "name": call["name"], "args": call["args"]}]
+        else:
+            tools = [_tool_json(view, r) for r in approvals_of(view)]
         body = {"type": "tool_approval_request", "hint": view_text(view), "tools": tools}
     if nested is not None:
         body["nested"] = nested

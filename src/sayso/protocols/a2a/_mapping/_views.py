@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeAlias
 
 from ...._core.requests import (
     ApprovalRequest,
+    DelegateRequest,
     ElicitationRequest,
     InputRequest,
     QuestionRequest,
@@ -65,10 +66,14 @@ class PauseView:
     task_id: str
     """The A2A task (the top-level run) that waits."""
     subagent: str | None = None
-    """The top-level agent's delegate that asked, when the requests come from a nested agent."""
+    """The nested agent that asked, when the requests come from one: the leaf of the agent path, however
+    deep (the full path is in sayso's own metadata, `agent_path`)."""
     remote: RemoteTask | None = None
     """The remote A2A task that asked, when the delegate is a remote agent: the nested block then
     names the child's own task, context and ids, as kagent's remote tool does (§3.2, §8.1)."""
+    delegate: DelegateRequest | None = None
+    """The task's own call that handed the work down (to its direct child), when the requests come from a
+    nested agent and the call is known: its real name, arguments and id stand for the parent's call."""
 
     @property
     def parent_id(self) -> str:
@@ -96,14 +101,17 @@ class PauseView:
         return next((r for r in self.requests if self.tool_id(r) == tool_id), None)
 
 
-def pause_view(task_id: str, open_requests: Sequence[Request], *, depth: int = 0) -> PauseView | None:
+def pause_view(
+    task_id: str, open_requests: Sequence[Request], *, depth: int = 0, delegates: Sequence[DelegateRequest] = ()
+) -> PauseView | None:
     """The part of a pause to show now, or `None` when nothing open can be answered over A2A.
 
     Approvals come before questions (kagent cannot mix them in one pause), and requests of one
     agent path at a time (one `nested` block per pause). `depth` is how deep the task's own run
     sits (0 for a top-level run; a delegate's task read on its own endpoint is deeper), so the
-    nested block names the task's direct child. Whether that child is remote is the caller's to
-    add (`remote`), as it needs a read.
+    nested block names the agent that asked, below the task. `delegates` are the tree's delegate
+    calls, from which the task's own call to its direct child is found. Whether the asker is
+    remote is the caller's to add (`remote`), as it needs a read.
     """
     approvals = [r for r in open_requests if isinstance(r, ApprovalRequest)]
     questions = [r for r in open_requests if isinstance(r, QuestionRequest)]
@@ -125,15 +133,35 @@ def pause_view(task_id: str, open_requests: Sequence[Request], *, depth: int = 0
     else:
         return None
     parts = path.split("/")
-    subagent = parts[depth + 1] if len(parts) > depth + 1 else None
-    return PauseView(kind=kind, requests=shown, task_id=task_id, subagent=subagent)
+    if len(parts) <= depth + 1:
+        return PauseView(kind=kind, requests=shown, task_id=task_id)
+    return PauseView(
+        kind=kind,
+        requests=shown,
+        task_id=task_id,
+        subagent=parts[-1],
+        delegate=_call_below(task_id, shown[0].run_id, delegates),
+    )
+
+
+def _call_below(task_id: str, run_id: str, delegates: Sequence[DelegateRequest]) -> DelegateRequest | None:
+    """The task's own delegate call whose work `run_id` is part of (walking up the tree), if the calls show it."""
+    by_child = {d.child_run_id: d for d in delegates}
+    call = by_child.get(run_id)
+    while call is not None and call.run_id != task_id:
+        call = by_child.get(call.run_id)
+    return call
 
 
 def views_of(task_id: str, requests: Sequence[Request], *, depth: int = 0) -> list[PauseView]:
-    """Every view one sayso pause is shown as, in turn (approvals, then each question, elicitation, input)."""
+    """Every view one sayso pause is shown as, in turn (approvals, then each question, elicitation, input).
+
+    `requests` may hold the tree's delegate calls too: they name the task's call in nested views.
+    """
     views: list[PauseView] = []
+    delegates = [r for r in requests if isinstance(r, DelegateRequest)]
     left = list(requests)
-    while (view := pause_view(task_id, left, depth=depth)) is not None:
+    while (view := pause_view(task_id, left, depth=depth, delegates=delegates)) is not None:
         views.append(view)
         shown = {r.request_id for r in view.requests}
         left = [r for r in left if r.request_id not in shown]
@@ -210,10 +238,23 @@ def shown_questions(request: ShownRequest) -> list[dict[str, Any]]:
 def _pending(view: PauseView) -> list[_Pending]:
     """The top-level pending operations of a view: the shown calls, or the one call to the delegate."""
     if view.subagent is not None:
-        return [_Pending(name=view.subagent, hint=delegate_hint(view), args={})]
+        return [_Pending(name=delegate_name(view), hint=delegate_hint(view), args={})]
     if view.kind in ("question", "elicitation"):
         return [_Pending(name="ask_user", hint=None, args={"questions": shown_questions(view.requests[0])})]
     return [_Pending(name=r.tool_name, hint=own_hint(r), args=shown_args(r)) for r in approvals_of(view)]
+
+
+def delegate_name(view: PauseView) -> str:
+    """The name of the task's pending call in a nested view: its call to the direct child (or the asker's name)."""
+    assert view.subagent is not None
+    return view.delegate.tool_name if view.delegate is not None else view.subagent
+
+
+def delegate_call(view: PauseView) -> dict[str, Any]:
+    """The task's pending call in a nested view, as kagent shows the parent's call: `{name, args, id}`."""
+    if view.delegate is not None:
+        return {"name": view.delegate.tool_name, "args": shown_args(view.delegate), "id": view.delegate.tool_call_id}
+    return {"name": delegate_name(view), "args": {}, "id": view.parent_id}
 
 
 def delegate_hint(view: PauseView) -> str:
