@@ -113,15 +113,11 @@ def pause_message(
     """The status message of a task in `TASK_STATE_INPUT_REQUIRED`.
 
     Activated: one text part, `extensions: [URI]` and the payload under the URI (plus ours under
-    `SAYSO_KEY`). Not activated: the text part only, or kagent 0.x's DataParts in compat mode.
+    `SAYSO_KEY`). Not activated: the text part only, or kagent 0.x's DataParts in compat mode. A
+    workflow's input always carries ours, whose schema a client can answer with a DataPart.
     """
     message_id = f"pause-{view.requests[0].request_id}" if view is not None else f"pause-{task_id}"
     message = Message(message_id=message_id, role=Role.ROLE_AGENT, task_id=task_id, context_id=context_id)
-    if view is not None and view.kind == "input":
-        # No kagent form fits a workflow's input: the text is its message, the rest is sayso's own.
-        message.parts.append(Part(text=view_text(view)))
-        message.metadata.update({SAYSO_KEY: sayso_payload(view)})
-        return message
     if view is not None and legacy and not activated:
         for data, metadata in legacy_parts(view):
             message.parts.append(_data_part(data, metadata))
@@ -130,6 +126,8 @@ def pause_message(
     if view is not None and activated:
         message.extensions.append(HITL_URI)
         message.metadata.update({HITL_URI: request_payload(view), SAYSO_KEY: sayso_payload(view)})
+    elif view is not None and view.kind == "input":
+        message.metadata.update({SAYSO_KEY: sayso_payload(view)})
     return message
 
 

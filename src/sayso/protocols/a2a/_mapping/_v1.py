@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from ...._core.decisions import Answer, Approve, Decision, Reject, model_text
+from ...._core.decisions import Answer, Approve, Decision, Provide, Reject, model_text
 from ...._core.requests import (
     SCOPES_BY_WIDTH,
     ApprovalRequest,
@@ -27,6 +27,7 @@ from ._views import (
     ShownRequest,
     approvals_of,
     delegate_call,
+    input_answer_words,
     refused,
     shown_questions,
     view_text,
@@ -36,6 +37,7 @@ RESPONSE_TYPES = {
     "approval": "tool_approval_response",
     "question": "ask_user_response",
     "elicitation": "ask_user_response",
+    "input": "ask_user_response",
 }
 
 __all__ = ["HITL_RESPONSE", "decisions_from_v1", "refused", "request_payload", "response_of", "sayso_payload"]
@@ -83,7 +85,7 @@ def request_payload(view: PauseView) -> dict[str, Any]:
         )
         task_id, context_id = nested_ids(view)
         nested = {"subagent_name": view.subagent, "task_id": task_id, "context_id": context_id, "tools": child_tools}
-    if view.kind in ("question", "elicitation"):
+    if view.kind in ("question", "elicitation", "input"):
         body: dict[str, Any] = {
             "type": "ask_user_request",
             "id": view.parent_id if nested else first.request_id,
@@ -145,11 +147,19 @@ def sayso_payload(view: PauseView) -> dict[str, Any]:
 def response_of(view: PauseView, decisions: Mapping[str, Decision]) -> dict[str, Any] | None:
     """The v1 response that stands for the decisions taken on a view, however they were taken (task history).
 
-    `None` when kagent has no form for them (a question that was skipped, or expired; a workflow's input;
-    an elicitation, whose answer sayso's key carries).
+    `None` when kagent has no form for them (a question or input that was skipped, or expired; an
+    elicitation, whose answer sayso's key carries).
     """
-    if view.kind in ("input", "elicitation"):
+    if view.kind == "elicitation":
         return None
+    if view.kind == "input":
+        (asked,) = view.requests
+        assert isinstance(asked, InputRequest)
+        given = decisions.get(asked.request_id)
+        if not isinstance(given, Provide):
+            return None
+        words = input_answer_words(asked, given.value)
+        return {"type": "ask_user_response", "id": asked.request_id, "answers": [{"answer": w} for w in words]}
     if view.kind == "question":
         (question,) = view.requests
         decision = decisions.get(question.request_id)

@@ -9,12 +9,15 @@ an `ask_user_request` they already answer (a first question "accept, decline or 
 question per form field, or "done" for a page to visit), with the structured request under our
 own key; a client that reads it may answer with an `elicitation_response` (see `_elicitations`).
 
-A workflow's `input` request has no kagent form: its pause's text is the message, and the
-payload and JSON Schema go under `SAYSO_KEY` (see `_inputs` for the answer).
+A workflow's `input` request has no kagent form of its own: it is shown as an `ask_user_request`
+too (one question per field of an object schema, else one question), its text is the message
+(kagent's generic line when it has none), and the payload and JSON Schema go under `SAYSO_KEY`
+(see `_inputs` for the answer).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
@@ -213,9 +216,11 @@ ELICITATION_ACTIONS = ("accept", "decline", "cancel")
 
 
 def shown_questions(request: ShownRequest) -> list[dict[str, Any]]:
-    """The questions of a question request, or those an elicitation is shown as to a kagent client."""
+    """The questions of a question request, or those an elicitation or a workflow's input is shown as."""
     if isinstance(request, QuestionRequest):
         return questions_json(request)
+    if isinstance(request, InputRequest):
+        return input_questions(request)
     assert isinstance(request, ElicitationRequest)
     if request.mode == "url":
         question = f"{request.message} Visit {request.url}, then answer done (or decline, or cancel)."
@@ -233,6 +238,65 @@ def shown_questions(request: ShownRequest) -> list[dict[str, Any]]:
         )
         questions.append({"question": text, "choices": choices, "multiple": False})
     return questions
+
+
+def input_fields(request: InputRequest) -> dict[str, dict[str, Any]] | None:
+    """The fields of an input asked field by field (an object schema with properties), or `None`: one answer."""
+    schema = request.response_schema
+    properties = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(properties, dict):
+        return None
+    fields = {str(k): v for k, v in properties.items() if isinstance(v, dict)}
+    return fields or None
+
+
+def field_type(field: dict[str, Any]) -> Any:
+    """A field's JSON type, looking through `anyOf` with null (pydantic's optional fields)."""
+    if "type" in field:
+        return field["type"]
+    options = [o for o in field.get("anyOf", []) if isinstance(o, dict) and o.get("type") != "null"]
+    return options[0].get("type") if len(options) == 1 else None
+
+
+def field_choices(field: dict[str, Any]) -> list[str]:
+    """The choices a field offers: its enum (through `anyOf`), `true`/`false` for a boolean, else none."""
+    options = [field, *(o for o in field.get("anyOf", []) if isinstance(o, dict))]
+    enum = [str(v) for o in options for v in o.get("enum", []) if v is not None]
+    return enum or (["true", "false"] if field_type(field) == "boolean" else [])
+
+
+def input_questions(request: InputRequest) -> list[dict[str, Any]]:
+    """A workflow's input as kagent questions: the message, then one question per field (or the message alone)."""
+    fields = input_fields(request)
+    if fields is None:
+        choices = field_choices(request.response_schema)
+        return [{"question": request.message or GENERIC_TEXT, "choices": choices, "multiple": False}]
+    required = set(request.response_schema.get("required", []))
+    questions = []
+    for index, (name, field) in enumerate(fields.items()):
+        text = f"{field.get('title') or name}{'' if name in required else ' (optional: answer - to leave it out)'}"
+        if field.get("description"):
+            text += f": {field['description']}"
+        if index == 0 and request.message:
+            text = f"{request.message}\n\n{text}"
+        questions.append({"question": text, "choices": field_choices(field), "multiple": field_type(field) == "array"})
+    return questions
+
+
+def input_answer_words(request: InputRequest, value: Any) -> list[list[str]]:
+    """A value given to an input, as the answers to its questions would have said it (task history)."""
+
+    def words(item: Any) -> list[str]:
+        if isinstance(item, list):
+            return [w for v in item for w in words(v)]
+        if isinstance(item, str):
+            return [item]
+        return [json.dumps(item, ensure_ascii=False)]
+
+    fields = input_fields(request)
+    if fields is None or not isinstance(value, dict):
+        return [words(value)]
+    return [words(value[name]) if name in value and value[name] is not None else ["-"] for name in fields]
 
 
 def _pending(view: PauseView) -> list[_Pending]:
@@ -282,5 +346,5 @@ def view_text(view: PauseView | None) -> str:
     if view is not None and view.kind == "input":
         (request,) = view.requests
         assert isinstance(request, InputRequest)
-        return request.message
+        return request.message or GENERIC_TEXT
     return status_text(_pending(view)) if view is not None else GENERIC_TEXT
