@@ -144,6 +144,16 @@ class A2AConfig(_Strict):
     default only public addresses are reached, so a client cannot make the server call inward."""
 
 
+class RuntimeConfig(_Strict):
+    """The `runtime` block: what a run tells the host beside its events."""
+
+    persist_session_state: bool = True
+    """Publish a run's open requests and its pause on the AG-UI state channel (`STATE_SNAPSHOT`, under
+    `kaboo_sessions`: `approvals` and `paused`), as kaboo does; the host's own state keys are kept. The
+    pause itself lives in sayso's store, so `paused` is a reference any process resolves. Off: no
+    snapshot is sent (for a host whose state must hold nothing but its own)."""
+
+
 class AgUiConfig(_Strict):
     """The `ag_ui` block: how agents speak AG-UI."""
 

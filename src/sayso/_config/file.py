@@ -47,6 +47,9 @@ from .edges import (
     LimitsConfig as LimitsConfig,
 )
 from .edges import (
+    RuntimeConfig as RuntimeConfig,
+)
+from .edges import (
     WebhookConfig as WebhookConfig,
 )
 from .edges import (
@@ -313,6 +316,8 @@ class Config(_Strict):
     """How agents speak A2A."""
     ag_ui: AgUiConfig = AgUiConfig()
     """How agents speak AG-UI."""
+    runtime: RuntimeConfig = RuntimeConfig()
+    """What a run tells the host beside its events (kaboo's session state)."""
     audit: AuditConfig = AuditConfig()
     """What anchors the audit log: a key from the environment, and optionally a head file."""
     limits: LimitsConfig = LimitsConfig()
