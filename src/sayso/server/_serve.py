@@ -80,6 +80,7 @@ def serve(
     *,
     expire_every_seconds: float | None = DEFAULT_EXPIRE_EVERY_SECONDS,
     recover_every_seconds: float | None = DEFAULT_RECOVER_EVERY_SECONDS,
+    grpc_port: int | None = None,
 ) -> None:
     """Serve REST, the web UI, A2A, AG-UI and MCP (`/mcp`) for a config until interrupted (`sayso serve CONFIG`).
 
@@ -90,6 +91,7 @@ def serve(
         expire_every_seconds: how often to close runs whose open requests all expired, and to prune
             webhook events past their retention.
         recover_every_seconds: how often to carry on runs whose process died (also once at start).
+        grpc_port: also serve A2A over gRPC on this port of `host` (the `grpc` extra).
 
     Raises:
         ConfigError: the config is invalid, or local development mode was asked to bind elsewhere.
@@ -103,10 +105,12 @@ def serve(
         sayso,
         expire_every_seconds=expire_every_seconds,
         recover_every_seconds=recover_every_seconds,
-        routers=protocol_routers(sayso),
+        routers=protocol_routers(sayso, grpc_port=grpc_port, grpc_host=host),
         apps=protocol_apps(sayso),
     )
     logger.info("sayso serves %s on http://%s:%d (UI at /, API docs at /docs)", config_path, host, port)
+    if grpc_port is not None:
+        logger.info("A2A over gRPC on %s:%d (tenant: %s/<name>)", host, grpc_port, config.a2a.namespace)
     listening = uvicorn.Config(
         app, host=host, port=port, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS, log_level="info"
     )

@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import anyio
 from a2a.extensions.common import get_requested_extensions
@@ -36,11 +38,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ..._runtime import Sayso
-from ...exceptions import Unauthenticated
+from ...exceptions import ConfigError, Unauthenticated
 from .._auth import authenticate
 from ._handler import ACTIVATED_STATE, CALLER_STATE, Background, SaysoRequestHandler
 from ._mapping import EXTENSION_DESCRIPTION, HITL_URI
 from ._push import MarkPushConfigStore, push_sender, signing_client
+
+if TYPE_CHECKING:
+    import grpc.aio
 
 EXTENSION_HEADERS = ("A2A-Extensions", "X-A2A-Extensions")
 """The request headers that name extensions: A2A 1.0's, and A2A 0.3's older name."""
@@ -77,11 +82,14 @@ def entry_paths(sayso: Sayso, name: str) -> tuple[str, str]:
     return f"/a2a/{name}", f"/agents/{sayso.config.a2a.namespace}/{name}"
 
 
-def agent_card(sayso: Sayso, name: str, base_url: str, *, path: str | None = None) -> AgentCard:
+def agent_card(
+    sayso: Sayso, name: str, base_url: str, *, path: str | None = None, grpc_port: int | None = None
+) -> AgentCard:
     """The card of one entry (agent, orchestration or workflow): its endpoint, streaming, pushes, the HITL extension.
 
-    `path` is the endpoint's address the card names (default `/a2a/{name}`). In `a2a.legacy_only`
-    mode the card is kagent 0.x's: A2A 0.3, and no v1 extension.
+    `path` is the endpoint's address the card names (default `/a2a/{name}`). With `grpc_port`, the
+    card also offers gRPC on the same host, the entry named by its tenant `<namespace>/<name>`. In
+    `a2a.legacy_only` mode the card is kagent 0.x's: A2A 0.3, and no v1 extension.
     """
     config = sayso.config
     agent = config.entries()[name]
@@ -96,17 +104,27 @@ def agent_card(sayso: Sayso, name: str, base_url: str, *, path: str | None = Non
         )
     legacy = config.a2a.legacy_only
     extensions = [] if legacy else [AgentExtension(uri=HITL_URI, description=EXTENSION_DESCRIPTION, required=False)]
+    interfaces = [
+        AgentInterface(
+            url=base_url.rstrip("/") + (path or entry_paths(sayso, name)[0]),
+            protocol_binding="JSONRPC",
+            protocol_version=LEGACY_PROTOCOL_VERSION if legacy else PROTOCOL_VERSION,
+        )
+    ]
+    if grpc_port is not None and not legacy:
+        interfaces.append(
+            AgentInterface(
+                url=f"{urlsplit(base_url).hostname}:{grpc_port}",
+                protocol_binding="GRPC",
+                protocol_version=PROTOCOL_VERSION,
+                tenant=f"{config.a2a.namespace}/{name}",
+            )
+        )
     return AgentCard(
         name=name,
         description=description,
         version="0.1.0",
-        supported_interfaces=[
-            AgentInterface(
-                url=base_url.rstrip("/") + (path or entry_paths(sayso, name)[0]),
-                protocol_binding="JSONRPC",
-                protocol_version=LEGACY_PROTOCOL_VERSION if legacy else PROTOCOL_VERSION,
-            )
-        ],
+        supported_interfaces=interfaces,
         capabilities=AgentCapabilities(streaming=True, push_notifications=True, extensions=extensions),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
@@ -114,38 +132,67 @@ def agent_card(sayso: Sayso, name: str, base_url: str, *, path: str | None = Non
     )
 
 
-def a2a_router(sayso: Sayso) -> APIRouter:
-    """The A2A endpoints and agent cards of every entry of `sayso` (agents, orchestrations and workflows)."""
+def a2a_router(sayso: Sayso, *, grpc_port: int | None = None, grpc_host: str = "127.0.0.1") -> APIRouter:
+    """The A2A endpoints and agent cards of every entry of `sayso` (agents, orchestrations and workflows).
+
+    With `grpc_port`, the router's lifespan also serves the same handlers over gRPC on
+    `grpc_host:grpc_port` (the `grpc` extra), and the cards offer it.
+    """
     background = Background()
     push_store = MarkPushConfigStore(sayso, sayso.config.a2a, caller_state=CALLER_STATE)
+    handlers = {
+        name: SaysoRequestHandler(sayso, agent, background=background, push_store=push_store)
+        for name, agent in sayso.config.entries().items()
+    }
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with signing_client(sayso.config.a2a) as http, anyio.create_task_group() as tasks:
             background.tasks, background.push = tasks, push_sender(sayso, push_store, http)
-            yield
+            grpc_server = await _grpc_server(sayso, handlers, grpc_host, grpc_port)
+            try:
+                yield
+            finally:
+                if grpc_server is not None:
+                    await grpc_server.stop(GRPC_GRACE_SECONDS)
             # Leaving the task group waits for message work still running: no run is cut short.
         background.tasks = background.push = None
 
     router = APIRouter(lifespan=lifespan)
-    for name, agent in sayso.config.entries().items():
-        handler = SaysoRequestHandler(sayso, agent, background=background, push_store=push_store)
+    for name, handler in handlers.items():
         dispatcher = JsonRpcDispatcher(handler, context_builder=_ContextBuilder(), enable_v0_3_compat=True)
         for path in entry_paths(sayso, name):
             router.add_route(path, _rpc_endpoint(sayso, dispatcher), methods=["POST"], include_in_schema=False)
             router.add_route(
                 f"{path}/.well-known/agent-card.json",
-                _card_endpoint(sayso, name, path),
+                _card_endpoint(sayso, name, path, grpc_port),
                 methods=["GET"],
                 include_in_schema=False,
             )
     router.add_route(
         "/.well-known/agent-card.json",
-        _card_endpoint(sayso, sayso.config.entry_name),
+        _card_endpoint(sayso, sayso.config.entry_name, None, grpc_port),
         methods=["GET"],
         include_in_schema=False,
     )
     return router
+
+
+GRPC_GRACE_SECONDS = 5.0
+"""How long a stopping gRPC server lets calls in flight finish."""
+
+
+async def _grpc_server(
+    sayso: Sayso, handlers: dict[str, SaysoRequestHandler], host: str, port: int | None
+) -> grpc.aio.Server | None:
+    """The started gRPC server of the handlers, when a port is asked for."""
+    if port is None:
+        return None
+    try:
+        from ._grpc import start_grpc
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise ConfigError("A2A over gRPC needs the grpc extra: pip install 'sayso[grpc]'") from exc
+    return await start_grpc(sayso, handlers, host=host, port=port)
 
 
 def _rpc_endpoint(sayso: Sayso, dispatcher: JsonRpcDispatcher) -> Callable[[Request], Awaitable[Response]]:
@@ -192,9 +239,11 @@ def _unauthenticated(exc: Unauthenticated) -> Response:
     return JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
 
 
-def _card_endpoint(sayso: Sayso, agent: str, path: str | None = None) -> Callable[[Request], Awaitable[Response]]:
+def _card_endpoint(
+    sayso: Sayso, agent: str, path: str | None, grpc_port: int | None
+) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        card = agent_card_to_dict(agent_card(sayso, agent, str(request.base_url), path=path))
+        card = agent_card_to_dict(agent_card(sayso, agent, str(request.base_url), path=path, grpc_port=grpc_port))
         for extension in card.get("capabilities", {}).get("extensions", []):
             # protobuf JSON drops a false `required`; kagent's cards spell it out.
             extension.setdefault("required", False)
