@@ -6,6 +6,7 @@ its history; the caller is the bearer token in the call's metadata, as over HTTP
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -22,9 +23,9 @@ from sayso import Sayso
 from sayso.protocols.a2a import a2a_router
 from sayso.server import create_app
 
-from ..conftest import InProcess, free_port
+from ..conftest import InProcess, LiveServer, free_port
 from .a2a_helpers import HEADERS, URI, collect, get_task, sdk_message
-from .conftest import example_config
+from .conftest import EXAMPLE, example_config
 
 Served = tuple[InProcess, int]
 
@@ -181,3 +182,57 @@ async def test_the_bearer_token_in_metadata_is_the_caller(grpc_serve: Callable[.
     async with server.client("alice-token") as http:
         read = await get_task(http, task.id, HEADERS)
     assert read["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+
+PARENT_CONFIG = """
+store: sqlite:///parent.db
+models:
+  c: {{scripted: coordinator.yaml}}
+agents:
+  coordinator:
+    model: c
+    delegates:
+      - {{a2a: "grpc://127.0.0.1:{port}/kagent/files", description: Manages the files of a sandbox}}
+"""
+
+COORDINATOR = """
+rules:
+  - {user: '^tidy (?P<what>.+)$', call: files, args: {task: "{what}"}}
+  - {tool: files, reply: "files said: {result}"}
+"""
+
+
+def test_a_remote_delegate_is_reached_over_grpc_and_its_pause_cascades_up(tmp_path: Path) -> None:
+    """`sayso serve --grpc-port` serves the child; the parent's delegate at grpc://…/kagent/files mirrors its pause,
+    and the decision taken on the parent runs the call in the child."""
+    sandbox = tmp_path / "child-sandbox"
+    sandbox.mkdir()
+    (sandbox / "notes.txt").write_text("Buy milk.\n")
+    base = {k: v for k, v in os.environ.items() if k != "SAYSO_STORE"}
+    grpc_port = free_port()
+    child_env = {**base, "SAYSO_STORE": f"sqlite:///{tmp_path / 'child.db'}", "SAYSO_SANDBOX": str(sandbox)}
+    child, _ = LiveServer.process([str(EXAMPLE), "--grpc-port", str(grpc_port)], env=child_env)
+    parent_dir = tmp_path / "parent"
+    parent_dir.mkdir()
+    (parent_dir / "sayso.yaml").write_text(PARENT_CONFIG.format(port=grpc_port))
+    (parent_dir / "coordinator.yaml").write_text(COORDINATOR)
+    try:
+        parent, _ = LiveServer.process([str(parent_dir / "sayso.yaml")], env=base)
+        try:
+            with parent.client() as http:
+                run = http.post("/v1/runs", json={"message": "tidy delete notes", "agent": "coordinator"}).json()
+                assert run["status"] == "paused", run
+                [request] = run["requests"]
+                assert (request["tool_name"], request["agent_path"], request["is_nested"]) == (
+                    "delete_file",
+                    "coordinator/files",
+                    True,
+                )
+                assert (sandbox / "notes.txt").exists()
+                done = http.post(f"/v1/requests/{request['id']}/decision", json={"kind": "approve"}).json()
+        finally:
+            parent.stop()
+    finally:
+        child.stop()
+    assert done["run"]["output"] == "files said: Deleted notes.txt."
+    assert not (sandbox / "notes.txt").exists()
