@@ -18,6 +18,7 @@ import pytest
 from a2a.client import ClientCallContext, ClientConfig, create_client
 from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState, a2a_pb2_grpc
 from google.protobuf.json_format import MessageToDict
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from sayso import Sayso
 from sayso.protocols.a2a import a2a_router
@@ -150,6 +151,16 @@ async def test_raw_grpc_calls_name_the_agent_by_tenant_and_get_the_echo_and_the_
         events = [event async for event in stream]
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
     assert not (sandbox / "notes.txt").exists()
+
+
+async def test_reflection_lists_the_service_for_grpcurl(grpc_serve: Callable[..., Awaitable[Served]]) -> None:
+    """grpcurl, as kagent's docs call it, needs no proto files: the server answers reflection."""
+    _, port = await grpc_serve()
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)  # type: ignore[no-untyped-call]
+        asked = reflection_pb2.ServerReflectionRequest(list_services="")
+        [answer] = [r async for r in stub.ServerReflectionInfo(iter([asked]))]
+    assert "lf.a2a.v1.A2AService" in [s.name for s in answer.list_services_response.service]
 
 
 PRINCIPALS = [{"name": "alice", "token": "alice-token"}, {"name": "bob", "token": "bob-token"}]

@@ -6,7 +6,7 @@ the request's `tenant` as `<namespace>/<name>` (`a2a.namespace`); a call without
 to the configured entry. The HITL extension is requested with the `a2a-extensions` metadata key
 (or A2A 0.3's `x-a2a-extensions`) and echoed back in the response's trailing metadata; a bearer
 token in `authorization` metadata is the caller, exactly as over HTTP (`protocols._auth`).
-Needs the `grpc` extra.
+Server reflection is on, so `grpcurl` needs no proto files. Needs the `grpc` extra.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from a2a.server.request_handlers.grpc_handler import DefaultGrpcServerCallContex
 from a2a.types import a2a_pb2, a2a_pb2_grpc
 from a2a.utils.errors import A2AError
 from google.protobuf import empty_pb2
+from grpc_reflection.v1alpha import reflection
 
 from ..._runtime import Sayso
 from ...exceptions import Unauthenticated
@@ -160,6 +161,9 @@ async def start_grpc(
     """A started gRPC server for `handlers` on `host:port` (in the running event loop, beside uvicorn)."""
     server = grpc.aio.server()
     a2a_pb2_grpc.add_A2AServiceServicer_to_server(TenantRouter(sayso, handlers), server)  # type: ignore[no-untyped-call]
+    # Server reflection, so `grpcurl` works without the proto files, as against kagent's controller.
+    service = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"].full_name
+    reflection.enable_server_reflection((service, reflection.SERVICE_NAME), server)
     server.add_insecure_port(f"{host}:{port}")
     await server.start()
     return server
