@@ -11,7 +11,7 @@ mean elsewhere.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -118,13 +118,6 @@ async def _runs(handler: SaysoRequestHandler, caller: Principal, context_id: str
             if run.parent_run_id is None and run.agent == handler.agent:
                 runs.append(run)
     return runs
-
-
-class _Everything:
-    """The set of every request id: what `legacy_only` mode shows without the extension."""
-
-    def intersection(self, ids: Iterable[str]) -> bool:
-        return any(True for _ in ids)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -235,7 +228,7 @@ class TaskReader:
                 run,
                 asked.requests,
                 asked.decisions,
-                activated=lambda view: not plain.intersection(r.request_id for r in view.requests),
+                activated=lambda view: plain is not None and plain.isdisjoint(r.request_id for r in view.requests),
                 legacy=self.legacy,
             ),
         )
@@ -245,10 +238,10 @@ class TaskReader:
         status.timestamp.FromNanoseconds(int((self._clock() if at is None else at) * 1e9))
         return status
 
-    async def plain_requests(self, run_id: str) -> frozenset[str] | _Everything:
-        """The requests of a run that were shown without the extension (every one in `legacy_only` mode)."""
+    async def plain_requests(self, run_id: str) -> frozenset[str] | None:
+        """The requests of a run that were shown without the extension; `None`: every one (`legacy_only` mode)."""
         if self.sayso.config.a2a.legacy_only:
-            return _Everything()
+            return None
         raw = await self.sayso.get_mark(ACTIVATION_MARKS, run_id)
         return frozenset(_ActivationMark.load(raw).plain) if raw is not None else frozenset()
 
