@@ -275,8 +275,8 @@ def serve(
     grpc_port: Annotated[
         int | None,
         typer.Option(
-            help="Also serve A2A over gRPC on this port (lf.a2a.v1.A2AService; the agent named in "
-            "'tenant' as <namespace>/<name>). Needs the grpc extra.",
+            help="Also serve A2A over gRPC on this port (lf.a2a.v1.A2AService, each agent named in the call's "
+            "tenant as NAMESPACE/NAME). Needs the grpc extra.",
             metavar="PORT",
         ),
     ] = None,
