@@ -324,8 +324,8 @@ def schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
 class RejectionText:
     """What the model reads when a person rejects a call: one text without a reason, one with it.
 
-    sayso's own wording is the default (§3.2); agents moving from kagent or hastekit keep the
-    text their prompts were written against (`REJECTION_PRESETS`).
+    sayso's own wording is the default; agents moving from kagent or hastekit keep the text their
+    prompts were written against (`REJECTION_PRESETS`). See docs/concepts/decisions.md#what-the-model-reads.
     """
 
     plain: str
@@ -351,9 +351,10 @@ REJECTION_PRESETS: dict[str, RejectionText] = {
 
 
 def model_text(decision: Decision, *, rejection: RejectionText | None = None) -> str | None:
-    """What the model reads for a decision that does not run the call (§3.2), or `None` when it runs.
+    """What the model reads for a decision that does not run the call, or `None` when it runs.
 
-    `rejection` is the agent's wording of a rejected call (default: sayso's).
+    `rejection` is the agent's wording of a rejected call (default: sayso's). See
+    docs/concepts/decisions.md#what-the-model-reads.
     """
     match decision:
         case Expire(expires_at=at):
