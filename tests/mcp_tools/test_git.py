@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from sayso import AgentConfig, ApprovalRequest, Approve, Config, Sayso, load_config, mcp_bindings
+from sayso import AgentConfig, ApprovalRequest, Approve, Config, McpStdioServer, Sayso, load_config, mcp_bindings
 from sayso.cli import app
 
 from ..conftest import script
@@ -36,7 +36,7 @@ async def test_git_status_runs_freely_and_a_commit_waits_for_approval(repo: Path
                 model="m", mcp=mcp_bindings("git", tools=["git_status", "git_commit"], require_approval=["git_commit"])
             )
         },
-        mcp_servers={"git": git_server(repo)},
+        mcp_servers={"git": McpStdioServer.model_validate(git_server(repo))},
         base_dir=tmp_path,
     )
     async with Sayso(config, models={"m": script(*rules)}) as app:

@@ -157,7 +157,7 @@ async def test_reflection_lists_the_service_for_grpcurl(grpc_serve: Callable[...
     """grpcurl, as kagent's docs call it, needs no proto files: the server answers reflection."""
     _, port = await grpc_serve()
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        stub = reflection_pb2_grpc.ServerReflectionStub(channel)  # type: ignore[no-untyped-call]
+        stub: Any = reflection_pb2_grpc.ServerReflectionStub(channel)  # type: ignore[arg-type]
         asked = reflection_pb2.ServerReflectionRequest(list_services="")
         [answer] = [r async for r in stub.ServerReflectionInfo(iter([asked]))]
     assert "lf.a2a.v1.A2AService" in [s.name for s in answer.list_services_response.service]

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.types import TaskState
+from google.protobuf.json_format import MessageToDict
 
 from .a2a_helpers import HEADERS, URI, collect, sdk_message, user_message
 from .conftest import ServerFactory
@@ -25,7 +26,7 @@ async def test_an_sdk_client_at_the_kagent_address_pauses_and_approves(serve: Se
         [*_, paused] = await collect(client, sdk_message("delete notes"))
         update = paused.status_update
         assert update.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-        [tool] = update.status.message.metadata[URI]["tools"]
+        [tool] = MessageToDict(update.status.message)["metadata"][URI]["tools"]
         assert tool["name"] == "delete_file"
         answer = {"type": "tool_approval_response", "approvals": [{"id": tool["id"], "approved": True}]}
         request = sdk_message(task_id=update.task_id, context_id=update.context_id, payload=answer)

@@ -145,6 +145,6 @@ async def test_the_model_reads_the_agents_rejection_wording(
 
 def test_a_wording_with_reason_must_place_the_reason() -> None:
     with pytest.raises(ValueError, match="with_reason"):
-        InterruptConfig(rejection_text={"text": "No.", "with_reason": "No."})
+        InterruptConfig.model_validate({"rejection_text": {"text": "No.", "with_reason": "No."}})
     with pytest.raises(ValueError, match="rejection_text"):
-        InterruptConfig(rejection_text="polite")
+        InterruptConfig.model_validate({"rejection_text": "polite"})

@@ -15,17 +15,10 @@ import pytest
 from sayso import AlreadyDecided, Approve, Config, Reject, Sayso
 
 from ..conftest import resume_at_once, script
+from ..tools import delete_file, deleted
 
 DSN = os.environ.get("TEST_POSTGRES_DSN")
 pytestmark = pytest.mark.skipif(DSN is None, reason="TEST_POSTGRES_DSN is not set (scripts/test sets it)")
-
-ran: list[str] = []
-
-
-def delete_file(name: str) -> str:
-    """Delete a file."""
-    ran.append(name)
-    return f"deleted {name}"
 
 
 RULES = [
@@ -57,7 +50,6 @@ async def database() -> AsyncIterator[str]:
 
 
 def app_on(url: str, tmp_path: Path) -> Sayso:
-    ran.clear()
     config = Config.model_validate(
         {
             "store": url,
@@ -91,7 +83,7 @@ async def test_pause_decide_resume_and_grants_on_postgres(database: str, tmp_pat
         assert [g.tool for g in await app.grants()] == ["delete_file"]
     assert done.run.output == "delete_file: deleted notes"
     assert covered.status == "completed"
-    assert ran == ["notes", "todo"]
+    assert deleted() == ["notes", "todo"]
 
 
 async def test_a_fresh_process_resumes_what_another_paused(database: str, tmp_path: Path) -> None:
@@ -105,7 +97,7 @@ async def test_a_fresh_process_resumes_what_another_paused(database: str, tmp_pa
             await second.decide(a.request_id, Approve())
         done = await second.decide(b.request_id, Approve())
     assert done.run.output == "delete_file: Declined: keep a\ndelete_file: deleted b"
-    assert ran == ["b"]
+    assert deleted() == ["b"]
 
 
 async def test_concurrent_resumes_run_the_pause_once(database: str, tmp_path: Path) -> None:
@@ -116,7 +108,7 @@ async def test_concurrent_resumes_run_the_pause_once(database: str, tmp_path: Pa
         outcomes = await resume_at_once([a, b], paused.run_id)
     assert len(outcomes) == 2
     assert sum(1 for o in outcomes if not isinstance(o, Exception)) == 1
-    assert ran == ["x"]
+    assert deleted() == ["x"]
 
 
 async def test_nested_pause_on_postgres(database: str, tmp_path: Path) -> None:

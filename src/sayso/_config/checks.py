@@ -66,10 +66,12 @@ def check_config(config: Config, *, models: Mapping[str, Model | str] | None = N
     named = dict(models) if models is not None else _build_models(config, problems)
     used: set[str] = set()
     for name, spec in config.agents.items():
-        if isinstance(spec.model, str) and spec.model in named:
+        # What the agents name, from the file: a model that failed to build is used all the same
+        # (its error is said above), not "used by no agent".
+        if isinstance(spec.model, str) and spec.model in config.models:
             used.add(spec.model)
-        elif spec.model is None and len(named) == 1:
-            used.update(named)
+        elif spec.model is None and len(config.models) == 1:
+            used.update(config.models)
         _check_agent(name, spec, config, named, problems)
     for name in config.models:
         if name not in used:
@@ -307,6 +309,15 @@ def _check_workflows(config: Config, problems: _Problems) -> None:
 
 def _check_principals(config: Config, problems: _Problems) -> None:
     for index, principal in enumerate(config.principals):
+        if principal.token_env and not principal.bearer_token():
+            # A warning: a principal without a token cannot sign in at all (it fails closed), and the
+            # others still can; said here, at `sayso check` and at start, not at the first request.
+            problems.add(
+                "warning",
+                ("principals", index, "token_env"),
+                f"{principal.name!r} cannot sign in: the environment variable {principal.token_env!r} is not set",
+                f"set {principal.token_env} to {principal.name}'s bearer token before starting",
+            )
         for n, pattern in enumerate(principal.approver_for):
             if _GLOB_CHARS.isdisjoint(pattern) and pattern not in config.agents:
                 close = difflib.get_close_matches(pattern, list(config.agents), n=1)

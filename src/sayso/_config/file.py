@@ -55,7 +55,7 @@ from .edges import (
 from .edges import (
     WebhookEvent as WebhookEvent,
 )
-from .lines import line_of, read_yaml, validation_line
+from .lines import line_of, read_yaml, validation_line, yaml_problem
 from .mcp import McpBinding, McpServerConfig, bad_server_names, unknown_servers
 
 STORE_ENV = "SAYSO_STORE"
@@ -191,9 +191,13 @@ class AgentConfig(_Strict):
     instructions: str = ""
     """What the agent is told to do (its system instructions)."""
     system_prompt: str | None = None
-    """kaboo's name for `instructions`; accepted with `ag_ui.kaboo_compat: true` (use one or the other)."""
+    """Another name for `instructions`, as some AG-UI hosts write it; accepted with `ag_ui.kaboo_compat: true`
+    (use one or the other)."""
     description: str | None = None
     """What the agent is for, as other agents and A2A agent cards show it."""
+    internal: bool = False
+    """An agent that works only for other agents or workflows (a delegate, a workflow's agent node): the web UI
+    does not offer it for a new chat; its requests are still in the inbox, and the API still runs it."""
     tools: list[Any] = []
     """Import specs (`pkg.mod:fn`), or functions and pydantic-ai `Tool`s from Python."""
     client_tools: list[str] = []
@@ -375,7 +379,7 @@ class Config(_Strict):
                 continue
             if not self.ag_ui.kaboo_compat:
                 raise ValueError(
-                    f"agent {name!r}: 'system_prompt' is kaboo's name for 'instructions'; "
+                    f"agent {name!r}: 'system_prompt' is another name for 'instructions'; "
                     "rename it, or set 'ag_ui: {kaboo_compat: true}'"
                 )
             if spec.instructions:
@@ -454,13 +458,14 @@ def load_config(path: str | Path) -> Config:
     except OSError as exc:
         raise ConfigError(f"cannot read config {str(file)!r}: {exc.strerror}") from exc
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config {str(file)!r} is not valid YAML: {exc}") from exc
+        raise ConfigError(f"config {str(file)!r} is not valid YAML:\n{yaml_problem(file, exc)}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"config {str(file)!r} must be a mapping with 'agents'")
     try:
         config = Config.model_validate({**raw, "base_dir": file.resolve().parent})
     except ValidationError as exc:
-        problems = sorted((validation_line(file, lines, error) for error in exc.errors()), key=lambda p: p[0])
+        found = (validation_line(file, lines, error, root=Config) for error in exc.errors())
+        problems = sorted(found, key=lambda p: p[0])
         shown = "\n".join(text for _, text in problems)
         raise ConfigError(f"config {str(file)!r} is invalid:\n{shown}") from exc
     config._source = file

@@ -5,7 +5,7 @@ same either way: pauses, payloads, refusals and history. As in kagent, a call na
 the request's `tenant` as `<namespace>/<name>` (`a2a.namespace`); a call without a tenant talks
 to the configured entry. The HITL extension is requested with the `a2a-extensions` metadata key
 (or A2A 0.3's `x-a2a-extensions`) and echoed back in the response's trailing metadata; a bearer
-token in `authorization` metadata is the caller, exactly as over HTTP (`protocols._auth`).
+token in `authorization` metadata is the caller, exactly as over HTTP (the runtime's `authenticate`).
 Server reflection is on, so `grpcurl` needs no proto files. Needs the `grpc` extra.
 """
 
@@ -24,9 +24,8 @@ from a2a.utils.errors import A2AError
 from google.protobuf import empty_pb2
 from grpc_reflection.v1alpha import reflection
 
-from ..._runtime import Sayso
+from ..._runtime import Sayso, authenticate
 from ...exceptions import Unauthenticated
-from .._auth import authenticate
 from ._handler import ACTIVATED_STATE, CALLER_STATE, SaysoRequestHandler
 from ._mapping import HITL_URI
 

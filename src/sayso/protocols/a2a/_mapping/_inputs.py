@@ -14,6 +14,7 @@ from typing import Any
 
 from a2a.types import Message
 from google.protobuf.json_format import MessageToDict
+from pydantic.json_schema import JsonSchemaValue
 
 from ...._core.decisions import Decision, Provide, Skip
 from ...._core.requests import InputRequest
@@ -76,7 +77,7 @@ def _value_of(request: InputRequest, answers: list[list[str]]) -> Any:
     fields = input_fields(request)
     if fields is None:
         return _typed(answers[0], request.response_schema)
-    value: dict[str, Any] = {}
+    value: dict[str, object] = {}
     for (name, field), words in zip(fields.items(), answers, strict=True):
         if [w.strip() for w in words] in ([], [""], ["-"]):
             continue
@@ -84,7 +85,7 @@ def _value_of(request: InputRequest, answers: list[list[str]]) -> Any:
     return value
 
 
-def _typed(words: list[str], field: dict[str, Any]) -> Any:
+def _typed(words: list[str], field: JsonSchemaValue) -> Any:
     """One answer read by its field's type; left as words when it does not read as that type."""
     kind = field_type(field)
     if kind == "array":

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from pydantic.json_schema import JsonSchemaValue
+
 from ...._core.requests import (
     ApprovalRequest,
     DelegateRequest,
@@ -36,6 +38,7 @@ from ...._core.requests import (
 )
 from ...._runtime import RemoteTask
 from ....exceptions import InvalidInput
+from ._wire import LegacyCallJson, QuestionJson
 
 HITL_URI = "https://kagent.dev/extensions/hitl/v1"
 """kagent's human-in-the-loop extension, v1."""
@@ -212,7 +215,7 @@ def own_hint(request: ApprovalRequest) -> str | None:
     return None if request.hint == default_hint(request.tool_name) else request.hint
 
 
-def questions_json(request: QuestionRequest) -> list[dict[str, Any]]:
+def questions_json(request: QuestionRequest) -> list[QuestionJson]:
     """A question request's questions as kagent writes them."""
     return [{"question": q.question, "choices": list(q.choices), "multiple": q.multiple} for q in request.questions]
 
@@ -220,7 +223,7 @@ def questions_json(request: QuestionRequest) -> list[dict[str, Any]]:
 ELICITATION_ACTIONS = ("accept", "decline", "cancel")
 
 
-def shown_questions(request: ShownRequest) -> list[dict[str, Any]]:
+def shown_questions(request: ShownRequest) -> list[QuestionJson]:
     """The questions of a question request, or those an elicitation or a workflow's input is shown as."""
     if isinstance(request, QuestionRequest):
         return questions_json(request)
@@ -232,7 +235,9 @@ def shown_questions(request: ShownRequest) -> list[dict[str, Any]]:
         return [{"question": question, "choices": ["done", "decline", "cancel"], "multiple": False}]
     schema = request.requested_schema or {}
     required = set(schema.get("required", []))
-    questions = [{"question": request.message, "choices": list(ELICITATION_ACTIONS), "multiple": False}]
+    questions: list[QuestionJson] = [
+        {"question": request.message, "choices": list(ELICITATION_ACTIONS), "multiple": False}
+    ]
     for name, field in (schema.get("properties") or {}).items():
         label = field.get("title") or name
         text = f"{label}{'' if name in required else ' (optional: answer - to leave it out)'}"
@@ -245,7 +250,7 @@ def shown_questions(request: ShownRequest) -> list[dict[str, Any]]:
     return questions
 
 
-def input_fields(request: InputRequest) -> dict[str, dict[str, Any]] | None:
+def input_fields(request: InputRequest) -> dict[str, JsonSchemaValue] | None:
     """The fields of an input asked field by field (an object schema with properties), or `None`: one answer."""
     schema = request.response_schema
     properties = schema.get("properties")
@@ -255,7 +260,7 @@ def input_fields(request: InputRequest) -> dict[str, dict[str, Any]] | None:
     return fields or None
 
 
-def field_type(field: dict[str, Any]) -> Any:
+def field_type(field: JsonSchemaValue) -> Any:
     """A field's JSON type, looking through `anyOf` with null (pydantic's optional fields)."""
     if "type" in field:
         return field["type"]
@@ -263,21 +268,21 @@ def field_type(field: dict[str, Any]) -> Any:
     return options[0].get("type") if len(options) == 1 else None
 
 
-def field_choices(field: dict[str, Any]) -> list[str]:
+def field_choices(field: JsonSchemaValue) -> list[str]:
     """The choices a field offers: its enum (through `anyOf`), `true`/`false` for a boolean, else none."""
     options = [field, *(o for o in field.get("anyOf", []) if isinstance(o, dict))]
     enum = [str(v) for o in options for v in o.get("enum", []) if v is not None]
     return enum or (["true", "false"] if field_type(field) == "boolean" else [])
 
 
-def input_questions(request: InputRequest) -> list[dict[str, Any]]:
+def input_questions(request: InputRequest) -> list[QuestionJson]:
     """A workflow's input as kagent questions: the message, then one question per field (or the message alone)."""
     fields = input_fields(request)
     if fields is None:
         choices = field_choices(request.response_schema)
         return [{"question": request.message or GENERIC_TEXT, "choices": choices, "multiple": False}]
     required = set(request.response_schema.get("required", []))
-    questions = []
+    questions: list[QuestionJson] = []
     for index, (name, field) in enumerate(fields.items()):
         text = f"{field.get('title') or name}{'' if name in required else ' (optional: answer - to leave it out)'}"
         if field.get("description"):
@@ -319,7 +324,7 @@ def delegate_name(view: PauseView) -> str:
     return view.delegate.tool_name if view.delegate is not None else view.subagent
 
 
-def delegate_call(view: PauseView) -> dict[str, Any]:
+def delegate_call(view: PauseView) -> LegacyCallJson:
     """The task's pending call in a nested view, as kagent shows the parent's call: `{name, args, id}`."""
     if view.delegate is not None:
         return {"name": view.delegate.tool_name, "args": shown_args(view.delegate), "id": view.delegate.tool_call_id}
