@@ -42,7 +42,8 @@ class Authenticator:
         for config in sayso.config.principals:
             token = config.bearer_token()
             if not token:
-                logger.warning("principal %r has no token (token_env unset?); it cannot sign in", config.name)
+                # `sayso check` and `sayso serve`'s start already warn of it, naming the file and line.
+                logger.debug("principal %r has no token (token_env unset?); it cannot sign in", config.name)
                 continue
             self._by_token.append((token.encode(), config.name))
 
