@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
 from sayso import Answer, Approve, Reject, Sayso
 from sayso._runtime import TranscriptEntry
 
@@ -25,15 +28,9 @@ def pay(amount: int, token: str = "") -> str:
     return f"paid {amount}"
 
 
-def explode() -> str:
-    """A tool that fails."""
-    raise RuntimeError("the disk is on fire")
-
-
 RULES: list[dict[str, Any]] = [
     {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}"}},
     {"user": r"^pay (?P<n>\d+)$", "call": "pay", "args": {"amount": "{n}", "token": "s3cret"}},
-    {"user": "^explode$", "call": "explode"},
     {
         "user": "^survey$",
         "call": "ask_user",
@@ -50,7 +47,7 @@ def make(make_app: MakeApp, **kwargs: Any) -> Sayso:
     agents = {
         "files": {
             "model": "m",
-            "tools": [delete_file, pay, explode],
+            "tools": [delete_file, pay],
             "redact": ["token", "answer"],
             "interrupt": {"tools": [{"name": "delete_file", "remember": "always"}, "pay"], "ttl_seconds": 60},
         }
@@ -156,9 +153,17 @@ async def test_skipped_and_expired_requests_are_transcript_lines(make_app: MakeA
     assert state.decision is not None and state.decision.via is None
 
 
+def provider_on_fire(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """A model whose provider fails on `explode` (a tool that raises no longer fails the run: the model reads it)."""
+    prompt = messages[-1].parts[-1]
+    if isinstance(prompt, UserPromptPart) and prompt.content == "explode":
+        raise RuntimeError("the disk is on fire")
+    return ModelResponse(parts=[TextPart("ok")])
+
+
 async def test_a_failed_run_is_an_error_line_where_it_happened(make_app: MakeApp) -> None:
     """A run that failed shows the message that started it and its error, between the runs before and after."""
-    async with make(make_app) as app:
+    async with make_app({"files": {"model": "m"}}, model=FunctionModel(provider_on_fire)) as app:
         ok = await app.run("hello")
         failed = await app.run("explode", thread_id=ok.thread_id)
         await app.run("hello again", thread_id=ok.thread_id)
