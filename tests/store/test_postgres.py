@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
 from sayso import AlreadyDecided, Approve, Config, Reject, Sayso
@@ -148,3 +150,47 @@ async def test_replicas_opening_a_new_database_together_migrate_it_once() -> Non
         finally:
             for store in stores:
                 await store.aclose()
+
+
+async def test_racing_deciders_get_a_conflict_or_success_never_a_database_error(database: str, tmp_path: Path) -> None:
+    """Six runtimes race on each pause of two requests: approving either, forcing the resume, cancelling, or
+    sending a new message. The first audit record of a fresh database too: every racer gets a result or a
+    conflict (409 over REST), never `StoreError: deadlock detected`, and each call ran at most once."""
+    from sayso import RunConflict, StoreError
+    from sayso.exceptions import DecisionRefused
+
+    apps = [app_on(database, tmp_path) for _ in range(6)]
+    for app in apps:
+        await app.__aenter__()
+    raw: list[BaseException] = []
+    try:
+        for _ in range(8):
+            before = len(ran)
+            paused = await apps[0].run("both", agent="files")
+            first, second = (r.request_id for r in paused.requests)
+            run_id, thread_id = paused.run_id, paused.thread_id
+            racers: list[Callable[[Sayso], Awaitable[object]]] = [
+                lambda app, r=first: app.decide(r, Approve()),
+                lambda app, r=second: app.decide(r, Approve()),
+                lambda app, r=second: app.decide(r, Reject(reason="no")),
+                lambda app, r=run_id: app.resume(r, force=True),
+                lambda app, r=run_id: app.cancel(r),
+                lambda app, t=thread_id: app.run("delete c", thread_id=t, agent="files"),
+            ]
+
+            async def race(app: Sayso, act: Any) -> None:
+                try:
+                    await act(app)
+                except (RunConflict, DecisionRefused):
+                    pass  # a conflict: the 409 a REST client would get
+                except StoreError as exc:
+                    raw.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                for app, act in zip(apps, racers, strict=True):
+                    tg.start_soon(race, app, act)
+            assert ran[before:].count("a") <= 1 and ran[before:].count("b") <= 1
+    finally:
+        for app in apps:
+            await app.__aexit__(None, None, None)
+    assert raw == [], [str(e)[:120] for e in raw]

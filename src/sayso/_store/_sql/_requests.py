@@ -23,6 +23,7 @@ from .._records import (
 )
 from . import _rows
 from ._base import _SqlBase
+from ._chain import lock_audit
 from ._tx import Tx
 
 
@@ -223,6 +224,8 @@ async def _claim(
     tx: Tx, run: RunRecord, pause_id: str, resume: ResumeClaim, *, owner: str, until: float, now: float, history: bool
 ) -> tuple[list[bytes] | None, list[Grant] | None]:
     """Consume the pause and take the run: skips recorded, ledger marks written, history and grants read."""
+    if resume.audit:
+        await lock_audit(tx)
     if not await _rows.consume(tx, pause_id):
         raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
     if resume.added and await _rows.decisions_of(tx, [d.request_id for d in resume.added]):

@@ -17,6 +17,7 @@ from .. import _tables as t
 from .._records import BegunRun, ExecutionResult, RemoteTask, RunRecord, RunStatus, ThreadRecord
 from . import _rows
 from ._base import _SqlBase
+from ._chain import lock_audit
 from ._tx import Tx
 
 
@@ -130,6 +131,8 @@ class _Runs(_SqlBase):
         )
 
         async def work(tx: Tx) -> RunRecord:
+            if supersede_pause is not None and audit:
+                await lock_audit(tx)
             ids = {"thread_id": thread_id, "run_id": run_id}
             if await tx.one(_rows.THREAD_EXISTS, ids) is None:
                 await tx.later(_rows.INSERT_THREAD, [{**ids, "owner": owner, "agent": agent, "now": now}])
@@ -274,6 +277,8 @@ class _Runs(_SqlBase):
         self, run: RunRecord, *, now: float, skips: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()
     ) -> None:
         async def work(tx: Tx) -> None:
+            if audit:
+                await lock_audit(tx)
             if run.pause_id is not None:
                 await _rows.consume(tx, run.pause_id)
             existing = await _rows.decisions_of(tx, [d.request_id for d in skips])
