@@ -18,7 +18,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from sayso import Config, Sayso, load_config
+from sayso import Config, Sayso, StoreError, load_config
 from sayso.server import LiveSettings, create_app
 
 from ..conftest import EXAMPLE, LiveServer
@@ -459,8 +459,8 @@ def test_a_request_opened_elsewhere_appears_in_the_open_inbox(server: LiveServer
 
 
 def explode() -> str:
-    """A tool that fails."""
-    raise RuntimeError("the disk is on fire")
+    """A tool that fails the run: sayso's own error (a tool's other errors are read by the model)."""
+    raise StoreError("the disk is on fire")
 
 
 def test_a_failed_run_is_an_error_card_in_the_transcript(serve: ServerFactory, page: Page, workdir: Path) -> None:
