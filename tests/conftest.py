@@ -29,6 +29,8 @@ from fastapi import FastAPI
 from sayso import Config, Grant, Sayso, ScriptedModel
 from sayso._engine.scripted import Script
 
+from .openapi_check import OpenApiCheck
+
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,6 +96,10 @@ class InProcess:
     sayso: Sayso
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None
+    openapi: OpenApiCheck = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.openapi = OpenApiCheck(self.app)
 
     async def start(self) -> InProcess:
         started = asyncio.Event()
@@ -121,7 +127,11 @@ class InProcess:
         """A client of the app, signed in with `token` when given."""
         sent = {**({"Authorization": f"Bearer {token}"} if token else {}), **(headers or {})}
         return httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=self.app), base_url=IN_PROCESS_URL, headers=sent, timeout=60
+            transport=httpx.ASGITransport(app=self.app),
+            base_url=IN_PROCESS_URL,
+            headers=sent,
+            timeout=60,
+            event_hooks={"response": [self.openapi]},  # every REST answer is checked against the OpenAPI document
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,34 @@ def test_bad_tool_spec_is_a_config_error(tmp_path: Path) -> None:
     path.write_text("models: {m: {scripted: s.yaml}}\nagents: {a: {model: m, tools: ['no_colon']}}")
     with pytest.raises(ConfigError, match="must look like 'package.module:name'"):
         Sayso.from_yaml(path)
+
+
+async def test_tool_modules_next_to_the_config_are_found_without_touching_sys_path(tmp_path: Path) -> None:
+    """A package beside the config (its own modules imported relatively) and a folder without `__init__.py` provide
+    tools by `pkg.mod:attr`, and `sys.path` is left as it was: the folder's other modules shadow no one's imports."""
+    package = tmp_path / "beside_tools_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "_words.py").write_text("GREETING = 'hello'\n")
+    (package / "greet.py").write_text(
+        "from ._words import GREETING\n\n\nclass Tools:\n    @staticmethod\n"
+        "    def greet(name: str) -> str:\n        return f'{GREETING} {name}'\n"
+    )
+    (tmp_path / "beside_plain_folder").mkdir()
+    (tmp_path / "beside_plain_folder" / "loud.py").write_text("def shout(text: str) -> str:\n    return text.upper()\n")
+    (tmp_path / "s.yaml").write_text(
+        "rules:\n  - {user: greet, call: greet, args: {name: Ada}}\n  - {tool: greet, reply: '{result}'}\n"
+    )
+    before = list(sys.path)
+    path = write(
+        tmp_path,
+        "models: {m: {scripted: s.yaml}}\nagents: {a: {model: m, tools: "
+        "['beside_tools_pkg.greet:Tools.greet', 'beside_plain_folder.loud:shout']}}",
+    )
+    async with Sayso.from_yaml(path) as app:
+        result = await app.run("greet")
+    assert result.output == "hello Ada"
+    assert sys.path == before
 
 
 def test_store_url_comes_from_the_environment_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -42,7 +42,8 @@ FORBIDDEN_IN_CORE = (
     "ag_ui",
     "sqlite3",
 )
-"""Third-party packages the pure core never imports: databases, web, CLI, the engine, protocols."""
+"""Third-party packages the pure core never imports: databases, web, CLI, the engine, protocols. (Pure libraries
+such as pydantic and standardwebhooks, which only compute, are allowed.)"""
 
 
 @dataclass(frozen=True)

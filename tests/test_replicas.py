@@ -72,7 +72,7 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers["Content-Length"]))
-                received.append((self.headers["Sayso-Delivery"], self.headers["Sayso-Event"]))
+                received.append((self.headers["webhook-id"], self.headers["Sayso-Event"]))
                 self.send_response(204)
                 self.end_headers()
 

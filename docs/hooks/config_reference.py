@@ -21,7 +21,7 @@ PAGE = "reference/configuration.md"
 
 
 def _models() -> list[tuple[str, type[BaseModel]]]:
-    from sayso import _config as c
+    from sayso._config import file as c
     from sayso.workflows import AgentNodeConfig, FunctionNodeConfig, WorkflowConfig
 
     return [

@@ -160,6 +160,31 @@ async def test_booleans_are_strict(server: InProcess) -> None:
 
 
 @pytest.mark.parametrize("interface", list(ENDPOINTS))
+async def test_a_streamed_body_over_the_limit_is_refused_without_being_read_in_full(
+    server: InProcess, interface: str
+) -> None:
+    """A body sent in chunks, with no `Content-Length`, is refused once it passes the limit: a 413 problem on REST and
+    AG-UI, a JSON-RPC error on A2A; nothing starts."""
+    path, _ = ENDPOINTS[interface]
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"message": "'
+        for _ in range(40):
+            yield b"x" * 1_000
+        yield b'"}'
+
+    async with server.client() as client:
+        response = await client.post(path, content=chunks(), headers={"Content-Type": "application/json"})
+        assert "content-length" not in response.request.headers
+        assert response.status_code == 413
+        if interface == "a2a":
+            assert "larger than the limit" in response.json()["error"]["message"]
+        else:
+            assert response.json()["type"] == "https://sayso.dev/problems/too-large"
+        assert (await client.get("/v1/threads")).json()["threads"] == []
+
+
+@pytest.mark.parametrize("interface", list(ENDPOINTS))
 async def test_a_message_over_the_limit_is_refused_on_every_interface(server: InProcess, interface: str) -> None:
     """A message longer than `limits.message_chars` (but within the body limit) is refused as too large."""
     path, body = ENDPOINTS[interface]

@@ -144,3 +144,22 @@ def test_each_principal_hears_only_of_what_they_may_see(
         with server.client("bob-token") as client:
             client.post("/v1/runs", json={"message": "list"})  # bob's own thread: the one thing he hears of
         assert {name for name, _ in bob.until("threads.changed")} == {"threads.changed"}
+
+
+def test_a_quiet_stream_is_kept_open_with_comment_lines(workdir: Path) -> None:
+    """Nothing changing, the stream still sends a comment line (a ping) every `keepalive` seconds, so proxies keep
+    it; `ready` tells the browser to reconnect after a second."""
+    app = create_app(
+        Sayso(load_config(files_example(workdir))),
+        expire_every_seconds=None,
+        live=LiveSettings(every=0.1, lasts=30, keepalive=0.2),
+    )
+    server = LiveServer.in_thread(app)
+    try:
+        with server.client() as client, client.stream("GET", "/v1/events") as response:
+            lines = response.iter_lines()
+            head = [next(lines) for _ in range(3)]
+            assert head[0] == "event: ready" and head[2] == "retry: 1000"
+            assert any(line.startswith(": ping") for line in lines)
+    finally:
+        server.stop()

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from sayso import Config, PrincipalConfig, load_config
 
@@ -22,6 +23,24 @@ async def test_health_and_openapi(server: InProcess) -> None:
     assert {"/v1/runs", "/v1/requests", "/v1/requests/{request_id}/decision", "/v1/runs/{run_id}/resume"} <= set(paths)
     assert {"/v1/grants", "/v1/grants/{grant_id}", "/v1/audit", "/v1/audit/verify", "/v1/expire"} <= set(paths)
     assert set(paths["/v1/grants/{grant_id}"]) == {"delete"}
+
+
+async def test_every_answer_fits_the_openapi_document(server: InProcess) -> None:
+    """What the server sends is what its OpenAPI document says, field for field: every REST test's client checks
+    each JSON answer against it (`tests/openapi_check.py`), and a field the document does not name is refused."""
+    async with server.client() as client:
+        paused = (await client.post("/v1/runs", json={"message": "delete notes"})).json()
+        request_id = paused["requests"][0]["id"]
+        await client.get(f"/v1/requests/{request_id}")
+        await client.post(f"/v1/requests/{request_id}/decision", json={"kind": "reject", "reason": "no"})
+        await client.get(f"/v1/threads/{paused['thread_id']}")
+        assert (await client.get("/v1/requests/req_nowhere")).status_code == 404
+    assert server.openapi.checked == 5
+    schema = server.openapi.schema_for("POST", "/v1/runs", 200, "application/json")
+    assert schema is not None
+    assert Draft202012Validator(schema).is_valid(paused)
+    assert not Draft202012Validator(schema).is_valid({**paused, "undocumented": True})
+    assert not Draft202012Validator(schema).is_valid({**paused, "requests": [{**paused["requests"][0], "kind": "x"}]})
 
 
 async def test_run_pauses_and_a_decision_resumes_it(server: InProcess, workdir: Path) -> None:

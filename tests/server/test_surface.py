@@ -16,7 +16,8 @@ def seconds(rfc3339: str) -> float:
 
 
 async def test_each_operation_has_a_name_and_only_the_errors_it_can_answer(server: InProcess) -> None:
-    """operationIds are plain verbs, and each endpoint documents the problems it can really return."""
+    """operationIds are plain verbs, and each endpoint documents the problems it can really return: its own, and the
+    edge guard's (400 on every path, 413 and 415 on writes)."""
     async with server.client() as client:
         document = (await client.get("/openapi.json")).json()
     operations = {
@@ -45,10 +46,10 @@ async def test_each_operation_has_a_name_and_only_the_errors_it_can_answer(serve
         "check_health",
     } <= set(operations)
     assert not [name for name in operations if "_v1_" in name or name.endswith(("_get", "_post", "_delete"))]
-    assert operations["decide_request"] == {"401", "403", "404", "409", "410", "422", "503"}
-    assert operations["get_me"] == {"401"}
-    assert operations["list_grants"] == {"401", "503"}
-    assert operations["check_health"] == {"503"}
+    assert operations["decide_request"] == {"400", "401", "403", "404", "409", "410", "413", "415", "422", "503"}
+    assert operations["get_me"] == {"400", "401"}
+    assert operations["list_grants"] == {"400", "401", "503"}
+    assert operations["check_health"] == {"400", "503"}
     decide = document["paths"]["/v1/requests/{request_id}/decision"]["post"]
     assert "application/problem+json" in decide["responses"]["409"]["content"]
     request_schema = document["components"]["schemas"]["RequestOut"]["properties"]

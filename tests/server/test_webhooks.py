@@ -14,13 +14,16 @@ from pathlib import Path
 
 import anyio
 import pytest
+from standardwebhooks import Webhook, WebhookVerificationError
 
 from sayso import Reject, Sayso, load_config
-from sayso.server import WebhookConfig, sign, verify_signature
+from sayso._core.signing import signed_headers
+from sayso.server import WebhookConfig, verify_headers
 
 from .conftest import EXAMPLE, ServerFactory
 
-SECRET = "s3cret"
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+"""A Standard Webhooks secret (`whsec_` and the key in base64), as receivers generate them."""
 
 
 @dataclass
@@ -68,7 +71,7 @@ def listener() -> Iterator[Listener]:
 
 
 async def test_opened_and_decided_events_are_signed(serve: ServerFactory, listener: Listener) -> None:
-    """Opening and deciding a request each POST a signed event that `verify_signature` accepts."""
+    """Opening and deciding a request each POST an event that a stock Standard Webhooks verifier accepts."""
     hook = WebhookConfig(url=listener.url, secret=SECRET, backoff_seconds=0.05)
     server = await serve(webhooks=[hook])
     async with server.client() as client:
@@ -80,17 +83,15 @@ async def test_opened_and_decided_events_are_signed(serve: ServerFactory, listen
     assert events[0]["data"]["request"]["id"] == request_id  # type: ignore[index]
     assert events[1]["data"]["decision"] == {"kind": "reject", "reason": "no"}  # type: ignore[index]
     assert events[1]["data"]["principal"] == "local"  # type: ignore[index]
-    for headers, body in listener.received:
-        assert headers["Sayso-Event"] in ("request.opened", "request.decided")
-        assert verify_signature(
-            SECRET, body, timestamp=headers["Sayso-Timestamp"], signature=headers["Sayso-Signature"]
-        )
-        assert not verify_signature(
-            "wrong", body, timestamp=headers["Sayso-Timestamp"], signature=headers["Sayso-Signature"]
-        )
-        assert not verify_signature(
-            SECRET, body + b" ", timestamp=headers["Sayso-Timestamp"], signature=headers["Sayso-Signature"]
-        )
+    for (headers, body), event in zip(listener.received, events, strict=True):
+        assert headers["Sayso-Event"] == event["type"]
+        assert headers["webhook-id"] == event["id"]
+        assert Webhook(SECRET).verify(body, headers) == event
+        assert verify_headers(SECRET, headers, body)
+        with pytest.raises(WebhookVerificationError):
+            Webhook("whsec_" + "A" * 32).verify(body, headers)
+        with pytest.raises(WebhookVerificationError):
+            Webhook(SECRET).verify(body + b" ", headers)
 
 
 async def test_failed_deliveries_are_retried_with_the_same_delivery_id(
@@ -105,7 +106,7 @@ async def test_failed_deliveries_are_retried_with_the_same_delivery_id(
     [event] = await listener.wait_for(1)
     assert listener.attempts == 3
     assert event["type"] == "request.opened"
-    assert listener.received[0][0]["Sayso-Delivery"] == event["id"]
+    assert listener.received[0][0]["webhook-id"] == event["id"]
 
 
 async def test_background_sweep_expires_requests_and_says_so(serve: ServerFactory, listener: Listener) -> None:
@@ -131,12 +132,15 @@ async def test_background_sweep_expires_requests_and_says_so(serve: ServerFactor
 
 
 def test_signature_rejects_old_timestamps() -> None:
-    """A genuine signature with a timestamp outside the tolerance is refused (replay protection)."""
+    """A genuine signature made long ago is refused by a stock verifier (replay protection); one made now is not."""
     body = b'{"x":1}'
-    signature = sign(SECRET, 1000, body)
-    assert verify_signature(SECRET, body, timestamp="1000", signature=signature, now=1100)
-    assert not verify_signature(SECRET, body, timestamp="1000", signature=signature, now=2000)
-    assert not verify_signature(SECRET, body, timestamp="abc", signature=signature, now=1000)
+    old = signed_headers(SECRET, body, event="request.opened", delivery_id="dlv_1", now=time.time() - 3600)
+    assert not verify_headers(SECRET, old, body)
+    with pytest.raises(WebhookVerificationError, match="too old"):
+        Webhook(SECRET).verify(body, old)
+    fresh = signed_headers(SECRET, body, event="request.opened", delivery_id="dlv_1", now=time.time())
+    assert Webhook(SECRET).verify(body, fresh) == {"x": 1}
+    assert not verify_headers(SECRET, {**fresh, "webhook-timestamp": "abc"}, body)
 
 
 def test_webhook_needs_a_secret() -> None:
@@ -178,7 +182,7 @@ async def test_an_undelivered_event_survives_a_restart_and_keeps_its_delivery_id
     [event] = await listener.wait_for(1)
     assert listener.attempts == 2
     assert event["type"] == "request.opened"
-    assert listener.received[0][0]["Sayso-Delivery"] == event["id"]
+    assert listener.received[0][0]["webhook-id"] == event["id"]
 
 
 async def test_servers_sharing_a_store_deliver_each_event_once(serve: ServerFactory, listener: Listener) -> None:
@@ -192,7 +196,7 @@ async def test_servers_sharing_a_store_deliver_each_event_once(serve: ServerFact
             await client.post(f"/v1/requests/{run['requests'][0]['id']}/decision", json=decided)
     events = await listener.wait_for(6)
     await anyio.sleep(1.5)  # a duplicate would arrive within a poll
-    ids = [headers["Sayso-Delivery"] for headers, _ in listener.received]
+    ids = [headers["webhook-id"] for headers, _ in listener.received]
     assert len(events) == len(listener.received) == 6
     assert len(set(ids)) == 6
 

@@ -184,7 +184,10 @@ class AgentConfig(_Strict):
     delegates: list[DelegateConfig] = []
     """Agents this one may hand work to; each is a tool named after the delegate."""
     mcp: list[McpBinding] = []
-    """Tools from MCP servers (§9): which server, which tools, whether calls wait for approval."""
+    """Tools from MCP servers: which server, which tools, whether calls wait for approval.
+
+    See docs/guides/mcp.md#servers-as-tool-sources.
+    """
     before_tool_call: Any = None
     """A hook run before every tool call that may pause it (ask for approval, or send the person to a
     URL such as a login page): an import spec (`pkg.mod:fn`), or (from Python) the function itself."""
@@ -303,10 +306,16 @@ class Config(_Strict):
     orchestrations: dict[str, OrchestrationConfig] = {}
     """Named teams (`mode: delegate`): the entry agent gets the connections as delegates."""
     mcp_servers: dict[str, McpServerConfig] = {}
-    """MCP servers agents may bind (§9), by name: a stdio command or a streamable HTTP URL."""
+    """MCP servers agents may bind, by name: a stdio command or a streamable HTTP URL.
+
+    See docs/guides/mcp.md#servers-as-tool-sources.
+    """
     workflows: dict[str, WorkflowConfig | Workflow] = {}
-    """Graphs of function and agent nodes that stop for a person's input (§8), by name; a workflow may be
-    the `entry`, and is run like an agent (`Sayso.run(message, agent=NAME)`). From Python, a `Workflow`."""
+    """Graphs of function and agent nodes that stop for a person's input, by name; a workflow may be
+    the `entry`, and is run like an agent (`Sayso.run(message, agent=NAME)`). From Python, a `Workflow`.
+
+    See docs/guides/workflows.md.
+    """
 
     @model_validator(mode="after")
     def _mcp_servers_exist(self) -> Config:

@@ -1,4 +1,4 @@
-"""MCP servers and an agent's bindings to them (§9), as configuration models.
+"""MCP servers and an agent's bindings to them (docs/guides/mcp.md), as configuration models.
 
 The models are the `mcp_servers:` block of `sayso.yaml` and the `mcp:` list of an agent. They
 are plain pydantic (no MCP library is imported here), so a config loads and validates without
@@ -109,7 +109,10 @@ class McpBinding(_Strict):
     """When the call a server's form arrived on is gone (a CLI run that exited, a restart, another
     replica), issue the call again and hand the stored answer to the server's matching form, even
     though the tool is not marked read-only or idempotent (for those it is the default). Without it
-    such a request closes as cancelled and the model reads that the call did not complete (§9)."""
+    such a request closes as cancelled and the model reads that the call did not complete.
+
+    See docs/guides/mcp.md#which-answers-survive-a-restart.
+    """
 
     @field_validator("tools")
     @classmethod

@@ -1,4 +1,6 @@
-"""Who may do what (§7): the one authorization rule every interface applies, as pure functions.
+"""Who may do what: the one authorization rule every interface applies, as pure functions.
+
+See docs/guides/rest.md#who-may-call.
 
 A principal is who calls: a name and the agents it approves for. Threads belong to the
 principal that started them. The rule, whichever interface asks (Python, REST, A2A, AG-UI,

@@ -1,4 +1,6 @@
-"""The audit chain (§7): hashed records, anchored by a key and a checkpointed head, and its verification.
+"""The audit chain: hashed records, anchored by a key and a checkpointed head, and its verification.
+
+See docs/guides/operations.md#the-audit-log.
 
 Each record carries the hash of the one before, so an edit, a deletion in the middle or a
 reordering shows. A hash chain alone cannot show a rewrite of the whole table with recomputed

@@ -330,7 +330,10 @@ def schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
 
 
 def model_text(decision: Decision) -> str | None:
-    """What the model reads for a decision that does not run the call (§3.2), or `None` when it runs."""
+    """What the model reads for a decision that does not run the call, or `None` when it runs.
+
+    See docs/concepts/decisions.md#what-the-model-reads.
+    """
     match decision:
         case Expire(expires_at=at):
             return f"Expired: no decision before {datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S} UTC"

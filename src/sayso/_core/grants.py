@@ -1,4 +1,6 @@
-"""Remembered approvals (§3.4): what a grant covers, as pure functions.
+"""Remembered approvals: what a grant covers, as pure functions.
+
+See docs/concepts/decisions.md#scopes-remembering-an-approval.
 
 A grant is given on one request, so it reaches no further than that request did: the same
 principal's calls of the same tool on the same subject, through the same root agent (the

@@ -1,4 +1,6 @@
-"""Size limits (§7): how much one message, edit or answer may carry, checked the same on every interface.
+"""Size limits: how much one message, edit or answer may carry, checked the same on every interface.
+
+See docs/guides/operations.md#limits.
 
 The runtime applies these inside its verbs, so REST, A2A, AG-UI, the CLI and Python refuse the
 same things; the HTTP edge also caps whole request bodies before anything is parsed.

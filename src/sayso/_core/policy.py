@@ -1,4 +1,4 @@
-"""Which tool calls wait for a person (§2.1), as data and pure functions."""
+"""Which tool calls wait for a person (docs/concepts/pauses.md#approval-gates), as data and pure functions."""
 
 from __future__ import annotations
 
@@ -105,7 +105,10 @@ def call_binding(tool_name: str, args: dict[str, Any], subject_key: str) -> str:
 
 
 def may_decide(principal: str, *, owner: str | None, agent: str, approver_for: Sequence[str]) -> bool:
-    """Only the thread's owner, or a principal with the approver role for the agent, may decide (§7)."""
+    """Only the thread's owner, or a principal with the approver role for the agent, may decide.
+
+    See docs/guides/rest.md#who-may-call.
+    """
     if owner is not None and principal == owner:
         return True
     return any(fnmatchcase(agent, pattern) for pattern in approver_for)

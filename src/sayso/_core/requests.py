@@ -157,7 +157,7 @@ ElicitationMode: TypeAlias = Literal["form", "url"]
 """How an MCP server asks: a form with a requested schema, or a page for the person to visit."""
 
 ElicitationDelivery: TypeAlias = Literal["live", "round_trip", "task", "retry"]
-"""How the person's answer reaches whoever asked (§9):
+"""How the person's answer reaches whoever asked (docs/guides/mcp.md#which-answers-survive-a-restart):
 
 - `live`: the server asked mid-call on a handshake-era session; the answer goes back on that call
   while the process holding it lives, else the call is issued again with the stored answer
@@ -172,7 +172,9 @@ ElicitationDelivery: TypeAlias = Literal["live", "round_trip", "task", "retry"]
 
 @dataclass(frozen=True, kw_only=True)
 class ElicitationRequest(_RequestBase):
-    """An MCP server asked the person for something while serving a tool call (§9).
+    """An MCP server asked the person for something while serving a tool call.
+
+    See docs/guides/mcp.md#when-a-server-asks-the-person.
 
     A form (`message` + `requested_schema`) is answered with content that fits the schema; a
     URL is visited out of band and answered "done" (accept without content). Either can be

@@ -1,4 +1,7 @@
-"""When a pause may be resumed, and with what (§3.3), as pure functions over requests and decisions."""
+"""When a pause may be resumed, and with what, as pure functions over requests and decisions.
+
+See docs/concepts/decisions.md#resume-rules.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Approvals a tool's service enforces itself (§2.4): reading its reply, and what it is told afterwards."""
+"""Approvals a tool's service enforces itself: reading its reply, and what it is told afterwards.
+
+See docs/concepts/pauses.md#tools-whose-service-asks.
+"""
 
 from __future__ import annotations
 

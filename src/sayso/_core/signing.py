@@ -1,38 +1,41 @@
-"""The one way sayso signs what it sends: `webhooks:` events and services' decision webhooks alike.
+"""The one way sayso signs what it sends: `webhooks:` events, services' decision webhooks and A2A push alike.
 
-Every delivery is a JSON POST `{"id", "type", "created_at", "data"}` with these headers, the
-signature an HMAC-SHA256 over `"{timestamp}.{body}"` with the receiver's secret:
+Every delivery is signed in the Standard Webhooks format (https://www.standardwebhooks.com), by
+the `standardwebhooks` library, so a receiver checks it with any stock verifier:
 
 ```text
-Sayso-Event: request.decided
-Sayso-Delivery: dlv_…              (the same on every retry and from every replica: drop duplicates by it)
-Sayso-Timestamp: 1767225600        (seconds since the epoch, when this attempt was signed)
-Sayso-Signature: sha256=<hex>
+webhook-id: dlv_…                  (the same on every retry and from every replica: drop duplicates by it)
+webhook-timestamp: 1767225600      (seconds since the epoch, when this attempt was signed)
+webhook-signature: v1,<base64 HMAC-SHA256 over "{id}.{timestamp}.{body}">
+Sayso-Event: request.decided       (the body's `type`, for routing without parsing)
 ```
 
-Receivers check the signature with `verify_signature` (or `verify_headers`) and refuse stale
-timestamps.
+The key is the secret as Standard Webhooks defines it when it is one (`whsec_` and base64, what
+`Webhook(secret)` reads); any other secret (an A2A push config's `token`, a passphrase) keys the
+HMAC with its UTF-8 bytes, what `Webhook(secret.encode())` reads.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
-import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
+from standardwebhooks import Webhook, WebhookVerificationError
+
 EVENT_HEADER = "Sayso-Event"
-DELIVERY_HEADER = "Sayso-Delivery"
-TIMESTAMP_HEADER = "Sayso-Timestamp"
-SIGNATURE_HEADER = "Sayso-Signature"
+ID_HEADER = "webhook-id"
+TIMESTAMP_HEADER = "webhook-timestamp"
+SIGNATURE_HEADER = "webhook-signature"
+
+SECRET_PREFIX = "whsec_"
+"""How a Standard Webhooks secret starts: the rest is the base64 of the key."""
 
 
-def sign(secret: str, timestamp: int, body: bytes) -> str:
-    """The `Sayso-Signature` value for `body` sent at `timestamp`."""
-    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
-    return f"sha256={mac.hexdigest()}"
+def webhook(secret: str) -> Webhook:
+    """The library's signer and verifier for `secret` (see the module docstring for how it becomes a key)."""
+    return Webhook(secret) if secret.startswith(SECRET_PREFIX) else Webhook(secret.encode())
 
 
 def delivery_body(*, delivery_id: str, event: str, created_at: float, data: Any) -> bytes:
@@ -41,52 +44,29 @@ def delivery_body(*, delivery_id: str, event: str, created_at: float, data: Any)
     return json.dumps(body, separators=(",", ":")).encode()
 
 
-def signed_headers(secret: str, body: bytes, *, event: str, delivery_id: str, now: float) -> dict[str, str]:
-    """Every header of one signed attempt."""
+def signature_headers(secret: str, body: bytes, *, message_id: str, now: float) -> dict[str, str]:
+    """The three Standard Webhooks headers of one attempt at sending `body` under `message_id`."""
     timestamp = int(now)
+    signature = webhook(secret).sign(
+        msg_id=message_id, timestamp=datetime.fromtimestamp(timestamp, tz=UTC), data=body.decode()
+    )
+    return {ID_HEADER: message_id, TIMESTAMP_HEADER: str(timestamp), SIGNATURE_HEADER: signature}
+
+
+def signed_headers(secret: str, body: bytes, *, event: str, delivery_id: str, now: float) -> dict[str, str]:
+    """Every header of one signed attempt at a sayso delivery."""
     return {
         "Content-Type": "application/json",
         "User-Agent": "sayso-webhooks",
         EVENT_HEADER: event,
-        DELIVERY_HEADER: delivery_id,
-        TIMESTAMP_HEADER: str(timestamp),
-        SIGNATURE_HEADER: sign(secret, timestamp, body),
+        **signature_headers(secret, body, message_id=delivery_id, now=now),
     }
 
 
-def signature_headers(secret: str, body: bytes, *, now: float) -> dict[str, str]:
-    """Just the timestamp and signature headers, for a payload whose other headers its protocol sets (A2A push)."""
-    timestamp = int(now)
-    return {TIMESTAMP_HEADER: str(timestamp), SIGNATURE_HEADER: sign(secret, timestamp, body)}
-
-
-def verify_signature(
-    secret: str,
-    body: bytes,
-    *,
-    timestamp: str,
-    signature: str,
-    tolerance_seconds: float = 300,
-    now: float | None = None,
-) -> bool:
-    """Whether a delivery is genuine and recent: for receivers of sayso's webhooks."""
-    if not timestamp.isdigit():
+def verify_headers(secret: str, headers: Mapping[str, str], body: bytes) -> bool:
+    """Whether a delivery is genuine and recent (five minutes either way), for receivers that have sayso at hand."""
+    try:
+        webhook(secret).verify(body, dict(headers), json_parse=False)
+    except (WebhookVerificationError, ValueError):  # ValueError: a malformed signature header
         return False
-    if abs((time.time() if now is None else now) - int(timestamp)) > tolerance_seconds:
-        return False
-    return hmac.compare_digest(sign(secret, int(timestamp), body), signature)
-
-
-def verify_headers(
-    secret: str, headers: Mapping[str, str], body: bytes, *, tolerance_seconds: float = 300, now: float | None = None
-) -> bool:
-    """`verify_signature` reading the timestamp and signature from a delivery's headers (any case)."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    return verify_signature(
-        secret,
-        body,
-        timestamp=lowered.get(TIMESTAMP_HEADER.lower(), ""),
-        signature=lowered.get(SIGNATURE_HEADER.lower(), ""),
-        tolerance_seconds=tolerance_seconds,
-        now=now,
-    )
+    return True

@@ -124,7 +124,10 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
 
 
 def _mcp_toolset(name: str, spec: AgentConfig, config: Config) -> McpToolset | None:
-    """The agent's MCP bindings as one toolset beside the agent's own tools; the gate wraps both (§9)."""
+    """The agent's MCP bindings as one toolset beside the agent's own tools; the gate wraps both.
+
+    See docs/guides/mcp.md#servers-as-tool-sources.
+    """
     if not spec.mcp:
         return None
     from .mcp.toolset import McpToolset  # the `mcp` extra is needed only by agents that bind MCP servers

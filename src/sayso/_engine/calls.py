@@ -93,7 +93,10 @@ class Deferral:
     on_reject: RejectMode = "deny"
     """Approval from the body: `call` runs the body again on a rejection, so it decides what to return."""
     service_request: str | None = None
-    """A service's own request id when the service asked through its reply (§2.4)."""
+    """A service's own request id when the service asked through its reply.
+
+    See docs/concepts/pauses.md#tools-whose-service-asks.
+    """
     questions: tuple[Question, ...] = ()
     """Question: what `ask_user` asks."""
     description: str | None = None

@@ -198,7 +198,9 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
 
 
 def approval_record(request: Request, record: DecisionRecord) -> dict[str, Any]:
-    """The record of §3.2 kept on a decided call's result: what was decided, by whom, on which arguments.
+    """The record kept on a decided call's result: what was decided, by whom, on which arguments.
+
+    See docs/concepts/decisions.md#what-the-model-reads.
 
     It says everything a person reads about the decision later (the transcript and the audit log
     show it): the scope of an approval, the reason of a rejection or skip, an edit field by field,

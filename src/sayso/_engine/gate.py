@@ -143,7 +143,10 @@ class Gate(AbstractCapability[Any]):
     ungated: frozenset[str] = frozenset()
     """Tools sayso provides itself (`ask_user`): no policy applies to them."""
     hook: BeforeToolCall | None = None
-    """The agent's before-call hook: it runs inside the gate, before every call of the agent's tools (§9)."""
+    """The agent's before-call hook: it runs inside the gate, before every call of the agent's tools.
+
+    See docs/guides/mcp.md#pausing-from-a-hook.
+    """
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -267,7 +270,10 @@ class GateToolset(WrapperToolset[Any]):
             raise ToolFailed(error) from exc
 
     def _service_ask(self, result: Any) -> ServiceAsk | None:
-        """A service's approval request in a tool's reply, when the policy lets tools ask (§2.4)."""
+        """A service's approval request in a tool's reply, when the policy lets tools ask.
+
+        See docs/concepts/pauses.md#tools-whose-service-asks.
+        """
         if not self.policy.tool_approvals:
             return None
         return parse_service_ask(result.return_value if isinstance(result, ToolReturn) else result)

@@ -1,4 +1,6 @@
-"""Before-call hooks (§2.5, §9): one function per agent that runs before every tool call and may pause it.
+"""Before-call hooks: one function per agent that runs before every tool call and may pause it.
+
+See docs/guides/mcp.md#pausing-from-a-hook.
 
 A rule that concerns every tool (sign in to the CRM first; a second pair of eyes on Fridays)
 lives in one place instead of inside each tool. The hook sees the call (`HookCall`) and returns

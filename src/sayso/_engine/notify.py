@@ -1,4 +1,7 @@
-"""Telling a tool's service how the person decided on its approval request (§2.4), before the run goes on."""
+"""Telling a tool's service how the person decided on its approval request, before the run goes on.
+
+See docs/concepts/pauses.md#tools-whose-service-asks.
+"""
 
 from __future__ import annotations
 

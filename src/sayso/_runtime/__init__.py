@@ -9,7 +9,7 @@
 | `_tree` | the delegate tree: leaves, advancing delegates first, cancelling below |
 | `_remote` | remote (A2A) delegates as proxy runs, and the `RemoteAgents` port they go through |
 | `_leases` | which runtime holds a running run; taking over runs whose process died |
-| `_workflows` | workflow runs (§8): the run verbs that step them, and what is written when |
+| `_workflows` | workflow runs (docs/guides/workflows.md): the run verbs that step them, and what is written when |
 | `_workflow_host` | the workflows' engines, over the store (their persistence) and the runtime's agents (agent nodes) |
 | `_events` | `request.opened` / `decided` / `expired` for listeners |
 | `_outbox` | the same events from the store's outbox, claimed and settled by a webhook sender |

@@ -214,7 +214,7 @@ async def expire(k: Kernel) -> list[RunResult]:
 
 
 def check_allowed(request: Request, principal: Principal) -> None:
-    """Only the thread's owner or an approver for its root agent decides (§7)."""
+    """Only the thread's owner or an approver for its root agent decides (docs/guides/rest.md#who-may-call)."""
     if not may_decide(principal, owner=request.principal, agent_path=request.agent_path):
         raise NotAllowed(request.request_id, f"{principal.name!r} may not decide requests of this thread")
 
@@ -250,7 +250,9 @@ def grant_from(request: Request, decision: Decision, now: float, *, giver: Princ
     """The grant an approval with a wider scope creates; none for service-enforced requests, or when a host keeps them.
 
     This is the one place a grant is made. It is given for the request's root agent and reaches
-    no further (§7): an approver for one agent never lets calls through another.
+    no further: an approver for one agent never lets calls through another.
+
+    See docs/concepts/decisions.md#scopes-remembering-an-approval.
     """
     from ._kernel import new_id
 

@@ -273,7 +273,9 @@ class Sayso(Reading):
         return await _tree.result(self._k, run_id)
 
     async def recover(self) -> list[RunResult]:
-        """Carry on every run whose process died, so nobody has to resume it by hand (§4).
+        """Carry on every run whose process died, so nobody has to resume it by hand.
+
+        See docs/guides/operations.md#recovery.
 
         Finds running runs whose lease lapsed (or whose process on this host is gone) and carries
         each on from the store under the ledger rules: an approved call cut off mid-run is recorded

@@ -72,7 +72,10 @@ class Kernel:
     """Top-level runs asked to stop: their segments (and their delegates') end as cancelled."""
 
     workflows: Workflows | None = None
-    """The workflows this runtime runs (§8); set once the kernel exists, since their engines write through it."""
+    """The workflows this runtime runs; set once the kernel exists, since their engines write through it.
+
+    See docs/guides/workflows.md.
+    """
 
     def start_working(self, run_id: str) -> Working:
         """Register a run this runtime starts executing."""

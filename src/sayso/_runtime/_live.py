@@ -1,4 +1,6 @@
-"""Live MCP calls: the runtime's `McpHost`, in which a call whose server asked the person stays open (§9).
+"""Live MCP calls: the runtime's `McpHost`, in which a call whose server asked the person stays open.
+
+See docs/guides/mcp.md#when-a-server-asks-the-person.
 
 While the runtime is open (`sayso serve`, `sayso chat`, a Python program), every MCP call of
 its agents runs in one host task group that outlives the runs. A form or URL a server pushes

@@ -1,4 +1,6 @@
-"""Remote delegates (§5): an agent behind an A2A URL used as a delegate, its pauses mirrored into sayso's.
+"""Remote delegates: an agent behind an A2A URL used as a delegate, its pauses mirrored into sayso's.
+
+See docs/guides/a2a.md#remote-agents-as-delegates.
 
 The runtime talks to a remote agent through the small `RemoteAgents` port below; the A2A client
 that implements it lives with the protocol (`sayso.protocols.a2a`) and is handed to the runtime

@@ -113,7 +113,9 @@ def request_json(request: Request) -> dict[str, Any]:
 
 
 def elicitation_durable(request: ElicitationRequest) -> bool:
-    """Whether an answer to this elicitation reaches the server whichever process takes it (§9).
+    """Whether an answer to this elicitation reaches the server whichever process takes it.
+
+    See docs/guides/mcp.md#which-answers-survive-a-restart.
 
     A URL retry, a parked task and a stateless round trip are durable; a form pushed on a live call
     goes back only while the process holding that call lives (else it is replayed or closes as cancelled).

@@ -54,7 +54,9 @@ TEXT_SINK: ContextVar[TextSink | None] = ContextVar("sayso_text_sink", default=N
 
 @dataclass(frozen=True, kw_only=True)
 class CallTerms:
-    """How remembered approvals work for the call in progress, when a host keeps them (§3.4).
+    """How remembered approvals work for the call in progress, when a host keeps them.
+
+    See docs/concepts/decisions.md#scopes-remembering-an-approval.
 
     Set by `Sayso.run` / `Sayso.answer_pause` for the whole call, delegates and resumed segments
     included: the host's grants (when given) are the only ones honoured and sayso stores none,
@@ -314,7 +316,10 @@ async def consume(
 async def tell_services(
     k: Kernel, built: BuiltAgent, requests: Sequence[Request], decisions: Mapping[str, DecisionRecord]
 ) -> None:
-    """Tell each service how its own approval request was decided, before the run continues (§2.4)."""
+    """Tell each service how its own approval request was decided, before the run continues.
+
+    See docs/concepts/pauses.md#tools-whose-service-asks.
+    """
     notices = [
         service_notice(r, decisions[r.request_id].decision, principal=decisions[r.request_id].principal, at=k.clock())
         for r in requests

@@ -1,4 +1,6 @@
-"""The delegate tree (§5): runs below runs, advanced leaves first, paused and resumed as one.
+"""The delegate tree: runs below runs, advanced leaves first, paused and resumed as one.
+
+See docs/concepts/pauses.md#nested-agents.
 
 A delegate's run hangs under its parent's tool call (a `DelegateRequest` in the parent's pause).
 A pause anywhere below pauses the top run; the requests a person sees are the open *leaves*.
@@ -180,7 +182,9 @@ async def start_child(
 
 
 async def delegate_answer(k: Kernel, outcome: RunResult) -> str:
-    """What the parent reads from a finished delegate: its answer, plus every answer it was given (§5).
+    """What the parent reads from a finished delegate: its answer, plus every answer it was given.
+
+    See docs/concepts/pauses.md#nested-agents.
 
     The one place a coordinator hears what its delegate asked for (a question, a browser tool, a
     workflow input or an MCP form) and what came back, so it does not ask again. Approvals are left

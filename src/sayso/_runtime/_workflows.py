@@ -1,4 +1,6 @@
-"""Workflow runs (§8): a workflow runs like an agent, as a run on a thread with pauses, decisions and leases.
+"""Workflow runs: a workflow runs like an agent, as a run on a thread with pauses, decisions and leases.
+
+See docs/guides/workflows.md.
 
 A workflow's run is an ordinary run whose `agent` is the workflow's name, so the verbs, the
 access rule, the inbox, events, audit, expiry and lease takeover treat it as any run. Where an

@@ -1,4 +1,6 @@
-"""The sayso server: REST API with an inbox (§6.5), web UI (§6.6) and signed webhooks (§6.8).
+"""The sayso server: REST API with an inbox, web UI and signed webhooks (docs/guides/operations.md).
+
+See docs/guides/rest.md.
 
 ```python
 from sayso import Sayso
@@ -16,7 +18,7 @@ from ._app import create_app
 from ._live import LiveSettings
 from ._problems import problem_for
 from ._serve import check_bind, serve
-from ._webhooks import WebhookDispatcher, hook_key, sign, verify_signature
+from ._webhooks import WebhookDispatcher, hook_key, verify_headers
 
 __all__ = [
     "LiveSettings",
@@ -29,6 +31,5 @@ __all__ = [
     "hook_key",
     "problem_for",
     "serve",
-    "sign",
-    "verify_signature",
+    "verify_headers",
 ]

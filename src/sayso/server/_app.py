@@ -1,4 +1,6 @@
-"""The FastAPI application: REST endpoints (§6.5), the web UI (§6.6) and the server's lifespan.
+"""The FastAPI application: REST endpoints, the web UI (docs/guides/web-ui.md) and the server's lifespan.
+
+See docs/guides/rest.md.
 
 Endpoints only translate: they read the wire models of `_schemas_in`, call one of the runtime's
 public verbs with the caller's principal, and return the JSON shapes of `sayso.request_json` /
@@ -12,10 +14,11 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 from fastapi import APIRouter, FastAPI
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.applications import Starlette
 from starlette.routing import Route
@@ -23,11 +26,11 @@ from starlette.routing import Route
 from .._config.file import WebhookConfig
 from .._runtime import Sayso
 from ..exceptions import SaysoError
-from ._deps import ServerState, _json, problems
+from ._deps import JsonBody, ServerState, problems
 from ._guard import EdgeGuard
 from ._live import LiveSettings
 from ._pages import install_pages
-from ._problems import install_problem_handlers
+from ._problems import PROBLEM_MEDIA_TYPE, install_problem_handlers
 from ._routes_requests import router as requests_router
 from ._routes_threads import router as threads_router
 from ._schemas_out import HealthOut
@@ -167,12 +170,17 @@ def create_app(
         app.router.routes.append(Route(path, endpoint=sub))
 
     @app.get(
-        "/healthz", response_model=HealthOut, tags=["server"], operation_id="check_health", responses=problems(503)
+        "/healthz",
+        response_model=HealthOut,
+        response_model_exclude_unset=True,
+        tags=["server"],
+        operation_id="check_health",
+        responses=problems(503),
     )
-    async def health() -> JSONResponse:
+    async def health() -> JsonBody:
         """The server is up and its store answers (503 otherwise)."""
         await sayso.ping()
-        return _json({"status": "ok"})
+        return {"status": "ok"}
 
     @app.get("/", include_in_schema=False)
     async def index() -> FileResponse:
@@ -180,4 +188,35 @@ def create_app(
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     install_pages(app, STATIC)
+    _document_edge_refusals(app)
     return app
+
+
+EDGE_REFUSALS = {
+    400: "Local development mode and a `Host` other than 127.0.0.1 or localhost; or a body that is not UTF-8 JSON, "
+    "or nests too deeply.",
+    413: "The body is over `limits.request_bytes`, or a message, arguments or answer over its limit.",
+    415: "A POST without a bearer token must be JSON.",
+}
+"""What `EdgeGuard` may answer before any endpoint runs (400 on every path; 413 and 415 on writes)."""
+
+
+def _document_edge_refusals(app: FastAPI) -> None:
+    """Add the edge guard's refusals to every operation of the OpenAPI document, so it lists all a client may get."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            problem = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/ProblemModel"}}}
+            for item in schema["paths"].values():
+                for method, operation in item.items():
+                    statuses = (400, 413, 415) if method in ("post", "put", "patch", "delete") else (400,)
+                    for status in statuses:
+                        operation["responses"].setdefault(
+                            str(status), {"description": EDGE_REFUSALS[status], "content": problem}
+                        )
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way to extend the document

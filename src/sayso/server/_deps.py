@@ -12,7 +12,6 @@ from typing import Annotated, Any
 from anyio.abc import TaskGroup
 from fastapi import Depends, Request
 from fastapi import Path as PathParam
-from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from .._core.access import Principal
@@ -124,8 +123,8 @@ Runtime = Annotated[Sayso, Depends(_runtime)]
 State = Annotated[ServerState, Depends(_state)]
 
 
-def _json(body: Any, status_code: int = 200) -> JSONResponse:
-    return JSONResponse(body, status_code=status_code)
+JsonBody = dict[str, Any]
+"""What a REST route returns: the JSON its `response_model` checks and serializes (`_schemas_out`)."""
 
 
 def _decide_json(result: DecideResult) -> dict[str, Any]:

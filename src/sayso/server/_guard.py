@@ -1,6 +1,7 @@
 """`EdgeGuard`: the one ASGI wrapper in front of every HTTP interface (REST, the web UI, A2A, AG-UI).
 
-What no endpoint should have to remember, applied once before any of them runs (§7):
+What no endpoint should have to remember, applied once before any of them runs (what a user
+reads of it: docs/guides/operations.md#local-development-mode and #limits):
 
 - **local mode serves loopback only**: a request whose `Host` is not a loopback name is refused,
   so a web page on another name that resolves to 127.0.0.1 (DNS rebinding) cannot drive it;
@@ -24,13 +25,15 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from starlette.datastructures import Headers, MutableHeaders
+from starlette.middleware.body_limit import RequestBodyLimitMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._config.file import LimitsConfig
 from ._problems import PROBLEM_BASE, PROBLEM_MEDIA_TYPE
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
-"""The `Host` names a local-mode server answers to (any port)."""
+"""The `Host` names a local-mode server answers to (any port), checked by Starlette's `TrustedHostMiddleware`."""
 
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -50,6 +53,12 @@ _JSON_RPC_INVALID_REQUEST = -32600
 class EdgeGuard:
     """Wraps the server's ASGI app with the checks above.
 
+    Starlette's middlewares do two of them: `TrustedHostMiddleware` (loopback names only, in local
+    mode) and `RequestBodyLimitMiddleware` (`limits.request_bytes`, declared or streamed). What
+    they refuse is answered as every other refusal here (a problem document, or a JSON-RPC error on
+    A2A) rather than in their plain text. The guard keeps what no library does: the JSON-only POST
+    rule, the JSON checks and the security headers.
+
     Args:
         app: the server.
         local_mode: no principals are configured (every caller is `local`): enforce loopback `Host`s.
@@ -60,6 +69,13 @@ class EdgeGuard:
         self.app = app
         self.local_mode = local_mode
         self.limits = limits
+        checked = RequestBodyLimitMiddleware(_JsonBodies(app, limits), max_body_size=limits.request_bytes)
+        posts = _JsonPosts(checked)
+        self._guarded: ASGIApp = (
+            TrustedHostMiddleware(posts, allowed_hosts=sorted(LOOPBACK_NAMES), www_redirect=False)
+            if local_mode
+            else posts
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -67,23 +83,17 @@ class EdgeGuard:
             return
         path: str = scope["path"]
         send = _with_security_headers(send, ui=path == "/" or path.startswith("/static/"))
+        await self._guarded(scope, receive, _library_refusals(send, scope, self.limits))
+
+
+class _JsonPosts:
+    """A POST is JSON or carries a bearer token (no cross-site page can send one without a preflight)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
-        rpc = path.startswith("/a2a/")
-        if self.local_mode and not is_loopback(headers.get("host")):
-            await _refuse(
-                send,
-                400,
-                "invalid-host",
-                "Invalid host",
-                f"this server runs in local development mode and answers only to 127.0.0.1 or localhost, "
-                f"not {headers.get('host')!r}",
-                rpc=rpc,
-                code=_JSON_RPC_INVALID_REQUEST,
-            )
-            return
-        if scope["method"] not in STATE_CHANGING:
-            await self.app(scope, receive, send)
-            return
         content_type = headers.get("content-type")
         if scope["method"] == "POST" and not is_json(content_type) and not headers.get("authorization"):
             await _refuse(
@@ -92,36 +102,87 @@ class EdgeGuard:
                 "unsupported-media-type",
                 "Unsupported media type",
                 f"a POST must be sent as application/json (even without a body), not {content_type or 'no type'!r}",
-                rpc=rpc,
+                rpc=_is_rpc(scope),
                 code=_JSON_RPC_INVALID_REQUEST,
             )
             return
-        body = await _read_body(headers, receive, self.limits.request_bytes)
-        if body is None:
-            await _refuse(
-                send,
-                413,
-                "too-large",
-                "Too large",
-                f"the request body is larger than the limit of {self.limits.request_bytes} bytes",
-                rpc=rpc,
-                code=_JSON_RPC_INVALID_REQUEST,
-            )
+        await self.app(scope, receive, send)
+
+
+class _JsonBodies:
+    """A state-changing request's JSON body is UTF-8, JSON, and nested no deeper than `limits.json_depth`.
+
+    Runs inside Starlette's body limit, so reading the body stops at `limits.request_bytes`.
+    """
+
+    def __init__(self, app: ASGIApp, limits: LimitsConfig) -> None:
+        self.app = app
+        self.limits = limits
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] not in STATE_CHANGING:
+            await self.app(scope, receive, send)
             return
+        body = await _read_body(receive)
+        content_type = Headers(scope=scope).get("content-type")
         problem = json_problem(body, max_depth=self.limits.json_depth) if body and is_json(content_type) else None
         if problem is not None:
-            await _refuse(send, 400, "malformed-body", "Malformed body", problem, rpc=rpc, code=_JSON_RPC_PARSE_ERROR)
+            await _refuse(
+                send, 400, "malformed-body", "Malformed body", problem, rpc=_is_rpc(scope), code=_JSON_RPC_PARSE_ERROR
+            )
             return
         await self.app(scope, _replay(body, receive), send)
 
 
-def is_loopback(host: str | None) -> bool:
-    """Whether a `Host` header names this machine's loopback (with or without a port)."""
-    if not host:
-        return False
-    host = host.strip().lower()
-    name = host[: host.index("]") + 1] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
-    return name in LOOPBACK_NAMES
+def _is_rpc(scope: Scope) -> bool:
+    """A2A's JSON-RPC endpoints answer refusals as JSON-RPC errors."""
+    path: str = scope["path"]
+    return path.startswith("/a2a/")
+
+
+def _library_refusals(send: Send, scope: Scope, limits: LimitsConfig) -> Send:
+    """`send`, with the plain-text refusals of Starlette's host and body-limit middlewares said as ours.
+
+    The app itself never answers a 400 or 413 in plain text (its errors are problem documents), so a
+    plain-text one is the library's.
+    """
+    replaced = False
+
+    async def sending(message: Message) -> None:
+        nonlocal replaced
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            media = Headers(raw=message.get("headers", [])).get("content-type", "")
+            if status in (400, 413) and media.startswith("text/plain"):
+                replaced = True
+                if status == 400:
+                    host = Headers(scope=scope).get("host")
+                    await _refuse(
+                        send,
+                        400,
+                        "invalid-host",
+                        "Invalid host",
+                        f"this server runs in local development mode and answers only to 127.0.0.1 or localhost, "
+                        f"not {host!r}",
+                        rpc=_is_rpc(scope),
+                        code=_JSON_RPC_INVALID_REQUEST,
+                    )
+                else:
+                    await _refuse(
+                        send,
+                        413,
+                        "too-large",
+                        "Too large",
+                        f"the request body is larger than the limit of {limits.request_bytes} bytes",
+                        rpc=_is_rpc(scope),
+                        code=_JSON_RPC_INVALID_REQUEST,
+                    )
+                return
+        elif replaced and message["type"] == "http.response.body":
+            return  # the library's own text, already answered
+        await send(message)
+
+    return sending
 
 
 def is_json(content_type: str | None) -> bool:
@@ -166,22 +227,14 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-async def _read_body(headers: Headers, receive: Receive, limit: int) -> bytes | None:
-    """The whole body, or `None` as soon as it is known to be over `limit` (declared or streamed)."""
-    declared = headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        return None
+async def _read_body(receive: Receive) -> bytes:
+    """The whole body (Starlette's body limit, around this, stops it at the configured size)."""
     chunks: list[bytes] = []
-    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
             break
-        chunk: bytes = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
+        chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             break
     return b"".join(chunks)

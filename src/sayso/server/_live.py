@@ -11,7 +11,8 @@ a look of the store (a second by default), scoped to what the caller may see. Ev
 - `threads.changed` (the caller's thread list changed);
 - `end`: the stream closes (it lives for a while, or until the server stops); connect again.
 
-A comment line keeps quiet connections open. One stream is short-lived on purpose: a server
+sse-starlette writes the stream: a comment line (its ping) keeps quiet connections open, and a
+client that leaves ends its stream. One stream is short-lived on purpose: a server
 never waits long for it to end when it stops, and a client that reconnects reads `ready` again.
 """
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, assert_never
 
 import anyio
+from sse_starlette import ServerSentEvent
 
 from .._core.access import Principal
 from .._runtime import (
@@ -36,7 +38,7 @@ from .._runtime import (
     request_json,
     request_state_json,
 )
-from ._stream import format_event
+from ._stream import sse_event
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,7 +50,7 @@ class LiveSettings:
     lasts: float = 120.0
     """Seconds one stream stays open before it says `end` (clients connect again)."""
     keepalive: float = 15.0
-    """Seconds of quiet after which a comment line is sent, so proxies keep the connection."""
+    """Seconds between comment lines (sse-starlette's pings), so proxies keep the connection."""
 
 
 LIVE_EVENT_NAMES = ["ready", "request.opened", "request.closed", "run.changed", "threads.changed", "end"]
@@ -81,23 +83,18 @@ async def live_events(
     thread_id: str | None,
     settings: LiveSettings,
     closing: Callable[[], bool],
-) -> AsyncIterator[str]:
+) -> AsyncIterator[ServerSentEvent]:
     """The event stream of one connection: `ready`, then what changes, then `end`."""
-    started = last_sent = anyio.current_time()
+    started = anyio.current_time()
     first = True
     async with aclosing(sayso.watch(principal=principal, thread_id=thread_id, every=settings.every)) as changes:
         async for batch in changes:
-            now = anyio.current_time()
             if first:
                 # The first look is the baseline: the client reads the state now, and misses nothing after it.
-                yield "retry: 1000\n" + format_event("ready", {"principal": principal.name, "thread_id": thread_id})
+                yield sse_event("ready", {"principal": principal.name, "thread_id": thread_id}, retry_ms=1000)
                 first = False
             for change in batch:
-                yield format_event(*change_event(change))
-                last_sent = now
-            if not batch and now - last_sent >= settings.keepalive:
-                yield ": keep-alive\n\n"
-                last_sent = now
-            if closing() or now - started >= settings.lasts:
-                yield format_event("end", {"reconnect": not closing()})
+                yield sse_event(*change_event(change))
+            if closing() or anyio.current_time() - started >= settings.lasts:
+                yield sse_event("end", {"reconnect": not closing()})
                 return

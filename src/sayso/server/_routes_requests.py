@@ -11,13 +11,14 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
+import anyio
 from fastapi import APIRouter, Body, Header, Query
-from fastapi.responses import JSONResponse, StreamingResponse
+from sse_starlette import EventSourceResponse
 
 from .._core.grants import Grant
 from .._core.requests import RequestKind
 from .._runtime import InboxFilter, request_json, request_state_json, rfc3339, run_json
-from ._deps import Caller, Id, Runtime, State, _decide_json, _json, problems
+from ._deps import Caller, Id, JsonBody, Runtime, State, _decide_json, problems
 from ._live import LIVE_EVENT_NAMES, live_events
 from ._schemas_in import ID_PATTERN, DecisionIn, to_decision
 from ._schemas_out import (
@@ -30,6 +31,7 @@ from ._schemas_out import (
     InboxOut,
     RequestStateOut,
 )
+from ._stream import event_stream
 
 router = APIRouter(prefix="/v1")
 
@@ -37,6 +39,7 @@ router = APIRouter(prefix="/v1")
 @router.get(
     "/requests",
     response_model=InboxOut,
+    response_model_exclude_unset=True,
     tags=["requests"],
     operation_id="list_requests",
     responses=problems(401, 422, 503),
@@ -51,28 +54,30 @@ async def inbox(
     newer_than: Annotated[float | None, Query(ge=0, le=1e10, description="Opened at most N seconds ago.")] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
-) -> JSONResponse:
+) -> JsonBody:
     """Every open request across threads that the caller may decide, oldest first, a page at a time."""
     query = InboxFilter(agent=agent, kind=kind, thread_id=thread_id, older_than=older_than, newer_than=newer_than)
     page = await sayso.inbox(query, principal=caller, limit=limit, cursor=cursor)
-    return _json({"requests": [request_json(r) for r in page.requests], "next_cursor": page.next_cursor})
+    return {"requests": [request_json(r) for r in page.requests], "next_cursor": page.next_cursor}
 
 
 @router.get(
     "/requests/{request_id}",
     response_model=RequestStateOut,
+    response_model_exclude_unset=True,
     tags=["requests"],
     operation_id="get_request",
     responses=problems(401, 404, 422, 503),
 )
-async def get_request(caller: Caller, sayso: Runtime, request_id: Id) -> JSONResponse:
+async def get_request(caller: Caller, sayso: Runtime, request_id: Id) -> JsonBody:
     """A request, whether it still waits, and its decision if any: who took it, through which interface, when."""
-    return _json(request_state_json(await sayso.request(request_id, principal=caller), now=time.time()))
+    return request_state_json(await sayso.request(request_id, principal=caller), now=time.time())
 
 
 @router.post(
     "/requests/{request_id}/decision",
     response_model=DecideOut,
+    response_model_exclude_unset=True,
     tags=["requests"],
     operation_id="decide_request",
     responses=problems(
@@ -97,16 +102,16 @@ async def decide(
         Literal["rest", "web"],
         Header(alias="Sayso-Via", description="The client deciding: `web` for the web UI; others see it named."),
     ] = "rest",
-) -> JSONResponse:
+) -> JsonBody:
     """Decide one request; the run resumes when it was the last open request of its pause.
 
     Repeating the decision already taken is a harmless no-op (`recorded: false`); a different
     second decision is refused with 409, and a refused decision leaves the request open.
     """
-    return _json(_decide_json(await sayso.decide(request_id, to_decision(body), principal=caller, via=via)))
+    return _decide_json(await sayso.decide(request_id, to_decision(body), principal=caller, via=via))
 
 
-def grant_json(grant: Grant) -> dict[str, Any]:
+def grant_json(grant: Grant) -> JsonBody:
     """A grant as REST shows it: RFC 3339 times beside the epoch ones kept for existing clients."""
     return asdict(grant) | {
         "created": rfc3339(grant.created_at),
@@ -116,23 +121,29 @@ def grant_json(grant: Grant) -> dict[str, Any]:
 
 
 @router.get(
-    "/grants", response_model=GrantListOut, tags=["grants"], operation_id="list_grants", responses=problems(401, 503)
+    "/grants",
+    response_model=GrantListOut,
+    response_model_exclude_unset=True,
+    tags=["grants"],
+    operation_id="list_grants",
+    responses=problems(401, 503),
 )
-async def grants(caller: Caller, sayso: Runtime) -> JSONResponse:
+async def grants(caller: Caller, sayso: Runtime) -> JsonBody:
     """Active remembered approvals, newest first: the caller's own, or every grant for an admin (`*` approver)."""
-    return _json({"grants": [grant_json(g) for g in await sayso.grants(principal=caller)]})
+    return {"grants": [grant_json(g) for g in await sayso.grants(principal=caller)]}
 
 
 @router.delete(
     "/grants/{grant_id}",
     response_model=GrantOut,
+    response_model_exclude_unset=True,
     tags=["grants"],
     operation_id="revoke_grant",
     responses=problems(401, 404, 422, 503, s404="No active grant of the caller's has this id."),
 )
-async def revoke_grant(caller: Caller, sayso: Runtime, grant_id: Id) -> JSONResponse:
+async def revoke_grant(caller: Caller, sayso: Runtime, grant_id: Id) -> JsonBody:
     """Revoke a grant; the next call it covered asks again. 404 for a grant that is not the caller's."""
-    return _json(grant_json(await sayso.revoke_grant(grant_id, principal=caller)))
+    return grant_json(await sayso.revoke_grant(grant_id, principal=caller))
 
 
 _APPROVERS_ONLY = "Only approvers read the audit log and run expiry."
@@ -141,6 +152,7 @@ _APPROVERS_ONLY = "Only approvers read the audit log and run expiry."
 @router.get(
     "/audit",
     response_model=AuditPageOut,
+    response_model_exclude_unset=True,
     tags=["audit"],
     operation_id="list_audit_records",
     responses=problems(401, 403, 422, 503, s403=_APPROVERS_ONLY),
@@ -151,11 +163,11 @@ async def audit(
     order: Literal["asc", "desc"] = "asc",
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     cursor: Annotated[int | None, Query(ge=0, le=2**62, description="The `next_cursor` of the previous page.")] = None,
-) -> JSONResponse:
+) -> JsonBody:
     """The audit log a page at a time, oldest first (or newest first with `order=desc`); for approvers."""
     page = await sayso.audit_page(principal=caller, newest_first=order == "desc", limit=limit, cursor=cursor)
     records = [asdict(r) | {"at": rfc3339(_audit_time(r.body))} for r in page.records]
-    return _json({"records": records, "next_cursor": page.next_cursor, "total": page.total})
+    return {"records": records, "next_cursor": page.next_cursor, "total": page.total}
 
 
 def _audit_time(body: Mapping[str, Any]) -> float | None:
@@ -167,11 +179,12 @@ def _audit_time(body: Mapping[str, Any]) -> float | None:
 @router.get(
     "/audit/verify",
     response_model=AuditVerifyOut,
+    response_model_exclude_unset=True,
     tags=["audit"],
     operation_id="verify_audit",
     responses=problems(401, 403, 503, s403=_APPROVERS_ONLY),
 )
-async def verify_audit(caller: Caller, sayso: Runtime) -> JSONResponse:
+async def verify_audit(caller: Caller, sayso: Runtime) -> JsonBody:
     """Verify the audit log: intact, or the first record that was altered, lost, moved, forged or cut off.
 
     With an audit key the chain is anchored (every record signed, the head checkpointed); without one
@@ -180,19 +193,20 @@ async def verify_audit(caller: Caller, sayso: Runtime) -> JSONResponse:
     report = await sayso.audit_report(principal=caller)
     problem = asdict(report.problem) if report.problem else None
     body = {"intact": report.intact, "records": report.records, "problem": problem}
-    return _json(body | {"anchored": report.anchored, "note": report.note})
+    return body | {"anchored": report.anchored, "note": report.note}
 
 
 @router.post(
     "/expire",
     response_model=ExpireOut,
+    response_model_exclude_unset=True,
     tags=["runs"],
     operation_id="expire_requests",
     responses=problems(401, 403, 503, s403=_APPROVERS_ONLY),
 )
-async def expire(caller: Caller, sayso: Runtime) -> JSONResponse:
+async def expire(caller: Caller, sayso: Runtime) -> JsonBody:
     """Close every paused run whose open requests all expired (the server also does this periodically); approvers."""
-    return _json({"runs": [run_json(r) for r in await sayso.expire(principal=caller)]})
+    return {"runs": [run_json(r) for r in await sayso.expire(principal=caller)]}
 
 
 _LIVE_EVENT: dict[str, Any] = {
@@ -207,7 +221,7 @@ _LIVE_EVENT: dict[str, Any] = {
     "/events",
     tags=["requests"],
     operation_id="watch_changes",
-    response_class=StreamingResponse,
+    response_class=EventSourceResponse,
     responses={
         200: {"description": "Server-sent events.", "content": {"text/event-stream": {"schema": _LIVE_EVENT}}},
         **problems(401, 422, 503),
@@ -219,7 +233,7 @@ async def events(
     thread_id: Annotated[
         str | None, Query(pattern=ID_PATTERN, description="Also follow this thread's runs and history.")
     ] = None,
-) -> StreamingResponse:
+) -> EventSourceResponse:
     """What changes for the caller, as it happens, whichever interface or process changed it.
 
     Events: `ready` (watching has begun: read the current state now), `request.opened` (a request),
@@ -228,7 +242,9 @@ async def events(
     `threads.changed`, and `end` (the stream closes after a while; connect again). Only what the
     caller may see is reported.
     """
-    stream = live_events(state.sayso, caller, thread_id=thread_id, settings=state.live, closing=lambda: state.closing)
-    return StreamingResponse(
-        stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    stopping = anyio.Event()  # set by sse-starlette when the server is told to stop
+    live = state.live
+    stream = live_events(
+        state.sayso, caller, thread_id=thread_id, settings=live, closing=lambda: state.closing or stopping.is_set()
     )
+    return event_stream(stream, ping_seconds=live.keepalive, shutdown=stopping, grace_seconds=live.every + 1)

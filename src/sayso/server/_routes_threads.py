@@ -1,4 +1,4 @@
-"""REST endpoints for principals, agents, threads and runs (§6.5), on their own `/v1` router.
+"""REST endpoints for principals, agents, threads and runs (docs/guides/rest.md), on their own `/v1` router.
 
 Endpoints only translate: they read the wire models of `_schemas_in`, call one of the runtime's
 public verbs with the caller's principal, and return the JSON shapes of `sayso.run_json`.
@@ -10,30 +10,42 @@ from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from fastapi.responses import JSONResponse, StreamingResponse
+from sse_starlette import EventSourceResponse
 
 from .._runtime import new_id, rfc3339, run_json
 from ..exceptions import InvalidInput
 from ..protocols._auth import authenticator
-from ._deps import _SSE_EVENT, TITLE_LENGTH, Caller, Id, Runtime, State, ThreadId, _json, problems
+from ._deps import _SSE_EVENT, TITLE_LENGTH, Caller, Id, JsonBody, Runtime, State, ThreadId, problems
 from ._schemas_in import ResumeIn, RunIn, ThreadIn
 from ._schemas_out import AgentListOut, AgentOut, MeOut, RunOut, ThreadListOut, ThreadOut, entry_json
-from ._stream import start_run, stream_run
+from ._stream import RUN_PING_SECONDS, event_stream, start_run, stream_run
 
 router = APIRouter(prefix="/v1")
 
 
-@router.get("/me", response_model=MeOut, tags=["principals"], operation_id="get_me", responses=problems(401))
-async def me(caller: Caller, sayso: Runtime) -> JSONResponse:
+@router.get(
+    "/me",
+    response_model=MeOut,
+    response_model_exclude_unset=True,
+    tags=["principals"],
+    operation_id="get_me",
+    responses=problems(401),
+)
+async def me(caller: Caller, sayso: Runtime) -> JsonBody:
     """Who the caller is, and whether the server runs in local development mode."""
     local_mode = authenticator(sayso).local_mode
-    return _json({"principal": caller.name, "local_mode": local_mode, "approver_for": list(caller.approver_for)})
+    return {"principal": caller.name, "local_mode": local_mode, "approver_for": list(caller.approver_for)}
 
 
 @router.get(
-    "/agents", response_model=AgentListOut, tags=["threads"], operation_id="list_agents", responses=problems(401)
+    "/agents",
+    response_model=AgentListOut,
+    response_model_exclude_unset=True,
+    tags=["threads"],
+    operation_id="list_agents",
+    responses=problems(401),
 )
-async def agents(caller: Caller, sayso: Runtime) -> JSONResponse:
+async def agents(caller: Caller, sayso: Runtime) -> JsonBody:
     """The configured agents and workflows: what a thread may be opened with."""
     config = sayso.config
     listed = [
@@ -46,18 +58,19 @@ async def agents(caller: Caller, sayso: Runtime) -> JSONResponse:
         ).model_dump()
         for name, spec in config.workflows.items()
     ]
-    return _json({"agents": listed})
+    return {"agents": listed}
 
 
 @router.post(
     "/threads",
     response_model=ThreadOut,
+    response_model_exclude_unset=True,
     status_code=201,
     tags=["threads"],
     operation_id="create_thread",
     responses=problems(401, 422, s422="The body is invalid, or names no configured agent."),
 )
-async def create_thread(caller: Caller, sayso: Runtime, body: ThreadIn | None = None) -> JSONResponse:
+async def create_thread(caller: Caller, sayso: Runtime, body: ThreadIn | None = None) -> JsonBody:
     """Open a thread with an agent; it is stored, and owned by the caller, when its first run starts."""
     agent = (body.agent if body else None) or sayso.config.entry_agent
     if agent not in sayso.config.agents and agent not in sayso.config.workflows:
@@ -65,51 +78,52 @@ async def create_thread(caller: Caller, sayso: Runtime, body: ThreadIn | None = 
         raise InvalidInput(f"no agent named {agent!r}; configured: {configured}", field="agent")
     thread_id = new_id("thr")
     created = {"thread_id": thread_id, "agent": agent, "owner": None, "title": None, "created": None}
-    return _json({**created, "active_run": None, "transcript": []}, 201)
+    return {**created, "active_run": None, "transcript": []}
 
 
 @router.get(
     "/threads",
     response_model=ThreadListOut,
+    response_model_exclude_unset=True,
     tags=["threads"],
     operation_id="list_threads",
     responses=problems(401, 422, 503),
 )
-async def threads(caller: Caller, sayso: Runtime, limit: Annotated[int, Query(ge=1, le=200)] = 50) -> JSONResponse:
+async def threads(caller: Caller, sayso: Runtime, limit: Annotated[int, Query(ge=1, le=200)] = 50) -> JsonBody:
     """The caller's threads, newest first, each titled by its first message."""
     listed = await sayso.threads(principal=caller, limit=limit)
-    return _json({"threads": [asdict(t) | {"created": rfc3339(t.created_at)} for t in listed]})
+    return {"threads": [asdict(t) | {"created": rfc3339(t.created_at)} for t in listed]}
 
 
 @router.get(
     "/threads/{thread_id}",
     response_model=ThreadOut,
+    response_model_exclude_unset=True,
     tags=["threads"],
     operation_id="get_thread",
     responses=problems(401, 404, 422, 503),
 )
-async def thread(caller: Caller, sayso: Runtime, thread_id: ThreadId) -> JSONResponse:
+async def thread(caller: Caller, sayso: Runtime, thread_id: ThreadId) -> JsonBody:
     """A thread's history (with every decision and failure), and the run in progress with the requests it waits on."""
     record = await sayso.thread(thread_id, principal=caller)
     active = await sayso.result(record.active_run_id, principal=caller) if record.active_run_id else None
     entries = await sayso.transcript(thread_id, principal=caller)
     first = next((e.text for e in entries if e.role == "user" and e.text), None)
-    return _json(
-        {
-            "thread_id": record.thread_id,
-            "agent": record.agent,
-            "owner": record.owner,
-            "title": first[:TITLE_LENGTH] if first else None,
-            "created": rfc3339(record.created_at),
-            "active_run": run_json(active) if active else None,
-            "transcript": [entry_json(e) for e in entries],
-        }
-    )
+    return {
+        "thread_id": record.thread_id,
+        "agent": record.agent,
+        "owner": record.owner,
+        "title": first[:TITLE_LENGTH] if first else None,
+        "created": rfc3339(record.created_at),
+        "active_run": run_json(active) if active else None,
+        "transcript": [entry_json(e) for e in entries],
+    }
 
 
 @router.post(
     "/runs",
     response_model=RunOut,
+    response_model_exclude_unset=True,
     tags=["runs"],
     operation_id="create_run",
     responses={
@@ -130,7 +144,7 @@ async def create_run(
     state: State,
     body: RunIn,
     stream: Annotated[bool, Query(description="Stream server-sent events instead of one JSON result.")] = False,
-) -> JSONResponse | StreamingResponse:
+) -> JsonBody | EventSourceResponse:
     """Send a message and run the agent until it finishes or pauses.
 
     With `stream=true` the answer is `text/event-stream`: `status`, `progress`, `tool_call`,
@@ -139,29 +153,27 @@ async def create_run(
     """
     if stream:
         assert state.tasks is not None, "the server's lifespan has not started"
-        return StreamingResponse(
-            stream_run(state.sayso, state.tasks, caller, body),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-    return _json(run_json(await start_run(state.sayso, caller, body)))
+        return event_stream(stream_run(state.sayso, state.tasks, caller, body), ping_seconds=RUN_PING_SECONDS)
+    return run_json(await start_run(state.sayso, caller, body))
 
 
 @router.get(
     "/runs/{run_id}",
     response_model=RunOut,
+    response_model_exclude_unset=True,
     tags=["runs"],
     operation_id="get_run",
     responses=problems(401, 404, 422, 503),
 )
-async def get_run(caller: Caller, sayso: Runtime, run_id: Id) -> JSONResponse:
+async def get_run(caller: Caller, sayso: Runtime, run_id: Id) -> JsonBody:
     """Where a run stands, with the requests it still waits on."""
-    return _json(run_json(await sayso.result(run_id, principal=caller)))
+    return run_json(await sayso.result(run_id, principal=caller))
 
 
 @router.post(
     "/runs/{run_id}/resume",
     response_model=RunOut,
+    response_model_exclude_unset=True,
     tags=["runs"],
     operation_id="resume_run",
     responses=problems(
@@ -173,6 +185,6 @@ async def get_run(caller: Caller, sayso: Runtime, run_id: Id) -> JSONResponse:
         s409="The run is not paused, another resume won, or requests are still open (use `force`).",
     ),
 )
-async def resume_run(caller: Caller, sayso: Runtime, run_id: Id, body: ResumeIn | None = None) -> JSONResponse:
+async def resume_run(caller: Caller, sayso: Runtime, run_id: Id, body: ResumeIn | None = None) -> JsonBody:
     """Resume a paused run; with `force`, requests still open count as skipped."""
-    return _json(run_json(await sayso.resume(run_id, force=body.force if body else False, principal=caller)))
+    return run_json(await sayso.resume(run_id, force=body.force if body else False, principal=caller))

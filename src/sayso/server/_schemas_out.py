@@ -1,19 +1,40 @@
-"""The REST wire format, outbound: pydantic models that document the JSON the server sends.
+"""The REST wire format, outbound: pydantic models of the JSON the server sends, the one source of truth.
 
-The JSON itself is built by `sayso.request_json` / `sayso.run_json` (and `entry_json` here), so
-every interface shows the same shapes; these models only describe them in the OpenAPI document.
+The JSON is built by `sayso.request_json` / `sayso.run_json` (and `entry_json` here), so every
+interface shows the same shapes; each REST route declares its model as FastAPI's `response_model`,
+which checks and serializes what it answers (only the fields the JSON has: kind-specific fields
+appear only on their kind). A field the JSON has and its model does not document is refused
+(`extra="forbid"`), so the OpenAPI document cannot fall behind what is sent.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
 from .._core.requests import RequestKind, Scope
 from .._runtime import TranscriptEntry, rfc3339
+
+
+class _Out(BaseModel):
+    """An outbound shape: every field it sends is documented here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def _rfc3339_text(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+Rfc3339 = Annotated[
+    datetime,
+    PlainSerializer(_rfc3339_text, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+"""A time as sayso's JSON writes it: RFC 3339 in UTC with milliseconds (`2026-01-02T03:04:05.678Z`)."""
 
 EPOCH_NOTE = "Seconds since the epoch. Deprecated: read `{}` (RFC 3339) instead; kept for existing clients."
 
@@ -23,14 +44,14 @@ def _epoch(rfc3339_field: str) -> Any:
     return Field(description=EPOCH_NOTE.format(rfc3339_field), json_schema_extra={"deprecated": True})
 
 
-class SubjectOut(BaseModel):
+class SubjectOut(_Out):
     """What a remembered approval would cover."""
 
     key: str
     label: str
 
 
-class QuestionOut(BaseModel):
+class QuestionOut(_Out):
     """One question of a question request."""
 
     question: str
@@ -38,7 +59,7 @@ class QuestionOut(BaseModel):
     multiple: bool
 
 
-class ToolInfoOut(BaseModel):
+class ToolInfoOut(_Out):
     """What a tool's source (an MCP server) says about the tool."""
 
     source: str | None = None
@@ -50,7 +71,7 @@ class ToolInfoOut(BaseModel):
     """The source's `destructiveHint`; `null` when it gave none (MCP then means: may destroy)."""
 
 
-class RequestOut(BaseModel):
+class RequestOut(_Out):
     """A request a paused run waits on; kind-specific fields appear only on their kind."""
 
     id: str
@@ -61,12 +82,14 @@ class RequestOut(BaseModel):
     chat_thread_id: str
     """The person's chat the request belongs to: `thread_id`, or the top-level thread above a delegate."""
     agent_path: str
+    parent_call_id: str | None
+    """The delegate call this request was raised below (`null` at the top level)."""
     tool_call_id: str
     tool_name: str
     args: dict[str, Any]
-    created: datetime
+    created: Rfc3339
     """When the request was opened (RFC 3339)."""
-    expires: datetime | None
+    expires: Rfc3339 | None
     """When it stops taking decisions (RFC 3339); `null` waits forever."""
     created_at: float = _epoch("created")
     expires_at: float | None = _epoch("expires")
@@ -109,7 +132,7 @@ class RequestOut(BaseModel):
     """elicitation: whether the answer reaches the server from any process (false: a form on a live call)."""
 
 
-class RunOut(BaseModel):
+class RunOut(_Out):
     """Where a run stands."""
 
     run_id: str
@@ -121,7 +144,7 @@ class RunOut(BaseModel):
     requests: list[RequestOut]
 
 
-class DecideOut(BaseModel):
+class DecideOut(_Out):
     """The outcome of a decision."""
 
     request_id: str
@@ -130,7 +153,7 @@ class DecideOut(BaseModel):
     run: RunOut
 
 
-class InboxOut(BaseModel):
+class InboxOut(_Out):
     """A page of open requests, oldest first."""
 
     requests: list[RequestOut]
@@ -138,7 +161,7 @@ class InboxOut(BaseModel):
     """Pass as `cursor` to get the next page; `null` on the last page."""
 
 
-class RequestStateOut(BaseModel):
+class RequestStateOut(_Out):
     """A request and whether it is still waiting; once decided, who decided, through which interface, and when."""
 
     request: RequestOut
@@ -150,11 +173,11 @@ class RequestStateOut(BaseModel):
     principal: str | None
     via: Literal["python", "cli", "rest", "web", "a2a", "ag-ui"] | None
     """The interface a person's decision came through; `null` for sayso's own decisions."""
-    decided: datetime | None
+    decided: Rfc3339 | None
     """When it was decided (RFC 3339)."""
 
 
-class DecisionLineOut(BaseModel):
+class DecisionLineOut(_Out):
     """A decision as a transcript line shows it (the fields its kind has)."""
 
     decision: str
@@ -162,7 +185,7 @@ class DecisionLineOut(BaseModel):
     by: str
     principal: str | None = None
     via: str | None = None
-    decided: datetime | None = None
+    decided: Rfc3339 | None = None
     """When it was decided (RFC 3339)."""
     scope: str | None = None
     reason: str | None = None
@@ -173,7 +196,7 @@ class DecisionLineOut(BaseModel):
     value: Any = None
     message: str | None = None
     content: Any = None
-    expires: datetime | None = None
+    expires: Rfc3339 | None = None
     """For an expired request: when its time ran out (RFC 3339)."""
     grant_id: str | None = None
     """The remembered approval that allowed the call."""
@@ -181,7 +204,7 @@ class DecisionLineOut(BaseModel):
     request_id: str | None = None
 
 
-class TranscriptEntryOut(BaseModel):
+class TranscriptEntryOut(_Out):
     """One line of a thread's history: what was said, the calls, each decision, and failures."""
 
     seq: int
@@ -193,11 +216,11 @@ class TranscriptEntryOut(BaseModel):
     args: Any = None
     decision: DecisionLineOut | None = None
     """For `decision` lines."""
-    at: datetime | None = None
+    at: Rfc3339 | None = None
     """When it happened (RFC 3339), when known."""
 
 
-class ThreadOut(BaseModel):
+class ThreadOut(_Out):
     """A thread: its agent, owner, title, the run in progress and its history."""
 
     thread_id: str
@@ -206,48 +229,48 @@ class ThreadOut(BaseModel):
     """`null` for a thread with no run yet."""
     title: str | None
     """The thread's first message, shortened."""
-    created: datetime | None
+    created: Rfc3339 | None
     """When the thread started (RFC 3339); `null` before its first run."""
     active_run: RunOut | None
     transcript: list[TranscriptEntryOut]
 
 
-class ThreadSummaryOut(BaseModel):
+class ThreadSummaryOut(_Out):
     """A thread as listed."""
 
     thread_id: str
     agent: str
     owner: str
     active_run_id: str | None
-    created: datetime
+    created: Rfc3339
     """When the thread started (RFC 3339)."""
     created_at: float = _epoch("created")
     title: str | None
 
 
-class ThreadListOut(BaseModel):
+class ThreadListOut(_Out):
     """The caller's threads, newest first."""
 
     threads: list[ThreadSummaryOut]
 
 
-class AgentOut(BaseModel):
+class AgentOut(_Out):
     """An agent (or a workflow) a thread may be opened with."""
 
     name: str
     description: str | None
     entry: bool
     kind: Literal["agent", "workflow"] = "agent"
-    """`workflow`: a graph of nodes that stops for input (§8), run like an agent."""
+    """`workflow`: a graph of nodes that stops for input (docs/guides/workflows.md), run like an agent."""
 
 
-class AgentListOut(BaseModel):
+class AgentListOut(_Out):
     """The configured agents."""
 
     agents: list[AgentOut]
 
 
-class MeOut(BaseModel):
+class MeOut(_Out):
     """Who the caller is."""
 
     principal: str
@@ -255,13 +278,13 @@ class MeOut(BaseModel):
     approver_for: list[str]
 
 
-class HealthOut(BaseModel):
+class HealthOut(_Out):
     """The server is up and its store answers."""
 
     status: Literal["ok"]
 
 
-class GrantOut(BaseModel):
+class GrantOut(_Out):
     """A remembered approval: this principal lets this tool act on this subject without asking."""
 
     grant_id: str
@@ -276,24 +299,24 @@ class GrantOut(BaseModel):
     covers nothing)."""
     thread_id: str | None
     """The thread a `thread` grant is limited to; `null` for `always`."""
-    created: datetime
+    created: Rfc3339
     """When the grant was given (RFC 3339)."""
     granted_by: str | None
     """Who gave it; `null` means its principal."""
-    expires: datetime | None
-    revoked: datetime | None
+    expires: Rfc3339 | None
+    revoked: Rfc3339 | None
     created_at: float = _epoch("created")
     expires_at: float | None = _epoch("expires")
     revoked_at: float | None = _epoch("revoked")
 
 
-class GrantListOut(BaseModel):
+class GrantListOut(_Out):
     """Active grants, newest first."""
 
     grants: list[GrantOut]
 
 
-class AuditRecordOut(BaseModel):
+class AuditRecordOut(_Out):
     """One line of the audit log, chained to the one before by its hash."""
 
     seq: int
@@ -302,11 +325,13 @@ class AuditRecordOut(BaseModel):
     times in seconds since the epoch)."""
     prev_hash: str
     hash: str
-    at: datetime | None
+    mac: str | None
+    """The audit key's MAC of `seq` and `hash`; `null` for a record written without a key."""
+    at: Rfc3339 | None
     """When it happened (RFC 3339), read from the body."""
 
 
-class AuditPageOut(BaseModel):
+class AuditPageOut(_Out):
     """A page of the audit log."""
 
     records: list[AuditRecordOut]
@@ -316,14 +341,14 @@ class AuditPageOut(BaseModel):
     """How many records the whole log holds."""
 
 
-class AuditProblemOut(BaseModel):
+class AuditProblemOut(_Out):
     """Where the audit chain first breaks."""
 
     seq: int
     problem: str
 
 
-class AuditVerifyOut(BaseModel):
+class AuditVerifyOut(_Out):
     """Whether the audit chain is intact."""
 
     intact: bool
@@ -336,7 +361,7 @@ class AuditVerifyOut(BaseModel):
     """What was checked, in a sentence (starts with `UNANCHORED` when no key anchors the chain)."""
 
 
-class ExpireOut(BaseModel):
+class ExpireOut(_Out):
     """The runs an expiry sweep closed, each as it stands after its agent answered."""
 
     runs: list[RunOut]

@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
+from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from .._core.access import Principal
 from .._runtime import RunResult, Sayso, request_json, run_json
@@ -32,9 +33,15 @@ logger = logging.getLogger("sayso.server")
 PROGRESS_SECONDS = 1.0
 """How often a `progress` event is sent while the run works."""
 
+RUN_PING_SECONDS = 15.0
+"""How often a run's stream sends a comment line (its `progress` events already keep it busy)."""
+
 _WORDS = re.compile(r"\s*\S+|\s+")
 
 Event = tuple[str, dict[str, Any]]
+
+SSE_HEADERS = {"Cache-Control": "no-cache"}
+"""What every stream's response says besides sse-starlette's own headers (it adds `X-Accel-Buffering: no`)."""
 
 
 async def start_run(sayso: Sayso, principal: Principal, body: RunIn) -> RunResult:
@@ -48,16 +55,40 @@ async def start_run(sayso: Sayso, principal: Principal, body: RunIn) -> RunResul
     )
 
 
-def format_event(name: str, data: dict[str, Any]) -> str:
-    """One event in the `text/event-stream` format."""
-    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+def sse_event(name: str, data: dict[str, Any], *, retry_ms: int | None = None) -> ServerSentEvent:
+    """One event: its name and its data as compact JSON."""
+    return ServerSentEvent(json.dumps(data, separators=(",", ":")), event=name, retry=retry_ms, sep="\n")
 
 
-async def stream_run(sayso: Sayso, tasks: TaskGroup, principal: Principal, body: RunIn) -> AsyncIterator[str]:
+def event_stream(
+    events: AsyncIterator[ServerSentEvent],
+    *,
+    ping_seconds: float,
+    shutdown: anyio.Event | None = None,
+    grace_seconds: float = 0,
+) -> EventSourceResponse:
+    """The `text/event-stream` response of `events`, with a comment line after every `ping_seconds`.
+
+    When the server is told to stop, sse-starlette sets `shutdown` and gives `events` `grace_seconds`
+    to say goodbye before it cuts the stream.
+    """
+    return EventSourceResponse(
+        events,
+        headers=SSE_HEADERS,
+        ping=ping_seconds,
+        sep="\n",
+        shutdown_event=shutdown,
+        shutdown_grace_period=grace_seconds,
+    )
+
+
+async def stream_run(
+    sayso: Sayso, tasks: TaskGroup, principal: Principal, body: RunIn
+) -> AsyncIterator[ServerSentEvent]:
     """Start a run in the server's task group `tasks` and yield its events as they come."""
     send, receive = anyio.create_memory_object_stream[Event](max_buffer_size=math.inf)
     tasks.start_soon(_work, sayso, principal, body, send)
-    yield format_event("status", {"status": "running", "thread_id": body.thread_id, "agent": body.agent})
+    yield sse_event("status", {"status": "running", "thread_id": body.thread_id, "agent": body.agent})
     started = anyio.current_time()
     async with receive:
         while True:
@@ -68,9 +99,9 @@ async def stream_run(sayso: Sayso, tasks: TaskGroup, principal: Principal, body:
                     return
             if waited.cancelled_caught:
                 elapsed = round(anyio.current_time() - started, 1)
-                yield format_event("progress", {"status": "running", "elapsed": elapsed})
+                yield sse_event("progress", {"status": "running", "elapsed": elapsed})
                 continue
-            yield format_event(name, data)
+            yield sse_event(name, data)
 
 
 async def _work(sayso: Sayso, principal: Principal, body: RunIn, send: MemoryObjectSendStream[Event]) -> None:

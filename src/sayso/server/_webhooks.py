@@ -1,12 +1,14 @@
-"""Signed webhooks (§6.8) from the store's outbox: every request opened, decided or expired, at least once.
+"""Signed webhooks from the store's outbox: every request opened, decided or expired, at least once.
+
+See docs/guides/operations.md#webhooks.
 
 An event is written to the outbox in the same commit as the change it reports, by whichever
 process made it (this server, another replica, the CLI, an embedder). `WebhookDispatcher` runs in
 every server: it claims due deliveries from the store (one sender per delivery at a time), POSTs
-each signed (see `sayso._signing` for the one header scheme), and settles it: delivered, retried
+each signed in the Standard Webhooks format (see `sayso._core.signing`), and settles it: delivered, retried
 later with exponential backoff, or given up on. A delivery whose sender died is claimed again once
 its claim lapses, so events survive restarts and reach the receiver at least once, always under
-the same `Sayso-Delivery` id (receivers drop duplicates by it).
+the same `webhook-id` (receivers drop duplicates by it).
 """
 
 from __future__ import annotations
@@ -23,13 +25,13 @@ import httpx
 from anyio.abc import TaskGroup
 
 from .._config.file import WebhookConfig, WebhookEvent
-from .._core.signing import delivery_body, sign, signed_headers, verify_signature
+from .._core.signing import delivery_body, signed_headers, verify_headers
 from .._runtime import DeliveryStatus, OutboundEvent, Sayso
 from ..exceptions import SaysoError
 
 logger = logging.getLogger("sayso.server.webhooks")
 
-__all__ = ["WebhookDispatcher", "hook_key", "sign", "verify_signature"]
+__all__ = ["WebhookDispatcher", "hook_key", "verify_headers"]
 
 POLL_SECONDS = 1.0
 """How often a server looks for events other processes committed (its own wake it at once)."""

@@ -1,4 +1,4 @@
-"""Workflows: graphs of function and agent nodes that stop for a person's input (§8).
+"""Workflows: graphs of function and agent nodes that stop for a person's input (docs/guides/workflows.md).
 
 ```python
 from sayso.workflows import RequestInput, Workflow

@@ -43,7 +43,7 @@ class FunctionNodeConfig(_Strict):
     """A function node: `{function: pkg.mod:fn}` (or just the import spec as a string)."""
 
     function: str
-    """Import spec of the function (`pkg.mod:fn`); the config file's folder is importable."""
+    """Import spec of the function (`pkg.mod:fn`), looked for in the config file's folder first."""
 
 
 class AgentNodeConfig(_Strict):
@@ -135,7 +135,7 @@ def build_workflow(
     Args:
         name: the workflow's name (its key under `workflows:`).
         config: the entry.
-        import_spec: resolves `pkg.mod:attr` (the runtime's resolver, which makes `base_dir` importable).
+        import_spec: resolves `pkg.mod:attr` (the runtime's resolver, which looks in `base_dir` first).
         base_dir: the config file's folder.
 
     Raises:

@@ -1,4 +1,6 @@
-"""MCP calls that can wait for a person: connections and calls run by a host that may outlive agent runs (§9).
+"""MCP calls that can wait for a person: connections and calls run by a host that may outlive agent runs.
+
+See docs/guides/mcp.md#when-a-server-asks-the-person.
 
 A server may ask the person something while it serves a call. How the answer can get back
 depends on how it asked, and this module turns each way into one of three outcomes the MCP

@@ -1,4 +1,6 @@
-"""The one module that maps between MCP elicitation and sayso's `elicitation` requests and decisions (§9).
+"""The one module that maps between MCP elicitation and sayso's `elicitation` requests and decisions.
+
+See docs/guides/mcp.md#when-a-server-asks-the-person.
 
 Pure functions over plain data, in both directions:
 

@@ -1,4 +1,4 @@
-"""An agent's MCP bindings as one pydantic-ai toolset, built on `pydantic_ai.mcp.MCPToolset` (§9).
+"""An agent's MCP bindings as one pydantic-ai toolset, built on `pydantic_ai.mcp.MCPToolset` (docs/guides/mcp.md).
 
 Each configured server becomes one `MCPToolset` (fastmcp underneath: stdio or streamable
 HTTP); `McpToolset` puts the agent's bindings over them. It exposes only the bound tools,

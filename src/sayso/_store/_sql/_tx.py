@@ -4,9 +4,9 @@ A verb's work is an `async def work(tx)` that runs constant statements (`Sql`, w
 parameters) through `tx`, so the same work runs on both databases:
 
 - **SQLite**: each statement runs synchronously on a pooled stdlib `sqlite3` connection, so the
-  work never suspends and one call drives the whole transaction to its end. A write goes to a
-  worker thread in one hop (its fsync stays off the event loop) and writers of one process
-  queue on a lock instead of sleeping in SQLite's busy handler; a read runs inline on the
+  work never suspends and one call drives the whole transaction to its end. A write goes to an
+  anyio worker thread in one hop (its fsync stays off the event loop) and writers of one process
+  queue on a capacity limiter of one instead of sleeping in SQLite's busy handler; a read runs inline on the
   event loop, which costs less than the hop (WAL readers never wait for writers).
 - **PostgreSQL**: the work awaits asyncpg, whose statement cache prepares each constant
   statement once per pooled connection. Writes whose outcome nobody reads (`Tx.later`) wait and
@@ -19,17 +19,15 @@ statements depend on their filters.
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import queue
 import re
 import sqlite3
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
+import anyio.to_thread
 
 from ..._core.audit import AuditHead, AuditKey
 
@@ -187,8 +185,8 @@ class SqliteDatabase(Database):
     """Pooled stdlib connections to one SQLite file: WAL, a full fsync per durable commit.
 
     Reads run inline on the event loop (one connection serves them all: the loop is one thread
-    and SQLite work never suspends). Durable writes run on the store's writer thread, one hop per
-    transaction and one after another, so the fsync never blocks the loop. A write that need not
+    and SQLite work never suspends). Durable writes run on anyio's worker threads (`to_thread`), one hop
+    per transaction and one after another, so the fsync never blocks the loop. A write that need not
     wait for the disk runs inline too when nothing else holds SQLite's write lock (it never waits
     for it on the loop); else it takes the thread.
     """
@@ -201,7 +199,7 @@ class SqliteDatabase(Database):
         self._reader: sqlite3.Connection | None = None
         self._inline: sqlite3.Connection | None = None
         self._idle: list[sqlite3.Connection] = []
-        self._writer = _WriterThread()
+        self._writer = anyio.CapacityLimiter(1)  # writes queue here, not in SQLite's busy handler
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -227,9 +225,9 @@ class SqliteDatabase(Database):
             done = self._write_inline(work)
             if not isinstance(done, _Busy):
                 return done
-        job = self._writer.submit(functools.partial(self._write, work, durable))
+        job = functools.partial(self._write, work, durable)
         with anyio.CancelScope(shield=True):  # the transaction runs to its end either way: wait for its outcome
-            result = await job
+            result = await anyio.to_thread.run_sync(job, limiter=self._writer)
         return result
 
     def _write_inline(self, work: Work[T]) -> T | _Busy:
@@ -268,7 +266,6 @@ class SqliteDatabase(Database):
         return result
 
     async def aclose(self) -> None:
-        self._writer.stop()
         for conn in [*self._idle, *(c for c in (self._reader, self._inline) if c is not None)]:
             conn.close()
         self._idle.clear()
@@ -289,48 +286,6 @@ def _finish(conn: sqlite3.Connection, work: Work[T]) -> T:
             conn.execute("ROLLBACK")
         raise
     return result
-
-
-class _WriterThread:
-    """The thread a SQLite store's durable writes run on, one after another: one hop per transaction."""
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[[], Any]] | None]
-        self._jobs = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-
-    def submit(self, job: Callable[[], T]) -> asyncio.Future[T]:
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[T] = loop.create_future()
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="sayso-sqlite-writer", daemon=True)
-            self._thread.start()
-        self._jobs.put((loop, done, job))
-        return done
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._jobs.put(None)
-            self._thread = None
-
-    def _run(self) -> None:
-        while (item := self._jobs.get()) is not None:
-            loop, done, job = item
-            try:
-                result = job()
-            except BaseException as exc:
-                loop.call_soon_threadsafe(_settle, done, None, exc)
-            else:
-                loop.call_soon_threadsafe(_settle, done, result, None)
-
-
-def _settle(done: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
-    if done.cancelled():
-        return
-    if exc is not None:
-        done.set_exception(exc)
-    else:
-        done.set_result(result)
 
 
 # PostgreSQL

@@ -1,4 +1,4 @@
-"""A2A for sayso agents (§6.3), with kagent's human-in-the-loop extension.
+"""A2A for sayso agents (docs/guides/a2a.md), with kagent's human-in-the-loop extension.
 
 ```python
 from sayso.protocols.a2a import a2a_router

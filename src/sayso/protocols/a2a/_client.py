@@ -1,4 +1,4 @@
-"""sayso as an A2A *client* of kagent's HITL: remote delegates (§5).
+"""sayso as an A2A *client* of kagent's HITL: remote delegates (docs/guides/a2a.md#remote-agents-as-delegates).
 
 A message goes to the remote agent with the v1 extension requested (always: a kagent 0.x agent
 ignores it); a task that comes back in `input-required` carries a v1 request or kagent 0.x

@@ -241,7 +241,8 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
 
             return provide, run.run_id, run.thread_id, run.pause_id
         if payload is None and not legacy:
-            # Plain input to a waiting task: the person moved on (§3.3); the open requests are skipped.
+            # Plain input to a waiting task: the person moved on; the open requests are skipped.
+            # See docs/concepts/decisions.md#resume-rules.
             text = message_text(message)
             if not text.strip():
                 raise InvalidInput("the message has no text part and no HITL response", field="message")

@@ -3,14 +3,15 @@
 The a2a-sdk does the protocol work: `PushNotificationConfigStore` is its port (implemented here
 over the runtime's adapter marks, so every replica sees the same configs), and its
 `BasePushNotificationSender` posts each task update. sayso adds the signature: each delivery
-carries `Sayso-Timestamp` and `Sayso-Signature` (HMAC-SHA256 over `"{timestamp}.{body}"`),
-keyed by `a2a.push_secret_env` when set, else by the config's own `token`, which the receiver
-chose and so can check. A config that could not be signed is refused, and by default only
+carries the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`,
+see `sayso._core.signing`), keyed by `a2a.push_secret_env` when set, else by the config's own
+`token`, which the receiver chose and so can check. A config that could not be signed is refused, and by default only
 public addresses are reached (`a2a.push_private_urls` opens loopback and private ones).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -119,6 +120,8 @@ def signing_client(config: A2AConfig, *, timeout: float = 10.0) -> httpx.AsyncCl
         secret = secret or request.headers.get(TOKEN_HEADER, "")
         if not secret:
             raise httpx.RequestError("no key to sign this push notification with; it is not sent", request=request)
-        request.headers.update(signature_headers(secret, request.content, now=time.time()))
+        # The SDK sends each update once; the same update sent again keeps its id, so receivers drop it.
+        message_id = f"push_{hashlib.sha256(request.content).hexdigest()[:24]}"
+        request.headers.update(signature_headers(secret, request.content, message_id=message_id, now=time.time()))
 
     return httpx.AsyncClient(timeout=timeout, event_hooks={"request": [sign]})

@@ -1,4 +1,6 @@
-"""AG-UI for sayso agents (§6.4): one endpoint per agent, `POST /ag-ui/{agent}`, streaming events over SSE.
+"""AG-UI for sayso agents: one endpoint per agent, `POST /ag-ui/{agent}`, streaming events over SSE.
+
+See docs/guides/ag-ui.md.
 
 ```python
 from sayso.protocols.ag_ui import ag_ui_router

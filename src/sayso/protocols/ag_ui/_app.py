@@ -19,8 +19,9 @@ from ag_ui.encoder import EventEncoder
 from fastapi import APIRouter
 from pydantic import ValidationError
 from pydantic_ai.messages import ModelMessage
+from sse_starlette import EventSourceResponse
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from ..._core.access import Principal
 from ..._core.grants import Grant
@@ -30,6 +31,9 @@ from .._auth import authenticate
 from .._common import AgentEndpoint
 from ._inbound import client_tools, decisions_from_resume, host_grants, tool_messages, user_text
 from ._mapping import THREAD, error_event, finished_event, message_events, pending_call_events, refused
+
+PING_SECONDS = 15.0
+"""How often a quiet run's stream sends a comment line, so proxies keep the connection."""
 
 
 class HostTerms(TypedDict, total=False):
@@ -156,14 +160,13 @@ def _endpoint(runner: AgUiAgent) -> Callable[[Request], Awaitable[Response]]:
             return JSONResponse({"detail": errors}, status_code=422)
         encoder = EventEncoder(accept=request.headers.get("accept") or "text/event-stream")
 
-        async def body() -> AsyncIterator[str]:
+        async def body() -> AsyncIterator[bytes]:
             async for event in runner.events(run_input, caller):
-                yield encoder.encode(event)
+                yield encoder.encode(event).encode()  # the protocol's own framing, passed through as it is
 
-        return StreamingResponse(
-            body(),
-            media_type=encoder.get_content_type(),
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        # sse-starlette sends the stream: comment-line pings on a quiet run, and a client that left ends it.
+        return EventSourceResponse(
+            body(), media_type=encoder.get_content_type(), headers={"Cache-Control": "no-cache"}, ping=PING_SECONDS
         )
 
     return endpoint

@@ -149,7 +149,7 @@ Shown = ApprovalRequest | QuestionRequest | ElicitationRequest | InputRequest
 
 
 def interrupt(request: Shown, *, kaboo: bool = False) -> Interrupt:
-    """The AG-UI interrupt for an open approval, question, elicitation or workflow input (§6.4).
+    """The AG-UI interrupt for an open approval, question, elicitation or workflow input (docs/guides/ag-ui.md).
 
     In sayso's words, or kaboo's (`kaboo`).
     """
@@ -245,7 +245,7 @@ def _shown_as_call(request: Request, *, kaboo: bool) -> bool:
 
 
 def pending_call_events(requests: Sequence[Request], *, run_id: str, kaboo: bool = False) -> Iterator[BaseEvent]:
-    """The tool calls a delegate left for the client, streamed as the run's own calls are (§6.4).
+    """The tool calls a delegate left for the client, streamed as the run's own calls are (docs/guides/ag-ui.md).
 
     The calls of the run the client talks to are in its messages already; a delegate's are not,
     so they are sent here, tagged with the delegate's run (`subagentRunId`) for the chat to label.

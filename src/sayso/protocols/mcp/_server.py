@@ -1,4 +1,6 @@
-"""sayso's agents as MCP tools (§9): `/mcp`, streamable HTTP, one tool per agent, pauses asked as elicitations.
+"""sayso's agents as MCP tools: `/mcp`, streamable HTTP, one tool per agent, pauses asked as elicitations.
+
+See docs/guides/mcp.md#sayso-as-an-mcp-server.
 
 An agent's tool takes the person's `message` (and optionally the `thread_id` of a conversation
 to continue) and answers with the agent's reply. When the run pauses, what it waits on is asked

@@ -8,7 +8,7 @@ package split by wire, each module under ~500 lines:
 
 | module | holds |
 |---|---|
-| `_views` | what one A2A pause shows (`PauseView`) and its status text (§5.1) |
+| `_views` | what one A2A pause shows (`PauseView`) and its status text (kagent's rule, docs/guides/a2a.md) |
 | `_v1` | v1 payloads: pause requests out, responses in (with sayso's edits beside them) |
 | `_legacy` | kagent 0.x DataParts, both ways, and ADK's FunctionResponse answer |
 | `_inputs` | a workflow's input request: the answer a message gives (a DataPart, or text) |

@@ -1,4 +1,4 @@
-"""kagent 0.x's DataPart format (§10, §11), both ways, and ADK's FunctionResponse answer (§10.5).
+"""kagent 0.x's DataPart format, both ways, and ADK's FunctionResponse answer (docs/guides/a2a.md#kagent-0x-and-adk).
 
 A 0.x pause is one `adk_request_confirmation` DataPart per pending call; a 0.x decision is a
 DataPart with `decision_type` (approve, reject, batch, or ask_user_answers). An ADK client may

@@ -67,7 +67,9 @@ def asks_of(payload: Mapping[str, Any]) -> tuple[RemoteAsk, ...]:
 
 
 def legacy_asks(parts: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> tuple[RemoteAsk, ...]:
-    """What a kagent 0.x pause waits on: each long-running `adk_request_confirmation` DataPart (§10.1, §10.2).
+    """What a kagent 0.x pause waits on: each long-running `adk_request_confirmation` DataPart.
+
+    See docs/guides/a2a.md#kagent-0x-and-adk.
 
     A subagent's pause (`payload.hitl_parts`) shows the child's own calls, decided by their call ids.
     """
@@ -159,7 +161,10 @@ def response_payload(decisions: Sequence[tuple[RemoteAsk, Decision]]) -> dict[st
 
 
 def legacy_answer(decisions: Sequence[tuple[RemoteAsk, Decision]]) -> dict[str, Any]:
-    """The kagent 0.x decision for the person's decisions (§10.3): uniform when it can be, a batch otherwise."""
+    """The kagent 0.x decision for the person's decisions: uniform when it can be, a batch otherwise.
+
+    See docs/guides/a2a.md#kagent-0x-and-adk.
+    """
     first, decision = decisions[0]
     if first.kind == "question":
         if isinstance(decision, Answer):

@@ -1,4 +1,4 @@
-"""kagent's HITL extension v1 payloads, both ways: pause requests out, responses in (§3, §6).
+"""kagent's HITL extension v1 payloads, both ways: pause requests out, responses in (docs/guides/a2a.md#tasks).
 
 A response decides exactly the requests a pause showed (every id once, no other): kagent's
 strict order of checks. What kagent's strict models have no field for (an edit of the
@@ -45,7 +45,7 @@ def _tool_json(view: PauseView, request: ApprovalRequest) -> dict[str, Any]:
 
 
 def _ask_tool_json(view: PauseView, request: QuestionRequest | ElicitationRequest) -> dict[str, Any]:
-    """The synthetic tool a nested question (or elicitation) is shown as (§4)."""
+    """The synthetic tool a nested question (or elicitation) is shown as (kagent's identifiers; docs/guides/a2a.md)."""
     return {
         "id": view.tool_id(request),
         "call_id": view.tool_id(request),

@@ -1,4 +1,6 @@
-"""What one A2A pause shows of a sayso pause (`PauseView`), and the status text kagent's rules give it (§5.1).
+"""What one A2A pause shows of a sayso pause (`PauseView`), and the status text kagent's rules give it.
+
+See docs/guides/a2a.md#tasks.
 
 One A2A pause shows one kind of request: the open approvals first, then each question on its
 own, then each MCP elicitation on its own, and one agent at a time; the run stays paused in
@@ -40,7 +42,7 @@ SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
 EXTENSION_DESCRIPTION = "Human in the loop for tool approval, ask user, and nested subagents"
 
 GENERIC_TEXT = "Human input is required before the agent can continue."
-"""The status text of a pause that carries no tool call (§5.1, rule 5)."""
+"""The status text of a pause that carries no tool call (kagent's status-text rule 5; docs/guides/a2a.md#tasks)."""
 
 HITL_RESPONSE = "hitl_response"
 """The `field` of an `InvalidInput` raised for a HITL response that does not answer its pause."""
@@ -68,7 +70,10 @@ class PauseView:
     """The top-level agent's delegate that asked, when the requests come from a nested agent."""
     remote: RemoteTask | None = None
     """The remote A2A task that asked, when the delegate is a remote agent: the nested block then
-    names the child's own task, context and ids, as kagent's remote tool does (§3.2, §8.1)."""
+    names the child's own task, context and ids, as kagent's remote tool does.
+
+    See docs/guides/a2a.md#remote-agents-as-delegates.
+    """
 
     @property
     def parent_id(self) -> str:
@@ -140,7 +145,7 @@ def views_of(task_id: str, requests: Sequence[Request], *, depth: int = 0) -> li
     return views
 
 
-# --- status text (§5.1)
+# --- status text (kagent's rule; docs/guides/a2a.md#tasks)
 
 
 @dataclass(frozen=True, kw_only=True)
