@@ -207,7 +207,13 @@ async def test_a_fresh_runtime_resumes_without_redoing_finished_nodes(make: Make
         transcript = await second.transcript(done.run.thread_id)
     assert (done.run.status, done.run.output) == ("completed", "1 day(s) in Oslo")
     assert CALLS == {"prepare": 1, "ask_trip": 2, "summarise": 1}
-    assert [(e.role, e.text) for e in transcript] == [("user", "Oslo"), ("assistant", "1 day(s) in Oslo")]
+    assert [(e.role, e.text) for e in transcript] == [
+        ("user", "Oslo"),
+        ("decision", None),
+        ("tool_result", '{"city":"Oslo"}'),
+        ("assistant", "1 day(s) in Oslo"),
+    ]
+    assert transcript[1].decision is not None and transcript[1].decision["value"] == {"city": "Oslo"}
 
 
 async def test_a_node_that_raises_fails_the_run_naming_it_and_resume_retries_it(make: Make) -> None:

@@ -337,3 +337,21 @@ def closing_results(
     if not parts:
         return []
     return annotate([ModelRequest(parts=parts)], requests, decisions)
+
+
+def answer_messages(request: Request, record: DecisionRecord) -> list[ModelMessage]:
+    """A workflow input's answer in its thread's history, so the transcript shows it where it was given.
+
+    It is kept as an approval is, on a result of the node's question (the node and its question's
+    key stand for the tool and its call): a decision line with what the person answered
+    (redacted as the request says), then the answer itself.
+    """
+    entry = approval_record(request, record)
+    content = entry["value"] if "value" in entry else model_text(record.decision) or record.decision.kind
+    part = ToolReturnPart(
+        tool_name=request.tool_name,
+        content=content,
+        tool_call_id=request.tool_call_id,
+        metadata={"approval": entry},
+    )
+    return [ModelRequest(parts=[part])]

@@ -39,11 +39,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from pydantic_ai.messages import ModelMessage
 
 from .._core.decisions import ClientResult, DecisionRecord, Expire, Provide, Skip
 from .._core.requests import DelegateRequest, InputRequest, Request
 from .._core.resume import SKIPPED_FOR_FORCE, open_requests, plan_resume
-from .._engine.deferred import audit_body
+from .._engine.deferred import answer_messages, audit_body
 from .._store import PauseState, RunRecord
 from ..exceptions import PauseConsumed, RunConflict
 from ..workflows import (
@@ -120,17 +121,17 @@ async def advance(k: Kernel, run: RunRecord, *, force: bool, state: PauseState |
         load_workflow_state=True,
     )
     k.events.decided(pause.requests, plan.added)
-    return await _carry_on(k, claim.run, _input_decision(pause.requests, plan.decisions), raw=claim.workflow_state)
+    return await _carry_on(k, claim.run, _input_answer(pause.requests, plan.decisions), raw=claim.workflow_state)
 
 
 async def carry_on(k: Kernel, run: RunRecord) -> RunResult:
     """Carry on a workflow run whose process died (its lease is ours now), from the stored state."""
-    decision: InputDecision | None = None
+    answer: tuple[InputRequest, DecisionRecord] | None = None
     if run.resume_pause_id is not None:
         pause = await k.store.pause_state(run.resume_pause_id)
         if pause.run_id == run.run_id:
-            decision = _input_decision(pause.requests, pause.decisions)
-    return await _carry_on(k, run, decision)
+            answer = _input_answer(pause.requests, pause.decisions)
+    return await _carry_on(k, run, answer)
 
 
 async def retry(k: Kernel, run: RunRecord) -> RunResult:
@@ -146,11 +147,12 @@ async def retry(k: Kernel, run: RunRecord) -> RunResult:
 
 
 async def _carry_on(
-    k: Kernel, run: RunRecord, decision: InputDecision | None, *, raw: bytes | None = None
+    k: Kernel, run: RunRecord, answered: tuple[InputRequest, DecisionRecord] | None, *, raw: bytes | None = None
 ) -> RunResult:
     """Step a run on from its stored state (`raw`, when already read).
 
-    A paused state takes the decision that closed its question.
+    A paused state takes the decision that closed its question, and the run's next write puts
+    that answer in the thread's history (a state that moved on already wrote it).
     """
     raw = raw if raw is not None else await k.store.workflow_state(run.run_id)
     if raw is None:  # the process died before the run's first write: start it again
@@ -158,8 +160,10 @@ async def _carry_on(
             k, run, None, lambda engine: engine.start(run.run_id, run.prompt, principal=run.principal)
         )
     stored = WorkflowState.from_json(raw)
-    answer = decision if stored.status == "paused" and stored.pending is not None else None
-    return await _step_run(k, run, stored, lambda engine: engine.resume(stored, answer))
+    applies = answered is not None and stored.status == "paused" and stored.pending is not None
+    answer = _as_input_decision(answered[1]) if answered is not None and applies else None
+    said = answer_messages(*answered) if answered is not None and applies else []
+    return await _step_run(k, run, stored, lambda engine: engine.resume(stored, answer), answers=said)
 
 
 async def _step_run(
@@ -167,6 +171,8 @@ async def _step_run(
     run: RunRecord,
     stored: WorkflowState | None,
     step: Callable[[WorkflowEngine], Awaitable[WorkflowOutcome]],
+    *,
+    answers: Sequence[ModelMessage] = (),
 ) -> RunResult:
     """Let the engine step `run` (holding its lease) and say where the run stands afterwards."""
     workflows = k.workflows
@@ -185,6 +191,7 @@ async def _step_run(
                             tasks=tasks,
                             saved_nodes=len(stored.finished) if stored is not None else 0,
                             prompt_written=stored is not None,
+                            answers=list(answers),
                         )
                         workflows.flights[run.run_id] = flight
                         try:
@@ -248,11 +255,17 @@ async def _agent_settled(k: Kernel, request: DelegateRequest, *, force: bool) ->
     )
 
 
-def _input_decision(requests: Sequence[Request], decisions: Mapping[str, DecisionRecord]) -> InputDecision | None:
-    """The decision that closed the node's question of a pause, if the pause held one."""
+def _input_answer(
+    requests: Sequence[Request], decisions: Mapping[str, DecisionRecord]
+) -> tuple[InputRequest, DecisionRecord] | None:
+    """The node's question of a pause and the decision that closed it, if the pause held one."""
     for request in requests:
         if isinstance(request, InputRequest) and request.request_id in decisions:
-            decision = decisions[request.request_id].decision
-            assert isinstance(decision, Provide | Skip | Expire), "an input request takes provide or skip"
-            return decision
+            return request, decisions[request.request_id]
     return None
+
+
+def _as_input_decision(record: DecisionRecord) -> InputDecision:
+    decision = record.decision
+    assert isinstance(decision, Provide | Skip | Expire), "an input request takes provide or skip"
+    return decision

@@ -38,6 +38,11 @@ const refreshThread = coalesce(async () => {
   $("chat-title").textContent = thread.title || "New chat";
   $("chat-meta").replaceChildren(...(thread.created ? [`${thread.agent} · started `, timeNode(thread.created)] : []));
   renderTranscript(thread.transcript);
+  // A workflow input's answer is a line of the transcript, where it was given: its receipt below goes.
+  const answered = new Set(thread.transcript.filter((e) => e.role === "decision").map((e) => e.decision.request_id));
+  for (const card of $("cards").querySelectorAll('article.card[data-kind="input"][data-closed]')) {
+    if (answered.has(card.dataset.requestId)) card.remove();
+  }
   const run = thread.active_run;
   reconcileCards($("cards"), run && run.status === "paused" ? run.requests : [], chatCtx);
   setStatus(!run ? "" : run.status === "paused" ? "Waiting for you." : run.status === "running" ? "Working… (started elsewhere)" : "");
