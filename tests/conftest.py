@@ -26,10 +26,11 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from sayso import Config, Grant, Sayso, ScriptedModel
+from sayso import ApprovalRequest, Config, Grant, Request, Sayso, ScriptedModel
 from sayso._engine.scripted import Script
 
 from .openapi_check import OpenApiCheck
+from .tools import RAN
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 
@@ -45,6 +46,7 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[N
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SAYSO_STORE", f"sqlite:///{tmp_path / 'sayso.db'}")
     monkeypatch.setenv("SAYSO_SANDBOX", str(tmp_path / "sandbox"))
+    RAN.clear()  # the shared tools' record of calls (tests/tools.py) starts empty for every test
     yield
 
 
@@ -53,9 +55,16 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def script(*rules: dict[str, Any], fallback: str = "no rule matched") -> ScriptedModel:
-    """A scripted model from rules written inline."""
+def script(*rules: object, fallback: str = "no rule matched") -> ScriptedModel:
+    """A scripted model from rules written inline (checked as a script file's rules are)."""
     return ScriptedModel(Script.model_validate({"name": "test", "rules": list(rules), "fallback": fallback}))
+
+
+def approvals(requests: Sequence[Request]) -> list[ApprovalRequest]:
+    """`requests`, each checked to be an approval (so a test reads its hint, subject and scopes typed)."""
+    checked = [r for r in requests if isinstance(r, ApprovalRequest)]
+    assert len(checked) == len(requests), [r.kind for r in requests]
+    return checked
 
 
 def host_grant(tool: str, *, agent: str, thread_id: str, principal: str = "local") -> Grant:

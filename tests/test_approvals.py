@@ -24,38 +24,20 @@ from sayso import (
 )
 from sayso import tool as sayso_tool
 
-from .conftest import MakeApp, script
-
-ran: list[tuple[str, dict[str, Any]]] = []
-
-
-@pytest.fixture(autouse=True)
-def reset_ran() -> None:
-    ran.clear()
-
-
-def delete_file(name: str) -> str:
-    """Delete a file."""
-    ran.append(("delete_file", {"name": name}))
-    return f"deleted {name}"
-
-
-def archive(name: str) -> str:
-    """Archive a file."""
-    ran.append(("archive", {"name": name}))
-    return f"archived {name}"
+from .conftest import MakeApp, approvals, script
+from .tools import RAN, archive, delete_file
 
 
 @sayso_tool(requires_approval=True, hint="Sends money.")
 def pay(amount: int) -> str:
     """Pay someone."""
-    ran.append(("pay", {"amount": amount}))
+    RAN.append(("pay", {"amount": amount}))
     return f"paid {amount}"
 
 
 def transfer(ctx: RunContext[Any], amount: int) -> str:
     """Move money; large amounts ask a person from inside the body."""
-    ran.append(("transfer-body", {"amount": amount}))
+    RAN.append(("transfer-body", {"amount": amount}))
     if amount > 100:
         approval = require_approval(ctx, hint=f"Transfer of {amount} is above the limit.", payload={"limit": 100})
         return f"transferred {amount} (limit {approval.payload['limit']}, approved by {approval.principal})"
@@ -82,7 +64,7 @@ RULES: list[dict[str, Any]] = [
 
 def declared() -> str:
     """A tool pydantic-ai itself marks as needing approval."""
-    ran.append(("declared", {}))
+    RAN.append(("declared", {}))
     return "declared ran"
 
 
@@ -111,15 +93,15 @@ async def test_approved_call_runs_before_any_model_call(app: Sayso) -> None:
     async with app:
         paused = await app.run("delete a.txt")
         assert paused.status == "paused"
-        [request] = paused.requests
+        [request] = approvals(paused.requests)
         assert (request.kind, request.tool_name, request.args) == ("approval", "delete_file", {"name": "a.txt"})
         assert request.hint == "Approval is required for tool(s): delete_file"
-        assert ran == []
+        assert RAN == []
         before = len(calls_of(app))
         done = await app.decide(request.request_id, Approve())
     assert done.run.status == "completed"
     assert done.run.output == "model read: deleted a.txt"
-    assert ran == [("delete_file", {"name": "a.txt"})]
+    assert RAN == [("delete_file", {"name": "a.txt"})]
     after = calls_of(app)[before:]
     assert len(after) == 1
     returns = [p for p in after[0].last_request.parts if isinstance(p, ToolReturnPart)]
@@ -133,7 +115,7 @@ async def test_edited_arguments_run_and_are_recorded(app: Sayso) -> None:
         request = paused.requests[0]
         done = await app.decide(request.request_id, Approve(edited_args={"name": "b.txt"}))
         history = await app.store.load_messages(paused.thread_id)
-    assert ran == [("delete_file", {"name": "b.txt"})]
+    assert RAN == [("delete_file", {"name": "b.txt"})]
     assert done.run.output == "model read: deleted b.txt"
     [result] = [p for m in history if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
     approval = result.metadata["approval"]
@@ -154,7 +136,7 @@ async def test_invalid_edit_is_refused_and_the_pause_stays_open(app: Sayso) -> N
         still = await app.result(paused.run_id)
         assert still.status == "paused"
         assert [r.request_id for r in still.requests] == [request_id]
-        assert ran == []
+        assert RAN == []
         done = await app.decide(request_id, Approve())
     assert done.run.status == "completed"
 
@@ -174,7 +156,7 @@ async def test_calls_not_approved_never_run_and_the_model_reads_why(
     async with app:
         paused = await app.run("delete a.txt")
         done = await app.decide(paused.requests[0].request_id, decision)
-    assert ran == []
+    assert RAN == []
     assert done.run.output == f"model read: {model_reads}"
 
 
@@ -183,14 +165,14 @@ async def test_tools_declared_as_needing_approval_pause(app: Sayso) -> None:
     interrupt rule."""
     async with app:
         paused = await app.run("pay 30")
-        assert paused.requests[0].hint == "Sends money."
+        assert approvals(paused.requests)[0].hint == "Sends money."
         done = await app.decide(paused.requests[0].request_id, Approve())
         declared_pause = await app.run("plain")
         assert declared_pause.status == "paused"
         assert declared_pause.requests[0].tool_name == "declared"
         await app.decide(declared_pause.requests[0].request_id, Approve())
     assert done.run.output == "model read: paid 30"
-    assert ran == [("pay", {"amount": 30}), ("declared", {})]
+    assert RAN == [("pay", {"amount": 30}), ("declared", {})]
 
 
 async def test_tool_asks_from_inside_its_body_and_runs_again_from_the_top(app: Sayso) -> None:
@@ -199,13 +181,13 @@ async def test_tool_asks_from_inside_its_body_and_runs_again_from_the_top(app: S
         small = await app.run("transfer 10")
         assert small.status == "completed"
         paused = await app.run("transfer 500", principal="alice")
-        [request] = paused.requests
+        [request] = approvals(paused.requests)
         assert request.hint == "Transfer of 500 is above the limit."
         assert request.payload == {"limit": 100}
         assert request.from_body
         done = await app.decide(request.request_id, Approve(), principal="alice")
     assert done.run.output == "model read: transferred 500 (limit 100, approved by alice)"
-    assert ran == [
+    assert RAN == [
         ("transfer-body", {"amount": 10}),
         ("transfer-body", {"amount": 500}),
         ("transfer-body", {"amount": 500}),
@@ -224,10 +206,10 @@ async def test_parallel_requests_are_decided_one_at_a_time(app: Sayso) -> None:
         partial = await app.decide(second.request_id, Approve())
         assert partial.run.status == "paused"
         assert [r.request_id for r in partial.run.requests] == [first.request_id]
-        assert ran == []
+        assert RAN == []
         assert len(calls_of(app)) == model_calls
         done = await app.decide(first.request_id, Reject(reason="keep x"))
-    assert ran == [("archive", {"name": "y"})]
+    assert RAN == [("archive", {"name": "y"})]
     assert done.run.status == "completed"
     seen = calls_of(app)[model_calls].last_request.parts
     contents = {p.tool_name: p.content for p in seen if isinstance(p, ToolReturnPart)}
@@ -244,7 +226,7 @@ async def test_forced_resume_skips_what_is_still_open(app: Sayso) -> None:
             await app.resume(paused.run_id)
         done = await app.resume(paused.run_id, force=True)
     assert done.status == "completed"
-    assert ran == [("archive", {"name": "y"})]
+    assert RAN == [("archive", {"name": "y"})]
     last = calls_of(app)[-1].last_request.parts
     contents = {p.tool_name: p.content for p in last if isinstance(p, ToolReturnPart)}
     assert contents["delete_file"] == "Skipped: the run was resumed before this request was answered"
@@ -269,7 +251,7 @@ async def test_unknown_repeated_and_conflicting_decisions(app: Sayso) -> None:
             await app.decide(second.request_id, Skip())
         with pytest.raises(RunConflict, match="only a paused run can be resumed"):
             await app.resume(paused.run_id)
-    assert ran == [("archive", {"name": "y"})]
+    assert RAN == [("archive", {"name": "y"})]
 
 
 async def test_a_pause_is_consumed_once(app: Sayso, make_app: MakeApp) -> None:
@@ -285,7 +267,7 @@ async def test_a_pause_is_consumed_once(app: Sayso, make_app: MakeApp) -> None:
                 record, pause_id=record.pause_id, owner="another", until=2e9, now=time.time(), added=()
             )
     assert first.status == "completed"
-    assert ran == [("delete_file", {"name": "a.txt"})]
+    assert RAN == [("delete_file", {"name": "a.txt"})]
 
 
 async def test_new_message_while_paused_skips_open_requests(app: Sayso) -> None:
@@ -300,7 +282,7 @@ async def test_new_message_while_paused_skips_open_requests(app: Sayso) -> None:
     assert answer.status == "completed"
     assert answer.output == "you said: what now?"
     assert old.status == "cancelled"
-    assert ran == []
+    assert RAN == []
     last = calls_of(app)[-1].last_request.parts
     skipped = {p.tool_name: p.content for p in last if isinstance(p, ToolReturnPart)}
     assert skipped == {
@@ -316,10 +298,11 @@ async def test_a_thread_takes_one_run_at_a_time_and_stays_with_its_agent(make_ap
 
     from sayso import InvalidInput, ThreadBusy
 
-    release = anyio.Event()
+    started, release = anyio.Event(), anyio.Event()
 
     async def slow(name: str) -> str:
         """Take a while."""
+        started.set()
         await release.wait()
         return f"slow {name}"
 
@@ -338,7 +321,7 @@ async def test_a_thread_takes_one_run_at_a_time_and_stays_with_its_agent(make_ap
                 outcome.append(await app.run("slow", thread_id=first.thread_id))
 
             tg.start_soon(working)
-            await anyio.sleep(0.2)
+            await started.wait()  # the first run is inside its tool call
             with pytest.raises(ThreadBusy, match="already has a run in progress"):
                 await app.run("again", thread_id=first.thread_id)
             release.set()

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 from sayso import Reject, Sayso, load_config
 from sayso._core.audit import chain_hash
+from sayso._core.audit_events import AUDIT_EVENT_ADAPTER
 from sayso.cli import app
 from sayso.server import create_app
 
@@ -204,8 +205,9 @@ def test_a_signed_chain_refuses_unsigned_appends_and_a_key_adopts_an_old_chain(
     adopted = runner.invoke(app, ["audit", "verify", str(config), "--json"])
     assert json.loads(adopted.stdout)["ok"] is True
     with sqlite3.connect(config.parent / "sayso.db") as db:
-        events = [json.loads(b)["event"] for (b,) in db.execute("SELECT body FROM audit ORDER BY seq")]
-    assert events == ["decision", "audit_anchored"]
+        bodies = [json.loads(b) for (b,) in db.execute("SELECT body FROM audit ORDER BY seq")]
+    assert [b["event"] for b in bodies] == ["decision", "audit_anchored"]
+    assert [AUDIT_EVENT_ADAPTER.validate_python(b) for b in bodies] == bodies
     again = json.loads(runner.invoke(app, ["run", str(config), "delete notes", "--json"]).stdout)
     monkeypatch.delenv("SAYSO_AUDIT_KEY")
     refused = runner.invoke(app, ["decide", str(config), again["requests"][0]["id"], "reject"])

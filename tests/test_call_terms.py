@@ -10,9 +10,9 @@ import pytest
 from sayso import Approve, RunConflict
 from sayso._runtime import new_id
 
-from .conftest import MakeApp, host_grant, script
+from .conftest import MakeApp, approvals, host_grant, script
+from .tools import delete_file, deleted
 
-deleted: list[str] = []
 started = anyio.Event()
 release = anyio.Event()
 
@@ -20,30 +20,23 @@ release = anyio.Event()
 @pytest.fixture(autouse=True)
 def reset() -> None:
     global started, release
-    deleted.clear()
     started, release = anyio.Event(), anyio.Event()
-
-
-def delete_file(name: str) -> str:
-    """Delete a file."""
-    deleted.append(name)
-    return f"deleted {name}"
 
 
 async def slow_export(name: str) -> str:
     """Export a file; waits until the test lets it finish."""
     started.set()
     await release.wait()
-    deleted.append(f"exported {name}")
     return f"exported {name}"
 
 
-def agents(**interrupt: object) -> dict[str, object]:
+def agents(**interrupt: Any) -> dict[str, Any]:
+    settings: dict[str, Any] = {"tools": ["delete_file"], **interrupt}
     return {
         "files": {
             "model": "m",
             "tools": [delete_file, slow_export],
-            "interrupt": {"tools": ["delete_file"], **interrupt},
+            "interrupt": settings,
         }
     }
 
@@ -69,19 +62,19 @@ async def test_a_host_that_remembers_nothing_is_offered_once_only_and_nothing_is
     """With a host's grants, only they count and sayso stores none; a host that keeps none is offered `once` only."""
     async with make_app(agents(remember="thread"), model=model()) as app:
         bare = await app.run("delete a.txt", agent="files", grants=(), offer_wider_scopes=False)
-        assert bare.requests[0].scopes == ("once",)
+        assert approvals(bare.requests)[0].scopes == ("once",)
 
         hosted = await app.run("delete b.txt", agent="files", grants=())
-        assert hosted.requests[0].scopes == ("once", "thread")
+        assert approvals(hosted.requests)[0].scopes == ("once", "thread")
         done = await app.answer_pause(
             hosted.run_id, {hosted.requests[0].request_id: Approve(scope="thread")}, grants=()
         )
-        assert done.status == "completed" and deleted == ["b.txt"]
+        assert done.status == "completed" and deleted() == ["b.txt"]
         assert await app.grants() == [], "the host keeps remembered approvals; sayso stores none"
 
         grant = host_grant("delete_file", agent="files", thread_id=done.thread_id)
         again = await app.run("delete c.txt", thread_id=done.thread_id, grants=[grant])
-    assert again.status == "completed" and deleted == ["b.txt", "c.txt"], "the host's grant covers the call"
+    assert again.status == "completed" and deleted() == ["b.txt", "c.txt"], "the host's grant covers the call"
 
 
 async def test_text_streams_to_the_caller_as_the_model_writes_it(make_app: MakeApp) -> None:
@@ -115,7 +108,7 @@ async def test_cancelling_a_working_run_stops_it_and_frees_the_thread(make_app: 
         release.set()
         assert cancelled.status == "cancelled"
         assert (await app.run_record(run_id)).status == "cancelled"
-        assert deleted == [], "the tool was stopped before it finished"
+        assert deleted() == [], "the tool was stopped before it finished"
         with pytest.raises(RunConflict, match="cancelled"):
             await app.cancel(run_id)
         after = await app.run("hi", thread_id="thr_cancel")

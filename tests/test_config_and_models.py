@@ -13,6 +13,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 import sayso
 from sayso import ConfigError, Sayso, ScriptedModel, load_config
 from sayso._engine.scripted import Script
+from sayso._store import SqlRunStore
 
 from .conftest import EXAMPLE
 
@@ -148,6 +149,7 @@ async def test_relative_sqlite_path_is_next_to_the_config(monkeypatch: pytest.Mo
     """A relative SQLite store path resolves next to the config file, not the working directory."""
     monkeypatch.delenv("SAYSO_STORE")
     app = Sayso.from_yaml(EXAMPLE)
+    assert isinstance(app.store, SqlRunStore)
     assert app.store.url == f"sqlite+aiosqlite:///{EXAMPLE.parent / 'sayso.db'}"
 
 

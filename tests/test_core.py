@@ -19,11 +19,12 @@ from sayso import (
     Question,
     QuestionRequest,
     Reject,
+    Request,
     RequestExpired,
     Skip,
 )
 from sayso._core.decisions import Expire, check_decision, model_text
-from sayso._core.policy import InterruptPolicy, ToolRule, gate_for
+from sayso._core.policy import InterruptPolicy, ToolRule, approval_terms
 from sayso._core.resume import plan_resume
 from sayso._core.service import parse_service_ask
 
@@ -139,7 +140,7 @@ def test_what_the_model_reads() -> None:
 
 def test_resume_waits_for_every_request_unless_forced() -> None:
     """A resume waits until every request is decided unless forced, and then the open ones are skipped with a reason."""
-    requests = [approval(), question(PICK)]
+    requests: list[Request] = [approval(), question(PICK)]
     decided = {
         "req_a": DecisionRecord(request_id="req_a", decision=Approve(), by="person", principal="p", decided_at=1)
     }
@@ -168,7 +169,7 @@ def test_gate_first_match(tool: str, declared: bool, read_only: bool, gated: boo
         tools=(ToolRule(name="delete_file", remember="thread"), ToolRule(name="merchant___*")),
         skip_read_only=True,
     )
-    gate = gate_for(policy, tool, declared=declared, read_only=read_only)
+    gate = approval_terms(policy, tool, declared=declared, read_only=read_only)
     assert (gate is not None) == gated
 
 
@@ -179,9 +180,9 @@ def test_first_matching_rule_sets_the_scopes() -> None:
         tools=(ToolRule(name="delete_*", remember="always"), ToolRule(name="delete_file", remember="once")),
         remember="thread",
     )
-    gate = gate_for(policy, "delete_file", declared=False, read_only=False)
+    gate = approval_terms(policy, "delete_file", declared=False, read_only=False)
     assert gate is not None and gate.scopes == ("once", "thread", "always")
-    declared = gate_for(policy, "other", declared=True, read_only=False)
+    declared = approval_terms(policy, "other", declared=True, read_only=False)
     assert declared is not None and declared.scopes == ("once", "thread")
 
 

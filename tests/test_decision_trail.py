@@ -9,28 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
-
 from sayso import Answer, Approve, Reject, Sayso
 from sayso._runtime import TranscriptEntry
 
 from .conftest import MakeApp, script
-
-
-def delete_file(name: str) -> str:
-    """Delete a file."""
-    return f"deleted {name}"
-
-
-def pay(amount: int, token: str = "") -> str:
-    """Pay someone."""
-    return f"paid {amount}"
-
+from .tools import delete_file, explode, pay
 
 RULES: list[dict[str, Any]] = [
     {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}"}},
     {"user": r"^pay (?P<n>\d+)$", "call": "pay", "args": {"amount": "{n}", "token": "s3cret"}},
+    {"user": "^explode$", "call": "explode"},
     {
         "user": "^survey$",
         "call": "ask_user",
@@ -47,7 +35,7 @@ def make(make_app: MakeApp, **kwargs: Any) -> Sayso:
     agents = {
         "files": {
             "model": "m",
-            "tools": [delete_file, pay],
+            "tools": [delete_file, pay, explode],
             "redact": ["token", "answer"],
             "interrupt": {"tools": [{"name": "delete_file", "remember": "always"}, "pay"], "ttl_seconds": 60},
         }
@@ -55,7 +43,7 @@ def make(make_app: MakeApp, **kwargs: Any) -> Sayso:
     return make_app(agents, model=script(*RULES), **kwargs)
 
 
-def decisions(entries: list[TranscriptEntry]) -> list[dict[str, Any]]:
+def decisions(entries: list[TranscriptEntry]) -> list[Any]:
     return [e.decision for e in entries if e.role == "decision" and e.decision is not None]
 
 
@@ -153,17 +141,9 @@ async def test_skipped_and_expired_requests_are_transcript_lines(make_app: MakeA
     assert state.decision is not None and state.decision.via is None
 
 
-def provider_on_fire(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """A model whose provider fails on `explode` (a tool that raises no longer fails the run: the model reads it)."""
-    prompt = messages[-1].parts[-1]
-    if isinstance(prompt, UserPromptPart) and prompt.content == "explode":
-        raise RuntimeError("the disk is on fire")
-    return ModelResponse(parts=[TextPart("ok")])
-
-
 async def test_a_failed_run_is_an_error_line_where_it_happened(make_app: MakeApp) -> None:
     """A run that failed shows the message that started it and its error, between the runs before and after."""
-    async with make_app({"files": {"model": "m"}}, model=FunctionModel(provider_on_fire)) as app:
+    async with make(make_app) as app:
         ok = await app.run("hello")
         failed = await app.run("explode", thread_id=ok.thread_id)
         await app.run("hello again", thread_id=ok.thread_id)
@@ -175,3 +155,40 @@ async def test_a_failed_run_is_an_error_line_where_it_happened(make_app: MakeApp
         ("error", failed.error),
         ("user", "hello again"),
     ]
+
+
+async def test_every_audit_record_is_one_typed_event(make_app: MakeApp) -> None:
+    """Each body in the audit log (decisions by a person and by a grant, executions, a revoked grant, an
+    expiry, answers) reads back as exactly one of the audit events, with no key its shape does not name."""
+    from sayso._core.audit_events import AUDIT_EVENT_ADAPTER
+
+    async with make(make_app) as app:
+        first = await app.run("delete a")
+        await app.decide(first.requests[0].request_id, Approve(scope="always"), via="cli")
+        await app.run("delete b", thread_id=first.thread_id)
+        (grant,) = await app.grants()
+        await app.revoke_grant(grant.grant_id)
+        paid = await app.run("pay 9", thread_id=first.thread_id)
+        await app.decide(paid.requests[0].request_id, Approve(edited_args={"amount": 3, "token": "x"}))
+        asked = await app.run("survey", thread_id=first.thread_id)
+        await app.decide(asked.requests[0].request_id, Answer(answers=(("red",),)))
+        audit = [r.body for r in await app.audit_log()]
+    assert [b["event"] for b in audit] == [
+        "decision",
+        "executed",
+        "decision",
+        "executed",
+        "grant_revoked",
+        "decision",
+        "executed",
+        "decision",
+    ]
+    for body in audit:
+        assert AUDIT_EVENT_ADAPTER.validate_python(body) == body
+    broken = {**audit[0], "surprise": 1}
+    try:
+        AUDIT_EVENT_ADAPTER.validate_python(broken)
+    except ValueError as exc:
+        assert "surprise" in str(exc)
+    else:
+        raise AssertionError("a body with a key its event does not name was accepted")

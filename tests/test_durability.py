@@ -13,7 +13,14 @@ from pathlib import Path
 
 import anyio
 import pytest
-from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    UserPromptPart,
+)
 
 from sayso import Approve, Sayso
 
@@ -138,7 +145,7 @@ def test_a_crash_while_an_approved_call_runs_never_runs_it_twice(tmp_path: Path)
 
 def _seed(db: Path, thread_id: str, pairs: int) -> None:
     """Put `pairs` earlier user/assistant exchanges on a thread, as an old conversation would have."""
-    history = []
+    history: list[ModelMessage] = []
     for i in range(pairs):
         history.append(ModelRequest(parts=[UserPromptPart(content=f"earlier question {i} " * 5)]))
         history.append(ModelResponse(parts=[TextPart(content=f"earlier answer {i} " * 15)]))

@@ -7,37 +7,48 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from sayso import Approve, Sayso, UsageError
 
-from .conftest import MakeApp, script
+from .conftest import MakeApp
+from .tools import delete_file
 
 
-def delete_file(name: str) -> str:
-    """Delete a file."""
-    return f"deleted {name}"
-
-
-RULES = [
-    {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}"}},
-    {
-        "user": "^both$",
-        "calls": [{"call": "delete_file", "args": {"name": "a"}}, {"call": "delete_file", "args": {"name": "b"}}],
-    },
-    {"tool": "delete_file", "reply": "{results}"},
-    {"user": ".", "reply": "ok"},
-]
+def files_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """The model of these tests: `delete NAME` deletes it, `both` deletes a and b, a tool's result is read back."""
+    last = messages[-1]
+    assert isinstance(last, ModelRequest)
+    said = [p.content for p in last.parts if isinstance(p, UserPromptPart) and isinstance(p.content, str)]
+    if not said:
+        results = [str(p.content) for p in last.parts if isinstance(p, ToolReturnPart)]
+        return ModelResponse(parts=[TextPart("\n".join(results))])
+    words = said[-1].split()
+    if words[:1] == ["delete"] and len(words) == 2:
+        return ModelResponse(parts=[ToolCallPart("delete_file", {"name": words[1]})])
+    if words == ["both"]:
+        return ModelResponse(parts=[ToolCallPart("delete_file", {"name": n}) for n in ("a", "b")])
+    return ModelResponse(parts=[TextPart("ok")])
 
 
 def make(make_app: MakeApp, clock: Callable[[], float] = time.time, **interrupt: Any) -> Sayso:
     agents = {"files": {"model": "m", "tools": [delete_file], "interrupt": {"tools": ["delete_file"], **interrupt}}}
-    return make_app(agents, model=script(*RULES), clock=clock)
+    return make_app(agents, model=FunctionModel(files_model), clock=clock)
 
 
 async def test_opened_decided_and_skipped_requests_are_announced(make_app: MakeApp) -> None:
     """Listeners hear each request opened and decided, by a person or by the system when a new message skips it, and
     nothing for a repeat."""
-    events: list[tuple[str, dict[str, Any]]] = []
+    events: list[tuple[str, Any]] = []
     app = make(make_app)
     app.add_listener(lambda event, data: events.append((event, data)))
     async with app:

@@ -23,7 +23,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from sayso import AgentConfig, Approve, ClientError, ClientTool, Config, Sayso, mcp_bindings
+from sayso import AgentConfig, Approve, ClientError, ClientTool, Config, McpStdioServer, Sayso, mcp_bindings
 
 from .conftest import MakeApp, script
 from .mcp_tools.conftest import git_server
@@ -168,7 +168,7 @@ async def test_mcp_calls_that_raise_are_read_by_the_model(tmp_path: Path) -> Non
                 model="m", mcp=mcp_bindings("git", tools=["git_status", "git_commit"], require_approval=["git_commit"])
             )
         },
-        mcp_servers={"git": git_server(tmp_path / "repo")},
+        mcp_servers={"git": McpStdioServer.model_validate(git_server(tmp_path / "repo"))},
         base_dir=tmp_path,
     )
     async with Sayso(config, models={"m": script(*rules)}) as app:

@@ -14,6 +14,8 @@ import sayso
 from sayso import Approve, StoreError
 
 from .conftest import EXAMPLE, MakeApp, script
+from .models import calls_then_reply
+from .tools import delete_file
 
 
 def fill_disk(name: str) -> str:
@@ -30,7 +32,7 @@ async def test_a_failed_run_reports_its_real_cause(make_app: MakeApp, caplog: py
     """A run's error is its real cause, not `ExceptionGroup: unhandled errors in a TaskGroup`, and it is logged."""
     app = make_app(
         {"a": {"model": "m", "tools": [lose_the_store]}},
-        model=script({"user": "write", "call": "lose_the_store", "args": {"name": "x"}}),
+        model=calls_then_reply(("lose_the_store", {"name": "x"}), reply="written"),
     )
     caplog.set_level(logging.ERROR, logger="sayso")
     async with app:
@@ -64,22 +66,17 @@ async def test_a_tools_error_is_read_by_the_model_and_logged(
     assert record.exc_info is not None and isinstance(record.exc_info[1], OSError)
 
 
-def delete_file(name: str) -> str:
-    """Delete a file."""
-    return f"deleted {name}"
-
-
 async def test_a_listener_that_raises_is_logged_and_never_breaks_a_run(
     make_app: MakeApp, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A raising listener is logged; the run pauses and resumes as usual, and the other listeners still hear."""
-    rules = [{"user": "^delete", "call": "delete_file", "args": {"name": "a"}}, {"tool": "delete_file", "reply": "ok"}]
     app = make_app(
-        {"a": {"model": "m", "tools": [delete_file], "interrupt": {"tools": ["delete_file"]}}}, model=script(*rules)
+        {"a": {"model": "m", "tools": [delete_file], "interrupt": {"tools": ["delete_file"]}}},
+        model=calls_then_reply(("delete_file", {"name": "a"}), reply="ok"),
     )
     heard: list[str] = []
 
-    def broken(event: str, data: dict[str, Any]) -> None:
+    def broken(event: str, data: object) -> None:
         raise RuntimeError("listener bug")
 
     app.add_listener(broken)

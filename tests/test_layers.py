@@ -1,9 +1,11 @@
 """The layers, enforced: every module's imports (relative ones resolved, lazy ones included) point inward only.
 
 Edges (`server/`, `protocols/`, `cli/`) reach sayso through the runtime's public verbs: never the
-store, SQLAlchemy or the runtime's private modules. Nothing inside (runtime, core, store, the
-engine seam) imports an edge; only the package root joins the runtime to the A2A client. The two
-protocol packages never import each other. The core does no I/O.
+store, SQLAlchemy or the runtime's private modules, and never another edge. Nothing inside
+(runtime, core, store, the engine seam) imports an edge; only the composition roots join them (the
+package root the runtime to the A2A client, `sayso._serve` the HTTP interfaces). The protocol
+packages never import each other. The core does no I/O. No module imports itself through others:
+the import graph, counting imports inside functions and under `TYPE_CHECKING`, has no cycle.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ PACKAGE = SRC / "sayso"
 EDGES = ("sayso.server", "sayso.protocols", "sayso.cli")
 """The interfaces: each a thin translation to the runtime's public verbs."""
 
-COMPOSITION_ROOTS = ("sayso", "sayso.__main__")
-"""Where the runtime meets its adapters (the default A2A client, the console script)."""
+COMPOSITION_ROOTS = ("sayso", "sayso.__main__", "sayso._serve")
+"""Where the runtime meets its adapters (the default A2A client, the console script, `sayso serve`)."""
 
 PROTOCOLS = ("sayso.protocols.a2a", "sayso.protocols.ag_ui", "sayso.protocols.mcp")
 
@@ -92,11 +94,13 @@ def _imports(path: Path, name: str, known: set[str]) -> Iterator[Import]:
                 module = ".".join([*base, node.module] if node.module else base)
             else:
                 module = node.module or ""
-            yield Import(module, node.lineno)
-            for alias in node.names:
-                # `from . import _store` imports a module; `from ._runtime import Sayso` a name.
-                if f"{module}.{alias.name}" in known:
-                    yield Import(f"{module}.{alias.name}", node.lineno)
+            submodules = [f"{module}.{alias.name}" for alias in node.names if f"{module}.{alias.name}" in known]
+            # `from . import _tree` inside the package imports only `_tree`: the package itself is
+            # already being imported, as every module's enclosing packages are.
+            if len(submodules) < len(node.names) or not _within(name, module):
+                yield Import(module, node.lineno)
+            for submodule in submodules:
+                yield Import(submodule, node.lineno)
 
 
 def _modules() -> list[Module]:
@@ -160,6 +164,66 @@ def test_protocol_packages_do_not_import_each_other() -> None:
     assert bad == []
 
 
+@pytest.mark.parametrize("edge", EDGES)
+def test_no_edge_imports_another(edge: str) -> None:
+    """REST, the protocols and the CLI each translate to the runtime alone; what they share (who the caller
+    is) lives in the runtime, and only `sayso._serve` mounts them together."""
+    bad = [
+        module.where(i)
+        for module in _layer((edge,))
+        for i in module.imports
+        if any(_within(i.target, other) for other in EDGES if other != edge)
+    ]
+    assert bad == []
+
+
+def _graph() -> dict[str, set[str]]:
+    """Which sayso modules each sayso module imports (anywhere in it)."""
+    known = {m.name for m in MODULES}
+    return {m.name: {i.target for i in m.imports if i.target in known and i.target != m.name} for m in MODULES}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of `graph` as the modules along it (the first again at the end), or `None`."""
+    done: set[str] = set()
+    path: list[str] = []
+    on_path: set[str] = set()
+
+    def visit(name: str) -> list[str] | None:
+        path.append(name)
+        on_path.add(name)
+        for target in sorted(graph[name]):
+            if target in on_path:
+                return [*path[path.index(target) :], target]
+            if target not in done and (found := visit(target)) is not None:
+                return found
+        path.pop()
+        on_path.discard(name)
+        done.add(name)
+        return None
+
+    for name in sorted(graph):
+        if name not in done and (found := visit(name)) is not None:
+            return found
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    """The finder is no vacuous pass: it names a cycle where there is one, and none where there is none."""
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_no_import_cycles() -> None:
+    """No sayso module imports itself through others, counting imports in functions and under `TYPE_CHECKING`.
+
+    Arrows point one way: a part that must reach back (the engine's gate a delegate, a workflow its
+    agent nodes) does it through a port the part above implements and hands down.
+    """
+    cycle = _cycle(_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
 def test_core_does_no_io_and_imports_no_edge() -> None:
     """The pure core never imports a database, web, CLI, engine or protocol package."""
     core = _layer(("sayso._core",))
@@ -180,6 +244,26 @@ def test_no_module_is_too_long() -> None:
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
     assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+
+
+MAX_FREE_FORM_DICTS = 90
+"""Issue 21's bound on `dict[str, Any]` under src/: it is kept for truly free-form JSON (tool arguments,
+payloads, a form's content, stored JSON read back); a shape sayso knows gets a type of its own."""
+
+
+def test_untyped_dicts_do_not_grow_back() -> None:
+    """`dict[str, Any]` is on at most MAX_FREE_FORM_DICTS lines of src/ (the lines `grep -rn` finds it on)."""
+    found = {
+        str(path.relative_to(SRC)): n
+        for path in sorted(SRC.rglob("*.py"))
+        if (n := sum("dict[str, Any]" in line for line in path.read_text(encoding="utf-8").splitlines()))
+    }
+    total = sum(found.values())
+    worst = sorted(found.items(), key=lambda item: -item[1])[:8]
+    assert total <= MAX_FREE_FORM_DICTS, (
+        f"dict[str, Any] is on {total} lines of src/ (at most {MAX_FREE_FORM_DICTS}); type the known shapes "
+        f"(a TypedDict, a dataclass, JsonSchemaValue for a JSON Schema). Most in: {worst}"
+    )
 
 
 def test_the_architecture_map_names_every_module() -> None:

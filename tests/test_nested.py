@@ -12,22 +12,26 @@ from typing import Any
 import pytest
 from pydantic_ai.messages import ToolReturnPart
 
-from sayso import Answer, Approve, ClientError, ClientResult, ClientTool, InvalidInput, Reject, ScriptedModel, Skip
+from sayso import (
+    Answer,
+    Approve,
+    ClientError,
+    ClientResult,
+    ClientTool,
+    Decision,
+    InvalidInput,
+    Reject,
+    ScriptedModel,
+    Skip,
+)
 
 from .conftest import ROOT, MakeApp, script
-
-ran: list[str] = []
-
-
-@pytest.fixture(autouse=True)
-def reset() -> None:
-    ran.clear()
+from .tools import ran, run_sql
 
 
-def run_sql(query: str) -> str:
-    """Run a query."""
-    ran.append(query)
-    return f"rows for {query}"
+def queries() -> list[str]:
+    """The queries `run_sql` ran, in order."""
+    return [args["query"] for args in ran("run_sql")]
 
 
 def chain(depth: int) -> tuple[dict[str, Any], dict[str, ScriptedModel]]:
@@ -75,7 +79,7 @@ async def test_a_pause_at_any_depth_pauses_the_top_and_resumes_every_level(make_
         upper = "coordinator" if i == 0 else f"a{i}"
         expected = f"{upper} got: {expected}"
     assert done.run.output == expected
-    assert ran == ["select count(*)"]
+    assert queries() == ["select count(*)"]
     [resumed] = leaf_model.calls[before:]
     assert [p.content for p in resumed.last_request.parts if isinstance(p, ToolReturnPart)] == [
         expected.split(": ")[-1]
@@ -95,7 +99,7 @@ async def test_a_message_into_a_paused_delegates_thread_is_refused_and_the_chat_
         assert [r.request_id for r in (await app.result(paused.run_id)).requests] == [request.request_id]
         done = await app.decide(request.request_id, Approve())
     assert (done.run.status, done.run.output) == ("completed", "coordinator got: rows for select count(*)")
-    assert ran == ["select count(*)"]
+    assert queries() == ["select count(*)"]
 
 
 async def test_every_request_kind_works_from_a_delegate(make_app: MakeApp) -> None:
@@ -154,7 +158,10 @@ async def test_the_coordinators_note_covers_every_answer_its_delegate_received(m
     async with make_app(agents, models=models) as app:
         paused = await app.run("go", agent="coordinator", client_tools=[pick])
         by_kind = {r.kind: r.request_id for r in paused.requests}
-        answers = {by_kind["client_tool"]: ClientError(message="no screen"), by_kind["question"]: Skip(reason="later")}
+        answers: dict[str, Decision] = {
+            by_kind["client_tool"]: ClientError(message="no screen"),
+            by_kind["question"]: Skip(reason="later"),
+        }
         done = await app.answer_pause(paused.run_id, answers)
     assert done.output == (
         'done\n\n(Note: helper asked the client to run pick_color {"palette": "warm"} → Error: no screen; '
@@ -191,7 +198,7 @@ async def test_a_delegate_that_pauses_again_pauses_the_top_again(make_app: MakeA
             result = (await app.decide(request.request_id, Approve())).run
     assert result.status == "completed"
     assert result.output == "migrated: rows for step 3"
-    assert ran == ["step 1", "step 2", "step 3"]
+    assert queries() == ["step 1", "step 2", "step 3"]
 
 
 async def test_parallel_delegates_surface_together_and_resume_when_all_are_answered(make_app: MakeApp) -> None:
@@ -235,7 +242,7 @@ async def test_parallel_delegates_surface_together_and_resume_when_all_are_answe
         done = await app.decide(deep.request_id, Approve())
     assert done.run.status == "completed"
     assert done.run.output == "analyst: analyst: rows for count\nops: Declined: not now"
-    assert ran == ["count"]
+    assert queries() == ["count"]
     assert len(coordinator.calls) == 2
 
 
@@ -261,7 +268,7 @@ async def test_a_new_message_skips_every_open_request_at_every_level(make_app: M
     assert statuses == ["cancelled", "cancelled"]
     seen = [p for p in coordinator.calls[-1].last_request.parts if isinstance(p, ToolReturnPart)]
     assert [p.content for p in seen] == ["Skipped: the person sent a message instead of answering"]
-    assert ran == []
+    assert queries() == []
 
 
 async def test_a_delegate_sees_only_its_own_tools(make_app: MakeApp) -> None:
@@ -279,7 +286,7 @@ async def test_a_delegate_sees_only_its_own_tools(make_app: MakeApp) -> None:
         result = await app.run("go", agent="coordinator", client_tools=[ClientTool(name="pick_color")])
     assert result.status == "completed"
     assert "Unknown tool name: 'run_sql'. Available tools: 'ask_user'" in (result.output or "")
-    assert ran == []
+    assert queries() == []
 
 
 DEEP_CONFIG = """
@@ -420,5 +427,5 @@ async def test_allow_for_this_chat_on_a_delegates_call_covers_the_chat_not_the_d
         again = await app.run("and today?", thread_id=paused.thread_id)
         elsewhere = await app.run("how many orders?", agent="coordinator")
     assert again.status == "completed"
-    assert ran == ["select count(*)", "select count(*)"]
+    assert queries() == ["select count(*)", "select count(*)"]
     assert elsewhere.status == "paused"

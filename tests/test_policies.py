@@ -8,28 +8,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic_ai import Tool
 from pydantic_ai.messages import ModelRequest, ToolReturnPart
 
 from sayso import Approve, InvalidDecision, NotAllowed, NotFound, PrincipalConfig, RequestExpired, Sayso, request_json
 from sayso import tool as sayso_tool
 from sayso._core.grants import Grant
 
-from .conftest import MakeApp, script
-
-deleted: list[str] = []
+from .conftest import MakeApp, approvals, script
+from .tools import delete_file_with_password, deleted
 
 AGENT = "files"
 
-
-@pytest.fixture(autouse=True)
-def reset() -> None:
-    deleted.clear()
-
-
-def delete_file(name: str, password: str = "") -> str:
-    """Delete a file."""
-    deleted.append(name)
-    return f"deleted {name}"
+DELETE_FILE = Tool(delete_file_with_password, name="delete_file")
+"""`delete_file` with a `password` argument, which the config redacts."""
 
 
 def folder(tool_name: str, tool_input: dict[str, Any]) -> dict[str, str] | None:
@@ -58,7 +50,7 @@ def app(make_app: MakeApp, tmp_path: Path, now: list[float]) -> Sayso:
     (tmp_path / "subjects_for_tests.py").write_text("from tests.test_policies import folder\n")
     agent = {
         "model": "m",
-        "tools": [delete_file],
+        "tools": [DELETE_FILE],
         "redact": ["password"],
         "interrupt": {
             "tools": [{"name": "delete_file", "remember": "always", "subject": "subjects_for_tests:folder"}],
@@ -83,8 +75,8 @@ async def test_subject_narrows_the_request_and_none_needs_no_approval(app: Sayso
     async with app:
         free = await app.run("delete tmp/scratch.txt", principal="alice")
         paused = await app.run("delete reports/q1.txt", principal="alice")
-    assert free.status == "completed" and deleted == ["tmp/scratch.txt"]
-    [request] = paused.requests
+    assert free.status == "completed" and deleted() == ["tmp/scratch.txt"]
+    [request] = approvals(paused.requests)
     assert request.subject is not None and request.subject.label == "folder reports/"
     assert request.scopes == ("once", "thread", "always")
 
@@ -102,7 +94,7 @@ async def test_thread_grant_covers_the_same_subject_on_the_same_thread_only(app:
     assert same.status == "completed"
     assert other_folder.status == "paused"
     assert other_thread.status == "paused"
-    assert deleted == ["reports/q1.txt", "reports/q2.txt"]
+    assert deleted() == ["reports/q1.txt", "reports/q2.txt"]
     records = [
         p.metadata["approval"]
         for m in history
@@ -134,7 +126,7 @@ async def test_always_grant_never_covers_another_principal_and_revoking_asks_aga
     assert covered.status == "completed"
     assert someone_else.status == "paused"
     assert after_revoke.status == "paused"
-    assert deleted == ["reports/q1.txt", "reports/q2.txt"]
+    assert deleted() == ["reports/q1.txt", "reports/q2.txt"]
 
 
 async def test_a_grant_applies_only_to_the_agent_it_was_given_for(app: Sayso) -> None:
@@ -148,7 +140,7 @@ async def test_a_grant_applies_only_to_the_agent_it_was_given_for(app: Sayso) ->
     assert (grant.principal, grant.agent, grant.granted_by) == ("alice", AGENT, "reviewer")
     assert through_files.status == "completed"
     assert through_other.status == "paused"
-    assert deleted == ["reports/q1.txt", "reports/q2.txt"]
+    assert deleted() == ["reports/q1.txt", "reports/q2.txt"]
 
 
 async def test_a_grant_reaches_no_further_than_its_giver_may_still_decide(app: Sayso) -> None:
@@ -193,7 +185,7 @@ async def test_only_the_owner_or_an_approver_decides(app: Sayso) -> None:
         request_id = paused.requests[0].request_id
         with pytest.raises(NotAllowed, match="'mallory' may not decide"):
             await app.decide(request_id, Approve(), principal="mallory")
-        assert deleted == []
+        assert deleted() == []
         done = await app.decide(request_id, Approve(), principal="reviewer")
     assert done.run.status == "completed"
 
@@ -234,7 +226,7 @@ async def test_a_late_decision_is_refused_and_the_sweep_closes_the_run(
         assert await app.expire() == []
     assert closed.run_id == paused.run_id
     assert closed.output == "model read: Expired: no decision before 1970-01-01 00:17:40 UTC"
-    assert deleted == []
+    assert deleted() == []
 
 
 async def test_every_decision_is_audited_and_tampering_is_detected(app: Sayso, tmp_path: Path) -> None:
@@ -295,9 +287,9 @@ async def test_read_only_tools_run_freely_when_the_policy_says_so(make_app: Make
         {"tool": "delete_file", "reply": "{result}"},
     ]
     agents = {
-        "files": {"model": "m", "tools": [peek, delete_file], "interrupt": {"tools": ["*"], "skip_read_only": True}}
+        "files": {"model": "m", "tools": [peek, DELETE_FILE], "interrupt": {"tools": ["*"], "skip_read_only": True}}
     }
-    strict = {"files": {"model": "m", "tools": [peek, delete_file], "interrupt": {"tools": ["*"]}}}
+    strict = {"files": {"model": "m", "tools": [peek, DELETE_FILE], "interrupt": {"tools": ["*"]}}}
     async with make_app(agents, model=script(*rules)) as app:
         assert (await app.run("peek a")).output == "peeked a"
         assert (await app.run("delete a")).status == "paused"

@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from sayso import Approve, StoreError
+from sayso._core.audit_events import AUDIT_EVENT_ADAPTER
 
 from .conftest import LiveServer, MakeApp, script
 from .test_durability import CRASH_CONFIG, CRASH_SCRIPT, CRASH_TOOLS, SAYSO, sayso
@@ -137,8 +138,9 @@ async def test_a_failed_segment_leaves_no_call_executing(make_app: MakeApp) -> N
         done = await app.decide(paused.requests[0].request_id, Approve())
         assert done.run.status == "failed"
         assert await app.store.stuck_executions(run_id=paused.run_id) == []
-        events = [r.body["event"] for r in await app.audit_log()]
-    assert events == ["decision", "outcome_unknown"]
+        bodies = [r.body for r in await app.audit_log()]
+    assert [b["event"] for b in bodies] == ["decision", "outcome_unknown"]
+    assert [AUDIT_EVENT_ADAPTER.validate_python(b) for b in bodies] == bodies
 
 
 async def test_recover_leaves_a_run_of_a_live_process_alone(make_app: MakeApp) -> None:

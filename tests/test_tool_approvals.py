@@ -15,8 +15,9 @@ from pydantic_ai.messages import ToolReturnPart
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from sayso import Approve, Reject, Sayso, Skip
+from sayso._core.audit_events import AUDIT_EVENT_ADAPTER
 
-from .conftest import MakeApp, script
+from .conftest import MakeApp, approvals, script
 
 
 class MerchantService:
@@ -104,7 +105,7 @@ async def test_every_reply_shape_pauses_and_approval_calls_the_tool_once_more(
     SERVICE.shape = shape
     async with make(make_app, tmp_path) as app:
         paused = await app.run("change summit price=10")
-        [request] = paused.requests
+        [request] = approvals(paused.requests)
         assert request.service_request is not None and request.service_request in SERVICE.pending
         assert request.hint == "Apply 'price=10' to summit?"
         assert request.subject is not None and request.subject.key == "store:summit"
@@ -207,6 +208,10 @@ async def test_the_service_hears_the_decision_by_signed_webhook(
         Webhook(b"wrong").verify(body, headers)
     assert (headers["Sayso-Event"], headers["webhook-id"][:8]) == ("service.decision", "dlv_svc_")
     assert (sent["type"], sent["id"]) == ("service.decision", headers["webhook-id"])
-    assert (sent["data"]["request"], sent["data"]["decision"]) == (paused.requests[0].service_request, "rejected")
+    assert (sent["data"]["request"], sent["data"]["decision"]) == (
+        approvals(paused.requests)[0].service_request,
+        "rejected",
+    )
     assert [a["event"] for a in audit] == ["decision", "service_notified"]
     assert audit[1]["delivered"] is True
+    assert [AUDIT_EVENT_ADAPTER.validate_python(a) for a in audit] == audit

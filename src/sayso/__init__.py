@@ -35,12 +35,13 @@ from ._core.requests import (
     Subject,
     ToolInfo,
 )
-from ._engine.gate import RunDeps
+from ._engine.deps import RunDeps
 from ._engine.hooks import AskApproval, BeforeToolCall, HookCall, VisitUrl, before_tool_call
 from ._engine.scripted import ScriptedModel
 from ._engine.tools import Approval, require_approval, tool
 from ._runtime import DEFAULT_REMOTE_AGENTS, DecideResult, RemoteAgents, RunResult, Sayso, request_json, run_json
 from .exceptions import (
+    AgentNotFound,
     AlreadyDecided,
     CallerError,
     ConfigError,
@@ -84,6 +85,7 @@ DEFAULT_REMOTE_AGENTS.append(_a2a_remote_agents)
 __all__ = [
     "Accept",
     "AgentConfig",
+    "AgentNotFound",
     "AlreadyDecided",
     "Answer",
     "Approval",

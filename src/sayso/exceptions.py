@@ -8,7 +8,8 @@ SaysoError
 │   ├── Unauthenticated (PermissionError)  no bearer token, or one that names no principal
 │   ├── InvalidInput (ValueError)     a body, cursor or argument the interface cannot take
 │   │   ├── TooLarge                  over a configured size limit
-│   │   └── InvalidCursor             a paging cursor sayso did not hand out
+│   │   ├── InvalidCursor             a paging cursor sayso did not hand out
+│   │   └── AgentNotFound             no agent, orchestration or workflow has the name the caller gave
 │   ├── NotFound (LookupError)        no such thread, run, request or grant (or not visible to the caller)
 │   │   ├── ThreadNotFound
 │   │   ├── RunNotFound
@@ -40,6 +41,7 @@ NotAllowedSubject: TypeAlias = Literal["request", "thread", "run", "grant", "app
 
 
 __all__ = [
+    "AgentNotFound",
     "AlreadyDecided",
     "CallerError",
     "ConfigError",
@@ -129,6 +131,29 @@ class InvalidCursor(InvalidInput):
 
     def __reduce__(self) -> tuple[type, tuple[str]]:  # type: ignore[override]  # one argument, unlike InvalidInput
         return self.__class__, (self.cursor,)
+
+
+class AgentNotFound(InvalidInput):
+    """No agent, orchestration or workflow of the config has the name a caller gave (`field`: where it gave it).
+
+    The runtime raises it wherever a name comes in, before anything is written; the interfaces that
+    take a name in a body (REST, the CLI, Python) name the field, those that serve each agent at its
+    own address (A2A, AG-UI, MCP) answer that nothing is there.
+    """
+
+    def __init__(self, agent: str, *, known: tuple[str, ...] = (), field: str | None = "agent") -> None:
+        self.agent = agent
+        self.known = known
+        """The names that are configured, so the message can say what would have worked."""
+        configured = f"; configured: {', '.join(known)}" if known else ""
+        super().__init__(f"no agent or workflow named {agent!r}{configured}", field=field)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _agent_not_found, (self.agent, self.known, self.field)
+
+
+def _agent_not_found(agent: str, known: tuple[str, ...], field: str | None) -> AgentNotFound:
+    return AgentNotFound(agent, known=known, field=field)
 
 
 class SchemaMismatch(SaysoError, ValueError):

@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import pexpect
 from typer.testing import CliRunner
@@ -19,10 +20,11 @@ from ..conftest import EXAMPLE
 runner = CliRunner()
 
 
-def run_json(*args: str) -> dict[str, object]:
+def run_json(*args: str) -> dict[str, Any]:
     result = runner.invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+    parsed: dict[str, Any] = json.loads(result.stdout)
+    return parsed
 
 
 def test_run_prints_a_completed_result_as_json() -> None:
@@ -36,7 +38,7 @@ def test_run_prints_a_completed_result_as_json() -> None:
 def test_question_then_approval_decided_from_the_command_line(tmp_path: Path) -> None:
     """A question then an approval, each decided with `sayso decide`, carry the run on; a rejection keeps the file."""
     paused = run_json("run", str(EXAMPLE), "delete report")
-    [question] = paused["requests"]  # type: ignore[misc]
+    [question] = paused["requests"]
     assert question["kind"] == "question"
     assert question["questions"] == [
         {
@@ -46,7 +48,7 @@ def test_question_then_approval_decided_from_the_command_line(tmp_path: Path) ->
         }
     ]
     asked = run_json("decide", str(EXAMPLE), question["id"], "answer", "report-2026.txt")
-    [approval] = asked["requests"]  # type: ignore[misc]
+    [approval] = asked["requests"]
     assert (approval["kind"], approval["tool_name"], approval["args"]) == (
         "approval",
         "delete_file",
@@ -61,7 +63,7 @@ def test_question_then_approval_decided_from_the_command_line(tmp_path: Path) ->
 def test_edit_arguments_from_the_command_line(tmp_path: Path) -> None:
     """`--args` approves with edited arguments, and arguments that fail the schema are refused (exit 1)."""
     paused = run_json("run", str(EXAMPLE), "delete notes")
-    request_id = paused["requests"][0]["id"]  # type: ignore[index]
+    request_id = paused["requests"][0]["id"]
     bad = runner.invoke(app, ["decide", str(EXAMPLE), request_id, "approve", "--args", '{"file": "todo.md"}'])
     assert bad.exit_code == 1
     assert "edited arguments are invalid" in bad.stderr and "'name' is a required property" in bad.stderr
@@ -88,7 +90,7 @@ def test_forced_resume_and_inbox() -> None:
     """`sayso inbox` lists the open request; `sayso resume` skips it and completes the run."""
     paused = run_json("run", str(EXAMPLE), "delete notes")
     inbox = run_json("inbox", str(EXAMPLE))
-    assert [r["id"] for r in inbox["requests"]] == [paused["requests"][0]["id"]]  # type: ignore[index]
+    assert [r["id"] for r in inbox["requests"]] == [paused["requests"][0]["id"]]
     resumed = run_json("resume", str(EXAMPLE), str(paused["run_id"]))
     assert resumed["status"] == "completed"
     assert resumed["output"] == "Skipped: the run was resumed before this request was answered"
@@ -171,13 +173,13 @@ def test_remembered_approvals_and_the_audit_from_the_command_line(tmp_path: Path
     """A thread grant covers the next call until revoked; `audit verify` says intact, then names a tampered record."""
     paused = run_json("run", str(EXAMPLE), "delete notes")
     thread = str(paused["thread_id"])
-    request = paused["requests"][0]  # type: ignore[index]
+    request = paused["requests"][0]
     assert request["scopes"] == ["once", "thread", "always"]
     assert request["subject"] == {"key": "folder:.", "label": "the sandbox's top folder"}
     run_json("decide", str(EXAMPLE), request["id"], "approve", "--scope", "thread")
     covered = run_json("run", str(EXAMPLE), "delete todo", "--thread", thread)
     assert (covered["status"], covered["output"]) == ("completed", "Deleted todo.md.")
-    [grant] = run_json("grants", "list", str(EXAMPLE))["grants"]  # type: ignore[misc]
+    [grant] = run_json("grants", "list", str(EXAMPLE))["grants"]
     assert (grant["tool"], grant["scope"], grant["thread_id"]) == ("delete_file", "thread", thread)
     revoked = runner.invoke(app, ["grants", "revoke", str(EXAMPLE), grant["grant_id"]])
     assert revoked.exit_code == 0, revoked.output
@@ -204,11 +206,11 @@ def test_expire_closes_runs_that_waited_too_long(tmp_path: Path) -> None:
     for name in ("script.yaml", "files_tools.py", "files_subjects.py"):
         shutil.copy(EXAMPLE.parent / name, tmp_path / name)
     paused = run_json("run", str(config), "delete notes")
-    assert paused["requests"][0]["expires_at"] is not None  # type: ignore[index]
-    late = runner.invoke(app, ["decide", str(config), paused["requests"][0]["id"], "approve"])  # type: ignore[index]
+    assert paused["requests"][0]["expires_at"] is not None
+    late = runner.invoke(app, ["decide", str(config), paused["requests"][0]["id"], "approve"])
     assert late.exit_code == 1 and "expired" in late.stderr
     closed = run_json("expire", str(config))
-    [run] = closed["runs"]  # type: ignore[misc]
+    [run] = closed["runs"]
     assert run["run_id"] == paused["run_id"]
     assert str(run["output"]).startswith("Expired: no decision before")
     assert (tmp_path / "sandbox" / "notes.txt").exists()

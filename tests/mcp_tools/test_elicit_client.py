@@ -8,6 +8,7 @@ answered from another connection. Every answer the handler gives goes through sa
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import anyio
@@ -58,7 +59,7 @@ class Person:
             tool_call_id="call",
             tool_name="t",
             created_at=0.0,
-            **asked.request_fields(),
+            **asdict(asked),
         )
         return to_elicit_result(request, self.answers.pop(0))
 

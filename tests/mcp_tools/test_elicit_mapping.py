@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pickle
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 import mcp_types
@@ -14,7 +14,7 @@ from pydantic_ai.exceptions import ModelRetry
 from sayso import Accept, Approve, Cancel, Decline, ElicitationRequest, InvalidDecision, Skip, request_json
 from sayso._core.decisions import DECISION_ADAPTER, check_decision, model_text
 from sayso._core.requests import REQUEST_ADAPTER
-from sayso._engine.calls import Deferral, deferral_of
+from sayso._engine.calls import ElicitationDeferral, deferral_of
 from sayso._engine.mcp.elicit import Elicitation, from_params, matches, to_elicit_result, url_required
 
 PARTY = {
@@ -41,7 +41,7 @@ def form_request(**changes: Any) -> ElicitationRequest:
         tool_name="book_table",
         args={"day": "fri"},
         created_at=0.0,
-        **asked.request_fields(),
+        **asdict(asked),
     )
     return replace(request, **changes)
 
@@ -51,7 +51,7 @@ def url_request() -> ElicitationRequest:
         mcp_types.ElicitRequestURLParams(message="Sign in", url="https://crm.example/login", elicitation_id="e-1"),
         server="crm",
     )
-    return replace(form_request(), **asked.request_fields())
+    return replace(form_request(), **asdict(asked))
 
 
 def test_a_form_and_a_url_become_the_mcp_half_of_a_request() -> None:
@@ -72,9 +72,7 @@ def test_a_form_and_a_url_become_the_mcp_half_of_a_request() -> None:
 def test_an_elicitation_travels_in_deferred_metadata_and_requests_persist() -> None:
     """A deferral carries the elicitation to the engine unchanged, and a stored elicitation request loads back equal."""
     asked = Elicitation(server="s", mode="form", message="m", requested_schema=PARTY)
-    assert deferral_of(Deferral(kind="elicitation", elicitation=asked).as_metadata()) == Deferral(
-        kind="elicitation", elicitation=asked
-    )
+    assert deferral_of(ElicitationDeferral(elicitation=asked).as_metadata()) == ElicitationDeferral(elicitation=asked)
     request = form_request()
     assert REQUEST_ADAPTER.validate_json(REQUEST_ADAPTER.dump_json(request)) == request
     assert request_json(request)["kind"] == "elicitation"
@@ -213,7 +211,8 @@ def test_what_the_model_reads_when_the_answer_cannot_reach_the_server() -> None:
     """Decline and cancel have words for the model; an accepted answer goes to the server instead."""
     assert model_text(Accept(content={})) is None
     assert model_text(Decline()) == "Declined: the person declined what the server asked for."
-    assert model_text(Cancel()) is not None and model_text(Cancel()).startswith("Cancelled:")
+    cancelled = model_text(Cancel())
+    assert cancelled is not None and cancelled.startswith("Cancelled:")
 
 
 def test_a_stored_answer_matches_only_the_same_question() -> None:

@@ -281,6 +281,7 @@ async def test_a_form_asked_in_a_delegate_cascades_to_the_top_and_the_answer_goe
         assert request.run_id != paused.run_id
         done = await app.decide(request.request_id, Accept(content=PARTY))
     assert done.run.run_id == paused.run_id
+    assert done.run.output is not None
     answer, note = done.run.output.split("\n\n", 1)
     assert answer == "booker says: Booked fri for 2 (Ada)"
     # The coordinator reads what its delegate's server asked and what the person answered (§5).

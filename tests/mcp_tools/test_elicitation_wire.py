@@ -210,7 +210,7 @@ async def test_ag_ui_interrupts_with_the_requested_schema_and_resumes_with_the_c
         last = events[-1]
         assert isinstance(last, RunFinishedEvent)
         assert last.outcome is not None and last.outcome.type == "interrupt"
-        [pending] = last.outcome.interrupts  # type: ignore[union-attr]
+        [pending] = last.outcome.interrupts
         assert pending.reason == "sayso:elicitation"
         assert pending.message == "Booking for sun: how many people, and under which name?"
         schema = pending.response_schema or {}

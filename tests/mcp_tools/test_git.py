@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from sayso import AgentConfig, ApprovalRequest, Approve, Config, Sayso, mcp_bindings
+from sayso import AgentConfig, ApprovalRequest, Approve, Config, McpStdioServer, Sayso, mcp_bindings
 
 from ..conftest import script
 from .conftest import git_server
@@ -32,7 +32,7 @@ async def test_git_status_runs_freely_and_a_commit_waits_for_approval(repo: Path
                 model="m", mcp=mcp_bindings("git", tools=["git_status", "git_commit"], require_approval=["git_commit"])
             )
         },
-        mcp_servers={"git": git_server(repo)},
+        mcp_servers={"git": McpStdioServer.model_validate(git_server(repo))},
         base_dir=tmp_path,
     )
     async with Sayso(config, models={"m": script(*rules)}) as app:

@@ -11,6 +11,7 @@ import pytest
 
 from sayso import (
     Accept,
+    AgentNotFound,
     ApprovalRequest,
     Approve,
     AskApproval,
@@ -133,7 +134,7 @@ async def test_the_runtimes_decorator_declares_the_hook_from_python(tmp_path: Pa
         ("announce", "host", False),
         ("announce", "host", True),
     ]
-    with pytest.raises(ConfigError, match="no agent named 'nobody'"):
+    with pytest.raises(AgentNotFound, match="no agent or workflow named 'nobody'"):
         app.before_tool_call("nobody")
 
 
@@ -148,7 +149,7 @@ def test_a_hook_that_cannot_take_the_call_is_a_config_error(tmp_path: Path) -> N
 async def test_a_hook_that_returns_something_else_fails_the_run_with_the_reason(tmp_path: Path) -> None:
     """A hook's wrong answer is never taken as "run it": the run fails, naming what the hook returned."""
     app = make_app(tmp_path)
-    app.before_tool_call("host")(lambda call: VisitUrl)  # the class, not an instance
+    app.before_tool_call("host")(lambda call: VisitUrl)  # type: ignore[arg-type, return-value]  # the class, not an instance
     async with app:
         failed = await app.run("announce x")
     assert failed.status == "failed"

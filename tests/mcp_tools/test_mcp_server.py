@@ -106,7 +106,7 @@ async def client(
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with httpx2.AsyncClient(headers=headers) as http:
         transport = streamable_http_client(f"{live.base_url}/mcp", http_client=http)
-        async with Client(transport, elicitation_callback=person, mode=mode) as mcp:  # type: ignore[arg-type]
+        async with Client(transport, elicitation_callback=person, mode=mode) as mcp:
             yield mcp
 
 

@@ -387,7 +387,7 @@ async def test_the_a2a_sdk_client_pauses_and_approves(server: InProcess, sandbox
         context_id = last.status_update.context_id if last.HasField("status_update") else last.task.context_id
         assert status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         assert list(status.message.extensions) == [URI]
-        request_id = status.message.metadata[URI]["tools"][0]["id"]
+        request_id = status.message.metadata[URI]["tools"][0]["id"]  # type: ignore[index]  # a protobuf Struct
         payload = {"type": "tool_approval_response", "approvals": [{"id": request_id, "approved": True}]}
         events = await collect(client, sdk_message(task_id=task_id, context_id=context_id, payload=payload))
         last = events[-1]

@@ -7,7 +7,18 @@ from typing import Any
 
 import pytest
 
-from sayso import Answer, ApprovalRequest, Approve, InvalidInput, Question, QuestionRequest, Reject, Skip, Subject
+from sayso import (
+    Answer,
+    ApprovalRequest,
+    Approve,
+    InvalidInput,
+    Question,
+    QuestionRequest,
+    Reject,
+    Request,
+    Skip,
+    Subject,
+)
 from sayso._runtime import RemoteTask
 from sayso.protocols.a2a import HITL_RESPONSE, pause_view, status_text
 from sayso.protocols.a2a._mapping import (
@@ -117,7 +128,7 @@ def question(request_id: str, *texts: str, path: str = "ops", multiple: bool = F
 
 def test_approvals_come_first_then_each_question_and_one_agent_at_a_time() -> None:
     """A pause shows its approvals first, then one question at a time, and one agent path at a time."""
-    requests = [
+    requests: list[Request] = [
         question("q1", "Which?"),
         approval("a1", "delete_file", "c1"),
         approval("a2", "restart_pod", "c2", path="ops/k8s"),
@@ -205,7 +216,7 @@ def test_a_remote_childs_question_is_answered_with_the_childs_id() -> None:
         question("req-g", "What is the GitHub owner/org for the repo?", path="ops/github_agent"), tool_call_id="adk-g4"
     )
     view = remote_view(pause_view("run_top", [asked]), RemoteTask(url="u", task_id="task-G", context_id="ctx-G"))
-    payload = request_payload(view)
+    payload: dict[str, Any] = dict(request_payload(view))
     assert payload["id"] == "run_top/github_agent"
     assert (payload["nested"]["task_id"], payload["nested"]["context_id"]) == ("task-G", "ctx-G")
     assert payload["nested"]["tools"] == [

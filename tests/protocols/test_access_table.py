@@ -22,7 +22,7 @@ from .a2a_helpers import rpc, send, user_message
 from .conftest import InProcess, ServerFactory, example_config
 from .test_ag_ui import post, resume, run_input, user
 
-PRINCIPALS = [
+PRINCIPALS: list[dict[str, Any]] = [
     {"name": "alice", "token": "alice-token"},
     {"name": "bob", "token": "bob-token"},
     {"name": "ops", "token": "ops-token", "approver_for": ["files"]},

@@ -68,6 +68,7 @@ async def test_a_gated_call_ends_the_run_on_an_interrupt_with_its_fields(serve: 
     assert interrupt.message == "Deleting a file cannot be undone."
     assert interrupt.expires_at is None
     assert interrupt.response_schema is not None and interrupt.response_schema["required"] == ["status"]
+    assert interrupt.metadata is not None
     assert interrupt.metadata == {
         "tool_name": "delete_file",
         "tool_input": {"name": "notes.txt"},

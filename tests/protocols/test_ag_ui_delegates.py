@@ -167,8 +167,10 @@ async def test_a_pause_mixing_an_interrupt_and_a_browser_tool_lists_both_and_one
     done = finished(events)
     assert done.outcome is not None and done.outcome.type == "interrupt"
     (approval,) = done.outcome.interrupts
+    assert approval.metadata is not None
     assert approval.reason == "sayso:approval" and approval.metadata["tool_name"] == "archive_logs"
     assert approval.subagent_run_id == approval.metadata["subagentRunId"]
+    assert done.metadata is not None
     (call_id,) = done.metadata["pendingToolCallIds"]
     assert any(e.type == "TOOL_CALL_START" and e.tool_call_id == call_id for e in events)
 

@@ -3,7 +3,7 @@ own task, context and ids, the wording of hints and rejections, and a child that
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +23,12 @@ from ..conftest import InProcess, LiveServer, script
 from .a2a_helpers import hitl, rpc, task_of, user_message
 from .conftest import EXAMPLE, protocol_app
 
-Parent = Callable[[str], Awaitable[InProcess]]
+Parent = Callable[..., Awaitable[InProcess]]
+"""Serves a coordinator delegating to the remote agent at a URL (`name`: the delegate's name, `files` by default)."""
 
 
 @pytest.fixture
-def legacy_child(tmp_path: Path, sandbox: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[str]:
+def legacy_child(tmp_path: Path, sandbox: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The file manager as a kagent 0.x agent would be: an A2A 0.3 card without the v1 extension, DataPart pauses."""
     monkeypatch.delenv("SAYSO_STORE")
     config = load_config(EXAMPLE)
@@ -151,7 +152,7 @@ class AsksWithoutTheExtension(AgentExecutor):
 
 
 @pytest.fixture
-def plain_child() -> AsyncIterator[str]:
+def plain_child() -> Iterator[str]:
     """A plain A2A agent served by the a2a-sdk on 127.0.0.1."""
     port_app = FastAPI()
     server = LiveServer.in_thread(port_app)

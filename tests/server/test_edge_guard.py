@@ -7,7 +7,7 @@ REST, A2A and AG-UI are reached through one server; each table runs the same cas
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,7 +65,7 @@ def ag_ui_call(text: str = "list") -> dict[str, Any]:
     }
 
 
-ENDPOINTS = {
+ENDPOINTS: dict[str, tuple[str, Callable[[str], dict[str, Any]]]] = {
     "rest": ("/v1/runs", lambda text: {"message": text}),
     "a2a": ("/a2a/files", a2a_call),
     "ag-ui": ("/ag-ui/files", ag_ui_call),

@@ -124,7 +124,7 @@ def test_each_principal_hears_only_of_what_they_may_see(
     workdir: Path, live_server: Callable[[Path], LiveServer]
 ) -> None:
     """Alice's new request reaches her stream and her approver's, never a stranger's; an unknown token is 401."""
-    principals = [
+    principals: list[dict[str, Any]] = [
         {"name": "alice", "token": "alice-token"},
         {"name": "bob", "token": "bob-token"},
         {"name": "ops", "token": "ops-token", "approver_for": ["files"]},

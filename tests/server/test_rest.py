@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -118,23 +119,23 @@ async def test_inbox_filters_and_pages(serve: ServerFactory, helper_config: Conf
     server = await serve(config=helper_config)
     async with server.client() as client:
 
-        async def inbox(**params: object) -> dict[str, object]:
-            body: dict[str, object] = (await client.get("/v1/requests", params=params)).json()
+        async def inbox(**params: Any) -> dict[str, Any]:
+            body: dict[str, Any] = (await client.get("/v1/requests", params=params)).json()
             return body
 
         runs = [(await client.post("/v1/runs", json={"message": "survey"})).json() for _ in range(3)]
         ids = [r["requests"][0]["id"] for r in runs]
         page = await inbox(limit=2)
-        assert [r["id"] for r in page["requests"]] == ids[:2]  # type: ignore[attr-defined]
+        assert [r["id"] for r in page["requests"]] == ids[:2]
         rest = await inbox(limit=2, cursor=page["next_cursor"])
-        assert ([r["id"] for r in rest["requests"]], rest["next_cursor"]) == (ids[2:], None)  # type: ignore[attr-defined]
+        assert ([r["id"] for r in rest["requests"]], rest["next_cursor"]) == (ids[2:], None)
         by_thread = (await inbox(thread_id=runs[1]["thread_id"]))["requests"]
-        assert [r["id"] for r in by_thread] == [ids[1]]  # type: ignore[attr-defined]
+        assert [r["id"] for r in by_thread] == [ids[1]]
         assert (await inbox(kind="approval"))["requests"] == []
-        assert len((await inbox(agent="helper"))["requests"]) == 3  # type: ignore[arg-type]
+        assert len((await inbox(agent="helper"))["requests"]) == 3
         assert (await inbox(agent="other"))["requests"] == []
         assert (await inbox(older_than=3600))["requests"] == []
-        assert len((await inbox(newer_than=3600))["requests"]) == 3  # type: ignore[arg-type]
+        assert len((await inbox(newer_than=3600))["requests"]) == 3
         bad = await client.get("/v1/requests", params={"cursor": "not-a-cursor"})
         assert (bad.status_code, bad.headers["content-type"]) == (422, PROBLEM)
 

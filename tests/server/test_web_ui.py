@@ -13,10 +13,11 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, Route, expect, sync_playwright
 
 from sayso import Config, Sayso, StoreError, load_config
 from sayso.server import LiveSettings, create_app
@@ -98,7 +99,7 @@ def say(page: Page, message: str) -> None:
     page.get_by_role("button", name="Send").click()
 
 
-def approval_card(page: Page) -> object:
+def approval_card(page: Page) -> Locator:
     return page.locator("article.card[data-kind=approval]")
 
 
@@ -285,7 +286,7 @@ def test_allow_for_this_chat_then_revoke_and_verify_the_audit_log(
     expect(page.locator("#transcript")).to_contain_text("Deleted notes.txt.")
     say(page, "delete todo")
     expect(page.locator("#transcript")).to_contain_text("Deleted todo.md.")
-    expect(approval_card(page)).to_have_count(0)  # type: ignore[arg-type]
+    expect(approval_card(page)).to_have_count(0)
     assert not (workdir / "sandbox" / "todo.md").exists()
 
     page.get_by_role("link", name="Grants").click()
@@ -343,7 +344,7 @@ def test_nested_requests_are_labelled_with_who_asked_for_whom(serve: ServerFacto
 
 # Live updates, every decision in the transcript, friendly surface and a phone-sized screen.
 
-PRINCIPALS = [
+PRINCIPALS: list[dict[str, Any]] = [
     {"name": "bob", "token": "bob-token"},
     {"name": "alice", "token": "alice-token", "approver_for": ["files"]},
 ]
@@ -551,14 +552,15 @@ def test_a_phone_sized_screen_has_one_column_and_nothing_wider(server: LiveServe
 def test_the_api_docs_work_offline(server: LiveServer, page: Page) -> None:
     """`/docs` renders from the server's own files (the browser may reach nothing else) and names each operation."""
     outside: list[str] = []
-    page.route(
-        "**/*",
-        lambda route: (
+
+    def only_the_server(route: Route) -> None:
+        if route.request.url.startswith(server.base_url):
             route.continue_()
-            if route.request.url.startswith(server.base_url)
-            else (outside.append(route.request.url), route.abort())
-        ),
-    )
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_the_server)
     page.goto(f"{server.base_url}/docs")
     expect(page.locator(".swagger-ui .info .title")).to_contain_text("sayso")
     expect(page.get_by_text("decide_request").first).to_be_attached()

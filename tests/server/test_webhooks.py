@@ -127,7 +127,10 @@ async def test_background_sweep_expires_requests_and_says_so(serve: ServerFactor
             assert time.monotonic() < deadline, "the expired run never finished"
             await anyio.sleep(0.05)
         assert (await client.get(f"/v1/requests/{request_id}")).json()["decided_by"] == "expiry"
-    await anyio.sleep(0.3)
+    # Sweeps after the one that closed it find nothing to announce; stopping the server lets every delivery
+    # in flight land, so nothing sent is missed here.
+    assert await server.sayso.expire() == []
+    await server.stop()
     assert len(listener.received) == 1  # announced once, by the sweep that closed it
 
 
@@ -195,7 +198,8 @@ async def test_servers_sharing_a_store_deliver_each_event_once(serve: ServerFact
             decided = {"kind": "reject", "reason": f"no {n}"}
             await client.post(f"/v1/requests/{run['requests'][0]['id']}/decision", json=decided)
     events = await listener.wait_for(6)
-    await anyio.sleep(1.5)  # a duplicate would arrive within a poll
+    for server in servers:
+        await server.stop()  # each lands what it has in flight; a duplicate would have been sent by now
     ids = [headers["webhook-id"] for headers, _ in listener.received]
     assert len(events) == len(listener.received) == 6
     assert len(set(ids)) == 6
@@ -238,5 +242,6 @@ async def test_the_sweep_prunes_events_done_with_past_the_retention_and_keeps_pe
     while outbox() != (["request.decided"], [("pending", 1)]):
         assert time.monotonic() < deadline, f"the outbox was not pruned: {outbox()}"
         await anyio.sleep(0.05)
-    await anyio.sleep(1.5)  # sweeps past the retention again: the pending delivery and its event stay
+    # Another sweep past the retention (what the server's runs every 0.1 s): the pending delivery and its event stay.
+    await server.sayso.prune_events()
     assert outbox() == (["request.decided"], [("pending", 1)])

@@ -1457,11 +1457,11 @@ async def test_pruning_takes_settled_deliveries_and_done_events_past_the_cut_off
     await paused(store, run, [approval("req_1", run), approval("req_2", run), approval("req_3", run)])
     await store.record_decision(decision("req_1", at=NOW + 1))
     assert await store.fan_out_events(hooks=["h"], now=NOW + 1) == 4
-    claimed = {
+    claimed: dict[tuple[str, str], str] = {
         (c.kind, c.request_id): c.delivery_id
         for c in await store.claim_deliveries(owner="a", now=NOW + 1, until=NOW + 30)
     }
-    settle = {
+    settle: dict[tuple[str, str], dict[str, Any]] = {
         ("request.opened", "req_1"): {"status": "delivered"},
         ("request.opened", "req_2"): {"status": "failed", "error": "HTTP 410"},
         ("request.decided", "req_1"): {"status": "skipped"},

@@ -5,6 +5,7 @@ The test command starts a throwaway server and sets `TEST_POSTGRES_DSN`; without
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -17,17 +18,10 @@ import pytest
 from sayso import AlreadyDecided, Approve, Config, Reject, Sayso
 
 from ..conftest import resume_at_once, script
+from ..tools import delete_file, deleted
 
 DSN = os.environ.get("TEST_POSTGRES_DSN")
 pytestmark = pytest.mark.skipif(DSN is None, reason="TEST_POSTGRES_DSN is not set (scripts/test sets it)")
-
-ran: list[str] = []
-
-
-def delete_file(name: str) -> str:
-    """Delete a file."""
-    ran.append(name)
-    return f"deleted {name}"
 
 
 RULES = [
@@ -59,7 +53,6 @@ async def database() -> AsyncIterator[str]:
 
 
 def app_on(url: str, tmp_path: Path) -> Sayso:
-    ran.clear()
     config = Config.model_validate(
         {
             "store": url,
@@ -93,7 +86,7 @@ async def test_pause_decide_resume_and_grants_on_postgres(database: str, tmp_pat
         assert [g.tool for g in await app.grants()] == ["delete_file"]
     assert done.run.output == "delete_file: deleted notes"
     assert covered.status == "completed"
-    assert ran == ["notes", "todo"]
+    assert deleted() == ["notes", "todo"]
 
 
 async def test_a_fresh_process_resumes_what_another_paused(database: str, tmp_path: Path) -> None:
@@ -107,7 +100,7 @@ async def test_a_fresh_process_resumes_what_another_paused(database: str, tmp_pa
             await second.decide(a.request_id, Approve())
         done = await second.decide(b.request_id, Approve())
     assert done.run.output == "delete_file: Declined: keep a\ndelete_file: deleted b"
-    assert ran == ["b"]
+    assert deleted() == ["b"]
 
 
 async def test_concurrent_resumes_run_the_pause_once(database: str, tmp_path: Path) -> None:
@@ -118,7 +111,7 @@ async def test_concurrent_resumes_run_the_pause_once(database: str, tmp_path: Pa
         outcomes = await resume_at_once([a, b], paused.run_id)
     assert len(outcomes) == 2
     assert sum(1 for o in outcomes if not isinstance(o, Exception)) == 1
-    assert ran == ["x"]
+    assert deleted() == ["x"]
 
 
 async def test_nested_pause_on_postgres(database: str, tmp_path: Path) -> None:
@@ -152,6 +145,22 @@ async def test_replicas_opening_a_new_database_together_migrate_it_once() -> Non
                 await store.aclose()
 
 
+async def decide(app: Sayso, *, request_id: str, decision: Approve | Reject) -> object:
+    return await app.decide(request_id, decision)
+
+
+async def force(app: Sayso, *, run_id: str) -> object:
+    return await app.resume(run_id, force=True)
+
+
+async def cancel(app: Sayso, *, run_id: str) -> object:
+    return await app.cancel(run_id)
+
+
+async def message(app: Sayso, *, thread_id: str) -> object:
+    return await app.run("delete c", thread_id=thread_id, agent="files")
+
+
 async def test_racing_deciders_get_a_conflict_or_success_never_a_database_error(database: str, tmp_path: Path) -> None:
     """Six runtimes race on each pause of two requests: approving either, forcing the resume, cancelling, or
     sending a new message. The first audit record of a fresh database too: every racer gets a result or a
@@ -165,17 +174,17 @@ async def test_racing_deciders_get_a_conflict_or_success_never_a_database_error(
     raw: list[BaseException] = []
     try:
         for _ in range(8):
-            before = len(ran)
+            before = len(deleted())
             paused = await apps[0].run("both", agent="files")
             first, second = (r.request_id for r in paused.requests)
             run_id, thread_id = paused.run_id, paused.thread_id
             racers: list[Callable[[Sayso], Awaitable[object]]] = [
-                lambda app, r=first: app.decide(r, Approve()),
-                lambda app, r=second: app.decide(r, Approve()),
-                lambda app, r=second: app.decide(r, Reject(reason="no")),
-                lambda app, r=run_id: app.resume(r, force=True),
-                lambda app, r=run_id: app.cancel(r),
-                lambda app, t=thread_id: app.run("delete c", thread_id=t, agent="files"),
+                functools.partial(decide, request_id=first, decision=Approve()),
+                functools.partial(decide, request_id=second, decision=Approve()),
+                functools.partial(decide, request_id=second, decision=Reject(reason="no")),
+                functools.partial(force, run_id=run_id),
+                functools.partial(cancel, run_id=run_id),
+                functools.partial(message, thread_id=thread_id),
             ]
 
             async def race(app: Sayso, act: Any) -> None:
@@ -189,7 +198,8 @@ async def test_racing_deciders_get_a_conflict_or_success_never_a_database_error(
             async with anyio.create_task_group() as tg:
                 for app, act in zip(apps, racers, strict=True):
                     tg.start_soon(race, app, act)
-            assert ran[before:].count("a") <= 1 and ran[before:].count("b") <= 1
+            this_round = deleted()[before:]
+            assert this_round.count("a") <= 1 and this_round.count("b") <= 1
     finally:
         for app in apps:
             await app.__aexit__(None, None, None)

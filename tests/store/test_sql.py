@@ -181,7 +181,7 @@ async def grants_database(request: pytest.FixtureRequest, tmp_path: Path) -> Asy
         "principal": "ops",
         "thread_id": "thr_1",
     }
-    fill = (
+    fill: tuple[tuple[str, list[dict[str, object]]], ...] = (
         (
             GRANT_ROW,
             [

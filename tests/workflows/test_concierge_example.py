@@ -164,7 +164,9 @@ def test_the_demo_config_serves_both_examples_as_their_own_configs_do() -> None:
 
     assert local(demo.agents["files"].model_dump()) == files.agents["files"].model_dump()
     assert local(demo.agents["planner"].model_dump()) == concierge.agents["planner"].model_dump()
-    assert local(demo.workflows["concierge"].model_dump()) == concierge.workflows["concierge"].model_dump()
+    [demo_flow, concierge_flow] = [demo.workflows["concierge"], concierge.workflows["concierge"]]
+    assert isinstance(demo_flow, WorkflowConfig) and isinstance(concierge_flow, WorkflowConfig)
+    assert local(demo_flow.model_dump()) == concierge_flow.model_dump()
     for config, name in ((files, "demo"), (concierge, "planner")):
         ours, theirs = demo.models[name], config.models[name]
         assert isinstance(ours, ScriptedModelConfig) and isinstance(theirs, ScriptedModelConfig)

@@ -23,17 +23,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..exceptions import ConfigError
+from .audit_events import ANCHORED_EVENT, AnchoredEvent, AuditEvent
 
 GENESIS = "0" * 64
 """The `prev_hash` of the first record."""
-
-ANCHORED_EVENT = "audit_anchored"
-"""The signed record that vouches for the unsigned records before it, written when a key is first used."""
 
 
 def canonical_json(value: Any) -> str:
@@ -41,7 +39,7 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def chain_hash(prev_hash: str, seq: int, body: dict[str, Any]) -> str:
+def chain_hash(prev_hash: str, seq: int, body: Mapping[str, Any]) -> str:
     """The hash of a record: its position, its content and the previous record's hash."""
     return hashlib.sha256(f"{prev_hash}|{seq}|{canonical_json(body)}".encode()).hexdigest()
 
@@ -74,8 +72,9 @@ class AuditRecord:
     """One line of the audit log."""
 
     seq: int
-    body: dict[str, Any]
-    """What happened: event, request, tool, who, decision, scope, reason, arguments and times."""
+    body: Mapping[str, Any]
+    """What happened, exactly as written (an `AuditEvent`; `AUDIT_EVENT_ADAPTER` reads it back as one): the
+    hash covers these bytes, so records written by older versions keep their own shape."""
     prev_hash: str
     hash: str
     mac: str | None = None
@@ -110,7 +109,7 @@ class AuditHead:
 
 
 def seal(
-    bodies: Sequence[dict[str, Any]], *, after: AuditHead | None, key: AuditKey | None
+    bodies: Sequence[AuditEvent], *, after: AuditHead | None, key: AuditKey | None
 ) -> tuple[list[AuditRecord], AuditHead | None]:
     """The records that extend a chain whose head is `after`, and the chain's new head.
 
@@ -145,12 +144,12 @@ def seal(
     return records, AuditHead(seq=seq, hash=prev, mac=key.sign_head(seq, prev) if key else None)
 
 
-def anchor_body(head: AuditHead, *, at: float) -> dict[str, Any]:
+def anchor_body(head: AuditHead, *, at: float) -> AnchoredEvent:
     """The signed record that vouches for the unsigned records up to `head` (written once, on purpose)."""
-    return {"event": ANCHORED_EVENT, "through_seq": head.seq, "through_hash": head.hash, "at": at}
+    return AnchoredEvent(event="audit_anchored", through_seq=head.seq, through_hash=head.hash, at=at)
 
 
-def vouches_for(body: dict[str, Any], head: AuditHead) -> bool:
+def vouches_for(body: Mapping[str, Any], head: AuditHead) -> bool:
     """Whether `body` is the anchor record for the unsigned chain ending at `head`."""
     return (
         body.get("event") == ANCHORED_EVENT

@@ -6,13 +6,15 @@ an error naming the problem, and the caller does the I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeAlias, assert_never
+from typing import Annotated, Any, Literal, NotRequired, TypeAlias, assert_never
 
 import jsonschema
 from pydantic import Discriminator, TypeAdapter
+from pydantic.json_schema import JsonSchemaValue
+from typing_extensions import TypedDict
 
 from ..exceptions import AlreadyDecided, InvalidDecision, RequestExpired
 from .inputs import input_field_problems
@@ -146,6 +148,27 @@ Decision: TypeAlias = Annotated[
 
 DECISION_ADAPTER: TypeAdapter[Decision] = TypeAdapter(Decision)
 
+DecisionKind: TypeAlias = Literal[
+    "approve", "reject", "skip", "answer", "result", "error", "provide", "accept", "decline", "cancel", "expired"
+]
+"""The `kind` of every decision, as records name it."""
+
+
+class ArgEdit(TypedDict):
+    """One field a person's edit changed: no `before` when the edit added it, no `after` when it removed it."""
+
+    field: str
+    before: NotRequired[Any]
+    after: NotRequired[Any]
+
+
+class QuestionAnswer(TypedDict):
+    """One answered `ask_user` question, as the model (and the approval record) reads it."""
+
+    question: str
+    answer: list[str]
+
+
 _ALLOWED: dict[str, tuple[str, ...]] = {
     "approval": ("approve", "reject", "skip"),
     "question": ("answer", "skip"),
@@ -214,7 +237,7 @@ def check_decision(
     return decision
 
 
-def _check_input(request_id: str, schema: dict[str, Any], value: Any, *, what: str = "") -> None:
+def _check_input(request_id: str, schema: JsonSchemaValue, value: Any, *, what: str = "") -> None:
     """Refuse a value that breaks a response schema, naming every field and why (`fields` for forms)."""
     fields = input_field_problems(schema, value)
     if fields:
@@ -269,7 +292,7 @@ def _check_accept(request: ElicitationRequest, decision: Accept) -> None:
         raise InvalidDecision(request.request_id, f"content is invalid: {listed}", fields=fields, under="content")
 
 
-def _undeliverable(content: dict[str, Any], schema: dict[str, Any]) -> dict[str, str]:
+def _undeliverable(content: Mapping[str, Any], schema: JsonSchemaValue) -> dict[str, str]:
     """Fields an MCP form answer cannot carry back to its server, whatever the schema leaves open.
 
     A form is flat (MCP's `ElicitResult`: each value a string, number, boolean, list of strings or
@@ -291,7 +314,7 @@ def _undeliverable(content: dict[str, Any], schema: dict[str, Any]) -> dict[str,
     return problems
 
 
-def field_problems(value: dict[str, Any], schema: dict[str, Any]) -> dict[str, str]:
+def field_problems(value: dict[str, Any], schema: JsonSchemaValue) -> dict[str, str]:
     """How each field of `value` breaks `schema` (a flat object schema, as MCP forms use), by field name.
 
     A missing required field is reported under its own name; a problem with the whole object
@@ -319,7 +342,7 @@ def field_problems(value: dict[str, Any], schema: dict[str, Any]) -> dict[str, s
     return problems
 
 
-def schema_problem(value: Any, schema: dict[str, Any]) -> str | None:
+def schema_problem(value: Any, schema: JsonSchemaValue) -> str | None:
     """Every way `value` breaks `schema`, in words, or `None` when it fits."""
     validator = jsonschema.Draft202012Validator(schema)
     problems = []
@@ -353,17 +376,17 @@ def model_text(decision: Decision) -> str | None:
             assert_never(decision)
 
 
-def arg_edits(before: dict[str, Any], after: dict[str, Any], *, redact: Sequence[str] = ()) -> list[dict[str, Any]]:
+def arg_edits(before: dict[str, Any], after: dict[str, Any], *, redact: Sequence[str] = ()) -> list[ArgEdit]:
     """How a person's edit changed a call's arguments, field by field, in the order the fields appear.
 
     Each change is `{"field", "before", "after"}`; a field the edit added has no `before`, one it
     removed no `after`. Values of redacted fields are shown as redacted, never as they were.
     """
-    changes: list[dict[str, Any]] = []
+    changes: list[ArgEdit] = []
     for name in [*before, *(k for k in after if k not in before)]:
         if name in before and name in after and before[name] == after[name]:
             continue
-        change: dict[str, Any] = {"field": name}
+        change = ArgEdit(field=name)
         if name in before:
             change["before"] = REDACTED if name in redact else redacted(before[name], redact)
         if name in after:
@@ -372,9 +395,9 @@ def arg_edits(before: dict[str, Any], after: dict[str, Any], *, redact: Sequence
     return changes
 
 
-def question_answers(request: QuestionRequest, decision: Answer) -> list[dict[str, Any]]:
+def question_answers(request: QuestionRequest, decision: Answer) -> list[QuestionAnswer]:
     """The `[{question, answer}]` list the model receives for an answered `ask_user`."""
     return [
-        {"question": q.question, "answer": [a for a in answer if a.strip()]}
+        QuestionAnswer(question=q.question, answer=[a for a in answer if a.strip()])
         for q, answer in zip(request.questions, decision.answers, strict=True)
     ]

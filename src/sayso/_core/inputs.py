@@ -25,10 +25,11 @@ from typing import Any
 import jsonschema
 from pydantic import PydanticUserError, TypeAdapter, ValidationError
 from pydantic.errors import PydanticSchemaGenerationError
+from pydantic.json_schema import JsonSchemaValue
 
 from ..exceptions import ConfigError, SchemaMismatch
 
-ANY_JSON_SCHEMA: dict[str, Any] = {}
+ANY_JSON_SCHEMA: JsonSchemaValue = {}
 """The schema of an input that takes any JSON value (a `RequestInput` without `response_schema`)."""
 
 
@@ -61,7 +62,7 @@ class RequestInput:
 class InputSchema:
     """A response schema made usable: the JSON Schema to show, and the validator of the answer."""
 
-    json_schema: dict[str, Any]
+    json_schema: JsonSchemaValue
     """The JSON Schema interfaces show and decisions are checked against."""
     _adapter: TypeAdapter[Any] | None = None
     _validator: jsonschema.protocols.Validator | None = None
@@ -121,12 +122,12 @@ def validate_input(schema: object, value: Any) -> Any:
     return normalised.validate(value)
 
 
-def input_problems(json_schema: dict[str, Any], value: Any) -> tuple[str, ...]:
+def input_problems(json_schema: JsonSchemaValue, value: Any) -> tuple[str, ...]:
     """Every way `value` breaks `json_schema`, as `field.path: why`; empty when it fits."""
     return _validator_problems(_compiled(json_schema), value)
 
 
-def input_field_problems(json_schema: dict[str, Any], value: Any) -> dict[str, str]:
+def input_field_problems(json_schema: JsonSchemaValue, value: Any) -> dict[str, str]:
     """How `value` breaks `json_schema`, by field path (`address.zip`; `""` for the answer as a whole).
 
     What a form shows next to each field; several problems of one field are joined with `; `.
@@ -137,7 +138,7 @@ def input_field_problems(json_schema: dict[str, Any], value: Any) -> dict[str, s
     return {where: "; ".join(dict.fromkeys(whys)) for where, whys in found.items()}
 
 
-def _compiled(json_schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+def _compiled(json_schema: JsonSchemaValue) -> jsonschema.protocols.Validator:
     """A validator of `json_schema`, built once per schema.
 
     Each answer is checked twice (when decided, and when the node gets it) and a loop asks the
@@ -152,7 +153,7 @@ def _compiled_text(text: str) -> jsonschema.protocols.Validator:
     return _validator_class(schema)(schema)
 
 
-def _dict_schema(spec: dict[str, Any]) -> InputSchema:
+def _dict_schema(spec: JsonSchemaValue) -> InputSchema:
     cls = _validator_class(spec)
     try:
         cls.check_schema(spec)
@@ -179,7 +180,7 @@ def _build_type_schema(spec: Any) -> InputSchema:
     return InputSchema(json_schema=json_schema, _adapter=adapter)
 
 
-def _validator_class(schema: dict[str, Any]) -> type[jsonschema.protocols.Validator]:
+def _validator_class(schema: JsonSchemaValue) -> type[jsonschema.protocols.Validator]:
     cls: type[jsonschema.protocols.Validator] = jsonschema.validators.validator_for(
         schema, default=jsonschema.Draft202012Validator
     )

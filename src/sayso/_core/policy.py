@@ -47,8 +47,8 @@ class InterruptPolicy:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Gate:
-    """Why a call waits for approval, and on what terms."""
+class ApprovalTerms:
+    """Why a call waits for approval, and on what terms (the engine's `Gate` applies them)."""
 
     rule: ToolRule | None
     """The policy rule that matched, or `None` when the tool itself declared the need."""
@@ -56,8 +56,8 @@ class Gate:
     ttl_seconds: float | None
 
 
-def gate_for(policy: InterruptPolicy, tool_name: str, *, declared: bool, read_only: bool) -> Gate | None:
-    """The gate a call to `tool_name` must pass, or `None` when it runs without asking.
+def approval_terms(policy: InterruptPolicy, tool_name: str, *, declared: bool, read_only: bool) -> ApprovalTerms | None:
+    """The approval a call to `tool_name` waits for, or `None` when it runs without asking.
 
     Args:
         policy: the agent's policy.
@@ -72,7 +72,7 @@ def gate_for(policy: InterruptPolicy, tool_name: str, *, declared: bool, read_on
         return None
     widest = (rule.remember if rule and rule.remember else None) or policy.remember
     ttl = rule.ttl_seconds if rule and rule.ttl_seconds is not None else policy.ttl_seconds
-    return Gate(rule=rule, scopes=offered_scopes(widest), ttl_seconds=ttl)
+    return ApprovalTerms(rule=rule, scopes=offered_scopes(widest), ttl_seconds=ttl)
 
 
 def whole_tool_subject(tool_name: str) -> Subject:

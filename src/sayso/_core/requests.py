@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, NotRequired, TypeAlias
 
 from pydantic import Discriminator, TypeAdapter
+from pydantic.json_schema import JsonSchemaValue
+from typing_extensions import TypedDict
 
 RequestKind: TypeAlias = Literal["approval", "question", "client_tool", "input", "elicitation"]
 """Every kind of request sayso knows; `input` and `elicitation` come with workflows and MCP."""
@@ -76,7 +78,7 @@ class _RequestBase:
     """The model's id for the call this request is about."""
     tool_name: str
     """The tool the model called."""
-    args: dict[str, Any] = field(default_factory=dict[str, Any])
+    args: dict[str, Any] = field(default_factory=dict)
     """The arguments the model proposed, exactly as it sent them."""
     created_at: float
     """Seconds since the epoch when the request was created."""
@@ -94,6 +96,24 @@ class _RequestBase:
     A `thread` grant is bound to the chat, and interfaces link the request to it."""
 
 
+class RequestFields(TypedDict):
+    """The fields every kind of request has, gathered where a request is built before its kind is known."""
+
+    request_id: str
+    run_id: str
+    thread_id: str
+    agent_path: str
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    created_at: float
+    principal: str | None
+    parent_call_id: str | None
+    expires_at: NotRequired[float | None]
+    redact: NotRequired[tuple[str, ...]]
+    chat_thread_id: NotRequired[str | None]
+
+
 @dataclass(frozen=True, kw_only=True)
 class ApprovalRequest(_RequestBase):
     """A tool call that runs only if a person approves it."""
@@ -101,7 +121,7 @@ class ApprovalRequest(_RequestBase):
     kind: Literal["approval"] = "approval"
     hint: str
     """Why approval is needed, in the tool's own words or the default wording."""
-    args_schema: dict[str, Any] | None = None
+    args_schema: JsonSchemaValue | None = None
     """The tool's JSON schema, used to validate edited arguments."""
     subject: Subject | None = None
     """The resource a remembered approval would cover."""
@@ -117,7 +137,7 @@ class ApprovalRequest(_RequestBase):
     """The id a service gave when it asked for approval through its reply (`interrupt.tool_approvals`)."""
     tool_info: ToolInfo | None = None
     """What the tool's source (an MCP server) says about it: title, description, destructive or read-only."""
-    response_schema: dict[str, Any] | None = None
+    response_schema: JsonSchemaValue | None = None
     """The JSON Schema of the feedback the person sends with an approval (`Approve(payload=...)`), when the
     tool asked for one from its body; `None`: an approval carries no payload."""
     on_reject: RejectMode = "deny"
@@ -140,7 +160,7 @@ class ClientToolRequest(_RequestBase):
     kind: Literal["client_tool"] = "client_tool"
     description: str | None = None
     """The tool's description as the client declared it."""
-    args_schema: dict[str, Any] | None = None
+    args_schema: JsonSchemaValue | None = None
     """The JSON schema the client declared for the tool's arguments."""
 
 
@@ -187,7 +207,7 @@ class ElicitationRequest(_RequestBase):
     """What the server says it needs, shown to the person."""
     server: str | None = None
     """The MCP server that asked, by its name under `mcp_servers`; `None` when a before-call hook asked."""
-    requested_schema: dict[str, Any] | None = None
+    requested_schema: JsonSchemaValue | None = None
     """Form mode: the JSON schema (flat object of primitive fields) the content must fit."""
     url: str | None = None
     """URL mode: the page the person visits."""
@@ -214,7 +234,7 @@ class InputRequest(_RequestBase):
     """What the person reads."""
     payload: Any = None
     """Data shown with the message, as JSON."""
-    response_schema: dict[str, Any] = field(default_factory=dict[str, Any])
+    response_schema: JsonSchemaValue = field(default_factory=dict)
     """The JSON Schema the answer must fit; `{}` takes any JSON value."""
 
 
@@ -224,7 +244,7 @@ class ClientTool:
 
     name: str
     description: str = ""
-    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: JsonSchemaValue = field(default_factory=lambda: {"type": "object", "properties": {}})
     """JSON schema of the arguments; calls that break it go back to the model to correct."""
     context: str | None = None
     """What the client knows that goes with the tool (say, the data sources it can offer); it reaches

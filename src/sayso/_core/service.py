@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, NotRequired
+
+from typing_extensions import TypedDict
 
 from .decisions import Approve, Decision, Expire, Reject, Skip
 from .requests import ApprovalRequest, Scope, Subject
@@ -83,27 +85,50 @@ def _loads(value: Any) -> Any:
     return value
 
 
-def service_notice(request: ApprovalRequest, decision: Decision, *, principal: str | None, at: float) -> dict[str, Any]:
+class ServiceNotice(TypedDict):
+    """What a service is told about a decision on its own request: which request, how, by whom and when.
+
+    The `on_decision` hook's argument, and the decision webhook's `data`.
+    """
+
+    request: str
+    """The service's own request id."""
+    tool_name: str
+    thread_id: str
+    principal: str | None
+    decided_at: float
+
+    decision: Literal["approved", "rejected", "skipped", "expired"]
+    scope: NotRequired[Scope]
+    """An approval's scope."""
+    edited_args: NotRequired[dict[str, Any]]
+    """An approval's edited arguments, when the person edited them."""
+    reason: NotRequired[str | None]
+    """A rejection's or skip's reason (`None` when none was given)."""
+
+
+def service_notice(request: ApprovalRequest, decision: Decision, *, principal: str | None, at: float) -> ServiceNotice:
     """What the service is told about a decision on its request, before the run continues."""
     assert request.service_request is not None
-    notice: dict[str, Any] = {
-        "request": request.service_request,
-        "tool_name": request.tool_name,
-        "thread_id": request.thread_id,
-        "principal": principal,
-        "decided_at": at,
-    }
+    notice = ServiceNotice(
+        request=request.service_request,
+        tool_name=request.tool_name,
+        thread_id=request.thread_id,
+        principal=principal,
+        decided_at=at,
+        decision="expired",
+    )
     match decision:
         case Approve(scope=scope, edited_args=edited):
-            notice.update(decision="approved", scope=scope)
+            notice["decision"], notice["scope"] = "approved", scope
             if edited is not None:
                 notice["edited_args"] = edited
         case Reject(reason=reason):
-            notice.update(decision="rejected", reason=reason)
+            notice["decision"], notice["reason"] = "rejected", reason
         case Skip(reason=reason):
-            notice.update(decision="skipped", reason=reason)
+            notice["decision"], notice["reason"] = "skipped", reason
         case Expire():
-            notice["decision"] = "expired"
+            pass
         case _:
             raise AssertionError(f"an approval request cannot be decided with {decision.kind!r}")
     return notice

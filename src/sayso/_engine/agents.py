@@ -17,7 +17,8 @@ from .._config.checks import check_config, raise_on_errors
 from .._config.file import AgentConfig, Config
 from .._core.policy import InterruptPolicy
 from ..exceptions import ConfigError
-from .gate import Gate, RunDeps
+from .deps import RunDeps
+from .gate import Gate
 from .hooks import BeforeToolCall, before_tool_call
 from .models import build_models, resolve_model
 from .notify import DecisionNotifier
@@ -157,8 +158,8 @@ def _delegate_tool(target: str, description: str) -> Tool[RunDeps]:
             ctx: the run context (not shown to the model).
             task: what the delegate should do, in plain words, with everything it needs to know.
         """
-        assert ctx.deps.delegate is not None and ctx.tool_call_id is not None, "the runtime always provides both"
-        return await ctx.deps.delegate(target, task, ctx.tool_call_id)
+        assert ctx.tool_call_id is not None, "pydantic-ai names every call"
+        return await ctx.deps.services.delegate(target, task, ctx.tool_call_id)
 
     return Tool(delegate, name=target, description=description or f"Hand work to {target}.")
 

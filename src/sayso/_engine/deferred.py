@@ -14,6 +14,7 @@ from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved,
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturn, ToolReturnPart
 
+from .._core.audit_events import ApprovalRecord, DecisionEvent, decision_event
 from .._core.decisions import (
     Accept,
     Answer,
@@ -38,10 +39,21 @@ from .._core.requests import (
     ElicitationRequest,
     QuestionRequest,
     Request,
+    RequestFields,
     default_hint,
     redacted,
 )
-from .calls import ApprovedCall, Deferral, deferral_of
+from .calls import (
+    ApprovalDeferral,
+    CallApproved,
+    CallRejected,
+    ClientToolDeferral,
+    DelegateDeferral,
+    ElicitationAnswered,
+    ElicitationDeferral,
+    QuestionDeferral,
+    deferral_of,
+)
 
 
 def requests_from(
@@ -70,57 +82,69 @@ def requests_from(
     for call in calls:
         deferral = deferral_of(deferred.metadata.get(call.tool_call_id))
         ttl = deferral.ttl_seconds if deferral else None
-        common: dict[str, Any] = {
-            "request_id": new_id(),
-            "run_id": run_id,
-            "thread_id": thread_id,
-            "agent_path": agent_path,
-            "tool_call_id": call.tool_call_id,
-            "tool_name": call.tool_name,
-            "args": call.args_as_dict(),
-            "created_at": now,
-            "expires_at": (deferral.expires_at if deferral else None) or (now + ttl if ttl else None),
-            "principal": principal,
-            "redact": redact,
-            "parent_call_id": parent_call_id,
-            "chat_thread_id": chat_thread_id,
-        }
-        if deferral is not None and deferral.kind == "elicitation":
-            assert deferral.elicitation is not None, "an elicitation deferral carries what was asked"
-            requests.append(ElicitationRequest(**common, **deferral.elicitation.request_fields()))
-        elif call.tool_call_id in approval_ids:
-            # pydantic-ai's own `requires_approval` tools defer without sayso's value.
-            asked = deferral or Deferral(kind="approval")
-            requests.append(
-                ApprovalRequest(
-                    **common,
-                    hint=asked.hint or default_hint(call.tool_name),
-                    args_schema=asked.args_schema,
-                    scopes=asked.scopes,
-                    payload=asked.payload,
-                    from_body=asked.from_body,
-                    subject=asked.subject,
-                    binding=asked.binding,
-                    service_request=asked.service_request,
-                    tool_info=asked.tool_info,
-                    response_schema=asked.response_schema,
-                    on_reject=asked.on_reject,
+        common = RequestFields(
+            request_id=new_id(),
+            run_id=run_id,
+            thread_id=thread_id,
+            agent_path=agent_path,
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            args=call.args_as_dict(),
+            created_at=now,
+            expires_at=(deferral.expires_at if deferral else None) or (now + ttl if ttl else None),
+            principal=principal,
+            redact=redact,
+            parent_call_id=parent_call_id,
+            chat_thread_id=chat_thread_id,
+        )
+        match deferral:
+            case ElicitationDeferral(elicitation=asked):
+                requests.append(
+                    ElicitationRequest(
+                        **common,
+                        server=asked.server,
+                        mode=asked.mode,
+                        message=asked.message,
+                        requested_schema=asked.requested_schema,
+                        url=asked.url,
+                        elicitation_id=asked.elicitation_id,
+                        delivery=asked.delivery,
+                        task=asked.task,
+                    )
                 )
-            )
-        elif deferral is not None and deferral.kind == "delegate":
-            assert deferral.child_run_id is not None
-            requests.append(DelegateRequest(**common, child_run_id=deferral.child_run_id))
-        elif deferral is not None and deferral.kind == "question":
-            requests.append(QuestionRequest(**common, questions=deferral.questions))
-        else:
-            # A client tool, or a tool of the agent's own that deferred its call to someone outside.
-            requests.append(
-                ClientToolRequest(
-                    **common,
-                    description=deferral.description if deferral else None,
-                    args_schema=deferral.args_schema if deferral else None,
+            case _ if call.tool_call_id in approval_ids:
+                # pydantic-ai's own `requires_approval` tools defer without sayso's value.
+                approval = deferral if isinstance(deferral, ApprovalDeferral) else ApprovalDeferral()
+                requests.append(
+                    ApprovalRequest(
+                        **common,
+                        hint=approval.hint or default_hint(call.tool_name),
+                        args_schema=approval.args_schema,
+                        scopes=approval.scopes,
+                        payload=approval.payload,
+                        from_body=approval.from_body,
+                        subject=approval.subject,
+                        binding=approval.binding,
+                        service_request=approval.service_request,
+                        tool_info=approval.tool_info,
+                        response_schema=approval.response_schema,
+                        on_reject=approval.on_reject,
+                    )
                 )
-            )
+            case DelegateDeferral(child_run_id=child_run_id):
+                requests.append(DelegateRequest(**common, child_run_id=child_run_id))
+            case QuestionDeferral(questions=questions):
+                requests.append(QuestionRequest(**common, questions=questions))
+            case ClientToolDeferral(description=description, args_schema=args_schema):
+                requests.append(ClientToolRequest(**common, description=description, args_schema=args_schema))
+            case ApprovalDeferral(args_schema=args_schema):
+                # An approval's value on a call deferred to someone outside: the call is theirs to run.
+                requests.append(ClientToolRequest(**common, args_schema=args_schema))
+            case None:
+                # A tool of the agent's own that deferred its call to someone outside.
+                requests.append(ClientToolRequest(**common))
+            case _:
+                assert_never(deferral)
     return requests
 
 
@@ -143,7 +167,7 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
         if isinstance(request, ApprovalRequest):
             if isinstance(decision, Approve):
                 results.approvals[call_id] = ToolApproved(override_args=decision.edited_args)
-                results.metadata[call_id] = ApprovedCall(
+                results.metadata[call_id] = CallApproved(
                     request_id=request.request_id,
                     payload=decision.payload if decision.payload is not None else request.payload,
                     principal=record.principal,
@@ -159,11 +183,10 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
             elif isinstance(decision, Reject) and request.on_reject == "call":
                 # ADK's `Confirmed=false`: the body runs again and decides what the rejection returns.
                 results.approvals[call_id] = ToolApproved()
-                results.metadata[call_id] = ApprovedCall(
+                results.metadata[call_id] = CallRejected(
                     request_id=request.request_id,
                     payload=request.payload,
                     principal=record.principal,
-                    approved=False,
                     reason=decision.reason,
                 ).as_metadata()
             else:
@@ -175,7 +198,7 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
             # URL the person would not visit, ends the call here with what the model reads.
             if isinstance(decision, Accept) or (isinstance(decision, Decline | Cancel) and request.delivery != "retry"):
                 results.approvals[call_id] = ToolApproved()
-                results.metadata[call_id] = ApprovedCall(
+                results.metadata[call_id] = ElicitationAnswered(
                     request_id=request.request_id,
                     principal=record.principal,
                     elicitation=request,
@@ -197,7 +220,7 @@ def deferred_results(requests: Sequence[Request], decisions: Mapping[str, Decisi
     return results
 
 
-def approval_record(request: Request, record: DecisionRecord) -> dict[str, Any]:
+def approval_record(request: Request, record: DecisionRecord) -> ApprovalRecord:
     """The record kept on a decided call's result: what was decided, by whom, on which arguments.
 
     See docs/concepts/decisions.md#what-the-model-reads.
@@ -208,25 +231,25 @@ def approval_record(request: Request, record: DecisionRecord) -> dict[str, Any]:
     the interface the decision came through.
     """
     decision = record.decision
-    entry: dict[str, Any] = {
-        "request_id": request.request_id,
-        "tool_name": request.tool_name,
-        "run_id": request.run_id,
-        "thread_id": request.thread_id,
-        "agent_path": request.agent_path,
-        "decision": decision.kind,
-        "by": record.by,
-        "principal": record.principal,
-        "decided_at": record.decided_at,
-        "proposed_args": request.args,
-    }
+    entry = ApprovalRecord(
+        request_id=request.request_id,
+        tool_name=request.tool_name,
+        run_id=request.run_id,
+        thread_id=request.thread_id,
+        agent_path=request.agent_path,
+        decision=decision.kind,
+        by=record.by,
+        principal=record.principal,
+        decided_at=record.decided_at,
+        proposed_args=request.args,
+    )
     if record.via is not None:
         entry["via"] = record.via
     redact = request.redact
     match decision:
         case Approve():
             approved = decision.edited_args if decision.edited_args is not None else request.args
-            entry.update(scope=decision.scope, approved_args=approved, executed_args=approved)
+            entry["scope"], entry["approved_args"], entry["executed_args"] = decision.scope, approved, approved
             if decision.edited_args is not None:
                 entry["edits"] = arg_edits(request.args, decision.edited_args, redact=redact)
             if decision.payload is not None:
@@ -255,9 +278,9 @@ def approval_record(request: Request, record: DecisionRecord) -> dict[str, Any]:
     return entry
 
 
-def audit_body(request: Request, record: DecisionRecord) -> dict[str, Any]:
+def audit_body(request: Request, record: DecisionRecord) -> DecisionEvent:
     """The audit record of a decision: the approval record plus the event name."""
-    return {"event": "decision", **approval_record(request, record)}
+    return decision_event(approval_record(request, record))
 
 
 def annotate(

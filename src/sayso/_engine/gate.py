@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Any, assert_never
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
@@ -27,14 +27,39 @@ from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import to_json
 
+from .._core.audit_events import (
+    ExecutedEvent,
+    GrantDecisionEvent,
+    GrantedCall,
+    GrantExecutedEvent,
+    GrantRecord,
+    OutcomeUnknownEvent,
+    RefusedEvent,
+)
 from .._core.grants import Grant, covering_grant
-from .._core.policy import Gate as PolicyGate
-from .._core.policy import InterruptPolicy, call_binding, gate_for, subject_from, whole_tool_subject
-from .._core.requests import SCOPES_BY_WIDTH, ClientTool, Scope, Subject, ToolInfo, default_hint
+from .._core.policy import (
+    ApprovalTerms,
+    InterruptPolicy,
+    approval_terms,
+    call_binding,
+    subject_from,
+    whole_tool_subject,
+)
+from .._core.requests import SCOPES_BY_WIDTH, Scope, Subject, default_hint
 from .._core.service import STILL_NEEDS_APPROVAL, ServiceAsk, parse_service_ask
 from .._store import ExecutionResult
 from ..exceptions import SaysoError
-from .calls import META_KEY, ApprovedCall, Deferral, approved_call_of, deferral_of
+from .calls import (
+    META_KEY,
+    ApprovalDeferral,
+    ApprovedCall,
+    CallApproved,
+    CallRejected,
+    ElicitationAnswered,
+    approved_call_of,
+    deferral_of,
+)
+from .deps import RunDeps
 from .hooks import BeforeToolCall, HookToolset
 from .tools import client_tool, defer_client_call, options_of, tool_info_of
 
@@ -71,66 +96,16 @@ def tool_error(name: str, exc: Exception) -> str:
     return f"Error: the tool {name} failed: {type(cause).__name__}{': ' + message if message else ''}"
 
 
-def outcome_unknown(*, request_id: str, run_id: str, tool_name: str | None, at: float) -> dict[str, Any]:
+def outcome_unknown(*, request_id: str, run_id: str, tool_name: str | None, at: float) -> OutcomeUnknownEvent:
     """The audit record of an approved call cut off by a crash: it may or may not have run, and never runs again."""
-    return {
-        "event": "outcome_unknown",
-        "request_id": request_id,
-        "run_id": run_id,
-        "tool_name": tool_name,
-        "at": at,
-        "reason": "the process stopped while the call was running; it was not run again",
-    }
-
-
-class GateStore(Protocol):
-    """The part of the store the gate needs: the execution ledger, grants and the audit log."""
-
-    async def begin_execution(self, request_id: str, run_id: str, now: float) -> Any: ...
-
-    async def finish_execution(
-        self,
-        request_id: str,
-        result: bytes,
-        now: float,
-        *,
-        audit: Sequence[dict[str, Any]] = (),
-        status: Literal["done", "unknown"] = "done",
-    ) -> None: ...
-
-    async def grants_for(self, *, principal: str, tool: str, subject_key: str) -> list[Grant]: ...
-
-    async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None: ...
-
-
-@dataclass(kw_only=True)
-class RunDeps:
-    """What every sayso tool sees as `ctx.deps`: which run, thread and agent it serves."""
-
-    run_id: str
-    thread_id: str
-    agent_path: str
-    principal: str | None
-    ledger: GateStore
-    clock: Any
-    grants: Sequence[Grant] | None = None
-    """Grants an external host passed for this run; when set, stored grants are not consulted."""
-    stored_grants: Sequence[Grant] | None = None
-    """The principal's active stored grants, read with the segment's first read; `None`: look them up per call."""
-    widest_scope: Scope | None = None
-    """The widest scope a request may offer in this run (`once` when the host remembers nothing)."""
-    delegate: Callable[[str, str, str], Awaitable[str]] | None = None
-    """Hands work to a delegate agent: `(agent, task, tool_call_id) -> its answer` (or the run pauses)."""
-    marked: frozenset[str] = frozenset()
-    """Approved requests whose ledger mark this segment wrote when it consumed the pause."""
-    executed: list[ExecutionResult] = field(default_factory=list[ExecutionResult])
-    """Results of marked calls, committed with the run's next save."""
-    giver_may_decide: Callable[[Grant], bool] = lambda grant: False
-    """Whether whoever gave a grant may still decide for its principal and agent; a grant reaches no further."""
-    chat_thread_id: str | None = None
-    """The person's chat (the top-level run's thread) for a delegate's run; `thread` grants are bound to it."""
-    client_tools: Sequence[ClientTool] = ()
-    """The client's tools this run offers the model (those the agent allows)."""
+    return OutcomeUnknownEvent(
+        event="outcome_unknown",
+        request_id=request_id,
+        run_id=run_id,
+        tool_name=tool_name,
+        at=at,
+        reason="the process stopped while the call was running; it was not run again",
+    )
 
 
 @dataclass
@@ -158,10 +133,10 @@ class Gate(AbstractCapability[Any]):
         # handling of a body's request. Read per run, so `Sayso.before_tool_call` takes effect at once.
         return GateToolset(HookToolset(toolset, hook=self.hook, skip=self.ungated), gate=self)
 
-    def subject_for(self, tool_name: str, args: dict[str, Any], gate: PolicyGate | None = None) -> Subject | None:
+    def subject_for(self, tool_name: str, args: dict[str, Any], terms: ApprovalTerms | None = None) -> Subject | None:
         """The subject a call would be approved for; `None` means the call needs no approval."""
-        gate = gate or gate_for(self.policy, tool_name, declared=True, read_only=False)
-        spec = gate.rule.subject if gate and gate.rule else None
+        terms = terms or approval_terms(self.policy, tool_name, declared=True, read_only=False)
+        spec = terms.rule.subject if terms and terms.rule else None
         if spec is None:
             return whole_tool_subject(tool_name)
         return subject_from(self.subjects[spec](tool_name, args), tool_name)
@@ -177,9 +152,9 @@ class GateToolset(WrapperToolset[Any]):
     def policy(self) -> InterruptPolicy:
         return self.gate.policy
 
-    def subject_for(self, tool_name: str, args: dict[str, Any], gate: PolicyGate | None = None) -> Subject | None:
+    def subject_for(self, tool_name: str, args: dict[str, Any], terms: ApprovalTerms | None = None) -> Subject | None:
         """The subject a call would be approved for (see `Gate.subject_for`)."""
-        return self.gate.subject_for(tool_name, args, gate)
+        return self.gate.subject_for(tool_name, args, terms)
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         tools = await super().get_tools(ctx)
@@ -209,39 +184,37 @@ class GateToolset(WrapperToolset[Any]):
         if ctx.tool_call_approved:
             return await self._run_approved(name, tool_args, ctx, tool, deps)
         options = options_of(tool.tool_def)
-        gate = gate_for(self.policy, name, declared=options.requires_approval, read_only=options.read_only)
+        terms = approval_terms(self.policy, name, declared=options.requires_approval, read_only=options.read_only)
         schema = tool.tool_def.parameters_json_schema
-        subject = self.subject_for(name, tool_args, gate) if gate is not None else None
-        if gate is not None and subject is not None:
+        subject = self.subject_for(name, tool_args, terms) if terms is not None else None
+        if terms is not None and subject is not None:
             grant = await self._covering_grant(deps, name, subject)
             if grant is not None:
                 return await self._run_granted(name, tool_args, ctx, tool, deps, grant)
             raise ApprovalRequired(
-                metadata=Deferral(
-                    kind="approval",
+                metadata=ApprovalDeferral(
                     hint=options.hint or default_hint(name),
-                    scopes=_up_to(gate.scopes, deps.widest_scope),
-                    ttl_seconds=gate.ttl_seconds,
+                    scopes=_up_to(terms.scopes, deps.widest_scope),
+                    ttl_seconds=terms.ttl_seconds,
                     args_schema=schema,
                     subject=subject,
                     binding=call_binding(name, tool_args, subject.key),
-                    tool_info=_tool_info(tool.tool_def),
+                    tool_info=tool_info_of(tool.tool_def),
                 ).as_metadata()
             )
         try:
             result = await self._call(name, tool_args, ctx, tool)
         except ApprovalRequired as asked:
-            deferral = deferral_of(asked.metadata) or Deferral(kind="approval")
-            deferral = deferral.with_defaults(
-                hint=options.hint or default_hint(name), args_schema=schema, ttl_seconds=self.policy.ttl_seconds
-            )
+            # A body's own ask (or an MCP server's question) gets the tool's TTL, an approval its hint and schema.
+            deferral = (deferral_of(asked.metadata) or ApprovalDeferral()).with_ttl(self.policy.ttl_seconds)
+            if isinstance(deferral, ApprovalDeferral):
+                deferral = deferral.with_defaults(hint=options.hint or default_hint(name), args_schema=schema)
             raise ApprovalRequired(metadata=deferral.as_metadata()) from None
         ask = self._service_ask(result)
         if ask is not None:
             subject = ask.subject or whole_tool_subject(name)
             raise ApprovalRequired(
-                metadata=Deferral(
-                    kind="approval",
+                metadata=ApprovalDeferral(
                     hint=ask.message or options.hint or default_hint(name),
                     scopes=tuple(ask.scopes),
                     ttl_seconds=self.policy.ttl_seconds,
@@ -249,7 +222,7 @@ class GateToolset(WrapperToolset[Any]):
                     args_schema=schema,
                     subject=subject,
                     service_request=ask.request,
-                    tool_info=_tool_info(tool.tool_def),
+                    tool_info=tool_info_of(tool.tool_def),
                 ).as_metadata()
             )
         return result
@@ -289,8 +262,9 @@ class GateToolset(WrapperToolset[Any]):
         if mismatch is not None:
             refused = f"{name}: {NO_MATCH} ({mismatch})"
             # The ledger and the audit say the call did not run (not "outcome unknown").
-            refusal: dict[str, Any] = {"event": "refused", "request_id": request_id, "tool_name": name}
-            refusal.update(reason=refused, at=deps.clock())
+            refusal = RefusedEvent(
+                event="refused", request_id=request_id, tool_name=name, reason=refused, at=deps.clock()
+            )
             if fresh:
                 deps.executed.append(ExecutionResult(request_id=request_id, result=to_json(refused), audit=refusal))
             raise ApprovalMismatch(refused)
@@ -317,13 +291,7 @@ class GateToolset(WrapperToolset[Any]):
         if self._service_ask(result) is not None:
             result = STILL_NEEDS_APPROVAL
         now = deps.clock()
-        audit: dict[str, Any] = {
-            "event": "executed",
-            "request_id": request_id,
-            "tool_name": name,
-            "executed_args": tool_args,
-            "at": now,
-        }
+        audit = ExecutedEvent(event="executed", request_id=request_id, tool_name=name, executed_args=tool_args, at=now)
         if failed is not None:
             audit["error"] = failed.message
         if fresh:
@@ -339,7 +307,7 @@ class GateToolset(WrapperToolset[Any]):
     def _mismatch(
         self,
         name: str,
-        tool_args: dict[str, Any],
+        tool_args: Mapping[str, Any],
         approved_call: ApprovedCall,
         ctx: RunContext[Any],
         tool: ToolsetTool[Any],
@@ -350,9 +318,13 @@ class GateToolset(WrapperToolset[Any]):
         an approved `30` is the `30.0` a float parameter runs with, and defaults the person left
         out are filled in on both sides.
         """
-        approved = approved_call.approved_args
-        if approved is None:
-            return None
+        match approved_call:
+            case CallApproved(approved_args=approved) if approved is not None:
+                pass
+            case CallApproved() | CallRejected() | ElicitationAnswered():
+                return None
+            case _:
+                assert_never(approved_call)
         try:
             as_validated = tool.args_validator.validate_python(approved, context=ctx.validation_context)
         except ValueError as exc:
@@ -361,7 +333,7 @@ class GateToolset(WrapperToolset[Any]):
         if changed:
             return f"arguments changed: {', '.join(changed)}"
         subject_key = approved_call.subject_key
-        subject = self.subject_for(name, tool_args)
+        subject = self.subject_for(name, dict(tool_args))
         if subject_key is not None and (subject is None or subject.key != subject_key):
             return f"it now covers {subject.label if subject else 'nothing that needs approval'}"
         return None
@@ -375,7 +347,7 @@ class GateToolset(WrapperToolset[Any]):
         else:
             grants = await deps.ledger.grants_for(principal=principal, tool=name, subject_key=subject.key)
         return covering_grant(
-            [g for g in grants if deps.giver_may_decide(g)],
+            [g for g in grants if deps.services.giver_may_decide(g)],
             tool=name,
             subject_key=subject.key,
             principal=principal,
@@ -398,29 +370,41 @@ class GateToolset(WrapperToolset[Any]):
         The audit says which grant allowed the call before it runs, and `executed` (with the
         arguments it ran with) once it ran, as for a call a person approved.
         """
-        record = {
-            "decision": "approve",
-            "by": "permission",
-            "grant_id": grant.grant_id,
-            "scope": grant.scope,
-            "principal": grant.principal,
-            "subject": grant.subject_key,
-            "subject_label": grant.subject_label,
-            "granted_at": grant.created_at,
-            "decided_at": deps.clock(),
-            "proposed_args": tool_args,
-            "approved_args": tool_args,
-            "executed_args": tool_args,
-        }
-        call = {"tool_name": name, "run_id": deps.run_id, "thread_id": deps.thread_id, "tool_call_id": ctx.tool_call_id}
-        await deps.ledger.append_audit([{"event": "decision", **call, **record}])
-        executed = {"event": "executed", **call, "grant_id": grant.grant_id, "executed_args": tool_args}
+        record = GrantRecord(
+            decision="approve",
+            by="permission",
+            grant_id=grant.grant_id,
+            scope=grant.scope,
+            principal=grant.principal,
+            subject=grant.subject_key,
+            subject_label=grant.subject_label,
+            granted_at=grant.created_at,
+            decided_at=deps.clock(),
+            proposed_args=tool_args,
+            approved_args=tool_args,
+            executed_args=tool_args,
+        )
+        call = GrantedCall(tool_name=name, run_id=deps.run_id, thread_id=deps.thread_id, tool_call_id=ctx.tool_call_id)
+        await deps.ledger.append_audit([GrantDecisionEvent(event="decision", **call, **record)])
         try:
             result = await self._call(name, tool_args, ctx, tool)
-        except ToolFailed as failed:
-            await deps.ledger.append_audit([{**executed, "error": failed.message, "at": deps.clock()}])
+        except ToolFailed:
+            # It ran, and raised: the model reads the error as its result.
+            await deps.ledger.append_audit(
+                [
+                    GrantExecutedEvent(
+                        event="executed", **call, grant_id=grant.grant_id, executed_args=tool_args, at=deps.clock()
+                    )
+                ]
+            )
             raise
-        await deps.ledger.append_audit([{**executed, "at": deps.clock()}])
+        await deps.ledger.append_audit(
+            [
+                GrantExecutedEvent(
+                    event="executed", **call, grant_id=grant.grant_id, executed_args=tool_args, at=deps.clock()
+                )
+            ]
+        )
         return ToolReturn(return_value=result, metadata={"approval": record})
 
 
@@ -439,9 +423,3 @@ def _as_gated(tool: ToolsetTool[Any]) -> ToolsetTool[Any]:
     options = replace(options_of(tool.tool_def), requires_approval=True)
     metadata = {**(tool.tool_def.metadata or {}), META_KEY: asdict(options)}
     return replace(tool, tool_def=replace(tool.tool_def, kind="function", metadata=metadata))
-
-
-def _tool_info(tool_def: Any) -> ToolInfo | None:
-    """What the tool's source says about it (an MCP server's annotations), as the request shows it."""
-    info = tool_info_of(tool_def)
-    return ToolInfo(**info) if info else None

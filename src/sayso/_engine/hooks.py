@@ -36,7 +36,15 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from .._core.decisions import Accept
 from ..exceptions import UsageError
-from .calls import Deferral, Elicitation, approved_call_of
+from .calls import (
+    ApprovalDeferral,
+    CallApproved,
+    Elicitation,
+    ElicitationAnswered,
+    ElicitationDeferral,
+    approved_call_of,
+)
+from .deps import RunDeps
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,7 +52,7 @@ class HookCall:
     """A tool call about to run, as a before-call hook sees it."""
 
     tool_name: str
-    args: dict[str, Any] = field(default_factory=dict[str, Any])
+    args: dict[str, Any] = field(default_factory=dict)
     """The arguments the call will run with (the person's edits, when they edited)."""
     agent_path: str
     """Which agent makes the call: `coordinator/analyst`."""
@@ -123,13 +131,11 @@ class HookToolset(WrapperToolset[Any]):
                 raise UsageError(f"the before-call hook {self.hook!r} raised {type(exc).__name__}: {exc}") from exc
             if isinstance(outcome, AskApproval):
                 raise ApprovalRequired(
-                    metadata=Deferral(
-                        kind="approval", hint=outcome.hint, payload=outcome.payload, from_body=True
-                    ).as_metadata()
+                    metadata=ApprovalDeferral(hint=outcome.hint, payload=outcome.payload, from_body=True).as_metadata()
                 )
             if isinstance(outcome, VisitUrl):
                 asked = Elicitation(server=None, mode="url", message=outcome.message, url=outcome.url, delivery="retry")
-                raise ApprovalRequired(metadata=Deferral(kind="elicitation", elicitation=asked).as_metadata())
+                raise ApprovalRequired(metadata=ElicitationDeferral(elicitation=asked).as_metadata())
             if outcome is not None:
                 raise UsageError(
                     f"the before-call hook {self.hook!r} returned {outcome!r}; return None, AskApproval or VisitUrl"
@@ -139,14 +145,11 @@ class HookToolset(WrapperToolset[Any]):
 
 def _hook_call(name: str, tool_args: dict[str, Any], ctx: RunContext[Any]) -> HookCall:
     """What the hook sees of a call, including what a person did about the pause it raised before."""
-    from .gate import RunDeps
-
     deps = ctx.deps
     assert isinstance(deps, RunDeps), "sayso runs every agent with its own deps"
     resumed = approved_call_of(ctx.tool_call_metadata) if ctx.tool_call_approved else None
     visited = (
-        resumed is not None
-        and resumed.elicitation is not None
+        isinstance(resumed, ElicitationAnswered)
         and resumed.elicitation.server is None
         and isinstance(resumed.answer, Accept)
     )
@@ -157,6 +160,6 @@ def _hook_call(name: str, tool_args: dict[str, Any], ctx: RunContext[Any]) -> Ho
         run_id=deps.run_id,
         thread_id=deps.thread_id,
         principal=deps.principal,
-        approved=resumed is not None and resumed.from_body and resumed.approved,
+        approved=isinstance(resumed, CallApproved) and resumed.from_body,
         visited=visited,
     )

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from .._core.audit import canonical_json
+from .._core.service import ServiceNotice
 from .._core.signing import delivery_body, signed_headers
 from ..exceptions import ConfigError
 
@@ -27,7 +28,7 @@ class DecisionNotifier:
     def __init__(
         self,
         *,
-        on_decision: Callable[[dict[str, Any]], Any] | None = None,
+        on_decision: Callable[[ServiceNotice], Any] | None = None,
         webhook_url: str | None = None,
         webhook_secret: str | None = None,
         timeout: float = 10.0,
@@ -43,7 +44,7 @@ class DecisionNotifier:
     def configured(self) -> bool:
         return self.on_decision is not None or self.webhook_url is not None
 
-    async def notify(self, notice: dict[str, Any]) -> str | None:
+    async def notify(self, notice: ServiceNotice) -> str | None:
         """Deliver one notice; returns what went wrong, or `None` when it was delivered."""
         if self.on_decision is not None:
             outcome = self.on_decision(notice)

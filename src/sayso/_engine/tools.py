@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar, overload
+from typing import Any, NoReturn, TypeVar, assert_never, overload
 
 from pydantic import BaseModel, Field
 from pydantic_ai import RunContext, Tool
@@ -20,11 +20,20 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
-from .._core.decisions import schema_problem
+from .._core.decisions import QuestionAnswer, schema_problem
 from .._core.inputs import input_schema, validate_input
-from .._core.requests import ClientTool, Question, RejectMode
+from .._core.requests import ClientTool, Question, RejectMode, ToolInfo
 from ..exceptions import ConfigError
-from .calls import META_KEY, Deferral, approved_call_of
+from .calls import (
+    META_KEY,
+    ApprovalDeferral,
+    CallApproved,
+    CallRejected,
+    ClientToolDeferral,
+    ElicitationAnswered,
+    QuestionDeferral,
+    approved_call_of,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -93,10 +102,10 @@ TOOL_INFO_KEY = "sayso_tool_info"
 """Tool-definition metadata key for what a tool's source says about it (a `ToolInfo` as a dict)."""
 
 
-def tool_info_of(tool_def: ToolDefinition) -> dict[str, Any] | None:
+def tool_info_of(tool_def: ToolDefinition) -> ToolInfo | None:
     """What the tool's source (an MCP server) says about it, as stamped on its definition, if anything."""
     info = (tool_def.metadata or {}).get(TOOL_INFO_KEY)
-    return info if isinstance(info, dict) else None
+    return ToolInfo(**info) if isinstance(info, dict) and info else None
 
 
 def options_of(tool_def: ToolDefinition) -> ToolOptions:
@@ -170,7 +179,7 @@ class AskUserQuestion(BaseModel):
     multiple: bool = Field(default=False, description="Whether the person may pick several answers.")
 
 
-async def ask_user(questions: list[AskUserQuestion]) -> list[dict[str, Any]]:
+async def ask_user(questions: list[AskUserQuestion]) -> list[QuestionAnswer]:
     """Ask the person one or more questions and wait for the answers.
 
     Use it only when you cannot go on without the person's input. Each answer is a list of
@@ -182,7 +191,7 @@ async def ask_user(questions: list[AskUserQuestion]) -> list[dict[str, Any]]:
     if not questions:
         raise ModelRetry("ask_user needs at least one question")
     asked = tuple(Question(question=q.question, choices=tuple(q.choices), multiple=q.multiple) for q in questions)
-    raise CallDeferred(metadata=Deferral(kind="question", questions=asked).as_metadata(), kind="question")
+    raise CallDeferred(metadata=QuestionDeferral(questions=asked).as_metadata(), kind="question")
 
 
 ASK_USER_TOOL: Tool[Any] = Tool(ask_user, name="ask_user")
@@ -220,9 +229,7 @@ def defer_client_call(declared: ClientTool, tool_args: dict[str, Any]) -> NoRetu
     if problem is not None:
         raise ModelRetry(f"arguments for {declared.name!r} do not match its schema: {problem}")
     raise CallDeferred(
-        metadata=Deferral(
-            kind="client_tool", description=declared.description, args_schema=declared.parameters
-        ).as_metadata()
+        metadata=ClientToolDeferral(description=declared.description, args_schema=declared.parameters).as_metadata()
     )
 
 
@@ -313,23 +320,33 @@ def require_approval(
         ConfigError: `response_schema` is not a type, a model or a JSON Schema dict.
     """
     if ctx.tool_call_approved:
-        approved = approved_call_of(ctx.tool_call_metadata)
-        if approved is None:
-            return Approval(payload=None, principal=None, edited=False)
-        response = approved.response
-        if approved.approved and response_schema is not None:
-            response = validate_input(response_schema, response)
-        return Approval(
-            payload=approved.payload,
-            principal=approved.principal,
-            edited=approved.edited,
-            approved=approved.approved,
-            reason=approved.reason,
-            response=response,
-        )
+        match approved_call_of(ctx.tool_call_metadata):
+            case None:
+                return Approval(payload=None, principal=None, edited=False)
+            case CallApproved() as approved:
+                response = approved.response
+                if response_schema is not None:
+                    response = validate_input(response_schema, response)
+                return Approval(
+                    payload=approved.payload, principal=approved.principal, edited=approved.edited, response=response
+                )
+            case CallRejected() as rejected:
+                return Approval(
+                    payload=rejected.payload,
+                    principal=rejected.principal,
+                    edited=False,
+                    approved=False,
+                    reason=rejected.reason,
+                )
+            case ElicitationAnswered() as answered:
+                # A before-call hook's page was visited: the call goes on as approved, with nothing sent back.
+                response = validate_input(response_schema, None) if response_schema is not None else None
+                return Approval(payload=None, principal=answered.principal, edited=False, response=response)
+            case other:
+                assert_never(other)
     schema = input_schema(response_schema).json_schema if response_schema is not None else None
     raise ApprovalRequired(
-        metadata=Deferral(
-            kind="approval", hint=hint, payload=payload, from_body=True, response_schema=schema, on_reject=on_reject
+        metadata=ApprovalDeferral(
+            hint=hint, payload=payload, from_body=True, response_schema=schema, on_reject=on_reject
         ).as_metadata()
     )

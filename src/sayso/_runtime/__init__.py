@@ -2,20 +2,26 @@
 
 | module | holds |
 |---|---|
-| `_facade` | `Sayso`: the public verbs; resolves the caller and applies the access rule |
-| `_turns` | a new message (superseding a paused run), resume, cancel |
-| `_deciding` | checking and recording decisions, answering a whole pause, expiry, grant creation |
+| `_facade` | `Sayso`: the public verbs; resolves the caller, applies the access rule, builds the call's `CallOptions` |
+| `_turns` | verbs: a new message (superseding a paused run), resume, cancel |
+| `_deciding` | verbs: checking and recording decisions, answering a whole pause, expiry, grant creation |
+| `_recovery` | verb: carrying on runs whose process died, and pauses a dead decider left unresumed |
+| `_cycle` | `Cycle`: the runner of each kind of run, carrying any paused run on (one plan), the runs below runs |
+| `_runner` | the runner seam: `Runner`, `Runs` (what runners ask of the cycle), `CallOptions`, `Start`, `Resume` |
+| `_agent_runs` | `AgentRunner`: an agent's run started, resumed and carried on as engine steps |
+| `_workflows` | `WorkflowRunner`: a workflow's run stepped by its engine, and what is written when |
+| `_remote` | `RemoteRunner`: remote (A2A) delegates as proxy runs, and the `RemoteAgents` port they go through |
 | `_step` | one engine step from store to store: an agent segment, then its pause or its end |
-| `_tree` | the delegate tree: leaves, advancing delegates first, cancelling below |
-| `_remote` | remote (A2A) delegates as proxy runs, and the `RemoteAgents` port they go through |
-| `_leases` | which runtime holds a running run; taking over runs whose process died |
-| `_workflows` | workflow runs (docs/guides/workflows.md): the run verbs that step them, and what is written when |
-| `_workflow_host` | the workflows' engines, over the store (their persistence) and the runtime's agents (agent nodes) |
+| `_workflow_host` | the workflows' engines, over the store (persistence) and the cycle's runs below (agent nodes) |
+| `_tree` | the delegate tree: where a run stands, its leaves, starting a run below, closing a tree |
+| `_leases` | which runtime holds a running run; taking one over; calls its dead holder cut off |
+| `_heartbeat` | one timer that renews the leases of every run this runtime works on |
+| `_auth` | who calls an HTTP interface: a bearer token becomes a `Principal`, for every edge |
 | `_events` | `request.opened` / `decided` / `expired` for listeners |
 | `_outbox` | the same events from the store's outbox, claimed and settled by a webhook sender |
 | `_audit` | the audit key, the exported head, verification |
 | `_watch` | what changed for a principal, whichever process changed it (the live UI follows it) |
-| `_kernel` | what the parts share (config, agents, store, clock, lease owner) |
+| `_kernel` | what the parts share (config, agents, store, clock, lease holder) |
 
 Interfaces import from here only the names below: the facade and the records its verbs return.
 """
@@ -34,7 +40,8 @@ from .._store import (
     ThreadSummary,
     TranscriptEntry,
 )
-from ._events import EventListener, RequestEvent
+from ._auth import Authenticator, authenticate, authenticator
+from ._events import EventData, EventListener, RequestEvent
 from ._facade import DEFAULT_REMOTE_AGENTS, Sayso
 from ._kernel import new_id
 from ._outbox import OutboundEvent
@@ -46,9 +53,11 @@ from ._watch import Change, RequestClosed, RequestOpened, RunChanged, ThreadsCha
 __all__ = [
     "DEFAULT_REMOTE_AGENTS",
     "AuditPage",
+    "Authenticator",
     "DeliveryStatus",
     "Change",
     "DecideResult",
+    "EventData",
     "EventListener",
     "InboxFilter",
     "InboxPage",
@@ -73,6 +82,8 @@ __all__ = [
     "ThreadSummary",
     "ThreadsChanged",
     "TranscriptEntry",
+    "authenticate",
+    "authenticator",
     "new_id",
     "request_json",
     "request_state_json",

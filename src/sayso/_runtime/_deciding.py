@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from .._core.access import Principal, may_decide, root_agent
+from .._core.advance import approved_calls
 from .._core.decisions import Approve, Decision, DecisionRecord, Expire, Via, check_decision
 from .._core.grants import Grant
 from .._core.limits import check_decision as check_size
@@ -21,23 +22,32 @@ from .._core.resume import open_requests, plan_resume
 from .._engine.deferred import audit_body
 from .._store import Decided, PauseState, RequestWithRun, ResumeClaim, RunRecord, Verdict
 from ..exceptions import AlreadyDecided, InvalidDecision, NotAllowed, PauseConsumed, RequestNotFound, RunConflict
-from . import _remote, _step, _tree, _workflows
+from . import _remote, _step, _tree
+from ._cycle import Cycle
+from ._kernel import Kernel, new_id
 from ._results import DecideResult, RunResult
-from ._step import CALL_TERMS
-
-if TYPE_CHECKING:
-    from ._kernel import Kernel
+from ._runner import DEFAULTS, CallOptions
 
 
 async def decide(
-    k: Kernel, request_id: str, decision: Decision, *, principal: Principal, resume: bool, via: Via | None = None
+    c: Cycle,
+    request_id: str,
+    decision: Decision,
+    *,
+    principal: Principal,
+    resume: bool,
+    via: Via | None = None,
+    options: CallOptions = DEFAULTS,
 ) -> DecideResult:
     """Record one decision; when it was the last open request of the pause, resume the run.
 
-    One transaction reads the request with its run and pause, checks the decision, records it
-    and — when nothing else is open and the run is a top-level one — consumes the pause, marks
-    the approved calls in the ledger and reads the history, so the resume starts straight away.
+    One transaction reads the request with its run and pause, checks the decision (`judge`, pure),
+    records it and — when nothing else is open and the run is a top-level agent's — consumes the
+    pause, marks the approved calls in the ledger and reads the history, so the runner resumes
+    it straight away. Anything else (a delegate, a workflow, a pause still open) is carried on
+    by the cycle after the commit.
     """
+    k = c.k
     check_size(request_id, decision, k.limits)
     now = k.clock()
 
@@ -56,7 +66,7 @@ async def decide(
         verdict = Verdict(
             record=record,
             audit=[audit_body(request, record)],
-            grant=grant_from(request, to_record, now, giver=principal),
+            grant=grant_from(request, to_record, now, giver=principal, options=options),
         )
         run = found.run
         decided = {**state.decisions, request_id: record}
@@ -65,31 +75,32 @@ async def decide(
             or run.parent_run_id is not None
             or run.status != "paused"
             or open_requests(state.requests, decided)
-            or _workflows.hosts(k, run.agent)
+            or c.kind_of(run) != "agent"
         ):
             # Delegates, pauses still waiting and workflow runs (whose resume reads their state
             # with the claim) go the general way, after the commit.
             return verdict
         plan = plan_resume(run.run_id, state.requests, decided, force=False, now=now)
-        executing = _step.resume_plan_executing(state.requests, plan)
+        executing = list(approved_calls(state.requests, plan))
         return replace(verdict, resume=ResumeClaim(executing=executing, grants_of=run.principal or ""))
 
-    done = await k.store.decide_request(request_id, judge, owner=k.owner, until=now + k.lease_seconds, now=now)
+    done = await k.store.decide_request(request_id, judge, owner=k.holder, until=now + k.lease_seconds, now=now)
     if done is None:
         raise RequestNotFound(request_id)
     record = done.verdict.record
     if record is not None:
         k.events.decided([done.found.request], [record])
     if done.claim is not None:
-        return DecideResult(request_id=request_id, recorded=True, run=await _resume_claimed(k, done))
+        return DecideResult(request_id=request_id, recorded=True, run=await _resume_claimed(c, done, options))
     top = await _tree.root(k, done.found.run)
     if not resume:
         return DecideResult(request_id=request_id, recorded=record is not None, run=await _tree.result(k, top.run_id))
-    return DecideResult(request_id=request_id, recorded=record is not None, run=await resume_if_ready(k, top))
+    return DecideResult(request_id=request_id, recorded=record is not None, run=await resume_if_ready(c, top, options))
 
 
-async def _resume_claimed(k: Kernel, done: Decided) -> RunResult:
+async def _resume_claimed(c: Cycle, done: Decided, options: CallOptions) -> RunResult:
     """Carry on a run whose pause the decision's own commit consumed (see `decide`)."""
+    k = c.k
     assert done.claim is not None and done.verdict.record is not None and done.verdict.resume is not None
     requests = done.state.requests
     decisions = {**done.state.decisions, done.verdict.record.request_id: done.verdict.record}
@@ -97,8 +108,10 @@ async def _resume_claimed(k: Kernel, done: Decided) -> RunResult:
     await _step.tell_services(k, built, requests, decisions)
     return await _step.execute(
         k,
+        c,
         built,
         done.claim.run,
+        options=options,
         prompt=None,
         requests=requests,
         decisions=decisions,
@@ -109,18 +122,20 @@ async def _resume_claimed(k: Kernel, done: Decided) -> RunResult:
 
 
 async def answer_pause(
-    k: Kernel,
+    c: Cycle,
     run_id: str,
     answers: Mapping[str, Decision],
     *,
     principal: Principal,
     rest: Literal["wait", "skip"],
+    options: CallOptions,
     via: Via | None = None,
 ) -> RunResult:
     """Answer several requests of one paused run at once: all are checked before any is recorded.
 
     Requests the answers leave out wait (`rest="wait"`) or count as skipped (`rest="skip"`).
     """
+    k = c.k
     for request_id, decision in answers.items():
         check_size(request_id, decision, k.limits)
     top = await _tree.root(k, await k.store.get_run(run_id))
@@ -147,7 +162,7 @@ async def answer_pause(
         record = DecisionRecord(
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now, via=via
         )
-        records.append((request, record, grant_from(request, to_record, now, giver=principal)))
+        records.append((request, record, grant_from(request, to_record, now, giver=principal, options=options)))
     earlier = await k.store.record_decisions(
         [record for _, record, _ in records],
         audit=[audit_body(request, record) for request, record, _ in records],
@@ -159,27 +174,29 @@ async def answer_pause(
     top = await k.store.get_run(top.run_id)
     if rest == "skip":
         try:
-            return await _tree.advance(k, top, force=True)
+            return await c.advance(top, force=True, options=options)
         except PauseConsumed:
             return await _tree.result(k, top.run_id)
-    return await resume_if_ready(k, top)
+    return await resume_if_ready(c, top, options)
 
 
-async def resume_if_ready(k: Kernel, top: RunRecord) -> RunResult:
+async def resume_if_ready(c: Cycle, top: RunRecord, options: CallOptions = DEFAULTS) -> RunResult:
     """Resume a paused top-level run when nothing below it is open any more; else say where it stands."""
+    k = c.k
     if top.status != "paused" or top.pause_id is None:
         return await _tree.result(k, top.run_id)
     state = await k.store.pause_state(top.pause_id)
     if await _tree.leaves_in(k, state.requests, state.decisions):
         return await _tree.result(k, top.run_id)
     try:
-        return await _tree.advance(k, top, force=False, state=state)
+        return await c.advance(top, force=False, options=options, state=state)
     except PauseConsumed:
         return await _tree.result(k, top.run_id)  # another decider's resume carries the run on
 
 
-async def expire(k: Kernel) -> list[RunResult]:
+async def expire(c: Cycle) -> list[RunResult]:
     """Close every paused run whose open requests have all expired; each agent answers with what it knows."""
+    k = c.k
     now = k.clock()
     results: list[RunResult] = []
     for run_id in await k.store.expired_runs(now):
@@ -207,7 +224,7 @@ async def expire(k: Kernel) -> list[RunResult]:
         if await _tree.open_leaves(k, top):
             continue
         try:
-            results.append(await _tree.advance(k, top, force=False))
+            results.append(await c.advance(top, force=False, options=DEFAULTS))
         except PauseConsumed:
             continue
     return results
@@ -246,7 +263,9 @@ def check_same_subject(k: Kernel, request: Request, decision: Decision, *, agent
         )
 
 
-def grant_from(request: Request, decision: Decision, now: float, *, giver: Principal) -> Grant | None:
+def grant_from(
+    request: Request, decision: Decision, now: float, *, giver: Principal, options: CallOptions
+) -> Grant | None:
     """The grant an approval with a wider scope creates; none for service-enforced requests, or when a host keeps them.
 
     This is the one place a grant is made. It is given for the request's root agent and reaches
@@ -254,12 +273,9 @@ def grant_from(request: Request, decision: Decision, now: float, *, giver: Princ
 
     See docs/concepts/decisions.md#scopes-remembering-an-approval.
     """
-    from ._kernel import new_id
-
     if not isinstance(request, ApprovalRequest) or not isinstance(decision, Approve) or decision.scope == "once":
         return None
-    terms = CALL_TERMS.get()
-    if terms is not None and terms.grants is not None:
+    if options.host_keeps_grants:
         return None  # the host keeps remembered approvals for this call; sayso stores none
     if request.service_request is not None or request.subject is None:
         return None
@@ -276,10 +292,3 @@ def grant_from(request: Request, decision: Decision, now: float, *, giver: Princ
         created_at=now,
         granted_by=giver.name,
     )
-
-
-def giver_may_decide(k: Kernel, grant: Grant) -> bool:
-    """Whether whoever gave `grant` may (still) decide for its principal and agent: a grant reaches no further."""
-    if grant.agent is None:
-        return False
-    return may_decide(k.principal(grant.giver), owner=grant.principal, agent_path=grant.agent)

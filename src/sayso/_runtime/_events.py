@@ -9,39 +9,62 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias, final
 
-from .._core.decisions import DECISION_ADAPTER, DecisionRecord, Expire
+from typing_extensions import TypedDict
+
+from .._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord, Expire, Via
 from .._core.requests import DelegateRequest, Request
 from ._results import request_json
 
 logger = logging.getLogger("sayso.events")
 
 RequestEvent = Literal["request.opened", "request.decided", "request.expired"]
-EventListener = Callable[[RequestEvent, dict[str, Any]], None]
+
+
+class _AboutRequest(TypedDict):
+    request: dict[str, Any]
+    """`request_json` of the request."""
+
+
+@final
+class OpenedData(_AboutRequest):
+    """What `request.opened` and `request.expired` say: the request as every interface shows it."""
+
+
+@final
+class DecidedData(_AboutRequest):
+    """What `request.decided` says: the request, the decision as JSON, who took it and through what."""
+
+    decision: dict[str, Any]
+    by: DecidedBy
+    principal: str | None
+    via: Via | None
+
+
+EventData: TypeAlias = OpenedData | DecidedData
+"""What an event says; listeners and webhooks (from the outbox) read the same data."""
+
+EventListener = Callable[[RequestEvent, EventData], None]
 """Called with an event name and its data; see `Sayso.add_listener`."""
 
 
-def opened_data(request: Request) -> dict[str, Any]:
+def opened_data(request: Request) -> OpenedData:
     """What `request.opened` says: the request as every interface shows it."""
-    return {"request": request_json(request)}
+    return OpenedData(request=request_json(request))
 
 
-def decided_event(request: Request, record: DecisionRecord) -> tuple[RequestEvent, dict[str, Any]]:
+def decided_event(request: Request, record: DecisionRecord) -> tuple[RequestEvent, EventData]:
     """The event a decision makes (`request.expired` for an expiry) and what it says.
 
     Listeners and webhooks (from the outbox) read the same data.
     """
     if isinstance(record.decision, Expire):
-        return "request.expired", {"request": request_json(request)}
+        return "request.expired", OpenedData(request=request_json(request))
     decision = DECISION_ADAPTER.dump_python(record.decision, mode="json")
-    return "request.decided", {
-        "request": request_json(request),
-        "decision": decision,
-        "by": record.by,
-        "principal": record.principal,
-        "via": record.via,
-    }
+    return "request.decided", DecidedData(
+        request=request_json(request), decision=decision, by=record.by, principal=record.principal, via=record.via
+    )
 
 
 class Events:
@@ -79,7 +102,7 @@ class Events:
                 continue
             self._call(*decided_event(request, record))
 
-    def _call(self, event: RequestEvent, data: dict[str, Any]) -> None:
+    def _call(self, event: RequestEvent, data: EventData) -> None:
         for listener in self.listeners:
             try:
                 listener(event, data)

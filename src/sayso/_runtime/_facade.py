@@ -1,9 +1,10 @@
 """`Sayso`: the runtime's public verbs, the one door every interface goes through.
 
 Each verb resolves the caller to a `Principal`, applies the one access rule of
-`sayso._core.access`, and hands the work to the part of the runtime that owns it (`_turns`,
-`_deciding`, `_tree`, `_leases`); reading verbs go straight to the store port. REST, A2A,
-AG-UI, the web UI and the CLI call only these methods.
+`sayso._core.access`, gathers what the call says about its runs (`CallOptions`: a host's grants,
+the widest scope, the text sink) and hands the work to the cycle's verb that owns it (`_turns`,
+`_deciding`, `_recovery`); reading verbs go straight to the store port. REST, A2A, AG-UI, the
+web UI and the CLI call only these methods.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -33,17 +35,22 @@ from .._store import (
 from ..exceptions import (
     ConfigError,
 )
-from . import _audit, _deciding, _leases, _live, _tree, _turns, _watch, _workflow_host
+from . import _audit, _deciding, _live, _recovery, _tree, _turns, _watch
+from ._cycle import Cycle
 from ._events import EventListener
 from ._kernel import Kernel
 from ._reading import PrincipalLike, Reading
 from ._remote import RemoteAgents, remote_delegates
 from ._results import DecideResult, RunResult
-from ._step import TEXT_SINK, host_terms
+from ._runner import CallOptions, TextSink
 from ._watch import Change
+from ._workflow_host import build_workflows
 
 DEFAULT_REMOTE_AGENTS: list[Callable[[], RemoteAgents]] = []
 """How remote delegates are reached when the caller passes no client; the package root adds the A2A client."""
+
+_STREAMING: ContextVar[TextSink | None] = ContextVar("sayso_streaming_text", default=None)
+"""The text sink of a `Sayso.streaming_text` block, read only here: each verb puts it in its `CallOptions`."""
 
 
 class Sayso(Reading):
@@ -94,11 +101,9 @@ class Sayso(Reading):
             agents=build_agents(config, built_models),
             clock=clock,
             lease_seconds=lease_seconds,
-            remote_urls=urls,
-            remote=remote_agents,
         )
         _audit.use_key(self._k)
-        self._k.workflows = _workflow_host.Workflows(self._k, _workflow_host.build_workflows(config))
+        self._cycle = Cycle(self._k, workflows=build_workflows(config), remote_urls=urls, remote=remote_agents)
         self._open = False
         self._models = AsyncExitStack()
         self._mcp = AsyncExitStack()
@@ -168,17 +173,16 @@ class Sayso(Reading):
             NotAllowed: the thread belongs to someone else.
         """
         self._check_open()
-        with host_terms(grants, offer_wider_scopes):
-            return await _turns.start(
-                self._k,
-                message,
-                agent=agent,
-                thread_id=thread_id,
-                principal=self.principal(principal),
-                client_tools=client_tools,
-                grants=grants,
-                run_id=run_id,
-            )
+        return await _turns.start(
+            self._cycle,
+            message,
+            agent=agent,
+            thread_id=thread_id,
+            principal=self.principal(principal),
+            client_tools=client_tools,
+            options=CallOptions.of(grants, offer_wider_scopes, _STREAMING.get()),
+            run_id=run_id,
+        )
 
     async def decide(
         self,
@@ -206,7 +210,13 @@ class Sayso(Reading):
         """
         self._check_open()
         return await _deciding.decide(
-            self._k, request_id, decision, principal=self.principal(principal), resume=resume, via=via
+            self._cycle,
+            request_id,
+            decision,
+            principal=self.principal(principal),
+            resume=resume,
+            via=via,
+            options=CallOptions(on_text=_STREAMING.get()),
         )
 
     async def answer_pause(
@@ -234,10 +244,15 @@ class Sayso(Reading):
             RunConflict: the run is not paused.
         """
         self._check_open()
-        with host_terms(grants, offer_wider_scopes):
-            return await _deciding.answer_pause(
-                self._k, run_id, answers, principal=self.principal(principal), rest=rest, via=via
-            )
+        return await _deciding.answer_pause(
+            self._cycle,
+            run_id,
+            answers,
+            principal=self.principal(principal),
+            rest=rest,
+            options=CallOptions.of(grants, offer_wider_scopes, _STREAMING.get()),
+            via=via,
+        )
 
     async def resume(self, run_id: str, *, force: bool = False, principal: PrincipalLike | None = None) -> RunResult:
         """Resume a paused run, or carry on a run whose process died.
@@ -254,7 +269,7 @@ class Sayso(Reading):
         """
         self._check_open()
         run = await self.run_record(run_id, principal=principal)
-        return await _turns.resume(self._k, run, force=force)
+        return await _turns.resume(self._cycle, run, force=force, options=CallOptions(on_text=_STREAMING.get()))
 
     async def cancel(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunResult:
         """Cancel a paused or working run: its open requests (delegates' too) close as skipped and nothing runs.
@@ -265,7 +280,7 @@ class Sayso(Reading):
             RunConflict: the run is finished, or another process is working on it.
         """
         self._check_open()
-        return await _turns.cancel(self._k, await self.run_record(run_id, principal=principal))
+        return await _turns.cancel(self._cycle, await self.run_record(run_id, principal=principal))
 
     async def result(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunResult:
         """Where a run stands now, with the requests it still waits on."""
@@ -284,7 +299,7 @@ class Sayso(Reading):
         several runtimes may call it at once (each run is taken over by one). Returns the runs carried on.
         """
         self._check_open()
-        return await _leases.recover(self._k)
+        return await _recovery.recover(self._cycle)
 
     async def expire(self, *, principal: PrincipalLike | None = None) -> list[RunResult]:
         """Close every paused run whose open requests have all expired; each agent answers with what it knows.
@@ -295,7 +310,7 @@ class Sayso(Reading):
         self._check_open()
         if principal is not None:
             self._require_approver(principal, "expire", "only approvers may run expiry")
-        return await _deciding.expire(self._k)
+        return await _deciding.expire(self._cycle)
 
     @contextmanager
     def streaming_text(self, on_text: Callable[[str], Awaitable[None]]) -> Iterator[None]:
@@ -304,13 +319,14 @@ class Sayso(Reading):
         For interfaces that stream a run (A2A's artifact updates): every top-level segment run in
         this task calls `on_text(chunk)` with each piece of text as the model produces it (models
         that cannot stream give it one response at a time). Delegates' text is not sent: what a
-        delegate says reaches its coordinator, not the person.
+        delegate says reaches its coordinator, not the person. The block's verbs (`run`, `decide`,
+        `answer_pause`, `resume`) pass `on_text` down in their call's options.
         """
-        token = TEXT_SINK.set(on_text)
+        token = _STREAMING.set(on_text)
         try:
             yield
         finally:
-            TEXT_SINK.reset(token)
+            _STREAMING.reset(token)
 
     # adapters' own state, events, health
 
@@ -369,6 +385,14 @@ class Sayso(Reading):
                 )
         return seen
 
+    def entry(self, agent: str | None = None) -> str:
+        """The agent or workflow a caller named (the config's entry agent when `None`), once it is known to exist.
+
+        Raises:
+            AgentNotFound: no agent or workflow has that name (the message lists those that exist).
+        """
+        return self._cycle.entry(agent or self._k.config.entry_agent)
+
     def before_tool_call(self, agent: str) -> Callable[[BeforeToolCall], BeforeToolCall]:
         """A decorator that makes a function the before-call hook of `agent` (replacing its configured one).
 
@@ -378,7 +402,7 @@ class Sayso(Reading):
         ```
 
         Raises:
-            ConfigError: there is no agent called `agent`.
+            AgentNotFound: there is no agent called `agent`.
         """
         gate = self._k.built(agent).gate
 

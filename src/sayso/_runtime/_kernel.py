@@ -1,18 +1,19 @@
-"""`Kernel`: what every part of the runtime shares — config, agents, store, clock, lease owner, events.
+"""`Kernel`: what every part of the runtime shares — config, agents, store, clock, lease holder, events.
 
 The runtime is split by concept (one engine step, the delegate tree, remote delegates, leases,
 events, deciding); each part is a set of functions over this one object instead of methods of
-one large class, so each module can be read on its own.
+one large class, so each module can be read on its own. The kernel knows no runner: which kind of
+run goes how is the cycle's (`_cycle`), which sits above it.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import anyio
 
@@ -22,13 +23,11 @@ from .._core.access import LOCAL, Principal
 from .._core.limits import Limits
 from .._engine.agents import BuiltAgent
 from .._store import RunStore
-from ..exceptions import ConfigError
+from ..exceptions import AgentNotFound, StoreError
 from ._events import Events
-from ._leases import Heartbeat
-from ._remote import RemoteAgents
+from ._heartbeat import Heartbeat
 
-if TYPE_CHECKING:
-    from ._workflow_host import Workflows
+logger = logging.getLogger("sayso.leases")
 
 
 def new_id(prefix: str) -> str:
@@ -36,8 +35,8 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_urlsafe(16)}"
 
 
-def new_owner() -> str:
-    """This runtime's lease-owner name: host and pid (so a dead owner on this host is recognised) and a nonce."""
+def new_holder() -> str:
+    """This runtime's name as a lease holder: host and pid (so a dead holder on this host is recognised) and a nonce."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
@@ -58,24 +57,26 @@ class Kernel:
     agents: dict[str, BuiltAgent]
     clock: Callable[[], float]
     lease_seconds: float
-    owner: str = field(default_factory=new_owner)
-    """Who holds the lease of the runs this runtime is working on."""
+    holder: str = field(default_factory=new_holder)
+    """This runtime as the holder of the leases of the runs it is working on (the store's `lease_owner`)."""
     events: Events = field(default_factory=lambda: Events())
-    heartbeat: Heartbeat = field(default_factory=Heartbeat)
+    heartbeat: Heartbeat = field(init=False)
     """Renews the leases of the runs this runtime works on: one timer for all of them."""
-    remote_urls: dict[str, str] = field(default_factory=dict[str, str])
-    """Remote (A2A) delegates by tool name."""
-    remote: RemoteAgents | None = None
     working: dict[str, Working] = field(default_factory=dict[str, "Working"])
     """The runs this runtime is executing right now, so `Sayso.cancel` can stop one."""
     cancelling: set[str] = field(default_factory=set[str])
     """Top-level runs asked to stop: their segments (and their delegates') end as cancelled."""
 
-    workflows: Workflows | None = None
-    """The workflows this runtime runs; set once the kernel exists, since their engines write through it.
+    def __post_init__(self) -> None:
+        self.heartbeat = Heartbeat(self._renew, every=lambda: self.lease_seconds / 3)
 
-    See docs/guides/workflows.md.
-    """
+    async def _renew(self, run_ids: list[str]) -> None:
+        for run_id in run_ids:
+            try:
+                await self.store.renew_lease(run_id, self.holder, self.clock() + self.lease_seconds)
+            except StoreError:
+                # The run's next write checks the lease itself: a lapsed lease fails it there.
+                logger.warning("could not renew the lease of run %s", run_id, exc_info=True)
 
     def start_working(self, run_id: str) -> Working:
         """Register a run this runtime starts executing."""
@@ -104,8 +105,12 @@ class Kernel:
         return Principal(name=name)
 
     def built(self, name: str) -> BuiltAgent:
-        """The built agent called `name`."""
+        """The built agent called `name`.
+
+        Raises:
+            AgentNotFound: no agent has that name.
+        """
         try:
             return self.agents[name]
         except KeyError:
-            raise ConfigError(f"no agent named {name!r}; configured: {', '.join(self.agents)}") from None
+            raise AgentNotFound(name, known=tuple(self.agents)) from None

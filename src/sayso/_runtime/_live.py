@@ -14,9 +14,9 @@ open are cut; a later resume replays them or reports that they did not complete.
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ._events import RequestEvent
+from ._events import EventData, RequestEvent
 
 if TYPE_CHECKING:
     from ._kernel import Kernel
@@ -35,11 +35,11 @@ async def open_mcp_host(k: Kernel) -> AsyncExitStack:
 
     host = await stack.enter_async_context(McpHost(keeps_calls=True))
 
-    def close_unanswered(event: RequestEvent, data: dict[str, Any]) -> None:
+    def close_unanswered(event: RequestEvent, data: EventData) -> None:
         request = data["request"]
         if request["kind"] != "elicitation" or request["durable"]:
             return
-        if event == "request.expired" or data.get("decision", {}).get("kind") in _CLOSING:
+        if event == "request.expired" or ("decision" in data and data["decision"].get("kind") in _CLOSING):
             host.close_question((request["run_id"], request["tool_call_id"]))
 
     for toolset in toolsets:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._core.requests import DelegateRequest
 from .._store import PRUNED_AT_ONCE, DeliveryStatus, PendingDelivery
-from ._events import RequestEvent, decided_event, opened_data
+from ._events import EventData, RequestEvent, decided_event, opened_data
 
 if TYPE_CHECKING:
     from ._kernel import Kernel
@@ -33,7 +33,7 @@ class OutboundEvent:
     event: RequestEvent
     created_at: float
     """When the change was committed."""
-    data: dict[str, Any]
+    data: EventData
     """The request (and for a decision: the decision, who took it and the principal)."""
     attempts: int
     """Attempts made before this one."""
@@ -46,12 +46,12 @@ async def claim(k: Kernel, hooks: Sequence[str], *, lease_seconds: float, limit:
     """
     now = k.clock()
     await k.store.fan_out_events(hooks=hooks, now=now)
-    claimed = await k.store.claim_deliveries(owner=k.owner, now=now, until=now + lease_seconds, limit=limit)
+    claimed = await k.store.claim_deliveries(owner=k.holder, now=now, until=now + lease_seconds, limit=limit)
     events: list[OutboundEvent] = []
     for pending in claimed:
         built = await _build(k, pending)
         if built is None:
-            await k.store.settle_delivery(pending.delivery_id, owner=k.owner, status="skipped", now=k.clock())
+            await k.store.settle_delivery(pending.delivery_id, owner=k.holder, status="skipped", now=k.clock())
         else:
             events.append(built)
     return events
@@ -62,7 +62,7 @@ async def settle(
 ) -> bool:
     """Record what became of a delivery this runtime claimed; `False` when its claim was lost meanwhile."""
     return await k.store.settle_delivery(
-        delivery_id, owner=k.owner, status=status, now=k.clock(), retry_at=retry_at, error=error
+        delivery_id, owner=k.holder, status=status, now=k.clock(), retry_at=retry_at, error=error
     )
 
 

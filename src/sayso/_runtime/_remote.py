@@ -13,22 +13,25 @@ a local delegate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
-
-from pydantic_ai.exceptions import CallDeferred
+from typing import Literal, Protocol, TypeAlias
 
 from .._config.file import Config
-from .._core.decisions import Decision
-from .._core.requests import ApprovalRequest, Question, QuestionRequest, Request, default_hint
-from .._core.resume import open_requests, plan_resume
-from .._engine.calls import Deferral
+from .._core.decisions import Decision, DecisionRecord
+from .._core.requests import (
+    ApprovalRequest,
+    DelegateRequest,
+    Question,
+    QuestionRequest,
+    Request,
+    RequestFields,
+    default_hint,
+)
 from .._store import RunRecord, RunStatus
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, RunConflict
+from . import _step
+from ._kernel import Kernel, new_id
 from ._results import RunResult
-
-if TYPE_CHECKING:
-    from ._kernel import Kernel
-
+from ._runner import CallOptions, Resume, Start
 
 RemoteWire: TypeAlias = Literal["v1", "legacy"]
 """How a remote agent speaks human-in-the-loop: kagent's v1 extension, or kagent 0.x's DataParts."""
@@ -77,45 +80,53 @@ class RemoteAgents(Protocol):
     ) -> RemoteOutcome: ...
 
 
-async def delegate_remote(k: Kernel, parent: RunRecord, target: str, task: str, call_id: str) -> str:
-    """Hand work to a remote A2A agent; its pause becomes a proxy run whose requests mirror the remote's."""
-    from . import _tree
+class RemoteRunner:
+    """The `Runner` of a remote delegate's proxy run: its work happens at the remote agent (`RemoteAgents`)."""
 
-    assert k.remote is not None, "remote delegates are configured, so the runtime has a RemoteAgents client"
-    proxy = await _tree.start_child(k, parent, target, task, call_id, client_tools=())
-    url = k.remote_urls[target]
-    outcome = await k.remote.start(url, task)
-    result = await settle(k, proxy, url, outcome)
-    if result.status == "paused":
-        raise CallDeferred(metadata=Deferral(kind="delegate", child_run_id=proxy.run_id).as_metadata())
-    return await _tree.delegate_answer(k, result)
+    local = False
 
+    def __init__(self, k: Kernel, urls: dict[str, str], client: RemoteAgents | None) -> None:
+        self._k = k
+        self.urls = urls
+        """Remote (A2A) delegates by tool name."""
+        self._client = client
 
-async def advance_remote(k: Kernel, proxy: RunRecord, *, force: bool) -> RunResult:
-    """Send the person's decisions down to the remote task and mirror where it stands now."""
-    from . import _step, _tree
+    def serves(self, run: RunRecord) -> bool:
+        """Whether `run` is a remote delegate's proxy run."""
+        return run.parent_run_id is not None and run.agent in self.urls
 
-    assert proxy.pause_id is not None and k.remote is not None
-    remote = await k.store.remote_task(proxy.run_id)
-    assert remote is not None, "a proxy run always has its remote task"
-    state = await k.store.pause_state(proxy.pause_id)
-    if open_requests(state.requests, state.decisions) and not force:
-        return await _tree.result(k, proxy.run_id)
-    now = k.clock()
-    plan = plan_resume(proxy.run_id, state.requests, state.decisions, force=force, now=now)
-    claim = await _step.consume(k, proxy, state.requests, plan, now=now, executing=(), load_history=False)
-    wire: RemoteWire = "legacy" if await k.store.get_mark(REMOTE_WIRE_MARKS, proxy.run_id) == "legacy" else "v1"
-    decisions = [(ask_of(r, wire=wire), plan.decisions[r.request_id].decision) for r in state.requests]
-    outcome = await k.remote.answer(
-        remote.url, task_id=remote.task_id, context_id=remote.context_id, decisions=decisions
-    )
-    return await settle(k, claim.run, remote.url, outcome)
+    async def start(self, run: RunRecord, start: Start, options: CallOptions) -> RunResult:
+        # Hand the work to the remote agent; its pause becomes the proxy's, mirroring the remote's asks.
+        assert self._client is not None, "remote delegates are configured, so the runtime has a RemoteAgents client"
+        url = self.urls[run.agent]
+        outcome = await self._client.start(url, start.prompt or "")
+        return await settle(self._k, run, url, outcome)
+
+    async def resume(self, run: RunRecord, resume: Resume, options: CallOptions) -> RunResult:
+        # Send the person's decisions down to the remote task and mirror where it stands now.
+        # No call runs here, so nothing is marked in the ledger.
+        k = self._k
+        assert self._client is not None
+        pause, plan = resume.pause, resume.plan
+        remote = await k.store.remote_task(run.run_id)
+        assert remote is not None, "a proxy run always has its remote task"
+        claim = await _step.consume(k, run, pause.requests, plan.resume, now=plan.now, executing=(), load_history=False)
+        wire: RemoteWire = "legacy" if await k.store.get_mark(REMOTE_WIRE_MARKS, run.run_id) == "legacy" else "v1"
+        decisions = [(ask_of(r, wire=wire), plan.resume.decisions[r.request_id].decision) for r in pause.requests]
+        outcome = await self._client.answer(
+            remote.url, task_id=remote.task_id, context_id=remote.context_id, decisions=decisions
+        )
+        return await settle(k, claim.run, remote.url, outcome)
+
+    async def carry_on(self, run: RunRecord, options: CallOptions) -> RunResult:
+        raise RunConflict(run.run_id, "a remote delegate's task carries on at its agent; its parent's resume asks it")
+
+    async def answer_below(self, request: DelegateRequest, outcome: RunResult) -> DecisionRecord:
+        raise AssertionError("a proxy run's pause mirrors the remote task's asks; no run of sayso's is below it")
 
 
 async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) -> RunResult:
     """Record a remote task's state on its proxy run: finished, or paused on mirrored requests."""
-    from ._kernel import new_id
-
     now = k.clock()
     await k.store.set_remote_task(proxy.run_id, url=url, task_id=outcome.task_id, context_id=outcome.context_id)
     if outcome.status != "paused":
@@ -128,7 +139,7 @@ async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) 
                 f"Its context id is {outcome.context_id!r}."
             )
         await k.store.finish_run(
-            proxy, owner=k.owner, new_messages=(), status=status, output=output, error=error, now=now
+            proxy, owner=k.holder, new_messages=(), status=status, output=output, error=error, now=now
         )
         return RunResult(
             run_id=proxy.run_id,
@@ -140,7 +151,7 @@ async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) 
         )
     mirrored = [mirror(ask, proxy, url, request_id=new_id("req"), now=now) for ask in outcome.asks]
     await k.store.set_mark(REMOTE_WIRE_MARKS, proxy.run_id, outcome.asks[0].wire if outcome.asks else "v1")
-    await k.store.save_pause(proxy, owner=k.owner, pause_id=new_id("pau"), new_messages=(), requests=mirrored, now=now)
+    await k.store.save_pause(proxy, owner=k.holder, pause_id=new_id("pau"), new_messages=(), requests=mirrored, now=now)
     k.events.opened(mirrored)
     return RunResult(
         run_id=proxy.run_id, thread_id=proxy.thread_id, agent=proxy.agent, status="paused", requests=tuple(mirrored)
@@ -163,18 +174,18 @@ def remote_delegates(config: Config) -> dict[str, str]:
 
 def mirror(ask: RemoteAsk, proxy: RunRecord, url: str, *, request_id: str, now: float) -> Request:
     """A sayso request standing for what the remote task waits on (the remote's id as the call id)."""
-    common: dict[str, Any] = {
-        "request_id": request_id,
-        "run_id": proxy.run_id,
-        "thread_id": proxy.thread_id,
-        "agent_path": proxy.path,
-        "tool_call_id": ask.ask_id,
-        "tool_name": ask.tool_name,
-        "args": dict(ask.args),
-        "created_at": now,
-        "principal": proxy.principal,
-        "parent_call_id": proxy.parent_call_id,
-    }
+    common = RequestFields(
+        request_id=request_id,
+        run_id=proxy.run_id,
+        thread_id=proxy.thread_id,
+        agent_path=proxy.path,
+        tool_call_id=ask.ask_id,
+        tool_name=ask.tool_name,
+        args=dict(ask.args),
+        created_at=now,
+        principal=proxy.principal,
+        parent_call_id=proxy.parent_call_id,
+    )
     if ask.kind == "question":
         return QuestionRequest(**common, questions=ask.questions)
     return ApprovalRequest(

@@ -9,11 +9,8 @@ run stays in memory. The ledger marks of approved calls were written when the pa
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 import anyio
 from pydantic_ai import DeferredToolRequests, RunContext
@@ -28,74 +25,53 @@ from pydantic_ai.messages import (
     repair_messages,
 )
 
+from .._core.access import may_decide
+from .._core.audit_events import AuditEvent, ServiceNotifiedEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
-from .._core.requests import ApprovalRequest, Request, Scope
+from .._core.requests import ApprovalRequest, Request
 from .._core.resume import ResumePlan
 from .._core.service import service_notice
 from .._engine.agents import BuiltAgent
 from .._engine.deferred import annotate, audit_body, closing_results, deferred_results, requests_from
-from .._engine.gate import RunDeps
+from .._engine.deps import RunDeps
 from .._store import Claim, RunRecord
+from . import _tree
 from ._failures import report_failure
+from ._kernel import Kernel, new_id
 from ._leases import holding, resolve_stuck
 from ._results import RunResult
-
-if TYPE_CHECKING:
-    from ._kernel import Kernel
+from ._runner import CallOptions, Runs, TextSink
 
 
-TextSink = Callable[[str], Awaitable[None]]
-"""Where the text of a top-level run goes as the model writes it."""
+class _Services:
+    """The runtime's services to one run's tools (`RunDeps.services`): its delegates, and whose grants count."""
 
-TEXT_SINK: ContextVar[TextSink | None] = ContextVar("sayso_text_sink", default=None)
-"""The text sink of the call in progress (`Sayso.streaming_text`); delegates' text is not sent."""
+    def __init__(self, k: Kernel, runs: Runs, run: RunRecord, options: CallOptions) -> None:
+        self._k = k
+        self._runs = runs
+        self._run = run
+        self._options = options
 
+    async def delegate(self, target: str, task: str, call_id: str) -> str:
+        return await self._runs.delegate(self._run, target, task, call_id, self._options)
 
-@dataclass(frozen=True, kw_only=True)
-class CallTerms:
-    """How remembered approvals work for the call in progress, when a host keeps them.
-
-    See docs/concepts/decisions.md#scopes-remembering-an-approval.
-
-    Set by `Sayso.run` / `Sayso.answer_pause` for the whole call, delegates and resumed segments
-    included: the host's grants (when given) are the only ones honoured and sayso stores none,
-    and scopes wider than `widest` are not offered.
-    """
-
-    grants: tuple[Grant, ...] | None
-    """The host's grants; `None` when sayso keeps them."""
-    widest: Scope
-
-
-CALL_TERMS: ContextVar[CallTerms | None] = ContextVar("sayso_call_terms", default=None)
-
-
-@contextmanager
-def host_terms(grants: Sequence[Grant] | None, offer_wider_scopes: bool) -> Iterator[None]:
-    """The remembered-approval terms of one call: a host's grants (nothing stored), and how wide to offer."""
-    if grants is None and offer_wider_scopes:
-        yield
-        return
-    terms = CallTerms(
-        grants=None if grants is None else tuple(grants), widest="always" if offer_wider_scopes else "once"
-    )
-    token = CALL_TERMS.set(terms)
-    try:
-        yield
-    finally:
-        CALL_TERMS.reset(token)
+    def giver_may_decide(self, grant: Grant) -> bool:
+        if grant.agent is None:
+            return False
+        return may_decide(self._k.principal(grant.giver), owner=grant.principal, agent_path=grant.agent)
 
 
 async def execute(
     k: Kernel,
+    runs: Runs,
     built: BuiltAgent,
     run: RunRecord,
     *,
+    options: CallOptions,
     prompt: str | None,
     requests: Sequence[Request],
     decisions: Mapping[str, DecisionRecord],
-    external_grants: Sequence[Grant] | None = None,
     marked: frozenset[str] = frozenset(),
     history: list[ModelMessage] | None = None,
     stored_grants: Sequence[Grant] | None = None,
@@ -103,12 +79,9 @@ async def execute(
     """Run one segment of `run` on `built` and persist where it ended: paused, completed or failed.
 
     `history` and `stored_grants` come from the segment's first read when it made one (the run's
-    start or the pause's consumption); the gate then needs no store read of its own.
+    start or the pause's consumption); the gate then needs no store read of its own. `options` hold
+    for the whole call: the host's grants and widest scope, and (for a top-level run) the text sink.
     """
-    from . import _tree
-    from ._deciding import giver_may_decide
-    from ._kernel import new_id
-
     if history is None:
         history = await k.store.load_messages(run.thread_id)
     if prompt is not None and not requests and history and isinstance(history[-1], ModelResponse):
@@ -117,7 +90,6 @@ async def execute(
             history = repair_messages(history)
     # A delegate's run has a thread of its own; "allow for this chat" means the person's chat above it.
     chat_thread_id = None if run.parent_run_id is None else (await _tree.root(k, run)).thread_id
-    terms = CALL_TERMS.get()
     deps = RunDeps(
         run_id=run.run_id,
         thread_id=run.thread_id,
@@ -125,19 +97,18 @@ async def execute(
         principal=run.principal,
         ledger=k.store,
         clock=k.clock,
-        grants=terms.grants if terms is not None and terms.grants is not None else external_grants,
-        widest_scope=terms.widest if terms is not None else None,
+        grants=options.grants,
+        widest_scope=options.widest,
         stored_grants=stored_grants,
-        delegate=lambda target, task, call_id: _tree.delegate(k, run, target, task, call_id),
+        services=_Services(k, runs, run, options),
         marked=marked,
-        giver_may_decide=lambda grant: giver_may_decide(k, grant),
         client_tools=[t for t in run.client_tools if t.name in built.client_tools],
         chat_thread_id=chat_thread_id,
     )
     allowed = deps.client_tools
     # A client tool's context reaches only the agents allowed to call that tool.
     context = "\n".join(f"Context from the client for the tool {t.name!r}: {t.context}" for t in allowed if t.context)
-    sink = TEXT_SINK.get() if run.parent_run_id is None else None
+    sink = options.on_text if run.parent_run_id is None else None
     working = k.start_working(run.run_id)
     try:
         with working.scope:
@@ -164,7 +135,7 @@ async def execute(
                 error = report_failure(run.run_id, exc)
                 await k.store.finish_run(
                     run,
-                    owner=k.owner,
+                    owner=k.holder,
                     new_messages=_closing(history, requests, decisions, deps, error=error),
                     status="failed",
                     output=None,
@@ -201,7 +172,7 @@ async def execute(
         )
         await k.store.save_pause(
             run,
-            owner=k.owner,
+            owner=k.holder,
             pause_id=new_id("pau"),
             new_messages=new,
             requests=raised,
@@ -218,7 +189,7 @@ async def execute(
         )
     await k.store.finish_run(
         run,
-        owner=k.owner,
+        owner=k.holder,
         new_messages=new,
         status="completed",
         output=output,
@@ -246,8 +217,6 @@ def _text_handler(sink: TextSink) -> Callable[[RunContext[Any], AsyncIterable[Ag
 
 async def _cancel_asked(k: Kernel, run: RunRecord) -> bool:
     """Whether the run's top-level run was cancelled (`Sayso.cancel`), not just left by its caller."""
-    from . import _tree
-
     return (await _tree.root(k, run)).run_id in k.cancelling
 
 
@@ -268,7 +237,7 @@ async def _finish_cancelled(k: Kernel, run: RunRecord, deps: RunDeps, closing: S
     """Record a working run as cancelled: nothing more runs, what already ran is kept."""
     await k.store.finish_run(
         run,
-        owner=k.owner,
+        owner=k.holder,
         new_messages=closing,
         status="cancelled",
         output=None,
@@ -300,7 +269,7 @@ async def consume(
     claim = await k.store.consume_pause(
         run,
         pause_id=run.pause_id,
-        owner=k.owner,
+        owner=k.holder,
         until=now + k.lease_seconds,
         now=now,
         added=plan.added,
@@ -327,19 +296,10 @@ async def tell_services(
     ]
     if not notices or not built.notifier.configured:
         return
-    audit = []
+    audit: list[AuditEvent] = []
     for notice in notices:
         problem = await built.notifier.notify(notice)
-        audit.append({"event": "service_notified", **notice, "delivered": problem is None, "problem": problem})
+        audit.append(
+            ServiceNotifiedEvent(event="service_notified", **notice, delivered=problem is None, problem=problem)
+        )
     await k.store.append_audit(audit)
-
-
-def resume_plan_executing(requests: Sequence[Request], plan: ResumePlan) -> list[str]:
-    """The approved requests of a pause: their calls run in the segment that consumes it."""
-    from .._core.decisions import Approve
-
-    return [
-        r.request_id
-        for r in requests
-        if isinstance(r, ApprovalRequest) and isinstance(plan.decisions[r.request_id].decision, Approve)
-    ]

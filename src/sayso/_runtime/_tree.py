@@ -1,21 +1,19 @@
-"""The delegate tree: runs below runs, advanced leaves first, paused and resumed as one.
+"""The delegate tree: runs below runs, read and closed as one; where a run stands, and what its parent reads.
 
 See docs/concepts/pauses.md#nested-agents.
 
 A delegate's run hangs under its parent's tool call (a `DelegateRequest` in the parent's pause).
 A pause anywhere below pauses the top run; the requests a person sees are the open *leaves*.
-Advancing a paused run advances every waiting delegate first; a delegate that finishes answers
-its parent's call, and the parent resumes only when every call it waits on is answered.
+Carrying a tree on (runs below first, each answering its parent's call) is the cycle's
+(`_cycle.Cycle.advance`); this module reads the tree, starts a run below, and closes a tree.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
-from pydantic_ai.exceptions import CallDeferred
-
+from .._core.access import LOCAL_NAME
 from .._core.decisions import Accept, Answer, ClientResult, Decision, DecisionRecord, Provide, model_text
 from .._core.requests import (
     ApprovalRequest,
@@ -27,21 +25,21 @@ from .._core.requests import (
     Request,
     shown_args,
 )
-from .._core.resume import SKIPPED_FOR_FORCE, open_requests, plan_resume
-from .._engine.calls import Deferral
+from .._core.resume import open_requests, plan_resume
 from .._engine.deferred import audit_body
-from .._store import PauseState, RunRecord, RunRequests
-from ..exceptions import PauseConsumed, RunConflict
+from .._store import RunRecord, RunRequests
+from ._kernel import Kernel, new_id
 from ._results import RunResult
-
-if TYPE_CHECKING:
-    from ._kernel import Kernel
 
 
 async def result(k: Kernel, run_id: str) -> RunResult:
     """Where a run stands now, with the leaf requests it still waits on."""
     run = await k.store.get_run(run_id)
-    waiting = await open_leaves(k, run) if run.status == "paused" else []
+    return standing(run, await open_leaves(k, run) if run.status == "paused" else [])
+
+
+def standing(run: RunRecord, waiting: Sequence[Request] = ()) -> RunResult:
+    """Where `run` stands as its record says, waiting on the leaf requests `waiting`."""
     return RunResult(
         run_id=run.run_id,
         thread_id=run.thread_id,
@@ -53,131 +51,32 @@ async def result(k: Kernel, run_id: str) -> RunResult:
     )
 
 
-async def advance(
-    k: Kernel, run: RunRecord, *, force: bool, state: PauseState | None = None, attempts: int = 3
-) -> RunResult:
-    """Carry a paused run on as far as its decisions allow, delegates first.
-
-    A run resumes only when every call it waits on is answered (or `force` skips the rest);
-    a delegate that paused again keeps its parent paused, without a model call. When a person
-    decides a request while a forced resume was about to skip it, the resume starts over from
-    the store (their decision counts), up to `attempts` times.
-
-    Raises:
-        PauseConsumed: another process resumed this pause first.
-        RunConflict: decisions kept arriving while the resume was prepared.
-    """
-    from . import _remote, _step, _workflows
-
-    assert run.pause_id is not None
-    if run.parent_run_id is not None and run.agent in k.remote_urls:
-        return await _remote.advance_remote(k, run, force=force)
-    if _workflows.hosts(k, run.agent):
-        return await _workflows.advance(k, run, force=force, state=state)
-    state = state or await k.store.pause_state(run.pause_id)
-    requests = state.requests
-    decided = dict(state.decisions)
-    for request in open_requests(requests, decided):
-        if isinstance(request, DelegateRequest):
-            answer = await _delegate_progress(k, request, force=force)
-            if answer is not None:
-                decided[request.request_id] = answer
-    if open_requests(requests, decided) and not force:
-        return await result(k, run.run_id)
-    now = k.clock()
-    plan = plan_resume(run.run_id, requests, decided, force=force, now=now)
-    for skipped in plan.added:
-        request = next(r for r in requests if r.request_id == skipped.request_id)
-        if isinstance(request, DelegateRequest):
-            await cancel_tree(k, request.child_run_id, SKIPPED_FOR_FORCE)
-    approved = _step.resume_plan_executing(requests, plan)
-    try:
-        claim = await _step.consume(
-            k, run, requests, plan, now=now, executing=approved, load_history=True, grants_of=run.principal or ""
-        )
-    except PauseConsumed:
-        raise
-    except RunConflict:
-        fresh = await k.store.get_run(run.run_id)
-        if attempts <= 1 or fresh.pause_id != run.pause_id:
-            raise
-        return await advance(k, fresh, force=force, attempts=attempts - 1)
-    built = k.built(claim.run.agent)
-    await _step.tell_services(k, built, requests, plan.decisions)
-    return await _step.execute(
-        k,
-        built,
-        claim.run,
-        prompt=None,
-        requests=requests,
-        decisions=plan.decisions,
-        marked=frozenset(approved),
-        history=claim.history,
-        stored_grants=claim.grants,
-    )
-
-
-async def _delegate_progress(k: Kernel, request: DelegateRequest, *, force: bool) -> DecisionRecord | None:
-    """Advance a delegate's run; once it has finished, record its answer on the parent's call."""
-    child = await k.store.get_run(request.child_run_id)
-    if child.status == "paused":
-        if await open_leaves(k, child) and not force:
-            return None
-        try:
-            outcome = await advance(k, child, force=force)
-        except PauseConsumed:
-            return None
-        if outcome.status in ("paused", "running"):
-            return None
-    else:
-        outcome = await result(k, child.run_id)
-    if outcome.status == "running":
-        return None
-    record = DecisionRecord(
-        request_id=request.request_id,
-        decision=ClientResult(value=await delegate_answer(k, outcome)),
-        by="system",
-        principal=None,
-        decided_at=k.clock(),
-    )
-    await k.store.add_decisions([record])
-    return record
-
-
-async def delegate(k: Kernel, parent: RunRecord, target: str, task: str, call_id: str) -> str:
-    """Run a delegate for a parent's tool call; if it pauses, the parent's call waits on it."""
-    from . import _remote, _step
-
-    if target in k.remote_urls:
-        return await _remote.delegate_remote(k, parent, target, task, call_id)
-    child = await start_child(k, parent, target, task, call_id, client_tools=parent.client_tools)
-    outcome = await _step.execute(k, k.built(target), child, prompt=task, requests=[], decisions={}, history=[])
-    if outcome.status == "paused":
-        raise CallDeferred(metadata=Deferral(kind="delegate", child_run_id=child.run_id).as_metadata())
-    return await delegate_answer(k, outcome)
-
-
 async def start_child(
-    k: Kernel, parent: RunRecord, target: str, task: str, call_id: str, *, client_tools: Sequence[ClientTool]
+    k: Kernel,
+    parent: RunRecord,
+    agent: str,
+    task: str,
+    *,
+    call_id: str,
+    agent_path: str,
+    client_tools: Sequence[ClientTool],
 ) -> RunRecord:
-    """A delegate's run on a thread of its own, tied to the parent's call that handed it the work."""
-    from ._kernel import new_id
-
+    """A run below `parent` (a delegate's, an agent node's) on a thread of its own, tied to the call that asked."""
     now = k.clock()
     return await k.store.start_run(
         thread_id=new_id("thr"),
-        owner=parent.principal or "local",
-        agent=target,
+        owner=parent.principal or LOCAL_NAME,
+        agent=agent,
         run_id=new_id("run"),
         prompt=task,
         client_tools=client_tools,
-        lease_owner=k.owner,
+        lease_owner=k.holder,
         lease_expires_at=now + k.lease_seconds,
         now=now,
         expect_active=None,
         parent_run_id=parent.run_id,
         parent_call_id=call_id,
-        agent_path=f"{parent.path}/{target}",
+        agent_path=agent_path,
     )
 
 

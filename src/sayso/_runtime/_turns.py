@@ -8,45 +8,43 @@ never share a thread and nothing the old pause approved runs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from .._core.access import Principal, may_message
 from .._core.decisions import DecisionRecord
-from .._core.grants import Grant
 from .._core.limits import check_message
 from .._core.requests import ClientTool, DelegateRequest, Request
 from .._core.resume import SKIPPED_FOR_CANCEL, SKIPPED_FOR_MESSAGE, open_requests, plan_resume
 from .._engine.deferred import audit_body
 from .._store import RunRecord, ThreadRecord
 from ..exceptions import InvalidInput, NotAllowed, NotReady, RunConflict, ThreadBusy
-from . import _leases, _step, _tree, _workflows
+from . import _tree
+from ._cycle import Cycle
+from ._kernel import new_id
 from ._results import RunResult
-
-if TYPE_CHECKING:
-    from ._kernel import Kernel
+from ._runner import CallOptions, Start
 
 
 async def start(
-    k: Kernel,
+    c: Cycle,
     message: str,
     *,
     agent: str | None,
     thread_id: str | None,
     principal: Principal,
     client_tools: Sequence[ClientTool],
-    grants: Sequence[Grant] | None,
+    options: CallOptions,
     run_id: str | None = None,
 ) -> RunResult:
-    """Send a user message and run the agent (or workflow) until it finishes or pauses."""
-    from ._kernel import new_id
+    """Send a user message and run the agent (or workflow) until it finishes or pauses.
 
+    Read (the thread, in the transaction that starts the run) → check (pure: who may message,
+    which agent) → write (the run) → the runner of its kind runs it.
+    """
+    k = c.k
     check_message(message, k.limits)
     now = k.clock()
-    entry = agent or k.config.entry_agent
     # An unknown agent is the client's mistake, refused before anything is written.
-    if entry not in k.agents and not _workflows.hosts(k, entry):
-        known = ", ".join([*k.agents, *(k.workflows.engines if k.workflows else ())])
-        raise InvalidInput(f"no agent or workflow named {entry!r}; configured: {known}", field="agent")
+    entry = c.entry(agent or k.config.entry_agent)
 
     def check(thread: ThreadRecord | None) -> None:
         if thread is None:  # a new thread: its agent (or workflow) was checked above
@@ -61,7 +59,7 @@ async def start(
             raise InvalidInput(
                 f"thread {thread.thread_id!r} belongs to agent {thread.agent!r}, not {agent!r}", field="agent"
             )
-        if not _workflows.hosts(k, thread.agent):
+        if not c.hosts_workflow(thread.agent):
             k.built(thread.agent)
 
     # One transaction reads the thread, starts the run on it and reads its history and the
@@ -73,54 +71,44 @@ async def start(
         run_id=run_id or new_id("run"),
         prompt=message,
         client_tools=client_tools,
-        lease_owner=k.owner,
+        lease_owner=k.holder,
         lease_expires_at=now + k.lease_seconds,
         now=now,
         check=check,
-        grants_of=principal.name if grants is None and not _workflows.hosts(k, entry) else None,
+        grants_of=principal.name if not options.host_keeps_grants and not c.hosts_workflow(entry) else None,
     )
     if begun.run is not None:
-        if _workflows.hosts(k, begun.run.agent):
-            return await _workflows.started(k, begun.run)
-        return await _step.execute(
-            k,
-            k.built(begun.run.agent),
-            begun.run,
-            prompt=message,
-            requests=[],
-            decisions={},
-            external_grants=grants,
-            history=begun.history,
-            stored_grants=begun.grants,
-        )
+        started = Start(prompt=message, history=begun.history, stored_grants=begun.grants)
+        return await c.runner(begun.run).start(begun.run, started, options)
     assert begun.thread is not None and begun.thread.active_run_id is not None
     return await _supersede(
-        k,
+        c,
         begun.thread,
         message,
         principal=principal,
         client_tools=client_tools,
-        grants=grants,
+        options=options,
         now=now,
         run_id=run_id,
     )
 
 
 async def _supersede(
-    k: Kernel,
+    c: Cycle,
     thread: ThreadRecord,
     message: str,
     *,
     principal: Principal,
     client_tools: Sequence[ClientTool],
-    grants: Sequence[Grant] | None,
+    options: CallOptions,
     now: float,
     run_id: str | None,
 ) -> RunResult:
     """A message on a thread whose run is paused: skip its open requests and start a new run in the same commit."""
-    from ._kernel import new_id
-
-    built = None if _workflows.hosts(k, thread.agent) else k.built(thread.agent)
+    k = c.k
+    workflow = c.hosts_workflow(thread.agent)
+    if not workflow:
+        k.built(thread.agent)
     assert thread.active_run_id is not None
     active = await k.store.get_run(thread.active_run_id)
     if active.parent_run_id is not None:
@@ -149,7 +137,7 @@ async def _supersede(
         run_id=run_id or new_id("run"),
         prompt=message,
         client_tools=client_tools,
-        lease_owner=k.owner,
+        lease_owner=k.holder,
         lease_expires_at=now + k.lease_seconds,
         now=now,
         expect_active=thread.active_run_id,
@@ -157,38 +145,35 @@ async def _supersede(
         audit=[audit_body(by_id[d.request_id], d) for d in added],
         supersede_pause=active.pause_id,
         # A workflow's run is told to no one before its first stop, whose durable write carries this one.
-        durable=built is not None,
+        durable=not workflow,
     )
     k.events.decided(requests, added)
-    if built is None:
-        return await _workflows.started(k, run)
-    await _step.tell_services(k, built, requests, decisions)
-    return await _step.execute(
-        k, built, run, prompt=message, requests=requests, decisions=decisions, external_grants=grants
-    )
+    return await c.runner(run).start(run, Start(prompt=message, superseded=(requests, decisions)), options)
 
 
-async def resume(k: Kernel, run: RunRecord, *, force: bool) -> RunResult:
+async def resume(c: Cycle, run: RunRecord, *, force: bool, options: CallOptions) -> RunResult:
     """Resume a paused run, or carry on a run whose process died."""
+    k = c.k
     if run.status == "paused" and run.pause_id is not None:
         waiting = await _tree.open_leaves(k, run)
         if waiting and not force:
             ids = ", ".join(r.request_id for r in waiting)
             raise NotReady(run.run_id, f"{len(waiting)} request(s) still open ({ids}); decide them or force the resume")
-        return await _tree.advance(k, run, force=force)
+        return await c.advance(run, force=force, options=options)
     if run.status == "running":
-        return await _leases.carry_on(k, run)
-    if run.status == "failed" and _workflows.hosts(k, run.agent):
-        return await _workflows.retry(k, run)
+        return await c.carry_on(run, options)
+    if run.status == "failed" and c.hosts_workflow(run.agent):
+        return await c.workflows.retry(run, options)
     raise RunConflict(run.run_id, f"the run is {run.status}; only a paused run can be resumed")
 
 
-async def cancel(k: Kernel, run: RunRecord) -> RunResult:
+async def cancel(c: Cycle, run: RunRecord) -> RunResult:
     """Cancel a paused or working run and everything below it: open requests close as skipped, nothing runs.
 
     A working run is stopped where it is (its delegates too) when this runtime is the one running
     it; what already ran is kept.
     """
+    k = c.k
     top = await _tree.root(k, run)
     if top.status == "running":
         working = k.working.get(top.run_id)

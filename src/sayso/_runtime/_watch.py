@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 import anyio
 
@@ -21,9 +21,7 @@ from .._core.requests import Request
 from .._store import InboxFilter, RequestState, RunStatus
 from ..exceptions import RequestNotFound, RunNotFound, ThreadNotFound
 from ._events import Events
-
-if TYPE_CHECKING:
-    from ._facade import Sayso
+from ._reading import Reading
 
 WATCHED_REQUESTS = 1000
 """How many open requests a watch follows (oldest first); later ones are seen once older ones close."""
@@ -88,7 +86,7 @@ class _Snapshot:
 
 
 async def watch(
-    app: Sayso, events: Events, *, principal: Principal, thread_id: str | None, every: float
+    app: Reading, events: Events, *, principal: Principal, thread_id: str | None, every: float
 ) -> AsyncGenerator[list[Change], None]:
     """Yield what changed for `principal`, one list per look: first an empty one once watching has begun.
 
@@ -115,7 +113,7 @@ async def watch(
         events.watchers.discard(wake)
 
 
-async def _snapshot(app: Sayso, principal: Principal, thread_id: str | None) -> _Snapshot:
+async def _snapshot(app: Reading, principal: Principal, thread_id: str | None) -> _Snapshot:
     requests: dict[str, Request] = {}
     cursor: str | None = None
     while len(requests) < WATCHED_REQUESTS:
@@ -128,7 +126,7 @@ async def _snapshot(app: Sayso, principal: Principal, thread_id: str | None) -> 
     return _Snapshot(requests=requests, threads=threads, thread=await _thread(app, principal, thread_id))
 
 
-async def _thread(app: Sayso, principal: Principal, thread_id: str | None) -> _Thread | None:
+async def _thread(app: Reading, principal: Principal, thread_id: str | None) -> _Thread | None:
     if thread_id is None:
         return None
     try:
@@ -146,7 +144,7 @@ async def _thread(app: Sayso, principal: Principal, thread_id: str | None) -> _T
 
 
 async def _changes(
-    app: Sayso, principal: Principal, thread_id: str | None, before: _Snapshot, after: _Snapshot
+    app: Reading, principal: Principal, thread_id: str | None, before: _Snapshot, after: _Snapshot
 ) -> list[Change]:
     changes: list[Change] = []
     for request_id in before.requests.keys() - after.requests.keys():

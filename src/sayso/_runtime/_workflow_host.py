@@ -2,9 +2,9 @@
 
 `Workflows` is both what the engines persist through (`WorkflowPersistence`: a finished node's
 progress written behind the next node, a pause or an end in one durable commit) and what runs
-their agent nodes (`AgentNodeRunner`: a child run per node, carried on as delegates are). The run
-verbs that step a workflow's run (`started`, `advance`, `carry_on`, `retry`) are in `_workflows`,
-with what is written when.
+their agent nodes (`AgentNodeRunner`: a run below the workflow's per node, run and carried on by
+the cycle through its `Runs` port, as delegates are). The `Runner` of a workflow's run is
+`_workflows.WorkflowRunner`, with what is written when.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -21,7 +21,6 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models import infer_model
 
 from .._config.file import Config
-from .._core.access import LOCAL_NAME
 from .._core.decisions import Expire, Provide, Skip
 from .._core.policy import InterruptPolicy
 from .._core.requests import DelegateRequest, Request
@@ -41,10 +40,10 @@ from ..workflows import (
     WorkflowState,
     build_workflow,
 )
+from . import _tree
+from ._kernel import Kernel, new_id
 from ._results import RunResult
-
-if TYPE_CHECKING:
-    from ._kernel import Kernel
+from ._runner import CallOptions, Runs
 
 InputDecision = Provide | Skip | Expire
 """What a node's question is closed with: an answer, a skip, or its expiry."""
@@ -83,6 +82,8 @@ class Flight:
     run: RunRecord
     tasks: TaskGroup
     """Where the run's progress is written behind the nodes that follow."""
+    options: CallOptions
+    """The options of the call stepping the run, for its agent nodes' runs."""
     saved_nodes: int
     """How many finished nodes the store holds (or is about to); a running state with no more is not written."""
     prompt_written: bool = False
@@ -106,8 +107,9 @@ class Workflows:
     the runs being stepped right now, so their writes go under the right run and lease.
     """
 
-    def __init__(self, k: Kernel, workflows: Mapping[str, Workflow]) -> None:
+    def __init__(self, k: Kernel, workflows: Mapping[str, Workflow], runs: Runs) -> None:
         self._k = k
+        self._runs = runs
         self.flights: dict[str, Flight] = {}
         self.engines = {name: WorkflowEngine(w, persistence=self, agents=self) for name, w in workflows.items()}
         for workflow in workflows.values():
@@ -157,7 +159,7 @@ class Workflows:
                         k = self._k
                         await k.store.save_workflow_state(
                             flight.run,
-                            owner=k.owner,
+                            owner=k.holder,
                             state=state.to_json(),
                             now=k.clock(),
                             new_messages=_prompt(flight),
@@ -168,8 +170,6 @@ class Workflows:
 
     async def _write_stop(self, flight: Flight, state: WorkflowState) -> None:
         """Write a pause (with its request) or an end, with the state, in one commit."""
-        from ._kernel import new_id
-
         k = self._k
         run = flight.run
         now = k.clock()
@@ -178,7 +178,7 @@ class Workflows:
             request = self._request(state, run, request_id=new_id("req"), now=now)
             await k.store.save_pause(
                 run,
-                owner=k.owner,
+                owner=k.holder,
                 pause_id=new_id("pau"),
                 new_messages=messages,
                 requests=[request],
@@ -193,7 +193,7 @@ class Workflows:
                 messages.append(ModelResponse(parts=[TextPart(content=output)]))
             await k.store.finish_run(
                 run,
-                owner=k.owner,
+                owner=k.holder,
                 new_messages=messages,
                 status=state.status,
                 output=output,
@@ -232,37 +232,25 @@ class Workflows:
     # AgentNodeRunner
 
     async def start(self, call: AgentNodeCall) -> AgentOutcome:
-        """Run the node's agent as a child run of the workflow's, on a thread of its own."""
-        from . import _step
-        from ._kernel import new_id
-
-        k = self._k
-        parent = self.flights[call.run_id].run
-        built = k.built(call.agent if isinstance(call.agent, str) else _plain_agent_name(call.workflow, call.node))
-        now = k.clock()
-        child = await k.store.start_run(
-            thread_id=new_id("thr"),
-            owner=parent.principal or LOCAL_NAME,
-            agent=built.name,
-            run_id=new_id("run"),
-            prompt=call.prompt,
-            client_tools=parent.client_tools,
-            lease_owner=k.owner,
-            lease_expires_at=now + k.lease_seconds,
-            now=now,
-            expect_active=None,
-            parent_run_id=call.run_id,
-            parent_call_id=_agent_call_id(call.node, call.visit),
-            agent_path=f"{call.workflow}/{call.node}",
+        """Run the node's agent as a run below the workflow's, on a thread of its own."""
+        flight = self.flights[call.run_id]
+        built = self._k.built(
+            call.agent if isinstance(call.agent, str) else _plain_agent_name(call.workflow, call.node)
         )
-        result = await _step.execute(k, built, child, prompt=call.prompt, requests=[], decisions={}, history=[])
+        result = await self._runs.run_below(
+            flight.run,
+            built.name,
+            call.prompt,
+            call_id=_agent_call_id(call.node, call.visit),
+            agent_path=f"{call.workflow}/{call.node}",
+            options=flight.options,
+        )
         return _agent_outcome(result)
 
     async def resume(self, call: AgentNodeCall, handle: str) -> AgentOutcome:
         """Where the node's agent run stands now: its answer, its open requests, or carried on if it can be."""
-        from . import _leases, _tree
-
         k = self._k
+        options = self.flights[call.run_id].options
         child = await k.store.get_run(handle)
         if child.status == "completed":
             return AgentFinished(output=child.output)
@@ -270,9 +258,9 @@ class Workflows:
             waiting = await _tree.open_leaves(k, child)
             if waiting:
                 return AgentPaused(handle=handle, requests=tuple(waiting))
-            return _agent_outcome(await _tree.advance(k, child, force=False))
+            return _agent_outcome(await self._runs.advance(child, force=False, options=options))
         if child.status == "running":
-            return _agent_outcome(await _leases.carry_on(k, child))
+            return _agent_outcome(await self._runs.carry_on(child, options))
         raise AgentRunFailed(child.run_id, f"{child.status}: {child.error or 'no answer'}")
 
 

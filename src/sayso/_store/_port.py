@@ -16,11 +16,12 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Literal, Self
 
 from pydantic_ai.messages import ModelMessage
 
 from .._core.audit import AuditHead, AuditKey
+from .._core.audit_events import AuditEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request
@@ -120,7 +121,7 @@ class RunStore(OutboxPort, TrustPort):
         now: float,
         expect_active: str | None,
         skips: Sequence[DecisionRecord] = (),
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         supersede_pause: str | None = None,
         parent_run_id: str | None = None,
         parent_call_id: str | None = None,
@@ -253,7 +254,7 @@ class RunStore(OutboxPort, TrustPort):
 
     @abstractmethod
     async def cancel_run(
-        self, run: RunRecord, *, now: float, skips: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()
+        self, run: RunRecord, *, now: float, skips: Sequence[DecisionRecord], audit: Sequence[AuditEvent] = ()
     ) -> None:
         """Close a paused run whose parent moved on: its pause is consumed and its undecided requests skipped."""
 
@@ -319,7 +320,7 @@ class RunStore(OutboxPort, TrustPort):
 
     @abstractmethod
     async def record_decision(
-        self, record: DecisionRecord, *, audit: Sequence[dict[str, Any]] = (), grant: Grant | None = None
+        self, record: DecisionRecord, *, audit: Sequence[AuditEvent] = (), grant: Grant | None = None
     ) -> DecisionRecord | None:
         """Record a decision (with its audit records and any grant it creates) unless one exists.
 
@@ -331,7 +332,7 @@ class RunStore(OutboxPort, TrustPort):
         self,
         records: Sequence[DecisionRecord],
         *,
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         grants: Sequence[Grant] = (),
     ) -> list[DecisionRecord]:
         """Record several decisions at once, or none of them.
@@ -341,7 +342,7 @@ class RunStore(OutboxPort, TrustPort):
         """
 
     @abstractmethod
-    async def add_decisions(self, records: Sequence[DecisionRecord], *, audit: Sequence[dict[str, Any]] = ()) -> None:
+    async def add_decisions(self, records: Sequence[DecisionRecord], *, audit: Sequence[AuditEvent] = ()) -> None:
         """Record decisions sayso takes itself (a delegate's result, an expiry); ones already decided are kept."""
 
     @abstractmethod
@@ -354,7 +355,7 @@ class RunStore(OutboxPort, TrustPort):
         until: float,
         now: float,
         added: Sequence[DecisionRecord],
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         executing: Sequence[str] = (),
         load_history: bool = True,
         grants_of: str | None = None,
@@ -406,7 +407,7 @@ class RunStore(OutboxPort, TrustPort):
         result: bytes,
         now: float,
         *,
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         status: Literal["done", "unknown"] = "done",
     ) -> None:
         """Record an approved call's result, with its audit record of the arguments it really ran with.

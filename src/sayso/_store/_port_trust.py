@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
 
 from .._core.audit import AuditHead, AuditRecord
+from .._core.audit_events import AuditEvent
 from .._core.grants import Grant
 from ._records import AuditPage
 
@@ -31,13 +31,13 @@ class TrustPort(ABC):
         """The active grants that could cover a call (scope, thread and expiry are checked by the caller)."""
 
     @abstractmethod
-    async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[dict[str, Any]] = ()) -> Grant | None:
+    async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[AuditEvent] = ()) -> Grant | None:
         """Revoke a grant (appending `audit`); returns it, or `None` when no active grant has this id."""
 
     # the audit log
 
     @abstractmethod
-    async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
+    async def append_audit(self, bodies: Sequence[AuditEvent]) -> None:
         """Append records to the hash-chained audit log (signed with the audit key, if any), moving its head."""
 
     @abstractmethod

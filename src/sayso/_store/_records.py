@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeAlias
 from pydantic_ai.messages import ModelMessage
 
 from .._core.audit import AuditRecord
+from .._core.audit_events import AuditEvent, ShownDecision
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request, RequestKind
@@ -122,7 +123,7 @@ class ExecutionResult:
     """The approval request whose call ran."""
     result: bytes
     """What the call returned, as JSON."""
-    audit: dict[str, Any]
+    audit: AuditEvent
     """The audit record of the call (the arguments it really ran with); appended in the same commit."""
     status: Literal["done", "unknown"] = "done"
     """`unknown` when the call may or may not have run (the segment that ran it failed or was cut off)."""
@@ -203,7 +204,7 @@ class ResumeClaim:
     """The approved requests whose calls the resumed segment runs: their ledger marks are written in the commit."""
     added: Sequence[DecisionRecord] = ()
     """Decisions the resume takes itself (skips), recorded in the same commit."""
-    audit: Sequence[dict[str, Any]] = ()
+    audit: Sequence[AuditEvent] = ()
     """Audit records of `added`."""
     grants_of: str | None = None
     """Read this principal's active grants with the history, for the resumed segment's gate."""
@@ -215,7 +216,7 @@ class Verdict:
 
     record: DecisionRecord | None
     """The decision to record; `None` when there is nothing to record (the same decision again)."""
-    audit: Sequence[dict[str, Any]] = ()
+    audit: Sequence[AuditEvent] = ()
     """Audit records of `record`."""
     grant: Grant | None = None
     """A grant the decision creates."""
@@ -333,7 +334,7 @@ class TranscriptEntry:
     """The model's id of the call, for tool calls and results."""
     args: Any = None
     """The arguments of a tool call."""
-    decision: dict[str, Any] | None = None
+    decision: ShownDecision | None = None
     """For a decision line: what was decided, by whom, through which interface and with what (scope,
     reason, edits field by field, the answer given, the grant that allowed the call), redacted as
     the agent's `redact` says."""

@@ -11,6 +11,7 @@ import binascii
 import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import cast
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -22,6 +23,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from .._core.audit_events import ShownDecision
 from ..exceptions import InvalidCursor
 from ._records import RunRecord, TranscriptEntry
 
@@ -70,26 +72,8 @@ def title(prompt: str | None) -> str | None:
     return prompt[:TITLE_LENGTH] if prompt else None
 
 
-DECISION_FIELDS = (
-    "request_id",
-    "decision",
-    "by",
-    "principal",
-    "via",
-    "decided_at",
-    "scope",
-    "reason",
-    "edits",
-    "answers",
-    "value",
-    "message",
-    "content",
-    "expires_at",
-    "grant_id",
-    "subject_label",
-)
-"""What a transcript's decision line shows of a call's approval record (never the raw arguments:
-the call's own line shows them, and an edit is shown field by field, redacted)."""
+DECISION_FIELDS = tuple(ShownDecision.__annotations__)
+"""What a transcript's decision line shows of a call's approval record (`ShownDecision`'s keys)."""
 
 
 def _epoch(moment: datetime | None) -> float | None:
@@ -108,7 +92,7 @@ def _decision_line(seq: int, run_id: str, part: ToolReturnPart) -> TranscriptEnt
         role="decision",
         tool_name=part.tool_name,
         tool_call_id=part.tool_call_id,
-        decision={k: record[k] for k in DECISION_FIELDS if k in record},
+        decision=cast(ShownDecision, {k: record[k] for k in DECISION_FIELDS if k in record}),
         at=float(decided_at) if isinstance(decided_at, int | float) else None,
     )
 

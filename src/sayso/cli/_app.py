@@ -274,7 +274,7 @@ def serve(
     ] = 5.0,
 ) -> None:
     """Serve the REST API, the web UI and the A2A and AG-UI endpoints."""
-    from ..server import serve as run_server
+    from .._serve import serve as run_server
 
     try:
         run_server(

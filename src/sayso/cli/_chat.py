@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic.json_schema import JsonSchemaValue
 from rich.console import Console
 from rich.markup import escape
 
@@ -246,7 +247,7 @@ class _Skipped(Exception):
     """The person typed `!skip` at a field."""
 
 
-def _fill(console: Console, schema: dict[str, Any]) -> Any:
+def _fill(console: Console, schema: JsonSchemaValue) -> Any:
     """The value of a whole form: an object's fields one by one, or one answer."""
     root = schema
     shape = schema_type(schema)
@@ -260,7 +261,7 @@ def _fill(console: Console, schema: dict[str, Any]) -> Any:
 _LEFT_OUT: Any = object()
 
 
-def _object(console: Console, shape: dict[str, Any], root: dict[str, Any], *, prefix: str) -> dict[str, Any]:
+def _object(console: Console, shape: JsonSchemaValue, root: JsonSchemaValue, *, prefix: str) -> dict[str, Any]:
     required = set(shape.get("required", []))
     value: dict[str, Any] = {}
     for name, spec in shape.get("properties", {}).items():
@@ -275,7 +276,7 @@ def _object(console: Console, shape: dict[str, Any], root: dict[str, Any], *, pr
     return value
 
 
-def _field(console: Console, label: str, field: dict[str, Any], root: dict[str, Any], *, required: bool) -> Any:
+def _field(console: Console, label: str, field: JsonSchemaValue, root: JsonSchemaValue, *, required: bool) -> Any:
     """One field's answer, typed as its schema says (`_LEFT_OUT` when left empty)."""
     if field.get("description"):
         console.print(f"[dim]{escape(str(field['description']))}[/dim]")
@@ -342,7 +343,7 @@ def _ask_elicitation(console: Console, request: ElicitationRequest) -> Decision:
         console.print(f"please answer {'d' if request.mode == 'url' else 'f'}, x, c or n")
 
 
-def _fill_form(console: Console, schema: dict[str, Any]) -> dict[str, Any]:
+def _fill_form(console: Console, schema: JsonSchemaValue) -> dict[str, Any]:
     """Ask each field of a flat form in turn; an empty answer leaves an optional field out.
 
     Values are read as JSON where the field is a number or a boolean, so the runtime's check of the

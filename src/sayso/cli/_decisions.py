@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import typer
+from pydantic.json_schema import JsonSchemaValue
 
 from .._core.decisions import (
     Accept,
@@ -110,7 +111,7 @@ def _approve(values: list[str], *, args: str | None, scope: str, request: Reques
     return Approve(scope=checked_scope, edited_args=edited, payload=payload)
 
 
-def _typed_value(raw: str, schema: dict[str, Any] | None) -> Any:
+def _typed_value(raw: str, schema: JsonSchemaValue | None) -> Any:
     """A value typed at the command line: as is where the schema asks for text, else JSON (text if it is not)."""
     if schema is not None and text_answer(schema):
         return raw

@@ -6,6 +6,7 @@ import json
 import shlex
 from typing import Any
 
+from pydantic.json_schema import JsonSchemaValue
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.syntax import Syntax
@@ -30,7 +31,7 @@ def _who(request: Request) -> str:
     return f"{path[-1]} (for {'/'.join(path[:-1])})"
 
 
-def schema_type(schema: dict[str, Any], root: dict[str, Any] | None = None) -> dict[str, Any]:
+def schema_type(schema: JsonSchemaValue, root: JsonSchemaValue | None = None) -> JsonSchemaValue:
     """A schema with its `$ref` followed and an optional (`X | None`) reduced to `X`."""
     root = root if root is not None else schema
     for _ in range(20):
@@ -49,7 +50,7 @@ def schema_type(schema: dict[str, Any], root: dict[str, Any] | None = None) -> d
     return schema
 
 
-def example_answer(schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
+def example_answer(schema: JsonSchemaValue, root: JsonSchemaValue | None = None) -> Any:
     """A placeholder answer with the shape `schema` asks for (its required fields filled), to edit and send."""
     root = root if root is not None else schema
     schema = schema_type(schema, root)
@@ -63,7 +64,7 @@ def example_answer(schema: dict[str, Any], root: dict[str, Any] | None = None) -
     return {"string": "...", "integer": 0, "number": 0, "boolean": True, "array": []}.get(str(kind))
 
 
-def text_answer(schema: dict[str, Any]) -> bool:
+def text_answer(schema: JsonSchemaValue) -> bool:
     """Whether an answer to `schema` is plain text (a string schema), typed without JSON quoting."""
     return schema_type(schema).get("type") == "string"
 
@@ -172,7 +173,7 @@ def _payload(payload: Any) -> RenderableType:
     return Syntax(json.dumps(payload, indent=2, ensure_ascii=False), "json", theme="ansi_dark", word_wrap=True)
 
 
-def fields_summary(schema: dict[str, Any]) -> str:
+def fields_summary(schema: JsonSchemaValue) -> str:
     """What an answer must hold, in words: `city (text, required), age (whole number)`."""
     root = schema
     schema = schema_type(schema)
@@ -186,7 +187,7 @@ def fields_summary(schema: dict[str, Any]) -> str:
     )
 
 
-def _kind(schema: dict[str, Any], root: dict[str, Any]) -> str:
+def _kind(schema: JsonSchemaValue, root: JsonSchemaValue) -> str:
     if "enum" in schema:
         return "one of " + " / ".join(map(str, schema["enum"]))
     kind = schema.get("type")
@@ -221,7 +222,7 @@ def _elicitation_lines(request: ElicitationRequest) -> list[Text]:
     return lines
 
 
-def form_fields(schema: dict[str, Any]) -> list[str]:
+def form_fields(schema: JsonSchemaValue) -> list[str]:
     """A form's fields as lines a person reads: name, type, whether required, choices and description."""
     required = set(schema.get("required", []))
     lines = []
@@ -235,7 +236,7 @@ def form_fields(schema: dict[str, Any]) -> list[str]:
     return lines
 
 
-def example_content(schema: dict[str, Any]) -> dict[str, Any]:
+def example_content(schema: JsonSchemaValue) -> dict[str, Any]:
     """A filled-in example of a form's content, for the `sayso decide ... accept` command shown."""
     samples = {"integer": 1, "number": 1.0, "boolean": True}
     return {

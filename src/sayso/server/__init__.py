@@ -15,9 +15,9 @@ from __future__ import annotations
 from .._config.file import WebhookConfig, WebhookEvent
 from .._core.access import Principal
 from ._app import create_app
+from ._bind import check_bind
 from ._live import LiveSettings
 from ._problems import problem_for
-from ._serve import check_bind, serve
 from ._webhooks import WebhookDispatcher, hook_key, verify_headers
 
 __all__ = [
@@ -30,6 +30,5 @@ __all__ = [
     "create_app",
     "hook_key",
     "problem_for",
-    "serve",
     "verify_headers",
 ]

@@ -13,10 +13,10 @@ from anyio.abc import TaskGroup
 from fastapi import Depends, Request
 from fastapi import Path as PathParam
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic.json_schema import JsonSchemaValue
 
 from .._core.access import Principal
-from .._runtime import DecideResult, Sayso, run_json
-from ..protocols._auth import authenticate
+from .._runtime import DecideResult, Sayso, authenticate, run_json
 from ._live import LiveSettings
 from ._problems import PROBLEM_MEDIA_TYPE, ProblemModel
 from ._schemas_in import ID_PATTERN
@@ -73,7 +73,7 @@ class ServerState:
     """Set when the server is told to stop, so live streams end instead of holding the shutdown up."""
 
 
-_SSE_EVENT: dict[str, Any] = {
+_SSE_EVENT: JsonSchemaValue = {
     "type": "object",
     "description": "One server-sent event; `data` is JSON.",
     "properties": {

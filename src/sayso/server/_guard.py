@@ -21,7 +21,7 @@ which answer with a JSON-RPC error body so A2A clients can read them.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -270,7 +270,7 @@ def _with_security_headers(send: Send, *, ui: bool) -> Callable[[Message], Await
 async def _refuse(send: Send, status: int, slug: str, title: str, detail: str, *, rpc: bool, code: int) -> None:
     """Answer a refused request without reaching the app: a problem, or a JSON-RPC error on A2A."""
     if rpc:
-        body: dict[str, Any] = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": detail}}
+        body: Mapping[str, object] = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": detail}}
         media = "application/json"
     else:
         body = {"type": PROBLEM_BASE + slug, "title": title, "status": status, "detail": detail}

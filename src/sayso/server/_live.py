@@ -19,10 +19,10 @@ never waits long for it to end when it stops, and a client that reconnects reads
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import assert_never
 
 import anyio
 from sse_starlette import ServerSentEvent
@@ -56,7 +56,7 @@ class LiveSettings:
 LIVE_EVENT_NAMES = ["ready", "request.opened", "request.closed", "run.changed", "threads.changed", "end"]
 
 
-def change_event(change: Change) -> tuple[str, dict[str, Any]]:
+def change_event(change: Change) -> tuple[str, Mapping[str, object]]:
     """One change as an event name and its JSON data."""
     match change:
         case RequestOpened():

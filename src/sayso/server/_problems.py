@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any
+from typing import Required
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from typing_extensions import TypedDict
 
 from ..exceptions import (
     AlreadyDecided,
@@ -50,6 +51,31 @@ PROBLEM_BASE = "https://sayso.dev/problems/"
 """Problem `type`s are this base plus a slug, such as `already-decided`."""
 
 
+class FieldError(TypedDict):
+    """One field's problem: where (`loc`, as FastAPI says it) and why."""
+
+    loc: list[str | int]
+    msg: str
+
+
+class ProblemIds(TypedDict, total=False):
+    """The ids a problem is about, and each field's problem: the keys a problem adds to RFC 9457's."""
+
+    request_id: str
+    run_id: str
+    grant_id: str
+    errors: list[FieldError]
+
+
+class ProblemBody(ProblemIds):
+    """An RFC 9457 problem document as sent."""
+
+    type: Required[str]
+    title: Required[str]
+    status: Required[int]
+    detail: Required[str]
+
+
 class ProblemModel(BaseModel):
     """An RFC 9457 problem document, as returned by every failing request."""
 
@@ -60,7 +86,7 @@ class ProblemModel(BaseModel):
     request_id: str | None = None
     run_id: str | None = None
     grant_id: str | None = None
-    errors: list[dict[str, Any]] | None = None
+    errors: list[FieldError] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,17 +97,13 @@ class Problem:
     title: str
     status: int
     detail: str
-    extra: dict[str, Any] = field(default_factory=dict[str, Any])
+    extra: ProblemIds = field(default_factory=lambda: ProblemIds())
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> ProblemBody:
         """The JSON document."""
-        return {
-            "type": PROBLEM_BASE + self.slug,
-            "title": self.title,
-            "status": self.status,
-            "detail": self.detail,
-            **self.extra,
-        }
+        return ProblemBody(
+            type=PROBLEM_BASE + self.slug, title=self.title, status=self.status, detail=self.detail, **self.extra
+        )
 
 
 def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping is the point
@@ -91,17 +113,17 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
     if isinstance(exc, NotAllowed):
         if exc.subject == "request":
             # A decision refused for who asks: the decision API's own slug, naming the request.
-            ids = {"request_id": exc.subject_id}
+            ids = ProblemIds(request_id=exc.subject_id)
             return Problem(slug="not-allowed", title="Not allowed", status=403, detail=str(exc), extra=ids)
         return Problem(slug="forbidden", title="Not allowed", status=403, detail=str(exc))
     if isinstance(exc, DecisionRefused):
-        ids = {"request_id": exc.request_id}
+        ids = ProblemIds(request_id=exc.request_id)
         if isinstance(exc, AlreadyDecided):
             return Problem(slug="already-decided", title="Already decided", status=409, detail=str(exc), extra=ids)
         if isinstance(exc, RequestExpired):
             return Problem(slug="request-expired", title="Request expired", status=410, detail=str(exc), extra=ids)
         if isinstance(exc, InvalidDecision):
-            refused: dict[str, Any] = dict(ids)
+            refused = ProblemIds(request_id=exc.request_id)
             if exc.fields:  # a form's answer: each field's problem, for the form to show beside the field
                 under = [exc.under] if exc.under else []
                 refused["errors"] = [
@@ -113,7 +135,7 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
             )
         return Problem(slug="decision-refused", title="Decision refused", status=409, detail=str(exc), extra=ids)
     if isinstance(exc, RunConflict):
-        ids = {"run_id": exc.run_id}
+        ids = ProblemIds(run_id=exc.run_id)
         if isinstance(exc, PauseConsumed):
             return Problem(slug="pause-consumed", title="Pause consumed", status=409, detail=str(exc), extra=ids)
         if isinstance(exc, NotReady):
@@ -122,7 +144,7 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
             return Problem(slug="thread-busy", title="Thread busy", status=409, detail=str(exc), extra=ids)
         return Problem(slug="run-conflict", title="Run conflict", status=409, detail=str(exc), extra=ids)
     if isinstance(exc, NotFound):
-        extra: dict[str, Any] = {}
+        extra = ProblemIds()
         if isinstance(exc, RequestNotFound):
             extra["request_id"] = exc.request_id
         elif isinstance(exc, RunNotFound):
@@ -137,12 +159,13 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
         extra = {"errors": [{"loc": [exc.field], "msg": exc.problem}]} if exc.field else {}
         return Problem(slug="invalid-request", title="Invalid request", status=422, detail=str(exc), extra=extra)
     if isinstance(exc, ConfigError):
-        # The runtime raises it for an agent name it does not know, which here the client named.
+        # The configuration refuses the step (say, the audit chain is signed and this process has no key):
+        # nothing ran and nothing changed. An agent the client named that does not exist is `AgentNotFound`.
         return Problem(slug="invalid-request", title="Invalid request", status=422, detail=str(exc))
     if isinstance(exc, StoreError):
         return Problem(slug="store-unavailable", title="Store unavailable", status=503, detail=str(exc))
     if isinstance(exc, RequestValidationError):
-        errors = [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", ""))} for e in exc.errors()]
+        errors: list[FieldError] = [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", ""))} for e in exc.errors()]
         detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors)
         return Problem(
             slug="invalid-request", title="Invalid request", status=422, detail=detail, extra={"errors": errors}

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import APIRouter, Body, Header, Query
+from pydantic.json_schema import JsonSchemaValue
 from sse_starlette import EventSourceResponse
 
 from .._core.grants import Grant
@@ -209,7 +210,7 @@ async def expire(caller: Caller, sayso: Runtime) -> JsonBody:
     return {"runs": [run_json(r) for r in await sayso.expire(principal=caller)]}
 
 
-_LIVE_EVENT: dict[str, Any] = {
+_LIVE_EVENT: JsonSchemaValue = {
     "type": "object",
     "description": "One server-sent event; `data` is JSON (see the endpoint's description).",
     "properties": {"event": {"type": "string", "enum": LIVE_EVENT_NAMES}, "data": {"type": "string"}},

@@ -12,9 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from sse_starlette import EventSourceResponse
 
-from .._runtime import new_id, rfc3339, run_json
-from ..exceptions import InvalidInput
-from ..protocols._auth import authenticator
+from .._runtime import authenticator, new_id, rfc3339, run_json
 from ._deps import _SSE_EVENT, TITLE_LENGTH, Caller, Id, JsonBody, Runtime, State, ThreadId, problems
 from ._schemas_in import ResumeIn, RunIn, ThreadIn
 from ._schemas_out import AgentListOut, AgentOut, MeOut, RunOut, ThreadListOut, ThreadOut, entry_json
@@ -72,10 +70,7 @@ async def agents(caller: Caller, sayso: Runtime) -> JsonBody:
 )
 async def create_thread(caller: Caller, sayso: Runtime, body: ThreadIn | None = None) -> JsonBody:
     """Open a thread with an agent; it is stored, and owned by the caller, when its first run starts."""
-    agent = (body.agent if body else None) or sayso.config.entry_agent
-    if agent not in sayso.config.agents and agent not in sayso.config.workflows:
-        configured = ", ".join([*sayso.config.agents, *sayso.config.workflows])
-        raise InvalidInput(f"no agent named {agent!r}; configured: {configured}", field="agent")
+    agent = sayso.entry(body.agent if body else None)
     thread_id = new_id("thr")
     created = {"thread_id": thread_id, "agent": agent, "owner": None, "title": None, "created": None}
     return {**created, "active_run": None, "transcript": []}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field
+from pydantic.json_schema import JsonSchemaValue
 
 from .._core.decisions import (
     Accept,
@@ -42,7 +43,7 @@ class ClientToolIn(_Wire):
 
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
     description: str = Field(default="", max_length=2000)
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: JsonSchemaValue = Field(default_factory=lambda: {"type": "object", "properties": {}})
     """JSON schema of the tool's arguments."""
     context: str | None = Field(default=None, max_length=20_000)
     """What the client knows that goes with the tool; only agents allowed the tool see it."""

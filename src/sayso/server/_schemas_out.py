@@ -14,7 +14,9 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSchema
+from pydantic.json_schema import JsonSchemaValue
 
+from .._core.decisions import ArgEdit
 from .._core.requests import RequestKind, Scope
 from .._runtime import TranscriptEntry, rfc3339
 
@@ -101,7 +103,7 @@ class RequestOut(_Out):
     """approval: the scopes the person may choose."""
     payload: Any = None
     """approval: data the tool attached; input: data shown with the message (an itinerary to review, say)."""
-    response_schema: dict[str, Any] | None = None
+    response_schema: JsonSchemaValue | None = None
     """input: the JSON Schema the answer must fit (`{}`: any JSON value); approval: the schema of the
     feedback sent with an approval, when the tool asked for one."""
     tool: ToolInfoOut | None = None
@@ -116,13 +118,13 @@ class RequestOut(_Out):
     """question: the questions."""
     description: str | None = None
     """client_tool: the tool's description."""
-    args_schema: dict[str, Any] | None = None
+    args_schema: JsonSchemaValue | None = None
     """client_tool: the declared JSON schema."""
     mode: Literal["form", "url"] | None = None
     """elicitation: a form to fill in, or a page to visit."""
     server: str | None = None
     """elicitation: the MCP server that asked (`null`: the agent's before-call hook)."""
-    requested_schema: dict[str, Any] | None = None
+    requested_schema: JsonSchemaValue | None = None
     """elicitation (form): the JSON schema the content must fit."""
     url: str | None = None
     """elicitation (url): the page to visit; then answer `accept` ("done"), `decline` or `cancel`."""
@@ -189,7 +191,7 @@ class DecisionLineOut(_Out):
     """When it was decided (RFC 3339)."""
     scope: str | None = None
     reason: str | None = None
-    edits: list[dict[str, Any]] | None = None
+    edits: list[ArgEdit] | None = None
     """An edit's changes, field by field: `{field, before, after}` (redacted fields stay hidden)."""
     answers: Any = None
     """The answers given to questions (`[{question, answer}]`), redacted where configured."""

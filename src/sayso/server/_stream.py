@@ -14,8 +14,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
 
 import anyio
 from anyio.abc import TaskGroup
@@ -38,7 +37,8 @@ RUN_PING_SECONDS = 15.0
 
 _WORDS = re.compile(r"\s*\S+|\s+")
 
-Event = tuple[str, dict[str, Any]]
+Event = tuple[str, Mapping[str, object]]
+"""An event's name and its data: any JSON object (a problem, a run, a transcript line)."""
 
 SSE_HEADERS = {"Cache-Control": "no-cache"}
 """What every stream's response says besides sse-starlette's own headers (it adds `X-Accel-Buffering: no`)."""
@@ -55,7 +55,7 @@ async def start_run(sayso: Sayso, principal: Principal, body: RunIn) -> RunResul
     )
 
 
-def sse_event(name: str, data: dict[str, Any], *, retry_ms: int | None = None) -> ServerSentEvent:
+def sse_event(name: str, data: Mapping[str, object], *, retry_ms: int | None = None) -> ServerSentEvent:
     """One event: its name and its data as compact JSON."""
     return ServerSentEvent(json.dumps(data, separators=(",", ":")), event=name, retry=retry_ms, sep="\n")
 
@@ -105,7 +105,7 @@ async def stream_run(
 
 
 async def _work(sayso: Sayso, principal: Principal, body: RunIn, send: MemoryObjectSendStream[Event]) -> None:
-    def put(name: str, data: dict[str, Any]) -> None:
+    def put(name: str, data: Mapping[str, object]) -> None:
         try:
             send.send_nowait((name, data))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):

@@ -18,7 +18,6 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any
 
 import anyio
 import httpx
@@ -26,7 +25,7 @@ from anyio.abc import TaskGroup
 
 from .._config.file import WebhookConfig, WebhookEvent
 from .._core.signing import delivery_body, signed_headers, verify_headers
-from .._runtime import DeliveryStatus, OutboundEvent, Sayso
+from .._runtime import DeliveryStatus, EventData, OutboundEvent, Sayso
 from ..exceptions import SaysoError
 
 logger = logging.getLogger("sayso.server.webhooks")
@@ -86,7 +85,7 @@ class WebhookDispatcher:
             # This process's own changes wake the loop at once; other processes' are found by polling.
             sayso.add_listener(self._on_event)
 
-    def _on_event(self, event: WebhookEvent, data: dict[str, Any]) -> None:
+    def _on_event(self, event: WebhookEvent, data: EventData) -> None:
         self._wake.set()
 
     async def __aenter__(self) -> WebhookDispatcher:

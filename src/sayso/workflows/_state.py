@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Protocol, TypeAlias
 
 from pydantic import Discriminator, TypeAdapter
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_ai.agent import AbstractAgent
 
 from .._core.requests import InputRequest, Request
@@ -86,7 +87,7 @@ class PendingInput:
     message: str
     payload: Any = None
     """The `RequestInput` payload as JSON."""
-    response_schema: dict[str, Any] = field(default_factory=dict[str, Any])
+    response_schema: JsonSchemaValue = field(default_factory=dict)
     """The JSON Schema the answer must fit (`{}`: any JSON value)."""
     refused: tuple[str, ...] = ()
     """Problems the node's own type found with the previous answer (one the JSON Schema let
@@ -150,7 +151,7 @@ class WorkflowState:
     """The question the run waits on, when paused on input."""
     agent_handle: str | None = None
     """When paused on an agent node: the runner's handle for the agent's own run."""
-    data: dict[str, Any] = field(default_factory=dict[str, Any])
+    data: dict[str, Any] = field(default_factory=dict)
     """`ctx.state`, as the last finished node left it."""
     output: Any = None
     """The workflow's output, when completed."""

@@ -38,8 +38,8 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from ..._config.mcp import McpBinding, McpHttpServer, McpServerConfig, McpStdioServer, resolve_path
 from ..._core.requests import ElicitationRequest, ToolInfo
 from ...exceptions import ConfigError
-from ..calls import META_KEY, Deferral, Elicitation, approved_call_of
-from ..gate import RunDeps
+from ..calls import META_KEY, Elicitation, ElicitationAnswered, ElicitationDeferral, approved_call_of
+from ..deps import RunDeps
 from ..tools import TOOL_INFO_KEY, ToolOptions, options_of
 
 try:
@@ -299,9 +299,9 @@ class McpToolset(AbstractToolset[Any]):
         deps = ctx.deps
         key = (deps.run_id, ctx.tool_call_id) if isinstance(deps, RunDeps) and ctx.tool_call_id else None
         approved = approved_call_of(ctx.tool_call_metadata)
-        request = approved.elicitation if approved is not None else None
-        if approved is None or approved.answer is None or request is None or request.server != route.server:
+        if not isinstance(approved, ElicitationAnswered) or approved.elicitation.server != route.server:
             return await self._issue(route, tool_args, ctx, tool, key)
+        request = approved.elicitation
         if request.delivery == "retry":
             # The person visited the page the server sent them to: the refused call is issued again.
             return await self._issue(route, tool_args, ctx, tool, key)
@@ -386,7 +386,7 @@ CALL_ENDED = (
 
 def _pause(asked: Elicitation) -> ApprovalRequired:
     """The signal that pauses the run on what the server asked."""
-    return ApprovalRequired(metadata=Deferral(kind="elicitation", elicitation=asked).as_metadata())
+    return ApprovalRequired(metadata=ElicitationDeferral(elicitation=asked).as_metadata())
 
 
 async def _resume_task(server: MCPToolset[Any], tool: str, task: dict[str, Any]) -> Any:

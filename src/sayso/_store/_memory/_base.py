@@ -12,6 +12,7 @@ import anyio
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from ..._core.audit import AuditHead, AuditRecord, canonical_json, seal
+from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord, Via
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
@@ -182,7 +183,7 @@ class _MemoryBase(RunStore):
                 )
         return found
 
-    def _insert_decisions(self, records: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]]) -> None:
+    def _insert_decisions(self, records: Sequence[DecisionRecord], audit: Sequence[AuditEvent]) -> None:
         self._append_audit(audit)
         for d in records:
             self._decisions[d.request_id] = _Decision(
@@ -236,7 +237,7 @@ class _MemoryBase(RunStore):
         ]
         return None if len(found) > GRANTS_READ_AT_ONCE else found
 
-    def _append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
+    def _append_audit(self, bodies: Sequence[AuditEvent]) -> None:
         """Extend the chain after its head, or raise before changing anything (a verb appends its audit first)."""
         records, head = seal(bodies, after=self._audit_head, key=self.audit_key)
         for r in records:

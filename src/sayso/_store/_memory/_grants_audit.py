@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from ..._core.audit import AuditHead, AuditRecord
+from ..._core.audit_events import AuditEvent
 from ..._core.grants import Grant
 from .._records import (
     AuditPage,
@@ -34,7 +34,7 @@ class _GrantsAudit(_MemoryBase):
                 if (g.principal, g.tool, g.subject_key) == (principal, tool, subject_key) and g.revoked_at is None
             ]
 
-    async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[dict[str, Any]] = ()) -> Grant | None:
+    async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[AuditEvent] = ()) -> Grant | None:
         async with self._lock:
             grant = self._grants.get(grant_id)
             if grant is None or grant.revoked_at is not None:
@@ -45,7 +45,7 @@ class _GrantsAudit(_MemoryBase):
 
     # the audit log
 
-    async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
+    async def append_audit(self, bodies: Sequence[AuditEvent]) -> None:
         async with self._lock:
             self._append_audit(bodies)
 

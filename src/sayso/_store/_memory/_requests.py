@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
+from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import Request
@@ -96,7 +97,7 @@ class _Requests(_MemoryBase):
         )
 
     async def record_decision(
-        self, record: DecisionRecord, *, audit: Sequence[dict[str, Any]] = (), grant: Grant | None = None
+        self, record: DecisionRecord, *, audit: Sequence[AuditEvent] = (), grant: Grant | None = None
     ) -> DecisionRecord | None:
         async with self._lock:
             earlier = self._decided([record.request_id])
@@ -112,7 +113,7 @@ class _Requests(_MemoryBase):
         self,
         records: Sequence[DecisionRecord],
         *,
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         grants: Sequence[Grant] = (),
     ) -> list[DecisionRecord]:
         async with self._lock:
@@ -127,7 +128,7 @@ class _Requests(_MemoryBase):
             self._grants.update((g.grant_id, g) for g in grants)
             return []
 
-    async def add_decisions(self, records: Sequence[DecisionRecord], *, audit: Sequence[dict[str, Any]] = ()) -> None:
+    async def add_decisions(self, records: Sequence[DecisionRecord], *, audit: Sequence[AuditEvent] = ()) -> None:
         async with self._lock:
             self._insert_decisions([r for r in records if r.request_id not in self._decisions], audit)
 
@@ -140,7 +141,7 @@ class _Requests(_MemoryBase):
         until: float,
         now: float,
         added: Sequence[DecisionRecord],
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         executing: Sequence[str] = (),
         load_history: bool = True,
         grants_of: str | None = None,
@@ -260,7 +261,7 @@ class _Requests(_MemoryBase):
         result: bytes,
         now: float,
         *,
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         status: Literal["done", "unknown"] = "done",
     ) -> None:
         async with self._lock:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
+from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DecisionRecord
 from ..._core.requests import REQUEST_ADAPTER, ClientTool, Request
 from ...exceptions import PauseConsumed, RunConflict, RunNotFound, StoreError
@@ -100,7 +100,7 @@ class _Runs(_MemoryBase):
         now: float,
         expect_active: str | None,
         skips: Sequence[DecisionRecord] = (),
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         supersede_pause: str | None = None,
         parent_run_id: str | None = None,
         parent_call_id: str | None = None,
@@ -277,7 +277,7 @@ class _Runs(_MemoryBase):
             self._free_thread(run)
 
     async def cancel_run(
-        self, run: RunRecord, *, now: float, skips: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()
+        self, run: RunRecord, *, now: float, skips: Sequence[DecisionRecord], audit: Sequence[AuditEvent] = ()
     ) -> None:
         async with self._lock:
             if run.pause_id is not None and self._is_open(run.pause_id):

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..._core.audit import AuditHead, AuditRecord, canonical_json, seal
+from ..._core.audit_events import AuditEvent
 from ._tx import Sql, Tx
 
 _AUDIT_LOCK = 7310
@@ -25,7 +26,7 @@ INSERT_AUDIT_HEAD = Sql("INSERT INTO audit_head (id, seq, hash, mac) VALUES (1, 
 INSERT_AUDIT = Sql("INSERT INTO audit (seq, body, prev_hash, hash, mac) VALUES (:seq, :body, :prev_hash, :hash, :mac)")
 
 
-async def append_audit(tx: Tx, bodies: Sequence[dict[str, Any]]) -> None:
+async def append_audit(tx: Tx, bodies: Sequence[AuditEvent]) -> None:
     """Extend the audit chain after its checkpointed head: each record hashes the one before, signed with the key.
 
     Records go after the head the store checkpointed, not after whatever the table's last row is,

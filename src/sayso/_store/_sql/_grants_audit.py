@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import Connection
 
 from ..._core.audit import AuditHead, AuditRecord
+from ..._core.audit_events import AuditEvent
 from ..._core.grants import Grant
 from .. import _tables as t
 from .._records import AuditPage
@@ -40,7 +40,7 @@ class _GrantsAudit(_SqlBase):
 
         return await self._read(work)
 
-    async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[dict[str, Any]] = ()) -> Grant | None:
+    async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[AuditEvent] = ()) -> Grant | None:
         async def work(tx: Tx) -> Grant | None:
             if await tx.run(_REVOKE, {"grant_id": grant_id, "now": now}) != 1:
                 return None
@@ -51,7 +51,7 @@ class _GrantsAudit(_SqlBase):
 
         return await self._write(work)
 
-    async def append_audit(self, bodies: Sequence[dict[str, Any]]) -> None:
+    async def append_audit(self, bodies: Sequence[AuditEvent]) -> None:
         async def work(tx: Tx) -> None:
             await _chain.append_audit(tx, bodies)
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import sqlalchemy as sa
 from sqlalchemy import Connection
 
+from ..._core.audit_events import AuditEvent
 from .. import _tables as t
 from .._records import ExecutionRecord, StuckExecution
 from . import _chain, _rows
@@ -40,7 +41,7 @@ class _Ledger(_SqlBase):
         result: bytes,
         now: float,
         *,
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         status: Literal["done", "unknown"] = "done",
     ) -> None:
         async def work(tx: Tx) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
+from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import REQUEST_ADAPTER, Request
@@ -82,7 +82,7 @@ class _Requests(_SqlBase):
         return await self._read(work)
 
     async def record_decision(
-        self, record: DecisionRecord, *, audit: Sequence[dict[str, Any]] = (), grant: Grant | None = None
+        self, record: DecisionRecord, *, audit: Sequence[AuditEvent] = (), grant: Grant | None = None
     ) -> DecisionRecord | None:
         async def work(tx: Tx) -> DecisionRecord | None:
             existing = await _rows.decisions_of(tx, [record.request_id])
@@ -104,7 +104,7 @@ class _Requests(_SqlBase):
         self,
         records: Sequence[DecisionRecord],
         *,
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         grants: Sequence[Grant] = (),
     ) -> list[DecisionRecord]:
         ids = [r.request_id for r in records]
@@ -129,7 +129,7 @@ class _Requests(_SqlBase):
 
         return await self._write(work, race=lost)
 
-    async def add_decisions(self, records: Sequence[DecisionRecord], *, audit: Sequence[dict[str, Any]] = ()) -> None:
+    async def add_decisions(self, records: Sequence[DecisionRecord], *, audit: Sequence[AuditEvent] = ()) -> None:
         async def work(tx: Tx) -> None:
             existing = await _rows.decisions_of(tx, [r.request_id for r in records])
             await _rows.insert_decisions(tx, [r for r in records if r.request_id not in existing], audit)
@@ -145,7 +145,7 @@ class _Requests(_SqlBase):
         until: float,
         now: float,
         added: Sequence[DecisionRecord],
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         executing: Sequence[str] = (),
         load_history: bool = True,
         grants_of: str | None = None,

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
+from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
@@ -387,7 +388,7 @@ async def decisions_of(tx: Tx, request_ids: Sequence[str]) -> dict[str, Decision
     return found
 
 
-async def insert_decisions(tx: Tx, records: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()) -> None:
+async def insert_decisions(tx: Tx, records: Sequence[DecisionRecord], audit: Sequence[AuditEvent] = ()) -> None:
     """Record decisions (their requests become `decided`) and append their audit records."""
     await append_audit(tx, audit)
     if not records:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import sqlalchemy as sa
 from pydantic_ai.messages import ModelMessage
 from sqlalchemy import Connection
 
+from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import ClientTool, Request
@@ -101,7 +102,7 @@ class _Runs(_SqlBase):
         now: float,
         expect_active: str | None,
         skips: Sequence[DecisionRecord] = (),
-        audit: Sequence[dict[str, Any]] = (),
+        audit: Sequence[AuditEvent] = (),
         supersede_pause: str | None = None,
         parent_run_id: str | None = None,
         parent_call_id: str | None = None,
@@ -274,7 +275,7 @@ class _Runs(_SqlBase):
         await self._write(work)
 
     async def cancel_run(
-        self, run: RunRecord, *, now: float, skips: Sequence[DecisionRecord], audit: Sequence[dict[str, Any]] = ()
+        self, run: RunRecord, *, now: float, skips: Sequence[DecisionRecord], audit: Sequence[AuditEvent] = ()
     ) -> None:
         async def work(tx: Tx) -> None:
             if audit:

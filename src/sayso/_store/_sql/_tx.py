@@ -354,7 +354,7 @@ class PostgresDatabase(Database):
     """An asyncpg pool; reads run on a pooled connection outside any explicit transaction."""
 
     def __init__(self, dsn: str) -> None:
-        import asyncpg  # type: ignore[import-untyped]  # the `postgres` extra; asyncpg ships no type hints
+        import asyncpg  # the `postgres` extra; asyncpg ships no type hints (ignored in the mypy config)
 
         self.dsn = dsn
         self._pool: Any = None

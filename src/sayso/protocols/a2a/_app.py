@@ -31,9 +31,8 @@ from fastapi import APIRouter, FastAPI
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ..._runtime import Sayso
+from ..._runtime import Sayso, authenticate
 from ...exceptions import Unauthenticated
-from .._auth import authenticate
 from ._handler import ACTIVATED_STATE, CALLER_STATE, Background, SaysoRequestHandler
 from ._mapping import EXTENSION_DESCRIPTION, HITL_URI
 from ._push import MarkPushConfigStore, push_sender, signing_client

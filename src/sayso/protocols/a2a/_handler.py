@@ -4,7 +4,8 @@ The SDK owns the envelope (JSON-RPC, protobuf JSON, SSE, push delivery); this mo
 meaning: which run a message starts or resumes and how a kagent HITL response becomes the
 answers to a pause; what a task looks like is `_tasks.TaskReader`'s, always rebuilt through the
 runtime's verbs so that any process can answer. Who may touch which task is the runtime's rule: the handler passes the
-caller on and turns what the runtime refuses into A2A errors (`to_a2a_error`).
+caller on, and every verb turns what the runtime refuses into A2A errors in one place (`_errors_mapped`,
+over `to_a2a_error`'s table).
 
 Every message's work runs in the router's task group (`Background`), not in the request: a
 client that leaves does not cut a run short, `returnImmediately` returns the task while it
@@ -13,11 +14,13 @@ works, and a stream sends the run's text as the model writes it.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from a2a.server.context import ServerCallContext
@@ -117,6 +120,42 @@ class _Launch:
         return self.outcome
 
 
+def _mapped(verb: Callable[..., Any], *, cancelling: bool) -> Callable[..., Any]:
+    """`verb` with what it raises of sayso's turned into A2A errors on the way out (a stream's too)."""
+    if inspect.isasyncgenfunction(verb):
+
+        @functools.wraps(verb)
+        async def stream(*args: Any, **kwargs: Any) -> AsyncGenerator[Any]:
+            try:
+                async for event in verb(*args, **kwargs):
+                    yield event
+            except Exception as exc:
+                raise to_a2a_error(exc, cancelling=cancelling) from exc
+
+        return stream
+
+    @functools.wraps(verb)
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await verb(*args, **kwargs)
+        except Exception as exc:
+            raise to_a2a_error(exc, cancelling=cancelling) from exc
+
+    return call
+
+
+_Handler = TypeVar("_Handler", bound=RequestHandler)
+
+
+def _errors_mapped(handler: type[_Handler]) -> type[_Handler]:
+    """Every A2A verb (`on_*`) of `handler` answers sayso's errors as A2A errors: mapped here, once."""
+    for name, verb in list(vars(handler).items()):
+        if name.startswith("on_") and (inspect.iscoroutinefunction(verb) or inspect.isasyncgenfunction(verb)):
+            setattr(handler, name, _mapped(verb, cancelling=name == "on_cancel_task"))
+    return handler
+
+
+@_errors_mapped
 class SaysoRequestHandler(AgentEndpoint, RequestHandler):
     """Serves one entry of a runtime (an agent, or an orchestration led by `agent`) over A2A."""
 
@@ -137,25 +176,19 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
     # messages
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
-        try:
-            configuration = params.configuration if params.HasField("configuration") else None
-            validate_history_length(configuration)
-            launch = await self._launch(params.message, context, configuration)
-            launch.chunks.close()  # a blocking call sends no text as it comes
-            if configuration is not None and configuration.return_immediately:
-                return apply_history_length(await self._current(launch), configuration)
-            return apply_history_length(await self.tasks.task(await launch.result()), configuration)
-        except Exception as exc:
-            raise to_a2a_error(exc) from exc
+        configuration = params.configuration if params.HasField("configuration") else None
+        validate_history_length(configuration)
+        launch = await self._launch(params.message, context, configuration)
+        launch.chunks.close()  # a blocking call sends no text as it comes
+        if configuration is not None and configuration.return_immediately:
+            return apply_history_length(await self._current(launch), configuration)
+        return apply_history_length(await self.tasks.task(await launch.result()), configuration)
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
-        try:
-            configuration = params.configuration if params.HasField("configuration") else None
-            launch = await self._launch(params.message, context, configuration)
-        except Exception as exc:
-            raise to_a2a_error(exc) from exc
+        configuration = params.configuration if params.HasField("configuration") else None
+        launch = await self._launch(params.message, context, configuration)
         artifact_id = f"{launch.run_id}-text-{new_id('art')}"
         async with launch.chunks:
             status = self.tasks.status(TaskState.TASK_STATE_WORKING, None)
@@ -170,10 +203,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
                     append=not first,
                 )
                 first = False
-        try:
-            task = await self.tasks.task(await launch.result())
-        except Exception as exc:
-            raise to_a2a_error(exc) from exc
+        task = await self.tasks.task(await launch.result())
         for artifact in task.artifacts:
             yield TaskArtifactUpdateEvent(
                 task_id=task.id, context_id=task.context_id, artifact=artifact, last_chunk=True
@@ -346,41 +376,29 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
     # tasks
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
-        try:
-            validate_history_length(params)
-            run = await self._visible_run(params.id, _caller(context))
-            return apply_history_length(await self.tasks.task(await self.sayso.result(run.run_id)), params)
-        except Exception as exc:
-            raise to_a2a_error(exc) from exc
+        validate_history_length(params)
+        run = await self._visible_run(params.id, _caller(context))
+        return apply_history_length(await self.tasks.task(await self.sayso.result(run.run_id)), params)
 
     async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
-        try:
-            return await list_tasks(self, params, _caller(context))
-        except Exception as exc:
-            raise to_a2a_error(exc) from exc
+        return await list_tasks(self.sayso, self.tasks, self.agent, params, _caller(context))
 
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
-        try:
+        run = await self._visible_run(params.id, _caller(context))
+        yield await self.tasks.task(await self.sayso.result(run.run_id))
+        while run.status == "running":
+            await anyio.sleep(0.2)
             run = await self._visible_run(params.id, _caller(context))
-            yield await self.tasks.task(await self.sayso.result(run.run_id))
-            while run.status == "running":
-                await anyio.sleep(0.2)
-                run = await self._visible_run(params.id, _caller(context))
-            task = await self.tasks.task(await self.sayso.result(run.run_id))
-        except Exception as exc:
-            raise to_a2a_error(exc) from exc
+        task = await self.tasks.task(await self.sayso.result(run.run_id))
         yield TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
         """Cancel a waiting or working task: its open requests close as skipped and nothing more runs."""
-        try:
-            caller = _caller(context)
-            run = await self._visible_run(params.id, caller)
-            task = await self.tasks.task(await self.sayso.cancel(run.run_id, principal=caller))
-        except Exception as exc:
-            raise to_a2a_error(exc, cancelling=True) from exc
+        caller = _caller(context)
+        run = await self._visible_run(params.id, caller)
+        task = await self.tasks.task(await self.sayso.cancel(run.run_id, principal=caller))
         if self.background.push is not None:
             event = TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
             await self.background.push.send_notification(task.id, event)
@@ -400,20 +418,14 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
     async def on_create_task_push_notification_config(
         self, params: TaskPushNotificationConfig, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
-        try:
-            await self._visible_run(params.task_id, _caller(context))
-            return await self._push_store().set_info(params.task_id, params, context)
-        except Exception as exc:
-            raise to_a2a_error(exc) from exc
+        await self._visible_run(params.task_id, _caller(context))
+        return await self._push_store().set_info(params.task_id, params, context)
 
     async def on_get_task_push_notification_config(
         self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
-        try:
-            await self._visible_run(params.task_id, _caller(context))
-            configs = await self._push_store().get_info(params.task_id, context)
-        except Exception as exc:
-            raise to_a2a_error(exc) from exc
+        await self._visible_run(params.task_id, _caller(context))
+        configs = await self._push_store().get_info(params.task_id, context)
         found = next((c for c in configs if c.id == (params.id or params.task_id)), None)
         if found is None:
             raise TaskNotFoundError(message=f"task {params.task_id!r} has no push config {params.id!r}")
@@ -422,21 +434,15 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
     async def on_list_task_push_notification_configs(
         self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
     ) -> ListTaskPushNotificationConfigsResponse:
-        try:
-            await self._visible_run(params.task_id, _caller(context))
-            configs = await self._push_store().get_info(params.task_id, context)
-        except Exception as exc:
-            raise to_a2a_error(exc) from exc
+        await self._visible_run(params.task_id, _caller(context))
+        configs = await self._push_store().get_info(params.task_id, context)
         return ListTaskPushNotificationConfigsResponse(configs=configs)
 
     async def on_delete_task_push_notification_config(
         self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> None:
-        try:
-            await self._visible_run(params.task_id, _caller(context))
-            await self._push_store().delete_info(params.task_id, context, params.id or None)
-        except Exception as exc:
-            raise to_a2a_error(exc) from exc
+        await self._visible_run(params.task_id, _caller(context))
+        await self._push_store().delete_info(params.task_id, context, params.id or None)
 
     async def on_get_extended_agent_card(
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext

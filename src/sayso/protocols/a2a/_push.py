@@ -28,6 +28,7 @@ from a2a.types import TaskPushNotificationConfig
 from a2a.utils.errors import InvalidParamsError
 from a2a.utils.push_url_validator import validate_push_notification_url
 from google.protobuf.json_format import MessageToDict, ParseDict
+from typing_extensions import TypedDict
 
 from ..._config.file import A2AConfig
 from ..._core.access import Principal
@@ -53,9 +54,9 @@ class MarkPushConfigStore(PushNotificationConfigStore):
         assert isinstance(caller, Principal), "the A2A route authenticates before dispatching"
         return caller.name
 
-    async def _load(self, task_id: str) -> list[dict[str, Any]]:
+    async def _load(self, task_id: str) -> list[_PushEntry]:
         raw = await self.sayso.get_mark(PUSH_MARKS, task_id)
-        entries: list[dict[str, Any]] = json.loads(raw) if raw else []
+        entries: list[_PushEntry] = json.loads(raw) if raw else []
         return entries
 
     async def set_info(
@@ -86,7 +87,14 @@ class MarkPushConfigStore(PushNotificationConfigStore):
         await self.sayso.set_mark(PUSH_MARKS, task_id, json.dumps(kept))
 
 
-def _config(entry: dict[str, Any]) -> TaskPushNotificationConfig:
+class _PushEntry(TypedDict):
+    """One push config as kept in the task's mark: whose it is, and the config as protobuf JSON."""
+
+    owner: str
+    config: dict[str, Any]
+
+
+def _config(entry: _PushEntry) -> TaskPushNotificationConfig:
     return ParseDict(entry["config"], TaskPushNotificationConfig())
 
 

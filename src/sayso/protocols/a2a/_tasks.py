@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from a2a.types import Artifact, ListTasksRequest, ListTasksResponse, Message, Part, Task, TaskState, TaskStatus
 from a2a.utils.task import (
@@ -31,9 +30,6 @@ from ..._runtime import RunRecord, RunResult, RunStatus, Sayso, ThreadSummary
 from ...exceptions import InvalidInput, ThreadNotFound
 from ._mapping import PauseView, history, pause_message, pause_view, text_message
 
-if TYPE_CHECKING:
-    from ._handler import SaysoRequestHandler
-
 ACTIVATION_MARKS = "a2a.activation"
 """The runtime's mark namespace for whether a pause's HITL payload was attached (key: the run id)."""
 
@@ -50,8 +46,10 @@ THREADS_READ = 1000
 """How many of the caller's threads one listing looks through (newest first)."""
 
 
-async def list_tasks(handler: SaysoRequestHandler, params: ListTasksRequest, caller: Principal) -> ListTasksResponse:
-    """The page of tasks `params` asks for."""
+async def list_tasks(
+    sayso: Sayso, reader: TaskReader, agent: str, params: ListTasksRequest, caller: Principal
+) -> ListTasksResponse:
+    """The page of tasks of `agent`'s endpoint `params` asks for."""
     validate_history_length(params)
     page_size = params.page_size or DEFAULT_PAGE_SIZE
     validate_page_size(page_size)
@@ -60,7 +58,7 @@ async def list_tasks(handler: SaysoRequestHandler, params: ListTasksRequest, cal
         raise InvalidInput("the page token is not one this server gave", field="pageToken")
     runs = [
         run
-        for run in await _runs(handler, caller, params.context_id or None)
+        for run in await _runs(sayso, agent, caller, params.context_id or None)
         if (params.status == TaskState.TASK_STATE_UNSPECIFIED or STATES[run.status] == params.status)
         and (
             not params.HasField("status_timestamp_after")
@@ -75,7 +73,7 @@ async def list_tasks(handler: SaysoRequestHandler, params: ListTasksRequest, cal
     page = runs_after[:page_size]
     tasks = []
     for run in page:
-        task = apply_history_length(await handler.task_of(run), params)
+        task = apply_history_length(await reader.task(await sayso.result(run.run_id)), params)
         if not params.include_artifacts:
             del task.artifacts[:]
         tasks.append(task)
@@ -92,9 +90,8 @@ def _position(run: RunRecord) -> ListTasksCursor:
     return ListTasksCursor(timestamp_ns=int(run.updated_at * 1e9), task_id=run.run_id)
 
 
-async def _runs(handler: SaysoRequestHandler, caller: Principal, context_id: str | None) -> list[RunRecord]:
+async def _runs(sayso: Sayso, agent: str, caller: Principal, context_id: str | None) -> list[RunRecord]:
     """The caller's top-level runs of the endpoint's agent, in one context or in all of theirs."""
-    sayso = handler.sayso
     if context_id is not None:
         try:
             threads = [await sayso.thread(context_id, principal=caller)]
@@ -107,15 +104,15 @@ async def _runs(handler: SaysoRequestHandler, caller: Principal, context_id: str
         agents = [t.agent for t in summaries]
         thread_ids = [t.thread_id for t in summaries]
     runs: list[RunRecord] = []
-    for thread_id, agent in zip(thread_ids, agents, strict=True):
-        if agent != handler.agent:
+    for thread_id, thread_agent in zip(thread_ids, agents, strict=True):
+        if thread_agent != agent:
             continue
         seen: dict[str, None] = {}
         for entry in await sayso.transcript(thread_id, principal=caller):
             seen.setdefault(entry.run_id, None)
         for run_id in seen:
             run = await sayso.run_record(run_id)
-            if run.parent_run_id is None and run.agent == handler.agent:
+            if run.parent_run_id is None and run.agent == agent:
                 runs.append(run)
     return runs
 

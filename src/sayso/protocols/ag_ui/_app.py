@@ -25,9 +25,8 @@ from starlette.responses import JSONResponse, Response
 
 from ..._core.access import Principal
 from ..._core.grants import Grant
-from ..._runtime import RunResult, Sayso, ThreadRecord
+from ..._runtime import RunResult, Sayso, ThreadRecord, authenticate
 from ...exceptions import InvalidInput, ThreadNotFound, Unauthenticated
-from .._auth import authenticate
 from .._common import AgentEndpoint
 from ._inbound import client_tools, decisions_from_resume, host_grants, tool_messages, user_text
 from ._mapping import THREAD, error_event, finished_event, message_events, pending_call_events, refused

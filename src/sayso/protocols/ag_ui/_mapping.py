@@ -16,7 +16,7 @@ inputs) is in `_inbound`. Errors: `error_event` is the one place sayso's errors 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
@@ -36,7 +36,9 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from typing_extensions import TypedDict
 
 from ..._core.requests import (
     ApprovalRequest,
@@ -208,7 +210,7 @@ def interrupt(request: Shown, *, kaboo: bool = False) -> Interrupt:
     )
 
 
-def approval_schema(request: ApprovalRequest) -> dict[str, Any]:
+def approval_schema(request: ApprovalRequest) -> JsonSchemaValue:
     """The JSON schema of a resolved resume payload for an approval."""
     return {
         "type": "object",
@@ -224,7 +226,7 @@ def approval_schema(request: ApprovalRequest) -> dict[str, Any]:
     }
 
 
-def question_schema(request: QuestionRequest) -> dict[str, Any]:
+def question_schema(request: QuestionRequest) -> JsonSchemaValue:
     """The JSON schema of a resolved resume payload for a question: one answer list per question."""
     count = len(request.questions)
     answer = {
@@ -256,14 +258,26 @@ def pending_call_events(requests: Sequence[Request], *, run_id: str, kaboo: bool
         run = request.run_id
         meta = {"subagentRunId": run, "agent_path": request.agent_path}
         name = "ask_user" if isinstance(request, QuestionRequest) else request.tool_name
-        args = _ask_args(request) if isinstance(request, QuestionRequest) else shown_args(request)
+        args: Mapping[str, object] = _ask_args(request) if isinstance(request, QuestionRequest) else shown_args(request)
         call = request.tool_call_id
         yield ToolCallStartEvent(tool_call_id=call, tool_call_name=name, metadata=meta, subagent_run_id=run)
         yield ToolCallArgsEvent(tool_call_id=call, delta=json.dumps(args), metadata=meta, subagent_run_id=run)
         yield ToolCallEndEvent(tool_call_id=call, metadata=meta, subagent_run_id=run)
 
 
-def _ask_args(request: QuestionRequest) -> dict[str, Any]:
+class _AskedQuestion(TypedDict):
+    question: str
+    choices: list[str]
+    multiple: bool
+
+
+class _AskUserArgs(TypedDict):
+    """The arguments of the `ask_user` call a question is shown as, in kaboo's dialect."""
+
+    questions: list[_AskedQuestion]
+
+
+def _ask_args(request: QuestionRequest) -> _AskUserArgs:
     return {
         "questions": [
             {"question": q.question, "choices": list(q.choices), "multiple": q.multiple} for q in request.questions
@@ -271,12 +285,12 @@ def _ask_args(request: QuestionRequest) -> dict[str, Any]:
     }
 
 
-def elicitation_schema(request: ElicitationRequest) -> dict[str, Any]:
+def elicitation_schema(request: ElicitationRequest) -> JsonSchemaValue:
     """The JSON schema of a resolved resume payload for an elicitation: the action and, for a form, its content.
 
     A page to visit is answered `{"action": "accept"}` once visited ("done").
     """
-    properties: dict[str, Any] = {"action": {"enum": ["accept", "decline", "cancel"]}}
+    properties: JsonSchemaValue = {"action": {"enum": ["accept", "decline", "cancel"]}}
     if request.mode == "form":
         properties["content"] = request.requested_schema or {"type": "object"}
     return {"type": "object", "properties": properties, "required": ["action"]}

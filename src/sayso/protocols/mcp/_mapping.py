@@ -17,9 +17,9 @@ Pure: the server does the I/O.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import mcp_types
+from pydantic.json_schema import JsonSchemaValue
 
 from ..._core.decisions import (
     Accept,
@@ -107,8 +107,8 @@ def _approval_message(request: ApprovalRequest) -> str:
     return " ".join(lines)
 
 
-def _approval_form(request: ApprovalRequest) -> dict[str, Any]:
-    properties: dict[str, Any] = {
+def _approval_form(request: ApprovalRequest) -> JsonSchemaValue:
+    properties: JsonSchemaValue = {
         "decision": {"type": "string", "enum": ["approve", "reject"], "title": "Decision"},
         "reason": {"type": "string", "title": "Reason", "description": "Why you reject (the agent reads it)."},
     }
@@ -123,10 +123,10 @@ def _approval_form(request: ApprovalRequest) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": ["decision"]}
 
 
-def _question_form(request: QuestionRequest) -> dict[str, Any]:
-    properties: dict[str, Any] = {}
+def _question_form(request: QuestionRequest) -> JsonSchemaValue:
+    properties: JsonSchemaValue = {}
     for index, question in enumerate(request.questions, 1):
-        field: dict[str, Any] = {"title": question.question}
+        field: JsonSchemaValue = {"title": question.question}
         if question.choices and question.multiple:
             field.update(type="array", items={"type": "string", "enum": list(question.choices)}, minItems=1)
         elif question.choices:
@@ -137,7 +137,7 @@ def _question_form(request: QuestionRequest) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
-def _input_form(request: InputRequest) -> dict[str, Any]:
+def _input_form(request: InputRequest) -> JsonSchemaValue:
     if not _wraps_value(request):
         return request.response_schema
     return {

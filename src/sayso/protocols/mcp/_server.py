@@ -38,9 +38,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..._core.access import Principal
 from ..._core.decisions import Decision
-from ..._runtime import RunResult, Sayso
+from ..._runtime import RunResult, Sayso, authenticate
 from ...exceptions import DecisionRefused, SaysoError, Unauthenticated
-from .._auth import authenticate
 from ._mapping import decision_from, elicitation_for
 
 PATH = "/mcp"
@@ -123,7 +122,7 @@ def _stateless(ctx: Context) -> bool:
 
 
 async def _answered(
-    sayso: Sayso, caller: Principal, run_id: str, responses: dict[str, Any]
+    sayso: Sayso, caller: Principal, run_id: str, responses: mcp_types.InputResponses
 ) -> str | mcp_types.InputRequiredResult:
     """A later leg: the client's answers decide the open requests they name, then the run carries on."""
     waiting = await sayso.result(run_id, principal=caller)

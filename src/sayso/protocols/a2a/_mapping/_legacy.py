@@ -20,13 +20,21 @@ from ....exceptions import InvalidInput
 from ._elicitations import elicitation_from_legacy
 from ._v1 import answers_of, match_ids, nested_ids
 from ._views import PauseView, ShownRequest, delegate_hint, refused, shown_questions, view_text
+from ._wire import (
+    LegacyCallJson,
+    LegacyConfirmationJson,
+    LegacyConfirmationPart,
+    LegacyDecisionJson,
+    LegacyHitlPart,
+    LegacyNestedJson,
+)
 
 LEGACY_CONFIRMATION = "adk_request_confirmation"
 """The function name of kagent 0.x's confirmation DataParts."""
 
 LEGACY_DECISIONS = ("approve", "reject", "batch")
 
-CALL_METADATA = {
+CALL_METADATA: dict[str, str | bool] = {
     "kagent_type": "function_call",
     "kagent_is_long_running": True,
     "adk_type": "function_call",
@@ -38,15 +46,15 @@ CALL_METADATA = {
 # --- agent -> client
 
 
-def legacy_parts(view: PauseView) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def legacy_parts(view: PauseView) -> list[tuple[LegacyConfirmationPart, dict[str, str | bool]]]:
     """The pause as kagent 0.x wrote it: one `adk_request_confirmation` DataPart (data, metadata) per pending call."""
     if view.subagent is not None:
-        hitl_parts = [
+        hitl_parts: list[LegacyHitlPart] = [
             {"name": LEGACY_CONFIRMATION, "id": view.tool_id(r), "originalFunctionCall": _legacy_call(view, r)}
             for r in view.requests
         ]
         task_id, context_id = nested_ids(view)
-        payload = {
+        payload: LegacyNestedJson = {
             "task_id": task_id,
             "context_id": context_id,
             "subagent_name": view.subagent,
@@ -56,23 +64,23 @@ def legacy_parts(view: PauseView) -> list[tuple[dict[str, Any], dict[str, Any]]]
             view.parent_id, {"name": view.subagent, "args": {}, "id": view.parent_id}, delegate_hint(view), payload
         )
         return [(data, dict(CALL_METADATA))]
-    out = []
+    out: list[tuple[LegacyConfirmationPart, dict[str, str | bool]]] = []
     for request in view.requests:
         hint = request.hint if isinstance(request, ApprovalRequest) else view_text(view)
         out.append((_confirmation(view.tool_id(request), _legacy_call(view, request), hint, None), dict(CALL_METADATA)))
     return out
 
 
-def _legacy_call(view: PauseView, request: ShownRequest) -> dict[str, Any]:
+def _legacy_call(view: PauseView, request: ShownRequest) -> LegacyCallJson:
     if isinstance(request, QuestionRequest | ElicitationRequest):
         return {"name": "ask_user", "args": {"questions": shown_questions(request)}, "id": view.call_id(request)}
     return {"name": request.tool_name, "args": shown_args(request), "id": view.call_id(request)}
 
 
 def _confirmation(
-    confirmation_id: str, call: dict[str, Any], hint: str, payload: dict[str, Any] | None
-) -> dict[str, Any]:
-    confirmation: dict[str, Any] = {"hint": hint, "confirmed": False}
+    confirmation_id: str, call: LegacyCallJson, hint: str, payload: LegacyNestedJson | None
+) -> LegacyConfirmationPart:
+    confirmation: LegacyConfirmationJson = {"hint": hint, "confirmed": False}
     if payload is not None:
         confirmation["payload"] = payload
     return {
@@ -82,7 +90,7 @@ def _confirmation(
     }
 
 
-def legacy_decision_data(view: PauseView, decisions: Mapping[str, Decision]) -> dict[str, Any] | None:
+def legacy_decision_data(view: PauseView, decisions: Mapping[str, Decision]) -> LegacyDecisionJson | None:
     """The 0.x decision that stands for the decisions taken on a view (task history); `None` if none."""
     taken = [(r, decisions[r.request_id]) for r in view.requests if r.request_id in decisions]
     if not taken or view.kind in ("input", "elicitation"):
@@ -92,7 +100,7 @@ def legacy_decision_data(view: PauseView, decisions: Mapping[str, Decision]) -> 
         if isinstance(decision, Answer):
             return {"decision_type": "approve", "ask_user_answers": [{"answer": list(a)} for a in decision.answers]}
         return {"decision_type": "reject", "rejection_reason": model_text(decision) or "skipped"}
-    body: dict[str, Any] = {
+    body: LegacyDecisionJson = {
         "decision_type": "batch",
         "decisions": {view.call_id(r): "approve" if isinstance(d, Approve) else "reject" for r, d in taken},
     }

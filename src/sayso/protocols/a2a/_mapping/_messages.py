@@ -8,7 +8,7 @@ it (whether it came over A2A, REST, the web UI or the CLI), and the final answer
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from a2a.types import Message, Part, Role
@@ -39,34 +39,57 @@ from ....exceptions import (
 from ._legacy import legacy_decision_data, legacy_parts
 from ._v1 import HITL_RESPONSE, request_payload, response_of, sayso_payload
 from ._views import HITL_URI, SAYSO_KEY, PauseView, ShownRequest, view_text, views_of
+from ._wire import SaysoDecisionJson, SaysoRecordJson
+
+
+def _invalid_input(exc: InvalidInput) -> A2AError:
+    if exc.field == HITL_RESPONSE:
+        return InvalidParamsError(message=f"HITL response refused: {exc.problem}; the task still waits")
+    return InvalidParamsError(message=str(exc))
+
+
+def _run_not_found(exc: RunNotFound) -> A2AError:
+    return TaskNotFoundError(message=f"no task has id {exc.run_id!r}")
+
+
+def _refused(exc: DecisionRefused) -> A2AError:
+    return InvalidParamsError(message=f"decision refused: {exc}; the task still waits")
+
+
+_ERRORS: dict[type[Exception], Callable[[Any], A2AError]] = {
+    InvalidInput: _invalid_input,
+    DecisionRefused: _refused,
+    RunNotFound: _run_not_found,
+    NotFound: lambda exc: TaskNotFoundError(message=str(exc)),
+    RunConflict: lambda exc: InvalidRequestError(message=str(exc)),
+    NotAllowed: lambda exc: InvalidParamsError(message=str(exc)),
+    # The configuration refuses the step (say, the audit chain is signed and this process has no key).
+    ConfigError: lambda exc: InvalidParamsError(message=str(exc)),
+    StoreError: lambda exc: InternalError(message=str(exc)),
+}
+"""sayso's errors as A2A errors, looked up along the error's MRO: the most specific class listed wins."""
+
+_WHILE_CANCELLING: dict[type[Exception], Callable[[Any], A2AError]] = {
+    RunConflict: lambda exc: TaskNotCancelableError(message=str(exc)),
+}
+"""What `CancelTask` answers differently: a run that cannot be cancelled is A2A's task-not-cancelable."""
 
 
 def to_a2a_error(exc: Exception, *, cancelling: bool = False) -> A2AError:
     """The JSON-RPC error for one of ours: the one place sayso's errors become A2A errors.
 
-    `cancelling`: the error answers `CancelTask`, where a run that cannot be cancelled is A2A's
-    task-not-cancelable.
+    `cancelling`: the error answers `CancelTask` (see `_WHILE_CANCELLING`).
 
     Raises:
         Exception: `exc` itself when it is not sayso's (a bug, not a refusal): the SDK answers 500.
     """
     if isinstance(exc, A2AError):
         return exc
-    if isinstance(exc, InvalidInput) and exc.field == HITL_RESPONSE:
-        return InvalidParamsError(message=f"HITL response refused: {exc.problem}; the task still waits")
-    if isinstance(exc, DecisionRefused):
-        return InvalidParamsError(message=f"decision refused: {exc}; the task still waits")
-    if isinstance(exc, RunNotFound):
-        return TaskNotFoundError(message=f"no task has id {exc.run_id!r}")
-    if isinstance(exc, NotFound):
-        return TaskNotFoundError(message=str(exc))
-    if isinstance(exc, RunConflict):
-        return TaskNotCancelableError(message=str(exc)) if cancelling else InvalidRequestError(message=str(exc))
-    if isinstance(exc, InvalidInput | NotAllowed | ConfigError):
-        # ConfigError: an agent name the runtime does not know, named by the call.
-        return InvalidParamsError(message=str(exc))
-    if isinstance(exc, StoreError):
-        return InternalError(message=str(exc))
+    tables = (_WHILE_CANCELLING, _ERRORS) if cancelling else (_ERRORS,)
+    for kind in type(exc).__mro__:
+        for table in tables:
+            if kind in table:
+                return table[kind](exc)
     raise exc
 
 
@@ -120,7 +143,7 @@ def pause_message(
     if view is not None and view.kind == "input":
         # No kagent form fits a workflow's input: the text is its message, the rest is sayso's own.
         message.parts.append(Part(text=view_text(view)))
-        message.metadata.update({SAYSO_KEY: sayso_payload(view)})
+        message.metadata.update({SAYSO_KEY: struct_of(sayso_payload(view))})
         return message
     if view is not None and legacy and not activated:
         for data, metadata in legacy_parts(view):
@@ -129,7 +152,7 @@ def pause_message(
     message.parts.append(Part(text=view_text(view)))
     if view is not None and activated:
         message.extensions.append(HITL_URI)
-        message.metadata.update({HITL_URI: request_payload(view), SAYSO_KEY: sayso_payload(view)})
+        message.metadata.update({HITL_URI: struct_of(request_payload(view)), SAYSO_KEY: struct_of(sayso_payload(view))})
     return message
 
 
@@ -157,9 +180,13 @@ def decision_message(
     response = response_of(view, decisions) if legacy_data is None and activated else None
     if response is not None:
         message.extensions.append(HITL_URI)
-        message.metadata.update({HITL_URI: response})
+        message.metadata.update({HITL_URI: struct_of(response)})
     message.metadata.update(
-        {SAYSO_KEY: {"decisions": [_record_json(view, r, taken) for r in view.requests if r.request_id in taken]}}
+        {
+            SAYSO_KEY: struct_of(
+                {"decisions": [_record_json(view, r, taken) for r in view.requests if r.request_id in taken]}
+            )
+        }
     )
     return message
 
@@ -189,9 +216,9 @@ def _decision_text(view: PauseView, decisions: Mapping[str, Decision]) -> str:
     return f"Batch decision: {approved} approved, {rejected} rejected"
 
 
-def _record_json(view: PauseView, request: ShownRequest, taken: Mapping[str, DecisionRecord]) -> dict[str, Any]:
+def _record_json(view: PauseView, request: ShownRequest, taken: Mapping[str, DecisionRecord]) -> SaysoRecordJson:
     record = taken[request.request_id]
-    decision: dict[str, Any] = {"kind": record.decision.kind}
+    decision: SaysoDecisionJson = {"kind": record.decision.kind}
     if isinstance(record.decision, Approve):
         decision["scope"] = record.decision.scope
         if record.decision.edited_args is not None:

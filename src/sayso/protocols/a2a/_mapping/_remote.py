@@ -20,6 +20,7 @@ from ...._runtime import RemoteAsk, RemoteOutcome
 from ._legacy import LEGACY_CONFIRMATION
 from ._messages import data_parts, json_of, struct_of
 from ._views import HITL_URI
+from ._wire import AnswerJson, ApprovalJson, HitlResponseJson, LegacyDecisionJson
 
 
 def remote_outcome(status: TaskStatus, *, task_id: str, context_id: str) -> RemoteOutcome:
@@ -136,31 +137,32 @@ def answer_message(message: Message, decisions: Sequence[tuple[RemoteAsk, Decisi
         return
     message.parts.append(Part(text="Human input supplied"))
     message.extensions.append(HITL_URI)
-    message.metadata.update({HITL_URI: response_payload(decisions)})
+    message.metadata.update({HITL_URI: struct_of(response_payload(decisions))})
 
 
-def response_payload(decisions: Sequence[tuple[RemoteAsk, Decision]]) -> dict[str, Any]:
+def response_payload(decisions: Sequence[tuple[RemoteAsk, Decision]]) -> HitlResponseJson:
     """The kagent v1 response that carries the person's decisions down to the remote task."""
     first, decision = decisions[0]
     if first.kind == "question":
+        answers: list[AnswerJson]
         if isinstance(decision, Answer):
             answers = [{"answer": list(a)} for a in decision.answers]
         else:
             answers = [{"answer": [_declined(decision) or "declined"]} for _ in first.questions or ((),)]
         return {"type": "ask_user_response", "id": first.ask_id, "answers": answers}
-    approvals = []
+    approvals: list[ApprovalJson] = []
     for ask, choice in decisions:
         if isinstance(choice, Approve):
             approvals.append({"id": ask.ask_id, "approved": True})
             continue
-        entry: dict[str, Any] = {"id": ask.ask_id, "approved": False}
+        entry: ApprovalJson = {"id": ask.ask_id, "approved": False}
         if reason := _declined(choice):
             entry["rejection_reason"] = reason
         approvals.append(entry)
     return {"type": "tool_approval_response", "approvals": approvals}
 
 
-def legacy_answer(decisions: Sequence[tuple[RemoteAsk, Decision]]) -> dict[str, Any]:
+def legacy_answer(decisions: Sequence[tuple[RemoteAsk, Decision]]) -> LegacyDecisionJson:
     """The kagent 0.x decision for the person's decisions: uniform when it can be, a batch otherwise.
 
     See docs/guides/a2a.md#kagent-0x-and-adk.
@@ -169,7 +171,7 @@ def legacy_answer(decisions: Sequence[tuple[RemoteAsk, Decision]]) -> dict[str, 
     if first.kind == "question":
         if isinstance(decision, Answer):
             return {"decision_type": "approve", "ask_user_answers": [{"answer": list(a)} for a in decision.answers]}
-        body: dict[str, Any] = {"decision_type": "reject"}
+        body: LegacyDecisionJson = {"decision_type": "reject"}
         if reason := _declined(decision):
             body["rejection_reason"] = reason
         return body

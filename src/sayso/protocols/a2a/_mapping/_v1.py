@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
 from ...._core.decisions import Answer, Approve, Decision, Reject, model_text
 from ...._core.requests import (
@@ -22,6 +22,16 @@ from ...._core.requests import (
 )
 from ._elicitations import ELICITATION_RESPONSE, elicitation_from_v1
 from ._views import HITL_RESPONSE, PauseView, ShownRequest, approvals_of, refused, shown_questions, view_text
+from ._wire import (
+    ApprovalJson,
+    HitlRequestJson,
+    HitlResponseJson,
+    NestedJson,
+    SaysoPayloadJson,
+    SaysoRequestJson,
+    ToolCallJson,
+    ToolInfoJson,
+)
 
 RESPONSE_TYPES = {
     "approval": "tool_approval_response",
@@ -35,7 +45,7 @@ __all__ = ["HITL_RESPONSE", "decisions_from_v1", "refused", "request_payload", "
 # --- agent -> client
 
 
-def _tool_json(view: PauseView, request: ApprovalRequest) -> dict[str, Any]:
+def _tool_json(view: PauseView, request: ApprovalRequest) -> ToolCallJson:
     return {
         "id": view.tool_id(request),
         "call_id": view.call_id(request),
@@ -44,7 +54,7 @@ def _tool_json(view: PauseView, request: ApprovalRequest) -> dict[str, Any]:
     }
 
 
-def _ask_tool_json(view: PauseView, request: QuestionRequest | ElicitationRequest) -> dict[str, Any]:
+def _ask_tool_json(view: PauseView, request: QuestionRequest | ElicitationRequest) -> ToolCallJson:
     """The synthetic tool a nested question (or elicitation) is shown as (kagent's identifiers; docs/guides/a2a.md)."""
     return {
         "id": view.tool_id(request),
@@ -62,10 +72,10 @@ def nested_ids(view: PauseView) -> tuple[str, str]:
     return first.run_id, first.thread_id
 
 
-def request_payload(view: PauseView) -> dict[str, Any]:
+def request_payload(view: PauseView) -> HitlRequestJson:
     """The `tool_approval_request` or `ask_user_request` for a view, with no key beyond kagent's schema."""
     first = view.requests[0]
-    nested: dict[str, Any] | None = None
+    nested: NestedJson | None = None
     if view.subagent is not None:
         child_tools = (
             [_tool_json(view, r) for r in approvals_of(view)]
@@ -75,13 +85,13 @@ def request_payload(view: PauseView) -> dict[str, Any]:
         task_id, context_id = nested_ids(view)
         nested = {"subagent_name": view.subagent, "task_id": task_id, "context_id": context_id, "tools": child_tools}
     if view.kind in ("question", "elicitation"):
-        body: dict[str, Any] = {
+        body: HitlRequestJson = {
             "type": "ask_user_request",
             "id": view.parent_id if nested else first.request_id,
             "questions": shown_questions(first),
         }
     else:
-        tools = (
+        tools: list[ToolCallJson] = (
             [{"id": view.parent_id, "call_id": view.parent_id, "name": view.subagent, "args": {}}]
             if nested
             else [_tool_json(view, r) for r in approvals_of(view)]
@@ -92,11 +102,11 @@ def request_payload(view: PauseView) -> dict[str, Any]:
     return body
 
 
-def sayso_payload(view: PauseView) -> dict[str, Any]:
+def sayso_payload(view: PauseView) -> SaysoPayloadJson:
     """The facts sayso adds about the shown requests, under `SAYSO_KEY`: subject, scopes, expiry, who asked."""
-    entries: list[dict[str, Any]] = []
+    entries: list[SaysoRequestJson] = []
     for request in view.requests:
-        entry: dict[str, Any] = {
+        entry: SaysoRequestJson = {
             "id": view.tool_id(request),
             "request_id": request.request_id,
             "kind": request.kind,
@@ -109,31 +119,21 @@ def sayso_payload(view: PauseView) -> dict[str, Any]:
             entry["scopes"] = list(request.scopes)
             entry["hint"] = request.hint
             entry["args_schema"] = request.args_schema
-            entry["tool"] = asdict(request.tool_info) if request.tool_info is not None else None
+            entry["tool"] = cast(ToolInfoJson, asdict(request.tool_info)) if request.tool_info is not None else None
             if request.response_schema is not None:
                 entry["response_schema"] = request.response_schema
         elif isinstance(request, ElicitationRequest):
-            entry.update(
-                mode=request.mode,
-                message=request.message,
-                server=request.server,
-                requested_schema=request.requested_schema,
-                url=request.url,
-                durable=request.delivery != "live",
-                respond_with=ELICITATION_RESPONSE,
-            )
+            entry["mode"], entry["message"], entry["server"] = request.mode, request.message, request.server
+            entry["requested_schema"], entry["url"] = request.requested_schema, request.url
+            entry["durable"], entry["respond_with"] = request.delivery != "live", ELICITATION_RESPONSE
         elif isinstance(request, InputRequest):
-            entry.update(
-                node=request.node,
-                message=request.message,
-                payload=request.payload,
-                response_schema=request.response_schema,
-            )
+            entry["node"], entry["message"] = request.node, request.message
+            entry["payload"], entry["response_schema"] = request.payload, request.response_schema
         entries.append(entry)
     return {"requests": entries}
 
 
-def response_of(view: PauseView, decisions: Mapping[str, Decision]) -> dict[str, Any] | None:
+def response_of(view: PauseView, decisions: Mapping[str, Decision]) -> HitlResponseJson | None:
     """The v1 response that stands for the decisions taken on a view, however they were taken (task history).
 
     `None` when kagent has no form for them (a question that was skipped, or expired; a workflow's input;
@@ -151,7 +151,7 @@ def response_of(view: PauseView, decisions: Mapping[str, Decision]) -> dict[str,
             "id": view.tool_id(question),
             "answers": [{"answer": list(a)} for a in decision.answers],
         }
-    approvals: list[dict[str, Any]] = []
+    approvals: list[ApprovalJson] = []
     for request in view.requests:
         decision = decisions.get(request.request_id)
         if decision is None:
@@ -159,11 +159,11 @@ def response_of(view: PauseView, decisions: Mapping[str, Decision]) -> dict[str,
         if isinstance(decision, Approve):
             approvals.append({"id": view.tool_id(request), "approved": True})
             continue
-        entry: dict[str, Any] = {"id": view.tool_id(request), "approved": False}
+        refusal: ApprovalJson = {"id": view.tool_id(request), "approved": False}
         reason = decision.reason if isinstance(decision, Reject) else model_text(decision)
         if reason:
-            entry["rejection_reason"] = reason
-        approvals.append(entry)
+            refusal["rejection_reason"] = reason
+        approvals.append(refusal)
     return {"type": "tool_approval_response", "approvals": approvals} if approvals else None
 
 

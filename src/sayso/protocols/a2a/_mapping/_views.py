@@ -32,6 +32,7 @@ from ...._core.requests import (
 )
 from ...._runtime import RemoteTask
 from ....exceptions import InvalidInput
+from ._wire import QuestionJson
 
 HITL_URI = "https://kagent.dev/extensions/hitl/v1"
 """kagent's human-in-the-loop extension, v1."""
@@ -181,7 +182,7 @@ def own_hint(request: ApprovalRequest) -> str | None:
     return None if request.hint == default_hint(request.tool_name) else request.hint
 
 
-def questions_json(request: QuestionRequest) -> list[dict[str, Any]]:
+def questions_json(request: QuestionRequest) -> list[QuestionJson]:
     """A question request's questions as kagent writes them."""
     return [{"question": q.question, "choices": list(q.choices), "multiple": q.multiple} for q in request.questions]
 
@@ -189,7 +190,7 @@ def questions_json(request: QuestionRequest) -> list[dict[str, Any]]:
 ELICITATION_ACTIONS = ("accept", "decline", "cancel")
 
 
-def shown_questions(request: ShownRequest) -> list[dict[str, Any]]:
+def shown_questions(request: ShownRequest) -> list[QuestionJson]:
     """The questions of a question request, or those an elicitation is shown as to a kagent client."""
     if isinstance(request, QuestionRequest):
         return questions_json(request)
@@ -199,7 +200,9 @@ def shown_questions(request: ShownRequest) -> list[dict[str, Any]]:
         return [{"question": question, "choices": ["done", "decline", "cancel"], "multiple": False}]
     schema = request.requested_schema or {}
     required = set(schema.get("required", []))
-    questions = [{"question": request.message, "choices": list(ELICITATION_ACTIONS), "multiple": False}]
+    questions: list[QuestionJson] = [
+        {"question": request.message, "choices": list(ELICITATION_ACTIONS), "multiple": False}
+    ]
     for name, field in (schema.get("properties") or {}).items():
         label = field.get("title") or name
         text = f"{label}{'' if name in required else ' (optional: answer - to leave it out)'}"

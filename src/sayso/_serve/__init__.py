@@ -1,4 +1,9 @@
-"""`sayso serve`: load the config, enforce the local-mode bind rule, and run uvicorn."""
+"""`sayso serve`: load the config, enforce the local-mode bind rule, and run every HTTP interface on uvicorn.
+
+The composition root of the edges: REST and the web UI (`sayso.server`) with the protocol adapters
+(`sayso.protocols`) mounted beside them. No edge imports another; this module joins them, and the
+CLI's `sayso serve` calls it.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +12,15 @@ from types import FrameType
 
 import uvicorn
 
-from .._config.file import Config, load_config
+from .._config.file import load_config
 from .._runtime import Sayso
-from ..exceptions import ConfigError
 from ..protocols import protocol_apps, protocol_routers
-from ._app import DEFAULT_EXPIRE_EVERY_SECONDS, DEFAULT_RECOVER_EVERY_SECONDS, create_app
-from ._deps import ServerState
-from ._heap import HeapSettler
+from ..server._app import DEFAULT_EXPIRE_EVERY_SECONDS, DEFAULT_RECOVER_EVERY_SECONDS, create_app
+from ..server._bind import LOCAL_HOST, check_bind
+from ..server._deps import ServerState
+from ..server._heap import HeapSettler
 
 logger = logging.getLogger("sayso.server")
-
-LOCAL_HOST = "127.0.0.1"
-"""The only address a server without principals binds to."""
 
 GRACEFUL_SHUTDOWN_SECONDS = 30
 """How long in-flight requests get to finish after SIGTERM or Ctrl-C."""
@@ -48,29 +50,6 @@ class _Server(uvicorn.Server):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self._state.closing = True
         super().handle_exit(sig, frame)
-
-
-def check_bind(config: Config, host: str) -> None:
-    """Refuse to serve local development mode (no principals) anywhere but 127.0.0.1.
-
-    Raises:
-        ConfigError: no principals are configured and `host` is not 127.0.0.1.
-    """
-    if config.principals:
-        return
-    if host != LOCAL_HOST:
-        raise ConfigError(
-            f"no principals are configured, so the server runs in local development mode and binds only to "
-            f"{LOCAL_HOST}, not {host!r}; add 'principals:' with tokens to serve on other addresses"
-        )
-    logger.warning(
-        "\n%s\n  LOCAL DEVELOPMENT MODE: no principals are configured.\n"
-        "  Anyone who can reach %s may run agents and decide every request, as 'local'.\n"
-        "  Add 'principals:' with bearer tokens to sayso.yaml before sharing this server.\n%s",
-        "!" * 78,
-        LOCAL_HOST,
-        "!" * 78,
-    )
 
 
 def serve(

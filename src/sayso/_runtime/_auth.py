@@ -6,8 +6,8 @@ is the runtime's business (`sayso._core.access`, applied inside its verbs), so e
 principal on and never check access themselves. With no principals configured (local
 development mode) every caller is `local`.
 
-It lives beside the protocol adapters rather than in `sayso.server` because the server mounts
-them: the adapters never import the server, and the server imports this module.
+It lives in the runtime (and `sayso._runtime` exports it) because every edge needs it and no edge
+may import another: REST, A2A and AG-UI each import it from the runtime's public names.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .._core.access import LOCAL_NAME, Principal
 from ..exceptions import Unauthenticated
 
 if TYPE_CHECKING:
-    from .._runtime import Sayso
+    from ._facade import Sayso
 
 logger = logging.getLogger("sayso.server")
 

@@ -1,0 +1,255 @@
+"""What sayso writes down about what was done: the approval record on a decided call, and audit events.
+
+Both are JSON objects kept exactly as written (the audit chain hashes each body; a call's result
+keeps its approval record in the history), so they are `TypedDict`s: plain dicts at run time, one
+shape per kind for the type checker, and one pydantic adapter (`AUDIT_EVENT_ADAPTER`) that reads a
+body back as the event it is. A key marked `NotRequired` is left out when it does not apply, as the
+records have always been written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, NotRequired, TypeAlias
+
+from pydantic import ConfigDict, Discriminator, Tag, TypeAdapter, with_config
+from typing_extensions import TypedDict
+
+from .decisions import ArgEdit, DecidedBy, DecisionKind, Via
+from .requests import Scope
+from .service import ServiceNotice
+
+_EXACT = ConfigDict(extra="forbid")
+"""A body read back holds the keys its shape names, and no others."""
+
+ANCHORED_EVENT = "audit_anchored"
+"""The signed record that vouches for the unsigned records before it, written when a key is first used."""
+
+
+@with_config(_EXACT)
+class ShownAnswer(TypedDict):
+    """An answered `ask_user` question as records show it: an answer the agent redacts is `«redacted»`."""
+
+    question: str
+    answer: list[str] | str
+
+
+@with_config(_EXACT)
+class ApprovalRecord(TypedDict):
+    """What was decided on a request, by whom, on which arguments (docs/concepts/decisions.md#what-the-model-reads).
+
+    Kept on the call's result, and (as a `decision` event) in the audit log. The keys after
+    `proposed_args` say what the decision was.
+    """
+
+    request_id: str
+    tool_name: str
+    run_id: str
+    thread_id: str
+    agent_path: str
+    decision: DecisionKind
+    by: DecidedBy
+    principal: str | None
+    decided_at: float
+    proposed_args: dict[str, Any]
+    via: NotRequired[Via]
+    """The interface the decision came through."""
+    scope: NotRequired[Scope]
+    """An approval's scope."""
+    approved_args: NotRequired[dict[str, Any]]
+    executed_args: NotRequired[dict[str, Any]]
+    edits: NotRequired[list[ArgEdit]]
+    """An edit, field by field (redacted)."""
+    response: NotRequired[Any]
+    """What the person sent back with an approval (redacted)."""
+    reason: NotRequired[str]
+    """Why a call was rejected or skipped, when the person said."""
+    answers: NotRequired[list[ShownAnswer]]
+    value: NotRequired[Any]
+    """A client tool's result or a workflow input's value (redacted)."""
+    message: NotRequired[str]
+    """A client tool's error."""
+    content: NotRequired[Any]
+    """An elicitation's accepted content (redacted)."""
+    expires_at: NotRequired[float]
+    """When an expired request ran out."""
+    subject: NotRequired[str]
+    """The subject's key an approval was bound to."""
+    subject_label: NotRequired[str]
+
+
+@with_config(_EXACT)
+class GrantRecord(TypedDict):
+    """A call a remembered approval (a grant) let run without asking: the record kept on its result."""
+
+    decision: Literal["approve"]
+    by: Literal["permission"]
+    grant_id: str
+    scope: Scope
+    principal: str
+    subject: str
+    subject_label: str
+    granted_at: float
+    decided_at: float
+    proposed_args: dict[str, Any]
+    approved_args: dict[str, Any]
+    executed_args: dict[str, Any]
+
+
+class ShownDecision(TypedDict, total=False):
+    """What a transcript's decision line shows of a call's approval record (or grant record).
+
+    Never the raw arguments: the call's own line shows them, and an edit is shown field by field, redacted.
+    """
+
+    request_id: str
+    decision: DecisionKind
+    by: DecidedBy
+    principal: str | None
+    via: Via
+    decided_at: float
+    scope: Scope
+    reason: str
+    edits: list[ArgEdit]
+    answers: list[ShownAnswer]
+    value: Any
+    message: str
+    content: Any
+    expires_at: float
+    grant_id: str
+    subject_label: str
+
+
+@with_config(_EXACT)
+class DecisionEvent(ApprovalRecord):
+    """A request was decided (by a person, a service, the expiry sweep or sayso)."""
+
+    event: Literal["decision"]
+
+
+@with_config(_EXACT)
+class GrantedCall(TypedDict):
+    """Which call of which run a grant covered."""
+
+    tool_name: str
+    run_id: str
+    thread_id: str
+    tool_call_id: str | None
+
+
+@with_config(_EXACT)
+class GrantDecisionEvent(GrantRecord, GrantedCall):
+    """A grant let a call run without asking (written before the call runs)."""
+
+    event: Literal["decision"]
+
+
+@with_config(_EXACT)
+class ExecutedEvent(TypedDict):
+    """An approved call ran, with these arguments."""
+
+    event: Literal["executed"]
+    request_id: str
+    tool_name: str
+    executed_args: dict[str, Any]
+    at: float
+    error: NotRequired[str]
+    """What the call raised (the model read it as the call's result)."""
+
+
+@with_config(_EXACT)
+class GrantExecutedEvent(GrantedCall):
+    """A call a grant covered ran, with these arguments."""
+
+    event: Literal["executed"]
+    grant_id: str
+    executed_args: dict[str, Any]
+    at: float
+
+
+@with_config(_EXACT)
+class RefusedEvent(TypedDict):
+    """An approved call no longer matched what was approved: it was not run, and its run failed saying so."""
+
+    event: Literal["refused"]
+    request_id: str
+    tool_name: str
+    reason: str
+    at: float
+
+
+@with_config(_EXACT)
+class OutcomeUnknownEvent(TypedDict):
+    """An approved call was cut off by a crash: it may or may not have run, and never runs again."""
+
+    event: Literal["outcome_unknown"]
+    request_id: str
+    run_id: str
+    tool_name: str | None
+    at: float
+    reason: str
+
+
+@with_config(_EXACT)
+class GrantRevokedEvent(TypedDict):
+    """A person revoked a grant."""
+
+    event: Literal["grant_revoked"]
+    grant_id: str
+    principal: str
+    at: float
+
+
+@with_config(_EXACT)
+class ServiceNotifiedEvent(ServiceNotice):
+    """A service was told how its own approval request was decided, or could not be.
+
+    See docs/concepts/pauses.md#tools-whose-service-asks.
+    """
+
+    event: Literal["service_notified"]
+    delivered: bool
+    problem: str | None
+
+
+@with_config(_EXACT)
+class AnchoredEvent(TypedDict):
+    """The signed record that vouches for the unsigned records up to `through_seq` (written once, on purpose)."""
+
+    event: Literal["audit_anchored"]
+    through_seq: int
+    through_hash: str
+    at: float
+
+
+def _event_tag(body: Any) -> str | None:
+    """Which event a body is: its `event`, and for a decision or an execution whether a grant allowed it."""
+    if not isinstance(body, Mapping):
+        return None
+    event = body.get("event")
+    if event in ("decision", "executed") and "grant_id" in body:
+        return f"{event}:grant"
+    return event if isinstance(event, str) else None
+
+
+AuditEvent: TypeAlias = Annotated[
+    Annotated[DecisionEvent, Tag("decision")]
+    | Annotated[GrantDecisionEvent, Tag("decision:grant")]
+    | Annotated[ExecutedEvent, Tag("executed")]
+    | Annotated[GrantExecutedEvent, Tag("executed:grant")]
+    | Annotated[OutcomeUnknownEvent, Tag("outcome_unknown")]
+    | Annotated[RefusedEvent, Tag("refused")]
+    | Annotated[GrantRevokedEvent, Tag("grant_revoked")]
+    | Annotated[ServiceNotifiedEvent, Tag("service_notified")]
+    | Annotated[AnchoredEvent, Tag(ANCHORED_EVENT)],
+    Discriminator(_event_tag),
+]
+"""Everything sayso writes to the audit log, one shape per event."""
+
+AUDIT_EVENT_ADAPTER: TypeAdapter[AuditEvent] = TypeAdapter(AuditEvent)
+"""The one adapter that reads an audit record's body back as its event."""
+
+
+def decision_event(record: ApprovalRecord) -> DecisionEvent:
+    """The audit event of a decision: its approval record, named."""
+    return DecisionEvent(event="decision", **record)

@@ -1,0 +1,189 @@
+"""`Cycle`: the run loop over runners — which runner a run goes to, carrying a paused run on, the runs below.
+
+Every run is one of three kinds, each with its `Runner` (`_runner`): an agent's run
+(`_agent_runs.AgentRunner`), a workflow's (`_workflows.WorkflowRunner`), a remote delegate's proxy
+run (`_remote.RemoteRunner`). The cycle picks the runner by the run's kind, and is the one place a
+paused run is carried on, whatever its kind:
+
+    read the pause → carry the runs below it on (each answers its request) → plan (pure:
+    `sayso._core.advance.plan_advance`) → close the runs below the plan skipped → the runner
+    consumes the pause and carries the run on (its write, then its work)
+
+It also implements `Runs`, the port runners use for the runs below their own (a delegate, a
+workflow's agent node), so a runner never imports the cycle. The verbs (`_turns`, `_deciding`,
+`_recovery`) are functions over a `Cycle`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic_ai.exceptions import CallDeferred
+
+from .._core.advance import plan_advance, step_below, waiting_below
+from .._core.decisions import DecisionRecord
+from .._core.requests import DelegateRequest
+from .._core.resume import SKIPPED_FOR_FORCE
+from .._engine.calls import DelegateDeferral
+from .._store import PauseState, RunRecord
+from ..exceptions import AgentNotFound, PauseConsumed, RunConflict
+from ..workflows import Workflow
+from . import _leases, _tree
+from ._agent_runs import AgentRunner
+from ._kernel import Kernel
+from ._remote import RemoteAgents, RemoteRunner
+from ._results import RunResult
+from ._runner import CallOptions, Resume, RunKind, Runner, Start
+from ._workflow_host import Workflows
+from ._workflows import WorkflowRunner
+
+REPLANS = 3
+"""How often a resume is planned again when a person's decision lands while it was being prepared."""
+
+
+class Cycle:
+    """The runtime's run loop: a runner per kind of run, and the runs below runs (the `Runs` port)."""
+
+    def __init__(
+        self,
+        k: Kernel,
+        *,
+        workflows: Mapping[str, Workflow],
+        remote_urls: dict[str, str],
+        remote: RemoteAgents | None,
+    ) -> None:
+        self.k = k
+        self.agents = AgentRunner(k, self)
+        self.workflows = WorkflowRunner(k, Workflows(k, workflows, self))
+        self.remote = RemoteRunner(k, remote_urls, remote)
+        self._runners: dict[RunKind, Runner] = {"agent": self.agents, "workflow": self.workflows, "remote": self.remote}
+
+    # which runner
+
+    def kind_of(self, run: RunRecord) -> RunKind:
+        """A run's kind: a remote delegate's proxy, a workflow's run, or an agent's."""
+        if self.remote.serves(run):
+            return "remote"
+        return "workflow" if self.workflows.hosts(run.agent) else "agent"
+
+    def runner(self, run: RunRecord) -> Runner:
+        """The runner of `run`'s kind."""
+        return self._runners[self.kind_of(run)]
+
+    def hosts_workflow(self, name: str) -> bool:
+        """Whether `name` is one of the runtime's workflows (rather than an agent)."""
+        return self.workflows.hosts(name)
+
+    def entry(self, name: str) -> str:
+        """`name`, when an agent or a workflow of this runtime has it: the one check of a name a caller gave.
+
+        Raises:
+            AgentNotFound: neither an agent nor a workflow has that name.
+        """
+        workflows = tuple(self.workflows.host.engines)
+        if name not in self.k.agents and name not in workflows:
+            raise AgentNotFound(name, known=(*self.k.agents, *workflows))
+        return name
+
+    # carrying a paused run on
+
+    async def advance(
+        self,
+        run: RunRecord,
+        *,
+        force: bool,
+        options: CallOptions,
+        state: PauseState | None = None,
+        attempts: int = REPLANS,
+    ) -> RunResult:
+        """Carry a paused run on as far as its decisions allow, the runs below it first.
+
+        A run resumes only when every request it waits on is answered (or `force` skips the rest);
+        a run below that paused again keeps it paused, without a model call. When a person decides
+        a request while a forced resume was about to skip it, the resume is planned again from the
+        store (their decision counts), up to `attempts` times.
+
+        Raises:
+            PauseConsumed: another process resumed this pause first.
+            RunConflict: decisions kept arriving while the resume was prepared.
+        """
+        k = self.k
+        assert run.pause_id is not None
+        runner = self.runner(run)
+        pause = state or await k.store.pause_state(run.pause_id)
+        decided = dict(pause.decisions)
+        settled: list[DecisionRecord] = []
+        for request in waiting_below(pause.requests, decided):
+            outcome = await self._below(request, force=force, options=options)
+            if outcome is not None:
+                record = await runner.answer_below(request, outcome)
+                decided[request.request_id] = record
+                settled.append(record)
+        plan = plan_advance(run.run_id, pause.requests, decided, force=force, now=k.clock())
+        if plan is None:
+            return await _tree.result(k, run.run_id)
+        for below in plan.close_below:
+            await _tree.cancel_tree(k, below, SKIPPED_FOR_FORCE)
+        try:
+            return await runner.resume(run, Resume(pause=pause, plan=plan, settled=settled), options)
+        except RunConflict:
+            fresh = await k.store.get_run(run.run_id)
+            if attempts <= 1 or fresh.pause_id != run.pause_id:
+                raise
+            return await self.advance(fresh, force=force, options=options, attempts=attempts - 1)
+
+    async def _below(self, request: DelegateRequest, *, force: bool, options: CallOptions) -> RunResult | None:
+        """Carry the run below `request` on if it can be; how it ended, or `None` while it still waits or works."""
+        k = self.k
+        child = await k.store.get_run(request.child_run_id)
+        open_below = child.status == "paused" and not force and bool(await _tree.open_leaves(k, child))
+        step = step_below(child.status, has_open_leaves=open_below, force=force)
+        if step == "wait":
+            return None
+        if step == "ended":
+            return _tree.standing(child)
+        try:
+            outcome = await self.advance(child, force=force, options=options)
+        except PauseConsumed:
+            return None
+        return None if outcome.status in ("paused", "running") else outcome
+
+    async def carry_on(self, run: RunRecord, options: CallOptions) -> RunResult:
+        """Take over a running run whose process died, and let its runner redo its last segment from the store.
+
+        Raises:
+            RunConflict: another live runtime holds the run, or the run's work is not this runtime's to redo.
+        """
+        runner = self.runner(run)
+        if not runner.local:
+            return await runner.carry_on(run, options)  # refuses: its work is at the remote agent
+        return await runner.carry_on(await _leases.take_over(self.k, run), options)
+
+    # the runs below runs (the `Runs` port)
+
+    async def run_below(
+        self, parent: RunRecord, agent: str, task: str, *, call_id: str, agent_path: str, options: CallOptions
+    ) -> RunResult:
+        """Start a run of `agent` below `parent`'s call `call_id`, on a thread of its own, and run it."""
+        runner: Runner = self.remote if agent in self.remote.urls else self.agents
+        if runner.local:
+            self.k.built(agent)  # an agent that does not exist is refused before anything is written
+        child = await _tree.start_child(
+            self.k,
+            parent,
+            agent,
+            task,
+            call_id=call_id,
+            agent_path=agent_path,
+            client_tools=parent.client_tools if runner.local else (),
+        )
+        return await runner.start(child, Start(prompt=task, history=[]), options)
+
+    async def delegate(self, parent: RunRecord, target: str, task: str, call_id: str, options: CallOptions) -> str:
+        """Run a delegate for a parent's tool call; if it pauses, the parent's call waits on it (`CallDeferred`)."""
+        outcome = await self.run_below(
+            parent, target, task, call_id=call_id, agent_path=f"{parent.path}/{target}", options=options
+        )
+        if outcome.status == "paused":
+            raise CallDeferred(metadata=DelegateDeferral(child_run_id=outcome.run_id).as_metadata())
+        return await _tree.delegate_answer(self.k, outcome)

@@ -1,0 +1,157 @@
+"""The runner seam: `Runner` (how one kind of run goes), `Runs` (what a runner asks of the cycle), `CallOptions`.
+
+Every verb of the cycle (`_cycle`, `_turns`, `_deciding`, `_recovery`) reads the store, plans with a
+pure function and writes, then hands the run to its kind's `Runner`: an agent's run (`_agent_runs`),
+a workflow's (`_workflows`), or a remote delegate's proxy run (`_remote`). A runner that needs a run
+below its own (a delegate, a workflow's agent node) asks the cycle through `Runs`, which the cycle
+implements and hands to each runner, so arrows point one way: the cycle imports the runners, the
+runners only this module. A new kind of run (a Temporal workflow, an approver-routed run) is one
+more `Runner`.
+
+`CallOptions` are what one call of a public verb says about everything it runs, delegates and
+resumed segments included: the host's grants, how wide a scope may be offered, and where the
+text of a top-level run goes as the model writes it. They are passed down, never read from the air.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from pydantic_ai.messages import ModelMessage
+
+from .._core.advance import AdvancePlan
+from .._core.decisions import DecisionRecord
+from .._core.grants import Grant
+from .._core.requests import DelegateRequest, Request, Scope
+from .._store import PauseState, RunRecord
+from ._results import RunResult
+
+TextSink = Callable[[str], Awaitable[None]]
+"""Where the text of a top-level run goes as the model writes it."""
+
+RunKind = Literal["agent", "workflow", "remote"]
+"""The kinds of run, each with its `Runner`: an agent's, a workflow's, a remote delegate's proxy."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallOptions:
+    """What one call of a public verb says about every run segment it runs, delegates included.
+
+    See docs/concepts/decisions.md#scopes-remembering-an-approval.
+
+    A host that keeps remembered approvals itself passes `grants`: they are the only ones honoured,
+    and sayso stores none. `widest` caps the scopes a request offers (`once` when the host
+    remembers nothing). `on_text` receives a top-level run's text as the model writes it
+    (delegates' text reaches their coordinator, not the person).
+    """
+
+    grants: tuple[Grant, ...] | None = None
+    """The host's grants; `None` when sayso keeps them."""
+    widest: Scope | None = None
+    """The widest scope a request may offer; `None`: every scope its rule allows."""
+    on_text: TextSink | None = None
+
+    @classmethod
+    def of(
+        cls, grants: Sequence[Grant] | None, offer_wider_scopes: bool, on_text: TextSink | None = None
+    ) -> CallOptions:
+        """The options of a verb called with a host's `grants` and `offer_wider_scopes`, as `Sayso.run` takes them."""
+        if grants is None and offer_wider_scopes:
+            return cls(on_text=on_text)
+        return cls(
+            grants=None if grants is None else tuple(grants),
+            widest="always" if offer_wider_scopes else "once",
+            on_text=on_text,
+        )
+
+    @property
+    def host_keeps_grants(self) -> bool:
+        """Whether a host keeps remembered approvals for this call (sayso then stores none)."""
+        return self.grants is not None
+
+
+DEFAULTS = CallOptions()
+"""The options of a call that says nothing: sayso keeps grants, every scope is offered, no text sink."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resume:
+    """What the cycle hands a runner to resume a paused run: the pause as read, and the plan made from it."""
+
+    pause: PauseState
+    plan: AdvancePlan
+    settled: Sequence[DecisionRecord] = ()
+    """The answers of runs below that the cycle read while planning (each made by the runner's `answer_below`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Start:
+    """How a run the store has just started begins: its message, and what its first read brought."""
+
+    prompt: str | None
+    superseded: tuple[Sequence[Request], Mapping[str, DecisionRecord]] | None = None
+    """The requests and decisions of the pause a new message superseded on the thread (its open ones skipped)."""
+    history: list[ModelMessage] | None = None
+    """The thread's history, when the start read it (a delegate's new thread: `[]`)."""
+    stored_grants: Sequence[Grant] | None = field(default=None)
+    """The principal's stored grants, when the start read them."""
+
+
+class Runner(Protocol):
+    """How one kind of run goes: started, resumed once its pause is decided, carried on after its process died.
+
+    The cycle decides *when* (a message came, the last request was decided, a lease lapsed) and
+    plans *what* (`sayso._core.advance`); the runner does the run's own work and writes where it
+    ended (paused again, completed, failed) before it returns.
+    """
+
+    local: bool
+    """Whether the run's work happens in this runtime (agent and workflow runs) rather than at a remote agent.
+
+    Only local runs are taken over when their process dies, and only they get the client's tools.
+    """
+
+    async def start(self, run: RunRecord, start: Start, options: CallOptions) -> RunResult:
+        """Run a run the store has just started, until it pauses or ends."""
+        ...
+
+    async def resume(self, run: RunRecord, resume: Resume, options: CallOptions) -> RunResult:
+        """Consume the run's decided pause as its plan says and carry the run on.
+
+        Raises:
+            PauseConsumed: another process resumed this pause first.
+            RunConflict: a request the plan skips was decided meanwhile (plan again).
+        """
+        ...
+
+    async def carry_on(self, run: RunRecord, options: CallOptions) -> RunResult:
+        """Redo the last segment of a run whose lease this runtime has just taken over, from the store."""
+        ...
+
+    async def answer_below(self, request: DelegateRequest, outcome: RunResult) -> DecisionRecord:
+        """The decision that closes the run's wait on the run below it that ended as `outcome`."""
+        ...
+
+
+class Runs(Protocol):
+    """What a runner asks of the cycle: the runs below its own, run and carried on as the cycle runs any run."""
+
+    async def delegate(self, parent: RunRecord, target: str, task: str, call_id: str, options: CallOptions) -> str:
+        """Run the delegate `target` for `parent`'s call; its answer, or `CallDeferred` when it paused."""
+        ...
+
+    async def run_below(
+        self, parent: RunRecord, agent: str, task: str, *, call_id: str, agent_path: str, options: CallOptions
+    ) -> RunResult:
+        """Start a run of `agent` below `parent`'s call `call_id`, on a thread of its own, and run it."""
+        ...
+
+    async def advance(self, run: RunRecord, *, force: bool, options: CallOptions) -> RunResult:
+        """Carry a paused run on as far as its decisions allow, runs below first."""
+        ...
+
+    async def carry_on(self, run: RunRecord, options: CallOptions) -> RunResult:
+        """Take over a running run whose process died, and redo its last segment."""
+        ...

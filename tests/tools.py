@@ -1,0 +1,58 @@
+"""The tools tests give their agents, defined once: each records what it ran in `RAN`.
+
+`RAN` is cleared before every test (an autouse fixture in `tests/conftest.py`), so a test reads
+exactly the calls its own runs made: `ran("delete_file")` lists the arguments of each one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sayso import StoreError
+
+RAN: list[tuple[str, dict[str, Any]]] = []
+"""Every call the tools below ran, in order: the tool's name and its arguments."""
+
+
+def ran(tool: str) -> list[dict[str, Any]]:
+    """The arguments of each call of `tool` that ran, in order."""
+    return [args for name, args in RAN if name == tool]
+
+
+def deleted() -> list[str]:
+    """The files `delete_file` deleted, in order."""
+    return [args["name"] for args in ran("delete_file")]
+
+
+def delete_file(name: str) -> str:
+    """Delete a file."""
+    RAN.append(("delete_file", {"name": name}))
+    return f"deleted {name}"
+
+
+def delete_file_with_password(name: str, password: str = "") -> str:
+    """Delete a file (given a secret, for the redaction tests: register it as `delete_file`)."""
+    return delete_file(name)
+
+
+def archive(name: str) -> str:
+    """Archive a file."""
+    RAN.append(("archive", {"name": name}))
+    return f"archived {name}"
+
+
+def pay(amount: int, token: str = "") -> str:
+    """Pay someone."""
+    RAN.append(("pay", {"amount": amount}))
+    return f"paid {amount}"
+
+
+def run_sql(query: str) -> str:
+    """Run a query."""
+    RAN.append(("run_sql", {"query": query}))
+    return f"rows for {query}"
+
+
+def explode() -> str:
+    """A tool that fails its run: sayso's own error (any other error a tool raises is read by the model)."""
+    raise StoreError("the disk is on fire")
