@@ -21,9 +21,9 @@ test: ## lint, type-check, build the docs and the wheel, and run the whole test 
 faults: ## the fault-injection suite, long (FAULT_CASES=300): kill the decider at every step boundary; prints the counts
 	scripts/faults $(ARGS)
 
-docs: ## serve the documentation site on http://127.0.0.1:8001/ (built with mkdocs from docs/)
+docs: ## serve the documentation site on http://127.0.0.1:8001/ (PORT=8002 picks another; built with mkdocs from docs/)
 	scripts/setup dev
-	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs serve --dev-addr 127.0.0.1:8001
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs serve --dev-addr 127.0.0.1:$(or $(PORT),8001)
 
 bench: ## sayso vs LangGraph and pydantic-ai, whole matrix + footprint + profile + 30-min memory soak (~55 min); writes bench/RESULTS.md
 	scripts/setup dev bench

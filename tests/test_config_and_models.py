@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic_ai.models import Model
 from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.models.wrapper import WrapperModel
 
 import sayso
 from sayso import ConfigError, Sayso, ScriptedModel, load_config
@@ -63,7 +64,7 @@ agents:
         pytest.param("agents: {a: {modle: x}}", "modle", id="unknown-field"),
         pytest.param("agents: {a: {interrupt: {remember: forever}}}", "remember", id="bad-scope"),
         pytest.param("agents: [", "not valid YAML", id="bad-yaml"),
-        pytest.param("agents: {a: {system_prompt: hi}}", "kaboo's name for 'instructions'", id="system-prompt-off"),
+        pytest.param("agents: {a: {system_prompt: hi}}", "another name for 'instructions'", id="system-prompt-off"),
         pytest.param(
             "agents: {a: {system_prompt: hi, instructions: ho}}\nag_ui: {kaboo_compat: true}",
             "both 'instructions' and 'system_prompt'",
@@ -199,7 +200,8 @@ def test_a_local_openai_compatible_server_needs_no_key(tmp_path: Path) -> None:
         )
     )
     model = app.agent_model("a")
-    assert isinstance(model, OpenAIChatModel)
+    assert isinstance(model, WrapperModel)  # it names the server in its connection errors
+    assert isinstance(model.wrapped, OpenAIChatModel)
     assert (model.model_name, model.base_url) == ("llama3", "http://127.0.0.1:11434/v1/")
 
 

@@ -194,11 +194,11 @@ def test_schema_errors_name_the_line_of_each_problem(tmp_path: Path) -> None:
         load_config(config)
     lines = str(refused.value).splitlines()[1:]
     assert lines == [
-        f"  {config}:3: agents.a.modle: Extra inputs are not permitted. Fix: remove it, or correct its spelling "
-        "(the configuration reference lists every field).",
-        f"  {config}:5: agents.a.interrupt.remember: Input should be 'once', 'thread' or 'always'",
-        f"  {config}:6: agents.a.interrupt.tools[0].remeber: Extra inputs are not permitted. Fix: remove it, or "
-        "correct its spelling (the configuration reference lists every field).",
+        f"  {config}:3: error: agents.a.modle: Extra inputs are not permitted. Fix: did you mean 'model'? "
+        "Or remove it.",
+        f"  {config}:5: error: agents.a.interrupt.remember: Input should be 'once', 'thread' or 'always'",
+        f"  {config}:6: error: agents.a.interrupt.tools[0].remeber: Extra inputs are not permitted. Fix: did you mean "
+        "'remember'? Or remove it.",
     ]
 
 

@@ -22,6 +22,7 @@ PAGE = "reference/configuration.md"
 
 def _models() -> list[tuple[str, type[BaseModel]]]:
     from sayso._config import file as c
+    from sayso._config import mcp as m
     from sayso.workflows import AgentNodeConfig, FunctionNodeConfig, WorkflowConfig
 
     return [
@@ -36,10 +37,16 @@ def _models() -> list[tuple[str, type[BaseModel]]]:
         ("workflows.NAME", WorkflowConfig),
         ("workflows.NAME.nodes: a function", FunctionNodeConfig),
         ("workflows.NAME.nodes: an agent", AgentNodeConfig),
+        ("agents.NAME.mcp[]", m.McpBinding),
+        ("mcp_servers.NAME: a command (stdio)", m.McpStdioServer),
+        ("mcp_servers.NAME: a URL (streamable HTTP)", m.McpHttpServer),
         ("principals[]", c.PrincipalConfig),
         ("webhooks[]", c.WebhookConfig),
+        ("audit", c.AuditConfig),
+        ("limits", c.LimitsConfig),
         ("a2a", c.A2AConfig),
         ("ag_ui", c.AgUiConfig),
+        ("runtime", c.RuntimeConfig),
     ]
 
 

@@ -3,7 +3,15 @@
 The public surface is re-exported here; modules starting with `_` are private.
 """
 
-from ._config.file import AgentConfig, Config, InterruptConfig, PrincipalConfig, ToolRuleConfig, load_config
+from ._config.file import (
+    AgentConfig,
+    Config,
+    InterruptConfig,
+    PrincipalConfig,
+    RejectionTextConfig,
+    ToolRuleConfig,
+    load_config,
+)
 from ._config.mcp import McpBinding, McpHttpServer, McpStdioServer, mcp_bindings
 from ._core.decisions import (
     Accept,
@@ -127,6 +135,7 @@ __all__ = [
     "Question",
     "QuestionRequest",
     "Reject",
+    "RejectionTextConfig",
     "Request",
     "RequestExpired",
     "RequestInput",

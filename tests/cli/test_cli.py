@@ -61,11 +61,11 @@ def test_question_then_approval_decided_from_the_command_line(tmp_path: Path) ->
 
 
 def test_edit_arguments_from_the_command_line(tmp_path: Path) -> None:
-    """`--args` approves with edited arguments, and arguments that fail the schema are refused (exit 1)."""
+    """`--args` approves with edited arguments, and arguments that fail the schema are refused (exit 4)."""
     paused = run_json("run", str(EXAMPLE), "delete notes")
     request_id = paused["requests"][0]["id"]
     bad = runner.invoke(app, ["decide", str(EXAMPLE), request_id, "approve", "--args", '{"file": "todo.md"}'])
-    assert bad.exit_code == 1
+    assert bad.exit_code == 4
     assert "edited arguments are invalid" in bad.stderr and "'name' is a required property" in bad.stderr
     done = run_json("decide", str(EXAMPLE), request_id, "approve", "--args", '{"name": "todo.md"}')
     assert done["output"] == "Deleted todo.md."
@@ -208,7 +208,7 @@ def test_expire_closes_runs_that_waited_too_long(tmp_path: Path) -> None:
     paused = run_json("run", str(config), "delete notes")
     assert paused["requests"][0]["expires_at"] is not None
     late = runner.invoke(app, ["decide", str(config), paused["requests"][0]["id"], "approve"])
-    assert late.exit_code == 1 and "expired" in late.stderr
+    assert late.exit_code == 4 and "expired" in late.stderr
     closed = run_json("expire", str(config))
     [run] = closed["runs"]
     assert run["run_id"] == paused["run_id"]

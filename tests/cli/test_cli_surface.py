@@ -6,6 +6,7 @@ import json
 import re
 import shlex
 import shutil
+import sys
 from importlib.metadata import version
 from pathlib import Path
 
@@ -79,16 +80,16 @@ def test_check_passes_the_example() -> None:
     assert f"{EXAMPLE} is ready (agents: files)" in done.stdout
 
 
-def test_check_names_file_line_and_fix_and_exits_1(tmp_path: Path) -> None:
-    """A typo in an approval rule makes `sayso check` exit 1 with the file, the line and the fix."""
+def test_check_names_file_line_and_fix_and_exits_2(tmp_path: Path) -> None:
+    """A typo in an approval rule makes `sayso check` exit 2 with the file, the line and the fix."""
     config = copy_example(tmp_path, old="{name: delete_file,", new="{name: delete_fil,")
     line = next(n for n, text in enumerate(config.read_text().splitlines(), 1) if "name: delete_fil," in text)
     done = runner.invoke(app, ["check", str(config)])
-    assert done.exit_code == 1
+    assert done.exit_code == 2
     assert f"{config}:{line}: error: agents.files.interrupt.tools[0]:" in done.stderr
     assert "Fix: did you mean 'delete_file'?" in done.stderr
     as_json = runner.invoke(app, ["check", str(config), "--json"])
-    assert as_json.exit_code == 1
+    assert as_json.exit_code == 2
     out = json.loads(as_json.stdout)
     assert out["ok"] is False
     [problem] = out["problems"]
@@ -104,13 +105,13 @@ def test_check_prints_warnings_and_still_exits_0(tmp_path: Path) -> None:
     assert "is ready (agents: files); 1 note(s)" in done.stdout
 
 
-def test_check_reports_a_schema_error_with_exit_1(tmp_path: Path) -> None:
+def test_check_reports_a_schema_error_with_exit_2(tmp_path: Path) -> None:
     """A config that does not even parse into shape fails `sayso check` with its line."""
     config = tmp_path / "sayso.yaml"
     config.write_text("agents:\n  a:\n    modle: x\n")
     done = runner.invoke(app, ["check", str(config)])
-    assert done.exit_code == 1
-    assert f"{config}:3: agents.a.modle: Extra inputs are not permitted" in done.stderr
+    assert done.exit_code == 2
+    assert f"{config}:3: error: agents.a.modle: Extra inputs are not permitted" in done.stderr
 
 
 def test_a_failed_run_exits_non_zero_with_its_cause(tmp_path: Path) -> None:
@@ -134,10 +135,11 @@ def test_a_paused_run_shows_the_exact_commands_that_answer_it(tmp_path: Path) ->
     """The panel of a paused run prints `sayso decide CONFIG REQUEST_ID ...` lines that work when pasted."""
     paused = runner.invoke(app, ["run", str(EXAMPLE), "delete notes"], env={"COLUMNS": "80"})
     assert paused.exit_code == 0, paused.output
-    commands = [line.strip() for line in paused.stdout.splitlines() if line.strip().startswith("sayso decide")]
+    commands = [line.strip() for line in paused.stdout.splitlines() if " decide " in line]
     request_id = re.search(r"request (req_\S+)", paused.stdout)
     assert request_id is not None
-    base = f"sayso decide {EXAMPLE} {request_id[1]}"
+    # Under the test runner no `sayso` script runs, so the commands name this interpreter.
+    base = f"{shlex.join([sys.executable, '-m', 'sayso'])} decide {EXAMPLE} {request_id[1]}"
     assert commands == [
         f"{base} approve",
         f"{base} reject --reason 'your reason'",
@@ -145,7 +147,7 @@ def test_a_paused_run_shows_the_exact_commands_that_answer_it(tmp_path: Path) ->
         f"{base} approve --scope always",
     ]
     edited = shlex.split(commands[2].replace("notes.txt", "todo.md"))
-    done = runner.invoke(app, edited[1:])
+    done = runner.invoke(app, edited[3:])
     assert done.exit_code == 0, done.output
     assert "Deleted todo.md." in done.stdout
     assert not (tmp_path / "sandbox" / "todo.md").exists() and (tmp_path / "sandbox" / "notes.txt").exists()
@@ -154,7 +156,7 @@ def test_a_paused_run_shows_the_exact_commands_that_answer_it(tmp_path: Path) ->
 def test_a_question_shows_an_answer_command(tmp_path: Path) -> None:
     """A question's panel offers `answer` with its first choice, and `skip`."""
     paused = runner.invoke(app, ["run", str(EXAMPLE), "delete report"], env={"COLUMNS": "80"})
-    commands = [line.strip() for line in paused.stdout.splitlines() if line.strip().startswith("sayso decide")]
-    assert [c.split(" ", 4)[-1] for c in commands] == ["answer report-2025.txt", "skip"]
+    commands = [line.strip() for line in paused.stdout.splitlines() if " decide " in line]
+    assert [c.split(" ", 6)[-1] for c in commands] == ["answer report-2025.txt", "skip"]
     inbox = runner.invoke(app, ["inbox", str(EXAMPLE)], env={"COLUMNS": "80"})
     assert commands[0] in inbox.stdout

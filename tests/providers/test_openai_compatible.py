@@ -19,6 +19,7 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from sayso import Answer, ApprovalRequest, Approve, QuestionRequest, Reject, Sayso
@@ -54,7 +55,8 @@ def config(tmp_path: Path, fake: FakeOpenAI) -> Path:
 async def test_pause_and_approve_with_edits_over_http(config: Path, fake: FakeOpenAI, tmp_path: Path) -> None:
     """`delete notes` pauses; approved with edited arguments, the edited call runs and the model hears its result."""
     async with Sayso.from_yaml(config) as app:
-        assert isinstance(app.agent_model("files"), OpenAIChatModel)
+        model = app.agent_model("files")
+        assert isinstance(model, WrapperModel) and isinstance(model.wrapped, OpenAIChatModel)
         paused = await app.run("delete notes")
         assert paused.status == "paused"
         [request] = paused.requests

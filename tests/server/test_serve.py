@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,13 +19,12 @@ from ..conftest import LiveServer
 from .conftest import EXAMPLE
 
 
-def test_local_mode_binds_only_to_loopback(caplog: pytest.LogCaptureFixture) -> None:
-    """Without principals the server refuses 0.0.0.0 and says loudly that it runs in local mode."""
+def test_local_mode_binds_only_to_loopback() -> None:
+    """Without principals the server refuses 0.0.0.0 (its start-up line says loudly that it runs in local mode)."""
     config = load_config(EXAMPLE)
     with pytest.raises(ConfigError, match="local development mode"):
         check_bind(config, "0.0.0.0")
     check_bind(config, "127.0.0.1")
-    assert "LOCAL DEVELOPMENT MODE" in caplog.text
     with_principals = config.model_copy(update={"principals": [PrincipalConfig(name="a", token="t")]})
     check_bind(with_principals, "0.0.0.0")
 
@@ -56,10 +57,56 @@ def test_serve_runs_until_sigterm_and_exits_cleanly(tmp_path: Path) -> None:
         process.kill()
     # uvicorn re-raises SIGTERM once it has shut down, so the exit reads as that signal.
     assert process.returncode in (0, -signal.SIGTERM)
-    assert "LOCAL DEVELOPMENT MODE" in stderr
-    assert "Application shutdown complete" in stderr
-    assert "Finished server process" in stderr
+    assert "sayso stopped cleanly" in stderr
     assert run["status"] == "paused"
+
+
+def test_a_start_says_url_store_and_mode_and_nothing_else(tmp_path: Path) -> None:
+    """A normal start prints one line each for where it serves, the store and the mode, once it listens: no
+    migration or worker chatter, no line of the libraries below warning."""
+    store = f"sqlite:///{tmp_path / 'sayso.db'}"
+    env = {"SAYSO_STORE": store, "SAYSO_SANDBOX": str(tmp_path / "sandbox"), "PATH": ""}
+    served, process = LiveServer.process([str(EXAMPLE)], env=env, stderr=subprocess.PIPE)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=30)
+    lines = stderr.splitlines()
+    assert lines[0] == f"sayso serves {EXAMPLE} on {served.base_url}/  (API docs at /docs; Ctrl-C stops)"
+    assert lines[1] == f"store: {store}"
+    assert lines[2].startswith("mode: LOCAL DEVELOPMENT MODE, no principals: anyone who can reach 127.0.0.1")
+    rest = [line for line in lines[3:] if '"GET /healthz' not in line]  # the access log of the readiness probe
+    assert rest == ["sayso stopped cleanly"], stderr
+    for chatter in ("alembic", "docket", "Started server process", "Waiting for application startup"):
+        assert chatter not in stderr
+
+
+def test_a_port_in_use_exits_5_naming_it(tmp_path: Path) -> None:
+    """`sayso serve` on a port another process holds says so, with no traceback and no banner, and exits 5."""
+    env = {"SAYSO_STORE": f"sqlite:///{tmp_path / 'sayso.db'}", "SAYSO_SANDBOX": str(tmp_path / "sandbox"), "PATH": ""}
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "sayso", "serve", str(EXAMPLE), "--port", str(port)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 5, done.stderr
+    assert f"error: cannot listen on 127.0.0.1:{port}: Address already in use; pick another port" in done.stderr
+    assert "sayso serves" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_config_that_does_not_load_prints_no_banner(tmp_path: Path) -> None:
+    """A broken config stops `sayso serve` before anything says it serves (exit 2)."""
+    config = tmp_path / "sayso.yaml"
+    config.write_text("agents:\n  a:\n    modle: x\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "sayso", "serve", str(config)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert "modle" in done.stderr and "sayso serves" not in done.stderr + done.stdout
 
 
 def test_sigterm_ends_open_live_streams_at_once(tmp_path: Path) -> None:

@@ -260,12 +260,11 @@ def test_second_tab_sees_the_decision_without_a_reload(server: LiveServer, brows
             expect(tab.get_by_role("article", name="Approve delete_file?")).to_be_visible()
         first.get_by_role("button", name="Approve", exact=True).click()
         expect(first.locator("#transcript")).to_contain_text("Deleted notes.txt.")
-        card = second.locator("article.card")
-        expect(card).to_have_attribute("data-closed", "true")
-        expect(second.get_by_role("article", name="Approved by you (web UI)")).to_be_visible()
         expect(second.locator("#transcript")).to_contain_text("Deleted notes.txt.")
+        expect(second.locator("#transcript li.decision")).to_contain_text("Approved by you (web UI)")
+        expect(second.locator("article.card")).to_have_count(0)  # the card gave way to the transcript's line
         expect(second.locator("#status")).to_have_text("")
-        screenshot(card, "approval-card-decided-elsewhere")
+        screenshot(second.locator("#chat-view"), "approval-decided-elsewhere")
     finally:
         context.close()
 
@@ -375,10 +374,10 @@ def test_a_decision_from_the_cli_turns_the_card_live(serve: ServerFactory, page:
         timeout=60,
     )
     assert decided.returncode == 0, decided.stderr
-    receipt = page.get_by_role("article", name="Approved by alice (CLI)")
-    expect(receipt).to_contain_text("delete_file")
     expect(page.locator("#transcript")).to_contain_text("Deleted notes.txt.")
     expect(page.locator("#transcript li.decision")).to_contain_text("Approved by alice (CLI)")
+    expect(page.locator("#transcript li.decision")).to_contain_text("delete_file")
+    expect(page.locator("#cards article.card")).to_have_count(0)  # one record of the decision: its line
     expect(page.locator("#status")).to_have_text("")
     screenshot(page, "live-decision-from-cli")
     assert not (workdir / "sandbox" / "notes.txt").exists()
@@ -417,8 +416,10 @@ def test_rejections_and_skips_are_transcript_lines(server: LiveServer, page: Pag
     expect(card.get_by_text("(optional)")).to_be_visible()
     reason.fill("I still need it")
     reason.press("Enter")  # Enter sends the rejection
-    expect(page.get_by_role("article", name="Rejected by you (web UI)")).to_contain_text("I still need it")
-    expect(page.locator("#transcript li.decision")).to_contain_text("Rejected by you (web UI)")
+    decision = page.locator("#transcript li.decision")
+    expect(decision).to_contain_text("Rejected by you (web UI)")
+    expect(decision).to_contain_text("I still need it")
+    expect(page.locator("#cards article.card")).to_have_count(0)  # one record per decision: the line, no receipt
 
     say(page, "delete todo")
     expect(page.get_by_role("article", name="Approve delete_file?")).to_be_visible()
@@ -580,7 +581,7 @@ def test_concierge_workflow_form_refuses_a_wrong_value_inline_and_runs_to_the_pl
     expect(page.get_by_label("Agent for a new chat")).to_contain_text("concierge")
     page.get_by_label("Agent for a new chat").select_option("concierge")
     say(page, "Plan my day")
-    card = page.get_by_role("article", name="Input for Ask preferences")
+    card = page.get_by_role("article", name="Preferences")  # titled from the schema, not the function
     expect(card).to_contain_text("This is an interactive concierge")
     expect(card.get_by_label("City *")).to_have_value("")
     expect(card.get_by_label("Pace")).to_have_value('"relaxed"')  # an enum is a select, its default chosen
@@ -596,7 +597,7 @@ def test_concierge_workflow_form_refuses_a_wrong_value_inline_and_runs_to_the_pl
     screenshot(card, "input-card")
     card.get_by_role("button", name="Send").click()
 
-    review = page.get_by_role("article", name="Input for Get user feedback")
+    review = page.get_by_role("article", name="User feedback")
     details = review.get_by_role("region", name="Details")
     expect(details).to_contain_text("Itinerary")
     expect(details).to_contain_text("An afternoon of fado")
@@ -604,14 +605,15 @@ def test_concierge_workflow_form_refuses_a_wrong_value_inline_and_runs_to_the_pl
     review.get_by_label("User response *").fill("add a tram ride")
     screenshot(review, "input-card-payload")
     review.get_by_role("button", name="Send").click()
-    again = page.get_by_role("article", name="Input for Get user feedback")
+    again = page.get_by_role("article", name="User feedback")
     expect(again.get_by_role("region", name="Details")).to_contain_text("add a tram ride")
     again.get_by_label("User response *").fill("perfect")
     again.get_by_label("Done").check()
     again.get_by_role("button", name="Send").click()
     transcript = page.locator("#transcript")
     expect(transcript).to_contain_text("Your day in Lisbon")
-    expect(transcript).to_contain_text("2. Your request: add a tram ride")
+    # The plan is Markdown: its numbered lines are a list.
+    expect(transcript.locator("li.assistant ol > li").nth(1)).to_contain_text("Your request: add a tram ride")
 
     def answers_in_order() -> None:
         """Each answer is a line of the transcript, in order, above the plan; no receipt is left below it."""
@@ -620,7 +622,7 @@ def test_concierge_workflow_form_refuses_a_wrong_value_inline_and_runs_to_the_pl
         expect(answers.nth(0)).to_contain_text("Answered by you (web UI)")
         expect(answers.nth(0)).to_contain_text("Lisbon")
         expect(answers.nth(2)).to_contain_text("perfect")
-        expect(page.locator("#transcript li").last).to_contain_text("Your day in Lisbon")
+        expect(page.locator("#transcript li.assistant").last).to_contain_text("Your day in Lisbon")
         expect(page.locator("#cards article.card")).to_have_count(0)
 
     answers_in_order()

@@ -161,7 +161,7 @@ def cli_json(*args: str) -> dict[str, Any]:
 
 
 def test_the_cli_answers_with_json_refuses_a_wrong_field_and_shows_the_command() -> None:
-    """`sayso decide … answer '{...}'` answers an input; a wrong field exits 1 naming it; the panel shows the form."""
+    """`sayso decide … answer '{...}'` answers an input; a wrong field exits 4 naming it; the panel shows the form."""
     shown = runner.invoke(app, ["run", str(CONCIERGE), "Plan my day"])
     assert shown.exit_code == 0, shown.output
     assert "asks for input at ask_preferences" in shown.stdout
@@ -170,7 +170,7 @@ def test_the_cli_answers_with_json_refuses_a_wrong_field_and_shows_the_command()
     paused = cli_json("run", str(CONCIERGE), "Plan my day")
     request_id = paused["requests"][0]["id"]
     bad = runner.invoke(app, ["decide", str(CONCIERGE), request_id, "answer", '{"hobby": "fado"}'])
-    assert bad.exit_code == 1 and "city: field required" in bad.stderr
+    assert bad.exit_code == 4 and "city: field required" in bad.stderr
     review = cli_json("decide", str(CONCIERGE), request_id, "answer", '{"city": "Porto", "hobby": "fado"}')
     [feedback] = review["requests"]
     assert feedback["node"] == "get_user_feedback" and feedback["payload"]["itinerary"][0]["name"]
@@ -188,7 +188,8 @@ def test_the_cli_takes_plain_text_where_the_schema_asks_for_text(greet: Path) ->
 
 
 def test_chat_prompts_each_field_and_asks_again_after_a_refusal() -> None:
-    """`sayso chat` asks the form field by field, says which field was refused, and the loop runs to the plan."""
+    """`sayso chat` asks the form field by field, checks each as it is typed (asking it again when refused), shows the
+    proposal as a list, and the loop runs to the plan."""
     env = {**os.environ, "COLUMNS": "100", "TERM": "dumb", "NO_COLOR": "1"}
     chat = pexpect.spawn(
         sys.executable,
@@ -202,15 +203,16 @@ def test_chat_prompts_each_field_and_asks_again_after_a_refusal() -> None:
     chat.expect("you>")
     chat.sendline("Plan my day")
     chat.expect(r"city \(text, required\)>")
-    chat.sendline("")
-    for _ in range(3):  # age, hobby, liked_attraction: left out
-        chat.expect(r"\)> ")
-        chat.sendline("")
-    chat.expect(r"pace \(one of relaxed / packed\)>")
-    chat.sendline("2")
-    chat.expect("not accepted:.*city: field required")
+    chat.sendline("")  # each field is checked as it is typed: the same field is asked again
+    chat.expect("not accepted: city is required")
     chat.expect(r"city \(text, required\)>")
     chat.sendline("Lisbon")
+    chat.expect(r"age \(whole number\)>")
+    chat.sendline("old")
+    chat.expect("not accepted: 'old' is not of type 'integer'; try again")
+    chat.expect(r"age \(whole number\)>")
+    chat.sendline("200")
+    chat.expect("not accepted: 200 is greater than the maximum of 130; try again")
     chat.expect(r"age \(whole number\)>")
     chat.sendline("41")
     chat.expect(r"hobby \(text\)>")
@@ -219,9 +221,12 @@ def test_chat_prompts_each_field_and_asks_again_after_a_refusal() -> None:
     chat.sendline("")
     chat.expect(r"pace .*> ")
     chat.sendline("")
-    chat.expect("An afternoon of fado")
+    chat.expect(r"\d\. An afternoon of fado — ")  # the proposal, read as a list, not as JSON
     chat.expect(r"user_response \(text, required\)>")
     chat.sendline("lovely")
+    chat.expect(r"done \(yes/no\)>")
+    chat.sendline("maybe")
+    chat.expect("not accepted: 'maybe' is not of type 'boolean'")
     chat.expect(r"done \(yes/no\)>")
     chat.sendline("y")
     chat.expect("Your day in Lisbon")

@@ -66,10 +66,12 @@ def check_config(config: Config, *, models: Mapping[str, Model | str] | None = N
     named = dict(models) if models is not None else _build_models(config, problems)
     used: set[str] = set()
     for name, spec in config.agents.items():
-        if isinstance(spec.model, str) and spec.model in named:
+        # What the agents name, from the file: a model that failed to build is used all the same
+        # (its error is said above), not "used by no agent".
+        if isinstance(spec.model, str) and spec.model in config.models:
             used.add(spec.model)
-        elif spec.model is None and len(named) == 1:
-            used.update(named)
+        elif spec.model is None and len(config.models) == 1:
+            used.update(config.models)
         _check_agent(name, spec, config, named, problems)
     for name in config.models:
         if name not in used:
@@ -167,6 +169,7 @@ def _check_agent(
     client = _check_client_tools(spec, seen, here, problems)
     available = [*own, *delegates, *client, *(["ask_user"] if spec.ask_user or "ask_user" in spec.client_tools else [])]
     available.extend(_mcp_tool_names(spec, config))
+    _note_whole_servers(spec, here, problems)
     _check_rules(spec, available, here, config, problems)
 
 
@@ -175,6 +178,20 @@ def known_tool_names(spec: AgentConfig, config: Config) -> list[str]:
     own = [as_tool(import_spec(e, base_dir=config.base_dir) if isinstance(e, str) else e).name for e in spec.tools]
     builtin = ["ask_user"] if spec.ask_user or "ask_user" in spec.client_tools else []
     return [*own, *(d.tool_name for d in spec.delegates), *spec.client_tools, *builtin, *_mcp_tool_names(spec, config)]
+
+
+def _note_whole_servers(spec: AgentConfig, here: tuple[str | int, ...], problems: _Problems) -> None:
+    """A binding without a tool list binds every tool its server offers: said, since kagent's `tools: []` means it."""
+    for index, binding in enumerate(spec.mcp):
+        if binding.binds_all:
+            gate = ", each call waiting for a person" if binding.require_approval else ""
+            problems.add(
+                "note",
+                (*here, "mcp", index),
+                f"the binding covers all tools MCP server {binding.server!r} offers{gate}, "
+                "including tools the server adds later",
+                "nothing to do; list the tools in 'tools' to bind only those",
+            )
 
 
 def _mcp_tool_names(spec: AgentConfig, config: Config) -> list[str]:
@@ -238,7 +255,7 @@ def _check_rules(
                 problems.add("error", path, str(exc), "correct the subject's import spec ('module:function')")
         if any(rule.matches(tool) for tool in available):
             continue
-        if _GLOB_CHARS.isdisjoint(rule.name) and any(b.tools is None for b in spec.mcp):
+        if _GLOB_CHARS.isdisjoint(rule.name) and any(b.binds_all for b in spec.mcp):
             # A binding of every tool of a server: its names are known only once the server is asked.
             # `Sayso.verify_tools()` (run by `sayso serve` at start) checks the rule again then.
             problems.add(
@@ -292,6 +309,15 @@ def _check_workflows(config: Config, problems: _Problems) -> None:
 
 def _check_principals(config: Config, problems: _Problems) -> None:
     for index, principal in enumerate(config.principals):
+        if principal.token_env and not principal.bearer_token():
+            # A warning: a principal without a token cannot sign in at all (it fails closed), and the
+            # others still can; said here, at `sayso check` and at start, not at the first request.
+            problems.add(
+                "warning",
+                ("principals", index, "token_env"),
+                f"{principal.name!r} cannot sign in: the environment variable {principal.token_env!r} is not set",
+                f"set {principal.token_env} to {principal.name}'s bearer token before starting",
+            )
         for n, pattern in enumerate(principal.approver_for):
             if _GLOB_CHARS.isdisjoint(pattern) and pattern not in config.agents:
                 close = difflib.get_close_matches(pattern, list(config.agents), n=1)

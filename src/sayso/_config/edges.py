@@ -1,10 +1,12 @@
-"""The sections of `sayso.yaml` that configure the edges: webhooks, the audit key, size limits, A2A and AG-UI.
+"""The sections of `sayso.yaml` that configure the edges: webhooks, the audit key, size limits, A2A, AG-UI, MCP.
 
 Re-exported by `_config`, where the whole `Config` is assembled.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 from typing import Literal, TypeAlias
 
@@ -100,6 +102,36 @@ class AuditConfig(_Strict):
         return secret.encode()
 
 
+MCP_STATE_KEY_ENV = "SAYSO_MCP_STATE_KEY"
+"""The environment variable that holds `/mcp`'s request-state key unless `mcp.state_key_env` names another."""
+
+
+class McpServeConfig(_Strict):
+    """The `mcp` block: how `/mcp` serves the agents to MCP clients."""
+
+    state_key_env: str = MCP_STATE_KEY_ENV
+    """Environment variable holding the secret (at least 16 characters) that seals the `requestState` a paused
+    call hands its MCP client, so any replica, or this one after a restart, reads the answers' leg; unset: a
+    key derived from the audit key (`audit.key_env`); neither set: a key of this process only, and a pause
+    can then be answered over `/mcp` only before it restarts, and only on this replica."""
+
+    def state_key(self, audit_key: bytes | None) -> bytes | None:
+        """The 32-byte key every replica derives alike, or `None` when no shared secret is configured.
+
+        Raises:
+            ConfigError: the secret in `state_key_env` is too short to be one.
+        """
+        secret = os.environ.get(self.state_key_env, "")
+        if secret and len(secret) < 16:
+            raise ConfigError(
+                f"the MCP state key in {self.state_key_env} is too short: use at least 16 random characters"
+            )
+        material = secret.encode() if secret else audit_key
+        if material is None:
+            return None
+        return hmac.new(material, b"sayso/mcp/request-state", hashlib.sha256).digest()
+
+
 class LimitsConfig(_Strict):
     """The `limits` block: how much one call may send, on every interface (REST, A2A, AG-UI, the CLI, Python).
 
@@ -133,12 +165,25 @@ class A2AConfig(_Strict):
     legacy_only: bool = False
     """Speak only kagent 0.x, for callers that predate v1: an A2A 0.3 card without the HITL extension,
     and DataPart pauses even to a caller that asks for v1. Implies `kagent_compat`."""
+    namespace: str = Field(default="kagent", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """The namespace kagent's addresses name: every entry is also served at `/agents/{namespace}/{name}`
+    (kagent's URL layout, beside `/a2a/{name}`) and named `{namespace}/{name}` in a gRPC call's `tenant`."""
     push_secret_env: str | None = None
     """Environment variable holding the secret that signs push notifications (as webhooks are signed);
     unset: each push config's own `token` signs its deliveries, and a config without one is refused."""
     push_private_urls: bool = False
     """Let push notifications go to loopback and private addresses (local development and tests); by
     default only public addresses are reached, so a client cannot make the server call inward."""
+
+
+class RuntimeConfig(_Strict):
+    """The `runtime` block: what a run tells the host beside its events."""
+
+    persist_session_state: bool = True
+    """Publish a run's open requests and its pause on the AG-UI state channel (`STATE_SNAPSHOT`, under
+    `kaboo_sessions`: `approvals` and `paused`), as kaboo does; the host's own state keys are kept. The
+    pause itself lives in sayso's store, so `paused` is a reference any process resolves. Off: no
+    snapshot is sent (for a host whose state must hold nothing but its own)."""
 
 
 class AgUiConfig(_Strict):

@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic_ai import Tool
 
+from .._core.decisions import REJECTION_PRESETS, RejectionText
 from .._core.policy import InterruptPolicy, ToolRule
 from .._core.requests import Scope
 from ..exceptions import ConfigError
@@ -46,12 +47,18 @@ from .edges import (
     LimitsConfig as LimitsConfig,
 )
 from .edges import (
+    McpServeConfig as McpServeConfig,
+)
+from .edges import (
+    RuntimeConfig as RuntimeConfig,
+)
+from .edges import (
     WebhookConfig as WebhookConfig,
 )
 from .edges import (
     WebhookEvent as WebhookEvent,
 )
-from .lines import line_of, read_yaml, validation_line
+from .lines import line_of, read_yaml, validation_line, yaml_problem
 from .mcp import McpBinding, McpServerConfig, bad_server_names, unknown_servers
 
 STORE_ENV = "SAYSO_STORE"
@@ -87,6 +94,18 @@ ToolRuleEntry: TypeAlias = Annotated[
 ]
 
 
+class RejectionTextConfig(_Strict):
+    """A wording of its own for what the model reads when a person rejects a call."""
+
+    text: str = Field(min_length=1)
+    """What the model reads when the person gave no reason."""
+    with_reason: str | None = Field(default=None, pattern=r"\{reason\}")
+    """What it reads when they gave one, `{reason}` standing for it; unset: `text`, then ` Reason: {reason}`."""
+
+    def to_core(self) -> RejectionText:
+        return RejectionText(plain=self.text, with_reason=self.with_reason or f"{self.text} Reason: {{reason}}")
+
+
 class InterruptConfig(_Strict):
     """An agent's `interrupt` block: which calls wait for a person, and on what terms."""
 
@@ -106,6 +125,10 @@ class InterruptConfig(_Strict):
     """URL that receives each such decision as a signed POST."""
     decision_webhook_secret_env: str | None = None
     """Environment variable holding the webhook's signing secret."""
+    rejection_text: Literal["sayso", "kagent", "hastekit"] | RejectionTextConfig = "sayso"
+    """What the model reads when the person rejects a call: sayso's `Declined: <reason>` (or `Declined by
+    the person.`), kagent's `Tool call was rejected by user.` (` Reason: <reason>`), hastekit's `Request to
+    call this tool has been declined`, or `{text, with_reason}` of your own."""
 
     def to_policy(self) -> InterruptPolicy:
         """The pure policy this block describes."""
@@ -116,6 +139,9 @@ class InterruptConfig(_Strict):
             remember=self.remember,
             ttl_seconds=self.ttl_seconds,
             tool_approvals=self.tool_approvals,
+            rejection=REJECTION_PRESETS[self.rejection_text]
+            if isinstance(self.rejection_text, str)
+            else self.rejection_text.to_core(),
         )
 
 
@@ -168,9 +194,13 @@ class AgentConfig(_Strict):
     instructions: str = ""
     """What the agent is told to do (its system instructions)."""
     system_prompt: str | None = None
-    """kaboo's name for `instructions`; accepted with `ag_ui.kaboo_compat: true` (use one or the other)."""
+    """Another name for `instructions`, as some AG-UI hosts write it; accepted with `ag_ui.kaboo_compat: true`
+    (use one or the other)."""
     description: str | None = None
     """What the agent is for, as other agents and A2A agent cards show it."""
+    internal: bool = False
+    """An agent that works only for other agents or workflows (a delegate, a workflow's agent node): the web UI
+    does not offer it for a new chat; its requests are still in the inbox, and the API still runs it."""
     tools: list[Any] = []
     """Import specs (`pkg.mod:fn`), or functions and pydantic-ai `Tool`s from Python."""
     client_tools: list[str] = []
@@ -296,10 +326,14 @@ class Config(_Strict):
     """How agents speak A2A."""
     ag_ui: AgUiConfig = AgUiConfig()
     """How agents speak AG-UI."""
+    runtime: RuntimeConfig = RuntimeConfig()
+    """What a run tells the host beside its events (kaboo's session state)."""
     audit: AuditConfig = AuditConfig()
     """What anchors the audit log: a key from the environment, and optionally a head file."""
     limits: LimitsConfig = LimitsConfig()
     """How much one call may send: request bodies, messages, edited arguments and answers."""
+    mcp: McpServeConfig = McpServeConfig()
+    """How `/mcp` serves the agents: the key that seals a paused call's request state for every replica."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder that relative paths (store, scripts, tool modules) are resolved from."""
 
@@ -350,7 +384,7 @@ class Config(_Strict):
                 continue
             if not self.ag_ui.kaboo_compat:
                 raise ValueError(
-                    f"agent {name!r}: 'system_prompt' is kaboo's name for 'instructions'; "
+                    f"agent {name!r}: 'system_prompt' is another name for 'instructions'; "
                     "rename it, or set 'ag_ui: {kaboo_compat: true}'"
                 )
             if spec.instructions:
@@ -429,13 +463,14 @@ def load_config(path: str | Path) -> Config:
     except OSError as exc:
         raise ConfigError(f"cannot read config {str(file)!r}: {exc.strerror}") from exc
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config {str(file)!r} is not valid YAML: {exc}") from exc
+        raise ConfigError(f"config {str(file)!r} is not valid YAML:\n{yaml_problem(file, exc)}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"config {str(file)!r} must be a mapping with 'agents'")
     try:
         config = Config.model_validate({**raw, "base_dir": file.resolve().parent})
     except ValidationError as exc:
-        problems = sorted((validation_line(file, lines, error) for error in exc.errors()), key=lambda p: p[0])
+        found = (validation_line(file, lines, error, root=Config) for error in exc.errors())
+        problems = sorted(found, key=lambda p: p[0])
         shown = "\n".join(text for _, text in problems)
         raise ConfigError(f"config {str(file)!r} is invalid:\n{shown}") from exc
     config._source = file

@@ -6,11 +6,16 @@ line to fix, not only the field.
 
 from __future__ import annotations
 
+import difflib
+import re
+import types
+import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel
 
 
 def config_path(path: Sequence[str | int]) -> str:
@@ -63,8 +68,29 @@ _FIXES = {
 }
 
 
-def validation_line(file: Path, lines: dict[tuple[str | int, ...], int], error: Any) -> tuple[int, str]:
-    """One schema problem as `file:line: where: what. Fix: how`, with its line to sort by."""
+def yaml_problem(file: Path, exc: yaml.YAMLError) -> str:
+    """A YAML syntax error as `file:line: error: what. Fix: how`, in place of PyYAML's `<unicode string>` text."""
+    mark = getattr(exc, "problem_mark", None)
+    line = mark.line + 1 if mark is not None else 1
+    what = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    context_mark = getattr(exc, "context_mark", None)
+    if context and context_mark is not None and context_mark.line + 1 != line:
+        what += f" ({context} on line {context_mark.line + 1})"
+    column = f", column {mark.column + 1}" if mark is not None else ""
+    return (
+        f"  {file}:{line}: error: not valid YAML{column}: {what}. Fix: check that line and the one before for an "
+        "unclosed bracket or quote, a missing space after ':', or indentation that does not line up"
+    )
+
+
+def validation_line(
+    file: Path, lines: dict[tuple[str | int, ...], int], error: Any, *, root: type[BaseModel] | None = None
+) -> tuple[int, str]:
+    """One schema problem as `file:line: error: where: what. Fix: how`, with its line to sort by.
+
+    Given the config's `root` model, a misspelt field or value gets a did-you-mean.
+    """
     loc = tuple(error["loc"])
     line = line_of(lines, loc)
     shown: list[str | int] = []
@@ -77,8 +103,58 @@ def validation_line(file: Path, lines: dict[tuple[str | int, ...], int], error: 
             shown.append(step)
     where = config_path(shown) or "the config"
     message = str(error["msg"]).removeprefix("Value error, ")
-    fix = _FIXES.get(str(error["type"]))
-    return line or 1, f"  {file}:{line or 1}: {where}: {message}" + (f". Fix: {fix}." if fix else "")
+    fix = _did_you_mean(error, root) or _FIXES.get(str(error["type"]))
+    tail = f". Fix: {fix}" + ("" if fix.endswith("?") else ".") if fix else ""
+    return line or 1, f"  {file}:{line or 1}: error: {where}: {message}{tail}"
+
+
+def _did_you_mean(error: Any, root: type[BaseModel] | None) -> str | None:
+    """`did you mean 'model'?` for a field name or a choice that is close to one the config takes."""
+    kind, loc = str(error["type"]), tuple(error["loc"])
+    if kind == "literal_error" and isinstance(error.get("input"), str):
+        choices = re.findall(r"'([^']*)'", str((error.get("ctx") or {}).get("expected", "")))
+        close = difflib.get_close_matches(error["input"], choices, n=1, cutoff=0.6)
+        return f"did you mean {close[0]!r}?" if close else None
+    if kind != "extra_forbidden" or root is None or not loc or not isinstance(loc[-1], str):
+        return None
+    known = _fields_at(root, loc[:-1])
+    close = difflib.get_close_matches(loc[-1], sorted(known), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}? Or remove it" if close else None
+
+
+def _fields_at(root: type[BaseModel], path: Sequence[str | int]) -> set[str]:
+    """The field names of the models that can stand at `path` (pydantic's error location) under `root`."""
+    here: list[Any] = [root]
+    for step in path:
+        ahead: list[Any] = []
+        for kind in _options(here):
+            if isinstance(kind, type) and issubclass(kind, BaseModel):
+                if isinstance(step, str) and step in kind.model_fields:
+                    ahead.append(kind.model_fields[step].annotation)
+                elif step == kind.__name__:  # pydantic names the union member it tried
+                    ahead.append(kind)
+            elif typing.get_origin(kind) is dict and isinstance(step, str):
+                ahead.append(typing.get_args(kind)[1])
+            elif typing.get_origin(kind) is list and isinstance(step, int):
+                ahead.append(typing.get_args(kind)[0])
+        if ahead or not isinstance(step, str):
+            here = ahead
+        # else: a step naming a union's branch by its tag (`Entry`): the same types stand there
+    return {name for k in _options(here) if isinstance(k, type) and issubclass(k, BaseModel) for name in k.model_fields}
+
+
+def _options(kinds: list[Any]) -> list[Any]:
+    """Each type, with unions and `Annotated` opened up."""
+    out: list[Any] = []
+    for kind in kinds:
+        origin = typing.get_origin(kind)
+        if origin is typing.Annotated:
+            out.extend(_options([typing.get_args(kind)[0]]))
+        elif origin is typing.Union or origin is types.UnionType:
+            out.extend(_options(list(typing.get_args(kind))))
+        else:
+            out.append(kind)
+    return out
 
 
 def _is_union_branch(step: str | int) -> bool:

@@ -10,11 +10,23 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
 
-from pydantic_ai.exceptions import UserError
-from pydantic_ai.models import Model, infer_model, known_model_names, parse_model_id
+from pydantic_ai.exceptions import ModelConnectionError, UserError
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models import (
+    Model,
+    ModelRequestParameters,
+    StreamedResponse,
+    infer_model,
+    known_model_names,
+    parse_model_id,
+)
+from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.providers import infer_provider_class
+from pydantic_ai.settings import ModelSettings
 
 from .._config.file import Config, ProviderModelConfig, ScriptedModelConfig
 from ..exceptions import ConfigError
@@ -104,7 +116,9 @@ def model_from_string(model: str, *, known_names: Sequence[str] = ()) -> Model:
     provider, _ = parse_model_id(model)
     if model != "test" and not _known_provider(provider):
         names = f"a name under 'models:' ({', '.join(known_names)}) or " if known_names else ""
-        close = difflib.get_close_matches(model, known_names, n=1) or _close_model_string(model)
+        close = (
+            difflib.get_close_matches(model, known_names, n=1) or _close_provider(model) or _close_model_string(model)
+        )
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise ConfigError(
             f"unknown model {model!r}: {hint}use {names}a pydantic-ai model string such as 'openai:gpt-4o-mini'"
@@ -118,6 +132,13 @@ def model_from_string(model: str, *, known_names: Sequence[str] = ()) -> Model:
         if keys and not any(os.environ.get(k) for k in keys):
             raise ConfigError(f"model {model!r} needs an API key: set the environment variable {keys[0]!r}") from exc
         raise ConfigError(f"model {model!r} cannot be used: {exc}") from exc
+
+
+def _close_provider(model: str) -> list[str]:
+    """`model` with a misspelt provider corrected (`opnai:gpt-4o` → `openai:gpt-4o`)."""
+    provider, name = parse_model_id(model)
+    close = difflib.get_close_matches(provider, list(EXTRA_OF_PROVIDER), n=1, cutoff=0.7) if provider else []
+    return [f"{close[0]}:{name}"] if close else []
 
 
 def _close_model_string(model: str) -> list[str]:
@@ -147,21 +168,24 @@ def provider_model(entry: ProviderModelConfig) -> Model:
         ConfigError: the provider's package is not installed, or its key's variable is not set.
     """
     key = _api_key(entry)
+    model: Model
     try:
         if entry.provider == "openai":
             from pydantic_ai.models.openai import OpenAIChatModel
             from pydantic_ai.providers.openai import OpenAIProvider
 
-            return OpenAIChatModel(entry.name, provider=OpenAIProvider(base_url=entry.base_url, api_key=key))
-        if entry.provider == "anthropic":
+            model = OpenAIChatModel(entry.name, provider=OpenAIProvider(base_url=entry.base_url, api_key=key))
+        elif entry.provider == "anthropic":
             from pydantic_ai.models.anthropic import AnthropicModel
             from pydantic_ai.providers.anthropic import AnthropicProvider
 
-            return AnthropicModel(entry.name, provider=AnthropicProvider(api_key=key, base_url=entry.base_url))
-        from pydantic_ai.models.google import GoogleModel
-        from pydantic_ai.providers.google import GoogleProvider
+            model = AnthropicModel(entry.name, provider=AnthropicProvider(api_key=key, base_url=entry.base_url))
+        else:
+            from pydantic_ai.models.google import GoogleModel
+            from pydantic_ai.providers.google import GoogleProvider
 
-        return GoogleModel(entry.name, provider=GoogleProvider(api_key=key, base_url=entry.base_url))
+            model = GoogleModel(entry.name, provider=GoogleProvider(api_key=key, base_url=entry.base_url))
+        return model if entry.base_url is None else NamesServer(model, entry.base_url)
     except ImportError as exc:
         raise ConfigError(
             f"provider {entry.provider!r} needs a package that is not installed: {_install_hint(entry.provider)}"
@@ -192,3 +216,47 @@ def _install_hint(provider: str | None) -> str:
     if extra is not None:
         return f"pip install 'sayso[{extra}]'"
     return f"pip install 'pydantic-ai-slim[{provider}]' (the provider's package)"
+
+
+class NamesServer(WrapperModel):
+    """A model at a configured `base_url` whose connection errors name that server.
+
+    pydantic-ai says "Connection error." and no more; a person who wrote the URL needs to read
+    which address was refused, to spot the wrong port or the server that is not running.
+    """
+
+    def __init__(self, wrapped: Model, base_url: str) -> None:
+        super().__init__(wrapped)
+        self.server = base_url
+
+    def _named(self, exc: ModelConnectionError) -> ModelConnectionError:
+        return ModelConnectionError(
+            exc.model_name, f"cannot reach the model server at {self.server}: {exc.message}", phase=exc.phase
+        )
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        try:
+            return await super().request(messages, model_settings, model_request_parameters)
+        except ModelConnectionError as exc:
+            raise self._named(exc) from exc.__cause__
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: Any = None,
+    ) -> AsyncIterator[StreamedResponse]:
+        try:
+            async with super().request_stream(
+                messages, model_settings, model_request_parameters, run_context
+            ) as response:
+                yield response
+        except ModelConnectionError as exc:
+            raise self._named(exc) from exc.__cause__

@@ -22,7 +22,8 @@ fallback: "I only know: list, delete NAME."
 A rule without `tool` applies only right after the user spoke; one with `tool` only to that
 tool's result. `{result}`, `{results}` (every result of the turn) and `{user}` are always
 available; `{group|lines}` as a whole value turns a multi-line group into a list of its
-non-empty lines.
+non-empty lines, and `{group|number}` into the number it spells. docs/guides/scripted.md has the
+whole format, with an example for each kind of pause.
 """
 
 from __future__ import annotations
@@ -135,7 +136,26 @@ class ScriptedModel(FunctionModel):
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedModel:
-        """Load a script from YAML."""
+        """A model that follows the script in a YAML file: no network, no key, the same answers every time.
+
+        The file holds `name`, `rules` and `fallback`. Each rule matches the person's last message
+        (`user`, a regex) or a tool's result (`tool`, and optionally `result`, a regex), and answers
+        with one tool call (`call` and `args`), several (`calls`), or text (`reply`); `{group}` in
+        `args` or `reply` is filled from the regexes' named groups. The first rule that matches
+        answers; when none does, the reply is `[script] ` and the `fallback`. See the
+        [scripted model guide](../guides/scripted.md) for every field and an example per pause.
+
+        ```python
+        agent = AgentConfig(model=ScriptedModel.from_file("script.yaml"), tools=[refund])
+        # in sayso.yaml: models: {demo: {scripted: script.yaml}}, and the agent's `model: demo`
+        ```
+
+        Args:
+            path: the script's YAML file.
+
+        Raises:
+            ConfigError: the file cannot be read, is not YAML, or is not a script (the message says which rule).
+        """
         try:
             raw = yaml.safe_load(Path(path).read_text())
             return cls(Script.model_validate(raw))
@@ -232,7 +252,19 @@ def _fill(template: Any, values: dict[str, str]) -> Any:
     whole = _PLACEHOLDER.fullmatch(template)
     if whole and whole.group(2) == "lines":
         return [line.strip() for line in values.get(whole.group(1), "").splitlines() if line.strip()]
+    if whole and whole.group(2) == "number":
+        return _number(values.get(whole.group(1), ""))
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+
+
+def _number(text: str) -> int | float | str:
+    """A matched group as the number it spells (`25` → 25, `2.5` → 2.5); text that is no number stays text."""
+    for kind in (int, float):
+        try:
+            return kind(text.strip())
+        except ValueError:
+            continue
+    return text
 
 
 def _describe(part: Any) -> dict[str, Any]:

@@ -2,17 +2,20 @@
 
 The composition root of the edges: REST and the web UI (`sayso.server`) with the protocol adapters
 (`sayso.protocols`) mounted beside them. No edge imports another; this module joins them, and the
-CLI's `sayso serve` calls it.
+CLI's `sayso serve` calls it. A person starting a server reads one line per thing they need (where
+it serves, the store, the mode) once it listens; the libraries' start-up chatter (migrations,
+workers) stays below warning.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 from types import FrameType
 
 import uvicorn
 
-from .._config.file import load_config
+from .._config.file import Config, load_config
 from .._runtime import Sayso
 from ..protocols import protocol_apps, protocol_routers
 from ..server._app import DEFAULT_EXPIRE_EVERY_SECONDS, DEFAULT_RECOVER_EVERY_SECONDS, create_app
@@ -37,10 +40,21 @@ class _Server(uvicorn.Server):
     Its ticks also keep long-lived objects out of the garbage collector's full passes (`_heap`).
     """
 
-    def __init__(self, config: uvicorn.Config, state: ServerState) -> None:
+    def __init__(self, config: uvicorn.Config, state: ServerState, banner: list[str]) -> None:
         super().__init__(config)
         self._state = state
         self._heap = HeapSettler()
+        self._banner = banner
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:  # said once it listens: a config that did not load printed no banner
+            for line in self._banner:
+                logger.info(line)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().shutdown(sockets)
+        logger.info("sayso stopped cleanly")
 
     async def on_tick(self, counter: int) -> bool:
         if counter % HEAP_CHECK_TICKS == 0:
@@ -52,6 +66,75 @@ class _Server(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
+def check_port(host: str, port: int) -> None:
+    """Refuse, before anything starts, a port another process holds.
+
+    Raises:
+        OSError: nothing can listen on `host:port`; the message says so and how to pick another.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise OSError(
+                exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}; pick another port with --port"
+            ) from None
+
+
+def banner(config_path: str, config: Config, host: str, port: int) -> list[str]:
+    """What a person starting the server reads: where it serves, its store, and its mode."""
+    mode = (
+        f"mode: {len(config.principals)} principal(s), each signing in with a bearer token"
+        if config.principals
+        else f"mode: LOCAL DEVELOPMENT MODE, no principals: anyone who can reach {LOCAL_HOST} may run agents "
+        "and decide every request as 'local'; add 'principals:' with tokens before sharing this server"
+    )
+    return [
+        f"sayso serves {config_path} on http://{host}:{port}/  (API docs at /docs; Ctrl-C stops)",
+        f"store: {_shown_url(_anchored(config.store_url(), config))}",
+        mode,
+    ]
+
+
+def _anchored(url: str, config: Config) -> str:
+    """A SQLite URL with its file as an absolute path (a relative one is relative to the config's folder)."""
+    scheme, sep, path = url.partition(":///")
+    if not sep or not scheme.startswith("sqlite") or path.startswith("/") or path in ("", ":memory:"):
+        return url
+    return f"{scheme}:///{(config.base_dir / path).resolve()}"
+
+
+def _shown_url(url: str) -> str:
+    """A store URL as printed: its password, if any, left out."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest.split("/", 1)[0]:
+        return url
+    auth, _, host = rest.partition("@")
+    user = auth.split(":", 1)[0]
+    return f"{scheme}://{user}@{host}" if user else f"{scheme}://{host}"
+
+
+class _Plain(logging.Formatter):
+    """sayso's own lines as plain sentences; everything else with its level and source."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.name == "sayso.config" or (record.name.startswith("sayso") and record.levelno == logging.INFO):
+            return record.getMessage()  # a config problem already reads `file:line: warning: ...`
+        return f"{record.levelname.lower()}: {record.name}: {record.getMessage()}"
+
+
+def _quiet_logging() -> None:
+    """Our lines at info, every library at warning; a host that set up logging keeps its own."""
+    if logging.getLogger().handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(_Plain())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    logging.getLogger("sayso").setLevel(logging.INFO)
+
+
 def serve(
     config_path: str,
     host: str = LOCAL_HOST,
@@ -59,6 +142,7 @@ def serve(
     *,
     expire_every_seconds: float | None = DEFAULT_EXPIRE_EVERY_SECONDS,
     recover_every_seconds: float | None = DEFAULT_RECOVER_EVERY_SECONDS,
+    grpc_port: int | None = None,
 ) -> None:
     """Serve REST, the web UI, A2A, AG-UI and MCP (`/mcp`) for a config until interrupted (`sayso serve CONFIG`).
 
@@ -69,24 +153,29 @@ def serve(
         expire_every_seconds: how often to close runs whose open requests all expired, and to prune
             webhook events past their retention.
         recover_every_seconds: how often to carry on runs whose process died (also once at start).
+        grpc_port: also serve A2A over gRPC on this port of `host` (the `grpc` extra).
 
     Raises:
         ConfigError: the config is invalid, or local development mode was asked to bind elsewhere.
+        OSError: the port is taken.
     """
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
+    _quiet_logging()
     config = load_config(config_path)
     check_bind(config, host)
+    check_port(host, port)
     sayso = Sayso(config)
     app = create_app(
         sayso,
         expire_every_seconds=expire_every_seconds,
         recover_every_seconds=recover_every_seconds,
-        routers=protocol_routers(sayso),
+        routers=protocol_routers(sayso, grpc_port=grpc_port, grpc_host=host),
         apps=protocol_apps(sayso),
     )
-    logger.info("sayso serves %s on http://%s:%d (UI at /, API docs at /docs)", config_path, host, port)
     listening = uvicorn.Config(
-        app, host=host, port=port, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS, log_level="info"
+        app, host=host, port=port, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS, log_level="warning"
     )
-    _Server(listening, app.state.sayso_server).run()
+    logging.getLogger("uvicorn.access").setLevel(logging.INFO)  # each request, one line, as uvicorn writes it
+    lines = banner(config_path, config, host, port)
+    if grpc_port is not None:
+        lines.insert(1, f"A2A over gRPC on {host}:{grpc_port} (tenant: {config.a2a.namespace}/<name>)")
+    _Server(listening, app.state.sayso_server, lines).run()

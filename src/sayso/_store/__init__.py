@@ -1,9 +1,10 @@
 """Durable storage for runs, pauses and decisions, behind one port with interchangeable backends.
 
-`RunStore` is the port (`_port`, its outbox verbs in `_port_outbox`), `SqlRunStore` serves SQLite
+`RunStore` is the port (`_port`, its outbox verbs in `_port_outbox`), its business verbs written
+once (`_verbs/`) over one transaction's primitives (`_primitives`); `SqlRunStore` serves SQLite
 (the default) and PostgreSQL (for replicas) (`_sql/`), and `MemoryRunStore` keeps everything in
-process memory (`_memory`). `store_from_url` picks the backend a configured URL names. The records
-every verb takes and returns live in `_records`.
+process memory (`_memory`), each implementing the primitives. `store_from_url` picks the backend a
+configured URL names. The records every verb takes and returns live in `_records`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ._port import RunStore
 from ._port_outbox import PRUNED_AT_ONCE
 from ._records import (
     GRANTS_READ_AT_ONCE,
+    REQUEST_KINDS,
     AuditPage,
     BegunRun,
     Claim,
@@ -40,6 +42,7 @@ from ._records import (
     RunRequests,
     RunStatus,
     StuckExecution,
+    ThreadCheck,
     ThreadRecord,
     ThreadSummary,
     TranscriptEntry,
@@ -64,6 +67,7 @@ __all__ = [
     "Judge",
     "LedgerStatus",
     "MemoryRunStore",
+    "REQUEST_KINDS",
     "OutboxKind",
     "PauseState",
     "PauseStatus",
@@ -78,6 +82,7 @@ __all__ = [
     "RunStore",
     "SqlRunStore",
     "StuckExecution",
+    "ThreadCheck",
     "ThreadRecord",
     "ThreadSummary",
     "TranscriptEntry",

@@ -225,7 +225,13 @@ class Verdict:
 
 
 Judge = Callable[["RequestWithRun", PauseState], Verdict]
-"""Rules on a request, its run and its pause as read; raises to refuse (nothing is written)."""
+"""Rules on a request, its run and its pause as read; raises to refuse (nothing is written).
+
+The caller's pure function (no I/O, no state of its own): the store may call it again on what is
+there now when a concurrent writer got in the way, and imports nothing of whoever wrote it."""
+
+ThreadCheck = Callable[[ThreadRecord | None], None]
+"""Rules on a thread as a run's first transaction read it (`None`: a new one); raises to refuse. Pure, as `Judge`."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -354,8 +360,12 @@ class AuditPage:
     """How many records the whole log holds."""
 
 
-OutboxKind: TypeAlias = Literal["request.opened", "request.decided"]
-"""What an outbox event reports: a request was opened (saved with its pause) or decided."""
+OutboxKind: TypeAlias = Literal["request.opened", "request.decided", "run.updated"]
+"""What an outbox event reports: a request was opened (saved with its pause) or decided, or a top-level run
+paused, ended or was cancelled (its `request_id` is then the run's id: what A2A push notifications report)."""
+
+REQUEST_KINDS: tuple[OutboxKind, ...] = ("request.opened", "request.decided")
+"""The events webhooks report."""
 
 DeliveryStatus: TypeAlias = Literal["pending", "delivered", "skipped", "failed"]
 """Where one event's delivery to one webhook stands."""

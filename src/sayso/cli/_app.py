@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Any, TypeVar
+from pathlib import Path
+from typing import Annotated, TypeVar
 
 import anyio
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from typer.core import TyperCommand
+from rich.text import Text
 
 from .._config.checks import ConfigProblem, check_config
 from .._config.file import load_config
@@ -24,43 +26,13 @@ from .._core.decisions import (
 )
 from .._core.requests import Request
 from .._runtime import DecideResult, RunResult, Sayso, request_json, run_json
-from ..exceptions import ConfigError, NotFound, SaysoError
+from ..exceptions import ConfigError, SaysoError
 from ._chat import chat_loop
+from ._command import Command as _Command
 from ._decisions import parse_decision
-from ._render import print_request, print_result
-
-
-class _Command(TyperCommand):
-    """A command whose help reads plainly: `CONFIG` rather than `{CONFIG} <str>`, flags without `<bool>`."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs["rich_markup_mode"] = None
-        super().__init__(*args, **kwargs)
-
-    def collect_usage_pieces(self, ctx: Any) -> list[str]:
-        pieces = [self.options_metavar] if self.options_metavar else []
-        for param in self.get_params(ctx):
-            if param.param_type_name == "argument":
-                name = _argument_name(param)
-                pieces.append(name if param.required else f"[{name}]")
-        return pieces
-
-    def format_options(self, ctx: Any, formatter: Any) -> None:
-        params = self.get_params(ctx)
-        arguments = [
-            (_argument_name(p), getattr(p, "help", None) or "") for p in params if p.param_type_name == "argument"
-        ]
-        options = [r for p in params if p.param_type_name == "option" and (r := p.get_help_record(ctx)) is not None]
-        for title, rows in (("Arguments", arguments), ("Options", options)):
-            if rows:
-                with formatter.section(title):
-                    formatter.write_dl(rows)
-
-
-def _argument_name(param: Any) -> str:
-    name = str(param.metavar or (param.name or "").upper())
-    return f"{name}..." if param.nargs != 1 else name
-
+from ._exits import CANNOT_SERVE, FAILED, WRONG, exit_code
+from ._render import print_request, print_result, sayso_command
+from ._starter import write_starter
 
 app = typer.Typer(
     name="sayso",
@@ -116,7 +88,7 @@ def _with_app(config: str, work: Callable[[Sayso], Awaitable[T]], *, as_json: bo
     try:
         return anyio.run(main)
     except SaysoError as exc:
-        code = 2 if isinstance(exc, ConfigError) else 3 if isinstance(exc, NotFound) else 1
+        code = exit_code(exc)
         if as_json:
             print(json.dumps({"error": {"type": type(exc).__name__, "message": str(exc)}}))
         else:
@@ -125,13 +97,13 @@ def _with_app(config: str, work: Callable[[Sayso], Awaitable[T]], *, as_json: bo
 
 
 def _print(result: RunResult, as_json: bool, *, config: str | None = None) -> None:
-    """Print a run's result; a failed run exits 1, so scripts notice."""
+    """Print a run's result; a failed run exits FAILED, so scripts notice."""
     if as_json:
         print(json.dumps(run_json(result), ensure_ascii=False))
     else:
         print_result(console, result, config=config)
     if result.status == "failed":
-        raise typer.Exit(1)
+        raise typer.Exit(FAILED)
 
 
 @app.command(cls=_Command)
@@ -142,7 +114,9 @@ def chat(
     principal: PrincipalOpt = "local",
 ) -> None:
     """Chat with an agent, answering its requests at the prompt."""
-    _with_app(config, lambda rt: chat_loop(rt, console, agent=agent, thread_id=thread, principal=principal))
+    _with_app(
+        config, lambda rt: chat_loop(rt, console, agent=agent, thread_id=thread, principal=principal, config=config)
+    )
 
 
 @app.command(cls=_Command)
@@ -272,6 +246,14 @@ def serve(
             help="Seconds between sweeps that carry on runs whose process died; 0 turns it off.", metavar="SECONDS"
         ),
     ] = 5.0,
+    grpc_port: Annotated[
+        int | None,
+        typer.Option(
+            help="Also serve A2A over gRPC on this port (lf.a2a.v1.A2AService, each agent named in the call's "
+            "tenant as NAMESPACE/NAME). Needs the grpc extra.",
+            metavar="PORT",
+        ),
+    ] = None,
 ) -> None:
     """Serve the REST API, the web UI and the A2A and AG-UI endpoints."""
     from .._serve import serve as run_server
@@ -283,15 +265,39 @@ def serve(
             port,
             expire_every_seconds=expire_every or None,
             recover_every_seconds=recover_every or None,
+            grpc_port=grpc_port,
         )
     except ConfigError as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(WRONG) from None
+    except OSError as exc:  # the port is taken (checked before anything starts)
+        errors.print(f"[red]error:[/red] {escape(exc.strerror or str(exc))}", soft_wrap=True)
+        raise typer.Exit(CANNOT_SERVE) from None
+    except SystemExit as exc:  # uvicorn's own start-up failure (say, the port taken in between)
+        raise typer.Exit(CANNOT_SERVE if exc.code else 0) from None
+
+
+@app.command("init", cls=_Command)
+def init(
+    folder: Annotated[str, typer.Argument(help="Where to write it (default: here).", metavar="DIR")] = ".",
+) -> None:
+    """Write a starter project that runs with no API key: a config, a tool that needs approval, a script."""
+    try:
+        write_starter(Path(folder))
+    except FileExistsError as exc:
+        errors.print(f"[red]error:[/red] already there, so nothing was written: {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(WRONG) from None
+    config = shlex.quote(str(Path(folder) / "sayso.yaml"))
+    run = shlex.quote("refund A-100 25")
+    console.print(f"wrote sayso.yaml, desk_tools.py and script.yaml in {escape(folder)}; try:", highlight=False)
+    for line in (f"{sayso_command()} run {config} {run}", f"{sayso_command()} chat {config}"):
+        console.print(Text(f"  {line}", style="cyan"), soft_wrap=True)
+    console.print(Text(f"  {sayso_command()} serve {config}", style="cyan"), soft_wrap=True)
 
 
 @app.command(cls=_Command)
 def check(config: ConfigArg, as_json: JsonOpt = False) -> None:
-    """Check a config the way loading it does, without running anything; exits 1 when it has errors.
+    """Check a config the way loading it does, without running anything; exits 2 when it has errors.
 
     Each problem names the file, the line and the fix. Errors stop the config from loading (an
     approval rule that names no tool, a model that cannot be reached); warnings and notes do not.
@@ -303,7 +309,7 @@ def check(config: ConfigArg, as_json: JsonOpt = False) -> None:
             print(json.dumps({"ok": False, "error": str(exc), "problems": []}, ensure_ascii=False))
         else:
             errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(WRONG) from None
     problems = check_config(loaded)
     failed = any(p.severity == "error" for p in problems)
     if as_json:
@@ -325,7 +331,7 @@ def check(config: ConfigArg, as_json: JsonOpt = False) -> None:
                 f"[green]{escape(config)} is ready[/green] (agents: {agents}){tail}", highlight=False, soft_wrap=True
             )
     if failed:
-        raise typer.Exit(1)
+        raise typer.Exit(WRONG)
 
 
 def _print_problem(problem: ConfigProblem) -> None:
@@ -457,7 +463,7 @@ def audit_verify(config: ConfigArg, as_json: JsonOpt = False) -> None:
         )
         errors.print(escape(report.note), soft_wrap=True)
     if problem is not None:
-        raise typer.Exit(1)
+        raise typer.Exit(FAILED)
 
 
 class _OneLine(logging.Formatter):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import shlex
+import signal
+import threading
 from typing import Any
 
 from pydantic.json_schema import JsonSchemaValue
@@ -21,6 +24,7 @@ from .._core.decisions import (
     Provide,
     Reject,
     Skip,
+    schema_problem,
 )
 from .._core.requests import (
     ApprovalRequest,
@@ -35,7 +39,14 @@ from .._core.requests import (
 from .._engine.scripted import ScriptedModel
 from .._runtime import RunResult, Sayso
 from ..exceptions import DecisionRefused, ThreadNotFound
-from ._render import fields_summary, print_result, request_panel, schema_type, text_answer
+from ._render import (
+    fields_summary,
+    print_result,
+    request_panel,
+    sayso_command,
+    schema_type,
+    text_answer,
+)
 
 
 class _NewMessage(Exception):
@@ -47,20 +58,71 @@ class _NewMessage(Exception):
 
 
 async def chat_loop(
-    runtime: Sayso, console: Console, *, agent: str | None, thread_id: str | None, principal: str
+    runtime: Sayso,
+    console: Console,
+    *,
+    agent: str | None,
+    thread_id: str | None,
+    principal: str,
+    config: str | None = None,
 ) -> None:
-    """Read messages until `exit` or end of input; pause for every request the agent raises."""
+    """Read messages until `exit`, end of input (Ctrl-D) or Ctrl-C; pause for every request the agent raises.
+
+    However the person leaves, the last lines say which requests stay open and the command that
+    comes back to this conversation.
+    """
     name = agent or runtime.config.entry_agent
     console.print(_greeting(runtime, name))
-    console.print("[dim]Type a message, or 'exit' to leave; the conversation is saved and can be resumed.[/dim]")
+    console.print(
+        "[dim]Type a message, or 'exit' (or Ctrl-D, Ctrl-C) to leave; the conversation is saved and can be "
+        "resumed.[/dim]"
+    )
     result = await _paused_on_thread(runtime, thread_id, principal) if thread_id else None
+    try:
+        thread_id = await _converse(runtime, console, name, thread_id, result, principal)
+    except _Left as left:
+        thread_id = left.thread_id
+        console.print()  # past the prompt the person left at
+    await _goodbye(runtime, console, thread_id, principal, config)
+
+
+class _Left(Exception):
+    """The person pressed Ctrl-C or Ctrl-D at a prompt; the conversation ends where it stands."""
+
+    def __init__(self, thread_id: str | None) -> None:
+        self.thread_id = thread_id
+        super().__init__(thread_id)
+
+
+async def _goodbye(runtime: Sayso, console: Console, thread_id: str | None, principal: str, config: str | None) -> None:
+    """What stays open on the thread, and how to come back to it."""
+    if thread_id is None:
+        return
+    paused = await _paused_on_thread(runtime, thread_id, principal)
+    for request in paused.requests if paused is not None and paused.status == "paused" else []:
+        console.print(f"request {request.request_id} stays open: {_what(request)}", soft_wrap=True)
+    back = f"{sayso_command()} chat {shlex.quote(config)} --thread {thread_id}" if config else f"--thread {thread_id}"
+    console.print(f"thread {thread_id}; come back with: {back}", soft_wrap=True, highlight=False)
+
+
+def _what(request: Request) -> str:
+    if isinstance(request, ApprovalRequest):
+        return f"{request.agent_path} wants to run {request.tool_name}"
+    if isinstance(request, InputRequest):
+        return f"{request.agent_path} asks for input at {request.node}"
+    return f"{request.agent_path} asks ({request.kind})"
+
+
+async def _converse(
+    runtime: Sayso, console: Console, name: str, thread_id: str | None, result: RunResult | None, principal: str
+) -> str | None:
     pending: str | None = None
     while True:
         if result is not None and result.status == "paused":
             try:
                 result = await _answer_all(runtime, console, result, principal)
-            except EOFError:
-                break
+            except (EOFError, KeyboardInterrupt):
+                raise _Left(result.thread_id) from None
             except _NewMessage as new:
                 pending = new.text
             else:
@@ -69,11 +131,11 @@ async def chat_loop(
                 continue
         if pending is None:
             try:
-                text = console.input("[bold cyan]you>[/bold cyan] ").strip()
-            except EOFError:
-                break
+                text = _read(console, "[bold cyan]you>[/bold cyan] ").strip()
+            except (EOFError, KeyboardInterrupt):
+                raise _Left(thread_id) from None
             if text in ("exit", "quit"):
-                break
+                return thread_id
             if not text:
                 continue
         else:
@@ -85,8 +147,6 @@ async def chat_loop(
         thread_id = result.thread_id
         if result.status != "paused":
             print_result(console, result)
-    if thread_id:
-        console.print(f"[dim]thread {thread_id}[/dim]")
 
 
 def _greeting(runtime: Sayso, name: str) -> str:
@@ -116,7 +176,8 @@ async def _answer_all(runtime: Sayso, console: Console, result: RunResult, princ
     """Ask the person about each open request in turn; the last decision resumes the run."""
     console.print(f"[yellow]The agent is waiting on {len(result.requests)} request(s).[/yellow]")
     for request in result.requests:
-        console.print(request_panel(request))
+        # A question's words and choices are asked just below, once; its panel would say them twice.
+        console.print(request_panel(request, brief=isinstance(request, QuestionRequest)))
         while True:
             decision = _ask(console, request)
             try:
@@ -146,7 +207,18 @@ def _ask(console: Console, request: Request) -> Decision:
 
 
 def _read(console: Console, prompt: str) -> str:
-    return console.input(prompt)
+    """A line typed at `prompt`; Ctrl-C raises `KeyboardInterrupt` at once.
+
+    The event loop's own SIGINT handler would only cancel the run's task, which a prompt blocked
+    in `input()` notices after the next Enter; at a prompt, one Ctrl-C means leave now.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return console.input(prompt)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return console.input(prompt)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _ask_approval(console: Console, request: ApprovalRequest) -> Decision:
@@ -253,7 +325,7 @@ def _fill(console: Console, schema: JsonSchemaValue) -> Any:
     shape = schema_type(schema)
     properties = shape.get("properties")
     if not isinstance(properties, dict):
-        value = _field(console, "answer", shape, root, required=True)
+        value = _field(console, "answer", shape, root, required=True, empty_ok=text_answer(shape))
         return "" if value is _LEFT_OUT and text_answer(shape) else None if value is _LEFT_OUT else value
     return _object(console, shape, root, prefix="")
 
@@ -276,15 +348,42 @@ def _object(console: Console, shape: JsonSchemaValue, root: JsonSchemaValue, *, 
     return value
 
 
-def _field(console: Console, label: str, field: JsonSchemaValue, root: JsonSchemaValue, *, required: bool) -> Any:
-    """One field's answer, typed as its schema says (`_LEFT_OUT` when left empty)."""
+def _field(
+    console: Console,
+    label: str,
+    field: JsonSchemaValue,
+    root: JsonSchemaValue,
+    *,
+    required: bool,
+    empty_ok: bool = False,
+) -> Any:
+    """One field's answer, typed as its schema says and checked against it as it is typed (`_LEFT_OUT` when empty).
+
+    A wrong value is said at once and the same field asked again, rather than after the whole form.
+    """
     if field.get("description"):
         console.print(f"[dim]{escape(str(field['description']))}[/dim]")
     if "enum" in field:
         for n, choice in enumerate(field["enum"], 1):
             console.print(f"  {n}) {choice}")
     what = fields_summary(field)
-    raw = _read(console, f"{label} ({what}{', required' if required else ''})> ").strip()
+    shown = label
+    while True:
+        value = _typed_field(console, f"{shown} ({what}{', required' if required else ''})> ", field, root)
+        if value is _LEFT_OUT:
+            if not required or empty_ok:
+                return value
+            console.print(f"[red]not accepted:[/red] {escape(str(shown))} is required")
+            continue
+        problem = schema_problem(value, {**field, **({"$defs": root["$defs"]} if "$defs" in root else {})})
+        if problem is None:
+            return value
+        console.print(f"[red]not accepted:[/red] {escape(problem)}; try again")
+
+
+def _typed_field(console: Console, prompt: str, field: JsonSchemaValue, root: JsonSchemaValue) -> Any:
+    """What the person typed for one field, as the value its schema's type suggests."""
+    raw = _read(console, prompt).strip()
     if raw == _SKIP:
         raise _Skipped
     if raw == _NEW:
@@ -297,7 +396,8 @@ def _field(console: Console, label: str, field: JsonSchemaValue, root: JsonSchem
         return choices[int(raw) - 1] if raw.isdigit() and 1 <= int(raw) <= len(choices) else raw
     kind = field.get("type")
     if kind == "boolean":
-        return raw.lower() in ("y", "yes", "true", "1")
+        words = {"y": True, "yes": True, "true": True, "1": True, "n": False, "no": False, "false": False, "0": False}
+        return words.get(raw.lower(), raw)  # anything else is refused by the field's check
     if kind == "string":
         return raw
     if kind == "array" and schema_type(field.get("items", {}), root).get("type") == "string":

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
+from pathlib import Path
 from typing import Any
 
 from pydantic.json_schema import JsonSchemaValue
@@ -69,9 +71,55 @@ def text_answer(schema: JsonSchemaValue) -> bool:
     return schema_type(schema).get("type") == "string"
 
 
+def sayso_command() -> str:
+    """How to run this very sayso from any shell, venv activated or not: its absolute path.
+
+    The running `sayso` script when that is what runs (a pasted `sayso` would find another, or
+    none, on a PATH without the venv); else this interpreter with `-m sayso`.
+    """
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script is not None and script.name == "sayso" and script.is_file():
+        return shlex.quote(str(script.resolve()))
+    return shlex.join([sys.executable, "-m", "sayso"])
+
+
+def typed_args(args: dict[str, Any], schema: JsonSchemaValue | None) -> dict[str, Any]:
+    """`args` with each value typed as the tool's schema asks (`"50"` for a number is `50`), to edit and send.
+
+    A model (or a script) may write a number as text; the tool took it, lax, but edited arguments
+    are checked strictly against the schema, so the suggested edit must carry the typed value.
+    """
+    if not schema:
+        return args
+    properties = schema_type(schema).get("properties")
+    if not isinstance(properties, dict):
+        return args
+    return {name: _typed(value, properties.get(name), schema) for name, value in args.items()}
+
+
+def _typed(value: Any, spec: Any, root: JsonSchemaValue) -> Any:
+    if not isinstance(value, str) or not isinstance(spec, dict):
+        return value
+    kind = schema_type(spec, root).get("type")
+    if kind not in ("number", "integer", "boolean", "array", "object"):
+        return value
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        return value
+    fits = {
+        "number": isinstance(parsed, int | float) and not isinstance(parsed, bool),
+        "integer": isinstance(parsed, int) and not isinstance(parsed, bool),
+        "boolean": isinstance(parsed, bool),
+        "array": isinstance(parsed, list),
+        "object": isinstance(parsed, dict),
+    }[kind]
+    return parsed if fits else value
+
+
 def answer_commands(request: Request, config: str) -> list[str]:
     """The exact `sayso decide` commands that answer `request`, ready to paste into a shell."""
-    base = f"sayso decide {shlex.quote(config)} {request.request_id}"
+    base = f"{sayso_command()} decide {shlex.quote(config)} {request.request_id}"
     if isinstance(request, InputRequest):
         if text_answer(request.response_schema):
             answer = f"{base} answer {shlex.quote('your answer')}"
@@ -86,7 +134,7 @@ def answer_commands(request: Request, config: str) -> list[str]:
             approve += f" {shlex.quote(json.dumps(example_answer(request.response_schema), ensure_ascii=False))}"
         commands = [approve, f"{base} reject --reason {shlex.quote('your reason')}"]
         if request.payload is None or not (isinstance(request.payload, dict) and "remote_agent" in request.payload):
-            edited = json.dumps(shown_args(request), ensure_ascii=False)
+            edited = json.dumps(typed_args(shown_args(request), request.args_schema), ensure_ascii=False)
             commands.append(f"{base} approve --args {shlex.quote(edited)}")
         wider = [s for s in request.scopes if s != "once"]
         if wider:
@@ -112,8 +160,11 @@ def print_request(console: Console, request: Request, *, index: int | None = Non
             console.print(Text(f"  {command}", style="cyan"), soft_wrap=True)
 
 
-def request_panel(request: Request, *, index: int | None = None) -> Panel:
-    """A request as a panel: what is asked, by whom, and its id for `sayso decide`."""
+def request_panel(request: Request, *, index: int | None = None, brief: bool = False) -> Panel:
+    """A request as a panel: what is asked, by whom, and its id for `sayso decide`.
+
+    `brief` leaves a question's words out, for a prompt that asks them right after.
+    """
     body: list[RenderableType] = []
     title: str
     if isinstance(request, ApprovalRequest):
@@ -123,11 +174,11 @@ def request_panel(request: Request, *, index: int | None = None) -> Panel:
         title = f"{_who(request)} asks for input at [bold]{request.node}[/bold]"
         body.append(Text(request.message))
         if request.payload is not None:
-            body.append(_payload(request.payload))
+            body.append(readable_payload(request.payload))
         body.append(Text(f"answer: {fields_summary(request.response_schema)}", style="italic"))
     elif isinstance(request, QuestionRequest):
         title = f"{_who(request)} asks"
-        for q in request.questions:
+        for q in () if brief else request.questions:
             body.append(Text(q.question, style="bold"))
             for n, choice in enumerate(q.choices, 1):
                 body.append(Text(f"  {n}) {choice}"))
@@ -167,6 +218,71 @@ def _approval_lines(request: ApprovalRequest) -> list[RenderableType]:
     if request.response_schema is not None:
         lines.append(Text(f"send with an approval: {fields_summary(request.response_schema)}"))
     return lines
+
+
+def readable_payload(payload: Any) -> RenderableType:
+    """Data a workflow shows with its question, as a person reads it: fields as `name: value`, lists as items.
+
+    A list of records with a name (an itinerary) reads `1. Name — description`; anything deeper or
+    odder falls back to indented JSON, which is still exact.
+    """
+    lines = _readable(payload, 0)
+    if lines is None or len(lines) > 60:
+        return _payload(payload)
+    return Text("\n".join(lines))
+
+
+def _readable(value: Any, depth: int) -> list[str] | None:
+    pad = "  " * depth
+    if isinstance(value, str | int | float | bool) or value is None:
+        return [f"{pad}{_scalar(value)}"]
+    if depth > 2:
+        return None
+    if isinstance(value, list):
+        out: list[str] = []
+        for n, item in enumerate(value, 1):
+            named = _named_item(item)
+            if named is not None:
+                out.append(f"{pad}{n}. {named}")
+                continue
+            inner = _readable(item, depth + 1)
+            if inner is None:
+                return None
+            out.append(f"{pad}{n}. {inner[0].strip()}")
+            out.extend(inner[1:])
+        return out or [f"{pad}(none)"]
+    if isinstance(value, dict):
+        out = []
+        for key, item in value.items():
+            label = str(key).replace("_", " ")
+            if isinstance(item, str | int | float | bool) or item is None:
+                out.append(f"{pad}{label}: {_scalar(item)}")
+                continue
+            inner = _readable(item, depth + 1)
+            if inner is None:
+                return None
+            out.append(f"{pad}{label}:")
+            out.extend(inner)
+        return out
+    return None
+
+
+def _named_item(item: Any) -> str | None:
+    """`Name — description` for a record holding a name (or title) and at most a description besides."""
+    if not isinstance(item, dict):
+        return None
+    name = item.get("name", item.get("title"))
+    rest = set(item) - {"name", "title", "description"}
+    if not isinstance(name, str) or rest:
+        return None
+    description = item.get("description")
+    return f"{name} — {description}" if isinstance(description, str) and description else name
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "—" if value is None else str(value)
 
 
 def _payload(payload: Any) -> RenderableType:

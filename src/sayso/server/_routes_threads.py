@@ -47,7 +47,9 @@ async def agents(caller: Caller, sayso: Runtime) -> JsonBody:
     """The configured agents and workflows: what a thread may be opened with."""
     config = sayso.config
     listed = [
-        AgentOut(name=name, description=spec.description, entry=name == config.entry_agent).model_dump()
+        AgentOut(
+            name=name, description=spec.description, entry=name == config.entry_agent, internal=spec.internal
+        ).model_dump()
         for name, spec in config.agents.items()
     ]
     listed += [

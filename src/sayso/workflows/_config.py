@@ -67,7 +67,8 @@ class WorkflowConfig(_Strict):
     nodes: dict[str, NodeConfig]
     """Every node, by the name edges use."""
     edges: list[list[str | dict[RouteKey, str]]]
-    """Edge lists: `[START, a, b]` chains, `[a, {route: b, ...}]` routes; see the module docstring."""
+    """Edge lists: `[START, a, b]` chains, `[a, {route: b, ...}]` routes (a map only last), `[a, END]` ends
+    there; `__DEFAULT__` as a route key is taken when no other matches. docs/guides/workflows.md#edges has it all."""
     ttl_seconds: float | None = Field(default=None, gt=0)
     """How long a node's question waits for an answer before it expires (the node then sees a skip);
     unset: it waits until answered."""

@@ -44,7 +44,7 @@ from ..exceptions import ConfigError
 START: Final = "START"
 """Where every workflow begins: the first element of the first edge."""
 END: Final = "END"
-"""An edge or route to `END` makes its source terminal (see the module docstring)."""
+"""An edge or route to `END` makes its source terminal (the Edges section of docs/guides/workflows.md)."""
 DEFAULT: Final = "__DEFAULT__"
 """A route key taken when a node's route value matches no other key."""
 
@@ -163,7 +163,8 @@ class Workflow:
 
     Args:
         name: the workflow's name (what `entry` and the interfaces call it).
-        edges: edge tuples, see the module docstring.
+        edges: edge tuples: `(START, a, b)` chains, `(a, {route: b, ...})` routes; a route or edge to `END`
+            makes its source terminal (the Edges section of docs/guides/workflows.md).
         nodes: extra nodes that edges refer to by name only (the YAML loader passes every node here).
         description: what the workflow does, for people and for agent cards.
         ttl_seconds: how long a node's question waits before it expires (the node then sees a

@@ -15,7 +15,12 @@ function coalesce(work) {
   return run;
 }
 
-function setStatus(text) { $("status").textContent = text; }
+// The line under the chat; `working` adds the spinner (and aria-busy) while a run works.
+function setStatus(text, working = false) {
+  $("status").textContent = text;
+  $("status").classList.toggle("working", working);
+  $("transcript").setAttribute("aria-busy", String(working));
+}
 
 // chat
 
@@ -37,6 +42,8 @@ const refreshThread = coalesce(async () => {
   if (thread.title) state.titles[threadId] = thread.title;
   $("chat-title").textContent = thread.title || "New chat";
   $("chat-meta").replaceChildren(...(thread.created ? [`${thread.agent} · started `, timeNode(thread.created)] : []));
+  const workflow = state.agents?.[thread.agent]?.kind === "workflow";
+  $("message").placeholder = workflow ? `A new message starts ${thread.agent} over` : `Message ${thread.agent}`;
   renderTranscript(thread.transcript);
   // A workflow input's answer is a line of the transcript, where it was given: its receipt below goes.
   const answered = new Set(thread.transcript.filter((e) => e.role === "decision").map((e) => e.decision.request_id));
@@ -45,7 +52,13 @@ const refreshThread = coalesce(async () => {
   }
   const run = thread.active_run;
   reconcileCards($("cards"), run && run.status === "paused" ? run.requests : [], chatCtx);
-  setStatus(!run ? "" : run.status === "paused" ? "Waiting for you." : run.status === "running" ? "Working… (started elsewhere)" : "");
+  // One record per decision: a receipt card gives way once the transcript holds that decision's line.
+  const recorded = new Set(thread.transcript.filter((e) => e.role === "decision").map((e) => e.decision?.request_id));
+  for (const card of $("cards").querySelectorAll("article.card[data-closed]")) {
+    if (recorded.has(card.dataset.requestId)) card.remove();
+  }
+  setStatus(!run ? "" : run.status === "paused" ? "Waiting for you." : run.status === "running" ? "Working… (started elsewhere)" : "",
+    run?.status === "running");
   markCurrentThread();
 });
 
@@ -58,6 +71,7 @@ function openThread(threadId) {
   }
   state.threadId = threadId;
   hideSkipWarning();
+  $("workflow-hint").hidden = true;
   showView("chat");
   watchLive(threadId);
   refreshThread();
@@ -83,6 +97,8 @@ function submitMessage(confirmed) {
   if (waiting && !confirmed) { showSkipWarning(waiting); return; }
   hideSkipWarning();
   $("message").value = "";
+  document.body.classList.remove("threads-open");  // on a phone, the thread list folds away for the answer
+  $("threads-toggle").setAttribute("aria-expanded", "false");
   sendMessage(message);
 }
 
@@ -102,7 +118,8 @@ async function sendMessage(message) {
   $("transcript").append(entryNode({ role: "user", text: message, at: new Date().toISOString() }));
   $("cards").replaceChildren();  // the open ones are skipped by this message, the receipts are in the transcript
   $("send").disabled = true;
-  setStatus("Working…");
+  setStatus("Working…", true);
+  $("workflow-hint").hidden = true;
   const headers = authHeaders({ "Content-Type": "application/json", Accept: "text/event-stream" });
   const body = { message, thread_id: state.threadId, ...(agent ? { agent } : {}) };
   let assistant = null;
@@ -122,7 +139,7 @@ async function sendMessage(message) {
       const { value, done } = await reader.read();
       if (done) break;
       buffer = parseEvents(buffer + value, (name, data) => {
-        if (name === "progress") setStatus(`Working… ${data.elapsed}s`);
+        if (name === "progress") setStatus(`Working… ${data.elapsed}s`, true);
         else if (name === "tool_call" || name === "tool_result") $("transcript").append(entryNode({ role: name, ...data }));
         else if (name === "decision") $("transcript").append(entryNode({ role: "decision", ...data }));
         else if (name === "text_delta") {
@@ -136,6 +153,7 @@ async function sendMessage(message) {
     }
   } finally {
     state.streaming = false;
+    $("status").classList.remove("working");
     $("send").disabled = false;
     refreshThread();
     loadThreads();
@@ -209,9 +227,11 @@ async function loadGrants() {
       } }, "Revoke");
     const thread = grant.thread_id
       ? el("a", { href: `#/thread/${grant.thread_id}` }, state.titles[grant.thread_id] || grant.thread_id) : "any";
+    const cell = (label, ...content) => el("td", { "data-label": label }, ...content);
     const row = el("tr", { "data-grant-id": grant.grant_id },
-      el("td", {}, grant.tool), el("td", {}, grant.subject_label), el("td", {}, SCOPE_LABELS[grant.scope] || grant.scope),
-      el("td", {}, grant.principal), el("td", {}, grant.agent || "none"), el("td", {}, thread), el("td", {}, timeNode(grant.created)), el("td", {}, revoke));
+      cell("Tool", grant.tool), cell("Covers", grant.subject_label), cell("Scope", SCOPE_LABELS[grant.scope] || grant.scope),
+      cell("Principal", grant.principal), cell("Agent", grant.agent || "none"), cell("Thread", thread),
+      cell("Since", timeNode(grant.created)), el("td", { class: "actions-cell" }, revoke));
     return row;
   }));
 }
@@ -231,10 +251,11 @@ function auditRow(record) {
   if (body.answers) details.push(`answers: ${JSON.stringify(body.answers)}`);
   if (body.executed_args && body.event === "executed") details.push(`args: ${JSON.stringify(body.executed_args)}`);
   const who = [body.by && body.by !== "person" ? body.by : null, body.principal, VIA_LABELS[body.via]].filter(Boolean).join(" · ");
+  const cell = (label, content, attrs = {}) => el("td", { "data-label": label, ...attrs }, content || null);
   return el("tr", { "data-seq": String(record.seq) },
-    el("td", {}, String(record.seq)), el("td", {}, timeNode(record.at)), el("td", {}, body.event || ""),
-    el("td", {}, body.tool_name || ""), el("td", {}, decision), el("td", {}, who),
-    el("td", { class: "mono" }, details.join("; ")));
+    cell("#", String(record.seq)), cell("When", timeNode(record.at)), cell("Event", body.event || ""),
+    cell("Tool", body.tool_name || ""), cell("Decision", decision), cell("Who", who),
+    cell("Details", details.join("; "), { class: "mono" }));
 }
 
 async function loadAudit(more = false) {
@@ -260,7 +281,8 @@ async function verifyAudit() {
   const result = await api("GET", "/v1/audit/verify");
   if (!result.ok) { out.textContent = result.data?.detail || `Could not verify (HTTP ${result.status}).`; return; }
   for (const row of document.querySelectorAll("#audit-rows tr.bad")) row.classList.remove("bad");
-  const note = el("p", { class: result.data.anchored ? "muted" : "bad-text" }, result.data.note);
+  // Unanchored is expected while developing locally (no key set): said, but not as an alarm.
+  const note = el("p", { class: result.data.anchored || state.localMode ? "muted" : "bad-text" }, result.data.note);
   if (result.data.intact) {
     out.replaceChildren(el("span", { class: "ok" }, "Intact"), ` — all ${result.data.records} records chain correctly.`, note);
     return;
@@ -314,6 +336,7 @@ function newChat() {
   $("transcript").replaceChildren();
   $("cards").replaceChildren();
   setStatus("");
+  describeAgent();
   markCurrentThread();
   $("message").focus();
 }
@@ -350,20 +373,54 @@ onLive({
   "threads.changed": () => loadThreads(),
 });
 
+// What the chosen agent for a new chat is: its description, a placeholder that fits it, and for a workflow, how
+// a chat with it starts.
+function describeAgent() {
+  const agent = state.agents?.[$("agent").value];
+  if (!agent) return;
+  const workflow = agent.kind === "workflow";
+  $("agent-about").textContent = agent.description || "";
+  $("message").placeholder = workflow
+    ? `Say anything to start ${agent.name}, for example "hello"`
+    : `Message ${agent.name}${agent.description ? `: ${agent.description.replace(/\.$/, "").toLowerCase()}` : ""}`;
+  const fresh = !state.threadId;
+  $("workflow-hint").hidden = !(workflow && fresh);
+  $("workflow-hint").textContent = workflow
+    ? `${agent.name} is a workflow${agent.description ? `: ${agent.description}` : ""} Send any message to start it; `
+      + "it then asks you, in a form here, for what it needs."
+    : "";
+}
+
 async function start() {
   const me = await api("GET", "/v1/me");
   if (me.ok) {
     state.me = me.data.principal;
+    state.localMode = me.data.local_mode;
+    $("signin-error").textContent = "";
     $("who").textContent = me.data.local_mode ? "local development mode" : `signed in as ${me.data.principal}`;
+  } else if (me.status === 401 && state.token) {
+    // A token was given and refused: say so where it was typed, and forget it.
+    state.token = "";
+    sessionStorage.removeItem("sayso-token");
+    $("signin-error").textContent = "Invalid token: no principal has that token. Check it and try again.";
+    $("token").focus();
+    return;
   }
   const agents = await api("GET", "/v1/agents");
   if (agents.ok) {
     $("agent").replaceChildren();
+    $("filter-agent").replaceChildren(el("option", { value: "" }, "any"));
+    state.agents = Object.fromEntries(agents.data.agents.map((agent) => [agent.name, agent]));
     for (const agent of agents.data.agents) {
-      const label = agent.kind === "workflow" ? `${agent.name} (workflow)` : agent.name;
-      $("agent").append(el("option", { value: agent.name, selected: agent.entry }, label));
+      // An internal agent (a delegate, a workflow's node) works for others: its requests are in the inbox, but
+      // nobody starts a chat with it.
+      if (!agent.internal) {
+        const label = agent.kind === "workflow" ? `${agent.name} (workflow)` : agent.name;
+        $("agent").append(el("option", { value: agent.name, selected: agent.entry }, label));
+      }
       $("filter-agent").append(el("option", { value: agent.name }, agent.name));
     }
+    describeAgent();
   }
   await loadThreads();
   route();
@@ -381,6 +438,7 @@ document.addEventListener("DOMContentLoaded", () => {
     if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("composer").requestSubmit(); }
   });
   $("skip-send").addEventListener("click", () => submitMessage(true));
+  $("agent").addEventListener("change", describeAgent);
   $("skip-cancel").addEventListener("click", () => { hideSkipWarning(); $("message").focus(); });
   $("inbox-filters").addEventListener("submit", (event) => { event.preventDefault(); openInbox(true); });
   $("audit-verify").addEventListener("click", verifyAudit);

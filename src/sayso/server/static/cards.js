@@ -263,7 +263,10 @@ function elicitationCard(request, ctx) {
 
 // A workflow node asking for input: its message, the data it shows, and a form built from its schema.
 function inputCard(request, ctx) {
-  const card = cardShell(request, request.node ? `Input for ${humanize(request.node)}` : "Input needed", ctx);
+  // Titled from what is asked for (the schema's title), not the node's function name, which stays as a label.
+  const asked = schemaTitle(resolveSchema(request.response_schema || {}, request.response_schema || {}));
+  const card = cardShell(request, asked || (request.node ? `Input for ${humanize(request.node)}` : "Input needed"), ctx);
+  if (asked && request.node) card.append(el("p", { class: "label" }, `step: ${humanize(request.node)}`));
   if (request.message) card.append(el("p", { class: "message" }, request.message));
   if (request.payload !== null && request.payload !== undefined) card.append(payloadBlock(request.payload));
   const form = schemaForm(request.response_schema);

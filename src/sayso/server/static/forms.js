@@ -44,6 +44,21 @@ function resolveSchema(schema, root) {
   return resolved;
 }
 
+// Whether a text field is for sentences rather than a word: its schema says so, or its name does.
+function longText(schema, label) {
+  if (schema.format === "textarea" || schema["x-multiline"] === true) return true;
+  if (schema.maxLength !== undefined && schema.maxLength <= 120) return false;
+  return /response|feedback|note|comment|message|detail|description|summary|reason|text|body/i.test(String(label));
+}
+
+// A schema's title as a heading: `UserFeedback` reads "User feedback".
+function schemaTitle(schema) {
+  const title = schema?.title;
+  if (!title || typeof title !== "string") return null;
+  const words = title.replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/[_-]+/g, " ").trim();
+  return words.charAt(0).toUpperCase() + words.slice(1).toLowerCase();
+}
+
 function typeOf(schema) {
   if (schema.enum) return "enum";
   if (Array.isArray(schema.type)) return schema.type.find((t) => t !== "null") || "any";
@@ -93,7 +108,10 @@ function schemaField(schema, root, path, label, required) {
     node = el("div", { class: "field" }, el("label", { for: id }, title), hint, input, error);
     read = () => (input.value.trim() === "" ? undefined : Number(input.value));
   } else if (type === "string") {
-    const input = el("input", { ...common, type: "text", value: s.default ?? null });
+    // Free text a person writes sentences into (feedback, notes, a response) gets room for them.
+    const input = longText(s, label)
+      ? el("textarea", { ...common, rows: 3, class: "long" }, s.default ?? "")
+      : el("input", { ...common, type: "text", value: s.default ?? null });
     node = el("div", { class: "field" }, el("label", { for: id }, title), hint, input, error);
     read = () => (input.value === "" ? undefined : input.value);
   } else if (type === "array" && resolveSchema(s.items, root).enum) {

@@ -19,12 +19,16 @@ function entryNode(entry) {
   const when = entry.at ? timeNode(entry.at) : null;
   switch (entry.role) {
     case "user":
-    case "assistant":
       return el("li", { class: entry.role }, entry.text, when ? el("span", { class: "when" }, when) : null);
+    case "assistant":  // the model writes Markdown: shown formatted, built as nodes (never as HTML)
+      return el("li", { class: "assistant md" }, ...renderMarkdown(entry.text || ""), when ? el("span", { class: "when" }, when) : null);
     case "tool_call":
-      return el("li", { class: "tool_call" }, `→ ${entry.tool_name}(${JSON.stringify(entry.args)})`);
+      return toolCallNode(entry);
     case "tool_result":
-      return el("li", { class: "tool_result" }, `← ${entry.tool_name}: ${entry.text}`);
+      return el("li", { class: "tool_result" }, el("details", {},
+        el("summary", {}, el("span", { class: "tool-name" }, entry.tool_name), " returned ",
+          el("span", { class: "muted" }, firstLine(entry.text))),
+        el("pre", {}, entry.text || "")));
     case "decision":
       return decisionLine(entry);
     case "error":
@@ -33,6 +37,21 @@ function entryNode(entry) {
     default:
       return el("li", {}, entry.text || "");
   }
+}
+
+// A call as a small card: the tool's name and each argument as a field.
+function toolCallNode(entry) {
+  const args = entry.args && typeof entry.args === "object" ? Object.entries(entry.args) : [];
+  return el("li", { class: "tool_call", "aria-label": `Called ${entry.tool_name}` },
+    el("span", { class: "tool-badge", "aria-hidden": "true" }, "⚙"), " ", el("span", { class: "tool-name" }, entry.tool_name),
+    args.length
+      ? el("dl", { class: "tool-args" }, args.flatMap(([key, value]) => [el("dt", {}, key), el("dd", {}, show(value))]))
+      : el("span", { class: "muted" }, " (no arguments)"));
+}
+
+function firstLine(text) {
+  const line = String(text || "").split("\n")[0];
+  return line.length > 80 ? `${line.slice(0, 80)}…` : line;
 }
 
 function renderTranscript(entries) {

@@ -123,9 +123,12 @@ function outcomeDetails(record) {
     parts.push(el("span", {}, record.answers.map((a, i) =>
       `${i ? "; " : ""}${a.question} → ${Array.isArray(a.answer) ? a.answer.join(", ") : show(a.answer)}`)));
   }
-  if (record.value !== undefined && record.value !== null) parts.push(el("code", {}, show(record.value)));
+  // A form's answer (an object) reads as its fields, below; anything else inline.
+  const fields = record.value !== null && typeof record.value === "object" && !Array.isArray(record.value);
+  if (record.value !== undefined && record.value !== null && !fields) parts.push(el("code", {}, show(record.value)));
   const nodes = [];
   if (parts.length) nodes.push(el("p", { class: "detail" }, parts.flatMap((p, i) => (i ? [" · ", p] : [p]))));
+  if (fields) nodes.push(el("div", { class: "answered", "aria-label": "Answer" }, renderValue(record.value)));
   if (record.edits?.length) nodes.push(editList(record.edits));
   return nodes;
 }

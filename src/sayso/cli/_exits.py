@@ -1,0 +1,33 @@
+"""The exit codes every `sayso` command follows (the table in docs/guides/cli.md), and which error gets which.
+
+One table, so a script can tell "the run failed" from "my decision was refused" from "I typed a
+wrong id" without reading the message.
+"""
+
+from __future__ import annotations
+
+from ..exceptions import CallerError, ConfigError, DecisionRefused, NotAllowed, NotFound, SaysoError, SchemaMismatch
+
+DONE = 0
+"""Done: the run completed or paused for a person, the decision was recorded, the check found no errors."""
+FAILED = 1
+"""The work failed: the run failed, the audit log was tampered with, the store failed."""
+WRONG = 2
+"""What was typed or configured is wrong: an unknown option, action or agent, bad JSON, a config with errors."""
+NOT_FOUND = 3
+"""No such request, run, thread or grant."""
+REFUSED = 4
+"""The decision was not taken (it does not fit, another came first, it expired, or it is not yours to take)."""
+CANNOT_SERVE = 5
+"""`sayso serve` could not start: the port is in use, or the address is not allowed."""
+
+
+def exit_code(exc: SaysoError) -> int:
+    """The exit code for an error a command stopped on."""
+    if isinstance(exc, NotFound):
+        return NOT_FOUND
+    if isinstance(exc, DecisionRefused | NotAllowed | SchemaMismatch):
+        return REFUSED
+    if isinstance(exc, ConfigError | CallerError):
+        return WRONG
+    return FAILED
