@@ -1,6 +1,6 @@
 .DEFAULT_GOAL := help
 
-.PHONY: help demo chat test faults install docs bench bench-quick
+.PHONY: help demo chat test faults install docs bench bench-quick soak
 
 help: ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -25,9 +25,13 @@ docs: ## serve the documentation site on http://127.0.0.1:8001/ (PORT=8002 picks
 	scripts/setup dev
 	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs serve --dev-addr 127.0.0.1:$(or $(PORT),8001)
 
-bench: ## sayso vs LangGraph and pydantic-ai, whole matrix + footprint + profile (~25 min); writes bench/RESULTS.md
+bench: ## sayso vs LangGraph and pydantic-ai, whole matrix + footprint + profile + 30-min memory soak (~55 min); writes bench/RESULTS.md
 	scripts/setup dev bench
 	BENCH_VIA_MAKE=1 .venv/bin/python bench/run.py
+
+soak: ## `sayso serve` under 20 clients for 30 minutes (MINUTES=3 for a short one): RSS start -> end, MB/min
+	scripts/setup dev bench
+	.venv/bin/python bench/soak.py --minutes $(or $(MINUTES),30)
 
 bench-quick: ## H=0 cycle and workflow-cycle throughput vs the anchors in about a minute; last line is JSON
 	scripts/setup dev bench

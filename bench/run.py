@@ -378,6 +378,9 @@ def sections(args: argparse.Namespace, sink: Any, scale: float) -> tuple[Any, li
     extras["workflow"] = workflows(args.repeats, max(50, int(300 * scale)))
     if not args.no_load:
         extras["load"] = json_of("load.py", "server under load: bench/load.py (SQLite and PostgreSQL)")
+    if not args.no_soak:
+        extras["soak"] = json_of("soak.py", "soak: 20 clients for 30 minutes, the server's RSS start -> end")
+        log(f"  {json.dumps(extras['soak'])}")
     if not args.no_scale:
         extras["scale_pg"] = json_of("scale_pg.py", "scale on PostgreSQL: 10 to 1,000,000 paused runs")
         log(f"  {json.dumps(extras['scale_pg']['summary'])}")
@@ -477,7 +480,15 @@ def render(args: argparse.Namespace) -> None:
                 info["load_avg_end"] = row["load_avg_end"]
             elif row.get("kind") == "footprint":
                 foot = row
-            elif row.get("kind") in ("store_overhead", "load", "scale_pg", "agent_pair", "workflow", "engine_costs"):
+            elif row.get("kind") in (
+                "store_overhead",
+                "load",
+                "scale_pg",
+                "agent_pair",
+                "workflow",
+                "engine_costs",
+                "soak",
+            ):
                 extras[row["kind"]] = row
             elif "profile" in row:
                 if "markdown" in row:
@@ -933,6 +944,7 @@ def main() -> None:
     ap.add_argument("--no-footprint", action="store_true")
     ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL column")
     ap.add_argument("--no-load", action="store_true", help="skip the server under load")
+    ap.add_argument("--no-soak", action="store_true", help="skip the 30-minute memory soak (bench/soak.py)")
     ap.add_argument("--no-scale", action="store_true", help="skip the 1,000,000 paused runs on PostgreSQL")
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--render", metavar="RAW_JSONL", help="only rebuild bench/RESULTS.md from a raw results file")

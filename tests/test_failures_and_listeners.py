@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import sayso
-from sayso import Approve
+from sayso import Approve, StoreError
 
 from .conftest import EXAMPLE, MakeApp, script
 from .models import calls_then_reply
@@ -23,21 +23,46 @@ def fill_disk(name: str) -> str:
     raise OSError(28, "No space left on device")
 
 
+def lose_the_store(name: str) -> str:
+    """Write a file through a store that is gone: sayso's own error, which no model can act on."""
+    raise StoreError("database error: the disk is full")
+
+
 async def test_a_failed_run_reports_its_real_cause(make_app: MakeApp, caplog: pytest.LogCaptureFixture) -> None:
-    """A tool's error is the run's error, not `ExceptionGroup: unhandled errors in a TaskGroup`, and it is logged."""
+    """A run's error is its real cause, not `ExceptionGroup: unhandled errors in a TaskGroup`, and it is logged."""
     app = make_app(
-        {"a": {"model": "m", "tools": [fill_disk]}},
-        model=calls_then_reply(("fill_disk", {"name": "x"}), reply="written"),
+        {"a": {"model": "m", "tools": [lose_the_store]}},
+        model=calls_then_reply(("lose_the_store", {"name": "x"}), reply="written"),
     )
     caplog.set_level(logging.ERROR, logger="sayso")
     async with app:
         failed = await app.run("write")
         stored = await app.result(failed.run_id)
     assert failed.status == "failed"
-    assert failed.error == "OSError: [Errno 28] No space left on device"
+    assert failed.error == "StoreError: database error: the disk is full"
     assert stored.error == failed.error
     [record] = [r for r in caplog.records if r.name == "sayso.runs"]
-    assert record.getMessage() == f"run {failed.run_id} failed: OSError: [Errno 28] No space left on device"
+    assert record.getMessage() == f"run {failed.run_id} failed: StoreError: database error: the disk is full"
+    assert record.exc_info is not None and isinstance(record.exc_info[1], StoreError)
+
+
+async def test_a_tools_error_is_read_by_the_model_and_logged(
+    make_app: MakeApp, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tool that raises is not the run's failure: the model reads its error, the log keeps its traceback."""
+    app = make_app(
+        {"a": {"model": "m", "tools": [fill_disk]}},
+        model=script(
+            {"user": "write", "call": "fill_disk", "args": {"name": "x"}},
+            {"tool": "fill_disk", "result": "(?s)(?P<r>.*)", "reply": "read: {r}"},
+        ),
+    )
+    caplog.set_level(logging.WARNING, logger="sayso")
+    async with app:
+        done = await app.run("write")
+    assert done.status == "completed"
+    assert done.output == "read: Error: the tool fill_disk failed: OSError: [Errno 28] No space left on device"
+    [record] = [r for r in caplog.records if r.name == "sayso.tools"]
     assert record.exc_info is not None and isinstance(record.exc_info[1], OSError)
 
 

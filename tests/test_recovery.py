@@ -22,7 +22,7 @@ import anyio
 import httpx
 import pytest
 
-from sayso import Approve
+from sayso import Approve, StoreError
 from sayso._core.audit_events import AUDIT_EVENT_ADAPTER
 
 from .conftest import LiveServer, MakeApp, script
@@ -125,11 +125,11 @@ def test_sayso_recover_carries_on_a_run_whose_process_died(crash_config: Path) -
 
 async def test_a_failed_segment_leaves_no_call_executing(make_app: MakeApp) -> None:
     """When the segment that runs an approved call fails, the call's ledger entry is resolved as unknown and
-    audited, never left `executing`."""
+    audited, never left `executing`. (A tool's own error is read by the model; sayso's store failing is not.)"""
 
     def explode(name: str) -> str:
         """Fail."""
-        raise RuntimeError("disk on fire")
+        raise StoreError("database error: disk on fire")
 
     rules = [{"user": "^go$", "call": "explode", "args": {"name": "x"}}, {"tool": "explode", "reply": "{result}"}]
     agents = {"files": {"model": "m", "tools": [explode], "interrupt": {"tools": ["explode"]}}}

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sayso import StoreError
+
 RAN: list[tuple[str, dict[str, Any]]] = []
 """Every call the tools below ran, in order: the tool's name and its arguments."""
 
@@ -52,5 +54,5 @@ def run_sql(query: str) -> str:
 
 
 def explode() -> str:
-    """A tool that fails."""
-    raise RuntimeError("the disk is on fire")
+    """A tool that fails its run: sayso's own error (any other error a tool raises is read by the model)."""
+    raise StoreError("the disk is on fire")

@@ -117,16 +117,18 @@ def test_check_reports_a_schema_error_with_exit_2(tmp_path: Path) -> None:
 def test_a_failed_run_exits_non_zero_with_its_cause(tmp_path: Path) -> None:
     """`sayso run` exits 1 when the run failed, and prints the real cause."""
     (tmp_path / "s.yaml").write_text('rules: [{user: ".", call: boom, args: {}}]')
-    (tmp_path / "boom_tools.py").write_text("def boom() -> str:\n    raise RuntimeError('the disk is full')\n")
+    # A tool's own error is read by the model; sayso's store failing under it ends the run.
+    boom = "from sayso import StoreError\n\ndef boom() -> str:\n    raise StoreError('the disk is full')\n"
+    (tmp_path / "boom_tools.py").write_text(boom)
     config = tmp_path / "sayso.yaml"
     config.write_text("models: {m: {scripted: s.yaml}}\nagents: {a: {model: m, tools: ['boom_tools:boom']}}\n")
     done = runner.invoke(app, ["run", str(config), "go"])
     assert done.exit_code == 1
-    assert "failed: RuntimeError: the disk is full" in done.stdout
+    assert "failed: StoreError: the disk is full" in done.stdout
     assert "ExceptionGroup" not in done.output
     as_json = runner.invoke(app, ["run", str(config), "go", "--json"])
     assert as_json.exit_code == 1
-    assert json.loads(as_json.stdout)["error"] == "RuntimeError: the disk is full"
+    assert json.loads(as_json.stdout)["error"] == "StoreError: the disk is full"
 
 
 def test_a_paused_run_shows_the_exact_commands_that_answer_it(tmp_path: Path) -> None:

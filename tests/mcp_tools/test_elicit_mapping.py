@@ -146,6 +146,50 @@ def test_content_that_breaks_the_schema_is_refused_field_by_field() -> None:
     assert pickle.loads(pickle.dumps(refused.value)).fields == refused.value.fields
 
 
+OPEN_FORM = {"type": "object", "properties": {"note": {}, "tags": {"type": "array"}}}
+"""A form whose schema leaves its values' types open: only what MCP can carry back may be taken."""
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("text", id="string"),
+        pytest.param(3, id="int"),
+        pytest.param(2.5, id="float"),
+        pytest.param(True, id="bool"),
+        pytest.param(None, id="null"),
+        pytest.param(["a", "b"], id="strings"),
+        pytest.param({"a": 1}, id="object"),
+        pytest.param([1, 2], id="numbers"),
+        pytest.param([{"a": 1}], id="objects"),
+    ],
+)
+def test_content_is_taken_exactly_when_the_mcp_client_can_deliver_it(value: Any) -> None:
+    """What the check takes is what MCP's own `ElicitResult` accepts, so nothing taken fails on delivery."""
+    request = form_request(requested_schema=OPEN_FORM)
+    try:
+        mcp_types.ElicitResult(action="accept", content={"note": value})
+        deliverable = True
+    except ValueError:
+        deliverable = False
+    taken = True
+    try:
+        check_decision(request, Accept(content={"note": value}), existing=None, now=1.0)
+    except InvalidDecision as refused:
+        taken = False
+        assert refused.fields == {"note": "must be a string, number, boolean, list of strings or null (a form is flat)"}
+    assert taken == deliverable
+
+
+def test_a_field_the_form_does_not_have_is_refused_even_when_the_schema_leaves_it_open() -> None:
+    """MCP forms are flat and closed: an extra field would reach a server that never asked for it."""
+    with pytest.raises(InvalidDecision) as refused:
+        check_decision(
+            form_request(), Accept(content={"people": 2, "name": "Ada", "x": {"a": 1}}), existing=None, now=1
+        )
+    assert refused.value.fields == {"x": "is not a field of this form"}
+
+
 def test_valid_content_and_plain_decline_or_cancel_are_recorded() -> None:
     """Content that fits is accepted as is; decline and cancel need nothing more."""
     accept = Accept(content={"people": 2, "name": "Ada", "email": "ada@example.org"})

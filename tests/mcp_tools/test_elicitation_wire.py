@@ -227,3 +227,75 @@ async def test_ag_ui_interrupts_with_the_requested_schema_and_resumes_with_the_c
         assert isinstance(done, RunFinishedEvent)
         assert done.outcome is not None and done.outcome.type == "success"
     assert elicit_server.bookings() == ["sun:5:Bo"]
+
+
+# --- an answer the MCP client could not deliver is refused before it is recorded (issue 22 ¶9)
+
+UNDELIVERABLE = [
+    pytest.param({"people": 2, "name": "Ada", "x": {"a": 1}}, {"x": "is not a field of this form"}, id="extra-field"),
+    pytest.param(
+        {"people": 2, "name": {"first": "Ada"}},
+        {"name": "{'first': 'Ada'} is not of type 'string'"},
+        id="nested-value",
+    ),
+]
+
+
+@pytest.mark.parametrize(("content", "errors"), UNDELIVERABLE)
+async def test_rest_refuses_an_answer_the_mcp_client_could_not_deliver_and_the_form_stays_open(
+    serve: Serve, elicit_server: ElicitServer, content: dict[str, Any], errors: dict[str, str]
+) -> None:
+    server = await serve()
+    async with server.client() as client:
+        paused = (await client.post("/v1/runs", json={"message": "book fri"})).json()
+        decision = f"/v1/requests/{paused['requests'][0]['id']}/decision"
+        refused = await client.post(decision, json={"kind": "accept", "content": content})
+        assert refused.status_code == 422, refused.text
+        assert {e["loc"][-1]: e["msg"] for e in refused.json()["errors"]} == errors
+        assert (await client.get(f"/v1/runs/{paused['run_id']}")).json()["status"] == "paused"
+        assert elicit_server.answers() == []
+        done = await client.post(decision, json={"kind": "accept", "content": {"people": 2, "name": "Ada"}})
+        assert done.json()["run"]["output"] == "Booked fri for 2 (Ada)"
+    assert elicit_server.answers() == ["accept"]
+
+
+async def test_a2a_refuses_an_answer_with_an_extra_field_and_the_task_still_waits(
+    serve: Serve, elicit_server: ElicitServer
+) -> None:
+    server = await serve()
+    async with server.client() as client:
+        task = await a2a_send(client, a2a_message("book fri"))
+        request_id = task["status"]["message"]["metadata"][URI]["id"]
+        content = {"people": 2, "name": "Ada", "x": {"a": 1}}
+        answer = {"type": "elicitation_response", "id": request_id, "action": "accept", "content": content}
+        body = {
+            "jsonrpc": "2.0",
+            "id": "1",
+            "method": "SendMessage",
+            "params": {"message": a2a_message(task=task, payload=answer)},
+        }
+        refused = (await client.post("/a2a/host", json=body, headers=A2A_HEADERS)).json()
+        assert "x: is not a field of this form" in refused["error"]["message"]
+        get = {"jsonrpc": "2.0", "id": "2", "method": "GetTask", "params": {"id": task["id"]}}
+        still = (await client.post("/a2a/host", json=get, headers=A2A_HEADERS)).json()["result"]
+        assert still["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert elicit_server.answers() == []
+
+
+async def test_ag_ui_refuses_an_answer_with_an_extra_field_and_the_interrupt_stays_open(
+    serve: Serve, elicit_server: ElicitServer
+) -> None:
+    server = await serve()
+    async with server.client() as client:
+        user = {"id": uuid.uuid4().hex, "role": "user", "content": "book sun"}
+        last = (await ag_ui_post(client, ag_ui_input("thr-extra", [user])))[-1]
+        assert isinstance(last, RunFinishedEvent) and last.outcome is not None
+        [pending] = last.outcome.interrupts  # type: ignore[union-attr]
+        content = {"people": 5, "name": "Bo", "x": {"a": 1}}
+        entry = {"interruptId": pending.id, "status": "resolved", "payload": {"action": "accept", "content": content}}
+        refused = await ag_ui_post(client, ag_ui_input("thr-extra", [], resume=[entry]))
+        assert refused[-1].type == "RUN_ERROR" and "x: is not a field of this form" in refused[-1].message
+        entry["payload"] = {"action": "accept", "content": {"people": 5, "name": "Bo"}}
+        done = (await ag_ui_post(client, ag_ui_input("thr-extra", [], resume=[entry])))[-1]
+        assert isinstance(done, RunFinishedEvent) and done.outcome is not None and done.outcome.type == "success"
+    assert elicit_server.bookings() == ["sun:5:Bo"]

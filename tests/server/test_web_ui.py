@@ -19,7 +19,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Locator, Page, Route, expect, sync_playwright
 
-from sayso import Config, Sayso, load_config
+from sayso import Config, Sayso, StoreError, load_config
 from sayso.server import LiveSettings, create_app
 
 from ..conftest import EXAMPLE, LiveServer
@@ -131,6 +131,28 @@ def test_person_edits_arguments_before_approving(server: LiveServer, page: Page,
     expect(page.locator("#transcript")).to_contain_text("Deleted todo.md.")
     assert (workdir / "sandbox" / "notes.txt").exists()
     assert not (workdir / "sandbox" / "todo.md").exists()
+
+
+def test_edit_and_approve_runs_a_whole_number_for_a_float_argument(
+    serve: ServerFactory, page: Page, workdir: Path
+) -> None:
+    """An edit that changes only the account, with the amount written `30` for a `float`, runs as edited."""
+    from ..protocols import transfer_tools
+    from ..protocols.test_edited_approvals import CONFIG, SCRIPT
+
+    (workdir / "script.yaml").write_text(SCRIPT)
+    (workdir / "bank.yaml").write_text(CONFIG)
+    transfer_tools.RAN.clear()
+    server = serve(config=load_config(workdir / "bank.yaml"))
+    page.goto(server.base_url)
+    say(page, "pay bob")
+    card = page.get_by_role("article", name="Approve transfer?")
+    card.get_by_role("button", name="Edit and approve").click()
+    card.get_by_label("Arguments (JSON)").fill('{"to": "bob", "amount": 30, "account": "savings"}')
+    card.get_by_role("button", name="Approve with these arguments").click()
+    expect(page.locator("#transcript")).to_contain_text("Done: sent 30.0 to bob from savings")
+    assert [(r["amount"], r["account"]) for r in transfer_tools.RAN] == [(30.0, "savings")]
+    transfer_tools.RAN.clear()
 
 
 def test_person_rejects_with_a_reason(server: LiveServer, page: Page, workdir: Path) -> None:
@@ -461,8 +483,8 @@ def test_a_request_opened_elsewhere_appears_in_the_open_inbox(server: LiveServer
 
 
 def explode() -> str:
-    """A tool that fails."""
-    raise RuntimeError("the disk is on fire")
+    """A tool that fails the run: sayso's own error (a tool's other errors are read by the model)."""
+    raise StoreError("the disk is on fire")
 
 
 def test_a_failed_run_is_an_error_card_in_the_transcript(serve: ServerFactory, page: Page, workdir: Path) -> None:
@@ -592,4 +614,18 @@ def test_concierge_workflow_form_refuses_a_wrong_value_inline_and_runs_to_the_pl
     expect(transcript).to_contain_text("Your day in Lisbon")
     # The plan is Markdown: its numbered lines are a list.
     expect(transcript.locator("li.assistant ol > li").nth(1)).to_contain_text("Your request: add a tram ride")
+
+    def answers_in_order() -> None:
+        """Each answer is a line of the transcript, in order, above the plan; no receipt is left below it."""
+        answers = page.locator("#transcript li.decision")
+        expect(answers).to_have_count(3)
+        expect(answers.nth(0)).to_contain_text("Answered by you (web UI)")
+        expect(answers.nth(0)).to_contain_text("Lisbon")
+        expect(answers.nth(2)).to_contain_text("perfect")
+        expect(page.locator("#transcript li.assistant").last).to_contain_text("Your day in Lisbon")
+        expect(page.locator("#cards article.card")).to_have_count(0)
+
+    answers_in_order()
+    page.reload()
+    answers_in_order()
     screenshot(page, "concierge-plan")

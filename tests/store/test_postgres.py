@@ -5,11 +5,14 @@ The test command starts a throwaway server and sets `TEST_POSTGRES_DSN`; without
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
 from sayso import AlreadyDecided, Approve, Config, Reject, Sayso
@@ -140,3 +143,64 @@ async def test_replicas_opening_a_new_database_together_migrate_it_once() -> Non
         finally:
             for store in stores:
                 await store.aclose()
+
+
+async def decide(app: Sayso, *, request_id: str, decision: Approve | Reject) -> object:
+    return await app.decide(request_id, decision)
+
+
+async def force(app: Sayso, *, run_id: str) -> object:
+    return await app.resume(run_id, force=True)
+
+
+async def cancel(app: Sayso, *, run_id: str) -> object:
+    return await app.cancel(run_id)
+
+
+async def message(app: Sayso, *, thread_id: str) -> object:
+    return await app.run("delete c", thread_id=thread_id, agent="files")
+
+
+async def test_racing_deciders_get_a_conflict_or_success_never_a_database_error(database: str, tmp_path: Path) -> None:
+    """Six runtimes race on each pause of two requests: approving either, forcing the resume, cancelling, or
+    sending a new message. The first audit record of a fresh database too: every racer gets a result or a
+    conflict (409 over REST), never `StoreError: deadlock detected`, and each call ran at most once."""
+    from sayso import RunConflict, StoreError
+    from sayso.exceptions import DecisionRefused
+
+    apps = [app_on(database, tmp_path) for _ in range(6)]
+    for app in apps:
+        await app.__aenter__()
+    raw: list[BaseException] = []
+    try:
+        for _ in range(8):
+            before = len(deleted())
+            paused = await apps[0].run("both", agent="files")
+            first, second = (r.request_id for r in paused.requests)
+            run_id, thread_id = paused.run_id, paused.thread_id
+            racers: list[Callable[[Sayso], Awaitable[object]]] = [
+                functools.partial(decide, request_id=first, decision=Approve()),
+                functools.partial(decide, request_id=second, decision=Approve()),
+                functools.partial(decide, request_id=second, decision=Reject(reason="no")),
+                functools.partial(force, run_id=run_id),
+                functools.partial(cancel, run_id=run_id),
+                functools.partial(message, thread_id=thread_id),
+            ]
+
+            async def race(app: Sayso, act: Any) -> None:
+                try:
+                    await act(app)
+                except (RunConflict, DecisionRefused):
+                    pass  # a conflict: the 409 a REST client would get
+                except StoreError as exc:
+                    raw.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                for app, act in zip(apps, racers, strict=True):
+                    tg.start_soon(race, app, act)
+            this_round = deleted()[before:]
+            assert this_round.count("a") <= 1 and this_round.count("b") <= 1
+    finally:
+        for app in apps:
+            await app.__aexit__(None, None, None)
+    assert raw == [], [str(e)[:120] for e in raw]

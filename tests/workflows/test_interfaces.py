@@ -115,6 +115,41 @@ async def test_rest_lists_the_workflow_shows_its_input_and_refuses_a_wrong_value
     assert set(feedback["response_schema"]["properties"]) == {"user_response", "done"}
 
 
+async def test_rest_every_answer_the_person_gave_is_in_the_thread_in_order(server: InProcess) -> None:
+    """After the concierge loop, `GET /v1/threads/{id}` (what a reload shows) holds the first message, each input
+    answer where it was given (a decision line and the answer, like an approval's), then the plan."""
+    answers = [
+        {"city": "Lisbon", "hobby": "fado"},
+        {"user_response": "add a tram ride", "done": False},
+        {"user_response": "perfect", "done": True},
+    ]
+    async with server.client() as client:
+        run = (await client.post("/v1/runs", json={"message": "Plan my day"})).json()
+        for value in answers:
+            [request] = run["requests"]
+            decided = await client.post(
+                f"/v1/requests/{request['id']}/decision", json={"kind": "provide", "value": value}
+            )
+            assert decided.status_code == 200, decided.text
+            run = decided.json()["run"]
+        assert run["status"] == "completed"
+        transcript = (await client.get(f"/v1/threads/{run['thread_id']}")).json()["transcript"]
+    lines = [(e["role"], e.get("tool_name")) for e in transcript]
+    assert lines == [
+        ("user", None),
+        ("decision", "ask_preferences"),
+        ("tool_result", "ask_preferences"),
+        ("decision", "get_user_feedback"),
+        ("tool_result", "get_user_feedback"),
+        ("decision", "get_user_feedback"),
+        ("tool_result", "get_user_feedback"),
+        ("assistant", None),
+    ]
+    given = [e["decision"] for e in transcript if e["role"] == "decision"]
+    assert [(d["decision"], d["by"], d["value"]) for d in given] == [("provide", "person", v) for v in answers]
+    assert transcript[-1]["text"].startswith("Your day in Lisbon")
+
+
 # the command line
 
 

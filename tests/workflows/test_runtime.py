@@ -31,6 +31,7 @@ from sayso import (
     RunResult,
     Sayso,
     Skip,
+    StoreError,
     ThreadBusy,
     Workflow,
 )
@@ -102,7 +103,8 @@ def book_table(city: str) -> str:
     CALLS["book_table"] += 1
     if FLAKY.get("book"):
         FLAKY["book"] -= 1
-        raise RuntimeError("the restaurant's line is busy")
+        # sayso's own error: a tool's other errors are read by the model, this one ends the agent's run.
+        raise StoreError("the restaurant's line is busy")
     return f"table booked in {city}"
 
 
@@ -205,7 +207,13 @@ async def test_a_fresh_runtime_resumes_without_redoing_finished_nodes(make: Make
         transcript = await second.transcript(done.run.thread_id)
     assert (done.run.status, done.run.output) == ("completed", "1 day(s) in Oslo")
     assert CALLS == {"prepare": 1, "ask_trip": 2, "summarise": 1}
-    assert [(e.role, e.text) for e in transcript] == [("user", "Oslo"), ("assistant", "1 day(s) in Oslo")]
+    assert [(e.role, e.text) for e in transcript] == [
+        ("user", "Oslo"),
+        ("decision", None),
+        ("tool_result", '{"city":"Oslo"}'),
+        ("assistant", "1 day(s) in Oslo"),
+    ]
+    assert transcript[1].decision is not None and transcript[1].decision["value"] == {"city": "Oslo"}
 
 
 async def test_a_node_that_raises_fails_the_run_naming_it_and_resume_retries_it(make: Make) -> None:
@@ -495,7 +503,7 @@ async def test_an_agent_nodes_failed_run_fails_the_node_and_resume_starts_the_ag
         failed = (await app.decide(first.request_id, Approve())).run
         assert failed.status == "failed" and failed.error is not None
         assert failed.error.startswith("node 'book' failed: AgentRunFailed: its agent's run")
-        assert failed.error.endswith("failed: RuntimeError: the restaurant's line is busy")
+        assert failed.error.endswith("failed: StoreError: the restaurant's line is busy")
         retried = await app.resume(failed.run_id)
         [second] = retried.requests
         assert second.request_id != first.request_id and second.agent_path == "dinner/book"

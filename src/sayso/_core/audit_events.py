@@ -153,6 +153,8 @@ class ExecutedEvent(TypedDict):
     tool_name: str
     executed_args: dict[str, Any]
     at: float
+    error: NotRequired[str]
+    """What the call raised (the model read it as the call's result)."""
 
 
 @with_config(_EXACT)
@@ -162,6 +164,17 @@ class GrantExecutedEvent(GrantedCall):
     event: Literal["executed"]
     grant_id: str
     executed_args: dict[str, Any]
+    at: float
+
+
+@with_config(_EXACT)
+class RefusedEvent(TypedDict):
+    """An approved call no longer matched what was approved: it was not run, and its run failed saying so."""
+
+    event: Literal["refused"]
+    request_id: str
+    tool_name: str
+    reason: str
     at: float
 
 
@@ -225,6 +238,7 @@ AuditEvent: TypeAlias = Annotated[
     | Annotated[ExecutedEvent, Tag("executed")]
     | Annotated[GrantExecutedEvent, Tag("executed:grant")]
     | Annotated[OutcomeUnknownEvent, Tag("outcome_unknown")]
+    | Annotated[RefusedEvent, Tag("refused")]
     | Annotated[GrantRevokedEvent, Tag("grant_revoked")]
     | Annotated[ServiceNotifiedEvent, Tag("service_notified")]
     | Annotated[AnchoredEvent, Tag(ANCHORED_EVENT)],

@@ -6,7 +6,7 @@ an error naming the problem, and the caller does the I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, NotRequired, TypeAlias, assert_never
@@ -299,10 +299,33 @@ def _check_accept(request: ElicitationRequest, decision: Accept) -> None:
     content = {} if decision.content is None else decision.content
     if not isinstance(content, dict):
         raise InvalidDecision(request.request_id, f"content must be an object of fields, not {content!r}")
-    fields = field_problems(content, request.requested_schema or {"type": "object", "properties": {}})
+    schema = request.requested_schema or {"type": "object", "properties": {}}
+    fields = {**_undeliverable(content, schema), **field_problems(content, schema)}
     if fields:
         listed = "; ".join(f"{name}: {problem}" if name else problem for name, problem in fields.items())
         raise InvalidDecision(request.request_id, f"content is invalid: {listed}", fields=fields, under="content")
+
+
+def _undeliverable(content: Mapping[str, Any], schema: JsonSchemaValue) -> dict[str, str]:
+    """Fields an MCP form answer cannot carry back to its server, whatever the schema leaves open.
+
+    A form is flat (MCP's `ElicitResult`: each value a string, number, boolean, list of strings or
+    null), and only its own fields go back: the client would refuse anything else on delivery,
+    after the person's answer was taken and the pause closed.
+    """
+    fields = schema.get("properties") or {}
+    extras_allowed = schema.get("additionalProperties") is True
+    problems: dict[str, str] = {}
+    for name, value in content.items():
+        if name not in fields and not extras_allowed:
+            problems[name] = "is not a field of this form"
+        elif not (
+            value is None
+            or isinstance(value, str | int | float | bool)
+            or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+        ):
+            problems[name] = "must be a string, number, boolean, list of strings or null (a form is flat)"
+    return problems
 
 
 def field_problems(value: dict[str, Any], schema: JsonSchemaValue) -> dict[str, str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import assert_never
+from typing import Any, assert_never
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.exceptions import ToolFailed
@@ -317,3 +317,70 @@ def annotate(
             message = replace(message, parts=parts)
         out.append(message)
     return out
+
+
+def closing_results(
+    history: Sequence[ModelMessage],
+    requests: Sequence[Request],
+    decisions: Mapping[str, DecisionRecord],
+    ran: Mapping[str, Any],
+    *,
+    error: str,
+) -> list[ModelMessage]:
+    """Results for the calls a failed run left unanswered, so its thread takes the next message.
+
+    A run that fails after a pause stores nothing of its own, which would leave the thread's
+    history ending in the paused calls (pydantic-ai refuses any new prompt on it). Each such
+    call gets a result: what an approved call returned (`ran`, by request id), what the model
+    reads for a decision that ran nothing, or the failure itself, and the decision's record
+    (as on any decided call's result), so the transcript shows what was decided.
+    """
+    last = next((i for i in range(len(history) - 1, -1, -1) if isinstance(history[i], ModelResponse)), None)
+    if last is None:
+        return []
+    response = history[last]
+    assert isinstance(response, ModelResponse)
+    answered = {
+        p.tool_call_id
+        for m in history[last + 1 :]
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart)
+    }
+    by_call = {r.tool_call_id: r for r in requests}
+    parts: list[ToolReturnPart] = []
+    for call in response.tool_calls:
+        if call.tool_call_id in answered:
+            continue
+        request = by_call.get(call.tool_call_id)
+        record = decisions.get(request.request_id) if request is not None else None
+        text = model_text(record.decision) if record is not None else None
+        content: Any
+        if request is not None and request.request_id in ran:
+            content = ran[request.request_id]
+        elif text is not None:
+            content = text
+        else:
+            content = f"No result: the run failed before this call finished ({error})."
+        parts.append(ToolReturnPart(tool_name=call.tool_name, content=content, tool_call_id=call.tool_call_id))
+    if not parts:
+        return []
+    return annotate([ModelRequest(parts=parts)], requests, decisions)
+
+
+def answer_messages(request: Request, record: DecisionRecord) -> list[ModelMessage]:
+    """A workflow input's answer in its thread's history, so the transcript shows it where it was given.
+
+    It is kept as an approval is, on a result of the node's question (the node and its question's
+    key stand for the tool and its call): a decision line with what the person answered
+    (redacted as the request says), then the answer itself.
+    """
+    entry = approval_record(request, record)
+    content = entry["value"] if "value" in entry else model_text(record.decision) or record.decision.kind
+    part = ToolReturnPart(
+        tool_name=request.tool_name,
+        content=content,
+        tool_call_id=request.tool_call_id,
+        metadata={"approval": entry},
+    )
+    return [ModelRequest(parts=[part])]

@@ -14,19 +14,19 @@ policy check. Fewer toolsets spare pydantic-ai a task group per toolset step.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, assert_never
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import ApprovalRequired, UserError
+from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolFailed, UserError
 from pydantic_ai.messages import ToolReturn
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import to_json
 
-from .._core.audit import canonical_json
 from .._core.audit_events import (
     ExecutedEvent,
     GrantDecisionEvent,
@@ -34,6 +34,7 @@ from .._core.audit_events import (
     GrantExecutedEvent,
     GrantRecord,
     OutcomeUnknownEvent,
+    RefusedEvent,
 )
 from .._core.grants import Grant, covering_grant
 from .._core.policy import (
@@ -47,6 +48,7 @@ from .._core.policy import (
 from .._core.requests import SCOPES_BY_WIDTH, Scope, Subject, default_hint
 from .._core.service import STILL_NEEDS_APPROVAL, ServiceAsk, parse_service_ask
 from .._store import ExecutionResult
+from ..exceptions import SaysoError
 from .calls import (
     META_KEY,
     ApprovalDeferral,
@@ -67,7 +69,31 @@ UNKNOWN_OUTCOME = (
 )
 
 
-NO_MATCH = "Refused: the call no longer matches what was approved, so it was not run."
+NO_MATCH = "the call no longer matches what was approved, so it was not run"
+
+
+class ApprovalMismatch(Exception):
+    """An approved call about to run is not the call the person approved: the run stops and says so.
+
+    Never read by the model as the call's result and carried on from: a run that ends
+    `completed` would hide that what the person approved did not happen.
+    """
+
+
+logger = logging.getLogger("sayso.tools")
+
+PASSES_THROUGH = (ApprovalRequired, CallDeferred, ModelRetry, ToolFailed, UserError, SaysoError)
+"""What a tool raises that is not its failure: pydantic-ai's control flow (a pause, a retry, a reported
+failure), a programming error, and sayso's own errors (its store, its API), which end the run."""
+
+
+def tool_error(name: str, exc: Exception) -> str:
+    """What the model reads when a call raised: the error, as the call's result (kagent does the same)."""
+    cause: BaseException = exc
+    while isinstance(cause, BaseExceptionGroup) and cause.exceptions:
+        cause = cause.exceptions[0]
+    message = str(cause)
+    return f"Error: the tool {name} failed: {type(cause).__name__}{': ' + message if message else ''}"
 
 
 def outcome_unknown(*, request_id: str, run_id: str, tool_name: str | None, at: float) -> OutcomeUnknownEvent:
@@ -177,7 +203,7 @@ class GateToolset(WrapperToolset[Any]):
                 ).as_metadata()
             )
         try:
-            result = await super().call_tool(name, tool_args, ctx, tool)
+            result = await self._call(name, tool_args, ctx, tool)
         except ApprovalRequired as asked:
             # A body's own ask (or an MCP server's question) gets the tool's TTL, an approval its hint and schema.
             deferral = (deferral_of(asked.metadata) or ApprovalDeferral()).with_ttl(self.policy.ttl_seconds)
@@ -201,6 +227,21 @@ class GateToolset(WrapperToolset[Any]):
             )
         return result
 
+    async def _call(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]) -> Any:
+        """Run the call; an error it raises becomes what the model reads, and the run carries on.
+
+        A run that failed on a tool's error would leave the person's thread stuck on a call
+        nobody answered; the model can tell the person, or try something else.
+        """
+        try:
+            return await super().call_tool(name, tool_args, ctx, tool)
+        except PASSES_THROUGH:
+            raise
+        except Exception as exc:
+            error = tool_error(name, exc)
+            logger.warning("%s (the model reads it as the call's result)", error, exc_info=exc)
+            raise ToolFailed(error) from exc
+
     def _service_ask(self, result: Any) -> ServiceAsk | None:
         """A service's approval request in a tool's reply, when the policy lets tools ask.
 
@@ -216,9 +257,17 @@ class GateToolset(WrapperToolset[Any]):
         approved = approved_call_of(ctx.tool_call_metadata)
         assert approved is not None, "an approved call always carries its request"
         request_id = approved.request_id
-        if not self._matches_approval(name, tool_args, approved):
-            return NO_MATCH
         fresh = request_id in deps.marked
+        mismatch = self._mismatch(name, tool_args, approved, ctx, tool)
+        if mismatch is not None:
+            refused = f"{name}: {NO_MATCH} ({mismatch})"
+            # The ledger and the audit say the call did not run (not "outcome unknown").
+            refusal = RefusedEvent(
+                event="refused", request_id=request_id, tool_name=name, reason=refused, at=deps.clock()
+            )
+            if fresh:
+                deps.executed.append(ExecutionResult(request_id=request_id, result=to_json(refused), audit=refusal))
+            raise ApprovalMismatch(refused)
         if not fresh:
             # Carrying on after a crash: the ledger says whether this call already started.
             earlier = await deps.ledger.begin_execution(request_id, deps.run_id, deps.clock())
@@ -234,33 +283,60 @@ class GateToolset(WrapperToolset[Any]):
                         request_id, to_json(UNKNOWN_OUTCOME), deps.clock(), audit=[unknown], status="unknown"
                     )
                     return UNKNOWN_OUTCOME
-        result = await super().call_tool(name, tool_args, ctx, tool)
+        failed: ToolFailed | None = None
+        try:
+            result = await self._call(name, tool_args, ctx, tool)
+        except ToolFailed as exc:
+            result, failed = exc.message, exc
         if self._service_ask(result) is not None:
             result = STILL_NEEDS_APPROVAL
         now = deps.clock()
         audit = ExecutedEvent(event="executed", request_id=request_id, tool_name=name, executed_args=tool_args, at=now)
+        if failed is not None:
+            audit["error"] = failed.message
         if fresh:
             deps.executed.append(
                 ExecutionResult(request_id=request_id, result=to_json(result, fallback=str), audit=audit)
             )
         else:
             await deps.ledger.finish_execution(request_id, to_json(result, fallback=str), now, audit=[audit])
+        if failed is not None:
+            raise failed
         return result
 
-    def _matches_approval(self, name: str, tool_args: dict[str, Any], approved_call: ApprovedCall) -> bool:
-        """The call about to run is the one approved: same arguments (defaults aside) and same subject."""
+    def _mismatch(
+        self,
+        name: str,
+        tool_args: Mapping[str, Any],
+        approved_call: ApprovedCall,
+        ctx: RunContext[Any],
+        tool: ToolsetTool[Any],
+    ) -> str | None:
+        """How the call about to run differs from the one approved (arguments, subject); `None` when it is that call.
+
+        The approved arguments are compared as the tool validated them, as the call's own are:
+        an approved `30` is the `30.0` a float parameter runs with, and defaults the person left
+        out are filled in on both sides.
+        """
         match approved_call:
             case CallApproved(approved_args=approved) if approved is not None:
                 pass
             case CallApproved() | CallRejected() | ElicitationAnswered():
-                return True
+                return None
             case _:
                 assert_never(approved_call)
-        if canonical_json({k: tool_args.get(k) for k in approved}) != canonical_json(approved):
-            return False
+        try:
+            as_validated = tool.args_validator.validate_python(approved, context=ctx.validation_context)
+        except ValueError as exc:
+            return f"the approved arguments no longer fit the tool: {exc}"
+        changed = sorted(k for k in {*as_validated, *tool_args} if as_validated.get(k) != tool_args.get(k))
+        if changed:
+            return f"arguments changed: {', '.join(changed)}"
         subject_key = approved_call.subject_key
-        subject = self.subject_for(name, tool_args)
-        return subject_key is None or (subject is not None and subject.key == subject_key)
+        subject = self.subject_for(name, dict(tool_args))
+        if subject_key is not None and (subject is None or subject.key != subject_key):
+            return f"it now covers {subject.label if subject else 'nothing that needs approval'}"
+        return None
 
     async def _covering_grant(self, deps: RunDeps, name: str, subject: Subject) -> Grant | None:
         principal = deps.principal or ""
@@ -310,7 +386,18 @@ class GateToolset(WrapperToolset[Any]):
         )
         call = GrantedCall(tool_name=name, run_id=deps.run_id, thread_id=deps.thread_id, tool_call_id=ctx.tool_call_id)
         await deps.ledger.append_audit([GrantDecisionEvent(event="decision", **call, **record)])
-        result = await super().call_tool(name, tool_args, ctx, tool)
+        try:
+            result = await self._call(name, tool_args, ctx, tool)
+        except ToolFailed:
+            # It ran, and raised: the model reads the error as its result.
+            await deps.ledger.append_audit(
+                [
+                    GrantExecutedEvent(
+                        event="executed", **call, grant_id=grant.grant_id, executed_args=tool_args, at=deps.clock()
+                    )
+                ]
+            )
+            raise
         await deps.ledger.append_audit(
             [
                 GrantExecutedEvent(

@@ -35,6 +35,7 @@ from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from .._core.decisions import Accept
+from ..exceptions import UsageError
 from .calls import (
     ApprovalDeferral,
     CallApproved,
@@ -121,9 +122,13 @@ class HookToolset(WrapperToolset[Any]):
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
         if self.hook is not None and name not in self.skip:
-            outcome = self.hook(_hook_call(name, tool_args, ctx))
-            if inspect.isawaitable(outcome):
-                outcome = await outcome
+            try:
+                outcome = self.hook(_hook_call(name, tool_args, ctx))
+                if inspect.isawaitable(outcome):
+                    outcome = await outcome
+            except Exception as exc:
+                # The hook's own bug ends the run (the call never runs); it is not the tool's error to read.
+                raise UsageError(f"the before-call hook {self.hook!r} raised {type(exc).__name__}: {exc}") from exc
             if isinstance(outcome, AskApproval):
                 raise ApprovalRequired(
                     metadata=ApprovalDeferral(hint=outcome.hint, payload=outcome.payload, from_body=True).as_metadata()
@@ -132,7 +137,7 @@ class HookToolset(WrapperToolset[Any]):
                 asked = Elicitation(server=None, mode="url", message=outcome.message, url=outcome.url, delivery="retry")
                 raise ApprovalRequired(metadata=ElicitationDeferral(elicitation=asked).as_metadata())
             if outcome is not None:
-                raise TypeError(
+                raise UsageError(
                     f"the before-call hook {self.hook!r} returned {outcome!r}; return None, AskApproval or VisitUrl"
                 )
         return await super().call_tool(name, tool_args, ctx, tool)

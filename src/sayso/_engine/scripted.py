@@ -123,9 +123,11 @@ class ScriptedModel(FunctionModel):
 
     The log keeps the latest `keep_calls` (tests read it; a demo server runs for days, and a log
     that only grows is a leak whose every object the garbage collector walks again and again).
+    Each entry holds a whole request and response: at 1,000 (up to 2,000 before a trim) the log
+    alone held ~10 MB of a soaked `sayso serve` (bench/soak.py); tests read the last few.
     """
 
-    def __init__(self, script: Script, *, keep_calls: int = 1000) -> None:
+    def __init__(self, script: Script, *, keep_calls: int = 100) -> None:
         super().__init__(self._respond, stream_function=self._stream, model_name=f"scripted:{script.name}")
         self.script = script
         self.calls: list[ScriptedCall] = []

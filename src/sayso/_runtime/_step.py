@@ -8,6 +8,7 @@ run stays in memory. The ledger marks of approved calls were written when the pa
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterable, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -16,10 +17,12 @@ from pydantic_ai import DeferredToolRequests, RunContext
 from pydantic_ai.messages import (
     AgentStreamEvent,
     ModelMessage,
+    ModelResponse,
     PartDeltaEvent,
     PartStartEvent,
     TextPart,
     TextPartDelta,
+    repair_messages,
 )
 
 from .._core.access import may_decide
@@ -30,7 +33,7 @@ from .._core.requests import ApprovalRequest, Request
 from .._core.resume import ResumePlan
 from .._core.service import service_notice
 from .._engine.agents import BuiltAgent
-from .._engine.deferred import annotate, audit_body, deferred_results, requests_from
+from .._engine.deferred import annotate, audit_body, closing_results, deferred_results, requests_from
 from .._engine.deps import RunDeps
 from .._store import Claim, RunRecord
 from . import _tree
@@ -81,6 +84,10 @@ async def execute(
     """
     if history is None:
         history = await k.store.load_messages(run.thread_id)
+    if prompt is not None and not requests and history and isinstance(history[-1], ModelResponse):
+        # A thread an earlier version left ending in unanswered calls still takes a new message.
+        if history[-1].tool_calls:
+            history = repair_messages(history)
     # A delegate's run has a thread of its own; "allow for this chat" means the person's chat above it.
     chat_thread_id = None if run.parent_run_id is None else (await _tree.root(k, run)).thread_id
     deps = RunDeps(
@@ -120,7 +127,9 @@ async def execute(
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):
                     if await _cancel_asked(k, run):
-                        await _finish_cancelled(k, run, deps)
+                        await _finish_cancelled(
+                            k, run, deps, _closing(history, requests, decisions, deps, error="the run was cancelled")
+                        )
                 raise
             except Exception as exc:
                 # The boundary of a run: whatever the model or a tool raised, the run is recorded as
@@ -129,7 +138,7 @@ async def execute(
                 await k.store.finish_run(
                     run,
                     owner=k.holder,
-                    new_messages=(),
+                    new_messages=_closing(history, requests, decisions, deps, error=error),
                     status="failed",
                     output=None,
                     error=error,
@@ -213,12 +222,25 @@ async def _cancel_asked(k: Kernel, run: RunRecord) -> bool:
     return (await _tree.root(k, run)).run_id in k.cancelling
 
 
-async def _finish_cancelled(k: Kernel, run: RunRecord, deps: RunDeps) -> None:
+def _closing(
+    history: Sequence[ModelMessage],
+    requests: Sequence[Request],
+    decisions: Mapping[str, DecisionRecord],
+    deps: RunDeps,
+    *,
+    error: str,
+) -> list[ModelMessage]:
+    """What a segment that ended early stores: a result for every call it leaves unanswered, so the thread goes on."""
+    ran = {e.request_id: json.loads(e.result) for e in deps.executed}
+    return closing_results(history, requests, decisions, ran, error=error)
+
+
+async def _finish_cancelled(k: Kernel, run: RunRecord, deps: RunDeps, closing: Sequence[ModelMessage]) -> None:
     """Record a working run as cancelled: nothing more runs, what already ran is kept."""
     await k.store.finish_run(
         run,
         owner=k.holder,
-        new_messages=(),
+        new_messages=closing,
         status="cancelled",
         output=None,
         error=None,

@@ -88,6 +88,8 @@ class Flight:
     """How many finished nodes the store holds (or is about to); a running state with no more is not written."""
     prompt_written: bool = False
     """Whether the run's prompt is in its thread's history yet (it goes with the run's first write)."""
+    answers: list[ModelMessage] = field(default_factory=list[ModelMessage])
+    """The answer this step resumed with, for the thread's history: it goes with the step's first write."""
     progress: WorkflowState | None = None
     """A running state waiting to be written; the run's next write takes it over."""
     writing: bool = False
@@ -270,10 +272,16 @@ def output_text(value: Any) -> str | None:
 
 
 def _prompt(flight: Flight) -> list[ModelMessage]:
-    """The run's prompt as the first message of its thread, when the run's first write is still to come."""
-    if flight.prompt_written:
-        return []
-    return [ModelRequest(parts=[UserPromptPart(content=flight.run.prompt or "")])]
+    """What the next write adds to the thread's history, taken once: the caller writes them.
+
+    The run's prompt goes with the run's first write, the answer a step resumed with with the step's.
+    """
+    said: list[ModelMessage] = (
+        [] if flight.prompt_written else [ModelRequest(parts=[UserPromptPart(content=flight.run.prompt or "")])]
+    )
+    said += flight.answers
+    flight.answers = []
+    return said
 
 
 def _agent_outcome(result: RunResult) -> AgentOutcome:

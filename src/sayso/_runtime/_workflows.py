@@ -39,10 +39,11 @@ import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import anyio
+from pydantic_ai.messages import ModelMessage
 
 from .._core.decisions import ClientResult, DecisionRecord, Expire, Provide, Skip
 from .._core.requests import DelegateRequest, InputRequest, Request
-from .._engine.deferred import audit_body
+from .._engine.deferred import answer_messages, audit_body
 from .._store import RunRecord
 from ..exceptions import RunConflict
 from ..workflows import (
@@ -103,16 +104,16 @@ class WorkflowRunner:
             load_workflow_state=True,
         )
         k.events.decided(pause.requests, plan.resume.added)
-        decision = _input_decision(pause.requests, plan.resume.decisions)
-        return await self._carry_on(claim.run, decision, options, raw=claim.workflow_state)
+        answered = _input_answer(pause.requests, plan.resume.decisions)
+        return await self._carry_on(claim.run, answered, options, raw=claim.workflow_state)
 
     async def carry_on(self, run: RunRecord, options: CallOptions) -> RunResult:
-        decision: InputDecision | None = None
+        answered: tuple[InputRequest, DecisionRecord] | None = None
         if run.resume_pause_id is not None:
             pause = await self._k.store.pause_state(run.resume_pause_id)
             if pause.run_id == run.run_id:
-                decision = _input_decision(pause.requests, pause.decisions)
-        return await self._carry_on(run, decision, options)
+                answered = _input_answer(pause.requests, pause.decisions)
+        return await self._carry_on(run, answered, options)
 
     async def answer_below(self, request: DelegateRequest, outcome: RunResult) -> DecisionRecord:
         # Not written here: it goes with the resume's consumption of the pause.
@@ -142,11 +143,17 @@ class WorkflowRunner:
         return await self._carry_on(run, None, options)
 
     async def _carry_on(
-        self, run: RunRecord, decision: InputDecision | None, options: CallOptions, *, raw: bytes | None = None
+        self,
+        run: RunRecord,
+        answered: tuple[InputRequest, DecisionRecord] | None,
+        options: CallOptions,
+        *,
+        raw: bytes | None = None,
     ) -> RunResult:
         """Step a run on from its stored state (`raw`, when already read).
 
-        A paused state takes the decision that closed its question.
+        A paused state takes the decision that closed its question, and the run's next write puts
+        that answer in the thread's history (a state that moved on already wrote it).
         """
         raw = raw if raw is not None else await self._k.store.workflow_state(run.run_id)
         if raw is None:  # the process died before the run's first write: start it again
@@ -154,8 +161,10 @@ class WorkflowRunner:
                 run, None, lambda engine: engine.start(run.run_id, run.prompt, principal=run.principal), options
             )
         stored = WorkflowState.from_json(raw)
-        answer = decision if stored.status == "paused" and stored.pending is not None else None
-        return await self._step_run(run, stored, lambda engine: engine.resume(stored, answer), options)
+        applies = answered is not None and stored.status == "paused" and stored.pending is not None
+        answer = _as_input_decision(answered[1]) if answered is not None and applies else None
+        said = answer_messages(*answered) if answered is not None and applies else []
+        return await self._step_run(run, stored, lambda engine: engine.resume(stored, answer), options, answers=said)
 
     async def _step_run(
         self,
@@ -163,6 +172,8 @@ class WorkflowRunner:
         stored: WorkflowState | None,
         step: Callable[[WorkflowEngine], Awaitable[WorkflowOutcome]],
         options: CallOptions,
+        *,
+        answers: Sequence[ModelMessage] = (),
     ) -> RunResult:
         """Let the engine step `run` (holding its lease) and say where the run stands afterwards."""
         k = self._k
@@ -182,6 +193,7 @@ class WorkflowRunner:
                                 options=options,
                                 saved_nodes=len(stored.finished) if stored is not None else 0,
                                 prompt_written=stored is not None,
+                                answers=list(answers),
                             )
                             workflows.flights[run.run_id] = flight
                             try:
@@ -218,11 +230,17 @@ async def _finish_cancelled(k: Kernel, run: RunRecord) -> None:
     k.events.touched()
 
 
-def _input_decision(requests: Sequence[Request], decisions: Mapping[str, DecisionRecord]) -> InputDecision | None:
-    """The decision that closed the node's question of a pause, if the pause held one."""
+def _input_answer(
+    requests: Sequence[Request], decisions: Mapping[str, DecisionRecord]
+) -> tuple[InputRequest, DecisionRecord] | None:
+    """The node's question of a pause and the decision that closed it, if the pause held one."""
     for request in requests:
         if isinstance(request, InputRequest) and request.request_id in decisions:
-            decision = decisions[request.request_id].decision
-            assert isinstance(decision, Provide | Skip | Expire), "an input request takes provide or skip"
-            return decision
+            return request, decisions[request.request_id]
     return None
+
+
+def _as_input_decision(record: DecisionRecord) -> InputDecision:
+    decision = record.decision
+    assert isinstance(decision, Provide | Skip | Expire), "an input request takes provide or skip"
+    return decision

@@ -238,6 +238,15 @@ class StoreTx(ABC):
         """The grant, revoked or not."""
 
     @abstractmethod
+    async def lock_audit(self) -> None:
+        """Take the audit chain's lock now, in a transaction that locks a pause, run or thread row before its audit.
+
+        The one lock order: the chain's lock, then the rows. A decider takes the chain's lock with its
+        decision and then consumes the pause; a writer that consumed the pause first and appended its
+        audit after would wait for the decider while it waited for that writer (a deadlock).
+        """
+
+    @abstractmethod
     async def append_audit(self, bodies: Sequence[AuditEvent]) -> None:
         """Extend the audit chain after its checkpointed head, signed with the store's key (nothing when empty).
 

@@ -239,6 +239,9 @@ class MemoryTx(MemoryOutboxTx):
     async def grant(self, grant_id: str) -> Grant | None:
         return self.s._grants.get(grant_id)
 
+    async def lock_audit(self) -> None:
+        return None  # the memory store's transactions run one at a time under its lock
+
     async def append_audit(self, bodies: Sequence[AuditEvent]) -> None:
         s = self.s
         records, head = seal(bodies, after=s._audit_head, key=s.audit_key)

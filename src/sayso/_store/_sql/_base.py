@@ -10,6 +10,7 @@ writers `BEGIN IMMEDIATE` so they queue instead of deadlocking.
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -39,6 +40,9 @@ _DATABASE_ERRORS: tuple[type[BaseException], ...] = (SQLAlchemyError, sqlite3.Er
 failing connect hook surfaces as the driver's (or the socket's) own error."""
 
 _PING = Sql("SELECT 1")
+
+_RETRIES = 8
+"""How often one write is tried when PostgreSQL broke a deadlock with it, or another writer kept getting in first."""
 
 
 def async_url(url: str, *, base_dir: Path | None = None) -> str:
@@ -195,23 +199,28 @@ class _SqlBase(TxStore):
         """The one place driver errors become sayso's: expected races go to `race`, the rest are `StoreError`.
 
         sayso's own errors, raised by the work to refuse a step (some share a builtin base with the
-        driver's, such as `PermissionError`), pass through unchanged.
+        driver's, such as `PermissionError`), pass through unchanged. A transaction PostgreSQL
+        rolled back to break a deadlock (or a serialization failure) is run again from the
+        start, and `race` runs again when yet another writer got in first meanwhile: racers
+        get their result or sayso's conflict, never the database's own error.
         """
-        try:
-            return await attempt()
-        except SaysoError:
-            raise
-        except db.integrity_errors as exc:
-            if race is None:
+        step = attempt
+        problem: BaseException | None = None
+        for tries in range(_RETRIES):
+            try:
+                return await step()
+            except SaysoError:
+                raise
+            except db.retry_errors as exc:
+                problem = exc
+                await anyio.sleep(random.uniform(0, 0.01 * (tries + 1)))  # the other side goes first
+            except db.integrity_errors as exc:
+                if race is None:
+                    raise StoreError(f"database error: {exc}") from exc
+                problem, step = exc, race
+            except db.errors as exc:
                 raise StoreError(f"database error: {exc}") from exc
-        except db.errors as exc:
-            raise StoreError(f"database error: {exc}") from exc
-        try:
-            return await race()
-        except SaysoError:
-            raise
-        except db.errors as exc:
-            raise StoreError(f"database error: {exc}") from exc
+        raise StoreError(f"database error: {problem} (after {_RETRIES} attempts)") from problem
 
     # SQLAlchemy (migrations and listings)
 

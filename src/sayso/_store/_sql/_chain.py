@@ -52,6 +52,18 @@ async def append_audit(tx: Tx, bodies: Sequence[AuditEvent]) -> None:
     tx.audit_head = head
 
 
+async def lock_audit(tx: Tx) -> None:
+    """Take the chain's lock first, in a transaction that will lock a pause, run or thread row before its audit.
+
+    The one lock order on PostgreSQL: the audit chain's lock, then the rows. A decider takes the
+    chain's lock with its decision and then consumes the pause; a writer that consumed the pause
+    first and then appended its audit waited for the decider, which waited for it (`deadlock
+    detected`). SQLite's writers already queue as a whole.
+    """
+    if tx.dialect == "postgresql":
+        await _locked_head(tx)
+
+
 async def _locked_head(tx: Tx) -> AuditHead | None:
     """The head, locked so that one writer at a time extends the chain (SQLite's BEGIN IMMEDIATE already does).
 

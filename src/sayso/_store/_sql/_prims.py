@@ -236,6 +236,9 @@ class SqlTx(SqlOutboxTx):
         row = await self.tx.one(q.GET_GRANT, {"grant_id": grant_id})
         return q.grant_record(row) if row is not None else None
 
+    async def lock_audit(self) -> None:
+        await _chain.lock_audit(self.tx)
+
     async def append_audit(self, bodies: Sequence[AuditEvent]) -> None:
         await _chain.append_audit(self.tx, bodies)
 

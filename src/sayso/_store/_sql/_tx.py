@@ -123,6 +123,8 @@ class Database(ABC):
     """Errors that mean a concurrent writer inserted the same key first."""
     errors: tuple[type[BaseException], ...]
     """Every error the database or its connection can raise."""
+    retry_errors: tuple[type[BaseException], ...] = ()
+    """Errors after which the whole transaction, rolled back by the database, may simply run again."""
 
     @abstractmethod
     async def read(self, work: Work[T]) -> T:
@@ -358,6 +360,8 @@ class PostgresDatabase(Database):
         self._pool: Any = None
         self.integrity_errors = (asyncpg.IntegrityConstraintViolationError,)
         self.errors = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
+        # PostgreSQL rolled the transaction back to break a deadlock, or for a serialization failure.
+        self.retry_errors = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError)
 
     async def open(self) -> None:
         import asyncpg

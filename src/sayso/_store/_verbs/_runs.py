@@ -125,6 +125,8 @@ class RunVerbs(TxStore):
         )
 
         async def work(tx: StoreTx) -> RunRecord:
+            if supersede_pause is not None and audit:
+                await tx.lock_audit()  # before the thread's and the pause's rows: the one lock order
             if await tx.thread(thread_id) is None:
                 await tx.add_thread(new_thread(run, owner=owner, agent=agent))
             elif not await tx.claim_thread(thread_id, run_id, expect=expect_active):
@@ -223,6 +225,8 @@ class RunVerbs(TxStore):
         self, run: RunRecord, *, now: float, skips: Sequence[DecisionRecord], audit: Sequence[AuditEvent] = ()
     ) -> None:
         async def work(tx: StoreTx) -> None:
+            if audit:
+                await tx.lock_audit()  # before the pause's row: the one lock order
             if run.pause_id is not None:
                 await tx.consume_pause(run.pause_id)
             existing = await tx.decisions([d.request_id for d in skips])

@@ -38,6 +38,8 @@ async def claim(
         PauseConsumed: the pause was consumed before.
         RunConflict: one of the skips was decided meanwhile.
     """
+    if resume.audit:
+        await tx.lock_audit()  # before the pause's row: the one lock order
     if not await tx.consume_pause(pause_id):
         raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
     if resume.added and await tx.decisions([d.request_id for d in resume.added]):

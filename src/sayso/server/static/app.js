@@ -45,6 +45,11 @@ const refreshThread = coalesce(async () => {
   const workflow = state.agents?.[thread.agent]?.kind === "workflow";
   $("message").placeholder = workflow ? `A new message starts ${thread.agent} over` : `Message ${thread.agent}`;
   renderTranscript(thread.transcript);
+  // A workflow input's answer is a line of the transcript, where it was given: its receipt below goes.
+  const answered = new Set(thread.transcript.filter((e) => e.role === "decision").map((e) => e.decision.request_id));
+  for (const card of $("cards").querySelectorAll('article.card[data-kind="input"][data-closed]')) {
+    if (answered.has(card.dataset.requestId)) card.remove();
+  }
   const run = thread.active_run;
   reconcileCards($("cards"), run && run.status === "paused" ? run.requests : [], chatCtx);
   // One record per decision: a receipt card gives way once the transcript holds that decision's line.
