@@ -94,12 +94,19 @@ def test_decision_kind_must_fit_request_kind() -> None:
         pytest.param((), "expected 2 answer(s), one per question, got 0", id="too-few"),
         pytest.param((("a",), ("red",), ("x",)), "expected 2 answer(s), one per question, got 3", id="too-many"),
         pytest.param((("",), ("red",)), "question 'Which file?' needs an answer", id="empty"),
-        pytest.param((("a", "b"), ("red",)), "question 'Which file?' takes one answer, got 2", id="several-for-single"),
+        pytest.param(
+            (("a", "b"), ("red",)), "question 'Which file?' takes one of its choices, got 2: 'a', 'b'", id="two-choices"
+        ),
+        pytest.param(
+            (("a", "mine", "also mine"), ("red",)),
+            "question 'Which file?' takes one answer in the person's own words (beside at most one choice), got 2",
+            id="two-own-answers",
+        ),
     ],
 )
 def test_wrong_answers_are_refused_naming_the_question(answers: tuple[tuple[str, ...], ...], problem: str) -> None:
     """Answers are refused naming the question when there is not one per question, one is empty, or a single-choice
-    question gets several."""
+    question gets two of its choices (or two answers in the person's own words)."""
     with pytest.raises(InvalidDecision) as refused:
         check_decision(question(PICK, MANY), Answer(answers=answers), existing=None, now=101)
     assert refused.value.problem == problem
@@ -108,6 +115,12 @@ def test_wrong_answers_are_refused_naming_the_question(answers: tuple[tuple[str,
 def test_answers_may_be_own_words_and_several_for_multiple() -> None:
     """An answer may be the person's own words rather than a choice, and a multiple-choice question takes several."""
     decision = Answer(answers=(("neither, keep both",), ("red", "green")))
+    assert check_decision(question(PICK, MANY), decision, existing=None, now=101) == decision
+
+
+def test_a_single_choice_question_takes_one_choice_and_own_words_beside_it() -> None:
+    """Free text is always allowed: one of the choices plus the person's own words is one valid answer."""
+    decision = Answer(answers=(("a", "but only the first half"), ("red",)))
     assert check_decision(question(PICK, MANY), decision, existing=None, now=101) == decision
 
 

@@ -77,12 +77,27 @@ async def test_answers_reach_the_model_as_question_answer_pairs(app: Sayso) -> N
     ]
 
 
+async def test_a_choice_and_own_words_for_a_single_choice_question_both_reach_the_model(app: Sayso) -> None:
+    """Free text is always allowed beside a choice (kagent's ask_user); the model reads the choice and the words."""
+    async with app:
+        paused = await app.run("ask")
+        [request] = paused.requests
+        assert isinstance(request, QuestionRequest) and not request.questions[0].multiple
+        done = await app.decide(request.request_id, Answer(answers=(("b.txt", "the 2024 copy"), ("red",))))
+    read = json.loads(done.run.output.removeprefix("model read: "))  # type: ignore[union-attr]
+    assert read[0] == {"question": "Which file?", "answer": ["b.txt", "the 2024 copy"]}
+
+
 @pytest.mark.parametrize(
     ("answers", "problem"),
     [
         pytest.param((("a.txt",),), "expected 2 answer(s), one per question, got 1", id="count"),
         pytest.param((("a.txt",), ()), "question 'Which colours?' needs an answer", id="empty"),
-        pytest.param((("a.txt", "b.txt"), ("red",)), "question 'Which file?' takes one answer, got 2", id="single"),
+        pytest.param(
+            (("a.txt", "b.txt"), ("red",)),
+            "question 'Which file?' takes one of its choices, got 2: 'a.txt', 'b.txt'",
+            id="single",
+        ),
     ],
 )
 async def test_wrong_answers_are_refused_and_the_pause_stays_open(

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 from ._defaults import DEFAULT_REMOTE_AGENTS
 
 if TYPE_CHECKING:
-    from ._config.file import AgentConfig, Config, InterruptConfig, PrincipalConfig, ToolRuleConfig, load_config
+    from ._config.file import (
+        AgentConfig,
+        Config,
+        InterruptConfig,
+        PrincipalConfig,
+        RejectionTextConfig,
+        ToolRuleConfig,
+        load_config,
+    )
     from ._config.mcp import McpBinding, McpHttpServer, McpStdioServer, mcp_bindings
     from ._core.decisions import (
         Accept,
@@ -138,6 +146,7 @@ __all__ = [
     "Question",
     "QuestionRequest",
     "Reject",
+    "RejectionTextConfig",
     "Request",
     "RequestExpired",
     "RequestInput",
@@ -220,6 +229,7 @@ _LAZY: dict[str, str] = {
     "Question": "._core.requests",
     "QuestionRequest": "._core.requests",
     "Reject": "._core.decisions",
+    "RejectionTextConfig": "._config.file",
     "RemoteAgents": "._runtime",
     "Request": "._core.requests",
     "RequestExpired": ".exceptions",

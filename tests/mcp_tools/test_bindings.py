@@ -41,7 +41,6 @@ mcp_servers:
     ("servers", "binding", "problem"),
     [
         pytest.param({}, {"server": "git"}, "binds MCP server 'git', which is not under 'mcp_servers'", id="unknown"),
-        pytest.param({"git": {"command": "x"}}, {"server": "git", "tools": []}, "empty 'tools' list", id="empty"),
         pytest.param(
             {"git": {"command": "x"}}, {"server": "git", "tools": ["a", "a"]}, "'a' is listed twice", id="twice"
         ),
@@ -53,7 +52,7 @@ mcp_servers:
 def test_a_wrong_server_or_binding_is_refused_when_the_config_loads(
     servers: dict[str, object], binding: dict[str, object], problem: str
 ) -> None:
-    """Unknown servers, empty or repeated tool lists, unusable names and mixed transports are config errors."""
+    """Unknown servers, repeated tool lists, unusable names and mixed transports are config errors."""
     with pytest.raises(ValueError, match=problem):
         Config.model_validate({"agents": {"a": {"mcp": [binding]}}, "mcp_servers": servers})
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
-from sayso import AgentConfig, ApprovalRequest, Approve, Config, McpStdioServer, Sayso, mcp_bindings
+from typer.testing import CliRunner
+
+from sayso import AgentConfig, ApprovalRequest, Approve, Config, McpStdioServer, Sayso, load_config, mcp_bindings
+from sayso.cli import app
 
 from ..conftest import script
 from .conftest import git_server
@@ -52,3 +56,47 @@ async def test_git_status_runs_freely_and_a_commit_waits_for_approval(repo: Path
     assert done.run.status == "completed"
     assert done.run.output is not None and done.run.output.startswith("commit: Changes committed successfully")
     assert commits(repo) == ["Add the readme"]
+
+
+async def test_an_empty_tool_list_binds_every_tool_and_check_says_so(repo: Path, tmp_path: Path) -> None:
+    """kagent's `tools: []` with `require_approval` binds every tool the server offers, each gated; `check` notes it."""
+    (tmp_path / "script.yaml").write_text(
+        f"""
+rules:
+  - {{user: "^status$", call: git_status, args: {{repo_path: "{repo}"}}}}
+  - {{user: "^log$", call: git_log, args: {{repo_path: "{repo}"}}}}
+  - {{tool: git_status, reply: "status done"}}
+  - {{tool: git_log, reply: "log done"}}
+"""
+    )
+    server = git_server(repo)
+    file = tmp_path / "sayso.yaml"
+    file.write_text(
+        f"""
+store: "sqlite:///{tmp_path / "sayso.db"}"
+models:
+  m: {{scripted: script.yaml}}
+agents:
+  ops:
+    model: m
+    mcp:
+      - {{server: git, tools: [], require_approval: true}}
+mcp_servers:
+  git: {{command: "{server["command"]}", args: {json.dumps(server["args"])}}}
+"""
+    )
+    checked = CliRunner().invoke(app, ["check", str(file), "--json"])
+    assert checked.exit_code == 0, checked.output
+    [note] = json.loads(checked.stdout)["problems"]
+    assert note["severity"] == "note"
+    assert note["where"] == "agents.ops.mcp[0]"
+    assert "covers all tools MCP server 'git' offers, each call waiting for a person" in note["message"]
+
+    async with Sayso(load_config(file)) as sayso:
+        for text, tool in [("status", "git_status"), ("log", "git_log")]:
+            paused = await sayso.run(text)
+            assert paused.status == "paused"
+            [request] = paused.requests
+            assert isinstance(request, ApprovalRequest) and request.tool_name == tool
+            done = await sayso.decide(request.request_id, Approve())
+            assert done.run.output == f"{text} done"

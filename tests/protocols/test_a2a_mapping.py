@@ -273,7 +273,11 @@ def test_the_legacy_pause_is_one_confirmation_data_part_per_call() -> None:
         "id": "a1",
         "args": {
             "originalFunctionCall": {"name": "delete_file", "args": {}, "id": "call_91"},
-            "toolConfirmation": {"hint": "Tool 'delete_file' requires approval before execution.", "confirmed": False},
+            "toolConfirmation": {
+                "hint": "Tool 'delete_file' requires approval before execution.",
+                "confirmed": False,
+                "payload": None,
+            },
         },
     }
     assert metadata["kagent_type"] == "function_call" and metadata["kagent_is_long_running"] is True

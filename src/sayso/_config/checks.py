@@ -169,6 +169,7 @@ def _check_agent(
     client = _check_client_tools(spec, seen, here, problems)
     available = [*own, *delegates, *client, *(["ask_user"] if spec.ask_user or "ask_user" in spec.client_tools else [])]
     available.extend(_mcp_tool_names(spec, config))
+    _note_whole_servers(spec, here, problems)
     _check_rules(spec, available, here, config, problems)
 
 
@@ -177,6 +178,20 @@ def known_tool_names(spec: AgentConfig, config: Config) -> list[str]:
     own = [as_tool(import_spec(e, base_dir=config.base_dir) if isinstance(e, str) else e).name for e in spec.tools]
     builtin = ["ask_user"] if spec.ask_user or "ask_user" in spec.client_tools else []
     return [*own, *(d.tool_name for d in spec.delegates), *spec.client_tools, *builtin, *_mcp_tool_names(spec, config)]
+
+
+def _note_whole_servers(spec: AgentConfig, here: tuple[str | int, ...], problems: _Problems) -> None:
+    """A binding without a tool list binds every tool its server offers: said, since kagent's `tools: []` means it."""
+    for index, binding in enumerate(spec.mcp):
+        if binding.binds_all:
+            gate = ", each call waiting for a person" if binding.require_approval else ""
+            problems.add(
+                "note",
+                (*here, "mcp", index),
+                f"the binding covers all tools MCP server {binding.server!r} offers{gate}, "
+                "including tools the server adds later",
+                "nothing to do; list the tools in 'tools' to bind only those",
+            )
 
 
 def _mcp_tool_names(spec: AgentConfig, config: Config) -> list[str]:
@@ -240,7 +255,7 @@ def _check_rules(
                 problems.add("error", path, str(exc), "correct the subject's import spec ('module:function')")
         if any(rule.matches(tool) for tool in available):
             continue
-        if _GLOB_CHARS.isdisjoint(rule.name) and any(b.tools is None for b in spec.mcp):
+        if _GLOB_CHARS.isdisjoint(rule.name) and any(b.binds_all for b in spec.mcp):
             # A binding of every tool of a server: its names are known only once the server is asked.
             # `Sayso.verify_tools()` (run by `sayso serve` at start) checks the rule again then.
             problems.add(

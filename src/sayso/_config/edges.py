@@ -133,12 +133,25 @@ class A2AConfig(_Strict):
     legacy_only: bool = False
     """Speak only kagent 0.x, for callers that predate v1: an A2A 0.3 card without the HITL extension,
     and DataPart pauses even to a caller that asks for v1. Implies `kagent_compat`."""
+    namespace: str = Field(default="kagent", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """The namespace kagent's addresses name: every entry is also served at `/agents/{namespace}/{name}`
+    (kagent's URL layout, beside `/a2a/{name}`) and named `{namespace}/{name}` in a gRPC call's `tenant`."""
     push_secret_env: str | None = None
     """Environment variable holding the secret that signs push notifications (as webhooks are signed);
     unset: each push config's own `token` signs its deliveries, and a config without one is refused."""
     push_private_urls: bool = False
     """Let push notifications go to loopback and private addresses (local development and tests); by
     default only public addresses are reached, so a client cannot make the server call inward."""
+
+
+class RuntimeConfig(_Strict):
+    """The `runtime` block: what a run tells the host beside its events."""
+
+    persist_session_state: bool = True
+    """Publish a run's open requests and its pause on the AG-UI state channel (`STATE_SNAPSHOT`, under
+    `kaboo_sessions`: `approvals` and `paused`), as kaboo does; the host's own state keys are kept. The
+    pause itself lives in sayso's store, so `paused` is a reference any process resolves. Off: no
+    snapshot is sent (for a host whose state must hold nothing but its own)."""
 
 
 class AgUiConfig(_Strict):

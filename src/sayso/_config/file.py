@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic_ai import Tool
 
+from .._core.decisions import REJECTION_PRESETS, RejectionText
 from .._core.policy import InterruptPolicy, ToolRule
 from .._core.requests import Scope
 from ..exceptions import ConfigError
@@ -44,6 +45,9 @@ from .edges import (
 )
 from .edges import (
     LimitsConfig as LimitsConfig,
+)
+from .edges import (
+    RuntimeConfig as RuntimeConfig,
 )
 from .edges import (
     WebhookConfig as WebhookConfig,
@@ -87,6 +91,18 @@ ToolRuleEntry: TypeAlias = Annotated[
 ]
 
 
+class RejectionTextConfig(_Strict):
+    """A wording of its own for what the model reads when a person rejects a call."""
+
+    text: str = Field(min_length=1)
+    """What the model reads when the person gave no reason."""
+    with_reason: str | None = Field(default=None, pattern=r"\{reason\}")
+    """What it reads when they gave one, `{reason}` standing for it; unset: `text`, then ` Reason: {reason}`."""
+
+    def to_core(self) -> RejectionText:
+        return RejectionText(plain=self.text, with_reason=self.with_reason or f"{self.text} Reason: {{reason}}")
+
+
 class InterruptConfig(_Strict):
     """An agent's `interrupt` block: which calls wait for a person, and on what terms."""
 
@@ -106,6 +122,10 @@ class InterruptConfig(_Strict):
     """URL that receives each such decision as a signed POST."""
     decision_webhook_secret_env: str | None = None
     """Environment variable holding the webhook's signing secret."""
+    rejection_text: Literal["sayso", "kagent", "hastekit"] | RejectionTextConfig = "sayso"
+    """What the model reads when the person rejects a call: sayso's `Declined: <reason>` (or `Declined by
+    the person.`), kagent's `Tool call was rejected by user.` (` Reason: <reason>`), hastekit's `Request to
+    call this tool has been declined`, or `{text, with_reason}` of your own."""
 
     def to_policy(self) -> InterruptPolicy:
         """The pure policy this block describes."""
@@ -116,6 +136,9 @@ class InterruptConfig(_Strict):
             remember=self.remember,
             ttl_seconds=self.ttl_seconds,
             tool_approvals=self.tool_approvals,
+            rejection=REJECTION_PRESETS[self.rejection_text]
+            if isinstance(self.rejection_text, str)
+            else self.rejection_text.to_core(),
         )
 
 
@@ -300,6 +323,8 @@ class Config(_Strict):
     """How agents speak A2A."""
     ag_ui: AgUiConfig = AgUiConfig()
     """How agents speak AG-UI."""
+    runtime: RuntimeConfig = RuntimeConfig()
+    """What a run tells the host beside its events (kaboo's session state)."""
     audit: AuditConfig = AuditConfig()
     """What anchors the audit log: a key from the environment, and optionally a head file."""
     limits: LimitsConfig = LimitsConfig()

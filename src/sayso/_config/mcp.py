@@ -101,7 +101,8 @@ class McpBinding(_Strict):
     server: str
     """A name from `mcp_servers:`."""
     tools: list[str] | None = None
-    """The server's tools this binding exposes, by the server's own names; omitted: every tool."""
+    """The server's tools this binding exposes, by the server's own names; omitted or empty (`[]`, as
+    kagent writes it): every tool the server offers."""
     require_approval: bool = False
     """Every call to a tool of this binding waits for a person (policy rules, grants and
     `skip_read_only` apply as to any gated tool)."""
@@ -117,13 +118,16 @@ class McpBinding(_Strict):
     @field_validator("tools")
     @classmethod
     def _tools_listed(cls, tools: list[str] | None) -> list[str] | None:
-        if tools is None:
-            return None
         if not tools:
-            raise ValueError("an empty 'tools' list binds nothing: list the tools, or omit 'tools' to bind them all")
+            return tools
         if duplicate := next((t for t in tools if tools.count(t) > 1), None):
             raise ValueError(f"tool {duplicate!r} is listed twice")
         return tools
+
+    @property
+    def binds_all(self) -> bool:
+        """Whether the binding exposes every tool its server offers (`tools` omitted or empty)."""
+        return not self.tools
 
 
 def mcp_bindings(

@@ -270,9 +270,23 @@ def _check_answers(request: QuestionRequest, decision: Answer) -> None:
         picked = [a for a in answer if a.strip()]
         if not picked:
             raise InvalidDecision(request.request_id, f"question {question.question!r} needs an answer")
-        if not question.multiple and len(picked) > 1:
+        if question.multiple:
+            continue
+        # Free text is always allowed beside the choices (kagent: "alongside (or instead of)"):
+        # a single-select question takes one of its choices, the person's own words, or both.
+        chosen = [a for a in picked if a in question.choices]
+        own = [a for a in picked if a not in question.choices]
+        if len(chosen) > 1:
             raise InvalidDecision(
-                request.request_id, f"question {question.question!r} takes one answer, got {len(picked)}"
+                request.request_id,
+                f"question {question.question!r} takes one of its choices, got {len(chosen)}: "
+                + ", ".join(map(repr, chosen)),
+            )
+        if len(own) > 1:
+            raise InvalidDecision(
+                request.request_id,
+                f"question {question.question!r} takes one answer in the person's own words "
+                f"(beside at most one choice), got {len(own)}",
             )
 
 
@@ -329,16 +343,47 @@ def schema_problem(value: Any, schema: JsonSchemaValue) -> str | None:
     return "; ".join(problems) or None
 
 
-def model_text(decision: Decision) -> str | None:
+@dataclass(frozen=True, kw_only=True)
+class RejectionText:
+    """What the model reads when a person rejects a call: one text without a reason, one with it.
+
+    sayso's own wording is the default; agents moving from kagent or hastekit keep the text their
+    prompts were written against (`REJECTION_PRESETS`). See docs/concepts/decisions.md#what-the-model-reads.
+    """
+
+    plain: str
+    """The text when the person gave no reason."""
+    with_reason: str
+    """The text when they gave one; `{reason}` stands for it."""
+
+    def text(self, reason: str | None) -> str:
+        return self.with_reason.replace("{reason}", reason) if reason else self.plain
+
+
+REJECTION_PRESETS: dict[str, RejectionText] = {
+    "sayso": RejectionText(plain="Declined by the person.", with_reason="Declined: {reason}"),
+    "kagent": RejectionText(
+        plain="Tool call was rejected by user.", with_reason="Tool call was rejected by user. Reason: {reason}"
+    ),
+    "hastekit": RejectionText(
+        plain="Request to call this tool has been declined",
+        with_reason="Request to call this tool has been declined: {reason}",
+    ),
+}
+"""Named wordings an agent's `interrupt.rejection_text` may pick: sayso's, kagent's, hastekit's."""
+
+
+def model_text(decision: Decision, *, rejection: RejectionText | None = None) -> str | None:
     """What the model reads for a decision that does not run the call, or `None` when it runs.
 
-    See docs/concepts/decisions.md#what-the-model-reads.
+    `rejection` is the agent's wording of a rejected call (default: sayso's). See
+    docs/concepts/decisions.md#what-the-model-reads.
     """
     match decision:
         case Expire(expires_at=at):
             return f"Expired: no decision before {datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S} UTC"
         case Reject(reason=reason):
-            return f"Declined: {reason}" if reason else "Declined by the person."
+            return (rejection or REJECTION_PRESETS["sayso"]).text(reason)
         case Skip(reason=reason):
             return f"Skipped: {reason or 'the person skipped this request'}"
         case ClientError(message=message):

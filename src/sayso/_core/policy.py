@@ -9,6 +9,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from .audit import canonical_json
+from .decisions import REJECTION_PRESETS, RejectionText
 from .requests import Scope, Subject, offered_scopes
 
 
@@ -44,6 +45,8 @@ class InterruptPolicy:
     """Default time a request waits before it expires; `None` waits forever."""
     tool_approvals: bool = False
     """Whether tools may ask for approval through their reply (`{"sayso_approval": {...}}`)."""
+    rejection: RejectionText = REJECTION_PRESETS["sayso"]
+    """What the model reads when the person rejects one of the agent's calls."""
 
 
 @dataclass(frozen=True, kw_only=True)

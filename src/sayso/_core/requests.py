@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, NotRequired, TypeAlias
+from typing import Annotated, Any, ClassVar, Literal, NotRequired, TypeAlias
 
 from pydantic import Discriminator, TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
@@ -21,6 +21,11 @@ Scope: TypeAlias = Literal["once", "thread", "always"]
 """How far an approval reaches: this call, this thread, or every later call on the same subject."""
 
 SCOPES_BY_WIDTH: tuple[Scope, ...] = ("once", "thread", "always")
+
+InterruptMode: TypeAlias = Literal["approval", "form", "url"]
+"""The kind of pause a request is, in hastekit's words: a verdict on a call (`approval`), data to
+give (`form`: answers, a workflow's input, a client tool's result, an MCP form), or a page to visit
+(`url`)."""
 
 RejectMode: TypeAlias = Literal["deny", "call"]
 """What a rejection of a tool's in-body approval does: deny the call, or run the body again to decide."""
@@ -43,9 +48,10 @@ class Question:
     question: str
     """The text shown to the person."""
     choices: tuple[str, ...] = ()
-    """Suggested answers; the person may always give their own words instead."""
+    """Suggested answers; the person may always give their own words instead of them, or beside one."""
     multiple: bool = False
-    """Whether several answers may be picked."""
+    """Whether several choices may be picked (without it: one choice, one answer in the person's own words, or
+    one of each)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,6 +101,15 @@ class _RequestBase:
     workflow's agent node, whose own `thread_id` is the delegate's; `None` when it is the request's own thread.
     A `thread` grant is bound to the chat, and interfaces link the request to it."""
 
+    @property
+    def is_nested(self) -> bool:
+        """Whether an agent below the top-level run asked: hastekit's `IsNested`.
+
+        A delegate (local or remote) or a workflow's agent node raised it, and it bubbled up to the
+        run the person started.
+        """
+        return "/" in self.agent_path
+
 
 class RequestFields(TypedDict):
     """The fields every kind of request has, gathered where a request is built before its kind is known."""
@@ -119,6 +134,7 @@ class ApprovalRequest(_RequestBase):
     """A tool call that runs only if a person approves it."""
 
     kind: Literal["approval"] = "approval"
+    mode: ClassVar[InterruptMode] = "approval"
     hint: str
     """Why approval is needed, in the tool's own words or the default wording."""
     args_schema: JsonSchemaValue | None = None
@@ -150,6 +166,7 @@ class QuestionRequest(_RequestBase):
     """An `ask_user` call: one or more questions for the person."""
 
     kind: Literal["question"] = "question"
+    mode: ClassVar[InterruptMode] = "form"
     questions: tuple[Question, ...]
 
 
@@ -158,6 +175,7 @@ class ClientToolRequest(_RequestBase):
     """A call to a tool the client runs itself (in the person's browser, say)."""
 
     kind: Literal["client_tool"] = "client_tool"
+    mode: ClassVar[InterruptMode] = "form"
     description: str | None = None
     """The tool's description as the client declared it."""
     args_schema: JsonSchemaValue | None = None
@@ -169,6 +187,8 @@ class DelegateRequest(_RequestBase):
     """A parent's call to a delegate that paused; it is answered by the delegate's own requests, never directly."""
 
     kind: Literal["delegate"] = "delegate"
+    mode: ClassVar[InterruptMode] = "approval"
+    """A delegate's pause stands for the requests below it, each with a mode of its own."""
     child_run_id: str
     """The delegate's run, which holds the requests a person answers."""
 
@@ -228,6 +248,7 @@ class InputRequest(_RequestBase):
     """
 
     kind: Literal["input"] = "input"
+    mode: ClassVar[InterruptMode] = "form"
     node: str
     """The workflow node that asked."""
     message: str

@@ -27,6 +27,7 @@ from .._core.decisions import (
     Expire,
     Provide,
     Reject,
+    RejectionText,
     Skip,
     arg_edits,
     model_text,
@@ -156,14 +157,19 @@ def _call_order(history: Sequence[ModelMessage]) -> dict[str, int]:
     return {}
 
 
-def deferred_results(requests: Sequence[Request], decisions: Mapping[str, DecisionRecord]) -> DeferredToolResults:
-    """The results pydantic-ai applies on resume, one per request of the pause."""
+def deferred_results(
+    requests: Sequence[Request], decisions: Mapping[str, DecisionRecord], *, rejection: RejectionText | None = None
+) -> DeferredToolResults:
+    """The results pydantic-ai applies on resume, one per request of the pause.
+
+    `rejection` is the agent's wording of a rejected call (`interrupt.rejection_text`).
+    """
     results = DeferredToolResults()
     for request in requests:
         record = decisions[request.request_id]
         decision = record.decision
         call_id = request.tool_call_id
-        text = model_text(decision)
+        text = model_text(decision, rejection=rejection)
         if isinstance(request, ApprovalRequest):
             if isinstance(decision, Approve):
                 results.approvals[call_id] = ToolApproved(override_args=decision.edited_args)

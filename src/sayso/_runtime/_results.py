@@ -65,6 +65,8 @@ def request_json(request: Request) -> dict[str, Any]:
     body: dict[str, Any] = {
         "id": request.request_id,
         "kind": request.kind,
+        "mode": request.mode,
+        "is_nested": request.is_nested,
         "run_id": request.run_id,
         "thread_id": request.thread_id,
         "chat_thread_id": request.chat_thread_id or request.thread_id,
@@ -101,7 +103,6 @@ def request_json(request: Request) -> dict[str, Any]:
         )
     elif isinstance(request, ElicitationRequest):
         body.update(
-            mode=request.mode,
             message=request.message,
             server=request.server,
             requested_schema=request.requested_schema,

@@ -110,7 +110,9 @@ async def execute(
                     result = await built.agent.run(
                         prompt,
                         message_history=history,
-                        deferred_tool_results=deferred_results(requests, decisions) if requests else None,
+                        deferred_tool_results=deferred_results(requests, decisions, rejection=built.policy.rejection)
+                        if requests
+                        else None,
                         deps=deps,
                         instructions=context or None,
                         event_stream_handler=_text_handler(sink) if sink is not None else None,

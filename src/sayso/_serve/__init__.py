@@ -142,6 +142,7 @@ def serve(
     *,
     expire_every_seconds: float | None = DEFAULT_EXPIRE_EVERY_SECONDS,
     recover_every_seconds: float | None = DEFAULT_RECOVER_EVERY_SECONDS,
+    grpc_port: int | None = None,
 ) -> None:
     """Serve REST, the web UI, A2A, AG-UI and MCP (`/mcp`) for a config until interrupted (`sayso serve CONFIG`).
 
@@ -152,6 +153,7 @@ def serve(
         expire_every_seconds: how often to close runs whose open requests all expired, and to prune
             webhook events past their retention.
         recover_every_seconds: how often to carry on runs whose process died (also once at start).
+        grpc_port: also serve A2A over gRPC on this port of `host` (the `grpc` extra).
 
     Raises:
         ConfigError: the config is invalid, or local development mode was asked to bind elsewhere.
@@ -166,11 +168,14 @@ def serve(
         sayso,
         expire_every_seconds=expire_every_seconds,
         recover_every_seconds=recover_every_seconds,
-        routers=protocol_routers(sayso),
+        routers=protocol_routers(sayso, grpc_port=grpc_port, grpc_host=host),
         apps=protocol_apps(sayso),
     )
     listening = uvicorn.Config(
         app, host=host, port=port, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS, log_level="warning"
     )
     logging.getLogger("uvicorn.access").setLevel(logging.INFO)  # each request, one line, as uvicorn writes it
-    _Server(listening, app.state.sayso_server, banner(config_path, config, host, port)).run()
+    lines = banner(config_path, config, host, port)
+    if grpc_port is not None:
+        lines.insert(1, f"A2A over gRPC on {host}:{grpc_port} (tenant: {config.a2a.namespace}/<name>)")
+    _Server(listening, app.state.sayso_server, lines).run()

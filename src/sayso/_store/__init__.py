@@ -1,9 +1,10 @@
 """Durable storage for runs, pauses and decisions, behind one port with interchangeable backends.
 
-`RunStore` is the port (`_port`, its outbox verbs in `_port_outbox`), `SqlRunStore` serves SQLite
+`RunStore` is the port (`_port`, its outbox verbs in `_port_outbox`), its business verbs written
+once (`_verbs/`) over one transaction's primitives (`_primitives`); `SqlRunStore` serves SQLite
 (the default) and PostgreSQL (for replicas) (`_sql/`), and `MemoryRunStore` keeps everything in
-process memory (`_memory`). `store_from_url` picks the backend a configured URL names. The records
-every verb takes and returns live in `_records`.
+process memory (`_memory`), each implementing the primitives. `store_from_url` picks the backend a
+configured URL names. The records every verb takes and returns live in `_records`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from ._records import (
     RunRequests,
     RunStatus,
     StuckExecution,
+    ThreadCheck,
     ThreadRecord,
     ThreadSummary,
     TranscriptEntry,
@@ -78,6 +80,7 @@ __all__ = [
     "RunStore",
     "SqlRunStore",
     "StuckExecution",
+    "ThreadCheck",
     "ThreadRecord",
     "ThreadSummary",
     "TranscriptEntry",

@@ -2,7 +2,11 @@
 
 The runtime talks to durable state only through these verbs, so a backend can be swapped
 (`SqlRunStore` for SQLite and PostgreSQL, `MemoryRunStore` for tests and embedding) and one
-contract suite (`tests/store/test_contract.py`) pins what each must do. Every step that must
+contract suite (`tests/store/test_contract.py`) pins what each must do. The business verbs are
+written once (`_verbs/`) over the primitives of one transaction (`_primitives.StoreTx`); a
+backend supplies those primitives, its transactions and its listings. The rules a verb applies
+inside its transaction (`decide_request`'s `judge`, `begin_run`'s `check`) are the caller's pure
+functions, typed here: the store imports nothing of the runtime. Every step that must
 happen once — consuming a pause, the first decision, starting an approved call, taking over a
 run — is a conditional write whose outcome the verb reports, so the same runtime is safe across
 processes and replicas. Backends raise sayso's errors only: `RunConflict` and `PauseConsumed`
@@ -44,6 +48,7 @@ from ._records import (
     RunRequests,
     RunStatus,
     StuckExecution,
+    ThreadCheck,
     ThreadRecord,
     ThreadSummary,
     TranscriptEntry,
@@ -157,7 +162,7 @@ class RunStore(OutboxPort, TrustPort):
         lease_owner: str,
         lease_expires_at: float,
         now: float,
-        check: Callable[[ThreadRecord | None], None] | None = None,
+        check: ThreadCheck | None = None,
         grants_of: str | None = None,
     ) -> BegunRun:
         """A run's first transaction: read the thread, start the run on it, read its history.

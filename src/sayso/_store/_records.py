@@ -225,7 +225,13 @@ class Verdict:
 
 
 Judge = Callable[["RequestWithRun", PauseState], Verdict]
-"""Rules on a request, its run and its pause as read; raises to refuse (nothing is written)."""
+"""Rules on a request, its run and its pause as read; raises to refuse (nothing is written).
+
+The caller's pure function (no I/O, no state of its own): the store may call it again on what is
+there now when a concurrent writer got in the way, and imports nothing of whoever wrote it."""
+
+ThreadCheck = Callable[[ThreadRecord | None], None]
+"""Rules on a thread as a run's first transaction read it (`None`: a new one); raises to refuse. Pure, as `Judge`."""
 
 
 @dataclass(frozen=True, kw_only=True)

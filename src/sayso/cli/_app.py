@@ -252,6 +252,14 @@ def serve(
             help="Seconds between sweeps that carry on runs whose process died; 0 turns it off.", metavar="SECONDS"
         ),
     ] = 5.0,
+    grpc_port: Annotated[
+        int | None,
+        typer.Option(
+            help="Also serve A2A over gRPC on this port (lf.a2a.v1.A2AService, each agent named in the call's "
+            "tenant as NAMESPACE/NAME). Needs the grpc extra.",
+            metavar="PORT",
+        ),
+    ] = None,
 ) -> None:
     """Serve the REST API, the web UI and the A2A and AG-UI endpoints."""
     from .._serve import serve as run_server
@@ -263,6 +271,7 @@ def serve(
             port,
             expire_every_seconds=expire_every or None,
             recover_every_seconds=recover_every or None,
+            grpc_port=grpc_port,
         )
     except ConfigError as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)

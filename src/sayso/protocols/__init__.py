@@ -14,11 +14,14 @@ if TYPE_CHECKING:
     from .._runtime import Sayso
 
 
-def protocol_routers(sayso: Sayso) -> list[APIRouter]:
-    """The routers `sayso serve` mounts: A2A (`/a2a/{agent}`, agent cards) and AG-UI (`/ag-ui/{agent}`)."""
+def protocol_routers(sayso: Sayso, *, grpc_port: int | None = None, grpc_host: str = "127.0.0.1") -> list[APIRouter]:
+    """The routers `sayso serve` mounts: A2A (`/a2a/{agent}`, agent cards) and AG-UI (`/ag-ui/{agent}`).
+
+    With `grpc_port`, A2A is also served over gRPC on `grpc_host:grpc_port` while the app runs.
+    """
     from .a2a import a2a_router
 
-    routers = [a2a_router(sayso)]
+    routers = [a2a_router(sayso, grpc_port=grpc_port, grpc_host=grpc_host)]
     try:
         from .ag_ui import ag_ui_router
     except ImportError:  # pragma: no cover - until the AG-UI adapter lands

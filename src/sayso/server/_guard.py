@@ -137,7 +137,7 @@ class _JsonBodies:
 def _is_rpc(scope: Scope) -> bool:
     """A2A's JSON-RPC endpoints answer refusals as JSON-RPC errors."""
     path: str = scope["path"]
-    return path.startswith("/a2a/")
+    return path.startswith(("/a2a/", "/agents/"))
 
 
 def _library_refusals(send: Send, scope: Scope, limits: LimitsConfig) -> Send:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSche
 from pydantic.json_schema import JsonSchemaValue
 
 from .._core.decisions import ArgEdit
-from .._core.requests import RequestKind, Scope
+from .._core.requests import InterruptMode, RequestKind, Scope
 from .._runtime import TranscriptEntry, rfc3339
 
 
@@ -78,6 +78,12 @@ class RequestOut(_Out):
 
     id: str
     kind: RequestKind
+    mode: InterruptMode
+    """What the person is asked for, in hastekit's words: a verdict on a call (`approval`), data to give
+    (`form`: answers, a workflow's input, a client tool's result, an MCP form) or a page to visit (`url`)."""
+    is_nested: bool
+    """Whether an agent below the top-level run asked (a delegate or a workflow's agent node): hastekit's
+    `is_nested`; `agent_path` says which."""
     run_id: str
     thread_id: str
     """The thread of the run that asked (a delegate's own thread when a delegate asked)."""
@@ -120,8 +126,6 @@ class RequestOut(_Out):
     """client_tool: the tool's description."""
     args_schema: JsonSchemaValue | None = None
     """client_tool: the declared JSON schema."""
-    mode: Literal["form", "url"] | None = None
-    """elicitation: a form to fill in, or a page to visit."""
     server: str | None = None
     """elicitation: the MCP server that asked (`null`: the agent's before-call hook)."""
     requested_schema: JsonSchemaValue | None = None

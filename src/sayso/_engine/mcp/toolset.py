@@ -118,7 +118,7 @@ def plan_routes(
                 f"which does not offer {pronoun} (it offers: {', '.join(have) or 'nothing'})"
             )
             continue
-        for tool in binding.tools if binding.tools is not None else have:
+        for tool in have if binding.binds_all else binding.tools or ():
             earlier = merged.get((binding.server, tool))
             merged[(binding.server, tool)] = McpRoute(
                 server=binding.server,

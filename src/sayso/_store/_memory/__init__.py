@@ -2,10 +2,14 @@
 
 | module | holds |
 |---|---|
-| `_base` | the tables (serialised rows), the lock, and the steps several verbs share |
-| `_runs` | threads and runs: start, lease, pause, finish, cancel, expiry; the message log; remote tasks |
-| `_requests` | pauses, requests and decisions, the inbox, the at-most-once ledger |
-| `_grants_audit` | grants, the audit log, adapters' marks |
+| `_base` | the tables (serialised rows) and the lookups several reads share |
+| `_tx` | `MemoryTx`: the store's transaction primitives over the tables, with an undo log; the lock |
+| `_runs` | the sweeps' reads (lapsed, stalled, expired runs), the message log, thread listings |
+| `_requests` | reads of pauses, requests and decisions, the inbox, stuck ledger entries |
+| `_grants_audit` | reads of grants and the audit log |
+| `_outbox` | the outbox's primitives (`MemoryOutboxTx`, a base of `MemoryTx`): fan-out, claims, settling, pruning |
+
+The business verbs themselves are not here: they are written once in `sayso._store._verbs`.
 """
 
 from ._store import MemoryRunStore

@@ -1,17 +1,14 @@
-"""In-memory verbs of grants, the hash-chained audit log, and adapters' marks."""
+"""In-memory reads of grants and the hash-chained audit log."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
-
 from ..._core.audit import AuditHead, AuditRecord
-from ..._core.audit_events import AuditEvent
 from ..._core.grants import Grant
 from .._records import (
     AuditPage,
 )
-from ._base import _audit_record, _MemoryBase
+from ._base import _audit_record
+from ._tx import _MemoryBase
 
 
 class _GrantsAudit(_MemoryBase):
@@ -34,20 +31,7 @@ class _GrantsAudit(_MemoryBase):
                 if (g.principal, g.tool, g.subject_key) == (principal, tool, subject_key) and g.revoked_at is None
             ]
 
-    async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[AuditEvent] = ()) -> Grant | None:
-        async with self._lock:
-            grant = self._grants.get(grant_id)
-            if grant is None or grant.revoked_at is not None:
-                return None
-            self._append_audit(audit)
-            self._grants[grant_id] = revoked = replace(grant, revoked_at=now)
-            return revoked
-
     # the audit log
-
-    async def append_audit(self, bodies: Sequence[AuditEvent]) -> None:
-        async with self._lock:
-            self._append_audit(bodies)
 
     async def audit_records(self) -> list[AuditRecord]:
         async with self._lock:
@@ -70,13 +54,3 @@ class _GrantsAudit(_MemoryBase):
     async def count_audit(self) -> int:
         async with self._lock:
             return len(self._audit)
-
-    # adapters' own state
-
-    async def set_mark(self, namespace: str, key: str, value: str) -> None:
-        async with self._lock:
-            self._marks[namespace, key] = value
-
-    async def get_mark(self, namespace: str, key: str) -> str | None:
-        async with self._lock:
-            return self._marks.get((namespace, key))

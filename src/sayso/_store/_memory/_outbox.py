@@ -1,94 +1,103 @@
-"""In-memory verbs of the outbox: fanning events out to webhooks, claiming deliveries, settling and pruning them."""
+"""The outbox's primitives in memory: events fanned out to deliveries, claimed, settled and pruned, with undo.
+
+A part of `MemoryTx` (its base), kept apart because it is its own concept.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
 
-from .._port_outbox import PRUNED_AT_ONCE
+from .._primitives import Settled, StoreTx
 from .._records import DeliveryStatus, PendingDelivery
 from .._views import delivery_id
-from ._base import _Delivery, _MemoryBase
+from ._base import _Changes, _Delivery, _Tables
 
 
-class _Outbox(_MemoryBase):
-    async def fan_out_events(self, *, hooks: Sequence[str], now: float, limit: int = 200) -> int:
-        if not hooks:
-            return 0
-        async with self._lock:
-            waiting = [e for e in self._outbox if not e.fanned_out][:limit]
-            for event in waiting:
-                event.fanned_out = True
-                for hook in dict.fromkeys(hooks):
-                    self._deliveries[delivery_id(event.event_id, hook)] = _Delivery(
-                        event=event, hook=hook, next_attempt_at=now
-                    )
-            return len(waiting)
+class MemoryOutboxTx(_Changes, StoreTx):
+    """The outbox primitives of `MemoryTx`, over its tables and undo log."""
 
-    async def claim_deliveries(self, *, owner: str, now: float, until: float, limit: int = 50) -> list[PendingDelivery]:
-        async with self._lock:
-            due = [
-                (key, d)
-                for key, d in self._deliveries.items()
-                if d.status == "pending"
-                and d.next_attempt_at <= now
-                and (d.claimed_until is None or d.claimed_until < now)
-            ]
-            due.sort(key=lambda item: item[1].next_attempt_at)
-            claimed: list[PendingDelivery] = []
-            for key, d in due[:limit]:
-                d.claimed_by, d.claimed_until = owner, until
-                claimed.append(
-                    PendingDelivery(
-                        delivery_id=key,
-                        event_id=d.event.event_id,
-                        hook=d.hook,
-                        kind=d.event.kind,
-                        request_id=d.event.request_id,
-                        created_at=d.event.created_at,
-                        attempts=d.attempts,
-                    )
-                )
-            return claimed
+    s: _Tables
 
-    async def settle_delivery(
-        self,
-        delivery_id: str,
-        *,
-        owner: str,
-        status: DeliveryStatus,
-        now: float,
-        retry_at: float | None = None,
-        error: str | None = None,
-    ) -> bool:
-        async with self._lock:
-            d = self._deliveries.get(delivery_id)
-            if d is None or d.claimed_by != owner:
-                return False
-            d.status, d.claimed_by, d.claimed_until, d.last_error = status, None, None, error
-            if status == "pending":
-                d.next_attempt_at = retry_at if retry_at is not None else now
-            else:
-                d.finished_at = now
-            if status != "skipped":
-                d.attempts += 1
-            return True
+    async def unfanned_events(self, limit: int) -> list[str]:
+        return [e.event_id for e in self.s._outbox if not e.fanned_out][:limit]
+
+    async def fan_out(self, event_id: str, hooks: Sequence[str], now: float) -> bool:
+        event = next((e for e in self.s._outbox if e.event_id == event_id), None)
+        if event is None or event.fanned_out:
+            return False
+        self._set(event, fanned_out=True)
+        for hook in hooks:
+            delivery = _Delivery(event=event, hook=hook, next_attempt_at=now)
+            self._put(self.s._deliveries, delivery_id(event_id, hook), delivery)
+        return True
+
+    async def due_deliveries(self, now: float, limit: int) -> list[PendingDelivery]:
+        due = [(key, d) for key, d in self.s._deliveries.items() if _free(d, now) and d.next_attempt_at <= now]
+        due.sort(key=lambda item: item[1].next_attempt_at)
+        return [
+            PendingDelivery(
+                delivery_id=key,
+                event_id=d.event.event_id,
+                hook=d.hook,
+                kind=d.event.kind,
+                request_id=d.event.request_id,
+                created_at=d.event.created_at,
+                attempts=d.attempts,
+            )
+            for key, d in due[:limit]
+        ]
+
+    async def claim_delivery(self, delivery_id: str, *, owner: str, now: float, until: float) -> bool:
+        d = self.s._deliveries.get(delivery_id)
+        if d is None or not _free(d, now):
+            return False
+        self._set(d, claimed_by=owner, claimed_until=until)
+        return True
+
+    async def settle(self, delivery_id: str, owner: str, outcome: Settled) -> bool:
+        d = self.s._deliveries.get(delivery_id)
+        if d is None or d.claimed_by != owner:
+            return False
+        values: dict[str, object] = {"status": outcome.status, "claimed_by": None, "claimed_until": None}
+        values["last_error"] = outcome.error
+        if outcome.next_attempt_at is not None:
+            values["next_attempt_at"] = outcome.next_attempt_at
+        if outcome.finished_at is not None:
+            values["finished_at"] = outcome.finished_at
+        if outcome.attempted:
+            values["attempts"] = d.attempts + 1
+        self._set(d, **values)
+        return True
 
     async def delivery_counts(self) -> dict[DeliveryStatus, int]:
-        async with self._lock:
-            return dict(Counter(d.status for d in self._deliveries.values()))
+        return dict(Counter(d.status for d in self.s._deliveries.values()))
 
-    async def prune_outbox(self, *, before: float, limit: int = PRUNED_AT_ONCE) -> int:
-        async with self._lock:
-            settled = [
-                key
-                for key, d in self._deliveries.items()
-                if d.status != "pending" and d.finished_at is not None and d.finished_at < before
-            ][:limit]
-            for key in settled:
-                del self._deliveries[key]
-            left = {d.event.event_id for d in self._deliveries.values()}
-            events = [e for e in self._outbox if e.created_at < before and e.event_id not in left]
-            gone = {id(e) for e in events[: limit - len(settled)]}
-            self._outbox = [e for e in self._outbox if id(e) not in gone]
-            return len(settled) + len(gone)
+    async def prune_deliveries(self, before: float, limit: int) -> int:
+        deliveries = self.s._deliveries
+        settled = [
+            key
+            for key, d in deliveries.items()
+            if d.status != "pending" and d.finished_at is not None and d.finished_at < before
+        ][:limit]
+        for key in settled:
+            self._pop(deliveries, key)
+        return len(settled)
+
+    async def prune_events(self, before: float, limit: int, *, fanned_out: bool) -> int:
+        t = self.s
+        left = {d.event.event_id for d in t._deliveries.values()}
+        events = [
+            e for e in t._outbox if e.fanned_out == fanned_out and e.created_at < before and e.event_id not in left
+        ]
+        gone = {id(e) for e in events[:limit]}
+        if gone:
+            old = t._outbox
+            t._outbox = [e for e in old if id(e) not in gone]
+            self.undo.append(lambda: setattr(t, "_outbox", old))
+        return len(gone)
+
+
+def _free(d: _Delivery, now: float) -> bool:
+    """Pending, and claimed by no live sender."""
+    return d.status == "pending" and (d.claimed_until is None or d.claimed_until < now)

@@ -23,7 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ..._core.audit import AuditHead
 from ...exceptions import ConfigError, SaysoError, StoreError
-from .._port import RunStore
+from .._primitives import TxStore, TxWork
+from ._prims import SqlTx
 from ._tx import Database, PostgresDatabase, Sql, SqliteDatabase, Tx, Work
 
 T = TypeVar("T")
@@ -56,8 +57,8 @@ def async_url(url: str, *, base_dir: Path | None = None) -> str:
     return url
 
 
-class _SqlBase(RunStore):
-    """Connections, transactions and error mapping; the verbs live in the mixins beside this module."""
+class _SqlBase(TxStore):
+    """Connections, transactions and error mapping; the business verbs run on them as `SqlTx` work."""
 
     def __init__(self, url: str, *, base_dir: Path | None = None) -> None:
         self.url = async_url(url, base_dir=base_dir)
@@ -134,20 +135,28 @@ class _SqlBase(RunStore):
             await tx.one(_PING)
 
         try:
-            await self._read(work)
+            await self._raw_read(work)
         except StoreError as exc:
             raise StoreError(f"the store does not answer: {exc}") from exc
 
-    # plain SQL (the hot path)
+    # the transactions of the business verbs (the hot path)
 
-    async def _write(self, work: Work[T], *, race: Work[T] | None = None, durable: bool = True) -> T:
-        """Run `work` in one write transaction: committed when it returns, rolled back when it raises.
+    async def _write(self, work: TxWork[T], *, race: TxWork[T] | None = None, durable: bool = True) -> T:
+        """Run `work` over `SqlTx` in one write transaction (see `TxStore._write`).
 
-        `race` answers instead when a concurrent writer inserted the same key first, which can
-        happen only where writers do not queue (PostgreSQL): it runs in a fresh transaction and
-        returns the winner's state, redoes the step, or raises the conflict. `durable=False`:
-        see `Database.write`.
+        A concurrent writer inserting the same key first can happen only where writers do not
+        queue (PostgreSQL). `durable=False`: see `Database.write`.
         """
+        return await self._raw_write(_on_sql(work), race=None if race is None else _on_sql(race), durable=durable)
+
+    async def _read(self, work: TxWork[T]) -> T:
+        """Run `work` over `SqlTx` without writing."""
+        return await self._raw_read(_on_sql(work))
+
+    # plain SQL
+
+    async def _raw_write(self, work: Work[T], *, race: Work[T] | None = None, durable: bool = True) -> T:
+        """Run `work` on the driver's transaction, committed when it returns (see `_write` for `race`, `durable`)."""
         db = self._database()
         heads: list[AuditHead] = []
         result = await self._mapped(
@@ -172,8 +181,8 @@ class _SqlBase(RunStore):
 
         return signed
 
-    async def _read(self, work: Work[T]) -> T:
-        """Run `work` without writing."""
+    async def _raw_read(self, work: Work[T]) -> T:
+        """Run `work` on the driver's transaction without writing."""
         db = self._database()
         return await self._mapped(db, lambda: db.read(work), None)
 
@@ -243,6 +252,15 @@ class _SqlBase(RunStore):
                 conn.execution_options(sayso_read=True)
             with conn.begin():
                 return work(conn)
+
+
+def _on_sql(work: TxWork[T]) -> Work[T]:
+    """Work over the primitives as work over the driver's transaction."""
+
+    async def on_sql(tx: Tx) -> T:
+        return await work(SqlTx(tx))
+
+    return on_sql
 
 
 def _make_sqlite_durable(engine: Engine) -> None:

@@ -1,23 +1,17 @@
-"""SQL verbs of remembered approvals (grants) and the hash-chained audit log."""
+"""SQL reads of remembered approvals (grants) and the hash-chained audit log."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from sqlalchemy import Connection
 
 from ..._core.audit import AuditHead, AuditRecord
-from ..._core.audit_events import AuditEvent
 from ..._core.grants import Grant
 from .. import _tables as t
 from .._records import AuditPage
 from . import _chain, _rows
 from ._base import _SqlBase
-from ._tx import Sql, Tx
-
-_REVOKE = Sql("UPDATE grants SET revoked_at = :now WHERE grant_id = :grant_id AND revoked_at IS NULL")
-_GET_GRANT = Sql(f"SELECT {', '.join(_rows.GRANT_COLUMNS)} FROM grants WHERE grant_id = :grant_id")
+from ._tx import Tx
 
 
 class _GrantsAudit(_SqlBase):
@@ -38,24 +32,7 @@ class _GrantsAudit(_SqlBase):
             params = {"principal": principal, "tool": tool, "subject_key": subject_key}
             return [_rows.grant_record(row) for row in await tx.all(_rows.GRANTS_FOR, params)]
 
-        return await self._read(work)
-
-    async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[AuditEvent] = ()) -> Grant | None:
-        async def work(tx: Tx) -> Grant | None:
-            if await tx.run(_REVOKE, {"grant_id": grant_id, "now": now}) != 1:
-                return None
-            await _chain.append_audit(tx, audit)
-            row = await tx.one(_GET_GRANT, {"grant_id": grant_id})
-            assert row is not None, "the grant was just revoked in this transaction"
-            return _rows.grant_record(row)
-
-        return await self._write(work)
-
-    async def append_audit(self, bodies: Sequence[AuditEvent]) -> None:
-        async def work(tx: Tx) -> None:
-            await _chain.append_audit(tx, bodies)
-
-        await self._write(work)
+        return await self._raw_read(work)
 
     async def audit_records(self) -> list[AuditRecord]:
         def work(conn: Connection) -> list[AuditRecord]:
@@ -64,7 +41,7 @@ class _GrantsAudit(_SqlBase):
         return await self._sa_read(work)
 
     async def audit_head(self) -> AuditHead | None:
-        return await self._read(_chain.audit_head)
+        return await self._raw_read(_chain.audit_head)
 
     async def audit_page(self, *, newest_first: bool, limit: int, cursor: int | None) -> AuditPage:
         a = t.audit

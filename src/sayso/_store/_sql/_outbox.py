@@ -1,154 +1,114 @@
-"""SQL verbs of the outbox: fanning events out to webhooks, claiming deliveries, settling and pruning them."""
+"""The outbox's primitives on SQLite and PostgreSQL: events fanned out to deliveries, claimed, settled and pruned.
+
+A part of `SqlTx` (its base), kept apart because it is its own concept; each primitive is one
+or two constant statements, found through the outbox's and deliveries' indexes.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy import Connection
-
-from .. import _tables as t
-from .._port_outbox import PRUNED_AT_ONCE
+from .._primitives import Settled, StoreTx
 from .._records import DeliveryStatus, PendingDelivery
 from .._views import delivery_id
-from ._base import _SqlBase
+from ._tx import Sql, Tx
 
-_SETTLED: tuple[DeliveryStatus, ...] = ("delivered", "skipped", "failed")
+UNFANNED = Sql("SELECT event_id FROM outbox WHERE fanned_out = :no ORDER BY seq LIMIT :limit")
+FAN_OUT = Sql("UPDATE outbox SET fanned_out = :yes WHERE event_id = :event_id AND fanned_out = :no")
+"""Conditional: of two senders fanning out one event, one does it (the other's update waits, then matches nothing)."""
+INSERT_DELIVERY = Sql(
+    "INSERT INTO deliveries (delivery_id, event_id, hook, status, attempts, next_attempt_at) "
+    "VALUES (:delivery_id, :event_id, :hook, 'pending', 0, :now)"
+)
+_FREE = "(d.claimed_until IS NULL OR d.claimed_until < :now)"
+DUE = Sql(
+    "SELECT d.delivery_id, d.event_id, d.hook, d.attempts, o.kind, o.request_id, o.created_at "
+    "FROM deliveries d JOIN outbox o ON o.event_id = d.event_id "
+    f"WHERE d.status = 'pending' AND d.next_attempt_at <= :now AND {_FREE} "
+    "ORDER BY d.next_attempt_at, o.seq LIMIT :limit"
+)
+CLAIM = Sql(
+    "UPDATE deliveries SET claimed_by = :owner, claimed_until = :until "
+    "WHERE delivery_id = :delivery_id AND status = 'pending' AND (claimed_until IS NULL OR claimed_until < :now)"
+)
+SETTLE = Sql(
+    "UPDATE deliveries SET status = :status, claimed_by = NULL, claimed_until = NULL, last_error = :error, "
+    "next_attempt_at = COALESCE(:next_attempt_at, next_attempt_at), finished_at = COALESCE(:finished_at, finished_at), "
+    "attempts = attempts + :attempted WHERE delivery_id = :delivery_id AND claimed_by = :owner"
+)
+COUNTS = Sql("SELECT status, COUNT(*) AS n FROM deliveries GROUP BY status")
+# Each subquery picks at most `limit` rows through an index (`ix_deliveries_settled`, `ix_outbox_age`), unordered
+# so that no backlog is sorted; the deletes then go by primary key.
+PRUNE_DELIVERIES = Sql(
+    "DELETE FROM deliveries WHERE delivery_id IN (SELECT delivery_id FROM deliveries "
+    "WHERE status IN ('delivered', 'skipped', 'failed') AND finished_at < :before LIMIT :limit)"
+)
+PRUNE_FANNED_OUT = Sql(
+    "DELETE FROM outbox WHERE seq IN (SELECT old.seq FROM outbox old WHERE old.fanned_out = :yes "
+    "AND old.created_at < :before AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = old.event_id) "
+    "LIMIT :limit) AND fanned_out = :yes"
+)
+PRUNE_NOT_FANNED_OUT = Sql(
+    "DELETE FROM outbox WHERE seq IN (SELECT old.seq FROM outbox old WHERE old.fanned_out = :no "
+    "AND old.created_at < :before LIMIT :limit) AND fanned_out = :no"
+)
+"""An event not fanned out is deleted only while it still is not: a sender fanning it out meanwhile keeps it
+(PostgreSQL checks `fanned_out` again on the row it waited for)."""
+
+_FLAGS = {"yes": True, "no": False}
 
 
-class _Outbox(_SqlBase):
-    async def fan_out_events(self, *, hooks: Sequence[str], now: float, limit: int = 200) -> int:
-        if not hooks:
-            return 0
-        o = t.outbox
-        waiting = sa.select(o.c.seq, o.c.event_id).where(o.c.fanned_out.is_(False)).order_by(o.c.seq).limit(limit)
+class SqlOutboxTx(StoreTx):
+    """The outbox primitives of `SqlTx`."""
 
-        def work(conn: Connection) -> int:
-            done = 0
-            for row in conn.execute(waiting).all():
-                # Conditional: of two senders fanning out the same event, one does it (the other's update
-                # waits for the first to commit, then matches nothing).
-                if (
-                    conn.execute(
-                        o.update().where(o.c.seq == row.seq, o.c.fanned_out.is_(False)).values(fanned_out=True)
-                    ).rowcount
-                    != 1
-                ):
-                    continue
-                conn.execute(
-                    t.deliveries.insert(),
-                    [
-                        {
-                            "delivery_id": delivery_id(row.event_id, hook),
-                            "event_id": row.event_id,
-                            "hook": hook,
-                            "status": "pending",
-                            "attempts": 0,
-                            "next_attempt_at": now,
-                        }
-                        for hook in dict.fromkeys(hooks)
-                    ],
-                )
-                done += 1
-            return done
+    tx: Tx
 
-        def lost(conn: Connection) -> int:
-            return 0  # another sender fanned these events out first
+    async def unfanned_events(self, limit: int) -> list[str]:
+        return [row["event_id"] for row in await self.tx.all(UNFANNED, {**_FLAGS, "limit": limit})]
 
-        return await self._sa_write(work, race=lost)
+    async def fan_out(self, event_id: str, hooks: Sequence[str], now: float) -> bool:
+        if await self.tx.run(FAN_OUT, {**_FLAGS, "event_id": event_id}) != 1:
+            return False
+        rows = [{"delivery_id": delivery_id(event_id, h), "event_id": event_id, "hook": h, "now": now} for h in hooks]
+        await self.tx.many(INSERT_DELIVERY, rows)
+        return True
 
-    async def claim_deliveries(self, *, owner: str, now: float, until: float, limit: int = 50) -> list[PendingDelivery]:
-        d, o = t.deliveries, t.outbox
-        free = sa.or_(d.c.claimed_until.is_(None), d.c.claimed_until < now)
-        due = (
-            sa.select(d, o.c.kind, o.c.request_id, o.c.created_at)
-            .join(o, o.c.event_id == d.c.event_id)
-            .where(d.c.status == "pending", d.c.next_attempt_at <= now, free)
-            .order_by(d.c.next_attempt_at, o.c.seq)
-            .limit(limit)
-        )
-
-        def work(conn: Connection) -> list[PendingDelivery]:
-            claimed: list[PendingDelivery] = []
-            for row in conn.execute(due).all():
-                taken = conn.execute(
-                    d.update()
-                    .where(d.c.delivery_id == row.delivery_id, d.c.status == "pending", free)
-                    .values(claimed_by=owner, claimed_until=until)
-                )
-                if taken.rowcount == 1:
-                    claimed.append(
-                        PendingDelivery(
-                            delivery_id=row.delivery_id,
-                            event_id=row.event_id,
-                            hook=row.hook,
-                            kind=row.kind,
-                            request_id=row.request_id,
-                            created_at=row.created_at,
-                            attempts=row.attempts,
-                        )
-                    )
-            return claimed
-
-        return await self._sa_write(work)
-
-    async def settle_delivery(
-        self,
-        delivery_id: str,
-        *,
-        owner: str,
-        status: DeliveryStatus,
-        now: float,
-        retry_at: float | None = None,
-        error: str | None = None,
-    ) -> bool:
-        d = t.deliveries
-        values: dict[str, Any] = {"status": status, "claimed_by": None, "claimed_until": None, "last_error": error}
-        if status == "pending":
-            values["next_attempt_at"] = retry_at if retry_at is not None else now
-        else:
-            values["finished_at"] = now
-        if status != "skipped":
-            values["attempts"] = d.c.attempts + 1
-
-        def work(conn: Connection) -> bool:
-            settled = conn.execute(
-                d.update().where(d.c.delivery_id == delivery_id, d.c.claimed_by == owner).values(**values)
+    async def due_deliveries(self, now: float, limit: int) -> list[PendingDelivery]:
+        return [
+            PendingDelivery(
+                delivery_id=row["delivery_id"],
+                event_id=row["event_id"],
+                hook=row["hook"],
+                kind=row["kind"],
+                request_id=row["request_id"],
+                created_at=row["created_at"],
+                attempts=row["attempts"],
             )
-            return settled.rowcount == 1
+            for row in await self.tx.all(DUE, {"now": now, "limit": limit})
+        ]
 
-        return await self._sa_write(work)
+    async def claim_delivery(self, delivery_id: str, *, owner: str, now: float, until: float) -> bool:
+        params = {"delivery_id": delivery_id, "owner": owner, "now": now, "until": until}
+        return await self.tx.run(CLAIM, params) == 1
+
+    async def settle(self, delivery_id: str, owner: str, outcome: Settled) -> bool:
+        params = {
+            "delivery_id": delivery_id,
+            "owner": owner,
+            "status": outcome.status,
+            "error": outcome.error,
+            "next_attempt_at": outcome.next_attempt_at,
+            "finished_at": outcome.finished_at,
+            "attempted": 1 if outcome.attempted else 0,
+        }
+        return await self.tx.run(SETTLE, params) == 1
 
     async def delivery_counts(self) -> dict[DeliveryStatus, int]:
-        query = sa.select(t.deliveries.c.status, sa.func.count()).group_by(t.deliveries.c.status)
+        return {row["status"]: int(row["n"]) for row in await self.tx.all(COUNTS)}
 
-        def work(conn: Connection) -> dict[DeliveryStatus, int]:
-            return {row[0]: int(row[1]) for row in conn.execute(query).all()}
+    async def prune_deliveries(self, before: float, limit: int) -> int:
+        return await self.tx.run(PRUNE_DELIVERIES, {"before": before, "limit": limit})
 
-        return await self._sa_read(work)
-
-    async def prune_outbox(self, *, before: float, limit: int = PRUNED_AT_ONCE) -> int:
-        d, o = t.deliveries, t.outbox
-        old = o.alias("old")
-        # Each subquery picks at most `limit` rows through an index (`ix_deliveries_settled`, `ix_outbox_age`),
-        # unordered so that no backlog is sorted; the deletes then go by primary key.
-        settled = sa.select(d.c.delivery_id).where(d.c.status.in_(_SETTLED), d.c.finished_at < before)
-        none_left = ~sa.exists().where(d.c.event_id == old.c.event_id)
-
-        def events(fanned_out: bool, room: int) -> sa.Select[tuple[int]]:
-            picked = sa.select(old.c.seq).where(old.c.fanned_out == fanned_out, old.c.created_at < before)
-            return (picked.where(none_left) if fanned_out else picked).limit(room)
-
-        def work(conn: Connection) -> int:
-            gone = conn.execute(d.delete().where(d.c.delivery_id.in_(settled.limit(limit)))).rowcount
-            # Fanned-out events get no new deliveries, so one none is left for is done with. An event not fanned
-            # out is deleted only while it still is not: a sender fanning it out meanwhile keeps it (PostgreSQL
-            # checks `fanned_out` again on the row it waited for).
-            for fanned_out in (True, False):
-                if gone < limit:
-                    picked = events(fanned_out, limit - gone)
-                    gone += conn.execute(o.delete().where(o.c.seq.in_(picked), o.c.fanned_out == fanned_out)).rowcount
-            return gone
-
-        return await self._sa_write(work)
+    async def prune_events(self, before: float, limit: int, *, fanned_out: bool) -> int:
+        sql = PRUNE_FANNED_OUT if fanned_out else PRUNE_NOT_FANNED_OUT
+        return await self.tx.run(sql, {**_FLAGS, "before": before, "limit": limit})

@@ -1,27 +1,19 @@
-"""The constant statements of the hot path, the steps several SQL verbs share, and rows ↔ records.
+"""The constant statements of the SQL backend's primitives, and rows ↔ records.
 
-Each step runs inside the caller's transaction (`Tx`); none opens one of its own, so a verb that
-uses several of them still commits once. Statements are written once with named parameters and
-run unchanged on SQLite and PostgreSQL, except where a `pg=` variant says otherwise.
+Statements are written once with named parameters and run unchanged on SQLite and PostgreSQL,
+except where a `pg=` variant says otherwise; `_prims.SqlTx` runs them, one or two per primitive.
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Any
 
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
-
-from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
-from ...exceptions import RunConflict
-from .._records import GRANTS_READ_AT_ONCE, ExecutionResult, OutboxKind, RunRecord, ThreadRecord
-from ._chain import append_audit
-from ._tx import Row, Sql, Tx
+from .._records import RunRecord, ThreadRecord
+from ._tx import Row, Sql
 
 RUN_COLUMNS = (
     "run_id",
@@ -66,7 +58,6 @@ _BUMP = "updated_at = :now, revision = revision + 1"
 # threads
 
 GET_THREAD = Sql("SELECT thread_id, owner, agent, active_run_id, created_at FROM threads WHERE thread_id = :thread_id")
-THREAD_EXISTS = Sql("SELECT 1 FROM threads WHERE thread_id = :thread_id")
 INSERT_THREAD = Sql(
     "INSERT INTO threads (thread_id, owner, agent, active_run_id, created_at) "
     "VALUES (:thread_id, :owner, :agent, :run_id, :now)"
@@ -235,6 +226,33 @@ INSERT_REMOTE_TASK = Sql(
 )
 
 
+# workflow runs, marks, grants by id
+
+GET_WORKFLOW_STATE = Sql("SELECT body FROM workflow_states WHERE run_id = :run_id")
+PUT_WORKFLOW_STATE = Sql(
+    "INSERT INTO workflow_states (run_id, body, updated_at) VALUES (:run_id, :body, :now) "
+    "ON CONFLICT (run_id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at"
+)
+"""Replace a workflow run's saved state in one statement (an upsert on the run's id)."""
+
+LEASE_OWNER = Sql("SELECT lease_owner FROM runs WHERE run_id = :run_id")
+TAKE_THREAD_BACK = Sql(
+    "UPDATE threads SET active_run_id = :run_id "
+    "WHERE thread_id = :thread_id AND (active_run_id IS NULL OR active_run_id = :run_id)"
+)
+REOPEN_RUN = Sql(
+    "UPDATE runs SET status = 'running', error = NULL, lease_owner = :owner, lease_expires_at = :until, "
+    f"{_BUMP} WHERE run_id = :run_id AND status = 'failed'"
+)
+REVOKE_GRANT = Sql("UPDATE grants SET revoked_at = :now WHERE grant_id = :grant_id AND revoked_at IS NULL")
+GET_GRANT = Sql(f"SELECT {_GRANT} FROM grants WHERE grant_id = :grant_id")
+SET_MARK = Sql(
+    "INSERT INTO marks (namespace, key, value, updated_at) VALUES (:namespace, :key, :value, :now) "
+    "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
+)
+GET_MARK = Sql("SELECT value FROM marks WHERE namespace = :namespace AND key = :key")
+
+
 # rows ↔ records
 
 
@@ -287,184 +305,3 @@ def requests_and_decisions(rows: Sequence[Row]) -> tuple[list[Request], dict[str
     requests = [REQUEST_ADAPTER.validate_json(row["body"]) for row in rows]
     decisions = {d.request_id: d for d in map(decision_of, rows) if d is not None}
     return requests, decisions
-
-
-def decode_history(bodies: Sequence[bytes]) -> list[ModelMessage]:
-    """A thread's stored batches as one list of messages, decoded in one pass over their JSON arrays."""
-    if not bodies:
-        return []
-    if len(bodies) == 1:
-        return ModelMessagesTypeAdapter.validate_json(bodies[0])
-    # Each batch is a JSON array: joining their insides gives one array of the whole history.
-    inner = [bytes(b).strip()[1:-1].strip() for b in bodies]
-    return ModelMessagesTypeAdapter.validate_json(b"[" + b",".join(i for i in inner if i) + b"]")
-
-
-# steps
-
-
-async def history_bodies(tx: Tx, thread_id: str) -> list[bytes]:
-    """A thread's stored message batches, oldest first, undecoded (decode them after the transaction)."""
-    return [bytes(row["body"]) for row in await tx.all(HISTORY, {"thread_id": thread_id})]
-
-
-async def active_grants(tx: Tx, principal: str | None, now: float) -> list[Grant] | None:
-    """`principal`'s active grants, or `None` when none were asked for or there are too many to read at once."""
-    if principal is None:
-        return None
-    params = {"principal": principal, "now": now, "limit": GRANTS_READ_AT_ONCE + 1}
-    rows = await tx.all(ACTIVE_GRANTS, params)
-    return None if len(rows) > GRANTS_READ_AT_ONCE else [grant_record(row) for row in rows]
-
-
-async def update_own_run(tx: Tx, sql: Sql, run_id: str, owner: str, **values: Any) -> None:
-    """Change a run this process holds; the lease check is the update's own condition.
-
-    Raises:
-        RunConflict: another process holds the run now.
-    """
-    if await tx.run(sql, {"run_id": run_id, "owner": owner, **values}) != 1:
-        raise RunConflict(run_id, "this process lost its lease on the run; another process carries it on")
-
-
-async def free_thread(tx: Tx, run: RunRecord) -> None:
-    """The thread takes new runs again once this one has ended."""
-    await tx.later(FREE_THREAD, [{"thread_id": run.thread_id, "run_id": run.run_id}])
-
-
-async def consume(tx: Tx, pause_id: str) -> bool:
-    """Consume an open pause; `False` when it was consumed before (someone else won)."""
-    return await tx.run(CONSUME_PAUSE, {"pause_id": pause_id}) == 1
-
-
-async def append_messages(tx: Tx, run: RunRecord, new: Sequence[ModelMessage]) -> None:
-    """Append a run's new messages to its thread's log as one batch."""
-    if not new:
-        return
-    await tx.later(
-        APPEND_MESSAGES,
-        [
-            {
-                "thread_id": run.thread_id,
-                "run_id": run.run_id,
-                "count": len(new),
-                "body": ModelMessagesTypeAdapter.dump_json(list(new)),
-            }
-        ],
-    )
-
-
-async def insert_requests(tx: Tx, pause_id: str, requests: Sequence[Request]) -> None:
-    """Store a pause's requests, open, in the order they were raised."""
-    if not requests:
-        return
-    await tx.later(
-        INSERT_REQUEST,
-        [
-            {
-                "request_id": r.request_id,
-                "pause_id": pause_id,
-                "position": position,
-                "run_id": r.run_id,
-                "thread_id": r.thread_id,
-                "agent_path": r.agent_path,
-                "kind": r.kind,
-                "created_at": r.created_at,
-                "expires_at": r.expires_at,
-                "body": REQUEST_ADAPTER.dump_json(r),
-            }
-            for position, r in enumerate(requests)
-        ],
-    )
-
-
-async def decisions_of(tx: Tx, request_ids: Sequence[str]) -> dict[str, DecisionRecord]:
-    """The decisions taken for these requests, by request id."""
-    found: dict[str, DecisionRecord] = {}
-    for request_id in dict.fromkeys(request_ids):
-        row = await tx.one(GET_DECISION, {"request_id": request_id})
-        if row is not None and (record := decision_of(row)) is not None:
-            found[request_id] = record
-    return found
-
-
-async def insert_decisions(tx: Tx, records: Sequence[DecisionRecord], audit: Sequence[AuditEvent] = ()) -> None:
-    """Record decisions (their requests become `decided`) and append their audit records."""
-    await append_audit(tx, audit)
-    if not records:
-        return
-    await tx.later(
-        INSERT_DECISION,
-        [
-            {
-                "request_id": d.request_id,
-                "kind": d.decision.kind,
-                "by": d.by,
-                "principal": d.principal,
-                "decided_at": d.decided_at,
-                "via": d.via,
-                "body": DECISION_ADAPTER.dump_json(d.decision),
-            }
-            for d in records
-        ],
-    )
-    await tx.later(MARK_DECIDED, [{"request_id": d.request_id} for d in records])
-    await outbox(tx, "request.decided", [d.request_id for d in records], now=max(d.decided_at for d in records))
-
-
-async def outbox(tx: Tx, kind: OutboxKind, request_ids: Sequence[str], *, now: float) -> None:
-    """Write one outbox event per request, in the caller's transaction (so it commits with the change)."""
-    if request_ids:
-        await tx.later(
-            INSERT_OUTBOX,
-            [
-                {"event_id": new_event_id(), "kind": kind, "request_id": r, "created_at": now, "fanned_out": False}
-                for r in request_ids
-            ],
-        )
-
-
-def new_event_id() -> str:
-    """An outbox event's id: random, so ids never repeat across databases."""
-    return f"evt_{secrets.token_urlsafe(12)}"
-
-
-async def insert_grants(tx: Tx, grants: Sequence[Grant]) -> None:
-    """Store new grants."""
-    if grants:
-        await tx.later(INSERT_GRANT, [asdict(g) for g in grants])
-
-
-async def finish_executions(tx: Tx, executions: Sequence[ExecutionResult], now: float) -> None:
-    """Write the results of approved calls to their ledger entries, with their audit records."""
-    if not executions:
-        return
-    await append_audit(tx, [done.audit for done in executions])  # first: its head lock is the one round trip
-    await tx.later(
-        FINISH_EXECUTION,
-        [
-            {"request_id": done.request_id, "status": done.status, "result": done.result, "now": now}
-            for done in executions
-        ],
-    )
-
-
-# workflow runs' state
-
-GET_WORKFLOW_STATE = Sql("SELECT body FROM workflow_states WHERE run_id = :run_id")
-PUT_WORKFLOW_STATE = Sql(
-    "INSERT INTO workflow_states (run_id, body, updated_at) VALUES (:run_id, :body, :now) "
-    "ON CONFLICT (run_id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at"
-)
-"""Replace a workflow run's saved state in one statement (an upsert on the run's id)."""
-
-
-async def workflow_state(tx: Tx, run_id: str) -> bytes | None:
-    """A workflow run's saved state, or `None`."""
-    row = await tx.one(GET_WORKFLOW_STATE, {"run_id": run_id})
-    return None if row is None else bytes(row["body"])
-
-
-async def put_workflow_state(tx: Tx, run_id: str, state: bytes, now: float) -> None:
-    """Replace a workflow run's saved state."""
-    await tx.later(PUT_WORKFLOW_STATE, [{"run_id": run_id, "body": bytes(state), "now": now}])

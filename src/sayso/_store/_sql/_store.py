@@ -1,18 +1,15 @@
-"""`SqlRunStore`: the `RunStore` port on SQLite or PostgreSQL, assembled from one mixin per concept."""
+"""`SqlRunStore`: the `RunStore` port on SQLite or PostgreSQL: the shared verbs over `SqlTx`, and SQL reads."""
 
 from __future__ import annotations
 
+from .._verbs import DecisionVerbs, OutboxVerbs, RunVerbs, TrustVerbs
 from ._grants_audit import _GrantsAudit
-from ._ledger import _Ledger
 from ._listings import _Listings
-from ._marks import _Marks
-from ._outbox import _Outbox
 from ._requests import _Requests
 from ._runs import _Runs
-from ._workflows import _Workflows
 
 
-class SqlRunStore(_Runs, _Requests, _Ledger, _GrantsAudit, _Listings, _Marks, _Outbox, _Workflows):
+class SqlRunStore(RunVerbs, DecisionVerbs, TrustVerbs, OutboxVerbs, _Runs, _Requests, _GrantsAudit, _Listings):
     """The durable store on SQLite (the default, one file) or PostgreSQL (for several replicas).
 
     `SqlRunStore("sqlite:///sayso.db", base_dir=...)` takes relative SQLite paths from `base_dir`;

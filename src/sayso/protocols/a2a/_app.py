@@ -7,7 +7,11 @@ Every configured entry is served under its name: each agent, and each orchestrat
 - `POST /a2a/{name}`: JSON-RPC 2.0 (A2A 1.0, and A2A 0.3's `message/send` for older clients),
   blocking (`SendMessage`) or streaming over SSE (`SendStreamingMessage`);
 - `GET /a2a/{name}/.well-known/agent-card.json`: its card, declaring the extension;
+- `POST /agents/{namespace}/{name}` and its card: the same endpoint at kagent's address
+  (`a2a.namespace`), so a kagent client's URLs work unchanged;
 - `GET /.well-known/agent-card.json`: the configured entry's card.
+
+A card's URL is the path it was fetched under, so a client keeps using the address it found.
 
 The a2a-sdk does not echo activated extensions, so the route adds `A2A-Extensions` to the
 response itself when the call requested the HITL extension. The router's lifespan holds the
@@ -19,6 +23,8 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import anyio
 from a2a.extensions.common import get_requested_extensions
@@ -32,10 +38,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ..._runtime import Sayso, authenticate
-from ...exceptions import Unauthenticated
+from ...exceptions import ConfigError, Unauthenticated
 from ._handler import ACTIVATED_STATE, CALLER_STATE, Background, SaysoRequestHandler
 from ._mapping import EXTENSION_DESCRIPTION, HITL_URI
 from ._push import MarkPushConfigStore, push_sender, signing_client
+
+if TYPE_CHECKING:
+    import grpc.aio
 
 EXTENSION_HEADERS = ("A2A-Extensions", "X-A2A-Extensions")
 """The request headers that name extensions: A2A 1.0's, and A2A 0.3's older name."""
@@ -67,10 +76,19 @@ class _ContextBuilder(DefaultServerCallContextBuilder):
         return context
 
 
-def agent_card(sayso: Sayso, name: str, base_url: str) -> AgentCard:
+def entry_paths(sayso: Sayso, name: str) -> tuple[str, str]:
+    """The two addresses of one entry's A2A endpoint: sayso's `/a2a/{name}`, kagent's `/agents/{ns}/{name}`."""
+    return f"/a2a/{name}", f"/agents/{sayso.config.a2a.namespace}/{name}"
+
+
+def agent_card(
+    sayso: Sayso, name: str, base_url: str, *, path: str | None = None, grpc_port: int | None = None
+) -> AgentCard:
     """The card of one entry (agent, orchestration or workflow): its endpoint, streaming, pushes, the HITL extension.
 
-    In `a2a.legacy_only` mode the card is kagent 0.x's: A2A 0.3, and no v1 extension.
+    `path` is the endpoint's address the card names (default `/a2a/{name}`). With `grpc_port`, the
+    card also offers gRPC on the same host, the entry named by its tenant `<namespace>/<name>`. In
+    `a2a.legacy_only` mode the card is kagent 0.x's: A2A 0.3, and no v1 extension.
     """
     config = sayso.config
     agent = config.entries()[name]
@@ -85,17 +103,27 @@ def agent_card(sayso: Sayso, name: str, base_url: str) -> AgentCard:
         )
     legacy = config.a2a.legacy_only
     extensions = [] if legacy else [AgentExtension(uri=HITL_URI, description=EXTENSION_DESCRIPTION, required=False)]
+    interfaces = [
+        AgentInterface(
+            url=base_url.rstrip("/") + (path or entry_paths(sayso, name)[0]),
+            protocol_binding="JSONRPC",
+            protocol_version=LEGACY_PROTOCOL_VERSION if legacy else PROTOCOL_VERSION,
+        )
+    ]
+    if grpc_port is not None and not legacy:
+        interfaces.append(
+            AgentInterface(
+                url=f"{urlsplit(base_url).hostname}:{grpc_port}",
+                protocol_binding="GRPC",
+                protocol_version=PROTOCOL_VERSION,
+                tenant=f"{config.a2a.namespace}/{name}",
+            )
+        )
     return AgentCard(
         name=name,
         description=description,
         version="0.1.0",
-        supported_interfaces=[
-            AgentInterface(
-                url=f"{base_url.rstrip('/')}/a2a/{name}",
-                protocol_binding="JSONRPC",
-                protocol_version=LEGACY_PROTOCOL_VERSION if legacy else PROTOCOL_VERSION,
-            )
-        ],
+        supported_interfaces=interfaces,
         capabilities=AgentCapabilities(streaming=True, push_notifications=True, extensions=extensions),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
@@ -103,37 +131,67 @@ def agent_card(sayso: Sayso, name: str, base_url: str) -> AgentCard:
     )
 
 
-def a2a_router(sayso: Sayso) -> APIRouter:
-    """The A2A endpoints and agent cards of every entry of `sayso` (agents, orchestrations and workflows)."""
+def a2a_router(sayso: Sayso, *, grpc_port: int | None = None, grpc_host: str = "127.0.0.1") -> APIRouter:
+    """The A2A endpoints and agent cards of every entry of `sayso` (agents, orchestrations and workflows).
+
+    With `grpc_port`, the router's lifespan also serves the same handlers over gRPC on
+    `grpc_host:grpc_port` (the `grpc` extra), and the cards offer it.
+    """
     background = Background()
     push_store = MarkPushConfigStore(sayso, sayso.config.a2a, caller_state=CALLER_STATE)
+    handlers = {
+        name: SaysoRequestHandler(sayso, agent, background=background, push_store=push_store)
+        for name, agent in sayso.config.entries().items()
+    }
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with signing_client(sayso.config.a2a) as http, anyio.create_task_group() as tasks:
             background.tasks, background.push = tasks, push_sender(sayso, push_store, http)
-            yield
+            grpc_server = await _grpc_server(sayso, handlers, grpc_host, grpc_port)
+            try:
+                yield
+            finally:
+                if grpc_server is not None:
+                    await grpc_server.stop(GRPC_GRACE_SECONDS)
             # Leaving the task group waits for message work still running: no run is cut short.
         background.tasks = background.push = None
 
     router = APIRouter(lifespan=lifespan)
-    for name, agent in sayso.config.entries().items():
-        handler = SaysoRequestHandler(sayso, agent, background=background, push_store=push_store)
+    for name, handler in handlers.items():
         dispatcher = JsonRpcDispatcher(handler, context_builder=_ContextBuilder(), enable_v0_3_compat=True)
-        router.add_route(f"/a2a/{name}", _rpc_endpoint(sayso, dispatcher), methods=["POST"], include_in_schema=False)
-        router.add_route(
-            f"/a2a/{name}/.well-known/agent-card.json",
-            _card_endpoint(sayso, name),
-            methods=["GET"],
-            include_in_schema=False,
-        )
+        for path in entry_paths(sayso, name):
+            router.add_route(path, _rpc_endpoint(sayso, dispatcher), methods=["POST"], include_in_schema=False)
+            router.add_route(
+                f"{path}/.well-known/agent-card.json",
+                _card_endpoint(sayso, name, path, grpc_port),
+                methods=["GET"],
+                include_in_schema=False,
+            )
     router.add_route(
         "/.well-known/agent-card.json",
-        _card_endpoint(sayso, sayso.config.entry_name),
+        _card_endpoint(sayso, sayso.config.entry_name, None, grpc_port),
         methods=["GET"],
         include_in_schema=False,
     )
     return router
+
+
+GRPC_GRACE_SECONDS = 5.0
+"""How long a stopping gRPC server lets calls in flight finish."""
+
+
+async def _grpc_server(
+    sayso: Sayso, handlers: dict[str, SaysoRequestHandler], host: str, port: int | None
+) -> grpc.aio.Server | None:
+    """The started gRPC server of the handlers, when a port is asked for."""
+    if port is None:
+        return None
+    try:
+        from ._grpc import start_grpc
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise ConfigError("A2A over gRPC needs the grpc extra: pip install 'sayso[grpc]'") from exc
+    return await start_grpc(sayso, handlers, host=host, port=port)
 
 
 def _rpc_endpoint(sayso: Sayso, dispatcher: JsonRpcDispatcher) -> Callable[[Request], Awaitable[Response]]:
@@ -180,9 +238,11 @@ def _unauthenticated(exc: Unauthenticated) -> Response:
     return JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
 
 
-def _card_endpoint(sayso: Sayso, agent: str) -> Callable[[Request], Awaitable[Response]]:
+def _card_endpoint(
+    sayso: Sayso, agent: str, path: str | None, grpc_port: int | None
+) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        card = agent_card_to_dict(agent_card(sayso, agent, str(request.base_url)))
+        card = agent_card_to_dict(agent_card(sayso, agent, str(request.base_url), path=path, grpc_port=grpc_port))
         for extension in card.get("capabilities", {}).get("extensions", []):
             # protobuf JSON drops a false `required`; kagent's cards spell it out.
             extension.setdefault("required", False)

@@ -4,6 +4,9 @@ A message goes to the remote agent with the v1 extension requested (always: a ka
 ignores it); a task that comes back in `input-required` carries a v1 request or kagent 0.x
 DataParts, which become `RemoteAsk`s; the person's decisions go back in the same form. The
 a2a-sdk's client speaks A2A 1.0 or 0.3, whichever the remote card declares.
+
+A delegate at `grpc://HOST:PORT/NAMESPACE/NAME` is reached over gRPC (the `grpc` extra), the agent
+named in the call's `tenant` as kagent's controller expects; no card is fetched for it.
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ from __future__ import annotations
 import uuid
 
 import httpx
-from a2a.client import ClientCallContext, ClientConfig, create_client
-from a2a.types import Message, Part, Role, SendMessageRequest
+from a2a.client import ClientCallContext, ClientConfig, ClientFactory, create_client
+from a2a.client.client import Client
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, Message, Part, Role, SendMessageRequest
 
 from ..._core.decisions import Decision
 from ..._runtime import RemoteAsk, RemoteOutcome
+from ...exceptions import ConfigError
 from ._mapping import HITL_URI, answer_message, remote_outcome
 
 _HITL = ClientCallContext(service_parameters={"A2A-Extensions": HITL_URI})
@@ -41,9 +46,13 @@ class A2ARemoteAgents:
 
     async def _send(self, url: str, message: Message) -> RemoteOutcome:
         async with httpx.AsyncClient(timeout=self.timeout) as http:
-            client = await create_client(url, client_config=ClientConfig(streaming=False, httpx_client=http))
+            if url.startswith(GRPC_SCHEME):
+                client = _grpc_client(url)
+            else:
+                client = await create_client(url, client_config=ClientConfig(streaming=False, httpx_client=http))
             try:
-                events = [e async for e in client.send_message(SendMessageRequest(message=message), context=_HITL)]
+                context = ClientCallContext(service_parameters=_HITL.service_parameters, timeout=self.timeout)
+                events = [e async for e in client.send_message(SendMessageRequest(message=message), context=context)]
             finally:
                 await client.close()
         last = events[-1]
@@ -51,3 +60,27 @@ class A2ARemoteAgents:
             return remote_outcome(last.task.status, task_id=last.task.id, context_id=last.task.context_id)
         update = last.status_update
         return remote_outcome(update.status, task_id=update.task_id, context_id=update.context_id)
+
+
+GRPC_SCHEME = "grpc://"
+
+
+def _grpc_client(url: str) -> Client:
+    """An a2a-sdk client on gRPC for `grpc://HOST:PORT/NAMESPACE/NAME`, the agent named as its tenant.
+
+    Raises:
+        ConfigError: the URL names no agent, or the `grpc` extra is not installed.
+    """
+    address, _, tenant = url.removeprefix(GRPC_SCHEME).partition("/")
+    if not address or tenant.count("/") != 1 or not all(tenant.split("/")):
+        raise ConfigError(f"a gRPC delegate's URL is grpc://HOST:PORT/NAMESPACE/NAME, not {url!r}")
+    try:
+        import grpc.aio
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise ConfigError(f"the delegate {url!r} is reached over gRPC: pip install 'sayso[grpc]'") from exc
+    interface = AgentInterface(url=address, protocol_binding="GRPC", protocol_version="1.0", tenant=tenant)
+    card = AgentCard(name=tenant, supported_interfaces=[interface], capabilities=AgentCapabilities(streaming=False))
+    config = ClientConfig(
+        streaming=False, supported_protocol_bindings=["GRPC"], grpc_channel_factory=grpc.aio.insecure_channel
+    )
+    return ClientFactory(config).create(card)

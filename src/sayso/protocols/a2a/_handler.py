@@ -262,9 +262,11 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
                 "send a new message without taskId to continue the conversation",
             )
         view = await self.tasks.view(run.run_id, (await self.sayso.result(run.run_id, principal=caller)).requests)
-        if view is not None and view.kind == "input" and payload is None and not legacy:
-            # A workflow's question: the message is its answer (a DataPart, or text), checked before it runs.
-            given = {request.request_id: decision for request, decision in decision_from_input(view, message)}
+        if view is not None and view.kind == "input":
+            # A workflow's question: the message is its answer (kagent's answers, a DataPart, or text),
+            # checked before it runs.
+            pairs = decision_from_input(view, message, legacy=self.legacy)
+            given = {request.request_id: decision for request, decision in pairs}
 
             async def provide() -> RunResult:
                 return await self.sayso.answer_pause(run.run_id, given, principal=caller, rest="wait")

@@ -25,7 +25,7 @@ from a2a.utils.task import (
 )
 
 from ..._core.access import Principal
-from ..._core.requests import Request
+from ..._core.requests import DelegateRequest, Request
 from ..._runtime import RunRecord, RunResult, RunStatus, Sayso, ThreadSummary
 from ...exceptions import InvalidInput, ThreadNotFound
 from ._mapping import PauseView, history, pause_message, pause_view, text_message
@@ -122,19 +122,26 @@ class _ActivationMark:
     """Whether the A2A call that left a run paused activated the HITL extension, kept as a runtime mark.
 
     A pause shown without the extension stays text-only on later reads; the mark names its pause,
-    so a later pause of the same run is not mistaken for it.
+    so a later pause of the same run is not mistaken for it. `plain` keeps every request ever shown
+    without it, so the task's history shows each earlier pause as its client saw it (kagent 0.x
+    DataParts, or text) and not as a v1 payload.
     """
 
     pause_id: str
     activated: bool
+    plain: tuple[str, ...] = ()
 
     def dump(self) -> str:
-        return json.dumps({"pause_id": self.pause_id, "activated": self.activated})
+        return json.dumps({"pause_id": self.pause_id, "activated": self.activated, "plain": list(self.plain)})
 
     @classmethod
     def load(cls, raw: str) -> _ActivationMark:
         data = json.loads(raw)
-        return cls(pause_id=str(data["pause_id"]), activated=bool(data["activated"]))
+        return cls(
+            pause_id=str(data["pause_id"]),
+            activated=bool(data["activated"]),
+            plain=tuple(str(r) for r in data.get("plain", ())),
+        )
 
 
 class TaskReader:
@@ -152,14 +159,17 @@ class TaskReader:
     async def view(self, task_id: str, requests: Sequence[Request]) -> PauseView | None:
         """The view of a pause to show now, with the remote task behind it when a remote delegate asked.
 
-        The nested block names the task's direct child; when that child is a remote agent, its own
-        task, context and ids are shown (a remote agent deeper down shows through its local parent).
+        The nested block names the agent that asked, however deep, with the task's own call to its
+        direct child; when the asker is a remote agent, its own task, context and ids are shown.
         """
         depth = (await self.sayso.run_record(task_id)).path.count("/")
-        view = pause_view(task_id, requests, depth=depth)
-        asker = view.requests[0] if view is not None else None
-        if view is not None and asker is not None and asker.agent_path.count("/") == depth + 1:
-            remote = await self.sayso.remote_task(asker.run_id)
+        delegates: list[DelegateRequest] = []
+        if any(r.agent_path.count("/") > depth for r in requests):
+            tree = await self.sayso.run_requests(task_id)
+            delegates = [r for r in tree.requests if isinstance(r, DelegateRequest)]
+        view = pause_view(task_id, requests, depth=depth, delegates=delegates)
+        if view is not None and view.subagent is not None:
+            remote = await self.sayso.remote_task(view.requests[0].run_id)
             if remote is not None:
                 view = replace(view, remote=remote)
         return view
@@ -168,7 +178,11 @@ class TaskReader:
         """A pause remembers whether the call that left it activated the extension."""
         run = await self.sayso.run_record(result.run_id)
         if run.status == "paused" and run.pause_id is not None:
-            mark = _ActivationMark(pause_id=run.pause_id, activated=activated)
+            raw = await self.sayso.get_mark(ACTIVATION_MARKS, result.run_id)
+            plain = _ActivationMark.load(raw).plain if raw is not None else ()
+            if not activated:
+                plain = tuple(dict.fromkeys([*plain, *(r.request_id for r in result.requests)]))
+            mark = _ActivationMark(pause_id=run.pause_id, activated=activated, plain=plain)
             await self.sayso.set_mark(ACTIVATION_MARKS, result.run_id, mark.dump())
 
     async def task(self, result: RunResult) -> Task:
@@ -201,18 +215,32 @@ class TaskReader:
                 message_id=f"err-{result.run_id}",
             )
         asked = await self.sayso.run_requests(result.run_id)
+        plain = await self.plain_requests(result.run_id)
         return Task(
             id=result.run_id,
             context_id=result.thread_id,
             status=self.status(STATES[result.status], status_message, at=run.updated_at),
             artifacts=artifacts,
-            history=history(run, asked.requests, asked.decisions, activated=activated, legacy=legacy),
+            history=history(
+                run,
+                asked.requests,
+                asked.decisions,
+                activated=lambda view: plain is not None and plain.isdisjoint(r.request_id for r in view.requests),
+                legacy=self.legacy,
+            ),
         )
 
     def status(self, state: TaskState, message: Message | None, *, at: float | None = None) -> TaskStatus:
         status = TaskStatus(state=state, message=message)
         status.timestamp.FromNanoseconds(int((self._clock() if at is None else at) * 1e9))
         return status
+
+    async def plain_requests(self, run_id: str) -> frozenset[str] | None:
+        """The requests of a run that were shown without the extension; `None`: every one (`legacy_only` mode)."""
+        if self.sayso.config.a2a.legacy_only:
+            return None
+        raw = await self.sayso.get_mark(ACTIVATION_MARKS, run_id)
+        return frozenset(_ActivationMark.load(raw).plain) if raw is not None else frozenset()
 
     async def activated(self, run_id: str, pause_id: str | None) -> bool:
         """Whether the pause's payload was attached: yes unless an A2A call without the header reported it."""

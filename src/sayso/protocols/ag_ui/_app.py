@@ -5,7 +5,8 @@ AG-UI thread is a sayso thread. A run's pause stays on the server: a resume name
 by id and client tool calls by tool call id, both looked up in what the runtime shows the
 caller, and answers the whole pause in one call (what it leaves out is skipped). Who may
 touch which thread is the runtime's rule; the endpoint passes the caller on. With
-`ag_ui.kaboo_compat`, remembered approvals are the host's (`forwardedProps.kaboo_grants`).
+`ag_ui.kaboo_compat`, remembered approvals are the host's (`forwardedProps.kaboo_grants`). Each
+run ends with kaboo's session state (`_state`) unless `runtime.persist_session_state` is off.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ...exceptions import InvalidInput, ThreadNotFound, Unauthenticated
 from .._common import AgentEndpoint
 from ._inbound import client_tools, decisions_from_resume, host_grants, tool_messages, user_text
 from ._mapping import THREAD, error_event, finished_event, message_events, pending_call_events, refused
+from ._state import check_replayed, state_snapshot
 
 PING_SECONDS = 15.0
 """How often a quiet run's stream sends a comment line, so proxies keep the connection."""
@@ -67,6 +69,9 @@ class AgUiAgent(AgentEndpoint):
             return
         for event in pending_call_events(result.requests, run_id=result.run_id, kaboo=self.kaboo):
             yield event
+        if self.sayso.config.runtime.persist_session_state:
+            run = await self.sayso.run_record(result.run_id)
+            yield state_snapshot(run_input.state, run, result.requests, kaboo=self.kaboo)
         yield finished_event(
             thread_id=run_input.thread_id,
             run_id=run_input.run_id,
@@ -90,6 +95,7 @@ class AgUiAgent(AgentEndpoint):
                 raise InvalidInput(f"nothing waits on thread {run_input.thread_id!r}", field=THREAD)
             if thread.agent != self.agent:
                 raise InvalidInput(f"thread {thread.thread_id!r} is a conversation with agent {thread.agent!r}")
+            check_replayed(run_input.state, await self.sayso.run_record(paused.run_id))
             decisions = decisions_from_resume(paused.requests, run_input.resume or [], answers, kaboo=self.kaboo)
             if not decisions:
                 raise refused("the resume answers none of the open requests")

@@ -1,8 +1,10 @@
 """A workflow's `input` request over A2A, client -> agent: the answer a message gives.
 
-kagent has no form for it: the pause's text is the request's message, with the payload and
-JSON Schema under `SAYSO_KEY` (`_messages.pause_message`). The answer comes back as a DataPart
-holding the value, or as text (as is for a string schema, else read as JSON).
+The pause shows it as kagent's `ask_user_request` (`_views.input_questions`), with the payload and
+JSON Schema under `SAYSO_KEY`. The answer comes back as kagent's `ask_user_response` (v1) or
+`ask_user_answers` (0.x), one answer per question, read by each field's type; or as a DataPart
+holding the value, or as text (as is for a string schema, else read as JSON). The runtime then
+checks the value against the schema and names every field still wrong.
 """
 
 from __future__ import annotations
@@ -12,25 +14,46 @@ from typing import Any
 
 from a2a.types import Message
 from google.protobuf.json_format import MessageToDict
+from pydantic.json_schema import JsonSchemaValue
 
-from ...._core.decisions import Decision, Provide
+from ...._core.decisions import Decision, Provide, Skip
 from ...._core.requests import InputRequest
-from ._messages import message_text
-from ._v1 import refused
-from ._views import PauseView, ShownRequest
+from ._elicitations import answer_lists
+from ._legacy import legacy_input
+from ._messages import data_parts, message_text, v1_payload
+from ._views import PauseView, ShownRequest, field_choices, field_type, input_fields, input_questions, refused
 
 
-def decision_from_input(view: PauseView, message: Message) -> list[tuple[ShownRequest, Decision]]:
-    """The answer a message gives to a shown `input` request: its first DataPart, else its text.
+def decision_from_input(view: PauseView, message: Message, *, legacy: bool) -> list[tuple[ShownRequest, Decision]]:
+    """The answer a message gives to a shown `input` request: kagent's answers, its first DataPart, or its text.
 
-    Text is the answer as is where the schema asks for a string, and is read as JSON otherwise
-    (text that is not JSON is passed on, for the schema check to say what is wrong with it).
+    A v1 `ask_user_response` (or, with `legacy`, a 0.x `decision_type` DataPart) answers the
+    questions the input was shown as. Otherwise text is the answer as is where the schema asks for
+    a string, and is read as JSON elsewhere (text that is not JSON is passed on, for the schema
+    check to say what is wrong with it).
 
     Raises:
-        InvalidInput: the message holds neither a DataPart nor text (`field` is `HITL_RESPONSE`).
+        InvalidInput: the answer does not fit the questions, or the message holds neither a
+            DataPart nor text (`field` is `HITL_RESPONSE`).
     """
     (request,) = view.requests
     assert isinstance(request, InputRequest)
+    payload = v1_payload(message)
+    if payload is not None:
+        if payload.get("type") != "ask_user_response":
+            raise refused(f"this task waits for a ask_user_response, not a {payload.get('type')}")
+        if payload.get("id") != request.request_id:
+            raise refused(f"invalid correlation: the answer's id must be {request.request_id!r}")
+        return [(request, Provide(value=_value_of(request, answer_lists(payload.get("answers")))))]
+    decided = legacy_input(data_parts(message)).decision if legacy else None
+    if decided is not None:
+        answers = decided.get("ask_user_answers")
+        if isinstance(answers, list):
+            return [(request, Provide(value=_value_of(request, answer_lists(answers))))]
+        if decided["decision_type"] == "reject":
+            reason = decided.get("rejection_reason")
+            return [(request, Skip(reason=reason if isinstance(reason, str) and reason else "the person declined"))]
+        raise refused("this task waits for input: send decision_type approve with ask_user_answers")
     for part in message.parts:
         if part.HasField("data"):
             return [(request, Provide(value=_whole_numbers(MessageToDict(part.data))))]
@@ -44,6 +67,44 @@ def decision_from_input(view: PauseView, message: Message) -> list[tuple[ShownRe
     except json.JSONDecodeError:
         value = text
     return [(request, Provide(value=value))]
+
+
+def _value_of(request: InputRequest, answers: list[list[str]]) -> Any:
+    """The value answers to an input's questions give: an object of its fields, or the one answer."""
+    expected = len(input_questions(request))
+    if len(answers) != expected:
+        raise refused(f"expected {expected} answer(s), one per question, got {len(answers)}")
+    fields = input_fields(request)
+    if fields is None:
+        return _typed(answers[0], request.response_schema)
+    value: dict[str, object] = {}
+    for (name, field), words in zip(fields.items(), answers, strict=True):
+        if [w.strip() for w in words] in ([], [""], ["-"]):
+            continue
+        value[name] = _typed(words, field)
+    return value
+
+
+def _typed(words: list[str], field: JsonSchemaValue) -> Any:
+    """One answer read by its field's type; left as words when it does not read as that type."""
+    kind = field_type(field)
+    if kind == "array":
+        return [w.strip() for w in words if w.strip()]
+    raw = " ".join(w.strip() for w in words if w.strip())
+    if kind == "string" or (kind is None and field_choices(field)):
+        return raw
+    try:
+        if kind == "integer":
+            return int(raw)
+        if kind == "number":
+            return float(raw)
+        if kind is None or kind == "object":
+            return json.loads(raw)
+    except ValueError:
+        return raw
+    if kind == "boolean" and raw.lower() in ("true", "yes", "false", "no"):
+        return raw.lower() in ("true", "yes")
+    return raw
 
 
 def _whole_numbers(value: Any) -> Any:

@@ -14,12 +14,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...._core.decisions import Accept, Answer, Approve, Decision, Decline, Reject, Skip, model_text
-from ...._core.requests import ApprovalRequest, ElicitationRequest, QuestionRequest, shown_args
+from ...._core.decisions import Accept, Answer, Approve, Decision, Decline, Provide, Reject, Skip, model_text
+from ...._core.requests import ApprovalRequest, ElicitationRequest, InputRequest, QuestionRequest, shown_args
 from ....exceptions import InvalidInput
 from ._elicitations import elicitation_from_legacy
 from ._v1 import answers_of, match_ids, nested_ids
-from ._views import PauseView, ShownRequest, delegate_hint, refused, shown_questions, view_text
+from ._views import (
+    PauseView,
+    ShownRequest,
+    delegate_call,
+    delegate_hint,
+    input_answer_words,
+    refused,
+    shown_questions,
+    view_text,
+)
 from ._wire import (
     LegacyCallJson,
     LegacyConfirmationJson,
@@ -60,9 +69,7 @@ def legacy_parts(view: PauseView) -> list[tuple[LegacyConfirmationPart, dict[str
             "subagent_name": view.subagent,
             "hitl_parts": hitl_parts,
         }
-        data = _confirmation(
-            view.parent_id, {"name": view.subagent, "args": {}, "id": view.parent_id}, delegate_hint(view), payload
-        )
+        data = _confirmation(view.parent_id, delegate_call(view), delegate_hint(view), payload)
         return [(data, dict(CALL_METADATA))]
     out: list[tuple[LegacyConfirmationPart, dict[str, str | bool]]] = []
     for request in view.requests:
@@ -72,7 +79,7 @@ def legacy_parts(view: PauseView) -> list[tuple[LegacyConfirmationPart, dict[str
 
 
 def _legacy_call(view: PauseView, request: ShownRequest) -> LegacyCallJson:
-    if isinstance(request, QuestionRequest | ElicitationRequest):
+    if isinstance(request, QuestionRequest | ElicitationRequest | InputRequest):
         return {"name": "ask_user", "args": {"questions": shown_questions(request)}, "id": view.call_id(request)}
     return {"name": request.tool_name, "args": shown_args(request), "id": view.call_id(request)}
 
@@ -80,9 +87,8 @@ def _legacy_call(view: PauseView, request: ShownRequest) -> LegacyCallJson:
 def _confirmation(
     confirmation_id: str, call: LegacyCallJson, hint: str, payload: LegacyNestedJson | None
 ) -> LegacyConfirmationPart:
-    confirmation: LegacyConfirmationJson = {"hint": hint, "confirmed": False}
-    if payload is not None:
-        confirmation["payload"] = payload
+    # `payload` is always written (`null` when empty): kagent 0.x clients read it without a default.
+    confirmation: LegacyConfirmationJson = {"hint": hint, "confirmed": False, "payload": payload}
     return {
         "name": LEGACY_CONFIRMATION,
         "id": confirmation_id,
@@ -93,8 +99,15 @@ def _confirmation(
 def legacy_decision_data(view: PauseView, decisions: Mapping[str, Decision]) -> LegacyDecisionJson | None:
     """The 0.x decision that stands for the decisions taken on a view (task history); `None` if none."""
     taken = [(r, decisions[r.request_id]) for r in view.requests if r.request_id in decisions]
-    if not taken or view.kind in ("input", "elicitation"):
-        return None  # kagent 0.x has no form for a workflow's input, nor for an elicitation's answer
+    if not taken or view.kind == "elicitation":
+        return None  # kagent 0.x has no form for an elicitation's answer: sayso's key carries it
+    if view.kind == "input":
+        ((asked, given),) = taken
+        assert isinstance(asked, InputRequest)
+        if not isinstance(given, Provide):
+            return {"decision_type": "reject", "rejection_reason": model_text(given) or "skipped"}
+        words = input_answer_words(asked, given.value)
+        return {"decision_type": "approve", "ask_user_answers": [{"answer": w} for w in words]}
     if view.kind == "question":
         _, decision = taken[0]
         if isinstance(decision, Answer):

@@ -136,15 +136,11 @@ def pause_message(
     """The status message of a task in `TASK_STATE_INPUT_REQUIRED`.
 
     Activated: one text part, `extensions: [URI]` and the payload under the URI (plus ours under
-    `SAYSO_KEY`). Not activated: the text part only, or kagent 0.x's DataParts in compat mode.
+    `SAYSO_KEY`). Not activated: the text part only, or kagent 0.x's DataParts in compat mode. A
+    workflow's input always carries ours, whose schema a client can answer with a DataPart.
     """
     message_id = f"pause-{view.requests[0].request_id}" if view is not None else f"pause-{task_id}"
     message = Message(message_id=message_id, role=Role.ROLE_AGENT, task_id=task_id, context_id=context_id)
-    if view is not None and view.kind == "input":
-        # No kagent form fits a workflow's input: the text is its message, the rest is sayso's own.
-        message.parts.append(Part(text=view_text(view)))
-        message.metadata.update({SAYSO_KEY: struct_of(sayso_payload(view))})
-        return message
     if view is not None and legacy and not activated:
         for data, metadata in legacy_parts(view):
             message.parts.append(_data_part(data, metadata))
@@ -153,6 +149,8 @@ def pause_message(
     if view is not None and activated:
         message.extensions.append(HITL_URI)
         message.metadata.update({HITL_URI: struct_of(request_payload(view)), SAYSO_KEY: struct_of(sayso_payload(view))})
+    elif view is not None and view.kind == "input":
+        message.metadata.update({SAYSO_KEY: struct_of(sayso_payload(view))})
     return message
 
 
@@ -273,13 +271,14 @@ def history(
     requests: Sequence[Request],
     records: Mapping[str, DecisionRecord],
     *,
-    activated: bool,
+    activated: Callable[[PauseView], bool],
     legacy: bool,
 ) -> list[Message]:
     """A task's history from the runtime's records: the person's message, each pause and its answer, the end.
 
     Pauses are shown as the task showed them live: a sayso pause's approvals first, then each
-    question, one agent at a time.
+    question, one agent at a time; `activated` says whether a view was shown with the extension,
+    and `legacy` whether one shown without it was kagent 0.x's DataParts (compat mode).
     """
     out: list[Message] = []
     if run.prompt:
@@ -294,10 +293,11 @@ def history(
         )
     for group in _pauses(requests):
         for view in views_of(run.run_id, group, depth=run.path.count("/")):
+            shown = activated(view)
             out.append(
-                pause_message(view, task_id=run.run_id, context_id=run.thread_id, activated=activated, legacy=legacy)
+                pause_message(view, task_id=run.run_id, context_id=run.thread_id, activated=shown, legacy=legacy)
             )
-            decided = decision_message(view, records, context_id=run.thread_id, activated=activated, legacy=legacy)
+            decided = decision_message(view, records, context_id=run.thread_id, activated=shown, legacy=legacy)
             if decided is not None:
                 out.append(decided)
     if run.status == "completed" and run.output is not None:

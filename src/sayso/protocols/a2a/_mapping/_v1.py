@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, cast
 
-from ...._core.decisions import Answer, Approve, Decision, Reject, model_text
+from ...._core.decisions import Answer, Approve, Decision, Provide, Reject, model_text
 from ...._core.requests import (
     SCOPES_BY_WIDTH,
     ApprovalRequest,
@@ -21,7 +21,17 @@ from ...._core.requests import (
     shown_args,
 )
 from ._elicitations import ELICITATION_RESPONSE, elicitation_from_v1
-from ._views import HITL_RESPONSE, PauseView, ShownRequest, approvals_of, refused, shown_questions, view_text
+from ._views import (
+    HITL_RESPONSE,
+    PauseView,
+    ShownRequest,
+    approvals_of,
+    delegate_call,
+    input_answer_words,
+    refused,
+    shown_questions,
+    view_text,
+)
 from ._wire import (
     ApprovalJson,
     HitlRequestJson,
@@ -37,6 +47,7 @@ RESPONSE_TYPES = {
     "approval": "tool_approval_response",
     "question": "ask_user_response",
     "elicitation": "ask_user_response",
+    "input": "ask_user_response",
 }
 
 __all__ = ["HITL_RESPONSE", "decisions_from_v1", "refused", "request_payload", "response_of", "sayso_payload"]
@@ -84,18 +95,20 @@ def request_payload(view: PauseView) -> HitlRequestJson:
         )
         task_id, context_id = nested_ids(view)
         nested = {"subagent_name": view.subagent, "task_id": task_id, "context_id": context_id, "tools": child_tools}
-    if view.kind in ("question", "elicitation"):
+    if view.kind in ("question", "elicitation", "input"):
         body: HitlRequestJson = {
             "type": "ask_user_request",
             "id": view.parent_id if nested else first.request_id,
             "questions": shown_questions(first),
         }
     else:
-        tools: list[ToolCallJson] = (
-            [{"id": view.parent_id, "call_id": view.parent_id, "name": view.subagent, "args": {}}]
-            if nested
-            else [_tool_json(view, r) for r in approvals_of(view)]
-        )
+        if nested:
+            call = delegate_call(view)
+            tools: list[ToolCallJson] = [
+                {"id": view.parent_id, "call_id": call["id"], "name": call["name"], "args": call["args"]}
+            ]
+        else:
+            tools = [_tool_json(view, r) for r in approvals_of(view)]
         body = {"type": "tool_approval_request", "hint": view_text(view), "tools": tools}
     if nested is not None:
         body["nested"] = nested
@@ -136,11 +149,19 @@ def sayso_payload(view: PauseView) -> SaysoPayloadJson:
 def response_of(view: PauseView, decisions: Mapping[str, Decision]) -> HitlResponseJson | None:
     """The v1 response that stands for the decisions taken on a view, however they were taken (task history).
 
-    `None` when kagent has no form for them (a question that was skipped, or expired; a workflow's input;
-    an elicitation, whose answer sayso's key carries).
+    `None` when kagent has no form for them (a question or input that was skipped, or expired; an
+    elicitation, whose answer sayso's key carries).
     """
-    if view.kind in ("input", "elicitation"):
+    if view.kind == "elicitation":
         return None
+    if view.kind == "input":
+        (asked,) = view.requests
+        assert isinstance(asked, InputRequest)
+        given = decisions.get(asked.request_id)
+        if not isinstance(given, Provide):
+            return None
+        words = input_answer_words(asked, given.value)
+        return {"type": "ask_user_response", "id": asked.request_id, "answers": [{"answer": w} for w in words]}
     if view.kind == "question":
         (question,) = view.requests
         decision = decisions.get(question.request_id)

@@ -11,18 +11,24 @@ an `ask_user_request` they already answer (a first question "accept, decline or 
 question per form field, or "done" for a page to visit), with the structured request under our
 own key; a client that reads it may answer with an `elicitation_response` (see `_elicitations`).
 
-A workflow's `input` request has no kagent form: its pause's text is the message, and the
-payload and JSON Schema go under `SAYSO_KEY` (see `_inputs` for the answer).
+A workflow's `input` request has no kagent form of its own: it is shown as an `ask_user_request`
+too (one question per field of an object schema, else one question), its text is the message
+(kagent's generic line when it has none), and the payload and JSON Schema go under `SAYSO_KEY`
+(see `_inputs` for the answer).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from pydantic.json_schema import JsonSchemaValue
+
 from ...._core.requests import (
     ApprovalRequest,
+    DelegateRequest,
     ElicitationRequest,
     InputRequest,
     QuestionRequest,
@@ -32,7 +38,7 @@ from ...._core.requests import (
 )
 from ...._runtime import RemoteTask
 from ....exceptions import InvalidInput
-from ._wire import QuestionJson
+from ._wire import LegacyCallJson, QuestionJson
 
 HITL_URI = "https://kagent.dev/extensions/hitl/v1"
 """kagent's human-in-the-loop extension, v1."""
@@ -68,13 +74,17 @@ class PauseView:
     task_id: str
     """The A2A task (the top-level run) that waits."""
     subagent: str | None = None
-    """The top-level agent's delegate that asked, when the requests come from a nested agent."""
+    """The nested agent that asked, when the requests come from one: the leaf of the agent path, however
+    deep (the full path is in sayso's own metadata, `agent_path`)."""
     remote: RemoteTask | None = None
     """The remote A2A task that asked, when the delegate is a remote agent: the nested block then
     names the child's own task, context and ids, as kagent's remote tool does.
 
     See docs/guides/a2a.md#remote-agents-as-delegates.
     """
+    delegate: DelegateRequest | None = None
+    """The task's own call that handed the work down (to its direct child), when the requests come from a
+    nested agent and the call is known: its real name, arguments and id stand for the parent's call."""
 
     @property
     def parent_id(self) -> str:
@@ -102,14 +112,17 @@ class PauseView:
         return next((r for r in self.requests if self.tool_id(r) == tool_id), None)
 
 
-def pause_view(task_id: str, open_requests: Sequence[Request], *, depth: int = 0) -> PauseView | None:
+def pause_view(
+    task_id: str, open_requests: Sequence[Request], *, depth: int = 0, delegates: Sequence[DelegateRequest] = ()
+) -> PauseView | None:
     """The part of a pause to show now, or `None` when nothing open can be answered over A2A.
 
     Approvals come before questions (kagent cannot mix them in one pause), and requests of one
     agent path at a time (one `nested` block per pause). `depth` is how deep the task's own run
     sits (0 for a top-level run; a delegate's task read on its own endpoint is deeper), so the
-    nested block names the task's direct child. Whether that child is remote is the caller's to
-    add (`remote`), as it needs a read.
+    nested block names the agent that asked, below the task. `delegates` are the tree's delegate
+    calls, from which the task's own call to its direct child is found. Whether the asker is
+    remote is the caller's to add (`remote`), as it needs a read.
     """
     approvals = [r for r in open_requests if isinstance(r, ApprovalRequest)]
     questions = [r for r in open_requests if isinstance(r, QuestionRequest)]
@@ -131,15 +144,35 @@ def pause_view(task_id: str, open_requests: Sequence[Request], *, depth: int = 0
     else:
         return None
     parts = path.split("/")
-    subagent = parts[depth + 1] if len(parts) > depth + 1 else None
-    return PauseView(kind=kind, requests=shown, task_id=task_id, subagent=subagent)
+    if len(parts) <= depth + 1:
+        return PauseView(kind=kind, requests=shown, task_id=task_id)
+    return PauseView(
+        kind=kind,
+        requests=shown,
+        task_id=task_id,
+        subagent=parts[-1],
+        delegate=_call_below(task_id, shown[0].run_id, delegates),
+    )
+
+
+def _call_below(task_id: str, run_id: str, delegates: Sequence[DelegateRequest]) -> DelegateRequest | None:
+    """The task's own delegate call whose work `run_id` is part of (walking up the tree), if the calls show it."""
+    by_child = {d.child_run_id: d for d in delegates}
+    call = by_child.get(run_id)
+    while call is not None and call.run_id != task_id:
+        call = by_child.get(call.run_id)
+    return call
 
 
 def views_of(task_id: str, requests: Sequence[Request], *, depth: int = 0) -> list[PauseView]:
-    """Every view one sayso pause is shown as, in turn (approvals, then each question, elicitation, input)."""
+    """Every view one sayso pause is shown as, in turn (approvals, then each question, elicitation, input).
+
+    `requests` may hold the tree's delegate calls too: they name the task's call in nested views.
+    """
     views: list[PauseView] = []
+    delegates = [r for r in requests if isinstance(r, DelegateRequest)]
     left = list(requests)
-    while (view := pause_view(task_id, left, depth=depth)) is not None:
+    while (view := pause_view(task_id, left, depth=depth, delegates=delegates)) is not None:
         views.append(view)
         shown = {r.request_id for r in view.requests}
         left = [r for r in left if r.request_id not in shown]
@@ -191,9 +224,11 @@ ELICITATION_ACTIONS = ("accept", "decline", "cancel")
 
 
 def shown_questions(request: ShownRequest) -> list[QuestionJson]:
-    """The questions of a question request, or those an elicitation is shown as to a kagent client."""
+    """The questions of a question request, or those an elicitation or a workflow's input is shown as."""
     if isinstance(request, QuestionRequest):
         return questions_json(request)
+    if isinstance(request, InputRequest):
+        return input_questions(request)
     assert isinstance(request, ElicitationRequest)
     if request.mode == "url":
         question = f"{request.message} Visit {request.url}, then answer done (or decline, or cancel)."
@@ -215,13 +250,85 @@ def shown_questions(request: ShownRequest) -> list[QuestionJson]:
     return questions
 
 
+def input_fields(request: InputRequest) -> dict[str, JsonSchemaValue] | None:
+    """The fields of an input asked field by field (an object schema with properties), or `None`: one answer."""
+    schema = request.response_schema
+    properties = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(properties, dict):
+        return None
+    fields = {str(k): v for k, v in properties.items() if isinstance(v, dict)}
+    return fields or None
+
+
+def field_type(field: JsonSchemaValue) -> Any:
+    """A field's JSON type, looking through `anyOf` with null (pydantic's optional fields)."""
+    if "type" in field:
+        return field["type"]
+    options = [o for o in field.get("anyOf", []) if isinstance(o, dict) and o.get("type") != "null"]
+    return options[0].get("type") if len(options) == 1 else None
+
+
+def field_choices(field: JsonSchemaValue) -> list[str]:
+    """The choices a field offers: its enum (through `anyOf`), `true`/`false` for a boolean, else none."""
+    options = [field, *(o for o in field.get("anyOf", []) if isinstance(o, dict))]
+    enum = [str(v) for o in options for v in o.get("enum", []) if v is not None]
+    return enum or (["true", "false"] if field_type(field) == "boolean" else [])
+
+
+def input_questions(request: InputRequest) -> list[QuestionJson]:
+    """A workflow's input as kagent questions: the message, then one question per field (or the message alone)."""
+    fields = input_fields(request)
+    if fields is None:
+        choices = field_choices(request.response_schema)
+        return [{"question": request.message or GENERIC_TEXT, "choices": choices, "multiple": False}]
+    required = set(request.response_schema.get("required", []))
+    questions: list[QuestionJson] = []
+    for index, (name, field) in enumerate(fields.items()):
+        text = f"{field.get('title') or name}{'' if name in required else ' (optional: answer - to leave it out)'}"
+        if field.get("description"):
+            text += f": {field['description']}"
+        if index == 0 and request.message:
+            text = f"{request.message}\n\n{text}"
+        questions.append({"question": text, "choices": field_choices(field), "multiple": field_type(field) == "array"})
+    return questions
+
+
+def input_answer_words(request: InputRequest, value: Any) -> list[list[str]]:
+    """A value given to an input, as the answers to its questions would have said it (task history)."""
+
+    def words(item: Any) -> list[str]:
+        if isinstance(item, list):
+            return [w for v in item for w in words(v)]
+        if isinstance(item, str):
+            return [item]
+        return [json.dumps(item, ensure_ascii=False)]
+
+    fields = input_fields(request)
+    if fields is None or not isinstance(value, dict):
+        return [words(value)]
+    return [words(value[name]) if name in value and value[name] is not None else ["-"] for name in fields]
+
+
 def _pending(view: PauseView) -> list[_Pending]:
     """The top-level pending operations of a view: the shown calls, or the one call to the delegate."""
     if view.subagent is not None:
-        return [_Pending(name=view.subagent, hint=delegate_hint(view), args={})]
+        return [_Pending(name=delegate_name(view), hint=delegate_hint(view), args={})]
     if view.kind in ("question", "elicitation"):
         return [_Pending(name="ask_user", hint=None, args={"questions": shown_questions(view.requests[0])})]
     return [_Pending(name=r.tool_name, hint=own_hint(r), args=shown_args(r)) for r in approvals_of(view)]
+
+
+def delegate_name(view: PauseView) -> str:
+    """The name of the task's pending call in a nested view: its call to the direct child (or the asker's name)."""
+    assert view.subagent is not None
+    return view.delegate.tool_name if view.delegate is not None else view.subagent
+
+
+def delegate_call(view: PauseView) -> LegacyCallJson:
+    """The task's pending call in a nested view, as kagent shows the parent's call: `{name, args, id}`."""
+    if view.delegate is not None:
+        return {"name": view.delegate.tool_name, "args": shown_args(view.delegate), "id": view.delegate.tool_call_id}
+    return {"name": delegate_name(view), "args": {}, "id": view.parent_id}
 
 
 def delegate_hint(view: PauseView) -> str:
@@ -249,5 +356,5 @@ def view_text(view: PauseView | None) -> str:
     if view is not None and view.kind == "input":
         (request,) = view.requests
         assert isinstance(request, InputRequest)
-        return request.message
+        return request.message or GENERIC_TEXT
     return status_text(_pending(view)) if view is not None else GENERIC_TEXT

@@ -155,7 +155,8 @@ class LegacyNestedJson(TypedDict):
 class LegacyConfirmationJson(TypedDict):
     hint: str
     confirmed: bool
-    payload: NotRequired[LegacyNestedJson]
+    payload: LegacyNestedJson | None
+    """Always written (`null` when empty): kagent 0.x clients read it without a default."""
 
 
 class LegacyConfirmationArgs(TypedDict):

@@ -1,0 +1,340 @@
+"""The memory store's transactions: `MemoryTx`, the primitives over its tables, undone when the work raises.
+
+`_MemoryBase` runs each transaction under one lock, so a verb is atomic. Each primitive changes
+the tables at once and keeps how to undo the change, so a transaction that raises leaves nothing
+behind, as a database's rollback would. Inserting a key that exists raises `Duplicate`, the
+memory store's integrity error (a verb's `race` answers it).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Literal, TypeVar, assert_never
+
+import anyio
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+
+from ..._core.audit import AuditHead, canonical_json, seal
+from ..._core.audit_events import AuditEvent
+from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
+from ..._core.grants import Grant
+from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
+from ...exceptions import StoreError
+from .._primitives import (
+    CancelRun,
+    ClaimRun,
+    Deciding,
+    EndRun,
+    PauseRun,
+    RenewLease,
+    ReopenRun,
+    RunChange,
+    TakeOver,
+    TxStore,
+    TxWork,
+)
+from .._records import (
+    ExecutionRecord,
+    ExecutionResult,
+    OutboxKind,
+    PauseState,
+    RemoteTask,
+    RequestWithRun,
+    RunRecord,
+    ThreadRecord,
+)
+from ._base import Duplicate, _Audit, _Batch, _Decision, _Event, _Execution, _Pause, _Request, _Tables
+from ._outbox import MemoryOutboxTx
+
+T = TypeVar("T")
+
+
+class MemoryTx(MemoryOutboxTx):
+    """The primitives over a memory store's tables, under its lock, with an undo log; the outbox's from its base."""
+
+    s: _MemoryBase
+
+    def __init__(self, store: _MemoryBase) -> None:
+        super().__init__()
+        self.s = store
+        self.audit_head: AuditHead | None = None
+        """The chain's head after this transaction's appends, announced once it commits."""
+
+    # threads
+
+    async def thread(self, thread_id: str) -> ThreadRecord | None:
+        return self.s._threads.get(thread_id)
+
+    async def add_thread(self, thread: ThreadRecord) -> None:
+        self._insert(self.s._threads, thread.thread_id, thread)
+
+    async def claim_thread(self, thread_id: str, run_id: str, *, expect: str | None, again: bool = False) -> bool:
+        thread = self.s._threads.get(thread_id)
+        if thread is None:
+            return False
+        if not (thread.active_run_id in (None, run_id) if again else thread.active_run_id == expect):
+            return False
+        self._put(self.s._threads, thread_id, replace(thread, active_run_id=run_id))
+        return True
+
+    async def free_thread(self, run: RunRecord) -> None:
+        thread = self.s._threads.get(run.thread_id)
+        if thread is not None and thread.active_run_id == run.run_id:
+            self._put(self.s._threads, run.thread_id, replace(thread, active_run_id=None))
+
+    # runs
+
+    async def run(self, run_id: str) -> RunRecord | None:
+        return self.s._run(run_id) if run_id in self.s._runs else None
+
+    async def add_run(self, run: RunRecord) -> None:
+        if run.run_id in self.s._runs:
+            raise Duplicate(f"run {run.run_id!r} is stored already")
+        if run.client_tools:  # kept as JSON, so the stored record shares nothing with the caller's
+            self._put(self.s._tools, run.run_id, CLIENT_TOOLS_ADAPTER.dump_json(run.client_tools))
+        self._put(self.s._runs, run.run_id, replace(run, client_tools=()))
+
+    async def update_run(self, run_id: str, change: RunChange) -> bool:
+        run = self.s._runs.get(run_id)
+        if run is None:
+            return isinstance(change, ClaimRun)
+        match change:
+            case PauseRun(pause_id=pause_id, owner=owner, now=now):
+                ok = run.lease_owner == owner
+                changed = replace(run, status="paused", pause_id=pause_id, lease_owner=None, lease_expires_at=None)
+            case EndRun(status=status, output=output, error=error, owner=owner, now=now):
+                ok = run.lease_owner == owner
+                changed = replace(run, status=status, output=output, error=error, pause_id=None)
+                changed = replace(changed, lease_owner=None, lease_expires_at=None)
+            case ClaimRun(pause_id=pause_id, owner=owner, until=until, now=now):
+                ok = True
+                changed = replace(run, status="running", pause_id=None, resume_pause_id=pause_id)
+                changed = replace(changed, lease_owner=owner, lease_expires_at=until)
+            case CancelRun(now=now, only_paused=only_paused):
+                ok = run.status == "paused" or not only_paused
+                changed = replace(run, status="cancelled", pause_id=None)
+            case RenewLease(owner=owner, until=until):
+                if run.lease_owner != owner or run.status != "running":
+                    return False
+                self._put(self.s._runs, run_id, replace(run, lease_expires_at=until))  # no bump: nothing changed
+                return True
+            case TakeOver(owner=owner, until=until, now=now, dead=dead):
+                lapsed = run.lease_expires_at is not None and run.lease_expires_at < now
+                ok = run.status == "running" and (lapsed or (dead is not None and run.lease_owner == dead))
+                changed = replace(run, lease_owner=owner, lease_expires_at=until)
+            case ReopenRun(owner=owner, until=until, now=now):
+                ok = run.status == "failed"
+                changed = replace(run, status="running", error=None, lease_owner=owner, lease_expires_at=until)
+            case _:
+                assert_never(change)
+        if ok:
+            self._put(self.s._runs, run_id, replace(changed, updated_at=now, revision=run.revision + 1))
+        return ok
+
+    async def holds(self, run_id: str, owner: str) -> bool:
+        run = self.s._runs.get(run_id)
+        return run is not None and run.lease_owner == owner
+
+    # the message log
+
+    async def append_messages(self, run: RunRecord, new: Sequence[ModelMessage]) -> None:
+        if not new:
+            return
+        if run.thread_id not in self.s._messages:
+            self._put(self.s._messages, run.thread_id, [])
+        batches = self.s._messages[run.thread_id]
+        seq = batches[-1].seq + 1 if batches else 1
+        self._append(batches, _Batch(seq=seq, run_id=run.run_id, body=ModelMessagesTypeAdapter.dump_json(list(new))))
+
+    async def history(self, thread_id: str) -> list[bytes]:
+        return [b.body for b in self.s._messages.get(thread_id, ())]
+
+    # pauses, requests, decisions
+
+    async def add_pause(self, pause_id: str, run_id: str, requests: Sequence[Request], now: float) -> None:
+        self._insert(self.s._pauses, pause_id, _Pause(run_id=run_id, status="open", created_at=now))
+        for position, r in enumerate(requests):
+            row = _Request(
+                request_id=r.request_id,
+                pause_id=pause_id,
+                position=position,
+                run_id=r.run_id,
+                thread_id=r.thread_id,
+                agent_path=r.agent_path,
+                kind=r.kind,
+                status="open",
+                created_at=r.created_at,
+                expires_at=r.expires_at,
+                body=REQUEST_ADAPTER.dump_json(r),
+            )
+            self._insert(self.s._requests, r.request_id, row)
+
+    async def consume_pause(self, pause_id: str) -> bool:
+        pause = self.s._pauses.get(pause_id)
+        if pause is None or pause.status != "open":
+            return False
+        self._set(pause, status="consumed")
+        return True
+
+    async def deciding(self, request_id: str) -> Deciding | None:
+        s = self.s
+        row = s._requests.get(request_id)
+        if row is None or row.run_id not in s._runs:
+            return None
+        found = RequestWithRun(
+            request=row.load(),
+            pause_status=s._pauses[row.pause_id].status,
+            decision=s._decided([request_id]).get(request_id),
+            run=s._run(row.run_id),
+        )
+        rows = sorted((r for r in s._requests.values() if r.pause_id == row.pause_id), key=lambda r: r.position)
+        state = PauseState(
+            run_id=row.run_id,
+            status=found.pause_status,
+            requests=[r.load() for r in rows],
+            decisions=s._decided(r.request_id for r in rows),
+        )
+        return Deciding(found=found, state=state, pause_id=row.pause_id)
+
+    async def decisions(self, request_ids: Sequence[str]) -> dict[str, DecisionRecord]:
+        return self.s._decided(request_ids)
+
+    async def add_decisions(self, records: Sequence[DecisionRecord]) -> None:
+        for d in records:
+            decision = _Decision(
+                body=DECISION_ADAPTER.dump_json(d.decision),
+                by=d.by,
+                principal=d.principal,
+                decided_at=d.decided_at,
+                via=d.via,
+            )
+            self._insert(self.s._decisions, d.request_id, decision)
+            row = self.s._requests.get(d.request_id)
+            if row is not None:
+                self._set(row, status="decided")
+
+    async def add_events(self, kind: OutboxKind, request_ids: Sequence[str], now: float) -> None:
+        for request_id in request_ids:
+            event_id = f"evt_{secrets.token_urlsafe(12)}"
+            self._append(self.s._outbox, _Event(event_id=event_id, kind=kind, request_id=request_id, created_at=now))
+
+    # grants and the audit chain
+
+    async def add_grants(self, grants: Sequence[Grant]) -> None:
+        for grant in grants:
+            self._insert(self.s._grants, grant.grant_id, grant)
+
+    async def active_grants(self, principal: str | None, now: float) -> list[Grant] | None:
+        return self.s._active_grants(principal, now)
+
+    async def revoke_grant(self, grant_id: str, now: float) -> bool:
+        grant = self.s._grants.get(grant_id)
+        if grant is None or grant.revoked_at is not None:
+            return False
+        self._put(self.s._grants, grant_id, replace(grant, revoked_at=now))
+        return True
+
+    async def grant(self, grant_id: str) -> Grant | None:
+        return self.s._grants.get(grant_id)
+
+    async def append_audit(self, bodies: Sequence[AuditEvent]) -> None:
+        s = self.s
+        records, head = seal(bodies, after=s._audit_head, key=s.audit_key)
+        if not records:
+            return
+        for r in records:
+            body = canonical_json(r.body)
+            self._append(s._audit, _Audit(seq=r.seq, body=body, prev_hash=r.prev_hash, hash=r.hash, mac=r.mac))
+        old = s._audit_head
+        s._audit_head = self.audit_head = head
+        self.undo.append(lambda: setattr(s, "_audit_head", old))
+
+    # the ledger
+
+    async def execution(self, request_id: str) -> ExecutionRecord | None:
+        found = self.s._executions.get(request_id)
+        if found is None:
+            return None
+        return ExecutionRecord(request_id=request_id, status=found.status, result=found.result)
+
+    async def mark_executing(self, request_ids: Sequence[str], run_id: str, now: float) -> None:
+        for request_id in request_ids:
+            entry = _Execution(status="executing", result=None, run_id=run_id, started_at=now)
+            self._insert(self.s._executions, request_id, entry)
+
+    async def finish_executions(self, executions: Sequence[ExecutionResult], now: float) -> None:
+        if not executions:
+            return
+        await self.append_audit([done.audit for done in executions])
+        for done in executions:
+            entry = self.s._executions.get(done.request_id)
+            if entry is not None:
+                self._set(entry, status=done.status, result=done.result)
+
+    async def resolve_execution(
+        self, request_id: str, result: bytes, now: float, status: Literal["done", "unknown"]
+    ) -> bool:
+        entry = self.s._executions.get(request_id)
+        if entry is None or entry.status != "executing":
+            return False
+        self._set(entry, status=status, result=result)
+        return True
+
+    # workflow state, remote tasks, marks
+
+    async def workflow_state(self, run_id: str) -> bytes | None:
+        return self.s._workflow_states.get(run_id)
+
+    async def put_workflow_state(self, run_id: str, state: bytes, now: float) -> None:
+        self._put(self.s._workflow_states, run_id, bytes(state))
+
+    async def remote_task(self, run_id: str) -> RemoteTask | None:
+        return self.s._remote.get(run_id)
+
+    async def put_remote_task(self, run_id: str, task: RemoteTask) -> None:
+        self._put(self.s._remote, run_id, task)
+
+    async def mark(self, namespace: str, key: str) -> str | None:
+        return self.s._marks.get((namespace, key))
+
+    async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
+        self._put(self.s._marks, (namespace, key), value)
+
+
+class _MemoryBase(_Tables, TxStore):
+    """The tables, and one lock that makes each transaction (so each verb) atomic."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = anyio.Lock()
+
+    async def ping(self) -> None:
+        return None
+
+    async def _write(self, work: TxWork[T], *, race: TxWork[T] | None = None, durable: bool = True) -> T:
+        async with self._lock:
+            try:
+                return await self._attempt(work)
+            except Duplicate as exc:
+                if race is None:
+                    raise StoreError(f"store error: {exc}") from exc
+            try:
+                return await self._attempt(race)
+            except Duplicate as exc:
+                raise StoreError(f"store error: {exc}") from exc
+
+    async def _read(self, work: TxWork[T]) -> T:
+        async with self._lock:
+            return await work(MemoryTx(self))
+
+    async def _attempt(self, work: TxWork[T]) -> T:
+        tx = MemoryTx(self)
+        try:
+            result = await work(tx)
+        except BaseException:
+            tx.rollback()
+            raise
+        self._announce_head(tx.audit_head)  # only now: a rolled-back head was never the chain's
+        return result

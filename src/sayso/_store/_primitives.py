@@ -1,0 +1,365 @@
+"""`StoreTx`: the primitives of one store transaction, which memory, SQLite and PostgreSQL each implement.
+
+The port's business verbs (`_verbs/`) are written once, as work over these primitives run in
+one transaction (`TxStore._write`, `TxStore._read`); a backend supplies the transaction and the
+primitives, never the logic. Each primitive is one small step — read a row, insert rows, a
+conditional change whose outcome it reports — so a backend maps it to one statement (or one
+dict operation) and the verbs keep exactly the statements and commits they had.
+
+Conventions every backend keeps:
+
+- inserts of a key that exists raise the backend's integrity error, which `_write` hands to the
+  verb's `race` (a concurrent writer won) or turns into `StoreError`;
+- an `add_*` or `append_*` primitive's outcome is never read, so the SQL backend may send it
+  with the writes after it (PostgreSQL: one round trip, `_sql/_tx.Tx.later`);
+- a transaction that raises leaves nothing behind (the database rolls back; memory undoes).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias, TypeVar
+
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+
+from .._core.audit_events import AuditEvent
+from .._core.decisions import DecisionRecord
+from .._core.grants import Grant
+from .._core.requests import Request
+from ._port import RunStore
+from ._records import (
+    DeliveryStatus,
+    ExecutionRecord,
+    ExecutionResult,
+    OutboxKind,
+    PauseState,
+    PendingDelivery,
+    RemoteTask,
+    RequestWithRun,
+    RunRecord,
+    RunStatus,
+    ThreadRecord,
+)
+
+T = TypeVar("T")
+
+
+# the changes a run's row takes, each with the condition it is written under
+
+
+@dataclass(frozen=True, slots=True)
+class PauseRun:
+    """Pause a run this process still holds (`owner`): its lease goes."""
+
+    pause_id: str
+    owner: str
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
+class EndRun:
+    """End a run this process still holds (`owner`): completed, failed or cancelled, lease and pause gone."""
+
+    status: RunStatus
+    output: str | None
+    error: str | None
+    owner: str
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRun:
+    """A consumed pause's run runs again under `owner`'s lease; unconditional (consuming the pause decided it)."""
+
+    pause_id: str
+    owner: str
+    until: float
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRun:
+    """Cancel a run; with `only_paused`, only while it is paused."""
+
+    now: float
+    only_paused: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RenewLease:
+    """Extend `owner`'s lease on a running run (no revision bump: nothing about the run changed)."""
+
+    owner: str
+    until: float
+
+
+@dataclass(frozen=True, slots=True)
+class TakeOver:
+    """Take a running run whose lease lapsed by `now`, or whose owner is `dead`."""
+
+    owner: str
+    until: float
+    now: float
+    dead: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReopenRun:
+    """Run a failed run again under `owner`'s lease."""
+
+    owner: str
+    until: float
+    now: float
+
+
+RunChange: TypeAlias = PauseRun | EndRun | ClaimRun | CancelRun | RenewLease | TakeOver | ReopenRun
+"""A change to a run's row; every one but `RenewLease` bumps its revision and `updated_at`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What became of a claimed delivery, as its row takes it."""
+
+    status: DeliveryStatus
+    error: str | None
+    next_attempt_at: float | None
+    """When a `pending` delivery is tried again (`None`: unchanged)."""
+    finished_at: float | None
+    """When a settled one finished (`None`: unchanged)."""
+    attempted: bool
+    """Whether this counts as an attempt (all but `skipped`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deciding:
+    """What deciding a request reads in one step: the request with its run, and its whole pause."""
+
+    found: RequestWithRun
+    state: PauseState
+    pause_id: str
+
+
+class StoreTx(ABC):
+    """One open transaction of a store, as primitives. Never held beyond the work it was given to."""
+
+    # threads
+
+    @abstractmethod
+    async def thread(self, thread_id: str) -> ThreadRecord | None:
+        """The thread, or `None`."""
+
+    @abstractmethod
+    async def add_thread(self, thread: ThreadRecord) -> None:
+        """Insert a new thread."""
+
+    @abstractmethod
+    async def claim_thread(self, thread_id: str, run_id: str, *, expect: str | None, again: bool = False) -> bool:
+        """Make `run_id` the thread's active run if its active run is `expect` (`None`: it has none).
+
+        `again`: also when `run_id` is already the active run (a failed run taking its thread back).
+        """
+
+    @abstractmethod
+    async def free_thread(self, run: RunRecord) -> None:
+        """The thread has no active run any more, if `run` was it."""
+
+    # runs
+
+    @abstractmethod
+    async def run(self, run_id: str) -> RunRecord | None:
+        """The run, or `None`."""
+
+    @abstractmethod
+    async def add_run(self, run: RunRecord) -> None:
+        """Insert a new run."""
+
+    @abstractmethod
+    async def update_run(self, run_id: str, change: RunChange) -> bool:
+        """Apply `change` if its condition holds; whether the row changed (`ClaimRun`: always)."""
+
+    @abstractmethod
+    async def holds(self, run_id: str, owner: str) -> bool:
+        """Whether `owner` holds the run's lease."""
+
+    # the message log
+
+    @abstractmethod
+    async def append_messages(self, run: RunRecord, new: Sequence[ModelMessage]) -> None:
+        """Append a run's new messages to its thread's log, as one batch (nothing when empty)."""
+
+    @abstractmethod
+    async def history(self, thread_id: str) -> list[bytes]:
+        """The thread's stored batches, oldest first, each a JSON array (decode with `decode_history`)."""
+
+    # pauses, requests, decisions
+
+    @abstractmethod
+    async def add_pause(self, pause_id: str, run_id: str, requests: Sequence[Request], now: float) -> None:
+        """Insert an open pause and its requests, open, in the order they were raised."""
+
+    @abstractmethod
+    async def consume_pause(self, pause_id: str) -> bool:
+        """Consume an open pause; `False` when it was consumed before (someone else won)."""
+
+    @abstractmethod
+    async def deciding(self, request_id: str) -> Deciding | None:
+        """The request, its run and its pause's requests and decisions; `None` for an unknown request."""
+
+    @abstractmethod
+    async def decisions(self, request_ids: Sequence[str]) -> dict[str, DecisionRecord]:
+        """The decisions taken for these requests, by request id."""
+
+    @abstractmethod
+    async def add_decisions(self, records: Sequence[DecisionRecord]) -> None:
+        """Insert decisions (none taken yet); their requests become `decided`."""
+
+    @abstractmethod
+    async def add_events(self, kind: OutboxKind, request_ids: Sequence[str], now: float) -> None:
+        """Write one outbox event per request, committed with the change it reports."""
+
+    # grants and the audit chain
+
+    @abstractmethod
+    async def add_grants(self, grants: Sequence[Grant]) -> None:
+        """Insert new grants."""
+
+    @abstractmethod
+    async def active_grants(self, principal: str | None, now: float) -> list[Grant] | None:
+        """`principal`'s active grants; `None` when none were asked for or there are too many to read at once."""
+
+    @abstractmethod
+    async def revoke_grant(self, grant_id: str, now: float) -> bool:
+        """Revoke an active grant; `False` when no active grant has this id."""
+
+    @abstractmethod
+    async def grant(self, grant_id: str) -> Grant | None:
+        """The grant, revoked or not."""
+
+    @abstractmethod
+    async def append_audit(self, bodies: Sequence[AuditEvent]) -> None:
+        """Extend the audit chain after its checkpointed head, signed with the store's key (nothing when empty).
+
+        The chain's new head is announced by the store once the transaction commits.
+        """
+
+    # the ledger
+
+    @abstractmethod
+    async def execution(self, request_id: str) -> ExecutionRecord | None:
+        """The ledger entry of an approved call, or `None`."""
+
+    @abstractmethod
+    async def mark_executing(self, request_ids: Sequence[str], run_id: str, now: float) -> None:
+        """Insert ledger entries, `executing`, for calls about to run."""
+
+    @abstractmethod
+    async def finish_executions(self, executions: Sequence[ExecutionResult], now: float) -> None:
+        """Write the results of approved calls to their ledger entries (their audit records appended first)."""
+
+    @abstractmethod
+    async def resolve_execution(
+        self, request_id: str, result: bytes, now: float, status: Literal["done", "unknown"]
+    ) -> bool:
+        """Finish an entry still `executing`; `False` when it is not (another sweep resolved it)."""
+
+    # workflow state, remote tasks, marks
+
+    @abstractmethod
+    async def workflow_state(self, run_id: str) -> bytes | None:
+        """A workflow run's saved state, or `None`."""
+
+    @abstractmethod
+    async def put_workflow_state(self, run_id: str, state: bytes, now: float) -> None:
+        """Replace a workflow run's saved state."""
+
+    @abstractmethod
+    async def remote_task(self, run_id: str) -> RemoteTask | None:
+        """The remote task behind a proxy run, or `None`."""
+
+    @abstractmethod
+    async def put_remote_task(self, run_id: str, task: RemoteTask) -> None:
+        """Replace the remote task behind a proxy run."""
+
+    @abstractmethod
+    async def mark(self, namespace: str, key: str) -> str | None:
+        """An adapter's mark, or `None`."""
+
+    @abstractmethod
+    async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
+        """Replace an adapter's mark."""
+
+    # the outbox
+
+    @abstractmethod
+    async def unfanned_events(self, limit: int) -> list[str]:
+        """Events not fanned out yet, oldest first (their ids)."""
+
+    @abstractmethod
+    async def fan_out(self, event_id: str, hooks: Sequence[str], now: float) -> bool:
+        """Mark the event fanned out and give it one pending delivery per hook; `False` when another sender did."""
+
+    @abstractmethod
+    async def due_deliveries(self, now: float, limit: int) -> list[PendingDelivery]:
+        """Pending deliveries due by `now` and not claimed by a live sender, oldest first."""
+
+    @abstractmethod
+    async def claim_delivery(self, delivery_id: str, *, owner: str, now: float, until: float) -> bool:
+        """Claim a pending delivery nobody holds a live claim on, until `until`; `False` when another sender did."""
+
+    @abstractmethod
+    async def settle(self, delivery_id: str, owner: str, outcome: Settled) -> bool:
+        """Write what became of a delivery `owner` holds the claim on (the claim goes); `False` when it does not."""
+
+    @abstractmethod
+    async def delivery_counts(self) -> dict[DeliveryStatus, int]:
+        """How many deliveries stand where."""
+
+    @abstractmethod
+    async def prune_deliveries(self, before: float, limit: int) -> int:
+        """Delete at most `limit` settled deliveries that finished before `before`; how many went."""
+
+    @abstractmethod
+    async def prune_events(self, before: float, limit: int, *, fanned_out: bool) -> int:
+        """Delete at most `limit` events created before `before` with no delivery left (fanned out or not); how many."""
+
+
+TxWork = Callable[[StoreTx], Coroutine[Any, Any, T]]
+"""What a verb does inside one transaction of primitives."""
+
+
+class TxStore(RunStore):
+    """A store whose business verbs are written over `StoreTx`: a backend supplies the transactions."""
+
+    @abstractmethod
+    async def _write(self, work: TxWork[T], *, race: TxWork[T] | None = None, durable: bool = True) -> T:
+        """Run `work` in one write transaction: committed when it returns, rolled back when it raises.
+
+        `race` answers instead when an insert met a key a concurrent writer inserted first: it runs
+        in a fresh transaction and returns the winner's state, redoes the step, or raises the
+        conflict. `durable=False` commits without waiting for the disk (see `RunStore.start_run`).
+        The audit chain's new head is announced once the commit is done.
+        """
+
+    @abstractmethod
+    async def _read(self, work: TxWork[T]) -> T:
+        """Run `work` without writing; it sees committed data only."""
+
+
+def decode_history(bodies: Sequence[bytes]) -> list[ModelMessage]:
+    """A thread's stored batches as one list of messages, decoded in one pass over their JSON arrays."""
+    if not bodies:
+        return []
+    if len(bodies) == 1:
+        return ModelMessagesTypeAdapter.validate_json(bodies[0])
+    # Each batch is a JSON array: joining their insides gives one array of the whole history.
+    inner = [bytes(b).strip()[1:-1].strip() for b in bodies]
+    return ModelMessagesTypeAdapter.validate_json(b"[" + b",".join(i for i in inner if i) + b"]")
+
+
+def new_thread(run: RunRecord, *, owner: str, agent: str) -> ThreadRecord:
+    """The thread a run creates when it starts on a thread id nobody used yet."""
+    return ThreadRecord(
+        thread_id=run.thread_id, owner=owner, agent=agent, active_run_id=run.run_id, created_at=run.created_at
+    )

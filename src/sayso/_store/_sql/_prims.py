@@ -1,0 +1,302 @@
+"""`SqlTx`: the store's transaction primitives on SQLite and PostgreSQL, each one or two constant statements.
+
+Writes whose outcome nobody reads go through `Tx.later`, so PostgreSQL sends consecutive ones
+as one statement; a primitive that reports an outcome (a conditional change, a read) runs at once.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Literal, assert_never
+
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+
+from ..._core.audit_events import AuditEvent
+from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
+from ..._core.grants import Grant
+from ..._core.requests import REQUEST_ADAPTER, Request
+from .._primitives import (
+    CancelRun,
+    ClaimRun,
+    Deciding,
+    EndRun,
+    PauseRun,
+    RenewLease,
+    ReopenRun,
+    RunChange,
+    TakeOver,
+)
+from .._records import (
+    GRANTS_READ_AT_ONCE,
+    ExecutionRecord,
+    ExecutionResult,
+    OutboxKind,
+    PauseState,
+    RemoteTask,
+    RequestWithRun,
+    RunRecord,
+    ThreadRecord,
+)
+from . import _chain
+from . import _rows as q
+from ._outbox import SqlOutboxTx
+from ._tx import Tx
+
+
+class SqlTx(SqlOutboxTx):
+    """The primitives over one open SQL transaction (`_tx.Tx`); the outbox's come from `SqlOutboxTx`."""
+
+    __slots__ = ("tx",)
+
+    def __init__(self, tx: Tx) -> None:
+        self.tx = tx
+
+    # threads
+
+    async def thread(self, thread_id: str) -> ThreadRecord | None:
+        row = await self.tx.one(q.GET_THREAD, {"thread_id": thread_id})
+        return q.thread_record(row) if row is not None else None
+
+    async def add_thread(self, thread: ThreadRecord) -> None:
+        params = {
+            "thread_id": thread.thread_id,
+            "owner": thread.owner,
+            "agent": thread.agent,
+            "run_id": thread.active_run_id,
+            "now": thread.created_at,
+        }
+        await self.tx.later(q.INSERT_THREAD, [params])
+
+    async def claim_thread(self, thread_id: str, run_id: str, *, expect: str | None, again: bool = False) -> bool:
+        params = {"thread_id": thread_id, "run_id": run_id}
+        if again:
+            sql = q.TAKE_THREAD_BACK
+        elif expect is None:
+            sql = q.CLAIM_FREE_THREAD
+        else:
+            sql, params["expect"] = q.CLAIM_THREAD_FROM, expect
+        return await self.tx.run(sql, params) == 1
+
+    async def free_thread(self, run: RunRecord) -> None:
+        await self.tx.later(q.FREE_THREAD, [{"thread_id": run.thread_id, "run_id": run.run_id}])
+
+    # runs
+
+    async def run(self, run_id: str) -> RunRecord | None:
+        row = await self.tx.one(q.GET_RUN, {"run_id": run_id})
+        return q.run_record(row) if row is not None else None
+
+    async def add_run(self, run: RunRecord) -> None:
+        await self.tx.later(q.INSERT_RUN, [q.run_params(run)])
+
+    async def update_run(self, run_id: str, change: RunChange) -> bool:
+        tx, params = self.tx, {"run_id": run_id}
+        match change:
+            case PauseRun(pause_id=pause_id, owner=owner, now=now):
+                changed = await tx.run(q.PAUSE_RUN, {**params, "pause_id": pause_id, "owner": owner, "now": now})
+            case EndRun(status=status, output=output, error=error, owner=owner, now=now):
+                values = {"status": status, "output": output, "error": error, "owner": owner, "now": now}
+                changed = await tx.run(q.FINISH_RUN, {**params, **values})
+            case ClaimRun(pause_id=pause_id, owner=owner, until=until, now=now):
+                values = {"pause_id": pause_id, "owner": owner, "until": until, "now": now}
+                await tx.later(q.CLAIM_RUN, [{**params, **values}])
+                return True
+            case CancelRun(now=now, only_paused=only_paused):
+                changed = await tx.run(q.CANCEL_PAUSED_RUN if only_paused else q.CANCEL_RUN, {**params, "now": now})
+            case RenewLease(owner=owner, until=until):
+                changed = await tx.run(q.RENEW_LEASE, {**params, "owner": owner, "until": until})
+            case TakeOver(owner=owner, until=until, now=now, dead=dead):
+                values = {"owner": owner, "until": until, "now": now, "dead": dead}
+                changed = await tx.run(q.TAKE_OVER, {**params, **values})
+            case ReopenRun(owner=owner, until=until, now=now):
+                changed = await tx.run(q.REOPEN_RUN, {**params, "owner": owner, "until": until, "now": now})
+            case _:
+                assert_never(change)
+        return changed == 1
+
+    async def holds(self, run_id: str, owner: str) -> bool:
+        row = await self.tx.one(q.LEASE_OWNER, {"run_id": run_id})
+        return row is not None and row["lease_owner"] == owner
+
+    # the message log
+
+    async def append_messages(self, run: RunRecord, new: Sequence[ModelMessage]) -> None:
+        if not new:
+            return
+        params = {
+            "thread_id": run.thread_id,
+            "run_id": run.run_id,
+            "count": len(new),
+            "body": ModelMessagesTypeAdapter.dump_json(list(new)),
+        }
+        await self.tx.later(q.APPEND_MESSAGES, [params])
+
+    async def history(self, thread_id: str) -> list[bytes]:
+        return [bytes(row["body"]) for row in await self.tx.all(q.HISTORY, {"thread_id": thread_id})]
+
+    # pauses, requests, decisions
+
+    async def add_pause(self, pause_id: str, run_id: str, requests: Sequence[Request], now: float) -> None:
+        await self.tx.later(q.INSERT_PAUSE, [{"pause_id": pause_id, "run_id": run_id, "now": now}])
+        if not requests:
+            return
+        await self.tx.later(
+            q.INSERT_REQUEST,
+            [
+                {
+                    "request_id": r.request_id,
+                    "pause_id": pause_id,
+                    "position": position,
+                    "run_id": r.run_id,
+                    "thread_id": r.thread_id,
+                    "agent_path": r.agent_path,
+                    "kind": r.kind,
+                    "created_at": r.created_at,
+                    "expires_at": r.expires_at,
+                    "body": REQUEST_ADAPTER.dump_json(r),
+                }
+                for position, r in enumerate(requests)
+            ],
+        )
+
+    async def consume_pause(self, pause_id: str) -> bool:
+        return await self.tx.run(q.CONSUME_PAUSE, {"pause_id": pause_id}) == 1
+
+    async def deciding(self, request_id: str) -> Deciding | None:
+        rows = await self.tx.all(q.PAUSE_OF_REQUEST, {"request_id": request_id})
+        if not rows:
+            return None
+        requests, decisions = q.requests_and_decisions(rows)
+        position = next(i for i, r in enumerate(requests) if r.request_id == request_id)
+        row = rows[position]
+        found = RequestWithRun(
+            request=requests[position],
+            pause_status=row["pause_status"],
+            decision=decisions.get(request_id),
+            run=q.run_record(row),
+        )
+        state = PauseState(run_id=found.run.run_id, status=found.pause_status, requests=requests, decisions=decisions)
+        return Deciding(found=found, state=state, pause_id=row["request_pause_id"])
+
+    async def decisions(self, request_ids: Sequence[str]) -> dict[str, DecisionRecord]:
+        found: dict[str, DecisionRecord] = {}
+        for request_id in dict.fromkeys(request_ids):
+            row = await self.tx.one(q.GET_DECISION, {"request_id": request_id})
+            if row is not None and (record := q.decision_of(row)) is not None:
+                found[request_id] = record
+        return found
+
+    async def add_decisions(self, records: Sequence[DecisionRecord]) -> None:
+        await self.tx.later(
+            q.INSERT_DECISION,
+            [
+                {
+                    "request_id": d.request_id,
+                    "kind": d.decision.kind,
+                    "by": d.by,
+                    "principal": d.principal,
+                    "decided_at": d.decided_at,
+                    "via": d.via,
+                    "body": DECISION_ADAPTER.dump_json(d.decision),
+                }
+                for d in records
+            ],
+        )
+        await self.tx.later(q.MARK_DECIDED, [{"request_id": d.request_id} for d in records])
+
+    async def add_events(self, kind: OutboxKind, request_ids: Sequence[str], now: float) -> None:
+        if request_ids:
+            await self.tx.later(
+                q.INSERT_OUTBOX,
+                [
+                    {"event_id": _event_id(), "kind": kind, "request_id": r, "created_at": now, "fanned_out": False}
+                    for r in request_ids
+                ],
+            )
+
+    # grants and the audit chain
+
+    async def add_grants(self, grants: Sequence[Grant]) -> None:
+        if grants:
+            await self.tx.later(q.INSERT_GRANT, [asdict(g) for g in grants])
+
+    async def active_grants(self, principal: str | None, now: float) -> list[Grant] | None:
+        if principal is None:
+            return None
+        params = {"principal": principal, "now": now, "limit": GRANTS_READ_AT_ONCE + 1}
+        rows = await self.tx.all(q.ACTIVE_GRANTS, params)
+        return None if len(rows) > GRANTS_READ_AT_ONCE else [q.grant_record(row) for row in rows]
+
+    async def revoke_grant(self, grant_id: str, now: float) -> bool:
+        return await self.tx.run(q.REVOKE_GRANT, {"grant_id": grant_id, "now": now}) == 1
+
+    async def grant(self, grant_id: str) -> Grant | None:
+        row = await self.tx.one(q.GET_GRANT, {"grant_id": grant_id})
+        return q.grant_record(row) if row is not None else None
+
+    async def append_audit(self, bodies: Sequence[AuditEvent]) -> None:
+        await _chain.append_audit(self.tx, bodies)
+
+    # the ledger
+
+    async def execution(self, request_id: str) -> ExecutionRecord | None:
+        row = await self.tx.one(q.GET_EXECUTION, {"request_id": request_id})
+        if row is None:
+            return None
+        result = row["result"]
+        return ExecutionRecord(
+            request_id=request_id, status=row["status"], result=None if result is None else bytes(result)
+        )
+
+    async def mark_executing(self, request_ids: Sequence[str], run_id: str, now: float) -> None:
+        await self.tx.later(q.INSERT_EXECUTION, [{"request_id": r, "run_id": run_id, "now": now} for r in request_ids])
+
+    async def finish_executions(self, executions: Sequence[ExecutionResult], now: float) -> None:
+        if not executions:
+            return
+        await self.append_audit([done.audit for done in executions])  # first: its head lock is the one round trip
+        await self.tx.later(
+            q.FINISH_EXECUTION,
+            [
+                {"request_id": done.request_id, "status": done.status, "result": done.result, "now": now}
+                for done in executions
+            ],
+        )
+
+    async def resolve_execution(
+        self, request_id: str, result: bytes, now: float, status: Literal["done", "unknown"]
+    ) -> bool:
+        params = {"request_id": request_id, "status": status, "result": result, "now": now}
+        return await self.tx.run(q.RESOLVE_EXECUTION, params) == 1
+
+    # workflow state, remote tasks, marks
+
+    async def workflow_state(self, run_id: str) -> bytes | None:
+        row = await self.tx.one(q.GET_WORKFLOW_STATE, {"run_id": run_id})
+        return None if row is None else bytes(row["body"])
+
+    async def put_workflow_state(self, run_id: str, state: bytes, now: float) -> None:
+        await self.tx.later(q.PUT_WORKFLOW_STATE, [{"run_id": run_id, "body": bytes(state), "now": now}])
+
+    async def remote_task(self, run_id: str) -> RemoteTask | None:
+        row = await self.tx.one(q.GET_REMOTE_TASK, {"run_id": run_id})
+        return RemoteTask(url=row["url"], task_id=row["task_id"], context_id=row["context_id"]) if row else None
+
+    async def put_remote_task(self, run_id: str, task: RemoteTask) -> None:
+        await self.tx.run(q.DELETE_REMOTE_TASK, {"run_id": run_id})
+        params = {"run_id": run_id, "url": task.url, "task_id": task.task_id, "context_id": task.context_id}
+        await self.tx.run(q.INSERT_REMOTE_TASK, params)
+
+    async def mark(self, namespace: str, key: str) -> str | None:
+        row = await self.tx.one(q.GET_MARK, {"namespace": namespace, "key": key})
+        return None if row is None else str(row["value"])
+
+    async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
+        await self.tx.run(q.SET_MARK, {"namespace": namespace, "key": key, "value": value, "now": now})
+
+
+def _event_id() -> str:
+    """An outbox event's id: random, so ids never repeat across databases."""
+    return f"evt_{secrets.token_urlsafe(12)}"

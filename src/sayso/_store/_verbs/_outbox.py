@@ -1,0 +1,80 @@
+"""The verbs of the outbox: fanning events out to webhooks, claiming deliveries, settling and pruning them, once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._port_outbox import PRUNED_AT_ONCE
+from .._primitives import Settled, StoreTx, TxStore
+from .._records import DeliveryStatus, PendingDelivery
+
+
+class OutboxVerbs(TxStore):
+    """`RunStore`'s outbox verbs (`OutboxPort`)."""
+
+    async def fan_out_events(self, *, hooks: Sequence[str], now: float, limit: int = 200) -> int:
+        if not hooks:
+            return 0
+        unique = list(dict.fromkeys(hooks))
+
+        async def work(tx: StoreTx) -> int:
+            # Of two senders fanning out the same event, one does it (the other's conditional update waits
+            # for the first to commit, then matches nothing).
+            return sum([await tx.fan_out(event_id, unique, now) for event_id in await tx.unfanned_events(limit)])
+
+        async def lost(tx: StoreTx) -> int:
+            return 0  # another sender fanned these events out first
+
+        return await self._write(work, race=lost)
+
+    async def claim_deliveries(self, *, owner: str, now: float, until: float, limit: int = 50) -> list[PendingDelivery]:
+        async def work(tx: StoreTx) -> list[PendingDelivery]:
+            return [
+                due
+                for due in await tx.due_deliveries(now, limit)
+                if await tx.claim_delivery(due.delivery_id, owner=owner, now=now, until=until)
+            ]
+
+        return await self._write(work)
+
+    async def settle_delivery(
+        self,
+        delivery_id: str,
+        *,
+        owner: str,
+        status: DeliveryStatus,
+        now: float,
+        retry_at: float | None = None,
+        error: str | None = None,
+    ) -> bool:
+        pending = status == "pending"
+        outcome = Settled(
+            status=status,
+            error=error,
+            next_attempt_at=(retry_at if retry_at is not None else now) if pending else None,
+            finished_at=None if pending else now,
+            attempted=status != "skipped",
+        )
+
+        async def work(tx: StoreTx) -> bool:
+            return await tx.settle(delivery_id, owner, outcome)
+
+        return await self._write(work)
+
+    async def delivery_counts(self) -> dict[DeliveryStatus, int]:
+        async def work(tx: StoreTx) -> dict[DeliveryStatus, int]:
+            return await tx.delivery_counts()
+
+        return await self._read(work)
+
+    async def prune_outbox(self, *, before: float, limit: int = PRUNED_AT_ONCE) -> int:
+        async def work(tx: StoreTx) -> int:
+            gone = await tx.prune_deliveries(before, limit)
+            # Fanned-out events get no new deliveries, so one none is left for is done with. An event not fanned
+            # out is deleted only while it still is not: a sender fanning it out meanwhile keeps it.
+            for fanned_out in (True, False):
+                if gone < limit:
+                    gone += await tx.prune_events(before, limit - gone, fanned_out=fanned_out)
+            return gone
+
+        return await self._write(work)

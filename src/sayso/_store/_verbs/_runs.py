@@ -1,0 +1,345 @@
+"""The verbs of threads and runs: starting, leasing, pausing, finishing, cancelling and reopening a run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import NoReturn
+
+from pydantic_ai.messages import ModelMessage
+
+from ..._core.audit_events import AuditEvent
+from ..._core.decisions import DecisionRecord
+from ..._core.grants import Grant
+from ..._core.requests import ClientTool, Request
+from ...exceptions import PauseConsumed, RunConflict, RunNotFound, ThreadBusy
+from .._primitives import (
+    CancelRun,
+    EndRun,
+    PauseRun,
+    RenewLease,
+    ReopenRun,
+    StoreTx,
+    TakeOver,
+    TxStore,
+    decode_history,
+    new_thread,
+)
+from .._records import BegunRun, ExecutionResult, RemoteTask, RunRecord, RunStatus, ThreadCheck, ThreadRecord
+from ._steps import lost_lease, record
+
+
+class RunVerbs(TxStore):
+    """`RunStore`'s verbs of threads and runs, the message log, workflow state and remote tasks."""
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        async def work(tx: StoreTx) -> ThreadRecord | None:
+            return await tx.thread(thread_id)
+
+        return await self._read(work)
+
+    async def begin_run(
+        self,
+        *,
+        thread_id: str,
+        owner: str,
+        agent: str,
+        run_id: str,
+        prompt: str,
+        client_tools: Sequence[ClientTool],
+        lease_owner: str,
+        lease_expires_at: float,
+        now: float,
+        check: ThreadCheck | None = None,
+        grants_of: str | None = None,
+    ) -> BegunRun:
+        Found = tuple[ThreadRecord | None, RunRecord | None, list[bytes], list[Grant] | None]
+
+        async def work(tx: StoreTx) -> Found:
+            thread = await tx.thread(thread_id)
+            if check is not None:
+                check(thread)
+            if thread is not None:
+                if thread.active_run_id is not None:
+                    return thread, None, [], None
+                if not await tx.claim_thread(thread_id, run_id, expect=None):
+                    raise _thread_changed(run_id, thread_id)
+            run = _new_run(
+                run_id=run_id,
+                thread_id=thread_id,
+                agent=thread.agent if thread is not None else agent,
+                prompt=prompt,
+                client_tools=client_tools,
+                principal=owner,
+                lease_owner=lease_owner,
+                lease_expires_at=lease_expires_at,
+                now=now,
+            )
+            if thread is None:
+                await tx.add_thread(new_thread(run, owner=owner, agent=agent))
+            await tx.add_run(run)
+            history = await tx.history(thread_id) if thread is not None else []
+            return thread, run, history, await tx.active_grants(grants_of, now)
+
+        async def lost(tx: StoreTx) -> NoReturn:
+            raise _thread_changed(run_id, thread_id)  # another process created the same new thread first
+
+        thread, run, bodies, grants = await self._write(work, race=lost, durable=False)
+        return BegunRun(thread=thread, run=run, history=decode_history(bodies), grants=grants)
+
+    async def start_run(
+        self,
+        *,
+        thread_id: str,
+        owner: str,
+        agent: str,
+        run_id: str,
+        prompt: str,
+        client_tools: Sequence[ClientTool],
+        lease_owner: str,
+        lease_expires_at: float,
+        now: float,
+        expect_active: str | None,
+        skips: Sequence[DecisionRecord] = (),
+        audit: Sequence[AuditEvent] = (),
+        supersede_pause: str | None = None,
+        parent_run_id: str | None = None,
+        parent_call_id: str | None = None,
+        agent_path: str | None = None,
+        durable: bool = True,
+    ) -> RunRecord:
+        run = _new_run(
+            run_id=run_id,
+            thread_id=thread_id,
+            agent=agent,
+            prompt=prompt,
+            client_tools=client_tools,
+            principal=owner,
+            lease_owner=lease_owner,
+            lease_expires_at=lease_expires_at,
+            now=now,
+            resume_pause_id=supersede_pause,
+            parent_run_id=parent_run_id,
+            parent_call_id=parent_call_id,
+            agent_path=agent_path,
+        )
+
+        async def work(tx: StoreTx) -> RunRecord:
+            if await tx.thread(thread_id) is None:
+                await tx.add_thread(new_thread(run, owner=owner, agent=agent))
+            elif not await tx.claim_thread(thread_id, run_id, expect=expect_active):
+                raise _thread_changed(run_id, thread_id)
+            if supersede_pause is not None:
+                if not await tx.consume_pause(supersede_pause):
+                    raise PauseConsumed(run_id, "the pause was resumed by someone else meanwhile")
+                assert expect_active is not None
+                await tx.update_run(expect_active, CancelRun(now=now, only_paused=False))
+                await record(tx, skips, audit)
+            await tx.add_run(run)
+            return run
+
+        async def lost(tx: StoreTx) -> NoReturn:
+            raise _thread_changed(run_id, thread_id)  # another process got there first, or decided a skip
+
+        return await self._write(work, race=lost, durable=durable)
+
+    async def get_run(self, run_id: str) -> RunRecord:
+        async def work(tx: StoreTx) -> RunRecord:
+            run = await tx.run(run_id)
+            if run is None:
+                raise RunNotFound(run_id)
+            return run
+
+        return await self._read(work)
+
+    async def renew_lease(self, run_id: str, owner: str, until: float) -> bool:
+        async def work(tx: StoreTx) -> bool:
+            return await tx.update_run(run_id, RenewLease(owner=owner, until=until))
+
+        return await self._write(work)
+
+    async def take_over(self, run_id: str, *, owner: str, until: float, now: float, dead_owners: Sequence[str]) -> bool:
+        async def work(tx: StoreTx) -> bool:
+            owners: list[str | None] = [*dead_owners] or [None]
+            for dead in owners:
+                if await tx.update_run(run_id, TakeOver(owner=owner, until=until, now=now, dead=dead)):
+                    return True
+            return False
+
+        return await self._write(work)
+
+    async def save_pause(
+        self,
+        run: RunRecord,
+        *,
+        owner: str,
+        pause_id: str,
+        new_messages: Sequence[ModelMessage],
+        requests: Sequence[Request],
+        now: float,
+        executions: Sequence[ExecutionResult] = (),
+        workflow_state: bytes | None = None,
+    ) -> None:
+        async def work(tx: StoreTx) -> None:
+            if not await tx.update_run(run.run_id, PauseRun(pause_id=pause_id, owner=owner, now=now)):
+                raise lost_lease(run.run_id)
+            await tx.finish_executions(executions, now)
+            await tx.append_messages(run, new_messages)
+            await tx.add_pause(pause_id, run.run_id, requests, now)
+            await tx.add_events("request.opened", [r.request_id for r in requests], now)
+            if workflow_state is not None:
+                await tx.put_workflow_state(run.run_id, workflow_state, now)
+
+        await self._write(work)
+
+    async def finish_run(
+        self,
+        run: RunRecord,
+        *,
+        owner: str,
+        new_messages: Sequence[ModelMessage],
+        status: RunStatus,
+        output: str | None,
+        error: str | None,
+        now: float,
+        executions: Sequence[ExecutionResult] = (),
+        workflow_state: bytes | None = None,
+    ) -> None:
+        async def work(tx: StoreTx) -> None:
+            end = EndRun(status=status, output=output, error=error, owner=owner, now=now)
+            if not await tx.update_run(run.run_id, end):
+                raise lost_lease(run.run_id)
+            await tx.finish_executions(executions, now)
+            await tx.append_messages(run, new_messages)
+            if workflow_state is not None:
+                await tx.put_workflow_state(run.run_id, workflow_state, now)
+            await tx.free_thread(run)
+
+        await self._write(work)
+
+    async def cancel_run(
+        self, run: RunRecord, *, now: float, skips: Sequence[DecisionRecord], audit: Sequence[AuditEvent] = ()
+    ) -> None:
+        async def work(tx: StoreTx) -> None:
+            if run.pause_id is not None:
+                await tx.consume_pause(run.pause_id)
+            existing = await tx.decisions([d.request_id for d in skips])
+            await record(tx, [d for d in skips if d.request_id not in existing], audit)
+            await tx.update_run(run.run_id, CancelRun(now=now, only_paused=True))
+            await tx.free_thread(run)
+
+        await self._write(work, race=work)  # a person decided one of the skipped requests meanwhile: theirs is kept
+
+    # the message log
+
+    async def load_messages(self, thread_id: str) -> list[ModelMessage]:
+        async def work(tx: StoreTx) -> list[bytes]:
+            return await tx.history(thread_id)
+
+        return decode_history(await self._read(work))
+
+    # remote delegates
+
+    async def set_remote_task(self, run_id: str, *, url: str, task_id: str, context_id: str) -> None:
+        async def work(tx: StoreTx) -> None:
+            await tx.put_remote_task(run_id, RemoteTask(url=url, task_id=task_id, context_id=context_id))
+
+        await self._write(work, race=work)
+
+    async def remote_task(self, run_id: str) -> RemoteTask | None:
+        async def work(tx: StoreTx) -> RemoteTask | None:
+            return await tx.remote_task(run_id)
+
+        return await self._read(work)
+
+    # workflows
+
+    async def workflow_state(self, run_id: str) -> bytes | None:
+        async def work(tx: StoreTx) -> bytes | None:
+            return await tx.workflow_state(run_id)
+
+        return await self._read(work)
+
+    async def save_workflow_state(
+        self,
+        run: RunRecord,
+        *,
+        owner: str,
+        state: bytes,
+        now: float,
+        new_messages: Sequence[ModelMessage] = (),
+    ) -> None:
+        async def work(tx: StoreTx) -> None:
+            if not await tx.holds(run.run_id, owner):
+                raise lost_lease(run.run_id)
+            await tx.append_messages(run, new_messages)
+            await tx.put_workflow_state(run.run_id, state, now)
+
+        await self._write(work, durable=False)
+
+    async def reopen_run(self, run: RunRecord, *, owner: str, until: float, now: float) -> RunRecord:
+        async def work(tx: StoreTx) -> RunRecord:
+            current = await tx.run(run.run_id)
+            if current is None:
+                raise RunNotFound(run.run_id)
+            if current.status != "failed":
+                raise RunConflict(run.run_id, f"the run is {current.status}; only a failed run is taken up again")
+            if not await tx.claim_thread(current.thread_id, run.run_id, expect=None, again=True):
+                raise ThreadBusy(run.run_id, f"thread {current.thread_id!r} has moved on to another run")
+            if not await tx.update_run(run.run_id, ReopenRun(owner=owner, until=until, now=now)):
+                raise RunConflict(run.run_id, "another process took the run up first")
+            return replace(
+                current,
+                status="running",
+                error=None,
+                lease_owner=owner,
+                lease_expires_at=until,
+                updated_at=now,
+                revision=current.revision + 1,
+            )
+
+        return await self._write(work)
+
+
+def _new_run(
+    *,
+    run_id: str,
+    thread_id: str,
+    agent: str,
+    prompt: str,
+    client_tools: Sequence[ClientTool],
+    principal: str,
+    lease_owner: str,
+    lease_expires_at: float,
+    now: float,
+    resume_pause_id: str | None = None,
+    parent_run_id: str | None = None,
+    parent_call_id: str | None = None,
+    agent_path: str | None = None,
+) -> RunRecord:
+    """A run as it starts: running under the caller's lease, revision 0."""
+    return RunRecord(
+        run_id=run_id,
+        thread_id=thread_id,
+        agent=agent,
+        status="running",
+        prompt=prompt,
+        client_tools=tuple(client_tools),
+        principal=principal,
+        resume_pause_id=resume_pause_id,
+        pause_id=None,
+        output=None,
+        error=None,
+        lease_owner=lease_owner,
+        lease_expires_at=lease_expires_at,
+        created_at=now,
+        updated_at=now,
+        revision=0,
+        parent_run_id=parent_run_id,
+        parent_call_id=parent_call_id,
+        agent_path=agent_path,
+    )
+
+
+def _thread_changed(run_id: str, thread_id: str) -> RunConflict:
+    return RunConflict(run_id, f"thread {thread_id!r} changed underneath this run; try again")

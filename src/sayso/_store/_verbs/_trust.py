@@ -1,0 +1,47 @@
+"""The verbs of what people entrusted and adapters keep — revoking grants, appending audit, marks — once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from ..._core.audit_events import AuditEvent
+from ..._core.grants import Grant
+from .._primitives import StoreTx, TxStore
+
+
+class TrustVerbs(TxStore):
+    """`RunStore`'s writing verbs of grants and the audit log, and adapters' marks."""
+
+    async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[AuditEvent] = ()) -> Grant | None:
+        async def work(tx: StoreTx) -> Grant | None:
+            if not await tx.revoke_grant(grant_id, now):
+                return None
+            await tx.append_audit(audit)
+            revoked = await tx.grant(grant_id)
+            assert revoked is not None, "the grant was just revoked in this transaction"
+            return revoked
+
+        return await self._write(work)
+
+    async def append_audit(self, bodies: Sequence[AuditEvent]) -> None:
+        async def work(tx: StoreTx) -> None:
+            await tx.append_audit(bodies)
+
+        await self._write(work)
+
+    # adapters' own state
+
+    async def set_mark(self, namespace: str, key: str, value: str) -> None:
+        now = time.time()
+
+        async def work(tx: StoreTx) -> None:
+            await tx.put_mark(namespace, key, value, now)
+
+        await self._write(work)
+
+    async def get_mark(self, namespace: str, key: str) -> str | None:
+        async def work(tx: StoreTx) -> str | None:
+            return await tx.mark(namespace, key)
+
+        return await self._read(work)
