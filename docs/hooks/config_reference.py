@@ -46,6 +46,7 @@ def _models() -> list[tuple[str, type[BaseModel]]]:
         ("limits", c.LimitsConfig),
         ("a2a", c.A2AConfig),
         ("ag_ui", c.AgUiConfig),
+        ("runtime", c.RuntimeConfig),
     ]
 
 
