@@ -80,8 +80,8 @@ def main() -> None:
     print(f"| command (median of {result['cli_repeats']}) | seconds | vs `import pydantic_ai` |")
     print("|---|---:|---:|")
     print(f"| `python -c 'import pydantic_ai'` | {result['cli_import_pydantic_ai_s']} | 1.0 |")
-    for name in ("help", "inbox", "decide"):
-        print(f"| `sayso {name}` | {result[f'cli_{name}_s']} | {result[f'cli_{name}_vs_import']} |")
+    for name, command in (("help", "--help"), ("inbox", "inbox CONFIG"), ("decide", "decide CONFIG ID approve")):
+        print(f"| `sayso {command}` | {result[f'cli_{name}_s']} | {result[f'cli_{name}_vs_import']} |")
     print(json.dumps(result))
 
 
