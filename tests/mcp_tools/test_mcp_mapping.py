@@ -28,6 +28,7 @@ from sayso import (
     Request,
     Skip,
 )
+from sayso.exceptions import InvalidDecision
 from sayso.protocols.mcp import decision_from, elicitation_for
 
 COMMON: dict[str, Any] = {
@@ -92,11 +93,16 @@ class Case:
 
 CASES = [
     Case("approve-scope", APPROVAL, accept(decision="approve", scope="thread"), Approve(scope="thread")),
-    Case("approve-unoffered-scope", APPROVAL, accept(decision="approve", scope="always"), Approve(scope="once")),
     Case("reject-reason", APPROVAL, accept(decision="reject", reason="no"), Reject(reason="no")),
     Case("approval-declined", APPROVAL, DECLINE, Reject()),
     Case("approval-cancelled", APPROVAL, CANCEL, Skip(reason="the person dismissed the question in their MCP client")),
     Case("answers", QUESTION, accept(answer_1="b", answer_2=["x", "y"]), Answer(answers=(("b",), ("x", "y")))),
+    Case(
+        "own-words",
+        QUESTION,
+        accept(answer_1_own=" c ", answer_2=["y"], answer_2_own="z"),
+        Answer(answers=(("c",), ("y", "z"))),
+    ),
     Case("question-declined", QUESTION, DECLINE, Skip(reason="the person declined to answer")),
     Case("input-value", INPUT, accept(value=3), Provide(value=3)),
     Case("input-form", FORM_INPUT, accept(city="Lyon"), Provide(value={"city": "Lyon"})),
@@ -125,7 +131,10 @@ def test_each_request_is_asked_with_a_form_of_its_own() -> None:
     question = elicitation_for(QUESTION)
     assert isinstance(question, mcp_types.ElicitRequestFormParams)
     assert question.requested_schema["properties"]["answer_2"]["items"]["enum"] == ["x", "y"]
-    assert question.requested_schema["required"] == ["answer_1", "answer_2"]
+    assert question.requested_schema["properties"]["answer_1"]["enum"] == ["a", "b"]
+    assert question.requested_schema["properties"]["answer_1_own"]["type"] == "string"
+    assert question.requested_schema["properties"]["answer_2_own"]["type"] == "string"
+    assert question.requested_schema["required"] == []  # a pick or one's own words: checked on the answer
     value = elicitation_for(INPUT)
     assert isinstance(value, mcp_types.ElicitRequestFormParams)
     assert value.requested_schema["properties"]["value"] == {"type": "integer"}
@@ -145,3 +154,32 @@ def test_each_request_is_asked_with_a_form_of_its_own() -> None:
     client = elicitation_for(CLIENT)
     assert isinstance(client, mcp_types.ElicitRequestFormParams)
     assert client.requested_schema["required"] == ["result"]
+
+
+@pytest.mark.parametrize(
+    ("request_", "reply", "problem"),
+    [
+        pytest.param(APPROVAL, accept(decision="APPROVE!"), "decision: 'APPROVE!' is not one of", id="approval-choice"),
+        pytest.param(APPROVAL, accept(reason="no"), "decision", id="approval-no-decision"),
+        pytest.param(APPROVAL, accept(decision="approve", scope="always"), "scope: 'always'", id="scope-not-offered"),
+        pytest.param(
+            ApprovalRequest(**COMMON, tool_name="drop", args={}, hint="h"),
+            accept(decision="approve", scope="always"),
+            "scope 'always' was not offered",
+            id="scope-not-asked",
+        ),
+        pytest.param(QUESTION, accept(answer_1="c", answer_2=["x"]), "answer_1: 'c' is not one of", id="not-a-choice"),
+        pytest.param(QUESTION, accept(answer_2=["x"]), "question 'Which?' needs an answer", id="unanswered"),
+        pytest.param(
+            QUESTION, accept(answer_1="a", answer_1_own="c", answer_2=["x"]), "takes one answer", id="two-for-one"
+        ),
+        pytest.param(CLIENT, accept(), "result", id="client-no-result"),
+    ],
+)
+def test_an_answer_that_does_not_fit_the_form_sent_is_refused(
+    request_: Request, reply: mcp_types.ElicitResult, problem: str
+) -> None:
+    """An accepted answer is checked against the form that was sent; what breaks it decides nothing."""
+    with pytest.raises(InvalidDecision) as refused:
+        decision_from(request_, reply)
+    assert problem in refused.value.problem and refused.value.request_id == "req_1"

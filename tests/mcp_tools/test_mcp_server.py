@@ -7,6 +7,9 @@ and as a background task parked on input-required. Principals apply as on every 
 
 from __future__ import annotations
 
+import json
+import secrets
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,8 +24,9 @@ from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp_tasks import call_tool_task
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server import request_state
 
-from sayso import Config, Sayso
+from sayso import Config, Sayso, load_config
 from sayso.protocols import protocol_apps, protocol_routers
 from sayso.server import create_app
 
@@ -140,16 +144,37 @@ async def test_a_rejection_with_a_reason_reaches_the_agent(live: LiveServer) -> 
     assert hooks.sent == []
 
 
-async def test_a_question_is_asked_with_its_choices_and_a_wrong_answer_is_asked_again(live: LiveServer) -> None:
-    """`ask_user` becomes a form whose field lists the choices; a refused answer comes back with the problem."""
-    person = Person({"answer_1": ""}, {"answer_1": "Babbage"})
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_an_approval_outside_the_forms_choices_is_asked_again_not_taken_as_a_rejection(
+    live: LiveServer, mode: str
+) -> None:
+    """`"APPROVE!"` is none of the form's choices: it is refused and asked again with the problem (on a stateless
+    session and pushed mid-call alike), never recorded as a rejection; the answer that fits then counts."""
+    person = Person({"decision": "APPROVE!"}, {"decision": "approve"})
+    async with client(live, person, mode=mode) as mcp:
+        result = await mcp.call_tool("ops", {"message": "announce lunch"})
+    assert text(result).startswith("announced: lunch")
+    first, second = person.asked
+    assert "Not accepted" not in first.message
+    assert second.message.startswith("Not accepted: decision: 'APPROVE!' is not one of")
+    assert hooks.sent == ["lunch"]
+
+
+async def test_a_question_offers_its_choices_and_own_words_and_a_wrong_answer_is_asked_again(
+    live: LiveServer,
+) -> None:
+    """`ask_user` becomes a form with the choices as a pick and a field for one's own words (choices are
+    suggestions); an answer outside the choices, or none, is asked again with the problem."""
+    person = Person({"answer_1": "Turing"}, {}, {"answer_1_own": "the garden room"})
     async with client(live, person) as mcp:
         result = await mcp.call_tool("ops", {"message": "pick"})
-    assert "Babbage" in text(result)
-    first, second = person.asked
+    assert '"answer": ["the garden room"]' in text(result)
+    first, second, third = person.asked
     assert isinstance(first, mcp_types.ElicitRequestFormParams)
     assert first.requested_schema["properties"]["answer_1"]["enum"] == ["Ada", "Babbage"]
-    assert second.message.startswith("Not accepted: question 'Which room?' needs an answer.")
+    assert first.requested_schema["properties"]["answer_1_own"]["type"] == "string"
+    assert second.message.startswith("Not accepted: answer_1: 'Turing' is not one of")
+    assert third.message.startswith("Not accepted: question 'Which room?' needs an answer.")
 
 
 async def test_a_form_from_an_mcp_server_below_reaches_the_client_and_its_answer_goes_back_down(
@@ -197,6 +222,147 @@ async def test_a_tasked_call_parks_on_input_required_and_another_connection_answ
         done = await ToolTask(second, "ops", ClientCreateTaskResult.model_validate(stored)).result()
     assert str(done.data).startswith("announced: cake")
     assert hooks.sent == ["cake"]
+
+
+CONCIERGE = Path(__file__).resolve().parents[2] / "examples" / "concierge" / "sayso.yaml"
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_workflow_is_a_tool_whose_inputs_are_forms_of_their_schema_and_a_wrong_one_is_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """The concierge workflow is served at `/mcp` as a tool; each input is asked as a form of its own schema, an
+    answer that breaks it is asked again with the problem, and the plan comes back once both inputs are given."""
+    monkeypatch.setenv("SAYSO_STORE", f"sqlite:///{tmp_path / 'concierge.db'}")
+    sayso = Sayso(load_config(CONCIERGE))
+    served = LiveServer.in_thread(
+        create_app(sayso, routers=protocol_routers(sayso), apps=protocol_apps(sayso), expire_every_seconds=None)
+    )
+    person = Person(
+        {"hobby": "fado", "age": "old"},
+        {"city": "Lisbon", "hobby": "fado"},
+        {"user_response": "Lovely", "done": True},
+    )
+    try:
+        async with client(served, person, mode=mode) as mcp:
+            tools = {t.name: t for t in (await mcp.list_tools()).tools}
+            result = await mcp.call_tool("concierge", {"message": "Plan my day"})
+    finally:
+        served.stop()
+    assert tools["concierge"].description == "Plans a day out in a city with you, and refines it until you are happy."
+    assert text(result).startswith("Your day in Lisbon")
+    assert "Your notes: Lovely" in text(result)
+    first, again, feedback = person.asked
+    assert isinstance(first, mcp_types.ElicitRequestFormParams)
+    assert first.message.startswith("This is an interactive concierge")
+    assert first.requested_schema["required"] == ["city"]
+    assert again.message.startswith("Not accepted: ") and "city" in again.message and "age" in again.message
+    assert isinstance(feedback, mcp_types.ElicitRequestFormParams)
+    assert set(feedback.requested_schema["properties"]) == {"user_response", "done"}
+
+
+async def _sse_events(response: httpx.Response) -> AsyncIterator[tuple[str | None, dict[str, Any]]]:
+    """The (event id, JSON-RPC message) of each SSE event with data, as they come."""
+    event_id: str | None = None
+    async for line in response.aiter_lines():
+        if line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:") and line[5:].strip():
+            yield event_id, json.loads(line[5:])
+
+
+async def test_a_client_that_drops_mid_pause_reconnects_with_last_event_id_and_answers(live: LiveServer) -> None:
+    """On the 2025-11-25 protocol the approval is pushed mid-call; the client drops the stream right after, then
+    reconnects with `Last-Event-ID`: the stream goes on where it stopped, the client answers, and the call ends
+    with the agent's reply on the resumed stream."""
+    base = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+    async with httpx.AsyncClient(base_url=live.base_url, timeout=30) as http:
+        hello = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"elicitation": {"form": {}}},
+            "clientInfo": {"name": "raw", "version": "1"},
+        }
+        opened = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        assert opened.status_code == 200, opened.text
+        headers = {**base, "mcp-session-id": opened.headers["mcp-session-id"]}
+        ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post("/mcp", json=ready, headers=headers)).status_code == 202
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "ops", "arguments": {"message": "announce tea"}},
+        }
+        asked: dict[str, Any] = {}
+        last_id: str | None = None
+        async with http.stream("POST", "/mcp", json=call, headers=headers) as first:
+            async for event_id, message in _sse_events(first):
+                last_id = event_id or last_id
+                if message.get("method") == "elicitation/create":
+                    asked = message
+                    break  # the client drops here, before answering
+        assert asked["params"]["requestedSchema"]["properties"]["decision"]["enum"] == ["approve", "reject"]
+        assert last_id is not None and hooks.sent == []
+        resumed_headers = {**headers, "Accept": "text/event-stream", "Last-Event-ID": last_id}
+        result: dict[str, Any] = {}
+        async with http.stream("GET", "/mcp", headers=resumed_headers) as resumed:
+            assert resumed.status_code == 200
+            answer = {
+                "jsonrpc": "2.0",
+                "id": asked["id"],
+                "result": {"action": "accept", "content": {"decision": "approve"}},
+            }
+            assert (await http.post("/mcp", json=answer, headers=headers)).status_code == 202
+            async for _, message in _sse_events(resumed):
+                if message.get("id") == 2:
+                    result = message["result"]
+                    break
+    assert "".join(part["text"] for part in result["content"]).startswith("announced: tea")
+    assert hooks.sent == ["tea"]
+
+
+class _Later:
+    """The clock of the MCP SDK's request-state boundary, moved on: the person took a while to answer."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def time(self) -> float:
+        return time.time() + self.seconds
+
+
+async def test_the_answers_leg_reaches_a_restarted_server_after_a_long_pause(
+    tmp_path: Path, elicit_server: ElicitServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stateless call pauses on one server; the answers' leg goes to another one on the same store (a restart,
+    or another replica), eleven minutes later: the state is sealed under the configured key, for as long as the
+    pause waits, so the answers are taken and the call runs once."""
+    monkeypatch.setenv("SAYSO_MCP_STATE_KEY", secrets.token_hex(16))
+    first = serve(tmp_path, elicit_server)
+    try:
+        async with client(first, Person()) as mcp:
+            asked = await mcp.session.call_tool("ops", {"message": "announce lunch"}, allow_input_required=True)
+    finally:
+        first.stop()
+    assert isinstance(asked, mcp_types.InputRequiredResult) and asked.request_state
+    [request_id] = (asked.input_requests or {}).keys()
+    assert hooks.sent == []
+
+    monkeypatch.setattr(request_state, "time", _Later(11 * 60))
+    second = serve(tmp_path, elicit_server)
+    try:
+        async with client(second, Person()) as mcp:
+            approve = mcp_types.ElicitResult(action="accept", content={"decision": "approve"})
+            result = await mcp.call_tool(
+                "ops",
+                {"message": "announce lunch"},
+                input_responses={request_id: approve},
+                request_state=asked.request_state,
+            )
+    finally:
+        second.stop()
+    assert text(result).startswith("announced: lunch")
+    assert hooks.sent == ["lunch"]
 
 
 async def test_principals_apply_at_mcp_as_everywhere(tmp_path: Path, elicit_server: ElicitServer) -> None:

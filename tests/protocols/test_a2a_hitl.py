@@ -286,14 +286,59 @@ async def test_a_resume_without_the_header_is_accepted_when_the_message_declares
     assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
-async def test_an_undeclared_payload_is_ordinary_input_and_skips_the_pause(
+@pytest.mark.parametrize(
+    ("kagent_compat", "message_of", "why"),
+    [
+        pytest.param(
+            False,
+            lambda task: user_message("never mind", task_id=task["id"]),
+            "a plain message is no HITL response",
+            id="text",
+        ),
+        pytest.param(
+            False,
+            lambda task: approve(task, [{"id": tool_id(task), "approved": True}], declare=False),
+            "not declared",
+            id="undeclared-payload",
+        ),
+        pytest.param(
+            True,
+            lambda task: user_message("ok", task_id=task["id"], data=[{"decision_type": "approve_all"}]),
+            "decision_type 'approve_all'",
+            id="unknown-decision-type",
+        ),
+    ],
+)
+async def test_a_message_that_answers_nothing_is_refused_and_the_task_keeps_waiting(
+    serve: ServerFactory, sandbox: Path, kagent_compat: bool, message_of: Any, why: str
+) -> None:
+    """Text, an undeclared payload or an unknown decision_type sent with a waiting task's id is refused, saying
+    what the task waits for; the task stays INPUT_REQUIRED with nothing run, and the real answer still counts."""
+    server = await serve(a2a={"kagent_compat": kagent_compat})
+    async with server.client() as client:
+        task = await pause(client)
+        error = error_of(await send(client, message_of(task)))
+        assert error["code"] == -32602
+        assert why in error["message"]
+        assert "waits for a tool_approval_response" in error["message"]
+        assert "delete_file" in error["message"] and "without taskId" in error["message"]
+        still = await get_task(client, task["id"])
+        assert still["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        assert [m["role"] for m in still["history"]] == ["ROLE_USER", "ROLE_AGENT"]
+        assert (sandbox / "notes.txt").exists()
+        done = task_of(await send(client, approve(task, [{"id": tool_id(task), "approved": True}])))
+    assert done["id"] == task["id"] and done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert not (sandbox / "notes.txt").exists()
+
+
+async def test_a_new_message_on_the_context_without_the_task_id_moves_on(
     client: httpx.AsyncClient, sandbox: Path
 ) -> None:
-    """Metadata without `extensions` is no response: the person moved on, nothing is approved."""
+    """The person moves on with a message on the context and no task id: the waiting task is skipped, never run."""
     task = await pause(client)
-    body = await send(client, approve(task, [{"id": tool_id(task), "approved": True}], declare=False))
-    moved_on = task_of(body)
+    moved_on = task_of(await send(client, user_message("list", context_id=task["contextId"])))
     assert moved_on["id"] != task["id"] and moved_on["contextId"] == task["contextId"]
+    assert moved_on["status"]["state"] == "TASK_STATE_COMPLETED"
     assert (sandbox / "notes.txt").exists()
     assert (await get_task(client, task["id"]))["status"]["state"] == "TASK_STATE_CANCELED"
 

@@ -3,6 +3,8 @@ push notifications signed like webhooks, and approvals that carry edited argumen
 
 from __future__ import annotations
 
+import json
+import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,14 +18,14 @@ from a2a.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from sayso import Config, Sayso
+from sayso import Approve, Config, Sayso
 
 from ..conftest import InProcess, LiveServer, script
 from .a2a_helpers import collect, get_task, hitl, rpc, sdk_client, sdk_message, send, stream, task_of, user_message
-from .conftest import ServerFactory, protocol_app
+from .conftest import ServerFactory, example_config, protocol_app
 
 SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
 
@@ -31,25 +33,28 @@ SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
 # --- streaming (must hold 7)
 
 
-async def test_a_stream_sends_the_text_as_it_is_written_then_the_end(serve: ServerFactory, sandbox: Path) -> None:
-    """SendStreamingMessage sends a working task, the answer's text in several appended artifact chunks, then the
-    final status; the chunks add up to the answer."""
+async def test_a_stream_sends_the_text_once_in_one_artifact_the_task_keeps(serve: ServerFactory, sandbox: Path) -> None:
+    """SendStreamingMessage sends a working task, then the answer as one artifact appended to in chunks as it is
+    written, its last chunk marked, then the final status; `GetTask` shows that same artifact, with that text."""
     server = await serve()
     async with server.client() as client:
         _, events = await stream(client, user_message("list"))
-    results = [e["result"] for e in events]
-    assert results[0]["task"]["status"]["state"] == "TASK_STATE_WORKING"
-    chunks = [
-        r["artifactUpdate"]
-        for r in results
-        if "artifactUpdate" in r and r["artifactUpdate"]["artifact"]["name"] == "text"
-    ]
-    assert len(chunks) > 2
-    assert not chunks[0].get("append") and all(c["append"] for c in chunks[1:])
-    text = "".join(c["artifact"]["parts"][0]["text"] for c in chunks)
-    final = results[-1]["statusUpdate"]["status"]
-    assert final["state"] == "TASK_STATE_COMPLETED"
-    assert text == final["message"]["parts"][0]["text"] and text.startswith("Files in the sandbox:")
+        results = [e["result"] for e in events]
+        assert results[0]["task"]["status"]["state"] == "TASK_STATE_WORKING"
+        chunks = [r["artifactUpdate"] for r in results if "artifactUpdate" in r]
+        assert len(chunks) > 2
+        assert len({c["artifact"]["artifactId"] for c in chunks}) == 1
+        assert not chunks[0].get("append") and all(c["append"] for c in chunks[1:])
+        assert [bool(c.get("lastChunk")) for c in chunks] == [False] * (len(chunks) - 1) + [True]
+        text = "".join(c["artifact"]["parts"][0]["text"] for c in chunks)
+        final = results[-1]["statusUpdate"]["status"]
+        assert final["state"] == "TASK_STATE_COMPLETED"
+        assert text == final["message"]["parts"][0]["text"] and text.startswith("Files in the sandbox:")
+        task = await get_task(client, results[-1]["statusUpdate"]["taskId"])
+    (artifact,) = task["artifacts"]
+    assert artifact["artifactId"] == chunks[0]["artifact"]["artifactId"]
+    assert artifact["name"] == chunks[0]["artifact"]["name"]
+    assert artifact["parts"] == [{"text": text}]
 
 
 async def test_the_sdk_streaming_client_sees_the_text_chunks_and_the_pause(serve: ServerFactory, sandbox: Path) -> None:
@@ -224,6 +229,127 @@ async def test_push_configs_are_managed_with_the_sdk_client_and_refused_when_uns
             http, "files", "CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url, "token": "t"}
         )
     assert "public address" in inward.json()["error"]["message"]
+
+
+@pytest.fixture
+def flaky_receiver() -> Iterator[tuple[str, list[tuple[int, dict[str, str], bytes]]]]:
+    """A receiver on 127.0.0.1 that answers 500 to the first attempt of every delivery, then takes it."""
+    received: list[tuple[int, dict[str, str], bytes]] = []
+    app = FastAPI()
+
+    @app.post("/hook")
+    async def hook(request: Request) -> Response:
+        headers = dict(request.headers)
+        seen = [r for r in received if r[1]["webhook-id"] == headers["webhook-id"]]
+        status = 500 if not seen else 200
+        received.append((status, headers, await request.body()))
+        return Response(status_code=status)
+
+    server = LiveServer.in_thread(app)
+    yield f"{server.base_url}/hook", received
+    server.stop()
+
+
+@pytest.mark.parametrize("where", ["rest", "replica"])
+async def test_a_task_decided_elsewhere_pushes_its_update_through_the_outbox_retried_under_one_delivery_id(
+    serve: ServerFactory,
+    sandbox: Path,
+    flaky_receiver: tuple[str, list[tuple[int, dict[str, str], bytes]]],
+    where: str,
+) -> None:
+    """A task paused over A2A and decided over REST (or by another runtime on the same store, a replica) pushes
+    its COMPLETED update: from the outbox, retried after the receiver's 500, under the same delivery id."""
+    url, received = flaky_receiver
+    server = await serve(a2a={"push_private_urls": True})
+    async with server.client() as http:
+        push = {"url": url, "token": "tok-11"}
+        params = {"message": user_message("delete notes"), "configuration": {"taskPushNotificationConfig": push}}
+        task = task_of((await rpc(http, "files", "SendMessage", params)).json())
+        assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        request_id = hitl(task["status"]["message"])["tools"][0]["id"]
+        if where == "rest":
+            decided = await http.post(f"/v1/requests/{request_id}/decision", json={"kind": "approve"})
+            assert decided.status_code == 200, decided.text
+        else:
+            async with Sayso(example_config()) as replica:
+                await replica.decide(request_id, Approve())
+    with anyio.fail_after(20):
+        while not [r for r in received if r[0] == 200 and _state(r[2]) == "TASK_STATE_COMPLETED"]:
+            await anyio.sleep(0.05)
+    attempts: dict[str, list[tuple[int, str]]] = {}
+    for status, headers, body in received:
+        attempts.setdefault(headers["webhook-id"], []).append((status, _state(body)))
+    # The completion's delivery is tried again after the 500 under its own id. An earlier update (the pause) is
+    # retried only while it is still the task's state, never sent stale.
+    assert list(attempts.values())[-1] == [(500, "TASK_STATE_COMPLETED"), (200, "TASK_STATE_COMPLETED")]
+    assert all({state for _, state in tries} == {"TASK_STATE_INPUT_REQUIRED"} for tries in list(attempts.values())[:-1])
+    _, headers, body = received[-1]
+    Webhook(b"tok-11").verify(body, headers)
+    assert json.loads(body)["statusUpdate"]["taskId"] == task["id"]
+    assert not (sandbox / "notes.txt").exists()
+
+
+def _state(body: bytes) -> str:
+    state: str = json.loads(body)["statusUpdate"]["status"]["state"]
+    return state
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data",
+        "http://[fd00:ec2::254]/latest/meta-data",
+        "http://[::ffff:169.254.169.254]/hook",
+        "http://169.254.10.10/hook",
+        "http://100.100.100.200/hook",
+        "http://0.0.0.0/hook",
+    ],
+)
+async def test_link_local_and_metadata_addresses_stay_refused_with_private_urls_on(
+    serve: ServerFactory, sandbox: Path, url: str
+) -> None:
+    """`a2a.push_private_urls` opens loopback and private addresses, never link-local or cloud metadata ones."""
+    server = await serve(a2a={"push_private_urls": True})
+    async with server.client() as http:
+        task = task_of(await send(http, user_message("delete notes")))
+        refused = await rpc(
+            http, "files", "CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url, "token": "t"}
+        )
+    error = refused.json()["error"]
+    assert error["code"] == -32602 and "not one this server may call" in error["message"]
+
+
+async def test_a_push_connects_to_the_address_that_was_checked(
+    slow_server: InProcess,
+    receiver: tuple[str, list[tuple[dict[str, str], bytes]]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DNS rebinding: the push host answers a loopback address while it is checked, then the metadata address.
+    The delivery goes to the address that was checked (resolved once per delivery), never to the second answer."""
+    url, received = receiver
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    real = socket.getaddrinfo
+    answers: list[str] = []
+
+    def rebinding(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host not in ("hooks.rebind.test", b"hooks.rebind.test"):
+            return real(host, *args, **kwargs)
+        answers.append("127.0.0.1" if len(answers) < 2 else "169.254.169.254")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (answers[-1], port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    async with slow_server.client() as client:
+        push = {"url": f"http://hooks.rebind.test:{port}/hook", "token": "tok-9"}
+        task = await send_at_once(client, "export q2", taskPushNotificationConfig=push)
+        release.set()
+        await wait_for_state(client, task["id"], "TASK_STATE_COMPLETED")
+        with anyio.fail_after(10):
+            while not received:
+                await anyio.sleep(0.05)
+    headers, body = received[-1]
+    assert headers["host"] == f"hooks.rebind.test:{port}"
+    assert json.loads(body)["statusUpdate"]["taskId"] == task["id"]
+    assert answers == ["127.0.0.1", "127.0.0.1"]  # once when the config was made, once for the delivery
 
 
 # --- edited arguments under sayso's key (must hold 7)

@@ -65,9 +65,9 @@ async def rest_read(server: InProcess, token: str, paused: Paused) -> Outcome:
 
 
 async def a2a_message(server: InProcess, token: str, paused: Paused) -> Outcome:
-    """Plain text to the paused task: the issue's attack (it would skip alice's request)."""
+    """Plain text on the paused task's context: the issue's attack (it would skip alice's request)."""
     async with server.client(token) as client:
-        body = await send(client, user_message("list", task_id=paused.run_id, context_id=paused.thread_id))
+        body = await send(client, user_message("list", context_id=paused.thread_id))
     return _rpc(body)
 
 

@@ -1426,6 +1426,27 @@ async def test_changes_write_outbox_events_that_fan_out_once_per_webhook(store: 
     assert await store.delivery_counts() == {"pending": 6}
 
 
+async def test_a_top_level_runs_pause_and_end_are_run_updates_fanned_out_only_to_who_asks_for_them(
+    store: RunStore,
+) -> None:
+    """A top-level run's pause and its end each write a `run.updated` event (its id in `request_id`); webhooks'
+    fan-out leaves them, a sender naming the kind takes them, and each claims only its own hook's deliveries."""
+    waiting = await start(store)
+    waiting = await paused(store, waiting, [approval("req_1", waiting)])
+    await store.record_decision(decision("req_1"))
+    done = await start(store, "thr_2", "run_2")
+    await store.finish_run(done, owner=ME, new_messages=(), status="completed", output="ok", error=None, now=NOW + 2)
+    assert await store.fan_out_events(hooks=["web"], now=NOW + 2) == 2  # the request's opening and decision
+    assert await store.fan_out_events(hooks=["push"], now=NOW + 2, kinds=("run.updated",)) == 2
+    pushed = await store.claim_deliveries(owner="a", now=NOW + 2, until=NOW + 30, hooks=["push"])
+    assert sorted((c.kind, c.request_id, c.hook) for c in pushed) == [
+        ("run.updated", "run_1", "push"),
+        ("run.updated", "run_2", "push"),
+    ]
+    webhooks = await store.claim_deliveries(owner="b", now=NOW + 2, until=NOW + 30, hooks=["web"])
+    assert sorted(c.kind for c in webhooks) == ["request.decided", "request.opened"]
+
+
 async def test_a_delivery_is_claimed_by_one_sender_until_settled_or_its_claim_lapses(store: RunStore) -> None:
     """A claimed delivery is not claimed again while the claim holds; only its holder settles it; a retry waits
     for its time with the attempt counted; a lapsed claim is taken over; settled deliveries are done."""
@@ -1470,7 +1491,9 @@ async def test_pruning_takes_settled_deliveries_and_done_events_past_the_cut_off
     for key, outcome in settle.items():
         assert await store.settle_delivery(claimed[key], owner="a", now=NOW + 2, **outcome)
     await store.record_decision(decision("req_2", at=NOW + 3))  # an event no server fanned out
-    assert await store.prune_outbox(before=NOW + 2) == 0  # settled at the cut-off, not before it
+    # Settled at the cut-off, not before it; only the run's own update (`run.updated`, which no webhook takes,
+    # never fanned out here) is older.
+    assert await store.prune_outbox(before=NOW + 2) == 1
     assert await store.delivery_counts() == {"delivered": 1, "failed": 1, "skipped": 1, "pending": 1}
     # 3 settled deliveries, their 3 events, and the event never fanned out; req_3's pending one and its event stay.
     assert await store.prune_outbox(before=NOW + 10) == 7
@@ -1493,5 +1516,6 @@ async def test_pruning_goes_in_batches_of_at_most_the_limit(store: RunStore) -> 
     for delivery in await store.claim_deliveries(owner="a", now=NOW, until=NOW + 30):
         await store.settle_delivery(delivery.delivery_id, owner="a", status="delivered", now=NOW + 1)
     assert await store.delivery_counts() == {"delivered": 10}
-    assert [await store.prune_outbox(before=NOW + 5, limit=4) for _ in range(5)] == [4, 4, 4, 3, 0]
+    # 10 deliveries, 5 events and the run's own update (`run.updated`, never fanned out to webhooks).
+    assert [await store.prune_outbox(before=NOW + 5, limit=4) for _ in range(5)] == [4, 4, 4, 4, 0]
     assert await store.delivery_counts() == {}

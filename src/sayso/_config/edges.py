@@ -1,10 +1,12 @@
-"""The sections of `sayso.yaml` that configure the edges: webhooks, the audit key, size limits, A2A and AG-UI.
+"""The sections of `sayso.yaml` that configure the edges: webhooks, the audit key, size limits, A2A, AG-UI, MCP.
 
 Re-exported by `_config`, where the whole `Config` is assembled.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 from typing import Literal, TypeAlias
 
@@ -98,6 +100,36 @@ class AuditConfig(_Strict):
         if len(secret) < 16:
             raise ConfigError(f"the audit key in {self.key_env} is too short: use at least 16 random characters")
         return secret.encode()
+
+
+MCP_STATE_KEY_ENV = "SAYSO_MCP_STATE_KEY"
+"""The environment variable that holds `/mcp`'s request-state key unless `mcp.state_key_env` names another."""
+
+
+class McpServeConfig(_Strict):
+    """The `mcp` block: how `/mcp` serves the agents to MCP clients."""
+
+    state_key_env: str = MCP_STATE_KEY_ENV
+    """Environment variable holding the secret (at least 16 characters) that seals the `requestState` a paused
+    call hands its MCP client, so any replica, or this one after a restart, reads the answers' leg; unset: a
+    key derived from the audit key (`audit.key_env`); neither set: a key of this process only, and a pause
+    can then be answered over `/mcp` only before it restarts, and only on this replica."""
+
+    def state_key(self, audit_key: bytes | None) -> bytes | None:
+        """The 32-byte key every replica derives alike, or `None` when no shared secret is configured.
+
+        Raises:
+            ConfigError: the secret in `state_key_env` is too short to be one.
+        """
+        secret = os.environ.get(self.state_key_env, "")
+        if secret and len(secret) < 16:
+            raise ConfigError(
+                f"the MCP state key in {self.state_key_env} is too short: use at least 16 random characters"
+            )
+        material = secret.encode() if secret else audit_key
+        if material is None:
+            return None
+        return hmac.new(material, b"sayso/mcp/request-state", hashlib.sha256).digest()
 
 
 class LimitsConfig(_Strict):

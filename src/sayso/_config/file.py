@@ -47,6 +47,7 @@ from .edges import (
     LimitsConfig as LimitsConfig,
 )
 from .edges import (
+    McpServeConfig as McpServeConfig,
     RuntimeConfig as RuntimeConfig,
 )
 from .edges import (
@@ -329,6 +330,8 @@ class Config(_Strict):
     """What anchors the audit log: a key from the environment, and optionally a head file."""
     limits: LimitsConfig = LimitsConfig()
     """How much one call may send: request bodies, messages, edited arguments and answers."""
+    mcp: McpServeConfig = McpServeConfig()
+    """How `/mcp` serves the agents: the key that seals a paused call's request state for every replica."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder that relative paths (store, scripts, tool modules) are resolved from."""
 

@@ -5,7 +5,8 @@ records, whichever process made the change (a server, the CLI, a Python embedder
 server's webhook dispatcher) fans events out to its webhooks, claims due deliveries, sends them
 and settles each; a delivery left by a sender that died is claimed again once its claim lapses,
 so every event is delivered at least once, under the same delivery id. What is done with is pruned
-once older than the retention (`webhooks_retention_days`).
+once older than the retention (`webhooks_retention_days`). A top-level run's pause, end or
+cancellation is an event too (`run.updated`), claimed by A2A push notifications, never by webhooks.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ async def claim(k: Kernel, hooks: Sequence[str], *, lease_seconds: float, limit:
     """
     now = k.clock()
     await k.store.fan_out_events(hooks=hooks, now=now)
-    claimed = await k.store.claim_deliveries(owner=k.holder, now=now, until=now + lease_seconds, limit=limit)
+    claimed = await k.store.claim_deliveries(
+        owner=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=hooks
+    )
     events: list[OutboundEvent] = []
     for pending in claimed:
         built = await _build(k, pending)
@@ -55,6 +58,32 @@ async def claim(k: Kernel, hooks: Sequence[str], *, lease_seconds: float, limit:
         else:
             events.append(built)
     return events
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunUpdate:
+    """A top-level run paused, ended or was cancelled, claimed for one sender (A2A push notifications)."""
+
+    delivery_id: str
+    """The same on every attempt and from every sender: receivers drop duplicates by it."""
+    run_id: str
+    created_at: float
+    """When the change was committed."""
+    attempts: int
+    """Attempts made before this one."""
+
+
+async def claim_run_updates(k: Kernel, hook: str, *, lease_seconds: float, limit: int) -> list[RunUpdate]:
+    """Fan new run updates out to `hook` and claim its due deliveries for this runtime."""
+    now = k.clock()
+    await k.store.fan_out_events(hooks=[hook], now=now, kinds=("run.updated",))
+    claimed = await k.store.claim_deliveries(
+        owner=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=[hook]
+    )
+    return [
+        RunUpdate(delivery_id=p.delivery_id, run_id=p.request_id, created_at=p.created_at, attempts=p.attempts)
+        for p in claimed
+    ]
 
 
 async def settle(

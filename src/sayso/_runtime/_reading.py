@@ -39,7 +39,7 @@ from ..exceptions import (
 )
 from . import _audit, _outbox, _tree
 from ._kernel import Kernel
-from ._outbox import OutboundEvent
+from ._outbox import OutboundEvent, RunUpdate
 
 PrincipalLike = Principal | str
 """A caller: a `Principal`, or a name resolved against the configured principals."""
@@ -252,6 +252,14 @@ class Reading:
         """
         self._check_open()
         return await _outbox.claim(self._k, hooks, lease_seconds=lease_seconds, limit=limit)
+
+    async def claim_run_updates(self, hook: str, *, lease_seconds: float = 30.0, limit: int = 50) -> list[RunUpdate]:
+        """Claim due deliveries to `hook` of top-level runs' updates (paused, ended, cancelled) by any process.
+
+        For senders of task updates (A2A push notifications); settle each with `settle_event`.
+        """
+        self._check_open()
+        return await _outbox.claim_run_updates(self._k, hook, lease_seconds=lease_seconds, limit=limit)
 
     async def settle_event(
         self,

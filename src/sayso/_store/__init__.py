@@ -17,6 +17,7 @@ from ._port import RunStore
 from ._port_outbox import PRUNED_AT_ONCE
 from ._records import (
     GRANTS_READ_AT_ONCE,
+    REQUEST_KINDS,
     AuditPage,
     BegunRun,
     Claim,
@@ -66,6 +67,7 @@ __all__ = [
     "Judge",
     "LedgerStatus",
     "MemoryRunStore",
+    "REQUEST_KINDS",
     "OutboxKind",
     "PauseState",
     "PauseStatus",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from ._records import DeliveryStatus, PendingDelivery
+from ._records import REQUEST_KINDS, DeliveryStatus, OutboxKind, PendingDelivery
 
 PRUNED_AT_ONCE = 1_000
 """Rows `prune_outbox` deletes in one call (one short transaction), unless told otherwise."""
@@ -20,8 +20,10 @@ class OutboxPort(ABC):
     """The outbox verbs every store implements (see `RunStore`)."""
 
     @abstractmethod
-    async def fan_out_events(self, *, hooks: Sequence[str], now: float, limit: int = 200) -> int:
-        """Give each event not fanned out yet one pending delivery per webhook key in `hooks`; returns how many.
+    async def fan_out_events(
+        self, *, hooks: Sequence[str], now: float, limit: int = 200, kinds: Sequence[OutboxKind] = REQUEST_KINDS
+    ) -> int:
+        """Give each event of `kinds` not fanned out yet one pending delivery per key in `hooks`; returns how many.
 
         Every event (a request opened or decided) is written to the outbox by the verb that made the
         change, in the same commit. Fanning out happens once per event, whichever sender does it.
@@ -30,8 +32,10 @@ class OutboxPort(ABC):
         """
 
     @abstractmethod
-    async def claim_deliveries(self, *, owner: str, now: float, until: float, limit: int = 50) -> list[PendingDelivery]:
-        """Claim pending deliveries that are due and not claimed by a live sender, oldest first, until `until`.
+    async def claim_deliveries(
+        self, *, owner: str, now: float, until: float, limit: int = 50, hooks: Sequence[str] | None = None
+    ) -> list[PendingDelivery]:
+        """Claim due pending deliveries (to `hooks`, else any) no live sender holds, oldest first, until `until`.
 
         A delivery is claimed by one sender at a time; a claim that lapsed (its sender died) is taken again.
         """

@@ -293,8 +293,8 @@ class StoreTx(ABC):
     # the outbox
 
     @abstractmethod
-    async def unfanned_events(self, limit: int) -> list[str]:
-        """Events not fanned out yet, oldest first (their ids)."""
+    async def unfanned_events(self, limit: int, kinds: Sequence[OutboxKind]) -> list[str]:
+        """Events of `kinds` not fanned out yet, oldest first (their ids)."""
 
     @abstractmethod
     async def fan_out(self, event_id: str, hooks: Sequence[str], now: float) -> bool:

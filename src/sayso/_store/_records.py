@@ -360,8 +360,12 @@ class AuditPage:
     """How many records the whole log holds."""
 
 
-OutboxKind: TypeAlias = Literal["request.opened", "request.decided"]
-"""What an outbox event reports: a request was opened (saved with its pause) or decided."""
+OutboxKind: TypeAlias = Literal["request.opened", "request.decided", "run.updated"]
+"""What an outbox event reports: a request was opened (saved with its pause) or decided, or a top-level run
+paused, ended or was cancelled (its `request_id` is then the run's id: what A2A push notifications report)."""
+
+REQUEST_KINDS: tuple[OutboxKind, ...] = ("request.opened", "request.decided")
+"""The events webhooks report."""
 
 DeliveryStatus: TypeAlias = Literal["pending", "delivered", "skipped", "failed"]
 """Where one event's delivery to one webhook stands."""

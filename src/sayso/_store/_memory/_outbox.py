@@ -19,8 +19,8 @@ class MemoryOutboxTx(_Changes, StoreTx):
 
     s: _Tables
 
-    async def unfanned_events(self, limit: int) -> list[str]:
-        return [e.event_id for e in self.s._outbox if not e.fanned_out][:limit]
+    async def unfanned_events(self, limit: int, kinds: Sequence[OutboxKind]) -> list[str]:
+        return [e.event_id for e in self.s._outbox if not e.fanned_out and e.kind in kinds][:limit]
 
     async def fan_out(self, event_id: str, hooks: Sequence[str], now: float) -> bool:
         event = next((e for e in self.s._outbox if e.event_id == event_id), None)

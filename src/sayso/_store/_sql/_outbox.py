@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._primitives import Settled, StoreTx
-from .._records import DeliveryStatus, PendingDelivery
+from .._records import DeliveryStatus, OutboxKind, PendingDelivery
 from .._views import delivery_id
 from ._tx import Sql, Tx
 
-UNFANNED = Sql("SELECT event_id FROM outbox WHERE fanned_out = :no ORDER BY seq LIMIT :limit")
+UNFANNED = Sql(
+    "SELECT event_id FROM outbox WHERE fanned_out = :no AND kind IN (:k0, :k1, :k2) ORDER BY seq LIMIT :limit"
+)
+"""Events of up to three kinds (a shorter list repeats its last kind), so the statement stays constant."""
 FAN_OUT = Sql("UPDATE outbox SET fanned_out = :yes WHERE event_id = :event_id AND fanned_out = :no")
 """Conditional: of two senders fanning out one event, one does it (the other's update waits, then matches nothing)."""
 INSERT_DELIVERY = Sql(
@@ -63,8 +66,12 @@ class SqlOutboxTx(StoreTx):
 
     tx: Tx
 
-    async def unfanned_events(self, limit: int) -> list[str]:
-        return [row["event_id"] for row in await self.tx.all(UNFANNED, {**_FLAGS, "limit": limit})]
+    async def unfanned_events(self, limit: int, kinds: Sequence[OutboxKind]) -> list[str]:
+        padded = [*kinds, *[kinds[-1]] * (3 - len(kinds))]
+        if len(padded) != 3:
+            raise ValueError(f"one to three event kinds at a time, got {list(kinds)}")
+        params = {**_FLAGS, "limit": limit, "k0": padded[0], "k1": padded[1], "k2": padded[2]}
+        return [row["event_id"] for row in await self.tx.all(UNFANNED, params)]
 
     async def fan_out(self, event_id: str, hooks: Sequence[str], now: float) -> bool:
         if await self.tx.run(FAN_OUT, {**_FLAGS, "event_id": event_id}) != 1:

@@ -6,13 +6,15 @@ from collections.abc import Sequence
 
 from .._port_outbox import PRUNED_AT_ONCE
 from .._primitives import Settled, StoreTx, TxStore
-from .._records import DeliveryStatus, PendingDelivery
+from .._records import REQUEST_KINDS, DeliveryStatus, OutboxKind, PendingDelivery
 
 
 class OutboxVerbs(TxStore):
     """`RunStore`'s outbox verbs (`OutboxPort`)."""
 
-    async def fan_out_events(self, *, hooks: Sequence[str], now: float, limit: int = 200) -> int:
+    async def fan_out_events(
+        self, *, hooks: Sequence[str], now: float, limit: int = 200, kinds: Sequence[OutboxKind] = REQUEST_KINDS
+    ) -> int:
         if not hooks:
             return 0
         unique = list(dict.fromkeys(hooks))
@@ -20,20 +22,21 @@ class OutboxVerbs(TxStore):
         async def work(tx: StoreTx) -> int:
             # Of two senders fanning out the same event, one does it (the other's conditional update waits
             # for the first to commit, then matches nothing).
-            return sum([await tx.fan_out(event_id, unique, now) for event_id in await tx.unfanned_events(limit)])
+            return sum([await tx.fan_out(event_id, unique, now) for event_id in await tx.unfanned_events(limit, kinds)])
 
         async def lost(tx: StoreTx) -> int:
             return 0  # another sender fanned these events out first
 
         return await self._write(work, race=lost)
 
-    async def claim_deliveries(self, *, owner: str, now: float, until: float, limit: int = 50) -> list[PendingDelivery]:
+    async def claim_deliveries(
+        self, *, owner: str, now: float, until: float, limit: int = 50, hooks: Sequence[str] | None = None
+    ) -> list[PendingDelivery]:
         async def work(tx: StoreTx) -> list[PendingDelivery]:
-            return [
-                due
-                for due in await tx.due_deliveries(now, limit)
-                if await tx.claim_delivery(due.delivery_id, owner=owner, now=now, until=until)
-            ]
+            # Another sender's deliveries (webhooks vs A2A pushes) are passed over here, so look a little further.
+            due = await tx.due_deliveries(now, limit if hooks is None else limit * 4)
+            mine = [d for d in due if hooks is None or d.hook in hooks][:limit]
+            return [d for d in mine if await tx.claim_delivery(d.delivery_id, owner=owner, now=now, until=until)]
 
         return await self._write(work)
 

@@ -187,6 +187,7 @@ class RunVerbs(TxStore):
             await tx.append_messages(run, new_messages)
             await tx.add_pause(pause_id, run.run_id, requests, now)
             await tx.add_events("request.opened", [r.request_id for r in requests], now)
+            await _run_updated(tx, run, now)
             if workflow_state is not None:
                 await tx.put_workflow_state(run.run_id, workflow_state, now)
 
@@ -214,6 +215,7 @@ class RunVerbs(TxStore):
             if workflow_state is not None:
                 await tx.put_workflow_state(run.run_id, workflow_state, now)
             await tx.free_thread(run)
+            await _run_updated(tx, run, now)
 
         await self._write(work)
 
@@ -225,7 +227,8 @@ class RunVerbs(TxStore):
                 await tx.consume_pause(run.pause_id)
             existing = await tx.decisions([d.request_id for d in skips])
             await record(tx, [d for d in skips if d.request_id not in existing], audit)
-            await tx.update_run(run.run_id, CancelRun(now=now, only_paused=True))
+            if await tx.update_run(run.run_id, CancelRun(now=now, only_paused=True)):
+                await _run_updated(tx, run, now)
             await tx.free_thread(run)
 
         await self._write(work, race=work)  # a person decided one of the skipped requests meanwhile: theirs is kept
@@ -343,3 +346,9 @@ def _new_run(
 
 def _thread_changed(run_id: str, thread_id: str) -> RunConflict:
     return RunConflict(run_id, f"thread {thread_id!r} changed underneath this run; try again")
+
+
+async def _run_updated(tx: StoreTx, run: RunRecord, now: float) -> None:
+    """A top-level run paused, ended or was cancelled: an event for its A2A task's push notifications."""
+    if run.parent_run_id is None:
+        await tx.add_events("run.updated", [run.run_id], now)

@@ -21,6 +21,7 @@ task group that message work runs in and the push-notification sender.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -41,7 +42,9 @@ from ..._runtime import Sayso, authenticate
 from ...exceptions import ConfigError, Unauthenticated
 from ._handler import ACTIVATED_STATE, CALLER_STATE, Background, SaysoRequestHandler
 from ._mapping import EXTENSION_DESCRIPTION, HITL_URI
-from ._push import MarkPushConfigStore, push_sender, signing_client
+from ._push import MarkPushConfigStore, signing_client
+from ._push_delivery import PushDispatcher
+from ._tasks import TaskReader
 
 if TYPE_CHECKING:
     import grpc.aio
@@ -146,16 +149,22 @@ def a2a_router(sayso: Sayso, *, grpc_port: int | None = None, grpc_host: str = "
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with signing_client(sayso.config.a2a) as http, anyio.create_task_group() as tasks:
-            background.tasks, background.push = tasks, push_sender(sayso, push_store, http)
+        async with signing_client(sayso.config.a2a) as http, anyio.create_task_group() as pushing:
+            legacy = sayso.config.a2a.kagent_compat or sayso.config.a2a.legacy_only
+            reader = TaskReader(sayso, legacy=legacy, clock=time.time)
+            background.push = PushDispatcher(sayso, push_store, reader, http)
+            pushing.start_soon(background.push.run)
             grpc_server = await _grpc_server(sayso, handlers, grpc_host, grpc_port)
             try:
-                yield
+                async with anyio.create_task_group() as tasks:
+                    background.tasks = tasks
+                    yield
+                    # Leaving the task group waits for message work still running: no run is cut short.
             finally:
                 if grpc_server is not None:
                     await grpc_server.stop(GRPC_GRACE_SECONDS)
-            # Leaving the task group waits for message work still running: no run is cut short.
-        background.tasks = background.push = None
+            background.tasks = background.push = None
+            pushing.cancel_scope.cancel()  # what is left to push is claimed by the next server
 
     router = APIRouter(lifespan=lifespan)
     for name, handler in handlers.items():

@@ -26,7 +26,6 @@ import anyio
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers.request_handler import RequestHandler
-from a2a.server.tasks.base_push_notification_sender import BasePushNotificationSender
 from a2a.types import (
     AgentCard,
     Artifact,
@@ -69,12 +68,15 @@ from ._mapping import (
     decisions_from_v1,
     legacy_input,
     message_text,
+    no_answer_reason,
+    not_an_answer,
     sayso_extras,
     to_a2a_error,
     v1_payload,
 )
 from ._push import MarkPushConfigStore
-from ._tasks import TaskReader, list_tasks
+from ._push_delivery import PushDispatcher
+from ._tasks import ANSWER_ARTIFACT, TaskReader, answer_artifact_id, list_tasks
 
 CALLER_STATE = "sayso_caller"
 """Where the context builder puts the authenticated `Principal` in `ServerCallContext.state`."""
@@ -90,10 +92,10 @@ _POLL_SECONDS = 0.02
 
 @dataclass
 class Background:
-    """What outlives one A2A call: the router's task group, and the push sender (both set by its lifespan)."""
+    """What outlives one A2A call: the router's task group, and the push dispatcher (both set by its lifespan)."""
 
     tasks: TaskGroup | None = None
-    push: BasePushNotificationSender | None = None
+    push: PushDispatcher | None = None
 
     def start_soon(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         assert self.tasks is not None, "the A2A router's lifespan has not started"
@@ -189,26 +191,37 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
     ) -> AsyncGenerator[Event]:
         configuration = params.configuration if params.HasField("configuration") else None
         launch = await self._launch(params.message, context, configuration)
-        artifact_id = f"{launch.run_id}-text-{new_id('art')}"
         async with launch.chunks:
             status = self.tasks.status(TaskState.TASK_STATE_WORKING, None)
             yield Task(id=launch.run_id, context_id=launch.context_id, status=status, history=[launch.message])
-            first = True
+            # The run's text as the model writes it: the task's one answer artifact, appended to chunk by chunk.
+            # One chunk is held back, so that the last one can be marked once the run's end is known.
+            sent: list[str] = []
+            held: str | None = None
             async for chunk in launch.chunks:
-                # The run's text as the model writes it: one artifact, appended to chunk by chunk.
-                yield TaskArtifactUpdateEvent(
-                    task_id=launch.run_id,
-                    context_id=launch.context_id,
-                    artifact=Artifact(artifact_id=artifact_id, name="text", parts=[Part(text=chunk)]),
-                    append=not first,
-                )
-                first = False
+                if held is not None:
+                    yield self._chunk(launch, held, append=bool(sent))
+                    sent.append(held)
+                held = chunk
         task = await self.tasks.task(await launch.result())
-        for artifact in task.artifacts:
+        answer = task.artifacts[0] if task.artifacts else None
+        if answer is not None and held is not None and "".join([*sent, held]) == _text_of(answer):
+            yield self._chunk(launch, held, append=bool(sent), last=True)
+        elif answer is not None:
+            # What was streamed is not the answer (nothing streamed, or text beside tool calls): replaced whole.
             yield TaskArtifactUpdateEvent(
-                task_id=task.id, context_id=task.context_id, artifact=artifact, last_chunk=True
+                task_id=task.id, context_id=task.context_id, artifact=answer, append=False, last_chunk=True
             )
+        elif held is not None:
+            yield self._chunk(launch, held, append=bool(sent))
         yield TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
+
+    def _chunk(self, launch: _Launch, text: str, *, append: bool, last: bool = False) -> TaskArtifactUpdateEvent:
+        artifact_id = answer_artifact_id(launch.run_id)
+        artifact = Artifact(artifact_id=artifact_id, name=ANSWER_ARTIFACT, parts=[Part(text=text)])
+        return TaskArtifactUpdateEvent(
+            task_id=launch.run_id, context_id=launch.context_id, artifact=artifact, append=append, last_chunk=last
+        )
 
     async def _launch(
         self, message: Message, context: ServerCallContext, configuration: SendMessageConfiguration | None
@@ -273,13 +286,10 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
 
             return provide, run.run_id, run.thread_id, run.pause_id
         if payload is None and not legacy:
-            # Plain input to a waiting task: the person moved on; the open requests are skipped.
-            # See docs/concepts/decisions.md#resume-rules.
-            text = message_text(message)
-            if not text.strip():
-                raise InvalidInput("the message has no text part and no HITL response", field="message")
-            run_id = new_id("run")
-            return self._run_work(text, run.thread_id, caller, run_id), run_id, run.thread_id, None
+            # No answer sent to a waiting task: refused, and the task still waits (kagent's behaviour). Moving on
+            # is a message on the context without the task id (see docs/concepts/decisions.md#resume-rules), so a
+            # client polling the task keeps it.
+            raise not_an_answer(run.run_id, run.thread_id, view, no_answer_reason(message))
         answers = self._answers(run, view, message, payload, legacy)
 
         async def answer() -> RunResult:
@@ -337,11 +347,8 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
                 launch.error = exc
             finally:
                 launch.finished.set()
-        if launch.outcome is not None and self.background.push is not None:
-            task = await self.tasks.task(launch.outcome)
-            await self.background.push.send_notification(
-                task.id, TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
-            )
+        if self.background.push is not None:
+            self.background.push.wake()  # the update is in the outbox; the dispatcher sends it
 
     async def _started(self, launch: _Launch, pause_id: str | None) -> None:
         """Wait until the launched work is under way in the store, or over (its refusal is raised here)."""
@@ -402,8 +409,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         run = await self._visible_run(params.id, caller)
         task = await self.tasks.task(await self.sayso.cancel(run.run_id, principal=caller))
         if self.background.push is not None:
-            event = TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
-            await self.background.push.send_notification(task.id, event)
+            self.background.push.wake()
         return task
 
     async def task_of(self, run: RunRecord) -> Task:
@@ -450,6 +456,10 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext
     ) -> AgentCard:
         raise ExtendedAgentCardNotConfiguredError
+
+
+def _text_of(artifact: Artifact) -> str:
+    return "".join(part.text for part in artifact.parts if part.HasField("text"))
 
 
 def _caller(context: ServerCallContext) -> Principal:

@@ -1,12 +1,15 @@
 """A2A push notifications: configs kept with sayso's state, deliveries signed like sayso's webhooks.
 
-The a2a-sdk does the protocol work: `PushNotificationConfigStore` is its port (implemented here
-over the runtime's adapter marks, so every replica sees the same configs), and its
-`BasePushNotificationSender` posts each task update. sayso adds the signature: each delivery
-carries the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`,
-see `sayso._core.signing`), keyed by `a2a.push_secret_env` when set, else by the config's own
-`token`, which the receiver chose and so can check. A config that could not be signed is refused, and by default only
-public addresses are reached (`a2a.push_private_urls` opens loopback and private ones).
+The a2a-sdk's `PushNotificationConfigStore` is its port for the configs (implemented here over the
+runtime's adapter marks, so every replica sees the same configs); each task update is sent from the
+outbox by `_push_delivery.PushDispatcher`, through `signing_client`. sayso adds the signature: each
+delivery carries the Standard Webhooks headers (`webhook-id`, the delivery's id, the same on every
+retry; `webhook-timestamp`, `webhook-signature`, see `sayso._core.signing`), keyed by
+`a2a.push_secret_env` when set, else by the config's own `token`, which the receiver chose and so
+can check. A config that could not be signed is refused, and where a push may go is
+`_push_target`'s rule (public addresses; loopback and private ones with `a2a.push_private_urls`;
+link-local and cloud metadata never), checked when the config is made and again at each delivery,
+whose connection goes to the very address that was checked.
 """
 
 from __future__ import annotations
@@ -19,21 +22,20 @@ from typing import Any
 
 import httpx
 from a2a.server.context import ServerCallContext
-from a2a.server.tasks.base_push_notification_sender import BasePushNotificationSender
 from a2a.server.tasks.push_notification_config_store import (
     PushNotificationConfigStore,
     normalize_push_notification_config,
 )
 from a2a.types import TaskPushNotificationConfig
 from a2a.utils.errors import InvalidParamsError
-from a2a.utils.push_url_validator import validate_push_notification_url
 from google.protobuf.json_format import MessageToDict, ParseDict
 from typing_extensions import TypedDict
 
 from ..._config.file import A2AConfig
 from ..._core.access import Principal
-from ..._core.signing import signature_headers
+from ..._core.signing import ID_HEADER, signature_headers
 from ..._runtime import Sayso
+from ._push_target import PinnedTransport, PushRefused, checked_address
 
 PUSH_MARKS = "a2a.push"
 """The runtime's mark namespace for a task's push configs (key: the task id)."""
@@ -110,14 +112,11 @@ async def check_push_config(config: TaskPushNotificationConfig, settings: A2ACon
         raise InvalidParamsError(
             message="a push config needs a 'token': deliveries are signed with it (or set a2a.push_secret_env)"
         )
-    if not settings.push_private_urls and not await validate_push_notification_url(config.url):
-        raise InvalidParamsError(message="the push notification URL is not a public address this server may call")
-
-
-def push_sender(sayso: Sayso, store: MarkPushConfigStore, http: httpx.AsyncClient) -> BasePushNotificationSender:
-    """The SDK's sender over `store`, through `http` (whose request hook signs each delivery)."""
-    validator = None if sayso.config.a2a.push_private_urls else validate_push_notification_url
-    return BasePushNotificationSender(http, store, push_url_validator=validator)
+    try:
+        await checked_address(config.url, private_ok=settings.push_private_urls)
+    except PushRefused as refused:
+        problem = f"the push notification URL is not one this server may call: {refused}"
+        raise InvalidParamsError(message=problem) from None
 
 
 def signing_client(config: A2AConfig, *, timeout: float = 10.0) -> httpx.AsyncClient:
@@ -128,8 +127,9 @@ def signing_client(config: A2AConfig, *, timeout: float = 10.0) -> httpx.AsyncCl
         secret = secret or request.headers.get(TOKEN_HEADER, "")
         if not secret:
             raise httpx.RequestError("no key to sign this push notification with; it is not sent", request=request)
-        # The SDK sends each update once; the same update sent again keeps its id, so receivers drop it.
-        message_id = f"push_{hashlib.sha256(request.content).hexdigest()[:24]}"
+        # The dispatcher names the delivery (the same id on every retry), so receivers drop what they had.
+        message_id = request.headers.get(ID_HEADER) or f"push_{hashlib.sha256(request.content).hexdigest()[:24]}"
         request.headers.update(signature_headers(secret, request.content, message_id=message_id, now=time.time()))
 
-    return httpx.AsyncClient(timeout=timeout, event_hooks={"request": [sign]})
+    transport = PinnedTransport(private_ok=config.push_private_urls)
+    return httpx.AsyncClient(timeout=timeout, event_hooks={"request": [sign]}, transport=transport)

@@ -41,6 +41,15 @@ STATES: dict[RunStatus, TaskState] = {
     "cancelled": TaskState.TASK_STATE_CANCELED,
 }
 
+ANSWER_ARTIFACT = "response"
+"""The name of a task's one answer artifact: streamed in chunks as it is written, then read with the task."""
+
+
+def answer_artifact_id(run_id: str) -> str:
+    """The id of a task's answer artifact, the same in a stream and in `GetTask`."""
+    return f"{run_id}-response"
+
+
 DEFAULT_PAGE_SIZE = 50
 THREADS_READ = 1000
 """How many of the caller's threads one listing looks through (newest first)."""
@@ -204,9 +213,10 @@ class TaskReader:
             status_message = text_message(
                 result.output, task_id=result.run_id, context_id=result.thread_id, message_id=f"out-{result.run_id}"
             )
-            artifacts.append(
-                Artifact(artifact_id=f"{result.run_id}-response", name="response", parts=[Part(text=result.output)])
+            answer = Artifact(
+                artifact_id=answer_artifact_id(result.run_id), name=ANSWER_ARTIFACT, parts=[Part(text=result.output)]
             )
+            artifacts.append(answer)
         elif result.status == "failed":
             status_message = text_message(
                 result.error or "the run failed",

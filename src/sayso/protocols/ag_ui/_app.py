@@ -29,7 +29,7 @@ from ..._core.grants import Grant
 from ..._runtime import RunResult, Sayso, ThreadRecord, authenticate
 from ...exceptions import InvalidInput, ThreadNotFound, Unauthenticated
 from .._common import AgentEndpoint
-from ._inbound import client_tools, decisions_from_resume, host_grants, tool_messages, user_text
+from ._inbound import client_tools, decisions_from_resume, host_grants, moves_on, tool_messages, user_text
 from ._mapping import THREAD, error_event, finished_event, message_events, pending_call_events, refused
 from ._state import check_replayed, state_snapshot
 
@@ -90,7 +90,12 @@ class AgUiAgent(AgentEndpoint):
             paused = active if active.status == "paused" else None
         answers = tool_messages(run_input.messages)
         hosted = self._host_terms(run_input, caller)
-        if run_input.resume or (paused is not None and answers and user_text(run_input.messages) is None):
+        text = user_text(run_input.messages)
+        # Moving on (docs/concepts/decisions.md#resume-rules) cancels every open interrupt (the HttpAgent
+        # starts no run while one is unanswered) and sends the new message: that is a new message, whose run
+        # supersedes the pause (what was open is skipped, never run) and answers it in this same AG-UI run.
+        resumes = bool(run_input.resume) and not moves_on(run_input.resume or [], text)
+        if resumes or (paused is not None and answers and text is None):
             if thread is None or paused is None:
                 raise InvalidInput(f"nothing waits on thread {run_input.thread_id!r}", field=THREAD)
             if thread.agent != self.agent:
@@ -106,7 +111,6 @@ class AgUiAgent(AgentEndpoint):
                 paused.run_id, decisions, principal=caller, rest="skip", via="ag-ui", **hosted
             )
             return result, (await self.sayso.run_messages(result.run_id))[before:]
-        text = user_text(run_input.messages)
         if text is None or not text.strip():
             raise InvalidInput(
                 "the last message must be the person's, with text, or the input must resume a pause", field="messages"

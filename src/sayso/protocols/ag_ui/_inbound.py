@@ -254,6 +254,11 @@ def user_text(messages: Sequence[Any]) -> str | None:
     return "\n".join(part.text for part in last.content if isinstance(part, UserTextPart))
 
 
+def moves_on(entries: Sequence[ResumeEntry], text: str | None) -> bool:
+    """Whether an input moves on from a pause: it cancels every interrupt it names and ends on a new message."""
+    return bool(entries) and all(e.status == "cancelled" for e in entries) and bool(text and text.strip())
+
+
 def tool_messages(messages: Sequence[Any]) -> list[ToolMessage]:
     """The tool messages at the end of the history: answers to client tool calls."""
     out: list[ToolMessage] = []

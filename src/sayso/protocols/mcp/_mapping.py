@@ -6,10 +6,18 @@ Every open request a paused run waits on is asked as one elicitation, and the cl
 | request | asked as | accept | decline | cancel |
 |---|---|---|---|---|
 | approval | form: `decision` (approve/reject), `reason`, `scope` (if several) | approve or reject | reject | skip |
-| question | form: a field per question, choices as an enum (several: an array) | the answers | skip | skip |
+| question | form: per question a pick of its choices (enum) and an own-words field | the answers | skip | skip |
 | input (workflows) | form: the response schema (or `{value}` if not an object) | provide | skip | skip |
 | elicitation (a server below) | the server's own form or page, passed through | accept | decline | cancel |
 | client tool | form: `result` (JSON or text) | the result | an error | skip |
+
+An accepted answer is checked against the form that was sent before it becomes a decision: a value
+outside an enum (an approval's `"APPROVE!"`, a scope never offered) is refused (`InvalidDecision`),
+and the server asks again with the problem, never guessing a rejection or a narrower scope. A
+question's choices are suggestions the person may always answer beside (docs/concepts/pauses.md#questions), so each is
+sent as an optional pick from the choices plus an optional own-words field, and one of them must
+be given. A server's own form (an elicitation from below) and a workflow's input are checked by
+the runtime, against their own schemas.
 
 Pure: the server does the I/O.
 """
@@ -17,6 +25,8 @@ Pure: the server does the I/O.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 import mcp_types
 from pydantic.json_schema import JsonSchemaValue
@@ -34,6 +44,7 @@ from ..._core.decisions import (
     Reject,
     Skip,
 )
+from ..._core.inputs import input_problems
 from ..._core.requests import (
     ApprovalRequest,
     ClientToolRequest,
@@ -43,6 +54,7 @@ from ..._core.requests import (
     Request,
     shown_args,
 )
+from ...exceptions import InvalidDecision
 
 ElicitParams = mcp_types.ElicitRequestFormParams | mcp_types.ElicitRequestURLParams
 
@@ -125,16 +137,44 @@ def _approval_form(request: ApprovalRequest) -> JsonSchemaValue:
 
 def _question_form(request: QuestionRequest) -> JsonSchemaValue:
     properties: JsonSchemaValue = {}
+    required: list[str] = []
     for index, question in enumerate(request.questions, 1):
         field: JsonSchemaValue = {"title": question.question}
-        if question.choices and question.multiple:
-            field.update(type="array", items={"type": "string", "enum": list(question.choices)}, minItems=1)
-        elif question.choices:
-            field.update(type="string", enum=list(question.choices))
-        else:
+        if not question.choices:
             field.update(type="string", minLength=1)
+            properties[f"answer_{index}"] = field
+            required.append(f"answer_{index}")
+            continue
+        if question.multiple:
+            field.update(type="array", items={"type": "string", "enum": list(question.choices)})
+        else:
+            field.update(type="string", enum=list(question.choices))
         properties[f"answer_{index}"] = field
-    return {"type": "object", "properties": properties, "required": list(properties)}
+        properties[f"answer_{index}_own"] = {
+            "type": "string",
+            "title": f"{question.question} (or in your own words)",
+            "description": "Your own answer" + (", beside the ones picked." if question.multiple else ", instead."),
+        }
+    return {"type": "object", "properties": properties, "required": required}
+
+
+def _question_answers(request: QuestionRequest, content: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
+    """The answers a question form's content gives: each question's pick(s) and own words, at least one each."""
+    answers: list[tuple[str, ...]] = []
+    for index, question in enumerate(request.questions, 1):
+        picked = content.get(f"answer_{index}")
+        own = content.get(f"answer_{index}_own")
+        given = [str(v) for v in picked] if isinstance(picked, list) else ([picked] if picked else [])
+        if isinstance(own, str) and own.strip():
+            given.append(own.strip())
+        if not given:
+            raise InvalidDecision(request.request_id, f"question {question.question!r} needs an answer")
+        if not question.multiple and len(given) > 1:
+            raise InvalidDecision(
+                request.request_id, f"question {question.question!r} takes one answer: a choice or your own words"
+            )
+        answers.append(tuple(given))
+    return tuple(answers)
 
 
 def _input_form(request: InputRequest) -> JsonSchemaValue:
@@ -154,35 +194,48 @@ def _wraps_value(request: InputRequest) -> bool:
 
 
 def decision_from(request: Request, reply: mcp_types.ElicitResult) -> Decision:
-    """The decision an MCP client's answer to `elicitation_for(request)` takes (the table above)."""
-    content = reply.content or {}
+    """The decision an MCP client's answer to `elicitation_for(request)` takes (the table above).
+
+    Raises:
+        InvalidDecision: accepted content that does not fit the form sent (nothing is decided).
+    """
+    content = dict(reply.content or {})
     if isinstance(request, ElicitationRequest):
         if reply.action == "accept":
-            return Accept(content=dict(content) if request.mode == "form" else None)
+            return Accept(content=content if request.mode == "form" else None)
         return Decline() if reply.action == "decline" else Cancel()
     if reply.action == "cancel":
         return Skip(reason="the person dismissed the question in their MCP client")
+    if reply.action == "accept" and not isinstance(request, InputRequest):
+        _check_fits(request, content)
     if isinstance(request, ApprovalRequest):
         reason = content.get("reason")
-        if reply.action == "decline" or content.get("decision") != "approve":
+        if reply.action == "decline" or content.get("decision") == "reject":
             return Reject(reason=reason if isinstance(reason, str) and reason else None)
-        scope = content.get("scope", "once")
-        return Approve(scope=scope if scope in request.scopes else "once")
+        scope = next((offered for offered in request.scopes if offered == content.get("scope", "once")), None)
+        if scope is None:
+            raise InvalidDecision(request.request_id, f"scope {content.get('scope')!r} was not offered")
+        return Approve(scope=scope)
     if reply.action == "decline":
         if isinstance(request, ClientToolRequest):
             return ClientError(message="the person declined to run the tool")
         return Skip(reason="the person declined to answer")
     if isinstance(request, QuestionRequest):
-        answers = []
-        for index in range(1, len(request.questions) + 1):
-            value = content.get(f"answer_{index}")
-            answers.append(tuple(str(v) for v in value) if isinstance(value, list) else (str(value or ""),))
-        return Answer(answers=tuple(answers))
+        return Answer(answers=_question_answers(request, content))
     if isinstance(request, InputRequest):
-        return Provide(value=content.get("value") if _wraps_value(request) else dict(content))
+        return Provide(value=content.get("value") if _wraps_value(request) else content)
     assert isinstance(request, ClientToolRequest)
     raw = str(content.get("result", ""))
     try:
         return ClientResult(value=json.loads(raw))
     except ValueError:
         return ClientResult(value=raw)
+
+
+def _check_fits(request: Request, content: Mapping[str, Any]) -> None:
+    """Refuse accepted content that breaks the form sent for `request` (a value outside its enum, say)."""
+    params = _elicitation_for(request)
+    assert isinstance(params, mcp_types.ElicitRequestFormParams)
+    problems = input_problems(params.requested_schema, content)
+    if problems:
+        raise InvalidDecision(request.request_id, "; ".join(problems))

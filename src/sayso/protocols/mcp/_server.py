@@ -2,9 +2,11 @@
 
 See docs/guides/mcp.md#sayso-as-an-mcp-server.
 
-An agent's tool takes the person's `message` (and optionally the `thread_id` of a conversation
-to continue) and answers with the agent's reply. When the run pauses, what it waits on is asked
-through the client's elicitation prompts, in the way the client's session allows:
+Every entry is a tool: each agent, each orchestration (its lead answers) and each workflow (whose
+inputs are asked as forms of their own schema). A tool takes the person's `message` (and optionally
+the `thread_id` of a conversation to continue) and answers with the agent's reply. When the run
+pauses, what it waits on is asked through the client's elicitation prompts, in the way the
+client's session allows:
 
 - **a modern (stateless) session**: the tool returns an `InputRequiredResult` whose input
   requests are one elicitation per open request, keyed by request id, with the run id as
@@ -14,6 +16,12 @@ through the client's elicitation prompts, in the way the client's session allows
   held in this process between legs: the pause lives in sayso's store.
 - **a handshake-era session** (clients that predate stateless MCP): the questions are pushed
   mid-call (`elicitation/create`), one after another, on the open call.
+
+On a stateless session the run id travels as `requestState`, sealed by the MCP SDK's boundary under a
+key every replica derives from the config (`mcp.state_key_env`, else the audit key) and for as long
+as the pause may wait (its requests' own expiry), so the answers' leg may reach any replica, after a
+restart, however long the person took; the state only names the run, and the runtime checks on every
+leg who answers and that the pause still waits.
 
 A refused answer (content that breaks a form's schema, say) is asked again with the problem in
 front of the message; nothing is recorded until a whole pause's answers fit. The caller is the
@@ -29,18 +37,25 @@ import mcp_types
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.dependencies import get_http_headers
+from fastmcp.server.event_store import EventStore
 from fastmcp_tasks import TasksExtension
+from mcp.server.request_state import RequestStateSecurity
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..._config.file import Config
 from ..._core.access import Principal
 from ..._core.decisions import Decision
+from ..._core.requests import Request
 from ..._runtime import RunResult, Sayso, authenticate
-from ...exceptions import DecisionRefused, SaysoError, Unauthenticated
+from ...exceptions import DecisionRefused, InvalidDecision, SaysoError, Unauthenticated
 from ._mapping import decision_from, elicitation_for
+
+AUDIENCE = "sayso"
+"""Whom a sealed request state is for: the same on every replica, so any of them reads it."""
 
 PATH = "/mcp"
 """Where `sayso serve` serves MCP (streamable HTTP)."""
@@ -48,23 +63,85 @@ PATH = "/mcp"
 MAX_PUSHED_ROUNDS = 20
 """How many times a handshake-era client is asked again before the call gives up (answers keep being refused)."""
 
+UNBOUNDED_STATE_SECONDS = 10 * 365 * 86_400.0
+"""How long a paused call's request state lasts when its requests wait until decided (no `ttl_seconds`)."""
+
+STATE_GRACE_SECONDS = 3_600.0
+"""Added to the longest request lifetime: the answers' leg may arrive a little after the request expired,
+and is then told so by the runtime rather than refused as an unreadable state."""
+
+RETRY_MS = 1_000
+"""How soon a client whose stream dropped is told to reconnect (SSE `retry`)."""
+
 TASKS_URL = "memory://"
 """Where background tasks are kept: in the server process (a task is a leg's worker; the pause is in the store)."""
 
 
 def mcp_server(sayso: Sayso) -> FastMCP:
     """An MCP server with one tool per agent of `sayso`'s config."""
-    server = FastMCP("sayso", instructions="Each tool is an agent: send it a message, answer what it asks you.")
+    server = FastMCP(
+        "sayso",
+        instructions="Each tool is an agent: send it a message, answer what it asks you.",
+        request_state_security=_state_security(sayso.config),
+    )
     server.add_extension(TasksExtension(url=TASKS_URL))
-    for name, agent in sayso.config.agents.items():
-        description = agent.description or (agent.instructions.strip().splitlines() or [f"The agent {name}."])[0]
-        server.tool(_agent_tool(sayso, name), name=name, description=description, task=True)
+    for name, lead in sayso.config.entries().items():
+        server.tool(_agent_tool(sayso, lead), name=name, description=_description(sayso.config, name), task=True)
     return server
 
 
+def _description(config: Config, name: str) -> str:
+    """What a tool says it does: the workflow's, the team's or the agent's description (else its first line)."""
+    if name in config.workflows:
+        return config.workflows[name].description or f"The workflow {name}: it asks you for what it needs."
+    team = config.orchestrations.get(name)
+    agent = config.agents[team.entry_name if team else name]
+    first = (agent.instructions.strip().splitlines() or [f"The agent {name}."])[0]
+    return (team.description if team else None) or agent.description or first
+
+
+def _state_security(config: Config) -> RequestStateSecurity:
+    """How a paused call's `requestState` is sealed: a key every replica shares, for as long as the pause waits.
+
+    Without a configured secret the key is this process's own (the MCP SDK's default), but still with a
+    lifetime that fits the pause.
+    """
+    key = config.mcp.state_key(config.audit.key())
+    ttl = state_lifetime(config)
+    if key is None:
+        return RequestStateSecurity.ephemeral(ttl=ttl, audience=AUDIENCE)
+    return RequestStateSecurity(keys=[key], ttl=ttl, audience=AUDIENCE)
+
+
+def state_lifetime(config: Config) -> float:
+    """How long a paused call's request state must stay readable.
+
+    The longest any request of `config` may wait for an answer (plus a grace), or a decade when one
+    waits until decided.
+    """
+    lifetimes: list[float | None] = [None] if config.workflows else []
+    for agent in config.agents.values():
+        block = agent.interrupt
+        lifetimes.append(block.ttl_seconds)
+        lifetimes.extend(rule.ttl_seconds or block.ttl_seconds for rule in block.tools if not isinstance(rule, str))
+    if not lifetimes or any(lifetime is None for lifetime in lifetimes):
+        return UNBOUNDED_STATE_SECONDS
+    return max(lifetime for lifetime in lifetimes if lifetime is not None) + STATE_GRACE_SECONDS
+
+
 def mcp_app(sayso: Sayso) -> Any:
-    """`/mcp` as an ASGI app with its own lifespan (sessions, background tasks), behind the authenticator."""
-    return mcp_server(sayso).http_app(path=PATH, middleware=[Middleware(_Authenticated, sayso=sayso)])
+    """`/mcp` as an ASGI app with its own lifespan (sessions, background tasks), behind the authenticator.
+
+    Its streams are resumable: every event is kept in an event store (in this process, as a
+    handshake-era session is), so a client that drops mid-call (a question pushed to it, say)
+    reconnects with `Last-Event-ID`, is sent what it missed and answers on the same call.
+    """
+    return mcp_server(sayso).http_app(
+        path=PATH,
+        middleware=[Middleware(_Authenticated, sayso=sayso)],
+        event_store=EventStore(),
+        retry_interval=RETRY_MS,
+    )
 
 
 class _Authenticated:
@@ -130,11 +207,11 @@ async def _answered(
         return _outcome(waiting)
     open_requests = {r.request_id: r for r in waiting.requests}
     answers: dict[str, Decision] = {}
-    for request_id, reply in responses.items():
-        request = open_requests.get(request_id)
-        if request is not None and isinstance(reply, mcp_types.ElicitResult):
-            answers[request_id] = decision_from(request, reply)
     try:
+        for request_id, reply in responses.items():
+            request = open_requests.get(request_id)
+            if request is not None and isinstance(reply, mcp_types.ElicitResult):
+                answers[request_id] = decision_from(request, reply)
         return _outcome(await sayso.answer_pause(run_id, answers, principal=caller))
     except DecisionRefused as refused:
         return _outcome(waiting, refused=refused)
@@ -168,19 +245,29 @@ async def _pushed(sayso: Sayso, ctx: Context, caller: Principal, result: RunResu
         answers: dict[str, Decision] = {}
         for request in result.requests:
             problem = refused.problem if refused and refused.request_id == request.request_id else None
-            params = elicitation_for(request, problem=problem)
-            if isinstance(params, mcp_types.ElicitRequestURLParams):
-                assert params.elicitation_id is not None
-                reply = await ctx.session.elicit_url(
-                    params.message, params.url, params.elicitation_id, related_request_id=ctx.request_id
-                )
-            else:
-                reply = await ctx.session.elicit_form(
-                    params.message, params.requested_schema, related_request_id=ctx.request_id
-                )
-            answers[request.request_id] = decision_from(request, reply)
+            answers[request.request_id] = await _asked(ctx, request, problem)
         try:
             result, refused = await sayso.answer_pause(result.run_id, answers, principal=caller), None
         except DecisionRefused as exc:
             refused = exc
     raise ToolError(f"the answers kept being refused: {refused}")
+
+
+async def _asked(ctx: Context, request: Request, problem: str | None) -> Decision:
+    """Ask one open request on the live call until its answer fits the form it was asked with."""
+    for _ in range(MAX_PUSHED_ROUNDS):
+        params = elicitation_for(request, problem=problem)
+        if isinstance(params, mcp_types.ElicitRequestURLParams):
+            assert params.elicitation_id is not None
+            reply = await ctx.session.elicit_url(
+                params.message, params.url, params.elicitation_id, related_request_id=ctx.request_id
+            )
+        else:
+            reply = await ctx.session.elicit_form(
+                params.message, params.requested_schema, related_request_id=ctx.request_id
+            )
+        try:
+            return decision_from(request, reply)
+        except InvalidDecision as refused:
+            problem = refused.problem
+    raise ToolError(f"the answers kept being refused: {problem}")

@@ -36,7 +36,7 @@ from ....exceptions import (
     RunNotFound,
     StoreError,
 )
-from ._legacy import legacy_decision_data, legacy_parts
+from ._legacy import LEGACY_DECISIONS, legacy_decision_data, legacy_parts
 from ._v1 import HITL_RESPONSE, request_payload, response_of, sayso_payload
 from ._views import HITL_URI, SAYSO_KEY, PauseView, ShownRequest, view_text, views_of
 from ._wire import SaysoDecisionJson, SaysoRecordJson
@@ -247,6 +247,17 @@ def text_message(text: str, *, task_id: str, context_id: str, message_id: str, r
 def message_text(message: Message) -> str:
     """The text a user message says: its text parts joined by newlines."""
     return "\n".join(part.text for part in message.parts if part.HasField("text"))
+
+
+def no_answer_reason(message: Message) -> str:
+    """Why a message sent to a waiting task answers nothing, said so the sender can fix it."""
+    if HITL_URI in json_of(message.metadata):
+        return f"the message's HITL payload is not declared: list {HITL_URI!r} in message.extensions"
+    parts = data_parts(message)
+    for data, _metadata in parts:
+        if "decision_type" in data:
+            return f"decision_type {data['decision_type']!r} is none of {', '.join(LEGACY_DECISIONS)}"
+    return "its DataParts hold no HITL response" if parts else "a plain message is no HITL response"
 
 
 def v1_payload(message: Message) -> dict[str, Any] | None:

@@ -351,6 +351,25 @@ def approvals_of(view: PauseView) -> list[ApprovalRequest]:
     return [r for r in view.requests if isinstance(r, ApprovalRequest)]
 
 
+def not_an_answer(task_id: str, context_id: str, view: PauseView | None, why: str) -> InvalidInput:
+    """The refusal of a message to a waiting task that answers nothing: what the task waits for, how to move on.
+
+    kagent keeps such a task waiting (it is no decision); the person moves on with a new message on
+    the context, without the task id, which supersedes the pause (docs/concepts/decisions.md#resume-rules).
+    """
+    waits = {
+        "approval": "a tool_approval_response",
+        "question": "an ask_user_response",
+        "elicitation": "an ask_user_response (or an elicitation_response)",
+        "input": "the input, as a DataPart or text",
+    }
+    wanted = waits[view.kind] if view is not None else "a person's decision elsewhere (REST, the web UI or the CLI)"
+    return refused(
+        f"{why}; task {task_id!r} waits for {wanted} to: {view_text(view)!r}. To move on instead, "
+        f"send a new message on context {context_id!r} without taskId"
+    )
+
+
 def view_text(view: PauseView | None) -> str:
     """The status text of a pause showing `view` (the generic line when there is nothing to show)."""
     if view is not None and view.kind == "input":

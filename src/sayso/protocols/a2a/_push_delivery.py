@@ -1,0 +1,131 @@
+"""A2A push notifications delivered like webhooks: each task update from the outbox, retried, under one delivery id.
+
+Whatever changed a task (an A2A call, a REST decision, the CLI, another replica), the store wrote
+a `run.updated` event in the same commit as the change. `PushDispatcher` runs beside the A2A
+routes of every server: it claims those events (one sender per delivery at a time), sends the
+task's status update to each push config of the task (signed by `_push.signing_client`), and
+settles the delivery: delivered, skipped (no config, or the task changed again since, so that a
+retry never sends a stale or repeated state), retried later with exponential backoff, or given
+up on. Every attempt carries the same `webhook-id` (the delivery id), so receivers drop duplicates; a
+delivery whose sender died is claimed again once its claim lapses.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import httpx
+from a2a.types import StreamResponse, TaskPushNotificationConfig, TaskStatusUpdateEvent
+from google.protobuf.json_format import MessageToDict
+
+from ..._core.signing import ID_HEADER
+from ..._runtime import RunUpdate, Sayso
+from ...exceptions import SaysoError
+from ._push import TOKEN_HEADER, MarkPushConfigStore
+from ._tasks import TaskReader
+
+logger = logging.getLogger("sayso.a2a.push")
+
+HOOK = "a2a.push"
+"""The outbox key A2A push notifications are claimed under (the same on every replica)."""
+
+POLL_SECONDS = 1.0
+"""How often a server looks for task updates other processes committed (its own wake it at once)."""
+
+MAX_ATTEMPTS = 8
+BACKOFF_SECONDS = 1.0
+TIMEOUT_SECONDS = 10.0
+
+
+class PushDispatcher:
+    """Sends every committed task update to its push configs while the A2A routes run (`run` in their task group)."""
+
+    def __init__(
+        self,
+        sayso: Sayso,
+        configs: MarkPushConfigStore,
+        tasks: TaskReader,
+        http: httpx.AsyncClient,
+        *,
+        poll_seconds: float = POLL_SECONDS,
+        backoff_seconds: float = BACKOFF_SECONDS,
+        max_attempts: int = MAX_ATTEMPTS,
+    ) -> None:
+        self.sayso = sayso
+        self.configs = configs
+        self.tasks = tasks
+        self.http = http
+        self._poll = poll_seconds
+        self._backoff = backoff_seconds
+        self._max_attempts = max_attempts
+        self._wake = anyio.Event()
+        sayso.add_listener(lambda event, data: self.wake())  # a pause saved or a decision here: look now
+
+    def wake(self) -> None:
+        """Look for updates at once (this process just changed a task)."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Claim, send and settle until cancelled (the A2A routes' lifespan ends)."""
+        while True:
+            self._wake = anyio.Event()
+            try:
+                claimed = await self.sayso.claim_run_updates(HOOK, lease_seconds=2 * TIMEOUT_SECONDS + 1)
+            except SaysoError:
+                logger.exception("could not read the outbox; retrying in %ss", self._poll)
+                claimed = []
+            for update in claimed:
+                await self._attempt(update)
+            if not claimed:
+                with anyio.move_on_after(self._poll):
+                    await self._wake.wait()
+
+    async def _attempt(self, update: RunUpdate) -> None:
+        try:
+            configs = await self.configs.get_info_for_dispatch(update.run_id)
+            run = await self.sayso.run_record(update.run_id)
+            if not configs or run.updated_at > update.created_at:
+                # No config, or the task changed again since: its later update is the one to send.
+                await self.sayso.settle_event(update.delivery_id, status="skipped")
+                return
+            task = await self.tasks.task(await self.sayso.result(update.run_id))
+        except SaysoError:
+            logger.exception("could not read task %s for its push; it is tried again", update.run_id)
+            return  # the claim lapses and the delivery is claimed again
+        event = TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
+        body = MessageToDict(StreamResponse(status_update=event))
+        problems = [p for config in configs if (p := await self._post(config, body, update.delivery_id))]
+        await self._settle(update, problems)
+
+    async def _post(self, config: TaskPushNotificationConfig, body: Mapping[str, Any], delivery_id: str) -> str | None:
+        """One POST to one config; what went wrong, or `None` when it was taken."""
+        headers = {ID_HEADER: delivery_id}
+        if config.token:
+            headers[TOKEN_HEADER] = config.token
+        if config.HasField("authentication") and config.authentication.scheme and config.authentication.credentials:
+            headers["Authorization"] = f"{config.authentication.scheme} {config.authentication.credentials}"
+        try:
+            response = await self.http.post(config.url, json=body, headers=headers, timeout=TIMEOUT_SECONDS)
+        except httpx.HTTPError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None if response.is_success else f"HTTP {response.status_code}"
+
+    async def _settle(self, update: RunUpdate, problems: list[str]) -> None:
+        attempt = update.attempts + 1
+        try:
+            if not problems:
+                await self.sayso.settle_event(update.delivery_id, status="delivered")
+            elif attempt >= self._max_attempts:
+                logger.warning("push for task %s failed after %d attempts: %s", update.run_id, attempt, problems)
+                await self.sayso.settle_event(update.delivery_id, status="failed", error="; ".join(problems))
+            else:
+                retry_at = time.time() + self._backoff * 2 ** (attempt - 1)
+                await self.sayso.settle_event(
+                    update.delivery_id, status="pending", retry_at=retry_at, error="; ".join(problems)
+                )
+        except SaysoError:
+            logger.exception("could not record the push delivery %s; it will be sent again", update.delivery_id)
