@@ -48,6 +48,8 @@ from .edges import (
 )
 from .edges import (
     McpServeConfig as McpServeConfig,
+)
+from .edges import (
     RuntimeConfig as RuntimeConfig,
 )
 from .edges import (

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from .._primitives import Settled, StoreTx
-from .._records import DeliveryStatus, PendingDelivery
+from .._records import DeliveryStatus, OutboxKind, PendingDelivery
 from .._views import delivery_id
 from ._base import _Changes, _Delivery, _Tables
 
