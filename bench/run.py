@@ -5,7 +5,8 @@
                           # --repeats runs, implementations interleaved), growth up to H=2000,
                           # footprint at 100,000 paused runs, one profile; writes bench/RESULTS.md
   bench/run.py --quick    # make bench-quick: H=0, three interleaved runs each, about a minute;
-                          # the last line printed is one JSON object (medians, CPU ms per cycle)
+                          # the last line printed is one JSON object (medians, CPU ms per cycle,
+                          # the CLI's start-up ratios from bench/cli_start.py)
 
 Every run is its own process pinned to core 0 (`taskset -c 0`, BENCH_PIN=0 to not pin), like the
 anchors' published figures. Raw JSON lines go to bench/results/.
@@ -29,6 +30,8 @@ import time
 from collections import defaultdict
 from importlib.metadata import version
 from typing import Any
+
+import cli_start
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -296,6 +299,11 @@ def quick(args: argparse.Namespace) -> None:
         f"\nsayso's agent pair {pair['sayso_cpu_ms']} ms CPU vs a bare pydantic-ai pair {pair['bare_cpu_ms']} ms: "
         f"{pair['ratio']}x (median of {pair['blocks']} interleaved blocks)"
     )
+    cli = cli_start.measure(5)
+    print(
+        f"sayso --help {cli['cli_help_vs_import']}x, inbox {cli['cli_inbox_vs_import']}x, decide "
+        f"{cli['cli_decide_vs_import']}x `import pydantic_ai` ({cli['cli_import_pydantic_ai_s']} s; medians of 5)"
+    )
     print(
         json.dumps(
             {
@@ -330,6 +338,7 @@ def quick(args: argparse.Namespace) -> None:
                 "agent_pair_cpu_ms": pair["sayso_cpu_ms"],
                 "bare_agent_pair_cpu_ms": pair["bare_cpu_ms"],
             }
+            | cli
         ),
         flush=True,
     )

@@ -1,80 +1,91 @@
 """sayso: agents that pause for a person and carry on exactly where they stopped.
 
-The public surface is re-exported here; modules starting with `_` are private.
+The public surface is re-exported here; modules starting with `_` are private. Each name is
+imported the first time it is used (PEP 562), so `import sayso` and `sayso --help` stay instant
+and a command pays only for what it touches; type checkers read the same names from the
+`TYPE_CHECKING` block.
 """
 
-from ._config.file import (
-    AgentConfig,
-    Config,
-    InterruptConfig,
-    PrincipalConfig,
-    RejectionTextConfig,
-    ToolRuleConfig,
-    load_config,
-)
-from ._config.mcp import McpBinding, McpHttpServer, McpStdioServer, mcp_bindings
-from ._core.decisions import (
-    Accept,
-    Answer,
-    Approve,
-    Cancel,
-    ClientError,
-    ClientResult,
-    Decision,
-    DecisionRecord,
-    Decline,
-    Provide,
-    Reject,
-    Skip,
-)
-from ._core.grants import Grant
-from ._core.policy import InterruptPolicy, ToolRule
-from ._core.requests import (
-    ApprovalRequest,
-    ClientTool,
-    ClientToolRequest,
-    ElicitationRequest,
-    InputRequest,
-    Question,
-    QuestionRequest,
-    Request,
-    RequestKind,
-    Scope,
-    Subject,
-    ToolInfo,
-)
-from ._engine.deps import RunDeps
-from ._engine.hooks import AskApproval, BeforeToolCall, HookCall, VisitUrl, before_tool_call
-from ._engine.scripted import ScriptedModel
-from ._engine.tools import Approval, require_approval, tool
-from ._runtime import DEFAULT_REMOTE_AGENTS, DecideResult, RemoteAgents, RunResult, Sayso, request_json, run_json
-from .exceptions import (
-    AgentNotFound,
-    AlreadyDecided,
-    CallerError,
-    ConfigError,
-    DecisionRefused,
-    GrantNotFound,
-    InvalidDecision,
-    InvalidInput,
-    NotAllowed,
-    NotFound,
-    NotReady,
-    PauseConsumed,
-    RequestExpired,
-    RequestNotFound,
-    RunConflict,
-    RunNotFound,
-    SaysoError,
-    SchemaMismatch,
-    StoreError,
-    ThreadBusy,
-    ThreadNotFound,
-    TooLarge,
-    Unauthenticated,
-    UsageError,
-)
-from .workflows import RequestInput, Workflow
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from ._defaults import DEFAULT_REMOTE_AGENTS
+
+if TYPE_CHECKING:
+    from ._config.file import (
+        AgentConfig,
+        Config,
+        InterruptConfig,
+        PrincipalConfig,
+        RejectionTextConfig,
+        ToolRuleConfig,
+        load_config,
+    )
+    from ._config.mcp import McpBinding, McpHttpServer, McpStdioServer, mcp_bindings
+    from ._core.decisions import (
+        Accept,
+        Answer,
+        Approve,
+        Cancel,
+        ClientError,
+        ClientResult,
+        Decision,
+        DecisionRecord,
+        Decline,
+        Provide,
+        Reject,
+        Skip,
+    )
+    from ._core.grants import Grant
+    from ._core.policy import InterruptPolicy, ToolRule
+    from ._core.requests import (
+        ApprovalRequest,
+        ClientTool,
+        ClientToolRequest,
+        ElicitationRequest,
+        InputRequest,
+        Question,
+        QuestionRequest,
+        Request,
+        RequestKind,
+        Scope,
+        Subject,
+        ToolInfo,
+    )
+    from ._engine.deps import RunDeps
+    from ._engine.hooks import AskApproval, BeforeToolCall, HookCall, VisitUrl, before_tool_call
+    from ._engine.scripted import ScriptedModel
+    from ._engine.tools import Approval, require_approval, tool
+    from ._runtime import DecideResult, RemoteAgents, RunResult, Sayso, request_json, run_json
+    from .exceptions import (
+        AgentNotFound,
+        AlreadyDecided,
+        CallerError,
+        ConfigError,
+        DecisionRefused,
+        GrantNotFound,
+        InvalidDecision,
+        InvalidInput,
+        NotAllowed,
+        NotFound,
+        NotReady,
+        PauseConsumed,
+        RequestExpired,
+        RequestNotFound,
+        RunConflict,
+        RunNotFound,
+        SaysoError,
+        SchemaMismatch,
+        StoreError,
+        ThreadBusy,
+        ThreadNotFound,
+        TooLarge,
+        Unauthenticated,
+        UsageError,
+    )
+    from .workflows import RequestInput, Workflow
 
 
 def _a2a_remote_agents() -> RemoteAgents:
@@ -171,3 +182,101 @@ __all__ = [
     "run_json",
     "tool",
 ]
+
+
+_LAZY: dict[str, str] = {
+    "Accept": "._core.decisions",
+    "AgentConfig": "._config.file",
+    "AgentNotFound": ".exceptions",
+    "AlreadyDecided": ".exceptions",
+    "Answer": "._core.decisions",
+    "Approval": "._engine.tools",
+    "ApprovalRequest": "._core.requests",
+    "Approve": "._core.decisions",
+    "AskApproval": "._engine.hooks",
+    "BeforeToolCall": "._engine.hooks",
+    "CallerError": ".exceptions",
+    "Cancel": "._core.decisions",
+    "ClientError": "._core.decisions",
+    "ClientResult": "._core.decisions",
+    "ClientTool": "._core.requests",
+    "ClientToolRequest": "._core.requests",
+    "Config": "._config.file",
+    "ConfigError": ".exceptions",
+    "DecideResult": "._runtime",
+    "Decision": "._core.decisions",
+    "DecisionRecord": "._core.decisions",
+    "DecisionRefused": ".exceptions",
+    "Decline": "._core.decisions",
+    "ElicitationRequest": "._core.requests",
+    "Grant": "._core.grants",
+    "GrantNotFound": ".exceptions",
+    "HookCall": "._engine.hooks",
+    "InputRequest": "._core.requests",
+    "InterruptConfig": "._config.file",
+    "InterruptPolicy": "._core.policy",
+    "InvalidDecision": ".exceptions",
+    "InvalidInput": ".exceptions",
+    "McpBinding": "._config.mcp",
+    "McpHttpServer": "._config.mcp",
+    "McpStdioServer": "._config.mcp",
+    "NotAllowed": ".exceptions",
+    "NotFound": ".exceptions",
+    "NotReady": ".exceptions",
+    "PauseConsumed": ".exceptions",
+    "PrincipalConfig": "._config.file",
+    "Provide": "._core.decisions",
+    "Question": "._core.requests",
+    "QuestionRequest": "._core.requests",
+    "Reject": "._core.decisions",
+    "RejectionTextConfig": "._config.file",
+    "RemoteAgents": "._runtime",
+    "Request": "._core.requests",
+    "RequestExpired": ".exceptions",
+    "RequestInput": ".workflows",
+    "RequestKind": "._core.requests",
+    "RequestNotFound": ".exceptions",
+    "RunConflict": ".exceptions",
+    "RunDeps": "._engine.deps",
+    "RunNotFound": ".exceptions",
+    "RunResult": "._runtime",
+    "Sayso": "._runtime",
+    "SaysoError": ".exceptions",
+    "SchemaMismatch": ".exceptions",
+    "Scope": "._core.requests",
+    "ScriptedModel": "._engine.scripted",
+    "Skip": "._core.decisions",
+    "StoreError": ".exceptions",
+    "Subject": "._core.requests",
+    "ThreadBusy": ".exceptions",
+    "ThreadNotFound": ".exceptions",
+    "TooLarge": ".exceptions",
+    "ToolInfo": "._core.requests",
+    "ToolRule": "._core.policy",
+    "ToolRuleConfig": "._config.file",
+    "Unauthenticated": ".exceptions",
+    "UsageError": ".exceptions",
+    "VisitUrl": "._engine.hooks",
+    "Workflow": ".workflows",
+    "before_tool_call": "._engine.hooks",
+    "load_config": "._config.file",
+    "mcp_bindings": "._config.mcp",
+    "request_json": "._runtime",
+    "require_approval": "._engine.tools",
+    "run_json": "._runtime",
+    "tool": "._engine.tools",
+}
+"""Where each public name lives: `sayso.X` imports that module the first time X is asked for."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sayso' has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value  # the next look-up is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

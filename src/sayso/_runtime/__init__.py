@@ -26,6 +26,7 @@
 Interfaces import from here only the names below: the facade and the records its verbs return.
 """
 
+from .._defaults import DEFAULT_REMOTE_AGENTS
 from .._store import (
     AuditPage,
     DeliveryStatus,
@@ -42,7 +43,7 @@ from .._store import (
 )
 from ._auth import Authenticator, authenticate, authenticator
 from ._events import EventData, EventListener, RequestEvent
-from ._facade import DEFAULT_REMOTE_AGENTS, Sayso
+from ._facade import Sayso
 from ._kernel import new_id
 from ._outbox import OutboundEvent, RunUpdate
 from ._reading import PrincipalLike

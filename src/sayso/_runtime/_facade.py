@@ -26,6 +26,7 @@ from .._core.decisions import Decision, Via
 from .._core.grants import Grant
 from .._core.policy import InterruptPolicy
 from .._core.requests import ClientTool
+from .._defaults import DEFAULT_REMOTE_AGENTS
 from .._engine.agents import build_agents, build_models, open_models
 from .._engine.hooks import BeforeToolCall, before_tool_call
 from .._store import (
@@ -45,9 +46,6 @@ from ._results import DecideResult, RunResult
 from ._runner import CallOptions, TextSink
 from ._watch import Change
 from ._workflow_host import build_workflows
-
-DEFAULT_REMOTE_AGENTS: list[Callable[[], RemoteAgents]] = []
-"""How remote delegates are reached when the caller passes no client; the package root adds the A2A client."""
 
 _STREAMING: ContextVar[TextSink | None] = ContextVar("sayso_streaming_text", default=None)
 """The text sink of a `Sayso.streaming_text` block, read only here: each verb puts it in its `CallOptions`."""

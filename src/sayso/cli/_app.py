@@ -3,36 +3,29 @@
 from __future__ import annotations
 
 import json
-import logging
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
-import anyio
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
-from .._config.checks import ConfigProblem, check_config
-from .._config.file import load_config
-from .._core.access import LOCAL
-from .._core.decisions import (
-    VIA_LABELS,
-)
-from .._core.requests import Request
-from .._runtime import DecideResult, RunResult, Sayso, request_json, run_json
 from ..exceptions import ConfigError, SaysoError
-from ._chat import chat_loop
 from ._command import Command as _Command
-from ._decisions import parse_decision
 from ._exits import CANNOT_SERVE, FAILED, WRONG, exit_code
-from ._render import print_request, print_result, sayso_command
-from ._starter import write_starter
+from ._logs import log_to_terminal
+
+if TYPE_CHECKING:
+    from .._config.checks import ConfigProblem
+    from .._core.requests import Request
+    from .._runtime import DecideResult, RunResult, Sayso
+
+# Each command imports what it uses inside itself: `sayso --help` loads typer and rich, not the
+# runtime, pydantic-ai, SQLAlchemy or the web stack (tests/cli/test_startup.py keeps it so).
 
 app = typer.Typer(
     name="sayso",
@@ -79,12 +72,15 @@ def _main(
 
 def _with_app(config: str, work: Callable[[Sayso], Awaitable[T]], *, as_json: bool = False) -> T:
     """Open the runtime, do the work, and turn sayso's errors into a message and an exit code."""
+    import anyio
+
+    from .._runtime import Sayso
 
     async def main() -> T:
         async with Sayso.from_yaml(config) as runtime:
             return await work(runtime)
 
-    _log_to_terminal()
+    log_to_terminal()
     try:
         return anyio.run(main)
     except SaysoError as exc:
@@ -98,6 +94,9 @@ def _with_app(config: str, work: Callable[[Sayso], Awaitable[T]], *, as_json: bo
 
 def _print(result: RunResult, as_json: bool, *, config: str | None = None) -> None:
     """Print a run's result; a failed run exits FAILED, so scripts notice."""
+    from .._runtime import run_json
+    from ._render import print_result
+
     if as_json:
         print(json.dumps(run_json(result), ensure_ascii=False))
     else:
@@ -114,6 +113,8 @@ def chat(
     principal: PrincipalOpt = "local",
 ) -> None:
     """Chat with an agent, answering its requests at the prompt."""
+    from ._chat import chat_loop
+
     _with_app(
         config, lambda rt: chat_loop(rt, console, agent=agent, thread_id=thread, principal=principal, config=config)
     )
@@ -173,6 +174,8 @@ def decide(
     as_json: JsonOpt = False,
 ) -> None:
     """Decide one request; when it was the last open one, the run resumes and its result is printed."""
+    from ._decisions import parse_decision
+
     # What `answer` and `approve` take depends on the request: its kind, the schema it asks for.
     needs_request = action in ("answer", "provide") or (action == "approve" and bool(values))
     decision = (
@@ -210,6 +213,9 @@ def resume(
 @app.command(cls=_Command)
 def inbox(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """List every open request across threads, oldest first."""
+    from .._core.access import LOCAL
+    from .._runtime import request_json
+    from ._render import print_request
 
     async def work(rt: Sayso) -> list[Request]:
         # The command line reads the store as its operator: every thread's requests, as in local mode.
@@ -282,6 +288,11 @@ def init(
     folder: Annotated[str, typer.Argument(help="Where to write it (default: here).", metavar="DIR")] = ".",
 ) -> None:
     """Write a starter project that runs with no API key: a config, a tool that needs approval, a script."""
+    from rich.text import Text
+
+    from ._render import sayso_command
+    from ._starter import write_starter
+
     try:
         write_starter(Path(folder))
     except FileExistsError as exc:
@@ -302,6 +313,9 @@ def check(config: ConfigArg, as_json: JsonOpt = False) -> None:
     Each problem names the file, the line and the fix. Errors stop the config from loading (an
     approval rule that names no tool, a model that cannot be reached); warnings and notes do not.
     """
+    from .._config.checks import check_config
+    from .._config.file import load_config
+
     try:
         loaded = load_config(config)
     except ConfigError as exc:
@@ -343,6 +357,9 @@ def _print_problem(problem: ConfigProblem) -> None:
 @app.command(cls=_Command)
 def expire(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """Close paused runs whose open requests have all expired; each agent answers with what it knows."""
+    from .._runtime import run_json
+    from ._render import print_result
+
     results = _with_app(config, lambda rt: rt.expire(), as_json=as_json)
     if as_json:
         print(json.dumps({"runs": [run_json(r) for r in results]}, ensure_ascii=False))
@@ -358,6 +375,9 @@ def recover(config: ConfigArg, as_json: JsonOpt = False) -> None:
 
     `sayso serve` does this at start and every few seconds; this is for stores no server runs on.
     """
+    from .._runtime import run_json
+    from ._render import print_result
+
     results = _with_app(config, lambda rt: rt.recover(), as_json=as_json)
     if as_json:
         print(json.dumps({"runs": [run_json(r) for r in results]}, ensure_ascii=False))
@@ -378,6 +398,10 @@ app.add_typer(audit_app, name="audit")
 @grants_app.command("list", cls=_Command)
 def grants_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """List the active remembered approvals."""
+    from rich.table import Table
+
+    from .._core.access import LOCAL
+
     grants = _with_app(config, lambda rt: rt.grants(principal=LOCAL), as_json=as_json)
     if as_json:
         print(json.dumps({"grants": [asdict(g) for g in grants]}, ensure_ascii=False))
@@ -407,6 +431,10 @@ def grants_revoke(
 @audit_app.command("list", cls=_Command)
 def audit_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """Print every audit record, oldest first."""
+    from rich.table import Table
+
+    from .._core.decisions import VIA_LABELS
+
     records = _with_app(config, lambda rt: rt.audit_log(), as_json=as_json)
     if as_json:
         print(json.dumps({"records": [asdict(r) for r in records]}, ensure_ascii=False))
@@ -464,25 +492,6 @@ def audit_verify(config: ConfigArg, as_json: JsonOpt = False) -> None:
         errors.print(escape(report.note), soft_wrap=True)
     if problem is not None:
         raise typer.Exit(FAILED)
-
-
-class _OneLine(logging.Formatter):
-    """One line per record, without the traceback: the terminal gets what to act on, not sayso's internals."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        message = record.getMessage()
-        # A config problem already says `file:line: warning: ...`.
-        return message if record.name == "sayso.config" else f"{record.levelname.lower()}: {message}"
-
-
-def _log_to_terminal() -> None:
-    """Show warnings on stderr, one line each; a failed run is not repeated, its result says why."""
-    if logging.getLogger().handlers:  # the host (a test runner, `sayso serve`) already decided where logs go
-        return
-    handler = logging.StreamHandler()
-    handler.setFormatter(_OneLine())
-    handler.addFilter(lambda record: record.name != "sayso.runs")
-    logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
 def main() -> None:

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""How long the `sayso` command takes to start, as ratios to `python -c "import pydantic_ai"` (issue 27).
+
+  bench/cli_start.py            # medians of 5, interleaved; the last line is one JSON object
+
+Each repetition times, one after another in fresh processes: the reference (`import pydantic_ai`),
+`sayso --help`, `sayso inbox CONFIG` on a store with one paused run, and `sayso decide` approving a
+paused run (which then resumes and finishes). The run to decide is paused beforehand, untimed. The
+config is the no-API-key starter `sayso init` writes. Ratios, not seconds, so a loaded machine
+still compares like with like.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+PY = sys.executable
+SAYSO = os.path.join(os.path.dirname(PY), "sayso")
+ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+
+
+def timed(*args: str) -> tuple[float, str]:
+    """Wall seconds of one fresh process, and what it printed."""
+    start = time.perf_counter()
+    done = subprocess.run(list(args), capture_output=True, text=True, env=ENV, check=False)
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} exited {done.returncode}: {done.stderr[-1000:]}")
+    return took, done.stdout
+
+
+def paused_request(config: str) -> str:
+    """Pause a new run on the starter's refund approval; the id of the request it opened."""
+    out = subprocess.run(
+        [SAYSO, "run", config, "refund A-100 25", "--json"], capture_output=True, text=True, env=ENV, check=True
+    ).stdout
+    return str(json.loads(out)["requests"][0]["id"])
+
+
+def measure(repeats: int) -> dict[str, float]:
+    """Medians of `repeats` interleaved rounds, in seconds and as ratios to importing pydantic-ai."""
+    with tempfile.TemporaryDirectory(prefix="sayso-cli-start-") as folder:
+        subprocess.run([SAYSO, "init", folder], capture_output=True, env=ENV, check=True)
+        config = os.path.join(folder, "sayso.yaml")
+        paused_request(config)  # `inbox` lists one open request
+        seconds: dict[str, list[float]] = {"import": [], "help": [], "inbox": [], "decide": []}
+        for _ in range(repeats):
+            request_id = paused_request(config)
+            seconds["import"].append(timed(PY, "-c", "import pydantic_ai")[0])
+            seconds["help"].append(timed(SAYSO, "--help")[0])
+            seconds["inbox"].append(timed(SAYSO, "inbox", config)[0])
+            took, out = timed(SAYSO, "decide", config, request_id, "approve", "--json")
+            if json.loads(out)["status"] != "completed":
+                raise SystemExit(f"decide did not finish the run: {out[:500]}")
+            seconds["decide"].append(took)
+    med = {k: statistics.median(v) for k, v in seconds.items()}
+    return {
+        "cli_import_pydantic_ai_s": round(med["import"], 3),
+        "cli_help_s": round(med["help"], 3),
+        "cli_inbox_s": round(med["inbox"], 3),
+        "cli_decide_s": round(med["decide"], 3),
+        "cli_help_vs_import": round(med["help"] / med["import"], 3),
+        "cli_inbox_vs_import": round(med["inbox"] / med["import"], 3),
+        "cli_decide_vs_import": round(med["decide"] / med["import"], 3),
+        "cli_repeats": repeats,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=5)
+    result = measure(ap.parse_args().repeats)
+    print(f"| command (median of {result['cli_repeats']}) | seconds | vs `import pydantic_ai` |")
+    print("|---|---:|---:|")
+    print(f"| `python -c 'import pydantic_ai'` | {result['cli_import_pydantic_ai_s']} | 1.0 |")
+    for name, command in (("help", "--help"), ("inbox", "inbox CONFIG"), ("decide", "decide CONFIG ID approve")):
+        print(f"| `sayso {command}` | {result[f'cli_{name}_s']} | {result[f'cli_{name}_vs_import']} |")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
