@@ -20,9 +20,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Literal, Self
-
-from pydantic_ai.messages import ModelMessage
+from typing import TYPE_CHECKING, Literal, Self
 
 from .._core.audit import AuditHead, AuditKey
 from .._core.audit_events import AuditEvent
@@ -53,6 +51,9 @@ from ._records import (
     ThreadSummary,
     TranscriptEntry,
 )
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 
 class RunStore(OutboxPort, TrustPort):

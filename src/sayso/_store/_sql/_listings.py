@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
-from pydantic_ai.messages import ModelMessagesTypeAdapter
 from sqlalchemy import Connection
 
 from ..._core.requests import REQUEST_ADAPTER
 from .. import _tables as t
+from .._messages import decode_messages
 from .._records import InboxFilter, InboxPage, ThreadSummary, TranscriptEntry
 from .._views import decode_cursor, encode_cursor, thread_transcript, title
 from ._base import _SqlBase
@@ -98,8 +98,7 @@ class _Listings(_SqlBase):
 
         def work(conn: Connection) -> list[TranscriptEntry]:
             batches = [
-                (row.seq, row.run_id, ModelMessagesTypeAdapter.validate_json(row.body))
-                for row in conn.execute(stmt.order_by(m.c.seq)).all()
+                (row.seq, row.run_id, decode_messages(row.body)) for row in conn.execute(stmt.order_by(m.c.seq)).all()
             ]
             runs = [
                 run_record(dict(row._mapping))

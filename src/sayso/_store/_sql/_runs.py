@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import sqlalchemy as sa
-from pydantic_ai.messages import ModelMessage
 from sqlalchemy import Connection
 
 from .. import _tables as t
-from .._primitives import decode_history
+from .._messages import decode_history
 from .._records import RunRecord, StuckExecution
 from . import _rows
 from ._base import _SqlBase
 from ._tx import Tx
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 
 class _Runs(_SqlBase):
