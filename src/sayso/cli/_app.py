@@ -22,7 +22,7 @@ from ._logs import log_to_terminal
 if TYPE_CHECKING:
     from .._config.checks import ConfigProblem
     from .._core.requests import Request
-    from .._runtime import DecideResult, RunResult, Sayso
+    from .._runtime import DecideResult, Reader, RunResult, Sayso
 
 # Each command imports what it uses inside itself: `sayso --help` loads typer and rich, not the
 # runtime, pydantic-ai, SQLAlchemy or the web stack (tests/cli/test_startup.py keeps it so).
@@ -72,13 +72,28 @@ def _main(
 
 def _with_app(config: str, work: Callable[[Sayso], Awaitable[T]], *, as_json: bool = False) -> T:
     """Open the runtime, do the work, and turn sayso's errors into a message and an exit code."""
-    import anyio
-
     from .._runtime import Sayso
 
     async def main() -> T:
         async with Sayso.from_yaml(config) as runtime:
             return await work(runtime)
+
+    return _ran(main, as_json=as_json)
+
+
+def _with_reader(config: str, work: Callable[[Reader], Awaitable[T]], *, as_json: bool = False) -> T:
+    """`_with_app` for commands that only read the store: no agent, model or toolset is built."""
+    from .._runtime import Reader
+
+    async def main() -> T:
+        async with Reader.from_yaml(config) as reader:
+            return await work(reader)
+
+    return _ran(main, as_json=as_json)
+
+
+def _ran(main: Callable[[], Awaitable[T]], *, as_json: bool) -> T:
+    import anyio
 
     log_to_terminal()
     try:
@@ -217,11 +232,11 @@ def inbox(config: ConfigArg, as_json: JsonOpt = False) -> None:
     from .._runtime import request_json
     from ._render import print_request
 
-    async def work(rt: Sayso) -> list[Request]:
+    async def work(rt: Reader) -> list[Request]:
         # The command line reads the store as its operator: every thread's requests, as in local mode.
         return (await rt.inbox(principal=LOCAL, limit=INBOX_LIMIT)).requests
 
-    requests = _with_app(config, work, as_json=as_json)
+    requests = _with_reader(config, work, as_json=as_json)
     if as_json:
         print(json.dumps({"requests": [request_json(r) for r in requests]}, ensure_ascii=False))
         return
@@ -402,7 +417,7 @@ def grants_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
 
     from .._core.access import LOCAL
 
-    grants = _with_app(config, lambda rt: rt.grants(principal=LOCAL), as_json=as_json)
+    grants = _with_reader(config, lambda rt: rt.grants(principal=LOCAL), as_json=as_json)
     if as_json:
         print(json.dumps({"grants": [asdict(g) for g in grants]}, ensure_ascii=False))
         return
@@ -421,7 +436,7 @@ def grants_revoke(
     as_json: JsonOpt = False,
 ) -> None:
     """Revoke a remembered approval; the next call it covered asks again."""
-    grant = _with_app(config, lambda rt: rt.revoke_grant(grant_id, principal=principal), as_json=as_json)
+    grant = _with_reader(config, lambda rt: rt.revoke_grant(grant_id, principal=principal), as_json=as_json)
     if as_json:
         print(json.dumps({"revoked": asdict(grant)}, ensure_ascii=False))
     else:
@@ -435,7 +450,7 @@ def audit_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
 
     from .._core.decisions import VIA_LABELS
 
-    records = _with_app(config, lambda rt: rt.audit_log(), as_json=as_json)
+    records = _with_reader(config, lambda rt: rt.audit_log(), as_json=as_json)
     if as_json:
         print(json.dumps({"records": [asdict(r) for r in records]}, ensure_ascii=False))
         return
@@ -461,7 +476,7 @@ def audit_anchor(config: ConfigArg, as_json: JsonOpt = False) -> None:
     Run it once after setting SAYSO_AUDIT_KEY on a store that already has an audit log, and only if
     you trust that log as it stands: verify accepts the records before the anchor, signed ones after.
     """
-    vouched = _with_app(config, lambda rt: rt.anchor_audit(), as_json=as_json)
+    vouched = _with_reader(config, lambda rt: rt.anchor_audit(), as_json=as_json)
     if as_json:
         print(json.dumps({"vouched_for": vouched}))
     elif vouched:
@@ -477,7 +492,7 @@ def audit_verify(config: ConfigArg, as_json: JsonOpt = False) -> None:
     With an audit key (SAYSO_AUDIT_KEY) the chain is anchored: rewrites, forged appends and a cut
     tail are detected. Without one the output says UNANCHORED.
     """
-    report = _with_app(config, lambda rt: rt.audit_report(), as_json=as_json)
+    report = _with_reader(config, lambda rt: rt.audit_report(), as_json=as_json)
     problem = report.problem
     if as_json:
         body = {"records": report.records, "ok": report.intact, "problem": asdict(problem) if problem else None}
