@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -14,10 +13,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ..exceptions import ConfigError, SaysoError
+from ..exceptions import ConfigError
 from ._command import Command as _Command
-from ._exits import CANNOT_SERVE, FAILED, WRONG, exit_code
-from ._logs import log_to_terminal
+from ._exits import CANNOT_SERVE, FAILED, WRONG
+from ._open import with_app as _with_app
+from ._open import with_reader as _with_reader
 
 if TYPE_CHECKING:
     from .._config.checks import ConfigProblem
@@ -68,43 +68,6 @@ def _main(
     ] = False,
 ) -> None:
     """Agents that pause for a person and carry on exactly where they stopped."""
-
-
-def _with_app(config: str, work: Callable[[Sayso], Awaitable[T]], *, as_json: bool = False) -> T:
-    """Open the runtime, do the work, and turn sayso's errors into a message and an exit code."""
-    from .._runtime import Sayso
-
-    async def main() -> T:
-        async with Sayso.from_yaml(config) as runtime:
-            return await work(runtime)
-
-    return _ran(main, as_json=as_json)
-
-
-def _with_reader(config: str, work: Callable[[Reader], Awaitable[T]], *, as_json: bool = False) -> T:
-    """`_with_app` for commands that only read the store: no agent, model or toolset is built."""
-    from .._runtime import Reader
-
-    async def main() -> T:
-        async with Reader.from_yaml(config) as reader:
-            return await work(reader)
-
-    return _ran(main, as_json=as_json)
-
-
-def _ran(main: Callable[[], Awaitable[T]], *, as_json: bool) -> T:
-    import anyio
-
-    log_to_terminal()
-    try:
-        return anyio.run(main)
-    except SaysoError as exc:
-        code = exit_code(exc)
-        if as_json:
-            print(json.dumps({"error": {"type": type(exc).__name__, "message": str(exc)}}))
-        else:
-            errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(code) from None
 
 
 def _print(result: RunResult, as_json: bool, *, config: str | None = None) -> None:
