@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import asdict
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -54,6 +53,8 @@ ThreadOpt = Annotated[str | None, typer.Option(help="Continue this thread.", met
 
 def _version(show: bool) -> None:
     if show:
+        from importlib.metadata import PackageNotFoundError, version  # here: it costs every command a lot
+
         try:
             print(f"sayso {version('sayso')}")
         except PackageNotFoundError:  # pragma: no cover  # run from a source tree that was never installed
