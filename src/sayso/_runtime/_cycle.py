@@ -10,8 +10,8 @@ paused run is carried on, whatever its kind:
     consumes the pause and carries the run on (its write, then its work)
 
 It also implements `Runs`, the port runners use for the runs below their own (a delegate, a
-workflow's agent node), so a runner never imports the cycle. The verbs (`_turns`, `_deciding`,
-`_recovery`) are functions over a `Cycle`.
+workflow's agent node), so a runner never imports the cycle. The verbs (`_verbs`: start, decide,
+answer, resume, cancel, expire, recover) are functions over a `Cycle`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The runner seam: `Runner` (how one kind of run goes), `Runs` (what a runner asks of the cycle), `CallOptions`.
 
-Every verb of the cycle (`_cycle`, `_turns`, `_deciding`, `_recovery`) reads the store, plans with a
+Every verb of the cycle (`_cycle`, and the verbs of `_verbs`) reads the store, plans with a
 pure function and writes, then hands the run to its kind's `Runner`: an agent's run (`_agent_runs`),
 a workflow's (`_workflows`), or a remote delegate's proxy run (`_remote`). A runner that needs a run
 below its own (a delegate, a workflow's agent node) asks the cycle through `Runs`, which the cycle
