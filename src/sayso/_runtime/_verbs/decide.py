@@ -16,11 +16,11 @@ from ..._core.decisions import Decision, DecisionRecord, Via, check_decision
 from ..._core.limits import check_decision as check_size
 from ..._core.resume import open_requests, plan_resume
 from ..._engine.deferred import audit_body
-from ..._store import Decided, PauseState, RequestWithRun, ResumeClaim, Verdict
+from ..._store import PauseState, RequestWithRun, ResumeClaim, Verdict
 from ...exceptions import AlreadyDecided, RequestNotFound
-from .. import _step, _tree
+from .. import _tree
 from .._cycle import Cycle
-from .._results import DecideResult, RunResult
+from .._results import DecideResult
 from .._runner import DEFAULTS, CallOptions
 from .resume import resume_if_ready
 from .rules import check_allowed, check_same_subject, grant_from
@@ -72,10 +72,11 @@ async def decide(
             or run.parent_run_id is not None
             or run.status != "paused"
             or open_requests(state.requests, decided)
-            or c.kind_of(run) != "agent"
+            or not c.runner(run).claims_with_decision
         ):
-            # Delegates, pauses still waiting and workflow runs (whose resume reads their state
-            # with the claim) go the general way, after the commit.
+            # Delegates, pauses still waiting and runs whose runner does not claim with the
+            # decision (a workflow's resume reads its state with the claim) go the general way,
+            # after the commit.
             return verdict
         plan = plan_resume(run.run_id, state.requests, decided, force=False, now=now)
         executing = list(approved_calls(state.requests, plan))
@@ -88,31 +89,9 @@ async def decide(
     if record is not None:
         k.events.decided([done.found.request], [record])
     if done.claim is not None:
-        return DecideResult(request_id=request_id, recorded=True, run=await _resume_claimed(c, done, options))
+        run = await c.runner(done.claim.run).resume_decided(done, options)
+        return DecideResult(request_id=request_id, recorded=True, run=run)
     top = await _tree.root(k, done.found.run)
     if not resume:
         return DecideResult(request_id=request_id, recorded=record is not None, run=await _tree.result(k, top.run_id))
     return DecideResult(request_id=request_id, recorded=record is not None, run=await resume_if_ready(c, top, options))
-
-
-async def _resume_claimed(c: Cycle, done: Decided, options: CallOptions) -> RunResult:
-    """Carry on a run whose pause the decision's own commit consumed (see `decide`)."""
-    k = c.k
-    assert done.claim is not None and done.verdict.record is not None and done.verdict.resume is not None
-    requests = done.state.requests
-    decisions = {**done.state.decisions, done.verdict.record.request_id: done.verdict.record}
-    built = k.built(done.claim.run.agent)
-    await _step.tell_services(k, built, requests, decisions)
-    return await _step.execute(
-        k,
-        c,
-        built,
-        done.claim.run,
-        options=options,
-        prompt=None,
-        requests=requests,
-        decisions=decisions,
-        marked=frozenset(done.verdict.resume.executing),
-        history=done.claim.history,
-        stored_grants=done.claim.grants,
-    )

@@ -26,8 +26,8 @@ async def resume(c: Cycle, run: RunRecord, *, force: bool, options: CallOptions)
         return await c.advance(run, force=force, options=options)
     if run.status == "running":
         return await c.carry_on(run, options)
-    if run.status == "failed" and c.hosts_workflow(run.agent):
-        return await c.workflows.retry(run, options)
+    if run.status == "failed":
+        return await c.runner(run).retry(run, options)  # a workflow's failed node runs again; others refuse
     raise RunConflict(run.run_id, f"the run is {run.status}; only a paused run can be resumed")
 
 

@@ -59,8 +59,7 @@ async def start(
             raise InvalidInput(
                 f"thread {thread.thread_id!r} belongs to agent {thread.agent!r}, not {agent!r}", field="agent"
             )
-        if not c.hosts_workflow(thread.agent):
-            k.built(thread.agent)
+        c.runner_named(thread.agent).check(thread.agent)
 
     # One transaction reads the thread, starts the run on it and reads its history and the
     # principal's grants; a thread whose run is paused takes the longer road below.
@@ -75,7 +74,7 @@ async def start(
         lease_expires_at=now + k.lease_seconds,
         now=now,
         check=check,
-        grants_of=principal.name if not options.host_keeps_grants and not c.hosts_workflow(entry) else None,
+        grants_of=principal.name if not options.host_keeps_grants and c.runner_named(entry).reads_grants else None,
     )
     if begun.run is not None:
         started = Start(prompt=message, history=begun.history, stored_grants=begun.grants)
@@ -106,9 +105,8 @@ async def _supersede(
 ) -> RunResult:
     """A message on a thread whose run is paused: skip its open requests and start a new run in the same commit."""
     k = c.k
-    workflow = c.hosts_workflow(thread.agent)
-    if not workflow:
-        k.built(thread.agent)
+    runner = c.runner_named(thread.agent)
+    runner.check(thread.agent)
     assert thread.active_run_id is not None
     active = await k.store.get_run(thread.active_run_id)
     if active.parent_run_id is not None:
@@ -144,8 +142,7 @@ async def _supersede(
         skips=added,
         audit=[audit_body(by_id[d.request_id], d) for d in added],
         supersede_pause=active.pause_id,
-        # A workflow's run is told to no one before its first stop, whose durable write carries this one.
-        durable=not workflow,
+        durable=runner.durable_start,
     )
     k.events.decided(requests, added)
     return await c.runner(run).start(run, Start(prompt=message, superseded=(requests, decisions)), options)
