@@ -78,6 +78,10 @@ class Cycle:
         """The runner a top-level run of `name` (an agent's or a workflow's) goes to, before the run exists."""
         return self._runners[self._kind_named(name)]
 
+    def runner_below(self, agent: str) -> Runner:
+        """The runner a run of `agent` below another run goes to: a remote delegate's proxy, or an agent's run."""
+        return self._runners["remote" if agent in self.remote.urls else "agent"]
+
     def entry(self, name: str) -> str:
         """`name`, when an agent or a workflow of this runtime has it: the one check of a name a caller gave.
 
@@ -169,7 +173,7 @@ class Cycle:
         self, parent: RunRecord, agent: str, task: str, *, call_id: str, agent_path: str, options: CallOptions
     ) -> RunResult:
         """Start a run of `agent` below `parent`'s call `call_id`, on a thread of its own, and run it."""
-        runner: Runner = self.remote if agent in self.remote.urls else self.agents
+        runner = self.runner_below(agent)
         runner.check(agent)  # an agent that does not exist is refused before anything is written
         child = await _tree.start_child(
             self.k,
