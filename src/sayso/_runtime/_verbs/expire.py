@@ -6,8 +6,7 @@ expired (audited), and the run resumes when nothing below it is open any more.
 
 from __future__ import annotations
 
-from ..._core.decisions import DecisionRecord, Expire
-from ..._core.resume import open_requests
+from ..._core.resume import plan_expiry
 from ..._engine.deferred import audit_body
 from ...exceptions import PauseConsumed
 from .. import _tree
@@ -26,20 +25,11 @@ async def expire(c: Cycle) -> list[RunResult]:
         if run.status != "paused" or run.pause_id is None:
             continue
         state = await k.store.pause_state(run.pause_id)
-        waiting = open_requests(state.requests, state.decisions)
-        if not waiting or any(r.expires_at is None or r.expires_at > now for r in waiting):
+        expired = plan_expiry(state.requests, state.decisions, now=now)
+        if not expired:
             continue
-        expired = [
-            DecisionRecord(
-                request_id=r.request_id,
-                decision=Expire(expires_at=r.expires_at or now),
-                by="expiry",
-                principal=None,
-                decided_at=now,
-            )
-            for r in waiting
-        ]
-        by_id = {r.request_id: r for r in waiting}
+        by_id = {r.request_id: r for r in state.requests}
+        waiting = [by_id[d.request_id] for d in expired]
         await k.store.add_decisions(expired, audit=[audit_body(by_id[d.request_id], d) for d in expired])
         k.events.decided(waiting, expired)
         top = await _tree.root(k, run)
