@@ -940,12 +940,12 @@ def report(  # noqa: C901
     if foot is not None:
         sm = foot["summary"]
         w(
-            f"| (SQLite) 100k paused: first inbox page ≤ 50 ms | {sm['first_page_ms']} ms "
+            f"| (SQLite) {sm['paused']:,} paused: first inbox page ≤ 50 ms | {sm['first_page_ms']} ms "
             f"(first call {sm['first_page_cold_ms']} ms)"
             f" | {verdict(max(sm['first_page_ms'], sm['first_page_cold_ms']) <= 50)} |"
         )
         w(
-            f"| (SQLite) 100k paused: resume within 1.2× of at 10 | {sm['resume_ms_large']} ms vs "
+            f"| (SQLite) {sm['paused']:,} paused: resume within 1.2× of at 10 | {sm['resume_ms_large']} ms vs "
             f"{sm['resume_ms_small']} ms = {sm['resume_ratio']}× | {verdict(sm['resume_ratio'] <= 1.2)} |"
         )
     w("")
