@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Literal
 
-from .._core.channels import parse_target
+from .._core.channels import Target, parse_target
 from .file import Config
 
 Add = Callable[[Literal["error", "warning", "note"], Sequence[str | int], str, str], None]
@@ -24,6 +24,12 @@ def notify_entries(config: Config) -> Iterator[tuple[tuple[str | int, ...], str]
                 continue
             for n, target in enumerate(rule.notify):
                 yield ("agents", name, "interrupt", "tools", index, "notify", n), target
+
+
+def all_targets(config: Config) -> dict[str, Target]:
+    """Every `notify` target the config names, by its outbox key (the config must have passed its checks)."""
+    found = (parse_target(text) for _, text in notify_entries(config))
+    return {target.key: target for target in found}
 
 
 def check_channels(config: Config, add: Add) -> None:
@@ -54,6 +60,11 @@ def check_channels(config: Config, add: Add) -> None:
         elif target.address not in webhooks:
             listed = ", ".join(webhooks) or "none"
             add("error", path, f"no webhook is named {target.address!r}", f"name one in 'webhooks:' (named: {listed})")
+    _check_user_maps(config, principals, add)
+
+
+def _check_user_maps(config: Config, principals: set[str], add: Add) -> None:
+    channels = config.channels
     maps = (("email", channels.email), ("slack", channels.slack))
     for kind, channel in maps:
         if channel is None or not principals:

@@ -32,6 +32,7 @@ from .._core.policy import InterruptPolicy, ToolRule
 from .._core.requests import Scope
 from ..exceptions import ConfigError
 from ..workflows import Workflow, WorkflowConfig, check_workflow_names
+from .channels import ChannelsConfig
 from .edges import (
     AUDIT_KEY_ENV as AUDIT_KEY_ENV,
 )
@@ -59,7 +60,6 @@ from .edges import (
 from .edges import (
     WebhookEvent as WebhookEvent,
 )
-from .channels import ChannelsConfig
 from .lines import line_of, read_yaml, validation_line, yaml_problem
 from .mcp import McpBinding, McpServerConfig, bad_server_names, unknown_servers
 

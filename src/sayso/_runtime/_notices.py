@@ -10,22 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._config.checks_channels import notify_entries
+from .._config.checks_channels import all_targets
 from .._config.file import Config
-from .._core.channels import Target, outbox_key, parse_target
+from .._core.channels import outbox_key
 from .._core.policy import rule_for
 from .._core.requests import Request
 
 
-def targets(config: Config) -> dict[str, Target]:
-    """Every `notify` target of the config, by its outbox key."""
-    found = (parse_target(text) for _, text in notify_entries(config))
-    return {target.key: target for target in found}
-
-
 def destinations(config: Config, hooks: Sequence[str]) -> list[str]:
     """The outbox keys every event is fanned out to: `hooks`, the config's webhooks and its `notify` targets."""
-    keys = [*hooks, *(outbox_key(hook.url) for hook in config.webhooks), *targets(config)]
+    keys = [*hooks, *(outbox_key(hook.url) for hook in config.webhooks), *all_targets(config)]
     return list(dict.fromkeys(keys))
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .._config.checks_channels import all_targets
 from .._core.channels import Target
 from .._core.requests import DelegateRequest
 from .._store import PRUNED_AT_ONCE, DeliveryStatus, PendingDelivery
@@ -60,7 +61,7 @@ async def claim(k: Kernel, hooks: Sequence[str], *, lease_seconds: float, limit:
         owner=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=hooks
     )
     events: list[OutboundEvent] = []
-    notify = _notices.targets(k.config)
+    notify = all_targets(k.config)
     for pending in claimed:
         built = await _build(k, pending, notify)
         if built is None:
