@@ -13,7 +13,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from pathlib import Path
@@ -201,6 +201,7 @@ def channels_config(
     smtp_port: int | None = None,
     slack_url: str | None = None,
     ttl_seconds: float | None = None,
+    webhooks: Sequence[dict[str, Any]] = (),
 ) -> Config:
     """The billing agent: every `pay` waits for bob, and is announced to `notify`."""
     rule: dict[str, Any] = {"name": "pay", "notify": notify}
@@ -230,6 +231,7 @@ def channels_config(
             "agents": {"billing": {"model": "m", "tools": [pay], "interrupt": {"tools": [rule]}}},
             "principals": PRINCIPALS,
             "channels": channels,
+            "webhooks": list(webhooks),
             "base_dir": tmp_path,
         }
     )
