@@ -124,3 +124,16 @@ def test_a_named_webhook_gets_a_signed_notice_of_each_request(serve: Serve, tmp_
         assert event["data"]["request"]["args"] == {"amount": 31}
     finally:
         listener.stop()
+
+
+def test_check_says_which_channel_secrets_are_not_set(tmp_path: Path) -> None:
+    """`sayso check` warns of every secret a channel reads at start, before a server refuses to start without it."""
+    text = CONFIG.replace("NOTIFY", "slack:#ops").replace(
+        "channels:\n", "channels:\n  slack: {bot_token_env: BOT_TOKEN_FOR_TEST, signing_secret_env: SIGNING_FOR_TEST}\n"
+    )
+    (tmp_path / "sayso.yaml").write_text(text)
+    done = CliRunner().invoke(app, ["check", str(tmp_path / "sayso.yaml")])
+    shown = done.output
+    assert "channels.slack.bot_token_env: the environment variable BOT_TOKEN_FOR_TEST is not set" in shown
+    assert "channels.slack.signing_secret_env: the environment variable SIGNING_FOR_TEST is not set" in shown
+    assert "mailed links need a key, and neither SAYSO_LINK_KEY nor the audit key is set" in shown

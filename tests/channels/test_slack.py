@@ -11,7 +11,7 @@ import pytest
 
 from ..conftest import LiveServer, free_port
 from ..tools import ran
-from .conftest import SLACK_TOKEN, Serve, SlackStandIn, channels_config
+from .conftest import SLACK_TOKEN, Clock, Serve, SlackStandIn, channels_config
 
 ALICE = {"Authorization": "Bearer alice-token"}
 BOB = {"Authorization": "Bearer bob-token"}
@@ -183,3 +183,18 @@ def test_a_decision_taken_elsewhere_updates_the_message(server: LiveServer, slac
     assert decided.status_code == 200, decided.text
     [updated] = slack.wait_for("chat.update")
     assert updated["text"] == "Rejected by bob (REST): done by hand"
+
+
+def test_an_expired_request_updates_its_message(serve: Serve, slack: SlackStandIn, tmp_path: Path) -> None:
+    clock = Clock()
+    port = free_port()
+    config = channels_config(
+        tmp_path, public_url=f"http://127.0.0.1:{port}", notify=["slack:#ops"], slack_url=slack.base_url, ttl_seconds=60
+    )
+    server, _ = serve(config, port=port, clock=clock)
+    start_run(server, "pay 8")
+    slack.wait_for("chat.postMessage")
+    clock.now += 61
+    assert httpx.post(f"{server.base_url}/v1/expire", headers=BOB, timeout=30).status_code == 200
+    [updated] = slack.wait_for("chat.update")
+    assert updated["text"] == "Expired: nobody decided in time."

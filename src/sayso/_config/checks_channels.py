@@ -6,6 +6,7 @@ A target that cannot be delivered would leave its approvers unaware, so it is an
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Literal
 
@@ -61,6 +62,33 @@ def check_channels(config: Config, add: Add) -> None:
             listed = ", ".join(webhooks) or "none"
             add("error", path, f"no webhook is named {target.address!r}", f"name one in 'webhooks:' (named: {listed})")
     _check_user_maps(config, principals, add)
+    _check_secrets(config, add)
+
+
+def _check_secrets(config: Config, add: Add) -> None:
+    """A secret a channel reads from the environment at start: said by `sayso check` too, not only by `sayso serve`."""
+    channels = config.channels
+    wanted: list[tuple[tuple[str, ...], str | None]] = []
+    if channels.slack is not None:
+        wanted += [
+            (("channels", "slack", "bot_token_env"), channels.slack.bot_token_env),
+            (("channels", "slack", "signing_secret_env"), channels.slack.signing_secret_env),
+        ]
+    if channels.email is not None:
+        wanted += [
+            (("channels", "email", "username_env"), channels.email.username_env),
+            (("channels", "email", "password_env"), channels.email.password_env),
+        ]
+        if not os.environ.get(channels.link_key_env) and not os.environ.get(config.audit.key_env):
+            add(
+                "warning",
+                ("channels", "email"),
+                f"mailed links need a key, and neither {channels.link_key_env} nor the audit key is set",
+                f"set {channels.link_key_env} to at least 16 random characters before starting the server",
+            )
+    for path, env in wanted:
+        if env and not os.environ.get(env):
+            add("warning", path, f"the environment variable {env} is not set", f"set {env} before starting the server")
 
 
 def _check_user_maps(config: Config, principals: set[str], add: Add) -> None:
