@@ -17,11 +17,12 @@ from .._core.links import LinkClaims, args_digest, read_link, sign_link, token_i
 from .._core.requests import Request
 from .._store import RequestState
 from ..exceptions import AlreadyDecided, LinkRefused, RequestExpired, RequestNotFound
-from . import _deciding
 from ._cycle import Cycle
 from ._kernel import Kernel
 from ._results import DecideResult
 from ._runner import DEFAULTS
+from ._verbs import decide as _decide
+from ._verbs.rules import check_allowed
 
 USED_LINKS = "channels.links.used"
 """The marks' namespace of links decided through: a token's id, once."""
@@ -91,12 +92,12 @@ async def decide_by_link(c: Cycle, token: str, decision: Decision) -> DecideResu
     k = c.k
     view = await open_link(k, token)
     principal = k.principal(view.principal)
-    _deciding.check_allowed(view.state.request, principal)
+    check_allowed(view.state.request, principal)
     check_decision(view.state.request, decision, existing=view.state.decision, now=k.clock())
     if not await k.store.claim_mark(USED_LINKS, token_id(token), view.principal):
         raise LinkRefused("used", "this link was already used; each link decides once")
     try:
-        return await _deciding.decide(
+        return await _decide.decide(
             c, view.state.request.request_id, decision, principal=principal, resume=True, via="email", options=DEFAULTS
         )
     except RequestExpired as exc:
