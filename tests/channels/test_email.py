@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from sayso._core.links import LinkClaims, args_digest, sign_link
 
 from ..conftest import LiveServer, free_port
 from ..tools import ran
-from .conftest import Clock, Serve, Smtp, body_text, channels_config, mailed_link
+from .conftest import RULES, Clock, Serve, Smtp, body_text, channels_config, mailed_link
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"]
@@ -194,3 +196,48 @@ def test_a_mail_not_sent_before_a_restart_is_sent_once_by_the_next_server(serve:
         assert '"amount": 12' in body_text(mail)
     finally:
         smtp.stop()
+
+
+def test_sayso_serve_mails_requests_and_its_links_decide(smtp: Smtp, tmp_path: Path) -> None:
+    """The real `sayso serve`: its banner names the channels; a request is mailed; its link approves (local mode)."""
+    port = free_port()
+    (tmp_path / "script.yaml").write_text(json.dumps({"name": "billing", "rules": RULES}))
+    config = tmp_path / "sayso.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "models": {"m": {"scripted": "script.yaml"}},
+                "channels": {
+                    "public_url": f"http://127.0.0.1:{port}",
+                    "email": {"smtp_host": "127.0.0.1", "smtp_port": smtp.port, "from": "approvals@example.com"},
+                },
+                "agents": {
+                    "billing": {
+                        "model": "m",
+                        "tools": ["tests.tools:pay"],
+                        "interrupt": {"tools": [{"name": "pay", "notify": ["email:ops@example.com"]}]},
+                    }
+                },
+            }
+        )
+    )
+    env = {
+        "SAYSO_STORE": f"sqlite:///{tmp_path / 'sayso.db'}",
+        "SAYSO_LINK_KEY": "a-link-key-for-tests-only-0123456789",
+        "PATH": "",
+    }
+    served, process = LiveServer.process([str(config)], env=env, port=port, stderr=subprocess.PIPE)
+    try:
+        run = httpx.post(f"{served.base_url}/v1/runs", json={"message": "pay 5"}, timeout=30).json()
+        assert run["status"] == "paused"
+        [mail] = smtp.mailbox.wait_for(1)
+        done = httpx.post(mailed_link(mail), data={"action": "approve"}, timeout=30)
+        assert done.status_code == 200, done.text
+        assert "Approved. The agent carried on and finished." in done.text
+        assert httpx.get(f"{served.base_url}/v1/runs/{run['run_id']}", timeout=30).json()["status"] == "completed"
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    banner = f"channels: email through 127.0.0.1:{smtp.port}; links point at http://127.0.0.1:{port}"
+    assert banner in stderr.splitlines()

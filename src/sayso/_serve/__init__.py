@@ -93,11 +93,18 @@ def banner(config_path: str, config: Config, host: str, port: int) -> list[str]:
         else f"mode: LOCAL DEVELOPMENT MODE, no principals: anyone who can reach {LOCAL_HOST} may run agents "
         "and decide every request as 'local'; add 'principals:' with tokens before sharing this server"
     )
-    return [
+    lines = [
         f"sayso serves {config_path} on http://{host}:{port}/  (API docs at /docs; Ctrl-C stops)",
         f"store: {_shown_url(_anchored(config.store_url(), config))}",
         mode,
     ]
+    channels = config.channels
+    reached = [f"email through {channels.email.smtp_host}:{channels.email.smtp_port}"] if channels.email else []
+    if channels.slack:
+        reached.append("Slack (its interactions at /v1/slack/interactions)")
+    if reached:
+        lines.append(f"channels: {', '.join(reached)}; links point at {channels.public_url or 'nowhere yet'}")
+    return lines
 
 
 def _anchored(url: str, config: Config) -> str:
