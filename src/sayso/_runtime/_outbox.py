@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from .._config.checks_channels import all_targets
 from .._core.channels import Target
@@ -34,7 +34,8 @@ class OutboundEvent:
     """The same on every attempt and from every sender: receivers drop duplicates by it."""
     hook: str
     """The webhook's key, as the sender named it when claiming."""
-    event: RequestEvent
+    event: RequestEvent | Literal["request.escalated"]
+    """What happened; `request.escalated` (a step of the rule's `escalate:` fired) reaches notices only."""
     created_at: float
     """When the change was committed."""
     data: EventData
@@ -45,6 +46,8 @@ class OutboundEvent:
     """For a notice (a delivery to a rule's `notify` target, not a webhook): the target, `email:ADDRESS` and so on."""
     still_open: bool = True
     """Whether the request still waits for a decision (a notice of a decided request updates, never asks)."""
+    reason: str | None = None
+    """For `request.escalated`: the step in words (`no decision after 1h: notify slack:#ops`)."""
 
 
 async def claim(k: Kernel, hooks: Sequence[str], *, lease_seconds: float, limit: int) -> list[OutboundEvent]:

@@ -44,7 +44,7 @@ class EmailChannel:
         return LOCAL_NAME if self._local and address not in self.config.users else self.config.users.get(address)
 
     async def deliver(self, target: Target, event: OutboundEvent) -> Outcome:
-        if event.event != "request.opened" or not event.still_open:
+        if event.event not in ("request.opened", "request.escalated") or not event.still_open:
             return "skipped"
         principal = self.principal_for(target.address)
         if principal is None:
@@ -57,6 +57,7 @@ class EmailChannel:
             sender=self.config.sender,
             to=target.address,
             delivery_id=event.delivery_id,
+            reason=event.reason,
         )
         login = self._login or (None, None)
         try:
@@ -77,28 +78,34 @@ class EmailChannel:
         return "delivered"
 
 
-def compose(request: Mapping[str, Any], *, link: str, sender: str, to: str, delivery_id: str) -> EmailMessage:
-    """The mail for one request: plain text and HTML, each with its summary, arguments, hint and links."""
+def compose(
+    request: Mapping[str, Any], *, link: str, sender: str, to: str, delivery_id: str, reason: str | None = None
+) -> EmailMessage:
+    """The mail for one request: plain text and HTML, each with its summary, arguments, hint and links.
+
+    `reason` is an escalation step's (`no decision after 1h: ...`): the mail then says it still waits.
+    """
     tool, agent = request["tool_name"], request["agent_path"]
     hint = request.get("hint") or f"{agent} asks before calling {tool}"
     args = json.dumps(request.get("args", {}), indent=2, ensure_ascii=False, sort_keys=True)
     expires = f"\nThis request expires at {request['expires']}." if request.get("expires") else ""
     message = EmailMessage()
-    message["Subject"] = f"Approval needed: {agent} wants to call {tool}"
+    still = f"Still waiting ({reason}). " if reason else ""
+    message["Subject"] = f"{'Still waiting' if reason else 'Approval needed'}: {agent} wants to call {tool}"
     message["From"] = sender
     message["To"] = to
     message["Date"] = formatdate(localtime=False)
     message["Message-ID"] = make_msgid(idstring=delivery_id.replace("_", ""), domain="sayso")
     message["Sayso-Request"] = request["id"]
     message.set_content(
-        f"{agent} wants to call {tool}.\n\n{hint}\n\nArguments:\n{args}\n\n"
+        f"{still}{agent} wants to call {tool}.\n\n{hint}\n\nArguments:\n{args}\n\n"
         f"Approve: {link}?action=approve\nReject: {link}?action=reject\nEdit the arguments: {link}?action=edit\n\n"
         f"Each link opens a page to confirm on; nothing is decided until you do. The links work once.{expires}\n"
     )
     esc = html.escape
     message.add_alternative(
         f"""<!doctype html><html><body>
-<p><strong>{esc(agent)}</strong> wants to call <code>{esc(tool)}</code>.</p>
+<p>{esc(still)}<strong>{esc(agent)}</strong> wants to call <code>{esc(tool)}</code>.</p>
 <p>{esc(hint)}</p>
 <pre>{esc(args)}</pre>
 <p><a href="{esc(link)}?action=approve">Approve</a> · <a href="{esc(link)}?action=reject">Reject</a> ·

@@ -48,11 +48,25 @@ class SlackChannel:
         request = event.data["request"]
         key = f"{request['id']} {target.text}"
         posted = await self.sayso.get_mark(MESSAGES, key)
-        if event.event == "request.opened":
+        if event.event == "request.escalated" and posted is not None:
+            if not event.still_open:
+                return "skipped"
+            where = json.loads(posted)  # a reminder, in the thread of the message the target already has
+            await self._call(
+                "chat.postMessage",
+                channel=where["channel"],
+                thread_ts=where["ts"],
+                text=f"Still waiting: {event.reason}",
+            )
+            return "delivered"
+        if event.event in ("request.opened", "request.escalated"):
             if posted is not None or not event.still_open:
                 return "skipped"  # posted by an attempt that died before settling, or decided already
             answer = await self._call(
-                "chat.postMessage", channel=target.address, text=summary(request), blocks=request_blocks(request)
+                "chat.postMessage",
+                channel=target.address,
+                text=summary(request),
+                blocks=request_blocks(request, event.reason),
             )
             await self.sayso.set_mark(MESSAGES, key, json.dumps({"channel": answer["channel"], "ts": answer["ts"]}))
             return "delivered"
@@ -91,9 +105,13 @@ def summary(request: Mapping[str, Any]) -> str:
     return f"{request['agent_path']} wants to call {request['tool_name']}"
 
 
-def request_blocks(request: Mapping[str, Any]) -> list[Block]:
-    """The message of an open request: what is asked, the arguments, and the three buttons."""
+def request_blocks(request: Mapping[str, Any], reason: str | None = None) -> list[Block]:
+    """The message of an open request: what is asked, the arguments, and the three buttons (and why it is sent
+    now, for an escalation step's).
+    """
     hint = request.get("hint") or ""
+    if reason:
+        hint = f"{hint}\n_Still waiting: {reason}_".strip()
     args = json.dumps(request.get("args", {}), indent=2, ensure_ascii=False, sort_keys=True)
     button = [
         ("sayso.approve", "Approve", "primary"),

@@ -41,11 +41,10 @@ class WebhookChannel:
         hook = self.hooks.get(target.address)
         if hook is None:
             raise NoticeFailed(f"no webhook is named {target.address!r}", retry=False)
-        if event.event != "request.opened" or not event.still_open:
+        if event.event not in ("request.opened", "request.escalated") or not event.still_open:
             return "skipped"  # decisions reach webhooks subscribed to them (`events:`)
-        body = delivery_body(
-            delivery_id=event.delivery_id, event=NOTICE_EVENT, created_at=event.created_at, data=event.data
-        )
+        data = {**event.data, **({"escalation": event.reason} if event.reason else {})}
+        body = delivery_body(delivery_id=event.delivery_id, event=NOTICE_EVENT, created_at=event.created_at, data=data)
         headers = signed_headers(
             hook.signing_secret(), body, event=NOTICE_EVENT, delivery_id=event.delivery_id, now=self._clock()
         )
