@@ -106,9 +106,7 @@ def summary(request: Mapping[str, Any]) -> str:
 
 
 def request_blocks(request: Mapping[str, Any], reason: str | None = None) -> list[Block]:
-    """The message of an open request: what is asked, the arguments, and the three buttons (and why it is sent
-    now, for an escalation step's).
-    """
+    """The message of an open request: what is asked, the arguments, the buttons (and an escalation's step)."""
     hint = request.get("hint") or ""
     if reason:
         hint = f"{hint}\n_Still waiting: {reason}_".strip()
