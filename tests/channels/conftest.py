@@ -41,6 +41,7 @@ SLACK_TOKEN = "xoxb-test-token"
 SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 
 RULES = [
+    {"user": r"^pay (?P<n>\d+) with (?P<t>\S+)$", "call": "pay", "args": {"amount": "{n|number}", "token": "{t}"}},
     {"user": r"^pay (?P<n>\d+)$", "call": "pay", "args": {"amount": "{n|number}"}},
     {"tool": "pay", "reply": "{result}"},
 ]

@@ -241,3 +241,20 @@ def test_sayso_serve_mails_requests_and_its_links_decide(smtp: Smtp, tmp_path: P
         process.kill()
     banner = f"channels: email through 127.0.0.1:{smtp.port}; links point at http://127.0.0.1:{port}"
     assert banner in stderr.splitlines()
+
+
+def test_a_mail_and_its_page_hide_redacted_arguments(serve: Serve, smtp: Smtp, tmp_path: Path) -> None:
+    """Fields the agent redacts are hidden in the mail and on the page, as on every interface."""
+    port = free_port()
+    config = channels_config(
+        tmp_path, public_url=f"http://127.0.0.1:{port}", notify=["email:bob@example.com"], smtp_port=smtp.port
+    )
+    config.agents["billing"].redact = ["token"]
+    server, _ = serve(config, port=port)
+    start_run(server, "pay 3 with tok-s3cret")
+    [mail] = smtp.mailbox.wait_for(1)
+    assert "tok-s3cret" not in mail.as_string()
+    assert '"amount": 3' in body_text(mail)
+    page = httpx.get(mailed_link(mail), timeout=30)
+    assert page.status_code == 200
+    assert "tok-s3cret" not in page.text and "&quot;amount&quot;: 3" in page.text
