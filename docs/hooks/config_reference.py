@@ -73,7 +73,9 @@ def render() -> str:
             if field.exclude:
                 continue
             shown_type = _type(field.annotation, anchors)
-            rows.append(f"| `{field.alias or name}` | {shown_type} | {_default(field)} | {_cell(field.description or '')} |")
+            rows.append(
+                f"| `{field.alias or name}` | {shown_type} | {_default(field)} | {_cell(field.description or '')} |"
+            )
         sections.append(f"## {title} {{#{anchors[model]}}}\n\n{doc}\n\n" + "\n".join(rows))
     return "\n\n".join(sections)
 
