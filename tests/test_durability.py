@@ -57,10 +57,12 @@ def test_a_pause_is_resumed_by_another_process(tmp_path: Path) -> None:
 async def test_two_concurrent_resumes_of_one_pause_run_it_once(make_app: MakeApp) -> None:
     """Two runtimes (separate connections) resume the same pause at once: one runs it, the other is refused."""
     ran: list[str] = []
+    refused_one = anyio.Event()
 
     async def delete_file(name: str) -> str:
         ran.append(name)
-        await anyio.sleep(0.3)  # the call is still running when the second resume looks
+        with anyio.fail_after(10):
+            await refused_one.wait()  # the call is still running when the other resume is turned away
         return f"deleted {name}"
 
     rules = [
@@ -71,7 +73,7 @@ async def test_two_concurrent_resumes_of_one_pause_run_it_once(make_app: MakeApp
     async with make_app(agents, model=script(*rules)) as a, make_app(agents, model=script(*rules)) as b:
         paused = await a.run("delete x")
         await a.decide(paused.requests[0].request_id, Approve(), resume=False)
-        outcomes = await resume_at_once([a, b], paused.run_id)
+        outcomes = await resume_at_once([a, b], paused.run_id, on_refused=refused_one.set)
     completed = [o for o in outcomes if not isinstance(o, Exception)]
     refused = [o for o in outcomes if isinstance(o, Exception)]
     assert len(completed) == 1 and completed[0].output == "deleted x"
