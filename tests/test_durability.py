@@ -24,7 +24,8 @@ from pydantic_ai.messages import (
 
 from sayso import Approve, Sayso
 
-from .conftest import EXAMPLE, MakeApp, resume_at_once, script
+from .conftest import EXAMPLE, MakeApp, resume_at_once
+from .models import commands
 
 SAYSO = [sys.executable, "-m", "sayso"]
 
@@ -65,12 +66,9 @@ async def test_two_concurrent_resumes_of_one_pause_run_it_once(make_app: MakeApp
             await refused_one.wait()  # the call is still running when the other resume is turned away
         return f"deleted {name}"
 
-    rules = [
-        {"user": "^delete (?P<n>.+)$", "call": "delete_file", "args": {"name": "{n}"}},
-        {"tool": "delete_file", "reply": "{result}"},
-    ]
     agents = {"files": {"model": "m", "tools": [delete_file], "interrupt": {"tools": ["delete_file"]}}}
-    async with make_app(agents, model=script(*rules)) as a, make_app(agents, model=script(*rules)) as b:
+    model = commands(delete="delete_file")
+    async with make_app(agents, model=model) as a, make_app(agents, model=model) as b:
         paused = await a.run("delete x")
         await a.decide(paused.requests[0].request_id, Approve(), resume=False)
         outcomes = await resume_at_once([a, b], paused.run_id, on_refused=refused_one.set)
