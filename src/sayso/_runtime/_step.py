@@ -38,6 +38,7 @@ from .._engine.deps import RunDeps
 from .._store import Claim, RunRecord
 from . import _tree
 from ._failures import report_failure
+from ._journal import StoreJournal
 from ._kernel import Kernel, new_id
 from ._leases import holding, resolve_stuck
 from ._results import RunResult
@@ -104,6 +105,7 @@ async def execute(
         marked=marked,
         client_tools=[t for t in run.client_tools if t.name in built.client_tools],
         chat_thread_id=chat_thread_id,
+        journal=StoreJournal(k.store, k.clock),
     )
     allowed = deps.client_tools
     # A client tool's context reaches only the agents allowed to call that tool.
