@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -137,5 +136,3 @@ async def test_a_step_outside_a_tool_call_is_refused() -> None:
     """`sayso.step` needs a tool's (or a node's) context to know whose step it is."""
     with pytest.raises(UsageError, match="takes a tool's RunContext or a workflow node's WorkflowContext"):
         await sayso.step(object(), "charge", charge, "o", 1)  # type: ignore[call-overload]
-
-
