@@ -51,6 +51,13 @@ async def pay(ctx: RunContext, order: str, retry_step: bool = False) -> str:
     return receipt
 
 
+async def buy(ctx: RunContext, order: str) -> str:
+    """Charge an order; no approval asked."""
+    receipt = await sayso.step(ctx, "charge", charge, order)
+    await _after()
+    return receipt
+
+
 async def book(node_input, ctx):
     receipt = await ctx.step("charge", charge, node_input)
     await _after()
@@ -64,7 +71,7 @@ models:
 agents:
   shop:
     model: demo
-    tools: [step_tools:pay]
+    tools: [step_tools:pay, step_tools:buy]
     interrupt: {tools: [pay]}
 workflows:
   booking:
@@ -79,7 +86,9 @@ name: steps
 rules:
   - {user: '^pay (?P<o>\\S+)$', call: pay, args: {order: "{o}"}}
   - {user: '^retry (?P<o>\\S+)$', call: pay, args: {order: "{o}", retry_step: true}}
+  - {user: '^buy (?P<o>\\S+)$', call: buy, args: {order: "{o}"}}
   - {tool: pay, reply: "model read: {result}"}
+  - {tool: buy, reply: "model read: {result}"}
 """
 
 
@@ -170,6 +179,31 @@ def test_an_idempotent_step_cut_off_mid_way_runs_again(config: Path) -> None:
     assert after.returncode == 0, after.stderr
     assert json.loads(after.stdout)["output"] == "model read: receipt o3"
     assert (config.parent / "charges").read_text() == "o3\no3\n"
+
+
+def test_a_step_in_a_run_killed_before_its_first_pause_runs_once(config: Path) -> None:
+    """`sayso run` killed after a tool's step finished, before the run ever paused: the model's reply holding the
+    call was kept with the step, so the recovered run meets the same call again and its step returns the receipt."""
+    run = [*SAYSO, "run", str(config), "buy o5", "--json"]
+    _killed_while(run, environ(config, SLOW_AFTER="1"), config.parent / "after")
+    recovered = sayso("recover", str(config), "--json", env=environ(config))
+    assert recovered.returncode == 0, recovered.stderr
+    [done] = json.loads(recovered.stdout)["runs"]
+    assert (done["status"], done["output"]) == ("completed", "model read: receipt o5")
+    assert (config.parent / "charges").read_text() == "o5\n"
+
+
+def test_a_step_cut_off_before_the_runs_first_pause_is_outcome_unknown(config: Path) -> None:
+    """`sayso run` killed inside a tool's step before the run ever paused: the recovered run reads the step's outcome
+    as unknown, and the card was charged once."""
+    run = [*SAYSO, "run", str(config), "buy o6", "--json"]
+    _killed_while(run, environ(config, SLOW_STEP="1"), config.parent / "charges")
+    recovered = sayso("recover", str(config), "--json", env=environ(config))
+    assert recovered.returncode == 0, recovered.stderr
+    [done] = json.loads(recovered.stdout)["runs"]
+    assert done["status"] == "completed"
+    assert done["output"].startswith("model read: Error: the tool buy failed: StepOutcomeUnknown: step 'charge'")
+    assert (config.parent / "charges").read_text() == "o6\n"
 
 
 def test_a_workflow_nodes_step_survives_kill_9_of_sayso_run(config: Path) -> None:

@@ -18,6 +18,7 @@ from .._core.grants import Grant
 from .._core.requests import ClientTool, Scope
 from .._core.steps import MemoryStepJournal, StepJournal, StepScope
 from .._store import ExecutionResult
+from .replies import Replies
 
 
 class GateStore(Protocol):
@@ -90,6 +91,8 @@ class RunDeps:
     """The client's tools this run offers the model (those the agent allows)."""
     journal: StepJournal = field(default_factory=MemoryStepJournal)
     """Where the steps its tools take (`sayso.step`) are recorded: the runtime's store, for its runs."""
+    replies: Replies | None = None
+    """The segment's model replies its tools' steps depend on, kept in the journal before the first step runs."""
     step_scopes: dict[str, StepScope] = field(default_factory=dict[str, StepScope])
     """The steps each tool call of this segment has taken so far, by tool call id."""
 

@@ -3,6 +3,9 @@
 The rule and its journal are the core's (`_core/steps.py`); this is the public call, which finds
 the body's steps: a tool's in its `RunDeps` by the tool call's id, a node's on its
 `WorkflowContext`. See docs/guides/side-effects.md.
+
+A tool's steps are told apart by the id of the call, so the model's replies they depend on are
+kept first (`_engine/replies.py`), for a segment redone after a crash to meet the same calls.
 """
 
 from __future__ import annotations
@@ -96,6 +99,8 @@ async def step(
         deps = ctx.deps
         if not isinstance(deps, RunDeps) or ctx.tool_call_id is None:
             raise UsageError("sayso.step runs inside a tool call of a sayso agent (its ctx.deps is sayso's RunDeps)")
+        if deps.replies is not None:
+            await deps.replies.keep(ctx.messages)  # first: a redo must meet this call again, with its steps
         return await deps.steps_of(ctx.tool_call_id).run(name, fn, args, kwargs, idempotent=idempotent)
     stepping = getattr(ctx, "step", None)
     if stepping is None:
