@@ -27,6 +27,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal, Protocol, TypeAlias, get_type_hints
 
 from pydantic import TypeAdapter
@@ -178,16 +179,25 @@ def result_adapter(name: str, fn: Callable[..., Any]) -> TypeAdapter[Any]:
         returns = get_type_hints(fn).get("return", Any)
     except Exception:  # a callable whose hints cannot be read (a partial, a builtin): its result is plain JSON
         returns = Any
-    if returns is None or returns is type(None):
+    if returns is None:
         returns = type(None)
     try:
-        return TypeAdapter(returns)
+        try:
+            return _adapter(returns)
+        except TypeError:  # an annotation that cannot be a cache key: built each time
+            return TypeAdapter(returns)
     except Exception as exc:  # pydantic cannot build a schema of the annotation: say which step and why
         what = getattr(returns, "__name__", repr(returns))
         raise UsageError(
             f"step {name!r}: {getattr(fn, '__name__', repr(fn))} returns {what}, which cannot be stored as JSON "
             f"(return a JSON value, a pydantic model or a dataclass): {exc}"
         ) from None
+
+
+@lru_cache(maxsize=256)
+def _adapter(returns: Any) -> TypeAdapter[Any]:
+    """One adapter per return type: a body's steps do not build their schema again each time they run."""
+    return TypeAdapter(returns)
 
 
 class SteppingContext(Protocol):
