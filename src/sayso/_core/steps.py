@@ -35,6 +35,9 @@ from pydantic_core import PydanticSerializationError
 
 from ..exceptions import StepOutcomeUnknown, UsageError
 
+MAX_NAME = 200
+"""The longest step name (what the store's key column holds)."""
+
 StepStatus: TypeAlias = Literal["started", "done", "unrecorded"]
 """Where a step stands: running (or cut off), finished with its result, or finished with a result not JSON."""
 
@@ -139,8 +142,8 @@ class StepScope:
 
     def next_key(self, name: str) -> StepKey:
         """The key of the body's next step named `name`."""
-        if not isinstance(name, str) or not name:
-            raise UsageError(f"a step needs a name (a non-empty string), not {name!r}")
+        if not isinstance(name, str) or not name or len(name) > MAX_NAME:
+            raise UsageError(f"a step needs a name (a string of 1 to {MAX_NAME} characters), not {name!r}")
         occurrence = self.taken.get(name, 0) + 1
         self.taken[name] = occurrence
         return StepKey(run_id=self.run_id, scope=self.scope, name=name, occurrence=occurrence)

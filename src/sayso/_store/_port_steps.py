@@ -29,7 +29,11 @@ class StepPort(ABC):
     async def finish_step(
         self, key: StepKey, result: bytes, now: float, *, status: Literal["done", "unrecorded"] = "done"
     ) -> None:
-        """Record a started step's result (JSON), or (`unrecorded`) why its result could not be stored."""
+        """Record a started step's result (JSON), or (`unrecorded`) why its result could not be stored.
+
+        The commit does not wait for the disk (see `RunStore.start_run`'s `durable=False`): a result lost
+        with the machine leaves the step started, which reads as outcome unknown, never as a second run.
+        """
 
     @abstractmethod
     async def forget_step(self, key: StepKey) -> None:

@@ -30,10 +30,12 @@ class StepVerbs(TxStore):
         async def work(tx: StoreTx) -> None:
             await tx.end_step(key, status, result, now)
 
-        await self._write(work)
+        # Not waiting for the disk: a result lost with the machine leaves the step started, so it reads as
+        # outcome unknown and never runs twice; only the mark before the function runs must be on disk.
+        await self._write(work, durable=False)
 
     async def forget_step(self, key: StepKey) -> None:
         async def work(tx: StoreTx) -> None:
             await tx.drop_step(key)
 
-        await self._write(work)
+        await self._write(work, durable=False)  # lost with the machine, the step reads as outcome unknown
