@@ -16,10 +16,11 @@ result, and every later run of the same body returns that record instead of call
   annotation, and every run (the first one too) returns it as stored, validated back into that
   type; one that cannot be stored is a `UsageError`, recorded as such (the work was done).
 
-This module holds the rule, the key, the `StepJournal` port that records steps (the runtime's
-journal writes them to the store, `_runtime/_journal.py`; another executor may back it with its
-own durable steps) and `StepScope`, which counts a body's steps and runs them through a journal.
-It does no I/O of its own.
+This module holds the rule, the key, the `StepJournal` port that records steps, `MarkedJournal`
+(the one way a step is marked, run and recorded, over marks: the store's step verbs for the
+runtime, `_runtime/_journal.py`; memory for an engine on its own; another executor may back the
+port with durable steps of its own) and `StepScope`, which counts a body's steps and runs them
+through a journal. It does no I/O of its own.
 """
 
 from __future__ import annotations
@@ -104,30 +105,77 @@ def recorded_outcome(found: StepRecord | None, key: StepKey, *, idempotent: bool
             raise StepOutcomeUnknown(key.run_id, key.name, key.occurrence)
 
 
-class MemoryStepJournal:
-    """Steps kept in process memory: for a workflow engine used on its own, and deps built by hand.
+class StepMarks(Protocol):
+    """Where a journal keeps its marks: the store's step verbs (`RunStore` is one), or memory."""
 
-    They last as long as the object, so a body that runs again in this process finds its steps.
-    """
+    async def begin_step(self, key: StepKey, now: float) -> StepRecord | None:
+        """Mark the step started (durably) unless it has a record; the earlier record, if any."""
+        ...
+
+    async def finish_step(
+        self, key: StepKey, result: bytes, now: float, *, status: Literal["done", "unrecorded"] = "done"
+    ) -> None:
+        """Record the started step's result, or why it could not be stored."""
+        ...
+
+    async def forget_step(self, key: StepKey) -> None:
+        """Drop the started step's mark."""
+        ...
+
+
+class MarkedJournal:
+    """A `StepJournal` over marks: the one way a step is marked, run, and recorded or forgotten."""
+
+    def __init__(self, marks: StepMarks, clock: Callable[[], float]) -> None:
+        self.marks = marks
+        self._clock = clock
+
+    async def run(self, key: StepKey, call: StepCall, *, idempotent: bool) -> bytes:
+        marks = self.marks
+        recorded = recorded_outcome(await marks.begin_step(key, self._clock()), key, idempotent=idempotent)
+        if recorded is not None:
+            return recorded
+        try:
+            result = await call()
+        except NotJson as exc:
+            # The work was done: every later run of the body reads why it has no result, not a fresh run.
+            await marks.finish_step(key, str(exc).encode(), self._clock(), status="unrecorded")
+            raise UsageError(str(exc)) from None
+        except Exception:
+            await marks.forget_step(key)  # it raised: it did not do its work, and runs again next time
+            raise
+        await marks.finish_step(key, result, self._clock())
+        return result
+
+
+class MemoryStepMarks:
+    """Step marks in process memory, as long as the object lives."""
 
     def __init__(self) -> None:
         self.steps: dict[StepKey, StepRecord] = {}
 
-    async def run(self, key: StepKey, call: StepCall, *, idempotent: bool) -> bytes:
-        recorded = recorded_outcome(self.steps.get(key), key, idempotent=idempotent)
-        if recorded is not None:
-            return recorded
-        self.steps[key] = StepRecord(status="started", result=None)
-        try:
-            result = await call()
-        except NotJson as exc:
-            self.steps[key] = StepRecord(status="unrecorded", result=str(exc).encode())
-            raise UsageError(str(exc)) from None
-        except Exception:
+    async def begin_step(self, key: StepKey, now: float) -> StepRecord | None:
+        found = self.steps.get(key)
+        if found is None:
+            self.steps[key] = StepRecord(status="started", result=None)
+        return found
+
+    async def finish_step(
+        self, key: StepKey, result: bytes, now: float, *, status: Literal["done", "unrecorded"] = "done"
+    ) -> None:
+        self.steps[key] = StepRecord(status=status, result=result)
+
+    async def forget_step(self, key: StepKey) -> None:
+        if key in self.steps and self.steps[key].status == "started":
             del self.steps[key]
-            raise
-        self.steps[key] = StepRecord(status="done", result=result)
-        return result
+
+
+def memory_journal() -> MarkedJournal:
+    """A journal in process memory: for a workflow engine used on its own, and deps built by hand.
+
+    Its steps last as long as the object, so a body that runs again in this process finds them.
+    """
+    return MarkedJournal(MemoryStepMarks(), clock=lambda: 0.0)
 
 
 @dataclass(kw_only=True)

@@ -16,7 +16,7 @@ from pydantic_ai.exceptions import UserError
 from .._core.audit_events import AuditEvent
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Scope
-from .._core.steps import MemoryStepJournal, StepJournal, StepScope
+from .._core.steps import StepJournal, StepScope, memory_journal
 from .._store import ExecutionResult
 from .replies import Replies
 
@@ -89,7 +89,7 @@ class RunDeps:
     """The person's chat (the top-level run's thread) for a delegate's run; `thread` grants are bound to it."""
     client_tools: Sequence[ClientTool] = ()
     """The client's tools this run offers the model (those the agent allows)."""
-    journal: StepJournal = field(default_factory=MemoryStepJournal)
+    journal: StepJournal = field(default_factory=memory_journal)
     """Where the steps its tools take (`sayso.step`) are recorded: the runtime's store, for its runs."""
     replies: Replies | None = None
     """The segment's model replies its tools' steps depend on, kept in the journal before the first step runs."""

@@ -39,7 +39,7 @@ from .._engine.replies import ReplayedModel, Replies
 from .._store import Claim, RunRecord
 from . import _tree
 from ._failures import report_failure
-from ._journal import StoreJournal
+from ._journal import store_journal
 from ._kernel import Kernel, new_id
 from ._leases import holding, resolve_stuck
 from ._results import RunResult
@@ -96,7 +96,7 @@ async def execute(
             history = repair_messages(history)
     # A delegate's run has a thread of its own; "allow for this chat" means the person's chat above it.
     chat_thread_id = None if run.parent_run_id is None else (await _tree.root(k, run)).thread_id
-    journal = StoreJournal(k.store, k.clock)
+    journal = store_journal(k.store, k.clock)
     before = sum(isinstance(m, ModelResponse) for m in history)
     replies = Replies(run_id=run.run_id, journal=journal, start=len(history), before=before)
     deps = RunDeps(

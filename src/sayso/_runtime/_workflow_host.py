@@ -41,7 +41,7 @@ from ..workflows import (
     build_workflow,
 )
 from . import _tree
-from ._journal import StoreJournal
+from ._journal import store_journal
 from ._kernel import Kernel, new_id
 from ._results import RunResult
 from ._runner import CallOptions, Runs
@@ -112,7 +112,7 @@ class Workflows:
         self._k = k
         self._runs = runs
         self.flights: dict[str, Flight] = {}
-        journal = StoreJournal(k.store, k.clock)  # the nodes' steps, recorded with their runs
+        journal = store_journal(k.store, k.clock)  # the nodes' steps, recorded with their runs
         self.engines = {
             name: WorkflowEngine(w, persistence=self, agents=self, journal=journal) for name, w in workflows.items()
         }

@@ -47,7 +47,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._core.decisions import Expire, Provide, Skip, model_text
 from .._core.inputs import InputSchema, RequestInput, input_problems, input_schema
-from .._core.steps import MemoryStepJournal, StepJournal, StepScope
+from .._core.steps import StepJournal, StepScope, memory_journal
 from ..exceptions import ConfigError, InvalidDecision, NotReady, RunConflict, SchemaMismatch
 from ._graph import DEFAULT, END, CompiledNode, Route, RouteKey, Workflow, WorkflowContext
 from ._state import (
@@ -123,7 +123,7 @@ class WorkflowEngine:
         self._persistence = persistence
         self._agents = agents
         self._max_steps = max_steps
-        self._journal: StepJournal = journal if journal is not None else MemoryStepJournal()
+        self._journal: StepJournal = journal if journal is not None else memory_journal()
 
     async def start(self, run_id: str, node_input: Any = None, *, principal: str | None = None) -> WorkflowOutcome:
         """Start a run: `node_input` goes to the first node. The state is saved before any node runs."""
