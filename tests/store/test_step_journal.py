@@ -23,6 +23,12 @@ async def test_a_step_is_marked_once_and_finished_with_its_result(store: RunStor
     assert await store.begin_step(key(), NOW + 3) == StepRecord(status="done", result=b'{"receipt": "r-1"}')
 
 
+async def test_a_mark_that_need_not_reach_the_disk_is_still_a_mark(store: RunStore) -> None:
+    """`durable=False` (an idempotent step) marks the step the same way; only when it reaches the disk differs."""
+    assert await store.begin_step(key(), NOW, durable=False) is None
+    assert await store.begin_step(key(), NOW, durable=False) == StepRecord(status="started", result=None)
+
+
 async def test_steps_differ_by_run_scope_name_and_occurrence(store: RunStore) -> None:
     """Each part of the key makes another step: none of them sees the first one's record."""
     await store.begin_step(key(), NOW)

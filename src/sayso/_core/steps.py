@@ -108,8 +108,8 @@ def recorded_outcome(found: StepRecord | None, key: StepKey, *, idempotent: bool
 class StepMarks(Protocol):
     """Where a journal keeps its marks: the store's step verbs (`RunStore` is one), or memory."""
 
-    async def begin_step(self, key: StepKey, now: float) -> StepRecord | None:
-        """Mark the step started (durably) unless it has a record; the earlier record, if any."""
+    async def begin_step(self, key: StepKey, now: float, *, durable: bool = True) -> StepRecord | None:
+        """Mark the step started unless it has a record (on disk unless not `durable`); the earlier record, if any."""
         ...
 
     async def finish_step(
@@ -132,7 +132,9 @@ class MarkedJournal:
 
     async def run(self, key: StepKey, call: StepCall, *, idempotent: bool) -> bytes:
         marks = self.marks
-        recorded = recorded_outcome(await marks.begin_step(key, self._clock()), key, idempotent=idempotent)
+        # Only a mark that keeps a step from running twice must be on disk before it runs.
+        found = await marks.begin_step(key, self._clock(), durable=not idempotent)
+        recorded = recorded_outcome(found, key, idempotent=idempotent)
         if recorded is not None:
             return recorded
         try:
@@ -154,7 +156,7 @@ class MemoryStepMarks:
     def __init__(self) -> None:
         self.steps: dict[StepKey, StepRecord] = {}
 
-    async def begin_step(self, key: StepKey, now: float) -> StepRecord | None:
+    async def begin_step(self, key: StepKey, now: float, *, durable: bool = True) -> StepRecord | None:
         found = self.steps.get(key)
         if found is None:
             self.steps[key] = StepRecord(status="started", result=None)

@@ -29,8 +29,8 @@ class _StoreMarks:
     def __init__(self, store: RunStore) -> None:
         self._store = store
 
-    async def begin_step(self, key: StepKey, now: float) -> StepRecord | None:
-        return await self._store.begin_step(key, now)
+    async def begin_step(self, key: StepKey, now: float, *, durable: bool = True) -> StepRecord | None:
+        return await self._store.begin_step(key, now, durable=durable)
 
     async def finish_step(
         self, key: StepKey, result: bytes, now: float, *, status: Literal["done", "unrecorded"] = "done"

@@ -19,10 +19,12 @@ class StepPort(ABC):
     """The step journal's verbs every store implements (see `RunStore`)."""
 
     @abstractmethod
-    async def begin_step(self, key: StepKey, now: float) -> StepRecord | None:
-        """Mark a step started, durably, before its function runs; returns the earlier record if there is one.
+    async def begin_step(self, key: StepKey, now: float, *, durable: bool = True) -> StepRecord | None:
+        """Mark a step started before its function runs; returns the earlier record if there is one.
 
-        Of two callers marking one step, one marks it and the other gets its record.
+        Of two callers marking one step, one marks it and the other gets its record. The mark is on
+        disk when this returns, unless `durable=False`: a step that may run twice (`idempotent`) needs
+        no mark that outlives the machine, and its commit is carried to the disk by the next durable one.
         """
 
     @abstractmethod

@@ -11,7 +11,7 @@ from .._primitives import StoreTx, TxStore
 class StepVerbs(TxStore):
     """`RunStore`'s step journal verbs (`StepPort`)."""
 
-    async def begin_step(self, key: StepKey, now: float) -> StepRecord | None:
+    async def begin_step(self, key: StepKey, now: float, *, durable: bool = True) -> StepRecord | None:
         async def earlier(tx: StoreTx) -> StepRecord | None:
             return await tx.step(key)
 
@@ -21,8 +21,8 @@ class StepVerbs(TxStore):
                 await tx.add_step(key, now)
             return found
 
-        # Durable: a step whose process dies mid-way must be found started, so it is never run twice.
-        return await self._write(work, race=earlier)
+        # Durable: a step whose process (or machine) dies mid-way must be found started, so it never runs twice.
+        return await self._write(work, race=earlier, durable=durable)
 
     async def finish_step(
         self, key: StepKey, result: bytes, now: float, *, status: Literal["done", "unrecorded"] = "done"
