@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -168,6 +169,10 @@ def test_a_step_cut_off_mid_way_is_outcome_unknown_and_not_run_again(config: Pat
     assert "outcome unknown: the process stopped while it was running, so it was not run again" in result["output"]
     assert (config.parent / "charges").read_text() == "o2\n"
     assert not (config.parent / "after").exists()
+    with sqlite3.connect(config.parent / "steps.db") as conn:
+        audit = [json.loads(body) for (body,) in conn.execute("SELECT body FROM audit ORDER BY seq")]
+    [unknown] = [e for e in audit if e["event"] == "step_unknown"]
+    assert (unknown["run_id"], unknown["step"], unknown["occurrence"]) == (run_id, "charge", 1)
 
 
 def test_an_idempotent_step_cut_off_mid_way_runs_again(config: Path) -> None:
