@@ -1,7 +1,7 @@
 """The step journal: one row per step a tool or workflow node took (`sayso.step`), so it runs once per run.
 
-Revision ID: 0013_steps
-Revises: 0012_lean_sweeps
+Revision ID: 0014_steps
+Revises: 0013_lease_holder
 Create Date: 2026-12-01
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0013_steps"
-down_revision = "0012_lean_sweeps"
+revision = "0014_steps"
+down_revision = "0013_lease_holder"
 branch_labels = None
 depends_on = None
 
