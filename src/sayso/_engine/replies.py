@@ -11,19 +11,15 @@ step depends on are not kept (no write), and a redone segment keeps each reply i
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from pydantic_ai import RunContext
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
-from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 from .._core.steps import StepJournal, StepKey
-from ..exceptions import UsageError
 
 REPLIES_SCOPE = "model"
 """The journal scope of a run's model replies (their occurrence: how many replies its thread's history holds)."""
@@ -63,6 +59,8 @@ class ReplayedModel(WrapperModel):
     """A redone segment's model: each reply the journal kept comes back as it was; the rest are asked and kept.
 
     A reply kept comes back with the calls (and call ids) it had, so their tools' steps find what they did.
+    A streamed request (the runtime streams no redone segment; an agent's own event handler might) is
+    asked again, as `WrapperModel` does, and kept by `Replies.keep` if a step depends on it.
     """
 
     def __init__(self, wrapped: Model, replies: Replies) -> None:
@@ -86,14 +84,3 @@ class ReplayedModel(WrapperModel):
         [reply] = ModelMessagesTypeAdapter.validate_json(data)
         assert isinstance(reply, ModelResponse)
         return reply
-
-    @asynccontextmanager
-    async def request_stream(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-        run_context: RunContext[Any] | None = None,
-    ) -> AsyncGenerator[StreamedResponse]:
-        raise UsageError("a redone segment is not streamed: its replies come from the journal")
-        yield  # pragma: no cover  # a generator, as the context manager needs
