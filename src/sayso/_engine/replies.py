@@ -12,7 +12,7 @@ step depends on are not kept (no write), and a redone segment keeps each reply i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters
@@ -31,12 +31,23 @@ class Replies:
 
     run_id: str
     journal: StepJournal
-    start: int
-    """Where the segment begins in the run's messages: the history it was given."""
-    before: int
-    """How many replies that history holds."""
+    history: Sequence[ModelMessage]
+    """The history the segment was given: where it begins in the run's messages."""
     kept: int = 0
     """How many of the segment's replies are in the journal."""
+    start: int = field(init=False)
+    """Where the segment begins in the run's messages (taken when it begins)."""
+    _before: int | None = None
+
+    def __post_init__(self) -> None:
+        self.start = len(self.history)
+
+    @property
+    def before(self) -> int:
+        """How many replies the history holds, counted the first time a reply is kept (most segments never are)."""
+        if self._before is None:
+            self._before = sum(isinstance(m, ModelResponse) for m in self.history[: self.start])
+        return self._before
 
     def key(self, reply: int) -> StepKey:
         """The journal key of the segment's `reply`-th reply (from 0)."""
