@@ -191,6 +191,19 @@ class OutcomeUnknownEvent(TypedDict):
 
 
 @with_config(_EXACT)
+class StepUnknownEvent(TypedDict):
+    """A tool's or node's step (`sayso.step`) was cut off by a crash: it may or may not have done its work."""
+
+    event: Literal["step_unknown"]
+    run_id: str
+    scope: str
+    """The tool call's id, or the workflow node and its pass."""
+    step: str
+    occurrence: int
+    at: float
+
+
+@with_config(_EXACT)
 class GrantRevokedEvent(TypedDict):
     """A person revoked a grant."""
 
@@ -238,6 +251,7 @@ AuditEvent: TypeAlias = Annotated[
     | Annotated[ExecutedEvent, Tag("executed")]
     | Annotated[GrantExecutedEvent, Tag("executed:grant")]
     | Annotated[OutcomeUnknownEvent, Tag("outcome_unknown")]
+    | Annotated[StepUnknownEvent, Tag("step_unknown")]
     | Annotated[RefusedEvent, Tag("refused")]
     | Annotated[GrantRevokedEvent, Tag("grant_revoked")]
     | Annotated[ServiceNotifiedEvent, Tag("service_notified")]

@@ -289,6 +289,10 @@ class StoreTx(ABC):
         """Write a step's outcome to its mark."""
 
     @abstractmethod
+    async def resolve_step(self, key: StepKey, now: float) -> bool:
+        """Mark a step still `started` as `unknown` (found cut off); `False` when it is not started."""
+
+    @abstractmethod
     async def drop_step(self, key: StepKey) -> None:
         """Delete a step's mark, if it is `started`."""
 

@@ -298,6 +298,13 @@ class MemoryTx(MemoryOutboxTx):
         if key in self.s._steps:
             self._put(self.s._steps, key, StepRecord(status=status, result=bytes(result)))
 
+    async def resolve_step(self, key: StepKey, now: float) -> bool:
+        found = self.s._steps.get(key)
+        if found is None or found.status != "started":
+            return False
+        self._put(self.s._steps, key, StepRecord(status="unknown", result=None))
+        return True
+
     async def drop_step(self, key: StepKey) -> None:
         found = self.s._steps.get(key)
         if found is not None and found.status == "started":

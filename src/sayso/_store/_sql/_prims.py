@@ -290,6 +290,9 @@ class SqlTx(SqlOutboxTx):
     async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
         await self.tx.later(q.END_STEP, [{**_step_params(key), "status": status, "result": bytes(result), "now": now}])
 
+    async def resolve_step(self, key: StepKey, now: float) -> bool:
+        return await self.tx.run(q.RESOLVE_STEP, {**_step_params(key), "now": now}) == 1
+
     async def drop_step(self, key: StepKey) -> None:
         await self.tx.run(q.DROP_STEP, _step_params(key))
 

@@ -235,6 +235,8 @@ INSERT_STEP = Sql(
     "VALUES (:run_id, :scope, :name, :occurrence, 'started', :now)"
 )
 END_STEP = Sql(f"UPDATE steps SET status = :status, result = :result, finished_at = :now WHERE {_STEP}")
+RESOLVE_STEP = Sql(f"UPDATE steps SET status = 'unknown', finished_at = :now WHERE {_STEP} AND status = 'started'")
+"""Resolve a step found cut off: of several runs finding it so, one changes it."""
 DROP_STEP = Sql(f"DELETE FROM steps WHERE {_STEP} AND status = 'started'")
 
 GET_WORKFLOW_STATE = Sql("SELECT body FROM workflow_states WHERE run_id = :run_id")
