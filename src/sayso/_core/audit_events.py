@@ -179,6 +179,22 @@ class RefusedEvent(TypedDict):
 
 
 @with_config(_EXACT)
+class PolicyDeniedEvent(TypedDict):
+    """A policy rule denied a call: it did not run, and the model read the rule's reason as its result."""
+
+    event: Literal["policy_denied"]
+    tool_name: str
+    run_id: str
+    thread_id: str
+    tool_call_id: str | None
+    rule: str
+    reason: str
+    principal: str | None
+    proposed_args: dict[str, Any]
+    at: float
+
+
+@with_config(_EXACT)
 class OutcomeUnknownEvent(TypedDict):
     """An approved call was cut off by a crash: it may or may not have run, and never runs again."""
 
@@ -239,6 +255,7 @@ AuditEvent: TypeAlias = Annotated[
     | Annotated[GrantExecutedEvent, Tag("executed:grant")]
     | Annotated[OutcomeUnknownEvent, Tag("outcome_unknown")]
     | Annotated[RefusedEvent, Tag("refused")]
+    | Annotated[PolicyDeniedEvent, Tag("policy_denied")]
     | Annotated[GrantRevokedEvent, Tag("grant_revoked")]
     | Annotated[ServiceNotifiedEvent, Tag("service_notified")]
     | Annotated[AnchoredEvent, Tag(ANCHORED_EVENT)],

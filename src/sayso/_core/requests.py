@@ -159,6 +159,11 @@ class ApprovalRequest(_RequestBase):
     on_reject: RejectMode = "deny"
     """`deny`: a rejection denies the call and the model reads why. `call`: the body runs again and
     decides what to return (it reads `Approval.approved` as false), as ADK's `Confirmed=false`."""
+    asked_because: str | None = None
+    """Why the policy asked (`amount 250 > 100`), recorded when the request was raised; `None` when a tool's
+    body, a hook or a service asked."""
+    rule: str | None = None
+    """The name of the policy rule that asked (`refunds-large`); `None` when no rule did."""
 
 
 @dataclass(frozen=True, kw_only=True)

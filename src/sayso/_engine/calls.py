@@ -112,6 +112,10 @@ class ApprovalDeferral(_DeferralBase):
     """
     tool_info: ToolInfo | None = None
     """What the tool's source (an MCP server) says about the tool."""
+    asked_because: str | None = None
+    """Why the policy asked, in words."""
+    rule: str | None = None
+    """The policy rule that asked, by name."""
 
     def with_defaults(self, *, hint: str, args_schema: JsonSchemaValue | None) -> ApprovalDeferral:
         """This deferral with the tool's hint and schema where the body that raised it gave none."""

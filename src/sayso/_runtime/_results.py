@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .._core.decisions import DECISION_ADAPTER
+from .._core.policy import asked_text
 from .._core.requests import (
     ApprovalRequest,
     ClientToolRequest,
@@ -89,6 +90,9 @@ def request_json(request: Request) -> dict[str, Any]:
             tool=asdict(request.tool_info) if request.tool_info else None,
             response_schema=request.response_schema,
             on_reject=request.on_reject,
+            asked_because=request.asked_because,
+            rule=request.rule,
+            why=asked_text(request.asked_because, request.rule),
         )
     elif isinstance(request, QuestionRequest):
         body["questions"] = [asdict(q) | {"choices": list(q.choices)} for q in request.questions]

@@ -116,6 +116,12 @@ class RequestOut(_Out):
     """approval: what the tool's source (an MCP server) says about the tool."""
     on_reject: Literal["deny", "call"] | None = None
     """approval: `call` when a rejection runs the tool's body again to decide the result."""
+    asked_because: str | None = None
+    """approval: why the policy asked (`amount 250 > 100`); `null` when a tool's body, a hook or a service asked."""
+    rule: str | None = None
+    """approval: the name of the policy rule that asked (`refunds-large`)."""
+    why: str | None = None
+    """approval: the two as people read them: `asked because amount 250 > 100 (rule refunds-large)`."""
     node: str | None = None
     """input: the workflow node that asks."""
     message: str | None = None
