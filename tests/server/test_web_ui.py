@@ -109,6 +109,7 @@ def test_person_approves_a_call(server: LiveServer, page: Page, workdir: Path) -
     say(page, "delete notes")
     card = page.get_by_role("article", name="Approve delete_file?")
     expect(card).to_contain_text("Deleting a file cannot be undone.")
+    expect(card).to_contain_text("asked because every call to delete_file waits for approval (rule delete_file)")
     expect(card.get_by_label("Arguments", exact=True)).to_contain_text('"name": "notes.txt"')
     screenshot(card, "approval-card")
     card.get_by_role("button", name="Approve", exact=True).click()

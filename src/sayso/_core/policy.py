@@ -178,13 +178,6 @@ def _ask(policy: InterruptPolicy, rule: ToolRule, reason: str, error: str | None
     return CallVerdict(action="ask", rule=rule.label, reason=reason, terms=terms, error=error)
 
 
-def asked_text(asked_because: str | None, rule: str | None) -> str | None:
-    """Why a request asked, as every interface shows it: `asked because amount 250 > 100 (rule refunds-large)`."""
-    if asked_because is None:
-        return None
-    return f"asked because {asked_because}" + (f" (rule {rule})" if rule else "")
-
-
 def denied_text(verdict: CallVerdict) -> str:
     """What the model reads as the result of a call the policy denied."""
     return f"Denied by policy (rule {verdict.rule}): {verdict.reason}"

@@ -165,6 +165,13 @@ class ApprovalRequest(_RequestBase):
     rule: str | None = None
     """The name of the policy rule that asked (`refunds-large`); `None` when no rule did."""
 
+    @property
+    def why(self) -> str | None:
+        """Why the request asked, as every interface shows it: `asked because amount 250 > 100 (rule refunds-large)`."""
+        if self.asked_because is None:
+            return None
+        return f"asked because {self.asked_because}" + (f" (rule {self.rule})" if self.rule else "")
+
 
 @dataclass(frozen=True, kw_only=True)
 class QuestionRequest(_RequestBase):

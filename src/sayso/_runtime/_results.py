@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .._core.decisions import DECISION_ADAPTER
-from .._core.policy import asked_text
 from .._core.requests import (
     ApprovalRequest,
     ClientToolRequest,
@@ -92,7 +91,7 @@ def request_json(request: Request) -> dict[str, Any]:
             on_reject=request.on_reject,
             asked_because=request.asked_because,
             rule=request.rule,
-            why=asked_text(request.asked_because, request.rule),
+            why=request.why,
         )
     elif isinstance(request, QuestionRequest):
         body["questions"] = [asdict(q) | {"choices": list(q.choices)} for q in request.questions]
