@@ -112,8 +112,8 @@ def judge_call(
     A rule without `when` always holds. A condition that cannot be evaluated (a missing field, a
     type mismatch) asks a person, with the error recorded: it never lets a call run, nor denies
     what a person might approve. No rule holding: the call asks when its tool declared the need,
-    and runs otherwise. `skip_read_only` lets a read-only tool's call run instead of asking, never
-    past a deny.
+    and runs otherwise; an `allow` never lets a tool that requires approval run unasked.
+    `skip_read_only` lets a read-only tool's call run instead of asking, never past a deny.
 
     Args:
         policy: the agent's policy.
@@ -140,8 +140,12 @@ def judge_call(
         reason = _reason_of(rule, tool_name, variables)
         if rule.action == "deny":
             return CallVerdict(action="deny", rule=rule.label, reason=reason)
-        if rule.action == "allow" or (policy.skip_read_only and read_only):
+        if policy.skip_read_only and read_only:
+            return CallVerdict(action="allow", rule=rule.label, reason=f"{tool_name} is read-only")
+        if rule.action == "allow" and not declared:
             return CallVerdict(action="allow", rule=rule.label, reason=reason)
+        if rule.action == "allow":
+            break  # a tool that requires approval asks whatever the policy says
         return _ask(policy, rule, reason, None)
     if declared and not (policy.skip_read_only and read_only):
         return CallVerdict(
