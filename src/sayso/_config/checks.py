@@ -312,7 +312,15 @@ def _check_conditions(
     Checked against the argument schema of every tool the rule matches whose schema is known before the agent
     runs (its own tools; an MCP server's or a client's tool is checked for its variables only).
     """
-    for index, rule in enumerate(spec.interrupt.to_policy().tools):
+    policy = spec.interrupt.to_policy()
+    for index, rule in enumerate(policy.tools):
+        if rule.on_timeout is not None and rule.ttl_seconds is None and policy.ttl_seconds is None:
+            problems.add(
+                "error",
+                (*here, "interrupt", "tools", index, "on_timeout"),
+                "'on_timeout' needs a timeout, and the rule has none",
+                "set 'on_timeout.after' (such as 4h), or 'ttl_seconds' on the rule or the interrupt block",
+            )
         sources = [("when", rule.when.source)] if rule.when is not None else []
         if rule.reason is not None:
             sources.extend(("reason", e.source) for e in rule.reason.expressions)

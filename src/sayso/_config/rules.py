@@ -1,4 +1,4 @@
-"""The policy part of an approval rule in `sayso.yaml`: its name, its `when:` condition, action and reason.
+"""The policy part of an approval rule in `sayso.yaml`: name, `when:` condition, action, reason, escalation.
 
 `ToolRuleConfig` (in `file.py`) takes these fields from `PolicyFields`, so a rule reads
 `{name: refund, rule: refunds-large, when: "args.amount > 100", reason: "amount {args.amount} > 100"}`.
@@ -9,13 +9,57 @@ argument schema by `checks.py`, once the agents' tools are known.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Annotated, TypeAlias
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from .._core.conditions import ConditionError, Expression, Reason
+from .._core.escalation import EscalationStep, OnTimeout, TimeoutAction, parse_duration
 from .._core.policy import PolicyAction, ToolRule
 
-POLICY_FIELDS: set[str] = {"rule", "when", "action", "reason"}
+POLICY_FIELDS: set[str] = {"rule", "when", "action", "reason", "escalate", "on_timeout"}
 """The fields `PolicyFields` adds to a rule, turned into the core's compiled values by `policy_values`."""
+
+
+Duration: TypeAlias = Annotated[float, BeforeValidator(parse_duration)]
+"""Seconds, or a number with a unit: `90`, `90s`, `15m`, `1h`, `2d`."""
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class EscalationStepConfig(_Entry):
+    """One step of `escalate:`: `{after: 15m, remind: true}` or `{after: 1h, notify: [...], add_approvers: [...]}`."""
+
+    after: Duration
+    """How long after the request was raised the step is due: seconds, or `15m`, `1h`, `2d`."""
+    remind: bool = False
+    """Tell the request's approvers again."""
+    notify: list[str] = []
+    """Channel targets told of the request at this step: `email:sre@example.com`, `slack:#ops`, `webhook:NAME`."""
+    add_approvers: list[str] = []
+    """Principals or groups who may decide from this step on."""
+
+    def to_core(self) -> EscalationStep:
+        return EscalationStep(
+            after_seconds=self.after,
+            remind=self.remind,
+            notify=tuple(self.notify),
+            add_approvers=tuple(self.add_approvers),
+        )
+
+
+class OnTimeoutConfig(_Entry):
+    """`on_timeout:`: what a request's timeout decides, `{after: 4h, action: reject, reason: "..."}`."""
+
+    after: Duration | None = None
+    """When the request times out, counted from when it was raised; unset: the rule's (or the block's)
+    `ttl_seconds`. Setting both `after` here and the rule's `ttl_seconds` is an error: one timeout per rule."""
+    action: TimeoutAction = "expire"
+    """What the timeout decides: `expire` (the default), `reject` or `approve` the call."""
+    reason: str | None = Field(default=None, min_length=1)
+    """What the model reads about it: a rejection's reason, or words after the expiry."""
 
 
 class PolicyFields(BaseModel):
@@ -39,6 +83,22 @@ class PolicyFields(BaseModel):
     Braces quote values, each a CEL expression: `amount {args.amount} > 100`; `{{` and `}}` stand for braces.
     Unset: the condition's text."""
 
+    escalate: list[EscalationStepConfig] = []
+    """Steps a request for this rule takes while it waits, each due `after` the request was raised: remind the
+    approvers, notify channel targets, add approvers. Each step fires once (across replicas), is recorded in
+    the audit log and announced in the outbox (`request.escalated`); a step that came due while no process ran
+    fires when one starts. Steps due after the request's timeout never fire."""
+    on_timeout: OnTimeoutConfig | None = None
+    """What the request's timeout decides (`expire`, `reject` or `approve`, with a reason the model reads),
+    and when (`after`, or the rule's `ttl_seconds`)."""
+
+    @model_validator(mode="after")
+    def _one_timeout(self) -> PolicyFields:
+        if self.on_timeout is not None and self.on_timeout.after is not None:
+            if getattr(self, "ttl_seconds", None) is not None:
+                raise ValueError("set the timeout once: 'on_timeout.after' or 'ttl_seconds', not both")
+        return self
+
     @field_validator("when")
     @classmethod
     def _compiles(cls, when: str | None) -> str | None:
@@ -61,8 +121,14 @@ class PolicyFields(BaseModel):
 
     def to_rule(self) -> ToolRule:
         """The core's rule: every field of the entry, these compiled."""
+        timeout = self.on_timeout
+        fields = self.model_dump(exclude=POLICY_FIELDS)
+        if timeout is not None and timeout.after is not None:
+            fields["ttl_seconds"] = timeout.after
         return ToolRule(
-            **self.model_dump(exclude=POLICY_FIELDS),
+            **fields,
+            escalate=tuple(step.to_core() for step in self.escalate),
+            on_timeout=OnTimeout(action=timeout.action, reason=timeout.reason) if timeout is not None else None,
             rule=self.rule,
             when=Expression(self.when) if self.when is not None else None,
             action=self.action,

@@ -138,6 +138,8 @@ class Expire:
 
     kind: Literal["expired"] = "expired"
     expires_at: float
+    reason: str | None = None
+    """What the rule's `on_timeout` says about it, read by the model with the expiry."""
 
 
 Decision: TypeAlias = Annotated[
@@ -403,8 +405,9 @@ def model_text(decision: Decision, *, rejection: RejectionText | None = None) ->
     docs/concepts/decisions.md#what-the-model-reads.
     """
     match decision:
-        case Expire(expires_at=at):
-            return f"Expired: no decision before {datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S} UTC"
+        case Expire(expires_at=at, reason=reason):
+            said = f"Expired: no decision before {datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S} UTC"
+            return f"{said}. {reason}" if reason else said
         case Reject(reason=reason):
             return (rejection or REJECTION_PRESETS["sayso"]).text(reason)
         case Skip(reason=reason):

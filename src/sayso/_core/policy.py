@@ -10,7 +10,8 @@ from typing import Any, Literal, TypeAlias
 
 from .audit import canonical_json
 from .conditions import CallVariables, EvaluationError, Expression, Reason
-from .decisions import REJECTION_PRESETS, RejectionText
+from .decisions import REJECTION_PRESETS, Approve, Decision, Expire, Reject, RejectionText
+from .escalation import EscalationStep, OnTimeout
 from .requests import Scope, Subject, offered_scopes
 
 PolicyAction: TypeAlias = Literal["ask", "allow", "deny"]
@@ -37,6 +38,10 @@ class ToolRule:
     """What the rule does to a call it applies to: ask a person, let it run, or deny it."""
     reason: Reason | None = None
     """Why, in words (with `{expression}` placeholders); `None`: the condition's text."""
+    escalate: tuple[EscalationStep, ...] = ()
+    """The steps a request for this rule takes while it waits (`_core/escalation.py`)."""
+    on_timeout: OnTimeout | None = None
+    """What the request's expiry decides; `None`: it expires."""
 
     @property
     def label(self) -> str:
@@ -82,6 +87,8 @@ class ApprovalTerms:
     ttl_seconds: float | None
     asked_because: str | None = None
     """Why the call asks, as the request records it (`amount 250 > 100`)."""
+    escalate: tuple[EscalationStep, ...] = ()
+    on_timeout: OnTimeout | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -178,7 +185,14 @@ def _unevaluated(policy: InterruptPolicy, rule: ToolRule, error: str) -> CallVer
 def _ask(policy: InterruptPolicy, rule: ToolRule, reason: str, error: str | None) -> CallVerdict:
     widest = rule.remember or policy.remember
     ttl = rule.ttl_seconds if rule.ttl_seconds is not None else policy.ttl_seconds
-    terms = ApprovalTerms(rule=rule, scopes=offered_scopes(widest), ttl_seconds=ttl, asked_because=reason)
+    terms = ApprovalTerms(
+        rule=rule,
+        scopes=offered_scopes(widest),
+        ttl_seconds=ttl,
+        asked_because=reason,
+        escalate=rule.escalate,
+        on_timeout=rule.on_timeout,
+    )
     return CallVerdict(action="ask", rule=rule.label, reason=reason, terms=terms, error=error)
 
 
@@ -243,3 +257,12 @@ def may_decide(principal: str, *, owner: str | None, agent: str, approver_for: S
     if owner is not None and principal == owner:
         return True
     return any(fnmatchcase(agent, pattern) for pattern in approver_for)
+
+
+def timeout_decision(on_timeout: OnTimeout | None, expires_at: float) -> Decision:
+    """What the expiry sweep records for a request whose time ran out."""
+    if on_timeout is None or on_timeout.action == "expire":
+        return Expire(expires_at=expires_at, reason=on_timeout.reason if on_timeout else None)
+    if on_timeout.action == "reject":
+        return Reject(reason=on_timeout.reason or "no decision before the request timed out")
+    return Approve()

@@ -14,6 +14,8 @@ from pydantic import Discriminator, TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
 from typing_extensions import TypedDict
 
+from .escalation import EscalationStep, OnTimeout, next_step_at
+
 RequestKind: TypeAlias = Literal["approval", "question", "client_tool", "input", "elicitation"]
 """Every kind of request sayso knows; `input` and `elicitation` come with workflows and MCP."""
 
@@ -164,6 +166,10 @@ class ApprovalRequest(_RequestBase):
     body, a hook or a service asked."""
     rule: str | None = None
     """The name of the policy rule that asked (`refunds-large`); `None` when no rule did."""
+    escalation: tuple[EscalationStep, ...] = ()
+    """The rule's escalation steps, due from `created_at` while the request waits."""
+    on_timeout: OnTimeout | None = None
+    """What the request's expiry decides (the rule's `on_timeout`); `None`: it expires."""
 
     @property
     def why(self) -> str | None:
@@ -326,3 +332,10 @@ def default_hint(tool_name: str) -> str:
 def offered_scopes(widest: Scope) -> tuple[Scope, ...]:
     """Every scope up to `widest`, narrowest first; `once` is always offered."""
     return SCOPES_BY_WIDTH[: SCOPES_BY_WIDTH.index(widest) + 1]
+
+
+def escalation_due(request: Request, done: int) -> float | None:
+    """When the request's next escalation step is due once `done` steps fired; `None` when no step is left."""
+    if not isinstance(request, ApprovalRequest) or not request.escalation:
+        return None
+    return next_step_at(request.created_at, request.escalation, done, request.expires_at)

@@ -132,6 +132,8 @@ def requests_from(
                         on_reject=approval.on_reject,
                         asked_because=approval.asked_because,
                         rule=approval.rule,
+                        escalation=approval.escalation,
+                        on_timeout=approval.on_timeout,
                     )
                 )
             case DelegateDeferral(child_run_id=child_run_id):

@@ -219,6 +219,8 @@ class GateToolset(WrapperToolset[Any]):
                     tool_info=tool_info_of(tool.tool_def),
                     asked_because=terms.asked_because,
                     rule=verdict.rule,
+                    escalation=terms.escalate,
+                    on_timeout=terms.on_timeout,
                 ).as_metadata()
             )
         try:

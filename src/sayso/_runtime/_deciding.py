@@ -14,9 +14,10 @@ from typing import Literal
 
 from .._core.access import Principal, may_decide, root_agent
 from .._core.advance import approved_calls
-from .._core.decisions import Approve, Decision, DecisionRecord, Expire, Via, check_decision
+from .._core.decisions import Approve, Decision, DecisionRecord, Via, check_decision
 from .._core.grants import Grant
 from .._core.limits import check_decision as check_size
+from .._core.policy import timeout_decision
 from .._core.requests import ApprovalRequest, Request
 from .._core.resume import open_requests, plan_resume
 from .._engine.deferred import audit_body
@@ -210,7 +211,9 @@ async def expire(c: Cycle) -> list[RunResult]:
         expired = [
             DecisionRecord(
                 request_id=r.request_id,
-                decision=Expire(expires_at=r.expires_at or now),
+                decision=timeout_decision(
+                    r.on_timeout if isinstance(r, ApprovalRequest) else None, r.expires_at or now
+                ),
                 by="expiry",
                 principal=None,
                 decided_at=now,

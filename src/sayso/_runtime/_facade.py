@@ -36,7 +36,7 @@ from .._store import (
 from ..exceptions import (
     ConfigError,
 )
-from . import _audit, _deciding, _live, _recovery, _tree, _turns, _watch
+from . import _audit, _deciding, _escalating, _live, _recovery, _tree, _turns, _watch
 from ._cycle import Cycle
 from ._events import EventListener
 from ._kernel import Kernel
@@ -302,12 +302,16 @@ class Sayso(Reading):
     async def expire(self, *, principal: PrincipalLike | None = None) -> list[RunResult]:
         """Close every paused run whose open requests have all expired; each agent answers with what it knows.
 
+        Escalation steps that came due (remind, notify, add approvers) fire first, each once across replicas,
+        and a request's timeout decides what its rule's `on_timeout` says (expire, reject or approve).
+
         Args:
             principal: who asks: approvers only; `None` (Python, the server's own sweep) skips the check.
         """
         self._check_open()
         if principal is not None:
             self._require_approver(principal, "expire", "only approvers may run expiry")
+        await _escalating.escalate(self._k)
         return await _deciding.expire(self._cycle)
 
     @contextmanager

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .._core.requests import DelegateRequest
+from .._core.escalation import EscalationStep
+from .._core.requests import ApprovalRequest, DelegateRequest
 from .._store import PRUNED_AT_ONCE, DeliveryStatus, PendingDelivery
 from ._events import EventData, RequestEvent, decided_event, opened_data
 
@@ -84,6 +85,55 @@ async def claim_run_updates(k: Kernel, hook: str, *, lease_seconds: float, limit
         RunUpdate(delivery_id=p.delivery_id, run_id=p.request_id, created_at=p.created_at, attempts=p.attempts)
         for p in claimed
     ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class EscalationNotice:
+    """A `request.escalated` event claimed for one sender (the channels): which step of which request fired."""
+
+    delivery_id: str
+    """The same on every attempt and from every sender: receivers drop duplicates by it."""
+    request: ApprovalRequest
+    step: int
+    """Which step (0 for the first)."""
+    escalation: EscalationStep
+    """What the step says: remind the approvers, notify these targets, add these approvers."""
+    reason: str
+    """The step in words: `no decision after 1h: notify slack:#ops`."""
+    created_at: float
+    attempts: int
+
+
+async def claim_escalations(k: Kernel, hook: str, *, lease_seconds: float, limit: int) -> list[EscalationNotice]:
+    """Fan new `request.escalated` events out to `hook` and claim its due deliveries, each with its step.
+
+    A delivery whose request or step is gone (pruned, or not an approval) is settled as skipped here.
+    """
+    now = k.clock()
+    await k.store.fan_out_events(hooks=[hook], now=now, kinds=("request.escalated",))
+    claimed = await k.store.claim_deliveries(
+        owner=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=[hook]
+    )
+    notices: list[EscalationNotice] = []
+    for pending in claimed:
+        state = await k.store.get_request(pending.request_id)
+        request = state.request if state is not None else None
+        step = pending.step
+        if not isinstance(request, ApprovalRequest) or step is None or step >= len(request.escalation):
+            await k.store.settle_delivery(pending.delivery_id, owner=k.holder, status="skipped", now=k.clock())
+            continue
+        notices.append(
+            EscalationNotice(
+                delivery_id=pending.delivery_id,
+                request=request,
+                step=step,
+                escalation=request.escalation[step],
+                reason=request.escalation[step].said,
+                created_at=pending.created_at,
+                attempts=pending.attempts,
+            )
+        )
+    return notices
 
 
 async def settle(

@@ -39,7 +39,7 @@ from ..exceptions import (
 )
 from . import _audit, _outbox, _tree
 from ._kernel import Kernel
-from ._outbox import OutboundEvent, RunUpdate
+from ._outbox import EscalationNotice, OutboundEvent, RunUpdate
 
 PrincipalLike = Principal | str
 """A caller: a `Principal`, or a name resolved against the configured principals."""
@@ -252,6 +252,17 @@ class Reading:
         """
         self._check_open()
         return await _outbox.claim(self._k, hooks, lease_seconds=lease_seconds, limit=limit)
+
+    async def claim_escalations(
+        self, hook: str, *, lease_seconds: float = 30.0, limit: int = 50
+    ) -> list[EscalationNotice]:
+        """Claim due deliveries of escalation steps (`request.escalated`) for the sender `hook` (the channels).
+
+        Each step fired once (by whichever runtime swept) and its event fans out once to each hook; settle a
+        claimed one with `settle_event`, or it is claimed again once the claim lapses.
+        """
+        self._check_open()
+        return await _outbox.claim_escalations(self._k, hook, lease_seconds=lease_seconds, limit=limit)
 
     async def claim_run_updates(self, hook: str, *, lease_seconds: float = 30.0, limit: int = 50) -> list[RunUpdate]:
         """Claim due deliveries to `hook` of top-level runs' updates (paused, ended, cancelled) by any process.
