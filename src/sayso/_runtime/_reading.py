@@ -16,6 +16,7 @@ from .._core import access
 from .._core.access import LOCAL, Principal
 from .._core.audit import AuditProblem, AuditRecord, AuditReport
 from .._core.grants import Grant
+from .._core.stats import Stats, summarize
 from .._store import (
     AuditPage,
     DeliveryStatus,
@@ -31,6 +32,7 @@ from .._store import (
 )
 from ..exceptions import (
     GrantNotFound,
+    InvalidInput,
     NotAllowed,
     RequestNotFound,
     RunNotFound,
@@ -238,6 +240,24 @@ class Reading:
         if principal is not None:
             self._require_approver(principal, "audit", "only approvers may verify the audit log")
         return await _audit.report(self._k)
+
+    async def stats(self, *, window_seconds: float = 7 * 86_400, principal: PrincipalLike | None = None) -> Stats:
+        """How approvals went over the last `window_seconds` (approvers only).
+
+        Time to decide (p50, p90) and approval, rejection, expiry and escalation rates, overall and per
+        tool, rule and approver.
+
+        Raises:
+            InvalidInput: the window is not positive.
+        """
+        self._check_open()
+        if principal is not None:
+            self._require_approver(principal, "stats", "only approvers read the statistics")
+        if not window_seconds > 0:
+            raise InvalidInput(f"the window must be positive, not {window_seconds!r}", field="window")
+        until = self._k.clock()
+        since = until - window_seconds
+        return summarize(await self._k.store.request_facts(since=since, until=until), since=since, until=until)
 
     # the outbox (webhooks)
 

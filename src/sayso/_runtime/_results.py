@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from typing_extensions import TypedDict
+
 from .._core.decisions import DECISION_ADAPTER
 from .._core.requests import (
     ApprovalRequest,
@@ -16,6 +18,7 @@ from .._core.requests import (
     Request,
     shown_args,
 )
+from .._core.stats import Stats
 from .._store import RequestState, RunStatus
 
 RequestStatus = Literal["open", "decided", "closed", "expired"]
@@ -161,3 +164,28 @@ def request_state_json(state: RequestState, *, now: float) -> dict[str, Any]:
         "via": record.via if record else None,
         "decided": rfc3339(record.decided_at) if record else None,
     }
+
+
+class StatsJson(TypedDict):
+    """`stats_json`'s shape: `Stats` with its times as RFC 3339 and the window's length."""
+
+    since: str | None
+    until: str | None
+    window_seconds: float
+    overall: object
+    by_tool: object
+    by_rule: object
+    by_approver: object
+
+
+def stats_json(stats: Stats) -> StatsJson:
+    """Approval statistics as plain JSON, the same on REST and the CLI (times RFC 3339)."""
+    return StatsJson(
+        since=rfc3339(stats.since),
+        until=rfc3339(stats.until),
+        window_seconds=stats.until - stats.since,
+        overall=asdict(stats.overall),
+        by_tool={name: asdict(r) for name, r in stats.by_tool.items()},
+        by_rule={name: asdict(r) for name, r in stats.by_rule.items()},
+        by_approver={name: asdict(r) for name, r in stats.by_approver.items()},
+    )

@@ -370,6 +370,23 @@ REQUEST_KINDS: tuple[OutboxKind, ...] = ("request.opened", "request.decided")
 
 
 @dataclass(frozen=True, kw_only=True)
+class RequestFact:
+    """One approval request raised in a window and what became of it: the row statistics are computed from."""
+
+    request_id: str
+    tool_name: str
+    rule: str | None
+    created_at: float
+    escalations: int
+    """How many escalation steps fired while it waited."""
+    decision: str | None
+    """The decision's kind (`approve`, `reject`, `expired`...); `None` while open or closed undecided."""
+    by: str | None
+    principal: str | None
+    decided_at: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class DueEscalation:
     """An open request whose next escalation step is due: `step` steps fired before it."""
 

@@ -32,6 +32,7 @@ from ._live import LiveSettings
 from ._pages import install_pages
 from ._problems import PROBLEM_MEDIA_TYPE, install_problem_handlers
 from ._routes_requests import router as requests_router
+from ._routes_stats import router as stats_router
 from ._routes_threads import router as threads_router
 from ._schemas_out import HealthOut
 from ._webhooks import WebhookDispatcher
@@ -163,6 +164,7 @@ def create_app(
     install_problem_handlers(app)
     app.include_router(threads_router)
     app.include_router(requests_router)
+    app.include_router(stats_router)
     for router in routers:
         app.include_router(router)
     for path, sub in apps:
