@@ -65,14 +65,17 @@ async def _sweep_recover(sayso: Sayso, every: float) -> None:
 
 
 async def _sweep_expired(sayso: Sayso, every: float) -> None:
-    """Every `every` seconds, close the runs whose open requests all expired (the runtime announces them)."""
+    """At start and every `every` seconds, fire due escalation steps and close runs whose requests all expired.
+
+    At start too, so what came due while no server ran happens now; the runtime announces each change.
+    """
     while True:
-        await anyio.sleep(every)
         try:
             await sayso.expire()
         except SaysoError:
             # A failed sweep (the store briefly away) is retried at the next tick, not fatal to the server.
             logger.exception("the expiry sweep failed; retrying in %ss", every)
+        await anyio.sleep(every)
 
 
 async def _sweep_outbox(sayso: Sayso, every: float) -> None:
