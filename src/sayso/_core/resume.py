@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from ..exceptions import NotReady
 from .decisions import DecisionRecord, Skip
-from .requests import Request
+from .policy import timeout_decision
+from .requests import ApprovalRequest, Request
 
 SKIPPED_FOR_MESSAGE = "the person sent a message instead of answering"
 SKIPPED_FOR_FORCE = "the run was resumed before this request was answered"
@@ -57,3 +58,25 @@ def plan_resume(
         for r in waiting
     ]
     return ResumePlan(decisions={**decided, **{d.request_id: d for d in added}}, added=added)
+
+
+def plan_expiry(
+    requests: Sequence[Request], decided: Mapping[str, DecisionRecord], *, now: float
+) -> list[DecisionRecord]:
+    """The expiries that close a pause whose open requests have all run out; none while one still waits in time.
+
+    A pause with a request that never expires (or nothing open at all) is left as it is.
+    """
+    waiting = open_requests(requests, decided)
+    if not waiting or any(r.expires_at is None or r.expires_at > now for r in waiting):
+        return []
+    return [
+        DecisionRecord(
+            request_id=r.request_id,
+            decision=timeout_decision(r.on_timeout if isinstance(r, ApprovalRequest) else None, r.expires_at or now),
+            by="expiry",
+            principal=None,
+            decided_at=now,
+        )
+        for r in waiting
+    ]

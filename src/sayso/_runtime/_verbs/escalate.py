@@ -1,18 +1,18 @@
-"""Escalating: firing the escalation steps of waiting requests as they come due, once across replicas.
+"""The verb escalate: the escalation steps of waiting requests fire as they come due, once across replicas.
 
 The same sweep that expires requests (`Sayso.expire`, run every few seconds by `sayso serve`) fires
 them first. Each step is read from the request (its rule's plan, saved with it), claimed and
 recorded in one store transaction (`fire_escalation`: counted, audited, announced in the outbox as
 `request.escalated` for the channels to deliver), so a step fires once whichever replica sweeps,
 and a step that came due while no process ran fires at the next sweep of any process. What a
-request's timeout decides (`on_timeout`) is expiry's, in `_deciding.expire`.
+request's timeout decides (`on_timeout`) is expiry's (`expire`, planned by `_core/resume.py` `plan_expiry`).
 """
 
 from __future__ import annotations
 
-from .._core.audit_events import EscalatedEvent
-from .._core.requests import ApprovalRequest, escalation_due
-from ._kernel import Kernel
+from ..._core.audit_events import EscalatedEvent
+from ..._core.requests import ApprovalRequest, escalation_due
+from .._kernel import Kernel
 
 _ROUNDS = 20
 """How many rounds one sweep reads the due steps in: a request whose several steps came due while no process
