@@ -22,7 +22,8 @@ class EscalationVerbs(TxStore):
         self, request_id: str, *, step: int, next_at: float | None, audit: Sequence[AuditEvent], now: float
     ) -> bool:
         async def work(tx: StoreTx) -> bool:
-            # The claim first: of two sweeps firing the same step, the second's update waits for the first to
+            await tx.lock_audit()  # before the request's row: the one lock order (a decider's is the same)
+            # Then the claim: of two sweeps firing the same step, the second's update waits for the first to
             # commit, then matches nothing, and writes neither an audit record nor an event.
             if not await tx.advance_escalation(request_id, step, next_at):
                 return False
