@@ -32,7 +32,7 @@ async def test_a_step_fires_once_with_its_event_and_the_next_comes_due(store: Ru
     assert await store.fire_escalation("req_1", step=1, next_at=None, audit=[], now=NOW + 120)
     assert await store.due_escalations(NOW + 10_000) == []
     await store.fan_out_events(hooks=["channels"], now=NOW + 121, kinds=("request.escalated",))
-    claimed = await store.claim_deliveries(owner="me", now=NOW + 121, until=NOW + 200, hooks=["channels"])
+    claimed = await store.claim_deliveries(holder="me", now=NOW + 121, until=NOW + 200, hooks=["channels"])
     assert sorted((d.kind, d.step) for d in claimed) == [("request.escalated", 0), ("request.escalated", 1)]
 
 

@@ -10,7 +10,7 @@ from typing import Any, Literal, TypeAlias
 
 from .audit import canonical_json
 from .conditions import CallVariables, EvaluationError, Expression, Reason
-from .decisions import REJECTION_PRESETS, Approve, Decision, Expire, Reject, RejectionText
+from .decisions import REJECTION_PRESETS, Approve, Decision, Expired, Reject, RejectionText
 from .escalation import EscalationStep, OnTimeout
 from .requests import Scope, Subject, offered_scopes
 
@@ -262,7 +262,7 @@ def may_decide(principal: str, *, owner: str | None, agent: str, approver_for: S
 def timeout_decision(on_timeout: OnTimeout | None, expires_at: float) -> Decision:
     """What the expiry sweep records for a request whose time ran out."""
     if on_timeout is None or on_timeout.action == "expire":
-        return Expire(expires_at=expires_at, reason=on_timeout.reason if on_timeout else None)
+        return Expired(expires_at=expires_at, reason=on_timeout.reason if on_timeout else None)
     if on_timeout.action == "reject":
         return Reject(reason=on_timeout.reason or "no decision before the request timed out")
     return Approve()

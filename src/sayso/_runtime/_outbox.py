@@ -49,13 +49,13 @@ async def claim(k: Kernel, hooks: Sequence[str], *, lease_seconds: float, limit:
     now = k.clock()
     await k.store.fan_out_events(hooks=hooks, now=now)
     claimed = await k.store.claim_deliveries(
-        owner=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=hooks
+        holder=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=hooks
     )
     events: list[OutboundEvent] = []
     for pending in claimed:
         built = await _build(k, pending)
         if built is None:
-            await k.store.settle_delivery(pending.delivery_id, owner=k.holder, status="skipped", now=k.clock())
+            await k.store.settle_delivery(pending.delivery_id, holder=k.holder, status="skipped", now=k.clock())
         else:
             events.append(built)
     return events
@@ -79,7 +79,7 @@ async def claim_run_updates(k: Kernel, hook: str, *, lease_seconds: float, limit
     now = k.clock()
     await k.store.fan_out_events(hooks=[hook], now=now, kinds=("run.updated",))
     claimed = await k.store.claim_deliveries(
-        owner=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=[hook]
+        holder=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=[hook]
     )
     return [
         RunUpdate(delivery_id=p.delivery_id, run_id=p.request_id, created_at=p.created_at, attempts=p.attempts)
@@ -112,7 +112,7 @@ async def claim_escalations(k: Kernel, hook: str, *, lease_seconds: float, limit
     now = k.clock()
     await k.store.fan_out_events(hooks=[hook], now=now, kinds=("request.escalated",))
     claimed = await k.store.claim_deliveries(
-        owner=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=[hook]
+        holder=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=[hook]
     )
     notices: list[EscalationNotice] = []
     for pending in claimed:
@@ -120,7 +120,7 @@ async def claim_escalations(k: Kernel, hook: str, *, lease_seconds: float, limit
         request = state.request if state is not None else None
         step = pending.step
         if not isinstance(request, ApprovalRequest) or step is None or step >= len(request.escalation):
-            await k.store.settle_delivery(pending.delivery_id, owner=k.holder, status="skipped", now=k.clock())
+            await k.store.settle_delivery(pending.delivery_id, holder=k.holder, status="skipped", now=k.clock())
             continue
         notices.append(
             EscalationNotice(
@@ -141,7 +141,7 @@ async def settle(
 ) -> bool:
     """Record what became of a delivery this runtime claimed; `False` when its claim was lost meanwhile."""
     return await k.store.settle_delivery(
-        delivery_id, owner=k.holder, status=status, now=k.clock(), retry_at=retry_at, error=error
+        delivery_id, holder=k.holder, status=status, now=k.clock(), retry_at=retry_at, error=error
     )
 
 
