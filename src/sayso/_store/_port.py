@@ -32,6 +32,7 @@ from .._core.requests import ClientTool, Request
 from ._port_escalation import EscalationPort
 from ._port_outbox import OutboxPort
 from ._port_stats import StatsPort
+from ._port_steps import StepPort
 from ._port_trust import TrustPort
 from ._records import (
     BegunRun,
@@ -57,7 +58,7 @@ from ._records import (
 )
 
 
-class RunStore(OutboxPort, TrustPort, EscalationPort, StatsPort):
+class RunStore(OutboxPort, TrustPort, EscalationPort, StatsPort, StepPort):
     """The durable store behind every run, pause and decision.
 
     Open it before use (`await store.open()` or `async with store:`) and close it after. Audit

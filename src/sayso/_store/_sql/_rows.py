@@ -242,6 +242,15 @@ INSERT_REMOTE_TASK = Sql(
 
 # workflow runs, marks, grants by id
 
+_STEP = "run_id = :run_id AND scope = :scope AND name = :name AND occurrence = :occurrence"
+GET_STEP = Sql(f"SELECT status, result FROM steps WHERE {_STEP}")
+INSERT_STEP = Sql(
+    "INSERT INTO steps (run_id, scope, name, occurrence, status, started_at) "
+    "VALUES (:run_id, :scope, :name, :occurrence, 'started', :now)"
+)
+END_STEP = Sql(f"UPDATE steps SET status = :status, result = :result, finished_at = :now WHERE {_STEP}")
+DROP_STEP = Sql(f"DELETE FROM steps WHERE {_STEP} AND status = 'started'")
+
 GET_WORKFLOW_STATE = Sql("SELECT body FROM workflow_states WHERE run_id = :run_id")
 PUT_WORKFLOW_STATE = Sql(
     "INSERT INTO workflow_states (run_id, body, updated_at) VALUES (:run_id, :body, :now) "

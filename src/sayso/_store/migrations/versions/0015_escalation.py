@@ -6,8 +6,8 @@ that fired, and the conditional update that fires one (`escalations = :step`) ma
 whichever replica sweeps. An outbox event's `step` says which step a `request.escalated` event reports.
 Requests raised before this revision have no steps (`escalate_at` NULL).
 
-Revision ID: 0014_escalation
-Revises: 0013_lease_holder
+Revision ID: 0015_escalation
+Revises: 0014_steps
 Create Date: 2026-12-01
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0014_escalation"
-down_revision = "0013_lease_holder"
+revision = "0015_escalation"
+down_revision = "0014_steps"
 branch_labels = None
 depends_on = None
 
