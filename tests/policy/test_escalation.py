@@ -26,10 +26,18 @@ STEPS: dict[str, Any] = {
     "reason": "amount {args.amount} > 100",
     "escalate": [
         {"after": "15m", "remind": True},
-        {"after": "1h", "notify": ["email:cfo@example.com", "slack:#finance"], "add_approvers": ["cfo"]},
+        {"after": "1h", "notify": ["webhook:cfo", "webhook:finance"], "add_approvers": ["cfo"]},
     ],
     "on_timeout": {"after": "4h", "action": "reject", "reason": "nobody approved within 4 hours"},
 }
+
+
+HOOKS = [{"name": n, "url": f"http://127.0.0.1:9/{n}", "secret": "s3cret"} for n in ("team", "cfo", "finance")]
+"""Named webhooks for the steps' `notify` targets (never reached: the tests read the outbox)."""
+
+
+def config(write_config: WriteConfig, rules: list[Any]) -> Path:
+    return write_config(rules, webhooks=HOOKS)
 
 
 def at(now: list[float]) -> dict[str, Any]:
@@ -42,7 +50,7 @@ async def escalations(app: Sayso) -> list[dict[str, Any]]:
 
 async def test_steps_fire_in_order_each_once_with_audit_and_outbox(write_config: WriteConfig) -> None:
     now = [T0]
-    async with Sayso.from_yaml(write_config([STEPS]), **at(now)) as app:
+    async with Sayso.from_yaml(config(write_config, [STEPS]), **at(now)) as app:
         paused = await app.run("refund o-1 250")
         [request] = approvals(paused.requests)
         assert [s.after_seconds for s in request.escalation] == [900, 3600]
@@ -61,19 +69,19 @@ async def test_steps_fire_in_order_each_once_with_audit_and_outbox(write_config:
         steps = await escalations(app)
         notices = await app.claim_escalations("channels")
     assert [e["step"] for e in steps] == [0, 1]
-    assert steps[1]["notify"] == ["email:cfo@example.com", "slack:#finance"]
+    assert steps[1]["notify"] == ["webhook:cfo", "webhook:finance"]
     assert steps[1]["add_approvers"] == ["cfo"]
     assert (steps[1]["rule"], steps[1]["request_id"]) == ("refunds-large", request.request_id)
     assert [(n.step, n.escalation.notify, n.request.request_id) for n in notices] == [
         (0, (), request.request_id),
-        (1, ("email:cfo@example.com", "slack:#finance"), request.request_id),
+        (1, ("webhook:cfo", "webhook:finance"), request.request_id),
     ]
-    assert notices[1].reason == "no decision after 1h: notify email:cfo@example.com, slack:#finance; add approvers cfo"
+    assert notices[1].reason == "no decision after 1h: notify webhook:cfo, webhook:finance; add approvers cfo"
 
 
 async def test_a_step_due_while_no_process_ran_fires_when_one_starts(write_config: WriteConfig) -> None:
     now = [T0]
-    path = write_config([STEPS])
+    path = config(write_config, [STEPS])
     async with Sayso.from_yaml(path, **at(now)) as app:
         await app.run("refund o-1 250")
     now[0] = T0 + 2 * 3600  # both steps came due while nothing ran
@@ -84,7 +92,7 @@ async def test_a_step_due_while_no_process_ran_fires_when_one_starts(write_confi
 
 async def test_two_runtimes_sweeping_at_once_fire_each_step_once(write_config: WriteConfig) -> None:
     now = [T0]
-    path = write_config([STEPS])
+    path = config(write_config, [STEPS])
     async with Sayso.from_yaml(path, **at(now)) as one, Sayso.from_yaml(path, **at(now)) as two:
         await one.run("refund o-1 250")
         now[0] = T0 + 3600
@@ -96,7 +104,7 @@ async def test_two_runtimes_sweeping_at_once_fire_each_step_once(write_config: W
 
 async def test_a_decision_stops_the_clock(write_config: WriteConfig) -> None:
     now = [T0]
-    async with Sayso.from_yaml(write_config([STEPS]), **at(now)) as app:
+    async with Sayso.from_yaml(config(write_config, [STEPS]), **at(now)) as app:
         paused = await app.run("refund o-1 250")
 
         await app.decide(approvals(paused.requests)[0].request_id, Approve())
@@ -119,7 +127,7 @@ async def test_on_timeout_decides_and_the_model_reads_the_reason(
 ) -> None:
     now = [T0]
     rule = {**STEPS, "escalate": [], "on_timeout": {"after": "4h", "action": action, "reason": reason}}
-    async with Sayso.from_yaml(write_config([rule]), **at(now)) as app:
+    async with Sayso.from_yaml(config(write_config, [rule]), **at(now)) as app:
         paused = await app.run("refund o-1 250")
         [request] = approvals(paused.requests)
         assert request.expires_at == T0 + 4 * 3600
@@ -135,7 +143,7 @@ async def test_on_timeout_decides_and_the_model_reads_the_reason(
 async def test_ttl_seconds_is_the_timeout_when_on_timeout_names_no_after(write_config: WriteConfig) -> None:
     now = [T0]
     rule = {"name": "refund", "ttl_seconds": 60, "on_timeout": {"action": "reject", "reason": "too slow"}}
-    async with Sayso.from_yaml(write_config([rule]), **at(now)) as app:
+    async with Sayso.from_yaml(config(write_config, [rule]), **at(now)) as app:
         paused = await app.run("refund o-1 250")
         assert approvals(paused.requests)[0].expires_at == T0 + 60
         now[0] = T0 + 61
@@ -161,3 +169,31 @@ def test_durations_read_as_people_write_them(tmp_path: Path) -> None:
     from sayso._core.escalation import parse_duration
 
     assert [parse_duration(v) for v in (90, "90s", "15m", "1h", "1.5h", "2d")] == [90, 90, 900, 3600, 5400, 172800]
+
+
+async def test_each_step_is_a_notice_to_its_targets_and_a_reminder_to_the_rules(write_config: WriteConfig) -> None:
+    """The channels deliver `request.escalated`: a step's `notify` targets get it, and a reminder goes to the
+    rule's own targets; a target the step does not name gets nothing."""
+    from sayso._core.channels import outbox_key
+
+    now = [T0]
+    rule = {
+        **STEPS,
+        "notify": ["webhook:team"],
+        "escalate": [{"after": "15m", "remind": True}, {"after": "1h", "notify": ["webhook:cfo"]}],
+    }
+    team, cfo = outbox_key("webhook:team"), outbox_key("webhook:cfo")
+    async with Sayso.from_yaml(config(write_config, [rule]), **at(now)) as app:
+        await app.run("refund o-1 250")
+        opened = await app.claim_events([team, cfo])
+        for event in opened:
+            await app.settle_event(event.delivery_id, status="delivered")
+        now[0] = T0 + 3600
+        await app.expire()
+        escalated = await app.claim_events([team, cfo])
+    assert [(e.event, e.target) for e in opened] == [("request.opened", "webhook:team")]
+    assert sorted((str(e.target), str(e.reason)) for e in escalated) == [
+        ("webhook:cfo", "no decision after 1h: notify webhook:cfo"),
+        ("webhook:team", "no decision after 15m: remind the approvers"),
+    ]
+    assert {e.event for e in escalated} == {"request.escalated"}

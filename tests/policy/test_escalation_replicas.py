@@ -29,7 +29,7 @@ RULE = {
     "name": "refund",
     "rule": "refunds-large",
     "when": "args.amount > 100",
-    "escalate": [{"after": 1, "remind": True}, {"after": 3, "notify": ["slack:#finance"], "add_approvers": ["cfo"]}],
+    "escalate": [{"after": 1, "remind": True}, {"after": 3, "notify": ["webhook:finance"], "add_approvers": ["cfo"]}],
     "on_timeout": {"after": 5, "action": "reject", "reason": "nobody approved in time"},
 }
 
@@ -52,6 +52,7 @@ def project(tmp_path: Path) -> Iterator[Path]:
     config = {
         "models": {"m": {"scripted": "script.yaml"}},
         "agents": {"shop": {"model": "m", "tools": ["tests.policy.tools:refund"], "interrupt": {"tools": [RULE]}}},
+        "webhooks": [{"name": "finance", "url": "http://127.0.0.1:9/finance", "secret": "s3cret"}],
     }
     (tmp_path / "sayso.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     yield tmp_path
@@ -85,7 +86,10 @@ def test_each_step_fires_once_across_replicas_and_the_survivor_finishes(project:
         _until(lambda: finished()["status"] == "completed", "the timeout never closed the run")
         assert finished()["output"] == "model read: Declined: nobody approved in time"
         steps = [e for e in _audit(b) if e["event"] == "escalated"]
-        assert [(e["step"], e["remind"], e["notify"]) for e in steps] == [(0, True, []), (1, False, ["slack:#finance"])]
+        assert [(e["step"], e["remind"], e["notify"]) for e in steps] == [
+            (0, True, []),
+            (1, False, ["webhook:finance"]),
+        ]
         decisions = [e for e in _audit(b) if e["event"] == "decision"]
         assert [(d["decision"], d["by"]) for d in decisions] == [("reject", "expiry")]
     finally:

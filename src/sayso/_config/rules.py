@@ -13,6 +13,7 @@ from typing import Annotated, TypeAlias
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from .._core.channels import TARGET_PATTERN
 from .._core.conditions import ConditionError, Expression, Reason
 from .._core.escalation import EscalationStep, OnTimeout, TimeoutAction, parse_duration
 from .._core.policy import PolicyAction, ToolRule
@@ -36,7 +37,7 @@ class EscalationStepConfig(_Entry):
     """How long after the request was raised the step is due: seconds, or `15m`, `1h`, `2d`."""
     remind: bool = False
     """Tell the request's approvers again."""
-    notify: list[str] = []
+    notify: list[Annotated[str, Field(pattern=TARGET_PATTERN)]] = []
     """Channel targets told of the request at this step: `email:sre@example.com`, `slack:#ops`, `webhook:NAME`."""
     add_approvers: list[str] = []
     """Principals or groups who may decide from this step on."""
@@ -122,7 +123,11 @@ class PolicyFields(BaseModel):
     def to_rule(self) -> ToolRule:
         """The core's rule: every field of the entry, these compiled."""
         timeout = self.on_timeout
+        # Lists of the other fields (`notify`...) are tuples in the core's frozen rule.
         fields = self.model_dump(exclude=POLICY_FIELDS)
+        for key, value in fields.items():
+            if isinstance(value, list):
+                fields[key] = tuple(value)
         if timeout is not None and timeout.after is not None:
             fields["ttl_seconds"] = timeout.after
         return ToolRule(

@@ -321,6 +321,10 @@ class StoreTx(ABC):
     async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
         """Replace an adapter's mark."""
 
+    @abstractmethod
+    async def add_mark(self, namespace: str, key: str, value: str, now: float) -> bool:
+        """Keep an adapter's mark unless one is kept already (then `False`); conditional, so one writer wins."""
+
     # escalation timers
 
     @abstractmethod

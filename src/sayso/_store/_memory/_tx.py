@@ -349,6 +349,12 @@ class MemoryTx(MemoryOutboxTx):
     async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
         self._put(self.s._marks, (namespace, key), value)
 
+    async def add_mark(self, namespace: str, key: str, value: str, now: float) -> bool:
+        if (namespace, key) in self.s._marks:
+            return False
+        self._put(self.s._marks, (namespace, key), value)
+        return True
+
 
 class _MemoryBase(_Tables, TxStore):
     """The tables, and one lock that makes each transaction (so each verb) atomic."""

@@ -339,6 +339,10 @@ class SqlTx(SqlOutboxTx):
     async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
         await self.tx.run(q.SET_MARK, {"namespace": namespace, "key": key, "value": value, "now": now})
 
+    async def add_mark(self, namespace: str, key: str, value: str, now: float) -> bool:
+        params = {"namespace": namespace, "key": key, "value": value, "now": now}
+        return await self.tx.run(q.ADD_MARK, params) == 1
+
 
 def _event_id() -> str:
     """An outbox event's id: random, so ids never repeat across databases."""

@@ -273,6 +273,11 @@ SET_MARK = Sql(
     "INSERT INTO marks (namespace, key, value, updated_at) VALUES (:namespace, :key, :value, :now) "
     "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
 )
+ADD_MARK = Sql(
+    "INSERT INTO marks (namespace, key, value, updated_at) VALUES (:namespace, :key, :value, :now) "
+    "ON CONFLICT (namespace, key) DO NOTHING"
+)
+"""A mark kept only if none is: a concurrent second insert waits for the first and then inserts nothing."""
 GET_MARK = Sql("SELECT value FROM marks WHERE namespace = :namespace AND key = :key")
 
 
