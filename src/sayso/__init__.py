@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ._defaults import DEFAULT_REMOTE_AGENTS
+from ._defaults import DEFAULT_REMOTE_AGENTS, ENGINES
 
 if TYPE_CHECKING:
     from ._config.file import (
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from ._engine.scripted import ScriptedModel
     from ._engine.tools import Approval, require_approval, tool
     from ._runtime import DecideResult, RemoteAgents, RunResult, Sayso, request_json, run_json
+    from ._runtime._runner import Engine
     from .exceptions import (
         AgentNotFound,
         AlreadyDecided,
@@ -100,6 +101,16 @@ def _a2a_remote_agents() -> RemoteAgents:
 
 
 DEFAULT_REMOTE_AGENTS.append(_a2a_remote_agents)
+
+
+def _temporal_engine(config: Config) -> Engine:
+    """The Temporal front (docs/guides/temporal.md), imported only when a config names `engine: temporal`."""
+    from ._temporal import front
+
+    return front(config)
+
+
+ENGINES["temporal"] = _temporal_engine
 
 __all__ = [
     "Accept",
