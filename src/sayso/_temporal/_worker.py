@@ -38,6 +38,8 @@ async def run_worker(config: Config, *, ready: Callable[[str], Awaitable[None]] 
             workflows=[SaysoRun],
             activities=activities.all(),
             graceful_shutdown_timeout=timedelta(seconds=5),
+            # A dead worker's runs move to another worker as soon as it would take over a segment.
+            sticky_queue_schedule_to_start_timeout=timedelta(seconds=settings.heartbeat_seconds),
         )
         async with worker:
             if ready is not None:
