@@ -85,7 +85,7 @@ class Workers:
     def start(self) -> subprocess.Popen[str]:
         """Start a worker and wait until it polls its task queue."""
         command = [sys.executable, "-m", "sayso", "worker", str(self.config)]
-        log = self.config.parent / f"worker-{len(self.running)}.log"
+        log = self.config.parent / f"worker-{uuid.uuid4().hex[:6]}.log"
         with log.open("w") as errors:
             process = subprocess.Popen(
                 command, env=self.env, cwd=self.config.parent, stdout=subprocess.PIPE, stderr=errors, text=True
