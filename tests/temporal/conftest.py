@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client
 
 from ..conftest import free_port
 
@@ -119,6 +120,13 @@ class Workers:
 def _close(process: subprocess.Popen[str]) -> None:
     if process.stdout is not None:
         process.stdout.close()
+
+
+async def workflows_on(address: str, task_queue: str) -> dict[str, str]:
+    """The workflows of `task_queue` (id → status name), as the Temporal UI lists them."""
+    client = await Client.connect(address)
+    found = {w.id: w.status.name if w.status else "" async for w in client.list_workflows(f'TaskQueue="{task_queue}"')}
+    return found
 
 
 def temporal_config(folder: Path, *, address: str, task_queue: str, body: str) -> Path:
