@@ -25,7 +25,7 @@ async def test_the_team_examples_delegates_pause_and_finish_the_report_on_tempor
     workers_env: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A question and an approval from two delegates reach the front; a wrong answer is refused; the report is written."""
+    """Two delegates ask (a question, an approval); a wrong answer is refused; the answers finish the report."""
     folder = tmp_path / "team"
     shutil.copytree(TEAM, folder, ignore=shutil.ignore_patterns("*.db*", "__pycache__"))
     config = temporal_config(
