@@ -39,6 +39,9 @@ def worker(config: ConfigArg) -> None:
         anyio.run(lambda: run_worker(loaded, ready=ready))
     except KeyboardInterrupt:
         return
+    except ConfigError as exc:  # what needs the agents' code: found when the worker builds them
+        errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(WRONG) from None
     except RuntimeError as exc:  # the cluster cannot be reached
         errors.print(f"[red]error:[/red] cannot reach Temporal: {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(CANNOT_SERVE) from None
