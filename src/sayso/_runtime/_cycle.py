@@ -165,8 +165,11 @@ class Cycle:
         Raises:
             RunConflict: another live runtime holds the run, or the run's work is not this runtime's to redo.
         """
+        if self.engine is not None:
+            # The engine's workers carry every run of a tree on (Temporal reschedules a dead worker's segment).
+            raise RunConflict(run.run_id, "the engine's workers carry this run on; no front process takes it over")
         runner = self.runner(run)
-        if self.engine is not None or not runner.local:
+        if not runner.local:
             return await runner.carry_on(run, options)  # refuses: its work is at the remote agent
         return await runner.carry_on(await _leases.take_over(self.k, run), options)
 
