@@ -10,8 +10,8 @@ paused run is carried on, whatever its kind:
     consumes the pause and carries the run on (its write, then its work)
 
 It also implements `Runs`, the port runners use for the runs below their own (a delegate, a
-workflow's agent node), so a runner never imports the cycle. The verbs (`_turns`, `_deciding`,
-`_recovery`) are functions over a `Cycle`.
+workflow's agent node), so a runner never imports the cycle. The verbs (`_verbs`: start, decide,
+answer, resume, cancel, expire, recover) are functions over a `Cycle`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .._core.decisions import Decision, DecisionRecord, Via
 from .._core.requests import DelegateRequest
 from .._core.resume import SKIPPED_FOR_FORCE
 from .._engine.calls import DelegateDeferral
-from .._store import PauseState, RunRecord
+from .._store import Decided, PauseState, RunRecord
 from ..exceptions import AgentNotFound, PauseConsumed, RequestNotFound, RunConflict
 from ..workflows import Workflow
 from . import _leases, _tree
@@ -68,18 +68,26 @@ class Cycle:
         """A run's kind: a remote delegate's proxy, a workflow's run, or an agent's."""
         if self.remote.serves(run):
             return "remote"
-        return "workflow" if self.workflows.hosts(run.agent) else "agent"
+        return self._kind_named(run.agent)
+
+    def _kind_named(self, name: str) -> RunKind:
+        """The kind of a top-level run of `name`: a workflow's, or an agent's."""
+        return "workflow" if self.workflows.hosts(name) else "agent"
 
     def runner(self, run: RunRecord) -> Runner:
         """The runner of `run`'s kind; a top-level local run's is the engine's when there is one."""
         kind = self.kind_of(run)
         if self.engine is not None and kind != "remote" and run.parent_run_id is None:
-            return _Engined(self.k, self.engine)
+            return _Engined(self.k, self.engine, self._runners[kind])
         return self._runners[kind]
 
-    def hosts_workflow(self, name: str) -> bool:
-        """Whether `name` is one of the runtime's workflows (rather than an agent)."""
-        return self.workflows.hosts(name)
+    def runner_named(self, name: str) -> Runner:
+        """The runner a top-level run of `name` (an agent's or a workflow's) goes to, before the run exists."""
+        return self._runners[self._kind_named(name)]
+
+    def runner_below(self, agent: str) -> Runner:
+        """The runner a run of `agent` below another run goes to: a remote delegate's proxy, or an agent's run."""
+        return self._runners["remote" if agent in self.remote.urls else "agent"]
 
     def entry(self, name: str) -> str:
         """`name`, when an agent or a workflow of this runtime has it: the one check of a name a caller gave.
@@ -179,9 +187,8 @@ class Cycle:
         self, parent: RunRecord, agent: str, task: str, *, call_id: str, agent_path: str, options: CallOptions
     ) -> RunResult:
         """Start a run of `agent` below `parent`'s call `call_id`, on a thread of its own, and run it."""
-        runner: Runner = self.remote if agent in self.remote.urls else self.agents
-        if runner.local:
-            self.k.built(agent)  # an agent that does not exist is refused before anything is written
+        runner = self.runner_below(agent)
+        runner.check(agent)  # an agent that does not exist is refused before anything is written
         child = await _tree.start_child(
             self.k,
             parent,
@@ -239,10 +246,17 @@ class _Engined:
     """The `Runner` of a top-level run whose work an `Engine` does: this process starts and asks, never runs."""
 
     local = False
+    reads_grants = False  # the engine's worker reads them with the segment
+    durable_start = True  # another process reads the run the moment the engine has it
+    claims_with_decision = False  # a decision goes to the engine, which resumes the run itself
 
-    def __init__(self, k: Kernel, engine: Engine) -> None:
+    def __init__(self, k: Kernel, engine: Engine, here: Runner) -> None:
         self._k = k
         self._engine = engine
+        self._here = here
+
+    def check(self, name: str) -> None:
+        self._here.check(name)  # the front builds the same agents its workers do
 
     async def start(self, run: RunRecord, start: Start, options: CallOptions) -> RunResult:
         if start.superseded is not None and start.superseded[0]:
@@ -261,3 +275,9 @@ class _Engined:
 
     async def answer_below(self, request: DelegateRequest, outcome: RunResult) -> DecisionRecord:
         raise RunConflict(request.run_id, "the engine's workers answer the runs below this run")
+
+    async def resume_decided(self, decided: Decided, options: CallOptions) -> RunResult:
+        raise RunConflict(decided.found.run.run_id, "a decision on an engine's run is resumed by the engine")
+
+    async def retry(self, run: RunRecord, options: CallOptions) -> RunResult:
+        raise RunConflict(run.run_id, "a failed run of an engine is not run again from a front")

@@ -21,10 +21,12 @@ from .._core.decisions import DECISION_ADAPTER
 from .._core.requests import REQUEST_ADAPTER
 from .._runtime import Sayso
 from .._runtime._cycle import Cycle
-from .._runtime._deciding import decide, expire, resume_if_ready
 from .._runtime._kernel import Kernel
 from .._runtime._leases import take_over
 from .._runtime._tree import open_leaves, result
+from .._runtime._verbs.decide import decide
+from .._runtime._verbs.expire import expire
+from .._runtime._verbs.resume import resume_if_ready
 from ..exceptions import PauseConsumed, RunConflict, SaysoError
 from ._shapes import (
     AdvanceInput,

@@ -27,7 +27,7 @@ from temporalio.common import RetryPolicy
 
 from .._core.decisions import DECISION_ADAPTER, check_decision
 from .._core.requests import REQUEST_ADAPTER
-from .._runtime._deciding import check_allowed
+from .._runtime._verbs.rules import check_allowed
 from ..exceptions import SaysoError
 from ._shapes import (
     RUN_WORKFLOW,
