@@ -148,3 +148,23 @@ async def test_expiry_fires_as_the_workflows_timer_with_no_front_sweeping(
     finally:
         pool.stop_all()
     assert calls(tmp_path) == []
+
+
+async def test_a_superseding_message_and_a_cancel_end_the_paused_runs_workflows(
+    files: Path, workers: Workers, temporal_address: str, task_queue: str, tmp_path: Path
+) -> None:
+    """A new message on a paused thread closes the old run's pause (its workflow ends); a cancel ends the new one's."""
+    workers.start()
+    async with Sayso.from_yaml(files) as front:
+        first = await front.run("delete a.txt")
+        second = await front.run("delete b.txt", thread_id=first.thread_id)
+        assert second.status == "paused" and second.run_id != first.run_id
+        cancelled = await front.cancel(second.run_id)
+        assert cancelled.status == "cancelled"
+        client = await Client.connect(temporal_address)
+        for run_id in (first.run_id, second.run_id):
+            handle = client.get_workflow_handle(f"sayso-files-{run_id}")
+            with anyio.fail_after(30):
+                ended = await handle.result()
+            assert ended == (await front.result(run_id)).status and ended != "paused"
+    assert calls(tmp_path) == []
