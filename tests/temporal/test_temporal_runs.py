@@ -6,6 +6,9 @@ process is the front (a `Sayso` whose config says `engine: temporal`), as `sayso
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,3 +171,24 @@ async def test_a_superseding_message_and_a_cancel_end_the_paused_runs_workflows(
                 ended = await handle.result()
             assert ended == (await front.result(run_id)).status and ended != "paused"
     assert calls(tmp_path) == []
+
+
+def test_the_cli_runs_and_decides_against_a_temporal_config(
+    files: Path, workers: Workers, workers_env: dict[str, str], tmp_path: Path
+) -> None:
+    """`sayso run` and `sayso decide` are fronts too: a refused answer exits 4, the approval finishes the run."""
+    workers.start()
+
+    def sayso(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "sayso", *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120, env=workers_env, cwd=tmp_path)
+
+    paused = json.loads(sayso("run", str(files), "delete d.txt", "--json").stdout)
+    assert paused["status"] == "paused"
+    request_id = paused["requests"][0]["id"]
+    refused = sayso("decide", str(files), request_id, "approve", "--scope", "always", "--json")
+    assert refused.returncode == 4 and "not offered" in refused.stdout
+    done = sayso("decide", str(files), request_id, "approve", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"] == "model read: deleted d.txt"
+    assert calls(tmp_path) == ["d.txt"]
