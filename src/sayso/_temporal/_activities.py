@@ -27,7 +27,7 @@ from .._runtime._tree import open_leaves, result
 from .._runtime._verbs.decide import decide
 from .._runtime._verbs.expire import expire
 from .._runtime._verbs.resume import resume_if_ready
-from ..exceptions import PauseConsumed, RunConflict, SaysoError
+from ..exceptions import PauseConsumed, RunConflict, SaysoError, StoreError
 from ._shapes import (
     AdvanceInput,
     DecideInput,
@@ -148,6 +148,9 @@ class Activities:
         task = asyncio.create_task(beat())
         try:
             yield
+        except StoreError as exc:
+            # The store did not answer: Temporal tries again (with backoff) until it does.
+            raise ApplicationError(str(exc)) from None
         except SaysoError as exc:
             raise failure(exc) from None
         finally:
