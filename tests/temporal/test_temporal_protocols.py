@@ -15,7 +15,7 @@ import pytest
 from sayso import Sayso
 
 from ..conftest import EXAMPLE, InProcess
-from ..protocols.a2a_helpers import hitl, send, task_of, user_message
+from ..protocols.a2a_helpers import hitl, send, stream, task_of, user_message
 from ..protocols.conftest import SAMPLES, protocol_app
 from ..protocols.test_ag_ui import finished, interrupt_of, post, resume, run_input, user
 from .conftest import Workers, temporal_config, workflows_on
@@ -84,3 +84,21 @@ async def test_an_ag_ui_interrupt_is_resumed_on_temporal(
     assert not (tmp_path / "sandbox" / "notes.txt").exists()
     run_id = pending.metadata["run_id"]
     assert await workflows_on(temporal_address, task_queue) == {f"sayso-files-{run_id}": "COMPLETED"}
+
+
+async def test_an_a2a_stream_ends_on_the_pause_and_on_the_answer_on_temporal(server: InProcess) -> None:
+    """SendStreamingMessage against a Temporal front: a working task, then the pause; a reply streams its answer.
+
+    The model's text is written on a worker, so it reaches the stream when the segment ends rather than as it
+    is written (docs/guides/temporal.md#when-to-use-which).
+    """
+    async with server.client() as client:
+        _, events = await stream(client, user_message("delete notes"))
+        assert events[0]["result"]["task"]["status"]["state"] == "TASK_STATE_WORKING"
+        last = events[-1]["result"]["statusUpdate"]
+        assert last["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        assert hitl(last["status"]["message"])["type"] == "tool_approval_request"
+        _, listed = await stream(client, user_message("list"))
+        final = listed[-1]["result"]["statusUpdate"]["status"]
+        assert final["state"] == "TASK_STATE_COMPLETED"
+        assert final["message"]["parts"][0]["text"].startswith("Files in the sandbox:")
