@@ -114,9 +114,9 @@ class Activities:
         k = self._k
         run = await k.store.get_run(run_id)
         now = k.clock()
-        if handed_by is not None and run.lease_owner == handed_by:
+        if handed_by is not None and run.lease_holder == handed_by:
             taken = await k.store.take_over(
-                run_id, owner=k.holder, until=now + k.lease_seconds, now=now, dead_owners=[handed_by]
+                run_id, holder=k.holder, until=now + k.lease_seconds, now=now, dead_holders=[handed_by]
             )
             if not taken:
                 raise ApplicationError(f"run {run_id!r}: could not take it over from its front; retrying")

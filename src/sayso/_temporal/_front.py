@@ -45,7 +45,7 @@ class TemporalFront:
         client = await self._connect()
         start = RunInput(
             run_id=run.run_id,
-            handed_by=run.lease_owner,
+            handed_by=run.lease_holder,
             options=options_json(options),
             heartbeat_seconds=self._settings.heartbeat_seconds,
         )
