@@ -26,14 +26,13 @@ async def test_concurrent_runs_over_two_fronts_and_three_workers_each_run_once(
     pool = Workers(config, workers_env)
     fronts: list[LiveServer] = []
     try:
-        # The fronts start first (each must answer within its start-up deadline), then the workers at once.
-        with ThreadPoolExecutor(3) as starting:
-            fronts.extend(
-                f.result()[0]
-                for f in [starting.submit(LiveServer.process, [str(config)], env=workers_env) for _ in range(2)]
-            )
+        # The first front creates the store; the other front and the workers then start at once.
+        fronts.append(LiveServer.process([str(config)], env=workers_env)[0])
+        with ThreadPoolExecutor(4) as starting:
+            second = starting.submit(LiveServer.process, [str(config)], env=workers_env)
             for worker in [starting.submit(pool.start) for _ in range(3)]:
                 worker.result()
+            fronts.append(second.result()[0])
         outputs: dict[str, str] = {}
 
         async def one(i: int) -> None:
