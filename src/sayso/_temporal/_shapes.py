@@ -2,20 +2,19 @@
 
 Requests, decisions, principals and call options travel as sayso's own JSON (the core's type
 adapters), so the workflow and the activities read exactly what the runtime would. A sayso error
-raised in a worker crosses as a failure carrying the pickled error, which the front raises again.
+raised in a worker crosses as a failure carrying the error as JSON, which the front raises again.
 """
 
 from __future__ import annotations
 
-import base64
 import json
-import pickle
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from pydantic import TypeAdapter
 from temporalio.exceptions import ApplicationError
 
+from .. import exceptions
 from .._core.access import Principal
 from .._core.grants import Grant
 from .._core.requests import Scope
@@ -124,25 +123,50 @@ def principal_of(text: str) -> Principal:
 
 
 def failure(exc: SaysoError) -> ApplicationError:
-    """A sayso error as a Temporal failure a front turns back into the same error (never retried)."""
-    carried = base64.b64encode(pickle.dumps(exc)).decode()
-    return ApplicationError(str(exc), carried, type=type(exc).__name__, non_retryable=True)
+    """A sayso error as a Temporal failure a front turns back into the same error (never retried).
+
+    It travels as JSON (what its `__reduce__` rebuilds it from), never as a pickle: a front only ever
+    rebuilds a class or helper of `sayso.exceptions`.
+    """
+    reduced = exc.__reduce__()
+    assert isinstance(reduced, tuple)
+    rebuild, args = reduced[0], reduced[1]
+    state = reduced[2] if len(reduced) > 2 else None
+    carried = {"rebuild": getattr(rebuild, "__name__", ""), "args": list(args), "state": state}
+    try:
+        detail = json.dumps(carried)
+    except TypeError:
+        detail = json.dumps({"rebuild": type(exc).__name__, "args": [str(exc)], "state": None})
+    return ApplicationError(str(exc), detail, type=type(exc).__name__, non_retryable=True)
 
 
 def error_in(failure_: BaseException | None) -> SaysoError | None:
     """The sayso error a failure chain carries (`failure`'s), or `None`."""
     while failure_ is not None:
-        if isinstance(failure_, ApplicationError) and failure_.details:
-            detail = failure_.details[0]
-            if isinstance(detail, str):
-                try:
-                    found = pickle.loads(base64.b64decode(detail))
-                except Exception:
-                    found = None
-                if isinstance(found, SaysoError):
-                    return found
+        if isinstance(failure_, ApplicationError) and failure_.details and isinstance(failure_.details[0], str):
+            found = _rebuilt(failure_.details[0])
+            if found is not None:
+                return found
         failure_ = failure_.__cause__
     return None
+
+
+def _rebuilt(detail: str) -> SaysoError | None:
+    try:
+        carried = json.loads(detail)
+        rebuild = getattr(exceptions, carried["rebuild"], None)
+        if rebuild is None or getattr(rebuild, "__module__", None) != exceptions.__name__:
+            return None
+        state = carried["state"] if isinstance(carried["state"], dict) else {}
+        try:
+            found = rebuild(*carried["args"], **state)  # the state of sayso's errors is their keywords
+        except TypeError:
+            found = rebuild(*carried["args"])
+            if isinstance(found, SaysoError):
+                found.__dict__.update(state)
+    except (ValueError, TypeError, KeyError):
+        return None
+    return found if isinstance(found, SaysoError) else None
 
 
 def json_of(value: Any) -> str:
