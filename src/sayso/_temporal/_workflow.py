@@ -8,7 +8,7 @@ the accepted Update records the decision (an activity: the same checks again, in
 transaction) and, once nothing is open, runs the resume. When every open request has an expiry,
 a workflow timer fires at the last one and expires them: no front has to run a sweep.
 
-Activities and their retries (docs/guides/temporal.md#which-activities-retry): a segment (the
+Activities and their retries (docs/guides/temporal.md#which-activities-retry-and-why): a segment (the
 agent's model requests and tool calls, between two stops) is retried on another worker when its
 worker stops heartbeating; the retry carries the run on from the store, where the ledger marked
 every approved call before it ran, so a call cut off mid-way is recorded "outcome unknown" and
