@@ -156,7 +156,8 @@ async def test_expiry_fires_as_the_workflows_timer_with_no_front_sweeping(
 async def test_a_superseding_message_and_a_cancel_end_the_paused_runs_workflows(
     files: Path, workers: Workers, temporal_address: str, task_queue: str, tmp_path: Path
 ) -> None:
-    """A new message on a paused thread closes the old run's pause (its workflow ends); a cancel ends the new one's."""
+    """A new message on a paused thread closes the old run's pause (its workflow ends), a cancel ends the new one's,
+    and a forced resume skips a third run's open request: each workflow ends with its run's status."""
     workers.start()
     async with Sayso.from_yaml(files) as front:
         first = await front.run("delete a.txt")
@@ -164,8 +165,11 @@ async def test_a_superseding_message_and_a_cancel_end_the_paused_runs_workflows(
         assert second.status == "paused" and second.run_id != first.run_id
         cancelled = await front.cancel(second.run_id)
         assert cancelled.status == "cancelled"
+        third = await front.run("delete c.txt")
+        forced = await front.resume(third.run_id, force=True)  # the open request counts as skipped
+        assert forced.status == "completed" and forced.output is not None and "Skipped" in forced.output
         client = await Client.connect(temporal_address)
-        for run_id in (first.run_id, second.run_id):
+        for run_id in (first.run_id, second.run_id, third.run_id):
             handle = client.get_workflow_handle(f"sayso-files-{run_id}")
             with anyio.fail_after(30):
                 ended = await handle.result()
