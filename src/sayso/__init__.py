@@ -105,8 +105,12 @@ DEFAULT_REMOTE_AGENTS.append(_a2a_remote_agents)
 
 def _temporal_engine(config: Config) -> Engine:
     """The Temporal front (docs/guides/temporal.md), imported only when a config names `engine: temporal`."""
-    from ._temporal import front
+    from .exceptions import ConfigError
 
+    try:
+        from ._temporal import front
+    except ImportError as exc:
+        raise ConfigError(f"engine: temporal needs the Temporal extra: pip install 'sayso[temporal]' ({exc})") from None
     return front(config)
 
 
