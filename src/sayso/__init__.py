@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from ._engine.deps import RunDeps
     from ._engine.hooks import AskApproval, BeforeToolCall, HookCall, VisitUrl, before_tool_call
     from ._engine.scripted import ScriptedModel
+    from ._engine.steps import step
     from ._engine.tools import Approval, require_approval, tool
     from ._runtime import DecideResult, RemoteAgents, RunResult, Sayso, request_json, run_json
     from ._runtime._runner import Engine
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
         RunNotFound,
         SaysoError,
         SchemaMismatch,
+        StepOutcomeUnknown,
         StoreError,
         ThreadBusy,
         ThreadNotFound,
@@ -177,6 +179,7 @@ __all__ = [
     "Scope",
     "ScriptedModel",
     "Skip",
+    "StepOutcomeUnknown",
     "StoreError",
     "Subject",
     "ThreadBusy",
@@ -195,6 +198,7 @@ __all__ = [
     "request_json",
     "require_approval",
     "run_json",
+    "step",
     "tool",
 ]
 
@@ -261,6 +265,7 @@ _LAZY: dict[str, str] = {
     "Scope": "._core.requests",
     "ScriptedModel": "._engine.scripted",
     "Skip": "._core.decisions",
+    "StepOutcomeUnknown": ".exceptions",
     "StoreError": ".exceptions",
     "Subject": "._core.requests",
     "ThreadBusy": ".exceptions",
@@ -279,6 +284,7 @@ _LAZY: dict[str, str] = {
     "request_json": "._runtime",
     "require_approval": "._engine.tools",
     "run_json": "._runtime",
+    "step": "._engine.steps",
     "tool": "._engine.tools",
 }
 """Where each public name lives: `sayso.X` imports that module the first time X is asked for."""

@@ -30,6 +30,7 @@ from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request
 from ._port_outbox import OutboxPort
+from ._port_steps import StepPort
 from ._port_trust import TrustPort
 from ._records import (
     BegunRun,
@@ -55,7 +56,7 @@ from ._records import (
 )
 
 
-class RunStore(OutboxPort, TrustPort):
+class RunStore(OutboxPort, TrustPort, StepPort):
     """The durable store behind every run, pause and decision.
 
     Open it before use (`await store.open()` or `async with store:`) and close it after. Audit
@@ -484,6 +485,14 @@ class RunStore(OutboxPort, TrustPort):
         """Keep a value an interface adapter needs beside sayso's state, replacing any earlier one.
 
         `namespace` is the adapter's own (say `a2a.activation`), so adapters never collide.
+        """
+
+    @abstractmethod
+    async def claim_mark(self, namespace: str, key: str, value: str) -> bool:
+        """Keep a value only if none is kept under `namespace` and `key` yet; `False` when one was (nothing changes).
+
+        Of two callers at once, across processes, exactly one gets `True`: what a one-time token or a
+        replayed payload is refused by.
         """
 
     @abstractmethod

@@ -28,6 +28,7 @@ from .._core.audit_events import AuditEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import Request
+from .._core.steps import StepKey, StepRecord
 from ._port import RunStore
 from ._records import (
     DeliveryStatus,
@@ -273,6 +274,24 @@ class StoreTx(ABC):
     ) -> bool:
         """Finish an entry still `executing`; `False` when it is not (another sweep resolved it)."""
 
+    # the step journal
+
+    @abstractmethod
+    async def step(self, key: StepKey) -> StepRecord | None:
+        """A step's record, or `None`."""
+
+    @abstractmethod
+    async def add_step(self, key: StepKey, now: float) -> None:
+        """Insert a step's mark, `started`."""
+
+    @abstractmethod
+    async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
+        """Write a step's outcome to its mark."""
+
+    @abstractmethod
+    async def drop_step(self, key: StepKey) -> None:
+        """Delete a step's mark, if it is `started`."""
+
     # workflow state, remote tasks, marks
 
     @abstractmethod
@@ -298,6 +317,10 @@ class StoreTx(ABC):
     @abstractmethod
     async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
         """Replace an adapter's mark."""
+
+    @abstractmethod
+    async def add_mark(self, namespace: str, key: str, value: str, now: float) -> bool:
+        """Keep an adapter's mark unless one is kept already (then `False`); conditional, so one writer wins."""
 
     # the outbox
 

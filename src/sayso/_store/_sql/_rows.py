@@ -228,6 +228,15 @@ INSERT_REMOTE_TASK = Sql(
 
 # workflow runs, marks, grants by id
 
+_STEP = "run_id = :run_id AND scope = :scope AND name = :name AND occurrence = :occurrence"
+GET_STEP = Sql(f"SELECT status, result FROM steps WHERE {_STEP}")
+INSERT_STEP = Sql(
+    "INSERT INTO steps (run_id, scope, name, occurrence, status, started_at) "
+    "VALUES (:run_id, :scope, :name, :occurrence, 'started', :now)"
+)
+END_STEP = Sql(f"UPDATE steps SET status = :status, result = :result, finished_at = :now WHERE {_STEP}")
+DROP_STEP = Sql(f"DELETE FROM steps WHERE {_STEP} AND status = 'started'")
+
 GET_WORKFLOW_STATE = Sql("SELECT body FROM workflow_states WHERE run_id = :run_id")
 PUT_WORKFLOW_STATE = Sql(
     "INSERT INTO workflow_states (run_id, body, updated_at) VALUES (:run_id, :body, :now) "
@@ -250,6 +259,11 @@ SET_MARK = Sql(
     "INSERT INTO marks (namespace, key, value, updated_at) VALUES (:namespace, :key, :value, :now) "
     "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
 )
+ADD_MARK = Sql(
+    "INSERT INTO marks (namespace, key, value, updated_at) VALUES (:namespace, :key, :value, :now) "
+    "ON CONFLICT (namespace, key) DO NOTHING"
+)
+"""A mark kept only if none is: a concurrent second insert waits for the first and then inserts nothing."""
 GET_MARK = Sql("SELECT value FROM marks WHERE namespace = :namespace AND key = :key")
 
 
