@@ -8,8 +8,9 @@ result, and every later run of the same body returns that record instead of call
 - A step is keyed by its run, its scope (the tool call's id, or the workflow node and its pass)
   and its name with how many steps of that name the body took before it (`StepKey`), so two steps
   of one name in one body are two steps, and a body must take its steps in the same order each time.
-- A step is marked `started` (durably) before its function runs, and `done` with its result once
-  it returned. A mark found `started` was cut off mid-way (the process died): its outcome is
+- A step is marked `started` (on disk, unless it is idempotent) before its function runs, and
+  `done` with its result once it returned. A mark found `started` was cut off mid-way (the
+  process died): its outcome is
   unknown, and it raises `StepOutcomeUnknown` instead of running again, unless it is `idempotent`;
   the first run to find it so marks it `unknown`, with an audit record.
 - A function that raises leaves no record: it did not do its work, and the next run tries again.
