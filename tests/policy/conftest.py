@@ -54,7 +54,7 @@ def write_config(tmp_path: Path) -> WriteConfig:
 
     def write(rules: Sequence[object] = RULES, **extra: object) -> Path:
         (tmp_path / "script.yaml").write_text(yaml.safe_dump(SCRIPT))
-        interrupt = cast("dict[str, object]", extra.pop("interrupt", {}))
+        interrupt = cast(dict[str, object], extra.pop("interrupt", {}))
         config = {
             "store": f"sqlite:///{tmp_path / 'sayso.db'}",
             "models": {"m": {"scripted": "script.yaml"}},
@@ -62,7 +62,7 @@ def write_config(tmp_path: Path) -> WriteConfig:
                 "shop": {
                     "model": "m",
                     "tools": ["tests.policy.tools:refund"],
-                    "interrupt": {"tools": list(rules), **interrupt},
+                    "interrupt": {"tools": rules, **interrupt},
                 }
             },
             **extra,
