@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ._defaults import DEFAULT_REMOTE_AGENTS
+from ._defaults import DEFAULT_REMOTE_AGENTS, ENGINES
 
 if TYPE_CHECKING:
     from ._config.file import (
@@ -57,8 +57,10 @@ if TYPE_CHECKING:
     from ._engine.deps import RunDeps
     from ._engine.hooks import AskApproval, BeforeToolCall, HookCall, VisitUrl, before_tool_call
     from ._engine.scripted import ScriptedModel
+    from ._engine.steps import step
     from ._engine.tools import Approval, require_approval, tool
     from ._runtime import DecideResult, RemoteAgents, RunResult, Sayso, request_json, run_json
+    from ._runtime._runner import Engine
     from .exceptions import (
         AgentNotFound,
         AlreadyDecided,
@@ -78,6 +80,7 @@ if TYPE_CHECKING:
         RunNotFound,
         SaysoError,
         SchemaMismatch,
+        StepOutcomeUnknown,
         StoreError,
         ThreadBusy,
         ThreadNotFound,
@@ -100,6 +103,20 @@ def _a2a_remote_agents() -> RemoteAgents:
 
 
 DEFAULT_REMOTE_AGENTS.append(_a2a_remote_agents)
+
+
+def _temporal_engine(config: Config) -> Engine:
+    """The Temporal front (docs/guides/temporal.md), imported only when a config names `engine: temporal`."""
+    from .exceptions import ConfigError
+
+    try:
+        from ._temporal import front
+    except ImportError as exc:
+        raise ConfigError(f"engine: temporal needs the Temporal extra: pip install 'sayso[temporal]' ({exc})") from None
+    return front(config)
+
+
+ENGINES["temporal"] = _temporal_engine
 
 __all__ = [
     "Accept",
@@ -162,6 +179,7 @@ __all__ = [
     "Scope",
     "ScriptedModel",
     "Skip",
+    "StepOutcomeUnknown",
     "StoreError",
     "Subject",
     "ThreadBusy",
@@ -180,6 +198,7 @@ __all__ = [
     "request_json",
     "require_approval",
     "run_json",
+    "step",
     "tool",
 ]
 
@@ -246,6 +265,7 @@ _LAZY: dict[str, str] = {
     "Scope": "._core.requests",
     "ScriptedModel": "._engine.scripted",
     "Skip": "._core.decisions",
+    "StepOutcomeUnknown": ".exceptions",
     "StoreError": ".exceptions",
     "Subject": "._core.requests",
     "ThreadBusy": ".exceptions",
@@ -264,6 +284,7 @@ _LAZY: dict[str, str] = {
     "request_json": "._runtime",
     "require_approval": "._engine.tools",
     "run_json": "._runtime",
+    "step": "._engine.steps",
     "tool": "._engine.tools",
 }
 """Where each public name lives: `sayso.X` imports that module the first time X is asked for."""

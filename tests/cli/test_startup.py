@@ -17,8 +17,10 @@ import sys
 
 import pytest
 
-HEAVY = ("pydantic_ai", "fastapi", "sqlalchemy", "starlette", "a2a", "mcp", "fastmcp")
-"""What `--help` must not import: the engine, the web stack, the store's database layer, the protocols."""
+from ..conftest import EXAMPLE
+
+HEAVY = ("pydantic_ai", "fastapi", "sqlalchemy", "starlette", "a2a", "mcp", "fastmcp", "temporalio")
+"""What `--help` must not import: the engine, the web stack, the store's database layer, the protocols, Temporal."""
 
 
 def imported_by(*args: str, env: dict[str, str] | None = None) -> set[str]:
@@ -34,7 +36,15 @@ def imported_by(*args: str, env: dict[str, str] | None = None) -> set[str]:
 
 @pytest.mark.parametrize(
     "args",
-    [("--help",), ("decide", "--help"), ("inbox", "--help"), ("audit", "verify", "--help"), ("--version",)],
+    [
+        ("--help",),
+        ("decide", "--help"),
+        ("inbox", "--help"),
+        ("audit", "verify", "--help"),
+        ("policy", "test", "--help"),
+        ("worker", "--help"),
+        ("--version",),
+    ],
     ids=" ".join,
 )
 def test_help_imports_nothing_heavy(args: tuple[str, ...]) -> None:
@@ -43,6 +53,21 @@ def test_help_imports_nothing_heavy(args: tuple[str, ...]) -> None:
     assert "typer" in modules and "sayso.cli._app" in modules  # the walk sees the CLI itself
     heavy = sorted(m for m in modules if m.split(".")[0] in HEAVY)
     assert heavy == []
+
+
+def test_a_runtime_without_an_engine_never_imports_temporal() -> None:
+    """Building and opening a `Sayso` for a config that names no engine loads no Temporal module."""
+    script = "\n".join(
+        [
+            "import asyncio, sayso",
+            "async def main():",
+            f"    async with sayso.Sayso.from_yaml({str(EXAMPLE)!r}): pass",
+            "asyncio.run(main())",
+        ]
+    )
+    modules = imported_by("-c", script)
+    assert "sayso._runtime._facade" in modules
+    assert not {m for m in modules if m.split(".")[0] == "temporalio" or m.startswith("sayso._temporal")}
 
 
 def test_the_walk_sees_a_heavy_import() -> None:
@@ -91,9 +116,10 @@ def test_inbox_reads_the_store_without_the_engine_or_sqlalchemy(paused_store: tu
     assert sorted(m for m in modules if m.split(".")[0] in (*HEAVY, "alembic")) == []
 
 
-@pytest.mark.parametrize("args", [("audit", "verify"), ("audit", "list"), ("grants", "list")], ids=" ".join)
+@pytest.mark.parametrize("args", [("audit", "verify"), ("audit", "list"), ("grants", "list"), ("stats",)], ids=" ".join)
 def test_reading_commands_build_no_agent(paused_store: tuple[str, dict[str, str]], args: tuple[str, ...]) -> None:
-    """The audit and grant listings read the store without the engine, the web stack or a protocol."""
+    """The audit, grant and approval-statistics listings read the store without the engine, the web stack or a
+    protocol."""
     config, env = paused_store
     modules = imported_by("-m", "sayso", *args, config, env=env)
     assert "sayso._store._sql._store" in modules

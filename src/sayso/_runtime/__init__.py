@@ -17,6 +17,8 @@
 | `_auth` | who calls an HTTP interface: a bearer token becomes a `Principal`, for every edge |
 | `_events` | `request.opened` / `decided` / `expired` for listeners |
 | `_outbox` | the same events from the store's outbox, claimed and settled by a webhook sender |
+| `_notices` | which destinations the outbox fans out to, and which `notify` targets a request's notice goes to |
+| `_links` | mailed links: made, opened (never deciding) and decided through once, as the principal mailed |
 | `_audit` | the audit key, the exported head, verification |
 | `_watch` | what changed for a principal, whichever process changed it (the live UI follows it) |
 | `_reader` | `Reader`: the reading verbs over the store alone, for callers that run nothing (`sayso inbox`) |
@@ -29,7 +31,7 @@ loads the reading runtime and the store, not the engine, pydantic-ai or the cycl
 
 from __future__ import annotations
 
-from importlib import import_module
+from importlib.util import resolve_name
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -52,11 +54,11 @@ if TYPE_CHECKING:
     from ._events import EventData, EventListener, RequestEvent
     from ._facade import Sayso
     from ._kernel import new_id
-    from ._outbox import OutboundEvent, RunUpdate
+    from ._outbox import EscalationNotice, OutboundEvent, RunUpdate
     from ._reader import Reader
     from ._reading import PrincipalLike
     from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
-    from ._results import DecideResult, RunResult, request_json, request_state_json, rfc3339, run_json
+    from ._results import DecideResult, RunResult, request_json, request_state_json, rfc3339, run_json, stats_json
     from ._watch import Change, RequestClosed, RequestOpened, RunChanged, ThreadsChanged
 
 __all__ = [
@@ -70,6 +72,7 @@ __all__ = [
     "EventListener",
     "InboxFilter",
     "InboxPage",
+    "EscalationNotice",
     "OutboundEvent",
     "PrincipalLike",
     "Reader",
@@ -100,6 +103,7 @@ __all__ = [
     "request_state_json",
     "rfc3339",
     "run_json",
+    "stats_json",
 ]
 
 _LAZY: dict[str, str] = {
@@ -109,6 +113,7 @@ _LAZY: dict[str, str] = {
     "DEFAULT_REMOTE_AGENTS": ".._defaults",
     "DecideResult": "._results",
     "DeliveryStatus": ".._store",
+    "EscalationNotice": "._outbox",
     "EventData": "._events",
     "EventListener": "._events",
     "InboxFilter": ".._store",
@@ -143,6 +148,7 @@ _LAZY: dict[str, str] = {
     "request_state_json": "._results",
     "rfc3339": "._results",
     "run_json": "._results",
+    "stats_json": "._results",
 }
 
 
@@ -150,7 +156,9 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
+    # An import statement's machinery (`__import__`), not `import_module`: `python -X importtime` then lists
+    # the module, as tests/cli/test_startup.py reads it.
+    value = getattr(__import__(resolve_name(module, __name__), fromlist=[name]), name)
     globals()[name] = value  # the next look-up is a plain attribute
     return value
 

@@ -1,18 +1,15 @@
 """`RunStore`: the port every backend implements — threads, runs, pauses, requests, decisions and the rest.
 
-The runtime talks to durable state only through these verbs, so a backend can be swapped
-(`SqlRunStore` for SQLite and PostgreSQL, `MemoryRunStore` for tests and embedding) and one
-contract suite (`tests/store/test_contract.py`) pins what each must do. The business verbs are
-written once (`_verbs/`) over the primitives of one transaction (`_primitives.StoreTx`); a
-backend supplies those primitives, its transactions and its listings. The rules a verb applies
-inside its transaction (`decide_request`'s `judge`, `begin_run`'s `check`) are the caller's pure
-functions, typed here: the store imports nothing of the runtime. Every step that must
-happen once — consuming a pause, the first decision, starting an approved call, taking over a
-run — is a conditional write whose outcome the verb reports, so the same runtime is safe across
-processes and replicas. Backends raise sayso's errors only: `RunConflict` and `PauseConsumed`
-when another writer won a race, `RunNotFound` for an unknown run, `StoreError` when the
-storage itself failed. The outbox's verbs (webhook events) are declared in `_port_outbox`, those
-of grants and the audit log in `_port_trust`.
+The runtime talks to durable state only through these verbs, so a backend can be swapped (`SqlRunStore` for SQLite and
+PostgreSQL, `MemoryRunStore` for tests and embedding) and one contract suite (`tests/store/test_contract.py`) pins what
+each must do. The business verbs are written once (`_verbs/`) over the primitives of one transaction
+(`_primitives.StoreTx`); a backend supplies those primitives, its transactions and its listings. The rules a verb
+applies inside its transaction (`decide_request`'s `judge`, `begin_run`'s `check`) are the caller's pure functions,
+typed here: the store imports nothing of the runtime. Every step that must happen once — consuming a pause, the first
+decision, starting an approved call, taking over a run — is a conditional write whose outcome the verb reports, so the
+same runtime is safe across processes and replicas. Backends raise sayso's errors only: `RunConflict` and
+`PauseConsumed` when another writer won a race, `RunNotFound` for an unknown run, `StoreError` when the storage itself
+failed. Other concepts' verbs are declared beside it: `_port_outbox`, `_port_trust`, `_port_policy`...
 """
 
 from __future__ import annotations
@@ -28,6 +25,8 @@ from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request
 from ._port_outbox import OutboxPort
+from ._port_policy import PolicyPort
+from ._port_steps import StepPort
 from ._port_trust import TrustPort
 from ._records import (
     BegunRun,
@@ -56,7 +55,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
 
-class RunStore(OutboxPort, TrustPort):
+class RunStore(OutboxPort, TrustPort, PolicyPort, StepPort):
     """The durable store behind every run, pause and decision.
 
     Open it before use (`await store.open()` or `async with store:`) and close it after. Audit
@@ -122,7 +121,7 @@ class RunStore(OutboxPort, TrustPort):
         run_id: str,
         prompt: str,
         client_tools: Sequence[ClientTool],
-        lease_owner: str,
+        lease_holder: str,
         lease_expires_at: float,
         now: float,
         expect_active: str | None,
@@ -160,7 +159,7 @@ class RunStore(OutboxPort, TrustPort):
         run_id: str,
         prompt: str,
         client_tools: Sequence[ClientTool],
-        lease_owner: str,
+        lease_holder: str,
         lease_expires_at: float,
         now: float,
         check: ThreadCheck | None = None,
@@ -190,18 +189,20 @@ class RunStore(OutboxPort, TrustPort):
         """
 
     @abstractmethod
-    async def renew_lease(self, run_id: str, owner: str, until: float) -> bool:
+    async def renew_lease(self, run_id: str, holder: str, until: float) -> bool:
         """Extend the lease of a running run; `False` when another process has taken it over."""
 
     @abstractmethod
-    async def take_over(self, run_id: str, *, owner: str, until: float, now: float, dead_owners: Sequence[str]) -> bool:
-        """Take a running run whose lease lapsed (or whose owner is known dead); exactly one caller wins."""
+    async def take_over(
+        self, run_id: str, *, holder: str, until: float, now: float, dead_holders: Sequence[str]
+    ) -> bool:
+        """Take a running run whose lease lapsed (or whose holder is known dead); exactly one caller wins."""
 
     @abstractmethod
     async def lapsed_runs(self, *, now: float, host: str | None = None, limit: int = 100) -> list[RunRecord]:
         """Running runs nobody may be working on: their lease lapsed by `now`, oldest lease first.
 
-        With `host`, also running runs held by a process on that host (lease owner `host:pid:…`),
+        With `host`, also running runs held by a process on that host (lease holder `host:pid:…`),
         lapsed or not, so a restarted runtime can check at once whether their process died.
         """
 
@@ -218,7 +219,7 @@ class RunStore(OutboxPort, TrustPort):
         self,
         run: RunRecord,
         *,
-        owner: str,
+        holder: str,
         pause_id: str,
         new_messages: Sequence[ModelMessage],
         requests: Sequence[Request],
@@ -241,7 +242,7 @@ class RunStore(OutboxPort, TrustPort):
         self,
         run: RunRecord,
         *,
-        owner: str,
+        holder: str,
         new_messages: Sequence[ModelMessage],
         status: RunStatus,
         output: str | None,
@@ -357,7 +358,7 @@ class RunStore(OutboxPort, TrustPort):
         run: RunRecord,
         *,
         pause_id: str,
-        owner: str,
+        holder: str,
         until: float,
         now: float,
         added: Sequence[DecisionRecord],
@@ -368,7 +369,7 @@ class RunStore(OutboxPort, TrustPort):
         durable: bool = True,
         load_workflow_state: bool = False,
     ) -> Claim:
-        """Consume a pause and make this process the run's owner; exactly one caller succeeds.
+        """Consume a pause and make this process the run's lease holder; exactly one caller succeeds.
 
         `added` are decisions the resume takes itself (skips of what was left open). `executing`
         names the approved requests about to run: their ledger marks are written in the same
@@ -385,7 +386,7 @@ class RunStore(OutboxPort, TrustPort):
 
     @abstractmethod
     async def decide_request(
-        self, request_id: str, judge: Judge, *, owner: str, until: float, now: float
+        self, request_id: str, judge: Judge, *, holder: str, until: float, now: float
     ) -> Decided | None:
         """Decide a request in one transaction: read it, let `judge` rule, write the verdict.
 
@@ -394,7 +395,7 @@ class RunStore(OutboxPort, TrustPort):
         when a concurrent writer gets in the way it is called again on what is there now. The
         verdict's decision is recorded with its audit records and grant (the first decision
         wins: the judge sees an earlier one). When the verdict resumes the run, its pause is
-        consumed, this process (`owner`, until `until`) takes the run's lease, the approved
+        consumed, this process (`holder`, until `until`) takes the run's lease, the approved
         calls' ledger marks are written and the thread's history is read, all in the same commit.
 
         Returns `None` when no request has this id.
@@ -451,7 +452,7 @@ class RunStore(OutboxPort, TrustPort):
         self,
         run: RunRecord,
         *,
-        owner: str,
+        holder: str,
         state: bytes,
         now: float,
         new_messages: Sequence[ModelMessage] = (),
@@ -466,7 +467,7 @@ class RunStore(OutboxPort, TrustPort):
         """
 
     @abstractmethod
-    async def reopen_run(self, run: RunRecord, *, owner: str, until: float, now: float) -> RunRecord:
+    async def reopen_run(self, run: RunRecord, *, holder: str, until: float, now: float) -> RunRecord:
         """Run a failed run again under this process's lease (a workflow retrying its failed node).
 
         The run takes its thread back; exactly one caller wins.
@@ -483,6 +484,14 @@ class RunStore(OutboxPort, TrustPort):
         """Keep a value an interface adapter needs beside sayso's state, replacing any earlier one.
 
         `namespace` is the adapter's own (say `a2a.activation`), so adapters never collide.
+        """
+
+    @abstractmethod
+    async def claim_mark(self, namespace: str, key: str, value: str) -> bool:
+        """Keep a value only if none is kept under `namespace` and `key` yet; `False` when one was (nothing changes).
+
+        Of two callers at once, across processes, exactly one gets `True`: what a one-time token or a
+        replayed payload is refused by.
         """
 
     @abstractmethod

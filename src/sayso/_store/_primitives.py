@@ -26,9 +26,11 @@ from .._core.audit_events import AuditEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import Request
+from .._core.steps import StepKey, StepRecord
 from ._port import RunStore
 from ._records import (
     DeliveryStatus,
+    DueEscalation,
     ExecutionRecord,
     ExecutionResult,
     OutboxKind,
@@ -52,30 +54,30 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class PauseRun:
-    """Pause a run this process still holds (`owner`): its lease goes."""
+    """Pause a run this process still holds (`holder`): its lease goes."""
 
     pause_id: str
-    owner: str
+    holder: str
     now: float
 
 
 @dataclass(frozen=True, slots=True)
 class EndRun:
-    """End a run this process still holds (`owner`): completed, failed or cancelled, lease and pause gone."""
+    """End a run this process still holds (`holder`): completed, failed or cancelled, lease and pause gone."""
 
     status: RunStatus
     output: str | None
     error: str | None
-    owner: str
+    holder: str
     now: float
 
 
 @dataclass(frozen=True, slots=True)
 class ClaimRun:
-    """A consumed pause's run runs again under `owner`'s lease; unconditional (consuming the pause decided it)."""
+    """A consumed pause's run runs again under `holder`'s lease; unconditional (consuming the pause decided it)."""
 
     pause_id: str
-    owner: str
+    holder: str
     until: float
     now: float
 
@@ -90,17 +92,17 @@ class CancelRun:
 
 @dataclass(frozen=True, slots=True)
 class RenewLease:
-    """Extend `owner`'s lease on a running run (no revision bump: nothing about the run changed)."""
+    """Extend `holder`'s lease on a running run (no revision bump: nothing about the run changed)."""
 
-    owner: str
+    holder: str
     until: float
 
 
 @dataclass(frozen=True, slots=True)
 class TakeOver:
-    """Take a running run whose lease lapsed by `now`, or whose owner is `dead`."""
+    """Take a running run whose lease lapsed by `now`, or whose holder is `dead`."""
 
-    owner: str
+    holder: str
     until: float
     now: float
     dead: str | None
@@ -108,9 +110,9 @@ class TakeOver:
 
 @dataclass(frozen=True, slots=True)
 class ReopenRun:
-    """Run a failed run again under `owner`'s lease."""
+    """Run a failed run again under `holder`'s lease."""
 
-    owner: str
+    holder: str
     until: float
     now: float
 
@@ -181,8 +183,8 @@ class StoreTx(ABC):
         """Apply `change` if its condition holds; whether the row changed (`ClaimRun`: always)."""
 
     @abstractmethod
-    async def holds(self, run_id: str, owner: str) -> bool:
-        """Whether `owner` holds the run's lease."""
+    async def holds(self, run_id: str, holder: str) -> bool:
+        """Whether `holder` holds the run's lease."""
 
     # the message log
 
@@ -217,8 +219,10 @@ class StoreTx(ABC):
         """Insert decisions (none taken yet); their requests become `decided`."""
 
     @abstractmethod
-    async def add_events(self, kind: OutboxKind, request_ids: Sequence[str], now: float) -> None:
-        """Write one outbox event per request, committed with the change it reports."""
+    async def add_events(
+        self, kind: OutboxKind, request_ids: Sequence[str], now: float, *, step: int | None = None
+    ) -> None:
+        """Write one outbox event per request, committed with the change it reports (`step`: an escalation's)."""
 
     # grants and the audit chain
 
@@ -274,6 +278,28 @@ class StoreTx(ABC):
     ) -> bool:
         """Finish an entry still `executing`; `False` when it is not (another sweep resolved it)."""
 
+    # the step journal
+
+    @abstractmethod
+    async def step(self, key: StepKey) -> StepRecord | None:
+        """A step's record, or `None`."""
+
+    @abstractmethod
+    async def add_step(self, key: StepKey, now: float) -> None:
+        """Insert a step's mark, `started`."""
+
+    @abstractmethod
+    async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
+        """Write a step's outcome to its mark."""
+
+    @abstractmethod
+    async def resolve_step(self, key: StepKey, now: float) -> bool:
+        """Mark a step still `started` as `unknown` (found cut off); `False` when it is not started."""
+
+    @abstractmethod
+    async def drop_step(self, key: StepKey) -> None:
+        """Delete a step's mark, if it is `started`."""
+
     # workflow state, remote tasks, marks
 
     @abstractmethod
@@ -300,6 +326,20 @@ class StoreTx(ABC):
     async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
         """Replace an adapter's mark."""
 
+    @abstractmethod
+    async def add_mark(self, namespace: str, key: str, value: str, now: float) -> bool:
+        """Keep an adapter's mark unless one is kept already (then `False`); conditional, so one writer wins."""
+
+    # escalation timers
+
+    @abstractmethod
+    async def due_escalations(self, now: float, limit: int) -> list[DueEscalation]:
+        """Open requests of open pauses whose next escalation step is due by `now`, soonest first."""
+
+    @abstractmethod
+    async def advance_escalation(self, request_id: str, step: int, next_at: float | None) -> bool:
+        """Count step `step` of an open request as fired and set when the next is due; `False` when another did."""
+
     # the outbox
 
     @abstractmethod
@@ -315,12 +355,12 @@ class StoreTx(ABC):
         """Pending deliveries due by `now` and not claimed by a live sender, oldest first."""
 
     @abstractmethod
-    async def claim_delivery(self, delivery_id: str, *, owner: str, now: float, until: float) -> bool:
+    async def claim_delivery(self, delivery_id: str, *, holder: str, now: float, until: float) -> bool:
         """Claim a pending delivery nobody holds a live claim on, until `until`; `False` when another sender did."""
 
     @abstractmethod
-    async def settle(self, delivery_id: str, owner: str, outcome: Settled) -> bool:
-        """Write what became of a delivery `owner` holds the claim on (the claim goes); `False` when it does not."""
+    async def settle(self, delivery_id: str, holder: str, outcome: Settled) -> bool:
+        """Write what became of a delivery `holder` holds the claim on (the claim goes); `False` when it does not."""
 
     @abstractmethod
     async def delivery_counts(self) -> dict[DeliveryStatus, int]:

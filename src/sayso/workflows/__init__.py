@@ -22,7 +22,7 @@ that is plain JSON (see its module for how a paused node resumes). The runtime p
 
 from __future__ import annotations
 
-from importlib import import_module
+from importlib.util import resolve_name
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -142,7 +142,9 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
+    # An import statement's machinery (`__import__`), not `import_module`: `python -X importtime` then lists
+    # the module, as tests/cli/test_startup.py reads it.
+    value = getattr(__import__(resolve_name(module, __name__), fromlist=[name]), name)
     globals()[name] = value  # the next look-up is a plain attribute
     return value
 

@@ -82,7 +82,7 @@ async def decide(
         executing = list(approved_calls(state.requests, plan))
         return replace(verdict, resume=ResumeClaim(executing=executing, grants_of=run.principal or ""))
 
-    done = await k.store.decide_request(request_id, judge, owner=k.holder, until=now + k.lease_seconds, now=now)
+    done = await k.store.decide_request(request_id, judge, holder=k.holder, until=now + k.lease_seconds, now=now)
     if done is None:
         raise RequestNotFound(request_id)
     record = done.verdict.record

@@ -46,7 +46,7 @@ async def recover(c: Cycle) -> list[RunResult]:
         run
         for run in await k.store.lapsed_runs(now=now, host=host)
         if (run.lease_expires_at is not None and run.lease_expires_at < now)
-        or (run.lease_owner is not None and holder_is_dead(run.lease_owner))
+        or (run.lease_holder is not None and holder_is_dead(run.lease_holder))
     ]
     for run in sorted(runs, key=lambda r: r.parent_run_id is not None):
         try:

@@ -11,6 +11,7 @@ from ..._core.audit import AuditHead, AuditRecord
 from ..._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord, Via
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
+from ..._core.steps import StepKey, StepRecord
 from .._messages import decode_history
 from .._records import (
     GRANTS_READ_AT_ONCE,
@@ -47,6 +48,8 @@ class _Request:
     created_at: float
     expires_at: float | None
     body: bytes
+    escalate_at: float | None = None
+    escalations: int = 0
 
     def load(self) -> Request:
         return REQUEST_ADAPTER.validate_json(self.body)
@@ -83,6 +86,7 @@ class _Event:
     request_id: str
     created_at: float
     fanned_out: bool = False
+    step: int | None = None
 
 
 @dataclass
@@ -128,6 +132,7 @@ class _Tables:
         self._outbox: list[_Event] = []
         self._deliveries: dict[str, _Delivery] = {}
         self._workflow_states: dict[str, bytes] = {}
+        self._steps: dict[StepKey, StepRecord] = {}
 
     def _run(self, run_id: str) -> RunRecord:
         tools = self._tools.get(run_id)

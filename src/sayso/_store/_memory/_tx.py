@@ -19,7 +19,8 @@ from ..._core.audit import AuditHead, canonical_json, seal
 from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
-from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
+from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request, escalation_due
+from ..._core.steps import StepKey, StepRecord
 from ...exceptions import StoreError
 from .._messages import encode_messages
 from .._primitives import (
@@ -36,6 +37,7 @@ from .._primitives import (
     TxWork,
 )
 from .._records import (
+    DueEscalation,
     ExecutionRecord,
     ExecutionResult,
     OutboxKind,
@@ -104,41 +106,41 @@ class MemoryTx(MemoryOutboxTx):
         if run is None:
             return isinstance(change, ClaimRun)
         match change:
-            case PauseRun(pause_id=pause_id, owner=owner, now=now):
-                ok = run.lease_owner == owner
-                changed = replace(run, status="paused", pause_id=pause_id, lease_owner=None, lease_expires_at=None)
-            case EndRun(status=status, output=output, error=error, owner=owner, now=now):
-                ok = run.lease_owner == owner
+            case PauseRun(pause_id=pause_id, holder=holder, now=now):
+                ok = run.lease_holder == holder
+                changed = replace(run, status="paused", pause_id=pause_id, lease_holder=None, lease_expires_at=None)
+            case EndRun(status=status, output=output, error=error, holder=holder, now=now):
+                ok = run.lease_holder == holder
                 changed = replace(run, status=status, output=output, error=error, pause_id=None)
-                changed = replace(changed, lease_owner=None, lease_expires_at=None)
-            case ClaimRun(pause_id=pause_id, owner=owner, until=until, now=now):
+                changed = replace(changed, lease_holder=None, lease_expires_at=None)
+            case ClaimRun(pause_id=pause_id, holder=holder, until=until, now=now):
                 ok = True
                 changed = replace(run, status="running", pause_id=None, resume_pause_id=pause_id)
-                changed = replace(changed, lease_owner=owner, lease_expires_at=until)
+                changed = replace(changed, lease_holder=holder, lease_expires_at=until)
             case CancelRun(now=now, only_paused=only_paused):
                 ok = run.status == "paused" or not only_paused
                 changed = replace(run, status="cancelled", pause_id=None)
-            case RenewLease(owner=owner, until=until):
-                if run.lease_owner != owner or run.status != "running":
+            case RenewLease(holder=holder, until=until):
+                if run.lease_holder != holder or run.status != "running":
                     return False
                 self._put(self.s._runs, run_id, replace(run, lease_expires_at=until))  # no bump: nothing changed
                 return True
-            case TakeOver(owner=owner, until=until, now=now, dead=dead):
+            case TakeOver(holder=holder, until=until, now=now, dead=dead):
                 lapsed = run.lease_expires_at is not None and run.lease_expires_at < now
-                ok = run.status == "running" and (lapsed or (dead is not None and run.lease_owner == dead))
-                changed = replace(run, lease_owner=owner, lease_expires_at=until)
-            case ReopenRun(owner=owner, until=until, now=now):
+                ok = run.status == "running" and (lapsed or (dead is not None and run.lease_holder == dead))
+                changed = replace(run, lease_holder=holder, lease_expires_at=until)
+            case ReopenRun(holder=holder, until=until, now=now):
                 ok = run.status == "failed"
-                changed = replace(run, status="running", error=None, lease_owner=owner, lease_expires_at=until)
+                changed = replace(run, status="running", error=None, lease_holder=holder, lease_expires_at=until)
             case _:
                 assert_never(change)
         if ok:
             self._put(self.s._runs, run_id, replace(changed, updated_at=now, revision=run.revision + 1))
         return ok
 
-    async def holds(self, run_id: str, owner: str) -> bool:
+    async def holds(self, run_id: str, holder: str) -> bool:
         run = self.s._runs.get(run_id)
-        return run is not None and run.lease_owner == owner
+        return run is not None and run.lease_holder == holder
 
     # the message log
 
@@ -171,6 +173,7 @@ class MemoryTx(MemoryOutboxTx):
                 created_at=r.created_at,
                 expires_at=r.expires_at,
                 body=REQUEST_ADAPTER.dump_json(r),
+                escalate_at=escalation_due(r, 0),
             )
             self._insert(self.s._requests, r.request_id, row)
 
@@ -218,10 +221,34 @@ class MemoryTx(MemoryOutboxTx):
             if row is not None:
                 self._set(row, status="decided")
 
-    async def add_events(self, kind: OutboxKind, request_ids: Sequence[str], now: float) -> None:
+    async def add_events(
+        self, kind: OutboxKind, request_ids: Sequence[str], now: float, *, step: int | None = None
+    ) -> None:
         for request_id in request_ids:
             event_id = f"evt_{secrets.token_urlsafe(12)}"
-            self._append(self.s._outbox, _Event(event_id=event_id, kind=kind, request_id=request_id, created_at=now))
+            event = _Event(event_id=event_id, kind=kind, request_id=request_id, created_at=now, step=step)
+            self._append(self.s._outbox, event)
+
+    # escalation timers
+
+    async def due_escalations(self, now: float, limit: int) -> list[DueEscalation]:
+        s = self.s
+        due = [
+            DueEscalation(request_id=r.request_id, step=r.escalations, due_at=r.escalate_at)
+            for r in s._requests.values()
+            if r.status == "open"
+            and r.escalate_at is not None
+            and r.escalate_at <= now
+            and s._pauses[r.pause_id].status == "open"
+        ]
+        return sorted(due, key=lambda d: d.due_at)[:limit]
+
+    async def advance_escalation(self, request_id: str, step: int, next_at: float | None) -> bool:
+        row = self.s._requests.get(request_id)
+        if row is None or row.status != "open" or row.escalations != step:
+            return False
+        self._set(row, escalations=step + 1, escalate_at=next_at)
+        return True
 
     # grants and the audit chain
 
@@ -288,6 +315,30 @@ class MemoryTx(MemoryOutboxTx):
         self._set(entry, status=status, result=result)
         return True
 
+    # the step journal
+
+    async def step(self, key: StepKey) -> StepRecord | None:
+        return self.s._steps.get(key)
+
+    async def add_step(self, key: StepKey, now: float) -> None:
+        self._insert(self.s._steps, key, StepRecord(status="started", result=None))
+
+    async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
+        if key in self.s._steps:
+            self._put(self.s._steps, key, StepRecord(status=status, result=bytes(result)))
+
+    async def resolve_step(self, key: StepKey, now: float) -> bool:
+        found = self.s._steps.get(key)
+        if found is None or found.status != "started":
+            return False
+        self._put(self.s._steps, key, StepRecord(status="unknown", result=None))
+        return True
+
+    async def drop_step(self, key: StepKey) -> None:
+        found = self.s._steps.get(key)
+        if found is not None and found.status == "started":
+            self._pop(self.s._steps, key)
+
     # workflow state, remote tasks, marks
 
     async def workflow_state(self, run_id: str) -> bytes | None:
@@ -307,6 +358,12 @@ class MemoryTx(MemoryOutboxTx):
 
     async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
         self._put(self.s._marks, (namespace, key), value)
+
+    async def add_mark(self, namespace: str, key: str, value: str, now: float) -> bool:
+        if (namespace, key) in self.s._marks:
+            return False
+        self._put(self.s._marks, (namespace, key), value)
+        return True
 
 
 class _MemoryBase(_Tables, TxStore):

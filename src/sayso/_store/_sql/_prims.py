@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Literal, assert_never
 from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
-from ..._core.requests import REQUEST_ADAPTER, Request
+from ..._core.requests import REQUEST_ADAPTER, Request, escalation_due
+from ..._core.steps import StepKey, StepRecord
 from .._messages import encode_messages
 from .._primitives import (
     CancelRun,
@@ -29,6 +30,7 @@ from .._primitives import (
 )
 from .._records import (
     GRANTS_READ_AT_ONCE,
+    DueEscalation,
     ExecutionRecord,
     ExecutionResult,
     OutboxKind,
@@ -96,31 +98,31 @@ class SqlTx(SqlOutboxTx):
     async def update_run(self, run_id: str, change: RunChange) -> bool:
         tx, params = self.tx, {"run_id": run_id}
         match change:
-            case PauseRun(pause_id=pause_id, owner=owner, now=now):
-                changed = await tx.run(q.PAUSE_RUN, {**params, "pause_id": pause_id, "owner": owner, "now": now})
-            case EndRun(status=status, output=output, error=error, owner=owner, now=now):
-                values = {"status": status, "output": output, "error": error, "owner": owner, "now": now}
+            case PauseRun(pause_id=pause_id, holder=holder, now=now):
+                changed = await tx.run(q.PAUSE_RUN, {**params, "pause_id": pause_id, "holder": holder, "now": now})
+            case EndRun(status=status, output=output, error=error, holder=holder, now=now):
+                values = {"status": status, "output": output, "error": error, "holder": holder, "now": now}
                 changed = await tx.run(q.FINISH_RUN, {**params, **values})
-            case ClaimRun(pause_id=pause_id, owner=owner, until=until, now=now):
-                values = {"pause_id": pause_id, "owner": owner, "until": until, "now": now}
+            case ClaimRun(pause_id=pause_id, holder=holder, until=until, now=now):
+                values = {"pause_id": pause_id, "holder": holder, "until": until, "now": now}
                 await tx.later(q.CLAIM_RUN, [{**params, **values}])
                 return True
             case CancelRun(now=now, only_paused=only_paused):
                 changed = await tx.run(q.CANCEL_PAUSED_RUN if only_paused else q.CANCEL_RUN, {**params, "now": now})
-            case RenewLease(owner=owner, until=until):
-                changed = await tx.run(q.RENEW_LEASE, {**params, "owner": owner, "until": until})
-            case TakeOver(owner=owner, until=until, now=now, dead=dead):
-                values = {"owner": owner, "until": until, "now": now, "dead": dead}
+            case RenewLease(holder=holder, until=until):
+                changed = await tx.run(q.RENEW_LEASE, {**params, "holder": holder, "until": until})
+            case TakeOver(holder=holder, until=until, now=now, dead=dead):
+                values = {"holder": holder, "until": until, "now": now, "dead": dead}
                 changed = await tx.run(q.TAKE_OVER, {**params, **values})
-            case ReopenRun(owner=owner, until=until, now=now):
-                changed = await tx.run(q.REOPEN_RUN, {**params, "owner": owner, "until": until, "now": now})
+            case ReopenRun(holder=holder, until=until, now=now):
+                changed = await tx.run(q.REOPEN_RUN, {**params, "holder": holder, "until": until, "now": now})
             case _:
                 assert_never(change)
         return changed == 1
 
-    async def holds(self, run_id: str, owner: str) -> bool:
+    async def holds(self, run_id: str, holder: str) -> bool:
         row = await self.tx.one(q.LEASE_OWNER, {"run_id": run_id})
-        return row is not None and row["lease_owner"] == owner
+        return row is not None and row["lease_holder"] == holder
 
     # the message log
 
@@ -157,6 +159,7 @@ class SqlTx(SqlOutboxTx):
                     "kind": r.kind,
                     "created_at": r.created_at,
                     "expires_at": r.expires_at,
+                    "escalate_at": escalation_due(r, 0),
                     "body": REQUEST_ADAPTER.dump_json(r),
                 }
                 for position, r in enumerate(requests)
@@ -208,15 +211,34 @@ class SqlTx(SqlOutboxTx):
         )
         await self.tx.later(q.MARK_DECIDED, [{"request_id": d.request_id} for d in records])
 
-    async def add_events(self, kind: OutboxKind, request_ids: Sequence[str], now: float) -> None:
+    async def add_events(
+        self, kind: OutboxKind, request_ids: Sequence[str], now: float, *, step: int | None = None
+    ) -> None:
         if request_ids:
             await self.tx.later(
                 q.INSERT_OUTBOX,
                 [
-                    {"event_id": _event_id(), "kind": kind, "request_id": r, "created_at": now, "fanned_out": False}
+                    {
+                        "event_id": _event_id(),
+                        "kind": kind,
+                        "request_id": r,
+                        "created_at": now,
+                        "fanned_out": False,
+                        "step": step,
+                    }
                     for r in request_ids
                 ],
             )
+
+    # escalation timers
+
+    async def due_escalations(self, now: float, limit: int) -> list[DueEscalation]:
+        rows = await self.tx.all(q.DUE_ESCALATIONS, {"now": now, "limit": limit})
+        return [DueEscalation(request_id=r["request_id"], step=r["escalations"], due_at=r["escalate_at"]) for r in rows]
+
+    async def advance_escalation(self, request_id: str, step: int, next_at: float | None) -> bool:
+        params = {"request_id": request_id, "step": step, "next_at": next_at}
+        return await self.tx.run(q.ADVANCE_ESCALATION, params) == 1
 
     # grants and the audit chain
 
@@ -276,6 +298,27 @@ class SqlTx(SqlOutboxTx):
         params = {"request_id": request_id, "status": status, "result": result, "now": now}
         return await self.tx.run(q.RESOLVE_EXECUTION, params) == 1
 
+    # the step journal
+
+    async def step(self, key: StepKey) -> StepRecord | None:
+        row = await self.tx.one(q.GET_STEP, _step_params(key))
+        if row is None:
+            return None
+        result = row["result"]
+        return StepRecord(status=row["status"], result=None if result is None else bytes(result))
+
+    async def add_step(self, key: StepKey, now: float) -> None:
+        await self.tx.run(q.INSERT_STEP, {**_step_params(key), "now": now})
+
+    async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
+        await self.tx.later(q.END_STEP, [{**_step_params(key), "status": status, "result": bytes(result), "now": now}])
+
+    async def resolve_step(self, key: StepKey, now: float) -> bool:
+        return await self.tx.run(q.RESOLVE_STEP, {**_step_params(key), "now": now}) == 1
+
+    async def drop_step(self, key: StepKey) -> None:
+        await self.tx.run(q.DROP_STEP, _step_params(key))
+
     # workflow state, remote tasks, marks
 
     async def workflow_state(self, run_id: str) -> bytes | None:
@@ -301,7 +344,15 @@ class SqlTx(SqlOutboxTx):
     async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
         await self.tx.run(q.SET_MARK, {"namespace": namespace, "key": key, "value": value, "now": now})
 
+    async def add_mark(self, namespace: str, key: str, value: str, now: float) -> bool:
+        params = {"namespace": namespace, "key": key, "value": value, "now": now}
+        return await self.tx.run(q.ADD_MARK, params) == 1
+
 
 def _event_id() -> str:
     """An outbox event's id: random, so ids never repeat across databases."""
     return f"evt_{secrets.token_urlsafe(12)}"
+
+
+def _step_params(key: StepKey) -> dict[str, str | int]:
+    return {"run_id": key.run_id, "scope": key.scope, "name": key.name, "occurrence": key.occurrence}

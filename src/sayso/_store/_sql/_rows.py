@@ -27,7 +27,7 @@ RUN_COLUMNS = (
     "pause_id",
     "output",
     "error",
-    "lease_owner",
+    "lease_holder",
     "lease_expires_at",
     "created_at",
     "updated_at",
@@ -75,28 +75,28 @@ FREE_THREAD = Sql("UPDATE threads SET active_run_id = NULL WHERE thread_id = :th
 INSERT_RUN = Sql(f"INSERT INTO runs ({_RUN}) VALUES ({', '.join(':' + c for c in RUN_COLUMNS)})")
 GET_RUN = Sql(f"SELECT {_RUN} FROM runs WHERE run_id = :run_id")
 PAUSE_RUN = Sql(
-    "UPDATE runs SET status = 'paused', pause_id = :pause_id, lease_owner = NULL, lease_expires_at = NULL, "
-    f"{_BUMP} WHERE run_id = :run_id AND lease_owner = :owner"
+    "UPDATE runs SET status = 'paused', pause_id = :pause_id, lease_holder = NULL, lease_expires_at = NULL, "
+    f"{_BUMP} WHERE run_id = :run_id AND lease_holder = :holder"
 )
 """Pause a run this process still holds: the lease check and the change are one conditional update."""
 FINISH_RUN = Sql(
-    "UPDATE runs SET status = :status, output = :output, error = :error, pause_id = NULL, lease_owner = NULL, "
-    f"lease_expires_at = NULL, {_BUMP} WHERE run_id = :run_id AND lease_owner = :owner"
+    "UPDATE runs SET status = :status, output = :output, error = :error, pause_id = NULL, lease_holder = NULL, "
+    f"lease_expires_at = NULL, {_BUMP} WHERE run_id = :run_id AND lease_holder = :holder"
 )
 CANCEL_RUN = Sql(f"UPDATE runs SET status = 'cancelled', pause_id = NULL, {_BUMP} WHERE run_id = :run_id")
 CANCEL_PAUSED_RUN = Sql(
     f"UPDATE runs SET status = 'cancelled', pause_id = NULL, {_BUMP} WHERE run_id = :run_id AND status = 'paused'"
 )
 CLAIM_RUN = Sql(
-    "UPDATE runs SET status = 'running', resume_pause_id = :pause_id, pause_id = NULL, lease_owner = :owner, "
+    "UPDATE runs SET status = 'running', resume_pause_id = :pause_id, pause_id = NULL, lease_holder = :holder, "
     f"lease_expires_at = :until, {_BUMP} WHERE run_id = :run_id"
 )
 RENEW_LEASE = Sql(
-    "UPDATE runs SET lease_expires_at = :until WHERE run_id = :run_id AND lease_owner = :owner AND status = 'running'"
+    "UPDATE runs SET lease_expires_at = :until WHERE run_id = :run_id AND lease_holder = :holder AND status = 'running'"
 )
 TAKE_OVER = Sql(
-    f"UPDATE runs SET lease_owner = :owner, lease_expires_at = :until, {_BUMP} "
-    "WHERE run_id = :run_id AND status = 'running' AND (lease_expires_at < :now OR lease_owner = :dead)"
+    f"UPDATE runs SET lease_holder = :holder, lease_expires_at = :until, {_BUMP} "
+    "WHERE run_id = :run_id AND status = 'running' AND (lease_expires_at < :now OR lease_holder = :dead)"
 )
 
 # the message log
@@ -123,8 +123,8 @@ INSERT_PAUSE = Sql(
 CONSUME_PAUSE = Sql("UPDATE pauses SET status = 'consumed' WHERE pause_id = :pause_id AND status = 'open'")
 INSERT_REQUEST = Sql(
     "INSERT INTO requests (request_id, pause_id, position, run_id, thread_id, agent_path, kind, status, created_at, "
-    "expires_at, body) VALUES (:request_id, :pause_id, :position, :run_id, :thread_id, :agent_path, :kind, 'open', "
-    ":created_at, :expires_at, :body)"
+    "expires_at, escalate_at, escalations, body) VALUES (:request_id, :pause_id, :position, :run_id, :thread_id, "
+    ":agent_path, :kind, 'open', :created_at, :expires_at, :escalate_at, 0, :body)"
 )
 _DECISION = (
     'd.body AS decision_body, d."by" AS decision_by, d.principal AS decision_principal, d.decided_at, '
@@ -213,9 +213,23 @@ ACTIVE_GRANTS = Sql(
 # the outbox
 
 INSERT_OUTBOX = Sql(
-    "INSERT INTO outbox (event_id, kind, request_id, created_at, fanned_out) "
-    "VALUES (:event_id, :kind, :request_id, :created_at, :fanned_out)"
+    "INSERT INTO outbox (event_id, kind, request_id, created_at, fanned_out, step) "
+    "VALUES (:event_id, :kind, :request_id, :created_at, :fanned_out, :step)"
 )
+
+# escalation timers
+
+DUE_ESCALATIONS = Sql(
+    "SELECT r.request_id, r.escalations, r.escalate_at FROM requests r JOIN pauses p ON p.pause_id = r.pause_id "
+    "WHERE r.status = 'open' AND r.escalate_at IS NOT NULL AND r.escalate_at <= :now AND p.status = 'open' "
+    "ORDER BY r.escalate_at LIMIT :limit"
+)
+"""Open requests whose next step is due, read through the partial index `ix_requests_escalating`."""
+ADVANCE_ESCALATION = Sql(
+    "UPDATE requests SET escalations = :step + 1, escalate_at = :next_at "
+    "WHERE request_id = :request_id AND escalations = :step AND status = 'open'"
+)
+"""Conditional: of two replicas firing the same step, one does (the other's update waits, then matches nothing)."""
 
 # remote tasks
 
@@ -228,6 +242,17 @@ INSERT_REMOTE_TASK = Sql(
 
 # workflow runs, marks, grants by id
 
+_STEP = "run_id = :run_id AND scope = :scope AND name = :name AND occurrence = :occurrence"
+GET_STEP = Sql(f"SELECT status, result FROM steps WHERE {_STEP}")
+INSERT_STEP = Sql(
+    "INSERT INTO steps (run_id, scope, name, occurrence, status, started_at) "
+    "VALUES (:run_id, :scope, :name, :occurrence, 'started', :now)"
+)
+END_STEP = Sql(f"UPDATE steps SET status = :status, result = :result, finished_at = :now WHERE {_STEP}")
+RESOLVE_STEP = Sql(f"UPDATE steps SET status = 'unknown', finished_at = :now WHERE {_STEP} AND status = 'started'")
+"""Resolve a step found cut off: of several runs finding it so, one changes it."""
+DROP_STEP = Sql(f"DELETE FROM steps WHERE {_STEP} AND status = 'started'")
+
 GET_WORKFLOW_STATE = Sql("SELECT body FROM workflow_states WHERE run_id = :run_id")
 PUT_WORKFLOW_STATE = Sql(
     "INSERT INTO workflow_states (run_id, body, updated_at) VALUES (:run_id, :body, :now) "
@@ -235,13 +260,13 @@ PUT_WORKFLOW_STATE = Sql(
 )
 """Replace a workflow run's saved state in one statement (an upsert on the run's id)."""
 
-LEASE_OWNER = Sql("SELECT lease_owner FROM runs WHERE run_id = :run_id")
+LEASE_OWNER = Sql("SELECT lease_holder FROM runs WHERE run_id = :run_id")
 TAKE_THREAD_BACK = Sql(
     "UPDATE threads SET active_run_id = :run_id "
     "WHERE thread_id = :thread_id AND (active_run_id IS NULL OR active_run_id = :run_id)"
 )
 REOPEN_RUN = Sql(
-    "UPDATE runs SET status = 'running', error = NULL, lease_owner = :owner, lease_expires_at = :until, "
+    "UPDATE runs SET status = 'running', error = NULL, lease_holder = :holder, lease_expires_at = :until, "
     f"{_BUMP} WHERE run_id = :run_id AND status = 'failed'"
 )
 REVOKE_GRANT = Sql("UPDATE grants SET revoked_at = :now WHERE grant_id = :grant_id AND revoked_at IS NULL")
@@ -250,6 +275,11 @@ SET_MARK = Sql(
     "INSERT INTO marks (namespace, key, value, updated_at) VALUES (:namespace, :key, :value, :now) "
     "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
 )
+ADD_MARK = Sql(
+    "INSERT INTO marks (namespace, key, value, updated_at) VALUES (:namespace, :key, :value, :now) "
+    "ON CONFLICT (namespace, key) DO NOTHING"
+)
+"""A mark kept only if none is: a concurrent second insert waits for the first and then inserts nothing."""
 GET_MARK = Sql("SELECT value FROM marks WHERE namespace = :namespace AND key = :key")
 
 
