@@ -30,6 +30,7 @@ from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request
 from ._port_outbox import OutboxPort
+from ._port_steps import StepPort
 from ._port_trust import TrustPort
 from ._records import (
     BegunRun,
@@ -55,7 +56,7 @@ from ._records import (
 )
 
 
-class RunStore(OutboxPort, TrustPort):
+class RunStore(OutboxPort, TrustPort, StepPort):
     """The durable store behind every run, pause and decision.
 
     Open it before use (`await store.open()` or `async with store:`) and close it after. Audit

@@ -28,6 +28,7 @@ from .._core.audit_events import AuditEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import Request
+from .._core.steps import StepKey, StepRecord
 from ._port import RunStore
 from ._records import (
     DeliveryStatus,
@@ -288,6 +289,24 @@ class StoreTx(ABC):
         self, request_id: str, result: bytes, now: float, status: Literal["done", "unknown"]
     ) -> bool:
         """Finish an entry still `executing`; `False` when it is not (another sweep resolved it)."""
+
+    # the step journal
+
+    @abstractmethod
+    async def step(self, key: StepKey) -> StepRecord | None:
+        """A step's record, or `None`."""
+
+    @abstractmethod
+    async def add_step(self, key: StepKey, now: float) -> None:
+        """Insert a step's mark, `started`."""
+
+    @abstractmethod
+    async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
+        """Write a step's outcome to its mark."""
+
+    @abstractmethod
+    async def drop_step(self, key: StepKey) -> None:
+        """Delete a step's mark, if it is `started`."""
 
     # documents: workflow states, remote tasks, adapters' marks
 

@@ -195,3 +195,18 @@ deliveries = Table(
 )
 """One event bound for one webhook: pending until delivered, skipped or given up on; claimed by one sender at a time.
 `ix_deliveries_settled` finds the old settled ones to prune, `ix_deliveries_event` an event's deliveries."""
+
+steps = Table(
+    "steps",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("scope", String(200), primary_key=True),
+    Column("name", String(200), primary_key=True),
+    Column("occurrence", Integer, primary_key=True, autoincrement=False),
+    Column("status", String(16), nullable=False),
+    Column("result", LargeBinary, nullable=True),
+    Column("started_at", Float, nullable=False),
+    Column("finished_at", Float, nullable=True),
+)
+"""The step journal: each step a tool or workflow node took (`sayso.step`), keyed by run, scope (a tool call's
+id, a node's pass) and name's occurrence; `started` until its function returned, then `done` with its JSON."""

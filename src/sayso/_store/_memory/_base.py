@@ -13,6 +13,7 @@ from ..._core.audit import AuditHead, AuditRecord
 from ..._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord, Via
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
+from ..._core.steps import StepKey, StepRecord
 from .._primitives import Document
 from .._records import (
     GRANTS_READ_AT_ONCE,
@@ -124,6 +125,7 @@ class _Tables:
         self._documents: dict[tuple[str, str], Document] = {}
         self._outbox: list[_Event] = []
         self._deliveries: dict[str, _Delivery] = {}
+        self._steps: dict[StepKey, StepRecord] = {}
 
     def _run(self, run_id: str) -> RunRecord:
         tools = self._tools.get(run_id)

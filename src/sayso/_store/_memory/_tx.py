@@ -21,6 +21,7 @@ from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
+from ..._core.steps import StepKey, StepRecord
 from ...exceptions import StoreError
 from .._primitives import (
     CancelRun,
@@ -276,6 +277,23 @@ class MemoryTx(MemoryOutboxTx):
             return False
         self._set(entry, status=status, result=result)
         return True
+
+    # the step journal
+
+    async def step(self, key: StepKey) -> StepRecord | None:
+        return self.s._steps.get(key)
+
+    async def add_step(self, key: StepKey, now: float) -> None:
+        self._insert(self.s._steps, key, StepRecord(status="started", result=None))
+
+    async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
+        if key in self.s._steps:
+            self._put(self.s._steps, key, StepRecord(status=status, result=bytes(result)))
+
+    async def drop_step(self, key: StepKey) -> None:
+        found = self.s._steps.get(key)
+        if found is not None and found.status == "started":
+            self._pop(self.s._steps, key)
 
     # documents
 

@@ -17,6 +17,7 @@ from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import REQUEST_ADAPTER, Request
+from ..._core.steps import StepKey, StepRecord
 from .._primitives import (
     CancelRun,
     ClaimRun,
@@ -269,6 +270,24 @@ class SqlTx(SqlOutboxTx):
         params = {"request_id": request_id, "status": status, "result": result, "now": now}
         return await self.tx.run(q.RESOLVE_EXECUTION, params) == 1
 
+    # the step journal
+
+    async def step(self, key: StepKey) -> StepRecord | None:
+        row = await self.tx.one(q.GET_STEP, _step_params(key))
+        if row is None:
+            return None
+        result = row["result"]
+        return StepRecord(status=row["status"], result=None if result is None else bytes(result))
+
+    async def add_step(self, key: StepKey, now: float) -> None:
+        await self.tx.run(q.INSERT_STEP, {**_step_params(key), "now": now})
+
+    async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
+        await self.tx.later(q.END_STEP, [{**_step_params(key), "status": status, "result": bytes(result), "now": now}])
+
+    async def drop_step(self, key: StepKey) -> None:
+        await self.tx.run(q.DROP_STEP, _step_params(key))
+
     # documents
 
     async def document(self, namespace: str, key: str) -> Document | None:
@@ -288,3 +307,7 @@ class SqlTx(SqlOutboxTx):
 def _event_id() -> str:
     """An outbox event's id: random, so ids never repeat across databases."""
     return f"evt_{secrets.token_urlsafe(12)}"
+
+
+def _step_params(key: StepKey) -> dict[str, str | int]:
+    return {"run_id": key.run_id, "scope": key.scope, "name": key.name, "occurrence": key.occurrence}

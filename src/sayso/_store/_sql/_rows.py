@@ -217,7 +217,16 @@ INSERT_OUTBOX = Sql(
     "VALUES (:event_id, :kind, :request_id, :created_at, :fanned_out)"
 )
 
-# documents, grants by id
+# the step journal, threads taken back, failed runs reopened, grants by id
+
+_STEP = "run_id = :run_id AND scope = :scope AND name = :name AND occurrence = :occurrence"
+GET_STEP = Sql(f"SELECT status, result FROM steps WHERE {_STEP}")
+INSERT_STEP = Sql(
+    "INSERT INTO steps (run_id, scope, name, occurrence, status, started_at) "
+    "VALUES (:run_id, :scope, :name, :occurrence, 'started', :now)"
+)
+END_STEP = Sql(f"UPDATE steps SET status = :status, result = :result, finished_at = :now WHERE {_STEP}")
+DROP_STEP = Sql(f"DELETE FROM steps WHERE {_STEP} AND status = 'started'")
 
 TAKE_THREAD_BACK = Sql(
     "UPDATE threads SET active_run_id = :run_id "
