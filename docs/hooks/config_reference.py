@@ -21,6 +21,7 @@ PAGE = "reference/configuration.md"
 
 
 def _models() -> list[tuple[str, type[BaseModel]]]:
+    from sayso._config import channels as ch
     from sayso._config import file as c
     from sayso._config import mcp as m
     from sayso.workflows import AgentNodeConfig, FunctionNodeConfig, WorkflowConfig
@@ -42,6 +43,9 @@ def _models() -> list[tuple[str, type[BaseModel]]]:
         ("mcp_servers.NAME: a URL (streamable HTTP)", m.McpHttpServer),
         ("principals[]", c.PrincipalConfig),
         ("webhooks[]", c.WebhookConfig),
+        ("channels", ch.ChannelsConfig),
+        ("channels.email", ch.EmailChannelConfig),
+        ("channels.slack", ch.SlackChannelConfig),
         ("audit", c.AuditConfig),
         ("limits", c.LimitsConfig),
         ("a2a", c.A2AConfig),
@@ -69,7 +73,9 @@ def render() -> str:
             if field.exclude:
                 continue
             shown_type = _type(field.annotation, anchors)
-            rows.append(f"| `{name}` | {shown_type} | {_default(field)} | {_cell(field.description or '')} |")
+            rows.append(
+                f"| `{field.alias or name}` | {shown_type} | {_default(field)} | {_cell(field.description or '')} |"
+            )
         sections.append(f"## {title} {{#{anchors[model]}}}\n\n{doc}\n\n" + "\n".join(rows))
     return "\n\n".join(sections)
 

@@ -21,6 +21,7 @@ from pydantic_ai.models import Model
 from .._engine.models import build_model, resolve_model
 from .._engine.tools import BUILTIN_TOOLS, as_tool, import_spec
 from ..exceptions import ConfigError
+from .checks_channels import check_channels
 from .file import AgentConfig, Config
 from .lines import config_path
 
@@ -83,6 +84,7 @@ def check_config(config: Config, *, models: Mapping[str, Model | str] | None = N
             )
     _check_workflows(config, problems)
     _check_principals(config, problems)
+    check_channels(config, problems.add)
     _check_store(config, problems)
     return sorted(problems.found, key=lambda p: (p.line or 0, p.where))
 

@@ -32,7 +32,7 @@ from .requests import (
 DecidedBy: TypeAlias = Literal["person", "permission", "service", "expiry", "system"]
 """Who took a decision: a person, a remembered grant, a service, the expiry sweep, or sayso itself."""
 
-Via: TypeAlias = Literal["python", "cli", "rest", "web", "a2a", "ag-ui"]
+Via: TypeAlias = Literal["python", "cli", "rest", "web", "a2a", "ag-ui", "email", "slack"]
 """The interface a person's decision came through, so a card can say "Approved by alice (CLI)"."""
 
 VIA_LABELS: dict[str, str] = {
@@ -42,6 +42,8 @@ VIA_LABELS: dict[str, str] = {
     "web": "web UI",
     "a2a": "A2A",
     "ag-ui": "AG-UI",
+    "email": "email",
+    "slack": "Slack",
 }
 """How each interface is named to a person."""
 

@@ -25,6 +25,8 @@ class ToolRule:
     """Import spec of the subject function (`pkg.mod:fn`) that narrows what a decision covers."""
     ttl_seconds: float | None = None
     """How long a request for this tool waits; `None` uses the policy's."""
+    notify: tuple[str, ...] = ()
+    """Where each request for this tool is announced (`email:ADDRESS`, `slack:#CHANNEL`, `webhook:NAME`)."""
 
     def matches(self, tool_name: str) -> bool:
         """Whether this rule covers `tool_name` (exact name or glob)."""
@@ -68,7 +70,7 @@ def approval_terms(policy: InterruptPolicy, tool_name: str, *, declared: bool, r
         declared: the tool was declared with `requires_approval=True`.
         read_only: the tool is annotated `readOnlyHint: true`.
     """
-    rule = next((r for r in policy.tools if r.matches(tool_name)), None)
+    rule = rule_for(policy, tool_name)
     if rule is None and not declared:
         return None
     if policy.skip_read_only and read_only:
@@ -76,6 +78,11 @@ def approval_terms(policy: InterruptPolicy, tool_name: str, *, declared: bool, r
     widest = (rule.remember if rule and rule.remember else None) or policy.remember
     ttl = rule.ttl_seconds if rule and rule.ttl_seconds is not None else policy.ttl_seconds
     return ApprovalTerms(rule=rule, scopes=offered_scopes(widest), ttl_seconds=ttl)
+
+
+def rule_for(policy: InterruptPolicy, tool_name: str) -> ToolRule | None:
+    """The rule that governs calls to `tool_name`: the first that matches it, or `None`."""
+    return next((r for r in policy.tools if r.matches(tool_name)), None)
 
 
 def whole_tool_subject(tool_name: str) -> Subject:

@@ -17,6 +17,8 @@
 | `_auth` | who calls an HTTP interface: a bearer token becomes a `Principal`, for every edge |
 | `_events` | `request.opened` / `decided` / `expired` for listeners |
 | `_outbox` | the same events from the store's outbox, claimed and settled by a webhook sender |
+| `_notices` | which destinations the outbox fans out to, and which `notify` targets a request's notice goes to |
+| `_links` | mailed links: made, opened (never deciding) and decided through once, as the principal mailed |
 | `_audit` | the audit key, the exported head, verification |
 | `_watch` | what changed for a principal, whichever process changed it (the live UI follows it) |
 | `_kernel` | what the parts share (config, agents, store, clock, lease holder) |

@@ -40,6 +40,7 @@ from . import _audit, _live, _tree, _watch
 from ._cycle import Cycle
 from ._events import EventListener
 from ._kernel import Kernel
+from ._links import LinkVerbs
 from ._reading import PrincipalLike, Reading
 from ._remote import RemoteAgents, remote_delegates
 from ._results import DecideResult, RunResult
@@ -58,7 +59,7 @@ _STREAMING: ContextVar[TextSink | None] = ContextVar("sayso_streaming_text", def
 """The text sink of a `Sayso.streaming_text` block, read only here: each verb puts it in its `CallOptions`."""
 
 
-class Sayso(Reading):
+class Sayso(LinkVerbs, Reading):
     """The runtime: agents from a config, a durable store, and the run / decide / resume cycle.
 
     Use it as an async context manager so the store is opened and closed:
@@ -342,6 +343,10 @@ class Sayso(Reading):
     async def set_mark(self, namespace: str, key: str, value: str) -> None:
         """Keep a value for an interface adapter in the store, under its own namespace."""
         await self._k.store.set_mark(namespace, key, value)
+
+    async def claim_mark(self, namespace: str, key: str, value: str) -> bool:
+        """Keep a value only if none is kept yet; of concurrent callers (any process) exactly one gets `True`."""
+        return await self._k.store.claim_mark(namespace, key, value)
 
     def watch(
         self, *, principal: PrincipalLike = access.LOCAL_NAME, thread_id: str | None = None, every: float = 1.0

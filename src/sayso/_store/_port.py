@@ -488,5 +488,13 @@ class RunStore(OutboxPort, TrustPort, StepPort):
         """
 
     @abstractmethod
+    async def claim_mark(self, namespace: str, key: str, value: str) -> bool:
+        """Keep a value only if none is kept under `namespace` and `key` yet; `False` when one was (nothing changes).
+
+        Of two callers at once, across processes, exactly one gets `True`: what a one-time token or a
+        replayed payload is refused by.
+        """
+
+    @abstractmethod
     async def get_mark(self, namespace: str, key: str) -> str | None:
         """The value kept under `namespace` and `key`, or `None`."""

@@ -108,6 +108,7 @@ def create_app(
     routers: Sequence[APIRouter] = (),
     live: LiveSettings | None = None,
     apps: Sequence[tuple[str, Starlette]] = (),
+    form_paths: Sequence[str] = (),
 ) -> FastAPI:
     """The server for `sayso`: REST under `/v1`, the web UI at `/`, `/healthz` and `/openapi.json`.
 
@@ -126,6 +127,8 @@ def create_app(
         live: how live streams (`/v1/events`) look at the store and how long each lasts.
         apps: ASGI apps with lifespans of their own (such as `/mcp`), each served at its path; their
             lifespans run inside the server's, once the runtime is open.
+        form_paths: path prefixes whose POSTs may be HTML forms, because what they carry authorizes them
+            (the channels' mailed links and Slack's interactions); every other POST must be JSON.
     """
     # Webhook events come from the store's outbox, written with each change by whichever process made
     # it (REST, A2A, AG-UI, the CLI, another replica), and are delivered by whichever server runs.
@@ -159,7 +162,9 @@ def create_app(
     app.state.sayso_server = state
     # One wrapper in front of REST, the web UI, A2A and AG-UI: loopback Host in local mode, JSON (or a
     # token) for every state-changing request, bounded well-formed bodies, no framing, a strict CSP.
-    app.add_middleware(EdgeGuard, local_mode=not sayso.config.principals, limits=sayso.config.limits)
+    app.add_middleware(
+        EdgeGuard, local_mode=not sayso.config.principals, limits=sayso.config.limits, form_paths=tuple(form_paths)
+    )
     install_problem_handlers(app)
     app.include_router(threads_router)
     app.include_router(requests_router)
