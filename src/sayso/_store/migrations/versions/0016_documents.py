@@ -5,8 +5,8 @@ and a proxy run's remote task (`remote_tasks`, three columns) under `sayso.remot
 `{"url": ..., "task_id": ..., "context_id": ...}`, both keyed by run id; the two tables go. Every
 document starts at revision 1, so a writer may put one only if it is still what it read.
 
-Revision ID: 0015_documents
-Revises: 0014_steps
+Revision ID: 0016_documents
+Revises: 0015_escalation
 Create Date: 2026-12-01
 """
 
@@ -18,8 +18,8 @@ import time
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0015_documents"
-down_revision = "0014_steps"
+revision = "0016_documents"
+down_revision = "0015_escalation"
 branch_labels = None
 depends_on = None
 
