@@ -45,7 +45,7 @@ FORBIDDEN_IN_CORE = (
     "sqlite3",
 )
 """Third-party packages the pure core never imports: databases, web, CLI, the engine, protocols. (Pure libraries
-such as pydantic and standardwebhooks, which only compute, are allowed.)"""
+such as pydantic, standardwebhooks and cel (CEL conditions), which only compute, are allowed.)"""
 
 
 @dataclass(frozen=True)

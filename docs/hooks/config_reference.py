@@ -24,6 +24,7 @@ def _models() -> list[tuple[str, type[BaseModel]]]:
     from sayso._config import channels as ch
     from sayso._config import file as c
     from sayso._config import mcp as m
+    from sayso._config import rules as r
     from sayso._config.engine import TemporalConfig
     from sayso.workflows import AgentNodeConfig, FunctionNodeConfig, WorkflowConfig
 
@@ -34,6 +35,8 @@ def _models() -> list[tuple[str, type[BaseModel]]]:
         ("agents.NAME", c.AgentConfig),
         ("agents.NAME.interrupt", c.InterruptConfig),
         ("agents.NAME.interrupt.tools[]: a rule object", c.ToolRuleConfig),
+        ("agents.NAME.interrupt.tools[].escalate[]", r.EscalationStepConfig),
+        ("agents.NAME.interrupt.tools[].on_timeout", r.OnTimeoutConfig),
         ("agents.NAME.delegates[]", c.DelegateConfig),
         ("orchestrations.NAME", c.OrchestrationConfig),
         ("workflows.NAME", WorkflowConfig),

@@ -37,6 +37,7 @@ def imported_by(*args: str) -> set[str]:
         ("decide", "--help"),
         ("inbox", "--help"),
         ("audit", "verify", "--help"),
+        ("policy", "test", "--help"),
         ("worker", "--help"),
         ("--version",),
     ],

@@ -18,13 +18,16 @@ Add = Callable[[Literal["error", "warning", "note"], Sequence[str | int], str, s
 
 
 def notify_entries(config: Config) -> Iterator[tuple[tuple[str | int, ...], str]]:
-    """Every `notify` target the config names, with where it is written."""
+    """Every `notify` target the config names (a rule's and its escalation steps'), with where it is written."""
     for name, spec in config.agents.items():
         for index, rule in enumerate(spec.interrupt.tools):
             if isinstance(rule, str):
                 continue
             for n, target in enumerate(rule.notify):
                 yield ("agents", name, "interrupt", "tools", index, "notify", n), target
+            for s, step in enumerate(rule.escalate):
+                for n, target in enumerate(step.notify):
+                    yield ("agents", name, "interrupt", "tools", index, "escalate", s, "notify", n), target
 
 
 def all_targets(config: Config) -> dict[str, Target]:

@@ -63,6 +63,7 @@ from .edges import (
 from .engine import EngineConfig
 from .lines import line_of, read_yaml, validation_line, yaml_problem
 from .mcp import McpBinding, McpServerConfig, bad_server_names, unknown_servers
+from .rules import PolicyFields
 
 STORE_ENV = "SAYSO_STORE"
 """Environment variable that overrides the configured store URL."""
@@ -73,7 +74,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True)
 
 
-class ToolRuleConfig(_Strict):
+class ToolRuleConfig(PolicyFields, _Strict):
     """An object entry of `interrupt.tools`: `{name: delete_store, remember: thread, subject: "my.mod:fn"}`."""
 
     name: str
@@ -138,10 +139,7 @@ class InterruptConfig(_Strict):
 
     def to_policy(self) -> InterruptPolicy:
         """The pure policy this block describes."""
-        rules = tuple(
-            ToolRule(name=t) if isinstance(t, str) else ToolRule(**{**t.model_dump(), "notify": tuple(t.notify)})
-            for t in self.tools
-        )
+        rules = tuple(ToolRule(name=t) if isinstance(t, str) else t.to_rule() for t in self.tools)
         return InterruptPolicy(
             tools=rules,
             skip_read_only=self.skip_read_only,

@@ -140,6 +140,8 @@ class Expired:
 
     kind: Literal["expired"] = "expired"
     expires_at: float
+    reason: str | None = None
+    """What the rule's `on_timeout` says about it, read by the model with the expiry."""
 
 
 Decision: TypeAlias = Annotated[
@@ -405,8 +407,9 @@ def model_text(decision: Decision, *, rejection: RejectionText | None = None) ->
     docs/concepts/decisions.md#what-the-model-reads.
     """
     match decision:
-        case Expired(expires_at=at):
-            return f"Expired: no decision before {datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S} UTC"
+        case Expired(expires_at=at, reason=reason):
+            said = f"Expired: no decision before {datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S} UTC"
+            return f"{said}. {reason}" if reason else said
         case Reject(reason=reason):
             return (rejection or REJECTION_PRESETS["sayso"]).text(reason)
         case Skip(reason=reason):

@@ -8,9 +8,11 @@ result, and every later run of the same body returns that record instead of call
 - A step is keyed by its run, its scope (the tool call's id, or the workflow node and its pass)
   and its name with how many steps of that name the body took before it (`StepKey`), so two steps
   of one name in one body are two steps, and a body must take its steps in the same order each time.
-- A step is marked `started` (durably) before its function runs, and `done` with its result once
-  it returned. A mark found `started` was cut off mid-way (the process died): its outcome is
-  unknown, and it raises `StepOutcomeUnknown` instead of running again, unless it is `idempotent`.
+- A step is marked `started` (on disk, unless it is idempotent) before its function runs, and
+  `done` with its result once it returned. A mark found `started` was cut off mid-way (the
+  process died): its outcome is
+  unknown, and it raises `StepOutcomeUnknown` instead of running again, unless it is `idempotent`;
+  the first run to find it so marks it `unknown`, with an audit record.
 - A function that raises leaves no record: it did not do its work, and the next run tries again.
 - A result is stored as JSON through a pydantic `TypeAdapter` of the function's return
   annotation, and every run (the first one too) returns it as stored, validated back into that
@@ -25,22 +27,27 @@ through a journal. It does no I/O of its own.
 
 from __future__ import annotations
 
+import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Literal, Protocol, TypeAlias, get_type_hints
 
 from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError
 
 from ..exceptions import StepOutcomeUnknown, UsageError
+from .audit_events import AuditEvent, StepUnknownEvent
 
 MAX_NAME = 200
 """The longest step name (what the store's key column holds)."""
 
-StepStatus: TypeAlias = Literal["started", "done", "unrecorded"]
-"""Where a step stands: running (or cut off), finished with its result, or finished with a result not JSON."""
+StepStatus: TypeAlias = Literal["started", "done", "unrecorded", "unknown"]
+"""Where a step stands: running (or cut off, not found yet), finished with its result, finished with a result
+not JSON, or found cut off (its outcome unknown, audited once)."""
+
+Ending: TypeAlias = Literal["done", "unrecorded", "unknown"]
+"""How a started step's mark ends."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +69,9 @@ class StepRecord:
     result: bytes | None
     """`done`: the result as JSON; `unrecorded`: why it could not be stored; `started`: nothing."""
 
+
+Offload: TypeAlias = Callable[[Callable[[], Any]], Awaitable[Any]]
+"""Runs a plain function somewhere else (a worker thread) and awaits its result."""
 
 StepCall: TypeAlias = Callable[[], Awaitable[bytes]]
 """A step's function bound to its arguments, returning its result as JSON (raising `NotJson` when it is not)."""
@@ -99,7 +109,7 @@ def recorded_outcome(found: StepRecord | None, key: StepKey, *, idempotent: bool
             return found.result
         case "unrecorded":
             raise UsageError((found.result or b"").decode())
-        case "started":
+        case "started" | "unknown":
             if idempotent:
                 return None
             raise StepOutcomeUnknown(key.run_id, key.name, key.occurrence)
@@ -113,9 +123,12 @@ class StepMarks(Protocol):
         ...
 
     async def finish_step(
-        self, key: StepKey, result: bytes, now: float, *, status: Literal["done", "unrecorded"] = "done"
+        self, key: StepKey, result: bytes, now: float, *, status: Ending = "done", audit: Sequence[AuditEvent] = ()
     ) -> None:
-        """Record the started step's result, or why it could not be stored."""
+        """Record the step's result, or why it could not be stored; or (`unknown`, with `audit`) that it was cut off.
+
+        `unknown` ends only a mark still `started`, and appends `audit` only then: once, however many find it.
+        """
         ...
 
     async def forget_step(self, key: StepKey) -> None:
@@ -134,7 +147,13 @@ class MarkedJournal:
         marks = self.marks
         # Only a mark that keeps a step from running twice must be on disk before it runs.
         found = await marks.begin_step(key, self._clock(), durable=not idempotent)
-        recorded = recorded_outcome(found, key, idempotent=idempotent)
+        try:
+            recorded = recorded_outcome(found, key, idempotent=idempotent)
+        except StepOutcomeUnknown:
+            if found is not None and found.status == "started":  # found cut off: said once, in the audit log
+                now = self._clock()
+                await marks.finish_step(key, b"", now, status="unknown", audit=[step_unknown(key, now)])
+            raise
         if recorded is not None:
             return recorded
         try:
@@ -163,13 +182,23 @@ class MemoryStepMarks:
         return found
 
     async def finish_step(
-        self, key: StepKey, result: bytes, now: float, *, status: Literal["done", "unrecorded"] = "done"
+        self, key: StepKey, result: bytes, now: float, *, status: Ending = "done", audit: Sequence[AuditEvent] = ()
     ) -> None:
+        found = self.steps.get(key)
+        if status == "unknown" and (found is None or found.status != "started"):
+            return
         self.steps[key] = StepRecord(status=status, result=result)
 
     async def forget_step(self, key: StepKey) -> None:
         if key in self.steps and self.steps[key].status == "started":
             del self.steps[key]
+
+
+def step_unknown(key: StepKey, at: float) -> StepUnknownEvent:
+    """The audit record of a step found cut off: it may or may not have done its work, and is not run again."""
+    return StepUnknownEvent(
+        event="step_unknown", run_id=key.run_id, scope=key.scope, step=key.name, occurrence=key.occurrence, at=at
+    )
 
 
 def memory_journal() -> MarkedJournal:
@@ -187,6 +216,9 @@ class StepScope:
     run_id: str
     scope: str
     journal: StepJournal
+    offload: Offload | None = None
+    """How a plain (not `async`) function runs: in a worker thread, as pydantic-ai runs plain tools, so
+    a slow one does not stop the event loop (and the run's lease with it); `None`: called directly."""
     taken: dict[str, int] = field(default_factory=dict[str, int])
     """How many steps of each name this run of the body has taken."""
 
@@ -207,8 +239,13 @@ class StepScope:
         adapter = result_adapter(name, fn)  # before anything runs: a result it could never record is refused first
         key = self.next_key(name)
 
+        offload = self.offload
+
         async def call() -> bytes:
-            result = fn(*args, **kwargs)
+            if offload is not None and not inspect.iscoroutinefunction(fn):
+                result = await offload(functools.partial(fn, *args, **kwargs))
+            else:
+                result = fn(*args, **kwargs)
             if inspect.isawaitable(result):
                 result = await result
             try:
@@ -247,7 +284,7 @@ def result_adapter(name: str, fn: Callable[..., Any]) -> TypeAdapter[Any]:
         ) from None
 
 
-@lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=256)
 def _adapter(returns: Any) -> TypeAdapter[Any]:
     """One adapter per return type: a body's steps do not build their schema again each time they run."""
     return TypeAdapter(returns)

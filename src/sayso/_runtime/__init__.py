@@ -45,10 +45,10 @@ from ._auth import Authenticator, authenticate, authenticator
 from ._events import EventData, EventListener, RequestEvent
 from ._facade import Sayso
 from ._kernel import new_id
-from ._outbox import OutboundEvent, RunUpdate
+from ._outbox import EscalationNotice, OutboundEvent, RunUpdate
 from ._reading import PrincipalLike
 from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
-from ._results import DecideResult, RunResult, request_json, request_state_json, rfc3339, run_json
+from ._results import DecideResult, RunResult, request_json, request_state_json, rfc3339, run_json, stats_json
 from ._watch import Change, RequestClosed, RequestOpened, RunChanged, ThreadsChanged
 
 __all__ = [
@@ -62,6 +62,7 @@ __all__ = [
     "EventListener",
     "InboxFilter",
     "InboxPage",
+    "EscalationNotice",
     "OutboundEvent",
     "PrincipalLike",
     "RemoteAgents",
@@ -91,4 +92,5 @@ __all__ = [
     "request_state_json",
     "rfc3339",
     "run_json",
+    "stats_json",
 ]

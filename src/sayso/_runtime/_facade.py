@@ -48,6 +48,7 @@ from ._runner import CallOptions, Engine, TextSink
 from ._verbs import answer as _answer
 from ._verbs import cancel as _cancel
 from ._verbs import decide as _decide
+from ._verbs import escalate as _escalate
 from ._verbs import expire as _expire
 from ._verbs import recover as _recover
 from ._verbs import resume as _resume
@@ -330,12 +331,16 @@ class Sayso(LinkVerbs, Reading):
     async def expire(self, *, principal: PrincipalLike | None = None) -> list[RunResult]:
         """Close every paused run whose open requests have all expired; each agent answers with what it knows.
 
+        Escalation steps that came due (remind, notify, add approvers) fire first, each once across replicas,
+        and a request's timeout decides what its rule's `on_timeout` says (expire, reject or approve).
+
         Args:
             principal: who asks: approvers only; `None` (Python, the server's own sweep) skips the check.
         """
         self._check_open()
         if principal is not None:
             self._require_approver(principal, "expire", "only approvers may run expiry")
+        await _escalate.escalate(self._k)
         return await _expire.expire(self._cycle)
 
     @contextmanager

@@ -14,7 +14,7 @@ from .._config.checks_channels import all_targets
 from .._config.file import Config
 from .._core.channels import outbox_key
 from .._core.policy import rule_for
-from .._core.requests import Request
+from .._core.requests import ApprovalRequest, Request
 
 
 def destinations(config: Config, hooks: Sequence[str]) -> list[str]:
@@ -24,9 +24,23 @@ def destinations(config: Config, hooks: Sequence[str]) -> list[str]:
 
 
 def notify_targets(config: Config, request: Request) -> tuple[str, ...]:
-    """The targets a request is announced to: its rule's `notify` (the rule of the agent that asked)."""
+    """The targets a request is announced to: its rule's `notify` (the rule of the agent that asked).
+
+    The rule is the one that asked (`ApprovalRequest.rule`, when a policy rule did), else the tool's first.
+    """
     agent = config.agents.get(request.agent_path.rsplit("/", 1)[-1])
     if agent is None:
         return ()
-    rule = rule_for(agent.interrupt.to_policy(), request.tool_name)
+    policy = agent.interrupt.to_policy()
+    asked = request.rule if isinstance(request, ApprovalRequest) else None
+    named = next(
+        (r for r in policy.tools if asked is not None and r.label == asked and r.matches(request.tool_name)), None
+    )
+    rule = named or rule_for(policy, request.tool_name)
     return rule.notify if rule is not None else ()
+
+
+def step_targets(config: Config, request: ApprovalRequest, step: int) -> tuple[str, ...]:
+    """The targets an escalation step is announced to: its own `notify`, and the rule's when it reminds."""
+    fired = request.escalation[step]
+    return (*fired.notify, *(notify_targets(config, request) if fired.remind else ()))

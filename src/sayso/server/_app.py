@@ -32,6 +32,7 @@ from ._live import LiveSettings
 from ._pages import install_pages
 from ._problems import PROBLEM_MEDIA_TYPE, install_problem_handlers
 from ._routes_requests import router as requests_router
+from ._routes_stats import router as stats_router
 from ._routes_threads import router as threads_router
 from ._schemas_out import HealthOut
 from ._webhooks import WebhookDispatcher
@@ -64,14 +65,17 @@ async def _sweep_recover(sayso: Sayso, every: float) -> None:
 
 
 async def _sweep_expired(sayso: Sayso, every: float) -> None:
-    """Every `every` seconds, close the runs whose open requests all expired (the runtime announces them)."""
+    """At start and every `every` seconds, fire due escalation steps and close runs whose requests all expired.
+
+    At start too, so what came due while no server ran happens now; the runtime announces each change.
+    """
     while True:
-        await anyio.sleep(every)
         try:
             await sayso.expire()
         except SaysoError:
             # A failed sweep (the store briefly away) is retried at the next tick, not fatal to the server.
             logger.exception("the expiry sweep failed; retrying in %ss", every)
+        await anyio.sleep(every)
 
 
 async def _sweep_outbox(sayso: Sayso, every: float) -> None:
@@ -168,6 +172,7 @@ def create_app(
     install_problem_handlers(app)
     app.include_router(threads_router)
     app.include_router(requests_router)
+    app.include_router(stats_router)
     for router in routers:
         app.include_router(router)
     for path, sub in apps:
