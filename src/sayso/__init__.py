@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from .exceptions import (
         AgentNotFound,
         AlreadyDecided,
+        CallEnded,
         CallerError,
         ConfigError,
         DecisionRefused,
@@ -112,6 +113,7 @@ __all__ = [
     "Approve",
     "AskApproval",
     "BeforeToolCall",
+    "CallEnded",
     "CallerError",
     "Cancel",
     "ClientError",
@@ -189,6 +191,7 @@ _LAZY: dict[str, str] = {
     "AgentConfig": "._config.file",
     "AgentNotFound": ".exceptions",
     "AlreadyDecided": ".exceptions",
+    "CallEnded": ".exceptions",
     "Answer": "._core.decisions",
     "Approval": "._engine.tools",
     "ApprovalRequest": "._core.requests",

@@ -45,8 +45,11 @@ async def recover(c: Cycle) -> list[RunResult]:
     runs = [
         run
         for run in await k.store.lapsed_runs(now=now, host=host)
-        if (run.lease_expires_at is not None and run.lease_expires_at < now)
-        or (run.lease_owner is not None and holder_is_dead(run.lease_owner))
+        if run.status == "running"
+        and (
+            (run.lease_expires_at is not None and run.lease_expires_at < now)
+            or (run.lease_owner is not None and holder_is_dead(run.lease_owner))
+        )
     ]
     for run in sorted(runs, key=lambda r: r.parent_run_id is not None):
         try:

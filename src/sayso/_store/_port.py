@@ -190,7 +190,11 @@ class RunStore(OutboxPort, TrustPort):
 
     @abstractmethod
     async def renew_lease(self, run_id: str, owner: str, until: float) -> bool:
-        """Extend the lease of a running run; `False` when another process has taken it over."""
+        """Extend the lease of a running run, or `owner`'s hold on a paused one; `False` when it is not `owner`'s."""
+
+    @abstractmethod
+    async def release_hold(self, run_id: str, owner: str) -> bool:
+        """A paused run `owner` held (`save_pause`'s `hold_until`) is held no more; `False` when it was not."""
 
     @abstractmethod
     async def take_over(self, run_id: str, *, owner: str, until: float, now: float, dead_owners: Sequence[str]) -> bool:
@@ -198,10 +202,11 @@ class RunStore(OutboxPort, TrustPort):
 
     @abstractmethod
     async def lapsed_runs(self, *, now: float, host: str | None = None, limit: int = 100) -> list[RunRecord]:
-        """Running runs nobody may be working on: their lease lapsed by `now`, oldest lease first.
+        """Running runs nobody may be working on, and held pauses nobody may hold: their lease lapsed by `now`.
 
-        With `host`, also running runs held by a process on that host (lease owner `host:pid:…`),
-        lapsed or not, so a restarted runtime can check at once whether their process died.
+        Oldest lease first. With `host`, also such runs held by a process on that host (lease owner
+        `host:pid:…`), lapsed or not, so a restarted runtime can check at once whether their process
+        died. A paused run has a lease only while held (`save_pause`'s `hold_until`).
         """
 
     @abstractmethod
@@ -224,12 +229,18 @@ class RunStore(OutboxPort, TrustPort):
         now: float,
         executions: Sequence[ExecutionResult] = (),
         workflow_state: bytes | None = None,
+        hold_until: float | None = None,
     ) -> None:
         """Persist a pause: the run's new messages, its requests, and the run's paused status, atomically.
 
         `executions` are results of approved calls the segment ran; their ledger entries are
         finished and their audit records appended in the same commit. A workflow run's state
         (`workflow_state`, what it waits on included) is replaced in the same commit too.
+
+        With `hold_until`, the pause holds a live call only this process (`owner`) can answer: the
+        run keeps `owner` as its lease owner until then, renewed like a running run's lease
+        (`renew_lease`) until the call goes (`release_hold`, or the pause is consumed); a hold
+        that lapsed is listed by `lapsed_runs`.
 
         Raises:
             RunConflict: this process no longer holds the run's lease.

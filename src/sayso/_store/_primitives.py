@@ -51,11 +51,13 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class PauseRun:
-    """Pause a run this process still holds (`owner`): its lease goes."""
+    """Pause a run this process still holds (`owner`): its lease goes, or becomes a hold until `hold_until`."""
 
     pause_id: str
     owner: str
     now: float
+    hold_until: float | None = None
+    """The pause holds a live call only `owner` can answer: the run stays `owner`'s until then (renewed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +91,17 @@ class CancelRun:
 
 @dataclass(frozen=True, slots=True)
 class RenewLease:
-    """Extend `owner`'s lease on a running run (no revision bump: nothing about the run changed)."""
+    """Extend `owner`'s lease on a running run, or its hold on a paused one (no revision bump: nothing changed)."""
 
     owner: str
     until: float
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseHold:
+    """A paused run `owner` held is held no more (the live call it kept has gone)."""
+
+    owner: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +123,8 @@ class ReopenRun:
     now: float
 
 
-RunChange: TypeAlias = PauseRun | EndRun | ClaimRun | CancelRun | RenewLease | TakeOver | ReopenRun
-"""A change to a run's row; every one but `RenewLease` bumps its revision and `updated_at`."""
+RunChange: TypeAlias = PauseRun | EndRun | ClaimRun | CancelRun | RenewLease | ReleaseHold | TakeOver | ReopenRun
+"""A change to a run's row; every one but `RenewLease` and `ReleaseHold` bumps its revision and `updated_at`."""
 
 
 @dataclass(frozen=True, slots=True)

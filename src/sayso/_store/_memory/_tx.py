@@ -28,6 +28,7 @@ from .._primitives import (
     Deciding,
     EndRun,
     PauseRun,
+    ReleaseHold,
     RenewLease,
     ReopenRun,
     RunChange,
@@ -101,9 +102,12 @@ class MemoryTx(MemoryOutboxTx):
         if run is None:
             return isinstance(change, ClaimRun)
         match change:
-            case PauseRun(pause_id=pause_id, owner=owner, now=now):
+            case PauseRun(pause_id=pause_id, owner=owner, now=now, hold_until=hold_until):
                 ok = run.lease_owner == owner
-                changed = replace(run, status="paused", pause_id=pause_id, lease_owner=None, lease_expires_at=None)
+                holder = owner if hold_until is not None else None
+                changed = replace(
+                    run, status="paused", pause_id=pause_id, lease_owner=holder, lease_expires_at=hold_until
+                )
             case EndRun(status=status, output=output, error=error, owner=owner, now=now):
                 ok = run.lease_owner == owner
                 changed = replace(run, status=status, output=output, error=error, pause_id=None)
@@ -116,9 +120,14 @@ class MemoryTx(MemoryOutboxTx):
                 ok = run.status == "paused" or not only_paused
                 changed = replace(run, status="cancelled", pause_id=None)
             case RenewLease(owner=owner, until=until):
-                if run.lease_owner != owner or run.status != "running":
+                if run.lease_owner != owner or run.status not in ("running", "paused"):
                     return False
                 self._put(self.s._runs, run_id, replace(run, lease_expires_at=until))  # no bump: nothing changed
+                return True
+            case ReleaseHold(owner=owner):
+                if run.lease_owner != owner or run.status != "paused":
+                    return False
+                self._put(self.s._runs, run_id, replace(run, lease_owner=None, lease_expires_at=None))
                 return True
             case TakeOver(owner=owner, until=until, now=now, dead=dead):
                 lapsed = run.lease_expires_at is not None and run.lease_expires_at < now

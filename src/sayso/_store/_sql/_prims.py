@@ -23,6 +23,7 @@ from .._primitives import (
     Deciding,
     EndRun,
     PauseRun,
+    ReleaseHold,
     RenewLease,
     ReopenRun,
     RunChange,
@@ -94,8 +95,10 @@ class SqlTx(SqlOutboxTx):
     async def update_run(self, run_id: str, change: RunChange) -> bool:
         tx, params = self.tx, {"run_id": run_id}
         match change:
-            case PauseRun(pause_id=pause_id, owner=owner, now=now):
-                changed = await tx.run(q.PAUSE_RUN, {**params, "pause_id": pause_id, "owner": owner, "now": now})
+            case PauseRun(pause_id=pause_id, owner=owner, now=now, hold_until=hold_until):
+                held = {"holder": owner if hold_until is not None else None, "hold_until": hold_until}
+                values = {"pause_id": pause_id, "owner": owner, "now": now, **held}
+                changed = await tx.run(q.PAUSE_RUN, {**params, **values})
             case EndRun(status=status, output=output, error=error, owner=owner, now=now):
                 values = {"status": status, "output": output, "error": error, "owner": owner, "now": now}
                 changed = await tx.run(q.FINISH_RUN, {**params, **values})
@@ -107,6 +110,8 @@ class SqlTx(SqlOutboxTx):
                 changed = await tx.run(q.CANCEL_PAUSED_RUN if only_paused else q.CANCEL_RUN, {**params, "now": now})
             case RenewLease(owner=owner, until=until):
                 changed = await tx.run(q.RENEW_LEASE, {**params, "owner": owner, "until": until})
+            case ReleaseHold(owner=owner):
+                changed = await tx.run(q.RELEASE_HOLD, {**params, "owner": owner})
             case TakeOver(owner=owner, until=until, now=now, dead=dead):
                 values = {"owner": owner, "until": until, "now": now, "dead": dead}
                 changed = await tx.run(q.TAKE_OVER, {**params, **values})

@@ -17,6 +17,7 @@ from .._primitives import (
     CancelRun,
     EndRun,
     PauseRun,
+    ReleaseHold,
     RenewLease,
     ReopenRun,
     StoreTx,
@@ -160,6 +161,12 @@ class RunVerbs(TxStore):
 
         return await self._write(work)
 
+    async def release_hold(self, run_id: str, owner: str) -> bool:
+        async def work(tx: StoreTx) -> bool:
+            return await tx.update_run(run_id, ReleaseHold(owner=owner))
+
+        return await self._write(work)
+
     async def take_over(self, run_id: str, *, owner: str, until: float, now: float, dead_owners: Sequence[str]) -> bool:
         async def work(tx: StoreTx) -> bool:
             owners: list[str | None] = [*dead_owners] or [None]
@@ -181,9 +188,12 @@ class RunVerbs(TxStore):
         now: float,
         executions: Sequence[ExecutionResult] = (),
         workflow_state: bytes | None = None,
+        hold_until: float | None = None,
     ) -> None:
         async def work(tx: StoreTx) -> None:
-            if not await tx.update_run(run.run_id, PauseRun(pause_id=pause_id, owner=owner, now=now)):
+            if not await tx.update_run(
+                run.run_id, PauseRun(pause_id=pause_id, owner=owner, now=now, hold_until=hold_until)
+            ):
                 raise lost_lease(run.run_id)
             await tx.finish_executions(executions, now)
             await tx.append_messages(run, new_messages)
