@@ -21,8 +21,16 @@ from .._core.requests import ApprovalRequest, Request
 from .._core.resume import open_requests, plan_resume
 from .._engine.deferred import audit_body
 from .._store import Decided, PauseState, RequestWithRun, ResumeClaim, RunRecord, Verdict
-from ..exceptions import AlreadyDecided, InvalidDecision, NotAllowed, PauseConsumed, RequestNotFound, RunConflict
-from . import _remote, _step, _tree
+from ..exceptions import (
+    AlreadyDecided,
+    CallEnded,
+    InvalidDecision,
+    NotAllowed,
+    PauseConsumed,
+    RequestNotFound,
+    RunConflict,
+)
+from . import _holds, _remote, _step, _tree
 from ._cycle import Cycle
 from ._kernel import Kernel, new_id
 from ._results import DecideResult, RunResult
@@ -54,6 +62,7 @@ async def decide(
     def judge(found: RequestWithRun, state: PauseState) -> Verdict:
         request = found.request
         check_allowed(request, principal)
+        _holds.check_holder(found, now)
         to_record = check_decision(request, decision, existing=found.decision, now=now)
         if to_record is None:
             return Verdict(record=None)  # the same decision again: a harmless no-op
@@ -76,15 +85,21 @@ async def decide(
             or run.status != "paused"
             or open_requests(state.requests, decided)
             or c.kind_of(run) != "agent"
+            or _holds.held_elsewhere(k, run, now)
         ):
             # Delegates, pauses still waiting and workflow runs (whose resume reads their state
-            # with the claim) go the general way, after the commit.
+            # with the claim) go the general way, after the commit; a pause another process holds
+            # is carried on by that process.
             return verdict
         plan = plan_resume(run.run_id, state.requests, decided, force=False, now=now)
         executing = list(approved_calls(state.requests, plan))
         return replace(verdict, resume=ResumeClaim(executing=executing, grants_of=run.principal or ""))
 
-    done = await k.store.decide_request(request_id, judge, owner=k.holder, until=now + k.lease_seconds, now=now)
+    try:
+        done = await k.store.decide_request(request_id, judge, owner=k.holder, until=now + k.lease_seconds, now=now)
+    except CallEnded:
+        await close_orphaned(c, request_id)
+        raise
     if done is None:
         raise RequestNotFound(request_id)
     record = done.verdict.record
@@ -96,6 +111,13 @@ async def decide(
     if not resume:
         return DecideResult(request_id=request_id, recorded=record is not None, run=await _tree.result(k, top.run_id))
     return DecideResult(request_id=request_id, recorded=record is not None, run=await resume_if_ready(c, top, options))
+
+
+async def close_orphaned(c: Cycle, request_id: str) -> None:
+    """The request's form can be delivered by nobody: close it (and its run's others) as cancelled, carry the run on."""
+    found = await c.k.store.request_with_run(request_id)
+    if found is not None and await _holds.close_orphaned(c.k, found.run):
+        await resume_if_ready(c, await _tree.root(c.k, found.run))
 
 
 async def _resume_claimed(c: Cycle, done: Decided, options: CallOptions) -> RunResult:
@@ -155,6 +177,14 @@ async def answer_pause(
                 continue  # the same decision again: a harmless no-op
             raise AlreadyDecided(request_id, "it is no longer open")
         check_allowed(request, principal)
+        if _holds.needs_holder(request):
+            found = await k.store.request_with_run(request_id)
+            assert found is not None, "an open request is stored"
+            try:
+                _holds.check_holder(found, now)
+            except CallEnded:
+                await close_orphaned(c, request_id)
+                raise
         to_record = check_decision(request, decision, existing=None, now=now)
         assert to_record is not None, "an open request has no decision to repeat"
         if edits_arguments(request, to_record):
@@ -181,12 +211,22 @@ async def answer_pause(
 
 
 async def resume_if_ready(c: Cycle, top: RunRecord, options: CallOptions = DEFAULTS) -> RunResult:
-    """Resume a paused top-level run when nothing below it is open any more; else say where it stands."""
+    """Resume a paused top-level run when nothing below it is open any more; else say where it stands.
+
+    A run whose answered form another live process holds is carried on by that process: this waits
+    for it (bounded, `_holds.handed_over`) and says where the run stands then.
+    """
     k = c.k
     if top.status != "paused" or top.pause_id is None:
         return await _tree.result(k, top.run_id)
     state = await k.store.pause_state(top.pause_id)
     if await _tree.leaves_in(k, state.requests, state.decisions):
+        return await _tree.result(k, top.run_id)
+    held = await _holds.held_in_tree(k, top)
+    if held is not None:
+        # Another live process holds the call a form of this tree was answered for: it carries the run on.
+        assert held.pause_id is not None
+        await _holds.handed_over(k, held.run_id, held.pause_id)
         return await _tree.result(k, top.run_id)
     try:
         return await c.advance(top, force=False, options=options, state=state)
