@@ -129,32 +129,12 @@ def run(
     principal: PrincipalOpt = "local",
     as_json: JsonOpt = False,
 ) -> None:
-    """Send one message, print where the run stands (completed or paused), and exit.
-
-    A server's form that only this process can hand back (a live call of a tool that may not be
-    called again) is not left behind: the command waits, printing the form and the `sayso decide`
-    commands, while it is answered from any terminal; Ctrl-C closes it as cancelled.
-    """
-    from ._holding import held_forms, hold_until_answered
-    from ._render import print_result
+    """Send one message, print where the run stands (completed or paused), and exit (a live form: wait for it)."""
+    from ._holding import run_holding
 
     async def work(rt: Sayso) -> RunResult:
-        if as_json:
-            result = await rt.run(message, agent=agent, thread_id=thread, principal=principal)
-        else:
-            with console.status("working…"):
-                result = await rt.run(message, agent=agent, thread_id=thread, principal=principal)
-        if not held_forms(result):
-            return result
-        # With --json the one JSON object on stdout is the end; the wait is said on stderr.
-        return await hold_until_answered(
-            rt,
-            result,
-            console=errors if as_json else console,
-            principal=principal,
-            config=config,
-            on_paused=None if as_json else lambda paused: print_result(console, paused, config=config),
-        )
+        to = (None if as_json else console, errors)
+        return await run_holding(rt, message, agent=agent, thread_id=thread, principal=principal, config=config, to=to)
 
     _print(_with_app(config, work, as_json=as_json), as_json, config=config)
 

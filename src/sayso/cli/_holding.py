@@ -26,6 +26,41 @@ if TYPE_CHECKING:
     from .._runtime import RunResult, Sayso
 
 
+async def run_holding(
+    runtime: Sayso,
+    message: str,
+    *,
+    agent: str | None,
+    thread_id: str | None,
+    principal: str,
+    config: str,
+    to: tuple[Console | None, Console],
+) -> RunResult:
+    """`sayso run`: the run, then (while it waits on forms this process holds) the wait for their answers.
+
+    `to` is (where results are shown, or `None` with `--json`; where the wait is said): with `--json`
+    the one JSON object on stdout is the end, and the wait is said on stderr.
+    """
+    from ._render import print_result
+
+    shown, said = to
+    if shown is None:
+        result = await runtime.run(message, agent=agent, thread_id=thread_id, principal=principal)
+    else:
+        with shown.status("working…"):
+            result = await runtime.run(message, agent=agent, thread_id=thread_id, principal=principal)
+    if not held_forms(result):
+        return result
+    return await hold_until_answered(
+        runtime,
+        result,
+        console=said if shown is None else shown,
+        principal=principal,
+        config=config,
+        on_paused=None if shown is None else lambda paused: print_result(shown, paused, config=config),
+    )
+
+
 def held_forms(result: RunResult) -> list[Request]:
     """The open requests of a paused run that only this process can deliver (a live form of an unsafe tool)."""
     if result.status != "paused":
