@@ -3,7 +3,8 @@
 A running run is held by one runtime (its lease holder) until a deadline the holder keeps moving
 with a heartbeat (`_heartbeat`). A run whose lease lapsed, or whose holder is a dead process on
 this host, may be taken over by another runtime (one wins: a conditional write), which redoes its
-last segment from the store under the ledger rules; the sweep that finds such runs is `_recovery`'s.
+last segment from the store under the ledger rules; the sweep that finds such runs is the verb
+`_verbs.recover`'s.
 """
 
 from __future__ import annotations

@@ -31,10 +31,10 @@ from .._engine.deferred import audit_body
 from ..exceptions import SaysoError
 from . import _tree
 from ._cycle import Cycle
-from ._deciding import resume_if_ready
 from ._events import EventData, RequestEvent
 from ._holds import POLL_SECONDS, needs_holder
 from ._results import RunResult
+from ._verbs.resume import resume_if_ready
 
 if TYPE_CHECKING:
     from .._engine.mcp.calls import McpHost

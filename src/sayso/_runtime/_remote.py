@@ -26,12 +26,12 @@ from .._core.requests import (
     RequestFields,
     default_hint,
 )
-from .._store import RunRecord, RunStatus
+from .._store import Decided, RunRecord, RunStatus
 from ..exceptions import ConfigError, RunConflict
 from . import _step
 from ._kernel import Kernel, new_id
 from ._results import RunResult
-from ._runner import CallOptions, Resume, Start
+from ._runner import CallOptions, Resume, Start, refuse_retry
 
 RemoteWire: TypeAlias = Literal["v1", "legacy"]
 """How a remote agent speaks human-in-the-loop: kagent's v1 extension, or kagent 0.x's DataParts."""
@@ -84,6 +84,9 @@ class RemoteRunner:
     """The `Runner` of a remote delegate's proxy run: its work happens at the remote agent (`RemoteAgents`)."""
 
     local = False
+    reads_grants = False  # the remote agent keeps its own
+    durable_start = True
+    claims_with_decision = False  # a decision on a proxy's mirrored ask is sent down by the cycle's resume
 
     def __init__(self, k: Kernel, urls: dict[str, str], client: RemoteAgents | None) -> None:
         self._k = k
@@ -123,6 +126,15 @@ class RemoteRunner:
 
     async def answer_below(self, request: DelegateRequest, outcome: RunResult) -> DecisionRecord:
         raise AssertionError("a proxy run's pause mirrors the remote task's asks; no run of sayso's is below it")
+
+    def check(self, name: str) -> None:
+        pass  # the remote agent answers for itself when its task starts
+
+    async def resume_decided(self, decided: Decided, options: CallOptions) -> RunResult:
+        raise AssertionError("a proxy run is resumed after the decision's commit, never claimed by it")
+
+    async def retry(self, run: RunRecord, options: CallOptions) -> RunResult:
+        raise refuse_retry(run)
 
 
 async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) -> RunResult:

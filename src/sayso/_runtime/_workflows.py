@@ -44,7 +44,7 @@ from pydantic_ai.messages import ModelMessage
 from .._core.decisions import ClientResult, DecisionRecord, Expire, Provide, Skip
 from .._core.requests import DelegateRequest, InputRequest, Request
 from .._engine.deferred import answer_messages, audit_body
-from .._store import RunRecord
+from .._store import Decided, RunRecord
 from ..exceptions import RunConflict
 from ..workflows import (
     WorkflowEngine,
@@ -68,10 +68,16 @@ class WorkflowRunner:
     """The `Runner` of a workflow's run: its engine steps it, from the state the store holds."""
 
     local = True
+    reads_grants = False  # its agent nodes read their own
+    durable_start = False  # told to no one before its first stop, whose durable write carries the start
+    claims_with_decision = False  # its resume reads the workflow's state with the claim, after the decision
 
     def __init__(self, k: Kernel, host: Workflows) -> None:
         self._k = k
         self.host = host
+
+    def check(self, name: str) -> None:
+        pass  # a workflow's engine was built with the runtime; its agent nodes are checked as they run
 
     def hosts(self, name: str) -> bool:
         """Whether `name` is one of the runtime's workflows (rather than an agent)."""
@@ -114,6 +120,9 @@ class WorkflowRunner:
             if pause.run_id == run.run_id:
                 answered = _input_answer(pause.requests, pause.decisions)
         return await self._carry_on(run, answered, options)
+
+    async def resume_decided(self, decided: Decided, options: CallOptions) -> RunResult:
+        raise AssertionError("a workflow's run is resumed after the decision's commit, never claimed by it")
 
     async def answer_below(self, request: DelegateRequest, outcome: RunResult) -> DecisionRecord:
         # Not written here: it goes with the resume's consumption of the pause.
