@@ -229,3 +229,64 @@ def test_chat_fills_in_the_servers_form_field_by_field_on_the_live_call(
     # Answered on the call that asked: the server asked once and heard one answer.
     assert elicit_server.answers() == ["accept"]
     assert elicit_server.bookings() == ["sun:3:Ada"]
+
+
+def spawn_chat(config: Path) -> pexpect.spawn[str]:
+    """`sayso chat` on a terminal of its own."""
+    env = {**os.environ, "COLUMNS": "120", "TERM": "dumb", "NO_COLOR": "1"}
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "sayso", "chat", str(config)],
+        env=env,
+        encoding="utf-8",
+        timeout=90,
+        dimensions=(40, 120),
+    )
+
+
+def test_a_form_chat_holds_can_be_answered_from_another_terminal_while_it_asks(
+    tmp_path: Path, elicit_server: ElicitServer
+) -> None:
+    """`sayso chat` holds the call and says so, with the `sayso decide` commands; an answer from another terminal
+    is handed to it and answered on the live call, and the chat carries on at its prompt."""
+    config = write_config(tmp_path, elicit_server, replay=False)
+    chat = spawn_chat(config)
+    chat.expect("you>")
+    chat.sendline("book tue")
+    chat.expect("This chat holds the call that asked")
+    chat.expect(r"decide \S+ (req_\S+) accept")
+    request_id = chat.match.group(1)
+    chat.expect(r"\[f\]ill in the form")
+    done = sayso("decide", str(config), request_id, "accept", '{"people": 4, "name": "Bo"}')
+    assert done["output"] == "Booked tue for 4 (Bo)"
+    chat.expect(f"request {request_id} was answered elsewhere")
+    chat.expect(r"Booked tue for 4 \(Bo\)")
+    chat.expect("you>")
+    chat.sendline("exit")
+    chat.expect(pexpect.EOF)
+    chat.close()
+    assert chat.exitstatus == 0
+    assert elicit_server.answers() == ["accept"]
+    assert elicit_server.bookings() == ["tue:4:Bo"]
+
+
+def test_ctrl_c_at_a_form_chat_holds_closes_it_as_cancelled_and_says_so(
+    tmp_path: Path, elicit_server: ElicitServer
+) -> None:
+    """Ctrl-C at a held form's prompt closes it as cancelled on the live call (the server hears cancel), says so,
+    and leaves the chat with nothing open."""
+    config = write_config(tmp_path, elicit_server, replay=False)
+    chat = spawn_chat(config)
+    chat.expect("you>")
+    chat.sendline("book wed")
+    chat.expect(r"decide \S+ (req_\S+) accept")
+    request_id = chat.match.group(1)
+    chat.expect(r"\[f\]ill in the form")
+    chat.sendintr()
+    chat.expect(f"Ctrl-C: closed request {request_id} as cancelled; its server was told cancel")
+    chat.expect("come back with")
+    chat.expect(pexpect.EOF)
+    chat.close()
+    assert elicit_server.answers() == ["cancel"]
+    assert elicit_server.bookings() == []
+    assert sayso("inbox", str(config))["requests"] == []

@@ -11,19 +11,25 @@ cancel) and says so.
 
 from __future__ import annotations
 
+import os
+import select
 import signal
+import sys
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
 from rich.console import Console
 
-from .._core.decisions import Cancel
+from .._core.decisions import Cancel, Decision
 from .._core.requests import ElicitationRequest, Request
+from .._runtime import RunResult
 from ..exceptions import DecisionRefused
 
 if TYPE_CHECKING:
-    from .._runtime import RunResult, Sayso
+    from .._runtime import Sayso
 
 
 async def run_holding(
@@ -61,11 +67,16 @@ async def run_holding(
     )
 
 
+def is_held(request: Request) -> bool:
+    """Whether only the process holding the live call that asked `request` can deliver its answer."""
+    return isinstance(request, ElicitationRequest) and request.needs_holder
+
+
 def held_forms(result: RunResult) -> list[Request]:
     """The open requests of a paused run that only this process can deliver (a live form of an unsafe tool)."""
     if result.status != "paused":
         return []
-    return [r for r in result.requests if isinstance(r, ElicitationRequest) and r.needs_holder]
+    return [r for r in result.requests if is_held(r)]
 
 
 async def hold_until_answered(
@@ -102,7 +113,7 @@ async def hold_until_answered(
         asked = {r.request_id for r in result.requests}
         interrupted, result = await _hold(runtime, result, principal)
         if interrupted:
-            return await _cancel(runtime, result, held, console=console, principal=principal)
+            return await cancel_held(runtime, result, held, console=console, principal=principal)
         if {r.request_id for r in result.requests} == asked and result.status == "paused":
             return result  # nothing held here any more (another process took it over): say where it stands
     return result
@@ -128,7 +139,7 @@ async def _hold(runtime: Sayso, result: RunResult, principal: str) -> tuple[bool
     return interrupted, outcome
 
 
-async def _cancel(
+async def cancel_held(
     runtime: Sayso, result: RunResult, held: list[Request], *, console: Console, principal: str
 ) -> RunResult:
     """Ctrl-C: each held form closes as cancelled (the server hears cancel) and the run carries on."""
@@ -145,3 +156,130 @@ async def _cancel(
             highlight=False,
         )
     return result
+
+
+class GaveUp(Exception):
+    """The prompt was given up: the form was answered in another process, or Ctrl-C closed it."""
+
+
+class LineReader:
+    """Lines typed on stdin, read in a worker thread so that waiting for one can be given up.
+
+    A held form is asked in a worker thread, so the event loop stays free to renew the hold and
+    to notice an answer given elsewhere; `give_up` then ends the prompt (within a tenth of a
+    second) instead of leaving a thread blocked on stdin that would swallow the next line.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._stop = threading.Event()
+
+    def reset(self) -> None:
+        self._stop.clear()
+
+    def give_up(self) -> None:
+        self._stop.set()
+
+    def readline(self) -> str:
+        """The next line, without its newline.
+
+        Raises:
+            EOFError: end of input (Ctrl-D).
+            GaveUp: `give_up` was called.
+        """
+        fd = sys.stdin.fileno()
+        while b"\n" not in self._buffer:
+            if self._stop.is_set():
+                raise GaveUp
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if not ready:
+                continue
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                if self._buffer:
+                    break
+                raise EOFError
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode(errors="replace").rstrip("\r")
+
+
+LINES = LineReader()
+"""The one reader of a held form's prompts (stdin is one stream)."""
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    """Ctrl-C closed a held form as cancelled; where the run stands afterwards."""
+
+    result: RunResult
+
+
+def say_held(console: Console, request: Request, config: str | None) -> None:
+    """Tell the person at a chat's prompt that the form can be answered here or from any other terminal."""
+    console.print(
+        "[dim]This chat holds the call that asked (it cannot be called again): answer here, or from another "
+        "terminal; Ctrl-C closes the form as cancelled.[/dim]"
+    )
+    if config is not None:
+        from ._render import answer_commands
+
+        for command in answer_commands(request, config):
+            console.print(f"  {command}", soft_wrap=True, highlight=False, markup=False)
+
+
+async def ask_held(
+    runtime: Sayso,
+    console: Console,
+    result: RunResult,
+    request: Request,
+    ask: Callable[[Request], Decision],
+    *,
+    principal: str,
+) -> Decision | RunResult | Cancelled:
+    """Ask a form this process holds at the prompt, while it can also be answered elsewhere.
+
+    `ask` prompts the person (run in a worker thread, reading `LINES`). Returns the person's
+    decision; or where the run stands when the form was answered in another process (the run
+    carried on here); or, on Ctrl-C, the form closed as cancelled (`Cancelled`).
+    """
+    outcome: list[Decision | RunResult | None] = []
+    failure: list[BaseException] = []
+    LINES.reset()
+    async with anyio.create_task_group() as group:
+
+        async def prompt() -> None:
+            try:
+                outcome.append(await anyio.to_thread.run_sync(ask, request))
+            except GaveUp:
+                return
+            except Exception as exc:  # the person's way out (a new message, end of input): raised below
+                failure.append(exc)
+            group.cancel_scope.cancel()
+
+        async def elsewhere() -> None:
+            moved = await runtime.hold(result.run_id, principal=principal)
+            outcome.append(moved)
+            LINES.give_up()
+            group.cancel_scope.cancel()  # the prompt's thread ends first: it was told to give up
+
+        async def interrupt() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                async for _ in signals:
+                    outcome.append(None)
+                    LINES.give_up()
+                    group.cancel_scope.cancel()
+                    return
+
+        group.start_soon(prompt)
+        group.start_soon(elsewhere)
+        group.start_soon(interrupt)
+    if failure:
+        raise failure[0]
+    asked = outcome[0]
+    if asked is None:
+        console.print()
+        return Cancelled(await cancel_held(runtime, result, [request], console=console, principal=principal))
+    if isinstance(asked, RunResult):
+        console.print(f"request {request.request_id} was answered elsewhere", highlight=False)
+    return asked
