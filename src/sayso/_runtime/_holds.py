@@ -27,7 +27,7 @@ from ..exceptions import CallEnded
 from ._kernel import Kernel
 from ._leases import holder_is_dead
 
-POLL_SECONDS = 0.2
+POLL_SECONDS = 0.25
 """How often a holder looks for answers given elsewhere, and a decider elsewhere for the holder's progress."""
 
 HANDOVER_SECONDS = 30.0

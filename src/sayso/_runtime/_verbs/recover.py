@@ -96,7 +96,7 @@ async def _resume_stalled(c: Cycle, now: float) -> list[RunResult]:
         seen.add(top.run_id)
         try:
             before = top.pause_id
-            outcome = await resume_if_ready(c, top)
+            outcome = await resume_if_ready(c, top, wait_for_holder=False)  # a live holder carries its own on
         except SaysoError:
             logger.exception("could not resume run %s; the next sweep tries again", top.run_id)
             continue

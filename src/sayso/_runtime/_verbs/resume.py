@@ -31,11 +31,14 @@ async def resume(c: Cycle, run: RunRecord, *, force: bool, options: CallOptions)
     raise RunConflict(run.run_id, f"the run is {run.status}; only a paused run can be resumed")
 
 
-async def resume_if_ready(c: Cycle, top: RunRecord, options: CallOptions = DEFAULTS) -> RunResult:
+async def resume_if_ready(
+    c: Cycle, top: RunRecord, options: CallOptions = DEFAULTS, *, wait_for_holder: bool = True
+) -> RunResult:
     """Resume a paused top-level run when nothing below it is open any more; else say where it stands.
 
     A run whose answered form another live process holds is carried on by that process: this waits
-    for it (bounded, `_holds.handed_over`) and says where the run stands then.
+    for it (bounded, `_holds.handed_over`; not when `wait_for_holder` is false, as for a sweep) and
+    says where the run stands then.
     """
     k = c.k
     if top.status != "paused" or top.pause_id is None:
@@ -47,7 +50,8 @@ async def resume_if_ready(c: Cycle, top: RunRecord, options: CallOptions = DEFAU
     if held is not None:
         # Another live process holds the call a form of this tree was answered for: it carries the run on.
         assert held.pause_id is not None
-        await _holds.handed_over(k, held.run_id, held.pause_id)
+        if wait_for_holder:
+            await _holds.handed_over(k, held.run_id, held.pause_id)
         return await _tree.result(k, top.run_id)
     try:
         return await c.advance(top, force=False, options=options, state=state)
