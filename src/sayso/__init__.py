@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from ._engine.deps import RunDeps
     from ._engine.hooks import AskApproval, BeforeToolCall, HookCall, VisitUrl, before_tool_call
     from ._engine.scripted import ScriptedModel
+    from ._engine.steps import step
     from ._engine.tools import Approval, require_approval, tool
     from ._runtime import DecideResult, RemoteAgents, RunResult, Sayso, request_json, run_json
     from .exceptions import (
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
         RunNotFound,
         SaysoError,
         SchemaMismatch,
+        StepOutcomeUnknown,
         StoreError,
         ThreadBusy,
         ThreadNotFound,
@@ -164,6 +166,7 @@ __all__ = [
     "Scope",
     "ScriptedModel",
     "Skip",
+    "StepOutcomeUnknown",
     "StoreError",
     "Subject",
     "ThreadBusy",
@@ -182,6 +185,7 @@ __all__ = [
     "request_json",
     "require_approval",
     "run_json",
+    "step",
     "tool",
 ]
 
@@ -249,6 +253,7 @@ _LAZY: dict[str, str] = {
     "Scope": "._core.requests",
     "ScriptedModel": "._engine.scripted",
     "Skip": "._core.decisions",
+    "StepOutcomeUnknown": ".exceptions",
     "StoreError": ".exceptions",
     "Subject": "._core.requests",
     "ThreadBusy": ".exceptions",
@@ -267,6 +272,7 @@ _LAZY: dict[str, str] = {
     "request_json": "._runtime",
     "require_approval": "._engine.tools",
     "run_json": "._runtime",
+    "step": "._engine.steps",
     "tool": "._engine.tools",
 }
 """Where each public name lives: `sayso.X` imports that module the first time X is asked for."""

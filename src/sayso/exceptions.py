@@ -22,6 +22,7 @@ SaysoError
 │   ├── AlreadyDecided                a different decision was taken first: the first wins
 │   ├── RequestExpired                the request's TTL passed before the decision
 │   └── CallEnded                     the MCP call that asked stopped with its process: closed as cancelled
+├── StepOutcomeUnknown (RuntimeError) a tool's or node's step was cut off mid-way: it may have done its work
 ├── RunConflict                       the run is not in a state that allows this step: reload and retry
 │   ├── PauseConsumed                 another process resumed this pause first
 │   ├── NotReady                      requests are still open and the resume was not forced
@@ -62,6 +63,7 @@ __all__ = [
     "RunNotFound",
     "SaysoError",
     "SchemaMismatch",
+    "StepOutcomeUnknown",
     "StoreError",
     "ThreadBusy",
     "ThreadNotFound",
@@ -325,6 +327,27 @@ class NotReady(RunConflict):
 
 class ThreadBusy(RunConflict):
     """The thread already has a run in progress; wait for it to pause or finish."""
+
+
+class StepOutcomeUnknown(SaysoError, RuntimeError):
+    """A step (`sayso.step`) was cut off mid-way, its process gone: it may or may not have done its work.
+
+    It is not run again (a step marked `idempotent=True` is): the tool or node that took it reads
+    this instead, and decides; uncaught in a tool, the model reads it as the call's error.
+    """
+
+    def __init__(self, run_id: str, name: str, occurrence: int = 1) -> None:
+        self.run_id = run_id
+        self.name = name
+        self.occurrence = occurrence
+        nth = f" (number {occurrence} of that name in its body)" if occurrence > 1 else ""
+        super().__init__(
+            f"step {name!r}{nth} of run {run_id!r}: outcome unknown: the process stopped while it was running, "
+            "so it was not run again. Check its effect before trying again."
+        )
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, int]]:
+        return self.__class__, (self.run_id, self.name, self.occurrence)
 
 
 class StoreError(SaysoError):

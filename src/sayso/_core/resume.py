@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..exceptions import NotReady
-from .decisions import DecisionRecord, Expire, Skip
+from .decisions import DecisionRecord, Expired, Skip
 from .requests import Request
 
 SKIPPED_FOR_MESSAGE = "the person sent a message instead of answering"
@@ -72,7 +72,7 @@ def plan_expiry(
     return [
         DecisionRecord(
             request_id=r.request_id,
-            decision=Expire(expires_at=r.expires_at or now),
+            decision=Expired(expires_at=r.expires_at or now),
             by="expiry",
             principal=None,
             decided_at=now,

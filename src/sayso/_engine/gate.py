@@ -48,7 +48,7 @@ from .._core.policy import (
 from .._core.requests import SCOPES_BY_WIDTH, Scope, Subject, default_hint
 from .._core.service import STILL_NEEDS_APPROVAL, ServiceAsk, parse_service_ask
 from .._store import ExecutionResult
-from ..exceptions import SaysoError
+from ..exceptions import SaysoError, StepOutcomeUnknown
 from .calls import (
     META_KEY,
     ApprovalDeferral,
@@ -235,6 +235,8 @@ class GateToolset(WrapperToolset[Any]):
         """
         try:
             return await super().call_tool(name, tool_args, ctx, tool)
+        except StepOutcomeUnknown as exc:  # sayso's, but about the tool's own work: the model reads it and decides
+            raise ToolFailed(tool_error(name, exc)) from exc
         except PASSES_THROUGH:
             raise
         except Exception as exc:

@@ -41,7 +41,7 @@ def needs_holder(request: Request) -> bool:
 
 def hold_alive(run: RunRecord, now: float) -> bool:
     """Whether a paused run is held by a process that may still be alive (its hold renewed, its pid there)."""
-    owner = run.lease_owner
+    owner = run.lease_holder
     return (
         run.status == "paused"
         and owner is not None
@@ -53,7 +53,7 @@ def hold_alive(run: RunRecord, now: float) -> bool:
 
 def held_elsewhere(k: Kernel, run: RunRecord, now: float) -> bool:
     """Whether another live process holds this paused run: only it may carry the run on."""
-    return hold_alive(run, now) and run.lease_owner != k.holder
+    return hold_alive(run, now) and run.lease_holder != k.holder
 
 
 def closed_by_sayso(record: DecisionRecord) -> bool:
@@ -75,7 +75,7 @@ def check_holder(found: RequestWithRun, now: float) -> None:
         raise CallEnded(request.request_id, _ended(found), holder=None)
     if existing is not None or found.pause_status != "open" or hold_alive(found.run, now):
         return  # a decision already taken, or a consumed pause, is said by the decision's own check
-    raise CallEnded(request.request_id, _ended(found), holder=found.run.lease_owner)
+    raise CallEnded(request.request_id, _ended(found), holder=found.run.lease_holder)
 
 
 def _ended(found: RequestWithRun) -> str:
@@ -105,8 +105,8 @@ async def close_orphaned(k: Kernel, run: RunRecord) -> bool:
     if records:
         await k.store.add_decisions(records, audit=[audit_body(r, d) for r, d in zip(orphans, records, strict=True)])
         k.events.decided(orphans, records)
-    if run.lease_owner is not None:
-        await k.store.release_hold(run.run_id, run.lease_owner)
+    if run.lease_holder is not None:
+        await k.store.release_hold(run.run_id, run.lease_holder)
     return bool(records)
 
 

@@ -81,12 +81,12 @@ class Holder:
     async def _look(self, run_id: str, pause_id: str, *, renew: bool) -> None:
         k = self.c.k
         run = await k.store.get_run(run_id)
-        if run.pause_id == pause_id and run.lease_owner == k.holder and renew:
+        if run.pause_id == pause_id and run.lease_holder == k.holder and renew:
             if not await k.store.renew_lease(run_id, k.holder, k.clock() + k.lease_seconds):
                 run = await k.store.get_run(run_id)
-        if run.pause_id != pause_id or run.lease_owner != k.holder:
+        if run.pause_id != pause_id or run.lease_holder != k.holder:
             del k.held[run_id]
-            if not (run.status == "running" and run.lease_owner == k.holder):
+            if not (run.status == "running" and run.lease_holder == k.holder):
                 # Closed elsewhere (a new message, a cancel, a forced resume, or this holder thought gone).
                 self.host.close_run(run_id)
             return

@@ -23,7 +23,7 @@ from .._core.requests import (
     Question,
     QuestionRequest,
     Request,
-    RequestFields,
+    RequestBase,
     default_hint,
 )
 from .._store import Decided, RunRecord, RunStatus
@@ -151,7 +151,7 @@ async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) 
                 f"Its context id is {outcome.context_id!r}."
             )
         await k.store.finish_run(
-            proxy, owner=k.holder, new_messages=(), status=status, output=output, error=error, now=now
+            proxy, holder=k.holder, new_messages=(), status=status, output=output, error=error, now=now
         )
         return RunResult(
             run_id=proxy.run_id,
@@ -163,7 +163,9 @@ async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) 
         )
     mirrored = [mirror(ask, proxy, url, request_id=new_id("req"), now=now) for ask in outcome.asks]
     await k.store.set_mark(REMOTE_WIRE_MARKS, proxy.run_id, outcome.asks[0].wire if outcome.asks else "v1")
-    await k.store.save_pause(proxy, owner=k.holder, pause_id=new_id("pau"), new_messages=(), requests=mirrored, now=now)
+    await k.store.save_pause(
+        proxy, holder=k.holder, pause_id=new_id("pau"), new_messages=(), requests=mirrored, now=now
+    )
     k.events.opened(mirrored)
     return RunResult(
         run_id=proxy.run_id, thread_id=proxy.thread_id, agent=proxy.agent, status="paused", requests=tuple(mirrored)
@@ -186,7 +188,7 @@ def remote_delegates(config: Config) -> dict[str, str]:
 
 def mirror(ask: RemoteAsk, proxy: RunRecord, url: str, *, request_id: str, now: float) -> Request:
     """A sayso request standing for what the remote task waits on (the remote's id as the call id)."""
-    common = RequestFields(
+    common = RequestBase(
         request_id=request_id,
         run_id=proxy.run_id,
         thread_id=proxy.thread_id,
@@ -199,9 +201,9 @@ def mirror(ask: RemoteAsk, proxy: RunRecord, url: str, *, request_id: str, now: 
         parent_call_id=proxy.parent_call_id,
     )
     if ask.kind == "question":
-        return QuestionRequest(**common, questions=ask.questions)
-    return ApprovalRequest(
-        **common,
+        return QuestionRequest.of(common, questions=ask.questions)
+    return ApprovalRequest.of(
+        common,
         hint=ask.hint or default_hint(ask.tool_name),
         payload={"remote_agent": url, "call_id": ask.call_id},
         scopes=("once",),

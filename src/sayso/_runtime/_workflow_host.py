@@ -21,7 +21,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models import infer_model
 
 from .._config.file import Config
-from .._core.decisions import Expire, Provide, Skip
+from .._core.decisions import Expired, Provide, Skip
 from .._core.policy import InterruptPolicy
 from .._core.requests import DelegateRequest, Request
 from .._engine.agents import BuiltAgent
@@ -41,11 +41,12 @@ from ..workflows import (
     build_workflow,
 )
 from . import _tree
+from ._journal import store_journal
 from ._kernel import Kernel, new_id
 from ._results import RunResult
 from ._runner import CallOptions, Runs
 
-InputDecision = Provide | Skip | Expire
+InputDecision = Provide | Skip | Expired
 """What a node's question is closed with: an answer, a skip, or its expiry."""
 
 
@@ -111,7 +112,10 @@ class Workflows:
         self._k = k
         self._runs = runs
         self.flights: dict[str, Flight] = {}
-        self.engines = {name: WorkflowEngine(w, persistence=self, agents=self) for name, w in workflows.items()}
+        journal = store_journal(k.store, k.clock)  # the nodes' steps, recorded with their runs
+        self.engines = {
+            name: WorkflowEngine(w, persistence=self, agents=self, journal=journal) for name, w in workflows.items()
+        }
         for workflow in workflows.values():
             for name in workflow.agent_nodes:
                 node = workflow.nodes[name].agent
@@ -159,7 +163,7 @@ class Workflows:
                         k = self._k
                         await k.store.save_workflow_state(
                             flight.run,
-                            owner=k.holder,
+                            holder=k.holder,
                             state=state.to_json(),
                             now=k.clock(),
                             new_messages=_prompt(flight),
@@ -178,7 +182,7 @@ class Workflows:
             request = self._request(state, run, request_id=new_id("req"), now=now)
             await k.store.save_pause(
                 run,
-                owner=k.holder,
+                holder=k.holder,
                 pause_id=new_id("pau"),
                 new_messages=messages,
                 requests=[request],
@@ -193,7 +197,7 @@ class Workflows:
                 messages.append(ModelResponse(parts=[TextPart(content=output)]))
             await k.store.finish_run(
                 run,
-                owner=k.holder,
+                holder=k.holder,
                 new_messages=messages,
                 status=state.status,
                 output=output,

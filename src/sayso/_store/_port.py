@@ -30,6 +30,7 @@ from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request
 from ._port_outbox import OutboxPort
+from ._port_steps import StepPort
 from ._port_trust import TrustPort
 from ._records import (
     BegunRun,
@@ -55,7 +56,7 @@ from ._records import (
 )
 
 
-class RunStore(OutboxPort, TrustPort):
+class RunStore(OutboxPort, TrustPort, StepPort):
     """The durable store behind every run, pause and decision.
 
     Open it before use (`await store.open()` or `async with store:`) and close it after. Audit
@@ -121,7 +122,7 @@ class RunStore(OutboxPort, TrustPort):
         run_id: str,
         prompt: str,
         client_tools: Sequence[ClientTool],
-        lease_owner: str,
+        lease_holder: str,
         lease_expires_at: float,
         now: float,
         expect_active: str | None,
@@ -159,7 +160,7 @@ class RunStore(OutboxPort, TrustPort):
         run_id: str,
         prompt: str,
         client_tools: Sequence[ClientTool],
-        lease_owner: str,
+        lease_holder: str,
         lease_expires_at: float,
         now: float,
         check: ThreadCheck | None = None,
@@ -189,22 +190,24 @@ class RunStore(OutboxPort, TrustPort):
         """
 
     @abstractmethod
-    async def renew_lease(self, run_id: str, owner: str, until: float) -> bool:
-        """Extend the lease of a running run, or `owner`'s hold on a paused one; `False` when it is not `owner`'s."""
+    async def renew_lease(self, run_id: str, holder: str, until: float) -> bool:
+        """Extend the lease of a running run, or `holder`'s hold on a paused one; `False` when it is not `holder`'s."""
 
     @abstractmethod
-    async def release_hold(self, run_id: str, owner: str) -> bool:
-        """A paused run `owner` held (`save_pause`'s `hold_until`) is held no more; `False` when it was not."""
+    async def release_hold(self, run_id: str, holder: str) -> bool:
+        """A paused run `holder` held (`save_pause`'s `hold_until`) is held no more; `False` when it was not."""
 
     @abstractmethod
-    async def take_over(self, run_id: str, *, owner: str, until: float, now: float, dead_owners: Sequence[str]) -> bool:
-        """Take a running run whose lease lapsed (or whose owner is known dead); exactly one caller wins."""
+    async def take_over(
+        self, run_id: str, *, holder: str, until: float, now: float, dead_holders: Sequence[str]
+    ) -> bool:
+        """Take a running run whose lease lapsed (or whose holder is known dead); exactly one caller wins."""
 
     @abstractmethod
     async def lapsed_runs(self, *, now: float, host: str | None = None, limit: int = 100) -> list[RunRecord]:
         """Running runs nobody may be working on, and held pauses nobody may hold: their lease lapsed by `now`.
 
-        Oldest lease first. With `host`, also such runs held by a process on that host (lease owner
+        Oldest lease first. With `host`, also such runs held by a process on that host (lease holder
         `host:pid:…`), lapsed or not, so a restarted runtime can check at once whether their process
         died. A paused run has a lease only while held (`save_pause`'s `hold_until`).
         """
@@ -222,7 +225,7 @@ class RunStore(OutboxPort, TrustPort):
         self,
         run: RunRecord,
         *,
-        owner: str,
+        holder: str,
         pause_id: str,
         new_messages: Sequence[ModelMessage],
         requests: Sequence[Request],
@@ -237,8 +240,8 @@ class RunStore(OutboxPort, TrustPort):
         finished and their audit records appended in the same commit. A workflow run's state
         (`workflow_state`, what it waits on included) is replaced in the same commit too.
 
-        With `hold_until`, the pause holds a live call only this process (`owner`) can answer: the
-        run keeps `owner` as its lease owner until then, renewed like a running run's lease
+        With `hold_until`, the pause holds a live call only this process (`holder`) can answer: the
+        run keeps `holder` as its lease holder until then, renewed like a running run's lease
         (`renew_lease`) until the call goes (`release_hold`, or the pause is consumed); a hold
         that lapsed is listed by `lapsed_runs`.
 
@@ -251,7 +254,7 @@ class RunStore(OutboxPort, TrustPort):
         self,
         run: RunRecord,
         *,
-        owner: str,
+        holder: str,
         new_messages: Sequence[ModelMessage],
         status: RunStatus,
         output: str | None,
@@ -367,7 +370,7 @@ class RunStore(OutboxPort, TrustPort):
         run: RunRecord,
         *,
         pause_id: str,
-        owner: str,
+        holder: str,
         until: float,
         now: float,
         added: Sequence[DecisionRecord],
@@ -378,7 +381,7 @@ class RunStore(OutboxPort, TrustPort):
         durable: bool = True,
         load_workflow_state: bool = False,
     ) -> Claim:
-        """Consume a pause and make this process the run's owner; exactly one caller succeeds.
+        """Consume a pause and make this process the run's lease holder; exactly one caller succeeds.
 
         `added` are decisions the resume takes itself (skips of what was left open). `executing`
         names the approved requests about to run: their ledger marks are written in the same
@@ -395,7 +398,7 @@ class RunStore(OutboxPort, TrustPort):
 
     @abstractmethod
     async def decide_request(
-        self, request_id: str, judge: Judge, *, owner: str, until: float, now: float
+        self, request_id: str, judge: Judge, *, holder: str, until: float, now: float
     ) -> Decided | None:
         """Decide a request in one transaction: read it, let `judge` rule, write the verdict.
 
@@ -404,7 +407,7 @@ class RunStore(OutboxPort, TrustPort):
         when a concurrent writer gets in the way it is called again on what is there now. The
         verdict's decision is recorded with its audit records and grant (the first decision
         wins: the judge sees an earlier one). When the verdict resumes the run, its pause is
-        consumed, this process (`owner`, until `until`) takes the run's lease, the approved
+        consumed, this process (`holder`, until `until`) takes the run's lease, the approved
         calls' ledger marks are written and the thread's history is read, all in the same commit.
 
         Returns `None` when no request has this id.
@@ -461,7 +464,7 @@ class RunStore(OutboxPort, TrustPort):
         self,
         run: RunRecord,
         *,
-        owner: str,
+        holder: str,
         state: bytes,
         now: float,
         new_messages: Sequence[ModelMessage] = (),
@@ -476,7 +479,7 @@ class RunStore(OutboxPort, TrustPort):
         """
 
     @abstractmethod
-    async def reopen_run(self, run: RunRecord, *, owner: str, until: float, now: float) -> RunRecord:
+    async def reopen_run(self, run: RunRecord, *, holder: str, until: float, now: float) -> RunRecord:
         """Run a failed run again under this process's lease (a workflow retrying its failed node).
 
         The run takes its thread back; exactly one caller wins.

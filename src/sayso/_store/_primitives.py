@@ -28,6 +28,7 @@ from .._core.audit_events import AuditEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import Request
+from .._core.steps import StepKey, StepRecord
 from ._port import RunStore
 from ._records import (
     DeliveryStatus,
@@ -51,32 +52,32 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class PauseRun:
-    """Pause a run this process still holds (`owner`): its lease goes, or becomes a hold until `hold_until`."""
+    """Pause a run this process still holds (`holder`): its lease goes, or becomes a hold until `hold_until`."""
 
     pause_id: str
-    owner: str
+    holder: str
     now: float
     hold_until: float | None = None
-    """The pause holds a live call only `owner` can answer: the run stays `owner`'s until then (renewed)."""
+    """The pause holds a live call only `holder` can answer: the run stays `holder`'s until then (renewed)."""
 
 
 @dataclass(frozen=True, slots=True)
 class EndRun:
-    """End a run this process still holds (`owner`): completed, failed or cancelled, lease and pause gone."""
+    """End a run this process still holds (`holder`): completed, failed or cancelled, lease and pause gone."""
 
     status: RunStatus
     output: str | None
     error: str | None
-    owner: str
+    holder: str
     now: float
 
 
 @dataclass(frozen=True, slots=True)
 class ClaimRun:
-    """A consumed pause's run runs again under `owner`'s lease; unconditional (consuming the pause decided it)."""
+    """A consumed pause's run runs again under `holder`'s lease; unconditional (consuming the pause decided it)."""
 
     pause_id: str
-    owner: str
+    holder: str
     until: float
     now: float
 
@@ -91,24 +92,24 @@ class CancelRun:
 
 @dataclass(frozen=True, slots=True)
 class RenewLease:
-    """Extend `owner`'s lease on a running run, or its hold on a paused one (no revision bump: nothing changed)."""
+    """Extend `holder`'s lease on a running run, or its hold on a paused one (no revision bump: nothing changed)."""
 
-    owner: str
+    holder: str
     until: float
 
 
 @dataclass(frozen=True, slots=True)
 class ReleaseHold:
-    """A paused run `owner` held is held no more (the live call it kept has gone)."""
+    """A paused run `holder` held is held no more (the live call it kept has gone)."""
 
-    owner: str
+    holder: str
 
 
 @dataclass(frozen=True, slots=True)
 class TakeOver:
-    """Take a running run whose lease lapsed by `now`, or whose owner is `dead`."""
+    """Take a running run whose lease lapsed by `now`, or whose holder is `dead`."""
 
-    owner: str
+    holder: str
     until: float
     now: float
     dead: str | None
@@ -116,9 +117,9 @@ class TakeOver:
 
 @dataclass(frozen=True, slots=True)
 class ReopenRun:
-    """Run a failed run again under `owner`'s lease."""
+    """Run a failed run again under `holder`'s lease."""
 
-    owner: str
+    holder: str
     until: float
     now: float
 
@@ -189,8 +190,8 @@ class StoreTx(ABC):
         """Apply `change` if its condition holds; whether the row changed (`ClaimRun`: always)."""
 
     @abstractmethod
-    async def holds(self, run_id: str, owner: str) -> bool:
-        """Whether `owner` holds the run's lease."""
+    async def holds(self, run_id: str, holder: str) -> bool:
+        """Whether `holder` holds the run's lease."""
 
     # the message log
 
@@ -282,6 +283,24 @@ class StoreTx(ABC):
     ) -> bool:
         """Finish an entry still `executing`; `False` when it is not (another sweep resolved it)."""
 
+    # the step journal
+
+    @abstractmethod
+    async def step(self, key: StepKey) -> StepRecord | None:
+        """A step's record, or `None`."""
+
+    @abstractmethod
+    async def add_step(self, key: StepKey, now: float) -> None:
+        """Insert a step's mark, `started`."""
+
+    @abstractmethod
+    async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
+        """Write a step's outcome to its mark."""
+
+    @abstractmethod
+    async def drop_step(self, key: StepKey) -> None:
+        """Delete a step's mark, if it is `started`."""
+
     # workflow state, remote tasks, marks
 
     @abstractmethod
@@ -323,12 +342,12 @@ class StoreTx(ABC):
         """Pending deliveries due by `now` and not claimed by a live sender, oldest first."""
 
     @abstractmethod
-    async def claim_delivery(self, delivery_id: str, *, owner: str, now: float, until: float) -> bool:
+    async def claim_delivery(self, delivery_id: str, *, holder: str, now: float, until: float) -> bool:
         """Claim a pending delivery nobody holds a live claim on, until `until`; `False` when another sender did."""
 
     @abstractmethod
-    async def settle(self, delivery_id: str, owner: str, outcome: Settled) -> bool:
-        """Write what became of a delivery `owner` holds the claim on (the claim goes); `False` when it does not."""
+    async def settle(self, delivery_id: str, holder: str, outcome: Settled) -> bool:
+        """Write what became of a delivery `holder` holds the claim on (the claim goes); `False` when it does not."""
 
     @abstractmethod
     async def delivery_counts(self) -> dict[DeliveryStatus, int]:

@@ -30,7 +30,7 @@ runs = Table(
     Column("pause_id", String(64), nullable=True),
     Column("output", Text, nullable=True),
     Column("error", Text, nullable=True),
-    Column("lease_owner", String(200), nullable=True),
+    Column("lease_holder", String(200), nullable=True),
     Column("lease_expires_at", Float, nullable=True),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
@@ -212,3 +212,18 @@ workflow_states = Table(
     Column("updated_at", Float, nullable=False),
 )
 """Where a workflow run stands (`WorkflowState` as JSON): finished nodes' outputs, answers, the pending question."""
+
+steps = Table(
+    "steps",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("scope", String(200), primary_key=True),
+    Column("name", String(200), primary_key=True),
+    Column("occurrence", Integer, primary_key=True, autoincrement=False),
+    Column("status", String(16), nullable=False),
+    Column("result", LargeBinary, nullable=True),
+    Column("started_at", Float, nullable=False),
+    Column("finished_at", Float, nullable=True),
+)
+"""The step journal: each step a tool or workflow node took (`sayso.step`), keyed by run, scope (a tool call's
+id, a node's pass) and name's occurrence; `started` until its function returned, then `done` with its JSON."""

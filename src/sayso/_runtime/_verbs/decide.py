@@ -85,7 +85,7 @@ async def decide(
         return replace(verdict, resume=ResumeClaim(executing=executing, grants_of=run.principal or ""))
 
     try:
-        done = await k.store.decide_request(request_id, judge, owner=k.holder, until=now + k.lease_seconds, now=now)
+        done = await k.store.decide_request(request_id, judge, holder=k.holder, until=now + k.lease_seconds, now=now)
     except CallEnded:
         await close_orphaned(c, request_id)
         raise

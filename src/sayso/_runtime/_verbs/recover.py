@@ -47,7 +47,7 @@ async def recover(c: Cycle) -> list[RunResult]:
         run
         for run in await k.store.lapsed_runs(now=now, host=host)
         if (run.lease_expires_at is not None and run.lease_expires_at < now)
-        or (run.lease_owner is not None and holder_is_dead(run.lease_owner))
+        or (run.lease_holder is not None and holder_is_dead(run.lease_holder))
     ]
     for held in (run for run in lapsed if run.status == "paused"):
         # The process holding its live calls stopped: its forms close as cancelled and the run carries on.

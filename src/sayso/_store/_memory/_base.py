@@ -13,6 +13,7 @@ from ..._core.audit import AuditHead, AuditRecord
 from ..._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord, Via
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
+from ..._core.steps import StepKey, StepRecord
 from .._records import (
     GRANTS_READ_AT_ONCE,
     DeliveryStatus,
@@ -126,6 +127,7 @@ class _Tables:
         self._outbox: list[_Event] = []
         self._deliveries: dict[str, _Delivery] = {}
         self._workflow_states: dict[str, bytes] = {}
+        self._steps: dict[StepKey, StepRecord] = {}
 
     def _run(self, run_id: str) -> RunRecord:
         tools = self._tools.get(run_id)

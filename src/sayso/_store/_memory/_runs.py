@@ -17,10 +17,10 @@ class _Runs(_MemoryBase):
                 self._run(run.run_id)
                 for run in self._runs.values()
                 if run.status in ("running", "paused")  # a paused run has a lease only while held
-                and run.lease_owner is not None
+                and run.lease_holder is not None
                 and (
                     (run.lease_expires_at is not None and run.lease_expires_at < now)
-                    or (host is not None and (run.lease_owner or "").startswith(f"{host}:"))
+                    or (host is not None and (run.lease_holder or "").startswith(f"{host}:"))
                 )
             ]
         return sorted(found, key=lambda r: r.lease_expires_at or 0.0)[:limit]

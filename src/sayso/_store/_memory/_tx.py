@@ -21,6 +21,7 @@ from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
+from ..._core.steps import StepKey, StepRecord
 from ...exceptions import StoreError
 from .._primitives import (
     CancelRun,
@@ -102,49 +103,49 @@ class MemoryTx(MemoryOutboxTx):
         if run is None:
             return isinstance(change, ClaimRun)
         match change:
-            case PauseRun(pause_id=pause_id, owner=owner, now=now, hold_until=hold_until):
-                ok = run.lease_owner == owner
-                holder = owner if hold_until is not None else None
+            case PauseRun(pause_id=pause_id, holder=holder, now=now, hold_until=hold_until):
+                ok = run.lease_holder == holder
+                keeper = holder if hold_until is not None else None
                 changed = replace(
-                    run, status="paused", pause_id=pause_id, lease_owner=holder, lease_expires_at=hold_until
+                    run, status="paused", pause_id=pause_id, lease_holder=keeper, lease_expires_at=hold_until
                 )
-            case EndRun(status=status, output=output, error=error, owner=owner, now=now):
-                ok = run.lease_owner == owner
+            case EndRun(status=status, output=output, error=error, holder=holder, now=now):
+                ok = run.lease_holder == holder
                 changed = replace(run, status=status, output=output, error=error, pause_id=None)
-                changed = replace(changed, lease_owner=None, lease_expires_at=None)
-            case ClaimRun(pause_id=pause_id, owner=owner, until=until, now=now):
+                changed = replace(changed, lease_holder=None, lease_expires_at=None)
+            case ClaimRun(pause_id=pause_id, holder=holder, until=until, now=now):
                 ok = True
                 changed = replace(run, status="running", pause_id=None, resume_pause_id=pause_id)
-                changed = replace(changed, lease_owner=owner, lease_expires_at=until)
+                changed = replace(changed, lease_holder=holder, lease_expires_at=until)
             case CancelRun(now=now, only_paused=only_paused):
                 ok = run.status == "paused" or not only_paused
                 changed = replace(run, status="cancelled", pause_id=None)
-            case RenewLease(owner=owner, until=until):
-                if run.lease_owner != owner or run.status not in ("running", "paused"):
+            case RenewLease(holder=holder, until=until):
+                if run.lease_holder != holder or run.status not in ("running", "paused"):
                     return False
                 self._put(self.s._runs, run_id, replace(run, lease_expires_at=until))  # no bump: nothing changed
                 return True
-            case ReleaseHold(owner=owner):
-                if run.lease_owner != owner or run.status != "paused":
+            case ReleaseHold(holder=holder):
+                if run.lease_holder != holder or run.status != "paused":
                     return False
-                self._put(self.s._runs, run_id, replace(run, lease_owner=None, lease_expires_at=None))
+                self._put(self.s._runs, run_id, replace(run, lease_holder=None, lease_expires_at=None))
                 return True
-            case TakeOver(owner=owner, until=until, now=now, dead=dead):
+            case TakeOver(holder=holder, until=until, now=now, dead=dead):
                 lapsed = run.lease_expires_at is not None and run.lease_expires_at < now
-                ok = run.status == "running" and (lapsed or (dead is not None and run.lease_owner == dead))
-                changed = replace(run, lease_owner=owner, lease_expires_at=until)
-            case ReopenRun(owner=owner, until=until, now=now):
+                ok = run.status == "running" and (lapsed or (dead is not None and run.lease_holder == dead))
+                changed = replace(run, lease_holder=holder, lease_expires_at=until)
+            case ReopenRun(holder=holder, until=until, now=now):
                 ok = run.status == "failed"
-                changed = replace(run, status="running", error=None, lease_owner=owner, lease_expires_at=until)
+                changed = replace(run, status="running", error=None, lease_holder=holder, lease_expires_at=until)
             case _:
                 assert_never(change)
         if ok:
             self._put(self.s._runs, run_id, replace(changed, updated_at=now, revision=run.revision + 1))
         return ok
 
-    async def holds(self, run_id: str, owner: str) -> bool:
+    async def holds(self, run_id: str, holder: str) -> bool:
         run = self.s._runs.get(run_id)
-        return run is not None and run.lease_owner == owner
+        return run is not None and run.lease_holder == holder
 
     # the message log
 
@@ -293,6 +294,23 @@ class MemoryTx(MemoryOutboxTx):
             return False
         self._set(entry, status=status, result=result)
         return True
+
+    # the step journal
+
+    async def step(self, key: StepKey) -> StepRecord | None:
+        return self.s._steps.get(key)
+
+    async def add_step(self, key: StepKey, now: float) -> None:
+        self._insert(self.s._steps, key, StepRecord(status="started", result=None))
+
+    async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
+        if key in self.s._steps:
+            self._put(self.s._steps, key, StepRecord(status=status, result=bytes(result)))
+
+    async def drop_step(self, key: StepKey) -> None:
+        found = self.s._steps.get(key)
+        if found is not None and found.status == "started":
+            self._pop(self.s._steps, key)
 
     # workflow state, remote tasks, marks
 

@@ -17,6 +17,7 @@ from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import REQUEST_ADAPTER, Request
+from ..._core.steps import StepKey, StepRecord
 from .._primitives import (
     CancelRun,
     ClaimRun,
@@ -95,35 +96,35 @@ class SqlTx(SqlOutboxTx):
     async def update_run(self, run_id: str, change: RunChange) -> bool:
         tx, params = self.tx, {"run_id": run_id}
         match change:
-            case PauseRun(pause_id=pause_id, owner=owner, now=now, hold_until=hold_until):
-                held = {"holder": owner if hold_until is not None else None, "hold_until": hold_until}
-                values = {"pause_id": pause_id, "owner": owner, "now": now, **held}
+            case PauseRun(pause_id=pause_id, holder=holder, now=now, hold_until=hold_until):
+                held = {"keeper": holder if hold_until is not None else None, "hold_until": hold_until}
+                values = {"pause_id": pause_id, "holder": holder, "now": now, **held}
                 changed = await tx.run(q.PAUSE_RUN, {**params, **values})
-            case EndRun(status=status, output=output, error=error, owner=owner, now=now):
-                values = {"status": status, "output": output, "error": error, "owner": owner, "now": now}
+            case EndRun(status=status, output=output, error=error, holder=holder, now=now):
+                values = {"status": status, "output": output, "error": error, "holder": holder, "now": now}
                 changed = await tx.run(q.FINISH_RUN, {**params, **values})
-            case ClaimRun(pause_id=pause_id, owner=owner, until=until, now=now):
-                values = {"pause_id": pause_id, "owner": owner, "until": until, "now": now}
+            case ClaimRun(pause_id=pause_id, holder=holder, until=until, now=now):
+                values = {"pause_id": pause_id, "holder": holder, "until": until, "now": now}
                 await tx.later(q.CLAIM_RUN, [{**params, **values}])
                 return True
             case CancelRun(now=now, only_paused=only_paused):
                 changed = await tx.run(q.CANCEL_PAUSED_RUN if only_paused else q.CANCEL_RUN, {**params, "now": now})
-            case RenewLease(owner=owner, until=until):
-                changed = await tx.run(q.RENEW_LEASE, {**params, "owner": owner, "until": until})
-            case ReleaseHold(owner=owner):
-                changed = await tx.run(q.RELEASE_HOLD, {**params, "owner": owner})
-            case TakeOver(owner=owner, until=until, now=now, dead=dead):
-                values = {"owner": owner, "until": until, "now": now, "dead": dead}
+            case RenewLease(holder=holder, until=until):
+                changed = await tx.run(q.RENEW_LEASE, {**params, "holder": holder, "until": until})
+            case ReleaseHold(holder=holder):
+                changed = await tx.run(q.RELEASE_HOLD, {**params, "holder": holder})
+            case TakeOver(holder=holder, until=until, now=now, dead=dead):
+                values = {"holder": holder, "until": until, "now": now, "dead": dead}
                 changed = await tx.run(q.TAKE_OVER, {**params, **values})
-            case ReopenRun(owner=owner, until=until, now=now):
-                changed = await tx.run(q.REOPEN_RUN, {**params, "owner": owner, "until": until, "now": now})
+            case ReopenRun(holder=holder, until=until, now=now):
+                changed = await tx.run(q.REOPEN_RUN, {**params, "holder": holder, "until": until, "now": now})
             case _:
                 assert_never(change)
         return changed == 1
 
-    async def holds(self, run_id: str, owner: str) -> bool:
+    async def holds(self, run_id: str, holder: str) -> bool:
         row = await self.tx.one(q.LEASE_OWNER, {"run_id": run_id})
-        return row is not None and row["lease_owner"] == owner
+        return row is not None and row["lease_holder"] == holder
 
     # the message log
 
@@ -279,6 +280,24 @@ class SqlTx(SqlOutboxTx):
         params = {"request_id": request_id, "status": status, "result": result, "now": now}
         return await self.tx.run(q.RESOLVE_EXECUTION, params) == 1
 
+    # the step journal
+
+    async def step(self, key: StepKey) -> StepRecord | None:
+        row = await self.tx.one(q.GET_STEP, _step_params(key))
+        if row is None:
+            return None
+        result = row["result"]
+        return StepRecord(status=row["status"], result=None if result is None else bytes(result))
+
+    async def add_step(self, key: StepKey, now: float) -> None:
+        await self.tx.run(q.INSERT_STEP, {**_step_params(key), "now": now})
+
+    async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
+        await self.tx.later(q.END_STEP, [{**_step_params(key), "status": status, "result": bytes(result), "now": now}])
+
+    async def drop_step(self, key: StepKey) -> None:
+        await self.tx.run(q.DROP_STEP, _step_params(key))
+
     # workflow state, remote tasks, marks
 
     async def workflow_state(self, run_id: str) -> bytes | None:
@@ -308,3 +327,7 @@ class SqlTx(SqlOutboxTx):
 def _event_id() -> str:
     """An outbox event's id: random, so ids never repeat across databases."""
     return f"evt_{secrets.token_urlsafe(12)}"
+
+
+def _step_params(key: StepKey) -> dict[str, str | int]:
+    return {"run_id": key.run_id, "scope": key.scope, "name": key.name, "occurrence": key.occurrence}

@@ -19,10 +19,10 @@ class _Runs(_SqlBase):
         r = t.runs
         stale = r.c.lease_expires_at < now
         if host is not None:
-            stale = sa.or_(stale, r.c.lease_owner.startswith(f"{host}:", autoescape=True))
+            stale = sa.or_(stale, r.c.lease_holder.startswith(f"{host}:", autoescape=True))
         live = r.c.status.in_(("running", "paused"))  # a paused run has a lease only while held
         query = (
-            sa.select(r).where(live, r.c.lease_owner.is_not(None), stale).order_by(r.c.lease_expires_at).limit(limit)
+            sa.select(r).where(live, r.c.lease_holder.is_not(None), stale).order_by(r.c.lease_expires_at).limit(limit)
         )
 
         def work(conn: Connection) -> list[RunRecord]:
