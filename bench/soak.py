@@ -7,7 +7,8 @@ thread ("delete f-N", it pauses), reads the inbox, approves over REST (the run c
 reads the thread as the web UI does after a decision. The server's resident memory (VmRSS) is
 sampled every few seconds; after a warm-up (`--warmup` of the time) the growth is fitted as MB per
 minute, and the growth over the last `--last-minutes` (10; the last third of a shorter soak) is
-read off the samples. Prints a line per sample (with the load average), then one JSON line:
+read off the samples (a minute's mean at each end). Prints a line per sample (with the load
+average), then one JSON line:
 `{"kind": "soak", "rss_start_mb", "rss_end_mb", "mb_per_min", "last_window_mb", "cycles", "flat"}`;
 "flat" means the memory levelled off: it grew by at most `--max-last-mb` (3 MB) over that last window.
 
@@ -110,9 +111,11 @@ async def soak_server(args: argparse.Namespace) -> dict[str, Any]:
     settled = [p for p in samples if p[0] >= seconds * args.warmup]
     growth = slope(settled)
     window = min(args.last_minutes * 60, seconds / 3)
-    end_at, end_mb = samples[-1]
-    window_start = min((p for p in samples if p[0] >= end_at - window), key=lambda p: p[0])
-    last_window = end_mb - window_start[1]
+    end_at = samples[-1][0]
+    # A minute's mean at each end of the window: single samples swing by a few MB as runs come and go.
+    opening = [mb for at, mb in samples if end_at - window <= at < end_at - window + 60] or [samples[0][1]]
+    closing = [mb for at, mb in samples if at >= end_at - 60]
+    last_window = statistics.fmean(closing) - statistics.fmean(opening)
     return {
         "kind": "soak",
         "clients": args.clients,

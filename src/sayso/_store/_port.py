@@ -205,11 +205,10 @@ class RunStore(OutboxPort, TrustPort, StepPort):
 
     @abstractmethod
     async def lapsed_runs(self, *, now: float, host: str | None = None, limit: int = 100) -> list[RunRecord]:
-        """Running runs nobody may be working on, and held pauses nobody may hold: their lease lapsed by `now`.
+        """Running runs (and held pauses, `save_pause`'s `hold_until`) whose lease lapsed by `now`, oldest first.
 
-        Oldest lease first. With `host`, also such runs held by a process on that host (lease holder
-        `host:pid:…`), lapsed or not, so a restarted runtime can check at once whether their process
-        died. A paused run has a lease only while held (`save_pause`'s `hold_until`).
+        With `host`, also such runs held by a process on that host (lease holder `host:pid:…`),
+        lapsed or not, so a restarted runtime can check at once whether their process died.
         """
 
     @abstractmethod
@@ -240,10 +239,8 @@ class RunStore(OutboxPort, TrustPort, StepPort):
         finished and their audit records appended in the same commit. A workflow run's state
         (`workflow_state`, what it waits on included) is replaced in the same commit too.
 
-        With `hold_until`, the pause holds a live call only this process (`holder`) can answer: the
-        run keeps `holder` as its lease holder until then, renewed like a running run's lease
-        (`renew_lease`) until the call goes (`release_hold`, or the pause is consumed); a hold
-        that lapsed is listed by `lapsed_runs`.
+        With `hold_until`, the pause holds a live call only `holder` can answer: the run keeps its
+        lease until then, renewed (`renew_lease`) until `release_hold` or the pause is consumed.
 
         Raises:
             RunConflict: this process no longer holds the run's lease.
