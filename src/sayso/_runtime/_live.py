@@ -85,15 +85,20 @@ class Holder:
             if not await k.store.renew_lease(run_id, k.holder, k.clock() + k.lease_seconds):
                 run = await k.store.get_run(run_id)
         if run.pause_id != pause_id or run.lease_holder != k.holder:
-            del k.held[run_id]
+            if k.held.get(run_id) == pause_id:  # not a later pause of the run, held since
+                del k.held[run_id]
             if not (run.status == "running" and run.lease_holder == k.holder):
-                # Closed elsewhere (a new message, a cancel, a forced resume, or this holder thought gone).
-                self.host.close_run(run_id)
+                # Closed elsewhere (a new message, a cancel, a forced resume, or this holder thought gone):
+                # the calls this pause parked hear cancel (one this runtime's own resume took is gone already).
+                for request in (await k.store.pause_state(pause_id)).requests:
+                    self.host.close_question((run_id, request.tool_call_id))
             return
         state = await k.store.pause_state(pause_id)
         if open_requests(state.requests, state.decisions):
             return
         # Answered, in whichever process: the run is carried on here, where its call waits.
+        if k.held.get(run_id) != pause_id:
+            return
         del k.held[run_id]
         self.carrying.add(run_id)
         assert self._group is not None

@@ -349,11 +349,6 @@ class McpHost:
         if call is not None:
             call.answer(mcp_types.ElicitResult(action="cancel"))
 
-    def close_run(self, run_id: str) -> None:
-        """Every question parked for `run_id` was closed elsewhere: each server hears cancel."""
-        for key in [key for key in self.parked if key[0] == run_id]:
-            self.close_question(key)
-
     def _task_group(self) -> TaskGroup:
         assert self._group is not None, "an MCP host runs calls only while it is entered"
         return self._group
