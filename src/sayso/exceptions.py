@@ -15,7 +15,8 @@ SaysoError
 │   │   ├── RunNotFound
 │   │   ├── RequestNotFound
 │   │   └── GrantNotFound
-│   └── NotAllowed (PermissionError)  the caller may not do this here (read, message, decide)
+│   ├── NotAllowed (PermissionError)  the caller may not do this here (read, message, decide)
+│   └── LinkRefused (PermissionError) a mailed link that no longer decides: forged, expired, used, changed
 ├── SchemaMismatch (ValueError)      a value does not fit a response schema (names each field and why)
 ├── DecisionRefused (ValueError)      the person answering: the decision was not taken, the pause stays open
 │   ├── InvalidDecision               the answer does not fit the request (names the problem)
@@ -41,6 +42,9 @@ from typing import Any, Literal, TypeAlias
 NotAllowedSubject: TypeAlias = Literal["request", "thread", "run", "grant", "approver"]
 """What a `NotAllowed` refused."""
 
+LinkProblem: TypeAlias = Literal["invalid", "expired", "used", "decided", "changed"]
+"""Why a mailed link no longer decides."""
+
 
 __all__ = [
     "AgentNotFound",
@@ -53,6 +57,7 @@ __all__ = [
     "InvalidCursor",
     "InvalidDecision",
     "InvalidInput",
+    "LinkRefused",
     "NotAllowed",
     "NotFound",
     "NotReady",
@@ -303,6 +308,18 @@ class NotAllowed(CallerError, PermissionError):
 
     def __reduce__(self) -> tuple[type, tuple[str, str], dict[str, str]]:
         return self.__class__, (self.subject_id, self.problem), {"subject": self.subject}
+
+
+class LinkRefused(CallerError, PermissionError):
+    """A mailed link that no longer decides (docs/guides/channels.md): `problem` says why, `detail` in words."""
+
+    def __init__(self, problem: LinkProblem, detail: str) -> None:
+        self.problem: LinkProblem = problem
+        self.detail = detail
+        super().__init__(detail)
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return self.__class__, (self.problem, self.detail)
 
 
 class RunConflict(SaysoError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sayso._core.audit_events import StepUnknownEvent
 from sayso._core.steps import StepKey, StepRecord
 from sayso._store import RunStore, SqlRunStore
 
@@ -54,6 +55,23 @@ async def test_a_step_whose_result_was_not_json_says_why(store: RunStore) -> Non
     await store.begin_step(key(), NOW)
     await store.finish_step(key(), b"returned a socket", NOW, status="unrecorded")
     assert await store.begin_step(key(), NOW) == StepRecord(status="unrecorded", result=b"returned a socket")
+
+
+async def test_a_step_found_cut_off_is_marked_unknown_and_audited_once(store: RunStore) -> None:
+    """`unknown` ends a step still started, with its audit record; a second finder writes nothing."""
+    await store.begin_step(key(), NOW)
+    await store.finish_step(key(), b"", NOW, status="unknown", audit=[unknown_event()])
+    await store.finish_step(key(), b"", NOW, status="unknown", audit=[unknown_event()])
+    assert await store.begin_step(key(), NOW) == StepRecord(status="unknown", result=None)
+    assert [r.body for r in await store.audit_records()] == [unknown_event()]
+    await store.finish_step(key(), b'"again"', NOW)  # an idempotent step runs again and finishes
+    assert await store.begin_step(key(), NOW) == StepRecord(status="done", result=b'"again"')
+    await store.finish_step(key(), b"", NOW, status="unknown", audit=[unknown_event()])
+    assert len(await store.audit_records()) == 1
+
+
+def unknown_event() -> StepUnknownEvent:
+    return StepUnknownEvent(event="step_unknown", run_id="run_1", scope="call_1", step="charge", occurrence=1, at=NOW)
 
 
 async def test_a_started_step_survives_a_reopened_store(tmp_path: Path) -> None:

@@ -26,11 +26,13 @@ from pydantic import (
 )
 from pydantic_ai import Tool
 
+from .._core.channels import TARGET_PATTERN
 from .._core.decisions import REJECTION_PRESETS, RejectionText
 from .._core.policy import InterruptPolicy, ToolRule
 from .._core.requests import Scope
 from ..exceptions import ConfigError
 from ..workflows import Workflow, WorkflowConfig, check_workflow_names
+from .channels import ChannelsConfig
 from .edges import (
     AUDIT_KEY_ENV as AUDIT_KEY_ENV,
 )
@@ -60,6 +62,7 @@ from .edges import (
 )
 from .lines import line_of, read_yaml, validation_line, yaml_problem
 from .mcp import McpBinding, McpServerConfig, bad_server_names, unknown_servers
+from .rules import PolicyFields
 
 STORE_ENV = "SAYSO_STORE"
 """Environment variable that overrides the configured store URL."""
@@ -70,7 +73,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True)
 
 
-class ToolRuleConfig(_Strict):
+class ToolRuleConfig(PolicyFields, _Strict):
     """An object entry of `interrupt.tools`: `{name: delete_store, remember: thread, subject: "my.mod:fn"}`."""
 
     name: str
@@ -82,6 +85,9 @@ class ToolRuleConfig(_Strict):
     remembered approval covers (one folder, one store); `None` from it lets the call run without asking."""
     ttl_seconds: float | None = Field(default=None, gt=0)
     """How long a request for this tool waits before it expires; unset: the block's `ttl_seconds`."""
+    notify: list[Annotated[str, Field(pattern=TARGET_PATTERN)]] = []
+    """Where each request for this tool is announced, once per request and target: `email:ADDRESS`,
+    `slack:#CHANNEL` or `webhook:NAME` (a `webhooks:` entry's `name`), reached as `channels:` says."""
 
 
 def _string_or_mapping(value: Any) -> str:
@@ -132,7 +138,7 @@ class InterruptConfig(_Strict):
 
     def to_policy(self) -> InterruptPolicy:
         """The pure policy this block describes."""
-        rules = tuple(ToolRule(name=t) if isinstance(t, str) else ToolRule(**t.model_dump()) for t in self.tools)
+        rules = tuple(ToolRule(name=t) if isinstance(t, str) else t.to_rule() for t in self.tools)
         return InterruptPolicy(
             tools=rules,
             skip_read_only=self.skip_read_only,
@@ -322,6 +328,8 @@ class Config(_Strict):
     """How long `sayso serve` keeps webhook events and their deliveries once each is delivered, skipped or
     given up on (and events no server with webhooks took); older ones are deleted by its periodic sweep, so
     the store does not grow with every event ever sent. Deliveries still pending are kept whatever their age."""
+    channels: ChannelsConfig = ChannelsConfig()
+    """How requests reach approvers where they are (rules' `notify`): email over SMTP, Slack, public links."""
     a2a: A2AConfig = A2AConfig()
     """How agents speak A2A."""
     ag_ui: AgUiConfig = AgUiConfig()

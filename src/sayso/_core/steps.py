@@ -10,7 +10,8 @@ result, and every later run of the same body returns that record instead of call
   of one name in one body are two steps, and a body must take its steps in the same order each time.
 - A step is marked `started` (durably) before its function runs, and `done` with its result once
   it returned. A mark found `started` was cut off mid-way (the process died): its outcome is
-  unknown, and it raises `StepOutcomeUnknown` instead of running again, unless it is `idempotent`.
+  unknown, and it raises `StepOutcomeUnknown` instead of running again, unless it is `idempotent`;
+  the first run to find it so marks it `unknown`, with an audit record.
 - A function that raises leaves no record: it did not do its work, and the next run tries again.
 - A result is stored as JSON through a pydantic `TypeAdapter` of the function's return
   annotation, and every run (the first one too) returns it as stored, validated back into that
@@ -26,7 +27,7 @@ through a journal. It does no I/O of its own.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal, Protocol, TypeAlias, get_type_hints
@@ -35,12 +36,17 @@ from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError
 
 from ..exceptions import StepOutcomeUnknown, UsageError
+from .audit_events import AuditEvent, StepUnknownEvent
 
 MAX_NAME = 200
 """The longest step name (what the store's key column holds)."""
 
-StepStatus: TypeAlias = Literal["started", "done", "unrecorded"]
-"""Where a step stands: running (or cut off), finished with its result, or finished with a result not JSON."""
+StepStatus: TypeAlias = Literal["started", "done", "unrecorded", "unknown"]
+"""Where a step stands: running (or cut off, not found yet), finished with its result, finished with a result
+not JSON, or found cut off (its outcome unknown, audited once)."""
+
+Ending: TypeAlias = Literal["done", "unrecorded", "unknown"]
+"""How a started step's mark ends."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +105,7 @@ def recorded_outcome(found: StepRecord | None, key: StepKey, *, idempotent: bool
             return found.result
         case "unrecorded":
             raise UsageError((found.result or b"").decode())
-        case "started":
+        case "started" | "unknown":
             if idempotent:
                 return None
             raise StepOutcomeUnknown(key.run_id, key.name, key.occurrence)
@@ -113,9 +119,12 @@ class StepMarks(Protocol):
         ...
 
     async def finish_step(
-        self, key: StepKey, result: bytes, now: float, *, status: Literal["done", "unrecorded"] = "done"
+        self, key: StepKey, result: bytes, now: float, *, status: Ending = "done", audit: Sequence[AuditEvent] = ()
     ) -> None:
-        """Record the started step's result, or why it could not be stored."""
+        """Record the step's result, or why it could not be stored; or (`unknown`, with `audit`) that it was cut off.
+
+        `unknown` ends only a mark still `started`, and appends `audit` only then: once, however many find it.
+        """
         ...
 
     async def forget_step(self, key: StepKey) -> None:
@@ -134,7 +143,13 @@ class MarkedJournal:
         marks = self.marks
         # Only a mark that keeps a step from running twice must be on disk before it runs.
         found = await marks.begin_step(key, self._clock(), durable=not idempotent)
-        recorded = recorded_outcome(found, key, idempotent=idempotent)
+        try:
+            recorded = recorded_outcome(found, key, idempotent=idempotent)
+        except StepOutcomeUnknown:
+            if found is not None and found.status == "started":  # found cut off: said once, in the audit log
+                now = self._clock()
+                await marks.finish_step(key, b"", now, status="unknown", audit=[step_unknown(key, now)])
+            raise
         if recorded is not None:
             return recorded
         try:
@@ -163,13 +178,23 @@ class MemoryStepMarks:
         return found
 
     async def finish_step(
-        self, key: StepKey, result: bytes, now: float, *, status: Literal["done", "unrecorded"] = "done"
+        self, key: StepKey, result: bytes, now: float, *, status: Ending = "done", audit: Sequence[AuditEvent] = ()
     ) -> None:
+        found = self.steps.get(key)
+        if status == "unknown" and (found is None or found.status != "started"):
+            return
         self.steps[key] = StepRecord(status=status, result=result)
 
     async def forget_step(self, key: StepKey) -> None:
         if key in self.steps and self.steps[key].status == "started":
             del self.steps[key]
+
+
+def step_unknown(key: StepKey, at: float) -> StepUnknownEvent:
+    """The audit record of a step found cut off: it may or may not have done its work, and is not run again."""
+    return StepUnknownEvent(
+        event="step_unknown", run_id=key.run_id, scope=key.scope, step=key.name, occurrence=key.occurrence, at=at
+    )
 
 
 def memory_journal() -> MarkedJournal:

@@ -11,19 +11,15 @@ step depends on are not kept (no write), and a redone segment keeps each reply i
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from pydantic_ai import RunContext
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
-from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 from .._core.steps import StepJournal, StepKey
-from ..exceptions import UsageError
 
 REPLIES_SCOPE = "model"
 """The journal scope of a run's model replies (their occurrence: how many replies its thread's history holds)."""
@@ -35,12 +31,23 @@ class Replies:
 
     run_id: str
     journal: StepJournal
-    start: int
-    """Where the segment begins in the run's messages: the history it was given."""
-    before: int
-    """How many replies that history holds."""
+    history: Sequence[ModelMessage]
+    """The history the segment was given: where it begins in the run's messages."""
     kept: int = 0
     """How many of the segment's replies are in the journal."""
+    start: int = field(init=False)
+    """Where the segment begins in the run's messages (taken when it begins)."""
+    _before: int | None = None
+
+    def __post_init__(self) -> None:
+        self.start = len(self.history)
+
+    @property
+    def before(self) -> int:
+        """How many replies the history holds, counted the first time a reply is kept (most segments never are)."""
+        if self._before is None:
+            self._before = sum(isinstance(m, ModelResponse) for m in self.history[: self.start])
+        return self._before
 
     def key(self, reply: int) -> StepKey:
         """The journal key of the segment's `reply`-th reply (from 0)."""
@@ -63,6 +70,8 @@ class ReplayedModel(WrapperModel):
     """A redone segment's model: each reply the journal kept comes back as it was; the rest are asked and kept.
 
     A reply kept comes back with the calls (and call ids) it had, so their tools' steps find what they did.
+    A streamed request (the runtime streams no redone segment; an agent's own event handler might) is
+    asked again, as `WrapperModel` does, and kept by `Replies.keep` if a step depends on it.
     """
 
     def __init__(self, wrapped: Model, replies: Replies) -> None:
@@ -86,14 +95,3 @@ class ReplayedModel(WrapperModel):
         [reply] = ModelMessagesTypeAdapter.validate_json(data)
         assert isinstance(reply, ModelResponse)
         return reply
-
-    @asynccontextmanager
-    async def request_stream(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-        run_context: RunContext[Any] | None = None,
-    ) -> AsyncGenerator[StreamedResponse]:
-        raise UsageError("a redone segment is not streamed: its replies come from the journal")
-        yield  # pragma: no cover  # a generator, as the context manager needs

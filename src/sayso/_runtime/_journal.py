@@ -10,12 +10,12 @@ hand it to the tools (`RunDeps.journal`, `_step.execute`) and nodes (`WorkflowEn
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Callable, Sequence
 
 import anyio
 
-from .._core.steps import MarkedJournal, StepKey, StepRecord
+from .._core.audit_events import AuditEvent
+from .._core.steps import Ending, MarkedJournal, StepKey, StepRecord
 from .._store import RunStore
 
 
@@ -33,10 +33,10 @@ class _StoreMarks:
         return await self._store.begin_step(key, now, durable=durable)
 
     async def finish_step(
-        self, key: StepKey, result: bytes, now: float, *, status: Literal["done", "unrecorded"] = "done"
+        self, key: StepKey, result: bytes, now: float, *, status: Ending = "done", audit: Sequence[AuditEvent] = ()
     ) -> None:
         with anyio.CancelScope(shield=True):
-            await self._store.finish_step(key, result, now, status=status)
+            await self._store.finish_step(key, result, now, status=status, audit=audit)
 
     async def forget_step(self, key: StepKey) -> None:
         with anyio.CancelScope(shield=True):

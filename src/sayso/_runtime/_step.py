@@ -97,8 +97,7 @@ async def execute(
     # A delegate's run has a thread of its own; "allow for this chat" means the person's chat above it.
     chat_thread_id = None if run.parent_run_id is None else (await _tree.root(k, run)).thread_id
     journal = store_journal(k.store, k.clock)
-    before = sum(isinstance(m, ModelResponse) for m in history)
-    replies = Replies(run_id=run.run_id, journal=journal, start=len(history), before=before)
+    replies = Replies(run_id=run.run_id, journal=journal, history=history)
     deps = RunDeps(
         run_id=run.run_id,
         thread_id=run.thread_id,

@@ -11,8 +11,7 @@ happen once — consuming a pause, the first decision, starting an approved call
 run — is a conditional write whose outcome the verb reports, so the same runtime is safe across
 processes and replicas. Backends raise sayso's errors only: `RunConflict` and `PauseConsumed`
 when another writer won a race, `RunNotFound` for an unknown run, `StoreError` when the
-storage itself failed. The outbox's verbs (webhook events) are declared in `_port_outbox`, those
-of grants and the audit log in `_port_trust`.
+storage itself failed. Other concepts' verbs are declared beside it: `_port_outbox`, `_port_trust`, `_port_policy`...
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request
 from ._port_outbox import OutboxPort
+from ._port_policy import PolicyPort
 from ._port_steps import StepPort
 from ._port_trust import TrustPort
 from ._records import (
@@ -56,7 +56,7 @@ from ._records import (
 )
 
 
-class RunStore(OutboxPort, TrustPort, StepPort):
+class RunStore(OutboxPort, TrustPort, PolicyPort, StepPort):
     """The durable store behind every run, pause and decision.
 
     Open it before use (`await store.open()` or `async with store:`) and close it after. Audit
@@ -493,6 +493,14 @@ class RunStore(OutboxPort, TrustPort, StepPort):
         """Keep a value an interface adapter needs beside sayso's state, replacing any earlier one.
 
         `namespace` is the adapter's own (say `a2a.activation`), so adapters never collide.
+        """
+
+    @abstractmethod
+    async def claim_mark(self, namespace: str, key: str, value: str) -> bool:
+        """Keep a value only if none is kept under `namespace` and `key` yet; `False` when one was (nothing changes).
+
+        Of two callers at once, across processes, exactly one gets `True`: what a one-time token or a
+        replayed payload is refused by.
         """
 
     @abstractmethod

@@ -10,9 +10,10 @@ found mark means lives in `_core/steps.py`, the runtime's journal over these ver
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Literal
+from collections.abc import Sequence
 
-from .._core.steps import StepKey, StepRecord
+from .._core.audit_events import AuditEvent
+from .._core.steps import Ending, StepKey, StepRecord
 
 
 class StepPort(ABC):
@@ -29,12 +30,15 @@ class StepPort(ABC):
 
     @abstractmethod
     async def finish_step(
-        self, key: StepKey, result: bytes, now: float, *, status: Literal["done", "unrecorded"] = "done"
+        self, key: StepKey, result: bytes, now: float, *, status: Ending = "done", audit: Sequence[AuditEvent] = ()
     ) -> None:
         """Record a started step's result (JSON), or (`unrecorded`) why its result could not be stored.
 
         The commit does not wait for the disk (see `RunStore.start_run`'s `durable=False`): a result lost
         with the machine leaves the step started, which reads as outcome unknown, never as a second run.
+
+        `unknown` ends a step found cut off, with its `audit` records, only while it is still `started`:
+        of several runs finding it so, one writes them.
         """
 
     @abstractmethod

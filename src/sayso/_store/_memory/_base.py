@@ -46,6 +46,8 @@ class _Request:
     created_at: float
     expires_at: float | None
     body: bytes
+    escalate_at: float | None = None
+    escalations: int = 0
 
     def load(self) -> Request:
         return REQUEST_ADAPTER.validate_json(self.body)
@@ -82,6 +84,7 @@ class _Event:
     request_id: str
     created_at: float
     fanned_out: bool = False
+    step: int | None = None
 
 
 @dataclass

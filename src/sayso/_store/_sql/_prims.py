@@ -16,7 +16,7 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
-from ..._core.requests import REQUEST_ADAPTER, Request
+from ..._core.requests import REQUEST_ADAPTER, Request, escalation_due
 from ..._core.steps import StepKey, StepRecord
 from .._primitives import (
     CancelRun,
@@ -32,6 +32,7 @@ from .._primitives import (
 )
 from .._records import (
     GRANTS_READ_AT_ONCE,
+    DueEscalation,
     ExecutionRecord,
     ExecutionResult,
     OutboxKind,
@@ -161,6 +162,7 @@ class SqlTx(SqlOutboxTx):
                     "kind": r.kind,
                     "created_at": r.created_at,
                     "expires_at": r.expires_at,
+                    "escalate_at": escalation_due(r, 0),
                     "body": REQUEST_ADAPTER.dump_json(r),
                 }
                 for position, r in enumerate(requests)
@@ -212,15 +214,34 @@ class SqlTx(SqlOutboxTx):
         )
         await self.tx.later(q.MARK_DECIDED, [{"request_id": d.request_id} for d in records])
 
-    async def add_events(self, kind: OutboxKind, request_ids: Sequence[str], now: float) -> None:
+    async def add_events(
+        self, kind: OutboxKind, request_ids: Sequence[str], now: float, *, step: int | None = None
+    ) -> None:
         if request_ids:
             await self.tx.later(
                 q.INSERT_OUTBOX,
                 [
-                    {"event_id": _event_id(), "kind": kind, "request_id": r, "created_at": now, "fanned_out": False}
+                    {
+                        "event_id": _event_id(),
+                        "kind": kind,
+                        "request_id": r,
+                        "created_at": now,
+                        "fanned_out": False,
+                        "step": step,
+                    }
                     for r in request_ids
                 ],
             )
+
+    # escalation timers
+
+    async def due_escalations(self, now: float, limit: int) -> list[DueEscalation]:
+        rows = await self.tx.all(q.DUE_ESCALATIONS, {"now": now, "limit": limit})
+        return [DueEscalation(request_id=r["request_id"], step=r["escalations"], due_at=r["escalate_at"]) for r in rows]
+
+    async def advance_escalation(self, request_id: str, step: int, next_at: float | None) -> bool:
+        params = {"request_id": request_id, "step": step, "next_at": next_at}
+        return await self.tx.run(q.ADVANCE_ESCALATION, params) == 1
 
     # grants and the audit chain
 
@@ -295,6 +316,9 @@ class SqlTx(SqlOutboxTx):
     async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
         await self.tx.later(q.END_STEP, [{**_step_params(key), "status": status, "result": bytes(result), "now": now}])
 
+    async def resolve_step(self, key: StepKey, now: float) -> bool:
+        return await self.tx.run(q.RESOLVE_STEP, {**_step_params(key), "now": now}) == 1
+
     async def drop_step(self, key: StepKey) -> None:
         await self.tx.run(q.DROP_STEP, _step_params(key))
 
@@ -322,6 +346,10 @@ class SqlTx(SqlOutboxTx):
 
     async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
         await self.tx.run(q.SET_MARK, {"namespace": namespace, "key": key, "value": value, "now": now})
+
+    async def add_mark(self, namespace: str, key: str, value: str, now: float) -> bool:
+        params = {"namespace": namespace, "key": key, "value": value, "now": now}
+        return await self.tx.run(q.ADD_MARK, params) == 1
 
 
 def _event_id() -> str:

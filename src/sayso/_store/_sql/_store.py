@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._verbs import DecisionVerbs, OutboxVerbs, RunVerbs, StepVerbs, TrustVerbs
+from .._verbs import DecisionVerbs, EscalationVerbs, OutboxVerbs, RunVerbs, StepVerbs, TrustVerbs
 from ._grants_audit import _GrantsAudit
 from ._listings import _Listings
 from ._requests import _Requests
@@ -10,7 +10,16 @@ from ._runs import _Runs
 
 
 class SqlRunStore(
-    RunVerbs, DecisionVerbs, TrustVerbs, OutboxVerbs, StepVerbs, _Runs, _Requests, _GrantsAudit, _Listings
+    RunVerbs,
+    DecisionVerbs,
+    TrustVerbs,
+    OutboxVerbs,
+    EscalationVerbs,
+    StepVerbs,
+    _Runs,
+    _Requests,
+    _GrantsAudit,
+    _Listings,
 ):
     """The durable store on SQLite (the default, one file) or PostgreSQL (for several replicas).
 

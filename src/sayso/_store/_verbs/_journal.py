@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
 
-from ..._core.steps import StepKey, StepRecord
+from ..._core.audit_events import AuditEvent
+from ..._core.steps import Ending, StepKey, StepRecord
 from .._primitives import StoreTx, TxStore
 
 
@@ -25,8 +26,17 @@ class StepVerbs(TxStore):
         return await self._write(work, race=earlier, durable=durable)
 
     async def finish_step(
-        self, key: StepKey, result: bytes, now: float, *, status: Literal["done", "unrecorded"] = "done"
+        self, key: StepKey, result: bytes, now: float, *, status: Ending = "done", audit: Sequence[AuditEvent] = ()
     ) -> None:
+        if status == "unknown":
+
+            async def resolve(tx: StoreTx) -> None:
+                if await tx.resolve_step(key, now):  # once, however many runs find it cut off
+                    await tx.append_audit(audit)
+
+            await self._write(resolve)
+            return
+
         async def work(tx: StoreTx) -> None:
             await tx.end_step(key, status, result, now)
 
