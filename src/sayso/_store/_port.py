@@ -11,7 +11,8 @@ happen once — consuming a pause, the first decision, starting an approved call
 run — is a conditional write whose outcome the verb reports, so the same runtime is safe across
 processes and replicas. Backends raise sayso's errors only: `RunConflict` and `PauseConsumed`
 when another writer won a race, `RunNotFound` for an unknown run, `StoreError` when the
-storage itself failed. Other concepts' verbs are declared beside it: `_port_outbox`, `_port_trust`, `_port_policy`...
+storage itself failed. Other concepts' verbs are declared beside it: `_port_leases`, `_port_outbox`,
+`_port_trust`, `_port_policy`...
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .._core.audit_events import AuditEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request
+from ._port_leases import LeasePort
 from ._port_outbox import OutboxPort
 from ._port_policy import PolicyPort
 from ._port_steps import StepPort
@@ -56,7 +58,7 @@ from ._records import (
 )
 
 
-class RunStore(OutboxPort, TrustPort, PolicyPort, StepPort):
+class RunStore(LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort):
     """The durable store behind every run, pause and decision.
 
     Open it before use (`await store.open()` or `async with store:`) and close it after. Audit
@@ -187,28 +189,6 @@ class RunStore(OutboxPort, TrustPort, PolicyPort, StepPort):
 
         Raises:
             RunNotFound: no run has this id.
-        """
-
-    @abstractmethod
-    async def renew_lease(self, run_id: str, holder: str, until: float) -> bool:
-        """Extend the lease of a running run, or `holder`'s hold on a paused one; `False` when it is not `holder`'s."""
-
-    @abstractmethod
-    async def release_hold(self, run_id: str, holder: str) -> bool:
-        """A paused run `holder` held (`save_pause`'s `hold_until`) is held no more; `False` when it was not."""
-
-    @abstractmethod
-    async def take_over(
-        self, run_id: str, *, holder: str, until: float, now: float, dead_holders: Sequence[str]
-    ) -> bool:
-        """Take a running run whose lease lapsed (or whose holder is known dead); exactly one caller wins."""
-
-    @abstractmethod
-    async def lapsed_runs(self, *, now: float, host: str | None = None, limit: int = 100) -> list[RunRecord]:
-        """Running runs (and held pauses, `save_pause`'s `hold_until`) whose lease lapsed by `now`, oldest first.
-
-        With `host`, also such runs held by a process on that host (lease holder `host:pid:…`),
-        lapsed or not, so a restarted runtime can check at once whether their process died.
         """
 
     @abstractmethod
