@@ -793,6 +793,24 @@ def report(  # noqa: C901
             )
         w("")
 
+    soak = extras.get("soak")
+    if soak is not None:
+        w("## Memory soak\n")
+        w(
+            f"`bench/soak.py`: `sayso serve` (SQLite) under {soak['clients']} clients for {soak['minutes']:g} minutes, "
+            "each looping: a run that pauses, the inbox, the approval over REST, the thread read back. The server's "
+            "resident memory (VmRSS), sampled every few seconds; *flat* means it grew by at most "
+            f"{soak.get('max_last_mb', 3):g} MB over the last {soak.get('last_minutes', 10):g} minutes.\n"
+        )
+        w("| cycles | RSS start | after warm-up | end | growth after warm-up | last window | flat |")
+        w("|---:|---:|---:|---:|---:|---:|---|")
+        w(
+            f"| {soak['cycles']:,} | {soak['rss_start_mb']} MB | {soak['rss_after_warmup_mb']} MB | "
+            f"{soak['rss_end_mb']} MB | {soak['mb_per_min']} MB/min | {soak.get('last_window_mb', '–')} MB "
+            f"| {'yes' if soak['flat'] else 'NO'} |"
+        )
+        w("")
+
     if scale_pg is not None:
         from scale_pg import table
 

@@ -6,9 +6,11 @@ config: a scripted model, a gated no-op `delete_file`, SQLite): each cycle start
 thread ("delete f-N", it pauses), reads the inbox, approves over REST (the run completes), then
 reads the thread as the web UI does after a decision. The server's resident memory (VmRSS) is
 sampled every few seconds; after a warm-up (`--warmup` of the time) the growth is fitted as MB per
-minute. Prints a line per sample, then one JSON line:
-`{"kind": "soak", "rss_start_mb", "rss_end_mb", "mb_per_min", "cycles", "flat"}`; "flat" means
-the growth after the warm-up stays under `--max-mb-per-min`.
+minute, and the growth over the last `--last-minutes` (10; the last third of a shorter soak) is
+read off the samples (a minute's mean at each end). Prints a line per sample (with the load
+average), then one JSON line:
+`{"kind": "soak", "rss_start_mb", "rss_end_mb", "mb_per_min", "last_window_mb", "cycles", "flat"}`;
+"flat" means the memory levelled off: it grew by at most `--max-last-mb` (3 MB) over that last window.
 
 `--trace` runs the same clients against an in-process app instead, with `tracemalloc`, and prints
 the allocation sites that grew most between the end of the warm-up and the end: where to look
@@ -98,7 +100,8 @@ async def soak_server(args: argparse.Namespace) -> dict[str, Any]:
                 while True:
                     at, mb = time.monotonic() - start, rss_mb(pid)
                     samples.append((at, mb))
-                    print(f"{at:7.0f}s  rss {mb:7.1f} MB", file=sys.stderr, flush=True)
+                    load = os.getloadavg()[0]
+                    print(f"{at:7.0f}s  rss {mb:7.1f} MB  load {load:4.1f}", file=sys.stderr, flush=True)
                     await asyncio.sleep(args.every)
 
             sampler = asyncio.create_task(sample())
@@ -107,6 +110,12 @@ async def soak_server(args: argparse.Namespace) -> dict[str, Any]:
             samples.append((time.monotonic() - start, rss_mb(pid)))
     settled = [p for p in samples if p[0] >= seconds * args.warmup]
     growth = slope(settled)
+    window = min(args.last_minutes * 60, seconds / 3)
+    end_at = samples[-1][0]
+    # A minute's mean at each end of the window: single samples swing by a few MB as runs come and go.
+    opening = [mb for at, mb in samples if end_at - window <= at < end_at - window + 60] or [samples[0][1]]
+    closing = [mb for at, mb in samples if at >= end_at - 60]
+    last_window = statistics.fmean(closing) - statistics.fmean(opening)
     return {
         "kind": "soak",
         "clients": args.clients,
@@ -116,7 +125,11 @@ async def soak_server(args: argparse.Namespace) -> dict[str, Any]:
         "rss_after_warmup_mb": round(settled[0][1], 1),
         "rss_end_mb": round(samples[-1][1], 1),
         "mb_per_min": round(growth, 2),
-        "flat": growth < args.max_mb_per_min,
+        "last_minutes": round(window / 60, 1),
+        "last_window_mb": round(last_window, 1),
+        "max_last_mb": args.max_last_mb,
+        "load_average": round(os.getloadavg()[0], 1),
+        "flat": last_window <= args.max_last_mb,
     }
 
 
@@ -160,7 +173,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--every", type=float, default=5, help="seconds between RSS samples")
     parser.add_argument("--warmup", type=float, default=0.3, help="share of the time before growth is measured")
-    parser.add_argument("--max-mb-per-min", type=float, default=0.5)
+    parser.add_argument("--last-minutes", type=float, default=10, help="the window whose growth says flat")
+    parser.add_argument("--max-last-mb", type=float, default=3.0, help="at most this growth over that window")
     parser.add_argument("--trace", action="store_true", help="in-process, with tracemalloc: what grows")
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args()

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from .exceptions import (
         AgentNotFound,
         AlreadyDecided,
+        CallEnded,
         CallerError,
         ConfigError,
         DecisionRefused,
@@ -129,6 +130,7 @@ __all__ = [
     "Approve",
     "AskApproval",
     "BeforeToolCall",
+    "CallEnded",
     "CallerError",
     "Cancel",
     "ClientError",
@@ -208,6 +210,7 @@ _LAZY: dict[str, str] = {
     "AgentConfig": "._config.file",
     "AgentNotFound": ".exceptions",
     "AlreadyDecided": ".exceptions",
+    "CallEnded": ".exceptions",
     "Answer": "._core.decisions",
     "Approval": "._engine.tools",
     "ApprovalRequest": "._core.requests",

@@ -21,7 +21,8 @@ SaysoError
 ├── DecisionRefused (ValueError)      the person answering: the decision was not taken, the pause stays open
 │   ├── InvalidDecision               the answer does not fit the request (names the problem)
 │   ├── AlreadyDecided                a different decision was taken first: the first wins
-│   └── RequestExpired                the request's TTL passed before the decision
+│   ├── RequestExpired                the request's TTL passed before the decision
+│   └── CallEnded                     the MCP call that asked stopped with its process: closed as cancelled
 ├── StepOutcomeUnknown (RuntimeError) a tool's or node's step was cut off mid-way: it may have done its work
 ├── RunConflict                       the run is not in a state that allows this step: reload and retry
 │   ├── PauseConsumed                 another process resumed this pause first
@@ -48,6 +49,7 @@ LinkProblem: TypeAlias = Literal["invalid", "expired", "used", "decided", "chang
 __all__ = [
     "AgentNotFound",
     "AlreadyDecided",
+    "CallEnded",
     "CallerError",
     "ConfigError",
     "DecisionRefused",
@@ -266,6 +268,27 @@ class AlreadyDecided(DecisionRefused):
 
 class RequestExpired(DecisionRefused):
     """The request expired before this decision arrived; the call will not run."""
+
+
+class CallEnded(DecisionRefused):
+    """The live MCP call that asked this ended with the process holding it, so no answer can reach its server.
+
+    A server's form pushed on a live call (a tool that may not be called again) is answered only on
+    that call, by the process holding it. Once that process stopped (it exited, or its lease lapsed)
+    the request is closed as cancelled and the model reads that the call did not complete; nothing
+    of the answer is taken. `holder` names the process that held the call, when known.
+    """
+
+    def __init__(self, request_id: str, problem: str, *, holder: str | None = None) -> None:
+        super().__init__(request_id, problem)
+        self.holder = holder
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _call_ended, (self.request_id, self.problem, self.holder)
+
+
+def _call_ended(request_id: str, problem: str, holder: str | None) -> CallEnded:
+    return CallEnded(request_id, problem, holder=holder)
 
 
 class NotAllowed(CallerError, PermissionError):

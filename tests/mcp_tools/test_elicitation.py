@@ -16,8 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from sayso import Accept, Cancel, Decline, ElicitationRequest, InvalidDecision, Sayso
-from sayso._engine.mcp.toolset import CALL_ENDED
+from sayso import Accept, CallEnded, Cancel, Decline, ElicitationRequest, InvalidDecision, Sayso
 
 from .conftest import ElicitServer, MakeMcpApp
 
@@ -116,20 +115,28 @@ async def test_content_that_breaks_the_schema_is_refused_field_by_field_and_a_de
     assert elicit_server.bookings() == []
 
 
-async def test_a_form_answered_after_its_runtime_closed_does_not_complete_a_tool_that_may_not_run_twice(
+async def test_a_form_only_its_closing_runtime_could_deliver_closes_as_cancelled_and_later_answers_are_refused(
     app_for: AppFactory, elicit_server: ElicitServer
 ) -> None:
-    """With the live call gone, a tool not marked read-only or idempotent is not called again: the model reads so."""
+    """A runtime that closes while it holds a live form of a tool that may not run twice closes the form as
+    cancelled on the call (the server hears cancel, the run ends); an answer that comes later is refused, naming why."""
     first = app_for()
     async with first:
         paused = await first.run("book sun")
-    # The runtime that held the call closed, and told the server its question was cancelled.
+        [form] = paused.requests
+        assert isinstance(form, ElicitationRequest) and form.needs_holder
     assert elicit_server.answers() == ["cancel"]
     later = app_for()
     async with later:
-        done = await later.decide(paused.requests[0].request_id, Accept(content=PARTY))
-    assert done.run.status == "completed"
-    assert done.run.output == CALL_ENDED
+        ended = await later.result(paused.run_id)
+        assert (ended.status, ended.requests) == ("completed", ())
+        assert (await later.inbox()).requests == []
+        closed = await later.request(form.request_id)
+        assert closed.decision is not None
+        assert (closed.decision.decision, closed.decision.by) == (Cancel(), "system")
+        with pytest.raises(CallEnded, match="the call that asked this has ended: the process that held it stopped"):
+            await later.decide(form.request_id, Accept(content=PARTY))
+    assert elicit_server.answers() == ["cancel"]
     assert elicit_server.bookings() == []
 
 

@@ -21,9 +21,11 @@ from sayso import Config, Sayso
 from sayso.protocols.a2a import a2a_router
 from sayso.protocols.ag_ui import ag_ui_router
 from sayso.server import create_app
+from sayso.server._app import DEFAULT_RECOVER_EVERY_SECONDS
 
 from ..conftest import InProcess, script
 from .conftest import ElicitServer
+from .test_elicitation_cli import open_form, start_run, write_config
 
 RULES: list[dict[str, Any]] = [
     {"user": r"^book (?P<d>\w+)$", "call": "book_table", "args": {"day": "{d}"}},
@@ -32,12 +34,13 @@ RULES: list[dict[str, Any]] = [
     {"tool": "sign_in", "reply": "{result}"},
 ]
 
+PARTY = {"people": 2, "name": "Ada"}
 URI = "https://kagent.dev/extensions/hitl/v1"
 SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
 A2A_HEADERS = {"A2A-Version": "1.0", "A2A-Extensions": URI}
 EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
 
-Serve = Callable[[], Awaitable[InProcess]]
+Serve = Callable[..., Awaitable[InProcess]]
 
 
 @pytest.fixture
@@ -45,7 +48,7 @@ async def serve(tmp_path: Path, elicit_server: ElicitServer) -> AsyncIterator[Se
     """Start the server (REST, A2A, AG-UI) for an agent `host` that books tables on the test server."""
     started: list[InProcess] = []
 
-    async def factory() -> InProcess:
+    async def factory(*, sweeps: bool = True) -> InProcess:
         config = Config.model_validate(
             {
                 "store": f"sqlite:///{tmp_path / 'sayso.db'}",
@@ -56,7 +59,12 @@ async def serve(tmp_path: Path, elicit_server: ElicitServer) -> AsyncIterator[Se
             }
         )
         sayso = Sayso(config, models={"m": script(*RULES)})
-        app = create_app(sayso, routers=[a2a_router(sayso), ag_ui_router(sayso)], expire_every_seconds=None)
+        app = create_app(
+            sayso,
+            routers=[a2a_router(sayso), ag_ui_router(sayso)],
+            expire_every_seconds=None,
+            recover_every_seconds=DEFAULT_RECOVER_EVERY_SECONDS if sweeps else None,
+        )
         started.append(await InProcess(app=app, sayso=sayso).start())
         return started[-1]
 
@@ -299,3 +307,59 @@ async def test_ag_ui_refuses_an_answer_with_an_extra_field_and_the_interrupt_sta
         done = (await ag_ui_post(client, ag_ui_input("thr-extra", [], resume=[entry])))[-1]
         assert isinstance(done, RunFinishedEvent) and done.outcome is not None and done.outcome.type == "success"
     assert elicit_server.bookings() == ["sun:5:Bo"]
+
+
+# --- a form whose holder died is refused with why, on every wire (issue 22 ¶3)
+
+
+async def orphaned_form(tmp_path: Path, elicit_server: ElicitServer) -> dict[str, Any]:
+    """A form held by a `sayso run` on this store that was then killed (SIGKILL): open, with nobody to deliver it."""
+    config = write_config(tmp_path, elicit_server, replay=False)
+    holder = start_run(config, "book fri")
+    request = open_form(config, holder)
+    holder.kill()
+    holder.communicate(timeout=60)
+    return request
+
+
+ENDED = "the call that asked this has ended: the process that held it stopped"
+
+
+async def test_a2a_refuses_an_answer_to_a_form_whose_holder_died_saying_why(
+    tmp_path: Path, serve: Serve, elicit_server: ElicitServer
+) -> None:
+    """A kagent answer to a form whose holding process died is refused with why; the form closes as cancelled."""
+    request = await orphaned_form(tmp_path, elicit_server)
+    server = await serve(sweeps=False)
+    async with server.client() as client:
+        get = {"jsonrpc": "2.0", "id": "1", "method": "GetTask", "params": {"id": request["run_id"]}}
+        task = (await client.post("/a2a/host", json=get, headers=A2A_HEADERS)).json()["result"]
+        assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        answer = {"type": "elicitation_response", "id": request["id"], "action": "accept", "content": PARTY}
+        body = {
+            "jsonrpc": "2.0",
+            "id": "2",
+            "method": "SendMessage",
+            "params": {"message": a2a_message(task=task, payload=answer)},
+        }
+        refused = (await client.post("/a2a/host", json=body, headers=A2A_HEADERS)).json()
+        assert ENDED in refused["error"]["message"], refused
+        get["id"] = "3"
+        ended = (await client.post("/a2a/host", json=get, headers=A2A_HEADERS)).json()["result"]
+        assert ended["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert elicit_server.bookings() == []
+
+
+async def test_ag_ui_refuses_an_answer_to_a_form_whose_holder_died_saying_why(
+    tmp_path: Path, serve: Serve, elicit_server: ElicitServer
+) -> None:
+    """An AG-UI resume of a form whose holding process died ends in a conflict RUN_ERROR saying why."""
+    request = await orphaned_form(tmp_path, elicit_server)
+    server = await serve(sweeps=False)
+    async with server.client() as client:
+        entry = {"interruptId": request["id"], "status": "resolved", "payload": {"action": "accept", "content": PARTY}}
+        refused = await ag_ui_post(client, ag_ui_input(request["thread_id"], [], resume=[entry]))
+        assert refused[-1].type == "RUN_ERROR" and refused[-1].code == "conflict", refused[-1]
+        assert ENDED in refused[-1].message
+        assert (await client.get("/v1/requests")).json()["requests"] == []
+    assert elicit_server.bookings() == []

@@ -224,7 +224,7 @@ async def test_take_over_only_when_the_lease_lapsed_or_its_owner_died(store: Run
 
 async def test_lapsed_runs_are_the_running_runs_nobody_may_hold(store: RunStore) -> None:
     """`lapsed_runs` lists running runs whose lease lapsed, oldest lease first, and with a host also that host's runs;
-    never a live lease elsewhere, a paused run or a finished one."""
+    never a live lease elsewhere, a paused run that is not held, or a finished one."""
     live = await start(store, "thr_1", "run_1", lease_holder="elsewhere:1:a")
     lapsed = await start(store, "thr_2", "run_2", lease_holder="elsewhere:2:b", now=NOW - 100)
     mine = await start(store, "thr_3", "run_3", lease_holder="host:7:me")
@@ -281,6 +281,35 @@ async def test_a_paused_run_is_not_taken_over(store: RunStore) -> None:
     run = await paused(store, await start(store), [])
     assert not await store.take_over(run.run_id, holder="host:2:b", until=NOW + 60, now=NOW + 99, dead_holders=[ME])
     assert not await store.renew_lease(run.run_id, ME, NOW + 90)
+
+
+async def test_a_held_pause_is_renewed_by_its_holder_listed_when_it_lapses_and_released(store: RunStore) -> None:
+    """A pause saved with a hold keeps its holder: renewed by it alone, listed by `lapsed_runs` once it lapsed (or
+    as a run of its host), never taken over; released, it is an ordinary pause; consuming it hands the lease on."""
+    run = await start(store)
+    await store.save_pause(run, holder=ME, pause_id="pau_1", new_messages=(), requests=[], now=NOW, hold_until=NOW + 30)
+    held = await store.get_run(run.run_id)
+    assert (held.status, held.lease_holder, held.lease_expires_at) == ("paused", ME, NOW + 30)
+    assert not await store.renew_lease(run.run_id, "host:2:b", NOW + 60)
+    assert await store.renew_lease(run.run_id, ME, NOW + 60)
+    assert (await store.get_run(run.run_id)).lease_expires_at == NOW + 60
+    assert await store.lapsed_runs(now=NOW + 59) == []
+    assert [r.run_id for r in await store.lapsed_runs(now=NOW + 61)] == [run.run_id]
+    assert [r.run_id for r in await store.lapsed_runs(now=NOW, host="host")] == [run.run_id]
+    assert not await store.take_over(run.run_id, holder="host:2:b", until=NOW + 99, now=NOW + 61, dead_holders=[ME])
+    assert not await store.release_hold(run.run_id, "host:2:b")
+    assert await store.release_hold(run.run_id, ME)
+    released = await store.get_run(run.run_id)
+    assert (released.status, released.lease_holder, released.lease_expires_at) == ("paused", None, None)
+    assert await store.lapsed_runs(now=NOW + 61, host="host") == []
+    assert not await store.renew_lease(run.run_id, ME, NOW + 90)
+    other = await start(store, "thr_2", "run_2")
+    await store.save_pause(
+        other, holder=ME, pause_id="pau_2", new_messages=(), requests=[], now=NOW, hold_until=NOW + 30
+    )
+    claimed = await claim(store, await store.get_run("run_2"))
+    assert (claimed.run.status, claimed.run.lease_holder) == ("running", ME)
+    assert not await store.release_hold("run_2", ME)
 
 
 # pauses

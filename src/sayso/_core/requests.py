@@ -243,6 +243,19 @@ class ElicitationRequest(RequestBase):
     """How the answer reaches the server, and so whether it survives a restart (see `ElicitationDelivery`)."""
     task: dict[str, Any] | None = None
     """`task` delivery: the server's create-task result (its task id), so any process can answer the task."""
+    replay: bool = False
+    """`live` delivery: the call may be issued again with the answer (a read-only or idempotent tool, or a
+    binding's `replay_elicitation`), so a process other than the one holding the call can deliver it."""
+
+    @property
+    def needs_holder(self) -> bool:
+        """Whether only the process holding the live call that asked can deliver the answer.
+
+        Such a request is open only while that process lives: it holds the paused run (a lease it
+        renews), answers from elsewhere are handed to it, and when it stops the request closes as
+        cancelled (docs/guides/mcp.md#which-answers-survive-a-restart).
+        """
+        return self.delivery == "live" and not self.replay
 
 
 @dataclass(frozen=True, kw_only=True)

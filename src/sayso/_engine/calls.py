@@ -61,6 +61,8 @@ class Elicitation:
     """How the answer will reach the asker (see `ElicitationDelivery`)."""
     task: dict[str, Any] | None = None
     """`task` delivery: the server's create-task result."""
+    replay: bool = False
+    """`live` delivery: the call may be issued again with the answer (see `ElicitationRequest.replay`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

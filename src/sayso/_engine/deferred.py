@@ -111,6 +111,7 @@ def requests_from(
                         elicitation_id=asked.elicitation_id,
                         delivery=asked.delivery,
                         task=asked.task,
+                        replay=asked.replay,
                     )
                 )
             case _ if call.tool_call_id in approval_ids:

@@ -120,6 +120,7 @@ class Sayso(LinkVerbs, Reading):
         self._open = False
         self._models = AsyncExitStack()
         self._mcp = AsyncExitStack()
+        self._holder: _live.Holder | None = None
 
     @classmethod
     def from_yaml(cls, path: str | Path, **kwargs: Any) -> Sayso:
@@ -135,7 +136,7 @@ class Sayso(LinkVerbs, Reading):
         await self._k.store.open()
         await _audit.warn_unusable(self._k)
         self._models = await open_models(self._k.agents.values())
-        self._mcp = await _live.open_mcp_host(self._k)
+        self._mcp, self._holder = await _live.open_mcp_host(self._cycle)
         self._open = True
         return self
 
@@ -308,6 +309,23 @@ class Sayso(LinkVerbs, Reading):
         result = await _cancel.cancel(self._cycle, run)
         await self._cycle.changed(run)
         return result
+
+    async def hold(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunResult:
+        """Keep the live MCP calls a paused run waits on open here until their forms are answered, from any process.
+
+        See docs/guides/mcp.md#which-answers-survive-a-restart.
+
+        A server's form on a live call of a tool that may not be called again can be handed back
+        only by the process holding the call, so a program that holds one waits here (as
+        `sayso run` does) while the person answers anywhere: `sayso decide`, the web UI, another
+        replica. The run is carried on in this process; returns where it stands then (paused
+        again, completed, failed). Returns at once when the run waits on no form held here.
+        Closing the runtime closes every form it still holds as cancelled.
+        """
+        await self.run_record(run_id, principal=principal)
+        if self._holder is None:
+            return await _tree.result(self._k, run_id)
+        return await self._holder.hold(run_id)
 
     async def result(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunResult:
         """Where a run stands now, with the requests it still waits on."""

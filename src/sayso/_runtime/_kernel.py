@@ -69,6 +69,9 @@ class Kernel:
     """The runs this runtime is executing right now, so `Sayso.cancel` can stop one."""
     cancelling: set[str] = field(default_factory=set[str])
     """Top-level runs asked to stop: their segments (and their delegates') end as cancelled."""
+    held: dict[str, str] = field(default_factory=dict[str, str])
+    """Paused runs this runtime holds, by run id: their pause (its id) waits on a live MCP call parked here that
+    only this runtime can answer; `_live` renews each hold and carries the run on once it is answered."""
 
     def __post_init__(self) -> None:
         self.heartbeat = Heartbeat(self._renew, every=lambda: self.lease_seconds / 3)

@@ -2,35 +2,170 @@
 
 See docs/guides/mcp.md#when-a-server-asks-the-person.
 
-While the runtime is open (`sayso serve`, `sayso chat`, a Python program), every MCP call of
-its agents runs in one host task group that outlives the runs. A form or URL a server pushes
-mid-call pauses the run while the call stays blocked; the resumed run, in this process, hands
-the person's answer back on it. Decisions that close such a question without an answer (a skip
-when the person sends a message instead, a cancelled run, an expiry) tell the blocked call
-"cancel" at once, so the server is not left waiting. When the runtime closes, the calls still
-open are cut; a later resume replays them or reports that they did not complete.
+While the runtime is open (`sayso serve`, `sayso chat`, `sayso run`, a Python program), every MCP
+call of its agents runs in one host task group that outlives the runs. A form or URL a server
+pushes mid-call pauses the run while the call stays blocked; the resumed run, in this process,
+hands the person's answer back on it. Decisions that close such a question without an answer (a
+skip when the person sends a message instead, a cancelled run, an expiry) tell the blocked call
+"cancel" at once, so the server is not left waiting.
+
+A form only this process can deliver (`_holds`) keeps its run held here: `Holder` renews each hold,
+looks for answers given in any process and carries the run on here, where the call is; it closes
+the call when the form was closed elsewhere. When the runtime closes, every such form is closed as
+cancelled first and its run carried on (the server hears cancel on the call), so none stays open
+for an answer nobody could deliver; then the calls still open are cut.
 """
 
 from __future__ import annotations
 
+import logging
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
+import anyio
+from anyio.abc import TaskGroup
+
+from .._core.decisions import Cancel, DecisionRecord
+from .._core.resume import open_requests
+from .._engine.deferred import audit_body
+from ..exceptions import SaysoError
+from . import _tree
+from ._cycle import Cycle
 from ._events import EventData, RequestEvent
+from ._holds import POLL_SECONDS, needs_holder
+from ._results import RunResult
+from ._verbs.resume import resume_if_ready
 
 if TYPE_CHECKING:
-    from ._kernel import Kernel
+    from .._engine.mcp.calls import McpHost
+
+logger = logging.getLogger("sayso.mcp")
 
 _CLOSING = frozenset({"skip", "expired"})
 """Decisions that close a question without an answer: nothing resumes the call to hand one back."""
 
+CLOSE_SECONDS = 10.0
+"""How long a closing runtime gives the runs of the forms it closed to carry on before it cuts them."""
 
-async def open_mcp_host(k: Kernel) -> AsyncExitStack:
+
+class Holder:
+    """The pauses this runtime holds (`Kernel.held`): renewed, watched for answers, carried on here."""
+
+    def __init__(self, c: Cycle, host: McpHost) -> None:
+        self.c = c
+        self.host = host
+        self.carrying: set[str] = set()
+        """Held runs this holder is carrying on right now (answered; their resume is under way)."""
+        self._changed = anyio.Event()
+        self._group: TaskGroup | None = None
+
+    async def watch(self) -> None:
+        """Look at every held pause a few times a second and renew the holds every third of a lease (a host task)."""
+        k = self.c.k
+        renewed = anyio.current_time()
+        async with anyio.create_task_group() as group:
+            self._group = group
+            while True:
+                await anyio.sleep(POLL_SECONDS)
+                renew = anyio.current_time() - renewed >= k.lease_seconds / 3
+                if renew:
+                    renewed = anyio.current_time()
+                for run_id, pause_id in list(k.held.items()):
+                    try:
+                        await self._look(run_id, pause_id, renew=renew)
+                    except SaysoError:
+                        logger.warning("could not look at the held pause of run %s", run_id, exc_info=True)
+                self._changed.set()
+                self._changed = anyio.Event()
+
+    async def _look(self, run_id: str, pause_id: str, *, renew: bool) -> None:
+        k = self.c.k
+        run = await k.store.get_run(run_id)
+        if run.pause_id == pause_id and run.lease_holder == k.holder and renew:
+            if not await k.store.renew_lease(run_id, k.holder, k.clock() + k.lease_seconds):
+                run = await k.store.get_run(run_id)
+        if run.pause_id != pause_id or run.lease_holder != k.holder:
+            if k.held.get(run_id) == pause_id:  # not a later pause of the run, held since
+                del k.held[run_id]
+            if not (run.status == "running" and run.lease_holder == k.holder):
+                # Closed elsewhere (a new message, a cancel, a forced resume, or this holder thought gone):
+                # the calls this pause parked hear cancel (one this runtime's own resume took is gone already).
+                for request in (await k.store.pause_state(pause_id)).requests:
+                    self.host.close_question((run_id, request.tool_call_id))
+            return
+        state = await k.store.pause_state(pause_id)
+        if open_requests(state.requests, state.decisions):
+            return
+        # Answered, in whichever process: the run is carried on here, where its call waits.
+        if k.held.get(run_id) != pause_id:
+            return
+        del k.held[run_id]
+        self.carrying.add(run_id)
+        assert self._group is not None
+        self._group.start_soon(self._carry_on, run_id)
+
+    async def _carry_on(self, run_id: str) -> None:
+        k = self.c.k
+        try:
+            await resume_if_ready(self.c, await _tree.root(k, await k.store.get_run(run_id)))
+        except SaysoError:
+            logger.warning("could not carry on run %s after its form was answered", run_id, exc_info=True)
+        finally:
+            self.carrying.discard(run_id)
+            self._changed.set()
+            self._changed = anyio.Event()
+
+    async def hold(self, run_id: str) -> RunResult:
+        """Wait while the run waits on forms this runtime holds; where it stands once they were answered and it moved.
+
+        Returns at once when it waits on none; else once it left that pause and is not running.
+        """
+        k = self.c.k
+        result = await _tree.result(k, run_id)
+        asked = {r.request_id for r in result.requests}
+        while result.status == "running" or (
+            {r.request_id for r in result.requests} == asked and any(r.run_id in k.held for r in result.requests)
+        ):
+            await self._changed.wait()
+            result = await _tree.result(k, run_id)
+        while any(r in self.carrying for r in {run_id, *(r.run_id for r in result.requests)}):
+            await self._changed.wait()
+            result = await _tree.result(k, run_id)
+        return result
+
+    async def close_all(self) -> None:
+        """The runtime closes: every form it holds is closed as cancelled, then its run carried on (bounded)."""
+        k = self.c.k
+        held = dict(k.held)
+        k.held.clear()
+        now = k.clock()
+        for pause_id in held.values():
+            state = await k.store.pause_state(pause_id)
+            forms = [r for r in open_requests(state.requests, state.decisions) if needs_holder(r)]
+            records = [
+                DecisionRecord(request_id=r.request_id, decision=Cancel(), by="system", principal=None, decided_at=now)
+                for r in forms
+            ]
+            if records:
+                await k.store.add_decisions(
+                    records, audit=[audit_body(r, d) for r, d in zip(forms, records, strict=True)]
+                )
+                k.events.decided(forms, records)
+        with anyio.move_on_after(CLOSE_SECONDS):
+            for run_id in held:
+                try:
+                    await resume_if_ready(self.c, await _tree.root(k, await k.store.get_run(run_id)))
+                except SaysoError:
+                    logger.warning("could not carry on run %s after closing its form", run_id, exc_info=True)
+
+
+async def open_mcp_host(c: Cycle) -> tuple[AsyncExitStack, Holder | None]:
     """Open one MCP host for every agent with MCP servers; closing the returned stack cuts the calls still open."""
+    k = c.k
     stack = AsyncExitStack()
     toolsets = [built.mcp for built in k.agents.values() if built.mcp is not None]
     if not toolsets:
-        return stack
+        return stack, None
     from .._engine.mcp.calls import McpHost  # the `mcp` extra is needed only by agents that bind MCP servers
 
     host = await stack.enter_async_context(McpHost(keeps_calls=True))
@@ -52,4 +187,9 @@ async def open_mcp_host(k: Kernel) -> AsyncExitStack:
             toolset.host = None
 
     stack.callback(detach)
-    return stack
+    holder = Holder(c, host)
+    stack.push_async_callback(holder.close_all)
+    group = await stack.enter_async_context(anyio.create_task_group())
+    group.start_soon(holder.watch)
+    stack.callback(group.cancel_scope.cancel)
+    return stack, holder

@@ -29,7 +29,7 @@ from .._core.access import may_decide
 from .._core.audit_events import AuditEvent, ServiceNotifiedEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
-from .._core.requests import ApprovalRequest, Request
+from .._core.requests import ApprovalRequest, ElicitationRequest, Request
 from .._core.resume import ResumePlan
 from .._core.service import service_notice
 from .._engine.agents import BuiltAgent
@@ -183,15 +183,22 @@ async def execute(
             parent_call_id=run.parent_call_id,
             chat_thread_id=chat_thread_id,
         )
+        pause_id = new_id("pau")
+        # A form only this process can hand back (its call is parked in this runtime's MCP host) keeps
+        # the run held here, renewed while the call waits (`_live`), so others know whether it still can.
+        held = any(isinstance(r, ElicitationRequest) and r.needs_holder for r in raised)
         await k.store.save_pause(
             run,
             holder=k.holder,
-            pause_id=new_id("pau"),
+            pause_id=pause_id,
             new_messages=new,
             requests=raised,
             now=now,
             executions=deps.executed,
+            hold_until=now + k.lease_seconds if held else None,
         )
+        if held:
+            k.held[run.run_id] = pause_id
         k.events.opened(raised)
         return RunResult(
             run_id=run.run_id,

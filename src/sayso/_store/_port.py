@@ -1,15 +1,18 @@
 """`RunStore`: the port every backend implements — threads, runs, pauses, requests, decisions and the rest.
 
-The runtime talks to durable state only through these verbs, so a backend can be swapped (`SqlRunStore` for SQLite and
-PostgreSQL, `MemoryRunStore` for tests and embedding) and one contract suite (`tests/store/test_contract.py`) pins what
-each must do. The business verbs are written once (`_verbs/`) over the primitives of one transaction
-(`_primitives.StoreTx`); a backend supplies those primitives, its transactions and its listings. The rules a verb
-applies inside its transaction (`decide_request`'s `judge`, `begin_run`'s `check`) are the caller's pure functions,
-typed here: the store imports nothing of the runtime. Every step that must happen once — consuming a pause, the first
-decision, starting an approved call, taking over a run — is a conditional write whose outcome the verb reports, so the
-same runtime is safe across processes and replicas. Backends raise sayso's errors only: `RunConflict` and
-`PauseConsumed` when another writer won a race, `RunNotFound` for an unknown run, `StoreError` when the storage itself
-failed. Other concepts' verbs are declared beside it: `_port_outbox`, `_port_trust`, `_port_policy`...
+The runtime talks to durable state only through these verbs, so a backend can be swapped
+(`SqlRunStore` for SQLite and PostgreSQL, `MemoryRunStore` for tests and embedding) and one
+contract suite (`tests/store/test_contract.py`) pins what each must do. The business verbs are
+written once (`_verbs/`) over the primitives of one transaction (`_primitives.StoreTx`); a
+backend supplies those primitives, its transactions and its listings. The rules a verb applies
+inside its transaction (`decide_request`'s `judge`, `begin_run`'s `check`) are the caller's pure
+functions, typed here: the store imports nothing of the runtime. Every step that must
+happen once — consuming a pause, the first decision, starting an approved call, taking over a
+run — is a conditional write whose outcome the verb reports, so the same runtime is safe across
+processes and replicas. Backends raise sayso's errors only: `RunConflict` and `PauseConsumed`
+when another writer won a race, `RunNotFound` for an unknown run, `StoreError` when the
+storage itself failed. Other concepts' verbs are declared beside it: `_port_leases`, `_port_outbox`,
+`_port_trust`, `_port_policy`...
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from .._core.audit_events import AuditEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request
+from ._port_leases import LeasePort
 from ._port_outbox import OutboxPort
 from ._port_policy import PolicyPort
 from ._port_steps import StepPort
@@ -55,7 +59,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
 
-class RunStore(OutboxPort, TrustPort, PolicyPort, StepPort):
+class RunStore(LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort):
     """The durable store behind every run, pause and decision.
 
     Open it before use (`await store.open()` or `async with store:`) and close it after. Audit
@@ -189,24 +193,6 @@ class RunStore(OutboxPort, TrustPort, PolicyPort, StepPort):
         """
 
     @abstractmethod
-    async def renew_lease(self, run_id: str, holder: str, until: float) -> bool:
-        """Extend the lease of a running run; `False` when another process has taken it over."""
-
-    @abstractmethod
-    async def take_over(
-        self, run_id: str, *, holder: str, until: float, now: float, dead_holders: Sequence[str]
-    ) -> bool:
-        """Take a running run whose lease lapsed (or whose holder is known dead); exactly one caller wins."""
-
-    @abstractmethod
-    async def lapsed_runs(self, *, now: float, host: str | None = None, limit: int = 100) -> list[RunRecord]:
-        """Running runs nobody may be working on: their lease lapsed by `now`, oldest lease first.
-
-        With `host`, also running runs held by a process on that host (lease holder `host:pid:…`),
-        lapsed or not, so a restarted runtime can check at once whether their process died.
-        """
-
-    @abstractmethod
     async def stalled_runs(self, *, before: float, limit: int = 100) -> list[str]:
         """Paused runs whose open pause waits on no person and on which nothing happened since `before`.
 
@@ -226,12 +212,16 @@ class RunStore(OutboxPort, TrustPort, PolicyPort, StepPort):
         now: float,
         executions: Sequence[ExecutionResult] = (),
         workflow_state: bytes | None = None,
+        hold_until: float | None = None,
     ) -> None:
         """Persist a pause: the run's new messages, its requests, and the run's paused status, atomically.
 
         `executions` are results of approved calls the segment ran; their ledger entries are
         finished and their audit records appended in the same commit. A workflow run's state
         (`workflow_state`, what it waits on included) is replaced in the same commit too.
+
+        With `hold_until`, the pause holds a live call only `holder` can answer: the run keeps its
+        lease until then, renewed (`renew_lease`) until `release_hold` or the pause is consumed.
 
         Raises:
             RunConflict: this process no longer holds the run's lease.

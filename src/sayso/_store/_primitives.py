@@ -53,11 +53,13 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class PauseRun:
-    """Pause a run this process still holds (`holder`): its lease goes."""
+    """Pause a run this process still holds (`holder`): its lease goes, or becomes a hold until `hold_until`."""
 
     pause_id: str
     holder: str
     now: float
+    hold_until: float | None = None
+    """The pause holds a live call only `holder` can answer: the run stays `holder`'s until then (renewed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +93,17 @@ class CancelRun:
 
 @dataclass(frozen=True, slots=True)
 class RenewLease:
-    """Extend `holder`'s lease on a running run (no revision bump: nothing about the run changed)."""
+    """Extend `holder`'s lease on a running run, or its hold on a paused one (no revision bump: nothing changed)."""
 
     holder: str
     until: float
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseHold:
+    """A paused run `holder` held is held no more (the live call it kept has gone)."""
+
+    holder: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +125,8 @@ class ReopenRun:
     now: float
 
 
-RunChange: TypeAlias = PauseRun | EndRun | ClaimRun | CancelRun | RenewLease | TakeOver | ReopenRun
-"""A change to a run's row; every one but `RenewLease` bumps its revision and `updated_at`."""
+RunChange: TypeAlias = PauseRun | EndRun | ClaimRun | CancelRun | RenewLease | ReleaseHold | TakeOver | ReopenRun
+"""A change to a run's row; every one but `RenewLease` and `ReleaseHold` bumps its revision and `updated_at`."""
 
 
 @dataclass(frozen=True, slots=True)

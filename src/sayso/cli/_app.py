@@ -108,13 +108,12 @@ def run(
     principal: PrincipalOpt = "local",
     as_json: JsonOpt = False,
 ) -> None:
-    """Send one message, print where the run stands (completed or paused), and exit."""
+    """Send one message, print where the run stands (completed or paused), and exit (a live form: wait for it)."""
+    from ._holding import run_holding
 
     async def work(rt: Sayso) -> RunResult:
-        if as_json:
-            return await rt.run(message, agent=agent, thread_id=thread, principal=principal)
-        with console.status("working…"):
-            return await rt.run(message, agent=agent, thread_id=thread, principal=principal)
+        to = (None if as_json else console, errors)
+        return await run_holding(rt, message, agent=agent, thread_id=thread, principal=principal, config=config, to=to)
 
     _print(_with_app(config, work, as_json=as_json), as_json, config=config)
 

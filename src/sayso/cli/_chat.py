@@ -39,6 +39,7 @@ from .._core.requests import (
 from .._engine.scripted import ScriptedModel
 from .._runtime import RunResult, Sayso
 from ..exceptions import DecisionRefused, ThreadNotFound
+from ._holding import LINES, Cancelled, ask_held, is_held, say_held
 from ._render import (
     fields_summary,
     print_result,
@@ -79,7 +80,7 @@ async def chat_loop(
     )
     result = await _paused_on_thread(runtime, thread_id, principal) if thread_id else None
     try:
-        thread_id = await _converse(runtime, console, name, thread_id, result, principal)
+        thread_id = await _converse(runtime, console, name, thread_id, result, principal, config)
     except _Left as left:
         thread_id = left.thread_id
         console.print()  # past the prompt the person left at
@@ -100,6 +101,10 @@ async def _goodbye(runtime: Sayso, console: Console, thread_id: str | None, prin
         return
     paused = await _paused_on_thread(runtime, thread_id, principal)
     for request in paused.requests if paused is not None and paused.status == "paused" else []:
+        if is_held(request):
+            # Nobody else can hand its answer back: leaving closes it (`Sayso` closes what it holds).
+            console.print(f"request {request.request_id} closes as cancelled: this chat held its call", soft_wrap=True)
+            continue
         console.print(f"request {request.request_id} stays open: {_what(request)}", soft_wrap=True)
     back = f"{sayso_command()} chat {shlex.quote(config)} --thread {thread_id}" if config else f"--thread {thread_id}"
     console.print(f"thread {thread_id}; come back with: {back}", soft_wrap=True, highlight=False)
@@ -114,13 +119,19 @@ def _what(request: Request) -> str:
 
 
 async def _converse(
-    runtime: Sayso, console: Console, name: str, thread_id: str | None, result: RunResult | None, principal: str
+    runtime: Sayso,
+    console: Console,
+    name: str,
+    thread_id: str | None,
+    result: RunResult | None,
+    principal: str,
+    config: str | None,
 ) -> str | None:
     pending: str | None = None
     while True:
         if result is not None and result.status == "paused":
             try:
-                result = await _answer_all(runtime, console, result, principal)
+                result = await _answer_all(runtime, console, result, principal, config)
             except (EOFError, KeyboardInterrupt):
                 raise _Left(result.thread_id) from None
             except _NewMessage as new:
@@ -172,14 +183,21 @@ async def _paused_on_thread(runtime: Sayso, thread_id: str, principal: str) -> R
     return await runtime.result(thread.active_run_id, principal=principal)
 
 
-async def _answer_all(runtime: Sayso, console: Console, result: RunResult, principal: str) -> RunResult:
-    """Ask the person about each open request in turn; the last decision resumes the run."""
+async def _answer_all(
+    runtime: Sayso, console: Console, result: RunResult, principal: str, config: str | None = None
+) -> RunResult:
+    """Ask about each open request in turn (a form this chat holds: here or from any terminal); the last resumes."""
     console.print(f"[yellow]The agent is waiting on {len(result.requests)} request(s).[/yellow]")
     for request in result.requests:
         # A question's words and choices are asked just below, once; its panel would say them twice.
         console.print(request_panel(request, brief=isinstance(request, QuestionRequest)))
+        held = is_held(request)
+        if held:
+            say_held(console, request, config)
         while True:
-            decision = _ask(console, request)
+            decision = await _held(runtime, console, result, request, principal) if held else _ask(console, request)
+            if isinstance(decision, RunResult):
+                return decision  # answered elsewhere: the run moved on
             try:
                 with console.status("working…"):
                     outcome = await runtime.decide(request.request_id, decision, principal=principal, via="cli")
@@ -191,6 +209,16 @@ async def _answer_all(runtime: Sayso, console: Console, result: RunResult, princ
             break
         result = outcome.run
     return result
+
+
+async def _held(
+    runtime: Sayso, console: Console, result: RunResult, request: Request, principal: str
+) -> Decision | RunResult:
+    asked = await ask_held(runtime, console, result, request, lambda r: _ask(console, r), principal=principal)
+    if isinstance(asked, Cancelled):
+        print_result(console, asked.result)
+        raise _Left(result.thread_id)
+    return asked
 
 
 def _ask(console: Console, request: Request) -> Decision:
@@ -213,7 +241,9 @@ def _read(console: Console, prompt: str) -> str:
     in `input()` notices after the next Enter; at a prompt, one Ctrl-C means leave now.
     """
     if threading.current_thread() is not threading.main_thread():
-        return console.input(prompt)
+        # A held form, asked in a worker thread (`ask_held`): a read that can be given up.
+        console.print(prompt, end="")
+        return LINES.readline()
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return console.input(prompt)

@@ -1,4 +1,4 @@
-"""The served process's garbage collector: long-lived objects frozen out of its full collections.
+"""The served process's heap: long-lived objects frozen out of its full collections, and few malloc arenas.
 
 A `sayso serve` process holds a few hundred thousand long-lived objects: modules, pydantic
 schemas, and what pydantic-ai and the protocol libraries load on the first runs. CPython's full
@@ -11,12 +11,22 @@ as before, and frozen ones are still freed when their last reference goes.
 Freezing is done only by the process's owner (`sayso serve`), never by the library, and only a
 few times: a reference cycle frozen while alive is never collected once it dies, so each freeze
 may keep a little of what was in flight at that moment (the runs then being served).
+
+Its C heap is the other half (`limit_malloc_arenas`): glibc gives each thread that allocates its
+own arena, up to eight per core, and a served process runs a few dozen short-lived worker threads
+(anyio's, for SQLite's writes and the like). Each arena keeps the memory its thread freed, in pieces
+the next thread does not reuse, so under steady load the resident size kept growing (the soak:
+~8 MB/min, from ~210 to ~275 MB in six minutes) while Python's own objects stayed flat. Two arenas
+hold it level; threads contend little on them, as most of their work holds the GIL.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 import logging
+import os
 
 logger = logging.getLogger("sayso.server")
 
@@ -25,6 +35,31 @@ UNFROZEN_LIMIT = 50_000
 
 MAX_FREEZES = 4
 """Freezes in a process's life: at start-up, then as lazily loaded code and caches settle."""
+
+
+MALLOC_ARENAS = 2
+"""How many malloc arenas a served process's threads share (glibc's `M_ARENA_MAX`)."""
+
+_M_ARENA_MAX = -8
+"""glibc's `mallopt` parameter for the arena limit (malloc.h)."""
+
+
+def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
+    """Let the process's threads share `arenas` malloc arenas (glibc only; the `MALLOC_ARENA_MAX` variable wins).
+
+    Called before the server starts its threads; whether the limit was set.
+    """
+    if "MALLOC_ARENA_MAX" in os.environ:
+        return False  # the operator chose
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False  # not glibc (musl, macOS): nothing to limit
+    return bool(mallopt(_M_ARENA_MAX, arenas))
 
 
 class HeapSettler:

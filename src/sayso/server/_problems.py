@@ -24,6 +24,7 @@ from typing_extensions import TypedDict
 
 from ..exceptions import (
     AlreadyDecided,
+    CallEnded,
     ConfigError,
     DecisionRefused,
     GrantNotFound,
@@ -120,6 +121,8 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
         ids = ProblemIds(request_id=exc.request_id)
         if isinstance(exc, AlreadyDecided):
             return Problem(slug="already-decided", title="Already decided", status=409, detail=str(exc), extra=ids)
+        if isinstance(exc, CallEnded):
+            return Problem(slug="call-ended", title="The call has ended", status=409, detail=str(exc), extra=ids)
         if isinstance(exc, RequestExpired):
             return Problem(slug="request-expired", title="Request expired", status=410, detail=str(exc), extra=ids)
         if isinstance(exc, InvalidDecision):

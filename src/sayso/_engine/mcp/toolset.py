@@ -309,9 +309,8 @@ class McpToolset(AbstractToolset[Any]):
         if request.delivery == "live":
             parked = connections.host.take(key) if key is not None else None
             if parked is not None and parked.answer(reply):
-                return await self._follow(parked, route, key)
-            options = options_of(tool.tool_def)
-            if not (route.replay_elicitation or options.read_only or options.idempotent):
+                return await self._follow(parked, route, key, replay=_replayable(route, tool))
+            if not _replayable(route, tool):
                 return CALL_ENDED
         return await self._issue(
             route,
@@ -352,10 +351,14 @@ class McpToolset(AbstractToolset[Any]):
                 connections.release(connection)
 
         connections.host.start(call, body)
-        return await self._follow(call, route, key)
+        return await self._follow(call, route, key, replay=_replayable(route, tool))
 
-    async def _follow(self, call: LiveCall, route: McpRoute, key: tuple[str, str] | None) -> Any:
-        """Wait for the call's next event: its result, or a question that pauses the run."""
+    async def _follow(self, call: LiveCall, route: McpRoute, key: tuple[str, str] | None, *, replay: bool) -> Any:
+        """Wait for the call's next event: its result, or a question that pauses the run.
+
+        `replay`: the call may be issued again with a live question's answer, so another process can
+        deliver it (else only this one can, while it holds the call).
+        """
         try:
             event = await call.next()
         except anyio.get_cancelled_exc_class():
@@ -367,9 +370,9 @@ class McpToolset(AbstractToolset[Any]):
             assert key is not None, "only a call with a run to resume keeps a live question open"
             connections = self._run_connections()
             connections.host.park(key, call)
-            raise _pause(event.elicitation)
+            raise _pause(replace(event.elicitation, replay=replay))
         if isinstance(event, Paused):
-            raise _pause(event.elicitation)
+            raise _pause(replace(event.elicitation, replay=replay))
         pages = url_required(event.error, server=route.server)
         if pages:
             # The server refused the call until the person visits a page; one page at a time.
@@ -382,6 +385,12 @@ CALL_ENDED = (
     "and this tool is not safe to call again, so it did not complete. Check its effect before trying again."
 )
 """What the model reads when a form's answer arrives after its call is gone and the call may not be replayed."""
+
+
+def _replayable(route: McpRoute, tool: ToolsetTool[Any]) -> bool:
+    """Whether a call may be issued again with a live question's answer: its binding allows it, or it is harmless."""
+    options = options_of(tool.tool_def)
+    return route.replay_elicitation or options.read_only or options.idempotent
 
 
 def _pause(asked: Elicitation) -> ApprovalRequired:

@@ -15,12 +15,12 @@ from ..._core.grants import Grant
 from ..._core.limits import check_decision as check_size
 from ..._core.requests import Request
 from ..._engine.deferred import audit_body
-from ...exceptions import AlreadyDecided, PauseConsumed, RequestNotFound, RunConflict
-from .. import _tree
+from ...exceptions import AlreadyDecided, CallEnded, PauseConsumed, RequestNotFound, RunConflict
+from .. import _holds, _tree
 from .._cycle import Cycle
 from .._results import RunResult
 from .._runner import CallOptions
-from .resume import resume_if_ready
+from .resume import close_orphaned, resume_if_ready
 from .rules import check_allowed, check_same_subject, edits_arguments, grant_from
 
 
@@ -58,6 +58,14 @@ async def answer_pause(
                 continue  # the same decision again: a harmless no-op
             raise AlreadyDecided(request_id, "it is no longer open")
         check_allowed(request, principal)
+        if _holds.needs_holder(request):
+            found = await k.store.request_with_run(request_id)
+            assert found is not None, "an open request is stored"
+            try:
+                _holds.check_holder(found, now)
+            except CallEnded:
+                await close_orphaned(c, request_id)
+                raise
         to_record = check_decision(request, decision, existing=None, now=now)
         assert to_record is not None, "an open request has no decision to repeat"
         if edits_arguments(request, to_record):

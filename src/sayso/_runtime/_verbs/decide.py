@@ -17,12 +17,12 @@ from ..._core.limits import check_decision as check_size
 from ..._core.resume import open_requests, plan_resume
 from ..._engine.deferred import audit_body
 from ..._store import PauseState, RequestWithRun, ResumeClaim, Verdict
-from ...exceptions import AlreadyDecided, RequestNotFound
-from .. import _tree
+from ...exceptions import AlreadyDecided, CallEnded, RequestNotFound
+from .. import _holds, _tree
 from .._cycle import Cycle
 from .._results import DecideResult
 from .._runner import DEFAULTS, CallOptions
-from .resume import resume_if_ready
+from .resume import close_orphaned, resume_if_ready
 from .rules import check_allowed, check_same_subject, grant_from
 
 
@@ -51,6 +51,7 @@ async def decide(
     def judge(found: RequestWithRun, state: PauseState) -> Verdict:
         request = found.request
         check_allowed(request, principal)
+        _holds.check_holder(found, now)
         to_record = check_decision(request, decision, existing=found.decision, now=now)
         if to_record is None:
             return Verdict(record=None)  # the same decision again: a harmless no-op
@@ -73,16 +74,21 @@ async def decide(
             or run.status != "paused"
             or open_requests(state.requests, decided)
             or not c.runner(run).claims_with_decision
+            or _holds.held_elsewhere(k, run, now)
         ):
             # Delegates, pauses still waiting and runs whose runner does not claim with the
             # decision (a workflow's resume reads its state with the claim) go the general way,
-            # after the commit.
+            # after the commit; a pause another live process holds is carried on by that process.
             return verdict
         plan = plan_resume(run.run_id, state.requests, decided, force=False, now=now)
         executing = list(approved_calls(state.requests, plan))
         return replace(verdict, resume=ResumeClaim(executing=executing, grants_of=run.principal or ""))
 
-    done = await k.store.decide_request(request_id, judge, holder=k.holder, until=now + k.lease_seconds, now=now)
+    try:
+        done = await k.store.decide_request(request_id, judge, holder=k.holder, until=now + k.lease_seconds, now=now)
+    except CallEnded:
+        await close_orphaned(c, request_id)
+        raise
     if done is None:
         raise RequestNotFound(request_id)
     record = done.verdict.record

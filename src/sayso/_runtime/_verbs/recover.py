@@ -14,7 +14,7 @@ import socket
 from ..._core.requests import DelegateRequest
 from ..._store import RunRecord
 from ...exceptions import PauseConsumed, RunConflict, SaysoError
-from .. import _tree
+from .. import _holds, _tree
 from .._cycle import Cycle
 from .._kernel import Kernel
 from .._leases import abandon, holder_is_dead, resolve_stuck
@@ -29,7 +29,8 @@ async def recover(c: Cycle) -> list[RunResult]:
     """Carry on every run whose process died (lease lapsed, or a dead process of this host), under the ledger rules.
 
     Also resumes a paused run whose every request was decided long enough ago but that nobody
-    resumed (the deciding process died between recording the last decision and resuming).
+    resumed (the deciding process died between recording the last decision and resuming), and
+    closes as cancelled the forms of a held pause whose holder died (`_holds.close_orphaned`).
 
     Top-level runs are carried on from the store: an approved call that was cut off is recorded as
     `outcome unknown` and never runs twice. A delegate's run is carried on when its parent's pause
@@ -42,12 +43,20 @@ async def recover(c: Cycle) -> list[RunResult]:
     now = k.clock()
     host = socket.gethostname()
     results: list[RunResult] = []
-    runs = [
+    lapsed = [
         run
         for run in await k.store.lapsed_runs(now=now, host=host)
         if (run.lease_expires_at is not None and run.lease_expires_at < now)
         or (run.lease_holder is not None and holder_is_dead(run.lease_holder))
     ]
+    for held in (run for run in lapsed if run.status == "paused"):
+        # The process holding its live calls stopped: its forms close as cancelled and the run carries on.
+        try:
+            if await _holds.close_orphaned(k, held):
+                results.append(await resume_if_ready(c, await _tree.root(k, held)))
+        except SaysoError:
+            logger.exception("could not close the forms of run %s; the next sweep tries again", held.run_id)
+    runs = [run for run in lapsed if run.status == "running"]
     for run in sorted(runs, key=lambda r: r.parent_run_id is not None):
         try:
             if run.parent_run_id is None:
@@ -87,7 +96,7 @@ async def _resume_stalled(c: Cycle, now: float) -> list[RunResult]:
         seen.add(top.run_id)
         try:
             before = top.pause_id
-            outcome = await resume_if_ready(c, top)
+            outcome = await resume_if_ready(c, top, wait_for_holder=False)  # a live holder carries its own on
         except SaysoError:
             logger.exception("could not resume run %s; the next sweep tries again", top.run_id)
             continue

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..._store import RunRecord
 from ...exceptions import NotReady, PauseConsumed, RunConflict
-from .. import _tree
+from .. import _holds, _tree
 from .._cycle import Cycle
 from .._results import RunResult
 from .._runner import DEFAULTS, CallOptions
@@ -31,15 +31,36 @@ async def resume(c: Cycle, run: RunRecord, *, force: bool, options: CallOptions)
     raise RunConflict(run.run_id, f"the run is {run.status}; only a paused run can be resumed")
 
 
-async def resume_if_ready(c: Cycle, top: RunRecord, options: CallOptions = DEFAULTS) -> RunResult:
-    """Resume a paused top-level run when nothing below it is open any more; else say where it stands."""
+async def resume_if_ready(
+    c: Cycle, top: RunRecord, options: CallOptions = DEFAULTS, *, wait_for_holder: bool = True
+) -> RunResult:
+    """Resume a paused top-level run when nothing below it is open any more; else say where it stands.
+
+    A run whose answered form another live process holds is carried on by that process: this waits
+    for it (bounded, `_holds.handed_over`; not when `wait_for_holder` is false, as for a sweep) and
+    says where the run stands then.
+    """
     k = c.k
     if top.status != "paused" or top.pause_id is None:
         return await _tree.result(k, top.run_id)
     state = await k.store.pause_state(top.pause_id)
     if await _tree.leaves_in(k, state.requests, state.decisions):
         return await _tree.result(k, top.run_id)
+    held = await _holds.held_in_tree(k, top)
+    if held is not None:
+        # Another live process holds the call a form of this tree was answered for: it carries the run on.
+        assert held.pause_id is not None
+        if wait_for_holder:
+            await _holds.handed_over(k, held.run_id, held.pause_id)
+        return await _tree.result(k, top.run_id)
     try:
         return await c.advance(top, force=False, options=options, state=state)
     except PauseConsumed:
         return await _tree.result(k, top.run_id)  # another decider's resume carries the run on
+
+
+async def close_orphaned(c: Cycle, request_id: str) -> None:
+    """The request's form can be delivered by nobody: close it (and its run's others) as cancelled, carry the run on."""
+    found = await c.k.store.request_with_run(request_id)
+    if found is not None and await _holds.close_orphaned(c.k, found.run):
+        await resume_if_ready(c, await _tree.root(c.k, found.run))

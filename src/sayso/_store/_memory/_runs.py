@@ -20,7 +20,8 @@ class _Runs(_MemoryBase):
             found = [
                 self._run(run.run_id)
                 for run in self._runs.values()
-                if run.status == "running"
+                if run.status in ("running", "paused")  # a paused run has a lease only while held
+                and run.lease_holder is not None
                 and (
                     (run.lease_expires_at is not None and run.lease_expires_at < now)
                     or (host is not None and (run.lease_holder or "").startswith(f"{host}:"))

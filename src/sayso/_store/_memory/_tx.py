@@ -30,6 +30,7 @@ from .._primitives import (
     Document,
     EndRun,
     PauseRun,
+    ReleaseHold,
     RenewLease,
     ReopenRun,
     RunChange,
@@ -105,9 +106,12 @@ class MemoryTx(MemoryOutboxTx):
         if run is None:
             return isinstance(change, ClaimRun)
         match change:
-            case PauseRun(pause_id=pause_id, holder=holder, now=now):
+            case PauseRun(pause_id=pause_id, holder=holder, now=now, hold_until=hold_until):
                 ok = run.lease_holder == holder
-                changed = replace(run, status="paused", pause_id=pause_id, lease_holder=None, lease_expires_at=None)
+                keeper = holder if hold_until is not None else None
+                changed = replace(
+                    run, status="paused", pause_id=pause_id, lease_holder=keeper, lease_expires_at=hold_until
+                )
             case EndRun(status=status, output=output, error=error, holder=holder, now=now):
                 ok = run.lease_holder == holder
                 changed = replace(run, status=status, output=output, error=error, pause_id=None)
@@ -120,9 +124,14 @@ class MemoryTx(MemoryOutboxTx):
                 ok = run.status == "paused" or not only_paused
                 changed = replace(run, status="cancelled", pause_id=None)
             case RenewLease(holder=holder, until=until):
-                if run.lease_holder != holder or run.status != "running":
+                if run.lease_holder != holder or run.status not in ("running", "paused"):
                     return False
                 self._put(self.s._runs, run_id, replace(run, lease_expires_at=until))  # no bump: nothing changed
+                return True
+            case ReleaseHold(holder=holder):
+                if run.lease_holder != holder or run.status != "paused":
+                    return False
+                self._put(self.s._runs, run_id, replace(run, lease_holder=None, lease_expires_at=None))
                 return True
             case TakeOver(holder=holder, until=until, now=now, dead=dead):
                 lapsed = run.lease_expires_at is not None and run.lease_expires_at < now

@@ -24,6 +24,7 @@ from .._primitives import (
     Document,
     EndRun,
     PauseRun,
+    ReleaseHold,
     RenewLease,
     ReopenRun,
     RunChange,
@@ -97,8 +98,10 @@ class SqlTx(SqlOutboxTx):
     async def update_run(self, run_id: str, change: RunChange) -> bool:
         tx, params = self.tx, {"run_id": run_id}
         match change:
-            case PauseRun(pause_id=pause_id, holder=holder, now=now):
-                changed = await tx.run(q.PAUSE_RUN, {**params, "pause_id": pause_id, "holder": holder, "now": now})
+            case PauseRun(pause_id=pause_id, holder=holder, now=now, hold_until=hold_until):
+                held = {"keeper": holder if hold_until is not None else None, "hold_until": hold_until}
+                values = {"pause_id": pause_id, "holder": holder, "now": now, **held}
+                changed = await tx.run(q.PAUSE_RUN, {**params, **values})
             case EndRun(status=status, output=output, error=error, holder=holder, now=now):
                 values = {"status": status, "output": output, "error": error, "holder": holder, "now": now}
                 changed = await tx.run(q.FINISH_RUN, {**params, **values})
@@ -110,6 +113,8 @@ class SqlTx(SqlOutboxTx):
                 changed = await tx.run(q.CANCEL_PAUSED_RUN if only_paused else q.CANCEL_RUN, {**params, "now": now})
             case RenewLease(holder=holder, until=until):
                 changed = await tx.run(q.RENEW_LEASE, {**params, "holder": holder, "until": until})
+            case ReleaseHold(holder=holder):
+                changed = await tx.run(q.RELEASE_HOLD, {**params, "holder": holder})
             case TakeOver(holder=holder, until=until, now=now, dead=dead):
                 values = {"holder": holder, "until": until, "now": now, "dead": dead}
                 changed = await tx.run(q.TAKE_OVER, {**params, **values})

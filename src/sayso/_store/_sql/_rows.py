@@ -75,10 +75,13 @@ FREE_THREAD = Sql("UPDATE threads SET active_run_id = NULL WHERE thread_id = :th
 INSERT_RUN = Sql(f"INSERT INTO runs ({_RUN}) VALUES ({', '.join(':' + c for c in RUN_COLUMNS)})")
 GET_RUN = Sql(f"SELECT {_RUN} FROM runs WHERE run_id = :run_id")
 PAUSE_RUN = Sql(
-    "UPDATE runs SET status = 'paused', pause_id = :pause_id, lease_holder = NULL, lease_expires_at = NULL, "
+    "UPDATE runs SET status = 'paused', pause_id = :pause_id, lease_holder = :keeper, lease_expires_at = :hold_until, "
     f"{_BUMP} WHERE run_id = :run_id AND lease_holder = :holder"
 )
-"""Pause a run this process still holds: the lease check and the change are one conditional update."""
+"""Pause a run this process still holds: the lease check and the change are one conditional update.
+
+The lease goes (`keeper` and `hold_until` are NULL), or stays as the hold of a pause whose live call only
+this process can answer."""
 FINISH_RUN = Sql(
     "UPDATE runs SET status = :status, output = :output, error = :error, pause_id = NULL, lease_holder = NULL, "
     f"lease_expires_at = NULL, {_BUMP} WHERE run_id = :run_id AND lease_holder = :holder"
@@ -92,7 +95,13 @@ CLAIM_RUN = Sql(
     f"lease_expires_at = :until, {_BUMP} WHERE run_id = :run_id"
 )
 RENEW_LEASE = Sql(
-    "UPDATE runs SET lease_expires_at = :until WHERE run_id = :run_id AND lease_holder = :holder AND status = 'running'"
+    "UPDATE runs SET lease_expires_at = :until WHERE run_id = :run_id AND lease_holder = :holder "
+    "AND status IN ('running', 'paused')"
+)
+"""A running run's lease, or a held pause's hold (a paused run has a holder only while held)."""
+RELEASE_HOLD = Sql(
+    "UPDATE runs SET lease_holder = NULL, lease_expires_at = NULL "
+    "WHERE run_id = :run_id AND lease_holder = :holder AND status = 'paused'"
 )
 TAKE_OVER = Sql(
     f"UPDATE runs SET lease_holder = :holder, lease_expires_at = :until, {_BUMP} "

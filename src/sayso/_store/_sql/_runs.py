@@ -25,7 +25,10 @@ class _Runs(_SqlBase):
         stale = r.c.lease_expires_at < now
         if host is not None:
             stale = sa.or_(stale, r.c.lease_holder.startswith(f"{host}:", autoescape=True))
-        query = sa.select(r).where(r.c.status == "running", stale).order_by(r.c.lease_expires_at).limit(limit)
+        live = r.c.status.in_(("running", "paused"))  # a paused run has a lease only while held
+        query = (
+            sa.select(r).where(live, r.c.lease_holder.is_not(None), stale).order_by(r.c.lease_expires_at).limit(limit)
+        )
 
         def work(conn: Connection) -> list[RunRecord]:
             return [_rows.run_record(dict(row._mapping)) for row in conn.execute(query).all()]

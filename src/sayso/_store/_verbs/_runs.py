@@ -21,6 +21,7 @@ from .._primitives import (
     CancelRun,
     EndRun,
     PauseRun,
+    ReleaseHold,
     RenewLease,
     ReopenRun,
     StoreTx,
@@ -166,6 +167,12 @@ class RunVerbs(TxStore):
 
         return await self._write(work)
 
+    async def release_hold(self, run_id: str, holder: str) -> bool:
+        async def work(tx: StoreTx) -> bool:
+            return await tx.update_run(run_id, ReleaseHold(holder=holder))
+
+        return await self._write(work)
+
     async def take_over(
         self, run_id: str, *, holder: str, until: float, now: float, dead_holders: Sequence[str]
     ) -> bool:
@@ -189,9 +196,11 @@ class RunVerbs(TxStore):
         now: float,
         executions: Sequence[ExecutionResult] = (),
         workflow_state: bytes | None = None,
+        hold_until: float | None = None,
     ) -> None:
         async def work(tx: StoreTx) -> None:
-            if not await tx.update_run(run.run_id, PauseRun(pause_id=pause_id, holder=holder, now=now)):
+            pause = PauseRun(pause_id=pause_id, holder=holder, now=now, hold_until=hold_until)
+            if not await tx.update_run(run.run_id, pause):
                 raise lost_lease(run.run_id)
             await tx.finish_executions(executions, now)
             await tx.append_messages(run, new_messages)

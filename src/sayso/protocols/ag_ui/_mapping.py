@@ -49,7 +49,16 @@ from ..._core.requests import (
     Request,
     shown_args,
 )
-from ...exceptions import DecisionRefused, InvalidInput, NotAllowed, NotFound, RunConflict, SaysoError, TooLarge
+from ...exceptions import (
+    CallEnded,
+    DecisionRefused,
+    InvalidInput,
+    NotAllowed,
+    NotFound,
+    RunConflict,
+    SaysoError,
+    TooLarge,
+)
 
 REASONS = {
     "approval": "sayso:approval",
@@ -91,6 +100,8 @@ def error_event(exc: Exception) -> RunErrorEvent:
         if code == "invalid_resume":
             return RunErrorEvent(message=f"resume refused: {exc.problem}; the pause stays open", code=code)
         return RunErrorEvent(message=exc.problem, code=code)
+    if isinstance(exc, CallEnded):
+        return RunErrorEvent(message=f"decision refused: {exc}", code="conflict")
     if isinstance(exc, DecisionRefused):
         return RunErrorEvent(message=f"decision refused: {exc}; the pause stays open", code="invalid_resume")
     if isinstance(exc, NotAllowed):

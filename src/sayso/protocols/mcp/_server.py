@@ -51,7 +51,7 @@ from ..._core.access import Principal
 from ..._core.decisions import Decision
 from ..._core.requests import Request
 from ..._runtime import RunResult, Sayso, authenticate
-from ...exceptions import DecisionRefused, InvalidDecision, SaysoError, Unauthenticated
+from ...exceptions import CallEnded, DecisionRefused, InvalidDecision, SaysoError, Unauthenticated
 from ._mapping import decision_from, elicitation_for
 
 AUDIENCE = "sayso"
@@ -213,6 +213,8 @@ async def _answered(
             if request is not None and isinstance(reply, mcp_types.ElicitResult):
                 answers[request_id] = decision_from(request, reply)
         return _outcome(await sayso.answer_pause(run_id, answers, principal=caller))
+    except CallEnded as ended:
+        raise ToolError(f"decision refused: {ended}") from None  # closed: asking again would be answered by no one
     except DecisionRefused as refused:
         return _outcome(waiting, refused=refused)
 
@@ -248,6 +250,8 @@ async def _pushed(sayso: Sayso, ctx: Context, caller: Principal, result: RunResu
             answers[request.request_id] = await _asked(ctx, request, problem)
         try:
             result, refused = await sayso.answer_pause(result.run_id, answers, principal=caller), None
+        except CallEnded as ended:
+            raise ToolError(f"decision refused: {ended}") from None
         except DecisionRefused as exc:
             refused = exc
     raise ToolError(f"the answers kept being refused: {refused}")

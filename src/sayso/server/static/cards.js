@@ -257,7 +257,7 @@ function elicitationCard(request, ctx) {
     decideCard(card, request, { kind: "accept", content: form.read() || {} }, ctx, refused);
   } }, form.node, el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Submit"), refuse())));
   if (!request.durable) {
-    card.append(el("p", { class: "muted" }, "The server waits for this answer on an open call; if the server restarts first, the call may not complete."));
+    card.append(el("p", { class: "muted" }, "The server waits for this answer on a call one sayso process holds open; if that process stops first, the call is made again where that is safe, else the form closes as cancelled."));
   }
   return card;
 }

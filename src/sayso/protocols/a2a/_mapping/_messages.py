@@ -27,6 +27,7 @@ from ...._core.decisions import Accept, Answer, Approve, Decision, DecisionRecor
 from ...._core.requests import Request
 from ...._runtime import RunRecord
 from ....exceptions import (
+    CallEnded,
     ConfigError,
     DecisionRefused,
     InvalidInput,
@@ -59,6 +60,8 @@ def _refused(exc: DecisionRefused) -> A2AError:
 _ERRORS: dict[type[Exception], Callable[[Any], A2AError]] = {
     InvalidInput: _invalid_input,
     DecisionRefused: _refused,
+    # Nothing waits any more: the request was closed as cancelled (the task carries on without it).
+    CallEnded: lambda exc: InvalidRequestError(message=f"decision refused: {exc}"),
     RunNotFound: _run_not_found,
     NotFound: lambda exc: TaskNotFoundError(message=str(exc)),
     RunConflict: lambda exc: InvalidRequestError(message=str(exc)),
