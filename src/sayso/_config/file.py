@@ -60,6 +60,7 @@ from .edges import (
 from .edges import (
     WebhookEvent as WebhookEvent,
 )
+from .engine import EngineConfig
 from .lines import line_of, read_yaml, validation_line, yaml_problem
 from .mcp import McpBinding, McpServerConfig, bad_server_names, unknown_servers
 from .rules import PolicyFields
@@ -341,6 +342,8 @@ class Config(_Strict):
     limits: LimitsConfig = LimitsConfig()
     """How much one call may send: request bodies, messages, edited arguments and answers."""
     mcp: McpServeConfig = McpServeConfig()
+    engine: EngineConfig = EngineConfig()
+    """Where runs do their work: here, or as Temporal workflows on `sayso worker` processes."""
     """How `/mcp` serves the agents: the key that seals a paused call's request state for every replica."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder that relative paths (store, scripts, tool modules) are resolved from."""

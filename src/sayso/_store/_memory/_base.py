@@ -14,13 +14,13 @@ from ..._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord, Via
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
 from ..._core.steps import StepKey, StepRecord
+from .._primitives import Document
 from .._records import (
     GRANTS_READ_AT_ONCE,
     DeliveryStatus,
     LedgerStatus,
     OutboxKind,
     PauseStatus,
-    RemoteTask,
     RunRecord,
     ThreadRecord,
 )
@@ -125,11 +125,9 @@ class _Tables:
         self._grants: dict[str, Grant] = {}
         self._audit: list[_Audit] = []
         self._audit_head: AuditHead | None = None
-        self._remote: dict[str, RemoteTask] = {}
-        self._marks: dict[tuple[str, str], str] = {}
+        self._documents: dict[tuple[str, str], Document] = {}
         self._outbox: list[_Event] = []
         self._deliveries: dict[str, _Delivery] = {}
-        self._workflow_states: dict[str, bytes] = {}
         self._steps: dict[StepKey, StepRecord] = {}
 
     def _run(self, run_id: str) -> RunRecord:
