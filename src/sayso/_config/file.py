@@ -8,6 +8,7 @@ reads raw YAML.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
@@ -24,7 +25,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_ai import Tool
 
 from .._core.channels import TARGET_PATTERN
 from .._core.decisions import REJECTION_PRESETS, RejectionText
@@ -240,9 +240,15 @@ class AgentConfig(_Strict):
     @classmethod
     def _tools_are_usable(cls, tools: list[Any]) -> list[Any]:
         for entry in tools:
-            if not (isinstance(entry, str | Tool) or callable(entry)):
+            if not (isinstance(entry, str) or _is_tool(entry) or callable(entry)):
                 raise ValueError(f"a tool must be an import spec, a function or a pydantic-ai Tool, not {entry!r}")
         return tools
+
+
+def _is_tool(entry: object) -> bool:
+    """Whether `entry` is a pydantic-ai `Tool`, without importing pydantic-ai when none was ever made."""
+    tools = sys.modules.get("pydantic_ai.tools")
+    return tools is not None and isinstance(entry, tools.Tool)
 
 
 class ScriptedModelConfig(_Strict):

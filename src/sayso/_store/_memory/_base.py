@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
-
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..._core.audit import AuditHead, AuditRecord
 from ..._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord, Via
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
 from ..._core.steps import StepKey, StepRecord
+from .._messages import decode_history
 from .._primitives import Document
 from .._records import (
     GRANTS_READ_AT_ONCE,
@@ -24,6 +23,9 @@ from .._records import (
     RunRecord,
     ThreadRecord,
 )
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 
 @dataclass
@@ -164,10 +166,7 @@ class _Tables:
 
 
 def _load(batches: Iterable[_Batch]) -> list[ModelMessage]:
-    messages: list[ModelMessage] = []
-    for b in batches:
-        messages.extend(ModelMessagesTypeAdapter.validate_json(b.body))
-    return messages
+    return decode_history([b.body for b in batches])
 
 
 def _audit_record(row: _Audit) -> AuditRecord:
