@@ -203,9 +203,10 @@ def channels_config(
     slack_url: str | None = None,
     ttl_seconds: float | None = None,
     webhooks: Sequence[dict[str, Any]] = (),
+    escalate: Sequence[dict[str, Any]] = (),
 ) -> Config:
-    """The billing agent: every `pay` waits for bob, and is announced to `notify`."""
-    rule: dict[str, Any] = {"name": "pay", "notify": notify}
+    """The billing agent: every `pay` waits for bob, and is announced to `notify` (and as `escalate` says)."""
+    rule: dict[str, Any] = {"name": "pay", "notify": notify, "escalate": list(escalate)}
     if ttl_seconds is not None:
         rule["ttl_seconds"] = ttl_seconds
     channels: dict[str, Any] = {"public_url": public_url}
