@@ -8,7 +8,7 @@ reads raw YAML.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
 
@@ -60,6 +60,7 @@ from .edges import (
 )
 from .lines import line_of, read_yaml, validation_line, yaml_problem
 from .mcp import McpBinding, McpServerConfig, bad_server_names, unknown_servers
+from .routing import ROUTING_FIELDS, RoutingFields, config_problems
 
 STORE_ENV = "SAYSO_STORE"
 """Environment variable that overrides the configured store URL."""
@@ -70,7 +71,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True)
 
 
-class ToolRuleConfig(_Strict):
+class ToolRuleConfig(_Strict, RoutingFields):
     """An object entry of `interrupt.tools`: `{name: delete_store, remember: thread, subject: "my.mod:fn"}`."""
 
     name: str
@@ -130,9 +131,14 @@ class InterruptConfig(_Strict):
     the person.`), kagent's `Tool call was rejected by user.` (` Reason: <reason>`), hastekit's `Request to
     call this tool has been declined`, or `{text, with_reason}` of your own."""
 
-    def to_policy(self) -> InterruptPolicy:
-        """The pure policy this block describes."""
-        rules = tuple(ToolRule(name=t) if isinstance(t, str) else ToolRule(**t.model_dump()) for t in self.tools)
+    def to_policy(self, groups: Mapping[str, Sequence[str]] | None = None) -> InterruptPolicy:
+        """The pure policy this block describes; `groups` resolve the rules' approvers (docs/guides/routing.md)."""
+        rules = tuple(
+            ToolRule(name=t)
+            if isinstance(t, str)
+            else ToolRule(**t.model_dump(exclude=set(ROUTING_FIELDS)), routing=t.routing(groups or {}, rule=t.name))
+            for t in self.tools
+        )
         return InterruptPolicy(
             tools=rules,
             skip_read_only=self.skip_read_only,
@@ -316,6 +322,8 @@ class Config(_Strict):
     unset: the first agent."""
     principals: list[PrincipalConfig] = []
     """Who may call the API; with none, servers run in local development mode."""
+    groups: dict[str, list[str]] = {}
+    """Groups of principals a rule's `approvers` may name (`finance: [bob, carol]`); docs/guides/routing.md."""
     webhooks: list[WebhookConfig] = []
     """Where `sayso serve` sends signed events when a request opens, is decided or expires."""
     webhooks_retention_days: float = Field(default=7.0, gt=0, le=3_650)
@@ -357,6 +365,20 @@ class Config(_Strict):
             self.mcp_servers, {name: spec.mcp for name, spec in self.agents.items()}
         )
         if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @model_validator(mode="after")
+    def _approvers_known(self) -> Config:
+        rules = [
+            *(
+                (f"agent {n!r}: rule {getattr(r, 'name', r)!r}", r)
+                for n, a in self.agents.items()
+                for r in a.interrupt.tools
+            ),
+            *((f"agent {n!r}: mcp binding {b.server!r}", b) for n, a in self.agents.items() for b in a.mcp),
+        ]
+        if problems := config_problems(self.groups, [p.name for p in self.principals], rules):
             raise ValueError("; ".join(problems))
         return self
 

@@ -11,6 +11,7 @@ from typing import Any
 from .audit import canonical_json
 from .decisions import REJECTION_PRESETS, RejectionText
 from .requests import Scope, Subject, offered_scopes
+from .routing import Routing
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,6 +26,8 @@ class ToolRule:
     """Import spec of the subject function (`pkg.mod:fn`) that narrows what a decision covers."""
     ttl_seconds: float | None = None
     """How long a request for this tool waits; `None` uses the policy's."""
+    routing: Routing | None = None
+    """Who decides this tool's requests and how many must agree (docs/guides/routing.md); `None`: unrouted."""
 
     def matches(self, tool_name: str) -> bool:
         """Whether this rule covers `tool_name` (exact name or glob)."""

@@ -89,7 +89,7 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
     names = [t.name for t in tools]
     if duplicate := next((n for n in names if names.count(n) > 1), None):
         raise ConfigError(f"agent {name!r} has two tools named {duplicate!r}")
-    policy = spec.interrupt.to_policy()
+    policy = spec.interrupt.to_policy(config.groups)
     subjects = {r.subject: _subject_fn(r.subject, config.base_dir) for r in policy.tools if r.subject}
     ungated: frozenset[str] = frozenset()
     if spec.ask_user or "ask_user" in spec.client_tools:

@@ -130,6 +130,7 @@ def requests_from(
                         tool_info=approval.tool_info,
                         response_schema=approval.response_schema,
                         on_reject=approval.on_reject,
+                        routing=approval.routing,
                     )
                 )
             case DelegateDeferral(child_run_id=child_run_id):

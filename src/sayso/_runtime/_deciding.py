@@ -12,13 +12,15 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Literal
 
-from .._core.access import Principal, may_decide, root_agent
+from .._core.access import Principal, refusal, root_agent
 from .._core.advance import approved_calls
-from .._core.decisions import Approve, Decision, DecisionRecord, Expire, Via, check_decision
+from .._core.audit_events import AuditEvent
+from .._core.decisions import Approve, Decision, DecisionRecord, Expire, Reject, Via, check_decision
 from .._core.grants import Grant
 from .._core.limits import check_decision as check_size
 from .._core.requests import ApprovalRequest, Request
 from .._core.resume import open_requests, plan_resume
+from .._core.votes import Quorum, Vote, quorum, tally, vote_event
 from .._engine.deferred import audit_body
 from .._store import Decided, PauseState, RequestWithRun, ResumeClaim, RunRecord, Verdict
 from ..exceptions import AlreadyDecided, InvalidDecision, NotAllowed, PauseConsumed, RequestNotFound, RunConflict
@@ -60,13 +62,26 @@ async def decide(
         if found.pause_status != "open":
             raise AlreadyDecided(request_id, "its pause was already resumed or closed")
         check_same_subject(k, request, to_record, agent=found.run.agent)
+        vote: Vote | None = None
+        audit: list[AuditEvent] = []
+        if needs_votes(request) and isinstance(to_record, Approve | Reject):
+            counted = tally(
+                request, found.votes, to_record, principal=principal.name, now=now, via=via, alone=principal.local
+            )
+            if counted.vote is None:
+                return Verdict(record=None)  # this person's approval is counted already
+            vote, audit = counted.vote, [vote_event(request, counted.vote, counted.quorum)]
+            if counted.resolved is None:
+                return Verdict(record=None, audit=audit, vote=vote)  # the pause waits for more approvals
+            to_record = counted.resolved
         record = DecisionRecord(
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now, via=via
         )
         verdict = Verdict(
             record=record,
-            audit=[audit_body(request, record)],
+            audit=[*audit, audit_body(request, record)],
             grant=grant_from(request, to_record, now, giver=principal, options=options),
+            vote=vote,
         )
         run = found.run
         decided = {**state.decisions, request_id: record}
@@ -88,14 +103,35 @@ async def decide(
     if done is None:
         raise RequestNotFound(request_id)
     record = done.verdict.record
+    recorded = record is not None or done.verdict.vote is not None
+    standing = quorum_after(done)
     if record is not None:
         k.events.decided([done.found.request], [record])
     if done.claim is not None:
-        return DecideResult(request_id=request_id, recorded=True, run=await _resume_claimed(c, done, options))
+        run = await _resume_claimed(c, done, options)
+        return DecideResult(request_id=request_id, recorded=True, run=run, quorum=standing)
     top = await _tree.root(k, done.found.run)
-    if not resume:
-        return DecideResult(request_id=request_id, recorded=record is not None, run=await _tree.result(k, top.run_id))
-    return DecideResult(request_id=request_id, recorded=record is not None, run=await resume_if_ready(c, top, options))
+    if not resume or record is None:
+        run = await _tree.result(k, top.run_id)
+        return DecideResult(request_id=request_id, recorded=recorded, run=run, quorum=standing)
+    run = await resume_if_ready(c, top, options)
+    return DecideResult(request_id=request_id, recorded=recorded, run=run, quorum=standing)
+
+
+def needs_votes(request: Request) -> bool:
+    """Whether a request is decided by several approvers' votes (docs/guides/routing.md#quorum)."""
+    return (
+        isinstance(request, ApprovalRequest) and request.routing is not None and request.routing.approvals_required > 1
+    )
+
+
+def quorum_after(done: Decided) -> Quorum | None:
+    """Where a request that needs several approvals stands after this decision (`None` for any other)."""
+    request = done.found.request
+    if not needs_votes(request) or request.routing is None:
+        return None
+    votes = [*done.found.votes, *([done.verdict.vote] if done.verdict.vote else [])]
+    return quorum(request.routing, votes, starter=request.principal)
 
 
 async def _resume_claimed(c: Cycle, done: Decided, options: CallOptions) -> RunResult:
@@ -144,6 +180,7 @@ async def answer_pause(
     waiting = {r.request_id: r for r in await _tree.open_leaves(k, top)}
     now = k.clock()
     records: list[tuple[Request, DecisionRecord, Grant | None]] = []
+    voted: list[tuple[str, Decision]] = []
     for request_id, decision in answers.items():
         request = waiting.get(request_id)
         if request is None:
@@ -157,12 +194,17 @@ async def answer_pause(
         check_allowed(request, principal)
         to_record = check_decision(request, decision, existing=None, now=now)
         assert to_record is not None, "an open request has no decision to repeat"
+        if needs_votes(request):
+            voted.append((request_id, to_record))  # counted by the one vote path, after every check
+            continue
         if edits_arguments(request, to_record):
             check_same_subject(k, request, to_record, agent=(await k.store.get_run(request.run_id)).agent)
         record = DecisionRecord(
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now, via=via
         )
         records.append((request, record, grant_from(request, to_record, now, giver=principal, options=options)))
+    for request_id, decision in voted:
+        await decide(c, request_id, decision, principal=principal, resume=False, via=via, options=options)
     earlier = await k.store.record_decisions(
         [record for _, record, _ in records],
         audit=[audit_body(request, record) for request, record, _ in records],
@@ -231,9 +273,13 @@ async def expire(c: Cycle) -> list[RunResult]:
 
 
 def check_allowed(request: Request, principal: Principal) -> None:
-    """Only the thread's owner or an approver for its root agent decides (docs/guides/rest.md#who-may-call)."""
-    if not may_decide(principal, owner=request.principal, agent_path=request.agent_path):
-        raise NotAllowed(request.request_id, f"{principal.name!r} may not decide requests of this thread")
+    """The thread's owner or an approver for its root agent decides; a routed request, its approvers only.
+
+    See docs/guides/rest.md#who-may-call and docs/guides/routing.md.
+    """
+    why = refusal(principal, owner=request.principal, agent_path=request.agent_path, routing=request.routing)
+    if why is not None:
+        raise NotAllowed(request.request_id, why)
 
 
 def edits_arguments(request: Request, decision: Decision) -> bool:

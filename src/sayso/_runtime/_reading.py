@@ -123,8 +123,11 @@ class Reading:
         state = await self._k.store.get_request(request_id)
         if state is None:
             raise RequestNotFound(request_id)
-        if principal is not None and not access.may_see(
-            self.principal(principal), owner=state.request.principal, agent_path=state.request.agent_path
+        if principal is not None and not access.may_see_request(
+            self.principal(principal),
+            owner=state.request.principal,
+            agent_path=state.request.agent_path,
+            routing=state.request.routing,
         ):
             raise RequestNotFound(request_id)
         return state
@@ -147,8 +150,11 @@ class Reading:
                 query,
                 owner=who.name,
                 approved_agents=access.approved_agents(who, [*self.config.agents, *self.config.workflows]),
+                decider=who.name,
             )
-        return await self._k.store.inbox(query, now=self._k.clock(), limit=limit, cursor=cursor)
+        page = await self._k.store.inbox(query, now=self._k.clock(), limit=limit, cursor=cursor)
+        routed = [r.request_id for r in page.requests if r.routing is not None]
+        return replace(page, votes=await self._k.store.votes(routed)) if routed else page
 
     async def open_requests(self, *, limit: int = 100) -> list[Any]:
         """Every open request across threads, oldest first."""

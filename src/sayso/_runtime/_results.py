@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
+
+from typing_extensions import TypedDict
 
 from .._core.decisions import DECISION_ADAPTER
 from .._core.requests import (
@@ -14,8 +17,10 @@ from .._core.requests import (
     InputRequest,
     QuestionRequest,
     Request,
+    redacted,
     shown_args,
 )
+from .._core.votes import Quorum, Vote, quorum
 from .._store import RequestState, RunStatus
 
 RequestStatus = Literal["open", "decided", "closed", "expired"]
@@ -47,6 +52,8 @@ class DecideResult:
     """False when the decision repeated one already taken (a harmless no-op)."""
     run: RunResult
     """The run after the decision: still paused on other requests, or resumed to its next stop."""
+    quorum: Quorum | None = None
+    """Where a request that needs several approvals stands after this vote (docs/guides/routing.md#quorum)."""
 
 
 def rfc3339(seconds: float | None) -> str | None:
@@ -56,11 +63,12 @@ def rfc3339(seconds: float | None) -> str | None:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def request_json(request: Request) -> dict[str, Any]:
+def request_json(request: Request, *, votes: Sequence[Vote] = ()) -> dict[str, Any]:
     """A request as plain JSON, the same shape on every interface.
 
     `created` and `expires` are RFC 3339; `created_at` and `expires_at` say the same in seconds
-    since the epoch and are kept for existing clients (deprecated).
+    since the epoch and are kept for existing clients (deprecated). A routed request says who may
+    decide it (`approvers`) and, when it needs several approvals, where it stands (`quorum`, after `votes`).
     """
     body: dict[str, Any] = {
         "id": request.request_id,
@@ -110,7 +118,97 @@ def request_json(request: Request) -> dict[str, Any]:
             elicitation_id=request.elicitation_id,
             durable=elicitation_durable(request),
         )
+    if request.routing is not None:
+        body.update(routing_json(request, votes))
     return body
+
+
+class ApproverJson(TypedDict):
+    name: str
+    groups: list[str]
+    """The rule's groups it was named through; empty when named directly."""
+
+
+class ApproversJson(TypedDict):
+    """Who may decide a routed request: the rule's names, and the principals they stand for."""
+
+    named: list[str]
+    principals: list[ApproverJson]
+    """Everyone who may decide it (the run's starter left out unless `self_approval`)."""
+    approvals_required: int
+    self_approval: bool
+
+
+class VoteJson(TypedDict):
+    principal: str
+    decision: str
+    round: int
+    voted: str | None
+    via: str | None
+    reason: str | None
+    edited: bool
+
+
+class QuorumJson(TypedDict):
+    """Where a vote stands: `text` is what a person reads (`1 of 2, waiting for sre`)."""
+
+    text: str
+    required: int
+    approved_by: list[str]
+    waiting_for: list[str]
+    round: int
+    args: Any
+    """The arguments the next approver sees when an edit changed them (redacted); `None`: the proposed ones."""
+    votes: list[VoteJson]
+
+
+class RoutingJson(TypedDict):
+    approvers: ApproversJson
+    quorum: NotRequired[QuorumJson]
+
+
+def routing_json(request: Request, votes: Sequence[Vote]) -> RoutingJson:
+    """Who may decide a routed request, and (several approvals needed) where it stands: docs/guides/routing.md."""
+    routing = request.routing
+    assert routing is not None
+    deciders = routing.deciders(request.principal)
+    body = RoutingJson(
+        approvers=ApproversJson(
+            named=list(routing.named),
+            principals=[
+                ApproverJson(name=a.name, groups=list(a.groups)) for a in routing.approvers if a.name in deciders
+            ],
+            approvals_required=routing.approvals_required,
+            self_approval=routing.self_approval,
+        )
+    )
+    if routing.approvals_required > 1:
+        body["quorum"] = quorum_json(quorum(routing, votes, starter=request.principal), redact=request.redact)
+    return body
+
+
+def quorum_json(standing: Quorum, *, redact: Sequence[str] = ()) -> QuorumJson:
+    """Where a vote stands, as plain JSON."""
+    return QuorumJson(
+        text=standing.text,
+        required=standing.required,
+        approved_by=list(standing.approved_by),
+        waiting_for=list(standing.waiting_for),
+        round=standing.round,
+        args=redacted(standing.args, redact),
+        votes=[
+            VoteJson(
+                principal=v.principal,
+                decision=v.decision,
+                round=v.round,
+                voted=rfc3339(v.voted_at),
+                via=v.via,
+                reason=v.reason,
+                edited=v.edited_args is not None,
+            )
+            for v in standing.votes
+        ],
+    )
 
 
 def elicitation_durable(request: ElicitationRequest) -> bool:

@@ -29,6 +29,7 @@ from .._core.audit_events import AuditEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request
+from .._core.votes import Vote
 from ._port_outbox import OutboxPort
 from ._port_trust import TrustPort
 from ._records import (
@@ -314,6 +315,10 @@ class RunStore(OutboxPort, TrustPort):
     @abstractmethod
     async def open_requests(self, *, limit: int = 100) -> list[Request]:
         """Open requests of open pauses across every thread (delegate calls aside), oldest first."""
+
+    @abstractmethod
+    async def votes(self, request_ids: Sequence[str]) -> dict[str, tuple[Vote, ...]]:
+        """The votes cast on these requests (docs/guides/routing.md), oldest first; requests without any left out."""
 
     @abstractmethod
     async def inbox(self, query: InboxFilter, *, now: float, limit: int, cursor: str | None = None) -> InboxPage:

@@ -13,6 +13,7 @@ from ..._core.audit import AuditHead, AuditRecord
 from ..._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord, Via
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
+from ..._core.votes import VOTE_ADAPTER, Vote
 from .._records import (
     GRANTS_READ_AT_ONCE,
     DeliveryStatus,
@@ -45,6 +46,8 @@ class _Request:
     created_at: float
     expires_at: float | None
     body: bytes
+    deciders: tuple[str, ...] | None = None
+    """Who may decide a routed request (docs/guides/routing.md); `None`: unrouted."""
 
     def load(self) -> Request:
         return REQUEST_ADAPTER.validate_json(self.body)
@@ -126,10 +129,16 @@ class _Tables:
         self._outbox: list[_Event] = []
         self._deliveries: dict[str, _Delivery] = {}
         self._workflow_states: dict[str, bytes] = {}
+        self._votes: dict[tuple[str, int], bytes] = {}
+        """Votes on routed requests by request id and position, as JSON."""
 
     def _run(self, run_id: str) -> RunRecord:
         tools = self._tools.get(run_id)
         return replace(self._runs[run_id], client_tools=CLIENT_TOOLS_ADAPTER.validate_json(tools) if tools else ())
+
+    def _votes_of(self, request_id: str) -> tuple[Vote, ...]:
+        found = sorted((seq, body) for (rid, seq), body in self._votes.items() if rid == request_id)
+        return tuple(VOTE_ADAPTER.validate_json(body) for _, body in found)
 
     def _waits(self, row: _Request) -> bool:
         return row.status == "open" and self._pauses[row.pause_id].status == "open"

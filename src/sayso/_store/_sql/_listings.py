@@ -39,7 +39,11 @@ class _Listings(_SqlBase):
         if query.owner is not None or query.approved_agents is not None:
             visible = [th.c.owner == query.owner] if query.owner is not None else []
             visible += [_rooted_at(r.c.agent_path, a) for a in query.approved_agents or ()]
-            stmt = stmt.where(sa.or_(sa.false(), *visible))
+            # A routed request is listed for its deciders only (docs/guides/routing.md).
+            decides = sa.exists().where(
+                t.request_deciders.c.request_id == r.c.request_id, t.request_deciders.c.principal == query.decider
+            )
+            stmt = stmt.where(sa.or_(sa.and_(~r.c.routed, sa.or_(sa.false(), *visible)), sa.and_(r.c.routed, decides)))
         if cursor is not None:
             after_at, after_id = decode_cursor(cursor)
             stmt = stmt.where(

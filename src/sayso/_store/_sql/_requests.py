@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..._core.requests import REQUEST_ADAPTER, Request
+from ..._core.votes import VOTE_ADAPTER, Vote
 from ...exceptions import StoreError
 from .._records import PauseState, RequestState, RequestWithRun, RunRequests
 from . import _rows
@@ -16,10 +19,12 @@ class _Requests(_SqlBase):
             row = await tx.one(_rows.GET_REQUEST, {"request_id": request_id})
             if row is None:
                 return None
+            request = REQUEST_ADAPTER.validate_json(row["body"])
             return RequestState(
-                request=REQUEST_ADAPTER.validate_json(row["body"]),
+                request=request,
                 pause_status=row["pause_status"],
                 decision=_rows.decision_of(row),
+                votes=await _votes(tx, request),
             )
 
         return await self._raw_read(work)
@@ -29,10 +34,12 @@ class _Requests(_SqlBase):
             row = await tx.one(_rows.REQUEST_WITH_RUN, {"request_id": request_id})
             if row is None:
                 return None
+            request = REQUEST_ADAPTER.validate_json(row["body"])
             return RequestWithRun(
-                request=REQUEST_ADAPTER.validate_json(row["body"]),
+                request=request,
                 pause_status=row["pause_status"],
                 decision=_rows.decision_of(row),
+                votes=await _votes(tx, request),
                 run=_rows.run_record(row),
             )
 
@@ -57,9 +64,29 @@ class _Requests(_SqlBase):
 
         return await self._raw_read(work)
 
+    async def votes(self, request_ids: Sequence[str]) -> dict[str, tuple[Vote, ...]]:
+        async def work(tx: Tx) -> dict[str, tuple[Vote, ...]]:
+            found: dict[str, tuple[Vote, ...]] = {}
+            for request_id in dict.fromkeys(request_ids):
+                rows = await tx.all(_rows.VOTES, {"request_id": request_id})
+                if rows:
+                    found[request_id] = tuple(VOTE_ADAPTER.validate_json(r["body"]) for r in rows)
+            return found
+
+        return await self._raw_read(work)
+
     async def open_requests(self, *, limit: int = 100) -> list[Request]:
         async def work(tx: Tx) -> list[Request]:
             rows = await tx.all(_rows.OPEN_REQUESTS, {"limit": limit})
             return [REQUEST_ADAPTER.validate_json(r["body"]) for r in rows]
 
         return await self._raw_read(work)
+
+
+async def _votes(tx: Tx, request: Request) -> tuple[Vote, ...]:
+    """A routed request's votes (one more read only for those)."""
+    if request.routing is None:
+        return ()
+    return tuple(
+        VOTE_ADAPTER.validate_json(r["body"]) for r in await tx.all(_rows.VOTES, {"request_id": request.request_id})
+    )
