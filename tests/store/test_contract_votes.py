@@ -33,7 +33,8 @@ def voter(who: str, decision: Approve | Reject | None = None) -> Any:
             request_id=found.request.request_id, decision=counted.resolved, by="person", principal=who, decided_at=NOW
         )
         resume = ResumeClaim(executing=[found.request.request_id], grants_of="alice")
-        return Verdict(record=record, audit=[*audit, {"event": "decided"}], vote=counted.vote, resume=resume)
+        audit.append({"event": "decided"})
+        return Verdict(record=record, audit=audit, vote=counted.vote, resume=resume)
 
     return judge
 
