@@ -48,7 +48,7 @@ from ._kernel import new_id
 from ._outbox import OutboundEvent, RunUpdate
 from ._reading import PrincipalLike
 from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
-from ._results import DecideResult, RunResult, request_json, request_state_json, rfc3339, run_json
+from ._results import DecideResult, RunResult, decide_json, request_json, request_state_json, rfc3339, run_json
 from ._watch import Change, RequestClosed, RequestOpened, RunChanged, ThreadsChanged
 
 __all__ = [
@@ -87,6 +87,7 @@ __all__ = [
     "authenticate",
     "authenticator",
     "new_id",
+    "decide_json",
     "request_json",
     "request_state_json",
     "rfc3339",

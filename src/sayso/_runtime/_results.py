@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired
 
@@ -41,6 +41,8 @@ class RunResult:
     """What the run waits on, when paused."""
     error: str | None = None
     """What went wrong, when failed."""
+    votes: Mapping[str, tuple[Vote, ...]] = field(default_factory=dict)
+    """The votes cast on its routed requests, by request id (docs/guides/routing.md#quorum)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,8 +233,23 @@ def run_json(result: RunResult) -> dict[str, Any]:
         "status": result.status,
         "output": result.output,
         "error": result.error,
-        "requests": [request_json(r) for r in result.requests],
+        "requests": [request_json(r, votes=result.votes.get(r.request_id, ())) for r in result.requests],
     }
+
+
+class DecideJson(TypedDict):
+    request_id: str
+    recorded: bool
+    run: Mapping[str, object]
+    quorum: NotRequired[QuorumJson]
+
+
+def decide_json(result: DecideResult) -> DecideJson:
+    """A decision's outcome as plain JSON; a vote on a request that needs several approvals says where it stands."""
+    body = DecideJson(request_id=result.request_id, recorded=result.recorded, run=run_json(result.run))
+    if result.quorum is not None:
+        body["quorum"] = quorum_json(result.quorum)
+    return body
 
 
 def request_status(state: RequestState, *, now: float) -> RequestStatus:
@@ -248,7 +265,7 @@ def request_state_json(state: RequestState, *, now: float) -> dict[str, Any]:
     """A request, where it stands, and its decision: who took it, through which interface, and when."""
     record = state.decision
     return {
-        "request": request_json(state.request),
+        "request": request_json(state.request, votes=state.votes),
         "status": request_status(state, now=now),
         "decision": DECISION_ADAPTER.dump_python(record.decision, mode="json") if record else None,
         "decided_by": record.by if record else None,

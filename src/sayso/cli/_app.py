@@ -21,8 +21,7 @@ from ._logs import log_to_terminal
 
 if TYPE_CHECKING:
     from .._config.checks import ConfigProblem
-    from .._core.requests import Request
-    from .._runtime import DecideResult, RunResult, Sayso
+    from .._runtime import DecideResult, InboxPage, RunResult, Sayso
 
 # Each command imports what it uses inside itself: `sayso --help` loads typer and rich, not the
 # runtime, pydantic-ai, SQLAlchemy or the web stack (tests/cli/test_startup.py keeps it so).
@@ -196,6 +195,8 @@ def decide(
     outcome = _with_app(config, work, as_json=as_json)
     if not as_json and not outcome.recorded:
         console.print("[dim]that decision was already recorded; nothing changed[/dim]")
+    if not as_json and outcome.quorum is not None:
+        console.print(f"approvals: {outcome.quorum.text}")
     _print(outcome.run, as_json, config=config)
 
 
@@ -211,24 +212,33 @@ def resume(
 
 
 @app.command(cls=_Command)
-def inbox(config: ConfigArg, as_json: JsonOpt = False) -> None:
-    """List every open request across threads, oldest first."""
+def inbox(
+    config: ConfigArg,
+    principal: Annotated[
+        str | None,
+        typer.Option(help="List only what this principal may decide (default: every open request).", metavar="NAME"),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List every open request across threads, oldest first (with --principal: what that person may decide)."""
     from .._core.access import LOCAL
     from .._runtime import request_json
     from ._render import print_request
 
-    async def work(rt: Sayso) -> list[Request]:
-        # The command line reads the store as its operator: every thread's requests, as in local mode.
-        return (await rt.inbox(principal=LOCAL, limit=INBOX_LIMIT)).requests
+    async def work(rt: Sayso) -> InboxPage:
+        # The command line reads the store as its operator (every thread's requests, as in local mode),
+        # or as the principal it names.
+        return await rt.inbox(principal=LOCAL if principal is None else principal, limit=INBOX_LIMIT)
 
-    requests = _with_app(config, work, as_json=as_json)
+    page = _with_app(config, work, as_json=as_json)
     if as_json:
-        print(json.dumps({"requests": [request_json(r) for r in requests]}, ensure_ascii=False))
+        shown = [request_json(r, votes=page.votes.get(r.request_id, ())) for r in page.requests]
+        print(json.dumps({"requests": shown}, ensure_ascii=False))
         return
-    if not requests:
+    if not page.requests:
         console.print("no open requests")
-    for request in requests:
-        print_request(console, request, config=config)
+    for request in page.requests:
+        print_request(console, request, config=config, votes=page.votes.get(request.request_id, ()))
 
 
 @app.command(cls=_Command)
