@@ -8,7 +8,7 @@ vote is counted once across replicas).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeAlias
 
 from pydantic import TypeAdapter
@@ -166,3 +166,14 @@ def vote_event(request: Request, vote: Vote, after: Quorum) -> VoteEvent:
     if vote.edited_args is not None:
         event["edits"] = arg_edits(request.args, vote.edited_args, redact=request.redact)
     return event
+
+
+def same_as_shown(request: Request, votes: Sequence[Vote], decision: Approve) -> Approve:
+    """An approval whose "edit" is the arguments as they stand is a plain approval of them, not an edit.
+
+    An interface that names the arguments its person saw (so a vote never approves ones changed
+    meanwhile) sends them as `edited_args`; only a change starts a new round.
+    """
+    standing = quorum(request.routing, votes, starter=request.principal) if request.routing else None
+    current = standing.args if standing is not None and standing.args is not None else request.args
+    return replace(decision, edited_args=None) if decision.edited_args == current else decision

@@ -20,7 +20,7 @@ from .._core.grants import Grant
 from .._core.limits import check_decision as check_size
 from .._core.requests import ApprovalRequest, Request
 from .._core.resume import open_requests, plan_resume
-from .._core.votes import Quorum, Vote, quorum, tally, vote_event
+from .._core.votes import Quorum, Vote, quorum, same_as_shown, tally, vote_event
 from .._engine.deferred import audit_body
 from .._store import Decided, PauseState, RequestWithRun, ResumeClaim, RunRecord, Verdict
 from ..exceptions import AlreadyDecided, InvalidDecision, NotAllowed, PauseConsumed, RequestNotFound, RunConflict
@@ -56,7 +56,9 @@ async def decide(
     def judge(found: RequestWithRun, state: PauseState) -> Verdict:
         request = found.request
         check_allowed(request, principal)
-        to_record = check_decision(request, decision, existing=found.decision, now=now)
+        voted = needs_votes(request) and isinstance(decision, Approve)
+        given = same_as_shown(request, found.votes, decision) if voted and isinstance(decision, Approve) else decision
+        to_record = check_decision(request, given, existing=found.decision, now=now)
         if to_record is None:
             return Verdict(record=None)  # the same decision again: a harmless no-op
         if found.pause_status != "open":
