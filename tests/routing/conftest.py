@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from sayso import Config, PrincipalConfig, Sayso, load_config
+from sayso.protocols.a2a import a2a_router
+from sayso.protocols.ag_ui import ag_ui_router
 from sayso.server import create_app
 
 from ..conftest import ROOT, InProcess
@@ -29,8 +31,9 @@ def refunds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Config:
 
 @pytest.fixture
 async def server(refunds: Config) -> AsyncIterator[InProcess]:
-    """The example served in-process: REST, the web UI, A2A, AG-UI and MCP."""
+    """The example served in-process: REST, the web UI, A2A and AG-UI."""
     sayso = Sayso(refunds)
-    served = await InProcess(app=create_app(sayso), sayso=sayso).start()
+    app = create_app(sayso, routers=[a2a_router(sayso), ag_ui_router(sayso)], expire_every_seconds=None)
+    served = await InProcess(app=app, sayso=sayso).start()
     yield served
     await served.stop()

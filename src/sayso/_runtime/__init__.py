@@ -48,7 +48,18 @@ from ._kernel import new_id
 from ._outbox import OutboundEvent, RunUpdate
 from ._reading import PrincipalLike
 from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
-from ._results import DecideResult, RunResult, decide_json, request_json, request_state_json, rfc3339, run_json
+from ._results import (
+    ApproversJson,
+    DecideResult,
+    QuorumJson,
+    RunResult,
+    decide_json,
+    request_json,
+    request_state_json,
+    rfc3339,
+    routing_json,
+    run_json,
+)
 from ._watch import Change, RequestClosed, RequestOpened, RunChanged, ThreadsChanged
 
 __all__ = [
@@ -88,6 +99,9 @@ __all__ = [
     "authenticator",
     "new_id",
     "decide_json",
+    "routing_json",
+    "ApproversJson",
+    "QuorumJson",
     "request_json",
     "request_state_json",
     "rfc3339",

@@ -47,6 +47,7 @@ INBOX_LIMIT = 100
 PrincipalOpt = Annotated[
     str, typer.Option("--principal", help="Who is acting.", envvar="SAYSO_PRINCIPAL", metavar="NAME")
 ]
+InboxOf = Annotated[str | None, typer.Option(help="Only what this principal may decide.", metavar="NAME")]
 AgentOpt = Annotated[str | None, typer.Option(help="Agent to talk to (default: the entry agent).", metavar="NAME")]
 ThreadOpt = Annotated[str | None, typer.Option(help="Continue this thread.", metavar="THREAD_ID")]
 
@@ -212,33 +213,17 @@ def resume(
 
 
 @app.command(cls=_Command)
-def inbox(
-    config: ConfigArg,
-    principal: Annotated[
-        str | None,
-        typer.Option(help="List only what this principal may decide (default: every open request).", metavar="NAME"),
-    ] = None,
-    as_json: JsonOpt = False,
-) -> None:
+def inbox(config: ConfigArg, principal: InboxOf = None, as_json: JsonOpt = False) -> None:
     """List every open request across threads, oldest first (with --principal: what that person may decide)."""
     from .._core.access import LOCAL
-    from .._runtime import request_json
-    from ._render import print_request
+    from ._render import print_inbox
 
     async def work(rt: Sayso) -> InboxPage:
         # The command line reads the store as its operator (every thread's requests, as in local mode),
         # or as the principal it names.
         return await rt.inbox(principal=LOCAL if principal is None else principal, limit=INBOX_LIMIT)
 
-    page = _with_app(config, work, as_json=as_json)
-    if as_json:
-        shown = [request_json(r, votes=page.votes.get(r.request_id, ())) for r in page.requests]
-        print(json.dumps({"requests": shown}, ensure_ascii=False))
-        return
-    if not page.requests:
-        console.print("no open requests")
-    for request in page.requests:
-        print_request(console, request, config=config, votes=page.votes.get(request.request_id, ()))
+    print_inbox(console, _with_app(config, work, as_json=as_json), as_json=as_json, config=config)
 
 
 @app.command(cls=_Command)

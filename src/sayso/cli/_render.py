@@ -25,7 +25,7 @@ from .._core.requests import (
     shown_args,
 )
 from .._core.votes import Vote, quorum
-from .._runtime import RunResult
+from .._runtime import InboxPage, RunResult, request_json
 
 
 def _who(request: Request) -> str:
@@ -167,6 +167,18 @@ def print_request(
         console.print("answer with:", style="dim")
         for command in answer_commands(request, config):
             console.print(Text(f"  {command}", style="cyan"), soft_wrap=True)
+
+
+def print_inbox(console: Console, page: InboxPage, *, as_json: bool, config: str) -> None:
+    """`sayso inbox`: each open request's panel and commands, or one JSON object of them."""
+    if as_json:
+        shown = [request_json(r, votes=page.votes.get(r.request_id, ())) for r in page.requests]
+        print(json.dumps({"requests": shown}, ensure_ascii=False))
+        return
+    if not page.requests:
+        console.print("no open requests")
+    for request in page.requests:
+        print_request(console, request, config=config, votes=page.votes.get(request.request_id, ()))
 
 
 def request_panel(

@@ -112,7 +112,7 @@ class QuorumOut(_Out):
     waiting_for: list[str]
     """Approvers (or their groups) who may still approve."""
     round: int
-    args: dict[str, Any] | None
+    args: Any
     """The arguments an edit changed them to, which the next approvers approve; `null`: the proposed ones."""
     votes: list[VoteOut]
 
