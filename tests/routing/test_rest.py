@@ -37,3 +37,18 @@ async def test_two_of_finance_approve_over_rest(server: InProcess) -> None:
     assert state["status"] == "decided" and state["principal"] == "carol"
     assert [v["principal"] for v in state["request"]["quorum"]["votes"]] == ["bob", "carol"]
     assert server.openapi.checked > 0
+
+
+async def test_each_vote_is_a_transcript_line_before_the_decision(server: InProcess) -> None:
+    async with server.client("alice-token") as alice, server.client("bob-token") as bob:
+        run = (await alice.post("/v1/runs", json={"message": "refund 250 to acme"})).json()
+        url = f"/v1/requests/{run['requests'][0]['id']}/decision"
+        await bob.post(url, json={"kind": "approve"})
+        async with server.client("carol-token") as carol:
+            await carol.post(url, json={"kind": "approve"}, headers={"Sayso-Via": "web"})
+        thread = (await alice.get(f"/v1/threads/{run['thread_id']}")).json()
+    lines = [e["decision"] for e in thread["transcript"] if e["role"] == "decision"]
+    assert [(d["principal"], d["via"], d.get("quorum")) for d in lines] == [
+        ("bob", "rest", "vote 1 of 2"),
+        ("carol", "web", None),
+    ]

@@ -57,3 +57,8 @@ def test_two_approvers_vote_in_their_inboxes(live: LiveServer, browser: Browser)
     with live.client("alice-token") as alice:
         done = alice.get(f"/v1/runs/{run['run_id']}").json()
     assert done["status"] == "completed" and done["output"] == "Refunded 250 to acme."
+    alice_page = person(browser, live, "alice")
+    alice_page.goto(f"{live.base_url}/#/thread/{run['thread_id']}")
+    lines = alice_page.locator("#transcript li.decision")
+    expect(lines.nth(0)).to_contain_text("Vote 1 of 2: Approved by bob (web UI)")
+    expect(lines.nth(1)).to_contain_text("Approved by carol (web UI)")

@@ -118,6 +118,8 @@ class ShownDecision(TypedDict, total=False):
     expires_at: float
     grant_id: str
     subject_label: str
+    quorum: str
+    """A vote on a request that needs several approvals, before its decision line: `vote 1 of 2` (of the votes cast)."""
 
 
 @with_config(_EXACT)

@@ -6,7 +6,8 @@ of `sayso._core.access` before it reads the store port, so every interface sees 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage
@@ -15,7 +16,9 @@ from .._config.file import Config
 from .._core import access
 from .._core.access import LOCAL, Principal
 from .._core.audit import AuditProblem, AuditRecord, AuditReport
+from .._core.audit_events import ShownDecision
 from .._core.grants import Grant
+from .._core.votes import Vote
 from .._store import (
     AuditPage,
     DeliveryStatus,
@@ -112,7 +115,10 @@ class Reading:
     ) -> list[TranscriptEntry]:
         """A thread's history as display entries (user and agent text, tool calls and results)."""
         await self.thread(thread_id, principal=principal)
-        return await self._k.store.transcript(thread_id, after_seq=after_seq)
+        entries = await self._k.store.transcript(thread_id, after_seq=after_seq)
+        decided = [e.decision["request_id"] for e in entries if e.decision and "request_id" in e.decision]
+        votes = await self._k.store.votes(decided) if decided else {}
+        return [line for e in entries for line in [*vote_lines(e, votes), e]] if votes else entries
 
     async def last_seq(self, thread_id: str) -> int:
         """The position of a thread's newest stored message batch (0 for none)."""
@@ -141,8 +147,6 @@ class Reading:
         cursor: str | None = None,
     ) -> InboxPage:
         """Open requests across threads that the caller may decide, oldest first, a page at a time."""
-        from dataclasses import replace
-
         who = self.principal(principal)
         query = query or InboxFilter()
         if not who.local:
@@ -301,3 +305,28 @@ class Reading:
     def _check_open(self) -> None:
         if not self._open:
             raise UsageError("use the runtime inside `async with Sayso(...) as app:` so its store is open")
+
+
+def vote_lines(entry: TranscriptEntry, votes: Mapping[str, Sequence[Vote]]) -> list[TranscriptEntry]:
+    """The votes before a decision line (docs/guides/routing.md#quorum), each a line of its own.
+
+    The last vote is the one that decided: the decision line itself stands for it.
+    """
+    request_id = entry.decision.get("request_id") if entry.decision else None
+    cast = list(votes.get(request_id, ())) if request_id else []
+    lines: list[TranscriptEntry] = []
+    for n, vote in enumerate(cast[:-1], 1):
+        shown = ShownDecision(
+            request_id=vote.request_id,
+            decision=vote.decision,
+            by="person",
+            principal=vote.principal,
+            decided_at=vote.voted_at,
+            quorum=f"vote {n} of {len(cast)}" + (" (an edit)" if vote.edited_args else ""),
+        )
+        if vote.via is not None:
+            shown["via"] = vote.via
+        if vote.reason:
+            shown["reason"] = vote.reason
+        lines.append(replace(entry, decision=shown, at=vote.voted_at))
+    return lines

@@ -258,6 +258,9 @@ class DecisionLineOut(_Out):
     """The remembered approval that allowed the call."""
     subject_label: str | None = None
     request_id: str | None = None
+    quorum: str | None = None
+    """A vote on a request that needs several approvals, a line before its decision's: `vote 1 of 2` (of the
+    votes cast; the decision line stands for the last)."""
 
 
 class TranscriptEntryOut(_Out):
