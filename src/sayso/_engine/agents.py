@@ -133,7 +133,7 @@ def _mcp_toolset(name: str, spec: AgentConfig, config: Config) -> McpToolset | N
         return None
     from .mcp.toolset import McpToolset  # the `mcp` extra is needed only by agents that bind MCP servers
 
-    return McpToolset.from_config(name, spec.mcp, config.mcp_servers, config.base_dir)
+    return McpToolset.from_config(name, spec.mcp, config.mcp_servers, config.base_dir, groups=config.groups)
 
 
 def _hook(spec: AgentConfig, base_dir: Path) -> BeforeToolCall | None:
