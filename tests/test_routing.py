@@ -1,4 +1,4 @@
-"""Routing (docs/guides/routing.md): approvers and groups, separation of duties, quorum votes, edits restarting the count, the inbox."""
+"""Routing (docs/guides/routing.md): approvers and groups, separation of duties, quorum votes, edits, the inbox."""
 
 from __future__ import annotations
 
