@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic_ai import Tool
 
-from sayso import Approve, Config, ConfigError, NotAllowed, Reject, Sayso, request_json
+from sayso import Approve, Config, ConfigError, NotAllowed, Provide, Reject, Sayso, request_json
 from sayso._config.file import load_config
 
 from .conftest import approvals, script
@@ -182,3 +182,60 @@ def test_group_members_must_be_principals(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="group 'finance': member 'zed' is not a principal"):
         load_config(tmp_path / "sayso.yaml")
+
+
+WORKFLOW_NODES = """\
+from sayso.workflows import RequestInput
+
+
+def ask():
+    answer = yield RequestInput("How much may we refund?", response_schema=int)
+    return f"refund up to {answer}"
+"""
+
+
+async def test_a_workflows_approvers_answer_its_inputs(tmp_path: Path) -> None:
+    """`approvers` on a workflow route its inputs: finance answers, not the principal who started it."""
+    (tmp_path / "wf_routing_nodes.py").write_text(WORKFLOW_NODES)
+    routed = Config.model_validate(
+        {
+            "store": f"sqlite:///{tmp_path / 'sayso.db'}",
+            "base_dir": tmp_path,
+            "principals": PRINCIPALS,
+            "groups": {"finance": ["alice", "bob"]},
+            "agents": {"helper": {"model": "test"}},
+            "workflows": {
+                "limits": {
+                    "nodes": {"ask": "wf_routing_nodes:ask"},
+                    "edges": [["START", "ask", "END"]],
+                    "approvers": ["finance"],
+                }
+            },
+        }
+    )
+    async with Sayso(routed) as app:
+        paused = await app.run("start", agent="limits", principal="alice")
+        [request] = paused.requests
+        assert request.routing is not None and request.routing.deciders("alice") == ("bob",)
+        with pytest.raises(NotAllowed, match="'alice' started this run"):
+            await app.decide(request.request_id, Provide(value=500), principal="alice")
+        assert [r.request_id for r in (await app.inbox(principal="bob")).requests] == [request.request_id]
+        done = await app.decide(request.request_id, Provide(value=500), principal="bob")
+    assert done.run.status == "completed" and done.run.output == "refund up to 500"
+
+
+def test_a_workflows_input_takes_one_answer() -> None:
+    with pytest.raises(ValueError, match="a workflow's input takes one answer"):
+        Config.model_validate(
+            {
+                "agents": {"a": {"model": "test"}},
+                "workflows": {
+                    "w": {
+                        "nodes": {"n": "m:f"},
+                        "edges": [["START", "n", "END"]],
+                        "approvers": ["x"],
+                        "approvals_required": 2,
+                    }
+                },
+            }
+        )

@@ -370,14 +370,12 @@ class Config(_Strict):
 
     @model_validator(mode="after")
     def _approvers_known(self) -> Config:
-        rules = [
-            *(
-                (f"agent {n!r}: rule {getattr(r, 'name', r)!r}", r)
-                for n, a in self.agents.items()
-                for r in a.interrupt.tools
-            ),
-            *((f"agent {n!r}: mcp binding {b.server!r}", b) for n, a in self.agents.items() for b in a.mcp),
+        agents = self.agents.items()
+        rules: list[tuple[str, object]] = [
+            (f"agent {n!r}: rule {getattr(r, 'name', r)!r}", r) for n, a in agents for r in a.interrupt.tools
         ]
+        rules += [(f"agent {n!r}: mcp binding {b.server!r}", b) for n, a in agents for b in a.mcp]
+        rules += [(f"workflow {n!r}", w) for n, w in self.workflows.items()]
         if problems := config_problems(self.groups, [p.name for p in self.principals], rules):
             raise ValueError("; ".join(problems))
         return self

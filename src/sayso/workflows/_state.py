@@ -15,6 +15,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_ai.agent import AbstractAgent
 
 from .._core.requests import InputRequest, Request
+from .._core.routing import Routing
 from ..exceptions import RunNotFound
 from ._graph import RouteKey
 
@@ -103,6 +104,7 @@ class PendingInput:
         created_at: float,
         expires_at: float | None = None,
         principal: str | None = None,
+        routing: Routing | None = None,
     ) -> InputRequest:
         """The `input` request a person answers for this question.
 
@@ -126,6 +128,7 @@ class PendingInput:
             message=message,
             payload=self.payload,
             response_schema=self.response_schema,
+            routing=routing,
         )
 
 
