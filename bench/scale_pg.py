@@ -47,9 +47,9 @@ _COPY = [
     "INSERT INTO threads (thread_id, owner, agent, active_run_id, created_at) "
     "SELECT g.tid, t.owner, t.agent, g.rid, g.created FROM g, threads t WHERE t.thread_id = %(thread)s",
     "INSERT INTO runs (run_id, thread_id, agent, status, prompt, client_tools, principal, resume_pause_id, pause_id, "
-    "output, error, lease_owner, lease_expires_at, created_at, updated_at, revision, parent_run_id, parent_call_id, "
+    "output, error, lease_holder, lease_expires_at, created_at, updated_at, revision, parent_run_id, parent_call_id, "
     "agent_path) SELECT g.rid, g.tid, r.agent, r.status, r.prompt, r.client_tools, r.principal, r.resume_pause_id, "
-    "g.pid, r.output, r.error, r.lease_owner, r.lease_expires_at, g.created, g.created, r.revision, r.parent_run_id, "
+    "g.pid, r.output, r.error, r.lease_holder, r.lease_expires_at, g.created, g.created, r.revision, r.parent_run_id, "
     "r.parent_call_id, r.agent_path FROM g, runs r WHERE r.run_id = %(run)s",
     "INSERT INTO pauses (pause_id, run_id, status, created_at) "
     "SELECT g.pid, g.rid, p.status, g.created FROM g, pauses p WHERE p.pause_id = %(pause)s",

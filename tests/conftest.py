@@ -223,8 +223,10 @@ class LiveServer:
         return cls(base_url=base_url, port=port, _stop=stop), process
 
 
-async def resume_at_once(apps: list[Sayso], run_id: str) -> list[Any]:
-    """Resume one run from several runtimes at the same moment; each result or refusal, in finishing order."""
+async def resume_at_once(apps: list[Sayso], run_id: str, *, on_refused: Callable[[], None] = lambda: None) -> list[Any]:
+    """Resume one run from several runtimes at the same moment; each result or refusal, in finishing order.
+
+    `on_refused` is called at each refusal, so a call can be held open until the other resume was turned away."""
     import anyio
 
     from sayso import PauseConsumed, RunConflict
@@ -236,6 +238,7 @@ async def resume_at_once(apps: list[Sayso], run_id: str) -> list[Any]:
             outcomes.append(await app.resume(run_id))
         except (PauseConsumed, RunConflict) as refused:
             outcomes.append(refused)
+            on_refused()
 
     async with anyio.create_task_group() as tg:
         for app in apps:

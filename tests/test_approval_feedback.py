@@ -11,6 +11,7 @@ from pydantic_ai import RunContext
 from sayso import ApprovalRequest, Approve, InvalidDecision, Reject, Sayso, Skip, require_approval
 
 from .conftest import MakeApp, script
+from .models import calls_then_reply
 
 ran: list[str] = []
 
@@ -127,8 +128,8 @@ async def test_an_unusable_response_schema_fails_the_run_naming_it(make_app: Mak
         require_approval(ctx, hint="x", response_schema={"type": "nonsense"})
         return "never"
 
-    rules = [{"user": "go", "call": "ask_badly"}]
-    async with make_app({"guide": {"model": "m", "tools": [ask_badly]}}, model=script(*rules)) as app:
+    model = calls_then_reply(("ask_badly", {}), reply="never read")
+    async with make_app({"guide": {"model": "m", "tools": [ask_badly]}}, model=model) as app:
         failed = await app.run("go")
     assert failed.status == "failed"
     assert failed.error is not None and failed.error.startswith(

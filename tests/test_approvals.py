@@ -264,7 +264,7 @@ async def test_a_pause_is_consumed_once(app: Sayso, make_app: MakeApp) -> None:
         first = await app.resume(paused.run_id)
         with pytest.raises(PauseConsumed):  # a second resume that saw the same pause
             await app.store.consume_pause(
-                record, pause_id=record.pause_id, owner="another", until=2e9, now=time.time(), added=()
+                record, pause_id=record.pause_id, holder="another", until=2e9, now=time.time(), added=()
             )
     assert first.status == "completed"
     assert RAN == [("delete_file", {"name": "a.txt"})]

@@ -23,7 +23,7 @@ from sayso import (
     RequestExpired,
     Skip,
 )
-from sayso._core.decisions import Expire, check_decision, model_text
+from sayso._core.decisions import Expired, check_decision, model_text
 from sayso._core.policy import InterruptPolicy, ToolRule, approval_terms
 from sayso._core.resume import plan_resume
 from sayso._core.service import parse_service_ask
@@ -146,7 +146,7 @@ def test_what_the_model_reads() -> None:
     assert model_text(Reject()) == "Declined by the person."
     assert model_text(Skip(reason="later")) == "Skipped: later"
     assert model_text(Approve()) is None
-    assert model_text(Expire(expires_at=1767261600.0)) == "Expired: no decision before 2026-01-01 10:00:00 UTC"
+    assert model_text(Expired(expires_at=1767261600.0)) == "Expired: no decision before 2026-01-01 10:00:00 UTC"
     assert model_text(ClientError(message="user closed the tab")) == "Error: user closed the tab"
     assert model_text(ClientResult(value=1)) is None
 

@@ -24,7 +24,8 @@ from pydantic_ai.messages import (
 
 from sayso import Approve, Sayso
 
-from .conftest import EXAMPLE, MakeApp, resume_at_once, script
+from .conftest import EXAMPLE, MakeApp, resume_at_once
+from .models import commands
 
 SAYSO = [sys.executable, "-m", "sayso"]
 
@@ -57,21 +58,20 @@ def test_a_pause_is_resumed_by_another_process(tmp_path: Path) -> None:
 async def test_two_concurrent_resumes_of_one_pause_run_it_once(make_app: MakeApp) -> None:
     """Two runtimes (separate connections) resume the same pause at once: one runs it, the other is refused."""
     ran: list[str] = []
+    refused_one = anyio.Event()
 
     async def delete_file(name: str) -> str:
         ran.append(name)
-        await anyio.sleep(0.3)  # the call is still running when the second resume looks
+        with anyio.fail_after(10):
+            await refused_one.wait()  # the call is still running when the other resume is turned away
         return f"deleted {name}"
 
-    rules = [
-        {"user": "^delete (?P<n>.+)$", "call": "delete_file", "args": {"name": "{n}"}},
-        {"tool": "delete_file", "reply": "{result}"},
-    ]
     agents = {"files": {"model": "m", "tools": [delete_file], "interrupt": {"tools": ["delete_file"]}}}
-    async with make_app(agents, model=script(*rules)) as a, make_app(agents, model=script(*rules)) as b:
+    model = commands(delete="delete_file")
+    async with make_app(agents, model=model) as a, make_app(agents, model=model) as b:
         paused = await a.run("delete x")
         await a.decide(paused.requests[0].request_id, Approve(), resume=False)
-        outcomes = await resume_at_once([a, b], paused.run_id)
+        outcomes = await resume_at_once([a, b], paused.run_id, on_refused=refused_one.set)
     completed = [o for o in outcomes if not isinstance(o, Exception)]
     refused = [o for o in outcomes if isinstance(o, Exception)]
     assert len(completed) == 1 and completed[0].output == "deleted x"

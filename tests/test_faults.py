@@ -20,7 +20,8 @@ import multiprocessing
 import os
 import random
 import signal
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -245,8 +246,8 @@ def test_a_decider_killed_at_any_boundary_loses_nothing_and_runs_nothing_twice(
         assert killed and (case.verb, case.when) in (("consume_pause", "after"), ("tool", "during")), (runs, outcome)
 
 
-def _app(workdir: Path, store: Any = None, *, lease_seconds: float = 30.0) -> Sayso:
-    return Sayso(load_config(workdir / "sayso.yaml"), store=store, lease_seconds=lease_seconds)
+def _app(workdir: Path, store: Any = None, *, clock: Callable[[], float] = time.time) -> Sayso:
+    return Sayso(load_config(workdir / "sayso.yaml"), store=store, clock=clock)
 
 
 async def _pause(workdir: Path, names: list[str]) -> tuple[str, list[str]]:
@@ -302,9 +303,9 @@ def decide_then_die(workdir: str, env: dict[str, str], run_id: str, request_ids:
 
 async def _recover_and_finish(workdir: Path, run_id: str, request_ids: list[str], case: Case) -> dict[str, Any]:
     """What a person and a restarted server do next: recover, repeat what never committed, recover again."""
-    # A short lease, so a pause decided but never resumed counts as stalled at once.
-    async with _app(workdir, lease_seconds=0.2) as app:
-        await anyio.sleep(0.25)
+    # A clock a minute ahead (two leases' length), so what the dead process held has lapsed and a pause decided but
+    # never resumed counts as stalled at once.
+    async with _app(workdir, clock=lambda: time.time() + 60) as app:
         await app.recover()
         for request_id, yes in zip(request_ids, case.approve, strict=True):
             state = await app.request(request_id)

@@ -16,6 +16,7 @@ from sayso import tool as sayso_tool
 from sayso._core.grants import Grant
 
 from .conftest import MakeApp, approvals, script
+from .models import commands
 from .tools import delete_file_with_password, deleted
 
 AGENT = "files"
@@ -280,18 +281,13 @@ def peek(name: str) -> str:
 
 async def test_read_only_tools_run_freely_when_the_policy_says_so(make_app: MakeApp) -> None:
     """With `skip_read_only` read-only tools run unasked while others still pause; without it they ask too."""
-    rules = [
-        {"user": r"^peek (?P<n>\S+)$", "call": "peek", "args": {"name": "{n}"}},
-        {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}"}},
-        {"tool": "peek", "reply": "{result}"},
-        {"tool": "delete_file", "reply": "{result}"},
-    ]
+    model = commands(peek="peek", delete="delete_file")
     agents = {
         "files": {"model": "m", "tools": [peek, DELETE_FILE], "interrupt": {"tools": ["*"], "skip_read_only": True}}
     }
     strict = {"files": {"model": "m", "tools": [peek, DELETE_FILE], "interrupt": {"tools": ["*"]}}}
-    async with make_app(agents, model=script(*rules)) as app:
+    async with make_app(agents, model=model) as app:
         assert (await app.run("peek a")).output == "peeked a"
         assert (await app.run("delete a")).status == "paused"
-    async with make_app(strict, model=script(*rules)) as app:
+    async with make_app(strict, model=model) as app:
         assert (await app.run("peek a")).status == "paused", "without skip_read_only a read-only tool still asks"

@@ -74,13 +74,18 @@ async def test_the_sdk_streaming_client_sees_the_text_chunks_and_the_pause(serve
 
 started = anyio.Event()
 release = anyio.Event()
+stopped = anyio.Event()
 exported: list[str] = []
 
 
 async def export_report(name: str) -> str:
     """Export a report; takes as long as the test says."""
     started.set()
-    await release.wait()
+    try:
+        await release.wait()
+    except anyio.get_cancelled_exc_class():
+        stopped.set()
+        raise
     exported.append(name)
     return f"exported {name}"
 
@@ -88,8 +93,8 @@ async def export_report(name: str) -> str:
 @pytest.fixture
 async def slow_server(tmp_path: Path) -> AsyncIterator[InProcess]:
     """An agent whose only tool works until the test releases it."""
-    global started, release
-    started, release = anyio.Event(), anyio.Event()
+    global started, release, stopped
+    started, release, stopped = anyio.Event(), anyio.Event(), anyio.Event()
     exported.clear()
     config = Config.model_validate(
         {
@@ -134,9 +139,10 @@ async def test_cancel_task_stops_a_working_task_and_nothing_more_runs(slow_serve
         task = await send_at_once(client, "export q4")
         await started.wait()
         cancelled = (await rpc(client, "reports", "CancelTask", {"id": task["id"]})).json()["result"]
-        release.set()
         assert cancelled["status"]["state"] == "TASK_STATE_CANCELED"
-        await anyio.sleep(0.1)
+        with anyio.fail_after(10):
+            await stopped.wait()  # the tool was cancelled while it worked
+        release.set()
         assert (await get_task_of(client, task["id"]))["status"]["state"] == "TASK_STATE_CANCELED"
     assert exported == []
 

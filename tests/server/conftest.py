@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 
@@ -42,9 +43,10 @@ async def serve(workdir: Path) -> AsyncIterator[ServerFactory]:
         principals: Sequence[PrincipalConfig] = (),
         webhooks: Sequence[WebhookConfig] | None = None,
         expire_every_seconds: float | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> InProcess:
         config = (config or load_config(EXAMPLE)).model_copy(update={"principals": list(principals)})
-        sayso = Sayso(config)
+        sayso = Sayso(config, clock=clock)
         app = create_app(sayso, webhooks=webhooks, expire_every_seconds=expire_every_seconds)
         served = await InProcess(app=app, sayso=sayso).start()
         started.append(served)

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 import pytest
 
@@ -147,21 +145,23 @@ async def test_audit_log_pages_and_verify_finds_the_first_altered_record(server:
 
 @pytest.fixture
 def short_ttl_config(workdir: Path) -> Config:
-    """The file-manager example whose approvals expire after half a second."""
+    """The file-manager example whose approvals expire after a minute."""
     config = load_config(EXAMPLE)
-    config.agents["files"].interrupt.ttl_seconds = 0.5
+    config.agents["files"].interrupt.ttl_seconds = 60
     return config
 
 
 async def test_expire_closes_runs_whose_requests_expired(serve: ServerFactory, short_ttl_config: Config) -> None:
     """POST /v1/expire closes a run whose request passed its TTL; a late decision is then refused."""
-    server = await serve(config=short_ttl_config)
+    now = [1_000_000.0]
+    server = await serve(config=short_ttl_config, clock=lambda: now[0])
     async with server.client() as client:
         run = await post(client, "/v1/runs", {"message": "delete notes"})
         request = run["requests"][0]
-        assert request["expires_at"] is not None
+        assert request["expires_at"] == now[0] + 60
+        now[0] += 59
         assert await post(client, "/v1/expire") == {"runs": []}  # not expired yet
-        await anyio.sleep(max(0.0, request["expires_at"] - time.time()) + 0.1)
+        now[0] += 2
         [closed] = (await post(client, "/v1/expire"))["runs"]
         assert (closed["run_id"], closed["status"]) == (run["run_id"], "completed")
         assert (await get(client, f"/v1/requests/{request['id']}"))["decided_by"] == "expiry"

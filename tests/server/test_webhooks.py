@@ -112,12 +112,16 @@ async def test_failed_deliveries_are_retried_with_the_same_delivery_id(
 async def test_background_sweep_expires_requests_and_says_so(serve: ServerFactory, listener: Listener) -> None:
     """The server's periodic sweep closes a run whose request expired and sends `request.expired` for it."""
     config = load_config(EXAMPLE)
-    config.agents["files"].interrupt.ttl_seconds = 0.3
+    config.agents["files"].interrupt.ttl_seconds = 60
     hook = WebhookConfig(url=listener.url, secret=SECRET, events=["request.expired"], backoff_seconds=0.05)
-    server = await serve(config=config.model_copy(update={"webhooks": [hook]}), expire_every_seconds=0.1)
+    now = [time.time()]
+    server = await serve(
+        config=config.model_copy(update={"webhooks": [hook]}), expire_every_seconds=0.1, clock=lambda: now[0]
+    )
     async with server.client() as client:
         run = (await client.post("/v1/runs", json={"message": "delete notes"})).json()
         request_id = run["requests"][0]["id"]
+        now[0] += 61  # past the TTL: the next sweep closes it
         [event] = await listener.wait_for(1)
         assert event["type"] == "request.expired"
         assert event["data"]["request"]["id"] == request_id  # type: ignore[index]

@@ -82,7 +82,7 @@ async def start(
         run_id=run_id,
         prompt=f"prompt of {run_id}",
         client_tools=kwargs.pop("client_tools", ()),
-        lease_owner=kwargs.pop("lease_owner", ME),
+        lease_holder=kwargs.pop("lease_holder", ME),
         lease_expires_at=now + LEASE,
         now=now,
         expect_active=expect_active,
@@ -134,7 +134,7 @@ async def paused(
 ) -> RunRecord:
     """Save a pause of `run` holding `requests`; the run as stored afterwards."""
     await store.save_pause(
-        run, owner=ME, pause_id=pause_id, new_messages=said(run.prompt or "", "asking"), requests=requests, now=now
+        run, holder=ME, pause_id=pause_id, new_messages=said(run.prompt or "", "asking"), requests=requests, now=now
     )
     return await store.get_run(run.run_id)
 
@@ -145,7 +145,7 @@ async def claim(store: RunStore, run: RunRecord, **kwargs: Any) -> Claim:
     return await store.consume_pause(
         run,
         pause_id=run.pause_id,
-        owner=ME,
+        holder=ME,
         until=NOW + 10 + LEASE,
         now=NOW + 10,
         added=kwargs.pop("added", ()),
@@ -163,7 +163,7 @@ async def test_a_thread_takes_one_active_run_at_a_time(store: RunStore) -> None:
         await start(store, run_id="run_2")
     thread = await store.get_thread("thr_1")
     assert thread is not None and (thread.owner, thread.agent, thread.active_run_id) == ("alice", "files", "run_1")
-    await store.finish_run(first, owner=ME, new_messages=(), status="completed", output="ok", error=None, now=NOW + 1)
+    await store.finish_run(first, holder=ME, new_messages=(), status="completed", output="ok", error=None, now=NOW + 1)
     second = await start(store, run_id="run_2", now=NOW + 2)
     assert second.status == "running"
     assert (await store.get_thread("thr_1")) == replace(thread, active_run_id="run_2")
@@ -176,7 +176,7 @@ async def test_a_run_reads_back_as_it_was_started(store: RunStore) -> None:
         store, client_tools=[tool], parent_run_id="run_0", parent_call_id="call_0", agent_path="lead/files"
     )
     assert await store.get_run("run_1") == run
-    assert run.client_tools == (tool,) and run.path == "lead/files" and run.lease_owner == ME
+    assert run.client_tools == (tool,) and run.path == "lead/files" and run.lease_holder == ME
     with pytest.raises(RunNotFound):
         await store.get_run("run_nope")
     assert await store.get_thread("thr_nope") is None
@@ -186,10 +186,10 @@ async def test_finishing_a_run_frees_its_thread_and_keeps_its_outcome(store: Run
     """A finished run records status, output and error, drops its lease and frees the thread."""
     run = await start(store)
     await store.finish_run(
-        run, owner=ME, new_messages=said("p", "done"), status="failed", output=None, error="boom", now=NOW + 5
+        run, holder=ME, new_messages=said("p", "done"), status="failed", output=None, error="boom", now=NOW + 5
     )
     stored = await store.get_run("run_1")
-    assert (stored.status, stored.output, stored.error, stored.lease_owner) == ("failed", None, "boom", None)
+    assert (stored.status, stored.output, stored.error, stored.lease_holder) == ("failed", None, "boom", None)
     assert stored.updated_at == NOW + 5 and stored.revision > run.revision
     thread = await store.get_thread("thr_1")
     assert thread is not None and thread.active_run_id is None
@@ -197,13 +197,13 @@ async def test_finishing_a_run_frees_its_thread_and_keeps_its_outcome(store: Run
 
 async def test_a_process_that_lost_the_lease_cannot_save(store: RunStore) -> None:
     """Saving a pause or an end needs the run's lease; another owner is refused and nothing changes."""
-    run = await start(store, lease_owner="host:2:other")
+    run = await start(store, lease_holder="host:2:other")
     with pytest.raises(RunConflict):
         await store.save_pause(
-            run, owner=ME, pause_id="pau_1", new_messages=(), requests=[approval("req_1", run)], now=NOW
+            run, holder=ME, pause_id="pau_1", new_messages=(), requests=[approval("req_1", run)], now=NOW
         )
     with pytest.raises(RunConflict):
-        await store.finish_run(run, owner=ME, new_messages=(), status="completed", output="x", error=None, now=NOW)
+        await store.finish_run(run, holder=ME, new_messages=(), status="completed", output="x", error=None, now=NOW)
     assert (await store.get_run("run_1")).status == "running"
     assert await store.get_request("req_1") is None
 
@@ -211,24 +211,24 @@ async def test_a_process_that_lost_the_lease_cannot_save(store: RunStore) -> Non
 async def test_take_over_only_when_the_lease_lapsed_or_its_owner_died(store: RunStore) -> None:
     """A live lease is not taken; a lapsed one or a dead owner's is, by exactly one caller."""
     run = await start(store)
-    assert not await store.take_over(run.run_id, owner="host:2:b", until=NOW + 60, now=NOW + 1, dead_owners=[])
-    assert await store.take_over(run.run_id, owner="host:2:b", until=NOW + 60, now=NOW + 1, dead_owners=[ME])
+    assert not await store.take_over(run.run_id, holder="host:2:b", until=NOW + 60, now=NOW + 1, dead_holders=[])
+    assert await store.take_over(run.run_id, holder="host:2:b", until=NOW + 60, now=NOW + 1, dead_holders=[ME])
     assert not await store.renew_lease(run.run_id, ME, NOW + 90)
     assert await store.renew_lease(run.run_id, "host:2:b", NOW + 90)
-    assert not await store.take_over(run.run_id, owner="host:3:c", until=NOW + 99, now=NOW + 89, dead_owners=[])
-    assert await store.take_over(run.run_id, owner="host:3:c", until=NOW + 200, now=NOW + 91, dead_owners=[])
-    assert not await store.take_over(run.run_id, owner="host:4:d", until=NOW + 200, now=NOW + 91, dead_owners=[])
+    assert not await store.take_over(run.run_id, holder="host:3:c", until=NOW + 99, now=NOW + 89, dead_holders=[])
+    assert await store.take_over(run.run_id, holder="host:3:c", until=NOW + 200, now=NOW + 91, dead_holders=[])
+    assert not await store.take_over(run.run_id, holder="host:4:d", until=NOW + 200, now=NOW + 91, dead_holders=[])
     taken = await store.get_run(run.run_id)
-    assert (taken.lease_owner, taken.lease_expires_at) == ("host:3:c", NOW + 200)
+    assert (taken.lease_holder, taken.lease_expires_at) == ("host:3:c", NOW + 200)
 
 
 async def test_lapsed_runs_are_the_running_runs_nobody_may_hold(store: RunStore) -> None:
     """`lapsed_runs` lists running runs whose lease lapsed, oldest lease first, and with a host also that host's runs;
     never a live lease elsewhere, a paused run or a finished one."""
-    live = await start(store, "thr_1", "run_1", lease_owner="elsewhere:1:a")
-    lapsed = await start(store, "thr_2", "run_2", lease_owner="elsewhere:2:b", now=NOW - 100)
-    mine = await start(store, "thr_3", "run_3", lease_owner="host:7:me")
-    older = await start(store, "thr_4", "run_4", lease_owner="elsewhere:3:c", now=NOW - 200)
+    live = await start(store, "thr_1", "run_1", lease_holder="elsewhere:1:a")
+    lapsed = await start(store, "thr_2", "run_2", lease_holder="elsewhere:2:b", now=NOW - 100)
+    mine = await start(store, "thr_3", "run_3", lease_holder="host:7:me")
+    older = await start(store, "thr_4", "run_4", lease_holder="elsewhere:3:c", now=NOW - 200)
     await paused(store, await start(store, "thr_5", "run_5", now=NOW - 300), [])
     assert [r.run_id for r in await store.lapsed_runs(now=NOW)] == [older.run_id, lapsed.run_id]
     assert [r.run_id for r in await store.lapsed_runs(now=NOW, host="host")] == [
@@ -239,7 +239,7 @@ async def test_lapsed_runs_are_the_running_runs_nobody_may_hold(store: RunStore)
     assert [r.run_id for r in await store.lapsed_runs(now=NOW, limit=1)] == [older.run_id]
     assert live.run_id not in {r.run_id for r in await store.lapsed_runs(now=NOW, host="nowhere")}
     assert live.run_id in {r.run_id for r in await store.lapsed_runs(now=NOW, host="elsewhere")}
-    assert (await store.lapsed_runs(now=NOW))[0].lease_owner == "elsewhere:3:c"
+    assert (await store.lapsed_runs(now=NOW))[0].lease_holder == "elsewhere:3:c"
 
 
 async def test_stalled_runs_are_paused_runs_decided_long_ago_that_nobody_resumed(store: RunStore) -> None:
@@ -279,7 +279,7 @@ async def test_stalled_runs_are_paused_runs_decided_long_ago_that_nobody_resumed
 async def test_a_paused_run_is_not_taken_over(store: RunStore) -> None:
     """Only running runs are taken over or renewed: a pause holds no lease."""
     run = await paused(store, await start(store), [])
-    assert not await store.take_over(run.run_id, owner="host:2:b", until=NOW + 60, now=NOW + 99, dead_owners=[ME])
+    assert not await store.take_over(run.run_id, holder="host:2:b", until=NOW + 60, now=NOW + 99, dead_holders=[ME])
     assert not await store.renew_lease(run.run_id, ME, NOW + 90)
 
 
@@ -290,10 +290,10 @@ async def test_a_pause_is_consumed_once(store: RunStore) -> None:
     """The first consume claims the run (with the thread's history); the second raises `PauseConsumed`."""
     run = await start(store)
     run = await paused(store, run, [approval("req_1", run), approval("req_2", run)])
-    assert (run.status, run.pause_id, run.lease_owner) == ("paused", "pau_1", None)
+    assert (run.status, run.pause_id, run.lease_holder) == ("paused", "pau_1", None)
     first = await claim(store, run)
     assert first.run.status == "running" and first.run.resume_pause_id == "pau_1" and first.run.pause_id is None
-    assert first.run.lease_owner == ME and first.run.revision == run.revision + 1
+    assert first.run.lease_holder == ME and first.run.revision == run.revision + 1
     assert first.history == said("prompt of run_1", "asking")
     assert await store.get_run(run.run_id) == first.run
     with pytest.raises(PauseConsumed):
@@ -411,7 +411,7 @@ async def begin(store: RunStore, run_id: str = "run_1", *, now: float = NOW, **k
         run_id=run_id,
         prompt=f"prompt of {run_id}",
         client_tools=(),
-        lease_owner=ME,
+        lease_holder=ME,
         lease_expires_at=now + LEASE,
         now=now,
         grants_of="alice",
@@ -423,14 +423,14 @@ async def test_a_run_begins_with_its_thread_history_and_grants_in_one_step(store
     """`begin_run` creates or claims the thread, starts the run and reads history and the principal's live grants."""
     first = await begin(store)
     assert first.thread is None and first.history == [] and first.grants == []
-    assert first.run is not None and (first.run.status, first.run.lease_owner, first.run.agent) == (
+    assert first.run is not None and (first.run.status, first.run.lease_holder, first.run.agent) == (
         "running",
         ME,
         "files",
     )
     assert await store.get_run("run_1") == first.run
     await store.finish_run(
-        first.run, owner=ME, new_messages=said("hi", "hello"), status="completed", output="hello", error=None, now=NOW
+        first.run, holder=ME, new_messages=said("hi", "hello"), status="completed", output="hello", error=None, now=NOW
     )
     run = await start(store, "thr_2", "run_x")
     await paused(store, run, [approval("req_1", run)])
@@ -456,7 +456,7 @@ async def test_a_refused_or_busy_begin_writes_nothing(store: RunStore) -> None:
         raise NotAllowed(thread.thread_id if thread else "new", "not yours")
 
     await store.finish_run(
-        await store.get_run("run_1"), owner=ME, new_messages=(), status="completed", output="", error=None, now=NOW
+        await store.get_run("run_1"), holder=ME, new_messages=(), status="completed", output="", error=None, now=NOW
     )
     with pytest.raises(NotAllowed):
         await begin(store, "run_2", check=refuse)
@@ -470,7 +470,7 @@ async def test_a_refused_or_busy_begin_writes_nothing(store: RunStore) -> None:
             run_id="run_new",
             prompt="p",
             client_tools=(),
-            lease_owner=ME,
+            lease_holder=ME,
             lease_expires_at=NOW + LEASE,
             now=NOW,
             check=refuse,
@@ -495,7 +495,7 @@ def approve_and_resume(found: RequestWithRun, state: PauseState) -> Verdict:
 
 async def decide(store: RunStore, request_id: str, judge: Any = approve_and_resume) -> Decided | None:
     """Decide a request through `decide_request` for this test's lease owner."""
-    return await store.decide_request(request_id, judge, owner=ME, until=NOW + 10 + LEASE, now=NOW + 10)
+    return await store.decide_request(request_id, judge, holder=ME, until=NOW + 10 + LEASE, now=NOW + 10)
 
 
 async def test_the_last_decision_and_the_resume_commit_together(store: RunStore) -> None:
@@ -505,7 +505,7 @@ async def test_the_last_decision_and_the_resume_commit_together(store: RunStore)
     done = await decide(store, "req_1")
     assert done is not None and done.claim is not None
     assert done.found.run == run and done.found.decision is None and done.state.requests == [approval("req_1", run)]
-    assert (done.claim.run.status, done.claim.run.lease_owner, done.claim.run.resume_pause_id) == (
+    assert (done.claim.run.status, done.claim.run.lease_holder, done.claim.run.resume_pause_id) == (
         "running",
         ME,
         "pau_1",
@@ -641,7 +641,7 @@ async def test_a_run_lists_every_request_it_raised(store: RunStore) -> None:
     run = (await claim(store, run)).run
     await store.save_pause(
         run,
-        owner=ME,
+        holder=ME,
         pause_id="pau_2",
         new_messages=(),
         requests=[approval("req_2", run, created_at=NOW + 20)],
@@ -692,7 +692,7 @@ async def test_consuming_a_pause_marks_the_calls_about_to_run(store: RunStore) -
     )
     await store.finish_run(
         running,
-        owner=ME,
+        holder=ME,
         new_messages=said("", "done"),
         status="completed",
         output="done",
@@ -715,7 +715,7 @@ async def test_a_pause_saved_after_calls_ran_finishes_their_marks(store: RunStor
     await store.begin_execution("req_0", run.run_id, NOW)
     await store.save_pause(
         run,
-        owner=ME,
+        holder=ME,
         pause_id="pau_1",
         new_messages=(),
         requests=[approval("req_1", run)],
@@ -737,7 +737,7 @@ async def test_stuck_calls_are_those_no_running_run_will_finish_and_resolve_once
     await store.begin_execution("req_cut", ended.run_id, NOW + 1)
     await store.begin_execution("req_done", ended.run_id, NOW + 2)
     await store.finish_execution("req_done", b"1", NOW + 3)
-    await store.finish_run(ended, owner=ME, new_messages=(), status="failed", output=None, error="x", now=NOW + 4)
+    await store.finish_run(ended, holder=ME, new_messages=(), status="failed", output=None, error="x", now=NOW + 4)
     assert [(e.request_id, e.run_id, e.started_at) for e in await store.stuck_executions()] == [
         ("req_cut", "run_2", NOW + 1)
     ]
@@ -977,13 +977,13 @@ async def test_messages_are_kept_per_thread_and_per_run(store: RunStore) -> None
     """The thread's log is every batch in order; `run_messages` is what one run added."""
     first = await start(store)
     await store.finish_run(
-        first, owner=ME, new_messages=said("one", "1"), status="completed", output="1", error=None, now=NOW + 1
+        first, holder=ME, new_messages=said("one", "1"), status="completed", output="1", error=None, now=NOW + 1
     )
     second = await start(store, run_id="run_2", now=NOW + 2)
     second = await paused(store, second, [])
     await store.finish_run(
         (await claim(store, second)).run,
-        owner=ME,
+        holder=ME,
         new_messages=said("", "2"),
         status="completed",
         output="2",
@@ -1004,7 +1004,7 @@ async def test_a_transcript_shows_text_and_tool_calls_after_a_batch(store: RunSt
         parts=[ToolCallPart(tool_name="delete_file", args={"name": "a"}, tool_call_id="c1")], timestamp=AT
     )
     await store.save_pause(
-        run, owner=ME, pause_id="pau_1", new_messages=[*said("hi", "hello")[:1], call], requests=[], now=NOW
+        run, holder=ME, pause_id="pau_1", new_messages=[*said("hi", "hello")[:1], call], requests=[], now=NOW
     )
     run = await store.get_run("run_1")
     result = ModelRequest(
@@ -1013,7 +1013,7 @@ async def test_a_transcript_shows_text_and_tool_calls_after_a_batch(store: RunSt
     )
     await store.finish_run(
         (await claim(store, run)).run,
-        owner=ME,
+        holder=ME,
         new_messages=[result, *said("", "bye")[1:]],
         status="completed",
         output="bye",
@@ -1075,7 +1075,7 @@ async def test_a_transcript_shows_the_decision_a_result_carries(store: RunStore)
         timestamp=AT,
     )
     await store.finish_run(
-        run, owner=ME, new_messages=[result], status="completed", output=None, error=None, now=NOW + 6
+        run, holder=ME, new_messages=[result], status="completed", output=None, error=None, now=NOW + 6
     )
     line, shown = await store.transcript("thr_1")
     assert line == TranscriptEntry(
@@ -1093,15 +1093,15 @@ async def test_a_transcript_shows_the_decision_a_result_carries(store: RunStore)
 async def test_a_transcript_shows_where_runs_failed(store: RunStore) -> None:
     """A failed run's message and error appear in order, whether or not it stored messages first."""
     first = await start(store, now=NOW)
-    await store.finish_run(first, owner=ME, new_messages=(), status="failed", output=None, error="boom", now=NOW + 1)
+    await store.finish_run(first, holder=ME, new_messages=(), status="failed", output=None, error="boom", now=NOW + 1)
     second = await start(store, run_id="run_2", now=NOW + 2, expect_active=None)
     await store.finish_run(
-        second, owner=ME, new_messages=said("hi", "hello"), status="completed", output="hello", error=None, now=NOW + 3
+        second, holder=ME, new_messages=said("hi", "hello"), status="completed", output="hello", error=None, now=NOW + 3
     )
     third = await paused(store, await start(store, run_id="run_3", now=NOW + 4), [], pause_id="pau_3", now=NOW + 4)
     await store.finish_run(
         (await claim(store, third)).run,
-        owner=ME,
+        holder=ME,
         new_messages=(),
         status="failed",
         output=None,
@@ -1147,7 +1147,7 @@ async def test_threads_list_newest_first_without_delegate_threads(store: RunStor
         run_id="run_3",
         prompt="x" * 100,
         client_tools=(),
-        lease_owner=ME,
+        lease_holder=ME,
         lease_expires_at=NOW + 99,
         now=NOW + 2,
         expect_active=None,
@@ -1233,12 +1233,12 @@ async def test_a_workflow_state_is_saved_with_the_runs_progress_its_pause_and_it
     that pause, when asked for), and with its end."""
     run = await start(store, agent="concierge")
     assert await store.workflow_state(run.run_id) is None
-    await store.save_workflow_state(run, owner=ME, state=b'{"node": "b"}', now=NOW + 1, new_messages=said("go", ""))
+    await store.save_workflow_state(run, holder=ME, state=b'{"node": "b"}', now=NOW + 1, new_messages=said("go", ""))
     assert await store.workflow_state(run.run_id) == b'{"node": "b"}'
     assert await store.load_messages(run.thread_id) == said("go", "")
     await store.save_pause(
         run,
-        owner=ME,
+        holder=ME,
         pause_id="pau_1",
         new_messages=(),
         requests=[approval("req_1", run)],
@@ -1251,7 +1251,7 @@ async def test_a_workflow_state_is_saved_with_the_runs_progress_its_pause_and_it
     claimed = claim_.run
     await store.finish_run(
         claimed,
-        owner=ME,
+        holder=ME,
         new_messages=(),
         status="completed",
         output="done",
@@ -1266,36 +1266,36 @@ async def test_a_workflow_state_is_saved_with_the_runs_progress_its_pause_and_it
 async def test_a_workflow_state_is_saved_only_under_the_runs_lease(store: RunStore) -> None:
     """A process that lost the lease cannot save a workflow state; the stored one stays."""
     run = await start(store, agent="concierge")
-    await store.save_workflow_state(run, owner=ME, state=b"{}", now=NOW + 1)
-    assert await store.take_over(run.run_id, owner="host:2:b", until=NOW + 60, now=NOW + 2, dead_owners=[ME])
+    await store.save_workflow_state(run, holder=ME, state=b"{}", now=NOW + 1)
+    assert await store.take_over(run.run_id, holder="host:2:b", until=NOW + 60, now=NOW + 2, dead_holders=[ME])
     with pytest.raises(RunConflict):
-        await store.save_workflow_state(run, owner=ME, state=b'{"late": true}', now=NOW + 3)
+        await store.save_workflow_state(run, holder=ME, state=b'{"late": true}', now=NOW + 3)
     assert await store.workflow_state(run.run_id) == b"{}"
 
 
 async def test_a_failed_run_is_reopened_once_and_takes_its_thread_back(store: RunStore) -> None:
     """`reopen_run` makes a failed run run again under the caller's lease; a second caller is refused."""
     run = await start(store, agent="concierge")
-    await store.finish_run(run, owner=ME, new_messages=(), status="failed", output=None, error="boom", now=NOW + 1)
-    reopened = await store.reopen_run(run, owner="host:2:b", until=NOW + 60, now=NOW + 2)
-    assert (reopened.status, reopened.error, reopened.lease_owner) == ("running", None, "host:2:b")
+    await store.finish_run(run, holder=ME, new_messages=(), status="failed", output=None, error="boom", now=NOW + 1)
+    reopened = await store.reopen_run(run, holder="host:2:b", until=NOW + 60, now=NOW + 2)
+    assert (reopened.status, reopened.error, reopened.lease_holder) == ("running", None, "host:2:b")
     assert reopened == await store.get_run(run.run_id)
     thread = await store.get_thread(run.thread_id)
     assert thread is not None and thread.active_run_id == run.run_id
     with pytest.raises(RunConflict, match="only a failed run"):
-        await store.reopen_run(run, owner="host:3:c", until=NOW + 60, now=NOW + 3)
+        await store.reopen_run(run, holder="host:3:c", until=NOW + 60, now=NOW + 3)
 
 
 async def test_a_failed_run_is_not_reopened_once_its_thread_moved_on(store: RunStore) -> None:
     """A failed run whose thread has a newer active run stays failed: `ThreadBusy`."""
     run = await start(store, agent="concierge")
-    await store.finish_run(run, owner=ME, new_messages=(), status="failed", output=None, error="boom", now=NOW + 1)
+    await store.finish_run(run, holder=ME, new_messages=(), status="failed", output=None, error="boom", now=NOW + 1)
     await start(store, run_id="run_2", agent="concierge", now=NOW + 2)
     with pytest.raises(ThreadBusy):
-        await store.reopen_run(run, owner=ME, until=NOW + 60, now=NOW + 3)
+        await store.reopen_run(run, holder=ME, until=NOW + 60, now=NOW + 3)
     assert (await store.get_run(run.run_id)).status == "failed"
     with pytest.raises(RunNotFound):
-        await store.reopen_run(replace(run, run_id="run_nope"), owner=ME, until=NOW + 60, now=NOW + 3)
+        await store.reopen_run(replace(run, run_id="run_nope"), holder=ME, until=NOW + 60, now=NOW + 3)
 
 
 async def test_a_run_started_and_resumed_without_waiting_for_the_disk_reads_back_the_same(store: RunStore) -> None:
@@ -1384,7 +1384,7 @@ async def test_a_pause_id_is_stored_once(store: RunStore) -> None:
     await paused(store, run, [approval("req_1", run)])
     other = await start(store, "thr_2", "run_2")
     with pytest.raises(StoreError):
-        await store.save_pause(other, owner=ME, pause_id="pau_1", new_messages=said("x", "y"), requests=[], now=NOW)
+        await store.save_pause(other, holder=ME, pause_id="pau_1", new_messages=said("x", "y"), requests=[], now=NOW)
     assert (await store.get_run("run_2")).status == "running"
     assert await store.load_messages("thr_2") == []
 
@@ -1415,7 +1415,7 @@ async def test_changes_write_outbox_events_that_fan_out_once_per_webhook(store: 
     await store.record_decision(decision("req_1"))
     assert await store.fan_out_events(hooks=["h1", "h2"], now=NOW) == 3
     assert await store.fan_out_events(hooks=["h1", "h2"], now=NOW) == 0
-    claimed = await store.claim_deliveries(owner="a", now=NOW, until=NOW + 30)
+    claimed = await store.claim_deliveries(holder="a", now=NOW, until=NOW + 30)
     assert len(claimed) == 6 and len({c.delivery_id for c in claimed}) == 6
     assert sorted((c.kind, c.request_id) for c in claimed if c.hook == "h1") == [
         ("request.decided", "req_1"),
@@ -1435,15 +1435,15 @@ async def test_a_top_level_runs_pause_and_end_are_run_updates_fanned_out_only_to
     waiting = await paused(store, waiting, [approval("req_1", waiting)])
     await store.record_decision(decision("req_1"))
     done = await start(store, "thr_2", "run_2")
-    await store.finish_run(done, owner=ME, new_messages=(), status="completed", output="ok", error=None, now=NOW + 2)
+    await store.finish_run(done, holder=ME, new_messages=(), status="completed", output="ok", error=None, now=NOW + 2)
     assert await store.fan_out_events(hooks=["web"], now=NOW + 2) == 2  # the request's opening and decision
     assert await store.fan_out_events(hooks=["push"], now=NOW + 2, kinds=("run.updated",)) == 2
-    pushed = await store.claim_deliveries(owner="a", now=NOW + 2, until=NOW + 30, hooks=["push"])
+    pushed = await store.claim_deliveries(holder="a", now=NOW + 2, until=NOW + 30, hooks=["push"])
     assert sorted((c.kind, c.request_id, c.hook) for c in pushed) == [
         ("run.updated", "run_1", "push"),
         ("run.updated", "run_2", "push"),
     ]
-    webhooks = await store.claim_deliveries(owner="b", now=NOW + 2, until=NOW + 30, hooks=["web"])
+    webhooks = await store.claim_deliveries(holder="b", now=NOW + 2, until=NOW + 30, hooks=["web"])
     assert sorted(c.kind for c in webhooks) == ["request.decided", "request.opened"]
 
 
@@ -1453,21 +1453,21 @@ async def test_a_delivery_is_claimed_by_one_sender_until_settled_or_its_claim_la
     run = await start(store)
     await paused(store, run, [approval("req_1", run), approval("req_2", run)])
     await store.fan_out_events(hooks=["h"], now=NOW)
-    first, second = await store.claim_deliveries(owner="a", now=NOW, until=NOW + 30)
-    assert await store.claim_deliveries(owner="b", now=NOW + 1, until=NOW + 31) == []
-    assert not await store.settle_delivery(first.delivery_id, owner="b", status="delivered", now=NOW + 2)
-    assert await store.settle_delivery(first.delivery_id, owner="a", status="delivered", now=NOW + 2)
+    first, second = await store.claim_deliveries(holder="a", now=NOW, until=NOW + 30)
+    assert await store.claim_deliveries(holder="b", now=NOW + 1, until=NOW + 31) == []
+    assert not await store.settle_delivery(first.delivery_id, holder="b", status="delivered", now=NOW + 2)
+    assert await store.settle_delivery(first.delivery_id, holder="a", status="delivered", now=NOW + 2)
     assert await store.settle_delivery(
-        second.delivery_id, owner="a", status="pending", now=NOW + 2, retry_at=NOW + 10, error="HTTP 503"
+        second.delivery_id, holder="a", status="pending", now=NOW + 2, retry_at=NOW + 10, error="HTTP 503"
     )
-    assert await store.claim_deliveries(owner="b", now=NOW + 5, until=NOW + 35) == []
-    [again] = await store.claim_deliveries(owner="b", now=NOW + 10, until=NOW + 40)
+    assert await store.claim_deliveries(holder="b", now=NOW + 5, until=NOW + 35) == []
+    [again] = await store.claim_deliveries(holder="b", now=NOW + 10, until=NOW + 40)
     assert (again.delivery_id, again.attempts) == (second.delivery_id, 1)
-    [taken] = await store.claim_deliveries(owner="c", now=NOW + 41, until=NOW + 70)
+    [taken] = await store.claim_deliveries(holder="c", now=NOW + 41, until=NOW + 70)
     assert taken.delivery_id == second.delivery_id
-    assert not await store.settle_delivery(second.delivery_id, owner="b", status="failed", now=NOW + 42)
-    assert await store.settle_delivery(second.delivery_id, owner="c", status="failed", now=NOW + 42, error="HTTP 410")
-    assert await store.claim_deliveries(owner="d", now=NOW + 99, until=NOW + 130) == []
+    assert not await store.settle_delivery(second.delivery_id, holder="b", status="failed", now=NOW + 42)
+    assert await store.settle_delivery(second.delivery_id, holder="c", status="failed", now=NOW + 42, error="HTTP 410")
+    assert await store.claim_deliveries(holder="d", now=NOW + 99, until=NOW + 130) == []
     assert await store.delivery_counts() == {"delivered": 1, "failed": 1}
 
 
@@ -1480,7 +1480,7 @@ async def test_pruning_takes_settled_deliveries_and_done_events_past_the_cut_off
     assert await store.fan_out_events(hooks=["h"], now=NOW + 1) == 4
     claimed: dict[tuple[str, str], str] = {
         (c.kind, c.request_id): c.delivery_id
-        for c in await store.claim_deliveries(owner="a", now=NOW + 1, until=NOW + 30)
+        for c in await store.claim_deliveries(holder="a", now=NOW + 1, until=NOW + 30)
     }
     settle: dict[tuple[str, str], dict[str, Any]] = {
         ("request.opened", "req_1"): {"status": "delivered"},
@@ -1489,7 +1489,7 @@ async def test_pruning_takes_settled_deliveries_and_done_events_past_the_cut_off
         ("request.opened", "req_3"): {"status": "pending", "retry_at": NOW + 100, "error": "HTTP 503"},
     }
     for key, outcome in settle.items():
-        assert await store.settle_delivery(claimed[key], owner="a", now=NOW + 2, **outcome)
+        assert await store.settle_delivery(claimed[key], holder="a", now=NOW + 2, **outcome)
     await store.record_decision(decision("req_2", at=NOW + 3))  # an event no server fanned out
     # Settled at the cut-off, not before it; only the run's own update (`run.updated`, which no webhook takes,
     # never fanned out here) is older.
@@ -1500,9 +1500,9 @@ async def test_pruning_takes_settled_deliveries_and_done_events_past_the_cut_off
     assert await store.delivery_counts() == {"pending": 1}
     assert await store.fan_out_events(hooks=["h"], now=NOW + 10) == 0
     assert await store.prune_outbox(before=NOW + 10) == 0
-    [retry] = await store.claim_deliveries(owner="b", now=NOW + 100, until=NOW + 130)
+    [retry] = await store.claim_deliveries(holder="b", now=NOW + 100, until=NOW + 130)
     assert await store.prune_outbox(before=NOW + 1_000) == 0  # claimed: still pending
-    assert await store.settle_delivery(retry.delivery_id, owner="b", status="delivered", now=NOW + 101)
+    assert await store.settle_delivery(retry.delivery_id, holder="b", status="delivered", now=NOW + 101)
     assert await store.prune_outbox(before=NOW + 101) == 0
     assert await store.prune_outbox(before=NOW + 1_000) == 2
     assert await store.delivery_counts() == {}
@@ -1513,8 +1513,8 @@ async def test_pruning_goes_in_batches_of_at_most_the_limit(store: RunStore) -> 
     run = await start(store)
     await paused(store, run, [approval(f"req_{n}", run) for n in range(5)])
     await store.fan_out_events(hooks=["h1", "h2"], now=NOW)
-    for delivery in await store.claim_deliveries(owner="a", now=NOW, until=NOW + 30):
-        await store.settle_delivery(delivery.delivery_id, owner="a", status="delivered", now=NOW + 1)
+    for delivery in await store.claim_deliveries(holder="a", now=NOW, until=NOW + 30):
+        await store.settle_delivery(delivery.delivery_id, holder="a", status="delivered", now=NOW + 1)
     assert await store.delivery_counts() == {"delivered": 10}
     # 10 deliveries, 5 events and the run's own update (`run.updated`, never fanned out to webhooks).
     assert [await store.prune_outbox(before=NOW + 5, limit=4) for _ in range(5)] == [4, 4, 4, 4, 0]

@@ -233,7 +233,7 @@ async def test_a_commit_that_does_not_wait_for_the_disk_leaves_the_next_one_dura
                 run_id=f"run_{n}",
                 prompt="p",
                 client_tools=(),
-                lease_owner="me",
+                lease_holder="me",
                 lease_expires_at=100.0,
                 now=1.0,
                 expect_active=None,

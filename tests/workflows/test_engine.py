@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel, field_validator
 
 from sayso import InvalidDecision, NotReady, Provide, RequestInput, RunConflict, Skip, Workflow
-from sayso._core.decisions import Expire
+from sayso._core.decisions import Expired
 from sayso.workflows import (
     DEFAULT,
     END,
@@ -491,7 +491,7 @@ async def test_an_expired_question_reaches_the_node_as_a_skip_with_the_expiry_te
 
     wf = engine(Workflow("expiry", edges=[(START, ask_or_note)]))
     pause = paused(await wf.start("run_1"))
-    done = finished(await wf.resume(pause.state, Expire(expires_at=0)))
+    done = finished(await wf.resume(pause.state, Expired(expires_at=0)))
     assert done.output == "Expired: no decision before 1970-01-01 00:00:00 UTC"
 
 

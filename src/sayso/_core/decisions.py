@@ -133,7 +133,7 @@ class Provide:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Expire:
+class Expired:
     """Recorded by the expiry sweep, never sent by a person: the request's time ran out."""
 
     kind: Literal["expired"] = "expired"
@@ -141,7 +141,7 @@ class Expire:
 
 
 Decision: TypeAlias = Annotated[
-    Approve | Reject | Skip | Answer | ClientResult | ClientError | Provide | Accept | Decline | Cancel | Expire,
+    Approve | Reject | Skip | Answer | ClientResult | ClientError | Provide | Accept | Decline | Cancel | Expired,
     Discriminator("kind"),
 ]
 """Any answer to any request."""
@@ -403,7 +403,7 @@ def model_text(decision: Decision, *, rejection: RejectionText | None = None) ->
     docs/concepts/decisions.md#what-the-model-reads.
     """
     match decision:
-        case Expire(expires_at=at):
+        case Expired(expires_at=at):
             return f"Expired: no decision before {datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S} UTC"
         case Reject(reason=reason):
             return (rejection or REJECTION_PRESETS["sayso"]).text(reason)

@@ -7,12 +7,11 @@ it is reported, and never changes afterwards: its answer lives in a separate dec
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, Literal, NotRequired, TypeAlias
+from dataclasses import dataclass, field, fields
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeAlias
 
 from pydantic import Discriminator, TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
-from typing_extensions import TypedDict
 
 from .routing import Routing
 
@@ -73,7 +72,9 @@ class ToolInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _RequestBase:
+class RequestBase:
+    """What every kind of request has; built alone where a request is gathered before its kind is known (`of`)."""
+
     request_id: str
     """Unguessable id (at least 128 random bits) that decisions are addressed to."""
     run_id: str
@@ -115,27 +116,14 @@ class _RequestBase:
         """
         return "/" in self.agent_path
 
-
-class RequestFields(TypedDict):
-    """The fields every kind of request has, gathered where a request is built before its kind is known."""
-
-    request_id: str
-    run_id: str
-    thread_id: str
-    agent_path: str
-    tool_call_id: str
-    tool_name: str
-    args: dict[str, Any]
-    created_at: float
-    principal: str | None
-    parent_call_id: str | None
-    expires_at: NotRequired[float | None]
-    redact: NotRequired[tuple[str, ...]]
-    chat_thread_id: NotRequired[str | None]
+    @classmethod
+    def of(cls, head: RequestBase, **own: Any) -> Self:
+        """This kind of request with `head`'s fields (gathered before the kind was known) and its `own` ones."""
+        return cls(**{f.name: getattr(head, f.name) for f in fields(RequestBase)}, **own)
 
 
 @dataclass(frozen=True, kw_only=True)
-class ApprovalRequest(_RequestBase):
+class ApprovalRequest(RequestBase):
     """A tool call that runs only if a person approves it."""
 
     kind: Literal["approval"] = "approval"
@@ -167,7 +155,7 @@ class ApprovalRequest(_RequestBase):
 
 
 @dataclass(frozen=True, kw_only=True)
-class QuestionRequest(_RequestBase):
+class QuestionRequest(RequestBase):
     """An `ask_user` call: one or more questions for the person."""
 
     kind: Literal["question"] = "question"
@@ -176,7 +164,7 @@ class QuestionRequest(_RequestBase):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClientToolRequest(_RequestBase):
+class ClientToolRequest(RequestBase):
     """A call to a tool the client runs itself (in the person's browser, say)."""
 
     kind: Literal["client_tool"] = "client_tool"
@@ -188,7 +176,7 @@ class ClientToolRequest(_RequestBase):
 
 
 @dataclass(frozen=True, kw_only=True)
-class DelegateRequest(_RequestBase):
+class DelegateRequest(RequestBase):
     """A parent's call to a delegate that paused; it is answered by the delegate's own requests, never directly."""
 
     kind: Literal["delegate"] = "delegate"
@@ -216,7 +204,7 @@ ElicitationDelivery: TypeAlias = Literal["live", "round_trip", "task", "retry"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class ElicitationRequest(_RequestBase):
+class ElicitationRequest(RequestBase):
     """An MCP server asked the person for something while serving a tool call.
 
     See docs/guides/mcp.md#when-a-server-asks-the-person.
@@ -245,7 +233,7 @@ class ElicitationRequest(_RequestBase):
 
 
 @dataclass(frozen=True, kw_only=True)
-class InputRequest(_RequestBase):
+class InputRequest(RequestBase):
     """A workflow node's `RequestInput`: a message, data to show, and the schema the answer must fit.
 
     `tool_name` is the node's name and `tool_call_id` the engine's key for this very question
@@ -293,7 +281,7 @@ REQUEST_ADAPTER: TypeAdapter[Request] = TypeAdapter(Request)
 REDACTED = "«redacted»"
 
 
-def shown_args(request: _RequestBase) -> dict[str, Any]:
+def shown_args(request: RequestBase) -> dict[str, Any]:
     """The arguments as they may be shown: configured secret fields replaced at any depth."""
     return _redact(request.args, frozenset(request.redact)) if request.redact else request.args
 

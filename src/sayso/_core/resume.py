@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..exceptions import NotReady
-from .decisions import DecisionRecord, Skip
+from .decisions import DecisionRecord, Expired, Skip
 from .requests import Request
 
 SKIPPED_FOR_MESSAGE = "the person sent a message instead of answering"
@@ -57,3 +57,25 @@ def plan_resume(
         for r in waiting
     ]
     return ResumePlan(decisions={**decided, **{d.request_id: d for d in added}}, added=added)
+
+
+def plan_expiry(
+    requests: Sequence[Request], decided: Mapping[str, DecisionRecord], *, now: float
+) -> list[DecisionRecord]:
+    """The expiries that close a pause whose open requests have all run out; none while one still waits in time.
+
+    A pause with a request that never expires (or nothing open at all) is left as it is.
+    """
+    waiting = open_requests(requests, decided)
+    if not waiting or any(r.expires_at is None or r.expires_at > now for r in waiting):
+        return []
+    return [
+        DecisionRecord(
+            request_id=r.request_id,
+            decision=Expired(expires_at=r.expires_at or now),
+            by="expiry",
+            principal=None,
+            decided_at=now,
+        )
+        for r in waiting
+    ]

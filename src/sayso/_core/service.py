@@ -12,7 +12,7 @@ from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-from .decisions import Approve, Decision, Expire, Reject, Skip
+from .decisions import Approve, Decision, Expired, Reject, Skip
 from .requests import ApprovalRequest, Scope, Subject
 
 REPLY_KEYS = ("sayso_approval", "kaboo_approval")
@@ -127,7 +127,7 @@ def service_notice(request: ApprovalRequest, decision: Decision, *, principal: s
             notice["decision"], notice["reason"] = "rejected", reason
         case Skip(reason=reason):
             notice["decision"], notice["reason"] = "skipped", reason
-        case Expire():
+        case Expired():
             pass
         case _:
             raise AssertionError(f"an approval request cannot be decided with {decision.kind!r}")

@@ -24,7 +24,7 @@ from .._core.decisions import (
     ClientResult,
     DecisionRecord,
     Decline,
-    Expire,
+    Expired,
     Provide,
     Reject,
     RejectionText,
@@ -40,7 +40,7 @@ from .._core.requests import (
     ElicitationRequest,
     QuestionRequest,
     Request,
-    RequestFields,
+    RequestBase,
     default_hint,
     redacted,
 )
@@ -83,7 +83,7 @@ def requests_from(
     for call in calls:
         deferral = deferral_of(deferred.metadata.get(call.tool_call_id))
         ttl = deferral.ttl_seconds if deferral else None
-        common = RequestFields(
+        common = RequestBase(
             request_id=new_id(),
             run_id=run_id,
             thread_id=thread_id,
@@ -101,8 +101,8 @@ def requests_from(
         match deferral:
             case ElicitationDeferral(elicitation=asked):
                 requests.append(
-                    ElicitationRequest(
-                        **common,
+                    ElicitationRequest.of(
+                        common,
                         server=asked.server,
                         mode=asked.mode,
                         message=asked.message,
@@ -117,8 +117,8 @@ def requests_from(
                 # pydantic-ai's own `requires_approval` tools defer without sayso's value.
                 approval = deferral if isinstance(deferral, ApprovalDeferral) else ApprovalDeferral()
                 requests.append(
-                    ApprovalRequest(
-                        **common,
+                    ApprovalRequest.of(
+                        replace(common, routing=approval.routing),
                         hint=approval.hint or default_hint(call.tool_name),
                         args_schema=approval.args_schema,
                         scopes=approval.scopes,
@@ -130,21 +130,20 @@ def requests_from(
                         tool_info=approval.tool_info,
                         response_schema=approval.response_schema,
                         on_reject=approval.on_reject,
-                        routing=approval.routing,
                     )
                 )
             case DelegateDeferral(child_run_id=child_run_id):
-                requests.append(DelegateRequest(**common, child_run_id=child_run_id))
+                requests.append(DelegateRequest.of(common, child_run_id=child_run_id))
             case QuestionDeferral(questions=questions):
-                requests.append(QuestionRequest(**common, questions=questions))
+                requests.append(QuestionRequest.of(common, questions=questions))
             case ClientToolDeferral(description=description, args_schema=args_schema):
-                requests.append(ClientToolRequest(**common, description=description, args_schema=args_schema))
+                requests.append(ClientToolRequest.of(common, description=description, args_schema=args_schema))
             case ApprovalDeferral(args_schema=args_schema):
                 # An approval's value on a call deferred to someone outside: the call is theirs to run.
-                requests.append(ClientToolRequest(**common, args_schema=args_schema))
+                requests.append(ClientToolRequest.of(common, args_schema=args_schema))
             case None:
                 # A tool of the agent's own that deferred its call to someone outside.
-                requests.append(ClientToolRequest(**common))
+                requests.append(ClientToolRequest.of(common))
             case _:
                 assert_never(deferral)
     return requests
@@ -273,7 +272,7 @@ def approval_record(request: Request, record: DecisionRecord) -> ApprovalRecord:
             entry["message"] = decision.message
         case Accept():
             entry["content"] = redacted(decision.content, redact)
-        case Expire():
+        case Expired():
             entry["expires_at"] = decision.expires_at
         case Decline() | Cancel():
             pass

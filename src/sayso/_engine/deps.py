@@ -19,8 +19,8 @@ from .._core.requests import ClientTool, Scope
 from .._store import ExecutionResult
 
 
-class GateStore(Protocol):
-    """The part of the store the gate needs: the execution ledger, grants and the audit log."""
+class Ledger(Protocol):
+    """The part of the store a run's tools need: the execution ledger, grants and the audit log."""
 
     async def begin_execution(self, request_id: str, run_id: str, now: float) -> Any: ...
 
@@ -69,7 +69,7 @@ class RunDeps:
     thread_id: str
     agent_path: str
     principal: str | None
-    ledger: GateStore
+    ledger: Ledger
     clock: Any
     grants: Sequence[Grant] | None = None
     """Grants an external host passed for this run; when set, stored grants are not consulted."""

@@ -10,21 +10,27 @@ from __future__ import annotations
 
 from .._core.decisions import ClientResult, DecisionRecord
 from .._core.requests import DelegateRequest
-from .._store import RunRecord
+from .._store import Decided, RunRecord
 from . import _step, _tree
 from ._kernel import Kernel
 from ._results import RunResult
-from ._runner import CallOptions, Resume, Runs, Start
+from ._runner import CallOptions, Resume, Runs, Start, refuse_retry
 
 
 class AgentRunner:
     """The `Runner` of an agent's run (a top-level run, a delegate's, a workflow agent node's)."""
 
     local = True
+    reads_grants = True
+    durable_start = True
+    claims_with_decision = True
 
     def __init__(self, k: Kernel, runs: Runs) -> None:
         self._k = k
         self._runs = runs
+
+    def check(self, name: str) -> None:
+        self._k.built(name)  # an agent that does not exist, or fails to build, is refused here
 
     async def start(self, run: RunRecord, start: Start, options: CallOptions) -> RunResult:
         k = self._k
@@ -113,3 +119,28 @@ class AgentRunner:
         )
         await k.store.add_decisions([record])
         return record
+
+    async def resume_decided(self, decided: Decided, options: CallOptions) -> RunResult:
+        # The decision's commit consumed the pause, marked the approved calls and read the history.
+        k = self._k
+        assert decided.claim is not None and decided.verdict.record is not None and decided.verdict.resume is not None
+        requests = decided.state.requests
+        decisions = {**decided.state.decisions, decided.verdict.record.request_id: decided.verdict.record}
+        built = k.built(decided.claim.run.agent)
+        await _step.tell_services(k, built, requests, decisions)
+        return await _step.execute(
+            k,
+            self._runs,
+            built,
+            decided.claim.run,
+            options=options,
+            prompt=None,
+            requests=requests,
+            decisions=decisions,
+            marked=frozenset(decided.verdict.resume.executing),
+            history=decided.claim.history,
+            stored_grants=decided.claim.grants,
+        )
+
+    async def retry(self, run: RunRecord, options: CallOptions) -> RunResult:
+        raise refuse_retry(run)

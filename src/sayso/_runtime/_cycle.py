@@ -10,8 +10,8 @@ paused run is carried on, whatever its kind:
     consumes the pause and carries the run on (its write, then its work)
 
 It also implements `Runs`, the port runners use for the runs below their own (a delegate, a
-workflow's agent node), so a runner never imports the cycle. The verbs (`_turns`, `_deciding`,
-`_recovery`) are functions over a `Cycle`.
+workflow's agent node), so a runner never imports the cycle. The verbs (`_verbs`: start, decide,
+answer, resume, cancel, expire, recover) are functions over a `Cycle`.
 """
 
 from __future__ import annotations
@@ -64,15 +64,23 @@ class Cycle:
         """A run's kind: a remote delegate's proxy, a workflow's run, or an agent's."""
         if self.remote.serves(run):
             return "remote"
-        return "workflow" if self.workflows.hosts(run.agent) else "agent"
+        return self._kind_named(run.agent)
+
+    def _kind_named(self, name: str) -> RunKind:
+        """The kind of a top-level run of `name`: a workflow's, or an agent's."""
+        return "workflow" if self.workflows.hosts(name) else "agent"
 
     def runner(self, run: RunRecord) -> Runner:
         """The runner of `run`'s kind."""
         return self._runners[self.kind_of(run)]
 
-    def hosts_workflow(self, name: str) -> bool:
-        """Whether `name` is one of the runtime's workflows (rather than an agent)."""
-        return self.workflows.hosts(name)
+    def runner_named(self, name: str) -> Runner:
+        """The runner a top-level run of `name` (an agent's or a workflow's) goes to, before the run exists."""
+        return self._runners[self._kind_named(name)]
+
+    def runner_below(self, agent: str) -> Runner:
+        """The runner a run of `agent` below another run goes to: a remote delegate's proxy, or an agent's run."""
+        return self._runners["remote" if agent in self.remote.urls else "agent"]
 
     def entry(self, name: str) -> str:
         """`name`, when an agent or a workflow of this runtime has it: the one check of a name a caller gave.
@@ -165,9 +173,8 @@ class Cycle:
         self, parent: RunRecord, agent: str, task: str, *, call_id: str, agent_path: str, options: CallOptions
     ) -> RunResult:
         """Start a run of `agent` below `parent`'s call `call_id`, on a thread of its own, and run it."""
-        runner: Runner = self.remote if agent in self.remote.urls else self.agents
-        if runner.local:
-            self.k.built(agent)  # an agent that does not exist is refused before anything is written
+        runner = self.runner_below(agent)
+        runner.check(agent)  # an agent that does not exist is refused before anything is written
         child = await _tree.start_child(
             self.k,
             parent,

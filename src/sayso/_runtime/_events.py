@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeAlias, final
 
 from typing_extensions import TypedDict
 
-from .._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord, Expire, Via
+from .._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord, Expired, Via
 from .._core.requests import DelegateRequest, Request
 from ._results import request_json
 
@@ -59,7 +59,7 @@ def decided_event(request: Request, record: DecisionRecord) -> tuple[RequestEven
 
     Listeners and webhooks (from the outbox) read the same data.
     """
-    if isinstance(record.decision, Expire):
+    if isinstance(record.decision, Expired):
         return "request.expired", OpenedData(request=request_json(request))
     decision = DECISION_ADAPTER.dump_python(record.decision, mode="json")
     return "request.decided", DecidedData(

@@ -2,8 +2,8 @@
 
 Each verb resolves the caller to a `Principal`, applies the one access rule of
 `sayso._core.access`, gathers what the call says about its runs (`CallOptions`: a host's grants,
-the widest scope, the text sink) and hands the work to the cycle's verb that owns it (`_turns`,
-`_deciding`, `_recovery`); reading verbs go straight to the store port. REST, A2A, AG-UI, the
+the widest scope, the text sink) and hands the work to the verb that owns it (one module each in
+`_verbs`); reading verbs go straight to the store port. REST, A2A, AG-UI, the
 web UI and the CLI call only these methods.
 """
 
@@ -36,7 +36,7 @@ from .._store import (
 from ..exceptions import (
     ConfigError,
 )
-from . import _audit, _deciding, _live, _recovery, _tree, _turns, _watch
+from . import _audit, _live, _tree, _watch
 from ._cycle import Cycle
 from ._events import EventListener
 from ._kernel import Kernel
@@ -44,6 +44,13 @@ from ._reading import PrincipalLike, Reading
 from ._remote import RemoteAgents, remote_delegates
 from ._results import DecideResult, RunResult
 from ._runner import CallOptions, TextSink
+from ._verbs import answer as _answer
+from ._verbs import cancel as _cancel
+from ._verbs import decide as _decide
+from ._verbs import expire as _expire
+from ._verbs import recover as _recover
+from ._verbs import resume as _resume
+from ._verbs import start as _start
 from ._watch import Change
 from ._workflow_host import build_workflows
 
@@ -171,7 +178,7 @@ class Sayso(Reading):
             NotAllowed: the thread belongs to someone else.
         """
         self._check_open()
-        return await _turns.start(
+        return await _start.start(
             self._cycle,
             message,
             agent=agent,
@@ -207,7 +214,7 @@ class Sayso(Reading):
             RequestExpired: the request expired.
         """
         self._check_open()
-        return await _deciding.decide(
+        return await _decide.decide(
             self._cycle,
             request_id,
             decision,
@@ -242,7 +249,7 @@ class Sayso(Reading):
             RunConflict: the run is not paused.
         """
         self._check_open()
-        return await _deciding.answer_pause(
+        return await _answer.answer_pause(
             self._cycle,
             run_id,
             answers,
@@ -267,7 +274,7 @@ class Sayso(Reading):
         """
         self._check_open()
         run = await self.run_record(run_id, principal=principal)
-        return await _turns.resume(self._cycle, run, force=force, options=CallOptions(on_text=_STREAMING.get()))
+        return await _resume.resume(self._cycle, run, force=force, options=CallOptions(on_text=_STREAMING.get()))
 
     async def cancel(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunResult:
         """Cancel a paused or working run: its open requests (delegates' too) close as skipped and nothing runs.
@@ -278,7 +285,7 @@ class Sayso(Reading):
             RunConflict: the run is finished, or another process is working on it.
         """
         self._check_open()
-        return await _turns.cancel(self._cycle, await self.run_record(run_id, principal=principal))
+        return await _cancel.cancel(self._cycle, await self.run_record(run_id, principal=principal))
 
     async def result(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunResult:
         """Where a run stands now, with the requests it still waits on."""
@@ -297,7 +304,7 @@ class Sayso(Reading):
         several runtimes may call it at once (each run is taken over by one). Returns the runs carried on.
         """
         self._check_open()
-        return await _recovery.recover(self._cycle)
+        return await _recover.recover(self._cycle)
 
     async def expire(self, *, principal: PrincipalLike | None = None) -> list[RunResult]:
         """Close every paused run whose open requests have all expired; each agent answers with what it knows.
@@ -308,7 +315,7 @@ class Sayso(Reading):
         self._check_open()
         if principal is not None:
             self._require_approver(principal, "expire", "only approvers may run expiry")
-        return await _deciding.expire(self._cycle)
+        return await _expire.expire(self._cycle)
 
     @contextmanager
     def streaming_text(self, on_text: Callable[[str], Awaitable[None]]) -> Iterator[None]:

@@ -58,7 +58,7 @@ class Kernel:
     clock: Callable[[], float]
     lease_seconds: float
     holder: str = field(default_factory=new_holder)
-    """This runtime as the holder of the leases of the runs it is working on (the store's `lease_owner`)."""
+    """This runtime as the holder of the leases of the runs it is working on (the store's `lease_holder`)."""
     events: Events = field(default_factory=lambda: Events())
     heartbeat: Heartbeat = field(init=False)
     """Renews the leases of the runs this runtime works on: one timer for all of them."""

@@ -3,7 +3,8 @@
 A running run is held by one runtime (its lease holder) until a deadline the holder keeps moving
 with a heartbeat (`_heartbeat`). A run whose lease lapsed, or whose holder is a dead process on
 this host, may be taken over by another runtime (one wins: a conditional write), which redoes its
-last segment from the store under the ledger rules; the sweep that finds such runs is `_recovery`'s.
+last segment from the store under the ledger rules; the sweep that finds such runs is the verb
+`_verbs.recover`'s.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ async def take_over(k: Kernel, run: RunRecord) -> RunRecord:
         RunConflict: another live runtime holds the run.
     """
     now = k.clock()
-    dead = [run.lease_owner] if run.lease_owner and holder_is_dead(run.lease_owner) else []
-    if not await k.store.take_over(run.run_id, owner=k.holder, until=now + k.lease_seconds, now=now, dead_owners=dead):
+    dead = [run.lease_holder] if run.lease_holder and holder_is_dead(run.lease_holder) else []
+    if not await k.store.take_over(
+        run.run_id, holder=k.holder, until=now + k.lease_seconds, now=now, dead_holders=dead
+    ):
         raise RunConflict(run.run_id, "another live process is carrying this run on; wait for it to pause or finish")
     return await k.store.get_run(run.run_id)
 
@@ -47,12 +50,14 @@ async def take_over(k: Kernel, run: RunRecord) -> RunRecord:
 async def abandon(k: Kernel, run: RunRecord) -> None:
     """Close a dead delegate run whose parent no longer waits on it: failed, its cut-off calls unknown."""
     now = k.clock()
-    dead = [run.lease_owner] if run.lease_owner and holder_is_dead(run.lease_owner) else []
-    if not await k.store.take_over(run.run_id, owner=k.holder, until=now + k.lease_seconds, now=now, dead_owners=dead):
+    dead = [run.lease_holder] if run.lease_holder and holder_is_dead(run.lease_holder) else []
+    if not await k.store.take_over(
+        run.run_id, holder=k.holder, until=now + k.lease_seconds, now=now, dead_holders=dead
+    ):
         raise RunConflict(run.run_id, "another process took this run over")
     await k.store.finish_run(
         await k.store.get_run(run.run_id),
-        owner=k.holder,
+        holder=k.holder,
         new_messages=(),
         status="failed",
         output=None,

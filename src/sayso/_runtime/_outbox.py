@@ -48,13 +48,13 @@ async def claim(k: Kernel, hooks: Sequence[str], *, lease_seconds: float, limit:
     now = k.clock()
     await k.store.fan_out_events(hooks=hooks, now=now)
     claimed = await k.store.claim_deliveries(
-        owner=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=hooks
+        holder=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=hooks
     )
     events: list[OutboundEvent] = []
     for pending in claimed:
         built = await _build(k, pending)
         if built is None:
-            await k.store.settle_delivery(pending.delivery_id, owner=k.holder, status="skipped", now=k.clock())
+            await k.store.settle_delivery(pending.delivery_id, holder=k.holder, status="skipped", now=k.clock())
         else:
             events.append(built)
     return events
@@ -78,7 +78,7 @@ async def claim_run_updates(k: Kernel, hook: str, *, lease_seconds: float, limit
     now = k.clock()
     await k.store.fan_out_events(hooks=[hook], now=now, kinds=("run.updated",))
     claimed = await k.store.claim_deliveries(
-        owner=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=[hook]
+        holder=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=[hook]
     )
     return [
         RunUpdate(delivery_id=p.delivery_id, run_id=p.request_id, created_at=p.created_at, attempts=p.attempts)
@@ -91,7 +91,7 @@ async def settle(
 ) -> bool:
     """Record what became of a delivery this runtime claimed; `False` when its claim was lost meanwhile."""
     return await k.store.settle_delivery(
-        delivery_id, owner=k.holder, status=status, now=k.clock(), retry_at=retry_at, error=error
+        delivery_id, holder=k.holder, status=status, now=k.clock(), retry_at=retry_at, error=error
     )
 
 

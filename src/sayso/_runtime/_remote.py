@@ -23,15 +23,15 @@ from .._core.requests import (
     Question,
     QuestionRequest,
     Request,
-    RequestFields,
+    RequestBase,
     default_hint,
 )
-from .._store import RunRecord, RunStatus
+from .._store import Decided, RunRecord, RunStatus
 from ..exceptions import ConfigError, RunConflict
 from . import _step
 from ._kernel import Kernel, new_id
 from ._results import RunResult
-from ._runner import CallOptions, Resume, Start
+from ._runner import CallOptions, Resume, Start, refuse_retry
 
 RemoteWire: TypeAlias = Literal["v1", "legacy"]
 """How a remote agent speaks human-in-the-loop: kagent's v1 extension, or kagent 0.x's DataParts."""
@@ -84,6 +84,9 @@ class RemoteRunner:
     """The `Runner` of a remote delegate's proxy run: its work happens at the remote agent (`RemoteAgents`)."""
 
     local = False
+    reads_grants = False  # the remote agent keeps its own
+    durable_start = True
+    claims_with_decision = False  # a decision on a proxy's mirrored ask is sent down by the cycle's resume
 
     def __init__(self, k: Kernel, urls: dict[str, str], client: RemoteAgents | None) -> None:
         self._k = k
@@ -124,6 +127,15 @@ class RemoteRunner:
     async def answer_below(self, request: DelegateRequest, outcome: RunResult) -> DecisionRecord:
         raise AssertionError("a proxy run's pause mirrors the remote task's asks; no run of sayso's is below it")
 
+    def check(self, name: str) -> None:
+        pass  # the remote agent answers for itself when its task starts
+
+    async def resume_decided(self, decided: Decided, options: CallOptions) -> RunResult:
+        raise AssertionError("a proxy run is resumed after the decision's commit, never claimed by it")
+
+    async def retry(self, run: RunRecord, options: CallOptions) -> RunResult:
+        raise refuse_retry(run)
+
 
 async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) -> RunResult:
     """Record a remote task's state on its proxy run: finished, or paused on mirrored requests."""
@@ -139,7 +151,7 @@ async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) 
                 f"Its context id is {outcome.context_id!r}."
             )
         await k.store.finish_run(
-            proxy, owner=k.holder, new_messages=(), status=status, output=output, error=error, now=now
+            proxy, holder=k.holder, new_messages=(), status=status, output=output, error=error, now=now
         )
         return RunResult(
             run_id=proxy.run_id,
@@ -151,7 +163,9 @@ async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) 
         )
     mirrored = [mirror(ask, proxy, url, request_id=new_id("req"), now=now) for ask in outcome.asks]
     await k.store.set_mark(REMOTE_WIRE_MARKS, proxy.run_id, outcome.asks[0].wire if outcome.asks else "v1")
-    await k.store.save_pause(proxy, owner=k.holder, pause_id=new_id("pau"), new_messages=(), requests=mirrored, now=now)
+    await k.store.save_pause(
+        proxy, holder=k.holder, pause_id=new_id("pau"), new_messages=(), requests=mirrored, now=now
+    )
     k.events.opened(mirrored)
     return RunResult(
         run_id=proxy.run_id, thread_id=proxy.thread_id, agent=proxy.agent, status="paused", requests=tuple(mirrored)
@@ -174,7 +188,7 @@ def remote_delegates(config: Config) -> dict[str, str]:
 
 def mirror(ask: RemoteAsk, proxy: RunRecord, url: str, *, request_id: str, now: float) -> Request:
     """A sayso request standing for what the remote task waits on (the remote's id as the call id)."""
-    common = RequestFields(
+    common = RequestBase(
         request_id=request_id,
         run_id=proxy.run_id,
         thread_id=proxy.thread_id,
@@ -187,9 +201,9 @@ def mirror(ask: RemoteAsk, proxy: RunRecord, url: str, *, request_id: str, now: 
         parent_call_id=proxy.parent_call_id,
     )
     if ask.kind == "question":
-        return QuestionRequest(**common, questions=ask.questions)
-    return ApprovalRequest(
-        **common,
+        return QuestionRequest.of(common, questions=ask.questions)
+    return ApprovalRequest.of(
+        common,
         hint=ask.hint or default_hint(ask.tool_name),
         payload={"remote_agent": url, "call_id": ask.call_id},
         scopes=("once",),

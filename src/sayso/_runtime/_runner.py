@@ -1,6 +1,6 @@
 """The runner seam: `Runner` (how one kind of run goes), `Runs` (what a runner asks of the cycle), `CallOptions`.
 
-Every verb of the cycle (`_cycle`, `_turns`, `_deciding`, `_recovery`) reads the store, plans with a
+Every verb of the cycle (`_cycle`, and the verbs of `_verbs`) reads the store, plans with a
 pure function and writes, then hands the run to its kind's `Runner`: an agent's run (`_agent_runs`),
 a workflow's (`_workflows`), or a remote delegate's proxy run (`_remote`). A runner that needs a run
 below its own (a delegate, a workflow's agent node) asks the cycle through `Runs`, which the cycle
@@ -25,7 +25,8 @@ from .._core.advance import AdvancePlan
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import DelegateRequest, Request, Scope
-from .._store import PauseState, RunRecord
+from .._store import Decided, PauseState, RunRecord
+from ..exceptions import RunConflict
 from ._results import RunResult
 
 TextSink = Callable[[str], Awaitable[None]]
@@ -113,6 +114,26 @@ class Runner(Protocol):
     Only local runs are taken over when their process dies, and only they get the client's tools.
     """
 
+    reads_grants: bool
+    """Whether the run's start reads the principal's stored grants with the run (an agent's run decides calls)."""
+
+    durable_start: bool
+    """Whether the commit that starts the run waits for the disk.
+
+    A workflow's run is told to no one before its first stop, whose durable write carries its start.
+    """
+
+    claims_with_decision: bool
+    """Whether the decision that settles a top-level run's pause also claims its resume in its own commit.
+
+    Such a runner resumes the run through `resume_decided`; the others are resumed by the cycle after
+    the decision's commit (a workflow's resume reads its state with the claim).
+    """
+
+    def check(self, name: str) -> None:
+        """Refuse a new run of `name` this runtime cannot run (an agent failing to build) before anything is written."""
+        ...
+
     async def start(self, run: RunRecord, start: Start, options: CallOptions) -> RunResult:
         """Run a run the store has just started, until it pauses or ends."""
         ...
@@ -133,6 +154,23 @@ class Runner(Protocol):
     async def answer_below(self, request: DelegateRequest, outcome: RunResult) -> DecisionRecord:
         """The decision that closes the run's wait on the run below it that ended as `outcome`."""
         ...
+
+    async def resume_decided(self, decided: Decided, options: CallOptions) -> RunResult:
+        """Carry on a run whose pause the last decision's own commit consumed (`claims_with_decision` runners only)."""
+        ...
+
+    async def retry(self, run: RunRecord, options: CallOptions) -> RunResult:
+        """Run a failed run again from where it failed, when its kind can (a workflow's failed node).
+
+        Raises:
+            RunConflict: the run's kind cannot be retried, or another process took it up first.
+        """
+        ...
+
+
+def refuse_retry(run: RunRecord) -> RunConflict:
+    """The refusal of a runner whose kind of run is not retried once it failed (only a paused run is resumed)."""
+    return RunConflict(run.run_id, f"the run is {run.status}; only a paused run can be resumed")
 
 
 class Runs(Protocol):

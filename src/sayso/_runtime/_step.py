@@ -137,7 +137,7 @@ async def execute(
                 error = report_failure(run.run_id, exc)
                 await k.store.finish_run(
                     run,
-                    owner=k.holder,
+                    holder=k.holder,
                     new_messages=_closing(history, requests, decisions, deps, error=error),
                     status="failed",
                     output=None,
@@ -174,7 +174,7 @@ async def execute(
         )
         await k.store.save_pause(
             run,
-            owner=k.holder,
+            holder=k.holder,
             pause_id=new_id("pau"),
             new_messages=new,
             requests=raised,
@@ -191,7 +191,7 @@ async def execute(
         )
     await k.store.finish_run(
         run,
-        owner=k.holder,
+        holder=k.holder,
         new_messages=new,
         status="completed",
         output=output,
@@ -239,7 +239,7 @@ async def _finish_cancelled(k: Kernel, run: RunRecord, deps: RunDeps, closing: S
     """Record a working run as cancelled: nothing more runs, what already ran is kept."""
     await k.store.finish_run(
         run,
-        owner=k.holder,
+        holder=k.holder,
         new_messages=closing,
         status="cancelled",
         output=None,
@@ -271,7 +271,7 @@ async def consume(
     claim = await k.store.consume_pause(
         run,
         pause_id=run.pause_id,
-        owner=k.holder,
+        holder=k.holder,
         until=now + k.lease_seconds,
         now=now,
         added=plan.added,

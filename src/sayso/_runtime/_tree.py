@@ -74,7 +74,7 @@ async def start_child(
         run_id=new_id("run"),
         prompt=task,
         client_tools=client_tools,
-        lease_owner=k.holder,
+        lease_holder=k.holder,
         lease_expires_at=now + k.lease_seconds,
         now=now,
         expect_active=None,

@@ -21,7 +21,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models import infer_model
 
 from .._config.file import Config
-from .._core.decisions import Expire, Provide, Skip
+from .._core.decisions import Expired, Provide, Skip
 from .._core.policy import InterruptPolicy
 from .._core.requests import DelegateRequest, Request
 from .._core.routing import Routing
@@ -47,7 +47,7 @@ from ._kernel import Kernel, new_id
 from ._results import RunResult
 from ._runner import CallOptions, Runs
 
-InputDecision = Provide | Skip | Expire
+InputDecision = Provide | Skip | Expired
 """What a node's question is closed with: an answer, a skip, or its expiry."""
 
 
@@ -161,7 +161,7 @@ class Workflows:
                         k = self._k
                         await k.store.save_workflow_state(
                             flight.run,
-                            owner=k.holder,
+                            holder=k.holder,
                             state=state.to_json(),
                             now=k.clock(),
                             new_messages=_prompt(flight),
@@ -180,7 +180,7 @@ class Workflows:
             request = self._request(state, run, request_id=new_id("req"), now=now)
             await k.store.save_pause(
                 run,
-                owner=k.holder,
+                holder=k.holder,
                 pause_id=new_id("pau"),
                 new_messages=messages,
                 requests=[request],
@@ -195,7 +195,7 @@ class Workflows:
                 messages.append(ModelResponse(parts=[TextPart(content=output)]))
             await k.store.finish_run(
                 run,
-                owner=k.holder,
+                holder=k.holder,
                 new_messages=messages,
                 status=state.status,
                 output=output,

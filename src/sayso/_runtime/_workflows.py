@@ -41,10 +41,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 import anyio
 from pydantic_ai.messages import ModelMessage
 
-from .._core.decisions import ClientResult, DecisionRecord, Expire, Provide, Skip
+from .._core.decisions import ClientResult, DecisionRecord, Expired, Provide, Skip
 from .._core.requests import DelegateRequest, InputRequest, Request
 from .._engine.deferred import answer_messages, audit_body
-from .._store import RunRecord
+from .._store import Decided, RunRecord
 from ..exceptions import RunConflict
 from ..workflows import (
     WorkflowEngine,
@@ -60,7 +60,7 @@ from ._results import RunResult
 from ._runner import CallOptions, Resume, Start
 from ._workflow_host import Flight, Workflows, output_text
 
-InputDecision = Provide | Skip | Expire
+InputDecision = Provide | Skip | Expired
 """What a node's question is closed with: an answer, a skip, or its expiry."""
 
 
@@ -68,10 +68,16 @@ class WorkflowRunner:
     """The `Runner` of a workflow's run: its engine steps it, from the state the store holds."""
 
     local = True
+    reads_grants = False  # its agent nodes read their own
+    durable_start = False  # told to no one before its first stop, whose durable write carries the start
+    claims_with_decision = False  # its resume reads the workflow's state with the claim, after the decision
 
     def __init__(self, k: Kernel, host: Workflows) -> None:
         self._k = k
         self.host = host
+
+    def check(self, name: str) -> None:
+        pass  # a workflow's engine was built with the runtime; its agent nodes are checked as they run
 
     def hosts(self, name: str) -> bool:
         """Whether `name` is one of the runtime's workflows (rather than an agent)."""
@@ -94,7 +100,7 @@ class WorkflowRunner:
         claim = await k.store.consume_pause(
             run,
             pause_id=run.pause_id,
-            owner=k.holder,
+            holder=k.holder,
             until=plan.now + k.lease_seconds,
             now=plan.now,
             added=added,
@@ -114,6 +120,9 @@ class WorkflowRunner:
             if pause.run_id == run.run_id:
                 answered = _input_answer(pause.requests, pause.decisions)
         return await self._carry_on(run, answered, options)
+
+    async def resume_decided(self, decided: Decided, options: CallOptions) -> RunResult:
+        raise AssertionError("a workflow's run is resumed after the decision's commit, never claimed by it")
 
     async def answer_below(self, request: DelegateRequest, outcome: RunResult) -> DecisionRecord:
         # Not written here: it goes with the resume's consumption of the pause.
@@ -139,7 +148,7 @@ class WorkflowRunner:
         """
         k = self._k
         now = k.clock()
-        run = await k.store.reopen_run(run, owner=k.holder, until=now + k.lease_seconds, now=now)
+        run = await k.store.reopen_run(run, holder=k.holder, until=now + k.lease_seconds, now=now)
         return await self._carry_on(run, None, options)
 
     async def _carry_on(
@@ -225,7 +234,7 @@ class WorkflowRunner:
 async def _finish_cancelled(k: Kernel, run: RunRecord) -> None:
     """Record a working workflow run as cancelled: no node runs any more; the finished nodes' outputs are kept."""
     await k.store.finish_run(
-        run, owner=k.holder, new_messages=(), status="cancelled", output=None, error=None, now=k.clock()
+        run, holder=k.holder, new_messages=(), status="cancelled", output=None, error=None, now=k.clock()
     )
     k.events.touched()
 
@@ -242,5 +251,5 @@ def _input_answer(
 
 def _as_input_decision(record: DecisionRecord) -> InputDecision:
     decision = record.decision
-    assert isinstance(decision, Provide | Skip | Expire), "an input request takes provide or skip"
+    assert isinstance(decision, Provide | Skip | Expired), "an input request takes provide or skip"
     return decision

@@ -122,7 +122,7 @@ class RunStore(OutboxPort, TrustPort):
         run_id: str,
         prompt: str,
         client_tools: Sequence[ClientTool],
-        lease_owner: str,
+        lease_holder: str,
         lease_expires_at: float,
         now: float,
         expect_active: str | None,
@@ -160,7 +160,7 @@ class RunStore(OutboxPort, TrustPort):
         run_id: str,
         prompt: str,
         client_tools: Sequence[ClientTool],
-        lease_owner: str,
+        lease_holder: str,
         lease_expires_at: float,
         now: float,
         check: ThreadCheck | None = None,
@@ -190,18 +190,20 @@ class RunStore(OutboxPort, TrustPort):
         """
 
     @abstractmethod
-    async def renew_lease(self, run_id: str, owner: str, until: float) -> bool:
+    async def renew_lease(self, run_id: str, holder: str, until: float) -> bool:
         """Extend the lease of a running run; `False` when another process has taken it over."""
 
     @abstractmethod
-    async def take_over(self, run_id: str, *, owner: str, until: float, now: float, dead_owners: Sequence[str]) -> bool:
-        """Take a running run whose lease lapsed (or whose owner is known dead); exactly one caller wins."""
+    async def take_over(
+        self, run_id: str, *, holder: str, until: float, now: float, dead_holders: Sequence[str]
+    ) -> bool:
+        """Take a running run whose lease lapsed (or whose holder is known dead); exactly one caller wins."""
 
     @abstractmethod
     async def lapsed_runs(self, *, now: float, host: str | None = None, limit: int = 100) -> list[RunRecord]:
         """Running runs nobody may be working on: their lease lapsed by `now`, oldest lease first.
 
-        With `host`, also running runs held by a process on that host (lease owner `host:pid:…`),
+        With `host`, also running runs held by a process on that host (lease holder `host:pid:…`),
         lapsed or not, so a restarted runtime can check at once whether their process died.
         """
 
@@ -218,7 +220,7 @@ class RunStore(OutboxPort, TrustPort):
         self,
         run: RunRecord,
         *,
-        owner: str,
+        holder: str,
         pause_id: str,
         new_messages: Sequence[ModelMessage],
         requests: Sequence[Request],
@@ -241,7 +243,7 @@ class RunStore(OutboxPort, TrustPort):
         self,
         run: RunRecord,
         *,
-        owner: str,
+        holder: str,
         new_messages: Sequence[ModelMessage],
         status: RunStatus,
         output: str | None,
@@ -361,7 +363,7 @@ class RunStore(OutboxPort, TrustPort):
         run: RunRecord,
         *,
         pause_id: str,
-        owner: str,
+        holder: str,
         until: float,
         now: float,
         added: Sequence[DecisionRecord],
@@ -372,7 +374,7 @@ class RunStore(OutboxPort, TrustPort):
         durable: bool = True,
         load_workflow_state: bool = False,
     ) -> Claim:
-        """Consume a pause and make this process the run's owner; exactly one caller succeeds.
+        """Consume a pause and make this process the run's lease holder; exactly one caller succeeds.
 
         `added` are decisions the resume takes itself (skips of what was left open). `executing`
         names the approved requests about to run: their ledger marks are written in the same
@@ -389,7 +391,7 @@ class RunStore(OutboxPort, TrustPort):
 
     @abstractmethod
     async def decide_request(
-        self, request_id: str, judge: Judge, *, owner: str, until: float, now: float
+        self, request_id: str, judge: Judge, *, holder: str, until: float, now: float
     ) -> Decided | None:
         """Decide a request in one transaction: read it, let `judge` rule, write the verdict.
 
@@ -398,7 +400,7 @@ class RunStore(OutboxPort, TrustPort):
         when a concurrent writer gets in the way it is called again on what is there now. The
         verdict's decision is recorded with its audit records and grant (the first decision
         wins: the judge sees an earlier one). When the verdict resumes the run, its pause is
-        consumed, this process (`owner`, until `until`) takes the run's lease, the approved
+        consumed, this process (`holder`, until `until`) takes the run's lease, the approved
         calls' ledger marks are written and the thread's history is read, all in the same commit.
 
         Returns `None` when no request has this id.
@@ -455,7 +457,7 @@ class RunStore(OutboxPort, TrustPort):
         self,
         run: RunRecord,
         *,
-        owner: str,
+        holder: str,
         state: bytes,
         now: float,
         new_messages: Sequence[ModelMessage] = (),
@@ -470,7 +472,7 @@ class RunStore(OutboxPort, TrustPort):
         """
 
     @abstractmethod
-    async def reopen_run(self, run: RunRecord, *, owner: str, until: float, now: float) -> RunRecord:
+    async def reopen_run(self, run: RunRecord, *, holder: str, until: float, now: float) -> RunRecord:
         """Run a failed run again under this process's lease (a workflow retrying its failed node).
 
         The run takes its thread back; exactly one caller wins.

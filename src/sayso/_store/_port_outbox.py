@@ -33,7 +33,7 @@ class OutboxPort(ABC):
 
     @abstractmethod
     async def claim_deliveries(
-        self, *, owner: str, now: float, until: float, limit: int = 50, hooks: Sequence[str] | None = None
+        self, *, holder: str, now: float, until: float, limit: int = 50, hooks: Sequence[str] | None = None
     ) -> list[PendingDelivery]:
         """Claim due pending deliveries (to `hooks`, else any) no live sender holds, oldest first, until `until`.
 
@@ -45,7 +45,7 @@ class OutboxPort(ABC):
         self,
         delivery_id: str,
         *,
-        owner: str,
+        holder: str,
         status: DeliveryStatus,
         now: float,
         retry_at: float | None = None,
@@ -53,7 +53,7 @@ class OutboxPort(ABC):
     ) -> bool:
         """Record what became of a claimed delivery: delivered, skipped, failed, or `pending` again at `retry_at`.
 
-        Returns `False` (and changes nothing) when `owner` no longer holds the claim.
+        Returns `False` (and changes nothing) when `holder` no longer holds the claim.
         """
 
     @abstractmethod

@@ -52,30 +52,30 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class PauseRun:
-    """Pause a run this process still holds (`owner`): its lease goes."""
+    """Pause a run this process still holds (`holder`): its lease goes."""
 
     pause_id: str
-    owner: str
+    holder: str
     now: float
 
 
 @dataclass(frozen=True, slots=True)
 class EndRun:
-    """End a run this process still holds (`owner`): completed, failed or cancelled, lease and pause gone."""
+    """End a run this process still holds (`holder`): completed, failed or cancelled, lease and pause gone."""
 
     status: RunStatus
     output: str | None
     error: str | None
-    owner: str
+    holder: str
     now: float
 
 
 @dataclass(frozen=True, slots=True)
 class ClaimRun:
-    """A consumed pause's run runs again under `owner`'s lease; unconditional (consuming the pause decided it)."""
+    """A consumed pause's run runs again under `holder`'s lease; unconditional (consuming the pause decided it)."""
 
     pause_id: str
-    owner: str
+    holder: str
     until: float
     now: float
 
@@ -90,17 +90,17 @@ class CancelRun:
 
 @dataclass(frozen=True, slots=True)
 class RenewLease:
-    """Extend `owner`'s lease on a running run (no revision bump: nothing about the run changed)."""
+    """Extend `holder`'s lease on a running run (no revision bump: nothing about the run changed)."""
 
-    owner: str
+    holder: str
     until: float
 
 
 @dataclass(frozen=True, slots=True)
 class TakeOver:
-    """Take a running run whose lease lapsed by `now`, or whose owner is `dead`."""
+    """Take a running run whose lease lapsed by `now`, or whose holder is `dead`."""
 
-    owner: str
+    holder: str
     until: float
     now: float
     dead: str | None
@@ -108,9 +108,9 @@ class TakeOver:
 
 @dataclass(frozen=True, slots=True)
 class ReopenRun:
-    """Run a failed run again under `owner`'s lease."""
+    """Run a failed run again under `holder`'s lease."""
 
-    owner: str
+    holder: str
     until: float
     now: float
 
@@ -181,8 +181,8 @@ class StoreTx(ABC):
         """Apply `change` if its condition holds; whether the row changed (`ClaimRun`: always)."""
 
     @abstractmethod
-    async def holds(self, run_id: str, owner: str) -> bool:
-        """Whether `owner` holds the run's lease."""
+    async def holds(self, run_id: str, holder: str) -> bool:
+        """Whether `holder` holds the run's lease."""
 
     # the message log
 
@@ -323,12 +323,12 @@ class StoreTx(ABC):
         """Pending deliveries due by `now` and not claimed by a live sender, oldest first."""
 
     @abstractmethod
-    async def claim_delivery(self, delivery_id: str, *, owner: str, now: float, until: float) -> bool:
+    async def claim_delivery(self, delivery_id: str, *, holder: str, now: float, until: float) -> bool:
         """Claim a pending delivery nobody holds a live claim on, until `until`; `False` when another sender did."""
 
     @abstractmethod
-    async def settle(self, delivery_id: str, owner: str, outcome: Settled) -> bool:
-        """Write what became of a delivery `owner` holds the claim on (the claim goes); `False` when it does not."""
+    async def settle(self, delivery_id: str, holder: str, outcome: Settled) -> bool:
+        """Write what became of a delivery `holder` holds the claim on (the claim goes); `False` when it does not."""
 
     @abstractmethod
     async def delivery_counts(self) -> dict[DeliveryStatus, int]:

@@ -67,7 +67,7 @@ class RunRecord:
     """The agent's final answer, once completed."""
     error: str | None
     """Why the run failed, once failed."""
-    lease_owner: str | None
+    lease_holder: str | None
     """The process carrying the run on while it is running."""
     lease_expires_at: float | None
     """When the lease lapses unless renewed; after that another process may take the run over."""

@@ -44,7 +44,7 @@ from typing import Any, Protocol
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from .._core.decisions import Expire, Provide, Skip, model_text
+from .._core.decisions import Expired, Provide, Skip, model_text
 from .._core.inputs import InputSchema, RequestInput, input_problems, input_schema
 from ..exceptions import ConfigError, InvalidDecision, NotReady, RunConflict, SchemaMismatch
 from ._graph import DEFAULT, END, CompiledNode, Route, RouteKey, Workflow, WorkflowContext
@@ -131,7 +131,7 @@ class WorkflowEngine:
         await self._persistence.save(state)
         return await self._advance(state)
 
-    async def resume(self, state: WorkflowState, decision: Provide | Skip | Expire | None = None) -> WorkflowOutcome:
+    async def resume(self, state: WorkflowState, decision: Provide | Skip | Expired | None = None) -> WorkflowOutcome:
         """Carry a run on from `state`: with the answer to the question it waits on, or none.
 
         A skipped or expired question raises `InputSkipped` in the node at its `yield`.

@@ -5,7 +5,7 @@ HTTP); `McpToolset` puts the agent's bindings over them. It exposes only the bou
 renames a tool when two servers offer the same name, and stamps every tool's definition with
 what sayso's gate reads: whether the binding requires approval, the server's `readOnlyHint`
 and `idempotentHint` (as sayso tool options) and its title, description and
-`destructiveHint` (shown with the approval request). The gate (`_gate.GateToolset`) wraps this
+`destructiveHint` (shown with the approval request). The gate (`gate.GateToolset`) wraps this
 toolset with the agent's own tools, so policy, grants, the ledger and the audit apply to MCP
 tools exactly as to Python ones.
 

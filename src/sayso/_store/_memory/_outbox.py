@@ -48,16 +48,16 @@ class MemoryOutboxTx(_Changes, StoreTx):
             for key, d in due[:limit]
         ]
 
-    async def claim_delivery(self, delivery_id: str, *, owner: str, now: float, until: float) -> bool:
+    async def claim_delivery(self, delivery_id: str, *, holder: str, now: float, until: float) -> bool:
         d = self.s._deliveries.get(delivery_id)
         if d is None or not _free(d, now):
             return False
-        self._set(d, claimed_by=owner, claimed_until=until)
+        self._set(d, claimed_by=holder, claimed_until=until)
         return True
 
-    async def settle(self, delivery_id: str, owner: str, outcome: Settled) -> bool:
+    async def settle(self, delivery_id: str, holder: str, outcome: Settled) -> bool:
         d = self.s._deliveries.get(delivery_id)
-        if d is None or d.claimed_by != owner:
+        if d is None or d.claimed_by != holder:
             return False
         values: dict[str, object] = {"status": outcome.status, "claimed_by": None, "claimed_until": None}
         values["last_error"] = outcome.error

@@ -19,7 +19,7 @@ class _Runs(_MemoryBase):
                 if run.status == "running"
                 and (
                     (run.lease_expires_at is not None and run.lease_expires_at < now)
-                    or (host is not None and (run.lease_owner or "").startswith(f"{host}:"))
+                    or (host is not None and (run.lease_holder or "").startswith(f"{host}:"))
                 )
             ]
         return sorted(found, key=lambda r: r.lease_expires_at or 0.0)[:limit]

@@ -102,41 +102,41 @@ class MemoryTx(MemoryOutboxTx):
         if run is None:
             return isinstance(change, ClaimRun)
         match change:
-            case PauseRun(pause_id=pause_id, owner=owner, now=now):
-                ok = run.lease_owner == owner
-                changed = replace(run, status="paused", pause_id=pause_id, lease_owner=None, lease_expires_at=None)
-            case EndRun(status=status, output=output, error=error, owner=owner, now=now):
-                ok = run.lease_owner == owner
+            case PauseRun(pause_id=pause_id, holder=holder, now=now):
+                ok = run.lease_holder == holder
+                changed = replace(run, status="paused", pause_id=pause_id, lease_holder=None, lease_expires_at=None)
+            case EndRun(status=status, output=output, error=error, holder=holder, now=now):
+                ok = run.lease_holder == holder
                 changed = replace(run, status=status, output=output, error=error, pause_id=None)
-                changed = replace(changed, lease_owner=None, lease_expires_at=None)
-            case ClaimRun(pause_id=pause_id, owner=owner, until=until, now=now):
+                changed = replace(changed, lease_holder=None, lease_expires_at=None)
+            case ClaimRun(pause_id=pause_id, holder=holder, until=until, now=now):
                 ok = True
                 changed = replace(run, status="running", pause_id=None, resume_pause_id=pause_id)
-                changed = replace(changed, lease_owner=owner, lease_expires_at=until)
+                changed = replace(changed, lease_holder=holder, lease_expires_at=until)
             case CancelRun(now=now, only_paused=only_paused):
                 ok = run.status == "paused" or not only_paused
                 changed = replace(run, status="cancelled", pause_id=None)
-            case RenewLease(owner=owner, until=until):
-                if run.lease_owner != owner or run.status != "running":
+            case RenewLease(holder=holder, until=until):
+                if run.lease_holder != holder or run.status != "running":
                     return False
                 self._put(self.s._runs, run_id, replace(run, lease_expires_at=until))  # no bump: nothing changed
                 return True
-            case TakeOver(owner=owner, until=until, now=now, dead=dead):
+            case TakeOver(holder=holder, until=until, now=now, dead=dead):
                 lapsed = run.lease_expires_at is not None and run.lease_expires_at < now
-                ok = run.status == "running" and (lapsed or (dead is not None and run.lease_owner == dead))
-                changed = replace(run, lease_owner=owner, lease_expires_at=until)
-            case ReopenRun(owner=owner, until=until, now=now):
+                ok = run.status == "running" and (lapsed or (dead is not None and run.lease_holder == dead))
+                changed = replace(run, lease_holder=holder, lease_expires_at=until)
+            case ReopenRun(holder=holder, until=until, now=now):
                 ok = run.status == "failed"
-                changed = replace(run, status="running", error=None, lease_owner=owner, lease_expires_at=until)
+                changed = replace(run, status="running", error=None, lease_holder=holder, lease_expires_at=until)
             case _:
                 assert_never(change)
         if ok:
             self._put(self.s._runs, run_id, replace(changed, updated_at=now, revision=run.revision + 1))
         return ok
 
-    async def holds(self, run_id: str, owner: str) -> bool:
+    async def holds(self, run_id: str, holder: str) -> bool:
         run = self.s._runs.get(run_id)
-        return run is not None and run.lease_owner == owner
+        return run is not None and run.lease_holder == holder
 
     # the message log
 

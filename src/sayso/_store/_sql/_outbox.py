@@ -31,13 +31,13 @@ DUE = Sql(
     "ORDER BY d.next_attempt_at, o.seq LIMIT :limit"
 )
 CLAIM = Sql(
-    "UPDATE deliveries SET claimed_by = :owner, claimed_until = :until "
+    "UPDATE deliveries SET claimed_by = :holder, claimed_until = :until "
     "WHERE delivery_id = :delivery_id AND status = 'pending' AND (claimed_until IS NULL OR claimed_until < :now)"
 )
 SETTLE = Sql(
     "UPDATE deliveries SET status = :status, claimed_by = NULL, claimed_until = NULL, last_error = :error, "
     "next_attempt_at = COALESCE(:next_attempt_at, next_attempt_at), finished_at = COALESCE(:finished_at, finished_at), "
-    "attempts = attempts + :attempted WHERE delivery_id = :delivery_id AND claimed_by = :owner"
+    "attempts = attempts + :attempted WHERE delivery_id = :delivery_id AND claimed_by = :holder"
 )
 COUNTS = Sql("SELECT status, COUNT(*) AS n FROM deliveries GROUP BY status")
 # Each subquery picks at most `limit` rows through an index (`ix_deliveries_settled`, `ix_outbox_age`), unordered
@@ -94,14 +94,14 @@ class SqlOutboxTx(StoreTx):
             for row in await self.tx.all(DUE, {"now": now, "limit": limit})
         ]
 
-    async def claim_delivery(self, delivery_id: str, *, owner: str, now: float, until: float) -> bool:
-        params = {"delivery_id": delivery_id, "owner": owner, "now": now, "until": until}
+    async def claim_delivery(self, delivery_id: str, *, holder: str, now: float, until: float) -> bool:
+        params = {"delivery_id": delivery_id, "holder": holder, "now": now, "until": until}
         return await self.tx.run(CLAIM, params) == 1
 
-    async def settle(self, delivery_id: str, owner: str, outcome: Settled) -> bool:
+    async def settle(self, delivery_id: str, holder: str, outcome: Settled) -> bool:
         params = {
             "delivery_id": delivery_id,
-            "owner": owner,
+            "holder": holder,
             "status": outcome.status,
             "error": outcome.error,
             "next_attempt_at": outcome.next_attempt_at,

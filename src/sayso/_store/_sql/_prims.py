@@ -95,31 +95,31 @@ class SqlTx(SqlOutboxTx):
     async def update_run(self, run_id: str, change: RunChange) -> bool:
         tx, params = self.tx, {"run_id": run_id}
         match change:
-            case PauseRun(pause_id=pause_id, owner=owner, now=now):
-                changed = await tx.run(q.PAUSE_RUN, {**params, "pause_id": pause_id, "owner": owner, "now": now})
-            case EndRun(status=status, output=output, error=error, owner=owner, now=now):
-                values = {"status": status, "output": output, "error": error, "owner": owner, "now": now}
+            case PauseRun(pause_id=pause_id, holder=holder, now=now):
+                changed = await tx.run(q.PAUSE_RUN, {**params, "pause_id": pause_id, "holder": holder, "now": now})
+            case EndRun(status=status, output=output, error=error, holder=holder, now=now):
+                values = {"status": status, "output": output, "error": error, "holder": holder, "now": now}
                 changed = await tx.run(q.FINISH_RUN, {**params, **values})
-            case ClaimRun(pause_id=pause_id, owner=owner, until=until, now=now):
-                values = {"pause_id": pause_id, "owner": owner, "until": until, "now": now}
+            case ClaimRun(pause_id=pause_id, holder=holder, until=until, now=now):
+                values = {"pause_id": pause_id, "holder": holder, "until": until, "now": now}
                 await tx.later(q.CLAIM_RUN, [{**params, **values}])
                 return True
             case CancelRun(now=now, only_paused=only_paused):
                 changed = await tx.run(q.CANCEL_PAUSED_RUN if only_paused else q.CANCEL_RUN, {**params, "now": now})
-            case RenewLease(owner=owner, until=until):
-                changed = await tx.run(q.RENEW_LEASE, {**params, "owner": owner, "until": until})
-            case TakeOver(owner=owner, until=until, now=now, dead=dead):
-                values = {"owner": owner, "until": until, "now": now, "dead": dead}
+            case RenewLease(holder=holder, until=until):
+                changed = await tx.run(q.RENEW_LEASE, {**params, "holder": holder, "until": until})
+            case TakeOver(holder=holder, until=until, now=now, dead=dead):
+                values = {"holder": holder, "until": until, "now": now, "dead": dead}
                 changed = await tx.run(q.TAKE_OVER, {**params, **values})
-            case ReopenRun(owner=owner, until=until, now=now):
-                changed = await tx.run(q.REOPEN_RUN, {**params, "owner": owner, "until": until, "now": now})
+            case ReopenRun(holder=holder, until=until, now=now):
+                changed = await tx.run(q.REOPEN_RUN, {**params, "holder": holder, "until": until, "now": now})
             case _:
                 assert_never(change)
         return changed == 1
 
-    async def holds(self, run_id: str, owner: str) -> bool:
+    async def holds(self, run_id: str, holder: str) -> bool:
         row = await self.tx.one(q.LEASE_OWNER, {"run_id": run_id})
-        return row is not None and row["lease_owner"] == owner
+        return row is not None and row["lease_holder"] == holder
 
     # the message log
 

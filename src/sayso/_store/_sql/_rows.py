@@ -27,7 +27,7 @@ RUN_COLUMNS = (
     "pause_id",
     "output",
     "error",
-    "lease_owner",
+    "lease_holder",
     "lease_expires_at",
     "created_at",
     "updated_at",
@@ -75,28 +75,28 @@ FREE_THREAD = Sql("UPDATE threads SET active_run_id = NULL WHERE thread_id = :th
 INSERT_RUN = Sql(f"INSERT INTO runs ({_RUN}) VALUES ({', '.join(':' + c for c in RUN_COLUMNS)})")
 GET_RUN = Sql(f"SELECT {_RUN} FROM runs WHERE run_id = :run_id")
 PAUSE_RUN = Sql(
-    "UPDATE runs SET status = 'paused', pause_id = :pause_id, lease_owner = NULL, lease_expires_at = NULL, "
-    f"{_BUMP} WHERE run_id = :run_id AND lease_owner = :owner"
+    "UPDATE runs SET status = 'paused', pause_id = :pause_id, lease_holder = NULL, lease_expires_at = NULL, "
+    f"{_BUMP} WHERE run_id = :run_id AND lease_holder = :holder"
 )
 """Pause a run this process still holds: the lease check and the change are one conditional update."""
 FINISH_RUN = Sql(
-    "UPDATE runs SET status = :status, output = :output, error = :error, pause_id = NULL, lease_owner = NULL, "
-    f"lease_expires_at = NULL, {_BUMP} WHERE run_id = :run_id AND lease_owner = :owner"
+    "UPDATE runs SET status = :status, output = :output, error = :error, pause_id = NULL, lease_holder = NULL, "
+    f"lease_expires_at = NULL, {_BUMP} WHERE run_id = :run_id AND lease_holder = :holder"
 )
 CANCEL_RUN = Sql(f"UPDATE runs SET status = 'cancelled', pause_id = NULL, {_BUMP} WHERE run_id = :run_id")
 CANCEL_PAUSED_RUN = Sql(
     f"UPDATE runs SET status = 'cancelled', pause_id = NULL, {_BUMP} WHERE run_id = :run_id AND status = 'paused'"
 )
 CLAIM_RUN = Sql(
-    "UPDATE runs SET status = 'running', resume_pause_id = :pause_id, pause_id = NULL, lease_owner = :owner, "
+    "UPDATE runs SET status = 'running', resume_pause_id = :pause_id, pause_id = NULL, lease_holder = :holder, "
     f"lease_expires_at = :until, {_BUMP} WHERE run_id = :run_id"
 )
 RENEW_LEASE = Sql(
-    "UPDATE runs SET lease_expires_at = :until WHERE run_id = :run_id AND lease_owner = :owner AND status = 'running'"
+    "UPDATE runs SET lease_expires_at = :until WHERE run_id = :run_id AND lease_holder = :holder AND status = 'running'"
 )
 TAKE_OVER = Sql(
-    f"UPDATE runs SET lease_owner = :owner, lease_expires_at = :until, {_BUMP} "
-    "WHERE run_id = :run_id AND status = 'running' AND (lease_expires_at < :now OR lease_owner = :dead)"
+    f"UPDATE runs SET lease_holder = :holder, lease_expires_at = :until, {_BUMP} "
+    "WHERE run_id = :run_id AND status = 'running' AND (lease_expires_at < :now OR lease_holder = :dead)"
 )
 
 # the message log
@@ -241,13 +241,13 @@ PUT_WORKFLOW_STATE = Sql(
 )
 """Replace a workflow run's saved state in one statement (an upsert on the run's id)."""
 
-LEASE_OWNER = Sql("SELECT lease_owner FROM runs WHERE run_id = :run_id")
+LEASE_OWNER = Sql("SELECT lease_holder FROM runs WHERE run_id = :run_id")
 TAKE_THREAD_BACK = Sql(
     "UPDATE threads SET active_run_id = :run_id "
     "WHERE thread_id = :thread_id AND (active_run_id IS NULL OR active_run_id = :run_id)"
 )
 REOPEN_RUN = Sql(
-    "UPDATE runs SET status = 'running', error = NULL, lease_owner = :owner, lease_expires_at = :until, "
+    "UPDATE runs SET status = 'running', error = NULL, lease_holder = :holder, lease_expires_at = :until, "
     f"{_BUMP} WHERE run_id = :run_id AND status = 'failed'"
 )
 REVOKE_GRANT = Sql("UPDATE grants SET revoked_at = :now WHERE grant_id = :grant_id AND revoked_at IS NULL")

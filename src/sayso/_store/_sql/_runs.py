@@ -19,7 +19,7 @@ class _Runs(_SqlBase):
         r = t.runs
         stale = r.c.lease_expires_at < now
         if host is not None:
-            stale = sa.or_(stale, r.c.lease_owner.startswith(f"{host}:", autoescape=True))
+            stale = sa.or_(stale, r.c.lease_holder.startswith(f"{host}:", autoescape=True))
         query = sa.select(r).where(r.c.status == "running", stale).order_by(r.c.lease_expires_at).limit(limit)
 
         def work(conn: Connection) -> list[RunRecord]:

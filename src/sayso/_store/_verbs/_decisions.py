@@ -83,7 +83,7 @@ class DecisionVerbs(TxStore):
         run: RunRecord,
         *,
         pause_id: str,
-        owner: str,
+        holder: str,
         until: float,
         now: float,
         added: Sequence[DecisionRecord],
@@ -99,7 +99,7 @@ class DecisionVerbs(TxStore):
 
         async def work(tx: StoreTx) -> Found:
             bodies, grants = await claim(
-                tx, run, pause_id, resume, owner=owner, until=until, now=now, history=load_history
+                tx, run, pause_id, resume, holder=holder, until=until, now=now, history=load_history
             )
             state = await tx.workflow_state(run.run_id) if load_workflow_state else None
             return bodies, grants, state
@@ -112,11 +112,11 @@ class DecisionVerbs(TxStore):
 
         # Ledger marks reach the disk before their calls run, whatever the caller asked for.
         bodies, grants, state = await self._write(work, race=lost, durable=durable or bool(executing))
-        found = claimed(run, pause_id, bodies, grants, owner=owner, until=until, now=now)
+        found = claimed(run, pause_id, bodies, grants, holder=holder, until=until, now=now)
         return replace(found, workflow_state=state)
 
     async def decide_request(
-        self, request_id: str, judge: Judge, *, owner: str, until: float, now: float
+        self, request_id: str, judge: Judge, *, holder: str, until: float, now: float
     ) -> Decided | None:
         Done = tuple[Decided, tuple[str, list[bytes] | None, list[Grant] | None] | None]
 
@@ -142,7 +142,7 @@ class DecisionVerbs(TxStore):
             if verdict.resume is None:
                 return decided, None
             bodies, grants = await claim(
-                tx, found.run, read.pause_id, verdict.resume, owner=owner, until=until, now=now, history=True
+                tx, found.run, read.pause_id, verdict.resume, holder=holder, until=until, now=now, history=True
             )
             return decided, (read.pause_id, bodies, grants)
 
@@ -162,7 +162,7 @@ class DecisionVerbs(TxStore):
             return decided
         pause_id, bodies, grants = taken
         return replace(
-            decided, claim=claimed(decided.found.run, pause_id, bodies, grants, owner=owner, until=until, now=now)
+            decided, claim=claimed(decided.found.run, pause_id, bodies, grants, holder=holder, until=until, now=now)
         )
 
     # the at-most-once ledger of approved calls

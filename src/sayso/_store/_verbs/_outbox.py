@@ -30,13 +30,13 @@ class OutboxVerbs(TxStore):
         return await self._write(work, race=lost)
 
     async def claim_deliveries(
-        self, *, owner: str, now: float, until: float, limit: int = 50, hooks: Sequence[str] | None = None
+        self, *, holder: str, now: float, until: float, limit: int = 50, hooks: Sequence[str] | None = None
     ) -> list[PendingDelivery]:
         async def work(tx: StoreTx) -> list[PendingDelivery]:
             # Another sender's deliveries (webhooks vs A2A pushes) are passed over here, so look a little further.
             due = await tx.due_deliveries(now, limit if hooks is None else limit * 4)
             mine = [d for d in due if hooks is None or d.hook in hooks][:limit]
-            return [d for d in mine if await tx.claim_delivery(d.delivery_id, owner=owner, now=now, until=until)]
+            return [d for d in mine if await tx.claim_delivery(d.delivery_id, holder=holder, now=now, until=until)]
 
         return await self._write(work)
 
@@ -44,7 +44,7 @@ class OutboxVerbs(TxStore):
         self,
         delivery_id: str,
         *,
-        owner: str,
+        holder: str,
         status: DeliveryStatus,
         now: float,
         retry_at: float | None = None,
@@ -60,7 +60,7 @@ class OutboxVerbs(TxStore):
         )
 
         async def work(tx: StoreTx) -> bool:
-            return await tx.settle(delivery_id, owner, outcome)
+            return await tx.settle(delivery_id, holder, outcome)
 
         return await self._write(work)
 

@@ -47,7 +47,7 @@ class RunVerbs(TxStore):
         run_id: str,
         prompt: str,
         client_tools: Sequence[ClientTool],
-        lease_owner: str,
+        lease_holder: str,
         lease_expires_at: float,
         now: float,
         check: ThreadCheck | None = None,
@@ -71,7 +71,7 @@ class RunVerbs(TxStore):
                 prompt=prompt,
                 client_tools=client_tools,
                 principal=owner,
-                lease_owner=lease_owner,
+                lease_holder=lease_holder,
                 lease_expires_at=lease_expires_at,
                 now=now,
             )
@@ -96,7 +96,7 @@ class RunVerbs(TxStore):
         run_id: str,
         prompt: str,
         client_tools: Sequence[ClientTool],
-        lease_owner: str,
+        lease_holder: str,
         lease_expires_at: float,
         now: float,
         expect_active: str | None,
@@ -115,7 +115,7 @@ class RunVerbs(TxStore):
             prompt=prompt,
             client_tools=client_tools,
             principal=owner,
-            lease_owner=lease_owner,
+            lease_holder=lease_holder,
             lease_expires_at=lease_expires_at,
             now=now,
             resume_pause_id=supersede_pause,
@@ -154,17 +154,19 @@ class RunVerbs(TxStore):
 
         return await self._read(work)
 
-    async def renew_lease(self, run_id: str, owner: str, until: float) -> bool:
+    async def renew_lease(self, run_id: str, holder: str, until: float) -> bool:
         async def work(tx: StoreTx) -> bool:
-            return await tx.update_run(run_id, RenewLease(owner=owner, until=until))
+            return await tx.update_run(run_id, RenewLease(holder=holder, until=until))
 
         return await self._write(work)
 
-    async def take_over(self, run_id: str, *, owner: str, until: float, now: float, dead_owners: Sequence[str]) -> bool:
+    async def take_over(
+        self, run_id: str, *, holder: str, until: float, now: float, dead_holders: Sequence[str]
+    ) -> bool:
         async def work(tx: StoreTx) -> bool:
-            owners: list[str | None] = [*dead_owners] or [None]
-            for dead in owners:
-                if await tx.update_run(run_id, TakeOver(owner=owner, until=until, now=now, dead=dead)):
+            holders: list[str | None] = [*dead_holders] or [None]
+            for dead in holders:
+                if await tx.update_run(run_id, TakeOver(holder=holder, until=until, now=now, dead=dead)):
                     return True
             return False
 
@@ -174,7 +176,7 @@ class RunVerbs(TxStore):
         self,
         run: RunRecord,
         *,
-        owner: str,
+        holder: str,
         pause_id: str,
         new_messages: Sequence[ModelMessage],
         requests: Sequence[Request],
@@ -183,7 +185,7 @@ class RunVerbs(TxStore):
         workflow_state: bytes | None = None,
     ) -> None:
         async def work(tx: StoreTx) -> None:
-            if not await tx.update_run(run.run_id, PauseRun(pause_id=pause_id, owner=owner, now=now)):
+            if not await tx.update_run(run.run_id, PauseRun(pause_id=pause_id, holder=holder, now=now)):
                 raise lost_lease(run.run_id)
             await tx.finish_executions(executions, now)
             await tx.append_messages(run, new_messages)
@@ -199,7 +201,7 @@ class RunVerbs(TxStore):
         self,
         run: RunRecord,
         *,
-        owner: str,
+        holder: str,
         new_messages: Sequence[ModelMessage],
         status: RunStatus,
         output: str | None,
@@ -209,7 +211,7 @@ class RunVerbs(TxStore):
         workflow_state: bytes | None = None,
     ) -> None:
         async def work(tx: StoreTx) -> None:
-            end = EndRun(status=status, output=output, error=error, owner=owner, now=now)
+            end = EndRun(status=status, output=output, error=error, holder=holder, now=now)
             if not await tx.update_run(run.run_id, end):
                 raise lost_lease(run.run_id)
             await tx.finish_executions(executions, now)
@@ -271,20 +273,20 @@ class RunVerbs(TxStore):
         self,
         run: RunRecord,
         *,
-        owner: str,
+        holder: str,
         state: bytes,
         now: float,
         new_messages: Sequence[ModelMessage] = (),
     ) -> None:
         async def work(tx: StoreTx) -> None:
-            if not await tx.holds(run.run_id, owner):
+            if not await tx.holds(run.run_id, holder):
                 raise lost_lease(run.run_id)
             await tx.append_messages(run, new_messages)
             await tx.put_workflow_state(run.run_id, state, now)
 
         await self._write(work, durable=False)
 
-    async def reopen_run(self, run: RunRecord, *, owner: str, until: float, now: float) -> RunRecord:
+    async def reopen_run(self, run: RunRecord, *, holder: str, until: float, now: float) -> RunRecord:
         async def work(tx: StoreTx) -> RunRecord:
             current = await tx.run(run.run_id)
             if current is None:
@@ -293,13 +295,13 @@ class RunVerbs(TxStore):
                 raise RunConflict(run.run_id, f"the run is {current.status}; only a failed run is taken up again")
             if not await tx.claim_thread(current.thread_id, run.run_id, expect=None, again=True):
                 raise ThreadBusy(run.run_id, f"thread {current.thread_id!r} has moved on to another run")
-            if not await tx.update_run(run.run_id, ReopenRun(owner=owner, until=until, now=now)):
+            if not await tx.update_run(run.run_id, ReopenRun(holder=holder, until=until, now=now)):
                 raise RunConflict(run.run_id, "another process took the run up first")
             return replace(
                 current,
                 status="running",
                 error=None,
-                lease_owner=owner,
+                lease_holder=holder,
                 lease_expires_at=until,
                 updated_at=now,
                 revision=current.revision + 1,
@@ -316,7 +318,7 @@ def _new_run(
     prompt: str,
     client_tools: Sequence[ClientTool],
     principal: str,
-    lease_owner: str,
+    lease_holder: str,
     lease_expires_at: float,
     now: float,
     resume_pause_id: str | None = None,
@@ -337,7 +339,7 @@ def _new_run(
         pause_id=None,
         output=None,
         error=None,
-        lease_owner=lease_owner,
+        lease_holder=lease_holder,
         lease_expires_at=lease_expires_at,
         created_at=now,
         updated_at=now,

@@ -27,7 +27,7 @@ async def claim(
     pause_id: str,
     resume: ResumeClaim,
     *,
-    owner: str,
+    holder: str,
     until: float,
     now: float,
     history: bool,
@@ -47,7 +47,7 @@ async def claim(
     await record(tx, resume.added, resume.audit)
     if resume.executing:
         await tx.mark_executing(resume.executing, run.run_id, now)
-    await tx.update_run(run.run_id, ClaimRun(pause_id=pause_id, owner=owner, until=until, now=now))
+    await tx.update_run(run.run_id, ClaimRun(pause_id=pause_id, holder=holder, until=until, now=now))
     bodies = await tx.history(run.thread_id) if history else None
     return bodies, await tx.active_grants(resume.grants_of, now)
 
@@ -58,7 +58,7 @@ def claimed(
     bodies: list[bytes] | None,
     grants: list[Grant] | None,
     *,
-    owner: str,
+    holder: str,
     until: float,
     now: float,
 ) -> Claim:
@@ -69,7 +69,7 @@ def claimed(
             status="running",
             resume_pause_id=pause_id,
             pause_id=None,
-            lease_owner=owner,
+            lease_holder=holder,
             lease_expires_at=until,
             updated_at=now,
             revision=run.revision + 1,

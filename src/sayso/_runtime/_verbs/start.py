@@ -1,4 +1,4 @@
-"""Turns: a new message on a thread (superseding a paused run), resuming, and cancelling a run.
+"""The verb start: a new message on a thread runs its agent (or workflow), superseding a paused run.
 
 A message on a thread whose run is paused skips that run's open requests, at every level of its
 delegate tree, and starts a new run in the same commit that consumes the old pause, so two runs
@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._core.access import Principal, may_message
-from .._core.decisions import DecisionRecord
-from .._core.limits import check_message
-from .._core.requests import ClientTool, DelegateRequest, Request
-from .._core.resume import SKIPPED_FOR_CANCEL, SKIPPED_FOR_MESSAGE, open_requests, plan_resume
-from .._engine.deferred import audit_body
-from .._store import RunRecord, ThreadRecord
-from ..exceptions import InvalidInput, NotAllowed, NotReady, RunConflict, ThreadBusy
-from . import _tree
-from ._cycle import Cycle
-from ._kernel import new_id
-from ._results import RunResult
-from ._runner import CallOptions, Start
+from ..._core.access import Principal, may_message
+from ..._core.decisions import DecisionRecord
+from ..._core.limits import check_message
+from ..._core.requests import ClientTool, DelegateRequest, Request
+from ..._core.resume import SKIPPED_FOR_MESSAGE, open_requests, plan_resume
+from ..._engine.deferred import audit_body
+from ..._store import ThreadRecord
+from ...exceptions import InvalidInput, NotAllowed, ThreadBusy
+from .. import _tree
+from .._cycle import Cycle
+from .._kernel import new_id
+from .._results import RunResult
+from .._runner import CallOptions, Start
 
 
 async def start(
@@ -59,8 +59,7 @@ async def start(
             raise InvalidInput(
                 f"thread {thread.thread_id!r} belongs to agent {thread.agent!r}, not {agent!r}", field="agent"
             )
-        if not c.hosts_workflow(thread.agent):
-            k.built(thread.agent)
+        c.runner_named(thread.agent).check(thread.agent)
 
     # One transaction reads the thread, starts the run on it and reads its history and the
     # principal's grants; a thread whose run is paused takes the longer road below.
@@ -71,11 +70,11 @@ async def start(
         run_id=run_id or new_id("run"),
         prompt=message,
         client_tools=client_tools,
-        lease_owner=k.holder,
+        lease_holder=k.holder,
         lease_expires_at=now + k.lease_seconds,
         now=now,
         check=check,
-        grants_of=principal.name if not options.host_keeps_grants and not c.hosts_workflow(entry) else None,
+        grants_of=principal.name if not options.host_keeps_grants and c.runner_named(entry).reads_grants else None,
     )
     if begun.run is not None:
         started = Start(prompt=message, history=begun.history, stored_grants=begun.grants)
@@ -106,9 +105,8 @@ async def _supersede(
 ) -> RunResult:
     """A message on a thread whose run is paused: skip its open requests and start a new run in the same commit."""
     k = c.k
-    workflow = c.hosts_workflow(thread.agent)
-    if not workflow:
-        k.built(thread.agent)
+    runner = c.runner_named(thread.agent)
+    runner.check(thread.agent)
     assert thread.active_run_id is not None
     active = await k.store.get_run(thread.active_run_id)
     if active.parent_run_id is not None:
@@ -137,56 +135,14 @@ async def _supersede(
         run_id=run_id or new_id("run"),
         prompt=message,
         client_tools=client_tools,
-        lease_owner=k.holder,
+        lease_holder=k.holder,
         lease_expires_at=now + k.lease_seconds,
         now=now,
         expect_active=thread.active_run_id,
         skips=added,
         audit=[audit_body(by_id[d.request_id], d) for d in added],
         supersede_pause=active.pause_id,
-        # A workflow's run is told to no one before its first stop, whose durable write carries this one.
-        durable=not workflow,
+        durable=runner.durable_start,
     )
     k.events.decided(requests, added)
     return await c.runner(run).start(run, Start(prompt=message, superseded=(requests, decisions)), options)
-
-
-async def resume(c: Cycle, run: RunRecord, *, force: bool, options: CallOptions) -> RunResult:
-    """Resume a paused run, or carry on a run whose process died."""
-    k = c.k
-    if run.status == "paused" and run.pause_id is not None:
-        waiting = await _tree.open_leaves(k, run)
-        if waiting and not force:
-            ids = ", ".join(r.request_id for r in waiting)
-            raise NotReady(run.run_id, f"{len(waiting)} request(s) still open ({ids}); decide them or force the resume")
-        return await c.advance(run, force=force, options=options)
-    if run.status == "running":
-        return await c.carry_on(run, options)
-    if run.status == "failed" and c.hosts_workflow(run.agent):
-        return await c.workflows.retry(run, options)
-    raise RunConflict(run.run_id, f"the run is {run.status}; only a paused run can be resumed")
-
-
-async def cancel(c: Cycle, run: RunRecord) -> RunResult:
-    """Cancel a paused or working run and everything below it: open requests close as skipped, nothing runs.
-
-    A working run is stopped where it is (its delegates too) when this runtime is the one running
-    it; what already ran is kept.
-    """
-    k = c.k
-    top = await _tree.root(k, run)
-    if top.status == "running":
-        working = k.working.get(top.run_id)
-        if working is None:
-            raise RunConflict(top.run_id, "another process is working on the run; cancel it there, or once it pauses")
-        k.cancelling.add(top.run_id)
-        try:
-            working.scope.cancel()
-            await working.done.wait()
-        finally:
-            k.cancelling.discard(top.run_id)
-        return await _tree.result(k, top.run_id)
-    if top.status != "paused":
-        raise RunConflict(top.run_id, f"the run is {top.status}; only a paused or working run can be cancelled")
-    await _tree.cancel_tree(k, top.run_id, SKIPPED_FOR_CANCEL)
-    return await _tree.result(k, top.run_id)

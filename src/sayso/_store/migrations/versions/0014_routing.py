@@ -4,8 +4,8 @@
 only; `votes` holds each vote of a request that needs several approvals, keyed by its position, so
 two replicas counting the same vote collide on the key instead of both counting (docs/guides/routing.md).
 
-Revision ID: 0013_routing
-Revises: 0012_lean_sweeps
+Revision ID: 0014_routing
+Revises: 0013_lease_holder
 Create Date: 2026-12-01
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0013_routing"
-down_revision = "0012_lean_sweeps"
+revision = "0014_routing"
+down_revision = "0013_lease_holder"
 branch_labels = None
 depends_on = None
 

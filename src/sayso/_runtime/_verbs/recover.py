@@ -1,4 +1,4 @@
-"""Recovery: carrying on every run whose process died, and pauses a dead decider left unresumed.
+"""The verb recover: carrying on every run whose process died, and pauses a dead decider left unresumed.
 
 The sweep `sayso serve` runs at start and every few seconds, and `Sayso.recover`. It reads which
 runs' leases lapsed (or whose holder is a dead process of this host), takes each over (a
@@ -11,16 +11,16 @@ from __future__ import annotations
 import logging
 import socket
 
-from .._core.requests import DelegateRequest
-from .._store import RunRecord
-from ..exceptions import PauseConsumed, RunConflict, SaysoError
-from . import _tree
-from ._cycle import Cycle
-from ._deciding import resume_if_ready
-from ._kernel import Kernel
-from ._leases import abandon, holder_is_dead, resolve_stuck
-from ._results import RunResult
-from ._runner import DEFAULTS
+from ..._core.requests import DelegateRequest
+from ..._store import RunRecord
+from ...exceptions import PauseConsumed, RunConflict, SaysoError
+from .. import _tree
+from .._cycle import Cycle
+from .._kernel import Kernel
+from .._leases import abandon, holder_is_dead, resolve_stuck
+from .._results import RunResult
+from .._runner import DEFAULTS
+from .resume import resume_if_ready
 
 logger = logging.getLogger("sayso.leases")
 
@@ -46,7 +46,7 @@ async def recover(c: Cycle) -> list[RunResult]:
         run
         for run in await k.store.lapsed_runs(now=now, host=host)
         if (run.lease_expires_at is not None and run.lease_expires_at < now)
-        or (run.lease_owner is not None and holder_is_dead(run.lease_owner))
+        or (run.lease_holder is not None and holder_is_dead(run.lease_holder))
     ]
     for run in sorted(runs, key=lambda r: r.parent_run_id is not None):
         try:

@@ -1,0 +1,90 @@
+"""The verb answer: several requests of one paused run answered at once, all checked before any is recorded.
+
+Requests the answers leave out wait, or count as skipped and the run resumes now. The answers are
+recorded in one transaction; one refused answer records none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from ..._core.access import Principal
+from ..._core.decisions import Decision, DecisionRecord, Via, check_decision
+from ..._core.grants import Grant
+from ..._core.limits import check_decision as check_size
+from ..._core.requests import Request
+from ..._engine.deferred import audit_body
+from ...exceptions import AlreadyDecided, PauseConsumed, RequestNotFound, RunConflict
+from .. import _tree
+from .._cycle import Cycle
+from .._results import RunResult
+from .._runner import CallOptions
+from .decide import decide
+from .resume import resume_if_ready
+from .rules import check_allowed, check_same_subject, edits_arguments, grant_from, needs_votes
+
+
+async def answer_pause(
+    c: Cycle,
+    run_id: str,
+    answers: Mapping[str, Decision],
+    *,
+    principal: Principal,
+    rest: Literal["wait", "skip"],
+    options: CallOptions,
+    via: Via | None = None,
+) -> RunResult:
+    """Answer several requests of one paused run at once: all are checked before any is recorded.
+
+    Requests the answers leave out wait (`rest="wait"`) or count as skipped (`rest="skip"`).
+    """
+    k = c.k
+    for request_id, decision in answers.items():
+        check_size(request_id, decision, k.limits)
+    top = await _tree.root(k, await k.store.get_run(run_id))
+    if top.status != "paused":
+        raise RunConflict(top.run_id, f"the run is {top.status}; only a paused run takes answers")
+    waiting = {r.request_id: r for r in await _tree.open_leaves(k, top)}
+    now = k.clock()
+    records: list[tuple[Request, DecisionRecord, Grant | None]] = []
+    voted: list[tuple[str, Decision]] = []
+    for request_id, decision in answers.items():
+        request = waiting.get(request_id)
+        if request is None:
+            found = await k.store.request_with_run(request_id)
+            if found is None or (await _tree.root(k, found.run)).run_id != top.run_id:
+                raise RequestNotFound(request_id)
+            check_allowed(found.request, principal)
+            if check_decision(found.request, decision, existing=found.decision, now=now) is None:
+                continue  # the same decision again: a harmless no-op
+            raise AlreadyDecided(request_id, "it is no longer open")
+        check_allowed(request, principal)
+        to_record = check_decision(request, decision, existing=None, now=now)
+        assert to_record is not None, "an open request has no decision to repeat"
+        if needs_votes(request):
+            voted.append((request_id, to_record))  # counted by the one vote path, after every check
+            continue
+        if edits_arguments(request, to_record):
+            check_same_subject(k, request, to_record, agent=(await k.store.get_run(request.run_id)).agent)
+        record = DecisionRecord(
+            request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now, via=via
+        )
+        records.append((request, record, grant_from(request, to_record, now, giver=principal, options=options)))
+    for request_id, decision in voted:
+        await decide(c, request_id, decision, principal=principal, resume=False, via=via, options=options)
+    earlier = await k.store.record_decisions(
+        [record for _, record, _ in records],
+        audit=[audit_body(request, record) for request, record, _ in records],
+        grants=[grant for _, _, grant in records if grant is not None],
+    )
+    if earlier:
+        raise AlreadyDecided(earlier[0].request_id, "another decision was recorded first; the first decision wins")
+    k.events.decided([r for r, _, _ in records], [d for _, d, _ in records])
+    top = await k.store.get_run(top.run_id)
+    if rest == "skip":
+        try:
+            return await c.advance(top, force=True, options=options)
+        except PauseConsumed:
+            return await _tree.result(k, top.run_id)
+    return await resume_if_ready(c, top, options)

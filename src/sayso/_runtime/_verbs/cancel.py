@@ -1,0 +1,39 @@
+"""The verb cancel: a paused or working run and everything below it stop; open requests close as skipped.
+
+A working run is stopped where it is (its delegates too) only by the runtime running it; what
+already ran is kept, and nothing a cancelled pause approved runs.
+"""
+
+from __future__ import annotations
+
+from ..._core.resume import SKIPPED_FOR_CANCEL
+from ..._store import RunRecord
+from ...exceptions import RunConflict
+from .. import _tree
+from .._cycle import Cycle
+from .._results import RunResult
+
+
+async def cancel(c: Cycle, run: RunRecord) -> RunResult:
+    """Cancel a paused or working run and everything below it: open requests close as skipped, nothing runs.
+
+    A working run is stopped where it is (its delegates too) when this runtime is the one running
+    it; what already ran is kept.
+    """
+    k = c.k
+    top = await _tree.root(k, run)
+    if top.status == "running":
+        working = k.working.get(top.run_id)
+        if working is None:
+            raise RunConflict(top.run_id, "another process is working on the run; cancel it there, or once it pauses")
+        k.cancelling.add(top.run_id)
+        try:
+            working.scope.cancel()
+            await working.done.wait()
+        finally:
+            k.cancelling.discard(top.run_id)
+        return await _tree.result(k, top.run_id)
+    if top.status != "paused":
+        raise RunConflict(top.run_id, f"the run is {top.status}; only a paused or working run can be cancelled")
+    await _tree.cancel_tree(k, top.run_id, SKIPPED_FOR_CANCEL)
+    return await _tree.result(k, top.run_id)

@@ -1,0 +1,45 @@
+"""The verb resume: carrying a paused run on once it is decided (or forced), or a run whose process died.
+
+`resume` is the caller's verb (it refuses while requests are open, unless forced); `resume_if_ready`
+is where decide, answer and recover end: the top-level run resumes when nothing below it is open
+any more, and a resume another decider got to first is not an error.
+"""
+
+from __future__ import annotations
+
+from ..._store import RunRecord
+from ...exceptions import NotReady, PauseConsumed, RunConflict
+from .. import _tree
+from .._cycle import Cycle
+from .._results import RunResult
+from .._runner import DEFAULTS, CallOptions
+
+
+async def resume(c: Cycle, run: RunRecord, *, force: bool, options: CallOptions) -> RunResult:
+    """Resume a paused run, or carry on a run whose process died."""
+    k = c.k
+    if run.status == "paused" and run.pause_id is not None:
+        waiting = await _tree.open_leaves(k, run)
+        if waiting and not force:
+            ids = ", ".join(r.request_id for r in waiting)
+            raise NotReady(run.run_id, f"{len(waiting)} request(s) still open ({ids}); decide them or force the resume")
+        return await c.advance(run, force=force, options=options)
+    if run.status == "running":
+        return await c.carry_on(run, options)
+    if run.status == "failed":
+        return await c.runner(run).retry(run, options)  # a workflow's failed node runs again; others refuse
+    raise RunConflict(run.run_id, f"the run is {run.status}; only a paused run can be resumed")
+
+
+async def resume_if_ready(c: Cycle, top: RunRecord, options: CallOptions = DEFAULTS) -> RunResult:
+    """Resume a paused top-level run when nothing below it is open any more; else say where it stands."""
+    k = c.k
+    if top.status != "paused" or top.pause_id is None:
+        return await _tree.result(k, top.run_id)
+    state = await k.store.pause_state(top.pause_id)
+    if await _tree.leaves_in(k, state.requests, state.decisions):
+        return await _tree.result(k, top.run_id)
+    try:
+        return await c.advance(top, force=False, options=options, state=state)
+    except PauseConsumed:
+        return await _tree.result(k, top.run_id)  # another decider's resume carries the run on
