@@ -72,3 +72,31 @@ async def test_ag_ui_shows_the_vote_and_refuses_the_starter(server: InProcess) -
     entry = [{"interruptId": interrupt.id, "status": "resolved", "payload": {"status": "approved"}}]
     refused = await ag_ui(server, run_input(thread_id, [], resume=entry), "alice-token")
     assert (refused[-1].type, refused[-1].code) == ("RUN_ERROR", "forbidden") and SELF in refused[-1].message
+    voted = await ag_ui(server, run_input(thread_id, [], resume=entry), "bob-token")
+    [waiting] = voted[-1].outcome.interrupts
+    assert waiting.message.endswith(" · approvals: 1 of 2, waiting for finance")
+    done = await ag_ui(server, run_input(thread_id, [], resume=entry), "carol-token")
+    assert done[-1].type == "RUN_FINISHED" and done[-1].result == "Refunded 250 to acme."
+
+
+async def test_a_routed_approver_answers_over_a2a_and_ag_ui(server: InProcess) -> None:
+    """bob (finance) is no approver for the agent, yet sees alice's waiting task and votes on it over A2A;
+    dana, who is not in finance, does not see it."""
+    async with server.client("alice-token") as alice, server.client("bob-token") as bob:
+        task = task_of(
+            (await rpc(alice, "payments", "SendMessage", {"message": user_message("refund 9 to acme")}, HEADERS)).json()
+        )
+        approval = {"id": hitl(task["status"]["message"])["tools"][0]["id"], "approved": True}
+        payload = {"type": "tool_approval_response", "approvals": [approval]}
+        voted = (
+            await rpc(
+                bob,
+                "payments",
+                "SendMessage",
+                {"message": user_message("ok", task_id=task["id"], payload=payload)},
+                HEADERS,
+            )
+        ).json()
+    assert task_of(voted)["status"]["message"]["parts"][0]["text"].endswith("approvals: 1 of 2, waiting for finance")
+    async with server.client("dana-token") as dana:
+        assert "error" in (await rpc(dana, "payments", "GetTask", {"id": task["id"]}, HEADERS)).json()

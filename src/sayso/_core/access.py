@@ -20,9 +20,11 @@ everything. Nothing here does I/O: the runtime looks records up and asks these f
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
+from .requests import Request
 from .routing import Routing
 
 LOCAL_NAME = "local"
@@ -115,3 +117,13 @@ def approved_agents(principal: Principal, agents: list[str]) -> list[str] | None
     if principal.local or "*" in principal.approver_for:
         return None
     return [a for a in agents if approves(principal, a)]
+
+
+def sees_as_approver(principal: Principal, waiting: Iterable[Request]) -> bool:
+    """Whether `principal` may decide one of a paused run's open routed requests.
+
+    Such an approver sees the run and its thread while they wait, so it answers over A2A and AG-UI too.
+    """
+    return any(
+        r.routing is not None and r.routing.refusal(principal.name, starter=r.principal) is None for r in waiting
+    )

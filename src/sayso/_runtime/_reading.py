@@ -67,9 +67,17 @@ class Reading:
         if principal is not None:
             thread = await self._k.store.get_thread(run.thread_id)
             owner = thread.owner if thread else run.principal
-            if not access.may_see(self.principal(principal), owner=owner, agent_path=run.path):
+            who = self.principal(principal)
+            if not access.may_see(who, owner=owner, agent_path=run.path) and not await self._approves_in(who, run):
                 raise RunNotFound(run_id)
         return run
+
+    async def _approves_in(self, who: Principal, run: RunRecord | None) -> bool:
+        """Whether `who` is an approver of an open routed request of `run`'s paused tree (docs/guides/routing.md)."""
+        if run is None:
+            return False
+        top = await _tree.root(self._k, run)
+        return top.status == "paused" and access.sees_as_approver(who, await _tree.open_leaves(self._k, top))
 
     async def run_requests(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunRequests:
         """Every request a run and its delegates raised, oldest first, with the decisions taken.
@@ -88,11 +96,14 @@ class Reading:
     async def thread(self, thread_id: str, *, principal: PrincipalLike | None = None) -> ThreadRecord:
         """A thread's record; `ThreadNotFound` when there is none or the caller may not see it."""
         record = await self._k.store.get_thread(thread_id)
-        if record is None or (
-            principal is not None
-            and not access.may_see(self.principal(principal), owner=record.owner, agent_path=record.agent)
-        ):
+        if record is None:
             raise ThreadNotFound(thread_id)
+        if principal is not None:
+            who = self.principal(principal)
+            if not access.may_see(who, owner=record.owner, agent_path=record.agent):
+                active = await self._k.store.get_run(record.active_run_id) if record.active_run_id else None
+                if not await self._approves_in(who, active):
+                    raise ThreadNotFound(thread_id)
         return record
 
     async def threads(self, *, principal: PrincipalLike = access.LOCAL_NAME, limit: int = 50) -> list[ThreadSummary]:

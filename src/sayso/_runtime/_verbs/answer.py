@@ -82,6 +82,10 @@ async def answer_pause(
         raise AlreadyDecided(earlier[0].request_id, "another decision was recorded first; the first decision wins")
     k.events.decided([r for r, _, _ in records], [d for _, d, _ in records])
     top = await k.store.get_run(top.run_id)
+    if voted and top.status == "paused":
+        # A vote short of its quorum keeps the pause open: nothing left out is skipped past it.
+        still = {r.request_id for r in await _tree.open_leaves(k, top)}
+        rest = "wait" if any(request_id in still for request_id, _ in voted) else rest
     if rest == "skip":
         try:
             return await c.advance(top, force=True, options=options)
