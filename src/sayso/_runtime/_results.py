@@ -65,12 +65,13 @@ def rfc3339(seconds: float | None) -> str | None:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def request_json(request: Request, *, votes: Sequence[Vote] = ()) -> dict[str, Any]:
+def request_json(request: Request, *, votes: Sequence[Vote] | None = None) -> dict[str, Any]:
     """A request as plain JSON, the same shape on every interface.
 
     `created` and `expires` are RFC 3339; `created_at` and `expires_at` say the same in seconds
     since the epoch and are kept for existing clients (deprecated). A routed request says who may
-    decide it (`approvers`) and, when it needs several approvals, where it stands (`quorum`, after `votes`).
+    decide it (`approvers`) and, when it needs several approvals and its `votes` were read, where it
+    stands (`quorum`).
     """
     body: dict[str, Any] = {
         "id": request.request_id,
@@ -169,7 +170,7 @@ class RoutingJson(TypedDict):
     quorum: NotRequired[QuorumJson]
 
 
-def routing_json(request: Request, votes: Sequence[Vote]) -> RoutingJson:
+def routing_json(request: Request, votes: Sequence[Vote] | None) -> RoutingJson:
     """Who may decide a routed request, and (several approvals needed) where it stands: docs/guides/routing.md."""
     routing = request.routing
     assert routing is not None
@@ -184,7 +185,7 @@ def routing_json(request: Request, votes: Sequence[Vote]) -> RoutingJson:
             self_approval=routing.self_approval,
         )
     )
-    if routing.approvals_required > 1:
+    if routing.approvals_required > 1 and votes is not None:
         body["quorum"] = quorum_json(quorum(routing, votes, starter=request.principal), redact=request.redact)
     return body
 

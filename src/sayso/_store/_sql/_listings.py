@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -9,6 +10,7 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter
 from sqlalchemy import Connection
 
 from ..._core.requests import REQUEST_ADAPTER
+from ..._core.votes import VOTE_ADAPTER, Vote
 from .. import _tables as t
 from .._records import InboxFilter, InboxPage, ThreadSummary, TranscriptEntry
 from .._views import decode_cursor, encode_cursor, thread_transcript, title
@@ -59,6 +61,19 @@ class _Listings(_SqlBase):
                 requests=[REQUEST_ADAPTER.validate_json(row.body) for row in rows],
                 next_cursor=encode_cursor(rows[-1].created_at, rows[-1].request_id) if more and rows else None,
             )
+
+        return await self._sa_read(work)
+
+    async def votes(self, request_ids: Sequence[str]) -> dict[str, tuple[Vote, ...]]:
+        ids = list(dict.fromkeys(request_ids))
+        v = t.votes
+        stmt = sa.select(v.c.request_id, v.c.body).where(v.c.request_id.in_(ids)).order_by(v.c.request_id, v.c.seq)
+
+        def work(conn: Connection) -> dict[str, tuple[Vote, ...]]:
+            found: dict[str, list[Vote]] = {}
+            for row in conn.execute(stmt).all() if ids else ():
+                found.setdefault(row.request_id, []).append(VOTE_ADAPTER.validate_json(row.body))
+            return {request_id: tuple(cast) for request_id, cast in found.items()}
 
         return await self._sa_read(work)
 

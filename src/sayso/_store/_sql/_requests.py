@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from ..._core.requests import REQUEST_ADAPTER, Request
 from ..._core.votes import VOTE_ADAPTER, Vote
 from ...exceptions import StoreError
@@ -61,17 +59,6 @@ class _Requests(_SqlBase):
         async def work(tx: Tx) -> RunRequests:
             requests, decisions = _rows.requests_and_decisions(await tx.all(_rows.RUN_REQUESTS, {"run_id": run_id}))
             return RunRequests(requests=requests, decisions=decisions)
-
-        return await self._raw_read(work)
-
-    async def votes(self, request_ids: Sequence[str]) -> dict[str, tuple[Vote, ...]]:
-        async def work(tx: Tx) -> dict[str, tuple[Vote, ...]]:
-            found: dict[str, tuple[Vote, ...]] = {}
-            for request_id in dict.fromkeys(request_ids):
-                rows = await tx.all(_rows.VOTES, {"request_id": request_id})
-                if rows:
-                    found[request_id] = tuple(VOTE_ADAPTER.validate_json(r["body"]) for r in rows)
-            return found
 
         return await self._raw_read(work)
 
