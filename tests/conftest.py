@@ -164,9 +164,9 @@ class LiveServer:
         self._stop()
 
     @classmethod
-    def in_thread(cls, app: FastAPI) -> LiveServer:
-        """Serve `app` with uvicorn in a background thread until `stop`."""
-        port = free_port()
+    def in_thread(cls, app: FastAPI, *, port: int | None = None) -> LiveServer:
+        """Serve `app` with uvicorn in a background thread until `stop` (on `port`, or a free one)."""
+        port = port or free_port()
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()

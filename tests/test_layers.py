@@ -1,6 +1,6 @@
 """The layers, enforced: every module's imports (relative ones resolved, lazy ones included) point inward only.
 
-Edges (`server/`, `protocols/`, `cli/`) reach sayso through the runtime's public verbs: never the
+Edges (`server/`, `protocols/`, `cli/`, `channels/`) reach sayso through the runtime's public verbs: never the
 store, SQLAlchemy or the runtime's private modules, and never another edge. Nothing inside
 (runtime, core, store, the engine seam) imports an edge; only the composition roots join them (the
 package root the runtime to the A2A client, `sayso._serve` the HTTP interfaces). The protocol
@@ -22,7 +22,7 @@ import pytest
 SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SRC / "sayso"
 
-EDGES = ("sayso.server", "sayso.protocols", "sayso.cli")
+EDGES = ("sayso.server", "sayso.protocols", "sayso.cli", "sayso.channels")
 """The interfaces: each a thin translation to the runtime's public verbs."""
 
 COMPOSITION_ROOTS = ("sayso", "sayso.__main__", "sayso._serve")
@@ -45,7 +45,7 @@ FORBIDDEN_IN_CORE = (
     "sqlite3",
 )
 """Third-party packages the pure core never imports: databases, web, CLI, the engine, protocols. (Pure libraries
-such as pydantic and standardwebhooks, which only compute, are allowed.)"""
+such as pydantic, standardwebhooks and cel (CEL conditions), which only compute, are allowed.)"""
 
 
 @dataclass(frozen=True)

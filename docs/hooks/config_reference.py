@@ -21,8 +21,10 @@ PAGE = "reference/configuration.md"
 
 
 def _models() -> list[tuple[str, type[BaseModel]]]:
+    from sayso._config import channels as ch
     from sayso._config import file as c
     from sayso._config import mcp as m
+    from sayso._config import rules as r
     from sayso.workflows import AgentNodeConfig, FunctionNodeConfig, WorkflowConfig
 
     return [
@@ -32,6 +34,8 @@ def _models() -> list[tuple[str, type[BaseModel]]]:
         ("agents.NAME", c.AgentConfig),
         ("agents.NAME.interrupt", c.InterruptConfig),
         ("agents.NAME.interrupt.tools[]: a rule object", c.ToolRuleConfig),
+        ("agents.NAME.interrupt.tools[].escalate[]", r.EscalationStepConfig),
+        ("agents.NAME.interrupt.tools[].on_timeout", r.OnTimeoutConfig),
         ("agents.NAME.delegates[]", c.DelegateConfig),
         ("orchestrations.NAME", c.OrchestrationConfig),
         ("workflows.NAME", WorkflowConfig),
@@ -42,6 +46,9 @@ def _models() -> list[tuple[str, type[BaseModel]]]:
         ("mcp_servers.NAME: a URL (streamable HTTP)", m.McpHttpServer),
         ("principals[]", c.PrincipalConfig),
         ("webhooks[]", c.WebhookConfig),
+        ("channels", ch.ChannelsConfig),
+        ("channels.email", ch.EmailChannelConfig),
+        ("channels.slack", ch.SlackChannelConfig),
         ("audit", c.AuditConfig),
         ("limits", c.LimitsConfig),
         ("a2a", c.A2AConfig),
@@ -69,7 +76,9 @@ def render() -> str:
             if field.exclude:
                 continue
             shown_type = _type(field.annotation, anchors)
-            rows.append(f"| `{name}` | {shown_type} | {_default(field)} | {_cell(field.description or '')} |")
+            rows.append(
+                f"| `{field.alias or name}` | {shown_type} | {_default(field)} | {_cell(field.description or '')} |"
+            )
         sections.append(f"## {title} {{#{anchors[model]}}}\n\n{doc}\n\n" + "\n".join(rows))
     return "\n\n".join(sections)
 

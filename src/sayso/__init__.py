@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from ._engine.deps import RunDeps
     from ._engine.hooks import AskApproval, BeforeToolCall, HookCall, VisitUrl, before_tool_call
     from ._engine.scripted import ScriptedModel
+    from ._engine.steps import step
     from ._engine.tools import Approval, require_approval, tool
     from ._runtime import DecideResult, RemoteAgents, RunResult, Sayso, request_json, run_json
     from .exceptions import (
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
         RunNotFound,
         SaysoError,
         SchemaMismatch,
+        StepOutcomeUnknown,
         StoreError,
         ThreadBusy,
         ThreadNotFound,
@@ -162,6 +164,7 @@ __all__ = [
     "Scope",
     "ScriptedModel",
     "Skip",
+    "StepOutcomeUnknown",
     "StoreError",
     "Subject",
     "ThreadBusy",
@@ -180,6 +183,7 @@ __all__ = [
     "request_json",
     "require_approval",
     "run_json",
+    "step",
     "tool",
 ]
 
@@ -246,6 +250,7 @@ _LAZY: dict[str, str] = {
     "Scope": "._core.requests",
     "ScriptedModel": "._engine.scripted",
     "Skip": "._core.decisions",
+    "StepOutcomeUnknown": ".exceptions",
     "StoreError": ".exceptions",
     "Subject": "._core.requests",
     "ThreadBusy": ".exceptions",
@@ -264,6 +269,7 @@ _LAZY: dict[str, str] = {
     "request_json": "._runtime",
     "require_approval": "._engine.tools",
     "run_json": "._runtime",
+    "step": "._engine.steps",
     "tool": "._engine.tools",
 }
 """Where each public name lives: `sayso.X` imports that module the first time X is asked for."""

@@ -15,12 +15,14 @@ SaysoError
 │   │   ├── RunNotFound
 │   │   ├── RequestNotFound
 │   │   └── GrantNotFound
-│   └── NotAllowed (PermissionError)  the caller may not do this here (read, message, decide)
+│   ├── NotAllowed (PermissionError)  the caller may not do this here (read, message, decide)
+│   └── LinkRefused (PermissionError) a mailed link that no longer decides: forged, expired, used, changed
 ├── SchemaMismatch (ValueError)      a value does not fit a response schema (names each field and why)
 ├── DecisionRefused (ValueError)      the person answering: the decision was not taken, the pause stays open
 │   ├── InvalidDecision               the answer does not fit the request (names the problem)
 │   ├── AlreadyDecided                a different decision was taken first: the first wins
 │   └── RequestExpired                the request's TTL passed before the decision
+├── StepOutcomeUnknown (RuntimeError) a tool's or node's step was cut off mid-way: it may have done its work
 ├── RunConflict                       the run is not in a state that allows this step: reload and retry
 │   ├── PauseConsumed                 another process resumed this pause first
 │   ├── NotReady                      requests are still open and the resume was not forced
@@ -39,6 +41,9 @@ from typing import Any, Literal, TypeAlias
 NotAllowedSubject: TypeAlias = Literal["request", "thread", "run", "grant", "approver"]
 """What a `NotAllowed` refused."""
 
+LinkProblem: TypeAlias = Literal["invalid", "expired", "used", "decided", "changed"]
+"""Why a mailed link no longer decides."""
+
 
 __all__ = [
     "AgentNotFound",
@@ -50,6 +55,7 @@ __all__ = [
     "InvalidCursor",
     "InvalidDecision",
     "InvalidInput",
+    "LinkRefused",
     "NotAllowed",
     "NotFound",
     "NotReady",
@@ -60,6 +66,7 @@ __all__ = [
     "RunNotFound",
     "SaysoError",
     "SchemaMismatch",
+    "StepOutcomeUnknown",
     "StoreError",
     "ThreadBusy",
     "ThreadNotFound",
@@ -280,6 +287,18 @@ class NotAllowed(CallerError, PermissionError):
         return self.__class__, (self.subject_id, self.problem), {"subject": self.subject}
 
 
+class LinkRefused(CallerError, PermissionError):
+    """A mailed link that no longer decides (docs/guides/channels.md): `problem` says why, `detail` in words."""
+
+    def __init__(self, problem: LinkProblem, detail: str) -> None:
+        self.problem: LinkProblem = problem
+        self.detail = detail
+        super().__init__(detail)
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return self.__class__, (self.problem, self.detail)
+
+
 class RunConflict(SaysoError):
     """The run is not in a state that allows the step asked for."""
 
@@ -302,6 +321,27 @@ class NotReady(RunConflict):
 
 class ThreadBusy(RunConflict):
     """The thread already has a run in progress; wait for it to pause or finish."""
+
+
+class StepOutcomeUnknown(SaysoError, RuntimeError):
+    """A step (`sayso.step`) was cut off mid-way, its process gone: it may or may not have done its work.
+
+    It is not run again (a step marked `idempotent=True` is): the tool or node that took it reads
+    this instead, and decides; uncaught in a tool, the model reads it as the call's error.
+    """
+
+    def __init__(self, run_id: str, name: str, occurrence: int = 1) -> None:
+        self.run_id = run_id
+        self.name = name
+        self.occurrence = occurrence
+        nth = f" (number {occurrence} of that name in its body)" if occurrence > 1 else ""
+        super().__init__(
+            f"step {name!r}{nth} of run {run_id!r}: outcome unknown: the process stopped while it was running, "
+            "so it was not run again. Check its effect before trying again."
+        )
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, int]]:
+        return self.__class__, (self.run_id, self.name, self.occurrence)
 
 
 class StoreError(SaysoError):

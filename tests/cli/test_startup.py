@@ -30,7 +30,14 @@ def imported_by(*args: str) -> set[str]:
 
 @pytest.mark.parametrize(
     "args",
-    [("--help",), ("decide", "--help"), ("inbox", "--help"), ("audit", "verify", "--help"), ("--version",)],
+    [
+        ("--help",),
+        ("decide", "--help"),
+        ("inbox", "--help"),
+        ("audit", "verify", "--help"),
+        ("policy", "test", "--help"),
+        ("--version",),
+    ],
     ids=" ".join,
 )
 def test_help_imports_nothing_heavy(args: tuple[str, ...]) -> None:

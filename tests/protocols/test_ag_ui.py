@@ -76,6 +76,8 @@ async def test_a_gated_call_ends_the_run_on_an_interrupt_with_its_fields(serve: 
         "run_id": interrupt.metadata["run_id"],
         "subject": {"key": "folder:.", "label": "the sandbox's top folder"},
         "scopes": ["once", "thread", "always"],
+        "why": "asked because every call to delete_file waits for approval (rule delete_file)",
+        "rule": "delete_file",
     }
     starts = [e for e in events if e.type == "TOOL_CALL_START" and e.tool_call_name == "delete_file"]
     assert starts[0].tool_call_id == interrupt.tool_call_id

@@ -109,6 +109,7 @@ def test_person_approves_a_call(server: LiveServer, page: Page, workdir: Path) -
     say(page, "delete notes")
     card = page.get_by_role("article", name="Approve delete_file?")
     expect(card).to_contain_text("Deleting a file cannot be undone.")
+    expect(card).to_contain_text("asked because every call to delete_file waits for approval (rule delete_file)")
     expect(card.get_by_label("Arguments", exact=True)).to_contain_text('"name": "notes.txt"')
     screenshot(card, "approval-card")
     card.get_by_role("button", name="Approve", exact=True).click()
@@ -629,3 +630,20 @@ def test_concierge_workflow_form_refuses_a_wrong_value_inline_and_runs_to_the_pl
     page.reload()
     answers_in_order()
     screenshot(page, "concierge-plan")
+
+
+def test_the_stats_page_charts_the_decisions(server: LiveServer, page: Page) -> None:
+    """The stats page shows time to decide and a chart and table of outcomes per tool, rule and approver."""
+    page.goto(server.base_url)
+    say(page, "delete notes")
+    card = page.get_by_role("article", name="Approve delete_file?")
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator("#transcript")).to_contain_text("Deleted notes.txt.")
+    page.get_by_role("link", name="Stats").click()
+    expect(page.locator("#stats-result")).to_contain_text("1 approval request(s); median time to decide")
+    chart = page.get_by_role("img", name="Approval requests per tool, by outcome")
+    expect(chart.locator("rect[data-outcome=approved]")).to_have_count(1)
+    tool_table = page.get_by_role("table", name="Per tool")
+    expect(tool_table.get_by_role("row", name="delete_file")).to_contain_text("1 (100%)")
+    expect(page.get_by_role("table", name="Per approver")).to_contain_text("local")
+    screenshot(page.locator("#stats-view"), "stats-page")

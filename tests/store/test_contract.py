@@ -1225,6 +1225,17 @@ async def test_marks_are_kept_per_namespace_and_overwritten(store: RunStore) -> 
     assert await store.get_mark("a2a.activation", "run_2") is None
 
 
+async def test_a_claimed_mark_is_kept_once_and_of_concurrent_claimers_one_wins(store: RunStore) -> None:
+    """`claim_mark` keeps a value only where none is (one-time tokens, replayed payloads): one claimer of many wins."""
+    outcomes = await at_once(*[lambda n=n: store.claim_mark("links.used", "tok_1", f"try {n}") for n in range(4)])
+    assert sorted(outcomes) == [False, False, False, True]
+    kept = await store.get_mark("links.used", "tok_1")
+    assert kept in {f"try {n}" for n in range(4)}
+    assert await store.claim_mark("links.used", "tok_1", "again") is False
+    assert await store.get_mark("links.used", "tok_1") == kept
+    assert await store.claim_mark("links.used", "tok_2", "other") is True
+
+
 # workflow runs
 
 

@@ -16,11 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_ai.models import Model
 
+from .._core.conditions import unknown_references
 from .._engine.models import build_model, resolve_model
 from .._engine.tools import BUILTIN_TOOLS, as_tool, import_spec
 from ..exceptions import ConfigError
+from .checks_channels import check_channels
 from .file import AgentConfig, Config
 from .lines import config_path
 
@@ -83,6 +86,7 @@ def check_config(config: Config, *, models: Mapping[str, Model | str] | None = N
             )
     _check_workflows(config, problems)
     _check_principals(config, problems)
+    check_channels(config, problems.add)
     _check_store(config, problems)
     return sorted(problems.found, key=lambda p: (p.line or 0, p.where))
 
@@ -146,9 +150,12 @@ def _check_agent(
         except ConfigError as exc:
             problems.add("error", (*here, "model"), str(exc), _MODEL_FIX)
     own: list[str] = []
+    schemas: dict[str, JsonSchemaValue] = {}
     for index, entry in enumerate(spec.tools):
         try:
-            own.append(as_tool(import_spec(entry, base_dir=config.base_dir) if isinstance(entry, str) else entry).name)
+            built = as_tool(import_spec(entry, base_dir=config.base_dir) if isinstance(entry, str) else entry)
+            own.append(built.name)
+            schemas[built.name] = built.tool_def.parameters_json_schema
         except ConfigError as exc:
             problems.add("error", (*here, "tools", index), str(exc), "correct the import spec ('module:function')")
     delegates = [d.tool_name for d in spec.delegates]
@@ -171,6 +178,7 @@ def _check_agent(
     available.extend(_mcp_tool_names(spec, config))
     _note_whole_servers(spec, here, problems)
     _check_rules(spec, available, here, config, problems)
+    _check_conditions(spec, available, schemas, here, problems)
 
 
 def known_tool_names(spec: AgentConfig, config: Config) -> list[str]:
@@ -292,6 +300,46 @@ def _check_rules(
             problems.add(
                 "error", (*here, "interrupt", "on_decision"), str(exc), "correct the import spec ('module:function')"
             )
+
+
+def _check_conditions(
+    spec: AgentConfig,
+    available: list[str],
+    schemas: Mapping[str, JsonSchemaValue],
+    here: tuple[str | int, ...],
+    problems: _Problems,
+) -> None:
+    """What a rule's condition and reason name must exist: a misspelt argument would make a rule that never holds.
+
+    Checked against the argument schema of every tool the rule matches whose schema is known before the agent
+    runs (its own tools; an MCP server's or a client's tool is checked for its variables only).
+    """
+    policy = spec.interrupt.to_policy()
+    for index, rule in enumerate(policy.tools):
+        if rule.on_timeout is not None and rule.ttl_seconds is None and policy.ttl_seconds is None:
+            problems.add(
+                "error",
+                (*here, "interrupt", "tools", index, "on_timeout"),
+                "'on_timeout' needs a timeout, and the rule has none",
+                "set 'on_timeout.after' (such as 4h), or 'ttl_seconds' on the rule or the interrupt block",
+            )
+        sources = [("when", rule.when.source)] if rule.when is not None else []
+        if rule.reason is not None:
+            sources.extend(("reason", e.source) for e in rule.reason.expressions)
+        if not sources:
+            continue
+        tools = [t for t in dict.fromkeys(available) if rule.matches(t)] or [rule.name]
+        for key, source in sources:
+            found: list[str] = []
+            for tool in tools:
+                found.extend(p for p in unknown_references(source, schemas.get(tool)) if p not in found)
+            for problem in found:
+                problems.add(
+                    "error",
+                    (*here, "interrupt", "tools", index, key),
+                    f"{problem}, in {source!r}",
+                    "name one of the tool's arguments, or principal.name, principal.groups, thread.id, thread.agent",
+                )
 
 
 def _check_workflows(config: Config, problems: _Problems) -> None:

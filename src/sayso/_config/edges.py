@@ -37,6 +37,8 @@ class WebhookConfig(_Strict):
 
     url: str = Field(pattern=r"^https?://")
     """Where events are POSTed."""
+    name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """What rules call it in `notify: [webhook:NAME]`: it is then also sent `request.notify` for their requests."""
     secret: str | None = None
     """The signing secret; prefer `secret_env` so it stays out of the file."""
     secret_env: str | None = None

@@ -26,11 +26,13 @@ from pydantic import (
 )
 from pydantic_ai import Tool
 
+from .._core.channels import TARGET_PATTERN
 from .._core.decisions import REJECTION_PRESETS, RejectionText
 from .._core.policy import InterruptPolicy, ToolRule
 from .._core.requests import Scope
 from ..exceptions import ConfigError
 from ..workflows import Workflow, WorkflowConfig, check_workflow_names
+from .channels import ChannelsConfig
 from .edges import (
     AUDIT_KEY_ENV as AUDIT_KEY_ENV,
 )
@@ -60,7 +62,8 @@ from .edges import (
 )
 from .lines import line_of, read_yaml, validation_line, yaml_problem
 from .mcp import McpBinding, McpServerConfig, bad_server_names, unknown_servers
-from .routing import ROUTING_FIELDS, RoutingFields, config_problems
+from .routing import RoutingFields, config_problems, routed_rules, with_routing
+from .rules import PolicyFields
 
 STORE_ENV = "SAYSO_STORE"
 """Environment variable that overrides the configured store URL."""
@@ -71,7 +74,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True)
 
 
-class ToolRuleConfig(_Strict, RoutingFields):
+class ToolRuleConfig(PolicyFields, _Strict, RoutingFields):
     """An object entry of `interrupt.tools`: `{name: delete_store, remember: thread, subject: "my.mod:fn"}`."""
 
     name: str
@@ -83,6 +86,9 @@ class ToolRuleConfig(_Strict, RoutingFields):
     remembered approval covers (one folder, one store); `None` from it lets the call run without asking."""
     ttl_seconds: float | None = Field(default=None, gt=0)
     """How long a request for this tool waits before it expires; unset: the block's `ttl_seconds`."""
+    notify: list[Annotated[str, Field(pattern=TARGET_PATTERN)]] = []
+    """Where each request for this tool is announced, once per request and target: `email:ADDRESS`,
+    `slack:#CHANNEL` or `webhook:NAME` (a `webhooks:` entry's `name`), reached as `channels:` says."""
 
 
 def _string_or_mapping(value: Any) -> str:
@@ -134,10 +140,7 @@ class InterruptConfig(_Strict):
     def to_policy(self, groups: Mapping[str, Sequence[str]] | None = None) -> InterruptPolicy:
         """The pure policy this block describes; `groups` resolve the rules' approvers (docs/guides/routing.md)."""
         rules = tuple(
-            ToolRule(name=t)
-            if isinstance(t, str)
-            else ToolRule(**t.model_dump(exclude=set(ROUTING_FIELDS)), routing=t.routing(groups or {}, rule=t.name))
-            for t in self.tools
+            ToolRule(name=t) if isinstance(t, str) else with_routing(t.to_rule(), t, groups) for t in self.tools
         )
         return InterruptPolicy(
             tools=rules,
@@ -330,6 +333,8 @@ class Config(_Strict):
     """How long `sayso serve` keeps webhook events and their deliveries once each is delivered, skipped or
     given up on (and events no server with webhooks took); older ones are deleted by its periodic sweep, so
     the store does not grow with every event ever sent. Deliveries still pending are kept whatever their age."""
+    channels: ChannelsConfig = ChannelsConfig()
+    """How requests reach approvers where they are (rules' `notify`): email over SMTP, Slack, public links."""
     a2a: A2AConfig = A2AConfig()
     """How agents speak A2A."""
     ag_ui: AgUiConfig = AgUiConfig()
@@ -370,12 +375,7 @@ class Config(_Strict):
 
     @model_validator(mode="after")
     def _approvers_known(self) -> Config:
-        agents = self.agents.items()
-        rules: list[tuple[str, object]] = [
-            (f"agent {n!r}: rule {getattr(r, 'name', r)!r}", r) for n, a in agents for r in a.interrupt.tools
-        ]
-        rules += [(f"agent {n!r}: mcp binding {b.server!r}", b) for n, a in agents for b in a.mcp]
-        rules += [(f"workflow {n!r}", w) for n, w in self.workflows.items()]
+        rules = routed_rules({n: (a.interrupt.tools, a.mcp) for n, a in self.agents.items()}, self.workflows)
         if problems := config_problems(self.groups, [p.name for p in self.principals], rules):
             raise ValueError("; ".join(problems))
         return self

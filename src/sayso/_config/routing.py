@@ -7,10 +7,12 @@ groups are resolved then, so a request carries the principals who may decide it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .._core.policy import ToolRule
 from .._core.routing import Routing, resolve
 
 ROUTING_FIELDS = frozenset({"approvers", "approvals_required", "self_approval"})
@@ -74,6 +76,22 @@ def routing_problems(
             f"approver(s) could vote ({', '.join(a.name for a in voters)})"
         )
     return problems
+
+
+def with_routing(rule: ToolRule, fields: RoutingFields, groups: Mapping[str, Sequence[str]] | None) -> ToolRule:
+    """A policy rule with the routing its config entry names (groups resolved)."""
+    return dataclasses.replace(rule, routing=fields.routing(groups or {}, rule=rule.name))
+
+
+def routed_rules(
+    agents: Mapping[str, tuple[Sequence[object], Sequence[object]]], workflows: Mapping[str, object]
+) -> list[tuple[str, object]]:
+    """Every entry that may name approvers, with where it is: agents' rules (`interrupt.tools`, `mcp`), workflows."""
+    found: list[tuple[str, object]] = []
+    for name, (tools, bindings) in agents.items():
+        found += [(f"agent {name!r}: rule {getattr(r, 'name', r)!r}", r) for r in tools]
+        found += [(f"agent {name!r}: mcp binding {getattr(b, 'server', b)!r}", b) for b in bindings]
+    return found + [(f"workflow {name!r}", w) for name, w in workflows.items()]
 
 
 def config_problems(

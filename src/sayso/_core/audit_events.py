@@ -181,6 +181,42 @@ class RefusedEvent(TypedDict):
 
 
 @with_config(_EXACT)
+class PolicyDeniedEvent(TypedDict):
+    """A policy rule denied a call: it did not run, and the model read the rule's reason as its result."""
+
+    event: Literal["policy_denied"]
+    tool_name: str
+    run_id: str
+    thread_id: str
+    tool_call_id: str | None
+    rule: str
+    reason: str
+    principal: str | None
+    proposed_args: dict[str, Any]
+    at: float
+
+
+@with_config(_EXACT)
+class EscalatedEvent(TypedDict):
+    """A waiting request took a step of its rule's escalation (remind, notify, add approvers)."""
+
+    event: Literal["escalated"]
+    request_id: str
+    tool_name: str
+    run_id: str
+    rule: str | None
+    step: int
+    """Which step (0 for the first)."""
+    after_seconds: float
+    remind: bool
+    notify: list[str]
+    add_approvers: list[str]
+    reason: str
+    """What the step does, in words: `no decision after 1h: notify slack:#ops`."""
+    at: float
+
+
+@with_config(_EXACT)
 class OutcomeUnknownEvent(TypedDict):
     """An approved call was cut off by a crash: it may or may not have run, and never runs again."""
 
@@ -190,6 +226,19 @@ class OutcomeUnknownEvent(TypedDict):
     tool_name: str | None
     at: float
     reason: str
+
+
+@with_config(_EXACT)
+class StepUnknownEvent(TypedDict):
+    """A tool's or node's step (`sayso.step`) was cut off by a crash: it may or may not have done its work."""
+
+    event: Literal["step_unknown"]
+    run_id: str
+    scope: str
+    """The tool call's id, or the workflow node and its pass."""
+    step: str
+    occurrence: int
+    at: float
 
 
 @with_config(_EXACT)
@@ -263,7 +312,10 @@ AuditEvent: TypeAlias = Annotated[
     | Annotated[ExecutedEvent, Tag("executed")]
     | Annotated[GrantExecutedEvent, Tag("executed:grant")]
     | Annotated[OutcomeUnknownEvent, Tag("outcome_unknown")]
+    | Annotated[StepUnknownEvent, Tag("step_unknown")]
     | Annotated[RefusedEvent, Tag("refused")]
+    | Annotated[PolicyDeniedEvent, Tag("policy_denied")]
+    | Annotated[EscalatedEvent, Tag("escalated")]
     | Annotated[GrantRevokedEvent, Tag("grant_revoked")]
     | Annotated[ServiceNotifiedEvent, Tag("service_notified")]
     | Annotated[AnchoredEvent, Tag(ANCHORED_EVENT)]

@@ -32,7 +32,7 @@ from .requests import (
 DecidedBy: TypeAlias = Literal["person", "permission", "service", "expiry", "system"]
 """Who took a decision: a person, a remembered grant, a service, the expiry sweep, or sayso itself."""
 
-Via: TypeAlias = Literal["python", "cli", "rest", "web", "a2a", "ag-ui"]
+Via: TypeAlias = Literal["python", "cli", "rest", "web", "a2a", "ag-ui", "email", "slack"]
 """The interface a person's decision came through, so a card can say "Approved by alice (CLI)"."""
 
 VIA_LABELS: dict[str, str] = {
@@ -42,6 +42,8 @@ VIA_LABELS: dict[str, str] = {
     "web": "web UI",
     "a2a": "A2A",
     "ag-ui": "AG-UI",
+    "email": "email",
+    "slack": "Slack",
 }
 """How each interface is named to a person."""
 
@@ -138,6 +140,8 @@ class Expired:
 
     kind: Literal["expired"] = "expired"
     expires_at: float
+    reason: str | None = None
+    """What the rule's `on_timeout` says about it, read by the model with the expiry."""
 
 
 Decision: TypeAlias = Annotated[
@@ -403,8 +407,9 @@ def model_text(decision: Decision, *, rejection: RejectionText | None = None) ->
     docs/concepts/decisions.md#what-the-model-reads.
     """
     match decision:
-        case Expired(expires_at=at):
-            return f"Expired: no decision before {datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S} UTC"
+        case Expired(expires_at=at, reason=reason):
+            said = f"Expired: no decision before {datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S} UTC"
+            return f"{said}. {reason}" if reason else said
         case Reject(reason=reason):
             return (rejection or REJECTION_PRESETS["sayso"]).text(reason)
         case Skip(reason=reason):

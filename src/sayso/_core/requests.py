@@ -13,6 +13,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self, TypeAlias
 from pydantic import Discriminator, TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
 
+from .escalation import EscalationStep, OnTimeout, next_step_at
 from .routing import Routing
 
 RequestKind: TypeAlias = Literal["approval", "question", "client_tool", "input", "elicitation"]
@@ -152,6 +153,22 @@ class ApprovalRequest(RequestBase):
     on_reject: RejectMode = "deny"
     """`deny`: a rejection denies the call and the model reads why. `call`: the body runs again and
     decides what to return (it reads `Approval.approved` as false), as ADK's `Confirmed=false`."""
+    asked_because: str | None = None
+    """Why the policy asked (`amount 250 > 100`), recorded when the request was raised; `None` when a tool's
+    body, a hook or a service asked."""
+    rule: str | None = None
+    """The name of the policy rule that asked (`refunds-large`); `None` when no rule did."""
+    escalation: tuple[EscalationStep, ...] = ()
+    """The rule's escalation steps, due from `created_at` while the request waits."""
+    on_timeout: OnTimeout | None = None
+    """What the request's expiry decides (the rule's `on_timeout`); `None`: it expires."""
+
+    @property
+    def why(self) -> str | None:
+        """Why the request asked, as every interface shows it: `asked because amount 250 > 100 (rule refunds-large)`."""
+        if self.asked_because is None:
+            return None
+        return f"asked because {self.asked_because}" + (f" (rule {self.rule})" if self.rule else "")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -307,3 +324,10 @@ def default_hint(tool_name: str) -> str:
 def offered_scopes(widest: Scope) -> tuple[Scope, ...]:
     """Every scope up to `widest`, narrowest first; `once` is always offered."""
     return SCOPES_BY_WIDTH[: SCOPES_BY_WIDTH.index(widest) + 1]
+
+
+def escalation_due(request: Request, done: int) -> float | None:
+    """When the request's next escalation step is due once `done` steps fired; `None` when no step is left."""
+    if not isinstance(request, ApprovalRequest) or not request.escalation:
+        return None
+    return next_step_at(request.created_at, request.escalation, done, request.expires_at)

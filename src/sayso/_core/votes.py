@@ -7,7 +7,7 @@ vote is counted once across replicas).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeAlias
 
@@ -32,7 +32,7 @@ class Vote:
     """Which arguments the vote was on: 0 for the proposed ones, each edit starts the next round."""
     voted_at: float
     via: Via | None = None
-    edited_args: dict[str, Any] | None = None
+    edited_args: Mapping[str, Any] | None = None
     """The arguments an edit proposed (this vote starts a new round on them)."""
     reason: str | None = None
     """Why a rejection rejected, when the person said."""
@@ -53,7 +53,7 @@ class Quorum:
     """The approvers (principals, or the groups they were named through) who may still approve."""
     round: int
     """0 while the proposed arguments stand; each edit starts the next round."""
-    args: dict[str, Any] | None = None
+    args: Mapping[str, Any] | None = None
     """The arguments the next approver sees when an edit changed them; `None`: the proposed ones."""
     votes: tuple[Vote, ...] = ()
 
@@ -140,7 +140,8 @@ def tally(
     after = quorum(routing, [*votes, vote], starter=starter)
     if not alone and len(after.approved_by) < routing.approvals_required:
         return Tally(vote=vote, resolved=None, quorum=after)
-    resolved = Approve(scope="once", edited_args=after.args, payload=decision.payload)
+    edited = dict(after.args) if after.args is not None else None
+    resolved = Approve(scope="once", edited_args=edited, payload=decision.payload)
     return Tally(vote=vote, resolved=resolved, quorum=after)
 
 
@@ -164,7 +165,7 @@ def vote_event(request: Request, vote: Vote, after: Quorum) -> VoteEvent:
     if vote.reason:
         event["reason"] = vote.reason
     if vote.edited_args is not None:
-        event["edits"] = arg_edits(request.args, vote.edited_args, redact=request.redact)
+        event["edits"] = arg_edits(request.args, dict(vote.edited_args), redact=request.redact)
     return event
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ from pydantic_ai.models import Model
 
 from .._config.checks import check_config, raise_on_errors
 from .._config.file import AgentConfig, Config
+from .._config.preview import config_groups
 from .._core.policy import InterruptPolicy
 from ..exceptions import ConfigError
 from .deps import RunDeps
@@ -89,7 +90,7 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
     names = [t.name for t in tools]
     if duplicate := next((n for n in names if names.count(n) > 1), None):
         raise ConfigError(f"agent {name!r} has two tools named {duplicate!r}")
-    policy = spec.interrupt.to_policy(config.groups)
+    policy = replace(spec.interrupt.to_policy(config.groups), groups=config_groups(config))
     subjects = {r.subject: _subject_fn(r.subject, config.base_dir) for r in policy.tools if r.subject}
     ungated: frozenset[str] = frozenset()
     if spec.ask_user or "ask_user" in spec.client_tools:

@@ -24,6 +24,7 @@ from typing import Any, Literal, Self, TypeAlias, get_args
 from pydantic.json_schema import JsonSchemaValue
 
 from .._core.decisions import Accept, Cancel, Decline
+from .._core.escalation import EscalationStep, OnTimeout
 from .._core.requests import (
     ElicitationDelivery,
     ElicitationMode,
@@ -115,6 +116,14 @@ class ApprovalDeferral(_DeferralBase):
     """What the tool's source (an MCP server) says about the tool."""
     routing: Routing | None = None
     """Who decides the call and how many must agree, when its rule names approvers (docs/guides/routing.md)."""
+    asked_because: str | None = None
+    """Why the policy asked, in words."""
+    rule: str | None = None
+    """The policy rule that asked, by name."""
+    escalation: tuple[EscalationStep, ...] = ()
+    """The rule's escalation steps."""
+    on_timeout: OnTimeout | None = None
+    """What the request's expiry decides."""
 
     def with_defaults(self, *, hint: str, args_schema: JsonSchemaValue | None) -> ApprovalDeferral:
         """This deferral with the tool's hint and schema where the body that raised it gave none."""

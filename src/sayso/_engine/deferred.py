@@ -130,6 +130,10 @@ def requests_from(
                         tool_info=approval.tool_info,
                         response_schema=approval.response_schema,
                         on_reject=approval.on_reject,
+                        asked_because=approval.asked_because,
+                        rule=approval.rule,
+                        escalation=approval.escalation,
+                        on_timeout=approval.on_timeout,
                     )
                 )
             case DelegateDeferral(child_run_id=child_run_id):

@@ -16,7 +16,9 @@ from pydantic_ai.exceptions import UserError
 from .._core.audit_events import AuditEvent
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Scope
+from .._core.steps import StepJournal, StepScope, memory_journal
 from .._store import ExecutionResult
+from .replies import Replies
 
 
 class Ledger(Protocol):
@@ -87,3 +89,18 @@ class RunDeps:
     """The person's chat (the top-level run's thread) for a delegate's run; `thread` grants are bound to it."""
     client_tools: Sequence[ClientTool] = ()
     """The client's tools this run offers the model (those the agent allows)."""
+    journal: StepJournal = field(default_factory=memory_journal)
+    """Where the steps its tools take (`sayso.step`) are recorded: the runtime's store, for its runs."""
+    replies: Replies | None = None
+    """The segment's model replies its tools' steps depend on, kept in the journal before the first step runs."""
+    step_scopes: dict[str, StepScope] = field(default_factory=dict[str, StepScope])
+    """The steps each tool call of this segment has taken so far, by tool call id."""
+
+    def steps_of(self, tool_call_id: str) -> StepScope:
+        """The steps of one tool call's body in this segment (a body that runs again gets a new segment)."""
+        scope = self.step_scopes.get(tool_call_id)
+        if scope is None:
+            scope = self.step_scopes[tool_call_id] = StepScope(
+                run_id=self.run_id, scope=tool_call_id, journal=self.journal
+            )
+        return scope

@@ -34,21 +34,26 @@ from .._core.audit_events import (
     GrantExecutedEvent,
     GrantRecord,
     OutcomeUnknownEvent,
+    PolicyDeniedEvent,
     RefusedEvent,
 )
+from .._core.conditions import CallVariables, call_variables
 from .._core.grants import Grant, covering_grant
 from .._core.policy import (
     ApprovalTerms,
+    CallVerdict,
     InterruptPolicy,
     approval_terms,
     call_binding,
+    denied_text,
+    judge_call,
     subject_from,
     whole_tool_subject,
 )
 from .._core.requests import SCOPES_BY_WIDTH, Scope, Subject, default_hint
 from .._core.service import STILL_NEEDS_APPROVAL, ServiceAsk, parse_service_ask
 from .._store import ExecutionResult
-from ..exceptions import SaysoError
+from ..exceptions import SaysoError, StepOutcomeUnknown
 from .calls import (
     META_KEY,
     ApprovalDeferral,
@@ -184,7 +189,19 @@ class GateToolset(WrapperToolset[Any]):
         if ctx.tool_call_approved:
             return await self._run_approved(name, tool_args, ctx, tool, deps)
         options = options_of(tool.tool_def)
-        terms = approval_terms(self.policy, name, declared=options.requires_approval, read_only=options.read_only)
+        variables = call_variables(
+            tool_args,
+            principal=deps.principal,
+            groups=self.policy.groups_of(deps.principal),
+            thread_id=deps.chat_thread_id or deps.thread_id,
+            agent=deps.agent_path,
+        )
+        verdict = judge_call(
+            self.policy, name, variables, declared=options.requires_approval, read_only=options.read_only
+        )
+        if verdict.action == "deny":
+            return await self._deny(name, variables, ctx, deps, verdict)
+        terms = verdict.terms
         schema = tool.tool_def.parameters_json_schema
         subject = self.subject_for(name, tool_args, terms) if terms is not None else None
         if terms is not None and subject is not None:
@@ -203,6 +220,10 @@ class GateToolset(WrapperToolset[Any]):
                     subject=subject,
                     binding=call_binding(name, tool_args, subject.key),
                     tool_info=tool_info_of(tool.tool_def),
+                    asked_because=terms.asked_because,
+                    rule=verdict.rule,
+                    escalation=terms.escalate,
+                    on_timeout=terms.on_timeout,
                 ).as_metadata()
             )
         try:
@@ -230,6 +251,31 @@ class GateToolset(WrapperToolset[Any]):
             )
         return result
 
+    async def _deny(
+        self, name: str, variables: CallVariables, ctx: RunContext[Any], deps: RunDeps, verdict: CallVerdict
+    ) -> str:
+        """A call the policy denies does not run: the model reads the rule's reason as its result, and the run goes on.
+
+        The audit says which rule denied which call, and why.
+        """
+        await deps.ledger.append_audit(
+            [
+                PolicyDeniedEvent(
+                    event="policy_denied",
+                    tool_name=name,
+                    run_id=deps.run_id,
+                    thread_id=deps.thread_id,
+                    tool_call_id=ctx.tool_call_id,
+                    rule=verdict.rule or "",
+                    reason=verdict.reason,
+                    principal=deps.principal,
+                    proposed_args=variables["args"],
+                    at=deps.clock(),
+                )
+            ]
+        )
+        return denied_text(verdict)
+
     async def _call(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]) -> Any:
         """Run the call; an error it raises becomes what the model reads, and the run carries on.
 
@@ -238,6 +284,8 @@ class GateToolset(WrapperToolset[Any]):
         """
         try:
             return await super().call_tool(name, tool_args, ctx, tool)
+        except StepOutcomeUnknown as exc:  # sayso's, but about the tool's own work: the model reads it and decides
+            raise ToolFailed(tool_error(name, exc)) from exc
         except PASSES_THROUGH:
             raise
         except Exception as exc:

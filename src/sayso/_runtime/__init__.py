@@ -17,6 +17,8 @@
 | `_auth` | who calls an HTTP interface: a bearer token becomes a `Principal`, for every edge |
 | `_events` | `request.opened` / `decided` / `expired` for listeners |
 | `_outbox` | the same events from the store's outbox, claimed and settled by a webhook sender |
+| `_notices` | which destinations the outbox fans out to, and which `notify` targets a request's notice goes to |
+| `_links` | mailed links: made, opened (never deciding) and decided through once, as the principal mailed |
 | `_audit` | the audit key, the exported head, verification |
 | `_watch` | what changed for a principal, whichever process changed it (the live UI follows it) |
 | `_kernel` | what the parts share (config, agents, store, clock, lease holder) |
@@ -43,7 +45,7 @@ from ._auth import Authenticator, authenticate, authenticator
 from ._events import EventData, EventListener, RequestEvent
 from ._facade import Sayso
 from ._kernel import new_id
-from ._outbox import OutboundEvent, RunUpdate
+from ._outbox import EscalationNotice, OutboundEvent, RunUpdate
 from ._reading import PrincipalLike
 from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
 from ._results import (
@@ -57,6 +59,7 @@ from ._results import (
     rfc3339,
     routing_json,
     run_json,
+    stats_json,
 )
 from ._watch import Change, RequestClosed, RequestOpened, RunChanged, ThreadsChanged
 
@@ -71,6 +74,7 @@ __all__ = [
     "EventListener",
     "InboxFilter",
     "InboxPage",
+    "EscalationNotice",
     "OutboundEvent",
     "PrincipalLike",
     "RemoteAgents",
@@ -104,4 +108,5 @@ __all__ = [
     "request_state_json",
     "rfc3339",
     "run_json",
+    "stats_json",
 ]

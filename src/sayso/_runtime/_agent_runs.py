@@ -90,7 +90,7 @@ class AgentRunner:
         built = k.built(run.agent)
         if run.resume_pause_id is None:
             return await _step.execute(
-                k, self._runs, built, run, options=options, prompt=run.prompt, requests=[], decisions={}
+                k, self._runs, built, run, options=options, prompt=run.prompt, requests=[], decisions={}, redo=True
             )
         state = await k.store.pause_state(run.resume_pause_id)
         # The run's own pause: its prompt is already in history. A pause of the run this one
@@ -105,6 +105,7 @@ class AgentRunner:
             prompt=prompt,
             requests=state.requests,
             decisions=state.decisions,
+            redo=True,
         )
 
     async def answer_below(self, request: DelegateRequest, outcome: RunResult) -> DecisionRecord:

@@ -40,6 +40,7 @@ from . import _audit, _live, _tree, _watch
 from ._cycle import Cycle
 from ._events import EventListener
 from ._kernel import Kernel
+from ._links import LinkVerbs
 from ._reading import PrincipalLike, Reading
 from ._remote import RemoteAgents, remote_delegates
 from ._results import DecideResult, RunResult
@@ -47,6 +48,7 @@ from ._runner import CallOptions, TextSink
 from ._verbs import answer as _answer
 from ._verbs import cancel as _cancel
 from ._verbs import decide as _decide
+from ._verbs import escalate as _escalate
 from ._verbs import expire as _expire
 from ._verbs import recover as _recover
 from ._verbs import resume as _resume
@@ -58,7 +60,7 @@ _STREAMING: ContextVar[TextSink | None] = ContextVar("sayso_streaming_text", def
 """The text sink of a `Sayso.streaming_text` block, read only here: each verb puts it in its `CallOptions`."""
 
 
-class Sayso(Reading):
+class Sayso(LinkVerbs, Reading):
     """The runtime: agents from a config, a durable store, and the run / decide / resume cycle.
 
     Use it as an async context manager so the store is opened and closed:
@@ -309,12 +311,16 @@ class Sayso(Reading):
     async def expire(self, *, principal: PrincipalLike | None = None) -> list[RunResult]:
         """Close every paused run whose open requests have all expired; each agent answers with what it knows.
 
+        Escalation steps that came due (remind, notify, add approvers) fire first, each once across replicas,
+        and a request's timeout decides what its rule's `on_timeout` says (expire, reject or approve).
+
         Args:
             principal: who asks: approvers only; `None` (Python, the server's own sweep) skips the check.
         """
         self._check_open()
         if principal is not None:
             self._require_approver(principal, "expire", "only approvers may run expiry")
+        await _escalate.escalate(self._k)
         return await _expire.expire(self._cycle)
 
     @contextmanager
@@ -342,6 +348,10 @@ class Sayso(Reading):
     async def set_mark(self, namespace: str, key: str, value: str) -> None:
         """Keep a value for an interface adapter in the store, under its own namespace."""
         await self._k.store.set_mark(namespace, key, value)
+
+    async def claim_mark(self, namespace: str, key: str, value: str) -> bool:
+        """Keep a value only if none is kept yet; of concurrent callers (any process) exactly one gets `True`."""
+        return await self._k.store.claim_mark(namespace, key, value)
 
     def watch(
         self, *, principal: PrincipalLike = access.LOCAL_NAME, thread_id: str | None = None, every: float = 1.0

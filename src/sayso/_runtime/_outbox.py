@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from .._core.requests import DelegateRequest
-from .._store import PRUNED_AT_ONCE, DeliveryStatus, PendingDelivery
+from .._config.checks_channels import all_targets
+from .._core.channels import Target
+from .._core.escalation import EscalationStep
+from .._core.requests import ApprovalRequest, DelegateRequest, Request
+from .._store import PRUNED_AT_ONCE, DeliveryStatus, OutboxKind, PendingDelivery
+from . import _notices
 from ._events import EventData, RequestEvent, decided_event, opened_data
 
 if TYPE_CHECKING:
@@ -31,28 +35,39 @@ class OutboundEvent:
     """The same on every attempt and from every sender: receivers drop duplicates by it."""
     hook: str
     """The webhook's key, as the sender named it when claiming."""
-    event: RequestEvent
+    event: RequestEvent | Literal["request.escalated"]
+    """What happened; `request.escalated` (a step of the rule's `escalate:` fired) reaches notices only."""
     created_at: float
     """When the change was committed."""
     data: EventData
     """The request (and for a decision: the decision, who took it and the principal)."""
     attempts: int
     """Attempts made before this one."""
+    target: str | None = None
+    """For a notice (a delivery to a rule's `notify` target, not a webhook): the target, `email:ADDRESS` and so on."""
+    still_open: bool = True
+    """Whether the request still waits for a decision (a notice of a decided request updates, never asks)."""
+    reason: str | None = None
+    """For `request.escalated`: the step in words (`no decision after 1h: notify slack:#ops`)."""
 
 
 async def claim(k: Kernel, hooks: Sequence[str], *, lease_seconds: float, limit: int) -> list[OutboundEvent]:
     """Fan new events out to `hooks`, claim due deliveries for this runtime, and build what each says.
 
-    Events about a delegate's own call (not a request for a person) are settled as skipped here.
+    Events about a delegate's own call (not a request for a person) are settled as skipped here, as are
+    notices for targets the request's rule does not name, and a request's opening announced to a target
+    once it is decided. Events are fanned out to every destination of the config as well as to `hooks`
+    (see `_notices`), so webhooks and notices each get theirs whichever sender fans out first.
     """
     now = k.clock()
-    await k.store.fan_out_events(hooks=hooks, now=now)
+    await k.store.fan_out_events(hooks=_notices.destinations(k.config, hooks), now=now, kinds=_ANNOUNCED)
     claimed = await k.store.claim_deliveries(
         holder=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=hooks
     )
     events: list[OutboundEvent] = []
+    notify = all_targets(k.config)
     for pending in claimed:
-        built = await _build(k, pending)
+        built = await _build(k, pending, notify)
         if built is None:
             await k.store.settle_delivery(pending.delivery_id, holder=k.holder, status="skipped", now=k.clock())
         else:
@@ -86,6 +101,55 @@ async def claim_run_updates(k: Kernel, hook: str, *, lease_seconds: float, limit
     ]
 
 
+@dataclass(frozen=True, kw_only=True)
+class EscalationNotice:
+    """A `request.escalated` event claimed for one sender (the channels): which step of which request fired."""
+
+    delivery_id: str
+    """The same on every attempt and from every sender: receivers drop duplicates by it."""
+    request: ApprovalRequest
+    step: int
+    """Which step (0 for the first)."""
+    escalation: EscalationStep
+    """What the step says: remind the approvers, notify these targets, add these approvers."""
+    reason: str
+    """The step in words: `no decision after 1h: notify slack:#ops`."""
+    created_at: float
+    attempts: int
+
+
+async def claim_escalations(k: Kernel, hook: str, *, lease_seconds: float, limit: int) -> list[EscalationNotice]:
+    """Fan new `request.escalated` events out to `hook` and claim its due deliveries, each with its step.
+
+    A delivery whose request or step is gone (pruned, or not an approval) is settled as skipped here.
+    """
+    now = k.clock()
+    await k.store.fan_out_events(hooks=[hook], now=now, kinds=("request.escalated",))
+    claimed = await k.store.claim_deliveries(
+        holder=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=[hook]
+    )
+    notices: list[EscalationNotice] = []
+    for pending in claimed:
+        state = await k.store.get_request(pending.request_id)
+        request = state.request if state is not None else None
+        step = pending.step
+        if not isinstance(request, ApprovalRequest) or step is None or step >= len(request.escalation):
+            await k.store.settle_delivery(pending.delivery_id, holder=k.holder, status="skipped", now=k.clock())
+            continue
+        notices.append(
+            EscalationNotice(
+                delivery_id=pending.delivery_id,
+                request=request,
+                step=step,
+                escalation=request.escalation[step],
+                reason=request.escalation[step].said,
+                created_at=pending.created_at,
+                attempts=pending.attempts,
+            )
+        )
+    return notices
+
+
 async def settle(
     k: Kernel, delivery_id: str, *, status: DeliveryStatus, retry_at: float | None = None, error: str | None = None
 ) -> bool:
@@ -109,10 +173,23 @@ async def prune(k: Kernel, *, retention_days: float) -> int:
             return pruned
 
 
-async def _build(k: Kernel, pending: PendingDelivery) -> OutboundEvent | None:
+_ANNOUNCED: tuple[OutboxKind, ...] = ("request.opened", "request.decided", "request.escalated")
+"""The events `claim` fans out: webhooks take the first two (an escalation is not among their events), notices
+all three."""
+
+
+async def _build(k: Kernel, pending: PendingDelivery, notify: dict[str, Target]) -> OutboundEvent | None:
     state = await k.store.get_request(pending.request_id)
     if state is None or isinstance(state.request, DelegateRequest):
         return None
+    target = notify.get(pending.hook)
+    if pending.kind == "request.escalated":
+        return _escalated(k, pending, state.request, target, decided=state.decision is not None)
+    if target is not None:
+        if target.text not in _notices.notify_targets(k.config, state.request):
+            return None
+        if pending.kind == "request.opened" and state.decision is not None:
+            return None  # decided before its notice went out: nobody needs asking
     if pending.kind == "request.opened":
         event: RequestEvent = "request.opened"
         data = opened_data(state.request)
@@ -127,4 +204,27 @@ async def _build(k: Kernel, pending: PendingDelivery) -> OutboundEvent | None:
         created_at=pending.created_at,
         data=data,
         attempts=pending.attempts,
+        target=target.text if target is not None else None,
+        still_open=state.decision is None,
+    )
+
+
+def _escalated(
+    k: Kernel, pending: PendingDelivery, request: Request, target: Target | None, *, decided: bool
+) -> OutboundEvent | None:
+    """An escalation step's notice, to the step's targets (and the rule's, for a reminder) while the request waits."""
+    step = pending.step
+    if decided or not isinstance(request, ApprovalRequest) or step is None or step >= len(request.escalation):
+        return None
+    if target is not None and target.text not in _notices.step_targets(k.config, request, step):
+        return None
+    return OutboundEvent(
+        delivery_id=pending.delivery_id,
+        hook=pending.hook,
+        event="request.escalated",
+        created_at=pending.created_at,
+        data=opened_data(request),
+        attempts=pending.attempts,
+        target=target.text if target is not None else None,
+        reason=request.escalation[step].said,
     )

@@ -18,6 +18,7 @@ from .._core.access import LOCAL, Principal
 from .._core.audit import AuditProblem, AuditRecord, AuditReport
 from .._core.audit_events import ShownDecision
 from .._core.grants import Grant
+from .._core.stats import Stats, summarize
 from .._core.votes import Vote
 from .._store import (
     AuditPage,
@@ -34,6 +35,7 @@ from .._store import (
 )
 from ..exceptions import (
     GrantNotFound,
+    InvalidInput,
     NotAllowed,
     RequestNotFound,
     RunNotFound,
@@ -42,7 +44,7 @@ from ..exceptions import (
 )
 from . import _audit, _outbox, _tree
 from ._kernel import Kernel
-from ._outbox import OutboundEvent, RunUpdate
+from ._outbox import EscalationNotice, OutboundEvent, RunUpdate
 
 PrincipalLike = Principal | str
 """A caller: a `Principal`, or a name resolved against the configured principals."""
@@ -260,6 +262,24 @@ class Reading:
             self._require_approver(principal, "audit", "only approvers may verify the audit log")
         return await _audit.report(self._k)
 
+    async def stats(self, *, window_seconds: float = 7 * 86_400, principal: PrincipalLike | None = None) -> Stats:
+        """How approvals went over the last `window_seconds` (approvers only).
+
+        Time to decide (p50, p90) and approval, rejection, expiry and escalation rates, overall and per
+        tool, rule and approver.
+
+        Raises:
+            InvalidInput: the window is not positive.
+        """
+        self._check_open()
+        if principal is not None:
+            self._require_approver(principal, "stats", "only approvers read the statistics")
+        if not window_seconds > 0:
+            raise InvalidInput(f"the window must be positive, not {window_seconds!r}", field="window")
+        until = self._k.clock()
+        since = until - window_seconds
+        return summarize(await self._k.store.request_facts(since=since, until=until), since=since, until=until)
+
     # the outbox (webhooks)
 
     async def claim_events(
@@ -273,6 +293,17 @@ class Reading:
         """
         self._check_open()
         return await _outbox.claim(self._k, hooks, lease_seconds=lease_seconds, limit=limit)
+
+    async def claim_escalations(
+        self, hook: str, *, lease_seconds: float = 30.0, limit: int = 50
+    ) -> list[EscalationNotice]:
+        """Claim due deliveries of escalation steps (`request.escalated`) for the sender `hook` (the channels).
+
+        Each step fired once (by whichever runtime swept) and its event fans out once to each hook; settle a
+        claimed one with `settle_event`, or it is claimed again once the claim lapses.
+        """
+        self._check_open()
+        return await _outbox.claim_escalations(self._k, hook, lease_seconds=lease_seconds, limit=limit)
 
     async def claim_run_updates(self, hook: str, *, lease_seconds: float = 30.0, limit: int = 50) -> list[RunUpdate]:
         """Claim due deliveries to `hook` of top-level runs' updates (paused, ended, cancelled) by any process.

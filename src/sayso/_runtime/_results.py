@@ -20,6 +20,7 @@ from .._core.requests import (
     redacted,
     shown_args,
 )
+from .._core.stats import Stats
 from .._core.votes import Quorum, Vote, quorum
 from .._store import RequestState, RunStatus
 
@@ -100,6 +101,9 @@ def request_json(request: Request, *, votes: Sequence[Vote] | None = None) -> di
             tool=asdict(request.tool_info) if request.tool_info else None,
             response_schema=request.response_schema,
             on_reject=request.on_reject,
+            asked_because=request.asked_because,
+            rule=request.rule,
+            why=request.why,
         )
     elif isinstance(request, QuestionRequest):
         body["questions"] = [asdict(q) | {"choices": list(q.choices)} for q in request.questions]
@@ -274,3 +278,28 @@ def request_state_json(state: RequestState, *, now: float) -> dict[str, Any]:
         "via": record.via if record else None,
         "decided": rfc3339(record.decided_at) if record else None,
     }
+
+
+class StatsJson(TypedDict):
+    """`stats_json`'s shape: `Stats` with its times as RFC 3339 and the window's length."""
+
+    since: str | None
+    until: str | None
+    window_seconds: float
+    overall: object
+    by_tool: object
+    by_rule: object
+    by_approver: object
+
+
+def stats_json(stats: Stats) -> StatsJson:
+    """Approval statistics as plain JSON, the same on REST and the CLI (times RFC 3339)."""
+    return StatsJson(
+        since=rfc3339(stats.since),
+        until=rfc3339(stats.until),
+        window_seconds=stats.until - stats.since,
+        overall=asdict(stats.overall),
+        by_tool={name: asdict(r) for name, r in stats.by_tool.items()},
+        by_rule={name: asdict(r) for name, r in stats.by_rule.items()},
+        by_approver={name: asdict(r) for name, r in stats.by_approver.items()},
+    )

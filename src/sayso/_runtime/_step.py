@@ -35,9 +35,11 @@ from .._core.service import service_notice
 from .._engine.agents import BuiltAgent
 from .._engine.deferred import annotate, audit_body, closing_results, deferred_results, requests_from
 from .._engine.deps import RunDeps
+from .._engine.replies import ReplayedModel, Replies
 from .._store import Claim, RunRecord
 from . import _tree
 from ._failures import report_failure
+from ._journal import store_journal
 from ._kernel import Kernel, new_id
 from ._leases import holding, resolve_stuck
 from ._results import RunResult
@@ -75,8 +77,12 @@ async def execute(
     marked: frozenset[str] = frozenset(),
     history: list[ModelMessage] | None = None,
     stored_grants: Sequence[Grant] | None = None,
+    redo: bool = False,
 ) -> RunResult:
     """Run one segment of `run` on `built` and persist where it ended: paused, completed or failed.
+
+    `redo`: the segment is done again after its process died (a take-over); the model's replies
+    its tools' steps kept come back from the journal (`ReplayedModel`), and it is not streamed.
 
     `history` and `stored_grants` come from the segment's first read when it made one (the run's
     start or the pause's consumption); the gate then needs no store read of its own. `options` hold
@@ -90,6 +96,8 @@ async def execute(
             history = repair_messages(history)
     # A delegate's run has a thread of its own; "allow for this chat" means the person's chat above it.
     chat_thread_id = None if run.parent_run_id is None else (await _tree.root(k, run)).thread_id
+    journal = store_journal(k.store, k.clock)
+    replies = Replies(run_id=run.run_id, journal=journal, history=history)
     deps = RunDeps(
         run_id=run.run_id,
         thread_id=run.thread_id,
@@ -104,11 +112,13 @@ async def execute(
         marked=marked,
         client_tools=[t for t in run.client_tools if t.name in built.client_tools],
         chat_thread_id=chat_thread_id,
+        journal=journal,
+        replies=replies,
     )
     allowed = deps.client_tools
     # A client tool's context reaches only the agents allowed to call that tool.
     context = "\n".join(f"Context from the client for the tool {t.name!r}: {t.context}" for t in allowed if t.context)
-    sink = options.on_text if run.parent_run_id is None else None
+    sink = options.on_text if run.parent_run_id is None and not redo else None
     working = k.start_working(run.run_id)
     try:
         with working.scope:
@@ -123,6 +133,7 @@ async def execute(
                         deps=deps,
                         instructions=context or None,
                         event_stream_handler=_text_handler(sink) if sink is not None else None,
+                        model=ReplayedModel(built.model, replies) if redo else None,
                     )
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):

@@ -14,9 +14,11 @@ import socket
 from types import FrameType
 
 import uvicorn
+from fastapi import FastAPI
 
 from .._config.file import Config, load_config
 from .._runtime import Sayso
+from ..channels import FORM_PATHS, channels_router
 from ..protocols import protocol_apps, protocol_routers
 from ..server._app import DEFAULT_EXPIRE_EVERY_SECONDS, DEFAULT_RECOVER_EVERY_SECONDS, create_app
 from ..server._bind import LOCAL_HOST, check_bind
@@ -91,11 +93,18 @@ def banner(config_path: str, config: Config, host: str, port: int) -> list[str]:
         else f"mode: LOCAL DEVELOPMENT MODE, no principals: anyone who can reach {LOCAL_HOST} may run agents "
         "and decide every request as 'local'; add 'principals:' with tokens before sharing this server"
     )
-    return [
+    lines = [
         f"sayso serves {config_path} on http://{host}:{port}/  (API docs at /docs; Ctrl-C stops)",
         f"store: {_shown_url(_anchored(config.store_url(), config))}",
         mode,
     ]
+    channels = config.channels
+    reached = [f"email through {channels.email.smtp_host}:{channels.email.smtp_port}"] if channels.email else []
+    if channels.slack:
+        reached.append("Slack (its interactions at /v1/slack/interactions)")
+    if reached:
+        lines.append(f"channels: {', '.join(reached)}; links point at {channels.public_url or 'nowhere yet'}")
+    return lines
 
 
 def _anchored(url: str, config: Config) -> str:
@@ -135,6 +144,30 @@ def _quiet_logging() -> None:
     logging.getLogger("sayso").setLevel(logging.INFO)
 
 
+def compose(
+    sayso: Sayso,
+    *,
+    expire_every_seconds: float | None = DEFAULT_EXPIRE_EVERY_SECONDS,
+    recover_every_seconds: float | None = DEFAULT_RECOVER_EVERY_SECONDS,
+    grpc_port: int | None = None,
+    grpc_host: str = LOCAL_HOST,
+) -> FastAPI:
+    """The app `sayso serve` runs: REST and the web UI, every protocol, and the channels (notices, links, Slack).
+
+    Raises:
+        ConfigError: a channel the config names cannot be set up (its extra or a secret is missing).
+    """
+    channels = channels_router(sayso)
+    return create_app(
+        sayso,
+        expire_every_seconds=expire_every_seconds,
+        recover_every_seconds=recover_every_seconds,
+        routers=[*protocol_routers(sayso, grpc_port=grpc_port, grpc_host=grpc_host), *([channels] if channels else [])],
+        apps=protocol_apps(sayso),
+        form_paths=FORM_PATHS if channels else (),
+    )
+
+
 def serve(
     config_path: str,
     host: str = LOCAL_HOST,
@@ -164,12 +197,12 @@ def serve(
     check_bind(config, host)
     check_port(host, port)
     sayso = Sayso(config)
-    app = create_app(
+    app = compose(
         sayso,
         expire_every_seconds=expire_every_seconds,
         recover_every_seconds=recover_every_seconds,
-        routers=protocol_routers(sayso, grpc_port=grpc_port, grpc_host=host),
-        apps=protocol_apps(sayso),
+        grpc_port=grpc_port,
+        grpc_host=host,
     )
     listening = uvicorn.Config(
         app, host=host, port=port, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS, log_level="warning"

@@ -6,13 +6,11 @@ contract suite (`tests/store/test_contract.py`) pins what each must do. The busi
 written once (`_verbs/`) over the primitives of one transaction (`_primitives.StoreTx`); a
 backend supplies those primitives, its transactions and its listings. The rules a verb applies
 inside its transaction (`decide_request`'s `judge`, `begin_run`'s `check`) are the caller's pure
-functions, typed here: the store imports nothing of the runtime. Every step that must
-happen once — consuming a pause, the first decision, starting an approved call, taking over a
-run — is a conditional write whose outcome the verb reports, so the same runtime is safe across
-processes and replicas. Backends raise sayso's errors only: `RunConflict` and `PauseConsumed`
-when another writer won a race, `RunNotFound` for an unknown run, `StoreError` when the
-storage itself failed. The outbox's verbs (webhook events) are declared in `_port_outbox`, those
-of grants and the audit log in `_port_trust`.
+functions, typed here: the store imports nothing of the runtime. Each step that must happen once (a
+pause consumed, the first decision, an approved call started, a run taken over) is a conditional
+write whose outcome the verb reports: the runtime is safe across replicas. Backends raise sayso's
+errors only (`RunConflict`, `PauseConsumed`: another writer won a race; `RunNotFound`; `StoreError`:
+the storage failed). Other concepts' verbs: `_port_outbox`, `_port_trust`, `_port_routing`...
 """
 
 from __future__ import annotations
@@ -29,8 +27,10 @@ from .._core.audit_events import AuditEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request
-from .._core.votes import Vote
 from ._port_outbox import OutboxPort
+from ._port_policy import PolicyPort
+from ._port_routing import RoutingPort
+from ._port_steps import StepPort
 from ._port_trust import TrustPort
 from ._records import (
     BegunRun,
@@ -56,7 +56,7 @@ from ._records import (
 )
 
 
-class RunStore(OutboxPort, TrustPort):
+class RunStore(OutboxPort, TrustPort, PolicyPort, StepPort, RoutingPort):
     """The durable store behind every run, pause and decision.
 
     Open it before use (`await store.open()` or `async with store:`) and close it after. Audit
@@ -319,10 +319,6 @@ class RunStore(OutboxPort, TrustPort):
         """Open requests of open pauses across every thread (delegate calls aside), oldest first."""
 
     @abstractmethod
-    async def votes(self, request_ids: Sequence[str]) -> dict[str, tuple[Vote, ...]]:
-        """The votes cast on these requests (docs/guides/routing.md), oldest first; requests without any left out."""
-
-    @abstractmethod
     async def inbox(self, query: InboxFilter, *, now: float, limit: int, cursor: str | None = None) -> InboxPage:
         """Open, unexpired requests of open pauses across threads, oldest first, one page at a time.
 
@@ -489,6 +485,14 @@ class RunStore(OutboxPort, TrustPort):
         """Keep a value an interface adapter needs beside sayso's state, replacing any earlier one.
 
         `namespace` is the adapter's own (say `a2a.activation`), so adapters never collide.
+        """
+
+    @abstractmethod
+    async def claim_mark(self, namespace: str, key: str, value: str) -> bool:
+        """Keep a value only if none is kept under `namespace` and `key` yet; `False` when one was (nothing changes).
+
+        Of two callers at once, across processes, exactly one gets `True`: what a one-time token or a
+        replayed payload is refused by.
         """
 
     @abstractmethod

@@ -28,10 +28,12 @@ from .._core.audit_events import AuditEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import Request
+from .._core.steps import StepKey, StepRecord
 from .._core.votes import Vote
 from ._port import RunStore
 from ._records import (
     DeliveryStatus,
+    DueEscalation,
     ExecutionRecord,
     ExecutionResult,
     OutboxKind,
@@ -225,8 +227,10 @@ class StoreTx(ABC):
         """Insert a vote as the request's `seq`-th (from 0); a vote already there raises the integrity error."""
 
     @abstractmethod
-    async def add_events(self, kind: OutboxKind, request_ids: Sequence[str], now: float) -> None:
-        """Write one outbox event per request, committed with the change it reports."""
+    async def add_events(
+        self, kind: OutboxKind, request_ids: Sequence[str], now: float, *, step: int | None = None
+    ) -> None:
+        """Write one outbox event per request, committed with the change it reports (`step`: an escalation's)."""
 
     # grants and the audit chain
 
@@ -282,6 +286,28 @@ class StoreTx(ABC):
     ) -> bool:
         """Finish an entry still `executing`; `False` when it is not (another sweep resolved it)."""
 
+    # the step journal
+
+    @abstractmethod
+    async def step(self, key: StepKey) -> StepRecord | None:
+        """A step's record, or `None`."""
+
+    @abstractmethod
+    async def add_step(self, key: StepKey, now: float) -> None:
+        """Insert a step's mark, `started`."""
+
+    @abstractmethod
+    async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
+        """Write a step's outcome to its mark."""
+
+    @abstractmethod
+    async def resolve_step(self, key: StepKey, now: float) -> bool:
+        """Mark a step still `started` as `unknown` (found cut off); `False` when it is not started."""
+
+    @abstractmethod
+    async def drop_step(self, key: StepKey) -> None:
+        """Delete a step's mark, if it is `started`."""
+
     # workflow state, remote tasks, marks
 
     @abstractmethod
@@ -307,6 +333,20 @@ class StoreTx(ABC):
     @abstractmethod
     async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
         """Replace an adapter's mark."""
+
+    @abstractmethod
+    async def add_mark(self, namespace: str, key: str, value: str, now: float) -> bool:
+        """Keep an adapter's mark unless one is kept already (then `False`); conditional, so one writer wins."""
+
+    # escalation timers
+
+    @abstractmethod
+    async def due_escalations(self, now: float, limit: int) -> list[DueEscalation]:
+        """Open requests of open pauses whose next escalation step is due by `now`, soonest first."""
+
+    @abstractmethod
+    async def advance_escalation(self, request_id: str, step: int, next_at: float | None) -> bool:
+        """Count step `step` of an open request as fired and set when the next is due; `False` when another did."""
 
     # the outbox
 

@@ -369,12 +369,40 @@ class AuditPage:
     """How many records the whole log holds."""
 
 
-OutboxKind: TypeAlias = Literal["request.opened", "request.decided", "run.updated"]
-"""What an outbox event reports: a request was opened (saved with its pause) or decided, or a top-level run
-paused, ended or was cancelled (its `request_id` is then the run's id: what A2A push notifications report)."""
+OutboxKind: TypeAlias = Literal["request.opened", "request.decided", "request.escalated", "run.updated"]
+"""What an outbox event reports: a request was opened (saved with its pause), decided or escalated (one step
+of its rule's `escalate:`, the event's `step`), or a top-level run paused, ended or was cancelled (its
+`request_id` is then the run's id: what A2A push notifications report)."""
 
 REQUEST_KINDS: tuple[OutboxKind, ...] = ("request.opened", "request.decided")
 """The events webhooks report."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestFact:
+    """One approval request raised in a window and what became of it: the row statistics are computed from."""
+
+    request_id: str
+    tool_name: str
+    rule: str | None
+    created_at: float
+    escalations: int
+    """How many escalation steps fired while it waited."""
+    decision: str | None
+    """The decision's kind (`approve`, `reject`, `expired`...); `None` while open or closed undecided."""
+    by: str | None
+    principal: str | None
+    decided_at: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DueEscalation:
+    """An open request whose next escalation step is due: `step` steps fired before it."""
+
+    request_id: str
+    step: int
+    due_at: float
+
 
 DeliveryStatus: TypeAlias = Literal["pending", "delivered", "skipped", "failed"]
 """Where one event's delivery to one webhook stands."""
@@ -395,3 +423,5 @@ class PendingDelivery:
     """When the change the event reports was committed."""
     attempts: int
     """Attempts made before this one."""
+    step: int | None = None
+    """`request.escalated`: which step of the request's escalation (0 for the first) fired."""

@@ -64,6 +64,8 @@ requests = Table(
     Column("expires_at", Float, nullable=True),
     Column("body", LargeBinary, nullable=False),
     Column("routed", Boolean, nullable=False, server_default=false()),
+    Column("escalate_at", Float, nullable=True),
+    Column("escalations", Integer, nullable=False, default=0, server_default="0"),
     Index("ix_requests_open", "status", "created_at"),
     Index("ix_requests_run", "run_id"),
     Index("ix_requests_thread", "thread_id", "status"),
@@ -73,8 +75,16 @@ requests = Table(
         sqlite_where=text("status = 'open'"),
         postgresql_where=text("status = 'open'"),
     ),
+    Index(
+        "ix_requests_escalating",
+        "escalate_at",
+        sqlite_where=text("status = 'open'"),
+        postgresql_where=text("status = 'open'"),
+    ),
 )
-"""Each request of a pause; `ix_requests_expiring` (open requests by expiry time) is what the expiry sweep reads."""
+"""Each request of a pause; `ix_requests_expiring` (open requests by expiry time) is what the expiry sweep reads,
+`ix_requests_escalating` (open requests by when their next escalation step is due) what the escalation sweep reads;
+`escalations` counts the steps that fired."""
 
 request_deciders = Table(
     "request_deciders",
@@ -199,10 +209,12 @@ outbox = Table(
     Column("request_id", String(64), nullable=False),
     Column("created_at", Float, nullable=False),
     Column("fanned_out", Boolean, nullable=False, default=False),
+    Column("step", Integer, nullable=True),
     Index("ix_outbox_waiting", "fanned_out", "seq"),
     Index("ix_outbox_age", "fanned_out", "created_at"),
 )
-"""Events (a request opened, a request decided), each written in the same commit as the change it reports;
+"""Events (a request opened, decided or escalated: `step` says which escalation step), each written in the same
+commit as the change it reports;
 `ix_outbox_age` finds the old ones to prune."""
 
 deliveries = Table(
@@ -233,3 +245,18 @@ workflow_states = Table(
     Column("updated_at", Float, nullable=False),
 )
 """Where a workflow run stands (`WorkflowState` as JSON): finished nodes' outputs, answers, the pending question."""
+
+steps = Table(
+    "steps",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("scope", String(200), primary_key=True),
+    Column("name", String(200), primary_key=True),
+    Column("occurrence", Integer, primary_key=True, autoincrement=False),
+    Column("status", String(16), nullable=False),
+    Column("result", LargeBinary, nullable=True),
+    Column("started_at", Float, nullable=False),
+    Column("finished_at", Float, nullable=True),
+)
+"""The step journal: each step a tool or workflow node took (`sayso.step`), keyed by run, scope (a tool call's
+id, a node's pass) and name's occurrence; `started` until its function returned, then `done` with its JSON."""

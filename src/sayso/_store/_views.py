@@ -25,7 +25,7 @@ from pydantic_ai.messages import (
 
 from .._core.audit_events import ShownDecision
 from ..exceptions import InvalidCursor
-from ._records import RunRecord, TranscriptEntry
+from ._records import RequestFact, RunRecord, TranscriptEntry
 
 TITLE_LENGTH = 80
 """How much of a thread's first message its title shows."""
@@ -199,3 +199,29 @@ def thread_transcript(
     for run in silent:
         failure(run, with_prompt=True)
     return [e for e in out if after_seq == 0 or e.seq > after_seq]
+
+
+def fact_of(
+    request_id: str,
+    created_at: float,
+    escalations: int,
+    body: bytes,
+    *,
+    kind: str | None,
+    by: str | None,
+    principal: str | None,
+    decided_at: float | None,
+) -> RequestFact:
+    """A statistics row from a stored request (its tool and rule read from its JSON body) and its decision."""
+    shown = json.loads(body)
+    return RequestFact(
+        request_id=request_id,
+        tool_name=str(shown.get("tool_name", "")),
+        rule=shown.get("rule"),
+        created_at=created_at,
+        escalations=escalations or 0,
+        decision=kind,
+        by=by,
+        principal=principal,
+        decided_at=decided_at,
+    )

@@ -1,5 +1,7 @@
 """The `sayso` command line."""
 
+from . import _policy as _policy  # registers `sayso policy` on the app
+from . import _stats as _stats  # registers `sayso stats` on the app
 from ._app import app, main
 
 __all__ = ["app", "main"]

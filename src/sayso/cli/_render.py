@@ -246,6 +246,7 @@ def _approval_lines(request: ApprovalRequest) -> list[RenderableType]:
     lines: list[RenderableType] = [
         Syntax(json.dumps(shown_args(request), indent=2, ensure_ascii=False), "json", theme="ansi_dark"),
         Text(request.hint, style="italic"),
+        *([Text(request.why)] if request.why else []),
         *_tool_lines(request),
     ]
     if request.subject is not None:

@@ -32,6 +32,7 @@ from ._live import LiveSettings
 from ._pages import install_pages
 from ._problems import PROBLEM_MEDIA_TYPE, install_problem_handlers
 from ._routes_requests import router as requests_router
+from ._routes_stats import router as stats_router
 from ._routes_threads import router as threads_router
 from ._schemas_out import HealthOut
 from ._webhooks import WebhookDispatcher
@@ -64,14 +65,17 @@ async def _sweep_recover(sayso: Sayso, every: float) -> None:
 
 
 async def _sweep_expired(sayso: Sayso, every: float) -> None:
-    """Every `every` seconds, close the runs whose open requests all expired (the runtime announces them)."""
+    """At start and every `every` seconds, fire due escalation steps and close runs whose requests all expired.
+
+    At start too, so what came due while no server ran happens now; the runtime announces each change.
+    """
     while True:
-        await anyio.sleep(every)
         try:
             await sayso.expire()
         except SaysoError:
             # A failed sweep (the store briefly away) is retried at the next tick, not fatal to the server.
             logger.exception("the expiry sweep failed; retrying in %ss", every)
+        await anyio.sleep(every)
 
 
 async def _sweep_outbox(sayso: Sayso, every: float) -> None:
@@ -108,6 +112,7 @@ def create_app(
     routers: Sequence[APIRouter] = (),
     live: LiveSettings | None = None,
     apps: Sequence[tuple[str, Starlette]] = (),
+    form_paths: Sequence[str] = (),
 ) -> FastAPI:
     """The server for `sayso`: REST under `/v1`, the web UI at `/`, `/healthz` and `/openapi.json`.
 
@@ -126,6 +131,8 @@ def create_app(
         live: how live streams (`/v1/events`) look at the store and how long each lasts.
         apps: ASGI apps with lifespans of their own (such as `/mcp`), each served at its path; their
             lifespans run inside the server's, once the runtime is open.
+        form_paths: path prefixes whose POSTs may be HTML forms, because what they carry authorizes them
+            (the channels' mailed links and Slack's interactions); every other POST must be JSON.
     """
     # Webhook events come from the store's outbox, written with each change by whichever process made
     # it (REST, A2A, AG-UI, the CLI, another replica), and are delivered by whichever server runs.
@@ -159,10 +166,13 @@ def create_app(
     app.state.sayso_server = state
     # One wrapper in front of REST, the web UI, A2A and AG-UI: loopback Host in local mode, JSON (or a
     # token) for every state-changing request, bounded well-formed bodies, no framing, a strict CSP.
-    app.add_middleware(EdgeGuard, local_mode=not sayso.config.principals, limits=sayso.config.limits)
+    app.add_middleware(
+        EdgeGuard, local_mode=not sayso.config.principals, limits=sayso.config.limits, form_paths=tuple(form_paths)
+    )
     install_problem_handlers(app)
     app.include_router(threads_router)
     app.include_router(requests_router)
+    app.include_router(stats_router)
     for router in routers:
         app.include_router(router)
     for path, sub in apps:

@@ -6,7 +6,9 @@ reads of it: docs/guides/operations.md#local-development-mode and #limits):
 - **local mode serves loopback only**: a request whose `Host` is not a loopback name is refused,
   so a web page on another name that resolves to 127.0.0.1 (DNS rebinding) cannot drive it;
 - **POSTs are JSON** (or carry a bearer token): a cross-site page can send a `text/plain`, form or
-  bodiless POST without a CORS preflight, never an `application/json` one. The other state-changing
+  bodiless POST without a CORS preflight, never an `application/json` one. The paths the server is
+  told take forms (`form_paths`: a mailed link's page, whose signed token is in its path; Slack's
+  interactions, signed over their body) authorize by what they carry, so a form is fine there. The other state-changing
   methods (`DELETE`, `PUT`, `PATCH`) cannot be sent cross-site without a preflight at all, and this
   server grants none (it sends no CORS headers), so they need no such check;
 - **bodies are bounded and well-formed**: a body over `limits.request_bytes` is refused before it is
@@ -65,12 +67,14 @@ class EdgeGuard:
         limits: the configured request body size and JSON depth.
     """
 
-    def __init__(self, app: ASGIApp, *, local_mode: bool, limits: LimitsConfig) -> None:
+    def __init__(
+        self, app: ASGIApp, *, local_mode: bool, limits: LimitsConfig, form_paths: tuple[str, ...] = ()
+    ) -> None:
         self.app = app
         self.local_mode = local_mode
         self.limits = limits
         checked = RequestBodyLimitMiddleware(_JsonBodies(app, limits), max_body_size=limits.request_bytes)
-        posts = _JsonPosts(checked)
+        posts = _JsonPosts(checked, form_paths)
         self._guarded: ASGIApp = (
             TrustedHostMiddleware(posts, allowed_hosts=sorted(LOOPBACK_NAMES), www_redirect=False)
             if local_mode
@@ -89,13 +93,19 @@ class EdgeGuard:
 class _JsonPosts:
     """A POST is JSON or carries a bearer token (no cross-site page can send one without a preflight)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, form_paths: tuple[str, ...]) -> None:
         self.app = app
+        self.form_paths = form_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         content_type = headers.get("content-type")
-        if scope["method"] == "POST" and not is_json(content_type) and not headers.get("authorization"):
+        if (
+            scope["method"] == "POST"
+            and not is_json(content_type)
+            and not headers.get("authorization")
+            and not (self.form_paths and str(scope["path"]).startswith(self.form_paths))
+        ):
             await _refuse(
                 send,
                 415,

@@ -160,6 +160,12 @@ class RequestOut(_Out):
     """approval: what the tool's source (an MCP server) says about the tool."""
     on_reject: Literal["deny", "call"] | None = None
     """approval: `call` when a rejection runs the tool's body again to decide the result."""
+    asked_because: str | None = None
+    """approval: why the policy asked (`amount 250 > 100`); `null` when a tool's body, a hook or a service asked."""
+    rule: str | None = None
+    """approval: the name of the policy rule that asked (`refunds-large`)."""
+    why: str | None = None
+    """approval: the two as people read them: `asked because amount 250 > 100 (rule refunds-large)`."""
     node: str | None = None
     """input: the workflow node that asks."""
     message: str | None = None
@@ -227,7 +233,7 @@ class RequestStateOut(_Out):
     decided_by: Literal["person", "permission", "service", "expiry", "system"] | None
     """Who took the decision: a person, a remembered approval, a service, the expiry sweep or sayso itself."""
     principal: str | None
-    via: Literal["python", "cli", "rest", "web", "a2a", "ag-ui"] | None
+    via: Literal["python", "cli", "rest", "web", "a2a", "ag-ui", "email", "slack"] | None
     """The interface a person's decision came through; `null` for sayso's own decisions."""
     decided: Rfc3339 | None
     """When it was decided (RFC 3339)."""
@@ -439,3 +445,37 @@ def entry_json(entry: TranscriptEntry) -> dict[str, Any]:
                 decision[name] = rfc3339(seconds) if isinstance(seconds, int | float) else None
         body["decision"] = decision
     return body
+
+
+class RatesOut(_Out):
+    """One group's approval requests in the window and what became of them; each rate is a share of `requests`."""
+
+    requests: int
+    decided: int
+    approved: int
+    rejected: int
+    expired: int
+    """Timed out: expired, or rejected or approved by the rule's `on_timeout`."""
+    escalated: int
+    """Requests at least one escalation step fired for."""
+    open: int
+    approval_rate: float | None
+    rejection_rate: float | None
+    expiry_rate: float | None
+    escalation_rate: float | None
+    decide_p50_seconds: float | None
+    """Median seconds from the request to a person's decision (`null`: none decided by a person)."""
+    decide_p90_seconds: float | None
+
+
+class StatsOut(_Out):
+    """How approvals went over a window: overall, per tool, per rule (`(no rule)` when none asked) and approver."""
+
+    since: Rfc3339
+    until: Rfc3339
+    window_seconds: float
+    overall: RatesOut
+    by_tool: dict[str, RatesOut]
+    by_rule: dict[str, RatesOut]
+    by_approver: dict[str, RatesOut]
+    """Per person who decided: the requests they decided."""

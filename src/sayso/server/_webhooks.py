@@ -13,7 +13,6 @@ the same `webhook-id` (receivers drop duplicates by it).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -24,6 +23,7 @@ import httpx
 from anyio.abc import TaskGroup
 
 from .._config.file import WebhookConfig, WebhookEvent
+from .._core.channels import outbox_key
 from .._core.signing import delivery_body, signed_headers, verify_headers
 from .._runtime import DeliveryStatus, EventData, OutboundEvent, Sayso
 from ..exceptions import SaysoError
@@ -38,7 +38,7 @@ POLL_SECONDS = 1.0
 
 def hook_key(hook: WebhookConfig) -> str:
     """A webhook's key in the outbox: derived from its URL, so every replica with the same config agrees."""
-    return hashlib.sha256(hook.url.encode()).hexdigest()[:16]
+    return outbox_key(hook.url)
 
 
 class WebhookDispatcher:

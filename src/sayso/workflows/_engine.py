@@ -16,9 +16,10 @@ kept alive while the person thinks. When the answer arrives the node is *replaye
 top, with the same input and the same `ctx.state` it first saw, and each `RequestInput` it
 yields is answered from `state.answers` in order, until it reaches the new question or
 finishes; this is how LangGraph's `interrupt()` resumes a node. So the code of a node before
-its last question runs once per answer: keep side effects after the last `yield`, or make
-them idempotent, and ask the same questions in the same order on every replay (a replay that
-asks fewer questions than were answered fails the node).
+its last question runs once per answer: wrap side effects in a step (`await ctx.step("charge",
+fn)`, recorded by the engine's `journal` and returned from it on a replay), keep them after the
+last `yield`, or make them idempotent; and ask the same questions in the same order on every
+replay (a replay that asks fewer questions than were answered fails the node).
 
 **Outputs are stored as JSON.** A node's output is turned into JSON when it finishes (pydantic
 models and dataclasses included); the next node receives that JSON, validated into its
@@ -46,6 +47,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._core.decisions import Expired, Provide, Skip, model_text
 from .._core.inputs import InputSchema, RequestInput, input_problems, input_schema
+from .._core.steps import StepJournal, StepScope, memory_journal
 from ..exceptions import ConfigError, InvalidDecision, NotReady, RunConflict, SchemaMismatch
 from ._graph import DEFAULT, END, CompiledNode, Route, RouteKey, Workflow, WorkflowContext
 from ._state import (
@@ -96,6 +98,8 @@ class WorkflowEngine:
         agents: runs agent nodes; required when the workflow has any.
         max_steps: how many nodes one call may run before the run fails (a loop that never
             waits for anyone would otherwise run forever).
+        journal: where the steps nodes take (`ctx.step`) are recorded; by default in this
+            engine's memory (the runtime gives its store's).
 
     Raises:
         ConfigError: the workflow has agent nodes and no runner was given.
@@ -108,6 +112,7 @@ class WorkflowEngine:
         persistence: WorkflowPersistence,
         agents: AgentNodeRunner | None = None,
         max_steps: int = 1000,
+        journal: StepJournal | None = None,
     ) -> None:
         if workflow.agent_nodes and agents is None:
             raise ConfigError(
@@ -118,6 +123,7 @@ class WorkflowEngine:
         self._persistence = persistence
         self._agents = agents
         self._max_steps = max_steps
+        self._journal: StepJournal = journal if journal is not None else memory_journal()
 
     async def start(self, run_id: str, node_input: Any = None, *, principal: str | None = None) -> WorkflowOutcome:
         """Start a run: `node_input` goes to the first node. The state is saved before any node runs."""
@@ -241,14 +247,16 @@ class WorkflowEngine:
         if node.takes_input:
             kwargs["node_input"] = _coerce_input(node, state.node_input)
         if node.takes_ctx:
+            visit = state.visits(node.name) + 1
             kwargs["ctx"] = WorkflowContext(
                 run_id=state.run_id,
                 workflow=state.workflow,
                 node=node.name,
-                visit=state.visits(node.name) + 1,
+                visit=visit,
                 principal=state.principal,
                 state=data,
                 outputs=MappingProxyType({f.node: f.output for f in state.finished}),
+                steps=StepScope(run_id=state.run_id, scope=f"{node.name}:{visit}", journal=self._journal),
             )
         result = node.fn(**kwargs)
         if inspect.isawaitable(result):

@@ -39,7 +39,8 @@ from typing import Any, Final, Literal, TypeAlias
 from pydantic import TypeAdapter
 from pydantic_ai.agent import AbstractAgent
 
-from ..exceptions import ConfigError
+from .._core.steps import StepScope
+from ..exceptions import ConfigError, UsageError
 
 START: Final = "START"
 """Where every workflow begins: the first element of the first edge."""
@@ -90,6 +91,23 @@ class WorkflowContext:
     node finishes; a node that pauses and resumes starts again from the state it first saw."""
     outputs: Mapping[str, Any]
     """The latest output of each finished node, as stored (JSON)."""
+    steps: StepScope | None = field(default=None, repr=False, compare=False)
+    """The steps this pass of the node takes (`step`), recorded with the run by the engine's journal."""
+
+    async def step(
+        self, name: str, fn: Callable[..., Any], /, *args: Any, idempotent: bool = False, **kwargs: Any
+    ) -> Any:
+        """Run `fn(*args, **kwargs)` once for the run, as the step `name`; a replay of the node gets its result back.
+
+        A node that asked for input (`RequestInput`) runs again from the top with each answer, and
+        a node whose process died runs again in the process that carries the run on; what it wraps
+        in a step is done once, and its result (as recorded, JSON) comes back on every later run.
+        The same as `sayso.step(ctx, name, fn, *args)`; see it for the rules (names, order,
+        `idempotent`, `StepOutcomeUnknown`). In an `async def` node.
+        """
+        if self.steps is None:
+            raise UsageError("this WorkflowContext was built without a step journal; the engine builds the nodes' own")
+        return await self.steps.run(name, fn, args, kwargs, idempotent=idempotent)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The runtime's verbs, one module each: start, decide, answer, resume, cancel, expire, recover.
+"""The runtime's verbs, one module each: start, decide, answer, resume, cancel, expire, escalate, recover.
 
 Each verb reads as *read → plan (a pure function, in `sayso._core` where it is a rule) → write →
 runner*, as a function over a `Cycle` (`.._cycle`), which picks the run's runner by its kind. The

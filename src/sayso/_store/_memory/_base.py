@@ -13,6 +13,7 @@ from ..._core.audit import AuditHead, AuditRecord
 from ..._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord, Via
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
+from ..._core.steps import StepKey, StepRecord
 from ..._core.votes import VOTE_ADAPTER, Vote
 from .._records import (
     GRANTS_READ_AT_ONCE,
@@ -48,6 +49,8 @@ class _Request:
     body: bytes
     deciders: tuple[str, ...] | None = None
     """Who may decide a routed request (docs/guides/routing.md); `None`: unrouted."""
+    escalate_at: float | None = None
+    escalations: int = 0
 
     def load(self) -> Request:
         return REQUEST_ADAPTER.validate_json(self.body)
@@ -84,6 +87,7 @@ class _Event:
     request_id: str
     created_at: float
     fanned_out: bool = False
+    step: int | None = None
 
 
 @dataclass
@@ -131,6 +135,7 @@ class _Tables:
         self._workflow_states: dict[str, bytes] = {}
         self._votes: dict[tuple[str, int], bytes] = {}
         """Votes on routed requests by request id and position, as JSON."""
+        self._steps: dict[StepKey, StepRecord] = {}
 
     def _run(self, run_id: str) -> RunRecord:
         tools = self._tools.get(run_id)

@@ -44,6 +44,7 @@ class MemoryOutboxTx(_Changes, StoreTx):
                 request_id=d.event.request_id,
                 created_at=d.event.created_at,
                 attempts=d.attempts,
+                step=d.event.step,
             )
             for key, d in due[:limit]
         ]

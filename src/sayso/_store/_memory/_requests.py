@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from ..._core.requests import Request
@@ -11,17 +12,43 @@ from .._records import (
     InboxFilter,
     InboxPage,
     PauseState,
+    RequestFact,
     RequestState,
     RequestWithRun,
     RunRequests,
     StuckExecution,
 )
-from .._views import decode_cursor, encode_cursor, on_path, rooted_at
+from .._views import decode_cursor, encode_cursor, fact_of, on_path, rooted_at
 from ._base import _Request
 from ._tx import _MemoryBase
 
 
 class _Requests(_MemoryBase):
+    # statistics
+
+    async def request_facts(self, *, since: float, until: float) -> list[RequestFact]:
+        async with self._lock:
+            rows = sorted(
+                (r for r in self._requests.values() if r.kind == "approval" and since <= r.created_at < until),
+                key=lambda r: (r.created_at, r.request_id),
+            )
+            facts: list[RequestFact] = []
+            for row in rows:
+                stored = self._decisions.get(row.request_id)
+                facts.append(
+                    fact_of(
+                        row.request_id,
+                        row.created_at,
+                        row.escalations,
+                        row.body,
+                        kind=str(json.loads(stored.body)["kind"]) if stored is not None else None,
+                        by=stored.by if stored is not None else None,
+                        principal=stored.principal if stored is not None else None,
+                        decided_at=stored.decided_at if stored is not None else None,
+                    )
+                )
+            return facts
+
     # pauses, requests and decisions
 
     async def pause_state(self, pause_id: str) -> PauseState:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from .._verbs import DecisionVerbs, OutboxVerbs, RunVerbs, TrustVerbs
+from .._verbs import DecisionVerbs, EscalationVerbs, OutboxVerbs, RunVerbs, StepVerbs, TrustVerbs
 from ._grants_audit import _GrantsAudit
 from ._requests import _Requests
 from ._runs import _Runs
 
 
-class MemoryRunStore(RunVerbs, DecisionVerbs, TrustVerbs, OutboxVerbs, _Runs, _Requests, _GrantsAudit):
+class MemoryRunStore(
+    RunVerbs, DecisionVerbs, TrustVerbs, OutboxVerbs, EscalationVerbs, StepVerbs, _Runs, _Requests, _GrantsAudit
+):
     """The store port in memory: complete, atomic per verb, and gone when the process ends.
 
     It passes the same contract suite as the SQL backend. Like a database it keeps what it is

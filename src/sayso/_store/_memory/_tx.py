@@ -20,7 +20,8 @@ from ..._core.audit import AuditHead, canonical_json, seal
 from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
-from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
+from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request, escalation_due
+from ..._core.steps import StepKey, StepRecord
 from ..._core.votes import VOTE_ADAPTER, Vote
 from ...exceptions import StoreError
 from .._primitives import (
@@ -37,6 +38,7 @@ from .._primitives import (
     TxWork,
 )
 from .._records import (
+    DueEscalation,
     ExecutionRecord,
     ExecutionResult,
     OutboxKind,
@@ -170,6 +172,7 @@ class MemoryTx(MemoryOutboxTx):
                 expires_at=r.expires_at,
                 body=REQUEST_ADAPTER.dump_json(r),
                 deciders=r.routing.deciders(r.principal) if r.routing is not None else None,
+                escalate_at=escalation_due(r, 0),
             )
             self._insert(self.s._requests, r.request_id, row)
 
@@ -223,10 +226,34 @@ class MemoryTx(MemoryOutboxTx):
     async def add_vote(self, vote: Vote, *, seq: int) -> None:
         self._insert(self.s._votes, (vote.request_id, seq), VOTE_ADAPTER.dump_json(vote))
 
-    async def add_events(self, kind: OutboxKind, request_ids: Sequence[str], now: float) -> None:
+    async def add_events(
+        self, kind: OutboxKind, request_ids: Sequence[str], now: float, *, step: int | None = None
+    ) -> None:
         for request_id in request_ids:
             event_id = f"evt_{secrets.token_urlsafe(12)}"
-            self._append(self.s._outbox, _Event(event_id=event_id, kind=kind, request_id=request_id, created_at=now))
+            event = _Event(event_id=event_id, kind=kind, request_id=request_id, created_at=now, step=step)
+            self._append(self.s._outbox, event)
+
+    # escalation timers
+
+    async def due_escalations(self, now: float, limit: int) -> list[DueEscalation]:
+        s = self.s
+        due = [
+            DueEscalation(request_id=r.request_id, step=r.escalations, due_at=r.escalate_at)
+            for r in s._requests.values()
+            if r.status == "open"
+            and r.escalate_at is not None
+            and r.escalate_at <= now
+            and s._pauses[r.pause_id].status == "open"
+        ]
+        return sorted(due, key=lambda d: d.due_at)[:limit]
+
+    async def advance_escalation(self, request_id: str, step: int, next_at: float | None) -> bool:
+        row = self.s._requests.get(request_id)
+        if row is None or row.status != "open" or row.escalations != step:
+            return False
+        self._set(row, escalations=step + 1, escalate_at=next_at)
+        return True
 
     # grants and the audit chain
 
@@ -293,6 +320,30 @@ class MemoryTx(MemoryOutboxTx):
         self._set(entry, status=status, result=result)
         return True
 
+    # the step journal
+
+    async def step(self, key: StepKey) -> StepRecord | None:
+        return self.s._steps.get(key)
+
+    async def add_step(self, key: StepKey, now: float) -> None:
+        self._insert(self.s._steps, key, StepRecord(status="started", result=None))
+
+    async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
+        if key in self.s._steps:
+            self._put(self.s._steps, key, StepRecord(status=status, result=bytes(result)))
+
+    async def resolve_step(self, key: StepKey, now: float) -> bool:
+        found = self.s._steps.get(key)
+        if found is None or found.status != "started":
+            return False
+        self._put(self.s._steps, key, StepRecord(status="unknown", result=None))
+        return True
+
+    async def drop_step(self, key: StepKey) -> None:
+        found = self.s._steps.get(key)
+        if found is not None and found.status == "started":
+            self._pop(self.s._steps, key)
+
     # workflow state, remote tasks, marks
 
     async def workflow_state(self, run_id: str) -> bytes | None:
@@ -312,6 +363,12 @@ class MemoryTx(MemoryOutboxTx):
 
     async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
         self._put(self.s._marks, (namespace, key), value)
+
+    async def add_mark(self, namespace: str, key: str, value: str, now: float) -> bool:
+        if (namespace, key) in self.s._marks:
+            return False
+        self._put(self.s._marks, (namespace, key), value)
+        return True
 
 
 class _MemoryBase(_Tables, TxStore):

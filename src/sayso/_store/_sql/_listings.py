@@ -1,4 +1,4 @@
-"""SQL listings for people and interfaces: the inbox (filtered, keyset-paged), threads and transcripts."""
+"""SQL listings for people and interfaces: the inbox (filtered, keyset-paged), threads, transcripts, statistics."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from sqlalchemy import Connection
 from ..._core.requests import REQUEST_ADAPTER
 from ..._core.votes import VOTE_ADAPTER, Vote
 from .. import _tables as t
-from .._records import InboxFilter, InboxPage, ThreadSummary, TranscriptEntry
-from .._views import decode_cursor, encode_cursor, thread_transcript, title
+from .._records import InboxFilter, InboxPage, RequestFact, ThreadSummary, TranscriptEntry
+from .._views import decode_cursor, encode_cursor, fact_of, thread_transcript, title
 from ._base import _SqlBase
 from ._rows import run_record
 
@@ -74,6 +74,41 @@ class _Listings(_SqlBase):
             for row in conn.execute(stmt).all() if ids else ():
                 found.setdefault(row.request_id, []).append(VOTE_ADAPTER.validate_json(row.body))
             return {request_id: tuple(cast) for request_id, cast in found.items()}
+
+        return await self._sa_read(work)
+
+    async def request_facts(self, *, since: float, until: float) -> list[RequestFact]:
+        r, d = t.requests, t.decisions
+        stmt = (
+            sa.select(
+                r.c.request_id,
+                r.c.created_at,
+                r.c.escalations,
+                r.c.body,
+                d.c.kind.label("decision_kind"),
+                d.c.by,
+                d.c.principal,
+                d.c.decided_at,
+            )
+            .select_from(r.outerjoin(d, d.c.request_id == r.c.request_id))
+            .where(r.c.kind == "approval", r.c.created_at >= since, r.c.created_at < until)
+            .order_by(r.c.created_at, r.c.request_id)
+        )
+
+        def work(conn: Connection) -> list[RequestFact]:
+            return [
+                fact_of(
+                    row.request_id,
+                    row.created_at,
+                    row.escalations,
+                    row.body,
+                    kind=row.decision_kind,
+                    by=row.by,
+                    principal=row.principal,
+                    decided_at=row.decided_at,
+                )
+                for row in conn.execute(stmt)
+            ]
 
         return await self._sa_read(work)
 

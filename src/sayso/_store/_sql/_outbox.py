@@ -25,7 +25,7 @@ INSERT_DELIVERY = Sql(
 )
 _FREE = "(d.claimed_until IS NULL OR d.claimed_until < :now)"
 DUE = Sql(
-    "SELECT d.delivery_id, d.event_id, d.hook, d.attempts, o.kind, o.request_id, o.created_at "
+    "SELECT d.delivery_id, d.event_id, d.hook, d.attempts, o.kind, o.request_id, o.created_at, o.step "
     "FROM deliveries d JOIN outbox o ON o.event_id = d.event_id "
     f"WHERE d.status = 'pending' AND d.next_attempt_at <= :now AND {_FREE} "
     "ORDER BY d.next_attempt_at, o.seq LIMIT :limit"
@@ -90,6 +90,7 @@ class SqlOutboxTx(StoreTx):
                 request_id=row["request_id"],
                 created_at=row["created_at"],
                 attempts=row["attempts"],
+                step=row["step"],
             )
             for row in await self.tx.all(DUE, {"now": now, "limit": limit})
         ]

@@ -16,7 +16,8 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
-from ..._core.requests import REQUEST_ADAPTER, Request
+from ..._core.requests import REQUEST_ADAPTER, Request, escalation_due
+from ..._core.steps import StepKey, StepRecord
 from ..._core.votes import VOTE_ADAPTER, Vote
 from .._primitives import (
     CancelRun,
@@ -31,6 +32,7 @@ from .._primitives import (
 )
 from .._records import (
     GRANTS_READ_AT_ONCE,
+    DueEscalation,
     ExecutionRecord,
     ExecutionResult,
     OutboxKind,
@@ -156,6 +158,7 @@ class SqlTx(SqlOutboxTx):
                     "kind": r.kind,
                     "created_at": r.created_at,
                     "expires_at": r.expires_at,
+                    "escalate_at": escalation_due(r, 0),
                     "body": REQUEST_ADAPTER.dump_json(r),
                     "routed": r.routing is not None,
                 }
@@ -225,15 +228,34 @@ class SqlTx(SqlOutboxTx):
         row = {"request_id": vote.request_id, "seq": seq, "principal": vote.principal, "voted_at": vote.voted_at}
         await self.tx.later(q.INSERT_VOTE, [{**row, "body": VOTE_ADAPTER.dump_json(vote)}])
 
-    async def add_events(self, kind: OutboxKind, request_ids: Sequence[str], now: float) -> None:
+    async def add_events(
+        self, kind: OutboxKind, request_ids: Sequence[str], now: float, *, step: int | None = None
+    ) -> None:
         if request_ids:
             await self.tx.later(
                 q.INSERT_OUTBOX,
                 [
-                    {"event_id": _event_id(), "kind": kind, "request_id": r, "created_at": now, "fanned_out": False}
+                    {
+                        "event_id": _event_id(),
+                        "kind": kind,
+                        "request_id": r,
+                        "created_at": now,
+                        "fanned_out": False,
+                        "step": step,
+                    }
                     for r in request_ids
                 ],
             )
+
+    # escalation timers
+
+    async def due_escalations(self, now: float, limit: int) -> list[DueEscalation]:
+        rows = await self.tx.all(q.DUE_ESCALATIONS, {"now": now, "limit": limit})
+        return [DueEscalation(request_id=r["request_id"], step=r["escalations"], due_at=r["escalate_at"]) for r in rows]
+
+    async def advance_escalation(self, request_id: str, step: int, next_at: float | None) -> bool:
+        params = {"request_id": request_id, "step": step, "next_at": next_at}
+        return await self.tx.run(q.ADVANCE_ESCALATION, params) == 1
 
     # grants and the audit chain
 
@@ -293,6 +315,27 @@ class SqlTx(SqlOutboxTx):
         params = {"request_id": request_id, "status": status, "result": result, "now": now}
         return await self.tx.run(q.RESOLVE_EXECUTION, params) == 1
 
+    # the step journal
+
+    async def step(self, key: StepKey) -> StepRecord | None:
+        row = await self.tx.one(q.GET_STEP, _step_params(key))
+        if row is None:
+            return None
+        result = row["result"]
+        return StepRecord(status=row["status"], result=None if result is None else bytes(result))
+
+    async def add_step(self, key: StepKey, now: float) -> None:
+        await self.tx.run(q.INSERT_STEP, {**_step_params(key), "now": now})
+
+    async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
+        await self.tx.later(q.END_STEP, [{**_step_params(key), "status": status, "result": bytes(result), "now": now}])
+
+    async def resolve_step(self, key: StepKey, now: float) -> bool:
+        return await self.tx.run(q.RESOLVE_STEP, {**_step_params(key), "now": now}) == 1
+
+    async def drop_step(self, key: StepKey) -> None:
+        await self.tx.run(q.DROP_STEP, _step_params(key))
+
     # workflow state, remote tasks, marks
 
     async def workflow_state(self, run_id: str) -> bytes | None:
@@ -318,7 +361,15 @@ class SqlTx(SqlOutboxTx):
     async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
         await self.tx.run(q.SET_MARK, {"namespace": namespace, "key": key, "value": value, "now": now})
 
+    async def add_mark(self, namespace: str, key: str, value: str, now: float) -> bool:
+        params = {"namespace": namespace, "key": key, "value": value, "now": now}
+        return await self.tx.run(q.ADD_MARK, params) == 1
+
 
 def _event_id() -> str:
     """An outbox event's id: random, so ids never repeat across databases."""
     return f"evt_{secrets.token_urlsafe(12)}"
+
+
+def _step_params(key: StepKey) -> dict[str, str | int]:
+    return {"run_id": key.run_id, "scope": key.scope, "name": key.name, "occurrence": key.occurrence}

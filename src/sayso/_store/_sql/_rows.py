@@ -123,8 +123,8 @@ INSERT_PAUSE = Sql(
 CONSUME_PAUSE = Sql("UPDATE pauses SET status = 'consumed' WHERE pause_id = :pause_id AND status = 'open'")
 INSERT_REQUEST = Sql(
     "INSERT INTO requests (request_id, pause_id, position, run_id, thread_id, agent_path, kind, status, created_at, "
-    "expires_at, body, routed) VALUES (:request_id, :pause_id, :position, :run_id, :thread_id, :agent_path, :kind, "
-    "'open', :created_at, :expires_at, :body, :routed)"
+    "expires_at, escalate_at, escalations, body, routed) VALUES (:request_id, :pause_id, :position, :run_id, "
+    ":thread_id, :agent_path, :kind, 'open', :created_at, :expires_at, :escalate_at, 0, :body, :routed)"
 )
 INSERT_DECIDER = Sql("INSERT INTO request_deciders (request_id, principal) VALUES (:request_id, :principal)")
 VOTES = Sql("SELECT request_id, body FROM votes WHERE request_id = :request_id ORDER BY seq")
@@ -219,9 +219,23 @@ ACTIVE_GRANTS = Sql(
 # the outbox
 
 INSERT_OUTBOX = Sql(
-    "INSERT INTO outbox (event_id, kind, request_id, created_at, fanned_out) "
-    "VALUES (:event_id, :kind, :request_id, :created_at, :fanned_out)"
+    "INSERT INTO outbox (event_id, kind, request_id, created_at, fanned_out, step) "
+    "VALUES (:event_id, :kind, :request_id, :created_at, :fanned_out, :step)"
 )
+
+# escalation timers
+
+DUE_ESCALATIONS = Sql(
+    "SELECT r.request_id, r.escalations, r.escalate_at FROM requests r JOIN pauses p ON p.pause_id = r.pause_id "
+    "WHERE r.status = 'open' AND r.escalate_at IS NOT NULL AND r.escalate_at <= :now AND p.status = 'open' "
+    "ORDER BY r.escalate_at LIMIT :limit"
+)
+"""Open requests whose next step is due, read through the partial index `ix_requests_escalating`."""
+ADVANCE_ESCALATION = Sql(
+    "UPDATE requests SET escalations = :step + 1, escalate_at = :next_at "
+    "WHERE request_id = :request_id AND escalations = :step AND status = 'open'"
+)
+"""Conditional: of two replicas firing the same step, one does (the other's update waits, then matches nothing)."""
 
 # remote tasks
 
@@ -233,6 +247,17 @@ INSERT_REMOTE_TASK = Sql(
 
 
 # workflow runs, marks, grants by id
+
+_STEP = "run_id = :run_id AND scope = :scope AND name = :name AND occurrence = :occurrence"
+GET_STEP = Sql(f"SELECT status, result FROM steps WHERE {_STEP}")
+INSERT_STEP = Sql(
+    "INSERT INTO steps (run_id, scope, name, occurrence, status, started_at) "
+    "VALUES (:run_id, :scope, :name, :occurrence, 'started', :now)"
+)
+END_STEP = Sql(f"UPDATE steps SET status = :status, result = :result, finished_at = :now WHERE {_STEP}")
+RESOLVE_STEP = Sql(f"UPDATE steps SET status = 'unknown', finished_at = :now WHERE {_STEP} AND status = 'started'")
+"""Resolve a step found cut off: of several runs finding it so, one changes it."""
+DROP_STEP = Sql(f"DELETE FROM steps WHERE {_STEP} AND status = 'started'")
 
 GET_WORKFLOW_STATE = Sql("SELECT body FROM workflow_states WHERE run_id = :run_id")
 PUT_WORKFLOW_STATE = Sql(
@@ -256,6 +281,11 @@ SET_MARK = Sql(
     "INSERT INTO marks (namespace, key, value, updated_at) VALUES (:namespace, :key, :value, :now) "
     "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
 )
+ADD_MARK = Sql(
+    "INSERT INTO marks (namespace, key, value, updated_at) VALUES (:namespace, :key, :value, :now) "
+    "ON CONFLICT (namespace, key) DO NOTHING"
+)
+"""A mark kept only if none is: a concurrent second insert waits for the first and then inserts nothing."""
 GET_MARK = Sql("SELECT value FROM marks WHERE namespace = :namespace AND key = :key")
 
 

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-from .._verbs import DecisionVerbs, OutboxVerbs, RunVerbs, TrustVerbs
+from .._verbs import DecisionVerbs, EscalationVerbs, OutboxVerbs, RunVerbs, StepVerbs, TrustVerbs
 from ._grants_audit import _GrantsAudit
 from ._listings import _Listings
 from ._requests import _Requests
 from ._runs import _Runs
 
 
-class SqlRunStore(RunVerbs, DecisionVerbs, TrustVerbs, OutboxVerbs, _Runs, _Requests, _GrantsAudit, _Listings):
+class SqlRunStore(
+    RunVerbs,
+    DecisionVerbs,
+    TrustVerbs,
+    OutboxVerbs,
+    EscalationVerbs,
+    StepVerbs,
+    _Runs,
+    _Requests,
+    _GrantsAudit,
+    _Listings,
+):
     """The durable store on SQLite (the default, one file) or PostgreSQL (for several replicas).
 
     `SqlRunStore("sqlite:///sayso.db", base_dir=...)` takes relative SQLite paths from `base_dir`;

@@ -40,6 +40,17 @@ class TrustVerbs(TxStore):
 
         await self._write(work)
 
+    async def claim_mark(self, namespace: str, key: str, value: str) -> bool:
+        now = time.time()
+
+        async def work(tx: StoreTx) -> bool:
+            return await tx.add_mark(namespace, key, value, now)
+
+        async def lost(tx: StoreTx) -> bool:
+            return False  # another writer kept it first
+
+        return await self._write(work, race=lost)
+
     async def get_mark(self, namespace: str, key: str) -> str | None:
         async def work(tx: StoreTx) -> str | None:
             return await tx.mark(namespace, key)

@@ -177,6 +177,8 @@ def interrupt(request: Shown, *, kaboo: bool = False, votes: Sequence[Vote] = ()
         if request.tool_info is not None:
             metadata["tool"] = asdict(request.tool_info)
         message = request.hint
+        if request.why is not None:
+            metadata["why"], metadata["rule"] = request.why, request.rule
         schema = approval_schema(request)
         if request.payload is not None:
             metadata["payload"] = request.payload

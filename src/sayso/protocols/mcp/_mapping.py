@@ -115,6 +115,8 @@ def _approval_message(request: ApprovalRequest) -> str:
         f"{_who(request)} wants to run {request.tool_name} with {json.dumps(shown_args(request), ensure_ascii=False)}."
     ]
     lines.append(request.hint)
+    if request.why is not None:
+        lines.append(f"{request.why[0].upper()}{request.why[1:]}.")
     if request.subject is not None:
         lines.append(f"Covers: {request.subject.label}.")
     if request.tool_info is not None and request.tool_info.destructive:

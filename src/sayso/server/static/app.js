@@ -294,7 +294,7 @@ async function verifyAudit() {
 
 // navigation
 
-const VIEWS = ["chat", "inbox", "grants", "audit"];
+const VIEWS = ["chat", "inbox", "grants", "audit", "stats"];
 
 function showView(name) {
   state.view = name;
@@ -347,6 +347,7 @@ function route() {
   else if (hash === "#/inbox") openInbox(true);
   else if (hash === "#/grants") loadGrants();
   else if (hash === "#/audit") loadAudit();
+  else if (hash === "#/stats") { showView("stats"); loadStats(); }
   else newChat();
 }
 
@@ -444,6 +445,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("audit-verify").addEventListener("click", verifyAudit);
   $("audit-refresh").addEventListener("click", () => loadAudit());
   $("audit-more").addEventListener("click", () => loadAudit(true));
+  $("stats-window").addEventListener("change", () => loadStats());
   $("signin").addEventListener("submit", (event) => {
     event.preventDefault();
     state.token = $("token").value;

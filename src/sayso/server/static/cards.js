@@ -134,6 +134,7 @@ function toggle(box, focus) {
 function approvalCard(request, ctx) {
   const card = cardShell(request, `Approve ${request.tool_name}?`, ctx);
   if (request.hint) card.append(el("p", {}, request.hint));
+  if (request.why) card.append(el("p", { class: "why" }, request.why));
   if (request.tool) {
     // What the tool's source (an MCP server) says about it.
     const about = [request.tool.title, request.tool.description].filter(Boolean).join(": ");

@@ -132,6 +132,8 @@ def sayso_payload(view: PauseView) -> SaysoPayloadJson:
             entry["subject"] = {"key": request.subject.key, "label": request.subject.label} if request.subject else None
             entry["scopes"] = list(request.scopes)
             entry["hint"] = request.hint
+            if request.why is not None:
+                entry["why"], entry["rule"] = request.why, request.rule
             entry["args_schema"] = request.args_schema
             entry["tool"] = cast(ToolInfoJson, asdict(request.tool_info)) if request.tool_info is not None else None
             if request.response_schema is not None:

@@ -112,6 +112,10 @@ class SaysoRequestJson(TypedDict):
     subject: NotRequired[SubjectJson | None]
     scopes: NotRequired[list[Scope]]
     hint: NotRequired[str]
+    why: NotRequired[str]
+    """Why the policy asked: `asked because amount 250 > 100 (rule refunds-large)`."""
+    rule: NotRequired[str | None]
+    """The policy rule that asked, by name."""
     args_schema: NotRequired[JsonSchemaValue | None]
     tool: NotRequired[ToolInfoJson | None]
     response_schema: NotRequired[JsonSchemaValue | None]

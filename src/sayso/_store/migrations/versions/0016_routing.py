@@ -4,8 +4,8 @@
 only; `votes` holds each vote of a request that needs several approvals, keyed by its position, so
 two replicas counting the same vote collide on the key instead of both counting (docs/guides/routing.md).
 
-Revision ID: 0014_routing
-Revises: 0013_lease_holder
+Revision ID: 0016_routing
+Revises: 0015_escalation
 Create Date: 2026-12-01
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0014_routing"
-down_revision = "0013_lease_holder"
+revision = "0016_routing"
+down_revision = "0015_escalation"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,110 @@
+"""The checks of `channels:` and of every `notify` target: each names a channel that is configured and reachable.
+
+A target that cannot be delivered would leave its approvers unaware, so it is an error at load
+(with the file and line of the entry), never a notice silently dropped at run time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Literal
+
+from .._core.channels import Target, parse_target
+from .file import Config
+
+Add = Callable[[Literal["error", "warning", "note"], Sequence[str | int], str, str], None]
+"""`_Problems.add`: severity, config path, message, fix."""
+
+
+def notify_entries(config: Config) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """Every `notify` target the config names (a rule's and its escalation steps'), with where it is written."""
+    for name, spec in config.agents.items():
+        for index, rule in enumerate(spec.interrupt.tools):
+            if isinstance(rule, str):
+                continue
+            for n, target in enumerate(rule.notify):
+                yield ("agents", name, "interrupt", "tools", index, "notify", n), target
+            for s, step in enumerate(rule.escalate):
+                for n, target in enumerate(step.notify):
+                    yield ("agents", name, "interrupt", "tools", index, "escalate", s, "notify", n), target
+
+
+def all_targets(config: Config) -> dict[str, Target]:
+    """Every `notify` target the config names, by its outbox key (the config must have passed its checks)."""
+    found = (parse_target(text) for _, text in notify_entries(config))
+    return {target.key: target for target in found}
+
+
+def check_channels(config: Config, add: Add) -> None:
+    """Every `notify` target reaches a configured channel; the channels' maps name real principals."""
+    channels = config.channels
+    principals = {p.name for p in config.principals}
+    webhooks = [hook.name for hook in config.webhooks if hook.name]
+    for n, name in enumerate(webhooks):
+        if name in webhooks[:n]:
+            add("error", ("webhooks",), f"two webhooks are named {name!r}", "give each webhook its own name")
+    for path, text in notify_entries(config):
+        target = parse_target(text)
+        if target.channel == "email":
+            if channels.email is None:
+                add("error", path, f"{text!r} needs 'channels.email'", "configure the SMTP server under channels.email")
+            elif channels.public_url is None:
+                add("error", path, f"{text!r} mails links, which need 'channels.public_url'", "set channels.public_url")
+            elif principals and target.address not in channels.email.users:
+                add(
+                    "error",
+                    path,
+                    f"{target.address!r} is no principal's address, so a link mailed there could decide as no one",
+                    f"add '{target.address}: PRINCIPAL' under channels.email.users",
+                )
+        elif target.channel == "slack":
+            if channels.slack is None:
+                add("error", path, f"{text!r} needs 'channels.slack'", "configure the Slack app under channels.slack")
+        elif target.address not in webhooks:
+            listed = ", ".join(webhooks) or "none"
+            add("error", path, f"no webhook is named {target.address!r}", f"name one in 'webhooks:' (named: {listed})")
+    _check_user_maps(config, principals, add)
+    _check_secrets(config, add)
+
+
+def _check_secrets(config: Config, add: Add) -> None:
+    """A secret a channel reads from the environment at start: said by `sayso check` too, not only by `sayso serve`."""
+    channels = config.channels
+    wanted: list[tuple[tuple[str, ...], str | None]] = []
+    if channels.slack is not None:
+        wanted += [
+            (("channels", "slack", "bot_token_env"), channels.slack.bot_token_env),
+            (("channels", "slack", "signing_secret_env"), channels.slack.signing_secret_env),
+        ]
+    if channels.email is not None:
+        wanted += [
+            (("channels", "email", "username_env"), channels.email.username_env),
+            (("channels", "email", "password_env"), channels.email.password_env),
+        ]
+        if not os.environ.get(channels.link_key_env) and not os.environ.get(config.audit.key_env):
+            add(
+                "warning",
+                ("channels", "email"),
+                f"mailed links need a key, and neither {channels.link_key_env} nor the audit key is set",
+                f"set {channels.link_key_env} to at least 16 random characters before starting the server",
+            )
+    for path, env in wanted:
+        if env and not os.environ.get(env):
+            add("warning", path, f"the environment variable {env} is not set", f"set {env} before starting the server")
+
+
+def _check_user_maps(config: Config, principals: set[str], add: Add) -> None:
+    channels = config.channels
+    maps = (("email", channels.email), ("slack", channels.slack))
+    for kind, channel in maps:
+        if channel is None or not principals:
+            continue
+        for key, principal in channel.users.items():
+            if principal not in principals:
+                add(
+                    "error",
+                    ("channels", kind, "users", key),
+                    f"{key!r} is mapped to {principal!r}, who is not one of the principals",
+                    "name a principal from 'principals:'",
+                )

@@ -1,0 +1,47 @@
+"""What the policy would do with one call, read from a config without running anything (`sayso policy test`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from .._core.conditions import call_variables
+from .._core.policy import CallVerdict, judge_call
+from .._engine.tools import as_tool, import_spec, options_of
+from ..exceptions import ConfigError
+from .file import Config
+
+
+def preview_call(
+    config: Config, *, tool: str, args: Mapping[str, Any], principal: str | None, agent: str | None = None
+) -> CallVerdict:
+    """What the policy would do with one call (`sayso policy test`): the gate's own rule, on the config's agent.
+
+    The tool's declaration (`requires_approval`, `read_only`) is read when the tool is one of the agent's
+    own; a tool known only once the agent runs (an MCP server's, a client's) is judged on the rules alone.
+
+    Raises:
+        ConfigError: no such agent.
+    """
+    name = agent or config.entry_agent
+    spec = config.agents.get(name)
+    if spec is None:
+        raise ConfigError(f"no agent {name!r} in the config; the agents: {', '.join(config.agents)}")
+    declared = read_only = False
+    for entry in spec.tools:
+        found = as_tool(import_spec(entry, base_dir=config.base_dir) if isinstance(entry, str) else entry)
+        if found.name == tool:
+            options = options_of(found.tool_def)
+            declared, read_only = options.requires_approval, options.read_only
+    policy = replace(spec.interrupt.to_policy(), groups=config_groups(config))
+    variables = call_variables(
+        args, principal=principal, groups=policy.groups_of(principal), thread_id="(a new thread)", agent=name
+    )
+    return judge_call(policy, tool, variables, declared=declared, read_only=read_only)
+
+
+def config_groups(config: Config) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The config's `groups:` as the policy reads them (`principal.groups` in a condition)."""
+    groups = getattr(config, "groups", None) or {}
+    return tuple((group, tuple(members)) for group, members in groups.items())

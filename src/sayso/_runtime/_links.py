@@ -1,0 +1,154 @@
+"""Mailed links: made for one request and one principal, opened (never deciding), and decided through once.
+
+A link is signed with the channels' link key (`_core/links.py`), expires with its request or
+sooner, and is bound to the arguments the mail showed. Opening it checks all of that and says
+plainly why a link no longer works (decided, expired, changed, used); deciding through it checks
+the same, records its use (one use, across replicas) and decides as the principal it was sent to,
+through the one decide verb, so the one access rule applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .._core.decisions import Decision, check_decision
+from .._core.links import LinkClaims, args_digest, read_link, sign_link, token_id
+from .._core.requests import Request
+from .._store import RequestState
+from ..exceptions import AlreadyDecided, LinkRefused, RequestExpired, RequestNotFound
+from ._cycle import Cycle
+from ._kernel import Kernel
+from ._results import DecideResult
+from ._runner import DEFAULTS
+from ._verbs import decide as _decide
+from ._verbs.rules import check_allowed
+
+USED_LINKS = "channels.links.used"
+"""The marks' namespace of links decided through: a token's id, once."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinkView:
+    """What an opened link shows: the request as it stands, and whom the link decides as."""
+
+    state: RequestState
+    principal: str
+    expires_at: float
+
+
+def make_link(k: Kernel, request: Request, principal: str) -> str:
+    """The token of a link that lets `principal` decide `request`, until it or the link's time runs out.
+
+    Raises:
+        ConfigError: no link key is configured.
+    """
+    ttl = k.config.channels.email.link_ttl_seconds if k.config.channels.email else 7 * 86_400
+    until = k.clock() + ttl if request.expires_at is None else min(request.expires_at, k.clock() + ttl)
+    claims = LinkClaims(
+        request_id=request.request_id, principal=principal, digest=args_digest(request.args), expires_at=until
+    )
+    return sign_link(_key(k), claims)
+
+
+async def open_link(k: Kernel, token: str) -> LinkView:
+    """The request a link is for, once the link is checked; decides nothing.
+
+    Raises:
+        LinkRefused: the link is forged or cut, expired, used, changed, or its request is decided.
+    """
+    claims = read_link(_key(k), token)
+    if claims is None:
+        raise LinkRefused("invalid", "this link is not one sayso sent, or it was cut short; open the whole link")
+    state = await k.store.get_request(claims.request_id)
+    if state is None:
+        raise LinkRefused("invalid", "the request this link was for no longer exists")
+    if state.decision is not None:
+        record = state.decision
+        who = f" by {record.principal}" if record.principal else ""
+        raise LinkRefused("decided", f"this request was already decided ({record.decision.kind}{who})")
+    if await k.store.get_mark(USED_LINKS, token_id(token)) is not None:
+        raise LinkRefused("used", "this link was already used; each link decides once")
+    now = k.clock()
+    if now >= claims.expires_at or (state.request.expires_at is not None and now >= state.request.expires_at):
+        raise LinkRefused("expired", "this link has expired, and with it the chance to decide from this mail")
+    if state.pause_status != "open":
+        raise LinkRefused("decided", "this request is closed: its run went on without it")
+    if args_digest(state.request.args) != claims.digest:
+        raise LinkRefused("changed", "this request changed since the mail was sent; decide it where it is shown now")
+    return LinkView(state=state, principal=claims.principal, expires_at=claims.expires_at)
+
+
+async def decide_by_link(c: Cycle, token: str, decision: Decision) -> DecideResult:
+    """Decide a link's request as the principal it was mailed to (`via="email"`), using the link up.
+
+    The decision is checked against the request before the link is used, so a wrong answer (an edit
+    the tool's schema refuses) leaves both the request and the link open.
+
+    Raises:
+        LinkRefused: as `open_link`, or the link was used meanwhile by another click.
+        DecisionRefused: the decision does not fit the request, or is not the principal's to take.
+    """
+    k = c.k
+    view = await open_link(k, token)
+    principal = k.principal(view.principal)
+    check_allowed(view.state.request, principal)
+    check_decision(view.state.request, decision, existing=view.state.decision, now=k.clock())
+    if not await k.store.claim_mark(USED_LINKS, token_id(token), view.principal):
+        raise LinkRefused("used", "this link was already used; each link decides once")
+    try:
+        return await _decide.decide(
+            c, view.state.request.request_id, decision, principal=principal, resume=True, via="email", options=DEFAULTS
+        )
+    except RequestExpired as exc:
+        raise LinkRefused("expired", "the request expired before this decision arrived") from exc
+    except AlreadyDecided as exc:
+        raise LinkRefused("decided", "this request was decided meanwhile; the first decision wins") from exc
+
+
+def _key(k: Kernel) -> bytes:
+    return k.config.channels.link_key(k.config.audit.key())
+
+
+class LinkVerbs:
+    """The facade's verbs of mailed links (mixed into `Sayso`)."""
+
+    _k: Kernel
+    _cycle: Cycle
+    _check_open: Callable[[], None]
+    """`Reading`'s: the runtime must be open."""
+
+    async def mail_link(self, request_id: str, *, principal: str) -> str:
+        """A signed token for a link that lets `principal` decide the request once (`/v1/links/{token}`).
+
+        It expires with the request, or after `channels.email.link_ttl_seconds` if sooner, and stops
+        working once the request is decided or its arguments change.
+
+        Raises:
+            RequestNotFound: no request has this id.
+            ConfigError: no link key is configured (`channels.link_key_env`, or the audit key).
+        """
+        state = await self._k.store.get_request(request_id)
+        if state is None:
+            raise RequestNotFound(request_id)
+        return make_link(self._k, state.request, principal)
+
+    async def open_link(self, token: str) -> LinkView:
+        """The request a mailed link is for, with whom it decides as; opening a link never decides.
+
+        Raises:
+            LinkRefused: forged, expired, used, changed, or its request was decided (`problem` says which).
+        """
+        self._check_open()
+        return await open_link(self._k, token)
+
+    async def decide_by_link(self, token: str, decision: Decision) -> DecideResult:
+        """Decide through a mailed link: as the principal it was sent to, `via="email"`, once.
+
+        Raises:
+            LinkRefused: as `open_link`, or the link was used meanwhile.
+            InvalidDecision: the decision does not fit the request; the request and the link stay open.
+            NotAllowed: the principal the link was mailed to may not decide this request.
+        """
+        self._check_open()
+        return await decide_by_link(self._cycle, token, decision)

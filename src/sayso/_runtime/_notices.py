@@ -1,0 +1,46 @@
+"""Notices: where the outbox's events go beside webhooks — the `notify` targets of the rule a request came from.
+
+Every outbox event is fanned out once, to every destination a config names (each webhook, each
+`notify` target), so whichever sender fans out first gives the others their deliveries too. A
+notice then goes to a target only when the request's rule names it; the others are settled as
+skipped when claimed, and a notice about a request no longer open is not sent at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._config.checks_channels import all_targets
+from .._config.file import Config
+from .._core.channels import outbox_key
+from .._core.policy import rule_for
+from .._core.requests import ApprovalRequest, Request
+
+
+def destinations(config: Config, hooks: Sequence[str]) -> list[str]:
+    """The outbox keys every event is fanned out to: `hooks`, the config's webhooks and its `notify` targets."""
+    keys = [*hooks, *(outbox_key(hook.url) for hook in config.webhooks), *all_targets(config)]
+    return list(dict.fromkeys(keys))
+
+
+def notify_targets(config: Config, request: Request) -> tuple[str, ...]:
+    """The targets a request is announced to: its rule's `notify` (the rule of the agent that asked).
+
+    The rule is the one that asked (`ApprovalRequest.rule`, when a policy rule did), else the tool's first.
+    """
+    agent = config.agents.get(request.agent_path.rsplit("/", 1)[-1])
+    if agent is None:
+        return ()
+    policy = agent.interrupt.to_policy()
+    asked = request.rule if isinstance(request, ApprovalRequest) else None
+    named = next(
+        (r for r in policy.tools if asked is not None and r.label == asked and r.matches(request.tool_name)), None
+    )
+    rule = named or rule_for(policy, request.tool_name)
+    return rule.notify if rule is not None else ()
+
+
+def step_targets(config: Config, request: ApprovalRequest, step: int) -> tuple[str, ...]:
+    """The targets an escalation step is announced to: its own `notify`, and the rule's when it reminds."""
+    fired = request.escalation[step]
+    return (*fired.notify, *(notify_targets(config, request) if fired.remind else ()))

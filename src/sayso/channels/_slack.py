@@ -1,0 +1,199 @@
+"""Slack through `slack-sdk`: a request posted with Approve / Reject / Edit buttons, updated once it is decided.
+
+The message goes out with `chat.postMessage` (the bot's token, `AsyncWebClient(base_url=...)`);
+where it landed (channel and `ts`) is kept beside sayso's state, so a retried notice never posts
+twice and the request's decision — taken in Slack or anywhere else — updates it (`chat.update`)
+with the outcome and by whom. The clicks come back to `_interactions`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, TypeAlias
+
+from pydantic import JsonValue
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from .._config.channels import SlackChannelConfig
+from .._core.channels import Target
+from .._core.decisions import VIA_LABELS
+from .._runtime import OutboundEvent, Sayso
+from ._dispatch import NoticeFailed, Outcome
+
+MESSAGES = "channels.slack.messages"
+"""The marks' namespace of posted messages: `{request_id} {target}` → `{"channel": ..., "ts": ...}`."""
+
+Block: TypeAlias = dict[str, JsonValue]
+"""A Block Kit block or view, as Slack documents it."""
+
+ACTIONS = ("sayso.approve", "sayso.reject", "sayso.edit")
+_TRANSIENT = frozenset({"ratelimited", "internal_error", "service_unavailable", "request_timeout", "fatal_error"})
+
+
+class SlackChannel:
+    """Posts requests to `slack:` targets and updates the message when the request is decided or expires."""
+
+    def __init__(self, sayso: Sayso, config: SlackChannelConfig) -> None:
+        self.sayso = sayso
+        self.config = config
+        self.max_attempts = config.max_attempts
+        self.backoff_seconds = config.backoff_seconds
+        self.timeout_seconds = config.timeout_seconds
+        self.client = AsyncWebClient(token=config.bot_token(), base_url=config.base_url, timeout=30)
+        config.signing_secret()  # checked at start-up, as the interactions need it
+
+    async def deliver(self, target: Target, event: OutboundEvent) -> Outcome:
+        request = event.data["request"]
+        key = f"{request['id']} {target.text}"
+        posted = await self.sayso.get_mark(MESSAGES, key)
+        if event.event == "request.escalated" and posted is not None:
+            if not event.still_open:
+                return "skipped"
+            where = json.loads(posted)  # a reminder, in the thread of the message the target already has
+            await self._call(
+                "chat.postMessage",
+                channel=where["channel"],
+                thread_ts=where["ts"],
+                text=f"Still waiting: {event.reason}",
+            )
+            return "delivered"
+        if event.event in ("request.opened", "request.escalated"):
+            if posted is not None or not event.still_open:
+                return "skipped"  # posted by an attempt that died before settling, or decided already
+            answer = await self._call(
+                "chat.postMessage",
+                channel=target.address,
+                text=summary(request),
+                blocks=request_blocks(request, event.reason),
+            )
+            await self.sayso.set_mark(MESSAGES, key, json.dumps({"channel": answer["channel"], "ts": answer["ts"]}))
+            return "delivered"
+        if posted is None:
+            return "skipped"  # never posted here: nothing to update
+        where = json.loads(posted)
+        text = outcome_text(event.event, event.data)
+        await self._call(
+            "chat.update", channel=where["channel"], ts=where["ts"], text=text, blocks=outcome_blocks(request, text)
+        )
+        return "delivered"
+
+    async def tell(self, channel: str, user: str, text: str) -> None:
+        """A message only `user` sees (a refused click, say); best effort."""
+        try:
+            await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
+        except (SlackApiError, SlackClientError, OSError):
+            pass
+
+    async def open_view(self, trigger_id: str, view: Mapping[str, JsonValue]) -> None:
+        """Open a modal (a reason to reject with, arguments to edit) for the click that sent `trigger_id`."""
+        await self._call("views.open", trigger_id=trigger_id, view=view)
+
+    async def _call(self, method: str, **params: Any) -> Mapping[str, Any]:
+        try:
+            answer = await self.client.api_call(method, json=params)
+        except SlackApiError as exc:
+            error = str(exc.response.get("error", "")) if exc.response is not None else ""
+            raise NoticeFailed(f"Slack refused {method}: {error or exc}", retry=error in _TRANSIENT) from exc
+        except (SlackClientError, OSError) as exc:
+            raise NoticeFailed(f"Slack's API did not answer {method}: {exc}") from exc
+        return dict(answer.data) if isinstance(answer.data, dict) else {}
+
+
+def summary(request: Mapping[str, Any]) -> str:
+    return f"{request['agent_path']} wants to call {request['tool_name']}"
+
+
+def request_blocks(request: Mapping[str, Any], reason: str | None = None) -> list[Block]:
+    """The message of an open request: what is asked, the arguments, the buttons (and an escalation's step)."""
+    hint = request.get("hint") or ""
+    if reason:
+        hint = f"{hint}\n_Still waiting: {reason}_".strip()
+    args = json.dumps(request.get("args", {}), indent=2, ensure_ascii=False, sort_keys=True)
+    button = [
+        ("sayso.approve", "Approve", "primary"),
+        ("sayso.reject", "Reject", "danger"),
+        ("sayso.edit", "Edit", None),
+    ]
+    return [
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"*{summary(request)}*\n{hint}".strip()}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"```{args}```"}},
+        {
+            "type": "actions",
+            "block_id": "sayso",
+            "elements": [
+                {
+                    "type": "button",
+                    "action_id": action,
+                    "text": {"type": "plain_text", "text": label},
+                    "value": request["id"],
+                    **({"style": style} if style else {}),
+                }
+                for action, label, style in button
+            ],
+        },
+    ]
+
+
+def outcome_text(event: str, data: Any) -> str:
+    """What became of the request, and by whom: `Approved by bob (Slack)`."""
+    if event == "request.expired":
+        return "Expired: nobody decided in time."
+    decision = data.get("decision", {})
+    kind = decision.get("kind", "decided")
+    verb = {"approve": "Approved", "reject": "Rejected"}.get(kind, kind.capitalize())
+    if kind == "approve" and decision.get("edited_args") is not None:
+        verb = "Approved with edited arguments"
+    who = data.get("principal") or data.get("by") or "someone"
+    via = VIA_LABELS.get(data.get("via") or "", "")
+    reason = f": {decision['reason']}" if kind == "reject" and decision.get("reason") else ""
+    return f"{verb} by {who}{f' ({via})' if via else ''}{reason}"
+
+
+def outcome_blocks(request: Mapping[str, Any], text: str) -> list[Block]:
+    """The message once decided: what was asked, and the outcome in place of the buttons."""
+    return [
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"*{summary(request)}*"}},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]},
+    ]
+
+
+def reason_view(request_id: str) -> Block:
+    """The modal a Reject click opens: a reason the agent reads."""
+    return {
+        "type": "modal",
+        "callback_id": "sayso.reject",
+        "private_metadata": request_id,
+        "title": {"type": "plain_text", "text": "Reject"},
+        "submit": {"type": "plain_text", "text": "Reject"},
+        "blocks": [
+            {
+                "type": "input",
+                "block_id": "reason",
+                "optional": True,
+                "label": {"type": "plain_text", "text": "Reason (the agent reads it)"},
+                "element": {"type": "plain_text_input", "action_id": "reason", "multiline": True},
+            }
+        ],
+    }
+
+
+def edit_view(request: Mapping[str, Any]) -> Block:
+    """The modal an Edit click opens: the arguments as JSON, to approve with once changed."""
+    args = json.dumps(request.get("args", {}), indent=2, ensure_ascii=False, sort_keys=True)
+    return {
+        "type": "modal",
+        "callback_id": "sayso.edit",
+        "private_metadata": request["id"],
+        "title": {"type": "plain_text", "text": "Edit and approve"},
+        "submit": {"type": "plain_text", "text": "Approve"},
+        "blocks": [
+            {
+                "type": "input",
+                "block_id": "args",
+                "label": {"type": "plain_text", "text": f"Arguments of {request['tool_name']} (JSON)"},
+                "element": {"type": "plain_text_input", "action_id": "args", "multiline": True, "initial_value": args},
+            }
+        ],
+    }

@@ -1,0 +1,260 @@
+"""Email notices over a real SMTP server (aiosmtpd), and their links followed in Debian's Chromium."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from sayso._core.links import LinkClaims, args_digest, sign_link
+
+from ..conftest import LiveServer, free_port
+from ..tools import ran
+from .conftest import RULES, Clock, Serve, Smtp, body_text, channels_config, mailed_link
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"]
+
+ALICE = {"Authorization": "Bearer alice-token"}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (scripts/test installs it)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+
+
+def start_run(server: LiveServer, message: str) -> dict[str, object]:
+    answer = httpx.post(f"{server.base_url}/v1/runs", json={"message": message}, headers=ALICE, timeout=30)
+    assert answer.status_code == 200, answer.text
+    run: dict[str, object] = answer.json()
+    assert run["status"] == "paused"
+    return run
+
+
+def run_of(server: LiveServer, run_id: object) -> dict[str, object]:
+    answer = httpx.get(f"{server.base_url}/v1/runs/{run_id}", headers=ALICE, timeout=30)
+    body: dict[str, object] = answer.json()
+    return body
+
+
+def email_server(serve: Serve, tmp_path: Path, smtp_port: int, **options: object) -> LiveServer:
+    port = free_port()
+    config = channels_config(
+        tmp_path, public_url=f"http://127.0.0.1:{port}", notify=["email:bob@example.com"], smtp_port=smtp_port
+    )
+    server, _ = serve(config, port=port, **options)
+    return server
+
+
+def test_a_mailed_link_shows_a_confirm_page_and_its_form_approves_once(
+    serve: Serve, smtp: Smtp, tmp_path: Path, page: Page
+) -> None:
+    """The mail has the summary, arguments and hint; its link's page decides nothing until Approve is pressed."""
+    server = email_server(serve, tmp_path, smtp.port)
+    run = start_run(server, "pay 250")
+    [mail] = smtp.mailbox.wait_for(1)
+    assert mail["To"] == "bob@example.com"
+    assert mail["Subject"] == "Approval needed: billing wants to call pay"
+    text = body_text(mail)
+    assert '"amount": 250' in text
+    assert "billing" in text and "pay" in text
+    link = mailed_link(mail)
+    assert link.startswith(f"{server.base_url}/v1/links/")
+
+    page.goto(f"{link}?action=approve")
+    expect(page.get_by_role("heading", name="Decide")).to_be_visible()
+    expect(page.locator("pre")).to_contain_text('"amount": 250')
+    expect(page.get_by_text("You decide as bob")).to_be_visible()
+    assert run_of(server, run["run_id"])["status"] == "paused"  # opening the link decided nothing
+
+    page.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.get_by_text("Approved. The agent carried on and finished.")).to_be_visible()
+    finished = run_of(server, run["run_id"])
+    assert finished["status"] == "completed"
+    assert ran("pay") == [{"amount": 250}]
+    [request_id] = [r["id"] for r in run["requests"]]  # type: ignore[attr-defined]
+    decided = httpx.get(f"{server.base_url}/v1/requests/{request_id}", headers=ALICE, timeout=30).json()
+    assert (decided["principal"], decided["via"], decided["decision"]["kind"]) == ("bob", "email", "approve")
+
+    again = page.goto(link)
+    assert again is not None and again.status == 409
+    expect(page.get_by_role("heading", name="Already decided")).to_be_visible()
+    expect(page.get_by_text("already decided (approve by bob)")).to_be_visible()
+
+
+def test_a_link_rejects_with_a_reason_and_edits_are_checked(
+    serve: Serve, smtp: Smtp, tmp_path: Path, page: Page
+) -> None:
+    """An edit the tool's schema refuses leaves request and link open; a rejection's reason reaches the model."""
+    server = email_server(serve, tmp_path, smtp.port)
+    run = start_run(server, "pay 900")
+    link = mailed_link(smtp.mailbox.wait_for(1)[0])
+
+    page.goto(f"{link}?action=edit")
+    page.get_by_label("Arguments (JSON)").fill(json.dumps({"amount": "lots"}))
+    page.get_by_role("button", name="Approve with these arguments").click()
+    expect(page.get_by_role("alert")).to_contain_text("amount")
+    assert run_of(server, run["run_id"])["status"] == "paused"
+
+    page.goto(f"{link}?action=reject")
+    page.get_by_label("Reason (the agent reads it)").fill("over the monthly budget")
+    page.get_by_role("button", name="Reject").click()
+    expect(page.get_by_text("Rejected. The agent carried on and finished.")).to_be_visible()
+    finished = run_of(server, run["run_id"])
+    assert finished["status"] == "completed"
+    assert "over the monthly budget" in str(finished["output"])
+    assert ran("pay") == []
+
+
+def test_a_link_for_a_changed_or_expired_request_says_so(serve: Serve, smtp: Smtp, tmp_path: Path) -> None:
+    """A link bound to other arguments, a link past its request's expiry, a forged one: each a plain 4xx page."""
+    clock = Clock()
+    port = free_port()
+    config = channels_config(
+        tmp_path,
+        public_url=f"http://127.0.0.1:{port}",
+        notify=["email:bob@example.com"],
+        smtp_port=smtp.port,
+        ttl_seconds=600,
+    )
+    server, sayso = serve(config, port=port, clock=clock)
+    run = start_run(server, "pay 40")
+    link = mailed_link(smtp.mailbox.wait_for(1)[0])
+    request_id = str(run["requests"][0]["id"])  # type: ignore[index]
+
+    key = config.channels.link_key(None)
+    other = LinkClaims(
+        request_id=request_id, principal="bob", digest=args_digest({"amount": 4000}), expires_at=clock.now + 60
+    )
+    changed = httpx.get(f"{server.base_url}/v1/links/{sign_link(key, other)}", timeout=30)
+    assert changed.status_code == 409
+    assert "changed since the mail was sent" in changed.text
+    forged = httpx.get(f"{link[:-4]}AAAA", timeout=30)
+    assert forged.status_code == 404
+    assert "not one sayso sent" in forged.text
+
+    clock.now += 601
+    expired = httpx.post(link, data={"action": "approve"}, timeout=30)
+    assert expired.status_code == 410
+    assert "This link has expired" in expired.text
+    assert run_of(server, run["run_id"])["status"] == "paused"
+
+
+def test_a_used_link_is_refused_even_when_the_request_reopened_nothing(
+    serve: Serve, smtp: Smtp, tmp_path: Path
+) -> None:
+    """A link works once: posting it again is refused, and only one decision is recorded."""
+    server = email_server(serve, tmp_path, smtp.port)
+    start_run(server, "pay 7")
+    link = mailed_link(smtp.mailbox.wait_for(1)[0])
+    first = httpx.post(link, data={"action": "reject", "reason": "no"}, timeout=30)
+    assert first.status_code == 200, first.text
+    second = httpx.post(link, data={"action": "approve"}, timeout=30)
+    assert second.status_code == 409
+    assert "already decided (reject by bob)" in second.text
+    assert ran("pay") == []
+
+
+def test_a_mail_not_sent_before_a_restart_is_sent_once_by_the_next_server(serve: Serve, tmp_path: Path) -> None:
+    """The SMTP server is down when the request opens; the server stops; the next one mails it, once."""
+    smtp = Smtp(free_port())  # not listening yet: the first attempts fail and the notice stays pending
+    port = free_port()
+    config = channels_config(
+        tmp_path, public_url=f"http://127.0.0.1:{port}", notify=["email:bob@example.com"], smtp_port=smtp.port
+    )
+    first, sayso = serve(config, port=port)
+    start_run(first, "pay 12")
+    first.stop()
+    smtp.start()
+    try:
+        second, _ = serve(config, port=free_port())
+        replica, _ = serve(config, port=free_port())
+        [mail] = smtp.mailbox.wait_for(1)
+        second.stop()
+        replica.stop()  # each lands what it has in flight: a second mail would be in the mailbox now
+        assert len(smtp.mailbox.messages) == 1
+        assert '"amount": 12' in body_text(mail)
+    finally:
+        smtp.stop()
+
+
+def test_sayso_serve_mails_requests_and_its_links_decide(smtp: Smtp, tmp_path: Path) -> None:
+    """The real `sayso serve`: its banner names the channels; a request is mailed; its link approves (local mode)."""
+    port = free_port()
+    (tmp_path / "script.yaml").write_text(json.dumps({"name": "billing", "rules": RULES}))
+    config = tmp_path / "sayso.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "models": {"m": {"scripted": "script.yaml"}},
+                "channels": {
+                    "public_url": f"http://127.0.0.1:{port}",
+                    "email": {"smtp_host": "127.0.0.1", "smtp_port": smtp.port, "from": "approvals@example.com"},
+                },
+                "agents": {
+                    "billing": {
+                        "model": "m",
+                        "tools": ["tests.tools:pay"],
+                        "interrupt": {"tools": [{"name": "pay", "notify": ["email:ops@example.com"]}]},
+                    }
+                },
+            }
+        )
+    )
+    env = {
+        "SAYSO_STORE": f"sqlite:///{tmp_path / 'sayso.db'}",
+        "SAYSO_LINK_KEY": "a-link-key-for-tests-only-0123456789",
+        "PATH": "",
+    }
+    served, process = LiveServer.process([str(config)], env=env, port=port, stderr=subprocess.PIPE)
+    try:
+        run = httpx.post(f"{served.base_url}/v1/runs", json={"message": "pay 5"}, timeout=30).json()
+        assert run["status"] == "paused"
+        [mail] = smtp.mailbox.wait_for(1)
+        done = httpx.post(mailed_link(mail), data={"action": "approve"}, timeout=30)
+        assert done.status_code == 200, done.text
+        assert "Approved. The agent carried on and finished." in done.text
+        assert httpx.get(f"{served.base_url}/v1/runs/{run['run_id']}", timeout=30).json()["status"] == "completed"
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    banner = f"channels: email through 127.0.0.1:{smtp.port}; links point at http://127.0.0.1:{port}"
+    assert banner in stderr.splitlines()
+
+
+def test_a_mail_and_its_page_hide_redacted_arguments(serve: Serve, smtp: Smtp, tmp_path: Path) -> None:
+    """Fields the agent redacts are hidden in the mail and on the page, as on every interface."""
+    port = free_port()
+    config = channels_config(
+        tmp_path, public_url=f"http://127.0.0.1:{port}", notify=["email:bob@example.com"], smtp_port=smtp.port
+    )
+    config.agents["billing"].redact = ["token"]
+    server, _ = serve(config, port=port)
+    start_run(server, "pay 3 with tok-s3cret")
+    [mail] = smtp.mailbox.wait_for(1)
+    assert "tok-s3cret" not in mail.as_string()
+    assert '"amount": 3' in body_text(mail)
+    page = httpx.get(mailed_link(mail), timeout=30)
+    assert page.status_code == 200
+    assert "tok-s3cret" not in page.text and "&quot;amount&quot;: 3" in page.text

@@ -1,0 +1,200 @@
+"""Slack through slack-sdk against a local stand-in for its Web API, which posts signed clicks back to sayso."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from ..conftest import LiveServer, free_port
+from ..tools import ran
+from .conftest import SLACK_TOKEN, Clock, Serve, SlackStandIn, channels_config
+
+ALICE = {"Authorization": "Bearer alice-token"}
+BOB = {"Authorization": "Bearer bob-token"}
+
+
+@pytest.fixture
+def server(serve: Serve, slack: SlackStandIn, tmp_path: Path) -> LiveServer:
+    port = free_port()
+    config = channels_config(
+        tmp_path, public_url=f"http://127.0.0.1:{port}", notify=["slack:#ops"], slack_url=slack.base_url
+    )
+    live, _ = serve(config, port=port)
+    slack.interactions_url = f"{live.base_url}/v1/slack/interactions"
+    return live
+
+
+def start_run(server: LiveServer, message: str) -> dict[str, Any]:
+    answer = httpx.post(f"{server.base_url}/v1/runs", json={"message": message}, headers=ALICE, timeout=30)
+    assert answer.status_code == 200, answer.text
+    run: dict[str, Any] = answer.json()
+    assert run["status"] == "paused"
+    return run
+
+
+def run_of(server: LiveServer, run_id: str) -> dict[str, Any]:
+    body: dict[str, Any] = httpx.get(f"{server.base_url}/v1/runs/{run_id}", headers=ALICE, timeout=30).json()
+    return body
+
+
+def request_of(server: LiveServer, request_id: str) -> dict[str, Any]:
+    body: dict[str, Any] = httpx.get(f"{server.base_url}/v1/requests/{request_id}", headers=ALICE, timeout=30).json()
+    return body
+
+
+_triggers = iter(range(10_000))
+
+
+def click(action: str, request_id: str, *, user: str = "U0BOB") -> dict[str, Any]:
+    """A `block_actions` payload as Slack sends it when a button of the message is pressed."""
+    return {
+        "type": "block_actions",
+        "trigger_id": f"trigger.{next(_triggers)}.{time.time()}",
+        "user": {"id": user, "name": user.lower()},
+        "channel": {"id": "C0OPS"},
+        "container": {"type": "message", "channel_id": "C0OPS", "message_ts": "1700000000.000001"},
+        "actions": [{"action_id": action, "block_id": "sayso", "value": request_id, "type": "button"}],
+    }
+
+
+def submit(callback: str, metadata: str, block: str, value: str, *, user: str = "U0BOB") -> dict[str, Any]:
+    """A `view_submission` payload: a modal's one text input submitted."""
+    return {
+        "type": "view_submission",
+        "trigger_id": f"trigger.{next(_triggers)}.{time.time()}",
+        "user": {"id": user},
+        "view": {
+            "callback_id": callback,
+            "private_metadata": metadata,
+            "state": {"values": {block: {block: {"type": "plain_text_input", "value": value}}}},
+        },
+    }
+
+
+def finished(server: LiveServer, run_id: str, timeout: float = 20) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while (run := run_of(server, run_id))["status"] == "paused" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return run
+
+
+def test_a_request_is_posted_with_buttons_and_approve_decides_and_updates_the_message(
+    server: LiveServer, slack: SlackStandIn
+) -> None:
+    """chat.postMessage with Approve / Reject / Edit; a signed click decides as bob via Slack; chat.update says so."""
+    run = start_run(server, "pay 250")
+    request_id = run["requests"][0]["id"]
+    [posted] = slack.wait_for("chat.postMessage")
+    assert posted["channel"] == "#ops"
+    assert slack.auth[0] == f"Bearer {SLACK_TOKEN}"
+    assert posted["text"] == "billing wants to call pay"
+    assert '"amount": 250' in str(posted["blocks"])
+    buttons = [(e["action_id"], e["text"]["text"], e["value"]) for e in posted["blocks"][-1]["elements"]]
+    assert buttons == [
+        ("sayso.approve", "Approve", request_id),
+        ("sayso.reject", "Reject", request_id),
+        ("sayso.edit", "Edit", request_id),
+    ]
+
+    answer = slack.interact(click("sayso.approve", request_id))
+    assert answer.status_code == 200, answer.text
+    [updated] = slack.wait_for("chat.update")
+    assert (updated["channel"], updated["ts"]) == ("C0OPS", "1700000000.000001")
+    assert updated["text"] == "Approved by bob (Slack)"
+    assert "sayso.approve" not in str(updated["blocks"])  # the buttons are gone
+    assert finished(server, run["run_id"])["status"] == "completed"
+    assert ran("pay") == [{"amount": 250}]
+    decided = request_of(server, request_id)
+    assert (decided["principal"], decided["via"]) == ("bob", "slack")
+
+
+def test_reject_asks_for_a_reason_in_a_modal_and_the_model_reads_it(server: LiveServer, slack: SlackStandIn) -> None:
+    run = start_run(server, "pay 900")
+    request_id = run["requests"][0]["id"]
+    slack.wait_for("chat.postMessage")
+    assert slack.interact(click("sayso.reject", request_id)).status_code == 200
+    [opened] = slack.wait_for("views.open")
+    view = opened["view"]
+    assert view["callback_id"] == "sayso.reject"
+    answer = slack.interact(submit("sayso.reject", view["private_metadata"], "reason", "over budget"))
+    assert answer.status_code == 200
+    [updated] = slack.wait_for("chat.update")
+    assert updated["text"] == "Rejected by bob (Slack): over budget"
+    done = finished(server, run["run_id"])
+    assert "over budget" in done["output"]
+    assert ran("pay") == []
+
+
+def test_edit_opens_the_arguments_and_approves_the_edited_call(server: LiveServer, slack: SlackStandIn) -> None:
+    run = start_run(server, "pay 900")
+    request_id = run["requests"][0]["id"]
+    slack.wait_for("chat.postMessage")
+    assert slack.interact(click("sayso.edit", request_id)).status_code == 200
+    [opened] = slack.wait_for("views.open")
+    view = opened["view"]
+    assert '"amount": 900' in view["blocks"][0]["element"]["initial_value"]
+    not_json = slack.interact(submit("sayso.edit", view["private_metadata"], "args", "{amount: 90"))
+    assert not_json.json()["response_action"] == "errors"  # the modal stays open, saying why
+    answer = slack.interact(submit("sayso.edit", view["private_metadata"], "args", '{"amount": 90}'))
+    assert answer.status_code == 200
+    [updated] = slack.wait_for("chat.update")
+    assert updated["text"] == "Approved with edited arguments by bob (Slack)"
+    assert finished(server, run["run_id"])["status"] == "completed"
+    assert ran("pay") == [{"amount": 90}]
+
+
+def test_bad_signatures_stale_and_replayed_payloads_are_refused(server: LiveServer, slack: SlackStandIn) -> None:
+    run = start_run(server, "pay 5")
+    request_id = run["requests"][0]["id"]
+    slack.wait_for("chat.postMessage")
+
+    forged = slack.interact(click("sayso.approve", request_id), secret="not-the-apps-secret")
+    assert forged.status_code == 401
+    stale = slack.interact(click("sayso.approve", request_id), at=time.time() - 600)
+    assert stale.status_code == 401
+    body, headers = slack.signed(click("sayso.reject", request_id, user="U0NOBODY"))
+    assert slack.send(body, headers).status_code == 403  # a Slack user mapped to no principal decides nothing
+    assert slack.send(body, headers).status_code == 409  # the same signed payload again: a replay
+    assert request_of(server, request_id)["status"] == "open"
+
+    refused = slack.interact(click("sayso.approve", request_id, user="U0CAROL"))
+    assert refused.status_code == 200  # Slack is answered at once; carol is told alone that it was not hers
+    [told] = slack.wait_for("chat.postEphemeral", count=2)[-1:]
+    assert told["user"] == "U0CAROL"
+    assert "may not decide" in told["text"]
+    assert request_of(server, request_id)["status"] == "open"
+    assert slack.calls_to("chat.update") == []
+
+
+def test_a_decision_taken_elsewhere_updates_the_message(server: LiveServer, slack: SlackStandIn) -> None:
+    run = start_run(server, "pay 3")
+    request_id = run["requests"][0]["id"]
+    slack.wait_for("chat.postMessage")
+    decided = httpx.post(
+        f"{server.base_url}/v1/requests/{request_id}/decision",
+        json={"kind": "reject", "reason": "done by hand"},
+        headers=BOB,
+        timeout=30,
+    )
+    assert decided.status_code == 200, decided.text
+    [updated] = slack.wait_for("chat.update")
+    assert updated["text"] == "Rejected by bob (REST): done by hand"
+
+
+def test_an_expired_request_updates_its_message(serve: Serve, slack: SlackStandIn, tmp_path: Path) -> None:
+    clock = Clock()
+    port = free_port()
+    config = channels_config(
+        tmp_path, public_url=f"http://127.0.0.1:{port}", notify=["slack:#ops"], slack_url=slack.base_url, ttl_seconds=60
+    )
+    server, _ = serve(config, port=port, clock=clock)
+    start_run(server, "pay 8")
+    slack.wait_for("chat.postMessage")
+    clock.now += 61
+    assert httpx.post(f"{server.base_url}/v1/expire", headers=BOB, timeout=30).status_code == 200
+    [updated] = slack.wait_for("chat.update")
+    assert updated["text"] == "Expired: nobody decided in time."

@@ -1,0 +1,52 @@
+"""`sayso policy test CONFIG --tool T --args JSON [--as P]`: what the rules would do with a call, and why."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from sayso.cli import app
+
+from .conftest import WriteConfig
+
+runner = CliRunner(env={"COLUMNS": "300"})
+
+
+def test_it_says_ask_allow_or_deny_and_why(write_config: WriteConfig) -> None:
+    path = str(write_config())
+    asked = runner.invoke(app, ["policy", "test", path, "--tool", "refund", "--args", '{"order": "o", "amount": 250}'])
+    assert asked.exit_code == 0, asked.output
+    assert "refund asks a person: amount 250 > 100 (rule refunds-large)" in asked.output
+    allowed = runner.invoke(app, ["policy", "test", path, "--tool", "refund", "--args", '{"amount": 5}', "--json"])
+    assert json.loads(allowed.output) == {
+        "action": "allow",
+        "rule": "refunds-small",
+        "reason": "small refunds need nobody",
+        "error": None,
+    }
+    denied = runner.invoke(app, ["policy", "test", path, "--tool", "refund", "--args", '{"amount": 0}', "--json"])
+    assert json.loads(denied.output)["action"] == "deny"
+    assert json.loads(denied.output)["reason"] == "a refund must be positive, not 0"
+
+
+def test_as_names_the_principal_and_a_failing_condition_asks(write_config: WriteConfig) -> None:
+    rules = [
+        {"name": "refund", "rule": "alice", "when": "principal.name == 'alice'", "action": "allow"},
+        {"name": "refund", "rule": "big", "when": "args.amount > 100", "reason": "big"},
+    ]
+    path = str(write_config(rules))
+    alice = runner.invoke(app, ["policy", "test", path, "--tool", "refund", "--args", "{}", "--as", "alice", "--json"])
+    assert json.loads(alice.output)["action"] == "allow"
+    bob = runner.invoke(app, ["policy", "test", path, "--tool", "refund", "--args", "{}", "--as", "bob"])
+    assert bob.exit_code == 0, bob.output
+    assert "refund asks a person: the condition of rule big could not be evaluated" in bob.output
+    assert "a person decides instead" in bob.output
+
+
+def test_bad_arguments_and_an_unknown_agent_exit_2(write_config: WriteConfig) -> None:
+    path = str(write_config())
+    bad = runner.invoke(app, ["policy", "test", path, "--tool", "refund", "--args", "[1]"])
+    assert bad.exit_code == 2 and "--args must be a JSON object" in bad.output
+    unknown = runner.invoke(app, ["policy", "test", path, "--tool", "refund", "--agent", "nope"])
+    assert unknown.exit_code == 2 and "no agent 'nope'" in unknown.output
