@@ -385,6 +385,9 @@ def sections(args: argparse.Namespace, sink: Any, scale: float) -> tuple[Any, li
     extras: dict[str, Any] = {"agent_pair": agent_pair()}
     extras["engine_costs"] = engine_costs()
     extras["workflow"] = workflows(args.repeats, max(50, int(300 * scale)))
+    if not args.no_temporal:
+        extras["temporal"] = json_of("temporal_cycle.py", "the approve cycle on Temporal, 1 and 3 workers")
+        log(f"  {json.dumps(extras['temporal']['rows'])}")
     if not args.no_load:
         extras["load"] = json_of("load.py", "server under load: bench/load.py (SQLite and PostgreSQL)")
     if not args.no_soak:
@@ -497,6 +500,7 @@ def render(args: argparse.Namespace) -> None:
                 "workflow",
                 "engine_costs",
                 "soak",
+                "temporal",
             ):
                 extras[row["kind"]] = row
             elif "profile" in row:
@@ -729,6 +733,25 @@ def report(  # noqa: C901
             f"(goal ≥ 1.5×: {'met' if flow['vs_langgraph'] >= 1.5 else 'missed'}).\n"
         )
 
+    if extras.get("temporal") is not None:
+        w("## The approve cycle on Temporal (issue 26)\n")
+        w(
+            "`bench/temporal_cycle.py`: a Temporal dev server (`temporal server start-dev`), SQLite store; this "
+            "process is the front (`engine: temporal`, as `sayso serve` is) and 1 or 3 `sayso worker` processes do "
+            "the work. A cycle is `run` (the run's workflow starts, the segment activity pauses it) and "
+            "`decide(Approve())` (the workflow's Update records and resumes it on a worker). p50/p99 over "
+            "sequential cycles; cycles/s with 8 cycles at a time. Compare with the in-process figures above: "
+            "every stop is several Temporal round trips and activity dispatches on top of sayso's own commits.\n"
+        )
+        w("| workers | p50 cycle ms | p99 cycle ms | p50 run ms | p50 decide ms | cycles/s (8 at a time) |")
+        w("|---:|---:|---:|---:|---:|---:|")
+        for row in extras["temporal"]["rows"]:
+            w(
+                f"| {row['workers']} | {row['p50_cycle_ms']} | {row['p99_cycle_ms']} | {row['p50_run_ms']} | "
+                f"{row['p50_decide_ms']} | {row['cycles_per_s']} |"
+            )
+        w("")
+
     if load is not None:
         w("## Server under load\n")
         w(
@@ -953,6 +976,7 @@ def main() -> None:
     ap.add_argument("--no-footprint", action="store_true")
     ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL column")
     ap.add_argument("--no-load", action="store_true", help="skip the server under load")
+    ap.add_argument("--no-temporal", action="store_true", help="skip the approve cycle on Temporal")
     ap.add_argument("--no-soak", action="store_true", help="skip the 30-minute memory soak (bench/soak.py)")
     ap.add_argument("--no-scale", action="store_true", help="skip the 1,000,000 paused runs on PostgreSQL")
     ap.add_argument("--no-profile", action="store_true")

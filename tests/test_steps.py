@@ -3,6 +3,7 @@ body runs again after the approval, in this process or another; its result comes
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -30,7 +31,12 @@ async def charge(order: str, amount: int) -> Receipt:
     return Receipt(order=order, amount=amount * CHARGED[order])  # a second charge would read as a different receipt
 
 
+THREADS: set[int] = set()
+"""The threads plain step functions ran in."""
+
+
 def note(order: str) -> str:
+    THREADS.add(threading.get_ident())
     CHARGED[f"note {order}"] += 1
     return f"note {CHARGED[f'note {order}']}"
 
@@ -77,6 +83,7 @@ RULES: list[dict[str, Any]] = [
 @pytest.fixture(autouse=True)
 def _reset() -> Iterator[None]:
     CHARGED.clear()
+    THREADS.clear()
     yield
 
 
@@ -94,6 +101,7 @@ async def test_a_step_before_an_in_body_approval_runs_once_after_approve(make_ap
         done = await app.decide(request.request_id, Approve())
     assert done.run.output == "model read: emailed o1 10, note 1, note 2"
     assert CHARGED == Counter({"o1": 1, "note o1": 2})
+    assert THREADS and threading.main_thread().ident not in THREADS  # a plain function runs in a worker thread
 
 
 async def test_a_step_runs_once_when_another_process_resumes(make_app: MakeApp) -> None:

@@ -25,6 +25,7 @@ def _models() -> list[tuple[str, type[BaseModel]]]:
     from sayso._config import file as c
     from sayso._config import mcp as m
     from sayso._config import rules as r
+    from sayso._config.engine import TemporalConfig
     from sayso.workflows import AgentNodeConfig, FunctionNodeConfig, WorkflowConfig
 
     return [
@@ -54,6 +55,8 @@ def _models() -> list[tuple[str, type[BaseModel]]]:
         ("a2a", c.A2AConfig),
         ("ag_ui", c.AgUiConfig),
         ("runtime", c.RuntimeConfig),
+        ("engine", c.EngineConfig),
+        ("engine.temporal", TemporalConfig),
     ]
 
 

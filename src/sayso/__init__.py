@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ._defaults import DEFAULT_REMOTE_AGENTS
+from ._defaults import DEFAULT_REMOTE_AGENTS, ENGINES
 
 if TYPE_CHECKING:
     from ._config.file import (
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from ._engine.steps import step
     from ._engine.tools import Approval, require_approval, tool
     from ._runtime import DecideResult, RemoteAgents, RunResult, Sayso, request_json, run_json
+    from ._runtime._runner import Engine
     from .exceptions import (
         AgentNotFound,
         AlreadyDecided,
@@ -102,6 +103,20 @@ def _a2a_remote_agents() -> RemoteAgents:
 
 
 DEFAULT_REMOTE_AGENTS.append(_a2a_remote_agents)
+
+
+def _temporal_engine(config: Config) -> Engine:
+    """The Temporal front (docs/guides/temporal.md), imported only when a config names `engine: temporal`."""
+    from .exceptions import ConfigError
+
+    try:
+        from ._temporal import front
+    except ImportError as exc:
+        raise ConfigError(f"engine: temporal needs the Temporal extra: pip install 'sayso[temporal]' ({exc})") from None
+    return front(config)
+
+
+ENGINES["temporal"] = _temporal_engine
 
 __all__ = [
     "Accept",

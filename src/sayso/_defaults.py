@@ -12,7 +12,28 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._config.file import Config
     from ._runtime._remote import RemoteAgents
+    from ._runtime._runner import Engine
 
 DEFAULT_REMOTE_AGENTS: list[Callable[[], RemoteAgents]] = []
 """Factories of the A2A client remote delegates go through; the last one wins."""
+
+ENGINES: dict[str, Callable[[Config], Engine]] = {}
+"""Factories of the engines a config's `engine:` names (`temporal`), filled by the package root."""
+
+
+def engine_of(config: Config) -> Engine | None:
+    """The engine `config` names, or `None` when its runs do their work in the process that serves them.
+
+    Raises:
+        ConfigError: the config names an engine this installation lacks.
+    """
+    if config.engine.temporal is None:
+        return None
+    factory = ENGINES.get("temporal")
+    if factory is None:
+        from .exceptions import ConfigError
+
+        raise ConfigError("engine: temporal needs the Temporal extra: pip install 'sayso[temporal]'")
+    return factory(config)

@@ -13,8 +13,10 @@ import sys
 
 import pytest
 
-HEAVY = ("pydantic_ai", "fastapi", "sqlalchemy", "starlette", "a2a", "mcp", "fastmcp")
-"""What `--help` must not import: the engine, the web stack, the store's database layer, the protocols."""
+from ..conftest import EXAMPLE
+
+HEAVY = ("pydantic_ai", "fastapi", "sqlalchemy", "starlette", "a2a", "mcp", "fastmcp", "temporalio")
+"""What `--help` must not import: the engine, the web stack, the store's database layer, the protocols, Temporal."""
 
 
 def imported_by(*args: str) -> set[str]:
@@ -36,6 +38,7 @@ def imported_by(*args: str) -> set[str]:
         ("inbox", "--help"),
         ("audit", "verify", "--help"),
         ("policy", "test", "--help"),
+        ("worker", "--help"),
         ("--version",),
     ],
     ids=" ".join,
@@ -46,6 +49,21 @@ def test_help_imports_nothing_heavy(args: tuple[str, ...]) -> None:
     assert "typer" in modules and "sayso.cli._app" in modules  # the walk sees the CLI itself
     heavy = sorted(m for m in modules if m.split(".")[0] in HEAVY)
     assert heavy == []
+
+
+def test_a_runtime_without_an_engine_never_imports_temporal() -> None:
+    """Building and opening a `Sayso` for a config that names no engine loads no Temporal module."""
+    script = "\n".join(
+        [
+            "import asyncio, sayso",
+            "async def main():",
+            f"    async with sayso.Sayso.from_yaml({str(EXAMPLE)!r}): pass",
+            "asyncio.run(main())",
+        ]
+    )
+    modules = imported_by("-c", script)
+    assert "sayso._runtime._facade" in modules
+    assert not {m for m in modules if m.split(".")[0] == "temporalio" or m.startswith("sayso._temporal")}
 
 
 def test_the_walk_sees_a_heavy_import() -> None:

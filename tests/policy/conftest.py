@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import cast
 
 import pytest
 import yaml
@@ -51,9 +52,9 @@ def no_refunds() -> Iterator[None]:
 def write_config(tmp_path: Path) -> WriteConfig:
     """Write a refund agent's config with `rules` (and any top-level extras) and its script; return the file."""
 
-    def write(rules: list[object] = RULES, **extra: object) -> Path:
+    def write(rules: Sequence[object] = RULES, **extra: object) -> Path:
         (tmp_path / "script.yaml").write_text(yaml.safe_dump(SCRIPT))
-        interrupt = extra.pop("interrupt", {})
+        interrupt = cast(dict[str, object], extra.pop("interrupt", {}))
         config = {
             "store": f"sqlite:///{tmp_path / 'sayso.db'}",
             "models": {"m": {"scripted": "script.yaml"}},

@@ -60,9 +60,10 @@ from .edges import (
 from .edges import (
     WebhookEvent as WebhookEvent,
 )
+from .engine import EngineConfig
 from .lines import line_of, read_yaml, validation_line, yaml_problem
 from .mcp import McpBinding, McpServerConfig, bad_server_names, unknown_servers
-from .routing import RoutingFields, config_problems, routed_rules, with_routing
+from .routing import RoutingFields, config_problems, routed, routed_rules
 from .rules import PolicyFields
 
 STORE_ENV = "SAYSO_STORE"
@@ -139,9 +140,7 @@ class InterruptConfig(_Strict):
 
     def to_policy(self, groups: Mapping[str, Sequence[str]] | None = None) -> InterruptPolicy:
         """The pure policy this block describes; `groups` resolve the rules' approvers (docs/guides/routing.md)."""
-        rules = tuple(
-            ToolRule(name=t) if isinstance(t, str) else with_routing(t.to_rule(), t, groups) for t in self.tools
-        )
+        rules = tuple(ToolRule(name=t) if isinstance(t, str) else routed(t.to_rule(), t, groups) for t in self.tools)
         return InterruptPolicy(
             tools=rules,
             skip_read_only=self.skip_read_only,
@@ -346,6 +345,8 @@ class Config(_Strict):
     limits: LimitsConfig = LimitsConfig()
     """How much one call may send: request bodies, messages, edited arguments and answers."""
     mcp: McpServeConfig = McpServeConfig()
+    engine: EngineConfig = EngineConfig()
+    """Where runs do their work: here, or as Temporal workflows on `sayso worker` processes."""
     """How `/mcp` serves the agents: the key that seals a paused call's request state for every replica."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder that relative paths (store, scripts, tool modules) are resolved from."""

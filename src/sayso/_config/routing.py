@@ -78,7 +78,7 @@ def routing_problems(
     return problems
 
 
-def with_routing(rule: ToolRule, fields: RoutingFields, groups: Mapping[str, Sequence[str]] | None) -> ToolRule:
+def routed(rule: ToolRule, fields: RoutingFields, groups: Mapping[str, Sequence[str]] | None) -> ToolRule:
     """A policy rule with the routing its config entry names (groups resolved)."""
     return dataclasses.replace(rule, routing=fields.routing(groups or {}, rule=rule.name))
 

@@ -8,8 +8,9 @@ result, and every later run of the same body returns that record instead of call
 - A step is keyed by its run, its scope (the tool call's id, or the workflow node and its pass)
   and its name with how many steps of that name the body took before it (`StepKey`), so two steps
   of one name in one body are two steps, and a body must take its steps in the same order each time.
-- A step is marked `started` (durably) before its function runs, and `done` with its result once
-  it returned. A mark found `started` was cut off mid-way (the process died): its outcome is
+- A step is marked `started` (on disk, unless it is idempotent) before its function runs, and
+  `done` with its result once it returned. A mark found `started` was cut off mid-way (the
+  process died): its outcome is
   unknown, and it raises `StepOutcomeUnknown` instead of running again, unless it is `idempotent`;
   the first run to find it so marks it `unknown`, with an audit record.
 - A function that raises leaves no record: it did not do its work, and the next run tries again.
@@ -26,10 +27,10 @@ through a journal. It does no I/O of its own.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Literal, Protocol, TypeAlias, get_type_hints
 
 from pydantic import TypeAdapter
@@ -68,6 +69,9 @@ class StepRecord:
     result: bytes | None
     """`done`: the result as JSON; `unrecorded`: why it could not be stored; `started`: nothing."""
 
+
+Offload: TypeAlias = Callable[[Callable[[], Any]], Awaitable[Any]]
+"""Runs a plain function somewhere else (a worker thread) and awaits its result."""
 
 StepCall: TypeAlias = Callable[[], Awaitable[bytes]]
 """A step's function bound to its arguments, returning its result as JSON (raising `NotJson` when it is not)."""
@@ -212,6 +216,9 @@ class StepScope:
     run_id: str
     scope: str
     journal: StepJournal
+    offload: Offload | None = None
+    """How a plain (not `async`) function runs: in a worker thread, as pydantic-ai runs plain tools, so
+    a slow one does not stop the event loop (and the run's lease with it); `None`: called directly."""
     taken: dict[str, int] = field(default_factory=dict[str, int])
     """How many steps of each name this run of the body has taken."""
 
@@ -232,8 +239,13 @@ class StepScope:
         adapter = result_adapter(name, fn)  # before anything runs: a result it could never record is refused first
         key = self.next_key(name)
 
+        offload = self.offload
+
         async def call() -> bytes:
-            result = fn(*args, **kwargs)
+            if offload is not None and not inspect.iscoroutinefunction(fn):
+                result = await offload(functools.partial(fn, *args, **kwargs))
+            else:
+                result = fn(*args, **kwargs)
             if inspect.isawaitable(result):
                 result = await result
             try:
@@ -272,7 +284,7 @@ def result_adapter(name: str, fn: Callable[..., Any]) -> TypeAdapter[Any]:
         ) from None
 
 
-@lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=256)
 def _adapter(returns: Any) -> TypeAdapter[Any]:
     """One adapter per return type: a body's steps do not build their schema again each time they run."""
     return TypeAdapter(returns)

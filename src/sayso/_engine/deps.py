@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+import anyio.to_thread
 from pydantic_ai.exceptions import UserError
 
 from .._core.audit_events import AuditEvent
@@ -101,6 +102,6 @@ class RunDeps:
         scope = self.step_scopes.get(tool_call_id)
         if scope is None:
             scope = self.step_scopes[tool_call_id] = StepScope(
-                run_id=self.run_id, scope=tool_call_id, journal=self.journal
+                run_id=self.run_id, scope=tool_call_id, journal=self.journal, offload=anyio.to_thread.run_sync
             )
         return scope

@@ -68,7 +68,8 @@ async def step(
         return f"refunded: {receipt}"
     ```
 
-    The first run calls `fn` (awaiting it when it is a coroutine function) and records its result
+    The first run calls `fn` (awaiting a coroutine function, running a plain one in a worker
+    thread, as pydantic-ai runs plain tools) and records its result
     with the run, as JSON; each later run of the same body returns the recorded result without
     calling `fn`. The result is returned as recorded every time, validated into `fn`'s return
     annotation (a pydantic model comes back a model; with no annotation, plain JSON).

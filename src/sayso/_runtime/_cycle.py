@@ -20,20 +20,21 @@ from collections.abc import Mapping
 
 from pydantic_ai.exceptions import CallDeferred
 
+from .._core.access import Principal
 from .._core.advance import plan_advance, step_below, waiting_below
-from .._core.decisions import DecisionRecord
+from .._core.decisions import Decision, DecisionRecord, Via
 from .._core.requests import DelegateRequest
 from .._core.resume import SKIPPED_FOR_FORCE
 from .._engine.calls import DelegateDeferral
-from .._store import PauseState, RunRecord
-from ..exceptions import AgentNotFound, PauseConsumed, RunConflict
+from .._store import Decided, PauseState, RunRecord
+from ..exceptions import AgentNotFound, PauseConsumed, RequestNotFound, RunConflict
 from ..workflows import Workflow
 from . import _leases, _tree
 from ._agent_runs import AgentRunner
 from ._kernel import Kernel
 from ._remote import RemoteAgents, RemoteRunner
-from ._results import RunResult
-from ._runner import CallOptions, Resume, RunKind, Runner, Start
+from ._results import DecideResult, RunResult
+from ._runner import CallOptions, Engine, Resume, RunKind, Runner, Start
 from ._workflow_host import Workflows
 from ._workflows import WorkflowRunner
 
@@ -51,8 +52,11 @@ class Cycle:
         workflows: Mapping[str, Workflow],
         remote_urls: dict[str, str],
         remote: RemoteAgents | None,
+        engine: Engine | None = None,
     ) -> None:
         self.k = k
+        self.engine = engine
+        """Where top-level local runs do their work when not here (a Temporal cluster); `None`: here."""
         self.agents = AgentRunner(k, self)
         self.workflows = WorkflowRunner(k, Workflows(k, workflows, self))
         self.remote = RemoteRunner(k, remote_urls, remote)
@@ -71,8 +75,11 @@ class Cycle:
         return "workflow" if self.workflows.hosts(name) else "agent"
 
     def runner(self, run: RunRecord) -> Runner:
-        """The runner of `run`'s kind."""
-        return self._runners[self.kind_of(run)]
+        """The runner of `run`'s kind; a top-level local run's is the engine's when there is one."""
+        kind = self.kind_of(run)
+        if self.engine is not None and kind != "remote" and run.parent_run_id is None:
+            return _Engined(self.k, self.engine, self._runners[kind])
+        return self._runners[kind]
 
     def runner_named(self, name: str) -> Runner:
         """The runner a top-level run of `name` (an agent's or a workflow's) goes to, before the run exists."""
@@ -116,6 +123,10 @@ class Cycle:
             RunConflict: decisions kept arriving while the resume was prepared.
         """
         k = self.k
+        if self.engine is not None:
+            # The engine's workers carry the whole tree on; this process only asks.
+            await self.engine.advance(await _tree.root(k, run), force=force, options=options)
+            return await _tree.result(k, run.run_id)
         assert run.pause_id is not None
         runner = self.runner(run)
         pause = state or await k.store.pause_state(run.pause_id)
@@ -162,6 +173,9 @@ class Cycle:
         Raises:
             RunConflict: another live runtime holds the run, or the run's work is not this runtime's to redo.
         """
+        if self.engine is not None:
+            # The engine's workers carry every run of a tree on (Temporal reschedules a dead worker's segment).
+            raise RunConflict(run.run_id, "the engine's workers carry this run on; no front process takes it over")
         runner = self.runner(run)
         if not runner.local:
             return await runner.carry_on(run, options)  # refuses: its work is at the remote agent
@@ -194,3 +208,76 @@ class Cycle:
         if outcome.status == "paused":
             raise CallDeferred(metadata=DelegateDeferral(child_run_id=outcome.run_id).as_metadata())
         return await _tree.delegate_answer(self.k, outcome)
+
+    # decisions and changes, when an engine does the work
+
+    async def decide_there(
+        self,
+        request_id: str,
+        decision: Decision,
+        *,
+        principal: Principal,
+        via: Via | None,
+        resume: bool,
+        options: CallOptions,
+    ) -> DecideResult:
+        """Deliver a decision to the engine that runs its request's top-level run (its workflow checks it).
+
+        Raises:
+            RequestNotFound: no request has this id.
+        """
+        assert self.engine is not None
+        found = await self.k.store.request_with_run(request_id)
+        if found is None:
+            raise RequestNotFound(request_id)
+        top = await _tree.root(self.k, found.run)
+        recorded = await self.engine.decide(
+            top, request_id, decision, principal=principal, via=via, resume=resume, options=options
+        )
+        return DecideResult(request_id=request_id, recorded=recorded, run=await _tree.result(self.k, top.run_id))
+
+    async def changed(self, run: RunRecord) -> None:
+        """Tell the engine that the store changed under `run`'s tree (a cancel); nothing without one."""
+        if self.engine is not None:
+            await self.engine.changed(await _tree.root(self.k, run))
+
+
+class _Engined:
+    """The `Runner` of a top-level run whose work an `Engine` does: this process starts and asks, never runs."""
+
+    local = False
+    reads_grants = False  # the engine's worker reads them with the segment
+    durable_start = True  # another process reads the run the moment the engine has it
+    claims_with_decision = False  # a decision goes to the engine, which resumes the run itself
+
+    def __init__(self, k: Kernel, engine: Engine, here: Runner) -> None:
+        self._k = k
+        self._engine = engine
+        self._here = here
+
+    def check(self, name: str) -> None:
+        self._here.check(name)  # the front builds the same agents its workers do
+
+    async def start(self, run: RunRecord, start: Start, options: CallOptions) -> RunResult:
+        if start.superseded is not None and start.superseded[0]:
+            # The superseded run's workflow waits on a pause this message just closed.
+            old = await self._k.store.get_run(start.superseded[0][0].run_id)
+            await self._engine.changed(await _tree.root(self._k, old))
+        await self._engine.start(run, options)
+        return await _tree.result(self._k, run.run_id)
+
+    async def resume(self, run: RunRecord, resume: Resume, options: CallOptions) -> RunResult:
+        await self._engine.advance(run, force=False, options=options)
+        return await _tree.result(self._k, run.run_id)
+
+    async def carry_on(self, run: RunRecord, options: CallOptions) -> RunResult:
+        raise RunConflict(run.run_id, "the engine's workers carry this run on; no front process takes it over")
+
+    async def answer_below(self, request: DelegateRequest, outcome: RunResult) -> DecisionRecord:
+        raise RunConflict(request.run_id, "the engine's workers answer the runs below this run")
+
+    async def resume_decided(self, decided: Decided, options: CallOptions) -> RunResult:
+        raise RunConflict(decided.found.run.run_id, "a decision on an engine's run is resumed by the engine")
+
+    async def retry(self, run: RunRecord, options: CallOptions) -> RunResult:
+        raise RunConflict(run.run_id, "a failed run of an engine is not run again from a front")

@@ -26,7 +26,7 @@ from .._core.decisions import Decision, Via
 from .._core.grants import Grant
 from .._core.policy import InterruptPolicy
 from .._core.requests import ClientTool
-from .._defaults import DEFAULT_REMOTE_AGENTS
+from .._defaults import DEFAULT_REMOTE_AGENTS, engine_of
 from .._engine.agents import build_agents, build_models, open_models
 from .._engine.hooks import BeforeToolCall, before_tool_call
 from .._store import (
@@ -44,7 +44,7 @@ from ._links import LinkVerbs
 from ._reading import PrincipalLike, Reading
 from ._remote import RemoteAgents, remote_delegates
 from ._results import DecideResult, RunResult
-from ._runner import CallOptions, TextSink
+from ._runner import CallOptions, Engine, TextSink
 from ._verbs import answer as _answer
 from ._verbs import cancel as _cancel
 from ._verbs import decide as _decide
@@ -82,6 +82,7 @@ class Sayso(LinkVerbs, Reading):
         lease_seconds: float = 30.0,
         clock: Callable[[], float] = time.time,
         remote_agents: RemoteAgents | None = None,
+        engine: Engine | Literal["config", "here"] = "config",
     ) -> None:
         """Build every agent of `config`.
 
@@ -94,6 +95,8 @@ class Sayso(LinkVerbs, Reading):
                 before another process may carry it on.
             clock: seconds since the epoch; tests pass a fake one to move time.
             remote_agents: how remote (A2A) delegates are reached; the A2A client by default.
+            engine: where top-level runs do their work: the config's `engine:` (`"config"`), this
+                process whatever the config says (`"here"`: what `sayso worker` runs), or an `Engine`.
         """
         self.config = config
         built_models: dict[str, Model | str] = {**build_models(config), **(models or {})}
@@ -110,7 +113,10 @@ class Sayso(LinkVerbs, Reading):
             lease_seconds=lease_seconds,
         )
         _audit.use_key(self._k)
-        self._cycle = Cycle(self._k, workflows=build_workflows(config), remote_urls=urls, remote=remote_agents)
+        chosen = engine_of(config) if engine == "config" else None if engine == "here" else engine
+        self._cycle = Cycle(
+            self._k, workflows=build_workflows(config), remote_urls=urls, remote=remote_agents, engine=chosen
+        )
         self._open = False
         self._models = AsyncExitStack()
         self._mcp = AsyncExitStack()
@@ -140,6 +146,8 @@ class Sayso(LinkVerbs, Reading):
         try:
             await self._mcp.aclose()
             await self._models.aclose()
+            if self._cycle.engine is not None:
+                await self._cycle.engine.aclose()
         finally:
             await self._k.store.aclose()
 
@@ -216,6 +224,15 @@ class Sayso(LinkVerbs, Reading):
             RequestExpired: the request expired.
         """
         self._check_open()
+        if self._cycle.engine is not None:
+            return await self._cycle.decide_there(
+                request_id,
+                decision,
+                principal=self.principal(principal),
+                via=via,
+                resume=resume,
+                options=CallOptions(on_text=_STREAMING.get()),
+            )
         return await _decide.decide(
             self._cycle,
             request_id,
@@ -287,7 +304,10 @@ class Sayso(LinkVerbs, Reading):
             RunConflict: the run is finished, or another process is working on it.
         """
         self._check_open()
-        return await _cancel.cancel(self._cycle, await self.run_record(run_id, principal=principal))
+        run = await self.run_record(run_id, principal=principal)
+        result = await _cancel.cancel(self._cycle, run)
+        await self._cycle.changed(run)
+        return result
 
     async def result(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunResult:
         """Where a run stands now, with the requests it still waits on."""

@@ -21,8 +21,9 @@ from typing import Literal, Protocol
 
 from pydantic_ai.messages import ModelMessage
 
+from .._core.access import Principal
 from .._core.advance import AdvancePlan
-from .._core.decisions import DecisionRecord
+from .._core.decisions import Decision, DecisionRecord, Via
 from .._core.grants import Grant
 from .._core.requests import DelegateRequest, Request, Scope
 from .._store import Decided, PauseState, RunRecord
@@ -192,4 +193,51 @@ class Runs(Protocol):
 
     async def carry_on(self, run: RunRecord, options: CallOptions) -> RunResult:
         """Take over a running run whose process died, and redo its last segment."""
+        ...
+
+
+class Engine(Protocol):
+    """Where the work of top-level runs happens when not in this process: a Temporal cluster's workers.
+
+    With an engine, this runtime is a front (docs/guides/temporal.md): it writes what a verb
+    starts (a run, a superseding message) and hands the run's work to the engine; decisions go
+    to the run's workflow, which checks them before anything is recorded. The store stays the
+    system of record: what the engine's workers do, they write there, and the front reads it.
+    """
+
+    async def start(self, run: RunRecord, options: CallOptions) -> None:
+        """Hand a run the store has just started to the engine; returns once it paused or ended."""
+        ...
+
+    async def advance(self, top: RunRecord, *, force: bool, options: CallOptions) -> None:
+        """Ask the engine to carry the paused top-level run `top` on (its runs below first)."""
+        ...
+
+    async def decide(
+        self,
+        top: RunRecord,
+        request_id: str,
+        decision: Decision,
+        *,
+        principal: Principal,
+        via: Via | None,
+        resume: bool,
+        options: CallOptions,
+    ) -> bool:
+        """Deliver a decision on a request of `top`'s tree to its workflow, which checks and records it.
+
+        Returns whether it was recorded (the same decision again is not), once the run went on.
+
+        Raises:
+            DecisionRefused: the decision does not fit (the pause stays open).
+            NotAllowed: the principal may not decide the request.
+        """
+        ...
+
+    async def changed(self, top: RunRecord) -> None:
+        """Tell `top`'s workflow that the store changed under it (a cancel, a superseding message)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the connection to the engine."""
         ...

@@ -39,7 +39,6 @@ from ._records import (
     OutboxKind,
     PauseState,
     PendingDelivery,
-    RemoteTask,
     RequestWithRun,
     RunRecord,
     RunStatus,
@@ -122,6 +121,14 @@ RunChange: TypeAlias = PauseRun | EndRun | ClaimRun | CancelRun | RenewLease | T
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimDelivery:
+    """Claim a pending delivery nobody holds a live claim on (by `now`), until `until`."""
+
+    now: float
+    until: float
+
+
+@dataclass(frozen=True, slots=True)
 class Settled:
     """What became of a claimed delivery, as its row takes it."""
 
@@ -135,6 +142,13 @@ class Settled:
     """Whether this counts as an attempt (all but `skipped`)."""
 
 
+DeliveryChange: TypeAlias = ClaimDelivery | Settled
+"""A conditional change to one delivery's row."""
+
+Pruned: TypeAlias = Literal["deliveries", "fanned_out", "not_fanned_out"]
+"""What `StoreTx.prune` deletes."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Deciding:
     """What deciding a request reads in one step: the request with its run, and its whole pause."""
@@ -142,6 +156,20 @@ class Deciding:
     found: RequestWithRun
     state: PauseState
     pause_id: str
+
+
+@dataclass(frozen=True)
+class Document:
+    """A document as stored: its JSON text and its revision (1 when first written, one more at each write)."""
+
+    body: str
+    revision: int
+
+
+WORKFLOW_STATES = "sayso.workflow_state"
+"""The documents holding where each workflow run stands (`WorkflowState` as JSON), keyed by run id."""
+REMOTE_TASKS = "sayso.remote_task"
+"""The documents holding the remote task behind each proxy run (`RemoteTask` as JSON), keyed by run id."""
 
 
 class StoreTx(ABC):
@@ -152,10 +180,6 @@ class StoreTx(ABC):
     @abstractmethod
     async def thread(self, thread_id: str) -> ThreadRecord | None:
         """The thread, or `None`."""
-
-    @abstractmethod
-    async def add_thread(self, thread: ThreadRecord) -> None:
-        """Insert a new thread."""
 
     @abstractmethod
     async def claim_thread(self, thread_id: str, run_id: str, *, expect: str | None, again: bool = False) -> bool:
@@ -175,16 +199,12 @@ class StoreTx(ABC):
         """The run, or `None`."""
 
     @abstractmethod
-    async def add_run(self, run: RunRecord) -> None:
-        """Insert a new run."""
+    async def add_run(self, run: RunRecord, *, thread: ThreadRecord | None = None) -> None:
+        """Insert a new run; with `thread`, the new thread it opens first."""
 
     @abstractmethod
     async def update_run(self, run_id: str, change: RunChange) -> bool:
         """Apply `change` if its condition holds; whether the row changed (`ClaimRun`: always)."""
-
-    @abstractmethod
-    async def holds(self, run_id: str, holder: str) -> bool:
-        """Whether `holder` holds the run's lease."""
 
     # the message log
 
@@ -243,12 +263,8 @@ class StoreTx(ABC):
         """`principal`'s active grants; `None` when none were asked for or there are too many to read at once."""
 
     @abstractmethod
-    async def revoke_grant(self, grant_id: str, now: float) -> bool:
-        """Revoke an active grant; `False` when no active grant has this id."""
-
-    @abstractmethod
-    async def grant(self, grant_id: str) -> Grant | None:
-        """The grant, revoked or not."""
+    async def revoke_grant(self, grant_id: str, now: float) -> Grant | None:
+        """Revoke an active grant and return it as revoked; `None` when no active grant has this id."""
 
     @abstractmethod
     async def lock_audit(self) -> None:
@@ -308,35 +324,18 @@ class StoreTx(ABC):
     async def drop_step(self, key: StepKey) -> None:
         """Delete a step's mark, if it is `started`."""
 
-    # workflow state, remote tasks, marks
+    # documents: workflow states, remote tasks, adapters' marks
 
     @abstractmethod
-    async def workflow_state(self, run_id: str) -> bytes | None:
-        """A workflow run's saved state, or `None`."""
+    async def document(self, namespace: str, key: str) -> Document | None:
+        """The document at `namespace`/`key` with its revision, or `None`."""
 
     @abstractmethod
-    async def put_workflow_state(self, run_id: str, state: bytes, now: float) -> None:
-        """Replace a workflow run's saved state."""
+    async def put_document(self, namespace: str, key: str, body: str, now: float, *, expect: int | None = None) -> bool:
+        """Write a document (JSON text); with `expect`, only if its revision still is `expect` (0: there is none).
 
-    @abstractmethod
-    async def remote_task(self, run_id: str) -> RemoteTask | None:
-        """The remote task behind a proxy run, or `None`."""
-
-    @abstractmethod
-    async def put_remote_task(self, run_id: str, task: RemoteTask) -> None:
-        """Replace the remote task behind a proxy run."""
-
-    @abstractmethod
-    async def mark(self, namespace: str, key: str) -> str | None:
-        """An adapter's mark, or `None`."""
-
-    @abstractmethod
-    async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
-        """Replace an adapter's mark."""
-
-    @abstractmethod
-    async def add_mark(self, namespace: str, key: str, value: str, now: float) -> bool:
-        """Keep an adapter's mark unless one is kept already (then `False`); conditional, so one writer wins."""
+        Whether it was written: always without `expect`, whose write may be sent with the next statement.
+        """
 
     # escalation timers
 
@@ -363,24 +362,23 @@ class StoreTx(ABC):
         """Pending deliveries due by `now` and not claimed by a live sender, oldest first."""
 
     @abstractmethod
-    async def claim_delivery(self, delivery_id: str, *, holder: str, now: float, until: float) -> bool:
-        """Claim a pending delivery nobody holds a live claim on, until `until`; `False` when another sender did."""
+    async def change_delivery(self, delivery_id: str, holder: str, change: DeliveryChange) -> bool:
+        """Claim a delivery for `holder`, or write what became of one `holder` holds the claim on (the claim goes).
 
-    @abstractmethod
-    async def settle(self, delivery_id: str, holder: str, outcome: Settled) -> bool:
-        """Write what became of a delivery `holder` holds the claim on (the claim goes); `False` when it does not."""
+        `False` when the condition does not hold: another sender holds a live claim, or `holder` no longer does.
+        """
 
     @abstractmethod
     async def delivery_counts(self) -> dict[DeliveryStatus, int]:
         """How many deliveries stand where."""
 
     @abstractmethod
-    async def prune_deliveries(self, before: float, limit: int) -> int:
-        """Delete at most `limit` settled deliveries that finished before `before`; how many went."""
+    async def prune(self, what: Pruned, before: float, limit: int) -> int:
+        """Delete at most `limit` rows older than `before` that are done with; how many went.
 
-    @abstractmethod
-    async def prune_events(self, before: float, limit: int, *, fanned_out: bool) -> int:
-        """Delete at most `limit` events created before `before` with no delivery left (fanned out or not); how many."""
+        `deliveries`: settled ones that finished before it. `fanned_out` / `not_fanned_out`: events
+        created before it, with no delivery left (one not fanned out only while it still is not).
+        """
 
 
 TxWork = Callable[[StoreTx], Coroutine[Any, Any, T]]

@@ -179,16 +179,6 @@ audit_head = Table(
 )
 """The audit chain's head (one row, `id` 1), moved in the same commit as every append: a cut tail shows."""
 
-remote_tasks = Table(
-    "remote_tasks",
-    metadata,
-    Column("run_id", String(64), primary_key=True),
-    Column("url", Text, nullable=False),
-    Column("task_id", String(200), nullable=False),
-    Column("context_id", String(200), nullable=False),
-)
-"""The remote A2A task a proxy run stands for (a remote delegate)."""
-
 marks = Table(
     "marks",
     metadata,
@@ -196,9 +186,11 @@ marks = Table(
     Column("key", String(200), primary_key=True),
     Column("value", Text, nullable=False),
     Column("updated_at", Float, nullable=False),
+    Column("revision", Integer, nullable=False, server_default="1"),
 )
-"""Small values interface adapters keep beside sayso's state (say, whether an A2A call activated kagent's
-extension), each adapter under its own namespace."""
+"""Documents by namespace and key, each a JSON text with a revision: where a workflow run stands, the remote task
+behind a proxy run, and the small values interface adapters keep (say, whether an A2A call activated kagent's
+extension), each under its own namespace."""
 
 outbox = Table(
     "outbox",
@@ -236,15 +228,6 @@ deliveries = Table(
 )
 """One event bound for one webhook: pending until delivered, skipped or given up on; claimed by one sender at a time.
 `ix_deliveries_settled` finds the old settled ones to prune, `ix_deliveries_event` an event's deliveries."""
-
-workflow_states = Table(
-    "workflow_states",
-    metadata,
-    Column("run_id", String(64), primary_key=True),
-    Column("body", LargeBinary, nullable=False),
-    Column("updated_at", Float, nullable=False),
-)
-"""Where a workflow run stands (`WorkflowState` as JSON): finished nodes' outputs, answers, the pending question."""
 
 steps = Table(
     "steps",

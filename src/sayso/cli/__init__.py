@@ -2,6 +2,7 @@
 
 from . import _policy as _policy  # registers `sayso policy` on the app
 from . import _stats as _stats  # registers `sayso stats` on the app
+from . import _worker as _worker  # registers `sayso worker` on the app
 from ._app import app, main
 
 __all__ = ["app", "main"]

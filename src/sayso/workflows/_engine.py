@@ -42,6 +42,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Protocol
 
+import anyio.to_thread
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
@@ -256,7 +257,12 @@ class WorkflowEngine:
                 principal=state.principal,
                 state=data,
                 outputs=MappingProxyType({f.node: f.output for f in state.finished}),
-                steps=StepScope(run_id=state.run_id, scope=f"{node.name}:{visit}", journal=self._journal),
+                steps=StepScope(
+                    run_id=state.run_id,
+                    scope=f"{node.name}:{visit}",
+                    journal=self._journal,
+                    offload=anyio.to_thread.run_sync,
+                ),
             )
         result = node.fn(**kwargs)
         if inspect.isawaitable(result):

@@ -15,13 +15,13 @@ from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
 from ..._core.steps import StepKey, StepRecord
 from ..._core.votes import VOTE_ADAPTER, Vote
+from .._primitives import Document
 from .._records import (
     GRANTS_READ_AT_ONCE,
     DeliveryStatus,
     LedgerStatus,
     OutboxKind,
     PauseStatus,
-    RemoteTask,
     RunRecord,
     ThreadRecord,
 )
@@ -128,11 +128,9 @@ class _Tables:
         self._grants: dict[str, Grant] = {}
         self._audit: list[_Audit] = []
         self._audit_head: AuditHead | None = None
-        self._remote: dict[str, RemoteTask] = {}
-        self._marks: dict[tuple[str, str], str] = {}
+        self._documents: dict[tuple[str, str], Document] = {}
         self._outbox: list[_Event] = []
         self._deliveries: dict[str, _Delivery] = {}
-        self._workflow_states: dict[str, bytes] = {}
         self._votes: dict[tuple[str, int], bytes] = {}
         """Votes on routed requests by request id and position, as JSON."""
         self._steps: dict[StepKey, StepRecord] = {}

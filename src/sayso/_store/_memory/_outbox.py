@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from .._primitives import Settled, StoreTx
+from .._primitives import ClaimDelivery, DeliveryChange, Pruned, StoreTx
 from .._records import DeliveryStatus, OutboxKind, PendingDelivery
 from .._views import delivery_id
 from ._base import _Changes, _Delivery, _Tables
@@ -49,15 +49,14 @@ class MemoryOutboxTx(_Changes, StoreTx):
             for key, d in due[:limit]
         ]
 
-    async def claim_delivery(self, delivery_id: str, *, holder: str, now: float, until: float) -> bool:
+    async def change_delivery(self, delivery_id: str, holder: str, change: DeliveryChange) -> bool:
         d = self.s._deliveries.get(delivery_id)
-        if d is None or not _free(d, now):
-            return False
-        self._set(d, claimed_by=holder, claimed_until=until)
-        return True
-
-    async def settle(self, delivery_id: str, holder: str, outcome: Settled) -> bool:
-        d = self.s._deliveries.get(delivery_id)
+        if isinstance(change, ClaimDelivery):
+            if d is None or not _free(d, change.now):
+                return False
+            self._set(d, claimed_by=holder, claimed_until=change.until)
+            return True
+        outcome = change
         if d is None or d.claimed_by != holder:
             return False
         values: dict[str, object] = {"status": outcome.status, "claimed_by": None, "claimed_until": None}
@@ -74,7 +73,9 @@ class MemoryOutboxTx(_Changes, StoreTx):
     async def delivery_counts(self) -> dict[DeliveryStatus, int]:
         return dict(Counter(d.status for d in self.s._deliveries.values()))
 
-    async def prune_deliveries(self, before: float, limit: int) -> int:
+    async def prune(self, what: Pruned, before: float, limit: int) -> int:
+        if what != "deliveries":
+            return self._prune_events(before, limit, fanned_out=what == "fanned_out")
         deliveries = self.s._deliveries
         settled = [
             key
@@ -85,7 +86,7 @@ class MemoryOutboxTx(_Changes, StoreTx):
             self._pop(deliveries, key)
         return len(settled)
 
-    async def prune_events(self, before: float, limit: int, *, fanned_out: bool) -> int:
+    def _prune_events(self, before: float, limit: int, *, fanned_out: bool) -> int:
         t = self.s
         left = {d.event.event_id for d in t._deliveries.values()}
         events = [

@@ -28,6 +28,7 @@ from .._primitives import (
     CancelRun,
     ClaimRun,
     Deciding,
+    Document,
     EndRun,
     PauseRun,
     RenewLease,
@@ -43,7 +44,6 @@ from .._records import (
     ExecutionResult,
     OutboxKind,
     PauseState,
-    RemoteTask,
     RequestWithRun,
     RunRecord,
     ThreadRecord,
@@ -70,9 +70,6 @@ class MemoryTx(MemoryOutboxTx):
     async def thread(self, thread_id: str) -> ThreadRecord | None:
         return self.s._threads.get(thread_id)
 
-    async def add_thread(self, thread: ThreadRecord) -> None:
-        self._insert(self.s._threads, thread.thread_id, thread)
-
     async def claim_thread(self, thread_id: str, run_id: str, *, expect: str | None, again: bool = False) -> bool:
         thread = self.s._threads.get(thread_id)
         if thread is None:
@@ -92,7 +89,9 @@ class MemoryTx(MemoryOutboxTx):
     async def run(self, run_id: str) -> RunRecord | None:
         return self.s._run(run_id) if run_id in self.s._runs else None
 
-    async def add_run(self, run: RunRecord) -> None:
+    async def add_run(self, run: RunRecord, *, thread: ThreadRecord | None = None) -> None:
+        if thread is not None:
+            self._insert(self.s._threads, thread.thread_id, thread)
         if run.run_id in self.s._runs:
             raise Duplicate(f"run {run.run_id!r} is stored already")
         if run.client_tools:  # kept as JSON, so the stored record shares nothing with the caller's
@@ -135,10 +134,6 @@ class MemoryTx(MemoryOutboxTx):
         if ok:
             self._put(self.s._runs, run_id, replace(changed, updated_at=now, revision=run.revision + 1))
         return ok
-
-    async def holds(self, run_id: str, holder: str) -> bool:
-        run = self.s._runs.get(run_id)
-        return run is not None and run.lease_holder == holder
 
     # the message log
 
@@ -264,15 +259,12 @@ class MemoryTx(MemoryOutboxTx):
     async def active_grants(self, principal: str | None, now: float) -> list[Grant] | None:
         return self.s._active_grants(principal, now)
 
-    async def revoke_grant(self, grant_id: str, now: float) -> bool:
+    async def revoke_grant(self, grant_id: str, now: float) -> Grant | None:
         grant = self.s._grants.get(grant_id)
         if grant is None or grant.revoked_at is not None:
-            return False
-        self._put(self.s._grants, grant_id, replace(grant, revoked_at=now))
-        return True
-
-    async def grant(self, grant_id: str) -> Grant | None:
-        return self.s._grants.get(grant_id)
+            return None
+        self._put(self.s._grants, grant_id, revoked := replace(grant, revoked_at=now))
+        return revoked
 
     async def lock_audit(self) -> None:
         return None  # the memory store's transactions run one at a time under its lock
@@ -344,30 +336,16 @@ class MemoryTx(MemoryOutboxTx):
         if found is not None and found.status == "started":
             self._pop(self.s._steps, key)
 
-    # workflow state, remote tasks, marks
+    # documents
 
-    async def workflow_state(self, run_id: str) -> bytes | None:
-        return self.s._workflow_states.get(run_id)
+    async def document(self, namespace: str, key: str) -> Document | None:
+        return self.s._documents.get((namespace, key))
 
-    async def put_workflow_state(self, run_id: str, state: bytes, now: float) -> None:
-        self._put(self.s._workflow_states, run_id, bytes(state))
-
-    async def remote_task(self, run_id: str) -> RemoteTask | None:
-        return self.s._remote.get(run_id)
-
-    async def put_remote_task(self, run_id: str, task: RemoteTask) -> None:
-        self._put(self.s._remote, run_id, task)
-
-    async def mark(self, namespace: str, key: str) -> str | None:
-        return self.s._marks.get((namespace, key))
-
-    async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
-        self._put(self.s._marks, (namespace, key), value)
-
-    async def add_mark(self, namespace: str, key: str, value: str, now: float) -> bool:
-        if (namespace, key) in self.s._marks:
+    async def put_document(self, namespace: str, key: str, body: str, now: float, *, expect: int | None = None) -> bool:
+        found = self.s._documents.get((namespace, key))
+        if expect is not None and (found.revision if found else 0) != expect:
             return False
-        self._put(self.s._marks, (namespace, key), value)
+        self._put(self.s._documents, (namespace, key), Document(body=body, revision=found.revision + 1 if found else 1))
         return True
 
 

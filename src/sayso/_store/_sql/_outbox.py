@@ -7,8 +7,9 @@ or two constant statements, found through the outbox's and deliveries' indexes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import assert_never
 
-from .._primitives import Settled, StoreTx
+from .._primitives import ClaimDelivery, DeliveryChange, Pruned, Settled, StoreTx
 from .._records import DeliveryStatus, OutboxKind, PendingDelivery
 from .._views import delivery_id
 from ._tx import Sql, Tx
@@ -95,28 +96,26 @@ class SqlOutboxTx(StoreTx):
             for row in await self.tx.all(DUE, {"now": now, "limit": limit})
         ]
 
-    async def claim_delivery(self, delivery_id: str, *, holder: str, now: float, until: float) -> bool:
-        params = {"delivery_id": delivery_id, "holder": holder, "now": now, "until": until}
-        return await self.tx.run(CLAIM, params) == 1
-
-    async def settle(self, delivery_id: str, holder: str, outcome: Settled) -> bool:
-        params = {
-            "delivery_id": delivery_id,
-            "holder": holder,
-            "status": outcome.status,
-            "error": outcome.error,
-            "next_attempt_at": outcome.next_attempt_at,
-            "finished_at": outcome.finished_at,
-            "attempted": 1 if outcome.attempted else 0,
-        }
-        return await self.tx.run(SETTLE, params) == 1
+    async def change_delivery(self, delivery_id: str, holder: str, change: DeliveryChange) -> bool:
+        params: dict[str, object] = {"delivery_id": delivery_id, "holder": holder}
+        match change:
+            case ClaimDelivery(now=now, until=until):
+                return await self.tx.run(CLAIM, {**params, "now": now, "until": until}) == 1
+            case Settled():
+                params |= {
+                    "status": change.status,
+                    "error": change.error,
+                    "next_attempt_at": change.next_attempt_at,
+                    "finished_at": change.finished_at,
+                    "attempted": 1 if change.attempted else 0,
+                }
+                return await self.tx.run(SETTLE, params) == 1
+            case _:
+                assert_never(change)
 
     async def delivery_counts(self) -> dict[DeliveryStatus, int]:
         return {row["status"]: int(row["n"]) for row in await self.tx.all(COUNTS)}
 
-    async def prune_deliveries(self, before: float, limit: int) -> int:
-        return await self.tx.run(PRUNE_DELIVERIES, {"before": before, "limit": limit})
-
-    async def prune_events(self, before: float, limit: int, *, fanned_out: bool) -> int:
-        sql = PRUNE_FANNED_OUT if fanned_out else PRUNE_NOT_FANNED_OUT
-        return await self.tx.run(sql, {**_FLAGS, "before": before, "limit": limit})
+    async def prune(self, what: Pruned, before: float, limit: int) -> int:
+        sql = {"deliveries": PRUNE_DELIVERIES, "fanned_out": PRUNE_FANNED_OUT, "not_fanned_out": PRUNE_NOT_FANNED_OUT}
+        return await self.tx.run(sql[what], {**_FLAGS, "before": before, "limit": limit})

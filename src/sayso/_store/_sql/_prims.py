@@ -23,6 +23,7 @@ from .._primitives import (
     CancelRun,
     ClaimRun,
     Deciding,
+    Document,
     EndRun,
     PauseRun,
     RenewLease,
@@ -37,7 +38,6 @@ from .._records import (
     ExecutionResult,
     OutboxKind,
     PauseState,
-    RemoteTask,
     RequestWithRun,
     RunRecord,
     ThreadRecord,
@@ -62,16 +62,6 @@ class SqlTx(SqlOutboxTx):
         row = await self.tx.one(q.GET_THREAD, {"thread_id": thread_id})
         return q.thread_record(row) if row is not None else None
 
-    async def add_thread(self, thread: ThreadRecord) -> None:
-        params = {
-            "thread_id": thread.thread_id,
-            "owner": thread.owner,
-            "agent": thread.agent,
-            "run_id": thread.active_run_id,
-            "now": thread.created_at,
-        }
-        await self.tx.later(q.INSERT_THREAD, [params])
-
     async def claim_thread(self, thread_id: str, run_id: str, *, expect: str | None, again: bool = False) -> bool:
         params = {"thread_id": thread_id, "run_id": run_id}
         if again:
@@ -91,7 +81,16 @@ class SqlTx(SqlOutboxTx):
         row = await self.tx.one(q.GET_RUN, {"run_id": run_id})
         return q.run_record(row) if row is not None else None
 
-    async def add_run(self, run: RunRecord) -> None:
+    async def add_run(self, run: RunRecord, *, thread: ThreadRecord | None = None) -> None:
+        if thread is not None:
+            params = {
+                "thread_id": thread.thread_id,
+                "owner": thread.owner,
+                "agent": thread.agent,
+                "run_id": thread.active_run_id,
+                "now": thread.created_at,
+            }
+            await self.tx.later(q.INSERT_THREAD, [params])
         await self.tx.later(q.INSERT_RUN, [q.run_params(run)])
 
     async def update_run(self, run_id: str, change: RunChange) -> bool:
@@ -118,10 +117,6 @@ class SqlTx(SqlOutboxTx):
             case _:
                 assert_never(change)
         return changed == 1
-
-    async def holds(self, run_id: str, holder: str) -> bool:
-        row = await self.tx.one(q.LEASE_OWNER, {"run_id": run_id})
-        return row is not None and row["lease_holder"] == holder
 
     # the message log
 
@@ -270,12 +265,12 @@ class SqlTx(SqlOutboxTx):
         rows = await self.tx.all(q.ACTIVE_GRANTS, params)
         return None if len(rows) > GRANTS_READ_AT_ONCE else [q.grant_record(row) for row in rows]
 
-    async def revoke_grant(self, grant_id: str, now: float) -> bool:
-        return await self.tx.run(q.REVOKE_GRANT, {"grant_id": grant_id, "now": now}) == 1
-
-    async def grant(self, grant_id: str) -> Grant | None:
+    async def revoke_grant(self, grant_id: str, now: float) -> Grant | None:
+        if await self.tx.run(q.REVOKE_GRANT, {"grant_id": grant_id, "now": now}) != 1:
+            return None
         row = await self.tx.one(q.GET_GRANT, {"grant_id": grant_id})
-        return q.grant_record(row) if row is not None else None
+        assert row is not None, "the grant was just revoked in this transaction"
+        return q.grant_record(row)
 
     async def lock_audit(self) -> None:
         await _chain.lock_audit(self.tx)
@@ -336,34 +331,20 @@ class SqlTx(SqlOutboxTx):
     async def drop_step(self, key: StepKey) -> None:
         await self.tx.run(q.DROP_STEP, _step_params(key))
 
-    # workflow state, remote tasks, marks
+    # documents
 
-    async def workflow_state(self, run_id: str) -> bytes | None:
-        row = await self.tx.one(q.GET_WORKFLOW_STATE, {"run_id": run_id})
-        return None if row is None else bytes(row["body"])
+    async def document(self, namespace: str, key: str) -> Document | None:
+        row = await self.tx.one(q.GET_DOCUMENT, {"namespace": namespace, "key": key})
+        return None if row is None else Document(body=str(row["value"]), revision=int(row["revision"]))
 
-    async def put_workflow_state(self, run_id: str, state: bytes, now: float) -> None:
-        await self.tx.later(q.PUT_WORKFLOW_STATE, [{"run_id": run_id, "body": bytes(state), "now": now}])
-
-    async def remote_task(self, run_id: str) -> RemoteTask | None:
-        row = await self.tx.one(q.GET_REMOTE_TASK, {"run_id": run_id})
-        return RemoteTask(url=row["url"], task_id=row["task_id"], context_id=row["context_id"]) if row else None
-
-    async def put_remote_task(self, run_id: str, task: RemoteTask) -> None:
-        await self.tx.run(q.DELETE_REMOTE_TASK, {"run_id": run_id})
-        params = {"run_id": run_id, "url": task.url, "task_id": task.task_id, "context_id": task.context_id}
-        await self.tx.run(q.INSERT_REMOTE_TASK, params)
-
-    async def mark(self, namespace: str, key: str) -> str | None:
-        row = await self.tx.one(q.GET_MARK, {"namespace": namespace, "key": key})
-        return None if row is None else str(row["value"])
-
-    async def put_mark(self, namespace: str, key: str, value: str, now: float) -> None:
-        await self.tx.run(q.SET_MARK, {"namespace": namespace, "key": key, "value": value, "now": now})
-
-    async def add_mark(self, namespace: str, key: str, value: str, now: float) -> bool:
-        params = {"namespace": namespace, "key": key, "value": value, "now": now}
-        return await self.tx.run(q.ADD_MARK, params) == 1
+    async def put_document(self, namespace: str, key: str, body: str, now: float, *, expect: int | None = None) -> bool:
+        params = {"namespace": namespace, "key": key, "value": body, "now": now}
+        if expect is None:
+            await self.tx.later(q.PUT_DOCUMENT, [params])
+            return True
+        if expect == 0:
+            return await self.tx.run(q.ADD_DOCUMENT, params) == 1
+        return await self.tx.run(q.REPLACE_DOCUMENT, {**params, "expect": expect}) == 1
 
 
 def _event_id() -> str:

@@ -237,16 +237,7 @@ ADVANCE_ESCALATION = Sql(
 )
 """Conditional: of two replicas firing the same step, one does (the other's update waits, then matches nothing)."""
 
-# remote tasks
-
-GET_REMOTE_TASK = Sql("SELECT url, task_id, context_id FROM remote_tasks WHERE run_id = :run_id")
-DELETE_REMOTE_TASK = Sql("DELETE FROM remote_tasks WHERE run_id = :run_id")
-INSERT_REMOTE_TASK = Sql(
-    "INSERT INTO remote_tasks (run_id, url, task_id, context_id) VALUES (:run_id, :url, :task_id, :context_id)"
-)
-
-
-# workflow runs, marks, grants by id
+# the step journal, threads taken back, failed runs reopened, grants by id
 
 _STEP = "run_id = :run_id AND scope = :scope AND name = :name AND occurrence = :occurrence"
 GET_STEP = Sql(f"SELECT status, result FROM steps WHERE {_STEP}")
@@ -259,14 +250,6 @@ RESOLVE_STEP = Sql(f"UPDATE steps SET status = 'unknown', finished_at = :now WHE
 """Resolve a step found cut off: of several runs finding it so, one changes it."""
 DROP_STEP = Sql(f"DELETE FROM steps WHERE {_STEP} AND status = 'started'")
 
-GET_WORKFLOW_STATE = Sql("SELECT body FROM workflow_states WHERE run_id = :run_id")
-PUT_WORKFLOW_STATE = Sql(
-    "INSERT INTO workflow_states (run_id, body, updated_at) VALUES (:run_id, :body, :now) "
-    "ON CONFLICT (run_id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at"
-)
-"""Replace a workflow run's saved state in one statement (an upsert on the run's id)."""
-
-LEASE_OWNER = Sql("SELECT lease_holder FROM runs WHERE run_id = :run_id")
 TAKE_THREAD_BACK = Sql(
     "UPDATE threads SET active_run_id = :run_id "
     "WHERE thread_id = :thread_id AND (active_run_id IS NULL OR active_run_id = :run_id)"
@@ -277,16 +260,21 @@ REOPEN_RUN = Sql(
 )
 REVOKE_GRANT = Sql("UPDATE grants SET revoked_at = :now WHERE grant_id = :grant_id AND revoked_at IS NULL")
 GET_GRANT = Sql(f"SELECT {_GRANT} FROM grants WHERE grant_id = :grant_id")
-SET_MARK = Sql(
-    "INSERT INTO marks (namespace, key, value, updated_at) VALUES (:namespace, :key, :value, :now) "
-    "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
+PUT_DOCUMENT = Sql(
+    "INSERT INTO marks (namespace, key, value, updated_at, revision) VALUES (:namespace, :key, :value, :now, 1) "
+    "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at, "
+    "revision = marks.revision + 1"
 )
-ADD_MARK = Sql(
-    "INSERT INTO marks (namespace, key, value, updated_at) VALUES (:namespace, :key, :value, :now) "
+"""Write a document whatever its revision, in one statement (an upsert on its namespace and key)."""
+ADD_DOCUMENT = Sql(
+    "INSERT INTO marks (namespace, key, value, updated_at, revision) VALUES (:namespace, :key, :value, :now, 1) "
     "ON CONFLICT (namespace, key) DO NOTHING"
 )
-"""A mark kept only if none is: a concurrent second insert waits for the first and then inserts nothing."""
-GET_MARK = Sql("SELECT value FROM marks WHERE namespace = :namespace AND key = :key")
+REPLACE_DOCUMENT = Sql(
+    "UPDATE marks SET value = :value, updated_at = :now, revision = revision + 1 "
+    "WHERE namespace = :namespace AND key = :key AND revision = :expect"
+)
+GET_DOCUMENT = Sql("SELECT value, revision FROM marks WHERE namespace = :namespace AND key = :key")
 
 
 # rows ↔ records

@@ -10,7 +10,7 @@ from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ...exceptions import PauseConsumed, StoreError
-from .._primitives import StoreTx, TxStore
+from .._primitives import WORKFLOW_STATES, StoreTx, TxStore
 from .._records import Claim, Decided, ExecutionRecord, Judge, ResumeClaim, RunRecord
 from . import _steps
 from ._steps import claim, claimed, decided_meanwhile
@@ -101,8 +101,8 @@ class DecisionVerbs(TxStore):
             bodies, grants = await claim(
                 tx, run, pause_id, resume, holder=holder, until=until, now=now, history=load_history
             )
-            state = await tx.workflow_state(run.run_id) if load_workflow_state else None
-            return bodies, grants, state
+            state = await tx.document(WORKFLOW_STATES, run.run_id) if load_workflow_state else None
+            return bodies, grants, None if state is None else state.body.encode()
 
         async def lost(tx: StoreTx) -> Found:
             # A decision (or ledger entry) this claim adds was inserted by a concurrent writer.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._port_outbox import PRUNED_AT_ONCE
-from .._primitives import Settled, StoreTx, TxStore
+from .._primitives import ClaimDelivery, Settled, StoreTx, TxStore
 from .._records import REQUEST_KINDS, DeliveryStatus, OutboxKind, PendingDelivery
 
 
@@ -36,7 +36,8 @@ class OutboxVerbs(TxStore):
             # Another sender's deliveries (webhooks vs A2A pushes) are passed over here, so look a little further.
             due = await tx.due_deliveries(now, limit if hooks is None else limit * 4)
             mine = [d for d in due if hooks is None or d.hook in hooks][:limit]
-            return [d for d in mine if await tx.claim_delivery(d.delivery_id, holder=holder, now=now, until=until)]
+            claim = ClaimDelivery(now=now, until=until)
+            return [d for d in mine if await tx.change_delivery(d.delivery_id, holder, claim)]
 
         return await self._write(work)
 
@@ -60,7 +61,7 @@ class OutboxVerbs(TxStore):
         )
 
         async def work(tx: StoreTx) -> bool:
-            return await tx.settle(delivery_id, holder, outcome)
+            return await tx.change_delivery(delivery_id, holder, outcome)
 
         return await self._write(work)
 
@@ -72,12 +73,12 @@ class OutboxVerbs(TxStore):
 
     async def prune_outbox(self, *, before: float, limit: int = PRUNED_AT_ONCE) -> int:
         async def work(tx: StoreTx) -> int:
-            gone = await tx.prune_deliveries(before, limit)
+            gone = await tx.prune("deliveries", before, limit)
             # Fanned-out events get no new deliveries, so one none is left for is done with. An event not fanned
             # out is deleted only while it still is not: a sender fanning it out meanwhile keeps it.
-            for fanned_out in (True, False):
+            for events in ("fanned_out", "not_fanned_out"):
                 if gone < limit:
-                    gone += await tx.prune_events(before, limit - gone, fanned_out=fanned_out)
+                    gone += await tx.prune(events, before, limit - gone)
             return gone
 
         return await self._write(work)

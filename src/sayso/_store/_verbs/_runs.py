@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import NoReturn
 
+from pydantic import TypeAdapter
 from pydantic_ai.messages import ModelMessage
 
 from ..._core.audit_events import AuditEvent
@@ -14,6 +16,8 @@ from ..._core.grants import Grant
 from ..._core.requests import ClientTool, Request
 from ...exceptions import PauseConsumed, RunConflict, RunNotFound, ThreadBusy
 from .._primitives import (
+    REMOTE_TASKS,
+    WORKFLOW_STATES,
     CancelRun,
     EndRun,
     PauseRun,
@@ -27,6 +31,9 @@ from .._primitives import (
 )
 from .._records import BegunRun, ExecutionResult, RemoteTask, RunRecord, RunStatus, ThreadCheck, ThreadRecord
 from ._steps import lost_lease, record
+
+_REMOTE_TASK: TypeAdapter[RemoteTask] = TypeAdapter(RemoteTask)
+"""A remote task as the document that holds it (JSON)."""
 
 
 class RunVerbs(TxStore):
@@ -75,9 +82,7 @@ class RunVerbs(TxStore):
                 lease_expires_at=lease_expires_at,
                 now=now,
             )
-            if thread is None:
-                await tx.add_thread(new_thread(run, owner=owner, agent=agent))
-            await tx.add_run(run)
+            await tx.add_run(run, thread=new_thread(run, owner=owner, agent=agent) if thread is None else None)
             history = await tx.history(thread_id) if thread is not None else []
             return thread, run, history, await tx.active_grants(grants_of, now)
 
@@ -127,9 +132,8 @@ class RunVerbs(TxStore):
         async def work(tx: StoreTx) -> RunRecord:
             if supersede_pause is not None and audit:
                 await tx.lock_audit()  # before the thread's and the pause's rows: the one lock order
-            if await tx.thread(thread_id) is None:
-                await tx.add_thread(new_thread(run, owner=owner, agent=agent))
-            elif not await tx.claim_thread(thread_id, run_id, expect=expect_active):
+            opens = await tx.thread(thread_id) is None
+            if not opens and not await tx.claim_thread(thread_id, run_id, expect=expect_active):
                 raise _thread_changed(run_id, thread_id)
             if supersede_pause is not None:
                 if not await tx.consume_pause(supersede_pause):
@@ -137,7 +141,7 @@ class RunVerbs(TxStore):
                 assert expect_active is not None
                 await tx.update_run(expect_active, CancelRun(now=now, only_paused=False))
                 await record(tx, skips, audit)
-            await tx.add_run(run)
+            await tx.add_run(run, thread=new_thread(run, owner=owner, agent=agent) if opens else None)
             return run
 
         async def lost(tx: StoreTx) -> NoReturn:
@@ -193,7 +197,7 @@ class RunVerbs(TxStore):
             await tx.add_events("request.opened", [r.request_id for r in requests], now)
             await _run_updated(tx, run, now)
             if workflow_state is not None:
-                await tx.put_workflow_state(run.run_id, workflow_state, now)
+                await tx.put_document(WORKFLOW_STATES, run.run_id, workflow_state.decode(), now)
 
         await self._write(work)
 
@@ -217,7 +221,7 @@ class RunVerbs(TxStore):
             await tx.finish_executions(executions, now)
             await tx.append_messages(run, new_messages)
             if workflow_state is not None:
-                await tx.put_workflow_state(run.run_id, workflow_state, now)
+                await tx.put_document(WORKFLOW_STATES, run.run_id, workflow_state.decode(), now)
             await tx.free_thread(run)
             await _run_updated(tx, run, now)
 
@@ -251,13 +255,15 @@ class RunVerbs(TxStore):
 
     async def set_remote_task(self, run_id: str, *, url: str, task_id: str, context_id: str) -> None:
         async def work(tx: StoreTx) -> None:
-            await tx.put_remote_task(run_id, RemoteTask(url=url, task_id=task_id, context_id=context_id))
+            task = RemoteTask(url=url, task_id=task_id, context_id=context_id)
+            await tx.put_document(REMOTE_TASKS, run_id, _REMOTE_TASK.dump_json(task).decode(), time.time())
 
         await self._write(work, race=work)
 
     async def remote_task(self, run_id: str) -> RemoteTask | None:
         async def work(tx: StoreTx) -> RemoteTask | None:
-            return await tx.remote_task(run_id)
+            found = await tx.document(REMOTE_TASKS, run_id)
+            return None if found is None else _REMOTE_TASK.validate_json(found.body)
 
         return await self._read(work)
 
@@ -265,7 +271,8 @@ class RunVerbs(TxStore):
 
     async def workflow_state(self, run_id: str) -> bytes | None:
         async def work(tx: StoreTx) -> bytes | None:
-            return await tx.workflow_state(run_id)
+            found = await tx.document(WORKFLOW_STATES, run_id)
+            return None if found is None else found.body.encode()
 
         return await self._read(work)
 
@@ -279,10 +286,11 @@ class RunVerbs(TxStore):
         new_messages: Sequence[ModelMessage] = (),
     ) -> None:
         async def work(tx: StoreTx) -> None:
-            if not await tx.holds(run.run_id, holder):
+            held = await tx.run(run.run_id)
+            if held is None or held.lease_holder != holder:
                 raise lost_lease(run.run_id)
             await tx.append_messages(run, new_messages)
-            await tx.put_workflow_state(run.run_id, state, now)
+            await tx.put_document(WORKFLOW_STATES, run.run_id, state.decode(), now)
 
         await self._write(work, durable=False)
 

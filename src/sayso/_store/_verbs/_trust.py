@@ -15,11 +15,9 @@ class TrustVerbs(TxStore):
 
     async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[AuditEvent] = ()) -> Grant | None:
         async def work(tx: StoreTx) -> Grant | None:
-            if not await tx.revoke_grant(grant_id, now):
-                return None
-            await tx.append_audit(audit)
-            revoked = await tx.grant(grant_id)
-            assert revoked is not None, "the grant was just revoked in this transaction"
+            revoked = await tx.revoke_grant(grant_id, now)
+            if revoked is not None:
+                await tx.append_audit(audit)
             return revoked
 
         return await self._write(work)
@@ -36,7 +34,7 @@ class TrustVerbs(TxStore):
         now = time.time()
 
         async def work(tx: StoreTx) -> None:
-            await tx.put_mark(namespace, key, value, now)
+            await tx.put_document(namespace, key, value, now)
 
         await self._write(work)
 
@@ -44,7 +42,7 @@ class TrustVerbs(TxStore):
         now = time.time()
 
         async def work(tx: StoreTx) -> bool:
-            return await tx.add_mark(namespace, key, value, now)
+            return await tx.put_document(namespace, key, value, now, expect=0)
 
         async def lost(tx: StoreTx) -> bool:
             return False  # another writer kept it first
@@ -53,6 +51,7 @@ class TrustVerbs(TxStore):
 
     async def get_mark(self, namespace: str, key: str) -> str | None:
         async def work(tx: StoreTx) -> str | None:
-            return await tx.mark(namespace, key)
+            found = await tx.document(namespace, key)
+            return None if found is None else found.body
 
         return await self._read(work)

@@ -4,8 +4,8 @@
 only; `votes` holds each vote of a request that needs several approvals, keyed by its position, so
 two replicas counting the same vote collide on the key instead of both counting (docs/guides/routing.md).
 
-Revision ID: 0016_routing
-Revises: 0015_escalation
+Revision ID: 0017_routing
+Revises: 0016_documents
 Create Date: 2026-12-01
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0016_routing"
-down_revision = "0015_escalation"
+revision = "0017_routing"
+down_revision = "0016_documents"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,157 @@
+"""The activities of a run's workflow, run by `sayso worker`: each one a verb of the worker's own runtime.
+
+A worker is a `Sayso` that runs every run itself (`engine="here"`); its activities are that
+runtime's verbs, so the store's transactions, the ledger, the audit chain, the outbox and the
+inbox are written exactly as they are without Temporal. A segment takes the run's lease first:
+from the front that started it (handed over), or from a worker that died (its lease lapsed, or
+its process is gone), and carries the run on from the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from .._core.decisions import DECISION_ADAPTER
+from .._core.requests import REQUEST_ADAPTER
+from .._runtime import Sayso
+from .._runtime._cycle import Cycle
+from .._runtime._kernel import Kernel
+from .._runtime._leases import take_over
+from .._runtime._tree import open_leaves, result
+from .._runtime._verbs.decide import decide
+from .._runtime._verbs.expire import expire
+from .._runtime._verbs.resume import resume_if_ready
+from ..exceptions import PauseConsumed, RunConflict, SaysoError, StoreError
+from ._shapes import (
+    AdvanceInput,
+    DecideInput,
+    Recorded,
+    SegmentInput,
+    Standing,
+    failure,
+    options_of,
+    principal_of,
+)
+
+
+class Activities:
+    """The activities of `SaysoRun`, over one worker's runtime."""
+
+    def __init__(self, app: Sayso, *, heartbeat_seconds: float) -> None:
+        self._c: Cycle = app._cycle
+        self._k: Kernel = self._c.k
+        self._beat = heartbeat_seconds / 3
+
+    def all(self) -> Sequence[Callable[..., Any]]:
+        """Every activity, for the worker to register."""
+        return [self.segment, self.advance, self.record, self.standing, self.expire]
+
+    @activity.defn(name="sayso.segment")
+    async def segment(self, work: SegmentInput) -> Standing:
+        """Run a run's segment: the one a front just started, or the one a dead worker left running."""
+        async with self._working():
+            run = await self._k.store.get_run(work.run_id)
+            if run.status == "running":
+                await self._carry_on(run.run_id, handed_by=work.handed_by, options=work.options)
+            return await self._standing(work.run_id)
+
+    @activity.defn(name="sayso.advance")
+    async def advance(self, asked: AdvanceInput) -> Standing:
+        """Carry a paused run on (or, on a retry, the segment a dead worker left running)."""
+        async with self._working():
+            top = await self._k.store.get_run(asked.run_id)
+            options = options_of(asked.options)
+            if top.status == "running":
+                await self._carry_on(top.run_id, handed_by=None, options=asked.options)
+            elif top.status == "paused":
+                try:
+                    if asked.force:
+                        await self._c.advance(top, force=True, options=options)
+                    else:
+                        await resume_if_ready(self._c, top, options)
+                except PauseConsumed:
+                    pass  # another worker resumed it; where it stands is read below
+            return await self._standing(asked.run_id)
+
+    @activity.defn(name="sayso.record")
+    async def record(self, asked: DecideInput) -> Recorded:
+        """Record a decision with every check sayso makes (in the store's transaction); no resume."""
+        async with self._working():
+            done = await decide(
+                self._c,
+                asked.request_id,
+                DECISION_ADAPTER.validate_json(asked.decision),
+                principal=principal_of(asked.principal),
+                resume=False,
+                via=asked.via,  # type: ignore[arg-type]
+                options=options_of(asked.options),
+            )
+            top = await self._k.store.get_run(asked.run_id)
+            ready = top.status == "paused" and not await open_leaves(self._k, top)
+            return Recorded(recorded=done.recorded, ready=ready)
+
+    @activity.defn(name="sayso.standing")
+    async def standing(self, run_id: str) -> Standing:
+        """Where a run stands now, from the store."""
+        async with self._working():
+            return await self._standing(run_id)
+
+    @activity.defn(name="sayso.expire")
+    async def expire(self, run_id: str) -> Standing:
+        """Expire what has expired (the run's workflow timer fired), then where the run stands."""
+        async with self._working():
+            await expire(self._c)
+            return await self._standing(run_id)
+
+    async def _carry_on(self, run_id: str, *, handed_by: str | None, options: str) -> None:
+        """Take the run's lease (from the front that handed it over, or a dead holder) and redo its segment."""
+        k = self._k
+        run = await k.store.get_run(run_id)
+        now = k.clock()
+        if handed_by is not None and run.lease_holder == handed_by:
+            taken = await k.store.take_over(
+                run_id, holder=k.holder, until=now + k.lease_seconds, now=now, dead_holders=[handed_by]
+            )
+            if not taken:
+                raise ApplicationError(f"run {run_id!r}: could not take it over from its front; retrying")
+            run = await k.store.get_run(run_id)
+        else:
+            try:
+                run = await take_over(k, run)
+            except RunConflict as exc:
+                # Its holder may still be alive (a lease that has not lapsed): Temporal retries later.
+                raise ApplicationError(str(exc)) from None
+        await self._c.runner(run).carry_on(run, options_of(options))
+
+    async def _standing(self, run_id: str) -> Standing:
+        found = await result(self._k, run_id)
+        open_ = [REQUEST_ADAPTER.dump_json(r).decode() for r in found.requests]
+        expiries = [r.expires_at for r in found.requests]
+        last = None if not expiries or any(e is None for e in expiries) else max(e for e in expiries if e is not None)
+        return Standing(status=found.status, open=open_, expires_at=last)
+
+    @contextlib.asynccontextmanager
+    async def _working(self) -> AsyncIterator[None]:
+        """Heartbeat while the activity works; a sayso error becomes a failure the front raises again."""
+
+        async def beat() -> None:
+            while True:
+                activity.heartbeat()
+                await asyncio.sleep(self._beat)
+
+        task = asyncio.create_task(beat())
+        try:
+            yield
+        except StoreError as exc:
+            # The store did not answer: Temporal tries again (with backoff) until it does.
+            raise ApplicationError(str(exc)) from None
+        except SaysoError as exc:
+            raise failure(exc) from None
+        finally:
+            task.cancel()

@@ -1,0 +1,47 @@
+"""`sayso worker`: a process that works on runs' workflows — their segments, decisions and timers.
+
+Any number of workers on any machines poll the config's task queue; each is a `Sayso` that runs
+every run itself, over the same store as the fronts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from .._config.file import Config
+from .._runtime import Sayso
+from ..exceptions import ConfigError
+from ._activities import Activities
+from ._workflow import SaysoRun
+
+
+async def run_worker(config: Config, *, ready: Callable[[str], Awaitable[None]] | None = None) -> None:
+    """Work on the runs of `config`'s Temporal task queue until cancelled.
+
+    Raises:
+        ConfigError: the config names no `engine: temporal`.
+    """
+    settings = config.engine.temporal
+    if settings is None:
+        raise ConfigError("sayso worker needs 'engine: {temporal: {address, namespace, task_queue}}' in the config")
+    async with Sayso(config, engine="here") as app:
+        client = await Client.connect(settings.address, namespace=settings.namespace)
+        activities = Activities(app, heartbeat_seconds=settings.heartbeat_seconds)
+        worker = Worker(
+            client,
+            task_queue=settings.task_queue,
+            workflows=[SaysoRun],
+            activities=activities.all(),
+            graceful_shutdown_timeout=timedelta(seconds=5),
+            # A dead worker's runs move to another worker as soon as it would take over a segment.
+            sticky_queue_schedule_to_start_timeout=timedelta(seconds=settings.heartbeat_seconds),
+        )
+        async with worker:
+            if ready is not None:
+                await ready(f"working on task queue {settings.task_queue!r} at {settings.address}")
+            await asyncio.Event().wait()  # until cancelled: Ctrl-C, SIGTERM

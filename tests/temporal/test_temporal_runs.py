@@ -1,0 +1,198 @@
+"""Runs on Temporal (issue 26): pauses outlive workers, approved calls run at most once, expiry is a workflow timer.
+
+Every test runs against the session's real dev server with real `sayso worker` processes; this
+process is the front (a `Sayso` whose config says `engine: temporal`), as `sayso serve` would be.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from sayso import Approve, InvalidDecision, Sayso
+
+from .conftest import Workers, temporal_config
+
+TOOLS = '''
+import os, time
+
+def slow_delete(name: str) -> str:
+    """Delete a file (slowly, when SLOW_SECONDS says so)."""
+    with open(os.environ["MARKER"], "a") as marker:
+        marker.write(name + "\\n")
+    time.sleep(float(os.environ.get("SLOW_SECONDS", "0")))
+    return f"deleted {name}"
+'''
+
+SCRIPT = """
+name: files
+rules:
+  - {user: '^delete (?P<n>\\S+)$', call: slow_delete, args: {name: "{n}"}}
+  - {tool: slow_delete, reply: "model read: {result}"}
+"""
+
+BODY = """
+models:
+  demo: {scripted: script.yaml}
+agents:
+  files:
+    model: demo
+    tools: [tools:slow_delete]
+    interrupt: {tools: [slow_delete]TTL}
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A Temporal-backed config whose agent deletes files after approval (its tool writes the marker)."""
+    (tmp_path / "tools.py").write_text(TOOLS)
+    (tmp_path / "script.yaml").write_text(SCRIPT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("MARKER", str(tmp_path / "marker"))
+    return temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=BODY.replace("TTL", ""))
+
+
+@pytest.fixture
+def workers(files: Path, workers_env: dict[str, str]) -> Iterator[Workers]:
+    pool = Workers(files, workers_env)
+    try:
+        yield pool
+    finally:
+        pool.stop_all()
+
+
+def calls(tmp_path: Path) -> list[str]:
+    marker = tmp_path / "marker"
+    return marker.read_text().split() if marker.exists() else []
+
+
+async def test_a_pause_outlives_its_worker_and_another_worker_finishes_the_run(
+    files: Path, workers: Workers, temporal_address: str, tmp_path: Path
+) -> None:
+    """Pause on one worker, kill -9 it, decide: a second worker carries the run on; its workflow bears its name."""
+    first = workers.start()
+    async with Sayso.from_yaml(files) as front:
+        paused = await front.run("delete a.txt")
+        assert paused.status == "paused"
+        [request] = paused.requests
+        handle = (await Client.connect(temporal_address)).get_workflow_handle(f"sayso-files-{paused.run_id}")
+        assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+        workers.kill(first)
+        workers.start()
+        # A wrong answer is refused by the workflow's Update validator: the pause stays open.
+        with pytest.raises(InvalidDecision, match="not offered"):
+            await front.decide(request.request_id, Approve(scope="always"))
+        assert (await front.result(paused.run_id)).status == "paused"
+        done = await front.decide(request.request_id, Approve())
+        assert (done.run.status, done.run.output) == ("completed", "model read: deleted a.txt")
+        assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+        transcript = await front.transcript(paused.thread_id)
+        assert [e.decision["decision"] for e in transcript if e.decision is not None] == ["approve"]
+    assert calls(tmp_path) == ["a.txt"]
+
+
+async def test_a_worker_killed_mid_call_leaves_outcome_unknown_and_never_runs_it_twice(
+    files: Path, workers: Workers, workers_env: dict[str, str], tmp_path: Path
+) -> None:
+    """kill -9 while the approved call runs: the next worker records "outcome unknown" and the model reads that."""
+    workers_env["SLOW_SECONDS"] = "60"
+    first = workers.start()
+    async with Sayso.from_yaml(files) as front:
+        paused = await front.run("delete b.txt")
+        outcome: list[str | None] = []
+
+        async def decide() -> None:
+            done = await front.decide(paused.requests[0].request_id, Approve())
+            outcome.append(done.run.output)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(decide)
+            with anyio.fail_after(30):
+                while calls(tmp_path) != ["b.txt"]:
+                    await anyio.sleep(0.05)
+            workers.kill(first)
+            workers_env["SLOW_SECONDS"] = "0"
+            workers.start()
+        [output] = outcome
+        assert output is not None and output.startswith("model read: Outcome unknown")
+        log = await front.audit_log()
+        assert [r.body["event"] for r in log].count("outcome_unknown") == 1
+    assert calls(tmp_path) == ["b.txt"]
+
+
+async def test_expiry_fires_as_the_workflows_timer_with_no_front_sweeping(
+    tmp_path: Path, temporal_address: str, task_queue: str, workers_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request with a TTL expires on its own: the run's workflow timer fires on a worker; no `sayso serve` runs."""
+    (tmp_path / "tools.py").write_text(TOOLS)
+    (tmp_path / "script.yaml").write_text(SCRIPT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    body = BODY.replace("TTL", ", ttl_seconds: 1")
+    config = temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=body)
+    pool = Workers(config, workers_env)
+    pool.start()
+    try:
+        async with Sayso.from_yaml(config) as front:
+            paused = await front.run("delete c.txt")
+            assert paused.status == "paused" and paused.requests[0].expires_at is not None
+            with anyio.fail_after(30):
+                while (now := await front.result(paused.run_id)).status in ("paused", "running"):
+                    await anyio.sleep(0.1)
+            assert now.status == "completed"
+            [state] = [await front.request(paused.requests[0].request_id)]
+            assert state is not None and state.decision is not None and state.decision.by == "expiry"
+    finally:
+        pool.stop_all()
+    assert calls(tmp_path) == []
+
+
+async def test_a_superseding_message_and_a_cancel_end_the_paused_runs_workflows(
+    files: Path, workers: Workers, temporal_address: str, task_queue: str, tmp_path: Path
+) -> None:
+    """A new message on a paused thread closes the old run's pause (its workflow ends), a cancel ends the new one's,
+    and a forced resume skips a third run's open request: each workflow ends with its run's status."""
+    workers.start()
+    async with Sayso.from_yaml(files) as front:
+        first = await front.run("delete a.txt")
+        second = await front.run("delete b.txt", thread_id=first.thread_id)
+        assert second.status == "paused" and second.run_id != first.run_id
+        cancelled = await front.cancel(second.run_id)
+        assert cancelled.status == "cancelled"
+        third = await front.run("delete c.txt")
+        forced = await front.resume(third.run_id, force=True)  # the open request counts as skipped
+        assert forced.status == "completed" and forced.output is not None and "Skipped" in forced.output
+        client = await Client.connect(temporal_address)
+        for run_id in (first.run_id, second.run_id, third.run_id):
+            handle = client.get_workflow_handle(f"sayso-files-{run_id}")
+            with anyio.fail_after(30):
+                ended = await handle.result()
+            assert ended == (await front.result(run_id)).status and ended != "paused"
+    assert calls(tmp_path) == []
+
+
+def test_the_cli_runs_and_decides_against_a_temporal_config(
+    files: Path, workers: Workers, workers_env: dict[str, str], tmp_path: Path
+) -> None:
+    """`sayso run` and `sayso decide` are fronts too: a refused answer exits 4, the approval finishes the run."""
+    workers.start()
+
+    def sayso(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "sayso", *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120, env=workers_env, cwd=tmp_path)
+
+    paused = json.loads(sayso("run", str(files), "delete d.txt", "--json").stdout)
+    assert paused["status"] == "paused"
+    request_id = paused["requests"][0]["id"]
+    refused = sayso("decide", str(files), request_id, "approve", "--scope", "always", "--json")
+    assert refused.returncode == 4 and "not offered" in refused.stdout
+    done = sayso("decide", str(files), request_id, "approve", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"] == "model read: deleted d.txt"
+    assert calls(tmp_path) == ["d.txt"]
