@@ -197,3 +197,13 @@ async def test_each_step_is_a_notice_to_its_targets_and_a_reminder_to_the_rules(
         ("webhook:team", "no decision after 15m: remind the approvers"),
     ]
     assert {e.event for e in escalated} == {"request.escalated"}
+
+
+def test_sayso_check_says_add_approvers_does_not_yet_widen_who_decides(write_config: WriteConfig) -> None:
+    from typer.testing import CliRunner
+
+    from sayso.cli import app as cli
+
+    checked = CliRunner(env={"COLUMNS": "300"}).invoke(cli, ["check", str(config(write_config, [STEPS]))])
+    assert checked.exit_code == 0, checked.output
+    assert "escalate[1].add_approvers: 'add_approvers' is recorded in the audit log" in checked.output

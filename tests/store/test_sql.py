@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from sayso._store import MemoryRunStore, SqlRunStore, async_url, store_from_url
 from sayso._store._sql import _chain, _rows
+from sayso._store._sql._base import schema_head
 from sayso._store._sql._rows import EXPIRED_RUNS
 from sayso._store._sql._tx import Sql
 from sayso.exceptions import ConfigError, StoreError
@@ -103,6 +104,17 @@ async def _migrate(url: str, revision: str) -> None:
             await conn.run_sync(upgrade)
     finally:
         await engine.dispose()
+
+
+def test_the_head_read_from_the_migration_files_is_alembics() -> None:
+    """A SQLite store whose version is the migrations' head opens without Alembic: that head, read from the
+    migration files, is the one Alembic computes."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    assert schema_head() == ScriptDirectory.from_config(config).get_current_head() is not None
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -8,6 +8,7 @@ reads raw YAML.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
@@ -24,7 +25,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_ai import Tool
 
 from .._core.channels import TARGET_PATTERN
 from .._core.decisions import REJECTION_PRESETS, RejectionText
@@ -63,7 +63,7 @@ from .edges import (
 from .engine import EngineConfig
 from .lines import line_of, read_yaml, validation_line, yaml_problem
 from .mcp import McpBinding, McpServerConfig, bad_server_names, unknown_servers
-from .routing import RoutingFields, config_problems, routed, routed_rules
+from .routing import RoutingConfig, RoutingFields, routed
 from .rules import PolicyFields
 
 STORE_ENV = "SAYSO_STORE"
@@ -241,9 +241,15 @@ class AgentConfig(_Strict):
     @classmethod
     def _tools_are_usable(cls, tools: list[Any]) -> list[Any]:
         for entry in tools:
-            if not (isinstance(entry, str | Tool) or callable(entry)):
+            if not (isinstance(entry, str) or _is_tool(entry) or callable(entry)):
                 raise ValueError(f"a tool must be an import spec, a function or a pydantic-ai Tool, not {entry!r}")
         return tools
+
+
+def _is_tool(entry: object) -> bool:
+    """Whether `entry` is a pydantic-ai `Tool`, without importing pydantic-ai when none was ever made."""
+    tools = sys.modules.get("pydantic_ai.tools")
+    return tools is not None and isinstance(entry, tools.Tool)
 
 
 class ScriptedModelConfig(_Strict):
@@ -309,7 +315,7 @@ class PrincipalConfig(_Strict):
         return os.environ.get(self.token_env) if self.token_env else self.token
 
 
-class Config(_Strict):
+class Config(_Strict, RoutingConfig):
     """A whole `sayso.yaml`."""
 
     store: str = "sqlite:///sayso.db"
@@ -324,8 +330,6 @@ class Config(_Strict):
     unset: the first agent."""
     principals: list[PrincipalConfig] = []
     """Who may call the API; with none, servers run in local development mode."""
-    groups: dict[str, list[str]] = {}
-    """Groups of principals a rule's `approvers` may name (`finance: [bob, carol]`); docs/guides/routing.md."""
     webhooks: list[WebhookConfig] = []
     """Where `sayso serve` sends signed events when a request opens, is decided or expires."""
     webhooks_retention_days: float = Field(default=7.0, gt=0, le=3_650)
@@ -371,13 +375,6 @@ class Config(_Strict):
             self.mcp_servers, {name: spec.mcp for name, spec in self.agents.items()}
         )
         if problems:
-            raise ValueError("; ".join(problems))
-        return self
-
-    @model_validator(mode="after")
-    def _approvers_known(self) -> Config:
-        rules = routed_rules({n: (a.interrupt.tools, a.mcp) for n, a in self.agents.items()}, self.workflows)
-        if problems := config_problems(self.groups, [p.name for p in self.principals], rules):
             raise ValueError("; ".join(problems))
         return self
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -76,6 +77,24 @@ def routing_problems(
             f"approver(s) could vote ({', '.join(a.name for a in voters)})"
         )
     return problems
+
+
+class RoutingConfig(BaseModel):
+    """`groups:` of the whole config, and the check of every rule's approvers against it and `principals:`."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    groups: dict[str, list[str]] = {}
+    """Groups of principals a rule's `approvers` may name (`finance: [bob, carol]`); docs/guides/routing.md."""
+
+    @model_validator(mode="after")
+    def _approvers_known(self) -> Self:
+        agents = getattr(self, "agents", {})
+        rules = routed_rules({n: (a.interrupt.tools, a.mcp) for n, a in agents.items()}, getattr(self, "workflows", {}))
+        principals = [p.name for p in getattr(self, "principals", [])]
+        if problems := config_problems(self.groups, principals, rules):
+            raise ValueError("; ".join(problems))
+        return self
 
 
 def routed(rule: ToolRule, fields: RoutingFields, groups: Mapping[str, Sequence[str]] | None) -> ToolRule:

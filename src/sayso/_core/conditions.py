@@ -16,11 +16,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import cel
 from pydantic.json_schema import JsonSchemaValue
 from typing_extensions import TypedDict
+
+if TYPE_CHECKING:
+    import cel
 
 VARIABLES: dict[str, frozenset[str] | None] = {
     "args": None,
@@ -63,6 +65,8 @@ class ConditionError(ValueError):
 
 @lru_cache(maxsize=1024)
 def _compiled(source: str) -> cel.Program:
+    import cel  # here: the CEL binding loads a REPL's dependencies too, which `sayso inbox` need not pay
+
     try:
         return cel.compile(source)
     except ValueError as exc:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, NotRequired, TypeAlias, assert_never
 
-import jsonschema
 from pydantic import Discriminator, TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
 from typing_extensions import TypedDict
@@ -338,6 +337,8 @@ def field_problems(value: dict[str, Any], schema: JsonSchemaValue) -> dict[str, 
     A missing required field is reported under its own name; a problem with the whole object
     under `""`. Formats (`email`, `uri`, `date`, ...) are checked too.
     """
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
     problems: dict[str, str] = {}
     for error in sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path))):
@@ -362,6 +363,8 @@ def field_problems(value: dict[str, Any], schema: JsonSchemaValue) -> dict[str, 
 
 def schema_problem(value: Any, schema: JsonSchemaValue) -> str | None:
     """Every way `value` breaks `schema`, in words, or `None` when it fits."""
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(schema)
     problems = []
     for error in sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path))):

@@ -20,14 +20,16 @@ from __future__ import annotations
 import json
 from dataclasses import KW_ONLY, dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 from pydantic import PydanticUserError, TypeAdapter, ValidationError
 from pydantic.errors import PydanticSchemaGenerationError
 from pydantic.json_schema import JsonSchemaValue
 
 from ..exceptions import ConfigError, SchemaMismatch
+
+if TYPE_CHECKING:
+    import jsonschema
 
 ANY_JSON_SCHEMA: JsonSchemaValue = {}
 """The schema of an input that takes any JSON value (a `RequestInput` without `response_schema`)."""
@@ -154,6 +156,8 @@ def _compiled_text(text: str) -> jsonschema.protocols.Validator:
 
 
 def _dict_schema(spec: JsonSchemaValue) -> InputSchema:
+    import jsonschema
+
     cls = _validator_class(spec)
     try:
         cls.check_schema(spec)
@@ -181,6 +185,8 @@ def _build_type_schema(spec: Any) -> InputSchema:
 
 
 def _validator_class(schema: JsonSchemaValue) -> type[jsonschema.protocols.Validator]:
+    import jsonschema
+
     cls: type[jsonschema.protocols.Validator] = jsonschema.validators.validator_for(
         schema, default=jsonschema.Draft202012Validator
     )
@@ -210,6 +216,8 @@ def _validator_problems(validator: jsonschema.protocols.Validator, value: Any) -
 
 def _validator_pairs(validator: jsonschema.protocols.Validator, value: Any) -> list[tuple[str, str]]:
     """`(field path, why)` for every problem, in field order."""
+    import jsonschema
+
     pairs: list[tuple[str, str]] = []
     for error in sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path]):
         where = list(error.absolute_path)

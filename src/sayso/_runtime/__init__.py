@@ -21,47 +21,57 @@
 | `_links` | mailed links: made, opened (never deciding) and decided through once, as the principal mailed |
 | `_audit` | the audit key, the exported head, verification |
 | `_watch` | what changed for a principal, whichever process changed it (the live UI follows it) |
+| `_reader` | `Reader`: the reading verbs over the store alone, for callers that run nothing (`sayso inbox`) |
 | `_kernel` | what the parts share (config, agents, store, clock, lease holder) |
 
-Interfaces import from here only the names below: the facade and the records its verbs return.
+Interfaces import from here only the names below: the facade and the records its verbs return. They
+resolve lazily (PEP 562, as the package root's): a command that only reads the store (`sayso inbox`)
+loads the reading runtime and the store, not the engine, pydantic-ai or the cycle.
 """
 
-from .._defaults import DEFAULT_REMOTE_AGENTS
-from .._store import (
-    AuditPage,
-    DeliveryStatus,
-    InboxFilter,
-    InboxPage,
-    RemoteTask,
-    RequestState,
-    RunRecord,
-    RunRequests,
-    RunStatus,
-    ThreadRecord,
-    ThreadSummary,
-    TranscriptEntry,
-)
-from ._auth import Authenticator, authenticate, authenticator
-from ._events import EventData, EventListener, RequestEvent
-from ._facade import Sayso
-from ._kernel import new_id
-from ._outbox import EscalationNotice, OutboundEvent, RunUpdate
-from ._reading import PrincipalLike
-from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
-from ._results import (
-    ApproversJson,
-    DecideResult,
-    QuorumJson,
-    RunResult,
-    decide_json,
-    request_json,
-    request_state_json,
-    rfc3339,
-    routing_json,
-    run_json,
-    stats_json,
-)
-from ._watch import Change, RequestClosed, RequestOpened, RunChanged, ThreadsChanged
+from __future__ import annotations
+
+from importlib.util import resolve_name
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._defaults import DEFAULT_REMOTE_AGENTS
+    from .._store import (
+        AuditPage,
+        DeliveryStatus,
+        InboxFilter,
+        InboxPage,
+        RemoteTask,
+        RequestState,
+        RunRecord,
+        RunRequests,
+        RunStatus,
+        ThreadRecord,
+        ThreadSummary,
+        TranscriptEntry,
+    )
+    from ._auth import Authenticator, authenticate, authenticator
+    from ._events import EventData, EventListener, RequestEvent
+    from ._facade import Sayso
+    from ._kernel import new_id
+    from ._outbox import EscalationNotice, OutboundEvent, RunUpdate
+    from ._reader import Reader
+    from ._reading import PrincipalLike
+    from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
+    from ._results import (
+        ApproversJson,
+        DecideResult,
+        QuorumJson,
+        RunResult,
+        decide_json,
+        request_json,
+        request_state_json,
+        rfc3339,
+        routing_json,
+        run_json,
+        stats_json,
+    )
+    from ._watch import Change, RequestClosed, RequestOpened, RunChanged, ThreadsChanged
 
 __all__ = [
     "DEFAULT_REMOTE_AGENTS",
@@ -77,6 +87,7 @@ __all__ = [
     "EscalationNotice",
     "OutboundEvent",
     "PrincipalLike",
+    "Reader",
     "RemoteAgents",
     "RemoteAsk",
     "RemoteOutcome",
@@ -109,4 +120,72 @@ __all__ = [
     "rfc3339",
     "run_json",
     "stats_json",
+    "decide_json",
+    "routing_json",
+    "ApproversJson",
+    "QuorumJson",
 ]
+
+_LAZY: dict[str, str] = {
+    "AuditPage": ".._store",
+    "Authenticator": "._auth",
+    "Change": "._watch",
+    "DEFAULT_REMOTE_AGENTS": ".._defaults",
+    "DecideResult": "._results",
+    "DeliveryStatus": ".._store",
+    "EscalationNotice": "._outbox",
+    "EventData": "._events",
+    "EventListener": "._events",
+    "InboxFilter": ".._store",
+    "InboxPage": ".._store",
+    "OutboundEvent": "._outbox",
+    "PrincipalLike": "._reading",
+    "Reader": "._reader",
+    "RemoteAgents": "._remote",
+    "RemoteAsk": "._remote",
+    "RemoteOutcome": "._remote",
+    "RemoteTask": ".._store",
+    "RemoteWire": "._remote",
+    "RequestClosed": "._watch",
+    "RequestEvent": "._events",
+    "RequestOpened": "._watch",
+    "RequestState": ".._store",
+    "RunChanged": "._watch",
+    "RunRecord": ".._store",
+    "RunRequests": ".._store",
+    "RunResult": "._results",
+    "RunStatus": ".._store",
+    "RunUpdate": "._outbox",
+    "Sayso": "._facade",
+    "ThreadRecord": ".._store",
+    "ThreadSummary": ".._store",
+    "ThreadsChanged": "._watch",
+    "TranscriptEntry": ".._store",
+    "authenticate": "._auth",
+    "authenticator": "._auth",
+    "new_id": "._kernel",
+    "request_json": "._results",
+    "request_state_json": "._results",
+    "rfc3339": "._results",
+    "run_json": "._results",
+    "stats_json": "._results",
+    "decide_json": "._results",
+    "routing_json": "._results",
+    "ApproversJson": "._results",
+    "QuorumJson": "._results",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # An import statement's machinery (`__import__`), not `import_module`: `python -X importtime` then lists
+    # the module, as tests/cli/test_startup.py reads it.
+    value = getattr(__import__(resolve_name(module, __name__), fromlist=[name]), name)
+    globals()[name] = value  # the next look-up is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

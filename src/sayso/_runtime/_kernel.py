@@ -14,6 +14,7 @@ import secrets
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -21,11 +22,13 @@ from .._config.file import Config
 from .._core import access
 from .._core.access import LOCAL, Principal
 from .._core.limits import Limits
-from .._engine.agents import BuiltAgent
 from .._store import RunStore
 from ..exceptions import AgentNotFound, StoreError
 from ._events import Events
 from ._heartbeat import Heartbeat
+
+if TYPE_CHECKING:
+    from .._engine.agents import BuiltAgent
 
 logger = logging.getLogger("sayso.leases")
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
-
-from pydantic_ai.messages import ModelMessage
+from typing import TYPE_CHECKING, Any
 
 from .._config.file import Config
 from .._core import access
@@ -45,6 +43,9 @@ from ..exceptions import (
 from . import _audit, _outbox, _tree
 from ._kernel import Kernel
 from ._outbox import EscalationNotice, OutboundEvent, RunUpdate
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 PrincipalLike = Principal | str
 """A caller: a `Principal`, or a name resolved against the configured principals."""

@@ -27,7 +27,6 @@ from .._core.requests import (
     shown_args,
 )
 from .._core.resume import open_requests, plan_resume
-from .._engine.deferred import audit_body
 from .._store import RunRecord, RunRequests
 from ._kernel import Kernel, new_id
 from ._results import RunResult
@@ -186,6 +185,8 @@ async def leaves_in(k: Kernel, requests: Sequence[Request], decided: Mapping[str
 
 async def cancel_tree(k: Kernel, run_id: str, reason: str) -> None:
     """Close a paused run and everything below it: every open request there is skipped with `reason`."""
+    from .._engine.deferred import audit_body  # here: reading the tree (`tree_requests`) needs no engine
+
     run = await k.store.get_run(run_id)
     if run.status != "paused" or run.pause_id is None:
         return

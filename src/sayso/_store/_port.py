@@ -1,16 +1,15 @@
 """`RunStore`: the port every backend implements — threads, runs, pauses, requests, decisions and the rest.
 
-The runtime talks to durable state only through these verbs, so a backend can be swapped
-(`SqlRunStore` for SQLite and PostgreSQL, `MemoryRunStore` for tests and embedding) and one
-contract suite (`tests/store/test_contract.py`) pins what each must do. The business verbs are
-written once (`_verbs/`) over the primitives of one transaction (`_primitives.StoreTx`); a
-backend supplies those primitives, its transactions and its listings. The rules a verb applies
-inside its transaction (`decide_request`'s `judge`, `begin_run`'s `check`) are the caller's pure
-functions, typed here: the store imports nothing of the runtime. Each step that must happen once (a
-pause consumed, the first decision, an approved call started, a run taken over) is a conditional
-write whose outcome the verb reports: the runtime is safe across replicas. Backends raise sayso's
-errors only (`RunConflict`, `PauseConsumed`: another writer won a race; `RunNotFound`; `StoreError`:
-the storage failed). Other concepts' verbs: `_port_outbox`, `_port_trust`, `_port_routing`...
+The runtime talks to durable state only through these verbs, so a backend can be swapped (`SqlRunStore` for SQLite and
+PostgreSQL, `MemoryRunStore` for tests and embedding) and one contract suite (`tests/store/test_contract.py`) pins what
+each must do. The business verbs are written once (`_verbs/`) over the primitives of one transaction
+(`_primitives.StoreTx`); a backend supplies those primitives, its transactions and its listings. The rules a verb
+applies inside its transaction (`decide_request`'s `judge`, `begin_run`'s `check`) are the caller's pure functions,
+typed here: the store imports nothing of the runtime. Every step that must happen once — consuming a pause, the first
+decision, starting an approved call, taking over a run — is a conditional write whose outcome the verb reports, so the
+same runtime is safe across processes and replicas. Backends raise sayso's errors only: `RunConflict` and
+`PauseConsumed` when another writer won a race, `RunNotFound` for an unknown run, `StoreError` when the storage itself
+failed. Other concepts' verbs are declared beside it: `_port_outbox`, `_port_trust`, `_port_policy`...
 """
 
 from __future__ import annotations
@@ -18,9 +17,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Literal, Self
-
-from pydantic_ai.messages import ModelMessage
+from typing import TYPE_CHECKING, Literal, Self
 
 from .._core.audit import AuditHead, AuditKey
 from .._core.audit_events import AuditEvent
@@ -54,6 +51,9 @@ from ._records import (
     ThreadSummary,
     TranscriptEntry,
 )
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 
 class RunStore(OutboxPort, TrustPort, PolicyPort, StepPort, RoutingPort):

@@ -20,9 +20,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, TypeVar
-
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from .._core.audit_events import AuditEvent
 from .._core.decisions import DecisionRecord
@@ -44,6 +42,9 @@ from ._records import (
     RunStatus,
     ThreadRecord,
 )
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 T = TypeVar("T")
 
@@ -401,17 +402,6 @@ class TxStore(RunStore):
     @abstractmethod
     async def _read(self, work: TxWork[T]) -> T:
         """Run `work` without writing; it sees committed data only."""
-
-
-def decode_history(bodies: Sequence[bytes]) -> list[ModelMessage]:
-    """A thread's stored batches as one list of messages, decoded in one pass over their JSON arrays."""
-    if not bodies:
-        return []
-    if len(bodies) == 1:
-        return ModelMessagesTypeAdapter.validate_json(bodies[0])
-    # Each batch is a JSON array: joining their insides gives one array of the whole history.
-    inner = [bytes(b).strip()[1:-1].strip() for b in bodies]
-    return ModelMessagesTypeAdapter.validate_json(b"[" + b",".join(i for i in inner if i) + b"]")
 
 
 def new_thread(run: RunRecord, *, owner: str, agent: str) -> ThreadRecord:

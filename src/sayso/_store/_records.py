@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
-
-from pydantic_ai.messages import ModelMessage
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from .._core.audit import AuditRecord
 from .._core.audit_events import AuditEvent, ShownDecision
@@ -19,6 +17,9 @@ from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request, RequestKind
 from .._core.votes import Vote
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 RunStatus: TypeAlias = Literal["running", "paused", "completed", "failed", "cancelled"]
 

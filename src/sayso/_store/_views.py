@@ -11,21 +11,14 @@ import binascii
 import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import cast
-
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from typing import TYPE_CHECKING, cast
 
 from .._core.audit_events import ShownDecision
 from ..exceptions import InvalidCursor
 from ._records import RequestFact, RunRecord, TranscriptEntry
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage, ToolReturnPart
 
 TITLE_LENGTH = 80
 """How much of a thread's first message its title shows."""
@@ -99,6 +92,9 @@ def _decision_line(seq: int, run_id: str, part: ToolReturnPart) -> TranscriptEnt
 
 def transcript_entries(seq: int, run_id: str, messages: Iterable[ModelMessage]) -> list[TranscriptEntry]:
     """One stored batch of messages as plain entries: user and assistant text, tool calls, decisions, results."""
+    # Imported here, not with the module: listing requests (the CLI's inbox) needs no engine.
+    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
+
     entries: list[TranscriptEntry] = []
     for message in messages:
         if isinstance(message, ModelRequest):

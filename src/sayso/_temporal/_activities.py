@@ -25,6 +25,7 @@ from .._runtime._kernel import Kernel
 from .._runtime._leases import take_over
 from .._runtime._tree import open_leaves, result
 from .._runtime._verbs.decide import decide
+from .._runtime._verbs.escalate import escalate
 from .._runtime._verbs.expire import expire
 from .._runtime._verbs.resume import resume_if_ready
 from ..exceptions import PauseConsumed, RunConflict, SaysoError, StoreError
@@ -104,8 +105,9 @@ class Activities:
 
     @activity.defn(name="sayso.expire")
     async def expire(self, run_id: str) -> Standing:
-        """Expire what has expired (the run's workflow timer fired), then where the run stands."""
+        """Fire due escalation steps and expire what has expired (the run's timer fired), as `Sayso.expire` does."""
         async with self._working():
+            await escalate(self._k)
             await expire(self._c)
             return await self._standing(run_id)
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Awaitable, Callable
 from dataclasses import asdict
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -14,14 +12,15 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ..exceptions import ConfigError, SaysoError
+from ..exceptions import ConfigError
 from ._command import Command as _Command
-from ._exits import CANNOT_SERVE, FAILED, WRONG, exit_code
-from ._logs import log_to_terminal
+from ._exits import CANNOT_SERVE, FAILED, WRONG
+from ._open import with_app as _with_app
+from ._open import with_reader as _with_reader
 
 if TYPE_CHECKING:
     from .._config.checks import ConfigProblem
-    from .._runtime import DecideResult, InboxPage, RunResult, Sayso
+    from .._runtime import DecideResult, InboxPage, Reader, RunResult, Sayso
 
 # Each command imports what it uses inside itself: `sayso --help` loads typer and rich, not the
 # runtime, pydantic-ai, SQLAlchemy or the web stack (tests/cli/test_startup.py keeps it so).
@@ -54,6 +53,8 @@ ThreadOpt = Annotated[str | None, typer.Option(help="Continue this thread.", met
 
 def _version(show: bool) -> None:
     if show:
+        from importlib.metadata import PackageNotFoundError, version  # here: it costs every command a lot
+
         try:
             print(f"sayso {version('sayso')}")
         except PackageNotFoundError:  # pragma: no cover  # run from a source tree that was never installed
@@ -68,28 +69,6 @@ def _main(
     ] = False,
 ) -> None:
     """Agents that pause for a person and carry on exactly where they stopped."""
-
-
-def _with_app(config: str, work: Callable[[Sayso], Awaitable[T]], *, as_json: bool = False) -> T:
-    """Open the runtime, do the work, and turn sayso's errors into a message and an exit code."""
-    import anyio
-
-    from .._runtime import Sayso
-
-    async def main() -> T:
-        async with Sayso.from_yaml(config) as runtime:
-            return await work(runtime)
-
-    log_to_terminal()
-    try:
-        return anyio.run(main)
-    except SaysoError as exc:
-        code = exit_code(exc)
-        if as_json:
-            print(json.dumps({"error": {"type": type(exc).__name__, "message": str(exc)}}))
-        else:
-            errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(code) from None
 
 
 def _print(result: RunResult, as_json: bool, *, config: str | None = None) -> None:
@@ -218,12 +197,12 @@ def inbox(config: ConfigArg, principal: InboxOf = None, as_json: JsonOpt = False
     from .._core.access import LOCAL
     from ._render import print_inbox
 
-    async def work(rt: Sayso) -> InboxPage:
+    async def work(rt: Reader) -> InboxPage:
         # The command line reads the store as its operator (every thread's requests, as in local mode),
         # or as the principal it names.
         return await rt.inbox(principal=LOCAL if principal is None else principal, limit=INBOX_LIMIT)
 
-    print_inbox(console, _with_app(config, work, as_json=as_json), as_json=as_json, config=config)
+    print_inbox(console, _with_reader(config, work, as_json=as_json), as_json=as_json, config=config)
 
 
 @app.command(cls=_Command)
@@ -397,7 +376,7 @@ def grants_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
 
     from .._core.access import LOCAL
 
-    grants = _with_app(config, lambda rt: rt.grants(principal=LOCAL), as_json=as_json)
+    grants = _with_reader(config, lambda rt: rt.grants(principal=LOCAL), as_json=as_json)
     if as_json:
         print(json.dumps({"grants": [asdict(g) for g in grants]}, ensure_ascii=False))
         return
@@ -416,7 +395,7 @@ def grants_revoke(
     as_json: JsonOpt = False,
 ) -> None:
     """Revoke a remembered approval; the next call it covered asks again."""
-    grant = _with_app(config, lambda rt: rt.revoke_grant(grant_id, principal=principal), as_json=as_json)
+    grant = _with_reader(config, lambda rt: rt.revoke_grant(grant_id, principal=principal), as_json=as_json)
     if as_json:
         print(json.dumps({"revoked": asdict(grant)}, ensure_ascii=False))
     else:
@@ -430,7 +409,7 @@ def audit_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
 
     from .._core.decisions import VIA_LABELS
 
-    records = _with_app(config, lambda rt: rt.audit_log(), as_json=as_json)
+    records = _with_reader(config, lambda rt: rt.audit_log(), as_json=as_json)
     if as_json:
         print(json.dumps({"records": [asdict(r) for r in records]}, ensure_ascii=False))
         return
@@ -456,7 +435,7 @@ def audit_anchor(config: ConfigArg, as_json: JsonOpt = False) -> None:
     Run it once after setting SAYSO_AUDIT_KEY on a store that already has an audit log, and only if
     you trust that log as it stands: verify accepts the records before the anchor, signed ones after.
     """
-    vouched = _with_app(config, lambda rt: rt.anchor_audit(), as_json=as_json)
+    vouched = _with_reader(config, lambda rt: rt.anchor_audit(), as_json=as_json)
     if as_json:
         print(json.dumps({"vouched_for": vouched}))
     elif vouched:
@@ -472,7 +451,7 @@ def audit_verify(config: ConfigArg, as_json: JsonOpt = False) -> None:
     With an audit key (SAYSO_AUDIT_KEY) the chain is anchored: rewrites, forged appends and a cut
     tail are detected. Without one the output says UNANCHORED.
     """
-    report = _with_app(config, lambda rt: rt.audit_report(), as_json=as_json)
+    report = _with_reader(config, lambda rt: rt.audit_report(), as_json=as_json)
     problem = report.problem
     if as_json:
         body = {"records": report.records, "ok": report.intact, "problem": asdict(problem) if problem else None}

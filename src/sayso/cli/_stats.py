@@ -9,9 +9,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ._app import ConfigArg, JsonOpt, _with_app, app, console, errors
+from ._app import ConfigArg, JsonOpt, app, console, errors
 from ._command import Command
 from ._exits import WRONG
+from ._open import with_reader
 
 if TYPE_CHECKING:
     from .._core.stats import Rates
@@ -32,7 +33,7 @@ def stats(
     except ValueError as exc:
         errors.print(f"[red]error:[/red] --window: {escape(str(exc))}", highlight=False)
         raise typer.Exit(WRONG) from None
-    found = _with_app(config, lambda rt: rt.stats(window_seconds=seconds), as_json=as_json)
+    found = with_reader(config, lambda rt: rt.stats(window_seconds=seconds), as_json=as_json)
     if as_json:
         print(json.dumps(stats_json(found), ensure_ascii=False))
         return

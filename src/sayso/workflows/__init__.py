@@ -22,31 +22,35 @@ that is plain JSON (see its module for how a paused node resumes). The runtime p
 
 from __future__ import annotations
 
-from .._core.inputs import InputSchema, RequestInput, input_schema, validate_input
-from ._config import AgentNodeConfig, FunctionNodeConfig, WorkflowConfig, build_workflow, check_workflow_names
-from ._engine import WorkflowEngine, agent_prompt
-from ._graph import DEFAULT, END, START, AgentNode, FunctionNode, Route, RouteKey, Workflow, WorkflowContext
-from ._state import (
-    AgentFinished,
-    AgentNodeCall,
-    AgentNodeRunner,
-    AgentOutcome,
-    AgentPaused,
-    FinishedNode,
-    GivenAnswer,
-    InputSkipped,
-    MemoryWorkflowPersistence,
-    PendingInput,
-    RecordedAnswer,
-    SkippedAnswer,
-    WorkflowFailed,
-    WorkflowFinished,
-    WorkflowOutcome,
-    WorkflowPaused,
-    WorkflowPersistence,
-    WorkflowState,
-    WorkflowStatus,
-)
+from importlib.util import resolve_name
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._core.inputs import InputSchema, RequestInput, input_schema, validate_input
+    from ._config import AgentNodeConfig, FunctionNodeConfig, WorkflowConfig, build_workflow, check_workflow_names
+    from ._engine import WorkflowEngine, agent_prompt
+    from ._graph import DEFAULT, END, START, AgentNode, FunctionNode, Route, RouteKey, Workflow, WorkflowContext
+    from ._state import (
+        AgentFinished,
+        AgentNodeCall,
+        AgentNodeRunner,
+        AgentOutcome,
+        AgentPaused,
+        FinishedNode,
+        GivenAnswer,
+        InputSkipped,
+        MemoryWorkflowPersistence,
+        PendingInput,
+        RecordedAnswer,
+        SkippedAnswer,
+        WorkflowFailed,
+        WorkflowFinished,
+        WorkflowOutcome,
+        WorkflowPaused,
+        WorkflowPersistence,
+        WorkflowState,
+        WorkflowStatus,
+    )
 
 __all__ = [
     "AgentFinished",
@@ -89,3 +93,61 @@ __all__ = [
     "input_schema",
     "validate_input",
 ]
+
+_LAZY: dict[str, str] = {
+    "AgentFinished": "._state",
+    "AgentNode": "._graph",
+    "AgentNodeCall": "._state",
+    "AgentNodeConfig": "._config",
+    "AgentNodeRunner": "._state",
+    "AgentOutcome": "._state",
+    "AgentPaused": "._state",
+    "DEFAULT": "._graph",
+    "END": "._graph",
+    "FinishedNode": "._state",
+    "FunctionNode": "._graph",
+    "FunctionNodeConfig": "._config",
+    "GivenAnswer": "._state",
+    "InputSchema": ".._core.inputs",
+    "InputSkipped": "._state",
+    "MemoryWorkflowPersistence": "._state",
+    "PendingInput": "._state",
+    "RecordedAnswer": "._state",
+    "RequestInput": ".._core.inputs",
+    "Route": "._graph",
+    "RouteKey": "._graph",
+    "START": "._graph",
+    "SkippedAnswer": "._state",
+    "Workflow": "._graph",
+    "WorkflowConfig": "._config",
+    "WorkflowContext": "._graph",
+    "WorkflowEngine": "._engine",
+    "WorkflowFailed": "._state",
+    "WorkflowFinished": "._state",
+    "WorkflowOutcome": "._state",
+    "WorkflowPaused": "._state",
+    "WorkflowPersistence": "._state",
+    "WorkflowState": "._state",
+    "WorkflowStatus": "._state",
+    "agent_prompt": "._engine",
+    "build_workflow": "._config",
+    "check_workflow_names": "._config",
+    "input_schema": ".._core.inputs",
+    "validate_input": ".._core.inputs",
+}
+"""Where each public name lives: resolved on first use (PEP 562), so importing a part loads only that part."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # An import statement's machinery (`__import__`), not `import_module`: `python -X importtime` then lists
+    # the module, as tests/cli/test_startup.py reads it.
+    value = getattr(__import__(resolve_name(module, __name__), fromlist=[name]), name)
+    globals()[name] = value  # the next look-up is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

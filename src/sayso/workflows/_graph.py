@@ -31,16 +31,19 @@ from `START`, a node with no way out that is not terminal, and a loop with no ex
 from __future__ import annotations
 
 import inspect
+import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeGuard
 
 from pydantic import TypeAdapter
-from pydantic_ai.agent import AbstractAgent
 
 from .._core.steps import StepScope
 from ..exceptions import ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from pydantic_ai.agent import AbstractAgent
 
 START: Final = "START"
 """Where every workflow begins: the first element of the first edge."""
@@ -140,9 +143,9 @@ class AgentNode:
     """Parse the agent's answer into this type (text answers are read as JSON); `None` keeps it as is."""
 
 
-NodeLike: TypeAlias = Callable[..., Any] | FunctionNode | AgentNode | AbstractAgent[Any, Any] | str
+NodeLike: TypeAlias = "Callable[..., Any] | FunctionNode | AgentNode | AbstractAgent[Any, Any] | str"
 """Anything an edge may name: a function, a node object, a pydantic-ai agent, or a node's name."""
-EdgeSpec: TypeAlias = Sequence[NodeLike | Mapping[RouteKey, NodeLike]]
+EdgeSpec: TypeAlias = "Sequence[NodeLike | Mapping[RouteKey, NodeLike]]"
 """One edge tuple: `(a, b)`, a chain `(a, b, c)`, or routes `(a, {"x": b, "y": c})`."""
 
 
@@ -347,6 +350,12 @@ class Workflow:
         return terminal
 
 
+def _is_agent(item: object) -> TypeGuard[AbstractAgent[Any, Any]]:
+    """Whether `item` is a pydantic-ai agent, without importing pydantic-ai when none was ever made."""
+    agents = sys.modules.get("pydantic_ai.agent")
+    return agents is not None and isinstance(item, agents.AbstractAgent)
+
+
 def _as_node(item: NodeLike, workflow: str) -> FunctionNode | AgentNode:
     if isinstance(item, AgentNode):
         if item.name:
@@ -356,7 +365,7 @@ def _as_node(item: NodeLike, workflow: str) -> FunctionNode | AgentNode:
         if item.agent.name:
             return replace(item, name=item.agent.name)
         raise ConfigError(f"workflow {workflow!r}: a pydantic-ai agent without a name needs AgentNode(agent, name=...)")
-    if isinstance(item, AbstractAgent):
+    if _is_agent(item):
         return _as_node(AgentNode(item), workflow)
     if isinstance(item, FunctionNode):
         name = item.name or getattr(item.fn, "__name__", "")

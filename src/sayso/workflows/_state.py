@@ -8,16 +8,18 @@ a run from one state to the next.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias
 
 from pydantic import Discriminator, TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_ai.agent import AbstractAgent
 
 from .._core.requests import InputRequest, Request
 from .._core.routing import Routing
 from ..exceptions import RunNotFound
 from ._graph import RouteKey
+
+if TYPE_CHECKING:
+    from pydantic_ai.agent import AbstractAgent
 
 WorkflowStatus: TypeAlias = Literal["running", "paused", "completed", "failed"]
 """Where a workflow run stands; `running` also means "interrupted while running" after a crash."""

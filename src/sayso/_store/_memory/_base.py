@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
-
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..._core.audit import AuditHead, AuditRecord
 from ..._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord, Via
@@ -15,6 +13,7 @@ from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
 from ..._core.steps import StepKey, StepRecord
 from ..._core.votes import VOTE_ADAPTER, Vote
+from .._messages import decode_history
 from .._primitives import Document
 from .._records import (
     GRANTS_READ_AT_ONCE,
@@ -25,6 +24,9 @@ from .._records import (
     RunRecord,
     ThreadRecord,
 )
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 
 @dataclass
@@ -173,10 +175,7 @@ class _Tables:
 
 
 def _load(batches: Iterable[_Batch]) -> list[ModelMessage]:
-    messages: list[ModelMessage] = []
-    for b in batches:
-        messages.extend(ModelMessagesTypeAdapter.validate_json(b.body))
-    return messages
+    return decode_history([b.body for b in batches])
 
 
 def _audit_record(row: _Audit) -> AuditRecord:

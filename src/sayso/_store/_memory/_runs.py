@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from typing import TYPE_CHECKING
 
+from .._messages import decode_messages
 from .._records import RunRecord, ThreadSummary, TranscriptEntry
 from .._views import thread_transcript, title
 from ._base import _load
 from ._tx import _MemoryBase
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 
 class _Runs(_MemoryBase):
@@ -59,7 +63,7 @@ class _Runs(_MemoryBase):
     async def transcript(self, thread_id: str, *, after_seq: int = 0) -> list[TranscriptEntry]:
         async with self._lock:
             batches = [
-                (b.seq, b.run_id, ModelMessagesTypeAdapter.validate_json(b.body))
+                (b.seq, b.run_id, decode_messages(b.body))
                 for b in self._messages.get(thread_id, ())
                 if b.seq > after_seq
             ]

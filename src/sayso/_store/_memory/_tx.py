@@ -11,10 +11,9 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Literal, TypeVar, assert_never
+from typing import TYPE_CHECKING, Literal, TypeVar, assert_never
 
 import anyio
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from ..._core.audit import AuditHead, canonical_json, seal
 from ..._core.audit_events import AuditEvent
@@ -24,6 +23,7 @@ from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request, es
 from ..._core.steps import StepKey, StepRecord
 from ..._core.votes import VOTE_ADAPTER, Vote
 from ...exceptions import StoreError
+from .._messages import encode_messages
 from .._primitives import (
     CancelRun,
     ClaimRun,
@@ -50,6 +50,9 @@ from .._records import (
 )
 from ._base import Duplicate, _Audit, _Batch, _Decision, _Event, _Execution, _Pause, _Request, _Tables
 from ._outbox import MemoryOutboxTx
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 T = TypeVar("T")
 
@@ -144,7 +147,7 @@ class MemoryTx(MemoryOutboxTx):
             self._put(self.s._messages, run.thread_id, [])
         batches = self.s._messages[run.thread_id]
         seq = batches[-1].seq + 1 if batches else 1
-        self._append(batches, _Batch(seq=seq, run_id=run.run_id, body=ModelMessagesTypeAdapter.dump_json(list(new))))
+        self._append(batches, _Batch(seq=seq, run_id=run.run_id, body=encode_messages(new)))
 
     async def history(self, thread_id: str) -> list[bytes]:
         return [b.body for b in self.s._messages.get(thread_id, ())]

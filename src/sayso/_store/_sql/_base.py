@@ -5,28 +5,33 @@ the small transaction interface of `_tx` (stdlib `sqlite3` on SQLite, asyncpg on
 SQLAlchemy stays for what it does well and what is rare: Alembic's migrations at `open()` and
 the listings whose statements depend on their filters (`_listings`). On SQLite those run on a
 worker thread through SQLAlchemy's sync engine, in WAL mode with a full fsync per commit;
-writers `BEGIN IMMEDIATE` so they queue instead of deadlocking.
+writers `BEGIN IMMEDIATE` so they queue instead of deadlocking. It is imported only when needed:
+opening a SQLite store whose schema is current (the migrations' head, read from their files) and
+the hot path never load SQLAlchemy or Alembic, so a short-lived command starts quickly.
 """
 
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 from collections.abc import Awaitable, Callable
+from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
-from sqlalchemy import Connection, Engine, create_engine, event, text
-from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ..._core.audit import AuditHead
 from ...exceptions import ConfigError, SaysoError, StoreError
 from .._primitives import TxStore, TxWork
 from ._prims import SqlTx
 from ._tx import Database, PostgresDatabase, Sql, SqliteDatabase, Tx, Work
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 T = TypeVar("T")
 
@@ -35,9 +40,37 @@ _MIGRATIONS = Path(__file__).parent.parent / "migrations"
 _MIGRATION_LOCK = 7311
 """The PostgreSQL advisory lock that lets one process at a time bring the schema up to date."""
 
-_DATABASE_ERRORS: tuple[type[BaseException], ...] = (SQLAlchemyError, sqlite3.Error, OSError)
-"""What a database can raise through SQLAlchemy: it wraps driver errors, but a refused connection or a
-failing connect hook surfaces as the driver's (or the socket's) own error."""
+
+def _database_errors() -> tuple[type[BaseException], ...]:
+    """What a database can raise through SQLAlchemy.
+
+    It wraps driver errors, but a refused connection or a failing connect hook surfaces as the
+    driver's (or the socket's) own error.
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return (SQLAlchemyError, sqlite3.Error, OSError)
+
+
+_VERSION = Sql("SELECT version_num FROM alembic_version")
+_REVISION = re.compile(r"^(down_revision|revision)\b[^=\n]*=\s*(.+)$", re.M)
+
+
+@cache
+def schema_head() -> str | None:
+    """The newest revision of the migrations, read from their files (`None` unless there is exactly one head).
+
+    Reading the `revision` / `down_revision` lines costs far less than importing Alembic, which
+    opening a store whose schema is already current then never needs.
+    """
+    revisions: set[str] = set()
+    below: set[str] = set()
+    for path in (_MIGRATIONS / "versions").glob("*.py"):
+        for key, value in _REVISION.findall(path.read_text(encoding="utf-8")):
+            (revisions if key == "revision" else below).update(re.findall(r"[\"']([^\"']+)[\"']", value))
+    heads = revisions - below
+    return heads.pop() if len(heads) == 1 else None
+
 
 _PING = Sql("SELECT 1")
 
@@ -75,35 +108,69 @@ class _SqlBase(TxStore):
     @property
     def engine(self) -> AsyncEngine:
         """The async engine, for instrumentation; sayso's own verbs never query it."""
-        assert self._engine is not None, "SqlRunStore.open() was not called"
-        return self._engine
+        assert self._db is not None, "SqlRunStore.open() was not called"
+        return self._sa_engines()
 
     @property
     def dialect(self) -> str:
         """`sqlite` or `postgresql`."""
-        return self.engine.dialect.name
+        return "sqlite" if self.url.startswith("sqlite") else "postgresql"
 
-    async def open(self) -> None:
-        """Connect and bring the schema up to date."""
+    def _sa_engines(self) -> AsyncEngine:
+        """SQLAlchemy's engines, made on first use (migrations, listings): the async one, and SQLite's sync one."""
         if self._engine is not None:
-            return
+            return self._engine
+        from sqlalchemy import create_engine
+        from sqlalchemy.exc import ArgumentError
+        from sqlalchemy.ext.asyncio import create_async_engine
+
         try:
             engine = create_async_engine(self.url)
         except ImportError as exc:  # asyncpg comes with the `postgres` extra
             raise ConfigError(f"the store {self.url!r} needs a driver: pip install 'sayso[postgres]' ({exc})") from exc
         except (ArgumentError, ValueError) as exc:  # a URL SQLAlchemy cannot parse
             raise ConfigError(f"the store URL {self.url!r} is not valid: {exc}") from exc
-        db: Database
         if engine.dialect.name == "sqlite":
             self._sync = create_engine(
                 self.url.replace("sqlite+aiosqlite://", "sqlite://", 1), connect_args={"check_same_thread": False}
             )
             _make_sqlite_durable(engine.sync_engine)
             _make_sqlite_durable(self._sync)
+        self._engine = engine
+        return engine
+
+    async def _open_current(self) -> bool:
+        """Open a SQLite file whose schema is already the migrations' head without SQLAlchemy; whether it was."""
+        path = self.url.removeprefix("sqlite+aiosqlite:///")
+        head = schema_head()
+        if path == self.url or path in ("", ":memory:") or head is None or not Path(path).is_file():
+            return False
+        db = SqliteDatabase(path)
+
+        async def version(tx: Tx) -> object:
+            row = await tx.one(_VERSION)
+            return row["version_num"] if row is not None else None
+
+        try:
+            current = await db.read(version) == head
+        except db.errors:  # no schema yet, or not a database: the full path says which
+            current = False
+        if current:
+            self._db = db
+        else:
+            await db.aclose()
+        return current
+
+    async def open(self) -> None:
+        """Connect and bring the schema up to date."""
+        if self._db is not None or await self._open_current():
+            return
+        engine = self._sa_engines()
+        db: Database
+        if engine.dialect.name == "sqlite":
             db = SqliteDatabase(engine.url.database or "")
         else:
             db = PostgresDatabase("postgresql://" + self.url.split("://", 1)[1])
-        self._engine = engine
         try:
             await self._sa_write(_upgrade_schema)
             if isinstance(db, PostgresDatabase):
@@ -235,22 +302,26 @@ class _SqlBase(TxStore):
     async def _sa_transaction(
         self, work: Callable[[Connection], T], *, read: bool, race: Callable[[Connection], T] | None
     ) -> T:
+        from sqlalchemy.exc import IntegrityError
+
+        errors = _database_errors()
         try:
             return await self._sa_attempt(work, read=read)
         except IntegrityError as exc:
             if race is None:
                 raise StoreError(f"database error: {exc.orig}") from exc
-        except _DATABASE_ERRORS as exc:
+        except errors as exc:
             raise StoreError(f"database error: {exc}") from exc
         try:
             return await self._sa_attempt(race, read=False)
-        except _DATABASE_ERRORS as exc:
+        except errors as exc:
             raise StoreError(f"database error: {exc}") from exc
 
     async def _sa_attempt(self, work: Callable[[Connection], T], *, read: bool) -> T:
+        engine = self._sa_engines()
         if self._sync is not None:
             return await anyio.to_thread.run_sync(self._in_thread, work, read, limiter=self._limiter)
-        async with self.engine.connect() as conn:
+        async with engine.connect() as conn:
             async with conn.begin():
                 return await conn.run_sync(work)
 
@@ -274,6 +345,7 @@ def _on_sql(work: TxWork[T]) -> Work[T]:
 
 def _make_sqlite_durable(engine: Engine) -> None:
     """WAL with a full fsync per commit; writers `BEGIN IMMEDIATE` so they queue instead of deadlocking."""
+    from sqlalchemy import event
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -296,6 +368,7 @@ def _upgrade_schema(conn: Connection) -> None:
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
     from alembic.util.exc import CommandError
+    from sqlalchemy import text
 
     if conn.dialect.name == "postgresql":
         # Replicas started together migrate one at a time: the others wait, then find the schema current.

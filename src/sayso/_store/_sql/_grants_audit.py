@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-from sqlalchemy import Connection
+from typing import TYPE_CHECKING
 
 from ..._core.audit import AuditHead, AuditRecord
 from ..._core.grants import Grant
-from .. import _tables as t
 from .._records import AuditPage
 from . import _chain, _rows
 from ._base import _SqlBase
 from ._tx import Tx
 
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
 
 class _GrantsAudit(_SqlBase):
     async def list_grants(self, *, principal: str | None = None, active_only: bool = True) -> list[Grant]:
+        import sqlalchemy as sa
+
+        from .. import _tables as t
+
         query = sa.select(t.grants).order_by(t.grants.c.created_at.desc())
         if principal is not None:
             query = query.where(t.grants.c.principal == principal)
@@ -35,6 +40,10 @@ class _GrantsAudit(_SqlBase):
         return await self._raw_read(work)
 
     async def audit_records(self) -> list[AuditRecord]:
+        import sqlalchemy as sa
+
+        from .. import _tables as t
+
         def work(conn: Connection) -> list[AuditRecord]:
             return [_chain.audit_record(r) for r in conn.execute(sa.select(t.audit).order_by(t.audit.c.seq)).all()]
 
@@ -44,6 +53,10 @@ class _GrantsAudit(_SqlBase):
         return await self._raw_read(_chain.audit_head)
 
     async def audit_page(self, *, newest_first: bool, limit: int, cursor: int | None) -> AuditPage:
+        import sqlalchemy as sa
+
+        from .. import _tables as t
+
         a = t.audit
         query = sa.select(a)
         if cursor is not None:
@@ -60,6 +73,10 @@ class _GrantsAudit(_SqlBase):
         return await self._sa_read(work)
 
     async def count_audit(self) -> int:
+        import sqlalchemy as sa
+
+        from .. import _tables as t
+
         def work(conn: Connection) -> int:
             return int(conn.execute(sa.select(sa.func.count()).select_from(t.audit)).scalar_one())
 

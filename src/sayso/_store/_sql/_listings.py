@@ -3,81 +3,104 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-import sqlalchemy as sa
-from pydantic_ai.messages import ModelMessagesTypeAdapter
-from sqlalchemy import Connection
+from typing import TYPE_CHECKING
 
 from ..._core.requests import REQUEST_ADAPTER
 from ..._core.votes import VOTE_ADAPTER, Vote
-from .. import _tables as t
+from .._messages import decode_messages
 from .._records import InboxFilter, InboxPage, RequestFact, ThreadSummary, TranscriptEntry
 from .._views import decode_cursor, encode_cursor, fact_of, thread_transcript, title
 from ._base import _SqlBase
 from ._rows import run_record
+from ._tx import Sql, Tx
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 
 class _Listings(_SqlBase):
     async def inbox(self, query: InboxFilter, *, now: float, limit: int, cursor: str | None = None) -> InboxPage:
-        r, p, th = t.requests, t.pauses, t.threads
-        stmt = (
-            sa.select(r.c.body, r.c.created_at, r.c.request_id)
-            .join(p, p.c.pause_id == r.c.pause_id)
-            .join(th, th.c.thread_id == r.c.thread_id)
-            .where(r.c.status == "open", p.c.status == "open", r.c.kind != "delegate")
-            .where(sa.or_(r.c.expires_at.is_(None), r.c.expires_at > now))
-        )
+        # Plain SQL through the driver (no SQLAlchemy): the first page is what `sayso inbox` and the
+        # web UI read most, and the filters are a few fixed clauses with parameters.
+        where = [
+            "r.status = 'open'",
+            "p.status = 'open'",
+            "r.kind != 'delegate'",
+            "(r.expires_at IS NULL OR r.expires_at > :now)",
+        ]
+        params: dict[str, object] = {"now": now, "limit": limit + 1}
         if query.agent is not None:
-            stmt = stmt.where(_on_path(r.c.agent_path, query.agent))
+            where.append(_on_path("r.agent_path", "agent", query.agent, params))
         if query.kind is not None:
-            stmt = stmt.where(r.c.kind == query.kind)
+            where.append("r.kind = :kind")
+            params["kind"] = query.kind
         if query.thread_id is not None:
-            stmt = stmt.where(r.c.thread_id == query.thread_id)
+            where.append("r.thread_id = :thread_id")
+            params["thread_id"] = query.thread_id
         if query.older_than is not None:
-            stmt = stmt.where(r.c.created_at <= now - query.older_than)
+            where.append("r.created_at <= :oldest")
+            params["oldest"] = now - query.older_than
         if query.newer_than is not None:
-            stmt = stmt.where(r.c.created_at >= now - query.newer_than)
+            where.append("r.created_at >= :newest")
+            params["newest"] = now - query.newer_than
         if query.owner is not None or query.approved_agents is not None:
-            visible = [th.c.owner == query.owner] if query.owner is not None else []
-            visible += [_rooted_at(r.c.agent_path, a) for a in query.approved_agents or ()]
+            visible = ["1 = 0"]
+            if query.owner is not None:
+                visible.append("th.owner = :owner")
+                params["owner"] = query.owner
+            visible += [
+                _rooted_at("r.agent_path", f"root{i}", a, params) for i, a in enumerate(query.approved_agents or ())
+            ]
             # A routed request is listed for its deciders only (docs/guides/routing.md).
-            decides = sa.exists().where(
-                t.request_deciders.c.request_id == r.c.request_id, t.request_deciders.c.principal == query.decider
+            params["decider"] = query.decider
+            decides = (
+                "EXISTS (SELECT 1 FROM request_deciders d WHERE d.request_id = r.request_id AND d.principal = :decider)"
             )
-            stmt = stmt.where(sa.or_(sa.and_(~r.c.routed, sa.or_(sa.false(), *visible)), sa.and_(r.c.routed, decides)))
+            where.append(f"((NOT r.routed AND ({' OR '.join(visible)})) OR (r.routed AND {decides}))")
         if cursor is not None:
-            after_at, after_id = decode_cursor(cursor)
-            stmt = stmt.where(
-                sa.or_(r.c.created_at > after_at, sa.and_(r.c.created_at == after_at, r.c.request_id > after_id))
-            )
-        stmt = stmt.order_by(r.c.created_at, r.c.request_id).limit(limit + 1)
+            params["after_at"], params["after_id"] = decode_cursor(cursor)
+            where.append("(r.created_at > :after_at OR (r.created_at = :after_at AND r.request_id > :after_id))")
+        sql = Sql(
+            "SELECT r.body, r.created_at, r.request_id FROM requests r"
+            " JOIN pauses p ON p.pause_id = r.pause_id JOIN threads th ON th.thread_id = r.thread_id"
+            f" WHERE {' AND '.join(where)} ORDER BY r.created_at, r.request_id LIMIT :limit"
+        )
 
-        def work(conn: Connection) -> InboxPage:
-            rows = conn.execute(stmt).all()
+        async def work(tx: Tx) -> InboxPage:
+            rows = await tx.all(sql, params)
             more = len(rows) > limit
             rows = rows[:limit]
             return InboxPage(
-                requests=[REQUEST_ADAPTER.validate_json(row.body) for row in rows],
-                next_cursor=encode_cursor(rows[-1].created_at, rows[-1].request_id) if more and rows else None,
+                requests=[REQUEST_ADAPTER.validate_json(row["body"]) for row in rows],
+                next_cursor=encode_cursor(rows[-1]["created_at"], rows[-1]["request_id"]) if more and rows else None,
             )
 
-        return await self._sa_read(work)
+        return await self._raw_read(work)
 
     async def votes(self, request_ids: Sequence[str]) -> dict[str, tuple[Vote, ...]]:
         ids = list(dict.fromkeys(request_ids))
-        v = t.votes
-        stmt = sa.select(v.c.request_id, v.c.body).where(v.c.request_id.in_(ids)).order_by(v.c.request_id, v.c.seq)
+        if not ids:
+            return {}
+        params: dict[str, object] = {f"v{i}": request_id for i, request_id in enumerate(ids)}
+        sql = Sql(
+            "SELECT request_id, body FROM votes WHERE request_id IN ("
+            + ", ".join(f":{name}" for name in params)
+            + ") ORDER BY request_id, seq"
+        )
 
-        def work(conn: Connection) -> dict[str, tuple[Vote, ...]]:
+        async def work(tx: Tx) -> dict[str, tuple[Vote, ...]]:
             found: dict[str, list[Vote]] = {}
-            for row in conn.execute(stmt).all() if ids else ():
-                found.setdefault(row.request_id, []).append(VOTE_ADAPTER.validate_json(row.body))
+            for row in await tx.all(sql, params):
+                found.setdefault(row["request_id"], []).append(VOTE_ADAPTER.validate_json(row["body"]))
             return {request_id: tuple(cast) for request_id, cast in found.items()}
 
-        return await self._sa_read(work)
+        return await self._raw_read(work)
 
     async def request_facts(self, *, since: float, until: float) -> list[RequestFact]:
+        import sqlalchemy as sa
+
+        from .. import _tables as t
+
         r, d = t.requests, t.decisions
         stmt = (
             sa.select(
@@ -113,6 +136,10 @@ class _Listings(_SqlBase):
         return await self._sa_read(work)
 
     async def threads(self, *, owner: str | None, limit: int) -> list[ThreadSummary]:
+        import sqlalchemy as sa
+
+        from .. import _tables as t
+
         th, ru = t.threads, t.runs
         first_prompt = (
             sa.select(ru.c.prompt)
@@ -147,13 +174,16 @@ class _Listings(_SqlBase):
         return await self._sa_read(work)
 
     async def transcript(self, thread_id: str, *, after_seq: int = 0) -> list[TranscriptEntry]:
+        import sqlalchemy as sa
+
+        from .. import _tables as t
+
         m = t.messages
         stmt = sa.select(m.c.seq, m.c.run_id, m.c.body).where(m.c.thread_id == thread_id, m.c.seq > after_seq)
 
         def work(conn: Connection) -> list[TranscriptEntry]:
             batches = [
-                (row.seq, row.run_id, ModelMessagesTypeAdapter.validate_json(row.body))
-                for row in conn.execute(stmt.order_by(m.c.seq)).all()
+                (row.seq, row.run_id, decode_messages(row.body)) for row in conn.execute(stmt.order_by(m.c.seq)).all()
             ]
             runs = [
                 run_record(dict(row._mapping))
@@ -164,6 +194,10 @@ class _Listings(_SqlBase):
         return await self._sa_read(work)
 
     async def last_seq(self, thread_id: str) -> int:
+        import sqlalchemy as sa
+
+        from .. import _tables as t
+
         stmt = sa.select(sa.func.coalesce(sa.func.max(t.messages.c.seq), 0)).where(t.messages.c.thread_id == thread_id)
 
         def work(conn: Connection) -> int:
@@ -173,20 +207,23 @@ class _Listings(_SqlBase):
 
 
 def _escape(agent: str) -> str:
-    return agent.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    """`agent` as a `LIKE` pattern's literal text (`!` escapes: it needs no quoting in either dialect)."""
+    return agent.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
 
-def _rooted_at(column: Any, agent: str) -> Any:
+def _rooted_at(column: str, name: str, agent: str, params: dict[str, object]) -> str:
     """SQL for `_views.rooted_at`: `agent` is the root (first) agent of the path in `column`."""
-    return sa.or_(column == agent, column.like(f"{_escape(agent)}/%", escape="\\"))
+    params[name], params[f"{name}_below"] = agent, f"{_escape(agent)}/%"
+    return f"({column} = :{name} OR {column} LIKE :{name}_below ESCAPE '!')"
 
 
-def _on_path(column: Any, agent: str) -> Any:
+def _on_path(column: str, name: str, agent: str, params: dict[str, object]) -> str:
     """SQL for `_views.on_path`: `agent` is one of the `/`-separated agents of the path in `column`."""
     escaped = _escape(agent)
-    return sa.or_(
-        column == agent,
-        column.like(f"{escaped}/%", escape="\\"),
-        column.like(f"%/{escaped}", escape="\\"),
-        column.like(f"%/{escaped}/%", escape="\\"),
+    params[name] = agent
+    params[f"{name}_first"], params[f"{name}_last"] = f"{escaped}/%", f"%/{escaped}"
+    params[f"{name}_inner"] = f"%/{escaped}/%"
+    return (
+        f"({column} = :{name} OR {column} LIKE :{name}_first ESCAPE '!' OR {column} LIKE :{name}_last ESCAPE '!'"
+        f" OR {column} LIKE :{name}_inner ESCAPE '!')"
     )

@@ -9,9 +9,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Literal, assert_never
-
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from typing import TYPE_CHECKING, Literal, assert_never
 
 from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
@@ -19,6 +17,7 @@ from ..._core.grants import Grant
 from ..._core.requests import REQUEST_ADAPTER, Request, escalation_due
 from ..._core.steps import StepKey, StepRecord
 from ..._core.votes import VOTE_ADAPTER, Vote
+from .._messages import encode_messages
 from .._primitives import (
     CancelRun,
     ClaimRun,
@@ -46,6 +45,9 @@ from . import _chain
 from . import _rows as q
 from ._outbox import SqlOutboxTx
 from ._tx import Tx
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 
 class SqlTx(SqlOutboxTx):
@@ -127,7 +129,7 @@ class SqlTx(SqlOutboxTx):
             "thread_id": run.thread_id,
             "run_id": run.run_id,
             "count": len(new),
-            "body": ModelMessagesTypeAdapter.dump_json(list(new)),
+            "body": encode_messages(new),
         }
         await self.tx.later(q.APPEND_MESSAGES, [params])
 

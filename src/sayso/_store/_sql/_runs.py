@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-from pydantic_ai.messages import ModelMessage
-from sqlalchemy import Connection
+from typing import TYPE_CHECKING
 
-from .. import _tables as t
-from .._primitives import decode_history
+from .._messages import decode_history
 from .._records import RunRecord, StuckExecution
 from . import _rows
 from ._base import _SqlBase
 from ._tx import Tx
 
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+    from sqlalchemy import Connection
+
 
 class _Runs(_SqlBase):
     async def lapsed_runs(self, *, now: float, host: str | None = None, limit: int = 100) -> list[RunRecord]:
+        import sqlalchemy as sa
+
+        from .. import _tables as t
+
         r = t.runs
         stale = r.c.lease_expires_at < now
         if host is not None:
@@ -28,6 +33,10 @@ class _Runs(_SqlBase):
         return await self._sa_read(work)
 
     async def stalled_runs(self, *, before: float, limit: int = 100) -> list[str]:
+        import sqlalchemy as sa
+
+        from .. import _tables as t
+
         p, r, d = t.pauses, t.requests, t.decisions
         waits_on_someone = sa.select(r.c.request_id).where(
             r.c.pause_id == p.c.pause_id, r.c.status == "open", r.c.kind != "delegate"
@@ -73,6 +82,10 @@ class _Runs(_SqlBase):
     # the at-most-once ledger
 
     async def stuck_executions(self, *, run_id: str | None = None, limit: int = 100) -> list[StuckExecution]:
+        import sqlalchemy as sa
+
+        from .. import _tables as t
+
         e = t.executions
         query = sa.select(e.c.request_id, e.c.run_id, e.c.started_at).where(e.c.status == "executing")
         if run_id is not None:

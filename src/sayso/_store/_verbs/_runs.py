@@ -5,16 +5,16 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from pydantic import TypeAdapter
-from pydantic_ai.messages import ModelMessage
 
 from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import ClientTool, Request
 from ...exceptions import PauseConsumed, RunConflict, RunNotFound, ThreadBusy
+from .._messages import decode_history
 from .._primitives import (
     REMOTE_TASKS,
     WORKFLOW_STATES,
@@ -26,11 +26,13 @@ from .._primitives import (
     StoreTx,
     TakeOver,
     TxStore,
-    decode_history,
     new_thread,
 )
 from .._records import BegunRun, ExecutionResult, RemoteTask, RunRecord, RunStatus, ThreadCheck, ThreadRecord
 from ._steps import lost_lease, record
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 _REMOTE_TASK: TypeAdapter[RemoteTask] = TypeAdapter(RemoteTask)
 """A remote task as the document that holds it (JSON)."""

@@ -9,7 +9,8 @@ from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ...exceptions import PauseConsumed, RunConflict
-from .._primitives import ClaimRun, StoreTx, decode_history
+from .._messages import decode_history
+from .._primitives import ClaimRun, StoreTx
 from .._records import Claim, ResumeClaim, RunRecord
 
 

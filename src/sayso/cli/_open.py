@@ -1,0 +1,63 @@
+"""How a command opens the runtime it needs, runs its work, and says sayso's errors as a message and an exit code.
+
+Commands that run or decide open `Sayso` (every agent built); commands that only read the store open a
+`Reader` (no agent, model or toolset; see `sayso._runtime._reader`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from ..exceptions import SaysoError
+from ._exits import exit_code
+from ._logs import log_to_terminal
+
+if TYPE_CHECKING:
+    from .._runtime import Reader, Sayso
+
+T = TypeVar("T")
+
+errors = Console(stderr=True)
+
+
+def with_app(config: str, work: Callable[[Sayso], Awaitable[T]], *, as_json: bool = False) -> T:
+    """Open the runtime, do the work, and turn sayso's errors into a message and an exit code."""
+    from .._runtime import Sayso
+
+    async def main() -> T:
+        async with Sayso.from_yaml(config) as runtime:
+            return await work(runtime)
+
+    return _ran(main, as_json=as_json)
+
+
+def with_reader(config: str, work: Callable[[Reader], Awaitable[T]], *, as_json: bool = False) -> T:
+    """`with_app` for commands that only read the store: no agent, model or toolset is built."""
+    from .._runtime import Reader
+
+    async def main() -> T:
+        async with Reader.from_yaml(config) as reader:
+            return await work(reader)
+
+    return _ran(main, as_json=as_json)
+
+
+def _ran(main: Callable[[], Awaitable[T]], *, as_json: bool) -> T:
+    import anyio
+
+    log_to_terminal()
+    try:
+        return anyio.run(main)
+    except SaysoError as exc:
+        code = exit_code(exc)
+        if as_json:
+            print(json.dumps({"error": {"type": type(exc).__name__, "message": str(exc)}}))
+        else:
+            errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(code) from None
