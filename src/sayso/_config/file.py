@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
 
@@ -63,6 +63,7 @@ from .edges import (
 from .engine import EngineConfig
 from .lines import line_of, read_yaml, validation_line, yaml_problem
 from .mcp import McpBinding, McpServerConfig, bad_server_names, unknown_servers
+from .routing import RoutingConfig, RoutingFields, routed
 from .rules import PolicyFields
 
 STORE_ENV = "SAYSO_STORE"
@@ -74,7 +75,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True)
 
 
-class ToolRuleConfig(PolicyFields, _Strict):
+class ToolRuleConfig(PolicyFields, _Strict, RoutingFields):
     """An object entry of `interrupt.tools`: `{name: delete_store, remember: thread, subject: "my.mod:fn"}`."""
 
     name: str
@@ -137,9 +138,9 @@ class InterruptConfig(_Strict):
     the person.`), kagent's `Tool call was rejected by user.` (` Reason: <reason>`), hastekit's `Request to
     call this tool has been declined`, or `{text, with_reason}` of your own."""
 
-    def to_policy(self) -> InterruptPolicy:
-        """The pure policy this block describes."""
-        rules = tuple(ToolRule(name=t) if isinstance(t, str) else t.to_rule() for t in self.tools)
+    def to_policy(self, groups: Mapping[str, Sequence[str]] | None = None) -> InterruptPolicy:
+        """The pure policy this block describes; `groups` resolve the rules' approvers (docs/guides/routing.md)."""
+        rules = tuple(ToolRule(name=t) if isinstance(t, str) else routed(t.to_rule(), t, groups) for t in self.tools)
         return InterruptPolicy(
             tools=rules,
             skip_read_only=self.skip_read_only,
@@ -314,7 +315,7 @@ class PrincipalConfig(_Strict):
         return os.environ.get(self.token_env) if self.token_env else self.token
 
 
-class Config(_Strict):
+class Config(_Strict, RoutingConfig):
     """A whole `sayso.yaml`."""
 
     store: str = "sqlite:///sayso.db"

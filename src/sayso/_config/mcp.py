@@ -19,6 +19,7 @@ from typing import Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..exceptions import ConfigError
+from .routing import RoutingFields
 
 SessionMode: TypeAlias = Literal["auto", "legacy"]
 """How sayso opens a session with a server: `auto` lets the client negotiate (the stateless modern
@@ -91,7 +92,7 @@ McpServerConfig: TypeAlias = McpStdioServer | McpHttpServer
 """One entry of `mcp_servers:`: `{command, args, env, env_from, cwd}` or `{url, headers, headers_env}`."""
 
 
-class McpBinding(_Strict):
+class McpBinding(_Strict, RoutingFields):
     """One entry of an agent's `mcp:` list: which tools of a server the agent may call, and on what terms.
 
     Approval belongs to the binding, not to the tool name: two bindings split one server into

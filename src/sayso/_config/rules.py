@@ -17,6 +17,7 @@ from .._core.channels import TARGET_PATTERN
 from .._core.conditions import ConditionError, Expression, Reason
 from .._core.escalation import EscalationStep, OnTimeout, TimeoutAction, parse_duration
 from .._core.policy import PolicyAction, ToolRule
+from .routing import ROUTING_FIELDS
 
 POLICY_FIELDS: set[str] = {"rule", "when", "action", "reason", "escalate", "on_timeout"}
 """The fields `PolicyFields` adds to a rule, turned into the core's compiled values by `policy_values`."""
@@ -124,7 +125,7 @@ class PolicyFields(BaseModel):
         """The core's rule: every field of the entry, these compiled."""
         timeout = self.on_timeout
         # Lists of the other fields (`notify`...) are tuples in the core's frozen rule.
-        fields = self.model_dump(exclude=POLICY_FIELDS)
+        fields = self.model_dump(exclude=POLICY_FIELDS | ROUTING_FIELDS)
         for key, value in fields.items():
             if isinstance(value, list):
                 fields[key] = tuple(value)

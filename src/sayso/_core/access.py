@@ -8,6 +8,9 @@ MCP, the web UI or the CLI):
 
 - only a thread's owner sends messages into it;
 - the owner, or an approver for the thread's root agent, sees the thread and decides its requests;
+- a routed request (its rule names `approvers`, docs/guides/routing.md) is decided only by those
+  approvers, and never by the principal whose message started the run unless the rule says
+  `self_approval: true` (separation of duties); they see the request, in their inbox too;
 - approvers read the audit log; an admin (approver for `*`) sees every grant;
 - a grant is used only for the agent it was given for.
 
@@ -17,8 +20,12 @@ everything. Nothing here does I/O: the runtime looks records up and asks these f
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+
+from .requests import Request
+from .routing import Routing
 
 LOCAL_NAME = "local"
 """The principal name used in local development mode and by the Python API by default."""
@@ -57,12 +64,33 @@ def may_see(principal: Principal, *, owner: str | None, agent_path: str) -> bool
     return principal.local or (owner is not None and owner == principal.name) or approves(principal, agent_path)
 
 
-def may_decide(principal: Principal, *, owner: str | None, agent_path: str) -> bool:
+def may_decide(principal: Principal, *, owner: str | None, agent_path: str, routing: Routing | None = None) -> bool:
     """Whether `principal` may decide a request raised on a thread of `owner` through `agent_path`.
 
-    The same as `may_see`, so what an inbox lists is exactly what its reader may decide.
+    Unrouted, the same as `may_see`, so what an inbox lists is exactly what its reader may decide.
     """
-    return may_see(principal, owner=owner, agent_path=agent_path)
+    return refusal(principal, owner=owner, agent_path=agent_path, routing=routing) is None
+
+
+def refusal(principal: Principal, *, owner: str | None, agent_path: str, routing: Routing | None = None) -> str | None:
+    """Why `principal` may not decide such a request, in the words every interface says; `None`: they may.
+
+    In local development mode the one caller decides everything, routed requests too, alone.
+    """
+    if principal.local:
+        return None
+    if routing is not None:
+        return routing.refusal(principal.name, starter=owner)
+    if may_see(principal, owner=owner, agent_path=agent_path):
+        return None
+    return f"{principal.name!r} may not decide requests of this thread"
+
+
+def may_see_request(principal: Principal, *, owner: str | None, agent_path: str, routing: Routing | None) -> bool:
+    """Whether `principal` may read a request: whoever sees its thread, and whoever may decide it."""
+    return may_see(principal, owner=owner, agent_path=agent_path) or (
+        routing is not None and routing.refusal(principal.name, starter=owner) is None
+    )
 
 
 def may_message(principal: Principal, *, owner: str) -> bool:
@@ -89,3 +117,13 @@ def approved_agents(principal: Principal, agents: list[str]) -> list[str] | None
     if principal.local or "*" in principal.approver_for:
         return None
     return [a for a in agents if approves(principal, a)]
+
+
+def sees_as_approver(principal: Principal, waiting: Iterable[Request]) -> bool:
+    """Whether `principal` may decide one of a paused run's open routed requests.
+
+    Such an approver sees the run and its thread while they wait, so it answers over A2A and AG-UI too.
+    """
+    return any(
+        r.routing is not None and r.routing.refusal(principal.name, starter=r.principal) is None for r in waiting
+    )

@@ -118,6 +118,8 @@ class ShownDecision(TypedDict, total=False):
     expires_at: float
     grant_id: str
     subject_label: str
+    quorum: str
+    """A vote on a request that needs several approvals, before its decision line: `vote 1 of 2` (of the votes cast)."""
 
 
 @with_config(_EXACT)
@@ -281,6 +283,29 @@ def _event_tag(body: Any) -> str | None:
     return event if isinstance(event, str) else None
 
 
+@with_config(_EXACT)
+class VoteEvent(TypedDict):
+    """One person's vote on a request that needs several approvals (docs/guides/routing.md#quorum)."""
+
+    event: Literal["vote"]
+    request_id: str
+    tool_name: str
+    run_id: str
+    thread_id: str
+    agent_path: str
+    principal: str
+    decision: Literal["approve", "reject"]
+    round: int
+    """0 on the proposed arguments; each edit starts the next round."""
+    voted_at: float
+    progress: str
+    """Where the request stood after the vote: `1 of 2, waiting for finance`."""
+    via: NotRequired[Via]
+    reason: NotRequired[str]
+    edits: NotRequired[list[ArgEdit]]
+    """An edit, field by field against the proposed arguments (redacted): it restarted the count."""
+
+
 AuditEvent: TypeAlias = Annotated[
     Annotated[DecisionEvent, Tag("decision")]
     | Annotated[GrantDecisionEvent, Tag("decision:grant")]
@@ -293,7 +318,8 @@ AuditEvent: TypeAlias = Annotated[
     | Annotated[EscalatedEvent, Tag("escalated")]
     | Annotated[GrantRevokedEvent, Tag("grant_revoked")]
     | Annotated[ServiceNotifiedEvent, Tag("service_notified")]
-    | Annotated[AnchoredEvent, Tag(ANCHORED_EVENT)],
+    | Annotated[AnchoredEvent, Tag(ANCHORED_EVENT)]
+    | Annotated[VoteEvent, Tag("vote")],
     Discriminator(_event_tag),
 ]
 """Everything sayso writes to the audit log, one shape per event."""

@@ -13,6 +13,7 @@ from .conditions import CallVariables, EvaluationError, Expression, Reason
 from .decisions import REJECTION_PRESETS, Approve, Decision, Expired, Reject, RejectionText
 from .escalation import EscalationStep, OnTimeout
 from .requests import Scope, Subject, offered_scopes
+from .routing import Routing
 
 PolicyAction: TypeAlias = Literal["ask", "allow", "deny"]
 """What a rule does to a call: ask a person (the default), let it run without asking, or deny it."""
@@ -30,6 +31,8 @@ class ToolRule:
     """Import spec of the subject function (`pkg.mod:fn`) that narrows what a decision covers."""
     ttl_seconds: float | None = None
     """How long a request for this tool waits; `None` uses the policy's."""
+    routing: Routing | None = None
+    """Who decides this tool's requests and how many must agree (docs/guides/routing.md); `None`: unrouted."""
     notify: tuple[str, ...] = ()
     """Where each request for this tool is announced (`email:ADDRESS`, `slack:#CHANNEL`, `webhook:NAME`)."""
     rule: str | None = None

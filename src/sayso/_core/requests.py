@@ -14,6 +14,7 @@ from pydantic import Discriminator, TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
 
 from .escalation import EscalationStep, OnTimeout, next_step_at
+from .routing import Routing
 
 RequestKind: TypeAlias = Literal["approval", "question", "client_tool", "input", "elicitation"]
 """Every kind of request sayso knows; `input` and `elicitation` come with workflows and MCP."""
@@ -103,6 +104,9 @@ class RequestBase:
     """The person's chat (the top-level run's thread) when the request was raised below it, by a delegate or a
     workflow's agent node, whose own `thread_id` is the delegate's; `None` when it is the request's own thread.
     A `thread` grant is bound to the chat, and interfaces link the request to it."""
+    routing: Routing | None = None
+    """Who decides it and how many must agree, when its rule names `approvers` (docs/guides/routing.md);
+    `None`: the thread's owner or an approver for its agent decides alone."""
 
     @property
     def is_nested(self) -> bool:

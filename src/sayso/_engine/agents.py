@@ -90,7 +90,7 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
     names = [t.name for t in tools]
     if duplicate := next((n for n in names if names.count(n) > 1), None):
         raise ConfigError(f"agent {name!r} has two tools named {duplicate!r}")
-    policy = replace(spec.interrupt.to_policy(), groups=config_groups(config))
+    policy = replace(spec.interrupt.to_policy(config.groups), groups=config_groups(config))
     subjects = {r.subject: _subject_fn(r.subject, config.base_dir) for r in policy.tools if r.subject}
     ungated: frozenset[str] = frozenset()
     if spec.ask_user or "ask_user" in spec.client_tools:
@@ -134,7 +134,7 @@ def _mcp_toolset(name: str, spec: AgentConfig, config: Config) -> McpToolset | N
         return None
     from .mcp.toolset import McpToolset  # the `mcp` extra is needed only by agents that bind MCP servers
 
-    return McpToolset.from_config(name, spec.mcp, config.mcp_servers, config.base_dir)
+    return McpToolset.from_config(name, spec.mcp, config.mcp_servers, config.base_dir, groups=config.groups)
 
 
 def _hook(spec: AgentConfig, base_dir: Path) -> BeforeToolCall | None:

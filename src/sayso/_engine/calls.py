@@ -35,6 +35,7 @@ from .._core.requests import (
     Subject,
     ToolInfo,
 )
+from .._core.routing import Routing
 
 META_KEY = "sayso"
 """The key under which sayso keeps its own value in pydantic-ai tool and deferred-call metadata."""
@@ -115,6 +116,8 @@ class ApprovalDeferral(_DeferralBase):
     """
     tool_info: ToolInfo | None = None
     """What the tool's source (an MCP server) says about the tool."""
+    routing: Routing | None = None
+    """Who decides the call and how many must agree, when its rule names approvers (docs/guides/routing.md)."""
     asked_because: str | None = None
     """Why the policy asked, in words."""
     rule: str | None = None

@@ -119,7 +119,7 @@ def requests_from(
                 approval = deferral if isinstance(deferral, ApprovalDeferral) else ApprovalDeferral()
                 requests.append(
                     ApprovalRequest.of(
-                        common,
+                        replace(common, routing=approval.routing),
                         hint=approval.hint or default_hint(call.tool_name),
                         args_schema=approval.args_schema,
                         scopes=approval.scopes,

@@ -66,7 +66,7 @@ from .calls import (
 )
 from .deps import RunDeps
 from .hooks import BeforeToolCall, HookToolset
-from .tools import client_tool, defer_client_call, options_of, tool_info_of
+from .tools import client_tool, defer_client_call, options_of, routing_of, tool_info_of
 
 UNKNOWN_OUTCOME = (
     "Outcome unknown: the process stopped while this call was running, so it was not run again. "
@@ -205,13 +205,16 @@ class GateToolset(WrapperToolset[Any]):
         schema = tool.tool_def.parameters_json_schema
         subject = self.subject_for(name, tool_args, terms) if terms is not None else None
         if terms is not None and subject is not None:
-            grant = await self._covering_grant(deps, name, subject)
+            routing = (terms.rule.routing if terms.rule is not None else None) or routing_of(tool.tool_def)
+            # A routed call asks its approvers every time: no remembered approval stands in for them.
+            grant = await self._covering_grant(deps, name, subject) if routing is None else None
             if grant is not None:
                 return await self._run_granted(name, tool_args, ctx, tool, deps, grant)
             raise ApprovalRequired(
                 metadata=ApprovalDeferral(
                     hint=options.hint or default_hint(name),
-                    scopes=_up_to(terms.scopes, deps.widest_scope),
+                    scopes=("once",) if routing is not None else _up_to(terms.scopes, deps.widest_scope),
+                    routing=routing,
                     ttl_seconds=terms.ttl_seconds,
                     args_schema=schema,
                     subject=subject,

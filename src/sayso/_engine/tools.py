@@ -23,6 +23,7 @@ from pydantic_core import SchemaValidator, core_schema
 from .._core.decisions import QuestionAnswer, schema_problem
 from .._core.inputs import input_schema, validate_input
 from .._core.requests import ClientTool, Question, RejectMode, ToolInfo
+from .._core.routing import Routing
 from ..exceptions import ConfigError
 from .calls import (
     META_KEY,
@@ -106,6 +107,17 @@ def tool_info_of(tool_def: ToolDefinition) -> ToolInfo | None:
     """What the tool's source (an MCP server) says about it, as stamped on its definition, if anything."""
     info = (tool_def.metadata or {}).get(TOOL_INFO_KEY)
     return ToolInfo(**info) if isinstance(info, dict) and info else None
+
+
+ROUTING_KEY = "sayso_routing"
+"""Tool-definition metadata key for who decides a gated tool's calls when its source says (an MCP binding's
+`approvers`, docs/guides/routing.md): the `Routing` itself."""
+
+
+def routing_of(tool_def: ToolDefinition) -> Routing | None:
+    """Who decides the tool's calls, as its source said (an MCP binding); `None`: its rule or no one says."""
+    found = (tool_def.metadata or {}).get(ROUTING_KEY)
+    return found if isinstance(found, Routing) else None
 
 
 def options_of(tool_def: ToolDefinition) -> ToolOptions:

@@ -58,7 +58,19 @@ if TYPE_CHECKING:
     from ._reader import Reader
     from ._reading import PrincipalLike
     from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
-    from ._results import DecideResult, RunResult, request_json, request_state_json, rfc3339, run_json, stats_json
+    from ._results import (
+        ApproversJson,
+        DecideResult,
+        QuorumJson,
+        RunResult,
+        decide_json,
+        request_json,
+        request_state_json,
+        rfc3339,
+        routing_json,
+        run_json,
+        stats_json,
+    )
     from ._watch import Change, RequestClosed, RequestOpened, RunChanged, ThreadsChanged
 
 __all__ = [
@@ -99,11 +111,19 @@ __all__ = [
     "authenticate",
     "authenticator",
     "new_id",
+    "decide_json",
+    "routing_json",
+    "ApproversJson",
+    "QuorumJson",
     "request_json",
     "request_state_json",
     "rfc3339",
     "run_json",
     "stats_json",
+    "decide_json",
+    "routing_json",
+    "ApproversJson",
+    "QuorumJson",
 ]
 
 _LAZY: dict[str, str] = {
@@ -149,6 +169,10 @@ _LAZY: dict[str, str] = {
     "rfc3339": "._results",
     "run_json": "._results",
     "stats_json": "._results",
+    "decide_json": "._results",
+    "routing_json": "._results",
+    "ApproversJson": "._results",
+    "QuorumJson": "._results",
 }
 
 

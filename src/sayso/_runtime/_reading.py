@@ -6,15 +6,18 @@ of `sayso._core.access` before it reads the store port, so every interface sees 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._config.file import Config
 from .._core import access
 from .._core.access import LOCAL, Principal
 from .._core.audit import AuditProblem, AuditRecord, AuditReport
+from .._core.audit_events import ShownDecision
 from .._core.grants import Grant
 from .._core.stats import Stats, summarize
+from .._core.votes import Vote
 from .._store import (
     AuditPage,
     DeliveryStatus,
@@ -67,9 +70,17 @@ class Reading:
         if principal is not None:
             thread = await self._k.store.get_thread(run.thread_id)
             owner = thread.owner if thread else run.principal
-            if not access.may_see(self.principal(principal), owner=owner, agent_path=run.path):
+            who = self.principal(principal)
+            if not access.may_see(who, owner=owner, agent_path=run.path) and not await self._approves_in(who, run):
                 raise RunNotFound(run_id)
         return run
+
+    async def _approves_in(self, who: Principal, run: RunRecord | None) -> bool:
+        """Whether `who` is an approver of an open routed request of `run`'s paused tree (docs/guides/routing.md)."""
+        if run is None:
+            return False
+        top = await _tree.root(self._k, run)
+        return top.status == "paused" and access.sees_as_approver(who, await _tree.open_leaves(self._k, top))
 
     async def run_requests(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunRequests:
         """Every request a run and its delegates raised, oldest first, with the decisions taken.
@@ -88,11 +99,14 @@ class Reading:
     async def thread(self, thread_id: str, *, principal: PrincipalLike | None = None) -> ThreadRecord:
         """A thread's record; `ThreadNotFound` when there is none or the caller may not see it."""
         record = await self._k.store.get_thread(thread_id)
-        if record is None or (
-            principal is not None
-            and not access.may_see(self.principal(principal), owner=record.owner, agent_path=record.agent)
-        ):
+        if record is None:
             raise ThreadNotFound(thread_id)
+        if principal is not None:
+            who = self.principal(principal)
+            if not access.may_see(who, owner=record.owner, agent_path=record.agent):
+                active = await self._k.store.get_run(record.active_run_id) if record.active_run_id else None
+                if not await self._approves_in(who, active):
+                    raise ThreadNotFound(thread_id)
         return record
 
     async def threads(self, *, principal: PrincipalLike = access.LOCAL_NAME, limit: int = 50) -> list[ThreadSummary]:
@@ -115,7 +129,10 @@ class Reading:
     ) -> list[TranscriptEntry]:
         """A thread's history as display entries (user and agent text, tool calls and results)."""
         await self.thread(thread_id, principal=principal)
-        return await self._k.store.transcript(thread_id, after_seq=after_seq)
+        entries = await self._k.store.transcript(thread_id, after_seq=after_seq)
+        decided = [e.decision["request_id"] for e in entries if e.decision and "request_id" in e.decision]
+        votes = await self._k.store.votes(decided) if decided else {}
+        return [line for e in entries for line in [*vote_lines(e, votes), e]] if votes else entries
 
     async def last_seq(self, thread_id: str) -> int:
         """The position of a thread's newest stored message batch (0 for none)."""
@@ -126,8 +143,11 @@ class Reading:
         state = await self._k.store.get_request(request_id)
         if state is None:
             raise RequestNotFound(request_id)
-        if principal is not None and not access.may_see(
-            self.principal(principal), owner=state.request.principal, agent_path=state.request.agent_path
+        if principal is not None and not access.may_see_request(
+            self.principal(principal),
+            owner=state.request.principal,
+            agent_path=state.request.agent_path,
+            routing=state.request.routing,
         ):
             raise RequestNotFound(request_id)
         return state
@@ -141,8 +161,6 @@ class Reading:
         cursor: str | None = None,
     ) -> InboxPage:
         """Open requests across threads that the caller may decide, oldest first, a page at a time."""
-        from dataclasses import replace
-
         who = self.principal(principal)
         query = query or InboxFilter()
         if not who.local:
@@ -150,8 +168,11 @@ class Reading:
                 query,
                 owner=who.name,
                 approved_agents=access.approved_agents(who, [*self.config.agents, *self.config.workflows]),
+                decider=who.name,
             )
-        return await self._k.store.inbox(query, now=self._k.clock(), limit=limit, cursor=cursor)
+        page = await self._k.store.inbox(query, now=self._k.clock(), limit=limit, cursor=cursor)
+        routed = [r.request_id for r in page.requests if r.routing is not None]
+        return replace(page, votes=await self._k.store.votes(routed)) if routed else page
 
     async def open_requests(self, *, limit: int = 100) -> list[Any]:
         """Every open request across threads, oldest first."""
@@ -327,3 +348,28 @@ class Reading:
     def _check_open(self) -> None:
         if not self._open:
             raise UsageError("use the runtime inside `async with Sayso(...) as app:` so its store is open")
+
+
+def vote_lines(entry: TranscriptEntry, votes: Mapping[str, Sequence[Vote]]) -> list[TranscriptEntry]:
+    """The votes before a decision line (docs/guides/routing.md#quorum), each a line of its own.
+
+    The last vote is the one that decided: the decision line itself stands for it.
+    """
+    request_id = entry.decision.get("request_id") if entry.decision else None
+    cast = list(votes.get(request_id, ())) if request_id else []
+    lines: list[TranscriptEntry] = []
+    for n, vote in enumerate(cast[:-1], 1):
+        shown = ShownDecision(
+            request_id=vote.request_id,
+            decision=vote.decision,
+            by="person",
+            principal=vote.principal,
+            decided_at=vote.voted_at,
+            quorum=f"vote {n} of {len(cast)}" + (" (an edit)" if vote.edited_args else ""),
+        )
+        if vote.via is not None:
+            shown["via"] = vote.via
+        if vote.reason:
+            shown["reason"] = vote.reason
+        lines.append(replace(entry, decision=shown, at=vote.voted_at))
+    return lines

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -16,9 +17,11 @@ from .._core.requests import (
     InputRequest,
     QuestionRequest,
     Request,
+    redacted,
     shown_args,
 )
 from .._core.stats import Stats
+from .._core.votes import Quorum, Vote, quorum
 from .._store import RequestState, RunStatus
 
 RequestStatus = Literal["open", "decided", "closed", "expired"]
@@ -39,6 +42,8 @@ class RunResult:
     """What the run waits on, when paused."""
     error: str | None = None
     """What went wrong, when failed."""
+    votes: Mapping[str, tuple[Vote, ...]] = field(default_factory=dict)
+    """The votes cast on its routed requests, by request id (docs/guides/routing.md#quorum)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,6 +55,8 @@ class DecideResult:
     """False when the decision repeated one already taken (a harmless no-op)."""
     run: RunResult
     """The run after the decision: still paused on other requests, or resumed to its next stop."""
+    quorum: Quorum | None = None
+    """Where a request that needs several approvals stands after this vote (docs/guides/routing.md#quorum)."""
 
 
 def rfc3339(seconds: float | None) -> str | None:
@@ -59,11 +66,13 @@ def rfc3339(seconds: float | None) -> str | None:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def request_json(request: Request) -> dict[str, Any]:
+def request_json(request: Request, *, votes: Sequence[Vote] | None = None) -> dict[str, Any]:
     """A request as plain JSON, the same shape on every interface.
 
     `created` and `expires` are RFC 3339; `created_at` and `expires_at` say the same in seconds
-    since the epoch and are kept for existing clients (deprecated).
+    since the epoch and are kept for existing clients (deprecated). A routed request says who may
+    decide it (`approvers`) and, when it needs several approvals and its `votes` were read, where it
+    stands (`quorum`).
     """
     body: dict[str, Any] = {
         "id": request.request_id,
@@ -116,7 +125,97 @@ def request_json(request: Request) -> dict[str, Any]:
             elicitation_id=request.elicitation_id,
             durable=elicitation_durable(request),
         )
+    if request.routing is not None:
+        body.update(routing_json(request, votes))
     return body
+
+
+class ApproverJson(TypedDict):
+    name: str
+    groups: list[str]
+    """The rule's groups it was named through; empty when named directly."""
+
+
+class ApproversJson(TypedDict):
+    """Who may decide a routed request: the rule's names, and the principals they stand for."""
+
+    named: list[str]
+    principals: list[ApproverJson]
+    """Everyone who may decide it (the run's starter left out unless `self_approval`)."""
+    approvals_required: int
+    self_approval: bool
+
+
+class VoteJson(TypedDict):
+    principal: str
+    decision: str
+    round: int
+    voted: str | None
+    via: str | None
+    reason: str | None
+    edited: bool
+
+
+class QuorumJson(TypedDict):
+    """Where a vote stands: `text` is what a person reads (`1 of 2, waiting for sre`)."""
+
+    text: str
+    required: int
+    approved_by: list[str]
+    waiting_for: list[str]
+    round: int
+    args: Any
+    """The arguments the next approver sees when an edit changed them (redacted); `None`: the proposed ones."""
+    votes: list[VoteJson]
+
+
+class RoutingJson(TypedDict):
+    approvers: ApproversJson
+    quorum: NotRequired[QuorumJson]
+
+
+def routing_json(request: Request, votes: Sequence[Vote] | None) -> RoutingJson:
+    """Who may decide a routed request, and (several approvals needed) where it stands: docs/guides/routing.md."""
+    routing = request.routing
+    assert routing is not None
+    deciders = routing.deciders(request.principal)
+    body = RoutingJson(
+        approvers=ApproversJson(
+            named=list(routing.named),
+            principals=[
+                ApproverJson(name=a.name, groups=list(a.groups)) for a in routing.approvers if a.name in deciders
+            ],
+            approvals_required=routing.approvals_required,
+            self_approval=routing.self_approval,
+        )
+    )
+    if routing.approvals_required > 1 and votes is not None:
+        body["quorum"] = quorum_json(quorum(routing, votes, starter=request.principal), redact=request.redact)
+    return body
+
+
+def quorum_json(standing: Quorum, *, redact: Sequence[str] = ()) -> QuorumJson:
+    """Where a vote stands, as plain JSON."""
+    return QuorumJson(
+        text=standing.text,
+        required=standing.required,
+        approved_by=list(standing.approved_by),
+        waiting_for=list(standing.waiting_for),
+        round=standing.round,
+        args=redacted(standing.args, redact),
+        votes=[
+            VoteJson(
+                principal=v.principal,
+                decision=v.decision,
+                round=v.round,
+                voted=rfc3339(v.voted_at),
+                via=v.via,
+                reason=v.reason,
+                edited=v.edited_args is not None,
+            )
+            for v in standing.votes
+        ],
+    )
 
 
 def elicitation_durable(request: ElicitationRequest) -> bool:
@@ -139,8 +238,23 @@ def run_json(result: RunResult) -> dict[str, Any]:
         "status": result.status,
         "output": result.output,
         "error": result.error,
-        "requests": [request_json(r) for r in result.requests],
+        "requests": [request_json(r, votes=result.votes.get(r.request_id, ())) for r in result.requests],
     }
+
+
+class DecideJson(TypedDict):
+    request_id: str
+    recorded: bool
+    run: Mapping[str, object]
+    quorum: NotRequired[QuorumJson]
+
+
+def decide_json(result: DecideResult) -> DecideJson:
+    """A decision's outcome as plain JSON; a vote on a request that needs several approvals says where it stands."""
+    body = DecideJson(request_id=result.request_id, recorded=result.recorded, run=run_json(result.run))
+    if result.quorum is not None:
+        body["quorum"] = quorum_json(result.quorum)
+    return body
 
 
 def request_status(state: RequestState, *, now: float) -> RequestStatus:
@@ -156,7 +270,7 @@ def request_state_json(state: RequestState, *, now: float) -> dict[str, Any]:
     """A request, where it stands, and its decision: who took it, through which interface, and when."""
     record = state.decision
     return {
-        "request": request_json(state.request),
+        "request": request_json(state.request, votes=state.votes),
         "status": request_status(state, now=now),
         "decision": DECISION_ADAPTER.dump_python(record.decision, mode="json") if record else None,
         "decided_by": record.by if record else None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from .._core.access import LOCAL_NAME
 from .._core.decisions import Accept, Answer, ClientResult, Decision, DecisionRecord, Provide, model_text
@@ -34,7 +35,10 @@ from ._results import RunResult
 async def result(k: Kernel, run_id: str) -> RunResult:
     """Where a run stands now, with the leaf requests it still waits on."""
     run = await k.store.get_run(run_id)
-    return standing(run, await open_leaves(k, run) if run.status == "paused" else [])
+    waiting = await open_leaves(k, run) if run.status == "paused" else []
+    routed = [r.request_id for r in waiting if r.routing is not None]
+    found = standing(run, waiting)
+    return replace(found, votes=await k.store.votes(routed)) if routed else found
 
 
 def standing(run: RunRecord, waiting: Sequence[Request] = ()) -> RunResult:

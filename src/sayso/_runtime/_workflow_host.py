@@ -24,6 +24,7 @@ from .._config.file import Config
 from .._core.decisions import Expired, Provide, Skip
 from .._core.policy import InterruptPolicy
 from .._core.requests import DelegateRequest, Request
+from .._core.routing import Routing
 from .._engine.agents import BuiltAgent
 from .._engine.gate import Gate
 from .._engine.notify import DecisionNotifier
@@ -36,6 +37,7 @@ from ..workflows import (
     AgentOutcome,
     AgentPaused,
     Workflow,
+    WorkflowConfig,
     WorkflowEngine,
     WorkflowState,
     build_workflow,
@@ -207,6 +209,15 @@ class Workflows:
             )
         flight.prompt_written = True
 
+    def _routing(self, workflow: str) -> Routing | None:
+        """Who answers a workflow's inputs, when its config names approvers (docs/guides/routing.md)."""
+        spec = self._k.config.workflows.get(workflow)
+        return (
+            spec.routing(self._k.config.groups, rule=f"workflow:{workflow}")
+            if isinstance(spec, WorkflowConfig)
+            else None
+        )
+
     def _request(self, state: WorkflowState, run: RunRecord, *, request_id: str, now: float) -> Request:
         """What a person answers for a paused state: the node's question, or the agent node's run."""
         if state.pending is not None:
@@ -219,6 +230,7 @@ class Workflows:
                 created_at=now,
                 expires_at=now + ttl if ttl is not None else None,
                 principal=run.principal,
+                routing=self._routing(state.workflow),
             )
         assert state.node is not None and state.agent_handle is not None, "a paused state waits on input or an agent"
         return DelegateRequest(

@@ -30,6 +30,7 @@ from .._core.requests import ClientTool, Request
 from ._port_leases import LeasePort
 from ._port_outbox import OutboxPort
 from ._port_policy import PolicyPort
+from ._port_routing import RoutingPort
 from ._port_steps import StepPort
 from ._port_trust import TrustPort
 from ._records import (
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
 
-class RunStore(LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort):
+class RunStore(LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort, RoutingPort):
     """The durable store behind every run, pause and decision.
 
     Open it before use (`await store.open()` or `async with store:`) and close it after. Audit

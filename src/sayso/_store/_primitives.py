@@ -27,6 +27,7 @@ from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import Request
 from .._core.steps import StepKey, StepRecord
+from .._core.votes import Vote
 from ._port import RunStore
 from ._records import (
     DeliveryStatus,
@@ -246,6 +247,14 @@ class StoreTx(ABC):
     @abstractmethod
     async def add_decisions(self, records: Sequence[DecisionRecord]) -> None:
         """Insert decisions (none taken yet); their requests become `decided`."""
+
+    @abstractmethod
+    async def votes(self, request_id: str) -> list[Vote]:
+        """The votes cast on a request, oldest first."""
+
+    @abstractmethod
+    async def add_vote(self, vote: Vote, *, seq: int) -> None:
+        """Insert a vote as the request's `seq`-th (from 0); a vote already there raises the integrity error."""
 
     @abstractmethod
     async def add_events(

@@ -7,8 +7,8 @@ Every verb of the `RunStore` port returns one of these (or a core record such as
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from .._core.audit import AuditRecord
@@ -16,6 +16,7 @@ from .._core.audit_events import AuditEvent, ShownDecision
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Request, RequestKind
+from .._core.votes import Vote
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -154,6 +155,8 @@ class RequestState:
     """`consumed` once the run resumed past this request's pause (no more decisions are taken)."""
     decision: DecisionRecord | None
     """The decision taken, if any; the first one wins."""
+    votes: tuple[Vote, ...] = ()
+    """The votes cast so far on a request that needs several approvals (docs/guides/routing.md), oldest first."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,6 +226,8 @@ class Verdict:
     """A grant the decision creates."""
     resume: ResumeClaim | None = None
     """Consume the pause and claim the run in the same commit."""
+    vote: Vote | None = None
+    """A vote to record after the request's votes as read (a concurrent vote first: the judge rules again)."""
 
 
 Judge = Callable[["RequestWithRun", PauseState], Verdict]
@@ -289,6 +294,8 @@ class InboxFilter:
     """Visibility: requests on threads of this owner ..."""
     approved_agents: Sequence[str] | None = None
     """... or whose root agent is one of these; both `None` means every request is visible."""
+    decider: str | None = None
+    """With either: a routed request (its rule names approvers) is listed only when this principal may decide it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -299,6 +306,8 @@ class InboxPage:
     """The requests of this page."""
     next_cursor: str | None
     """Pass it back for the next page; `None` on the last page."""
+    votes: Mapping[str, tuple[Vote, ...]] = field(default_factory=dict)
+    """The votes cast on this page's routed requests, by request id (docs/guides/routing.md#quorum)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text, text
+from sqlalchemy import Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text, false, text
 
 metadata = MetaData()
 
@@ -63,6 +63,7 @@ requests = Table(
     Column("created_at", Float, nullable=False),
     Column("expires_at", Float, nullable=True),
     Column("body", LargeBinary, nullable=False),
+    Column("routed", Boolean, nullable=False, server_default=false()),
     Column("escalate_at", Float, nullable=True),
     Column("escalations", Integer, nullable=False, default=0, server_default="0"),
     Index("ix_requests_open", "status", "created_at"),
@@ -84,6 +85,26 @@ requests = Table(
 """Each request of a pause; `ix_requests_expiring` (open requests by expiry time) is what the expiry sweep reads,
 `ix_requests_escalating` (open requests by when their next escalation step is due) what the escalation sweep reads;
 `escalations` counts the steps that fired."""
+
+request_deciders = Table(
+    "request_deciders",
+    metadata,
+    Column("request_id", String(64), primary_key=True),
+    Column("principal", String(200), primary_key=True),
+    Index("ix_request_deciders_principal", "principal"),
+)
+"""Who may decide a routed request (`requests.routed`): what the inbox lists for each of them."""
+
+votes = Table(
+    "votes",
+    metadata,
+    Column("request_id", String(64), primary_key=True),
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("principal", String(200), nullable=False),
+    Column("voted_at", Float, nullable=False),
+    Column("body", LargeBinary, nullable=False),
+)
+"""Votes on a request that needs several approvals, by position: a vote counted twice collides on its key."""
 
 decisions = Table(
     "decisions",

@@ -20,8 +20,7 @@ from ._open import with_reader as _with_reader
 
 if TYPE_CHECKING:
     from .._config.checks import ConfigProblem
-    from .._core.requests import Request
-    from .._runtime import DecideResult, Reader, RunResult, Sayso
+    from .._runtime import DecideResult, InboxPage, Reader, RunResult, Sayso
 
 # Each command imports what it uses inside itself: `sayso --help` loads typer and rich, not the
 # runtime, pydantic-ai, SQLAlchemy or the web stack (tests/cli/test_startup.py keeps it so).
@@ -47,6 +46,7 @@ INBOX_LIMIT = 100
 PrincipalOpt = Annotated[
     str, typer.Option("--principal", help="Who is acting.", envvar="SAYSO_PRINCIPAL", metavar="NAME")
 ]
+InboxOf = Annotated[str | None, typer.Option(help="Only what this principal may decide.", metavar="NAME")]
 AgentOpt = Annotated[str | None, typer.Option(help="Agent to talk to (default: the entry agent).", metavar="NAME")]
 ThreadOpt = Annotated[str | None, typer.Option(help="Continue this thread.", metavar="THREAD_ID")]
 
@@ -174,6 +174,8 @@ def decide(
     outcome = _with_app(config, work, as_json=as_json)
     if not as_json and not outcome.recorded:
         console.print("[dim]that decision was already recorded; nothing changed[/dim]")
+    if not as_json and outcome.quorum is not None:
+        console.print(f"approvals: {outcome.quorum.text}")
     _print(outcome.run, as_json, config=config)
 
 
@@ -189,24 +191,17 @@ def resume(
 
 
 @app.command(cls=_Command)
-def inbox(config: ConfigArg, as_json: JsonOpt = False) -> None:
-    """List every open request across threads, oldest first."""
+def inbox(config: ConfigArg, principal: InboxOf = None, as_json: JsonOpt = False) -> None:
+    """List every open request across threads, oldest first (with --principal: what that person may decide)."""
     from .._core.access import LOCAL
-    from .._runtime import request_json
-    from ._render import print_request
+    from ._render import print_inbox
 
-    async def work(rt: Reader) -> list[Request]:
-        # The command line reads the store as its operator: every thread's requests, as in local mode.
-        return (await rt.inbox(principal=LOCAL, limit=INBOX_LIMIT)).requests
+    async def work(rt: Reader) -> InboxPage:
+        # The command line reads the store as its operator (every thread's requests, as in local mode),
+        # or as the principal it names.
+        return await rt.inbox(principal=LOCAL if principal is None else principal, limit=INBOX_LIMIT)
 
-    requests = _with_reader(config, work, as_json=as_json)
-    if as_json:
-        print(json.dumps({"requests": [request_json(r) for r in requests]}, ensure_ascii=False))
-        return
-    if not requests:
-        console.print("no open requests")
-    for request in requests:
-        print_request(console, request, config=config)
+    print_inbox(console, _with_reader(config, work, as_json=as_json), as_json=as_json, config=config)
 
 
 @app.command(cls=_Command)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,8 @@ from .._core.requests import (
     Request,
     shown_args,
 )
-from .._runtime import RunResult
+from .._core.votes import Vote, quorum
+from .._runtime import InboxPage, RunResult, request_json
 
 
 def _who(request: Request) -> str:
@@ -151,19 +153,41 @@ def answer_commands(request: Request, config: str) -> list[str]:
     return [f"{base} result {shlex.quote('{}')}", f"{base} error {shlex.quote('what went wrong')}"]
 
 
-def print_request(console: Console, request: Request, *, index: int | None = None, config: str | None = None) -> None:
+def print_request(
+    console: Console,
+    request: Request,
+    *,
+    index: int | None = None,
+    config: str | None = None,
+    votes: Sequence[Vote] = (),
+) -> None:
     """A request's panel, then (given the config path) the commands that answer it, one unwrapped line each."""
-    console.print(request_panel(request, index=index))
+    console.print(request_panel(request, index=index, votes=votes))
     if config is not None:
         console.print("answer with:", style="dim")
         for command in answer_commands(request, config):
             console.print(Text(f"  {command}", style="cyan"), soft_wrap=True)
 
 
-def request_panel(request: Request, *, index: int | None = None, brief: bool = False) -> Panel:
-    """A request as a panel: what is asked, by whom, and its id for `sayso decide`.
+def print_inbox(console: Console, page: InboxPage, *, as_json: bool, config: str) -> None:
+    """`sayso inbox`: each open request's panel and commands, or one JSON object of them."""
+    if as_json:
+        shown = [request_json(r, votes=page.votes.get(r.request_id, ())) for r in page.requests]
+        print(json.dumps({"requests": shown}, ensure_ascii=False))
+        return
+    if not page.requests:
+        console.print("no open requests")
+    for request in page.requests:
+        print_request(console, request, config=config, votes=page.votes.get(request.request_id, ()))
 
-    `brief` leaves a question's words out, for a prompt that asks them right after.
+
+def request_panel(
+    request: Request, *, index: int | None = None, brief: bool = False, votes: Sequence[Vote] = ()
+) -> Panel:
+    """A request as a panel: what is asked, by whom, who decides it, and its id for `sayso decide`.
+
+    `brief` leaves a question's words out, for a prompt that asks them right after; `votes` are
+    the votes cast on a request that needs several approvals.
     """
     body: list[RenderableType] = []
     title: str
@@ -193,6 +217,7 @@ def request_panel(request: Request, *, index: int | None = None, brief: bool = F
         body.append(Syntax(json.dumps(shown_args(request), indent=2, ensure_ascii=False), "json", theme="ansi_dark"))
         if request.description:
             body.append(Text(request.description, style="italic"))
+    body.extend(routing_lines(request, votes))
     if request.expires_at is not None:
         from datetime import UTC, datetime
 
@@ -200,6 +225,20 @@ def request_panel(request: Request, *, index: int | None = None, brief: bool = F
     body.append(Text(f"request {request.request_id}", style="dim"))
     prefix = f"[{index}] " if index is not None else ""
     return Panel(Group(*body), title=prefix + title, title_align="left", border_style="yellow")
+
+
+def routing_lines(request: Request, votes: Sequence[Vote] = ()) -> list[Text]:
+    """Who decides a routed request, and where its vote stands: `approvals: 1 of 2, waiting for sre`."""
+    routing = request.routing
+    if routing is None:
+        return []
+    names = ", ".join(routing.deciders(request.principal)) or "nobody but local mode's caller"
+    lines = [Text(f"decided by: {', '.join(routing.named)} ({names})")]
+    if not routing.self_approval and any(a.name == request.principal for a in routing.approvers):
+        lines.append(Text(f"not by {request.principal}, who started the run (separation of duties)", style="dim"))
+    if routing.approvals_required > 1:
+        lines.append(Text(f"approvals: {quorum(routing, votes, starter=request.principal).text}", style="bold"))
+    return lines
 
 
 def _approval_lines(request: ApprovalRequest) -> list[RenderableType]:
@@ -376,7 +415,7 @@ def print_result(console: Console, result: RunResult, *, config: str | None = No
     elif result.status == "paused":
         console.print(f"[yellow]paused[/yellow]: run {result.run_id} waits on {len(result.requests)} request(s)")
         for n, request in enumerate(result.requests, 1):
-            print_request(console, request, index=n, config=config)
+            print_request(console, request, index=n, config=config, votes=result.votes.get(request.request_id, ()))
     elif result.status == "failed":
         console.print(Text.assemble(("failed", "red"), f": {result.error}"))
     else:

@@ -16,7 +16,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic.json_schema import JsonSchemaValue
 
 from .._core.access import Principal
-from .._runtime import DecideResult, Sayso, authenticate, run_json
+from .._runtime import DecideResult, Sayso, authenticate, decide_json
 from ._live import LiveSettings
 from ._problems import PROBLEM_MEDIA_TYPE, ProblemModel
 from ._schemas_in import ID_PATTERN
@@ -128,4 +128,4 @@ JsonBody = dict[str, Any]
 
 
 def _decide_json(result: DecideResult) -> dict[str, Any]:
-    return {"request_id": result.request_id, "recorded": result.recorded, "run": run_json(result.run)}
+    return dict(decide_json(result))

@@ -59,7 +59,8 @@ async def inbox(
     """Every open request across threads that the caller may decide, oldest first, a page at a time."""
     query = InboxFilter(agent=agent, kind=kind, thread_id=thread_id, older_than=older_than, newer_than=newer_than)
     page = await sayso.inbox(query, principal=caller, limit=limit, cursor=cursor)
-    return {"requests": [request_json(r) for r in page.requests], "next_cursor": page.next_cursor}
+    shown = [request_json(r, votes=page.votes.get(r.request_id, ())) for r in page.requests]
+    return {"requests": shown, "next_cursor": page.next_cursor}
 
 
 @router.get(

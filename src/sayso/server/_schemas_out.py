@@ -73,6 +73,50 @@ class ToolInfoOut(_Out):
     """The source's `destructiveHint`; `null` when it gave none (MCP then means: may destroy)."""
 
 
+class ApproverOut(_Out):
+    name: str
+    groups: list[str]
+    """The rule's groups it was named through; empty when named directly."""
+
+
+class ApproversOut(_Out):
+    """Who may decide a routed request (docs/guides/routing.md)."""
+
+    named: list[str]
+    """The rule's `approvers` as written: principals and groups."""
+    principals: list[ApproverOut]
+    """Everyone who may decide it: the run's starter is left out unless `self_approval`."""
+    approvals_required: int
+    self_approval: bool
+
+
+class VoteOut(_Out):
+    principal: str
+    decision: Literal["approve", "reject"]
+    round: int
+    """0 on the proposed arguments; each edit starts the next round."""
+    voted: Rfc3339 | None
+    via: str | None
+    reason: str | None
+    edited: bool
+
+
+class QuorumOut(_Out):
+    """Where a request that needs several approvals stands (docs/guides/routing.md#quorum)."""
+
+    text: str
+    """What a person reads: `1 of 2, waiting for sre`."""
+    required: int
+    approved_by: list[str]
+    """Who approved the arguments as they stand."""
+    waiting_for: list[str]
+    """Approvers (or their groups) who may still approve."""
+    round: int
+    args: Any
+    """The arguments an edit changed them to, which the next approvers approve; `null`: the proposed ones."""
+    votes: list[VoteOut]
+
+
 class RequestOut(_Out):
     """A request a paused run waits on; kind-specific fields appear only on their kind."""
 
@@ -142,6 +186,10 @@ class RequestOut(_Out):
     """elicitation (url): the server's id for it."""
     durable: bool | None = None
     """elicitation: whether the answer reaches the server from any process (false: a form on a live call)."""
+    approvers: ApproversOut | None = None
+    """A routed request: who may decide it."""
+    quorum: QuorumOut | None = None
+    """A routed request that needs several approvals: where the vote stands."""
 
 
 class RunOut(_Out):
@@ -163,6 +211,8 @@ class DecideOut(_Out):
     recorded: bool
     """False when the decision repeated the one already taken (a harmless no-op)."""
     run: RunOut
+    quorum: QuorumOut | None = None
+    """A request that needs several approvals: where it stands after this vote."""
 
 
 class InboxOut(_Out):
@@ -214,6 +264,9 @@ class DecisionLineOut(_Out):
     """The remembered approval that allowed the call."""
     subject_label: str | None = None
     request_id: str | None = None
+    quorum: str | None = None
+    """A vote on a request that needs several approvals, a line before its decision's: `vote 1 of 2` (of the
+    votes cast; the decision line stands for the last)."""
 
 
 class TranscriptEntryOut(_Out):

@@ -28,8 +28,9 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .._config.routing import RoutingFields
 from ..exceptions import ConfigError
 from ._graph import END, START, AgentNode, FunctionNode, RouteKey, Workflow
 
@@ -59,8 +60,12 @@ NodeConfig: TypeAlias = str | FunctionNodeConfig | AgentNodeConfig
 """A node of a workflow: an import spec, or one of the node objects."""
 
 
-class WorkflowConfig(_Strict):
-    """One workflow: its nodes by name and the edges between them."""
+class WorkflowConfig(_Strict, RoutingFields):
+    """One workflow: its nodes by name and the edges between them; `approvers` route its inputs.
+
+    With `approvers` (principals and `groups:`), only they answer the workflow's inputs, and not the
+    principal who started the run unless `self_approval: true` (docs/guides/routing.md).
+    """
 
     description: str = ""
     """What the workflow does, for people and agent cards."""
@@ -72,6 +77,12 @@ class WorkflowConfig(_Strict):
     ttl_seconds: float | None = Field(default=None, gt=0)
     """How long a node's question waits for an answer before it expires (the node then sees a skip);
     unset: it waits until answered."""
+
+    @model_validator(mode="after")
+    def _one_answer(self) -> WorkflowConfig:
+        if self.approvals_required > 1:
+            raise ValueError("a workflow's input takes one answer: approvals_required applies to approvals only")
+        return self
 
     @field_validator("nodes")
     @classmethod

@@ -14,6 +14,7 @@ from pydantic import Discriminator, TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
 
 from .._core.requests import InputRequest, Request
+from .._core.routing import Routing
 from ..exceptions import RunNotFound
 from ._graph import RouteKey
 
@@ -105,6 +106,7 @@ class PendingInput:
         created_at: float,
         expires_at: float | None = None,
         principal: str | None = None,
+        routing: Routing | None = None,
     ) -> InputRequest:
         """The `input` request a person answers for this question.
 
@@ -128,6 +130,7 @@ class PendingInput:
             message=message,
             payload=self.payload,
             response_schema=self.response_schema,
+            routing=routing,
         )
 
 

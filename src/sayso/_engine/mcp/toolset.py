@@ -37,10 +37,11 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from ..._config.mcp import McpBinding, McpHttpServer, McpServerConfig, McpStdioServer, resolve_path
 from ..._core.requests import ElicitationRequest, ToolInfo
+from ..._core.routing import Routing
 from ...exceptions import ConfigError
 from ..calls import META_KEY, Elicitation, ElicitationAnswered, ElicitationDeferral, approved_call_of
 from ..deps import RunDeps
-from ..tools import TOOL_INFO_KEY, ToolOptions, options_of
+from ..tools import ROUTING_KEY, TOOL_INFO_KEY, ToolOptions, options_of
 
 try:
     import mcp_types
@@ -166,6 +167,7 @@ class McpToolset(AbstractToolset[Any]):
         servers: Mapping[str, ServerFactory],
         *,
         prefixes: Mapping[str, str | None] | None = None,
+        groups: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """Put `bindings` over `servers`.
 
@@ -174,11 +176,13 @@ class McpToolset(AbstractToolset[Any]):
             bindings: the agent's `mcp:` list.
             servers: how to open a session with every server the bindings name.
             prefixes: each server's configured tool-name `prefix`, if any.
+            groups: the config's `groups:`, which a binding's `approvers` may name (docs/guides/routing.md).
         """
         self.agent = agent
         self.bindings = tuple(bindings)
         self.servers = dict(servers)
         self.prefixes: dict[str, str | None] = dict(prefixes or {})
+        self.groups: dict[str, Sequence[str]] = dict(groups or {})
         self.host: McpHost | None = None
         """The runtime's host, set when the runtime opens; calls then outlive the run that issued them."""
         self._connections: RunConnections | None = None
@@ -186,7 +190,12 @@ class McpToolset(AbstractToolset[Any]):
 
     @classmethod
     def from_config(
-        cls, agent: str, bindings: Sequence[McpBinding], servers: Mapping[str, McpServerConfig], base_dir: Path
+        cls,
+        agent: str,
+        bindings: Sequence[McpBinding],
+        servers: Mapping[str, McpServerConfig],
+        base_dir: Path,
+        groups: Mapping[str, Sequence[str]] | None = None,
     ) -> McpToolset:
         """Build the toolset for an agent's bindings from the `mcp_servers` block; secrets are read now.
 
@@ -199,6 +208,7 @@ class McpToolset(AbstractToolset[Any]):
             bindings,
             {name: server_factory(name, servers[name], base_dir) for name in names},
             prefixes={name: servers[name].prefix for name in names},
+            groups=groups,
         )
 
     @property
@@ -206,9 +216,17 @@ class McpToolset(AbstractToolset[Any]):
         return f"sayso-mcp-{self.agent}"
 
     async def for_run(self, ctx: RunContext[Any]) -> AbstractToolset[Any]:
-        copy = McpToolset(self.agent, self.bindings, self.servers, prefixes=self.prefixes)
+        copy = McpToolset(self.agent, self.bindings, self.servers, prefixes=self.prefixes, groups=self.groups)
         copy.host = self.host
         return copy
+
+    def _routing(self, route: McpRoute) -> Routing | None:
+        """Who decides a gated tool's calls: the first binding that gates it and names approvers."""
+        for binding in self.bindings:
+            covers = binding.binds_all or route.tool in (binding.tools or ())
+            if binding.server == route.server and covers and binding.require_approval and binding.approvers:
+                return binding.routing(self.groups, rule=f"mcp:{route.server}")
+        return None
 
     async def __aenter__(self) -> Self:
         host = self.host
@@ -288,6 +306,8 @@ class McpToolset(AbstractToolset[Any]):
                 destructive=annotations.get("destructiveHint"),
             )
             metadata.update({META_KEY: asdict(options), TOOL_INFO_KEY: asdict(info), ROUTE_KEY: asdict(route)})
+            if (routing := self._routing(route)) is not None:
+                metadata[ROUTING_KEY] = routing
             tools[name] = replace(source, toolset=self, tool_def=replace(source.tool_def, name=name, metadata=metadata))
         return tools
 

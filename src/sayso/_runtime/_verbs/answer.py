@@ -20,8 +20,9 @@ from .. import _holds, _tree
 from .._cycle import Cycle
 from .._results import RunResult
 from .._runner import CallOptions
+from .decide import decide
 from .resume import close_orphaned, resume_if_ready
-from .rules import check_allowed, check_same_subject, edits_arguments, grant_from
+from .rules import check_allowed, check_same_subject, edits_arguments, grant_from, needs_votes
 
 
 async def answer_pause(
@@ -47,6 +48,7 @@ async def answer_pause(
     waiting = {r.request_id: r for r in await _tree.open_leaves(k, top)}
     now = k.clock()
     records: list[tuple[Request, DecisionRecord, Grant | None]] = []
+    voted: list[tuple[str, Decision]] = []
     for request_id, decision in answers.items():
         request = waiting.get(request_id)
         if request is None:
@@ -68,12 +70,17 @@ async def answer_pause(
                 raise
         to_record = check_decision(request, decision, existing=None, now=now)
         assert to_record is not None, "an open request has no decision to repeat"
+        if needs_votes(request):
+            voted.append((request_id, to_record))  # counted by the one vote path, after every check
+            continue
         if edits_arguments(request, to_record):
             check_same_subject(k, request, to_record, agent=(await k.store.get_run(request.run_id)).agent)
         record = DecisionRecord(
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now, via=via
         )
         records.append((request, record, grant_from(request, to_record, now, giver=principal, options=options)))
+    for request_id, decision in voted:
+        await decide(c, request_id, decision, principal=principal, resume=False, via=via, options=options)
     earlier = await k.store.record_decisions(
         [record for _, record, _ in records],
         audit=[audit_body(request, record) for request, record, _ in records],
@@ -83,6 +90,10 @@ async def answer_pause(
         raise AlreadyDecided(earlier[0].request_id, "another decision was recorded first; the first decision wins")
     k.events.decided([r for r, _, _ in records], [d for _, d, _ in records])
     top = await k.store.get_run(top.run_id)
+    if voted and top.status == "paused":
+        # A vote short of its quorum keeps the pause open: nothing left out is skipped past it.
+        still = {r.request_id for r in await _tree.open_leaves(k, top)}
+        rest = "wait" if any(request_id in still for request_id, _ in voted) else rest
     if rest == "skip":
         try:
             return await c.advance(top, force=True, options=options)

@@ -2,8 +2,10 @@
 
 Every decision is checked before anything is written — who may decide (the one access rule),
 whether the answer fits the request, whether an edit keeps the subject the person saw — so a
-refused decision changes nothing and the pause stays open. The first decision wins. When the
-last open request of a top-level agent run's pause is decided, the same commit claims the resume.
+refused decision changes nothing and the pause stays open. The first decision wins. A request that
+needs several approvals takes votes (docs/guides/routing.md#quorum): each recorded in the same
+transaction that judged it, the Nth approval deciding it. When the last open request of a top-level
+agent run's pause is decided, the same commit claims the resume.
 """
 
 from __future__ import annotations
@@ -12,18 +14,20 @@ from dataclasses import replace
 
 from ..._core.access import Principal
 from ..._core.advance import approved_calls
-from ..._core.decisions import Decision, DecisionRecord, Via, check_decision
+from ..._core.audit_events import AuditEvent
+from ..._core.decisions import Approve, Decision, DecisionRecord, Reject, Via, check_decision
 from ..._core.limits import check_decision as check_size
 from ..._core.resume import open_requests, plan_resume
+from ..._core.votes import Quorum, Vote, quorum, same_as_shown, tally, vote_event
 from ..._engine.deferred import audit_body
-from ..._store import PauseState, RequestWithRun, ResumeClaim, Verdict
+from ..._store import Decided, PauseState, RequestWithRun, ResumeClaim, Verdict
 from ...exceptions import AlreadyDecided, CallEnded, RequestNotFound
 from .. import _holds, _tree
 from .._cycle import Cycle
 from .._results import DecideResult
 from .._runner import DEFAULTS, CallOptions
 from .resume import close_orphaned, resume_if_ready
-from .rules import check_allowed, check_same_subject, grant_from
+from .rules import check_allowed, check_same_subject, grant_from, needs_votes
 
 
 async def decide(
@@ -52,19 +56,33 @@ async def decide(
         request = found.request
         check_allowed(request, principal)
         _holds.check_holder(found, now)
-        to_record = check_decision(request, decision, existing=found.decision, now=now)
+        voted = needs_votes(request) and isinstance(decision, Approve)
+        given = same_as_shown(request, found.votes, decision) if voted and isinstance(decision, Approve) else decision
+        to_record = check_decision(request, given, existing=found.decision, now=now)
         if to_record is None:
             return Verdict(record=None)  # the same decision again: a harmless no-op
         if found.pause_status != "open":
             raise AlreadyDecided(request_id, "its pause was already resumed or closed")
         check_same_subject(k, request, to_record, agent=found.run.agent)
+        vote: Vote | None = None
+        audit: list[AuditEvent] = []
+        if needs_votes(request) and isinstance(to_record, Approve | Reject):
+            alone = principal.local
+            counted = tally(request, found.votes, to_record, principal=principal.name, now=now, via=via, alone=alone)
+            if counted.vote is None:
+                return Verdict(record=None)  # this person's approval is counted already
+            vote, audit = counted.vote, [vote_event(request, counted.vote, counted.quorum)]
+            if counted.resolved is None:
+                return Verdict(record=None, audit=audit, vote=vote)  # the pause waits for more approvals
+            to_record = counted.resolved
         record = DecisionRecord(
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now, via=via
         )
         verdict = Verdict(
             record=record,
-            audit=[audit_body(request, record)],
+            audit=[*audit, audit_body(request, record)],
             grant=grant_from(request, to_record, now, giver=principal, options=options),
+            vote=vote,
         )
         run = found.run
         decided = {**state.decisions, request_id: record}
@@ -92,12 +110,25 @@ async def decide(
     if done is None:
         raise RequestNotFound(request_id)
     record = done.verdict.record
+    recorded = record is not None or done.verdict.vote is not None
+    standing = quorum_after(done)
     if record is not None:
         k.events.decided([done.found.request], [record])
     if done.claim is not None:
         run = await c.runner(done.claim.run).resume_decided(done, options)
-        return DecideResult(request_id=request_id, recorded=True, run=run)
+        return DecideResult(request_id=request_id, recorded=True, run=run, quorum=standing)
     top = await _tree.root(k, done.found.run)
-    if not resume:
-        return DecideResult(request_id=request_id, recorded=record is not None, run=await _tree.result(k, top.run_id))
-    return DecideResult(request_id=request_id, recorded=record is not None, run=await resume_if_ready(c, top, options))
+    if not resume or record is None:
+        run = await _tree.result(k, top.run_id)  # a vote short of the quorum: the pause waits
+        return DecideResult(request_id=request_id, recorded=recorded, run=run, quorum=standing)
+    run = await resume_if_ready(c, top, options)
+    return DecideResult(request_id=request_id, recorded=recorded, run=run, quorum=standing)
+
+
+def quorum_after(done: Decided) -> Quorum | None:
+    """Where a request that needs several approvals stands after this decision (`None` for any other)."""
+    request = done.found.request
+    if not needs_votes(request) or request.routing is None:
+        return None
+    votes = [*done.found.votes, *([done.verdict.vote] if done.verdict.vote else [])]
+    return quorum(request.routing, votes, starter=request.principal)

@@ -1,12 +1,12 @@
 """The rules a decision is checked by before it is recorded, and the grant it creates: each lives once, here.
 
-Decide and answer both apply them: who may decide, whether an edit keeps the subject the person
-saw, and which grant (if any) an approval with a wider scope creates.
+Decide and answer both apply them: who may decide, whether a request is decided by votes, whether
+an edit keeps the subject the person saw, and which grant (if any) an approval with a wider scope creates.
 """
 
 from __future__ import annotations
 
-from ..._core.access import Principal, may_decide, root_agent
+from ..._core.access import Principal, refusal, root_agent
 from ..._core.decisions import Approve, Decision
 from ..._core.grants import Grant
 from ..._core.requests import ApprovalRequest, Request
@@ -17,9 +17,20 @@ from .._runner import CallOptions
 
 
 def check_allowed(request: Request, principal: Principal) -> None:
-    """Only the thread's owner or an approver for its root agent decides (docs/guides/rest.md#who-may-call)."""
-    if not may_decide(principal, owner=request.principal, agent_path=request.agent_path):
-        raise NotAllowed(request.request_id, f"{principal.name!r} may not decide requests of this thread")
+    """The thread's owner or an approver for its root agent decides; a routed request, its approvers only.
+
+    See docs/guides/rest.md#who-may-call and docs/guides/routing.md.
+    """
+    why = refusal(principal, owner=request.principal, agent_path=request.agent_path, routing=request.routing)
+    if why is not None:
+        raise NotAllowed(request.request_id, why)
+
+
+def needs_votes(request: Request) -> bool:
+    """Whether a request is decided by several approvers' votes (docs/guides/routing.md#quorum)."""
+    return (
+        isinstance(request, ApprovalRequest) and request.routing is not None and request.routing.approvals_required > 1
+    )
 
 
 def edits_arguments(request: Request, decision: Decision) -> bool:

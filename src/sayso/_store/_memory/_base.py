@@ -12,6 +12,7 @@ from ..._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord, Via
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
 from ..._core.steps import StepKey, StepRecord
+from ..._core.votes import VOTE_ADAPTER, Vote
 from .._messages import decode_history
 from .._primitives import Document
 from .._records import (
@@ -48,6 +49,8 @@ class _Request:
     created_at: float
     expires_at: float | None
     body: bytes
+    deciders: tuple[str, ...] | None = None
+    """Who may decide a routed request (docs/guides/routing.md); `None`: unrouted."""
     escalate_at: float | None = None
     escalations: int = 0
 
@@ -130,11 +133,17 @@ class _Tables:
         self._documents: dict[tuple[str, str], Document] = {}
         self._outbox: list[_Event] = []
         self._deliveries: dict[str, _Delivery] = {}
+        self._votes: dict[tuple[str, int], bytes] = {}
+        """Votes on routed requests by request id and position, as JSON."""
         self._steps: dict[StepKey, StepRecord] = {}
 
     def _run(self, run_id: str) -> RunRecord:
         tools = self._tools.get(run_id)
         return replace(self._runs[run_id], client_tools=CLIENT_TOOLS_ADAPTER.validate_json(tools) if tools else ())
+
+    def _votes_of(self, request_id: str) -> tuple[Vote, ...]:
+        found = sorted((seq, body) for (rid, seq), body in self._votes.items() if rid == request_id)
+        return tuple(VOTE_ADAPTER.validate_json(body) for _, body in found)
 
     def _waits(self, row: _Request) -> bool:
         return row.status == "open" and self._pauses[row.pause_id].status == "open"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from ..._core.requests import Request
+from ..._core.votes import Vote
 from ...exceptions import StoreError
 from .._records import (
     InboxFilter,
@@ -71,6 +73,7 @@ class _Requests(_MemoryBase):
                 request=row.load(),
                 pause_status=self._pauses[row.pause_id].status,
                 decision=self._decided([request_id]).get(request_id),
+                votes=self._votes_of(request_id),
             )
 
     async def request_with_run(self, request_id: str) -> RequestWithRun | None:
@@ -82,6 +85,7 @@ class _Requests(_MemoryBase):
                 request=row.load(),
                 pause_status=self._pauses[row.pause_id].status,
                 decision=self._decided([request_id]).get(request_id),
+                votes=self._votes_of(request_id),
                 run=self._run(row.run_id),
             )
 
@@ -111,6 +115,10 @@ class _Requests(_MemoryBase):
             requests=[r.load() for r in page],
             next_cursor=encode_cursor(page[-1].created_at, page[-1].request_id) if more and page else None,
         )
+
+    async def votes(self, request_ids: Sequence[str]) -> dict[str, tuple[Vote, ...]]:
+        async with self._lock:
+            return {r: v for r in dict.fromkeys(request_ids) if (v := self._votes_of(r))}
 
     # the at-most-once ledger of approved calls
 
@@ -144,6 +152,8 @@ class _Requests(_MemoryBase):
             return False
         if query.owner is None and query.approved_agents is None:
             return True
+        if row.deciders is not None:  # routed: listed for its deciders only
+            return query.decider is not None and query.decider in row.deciders
         return (query.owner is not None and thread.owner == query.owner) or any(
             rooted_at(row.agent_path, a) for a in query.approved_agents or ()
         )

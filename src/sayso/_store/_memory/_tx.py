@@ -21,6 +21,7 @@ from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request, escalation_due
 from ..._core.steps import StepKey, StepRecord
+from ..._core.votes import VOTE_ADAPTER, Vote
 from ...exceptions import StoreError
 from .._messages import encode_messages
 from .._primitives import (
@@ -177,6 +178,7 @@ class MemoryTx(MemoryOutboxTx):
                 created_at=r.created_at,
                 expires_at=r.expires_at,
                 body=REQUEST_ADAPTER.dump_json(r),
+                deciders=r.routing.deciders(r.principal) if r.routing is not None else None,
                 escalate_at=escalation_due(r, 0),
             )
             self._insert(self.s._requests, r.request_id, row)
@@ -224,6 +226,12 @@ class MemoryTx(MemoryOutboxTx):
             row = self.s._requests.get(d.request_id)
             if row is not None:
                 self._set(row, status="decided")
+
+    async def votes(self, request_id: str) -> list[Vote]:
+        return list(self.s._votes_of(request_id))
+
+    async def add_vote(self, vote: Vote, *, seq: int) -> None:
+        self._insert(self.s._votes, (vote.request_id, seq), VOTE_ADAPTER.dump_json(vote))
 
     async def add_events(
         self, kind: OutboxKind, request_ids: Sequence[str], now: float, *, step: int | None = None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..._core.requests import REQUEST_ADAPTER
+from ..._core.votes import VOTE_ADAPTER, Vote
 from .._messages import decode_messages
 from .._records import InboxFilter, InboxPage, RequestFact, ThreadSummary, TranscriptEntry
 from .._views import decode_cursor, encode_cursor, fact_of, thread_transcript, title
@@ -49,7 +51,12 @@ class _Listings(_SqlBase):
             visible += [
                 _rooted_at("r.agent_path", f"root{i}", a, params) for i, a in enumerate(query.approved_agents or ())
             ]
-            where.append(f"({' OR '.join(visible)})")
+            # A routed request is listed for its deciders only (docs/guides/routing.md).
+            params["decider"] = query.decider
+            decides = (
+                "EXISTS (SELECT 1 FROM request_deciders d WHERE d.request_id = r.request_id AND d.principal = :decider)"
+            )
+            where.append(f"((NOT r.routed AND ({' OR '.join(visible)})) OR (r.routed AND {decides}))")
         if cursor is not None:
             params["after_at"], params["after_id"] = decode_cursor(cursor)
             where.append("(r.created_at > :after_at OR (r.created_at = :after_at AND r.request_id > :after_id))")
@@ -67,6 +74,25 @@ class _Listings(_SqlBase):
                 requests=[REQUEST_ADAPTER.validate_json(row["body"]) for row in rows],
                 next_cursor=encode_cursor(rows[-1]["created_at"], rows[-1]["request_id"]) if more and rows else None,
             )
+
+        return await self._raw_read(work)
+
+    async def votes(self, request_ids: Sequence[str]) -> dict[str, tuple[Vote, ...]]:
+        ids = list(dict.fromkeys(request_ids))
+        if not ids:
+            return {}
+        params: dict[str, object] = {f"v{i}": request_id for i, request_id in enumerate(ids)}
+        sql = Sql(
+            "SELECT request_id, body FROM votes WHERE request_id IN ("
+            + ", ".join(f":{name}" for name in params)
+            + ") ORDER BY request_id, seq"
+        )
+
+        async def work(tx: Tx) -> dict[str, tuple[Vote, ...]]:
+            found: dict[str, list[Vote]] = {}
+            for row in await tx.all(sql, params):
+                found.setdefault(row["request_id"], []).append(VOTE_ADAPTER.validate_json(row["body"]))
+            return {request_id: tuple(cast) for request_id, cast in found.items()}
 
         return await self._raw_read(work)
 

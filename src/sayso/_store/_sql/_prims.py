@@ -16,6 +16,7 @@ from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import REQUEST_ADAPTER, Request, escalation_due
 from ..._core.steps import StepKey, StepRecord
+from ..._core.votes import VOTE_ADAPTER, Vote
 from .._messages import encode_messages
 from .._primitives import (
     CancelRun,
@@ -161,10 +162,19 @@ class SqlTx(SqlOutboxTx):
                     "expires_at": r.expires_at,
                     "escalate_at": escalation_due(r, 0),
                     "body": REQUEST_ADAPTER.dump_json(r),
+                    "routed": r.routing is not None,
                 }
                 for position, r in enumerate(requests)
             ],
         )
+        deciders = [
+            {"request_id": r.request_id, "principal": name}
+            for r in requests
+            if r.routing is not None
+            for name in r.routing.deciders(r.principal)
+        ]
+        if deciders:
+            await self.tx.later(q.INSERT_DECIDER, deciders)
 
     async def consume_pause(self, pause_id: str) -> bool:
         return await self.tx.run(q.CONSUME_PAUSE, {"pause_id": pause_id}) == 1
@@ -210,6 +220,15 @@ class SqlTx(SqlOutboxTx):
             ],
         )
         await self.tx.later(q.MARK_DECIDED, [{"request_id": d.request_id} for d in records])
+
+    async def votes(self, request_id: str) -> list[Vote]:
+        return [
+            VOTE_ADAPTER.validate_json(row["body"]) for row in await self.tx.all(q.VOTES, {"request_id": request_id})
+        ]
+
+    async def add_vote(self, vote: Vote, *, seq: int) -> None:
+        row = {"request_id": vote.request_id, "seq": seq, "principal": vote.principal, "voted_at": vote.voted_at}
+        await self.tx.later(q.INSERT_VOTE, [{**row, "body": VOTE_ADAPTER.dump_json(vote)}])
 
     async def add_events(
         self, kind: OutboxKind, request_ids: Sequence[str], now: float, *, step: int | None = None

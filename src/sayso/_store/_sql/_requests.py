@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..._core.requests import REQUEST_ADAPTER, Request
+from ..._core.votes import VOTE_ADAPTER, Vote
 from ...exceptions import StoreError
 from .._records import PauseState, RequestState, RequestWithRun, RunRequests
 from . import _rows
@@ -16,10 +17,12 @@ class _Requests(_SqlBase):
             row = await tx.one(_rows.GET_REQUEST, {"request_id": request_id})
             if row is None:
                 return None
+            request = REQUEST_ADAPTER.validate_json(row["body"])
             return RequestState(
-                request=REQUEST_ADAPTER.validate_json(row["body"]),
+                request=request,
                 pause_status=row["pause_status"],
                 decision=_rows.decision_of(row),
+                votes=await _votes(tx, request),
             )
 
         return await self._raw_read(work)
@@ -29,10 +32,12 @@ class _Requests(_SqlBase):
             row = await tx.one(_rows.REQUEST_WITH_RUN, {"request_id": request_id})
             if row is None:
                 return None
+            request = REQUEST_ADAPTER.validate_json(row["body"])
             return RequestWithRun(
-                request=REQUEST_ADAPTER.validate_json(row["body"]),
+                request=request,
                 pause_status=row["pause_status"],
                 decision=_rows.decision_of(row),
+                votes=await _votes(tx, request),
                 run=_rows.run_record(row),
             )
 
@@ -63,3 +68,12 @@ class _Requests(_SqlBase):
             return [REQUEST_ADAPTER.validate_json(r["body"]) for r in rows]
 
         return await self._raw_read(work)
+
+
+async def _votes(tx: Tx, request: Request) -> tuple[Vote, ...]:
+    """A routed request's votes (one more read only for those)."""
+    if request.routing is None:
+        return ()
+    return tuple(
+        VOTE_ADAPTER.validate_json(r["body"]) for r in await tx.all(_rows.VOTES, {"request_id": request.request_id})
+    )

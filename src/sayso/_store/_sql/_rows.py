@@ -132,8 +132,14 @@ INSERT_PAUSE = Sql(
 CONSUME_PAUSE = Sql("UPDATE pauses SET status = 'consumed' WHERE pause_id = :pause_id AND status = 'open'")
 INSERT_REQUEST = Sql(
     "INSERT INTO requests (request_id, pause_id, position, run_id, thread_id, agent_path, kind, status, created_at, "
-    "expires_at, escalate_at, escalations, body) VALUES (:request_id, :pause_id, :position, :run_id, :thread_id, "
-    ":agent_path, :kind, 'open', :created_at, :expires_at, :escalate_at, 0, :body)"
+    "expires_at, escalate_at, escalations, body, routed) VALUES (:request_id, :pause_id, :position, :run_id, "
+    ":thread_id, :agent_path, :kind, 'open', :created_at, :expires_at, :escalate_at, 0, :body, :routed)"
+)
+INSERT_DECIDER = Sql("INSERT INTO request_deciders (request_id, principal) VALUES (:request_id, :principal)")
+VOTES = Sql("SELECT request_id, body FROM votes WHERE request_id = :request_id ORDER BY seq")
+INSERT_VOTE = Sql(
+    "INSERT INTO votes (request_id, seq, principal, voted_at, body) VALUES (:request_id, :seq, :principal, "
+    ":voted_at, :body)"
 )
 _DECISION = (
     'd.body AS decision_body, d."by" AS decision_by, d.principal AS decision_principal, d.decided_at, '

@@ -125,7 +125,15 @@ class DecisionVerbs(TxStore):
             if read is None:
                 return None
             found, state = read.found, read.state
+            if found.request.routing is not None:
+                found = replace(found, votes=tuple(await tx.votes(request_id)))
             verdict = judge(found, state)
+            if verdict.vote is not None:
+                await tx.lock_audit()  # before the vote's row: the one lock order
+                # Its position after the votes read: a concurrent vote took it first? judged again (`race`).
+                await tx.add_vote(verdict.vote, seq=len(found.votes))
+                if verdict.record is None:
+                    await tx.append_audit(verdict.audit)
             if verdict.record is not None:
                 await _steps.record(tx, [verdict.record], verdict.audit)
                 if verdict.grant is not None:
@@ -138,9 +146,13 @@ class DecisionVerbs(TxStore):
             )
             return decided, (read.pause_id, bodies, grants)
 
+        async def again(tx: StoreTx) -> Done | None:
+            await tx.lock_audit()  # every decider and voter writes behind it: what this reads stays so
+            return await work(tx)
+
         try:
-            # On PostgreSQL a concurrent decider may insert first: judge again on what is there now.
-            done = await self._write(work, race=work)
+            # On PostgreSQL a concurrent decider (or voter) may insert first: judge again on what is there now.
+            done = await self._write(work, race=again)
         except PauseConsumed:
             done = await self._write(work)  # the pause went meanwhile: the judge sees it gone and rules again
         if done is None:

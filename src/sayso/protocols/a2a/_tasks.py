@@ -202,8 +202,9 @@ class TaskReader:
         status_message: Message | None = None
         artifacts: list[Artifact] = []
         if result.status == "paused":
+            shown = await self.view(result.run_id, result.requests)
             status_message = pause_message(
-                await self.view(result.run_id, result.requests),
+                replace(shown, votes=result.votes) if shown is not None and result.votes else shown,
                 task_id=result.run_id,
                 context_id=result.thread_id,
                 activated=activated,

@@ -79,6 +79,7 @@ class AgUiAgent(AgentEndpoint):
             output=result.output,
             sayso_run_id=result.run_id,
             kaboo=self.kaboo,
+            votes=result.votes,
         )
 
     async def _turn(self, run_input: RunAgentInput, caller: Principal) -> tuple[RunResult, list[ModelMessage]]:

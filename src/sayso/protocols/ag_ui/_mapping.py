@@ -49,6 +49,8 @@ from ..._core.requests import (
     Request,
     shown_args,
 )
+from ..._core.votes import Vote
+from ..._runtime import routing_json
 from ...exceptions import (
     CallEnded,
     DecisionRefused,
@@ -161,10 +163,11 @@ Shown = ApprovalRequest | QuestionRequest | ElicitationRequest | InputRequest
 """The requests an AG-UI client answers through interrupts."""
 
 
-def interrupt(request: Shown, *, kaboo: bool = False) -> Interrupt:
+def interrupt(request: Shown, *, kaboo: bool = False, votes: Sequence[Vote] = ()) -> Interrupt:
     """The AG-UI interrupt for an open approval, question, elicitation or workflow input (docs/guides/ag-ui.md).
 
-    In sayso's words, or kaboo's (`kaboo`).
+    In sayso's words, or kaboo's (`kaboo`). A routed request says who may decide it and, when it
+    needs several approvals, where the vote stands after `votes` (docs/guides/routing.md).
     """
     metadata: dict[str, Any] = {
         "tool_name": request.tool_name,
@@ -212,6 +215,11 @@ def interrupt(request: Shown, *, kaboo: bool = False) -> Interrupt:
         ]
         message = "; ".join(q.question for q in request.questions)
         schema = question_schema(request)
+    if request.routing is not None:
+        routed = routing_json(request, votes)
+        metadata.update(routed)
+        if "quorum" in routed:
+            message = f"{message} · approvals: {routed['quorum']['text']}"
     return Interrupt(
         id=request.request_id,
         reason=KABOO_REASONS.get(request.kind, REASONS[request.kind]) if kaboo else REASONS[request.kind],
@@ -317,6 +325,7 @@ def finished_event(
     output: str | None,
     sayso_run_id: str,
     kaboo: bool = False,
+    votes: Mapping[str, Sequence[Vote]] | None = None,
 ) -> RunFinishedEvent:
     """`RUN_FINISHED`: interrupted on open approvals (questions, elicitations, inputs), pending client calls beside.
 
@@ -332,7 +341,9 @@ def finished_event(
         return RunFinishedEvent(
             thread_id=thread_id,
             run_id=run_id,
-            outcome=RunFinishedInterruptOutcome(interrupts=[interrupt(r, kaboo=kaboo) for r in shown]),
+            outcome=RunFinishedInterruptOutcome(
+                interrupts=[interrupt(r, kaboo=kaboo, votes=(votes or {}).get(r.request_id, ())) for r in shown]
+            ),
             metadata=metadata,
         )
     return RunFinishedEvent(

@@ -25,12 +25,13 @@ Pure: the server does the I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp_types
 from pydantic.json_schema import JsonSchemaValue
 
+from ..._core.access import Principal, refusal
 from ..._core.decisions import (
     Accept,
     Answer,
@@ -54,6 +55,8 @@ from ..._core.requests import (
     Request,
     shown_args,
 )
+from ..._core.votes import Vote, quorum
+from ..._runtime import routing_json
 from ...exceptions import InvalidDecision
 
 ElicitParams = mcp_types.ElicitRequestFormParams | mcp_types.ElicitRequestURLParams
@@ -118,7 +121,29 @@ def _approval_message(request: ApprovalRequest) -> str:
         lines.append(f"Covers: {request.subject.label}.")
     if request.tool_info is not None and request.tool_info.destructive:
         lines.append("The tool's source says it may destroy data.")
+    if request.routing is not None:
+        # Who decides a routed request, and where its vote stands (docs/guides/routing.md).
+        routed = routing_json(request, ())
+        names = ", ".join(p["name"] for p in routed["approvers"]["principals"]) or "nobody"
+        lines.append(f"Decided by {', '.join(routed['approvers']['named'])} ({names}).")
+        if "quorum" in routed:
+            lines.append(f"It needs {routed['quorum']['required']} approvals.")
     return " ".join(lines)
+
+
+def others_decide(request: Request, votes: Sequence[Vote], caller: Principal) -> str | None:
+    """Why `caller` is not asked a routed request: only its approvers decide it, or the caller's vote is in.
+
+    `None` when the caller is asked. Asking again someone whose answer cannot count would loop.
+    """
+    if request.routing is None:
+        return None
+    refused = refusal(caller, owner=request.principal, agent_path=request.agent_path, routing=request.routing)
+    standing = quorum(request.routing, votes, starter=request.principal)
+    if refused is None and caller.name not in standing.approved_by:
+        return None
+    progress = f" (approvals: {standing.text})" if request.routing.approvals_required > 1 else ""
+    return f"{request.tool_name} waits for {', '.join(request.routing.named)}{progress}"
 
 
 def _approval_form(request: ApprovalRequest) -> JsonSchemaValue:

@@ -52,7 +52,7 @@ from ..._core.decisions import Decision
 from ..._core.requests import Request
 from ..._runtime import RunResult, Sayso, authenticate
 from ...exceptions import CallEnded, DecisionRefused, InvalidDecision, SaysoError, Unauthenticated
-from ._mapping import decision_from, elicitation_for
+from ._mapping import decision_from, elicitation_for, others_decide
 
 AUDIENCE = "sayso"
 """Whom a sealed request state is for: the same on every replica, so any of them reads it."""
@@ -181,7 +181,7 @@ def _agent_tool(sayso: Sayso, agent: str) -> Any:
                 return await _pushed(sayso, ctx, caller, started)
             if ctx.request_state is None:
                 result = await sayso.run(message, agent=agent, thread_id=thread_id, principal=caller)
-                return _outcome(result)
+                return _outcome(result, caller=caller)
             run = await sayso.run_record(ctx.request_state, principal=caller)
             if run.agent != agent:
                 raise ToolError(f"the answers are for a run of {run.agent!r}, not of {agent!r}")
@@ -204,7 +204,7 @@ async def _answered(
     """A later leg: the client's answers decide the open requests they name, then the run carries on."""
     waiting = await sayso.result(run_id, principal=caller)
     if waiting.status != "paused":
-        return _outcome(waiting)
+        return _outcome(waiting, caller=caller)
     open_requests = {r.request_id: r for r in waiting.requests}
     answers: dict[str, Decision] = {}
     try:
@@ -212,19 +212,27 @@ async def _answered(
             request = open_requests.get(request_id)
             if request is not None and isinstance(reply, mcp_types.ElicitResult):
                 answers[request_id] = decision_from(request, reply)
-        return _outcome(await sayso.answer_pause(run_id, answers, principal=caller))
+        return _outcome(await sayso.answer_pause(run_id, answers, principal=caller), caller=caller)
     except CallEnded as ended:
         raise ToolError(f"decision refused: {ended}") from None  # closed: asking again would be answered by no one
     except DecisionRefused as refused:
-        return _outcome(waiting, refused=refused)
+        return _outcome(waiting, refused=refused, caller=caller)
 
 
-def _outcome(result: RunResult, *, refused: DecisionRefused | None = None) -> str | mcp_types.InputRequiredResult:
-    """The tool's answer for where a run stands: the agent's reply, or what it waits on, as elicitations."""
+def _outcome(
+    result: RunResult, *, caller: Principal, refused: DecisionRefused | None = None
+) -> str | mcp_types.InputRequiredResult:
+    """The tool's answer for where a run stands: the agent's reply, or what it waits on, as elicitations.
+
+    Routed requests the caller may not decide (or has voted on) are not asked: when only those are
+    left, the answer says whom the run waits for (docs/guides/routing.md).
+    """
     if result.status == "completed":
         return f"{result.output or ''}\n\n(thread {result.thread_id})"
     if result.status != "paused":
         raise ToolError(f"the run {result.status}: {result.error or 'no answer'}")
+    if waiting := _waiting_on_others(result, caller):
+        return waiting
     asked = {
         request.request_id: mcp_types.ElicitRequest(
             params=elicitation_for(
@@ -232,6 +240,7 @@ def _outcome(result: RunResult, *, refused: DecisionRefused | None = None) -> st
             )
         )
         for request in result.requests
+        if others_decide(request, result.votes.get(request.request_id, ()), caller) is None
     }
     return mcp_types.InputRequiredResult(input_requests=dict(asked), request_state=result.run_id)
 
@@ -240,12 +249,14 @@ async def _pushed(sayso: Sayso, ctx: Context, caller: Principal, result: RunResu
     """A handshake-era client: ask each open request on the live call until the run is no longer paused."""
     refused: DecisionRefused | None = None
     for _ in range(MAX_PUSHED_ROUNDS):
-        if result.status != "paused":
-            answer = _outcome(result)
+        if result.status != "paused" or _waiting_on_others(result, caller):
+            answer = _outcome(result, caller=caller)
             assert isinstance(answer, str)
             return answer
         answers: dict[str, Decision] = {}
         for request in result.requests:
+            if others_decide(request, result.votes.get(request.request_id, ()), caller) is not None:
+                continue
             problem = refused.problem if refused and refused.request_id == request.request_id else None
             answers[request.request_id] = await _asked(ctx, request, problem)
         try:
@@ -255,6 +266,14 @@ async def _pushed(sayso: Sayso, ctx: Context, caller: Principal, result: RunResu
         except DecisionRefused as exc:
             refused = exc
     raise ToolError(f"the answers kept being refused: {refused}")
+
+
+def _waiting_on_others(result: RunResult, caller: Principal) -> str | None:
+    """The answer when every open request is for others to decide: whom the run waits for; else `None`."""
+    notes = [others_decide(r, result.votes.get(r.request_id, ()), caller) for r in result.requests]
+    if not notes or any(n is None for n in notes):
+        return None
+    return f"Waiting for others: {'; '.join(n for n in notes if n)}.\n\n(thread {result.thread_id})"
 
 
 async def _asked(ctx: Context, request: Request, problem: str | None) -> Decision:

@@ -25,7 +25,33 @@ function cardShell(request, title, ctx) {
     meta.unshift(el("span", {}, `${request.agent_path} · `, el("a", { href: `#/thread/${chat}` }, thread)));
   }
   card.append(el("p", { class: "label" }, meta.flatMap((m, i) => (i ? [" · ", m] : [m]))));
+  if (request.approvers) {
+    // A routed request (docs/guides/routing.md): who decides it, and where its vote stands.
+    const names = request.approvers.principals.map((p) => p.name).join(", ") || "nobody";
+    card.append(el("p", { class: "label routing" }, `Decided by ${request.approvers.named.join(", ")} (${names})`));
+  }
+  if (request.quorum) card.append(el("p", { class: "quorum", role: "status" }, `Approvals: ${request.quorum.text}`));
   return card;
+}
+
+// The arguments a person approves: an edit's, once one restarted the count, else the proposed ones.
+function shownArgs(request) {
+  return request.quorum?.args ?? request.args;
+}
+
+// An approval of a request that needs several names the arguments this person saw: if someone's edit
+// changed them meanwhile, the vote starts a round on what was seen instead of approving unseen ones.
+function plainApproval(request, scope) {
+  return request.quorum ? { kind: "approve", scope, edited_args: shownArgs(request) } : { kind: "approve", scope };
+}
+
+// A vote that leaves the request waiting for more approvals: the card says so and takes no second vote.
+function voteRecorded(card, result, already) {
+  const text = `${already ? "You voted already" : "Your vote is recorded"}: ${result.quorum.text}`;
+  card.querySelector(".quorum")?.replaceChildren(`Approvals: ${result.quorum.text}`);
+  card.querySelectorAll("form.box").forEach((box) => { box.hidden = true; });
+  card.classList.add("done");
+  feedback(card, text, false);
 }
 
 function feedback(card, text, isError = true) {
@@ -67,14 +93,18 @@ async function decideCard(card, request, body, ctx, onRefused) {
   const buttons = card.querySelectorAll("button");
   buttons.forEach((b) => { b.disabled = true; });
   const result = await api("POST", `/v1/requests/${encodeURIComponent(request.id)}/decision`, body, { "Sayso-Via": "web" });
-  if (result.ok && result.data.recorded === false) {
+  const waits = result.ok && result.data.quorum && (result.data.run?.requests || []).some((r) => r.id === request.id);
+  if (waits) {
+    voteRecorded(card, result.data, result.data.recorded === false);
+  } else if (result.ok && result.data.recorded === false) {
     await closeFromServer(card, "Already decided: that decision had been taken already, nothing changed.");
   } else if (result.ok) {
     closeCard(card, {
       decision: body.kind, by: "person", principal: state.me, via: "web", at: new Date().toISOString(),
       scope: body.scope, reason: body.reason, message: body.message, value: body.value ?? body.content,
       answers: answerRecord(request, body.answers),
-      edited: !!body.edited_args, edits: body.edited_args ? diffArgs(request.args, body.edited_args) : null,
+      edited: !!body.edited_args && diffArgs(request.args, body.edited_args).length > 0,
+      edits: body.edited_args ? diffArgs(request.args, body.edited_args) : null,
     });
   } else if ([404, 409, 410].includes(result.status)) {
     // Someone (another tab, person or process) got there first: say what happened instead.
@@ -111,7 +141,7 @@ function approvalCard(request, ctx) {
     if (about) card.append(el("p", { class: "label" }, `${request.tool.source || "tool"} · ${about}`));
     if (request.tool.destructive && !request.tool.read_only) card.append(el("p", { class: "error" }, "The tool's source says it may destroy data."));
   }
-  card.append(el("pre", { "aria-label": "Arguments" }, JSON.stringify(request.args, null, 2)));
+  card.append(el("pre", { "aria-label": "Arguments" }, JSON.stringify(shownArgs(request), null, 2)));
   if (request.payload !== null && request.payload !== undefined) card.append(payloadBlock(request.payload));
   // An approval that asks for feedback (`response_schema`) sends it as the approval's `payload`.
   const feedbackForm = request.response_schema ? schemaForm(request.response_schema) : null;
@@ -134,12 +164,12 @@ function approvalCard(request, ctx) {
   const scope = () => card.querySelector(`input[name="${scopeName}"]:checked`)?.value || "once";
 
   const editId = nextId("edit");
-  const editor = el("textarea", { id: editId, rows: 6, spellcheck: "false" }, JSON.stringify(request.args, null, 2));
+  const editor = el("textarea", { id: editId, rows: 6, spellcheck: "false" }, JSON.stringify(shownArgs(request), null, 2));
   const preview = el("div", { class: "preview", "aria-live": "polite" });
   editor.addEventListener("input", () => {
     let edited;
     try { edited = JSON.parse(editor.value); } catch { preview.replaceChildren(); return; }
-    const changes = diffArgs(request.args, edited);
+    const changes = diffArgs(shownArgs(request), edited);
     preview.replaceChildren(...(changes.length ? [el("p", { class: "hint" }, "Changes:"), editList(changes)] : []));
   });
   const editBox = el("form", { class: "box", hidden: true, onsubmit: (event) => {
@@ -162,7 +192,7 @@ function approvalCard(request, ctx) {
     el("div", { class: "row" }, reason, el("button", { type: "submit", class: "danger" }, "Confirm rejection")));
 
   card.append(el("div", { class: "actions" },
-    el("button", { type: "button", class: "primary", onclick: () => approve({ kind: "approve", scope: scope() }) }, "Approve"),
+    el("button", { type: "button", class: "primary", onclick: () => approve(plainApproval(request, scope())) }, "Approve"),
     el("button", { type: "button", "aria-expanded": "false", onclick: toggle(editBox, editor) }, "Edit and approve"),
     el("button", { type: "button", class: "danger", "aria-expanded": "false", onclick: toggle(rejectBox, reason) }, "Reject")),
   editBox, rejectBox);

@@ -6,7 +6,8 @@ const DECISION_MARKS = { approve: "✓", reject: "✗", skip: "⤼", expired: "�
 function decisionLine(entry) {
   const record = entry.decision;
   const edited = !!record.edits?.length;
-  const title = outcomeTitle({ ...record, edited });
+  // A vote before a decision that needed several approvals: "vote 1 of 2: Approved by bob (CLI)".
+  const title = (record.quorum ? `${record.quorum[0].toUpperCase()}${record.quorum.slice(1)}: ` : "") + outcomeTitle({ ...record, edited });
   const mark = record.by === "permission" ? "↻" : edited ? "✎" : DECISION_MARKS[record.decision] || "•";
   return el("li", { class: `decision decision-${record.decision}${record.by === "permission" ? " granted" : ""}` },
     el("p", {}, el("span", { class: "mark", "aria-hidden": "true" }, mark), " ",

@@ -20,6 +20,7 @@ from ...._core.requests import (
     QuestionRequest,
     shown_args,
 )
+from ...._runtime import routing_json
 from ._elicitations import ELICITATION_RESPONSE, elicitation_from_v1
 from ._views import (
     HITL_RESPONSE,
@@ -144,6 +145,11 @@ def sayso_payload(view: PauseView) -> SaysoPayloadJson:
         elif isinstance(request, InputRequest):
             entry["node"], entry["message"] = request.node, request.message
             entry["payload"], entry["response_schema"] = request.payload, request.response_schema
+        if request.routing is not None:
+            routed = routing_json(request, view.votes.get(request.request_id, ()))
+            entry["approvers"] = routed["approvers"]
+            if "quorum" in routed:
+                entry["quorum"] = routed["quorum"]
         entries.append(entry)
     return {"requests": entries}
 

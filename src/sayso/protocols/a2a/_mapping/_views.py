@@ -19,8 +19,9 @@ too (one question per field of an object schema, else one question), its text is
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -36,6 +37,7 @@ from ...._core.requests import (
     default_hint,
     shown_args,
 )
+from ...._core.votes import Vote, quorum
 from ...._runtime import RemoteTask
 from ....exceptions import InvalidInput
 from ._wire import LegacyCallJson, QuestionJson
@@ -85,6 +87,8 @@ class PauseView:
     delegate: DelegateRequest | None = None
     """The task's own call that handed the work down (to its direct child), when the requests come from a
     nested agent and the call is known: its real name, arguments and id stand for the parent's call."""
+    votes: Mapping[str, tuple[Vote, ...]] = dataclasses.field(default_factory=dict)
+    """The votes cast on the shown requests that need several approvals, by request id (docs/guides/routing.md)."""
 
     @property
     def parent_id(self) -> str:
@@ -376,4 +380,15 @@ def view_text(view: PauseView | None) -> str:
         (request,) = view.requests
         assert isinstance(request, InputRequest)
         return request.message or GENERIC_TEXT
-    return status_text(_pending(view)) if view is not None else GENERIC_TEXT
+    if view is None:
+        return GENERIC_TEXT
+    return status_text(_pending(view)) + "".join(_standing(view, r) for r in view.requests)
+
+
+def _standing(view: PauseView, request: ShownRequest) -> str:
+    """` · approvals: 1 of 2, waiting for sre` for a shown request that needs several approvals."""
+    routing = request.routing
+    if routing is None or routing.approvals_required < 2:
+        return ""
+    votes = view.votes.get(request.request_id, ())
+    return f" · approvals: {quorum(routing, votes, starter=request.principal).text}"

@@ -13,6 +13,7 @@ from pydantic.json_schema import JsonSchemaValue
 from typing_extensions import TypedDict
 
 from ...._core.requests import RequestKind, Scope
+from ...._runtime import ApproversJson, QuorumJson
 
 
 class QuestionJson(TypedDict):
@@ -127,6 +128,10 @@ class SaysoRequestJson(TypedDict):
     respond_with: NotRequired[str]
     node: NotRequired[str]
     payload: NotRequired[Any]
+    approvers: NotRequired[ApproversJson]
+    """A routed request: who may decide it (docs/guides/routing.md)."""
+    quorum: NotRequired[QuorumJson]
+    """A routed request that needs several approvals: where the vote stands."""
 
 
 class SaysoPayloadJson(TypedDict):

@@ -1,0 +1,143 @@
+"""Who decides, as configuration: `groups:` of principals, and a rule's `approvers`, quorum and self-approval.
+
+See docs/guides/routing.md. A rule object of `interrupt.tools` and an MCP binding take these
+fields; the names are checked against `principals:` and `groups:` when the file loads, and the
+groups are resolved then, so a request carries the principals who may decide it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .._core.policy import ToolRule
+from .._core.routing import Routing, resolve
+
+ROUTING_FIELDS = frozenset({"approvers", "approvals_required", "self_approval"})
+"""The routing fields of a rule, left out where the rest of the rule becomes a policy rule."""
+
+
+class RoutingFields(BaseModel):
+    """`approvers`, `approvals_required` and `self_approval`: who decides a rule's requests."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    approvers: list[str] = []
+    """Principals and `groups:` who decide this rule's requests (and nobody else); unset: the thread's owner
+    or an approver for the agent (`approver_for`) decides, as without routing."""
+    approvals_required: int = Field(default=1, ge=1)
+    """How many distinct approvers must approve before the call runs; one rejection rejects."""
+    self_approval: bool = False
+    """Let the principal whose message started the run approve its calls too (off: separation of duties)."""
+
+    @model_validator(mode="after")
+    def _quorum_needs_approvers(self) -> RoutingFields:
+        if self.approvals_required > 1 and not self.approvers:
+            raise ValueError("approvals_required needs approvers: name the principals or groups who vote")
+        if len(set(self.approvers)) != len(self.approvers):
+            raise ValueError("approvers names a principal or group twice")
+        return self
+
+    def routing(self, groups: Mapping[str, Sequence[str]], *, rule: str) -> Routing | None:
+        """The routing this rule's requests carry, groups resolved; `None` when it names no approvers."""
+        if not self.approvers:
+            return None
+        return resolve(
+            self.approvers,
+            groups,
+            approvals_required=self.approvals_required,
+            self_approval=self.self_approval,
+            rule=rule,
+        )
+
+
+def routing_problems(
+    where: str,
+    fields: RoutingFields,
+    *,
+    groups: Mapping[str, Sequence[str]],
+    principals: Iterable[str],
+) -> list[str]:
+    """What is wrong with one rule's approvers: unknown names, a quorum nobody could reach."""
+    known = set(principals)
+    problems: list[str] = []
+    for name in fields.approvers:
+        if name not in groups and known and name not in known:
+            listed = ", ".join([*sorted(known), *sorted(groups)])
+            problems.append(f"{where}: approver {name!r} is neither a principal nor a group (known: {listed})")
+    if problems or not fields.approvers:
+        return problems
+    voters = resolve(fields.approvers, groups).approvers
+    if fields.approvals_required > len(voters):
+        problems.append(
+            f"{where}: approvals_required is {fields.approvals_required} but only {len(voters)} "
+            f"approver(s) could vote ({', '.join(a.name for a in voters)})"
+        )
+    return problems
+
+
+class RoutingConfig(BaseModel):
+    """`groups:` of the whole config, and the check of every rule's approvers against it and `principals:`."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    groups: dict[str, list[str]] = {}
+    """Groups of principals a rule's `approvers` may name (`finance: [bob, carol]`); docs/guides/routing.md."""
+
+    @model_validator(mode="after")
+    def _approvers_known(self) -> Self:
+        agents = getattr(self, "agents", {})
+        rules = routed_rules({n: (a.interrupt.tools, a.mcp) for n, a in agents.items()}, getattr(self, "workflows", {}))
+        principals = [p.name for p in getattr(self, "principals", [])]
+        if problems := config_problems(self.groups, principals, rules):
+            raise ValueError("; ".join(problems))
+        return self
+
+
+def routed(rule: ToolRule, fields: RoutingFields, groups: Mapping[str, Sequence[str]] | None) -> ToolRule:
+    """A policy rule with the routing its config entry names (groups resolved)."""
+    return dataclasses.replace(rule, routing=fields.routing(groups or {}, rule=rule.name))
+
+
+def routed_rules(
+    agents: Mapping[str, tuple[Sequence[object], Sequence[object]]], workflows: Mapping[str, object]
+) -> list[tuple[str, object]]:
+    """Every entry that may name approvers, with where it is: agents' rules (`interrupt.tools`, `mcp`), workflows."""
+    found: list[tuple[str, object]] = []
+    for name, (tools, bindings) in agents.items():
+        found += [(f"agent {name!r}: rule {getattr(r, 'name', r)!r}", r) for r in tools]
+        found += [(f"agent {name!r}: mcp binding {getattr(b, 'server', b)!r}", b) for b in bindings]
+    return found + [(f"workflow {name!r}", w) for name, w in workflows.items()]
+
+
+def config_problems(
+    groups: Mapping[str, Sequence[str]],
+    principals: Sequence[str],
+    rules: Iterable[tuple[str, object]],
+) -> list[str]:
+    """Every problem of `groups:` and of the rules' approvers (`rules`: where each is, and the rule)."""
+    problems = group_problems(groups, principals)
+    for where, rule in rules:
+        if isinstance(rule, RoutingFields):
+            problems += routing_problems(where, rule, groups=groups, principals=principals)
+    return problems
+
+
+def group_problems(groups: Mapping[str, Sequence[str]], principals: Iterable[str]) -> list[str]:
+    """What is wrong with `groups:`: members that are not principals, names shared with a principal."""
+    known = set(principals)
+    problems: list[str] = []
+    for name, members in groups.items():
+        if name in known:
+            problems.append(f"group {name!r} has a principal's name; approvers would not know which is meant")
+        if not members:
+            problems.append(f"group {name!r} has no members")
+        for member in members:
+            if member in groups:
+                problems.append(f"group {name!r}: member {member!r} is a group; list its principals instead")
+            elif known and member not in known:
+                problems.append(f"group {name!r}: member {member!r} is not a principal")
+    return problems

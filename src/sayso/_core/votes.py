@@ -1,0 +1,180 @@
+"""Quorum votes on a routed request: each person's vote, where the request stands, and what one more vote does.
+
+See docs/guides/routing.md#quorum. `tally` is the one place a vote is weighed: the store records
+what it returns inside the transaction that read the votes before it (first decision wins, and a
+vote is counted once across replicas).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal, TypeAlias
+
+from pydantic import TypeAdapter
+
+from .audit_events import VoteEvent
+from .decisions import Approve, Reject, Via, arg_edits
+from .requests import Request
+from .routing import Routing
+
+VoteKind: TypeAlias = Literal["approve", "reject"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Vote:
+    """One person's vote on a routed request that needs several approvals."""
+
+    request_id: str
+    principal: str
+    decision: VoteKind
+    round: int
+    """Which arguments the vote was on: 0 for the proposed ones, each edit starts the next round."""
+    voted_at: float
+    via: Via | None = None
+    edited_args: Mapping[str, Any] | None = None
+    """The arguments an edit proposed (this vote starts a new round on them)."""
+    reason: str | None = None
+    """Why a rejection rejected, when the person said."""
+
+
+VOTE_ADAPTER: TypeAdapter[Vote] = TypeAdapter(Vote)
+"""The one adapter votes are stored through."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Quorum:
+    """Where a request that needs several approvals stands: who approved, who is still waited for."""
+
+    required: int
+    approved_by: tuple[str, ...]
+    """Who approved the current arguments, in order."""
+    waiting_for: tuple[str, ...]
+    """The approvers (principals, or the groups they were named through) who may still approve."""
+    round: int
+    """0 while the proposed arguments stand; each edit starts the next round."""
+    args: Mapping[str, Any] | None = None
+    """The arguments the next approver sees when an edit changed them; `None`: the proposed ones."""
+    votes: tuple[Vote, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """`1 of 2, waiting for sre`: what every interface shows."""
+        waiting = f", waiting for {', '.join(self.waiting_for)}" if self.waiting_for else ""
+        edited = " (edited arguments)" if self.round else ""
+        return f"{len(self.approved_by)} of {self.required}{edited}{waiting}"
+
+
+def quorum(routing: Routing, votes: Sequence[Vote], *, starter: str | None) -> Quorum:
+    """Where a routed request stands after `votes` (oldest first)."""
+    current = max((v.round for v in votes), default=0)
+    this_round = [v for v in votes if v.round == current and v.decision == "approve"]
+    approved = tuple(dict.fromkeys(v.principal for v in this_round))
+    args = next((v.edited_args for v in this_round if v.edited_args is not None), None)
+    deciders = set(routing.deciders(starter)) - set(approved)
+    waiting: list[str] = []
+    for name in routing.named:
+        members = [a.name for a in routing.approvers if name in a.groups]
+        if (members and any(m in deciders for m in members)) or (not members and name in deciders):
+            waiting.append(name)
+    return Quorum(
+        required=routing.approvals_required,
+        approved_by=approved,
+        waiting_for=tuple(waiting),
+        round=current,
+        args=args,
+        votes=tuple(votes),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tally:
+    """What one vote does: recorded (or a repeat, recorded nowhere), and the decision when it resolves."""
+
+    vote: Vote | None
+    """The vote to record; `None` when the person's vote is already counted (a harmless repeat)."""
+    resolved: Approve | Reject | None
+    """The request's decision when this vote resolves it: the Nth approval, or a rejection."""
+    quorum: Quorum
+    """Where the request stands after the vote."""
+
+
+def tally(
+    request: Request,
+    votes: Sequence[Vote],
+    decision: Approve | Reject,
+    *,
+    principal: str,
+    now: float,
+    via: Via | None,
+    alone: bool = False,
+) -> Tally:
+    """Weigh one vote on a routed `request` against the votes before it. `alone`: local mode's one caller decides."""
+    routing, request_id, starter, proposed = request.routing, request.request_id, request.principal, request.args
+    assert routing is not None, "only a routed request is voted on"
+    before = quorum(routing, votes, starter=starter)
+    current_args = before.args if before.args is not None else proposed
+    if isinstance(decision, Reject):
+        vote = Vote(
+            request_id=request_id,
+            principal=principal,
+            decision="reject",
+            round=before.round,
+            voted_at=now,
+            via=via,
+            reason=decision.reason,
+        )
+        return Tally(vote=vote, resolved=decision, quorum=quorum(routing, [*votes, vote], starter=starter))
+    edit = decision.edited_args is not None and decision.edited_args != current_args
+    if not edit and principal in before.approved_by:
+        return Tally(vote=None, resolved=None, quorum=before)
+    vote = Vote(
+        request_id=request_id,
+        principal=principal,
+        decision="approve",
+        round=before.round + 1 if edit else before.round,
+        voted_at=now,
+        via=via,
+        edited_args=decision.edited_args if edit else None,
+    )
+    after = quorum(routing, [*votes, vote], starter=starter)
+    if not alone and len(after.approved_by) < routing.approvals_required:
+        return Tally(vote=vote, resolved=None, quorum=after)
+    edited = dict(after.args) if after.args is not None else None
+    resolved = Approve(scope="once", edited_args=edited, payload=decision.payload)
+    return Tally(vote=vote, resolved=resolved, quorum=after)
+
+
+def vote_event(request: Request, vote: Vote, after: Quorum) -> VoteEvent:
+    """The audit record of one vote: who, when, through which interface, and where the request stood after it."""
+    event = VoteEvent(
+        event="vote",
+        request_id=request.request_id,
+        tool_name=request.tool_name,
+        run_id=request.run_id,
+        thread_id=request.thread_id,
+        agent_path=request.agent_path,
+        principal=vote.principal,
+        decision=vote.decision,
+        round=vote.round,
+        voted_at=vote.voted_at,
+        progress=after.text,
+    )
+    if vote.via is not None:
+        event["via"] = vote.via
+    if vote.reason:
+        event["reason"] = vote.reason
+    if vote.edited_args is not None:
+        event["edits"] = arg_edits(request.args, dict(vote.edited_args), redact=request.redact)
+    return event
+
+
+def same_as_shown(request: Request, votes: Sequence[Vote], decision: Approve) -> Approve:
+    """An approval whose "edit" is the arguments as they stand is a plain approval of them, not an edit.
+
+    An interface that names the arguments its person saw (so a vote never approves ones changed
+    meanwhile) sends them as `edited_args`; only a change starts a new round.
+    """
+    standing = quorum(request.routing, votes, starter=request.principal) if request.routing else None
+    current = standing.args if standing is not None and standing.args is not None else request.args
+    return replace(decision, edited_args=None) if decision.edited_args == current else decision

@@ -1,0 +1,65 @@
+"""Routing in the web UI (a real Chromium): a card says who decides and where the vote stands; a vote keeps it open."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from sayso import Config, Sayso
+from sayso.server import LiveSettings, create_app
+
+from ..conftest import LiveServer
+from ..server.test_web_ui import ARGS, CHROMIUM, sign_in
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")
+
+
+@pytest.fixture
+def live(refunds: Config) -> Iterator[LiveServer]:
+    server = LiveServer.in_thread(create_app(Sayso(refunds), expire_every_seconds=None, live=LiveSettings(every=0.2)))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+def person(browser: Browser, live: LiveServer, name: str) -> Page:
+    page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+    page.set_default_timeout(15_000)
+    sign_in(page, live.base_url, f"{name}-token")
+    page.goto(f"{live.base_url}/#/inbox")
+    return page
+
+
+def test_two_approvers_vote_in_their_inboxes(live: LiveServer, browser: Browser) -> None:
+    with live.client("alice-token") as alice:
+        run = alice.post("/v1/runs", json={"message": "refund 250 to acme"}).json()
+    bob = person(browser, live, "bob")
+    card = bob.locator("#inbox-cards article.card")
+    expect(card).to_contain_text("Decided by finance (bob, carol)")
+    expect(card.locator(".quorum")).to_have_text("Approvals: 0 of 2, waiting for finance")
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(card).to_contain_text("Your vote is recorded: 1 of 2, waiting for finance")
+    expect(card.locator(".quorum")).to_have_text("Approvals: 1 of 2, waiting for finance")
+    carol = person(browser, live, "carol")
+    card = carol.locator("#inbox-cards article.card")
+    expect(card.locator(".quorum")).to_have_text("Approvals: 1 of 2, waiting for finance")
+    card.get_by_role("button", name="Approve", exact=True).click()
+    # The card turns into its receipt, which the live inbox may take away at once: either way it waits no more.
+    expect(carol.locator("#inbox-cards article.card:not(.done)")).to_have_count(0)
+    with live.client("alice-token") as alice:
+        done = alice.get(f"/v1/runs/{run['run_id']}").json()
+    assert done["status"] == "completed" and done["output"] == "Refunded 250 to acme."
+    alice_page = person(browser, live, "alice")
+    alice_page.goto(f"{live.base_url}/#/thread/{run['thread_id']}")
+    lines = alice_page.locator("#transcript li.decision")
+    expect(lines.nth(0)).to_contain_text("Vote 1 of 2: Approved by bob (web UI)")
+    expect(lines.nth(1)).to_contain_text("Approved by carol (web UI)")

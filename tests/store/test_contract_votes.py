@@ -1,0 +1,105 @@
+"""The `RunStore` contract for routed requests (docs/guides/routing.md), on memory, SQLite and PostgreSQL.
+
+A vote is written inside the transaction that judged it, after the votes it read: a vote counted
+twice, or two voters each judging on a count that misses the other, collide on the vote's
+position and are judged again, so the Nth approval is counted once and resolves the request once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sayso._core.decisions import Approve, DecisionRecord, Reject
+from sayso._core.routing import resolve
+from sayso._core.votes import tally
+from sayso._store import Decided, InboxFilter, PauseState, RequestWithRun, ResumeClaim, RunStore, Verdict
+
+from .test_contract import NOW, approval, at_once, decide, paused, start
+
+FINANCE = resolve(["finance"], {"finance": ["alice", "bob", "carol", "dave"]}, approvals_required=3)
+
+
+def voter(who: str, decision: Approve | Reject | None = None) -> Any:
+    """A judge as the runtime's for `who`'s vote: counted by the core's `tally`, resuming on the last approval."""
+
+    def judge(found: RequestWithRun, state: PauseState) -> Verdict:
+        counted = tally(found.request, found.votes, decision or Approve(), principal=who, now=NOW + 5, via="rest")
+        if counted.vote is None:
+            return Verdict(record=None)
+        audit: list[Any] = [{"event": "vote", "principal": who}]
+        if counted.resolved is None:
+            return Verdict(record=None, audit=audit, vote=counted.vote)
+        record = DecisionRecord(
+            request_id=found.request.request_id, decision=counted.resolved, by="person", principal=who, decided_at=NOW
+        )
+        resume = ResumeClaim(executing=[found.request.request_id], grants_of="alice")
+        audit.append({"event": "decided"})
+        return Verdict(record=record, audit=audit, vote=counted.vote, resume=resume)
+
+    return judge
+
+
+async def routed_pause(store: RunStore) -> None:
+    run = await start(store)
+    await paused(store, run, [approval("req_1", run, routing=FINANCE)])
+
+
+async def test_votes_are_kept_in_order_and_leave_the_pause_open(store: RunStore) -> None:
+    """A vote short of the quorum is recorded with its audit; the pause stays open; reads return the votes."""
+    await routed_pause(store)
+    first = await decide(store, "req_1", voter("bob"))
+    assert first is not None and first.verdict.vote is not None and first.claim is None
+    await decide(store, "req_1", voter("carol"))
+    found = await store.get_request("req_1")
+    assert found is not None and found.decision is None and found.pause_status == "open"
+    assert [v.principal for v in found.votes] == ["bob", "carol"]
+    assert [v.principal for v in (await store.votes(["req_1", "req_none"]))["req_1"]] == ["bob", "carol"]
+    assert [r.body for r in await store.audit_records()] == [
+        {"event": "vote", "principal": "bob"},
+        {"event": "vote", "principal": "carol"},
+    ]
+
+
+async def test_the_same_persons_second_vote_counts_nothing(store: RunStore) -> None:
+    await routed_pause(store)
+    outcomes = await at_once(*[lambda: decide(store, "req_1", voter("bob"))] * 3)
+    assert sum(isinstance(o, Decided) and o.verdict.vote is not None for o in outcomes) == 1
+    assert sum(isinstance(o, Decided) and o.verdict.vote is None for o in outcomes) == 2
+    found = await store.get_request("req_1")
+    assert found is not None and [v.principal for v in found.votes] == ["bob"]
+    assert await store.count_audit() == 1
+
+
+async def test_concurrent_voters_are_each_counted_and_resolve_once(store: RunStore) -> None:
+    """Three approvers at the same moment on a quorum of three: every vote counts, one resolves and resumes."""
+    await routed_pause(store)
+    outcomes = await at_once(*[lambda who=who: decide(store, "req_1", voter(who)) for who in ("bob", "carol", "dave")])
+    assert all(isinstance(o, Decided) and o.verdict.vote is not None for o in outcomes), outcomes
+    assert sum(o.claim is not None for o in outcomes) == 1
+    found = await store.get_request("req_1")
+    assert found is not None and found.decision is not None and found.pause_status == "consumed"
+    assert sorted(v.principal for v in found.votes) == ["bob", "carol", "dave"]
+    assert await store.count_audit() == 4  # three votes and one decision
+
+
+async def test_a_rejection_resolves_at_once(store: RunStore) -> None:
+    await routed_pause(store)
+    await decide(store, "req_1", voter("bob"))
+    done = await decide(store, "req_1", voter("carol", Reject(reason="duplicate")))
+    assert done is not None and done.claim is not None
+    found = await store.get_request("req_1")
+    assert found is not None and found.decision is not None and found.decision.decision == Reject(reason="duplicate")
+
+
+async def test_the_inbox_lists_a_routed_request_to_its_deciders_only(store: RunStore) -> None:
+    """Not to its thread's owner (who started the run), not to an approver for the agent: to the named approvers."""
+    await routed_pause(store)
+
+    async def listed(who: str, agents: list[str] | None = None) -> list[str]:
+        query = InboxFilter(owner=who, approved_agents=agents or [], decider=who)
+        return [r.request_id for r in (await store.inbox(query, now=NOW, limit=10)).requests]
+
+    assert await listed("alice") == [] and await listed("erin", ["files"]) == []
+    assert await listed("bob") == ["req_1"] and await listed("dave") == ["req_1"]
+    every = await store.inbox(InboxFilter(), now=NOW, limit=10)
+    assert [r.request_id for r in every.requests] == ["req_1"]

@@ -1,0 +1,241 @@
+"""Routing (docs/guides/routing.md): approvers and groups, separation of duties, quorum votes, edits, the inbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai import Tool
+
+from sayso import Approve, Config, ConfigError, NotAllowed, Provide, Reject, Sayso, request_json
+from sayso._config.file import load_config
+
+from .conftest import approvals, script
+
+REFUNDS: list[dict[str, Any]] = []
+
+
+def refund(amount: int, to: str) -> str:
+    """Pay `amount` back to `to`."""
+    REFUNDS.append({"amount": amount, "to": to})
+    return f"refunded {amount} to {to}"
+
+
+RULES = [
+    {"user": r"^refund (?P<a>\d+) to (?P<t>\S+)$", "call": "refund", "args": {"amount": "{a}", "to": "{t}"}},
+    {"tool": "refund", "reply": "model read: {result}"},
+]
+
+PRINCIPALS = [{"name": n} for n in ("alice", "bob", "carol", "dave")]
+
+
+def config(tmp_path: Path, *, rule: dict[str, Any] | None = None) -> Config:
+    return Config.model_validate(
+        {
+            "store": f"sqlite:///{tmp_path / 'sayso.db'}",
+            "base_dir": tmp_path,
+            "principals": PRINCIPALS,
+            "groups": {"finance": ["alice", "bob", "carol"]},
+            "agents": {
+                "payments": {
+                    "model": "m",
+                    "tools": [Tool(refund)],
+                    "interrupt": {
+                        "tools": [rule or {"name": "refund", "approvers": ["finance"], "approvals_required": 2}]
+                    },
+                }
+            },
+        }
+    )
+
+
+@pytest.fixture(autouse=True)
+def no_refunds() -> None:
+    REFUNDS.clear()
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Sayso:
+    return Sayso(config(tmp_path), models={"m": script(*RULES)})
+
+
+async def test_two_of_finance_approve_and_the_call_runs_once(app: Sayso) -> None:
+    """The first approval records a vote and leaves the pause open; a repeat counts nothing; the second runs it."""
+    async with app:
+        paused = await app.run("refund 250 to acme", principal="alice")
+        [request] = approvals(paused.requests)
+        assert request.routing is not None and request.routing.deciders("alice") == ("bob", "carol")
+        assert request.scopes == ("once",)
+        first = await app.decide(request.request_id, Approve(), principal="bob", via="cli")
+        assert first.recorded and first.run.status == "paused" and REFUNDS == []
+        assert first.quorum is not None and first.quorum.text == "1 of 2, waiting for finance"
+        again = await app.decide(request.request_id, Approve(), principal="bob")
+        assert not again.recorded and again.quorum is not None and again.quorum.approved_by == ("bob",)
+        done = await app.decide(request.request_id, Approve(), principal="carol", via="rest")
+        log = [r.body for r in await app.audit_log()]
+    assert done.run.status == "completed" and done.run.output == "model read: refunded 250 to acme"
+    assert REFUNDS == [{"amount": 250, "to": "acme"}]
+    votes = [(b["principal"], b["decision"], b.get("via"), b["progress"]) for b in log if b["event"] == "vote"]
+    assert votes == [("bob", "approve", "cli", "1 of 2, waiting for finance"), ("carol", "approve", "rest", "2 of 2")]
+    [decision] = [b for b in log if b["event"] == "decision"]
+    assert decision["principal"] == "carol" and decision["decision"] == "approve"
+
+
+async def test_the_starter_and_outsiders_are_refused_with_the_rule(app: Sayso) -> None:
+    """Separation of duties: alice is in finance but started the run; dave is not an approver at all."""
+    async with app:
+        paused = await app.run("refund 250 to acme", principal="alice")
+        [request] = approvals(paused.requests)
+        with pytest.raises(NotAllowed, match="'alice' started this run and may not decide its own calls"):
+            await app.decide(request.request_id, Approve(), principal="alice")
+        with pytest.raises(NotAllowed, match=r"'dave' is not an approver of this request \(approvers: finance\)"):
+            await app.decide(request.request_id, Approve(), principal="dave")
+        state = await app.request(request.request_id)
+    assert state.votes == () and state.decision is None and REFUNDS == []
+
+
+async def test_self_approval_lets_the_starter_vote(tmp_path: Path) -> None:
+    rule = {"name": "refund", "approvers": ["finance"], "self_approval": True}
+    async with Sayso(config(tmp_path, rule=rule), models={"m": script(*RULES)}) as app:
+        paused = await app.run("refund 5 to acme", principal="alice")
+        done = await app.decide(paused.requests[0].request_id, Approve(), principal="alice")
+    assert done.run.status == "completed" and REFUNDS == [{"amount": 5, "to": "acme"}]
+
+
+async def test_an_edit_restarts_the_count_and_the_call_runs_with_it(app: Sayso) -> None:
+    """bob approved 250; carol edits to 200 (her vote counts for it); bob must approve the edit for it to run."""
+    async with app:
+        paused = await app.run("refund 250 to acme", principal="alice")
+        [request] = approvals(paused.requests)
+        await app.decide(request.request_id, Approve(), principal="bob")
+        edited = await app.decide(
+            request.request_id, Approve(edited_args={"amount": 200, "to": "acme"}), principal="carol"
+        )
+        assert edited.run.status == "paused" and edited.quorum is not None
+        assert edited.quorum.text == "1 of 2 (edited arguments), waiting for finance"
+        assert edited.quorum.args == {"amount": 200, "to": "acme"} and edited.quorum.approved_by == ("carol",)
+        page = await app.inbox(principal="bob")
+        shown = request_json(page.requests[0], votes=page.votes.get(request.request_id, ()))
+        assert shown["quorum"]["args"] == {"amount": 200, "to": "acme"}
+        done = await app.decide(request.request_id, Approve(), principal="bob")
+    assert done.run.status == "completed" and REFUNDS == [{"amount": 200, "to": "acme"}]
+
+
+async def test_one_rejection_rejects_with_its_reason(app: Sayso) -> None:
+    async with app:
+        paused = await app.run("refund 250 to acme", principal="alice")
+        [request] = approvals(paused.requests)
+        await app.decide(request.request_id, Approve(), principal="bob")
+        done = await app.decide(request.request_id, Reject(reason="duplicate refund"), principal="carol")
+    assert done.run.status == "completed" and REFUNDS == []
+    assert done.run.output == "model read: Declined: duplicate refund"
+
+
+async def test_each_inbox_lists_what_its_reader_may_decide(app: Sayso) -> None:
+    async with app:
+        paused = await app.run("refund 250 to acme", principal="alice")
+        request_id = paused.requests[0].request_id
+        listed = {who: [r.request_id for r in (await app.inbox(principal=who)).requests] for who in PRINCIPALS_NAMES}
+        await app.decide(request_id, Approve(), principal="bob")
+        page = await app.inbox(principal="carol")
+    assert listed == {"alice": [], "bob": [request_id], "carol": [request_id], "dave": []}
+    shown = request_json(page.requests[0], votes=page.votes[request_id])
+    assert shown["approvers"] == {
+        "named": ["finance"],
+        "principals": [{"name": "bob", "groups": ["finance"]}, {"name": "carol", "groups": ["finance"]}],
+        "approvals_required": 2,
+        "self_approval": False,
+    }
+    assert shown["quorum"]["text"] == "1 of 2, waiting for finance"
+    assert shown["quorum"]["approved_by"] == ["bob"] and shown["quorum"]["votes"][0]["principal"] == "bob"
+
+
+PRINCIPALS_NAMES = [p["name"] for p in PRINCIPALS]
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        ({"approvers": ["finanse"]}, "approver 'finanse' is neither a principal nor a group"),
+        ({"approvers": ["bob"], "approvals_required": 2}, "approvals_required is 2 but only 1 approver"),
+        ({"approvals_required": 2}, "approvals_required needs approvers"),
+    ],
+)
+def test_routing_mistakes_are_config_errors_with_their_line(
+    tmp_path: Path, extra: dict[str, Any], problem: str
+) -> None:
+    rule = "{" + ", ".join(f"{k}: {v}".replace("'", "") for k, v in {"name": "refund", **extra}.items()) + "}"
+    (tmp_path / "sayso.yaml").write_text(
+        "principals: [{name: alice}, {name: bob}]\n"
+        "groups: {finance: [alice, bob]}\n"
+        "agents:\n  payments:\n    model: test\n    interrupt:\n      tools:\n"
+        f"        - {rule}\n"
+    )
+    with pytest.raises(ConfigError, match=problem):
+        load_config(tmp_path / "sayso.yaml")
+
+
+def test_group_members_must_be_principals(tmp_path: Path) -> None:
+    (tmp_path / "sayso.yaml").write_text(
+        "principals: [{name: alice}]\ngroups: {finance: [alice, zed]}\nagents: {payments: {model: test}}\n"
+    )
+    with pytest.raises(ConfigError, match="group 'finance': member 'zed' is not a principal"):
+        load_config(tmp_path / "sayso.yaml")
+
+
+WORKFLOW_NODES = """\
+from sayso.workflows import RequestInput
+
+
+def ask():
+    answer = yield RequestInput("How much may we refund?", response_schema=int)
+    return f"refund up to {answer}"
+"""
+
+
+async def test_a_workflows_approvers_answer_its_inputs(tmp_path: Path) -> None:
+    """`approvers` on a workflow route its inputs: finance answers, not the principal who started it."""
+    (tmp_path / "wf_routing_nodes.py").write_text(WORKFLOW_NODES)
+    routed = Config.model_validate(
+        {
+            "store": f"sqlite:///{tmp_path / 'sayso.db'}",
+            "base_dir": tmp_path,
+            "principals": PRINCIPALS,
+            "groups": {"finance": ["alice", "bob"]},
+            "agents": {"helper": {"model": "test"}},
+            "workflows": {
+                "limits": {
+                    "nodes": {"ask": "wf_routing_nodes:ask"},
+                    "edges": [["START", "ask", "END"]],
+                    "approvers": ["finance"],
+                }
+            },
+        }
+    )
+    async with Sayso(routed) as app:
+        paused = await app.run("start", agent="limits", principal="alice")
+        [request] = paused.requests
+        assert request.routing is not None and request.routing.deciders("alice") == ("bob",)
+        with pytest.raises(NotAllowed, match="'alice' started this run"):
+            await app.decide(request.request_id, Provide(value=500), principal="alice")
+        assert [r.request_id for r in (await app.inbox(principal="bob")).requests] == [request.request_id]
+        done = await app.decide(request.request_id, Provide(value=500), principal="bob")
+    assert done.run.status == "completed" and done.run.output == "refund up to 500"
+
+
+def test_a_workflows_input_takes_one_answer() -> None:
+    with pytest.raises(ValueError, match="a workflow's input takes one answer"):
+        Config.model_validate(
+            {
+                "agents": {"a": {"model": "test"}},
+                "workflows": {
+                    "w": {
+                        "nodes": {"n": "m:f"},
+                        "edges": [["START", "n", "END"]],
+                        "approvers": ["x"],
+                        "approvals_required": 2,
+                    }
+                },
+            }
+        )
