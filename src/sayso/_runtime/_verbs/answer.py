@@ -60,14 +60,7 @@ async def answer_pause(
                 continue  # the same decision again: a harmless no-op
             raise AlreadyDecided(request_id, "it is no longer open")
         check_allowed(request, principal)
-        if _holds.needs_holder(request):
-            found = await k.store.request_with_run(request_id)
-            assert found is not None, "an open request is stored"
-            try:
-                _holds.check_holder(found, now)
-            except CallEnded:
-                await close_orphaned(c, request_id)
-                raise
+        await _check_holder(c, request, now)
         to_record = check_decision(request, decision, existing=None, now=now)
         assert to_record is not None, "an open request has no decision to repeat"
         if needs_votes(request):
@@ -100,3 +93,16 @@ async def answer_pause(
         except PauseConsumed:
             return await _tree.result(k, top.run_id)
     return await resume_if_ready(c, top, options)
+
+
+async def _check_holder(c: Cycle, request: Request, now: float) -> None:
+    """Refuse an answer only a gone holder could deliver (its form closes as cancelled), before its content is taken."""
+    if not _holds.needs_holder(request):
+        return
+    found = await c.k.store.request_with_run(request.request_id)
+    assert found is not None, "an open request is stored"
+    try:
+        _holds.check_holder(found, now)
+    except CallEnded:
+        await close_orphaned(c, request.request_id)
+        raise

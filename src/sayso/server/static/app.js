@@ -338,7 +338,9 @@ function newChat() {
   setStatus("");
   describeAgent();
   markCurrentThread();
-  $("message").focus();
+  // Never take the caret from a field the person is typing in (the token, while the page loads).
+  const typing = document.activeElement;
+  if (!typing || typing === document.body || typing === $("message")) $("message").focus();
 }
 
 function route() {
