@@ -33,6 +33,7 @@ from sayso import Approve, Reject, Sayso, load_config
 from sayso._store import store_from_url
 
 from .store.conftest import DSN
+from .tools import missing
 
 CASES = int(os.environ.get("FAULT_CASES", "18"))
 """The default covers each boundary once on each backend."""
@@ -207,7 +208,7 @@ def test_a_decider_killed_at_any_boundary_loses_nothing_and_runs_nothing_twice(
     """Killed at its boundary, the decider leaves nothing a recovery and a repeated decision cannot finish:
     each approved call ran at most once, no rejected call ran, every decision is recorded, the run completed."""
     if case.backend not in stores:
-        pytest.skip("TEST_POSTGRES_DSN is not set (scripts/test sets it)")
+        missing("TEST_POSTGRES_DSN is not set (scripts/test sets it)")
     marker = tmp_path / "marker"
     names = [f"f{n}-{tmp_path.name}" for n in range(case.calls)]
     env = {"FAULT_MARKER": str(marker), "SAYSO_STORE": stores[case.backend], "SAYSO_SANDBOX": str(tmp_path)}

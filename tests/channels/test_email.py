@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from sayso._core.links import LinkClaims, args_digest, sign_link
 
 from ..conftest import LiveServer, free_port
-from ..tools import ran
+from ..tools import missing, ran
 from .conftest import RULES, Clock, Serve, Smtp, body_text, channels_config, mailed_link
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -27,7 +27,7 @@ ALICE = {"Authorization": "Bearer alice-token"}
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed (scripts/test installs it)")
+        missing("Debian's chromium is not installed (scripts/test installs it)")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
         yield browser

@@ -19,6 +19,7 @@ from sayso import Sayso, load_config
 from sayso.protocols.a2a import a2a_router
 from sayso.protocols.ag_ui import ag_ui_router
 from sayso.server import create_app
+from tests.tools import missing
 
 from ..conftest import EXAMPLE, InProcess
 
@@ -225,7 +226,7 @@ async def test_racing_force_resumes_and_decisions_answer_only_sayso_errors(
     from ..store.conftest import DSN, postgres_database
 
     if backend == "postgres" and DSN is None:
-        pytest.skip("TEST_POSTGRES_DSN is not set (scripts/test sets it)")
+        missing("TEST_POSTGRES_DSN is not set (scripts/test sets it)")
     monkeypatch.setenv("SAYSO_SANDBOX", str(tmp_path / "sandbox"))
     async with postgres_database() if backend == "postgres" else _sqlite(tmp_path) as url:
         monkeypatch.setenv("SAYSO_STORE", url)

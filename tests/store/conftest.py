@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sayso._store import MemoryRunStore, RunStore, SqlRunStore
+from tests.tools import missing
 
 DSN = os.environ.get("TEST_POSTGRES_DSN")
 
@@ -21,7 +22,7 @@ async def postgres_database() -> AsyncIterator[str]:
     import asyncpg
 
     if DSN is None:
-        pytest.skip("TEST_POSTGRES_DSN is not set (scripts/test sets it)")
+        missing("TEST_POSTGRES_DSN is not set (scripts/test sets it)")
     name = f"sayso_{secrets.token_hex(6)}"
     admin = await asyncpg.connect(DSN)
     await admin.execute(f'CREATE DATABASE "{name}"')

@@ -20,6 +20,7 @@ from sayso._store._sql._base import schema_head
 from sayso._store._sql._rows import EXPIRED_RUNS
 from sayso._store._sql._tx import Sql
 from sayso.exceptions import ConfigError, StoreError
+from tests.tools import missing
 
 from .conftest import DSN, postgres_database
 
@@ -65,7 +66,7 @@ async def test_ping_fails_once_the_database_is_gone() -> None:
     import asyncpg
 
     if DSN is None:
-        pytest.skip("TEST_POSTGRES_DSN is not set (scripts/test sets it)")
+        missing("TEST_POSTGRES_DSN is not set (scripts/test sets it)")
     name = f"sayso_{secrets.token_hex(6)}"
     admin = await asyncpg.connect(DSN)
     try:

