@@ -14,7 +14,7 @@ from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request
 from ..._core.steps import StepKey, StepRecord
 from ..._core.votes import VOTE_ADAPTER, Vote
 from .._messages import decode_history
-from .._primitives import Document
+from .._ops import Document
 from .._records import (
     GRANTS_READ_AT_ONCE,
     DeliveryStatus,

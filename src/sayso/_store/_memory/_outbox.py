@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import assert_never
 
-from .._primitives import ClaimDelivery, DeliveryChange, Pruned, StoreTx
+from .._ops import ClaimDelivery, FanOut, Settled
+from .._primitives import Pruned, StoreTx
 from .._records import DeliveryStatus, OutboxKind, PendingDelivery
 from .._views import delivery_id
 from ._base import _Changes, _Delivery, _Tables
@@ -22,7 +24,19 @@ class MemoryOutboxTx(_Changes, StoreTx):
     async def unfanned_events(self, limit: int, kinds: Sequence[OutboxKind]) -> list[str]:
         return [e.event_id for e in self.s._outbox if not e.fanned_out and e.kind in kinds][:limit]
 
-    async def fan_out(self, event_id: str, hooks: Sequence[str], now: float) -> bool:
+    async def _outbox_change(self, change: FanOut | ClaimDelivery | Settled) -> bool:
+        """A change to the outbox's rows (`StoreTx.change`)."""
+        match change:
+            case FanOut(event_id=event_id, hooks=hooks, now=now):
+                return self._fan_out(event_id, hooks, now)
+            case ClaimDelivery(delivery_id=delivery_id, holder=holder):
+                return self._change_delivery(delivery_id, holder, change)
+            case Settled(delivery_id=delivery_id, holder=holder):
+                return self._change_delivery(delivery_id, holder, change)
+            case _:
+                assert_never(change)
+
+    def _fan_out(self, event_id: str, hooks: Sequence[str], now: float) -> bool:
         event = next((e for e in self.s._outbox if e.event_id == event_id), None)
         if event is None or event.fanned_out:
             return False
@@ -49,7 +63,7 @@ class MemoryOutboxTx(_Changes, StoreTx):
             for key, d in due[:limit]
         ]
 
-    async def change_delivery(self, delivery_id: str, holder: str, change: DeliveryChange) -> bool:
+    def _change_delivery(self, delivery_id: str, holder: str, change: ClaimDelivery | Settled) -> bool:
         d = self.s._deliveries.get(delivery_id)
         if isinstance(change, ClaimDelivery):
             if d is None or not _free(d, change.now):

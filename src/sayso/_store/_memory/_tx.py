@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal, TypeVar, assert_never
+from typing import TYPE_CHECKING, Literal, TypeVar, assert_never, cast
 
 import anyio
 
@@ -20,25 +20,57 @@ from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request, escalation_due
-from ..._core.steps import StepKey, StepRecord
+from ..._core.steps import StepRecord
 from ..._core.votes import VOTE_ADAPTER, Vote
 from ...exceptions import StoreError
 from .._messages import encode_messages
-from .._primitives import (
+from .._ops import (
+    AdvanceEscalation,
+    AnyRef,
     CancelRun,
+    Change,
+    ClaimDelivery,
     ClaimRun,
-    Deciding,
+    ClaimThread,
+    ConsumePause,
+    DecisionOf,
     Document,
+    DocumentOf,
+    DropStep,
     EndRun,
+    EndStep,
+    ExecutionOf,
+    FanOut,
+    FinishExecutions,
+    FreeThread,
+    GrantOf,
+    New,
+    NewDecisions,
+    NewEvents,
+    NewExecutions,
+    NewGrants,
+    NewMessages,
+    NewPause,
+    NewRun,
+    NewStep,
+    NewVote,
     PauseRun,
+    PutDocument,
+    Ref,
     ReleaseHold,
     RenewLease,
     ReopenRun,
+    ResolveExecution,
+    ResolveStep,
+    RevokeGrant,
     RunChange,
+    RunOf,
+    Settled,
+    StepOf,
     TakeOver,
-    TxStore,
-    TxWork,
+    ThreadOf,
 )
+from .._primitives import Deciding, TxStore, TxWork
 from .._records import (
     DueEscalation,
     ExecutionRecord,
@@ -56,6 +88,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class MemoryTx(MemoryOutboxTx):
@@ -69,12 +102,94 @@ class MemoryTx(MemoryOutboxTx):
         self.audit_head: AuditHead | None = None
         """The chain's head after this transaction's appends, announced once it commits."""
 
+    # rows by key, new rows, changes
+
+    async def get(self, ref: Ref[R]) -> R | None:
+        found: object
+        s = self.s
+        match cast(AnyRef, ref):
+            case ThreadOf(thread_id=thread_id):
+                found = s._threads.get(thread_id)
+            case RunOf(run_id=run_id):
+                found = s._run(run_id) if run_id in s._runs else None
+            case DecisionOf(request_id=request_id):
+                found = s._decided([request_id]).get(request_id)
+            case GrantOf(grant_id=grant_id):
+                found = s._grants.get(grant_id)
+            case ExecutionOf(request_id=request_id):
+                found = await self._execution(request_id)
+            case StepOf(key=key):
+                found = s._steps.get(key)
+            case DocumentOf(namespace=namespace, key=key):
+                found = s._documents.get((namespace, key))
+            case other:
+                assert_never(other)
+        return cast("R | None", found)
+
+    async def add(self, new: New) -> None:
+        match new:
+            case NewRun(run=run, thread=thread):
+                await self._add_run(run, thread=thread)
+            case NewMessages(run=run, messages=messages):
+                await self._append_messages(run, messages)
+            case NewPause(pause_id=pause_id, run_id=run_id, requests=requests, now=now):
+                await self._add_pause(pause_id, run_id, requests, now)
+            case NewDecisions(records=records):
+                await self._add_decisions(records)
+            case NewVote(vote=vote, seq=seq):
+                self._insert(self.s._votes, (vote.request_id, seq), VOTE_ADAPTER.dump_json(vote))
+            case NewEvents(kind=kind, request_ids=request_ids, now=now, step=step):
+                await self._add_events(kind, request_ids, now, step=step)
+            case NewGrants(grants=grants):
+                for grant in grants:
+                    self._insert(self.s._grants, grant.grant_id, grant)
+            case NewExecutions(request_ids=request_ids, run_id=run_id, now=now):
+                await self._mark_executing(request_ids, run_id, now)
+            case NewStep(key=key):
+                self._insert(self.s._steps, key, StepRecord(status="started", result=None))
+            case _:
+                assert_never(new)
+
+    async def change(self, change: Change) -> bool:
+        match change:
+            case (
+                PauseRun()
+                | EndRun()
+                | ClaimRun()
+                | CancelRun()
+                | RenewLease()
+                | ReleaseHold()
+                | TakeOver()
+                | ReopenRun()
+            ):
+                return await self._update_run(change)
+            case ClaimThread(thread_id=thread_id, run_id=run_id, expect=expect, again=again):
+                return await self._claim_thread(thread_id, run_id, expect=expect, again=again)
+            case FreeThread(thread_id=thread_id, run_id=run_id):
+                await self._free_thread(thread_id, run_id)
+            case ConsumePause(pause_id=pause_id):
+                return await self._consume_pause(pause_id)
+            case AdvanceEscalation(request_id=request_id, step=step, next_at=next_at):
+                return await self._advance_escalation(request_id, step, next_at)
+            case RevokeGrant(grant_id=grant_id, now=now):
+                return await self._revoke_grant(grant_id, now)
+            case FinishExecutions(executions=executions, now=now):
+                await self._finish_executions(executions, now)
+            case ResolveExecution(request_id=request_id, result=result, now=now, status=status):
+                return await self._resolve_execution(request_id, result, now, status)
+            case EndStep() | ResolveStep() | DropStep():
+                return self._step_change(change)
+            case PutDocument(namespace=namespace, key=key, body=body, expect=expect):
+                return await self._put_document(namespace, key, body, expect=expect)
+            case FanOut() | ClaimDelivery() | Settled():
+                return await self._outbox_change(change)
+            case _:
+                assert_never(change)
+        return True
+
     # threads
 
-    async def thread(self, thread_id: str) -> ThreadRecord | None:
-        return self.s._threads.get(thread_id)
-
-    async def claim_thread(self, thread_id: str, run_id: str, *, expect: str | None, again: bool = False) -> bool:
+    async def _claim_thread(self, thread_id: str, run_id: str, *, expect: str | None, again: bool = False) -> bool:
         thread = self.s._threads.get(thread_id)
         if thread is None:
             return False
@@ -83,17 +198,14 @@ class MemoryTx(MemoryOutboxTx):
         self._put(self.s._threads, thread_id, replace(thread, active_run_id=run_id))
         return True
 
-    async def free_thread(self, run: RunRecord) -> None:
-        thread = self.s._threads.get(run.thread_id)
-        if thread is not None and thread.active_run_id == run.run_id:
-            self._put(self.s._threads, run.thread_id, replace(thread, active_run_id=None))
+    async def _free_thread(self, thread_id: str, run_id: str) -> None:
+        thread = self.s._threads.get(thread_id)
+        if thread is not None and thread.active_run_id == run_id:
+            self._put(self.s._threads, thread_id, replace(thread, active_run_id=None))
 
     # runs
 
-    async def run(self, run_id: str) -> RunRecord | None:
-        return self.s._run(run_id) if run_id in self.s._runs else None
-
-    async def add_run(self, run: RunRecord, *, thread: ThreadRecord | None = None) -> None:
+    async def _add_run(self, run: RunRecord, *, thread: ThreadRecord | None = None) -> None:
         if thread is not None:
             self._insert(self.s._threads, thread.thread_id, thread)
         if run.run_id in self.s._runs:
@@ -102,7 +214,8 @@ class MemoryTx(MemoryOutboxTx):
             self._put(self.s._tools, run.run_id, CLIENT_TOOLS_ADAPTER.dump_json(run.client_tools))
         self._put(self.s._runs, run.run_id, replace(run, client_tools=()))
 
-    async def update_run(self, run_id: str, change: RunChange) -> bool:
+    async def _update_run(self, change: RunChange) -> bool:
+        run_id = change.run_id
         run = self.s._runs.get(run_id)
         if run is None:
             return isinstance(change, ClaimRun)
@@ -149,7 +262,7 @@ class MemoryTx(MemoryOutboxTx):
 
     # the message log
 
-    async def append_messages(self, run: RunRecord, new: Sequence[ModelMessage]) -> None:
+    async def _append_messages(self, run: RunRecord, new: Sequence[ModelMessage]) -> None:
         if not new:
             return
         if run.thread_id not in self.s._messages:
@@ -163,7 +276,7 @@ class MemoryTx(MemoryOutboxTx):
 
     # pauses, requests, decisions
 
-    async def add_pause(self, pause_id: str, run_id: str, requests: Sequence[Request], now: float) -> None:
+    async def _add_pause(self, pause_id: str, run_id: str, requests: Sequence[Request], now: float) -> None:
         self._insert(self.s._pauses, pause_id, _Pause(run_id=run_id, status="open", created_at=now))
         for position, r in enumerate(requests):
             row = _Request(
@@ -183,7 +296,7 @@ class MemoryTx(MemoryOutboxTx):
             )
             self._insert(self.s._requests, r.request_id, row)
 
-    async def consume_pause(self, pause_id: str) -> bool:
+    async def _consume_pause(self, pause_id: str) -> bool:
         pause = self.s._pauses.get(pause_id)
         if pause is None or pause.status != "open":
             return False
@@ -210,10 +323,7 @@ class MemoryTx(MemoryOutboxTx):
         )
         return Deciding(found=found, state=state, pause_id=row.pause_id)
 
-    async def decisions(self, request_ids: Sequence[str]) -> dict[str, DecisionRecord]:
-        return self.s._decided(request_ids)
-
-    async def add_decisions(self, records: Sequence[DecisionRecord]) -> None:
+    async def _add_decisions(self, records: Sequence[DecisionRecord]) -> None:
         for d in records:
             decision = _Decision(
                 body=DECISION_ADAPTER.dump_json(d.decision),
@@ -230,10 +340,7 @@ class MemoryTx(MemoryOutboxTx):
     async def votes(self, request_id: str) -> list[Vote]:
         return list(self.s._votes_of(request_id))
 
-    async def add_vote(self, vote: Vote, *, seq: int) -> None:
-        self._insert(self.s._votes, (vote.request_id, seq), VOTE_ADAPTER.dump_json(vote))
-
-    async def add_events(
+    async def _add_events(
         self, kind: OutboxKind, request_ids: Sequence[str], now: float, *, step: int | None = None
     ) -> None:
         for request_id in request_ids:
@@ -255,7 +362,7 @@ class MemoryTx(MemoryOutboxTx):
         ]
         return sorted(due, key=lambda d: d.due_at)[:limit]
 
-    async def advance_escalation(self, request_id: str, step: int, next_at: float | None) -> bool:
+    async def _advance_escalation(self, request_id: str, step: int, next_at: float | None) -> bool:
         row = self.s._requests.get(request_id)
         if row is None or row.status != "open" or row.escalations != step:
             return False
@@ -264,19 +371,15 @@ class MemoryTx(MemoryOutboxTx):
 
     # grants and the audit chain
 
-    async def add_grants(self, grants: Sequence[Grant]) -> None:
-        for grant in grants:
-            self._insert(self.s._grants, grant.grant_id, grant)
-
     async def active_grants(self, principal: str | None, now: float) -> list[Grant] | None:
         return self.s._active_grants(principal, now)
 
-    async def revoke_grant(self, grant_id: str, now: float) -> Grant | None:
+    async def _revoke_grant(self, grant_id: str, now: float) -> bool:
         grant = self.s._grants.get(grant_id)
         if grant is None or grant.revoked_at is not None:
-            return None
-        self._put(self.s._grants, grant_id, revoked := replace(grant, revoked_at=now))
-        return revoked
+            return False
+        self._put(self.s._grants, grant_id, replace(grant, revoked_at=now))
+        return True
 
     async def lock_audit(self) -> None:
         return None  # the memory store's transactions run one at a time under its lock
@@ -295,27 +398,24 @@ class MemoryTx(MemoryOutboxTx):
 
     # the ledger
 
-    async def execution(self, request_id: str) -> ExecutionRecord | None:
+    async def _execution(self, request_id: str) -> ExecutionRecord | None:
         found = self.s._executions.get(request_id)
         if found is None:
             return None
         return ExecutionRecord(request_id=request_id, status=found.status, result=found.result)
 
-    async def mark_executing(self, request_ids: Sequence[str], run_id: str, now: float) -> None:
+    async def _mark_executing(self, request_ids: Sequence[str], run_id: str, now: float) -> None:
         for request_id in request_ids:
             entry = _Execution(status="executing", result=None, run_id=run_id, started_at=now)
             self._insert(self.s._executions, request_id, entry)
 
-    async def finish_executions(self, executions: Sequence[ExecutionResult], now: float) -> None:
-        if not executions:
-            return
-        await self.append_audit([done.audit for done in executions])
+    async def _finish_executions(self, executions: Sequence[ExecutionResult], now: float) -> None:
         for done in executions:
             entry = self.s._executions.get(done.request_id)
             if entry is not None:
                 self._set(entry, status=done.status, result=done.result)
 
-    async def resolve_execution(
+    async def _resolve_execution(
         self, request_id: str, result: bytes, now: float, status: Literal["done", "unknown"]
     ) -> bool:
         entry = self.s._executions.get(request_id)
@@ -326,34 +426,24 @@ class MemoryTx(MemoryOutboxTx):
 
     # the step journal
 
-    async def step(self, key: StepKey) -> StepRecord | None:
-        return self.s._steps.get(key)
-
-    async def add_step(self, key: StepKey, now: float) -> None:
-        self._insert(self.s._steps, key, StepRecord(status="started", result=None))
-
-    async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
-        if key in self.s._steps:
-            self._put(self.s._steps, key, StepRecord(status=status, result=bytes(result)))
-
-    async def resolve_step(self, key: StepKey, now: float) -> bool:
-        found = self.s._steps.get(key)
+    def _step_change(self, change: EndStep | ResolveStep | DropStep) -> bool:
+        steps = self.s._steps
+        found = steps.get(change.key)
+        if isinstance(change, EndStep):
+            if found is not None:
+                self._put(steps, change.key, StepRecord(status=change.status, result=bytes(change.result)))
+            return True
         if found is None or found.status != "started":
             return False
-        self._put(self.s._steps, key, StepRecord(status="unknown", result=None))
+        if isinstance(change, ResolveStep):
+            self._put(steps, change.key, StepRecord(status="unknown", result=None))
+        else:
+            self._pop(steps, change.key)
         return True
-
-    async def drop_step(self, key: StepKey) -> None:
-        found = self.s._steps.get(key)
-        if found is not None and found.status == "started":
-            self._pop(self.s._steps, key)
 
     # documents
 
-    async def document(self, namespace: str, key: str) -> Document | None:
-        return self.s._documents.get((namespace, key))
-
-    async def put_document(self, namespace: str, key: str, body: str, now: float, *, expect: int | None = None) -> bool:
+    async def _put_document(self, namespace: str, key: str, body: str, *, expect: int | None) -> bool:
         found = self.s._documents.get((namespace, key))
         if expect is not None and (found.revision if found else 0) != expect:
             return False

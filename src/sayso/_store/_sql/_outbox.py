@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import assert_never
 
-from .._primitives import ClaimDelivery, DeliveryChange, Pruned, Settled, StoreTx
+from .._ops import ClaimDelivery, FanOut, Settled
+from .._primitives import Pruned, StoreTx
 from .._records import DeliveryStatus, OutboxKind, PendingDelivery
 from .._views import delivery_id
 from ._tx import Sql, Tx
@@ -74,7 +75,13 @@ class SqlOutboxTx(StoreTx):
         params = {**_FLAGS, "limit": limit, "k0": padded[0], "k1": padded[1], "k2": padded[2]}
         return [row["event_id"] for row in await self.tx.all(UNFANNED, params)]
 
-    async def fan_out(self, event_id: str, hooks: Sequence[str], now: float) -> bool:
+    async def _outbox_change(self, change: FanOut | ClaimDelivery | Settled) -> bool:
+        """A change to the outbox's rows (`StoreTx.change`)."""
+        if isinstance(change, FanOut):
+            return await self._fan_out(change.event_id, change.hooks, change.now)
+        return await self._change_delivery(change.delivery_id, change.holder, change)
+
+    async def _fan_out(self, event_id: str, hooks: Sequence[str], now: float) -> bool:
         if await self.tx.run(FAN_OUT, {**_FLAGS, "event_id": event_id}) != 1:
             return False
         rows = [{"delivery_id": delivery_id(event_id, h), "event_id": event_id, "hook": h, "now": now} for h in hooks]
@@ -96,7 +103,7 @@ class SqlOutboxTx(StoreTx):
             for row in await self.tx.all(DUE, {"now": now, "limit": limit})
         ]
 
-    async def change_delivery(self, delivery_id: str, holder: str, change: DeliveryChange) -> bool:
+    async def _change_delivery(self, delivery_id: str, holder: str, change: ClaimDelivery | Settled) -> bool:
         params: dict[str, object] = {"delivery_id": delivery_id, "holder": holder}
         match change:
             case ClaimDelivery(now=now, until=until):

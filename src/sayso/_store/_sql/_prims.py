@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Literal, assert_never
+from typing import TYPE_CHECKING, Literal, TypeVar, assert_never, cast
 
 from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
@@ -18,19 +18,53 @@ from ..._core.requests import REQUEST_ADAPTER, Request, escalation_due
 from ..._core.steps import StepKey, StepRecord
 from ..._core.votes import VOTE_ADAPTER, Vote
 from .._messages import encode_messages
-from .._primitives import (
+from .._ops import (
+    AdvanceEscalation,
+    AnyRef,
     CancelRun,
+    Change,
+    ClaimDelivery,
     ClaimRun,
-    Deciding,
+    ClaimThread,
+    ConsumePause,
+    DecisionOf,
     Document,
+    DocumentOf,
+    DropStep,
     EndRun,
+    EndStep,
+    ExecutionOf,
+    FanOut,
+    FinishExecutions,
+    FreeThread,
+    GrantOf,
+    New,
+    NewDecisions,
+    NewEvents,
+    NewExecutions,
+    NewGrants,
+    NewMessages,
+    NewPause,
+    NewRun,
+    NewStep,
+    NewVote,
     PauseRun,
+    PutDocument,
+    Ref,
     ReleaseHold,
     RenewLease,
     ReopenRun,
+    ResolveExecution,
+    ResolveStep,
+    RevokeGrant,
     RunChange,
+    RunOf,
+    Settled,
+    StepOf,
     TakeOver,
+    ThreadOf,
 )
+from .._primitives import Deciding
 from .._records import (
     GRANTS_READ_AT_ONCE,
     DueEscalation,
@@ -50,6 +84,8 @@ from ._tx import Tx
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
+R = TypeVar("R")
+
 
 class SqlTx(SqlOutboxTx):
     """The primitives over one open SQL transaction (`_tx.Tx`); the outbox's come from `SqlOutboxTx`."""
@@ -59,13 +95,96 @@ class SqlTx(SqlOutboxTx):
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
 
+    # rows by key, new rows, changes
+
+    async def get(self, ref: Ref[R]) -> R | None:
+        found: object
+        match cast(AnyRef, ref):
+            case ThreadOf(thread_id=thread_id):
+                found = await self._thread(thread_id)
+            case RunOf(run_id=run_id):
+                found = await self._run(run_id)
+            case DecisionOf(request_id=request_id):
+                found = await self._decision(request_id)
+            case GrantOf(grant_id=grant_id):
+                found = await self._grant(grant_id)
+            case ExecutionOf(request_id=request_id):
+                found = await self._execution(request_id)
+            case StepOf(key=key):
+                found = await self._step(key)
+            case DocumentOf(namespace=namespace, key=key):
+                found = await self._document(namespace, key)
+            case other:
+                assert_never(other)
+        return cast("R | None", found)
+
+    async def add(self, new: New) -> None:
+        match new:
+            case NewRun(run=run, thread=thread):
+                await self._add_run(run, thread=thread)
+            case NewMessages(run=run, messages=messages):
+                await self._append_messages(run, messages)
+            case NewPause(pause_id=pause_id, run_id=run_id, requests=requests, now=now):
+                await self._add_pause(pause_id, run_id, requests, now)
+            case NewDecisions(records=records):
+                await self._add_decisions(records)
+            case NewVote(vote=vote, seq=seq):
+                await self._add_vote(vote, seq=seq)
+            case NewEvents(kind=kind, request_ids=request_ids, now=now, step=step):
+                await self._add_events(kind, request_ids, now, step=step)
+            case NewGrants(grants=grants):
+                await self._add_grants(grants)
+            case NewExecutions(request_ids=request_ids, run_id=run_id, now=now):
+                await self._mark_executing(request_ids, run_id, now)
+            case NewStep(key=key, now=now):
+                await self._add_step(key, now)
+            case _:
+                assert_never(new)
+
+    async def change(self, change: Change) -> bool:
+        match change:
+            case (
+                PauseRun()
+                | EndRun()
+                | ClaimRun()
+                | CancelRun()
+                | RenewLease()
+                | ReleaseHold()
+                | TakeOver()
+                | ReopenRun()
+            ):
+                return await self._update_run(change)
+            case ClaimThread(thread_id=thread_id, run_id=run_id, expect=expect, again=again):
+                return await self._claim_thread(thread_id, run_id, expect=expect, again=again)
+            case FreeThread(thread_id=thread_id, run_id=run_id):
+                await self._free_thread(thread_id, run_id)
+            case ConsumePause(pause_id=pause_id):
+                return await self._consume_pause(pause_id)
+            case AdvanceEscalation(request_id=request_id, step=step, next_at=next_at):
+                return await self._advance_escalation(request_id, step, next_at)
+            case RevokeGrant(grant_id=grant_id, now=now):
+                return await self.tx.run(q.REVOKE_GRANT, {"grant_id": grant_id, "now": now}) == 1
+            case FinishExecutions(executions=executions, now=now):
+                await self._finish_executions(executions, now)
+            case ResolveExecution():
+                return await self._resolve_execution(change.request_id, change.result, change.now, change.status)
+            case EndStep() | ResolveStep() | DropStep():
+                return await self._step_change(change)
+            case PutDocument(namespace=namespace, key=key, body=body, now=now, expect=expect):
+                return await self._put_document(namespace, key, body, now, expect=expect)
+            case FanOut() | ClaimDelivery() | Settled():
+                return await self._outbox_change(change)
+            case _:
+                assert_never(change)
+        return True
+
     # threads
 
-    async def thread(self, thread_id: str) -> ThreadRecord | None:
+    async def _thread(self, thread_id: str) -> ThreadRecord | None:
         row = await self.tx.one(q.GET_THREAD, {"thread_id": thread_id})
         return q.thread_record(row) if row is not None else None
 
-    async def claim_thread(self, thread_id: str, run_id: str, *, expect: str | None, again: bool = False) -> bool:
+    async def _claim_thread(self, thread_id: str, run_id: str, *, expect: str | None, again: bool = False) -> bool:
         params = {"thread_id": thread_id, "run_id": run_id}
         if again:
             sql = q.TAKE_THREAD_BACK
@@ -75,16 +194,16 @@ class SqlTx(SqlOutboxTx):
             sql, params["expect"] = q.CLAIM_THREAD_FROM, expect
         return await self.tx.run(sql, params) == 1
 
-    async def free_thread(self, run: RunRecord) -> None:
-        await self.tx.later(q.FREE_THREAD, [{"thread_id": run.thread_id, "run_id": run.run_id}])
+    async def _free_thread(self, thread_id: str, run_id: str) -> None:
+        await self.tx.later(q.FREE_THREAD, [{"thread_id": thread_id, "run_id": run_id}])
 
     # runs
 
-    async def run(self, run_id: str) -> RunRecord | None:
+    async def _run(self, run_id: str) -> RunRecord | None:
         row = await self.tx.one(q.GET_RUN, {"run_id": run_id})
         return q.run_record(row) if row is not None else None
 
-    async def add_run(self, run: RunRecord, *, thread: ThreadRecord | None = None) -> None:
+    async def _add_run(self, run: RunRecord, *, thread: ThreadRecord | None = None) -> None:
         if thread is not None:
             params = {
                 "thread_id": thread.thread_id,
@@ -96,8 +215,8 @@ class SqlTx(SqlOutboxTx):
             await self.tx.later(q.INSERT_THREAD, [params])
         await self.tx.later(q.INSERT_RUN, [q.run_params(run)])
 
-    async def update_run(self, run_id: str, change: RunChange) -> bool:
-        tx, params = self.tx, {"run_id": run_id}
+    async def _update_run(self, change: RunChange) -> bool:
+        tx, params = self.tx, {"run_id": change.run_id}
         match change:
             case PauseRun(pause_id=pause_id, holder=holder, now=now, hold_until=hold_until):
                 held = {"keeper": holder if hold_until is not None else None, "hold_until": hold_until}
@@ -127,7 +246,7 @@ class SqlTx(SqlOutboxTx):
 
     # the message log
 
-    async def append_messages(self, run: RunRecord, new: Sequence[ModelMessage]) -> None:
+    async def _append_messages(self, run: RunRecord, new: Sequence[ModelMessage]) -> None:
         if not new:
             return
         params = {
@@ -143,7 +262,7 @@ class SqlTx(SqlOutboxTx):
 
     # pauses, requests, decisions
 
-    async def add_pause(self, pause_id: str, run_id: str, requests: Sequence[Request], now: float) -> None:
+    async def _add_pause(self, pause_id: str, run_id: str, requests: Sequence[Request], now: float) -> None:
         await self.tx.later(q.INSERT_PAUSE, [{"pause_id": pause_id, "run_id": run_id, "now": now}])
         if not requests:
             return
@@ -176,7 +295,7 @@ class SqlTx(SqlOutboxTx):
         if deciders:
             await self.tx.later(q.INSERT_DECIDER, deciders)
 
-    async def consume_pause(self, pause_id: str) -> bool:
+    async def _consume_pause(self, pause_id: str) -> bool:
         return await self.tx.run(q.CONSUME_PAUSE, {"pause_id": pause_id}) == 1
 
     async def deciding(self, request_id: str) -> Deciding | None:
@@ -195,15 +314,11 @@ class SqlTx(SqlOutboxTx):
         state = PauseState(run_id=found.run.run_id, status=found.pause_status, requests=requests, decisions=decisions)
         return Deciding(found=found, state=state, pause_id=row["request_pause_id"])
 
-    async def decisions(self, request_ids: Sequence[str]) -> dict[str, DecisionRecord]:
-        found: dict[str, DecisionRecord] = {}
-        for request_id in dict.fromkeys(request_ids):
-            row = await self.tx.one(q.GET_DECISION, {"request_id": request_id})
-            if row is not None and (record := q.decision_of(row)) is not None:
-                found[request_id] = record
-        return found
+    async def _decision(self, request_id: str) -> DecisionRecord | None:
+        row = await self.tx.one(q.GET_DECISION, {"request_id": request_id})
+        return None if row is None else q.decision_of(row)
 
-    async def add_decisions(self, records: Sequence[DecisionRecord]) -> None:
+    async def _add_decisions(self, records: Sequence[DecisionRecord]) -> None:
         await self.tx.later(
             q.INSERT_DECISION,
             [
@@ -226,11 +341,11 @@ class SqlTx(SqlOutboxTx):
             VOTE_ADAPTER.validate_json(row["body"]) for row in await self.tx.all(q.VOTES, {"request_id": request_id})
         ]
 
-    async def add_vote(self, vote: Vote, *, seq: int) -> None:
+    async def _add_vote(self, vote: Vote, *, seq: int) -> None:
         row = {"request_id": vote.request_id, "seq": seq, "principal": vote.principal, "voted_at": vote.voted_at}
         await self.tx.later(q.INSERT_VOTE, [{**row, "body": VOTE_ADAPTER.dump_json(vote)}])
 
-    async def add_events(
+    async def _add_events(
         self, kind: OutboxKind, request_ids: Sequence[str], now: float, *, step: int | None = None
     ) -> None:
         if request_ids:
@@ -255,13 +370,13 @@ class SqlTx(SqlOutboxTx):
         rows = await self.tx.all(q.DUE_ESCALATIONS, {"now": now, "limit": limit})
         return [DueEscalation(request_id=r["request_id"], step=r["escalations"], due_at=r["escalate_at"]) for r in rows]
 
-    async def advance_escalation(self, request_id: str, step: int, next_at: float | None) -> bool:
+    async def _advance_escalation(self, request_id: str, step: int, next_at: float | None) -> bool:
         params = {"request_id": request_id, "step": step, "next_at": next_at}
         return await self.tx.run(q.ADVANCE_ESCALATION, params) == 1
 
     # grants and the audit chain
 
-    async def add_grants(self, grants: Sequence[Grant]) -> None:
+    async def _add_grants(self, grants: Sequence[Grant]) -> None:
         if grants:
             await self.tx.later(q.INSERT_GRANT, [asdict(g) for g in grants])
 
@@ -272,12 +387,9 @@ class SqlTx(SqlOutboxTx):
         rows = await self.tx.all(q.ACTIVE_GRANTS, params)
         return None if len(rows) > GRANTS_READ_AT_ONCE else [q.grant_record(row) for row in rows]
 
-    async def revoke_grant(self, grant_id: str, now: float) -> Grant | None:
-        if await self.tx.run(q.REVOKE_GRANT, {"grant_id": grant_id, "now": now}) != 1:
-            return None
+    async def _grant(self, grant_id: str) -> Grant | None:
         row = await self.tx.one(q.GET_GRANT, {"grant_id": grant_id})
-        assert row is not None, "the grant was just revoked in this transaction"
-        return q.grant_record(row)
+        return None if row is None else q.grant_record(row)
 
     async def lock_audit(self) -> None:
         await _chain.lock_audit(self.tx)
@@ -287,7 +399,7 @@ class SqlTx(SqlOutboxTx):
 
     # the ledger
 
-    async def execution(self, request_id: str) -> ExecutionRecord | None:
+    async def _execution(self, request_id: str) -> ExecutionRecord | None:
         row = await self.tx.one(q.GET_EXECUTION, {"request_id": request_id})
         if row is None:
             return None
@@ -296,13 +408,10 @@ class SqlTx(SqlOutboxTx):
             request_id=request_id, status=row["status"], result=None if result is None else bytes(result)
         )
 
-    async def mark_executing(self, request_ids: Sequence[str], run_id: str, now: float) -> None:
+    async def _mark_executing(self, request_ids: Sequence[str], run_id: str, now: float) -> None:
         await self.tx.later(q.INSERT_EXECUTION, [{"request_id": r, "run_id": run_id, "now": now} for r in request_ids])
 
-    async def finish_executions(self, executions: Sequence[ExecutionResult], now: float) -> None:
-        if not executions:
-            return
-        await self.append_audit([done.audit for done in executions])  # first: its head lock is the one round trip
+    async def _finish_executions(self, executions: Sequence[ExecutionResult], now: float) -> None:
         await self.tx.later(
             q.FINISH_EXECUTION,
             [
@@ -311,7 +420,7 @@ class SqlTx(SqlOutboxTx):
             ],
         )
 
-    async def resolve_execution(
+    async def _resolve_execution(
         self, request_id: str, result: bytes, now: float, status: Literal["done", "unknown"]
     ) -> bool:
         params = {"request_id": request_id, "status": status, "result": result, "now": now}
@@ -319,32 +428,38 @@ class SqlTx(SqlOutboxTx):
 
     # the step journal
 
-    async def step(self, key: StepKey) -> StepRecord | None:
+    async def _step(self, key: StepKey) -> StepRecord | None:
         row = await self.tx.one(q.GET_STEP, _step_params(key))
         if row is None:
             return None
         result = row["result"]
         return StepRecord(status=row["status"], result=None if result is None else bytes(result))
 
-    async def add_step(self, key: StepKey, now: float) -> None:
+    async def _add_step(self, key: StepKey, now: float) -> None:
         await self.tx.run(q.INSERT_STEP, {**_step_params(key), "now": now})
 
-    async def end_step(self, key: StepKey, status: Literal["done", "unrecorded"], result: bytes, now: float) -> None:
-        await self.tx.later(q.END_STEP, [{**_step_params(key), "status": status, "result": bytes(result), "now": now}])
-
-    async def resolve_step(self, key: StepKey, now: float) -> bool:
-        return await self.tx.run(q.RESOLVE_STEP, {**_step_params(key), "now": now}) == 1
-
-    async def drop_step(self, key: StepKey) -> None:
-        await self.tx.run(q.DROP_STEP, _step_params(key))
+    async def _step_change(self, change: EndStep | ResolveStep | DropStep) -> bool:
+        params = _step_params(change.key)
+        match change:
+            case EndStep(status=status, result=result, now=now):
+                await self.tx.later(q.END_STEP, [{**params, "status": status, "result": bytes(result), "now": now}])
+                return True
+            case ResolveStep(now=now):
+                return await self.tx.run(q.RESOLVE_STEP, {**params, "now": now}) == 1
+            case DropStep():
+                return await self.tx.run(q.DROP_STEP, params) == 1
+            case _:
+                assert_never(change)
 
     # documents
 
-    async def document(self, namespace: str, key: str) -> Document | None:
+    async def _document(self, namespace: str, key: str) -> Document | None:
         row = await self.tx.one(q.GET_DOCUMENT, {"namespace": namespace, "key": key})
         return None if row is None else Document(body=str(row["value"]), revision=int(row["revision"]))
 
-    async def put_document(self, namespace: str, key: str, body: str, now: float, *, expect: int | None = None) -> bool:
+    async def _put_document(
+        self, namespace: str, key: str, body: str, now: float, *, expect: int | None = None
+    ) -> bool:
         params = {"namespace": namespace, "key": key, "value": body, "now": now}
         if expect is None:
             await self.tx.later(q.PUT_DOCUMENT, [params])

@@ -10,6 +10,7 @@ from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ...exceptions import PauseConsumed, StoreError
+from .._ops import ConsumePause, ExecutionOf, NewExecutions, NewGrants, NewVote, ResolveExecution
 from .._primitives import WORKFLOW_STATES, StoreTx, TxStore
 from .._records import Claim, Decided, ExecutionRecord, Judge, ResumeClaim, RunRecord
 from . import _steps
@@ -30,7 +31,7 @@ class DecisionVerbs(TxStore):
                 return existing[request_id]
             await _steps.record(tx, [record], audit)
             if grant is not None:
-                await tx.add_grants([grant])
+                await tx.add(NewGrants([grant]))
             return None
 
         async def earlier(tx: StoreTx) -> DecisionRecord | None:
@@ -60,7 +61,7 @@ class DecisionVerbs(TxStore):
                 return taken
             await _steps.record(tx, records, audit)
             if grants:
-                await tx.add_grants(grants)
+                await tx.add(NewGrants(grants))
             return []
 
         async def lost(tx: StoreTx) -> list[DecisionRecord]:
@@ -106,7 +107,7 @@ class DecisionVerbs(TxStore):
 
         async def lost(tx: StoreTx) -> Found:
             # A decision (or ledger entry) this claim adds was inserted by a concurrent writer.
-            if not await tx.consume_pause(pause_id):
+            if not await tx.change(ConsumePause(pause_id)):
                 raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
             raise decided_meanwhile(run.run_id)
 
@@ -131,13 +132,13 @@ class DecisionVerbs(TxStore):
             if verdict.vote is not None:
                 await tx.lock_audit()  # before the vote's row: the one lock order
                 # Its position after the votes read: a concurrent vote took it first? judged again (`race`).
-                await tx.add_vote(verdict.vote, seq=len(found.votes))
+                await tx.add(NewVote(verdict.vote, seq=len(found.votes)))
                 if verdict.record is None:
                     await tx.append_audit(verdict.audit)
             if verdict.record is not None:
                 await _steps.record(tx, [verdict.record], verdict.audit)
                 if verdict.grant is not None:
-                    await tx.add_grants([verdict.grant])
+                    await tx.add(NewGrants([verdict.grant]))
             decided = Decided(found=found, state=state, verdict=verdict, claim=None)
             if verdict.resume is None:
                 return decided, None
@@ -169,12 +170,12 @@ class DecisionVerbs(TxStore):
 
     async def begin_execution(self, request_id: str, run_id: str, now: float) -> ExecutionRecord | None:
         async def earlier(tx: StoreTx) -> ExecutionRecord | None:
-            return await tx.execution(request_id)
+            return await tx.get(ExecutionOf(request_id))
 
         async def work(tx: StoreTx) -> ExecutionRecord | None:
-            found = await tx.execution(request_id)
+            found = await tx.get(ExecutionOf(request_id))
             if found is None:
-                await tx.mark_executing([request_id], run_id, now)
+                await tx.add(NewExecutions([request_id], run_id, now))
             return found
 
         return await self._write(work, race=earlier)
@@ -189,7 +190,9 @@ class DecisionVerbs(TxStore):
         status: Literal["done", "unknown"] = "done",
     ) -> None:
         async def work(tx: StoreTx) -> None:
-            if await tx.resolve_execution(request_id, result, now, status):  # once, however many sweeps race to it
+            if await tx.change(
+                ResolveExecution(request_id, result, now, status)
+            ):  # once, however many sweeps race to it
                 await tx.append_audit(audit)
 
         await self._write(work)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..._core.audit_events import AuditEvent
+from .._ops import AdvanceEscalation, NewEvents
 from .._primitives import StoreTx, TxStore
 from .._records import DueEscalation
 
@@ -25,10 +26,10 @@ class EscalationVerbs(TxStore):
             await tx.lock_audit()  # before the request's row: the one lock order (a decider's is the same)
             # Then the claim: of two sweeps firing the same step, the second's update waits for the first to
             # commit, then matches nothing, and writes neither an audit record nor an event.
-            if not await tx.advance_escalation(request_id, step, next_at):
+            if not await tx.change(AdvanceEscalation(request_id, step, next_at)):
                 return False
             await tx.append_audit(audit)
-            await tx.add_events("request.escalated", [request_id], now, step=step)
+            await tx.add(NewEvents("request.escalated", [request_id], now, step=step))
             return True
 
         async def lost(tx: StoreTx) -> bool:

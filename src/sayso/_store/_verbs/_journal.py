@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from ..._core.audit_events import AuditEvent
 from ..._core.steps import Ending, StepKey, StepRecord
+from .._ops import DropStep, EndStep, NewStep, ResolveStep, StepOf
 from .._primitives import StoreTx, TxStore
 
 
@@ -14,12 +15,12 @@ class StepVerbs(TxStore):
 
     async def begin_step(self, key: StepKey, now: float, *, durable: bool = True) -> StepRecord | None:
         async def earlier(tx: StoreTx) -> StepRecord | None:
-            return await tx.step(key)
+            return await tx.get(StepOf(key))
 
         async def work(tx: StoreTx) -> StepRecord | None:
-            found = await tx.step(key)
+            found = await tx.get(StepOf(key))
             if found is None:
-                await tx.add_step(key, now)
+                await tx.add(NewStep(key, now))
             return found
 
         # Durable: a step whose process (or machine) dies mid-way must be found started, so it never runs twice.
@@ -31,14 +32,14 @@ class StepVerbs(TxStore):
         if status == "unknown":
 
             async def resolve(tx: StoreTx) -> None:
-                if await tx.resolve_step(key, now):  # once, however many runs find it cut off
+                if await tx.change(ResolveStep(key, now)):  # once, however many runs find it cut off
                     await tx.append_audit(audit)
 
             await self._write(resolve)
             return
 
         async def work(tx: StoreTx) -> None:
-            await tx.end_step(key, status, result, now)
+            await tx.change(EndStep(key, status, result, now))
 
         # Not waiting for the disk: a result lost with the machine leaves the step started, so it reads as
         # outcome unknown and never runs twice; only the mark before the function runs must be on disk.
@@ -46,6 +47,6 @@ class StepVerbs(TxStore):
 
     async def forget_step(self, key: StepKey) -> None:
         async def work(tx: StoreTx) -> None:
-            await tx.drop_step(key)
+            await tx.change(DropStep(key))
 
         await self._write(work, durable=False)  # lost with the machine, the step reads as outcome unknown

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .._ops import ClaimDelivery, FanOut, Settled
 from .._port_outbox import PRUNED_AT_ONCE
-from .._primitives import ClaimDelivery, Settled, StoreTx, TxStore
+from .._primitives import StoreTx, TxStore
 from .._records import REQUEST_KINDS, DeliveryStatus, OutboxKind, PendingDelivery
 
 
@@ -22,7 +23,8 @@ class OutboxVerbs(TxStore):
         async def work(tx: StoreTx) -> int:
             # Of two senders fanning out the same event, one does it (the other's conditional update waits
             # for the first to commit, then matches nothing).
-            return sum([await tx.fan_out(event_id, unique, now) for event_id in await tx.unfanned_events(limit, kinds)])
+            events = await tx.unfanned_events(limit, kinds)
+            return sum([await tx.change(FanOut(event_id, unique, now)) for event_id in events])
 
         async def lost(tx: StoreTx) -> int:
             return 0  # another sender fanned these events out first
@@ -36,8 +38,7 @@ class OutboxVerbs(TxStore):
             # Another sender's deliveries (webhooks vs A2A pushes) are passed over here, so look a little further.
             due = await tx.due_deliveries(now, limit if hooks is None else limit * 4)
             mine = [d for d in due if hooks is None or d.hook in hooks][:limit]
-            claim = ClaimDelivery(now=now, until=until)
-            return [d for d in mine if await tx.change_delivery(d.delivery_id, holder, claim)]
+            return [d for d in mine if await tx.change(ClaimDelivery(d.delivery_id, holder, now=now, until=until))]
 
         return await self._write(work)
 
@@ -53,6 +54,8 @@ class OutboxVerbs(TxStore):
     ) -> bool:
         pending = status == "pending"
         outcome = Settled(
+            delivery_id=delivery_id,
+            holder=holder,
             status=status,
             error=error,
             next_attempt_at=(retry_at if retry_at is not None else now) if pending else None,
@@ -61,7 +64,7 @@ class OutboxVerbs(TxStore):
         )
 
         async def work(tx: StoreTx) -> bool:
-            return await tx.change_delivery(delivery_id, holder, outcome)
+            return await tx.change(outcome)
 
         return await self._write(work)
 

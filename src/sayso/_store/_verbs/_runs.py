@@ -15,22 +15,27 @@ from ..._core.grants import Grant
 from ..._core.requests import ClientTool, Request
 from ...exceptions import PauseConsumed, RunConflict, RunNotFound, ThreadBusy
 from .._messages import decode_history
-from .._primitives import (
-    REMOTE_TASKS,
-    WORKFLOW_STATES,
+from .._ops import (
     CancelRun,
+    ClaimThread,
+    ConsumePause,
     EndRun,
+    FreeThread,
+    NewEvents,
+    NewMessages,
+    NewPause,
+    NewRun,
     PauseRun,
     ReleaseHold,
     RenewLease,
     ReopenRun,
-    StoreTx,
+    RunOf,
     TakeOver,
-    TxStore,
-    new_thread,
+    ThreadOf,
 )
+from .._primitives import REMOTE_TASKS, WORKFLOW_STATES, StoreTx, TxStore, new_thread
 from .._records import BegunRun, ExecutionResult, RemoteTask, RunRecord, RunStatus, ThreadCheck, ThreadRecord
-from ._steps import lost_lease, record
+from ._steps import finish, lost_lease, record
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -44,7 +49,7 @@ class RunVerbs(TxStore):
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
         async def work(tx: StoreTx) -> ThreadRecord | None:
-            return await tx.thread(thread_id)
+            return await tx.get(ThreadOf(thread_id))
 
         return await self._read(work)
 
@@ -66,13 +71,13 @@ class RunVerbs(TxStore):
         Found = tuple[ThreadRecord | None, RunRecord | None, list[bytes], list[Grant] | None]
 
         async def work(tx: StoreTx) -> Found:
-            thread = await tx.thread(thread_id)
+            thread = await tx.get(ThreadOf(thread_id))
             if check is not None:
                 check(thread)
             if thread is not None:
                 if thread.active_run_id is not None:
                     return thread, None, [], None
-                if not await tx.claim_thread(thread_id, run_id, expect=None):
+                if not await tx.change(ClaimThread(thread_id, run_id, expect=None)):
                     raise _thread_changed(run_id, thread_id)
             run = _new_run(
                 run_id=run_id,
@@ -85,7 +90,7 @@ class RunVerbs(TxStore):
                 lease_expires_at=lease_expires_at,
                 now=now,
             )
-            await tx.add_run(run, thread=new_thread(run, owner=owner, agent=agent) if thread is None else None)
+            await tx.add(NewRun(run, thread=new_thread(run, owner=owner, agent=agent) if thread is None else None))
             history = await tx.history(thread_id) if thread is not None else []
             return thread, run, history, await tx.active_grants(grants_of, now)
 
@@ -135,16 +140,16 @@ class RunVerbs(TxStore):
         async def work(tx: StoreTx) -> RunRecord:
             if supersede_pause is not None and audit:
                 await tx.lock_audit()  # before the thread's and the pause's rows: the one lock order
-            opens = await tx.thread(thread_id) is None
-            if not opens and not await tx.claim_thread(thread_id, run_id, expect=expect_active):
+            opens = await tx.get(ThreadOf(thread_id)) is None
+            if not opens and not await tx.change(ClaimThread(thread_id, run_id, expect=expect_active)):
                 raise _thread_changed(run_id, thread_id)
             if supersede_pause is not None:
-                if not await tx.consume_pause(supersede_pause):
+                if not await tx.change(ConsumePause(supersede_pause)):
                     raise PauseConsumed(run_id, "the pause was resumed by someone else meanwhile")
                 assert expect_active is not None
-                await tx.update_run(expect_active, CancelRun(now=now, only_paused=False))
+                await tx.change(CancelRun(run_id=expect_active, now=now, only_paused=False))
                 await record(tx, skips, audit)
-            await tx.add_run(run, thread=new_thread(run, owner=owner, agent=agent) if opens else None)
+            await tx.add(NewRun(run, thread=new_thread(run, owner=owner, agent=agent) if opens else None))
             return run
 
         async def lost(tx: StoreTx) -> NoReturn:
@@ -154,7 +159,7 @@ class RunVerbs(TxStore):
 
     async def get_run(self, run_id: str) -> RunRecord:
         async def work(tx: StoreTx) -> RunRecord:
-            run = await tx.run(run_id)
+            run = await tx.get(RunOf(run_id))
             if run is None:
                 raise RunNotFound(run_id)
             return run
@@ -163,13 +168,13 @@ class RunVerbs(TxStore):
 
     async def renew_lease(self, run_id: str, holder: str, until: float) -> bool:
         async def work(tx: StoreTx) -> bool:
-            return await tx.update_run(run_id, RenewLease(holder=holder, until=until))
+            return await tx.change(RenewLease(run_id=run_id, holder=holder, until=until))
 
         return await self._write(work)
 
     async def release_hold(self, run_id: str, holder: str) -> bool:
         async def work(tx: StoreTx) -> bool:
-            return await tx.update_run(run_id, ReleaseHold(holder=holder))
+            return await tx.change(ReleaseHold(run_id=run_id, holder=holder))
 
         return await self._write(work)
 
@@ -179,7 +184,7 @@ class RunVerbs(TxStore):
         async def work(tx: StoreTx) -> bool:
             holders: list[str | None] = [*dead_holders] or [None]
             for dead in holders:
-                if await tx.update_run(run_id, TakeOver(holder=holder, until=until, now=now, dead=dead)):
+                if await tx.change(TakeOver(run_id=run_id, holder=holder, until=until, now=now, dead=dead)):
                     return True
             return False
 
@@ -199,13 +204,13 @@ class RunVerbs(TxStore):
         hold_until: float | None = None,
     ) -> None:
         async def work(tx: StoreTx) -> None:
-            pause = PauseRun(pause_id=pause_id, holder=holder, now=now, hold_until=hold_until)
-            if not await tx.update_run(run.run_id, pause):
+            pause = PauseRun(run_id=run.run_id, pause_id=pause_id, holder=holder, now=now, hold_until=hold_until)
+            if not await tx.change(pause):
                 raise lost_lease(run.run_id)
-            await tx.finish_executions(executions, now)
-            await tx.append_messages(run, new_messages)
-            await tx.add_pause(pause_id, run.run_id, requests, now)
-            await tx.add_events("request.opened", [r.request_id for r in requests], now)
+            await finish(tx, executions, now)
+            await tx.add(NewMessages(run, new_messages))
+            await tx.add(NewPause(pause_id, run.run_id, requests, now))
+            await tx.add(NewEvents("request.opened", [r.request_id for r in requests], now))
             await _run_updated(tx, run, now)
             if workflow_state is not None:
                 await tx.put_document(WORKFLOW_STATES, run.run_id, workflow_state.decode(), now)
@@ -226,14 +231,14 @@ class RunVerbs(TxStore):
         workflow_state: bytes | None = None,
     ) -> None:
         async def work(tx: StoreTx) -> None:
-            end = EndRun(status=status, output=output, error=error, holder=holder, now=now)
-            if not await tx.update_run(run.run_id, end):
+            end = EndRun(run_id=run.run_id, status=status, output=output, error=error, holder=holder, now=now)
+            if not await tx.change(end):
                 raise lost_lease(run.run_id)
-            await tx.finish_executions(executions, now)
-            await tx.append_messages(run, new_messages)
+            await finish(tx, executions, now)
+            await tx.add(NewMessages(run, new_messages))
             if workflow_state is not None:
                 await tx.put_document(WORKFLOW_STATES, run.run_id, workflow_state.decode(), now)
-            await tx.free_thread(run)
+            await tx.change(FreeThread(run.thread_id, run.run_id))
             await _run_updated(tx, run, now)
 
         await self._write(work)
@@ -245,12 +250,12 @@ class RunVerbs(TxStore):
             if audit:
                 await tx.lock_audit()  # before the pause's row: the one lock order
             if run.pause_id is not None:
-                await tx.consume_pause(run.pause_id)
+                await tx.change(ConsumePause(run.pause_id))
             existing = await tx.decisions([d.request_id for d in skips])
             await record(tx, [d for d in skips if d.request_id not in existing], audit)
-            if await tx.update_run(run.run_id, CancelRun(now=now, only_paused=True)):
+            if await tx.change(CancelRun(run_id=run.run_id, now=now, only_paused=True)):
                 await _run_updated(tx, run, now)
-            await tx.free_thread(run)
+            await tx.change(FreeThread(run.thread_id, run.run_id))
 
         await self._write(work, race=work)  # a person decided one of the skipped requests meanwhile: theirs is kept
 
@@ -297,24 +302,24 @@ class RunVerbs(TxStore):
         new_messages: Sequence[ModelMessage] = (),
     ) -> None:
         async def work(tx: StoreTx) -> None:
-            held = await tx.run(run.run_id)
+            held = await tx.get(RunOf(run.run_id))
             if held is None or held.lease_holder != holder:
                 raise lost_lease(run.run_id)
-            await tx.append_messages(run, new_messages)
+            await tx.add(NewMessages(run, new_messages))
             await tx.put_document(WORKFLOW_STATES, run.run_id, state.decode(), now)
 
         await self._write(work, durable=False)
 
     async def reopen_run(self, run: RunRecord, *, holder: str, until: float, now: float) -> RunRecord:
         async def work(tx: StoreTx) -> RunRecord:
-            current = await tx.run(run.run_id)
+            current = await tx.get(RunOf(run.run_id))
             if current is None:
                 raise RunNotFound(run.run_id)
             if current.status != "failed":
                 raise RunConflict(run.run_id, f"the run is {current.status}; only a failed run is taken up again")
-            if not await tx.claim_thread(current.thread_id, run.run_id, expect=None, again=True):
+            if not await tx.change(ClaimThread(current.thread_id, run.run_id, expect=None, again=True)):
                 raise ThreadBusy(run.run_id, f"thread {current.thread_id!r} has moved on to another run")
-            if not await tx.update_run(run.run_id, ReopenRun(holder=holder, until=until, now=now)):
+            if not await tx.change(ReopenRun(run_id=run.run_id, holder=holder, until=until, now=now)):
                 raise RunConflict(run.run_id, "another process took the run up first")
             return replace(
                 current,
@@ -376,4 +381,4 @@ def _thread_changed(run_id: str, thread_id: str) -> RunConflict:
 async def _run_updated(tx: StoreTx, run: RunRecord, now: float) -> None:
     """A top-level run paused, ended or was cancelled: an event for its A2A task's push notifications."""
     if run.parent_run_id is None:
-        await tx.add_events("run.updated", [run.run_id], now)
+        await tx.add(NewEvents("run.updated", [run.run_id], now))

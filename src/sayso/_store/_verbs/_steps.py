@@ -10,16 +10,24 @@ from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ...exceptions import PauseConsumed, RunConflict
 from .._messages import decode_history
-from .._primitives import ClaimRun, StoreTx
-from .._records import Claim, ResumeClaim, RunRecord
+from .._ops import ClaimRun, ConsumePause, FinishExecutions, NewDecisions, NewEvents, NewExecutions
+from .._primitives import StoreTx
+from .._records import Claim, ExecutionResult, ResumeClaim, RunRecord
 
 
 async def record(tx: StoreTx, records: Sequence[DecisionRecord], audit: Sequence[AuditEvent] = ()) -> None:
     """Record decisions (their requests become `decided`, an outbox event each) with their audit records."""
     await tx.append_audit(audit)  # first: on PostgreSQL its head lock is the one round trip
     if records:
-        await tx.add_decisions(records)
-        await tx.add_events("request.decided", [d.request_id for d in records], max(d.decided_at for d in records))
+        await tx.add(NewDecisions(records))
+        await tx.add(NewEvents("request.decided", [d.request_id for d in records], max(d.decided_at for d in records)))
+
+
+async def finish(tx: StoreTx, executions: Sequence[ExecutionResult], now: float) -> None:
+    """Write the results of approved calls to their ledger entries, their audit records appended first."""
+    if executions:
+        await tx.append_audit([done.audit for done in executions])  # first: its head lock is the one round trip
+        await tx.change(FinishExecutions(executions, now))
 
 
 async def claim(
@@ -41,14 +49,14 @@ async def claim(
     """
     if resume.audit:
         await tx.lock_audit()  # before the pause's row: the one lock order
-    if not await tx.consume_pause(pause_id):
+    if not await tx.change(ConsumePause(pause_id)):
         raise PauseConsumed(run.run_id, "this pause was already resumed; a pause is consumed once")
     if resume.added and await tx.decisions([d.request_id for d in resume.added]):
         raise decided_meanwhile(run.run_id)
     await record(tx, resume.added, resume.audit)
     if resume.executing:
-        await tx.mark_executing(resume.executing, run.run_id, now)
-    await tx.update_run(run.run_id, ClaimRun(pause_id=pause_id, holder=holder, until=until, now=now))
+        await tx.add(NewExecutions(resume.executing, run.run_id, now))
+    await tx.change(ClaimRun(run_id=run.run_id, pause_id=pause_id, holder=holder, until=until, now=now))
     bodies = await tx.history(run.thread_id) if history else None
     return bodies, await tx.active_grants(resume.grants_of, now)
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ..._core.audit_events import AuditEvent
 from ..._core.grants import Grant
+from .._ops import GrantOf, RevokeGrant
 from .._primitives import StoreTx, TxStore
 
 
@@ -15,9 +16,11 @@ class TrustVerbs(TxStore):
 
     async def revoke_grant(self, grant_id: str, *, now: float, audit: Sequence[AuditEvent] = ()) -> Grant | None:
         async def work(tx: StoreTx) -> Grant | None:
-            revoked = await tx.revoke_grant(grant_id, now)
-            if revoked is not None:
-                await tx.append_audit(audit)
+            if not await tx.change(RevokeGrant(grant_id, now)):
+                return None
+            revoked = await tx.get(GrantOf(grant_id))
+            assert revoked is not None, "the grant was just revoked in this transaction"
+            await tx.append_audit(audit)
             return revoked
 
         return await self._write(work)
