@@ -71,8 +71,8 @@ STORE_ENV = "SAYSO_STORE"
 
 
 class _Strict(BaseModel):
-    # Attribute docstrings become field descriptions: the configuration reference is built from them.
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True)
+    # Field docstrings are read by docs/hooks/config_reference.py, not at load (that cost every command ~0.1 s).
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
 
 class ToolRuleConfig(PolicyFields, _Strict, RoutingFields):
