@@ -303,6 +303,7 @@ class PrincipalConfig(_Strict):
     """A person or service that may call the API, with its bearer token and approver roles."""
 
     name: str
+    """Who this is: the name its messages, decisions, grants and audit records carry."""
     token: str | None = None
     """The bearer token; prefer `token_env` so the secret stays out of the file."""
     token_env: str | None = None
@@ -349,9 +350,9 @@ class Config(_Strict, RoutingConfig):
     limits: LimitsConfig = LimitsConfig()
     """How much one call may send: request bodies, messages, edited arguments and answers."""
     mcp: McpServeConfig = McpServeConfig()
+    """How `/mcp` serves the agents: the key that seals a paused call's request state for every replica."""
     engine: EngineConfig = EngineConfig()
     """Where runs do their work: here, or as Temporal workflows on `sayso worker` processes."""
-    """How `/mcp` serves the agents: the key that seals a paused call's request state for every replica."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder that relative paths (store, scripts, tool modules) are resolved from."""
 
