@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -26,11 +27,23 @@ SAYSO = os.path.join(os.path.dirname(PY), "sayso")
 ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
 
 
-def timed(*args: str) -> tuple[float, str]:
-    """Wall seconds of one fresh process, and what it printed."""
+CPU: dict[str, list[float]] = {}
+"""CPU seconds (user + system) of each timed process, by name: steadier than wall time on a shared machine."""
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(*args: str, name: str = "") -> tuple[float, str]:
+    """Wall seconds of one fresh process, and what it printed (its CPU seconds go to `CPU[name]`)."""
+    cpu = _children_cpu()
     start = time.perf_counter()
     done = subprocess.run(list(args), capture_output=True, text=True, env=ENV, check=False)
     took = time.perf_counter() - start
+    if name:
+        CPU.setdefault(name, []).append(_children_cpu() - cpu)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(args)} exited {done.returncode}: {done.stderr[-1000:]}")
     return took, done.stdout
@@ -53,14 +66,15 @@ def measure(repeats: int) -> dict[str, float]:
         seconds: dict[str, list[float]] = {"import": [], "help": [], "inbox": [], "decide": []}
         for _ in range(repeats):
             request_id = paused_request(config)
-            seconds["import"].append(timed(PY, "-c", "import pydantic_ai")[0])
-            seconds["help"].append(timed(SAYSO, "--help")[0])
-            seconds["inbox"].append(timed(SAYSO, "inbox", config)[0])
-            took, out = timed(SAYSO, "decide", config, request_id, "approve", "--json")
+            seconds["import"].append(timed(PY, "-c", "import pydantic_ai", name="import")[0])
+            seconds["help"].append(timed(SAYSO, "--help", name="help")[0])
+            seconds["inbox"].append(timed(SAYSO, "inbox", config, name="inbox")[0])
+            took, out = timed(SAYSO, "decide", config, request_id, "approve", "--json", name="decide")
             if json.loads(out)["status"] != "completed":
                 raise SystemExit(f"decide did not finish the run: {out[:500]}")
             seconds["decide"].append(took)
     med = {k: statistics.median(v) for k, v in seconds.items()}
+    cpu = {k: statistics.median(v) for k, v in CPU.items()}
     return {
         "cli_import_pydantic_ai_s": round(med["import"], 3),
         "cli_help_s": round(med["help"], 3),
@@ -69,6 +83,9 @@ def measure(repeats: int) -> dict[str, float]:
         "cli_help_vs_import": round(med["help"] / med["import"], 3),
         "cli_inbox_vs_import": round(med["inbox"] / med["import"], 3),
         "cli_decide_vs_import": round(med["decide"] / med["import"], 3),
+        "cli_help_cpu_vs_import": round(cpu["help"] / cpu["import"], 3),
+        "cli_inbox_cpu_vs_import": round(cpu["inbox"] / cpu["import"], 3),
+        "cli_decide_cpu_vs_import": round(cpu["decide"] / cpu["import"], 3),
         "cli_repeats": repeats,
     }
 
@@ -77,11 +94,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=5)
     result = measure(ap.parse_args().repeats)
-    print(f"| command (median of {result['cli_repeats']}) | seconds | vs `import pydantic_ai` |")
-    print("|---|---:|---:|")
-    print(f"| `python -c 'import pydantic_ai'` | {result['cli_import_pydantic_ai_s']} | 1.0 |")
+    print(f"| command (median of {result['cli_repeats']}) | seconds | vs `import pydantic_ai` | CPU vs |")
+    print("|---|---:|---:|---:|")
+    print(f"| `python -c 'import pydantic_ai'` | {result['cli_import_pydantic_ai_s']} | 1.0 | 1.0 |")
     for name, command in (("help", "--help"), ("inbox", "inbox CONFIG"), ("decide", "decide CONFIG ID approve")):
-        print(f"| `sayso {command}` | {result[f'cli_{name}_s']} | {result[f'cli_{name}_vs_import']} |")
+        wall, cpu = result[f"cli_{name}_vs_import"], result[f"cli_{name}_cpu_vs_import"]
+        print(f"| `sayso {command}` | {result[f'cli_{name}_s']} | {wall} | {cpu} |")
     print(json.dumps(result))
 
 

@@ -43,6 +43,13 @@ def test_the_configuration_reference_has_every_section() -> None:
             assert any(t.startswith(f"{prefix}{name}") for t in titles), f"no section for {prefix}{name}: {titles}"
 
 
+def test_every_field_of_the_configuration_reference_says_what_it_does() -> None:
+    """The reference reads each field's docstring from the source (the models do not load them at run time)."""
+    rows = re.findall(r"^\| `([^`]+)` \|.*\| (.*?) ?\|$", reference(), re.M)
+    assert len(rows) > 100
+    assert [name for name, about in rows if not about.strip()] == []
+
+
 def test_the_pauses_concept_lists_every_request_kind() -> None:
     """docs/concepts/pauses.md has a row for each kind of request a run can pause on."""
     page = (ROOT / "docs" / "concepts" / "pauses.md").read_text()

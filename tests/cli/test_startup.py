@@ -116,6 +116,31 @@ def test_inbox_reads_the_store_without_the_engine_or_sqlalchemy(paused_store: tu
     assert sorted(m for m in modules if m.split(".")[0] in (*HEAVY, "alembic")) == []
 
 
+def test_decide_loads_only_what_resuming_an_agent_needs(paused_store: tuple[str, dict[str, str]]) -> None:
+    """`sayso decide` approving an agent's paused run finishes it without loading the web stack, a protocol,
+    Temporal, the in-memory store or the webhook signer (the starter sends no webhook)."""
+    config, env = paused_store
+    sayso = [sys.executable, "-m", "sayso"]
+    paused = subprocess.run(
+        [*sayso, "run", config, "refund A-100 25", "--json"], capture_output=True, text=True, check=True, env=env
+    )
+    request_id = json.loads(paused.stdout)["requests"][0]["id"]
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "sayso", "decide", config, request_id, "approve", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=env,
+    )
+    assert json.loads(done.stdout)["status"] == "completed"
+    modules = {line.rpartition("|")[2].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "pydantic_ai" in modules and "sayso._runtime._facade" in modules  # the walk sees the engine
+    unwanted = ("fastapi", "starlette", "a2a", "mcp", "fastmcp", "temporalio", "standardwebhooks")
+    assert sorted(m for m in modules if m.split(".")[0] in unwanted) == []
+    assert sorted(m for m in modules if m.startswith(("sayso._store._memory", "sayso.protocols", "sayso.server"))) == []
+
+
 @pytest.mark.parametrize("args", [("audit", "verify"), ("audit", "list"), ("grants", "list"), ("stats",)], ids=" ".join)
 def test_reading_commands_build_no_agent(paused_store: tuple[str, dict[str, str]], args: tuple[str, ...]) -> None:
     """The audit, grant and approval-statistics listings read the store without the engine, the web stack or a

@@ -22,9 +22,7 @@ SLACK_API = "https://slack.com/api/"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True, populate_by_name=True
-    )
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, populate_by_name=True)
 
 
 class _Retries(_Strict):

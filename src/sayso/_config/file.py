@@ -71,8 +71,8 @@ STORE_ENV = "SAYSO_STORE"
 
 
 class _Strict(BaseModel):
-    # Attribute docstrings become field descriptions: the configuration reference is built from them.
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True)
+    # Field docstrings are read by docs/hooks/config_reference.py, not at load (that cost every command ~0.1 s).
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
 
 class ToolRuleConfig(PolicyFields, _Strict, RoutingFields):
@@ -303,6 +303,7 @@ class PrincipalConfig(_Strict):
     """A person or service that may call the API, with its bearer token and approver roles."""
 
     name: str
+    """Who this is: the name its messages, decisions, grants and audit records carry."""
     token: str | None = None
     """The bearer token; prefer `token_env` so the secret stays out of the file."""
     token_env: str | None = None
@@ -349,9 +350,9 @@ class Config(_Strict, RoutingConfig):
     limits: LimitsConfig = LimitsConfig()
     """How much one call may send: request bodies, messages, edited arguments and answers."""
     mcp: McpServeConfig = McpServeConfig()
+    """How `/mcp` serves the agents: the key that seals a paused call's request state for every replica."""
     engine: EngineConfig = EngineConfig()
     """Where runs do their work: here, or as Temporal workflows on `sayso worker` processes."""
-    """How `/mcp` serves the agents: the key that seals a paused call's request state for every replica."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder that relative paths (store, scripts, tool modules) are resolved from."""
 

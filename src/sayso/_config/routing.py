@@ -23,7 +23,7 @@ ROUTING_FIELDS = frozenset({"approvers", "approvals_required", "self_approval"})
 class RoutingFields(BaseModel):
     """`approvers`, `approvals_required` and `self_approval`: who decides a rule's requests."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     approvers: list[str] = []
     """Principals and `groups:` who decide this rule's requests (and nobody else); unset: the thread's owner
@@ -82,7 +82,7 @@ def routing_problems(
 class RoutingConfig(BaseModel):
     """`groups:` of the whole config, and the check of every rule's approvers against it and `principals:`."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     groups: dict[str, list[str]] = {}
     """Groups of principals a rule's `approvers` may name (`finance: [bob, carol]`); docs/guides/routing.md."""

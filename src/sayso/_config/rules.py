@@ -28,7 +28,7 @@ Duration: TypeAlias = Annotated[float, BeforeValidator(parse_duration)]
 
 
 class _Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
 
 class EscalationStepConfig(_Entry):
@@ -67,7 +67,7 @@ class OnTimeoutConfig(_Entry):
 class PolicyFields(BaseModel):
     """The fields of a rule that say when it applies and what it does."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     rule: str | None = Field(default=None, min_length=1)
     """The rule's own name, shown with why a request asked (`asked because ... (rule refunds-large)`) and in

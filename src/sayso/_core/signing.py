@@ -20,9 +20,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from standardwebhooks import Webhook, WebhookVerificationError
+if TYPE_CHECKING:
+    from standardwebhooks import Webhook
 
 EVENT_HEADER = "Sayso-Event"
 ID_HEADER = "webhook-id"
@@ -34,7 +35,12 @@ SECRET_PREFIX = "whsec_"
 
 
 def webhook(secret: str) -> Webhook:
-    """The library's signer and verifier for `secret` (see the module docstring for how it becomes a key)."""
+    """The library's signer and verifier for `secret` (see the module docstring for how it becomes a key).
+
+    The library is imported here, on first signing: a command that sends nothing does not load it.
+    """
+    from standardwebhooks import Webhook
+
     return Webhook(secret) if secret.startswith(SECRET_PREFIX) else Webhook(secret.encode())
 
 
@@ -65,6 +71,8 @@ def signed_headers(secret: str, body: bytes, *, event: str, delivery_id: str, no
 
 def verify_headers(secret: str, headers: Mapping[str, str], body: bytes) -> bool:
     """Whether a delivery is genuine and recent (five minutes either way), for receivers that have sayso at hand."""
+    from standardwebhooks import WebhookVerificationError
+
     try:
         webhook(secret).verify(body, dict(headers), json_parse=False)
     except (WebhookVerificationError, ValueError):  # ValueError: a malformed signature header

@@ -10,9 +10,9 @@ configured URL names. The records every verb takes and returns live in `_records
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ConfigError, InvalidCursor
-from ._memory import MemoryRunStore
 from ._port import RunStore
 from ._port_outbox import PRUNED_AT_ONCE
 from ._records import (
@@ -95,6 +95,18 @@ __all__ = [
 
 MEMORY_URL = "memory://"
 
+if TYPE_CHECKING:
+    from ._memory import MemoryRunStore
+
+
+def __getattr__(name: str) -> Any:
+    """`MemoryRunStore` on first use: a command on a SQL store does not load the in-memory one."""
+    if name == "MemoryRunStore":
+        from ._memory import MemoryRunStore
+
+        return MemoryRunStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 def store_from_url(url: str, *, base_dir: Path | None = None) -> RunStore:
     """The store a configured URL names: `sqlite:///…` or `postgresql://…` in SQL, `memory://` in memory.
@@ -105,6 +117,8 @@ def store_from_url(url: str, *, base_dir: Path | None = None) -> RunStore:
         ConfigError: the URL names no store sayso has.
     """
     if url.startswith(MEMORY_URL):
+        from ._memory import MemoryRunStore
+
         return MemoryRunStore()
     if url.startswith(("sqlite", "postgresql", "postgres://")):
         return SqlRunStore(url, base_dir=base_dir)

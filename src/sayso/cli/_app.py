@@ -17,6 +17,7 @@ from ._command import Command as _Command
 from ._exits import CANNOT_SERVE, FAILED, WRONG
 from ._open import with_app as _with_app
 from ._open import with_reader as _with_reader
+from ._startup import collector_paused as _collector_paused
 
 if TYPE_CHECKING:
     from .._config.checks import ConfigProblem
@@ -152,7 +153,8 @@ def decide(
     as_json: JsonOpt = False,
 ) -> None:
     """Decide one request; when it was the last open one, the run resumes and its result is printed."""
-    from ._decisions import parse_decision
+    with _collector_paused():
+        from ._decisions import parse_decision
 
     # What `answer` and `approve` take depends on the request: its kind, the schema it asks for.
     needs_request = action in ("answer", "provide") or (action == "approve" and bool(values))
@@ -193,8 +195,9 @@ def resume(
 @app.command(cls=_Command)
 def inbox(config: ConfigArg, principal: InboxOf = None, as_json: JsonOpt = False) -> None:
     """List every open request across threads, oldest first (with --principal: what that person may decide)."""
-    from .._core.access import LOCAL
-    from ._render import print_inbox
+    with _collector_paused():
+        from .._core.access import LOCAL
+        from ._render import print_inbox
 
     async def work(rt: Reader) -> InboxPage:
         # The command line reads the store as its operator (every thread's requests, as in local mode),

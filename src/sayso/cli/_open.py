@@ -17,6 +17,7 @@ from rich.markup import escape
 from ..exceptions import SaysoError
 from ._exits import exit_code
 from ._logs import log_to_terminal
+from ._startup import collector_paused
 
 if TYPE_CHECKING:
     from .._runtime import Reader, Sayso
@@ -28,10 +29,13 @@ errors = Console(stderr=True)
 
 def with_app(config: str, work: Callable[[Sayso], Awaitable[T]], *, as_json: bool = False) -> T:
     """Open the runtime, do the work, and turn sayso's errors into a message and an exit code."""
-    from .._runtime import Sayso
+    with collector_paused():
+        from .._runtime import Sayso
 
     async def main() -> T:
-        async with Sayso.from_yaml(config) as runtime:
+        with collector_paused():
+            runtime = Sayso.from_yaml(config)
+        async with runtime:
             return await work(runtime)
 
     return _ran(main, as_json=as_json)
@@ -39,10 +43,13 @@ def with_app(config: str, work: Callable[[Sayso], Awaitable[T]], *, as_json: boo
 
 def with_reader(config: str, work: Callable[[Reader], Awaitable[T]], *, as_json: bool = False) -> T:
     """`with_app` for commands that only read the store: no agent, model or toolset is built."""
-    from .._runtime import Reader
+    with collector_paused():
+        from .._runtime import Reader
 
     async def main() -> T:
-        async with Reader.from_yaml(config) as reader:
+        with collector_paused():
+            opened = Reader.from_yaml(config)
+        async with opened as reader:
             return await work(reader)
 
     return _ran(main, as_json=as_json)

@@ -8,6 +8,7 @@ a run from one state to the next.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias
 
 from pydantic import Discriminator, TypeAdapter
@@ -165,19 +166,22 @@ class WorkflowState:
 
     def to_json(self) -> bytes:
         """The state as JSON bytes, the form a store keeps."""
-        return _STATE_ADAPTER.dump_json(self)
+        return _state_adapter().dump_json(self)
 
     @classmethod
     def from_json(cls, data: str | bytes) -> WorkflowState:
         """Load a state written by `to_json`."""
-        return _STATE_ADAPTER.validate_json(data)
+        return _state_adapter().validate_json(data)
 
     def visits(self, node: str) -> int:
         """How many times `node` has finished in this run."""
         return sum(1 for f in self.finished if f.node == node)
 
 
-_STATE_ADAPTER: TypeAdapter[WorkflowState] = TypeAdapter(WorkflowState)
+@cache
+def _state_adapter() -> TypeAdapter[WorkflowState]:
+    """Built on first use: a process that runs no workflow (an agent's `sayso decide`) does not pay ~30 ms for it."""
+    return TypeAdapter(WorkflowState)
 
 
 # what the runtime plugs in
