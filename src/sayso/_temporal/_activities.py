@@ -20,7 +20,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from .._core.decisions import DECISION_ADAPTER
-from .._core.requests import REQUEST_ADAPTER
+from .._core.requests import REQUEST_ADAPTER, ApprovalRequest, escalation_due
 from .._engine.gate import UNKNOWN_OUTCOME, outcome_unknown
 from .._runtime import Sayso
 from .._runtime._cycle import Cycle
@@ -55,7 +55,7 @@ class Activities:
 
     def all(self) -> Sequence[Callable[..., Any]]:
         """Every activity, for the worker to register."""
-        return [self.segment, self.advance, self.record, self.standing, self.expire, self.unknown]
+        return [self.segment, self.advance, self.record, self.standing, self.expire, self.escalate, self.unknown]
 
     @activity.defn(name="sayso.segment")
     async def segment(self, work: SegmentInput) -> Standing:
@@ -111,9 +111,23 @@ class Activities:
     async def expire(self, run_id: str) -> Standing:
         """Fire due escalation steps and expire what has expired (the run's timer fired), as `Sayso.expire` does."""
         async with self._working():
+            swept_at = self._k.clock()
             await escalate(self._k)
             await expire(self._c)
-            return await self._standing(run_id)
+            return await self._standing(run_id, swept_at=swept_at)
+
+    @activity.defn(name="sayso.escalate")
+    async def escalate(self, run_id: str) -> Standing:
+        """Fire the escalation steps due of the run's open requests (its step timer fired), with sayso's escalate verb.
+
+        Each step is claimed, audited and announced in the outbox in one store transaction, exactly as a
+        front's sweep fires it, so it fires once whichever of them comes first.
+        """
+        async with self._working():
+            swept_at = self._k.clock()
+            found = await result(self._k, run_id)
+            await escalate(self._k, requests={r.request_id for r in found.requests}, limit=1000)
+            return await self._standing(run_id, swept_at=swept_at)
 
     @activity.defn(name=UNKNOWN_ACTIVITY)
     async def unknown(self, cut: UnknownCall) -> Any:
@@ -159,12 +173,19 @@ class Activities:
                 raise ApplicationError(str(exc)) from None
         await self._c.runner(run).carry_on(run, options_of(options))
 
-    async def _standing(self, run_id: str) -> Standing:
+    async def _standing(self, run_id: str, *, swept_at: float | None = None) -> Standing:
         found = await result(self._k, run_id)
         open_ = [REQUEST_ADAPTER.dump_json(r).decode() for r in found.requests]
         expiries = [r.expires_at for r in found.requests]
         last = None if not expiries or any(e is None for e in expiries) else max(e for e in expiries if e is not None)
-        return Standing(status=found.status, open=open_, expires_at=last)
+        steps = sorted(
+            due
+            for r in found.requests
+            if isinstance(r, ApprovalRequest)
+            for done in range(len(r.escalation))
+            if (due := escalation_due(r, done)) is not None
+        )
+        return Standing(status=found.status, open=open_, expires_at=last, steps=steps, swept_at=swept_at)
 
     @contextlib.asynccontextmanager
     async def _working(self) -> AsyncIterator[None]:

@@ -8,7 +8,7 @@ raised in a worker crosses as a failure carrying the error as JSON, which the fr
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -93,6 +93,10 @@ class Standing:
     """The open requests at the leaves of the run's tree, each as sayso's request JSON."""
     expires_at: float | None
     """When every open request has expired (each has an expiry), else `None`."""
+    steps: list[float] = field(default_factory=list)
+    """When the escalation steps of the open requests are due (those before each one's timeout), soonest first."""
+    swept_at: float | None = None
+    """The worker's clock when it fired the steps due (set by the activities that fire them): those up to it fired."""
 
     @property
     def waiting(self) -> bool:

@@ -5,8 +5,13 @@ record): it runs the first segment, then waits. A decision arrives as the `decid
 validator applies sayso's own checks (who may decide, does the answer fit the request) to the
 open request before the Update is accepted, so a wrong answer is refused and the pause stays open;
 the accepted Update records the decision (an activity: the same checks again, in the store's
-transaction) and, once nothing is open, runs the resume. When every open request has an expiry,
-a workflow timer fires at the last one and expires them: no front has to run a sweep.
+transaction) and, once nothing is open, runs the resume. The run's timers are workflow timers, so
+no front has to run a sweep: at each escalation step of an open request (`escalate:` of its rule)
+the workflow fires it (`sayso.escalate`: sayso's escalate verb, once, audited and announced in the
+outbox) and sleeps on to the next; when every open request has an expiry, it fires at the last one
+and expires them (`on_timeout` decides). A decision wakes the workflow, which re-arms from where the
+run now stands, so a decided request's steps never fire; a timer that came due while no worker ran
+fires on the first worker that polls.
 
 Activities and their retries (docs/guides/temporal.md#which-activities-retry-and-why): a segment (the
 agent's model requests and tool calls, between two stops) is retried on another worker when its
@@ -49,6 +54,12 @@ _SEGMENT_RETRIES = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_co
 
 _QUICK = timedelta(minutes=2)
 
+_SLACK = 0.5
+"""Seconds a timer fires after its moment, so the worker's clock (which decides what is due) has passed it too."""
+
+_ESCALATION_TIMERS = "sayso-escalation-timers"
+"""The patch under which a run's escalation steps are timers of its workflow (`workflow.patched`)."""
+
 _T = TypeVar("_T")
 
 
@@ -62,6 +73,7 @@ class SaysoRun:
         self._seen = 0
         self._version = 0
         self._poked = False
+        self._swept = 0.0  # the worker's clock at the last sweep of escalation steps: every step due by then fired
         self._heartbeat = timedelta(seconds=10)
         self._lock = asyncio.Lock()  # noqa: TID251 - Temporal's workflow event loop is asyncio's, deterministic
 
@@ -71,16 +83,18 @@ class SaysoRun:
         self._heartbeat = timedelta(seconds=start.heartbeat_seconds)
         async with self._lock:
             self._set(await self._segment("sayso.segment", SegmentInput(start.run_id, start.handed_by, start.options)))
+        # Workflows started before escalation steps were timers of their own replay without them.
+        escalating = workflow.patched(_ESCALATION_TIMERS)
         while (standing := self._now()).waiting:
             self._seen = self._version
-            timeout = None
-            if standing.expires_at is not None:
-                timeout = max(0.0, standing.expires_at - workflow.now().timestamp()) + 0.5
+            timer = self._next_timer(standing, escalating=escalating)
+            timeout = None if timer is None else max(0.0, timer[0] - workflow.now().timestamp())
             try:
                 await workflow.wait_condition(lambda: self._poked or self._version != self._seen, timeout=timeout)
             except TimeoutError:
+                assert timer is not None
                 async with self._lock:
-                    self._set(await self._quick("sayso.expire", self._run_id, Standing))
+                    self._set(await self._quick(timer[1], self._run_id, Standing))
                 continue
             if self._poked:
                 self._poked = False
@@ -149,7 +163,24 @@ class SaysoRun:
 
     def _set(self, standing: Standing) -> None:
         self._standing = standing
+        if standing.swept_at is not None:
+            self._swept = max(self._swept, standing.swept_at)
         self._version += 1
+
+    def _next_timer(self, standing: Standing, *, escalating: bool) -> tuple[float, str] | None:
+        """When the run's timer fires next and which activity it runs: the next escalation step, or the expiry.
+
+        A step is due once `created_at + after` passed; the steps up to the last sweep's clock fired (the
+        escalate verb fires every step due by its clock), so the next one is the first after it.
+        """
+        timers: list[tuple[float, str]] = []
+        if standing.expires_at is not None:
+            timers.append((standing.expires_at + _SLACK, "sayso.expire"))
+        if escalating:
+            after = [due for due in standing.steps if due > self._swept]
+            if after:
+                timers.append((after[0] + _SLACK, "sayso.escalate"))
+        return min(timers) if timers else None
 
     async def _segment(self, name: str, arg: SegmentInput | AdvanceInput) -> Standing:
         return await workflow.execute_activity(  # type: ignore[no-any-return]
