@@ -4,7 +4,9 @@ A worker is a `Sayso` that runs every run itself (`engine="here"`); its activiti
 runtime's verbs, so the store's transactions, the ledger, the audit chain, the outbox and the
 inbox are written exactly as they are without Temporal. A segment takes the run's lease first:
 from the front that started it (handed over), or from a worker that died (its lease lapsed, or
-its process is gone), and carries the run on from the store.
+its process is gone), and carries the run on from the store; the agent loop of the segment runs
+as its own workflow (`_loop`), which the segment waits for. `unknown` is the loop's: what a call
+cut off by a dead worker returns instead of running again.
 """
 
 from __future__ import annotations

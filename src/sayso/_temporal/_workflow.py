@@ -14,11 +14,11 @@ run now stands, so a decided request's steps never fire; a timer that came due w
 fires on the first worker that polls.
 
 Activities and their retries (docs/guides/temporal.md#which-activities-retry-and-why): a segment (the
-agent's model requests and tool calls, between two stops) is retried on another worker when its
-worker stops heartbeating; the retry carries the run on from the store, where the ledger marked
-every approved call before it ran, so a call cut off mid-way is recorded "outcome unknown" and
-never runs twice. Recording a decision is retried freely (the same decision again is a no-op);
-sayso's refusals are never retried.
+runtime's work between two stops: the lease, the pause consumed, the pause or end written) is
+retried on another worker when its worker stops heartbeating; its agent loop is a workflow of its
+own (`_loop.SaysoLoop`: model requests and tool calls as activities, an approved call one attempt),
+which the retry finds by its id and waits for again. Recording a decision is retried freely (the
+same decision again is a no-op); sayso's refusals are never retried.
 """
 
 from __future__ import annotations
