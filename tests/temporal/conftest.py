@@ -124,14 +124,10 @@ def _close(process: subprocess.Popen[str]) -> None:
         process.stdout.close()
 
 
-async def workflows_on(address: str, task_queue: str, kind: str = "sayso.run") -> dict[str, str]:
-    """The workflows of one type on `task_queue` (id → status name), as the Temporal UI lists them.
-
-    `sayso.run`: the runs' workflows; `sayso.loop`: their agent segments' loops.
-    """
+async def workflows_on(address: str, task_queue: str) -> dict[str, str]:
+    """The workflows of `task_queue` (id → status name), as the Temporal UI lists them."""
     client = await Client.connect(address)
-    query = f'TaskQueue="{task_queue}" AND WorkflowType="{kind}"'
-    found = {w.id: w.status.name if w.status else "" async for w in client.list_workflows(query)}
+    found = {w.id: w.status.name if w.status else "" async for w in client.list_workflows(f'TaskQueue="{task_queue}"')}
     return found
 
 

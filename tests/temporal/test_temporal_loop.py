@@ -1,8 +1,8 @@
-"""The agent loop on Temporal: each segment's loop is a workflow whose model requests and tool calls are activities.
+"""The agent loop on Temporal: it runs in the run's workflow, its model requests and tool calls activities.
 
-The history of a segment's loop workflow (`sayso-<agent>-<run id>-<segment>`, type `sayso.loop`)
-is what the Temporal UI shows: a model request is an activity retried without limit (it has no
-side effect); the approved call is an activity with one attempt, never retried once started.
+The run's workflow history (`sayso-<agent>-<run id>`) is what the Temporal UI shows: a model
+request is an activity retried without limit (it has no side effect); the approved call is an
+activity with one attempt, never retried once started.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ async def attempts(client: Client, workflow: str) -> list[tuple[str, int]]:
 async def test_model_requests_retry_and_the_approved_call_is_one_attempt(
     config: Path, workers: Workers, temporal_address: str, task_queue: str, tmp_path: Path
 ) -> None:
-    """Both segments of an approve cycle run as loop workflows; their activities say how often each may run."""
+    """Both segments' loops of an approve cycle run in the run's workflow; its activities say how often each may run."""
     workers.start()
     async with Sayso.from_yaml(config) as front:
         paused = await front.run("delete a.txt")
@@ -96,20 +96,14 @@ async def test_model_requests_retry_and_the_approved_call_is_one_attempt(
         transcript = await front.transcript(paused.thread_id)  # the store stays the system of record
         assert [e.decision["decision"] for e in transcript if e.decision is not None] == ["approve"]
     client = await Client.connect(temporal_address)
-    loops = await workflows_on(temporal_address, task_queue, "sayso.loop")
-    start = f"sayso-files-{paused.run_id}-start"
-    [resumed] = [w for w in loops if w != start]
-    assert loops == {start: "COMPLETED", resumed: "COMPLETED"}
     assert await workflows_on(temporal_address, task_queue) == {f"sayso-files-{paused.run_id}": "COMPLETED"}
-
-    def calls(found: list[tuple[str, int]]) -> list[int]:
-        return [most for name, most in found if name.endswith("__call_tool")]
-
-    first, second = await attempts(client, start), await attempts(client, resumed)
-    models = [most for name, most in first + second if "model" in name and "request" in name]
-    assert models and set(models) == {0}  # a model request is asked again until a worker answers
+    found = await attempts(client, f"sayso-files-{paused.run_id}")
+    models = [most for name, most in found if name == "agent__files__model_request"]
+    assert len(models) == 3 and set(models) == {0}  # a model request is asked again until a worker answers
     # The first segment: `look` (read-only) may run again; `delete` is stopped by the gate, in one attempt.
-    assert calls(first) == [0, 1]
     # The resumed segment: the approved `delete` is one attempt, never retried once started.
-    assert calls(second) == [1]
+    calls = [most for name, most in found if name == "agent__files__dynamic_toolset__sayso__call_tool"]
+    assert calls == [0, 1, 1]
+    segments = [name for name, _ in found if name in ("sayso.segment", "sayso.advance")]
+    assert segments == ["sayso.segment", "sayso.advance"]  # the runtime around each loop: one activity each
     assert (tmp_path / "marker").read_text().split() == ["a.txt"]

@@ -1,7 +1,7 @@
 """An agent's loop on Temporal: the agent under pydantic-ai's `TemporalDurability`, its gate inside the tool activities.
 
 Each agent of a worker's config gets a twin built for Temporal: the same model and tools, with
-pydantic-ai's `TemporalDurability` capability, so inside a workflow (`SaysoLoop`) every model
+pydantic-ai's `TemporalDurability` capability, so inside the run's workflow (`_loop`) every model
 request is an activity (retried: it has no side effect) and every tool call is an activity. sayso's
 gate (policy, grants, the at-most-once ledger, before-call hooks) does I/O, so it cannot run in
 workflow code: it sits *inside* the tool activities, as the toolset a `DynamicToolset` builds in

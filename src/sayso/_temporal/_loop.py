@@ -1,19 +1,19 @@
-"""`SaysoLoop`: one agent segment's loop as a Temporal workflow; `TemporalLoop`, the runtime's `AgentLoop` running it.
+"""An agent segment's loop inside the run's workflow (`run_loop`), and `TemporalLoop`, the runtime's `AgentLoop`.
 
 A worker's runtime does everything around a segment as without Temporal (it takes the run's
 lease, consumes the pause and marks the approved calls in the ledger, then writes the pause or the
-end). The loop between — the model's requests and the tool calls — runs in the workflow
-`sayso-<agent>-<run id>-<segment>` through pydantic-ai's Temporal durability (`_durable`): each
-model request and each tool call an activity. The segment waits for the workflow's result; a
-segment retried on another worker (its worker died) finds the same workflow by its id and waits
-for it again, so the loop is never started twice: what it had done stays in its history.
+end). The loop between — the model's requests and the tool calls — runs in the run's own workflow
+(`sayso-<agent>-<run id>`, its `loop` Update) through pydantic-ai's Temporal durability
+(`_durable`): each model request and each tool call an activity. The segment's activity waits for
+the Update's result; a segment retried on another worker (its worker died) asks under the same
+Update id and gets the same loop, never a second one: what it had done stays in the history.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import TypeAdapter
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
@@ -21,17 +21,18 @@ from pydantic_ai.exceptions import ModelRetry, ToolFailed
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ToolReturn
 from pydantic_core import to_jsonable_python
 from temporalio import workflow
-from temporalio.client import Client, WorkflowHandle
-from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import ApplicationError, FailureError, WorkflowAlreadyStartedError
+from temporalio.client import Client
+from temporalio.exceptions import ApplicationError, FailureError
 
+from .._runtime._kernel import Kernel
 from .._runtime._runner import LoopCall, LoopResult
+from .._runtime._tree import root
 from .._store import RunRecord
 from ._durable import LOOP_DEPS, LoopDeps, attached_json, attached_of
 from ._shapes import workflow_id
 
-LOOP_WORKFLOW = "sayso.loop"
-"""The workflow type of an agent segment's loop."""
+LOOP_UPDATE = "loop"
+"""The Update of a run's workflow that runs one agent segment's loop in it."""
 
 _REQUESTS: TypeAdapter[DeferredToolRequests] = TypeAdapter(DeferredToolRequests)
 
@@ -59,52 +60,49 @@ class LoopOutput:
     error_type: str | None = None
 
 
-@workflow.defn(name=LOOP_WORKFLOW, sandboxed=False)
-class SaysoLoop:
-    """One agent segment's loop: pydantic-ai's loop in workflow code, model requests and tool calls as activities."""
+class LoopAgents:
+    """The worker's agents, built for Temporal (`_durable.durable_agent`), by name: what `run_loop` runs."""
 
     agents: ClassVar[dict[str, Agent[LoopDeps, str | DeferredToolRequests]]] = {}
-    """The worker's agents, built for Temporal (`_durable.durable_agent`), by name."""
 
-    @workflow.run
-    async def run(self, asked: LoopInput) -> LoopOutput:
-        agent = self.agents[asked.agent]
-        try:
-            result = await agent.run(
-                asked.prompt,
-                message_history=ModelMessagesTypeAdapter.validate_json(asked.history),
-                deferred_tool_results=_deferred_of(asked.deferred),
-                deps=LOOP_DEPS.validate_json(asked.deps),
-                instructions=asked.instructions,
-            )
-        except (workflow.NondeterminismError, workflow.ReadOnlyContextError):
-            raise
-        except Exception as exc:
-            # The run's failure (a model that keeps failing, a call that is not what was approved):
-            # the segment records the run as failed with it, as it would in one process.
-            kind, message = _described(exc)
-            return LoopOutput(new="[]", error=message, error_type=kind)
-        new = ModelMessagesTypeAdapter.dump_json(result.new_messages()).decode()
-        output = result.output
-        if isinstance(output, DeferredToolRequests):
-            return LoopOutput(new=new, deferred=_REQUESTS.dump_json(output).decode())
-        return LoopOutput(new=new, text=output)
+
+async def run_loop(asked: LoopInput) -> LoopOutput:
+    """One agent segment's loop, in workflow code: pydantic-ai's loop, its model requests and tool calls activities."""
+    agent = LoopAgents.agents[asked.agent]
+    try:
+        result = await agent.run(
+            asked.prompt,
+            message_history=ModelMessagesTypeAdapter.validate_json(asked.history),
+            deferred_tool_results=_deferred_of(asked.deferred),
+            deps=LOOP_DEPS.validate_json(asked.deps),
+            instructions=asked.instructions,
+        )
+    except (workflow.NondeterminismError, workflow.ReadOnlyContextError):
+        raise
+    except Exception as exc:
+        # The run's failure (a model that keeps failing, a call that is not what was approved):
+        # the segment records the run as failed with it, as it would in one process.
+        kind, message = _described(exc)
+        return LoopOutput(new="[]", error=message, error_type=kind)
+    new = ModelMessagesTypeAdapter.dump_json(result.new_messages()).decode()
+    output = result.output
+    if isinstance(output, DeferredToolRequests):
+        return LoopOutput(new=new, deferred=_REQUESTS.dump_json(output).decode())
+    return LoopOutput(new=new, text=output)
 
 
 class TemporalLoop:
-    """The runtime's `AgentLoop` on a worker: each covered agent's segment loop is a `SaysoLoop` workflow."""
+    """The runtime's `AgentLoop` on a worker: each covered agent's segment loop runs in its run's workflow."""
 
-    def __init__(self, client: Client, *, task_queue: str, agents: frozenset[str]) -> None:
+    def __init__(self, client: Client, k: Kernel, *, agents: frozenset[str]) -> None:
         self._client = client
-        self._task_queue = task_queue
+        self._k = k
         self._agents = agents
 
     def covers(self, agent: str) -> bool:
         return agent in self._agents
 
     async def run(self, run: RunRecord, call: LoopCall) -> LoopResult:
-        # One segment, one id: the segment's start or the pause it resumes.
-        loop_id = f"{workflow_id(run)}-{run.resume_pause_id or 'start'}"
         asked = LoopInput(
             agent=run.agent,
             prompt=call.prompt,
@@ -113,19 +111,13 @@ class TemporalLoop:
             deps=LOOP_DEPS.dump_json(LoopDeps.of(call.deps)).decode(),
             instructions=call.instructions,
         )
-        handle: WorkflowHandle[Any, LoopOutput]
-        try:
-            handle = await self._client.start_workflow(
-                SaysoLoop.run,
-                asked,
-                id=loop_id,
-                task_queue=self._task_queue,
-                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            )
-        except WorkflowAlreadyStartedError:
-            handle = self._client.get_workflow_handle(loop_id, result_type=LoopOutput)  # it ended: its result stays
-        out = await handle.result()
+        # The loop runs in the workflow of the run's tree (a delegate's in its top-level run's). One
+        # segment, one Update id (the run, and its start or the pause it resumes): a segment retried
+        # on another worker asks again under the same id and gets the same loop, never a second one.
+        top = await root(self._k, run)
+        handle = self._client.get_workflow_handle(workflow_id(top))
+        update_id = f"loop-{run.run_id}-{run.resume_pause_id or 'start'}"
+        out = await handle.execute_update(LOOP_UPDATE, asked, id=update_id, result_type=LoopOutput)
         if out.error is not None:
             raise type(out.error_type or "LoopFailed", (Exception,), {})(out.error)
         new = ModelMessagesTypeAdapter.validate_json(out.new)

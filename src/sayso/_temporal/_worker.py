@@ -19,7 +19,7 @@ from .._runtime import Sayso
 from ..exceptions import ConfigError
 from ._activities import Activities
 from ._durable import Live, covered, durable_agent
-from ._loop import SaysoLoop, TemporalLoop
+from ._loop import LoopAgents, TemporalLoop
 from ._workflow import SaysoRun
 
 
@@ -41,13 +41,13 @@ async def run_worker(config: Config, *, ready: Callable[[str], Awaitable[None]] 
         durable = {
             name: durable_agent(k.agents[name], config.agents[name], heartbeat=heartbeat) for name in covered(k.agents)
         }
-        SaysoLoop.agents = durable
+        LoopAgents.agents = durable
         Live.k, Live.runs = k, app._cycle
-        k.loop = TemporalLoop(client, task_queue=settings.task_queue, agents=frozenset(durable))
+        k.loop = TemporalLoop(client, k, agents=frozenset(durable))
         worker = Worker(
             client,
             task_queue=settings.task_queue,
-            workflows=[SaysoRun, SaysoLoop],
+            workflows=[SaysoRun],
             activities=activities.all(),
             plugins=[AgentPlugin(agent) for agent in durable.values()],
             graceful_shutdown_timeout=timedelta(seconds=5),
