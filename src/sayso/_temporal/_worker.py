@@ -31,6 +31,7 @@ async def run_worker(config: Config, *, ready: Callable[[str], Awaitable[None]] 
         raise ConfigError("sayso worker needs 'engine: {temporal: {address, namespace, task_queue}}' in the config")
     async with Sayso(config, engine="here") as app:
         client = await Client.connect(settings.address, namespace=settings.namespace)
+        app._cycle.delegates_apart = True  # each delegate's run is a child workflow of its parent's
         activities = Activities(app, heartbeat_seconds=settings.heartbeat_seconds)
         worker = Worker(
             client,
