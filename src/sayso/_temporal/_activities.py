@@ -22,7 +22,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from .._core.decisions import DECISION_ADAPTER
-from .._core.requests import REQUEST_ADAPTER, ApprovalRequest, escalation_due
+from .._core.requests import REQUEST_ADAPTER, ApprovalRequest, DelegateRequest, escalation_due
+from .._core.resume import open_requests
 from .._engine.gate import UNKNOWN_OUTCOME, outcome_unknown
 from .._runtime import Sayso
 from .._runtime._cycle import Cycle
@@ -33,10 +34,12 @@ from .._runtime._verbs.decide import decide
 from .._runtime._verbs.escalate import escalate
 from .._runtime._verbs.expire import expire
 from .._runtime._verbs.resume import resume_if_ready
+from .._store import RunRecord
 from ..exceptions import PauseConsumed, RunConflict, SaysoError, StoreError
 from ._durable import UNKNOWN_ACTIVITY, UnknownCall
 from ._shapes import (
     AdvanceInput,
+    Below,
     DecideInput,
     Recorded,
     SegmentInput,
@@ -44,6 +47,7 @@ from ._shapes import (
     failure,
     options_of,
     principal_of,
+    workflow_id,
 )
 
 
@@ -101,7 +105,8 @@ class Activities:
             )
             top = await self._k.store.get_run(asked.run_id)
             ready = top.status == "paused" and not await open_leaves(self._k, top)
-            return Recorded(recorded=done.recorded, ready=ready)
+            owner = await self._owner(asked.request_id, asked.run_id)
+            return Recorded(recorded=done.recorded, ready=ready and owner is None, owner=owner)
 
     @activity.defn(name="sayso.standing")
     async def standing(self, run_id: str) -> Standing:
@@ -187,7 +192,44 @@ class Activities:
             for done in range(len(r.escalation))
             if (due := escalation_due(r, done)) is not None
         )
-        return Standing(status=found.status, open=open_, expires_at=last, steps=steps, swept_at=swept_at)
+        below = await self._below(await self._k.store.get_run(run_id))
+        return Standing(status=found.status, open=open_, expires_at=last, steps=steps, swept_at=swept_at, below=below)
+
+    def _apart(self, run: RunRecord, parent: RunRecord) -> bool:
+        """Whether `run` (below `parent`) is a delegate's run of its own child workflow."""
+        return self._c.owns_apart(parent, run.agent)
+
+    async def _below(self, run: RunRecord) -> list[Below]:
+        """The delegates' runs that wait for their child workflows: started, not yet run.
+
+        Found through the runs below `run` that run in its own workflow (a workflow graph's agent nodes).
+        """
+        if run.status != "paused" or run.pause_id is None:
+            return []
+        state = await self._k.store.pause_state(run.pause_id)
+        found: list[Below] = []
+        for request in open_requests(state.requests, state.decisions):
+            if not isinstance(request, DelegateRequest):
+                continue
+            child = await self._k.store.get_run(request.child_run_id)
+            if not self._apart(child, run):
+                found.extend(await self._below(child))
+            elif child.status == "running":
+                found.append(Below(run_id=child.run_id, workflow_id=workflow_id(child), handed_by=child.lease_holder))
+        return found
+
+    async def _owner(self, request_id: str, run_id: str) -> str | None:
+        """The workflow that resumes the run which raised `request_id`, when it is not `run_id`'s own."""
+        found = await self._k.store.request_with_run(request_id)
+        if found is None:
+            return None
+        run = found.run
+        while run.run_id != run_id and run.parent_run_id is not None:
+            parent = await self._k.store.get_run(run.parent_run_id)
+            if self._apart(run, parent):
+                return workflow_id(run)
+            run = parent
+        return None
 
     @contextlib.asynccontextmanager
     async def _working(self) -> AsyncIterator[None]:

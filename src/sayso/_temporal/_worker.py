@@ -35,6 +35,7 @@ async def run_worker(config: Config, *, ready: Callable[[str], Awaitable[None]] 
     async with Sayso(config, engine="here") as app:
         # pydantic-ai's payload converter: model messages and run contexts cross as it writes them.
         client = await Client.connect(settings.address, namespace=settings.namespace, plugins=[PydanticAIPlugin()])
+        app._cycle.delegates_apart = True  # each delegate's run is a child workflow of its parent's
         activities = Activities(app, heartbeat_seconds=settings.heartbeat_seconds)
         k = app._cycle.k
         heartbeat = timedelta(seconds=settings.heartbeat_seconds)
@@ -43,7 +44,7 @@ async def run_worker(config: Config, *, ready: Callable[[str], Awaitable[None]] 
         }
         LoopAgents.agents = durable
         Live.k, Live.runs = k, app._cycle
-        k.loop = TemporalLoop(client, k, agents=frozenset(durable))
+        k.loop = TemporalLoop(client, app._cycle, agents=frozenset(durable))
         worker = Worker(
             client,
             task_queue=settings.task_queue,
