@@ -4,22 +4,27 @@ A worker is a `Sayso` that runs every run itself (`engine="here"`); its activiti
 runtime's verbs, so the store's transactions, the ledger, the audit chain, the outbox and the
 inbox are written exactly as they are without Temporal. A segment takes the run's lease first:
 from the front that started it (handed over), or from a worker that died (its lease lapsed, or
-its process is gone), and carries the run on from the store.
+its process is gone), and carries the run on from the store; the agent loop of the segment runs
+as its own workflow (`_loop`), which the segment waits for. `unknown` is the loop's: what a call
+cut off by a dead worker returns instead of running again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from pydantic_core import to_json
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from .._core.decisions import DECISION_ADAPTER
 from .._core.requests import REQUEST_ADAPTER, ApprovalRequest, DelegateRequest, escalation_due
 from .._core.resume import open_requests
+from .._engine.gate import UNKNOWN_OUTCOME, outcome_unknown
 from .._runtime import Sayso
 from .._runtime._cycle import Cycle
 from .._runtime._kernel import Kernel
@@ -31,6 +36,7 @@ from .._runtime._verbs.expire import expire
 from .._runtime._verbs.resume import resume_if_ready
 from .._store import RunRecord
 from ..exceptions import PauseConsumed, RunConflict, SaysoError, StoreError
+from ._durable import UNKNOWN_ACTIVITY, UnknownCall
 from ._shapes import (
     AdvanceInput,
     Below,
@@ -55,7 +61,7 @@ class Activities:
 
     def all(self) -> Sequence[Callable[..., Any]]:
         """Every activity, for the worker to register."""
-        return [self.segment, self.advance, self.record, self.standing, self.expire, self.escalate]
+        return [self.segment, self.advance, self.record, self.standing, self.expire, self.escalate, self.unknown]
 
     @activity.defn(name="sayso.segment")
     async def segment(self, work: SegmentInput) -> Standing:
@@ -130,6 +136,30 @@ class Activities:
             await escalate(self._k, requests={r.request_id for r in found.requests}, limit=1000)
             return await self._standing(run_id, swept_at=swept_at)
 
+    @activity.defn(name=UNKNOWN_ACTIVITY)
+    async def unknown(self, cut: UnknownCall) -> Any:
+        """A call whose worker died while it ran (its one attempt failed): recorded "outcome unknown", never run again.
+
+        An approved call's ledger entry says whether it finished after all (its result is then what the
+        model reads); otherwise the entry and the audit record it unknown, once however often this runs.
+        """
+        async with self._working():
+            k = self._k
+            audit = outcome_unknown(
+                request_id=cut.request_id or cut.tool_call_id, run_id=cut.run_id, tool_name=cut.tool_name, at=k.clock()
+            )
+            if cut.request_id is None:
+                await k.store.append_audit([audit])  # nobody approved it: no ledger entry, the audit says so
+                return UNKNOWN_OUTCOME
+            earlier = await k.store.begin_execution(cut.request_id, cut.run_id, k.clock())
+            if earlier is None or earlier.status not in ("done", "unknown") or earlier.result is None:
+                await k.store.finish_execution(
+                    cut.request_id, to_json(UNKNOWN_OUTCOME), k.clock(), audit=[audit], status="unknown"
+                )
+                earlier = await k.store.begin_execution(cut.request_id, cut.run_id, k.clock())
+            assert earlier is not None and earlier.result is not None
+            return json.loads(earlier.result)
+
     async def _carry_on(self, run_id: str, *, handed_by: str | None, options: str) -> None:
         """Take the run's lease (from the front that handed it over, or a dead holder) and redo its segment."""
         k = self._k
@@ -193,6 +223,8 @@ class Activities:
         found = await self._k.store.request_with_run(request_id)
         if found is None:
             return None
+        home = await self._c.home(found.run)
+        return None if home.run_id == run_id else workflow_id(home)
         run = found.run
         while run.run_id != run_id and run.parent_run_id is not None:
             parent = await self._k.store.get_run(run.parent_run_id)

@@ -1,4 +1,4 @@
-"""`SaysoRun`: one sayso run as a Temporal workflow — its segments as activities, its pause as a wait.
+"""`SaysoRun`: one sayso run as a Temporal workflow — its segments as activities, their loops in it, its pause a wait.
 
 The workflow holds no state of its own beyond where the run stands (the store is the system of
 record): it runs the first segment, then waits. A decision arrives as the `decide` Update, whose
@@ -14,11 +14,12 @@ run now stands, so a decided request's steps never fire; a timer that came due w
 fires on the first worker that polls.
 
 Activities and their retries (docs/guides/temporal.md#which-activities-retry-and-why): a segment (the
-agent's model requests and tool calls, between two stops) is retried on another worker when its
-worker stops heartbeating; the retry carries the run on from the store, where the ledger marked
-every approved call before it ran, so a call cut off mid-way is recorded "outcome unknown" and
-never runs twice. Recording a decision is retried freely (the same decision again is a no-op);
-sayso's refusals are never retried.
+runtime's work between two stops: the lease, the pause consumed, the pause or end written) is
+retried on another worker when its worker stops heartbeating. Its agent loop runs here, in the
+`loop` Update the segment's activity sends (`_loop.run_loop`: model requests and tool calls as
+activities, an approved call one attempt); the retry asks again under the same Update id and gets
+the same loop. Recording a decision is retried freely (the same decision again is a no-op); sayso's
+refusals are never retried.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .._core.decisions import DECISION_ADAPTER, check_decision
 from .._core.requests import REQUEST_ADAPTER
 from .._runtime._verbs.rules import check_allowed
 from ..exceptions import SaysoError
+from ._loop import LOOP_UPDATE, LoopInput, LoopOutput, run_loop
 from ._shapes import (
     RUN_WORKFLOW,
     AdvanceInput,
@@ -134,6 +136,11 @@ class SaysoRun:
         await self._close_children()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self._now().status
+
+    @workflow.update(name=LOOP_UPDATE)
+    async def loop(self, asked: LoopInput) -> LoopOutput:
+        """Run one agent segment's loop here (`_loop.run_loop`), for the segment activity that asked and waits."""
+        return await run_loop(asked)
 
     @workflow.update(name="settled")
     async def settled(self) -> str:
