@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
@@ -107,3 +108,92 @@ async def test_model_requests_retry_and_the_approved_call_is_one_attempt(
     segments = [name for name, _ in found if name in ("sayso.segment", "sayso.advance")]
     assert segments == ["sayso.segment", "sayso.advance"]  # the runtime around each loop: one activity each
     assert (tmp_path / "marker").read_text().split() == ["a.txt"]
+
+
+CUT_TOOLS = '''
+import os, time
+import sayso
+
+def _slow(name: str) -> str:
+    with open(os.environ["MARKER"], "a") as marker:
+        marker.write(name + "\\n")
+    time.sleep(float(os.environ.get("SLOW_SECONDS", "0")))
+    return f"done {name}"
+
+
+def send(name: str) -> str:
+    """Send a message (not safe to send twice)."""
+    return _slow(name)
+
+
+@sayso.tool(idempotent=True)
+def sync(name: str) -> str:
+    """Sync a folder (safe to run again)."""
+    return _slow(name)
+'''
+
+CUT_SCRIPT = """
+name: cut
+rules:
+  - {user: '^send (?P<n>\\S+)$', call: send, args: {name: "{n}"}}
+  - {user: '^sync (?P<n>\\S+)$', call: sync, args: {name: "{n}"}}
+  - {tool: send, reply: "model read: {result}"}
+  - {tool: sync, reply: "model read: {result}"}
+"""
+
+CUT_BODY = """
+models:
+  demo: {scripted: script.yaml}
+agents:
+  cut:
+    model: demo
+    tools: [cut_tools:send, cut_tools:sync]
+"""
+
+
+@pytest.mark.parametrize(
+    ("tool", "output", "runs"),
+    [("send", "model read: Outcome unknown", 1), ("sync", "model read: done x", 2)],
+    ids=["not-idempotent-is-unknown", "idempotent-runs-again"],
+)
+async def test_a_call_nobody_approved_cut_off_by_kill_9_is_unknown_unless_its_tool_is_idempotent(
+    tool: str,
+    output: str,
+    runs: int,
+    tmp_path: Path,
+    temporal_address: str,
+    task_queue: str,
+    workers_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A plain call is one attempt too: cut off, it is "outcome unknown" (audited), never sent twice; a call of a
+    tool declared idempotent is tried again on the next worker."""
+    (tmp_path / "cut_tools.py").write_text(CUT_TOOLS)
+    (tmp_path / "script.yaml").write_text(CUT_SCRIPT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=CUT_BODY)
+    marker = tmp_path / "marker"
+    pool = Workers(config, {**workers_env, "SLOW_SECONDS": "60"})
+    first = pool.start()
+    try:
+        async with Sayso.from_yaml(config) as front:
+            outcome: list[str | None] = []
+
+            async def run() -> None:
+                outcome.append((await front.run(f"{tool} x")).output)
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(run)
+                with anyio.fail_after(30):
+                    while not marker.exists():
+                        await anyio.sleep(0.05)
+                pool.kill(first)
+                pool.env["SLOW_SECONDS"] = "0"
+                pool.start()
+            [said] = outcome
+            log = [r.body for r in await front.audit_log()]
+    finally:
+        pool.stop_all()
+    assert said is not None and said.startswith(output)
+    assert [b["event"] for b in log].count("outcome_unknown") == (1 if runs == 1 else 0)
+    assert marker.read_text().split() == ["x"] * runs

@@ -12,7 +12,6 @@ Update id and gets the same loop, never a second one: what it had done stays in 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -25,9 +24,8 @@ from temporalio import workflow
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError, FailureError
 
-from .._runtime._kernel import Kernel
+from .._runtime._cycle import Cycle
 from .._runtime._runner import LoopCall, LoopResult
-from .._runtime._tree import root
 from .._store import RunRecord
 from ._durable import LOOP_DEPS, LoopDeps, attached_json, attached_of
 from ._shapes import workflow_id
@@ -95,18 +93,10 @@ async def run_loop(asked: LoopInput) -> LoopOutput:
 class TemporalLoop:
     """The runtime's `AgentLoop` on a worker: each covered agent's segment loop runs in its run's workflow."""
 
-    def __init__(
-        self,
-        client: Client,
-        k: Kernel,
-        *,
-        agents: frozenset[str],
-        home: Callable[[RunRecord], Awaitable[RunRecord]] | None = None,
-    ) -> None:
+    def __init__(self, client: Client, cycle: Cycle, *, agents: frozenset[str]) -> None:
         self._client = client
-        self._k = k
+        self._cycle = cycle
         self._agents = agents
-        self._home = home
 
     def covers(self, agent: str) -> bool:
         return agent in self._agents
@@ -120,12 +110,10 @@ class TemporalLoop:
             deps=LOOP_DEPS.dump_json(LoopDeps.of(call.deps)).decode(),
             instructions=call.instructions,
         )
-        # The loop runs in the run's own workflow (a delegate's in its child workflow; a workflow graph's
-        # agent node's in its graph's). One segment, one Update id (the run, and its start or the pause it
-        # resumes): a segment retried on another worker asks again under the same id and gets the same
-        # loop, never a second one.
-        top = await (self._home(run) if self._home is not None else root(self._k, run))
-        handle = self._client.get_workflow_handle(workflow_id(top))
+        # The loop runs in the workflow the run is worked on in (its own, or a graph's for its agent
+        # node). One segment, one Update id (the run, and its start or the pause it resumes): a segment
+        # retried on another worker asks again under the same id and gets the same loop, never a second.
+        handle = self._client.get_workflow_handle(workflow_id(await self._home(run)))
         update_id = f"loop-{run.run_id}-{run.resume_pause_id or 'start'}"
         out = await handle.execute_update(LOOP_UPDATE, asked, id=update_id, result_type=LoopOutput)
         if out.error is not None:
@@ -139,6 +127,10 @@ class TemporalLoop:
         else:
             output = out.text or ""
         return LoopResult(new_messages=new, all_messages=[*call.history, *new], output=output)
+
+    async def _home(self, run: RunRecord) -> RunRecord:
+        """The run whose workflow `run` is worked on in: its own (a top-level run, a delegate's), or its graph's."""
+        return await self._cycle.home(run)
 
 
 def _described(exc: BaseException) -> tuple[str, str]:

@@ -44,7 +44,7 @@ async def run_worker(config: Config, *, ready: Callable[[str], Awaitable[None]] 
         }
         LoopAgents.agents = durable
         Live.k, Live.runs = k, app._cycle
-        k.loop = TemporalLoop(client, k, agents=frozenset(durable), home=app._cycle.home)
+        k.loop = TemporalLoop(client, app._cycle, agents=frozenset(durable))
         worker = Worker(
             client,
             task_queue=settings.task_queue,
