@@ -69,3 +69,98 @@ async def test_the_team_examples_delegates_pause_and_finish_the_report_on_tempor
         f"sayso-coordinator-{paused.run_id}": "COMPLETED",
         **{child: "COMPLETED" for child in children.values()},
     }
+
+
+SLOW_TOOLS = '''
+import os, time
+
+def slow_archive(month: str) -> str:
+    """Archive a month's logs (slowly, when SLOW_SECONDS says so)."""
+    with open(os.environ["MARKER"], "a") as marker:
+        marker.write(month + "\\n")
+    time.sleep(float(os.environ.get("SLOW_SECONDS", "0")))
+    return f"archived {month}"
+'''
+
+SLOW_TEAM = """
+models:
+  lead: {scripted: lead.script.yaml}
+  ops: {scripted: ops.script.yaml}
+agents:
+  lead: {model: lead}
+  ops:
+    model: ops
+    internal: true
+    tools: [slow_team_tools:slow_archive]
+    interrupt: {tools: [slow_archive]}
+orchestrations:
+  team:
+    mode: delegate
+    entry_name: lead
+    connections: [{agent: ops, description: Runs operations}]
+entry: team
+"""
+
+LEAD = """
+name: lead
+rules:
+  - {user: '^archive (?P<m>\\S+)$', call: ops, args: {task: "archive {m}"}}
+  - {tool: ops, reply: "lead read: {result}"}
+"""
+
+OPS = """
+name: ops
+rules:
+  - {user: '^archive (?P<m>\\S+)$', call: slow_archive, args: {month: "{m}"}}
+  - {tool: slow_archive, reply: "{result}"}
+"""
+
+
+async def test_a_worker_killed_mid_call_in_a_delegates_child_workflow_finishes_on_another_worker(
+    tmp_path: Path,
+    temporal_address: str,
+    task_queue: str,
+    workers_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """kill -9 while the delegate's approved call runs in its child workflow: another worker records it
+    "outcome unknown" (never run twice), the delegate answers and its parent finishes."""
+    (tmp_path / "slow_team_tools.py").write_text(SLOW_TOOLS)
+    (tmp_path / "lead.script.yaml").write_text(LEAD)
+    (tmp_path / "ops.script.yaml").write_text(OPS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=SLOW_TEAM)
+    marker = tmp_path / "marker"
+    pool = Workers(config, {**workers_env, "SLOW_SECONDS": "60"})
+    first = pool.start()
+    try:
+        async with Sayso.from_yaml(config) as front:
+            paused = await front.run("archive 2026-10")
+            [request] = paused.requests
+            assert (request.kind, request.agent_path) == ("approval", "lead/ops")
+            child = (
+                await (await Client.connect(temporal_address))
+                .get_workflow_handle(f"sayso-ops-{request.run_id}")
+                .describe()
+            )
+            assert child.parent_id == f"sayso-lead-{paused.run_id}"
+            outcome: list[str | None] = []
+
+            async def decide() -> None:
+                outcome.append((await front.decide(request.request_id, Approve())).run.output)
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(decide)
+                with anyio.fail_after(30):
+                    while not marker.exists():
+                        await anyio.sleep(0.05)
+                pool.kill(first)
+                pool.env = {**pool.env, "SLOW_SECONDS": "0"}
+                pool.start()
+            [output] = outcome
+            log = await front.audit_log()
+    finally:
+        pool.stop_all()
+    assert output is not None and output.startswith("lead read: Outcome unknown")
+    assert [r.body["event"] for r in log].count("outcome_unknown") == 1
+    assert marker.read_text().split() == ["2026-10"]

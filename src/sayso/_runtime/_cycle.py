@@ -235,6 +235,15 @@ class Cycle:
         """
         return self.runner_below(agent) is self.agents and self.kind_of(parent) == "agent"
 
+    async def home(self, run: RunRecord) -> RunRecord:
+        """The run whose work `run`'s is part of: its own when it runs apart (`delegates_apart`), else its tree's."""
+        while run.parent_run_id is not None:
+            parent = await self.k.store.get_run(run.parent_run_id)
+            if self.delegates_apart and self.owns_apart(parent, run.agent):
+                return run
+            run = parent
+        return run
+
     # decisions and changes, when an engine does the work
 
     async def decide_there(

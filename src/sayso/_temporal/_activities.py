@@ -223,6 +223,8 @@ class Activities:
         found = await self._k.store.request_with_run(request_id)
         if found is None:
             return None
+        home = await self._c.home(found.run)
+        return None if home.run_id == run_id else workflow_id(home)
         run = found.run
         while run.run_id != run_id and run.parent_run_id is not None:
             parent = await self._k.store.get_run(run.parent_run_id)

@@ -130,13 +130,7 @@ class TemporalLoop:
 
     async def _home(self, run: RunRecord) -> RunRecord:
         """The run whose workflow `run` is worked on in: its own (a top-level run, a delegate's), or its graph's."""
-        cycle = self._cycle
-        while run.parent_run_id is not None:
-            parent = await cycle.k.store.get_run(run.parent_run_id)
-            if cycle.delegates_apart and cycle.owns_apart(parent, run.agent):
-                return run
-            run = parent
-        return run
+        return await self._cycle.home(run)
 
 
 def _described(exc: BaseException) -> tuple[str, str]:
