@@ -164,3 +164,33 @@ async def test_a_worker_killed_mid_call_in_a_delegates_child_workflow_finishes_o
     assert output is not None and output.startswith("lead read: Outcome unknown")
     assert [r.body["event"] for r in log].count("outcome_unknown") == 1
     assert marker.read_text().split() == ["2026-10"]
+
+
+async def test_cancelling_a_paused_team_run_ends_its_delegates_child_workflows(
+    tmp_path: Path,
+    temporal_address: str,
+    task_queue: str,
+    workers_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cancel closes the whole tree in the store; the parent's workflow tells its children, and all three end."""
+    folder = tmp_path / "team"
+    shutil.copytree(TEAM, folder, ignore=shutil.ignore_patterns("*.db*", "__pycache__"))
+    config = temporal_config(
+        folder, address=temporal_address, task_queue=task_queue, body=(TEAM / "sayso.yaml").read_text()
+    )
+    monkeypatch.syspath_prepend(str(folder))
+    pool = Workers(config, {**workers_env, "PYTHONPATH": f"{folder}:{workers_env['PYTHONPATH']}"})
+    pool.start()
+    client = await Client.connect(temporal_address)
+    try:
+        async with Sayso.from_yaml(config) as front:
+            paused = await front.run("report")
+            children = [f"sayso-{r.agent_path.split('/')[1]}-{r.run_id}" for r in paused.requests]
+            assert len(children) == 2
+            assert (await front.cancel(paused.run_id)).status == "cancelled"
+            for workflow_id in (f"sayso-coordinator-{paused.run_id}", *children):
+                with anyio.fail_after(30):
+                    assert await client.get_workflow_handle(workflow_id).result() == "cancelled"
+    finally:
+        pool.stop_all()
