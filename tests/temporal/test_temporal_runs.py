@@ -14,11 +14,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from sayso import Approve, InvalidDecision, Sayso
 
-from .conftest import Workers, temporal_config
+from .conftest import Workers, temporal_config, workflows_on
 
 TOOLS = '''
 import os, time
@@ -99,9 +100,10 @@ async def test_a_pause_outlives_its_worker_and_another_worker_finishes_the_run(
 
 
 async def test_a_worker_killed_mid_call_leaves_outcome_unknown_and_never_runs_it_twice(
-    files: Path, workers: Workers, workers_env: dict[str, str], tmp_path: Path
+    files: Path, workers: Workers, workers_env: dict[str, str], tmp_path: Path, temporal_address: str, task_queue: str
 ) -> None:
-    """kill -9 while the approved call runs: the next worker records "outcome unknown" and the model reads that."""
+    """kill -9 while the approved call runs: its one-attempt activity fails with its worker, the run's workflow
+    records "outcome unknown" (`sayso.unknown`) on the next worker instead of calling again; the model reads that."""
     workers_env["SLOW_SECONDS"] = "60"
     first = workers.start()
     async with Sayso.from_yaml(files) as front:
@@ -125,6 +127,19 @@ async def test_a_worker_killed_mid_call_leaves_outcome_unknown_and_never_runs_it
         log = await front.audit_log()
         assert [r.body["event"] for r in log].count("outcome_unknown") == 1
     assert calls(tmp_path) == ["b.txt"]
+    client = await Client.connect(temporal_address)
+    assert await workflows_on(temporal_address, task_queue) == {f"sayso-files-{paused.run_id}": "COMPLETED"}
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        async for e in client.get_workflow_handle(f"sayso-files-{paused.run_id}").fetch_history_events()
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    # The first segment's call (stopped by the gate), the approved call cut off, then "outcome unknown".
+    assert [n for n in scheduled if n.endswith("__call_tool") or n == "sayso.unknown"] == [
+        "agent__files__dynamic_toolset__sayso__call_tool",
+        "agent__files__dynamic_toolset__sayso__call_tool",
+        "sayso.unknown",
+    ]
 
 
 async def test_expiry_fires_as_the_workflows_timer_with_no_front_sweeping(

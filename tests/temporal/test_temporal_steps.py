@@ -2,7 +2,7 @@
 
 A worker is sayso's own runtime, so `sayso.step` records in sayso's store exactly as in one process:
 the body that runs again after the approval (here on another worker, the first killed with -9)
-gets the recorded result back. A step is not an activity of its own: it runs inside the segment's
+gets the recorded result back. A step is not an activity of its own: it runs inside the tool call's
 activity (docs/guides/temporal.md#what-runs-where).
 """
 

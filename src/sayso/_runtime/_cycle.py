@@ -57,6 +57,9 @@ class Cycle:
         self.k = k
         self.engine = engine
         """Where top-level local runs do their work when not here (a Temporal cluster); `None`: here."""
+        self.delegates_apart = False
+        """Whether a local delegate's run is started and left for another worker to run (a Temporal worker's
+        runtime: each delegate's run is a child workflow of its own); `False`: it runs here, in its parent's call."""
         self.agents = AgentRunner(k, self)
         self.workflows = WorkflowRunner(k, Workflows(k, workflows, self))
         self.remote = RemoteRunner(k, remote_urls, remote)
@@ -201,13 +204,45 @@ class Cycle:
         return await runner.start(child, Start(prompt=task, history=[]), options)
 
     async def delegate(self, parent: RunRecord, target: str, task: str, call_id: str, options: CallOptions) -> str:
-        """Run a delegate for a parent's tool call; if it pauses, the parent's call waits on it (`CallDeferred`)."""
+        """Run a delegate for a parent's tool call; if it pauses, the parent's call waits on it (`CallDeferred`).
+
+        With `delegates_apart` the delegate's run is only started (`running`, under this runtime's lease) and
+        the parent's call waits on it at once: the run is carried on from the store where it is run apart.
+        """
+        if self.delegates_apart and self.owns_apart(parent, target):
+            self.agents.check(target)
+            child = await _tree.start_child(
+                self.k,
+                parent,
+                target,
+                task,
+                call_id=call_id,
+                agent_path=f"{parent.path}/{target}",
+                client_tools=parent.client_tools,
+            )
+            raise CallDeferred(metadata=DelegateDeferral(child_run_id=child.run_id).as_metadata())
         outcome = await self.run_below(
             parent, target, task, call_id=call_id, agent_path=f"{parent.path}/{target}", options=options
         )
         if outcome.status == "paused":
             raise CallDeferred(metadata=DelegateDeferral(child_run_id=outcome.run_id).as_metadata())
         return await _tree.delegate_answer(self.k, outcome)
+
+    def owns_apart(self, parent: RunRecord, agent: str) -> bool:
+        """Whether a run of `agent` below `parent` is a delegate's that `delegates_apart` runs apart.
+
+        A local agent's run, called by an agent's run (a workflow graph's agent nodes run in their graph's run).
+        """
+        return self.runner_below(agent) is self.agents and self.kind_of(parent) == "agent"
+
+    async def home(self, run: RunRecord) -> RunRecord:
+        """The run whose work `run`'s is part of: its own when it runs apart (`delegates_apart`), else its tree's."""
+        while run.parent_run_id is not None:
+            parent = await self.k.store.get_run(run.parent_run_id)
+            if self.delegates_apart and self.owns_apart(parent, run.agent):
+                return run
+            run = parent
+        return run
 
     # decisions and changes, when an engine does the work
 

@@ -26,6 +26,7 @@ from .._store import RunStore
 from ..exceptions import AgentNotFound, StoreError
 from ._events import Events
 from ._heartbeat import Heartbeat
+from ._runner import AgentLoop
 
 if TYPE_CHECKING:
     from .._engine.agents import BuiltAgent
@@ -72,6 +73,9 @@ class Kernel:
     held: dict[str, str] = field(default_factory=dict[str, str])
     """Paused runs this runtime holds, by run id: their pause (its id) waits on a live MCP call parked here that
     only this runtime can answer; `_live` renews each hold and carries the run on once it is answered."""
+
+    loop: AgentLoop | None = None
+    """Where agent segments' loops run when not here: a Temporal worker's durable agent loop (`sayso._temporal`)."""
 
     def __post_init__(self) -> None:
         self.heartbeat = Heartbeat(self._renew, every=lambda: self.lease_seconds / 3)

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from pydantic_ai import DeferredToolRequests, DeferredToolResults
 from pydantic_ai.messages import ModelMessage
 
 from .._core.access import Principal
@@ -26,6 +27,7 @@ from .._core.advance import AdvancePlan
 from .._core.decisions import Decision, DecisionRecord, Via
 from .._core.grants import Grant
 from .._core.requests import DelegateRequest, Request, Scope
+from .._engine.deps import RunDeps
 from .._store import Decided, PauseState, RunRecord
 from ..exceptions import RunConflict
 from ._results import RunResult
@@ -240,4 +242,40 @@ class Engine(Protocol):
 
     async def aclose(self) -> None:
         """Close the connection to the engine."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoopCall:
+    """One agent segment's loop, as `_step.execute` would run it: what the model is given, and the run's deps."""
+
+    prompt: str | None
+    history: list[ModelMessage]
+    deferred: DeferredToolResults | None
+    deps: RunDeps
+    instructions: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoopResult:
+    """How an agent segment's loop ended: the messages it added, and its output (text, or the calls it deferred)."""
+
+    new_messages: list[ModelMessage]
+    all_messages: list[ModelMessage]
+    output: str | DeferredToolRequests
+
+
+class AgentLoop(Protocol):
+    """Where agent segments' loops run when not in this process: an executor's (Temporal's durable agent loop).
+
+    The runtime still does everything around the loop (the lease, the pause or the end it writes);
+    the loop's tools reach the store through the runtime's own `RunDeps` on whichever process runs them.
+    """
+
+    def covers(self, agent: str) -> bool:
+        """Whether the loop of `agent`'s segments runs there (else in this process)."""
+        ...
+
+    async def run(self, run: RunRecord, call: LoopCall) -> LoopResult:
+        """Run `run`'s segment loop there until it stops (text, or deferred calls); a failure is raised."""
         ...

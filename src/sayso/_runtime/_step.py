@@ -29,7 +29,7 @@ from .._core.access import may_decide
 from .._core.audit_events import AuditEvent, ServiceNotifiedEvent
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
-from .._core.requests import ApprovalRequest, ElicitationRequest, Request
+from .._core.requests import ApprovalRequest, ClientTool, ElicitationRequest, Request
 from .._core.resume import ResumePlan
 from .._core.service import service_notice
 from .._engine.agents import BuiltAgent
@@ -43,25 +43,63 @@ from ._journal import store_journal
 from ._kernel import Kernel, new_id
 from ._leases import holding, resolve_stuck
 from ._results import RunResult
-from ._runner import CallOptions, Runs, TextSink
+from ._runner import CallOptions, LoopCall, LoopResult, Runs, TextSink
 
 
 class _Services:
     """The runtime's services to one run's tools (`RunDeps.services`): its delegates, and whose grants count."""
 
-    def __init__(self, k: Kernel, runs: Runs, run: RunRecord, options: CallOptions) -> None:
+    def __init__(self, k: Kernel, runs: Runs, run: RunRecord | str, options: CallOptions) -> None:
         self._k = k
         self._runs = runs
         self._run = run
         self._options = options
 
     async def delegate(self, target: str, task: str, call_id: str) -> str:
-        return await self._runs.delegate(self._run, target, task, call_id, self._options)
+        run = self._run if isinstance(self._run, RunRecord) else await self._k.store.get_run(self._run)
+        return await self._runs.delegate(run, target, task, call_id, self._options)
 
     def giver_may_decide(self, grant: Grant) -> bool:
         if grant.agent is None:
             return False
         return may_decide(self._k.principal(grant.giver), owner=grant.principal, agent_path=grant.agent)
+
+
+def tool_deps(
+    k: Kernel,
+    runs: Runs,
+    *,
+    run_id: str,
+    thread_id: str,
+    agent_path: str,
+    principal: str | None,
+    options: CallOptions,
+    stored_grants: Sequence[Grant] | None,
+    marked: frozenset[str],
+    client_tools: Sequence[ClientTool],
+    chat_thread_id: str | None,
+) -> RunDeps:
+    """The deps a segment's tools run with in a process of an executor (a Temporal worker's tool activity).
+
+    The same runtime services as `execute` gives them, over this process's store; no model replies
+    are kept for a redo (the executor keeps the loop's replies itself).
+    """
+    return RunDeps(
+        run_id=run_id,
+        thread_id=thread_id,
+        agent_path=agent_path,
+        principal=principal,
+        ledger=k.store,
+        clock=k.clock,
+        grants=options.grants,
+        widest_scope=options.widest,
+        stored_grants=stored_grants,
+        services=_Services(k, runs, run_id, options),
+        marked=marked,
+        client_tools=client_tools,
+        chat_thread_id=chat_thread_id,
+        journal=store_journal(k.store, k.clock),
+    )
 
 
 async def execute(
@@ -124,17 +162,27 @@ async def execute(
         with working.scope:
             try:
                 with holding(k, run):
-                    result = await built.agent.run(
-                        prompt,
-                        message_history=history,
-                        deferred_tool_results=deferred_results(requests, decisions, rejection=built.policy.rejection)
-                        if requests
-                        else None,
-                        deps=deps,
-                        instructions=context or None,
-                        event_stream_handler=_text_handler(sink) if sink is not None else None,
-                        model=ReplayedModel(built.model, replies) if redo else None,
+                    deferred = (
+                        deferred_results(requests, decisions, rejection=built.policy.rejection) if requests else None
                     )
+                    if k.loop is not None and k.loop.covers(built.name):
+                        call = LoopCall(
+                            prompt=prompt, history=history, deferred=deferred, deps=deps, instructions=context or None
+                        )
+                        result = await k.loop.run(run, call)
+                    else:
+                        ran = await built.agent.run(
+                            prompt,
+                            message_history=history,
+                            deferred_tool_results=deferred,
+                            deps=deps,
+                            instructions=context or None,
+                            event_stream_handler=_text_handler(sink) if sink is not None else None,
+                            model=ReplayedModel(built.model, replies) if redo else None,
+                        )
+                        result = LoopResult(
+                            new_messages=ran.new_messages(), all_messages=ran.all_messages(), output=ran.output
+                        )
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):
                     if await _cancel_asked(k, run):
@@ -166,13 +214,13 @@ async def execute(
         k.stop_working(run.run_id)
     if working.scope.cancelled_caught:
         return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="cancelled")
-    new = annotate(result.new_messages(), requests, decisions)
+    new = annotate(result.new_messages, requests, decisions)
     now = k.clock()
     output = result.output
     if isinstance(output, DeferredToolRequests):
         raised = requests_from(
             output,
-            result.all_messages(),
+            result.all_messages,
             run_id=run.run_id,
             thread_id=run.thread_id,
             agent_path=run.path,

@@ -4,21 +4,27 @@ A worker is a `Sayso` that runs every run itself (`engine="here"`); its activiti
 runtime's verbs, so the store's transactions, the ledger, the audit chain, the outbox and the
 inbox are written exactly as they are without Temporal. A segment takes the run's lease first:
 from the front that started it (handed over), or from a worker that died (its lease lapsed, or
-its process is gone), and carries the run on from the store.
+its process is gone), and carries the run on from the store; the agent loop of the segment runs
+as its own workflow (`_loop`), which the segment waits for. `unknown` is the loop's: what a call
+cut off by a dead worker returns instead of running again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from pydantic_core import to_json
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from .._core.decisions import DECISION_ADAPTER
-from .._core.requests import REQUEST_ADAPTER
+from .._core.requests import REQUEST_ADAPTER, ApprovalRequest, DelegateRequest, escalation_due
+from .._core.resume import open_requests
+from .._engine.gate import UNKNOWN_OUTCOME, outcome_unknown
 from .._runtime import Sayso
 from .._runtime._cycle import Cycle
 from .._runtime._kernel import Kernel
@@ -28,9 +34,12 @@ from .._runtime._verbs.decide import decide
 from .._runtime._verbs.escalate import escalate
 from .._runtime._verbs.expire import expire
 from .._runtime._verbs.resume import resume_if_ready
+from .._store import RunRecord
 from ..exceptions import PauseConsumed, RunConflict, SaysoError, StoreError
+from ._durable import UNKNOWN_ACTIVITY, UnknownCall
 from ._shapes import (
     AdvanceInput,
+    Below,
     DecideInput,
     Recorded,
     SegmentInput,
@@ -38,6 +47,7 @@ from ._shapes import (
     failure,
     options_of,
     principal_of,
+    workflow_id,
 )
 
 
@@ -51,7 +61,7 @@ class Activities:
 
     def all(self) -> Sequence[Callable[..., Any]]:
         """Every activity, for the worker to register."""
-        return [self.segment, self.advance, self.record, self.standing, self.expire]
+        return [self.segment, self.advance, self.record, self.standing, self.expire, self.escalate, self.unknown]
 
     @activity.defn(name="sayso.segment")
     async def segment(self, work: SegmentInput) -> Standing:
@@ -95,7 +105,8 @@ class Activities:
             )
             top = await self._k.store.get_run(asked.run_id)
             ready = top.status == "paused" and not await open_leaves(self._k, top)
-            return Recorded(recorded=done.recorded, ready=ready)
+            owner = await self._owner(asked.request_id, asked.run_id)
+            return Recorded(recorded=done.recorded, ready=ready and owner is None, owner=owner)
 
     @activity.defn(name="sayso.standing")
     async def standing(self, run_id: str) -> Standing:
@@ -107,9 +118,47 @@ class Activities:
     async def expire(self, run_id: str) -> Standing:
         """Fire due escalation steps and expire what has expired (the run's timer fired), as `Sayso.expire` does."""
         async with self._working():
+            swept_at = self._k.clock()
             await escalate(self._k)
             await expire(self._c)
-            return await self._standing(run_id)
+            return await self._standing(run_id, swept_at=swept_at)
+
+    @activity.defn(name="sayso.escalate")
+    async def escalate(self, run_id: str) -> Standing:
+        """Fire the escalation steps due of the run's open requests (its step timer fired), with sayso's escalate verb.
+
+        Each step is claimed, audited and announced in the outbox in one store transaction, exactly as a
+        front's sweep fires it, so it fires once whichever of them comes first.
+        """
+        async with self._working():
+            swept_at = self._k.clock()
+            found = await result(self._k, run_id)
+            await escalate(self._k, requests={r.request_id for r in found.requests}, limit=1000)
+            return await self._standing(run_id, swept_at=swept_at)
+
+    @activity.defn(name=UNKNOWN_ACTIVITY)
+    async def unknown(self, cut: UnknownCall) -> Any:
+        """A call whose worker died while it ran (its one attempt failed): recorded "outcome unknown", never run again.
+
+        An approved call's ledger entry says whether it finished after all (its result is then what the
+        model reads); otherwise the entry and the audit record it unknown, once however often this runs.
+        """
+        async with self._working():
+            k = self._k
+            audit = outcome_unknown(
+                request_id=cut.request_id or cut.tool_call_id, run_id=cut.run_id, tool_name=cut.tool_name, at=k.clock()
+            )
+            if cut.request_id is None:
+                await k.store.append_audit([audit])  # nobody approved it: no ledger entry, the audit says so
+                return UNKNOWN_OUTCOME
+            earlier = await k.store.begin_execution(cut.request_id, cut.run_id, k.clock())
+            if earlier is None or earlier.status not in ("done", "unknown") or earlier.result is None:
+                await k.store.finish_execution(
+                    cut.request_id, to_json(UNKNOWN_OUTCOME), k.clock(), audit=[audit], status="unknown"
+                )
+                earlier = await k.store.begin_execution(cut.request_id, cut.run_id, k.clock())
+            assert earlier is not None and earlier.result is not None
+            return json.loads(earlier.result)
 
     async def _carry_on(self, run_id: str, *, handed_by: str | None, options: str) -> None:
         """Take the run's lease (from the front that handed it over, or a dead holder) and redo its segment."""
@@ -131,12 +180,58 @@ class Activities:
                 raise ApplicationError(str(exc)) from None
         await self._c.runner(run).carry_on(run, options_of(options))
 
-    async def _standing(self, run_id: str) -> Standing:
+    async def _standing(self, run_id: str, *, swept_at: float | None = None) -> Standing:
         found = await result(self._k, run_id)
         open_ = [REQUEST_ADAPTER.dump_json(r).decode() for r in found.requests]
         expiries = [r.expires_at for r in found.requests]
         last = None if not expiries or any(e is None for e in expiries) else max(e for e in expiries if e is not None)
-        return Standing(status=found.status, open=open_, expires_at=last)
+        steps = sorted(
+            due
+            for r in found.requests
+            if isinstance(r, ApprovalRequest)
+            for done in range(len(r.escalation))
+            if (due := escalation_due(r, done)) is not None
+        )
+        below = await self._below(await self._k.store.get_run(run_id))
+        return Standing(status=found.status, open=open_, expires_at=last, steps=steps, swept_at=swept_at, below=below)
+
+    def _apart(self, run: RunRecord, parent: RunRecord) -> bool:
+        """Whether `run` (below `parent`) is a delegate's run of its own child workflow."""
+        return self._c.owns_apart(parent, run.agent)
+
+    async def _below(self, run: RunRecord) -> list[Below]:
+        """The delegates' runs that wait for their child workflows: started, not yet run.
+
+        Found through the runs below `run` that run in its own workflow (a workflow graph's agent nodes).
+        """
+        if run.status != "paused" or run.pause_id is None:
+            return []
+        state = await self._k.store.pause_state(run.pause_id)
+        found: list[Below] = []
+        for request in open_requests(state.requests, state.decisions):
+            if not isinstance(request, DelegateRequest):
+                continue
+            child = await self._k.store.get_run(request.child_run_id)
+            if not self._apart(child, run):
+                found.extend(await self._below(child))
+            elif child.status == "running":
+                found.append(Below(run_id=child.run_id, workflow_id=workflow_id(child), handed_by=child.lease_holder))
+        return found
+
+    async def _owner(self, request_id: str, run_id: str) -> str | None:
+        """The workflow that resumes the run which raised `request_id`, when it is not `run_id`'s own."""
+        found = await self._k.store.request_with_run(request_id)
+        if found is None:
+            return None
+        home = await self._c.home(found.run)
+        return None if home.run_id == run_id else workflow_id(home)
+        run = found.run
+        while run.run_id != run_id and run.parent_run_id is not None:
+            parent = await self._k.store.get_run(run.parent_run_id)
+            if self._apart(run, parent):
+                return workflow_id(run)
+            run = parent
+        return None
 
     @contextlib.asynccontextmanager
     async def _working(self) -> AsyncIterator[None]:

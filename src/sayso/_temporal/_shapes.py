@@ -8,7 +8,7 @@ raised in a worker crosses as a failure carrying the error as JSON, which the fr
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -82,6 +82,27 @@ class Recorded:
 
     recorded: bool
     ready: bool
+    owner: str | None = None
+    """The child workflow whose run raised the request (a delegate's), which resumes it; `None`: this one."""
+
+
+@dataclass
+class BelowNote:
+    """What a delegate's (child) workflow tells its parent's: its run settled, after these decisions."""
+
+    run_id: str
+    decisions: list[str]
+    """The requests whose decisions it carried the run on after (a parent's `decide` Update waits for its own)."""
+
+
+@dataclass
+class Below:
+    """A delegate's run its parent's pause waits on that is to run as a child workflow of the parent's."""
+
+    run_id: str
+    workflow_id: str
+    handed_by: str | None
+    """The worker whose lease the child's first segment takes over (the one that started the run)."""
 
 
 @dataclass
@@ -93,6 +114,12 @@ class Standing:
     """The open requests at the leaves of the run's tree, each as sayso's request JSON."""
     expires_at: float | None
     """When every open request has expired (each has an expiry), else `None`."""
+    steps: list[float] = field(default_factory=list)
+    """When the escalation steps of the open requests are due (those before each one's timeout), soonest first."""
+    swept_at: float | None = None
+    below: list[Below] = field(default_factory=list)
+    """The delegates' runs to start as child workflows (started in the store, not yet run)."""
+    """The worker's clock when it fired the steps due (set by the activities that fire them): those up to it fired."""
 
     @property
     def waiting(self) -> bool:

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
+from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPlugin
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -17,6 +18,8 @@ from .._config.file import Config
 from .._runtime import Sayso
 from ..exceptions import ConfigError
 from ._activities import Activities
+from ._durable import Live, covered, durable_agent
+from ._loop import LoopAgents, TemporalLoop
 from ._workflow import SaysoRun
 
 
@@ -30,13 +33,24 @@ async def run_worker(config: Config, *, ready: Callable[[str], Awaitable[None]] 
     if settings is None:
         raise ConfigError("sayso worker needs 'engine: {temporal: {address, namespace, task_queue}}' in the config")
     async with Sayso(config, engine="here") as app:
-        client = await Client.connect(settings.address, namespace=settings.namespace)
+        # pydantic-ai's payload converter: model messages and run contexts cross as it writes them.
+        client = await Client.connect(settings.address, namespace=settings.namespace, plugins=[PydanticAIPlugin()])
+        app._cycle.delegates_apart = True  # each delegate's run is a child workflow of its parent's
         activities = Activities(app, heartbeat_seconds=settings.heartbeat_seconds)
+        k = app._cycle.k
+        heartbeat = timedelta(seconds=settings.heartbeat_seconds)
+        durable = {
+            name: durable_agent(k.agents[name], config.agents[name], heartbeat=heartbeat) for name in covered(k.agents)
+        }
+        LoopAgents.agents = durable
+        Live.k, Live.runs = k, app._cycle
+        k.loop = TemporalLoop(client, app._cycle, agents=frozenset(durable))
         worker = Worker(
             client,
             task_queue=settings.task_queue,
             workflows=[SaysoRun],
             activities=activities.all(),
+            plugins=[AgentPlugin(agent) for agent in durable.values()],
             graceful_shutdown_timeout=timedelta(seconds=5),
             # A dead worker's runs move to another worker as soon as it would take over a segment.
             sticky_queue_schedule_to_start_timeout=timedelta(seconds=settings.heartbeat_seconds),

@@ -1,37 +1,47 @@
-"""`SaysoRun`: one sayso run as a Temporal workflow — its segments as activities, its pause as a wait.
+"""`SaysoRun`: one sayso run as a Temporal workflow — its segments as activities, their loops in it, its pause a wait.
 
 The workflow holds no state of its own beyond where the run stands (the store is the system of
 record): it runs the first segment, then waits. A decision arrives as the `decide` Update, whose
 validator applies sayso's own checks (who may decide, does the answer fit the request) to the
 open request before the Update is accepted, so a wrong answer is refused and the pause stays open;
 the accepted Update records the decision (an activity: the same checks again, in the store's
-transaction) and, once nothing is open, runs the resume. When every open request has an expiry,
-a workflow timer fires at the last one and expires them: no front has to run a sweep.
+transaction) and, once nothing is open, runs the resume. The run's timers are workflow timers, so
+no front has to run a sweep: at each escalation step of an open request (`escalate:` of its rule)
+the workflow fires it (`sayso.escalate`: sayso's escalate verb, once, audited and announced in the
+outbox) and sleeps on to the next; when every open request has an expiry, it fires at the last one
+and expires them (`on_timeout` decides). A decision wakes the workflow, which re-arms from where the
+run now stands, so a decided request's steps never fire; a timer that came due while no worker ran
+fires on the first worker that polls.
 
 Activities and their retries (docs/guides/temporal.md#which-activities-retry-and-why): a segment (the
-agent's model requests and tool calls, between two stops) is retried on another worker when its
-worker stops heartbeating; the retry carries the run on from the store, where the ledger marked
-every approved call before it ran, so a call cut off mid-way is recorded "outcome unknown" and
-never runs twice. Recording a decision is retried freely (the same decision again is a no-op);
-sayso's refusals are never retried.
+runtime's work between two stops: the lease, the pause consumed, the pause or end written) is
+retried on another worker when its worker stops heartbeating. Its agent loop runs here, in the
+`loop` Update the segment's activity sends (`_loop.run_loop`: model requests and tool calls as
+activities, an approved call one attempt); the retry asks again under the same Update id and gets
+the same loop. Recording a decision is retried freely (the same decision again is a no-op); sayso's
+refusals are never retried.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import TemporalError
 
 from .._core.decisions import DECISION_ADAPTER, check_decision
 from .._core.requests import REQUEST_ADAPTER
 from .._runtime._verbs.rules import check_allowed
 from ..exceptions import SaysoError
+from ._loop import LOOP_UPDATE, LoopInput, LoopOutput, run_loop
 from ._shapes import (
     RUN_WORKFLOW,
     AdvanceInput,
+    BelowNote,
     DecideInput,
     Recorded,
     RunInput,
@@ -49,6 +59,12 @@ _SEGMENT_RETRIES = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_co
 
 _QUICK = timedelta(minutes=2)
 
+_SLACK = 0.5
+"""Seconds a timer fires after its moment, so the worker's clock (which decides what is due) has passed it too."""
+
+_ESCALATION_TIMERS = "sayso-escalation-timers"
+"""The patch under which a run's escalation steps are timers of its workflow (`workflow.patched`)."""
+
 _T = TypeVar("_T")
 
 
@@ -58,54 +74,97 @@ class SaysoRun:
 
     def __init__(self) -> None:
         self._run_id = ""
+        self._options = ""
         self._standing: Standing | None = None
+        self._ready = False  # the first segment stopped and the delegates it started settled
         self._seen = 0
         self._version = 0
         self._poked = False
+        self._swept = 0.0  # the worker's clock at the last sweep of escalation steps: every step due by then fired
         self._heartbeat = timedelta(seconds=10)
         self._lock = asyncio.Lock()  # noqa: TID251 - Temporal's workflow event loop is asyncio's, deterministic
+        # Delegates' runs as child workflows: started ones, those not settled yet, what they reported.
+        self._children: dict[str, workflow.ChildWorkflowHandle[Any, Any]] = {}
+        self._unsettled: set[str] = set()
+        self._below = 0
+        self._below_handled = 0
+        self._reported: set[str] = set()
+        self._passing: list[str] = []  # decisions reported from below, to report further up
+        self._decided: list[str] = []  # decisions recorded for this (child) run, to resume it on
 
     @workflow.run
     async def run(self, start: RunInput) -> str:
         self._run_id = start.run_id
+        self._options = start.options
         self._heartbeat = timedelta(seconds=start.heartbeat_seconds)
         async with self._lock:
             self._set(await self._segment("sayso.segment", SegmentInput(start.run_id, start.handed_by, start.options)))
+            await self._settle()
+        self._ready = True
+        await self._report([])
+        # Workflows started before escalation steps were timers of their own replay without them.
+        escalating = workflow.patched(_ESCALATION_TIMERS)
         while (standing := self._now()).waiting:
             self._seen = self._version
-            timeout = None
-            if standing.expires_at is not None:
-                timeout = max(0.0, standing.expires_at - workflow.now().timestamp()) + 0.5
+            timer = self._next_timer(standing, escalating=escalating)
+            timeout = None if timer is None else max(0.0, timer[0] - workflow.now().timestamp())
             try:
-                await workflow.wait_condition(lambda: self._poked or self._version != self._seen, timeout=timeout)
+                await workflow.wait_condition(self._woken, timeout=timeout)
             except TimeoutError:
+                assert timer is not None
                 async with self._lock:
-                    self._set(await self._quick("sayso.expire", self._run_id, Standing))
+                    self._set(await self._quick(timer[1], self._run_id, Standing))
+                    await self._settle()
+                await self._report([])
                 continue
             if self._poked:
                 self._poked = False
                 async with self._lock:
                     self._set(await self._quick("sayso.standing", self._run_id, Standing))
+                await self._report([])
+            elif self._decided:
+                tokens, self._decided = self._decided, []
+                async with self._lock:
+                    self._set(await self._segment("sayso.advance", self._advance_input()))
+                    await self._settle()
+                await self._report(tokens)
+            elif self._below != self._below_handled:
+                tokens, self._passing = self._passing, []
+                async with self._lock:
+                    await self._settle()
+                await self._report(tokens)
+        await self._close_children()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self._now().status
 
+    @workflow.update(name=LOOP_UPDATE)
+    async def loop(self, asked: LoopInput) -> LoopOutput:
+        """Run one agent segment's loop here (`_loop.run_loop`), for the segment activity that asked and waits."""
+        return await run_loop(asked)
+
     @workflow.update(name="settled")
     async def settled(self) -> str:
-        """Wait until the first segment stopped (paused or ended): how a front's `run` returns."""
-        await workflow.wait_condition(lambda: self._standing is not None)
+        """Wait until the first segment stopped (paused or ended) and its delegates settled: how `run` returns."""
+        await workflow.wait_condition(lambda: self._ready)
         return self._now().status
 
     @workflow.update(name="decide")
     async def decide(self, decision: DecideInput) -> bool:
-        """Record one decision and, when nothing is left open, carry the run on; whether it was new."""
+        """Record one decision and, when nothing is left open, carry the run on; whether it was new.
+
+        A decision on a delegate's request is recorded here too; the delegate's own (child) workflow
+        resumes its run, and this Update returns once that settled and this run was carried on.
+        """
         async with self._lock:
             recorded = await self._quick("sayso.record", decision, Recorded)
-            if decision.resume and recorded.ready:
-                self._set(
-                    await self._segment(
-                        "sayso.advance", AdvanceInput(self._run_id, force=False, options=decision.options)
-                    )
-                )
+            if decision.resume and recorded.owner is not None and await self._tell(recorded.owner, decision):
+                await workflow.wait_condition(lambda: decision.request_id in self._reported)
+                self._below_handled = self._below
+                self._set(await self._segment("sayso.advance", self._advance_input(decision.options)))
+                await self._settle()
+            elif decision.resume and recorded.ready:
+                self._set(await self._segment("sayso.advance", self._advance_input(decision.options)))
+                await self._settle()
             else:
                 self._set(await self._quick("sayso.standing", self._run_id, Standing))
         return recorded.recorded
@@ -136,6 +195,7 @@ class SaysoRun:
         """Carry the paused run on (a resume asked for, an answered pause, a forced skip)."""
         async with self._lock:
             self._set(await self._segment("sayso.advance", asked))
+            await self._settle()
         return self._now().status
 
     @workflow.signal(name="changed")
@@ -143,13 +203,101 @@ class SaysoRun:
         """The store changed under the run (a cancel, a superseding message): read where it stands."""
         self._poked = True
 
+    @workflow.signal(name="decided")
+    def decided(self, request_id: str) -> None:
+        """(A delegate's workflow) a decision on this run's request was recorded: resume the run if it is ready."""
+        self._decided.append(request_id)
+
+    @workflow.signal(name="below")
+    def below(self, note: BelowNote) -> None:
+        """A child workflow settled (paused, ended, or carried on after the decisions `note` names)."""
+        self._unsettled.discard(note.run_id)
+        self._reported.update(note.decisions)
+        self._passing.extend(note.decisions)
+        self._below += 1
+
+    def _woken(self) -> bool:
+        return bool(self._poked or self._decided or self._below != self._below_handled or self._version != self._seen)
+
+    def _advance_input(self, options: str | None = None) -> AdvanceInput:
+        return AdvanceInput(self._run_id, force=False, options=self._options if options is None else options)
+
+    async def _settle(self) -> None:
+        """Start child workflows for the delegates' runs this run's pause waits on; carry it on once they settled.
+
+        Each child settles paused, or ended (a finished delegate answers its call); the run carried on may
+        call new delegates, started the same way, until none is new.
+        """
+        while True:
+            for below in self._now().below:
+                if below.run_id in self._children:
+                    continue
+                start = RunInput(below.run_id, below.handed_by, self._options, self._heartbeat.total_seconds())
+                self._unsettled.add(below.run_id)
+                self._children[below.run_id] = await workflow.start_child_workflow(
+                    RUN_WORKFLOW, start, id=below.workflow_id, task_queue=workflow.info().task_queue, result_type=str
+                )
+            if not self._unsettled and self._below == self._below_handled:
+                return
+            await workflow.wait_condition(lambda: all(self._children[r].done() for r in self._unsettled))
+            self._unsettled.clear()
+            self._below_handled = self._below
+            self._set(await self._segment("sayso.advance", self._advance_input()))
+
+    async def _tell(self, owner: str, decision: DecideInput) -> bool:
+        """Tell a delegate's workflow that a decision on its run was recorded; whether it is there to hear it."""
+        try:
+            await workflow.get_external_workflow_handle(owner).signal("decided", decision.request_id)
+        except TemporalError:
+            return False  # its workflow has ended: where the tree stands is read from the store
+        return True
+
+    async def _report(self, decisions: list[str]) -> None:
+        """(A delegate's workflow) tell the parent's workflow that this run settled, after `decisions`."""
+        parent = workflow.info().parent
+        if parent is None:
+            return
+        try:
+            await workflow.get_external_workflow_handle(parent.workflow_id).signal(
+                "below", BelowNote(run_id=self._run_id, decisions=decisions)
+            )
+        except TemporalError:
+            pass  # the parent's workflow has ended (a cancel, a forced resume): nothing waits on this run
+
+    async def _close_children(self) -> None:
+        """Let the child workflows still waiting read that their runs ended too (a cancel, a forced resume)."""
+        for handle in self._children.values():
+            if not handle.done():
+                with contextlib.suppress(TemporalError):
+                    await handle.signal("changed")
+        for handle in self._children.values():
+            with contextlib.suppress(TemporalError):
+                await handle
+
     def _now(self) -> Standing:
         assert self._standing is not None
         return self._standing
 
     def _set(self, standing: Standing) -> None:
         self._standing = standing
+        if standing.swept_at is not None:
+            self._swept = max(self._swept, standing.swept_at)
         self._version += 1
+
+    def _next_timer(self, standing: Standing, *, escalating: bool) -> tuple[float, str] | None:
+        """When the run's timer fires next and which activity it runs: the next escalation step, or the expiry.
+
+        A step is due once `created_at + after` passed; the steps up to the last sweep's clock fired (the
+        escalate verb fires every step due by its clock), so the next one is the first after it.
+        """
+        timers: list[tuple[float, str]] = []
+        if standing.expires_at is not None:
+            timers.append((standing.expires_at + _SLACK, "sayso.expire"))
+        if escalating:
+            after = [due for due in standing.steps if due > self._swept]
+            if after:
+                timers.append((after[0] + _SLACK, "sayso.escalate"))
+        return min(timers) if timers else None
 
     async def _segment(self, name: str, arg: SegmentInput | AdvanceInput) -> Standing:
         return await workflow.execute_activity(  # type: ignore[no-any-return]

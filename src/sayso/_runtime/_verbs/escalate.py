@@ -4,11 +4,14 @@ The same sweep that expires requests (`Sayso.expire`, run every few seconds by `
 them first. Each step is read from the request (its rule's plan, saved with it), claimed and
 recorded in one store transaction (`fire_escalation`: counted, audited, announced in the outbox as
 `request.escalated` for the channels to deliver), so a step fires once whichever replica sweeps,
-and a step that came due while no process ran fires at the next sweep of any process. What a
+and a step that came due while no process ran fires at the next sweep of any process. On Temporal the
+run's workflow timer fires its own requests' steps (`requests`) the same way. What a
 request's timeout decides (`on_timeout`) is expiry's (`expire`, planned by `_core/resume.py` `plan_expiry`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 from ..._core.audit_events import EscalatedEvent
 from ..._core.requests import ApprovalRequest, escalation_due
@@ -19,14 +22,19 @@ _ROUNDS = 20
 ran fires them in order, one a round."""
 
 
-async def escalate(k: Kernel, *, limit: int = 100) -> int:
-    """Fire every escalation step due by now; returns how many this runtime fired."""
+async def escalate(k: Kernel, *, limit: int = 100, requests: Collection[str] | None = None) -> int:
+    """Fire every escalation step due by now (of `requests` only, when given); returns how many this runtime fired.
+
+    `requests` is how a run's own timer fires its steps (on Temporal, the run's workflow timer).
+    """
     fired = 0
     for _ in range(_ROUNDS):
         now = k.clock()
         due = await k.store.due_escalations(now, limit=limit)
         progressed = False
         for item in due:
+            if requests is not None and item.request_id not in requests:
+                continue
             state = await k.store.get_request(item.request_id)
             if state is None or not isinstance(state.request, ApprovalRequest) or state.decision is not None:
                 continue

@@ -1,0 +1,266 @@
+"""An agent's loop on Temporal: the agent under pydantic-ai's `TemporalDurability`, its gate inside the tool activities.
+
+Each agent of a worker's config gets a twin built for Temporal: the same model and tools, with
+pydantic-ai's `TemporalDurability` capability, so inside the run's workflow (`_loop`) every model
+request is an activity (retried: it has no side effect) and every tool call is an activity. sayso's
+gate (policy, grants, the at-most-once ledger, before-call hooks) does I/O, so it cannot run in
+workflow code: it sits *inside* the tool activities, as the toolset a `DynamicToolset` builds in
+each activity. What crosses the boundary is plain data (`LoopDeps`, sayso's call metadata as JSON);
+the activity rebuilds the run's `RunDeps` over the worker's own runtime (`Live`).
+
+A call that must not run twice (an approved call; any call of a tool not declared idempotent or
+read-only) is an activity with one attempt. The ledger marked an approved call when its pause was
+consumed, before the loop began; a worker that dies mid-call fails the attempt (its heartbeat
+stops), and the workflow records the call "outcome unknown" (`sayso.unknown`) instead of running it
+again. docs/guides/temporal.md#which-activities-retry-and-why says which activities retry and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Annotated, Any, ClassVar
+
+from pydantic import Field, TypeAdapter
+from pydantic_ai import Agent, DeferredToolRequests, RunContext
+from pydantic_ai.durable_exec.temporal import TemporalDurability, TemporalRunContext
+from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, DynamicToolset, ToolsetTool, WrapperToolset
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, TimeoutError
+from temporalio.workflow import ActivityConfig
+
+from .._config.file import AgentConfig
+from .._core.grants import Grant
+from .._core.requests import ClientTool, Scope
+from .._engine.agents import BuiltAgent
+from .._engine.calls import META_KEY, ApprovedCall, Deferral, approved_call_of
+from .._engine.deps import RunDeps
+from .._engine.tools import options_of
+from .._runtime._kernel import Kernel
+from .._runtime._runner import CallOptions, Runs
+from .._runtime._step import tool_deps
+
+UNKNOWN_ACTIVITY = "sayso.unknown"
+"""The activity that records a call cut off by a dead worker as "outcome unknown" (`Activities.unknown`)."""
+
+TOOLSET_ID = "sayso"
+"""The id of every agent's one toolset on Temporal: it names the tool activities (`…__dynamic_toolset__sayso__…`)."""
+
+ONCE = RetryPolicy(maximum_attempts=1)
+"""A call that must not run twice: never retried once started."""
+
+RETRIED = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=1.5)
+"""Model requests and calls that may run again: retried until a worker finishes them."""
+
+_ATTACHED: TypeAdapter[Any] = TypeAdapter(Annotated[Deferral | ApprovedCall, Field(discriminator="kind")])
+"""sayso's value in a call's metadata (the eight kinds are told apart by `kind`), to and from JSON."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoopDeps:
+    """What a run's tools need of it, as plain data: it crosses from the workflow into every tool activity."""
+
+    run_id: str
+    thread_id: str
+    agent_path: str
+    principal: str | None
+    grants: tuple[Grant, ...] | None
+    widest: Scope | None
+    stored_grants: tuple[Grant, ...] | None
+    marked: tuple[str, ...]
+    client_tools: tuple[ClientTool, ...]
+    chat_thread_id: str | None
+
+    @classmethod
+    def of(cls, deps: RunDeps) -> LoopDeps:
+        """The plain data of a segment's `RunDeps`."""
+        return cls(
+            run_id=deps.run_id,
+            thread_id=deps.thread_id,
+            agent_path=deps.agent_path,
+            principal=deps.principal,
+            grants=None if deps.grants is None else tuple(deps.grants),
+            widest=deps.widest_scope,
+            stored_grants=None if deps.stored_grants is None else tuple(deps.stored_grants),
+            marked=tuple(sorted(deps.marked)),
+            client_tools=tuple(deps.client_tools),
+            chat_thread_id=deps.chat_thread_id,
+        )
+
+
+LOOP_DEPS: TypeAdapter[LoopDeps] = TypeAdapter(LoopDeps)
+
+
+def attached_json(metadata: Mapping[str, Any] | None) -> dict[str, object] | None:
+    """A call's metadata as JSON (sayso's value dumped by kind)."""
+    if metadata is None:
+        return None
+    return {k: _ATTACHED.dump_python(v, mode="json") if k == META_KEY else v for k, v in metadata.items()}
+
+
+def attached_of(metadata: Mapping[str, Any] | None) -> dict[str, object] | None:
+    """A call's metadata from JSON, sayso's value typed again (as the gate, the bodies and the engine read it)."""
+    if metadata is None:
+        return None
+    found = dict(metadata)
+    if isinstance(found.get(META_KEY), dict):
+        found[META_KEY] = _ATTACHED.validate_python(found[META_KEY])
+    return found
+
+
+class Live:
+    """The worker's runtime, which every tool activity of this process runs its calls over."""
+
+    k: ClassVar[Kernel | None] = None
+    runs: ClassVar[Runs | None] = None
+
+    @classmethod
+    def deps_of(cls, wire: LoopDeps) -> RunDeps:
+        """The run's `RunDeps` over this worker's store and runtime."""
+        assert cls.k is not None and cls.runs is not None, "a sayso worker sets its runtime before it polls"
+        return tool_deps(
+            cls.k,
+            cls.runs,
+            run_id=wire.run_id,
+            thread_id=wire.thread_id,
+            agent_path=wire.agent_path,
+            principal=wire.principal,
+            options=CallOptions(grants=wire.grants, widest=wire.widest),
+            stored_grants=wire.stored_grants,
+            marked=frozenset(wire.marked),
+            client_tools=wire.client_tools,
+            chat_thread_id=wire.chat_thread_id,
+        )
+
+
+class SaysoRunContext(TemporalRunContext[Any]):
+    """The run context inside a tool activity: the run's live `RunDeps`, and sayso's call metadata typed again."""
+
+    @classmethod
+    def deserialize_run_context(cls, ctx: dict[str, object], deps: Any) -> TemporalRunContext[Any]:
+        metadata = ctx.get("tool_call_metadata")
+        found = {**ctx, "tool_call_metadata": attached_of(metadata) if isinstance(metadata, dict) else metadata}
+        live = Live.deps_of(deps if isinstance(deps, LoopDeps) else LOOP_DEPS.validate_python(deps))
+        return cls(**found, deps=live)
+
+
+@dataclass
+class _Recording(WrapperToolset[Any]):
+    """The gate's toolset in a tool activity: approved calls' results go to the ledger as the activity ends.
+
+    In one process a segment keeps them (`RunDeps.executed`) for its next save; here the activity
+    is all the call has, so its result is written before the activity answers.
+    """
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, object], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        deps = ctx.deps
+        try:
+            return await super().call_tool(name, tool_args, ctx, tool)
+        finally:
+            if isinstance(deps, RunDeps):
+                for done in deps.executed:
+                    await deps.ledger.finish_execution(done.request_id, done.result, deps.clock(), audit=[done.audit])
+                deps.executed.clear()
+
+
+@dataclass
+class _OnceOrRetried(WrapperToolset[Any]):
+    """Workflow side of the tool activities: how often each call may be tried, and what a cut-off call returns."""
+
+    retried: frozenset[str] = frozenset()
+    """Tools whose calls may run again: `ask_user` and the delegates (a delegate's run is carried on from the store)."""
+    heartbeat: timedelta = timedelta(seconds=10)
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, object], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        if not workflow.in_workflow() or not self._once(name, ctx, tool):
+            return await super().call_tool(name, tool_args, ctx, tool)
+        metadata = {**(tool.tool_def.metadata or {}), "temporal": ActivityConfig(retry_policy=ONCE)}
+        once = replace(tool, tool_def=replace(tool.tool_def, metadata=metadata))
+        try:
+            return await super().call_tool(name, tool_args, ctx, once)
+        except ActivityError as exc:
+            if not isinstance(exc.cause, TimeoutError):
+                raise  # the call raised (a mismatch with what was approved): the run fails and says so
+            approved = approved_call_of(ctx.tool_call_metadata) if ctx.tool_call_approved else None
+            return await workflow.execute_activity(
+                UNKNOWN_ACTIVITY,
+                UnknownCall(
+                    run_id=ctx.deps.run_id,
+                    request_id=approved.request_id if approved is not None else None,
+                    tool_call_id=ctx.tool_call_id or "",
+                    tool_name=name,
+                ),
+                result_type=str,
+                start_to_close_timeout=timedelta(minutes=2),
+                heartbeat_timeout=self.heartbeat,
+                retry_policy=RETRIED,
+            )
+
+    def _once(self, name: str, ctx: RunContext[Any], tool: ToolsetTool[Any]) -> bool:
+        if ctx.tool_call_approved:
+            return True
+        deps = ctx.deps
+        client = {t.name for t in deps.client_tools} if isinstance(deps, LoopDeps) else set[str]()
+        if name in self.retried or name in client:
+            return False
+        options = options_of(tool.tool_def)
+        return not (options.idempotent or options.read_only)
+
+
+@dataclass
+class UnknownCall:
+    """A call cut off by a dead worker: which run, which approval (`None` for a call nobody approved), which call."""
+
+    run_id: str
+    request_id: str | None
+    tool_call_id: str
+    tool_name: str
+
+
+def durable_agent(
+    built: BuiltAgent, spec: AgentConfig, *, heartbeat: timedelta
+) -> Agent[LoopDeps, str | DeferredToolRequests]:
+    """`built`'s twin for Temporal: model requests and tool calls as activities, the gate inside the tool activities.
+
+    Built outside any workflow (pydantic-ai registers the activities as it binds the capability).
+    """
+
+    def gated(ctx: RunContext[Any]) -> AbstractToolset[Any]:
+        # Resolved inside each tool activity, over the built agent's own tools (and MCP bindings).
+        whole: AbstractToolset[Any] = CombinedToolset(list(built.agent.toolsets))
+        return _Recording(built.gate.get_wrapper_toolset(whole))
+
+    retried = built.gate.ungated | {d.tool_name for d in spec.delegates}
+    toolset = _OnceOrRetried(
+        DynamicToolset(gated, per_run_step=True, id=TOOLSET_ID), retried=retried, heartbeat=heartbeat
+    )
+    durability: TemporalDurability[LoopDeps] = TemporalDurability(
+        name=built.name,
+        deps_type=LoopDeps,
+        run_context_type=SaysoRunContext,
+        # A call may take long (a delegate runs a whole run below it); a silent worker is noticed by its heartbeat.
+        activity_config=ActivityConfig(
+            start_to_close_timeout=timedelta(hours=6), heartbeat_timeout=heartbeat, retry_policy=RETRIED
+        ),
+        model_activity_config=ActivityConfig(heartbeat_timeout=heartbeat, retry_policy=RETRIED),
+    )
+    return Agent(
+        built.model,
+        output_type=[str, DeferredToolRequests],
+        instructions=spec.instructions or None,
+        deps_type=LoopDeps,
+        name=built.name,
+        toolsets=[toolset],
+        capabilities=[durability],
+    )
+
+
+def covered(agents: Mapping[str, BuiltAgent]) -> Sequence[str]:
+    """The agents whose loops run on Temporal: all but those with MCP bindings (their sessions live in one process)."""
+    return [name for name, built in agents.items() if built.mcp is None]

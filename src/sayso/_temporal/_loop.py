@@ -1,0 +1,197 @@
+"""An agent segment's loop inside the run's workflow (`run_loop`), and `TemporalLoop`, the runtime's `AgentLoop`.
+
+A worker's runtime does everything around a segment as without Temporal (it takes the run's
+lease, consumes the pause and marks the approved calls in the ledger, then writes the pause or the
+end). The loop between — the model's requests and the tool calls — runs in the run's own workflow
+(`sayso-<agent>-<run id>`, its `loop` Update) through pydantic-ai's Temporal durability
+(`_durable`): each model request and each tool call an activity. The segment's activity waits for
+the Update's result; a segment retried on another worker (its worker died) asks under the same
+Update id and gets the same loop, never a second one: what it had done stays in the history.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pydantic import TypeAdapter
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from pydantic_ai.exceptions import ModelRetry, ToolFailed
+from pydantic_ai.messages import ModelMessagesTypeAdapter, ToolReturn
+from pydantic_core import to_jsonable_python
+from temporalio import workflow
+from temporalio.client import Client
+from temporalio.exceptions import ApplicationError, FailureError
+
+from .._runtime._cycle import Cycle
+from .._runtime._runner import LoopCall, LoopResult
+from .._store import RunRecord
+from ._durable import LOOP_DEPS, LoopDeps, attached_json, attached_of
+from ._shapes import workflow_id
+
+LOOP_UPDATE = "loop"
+"""The Update of a run's workflow that runs one agent segment's loop in it."""
+
+_REQUESTS: TypeAdapter[DeferredToolRequests] = TypeAdapter(DeferredToolRequests)
+
+
+@dataclass
+class LoopInput:
+    """What a segment's loop starts with: sayso's JSON of the history, the decided calls and the run's deps."""
+
+    agent: str
+    prompt: str | None
+    history: str
+    deferred: str | None
+    deps: str
+    instructions: str | None
+
+
+@dataclass
+class LoopOutput:
+    """How the loop ended: the messages it added, and its text, the calls it deferred, or its error."""
+
+    new: str
+    text: str | None = None
+    deferred: str | None = None
+    error: str | None = None
+    error_type: str | None = None
+
+
+class LoopAgents:
+    """The worker's agents, built for Temporal (`_durable.durable_agent`), by name: what `run_loop` runs."""
+
+    agents: ClassVar[dict[str, Agent[LoopDeps, str | DeferredToolRequests]]] = {}
+
+
+async def run_loop(asked: LoopInput) -> LoopOutput:
+    """One agent segment's loop, in workflow code: pydantic-ai's loop, its model requests and tool calls activities."""
+    agent = LoopAgents.agents[asked.agent]
+    try:
+        result = await agent.run(
+            asked.prompt,
+            message_history=ModelMessagesTypeAdapter.validate_json(asked.history),
+            deferred_tool_results=_deferred_of(asked.deferred),
+            deps=LOOP_DEPS.validate_json(asked.deps),
+            instructions=asked.instructions,
+        )
+    except (workflow.NondeterminismError, workflow.ReadOnlyContextError):
+        raise
+    except Exception as exc:
+        # The run's failure (a model that keeps failing, a call that is not what was approved):
+        # the segment records the run as failed with it, as it would in one process.
+        kind, message = _described(exc)
+        return LoopOutput(new="[]", error=message, error_type=kind)
+    new = ModelMessagesTypeAdapter.dump_json(result.new_messages()).decode()
+    output = result.output
+    if isinstance(output, DeferredToolRequests):
+        return LoopOutput(new=new, deferred=_REQUESTS.dump_json(output).decode())
+    return LoopOutput(new=new, text=output)
+
+
+class TemporalLoop:
+    """The runtime's `AgentLoop` on a worker: each covered agent's segment loop runs in its run's workflow."""
+
+    def __init__(self, client: Client, cycle: Cycle, *, agents: frozenset[str]) -> None:
+        self._client = client
+        self._cycle = cycle
+        self._agents = agents
+
+    def covers(self, agent: str) -> bool:
+        return agent in self._agents
+
+    async def run(self, run: RunRecord, call: LoopCall) -> LoopResult:
+        asked = LoopInput(
+            agent=run.agent,
+            prompt=call.prompt,
+            history=ModelMessagesTypeAdapter.dump_json(call.history).decode(),
+            deferred=_deferred_json(call.deferred),
+            deps=LOOP_DEPS.dump_json(LoopDeps.of(call.deps)).decode(),
+            instructions=call.instructions,
+        )
+        # The loop runs in the workflow the run is worked on in (its own, or a graph's for its agent
+        # node). One segment, one Update id (the run, and its start or the pause it resumes): a segment
+        # retried on another worker asks again under the same id and gets the same loop, never a second.
+        handle = self._client.get_workflow_handle(workflow_id(await self._home(run)))
+        update_id = f"loop-{run.run_id}-{run.resume_pause_id or 'start'}"
+        out = await handle.execute_update(LOOP_UPDATE, asked, id=update_id, result_type=LoopOutput)
+        if out.error is not None:
+            raise type(out.error_type or "LoopFailed", (Exception,), {})(out.error)
+        new = ModelMessagesTypeAdapter.validate_json(out.new)
+        output: str | DeferredToolRequests
+        if out.deferred is not None:
+            requests = _REQUESTS.validate_json(out.deferred)
+            requests.metadata = {k: attached_of(v) or {} for k, v in requests.metadata.items()}
+            output = requests
+        else:
+            output = out.text or ""
+        return LoopResult(new_messages=new, all_messages=[*call.history, *new], output=output)
+
+    async def _home(self, run: RunRecord) -> RunRecord:
+        """The run whose workflow `run` is worked on in: its own (a top-level run, a delegate's), or its graph's."""
+        return await self._cycle.home(run)
+
+
+def _described(exc: BaseException) -> tuple[str, str]:
+    """The type and message of a failure's real cause (through Temporal's activity and application errors)."""
+    cause: BaseException = exc
+    while isinstance(cause, FailureError) and cause.cause is not None:
+        cause = cause.cause
+    if isinstance(cause, ApplicationError):
+        return cause.type or "ApplicationError", cause.message
+    return type(cause).__name__, str(cause)
+
+
+def _deferred_json(deferred: DeferredToolResults | None) -> str | None:
+    """The decided calls a segment resumes with, as JSON (sayso's metadata dumped by kind)."""
+    if deferred is None:
+        return None
+    approvals: dict[str, object] = {}
+    for call_id, approval in deferred.approvals.items():
+        if isinstance(approval, ToolApproved):
+            approvals[call_id] = {"approved": True, "override_args": approval.override_args}
+        elif isinstance(approval, ToolDenied):
+            approvals[call_id] = {"approved": False, "message": approval.message}
+        else:
+            approvals[call_id] = {"approved": bool(approval)}
+    calls: dict[str, object] = {}
+    for call_id, result in deferred.calls.items():
+        if isinstance(result, ToolReturn):
+            calls[call_id] = {"return": result.return_value, "content": result.content, "metadata": result.metadata}
+        elif isinstance(result, ToolFailed):
+            calls[call_id] = {"failed": result.message}
+        elif isinstance(result, ModelRetry):
+            calls[call_id] = {"retry": result.message}
+        else:
+            calls[call_id] = {"value": result}
+    metadata = {k: attached_json(v) for k, v in deferred.metadata.items()}
+    return json.dumps(to_jsonable_python({"approvals": approvals, "calls": calls, "metadata": metadata}))
+
+
+def _deferred_of(text: str | None) -> DeferredToolResults | None:
+    """`_deferred_json` read back, in the workflow."""
+    if text is None:
+        return None
+    raw = json.loads(text)
+    results = DeferredToolResults()
+    for call_id, approval in raw["approvals"].items():
+        if approval["approved"]:
+            results.approvals[call_id] = ToolApproved(override_args=approval.get("override_args"))
+        elif "message" in approval:
+            results.approvals[call_id] = ToolDenied(approval["message"])
+        else:
+            results.approvals[call_id] = False
+    for call_id, result in raw["calls"].items():
+        if "return" in result:
+            results.calls[call_id] = ToolReturn(
+                result["return"], content=result["content"], metadata=result["metadata"]
+            )
+        elif "failed" in result:
+            results.calls[call_id] = ToolFailed(result["failed"])
+        elif "retry" in result:
+            results.calls[call_id] = ModelRetry(result["retry"])
+        else:
+            results.calls[call_id] = result["value"]
+    results.metadata = {k: attached_of(v) or {} for k, v in raw["metadata"].items()}
+    return results

@@ -1,0 +1,199 @@
+"""The agent loop on Temporal: it runs in the run's workflow, its model requests and tool calls activities.
+
+The run's workflow history (`sayso-<agent>-<run id>`) is what the Temporal UI shows: a model
+request is an activity retried without limit (it has no side effect); the approved call is an
+activity with one attempt, never retried once started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+from sayso import Approve, Sayso
+
+from .conftest import Workers, temporal_config, workflows_on
+
+TOOLS = '''
+import os
+import sayso
+
+def delete(name: str) -> str:
+    """Delete a file."""
+    with open(os.environ["MARKER"], "a") as marker:
+        marker.write(name + "\\n")
+    return f"deleted {name}"
+
+
+@sayso.tool(read_only=True)
+def look(name: str) -> str:
+    """Look at a file (changes nothing)."""
+    return f"{name} is there"
+'''
+
+SCRIPT = """
+name: files
+rules:
+  - {user: '^delete (?P<n>\\S+)$', call: look, args: {name: "{n}"}}
+  - {tool: look, call: delete, args: {name: "a.txt"}}
+  - {tool: delete, reply: "model read: {result}"}
+"""
+
+BODY = """
+models:
+  demo: {scripted: script.yaml}
+agents:
+  files:
+    model: demo
+    tools: [loop_tools:delete, loop_tools:look]
+    interrupt: {tools: [delete]}
+"""
+
+
+@pytest.fixture
+def config(tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "loop_tools.py").write_text(TOOLS)
+    (tmp_path / "script.yaml").write_text(SCRIPT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("MARKER", str(tmp_path / "marker"))
+    return temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=BODY)
+
+
+@pytest.fixture
+def workers(config: Path, workers_env: dict[str, str]) -> Iterator[Workers]:
+    pool = Workers(config, workers_env)
+    try:
+        yield pool
+    finally:
+        pool.stop_all()
+
+
+async def attempts(client: Client, workflow: str) -> list[tuple[str, int]]:
+    """Each activity the workflow scheduled, in order: its type and its most attempts (0: no limit)."""
+    found: list[tuple[str, int]] = []
+    async for event in client.get_workflow_handle(workflow).fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            scheduled = event.activity_task_scheduled_event_attributes
+            found.append((scheduled.activity_type.name, scheduled.retry_policy.maximum_attempts))
+    return found
+
+
+async def test_model_requests_retry_and_the_approved_call_is_one_attempt(
+    config: Path, workers: Workers, temporal_address: str, task_queue: str, tmp_path: Path
+) -> None:
+    """Both segments' loops of an approve cycle run in the run's workflow; its activities say how often each may run."""
+    workers.start()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("delete a.txt")
+        assert paused.status == "paused"
+        [request] = paused.requests
+        done = await front.decide(request.request_id, Approve())
+        assert (done.run.status, done.run.output) == ("completed", "model read: deleted a.txt")
+        transcript = await front.transcript(paused.thread_id)  # the store stays the system of record
+        assert [e.decision["decision"] for e in transcript if e.decision is not None] == ["approve"]
+    client = await Client.connect(temporal_address)
+    assert await workflows_on(temporal_address, task_queue) == {f"sayso-files-{paused.run_id}": "COMPLETED"}
+    found = await attempts(client, f"sayso-files-{paused.run_id}")
+    models = [most for name, most in found if name == "agent__files__model_request"]
+    assert len(models) == 3 and set(models) == {0}  # a model request is asked again until a worker answers
+    # The first segment: `look` (read-only) may run again; `delete` is stopped by the gate, in one attempt.
+    # The resumed segment: the approved `delete` is one attempt, never retried once started.
+    calls = [most for name, most in found if name == "agent__files__dynamic_toolset__sayso__call_tool"]
+    assert calls == [0, 1, 1]
+    segments = [name for name, _ in found if name in ("sayso.segment", "sayso.advance")]
+    assert segments == ["sayso.segment", "sayso.advance"]  # the runtime around each loop: one activity each
+    assert (tmp_path / "marker").read_text().split() == ["a.txt"]
+
+
+CUT_TOOLS = '''
+import os, time
+import sayso
+
+def _slow(name: str) -> str:
+    with open(os.environ["MARKER"], "a") as marker:
+        marker.write(name + "\\n")
+    time.sleep(float(os.environ.get("SLOW_SECONDS", "0")))
+    return f"done {name}"
+
+
+def send(name: str) -> str:
+    """Send a message (not safe to send twice)."""
+    return _slow(name)
+
+
+@sayso.tool(idempotent=True)
+def sync(name: str) -> str:
+    """Sync a folder (safe to run again)."""
+    return _slow(name)
+'''
+
+CUT_SCRIPT = """
+name: cut
+rules:
+  - {user: '^send (?P<n>\\S+)$', call: send, args: {name: "{n}"}}
+  - {user: '^sync (?P<n>\\S+)$', call: sync, args: {name: "{n}"}}
+  - {tool: send, reply: "model read: {result}"}
+  - {tool: sync, reply: "model read: {result}"}
+"""
+
+CUT_BODY = """
+models:
+  demo: {scripted: script.yaml}
+agents:
+  cut:
+    model: demo
+    tools: [cut_tools:send, cut_tools:sync]
+"""
+
+
+@pytest.mark.parametrize(
+    ("tool", "output", "runs"),
+    [("send", "model read: Outcome unknown", 1), ("sync", "model read: done x", 2)],
+    ids=["not-idempotent-is-unknown", "idempotent-runs-again"],
+)
+async def test_a_call_nobody_approved_cut_off_by_kill_9_is_unknown_unless_its_tool_is_idempotent(
+    tool: str,
+    output: str,
+    runs: int,
+    tmp_path: Path,
+    temporal_address: str,
+    task_queue: str,
+    workers_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A plain call is one attempt too: cut off, it is "outcome unknown" (audited), never sent twice; a call of a
+    tool declared idempotent is tried again on the next worker."""
+    (tmp_path / "cut_tools.py").write_text(CUT_TOOLS)
+    (tmp_path / "script.yaml").write_text(CUT_SCRIPT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=CUT_BODY)
+    marker = tmp_path / "marker"
+    pool = Workers(config, {**workers_env, "SLOW_SECONDS": "60"})
+    first = pool.start()
+    try:
+        async with Sayso.from_yaml(config) as front:
+            outcome: list[str | None] = []
+
+            async def run() -> None:
+                outcome.append((await front.run(f"{tool} x")).output)
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(run)
+                with anyio.fail_after(30):
+                    while not marker.exists():
+                        await anyio.sleep(0.05)
+                pool.kill(first)
+                pool.env["SLOW_SECONDS"] = "0"
+                pool.start()
+            [said] = outcome
+            log = [r.body for r in await front.audit_log()]
+    finally:
+        pool.stop_all()
+    assert said is not None and said.startswith(output)
+    assert [b["event"] for b in log].count("outcome_unknown") == (1 if runs == 1 else 0)
+    assert marker.read_text().split() == ["x"] * runs
