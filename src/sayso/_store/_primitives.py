@@ -357,6 +357,10 @@ class StoreTx(ABC):
     async def advance_escalation(self, request_id: str, step: int, next_at: float | None) -> bool:
         """Count step `step` of an open request as fired and set when the next is due; `False` when another did."""
 
+    @abstractmethod
+    async def widen_request(self, request: Request) -> None:
+        """Replace a routed request by `request` (its routing widened) and list it for each of its deciders."""
+
     # the outbox
 
     @abstractmethod

@@ -262,6 +262,11 @@ class MemoryTx(MemoryOutboxTx):
         self._set(row, escalations=step + 1, escalate_at=next_at)
         return True
 
+    async def widen_request(self, request: Request) -> None:
+        row = self.s._requests[request.request_id]
+        deciders = request.routing.deciders(request.principal) if request.routing is not None else None
+        self._set(row, body=REQUEST_ADAPTER.dump_json(request), deciders=deciders)
+
     # grants and the audit chain
 
     async def add_grants(self, grants: Sequence[Grant]) -> None:

@@ -259,6 +259,14 @@ class SqlTx(SqlOutboxTx):
         params = {"request_id": request_id, "step": step, "next_at": next_at}
         return await self.tx.run(q.ADVANCE_ESCALATION, params) == 1
 
+    async def widen_request(self, request: Request) -> None:
+        params = {"request_id": request.request_id, "body": REQUEST_ADAPTER.dump_json(request)}
+        await self.tx.run(q.REPLACE_REQUEST_BODY, params)
+        await self.tx.run(q.DELETE_DECIDERS, {"request_id": request.request_id})
+        if request.routing is not None:
+            names = request.routing.deciders(request.principal)
+            await self.tx.later(q.INSERT_DECIDER, [{"request_id": request.request_id, "principal": n} for n in names])
+
     # grants and the audit chain
 
     async def add_grants(self, grants: Sequence[Grant]) -> None:
