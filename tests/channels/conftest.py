@@ -204,9 +204,11 @@ def channels_config(
     ttl_seconds: float | None = None,
     webhooks: Sequence[dict[str, Any]] = (),
     escalate: Sequence[dict[str, Any]] = (),
+    routing: dict[str, Any] | None = None,
 ) -> Config:
-    """The billing agent: every `pay` waits for bob, and is announced to `notify` (and as `escalate` says)."""
-    rule: dict[str, Any] = {"name": "pay", "notify": notify, "escalate": list(escalate)}
+    """The billing agent: every `pay` waits for bob (or as `routing` says: approvers, a quorum), and is announced
+    to `notify` (and as `escalate` says)."""
+    rule: dict[str, Any] = {"name": "pay", "notify": notify, "escalate": list(escalate), **(routing or {})}
     if ttl_seconds is not None:
         rule["ttl_seconds"] = ttl_seconds
     channels: dict[str, Any] = {"public_url": public_url}
@@ -215,7 +217,7 @@ def channels_config(
             "smtp_host": "127.0.0.1",
             "smtp_port": smtp_port,
             "from": "sayso <approvals@example.com>",
-            "users": {"bob@example.com": "bob"},
+            "users": {"bob@example.com": "bob", "carol@example.com": "carol"},
             "backoff_seconds": 0.2,
         }
     if slack_url is not None:

@@ -160,6 +160,43 @@ def test_a_link_for_a_changed_or_expired_request_says_so(serve: Serve, smtp: Smt
     assert run_of(server, run["run_id"])["status"] == "paused"
 
 
+def test_an_edit_vote_voids_the_links_mailed_before_it(serve: Serve, smtp: Smtp, tmp_path: Path) -> None:
+    """Two of bob and carol must approve; bob's vote edits the amount, restarting the quorum: carol's mailed link
+    was for the old arguments and says the request changed; a link made now, for the edited ones, approves."""
+    port = free_port()
+    config = channels_config(
+        tmp_path,
+        public_url=f"http://127.0.0.1:{port}",
+        notify=["email:carol@example.com"],
+        smtp_port=smtp.port,
+        routing={"approvers": ["bob", "carol"], "approvals_required": 2},
+    )
+    server, _ = serve(config, port=port)
+    run = start_run(server, "pay 250")
+    link = mailed_link(smtp.mailbox.wait_for(1)[0])
+    request_id = str(run["requests"][0]["id"])  # type: ignore[index]
+    assert httpx.get(link, timeout=30).status_code == 200  # the link works until the arguments change
+
+    edit = {"kind": "approve", "edited_args": {"amount": 200}}
+    bob = {"Authorization": "Bearer bob-token"}
+    voted = httpx.post(f"{server.base_url}/v1/requests/{request_id}/decision", json=edit, headers=bob, timeout=30)
+    assert voted.status_code == 200, voted.text
+    assert voted.json()["quorum"]["text"] == "1 of 2 (edited arguments), waiting for carol"
+
+    changed = httpx.get(link, timeout=30)
+    assert changed.status_code == 409 and "changed since the mail was sent" in changed.text
+    refused = httpx.post(link, data={"action": "approve"}, timeout=30)
+    assert refused.status_code == 409 and "changed since the mail was sent" in refused.text
+    assert run_of(server, run["run_id"])["status"] == "paused" and ran("pay") == []
+
+    bound = LinkClaims(request_id=request_id, principal="carol", digest=args_digest({"amount": 200}), expires_at=9e9)
+    fresh = f"{server.base_url}/v1/links/{sign_link(config.channels.link_key(None), bound)}"
+    approved = httpx.post(fresh, data={"action": "approve"}, timeout=30)
+    assert approved.status_code == 200, approved.text
+    assert run_of(server, run["run_id"])["status"] == "completed"
+    assert ran("pay") == [{"amount": 200}]
+
+
 def test_a_used_link_is_refused_even_when_the_request_reopened_nothing(
     serve: Serve, smtp: Smtp, tmp_path: Path
 ) -> None:

@@ -24,6 +24,7 @@ STEPS: dict[str, Any] = {
     "rule": "refunds-large",
     "when": "args.amount > 100",
     "reason": "amount {args.amount} > 100",
+    "approvers": ["finance"],
     "escalate": [
         {"after": "15m", "remind": True},
         {"after": "1h", "notify": ["webhook:cfo", "webhook:finance"], "add_approvers": ["cfo"]},
@@ -199,11 +200,13 @@ async def test_each_step_is_a_notice_to_its_targets_and_a_reminder_to_the_rules(
     assert {e.event for e in escalated} == {"request.escalated"}
 
 
-def test_sayso_check_says_add_approvers_does_not_yet_widen_who_decides(write_config: WriteConfig) -> None:
-    from typer.testing import CliRunner
-
-    from sayso.cli import app as cli
-
-    checked = CliRunner(env={"COLUMNS": "300"}).invoke(cli, ["check", str(config(write_config, [STEPS]))])
-    assert checked.exit_code == 0, checked.output
-    assert "escalate[1].add_approvers: 'add_approvers' is recorded in the audit log" in checked.output
+def test_add_approvers_needs_a_routed_rule_and_known_names(write_config: WriteConfig) -> None:
+    """Unrouted, the thread's owner and the agent's approvers decide: a step could only narrow that, so it is
+    a config error with the file and line; a name that is neither a principal nor a group is one too."""
+    unrouted = {**STEPS, "approvers": []}
+    with pytest.raises(ConfigError, match=r"sayso\.yaml:\d+.*'add_approvers' widens the rule's approvers"):
+        Sayso.from_yaml(config(write_config, [unrouted]))
+    principals = [{"name": n, "token": f"{n}-token"} for n in ("alice", "bob")]
+    unknown = {**STEPS, "approvers": ["bob"], "escalate": [{"after": "1h", "add_approvers": ["cfo"]}]}
+    with pytest.raises(ConfigError, match=r"escalate\[0\]\.add_approvers: 'cfo' is neither a principal nor a group"):
+        Sayso.from_yaml(write_config([unknown], webhooks=HOOKS, principals=principals))

@@ -29,6 +29,7 @@ RULE = {
     "name": "refund",
     "rule": "refunds-large",
     "when": "args.amount > 100",
+    "approvers": ["finance"],
     "escalate": [{"after": 1, "remind": True}, {"after": 3, "notify": ["webhook:finance"], "add_approvers": ["cfo"]}],
     "on_timeout": {"after": 5, "action": "reject", "reason": "nobody approved in time"},
 }

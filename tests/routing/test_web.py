@@ -63,3 +63,19 @@ def test_two_approvers_vote_in_their_inboxes(live: LiveServer, browser: Browser)
     lines = alice_page.locator("#transcript li.decision")
     expect(lines.nth(0)).to_contain_text("Vote 1 of 2: Approved by bob (web UI)")
     expect(lines.nth(1)).to_contain_text("Approved by carol (web UI)")
+
+
+def test_an_open_card_shows_another_approvers_vote_live(live: LiveServer, browser: Browser) -> None:
+    """carol's inbox is open while bob votes over REST: her card's progress changes without a reload."""
+    with live.client("alice-token") as alice:
+        run = alice.post("/v1/runs", json={"message": "refund 250 to acme"}).json()
+    carol = person(browser, live, "carol")
+    card = carol.locator("#inbox-cards article.card")
+    expect(card.locator(".quorum")).to_have_text("Approvals: 0 of 2, waiting for finance")
+    expect(carol.locator("body[data-live='on']")).to_have_count(1)
+    carol.evaluate("window.__same_page = true")  # a reload would forget it
+    with live.client("bob-token") as bob:
+        voted = bob.post(f"/v1/requests/{run['requests'][0]['id']}/decision", json={"kind": "approve"})
+    assert voted.status_code == 200, voted.text
+    expect(card.locator(".quorum")).to_have_text("Approvals: 1 of 2, waiting for finance")
+    assert carol.evaluate("window.__same_page") is True

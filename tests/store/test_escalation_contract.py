@@ -48,3 +48,33 @@ async def test_a_step_due_after_the_request_expires_never_comes_due(store: RunSt
     run = await start(store)
     await paused(store, run, [approval("req_1", run, escalation=STEPS[1:], expires_at=NOW + 100)])
     assert await store.due_escalations(NOW + 1_000) == []
+
+
+async def test_a_step_that_adds_approvers_lists_the_request_for_them_in_its_commit(store: RunStore) -> None:
+    """`add_approvers` widens the stored request and its deciders with the step: the inbox lists it for the
+    added principal, `get_request` reads the wider routing, and a repeat of the step widens nothing."""
+    from dataclasses import replace
+
+    from sayso._core.routing import resolve
+    from sayso._store import InboxFilter
+
+    finance = resolve(["finance"], {"finance": ["bob", "carol"]}, approvals_required=2)
+    run = await start(store)
+    await paused(store, run, [approval("req_1", run, routing=finance, escalation=STEPS)])
+
+    async def inbox(who: str) -> list[str]:
+        query = InboxFilter(owner=who, approved_agents=[], decider=who)
+        return [r.request_id for r in (await store.inbox(query, now=NOW, limit=10)).requests]
+
+    assert await inbox("dana") == []
+    state = await store.get_request("req_1")
+    assert state is not None
+    wider = finance.widened(["cfo"], resolve(["cfo"], {"cfo": ["dana"]}).approvers)
+    widened = replace(state.request, routing=wider)
+    assert await store.fire_escalation("req_1", step=0, next_at=None, audit=[], now=NOW + 60, widened=widened)
+    assert not await store.fire_escalation("req_1", step=0, next_at=None, audit=[], now=NOW + 60, widened=widened)
+    assert await inbox("dana") == ["req_1"] and await inbox("bob") == ["req_1"] and await inbox("eve") == []
+    found = await store.get_request("req_1")
+    assert found is not None and found.request.routing is not None
+    assert found.request.routing.named == ("finance", "cfo")
+    assert found.request.routing.deciders("alice") == ("bob", "carol", "dana")

@@ -323,15 +323,6 @@ def _check_conditions(
                 "'on_timeout' needs a timeout, and the rule has none",
                 "set 'on_timeout.after' (such as 4h), or 'ttl_seconds' on the rule or the interrupt block",
             )
-        for n, step in enumerate(rule.escalate):
-            if step.add_approvers:
-                problems.add(
-                    "warning",
-                    (*here, "interrupt", "tools", index, "escalate", n, "add_approvers"),
-                    "'add_approvers' is recorded in the audit log and announced with the step, but does not yet "
-                    "let those principals decide",
-                    "until it does, make them approvers for the agent ('approver_for') or name them in 'notify'",
-                )
         sources = [("when", rule.when.source)] if rule.when is not None else []
         if rule.reason is not None:
             sources.extend(("reason", e.source) for e in rule.reason.expressions)

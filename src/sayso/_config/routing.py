@@ -14,7 +14,7 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._core.policy import ToolRule
-from .._core.routing import Routing, resolve
+from .._core.routing import Routing, resolve, resolve_names
 
 ROUTING_FIELDS = frozenset({"approvers", "approvals_required", "self_approval"})
 """The routing fields of a rule, left out where the rest of the rule becomes a policy rule."""
@@ -68,6 +68,14 @@ def routing_problems(
         if name not in groups and known and name not in known:
             listed = ", ".join([*sorted(known), *sorted(groups)])
             problems.append(f"{where}: approver {name!r} is neither a principal nor a group (known: {listed})")
+    for n, step in enumerate(getattr(fields, "escalate", ())):
+        for name in step.add_approvers:
+            if name not in groups and known and name not in known:
+                listed = ", ".join([*sorted(known), *sorted(groups)])
+                problems.append(
+                    f"{where}: escalate[{n}].add_approvers: {name!r} is neither a principal nor a group "
+                    f"(known: {listed})"
+                )
     if problems or not fields.approvers:
         return problems
     voters = resolve(fields.approvers, groups).approvers
@@ -98,8 +106,11 @@ class RoutingConfig(BaseModel):
 
 
 def routed(rule: ToolRule, fields: RoutingFields, groups: Mapping[str, Sequence[str]] | None) -> ToolRule:
-    """A policy rule with the routing its config entry names (groups resolved)."""
-    return dataclasses.replace(rule, routing=fields.routing(groups or {}, rule=rule.name))
+    """A policy rule with the routing its config entry names and its steps' `add_approvers`, groups resolved."""
+    steps = tuple(
+        dataclasses.replace(step, added=resolve_names(step.add_approvers, groups or {})) for step in rule.escalate
+    )
+    return dataclasses.replace(rule, routing=fields.routing(groups or {}, rule=rule.name), escalate=steps)
 
 
 def routed_rules(

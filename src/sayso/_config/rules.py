@@ -99,6 +99,12 @@ class PolicyFields(BaseModel):
         if self.on_timeout is not None and self.on_timeout.after is not None:
             if getattr(self, "ttl_seconds", None) is not None:
                 raise ValueError("set the timeout once: 'on_timeout.after' or 'ttl_seconds', not both")
+        if any(step.add_approvers for step in self.escalate) and not getattr(self, "approvers", None):
+            # Unrouted, the thread's owner and the agent's approvers decide: a step could only narrow that.
+            raise ValueError(
+                "escalate: 'add_approvers' widens the rule's approvers, and the rule names none: "
+                "set 'approvers' (principals or groups) on the rule"
+            )
         return self
 
     @field_validator("when")

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from .routing import Approver
+
 TimeoutAction: TypeAlias = Literal["reject", "approve", "expire"]
 """What a request's timeout decides."""
 
@@ -59,7 +61,9 @@ class EscalationStep:
     notify: tuple[str, ...] = ()
     """Channel targets told of the request at this step (`email:sre@example.com`, `slack:#ops`, `webhook:NAME`)."""
     add_approvers: tuple[str, ...] = ()
-    """Principals or groups who may decide from this step on."""
+    """Principals or groups who may decide from this step on (a routed request's approvers widen when it fires)."""
+    added: tuple[Approver, ...] = ()
+    """The principals `add_approvers` stands for, groups resolved when the config loaded."""
 
     @property
     def said(self) -> str:

@@ -1,7 +1,8 @@
 """The things a paused run waits on, as plain data.
 
 A request is created by the runtime when the engine defers a tool call, persisted before
-it is reported, and never changes afterwards: its answer lives in a separate decision.
+it is reported, and its answer lives in a separate decision. It never changes afterwards but for
+one thing: an escalation step's `add_approvers` widen its `routing` (docs/guides/routing.md#escalation).
 """
 
 from __future__ import annotations

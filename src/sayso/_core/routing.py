@@ -14,7 +14,7 @@ weighed (`_core/votes.py`); the store records what it returns in the transaction
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 SELF_APPROVAL_REFUSED = (
     "{who!r} started this run and may not decide its own calls (separation of duties; "
@@ -58,6 +58,21 @@ class Routing:
             return SELF_APPROVAL_REFUSED.format(who=who)
         return f"{who!r} is not an approver of this request (approvers: {', '.join(self.named)})"
 
+    def widened(self, named: Sequence[str], added: Sequence[Approver]) -> Routing:
+        """This routing with an escalation step's `add_approvers` (`named`, resolved as `added`) deciding too.
+
+        They join the same quorum: votes cast before still count, and the count required stays.
+        """
+        found = {a.name: list(a.groups) for a in self.approvers}
+        for approver in added:
+            groups = found.setdefault(approver.name, [])
+            groups.extend(g for g in approver.groups if g not in groups)
+        return replace(
+            self,
+            named=tuple(dict.fromkeys([*self.named, *named])),
+            approvers=tuple(Approver(name=n, groups=tuple(g)) for n, g in found.items()),
+        )
+
 
 def resolve(
     named: Sequence[str],
@@ -68,6 +83,17 @@ def resolve(
     rule: str | None = None,
 ) -> Routing:
     """A rule's `approvers` with every group replaced by its members (the config checked the names)."""
+    return Routing(
+        named=tuple(named),
+        approvers=resolve_names(named, groups),
+        approvals_required=approvals_required,
+        self_approval=self_approval,
+        rule=rule,
+    )
+
+
+def resolve_names(named: Sequence[str], groups: Mapping[str, Sequence[str]]) -> tuple[Approver, ...]:
+    """The principals `named` stands for (groups replaced by their members), each with the groups it came from."""
     found: dict[str, list[str]] = {}
     for name in named:
         if name in groups:
@@ -75,10 +101,4 @@ def resolve(
                 found.setdefault(member, []).append(name)
         else:
             found.setdefault(name, [])
-    return Routing(
-        named=tuple(named),
-        approvers=tuple(Approver(name=n, groups=tuple(g)) for n, g in found.items()),
-        approvals_required=approvals_required,
-        self_approval=self_approval,
-        rule=rule,
-    )
+    return tuple(Approver(name=n, groups=tuple(g)) for n, g in found.items())

@@ -169,12 +169,16 @@ def vote_event(request: Request, vote: Vote, after: Quorum) -> VoteEvent:
     return event
 
 
+def standing_args(request: Request, votes: Sequence[Vote]) -> Mapping[str, Any]:
+    """The arguments the votes are about now: the last edit's in the current round, else the proposed ones."""
+    standing = quorum(request.routing, votes, starter=request.principal) if request.routing else None
+    return standing.args if standing is not None and standing.args is not None else request.args
+
+
 def same_as_shown(request: Request, votes: Sequence[Vote], decision: Approve) -> Approve:
     """An approval whose "edit" is the arguments as they stand is a plain approval of them, not an edit.
 
     An interface that names the arguments its person saw (so a vote never approves ones changed
     meanwhile) sends them as `edited_args`; only a change starts a new round.
     """
-    standing = quorum(request.routing, votes, starter=request.principal) if request.routing else None
-    current = standing.args if standing is not None and standing.args is not None else request.args
-    return replace(decision, edited_args=None) if decision.edited_args == current else decision
+    return replace(decision, edited_args=None) if decision.edited_args == standing_args(request, votes) else decision

@@ -71,7 +71,7 @@ if TYPE_CHECKING:
         run_json,
         stats_json,
     )
-    from ._watch import Change, RequestClosed, RequestOpened, RunChanged, ThreadsChanged
+    from ._watch import Change, RequestClosed, RequestOpened, RequestVoted, RunChanged, ThreadsChanged
 
 __all__ = [
     "DEFAULT_REMOTE_AGENTS",
@@ -94,6 +94,7 @@ __all__ = [
     "RemoteTask",
     "RemoteWire",
     "RequestClosed",
+    "RequestVoted",
     "RequestEvent",
     "RequestOpened",
     "RequestState",
@@ -147,6 +148,7 @@ _LAZY: dict[str, str] = {
     "RemoteTask": ".._store",
     "RemoteWire": "._remote",
     "RequestClosed": "._watch",
+    "RequestVoted": "._watch",
     "RequestEvent": "._events",
     "RequestOpened": "._watch",
     "RequestState": ".._store",

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from .._core.decisions import Decision, check_decision
 from .._core.links import LinkClaims, args_digest, read_link, sign_link, token_id
 from .._core.requests import Request
+from .._core.votes import Vote, standing_args
 from .._store import RequestState
 from ..exceptions import AlreadyDecided, LinkRefused, RequestExpired, RequestNotFound
 from ._cycle import Cycle
@@ -37,8 +38,10 @@ class LinkView:
     expires_at: float
 
 
-def make_link(k: Kernel, request: Request, principal: str) -> str:
+def make_link(k: Kernel, request: Request, principal: str, votes: tuple[Vote, ...] = ()) -> str:
     """The token of a link that lets `principal` decide `request`, until it or the link's time runs out.
+
+    Bound to the arguments the `votes` are about now (an edit vote restarted the quorum on its own).
 
     Raises:
         ConfigError: no link key is configured.
@@ -46,7 +49,10 @@ def make_link(k: Kernel, request: Request, principal: str) -> str:
     ttl = k.config.channels.email.link_ttl_seconds if k.config.channels.email else 7 * 86_400
     until = k.clock() + ttl if request.expires_at is None else min(request.expires_at, k.clock() + ttl)
     claims = LinkClaims(
-        request_id=request.request_id, principal=principal, digest=args_digest(request.args), expires_at=until
+        request_id=request.request_id,
+        principal=principal,
+        digest=args_digest(standing_args(request, votes)),
+        expires_at=until,
     )
     return sign_link(_key(k), claims)
 
@@ -74,7 +80,7 @@ async def open_link(k: Kernel, token: str) -> LinkView:
         raise LinkRefused("expired", "this link has expired, and with it the chance to decide from this mail")
     if state.pause_status != "open":
         raise LinkRefused("decided", "this request is closed: its run went on without it")
-    if args_digest(state.request.args) != claims.digest:
+    if args_digest(standing_args(state.request, state.votes)) != claims.digest:  # an edit vote voids older links
         raise LinkRefused("changed", "this request changed since the mail was sent; decide it where it is shown now")
     return LinkView(state=state, principal=claims.principal, expires_at=claims.expires_at)
 
@@ -131,7 +137,7 @@ class LinkVerbs:
         state = await self._k.store.get_request(request_id)
         if state is None:
             raise RequestNotFound(request_id)
-        return make_link(self._k, state.request, principal)
+        return make_link(self._k, state.request, principal, state.votes)
 
     async def open_link(self, token: str) -> LinkView:
         """The request a mailed link is for, with whom it decides as; opening a link never decides.

@@ -2,8 +2,8 @@
 
 A paused run holds nothing in memory, and a decision may come from another process on the same
 store (the CLI, a second server): what changed is known only to the store. So a watch reads a
-small snapshot of what the principal may see — the open requests of their inbox, their threads,
-and the thread they look at — through the runtime's own reading verbs (the access rule applies
+small snapshot of what the principal may see — the open requests of their inbox and how many votes
+each has, their threads, and the thread they look at — through the runtime's own reading verbs (the access rule applies
 as everywhere), compares it with the one before, and says what changed. It reads again every
 `every` seconds, and at once when this process announces a change itself.
 """
@@ -47,6 +47,14 @@ class RequestClosed:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RequestVoted:
+    """A vote was cast on an open request the principal may decide: where its quorum stands now (`state.votes`)."""
+
+    kind: Literal["request.voted"] = "request.voted"
+    state: RequestState
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunChanged:
     """The watched thread moved on: a run started, paused, resumed or ended, or its history grew."""
 
@@ -67,7 +75,7 @@ class ThreadsChanged:
     kind: Literal["threads.changed"] = "threads.changed"
 
 
-Change: TypeAlias = RequestOpened | RequestClosed | RunChanged | ThreadsChanged
+Change: TypeAlias = RequestOpened | RequestClosed | RequestVoted | RunChanged | ThreadsChanged
 """Anything a watch reports."""
 
 
@@ -81,6 +89,8 @@ class _Thread:
 @dataclass(frozen=True, kw_only=True)
 class _Snapshot:
     requests: dict[str, Request]
+    votes: dict[str, int]
+    """How many votes each open routed request has: one more is a `RequestVoted`."""
     threads: dict[str, str | None]
     thread: _Thread | None
 
@@ -115,15 +125,17 @@ async def watch(
 
 async def _snapshot(app: Reading, principal: Principal, thread_id: str | None) -> _Snapshot:
     requests: dict[str, Request] = {}
+    votes: dict[str, int] = {}
     cursor: str | None = None
     while len(requests) < WATCHED_REQUESTS:
         page = await app.inbox(InboxFilter(), principal=principal, limit=200, cursor=cursor)
         requests.update((r.request_id, r) for r in page.requests)
+        votes.update((request_id, len(cast)) for request_id, cast in page.votes.items())
         cursor = page.next_cursor
         if cursor is None:
             break
     threads = {t.thread_id: t.active_run_id for t in await app.threads(principal=principal, limit=WATCHED_THREADS)}
-    return _Snapshot(requests=requests, threads=threads, thread=await _thread(app, principal, thread_id))
+    return _Snapshot(requests=requests, votes=votes, threads=threads, thread=await _thread(app, principal, thread_id))
 
 
 async def _thread(app: Reading, principal: Principal, thread_id: str | None) -> _Thread | None:
@@ -157,6 +169,12 @@ async def _changes(
         mark = after.thread
         changes.append(RunChanged(thread_id=thread_id, run_id=mark.run_id, status=mark.status, last_seq=mark.last_seq))
     changes.extend(RequestOpened(request=r) for r in after.requests.values() if r.request_id not in before.requests)
+    for request_id, count in after.votes.items():
+        if request_id in before.requests and count != before.votes.get(request_id, 0):
+            try:
+                changes.append(RequestVoted(state=await app.request(request_id, principal=principal)))
+            except RequestNotFound:
+                continue
     if after.threads != before.threads:
         changes.append(ThreadsChanged())
     return changes

@@ -306,6 +306,13 @@ class AdvanceEscalation:
 
 
 @dataclass(frozen=True, slots=True)
+class WidenRequest:
+    """Replace a routed request by `request` (its routing widened) and list it for each decider; blind."""
+
+    request: Request
+
+
+@dataclass(frozen=True, slots=True)
 class RevokeGrant:
     """Revoke an active grant; `False` when no active grant has this id."""
 
@@ -411,6 +418,7 @@ Change: TypeAlias = (
     | FreeThread
     | ConsumePause
     | AdvanceEscalation
+    | WidenRequest
     | RevokeGrant
     | FinishExecutions
     | ResolveExecution

@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from .._core.audit_events import AuditEvent
+from .._core.requests import Request
 from ._records import DueEscalation
 
 
@@ -24,12 +25,20 @@ class EscalationPort(ABC):
 
     @abstractmethod
     async def fire_escalation(
-        self, request_id: str, *, step: int, next_at: float | None, audit: Sequence[AuditEvent], now: float
+        self,
+        request_id: str,
+        *,
+        step: int,
+        next_at: float | None,
+        audit: Sequence[AuditEvent],
+        now: float,
+        widened: Request | None = None,
     ) -> bool:
         """Fire step `step` of an open request, with its audit and its `request.escalated` outbox event, once.
 
         In one commit: the step counted, when the next is due set (`next_at`; `None`: no step is left),
-        `audit` appended and the event written.
+        `audit` appended and the event written; with `widened` (the request with the step's `add_approvers`
+        in its routing), the request replaced by it and listed in the inbox of each of its deciders.
 
         Returns `False`, changing nothing, when the step already fired (another replica's sweep) or the
         request is no longer open.

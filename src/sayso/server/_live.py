@@ -6,6 +6,8 @@ a look of the store (a second by default), scoped to what the caller may see. Ev
 
 - `ready`: watching has begun; read the current state now and nothing after it is missed;
 - `request.opened` (a request as `request_json` shows it);
+- `request.voted` (a vote was cast on an open request: as `request.closed`, its `request.quorum` saying
+  where it stands now, `1 of 2, waiting for finance`);
 - `request.closed` (the request, where it stands, its decision, who took it, `via` what, when);
 - `run.changed` (the watched thread's active run and its status, and its last message batch);
 - `threads.changed` (the caller's thread list changed);
@@ -32,6 +34,7 @@ from .._runtime import (
     Change,
     RequestClosed,
     RequestOpened,
+    RequestVoted,
     RunChanged,
     Sayso,
     ThreadsChanged,
@@ -53,7 +56,15 @@ class LiveSettings:
     """Seconds between comment lines (sse-starlette's pings), so proxies keep the connection."""
 
 
-LIVE_EVENT_NAMES = ["ready", "request.opened", "request.closed", "run.changed", "threads.changed", "end"]
+LIVE_EVENT_NAMES = [
+    "ready",
+    "request.opened",
+    "request.voted",
+    "request.closed",
+    "run.changed",
+    "threads.changed",
+    "end",
+]
 
 
 def change_event(change: Change) -> tuple[str, Mapping[str, object]]:
@@ -61,7 +72,7 @@ def change_event(change: Change) -> tuple[str, Mapping[str, object]]:
     match change:
         case RequestOpened():
             return change.kind, request_json(change.request)
-        case RequestClosed():
+        case RequestClosed() | RequestVoted():
             return change.kind, request_state_json(change.state, now=time.time())
         case RunChanged():
             return change.kind, {

@@ -114,6 +114,8 @@ async def decide(
     standing = quorum_after(done)
     if record is not None:
         k.events.decided([done.found.request], [record])
+    elif done.verdict.vote is not None:
+        k.events.touched()  # a vote short of the quorum: watches look now, and tell the others where it stands
     if done.claim is not None:
         run = await c.runner(done.claim.run).resume_decided(done, options)
         return DecideResult(request_id=request_id, recorded=True, run=run, quorum=standing)

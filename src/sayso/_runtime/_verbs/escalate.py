@@ -3,7 +3,9 @@
 The same sweep that expires requests (`Sayso.expire`, run every few seconds by `sayso serve`) fires
 them first. Each step is read from the request (its rule's plan, saved with it), claimed and
 recorded in one store transaction (`fire_escalation`: counted, audited, announced in the outbox as
-`request.escalated` for the channels to deliver), so a step fires once whichever replica sweeps,
+`request.escalated` for the channels to deliver; a step's `add_approvers` widen the request's
+routing in the same commit, so those principals see it in their inbox and may decide it on every
+interface from then on), so a step fires once whichever replica sweeps,
 and a step that came due while no process ran fires at the next sweep of any process. On Temporal the
 run's workflow timer fires its own requests' steps (`requests`) the same way. What a
 request's timeout decides (`on_timeout`) is expiry's (`expire`, planned by `_core/resume.py` `plan_expiry`).
@@ -12,6 +14,7 @@ request's timeout decides (`on_timeout`) is expiry's (`expire`, planned by `_cor
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import replace
 
 from ..._core.audit_events import EscalatedEvent
 from ..._core.requests import ApprovalRequest, escalation_due
@@ -57,8 +60,11 @@ async def escalate(k: Kernel, *, limit: int = 100, requests: Collection[str] | N
                 at=now,
             )
             next_at = escalation_due(request, item.step + 1)
+            widened = None
+            if step.add_approvers and request.routing is not None:
+                widened = replace(request, routing=request.routing.widened(step.add_approvers, step.added))
             if await k.store.fire_escalation(
-                request.request_id, step=item.step, next_at=next_at, audit=[event], now=now
+                request.request_id, step=item.step, next_at=next_at, audit=[event], now=now, widened=widened
             ):
                 fired += 1
                 progressed = True

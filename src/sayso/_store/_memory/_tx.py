@@ -69,6 +69,7 @@ from .._ops import (
     StepOf,
     TakeOver,
     ThreadOf,
+    WidenRequest,
 )
 from .._primitives import Deciding, TxStore, TxWork
 from .._records import (
@@ -171,6 +172,8 @@ class MemoryTx(MemoryOutboxTx):
                 return await self._consume_pause(pause_id)
             case AdvanceEscalation(request_id=request_id, step=step, next_at=next_at):
                 return await self._advance_escalation(request_id, step, next_at)
+            case WidenRequest(request=request):
+                await self._widen_request(request)
             case RevokeGrant(grant_id=grant_id, now=now):
                 return await self._revoke_grant(grant_id, now)
             case FinishExecutions(executions=executions, now=now):
@@ -368,6 +371,11 @@ class MemoryTx(MemoryOutboxTx):
             return False
         self._set(row, escalations=step + 1, escalate_at=next_at)
         return True
+
+    async def _widen_request(self, request: Request) -> None:
+        row = self.s._requests[request.request_id]
+        deciders = request.routing.deciders(request.principal) if request.routing is not None else None
+        self._set(row, body=REQUEST_ADAPTER.dump_json(request), deciders=deciders)
 
     # grants and the audit chain
 

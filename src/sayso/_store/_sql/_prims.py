@@ -63,6 +63,7 @@ from .._ops import (
     StepOf,
     TakeOver,
     ThreadOf,
+    WidenRequest,
 )
 from .._primitives import Deciding
 from .._records import (
@@ -162,6 +163,8 @@ class SqlTx(SqlOutboxTx):
                 return await self._consume_pause(pause_id)
             case AdvanceEscalation(request_id=request_id, step=step, next_at=next_at):
                 return await self._advance_escalation(request_id, step, next_at)
+            case WidenRequest(request=request):
+                await self._widen_request(request)
             case RevokeGrant(grant_id=grant_id, now=now):
                 return await self.tx.run(q.REVOKE_GRANT, {"grant_id": grant_id, "now": now}) == 1
             case FinishExecutions(executions=executions, now=now):
@@ -373,6 +376,14 @@ class SqlTx(SqlOutboxTx):
     async def _advance_escalation(self, request_id: str, step: int, next_at: float | None) -> bool:
         params = {"request_id": request_id, "step": step, "next_at": next_at}
         return await self.tx.run(q.ADVANCE_ESCALATION, params) == 1
+
+    async def _widen_request(self, request: Request) -> None:
+        params = {"request_id": request.request_id, "body": REQUEST_ADAPTER.dump_json(request)}
+        await self.tx.run(q.REPLACE_REQUEST_BODY, params)
+        await self.tx.run(q.DELETE_DECIDERS, {"request_id": request.request_id})
+        if request.routing is not None:
+            names = request.routing.deciders(request.principal)
+            await self.tx.later(q.INSERT_DECIDER, [{"request_id": request.request_id, "principal": n} for n in names])
 
     # grants and the audit chain
 

@@ -136,6 +136,8 @@ INSERT_REQUEST = Sql(
     ":thread_id, :agent_path, :kind, 'open', :created_at, :expires_at, :escalate_at, 0, :body, :routed)"
 )
 INSERT_DECIDER = Sql("INSERT INTO request_deciders (request_id, principal) VALUES (:request_id, :principal)")
+DELETE_DECIDERS = Sql("DELETE FROM request_deciders WHERE request_id = :request_id")
+REPLACE_REQUEST_BODY = Sql("UPDATE requests SET body = :body WHERE request_id = :request_id")
 VOTES = Sql("SELECT request_id, body FROM votes WHERE request_id = :request_id ORDER BY seq")
 INSERT_VOTE = Sql(
     "INSERT INTO votes (request_id, seq, principal, voted_at, body) VALUES (:request_id, :seq, :principal, "

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..._core.audit_events import AuditEvent
-from .._ops import AdvanceEscalation, NewEvents
+from ..._core.requests import Request
+from .._ops import AdvanceEscalation, NewEvents, WidenRequest
 from .._primitives import StoreTx, TxStore
 from .._records import DueEscalation
 
@@ -20,7 +21,14 @@ class EscalationVerbs(TxStore):
         return await self._read(work)
 
     async def fire_escalation(
-        self, request_id: str, *, step: int, next_at: float | None, audit: Sequence[AuditEvent], now: float
+        self,
+        request_id: str,
+        *,
+        step: int,
+        next_at: float | None,
+        audit: Sequence[AuditEvent],
+        now: float,
+        widened: Request | None = None,
     ) -> bool:
         async def work(tx: StoreTx) -> bool:
             await tx.lock_audit()  # before the request's row: the one lock order (a decider's is the same)
@@ -28,6 +36,10 @@ class EscalationVerbs(TxStore):
             # commit, then matches nothing, and writes neither an audit record nor an event.
             if not await tx.change(AdvanceEscalation(request_id, step, next_at)):
                 return False
+            if widened is not None:
+                # Claimed under the audit lock every voter takes first: no vote is judged on the old approvers
+                # once this commits, and none judged before it is lost (it committed first).
+                await tx.change(WidenRequest(widened))
             await tx.append_audit(audit)
             await tx.add(NewEvents("request.escalated", [request_id], now, step=step))
             return True

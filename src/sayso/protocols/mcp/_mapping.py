@@ -53,9 +53,10 @@ from ..._core.requests import (
     InputRequest,
     QuestionRequest,
     Request,
+    redacted,
     shown_args,
 )
-from ..._core.votes import Vote, quorum
+from ..._core.votes import Vote, quorum, standing_args
 from ..._runtime import routing_json
 from ...exceptions import InvalidDecision
 
@@ -67,15 +68,19 @@ def _who(request: Request) -> str:
     return path[-1] if len(path) == 1 else f"{path[-1]} (for {'/'.join(path[:-1])})"
 
 
-def elicitation_for(request: Request, *, problem: str | None = None) -> ElicitParams:
-    """What the MCP client is asked for an open request; `problem` says why its last answer was refused."""
-    params = _elicitation_for(request)
+def elicitation_for(request: Request, *, problem: str | None = None, votes: Sequence[Vote] = ()) -> ElicitParams:
+    """What the MCP client is asked for an open request; `problem` says why its last answer was refused.
+
+    `votes`: those cast so far on a routed request, so the person reads where the quorum stands now
+    (`Approvals: 1 of 2, waiting for finance.`) and the arguments the votes are about (an edit's).
+    """
+    params = _elicitation_for(request, votes)
     if problem is not None:
         params = params.model_copy(update={"message": f"Not accepted: {problem}. {params.message}"})
     return params
 
 
-def _elicitation_for(request: Request) -> ElicitParams:
+def _elicitation_for(request: Request, votes: Sequence[Vote] = ()) -> ElicitParams:
     if isinstance(request, ElicitationRequest):
         if request.mode == "url":
             assert request.url is not None
@@ -86,7 +91,7 @@ def _elicitation_for(request: Request) -> ElicitParams:
         return mcp_types.ElicitRequestFormParams(message=request.message, requested_schema=schema)
     if isinstance(request, ApprovalRequest):
         return mcp_types.ElicitRequestFormParams(
-            message=_approval_message(request), requested_schema=_approval_form(request)
+            message=_approval_message(request, votes), requested_schema=_approval_form(request)
         )
     if isinstance(request, QuestionRequest):
         message = " ".join(q.question for q in request.questions)
@@ -110,10 +115,9 @@ def _elicitation_for(request: Request) -> ElicitParams:
     )
 
 
-def _approval_message(request: ApprovalRequest) -> str:
-    lines = [
-        f"{_who(request)} wants to run {request.tool_name} with {json.dumps(shown_args(request), ensure_ascii=False)}."
-    ]
+def _approval_message(request: ApprovalRequest, votes: Sequence[Vote]) -> str:
+    args = redacted(dict(standing_args(request, votes)), request.redact)
+    lines = [f"{_who(request)} wants to run {request.tool_name} with {json.dumps(args, ensure_ascii=False)}."]
     lines.append(request.hint)
     if request.why is not None:
         lines.append(f"{request.why[0].upper()}{request.why[1:]}.")
@@ -123,11 +127,11 @@ def _approval_message(request: ApprovalRequest) -> str:
         lines.append("The tool's source says it may destroy data.")
     if request.routing is not None:
         # Who decides a routed request, and where its vote stands (docs/guides/routing.md).
-        routed = routing_json(request, ())
+        routed = routing_json(request, votes)
         names = ", ".join(p["name"] for p in routed["approvers"]["principals"]) or "nobody"
         lines.append(f"Decided by {', '.join(routed['approvers']['named'])} ({names}).")
         if "quorum" in routed:
-            lines.append(f"It needs {routed['quorum']['required']} approvals.")
+            lines.append(f"Approvals: {routed['quorum']['text']}.")
     return " ".join(lines)
 
 

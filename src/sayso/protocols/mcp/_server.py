@@ -31,6 +31,7 @@ access rule applies as on every other interface.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import mcp_types
@@ -50,6 +51,7 @@ from ..._config.file import Config
 from ..._core.access import Principal
 from ..._core.decisions import Decision
 from ..._core.requests import Request
+from ..._core.votes import Vote
 from ..._runtime import RunResult, Sayso, authenticate
 from ...exceptions import CallEnded, DecisionRefused, InvalidDecision, SaysoError, Unauthenticated
 from ._mapping import decision_from, elicitation_for, others_decide
@@ -236,7 +238,9 @@ def _outcome(
     asked = {
         request.request_id: mcp_types.ElicitRequest(
             params=elicitation_for(
-                request, problem=refused.problem if refused and refused.request_id == request.request_id else None
+                request,
+                problem=refused.problem if refused and refused.request_id == request.request_id else None,
+                votes=result.votes.get(request.request_id, ()),
             )
         )
         for request in result.requests
@@ -258,7 +262,7 @@ async def _pushed(sayso: Sayso, ctx: Context, caller: Principal, result: RunResu
             if others_decide(request, result.votes.get(request.request_id, ()), caller) is not None:
                 continue
             problem = refused.problem if refused and refused.request_id == request.request_id else None
-            answers[request.request_id] = await _asked(ctx, request, problem)
+            answers[request.request_id] = await _asked(ctx, request, problem, result.votes.get(request.request_id, ()))
         try:
             result, refused = await sayso.answer_pause(result.run_id, answers, principal=caller), None
         except CallEnded as ended:
@@ -276,10 +280,10 @@ def _waiting_on_others(result: RunResult, caller: Principal) -> str | None:
     return f"Waiting for others: {'; '.join(n for n in notes if n)}.\n\n(thread {result.thread_id})"
 
 
-async def _asked(ctx: Context, request: Request, problem: str | None) -> Decision:
+async def _asked(ctx: Context, request: Request, problem: str | None, votes: Sequence[Vote]) -> Decision:
     """Ask one open request on the live call until its answer fits the form it was asked with."""
     for _ in range(MAX_PUSHED_ROUNDS):
-        params = elicitation_for(request, problem=problem)
+        params = elicitation_for(request, problem=problem, votes=votes)
         if isinstance(params, mcp_types.ElicitRequestURLParams):
             assert params.elicitation_id is not None
             reply = await ctx.session.elicit_url(

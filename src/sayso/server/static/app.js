@@ -367,6 +367,7 @@ onLive({
     if (state.view === "inbox") loadInbox();
     if (state.view === "chat") refreshThread();
   },
+  "request.voted": (data) => showProgressOf(data),
   "request.closed": (data) => {
     closeCardsOf(data);
     refreshInboxCount();

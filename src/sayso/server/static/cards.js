@@ -343,6 +343,15 @@ function reconcileCards(container, requests, ctx) {
   }
 }
 
+// Someone voted on an open request: every card of it says where the quorum stands now (a card's own vote too).
+function showProgressOf(requestState) {
+  const quorum = requestState.request.quorum;
+  if (!quorum) return;
+  for (const card of document.querySelectorAll(`article.card[data-request-id="${CSS.escape(requestState.request.id)}"]`)) {
+    card.querySelector(".quorum")?.replaceChildren(`Approvals: ${quorum.text}`);
+  }
+}
+
 function closeCardsOf(requestState) {
   for (const card of document.querySelectorAll(`article.card[data-request-id="${CSS.escape(requestState.request.id)}"]`)) {
     closeCard(card, stateOutcome(requestState));
