@@ -26,10 +26,10 @@ from .._store import RunStore
 from ..exceptions import AgentNotFound, StoreError
 from ._events import Events
 from ._heartbeat import Heartbeat
-from ._runner import AgentLoop
 
 if TYPE_CHECKING:
     from .._engine.agents import BuiltAgent
+    from ._runner import AgentLoop  # the runner seam (pydantic-ai) only a running runtime loads
 
 logger = logging.getLogger("sayso.leases")
 
