@@ -92,10 +92,11 @@ def tool_model(route: Route, *, read: str = "model read: {result}") -> FunctionM
 
 def _user_text(messages: list[ModelMessage]) -> str:
     """The latest thing the user said."""
-    said = ""
-    for message in messages:
-        if isinstance(message, ModelRequest):
-            for part in message.parts:
-                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
-                    said = part.content
-    return said
+    said = [
+        part.content
+        for message in messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, UserPromptPart) and isinstance(part.content, str)
+    ]
+    return said[-1] if said else ""
