@@ -61,7 +61,8 @@ Route = Callable[[str], "tuple[str, dict[str, Any]] | str"]
 
 
 def tool_model(route: Route, *, read: str = "model read: {result}") -> FunctionModel:
-    """A `FunctionModel` that calls what `route` says for the user's message and reports the result it reads."""
+    """A `FunctionModel` that calls what `route` says for the user's message and reports the result it reads
+    (`read` may name the `{tool}` too)."""
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         last = messages[-1]
@@ -77,7 +78,7 @@ def tool_model(route: Route, *, read: str = "model read: {result}") -> FunctionM
             return ModelResponse(parts=[TextPart("no tool result to read")])
         content = results[0].content
         text = content if isinstance(content, str) else json.dumps(content, default=str)
-        return ModelResponse(parts=[TextPart(read.format(result=text))])
+        return ModelResponse(parts=[TextPart(read.format(result=text, tool=results[0].tool_name))])
 
     async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
         for index, part in enumerate(respond(messages, info).parts):
