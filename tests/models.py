@@ -60,9 +60,9 @@ Route = Callable[[str], "tuple[str, dict[str, Any]] | str"]
 """The user's message → the tool to call and its arguments, or the text to answer with."""
 
 
-def tool_model(route: Route, *, read: str = "model read: {result}") -> FunctionModel:
+def tool_model(route: Route, *, read: str | Callable[[str, str], str] = "model read: {result}") -> FunctionModel:
     """A `FunctionModel` that calls what `route` says for the user's message and reports the result it reads
-    (`read` may name the `{tool}` too)."""
+    (`read` may name the `{tool}` too, or be a function of the tool's name and its result)."""
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         last = messages[-1]
@@ -78,7 +78,9 @@ def tool_model(route: Route, *, read: str = "model read: {result}") -> FunctionM
             return ModelResponse(parts=[TextPart("no tool result to read")])
         content = results[0].content
         text = content if isinstance(content, str) else json.dumps(content, default=str)
-        return ModelResponse(parts=[TextPart(read.format(result=text, tool=results[0].tool_name))])
+        tool = results[0].tool_name
+        said = read(tool, text) if callable(read) else read.format(result=text, tool=tool)
+        return ModelResponse(parts=[TextPart(said)])
 
     async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
         for index, part in enumerate(respond(messages, info).parts):
