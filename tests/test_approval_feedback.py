@@ -10,8 +10,8 @@ from pydantic_ai import RunContext
 
 from sayso import ApprovalRequest, Approve, InvalidDecision, Reject, Sayso, Skip, require_approval
 
-from .conftest import MakeApp, script
-from .models import calls_then_reply
+from .conftest import MakeApp
+from .models import calls_then_reply, tool_model
 
 ran: list[str] = []
 
@@ -47,18 +47,15 @@ def book_flight(ctx: RunContext[Any], to: str) -> str:
     return f"booked {to}"
 
 
-RULES: list[dict[str, Any]] = [
-    {"user": r"^plan (?P<c>\w+)$", "call": "review_itinerary", "args": {"city": "{c}"}},
-    {"user": r"^fly (?P<c>\w+)$", "call": "book_flight", "args": {"to": "{c}"}},
-    {"tool": "review_itinerary", "reply": "model read: {result}"},
-    {"tool": "book_flight", "reply": "model read: {result}"},
-]
+def route(said: str) -> tuple[str, dict[str, Any]]:
+    verb, city = said.split(" ", 1)
+    return ("review_itinerary", {"city": city}) if verb == "plan" else ("book_flight", {"to": city})
 
 
 @pytest.fixture
 def app(make_app: MakeApp) -> Sayso:
     ran.clear()
-    return make_app({"guide": {"model": "m", "tools": [review_itinerary, book_flight]}}, model=script(*RULES))
+    return make_app({"guide": {"model": "m", "tools": [review_itinerary, book_flight]}}, model=tool_model(route))
 
 
 async def test_the_approval_carries_feedback_that_the_body_reads_as_its_model(app: Sayso) -> None:

@@ -10,7 +10,8 @@ import pytest
 from sayso import Approve, RunConflict
 from sayso._runtime import new_id
 
-from .conftest import MakeApp, approvals, host_grant, script
+from .conftest import MakeApp, approvals, host_grant
+from .models import tool_model
 from .tools import delete_file, deleted
 
 started = anyio.Event()
@@ -41,21 +42,17 @@ def agents(**interrupt: Any) -> dict[str, Any]:
     }
 
 
-MODEL = {
-    "m": {
-        "rules": [
-            {"user": "^delete (?P<n>.+)$", "call": "delete_file", "args": {"name": "{n}"}},
-            {"user": "^export (?P<n>.+)$", "call": "slow_export", "args": {"name": "{n}"}},
-            {"tool": "delete_file", "reply": "Done: {result}"},
-            {"tool": "slow_export", "reply": "Done: {result}"},
-            {"user": ".", "reply": "Hello there, friend."},
-        ]
-    }
-}
+def route(said: str) -> tuple[str, dict[str, Any]] | str:
+    verb, _, name = said.partition(" ")
+    if verb == "delete":
+        return "delete_file", {"name": name}
+    if verb == "export":
+        return "slow_export", {"name": name}
+    return "Hello there, friend."
 
 
 def model() -> Any:
-    return script(*MODEL["m"]["rules"])
+    return tool_model(route, read="Done: {result}")
 
 
 async def test_a_host_that_remembers_nothing_is_offered_once_only_and_nothing_is_stored(make_app: MakeApp) -> None:

@@ -12,23 +12,22 @@ from typing import Any
 from sayso import Answer, Approve, Reject, Sayso
 from sayso._runtime import TranscriptEntry
 
-from .conftest import MakeApp, script
+from .conftest import MakeApp
+from .models import tool_model
 from .tools import delete_file, explode, pay
 
-RULES: list[dict[str, Any]] = [
-    {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}"}},
-    {"user": r"^pay (?P<n>\d+)$", "call": "pay", "args": {"amount": "{n}", "token": "s3cret"}},
-    {"user": "^explode$", "call": "explode"},
-    {
-        "user": "^survey$",
-        "call": "ask_user",
-        "args": {"questions": [{"question": "Which colour?", "choices": ["red", "blue"]}]},
-    },
-    {"tool": "ask_user", "reply": "noted"},
-    {"tool": "delete_file", "reply": "{results}"},
-    {"tool": "pay", "reply": "{results}"},
-    {"user": ".", "reply": "ok"},
-]
+SURVEY = {"questions": [{"question": "Which colour?", "choices": ["red", "blue"]}]}
+
+
+def route(said: str) -> tuple[str, dict[str, Any]] | str:
+    verb, _, rest = said.partition(" ")
+    if verb == "delete":
+        return "delete_file", {"name": rest}
+    if verb == "pay":
+        return "pay", {"amount": int(rest), "token": "s3cret"}
+    if said in ("explode", "survey"):
+        return (said, {}) if said == "explode" else ("ask_user", SURVEY)
+    return "ok"
 
 
 def make(make_app: MakeApp, **kwargs: Any) -> Sayso:
@@ -40,7 +39,7 @@ def make(make_app: MakeApp, **kwargs: Any) -> Sayso:
             "interrupt": {"tools": [{"name": "delete_file", "remember": "always"}, "pay"], "ttl_seconds": 60},
         }
     }
-    return make_app(agents, model=script(*RULES), **kwargs)
+    return make_app(agents, model=tool_model(route, read="{tool}: {result}"), **kwargs)
 
 
 def decisions(entries: list[TranscriptEntry]) -> list[Any]:
@@ -68,7 +67,7 @@ async def test_approvals_rejections_and_edits_are_transcript_lines(make_app: Mak
     )
     assert (rejected["decision"], rejected["reason"], rejected["via"]) == ("reject", "too much", "rest")
     assert edit["edits"] == [
-        {"field": "amount", "before": "9", "after": 3},
+        {"field": "amount", "before": 9, "after": 3},
         {"field": "token", "before": "«redacted»", "after": "«redacted»"},
     ]
     assert "s3cret" not in repr(lines) and "0ther" not in repr(lines)
@@ -113,7 +112,7 @@ async def test_answers_are_in_the_transcript_and_the_audit_redacted_as_configure
 async def test_answers_are_shown_when_nothing_is_redacted(make_app: MakeApp) -> None:
     """Without a redaction rule the answer given is in the transcript and the audit log as given."""
     agents = {"files": {"model": "m", "tools": [delete_file]}}
-    async with make_app(agents, model=script(*RULES)) as app:
+    async with make_app(agents, model=tool_model(route, read="{tool}: {result}")) as app:
         asked = await app.run("survey")
         await app.decide(asked.requests[0].request_id, Answer(answers=(("blue",),)))
         (line,) = decisions(await app.transcript(asked.thread_id))

@@ -14,7 +14,7 @@ import sayso
 from sayso import Approve, StoreError
 
 from .conftest import EXAMPLE, MakeApp, script
-from .models import calls_then_reply
+from .models import calls_then_reply, tool_model
 from .tools import delete_file
 
 
@@ -52,10 +52,7 @@ async def test_a_tools_error_is_read_by_the_model_and_logged(
     """A tool that raises is not the run's failure: the model reads its error, the log keeps its traceback."""
     app = make_app(
         {"a": {"model": "m", "tools": [fill_disk]}},
-        model=script(
-            {"user": "write", "call": "fill_disk", "args": {"name": "x"}},
-            {"tool": "fill_disk", "result": "(?s)(?P<r>.*)", "reply": "read: {r}"},
-        ),
+        model=tool_model(lambda said: ("fill_disk", {"name": "x"}), read="read: {result}"),
     )
     caplog.set_level(logging.WARNING, logger="sayso")
     async with app:

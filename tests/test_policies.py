@@ -15,8 +15,8 @@ from sayso import Approve, InvalidDecision, NotAllowed, NotFound, PrincipalConfi
 from sayso import tool as sayso_tool
 from sayso._core.grants import Grant
 
-from .conftest import MakeApp, approvals, script
-from .models import commands
+from .conftest import MakeApp, approvals
+from .models import commands, tool_model
 from .tools import delete_file_with_password, deleted
 
 AGENT = "files"
@@ -34,10 +34,8 @@ def folder(tool_name: str, tool_input: dict[str, Any]) -> dict[str, str] | None:
     return {"key": f"folder:{parent}", "label": f"folder {parent}/"}
 
 
-RULES = [
-    {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}", "password": "hunter2"}},
-    {"tool": "delete_file", "reply": "model read: {result}"},
-]
+def route(said: str) -> tuple[str, dict[str, Any]]:
+    return "delete_file", {"name": said.removeprefix("delete "), "password": "hunter2"}
 
 
 @pytest.fixture
@@ -60,7 +58,7 @@ def app(make_app: MakeApp, tmp_path: Path, now: list[float]) -> Sayso:
     }
     runtime = make_app(
         {AGENT: agent, "other": dict(agent)},
-        model=script(*RULES),
+        model=tool_model(route),
         clock=lambda: now[0],
     )
     runtime.config.principals = [

@@ -11,7 +11,8 @@ from pydantic_ai import Tool
 from sayso import Approve, Config, ConfigError, NotAllowed, Provide, Reject, Sayso, request_json
 from sayso._config.file import load_config
 
-from .conftest import approvals, script
+from .conftest import approvals
+from .models import tool_model
 
 REFUNDS: list[dict[str, Any]] = []
 
@@ -22,10 +23,10 @@ def refund(amount: int, to: str) -> str:
     return f"refunded {amount} to {to}"
 
 
-RULES = [
-    {"user": r"^refund (?P<a>\d+) to (?P<t>\S+)$", "call": "refund", "args": {"amount": "{a}", "to": "{t}"}},
-    {"tool": "refund", "reply": "model read: {result}"},
-]
+def route(said: str) -> tuple[str, dict[str, Any]]:
+    _, amount, _, to = said.split(" ")  # "refund 250 to acme"
+    return "refund", {"amount": int(amount), "to": to}
+
 
 PRINCIPALS = [{"name": n} for n in ("alice", "bob", "carol", "dave")]
 
@@ -57,7 +58,7 @@ def no_refunds() -> None:
 
 @pytest.fixture
 def app(tmp_path: Path) -> Sayso:
-    return Sayso(config(tmp_path), models={"m": script(*RULES)})
+    return Sayso(config(tmp_path), models={"m": tool_model(route)})
 
 
 async def test_two_of_finance_approve_and_the_call_runs_once(app: Sayso) -> None:
@@ -97,7 +98,7 @@ async def test_the_starter_and_outsiders_are_refused_with_the_rule(app: Sayso) -
 
 async def test_self_approval_lets_the_starter_vote(tmp_path: Path) -> None:
     rule = {"name": "refund", "approvers": ["finance"], "self_approval": True}
-    async with Sayso(config(tmp_path, rule=rule), models={"m": script(*RULES)}) as app:
+    async with Sayso(config(tmp_path, rule=rule), models={"m": tool_model(route)}) as app:
         paused = await app.run("refund 5 to acme", principal="alice")
         done = await app.decide(paused.requests[0].request_id, Approve(), principal="alice")
     assert done.run.status == "completed" and REFUNDS == [{"amount": 5, "to": "acme"}]

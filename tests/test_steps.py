@@ -15,7 +15,8 @@ from pydantic_ai import RunContext
 import sayso
 from sayso import Approve, RunDeps, Sayso, UsageError, require_approval
 
-from .conftest import MakeApp, script
+from .conftest import MakeApp
+from .models import tool_model
 
 CHARGED: Counter[str] = Counter()
 """How many times each order's card was charged: the side effect that must happen once."""
@@ -71,13 +72,10 @@ async def leaky(ctx: RunContext[RunDeps], typed: bool) -> str:
     return "connected"
 
 
-RULES: list[dict[str, Any]] = [
-    {"user": r"^pay (?P<o>\w+)$", "call": "pay", "args": {"order": "{o}"}},
-    {"user": r"^leak typed$", "call": "leaky", "args": {"typed": True}},
-    {"user": r"^leak$", "call": "leaky", "args": {"typed": False}},
-    {"tool": "pay", "reply": "model read: {result}"},
-    {"tool": "leaky", "reply": "model read: {result}"},
-]
+def route(said: str) -> tuple[str, dict[str, Any]]:
+    if said.startswith("pay "):
+        return "pay", {"order": said.removeprefix("pay ")}
+    return "leaky", {"typed": said == "leak typed"}
 
 
 @pytest.fixture(autouse=True)
@@ -88,7 +86,7 @@ def _reset() -> Iterator[None]:
 
 
 def app_of(make_app: MakeApp) -> Sayso:
-    return make_app({"shop": {"model": "m", "tools": [pay, leaky]}}, model=script(*RULES))
+    return make_app({"shop": {"model": "m", "tools": [pay, leaky]}}, model=tool_model(route))
 
 
 async def test_a_step_before_an_in_body_approval_runs_once_after_approve(make_app: MakeApp) -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
 from sayso import AgentConfig, ApprovalRequest, Approve, Config, McpStdioServer, Sayso, load_config, mcp_bindings
 from sayso.cli import app
 
-from ..conftest import script
+from ..models import tool_model
 from .conftest import git_server
 
 
@@ -23,12 +24,14 @@ def commits(repo: Path) -> list[str]:
 
 async def test_git_status_runs_freely_and_a_commit_waits_for_approval(repo: Path, tmp_path: Path) -> None:
     """Bound through the Python API (filter + approval list), `git_status` answers at once and `git_commit` pauses."""
-    rules = [
-        {"user": "^status$", "call": "git_status", "args": {"repo_path": str(repo)}},
-        {"user": r"^commit (?P<m>.+)$", "call": "git_commit", "args": {"repo_path": str(repo), "message": "{m}"}},
-        {"tool": "git_status", "result": "(?s)(?P<r>.*)", "reply": "status: {r}"},
-        {"tool": "git_commit", "reply": "commit: {result}"},
-    ]
+
+    def route(said: str) -> tuple[str, dict[str, Any]]:
+        if said == "status":
+            return "git_status", {"repo_path": str(repo)}
+        return "git_commit", {"repo_path": str(repo), "message": said.removeprefix("commit ")}
+
+    model = tool_model(route, read=lambda tool, result: f"{tool.removeprefix('git_')}: {result}")
+
     config = Config(
         store=f"sqlite:///{tmp_path / 'sayso.db'}",
         agents={
@@ -39,7 +42,7 @@ async def test_git_status_runs_freely_and_a_commit_waits_for_approval(repo: Path
         mcp_servers={"git": McpStdioServer.model_validate(git_server(repo))},
         base_dir=tmp_path,
     )
-    async with Sayso(config, models={"m": script(*rules)}) as app:
+    async with Sayso(config, models={"m": model}) as app:
         status = await app.run("status")
         assert status.status == "completed"
         assert status.output is not None and "README.md" in status.output and "Changes to be committed" in status.output

@@ -8,16 +8,16 @@ import pytest
 
 from sayso import Approve, Config, NotAllowed, Sayso
 
-from ..conftest import script
+from ..models import tool_model
 from .conftest import git_server
 from .test_git import commits
 
 
 async def test_a_bindings_approvers_decide_its_gated_calls(repo: Path, tmp_path: Path) -> None:
-    rules = [
-        {"user": r"^commit (?P<m>.+)$", "call": "git_commit", "args": {"repo_path": str(repo), "message": "{m}"}},
-        {"tool": "git_commit", "reply": "commit: {result}"},
-    ]
+    model = tool_model(
+        lambda said: ("git_commit", {"repo_path": str(repo), "message": said.removeprefix("commit ")}),
+        read="commit: {result}",
+    )
     binding = {"server": "git", "tools": ["git_commit"], "require_approval": True}
     config = Config.model_validate(
         {
@@ -29,7 +29,7 @@ async def test_a_bindings_approvers_decide_its_gated_calls(repo: Path, tmp_path:
             "base_dir": tmp_path,
         }
     )
-    async with Sayso(config, models={"m": script(*rules)}) as app:
+    async with Sayso(config, models={"m": model}) as app:
         paused = await app.run("commit Add the readme", principal="alice")
         [request] = paused.requests
         assert request.routing is not None and request.routing.rule == "mcp:git"

@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from pydantic_ai.models.test import TestModel
 
 import sayso
 from sayso import Config, InputRequest, Provide, RequestInput, RunResult, Sayso, Workflow
 from sayso.workflows import END, MemoryWorkflowPersistence, Route, WorkflowContext, WorkflowEngine, WorkflowPaused
-
-from ..conftest import script
 
 CHARGED: Counter[str] = Counter()
 FLAKY: dict[str, int] = {}
@@ -64,7 +63,7 @@ def make(tmp_path: Path, *workflows: Workflow) -> Sayso:
             "workflows": {w.name: w for w in workflows},
         }
     )
-    return Sayso(config, models={"m": script()})
+    return Sayso(config, models={"m": TestModel()})
 
 
 def question(result: RunResult) -> InputRequest:

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypeAlias
 from pydantic import ConfigDict, Discriminator, Tag, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
-from .decisions import ArgEdit, DecidedBy, DecisionKind, Via
+from .decisions import ArgEdit, DecidedBy, DecisionKind, RecordedKind, Via
 from .requests import Scope
 from .service import ServiceNotice
 
@@ -47,7 +47,7 @@ class ApprovalRecord(TypedDict):
     run_id: str
     thread_id: str
     agent_path: str
-    decision: DecisionKind
+    decision: RecordedKind
     by: DecidedBy
     principal: str | None
     decided_at: float

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, NotRequired, TypeAlias, assert_never
 
-from pydantic import Discriminator, TypeAdapter
+from pydantic import BeforeValidator, Discriminator, TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
 from typing_extensions import TypedDict
 
@@ -89,7 +89,7 @@ class Answer:
 class ClientResult:
     """The value a client tool returned."""
 
-    kind: Literal["result"] = "result"
+    kind: Literal["client_result"] = "client_result"
     value: Any
 
 
@@ -97,7 +97,7 @@ class ClientResult:
 class ClientError:
     """The error a client tool reported; the model reads it."""
 
-    kind: Literal["error"] = "error"
+    kind: Literal["client_error"] = "client_error"
     message: str
 
 
@@ -143,18 +143,45 @@ class Expired:
     """What the rule's `on_timeout` says about it, read by the model with the expiry."""
 
 
+LEGACY_KINDS: Mapping[str, str] = {"result": "client_result", "error": "client_error"}
+"""The tags a client tool's answer had before they were named after their classes: stored decisions and
+older clients still say them, and they read as today's."""
+
+
+def current_kind(raw: Any) -> Any:
+    """A decision as JSON with an older tag (`result`, `error`) renamed to today's; anything else unchanged."""
+    if isinstance(raw, Mapping) and raw.get("kind") in LEGACY_KINDS:
+        return {**raw, "kind": LEGACY_KINDS[raw["kind"]]}
+    return raw
+
+
 Decision: TypeAlias = Annotated[
     Approve | Reject | Skip | Answer | ClientResult | ClientError | Provide | Accept | Decline | Cancel | Expired,
     Discriminator("kind"),
+    BeforeValidator(current_kind),
 ]
-"""Any answer to any request."""
+"""Any answer to any request (read from JSON, an older record's tag too: `LEGACY_KINDS`)."""
 
 DECISION_ADAPTER: TypeAdapter[Decision] = TypeAdapter(Decision)
 
 DecisionKind: TypeAlias = Literal[
-    "approve", "reject", "skip", "answer", "result", "error", "provide", "accept", "decline", "cancel", "expired"
+    "approve",
+    "reject",
+    "skip",
+    "answer",
+    "client_result",
+    "client_error",
+    "provide",
+    "accept",
+    "decline",
+    "cancel",
+    "expired",
 ]
 """The `kind` of every decision, as records name it."""
+
+RecordedKind: TypeAlias = DecisionKind | Literal["result", "error"]
+"""A decision's kind in a record kept exactly as written (an approval record, an audit body): older ones
+say a client tool's answer was `result` or `error` (`LEGACY_KINDS`)."""
 
 
 class ArgEdit(TypedDict):
@@ -175,7 +202,7 @@ class QuestionAnswer(TypedDict):
 _ALLOWED: dict[str, tuple[str, ...]] = {
     "approval": ("approve", "reject", "skip"),
     "question": ("answer", "skip"),
-    "client_tool": ("result", "error", "skip"),
+    "client_tool": ("client_result", "client_error", "skip"),
     "elicitation": ("accept", "decline", "cancel"),
     "input": ("provide", "skip"),
 }

@@ -17,6 +17,7 @@
 | `_auth` | who calls an HTTP interface: a bearer token becomes a `Principal`, for every edge |
 | `_events` | `request.opened` / `decided` / `expired` for listeners |
 | `_outbox` | the same events from the store's outbox, claimed and settled by a webhook sender |
+| `_sender` | `OutboxSender`: a sender's lifecycle (wake, claim with a lease, send per key in order, settle, drain) |
 | `_notices` | which destinations the outbox fans out to, and which `notify` targets a request's notice goes to |
 | `_links` | mailed links: made, opened (never deciding) and decided through once, as the principal mailed |
 | `_audit` | the audit key, the exported head, verification |
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
         run_json,
         stats_json,
     )
+    from ._sender import OutboxSender
     from ._watch import Change, RequestClosed, RequestOpened, RequestVoted, RunChanged, ThreadsChanged
 
 __all__ = [
@@ -86,6 +88,7 @@ __all__ = [
     "InboxPage",
     "EscalationNotice",
     "OutboundEvent",
+    "OutboxSender",
     "PrincipalLike",
     "Reader",
     "RemoteAgents",
@@ -140,6 +143,7 @@ _LAZY: dict[str, str] = {
     "InboxFilter": ".._store",
     "InboxPage": ".._store",
     "OutboundEvent": "._outbox",
+    "OutboxSender": "._sender",
     "PrincipalLike": "._reading",
     "Reader": "._reader",
     "RemoteAgents": "._remote",

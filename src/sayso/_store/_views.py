@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
 from .._core.audit_events import ShownDecision
+from .._core.decisions import LEGACY_KINDS
 from ..exceptions import InvalidCursor
 from ._records import RequestFact, RunRecord, TranscriptEntry
 
@@ -79,13 +80,16 @@ def _decision_line(seq: int, run_id: str, part: ToolReturnPart) -> TranscriptEnt
     if not isinstance(record, dict):
         return None
     decided_at = record.get("decided_at")
+    shown = {k: record[k] for k in DECISION_FIELDS if k in record}
+    if shown.get("decision") in LEGACY_KINDS:  # an older record: shown with today's tag
+        shown["decision"] = LEGACY_KINDS[shown["decision"]]
     return TranscriptEntry(
         seq=seq,
         run_id=run_id,
         role="decision",
         tool_name=part.tool_name,
         tool_call_id=part.tool_call_id,
-        decision=cast(ShownDecision, {k: record[k] for k in DECISION_FIELDS if k in record}),
+        decision=cast(ShownDecision, shown),
         at=float(decided_at) if isinstance(decided_at, int | float) else None,
     )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field
 from pydantic.json_schema import JsonSchemaValue
 
 from .._core.decisions import (
@@ -23,6 +23,7 @@ from .._core.decisions import (
     Provide,
     Reject,
     Skip,
+    current_kind,
 )
 from .._core.requests import ClientTool, Scope
 
@@ -109,17 +110,17 @@ class AnswerIn(_Wire):
     answers: list[list[Annotated[str, Field(max_length=10_000)]]] = Field(max_length=100)
 
 
-class ResultIn(_Wire):
-    """The value a client tool returned."""
+class ClientResultIn(_Wire):
+    """The value a client tool returned (`result`, its older tag, is read too)."""
 
-    kind: Literal["result"]
+    kind: Literal["client_result"]
     value: Any = None
 
 
-class ErrorIn(_Wire):
-    """The error a client tool reported."""
+class ClientErrorIn(_Wire):
+    """The error a client tool reported (`error`, its older tag, is read too)."""
 
-    kind: Literal["error"]
+    kind: Literal["client_error"]
     message: str = Field(max_length=10_000)
 
 
@@ -151,10 +152,19 @@ class CancelIn(_Wire):
 
 
 AnyDecisionIn = (
-    ApproveIn | RejectIn | SkipIn | AnswerIn | ResultIn | ErrorIn | ProvideIn | AcceptIn | DeclineIn | CancelIn
+    ApproveIn
+    | RejectIn
+    | SkipIn
+    | AnswerIn
+    | ClientResultIn
+    | ClientErrorIn
+    | ProvideIn
+    | AcceptIn
+    | DeclineIn
+    | CancelIn
 )
-DecisionIn = Annotated[AnyDecisionIn, Discriminator("kind")]
-"""Any decision, tagged by `kind`."""
+DecisionIn = Annotated[AnyDecisionIn, Discriminator("kind"), BeforeValidator(current_kind)]
+"""Any decision, tagged by `kind` (an older client's `result` / `error` read as `client_result` / `client_error`)."""
 
 
 def to_decision(body: AnyDecisionIn) -> Decision:
@@ -170,9 +180,9 @@ def to_decision(body: AnyDecisionIn) -> Decision:
             return Skip(reason=body.reason)
         case AnswerIn():
             return Answer(answers=tuple(tuple(a) for a in body.answers))
-        case ResultIn():
+        case ClientResultIn():
             return ClientResult(value=body.value)
-        case ErrorIn():
+        case ClientErrorIn():
             return ClientError(message=body.message)
         case AcceptIn():
             return Accept(content=body.content)

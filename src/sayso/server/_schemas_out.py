@@ -243,7 +243,7 @@ class DecisionLineOut(_Out):
     """A decision as a transcript line shows it (the fields its kind has)."""
 
     decision: str
-    """`approve`, `reject`, `skip`, `answer`, `result`, `error`, `expired`, ..."""
+    """`approve`, `reject`, `skip`, `answer`, `client_result`, `client_error`, `expired`, ..."""
     by: str
     principal: str | None = None
     via: str | None = None

@@ -239,11 +239,11 @@ function clientToolCard(request, ctx) {
         feedback(card, `The result is not valid JSON: ${err.message}`);
         return;
       }
-      decideCard(card, request, { kind: "result", value }, ctx);
+      decideCard(card, request, { kind: "client_result", value }, ctx);
     } }, "Send result")),
     el("label", { for: errorId }, "Error message ", el("span", { class: "muted" }, "(optional)")), error,
     el("div", { class: "actions" },
-      el("button", { type: "button", class: "danger", onclick: () => decideCard(card, request, { kind: "error", message: error.value.trim() || "the client tool failed" }, ctx) }, "Send error"),
+      el("button", { type: "button", class: "danger", onclick: () => decideCard(card, request, { kind: "client_error", message: error.value.trim() || "the client tool failed" }, ctx) }, "Send error"),
       el("button", { type: "button", onclick: () => decideCard(card, request, { kind: "skip" }, ctx) }, "Skip")));
   return card;
 }

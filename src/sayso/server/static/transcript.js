@@ -1,7 +1,7 @@
 // sayso web UI, the transcript: what was said, each call, the decision it waited on, its result, and failures.
 "use strict";
 
-const DECISION_MARKS = { approve: "✓", reject: "✗", skip: "⤼", expired: "⌛", answer: "✎", result: "↩", error: "!" };
+const DECISION_MARKS = { approve: "✓", reject: "✗", skip: "⤼", expired: "⌛", answer: "✎", client_result: "↩", client_error: "!" };
 
 function decisionLine(entry) {
   const record = entry.decision;
