@@ -40,8 +40,8 @@ SCRIPT = {
 }
 
 
-def escalating(tmp_path: Path, address: str, task_queue: str, rule: dict[str, Any]) -> Path:
-    """A Temporal-backed refund agent whose `refund` rule escalates as `rule` says."""
+def escalating(tmp_path: Path, address: str, task_queue: str, rule: dict[str, Any], **extra: Any) -> Path:
+    """A Temporal-backed refund agent whose `refund` rule escalates as `rule` says (`extra`: more config)."""
     (tmp_path / "refund_tools.py").write_text(TOOLS)  # a module name of its own: the front imports it
     (tmp_path / "script.yaml").write_text(yaml.safe_dump(SCRIPT))
     body = {
@@ -53,6 +53,7 @@ def escalating(tmp_path: Path, address: str, task_queue: str, rule: dict[str, An
                 "interrupt": {"tools": [{"name": "refund", **rule}]},
             }
         },
+        **extra,
     }
     return temporal_config(tmp_path, address=address, task_queue=task_queue, body=yaml.safe_dump(body))
 
@@ -101,10 +102,12 @@ async def test_steps_fire_in_order_as_workflow_timers_then_on_timeout_rejects(
     """Two steps fire, each once and in order (audit and outbox), then `on_timeout` rejects: the model reads it."""
     rule = {
         "rule": "refunds-slow",
+        "approvers": ["bob"],  # a routed rule: the second step widens it
         "escalate": [{"after": "1s", "remind": True}, {"after": "2s", "add_approvers": ["cfo"]}],
         "on_timeout": {"after": "3s", "action": "reject", "reason": "nobody approved in time"},
     }
-    config = escalating(tmp_path, temporal_address, task_queue, rule)
+    principals = [{"name": n, "token": f"{n}-token"} for n in ("bob", "cfo")]
+    config = escalating(tmp_path, temporal_address, task_queue, rule, principals=principals)
     pool.append(workers := Workers(config, workers_env))
     workers.start()
     async with Sayso.from_yaml(config) as front:
