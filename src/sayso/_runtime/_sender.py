@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, Self
@@ -42,7 +43,7 @@ class Retries(Protocol):
     def backoff_seconds(self) -> float: ...
 
 
-class OutboxSender:
+class OutboxSender(ABC):
     """Claims, sends in order and settles the outbox's deliveries for `keys` while it is entered.
 
     Args:
@@ -88,14 +89,16 @@ class OutboxSender:
         self._wake.set()
 
     async def _opened(self) -> None:
-        """What a sender opens before its first attempt (an HTTP client)."""
+        """What a sender opens before its first attempt (an HTTP client); by default, nothing."""
+        return None
 
     async def _closed(self) -> None:
-        """What it closes after its last."""
+        """What it closes after its last; by default, nothing."""
+        return None
 
+    @abstractmethod
     async def attempt(self, event: OutboundEvent) -> None:
         """One attempt at one delivery, ending in `settle` (directly or through `retry_or_give_up`)."""
-        raise NotImplementedError
 
     async def __aenter__(self) -> Self:
         if not self._keys:
