@@ -22,8 +22,9 @@ that is plain JSON (see its module for how a paused node resumes). The runtime p
 
 from __future__ import annotations
 
-from importlib.util import resolve_name
 from typing import TYPE_CHECKING, Any
+
+from .._core.lazy import load_lazily
 
 if TYPE_CHECKING:
     from .._core.inputs import InputSchema, RequestInput, input_schema, validate_input
@@ -139,14 +140,7 @@ _LAZY: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # An import statement's machinery (`__import__`), not `import_module`: `python -X importtime` then lists
-    # the module, as tests/cli/test_startup.py reads it.
-    value = getattr(__import__(resolve_name(module, __name__), fromlist=[name]), name)
-    globals()[name] = value  # the next look-up is a plain attribute
-    return value
+    return load_lazily(globals(), _LAZY, name)
 
 
 def __dir__() -> list[str]:
