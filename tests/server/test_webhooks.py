@@ -16,10 +16,11 @@ import anyio
 import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from sayso import Reject, Sayso, load_config
+from sayso import PrincipalConfig, Reject, Sayso, load_config
 from sayso._core.signing import signed_headers
 from sayso.server import WebhookConfig, verify_headers
 
+from ..conftest import ROOT
 from .conftest import EXAMPLE, ServerFactory
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -92,6 +93,45 @@ async def test_opened_and_decided_events_are_signed(serve: ServerFactory, listen
             Webhook("whsec_" + "A" * 32).verify(body, headers)
         with pytest.raises(WebhookVerificationError):
             Webhook(SECRET).verify(body + b" ", headers)
+
+
+async def test_each_vote_toward_a_quorum_is_sent_to_a_webhook_that_asks_for_votes(
+    serve: ServerFactory, listener: Listener
+) -> None:
+    """Two of finance approve a refund: each vote arrives signed, saying where the quorum stood, then the decision.
+
+    A webhook with the default `events` gets the opening and the decision only.
+    """
+    config = load_config(ROOT / "examples" / "refunds" / "sayso.yaml")
+    voting = WebhookConfig(url=listener.url, secret=SECRET, backoff_seconds=0.05, events=["request.voted"])
+    default = WebhookConfig(url=listener.url + "?default", secret=SECRET, backoff_seconds=0.05)
+    principals = [PrincipalConfig(name=n, token=f"{n}-token") for n in ("alice", "bob", "carol")]
+    server = await serve(config=config, principals=principals, webhooks=[voting, default])
+    async with server.client("alice-token") as alice, server.client("bob-token") as bob:
+        run = (await alice.post("/v1/runs", json={"message": "refund 250 to acme"})).json()
+        url = f"/v1/requests/{run['requests'][0]['id']}/decision"
+        await bob.post(url, json={"kind": "approve"})
+        await bob.post(url, json={"kind": "approve"})  # the same vote again counts (and is sent) once
+        async with server.client("carol-token") as carol:
+            await carol.post(url, json={"kind": "approve"}, headers={"Sayso-Via": "web"})
+    await listener.wait_for(4)
+    await server.stop()  # every delivery in flight lands: nothing more was sent
+    received = [json.loads(body) for _, body in listener.received]
+    votes = sorted((e for e in received if e["type"] == "request.voted"), key=lambda e: str(e["created_at"]))
+    assert sorted(e["type"] for e in received) == [  # the default webhook: no votes
+        "request.decided",
+        "request.opened",
+        "request.voted",
+        "request.voted",
+    ]
+    assert [(v["data"]["vote"]["principal"], v["data"]["vote"]["via"]) for v in votes] == [  # type: ignore[index]
+        ("bob", "rest"),
+        ("carol", "web"),
+    ]
+    assert votes[0]["data"]["request"]["quorum"]["text"] == "1 of 2, waiting for finance"  # type: ignore[index]
+    assert votes[1]["data"]["request"]["quorum"]["approved_by"] == ["bob", "carol"]  # type: ignore[index]
+    for headers, body in listener.received:
+        assert Webhook(SECRET).verify(body, headers)["type"] == headers["Sayso-Event"]
 
 
 async def test_failed_deliveries_are_retried_with_the_same_delivery_id(

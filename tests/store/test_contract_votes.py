@@ -103,3 +103,34 @@ async def test_the_inbox_lists_a_routed_request_to_its_deciders_only(store: RunS
     assert await listed("bob") == ["req_1"] and await listed("dave") == ["req_1"]
     every = await store.inbox(InboxFilter(), now=NOW, limit=10)
     assert [r.request_id for r in every.requests] == ["req_1"]
+
+
+async def voted_events(store: RunStore) -> list[tuple[str, int | None]]:
+    """The `request.voted` events of the outbox, as one webhook claims them: `(request, vote's position)`."""
+    await store.fan_out_events(hooks=["hook"], now=NOW + 10, kinds=("request.voted",))
+    claimed = await store.claim_deliveries(holder="me", now=NOW + 10, until=NOW + 60, hooks=["hook"])
+    return sorted((d.request_id, d.step) for d in claimed if d.kind == "request.voted")
+
+
+async def test_each_vote_writes_one_webhook_event_in_its_commit(store: RunStore) -> None:
+    """A vote repeated or cast at once with others is one outbox event per counted vote, the last one's included."""
+    await routed_pause(store)
+    await at_once(*[lambda: decide(store, "req_1", voter("bob"))] * 3)
+    assert await voted_events(store) == [("req_1", 0)]
+    await at_once(*[lambda who=who: decide(store, "req_1", voter(who)) for who in ("carol", "dave")])
+    assert await voted_events(store) == [("req_1", 1), ("req_1", 2)]
+    found = await store.get_request("req_1")
+    assert found is not None and found.decision is not None  # the third approval resolved it, and was announced
+
+
+async def test_a_rejection_is_announced_as_a_vote_and_a_decision(store: RunStore) -> None:
+    await routed_pause(store)
+    await decide(store, "req_1", voter("bob"))
+    await decide(store, "req_1", voter("carol", Reject(reason="too much")))
+    await store.fan_out_events(hooks=["hook"], now=NOW + 10)
+    claimed = await store.claim_deliveries(holder="me", now=NOW + 10, until=NOW + 60, hooks=["hook"])
+    assert sorted((d.kind, d.step) for d in claimed if d.kind != "request.opened") == [
+        ("request.decided", None),
+        ("request.voted", 0),
+        ("request.voted", 1),
+    ]

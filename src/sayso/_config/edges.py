@@ -26,10 +26,12 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
 
-WebhookEvent: TypeAlias = Literal["request.opened", "request.decided", "request.expired"]
+WebhookEvent: TypeAlias = Literal["request.opened", "request.decided", "request.expired", "request.voted"]
 """Every event a webhook may subscribe to."""
 
-ALL_WEBHOOK_EVENTS: tuple[WebhookEvent, ...] = ("request.opened", "request.decided", "request.expired")
+DEFAULT_WEBHOOK_EVENTS: tuple[WebhookEvent, ...] = ("request.opened", "request.decided", "request.expired")
+"""What a webhook gets unless its `events` say: each request's opening and outcome. `request.voted` (each vote
+toward a quorum) is asked for by name, so a receiver written for outcomes never reads a vote as one."""
 
 
 class WebhookConfig(_Strict):
@@ -43,8 +45,9 @@ class WebhookConfig(_Strict):
     """The signing secret; prefer `secret_env` so it stays out of the file."""
     secret_env: str | None = None
     """Name of an environment variable holding the signing secret."""
-    events: list[WebhookEvent] = list(ALL_WEBHOOK_EVENTS)
-    """Which events to send."""
+    events: list[WebhookEvent] = list(DEFAULT_WEBHOOK_EVENTS)
+    """Which events to send: `request.opened`, `request.decided`, `request.expired` (the default), and
+    `request.voted` (each vote on a request that needs several approvals; sent only when listed)."""
     max_attempts: int = Field(default=5, ge=1, le=20)
     """Attempts per event, the first included."""
     backoff_seconds: float = Field(default=1.0, gt=0)

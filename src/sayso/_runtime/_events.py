@@ -15,7 +15,8 @@ from typing_extensions import TypedDict
 
 from .._core.decisions import DECISION_ADAPTER, DecidedBy, DecisionRecord, Expired, Via
 from .._core.requests import DelegateRequest, Request
-from ._results import request_json
+from .._core.votes import Vote
+from ._results import VoteJson, request_json, vote_json
 
 logger = logging.getLogger("sayso.events")
 
@@ -42,7 +43,14 @@ class DecidedData(_AboutRequest):
     via: Via | None
 
 
-EventData: TypeAlias = OpenedData | DecidedData
+@final
+class VotedData(_AboutRequest):
+    """What `request.voted` (webhooks only) says: the request as it stood after the vote (its `quorum`), the vote."""
+
+    vote: VoteJson
+
+
+EventData: TypeAlias = OpenedData | DecidedData | VotedData
 """What an event says; listeners and webhooks (from the outbox) read the same data."""
 
 EventListener = Callable[[RequestEvent, EventData], None]
@@ -52,6 +60,11 @@ EventListener = Callable[[RequestEvent, EventData], None]
 def opened_data(request: Request) -> OpenedData:
     """What `request.opened` says: the request as every interface shows it."""
     return OpenedData(request=request_json(request))
+
+
+def voted_data(request: Request, votes: Sequence[Vote], seq: int) -> VotedData:
+    """What `request.voted` says about the request's `seq`-th vote: where its quorum stood once it was cast."""
+    return VotedData(request=request_json(request, votes=votes[: seq + 1]), vote=vote_json(votes[seq]))
 
 
 def decided_event(request: Request, record: DecisionRecord) -> tuple[RequestEvent, EventData]:

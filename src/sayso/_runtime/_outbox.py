@@ -21,7 +21,7 @@ from .._core.escalation import EscalationStep
 from .._core.requests import ApprovalRequest, DelegateRequest, Request
 from .._store import PRUNED_AT_ONCE, DeliveryStatus, OutboxKind, PendingDelivery
 from . import _notices
-from ._events import EventData, RequestEvent, decided_event, opened_data
+from ._events import EventData, RequestEvent, decided_event, opened_data, voted_data
 
 if TYPE_CHECKING:
     from ._kernel import Kernel
@@ -35,8 +35,9 @@ class OutboundEvent:
     """The same on every attempt and from every sender: receivers drop duplicates by it."""
     hook: str
     """The webhook's key, as the sender named it when claiming."""
-    event: RequestEvent | Literal["request.escalated"]
-    """What happened; `request.escalated` (a step of the rule's `escalate:` fired) reaches notices only."""
+    event: RequestEvent | Literal["request.voted", "request.escalated"]
+    """What happened; `request.voted` (one vote toward a quorum) reaches webhooks only, `request.escalated` (a step
+    of the rule's `escalate:` fired) notices only."""
     created_at: float
     """When the change was committed."""
     data: EventData
@@ -173,9 +174,9 @@ async def prune(k: Kernel, *, retention_days: float) -> int:
             return pruned
 
 
-_ANNOUNCED: tuple[OutboxKind, ...] = ("request.opened", "request.decided", "request.escalated")
-"""The events `claim` fans out: webhooks take the first two (an escalation is not among their events), notices
-all three."""
+_ANNOUNCED: tuple[OutboxKind, ...] = ("request.opened", "request.decided", "request.voted", "request.escalated")
+"""The events `claim` fans out: webhooks take the first three (an escalation is not among their events), notices
+all but the votes (a channel's message shows a decision, not each vote toward it)."""
 
 
 async def _build(k: Kernel, pending: PendingDelivery, notify: dict[str, Target]) -> OutboundEvent | None:
@@ -185,6 +186,8 @@ async def _build(k: Kernel, pending: PendingDelivery, notify: dict[str, Target])
     target = notify.get(pending.hook)
     if pending.kind == "request.escalated":
         return _escalated(k, pending, state.request, target, decided=state.decision is not None)
+    if pending.kind == "request.voted":
+        return None if target is not None else await _voted(k, pending, state.request)
     if target is not None:
         if target.text not in _notices.notify_targets(k.config, state.request):
             return None
@@ -206,6 +209,22 @@ async def _build(k: Kernel, pending: PendingDelivery, notify: dict[str, Target])
         attempts=pending.attempts,
         target=target.text if target is not None else None,
         still_open=state.decision is None,
+    )
+
+
+async def _voted(k: Kernel, pending: PendingDelivery, request: Request) -> OutboundEvent | None:
+    """A vote's webhook event: the request as it stood once the vote was cast, and the vote."""
+    votes = (await k.store.votes([request.request_id])).get(request.request_id, ())
+    seq = pending.step
+    if seq is None or seq >= len(votes):
+        return None  # its request's votes are gone (pruned): nothing left to say
+    return OutboundEvent(
+        delivery_id=pending.delivery_id,
+        hook=pending.hook,
+        event="request.voted",
+        created_at=pending.created_at,
+        data=voted_data(request, votes, seq),
+        attempts=pending.attempts,
     )
 
 

@@ -203,18 +203,20 @@ def quorum_json(standing: Quorum, *, redact: Sequence[str] = ()) -> QuorumJson:
         waiting_for=list(standing.waiting_for),
         round=standing.round,
         args=redacted(standing.args, redact),
-        votes=[
-            VoteJson(
-                principal=v.principal,
-                decision=v.decision,
-                round=v.round,
-                voted=rfc3339(v.voted_at),
-                via=v.via,
-                reason=v.reason,
-                edited=v.edited_args is not None,
-            )
-            for v in standing.votes
-        ],
+        votes=[vote_json(v) for v in standing.votes],
+    )
+
+
+def vote_json(vote: Vote) -> VoteJson:
+    """One vote as plain JSON (the edited arguments are the quorum's `args`, redacted there)."""
+    return VoteJson(
+        principal=vote.principal,
+        decision=vote.decision,
+        round=vote.round,
+        voted=rfc3339(vote.voted_at),
+        via=vote.via,
+        reason=vote.reason,
+        edited=vote.edited_args is not None,
     )
 
 

@@ -370,12 +370,15 @@ class AuditPage:
     """How many records the whole log holds."""
 
 
-OutboxKind: TypeAlias = Literal["request.opened", "request.decided", "request.escalated", "run.updated"]
-"""What an outbox event reports: a request was opened (saved with its pause), decided or escalated (one step
-of its rule's `escalate:`, the event's `step`), or a top-level run paused, ended or was cancelled (its
-`request_id` is then the run's id: what A2A push notifications report)."""
+OutboxKind: TypeAlias = Literal[
+    "request.opened", "request.decided", "request.voted", "request.escalated", "run.updated"
+]
+"""What an outbox event reports: a request was opened (saved with its pause), decided, voted on (one vote
+toward a quorum, the event's `step` its position among the request's votes) or escalated (one step of its
+rule's `escalate:`, the event's `step`), or a top-level run paused, ended or was cancelled (its `request_id`
+is then the run's id: what A2A push notifications report)."""
 
-REQUEST_KINDS: tuple[OutboxKind, ...] = ("request.opened", "request.decided")
+REQUEST_KINDS: tuple[OutboxKind, ...] = ("request.opened", "request.decided", "request.voted")
 """The events webhooks report."""
 
 
@@ -425,4 +428,5 @@ class PendingDelivery:
     attempts: int
     """Attempts made before this one."""
     step: int | None = None
-    """`request.escalated`: which step of the request's escalation (0 for the first) fired."""
+    """`request.escalated`: which step of the request's escalation (0 for the first) fired; `request.voted`: which
+    of the request's votes (0 for the first) was cast."""

@@ -16,9 +16,9 @@ from .._views import delivery_id
 from ._tx import Sql, Tx
 
 UNFANNED = Sql(
-    "SELECT event_id FROM outbox WHERE fanned_out = :no AND kind IN (:k0, :k1, :k2) ORDER BY seq LIMIT :limit"
+    "SELECT event_id FROM outbox WHERE fanned_out = :no AND kind IN (:k0, :k1, :k2, :k3) ORDER BY seq LIMIT :limit"
 )
-"""Events of up to three kinds (a shorter list repeats its last kind), so the statement stays constant."""
+"""Events of up to four kinds (a shorter list repeats its last kind), so the statement stays constant."""
 FAN_OUT = Sql("UPDATE outbox SET fanned_out = :yes WHERE event_id = :event_id AND fanned_out = :no")
 """Conditional: of two senders fanning out one event, one does it (the other's update waits, then matches nothing)."""
 INSERT_DELIVERY = Sql(
@@ -61,6 +61,8 @@ PRUNE_NOT_FANNED_OUT = Sql(
 (PostgreSQL checks `fanned_out` again on the row it waited for)."""
 
 _FLAGS = {"yes": True, "no": False}
+_KINDS = 4
+"""How many event kinds `UNFANNED` takes."""
 
 
 class SqlOutboxTx(StoreTx):
@@ -69,10 +71,10 @@ class SqlOutboxTx(StoreTx):
     tx: Tx
 
     async def unfanned_events(self, limit: int, kinds: Sequence[OutboxKind]) -> list[str]:
-        padded = [*kinds, *[kinds[-1]] * (3 - len(kinds))]
-        if len(padded) != 3:
-            raise ValueError(f"one to three event kinds at a time, got {list(kinds)}")
-        params = {**_FLAGS, "limit": limit, "k0": padded[0], "k1": padded[1], "k2": padded[2]}
+        padded = [*kinds, *[kinds[-1]] * (_KINDS - len(kinds))]
+        if len(padded) != _KINDS:
+            raise ValueError(f"one to {_KINDS} event kinds at a time, got {list(kinds)}")
+        params = {**_FLAGS, "limit": limit, **{f"k{n}": kind for n, kind in enumerate(padded)}}
         return [row["event_id"] for row in await self.tx.all(UNFANNED, params)]
 
     async def _outbox_change(self, change: FanOut | ClaimDelivery | Settled) -> bool:

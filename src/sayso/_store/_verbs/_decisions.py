@@ -10,7 +10,7 @@ from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ...exceptions import PauseConsumed, StoreError
-from .._ops import ConsumePause, ExecutionOf, NewExecutions, NewGrants, NewVote, ResolveExecution
+from .._ops import ConsumePause, ExecutionOf, NewEvents, NewExecutions, NewGrants, NewVote, ResolveExecution
 from .._primitives import WORKFLOW_STATES, StoreTx, TxStore
 from .._records import Claim, Decided, ExecutionRecord, Judge, ResumeClaim, RunRecord
 from . import _steps
@@ -133,6 +133,8 @@ class DecisionVerbs(TxStore):
                 await tx.lock_audit()  # before the vote's row: the one lock order
                 # Its position after the votes read: a concurrent vote took it first? judged again (`race`).
                 await tx.add(NewVote(verdict.vote, seq=len(found.votes)))
+                # Webhooks hear of each vote from the commit that counted it, once (a vote counted twice collides).
+                await tx.add(NewEvents("request.voted", [request_id], verdict.vote.voted_at, step=len(found.votes)))
                 if verdict.record is None:
                     await tx.append_audit(verdict.audit)
             if verdict.record is not None:
