@@ -19,7 +19,7 @@ from typing import Literal, TypeAlias
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_ai.models import Model
 
-from .._core.conditions import unknown_references
+from .._core.policy import reference_problems
 from .._engine.models import build_model, resolve_model
 from .._engine.tools import BUILTIN_TOOLS, as_tool, import_spec
 from ..exceptions import ConfigError
@@ -312,34 +312,36 @@ def _check_conditions(
     """What a rule's condition and reason name must exist: a misspelt argument would make a rule that never holds.
 
     Checked against the argument schema of every tool the rule matches whose schema is known before the agent
-    runs (its own tools; an MCP server's or a client's tool is checked for its variables only).
+    runs (its own tools); an MCP server's or a client's tool is checked for its variables here, and an MCP
+    binding's rule against the tool's schema when the server first lists it (`McpToolset`, failing the run).
     """
     policy = spec.interrupt.to_policy()
-    for index, rule in enumerate(policy.tools):
+    rules = [((*here, "interrupt", "tools", n), rule) for n, rule in enumerate(policy.tools)]
+    rules += [
+        ((*here, "mcp", n), rule)
+        for n, binding in enumerate(spec.mcp)
+        if (rule := binding.policy_rule(binding.server, {})) is not None
+    ]
+    for path, rule in rules:
         if rule.on_timeout is not None and rule.ttl_seconds is None and policy.ttl_seconds is None:
             problems.add(
                 "error",
-                (*here, "interrupt", "tools", index, "on_timeout"),
+                (*path, "on_timeout"),
                 "'on_timeout' needs a timeout, and the rule has none",
                 "set 'on_timeout.after' (such as 4h), or 'ttl_seconds' on the rule or the interrupt block",
             )
-        sources = [("when", rule.when.source)] if rule.when is not None else []
-        if rule.reason is not None:
-            sources.extend(("reason", e.source) for e in rule.reason.expressions)
-        if not sources:
-            continue
-        tools = [t for t in dict.fromkeys(available) if rule.matches(t)] or [rule.name]
-        for key, source in sources:
-            found: list[str] = []
-            for tool in tools:
-                found.extend(p for p in unknown_references(source, schemas.get(tool)) if p not in found)
-            for problem in found:
-                problems.add(
-                    "error",
-                    (*here, "interrupt", "tools", index, key),
-                    f"{problem}, in {source!r}",
-                    "name one of the tool's arguments, or principal.name, principal.groups, thread.id, thread.agent",
-                )
+        mcp = path[len(here)] == "mcp"
+        tools = [] if mcp else [t for t in dict.fromkeys(available) if rule.matches(t)] or [rule.name]
+        found: dict[tuple[str, str, str], None] = {}
+        for tool in tools or [None]:
+            found.update(dict.fromkeys(reference_problems(rule, schemas.get(tool) if tool else None)))
+        for key, source, problem in found:
+            problems.add(
+                "error",
+                (*path, key),
+                f"{problem}, in {source!r}",
+                "name one of the tool's arguments, or principal.name, principal.groups, thread.id, thread.agent",
+            )
 
 
 def _check_workflows(config: Config, problems: _Problems) -> None:

@@ -12,22 +12,33 @@ from typing import Literal
 
 from .._core.channels import Target, parse_target
 from .file import Config
+from .rules import PolicyFields
 
 Add = Callable[[Literal["error", "warning", "note"], Sequence[str | int], str, str], None]
 """`_Problems.add`: severity, config path, message, fix."""
 
 
-def notify_entries(config: Config) -> Iterator[tuple[tuple[str | int, ...], str]]:
-    """Every `notify` target the config names (a rule's and its escalation steps'), with where it is written."""
+def rule_entries(config: Config) -> Iterator[tuple[tuple[str | int, ...], PolicyFields]]:
+    """Every entry that is an approval rule (`interrupt.tools` objects, MCP bindings, workflows), with where it is."""
     for name, spec in config.agents.items():
         for index, rule in enumerate(spec.interrupt.tools):
-            if isinstance(rule, str):
-                continue
-            for n, target in enumerate(rule.notify):
-                yield ("agents", name, "interrupt", "tools", index, "notify", n), target
-            for s, step in enumerate(rule.escalate):
-                for n, target in enumerate(step.notify):
-                    yield ("agents", name, "interrupt", "tools", index, "escalate", s, "notify", n), target
+            if not isinstance(rule, str):
+                yield ("agents", name, "interrupt", "tools", index), rule
+        for index, binding in enumerate(spec.mcp):
+            yield ("agents", name, "mcp", index), binding
+    for name, workflow in config.workflows.items():
+        if isinstance(workflow, PolicyFields):
+            yield ("workflows", name), workflow
+
+
+def notify_entries(config: Config) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """Every `notify` target the config names (a rule's and its escalation steps'), with where it is written."""
+    for path, rule in rule_entries(config):
+        for n, target in enumerate(getattr(rule, "notify", ())):
+            yield (*path, "notify", n), target
+        for s, step in enumerate(rule.escalate):
+            for n, target in enumerate(step.notify):
+                yield (*path, "escalate", s, "notify", n), target
 
 
 def all_targets(config: Config) -> dict[str, Target]:

@@ -10,16 +10,20 @@ are read when the agent is built, and a variable that is not set is an error the
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import Annotated, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .._core.channels import TARGET_PATTERN
+from .._core.policy import ToolRule
 from ..exceptions import ConfigError
-from .routing import RoutingFields
+from .routing import ROUTING_FIELDS, RoutingFields, routed
+from .rules import POLICY_FIELDS, PolicyFields
 
 SessionMode: TypeAlias = Literal["auto", "legacy"]
 """How sayso opens a session with a server: `auto` lets the client negotiate (the stateless modern
@@ -92,11 +96,14 @@ McpServerConfig: TypeAlias = McpStdioServer | McpHttpServer
 """One entry of `mcp_servers:`: `{command, args, env, env_from, cwd}` or `{url, headers, headers_env}`."""
 
 
-class McpBinding(_Strict, RoutingFields):
+class McpBinding(_Strict, PolicyFields, RoutingFields):
     """One entry of an agent's `mcp:` list: which tools of a server the agent may call, and on what terms.
 
     Approval belongs to the binding, not to the tool name: two bindings split one server into
-    gated and free tools, and a tool name may be gated on one server and free on another.
+    gated and free tools, and a tool name may be gated on one server and free on another. A binding
+    that gates its calls (`require_approval`, or a `when:` condition, or an `action`) is a policy rule
+    as an `interrupt.tools` object is (docs/guides/policies.md#mcp-bindings): the agent's own rules are
+    tried first, then the binding's.
     """
 
     server: str
@@ -115,6 +122,47 @@ class McpBinding(_Strict, RoutingFields):
 
     See docs/guides/mcp.md#which-answers-survive-a-restart.
     """
+    notify: list[Annotated[str, Field(pattern=TARGET_PATTERN)]] = []
+    """Where each request for this binding's calls is announced, once per request and target: `email:ADDRESS`,
+    `slack:#CHANNEL` or `webhook:NAME`, reached as `channels:` says."""
+
+    @model_validator(mode="after")
+    def _terms_need_a_rule(self) -> McpBinding:
+        if self.is_rule:
+            return self
+        set_here = self.model_fields_set & (POLICY_FIELDS | ROUTING_FIELDS | {"notify"})
+        if stray := sorted(f for f in set_here if getattr(self, f) not in (None, [], False, 1)):
+            raise ValueError(
+                f"{', '.join(stray)} apply to calls that wait for a person, and this binding's calls run without "
+                "asking: set 'require_approval: true', or a 'when:' condition saying which calls ask"
+            )
+        return self
+
+    @property
+    def is_rule(self) -> bool:
+        """Whether the binding's calls go through its own policy rule: it gates them, or its `when` or `action` say."""
+        return self.require_approval or self.when is not None or self.action != "ask"
+
+    @property
+    def gates_every_call(self) -> bool:
+        """Whether every call asks, whatever the policy's rules say (no condition picks which)."""
+        return self.require_approval and self.when is None
+
+    def covers(self, server: str, tool: str) -> bool:
+        """Whether the binding exposes `tool` of `server` (by the server's own name)."""
+        return self.server == server and (self.binds_all or tool in (self.tools or ()))
+
+    def policy_rule(self, tool: str, groups: Mapping[str, Sequence[str]]) -> ToolRule | None:
+        """The binding as a rule for the exposed tool `tool` (named `mcp:SERVER` unless `rule:` names it)."""
+        if not self.is_rule:
+            return None
+        rule = self.to_rule(name=tool, notify=tuple(self.notify))
+        return routed(dataclasses.replace(rule, rule=self.label), self, groups)
+
+    @property
+    def label(self) -> str:
+        """The binding's rule as people read it: its `rule:` name, or `mcp:SERVER`."""
+        return self.rule or f"mcp:{self.server}"
 
     @field_validator("tools")
     @classmethod

@@ -110,7 +110,7 @@ def routed(rule: ToolRule, fields: RoutingFields, groups: Mapping[str, Sequence[
     steps = tuple(
         dataclasses.replace(step, added=resolve_names(step.add_approvers, groups or {})) for step in rule.escalate
     )
-    return dataclasses.replace(rule, routing=fields.routing(groups or {}, rule=rule.name), escalate=steps)
+    return dataclasses.replace(rule, routing=fields.routing(groups or {}, rule=rule.label), escalate=steps)
 
 
 def routed_rules(

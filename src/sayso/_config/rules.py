@@ -9,7 +9,7 @@ argument schema by `checks.py`, once the agents' tools are known.
 
 from __future__ import annotations
 
-from typing import Annotated, TypeAlias
+from typing import Annotated, Any, TypeAlias
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
@@ -127,11 +127,11 @@ class PolicyFields(BaseModel):
                 raise ValueError(f"a placeholder of the reason is not valid CEL: {exc}") from None
         return reason
 
-    def to_rule(self) -> ToolRule:
-        """The core's rule: every field of the entry, these compiled."""
+    def to_rule(self, **own: Any) -> ToolRule:
+        """The core's rule: `own` fields (unset: every other field of the entry), these compiled."""
         timeout = self.on_timeout
         # Lists of the other fields (`notify`...) are tuples in the core's frozen rule.
-        fields = self.model_dump(exclude=POLICY_FIELDS | ROUTING_FIELDS)
+        fields = own or self.model_dump(exclude=POLICY_FIELDS | ROUTING_FIELDS)
         for key, value in fields.items():
             if isinstance(value, list):
                 fields[key] = tuple(value)

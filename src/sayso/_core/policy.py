@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Literal, TypeAlias
 
+from pydantic.json_schema import JsonSchemaValue
+
 from .audit import canonical_json
-from .conditions import CallVariables, EvaluationError, Expression, Reason
+from .conditions import CallVariables, EvaluationError, Expression, Reason, unknown_references
 from .decisions import REJECTION_PRESETS, Approve, Decision, Expired, Reject, RejectionText
 from .escalation import EscalationStep, OnTimeout
 from .requests import Scope, Subject, offered_scopes
@@ -172,6 +174,18 @@ def judge_call(
             ),
         )
     return CallVerdict(action="allow", rule=None, reason="no rule asks for this call")
+
+
+def reference_problems(rule: ToolRule, args_schema: JsonSchemaValue | None) -> list[tuple[str, str, str]]:
+    """What the rule's condition and reason name that a call with `args_schema` does not have.
+
+    Each problem is `(field, expression, what is wrong)`, the field `when` or `reason`; `args_schema`
+    `None` checks the variables only (`conditions.unknown_references`).
+    """
+    sources = [("when", rule.when.source)] if rule.when is not None else []
+    if rule.reason is not None:
+        sources.extend(("reason", e.source) for e in rule.reason.expressions)
+    return [(key, source, problem) for key, source in sources for problem in unknown_references(source, args_schema)]
 
 
 def _reason_of(rule: ToolRule, tool_name: str, variables: CallVariables) -> str:

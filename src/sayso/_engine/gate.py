@@ -66,7 +66,7 @@ from .calls import (
 )
 from .deps import RunDeps
 from .hooks import BeforeToolCall, HookToolset
-from .tools import client_tool, defer_client_call, options_of, routing_of, tool_info_of
+from .tools import client_tool, defer_client_call, options_of, rules_of, tool_info_of
 
 UNKNOWN_OUTCOME = (
     "Outcome unknown: the process stopped while this call was running, so it was not run again. "
@@ -196,16 +196,20 @@ class GateToolset(WrapperToolset[Any]):
             thread_id=deps.chat_thread_id or deps.thread_id,
             agent=deps.agent_path,
         )
-        verdict = judge_call(
-            self.policy, name, variables, declared=options.requires_approval, read_only=options.read_only
-        )
+        # The rules the tool's source adds (an MCP binding's) are tried after the agent's own.
+        added = rules_of(tool.tool_def)
+        policy = replace(self.policy, tools=(*self.policy.tools, *added)) if added else self.policy
+        verdict = judge_call(policy, name, variables, declared=options.requires_approval, read_only=options.read_only)
         if verdict.action == "deny":
             return await self._deny(name, variables, ctx, deps, verdict)
         terms = verdict.terms
         schema = tool.tool_def.parameters_json_schema
         subject = self.subject_for(name, tool_args, terms) if terms is not None else None
         if terms is not None and subject is not None:
-            routing = (terms.rule.routing if terms.rule is not None else None) or routing_of(tool.tool_def)
+            # An agent's rule without approvers routes as the binding of the tool says, if one does.
+            routing = (terms.rule.routing if terms.rule is not None else None) or next(
+                (r.routing for r in added if r.routing is not None), None
+            )
             # A routed call asks its approvers every time: no remembered approval stands in for them.
             grant = await self._covering_grant(deps, name, subject) if routing is None else None
             if grant is not None:

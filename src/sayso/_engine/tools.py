@@ -22,8 +22,8 @@ from pydantic_core import SchemaValidator, core_schema
 
 from .._core.decisions import QuestionAnswer, schema_problem
 from .._core.inputs import input_schema, validate_input
+from .._core.policy import ToolRule
 from .._core.requests import ClientTool, Question, RejectMode, ToolInfo
-from .._core.routing import Routing
 from ..exceptions import ConfigError
 from .calls import (
     META_KEY,
@@ -109,15 +109,15 @@ def tool_info_of(tool_def: ToolDefinition) -> ToolInfo | None:
     return ToolInfo(**info) if isinstance(info, dict) and info else None
 
 
-ROUTING_KEY = "sayso_routing"
-"""Tool-definition metadata key for who decides a gated tool's calls when its source says (an MCP binding's
-`approvers`, docs/guides/routing.md): the `Routing` itself."""
+RULES_KEY = "sayso_rules"
+"""Tool-definition metadata key for the policy rules a tool's source adds (an MCP binding's `when`, `approvers`,
+`escalate`..., docs/guides/policies.md#mcp-bindings): a tuple of `ToolRule`, tried after the agent's own."""
 
 
-def routing_of(tool_def: ToolDefinition) -> Routing | None:
-    """Who decides the tool's calls, as its source said (an MCP binding); `None`: its rule or no one says."""
-    found = (tool_def.metadata or {}).get(ROUTING_KEY)
-    return found if isinstance(found, Routing) else None
+def rules_of(tool_def: ToolDefinition) -> tuple[ToolRule, ...]:
+    """The policy rules the tool's source adds (an MCP binding's); empty when it adds none."""
+    found = (tool_def.metadata or {}).get(RULES_KEY)
+    return tuple(r for r in found if isinstance(r, ToolRule)) if isinstance(found, tuple) else ()
 
 
 def options_of(tool_def: ToolDefinition) -> ToolOptions:

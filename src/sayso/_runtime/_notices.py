@@ -26,7 +26,8 @@ def destinations(config: Config, hooks: Sequence[str]) -> list[str]:
 def notify_targets(config: Config, request: Request) -> tuple[str, ...]:
     """The targets a request is announced to: its rule's `notify` (the rule of the agent that asked).
 
-    The rule is the one that asked (`ApprovalRequest.rule`, when a policy rule did), else the tool's first.
+    The rule is the one that asked (`ApprovalRequest.rule`, when a policy rule did: the agent's, or its MCP
+    binding's), else the tool's first.
     """
     agent = config.agents.get(request.agent_path.rsplit("/", 1)[-1])
     if agent is None:
@@ -36,6 +37,10 @@ def notify_targets(config: Config, request: Request) -> tuple[str, ...]:
     named = next(
         (r for r in policy.tools if asked is not None and r.label == asked and r.matches(request.tool_name)), None
     )
+    if named is None and asked is not None:
+        binding = next((b for b in agent.mcp if b.is_rule and b.label == asked), None)
+        if binding is not None:
+            return tuple(binding.notify)
     rule = named or rule_for(policy, request.tool_name)
     return rule.notify if rule is not None else ()
 

@@ -24,24 +24,26 @@ allows), or reports that the call did not complete.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Self
 
 import anyio
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_ai import RunContext
 from pydantic_ai.exceptions import ApprovalRequired, ModelRetry
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from ..._config.mcp import McpBinding, McpHttpServer, McpServerConfig, McpStdioServer, resolve_path
+from ..._core.policy import ToolRule, reference_problems
 from ..._core.requests import ElicitationRequest, ToolInfo
-from ..._core.routing import Routing
 from ...exceptions import ConfigError
 from ..calls import META_KEY, Elicitation, ElicitationAnswered, ElicitationDeferral, approved_call_of
 from ..deps import RunDeps
-from ..tools import ROUTING_KEY, TOOL_INFO_KEY, ToolOptions, options_of
+from ..tools import RULES_KEY, TOOL_INFO_KEY, ToolOptions, options_of
 
 try:
     import mcp_types
@@ -124,7 +126,7 @@ def plan_routes(
             merged[(binding.server, tool)] = McpRoute(
                 server=binding.server,
                 tool=tool,
-                require_approval=binding.require_approval or (earlier is not None and earlier.require_approval),
+                require_approval=binding.gates_every_call or (earlier is not None and earlier.require_approval),
                 replay_elicitation=binding.replay_elicitation and (earlier is None or earlier.replay_elicitation),
             )
     if problems:
@@ -187,6 +189,8 @@ class McpToolset(AbstractToolset[Any]):
         """The runtime's host, set when the runtime opens; calls then outlive the run that issued them."""
         self._connections: RunConnections | None = None
         self._own_host: McpHost | None = None
+        self._rules_seen: dict[tuple[str, str, str, str], tuple[ToolRule, ...]] = {}
+        """Each exposed tool's rules, by its name, route and schema as listed (shared with the runs' copies)."""
 
     @classmethod
     def from_config(
@@ -218,15 +222,29 @@ class McpToolset(AbstractToolset[Any]):
     async def for_run(self, ctx: RunContext[Any]) -> AbstractToolset[Any]:
         copy = McpToolset(self.agent, self.bindings, self.servers, prefixes=self.prefixes, groups=self.groups)
         copy.host = self.host
+        copy._rules_seen = self._rules_seen
         return copy
 
-    def _routing(self, route: McpRoute) -> Routing | None:
-        """Who decides a gated tool's calls: the first binding that gates it and names approvers."""
-        for binding in self.bindings:
-            covers = binding.binds_all or route.tool in (binding.tools or ())
-            if binding.server == route.server and covers and binding.require_approval and binding.approvers:
-                return binding.routing(self.groups, rule=f"mcp:{route.server}")
-        return None
+    def _rules(self, name: str, route: McpRoute, schema: JsonSchemaValue) -> tuple[ToolRule, ...]:
+        """The policy rules of the bindings exposing the tool (`name`, as the model calls it), checked against it.
+
+        A server's argument schema is known once it lists the tool, so that is when what a rule's condition
+        and reason name is checked (cached per listed schema).
+
+        Raises:
+            ConfigError: they name an argument the tool does not have (fail closed: such a rule never holds).
+        """
+        key = (name, route.server, route.tool, json.dumps(schema, sort_keys=True))
+        if (known := self._rules_seen.get(key)) is None:
+            covering = [b for b in self.bindings if b.covers(route.server, route.tool)]
+            known = tuple(r for b in covering if (r := b.policy_rule(name, self.groups)) is not None)
+            if problems := [f"{p} in {src!r}" for rule in known for _, src, p in reference_problems(rule, schema)]:
+                raise ConfigError(
+                    f"agent {self.agent!r}: a rule of its MCP binding of {route.server!r} does not fit tool "
+                    f"{route.tool!r} as the server lists it: {'; '.join(problems)}"
+                )
+            self._rules_seen[key] = known
+        return known
 
     async def __aenter__(self) -> Self:
         host = self.host
@@ -256,10 +274,15 @@ class McpToolset(AbstractToolset[Any]):
         async with McpHost(keeps_calls=False) as host:
             connections = RunConnections(host, self.servers)
             try:
-                offered = {name: [t.name for t in await self._listed(connections, name)] for name in self.servers}
+                listed = {name: {t.name: t for t in await self._listed(connections, name)} for name in self.servers}
             finally:
                 connections.aclose()
-        return plan_routes(self.agent, self.bindings, offered, prefixes=self.prefixes)
+        routes = plan_routes(
+            self.agent, self.bindings, {n: list(tools) for n, tools in listed.items()}, prefixes=self.prefixes
+        )
+        for name, route in routes.items():
+            self._rules(name, route, listed[route.server][route.tool].input_schema)
+        return routes
 
     async def _listed(self, connections: RunConnections, server: str) -> list[mcp_types.Tool]:
         connection = await connections.acquire(server)
@@ -306,8 +329,8 @@ class McpToolset(AbstractToolset[Any]):
                 destructive=annotations.get("destructiveHint"),
             )
             metadata.update({META_KEY: asdict(options), TOOL_INFO_KEY: asdict(info), ROUTE_KEY: asdict(route)})
-            if (routing := self._routing(route)) is not None:
-                metadata[ROUTING_KEY] = routing
+            if rules := self._rules(name, route, source.tool_def.parameters_json_schema):
+                metadata[RULES_KEY] = rules
             tools[name] = replace(source, toolset=self, tool_def=replace(source.tool_def, name=name, metadata=metadata))
         return tools
 
