@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import yaml
 
 from typer.testing import CliRunner
 
@@ -50,3 +53,30 @@ def test_bad_arguments_and_an_unknown_agent_exit_2(write_config: WriteConfig) ->
     assert bad.exit_code == 2 and "--args must be a JSON object" in bad.output
     unknown = runner.invoke(app, ["policy", "test", path, "--tool", "refund", "--agent", "nope"])
     assert unknown.exit_code == 2 and "no agent 'nope'" in unknown.output
+
+
+def test_an_mcp_bindings_rule_is_tried_after_the_agents_own(tmp_path: Path) -> None:
+    """The server is not started: its tool's rules are the binding's, judged on the arguments given."""
+    binding = {
+        "server": "git",
+        "tools": ["git_commit"],
+        "rule": "release-commits",
+        "when": "args.message.startsWith('Release')",
+        "reason": "{args.message} is a release",
+    }
+    config = {
+        "models": {"m": "test"},
+        "agents": {"dev": {"model": "m", "mcp": [binding]}},
+        "mcp_servers": {"git": {"command": "true"}},
+    }
+    path = tmp_path / "sayso.yaml"
+    path.write_text(yaml.safe_dump(config))
+    asked = runner.invoke(
+        app, ["policy", "test", str(path), "--tool", "git_commit", "--args", '{"message": "Release 1"}']
+    )
+    assert asked.exit_code == 0, asked.output
+    assert "git_commit asks a person: Release 1 is a release (rule release-commits)" in asked.output
+    plain = runner.invoke(
+        app, ["policy", "test", str(path), "--tool", "git_commit", "--args", '{"message": "Fix"}', "--json"]
+    )
+    assert json.loads(plain.output)["action"] == "allow"

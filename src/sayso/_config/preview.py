@@ -19,7 +19,8 @@ def preview_call(
     """What the policy would do with one call (`sayso policy test`): the gate's own rule, on the config's agent.
 
     The tool's declaration (`requires_approval`, `read_only`) is read when the tool is one of the agent's
-    own; a tool known only once the agent runs (an MCP server's, a client's) is judged on the rules alone.
+    own; a tool known only once the agent runs (an MCP server's, a client's) is judged on the rules alone, its
+    MCP bindings' included (a binding of every tool of its server covers any name).
 
     Raises:
         ConfigError: no such agent.
@@ -35,6 +36,13 @@ def preview_call(
             options = options_of(found.tool_def)
             declared, read_only = options.requires_approval, options.read_only
     policy = replace(spec.interrupt.to_policy(), groups=config_groups(config))
+    for binding in spec.mcp:  # a binding's rule is tried after the agent's own, as the gate does
+        server = config.mcp_servers.get(binding.server)
+        bare = tool.removeprefix(f"{getattr(server, 'prefix', None) or binding.server}___")
+        rule = binding.policy_rule(tool, config.groups) if binding.covers(binding.server, bare) else None
+        if rule is not None:
+            policy = replace(policy, tools=(*policy.tools, rule))
+            declared = declared or binding.gates_every_call
     variables = call_variables(
         args, principal=principal, groups=policy.groups_of(principal), thread_id="(a new thread)", agent=name
     )
