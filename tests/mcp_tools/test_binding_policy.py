@@ -105,9 +105,7 @@ async def test_a_bindings_request_escalates_on_the_clock_and_times_out(repo: Pat
     assert commits(repo) == []
 
 
-async def test_a_condition_naming_an_argument_the_server_does_not_list_fails_closed(
-    repo: Path, tmp_path: Path
-) -> None:
+async def test_a_condition_naming_an_argument_the_server_does_not_list_fails_closed(repo: Path, tmp_path: Path) -> None:
     """Checked when the server lists the tool (its schema is not known before): the run fails, nothing runs."""
     typo = {**RELEASE, "when": "args.mesage.startsWith('Release')"}
     async with app_with(repo, tmp_path, [typo]) as app:

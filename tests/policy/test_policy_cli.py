@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import yaml
-
 from typer.testing import CliRunner
 
 from sayso.cli import app

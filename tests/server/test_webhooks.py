@@ -124,12 +124,12 @@ async def test_each_vote_toward_a_quorum_is_sent_to_a_webhook_that_asks_for_vote
         "request.voted",
         "request.voted",
     ]
-    assert [(v["data"]["vote"]["principal"], v["data"]["vote"]["via"]) for v in votes] == [  # type: ignore[index]
+    assert [(v["data"]["vote"]["principal"], v["data"]["vote"]["via"]) for v in votes] == [
         ("bob", "rest"),
         ("carol", "web"),
     ]
-    assert votes[0]["data"]["request"]["quorum"]["text"] == "1 of 2, waiting for finance"  # type: ignore[index]
-    assert votes[1]["data"]["request"]["quorum"]["approved_by"] == ["bob", "carol"]  # type: ignore[index]
+    assert votes[0]["data"]["request"]["quorum"]["text"] == "1 of 2, waiting for finance"
+    assert votes[1]["data"]["request"]["quorum"]["approved_by"] == ["bob", "carol"]
     for headers, body in listener.received:
         assert Webhook(SECRET).verify(body, headers)["type"] == headers["Sayso-Event"]
 

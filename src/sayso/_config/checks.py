@@ -330,11 +330,12 @@ def _check_conditions(
                 "'on_timeout' needs a timeout, and the rule has none",
                 "set 'on_timeout.after' (such as 4h), or 'ttl_seconds' on the rule or the interrupt block",
             )
+        # An MCP binding's tools are the server's: their schemas are checked when it lists them.
         mcp = path[len(here)] == "mcp"
-        tools = [] if mcp else [t for t in dict.fromkeys(available) if rule.matches(t)] or [rule.name]
+        tools = [t for t in dict.fromkeys(available) if rule.matches(t)] or [rule.name]
         found: dict[tuple[str, str, str], None] = {}
-        for tool in tools or [None]:
-            found.update(dict.fromkeys(reference_problems(rule, schemas.get(tool) if tool else None)))
+        for schema in [None] if mcp else [schemas.get(t) for t in tools]:
+            found.update(dict.fromkeys(reference_problems(rule, schema)))
         for key, source, problem in found:
             problems.add(
                 "error",
