@@ -356,6 +356,31 @@ def _check_workflows(config: Config, problems: _Problems) -> None:
             build_workflow(name, spec, import_spec=import_spec, base_dir=config.base_dir)
         except ConfigError as exc:
             problems.add("error", ("workflows", name), str(exc), "")
+        rule = spec.input_rule(name, {})
+        if rule is None:
+            continue
+        if rule.on_timeout is not None and rule.ttl_seconds is None:
+            problems.add(
+                "error",
+                ("workflows", name, "on_timeout"),
+                "'on_timeout' needs a timeout, and the workflow has none",
+                "set 'on_timeout.after' (such as 4h), or the workflow's 'ttl_seconds'",
+            )
+        for key, source, problem in reference_problems(rule, _INPUT_ARGS):
+            problems.add(
+                "error",
+                ("workflows", name, key),
+                f"{problem}, in {source!r}",
+                "name args.node, args.payload, principal.name, principal.groups, thread.id or thread.agent",
+            )
+
+
+_INPUT_ARGS: JsonSchemaValue = {
+    "type": "object",
+    "properties": {"node": {}, "payload": {}},
+    "additionalProperties": False,
+}
+"""What a workflow's rule reads as `args` of an input: the node that asks, and the data it shows."""
 
 
 def _check_principals(config: Config, problems: _Problems) -> None:

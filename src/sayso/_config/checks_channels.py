@@ -57,6 +57,14 @@ def check_channels(config: Config, add: Add) -> None:
             add("error", ("webhooks",), f"two webhooks are named {name!r}", "give each webhook its own name")
     for path, text in notify_entries(config):
         target = parse_target(text)
+        if path[0] == "workflows" and target.channel != "webhook":
+            add(
+                "error",
+                path,
+                f"{text!r}: an email or a Slack message decides approvals, and a workflow's input is answered",
+                "announce inputs to a named webhook (webhook:NAME); answer them in the web UI, CLI, REST or a protocol",
+            )
+            continue
         if target.channel == "email":
             if channels.email is None:
                 add("error", path, f"{text!r} needs 'channels.email'", "configure the SMTP server under channels.email")

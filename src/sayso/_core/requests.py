@@ -125,7 +125,32 @@ class RequestBase:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ApprovalRequest(RequestBase):
+class RuleTerms:
+    """What a request a rule raised carries from the rule: why it asked, its name, its escalation and timeout.
+
+    An approval (an `interrupt.tools` rule, an MCP binding) and a workflow's input (its workflow's rule) have it.
+    """
+
+    asked_because: str | None = None
+    """Why the policy asked (`amount 250 > 100`), recorded when the request was raised; `None` when a tool's
+    body, a hook or a service asked, or no rule said why."""
+    rule: str | None = None
+    """The name of the policy rule that asked (`refunds-large`); `None` when no rule did."""
+    escalation: tuple[EscalationStep, ...] = ()
+    """The rule's escalation steps, due from `created_at` while the request waits."""
+    on_timeout: OnTimeout | None = None
+    """What the request's expiry decides (the rule's `on_timeout`); `None`: it expires."""
+
+    @property
+    def why(self) -> str | None:
+        """Why the request asked, as every interface shows it: `asked because amount 250 > 100 (rule refunds-large)`."""
+        if self.asked_because is None:
+            return None
+        return f"asked because {self.asked_because}" + (f" (rule {self.rule})" if self.rule else "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRequest(RequestBase, RuleTerms):
     """A tool call that runs only if a person approves it."""
 
     kind: Literal["approval"] = "approval"
@@ -154,22 +179,6 @@ class ApprovalRequest(RequestBase):
     on_reject: RejectMode = "deny"
     """`deny`: a rejection denies the call and the model reads why. `call`: the body runs again and
     decides what to return (it reads `Approval.approved` as false), as ADK's `Confirmed=false`."""
-    asked_because: str | None = None
-    """Why the policy asked (`amount 250 > 100`), recorded when the request was raised; `None` when a tool's
-    body, a hook or a service asked."""
-    rule: str | None = None
-    """The name of the policy rule that asked (`refunds-large`); `None` when no rule did."""
-    escalation: tuple[EscalationStep, ...] = ()
-    """The rule's escalation steps, due from `created_at` while the request waits."""
-    on_timeout: OnTimeout | None = None
-    """What the request's expiry decides (the rule's `on_timeout`); `None`: it expires."""
-
-    @property
-    def why(self) -> str | None:
-        """Why the request asked, as every interface shows it: `asked because amount 250 > 100 (rule refunds-large)`."""
-        if self.asked_because is None:
-            return None
-        return f"asked because {self.asked_because}" + (f" (rule {self.rule})" if self.rule else "")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -264,7 +273,7 @@ class ElicitationRequest(RequestBase):
 
 
 @dataclass(frozen=True, kw_only=True)
-class InputRequest(RequestBase):
+class InputRequest(RequestBase, RuleTerms):
     """A workflow node's `RequestInput`: a message, data to show, and the schema the answer must fit.
 
     `tool_name` is the node's name and `tool_call_id` the engine's key for this very question
@@ -342,6 +351,6 @@ def offered_scopes(widest: Scope) -> tuple[Scope, ...]:
 
 def escalation_due(request: Request, done: int) -> float | None:
     """When the request's next escalation step is due once `done` steps fired; `None` when no step is left."""
-    if not isinstance(request, ApprovalRequest) or not request.escalation:
+    if not isinstance(request, RuleTerms) or not request.escalation:
         return None
     return next_step_at(request.created_at, request.escalation, done, request.expires_at)

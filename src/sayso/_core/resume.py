@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..exceptions import NotReady
 from .decisions import DecisionRecord, Skip
 from .policy import timeout_decision
-from .requests import ApprovalRequest, Request
+from .requests import Request, RuleTerms
 
 SKIPPED_FOR_MESSAGE = "the person sent a message instead of answering"
 SKIPPED_FOR_FORCE = "the run was resumed before this request was answered"
@@ -73,7 +73,7 @@ def plan_expiry(
     return [
         DecisionRecord(
             request_id=r.request_id,
-            decision=timeout_decision(r.on_timeout if isinstance(r, ApprovalRequest) else None, r.expires_at or now),
+            decision=timeout_decision(r.on_timeout if isinstance(r, RuleTerms) else None, r.expires_at or now),
             by="expiry",
             principal=None,
             decided_at=now,

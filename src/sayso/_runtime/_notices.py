@@ -14,7 +14,7 @@ from .._config.checks_channels import all_targets
 from .._config.file import Config
 from .._core.channels import outbox_key
 from .._core.policy import rule_for
-from .._core.requests import ApprovalRequest, Request
+from .._core.requests import ApprovalRequest, InputRequest, Request
 
 
 def destinations(config: Config, hooks: Sequence[str]) -> list[str]:
@@ -27,9 +27,13 @@ def notify_targets(config: Config, request: Request) -> tuple[str, ...]:
     """The targets a request is announced to: its rule's `notify` (the rule of the agent that asked).
 
     The rule is the one that asked (`ApprovalRequest.rule`, when a policy rule did: the agent's, or its MCP
-    binding's), else the tool's first.
+    binding's), else the tool's first; a workflow's input is announced as its workflow says.
     """
-    agent = config.agents.get(request.agent_path.rsplit("/", 1)[-1])
+    name = request.agent_path.rsplit("/", 1)[-1]
+    workflow = config.workflows.get(name)
+    if isinstance(request, InputRequest):
+        return tuple(getattr(workflow, "notify", ()))  # a workflow's input: its workflow's rule
+    agent = config.agents.get(name)
     if agent is None:
         return ()
     policy = agent.interrupt.to_policy()
@@ -45,7 +49,7 @@ def notify_targets(config: Config, request: Request) -> tuple[str, ...]:
     return rule.notify if rule is not None else ()
 
 
-def step_targets(config: Config, request: ApprovalRequest, step: int) -> tuple[str, ...]:
+def step_targets(config: Config, request: ApprovalRequest | InputRequest, step: int) -> tuple[str, ...]:
     """The targets an escalation step is announced to: its own `notify`, and the rule's when it reminds."""
     fired = request.escalation[step]
     return (*fired.notify, *(notify_targets(config, request) if fired.remind else ()))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from .._config.checks_channels import all_targets
 from .._core.channels import Target
 from .._core.escalation import EscalationStep
-from .._core.requests import ApprovalRequest, DelegateRequest, Request
+from .._core.requests import ApprovalRequest, DelegateRequest, InputRequest, Request, RuleTerms
 from .._store import PRUNED_AT_ONCE, DeliveryStatus, OutboxKind, PendingDelivery
 from . import _notices
 from ._events import EventData, RequestEvent, decided_event, opened_data, voted_data
@@ -108,7 +108,7 @@ class EscalationNotice:
 
     delivery_id: str
     """The same on every attempt and from every sender: receivers drop duplicates by it."""
-    request: ApprovalRequest
+    request: ApprovalRequest | InputRequest
     step: int
     """Which step (0 for the first)."""
     escalation: EscalationStep
@@ -134,7 +134,7 @@ async def claim_escalations(k: Kernel, hook: str, *, lease_seconds: float, limit
         state = await k.store.get_request(pending.request_id)
         request = state.request if state is not None else None
         step = pending.step
-        if not isinstance(request, ApprovalRequest) or step is None or step >= len(request.escalation):
+        if not isinstance(request, RuleTerms) or step is None or step >= len(request.escalation):
             await k.store.settle_delivery(pending.delivery_id, holder=k.holder, status="skipped", now=k.clock())
             continue
         notices.append(
@@ -233,7 +233,7 @@ def _escalated(
 ) -> OutboundEvent | None:
     """An escalation step's notice, to the step's targets (and the rule's, for a reminder) while the request waits."""
     step = pending.step
-    if decided or not isinstance(request, ApprovalRequest) or step is None or step >= len(request.escalation):
+    if decided or not isinstance(request, RuleTerms) or step is None or step >= len(request.escalation):
         return None
     if target is not None and target.text not in _notices.step_targets(k.config, request, step):
         return None

@@ -115,6 +115,9 @@ def request_json(request: Request, *, votes: Sequence[Vote] | None = None) -> di
             message=request.message,
             payload=request.payload,
             response_schema=request.response_schema,
+            asked_because=request.asked_because,
+            rule=request.rule,
+            why=request.why,
         )
     elif isinstance(request, ElicitationRequest):
         body.update(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -21,10 +21,11 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models import infer_model
 
 from .._config.file import Config
+from .._config.preview import config_groups
+from .._core.conditions import call_variables
 from .._core.decisions import Expired, Provide, Skip
-from .._core.policy import InterruptPolicy
-from .._core.requests import DelegateRequest, Request
-from .._core.routing import Routing
+from .._core.policy import InterruptPolicy, judge_call
+from .._core.requests import DelegateRequest, InputRequest, Request
 from .._engine.agents import BuiltAgent
 from .._engine.gate import Gate
 from .._engine.notify import DecisionNotifier
@@ -209,20 +210,44 @@ class Workflows:
             )
         flight.prompt_written = True
 
-    def _routing(self, workflow: str) -> Routing | None:
-        """Who answers a workflow's inputs, when its config names approvers (docs/guides/routing.md)."""
+    def _judged(self, workflow: str, request: InputRequest, now: float) -> InputRequest:
+        """The input as its workflow's rule has it (docs/guides/routing.md#routed-workflow-inputs).
+
+        The rule is judged by the policy's own function over `args.node` and `args.payload`: when it applies, the
+        input is routed to its approvers, says why it asked, escalates and times out as the rule says; when its
+        `when` does not hold, the run's owner answers it as without a rule.
+        """
         spec = self._k.config.workflows.get(workflow)
-        return (
-            spec.routing(self._k.config.groups, rule=f"workflow:{workflow}")
-            if isinstance(spec, WorkflowConfig)
-            else None
+        rule = spec.input_rule(workflow, self._k.config.groups) if isinstance(spec, WorkflowConfig) else None
+        if rule is None:
+            return request
+        policy = InterruptPolicy(tools=(rule,), ttl_seconds=rule.ttl_seconds, groups=config_groups(self._k.config))
+        variables = call_variables(
+            {"node": request.node, "payload": request.payload},
+            principal=request.principal,
+            groups=policy.groups_of(request.principal),
+            thread_id=request.chat_thread_id or request.thread_id,
+            agent=request.agent_path,
+        )
+        verdict = judge_call(policy, request.node, variables, declared=False, read_only=False)
+        terms = verdict.terms
+        if terms is None:
+            return request
+        return replace(
+            request,
+            routing=rule.routing,
+            asked_because=terms.asked_because if rule.when is not None or rule.reason is not None else None,
+            rule=verdict.rule,
+            escalation=terms.escalate,
+            on_timeout=terms.on_timeout,
+            expires_at=now + terms.ttl_seconds if terms.ttl_seconds is not None else None,
         )
 
     def _request(self, state: WorkflowState, run: RunRecord, *, request_id: str, now: float) -> Request:
         """What a person answers for a paused state: the node's question, or the agent node's run."""
         if state.pending is not None:
             ttl = self.engines[state.workflow].workflow.ttl_seconds
-            return state.pending.to_request(
+            asked = state.pending.to_request(
                 request_id=request_id,
                 run_id=run.run_id,
                 thread_id=run.thread_id,
@@ -230,8 +255,8 @@ class Workflows:
                 created_at=now,
                 expires_at=now + ttl if ttl is not None else None,
                 principal=run.principal,
-                routing=self._routing(state.workflow),
             )
+            return self._judged(state.workflow, asked, now)
         assert state.node is not None and state.agent_handle is not None, "a paused state waits on input or an agent"
         return DelegateRequest(
             request_id=request_id,

@@ -22,7 +22,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from .._core.decisions import DECISION_ADAPTER
-from .._core.requests import REQUEST_ADAPTER, ApprovalRequest, DelegateRequest, escalation_due
+from .._core.requests import REQUEST_ADAPTER, DelegateRequest, RuleTerms, escalation_due
 from .._core.resume import open_requests
 from .._engine.gate import UNKNOWN_OUTCOME, outcome_unknown
 from .._runtime import Sayso
@@ -188,7 +188,7 @@ class Activities:
         steps = sorted(
             due
             for r in found.requests
-            if isinstance(r, ApprovalRequest)
+            if isinstance(r, RuleTerms)
             for done in range(len(r.escalation))
             if (due := escalation_due(r, done)) is not None
         )

@@ -161,11 +161,12 @@ class RequestOut(_Out):
     on_reject: Literal["deny", "call"] | None = None
     """approval: `call` when a rejection runs the tool's body again to decide the result."""
     asked_because: str | None = None
-    """approval: why the policy asked (`amount 250 > 100`); `null` when a tool's body, a hook or a service asked."""
+    """approval, input: why the policy asked (`amount 250 > 100`); `null` when a tool's body, a hook or a service
+    asked, or no rule said why."""
     rule: str | None = None
-    """approval: the name of the policy rule that asked (`refunds-large`)."""
+    """approval, input: the name of the policy rule that asked (`refunds-large`, `workflow:NAME`)."""
     why: str | None = None
-    """approval: the two as people read them: `asked because amount 250 > 100 (rule refunds-large)`."""
+    """approval, input: the two as people read them: `asked because amount 250 > 100 (rule refunds-large)`."""
     node: str | None = None
     """input: the workflow node that asks."""
     message: str | None = None

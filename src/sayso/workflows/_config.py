@@ -24,13 +24,17 @@ workflow and the node.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+import dataclasses
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Annotated, Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .._config.routing import RoutingFields
+from .._config.routing import RoutingFields, routed
+from .._config.rules import PolicyFields
+from .._core.channels import TARGET_PATTERN
+from .._core.policy import ToolRule
 from ..exceptions import ConfigError
 from ._graph import END, START, AgentNode, FunctionNode, RouteKey, Workflow
 
@@ -60,11 +64,13 @@ NodeConfig: TypeAlias = str | FunctionNodeConfig | AgentNodeConfig
 """A node of a workflow: an import spec, or one of the node objects."""
 
 
-class WorkflowConfig(_Strict, RoutingFields):
-    """One workflow: its nodes by name and the edges between them; `approvers` route its inputs.
+class WorkflowConfig(_Strict, PolicyFields, RoutingFields):
+    """One workflow: its nodes by name and the edges between them; its inputs' rule (docs/guides/routing.md).
 
     With `approvers` (principals and `groups:`), only they answer the workflow's inputs, and not the
-    principal who started the run unless `self_approval: true` (docs/guides/routing.md).
+    principal who started the run unless `self_approval: true`. Its inputs escalate (`escalate:`), time out
+    (`on_timeout:`) and are announced (`notify:`) as a tool rule's approvals do; a `when:` over `args.node`
+    and `args.payload` picks the inputs the rule applies to (the others wait for the run's owner, unrouted).
     """
 
     description: str = ""
@@ -78,11 +84,34 @@ class WorkflowConfig(_Strict, RoutingFields):
     """How long a node's question waits for an answer before it expires (the node then sees a skip);
     unset: it waits until answered."""
 
+    notify: list[Annotated[str, Field(pattern=TARGET_PATTERN)]] = []
+    """Where each input the rule applies to is announced, once per request and target: `webhook:NAME` (an email
+    or a Slack message decides approvals, not inputs)."""
+
     @model_validator(mode="after")
     def _one_answer(self) -> WorkflowConfig:
         if self.approvals_required > 1:
             raise ValueError("a workflow's input takes one answer: approvals_required applies to approvals only")
+        if self.action != "ask":
+            raise ValueError(f"a workflow's input waits for its answer: 'action: {self.action}' applies to tool calls")
+        if self.on_timeout is not None and self.on_timeout.action != "expire":
+            raise ValueError(
+                f"an input has nothing to {self.on_timeout.action}: its 'on_timeout' may only expire it (the node "
+                "then sees a skip)"
+            )
         return self
+
+    @property
+    def has_rule(self) -> bool:
+        """Whether the workflow's inputs go through its rule (it routes, escalates, times out, notifies or picks)."""
+        return bool(self.approvers or self.escalate or self.on_timeout or self.notify or self.when)
+
+    def input_rule(self, name: str, groups: Mapping[str, Sequence[str]]) -> ToolRule | None:
+        """The rule the workflow's inputs are judged by (`name`: the workflow's), groups resolved; `None`: none."""
+        if not self.has_rule:
+            return None
+        rule = self.to_rule(name="*", ttl_seconds=self.ttl_seconds, notify=tuple(self.notify))
+        return routed(dataclasses.replace(rule, rule=self.rule or f"workflow:{name}"), self, groups)
 
     @field_validator("nodes")
     @classmethod

@@ -17,7 +17,7 @@ from collections.abc import Collection
 from dataclasses import replace
 
 from ..._core.audit_events import EscalatedEvent
-from ..._core.requests import ApprovalRequest, escalation_due
+from ..._core.requests import RuleTerms, escalation_due
 from .._kernel import Kernel
 
 _ROUNDS = 20
@@ -39,7 +39,7 @@ async def escalate(k: Kernel, *, limit: int = 100, requests: Collection[str] | N
             if requests is not None and item.request_id not in requests:
                 continue
             state = await k.store.get_request(item.request_id)
-            if state is None or not isinstance(state.request, ApprovalRequest) or state.decision is not None:
+            if state is None or not isinstance(state.request, RuleTerms) or state.decision is not None:
                 continue
             request = state.request
             if item.step >= len(request.escalation):
