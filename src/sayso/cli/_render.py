@@ -200,6 +200,8 @@ def request_panel(
         if request.payload is not None:
             body.append(readable_payload(request.payload))
         body.append(Text(f"answer: {fields_summary(request.response_schema)}", style="italic"))
+        if request.why:
+            body.append(Text(request.why))
     elif isinstance(request, QuestionRequest):
         title = f"{_who(request)} asks"
         for q in () if brief else request.questions:

@@ -47,6 +47,7 @@ from ..._core.requests import (
     InputRequest,
     QuestionRequest,
     Request,
+    RuleTerms,
     shown_args,
 )
 from ..._core.votes import Vote
@@ -180,6 +181,8 @@ def interrupt(request: Shown, *, kaboo: bool = False, votes: Sequence[Vote] = ()
     if request.expires_at is not None:
         # AG-UI's own `expiresAt` makes clients refuse the thread: the deadline travels in metadata.
         metadata["expiresAt"] = datetime.fromtimestamp(request.expires_at, UTC).isoformat()
+    if isinstance(request, RuleTerms) and request.why is not None:
+        metadata["why"], metadata["rule"] = request.why, request.rule
     if isinstance(request, ApprovalRequest):
         metadata["subject"] = {"key": request.subject.key, "label": request.subject.label} if request.subject else None
         metadata["scopes"] = list(request.scopes)
@@ -188,8 +191,6 @@ def interrupt(request: Shown, *, kaboo: bool = False, votes: Sequence[Vote] = ()
         if request.tool_info is not None:
             metadata["tool"] = asdict(request.tool_info)
         message = request.hint
-        if request.why is not None:
-            metadata["why"], metadata["rule"] = request.why, request.rule
         schema = approval_schema(request)
         if request.payload is not None:
             metadata["payload"] = request.payload

@@ -102,6 +102,8 @@ def _elicitation_for(request: Request, votes: Sequence[Vote] = ()) -> ElicitPara
         message = request.message
         if request.payload is not None:
             message += f"\n{json.dumps(request.payload, ensure_ascii=False)}"
+        if request.why is not None:
+            message += f"\n{request.why[0].upper()}{request.why[1:]}."
         return mcp_types.ElicitRequestFormParams(message=message, requested_schema=_input_form(request))
     assert isinstance(request, ClientToolRequest), f"no elicitation for a {request.kind} request"
     args = json.dumps(shown_args(request), ensure_ascii=False)

@@ -298,6 +298,7 @@ function inputCard(request, ctx) {
   const asked = schemaTitle(resolveSchema(request.response_schema || {}, request.response_schema || {}));
   const card = cardShell(request, asked || (request.node ? `Input for ${humanize(request.node)}` : "Input needed"), ctx);
   if (asked && request.node) card.append(el("p", { class: "label" }, `step: ${humanize(request.node)}`));
+  if (request.why) card.append(el("p", { class: "why" }, request.why));
   if (request.message) card.append(el("p", { class: "message" }, request.message));
   if (request.payload !== null && request.payload !== undefined) card.append(payloadBlock(request.payload));
   const form = schemaForm(request.response_schema);

@@ -18,6 +18,7 @@ from ...._core.requests import (
     ElicitationRequest,
     InputRequest,
     QuestionRequest,
+    RuleTerms,
     shown_args,
 )
 from ...._runtime import routing_json
@@ -132,8 +133,6 @@ def sayso_payload(view: PauseView) -> SaysoPayloadJson:
             entry["subject"] = {"key": request.subject.key, "label": request.subject.label} if request.subject else None
             entry["scopes"] = list(request.scopes)
             entry["hint"] = request.hint
-            if request.why is not None:
-                entry["why"], entry["rule"] = request.why, request.rule
             entry["args_schema"] = request.args_schema
             entry["tool"] = cast(ToolInfoJson, asdict(request.tool_info)) if request.tool_info is not None else None
             if request.response_schema is not None:
@@ -145,6 +144,8 @@ def sayso_payload(view: PauseView) -> SaysoPayloadJson:
         elif isinstance(request, InputRequest):
             entry["node"], entry["message"] = request.node, request.message
             entry["payload"], entry["response_schema"] = request.payload, request.response_schema
+        if isinstance(request, RuleTerms) and request.why is not None:
+            entry["why"], entry["rule"] = request.why, request.rule
         if request.routing is not None:
             routed = routing_json(request, view.votes.get(request.request_id, ()))
             entry["approvers"] = routed["approvers"]
