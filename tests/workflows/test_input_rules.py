@@ -9,8 +9,13 @@ from typing import Any
 import pytest
 
 from sayso import Config, InputRequest, NotAllowed, Provide, Sayso, request_json
+from sayso.protocols.a2a import pause_view
+from sayso.protocols.a2a._mapping import sayso_payload
+from sayso.protocols.ag_ui._mapping import interrupt
+from sayso.protocols.mcp import elicitation_for
 
 T0 = 1_900_000_000.0
+WHY = "asked because a limit for 250 (rule large-limits)"
 
 NODES = """\
 from sayso.workflows import RequestInput
@@ -56,7 +61,7 @@ async def test_an_input_the_rule_picks_is_routed_escalated_and_answered_by_the_a
     async with app_at(tmp_path, now, LARGE) as app:
         paused = await app.run("250", agent="limits", principal="alice")
         [request] = paused.requests
-        assert request_json(request)["why"] == "asked because a limit for 250 (rule large-limits)"
+        assert request_json(request)["why"] == WHY
         with pytest.raises(NotAllowed, match="'dana' is not an approver"):
             await app.decide(request.request_id, Provide(value=300), principal="dana")
         now[0] = T0 + 3600
@@ -104,3 +109,16 @@ async def test_the_rules_timeout_expires_the_input_with_its_reason(tmp_path: Pat
 def test_what_an_input_cannot_take_is_a_config_error(tmp_path: Path, rule: dict[str, Any], error: str) -> None:
     with pytest.raises(Exception, match=error):
         app_at(tmp_path, [T0], rule)
+
+
+async def test_every_interface_says_why_the_input_asked(tmp_path: Path) -> None:
+    async with app_at(tmp_path, [T0], LARGE) as app:
+        paused = await app.run("250", agent="limits", principal="alice")
+    [request] = paused.requests
+    view = pause_view(paused.run_id, [request])
+    assert view is not None
+    [entry] = sayso_payload(view)["requests"]
+    assert (entry.get("why"), entry.get("rule")) == (WHY, "large-limits")
+    shown = interrupt(request)
+    assert shown.metadata is not None and shown.metadata["why"] == WHY
+    assert "Asked because a limit for 250 (rule large-limits)." in elicitation_for(request).message
