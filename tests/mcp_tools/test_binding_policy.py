@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from sayso import Approve, Config, ConfigError, NotAllowed, Sayso
+from sayso._core.channels import parse_target
 
 from ..conftest import approvals
 from ..models import tool_model
@@ -21,7 +22,9 @@ from .test_git import commits
 T0 = 1_900_000_000.0
 
 
-def app_with(repo: Path, tmp_path: Path, bindings: list[dict[str, Any]], **kwargs: Any) -> Sayso:
+def app_with(
+    repo: Path, tmp_path: Path, bindings: list[dict[str, Any]], *, webhooks: list[Any] | None = None, **kwargs: Any
+) -> Sayso:
     model = tool_model(
         lambda said: ("git_commit", {"repo_path": str(repo), "message": said.removeprefix("commit ")}),
         read="commit: {result}",
@@ -34,6 +37,7 @@ def app_with(repo: Path, tmp_path: Path, bindings: list[dict[str, Any]], **kwarg
             "agents": {"dev": {"model": "m", "mcp": bindings}},
             "mcp_servers": {"git": git_server(repo)},
             "base_dir": tmp_path,
+            "webhooks": webhooks or [],
         }
     )
     return Sayso(config, models={"m": model}, **kwargs)
@@ -124,3 +128,15 @@ def test_a_binding_whose_calls_run_unasked_takes_no_approval_terms(tmp_path: Pat
                 "mcp_servers": {"git": {"command": "true"}},
             }
         )
+
+
+async def test_a_bindings_notify_target_is_told_of_its_requests(repo: Path, tmp_path: Path) -> None:
+    """The notice goes out only because the binding's rule names the target (a target no rule names is skipped)."""
+    hooks = [{"name": "ops", "url": "http://127.0.0.1:9/ops", "secret": "s3cret"}]
+    binding = {**RELEASE, "notify": ["webhook:ops"]}
+    async with app_with(repo, tmp_path, [binding], webhooks=hooks) as app:
+        paused = await app.run("commit Release 4.0", principal="alice")
+        claimed = await app.claim_events([parse_target("webhook:ops").key])
+    assert [(e.target, e.event, e.data["request"]["id"]) for e in claimed] == [
+        ("webhook:ops", "request.opened", paused.requests[0].request_id)
+    ]
