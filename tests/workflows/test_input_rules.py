@@ -115,6 +115,7 @@ async def test_every_interface_says_why_the_input_asked(tmp_path: Path) -> None:
     async with app_at(tmp_path, [T0], LARGE) as app:
         paused = await app.run("250", agent="limits", principal="alice")
     [request] = paused.requests
+    assert isinstance(request, InputRequest)
     view = pause_view(paused.run_id, [request])
     assert view is not None
     [entry] = sayso_payload(view)["requests"]
