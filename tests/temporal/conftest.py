@@ -19,9 +19,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
 import pytest
 from temporalio.client import Client
 
+from sayso import Approve, RunResult, Sayso
 from tests.tools import missing
 
 from ..conftest import free_port
@@ -117,6 +119,28 @@ class Workers:
                     process.kill()
                     process.wait(10)
             _close(process)
+
+
+async def approved_across_kill(
+    front: Sayso, request_id: str, pool: Workers, worker: subprocess.Popen[str], marker: Path
+) -> RunResult:
+    """Approve `request_id`, kill -9 `worker` once the approved call began (`marker` appeared), and start another
+    (no longer slow: `SLOW_SECONDS` 0) to carry the run on; the decision's outcome."""
+    outcome: list[RunResult] = []
+
+    async def decide() -> None:
+        outcome.append((await front.decide(request_id, Approve())).run)
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(decide)
+        with anyio.fail_after(30):
+            while not marker.exists():
+                await anyio.sleep(0.05)
+        pool.kill(worker)
+        pool.env = {**pool.env, "SLOW_SECONDS": "0"}
+        pool.start()
+    [done] = outcome
+    return done
 
 
 def _close(process: subprocess.Popen[str]) -> None:

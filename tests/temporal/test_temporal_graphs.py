@@ -16,7 +16,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from sayso import ApprovalRequest, Approve, InputRequest, InvalidDecision, Provide, Sayso
 
-from .conftest import Workers, temporal_config, workflows_on
+from .conftest import Workers, approved_across_kill, temporal_config, workflows_on
 
 CONCIERGE = Path(__file__).resolve().parents[2] / "examples" / "concierge"
 
@@ -144,20 +144,7 @@ async def test_a_worker_killed_mid_call_in_an_agent_nodes_child_workflow_leaves_
         async with Sayso.from_yaml(chores) as front:
             paused = await front.run("delete b.txt", agent="chores")
             [request] = paused.requests
-            outcome: list[str | None] = []
-
-            async def decide() -> None:
-                outcome.append((await front.decide(request.request_id, Approve())).run.output)
-
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(decide)
-                with anyio.fail_after(30):
-                    while not marker.exists():
-                        await anyio.sleep(0.05)
-                pool.kill(first)
-                pool.env = {**pool.env, "SLOW_SECONDS": "0"}
-                pool.start()
-            [output] = outcome
+            output = (await approved_across_kill(front, request.request_id, pool, first, marker)).output
             log = await front.audit_log()
     finally:
         pool.stop_all()

@@ -72,11 +72,11 @@ models:
 agents:
   refunds:
     model: demo
-    tools: [refund_tools:refund, refund_tools:pay]
+    tools: [journal_tools:refund, journal_tools:pay]
 workflows:
   booking:
     nodes:
-      book: refund_tools:book
+      book: journal_tools:book
     edges:
       - [START, book]
 """
@@ -84,7 +84,7 @@ workflows:
 
 @pytest.fixture
 def config(tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "refund_tools.py").write_text(TOOLS)
+    (tmp_path / "journal_tools.py").write_text(TOOLS)
     (tmp_path / "script.yaml").write_text(SCRIPT)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("MARKER", str(tmp_path / "marker"))
