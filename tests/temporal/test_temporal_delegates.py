@@ -16,7 +16,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from sayso import Answer, Approve, InvalidDecision, Sayso
 
-from .conftest import Workers, approved_across_kill, temporal_config, workflows_on
+from .conftest import Workers, across_kill, temporal_config, workflows_on
 
 TEAM = Path(__file__).resolve().parents[2] / "examples" / "team"
 
@@ -144,7 +144,8 @@ async def test_a_worker_killed_mid_call_in_a_delegates_child_workflow_finishes_o
                 .describe()
             )
             assert child.parent_id == f"sayso-lead-{paused.run_id}"
-            output = (await approved_across_kill(front, request.request_id, pool, first, marker)).output
+            decided = await across_kill(pool, first, marker, lambda: front.decide(request.request_id, Approve()))
+            output = decided.run.output
             log = await front.audit_log()
     finally:
         pool.stop_all()

@@ -16,7 +16,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from sayso import ApprovalRequest, Approve, InputRequest, InvalidDecision, Provide, Sayso
 
-from .conftest import Workers, approved_across_kill, temporal_config, workflows_on
+from .conftest import Workers, across_kill, temporal_config, workflows_on, written_config
 
 CONCIERGE = Path(__file__).resolve().parents[2] / "examples" / "concierge"
 
@@ -97,10 +97,10 @@ workflows:
 
 @pytest.fixture
 def chores(tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "graph_tools.py").write_text(TOOLS)
-    (tmp_path / "script.yaml").write_text(SCRIPT)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=BODY)
+    files = {"graph_tools.py": TOOLS, "script.yaml": SCRIPT}
+    return written_config(
+        tmp_path, monkeypatch, address=temporal_address, task_queue=task_queue, files=files, body=BODY
+    )
 
 
 async def test_an_agent_nodes_run_is_a_child_workflow_decided_through_the_graphs(
@@ -144,7 +144,8 @@ async def test_a_worker_killed_mid_call_in_an_agent_nodes_child_workflow_leaves_
         async with Sayso.from_yaml(chores) as front:
             paused = await front.run("delete b.txt", agent="chores")
             [request] = paused.requests
-            output = (await approved_across_kill(front, request.request_id, pool, first, marker)).output
+            decided = await across_kill(pool, first, marker, lambda: front.decide(request.request_id, Approve()))
+            output = decided.run.output
             log = await front.audit_log()
     finally:
         pool.stop_all()

@@ -12,14 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from sayso import Approve, InputRequest, Provide, RunResult, Sayso
+from sayso import Approve, InputRequest, Provide, Sayso
 
-from .conftest import Workers, temporal_config
+from .conftest import Workers, across_kill, written_config
 
 TOOLS = '''
 import os
@@ -84,11 +83,10 @@ workflows:
 
 @pytest.fixture
 def config(tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "journal_tools.py").write_text(TOOLS)
-    (tmp_path / "script.yaml").write_text(SCRIPT)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("MARKER", str(tmp_path / "marker"))
-    return temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=BODY)
+    files = {"journal_tools.py": TOOLS, "script.yaml": SCRIPT}
+    return written_config(
+        tmp_path, monkeypatch, address=temporal_address, task_queue=task_queue, files=files, body=BODY
+    )
 
 
 @pytest.fixture
@@ -158,18 +156,8 @@ async def test_a_step_cut_off_by_kill_9_is_outcome_unknown_and_never_runs_again(
     the model reads "outcome unknown"; the card was charged once."""
     first = pool.start()
     marker = config.parent / "marker"
-    async with Sayso.from_yaml(config) as front, anyio.create_task_group() as tasks:
-        ran: list[RunResult] = []
-
-        async def run() -> None:
-            ran.append(await front.run("pay slow1"))
-
-        tasks.start_soon(run)
-        while not marker.exists():  # the step has begun its side effect
-            await anyio.sleep(0.05)
-        pool.kill(first)
-        pool.start()
-    [done] = ran
+    async with Sayso.from_yaml(config) as front:
+        done = await across_kill(pool, first, marker, lambda: front.run("pay slow1"))
     assert done.status == "completed" and done.output is not None, done
     assert done.output.startswith("model read: Error: the tool pay failed: StepOutcomeUnknown: step 'charge'"), (
         done.output
