@@ -15,16 +15,20 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
+import anyio
 import pytest
 from temporalio.client import Client
 
 from tests.tools import missing
 
 from ..conftest import free_port
+
+_T = TypeVar("_T")
 
 
 def temporal_binary() -> str | None:
@@ -119,6 +123,28 @@ class Workers:
             _close(process)
 
 
+async def across_kill(
+    pool: Workers, worker: subprocess.Popen[str], marker: Path, act: Callable[[], Awaitable[_T]]
+) -> _T:
+    """Do `act` (a run, a decision); kill -9 `worker` once the call it waits on began (`marker` appeared), and
+    start another (no longer slow: `SLOW_SECONDS` 0) to carry the run on. How `act` ended."""
+    outcome: list[_T] = []
+
+    async def acting() -> None:
+        outcome.append(await act())
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(acting)
+        with anyio.fail_after(30):
+            while not marker.exists():
+                await anyio.sleep(0.05)
+        pool.kill(worker)
+        pool.env = {**pool.env, "SLOW_SECONDS": "0"}
+        pool.start()
+    [done] = outcome
+    return done
+
+
 def _close(process: subprocess.Popen[str]) -> None:
     if process.stdout is not None:
         process.stdout.close()
@@ -129,6 +155,17 @@ async def workflows_on(address: str, task_queue: str) -> dict[str, str]:
     client = await Client.connect(address)
     found = {w.id: w.status.name if w.status else "" async for w in client.list_workflows(f'TaskQueue="{task_queue}"')}
     return found
+
+
+def written_config(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, *, address: str, task_queue: str, files: dict[str, str], body: str
+) -> Path:
+    """`temporal_config` beside `files` (tool modules, model scripts) written to `folder`, importable here too."""
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setenv("MARKER", str(folder / "marker"))
+    return temporal_config(folder, address=address, task_queue=task_queue, body=body)
 
 
 def temporal_config(folder: Path, *, address: str, task_queue: str, body: str) -> Path:

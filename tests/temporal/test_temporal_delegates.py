@@ -16,7 +16,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from sayso import Answer, Approve, InvalidDecision, Sayso
 
-from .conftest import Workers, temporal_config, workflows_on
+from .conftest import Workers, across_kill, temporal_config, workflows_on
 
 TEAM = Path(__file__).resolve().parents[2] / "examples" / "team"
 
@@ -144,20 +144,8 @@ async def test_a_worker_killed_mid_call_in_a_delegates_child_workflow_finishes_o
                 .describe()
             )
             assert child.parent_id == f"sayso-lead-{paused.run_id}"
-            outcome: list[str | None] = []
-
-            async def decide() -> None:
-                outcome.append((await front.decide(request.request_id, Approve())).run.output)
-
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(decide)
-                with anyio.fail_after(30):
-                    while not marker.exists():
-                        await anyio.sleep(0.05)
-                pool.kill(first)
-                pool.env = {**pool.env, "SLOW_SECONDS": "0"}
-                pool.start()
-            [output] = outcome
+            decided = await across_kill(pool, first, marker, lambda: front.decide(request.request_id, Approve()))
+            output = decided.run.output
             log = await front.audit_log()
     finally:
         pool.stop_all()

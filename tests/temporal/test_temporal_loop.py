@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from sayso import Approve, Sayso
 
-from .conftest import Workers, temporal_config, workflows_on
+from .conftest import Workers, across_kill, workflows_on, written_config
 
 TOOLS = '''
 import os
@@ -57,11 +56,10 @@ agents:
 
 @pytest.fixture
 def config(tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "loop_tools.py").write_text(TOOLS)
-    (tmp_path / "script.yaml").write_text(SCRIPT)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("MARKER", str(tmp_path / "marker"))
-    return temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=BODY)
+    files = {"loop_tools.py": TOOLS, "script.yaml": SCRIPT}
+    return written_config(
+        tmp_path, monkeypatch, address=temporal_address, task_queue=task_queue, files=files, body=BODY
+    )
 
 
 @pytest.fixture
@@ -168,29 +166,16 @@ async def test_a_call_nobody_approved_cut_off_by_kill_9_is_unknown_unless_its_to
 ) -> None:
     """A plain call is one attempt too: cut off, it is "outcome unknown" (audited), never sent twice; a call of a
     tool declared idempotent is tried again on the next worker."""
-    (tmp_path / "cut_tools.py").write_text(CUT_TOOLS)
-    (tmp_path / "script.yaml").write_text(CUT_SCRIPT)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    config = temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=CUT_BODY)
+    files = {"cut_tools.py": CUT_TOOLS, "script.yaml": CUT_SCRIPT}
+    config = written_config(
+        tmp_path, monkeypatch, address=temporal_address, task_queue=task_queue, files=files, body=CUT_BODY
+    )
     marker = tmp_path / "marker"
     pool = Workers(config, {**workers_env, "SLOW_SECONDS": "60"})
     first = pool.start()
     try:
         async with Sayso.from_yaml(config) as front:
-            outcome: list[str | None] = []
-
-            async def run() -> None:
-                outcome.append((await front.run(f"{tool} x")).output)
-
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(run)
-                with anyio.fail_after(30):
-                    while not marker.exists():
-                        await anyio.sleep(0.05)
-                pool.kill(first)
-                pool.env["SLOW_SECONDS"] = "0"
-                pool.start()
-            [said] = outcome
+            said = (await across_kill(pool, first, marker, lambda: front.run(f"{tool} x"))).output
             log = [r.body for r in await front.audit_log()]
     finally:
         pool.stop_all()

@@ -1,31 +1,39 @@
-"""The step journal on Temporal: a step before an in-body approval runs once, whichever worker runs the body again.
+"""The step journal on Temporal: each step an activity of the run's workflow, its side effect done once.
 
-A worker is sayso's own runtime, so `sayso.step` records in sayso's store exactly as in one process:
-the body that runs again after the approval (here on another worker, the first killed with -9)
-gets the recorded result back. A step is not an activity of its own: it runs inside the tool call's
-activity (docs/guides/temporal.md#what-runs-where).
+A step (`sayso.step`, a node's `ctx.step`) runs as the activity `sayso.step` on the worker whose
+body took it, and is recorded in sayso's store as in one process: a body run again after an
+approval or an answer (here on another worker, the first killed with -9) gets the recorded result
+back, and a step cut off by kill -9 is "outcome unknown", never run again
+(docs/guides/temporal.md#what-runs-where).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
 
-from sayso import Approve, Sayso
+from sayso import Approve, InputRequest, Provide, Sayso
 
-from .conftest import Workers, temporal_config
+from .conftest import Workers, across_kill, written_config
 
 TOOLS = '''
 import os
+import time
+
 import sayso
 from pydantic_ai import RunContext
-from sayso import RunDeps, require_approval
+from sayso import RequestInput, RunDeps, require_approval
 
 
 def charge_card(order: str) -> str:
     with open(os.environ["MARKER"], "a") as marker:
         marker.write(order + "\\n")
+    if order.startswith("slow"):
+        time.sleep(600)  # killed in here: mid-step
     return f"receipt-{order}"
 
 
@@ -34,13 +42,27 @@ async def refund(ctx: RunContext[RunDeps], order: str) -> str:
     receipt = await sayso.step(ctx, "charge", charge_card, order)
     require_approval(ctx, hint=f"Email the customer about {receipt}?")
     return f"emailed about {receipt}"
+
+
+@sayso.tool(idempotent=True)
+async def pay(ctx: RunContext[RunDeps], order: str) -> str:
+    """Charge an order (the tool may run again; its step may not)."""
+    return await sayso.step(ctx, "charge", charge_card, order)
+
+
+async def book(node_input, ctx):
+    receipt = await ctx.step("charge", charge_card, node_input)
+    nights = yield RequestInput(f"How many nights for {receipt}?", response_schema=int)
+    yield f"{receipt}: {nights} nights"
 '''
 
 SCRIPT = """
 name: refunds
 rules:
   - {user: '^refund (?P<o>\\S+)$', call: refund, args: {order: "{o}"}}
+  - {user: '^pay (?P<o>\\S+)$', call: pay, args: {order: "{o}"}}
   - {tool: refund, reply: "model read: {result}"}
+  - {tool: pay, reply: "model read: {result}"}
 """
 
 BODY = """
@@ -49,33 +71,95 @@ models:
 agents:
   refunds:
     model: demo
-    tools: [refund_tools:refund]
+    tools: [journal_tools:refund, journal_tools:pay]
+workflows:
+  booking:
+    nodes:
+      book: journal_tools:book
+    edges:
+      - [START, book]
 """
 
 
-async def test_a_step_before_an_in_body_approval_runs_once_across_workers(
-    tmp_path: Path,
-    temporal_address: str,
-    task_queue: str,
-    workers_env: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Charge, pause for approval, kill -9 the worker, approve: another worker finishes; the card was charged once."""
-    (tmp_path / "refund_tools.py").write_text(TOOLS)
-    (tmp_path / "script.yaml").write_text(SCRIPT)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("MARKER", str(tmp_path / "marker"))
-    config = temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=BODY)
-    pool = Workers(config, workers_env)
-    first = pool.start()
+@pytest.fixture
+def config(tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    files = {"journal_tools.py": TOOLS, "script.yaml": SCRIPT}
+    return written_config(
+        tmp_path, monkeypatch, address=temporal_address, task_queue=task_queue, files=files, body=BODY
+    )
+
+
+@pytest.fixture
+def pool(config: Path, workers_env: dict[str, str]) -> Iterator[Workers]:
+    workers = Workers(config, workers_env)
     try:
-        async with Sayso.from_yaml(config) as front:
-            paused = await front.run("refund o1")
-            assert paused.status == "paused", paused
-            pool.kill(first)
-            pool.start()
-            done = (await front.decide(paused.requests[0].request_id, Approve())).run
+        yield workers
     finally:
-        pool.stop_all()
+        workers.stop_all()
+
+
+async def steps_in(address: str, workflow: str) -> list[str]:
+    """The ids of the step activities the run's workflow scheduled (`step-<name>-<occurrence>-…`), in order."""
+    client = await Client.connect(address)
+    found: list[str] = []
+    async for event in client.get_workflow_handle(workflow).fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            scheduled = event.activity_task_scheduled_event_attributes
+            if scheduled.activity_type.name == "sayso.step":
+                found.append(scheduled.activity_id)
+    return found
+
+
+def charges(config: Path) -> list[str]:
+    return (config.parent / "marker").read_text().split()
+
+
+async def test_a_step_before_an_in_body_approval_is_an_activity_and_runs_once_across_workers(
+    config: Path, pool: Workers, temporal_address: str
+) -> None:
+    """Charge, pause for approval, kill -9 the worker, approve: another worker finishes; the card was charged once,
+    and each run of the body's step is a `sayso.step` activity in the run's history."""
+    first = pool.start()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("refund o1")
+        assert paused.status == "paused", paused
+        pool.kill(first)
+        pool.start()
+        done = (await front.decide(paused.requests[0].request_id, Approve())).run
     assert (done.status, done.output) == ("completed", "model read: emailed about receipt-o1")
-    assert (tmp_path / "marker").read_text().split() == ["o1"]
+    assert charges(config) == ["o1"]
+    steps = await steps_in(temporal_address, f"sayso-refunds-{done.run_id}")
+    assert len(steps) == 2 and all(s.startswith("step-charge-1-") for s in steps), steps
+
+
+async def test_a_nodes_step_before_a_request_input_runs_once_across_workers(
+    config: Path, pool: Workers, temporal_address: str
+) -> None:
+    """A graph's node charges, then asks how many nights; its worker is killed; the answer replays the node on
+    another worker, whose step returns the recorded receipt."""
+    first = pool.start()
+    async with Sayso.from_yaml(config) as front:
+        asked = await front.run("w1", agent="booking")
+        [question] = asked.requests
+        assert isinstance(question, InputRequest) and question.node == "book"
+        pool.kill(first)
+        pool.start()
+        done = (await front.decide(question.request_id, Provide(value=2))).run
+    assert (done.status, done.output) == ("completed", "receipt-w1: 2 nights")
+    assert charges(config) == ["w1"]
+    steps = await steps_in(temporal_address, f"sayso-booking-{done.run_id}")
+    assert len(steps) == 2 and all(s.startswith("step-charge-1-") for s in steps), steps
+
+
+async def test_a_step_cut_off_by_kill_9_is_outcome_unknown_and_never_runs_again(config: Path, pool: Workers) -> None:
+    """kill -9 inside the step: the idempotent tool runs again on another worker, its step finds itself cut off and
+    the model reads "outcome unknown"; the card was charged once."""
+    first = pool.start()
+    marker = config.parent / "marker"
+    async with Sayso.from_yaml(config) as front:
+        done = await across_kill(pool, first, marker, lambda: front.run("pay slow1"))
+    assert done.status == "completed" and done.output is not None, done
+    assert done.output.startswith("model read: Error: the tool pay failed: StepOutcomeUnknown: step 'charge'"), (
+        done.output
+    )
+    assert charges(config) == ["slow1"]

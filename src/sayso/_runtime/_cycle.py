@@ -179,6 +179,8 @@ class Cycle:
         if self.engine is not None:
             # The engine's workers carry every run of a tree on (Temporal reschedules a dead worker's segment).
             raise RunConflict(run.run_id, "the engine's workers carry this run on; no front process takes it over")
+        if self.delegates_apart and run.parent_run_id is not None and (await self.home(run)).run_id == run.run_id:
+            return _tree.standing(run)  # a run apart is carried on where it runs (its own workflow), not here
         runner = self.runner(run)
         if not runner.local:
             return await runner.carry_on(run, options)  # refuses: its work is at the remote agent
@@ -189,7 +191,11 @@ class Cycle:
     async def run_below(
         self, parent: RunRecord, agent: str, task: str, *, call_id: str, agent_path: str, options: CallOptions
     ) -> RunResult:
-        """Start a run of `agent` below `parent`'s call `call_id`, on a thread of its own, and run it."""
+        """Start a run of `agent` below `parent`'s call `call_id`, on a thread of its own, and run it.
+
+        With `delegates_apart` a local agent's run is only started (`running`, under this runtime's lease):
+        it is carried on from the store where it is run apart (its own workflow), and `parent` waits on it.
+        """
         runner = self.runner_below(agent)
         runner.check(agent)  # an agent that does not exist is refused before anything is written
         child = await _tree.start_child(
@@ -201,39 +207,29 @@ class Cycle:
             agent_path=agent_path,
             client_tools=parent.client_tools if runner.local else (),
         )
+        if self.delegates_apart and self.owns_apart(parent, agent):
+            return _tree.standing(child)
         return await runner.start(child, Start(prompt=task, history=[]), options)
 
     async def delegate(self, parent: RunRecord, target: str, task: str, call_id: str, options: CallOptions) -> str:
         """Run a delegate for a parent's tool call; if it pauses, the parent's call waits on it (`CallDeferred`).
 
-        With `delegates_apart` the delegate's run is only started (`running`, under this runtime's lease) and
-        the parent's call waits on it at once: the run is carried on from the store where it is run apart.
+        A delegate run apart (`delegates_apart`) is only started: the parent's call waits on it at once.
         """
-        if self.delegates_apart and self.owns_apart(parent, target):
-            self.agents.check(target)
-            child = await _tree.start_child(
-                self.k,
-                parent,
-                target,
-                task,
-                call_id=call_id,
-                agent_path=f"{parent.path}/{target}",
-                client_tools=parent.client_tools,
-            )
-            raise CallDeferred(metadata=DelegateDeferral(child_run_id=child.run_id).as_metadata())
         outcome = await self.run_below(
             parent, target, task, call_id=call_id, agent_path=f"{parent.path}/{target}", options=options
         )
-        if outcome.status == "paused":
+        started_apart = outcome.status == "running" and self.delegates_apart and self.owns_apart(parent, target)
+        if outcome.status == "paused" or started_apart:
             raise CallDeferred(metadata=DelegateDeferral(child_run_id=outcome.run_id).as_metadata())
         return await _tree.delegate_answer(self.k, outcome)
 
     def owns_apart(self, parent: RunRecord, agent: str) -> bool:
-        """Whether a run of `agent` below `parent` is a delegate's that `delegates_apart` runs apart.
+        """Whether a run of `agent` below `parent` is one that `delegates_apart` runs apart.
 
-        A local agent's run, called by an agent's run (a workflow graph's agent nodes run in their graph's run).
+        A local agent's run: a delegate an agent's run calls, or a workflow graph's agent node.
         """
-        return self.runner_below(agent) is self.agents and self.kind_of(parent) == "agent"
+        return self.runner_below(agent) is self.agents
 
     async def home(self, run: RunRecord) -> RunRecord:
         """The run whose work `run`'s is part of: its own when it runs apart (`delegates_apart`), else its tree's."""

@@ -26,6 +26,7 @@ from .._store import RunStore
 from ..exceptions import AgentNotFound, StoreError
 from ._events import Events
 from ._heartbeat import Heartbeat
+from ._journal import RunJournal
 
 if TYPE_CHECKING:
     from .._engine.agents import BuiltAgent
@@ -77,7 +78,11 @@ class Kernel:
     loop: AgentLoop | None = None
     """Where agent segments' loops run when not here: a Temporal worker's durable agent loop (`sayso._temporal`)."""
 
+    journal: RunJournal = field(init=False)
+    """Where the steps (`sayso.step`) of the tools and nodes it runs are recorded: the store, or an executor's."""
+
     def __post_init__(self) -> None:
+        self.journal = RunJournal(self.store, self.clock)
         self.heartbeat = Heartbeat(self._renew, every=lambda: self.lease_seconds / 3)
 
     async def _renew(self, run_ids: list[str]) -> None:

@@ -39,7 +39,6 @@ from .._engine.replies import ReplayedModel, Replies
 from .._store import Claim, RunRecord
 from . import _tree
 from ._failures import report_failure
-from ._journal import store_journal
 from ._kernel import Kernel, new_id
 from ._leases import holding, resolve_stuck
 from ._results import RunResult
@@ -98,7 +97,7 @@ def tool_deps(
         marked=marked,
         client_tools=client_tools,
         chat_thread_id=chat_thread_id,
-        journal=store_journal(k.store, k.clock),
+        journal=k.journal,
     )
 
 
@@ -134,8 +133,7 @@ async def execute(
             history = repair_messages(history)
     # A delegate's run has a thread of its own; "allow for this chat" means the person's chat above it.
     chat_thread_id = None if run.parent_run_id is None else (await _tree.root(k, run)).thread_id
-    journal = store_journal(k.store, k.clock)
-    replies = Replies(run_id=run.run_id, journal=journal, history=history)
+    replies = Replies(run_id=run.run_id, journal=k.journal.store, history=history)
     deps = RunDeps(
         run_id=run.run_id,
         thread_id=run.thread_id,
@@ -150,7 +148,7 @@ async def execute(
         marked=marked,
         client_tools=[t for t in run.client_tools if t.name in built.client_tools],
         chat_thread_id=chat_thread_id,
-        journal=journal,
+        journal=k.journal,
         replies=replies,
     )
     allowed = deps.client_tools

@@ -44,7 +44,6 @@ from ..workflows import (
     build_workflow,
 )
 from . import _tree
-from ._journal import store_journal
 from ._kernel import Kernel, new_id
 from ._results import RunResult
 from ._runner import CallOptions, Runs
@@ -115,9 +114,8 @@ class Workflows:
         self._k = k
         self._runs = runs
         self.flights: dict[str, Flight] = {}
-        journal = store_journal(k.store, k.clock)  # the nodes' steps, recorded with their runs
-        self.engines = {
-            name: WorkflowEngine(w, persistence=self, agents=self, journal=journal) for name, w in workflows.items()
+        self.engines = {  # the nodes' steps, recorded with their runs
+            name: WorkflowEngine(w, persistence=self, agents=self, journal=k.journal) for name, w in workflows.items()
         }
         for workflow in workflows.values():
             for name in workflow.agent_nodes:

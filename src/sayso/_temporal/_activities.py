@@ -195,14 +195,10 @@ class Activities:
         below = await self._below(await self._k.store.get_run(run_id))
         return Standing(status=found.status, open=open_, expires_at=last, steps=steps, swept_at=swept_at, below=below)
 
-    def _apart(self, run: RunRecord, parent: RunRecord) -> bool:
-        """Whether `run` (below `parent`) is a delegate's run of its own child workflow."""
-        return self._c.owns_apart(parent, run.agent)
-
     async def _below(self, run: RunRecord) -> list[Below]:
-        """The delegates' runs that wait for their child workflows: started, not yet run.
+        """The runs below `run` (delegates', agent nodes') that wait for their child workflows: started, not yet run.
 
-        Found through the runs below `run` that run in its own workflow (a workflow graph's agent nodes).
+        Found through the runs below `run` that run in its own workflow (a remote agent's proxy).
         """
         if run.status != "paused" or run.pause_id is None:
             return []
@@ -212,7 +208,7 @@ class Activities:
             if not isinstance(request, DelegateRequest):
                 continue
             child = await self._k.store.get_run(request.child_run_id)
-            if not self._apart(child, run):
+            if not self._c.owns_apart(run, child.agent):
                 found.extend(await self._below(child))
             elif child.status == "running":
                 found.append(Below(run_id=child.run_id, workflow_id=workflow_id(child), handed_by=child.lease_holder))
@@ -225,13 +221,6 @@ class Activities:
             return None
         home = await self._c.home(found.run)
         return None if home.run_id == run_id else workflow_id(home)
-        run = found.run
-        while run.run_id != run_id and run.parent_run_id is not None:
-            parent = await self._k.store.get_run(run.parent_run_id)
-            if self._apart(run, parent):
-                return workflow_id(run)
-            run = parent
-        return None
 
     @contextlib.asynccontextmanager
     async def _working(self) -> AsyncIterator[None]:

@@ -110,9 +110,10 @@ class TemporalLoop:
             deps=LOOP_DEPS.dump_json(LoopDeps.of(call.deps)).decode(),
             instructions=call.instructions,
         )
-        # The loop runs in the workflow the run is worked on in (its own, or a graph's for its agent
-        # node). One segment, one Update id (the run, and its start or the pause it resumes): a segment
-        # retried on another worker asks again under the same id and gets the same loop, never a second.
+        # The loop runs in the workflow the run is worked on in: its own, top-level or a child (a
+        # delegate's, a graph's agent node's). One segment, one Update id (the run, and its start or
+        # the pause it resumes): a segment retried on another worker asks again under the same id and
+        # gets the same loop, never a second.
         handle = self._client.get_workflow_handle(workflow_id(await self._home(run)))
         update_id = f"loop-{run.run_id}-{run.resume_pause_id or 'start'}"
         out = await handle.execute_update(LOOP_UPDATE, asked, id=update_id, result_type=LoopOutput)
@@ -129,7 +130,7 @@ class TemporalLoop:
         return LoopResult(new_messages=new, all_messages=[*call.history, *new], output=output)
 
     async def _home(self, run: RunRecord) -> RunRecord:
-        """The run whose workflow `run` is worked on in: its own (a top-level run, a delegate's), or its graph's."""
+        """The run whose workflow `run` is worked on in: its own (a top-level run, a delegate's, an agent node's)."""
         return await self._cycle.home(run)
 
 

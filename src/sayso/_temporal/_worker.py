@@ -20,6 +20,7 @@ from ..exceptions import ConfigError
 from ._activities import Activities
 from ._durable import Live, covered, durable_agent
 from ._loop import LoopAgents, TemporalLoop
+from ._steps import TemporalSteps
 from ._workflow import SaysoRun
 
 
@@ -45,6 +46,11 @@ async def run_worker(config: Config, *, ready: Callable[[str], Awaitable[None]] 
         LoopAgents.agents = durable
         Live.k, Live.runs = k, app._cycle
         k.loop = TemporalLoop(client, app._cycle, agents=frozenset(durable))
+        # The steps of the bodies this process runs are activities on a task queue only it polls.
+        steps = TemporalSteps(
+            client, app._cycle, queue=f"{settings.task_queue}@{k.holder}", heartbeat_seconds=settings.heartbeat_seconds
+        )
+        k.journal.through = steps
         worker = Worker(
             client,
             task_queue=settings.task_queue,
@@ -55,7 +61,10 @@ async def run_worker(config: Config, *, ready: Callable[[str], Awaitable[None]] 
             # A dead worker's runs move to another worker as soon as it would take over a segment.
             sticky_queue_schedule_to_start_timeout=timedelta(seconds=settings.heartbeat_seconds),
         )
-        async with worker:
+        own = Worker(
+            client, task_queue=steps.queue, activities=[steps.run_here], graceful_shutdown_timeout=timedelta(seconds=5)
+        )
+        async with worker, own:
             if ready is not None:
                 await ready(f"working on task queue {settings.task_queue!r} at {settings.address}")
             await asyncio.Event().wait()  # until cancelled: Ctrl-C, SIGTERM

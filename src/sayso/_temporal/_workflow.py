@@ -50,6 +50,7 @@ from ._shapes import (
     failure,
     principal_of,
 )
+from ._steps import STEP_UPDATE, StepInput, StepOutput, run_step
 
 SEGMENT_TIMEOUT = timedelta(hours=6)
 """The longest one segment (model requests and tool calls between two stops) may take."""
@@ -141,6 +142,11 @@ class SaysoRun:
     async def loop(self, asked: LoopInput) -> LoopOutput:
         """Run one agent segment's loop here (`_loop.run_loop`), for the segment activity that asked and waits."""
         return await run_loop(asked)
+
+    @workflow.update(name=STEP_UPDATE)
+    async def step(self, asked: StepInput) -> StepOutput:
+        """Run one step of a body (a tool's, a node's) as an activity on its worker (`_steps.run_step`)."""
+        return await run_step(asked)
 
     @workflow.update(name="settled")
     async def settled(self) -> str:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
 import shlex
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
@@ -472,4 +475,17 @@ def audit_verify(config: ConfigArg, as_json: JsonOpt = False) -> None:
 
 def main() -> None:
     """Entry point of the `sayso` console script."""
-    app(prog_name="sayso")
+    try:
+        app(prog_name="sayso")
+    except SystemExit as done:
+        if "temporalio.bridge.temporal_sdk_bridge" not in sys.modules:
+            raise
+        # A command that spoke to Temporal (a front or a worker of `engine: temporal`) ends here, its
+        # work done: the SDK's Rust threads outlive it and can abort the interpreter's finalization
+        # (SIGABRT instead of the command's exit code, temporalio/sdk-python#300), so it is skipped.
+        if isinstance(done.code, str):
+            print(done.code, file=sys.stderr)
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(done.code if isinstance(done.code, int) else 0 if done.code is None else 1)

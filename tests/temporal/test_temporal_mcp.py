@@ -1,0 +1,152 @@
+"""MCP on Temporal, both ways: sayso's `/mcp` interface on a front, and an agent that binds an MCP server.
+
+An agent with MCP bindings keeps its loop inside the segment's activity on one worker (its live
+sessions, and the forms they ask for, are that process's), not in the run's workflow; its pause
+still outlives the worker (docs/guides/temporal.md#what-runs-where).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import mcp_types
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client as TemporalClient
+
+from sayso import ApprovalRequest, Approve, Sayso
+from sayso.protocols import protocol_apps, protocol_routers
+from sayso.server import create_app
+
+from ..conftest import EXAMPLE, LiveServer
+from ..protocols.conftest import SAMPLES
+from .conftest import Workers, temporal_config, workflows_on
+
+
+@pytest.fixture
+def files(tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The file-manager example with `engine: temporal`, its sandbox filled."""
+    folder = tmp_path / "example"
+    shutil.copytree(EXAMPLE.parent, folder, ignore=shutil.ignore_patterns("*.db", "__pycache__", "sandbox"))
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir(exist_ok=True)
+    for name, text in SAMPLES.items():
+        (sandbox / name).write_text(text)
+    monkeypatch.syspath_prepend(str(folder))
+    return temporal_config(folder, address=temporal_address, task_queue=task_queue, body=EXAMPLE.read_text())
+
+
+@pytest.fixture
+def front(files: Path, workers_env: dict[str, str]) -> Iterator[LiveServer]:
+    """`sayso serve`'s app (REST, A2A, AG-UI and `/mcp`) as a Temporal front on a real port, with one worker."""
+    pool = Workers(files, {**workers_env, "PYTHONPATH": f"{files.parent}:{workers_env['PYTHONPATH']}"})
+    pool.start()
+    sayso = Sayso.from_yaml(files)
+    served = LiveServer.in_thread(
+        create_app(sayso, routers=protocol_routers(sayso), apps=protocol_apps(sayso), expire_every_seconds=None)
+    )
+    try:
+        yield served
+    finally:
+        served.stop()
+        pool.stop_all()
+
+
+async def test_the_mcp_interface_asks_the_approval_as_a_form_and_a_worker_runs_the_call(
+    front: LiveServer, tmp_path: Path, temporal_address: str, task_queue: str
+) -> None:
+    """An MCP client calls the agent's tool: the pause is asked as a form, the approval runs the call on a worker."""
+    asked: list[mcp_types.ElicitRequestParams] = []
+
+    async def person(context: Any, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+        asked.append(params)
+        return mcp_types.ElicitResult(action="accept", content={"decision": "approve"})
+
+    async with httpx2.AsyncClient() as http:
+        transport = streamable_http_client(f"{front.base_url}/mcp", http_client=http)
+        async with Client(transport, elicitation_callback=person) as mcp:
+            result = await mcp.call_tool("files", {"message": "delete notes"})
+    assert not result.is_error, result
+    [said] = [p.text for p in result.content if isinstance(p, mcp_types.TextContent)]
+    assert said.startswith("Deleted notes.txt.\n\n(thread thr_"), said
+    [form] = asked
+    assert "files wants to run delete_file" in form.message
+    assert not (tmp_path / "sandbox" / "notes.txt").exists()
+    [(workflow, status)] = (await workflows_on(temporal_address, task_queue)).items()
+    assert workflow.startswith("sayso-files-") and status == "COMPLETED"
+
+
+SCRIPT = """
+name: ops
+rules:
+  - {{user: '^status$', call: git_status, args: {{repo_path: "{repo}"}}}}
+  - {{user: '^commit (?P<m>.+)$', call: git_commit, args: {{repo_path: "{repo}", message: "{{m}}"}}}}
+  - {{tool: git_status, reply: "status: {{result}}"}}
+  - {{tool: git_commit, reply: "commit: {{result}}"}}
+"""
+
+BODY = """
+models:
+  demo: {{scripted: script.yaml}}
+mcp_servers:
+  git: {{command: "{python}", args: [-m, mcp_server_git, --repository, "{repo}"]}}
+agents:
+  ops:
+    model: demo
+    mcp:
+      - {{server: git, tools: [git_status]}}
+      - {{server: git, tools: [git_commit], require_approval: true}}
+"""
+
+
+def commits(repo: Path) -> list[str]:
+    out = subprocess.run(["git", "log", "--format=%s"], cwd=repo, capture_output=True, text=True)
+    return out.stdout.split("\n")[:-1] if out.returncode == 0 else []
+
+
+async def test_an_agent_binding_an_mcp_server_works_on_a_worker_its_loop_inside_the_segment(
+    tmp_path: Path, temporal_address: str, task_queue: str, workers_env: dict[str, str]
+) -> None:
+    """`mcp-server-git` bound over stdio: the commit waits for approval, outlives its worker (kill -9), and is made
+    once by the next; the run's history has its segments but no model request or tool call activity of its own."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "t@example.com"], ["config", "user.name", "T"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    (repo / "README.md").write_text("hello\n")
+    subprocess.run(["git", "add", "README.md"], cwd=repo, check=True)
+    (tmp_path / "script.yaml").write_text(SCRIPT.format(repo=repo))
+    body = BODY.format(python=sys.executable, repo=repo)
+    config = temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=body)
+    pool = Workers(config, workers_env)
+    first = pool.start()
+    try:
+        async with Sayso.from_yaml(config) as front:
+            paused = await front.run("commit Add the readme", agent="ops")
+            [request] = paused.requests
+            assert isinstance(request, ApprovalRequest) and request.tool_name == "git_commit"
+            assert commits(repo) == []
+            pool.kill(first)
+            pool.start()
+            done = (await front.decide(request.request_id, Approve())).run
+    finally:
+        pool.stop_all()
+    assert done.status == "completed" and done.output is not None, done
+    assert done.output.startswith("commit: Changes committed successfully")
+    assert commits(repo) == ["Add the readme"]
+    client = await TemporalClient.connect(temporal_address)
+    activities = [
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        async for event in client.get_workflow_handle(f"sayso-ops-{done.run_id}").fetch_history_events()
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    assert "sayso.segment" in activities and "sayso.advance" in activities
+    assert not [a for a in activities if a.startswith("agent__")], activities
