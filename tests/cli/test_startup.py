@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -238,21 +239,22 @@ print(json.dumps(after))
 """
 
 
-@pytest.mark.parametrize("host", ["collecting", "host-paused"])
-def test_a_command_freezes_what_it_built_while_the_collector_was_paused(host: str) -> None:
-    """A command's imports are built with the collector paused, then frozen out of later collections (the
-    collector no longer walks them on every pass); garbage made afterwards is still collected. A host that had
-    paused the collector keeps it paused and nothing is frozen for it."""
-    done = subprocess.run(
-        [sys.executable, "-c", COLLECTOR_PROBE, host], capture_output=True, text=True, timeout=120, check=False
-    )
+@pytest.mark.parametrize("entry", ["the sayso command", "a host process", "a host that paused the collector"])
+def test_a_command_freezes_what_it_built_while_the_collector_was_paused(entry: str, tmp_path: Path) -> None:
+    """A command's imports are built with the collector paused; run as the `sayso` command, they are then frozen
+    out of later collections (the collector no longer walks them on every pass), and garbage made afterwards is
+    still collected. A host calling the CLI in-process keeps its heap as it was: nothing frozen, the collector
+    back on, or still off if the host had turned it off."""
+    script = tmp_path / ("sayso" if entry == "the sayso command" else "host.py")
+    script.write_text(COLLECTOR_PROBE)
+    mode = "host-paused" if entry == "a host that paused the collector" else "collecting"
+    done = subprocess.run([sys.executable, str(script), mode], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout)
     assert seen["paused_inside"] is True
-    if host == "collecting":
-        assert seen["enabled"] is True
+    assert seen["enabled"] is (mode == "collecting")
+    if entry == "the sayso command":
         assert seen["newly_frozen"] > 1000  # the store's modules and the lists built under the pause
     else:
-        assert seen["enabled"] is False
-        assert seen["newly_frozen"] <= 0  # importing `sayso.cli` froze its own; some of them die meanwhile
+        assert seen["newly_frozen"] <= 0  # frozen objects may only die meanwhile
     assert seen["collected_later"] is True
