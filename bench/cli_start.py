@@ -4,10 +4,12 @@
   bench/cli_start.py            # medians of 5, interleaved; the last line is one JSON object
 
 Each repetition times, one after another in fresh processes: the reference (`import pydantic_ai`),
-`sayso --help`, `sayso inbox CONFIG` on a store with one paused run, and `sayso decide` approving a
-paused run (which then resumes and finishes). The run to decide is paused beforehand, untimed. The
-config is the no-API-key starter `sayso init` writes. Ratios, not seconds, so a loaded machine
-still compares like with like.
+`sayso --help`, `sayso inbox CONFIG` on a store with one paused run, `sayso decide` approving a
+paused run (which then resumes and finishes), and `bench/bare_resume.py resume`: a process that does
+only pydantic-ai's part of that resume (import it and `FunctionModel`, decode the history, run the
+agent with the approval, commit), the floor pydantic-ai itself sets under `decide`'s ratio. The run
+to decide is paused beforehand, untimed. The config is the no-API-key starter `sayso init` writes.
+Ratios, not seconds, so a loaded machine still compares like with like.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import time
 
 PY = sys.executable
 SAYSO = os.path.join(os.path.dirname(PY), "sayso")
+BARE_RESUME = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bare_resume.py")
 ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
 
 
@@ -63,7 +66,9 @@ def measure(repeats: int) -> dict[str, float]:
         subprocess.run([SAYSO, "init", folder], capture_output=True, env=ENV, check=True)
         config = os.path.join(folder, "sayso.yaml")
         paused_request(config)  # `inbox` lists one open request
-        seconds: dict[str, list[float]] = {"import": [], "help": [], "inbox": [], "decide": []}
+        bare_db = os.path.join(folder, "bare.sqlite")
+        subprocess.run([PY, BARE_RESUME, "pause", bare_db], capture_output=True, env=ENV, check=True)
+        seconds: dict[str, list[float]] = {"import": [], "help": [], "inbox": [], "decide": [], "bare_resume": []}
         for _ in range(repeats):
             request_id = paused_request(config)
             seconds["import"].append(timed(PY, "-c", "import pydantic_ai", name="import")[0])
@@ -73,6 +78,7 @@ def measure(repeats: int) -> dict[str, float]:
             if json.loads(out)["status"] != "completed":
                 raise SystemExit(f"decide did not finish the run: {out[:500]}")
             seconds["decide"].append(took)
+            seconds["bare_resume"].append(timed(PY, BARE_RESUME, "resume", bare_db, name="bare_resume")[0])
     med = {k: statistics.median(v) for k, v in seconds.items()}
     cpu = {k: statistics.median(v) for k, v in CPU.items()}
     return {
@@ -83,9 +89,11 @@ def measure(repeats: int) -> dict[str, float]:
         "cli_help_vs_import": round(med["help"] / med["import"], 3),
         "cli_inbox_vs_import": round(med["inbox"] / med["import"], 3),
         "cli_decide_vs_import": round(med["decide"] / med["import"], 3),
+        "cli_bare_resume_vs_import": round(med["bare_resume"] / med["import"], 3),
         "cli_help_cpu_vs_import": round(cpu["help"] / cpu["import"], 3),
         "cli_inbox_cpu_vs_import": round(cpu["inbox"] / cpu["import"], 3),
         "cli_decide_cpu_vs_import": round(cpu["decide"] / cpu["import"], 3),
+        "cli_bare_resume_cpu_vs_import": round(cpu["bare_resume"] / cpu["import"], 3),
         "cli_repeats": repeats,
     }
 
@@ -100,6 +108,8 @@ def main() -> None:
     for name, command in (("help", "--help"), ("inbox", "inbox CONFIG"), ("decide", "decide CONFIG ID approve")):
         wall, cpu = result[f"cli_{name}_vs_import"], result[f"cli_{name}_cpu_vs_import"]
         print(f"| `sayso {command}` | {result[f'cli_{name}_s']} | {wall} | {cpu} |")
+    wall, cpu = result["cli_bare_resume_vs_import"], result["cli_bare_resume_cpu_vs_import"]
+    print(f"| pydantic-ai's part of that resume alone (`bench/bare_resume.py`) | | {wall} | {cpu} |")
     print(json.dumps(result))
 
 

@@ -309,7 +309,8 @@ def quick(args: argparse.Namespace) -> None:
     cli = cli_start.measure(5)
     print(
         f"sayso --help {cli['cli_help_vs_import']}x, inbox {cli['cli_inbox_vs_import']}x, decide "
-        f"{cli['cli_decide_vs_import']}x `import pydantic_ai` ({cli['cli_import_pydantic_ai_s']} s; medians of 5)"
+        f"{cli['cli_decide_vs_import']}x `import pydantic_ai` ({cli['cli_import_pydantic_ai_s']} s; medians of 5); "
+        f"pydantic-ai's part of a resume alone {cli['cli_bare_resume_vs_import']}x"
     )
     print(
         json.dumps(
@@ -885,6 +886,9 @@ def report(  # noqa: C901
             ("decide", "sayso decide CONFIG ID approve", 1.3),
         ):
             w(f"| `{label}` | {cli[f'cli_{key}_s']} | {cli[f'cli_{key}_vs_import']} | ≤ {goal}× |")
+        if "cli_bare_resume_vs_import" in cli:
+            bare = cli["cli_bare_resume_vs_import"]
+            w(f"| pydantic-ai's part of that resume alone (`bench/bare_resume.py`) | | {bare} | – |")
         w("")
     w("## Goals of issue 27 (reported, not asserted)\n")
     w(

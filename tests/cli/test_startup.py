@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -183,3 +184,77 @@ def test_the_default_a2a_client_is_registered_without_the_runtime() -> None:
 
     assert DEFAULT_REMOTE_AGENTS, "no default A2A client registered"
     assert type(DEFAULT_REMOTE_AGENTS[-1]()).__name__ == "A2ARemoteAgents"
+
+
+def test_the_store_and_core_adapters_are_built_when_first_used() -> None:
+    """Importing the store (what every command that reads it does) builds none of the core's type adapters:
+    `sayso inbox` decodes requests, never a decision, a vote, a run's client tools or a remote task, so it
+    does not pay for their validators. Once used, each decodes what it encoded."""
+    script = """
+import json
+from sayso import _store
+from sayso._core.audit_events import AUDIT_EVENT_ADAPTER
+from sayso._core.decisions import DECISION_ADAPTER, Approve
+from sayso._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, ClientTool
+from sayso._core.votes import VOTE_ADAPTER, Vote
+from sayso._store._records import RemoteTask
+from sayso._store._verbs._runs import _REMOTE_TASK
+adapters = {"audit": AUDIT_EVENT_ADAPTER, "decision": DECISION_ADAPTER, "client_tools": CLIENT_TOOLS_ADAPTER,
+            "request": REQUEST_ADAPTER, "vote": VOTE_ADAPTER, "remote_task": _REMOTE_TASK}
+built = sorted(name for name, adapter in adapters.items() if adapter.pydantic_complete)
+values = [
+    (DECISION_ADAPTER, Approve(scope="thread")),
+    (CLIENT_TOOLS_ADAPTER, (ClientTool(name="pick"),)),
+    (VOTE_ADAPTER, Vote(request_id="req_1", principal="ana", decision="approve", round=0, voted_at=1.0)),
+    (_REMOTE_TASK, RemoteTask(url="http://127.0.0.1:1/", task_id="t", context_id="c")),
+]
+same = [adapter.validate_json(adapter.dump_json(value)) == value for adapter, value in values]
+print(json.dumps({"built": built, "same": same}))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout)
+    assert seen["built"] == []
+    assert seen["same"] == [True, True, True, True]
+
+
+COLLECTOR_PROBE = """
+import gc, json, sys
+from sayso.cli._startup import collector_paused
+if sys.argv[1] == "host-paused":
+    gc.disable()
+frozen = gc.get_freeze_count()
+with collector_paused():
+    paused = not gc.isenabled()
+    import sayso._store
+    built = [[i] for i in range(1000)]
+after = {"paused_inside": paused, "enabled": gc.isenabled(), "newly_frozen": gc.get_freeze_count() - frozen}
+class Cycle:
+    other: object
+a, b = Cycle(), Cycle()
+a.other, b.other = b, a
+del a, b
+after["collected_later"] = gc.collect() >= 2
+print(json.dumps(after))
+"""
+
+
+@pytest.mark.parametrize("entry", ["the sayso command", "a host process", "a host that paused the collector"])
+def test_a_command_freezes_what_it_built_while_the_collector_was_paused(entry: str, tmp_path: Path) -> None:
+    """A command's imports are built with the collector paused; run as the `sayso` command, they are then frozen
+    out of later collections (the collector no longer walks them on every pass), and garbage made afterwards is
+    still collected. A host calling the CLI in-process keeps its heap as it was: nothing frozen, the collector
+    back on, or still off if the host had turned it off."""
+    script = tmp_path / ("sayso" if entry == "the sayso command" else "host.py")
+    script.write_text(COLLECTOR_PROBE)
+    mode = "host-paused" if entry == "a host that paused the collector" else "collecting"
+    done = subprocess.run([sys.executable, str(script), mode], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout)
+    assert seen["paused_inside"] is True
+    assert seen["enabled"] is (mode == "collecting")
+    if entry == "the sayso command":
+        assert seen["newly_frozen"] > 1000  # the store's modules and the lists built under the pause
+    else:
+        assert seen["newly_frozen"] <= 0  # frozen objects may only die meanwhile
+    assert seen["collected_later"] is True

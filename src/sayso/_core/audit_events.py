@@ -16,7 +16,7 @@ from pydantic import ConfigDict, Discriminator, Tag, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
 from .decisions import ArgEdit, DecidedBy, DecisionKind, RecordedKind, Via
-from .requests import Scope
+from .requests import DEFERRED, Scope
 from .service import ServiceNotice
 
 _EXACT = ConfigDict(extra="forbid")
@@ -324,7 +324,7 @@ AuditEvent: TypeAlias = Annotated[
 ]
 """Everything sayso writes to the audit log, one shape per event."""
 
-AUDIT_EVENT_ADAPTER: TypeAdapter[AuditEvent] = TypeAdapter(AuditEvent, config=ConfigDict(defer_build=True))
+AUDIT_EVENT_ADAPTER: TypeAdapter[AuditEvent] = TypeAdapter(AuditEvent, config=DEFERRED)
 """The one adapter that reads an audit record's body back as its event (built on first use: most
 commands never read one back, and building it costs each of them ~15 ms)."""
 

@@ -18,6 +18,7 @@ from typing_extensions import TypedDict
 from ..exceptions import AlreadyDecided, InvalidDecision, RequestExpired
 from .inputs import input_field_problems
 from .requests import (
+    DEFERRED,
     REDACTED,
     ApprovalRequest,
     ElicitationRequest,
@@ -162,7 +163,7 @@ Decision: TypeAlias = Annotated[
 ]
 """Any answer to any request (read from JSON, an older record's tag too: `LEGACY_KINDS`)."""
 
-DECISION_ADAPTER: TypeAdapter[Decision] = TypeAdapter(Decision)
+DECISION_ADAPTER: TypeAdapter[Decision] = TypeAdapter(Decision, config=DEFERRED)
 
 DecisionKind: TypeAlias = Literal[
     "approve",

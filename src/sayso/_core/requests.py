@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeAlias
 
-from pydantic import Discriminator, TypeAdapter
+from pydantic import ConfigDict, Discriminator, TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
 
 from .escalation import EscalationStep, OnTimeout, next_step_at
@@ -24,6 +24,11 @@ Scope: TypeAlias = Literal["once", "thread", "always"]
 """How far an approval reaches: this call, this thread, or every later call on the same subject."""
 
 SCOPES_BY_WIDTH: tuple[Scope, ...] = ("once", "thread", "always")
+
+DEFERRED = ConfigDict(defer_build=True)
+"""The config of sayso's module-level type adapters: each builds its validator on first use, so a
+command pays only for the types it reads (`sayso inbox` never decodes a decision, for one). A
+dataclass carries it with `pydantic.with_config` instead, as pydantic takes no config for one."""
 
 InterruptMode: TypeAlias = Literal["approval", "form", "url"]
 """The kind of pause a request is, in hastekit's words: a verdict on a call (`approval`), data to
@@ -305,7 +310,8 @@ class ClientTool:
     only the agents allowed to call the tool, as part of their instructions."""
 
 
-CLIENT_TOOLS_ADAPTER: TypeAdapter[tuple[ClientTool, ...]] = TypeAdapter(tuple[ClientTool, ...])
+CLIENT_TOOLS_ADAPTER: TypeAdapter[tuple[ClientTool, ...]] = TypeAdapter(tuple[ClientTool, ...], config=DEFERRED)
+"""A run's client tools as stored (built on first use, like every adapter here: `DEFERRED`)."""
 
 
 Request: TypeAlias = Annotated[
@@ -314,7 +320,7 @@ Request: TypeAlias = Annotated[
 ]
 """Any request a pause can hold."""
 
-REQUEST_ADAPTER: TypeAdapter[Request] = TypeAdapter(Request)
+REQUEST_ADAPTER: TypeAdapter[Request] = TypeAdapter(Request, config=DEFERRED)
 """The one adapter used to persist and load requests."""
 
 

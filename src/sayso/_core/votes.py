@@ -11,16 +11,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeAlias
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, with_config
 
 from .audit_events import VoteEvent
 from .decisions import Approve, Reject, Via, arg_edits
-from .requests import Request
+from .requests import DEFERRED, Request
 from .routing import Routing
 
 VoteKind: TypeAlias = Literal["approve", "reject"]
 
 
+@with_config(DEFERRED)
 @dataclass(frozen=True, kw_only=True)
 class Vote:
     """One person's vote on a routed request that needs several approvals."""

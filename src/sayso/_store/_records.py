@@ -11,11 +11,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from pydantic import with_config
+
 from .._core.audit import AuditRecord
 from .._core.audit_events import AuditEvent, ShownDecision
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
-from .._core.requests import ClientTool, Request, RequestKind
+from .._core.requests import DEFERRED, ClientTool, Request, RequestKind
 from .._core.votes import Vote
 
 if TYPE_CHECKING:
@@ -264,6 +266,7 @@ class RunRequests:
     """The decisions taken, by request id."""
 
 
+@with_config(DEFERRED)
 @dataclass(frozen=True, kw_only=True)
 class RemoteTask:
     """The remote A2A task a proxy run (a remote delegate) stands for."""
