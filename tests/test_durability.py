@@ -1,4 +1,5 @@
-"""Durability (§4): pauses outlive the process, a pause is consumed once, approved calls run at most once."""
+"""Durability (docs/concepts/durability.md): pauses outlive the process, a pause is consumed once, approved calls run
+at most once."""
 
 from __future__ import annotations
 

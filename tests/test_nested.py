@@ -1,4 +1,5 @@
-"""Nested agents (§5): a pause anywhere in a tree of delegates pauses the whole run and resumes every level."""
+"""Nested agents (docs/concepts/pauses.md#nested-agents): a pause anywhere in a tree of delegates pauses the whole run
+and resumes every level."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Automatic recovery (§4): a run whose process died is carried on by the next runtime, nobody resumes it by hand.
+"""Automatic recovery (docs/guides/operations.md#recovery): a run whose process died is carried on by the next runtime,
+nobody resumes it by hand.
 
 `sayso serve` is killed (SIGKILL) while an approved call runs; the restarted server finds the run
 at start, records the cut-off call as `outcome unknown` (ledger and audit) instead of running it

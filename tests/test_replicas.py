@@ -1,4 +1,5 @@
-"""Many replicas (§4): three `sayso serve` processes on one PostgreSQL behave as one service.
+"""Many replicas (docs/guides/operations.md#several-replicas): three `sayso serve` processes on one PostgreSQL behave
+as one service.
 
 A run started on one replica is decided over REST on another and over A2A on a third; the inbox
 reads the same from each; killing (SIGKILL) the replica that runs an approved call leaves the run

@@ -1,4 +1,5 @@
-"""Tool-enforced approvals (§2.4): a service asks through its reply, sayso pauses, the service hears the decision."""
+"""Tool-enforced approvals (docs/concepts/pauses.md#tools-whose-service-asks): a service asks through its reply, sayso
+pauses, the service hears the decision."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """How a server's questions reach pydantic-ai's MCP client, pinned against a real fastmcp server over streamable HTTP.
 
-These are the facts the elicitation pause is built on (§9): which session mode carries which
+These are the facts the elicitation pause is built on (docs/guides/mcp.md#when-a-server-asks-the-person): which session
+mode carries which
 kind of question to the `elicitation_handler`, how long a handler may wait, how the
 URL-elicitation-required error arrives, and that a task parked on `input_required` can be
 answered from another connection. Every answer the handler gives goes through sayso's mapping.

@@ -1,4 +1,5 @@
-"""A server's questions as `elicitation` pauses (§9), against the fastmcp test server over streamable HTTP.
+"""A server's questions as `elicitation` pauses (docs/guides/mcp.md#when-a-server-asks-the-person), against the fastmcp
+test server over streamable HTTP.
 
 Each way a server can ask has its own path back, and each is shown here as a person sees it:
 a form pushed on a live call is answered on that call while the runtime that holds it is open;
@@ -291,7 +292,8 @@ async def test_a_form_asked_in_a_delegate_cascades_to_the_top_and_the_answer_goe
     assert done.run.output is not None
     answer, note = done.run.output.split("\n\n", 1)
     assert answer == "booker says: Booked fri for 2 (Ada)"
-    # The coordinator reads what its delegate's server asked and what the person answered (§5).
+    # The coordinator reads what its delegate's server asked and what the person answered
+    # (docs/concepts/pauses.md#nested-agents).
     assert note == (
         "(Note: booker asked the person, for the MCP server 'booking', 'Booking for fri: how many people, and "
         'under which name?\' → accepted {"people": 2, "name": "Ada"}.)'

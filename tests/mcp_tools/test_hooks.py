@@ -1,4 +1,5 @@
-"""A before-call hook (§2.5): one rule per agent that runs before every tool call and may pause it."""
+"""A before-call hook (docs/guides/mcp.md#pausing-from-a-hook): one rule per agent that runs before every tool call and
+may pause it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""sayso as an MCP server (§9): `/mcp` driven end to end by the official MCP Python client over a real socket.
+"""sayso as an MCP server (docs/guides/mcp.md#sayso-as-an-mcp-server): `/mcp` driven end to end by the official MCP
+Python client over a real socket.
 
 Each agent is a tool. A run that pauses asks its requests through the client's elicitation
 callback: as a stateless round trip on a modern session, pushed mid-call on a handshake-era one,

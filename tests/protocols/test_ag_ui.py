@@ -1,4 +1,4 @@
-"""AG-UI, in-process (§6.4): raw SSE, every event validated with the ag-ui-protocol models."""
+"""AG-UI, in-process (docs/guides/ag-ui.md): raw SSE, every event validated with the ag-ui-protocol models."""
 
 from __future__ import annotations
 

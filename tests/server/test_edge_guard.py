@@ -1,4 +1,5 @@
-"""The HTTP edge under attack (§7): local mode serves loopback only, POSTs are JSON, bodies are bounded and
+"""The HTTP edge under attack (docs/guides/operations.md#limits): local mode serves loopback only, POSTs are JSON,
+bodies are bounded and
 well-formed, nothing is framed, sizes are limited on every interface, and races answer with sayso's own errors.
 
 REST, A2A and AG-UI are reached through one server; each table runs the same case against each of them.

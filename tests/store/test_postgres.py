@@ -1,4 +1,5 @@
-"""The same runtime on PostgreSQL (§4): migrations, the cycle, first-wins, nesting and the audit chain.
+"""The same runtime on PostgreSQL (docs/concepts/durability.md#stores): migrations, the cycle, first-wins, nesting and
+the audit chain.
 
 The test command starts a throwaway server and sets `TEST_POSTGRES_DSN`; without it these are skipped.
 """

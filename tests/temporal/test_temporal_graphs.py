@@ -1,4 +1,5 @@
-"""Workflow graphs (§8) on Temporal: the concierge example's loop, each run a workflow worked on by a worker."""
+"""Workflow graphs (docs/guides/workflows.md) on Temporal: the concierge example's loop, each run a workflow worked on
+by a worker."""
 
 from __future__ import annotations
 
