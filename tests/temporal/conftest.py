@@ -2,7 +2,8 @@
 
 The server starts once per session on free ports with its own database file; every test uses a
 task queue of its own, so workers of one test never take another's runs. Workers are real
-`sayso worker` processes, killed with SIGKILL where a test says so.
+`sayso worker` processes, killed with SIGKILL where a test says so. A test writes its config and
+starts its workers through the `temporal` fixture (`Project`), which stops them when it ends.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -147,3 +148,56 @@ def workers_env(tmp_path: Path) -> dict[str, str]:
         "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
         "MARKER": str(tmp_path / "marker"),
     }
+
+
+@dataclass
+class Project:
+    """One test's project on the session's Temporal server: the configs it writes (on its own task queue) and the
+    workers it starts for them, every one stopped when the test ends."""
+
+    address: str
+    task_queue: str
+    env: dict[str, str]
+    """What the test's workers (and the CLI fronts it starts) run with: see `workers_env`."""
+    monkeypatch: pytest.MonkeyPatch
+    pools: list[Workers] = field(default_factory=list)
+
+    @property
+    def marker(self) -> Path:
+        """The file the test's tools write a line to per call they run."""
+        return Path(self.env["MARKER"])
+
+    def config(self, folder: Path, body: str, files: Mapping[str, str] = {}) -> Path:
+        """`folder/sayso.yaml`: `engine: temporal` on this server and task queue, then `body`; `files` (tools,
+        scripts) are written beside it, and the folder is importable in this process (the front loads its tools)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (folder / name).write_text(text)
+        self.monkeypatch.syspath_prepend(str(folder))
+        return temporal_config(folder, address=self.address, task_queue=self.task_queue, body=body)
+
+    def example(self, source: Path, folder: Path) -> Path:
+        """A copy of the example in `source` in `folder`, its `sayso.yaml` on Temporal."""
+        shutil.copytree(source, folder, ignore=shutil.ignore_patterns("*.db*", "__pycache__", "sandbox"))
+        return self.config(folder, (source / "sayso.yaml").read_text())
+
+    def workers(self, config: Path, **env: str) -> Workers:
+        """Workers for `config` (its folder on their `PYTHONPATH`, with `env` added), stopped when the test ends."""
+        path = os.pathsep.join([str(config.parent), self.env["PYTHONPATH"]])
+        pool = Workers(config, {**self.env, "PYTHONPATH": path, **env})
+        self.pools.append(pool)
+        return pool
+
+
+@pytest.fixture
+def temporal(
+    temporal_address: str, task_queue: str, workers_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Project]:
+    """This test's `Project`; its tools' marker file is named in this process's environment too."""
+    monkeypatch.setenv("MARKER", workers_env["MARKER"])
+    project = Project(address=temporal_address, task_queue=task_queue, env=workers_env, monkeypatch=monkeypatch)
+    try:
+        yield project
+    finally:
+        for pool in project.pools:
+            pool.stop_all()

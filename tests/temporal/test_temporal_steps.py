@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from sayso import Approve, Sayso
 
-from .conftest import Workers, temporal_config
+from .conftest import Project
 
 TOOLS = '''
 import os
@@ -53,29 +51,16 @@ agents:
 """
 
 
-async def test_a_step_before_an_in_body_approval_runs_once_across_workers(
-    tmp_path: Path,
-    temporal_address: str,
-    task_queue: str,
-    workers_env: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_step_before_an_in_body_approval_runs_once_across_workers(tmp_path: Path, temporal: Project) -> None:
     """Charge, pause for approval, kill -9 the worker, approve: another worker finishes; the card was charged once."""
-    (tmp_path / "refund_tools.py").write_text(TOOLS)
-    (tmp_path / "script.yaml").write_text(SCRIPT)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("MARKER", str(tmp_path / "marker"))
-    config = temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=BODY)
-    pool = Workers(config, workers_env)
+    config = temporal.config(tmp_path, BODY, {"refund_tools.py": TOOLS, "script.yaml": SCRIPT})
+    pool = temporal.workers(config)
     first = pool.start()
-    try:
-        async with Sayso.from_yaml(config) as front:
-            paused = await front.run("refund o1")
-            assert paused.status == "paused", paused
-            pool.kill(first)
-            pool.start()
-            done = (await front.decide(paused.requests[0].request_id, Approve())).run
-    finally:
-        pool.stop_all()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("refund o1")
+        assert paused.status == "paused", paused
+        pool.kill(first)
+        pool.start()
+        done = (await front.decide(paused.requests[0].request_id, Approve())).run
     assert (done.status, done.output) == ("completed", "model read: emailed about receipt-o1")
-    assert (tmp_path / "marker").read_text().split() == ["o1"]
+    assert temporal.marker.read_text().split() == ["o1"]
