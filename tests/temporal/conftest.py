@@ -16,10 +16,11 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
 import pytest
 from temporalio.client import Client
 
@@ -107,6 +108,16 @@ class Workers:
         process.send_signal(signal.SIGKILL)
         process.wait(10)
         _close(process)
+
+    async def kill_mid_call(self, process: subprocess.Popen[str], started: Callable[[], bool]) -> None:
+        """Once `started()` says the slow call runs (`SLOW_SECONDS`), SIGKILL `process` in it and start a worker
+        whose calls are quick."""
+        with anyio.fail_after(30):
+            while not started():
+                await anyio.sleep(0.05)
+        self.kill(process)
+        self.env["SLOW_SECONDS"] = "0"
+        self.start()
 
     def stop_all(self) -> None:
         for process in self.running:

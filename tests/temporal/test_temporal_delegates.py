@@ -128,12 +128,7 @@ async def test_a_worker_killed_mid_call_in_a_delegates_child_workflow_finishes_o
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(decide)
-            with anyio.fail_after(30):
-                while not marker.exists():
-                    await anyio.sleep(0.05)
-            pool.kill(first)
-            pool.env = {**pool.env, "SLOW_SECONDS": "0"}
-            pool.start()
+            await pool.kill_mid_call(first, marker.exists)
         [output] = outcome
         log = await front.audit_log()
     assert output is not None and output.startswith("lead read: Outcome unknown")

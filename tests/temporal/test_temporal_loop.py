@@ -168,12 +168,7 @@ async def test_a_call_nobody_approved_cut_off_by_kill_9_is_unknown_unless_its_to
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(run)
-            with anyio.fail_after(30):
-                while not marker.exists():
-                    await anyio.sleep(0.05)
-            pool.kill(first)
-            pool.env["SLOW_SECONDS"] = "0"
-            pool.start()
+            await pool.kill_mid_call(first, marker.exists)
         [said] = outcome
         log = [r.body for r in await front.audit_log()]
     assert said is not None and said.startswith(output)

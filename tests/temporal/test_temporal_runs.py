@@ -107,12 +107,7 @@ async def test_a_worker_killed_mid_call_leaves_outcome_unknown_and_never_runs_it
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(decide)
-            with anyio.fail_after(30):
-                while calls(tmp_path) != ["b.txt"]:
-                    await anyio.sleep(0.05)
-            workers.kill(first)
-            workers.env["SLOW_SECONDS"] = "0"
-            workers.start()
+            await workers.kill_mid_call(first, lambda: calls(tmp_path) == ["b.txt"])
         [output] = outcome
         assert output is not None and output.startswith("model read: Outcome unknown")
         log = await front.audit_log()
