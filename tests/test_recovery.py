@@ -28,7 +28,8 @@ from sayso._core.audit_events import AUDIT_EVENT_ADAPTER
 
 from .conftest import LiveServer, MakeApp
 from .models import calls_then_reply
-from .test_durability import CRASH_CONFIG, CRASH_SCRIPT, CRASH_TOOLS, SAYSO, sayso
+from .process_tools import write_beside
+from .test_durability import CRASH_CONFIG, SAYSO, sayso
 from .tools import explode
 
 UNKNOWN = "model read: Outcome unknown: the process stopped while this call was running"
@@ -37,9 +38,8 @@ UNKNOWN = "model read: Outcome unknown: the process stopped while this call was 
 @pytest.fixture
 def crash_config(tmp_path: Path) -> Path:
     """A config whose approved call writes a marker line and then sleeps `SLOW_SECONDS`."""
-    (tmp_path / "crash_tools.py").write_text(CRASH_TOOLS)
+    write_beside(tmp_path, "crash_tools")
     (tmp_path / "sayso.yaml").write_text(CRASH_CONFIG)
-    (tmp_path / "script.yaml").write_text(CRASH_SCRIPT)
     return tmp_path / "sayso.yaml"
 
 

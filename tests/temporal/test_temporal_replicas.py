@@ -10,7 +10,7 @@ import httpx
 
 from ..conftest import LiveServer
 from .conftest import Project
-from .test_temporal_runs import BODY, SCRIPT, TOOLS, calls
+from .test_temporal_runs import BODY, FILES, calls
 
 RUNS = 8
 
@@ -20,7 +20,7 @@ async def test_concurrent_runs_over_two_fronts_and_three_workers_each_run_once(
 ) -> None:
     """Runs start on one front and are approved on the other (half of them on both at once): every run
     completes, every approved call ran exactly once, and the store agrees with what each front said."""
-    config = temporal.config(tmp_path, BODY.replace("TTL", ""), {"tools.py": TOOLS, "script.yaml": SCRIPT})
+    config = temporal.config(tmp_path, BODY.replace("TTL", ""), FILES)
     pool = temporal.workers(config)
     fronts: list[LiveServer] = []
     try:

@@ -18,25 +18,11 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from sayso import Approve, InvalidDecision, Sayso
 
+from .. import process_tools
 from .conftest import Project, Workers, workflows_on
 
-TOOLS = '''
-import os, time
-
-def slow_delete(name: str) -> str:
-    """Delete a file (slowly, when SLOW_SECONDS says so)."""
-    with open(os.environ["MARKER"], "a") as marker:
-        marker.write(name + "\\n")
-    time.sleep(float(os.environ.get("SLOW_SECONDS", "0")))
-    return f"deleted {name}"
-'''
-
-SCRIPT = """
-name: files
-rules:
-  - {user: '^delete (?P<n>\\S+)$', call: slow_delete, args: {name: "{n}"}}
-  - {tool: slow_delete, reply: "model read: {result}"}
-"""
+FILES = {"tools.py": Path(process_tools.__file__).read_text(), "script.yaml": process_tools.SCRIPT}
+"""The agent's tool (tests/process_tools.py, as the module `tools`) and its script, beside the config."""
 
 BODY = """
 models:
@@ -52,7 +38,7 @@ agents:
 @pytest.fixture
 def files(tmp_path: Path, temporal: Project) -> Path:
     """A Temporal-backed config whose agent deletes files after approval (its tool writes the marker)."""
-    return temporal.config(tmp_path, BODY.replace("TTL", ""), {"tools.py": TOOLS, "script.yaml": SCRIPT})
+    return temporal.config(tmp_path, BODY.replace("TTL", ""), FILES)
 
 
 @pytest.fixture
@@ -131,7 +117,7 @@ async def test_a_worker_killed_mid_call_leaves_outcome_unknown_and_never_runs_it
 async def test_expiry_fires_as_the_workflows_timer_with_no_front_sweeping(tmp_path: Path, temporal: Project) -> None:
     """A request with a TTL expires on its own: the run's workflow timer fires on a worker; no `sayso serve` runs."""
     body = BODY.replace("TTL", ", ttl_seconds: 1")
-    config = temporal.config(tmp_path, body, {"tools.py": TOOLS, "script.yaml": SCRIPT})
+    config = temporal.config(tmp_path, body, FILES)
     temporal.workers(config).start()
     async with Sayso.from_yaml(config) as front:
         paused = await front.run("delete c.txt")
