@@ -17,8 +17,8 @@ from pydantic import TypeAdapter
 from sayso import Config, Sayso
 
 from ..conftest import InProcess, LiveServer
-from ..models import Call, ToolModel, tool_model
-from .conftest import protocol_app
+from ..models import Call, Said, ToolModel, tool_model
+from .conftest import NOT_ASKED, protocol_app
 from .test_ag_ui_node import NODE_DIR, needs_node
 
 EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
@@ -60,12 +60,10 @@ def team_runtime(tmp_path: Path) -> Sayso:
         }
     )
     sources: Call = ("analyst", {"task": "Which sources?"})
+    asks: dict[str, Said] = {"data": sources, "report": [sources, ("ops", {"task": "Archive October."})]}
     models = {
         # `data` asks the analyst; `report` asks the analyst and ops at once.
-        "c": tool_model(
-            lambda said: sources if said == "data" else [sources, ("ops", {"task": "Archive October."})],
-            read="Report:\n{results}",
-        ),
+        "c": tool_model(lambda said: asks.get(said, NOT_ASKED), read="Report:\n{results}"),
         "a": tool_model(lambda said: ("request_datasources", {"topic": "revenue"}), read="Using {result}."),
         "o": tool_model(lambda said: ("archive_logs", {"month": "2026-10"}), read="{result}"),
     }
