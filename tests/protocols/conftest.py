@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -93,12 +93,14 @@ def sandbox(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def serve() -> AsyncIterator[ServerFactory]:
-    """Start servers of the example (with config overrides, or another `config`; `model` in place of its `demo`
-    model) for a test; stop them after it."""
+    """Start servers of the example (with config overrides, or another `config`; `models` in place of the configured
+    models of their names) for a test; stop them after it."""
     started: list[InProcess] = []
 
-    async def factory(*, config: Config | None = None, model: Model | None = None, **overrides: Any) -> InProcess:
-        sayso = Sayso(config or example_config(**overrides), models=None if model is None else {"demo": model})
+    async def factory(
+        *, config: Config | None = None, models: Mapping[str, Model] | None = None, **overrides: Any
+    ) -> InProcess:
+        sayso = Sayso(config or example_config(**overrides), models=models)
         served = await InProcess(app=protocol_app(sayso), sayso=sayso).start()
         started.append(served)
         return served

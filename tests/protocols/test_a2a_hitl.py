@@ -258,7 +258,7 @@ async def test_an_invalid_response_is_refused_and_the_pause_stays_open(
 
 async def test_two_approvals_must_both_be_decided(serve: ServerFactory, sandbox: Path) -> None:
     """Two gated calls in one turn: leaving one out is refused, never approved."""
-    server = await serve(model=two_deletes())
+    server = await serve(models={"demo": two_deletes()})
     async with server.client() as client:
         task = await pause(client, "delete both")
         tools = hitl(task["status"]["message"])["tools"]
@@ -466,7 +466,7 @@ async def tool_results(sayso: Sayso, thread_id: str) -> str:
 
 async def test_compat_mode_emits_legacy_data_parts_and_accepts_a_batch(serve: ServerFactory, sandbox: Path) -> None:
     """In compat mode a pause is kagent 0.x DataParts, and a batch must decide every call it shows."""
-    server = await serve(a2a={"kagent_compat": True}, model=two_deletes())
+    server = await serve(a2a={"kagent_compat": True}, models={"demo": two_deletes()})
     async with server.client() as client:
         task = await pause(client, "delete both", headers=PLAIN)
         parts = task["status"]["message"]["parts"]

@@ -131,7 +131,7 @@ async def test_deny_skip_and_left_out_never_run_the_call(
     serve: ServerFactory, sandbox: Path, entry: dict[str, Any] | None, model_reads: str
 ) -> None:
     """A denied, skipped or left-out interrupt never runs its call; the model reads why."""
-    server = await serve(model=two_deletes())
+    server = await serve(models={"demo": two_deletes()})
     events = await post(server, run_input("thr-agui-3", [user("delete both")]))
     first, second = finished(events).outcome.interrupts  # type: ignore[union-attr]
     approve_second = {"interruptId": second.id, "status": "resolved", "payload": {"status": "approved"}}
@@ -176,7 +176,9 @@ async def test_a_question_is_an_interrupt_answered_by_position(serve: ServerFact
 
 async def test_client_tools_end_the_run_with_pending_calls_answered_by_tool_messages(serve: ServerFactory) -> None:
     """A client tool call ends the run with it pending; a tool message with its result carries the run on."""
-    server = await serve(model=client_tool(), agents={"files": {"model": "demo", "client_tools": ["pick_color"]}})
+    server = await serve(
+        models={"demo": client_tool()}, agents={"files": {"model": "demo", "client_tools": ["pick_color"]}}
+    )
     tool = {"name": "pick_color", "description": "Ask the browser for a color", "parameters": {"type": "object"}}
     events = await post(server, run_input("thr-agui-6", [user("color please")], tools=[tool]))
     outcome = finished(events).outcome
