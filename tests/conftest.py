@@ -1,4 +1,4 @@
-"""Fixtures and helpers every test shares: a clean environment, scripted models, and the two ways to serve an app.
+"""Fixtures and helpers every test shares: a clean environment, an app built in the test, two ways to serve it.
 
 Servers are reached in-process (`InProcess`: an ASGI transport, the app's lifespan run) unless a
 test needs a real socket; `LiveServer` is the one place that starts a real one, in a thread
@@ -26,8 +26,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from sayso import ApprovalRequest, Config, Grant, Request, Sayso, ScriptedModel
-from sayso._engine.scripted import Script
+from sayso import ApprovalRequest, Config, Grant, Request, Sayso
 
 from .openapi_check import OpenApiCheck
 from .tools import RAN
@@ -53,11 +52,6 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[N
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def script(*rules: object, fallback: str = "no rule matched") -> ScriptedModel:
-    """A scripted model from rules written inline (checked as a script file's rules are)."""
-    return ScriptedModel(Script.model_validate({"name": "test", "rules": list(rules), "fallback": fallback}))
 
 
 def approvals(requests: Sequence[Request]) -> list[ApprovalRequest]:

@@ -24,7 +24,8 @@ from sayso import (
 )
 from sayso import tool as sayso_tool
 
-from .conftest import MakeApp, approvals, script
+from .conftest import MakeApp, approvals
+from .models import Said, ToolModel, tool_model
 from .tools import RAN, archive, delete_file
 
 
@@ -44,22 +45,23 @@ def transfer(ctx: RunContext[Any], amount: int) -> str:
     return f"transferred {amount}"
 
 
-RULES: list[dict[str, Any]] = [
-    {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}"}},
-    {"user": r"^pay (?P<n>\d+)$", "call": "pay", "args": {"amount": "{n}"}},
-    {"user": r"^transfer (?P<n>\d+)$", "call": "transfer", "args": {"amount": "{n}"}},
-    {
-        "user": "^both$",
-        "calls": [{"call": "delete_file", "args": {"name": "x"}}, {"call": "archive", "args": {"name": "y"}}],
-    },
-    {"user": "^plain$", "call": "declared"},
-    {"tool": "delete_file", "result": "(?P<r>.*)", "reply": "model read: {r}"},
-    {"tool": "archive", "reply": "after archive"},
-    {"tool": "pay", "reply": "model read: {result}"},
-    {"tool": "transfer", "reply": "model read: {result}"},
-    {"tool": "declared", "reply": "model read: {result}"},
-    {"user": ".*", "reply": "you said: {user}"},
-]
+def route(said: str) -> Said:
+    """`delete NAME`, `pay N`, `transfer N` and `plain` call a tool each; `both` deletes `x` and archives `y` at
+    once; anything else is answered with what was said."""
+    if said == "both":
+        return [("delete_file", {"name": "x"}), ("archive", {"name": "y"})]
+    if said == "plain":
+        return "declared", {}
+    verb, _, rest = said.partition(" ")
+    if verb in ("pay", "transfer") and rest.isdigit():
+        return verb, {"amount": rest}
+    if verb == "delete" and rest and " " not in rest:
+        return "delete_file", {"name": rest}
+    return f"you said: {said}"
+
+
+def read(tool: str, result: str) -> str:
+    return "after archive" if tool == "archive" else f"model read: {result}"
 
 
 def declared() -> str:
@@ -70,7 +72,7 @@ def declared() -> str:
 
 @pytest.fixture
 def app(make_app: MakeApp) -> Sayso:
-    model = script(*RULES)
+    model = tool_model(route, read=read)
     return make_app(
         {
             "files": {
@@ -83,9 +85,11 @@ def app(make_app: MakeApp) -> Sayso:
     )
 
 
-def calls_of(app: Sayso) -> Any:
+def calls_of(app: Sayso) -> list[ModelRequest]:
+    """The last message of each request the files agent's model answered (what it read), oldest first."""
     model = app.agent_model("files")
-    return model.calls  # type: ignore[union-attr]
+    assert isinstance(model, ToolModel)
+    return [asked.request for asked in model.asked]
 
 
 async def test_approved_call_runs_before_any_model_call(app: Sayso) -> None:
@@ -104,7 +108,7 @@ async def test_approved_call_runs_before_any_model_call(app: Sayso) -> None:
     assert RAN == [("delete_file", {"name": "a.txt"})]
     after = calls_of(app)[before:]
     assert len(after) == 1
-    returns = [p for p in after[0].last_request.parts if isinstance(p, ToolReturnPart)]
+    returns = [p for p in after[0].parts if isinstance(p, ToolReturnPart)]
     assert [(p.tool_call_id, p.content) for p in returns] == [(request.tool_call_id, "deleted a.txt")]
 
 
@@ -211,7 +215,7 @@ async def test_parallel_requests_are_decided_one_at_a_time(app: Sayso) -> None:
         done = await app.decide(first.request_id, Reject(reason="keep x"))
     assert RAN == [("archive", {"name": "y"})]
     assert done.run.status == "completed"
-    seen = calls_of(app)[model_calls].last_request.parts
+    seen = calls_of(app)[model_calls].parts
     contents = {p.tool_name: p.content for p in seen if isinstance(p, ToolReturnPart)}
     assert contents == {"delete_file": "Declined: keep x", "archive": "archived y"}
 
@@ -227,7 +231,7 @@ async def test_forced_resume_skips_what_is_still_open(app: Sayso) -> None:
         done = await app.resume(paused.run_id, force=True)
     assert done.status == "completed"
     assert RAN == [("archive", {"name": "y"})]
-    last = calls_of(app)[-1].last_request.parts
+    last = calls_of(app)[-1].parts
     contents = {p.tool_name: p.content for p in last if isinstance(p, ToolReturnPart)}
     assert contents["delete_file"] == "Skipped: the run was resumed before this request was answered"
 
@@ -283,7 +287,7 @@ async def test_new_message_while_paused_skips_open_requests(app: Sayso) -> None:
     assert answer.output == "you said: what now?"
     assert old.status == "cancelled"
     assert RAN == []
-    last = calls_of(app)[-1].last_request.parts
+    last = calls_of(app)[-1].parts
     skipped = {p.tool_name: p.content for p in last if isinstance(p, ToolReturnPart)}
     assert skipped == {
         "delete_file": "Skipped: the person sent a message instead of answering",
@@ -306,12 +310,8 @@ async def test_a_thread_takes_one_run_at_a_time_and_stays_with_its_agent(make_ap
         await release.wait()
         return f"slow {name}"
 
-    rules = [
-        {"user": "^slow$", "call": "slow", "args": {"name": "x"}},
-        {"tool": "slow", "reply": "{result}"},
-        {"user": ".", "reply": "hi"},
-    ]
-    app = make_app({"a": {"model": "m", "tools": [slow]}, "b": {"model": "m"}}, model=script(*rules))
+    model = tool_model(lambda said: ("slow", {"name": "x"}) if said == "slow" else "hi", read="{result}")
+    app = make_app({"a": {"model": "m", "tools": [slow]}, "b": {"model": "m"}}, model=model)
     async with app:
         first = await app.run("hello", agent="a")
         outcome: list[Any] = []

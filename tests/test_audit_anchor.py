@@ -1,4 +1,5 @@
-"""The anchored audit log (§7): every way of tampering with it is detected by `sayso audit verify` and REST.
+"""The anchored audit log (docs/guides/operations.md#the-audit-log): every way of tampering with it is detected by
+`sayso audit verify` and REST.
 
 The file-manager example runs with an audit key (`SAYSO_AUDIT_KEY`) and a head file. Each case
 tampers with the SQLite store in one way an attacker with the database (but not the key) could:

@@ -6,11 +6,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from pydantic_ai.models.test import TestModel
 
 from sayso import AgentConfig, Approve, Config, ConfigError, Sayso, load_config
 from sayso._config.checks import check_config
 
-from .conftest import EXAMPLE, MakeApp, script
+from .conftest import EXAMPLE, MakeApp
+from .tools import delete_file
 
 
 def example_copy(tmp_path: Path, *, old: str = "", new: str = "") -> Path:
@@ -171,15 +173,10 @@ def test_each_error_names_file_line_and_fix(tmp_path: Path, agent: str, problem:
 
 def test_agents_built_in_python_are_checked_too(make_app: MakeApp) -> None:
     """A config built in Python fails the same way, naming the agent instead of a line."""
-
-    def delete_file(name: str) -> str:
-        """Delete a file."""
-        return name
-
     with pytest.raises(ConfigError, match=r"error: agents\.files\.interrupt\.tools\[0\]: .*'delete_fil'"):
         make_app(
             {"files": {"model": "m", "tools": [delete_file], "interrupt": {"tools": ["delete_fil"]}}},
-            model=script(),
+            model=TestModel(),
         )
 
 

@@ -19,22 +19,30 @@ def _texts(*roots: Path) -> list[Path]:
     return sorted(p for p in files if p.suffix in TEXT_SUFFIXES and "__pycache__" not in p.parts)
 
 
-def test_no_section_signs_in_code_or_docs() -> None:
-    """`§` numbers cite a spec outside the repository; the code and docs link the docs pages instead."""
+CITING = (ROOT / "src", ROOT / "tests", ROOT / "examples", ROOT / "docs", ROOT / "README.md", ROOT / "ARCHITECTURE.md")
+"""Where code, tests and docs may name a docs page."""
+
+
+def test_no_section_signs_in_code_tests_or_docs() -> None:
+    """`§` numbers cite a spec outside the repository; the code, tests and docs link the docs pages instead."""
     found = [
         f"{path.relative_to(ROOT)}:{n}"
-        for path in _texts(ROOT / "src", ROOT / "docs", ROOT / "README.md", ROOT / "ARCHITECTURE.md")
+        for path in _texts(*CITING)
+        if path != Path(__file__) and "node_modules" not in path.parts
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-        if "§" in line
+        if "\N{SECTION SIGN}" in line
     ]
     assert found == []
 
 
 def test_docs_pages_named_in_the_code_exist() -> None:
-    """Every `docs/page.md` (and `#anchor`) the code's docstrings and comments name is a page with that heading."""
+    """Every docs page (and `#anchor`) the code's and tests' docstrings and comments name is a page with that
+    heading."""
     missing: list[str] = []
     checked = 0
-    for path in _texts(ROOT / "src"):
+    for path in _texts(ROOT / "src", ROOT / "tests", ROOT / "examples"):
+        if "node_modules" in path.parts:
+            continue
         for link in DOC_LINK.findall(path.read_text(encoding="utf-8")):
             checked += 1
             page, _, anchor = link.partition("#")

@@ -1,4 +1,5 @@
-"""Durability (§4): pauses outlive the process, a pause is consumed once, approved calls run at most once."""
+"""Durability (docs/concepts/durability.md): pauses outlive the process, a pause is consumed once, approved calls run
+at most once."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from sayso import Approve, Sayso
 
 from .conftest import EXAMPLE, MakeApp, resume_at_once
 from .models import commands
+from .process_tools import write_beside
 
 SAYSO = [sys.executable, "-m", "sayso"]
 
@@ -80,18 +82,6 @@ async def test_two_concurrent_resumes_of_one_pause_run_it_once(make_app: MakeApp
     assert ran == ["x"]
 
 
-CRASH_TOOLS = '''
-import os, time
-from pathlib import Path
-
-def slow_delete(name: str) -> str:
-    """Delete slowly."""
-    with open(os.environ["MARKER"], "a") as marker:
-        marker.write(name + "\\n")
-    time.sleep(float(os.environ.get("SLOW_SECONDS", "0")))
-    return f"deleted {name}"
-'''
-
 CRASH_CONFIG = """
 store: sqlite:///crash.db
 models:
@@ -103,19 +93,11 @@ agents:
     interrupt: {tools: [slow_delete]}
 """
 
-CRASH_SCRIPT = """
-name: crash
-rules:
-  - {user: '^delete (?P<n>\\S+)$', call: slow_delete, args: {name: "{n}"}}
-  - {tool: slow_delete, reply: "model read: {result}"}
-"""
-
 
 def test_a_crash_while_an_approved_call_runs_never_runs_it_twice(tmp_path: Path) -> None:
     """Killed mid-call, the call is recorded with an unknown outcome; after restart the model reads that."""
-    (tmp_path / "crash_tools.py").write_text(CRASH_TOOLS)
+    write_beside(tmp_path, "crash_tools")
     (tmp_path / "sayso.yaml").write_text(CRASH_CONFIG)
-    (tmp_path / "script.yaml").write_text(CRASH_SCRIPT)
     marker = tmp_path / "marker"
     env = {**os.environ, "MARKER": str(marker), "SAYSO_STORE": ""}
     config = str(tmp_path / "sayso.yaml")

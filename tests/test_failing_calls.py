@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pydantic_ai.messages import (
@@ -25,8 +24,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from sayso import AgentConfig, Approve, ClientError, ClientTool, Config, McpStdioServer, Sayso, mcp_bindings
 
-from .conftest import MakeApp, script
+from .conftest import MakeApp
 from .mcp_tools.conftest import git_server
+from .models import Call, ToolModel, tool_model
 
 charged: list[int] = []
 
@@ -54,21 +54,20 @@ def refund(amount: int) -> str:
 
 PICK = ClientTool(name="pick_card", description="The person picks a card in the browser.")
 
-RULES: list[dict[str, Any]] = [
-    {"user": "^lookup$", "call": "lookup", "args": {"name": "Ada"}},
-    {"user": "^charge$", "call": "charge", "args": {"amount": 5}},
-    {"user": "^pick$", "call": "pick_card"},
-    {"user": "^ask helper$", "call": "helper", "args": {"task": "charge 5"}},
-    {"tool": "lookup", "result": "(?s)(?P<r>.*)", "reply": "model read: {r}"},
-    {"tool": "charge", "result": "(?s)(?P<r>.*)", "reply": "model read: {r}"},
-    {"tool": "pick_card", "result": "(?s)(?P<r>.*)", "reply": "model read: {r}"},
-    {"tool": "helper", "result": "(?s)(?P<r>.*)", "reply": "coordinator read: {r}"},
-    {"user": "(?s)(?P<u>.*)", "reply": "you said: {u}"},
-]
-HELPER = [
-    {"user": ".", "call": "charge", "args": {"amount": 5}},
-    {"tool": "charge", "result": "(?s)(?P<r>.*)", "reply": "helper read: {r}"},
-]
+SHOP: dict[str, Call] = {
+    "lookup": ("lookup", {"name": "Ada"}),
+    "charge": ("charge", {"amount": 5}),
+    "pick": ("pick_card", {}),
+    "ask helper": ("helper", {"task": "charge 5"}),
+}
+"""What the shop's model calls for each message (anything else it answers with what was said)."""
+
+
+def shop_model() -> ToolModel:
+    return tool_model(
+        lambda said: SHOP.get(said, f"you said: {said}"),
+        read=lambda tool, result: f"{'coordinator' if tool == 'helper' else 'model'} read: {result}",
+    )
 
 
 @pytest.fixture
@@ -84,7 +83,7 @@ def app(make_app: MakeApp) -> Sayso:
             },
             "helper": {"model": "helper", "tools": [charge], "interrupt": {"tools": ["charge"]}},
         },
-        models={"shop": script(*RULES), "helper": script(*HELPER)},
+        models={"shop": shop_model(), "helper": tool_model(lambda said: SHOP["charge"], read="helper read: {result}")},
     )
 
 
@@ -154,13 +153,14 @@ async def test_mcp_calls_that_raise_are_read_by_the_model(tmp_path: Path) -> Non
     folder = tmp_path / "not-a-repo"
     folder.mkdir()
     subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
-    rules = [
-        {"user": "^status$", "call": "git_status", "args": {"repo_path": str(folder)}},
-        {"user": "^commit$", "call": "git_commit", "args": {"repo_path": str(folder), "message": "m"}},
-        {"tool": "git_status", "result": "(?s)(?P<r>.*)", "reply": "status read: {r}"},
-        {"tool": "git_commit", "result": "(?s)(?P<r>.*)", "reply": "commit read: {r}"},
-        {"user": "(?s)(?P<u>.*)", "reply": "you said: {u}"},
-    ]
+    git: dict[str, Call] = {
+        "status": ("git_status", {"repo_path": str(folder)}),
+        "commit": ("git_commit", {"repo_path": str(folder), "message": "m"}),
+    }
+    model = tool_model(
+        lambda said: git.get(said, f"you said: {said}"),
+        read=lambda tool, result: f"{tool.removeprefix('git_')} read: {result}",
+    )
     config = Config(
         store=f"sqlite:///{tmp_path / 'sayso.db'}",
         agents={
@@ -171,7 +171,7 @@ async def test_mcp_calls_that_raise_are_read_by_the_model(tmp_path: Path) -> Non
         mcp_servers={"git": McpStdioServer.model_validate(git_server(tmp_path / "repo"))},
         base_dir=tmp_path,
     )
-    async with Sayso(config, models={"m": script(*rules)}) as app:
+    async with Sayso(config, models={"m": model}) as app:
         status = await app.run("status")
         assert status.status == "completed", status.error
         assert status.output is not None and status.output.startswith("status read: ")

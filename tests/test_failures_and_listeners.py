@@ -13,7 +13,7 @@ import pytest
 import sayso
 from sayso import Approve, StoreError
 
-from .conftest import EXAMPLE, MakeApp, script
+from .conftest import EXAMPLE, MakeApp
 from .models import calls_then_reply, tool_model
 from .tools import delete_file
 
@@ -111,13 +111,13 @@ def careful(name: str) -> str:
 async def test_the_tool_decorator_works_with_and_without_parentheses(make_app: MakeApp) -> None:
     """`@sayso.tool`, `@sayso.tool()` and `@sayso.tool(...)` leave a working function; only the last one asks."""
     assert bare("x") == "bare x" and empty("x") == "empty x"
-    rules = [
-        {"user": "^go$", "calls": [{"call": "bare", "args": {"name": "1"}}, {"call": "empty", "args": {"name": "2"}}]},
-        {"user": "^care$", "call": "careful", "args": {"name": "3"}},
-        {"tool": "bare", "reply": "{results}"},
-        {"tool": "careful", "reply": "{result}"},
-    ]
-    app = make_app({"a": {"model": "m", "tools": [bare, empty, careful]}}, model=script(*rules))
+    model = tool_model(
+        lambda said: (
+            [("bare", {"name": "1"}), ("empty", {"name": "2"})] if said == "go" else ("careful", {"name": "3"})
+        ),
+        read="{results}",
+    )
+    app = make_app({"a": {"model": "m", "tools": [bare, empty, careful]}}, model=model)
     async with app:
         ran = await app.run("go")
         asked = await app.run("care")

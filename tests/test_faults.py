@@ -1,4 +1,5 @@
-"""Fault injection (§4): the deciding process is killed (SIGKILL) at every step boundary of the cycle.
+"""Fault injection (docs/concepts/durability.md): the deciding process is killed (SIGKILL) at every step boundary of
+the cycle.
 
 Each case pauses a run on one or two gated calls, then hands its decisions to a separate process
 that is killed at one boundary: before or after recording a decision, before or after consuming

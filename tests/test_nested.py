@@ -1,4 +1,5 @@
-"""Nested agents (§5): a pause anywhere in a tree of delegates pauses the whole run and resumes every level."""
+"""Nested agents (docs/concepts/pauses.md#nested-agents): a pause anywhere in a tree of delegates pauses the whole run
+and resumes every level."""
 
 from __future__ import annotations
 
@@ -21,11 +22,11 @@ from sayso import (
     Decision,
     InvalidInput,
     Reject,
-    ScriptedModel,
     Skip,
 )
 
-from .conftest import ROOT, MakeApp, script
+from .conftest import ROOT, MakeApp
+from .models import Call, Said, ToolModel, answer, tool_model
 from .tools import ran, run_sql
 
 
@@ -34,23 +35,22 @@ def queries() -> list[str]:
     return [args["query"] for args in ran("run_sql")]
 
 
-def chain(depth: int) -> tuple[dict[str, Any], dict[str, ScriptedModel]]:
+def always(call: Call, read: str = "{result}") -> ToolModel:
+    """A model that makes `call` whatever it is asked, then says `read` of the result."""
+    return tool_model(lambda said: call, read=read)
+
+
+def chain(depth: int) -> tuple[dict[str, Any], dict[str, ToolModel]]:
     """coordinator → a1 → … → a{depth}; the deepest asks approval for `run_sql` and passes the answer up."""
     names = ["coordinator", *[f"a{i}" for i in range(1, depth + 1)]]
     agents: dict[str, Any] = {}
-    models: dict[str, ScriptedModel] = {}
+    models: dict[str, ToolModel] = {}
     for upper, lower in zip(names, names[1:], strict=False):
         agents[upper] = {"model": upper, "delegates": [{"agent": lower, "description": f"the {lower} specialist"}]}
-        models[upper] = script(
-            {"user": ".", "call": lower, "args": {"task": "count the orders"}},
-            {"tool": lower, "reply": f"{upper} got: {{result}}"},
-        )
+        models[upper] = always((lower, {"task": "count the orders"}), read=f"{upper} got: {{result}}")
     leaf = names[-1]
     agents[leaf] = {"model": leaf, "tools": [run_sql], "interrupt": {"tools": ["run_sql"]}}
-    models[leaf] = script(
-        {"user": ".", "call": "run_sql", "args": {"query": "select count(*)"}},
-        {"tool": "run_sql", "reply": "{result}"},
-    )
+    models[leaf] = always(("run_sql", {"query": "select count(*)"}))
     return agents, models
 
 
@@ -70,7 +70,7 @@ async def test_a_pause_at_any_depth_pauses_the_top_and_resumes_every_level(make_
         delegate_run = await app.store.get_run(request.run_id)
         assert delegate_run.parent_call_id == request.parent_call_id
         leaf_model = models[f"a{depth}"]
-        before = len(leaf_model.calls)
+        before = len(leaf_model.asked)
         done = await app.decide(request.request_id, Approve())
     assert done.run.run_id == paused.run_id
     assert done.run.status == "completed"
@@ -80,11 +80,9 @@ async def test_a_pause_at_any_depth_pauses_the_top_and_resumes_every_level(make_
         expected = f"{upper} got: {expected}"
     assert done.run.output == expected
     assert queries() == ["select count(*)"]
-    [resumed] = leaf_model.calls[before:]
-    assert [p.content for p in resumed.last_request.parts if isinstance(p, ToolReturnPart)] == [
-        expected.split(": ")[-1]
-    ]
-    assert resumed.history_length == 3, "the delegate's own history continues: its prompt, its call, the result"
+    [resumed] = leaf_model.asked[before:]
+    assert [p.content for p in resumed.request.parts if isinstance(p, ToolReturnPart)] == [expected.split(": ")[-1]]
+    assert resumed.history == 3, "the delegate's own history continues: its prompt, its call, the result"
 
 
 async def test_a_message_into_a_paused_delegates_thread_is_refused_and_the_chat_carries_on(make_app: MakeApp) -> None:
@@ -109,15 +107,12 @@ async def test_every_request_kind_works_from_a_delegate(make_app: MakeApp) -> No
         "coordinator": {"model": "c", "delegates": [{"agent": "helper"}], "client_tools": []},
         "helper": {"model": "h", "client_tools": ["pick_color"]},
     }
+    ask: Call = ("ask_user", {"questions": [{"question": "Colour?", "choices": ["red"]}]})
     models = {
-        "c": script(
-            {"user": ".", "call": "helper", "args": {"task": "{user}"}}, {"tool": "helper", "reply": "{result}"}
-        ),
-        "h": script(
-            {"user": "^ask$", "call": "ask_user", "args": {"questions": [{"question": "Colour?", "choices": ["red"]}]}},
-            {"user": "^pick$", "call": "pick_color", "args": {}},
-            {"tool": "ask_user", "reply": "asked: {result}"},
-            {"tool": "pick_color", "reply": "picked: {result}"},
+        "c": tool_model(lambda said: ("helper", {"task": said}), read="{result}"),
+        "h": tool_model(
+            lambda said: ask if said == "ask" else ("pick_color", {}),
+            read=lambda tool, result: f"{'asked' if tool == 'ask_user' else 'picked'}: {result}",
         ),
     }
     pick = ClientTool(name="pick_color", description="Pick a colour in the browser.")
@@ -139,20 +134,10 @@ async def test_the_coordinators_note_covers_every_answer_its_delegate_received(m
         "coordinator": {"model": "c", "delegates": [{"agent": "helper"}]},
         "helper": {"model": "h", "client_tools": ["pick_color"]},
     }
+    both: list[Call] = [("pick_color", {"palette": "warm"}), ("ask_user", {"questions": [{"question": "Why?"}]})]
     models = {
-        "c": script(
-            {"user": ".", "call": "helper", "args": {"task": "{user}"}}, {"tool": "helper", "reply": "{result}"}
-        ),
-        "h": script(
-            {
-                "user": ".",
-                "calls": [
-                    {"call": "pick_color", "args": {"palette": "warm"}},
-                    {"call": "ask_user", "args": {"questions": [{"question": "Why?"}]}},
-                ],
-            },
-            {"tool": "ask_user", "reply": "done"},
-        ),
+        "c": tool_model(lambda said: ("helper", {"task": said}), read="{result}"),
+        "h": tool_model(lambda said: both, read="done"),
     }
     pick = ClientTool(name="pick_color", description="Pick a colour in the browser.")
     async with make_app(agents, models=models) as app:
@@ -176,25 +161,21 @@ async def test_a_delegate_that_pauses_again_pauses_the_top_again(make_app: MakeA
         "coordinator": {"model": "c", "delegates": [{"agent": "ops"}]},
         "ops": {"model": "o", "tools": [run_sql], "interrupt": {"tools": ["run_sql"]}},
     }
-    coordinator = script(
-        {"user": ".", "call": "ops", "args": {"task": "migrate"}}, {"tool": "ops", "reply": "{result}"}
-    )
-    models = {
-        "c": coordinator,
-        "o": script(
-            {"user": ".", "call": "run_sql", "args": {"query": "step 1"}},
-            {"tool": "run_sql", "result": "step 1", "call": "run_sql", "args": {"query": "step 2"}},
-            {"tool": "run_sql", "result": "step 2", "call": "run_sql", "args": {"query": "step 3"}},
-            {"tool": "run_sql", "reply": "migrated: {result}"},
-        ),
-    }
+    coordinator = always(("ops", {"task": "migrate"}))
+
+    def next_step(tool: str, result: str) -> Said:
+        """After step 1 comes step 2, after step 2 step 3; after that the migration is done."""
+        done = int(result.removeprefix("rows for step "))
+        return ("run_sql", {"query": f"step {done + 1}"}) if done < 3 else f"migrated: {result}"
+
+    models = {"c": coordinator, "o": tool_model(lambda said: ("run_sql", {"query": "step 1"}), read=next_step)}
     async with make_app(agents, models=models) as app:
         result = await app.run("go", agent="coordinator")
         for step in (1, 2, 3):
             assert result.status == "paused"
             [request] = result.requests
             assert request.args == {"query": f"step {step}"}
-            assert len(coordinator.calls) == 1, "the coordinator's model is not called while its delegate waits"
+            assert len(coordinator.asked) == 1, "the coordinator's model is not called while its delegate waits"
             result = (await app.decide(request.request_id, Approve())).run
     assert result.status == "completed"
     assert result.output == "migrated: rows for step 3"
@@ -210,25 +191,14 @@ async def test_parallel_delegates_surface_together_and_resume_when_all_are_answe
         "sql": {"model": "s", "tools": [run_sql], "interrupt": {"tools": ["run_sql"]}},
         "ops": {"model": "o", "tools": [run_sql], "interrupt": {"tools": ["run_sql"]}},
     }
-    coordinator = script(
-        {
-            "user": ".",
-            "calls": [{"call": "analyst", "args": {"task": "numbers"}}, {"call": "ops", "args": {"task": "cleanup"}}],
-        },
-        {"tool": "analyst", "reply": "{results}"},
-        {"tool": "ops", "reply": "{results}"},
+    coordinator = tool_model(
+        lambda said: [("analyst", {"task": "numbers"}), ("ops", {"task": "cleanup"})], read="{results}"
     )
     models = {
         "c": coordinator,
-        "a": script(
-            {"user": ".", "call": "sql", "args": {"task": "count"}}, {"tool": "sql", "reply": "analyst: {result}"}
-        ),
-        "s": script(
-            {"user": ".", "call": "run_sql", "args": {"query": "count"}}, {"tool": "run_sql", "reply": "{result}"}
-        ),
-        "o": script(
-            {"user": ".", "call": "run_sql", "args": {"query": "vacuum"}}, {"tool": "run_sql", "reply": "{result}"}
-        ),
+        "a": always(("sql", {"task": "count"}), read="analyst: {result}"),
+        "s": always(("run_sql", {"query": "count"})),
+        "o": always(("run_sql", {"query": "vacuum"})),
     }
     async with make_app(agents, models=models) as app:
         paused = await app.run("report", agent="coordinator")
@@ -238,22 +208,21 @@ async def test_parallel_delegates_surface_together_and_resume_when_all_are_answe
         halfway = await app.decide(shallow.request_id, Reject(reason="not now"))
         assert halfway.run.status == "paused"
         assert [r.request_id for r in halfway.run.requests] == [deep.request_id]
-        assert len(coordinator.calls) == 1
+        assert len(coordinator.asked) == 1
         done = await app.decide(deep.request_id, Approve())
     assert done.run.status == "completed"
     assert done.run.output == "analyst: analyst: rows for count\nops: Declined: not now"
     assert queries() == ["count"]
-    assert len(coordinator.calls) == 2
+    assert len(coordinator.asked) == 2
 
 
 async def test_a_new_message_skips_every_open_request_at_every_level(make_app: MakeApp) -> None:
     """A new message on a thread paused deep in a delegate chain cancels every waiting run, skips every open request
     and tells the coordinator why."""
     agents, models = chain(2)
-    coordinator = script(
-        {"user": "orders", "call": "a1", "args": {"task": "count the orders"}},
-        {"tool": "a1", "reply": "coordinator got: {result}"},
-        {"user": ".", "reply": "answering: {user}"},
+    coordinator = tool_model(
+        lambda said: ("a1", {"task": "count the orders"}) if "orders" in said else f"answering: {said}",
+        read="coordinator got: {result}",
     )
     models["coordinator"] = coordinator
     async with make_app(agents, models=models) as app:
@@ -266,7 +235,7 @@ async def test_a_new_message_skips_every_open_request_at_every_level(make_app: M
     assert after.status == "completed"
     assert after.output == "answering: never mind"
     assert statuses == ["cancelled", "cancelled"]
-    seen = [p for p in coordinator.calls[-1].last_request.parts if isinstance(p, ToolReturnPart)]
+    seen = [p for p in coordinator.asked[-1].request.parts if isinstance(p, ToolReturnPart)]
     assert [p.content for p in seen] == ["Skipped: the person sent a message instead of answering"]
     assert queries() == []
 
@@ -277,11 +246,7 @@ async def test_a_delegate_sees_only_its_own_tools(make_app: MakeApp) -> None:
         "coordinator": {"model": "c", "tools": [run_sql], "delegates": [{"agent": "helper"}]},
         "helper": {"model": "h"},
     }
-    helper = script({"user": ".", "call": "run_sql", "args": {"query": "x"}}, {"tool": "run_sql", "reply": "{result}"})
-    models = {
-        "c": script({"user": ".", "call": "helper", "args": {"task": "go"}}, {"tool": "helper", "reply": "{result}"}),
-        "h": helper,
-    }
+    models = {"c": always(("helper", {"task": "go"})), "h": always(("run_sql", {"query": "x"}))}
     async with make_app(agents, models=models) as app:
         result = await app.run("go", agent="coordinator", client_tools=[ClientTool(name="pick_color")])
     assert result.status == "completed"
@@ -372,22 +337,18 @@ async def test_completed_sibling_work_is_not_redone(make_app: MakeApp) -> None:
         "fast": {"model": "f"},
         "ops": {"model": "o", "tools": [run_sql], "interrupt": {"tools": ["run_sql"]}},
     }
-    fast = script({"user": ".", "reply": "fast answer"})
+    fast = answer("fast answer")
     models = {
-        "c": script(
-            {"user": ".", "calls": [{"call": "fast", "args": {"task": "a"}}, {"call": "ops", "args": {"task": "b"}}]},
-            {"tool": "ops", "reply": "{results}"},
-            {"tool": "fast", "reply": "{results}"},
-        ),
+        "c": tool_model(lambda said: [("fast", {"task": "a"}), ("ops", {"task": "b"})], read="{results}"),
         "f": fast,
-        "o": script({"user": ".", "call": "run_sql", "args": {"query": "q"}}, {"tool": "run_sql", "reply": "{result}"}),
+        "o": always(("run_sql", {"query": "q"})),
     }
     async with make_app(agents, models=models) as app:
         paused = await app.run("go", agent="coordinator")
         assert [r.agent_path for r in paused.requests] == ["coordinator/ops"]
         done = await app.decide(paused.requests[0].request_id, Approve())
     assert done.run.output == "fast: fast answer\nops: rows for q"
-    assert len(fast.calls) == 1, "the delegate that had finished is not run again"
+    assert len(fast.asked) == 1, "the delegate that had finished is not run again"
 
 
 async def test_a_client_tools_context_reaches_only_agents_allowed_that_tool(make_app: MakeApp) -> None:
@@ -396,16 +357,14 @@ async def test_a_client_tools_context_reaches_only_agents_allowed_that_tool(make
         "coordinator": {"model": "c", "client_tools": ["request_datasources"], "delegates": [{"agent": "helper"}]},
         "helper": {"model": "h"},
     }
-    coordinator = script(
-        {"user": ".", "call": "helper", "args": {"task": "go"}}, {"tool": "helper", "reply": "{result}"}
-    )
-    helper = script({"user": ".", "reply": "done"})
+    coordinator = always(("helper", {"task": "go"}))
+    helper = answer("done")
     tool = ClientTool(name="request_datasources", context="the person can offer: sales.csv, hr.csv")
     async with make_app(agents, models={"c": coordinator, "h": helper}) as app:
         result = await app.run("go", agent="coordinator", client_tools=[tool])
     assert result.output == "done"
-    assert "sales.csv, hr.csv" in (coordinator.calls[0].last_request.instructions or "")
-    assert "sales.csv" not in (helper.calls[0].last_request.instructions or "")
+    assert "sales.csv, hr.csv" in (coordinator.asked[0].info.instructions or "")
+    assert "sales.csv" not in (helper.asked[0].info.instructions or "")
 
 
 @pytest.mark.parametrize("depth", [1, 2])

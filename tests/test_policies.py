@@ -1,4 +1,5 @@
-"""Policies (§2.1, §3.4, §7): subjects, remembered approvals, principals, redaction, expiry and the audit chain."""
+"""Policies (docs/concepts/decisions.md, docs/guides/operations.md#the-audit-log): subjects, remembered approvals,
+principals, redaction, expiry and the audit chain."""
 
 from __future__ import annotations
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
-from pydantic_ai.messages import ToolReturnPart
+from pydantic_ai.messages import ModelRequest, ToolReturnPart
 
 from sayso import Answer, ClientError, ClientResult, ClientTool, InvalidDecision, QuestionRequest, Sayso, Skip
 
-from .conftest import MakeApp, script
+from .conftest import MakeApp
+from .models import Call, ToolModel, tool_model
 
 PICK_COLOR = ClientTool(
     name="pick_color",
@@ -23,41 +23,39 @@ PICK_COLOR = ClientTool(
 )
 SECRET_TOOL = ClientTool(name="read_clipboard", description="Reads the clipboard.")
 
-RULES: list[dict[str, Any]] = [
-    {
-        "user": "^ask$",
-        "call": "ask_user",
-        "args": {
+CALLS: dict[str, Call] = {
+    "ask": (
+        "ask_user",
+        {
             "questions": [
                 {"question": "Which file?", "choices": ["a.txt", "b.txt"]},
                 {"question": "Which colours?", "choices": ["red", "blue"], "multiple": True},
             ]
         },
-    },
-    {"user": "^ask badly$", "call": "ask_user", "args": {"questions": "not a list"}},
-    {"user": "^pick$", "call": "pick_color", "args": {"palette": ["red", "green"]}},
-    {"user": "^pick badly$", "call": "pick_color", "args": {"palette": "red"}},
-    {"user": "^clipboard$", "call": "read_clipboard"},
-    {"tool": "ask_user", "reply": "model read: {result}"},
-    {"tool": "pick_color", "reply": "model read: {result}"},
-    {"tool": "read_clipboard", "reply": "model read: {result}"},
-]
+    ),
+    "ask badly": ("ask_user", {"questions": "not a list"}),
+    "pick": ("pick_color", {"palette": ["red", "green"]}),
+    "pick badly": ("pick_color", {"palette": "red"}),
+    "clipboard": ("read_clipboard", {}),
+}
+"""What the helper's model calls for each message; it then says what it read."""
 
 
 @pytest.fixture
 def app(make_app: MakeApp) -> Sayso:
-    return make_app({"helper": {"model": "m", "client_tools": ["pick_color"]}}, model=script(*RULES))
+    return make_app({"helper": {"model": "m", "client_tools": ["pick_color"]}}, model=tool_model(CALLS.__getitem__))
 
 
-def seen(app: Sayso) -> Any:
-    return app.agent_model("helper").calls  # type: ignore[union-attr]
+def seen(app: Sayso) -> list[ModelRequest]:
+    """The last message of each request the helper's model answered, oldest first."""
+    model = app.agent_model("helper")
+    assert isinstance(model, ToolModel)
+    return [asked.request for asked in model.asked]
 
 
 def retries(app: Sayso) -> list[ToolReturnPart]:
     """Tool results that sent the model back to correct its call."""
-    return [
-        p for c in seen(app) for p in c.last_request.parts if isinstance(p, ToolReturnPart) and p.outcome == "retried"
-    ]
+    return [p for c in seen(app) for p in c.parts if isinstance(p, ToolReturnPart) and p.outcome == "retried"]
 
 
 async def test_answers_reach_the_model_as_question_answer_pairs(app: Sayso) -> None:
@@ -155,7 +153,7 @@ async def test_client_tool_error_reaches_the_model(app: Sayso) -> None:
         paused = await app.run("pick", client_tools=[PICK_COLOR])
         done = await app.decide(paused.requests[0].request_id, ClientError(message="the tab was closed"))
     assert done.run.status == "completed"
-    last = seen(app)[-1].last_request.parts
+    last = seen(app)[-1].parts
     failed = [p for p in last if isinstance(p, ToolReturnPart) and p.tool_name == "pick_color"]
     assert failed and failed[0].outcome == "failed" and "the tab was closed" in str(failed[0].content)
 

@@ -1,4 +1,5 @@
-"""Automatic recovery (§4): a run whose process died is carried on by the next runtime, nobody resumes it by hand.
+"""Automatic recovery (docs/guides/operations.md#recovery): a run whose process died is carried on by the next runtime,
+nobody resumes it by hand.
 
 `sayso serve` is killed (SIGKILL) while an approved call runs; the restarted server finds the run
 at start, records the cut-off call as `outcome unknown` (ledger and audit) instead of running it
@@ -22,11 +23,14 @@ import anyio
 import httpx
 import pytest
 
-from sayso import Approve, StoreError
+from sayso import Approve
 from sayso._core.audit_events import AUDIT_EVENT_ADAPTER
 
-from .conftest import LiveServer, MakeApp, script
-from .test_durability import CRASH_CONFIG, CRASH_SCRIPT, CRASH_TOOLS, SAYSO, sayso
+from .conftest import LiveServer, MakeApp
+from .models import calls_then_reply
+from .process_tools import write_beside
+from .test_durability import CRASH_CONFIG, SAYSO, sayso
+from .tools import explode
 
 UNKNOWN = "model read: Outcome unknown: the process stopped while this call was running"
 
@@ -34,9 +38,8 @@ UNKNOWN = "model read: Outcome unknown: the process stopped while this call was 
 @pytest.fixture
 def crash_config(tmp_path: Path) -> Path:
     """A config whose approved call writes a marker line and then sleeps `SLOW_SECONDS`."""
-    (tmp_path / "crash_tools.py").write_text(CRASH_TOOLS)
+    write_beside(tmp_path, "crash_tools")
     (tmp_path / "sayso.yaml").write_text(CRASH_CONFIG)
-    (tmp_path / "script.yaml").write_text(CRASH_SCRIPT)
     return tmp_path / "sayso.yaml"
 
 
@@ -126,14 +129,8 @@ def test_sayso_recover_carries_on_a_run_whose_process_died(crash_config: Path) -
 async def test_a_failed_segment_leaves_no_call_executing(make_app: MakeApp) -> None:
     """When the segment that runs an approved call fails, the call's ledger entry is resolved as unknown and
     audited, never left `executing`. (A tool's own error is read by the model; sayso's store failing is not.)"""
-
-    def explode(name: str) -> str:
-        """Fail."""
-        raise StoreError("database error: disk on fire")
-
-    rules = [{"user": "^go$", "call": "explode", "args": {"name": "x"}}, {"tool": "explode", "reply": "{result}"}]
     agents = {"files": {"model": "m", "tools": [explode], "interrupt": {"tools": ["explode"]}}}
-    async with make_app(agents, model=script(*rules)) as app:
+    async with make_app(agents, model=calls_then_reply(("explode", {}), reply="unread")) as app:
         paused = await app.run("go")
         done = await app.decide(paused.requests[0].request_id, Approve())
         assert done.run.status == "failed"
@@ -152,9 +149,9 @@ async def test_recover_leaves_a_run_of_a_live_process_alone(make_app: MakeApp) -
         await release.wait()
         return "done"
 
-    rules = [{"user": "^go$", "call": "wait", "args": {"name": "x"}}, {"tool": "wait", "reply": "{result}"}]
     agents = {"files": {"model": "m", "tools": [wait]}}
-    async with make_app(agents, model=script(*rules)) as a, make_app(agents, model=script(*rules)) as b:
+    model = calls_then_reply(("wait", {"name": "x"}), reply="waited")
+    async with make_app(agents, model=model) as a, make_app(agents, model=model) as b:
         outcome: list[str] = []
 
         async def go() -> None:

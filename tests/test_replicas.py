@@ -1,4 +1,5 @@
-"""Many replicas (§4): three `sayso serve` processes on one PostgreSQL behave as one service.
+"""Many replicas (docs/guides/operations.md#several-replicas): three `sayso serve` processes on one PostgreSQL behave
+as one service.
 
 A run started on one replica is decided over REST on another and over A2A on a third; the inbox
 reads the same from each; killing (SIGKILL) the replica that runs an approved call leaves the run
@@ -22,6 +23,8 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+
+from sayso import Sayso, load_config
 
 from .conftest import LiveServer
 from .store.conftest import DSN, postgres_database
@@ -195,8 +198,8 @@ def test_three_replicas_on_one_postgres_behave_as_one_service(
         while "slow.txt" not in (marker.read_text() if marker.exists() else ""):
             assert time.monotonic() < deadline, "the slow call never started"
             time.sleep(0.05)
-        receiver.wait_for(8)  # the third run's events too, so nothing is in flight when its replica dies
-        time.sleep(0.5)
+        receiver.wait_for(8)  # the third run's events too
+        _until_delivered(tmp_path / "sayso.yaml", store_url)  # and marked so: nothing is in flight when c dies
         c_process.send_signal(signal.SIGKILL)
         c_process.wait(10)
 
@@ -219,6 +222,18 @@ def test_three_replicas_on_one_postgres_behave_as_one_service(
     ids = [delivery for delivery, _ in receiver.deliveries]
     assert len(ids) == len(set(ids)) == 8
     assert sorted(event for _, event in receiver.deliveries) == ["request.decided"] * 3 + ["request.opened"] * 5
+
+
+def _until_delivered(config: Path, store_url: str) -> None:
+    """Wait until the store holds no delivery still to send (each one the receiver took is marked delivered)."""
+
+    async def delivered() -> None:
+        async with Sayso(load_config(config).model_copy(update={"store": store_url})) as app:
+            with anyio.fail_after(30):
+                while (await app.store.delivery_counts()).get("pending"):
+                    await anyio.sleep(0.05)
+
+    anyio.run(delivered)
 
 
 def _approve_until_killed(server: LiveServer, request_id: str) -> None:

@@ -13,14 +13,7 @@ from sayso._config.file import load_config
 
 from .conftest import approvals
 from .models import tool_model
-
-REFUNDS: list[dict[str, Any]] = []
-
-
-def refund(amount: int, to: str) -> str:
-    """Pay `amount` back to `to`."""
-    REFUNDS.append({"amount": amount, "to": to})
-    return f"refunded {amount} to {to}"
+from .tools import ran, refund
 
 
 def route(said: str) -> tuple[str, dict[str, Any]]:
@@ -51,11 +44,6 @@ def config(tmp_path: Path, *, rule: dict[str, Any] | None = None) -> Config:
     )
 
 
-@pytest.fixture(autouse=True)
-def no_refunds() -> None:
-    REFUNDS.clear()
-
-
 @pytest.fixture
 def app(tmp_path: Path) -> Sayso:
     return Sayso(config(tmp_path), models={"m": tool_model(route)})
@@ -69,14 +57,14 @@ async def test_two_of_finance_approve_and_the_call_runs_once(app: Sayso) -> None
         assert request.routing is not None and request.routing.deciders("alice") == ("bob", "carol")
         assert request.scopes == ("once",)
         first = await app.decide(request.request_id, Approve(), principal="bob", via="cli")
-        assert first.recorded and first.run.status == "paused" and REFUNDS == []
+        assert first.recorded and first.run.status == "paused" and ran("refund") == []
         assert first.quorum is not None and first.quorum.text == "1 of 2, waiting for finance"
         again = await app.decide(request.request_id, Approve(), principal="bob")
         assert not again.recorded and again.quorum is not None and again.quorum.approved_by == ("bob",)
         done = await app.decide(request.request_id, Approve(), principal="carol", via="rest")
         log = [r.body for r in await app.audit_log()]
     assert done.run.status == "completed" and done.run.output == "model read: refunded 250 to acme"
-    assert REFUNDS == [{"amount": 250, "to": "acme"}]
+    assert ran("refund") == [{"amount": 250, "to": "acme"}]
     votes = [(b["principal"], b["decision"], b.get("via"), b["progress"]) for b in log if b["event"] == "vote"]
     assert votes == [("bob", "approve", "cli", "1 of 2, waiting for finance"), ("carol", "approve", "rest", "2 of 2")]
     [decision] = [b for b in log if b["event"] == "decision"]
@@ -93,7 +81,7 @@ async def test_the_starter_and_outsiders_are_refused_with_the_rule(app: Sayso) -
         with pytest.raises(NotAllowed, match=r"'dave' is not an approver of this request \(approvers: finance\)"):
             await app.decide(request.request_id, Approve(), principal="dave")
         state = await app.request(request.request_id)
-    assert state.votes == () and state.decision is None and REFUNDS == []
+    assert state.votes == () and state.decision is None and ran("refund") == []
 
 
 async def test_self_approval_lets_the_starter_vote(tmp_path: Path) -> None:
@@ -101,7 +89,7 @@ async def test_self_approval_lets_the_starter_vote(tmp_path: Path) -> None:
     async with Sayso(config(tmp_path, rule=rule), models={"m": tool_model(route)}) as app:
         paused = await app.run("refund 5 to acme", principal="alice")
         done = await app.decide(paused.requests[0].request_id, Approve(), principal="alice")
-    assert done.run.status == "completed" and REFUNDS == [{"amount": 5, "to": "acme"}]
+    assert done.run.status == "completed" and ran("refund") == [{"amount": 5, "to": "acme"}]
 
 
 async def test_an_edit_restarts_the_count_and_the_call_runs_with_it(app: Sayso) -> None:
@@ -120,7 +108,7 @@ async def test_an_edit_restarts_the_count_and_the_call_runs_with_it(app: Sayso) 
         shown = request_json(page.requests[0], votes=page.votes.get(request.request_id, ()))
         assert shown["quorum"]["args"] == {"amount": 200, "to": "acme"}
         done = await app.decide(request.request_id, Approve(), principal="bob")
-    assert done.run.status == "completed" and REFUNDS == [{"amount": 200, "to": "acme"}]
+    assert done.run.status == "completed" and ran("refund") == [{"amount": 200, "to": "acme"}]
 
 
 async def test_one_rejection_rejects_with_its_reason(app: Sayso) -> None:
@@ -129,7 +117,7 @@ async def test_one_rejection_rejects_with_its_reason(app: Sayso) -> None:
         [request] = approvals(paused.requests)
         await app.decide(request.request_id, Approve(), principal="bob")
         done = await app.decide(request.request_id, Reject(reason="duplicate refund"), principal="carol")
-    assert done.run.status == "completed" and REFUNDS == []
+    assert done.run.status == "completed" and ran("refund") == []
     assert done.run.output == "model read: Declined: duplicate refund"
 
 

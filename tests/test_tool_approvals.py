@@ -1,4 +1,5 @@
-"""Tool-enforced approvals (§2.4): a service asks through its reply, sayso pauses, the service hears the decision."""
+"""Tool-enforced approvals (docs/concepts/pauses.md#tools-whose-service-asks): a service asks through its reply, sayso
+pauses, the service hears the decision."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from standardwebhooks import Webhook, WebhookVerificationError
 from sayso import Approve, Reject, Sayso, Skip
 from sayso._core.audit_events import AUDIT_EVENT_ADAPTER
 
-from .conftest import MakeApp, approvals, script
+from .conftest import MakeApp, approvals
+from .models import Call, ToolModel, tool_model
 
 
 class MerchantService:
@@ -66,10 +68,10 @@ def run_mutation(store: str, change: str) -> Any:
     return SERVICE.run_mutation(store, change)
 
 
-RULES = [
-    {"user": r"^change (?P<s>\S+) (?P<c>.+)$", "call": "run_mutation", "args": {"store": "{s}", "change": "{c}"}},
-    {"tool": "run_mutation", "reply": "model read: {result}"},
-]
+def change(said: str) -> Call:
+    """`change STORE WHAT` asks the service to change WHAT in STORE; the model then says what it read."""
+    _, store, what = said.split(" ", 2)
+    return "run_mutation", {"store": store, "change": what}
 
 
 @pytest.fixture(autouse=True)
@@ -84,15 +86,20 @@ def make(make_app: MakeApp, tmp_path: Path, **interrupt: Any) -> Sayso:
         "from tests import test_tool_approvals as t\n\ndef on_decision(notice):\n    t.SERVICE.on_decision(notice)\n"
     )
     settings = {"tool_approvals": True, "on_decision": "merchant_hooks:on_decision", **interrupt}
-    return make_app({"merchant": {"model": "m", "tools": [run_mutation], "interrupt": settings}}, model=script(*RULES))
+    return make_app(
+        {"merchant": {"model": "m", "tools": [run_mutation], "interrupt": settings}}, model=tool_model(change)
+    )
+
+
+def model_of(app: Sayso) -> ToolModel:
+    model = app.agent_model("merchant")
+    assert isinstance(model, ToolModel)
+    return model
 
 
 def model_saw(app: Sayso) -> list[str]:
     return [
-        str(p.content)
-        for c in app.agent_model("merchant").calls  # type: ignore[union-attr]
-        for p in c.last_request.parts
-        if isinstance(p, ToolReturnPart)
+        str(p.content) for asked in model_of(app).asked for p in asked.request.parts if isinstance(p, ToolReturnPart)
     ]
 
 

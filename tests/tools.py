@@ -50,6 +50,12 @@ def pay(amount: int, token: str = "") -> str:
     return f"paid {amount}"
 
 
+def refund(amount: int, to: str) -> str:
+    """Pay `amount` back to `to`."""
+    RAN.append(("refund", {"amount": amount, "to": to}))
+    return f"refunded {amount} to {to}"
+
+
 def run_sql(query: str) -> str:
     """Run a query."""
     RAN.append(("run_sql", {"query": query}))

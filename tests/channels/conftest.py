@@ -33,19 +33,21 @@ from starlette.routing import Route
 from sayso import Config, Sayso
 from sayso._serve import compose
 
-from ..conftest import LiveServer, free_port, script
+from ..conftest import LiveServer, free_port
+from ..models import Call, tool_model
 from ..tools import pay
 
 LINK_KEY = "a-link-key-for-tests-only-0123456789"
 SLACK_TOKEN = "xoxb-test-token"
 SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 
-RULES = [
-    {"user": r"^pay (?P<n>\d+) with (?P<t>\S+)$", "call": "pay", "args": {"amount": "{n|number}", "token": "{t}"}},
-    {"user": r"^pay (?P<n>\d+)$", "call": "pay", "args": {"amount": "{n|number}"}},
-    {"tool": "pay", "reply": "{result}"},
-]
-"""`pay N` asks to pay N; the model then says what the call returned (or the rejection it read)."""
+
+def pay_route(said: str) -> Call:
+    """`pay N` (or `pay N with TOKEN`) asks to pay N; the model then says what the call returned (or the rejection
+    it read)."""
+    _, amount, *token = said.replace(" with ", " ").split(" ")
+    return "pay", {"amount": int(amount), **({"token": token[0]} if token else {})}
+
 
 PRINCIPALS = [
     {"name": "alice", "token": "alice-token"},
@@ -253,7 +255,7 @@ def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Serve]:
     started: list[LiveServer] = []
 
     def start(config: Config, *, port: int, clock: Callable[[], float] = time.time) -> tuple[LiveServer, Sayso]:
-        sayso = Sayso(config, models={"m": script(*RULES)}, clock=clock)
+        sayso = Sayso(config, models={"m": tool_model(pay_route, read="{result}")}, clock=clock)
         live = LiveServer.in_thread(compose(sayso, expire_every_seconds=None, recover_every_seconds=None), port=port)
         started.append(live)
         return live, sayso

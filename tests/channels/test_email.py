@@ -16,7 +16,16 @@ from sayso._core.links import LinkClaims, args_digest, sign_link
 
 from ..conftest import LiveServer, free_port
 from ..tools import missing, ran
-from .conftest import RULES, Clock, Serve, Smtp, body_text, channels_config, mailed_link
+from .conftest import Clock, Serve, Smtp, body_text, channels_config, mailed_link
+
+SCRIPT = {
+    "name": "billing",
+    "rules": [
+        {"user": r"^pay (?P<n>\d+)$", "call": "pay", "args": {"amount": "{n|number}"}},
+        {"tool": "pay", "reply": "{result}"},
+    ],
+}
+"""`sayso serve`'s model, as a user's YAML config names it: `pay N` asks to pay N."""
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"]
@@ -238,7 +247,7 @@ def test_a_mail_not_sent_before_a_restart_is_sent_once_by_the_next_server(serve:
 def test_sayso_serve_mails_requests_and_its_links_decide(smtp: Smtp, tmp_path: Path) -> None:
     """The real `sayso serve`: its banner names the channels; a request is mailed; its link approves (local mode)."""
     port = free_port()
-    (tmp_path / "script.yaml").write_text(json.dumps({"name": "billing", "rules": RULES}))
+    (tmp_path / "script.yaml").write_text(json.dumps(SCRIPT))
     config = tmp_path / "sayso.yaml"
     config.write_text(
         json.dumps(

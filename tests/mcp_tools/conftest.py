@@ -13,10 +13,11 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic_ai.models import Model
 
 from sayso import Config, Sayso
 
-from ..conftest import free_port, script
+from ..conftest import free_port
 
 NODE_DIR = Path(__file__).parent / "node"
 FILESYSTEM_SERVER = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
@@ -42,9 +43,9 @@ MakeMcpApp = Callable[..., Sayso]
 
 @pytest.fixture
 def make_mcp_app(tmp_path: Path) -> MakeMcpApp:
-    """A runtime over one SQLite file whose agents bind the MCP servers given, driven by a scripted model."""
+    """A runtime over one SQLite file whose agents bind the MCP servers given, all driven by `model`."""
 
-    def make(servers: dict[str, Any], agents: dict[str, Any], *, rules: list[dict[str, Any]], **kwargs: Any) -> Sayso:
+    def make(servers: dict[str, Any], agents: dict[str, Any], *, model: Model, **kwargs: Any) -> Sayso:
         config = Config.model_validate(
             {
                 "store": f"sqlite:///{tmp_path / 'sayso.db'}",
@@ -54,7 +55,7 @@ def make_mcp_app(tmp_path: Path) -> MakeMcpApp:
                 "base_dir": tmp_path,
             }
         )
-        return Sayso(config, models={"m": script(*rules, fallback="no rule")}, **kwargs)
+        return Sayso(config, models={"m": model}, **kwargs)
 
     return make
 

@@ -1,6 +1,7 @@
 """How a server's questions reach pydantic-ai's MCP client, pinned against a real fastmcp server over streamable HTTP.
 
-These are the facts the elicitation pause is built on (§9): which session mode carries which
+These are the facts the elicitation pause is built on (docs/guides/mcp.md#when-a-server-asks-the-person): which session
+mode carries which
 kind of question to the `elicitation_handler`, how long a handler may wait, how the
 URL-elicitation-required error arrives, and that a task parked on `input_required` can be
 answered from another connection. Every answer the handler gives goes through sayso's mapping.
@@ -44,12 +45,15 @@ class Person:
         self.server = server
         self.asked: list[Elicitation] = []
         self.released = anyio.Event()
+        self.waiting = anyio.Event()
+        """Set once the handler waits for `released`."""
         self.wait_for_release = False
 
     async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> mcp_types.ElicitResult:
         asked = from_params(params, server=self.server)
         self.asked.append(asked)
         if self.wait_for_release:
+            self.waiting.set()
             await self.released.wait()
         request = ElicitationRequest(
             request_id="req",
@@ -87,23 +91,24 @@ async def test_a_form_pushed_mid_call_reaches_the_handler_on_a_handshake_era_ses
 
 
 async def test_a_handler_may_wait_for_the_person_as_long_as_the_clients_timeout_allows(server_url: str) -> None:
-    """The live call waits while the handler awaits the person; a client `timeout` cuts it, `None` does not."""
+    """The live call waits while the handler awaits the person; a client `timeout` cuts it, `None` does not: a call
+    without one is still waiting when a call asked after it, with a half-second timeout, has been cut."""
     patient = Person(PARTY)
     patient.wait_for_release = True
-    async with legacy(server_url, patient, timeout=None) as toolset, anyio.create_task_group() as tg:
-
-        async def release_later() -> None:
-            await anyio.sleep(1.5)
-            patient.released.set()
-
-        tg.start_soon(release_later)
-        assert await toolset.direct_call_tool("book_table", {"day": "sat"}) == "Booked sat for 2 (Ada)"
-
     hurried = Person(PARTY)
     hurried.wait_for_release = True
-    async with legacy(server_url, hurried, timeout=0.5) as toolset:
-        with pytest.raises(ModelRetry, match="timed out"):
-            await toolset.direct_call_tool("book_table", {"day": "sun"})
+    async with legacy(server_url, patient, timeout=None) as toolset, anyio.create_task_group() as tg:
+
+        async def hurry_then_release() -> None:
+            with anyio.fail_after(30):
+                await patient.waiting.wait()
+                async with legacy(server_url, hurried, timeout=0.5) as other:
+                    with pytest.raises(ModelRetry, match="timed out"):
+                        await other.direct_call_tool("book_table", {"day": "sun"})
+            patient.released.set()
+
+        tg.start_soon(hurry_then_release)
+        assert await toolset.direct_call_tool("book_table", {"day": "sat"}) == "Booked sat for 2 (Ada)"
 
 
 async def test_the_default_modern_session_cannot_push_a_form_but_carries_a_stateless_round_trip(

@@ -1,4 +1,5 @@
-"""A server's questions as `elicitation` pauses (§9), against the fastmcp test server over streamable HTTP.
+"""A server's questions as `elicitation` pauses (docs/guides/mcp.md#when-a-server-asks-the-person), against the fastmcp
+test server over streamable HTTP.
 
 Each way a server can ask has its own path back, and each is shown here as a person sees it:
 a form pushed on a live call is answered on that call while the runtime that holds it is open;
@@ -18,24 +19,26 @@ import pytest
 
 from sayso import Accept, CallEnded, Cancel, Decline, ElicitationRequest, InvalidDecision, Sayso
 
+from ..models import ToolModel, tool_model, verbs
 from .conftest import ElicitServer, MakeMcpApp
 
 PARTY = {"people": 2, "name": "Ada"}
 
-RULES: list[dict[str, Any]] = [
-    {"user": r"^book (?P<d>\w+)$", "call": "book_table", "args": {"day": "{d}"}},
-    {"user": r"^quote (?P<d>\w+)$", "call": "quote", "args": {"day": "{d}"}},
-    {"user": r"^guarded (?P<d>\w+)$", "call": "book_table_guarded", "args": {"day": "{d}"}},
-    {"user": r"^refund (?P<n>\d+)$", "call": "refund_later", "args": {"amount": "{n}"}},
-    {"user": r"^sign in$", "call": "sign_in"},
-    {"user": r"^contacts$", "call": "crm_contacts"},
-    {"user": r"^ask (?P<t>.+)$", "call": "booker", "args": {"task": "{t}"}},
-    *[
-        {"tool": tool, "reply": "{result}"}
-        for tool in ("book_table", "quote", "book_table_guarded", "refund_later", "sign_in", "crm_contacts")
-    ],
-    {"tool": "booker", "reply": "booker says: {result}"},
-]
+
+def model() -> ToolModel:
+    """`book DAY`, `quote DAY`, `guarded DAY`, `refund N`, `sign in`, `contacts` call the test server's tools, `ask
+    TASK` the `booker` delegate; the model says what a call returned (what the delegate said, with its name)."""
+    route = verbs(
+        book=("book_table", "day"),
+        quote=("quote", "day"),
+        guarded=("book_table_guarded", "day"),
+        refund=("refund_later", "amount"),
+        sign_in="sign_in",
+        contacts="crm_contacts",
+        ask=("booker", "task"),
+    )
+    return tool_model(route, read=lambda tool, result: f"booker says: {result}" if tool == "booker" else result)
+
 
 LIVE_TOOLS = ["book_table", "quote", "sign_in", "crm_contacts"]
 
@@ -57,7 +60,7 @@ def app_for(make_mcp_app: MakeMcpApp, elicit_server: ElicitServer) -> AppFactory
 
     def make(binding: dict[str, Any] | None = None, **agents: dict[str, Any]) -> Sayso:
         host = {"mcp": [binding or {"server": "booking", "tools": LIVE_TOOLS}]}
-        return make_mcp_app(servers(elicit_server), {"host": host, **agents}, rules=RULES)
+        return make_mcp_app(servers(elicit_server), {"host": host, **agents}, model=model())
 
     return make
 
@@ -278,8 +281,7 @@ async def test_a_form_asked_in_a_delegate_cascades_to_the_top_and_the_answer_goe
         "coord": {"delegates": [{"agent": "booker", "description": "Books tables"}]},
         "booker": {"mcp": [{"server": "booking", "tools": ["book_table"]}]},
     }
-    rules = [{"user": r"^ask (?P<t>.+)$", "call": "booker", "args": {"task": "{t}"}}, *RULES]
-    app = make_mcp_app(servers(elicit_server), agents, rules=rules)
+    app = make_mcp_app(servers(elicit_server), agents, model=model())
     async with app:
         paused = await app.run("ask book fri", agent="coord")
         [request] = paused.requests
@@ -291,7 +293,8 @@ async def test_a_form_asked_in_a_delegate_cascades_to_the_top_and_the_answer_goe
     assert done.run.output is not None
     answer, note = done.run.output.split("\n\n", 1)
     assert answer == "booker says: Booked fri for 2 (Ada)"
-    # The coordinator reads what its delegate's server asked and what the person answered (§5).
+    # The coordinator reads what its delegate's server asked and what the person answered
+    # (docs/concepts/pauses.md#nested-agents).
     assert note == (
         "(Note: booker asked the person, for the MCP server 'booking', 'Booking for fri: how many people, and "
         'under which name?\' → accepted {"people": 2, "name": "Ada"}.)'

@@ -11,7 +11,8 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from sayso import Config, Sayso
 from sayso.server import create_app
 
-from ..conftest import LiveServer, script
+from ..conftest import LiveServer
+from ..models import tool_model, verbs
 from .conftest import ElicitServer
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -21,12 +22,8 @@ pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="Debian's chromium is not installed (scripts/test installs it)"
 )
 
-RULES = [
-    {"user": r"^book (?P<d>\w+)$", "call": "book_table", "args": {"day": "{d}"}},
-    {"user": r"^sign in$", "call": "sign_in"},
-    {"tool": "book_table", "reply": "{result}"},
-    {"tool": "sign_in", "reply": "{result}"},
-]
+ROUTE = verbs(book=("book_table", "day"), sign_in="sign_in")
+"""`book DAY` books a table on the test server, `sign in` signs in to it; the model says what the call returned."""
 
 
 @pytest.fixture
@@ -41,7 +38,7 @@ def server(tmp_path: Path, elicit_server: ElicitServer) -> Iterator[LiveServer]:
             "base_dir": tmp_path,
         }
     )
-    app = create_app(Sayso(config, models={"m": script(*RULES)}), expire_every_seconds=None)
+    app = create_app(Sayso(config, models={"m": tool_model(ROUTE, read="{result}")}), expire_every_seconds=None)
     live = LiveServer.in_thread(app)
     yield live
     live.stop()

@@ -23,16 +23,13 @@ from sayso.protocols.ag_ui import ag_ui_router
 from sayso.server import create_app
 from sayso.server._app import DEFAULT_RECOVER_EVERY_SECONDS
 
-from ..conftest import InProcess, script
+from ..conftest import InProcess
+from ..models import tool_model, verbs
 from .conftest import ElicitServer
 from .test_elicitation_cli import open_form, start_run, write_config
 
-RULES: list[dict[str, Any]] = [
-    {"user": r"^book (?P<d>\w+)$", "call": "book_table", "args": {"day": "{d}"}},
-    {"user": r"^sign in$", "call": "sign_in"},
-    {"tool": "book_table", "reply": "{result}"},
-    {"tool": "sign_in", "reply": "{result}"},
-]
+ROUTE = verbs(book=("book_table", "day"), sign_in="sign_in")
+"""`book DAY` books a table on the test server, `sign in` signs in to it; the model says what the call returned."""
 
 PARTY = {"people": 2, "name": "Ada"}
 URI = "https://kagent.dev/extensions/hitl/v1"
@@ -58,7 +55,7 @@ async def serve(tmp_path: Path, elicit_server: ElicitServer) -> AsyncIterator[Se
                 "base_dir": tmp_path,
             }
         )
-        sayso = Sayso(config, models={"m": script(*RULES)})
+        sayso = Sayso(config, models={"m": tool_model(ROUTE, read="{result}")})
         app = create_app(
             sayso,
             routers=[a2a_router(sayso), ag_ui_router(sayso)],

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 from rich.console import Console
@@ -14,23 +13,22 @@ from sayso.cli._render import request_panel
 from sayso.protocols.ag_ui._mapping import interrupt
 
 from ..conftest import ROOT
+from ..models import Said, ToolModel, tool_model
 from .conftest import FILESYSTEM_SERVER, MakeMcpApp, filesystem_server, needs_filesystem_server
 
 pytestmark = needs_filesystem_server
 
 
-def rules(folder: Path) -> list[dict[str, Any]]:
-    """A script that reads and writes files in `folder` through the filesystem server's tools."""
-    return [
-        {"user": r"^read (?P<n>\S+)$", "call": "read_text_file", "args": {"path": f"{folder}/{{n}}"}},
-        {
-            "user": r"^write (?P<n>\S+) (?P<t>.+)$",
-            "call": "write_file",
-            "args": {"path": f"{folder}/{{n}}", "content": "{t}"},
-        },
-        {"tool": "read_text_file", "reply": "read: {result}"},
-        {"tool": "write_file", "reply": "wrote: {result}"},
-    ]
+def files_model(folder: Path) -> ToolModel:
+    """`read NAME` and `write NAME TEXT` read and write files in `folder` through the filesystem server's tools."""
+
+    def route(said: str) -> Said:
+        verb, name, *text = said.split(" ", 2)
+        if verb == "read":
+            return "read_text_file", {"path": f"{folder}/{name}"}
+        return "write_file", {"path": f"{folder}/{name}", "content": text[0]}
+
+    return tool_model(route, read=lambda tool, result: f"{'read' if tool == 'read_text_file' else 'wrote'}: {result}")
 
 
 SPLIT = [
@@ -41,7 +39,7 @@ SPLIT = [
 
 async def test_reads_run_freely_and_a_write_waits_then_runs_once(make_mcp_app: MakeMcpApp, sandbox: Path) -> None:
     """With reads bound free and writes gated, a read answers at once; a write pauses, and on approval writes once."""
-    app = make_mcp_app({"files": filesystem_server(sandbox)}, {"a": {"mcp": SPLIT}}, rules=rules(sandbox))
+    app = make_mcp_app({"files": filesystem_server(sandbox)}, {"a": {"mcp": SPLIT}}, model=files_model(sandbox))
     async with app:
         read = await app.run("read notes.txt")
         assert read.status == "completed"
@@ -73,7 +71,7 @@ async def test_the_approval_card_shows_the_servers_title_description_and_hints(
     make_mcp_app: MakeMcpApp, sandbox: Path
 ) -> None:
     """A gated MCP call's request carries the server's title, description and destructiveHint, on every interface."""
-    app = make_mcp_app({"files": filesystem_server(sandbox)}, {"a": {"mcp": SPLIT}}, rules=rules(sandbox))
+    app = make_mcp_app({"files": filesystem_server(sandbox)}, {"a": {"mcp": SPLIT}}, model=files_model(sandbox))
     async with app:
         paused = await app.run("write todo.txt x")
     [request] = paused.requests
@@ -97,7 +95,7 @@ async def test_the_approval_card_shows_the_servers_title_description_and_hints(
 async def test_read_only_hint_feeds_skip_read_only(make_mcp_app: MakeMcpApp, sandbox: Path) -> None:
     """A whole server bound with approval still lets its `readOnlyHint` tools run when `skip_read_only` is on."""
     agent = {"mcp": [{"server": "files", "require_approval": True}], "interrupt": {"skip_read_only": True}}
-    app = make_mcp_app({"files": filesystem_server(sandbox)}, {"a": agent}, rules=rules(sandbox))
+    app = make_mcp_app({"files": filesystem_server(sandbox)}, {"a": agent}, model=files_model(sandbox))
     async with app:
         read = await app.run("read notes.txt")
         write = await app.run("write todo.txt x")
@@ -111,7 +109,7 @@ async def test_edited_arguments_remembered_approval_and_audit_on_an_mcp_tool(
 ) -> None:
     """Edit the proposed write, remember it for the thread, and the audit keeps proposed, approved and executed."""
     agent = {"mcp": SPLIT, "interrupt": {"remember": "thread"}}
-    app = make_mcp_app({"files": filesystem_server(sandbox)}, {"a": agent}, rules=rules(sandbox))
+    app = make_mcp_app({"files": filesystem_server(sandbox)}, {"a": agent}, model=files_model(sandbox))
     async with app:
         paused = await app.run("write todo.txt buy bread")
         [request] = paused.requests
@@ -147,7 +145,7 @@ async def test_edited_arguments_remembered_approval_and_audit_on_an_mcp_tool(
 
 async def test_a_rejected_write_never_reaches_the_server(make_mcp_app: MakeMcpApp, sandbox: Path) -> None:
     """Rejecting a gated MCP call leaves the folder untouched and the model reads the reason."""
-    app = make_mcp_app({"files": filesystem_server(sandbox)}, {"a": {"mcp": SPLIT}}, rules=rules(sandbox))
+    app = make_mcp_app({"files": filesystem_server(sandbox)}, {"a": {"mcp": SPLIT}}, model=files_model(sandbox))
     async with app:
         paused = await app.run("write todo.txt x")
         done = await app.decide(paused.requests[0].request_id, Reject(reason="not today"))
@@ -167,13 +165,11 @@ async def test_the_same_tool_name_gated_on_one_server_and_free_on_another(
         {"server": "private", "tools": ["write_file"], "require_approval": True},
         {"server": "scratch", "tools": ["write_file", "read_text_file"]},
     ]
-    script = [
-        {"user": "^scratch$", "call": "scratch___write_file", "args": {"path": f"{scratch}/a.txt", "content": "s"}},
-        {"user": "^private$", "call": "private___write_file", "args": {"path": f"{private}/a.txt", "content": "p"}},
-        {"tool": "scratch___write_file", "reply": "scratch done"},
-        {"tool": "private___write_file", "reply": "private done"},
-    ]
-    app = make_mcp_app(servers, {"a": {"mcp": bindings}}, rules=script)
+    model = tool_model(
+        lambda said: (f"{said}___write_file", {"path": f"{tmp_path / said}/a.txt", "content": said[0]}),
+        read=lambda tool, result: f"{tool.split('___')[0]} done",
+    )
+    app = make_mcp_app(servers, {"a": {"mcp": bindings}}, model=model)
     async with app:
         seen = (await app.verify_tools())["a"]
         free = await app.run("scratch")
@@ -189,7 +185,7 @@ async def test_a_binding_naming_a_tool_the_server_lacks_is_a_clear_error(
 ) -> None:
     """Binding `delete_file`, which the filesystem server does not offer, is refused and says what the server offers."""
     bindings = [{"server": "files", "tools": ["read_text_file", "delete_file"]}]
-    app = make_mcp_app({"files": filesystem_server(sandbox)}, {"a": {"mcp": bindings}}, rules=rules(sandbox))
+    app = make_mcp_app({"files": filesystem_server(sandbox)}, {"a": {"mcp": bindings}}, model=files_model(sandbox))
     async with app:
         with pytest.raises(ConfigError, match=r"binds 'delete_file' on MCP server 'files', which does not offer it"):
             await app.verify_tools()
@@ -202,7 +198,7 @@ async def test_a_run_of_an_agent_with_a_bad_binding_fails_naming_the_tool(
 ) -> None:
     """The failed run's error is the binding's `ConfigError`, naming the missing tool and what the server offers."""
     bindings = [{"server": "files", "tools": ["read_text_file", "delete_file"]}]
-    app = make_mcp_app({"files": filesystem_server(sandbox)}, {"a": {"mcp": bindings}}, rules=rules(sandbox))
+    app = make_mcp_app({"files": filesystem_server(sandbox)}, {"a": {"mcp": bindings}}, model=files_model(sandbox))
     async with app:
         failed = await app.run("read notes.txt")
     assert failed.error is not None

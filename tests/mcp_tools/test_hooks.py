@@ -1,4 +1,5 @@
-"""A before-call hook (§2.5): one rule per agent that runs before every tool call and may pause it."""
+"""A before-call hook (docs/guides/mcp.md#pausing-from-a-hook): one rule per agent that runs before every tool call and
+may pause it."""
 
 from __future__ import annotations
 
@@ -24,16 +25,12 @@ from sayso import (
     VisitUrl,
 )
 
-from ..conftest import script
+from ..models import tool_model, verbs
 from . import hooks
 from .conftest import ElicitServer
 
-RULES: list[dict[str, Any]] = [
-    {"user": r"^contacts$", "call": "crm_contacts"},
-    {"user": r"^announce (?P<t>.+)$", "call": "announce", "args": {"text": "{t}"}},
-    {"tool": "crm_contacts", "reply": "{result}"},
-    {"tool": "announce", "reply": "{result}"},
-]
+ROUTE = verbs(contacts="crm_contacts", announce=("announce", "text"))
+"""`contacts` lists the test server's contacts, `announce TEXT` announces it; the model says what the call returned."""
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +49,9 @@ def make_app(tmp_path: Path, server: ElicitServer | None = None, **agent: Any) -
         config["mcp_servers"] = {"crm": {"url": server.mcp_url}}
         spec["mcp"] = [{"server": "crm", "tools": ["crm_contacts"]}]
     config["agents"] = {"host": spec}
-    return Sayso(Config.model_validate({**config, "base_dir": tmp_path}), models={"m": script(*RULES)})
+    return Sayso(
+        Config.model_validate({**config, "base_dir": tmp_path}), models={"m": tool_model(ROUTE, read="{result}")}
+    )
 
 
 async def test_the_login_example_sends_the_person_to_sign_in_before_any_tool_runs(

@@ -1,4 +1,5 @@
-"""sayso as an MCP server (§9): `/mcp` driven end to end by the official MCP Python client over a real socket.
+"""sayso as an MCP server (docs/guides/mcp.md#sayso-as-an-mcp-server): `/mcp` driven end to end by the official MCP
+Python client over a real socket.
 
 Each agent is a tool. A run that pauses asks its requests through the client's elicitation
 callback: as a stateless round trip on a modern session, pushed mid-call on a handshake-era one,
@@ -30,22 +31,23 @@ from sayso import Config, Sayso, load_config
 from sayso.protocols import protocol_apps, protocol_routers
 from sayso.server import create_app
 
-from ..conftest import LiveServer, script
+from ..conftest import LiveServer
+from ..models import Call, ToolModel, tool_model, verbs
 from . import hooks
 from .conftest import ElicitServer
 
-RULES: list[dict[str, Any]] = [
-    {"user": r"^announce (?P<t>.+)$", "call": "announce", "args": {"text": "{t}"}},
-    {
-        "user": r"^pick$",
-        "call": "ask_user",
-        "args": {"questions": [{"question": "Which room?", "choices": ["Ada", "Babbage"]}]},
-    },
-    {"user": r"^book (?P<d>\w+)$", "call": "book_table", "args": {"day": "{d}"}},
-    {"tool": "announce", "reply": "{result}"},
-    {"tool": "ask_user", "reply": "room: {result}"},
-    {"tool": "book_table", "reply": "{result}"},
-]
+PICK: Call = ("ask_user", {"questions": [{"question": "Which room?", "choices": ["Ada", "Babbage"]}]})
+
+
+def model() -> ToolModel:
+    """`announce TEXT` announces, `pick` asks the person for a room, `book DAY` books a table on the test server;
+    the model says what the call returned (the room with `room: `)."""
+    route = verbs(announce=("announce", "text"), book=("book_table", "day"))
+    return tool_model(
+        lambda said: PICK if said == "pick" else route(said),
+        read=lambda tool, result: f"room: {result}" if tool == "ask_user" else result,
+    )
+
 
 TOKENS = {"ada": "ada-token", "bob": "bob-token"}
 
@@ -75,7 +77,7 @@ def serve(tmp_path: Path, server: ElicitServer, *, principals: bool = False) -> 
     }
     if principals:
         config["principals"] = [{"name": name, "token": token} for name, token in TOKENS.items()]
-    sayso = Sayso(Config.model_validate(config), models={"m": script(*RULES)})
+    sayso = Sayso(Config.model_validate(config), models={"m": model()})
     app = create_app(sayso, routers=protocol_routers(sayso), apps=protocol_apps(sayso), expire_every_seconds=None)
     return LiveServer.in_thread(app)
 

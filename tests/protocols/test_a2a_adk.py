@@ -13,7 +13,8 @@ from pydantic_ai import RunContext
 
 from sayso import Config, Sayso, require_approval
 
-from ..conftest import InProcess, script
+from ..conftest import InProcess
+from ..models import tool_model, verbs
 from .a2a_helpers import PLAIN, rpc, task_of, user_message
 from .conftest import protocol_app
 
@@ -45,10 +46,7 @@ async def concierge(tmp_path: Path) -> AsyncIterator[Serve]:
                 "base_dir": tmp_path,
             }
         )
-        model = script(
-            {"user": "^book (?P<c>.+)$", "call": "book_itinerary", "args": {"city": "{c}"}},
-            {"tool": "book_itinerary", "reply": "{result}"},
-        )
+        model = tool_model(verbs(book=("book_itinerary", "city")), read="{result}")
         sayso = Sayso(config, models={"m": model})
         served = await InProcess(app=protocol_app(sayso), sayso=sayso).start()
         started.append(served)

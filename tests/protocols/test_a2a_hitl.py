@@ -1,4 +1,4 @@
-"""A2A with kagent's HITL extension v1, in-process: the conformance points of spec/kagent-hitl-wire.md."""
+"""A2A with kagent's HITL extension v1, in-process: the conformance points docs/guides/a2a.md promises."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from .a2a_helpers import (
     task_of,
     user_message,
 )
-from .conftest import InProcess, ServerFactory
+from .conftest import InProcess, ServerFactory, two_deletes
 
 SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
 
@@ -57,7 +57,7 @@ async def client(server: InProcess) -> Any:
         yield http
 
 
-# --- discovery and negotiation (§2)
+# --- discovery and negotiation: the agent card and the extension header
 
 
 async def test_each_agent_card_declares_the_extension_and_the_entry_card_is_at_the_root(
@@ -115,7 +115,7 @@ async def test_the_streaming_response_echoes_the_header(client: httpx.AsyncClien
     assert hitl(last["status"]["message"])["type"] == "tool_approval_request"
 
 
-# --- the pause message (§3, §5)
+# --- the pause message: kagent's payloads and status text
 
 
 async def test_an_approval_pause_has_one_text_part_and_exactly_kagents_payload(
@@ -186,7 +186,7 @@ async def test_an_ask_user_pause_states_the_question(client: httpx.AsyncClient, 
     }
 
 
-# --- responses (§6)
+# --- responses: a client's answer to a paused task
 
 
 def approve(task: dict[str, Any], approvals: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
@@ -258,7 +258,7 @@ async def test_an_invalid_response_is_refused_and_the_pause_stays_open(
 
 async def test_two_approvals_must_both_be_decided(serve: ServerFactory, sandbox: Path) -> None:
     """Two gated calls in one turn: leaving one out is refused, never approved."""
-    server = await serve(models={"demo": {"scripted": str(Path(__file__).parent / "two_deletes.yaml")}})
+    server = await serve(models={"demo": two_deletes()})
     async with server.client() as client:
         task = await pause(client, "delete both")
         tools = hitl(task["status"]["message"])["tools"]
@@ -400,7 +400,7 @@ async def test_ask_user_then_approval_pause_the_same_task_one_type_at_a_time(
     assert not (sandbox / "report-2025.txt").exists() and (sandbox / "report-2026.txt").exists()
 
 
-# --- durability and the SDK's own client (§1 of the issue, point 6)
+# --- durability and the SDK's own client
 
 
 async def test_a_paused_task_is_answered_by_another_process_after_a_restart(
@@ -466,9 +466,7 @@ async def tool_results(sayso: Sayso, thread_id: str) -> str:
 
 async def test_compat_mode_emits_legacy_data_parts_and_accepts_a_batch(serve: ServerFactory, sandbox: Path) -> None:
     """In compat mode a pause is kagent 0.x DataParts, and a batch must decide every call it shows."""
-    server = await serve(
-        a2a={"kagent_compat": True}, models={"demo": {"scripted": str(Path(__file__).parent / "two_deletes.yaml")}}
-    )
+    server = await serve(a2a={"kagent_compat": True}, models={"demo": two_deletes()})
     async with server.client() as client:
         task = await pause(client, "delete both", headers=PLAIN)
         parts = task["status"]["message"]["parts"]

@@ -1,4 +1,5 @@
-"""The pure kagent HITL mapping: status text rules (§5.1), nested blocks (§3.2, §4), legacy 0.x (§10, §11)."""
+"""The pure kagent HITL mapping: status text rules, nested blocks and their ids, legacy
+0.x (docs/guides/a2a.md#kagent-0x-and-adk)."""
 
 from __future__ import annotations
 
@@ -158,7 +159,7 @@ def mirrored(ask_id: str, tool: str, call_id: str, **args: Any) -> ApprovalReque
 
 def test_a_remote_childs_approvals_carry_the_nested_block_with_the_childs_own_ids() -> None:
     """A remote delegate's approvals show as the parent's call with a `nested` block naming the child's task,
-    context and ids (§12.6); responses name the child ids."""
+    context and ids (docs/guides/a2a.md#remote-agents-as-delegates); responses name the child ids."""
     view = remote_view(
         pause_view(
             "run_top",
@@ -211,7 +212,7 @@ def test_a_local_delegates_pause_names_its_run_and_reads_agent_not_remote_agent(
 
 
 def test_a_remote_childs_question_is_answered_with_the_childs_id() -> None:
-    """A remote delegate's question is answered with the child's id, never the parent's (§12.7)."""
+    """A remote delegate's question is answered with the child's id, never the parent's."""
     asked = replace(
         question("req-g", "What is the GitHub owner/org for the repo?", path="ops/github_agent"), tool_call_id="adk-g4"
     )

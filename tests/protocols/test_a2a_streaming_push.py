@@ -23,7 +23,8 @@ from standardwebhooks import Webhook, WebhookVerificationError
 
 from sayso import Approve, Config, Sayso
 
-from ..conftest import InProcess, LiveServer, script
+from ..conftest import InProcess, LiveServer
+from ..models import tool_model, verbs
 from .a2a_helpers import collect, get_task, hitl, rpc, sdk_client, sdk_message, send, stream, task_of, user_message
 from .conftest import ServerFactory, example_config, protocol_app
 
@@ -104,10 +105,7 @@ async def slow_server(tmp_path: Path) -> AsyncIterator[InProcess]:
             "base_dir": tmp_path,
         }
     )
-    model = script(
-        {"user": "^export (?P<n>.+)$", "call": "export_report", "args": {"name": "{n}"}},
-        {"tool": "export_report", "reply": "Done: {result}"},
-    )
+    model = tool_model(verbs(export=("export_report", "name")), read="Done: {result}")
     served = await InProcess(app=protocol_app(sayso := Sayso(config, models={"m": model})), sayso=sayso).start()
     yield served
     release.set()

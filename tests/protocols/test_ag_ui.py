@@ -1,4 +1,4 @@
-"""AG-UI, in-process (§6.4): raw SSE, every event validated with the ag-ui-protocol models."""
+"""AG-UI, in-process (docs/guides/ag-ui.md): raw SSE, every event validated with the ag-ui-protocol models."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from ag_ui.core import Event, RunFinishedEvent
 from pydantic import TypeAdapter
 
-from .conftest import InProcess, ServerFactory
+from .conftest import InProcess, ServerFactory, client_tool, two_deletes
 
 EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
 
@@ -131,7 +131,7 @@ async def test_deny_skip_and_left_out_never_run_the_call(
     serve: ServerFactory, sandbox: Path, entry: dict[str, Any] | None, model_reads: str
 ) -> None:
     """A denied, skipped or left-out interrupt never runs its call; the model reads why."""
-    server = await serve(models={"demo": {"scripted": str(Path(__file__).parent / "two_deletes.yaml")}})
+    server = await serve(models={"demo": two_deletes()})
     events = await post(server, run_input("thr-agui-3", [user("delete both")]))
     first, second = finished(events).outcome.interrupts  # type: ignore[union-attr]
     approve_second = {"interruptId": second.id, "status": "resolved", "payload": {"status": "approved"}}
@@ -177,8 +177,7 @@ async def test_a_question_is_an_interrupt_answered_by_position(serve: ServerFact
 async def test_client_tools_end_the_run_with_pending_calls_answered_by_tool_messages(serve: ServerFactory) -> None:
     """A client tool call ends the run with it pending; a tool message with its result carries the run on."""
     server = await serve(
-        models={"demo": {"scripted": str(Path(__file__).parent / "client_tool.yaml")}},
-        agents={"files": {"model": "demo", "client_tools": ["pick_color"]}},
+        models={"demo": client_tool()}, agents={"files": {"model": "demo", "client_tools": ["pick_color"]}}
     )
     tool = {"name": "pick_color", "description": "Ask the browser for a color", "parameters": {"type": "object"}}
     events = await post(server, run_input("thr-agui-6", [user("color please")], tools=[tool]))

@@ -14,10 +14,11 @@ import pytest
 from ag_ui.core import Event, RunFinishedEvent
 from pydantic import TypeAdapter
 
-from sayso import Config, Sayso, ScriptedModel
+from sayso import Config, Sayso
 
-from ..conftest import InProcess, LiveServer, script
-from .conftest import protocol_app
+from ..conftest import InProcess, LiveServer
+from ..models import Call, Said, ToolModel, tool_model
+from .conftest import NOT_ASKED, protocol_app
 from .test_ag_ui_node import NODE_DIR, needs_node
 
 EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
@@ -58,27 +59,13 @@ def team_runtime(tmp_path: Path) -> Sayso:
             "base_dir": tmp_path,
         }
     )
+    sources: Call = ("analyst", {"task": "Which sources?"})
+    asks: dict[str, Said] = {"data": sources, "report": [sources, ("ops", {"task": "Archive October."})]}
     models = {
-        "c": script(
-            {"user": "^data$", "call": "analyst", "args": {"task": "Which sources?"}},
-            {
-                "user": "^report$",
-                "calls": [
-                    {"call": "analyst", "args": {"task": "Which sources?"}},
-                    {"call": "ops", "args": {"task": "Archive October."}},
-                ],
-            },
-            {"tool": "analyst", "reply": "Report:\n{results}"},
-            {"tool": "ops", "reply": "Report:\n{results}"},
-        ),
-        "a": script(
-            {"user": ".", "call": "request_datasources", "args": {"topic": "revenue"}},
-            {"tool": "request_datasources", "reply": "Using {result}."},
-        ),
-        "o": script(
-            {"user": ".", "call": "archive_logs", "args": {"month": "2026-10"}},
-            {"tool": "archive_logs", "reply": "{result}"},
-        ),
+        # `data` asks the analyst; `report` asks the analyst and ops at once.
+        "c": tool_model(lambda said: asks.get(said, NOT_ASKED), read="Report:\n{results}"),
+        "a": tool_model(lambda said: ("request_datasources", {"topic": "revenue"}), read="Using {result}."),
+        "o": tool_model(lambda said: ("archive_logs", {"month": "2026-10"}), read="{result}"),
     }
     return Sayso(config, models=models)
 
@@ -154,8 +141,8 @@ async def test_a_delegates_browser_tool_is_streamed_tagged_with_its_run_and_its_
 
 def seen_instructions(sayso: Sayso, agent: str) -> str:
     model = sayso.agent_model(agent)
-    assert isinstance(model, ScriptedModel)
-    return "\n".join(call.last_request.instructions or "" for call in model.calls)
+    assert isinstance(model, ToolModel)
+    return "\n".join(asked.info.instructions or "" for asked in model.asked)
 
 
 async def test_a_pause_mixing_an_interrupt_and_a_browser_tool_lists_both_and_one_resume_answers_both(

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+from pydantic_ai.models import Model
 
 from sayso import Config, Sayso
 
+from ..models import tool_model
 from .a2a_helpers import PLAIN, URI, get_task, hitl, rpc, send, task_of, user_message
 from .conftest import InProcess, ServerFactory
 
@@ -68,29 +69,21 @@ async def test_a_choice_plus_free_text_answers_a_single_select_question(
 # --- three levels: the nested block names the agent that asks (issue 23, point 6)
 
 
-def chain_config(tmp_path: Path, **a2a: Any) -> Config:
-    """top → mid → leaf, scripted; the leaf's `run_sql` waits for approval and its result climbs back up."""
-    scripts = {
-        "top": [
-            {"user": ".", "call": "mid", "args": {"task": "count the orders"}},
-            {"tool": "mid", "reply": "top got: {result}"},
-        ],
-        "mid": [
-            {"user": ".", "call": "leaf", "args": {"task": "run the count"}},
-            {"tool": "leaf", "reply": "mid got: {result}"},
-        ],
-        "leaf": [
-            {"user": ".", "call": "run_sql", "args": {"query": "select count(*)"}},
-            {"tool": "run_sql", "reply": "{result}"},
-        ],
+def chain() -> dict[str, Model]:
+    """top → mid → leaf: each model asks the agent below (the leaf's runs `run_sql`) and passes its answer up."""
+    return {
+        "top": tool_model(lambda said: ("mid", {"task": "count the orders"}), read="top got: {result}"),
+        "mid": tool_model(lambda said: ("leaf", {"task": "run the count"}), read="mid got: {result}"),
+        "leaf": tool_model(lambda said: ("run_sql", {"query": "select count(*)"}), read="{result}"),
     }
-    for name, rules in scripts.items():
-        (tmp_path / f"{name}.yaml").write_text(json.dumps({"rules": rules}))
+
+
+def chain_config(tmp_path: Path, **a2a: Any) -> Config:
+    """top → mid → leaf (models: `chain()`); the leaf's `run_sql` waits for approval and its result climbs back up."""
     (tmp_path / "chain_tools.py").write_text('def run_sql(query: str) -> str:\n    return f"42 rows for {query}"\n')
     return Config.model_validate(
         {
             "store": f"sqlite:///{tmp_path / 'chain.db'}",
-            "models": {name: {"scripted": f"{name}.yaml"} for name in scripts},
             "agents": {
                 "top": {"model": "top", "delegates": [{"agent": "mid"}]},
                 "mid": {"model": "mid", "delegates": [{"agent": "leaf"}]},
@@ -115,7 +108,7 @@ async def test_three_levels_name_the_leaf_with_its_own_task_and_the_tops_real_ca
     """top → mid → leaf: `nested` names the leaf with the leaf's task and context; the top-level tool is top's
     real call to mid; sayso's key keeps the full path; the leaf's ids resume all three levels."""
     monkeypatch.syspath_prepend(str(tmp_path))
-    server = await serve(config=chain_config(tmp_path))
+    server = await serve(config=chain_config(tmp_path), models=chain())
     async with server.client() as client:
         task = await call(client, user_message("how many orders?"))
         message = task["status"]["message"]
@@ -148,7 +141,7 @@ async def test_a_0x_subagent_pause_carries_the_delegate_calls_real_name_args_and
 ) -> None:
     """The outer `originalFunctionCall` is top's call to mid, as the model made it; `payload` names the leaf."""
     monkeypatch.syspath_prepend(str(tmp_path))
-    server = await serve(config=chain_config(tmp_path, kagent_compat=True))
+    server = await serve(config=chain_config(tmp_path, kagent_compat=True), models=chain())
     async with server.client() as client:
         task = await call(client, user_message("how many orders?"), PLAIN)
         [part] = task["status"]["message"]["parts"]

@@ -1,4 +1,5 @@
-"""Remote delegates (§5): a sayso agent delegates to another sayso over A2A, and the child's pauses cascade up."""
+"""Remote delegates (docs/guides/a2a.md#remote-agents-as-delegates): a sayso agent delegates to another sayso over A2A,
+and the child's pauses cascade up."""
 
 from __future__ import annotations
 

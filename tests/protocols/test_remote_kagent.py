@@ -19,7 +19,8 @@ from fastapi import FastAPI
 
 from sayso import Config, Sayso, load_config
 
-from ..conftest import InProcess, LiveServer, script
+from ..conftest import InProcess, LiveServer
+from ..models import tool_model, verbs
 from .a2a_helpers import hitl, rpc, task_of, user_message
 from .conftest import EXAMPLE, protocol_app
 
@@ -59,10 +60,7 @@ async def parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterat
                 "base_dir": tmp_path,
             }
         )
-        model = script(
-            {"user": "^tidy (?P<what>.+)$", "call": name, "args": {"task": "{what}"}},
-            {"tool": name, "reply": "files said: {result}"},
-        )
+        model = tool_model(verbs(tidy=(name, "task")), read="files said: {result}")
         sayso = Sayso(config, models={"c": model})
         served = await InProcess(app=protocol_app(sayso), sayso=sayso).start()
         started.append(served)

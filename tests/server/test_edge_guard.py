@@ -1,4 +1,5 @@
-"""The HTTP edge under attack (§7): local mode serves loopback only, POSTs are JSON, bodies are bounded and
+"""The HTTP edge under attack (docs/guides/operations.md#limits): local mode serves loopback only, POSTs are JSON,
+bodies are bounded and
 well-formed, nothing is framed, sizes are limited on every interface, and races answer with sayso's own errors.
 
 REST, A2A and AG-UI are reached through one server; each table runs the same case against each of them.
@@ -14,6 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
+from pydantic_ai.models import Model
 
 from sayso import Sayso, load_config
 from sayso.protocols.a2a import a2a_router
@@ -22,16 +24,15 @@ from sayso.server import create_app
 from tests.tools import missing
 
 from ..conftest import EXAMPLE, InProcess
-
-PROTOCOLS = Path(__file__).resolve().parent.parent / "protocols"
-TWO_DELETES = str(PROTOCOLS / "two_deletes.yaml")
+from ..protocols.conftest import two_deletes
 
 
-async def _serve(**overrides: Any) -> InProcess:
+async def _serve(model: Model | None = None, **overrides: Any) -> InProcess:
+    """The example's app (config `overrides`; `model` in place of its `demo` model), served in-process."""
     config = load_config(EXAMPLE)
     if overrides:
         config = config.model_validate({**config.model_dump(), **overrides, "base_dir": config.base_dir})
-    sayso = Sayso(config)
+    sayso = Sayso(config, models=None if model is None else {"demo": model})
     app = create_app(sayso, routers=[a2a_router(sayso), ag_ui_router(sayso)], expire_every_seconds=None)
     return await InProcess(app=app, sayso=sayso).start()
 
@@ -230,7 +231,7 @@ async def test_racing_force_resumes_and_decisions_answer_only_sayso_errors(
     monkeypatch.setenv("SAYSO_SANDBOX", str(tmp_path / "sandbox"))
     async with postgres_database() if backend == "postgres" else _sqlite(tmp_path) as url:
         monkeypatch.setenv("SAYSO_STORE", url)
-        servers = [await _serve(models={"demo": {"scripted": TWO_DELETES}}) for _ in range(2)]
+        servers = [await _serve(model=two_deletes()) for _ in range(2)]
         statuses: list[int] = []
         try:
             for _ in range(6):

@@ -25,7 +25,9 @@ from sayso import (
     load_config,
 )
 
-from ..conftest import ROOT, script
+from ..conftest import ROOT
+from ..models import calls_then_reply
+from ..tools import delete_file, deleted
 from .conftest import InProcess, ServerFactory
 
 TEAM = ROOT / "examples" / "team" / "sayso.yaml"
@@ -85,11 +87,6 @@ async def test_a_workflow_input_is_a_form(serve: ServerFactory) -> None:
 # --- what the model reads on a rejection (interrupt.rejection_text)
 
 
-def delete_file(name: str) -> str:
-    """Delete a file."""
-    raise AssertionError("a rejected call never runs")
-
-
 def gated(rejection_text: Any, tmp_path: Path) -> Sayso:
     config = Config(
         store=f"sqlite:///{tmp_path / 'sayso.db'}",
@@ -102,10 +99,7 @@ def gated(rejection_text: Any, tmp_path: Path) -> Sayso:
         },
         base_dir=tmp_path,
     )
-    rules = script(
-        {"user": ".", "call": "delete_file", "args": {"name": "notes.txt"}}, {"tool": "delete_file", "reply": "ok"}
-    )
-    return Sayso(config, models={"m": rules})
+    return Sayso(config, models={"m": calls_then_reply(("delete_file", {"name": "notes.txt"}), reply="ok")})
 
 
 async def read_on_rejection(sayso: Sayso, reason: str | None) -> Any:
@@ -119,6 +113,7 @@ async def read_on_rejection(sayso: Sayso, reason: str | None) -> Any:
             for p in m.parts
             if isinstance(p, ToolReturnPart)
         ]
+    assert deleted() == []  # a rejected call never runs
     return returned
 
 

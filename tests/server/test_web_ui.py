@@ -19,10 +19,11 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Locator, Page, Route, expect, sync_playwright
 
-from sayso import Config, Sayso, StoreError, load_config
+from sayso import Config, Sayso, load_config
 from sayso.server import LiveSettings, create_app
 
 from ..conftest import EXAMPLE, LiveServer
+from ..tools import explode
 from .test_live import files_example
 
 ServerFactory = Callable[..., LiveServer]
@@ -481,11 +482,6 @@ def test_a_request_opened_elsewhere_appears_in_the_open_inbox(server: LiveServer
     expect(page.get_by_role("article", name="Approve delete_file?")).to_be_visible()
     expect(page.locator("#inbox-count")).to_have_text("1")
     expect(page.get_by_text("Nothing is waiting for a decision.")).to_be_hidden()
-
-
-def explode() -> str:
-    """A tool that fails the run: sayso's own error (a tool's other errors are read by the model)."""
-    raise StoreError("the disk is on fire")
 
 
 def test_a_failed_run_is_an_error_card_in_the_transcript(serve: ServerFactory, page: Page, workdir: Path) -> None:

@@ -1,4 +1,5 @@
-"""The same runtime on PostgreSQL (§4): migrations, the cycle, first-wins, nesting and the audit chain.
+"""The same runtime on PostgreSQL (docs/concepts/durability.md#stores): migrations, the cycle, first-wins, nesting and
+the audit chain.
 
 The test command starts a throwaway server and sets `TEST_POSTGRES_DSN`; without it these are skipped.
 """
@@ -17,23 +18,26 @@ import pytest
 
 from sayso import AlreadyDecided, Approve, Config, Reject, Sayso
 
-from ..conftest import resume_at_once, script
+from ..conftest import resume_at_once
+from ..models import Said, tool_model, verbs
 from ..tools import delete_file, deleted
 
 DSN = os.environ.get("TEST_POSTGRES_DSN")
 pytestmark = pytest.mark.skipif(DSN is None, reason="TEST_POSTGRES_DSN is not set (scripts/test sets it)")
 
 
-RULES = [
-    {"user": r"^delete (?P<n>\S+)$", "call": "delete_file", "args": {"name": "{n}"}},
-    {
-        "user": "^both$",
-        "calls": [{"call": "delete_file", "args": {"name": "a"}}, {"call": "delete_file", "args": {"name": "b"}}],
-    },
-    {"tool": "delete_file", "reply": "{results}"},
-    {"user": "^team$", "call": "files", "args": {"task": "delete x"}},
-    {"tool": "files", "reply": "team: {result}"},
-]
+def route(said: str) -> Said:
+    """`delete NAME` deletes a file, `both` deletes `a` and `b` at once, `team` asks the `files` delegate."""
+    if said == "both":
+        return [("delete_file", {"name": "a"}), ("delete_file", {"name": "b"})]
+    if said == "team":
+        return "files", {"task": "delete x"}
+    return verbs(delete=("delete_file", "name"))(said)
+
+
+def read(tool: str, result: str) -> str:
+    """The model says what each call returned, with the tool's name (the delegate's answer as the team's)."""
+    return f"team: {result}" if tool == "files" else f"{tool}: {result}"
 
 
 @pytest.fixture
@@ -67,7 +71,7 @@ def app_on(url: str, tmp_path: Path) -> Sayso:
             "base_dir": tmp_path,
         }
     )
-    return Sayso(config, models={"m": script(*RULES)})
+    return Sayso(config, models={"m": tool_model(route, read=read)})
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,8 @@
 
 The server starts once per session on free ports with its own database file; every test uses a
 task queue of its own, so workers of one test never take another's runs. Workers are real
-`sayso worker` processes, killed with SIGKILL where a test says so.
+`sayso worker` processes, killed with SIGKILL where a test says so. A test writes its config and
+starts its workers through the `temporal` fixture (`Project`), which stops them when it ends.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -26,7 +27,8 @@ from temporalio.client import Client
 
 from tests.tools import missing
 
-from ..conftest import free_port
+from ..conftest import EXAMPLE, free_port
+from ..protocols.conftest import filled
 
 _T = TypeVar("_T")
 
@@ -111,6 +113,27 @@ class Workers:
         process.wait(10)
         _close(process)
 
+    async def kill_mid_call(
+        self, process: subprocess.Popen[str], started: Callable[[], bool], act: Callable[[], Awaitable[_T]]
+    ) -> _T:
+        """Do `act` (a run, a decision); once `started()` says the slow call it waits on runs (`SLOW_SECONDS`),
+        SIGKILL `process` in it and start a worker whose calls are quick to carry the run on. How `act` ended."""
+        outcome: list[_T] = []
+
+        async def acting() -> None:
+            outcome.append(await act())
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(acting)
+            with anyio.fail_after(30):
+                while not started():
+                    await anyio.sleep(0.05)
+            self.kill(process)
+            self.env["SLOW_SECONDS"] = "0"
+            self.start()
+        [done] = outcome
+        return done
+
     def stop_all(self) -> None:
         for process in self.running:
             if process.poll() is None:
@@ -123,28 +146,6 @@ class Workers:
             _close(process)
 
 
-async def across_kill(
-    pool: Workers, worker: subprocess.Popen[str], marker: Path, act: Callable[[], Awaitable[_T]]
-) -> _T:
-    """Do `act` (a run, a decision); kill -9 `worker` once the call it waits on began (`marker` appeared), and
-    start another (no longer slow: `SLOW_SECONDS` 0) to carry the run on. How `act` ended."""
-    outcome: list[_T] = []
-
-    async def acting() -> None:
-        outcome.append(await act())
-
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(acting)
-        with anyio.fail_after(30):
-            while not marker.exists():
-                await anyio.sleep(0.05)
-        pool.kill(worker)
-        pool.env = {**pool.env, "SLOW_SECONDS": "0"}
-        pool.start()
-    [done] = outcome
-    return done
-
-
 def _close(process: subprocess.Popen[str]) -> None:
     if process.stdout is not None:
         process.stdout.close()
@@ -155,17 +156,6 @@ async def workflows_on(address: str, task_queue: str) -> dict[str, str]:
     client = await Client.connect(address)
     found = {w.id: w.status.name if w.status else "" async for w in client.list_workflows(f'TaskQueue="{task_queue}"')}
     return found
-
-
-def written_config(
-    folder: Path, monkeypatch: pytest.MonkeyPatch, *, address: str, task_queue: str, files: dict[str, str], body: str
-) -> Path:
-    """`temporal_config` beside `files` (tool modules, model scripts) written to `folder`, importable here too."""
-    for name, text in files.items():
-        (folder / name).write_text(text)
-    monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.setenv("MARKER", str(folder / "marker"))
-    return temporal_config(folder, address=address, task_queue=task_queue, body=body)
 
 
 def temporal_config(folder: Path, *, address: str, task_queue: str, body: str) -> Path:
@@ -184,3 +174,64 @@ def workers_env(tmp_path: Path) -> dict[str, str]:
         "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
         "MARKER": str(tmp_path / "marker"),
     }
+
+
+@dataclass
+class Project:
+    """One test's project on the session's Temporal server: the configs it writes (on its own task queue) and the
+    workers it starts for them, every one stopped when the test ends."""
+
+    address: str
+    task_queue: str
+    env: dict[str, str]
+    """What the test's workers (and the CLI fronts it starts) run with: see `workers_env`."""
+    monkeypatch: pytest.MonkeyPatch
+    pools: list[Workers] = field(default_factory=list)
+
+    @property
+    def marker(self) -> Path:
+        """The file the test's tools write a line to per call they run."""
+        return Path(self.env["MARKER"])
+
+    def config(self, folder: Path, body: str, files: Mapping[str, str] = {}) -> Path:
+        """`folder/sayso.yaml`: `engine: temporal` on this server and task queue, then `body`; `files` (tools,
+        scripts) are written beside it, and the folder is importable in this process (the front loads its tools)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (folder / name).write_text(text)
+        self.monkeypatch.syspath_prepend(str(folder))
+        return temporal_config(folder, address=self.address, task_queue=self.task_queue, body=body)
+
+    def example(self, source: Path, folder: Path) -> Path:
+        """A copy of the example in `source` in `folder`, its `sayso.yaml` on Temporal."""
+        shutil.copytree(source, folder, ignore=shutil.ignore_patterns("*.db*", "__pycache__", "sandbox"))
+        return self.config(folder, (source / "sayso.yaml").read_text())
+
+    def workers(self, config: Path, **env: str) -> Workers:
+        """Workers for `config` (its folder on their `PYTHONPATH`, with `env` added), stopped when the test ends."""
+        path = os.pathsep.join([str(config.parent), self.env["PYTHONPATH"]])
+        pool = Workers(config, {**self.env, "PYTHONPATH": path, **env})
+        self.pools.append(pool)
+        return pool
+
+
+@pytest.fixture
+def temporal(
+    temporal_address: str, task_queue: str, workers_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Project]:
+    """This test's `Project`; its tools' marker file is named in this process's environment too."""
+    monkeypatch.setenv("MARKER", workers_env["MARKER"])
+    project = Project(address=temporal_address, task_queue=task_queue, env=workers_env, monkeypatch=monkeypatch)
+    try:
+        yield project
+    finally:
+        for pool in project.pools:
+            pool.stop_all()
+
+
+@pytest.fixture
+def file_manager(tmp_path: Path, temporal: Project) -> Path:
+    """The file-manager example on Temporal (`tmp_path/example/sayso.yaml`), its sandbox filled with the samples."""
+    config = temporal.example(EXAMPLE.parent, tmp_path / "example")
+    filled(tmp_path / "sandbox")
+    return config

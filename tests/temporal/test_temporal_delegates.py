@@ -7,7 +7,6 @@ workflow's `decide` Update (docs/guides/temporal.md#what-runs-where).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import anyio
@@ -16,56 +15,44 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from sayso import Answer, Approve, InvalidDecision, Sayso
 
-from .conftest import Workers, across_kill, temporal_config, workflows_on
+from .conftest import Project, workflows_on
 
 TEAM = Path(__file__).resolve().parents[2] / "examples" / "team"
 
 
 async def test_the_team_examples_delegates_pause_and_finish_the_report_on_temporal(
-    tmp_path: Path,
-    temporal_address: str,
-    task_queue: str,
-    workers_env: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, temporal: Project
 ) -> None:
     """Two delegates ask (a question, an approval) from child workflows; a wrong answer is refused; the worker
     is killed with the children paused; the answers finish the report on another worker."""
-    folder = tmp_path / "team"
-    shutil.copytree(TEAM, folder, ignore=shutil.ignore_patterns("*.db*", "__pycache__"))
-    config = temporal_config(
-        folder, address=temporal_address, task_queue=task_queue, body=(TEAM / "sayso.yaml").read_text()
-    )
-    monkeypatch.syspath_prepend(str(folder))
-    pool = Workers(config, {**workers_env, "PYTHONPATH": f"{folder}:{workers_env['PYTHONPATH']}"})
+    config = temporal.example(TEAM, tmp_path / "team")
+    pool = temporal.workers(config)
     first = pool.start()
-    client = await Client.connect(temporal_address)
-    try:
-        async with Sayso.from_yaml(config) as front:
-            paused = await front.run("report")
-            kinds = {r.agent_path: r for r in paused.requests}
-            assert {p: r.kind for p, r in kinds.items()} == {
-                "coordinator/analyst": "question",
-                "coordinator/ops": "approval",
-            }
-            children = {r.agent_path: f"sayso-{r.agent_path.split('/')[1]}-{r.run_id}" for r in paused.requests}
-            for child in children.values():
-                described = await client.get_workflow_handle(child).describe()
-                assert described.status == WorkflowExecutionStatus.RUNNING
-                assert described.parent_id == f"sayso-coordinator-{paused.run_id}"
-            pool.kill(first)  # the children's workflows (and their parent's) move to the next worker
-            pool.start()
-            with pytest.raises(InvalidDecision):
-                await front.decide(kinds["coordinator/ops"].request_id, Answer(answers=(("Q2",),)))
-            await front.decide(kinds["coordinator/analyst"].request_id, Answer(answers=(("Q2",),)))
-            done = (await front.decide(kinds["coordinator/ops"].request_id, Approve())).run
-            for workflow_id in (f"sayso-coordinator-{paused.run_id}", *children.values()):
-                with anyio.fail_after(30):  # each workflow ends once its run has
-                    assert await client.get_workflow_handle(workflow_id).result() == "completed"
-    finally:
-        pool.stop_all()
+    client = await Client.connect(temporal.address)
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("report")
+        kinds = {r.agent_path: r for r in paused.requests}
+        assert {p: r.kind for p, r in kinds.items()} == {
+            "coordinator/analyst": "question",
+            "coordinator/ops": "approval",
+        }
+        children = {r.agent_path: f"sayso-{r.agent_path.split('/')[1]}-{r.run_id}" for r in paused.requests}
+        for child in children.values():
+            described = await client.get_workflow_handle(child).describe()
+            assert described.status == WorkflowExecutionStatus.RUNNING
+            assert described.parent_id == f"sayso-coordinator-{paused.run_id}"
+        pool.kill(first)  # the children's workflows (and their parent's) move to the next worker
+        pool.start()
+        with pytest.raises(InvalidDecision):
+            await front.decide(kinds["coordinator/ops"].request_id, Answer(answers=(("Q2",),)))
+        await front.decide(kinds["coordinator/analyst"].request_id, Answer(answers=(("Q2",),)))
+        done = (await front.decide(kinds["coordinator/ops"].request_id, Approve())).run
+        for workflow_id in (f"sayso-coordinator-{paused.run_id}", *children.values()):
+            with anyio.fail_after(30):  # each workflow ends once its run has
+                assert await client.get_workflow_handle(workflow_id).result() == "completed"
     assert done.status == "completed" and done.output is not None
     assert "Revenue in Q2 grew 5%." in done.output and "Archived the logs of 2026-10." in done.output
-    assert await workflows_on(temporal_address, task_queue) == {
+    assert await workflows_on(temporal.address, temporal.task_queue) == {
         f"sayso-coordinator-{paused.run_id}": "COMPLETED",
         **{child: "COMPLETED" for child in children.values()},
     }
@@ -117,68 +104,43 @@ rules:
 
 
 async def test_a_worker_killed_mid_call_in_a_delegates_child_workflow_finishes_on_another_worker(
-    tmp_path: Path,
-    temporal_address: str,
-    task_queue: str,
-    workers_env: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, temporal: Project
 ) -> None:
     """kill -9 while the delegate's approved call runs in its child workflow: another worker records it
     "outcome unknown" (never run twice), the delegate answers and its parent finishes."""
-    (tmp_path / "slow_team_tools.py").write_text(SLOW_TOOLS)
-    (tmp_path / "lead.script.yaml").write_text(LEAD)
-    (tmp_path / "ops.script.yaml").write_text(OPS)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    config = temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=SLOW_TEAM)
-    marker = tmp_path / "marker"
-    pool = Workers(config, {**workers_env, "SLOW_SECONDS": "60"})
+    files = {"slow_team_tools.py": SLOW_TOOLS, "lead.script.yaml": LEAD, "ops.script.yaml": OPS}
+    config = temporal.config(tmp_path, SLOW_TEAM, files)
+    marker = temporal.marker
+    pool = temporal.workers(config, SLOW_SECONDS="60")
     first = pool.start()
-    try:
-        async with Sayso.from_yaml(config) as front:
-            paused = await front.run("archive 2026-10")
-            [request] = paused.requests
-            assert (request.kind, request.agent_path) == ("approval", "lead/ops")
-            child = (
-                await (await Client.connect(temporal_address))
-                .get_workflow_handle(f"sayso-ops-{request.run_id}")
-                .describe()
-            )
-            assert child.parent_id == f"sayso-lead-{paused.run_id}"
-            decided = await across_kill(pool, first, marker, lambda: front.decide(request.request_id, Approve()))
-            output = decided.run.output
-            log = await front.audit_log()
-    finally:
-        pool.stop_all()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("archive 2026-10")
+        [request] = paused.requests
+        assert (request.kind, request.agent_path) == ("approval", "lead/ops")
+        child = (
+            await (await Client.connect(temporal.address)).get_workflow_handle(f"sayso-ops-{request.run_id}").describe()
+        )
+        assert child.parent_id == f"sayso-lead-{paused.run_id}"
+        decided = await pool.kill_mid_call(first, marker.exists, lambda: front.decide(request.request_id, Approve()))
+        output = decided.run.output
+        log = await front.audit_log()
     assert output is not None and output.startswith("lead read: Outcome unknown")
     assert [r.body["event"] for r in log].count("outcome_unknown") == 1
     assert marker.read_text().split() == ["2026-10"]
 
 
 async def test_cancelling_a_paused_team_run_ends_its_delegates_child_workflows(
-    tmp_path: Path,
-    temporal_address: str,
-    task_queue: str,
-    workers_env: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, temporal: Project
 ) -> None:
     """A cancel closes the whole tree in the store; the parent's workflow tells its children, and all three end."""
-    folder = tmp_path / "team"
-    shutil.copytree(TEAM, folder, ignore=shutil.ignore_patterns("*.db*", "__pycache__"))
-    config = temporal_config(
-        folder, address=temporal_address, task_queue=task_queue, body=(TEAM / "sayso.yaml").read_text()
-    )
-    monkeypatch.syspath_prepend(str(folder))
-    pool = Workers(config, {**workers_env, "PYTHONPATH": f"{folder}:{workers_env['PYTHONPATH']}"})
-    pool.start()
-    client = await Client.connect(temporal_address)
-    try:
-        async with Sayso.from_yaml(config) as front:
-            paused = await front.run("report")
-            children = [f"sayso-{r.agent_path.split('/')[1]}-{r.run_id}" for r in paused.requests]
-            assert len(children) == 2
-            assert (await front.cancel(paused.run_id)).status == "cancelled"
-            for workflow_id in (f"sayso-coordinator-{paused.run_id}", *children):
-                with anyio.fail_after(30):
-                    assert await client.get_workflow_handle(workflow_id).result() == "cancelled"
-    finally:
-        pool.stop_all()
+    config = temporal.example(TEAM, tmp_path / "team")
+    temporal.workers(config).start()
+    client = await Client.connect(temporal.address)
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("report")
+        children = [f"sayso-{r.agent_path.split('/')[1]}-{r.run_id}" for r in paused.requests]
+        assert len(children) == 2
+        assert (await front.cancel(paused.run_id)).status == "cancelled"
+        for workflow_id in (f"sayso-coordinator-{paused.run_id}", *children):
+            with anyio.fail_after(30):
+                assert await client.get_workflow_handle(workflow_id).result() == "cancelled"

@@ -8,18 +8,16 @@ announced in the outbox exactly as in one process. The steps are seconds apart s
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 import yaml
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from sayso import Approve, Sayso
 
-from .conftest import Workers, temporal_config
+from .conftest import Project
 
 TOOLS = '''
 import os
@@ -40,10 +38,8 @@ SCRIPT = {
 }
 
 
-def escalating(tmp_path: Path, address: str, task_queue: str, rule: dict[str, Any], **extra: Any) -> Path:
+def escalating(temporal: Project, folder: Path, rule: dict[str, Any], **extra: Any) -> Path:
     """A Temporal-backed refund agent whose `refund` rule escalates as `rule` says (`extra`: more config)."""
-    (tmp_path / "refund_tools.py").write_text(TOOLS)  # a module name of its own: the front imports it
-    (tmp_path / "script.yaml").write_text(yaml.safe_dump(SCRIPT))
     body = {
         "models": {"m": {"scripted": "script.yaml"}},
         "agents": {
@@ -55,25 +51,9 @@ def escalating(tmp_path: Path, address: str, task_queue: str, rule: dict[str, An
         },
         **extra,
     }
-    return temporal_config(tmp_path, address=address, task_queue=task_queue, body=yaml.safe_dump(body))
-
-
-@pytest.fixture
-def refunds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("MARKER", str(tmp_path / "marker"))
-    return tmp_path / "marker"
-
-
-@pytest.fixture
-def pool(tmp_path: Path, workers_env: dict[str, str]) -> Iterator[list[Workers]]:
-    """The test's workers (one pool, made once the test wrote its config), stopped at the end."""
-    pools: list[Workers] = []
-    try:
-        yield pools
-    finally:
-        for workers in pools:
-            workers.stop_all()
+    # The tools' module has a name of its own: the front imports it.
+    files = {"refund_tools.py": TOOLS, "script.yaml": yaml.safe_dump(SCRIPT)}
+    return temporal.config(folder, yaml.safe_dump(body), files)
 
 
 async def escalated(app: Sayso) -> list[dict[str, Any]]:
@@ -92,12 +72,7 @@ async def activities_run(address: str, workflow_id: str, name: str) -> int:
 
 
 async def test_steps_fire_in_order_as_workflow_timers_then_on_timeout_rejects(
-    tmp_path: Path,
-    temporal_address: str,
-    task_queue: str,
-    workers_env: dict[str, str],
-    refunds: Path,
-    pool: list[Workers],
+    tmp_path: Path, temporal: Project
 ) -> None:
     """Two steps fire, each once and in order (audit and outbox), then `on_timeout` rejects: the model reads it."""
     rule = {
@@ -107,9 +82,8 @@ async def test_steps_fire_in_order_as_workflow_timers_then_on_timeout_rejects(
         "on_timeout": {"after": "3s", "action": "reject", "reason": "nobody approved in time"},
     }
     principals = [{"name": n, "token": f"{n}-token"} for n in ("bob", "cfo")]
-    config = escalating(tmp_path, temporal_address, task_queue, rule, principals=principals)
-    pool.append(workers := Workers(config, workers_env))
-    workers.start()
+    config = escalating(temporal, tmp_path, rule, principals=principals)
+    temporal.workers(config).start()
     async with Sayso.from_yaml(config) as front:
         paused = await front.run("refund o-1 250")
         assert paused.status == "paused"
@@ -120,27 +94,22 @@ async def test_steps_fire_in_order_as_workflow_timers_then_on_timeout_rejects(
         steps = await escalated(front)
         notices = await front.claim_escalations("test")
         state = await front.request(paused.requests[0].request_id)
-        fired = await activities_run(temporal_address, f"sayso-shop-{paused.run_id}", "sayso.escalate")
+        fired = await activities_run(temporal.address, f"sayso-shop-{paused.run_id}", "sayso.escalate")
     assert [(e["step"], e["remind"], e["add_approvers"]) for e in steps] == [(0, True, []), (1, False, ["cfo"])]
     assert [n.step for n in notices] == [0, 1]
     assert state is not None and state.decision is not None and state.decision.by == "expiry"
     assert fired == 2  # one timer per step, each fired once
-    assert not refunds.exists()
+    assert not temporal.marker.exists()
 
 
 async def test_a_step_due_while_no_worker_ran_fires_on_the_next_and_a_decision_cancels_the_rest(
-    tmp_path: Path,
-    temporal_address: str,
-    task_queue: str,
-    workers_env: dict[str, str],
-    refunds: Path,
-    pool: list[Workers],
+    tmp_path: Path, temporal: Project
 ) -> None:
     """kill -9 the only worker, let the first step come due, start another: it fires; the approval ends the run
     and its workflow, so the second step (due much later) never fires."""
     rule = {"rule": "refunds-slow", "escalate": [{"after": "1s", "remind": True}, {"after": "10m", "remind": True}]}
-    config = escalating(tmp_path, temporal_address, task_queue, rule)
-    pool.append(workers := Workers(config, workers_env))
+    config = escalating(temporal, tmp_path, rule)
+    workers = temporal.workers(config)
     first = workers.start()
     async with Sayso.from_yaml(config) as front:
         paused = await front.run("refund o-2 300")
@@ -157,12 +126,12 @@ async def test_a_step_due_while_no_worker_ran_fires_on_the_next_and_a_decision_c
         done = await front.decide(request.request_id, Approve())
         assert (done.run.status, done.run.output) == ("completed", "model read: refunded 300 on o-2")
         workflow_id = f"sayso-shop-{paused.run_id}"
-        handle = (await Client.connect(temporal_address)).get_workflow_handle(workflow_id)
+        handle = (await Client.connect(temporal.address)).get_workflow_handle(workflow_id)
         with anyio.fail_after(30):
             assert await handle.result() == "completed"
         assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
         steps = await escalated(front)
-        fired = await activities_run(temporal_address, workflow_id, "sayso.escalate")
+        fired = await activities_run(temporal.address, workflow_id, "sayso.escalate")
     assert [e["step"] for e in steps] == [0]
     assert fired == 1
-    assert refunds.read_text().split() == ["o-2"]
+    assert temporal.marker.read_text().split() == ["o-2"]

@@ -1,4 +1,5 @@
-"""Workflow graphs (§8) on Temporal: each run a workflow worked on by a worker, each agent node's run a child workflow.
+"""Workflow graphs (docs/guides/workflows.md) on Temporal: each run a workflow worked on by a worker, each agent
+node's run a child workflow.
 
 An agent node's run is a child workflow `sayso-<agent>-<run id>` of its graph's, as a delegate's is;
 its requests are decided through the graph's workflow's `decide` Update
@@ -7,7 +8,6 @@ its requests are decided through the graph's workflow's `decide` Update
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import anyio
@@ -16,67 +16,33 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from sayso import ApprovalRequest, Approve, InputRequest, InvalidDecision, Provide, Sayso
 
-from .conftest import Workers, across_kill, temporal_config, workflows_on, written_config
+from .. import process_tools
+from .conftest import Project, workflows_on
 
 CONCIERGE = Path(__file__).resolve().parents[2] / "examples" / "concierge"
 
 
-async def test_the_concierge_graph_pauses_refuses_and_finishes_on_temporal(
-    tmp_path: Path,
-    temporal_address: str,
-    task_queue: str,
-    workers_env: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_the_concierge_graph_pauses_refuses_and_finishes_on_temporal(tmp_path: Path, temporal: Project) -> None:
     """A graph's form refuses a wrong answer (the pause stays), then the loop runs to the plan, all on a worker."""
-    folder = tmp_path / "concierge"
-    shutil.copytree(CONCIERGE, folder, ignore=shutil.ignore_patterns("*.db", "__pycache__"))
-    body = (CONCIERGE / "sayso.yaml").read_text()
-    config = temporal_config(folder, address=temporal_address, task_queue=task_queue, body=body)
-    monkeypatch.syspath_prepend(str(folder))
-    pool = Workers(config, {**workers_env, "PYTHONPATH": f"{folder}:{workers_env['PYTHONPATH']}"})
-    pool.start()
-    try:
-        async with Sayso.from_yaml(config) as front:
-            ask = await front.run("Plan my day")
-            [form] = ask.requests
-            assert isinstance(form, InputRequest) and form.node == "ask_preferences"
-            with pytest.raises(InvalidDecision, match="city: field required"):
-                await front.decide(form.request_id, Provide(value={"hobby": "fado"}))
-            review = (await front.decide(form.request_id, Provide(value={"city": "Lisbon", "hobby": "fado"}))).run
-            [feedback] = review.requests
-            assert isinstance(feedback, InputRequest) and feedback.node == "get_user_feedback"
-            done = (
-                await front.decide(feedback.request_id, Provide(value={"user_response": "perfect", "done": True}))
-            ).run
-    finally:
-        pool.stop_all()
+    config = temporal.example(CONCIERGE, tmp_path / "concierge")
+    temporal.workers(config).start()
+    async with Sayso.from_yaml(config) as front:
+        ask = await front.run("Plan my day")
+        [form] = ask.requests
+        assert isinstance(form, InputRequest) and form.node == "ask_preferences"
+        with pytest.raises(InvalidDecision, match="city: field required"):
+            await front.decide(form.request_id, Provide(value={"hobby": "fado"}))
+        review = (await front.decide(form.request_id, Provide(value={"city": "Lisbon", "hobby": "fado"}))).run
+        [feedback] = review.requests
+        assert isinstance(feedback, InputRequest) and feedback.node == "get_user_feedback"
+        done = (await front.decide(feedback.request_id, Provide(value={"user_response": "perfect", "done": True}))).run
     assert done.status == "completed"
     assert done.output is not None and done.output.startswith("Your day in Lisbon")
-    found = await workflows_on(temporal_address, task_queue)
+    found = await workflows_on(temporal.address, temporal.task_queue)
     assert found.pop(f"sayso-concierge-{ask.run_id}") == "COMPLETED"
     [(planner, status)] = found.items()  # the one pass of the agent node `propose`: a child workflow
     assert planner.startswith("sayso-planner-") and status == "COMPLETED"
 
-
-TOOLS = '''
-import os, time
-
-
-def delete(name: str) -> str:
-    """Delete a file (slowly, when SLOW_SECONDS says so)."""
-    with open(os.environ["MARKER"], "a") as marker:
-        marker.write(name + "\\n")
-    time.sleep(float(os.environ.get("SLOW_SECONDS", "0")))
-    return f"deleted {name}"
-'''
-
-SCRIPT = """
-name: clerk
-rules:
-  - {user: '^delete (?P<n>\\S+)$', call: delete, args: {name: "{n}"}}
-  - {tool: delete, reply: "clerk read: {result}"}
-"""
 
 BODY = """
 models:
@@ -84,8 +50,8 @@ models:
 agents:
   clerk:
     model: demo
-    tools: [graph_tools:delete]
-    interrupt: {tools: [delete]}
+    tools: [graph_tools:slow_delete]
+    interrupt: {tools: [slow_delete]}
 workflows:
   chores:
     nodes:
@@ -96,59 +62,51 @@ workflows:
 
 
 @pytest.fixture
-def chores(tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    files = {"graph_tools.py": TOOLS, "script.yaml": SCRIPT}
-    return written_config(
-        tmp_path, monkeypatch, address=temporal_address, task_queue=task_queue, files=files, body=BODY
-    )
+def chores(tmp_path: Path, temporal: Project) -> Path:
+    """A graph whose one node is an agent deleting files after approval (tests/process_tools.py's tool)."""
+    return temporal.config(tmp_path, BODY, process_tools.files("graph_tools"))
 
 
 async def test_an_agent_nodes_run_is_a_child_workflow_decided_through_the_graphs(
-    chores: Path, temporal_address: str, task_queue: str, workers_env: dict[str, str]
+    chores: Path, temporal: Project
 ) -> None:
     """The node's agent asks for approval from its own child workflow, under the graph's; the worker is killed
     while it waits; the approval, given to the graph's run, finishes both on another worker."""
-    pool = Workers(chores, workers_env)
+    pool = temporal.workers(chores)
     first = pool.start()
-    client = await Client.connect(temporal_address)
-    try:
-        async with Sayso.from_yaml(chores) as front:
-            paused = await front.run("delete a.txt", agent="chores")
-            [request] = paused.requests
-            assert isinstance(request, ApprovalRequest) and request.agent_path == "chores/tidy"
-            graph, node = f"sayso-chores-{paused.run_id}", f"sayso-clerk-{request.run_id}"
-            described = await client.get_workflow_handle(node).describe()
-            assert (described.status, described.parent_id) == (WorkflowExecutionStatus.RUNNING, graph)
-            pool.kill(first)
-            pool.start()
-            done = (await front.decide(request.request_id, Approve())).run
-            for workflow_id in (graph, node):
-                with anyio.fail_after(30):  # each workflow ends once its run has
-                    assert await client.get_workflow_handle(workflow_id).result() == "completed"
-    finally:
-        pool.stop_all()
-    assert (done.status, done.output) == ("completed", "clerk read: deleted a.txt")
-    assert (chores.parent / "marker").read_text().split() == ["a.txt"]
-    assert await workflows_on(temporal_address, task_queue) == {graph: "COMPLETED", node: "COMPLETED"}
+    client = await Client.connect(temporal.address)
+    async with Sayso.from_yaml(chores) as front:
+        paused = await front.run("delete a.txt", agent="chores")
+        [request] = paused.requests
+        assert isinstance(request, ApprovalRequest) and request.agent_path == "chores/tidy"
+        graph, node = f"sayso-chores-{paused.run_id}", f"sayso-clerk-{request.run_id}"
+        described = await client.get_workflow_handle(node).describe()
+        assert (described.status, described.parent_id) == (WorkflowExecutionStatus.RUNNING, graph)
+        pool.kill(first)
+        pool.start()
+        done = (await front.decide(request.request_id, Approve())).run
+        for workflow_id in (graph, node):
+            with anyio.fail_after(30):  # each workflow ends once its run has
+                assert await client.get_workflow_handle(workflow_id).result() == "completed"
+    assert (done.status, done.output) == ("completed", "model read: deleted a.txt")
+    assert temporal.marker.read_text().split() == ["a.txt"]
+    assert await workflows_on(temporal.address, temporal.task_queue) == {graph: "COMPLETED", node: "COMPLETED"}
 
 
 async def test_a_worker_killed_mid_call_in_an_agent_nodes_child_workflow_leaves_it_outcome_unknown_once(
-    chores: Path, workers_env: dict[str, str]
+    chores: Path, temporal: Project
 ) -> None:
     """kill -9 while the node's approved call runs: another worker records it "outcome unknown" (never run twice),
     the node's agent answers, and the graph finishes with it."""
-    marker = chores.parent / "marker"
-    pool = Workers(chores, {**workers_env, "SLOW_SECONDS": "60"})
+    marker = temporal.marker
+    pool = temporal.workers(chores, SLOW_SECONDS="60")
     first = pool.start()
-    try:
-        async with Sayso.from_yaml(chores) as front:
-            paused = await front.run("delete b.txt", agent="chores")
-            [request] = paused.requests
-            decided = await across_kill(pool, first, marker, lambda: front.decide(request.request_id, Approve()))
-            output = decided.run.output
-            log = await front.audit_log()
-    finally:
-        pool.stop_all()
-    assert output is not None and output.startswith("clerk read: Outcome unknown"), output
+    async with Sayso.from_yaml(chores) as front:
+        paused = await front.run("delete b.txt", agent="chores")
+        [request] = paused.requests
+        decided = await pool.kill_mid_call(first, marker.exists, lambda: front.decide(request.request_id, Approve()))
+        output = decided.run.output
+        log = await front.audit_log()
+    assert output is not None and output.startswith("model read: Outcome unknown"), output
     assert [r.body["event"] for r in log].count("outcome_unknown") == 1
     assert marker.read_text().split() == ["b.txt"]

@@ -7,7 +7,6 @@ activity with one attempt, never retried once started.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from temporalio.client import Client
 
 from sayso import Approve, Sayso
 
-from .conftest import Workers, across_kill, workflows_on, written_config
+from .conftest import Project, Workers, workflows_on
 
 TOOLS = '''
 import os
@@ -55,20 +54,13 @@ agents:
 
 
 @pytest.fixture
-def config(tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    files = {"loop_tools.py": TOOLS, "script.yaml": SCRIPT}
-    return written_config(
-        tmp_path, monkeypatch, address=temporal_address, task_queue=task_queue, files=files, body=BODY
-    )
+def config(tmp_path: Path, temporal: Project) -> Path:
+    return temporal.config(tmp_path, BODY, {"loop_tools.py": TOOLS, "script.yaml": SCRIPT})
 
 
 @pytest.fixture
-def workers(config: Path, workers_env: dict[str, str]) -> Iterator[Workers]:
-    pool = Workers(config, workers_env)
-    try:
-        yield pool
-    finally:
-        pool.stop_all()
+def workers(config: Path, temporal: Project) -> Workers:
+    return temporal.workers(config)
 
 
 async def attempts(client: Client, workflow: str) -> list[tuple[str, int]]:
@@ -82,7 +74,7 @@ async def attempts(client: Client, workflow: str) -> list[tuple[str, int]]:
 
 
 async def test_model_requests_retry_and_the_approved_call_is_one_attempt(
-    config: Path, workers: Workers, temporal_address: str, task_queue: str, tmp_path: Path
+    config: Path, workers: Workers, temporal: Project
 ) -> None:
     """Both segments' loops of an approve cycle run in the run's workflow; its activities say how often each may run."""
     workers.start()
@@ -94,8 +86,8 @@ async def test_model_requests_retry_and_the_approved_call_is_one_attempt(
         assert (done.run.status, done.run.output) == ("completed", "model read: deleted a.txt")
         transcript = await front.transcript(paused.thread_id)  # the store stays the system of record
         assert [e.decision["decision"] for e in transcript if e.decision is not None] == ["approve"]
-    client = await Client.connect(temporal_address)
-    assert await workflows_on(temporal_address, task_queue) == {f"sayso-files-{paused.run_id}": "COMPLETED"}
+    client = await Client.connect(temporal.address)
+    assert await workflows_on(temporal.address, temporal.task_queue) == {f"sayso-files-{paused.run_id}": "COMPLETED"}
     found = await attempts(client, f"sayso-files-{paused.run_id}")
     models = [most for name, most in found if name == "agent__files__model_request"]
     assert len(models) == 3 and set(models) == {0}  # a model request is asked again until a worker answers
@@ -105,7 +97,7 @@ async def test_model_requests_retry_and_the_approved_call_is_one_attempt(
     assert calls == [0, 1, 1]
     segments = [name for name, _ in found if name in ("sayso.segment", "sayso.advance")]
     assert segments == ["sayso.segment", "sayso.advance"]  # the runtime around each loop: one activity each
-    assert (tmp_path / "marker").read_text().split() == ["a.txt"]
+    assert temporal.marker.read_text().split() == ["a.txt"]
 
 
 CUT_TOOLS = '''
@@ -159,26 +151,17 @@ async def test_a_call_nobody_approved_cut_off_by_kill_9_is_unknown_unless_its_to
     output: str,
     runs: int,
     tmp_path: Path,
-    temporal_address: str,
-    task_queue: str,
-    workers_env: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
+    temporal: Project,
 ) -> None:
     """A plain call is one attempt too: cut off, it is "outcome unknown" (audited), never sent twice; a call of a
     tool declared idempotent is tried again on the next worker."""
-    files = {"cut_tools.py": CUT_TOOLS, "script.yaml": CUT_SCRIPT}
-    config = written_config(
-        tmp_path, monkeypatch, address=temporal_address, task_queue=task_queue, files=files, body=CUT_BODY
-    )
-    marker = tmp_path / "marker"
-    pool = Workers(config, {**workers_env, "SLOW_SECONDS": "60"})
+    config = temporal.config(tmp_path, CUT_BODY, {"cut_tools.py": CUT_TOOLS, "script.yaml": CUT_SCRIPT})
+    marker = temporal.marker
+    pool = temporal.workers(config, SLOW_SECONDS="60")
     first = pool.start()
-    try:
-        async with Sayso.from_yaml(config) as front:
-            said = (await across_kill(pool, first, marker, lambda: front.run(f"{tool} x"))).output
-            log = [r.body for r in await front.audit_log()]
-    finally:
-        pool.stop_all()
+    async with Sayso.from_yaml(config) as front:
+        said = (await pool.kill_mid_call(first, marker.exists, lambda: front.run(f"{tool} x"))).output
+        log = [r.body for r in await front.audit_log()]
     assert said is not None and said.startswith(output)
     assert [b["event"] for b in log].count("outcome_unknown") == (1 if runs == 1 else 0)
     assert marker.read_text().split() == ["x"] * runs

@@ -7,7 +7,6 @@ still outlives the worker (docs/guides/temporal.md#what-runs-where).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,30 +25,15 @@ from sayso import ApprovalRequest, Approve, Sayso
 from sayso.protocols import protocol_apps, protocol_routers
 from sayso.server import create_app
 
-from ..conftest import EXAMPLE, LiveServer
-from ..protocols.conftest import SAMPLES
-from .conftest import Workers, temporal_config, workflows_on
+from ..conftest import LiveServer
+from .conftest import Project, workflows_on
 
 
 @pytest.fixture
-def files(tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The file-manager example with `engine: temporal`, its sandbox filled."""
-    folder = tmp_path / "example"
-    shutil.copytree(EXAMPLE.parent, folder, ignore=shutil.ignore_patterns("*.db", "__pycache__", "sandbox"))
-    sandbox = tmp_path / "sandbox"
-    sandbox.mkdir(exist_ok=True)
-    for name, text in SAMPLES.items():
-        (sandbox / name).write_text(text)
-    monkeypatch.syspath_prepend(str(folder))
-    return temporal_config(folder, address=temporal_address, task_queue=task_queue, body=EXAMPLE.read_text())
-
-
-@pytest.fixture
-def front(files: Path, workers_env: dict[str, str]) -> Iterator[LiveServer]:
+def front(file_manager: Path, temporal: Project) -> Iterator[LiveServer]:
     """`sayso serve`'s app (REST, A2A, AG-UI and `/mcp`) as a Temporal front on a real port, with one worker."""
-    pool = Workers(files, {**workers_env, "PYTHONPATH": f"{files.parent}:{workers_env['PYTHONPATH']}"})
-    pool.start()
-    sayso = Sayso.from_yaml(files)
+    temporal.workers(file_manager).start()
+    sayso = Sayso.from_yaml(file_manager)
     served = LiveServer.in_thread(
         create_app(sayso, routers=protocol_routers(sayso), apps=protocol_apps(sayso), expire_every_seconds=None)
     )
@@ -57,11 +41,10 @@ def front(files: Path, workers_env: dict[str, str]) -> Iterator[LiveServer]:
         yield served
     finally:
         served.stop()
-        pool.stop_all()
 
 
 async def test_the_mcp_interface_asks_the_approval_as_a_form_and_a_worker_runs_the_call(
-    front: LiveServer, tmp_path: Path, temporal_address: str, task_queue: str
+    front: LiveServer, tmp_path: Path, temporal: Project
 ) -> None:
     """An MCP client calls the agent's tool: the pause is asked as a form, the approval runs the call on a worker."""
     asked: list[mcp_types.ElicitRequestParams] = []
@@ -80,7 +63,7 @@ async def test_the_mcp_interface_asks_the_approval_as_a_form_and_a_worker_runs_t
     [form] = asked
     assert "files wants to run delete_file" in form.message
     assert not (tmp_path / "sandbox" / "notes.txt").exists()
-    [(workflow, status)] = (await workflows_on(temporal_address, task_queue)).items()
+    [(workflow, status)] = (await workflows_on(temporal.address, temporal.task_queue)).items()
     assert workflow.startswith("sayso-files-") and status == "COMPLETED"
 
 
@@ -113,7 +96,7 @@ def commits(repo: Path) -> list[str]:
 
 
 async def test_an_agent_binding_an_mcp_server_works_on_a_worker_its_loop_inside_the_segment(
-    tmp_path: Path, temporal_address: str, task_queue: str, workers_env: dict[str, str]
+    tmp_path: Path, temporal: Project
 ) -> None:
     """`mcp-server-git` bound over stdio: the commit waits for approval, outlives its worker (kill -9), and is made
     once by the next; the run's history has its segments but no model request or tool call activity of its own."""
@@ -123,26 +106,22 @@ async def test_an_agent_binding_an_mcp_server_works_on_a_worker_its_loop_inside_
         subprocess.run(["git", *args], cwd=repo, check=True)
     (repo / "README.md").write_text("hello\n")
     subprocess.run(["git", "add", "README.md"], cwd=repo, check=True)
-    (tmp_path / "script.yaml").write_text(SCRIPT.format(repo=repo))
     body = BODY.format(python=sys.executable, repo=repo)
-    config = temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=body)
-    pool = Workers(config, workers_env)
+    config = temporal.config(tmp_path, body, {"script.yaml": SCRIPT.format(repo=repo)})
+    pool = temporal.workers(config)
     first = pool.start()
-    try:
-        async with Sayso.from_yaml(config) as front:
-            paused = await front.run("commit Add the readme", agent="ops")
-            [request] = paused.requests
-            assert isinstance(request, ApprovalRequest) and request.tool_name == "git_commit"
-            assert commits(repo) == []
-            pool.kill(first)
-            pool.start()
-            done = (await front.decide(request.request_id, Approve())).run
-    finally:
-        pool.stop_all()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("commit Add the readme", agent="ops")
+        [request] = paused.requests
+        assert isinstance(request, ApprovalRequest) and request.tool_name == "git_commit"
+        assert commits(repo) == []
+        pool.kill(first)
+        pool.start()
+        done = (await front.decide(request.request_id, Approve())).run
     assert done.status == "completed" and done.output is not None, done
     assert done.output.startswith("commit: Changes committed successfully")
     assert commits(repo) == ["Add the readme"]
-    client = await TemporalClient.connect(temporal_address)
+    client = await TemporalClient.connect(temporal.address)
     activities = [
         event.activity_task_scheduled_event_attributes.activity_type.name
         async for event in client.get_workflow_handle(f"sayso-ops-{done.run_id}").fetch_history_events()

@@ -6,7 +6,6 @@ This process is the front (the server with both protocol adapters, in-process); 
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,43 +13,27 @@ import pytest
 
 from sayso import Sayso
 
-from ..conftest import EXAMPLE, InProcess
+from ..conftest import InProcess
 from ..protocols.a2a_helpers import hitl, send, stream, task_of, user_message
-from ..protocols.conftest import SAMPLES, protocol_app
+from ..protocols.conftest import protocol_app
 from ..protocols.test_ag_ui import finished, interrupt_of, post, resume, run_input, user
-from .conftest import Workers, temporal_config, workflows_on
+from .conftest import Project, workflows_on
 
 
 @pytest.fixture
-async def server(
-    tmp_path: Path,
-    temporal_address: str,
-    task_queue: str,
-    workers_env: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> AsyncIterator[InProcess]:
+async def server(file_manager: Path, temporal: Project) -> AsyncIterator[InProcess]:
     """The example with `engine: temporal`, served in-process, with one worker."""
-    folder = tmp_path / "example"
-    shutil.copytree(EXAMPLE.parent, folder, ignore=shutil.ignore_patterns("*.db", "__pycache__", "sandbox"))
-    config = temporal_config(folder, address=temporal_address, task_queue=task_queue, body=EXAMPLE.read_text())
-    sandbox = tmp_path / "sandbox"
-    sandbox.mkdir(exist_ok=True)
-    for name, text in SAMPLES.items():
-        (sandbox / name).write_text(text)
-    monkeypatch.syspath_prepend(str(folder))
-    pool = Workers(config, {**workers_env, "PYTHONPATH": f"{folder}:{workers_env['PYTHONPATH']}"})
-    pool.start()
-    sayso = Sayso.from_yaml(config)
+    temporal.workers(file_manager).start()
+    sayso = Sayso.from_yaml(file_manager)
     served = await InProcess(app=protocol_app(sayso), sayso=sayso).start()
     try:
         yield served
     finally:
         await served.stop()
-        pool.stop_all()
 
 
 async def test_an_a2a_approval_pauses_the_task_and_completes_it_on_temporal(
-    server: InProcess, tmp_path: Path, temporal_address: str, task_queue: str
+    server: InProcess, tmp_path: Path, temporal: Project
 ) -> None:
     """kagent's HITL flow: the task waits for input, the approval runs the call on a worker, the task completes."""
     async with server.client() as client:
@@ -64,12 +47,10 @@ async def test_an_a2a_approval_pauses_the_task_and_completes_it_on_temporal(
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
     assert done["status"]["message"]["parts"] == [{"text": "Deleted notes.txt."}]
     assert not (tmp_path / "sandbox" / "notes.txt").exists()
-    assert await workflows_on(temporal_address, task_queue) == {f"sayso-files-{task['id']}": "COMPLETED"}
+    assert await workflows_on(temporal.address, temporal.task_queue) == {f"sayso-files-{task['id']}": "COMPLETED"}
 
 
-async def test_an_ag_ui_interrupt_is_resumed_on_temporal(
-    server: InProcess, tmp_path: Path, temporal_address: str, task_queue: str
-) -> None:
+async def test_an_ag_ui_interrupt_is_resumed_on_temporal(server: InProcess, tmp_path: Path, temporal: Project) -> None:
     """AG-UI: the run ends on an interrupt; the resume with an approval runs the call on a worker."""
     pending = interrupt_of(await post(server, run_input("thr-temporal", [user("delete notes")])))
     assert pending.reason == "sayso:approval"
@@ -83,7 +64,7 @@ async def test_an_ag_ui_interrupt_is_resumed_on_temporal(
     assert result.content == "Deleted notes.txt."
     assert not (tmp_path / "sandbox" / "notes.txt").exists()
     run_id = pending.metadata["run_id"]
-    assert await workflows_on(temporal_address, task_queue) == {f"sayso-files-{run_id}": "COMPLETED"}
+    assert await workflows_on(temporal.address, temporal.task_queue) == {f"sayso-files-{run_id}": "COMPLETED"}
 
 
 async def test_an_a2a_stream_ends_on_the_pause_and_on_the_answer_on_temporal(server: InProcess) -> None:

@@ -9,27 +9,25 @@ import anyio
 import httpx
 
 from ..conftest import LiveServer
-from .conftest import Workers, temporal_config
-from .test_temporal_runs import BODY, SCRIPT, TOOLS, calls
+from .conftest import Project
+from .test_temporal_runs import BODY, FILES, calls
 
 RUNS = 8
 
 
 async def test_concurrent_runs_over_two_fronts_and_three_workers_each_run_once(
-    tmp_path: Path, temporal_address: str, task_queue: str, workers_env: dict[str, str]
+    tmp_path: Path, temporal: Project
 ) -> None:
     """Runs start on one front and are approved on the other (half of them on both at once): every run
     completes, every approved call ran exactly once, and the store agrees with what each front said."""
-    (tmp_path / "tools.py").write_text(TOOLS)
-    (tmp_path / "script.yaml").write_text(SCRIPT)
-    config = temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=BODY.replace("TTL", ""))
-    pool = Workers(config, workers_env)
+    config = temporal.config(tmp_path, BODY.replace("TTL", ""), FILES)
+    pool = temporal.workers(config)
     fronts: list[LiveServer] = []
     try:
         # The first front creates the store; the other front and the workers then start at once.
-        fronts.append(LiveServer.process([str(config)], env=workers_env)[0])
+        fronts.append(LiveServer.process([str(config)], env=temporal.env)[0])
         with ThreadPoolExecutor(4) as starting:
-            second = starting.submit(LiveServer.process, [str(config)], env=workers_env)
+            second = starting.submit(LiveServer.process, [str(config)], env=temporal.env)
             for worker in [starting.submit(pool.start) for _ in range(3)]:
                 worker.result()
             fronts.append(second.result()[0])
@@ -69,6 +67,5 @@ async def test_concurrent_runs_over_two_fronts_and_three_workers_each_run_once(
     finally:
         for front in fronts:
             front.stop()
-        pool.stop_all()
     assert outputs == {f"f{i}": f"model read: deleted f{i}" for i in range(RUNS)}
     assert sorted(calls(tmp_path)) == sorted(f"f{i}" for i in range(RUNS))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -19,25 +18,11 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from sayso import Approve, InvalidDecision, Sayso
 
-from .conftest import Workers, temporal_config, workflows_on
+from .. import process_tools
+from .conftest import Project, Workers, workflows_on
 
-TOOLS = '''
-import os, time
-
-def slow_delete(name: str) -> str:
-    """Delete a file (slowly, when SLOW_SECONDS says so)."""
-    with open(os.environ["MARKER"], "a") as marker:
-        marker.write(name + "\\n")
-    time.sleep(float(os.environ.get("SLOW_SECONDS", "0")))
-    return f"deleted {name}"
-'''
-
-SCRIPT = """
-name: files
-rules:
-  - {user: '^delete (?P<n>\\S+)$', call: slow_delete, args: {name: "{n}"}}
-  - {tool: slow_delete, reply: "model read: {result}"}
-"""
+FILES = process_tools.files("tools")
+"""The agent's tool (tests/process_tools.py, as the module `tools`) and its script, beside the config."""
 
 BODY = """
 models:
@@ -51,22 +36,14 @@ agents:
 
 
 @pytest.fixture
-def files(tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+def files(tmp_path: Path, temporal: Project) -> Path:
     """A Temporal-backed config whose agent deletes files after approval (its tool writes the marker)."""
-    (tmp_path / "tools.py").write_text(TOOLS)
-    (tmp_path / "script.yaml").write_text(SCRIPT)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("MARKER", str(tmp_path / "marker"))
-    return temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=BODY.replace("TTL", ""))
+    return temporal.config(tmp_path, BODY.replace("TTL", ""), FILES)
 
 
 @pytest.fixture
-def workers(files: Path, workers_env: dict[str, str]) -> Iterator[Workers]:
-    pool = Workers(files, workers_env)
-    try:
-        yield pool
-    finally:
-        pool.stop_all()
+def workers(files: Path, temporal: Project) -> Workers:
+    return temporal.workers(files)
 
 
 def calls(tmp_path: Path) -> list[str]:
@@ -75,7 +52,7 @@ def calls(tmp_path: Path) -> list[str]:
 
 
 async def test_a_pause_outlives_its_worker_and_another_worker_finishes_the_run(
-    files: Path, workers: Workers, temporal_address: str, tmp_path: Path
+    files: Path, workers: Workers, temporal: Project, tmp_path: Path
 ) -> None:
     """Pause on one worker, kill -9 it, decide: a second worker carries the run on; its workflow bears its name."""
     first = workers.start()
@@ -83,7 +60,7 @@ async def test_a_pause_outlives_its_worker_and_another_worker_finishes_the_run(
         paused = await front.run("delete a.txt")
         assert paused.status == "paused"
         [request] = paused.requests
-        handle = (await Client.connect(temporal_address)).get_workflow_handle(f"sayso-files-{paused.run_id}")
+        handle = (await Client.connect(temporal.address)).get_workflow_handle(f"sayso-files-{paused.run_id}")
         assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
         workers.kill(first)
         workers.start()
@@ -100,35 +77,24 @@ async def test_a_pause_outlives_its_worker_and_another_worker_finishes_the_run(
 
 
 async def test_a_worker_killed_mid_call_leaves_outcome_unknown_and_never_runs_it_twice(
-    files: Path, workers: Workers, workers_env: dict[str, str], tmp_path: Path, temporal_address: str, task_queue: str
+    files: Path, workers: Workers, temporal: Project, tmp_path: Path
 ) -> None:
     """kill -9 while the approved call runs: its one-attempt activity fails with its worker, the run's workflow
     records "outcome unknown" (`sayso.unknown`) on the next worker instead of calling again; the model reads that."""
-    workers_env["SLOW_SECONDS"] = "60"
+    workers.env["SLOW_SECONDS"] = "60"
     first = workers.start()
     async with Sayso.from_yaml(files) as front:
         paused = await front.run("delete b.txt")
-        outcome: list[str | None] = []
-
-        async def decide() -> None:
-            done = await front.decide(paused.requests[0].request_id, Approve())
-            outcome.append(done.run.output)
-
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(decide)
-            with anyio.fail_after(30):
-                while calls(tmp_path) != ["b.txt"]:
-                    await anyio.sleep(0.05)
-            workers.kill(first)
-            workers_env["SLOW_SECONDS"] = "0"
-            workers.start()
-        [output] = outcome
+        decided = await workers.kill_mid_call(
+            first, lambda: calls(tmp_path) == ["b.txt"], lambda: front.decide(paused.requests[0].request_id, Approve())
+        )
+        output = decided.run.output
         assert output is not None and output.startswith("model read: Outcome unknown")
         log = await front.audit_log()
         assert [r.body["event"] for r in log].count("outcome_unknown") == 1
     assert calls(tmp_path) == ["b.txt"]
-    client = await Client.connect(temporal_address)
-    assert await workflows_on(temporal_address, task_queue) == {f"sayso-files-{paused.run_id}": "COMPLETED"}
+    client = await Client.connect(temporal.address)
+    assert await workflows_on(temporal.address, temporal.task_queue) == {f"sayso-files-{paused.run_id}": "COMPLETED"}
     scheduled = [
         e.activity_task_scheduled_event_attributes.activity_type.name
         async for e in client.get_workflow_handle(f"sayso-files-{paused.run_id}").fetch_history_events()
@@ -142,34 +108,25 @@ async def test_a_worker_killed_mid_call_leaves_outcome_unknown_and_never_runs_it
     ]
 
 
-async def test_expiry_fires_as_the_workflows_timer_with_no_front_sweeping(
-    tmp_path: Path, temporal_address: str, task_queue: str, workers_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_expiry_fires_as_the_workflows_timer_with_no_front_sweeping(tmp_path: Path, temporal: Project) -> None:
     """A request with a TTL expires on its own: the run's workflow timer fires on a worker; no `sayso serve` runs."""
-    (tmp_path / "tools.py").write_text(TOOLS)
-    (tmp_path / "script.yaml").write_text(SCRIPT)
-    monkeypatch.syspath_prepend(str(tmp_path))
     body = BODY.replace("TTL", ", ttl_seconds: 1")
-    config = temporal_config(tmp_path, address=temporal_address, task_queue=task_queue, body=body)
-    pool = Workers(config, workers_env)
-    pool.start()
-    try:
-        async with Sayso.from_yaml(config) as front:
-            paused = await front.run("delete c.txt")
-            assert paused.status == "paused" and paused.requests[0].expires_at is not None
-            with anyio.fail_after(30):
-                while (now := await front.result(paused.run_id)).status in ("paused", "running"):
-                    await anyio.sleep(0.1)
-            assert now.status == "completed"
-            [state] = [await front.request(paused.requests[0].request_id)]
-            assert state is not None and state.decision is not None and state.decision.by == "expiry"
-    finally:
-        pool.stop_all()
+    config = temporal.config(tmp_path, body, FILES)
+    temporal.workers(config).start()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("delete c.txt")
+        assert paused.status == "paused" and paused.requests[0].expires_at is not None
+        with anyio.fail_after(30):
+            while (now := await front.result(paused.run_id)).status in ("paused", "running"):
+                await anyio.sleep(0.1)
+        assert now.status == "completed"
+        [state] = [await front.request(paused.requests[0].request_id)]
+        assert state is not None and state.decision is not None and state.decision.by == "expiry"
     assert calls(tmp_path) == []
 
 
 async def test_a_superseding_message_and_a_cancel_end_the_paused_runs_workflows(
-    files: Path, workers: Workers, temporal_address: str, task_queue: str, tmp_path: Path
+    files: Path, workers: Workers, temporal: Project, tmp_path: Path
 ) -> None:
     """A new message on a paused thread closes the old run's pause (its workflow ends), a cancel ends the new one's,
     and a forced resume skips a third run's open request: each workflow ends with its run's status."""
@@ -183,7 +140,7 @@ async def test_a_superseding_message_and_a_cancel_end_the_paused_runs_workflows(
         third = await front.run("delete c.txt")
         forced = await front.resume(third.run_id, force=True)  # the open request counts as skipped
         assert forced.status == "completed" and forced.output is not None and "Skipped" in forced.output
-        client = await Client.connect(temporal_address)
+        client = await Client.connect(temporal.address)
         for run_id in (first.run_id, second.run_id, third.run_id):
             handle = client.get_workflow_handle(f"sayso-files-{run_id}")
             with anyio.fail_after(30):

@@ -9,7 +9,6 @@ back, and a step cut off by kill -9 is "outcome unknown", never run again
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from temporalio.client import Client
 
 from sayso import Approve, InputRequest, Provide, Sayso
 
-from .conftest import Workers, across_kill, written_config
+from .conftest import Project, Workers
 
 TOOLS = '''
 import os
@@ -82,20 +81,13 @@ workflows:
 
 
 @pytest.fixture
-def config(tmp_path: Path, temporal_address: str, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    files = {"journal_tools.py": TOOLS, "script.yaml": SCRIPT}
-    return written_config(
-        tmp_path, monkeypatch, address=temporal_address, task_queue=task_queue, files=files, body=BODY
-    )
+def config(tmp_path: Path, temporal: Project) -> Path:
+    return temporal.config(tmp_path, BODY, {"journal_tools.py": TOOLS, "script.yaml": SCRIPT})
 
 
 @pytest.fixture
-def pool(config: Path, workers_env: dict[str, str]) -> Iterator[Workers]:
-    workers = Workers(config, workers_env)
-    try:
-        yield workers
-    finally:
-        workers.stop_all()
+def pool(config: Path, temporal: Project) -> Workers:
+    return temporal.workers(config)
 
 
 async def steps_in(address: str, workflow: str) -> list[str]:
@@ -110,12 +102,8 @@ async def steps_in(address: str, workflow: str) -> list[str]:
     return found
 
 
-def charges(config: Path) -> list[str]:
-    return (config.parent / "marker").read_text().split()
-
-
 async def test_a_step_before_an_in_body_approval_is_an_activity_and_runs_once_across_workers(
-    config: Path, pool: Workers, temporal_address: str
+    config: Path, pool: Workers, temporal: Project
 ) -> None:
     """Charge, pause for approval, kill -9 the worker, approve: another worker finishes; the card was charged once,
     and each run of the body's step is a `sayso.step` activity in the run's history."""
@@ -127,13 +115,13 @@ async def test_a_step_before_an_in_body_approval_is_an_activity_and_runs_once_ac
         pool.start()
         done = (await front.decide(paused.requests[0].request_id, Approve())).run
     assert (done.status, done.output) == ("completed", "model read: emailed about receipt-o1")
-    assert charges(config) == ["o1"]
-    steps = await steps_in(temporal_address, f"sayso-refunds-{done.run_id}")
+    assert temporal.marker.read_text().split() == ["o1"]
+    steps = await steps_in(temporal.address, f"sayso-refunds-{done.run_id}")
     assert len(steps) == 2 and all(s.startswith("step-charge-1-") for s in steps), steps
 
 
 async def test_a_nodes_step_before_a_request_input_runs_once_across_workers(
-    config: Path, pool: Workers, temporal_address: str
+    config: Path, pool: Workers, temporal: Project
 ) -> None:
     """A graph's node charges, then asks how many nights; its worker is killed; the answer replays the node on
     another worker, whose step returns the recorded receipt."""
@@ -146,20 +134,22 @@ async def test_a_nodes_step_before_a_request_input_runs_once_across_workers(
         pool.start()
         done = (await front.decide(question.request_id, Provide(value=2))).run
     assert (done.status, done.output) == ("completed", "receipt-w1: 2 nights")
-    assert charges(config) == ["w1"]
-    steps = await steps_in(temporal_address, f"sayso-booking-{done.run_id}")
+    assert temporal.marker.read_text().split() == ["w1"]
+    steps = await steps_in(temporal.address, f"sayso-booking-{done.run_id}")
     assert len(steps) == 2 and all(s.startswith("step-charge-1-") for s in steps), steps
 
 
-async def test_a_step_cut_off_by_kill_9_is_outcome_unknown_and_never_runs_again(config: Path, pool: Workers) -> None:
+async def test_a_step_cut_off_by_kill_9_is_outcome_unknown_and_never_runs_again(
+    config: Path, pool: Workers, temporal: Project
+) -> None:
     """kill -9 inside the step: the idempotent tool runs again on another worker, its step finds itself cut off and
     the model reads "outcome unknown"; the card was charged once."""
     first = pool.start()
-    marker = config.parent / "marker"
+    marker = temporal.marker
     async with Sayso.from_yaml(config) as front:
-        done = await across_kill(pool, first, marker, lambda: front.run("pay slow1"))
+        done = await pool.kill_mid_call(first, marker.exists, lambda: front.run("pay slow1"))
     assert done.status == "completed" and done.output is not None, done
     assert done.output.startswith("model read: Error: the tool pay failed: StepOutcomeUnknown: step 'charge'"), (
         done.output
     )
-    assert charges(config) == ["slow1"]
+    assert marker.read_text().split() == ["slow1"]

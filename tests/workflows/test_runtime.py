@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import AsyncGenerator, Callable, Generator, Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from pydantic import BaseModel
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from sayso import (
@@ -37,7 +39,8 @@ from sayso import (
 )
 from sayso.workflows import START, AgentNode, InputSkipped
 
-from ..conftest import host_grant, resume_at_once, script
+from ..conftest import host_grant, resume_at_once
+from ..models import Said, tool_model
 
 CALLS: Counter[str] = Counter()
 FLAKY: dict[str, Any] = {}
@@ -108,10 +111,10 @@ def book_table(city: str) -> str:
     return f"table booked in {city}"
 
 
-BOOKER_RULES = [
-    {"user": '"city": "(?P<c>[^"]+)"', "call": "book_table", "args": {"city": "{c}"}},
-    {"tool": "book_table", "reply": "{result}"},
-]
+def book_for(said: str) -> Said:
+    """The booker books a table in the city its node's input names, and says what the booking returned."""
+    found = re.search(r'"city": "([^"]+)"', said)
+    return ("book_table", {"city": found[1]}) if found else f"no city in {said!r}"
 
 
 def booking_workflow() -> Workflow:
@@ -128,7 +131,7 @@ def make(tmp_path: Path) -> Make:
     def build(
         *workflows: Workflow,
         clock: Callable[[], float] | None = None,
-        guide_rules: list[dict[str, Any]] | None = None,
+        guide: Model | None = None,
         remember: str = "once",
         **config: Any,
     ) -> Sayso:
@@ -136,10 +139,10 @@ def make(tmp_path: Path) -> Make:
         agents: dict[str, Any] = {
             "booker": {"model": "m", "tools": [book_table], "interrupt": interrupt, "ask_user": False}
         }
-        models: dict[str, Any] = {"m": script(*BOOKER_RULES)}
-        if guide_rules is not None:
+        models: dict[str, Any] = {"m": tool_model(book_for, read="{result}")}
+        if guide is not None:
             agents["guide"] = {"model": "g"}
-            models["g"] = script(*guide_rules)
+            models["g"] = guide
         built = Config.model_validate(
             {
                 "store": f"sqlite:///{tmp_path / 'sayso.db'}",
@@ -482,12 +485,12 @@ async def test_a_pydantic_ai_agent_runs_as_a_node(make: Make) -> None:
 
 async def test_an_agent_nodes_question_pauses_the_workflow_and_its_answer_reaches_the_agent(make: Make) -> None:
     """`ask_user` inside an agent node is the workflow's open question; the answer goes to the agent, which answers."""
-    rules = [
-        {"user": "city", "call": "ask_user", "args": {"questions": [{"question": "Which city?"}]}},
-        {"tool": "ask_user", "result": '"answer": \\["(?P<c>[^"]+)"\\]', "reply": "going to {c}"},
-    ]
+    guide = tool_model(
+        lambda said: ("ask_user", {"questions": [{"question": "Which city?"}]}),
+        read=lambda tool, result: "going to " + json.loads(result)[0]["answer"][0],
+    )
     asking = Workflow("asking", edges=[(START, to_booking, AgentNode("guide", name="ask"), booked)])
-    async with make(asking, guide_rules=rules) as app:
+    async with make(asking, guide=guide) as app:
         paused = await app.run("the city", agent="asking")
         [question] = paused.requests
         assert isinstance(question, QuestionRequest) and question.agent_path == "asking/ask"

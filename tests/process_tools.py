@@ -1,0 +1,40 @@
+"""The tool an agent run by another process calls (`sayso run`, `sayso decide`, a Temporal worker), and its script.
+
+A test writes both beside its `sayso.yaml` (`write_beside`, or `files` for a Temporal `Project`):
+this file under the module name the config imports, and `script.yaml` for the scripted model the
+config names. Each call writes a line to the file `$MARKER` names before it sleeps `$SLOW_SECONDS`,
+so a test can kill the process in the middle of a call and read, afterwards, what ran and how often.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+SCRIPT = """
+name: deletes
+rules:
+  - {user: '^delete (?P<n>\\S+)$', call: slow_delete, args: {name: "{n}"}}
+  - {tool: slow_delete, reply: "model read: {result}"}
+"""
+"""`delete NAME` calls `slow_delete`; the model then says what the call returned."""
+
+
+def slow_delete(name: str) -> str:
+    """Delete a file (slowly, when SLOW_SECONDS says so)."""
+    with open(os.environ["MARKER"], "a") as marker:
+        marker.write(name + "\n")
+    time.sleep(float(os.environ.get("SLOW_SECONDS", "0")))
+    return f"deleted {name}"
+
+
+def files(module: str) -> dict[str, str]:
+    """This file's text as `<module>.py` and the script as `script.yaml` (name → text)."""
+    return {f"{module}.py": Path(__file__).read_text(), "script.yaml": SCRIPT}
+
+
+def write_beside(folder: Path, module: str) -> None:
+    """`files(module)` written to `folder`."""
+    for name, text in files(module).items():
+        (folder / name).write_text(text)
