@@ -3,7 +3,7 @@
 | module | holds |
 |---|---|
 | `_facade` | `Sayso`: the public verbs; resolves the caller, applies the access rule, builds the call's `CallOptions` |
-| `_verbs` | the verbs, a module each (start, decide, answer, resume, cancel, expire, recover) and their `rules` |
+| `_verbs` | the verbs, a module each (start, decide, answer, resume, cancel, expire, recover); `rules`: their asks |
 | `_cycle` | `Cycle`: the runner of each kind of run, carrying any paused run on (one plan), the runs below runs |
 | `_runner` | the runner seam: `Runner`, `Runs` (what runners ask of the cycle), `CallOptions`, `Start`, `Resume` |
 | `_agent_runs` | `AgentRunner`: an agent's run started, resumed and carried on as engine steps |

@@ -62,6 +62,8 @@ class Cycle:
         runtime: each delegate's run is a child workflow of its own); `False`: it runs here, in its parent's call."""
         self.agents = AgentRunner(k, self)
         self.workflows = WorkflowRunner(k, Workflows(k, workflows, self))
+        self.workflow_names = frozenset(self.workflows.host.engines)
+        """The runtime's workflows by name."""
         self.remote = RemoteRunner(k, remote_urls, remote)
         self._runners: dict[RunKind, Runner] = {"agent": self.agents, "workflow": self.workflows, "remote": self.remote}
 
@@ -99,7 +101,7 @@ class Cycle:
             AgentNotFound: neither an agent nor a workflow has that name.
         """
         workflows = tuple(self.workflows.host.engines)
-        if name not in self.k.agents and name not in workflows:
+        if name not in self.k.agents and name not in self.workflow_names:
             raise AgentNotFound(name, known=(*self.k.agents, *workflows))
         return name
 

@@ -9,9 +9,7 @@ run goes how is the cycle's (`_cycle`), which sits above it.
 from __future__ import annotations
 
 import logging
-import os
 import secrets
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -22,7 +20,7 @@ from .._config.file import Config
 from .._core import access
 from .._core.access import LOCAL, Principal
 from .._core.limits import Limits
-from .._store import RunStore
+from .._store import RunStore, new_holder
 from ..exceptions import AgentNotFound, StoreError
 from ._events import Events
 from ._heartbeat import Heartbeat
@@ -37,11 +35,6 @@ logger = logging.getLogger("sayso.leases")
 def new_id(prefix: str) -> str:
     """An unguessable id: 128 random bits, URL-safe, with a readable prefix."""
     return f"{prefix}_{secrets.token_urlsafe(16)}"
-
-
-def new_holder() -> str:
-    """This runtime's name as a lease holder: host and pid (so a dead holder on this host is recognised) and a nonce."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 @dataclass

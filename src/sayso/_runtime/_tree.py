@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from .._core.access import LOCAL_NAME
+from .._core.audit_events import audit_body
 from .._core.decisions import Accept, Answer, ClientResult, Decision, DecisionRecord, Provide, model_text
 from .._core.requests import (
     ApprovalRequest,
@@ -185,8 +186,6 @@ async def leaves_in(k: Kernel, requests: Sequence[Request], decided: Mapping[str
 
 async def cancel_tree(k: Kernel, run_id: str, reason: str) -> None:
     """Close a paused run and everything below it: every open request there is skipped with `reason`."""
-    from .._engine.deferred import audit_body  # here: reading the tree (`tree_requests`) needs no engine
-
     run = await k.store.get_run(run_id)
     if run.status != "paused" or run.pause_id is None:
         return

@@ -13,6 +13,7 @@ from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import ClientTool, Request
+from ..._core.starting import StartAsk, check_thread
 from ...exceptions import PauseConsumed, RunConflict, RunNotFound, ThreadBusy
 from .._messages import decode_history
 from .._ops import (
@@ -34,7 +35,7 @@ from .._ops import (
     ThreadOf,
 )
 from .._primitives import REMOTE_TASKS, WORKFLOW_STATES, StoreTx, TxStore, new_thread
-from .._records import BegunRun, ExecutionResult, RemoteTask, RunRecord, RunStatus, ThreadCheck, ThreadRecord
+from .._records import BegunRun, ExecutionResult, RemoteTask, RunRecord, RunStatus, ThreadRecord
 from ._steps import finish, lost_lease, record
 
 if TYPE_CHECKING:
@@ -65,15 +66,15 @@ class RunVerbs(TxStore):
         lease_holder: str,
         lease_expires_at: float,
         now: float,
-        check: ThreadCheck | None = None,
+        ask: StartAsk | None = None,
         grants_of: str | None = None,
     ) -> BegunRun:
         Found = tuple[ThreadRecord | None, RunRecord | None, list[bytes], list[Grant] | None]
 
         async def work(tx: StoreTx) -> Found:
             thread = await tx.get(ThreadOf(thread_id))
-            if check is not None:
-                check(thread)
+            if ask is not None:
+                check_thread(ask, thread)
             if thread is not None:
                 if thread.active_run_id is not None:
                     return thread, None, [], None
