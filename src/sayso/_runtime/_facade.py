@@ -25,7 +25,6 @@ from .._core.decisions import Decision, Via
 from .._core.grants import Grant
 from .._core.policy import InterruptPolicy
 from .._core.requests import ClientTool
-from .._defaults import DEFAULT_REMOTE_AGENTS, engine_of
 from .._engine.agents import build_agents, build_models, open_models
 from .._engine.hooks import BeforeToolCall, before_tool_call
 from .._store import (
@@ -37,6 +36,7 @@ from ..exceptions import (
 )
 from . import _audit, _live, _tree, _watch
 from ._cycle import Cycle
+from ._defaults import DEFAULT_REMOTE_AGENTS, engine_of
 from ._events import EventListener
 from ._kernel import Kernel
 from ._links import LinkVerbs
