@@ -49,6 +49,7 @@ from sayso._store import (
     InvalidCursor,
     RemoteTask,
     RunRecord,
+    RunStart,
     RunStore,
     TranscriptEntry,
 )
@@ -83,7 +84,8 @@ async def start(
     **kwargs: Any,
 ) -> RunRecord:
     """Start a run held by this test's lease owner."""
-    return await store.start_run(
+    below = {key: kwargs.pop(key) for key in ("parent_run_id", "parent_call_id", "agent_path") if key in kwargs}
+    starting = RunStart(
         thread_id=thread_id,
         owner=owner,
         agent=agent,
@@ -93,9 +95,9 @@ async def start(
         lease_holder=kwargs.pop("lease_holder", ME),
         lease_expires_at=now + LEASE,
         now=now,
-        expect_active=expect_active,
-        **kwargs,
+        **below,
     )
+    return await store.start_run(starting, expect_active=expect_active, **kwargs)
 
 
 def approval(request_id: str, run: RunRecord, *, created_at: float = NOW, **fields: Any) -> ApprovalRequest:
@@ -441,19 +443,17 @@ async def test_superseding_a_consumed_pause_changes_nothing(store: RunStore) -> 
 
 async def begin(store: RunStore, run_id: str = "run_1", *, now: float = NOW, **kwargs: Any) -> BegunRun:
     """A run's first transaction on thread `thr_1`, for alice's grants."""
-    return await store.begin_run(
+    starting = RunStart(
         thread_id=kwargs.pop("thread_id", "thr_1"),
         owner="alice",
         agent=kwargs.pop("agent", "files"),
         run_id=run_id,
         prompt=f"prompt of {run_id}",
-        client_tools=(),
         lease_holder=ME,
         lease_expires_at=now + LEASE,
         now=now,
-        grants_of="alice",
-        **kwargs,
     )
+    return await store.begin_run(starting, grants_of="alice", **kwargs)
 
 
 async def test_a_run_begins_with_its_thread_history_and_grants_in_one_step(store: RunStore) -> None:
@@ -1191,18 +1191,17 @@ async def test_threads_list_newest_first_without_delegate_threads(store: RunStor
     """A principal sees their threads newest first, titled by the first message; delegates' threads are hidden."""
     await start(store, "thr_1", "run_1", owner="alice", now=NOW)
     await start(store, "thr_2", "run_2", owner="bob", now=NOW + 1)
-    await store.start_run(
+    long_prompt = RunStart(
         thread_id="thr_3",
         owner="alice",
         agent="files",
         run_id="run_3",
         prompt="x" * 100,
-        client_tools=(),
         lease_holder=ME,
         lease_expires_at=NOW + 99,
         now=NOW + 2,
-        expect_active=None,
     )
+    await store.start_run(long_prompt, expect_active=None)
     await start(
         store, "thr_child", "run_child", owner="alice", now=NOW + 3, parent_run_id="run_1", agent_path="files/helper"
     )

@@ -43,7 +43,7 @@ from ._links import LinkVerbs
 from ._reading import PrincipalLike, Reading
 from ._remote import RemoteAgents, remote_delegates
 from ._results import DecideResult, RunResult
-from ._runner import CallOptions, Engine
+from ._runner import CallOptions, DecisionCall, Engine
 from ._verbs import answer as _answer
 from ._verbs import cancel as _cancel
 from ._verbs import decide as _decide
@@ -229,14 +229,10 @@ class Sayso(LinkVerbs, Reading):
         """
         self._check_open()
         if self._cycle.engine is not None:
-            return await self._cycle.decide_there(
-                request_id,
-                decision,
-                principal=self.principal(principal),
-                via=via,
-                resume=resume,
-                options=CallOptions(on_text=on_text),
+            call = DecisionCall(
+                request_id=request_id, decision=decision, principal=self.principal(principal), via=via, resume=resume
             )
+            return await self._cycle.decide_there(call, CallOptions(on_text=on_text))
         return await _decide.decide(
             self._cycle,
             request_id,

@@ -66,22 +66,16 @@ async def start_child(
     client_tools: Sequence[ClientTool],
 ) -> RunRecord:
     """A run below `parent` (a delegate's, an agent node's) on a thread of its own, tied to the call that asked."""
-    now = k.clock()
-    return await k.store.start_run(
+    start = k.run_start(
         thread_id=new_id("thr"),
         owner=parent.principal or LOCAL_NAME,
         agent=agent,
-        run_id=new_id("run"),
         prompt=task,
+        now=k.clock(),
         client_tools=client_tools,
-        lease_holder=k.holder,
-        lease_expires_at=now + k.lease_seconds,
-        now=now,
-        expect_active=None,
-        parent_run_id=parent.run_id,
-        parent_call_id=call_id,
-        agent_path=agent_path,
+        below=(parent, call_id, agent_path),
     )
+    return await k.store.start_run(start, expect_active=None)
 
 
 async def delegate_answer(k: Kernel, outcome: RunResult) -> str:

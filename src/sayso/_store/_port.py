@@ -28,7 +28,7 @@ from .._core.audit_events import AuditEvent
 from .._core.deciding import DecisionAsk
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
-from .._core.requests import ClientTool, Request
+from .._core.requests import Request
 from .._core.starting import StartAsk
 from ._port_leases import LeasePort
 from ._port_outbox import OutboxPort
@@ -50,6 +50,7 @@ from ._records import (
     RequestWithRun,
     RunRecord,
     RunRequests,
+    RunStart,
     RunStatus,
     StuckExecution,
     ThreadRecord,
@@ -120,23 +121,12 @@ class RunStore(LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort, RoutingPo
     @abstractmethod
     async def start_run(
         self,
+        start: RunStart,
         *,
-        thread_id: str,
-        owner: str,
-        agent: str,
-        run_id: str,
-        prompt: str,
-        client_tools: Sequence[ClientTool],
-        lease_holder: str,
-        lease_expires_at: float,
-        now: float,
         expect_active: str | None,
         skips: Sequence[DecisionRecord] = (),
         audit: Sequence[AuditEvent] = (),
         supersede_pause: str | None = None,
-        parent_run_id: str | None = None,
-        parent_call_id: str | None = None,
-        agent_path: str | None = None,
         durable: bool = True,
     ) -> RunRecord:
         """Create the thread if new and start a run on it, in one transaction.
@@ -157,27 +147,16 @@ class RunStore(LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort, RoutingPo
 
     @abstractmethod
     async def begin_run(
-        self,
-        *,
-        thread_id: str,
-        owner: str,
-        agent: str,
-        run_id: str,
-        prompt: str,
-        client_tools: Sequence[ClientTool],
-        lease_holder: str,
-        lease_expires_at: float,
-        now: float,
-        ask: StartAsk | None = None,
-        grants_of: str | None = None,
+        self, start: RunStart, *, ask: StartAsk | None = None, grants_of: str | None = None
     ) -> BegunRun:
         """A run's first transaction: read the thread, start the run on it, read its history.
 
         With `ask`, the core's `check_thread` rules on the thread as read (`None` for a new one)
-        before anything is written: it raises to refuse, say because the caller may not speak in it. A new thread is
-        created for `owner` and `agent`; on an existing thread the run is the thread's agent's. When the thread has
-        an active run nothing is written and `run` is `None` (the caller supersedes it through
-        `start_run`). `grants_of`'s active grants are read in the same transaction.
+        before anything is written: it raises to refuse, say because the caller may not speak in
+        it. A new thread is created for `start.owner` and `start.agent`; on an existing thread the
+        run is the thread's agent's. When the thread has an active run nothing is written and `run`
+        is `None` (the caller supersedes it through `start_run`). `grants_of`'s active grants are
+        read in the same transaction.
 
         The commit does not wait for the disk: the run is safe from a crash of this process at
         once, and reaches the disk with the run's next commit (its pause or its end), which does.

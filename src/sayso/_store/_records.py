@@ -161,6 +161,52 @@ GRANTS_READ_AT_ONCE = 200
 
 
 @dataclass(frozen=True, kw_only=True)
+class RunStart:
+    """A run to start, as every way of starting one names it (`begin_run`, `start_run`): written once, here."""
+
+    thread_id: str
+    owner: str
+    """Who the run (and a new thread) belongs to."""
+    agent: str
+    """The run's agent (or workflow); on an existing thread `begin_run` takes the thread's."""
+    run_id: str
+    prompt: str
+    client_tools: Sequence[ClientTool] = ()
+    lease_holder: str
+    """The runtime that runs it, holding its lease from the start."""
+    lease_expires_at: float
+    now: float
+    parent_run_id: str | None = None
+    """The run whose call started this one (a delegate's, an agent node's); `None` for a top-level run."""
+    parent_call_id: str | None = None
+    agent_path: str | None = None
+
+    def run(self, *, agent: str | None = None, resume_pause_id: str | None = None) -> RunRecord:
+        """The run as it starts: running under the lease, revision 0 (of `agent` when the thread says so)."""
+        return RunRecord(
+            run_id=self.run_id,
+            thread_id=self.thread_id,
+            agent=agent or self.agent,
+            status="running",
+            prompt=self.prompt,
+            client_tools=tuple(self.client_tools),
+            principal=self.owner,
+            resume_pause_id=resume_pause_id,
+            pause_id=None,
+            output=None,
+            error=None,
+            lease_holder=self.lease_holder,
+            lease_expires_at=self.lease_expires_at,
+            created_at=self.now,
+            updated_at=self.now,
+            revision=0,
+            parent_run_id=self.parent_run_id,
+            parent_call_id=self.parent_call_id,
+            agent_path=self.agent_path,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class BegunRun:
     """What a run's first transaction found and did (`RunStore.begin_run`)."""
 

@@ -49,16 +49,17 @@ async def start(
 
     # One transaction reads the thread, starts the run on it and reads its history and the
     # principal's grants; a thread whose run is paused takes the longer road below.
-    begun = await k.store.begin_run(
+    starting = k.run_start(
         thread_id=thread_id or new_id("thr"),
         owner=principal.name,
         agent=entry,
-        run_id=run_id or new_id("run"),
         prompt=message,
-        client_tools=client_tools,
-        lease_holder=k.holder,
-        lease_expires_at=now + k.lease_seconds,
         now=now,
+        run_id=run_id,
+        client_tools=client_tools,
+    )
+    begun = await k.store.begin_run(
+        starting,
         ask=start_ask(c, principal, agent),
         grants_of=principal.name if not options.host_keeps_grants and c.runner_named(entry).reads_grants else None,
     )
@@ -114,16 +115,17 @@ async def _supersede(
         if isinstance(request, DelegateRequest):
             await _tree.cancel_tree(k, request.child_run_id, SKIPPED_FOR_MESSAGE)
     by_id = {r.request_id: r for r in requests}
-    run = await k.store.start_run(
+    starting = k.run_start(
         thread_id=thread.thread_id,
         owner=principal.name,
         agent=thread.agent,
-        run_id=run_id or new_id("run"),
         prompt=message,
-        client_tools=client_tools,
-        lease_holder=k.holder,
-        lease_expires_at=now + k.lease_seconds,
         now=now,
+        run_id=run_id,
+        client_tools=client_tools,
+    )
+    run = await k.store.start_run(
+        starting,
         expect_active=thread.active_run_id,
         skips=added,
         audit=[audit_body(by_id[d.request_id], d) for d in added],
