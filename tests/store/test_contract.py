@@ -83,7 +83,7 @@ async def start(
     expect_active: str | None = None,
     **kwargs: Any,
 ) -> RunRecord:
-    """Start a run held by this test's lease owner."""
+    """Start a run held by this test's lease holder."""
     below = {key: kwargs.pop(key) for key in ("parent_run_id", "parent_call_id", "agent_path") if key in kwargs}
     starting = RunStart(
         thread_id=thread_id,
@@ -150,7 +150,7 @@ async def paused(
 
 
 async def claim(store: RunStore, run: RunRecord, **kwargs: Any) -> Claim:
-    """Consume the pause `run` is paused on, for this test's lease owner."""
+    """Consume the pause `run` is paused on, for this test's lease holder."""
     assert run.pause_id is not None
     return await store.consume_pause(
         run,
@@ -530,7 +530,7 @@ def ask(request_id: str, decision: Decision | None = None, *, who: str = "alice"
 
 
 async def decide(store: RunStore, request_id: str, asked: DecisionAsk | None = None) -> Decided | None:
-    """Decide a request through `decide_request`, judged by the core's rule, for this test's lease owner."""
+    """Decide a request through `decide_request`, judged by the core's rule, for this test's lease holder."""
     return await store.decide_request(asked or ask(request_id), until=NOW + 10 + LEASE)
 
 
