@@ -75,15 +75,14 @@ async def test_a_host_that_remembers_nothing_is_offered_once_only_and_nothing_is
 
 
 async def test_text_streams_to_the_caller_as_the_model_writes_it(make_app: MakeApp) -> None:
-    """Inside `streaming_text`, each piece of the model's text reaches the caller before the run returns."""
+    """With `on_text`, each piece of the model's text reaches the caller before the run returns."""
     chunks: list[str] = []
 
     async def collect(chunk: str) -> None:
         chunks.append(chunk)
 
     async with make_app(agents(), model=model()) as app:
-        with app.streaming_text(collect):
-            result = await app.run("hi", agent="files")
+        result = await app.run("hi", agent="files", on_text=collect)
     assert len(chunks) > 1
     assert "".join(chunks) == result.output == "Hello there, friend."
 

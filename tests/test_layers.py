@@ -272,3 +272,9 @@ def test_the_architecture_map_names_every_module() -> None:
     script = SRC.parent / "scripts" / "rooms"
     checked = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, check=False)
     assert checked.returncode == 0, checked.stderr
+
+
+def test_the_top_level_holds_only_the_public_surface() -> None:
+    """`src/sayso/` holds the public surface and packages: a private module belongs in the package of its concept."""
+    files = sorted(p.name for p in PACKAGE.iterdir() if p.is_file())
+    assert files == ["__init__.py", "__main__.py", "exceptions.py", "py.typed"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ._defaults import DEFAULT_REMOTE_AGENTS, ENGINES
+from ._runtime._defaults import DEFAULT_REMOTE_AGENTS, ENGINES
 
 if TYPE_CHECKING:
     from ._config.file import (

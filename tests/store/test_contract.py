@@ -24,10 +24,21 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from sayso._core.access import Principal
 from sayso._core.audit import AuditHead, AuditKey, anchor_body, verify_chain
-from sayso._core.decisions import Approve, DecisionRecord, Reject, Skip
+from sayso._core.deciding import DecisionAsk
+from sayso._core.decisions import Approve, Decision, DecisionRecord, Reject, Skip
 from sayso._core.grants import Grant
-from sayso._core.requests import ApprovalRequest, ClientTool, DelegateRequest, Question, QuestionRequest, Request
+from sayso._core.requests import (
+    ApprovalRequest,
+    ClientTool,
+    DelegateRequest,
+    Question,
+    QuestionRequest,
+    Request,
+    Subject,
+)
+from sayso._core.starting import StartAsk
 from sayso._store import (
     BegunRun,
     Claim,
@@ -36,19 +47,17 @@ from sayso._store import (
     ExecutionResult,
     InboxFilter,
     InvalidCursor,
-    PauseState,
     RemoteTask,
-    RequestWithRun,
-    ResumeClaim,
     RunRecord,
+    RunStart,
     RunStore,
-    ThreadRecord,
     TranscriptEntry,
-    Verdict,
 )
 from sayso.exceptions import (
+    AgentNotFound,
     AlreadyDecided,
     ConfigError,
+    InvalidInput,
     NotAllowed,
     PauseConsumed,
     RunConflict,
@@ -74,8 +83,9 @@ async def start(
     expect_active: str | None = None,
     **kwargs: Any,
 ) -> RunRecord:
-    """Start a run held by this test's lease owner."""
-    return await store.start_run(
+    """Start a run held by this test's lease holder."""
+    below = {key: kwargs.pop(key) for key in ("parent_run_id", "parent_call_id", "agent_path") if key in kwargs}
+    starting = RunStart(
         thread_id=thread_id,
         owner=owner,
         agent=agent,
@@ -85,9 +95,9 @@ async def start(
         lease_holder=kwargs.pop("lease_holder", ME),
         lease_expires_at=now + LEASE,
         now=now,
-        expect_active=expect_active,
-        **kwargs,
+        **below,
     )
+    return await store.start_run(starting, expect_active=expect_active, **kwargs)
 
 
 def approval(request_id: str, run: RunRecord, *, created_at: float = NOW, **fields: Any) -> ApprovalRequest:
@@ -140,7 +150,7 @@ async def paused(
 
 
 async def claim(store: RunStore, run: RunRecord, **kwargs: Any) -> Claim:
-    """Consume the pause `run` is paused on, for this test's lease owner."""
+    """Consume the pause `run` is paused on, for this test's lease holder."""
     assert run.pause_id is not None
     return await store.consume_pause(
         run,
@@ -433,19 +443,17 @@ async def test_superseding_a_consumed_pause_changes_nothing(store: RunStore) -> 
 
 async def begin(store: RunStore, run_id: str = "run_1", *, now: float = NOW, **kwargs: Any) -> BegunRun:
     """A run's first transaction on thread `thr_1`, for alice's grants."""
-    return await store.begin_run(
-        thread_id="thr_1",
+    starting = RunStart(
+        thread_id=kwargs.pop("thread_id", "thr_1"),
         owner="alice",
         agent=kwargs.pop("agent", "files"),
         run_id=run_id,
         prompt=f"prompt of {run_id}",
-        client_tools=(),
         lease_holder=ME,
         lease_expires_at=now + LEASE,
         now=now,
-        grants_of="alice",
-        **kwargs,
     )
+    return await store.begin_run(starting, grants_of="alice", **kwargs)
 
 
 async def test_a_run_begins_with_its_thread_history_and_grants_in_one_step(store: RunStore) -> None:
@@ -478,33 +486,25 @@ async def test_a_run_begins_with_its_thread_history_and_grants_in_one_step(store
 
 
 async def test_a_refused_or_busy_begin_writes_nothing(store: RunStore) -> None:
-    """`check` refusing the thread (new or not), or the thread's run still active, leaves everything as it was."""
+    """The core's `check_thread` refusing the thread, or the thread's run still active, leaves everything as it was."""
     await begin(store)
-
-    def refuse(thread: ThreadRecord | None) -> None:
-        raise NotAllowed(thread.thread_id if thread else "new", "not yours")
+    bob = StartAsk(principal=Principal(name="bob"), agent=None, agents=("files",))
+    other_agent = StartAsk(principal=Principal(name="alice"), agent="other", agents=("files", "other"))
+    gone_agent = StartAsk(principal=Principal(name="alice"), agent=None, agents=("other",))
 
     await store.finish_run(
         await store.get_run("run_1"), holder=ME, new_messages=(), status="completed", output="", error=None, now=NOW
     )
     with pytest.raises(NotAllowed):
-        await begin(store, "run_2", check=refuse)
+        await begin(store, "run_2", ask=bob)
+    with pytest.raises(InvalidInput, match="belongs to agent 'files'"):
+        await begin(store, "run_2", ask=other_agent)
+    with pytest.raises(AgentNotFound):
+        await begin(store, "run_2", ask=gone_agent)
     with pytest.raises(RunNotFound):
         await store.get_run("run_2")
-    with pytest.raises(NotAllowed):
-        await store.begin_run(
-            thread_id="thr_new",
-            owner="alice",
-            agent="files",
-            run_id="run_new",
-            prompt="p",
-            client_tools=(),
-            lease_holder=ME,
-            lease_expires_at=NOW + LEASE,
-            now=NOW,
-            check=refuse,
-        )
-    assert await store.get_thread("thr_new") is None
+    fresh = await begin(store, "run_new", ask=gone_agent, thread_id="thr_new")
+    assert fresh.run is not None, "a new thread passes: its agent was checked before the transaction"
     await begin(store, "run_3")
     busy = await begin(store, "run_4")
     assert busy.run is None and busy.thread is not None and busy.thread.active_run_id == "run_3"
@@ -512,71 +512,93 @@ async def test_a_refused_or_busy_begin_writes_nothing(store: RunStore) -> None:
         await store.get_run("run_4")
 
 
-def approve_and_resume(found: RequestWithRun, state: PauseState) -> Verdict:
-    """A judge as the runtime's: the first decision wins, and the last open request resumes the run."""
-    if found.decision is not None or found.pause_status != "open":
-        raise AlreadyDecided(found.request.request_id, "decided before")
-    record = decision(found.request.request_id)
-    left = [r for r in state.requests if r.request_id not in state.decisions and r.request_id != record.request_id]
-    resume = None if left else ResumeClaim(executing=[found.request.request_id], grants_of="alice")
-    return Verdict(record=record, audit=[{"event": "decided"}], grant=grant(f"grt_{record.request_id}"), resume=resume)
+FOLDER = Subject(key="folder:reports", label="folder reports/")
+"""What the approvals the decide tests raise are for (an `always` approval of one leaves a grant)."""
 
 
-async def decide(store: RunStore, request_id: str, judge: Any = approve_and_resume) -> Decided | None:
-    """Decide a request through `decide_request` for this test's lease owner."""
-    return await store.decide_request(request_id, judge, holder=ME, until=NOW + 10 + LEASE, now=NOW + 10)
+def ask(request_id: str, decision: Decision | None = None, *, who: str = "alice", **fields: Any) -> DecisionAsk:
+    """A decision as the decide verb asks for it, by the thread's owner (a plain approval by default)."""
+    return DecisionAsk(
+        request_id=request_id,
+        decision=decision or Approve(),
+        principal=Principal(name=who),
+        now=NOW + 10,
+        holder=ME,
+        grant_id=f"grt_{request_id}",
+        **fields,
+    )
+
+
+async def decide(store: RunStore, request_id: str, asked: DecisionAsk | None = None) -> Decided | None:
+    """Decide a request through `decide_request`, judged by the core's rule, for this test's lease holder."""
+    return await store.decide_request(asked or ask(request_id), until=NOW + 10 + LEASE)
 
 
 async def test_the_last_decision_and_the_resume_commit_together(store: RunStore) -> None:
     """Deciding the last open request records it, consumes the pause, marks the call and claims the run at once."""
     run = await start(store)
-    run = await paused(store, run, [approval("req_1", run)])
-    done = await decide(store, "req_1")
-    assert done is not None and done.claim is not None
-    assert done.found.run == run and done.found.decision is None and done.state.requests == [approval("req_1", run)]
+    run = await paused(store, run, [approval("req_1", run, subject=FOLDER, scopes=("once", "always"))])
+    done = await decide(store, "req_1", ask("req_1", Approve(scope="always")))
+    assert done is not None and done.claim is not None and done.verdict.grant is not None
+    assert done.found.run == run and done.found.decision is None
+    assert [r.request_id for r in done.state.requests] == ["req_1"]
     assert (done.claim.run.status, done.claim.run.lease_holder, done.claim.run.resume_pause_id) == (
         "running",
         ME,
         "pau_1",
     )
-    assert done.claim.history == said("prompt of run_1", "asking") and done.claim.grants == [grant("grt_req_1")]
+    assert done.claim.history == said("prompt of run_1", "asking") and done.claim.grants == [done.verdict.grant]
+    assert (done.verdict.grant.grant_id, done.verdict.grant.subject_key) == ("grt_req_1", "folder:reports")
     assert await store.get_run("run_1") == done.claim.run
     found = await store.get_request("req_1")
-    assert found is not None and found.decision == decision("req_1") and found.pause_status == "consumed"
+    assert found is not None and found.decision == done.verdict.record and found.pause_status == "consumed"
+    assert found.decision is not None and (found.decision.principal, found.decision.decided_at) == ("alice", NOW + 10)
     assert await store.begin_execution("req_1", "run_1", NOW) == ExecutionRecord(
         request_id="req_1", status="executing", result=None
     )
-    assert [r.body for r in await store.audit_records()] == [{"event": "decided"}]
+    assert [(r.body["event"], r.body["request_id"]) for r in await store.audit_records()] == [("decision", "req_1")]
 
 
 async def test_a_judge_sees_what_is_stored_and_its_refusal_writes_nothing(store: RunStore) -> None:
-    """The judge reads the request, its run and pause; raising refuses; not the last decision leaves the pause open."""
+    """The core's rule judges what was read; a refusal writes nothing; not the last decision leaves the pause open."""
     run = await start(store)
     await paused(store, run, [approval("req_1", run), approval("req_2", run)])
     assert await decide(store, "req_nope") is None
-    seen: list[tuple[RequestWithRun, PauseState]] = []
-
-    def refuse(found: RequestWithRun, state: PauseState) -> Verdict:
-        seen.append((found, state))
-        raise NotAllowed(found.request.request_id, "not yours")
-
     with pytest.raises(NotAllowed):
-        await decide(store, "req_2", refuse)
-    assert seen[0][0].request == approval("req_2", run) and seen[0][1].decisions == {}
+        await decide(store, "req_2", ask("req_2", who="mallory"))
+    assert (await store.pause_state("pau_1")).decisions == {} and await store.count_audit() == 0
     first = await decide(store, "req_1")
     assert first is not None and first.claim is None and first.verdict.resume is None
     assert (await store.pause_state("pau_1")).status == "open"
+    again = await decide(store, "req_1")
+    assert again is not None and again.verdict.record is None, "the same decision again is a harmless no-op"
     with pytest.raises(AlreadyDecided):
-        await decide(store, "req_1")
-    last = await decide(store, "req_2", approve_and_resume)
-    assert last is not None and last.claim is not None and last.state.decisions == {"req_1": decision("req_1")}
+        await decide(store, "req_1", ask("req_1", Reject(reason="changed my mind")))
+    last = await decide(store, "req_2")
+    assert last is not None and last.claim is not None and first.verdict.record is not None
+    assert last.state.decisions == {"req_1": first.verdict.record}
+
+
+async def test_a_decision_asked_not_to_resume_leaves_the_pause_for_the_cycle(store: RunStore) -> None:
+    """`resume=False`, or an engine elsewhere resuming top-level runs: the last decision recorded, nothing claimed."""
+    first = await start(store)
+    await paused(store, first, [approval("req_1", first)])
+    other = await start(store, "thr_2", "run_2")
+    await paused(store, other, [approval("req_2", other)], pause_id="pau_2")
+    held = await decide(store, "req_1", ask("req_1", resume=False))
+    elsewhere = await decide(store, "req_2", ask("req_2", claims_with_decision=False))
+    assert held is not None and elsewhere is not None and held.claim is None and elsewhere.claim is None
+    assert held.verdict.record is not None and elsewhere.verdict.record is not None
+    for run in (first, other):
+        assert (await store.get_run(run.run_id)).status == "paused"
 
 
 async def test_concurrent_deciders_of_a_pause_resume_it_once(store: RunStore) -> None:
     """Racing `decide_request` calls on one request: one records and claims the run, the others are refused."""
     run = await start(store)
     await paused(store, run, [approval("req_1", run)])
-    outcomes = await at_once(*[lambda: decide(store, "req_1")] * 4)
+    choices = [Approve(), Approve(edited_args={"name": "other"}), Reject(reason="no"), Reject(reason="not now")]
+    outcomes = await at_once(*[lambda d=d: decide(store, "req_1", ask("req_1", d)) for d in choices])
     assert sum(isinstance(o, Decided) and o.claim is not None for o in outcomes) == 1
     assert sum(isinstance(o, AlreadyDecided) for o in outcomes) == 3
     assert await store.count_audit() == 1
@@ -1169,18 +1191,17 @@ async def test_threads_list_newest_first_without_delegate_threads(store: RunStor
     """A principal sees their threads newest first, titled by the first message; delegates' threads are hidden."""
     await start(store, "thr_1", "run_1", owner="alice", now=NOW)
     await start(store, "thr_2", "run_2", owner="bob", now=NOW + 1)
-    await store.start_run(
+    long_prompt = RunStart(
         thread_id="thr_3",
         owner="alice",
         agent="files",
         run_id="run_3",
         prompt="x" * 100,
-        client_tools=(),
         lease_holder=ME,
         lease_expires_at=NOW + 99,
         now=NOW + 2,
-        expect_active=None,
     )
+    await store.start_run(long_prompt, expect_active=None)
     await start(
         store, "thr_child", "run_child", owner="alice", now=NOW + 3, parent_run_id="run_1", agent_path="files/helper"
     )

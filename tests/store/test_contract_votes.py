@@ -7,36 +7,25 @@ position and are judged again, so the Nth approval is counted once and resolves 
 
 from __future__ import annotations
 
-from typing import Any
-
-from sayso._core.decisions import Approve, DecisionRecord, Reject
+from sayso._core.audit import AuditRecord
+from sayso._core.deciding import DecisionAsk
+from sayso._core.decisions import Approve, Reject
 from sayso._core.routing import resolve
-from sayso._core.votes import tally
-from sayso._store import Decided, InboxFilter, PauseState, RequestWithRun, ResumeClaim, RunStore, Verdict
+from sayso._store import Decided, InboxFilter, RunStore
 
-from .test_contract import NOW, approval, at_once, decide, paused, start
+from .test_contract import NOW, approval, ask, at_once, decide, paused, start
 
 FINANCE = resolve(["finance"], {"finance": ["alice", "bob", "carol", "dave"]}, approvals_required=3)
 
 
-def voter(who: str, decision: Approve | Reject | None = None) -> Any:
-    """A judge as the runtime's for `who`'s vote: counted by the core's `tally`, resuming on the last approval."""
+def voter(who: str, decision: Approve | Reject | None = None) -> DecisionAsk:
+    """`who`'s vote as the decide verb asks for it: judged by the core's rule (`tally` counts it)."""
+    return ask("req_1", decision or Approve(), who=who, via="rest")
 
-    def judge(found: RequestWithRun, state: PauseState) -> Verdict:
-        counted = tally(found.request, found.votes, decision or Approve(), principal=who, now=NOW + 5, via="rest")
-        if counted.vote is None:
-            return Verdict(record=None)
-        audit: list[Any] = [{"event": "vote", "principal": who}]
-        if counted.resolved is None:
-            return Verdict(record=None, audit=audit, vote=counted.vote)
-        record = DecisionRecord(
-            request_id=found.request.request_id, decision=counted.resolved, by="person", principal=who, decided_at=NOW
-        )
-        resume = ResumeClaim(executing=[found.request.request_id], grants_of="alice")
-        audit.append({"event": "decided"})
-        return Verdict(record=record, audit=audit, vote=counted.vote, resume=resume)
 
-    return judge
+def voters(records: list[AuditRecord]) -> list[tuple[str, str]]:
+    """The audit log's events, with who voted or decided."""
+    return [(r.body["event"], str(r.body["principal"])) for r in records]
 
 
 async def routed_pause(store: RunStore) -> None:
@@ -54,10 +43,7 @@ async def test_votes_are_kept_in_order_and_leave_the_pause_open(store: RunStore)
     assert found is not None and found.decision is None and found.pause_status == "open"
     assert [v.principal for v in found.votes] == ["bob", "carol"]
     assert [v.principal for v in (await store.votes(["req_1", "req_none"]))["req_1"]] == ["bob", "carol"]
-    assert [r.body for r in await store.audit_records()] == [
-        {"event": "vote", "principal": "bob"},
-        {"event": "vote", "principal": "carol"},
-    ]
+    assert voters(await store.audit_records()) == [("vote", "bob"), ("vote", "carol")]
 
 
 async def test_the_same_persons_second_vote_counts_nothing(store: RunStore) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sayso._store._dispatch import OpsTx
 from sayso._store._memory._tx import MemoryTx
 from sayso._store._primitives import StoreTx
 from sayso._store._sql._prims import SqlTx
@@ -33,3 +34,10 @@ def test_every_backend_implements_every_primitive() -> None:
     """Memory, SQLite and PostgreSQL (one `SqlTx`) leave none abstract, so each verb runs on all three."""
     assert not MemoryTx.__abstractmethods__
     assert not SqlTx.__abstractmethods__
+
+
+def test_the_ops_are_dispatched_once_for_every_backend() -> None:
+    """`get`, `add` and `change` read the ops in one place; a backend only says what each op does on its tables."""
+    for backend in (MemoryTx, SqlTx):
+        assert issubclass(backend, OpsTx)
+        assert (backend.get, backend.add, backend.change) == (OpsTx.get, OpsTx.add, OpsTx.change)

@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from sayso._store import MemoryRunStore, SqlRunStore, async_url, store_from_url
+from sayso._store import MemoryRunStore, RunStart, SqlRunStore, async_url, store_from_url
 from sayso._store._sql import _chain, _rows
 from sayso._store._sql._base import schema_head
 from sayso._store._sql._rows import EXPIRED_RUNS
@@ -239,19 +239,17 @@ async def test_a_commit_that_does_not_wait_for_the_disk_leaves_the_next_one_dura
     """After a `durable=False` write, SQLite connections are back to `synchronous=FULL` for every later commit."""
     async with SqlRunStore(f"sqlite:///{tmp_path / 'sayso.db'}") as store:
         for n in range(3):
-            await store.start_run(
+            starting = RunStart(
                 thread_id=f"thr_{n}",
                 owner="alice",
                 agent="files",
                 run_id=f"run_{n}",
                 prompt="p",
-                client_tools=(),
                 lease_holder="me",
                 lease_expires_at=100.0,
                 now=1.0,
-                expect_active=None,
-                durable=False,
             )
+            await store.start_run(starting, expect_active=None, durable=False)
         sync = store._sync  # the worker-thread engine every SQLite transaction runs on
         assert sync is not None
         with sync.connect() as conn:

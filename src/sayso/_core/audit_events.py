@@ -10,13 +10,33 @@ records have always been written.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, NotRequired, TypeAlias
+from typing import Annotated, Any, Literal, NotRequired, TypeAlias, assert_never
 
 from pydantic import ConfigDict, Discriminator, Tag, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
-from .decisions import ArgEdit, DecidedBy, DecisionKind, RecordedKind, Via
-from .requests import DEFERRED, Scope
+from .decisions import (
+    Accept,
+    Answer,
+    Approve,
+    ArgEdit,
+    Cancel,
+    ClientError,
+    ClientResult,
+    DecidedBy,
+    DecisionKind,
+    DecisionRecord,
+    Decline,
+    Expired,
+    Provide,
+    RecordedKind,
+    Reject,
+    Skip,
+    Via,
+    arg_edits,
+    question_answers,
+)
+from .requests import DEFERRED, ApprovalRequest, QuestionRequest, Request, Scope, redacted
 from .service import ServiceNotice
 
 _EXACT = ConfigDict(extra="forbid")
@@ -332,3 +352,66 @@ commands never read one back, and building it costs each of them ~15 ms)."""
 def decision_event(record: ApprovalRecord) -> DecisionEvent:
     """The audit event of a decision: its approval record, named."""
     return DecisionEvent(event="decision", **record)
+
+
+def approval_record(request: Request, record: DecisionRecord) -> ApprovalRecord:
+    """The record kept on a decided call's result: what was decided, by whom, on which arguments.
+
+    See docs/concepts/decisions.md#what-the-model-reads.
+
+    It says everything a person reads about the decision later (the transcript and the audit log
+    show it): the scope of an approval, the reason of a rejection or skip, an edit field by field,
+    the answer given (redacted where the agent's `redact` says so), when a request expired, and
+    the interface the decision came through.
+    """
+    decision = record.decision
+    entry = ApprovalRecord(
+        request_id=request.request_id,
+        tool_name=request.tool_name,
+        run_id=request.run_id,
+        thread_id=request.thread_id,
+        agent_path=request.agent_path,
+        decision=decision.kind,
+        by=record.by,
+        principal=record.principal,
+        decided_at=record.decided_at,
+        proposed_args=request.args,
+    )
+    if record.via is not None:
+        entry["via"] = record.via
+    redact = request.redact
+    match decision:
+        case Approve():
+            approved = decision.edited_args if decision.edited_args is not None else request.args
+            entry["scope"], entry["approved_args"], entry["executed_args"] = decision.scope, approved, approved
+            if decision.edited_args is not None:
+                entry["edits"] = arg_edits(request.args, decision.edited_args, redact=redact)
+            if decision.payload is not None:
+                entry["response"] = redacted(decision.payload, redact)
+        case Reject() | Skip():
+            if decision.reason:
+                entry["reason"] = decision.reason
+        case Answer():
+            assert isinstance(request, QuestionRequest)
+            entry["answers"] = redacted(question_answers(request, decision), redact)
+        case ClientResult() | Provide():
+            entry["value"] = redacted(decision.value, redact)
+        case ClientError():
+            entry["message"] = decision.message
+        case Accept():
+            entry["content"] = redacted(decision.content, redact)
+        case Expired():
+            entry["expires_at"] = decision.expires_at
+        case Decline() | Cancel():
+            pass
+        case _:
+            assert_never(decision)
+    if isinstance(request, ApprovalRequest) and request.subject is not None:
+        entry["subject"] = request.subject.key
+        entry["subject_label"] = request.subject.label
+    return entry
+
+
+def audit_body(request: Request, record: DecisionRecord) -> DecisionEvent:
+    """The audit record of a decision: the approval record plus the event name."""
+    return decision_event(approval_record(request, record))

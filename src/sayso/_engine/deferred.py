@@ -14,7 +14,7 @@ from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved,
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturn, ToolReturnPart
 
-from .._core.audit_events import ApprovalRecord, DecisionEvent, decision_event
+from .._core.audit_events import approval_record
 from .._core.decisions import (
     Accept,
     Answer,
@@ -24,12 +24,8 @@ from .._core.decisions import (
     ClientResult,
     DecisionRecord,
     Decline,
-    Expired,
-    Provide,
     Reject,
     RejectionText,
-    Skip,
-    arg_edits,
     model_text,
     question_answers,
 )
@@ -42,7 +38,6 @@ from .._core.requests import (
     Request,
     RequestBase,
     default_hint,
-    redacted,
 )
 from .calls import (
     ApprovalDeferral,
@@ -229,69 +224,6 @@ def deferred_results(
             assert text is not None
             results.calls[call_id] = ToolReturn(text)
     return results
-
-
-def approval_record(request: Request, record: DecisionRecord) -> ApprovalRecord:
-    """The record kept on a decided call's result: what was decided, by whom, on which arguments.
-
-    See docs/concepts/decisions.md#what-the-model-reads.
-
-    It says everything a person reads about the decision later (the transcript and the audit log
-    show it): the scope of an approval, the reason of a rejection or skip, an edit field by field,
-    the answer given (redacted where the agent's `redact` says so), when a request expired, and
-    the interface the decision came through.
-    """
-    decision = record.decision
-    entry = ApprovalRecord(
-        request_id=request.request_id,
-        tool_name=request.tool_name,
-        run_id=request.run_id,
-        thread_id=request.thread_id,
-        agent_path=request.agent_path,
-        decision=decision.kind,
-        by=record.by,
-        principal=record.principal,
-        decided_at=record.decided_at,
-        proposed_args=request.args,
-    )
-    if record.via is not None:
-        entry["via"] = record.via
-    redact = request.redact
-    match decision:
-        case Approve():
-            approved = decision.edited_args if decision.edited_args is not None else request.args
-            entry["scope"], entry["approved_args"], entry["executed_args"] = decision.scope, approved, approved
-            if decision.edited_args is not None:
-                entry["edits"] = arg_edits(request.args, decision.edited_args, redact=redact)
-            if decision.payload is not None:
-                entry["response"] = redacted(decision.payload, redact)
-        case Reject() | Skip():
-            if decision.reason:
-                entry["reason"] = decision.reason
-        case Answer():
-            assert isinstance(request, QuestionRequest)
-            entry["answers"] = redacted(question_answers(request, decision), redact)
-        case ClientResult() | Provide():
-            entry["value"] = redacted(decision.value, redact)
-        case ClientError():
-            entry["message"] = decision.message
-        case Accept():
-            entry["content"] = redacted(decision.content, redact)
-        case Expired():
-            entry["expires_at"] = decision.expires_at
-        case Decline() | Cancel():
-            pass
-        case _:
-            assert_never(decision)
-    if isinstance(request, ApprovalRequest) and request.subject is not None:
-        entry["subject"] = request.subject.key
-        entry["subject_label"] = request.subject.label
-    return entry
-
-
-def audit_body(request: Request, record: DecisionRecord) -> DecisionEvent:
-    """The audit record of a decision: the approval record plus the event name."""
-    return decision_event(approval_record(request, record))
 
 
 def annotate(

@@ -7,9 +7,9 @@ so the engine seam never imports the runtime and no call into it hides in a clos
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 import anyio.to_thread
 from pydantic_ai.exceptions import UserError
@@ -18,14 +18,14 @@ from .._core.audit_events import AuditEvent
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Scope
 from .._core.steps import StepJournal, StepScope, memory_journal
-from .._store import ExecutionResult
+from .._store import ExecutionRecord, ExecutionResult
 from .replies import Replies
 
 
 class Ledger(Protocol):
     """The part of the store a run's tools need: the execution ledger, grants and the audit log."""
 
-    async def begin_execution(self, request_id: str, run_id: str, now: float) -> Any: ...
+    async def begin_execution(self, request_id: str, run_id: str, now: float) -> ExecutionRecord | None: ...
 
     async def finish_execution(
         self,
@@ -73,7 +73,8 @@ class RunDeps:
     agent_path: str
     principal: str | None
     ledger: Ledger
-    clock: Any
+    clock: Callable[[], float]
+    """Seconds since the epoch as the runtime reads them (a test's fake clock moves it)."""
     grants: Sequence[Grant] | None = None
     """Grants an external host passed for this run; when set, stored grants are not consulted."""
     stored_grants: Sequence[Grant] | None = None

@@ -3,7 +3,7 @@
 | module | holds |
 |---|---|
 | `_facade` | `Sayso`: the public verbs; resolves the caller, applies the access rule, builds the call's `CallOptions` |
-| `_verbs` | the verbs, a module each (start, decide, answer, resume, cancel, expire, recover) and their `rules` |
+| `_verbs` | the verbs, a module each (start, decide, answer, resume, cancel, expire, recover); `rules`: their asks |
 | `_cycle` | `Cycle`: the runner of each kind of run, carrying any paused run on (one plan), the runs below runs |
 | `_runner` | the runner seam: `Runner`, `Runs` (what runners ask of the cycle), `CallOptions`, `Start`, `Resume` |
 | `_agent_runs` | `AgentRunner`: an agent's run started, resumed and carried on as engine steps |
@@ -24,6 +24,7 @@
 | `_watch` | what changed for a principal, whichever process changed it (the live UI follows it) |
 | `_reader` | `Reader`: the reading verbs over the store alone, for callers that run nothing (`sayso inbox`) |
 | `_kernel` | what the parts share (config, agents, store, clock, lease holder) |
+| `_defaults` | the adapters the runtime falls back on (the A2A client, engines), filled by the package root |
 
 Interfaces import from here only the names below: the facade and the records its verbs return. They
 resolve lazily (PEP 562, as the package root's): a command that only reads the store (`sayso inbox`)
@@ -37,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 from .._core.lazy import load_lazily
 
 if TYPE_CHECKING:
-    from .._defaults import DEFAULT_REMOTE_AGENTS
     from .._store import (
         AuditPage,
         DeliveryStatus,
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         TranscriptEntry,
     )
     from ._auth import Authenticator, authenticate, authenticator
+    from ._defaults import DEFAULT_REMOTE_AGENTS
     from ._events import EventData, EventListener, RequestEvent
     from ._facade import Sayso
     from ._kernel import new_id
@@ -135,7 +136,7 @@ _LAZY: dict[str, str] = {
     "AuditPage": ".._store",
     "Authenticator": "._auth",
     "Change": "._watch",
-    "DEFAULT_REMOTE_AGENTS": ".._defaults",
+    "DEFAULT_REMOTE_AGENTS": "._defaults",
     "DecideResult": "._results",
     "DeliveryStatus": ".._store",
     "EscalationNotice": "._outbox",

@@ -20,9 +20,8 @@ from collections.abc import Mapping
 
 from pydantic_ai.exceptions import CallDeferred
 
-from .._core.access import Principal
 from .._core.advance import plan_advance, step_below, waiting_below
-from .._core.decisions import Decision, DecisionRecord, Via
+from .._core.decisions import DecisionRecord
 from .._core.requests import DelegateRequest
 from .._core.resume import SKIPPED_FOR_FORCE
 from .._engine.calls import DelegateDeferral
@@ -34,7 +33,7 @@ from ._agent_runs import AgentRunner
 from ._kernel import Kernel
 from ._remote import RemoteAgents, RemoteRunner
 from ._results import DecideResult, RunResult
-from ._runner import CallOptions, Engine, Resume, RunKind, Runner, Start
+from ._runner import CallOptions, DecisionCall, Engine, Resume, RunKind, Runner, Start
 from ._workflow_host import Workflows
 from ._workflows import WorkflowRunner
 
@@ -62,6 +61,8 @@ class Cycle:
         runtime: each delegate's run is a child workflow of its own); `False`: it runs here, in its parent's call."""
         self.agents = AgentRunner(k, self)
         self.workflows = WorkflowRunner(k, Workflows(k, workflows, self))
+        self.workflow_names = frozenset(self.workflows.host.engines)
+        """The runtime's workflows by name."""
         self.remote = RemoteRunner(k, remote_urls, remote)
         self._runners: dict[RunKind, Runner] = {"agent": self.agents, "workflow": self.workflows, "remote": self.remote}
 
@@ -99,7 +100,7 @@ class Cycle:
             AgentNotFound: neither an agent nor a workflow has that name.
         """
         workflows = tuple(self.workflows.host.engines)
-        if name not in self.k.agents and name not in workflows:
+        if name not in self.k.agents and name not in self.workflow_names:
             raise AgentNotFound(name, known=(*self.k.agents, *workflows))
         return name
 
@@ -242,30 +243,19 @@ class Cycle:
 
     # decisions and changes, when an engine does the work
 
-    async def decide_there(
-        self,
-        request_id: str,
-        decision: Decision,
-        *,
-        principal: Principal,
-        via: Via | None,
-        resume: bool,
-        options: CallOptions,
-    ) -> DecideResult:
+    async def decide_there(self, call: DecisionCall, options: CallOptions) -> DecideResult:
         """Deliver a decision to the engine that runs its request's top-level run (its workflow checks it).
 
         Raises:
             RequestNotFound: no request has this id.
         """
         assert self.engine is not None
-        found = await self.k.store.request_with_run(request_id)
+        found = await self.k.store.request_with_run(call.request_id)
         if found is None:
-            raise RequestNotFound(request_id)
+            raise RequestNotFound(call.request_id)
         top = await _tree.root(self.k, found.run)
-        recorded = await self.engine.decide(
-            top, request_id, decision, principal=principal, via=via, resume=resume, options=options
-        )
-        return DecideResult(request_id=request_id, recorded=recorded, run=await _tree.result(self.k, top.run_id))
+        recorded = await self.engine.decide(top, call, options)
+        return DecideResult(request_id=call.request_id, recorded=recorded, run=await _tree.result(self.k, top.run_id))
 
     async def changed(self, run: RunRecord) -> None:
         """Tell the engine that the store changed under `run`'s tree (a cancel); nothing without one."""

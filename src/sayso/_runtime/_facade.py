@@ -2,17 +2,16 @@
 
 Each verb resolves the caller to a `Principal`, applies the one access rule of
 `sayso._core.access`, gathers what the call says about its runs (`CallOptions`: a host's grants,
-the widest scope, the text sink) and hands the work to the verb that owns it (one module each in
-`_verbs`); reading verbs go straight to the store port. REST, A2A, AG-UI, the
+the widest scope, the text sink, each a keyword of the verb) and hands the work to the verb that
+owns it (one module each in `_verbs`); reading verbs go straight to the store port. REST, A2A, AG-UI, the
 web UI and the CLI call only these methods.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import AsyncExitStack, contextmanager
-from contextvars import ContextVar
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -26,7 +25,6 @@ from .._core.decisions import Decision, Via
 from .._core.grants import Grant
 from .._core.policy import InterruptPolicy
 from .._core.requests import ClientTool
-from .._defaults import DEFAULT_REMOTE_AGENTS, engine_of
 from .._engine.agents import build_agents, build_models, open_models
 from .._engine.hooks import BeforeToolCall, before_tool_call
 from .._store import (
@@ -38,13 +36,14 @@ from ..exceptions import (
 )
 from . import _audit, _live, _tree, _watch
 from ._cycle import Cycle
+from ._defaults import DEFAULT_REMOTE_AGENTS, engine_of
 from ._events import EventListener
 from ._kernel import Kernel
 from ._links import LinkVerbs
 from ._reading import PrincipalLike, Reading
 from ._remote import RemoteAgents, remote_delegates
 from ._results import DecideResult, RunResult
-from ._runner import CallOptions, Engine, TextSink
+from ._runner import CallOptions, DecisionCall, Engine
 from ._verbs import answer as _answer
 from ._verbs import cancel as _cancel
 from ._verbs import decide as _decide
@@ -55,9 +54,6 @@ from ._verbs import resume as _resume
 from ._verbs import start as _start
 from ._watch import Change
 from ._workflow_host import build_workflows
-
-_STREAMING: ContextVar[TextSink | None] = ContextVar("sayso_streaming_text", default=None)
-"""The text sink of a `Sayso.streaming_text` block, read only here: each verb puts it in its `CallOptions`."""
 
 
 class Sayso(LinkVerbs, Reading):
@@ -165,6 +161,7 @@ class Sayso(LinkVerbs, Reading):
         grants: Sequence[Grant] | None = None,
         offer_wider_scopes: bool = True,
         run_id: str | None = None,
+        on_text: Callable[[str], Awaitable[None]] | None = None,
     ) -> RunResult:
         """Send a user message and run the agent until it finishes or pauses.
 
@@ -183,6 +180,9 @@ class Sayso(LinkVerbs, Reading):
                 offers only `once` on the requests this run raises.
             run_id: the new run's id, for an interface that must name the run before it ends (an A2A
                 task returned at once); an unguessable id from `sayso._runtime.new_id("run")`.
+            on_text: receives the run's text as the model writes it (A2A's artifact updates): each
+                piece as the model produces it (models that cannot stream give one response at a
+                time). Delegates' text is not sent: what a delegate says reaches its coordinator.
 
         Raises:
             ThreadBusy: the thread has a run in progress in some process.
@@ -196,7 +196,7 @@ class Sayso(LinkVerbs, Reading):
             thread_id=thread_id,
             principal=self.principal(principal),
             client_tools=client_tools,
-            options=CallOptions.of(grants, offer_wider_scopes, _STREAMING.get()),
+            options=CallOptions.of(grants, offer_wider_scopes, on_text),
             run_id=run_id,
         )
 
@@ -208,6 +208,7 @@ class Sayso(LinkVerbs, Reading):
         principal: PrincipalLike = access.LOCAL_NAME,
         resume: bool = True,
         via: Via = "python",
+        on_text: Callable[[str], Awaitable[None]] | None = None,
     ) -> DecideResult:
         """Record a decision; when it was the last open request of the pause, resume the run.
 
@@ -223,17 +224,15 @@ class Sayso(LinkVerbs, Reading):
             InvalidDecision: the decision does not fit the request; it stays open.
             AlreadyDecided: a different decision was taken first.
             RequestExpired: the request expired.
+
+        `on_text` receives the resumed run's text as the model writes it, as for `run`.
         """
         self._check_open()
         if self._cycle.engine is not None:
-            return await self._cycle.decide_there(
-                request_id,
-                decision,
-                principal=self.principal(principal),
-                via=via,
-                resume=resume,
-                options=CallOptions(on_text=_STREAMING.get()),
+            call = DecisionCall(
+                request_id=request_id, decision=decision, principal=self.principal(principal), via=via, resume=resume
             )
+            return await self._cycle.decide_there(call, CallOptions(on_text=on_text))
         return await _decide.decide(
             self._cycle,
             request_id,
@@ -241,7 +240,7 @@ class Sayso(LinkVerbs, Reading):
             principal=self.principal(principal),
             resume=resume,
             via=via,
-            options=CallOptions(on_text=_STREAMING.get()),
+            options=CallOptions(on_text=on_text),
         )
 
     async def answer_pause(
@@ -254,6 +253,7 @@ class Sayso(LinkVerbs, Reading):
         grants: Sequence[Grant] | None = None,
         offer_wider_scopes: bool = True,
         via: Via = "python",
+        on_text: Callable[[str], Awaitable[None]] | None = None,
     ) -> RunResult:
         """Answer several open requests of a paused run at once, then resume it when nothing is left open.
 
@@ -261,7 +261,7 @@ class Sayso(LinkVerbs, Reading):
         recorded in one transaction. Requests left out wait (`rest="wait"`) or count as skipped and
         the run resumes now (`rest="skip"`). `grants` and `offer_wider_scopes` are as for `run`: a
         host that keeps remembered approvals sends them again with each answer, and sayso stores
-        none of the approvals given here.
+        none of the approvals given here. `on_text` receives the resumed run's text as for `run`.
 
         Raises:
             RequestNotFound: an answer names a request that is not this run's.
@@ -275,17 +275,25 @@ class Sayso(LinkVerbs, Reading):
             answers,
             principal=self.principal(principal),
             rest=rest,
-            options=CallOptions.of(grants, offer_wider_scopes, _STREAMING.get()),
+            options=CallOptions.of(grants, offer_wider_scopes, on_text),
             via=via,
         )
 
-    async def resume(self, run_id: str, *, force: bool = False, principal: PrincipalLike | None = None) -> RunResult:
+    async def resume(
+        self,
+        run_id: str,
+        *,
+        force: bool = False,
+        principal: PrincipalLike | None = None,
+        on_text: Callable[[str], Awaitable[None]] | None = None,
+    ) -> RunResult:
         """Resume a paused run, or carry on a run whose process died.
 
         Args:
             run_id: the run.
             force: resume even if requests are open; they count as skipped.
             principal: who asks; checked like a decision when given.
+            on_text: receives the run's text as the model writes it, as for `run`.
 
         Raises:
             NotReady: requests are open and `force` is false.
@@ -294,7 +302,7 @@ class Sayso(LinkVerbs, Reading):
         """
         self._check_open()
         run = await self.run_record(run_id, principal=principal)
-        return await _resume.resume(self._cycle, run, force=force, options=CallOptions(on_text=_STREAMING.get()))
+        return await _resume.resume(self._cycle, run, force=force, options=CallOptions(on_text=on_text))
 
     async def cancel(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunResult:
         """Cancel a paused or working run: its open requests (delegates' too) close as skipped and nothing runs.
@@ -360,22 +368,6 @@ class Sayso(LinkVerbs, Reading):
             self._require_approver(principal, "expire", "only approvers may run expiry")
         await _escalate.escalate(self._k)
         return await _expire.expire(self._cycle)
-
-    @contextmanager
-    def streaming_text(self, on_text: Callable[[str], Awaitable[None]]) -> Iterator[None]:
-        """Hand the text of the runs started or resumed inside this block to `on_text` as the model writes it.
-
-        For interfaces that stream a run (A2A's artifact updates): every top-level segment run in
-        this task calls `on_text(chunk)` with each piece of text as the model produces it (models
-        that cannot stream give it one response at a time). Delegates' text is not sent: what a
-        delegate says reaches its coordinator, not the person. The block's verbs (`run`, `decide`,
-        `answer_pause`, `resume`) pass `on_text` down in their call's options.
-        """
-        token = _STREAMING.set(on_text)
-        try:
-            yield
-        finally:
-            _STREAMING.reset(token)
 
     # adapters' own state, events, health
 

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import anyio
 
+from .._core import deciding
+from .._core.audit_events import audit_body
+from .._core.deciding import needs_holder
 from .._core.decisions import Cancel, DecisionRecord
-from .._core.requests import DelegateRequest, ElicitationRequest, Request
+from .._core.requests import DelegateRequest
 from .._core.resume import open_requests
-from .._engine.deferred import audit_body
-from .._store import RequestWithRun, RunRecord
-from ..exceptions import CallEnded
+from .._store import RequestWithRun, RunRecord, holder_is_dead
 from ._kernel import Kernel
-from ._leases import holder_is_dead
 
 POLL_SECONDS = 0.25
 """How often a holder looks for answers given elsewhere, and a decider elsewhere for the holder's progress."""
@@ -34,21 +34,9 @@ HANDOVER_SECONDS = 30.0
 """How long a decision taken in another process waits for the holder to carry the run on before it answers."""
 
 
-def needs_holder(request: Request) -> bool:
-    """Whether only the process holding the live call that asked `request` can deliver its answer."""
-    return isinstance(request, ElicitationRequest) and request.needs_holder
-
-
 def hold_alive(run: RunRecord, now: float) -> bool:
-    """Whether a paused run is held by a process that may still be alive (its hold renewed, its pid there)."""
-    owner = run.lease_holder
-    return (
-        run.status == "paused"
-        and owner is not None
-        and run.lease_expires_at is not None
-        and run.lease_expires_at >= now
-        and not holder_is_dead(owner)
-    )
+    """Whether a paused run is held by a process that may still be alive (the core's rule, with the holder's pid)."""
+    return deciding.hold_alive(run, now, gone=holder_is_dead(run.lease_holder))
 
 
 def held_elsewhere(k: Kernel, run: RunRecord, now: float) -> bool:
@@ -56,35 +44,13 @@ def held_elsewhere(k: Kernel, run: RunRecord, now: float) -> bool:
     return hold_alive(run, now) and run.lease_holder != k.holder
 
 
-def closed_by_sayso(record: DecisionRecord) -> bool:
-    """Whether a decision is sayso closing a form whose holder had gone (the only cancel sayso takes)."""
-    return record.by == "system" and record.decision.kind == "cancel"
-
-
 def check_holder(found: RequestWithRun, now: float) -> None:
-    """Refuse a decision on a form nobody can deliver any more: its holder is gone, or sayso closed it.
+    """Refuse a decision on a form nobody can deliver any more (the core's `check_holder`, with the holder's liveness).
 
     Raises:
         CallEnded: the live call that asked the form ended with the process holding it.
     """
-    request = found.request
-    if not needs_holder(request):
-        return
-    existing = found.decision
-    if existing is not None and closed_by_sayso(existing):
-        raise CallEnded(request.request_id, _ended(found), holder=None)
-    if existing is not None or found.pause_status != "open" or hold_alive(found.run, now):
-        return  # a decision already taken, or a consumed pause, is said by the decision's own check
-    raise CallEnded(request.request_id, _ended(found), holder=found.run.lease_holder)
-
-
-def _ended(found: RequestWithRun) -> str:
-    request = found.request
-    server = f"MCP server {request.server!r}" if isinstance(request, ElicitationRequest) and request.server else "it"
-    return (
-        f"the call that asked this has ended: the process that held it stopped, so no answer can reach {server}; "
-        "the request was closed as cancelled and the agent was told the call did not complete"
-    )
+    deciding.check_holder(found, found.run, now, gone=holder_is_dead(found.run.lease_holder))
 
 
 async def close_orphaned(k: Kernel, run: RunRecord) -> bool:

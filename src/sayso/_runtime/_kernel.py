@@ -9,10 +9,8 @@ run goes how is the cycle's (`_cycle`), which sits above it.
 from __future__ import annotations
 
 import logging
-import os
 import secrets
-import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -22,7 +20,8 @@ from .._config.file import Config
 from .._core import access
 from .._core.access import LOCAL, Principal
 from .._core.limits import Limits
-from .._store import RunStore
+from .._core.requests import ClientTool
+from .._store import RunRecord, RunStart, RunStore, new_holder
 from ..exceptions import AgentNotFound, StoreError
 from ._events import Events
 from ._heartbeat import Heartbeat
@@ -38,11 +37,6 @@ logger = logging.getLogger("sayso.leases")
 def new_id(prefix: str) -> str:
     """An unguessable id: 128 random bits, URL-safe, with a readable prefix."""
     return f"{prefix}_{secrets.token_urlsafe(16)}"
-
-
-def new_holder() -> str:
-    """This runtime's name as a lease holder: host and pid (so a dead holder on this host is recognised) and a nonce."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 @dataclass
@@ -92,6 +86,38 @@ class Kernel:
             except StoreError:
                 # The run's next write checks the lease itself: a lapsed lease fails it there.
                 logger.warning("could not renew the lease of run %s", run_id, exc_info=True)
+
+    def run_start(
+        self,
+        *,
+        thread_id: str,
+        owner: str,
+        agent: str,
+        prompt: str,
+        now: float,
+        run_id: str | None = None,
+        client_tools: Sequence[ClientTool] = (),
+        below: tuple[RunRecord, str, str] | None = None,
+    ) -> RunStart:
+        """A run this runtime starts, held under its lease from `now` (a new id unless the caller named one).
+
+        `below` is the run, call id and agent path of the call a run below another started from.
+        """
+        parent, call_id, agent_path = below if below is not None else (None, None, None)
+        return RunStart(
+            thread_id=thread_id,
+            owner=owner,
+            agent=agent,
+            run_id=run_id or new_id("run"),
+            prompt=prompt,
+            client_tools=client_tools,
+            lease_holder=self.holder,
+            lease_expires_at=now + self.lease_seconds,
+            now=now,
+            parent_run_id=parent.run_id if parent is not None else None,
+            parent_call_id=call_id,
+            agent_path=agent_path,
+        )
 
     def start_working(self, run_id: str) -> Working:
         """Register a run this runtime starts executing."""

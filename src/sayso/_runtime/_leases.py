@@ -9,15 +9,13 @@ last segment from the store under the ledger rules; the sweep that finds such ru
 
 from __future__ import annotations
 
-import os
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pydantic_core import to_json
 
 from .._engine.gate import UNKNOWN_OUTCOME, outcome_unknown
-from .._store import RunRecord
+from .._store import RunRecord, holder_is_dead
 from ..exceptions import RunConflict
 from ._kernel import Kernel
 
@@ -39,7 +37,7 @@ async def take_over(k: Kernel, run: RunRecord) -> RunRecord:
         RunConflict: another live runtime holds the run.
     """
     now = k.clock()
-    dead = [run.lease_holder] if run.lease_holder and holder_is_dead(run.lease_holder) else []
+    dead = [run.lease_holder] if run.lease_holder is not None and holder_is_dead(run.lease_holder) else []
     if not await k.store.take_over(
         run.run_id, holder=k.holder, until=now + k.lease_seconds, now=now, dead_holders=dead
     ):
@@ -50,7 +48,7 @@ async def take_over(k: Kernel, run: RunRecord) -> RunRecord:
 async def abandon(k: Kernel, run: RunRecord) -> None:
     """Close a dead delegate run whose parent no longer waits on it: failed, its cut-off calls unknown."""
     now = k.clock()
-    dead = [run.lease_holder] if run.lease_holder and holder_is_dead(run.lease_holder) else []
+    dead = [run.lease_holder] if run.lease_holder is not None and holder_is_dead(run.lease_holder) else []
     if not await k.store.take_over(
         run.run_id, holder=k.holder, until=now + k.lease_seconds, now=now, dead_holders=dead
     ):
@@ -86,18 +84,3 @@ async def resolve_stuck(k: Kernel, *, run_id: str | None = None) -> int:
             entry.request_id, to_json(UNKNOWN_OUTCOME), k.clock(), audit=[body], status="unknown"
         )
     return len(stuck)
-
-
-def holder_is_dead(holder: str) -> bool:
-    """Whether a lease holder on this host is a process that no longer exists."""
-    host, _, rest = holder.partition(":")
-    pid_text = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return False
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .._core.deciding import check_allowed
 from .._core.decisions import Decision, check_decision
 from .._core.links import LinkClaims, args_digest, read_link, sign_link, token_id
 from .._core.requests import Request
@@ -23,7 +24,6 @@ from ._kernel import Kernel
 from ._results import DecideResult
 from ._runner import DEFAULTS
 from ._verbs import decide as _decide
-from ._verbs.rules import check_allowed
 
 USED_LINKS = "channels.links.used"
 """The marks' namespace of links decided through: a token's id, once."""

@@ -25,14 +25,15 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
+from .._core.audit_events import audit_body
+from .._core.deciding import needs_holder
 from .._core.decisions import Cancel, DecisionRecord
 from .._core.resume import open_requests
-from .._engine.deferred import audit_body
 from ..exceptions import SaysoError
 from . import _tree
 from ._cycle import Cycle
 from ._events import EventData, RequestEvent
-from ._holds import POLL_SECONDS, needs_holder
+from ._holds import POLL_SECONDS
 from ._results import RunResult
 from ._verbs.resume import resume_if_ready
 

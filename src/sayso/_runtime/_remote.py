@@ -225,10 +225,3 @@ def ask_of(request: Request, *, wire: RemoteWire = "v1") -> RemoteAsk:
         call_id=call_id if isinstance(call_id, str) else None,
         wire=wire,
     )
-
-
-def is_remote_call(request: Request) -> bool:
-    """Whether a request mirrors a remote agent's call (kagent's HITL carries no edited arguments)."""
-    return (
-        isinstance(request, ApprovalRequest) and isinstance(request.payload, dict) and "remote_agent" in request.payload
-    )

@@ -91,6 +91,20 @@ class Resume:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DecisionCall:
+    """One decision as a verb was called with it, handed whole to an engine that checks and records it."""
+
+    request_id: str
+    decision: Decision
+    principal: Principal
+    """Who decides."""
+    via: Via | None = None
+    """The interface the decision came through."""
+    resume: bool = True
+    """Whether the run is carried on when this was the last open request (`False`: record only)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Start:
     """How a run the store has just started begins: its message, and what its first read brought."""
 
@@ -215,17 +229,7 @@ class Engine(Protocol):
         """Ask the engine to carry the paused top-level run `top` on (its runs below first)."""
         ...
 
-    async def decide(
-        self,
-        top: RunRecord,
-        request_id: str,
-        decision: Decision,
-        *,
-        principal: Principal,
-        via: Via | None,
-        resume: bool,
-        options: CallOptions,
-    ) -> bool:
+    async def decide(self, top: RunRecord, call: DecisionCall, options: CallOptions) -> bool:
         """Deliver a decision on a request of `top`'s tree to its workflow, which checks and records it.
 
         Returns whether it was recorded (the same decision again is not), once the run went on.

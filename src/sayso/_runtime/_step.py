@@ -26,14 +26,14 @@ from pydantic_ai.messages import (
 )
 
 from .._core.access import may_decide
-from .._core.audit_events import AuditEvent, ServiceNotifiedEvent
+from .._core.audit_events import AuditEvent, ServiceNotifiedEvent, audit_body
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import ApprovalRequest, ClientTool, ElicitationRequest, Request
 from .._core.resume import ResumePlan
 from .._core.service import service_notice
 from .._engine.agents import BuiltAgent
-from .._engine.deferred import annotate, audit_body, closing_results, deferred_results, requests_from
+from .._engine.deferred import annotate, closing_results, deferred_results, requests_from
 from .._engine.deps import RunDeps
 from .._engine.replies import ReplayedModel, Replies
 from .._store import Claim, RunRecord

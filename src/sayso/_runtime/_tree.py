@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from .._core.access import LOCAL_NAME
+from .._core.audit_events import audit_body
 from .._core.decisions import Accept, Answer, ClientResult, Decision, DecisionRecord, Provide, model_text
 from .._core.requests import (
     ApprovalRequest,
@@ -65,22 +66,16 @@ async def start_child(
     client_tools: Sequence[ClientTool],
 ) -> RunRecord:
     """A run below `parent` (a delegate's, an agent node's) on a thread of its own, tied to the call that asked."""
-    now = k.clock()
-    return await k.store.start_run(
+    start = k.run_start(
         thread_id=new_id("thr"),
         owner=parent.principal or LOCAL_NAME,
         agent=agent,
-        run_id=new_id("run"),
         prompt=task,
+        now=k.clock(),
         client_tools=client_tools,
-        lease_holder=k.holder,
-        lease_expires_at=now + k.lease_seconds,
-        now=now,
-        expect_active=None,
-        parent_run_id=parent.run_id,
-        parent_call_id=call_id,
-        agent_path=agent_path,
+        below=(parent, call_id, agent_path),
     )
+    return await k.store.start_run(start, expect_active=None)
 
 
 async def delegate_answer(k: Kernel, outcome: RunResult) -> str:
@@ -185,8 +180,6 @@ async def leaves_in(k: Kernel, requests: Sequence[Request], decided: Mapping[str
 
 async def cancel_tree(k: Kernel, run_id: str, reason: str) -> None:
     """Close a paused run and everything below it: every open request there is skipped with `reason`."""
-    from .._engine.deferred import audit_body  # here: reading the tree (`tree_requests`) needs no engine
-
     run = await k.store.get_run(run_id)
     if run.status != "paused" or run.pause_id is None:
         return

@@ -41,9 +41,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 import anyio
 from pydantic_ai.messages import ModelMessage
 
+from .._core.audit_events import audit_body
 from .._core.decisions import ClientResult, DecisionRecord, Expired, Provide, Skip
 from .._core.requests import DelegateRequest, InputRequest, Request
-from .._engine.deferred import answer_messages, audit_body
+from .._engine.deferred import answer_messages
 from .._store import Decided, RunRecord
 from ..exceptions import RunConflict
 from ..workflows import (

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ConfigError, InvalidCursor
+from ._holders import holder_is_dead, new_holder
 from ._port import RunStore
 from ._port_outbox import PRUNED_AT_ONCE
 from ._records import (
@@ -29,7 +30,6 @@ from ._records import (
     ExecutionResult,
     InboxFilter,
     InboxPage,
-    Judge,
     LedgerStatus,
     OutboxKind,
     PauseState,
@@ -41,9 +41,9 @@ from ._records import (
     ResumeClaim,
     RunRecord,
     RunRequests,
+    RunStart,
     RunStatus,
     StuckExecution,
-    ThreadCheck,
     ThreadRecord,
     ThreadSummary,
     TranscriptEntry,
@@ -66,7 +66,6 @@ __all__ = [
     "InboxFilter",
     "InboxPage",
     "InvalidCursor",
-    "Judge",
     "LedgerStatus",
     "MemoryRunStore",
     "REQUEST_KINDS",
@@ -79,17 +78,19 @@ __all__ = [
     "RequestWithRun",
     "ResumeClaim",
     "RunRecord",
+    "RunStart",
     "RunRequests",
     "RunStatus",
     "RunStore",
     "SqlRunStore",
     "StuckExecution",
-    "ThreadCheck",
     "ThreadRecord",
     "ThreadSummary",
     "TranscriptEntry",
     "Verdict",
     "async_url",
+    "holder_is_dead",
+    "new_holder",
     "store_from_url",
 ]
 

@@ -2,8 +2,9 @@
 
 `StoreTx.get`, `StoreTx.add` and `StoreTx.change` each take one of these and nothing else, so the
 port stays a handful of primitives while every caller stays typed: a `Ref[R]` reads an `R`, a `New`
-inserts, a `Change` says which row it changes and under which condition. A backend matches on the
-operation (with `assert_never`) and maps each to the one statement (or dict operation) it always was.
+inserts, a `Change` says which row it changes and under which condition. `_dispatch.OpsTx` matches
+on the operation once (with `assert_never`); each backend maps it to the one statement (or dict
+operation) it always was, in the method the dispatch calls.
 
 A change is either conditional — its outcome (whether the row changed) is what the verb reads — or
 *blind* (`FreeThread`, `EndStep`, `FinishExecutions`, a `PutDocument` without `expect`): it always

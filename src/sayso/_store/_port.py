@@ -5,8 +5,9 @@ The runtime talks to durable state only through these verbs, so a backend can be
 contract suite (`tests/store/test_contract.py`) pins what each must do. The business verbs are
 written once (`_verbs/`) over the primitives of one transaction (`_primitives.StoreTx`); a
 backend supplies those primitives, its transactions and its listings. The rules a verb applies
-inside its transaction (`decide_request`'s `judge`, `begin_run`'s `check`) are the caller's pure
-functions, typed here: the store imports nothing of the runtime. Every step that must
+inside its transaction (`decide_request`'s `judge`, `begin_run`'s `check_thread`) are the core's
+pure functions, over the typed ask the caller built up front: the store imports the rule from
+`_core`, never anything of the runtime, and the runtime hands it only data. Every step that must
 happen once — consuming a pause, the first decision, starting an approved call, taking over a
 run — is a conditional write whose outcome the verb reports, so the same runtime is safe across
 processes and replicas. Backends raise sayso's errors only: `RunConflict` and `PauseConsumed`
@@ -24,9 +25,11 @@ from typing import TYPE_CHECKING, Literal, Self
 
 from .._core.audit import AuditHead, AuditKey
 from .._core.audit_events import AuditEvent
+from .._core.deciding import DecisionAsk
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
-from .._core.requests import ClientTool, Request
+from .._core.requests import Request
+from .._core.starting import StartAsk
 from ._port_leases import LeasePort
 from ._port_outbox import OutboxPort
 from ._port_policy import PolicyPort
@@ -41,16 +44,15 @@ from ._records import (
     ExecutionResult,
     InboxFilter,
     InboxPage,
-    Judge,
     PauseState,
     RemoteTask,
     RequestState,
     RequestWithRun,
     RunRecord,
     RunRequests,
+    RunStart,
     RunStatus,
     StuckExecution,
-    ThreadCheck,
     ThreadRecord,
     ThreadSummary,
     TranscriptEntry,
@@ -119,23 +121,12 @@ class RunStore(LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort, RoutingPo
     @abstractmethod
     async def start_run(
         self,
+        start: RunStart,
         *,
-        thread_id: str,
-        owner: str,
-        agent: str,
-        run_id: str,
-        prompt: str,
-        client_tools: Sequence[ClientTool],
-        lease_holder: str,
-        lease_expires_at: float,
-        now: float,
         expect_active: str | None,
         skips: Sequence[DecisionRecord] = (),
         audit: Sequence[AuditEvent] = (),
         supersede_pause: str | None = None,
-        parent_run_id: str | None = None,
-        parent_call_id: str | None = None,
-        agent_path: str | None = None,
         durable: bool = True,
     ) -> RunRecord:
         """Create the thread if new and start a run on it, in one transaction.
@@ -156,27 +147,16 @@ class RunStore(LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort, RoutingPo
 
     @abstractmethod
     async def begin_run(
-        self,
-        *,
-        thread_id: str,
-        owner: str,
-        agent: str,
-        run_id: str,
-        prompt: str,
-        client_tools: Sequence[ClientTool],
-        lease_holder: str,
-        lease_expires_at: float,
-        now: float,
-        check: ThreadCheck | None = None,
-        grants_of: str | None = None,
+        self, start: RunStart, *, ask: StartAsk | None = None, grants_of: str | None = None
     ) -> BegunRun:
         """A run's first transaction: read the thread, start the run on it, read its history.
 
-        `check(thread)` rules on the thread as read (`None` for a new one) before anything is
-        written: it raises to refuse, say because the caller may not speak in it. A new thread is
-        created for `owner` and `agent`; on an existing thread the run is the thread's agent's. When the thread has
-        an active run nothing is written and `run` is `None` (the caller supersedes it through
-        `start_run`). `grants_of`'s active grants are read in the same transaction.
+        With `ask`, the core's `check_thread` rules on the thread as read (`None` for a new one)
+        before anything is written: it raises to refuse, say because the caller may not speak in
+        it. A new thread is created for `start.owner` and `start.agent`; on an existing thread the
+        run is the thread's agent's. When the thread has an active run nothing is written and `run`
+        is `None` (the caller supersedes it through `start_run`). `grants_of`'s active grants are
+        read in the same transaction.
 
         The commit does not wait for the disk: the run is safe from a crash of this process at
         once, and reaches the disk with the run's next commit (its pause or its end), which does.
@@ -376,18 +356,16 @@ class RunStore(LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort, RoutingPo
         """
 
     @abstractmethod
-    async def decide_request(
-        self, request_id: str, judge: Judge, *, holder: str, until: float, now: float
-    ) -> Decided | None:
-        """Decide a request in one transaction: read it, let `judge` rule, write the verdict.
+    async def decide_request(self, ask: DecisionAsk, *, until: float) -> Decided | None:
+        """Decide a request in one transaction: read it, let the core's `judge` rule on `ask`, write the verdict.
 
-        `judge` gets the request with its run and decision, and its pause's requests and
-        decisions, as read; it raises to refuse, and then nothing is written. It must be pure:
-        when a concurrent writer gets in the way it is called again on what is there now. The
-        verdict's decision is recorded with its audit records and grant (the first decision
-        wins: the judge sees an earlier one). When the verdict resumes the run, its pause is
-        consumed, this process (`holder`, until `until`) takes the run's lease, the approved
-        calls' ledger marks are written and the thread's history is read, all in the same commit.
+        `judge` gets the request with its run, votes and decision, and its pause's requests and
+        decisions, as read; it raises to refuse, and then nothing is written. When a concurrent
+        writer gets in the way it is called again on what is there now. The verdict's decision is
+        recorded with its audit records and grant (the first decision wins: the judge sees an
+        earlier one). When the verdict resumes the run, its pause is consumed, this process
+        (`ask.holder`, until `until`) takes the run's lease, the approved calls' ledger marks are
+        written and the thread's history is read, all in the same commit.
 
         Returns `None` when no request has this id.
         """

@@ -7,7 +7,7 @@ Every verb of the `RunStore` port returns one of these (or a core record such as
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -15,6 +15,11 @@ from pydantic import with_config
 
 from .._core.audit import AuditRecord
 from .._core.audit_events import AuditEvent, ShownDecision
+from .._core.deciding import PauseState as PauseState
+from .._core.deciding import PauseStatus as PauseStatus
+from .._core.deciding import RequestState as RequestState
+from .._core.deciding import ResumeClaim as ResumeClaim
+from .._core.deciding import Verdict as Verdict
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import DEFERRED, ClientTool, Request, RequestKind
@@ -24,9 +29,6 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
 RunStatus: TypeAlias = Literal["running", "paused", "completed", "failed", "cancelled"]
-
-PauseStatus: TypeAlias = Literal["open", "consumed"]
-"""A pause waits (`open`) until one resume consumes it; it is consumed exactly once."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,34 +136,6 @@ class ExecutionResult:
 
 
 @dataclass(frozen=True, kw_only=True)
-class PauseState:
-    """A pause as the runtime needs it to decide or resume: its run, status, requests and decisions."""
-
-    run_id: str
-    """The run that paused."""
-    status: PauseStatus
-    """Whether the pause still waits."""
-    requests: list[Request]
-    """The requests of the pause, in the order they were raised."""
-    decisions: dict[str, DecisionRecord]
-    """The decisions taken so far, by request id."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class RequestState:
-    """One request, the status of its pause, and its decision if any."""
-
-    request: Request
-    """The request as it was raised."""
-    pause_status: PauseStatus
-    """`consumed` once the run resumed past this request's pause (no more decisions are taken)."""
-    decision: DecisionRecord | None
-    """The decision taken, if any; the first one wins."""
-    votes: tuple[Vote, ...] = ()
-    """The votes cast so far on a request that needs several approvals (docs/guides/routing.md), oldest first."""
-
-
-@dataclass(frozen=True, kw_only=True)
 class RequestWithRun(RequestState):
     """A request's state together with the run that raised it, read in one transaction."""
 
@@ -189,6 +163,52 @@ GRANTS_READ_AT_ONCE = 200
 
 
 @dataclass(frozen=True, kw_only=True)
+class RunStart:
+    """A run to start, as every way of starting one names it (`begin_run`, `start_run`): written once, here."""
+
+    thread_id: str
+    owner: str
+    """Who the run (and a new thread) belongs to."""
+    agent: str
+    """The run's agent (or workflow); on an existing thread `begin_run` takes the thread's."""
+    run_id: str
+    prompt: str
+    client_tools: Sequence[ClientTool] = ()
+    lease_holder: str
+    """The runtime that runs it, holding its lease from the start."""
+    lease_expires_at: float
+    now: float
+    parent_run_id: str | None = None
+    """The run whose call started this one (a delegate's, an agent node's); `None` for a top-level run."""
+    parent_call_id: str | None = None
+    agent_path: str | None = None
+
+    def run(self, *, agent: str | None = None, resume_pause_id: str | None = None) -> RunRecord:
+        """The run as it starts: running under the lease, revision 0 (of `agent` when the thread says so)."""
+        return RunRecord(
+            run_id=self.run_id,
+            thread_id=self.thread_id,
+            agent=agent or self.agent,
+            status="running",
+            prompt=self.prompt,
+            client_tools=tuple(self.client_tools),
+            principal=self.owner,
+            resume_pause_id=resume_pause_id,
+            pause_id=None,
+            output=None,
+            error=None,
+            lease_holder=self.lease_holder,
+            lease_expires_at=self.lease_expires_at,
+            created_at=self.now,
+            updated_at=self.now,
+            revision=0,
+            parent_run_id=self.parent_run_id,
+            parent_call_id=self.parent_call_id,
+            agent_path=self.agent_path,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class BegunRun:
     """What a run's first transaction found and did (`RunStore.begin_run`)."""
 
@@ -200,46 +220,6 @@ class BegunRun:
     """The thread's history before the run (empty for a new thread, or when nothing was started)."""
     grants: list[Grant] | None
     """The principal's active grants when `grants_of` was given (see `Claim.grants`)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ResumeClaim:
-    """What a verdict adds when its decision was the last one a paused run waited for: the run resumes now."""
-
-    executing: Sequence[str] = ()
-    """The approved requests whose calls the resumed segment runs: their ledger marks are written in the commit."""
-    added: Sequence[DecisionRecord] = ()
-    """Decisions the resume takes itself (skips), recorded in the same commit."""
-    audit: Sequence[AuditEvent] = ()
-    """Audit records of `added`."""
-    grants_of: str | None = None
-    """Read this principal's active grants with the history, for the resumed segment's gate."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Verdict:
-    """What to write for a decision, as a pure judge rules on what the store read (`RunStore.decide_request`)."""
-
-    record: DecisionRecord | None
-    """The decision to record; `None` when there is nothing to record (the same decision again)."""
-    audit: Sequence[AuditEvent] = ()
-    """Audit records of `record`."""
-    grant: Grant | None = None
-    """A grant the decision creates."""
-    resume: ResumeClaim | None = None
-    """Consume the pause and claim the run in the same commit."""
-    vote: Vote | None = None
-    """A vote to record after the request's votes as read (a concurrent vote first: the judge rules again)."""
-
-
-Judge = Callable[["RequestWithRun", PauseState], Verdict]
-"""Rules on a request, its run and its pause as read; raises to refuse (nothing is written).
-
-The caller's pure function (no I/O, no state of its own): the store may call it again on what is
-there now when a concurrent writer got in the way, and imports nothing of whoever wrote it."""
-
-ThreadCheck = Callable[[ThreadRecord | None], None]
-"""Rules on a thread as a run's first transaction read it (`None`: a new one); raises to refuse. Pure, as `Judge`."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,9 +16,8 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from .._config.engine import TemporalConfig
-from .._core.access import Principal
-from .._core.decisions import DECISION_ADAPTER, Decision, Via
-from .._runtime._runner import CallOptions
+from .._core.decisions import DECISION_ADAPTER
+from .._runtime._runner import CallOptions, DecisionCall
 from .._store import RunRecord
 from ..exceptions import RunConflict, StoreError
 from ._shapes import (
@@ -58,24 +57,14 @@ class TemporalFront:
         asked = AdvanceInput(run_id=top.run_id, force=force, options=options_json(options))
         await self._update(top, await self._handle(top), "advance", asked)
 
-    async def decide(
-        self,
-        top: RunRecord,
-        request_id: str,
-        decision: Decision,
-        *,
-        principal: Principal,
-        via: Via | None,
-        resume: bool,
-        options: CallOptions,
-    ) -> bool:
+    async def decide(self, top: RunRecord, call: DecisionCall, options: CallOptions) -> bool:
         asked = DecideInput(
             run_id=top.run_id,
-            request_id=request_id,
-            decision=DECISION_ADAPTER.dump_json(decision).decode(),
-            principal=principal_json(principal),
-            via=via,
-            resume=resume,
+            request_id=call.request_id,
+            decision=DECISION_ADAPTER.dump_json(call.decision).decode(),
+            principal=principal_json(call.principal),
+            via=call.via,
+            resume=call.resume,
             options=options_json(options),
         )
         return bool(await self._update(top, await self._handle(top), "decide", asked))

@@ -33,9 +33,9 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import TemporalError
 
+from .._core.deciding import check_allowed
 from .._core.decisions import DECISION_ADAPTER, check_decision
 from .._core.requests import REQUEST_ADAPTER
-from .._runtime._verbs.rules import check_allowed
 from ..exceptions import SaysoError
 from ._loop import LOOP_UPDATE, LoopInput, LoopOutput, run_loop
 from ._shapes import (

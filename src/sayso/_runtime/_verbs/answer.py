@@ -10,19 +10,21 @@ from collections.abc import Mapping
 from typing import Literal
 
 from ..._core.access import Principal
+from ..._core.audit_events import audit_body
+from ..._core.deciding import check_allowed, check_same_subject, edits_arguments, grant_from, needs_holder, needs_votes
 from ..._core.decisions import Decision, DecisionRecord, Via, check_decision
 from ..._core.grants import Grant
 from ..._core.limits import check_decision as check_size
 from ..._core.requests import Request
-from ..._engine.deferred import audit_body
 from ...exceptions import AlreadyDecided, CallEnded, PauseConsumed, RequestNotFound, RunConflict
 from .. import _holds, _tree
 from .._cycle import Cycle
+from .._kernel import new_id
 from .._results import RunResult
 from .._runner import CallOptions
 from .decide import decide
 from .resume import close_orphaned, resume_if_ready
-from .rules import check_allowed, check_same_subject, edits_arguments, grant_from, needs_votes
+from .rules import subject_of_edit
 
 
 async def answer_pause(
@@ -67,11 +69,20 @@ async def answer_pause(
             voted.append((request_id, to_record))  # counted by the one vote path, after every check
             continue
         if edits_arguments(request, to_record):
-            check_same_subject(k, request, to_record, agent=(await k.store.get_run(request.run_id)).agent)
+            agent = (await k.store.get_run(request.run_id)).agent
+            check_same_subject(request, to_record, subject_of_edit(k, request, to_record, agent=agent))
         record = DecisionRecord(
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now, via=via
         )
-        records.append((request, record, grant_from(request, to_record, now, giver=principal, options=options)))
+        grant = grant_from(
+            request,
+            to_record,
+            now,
+            giver=principal,
+            grant_id=new_id("grt"),
+            host_keeps_grants=options.host_keeps_grants,
+        )
+        records.append((request, record, grant))
     for request_id, decision in voted:
         await decide(c, request_id, decision, principal=principal, resume=False, via=via, options=options)
     earlier = await k.store.record_decisions(
@@ -97,7 +108,7 @@ async def answer_pause(
 
 async def _check_holder(c: Cycle, request: Request, now: float) -> None:
     """Refuse an answer only a gone holder could deliver (its form closes as cancelled), before its content is taken."""
-    if not _holds.needs_holder(request):
+    if not needs_holder(request):
         return
     found = await c.k.store.request_with_run(request.request_id)
     assert found is not None, "an open request is stored"

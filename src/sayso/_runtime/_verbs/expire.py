@@ -6,8 +6,8 @@ expired (audited), and the run resumes when nothing below it is open any more.
 
 from __future__ import annotations
 
+from ..._core.audit_events import audit_body
 from ..._core.resume import plan_expiry
-from ..._engine.deferred import audit_body
 from ...exceptions import PauseConsumed
 from .. import _tree
 from .._cycle import Cycle

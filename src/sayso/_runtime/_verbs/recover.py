@@ -12,12 +12,12 @@ import logging
 import socket
 
 from ..._core.requests import DelegateRequest
-from ..._store import RunRecord
+from ..._store import RunRecord, holder_is_dead
 from ...exceptions import PauseConsumed, RunConflict, SaysoError
 from .. import _holds, _tree
 from .._cycle import Cycle
 from .._kernel import Kernel
-from .._leases import abandon, holder_is_dead, resolve_stuck
+from .._leases import abandon, resolve_stuck
 from .._results import RunResult
 from .._runner import DEFAULTS
 from .resume import resume_if_ready
@@ -46,8 +46,7 @@ async def recover(c: Cycle) -> list[RunResult]:
     lapsed = [
         run
         for run in await k.store.lapsed_runs(now=now, host=host)
-        if (run.lease_expires_at is not None and run.lease_expires_at < now)
-        or (run.lease_holder is not None and holder_is_dead(run.lease_holder))
+        if (run.lease_expires_at is not None and run.lease_expires_at < now) or holder_is_dead(run.lease_holder)
     ]
     for held in (run for run in lapsed if run.status == "paused"):
         # The process holding its live calls stopped: its forms close as cancelled and the run carries on.

@@ -1,91 +1,87 @@
-"""The rules a decision is checked by before it is recorded, and the grant it creates: each lives once, here.
+"""What the core's decision and thread rules need to know of this runtime, gathered before the transaction.
 
-Decide and answer both apply them: who may decide, whether a request is decided by votes, whether
-an edit keeps the subject the person saw, and which grant (if any) an approval with a wider scope creates.
+The rules themselves are pure and live once in `_core/deciding.py` (who may decide, votes, an edit
+keeping its subject, the grant an approval creates, held forms) and `_core/starting.py` (who may
+message a thread). The store applies them inside its transaction; the verbs hand it a typed ask
+built here: the runtime's agents and workflows, whether its decisions claim runs themselves, a
+fresh grant id, and the subject an edit would have as the request's agent's gate sees it.
 """
 
 from __future__ import annotations
 
-from ..._core.access import Principal, refusal, root_agent
-from ..._core.decisions import Approve, Decision
-from ..._core.grants import Grant
-from ..._core.requests import ApprovalRequest, Request
-from ...exceptions import InvalidDecision, NotAllowed
-from .. import _remote
+from ..._core.access import Principal
+from ..._core.deciding import DecisionAsk, is_remote_call
+from ..._core.decisions import Approve, Decision, Via
+from ..._core.requests import ApprovalRequest, Request, Subject
+from ..._core.starting import StartAsk
+from ...exceptions import RequestNotFound
+from .._cycle import Cycle
 from .._kernel import Kernel, new_id
 from .._runner import CallOptions
 
 
-def check_allowed(request: Request, principal: Principal) -> None:
-    """The thread's owner or an approver for its root agent decides; a routed request, its approvers only.
-
-    See docs/guides/rest.md#who-may-call and docs/guides/routing.md.
-    """
-    why = refusal(principal, owner=request.principal, agent_path=request.agent_path, routing=request.routing)
-    if why is not None:
-        raise NotAllowed(request.request_id, why)
-
-
-def needs_votes(request: Request) -> bool:
-    """Whether a request is decided by several approvers' votes (docs/guides/routing.md#quorum)."""
-    return (
-        isinstance(request, ApprovalRequest) and request.routing is not None and request.routing.approvals_required > 1
-    )
-
-
-def edits_arguments(request: Request, decision: Decision) -> bool:
-    """Whether `decision` approves `request` with edited arguments (which must keep its subject)."""
-    return isinstance(request, ApprovalRequest) and isinstance(decision, Approve) and decision.edited_args is not None
-
-
-def check_same_subject(k: Kernel, request: Request, decision: Decision, *, agent: str) -> None:
-    """An edit must keep the subject the person saw: a remembered decision never reaches further.
-
-    `agent` is the agent whose run raised the request (its gate knows the subject).
-    """
-    if not isinstance(request, ApprovalRequest) or not isinstance(decision, Approve):
-        return
-    if decision.edited_args is not None and _remote.is_remote_call(request):
-        raise InvalidDecision(
-            request.request_id, "a remote agent's call cannot be edited from here (kagent's HITL has no edits)"
-        )
-    if decision.edited_args is None or request.subject is None or request.service_request is not None:
-        return
-    gate = k.built(agent).gate
-    subject = gate.subject_for(request.tool_name, decision.edited_args)
-    if subject is None or subject.key != request.subject.key:
-        shown = subject.label if subject else "no approval at all"
-        raise InvalidDecision(
-            request.request_id, f"the edit changes what the approval covers ({request.subject.label} → {shown})"
-        )
-
-
-def grant_from(
-    request: Request, decision: Decision, now: float, *, giver: Principal, options: CallOptions
-) -> Grant | None:
-    """The grant an approval with a wider scope creates; none for service-enforced requests, or when a host keeps them.
-
-    This is the one place a grant is made. It is given for the request's root agent and reaches
-    no further: an approver for one agent never lets calls through another.
-
-    See docs/concepts/decisions.md#scopes-remembering-an-approval.
-    """
-    if not isinstance(request, ApprovalRequest) or not isinstance(decision, Approve) or decision.scope == "once":
-        return None
-    if options.host_keeps_grants:
-        return None  # the host keeps remembered approvals for this call; sayso stores none
-    if request.service_request is not None or request.subject is None:
-        return None
-    return Grant(
+def decision_ask(
+    c: Cycle,
+    request_id: str,
+    decision: Decision,
+    *,
+    principal: Principal,
+    now: float,
+    via: Via | None,
+    resume: bool,
+    options: CallOptions,
+    edited_subject: Subject | None = None,
+) -> DecisionAsk:
+    """The ask the store's `decide_request` judges: the decision, its caller, and this runtime's facts."""
+    return DecisionAsk(
+        request_id=request_id,
+        decision=decision,
+        principal=principal,
+        now=now,
+        via=via,
+        resume=resume,
+        holder=c.k.holder,
+        claims_with_decision=c.engine is None,
+        workflows=c.workflow_names,
         grant_id=new_id("grt"),
-        tool=request.tool_name,
-        subject_key=request.subject.key,
-        subject_label=request.subject.label,
-        scope=decision.scope,
-        principal=request.principal or "",
-        agent=root_agent(request.agent_path),
-        # "Allow for this chat": the person's chat, also when a delegate (with a thread of its own) asked.
-        thread_id=(request.chat_thread_id or request.thread_id) if decision.scope == "thread" else None,
-        created_at=now,
-        granted_by=giver.name,
+        host_keeps_grants=options.host_keeps_grants,
+        edited_subject=edited_subject,
     )
+
+
+async def edited_subject(c: Cycle, request_id: str, decision: Decision) -> Subject | None:
+    """What an approval's edited arguments would be approved for, read before the decision's transaction.
+
+    Only an edit needs it; a request's tool and run never change once raised, so reading them first is
+    safe. `None`: no edit, or the edited call would need no approval at all.
+
+    Raises:
+        RequestNotFound: no request has this id.
+    """
+    found = await c.k.store.request_with_run(request_id)
+    if found is None:
+        raise RequestNotFound(request_id)
+    return subject_of_edit(c.k, found.request, decision, agent=found.run.agent)
+
+
+def subject_of_edit(k: Kernel, request: Request, decision: Decision, *, agent: str) -> Subject | None:
+    """The subject `decision`'s edited arguments have, as the gate of `agent` (whose run raised `request`) says.
+
+    `None` where the core's `check_same_subject` reads no subject: no edit, a request without one,
+    a service's, a remote agent's call.
+    """
+    if (
+        not isinstance(request, ApprovalRequest)
+        or not isinstance(decision, Approve)
+        or decision.edited_args is None
+        or request.subject is None
+        or request.service_request is not None
+        or is_remote_call(request)
+    ):
+        return None
+    return k.built(agent).gate.subject_for(request.tool_name, decision.edited_args)
+
+
+def start_ask(c: Cycle, principal: Principal, agent: str | None) -> StartAsk:
+    """The ask the store's `begin_run` checks the thread against: the speaker, the agent named, what runs here."""
+    return StartAsk(principal=principal, agent=agent, agents=tuple(c.k.agents), workflows=c.workflow_names)

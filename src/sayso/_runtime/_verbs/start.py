@@ -9,19 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..._core.access import Principal, may_message
+from ..._core.access import Principal
+from ..._core.audit_events import audit_body
 from ..._core.decisions import DecisionRecord
 from ..._core.limits import check_message
 from ..._core.requests import ClientTool, DelegateRequest, Request
 from ..._core.resume import SKIPPED_FOR_MESSAGE, open_requests, plan_resume
-from ..._engine.deferred import audit_body
 from ..._store import ThreadRecord
-from ...exceptions import InvalidInput, NotAllowed, ThreadBusy
+from ...exceptions import InvalidInput, ThreadBusy
 from .. import _tree
 from .._cycle import Cycle
 from .._kernel import new_id
 from .._results import RunResult
 from .._runner import CallOptions, Start
+from .rules import start_ask
 
 
 async def start(
@@ -37,8 +38,8 @@ async def start(
 ) -> RunResult:
     """Send a user message and run the agent (or workflow) until it finishes or pauses.
 
-    Read (the thread, in the transaction that starts the run) → check (pure: who may message,
-    which agent) → write (the run) → the runner of its kind runs it.
+    Read (the thread, in the transaction that starts the run) → check (the core's pure
+    `check_thread`: who may message, which agent) → write (the run) → the runner of its kind runs it.
     """
     k = c.k
     check_message(message, k.limits)
@@ -46,34 +47,20 @@ async def start(
     # An unknown agent is the client's mistake, refused before anything is written.
     entry = c.entry(agent or k.config.entry_agent)
 
-    def check(thread: ThreadRecord | None) -> None:
-        if thread is None:  # a new thread: its agent (or workflow) was checked above
-            return
-        if not may_message(principal, owner=thread.owner):
-            raise NotAllowed(
-                thread.thread_id,
-                f"only the thread's owner may send messages into it, not {principal.name!r}",
-                subject="thread",
-            )
-        if agent is not None and agent != thread.agent:
-            raise InvalidInput(
-                f"thread {thread.thread_id!r} belongs to agent {thread.agent!r}, not {agent!r}", field="agent"
-            )
-        c.runner_named(thread.agent).check(thread.agent)
-
     # One transaction reads the thread, starts the run on it and reads its history and the
     # principal's grants; a thread whose run is paused takes the longer road below.
-    begun = await k.store.begin_run(
+    starting = k.run_start(
         thread_id=thread_id or new_id("thr"),
         owner=principal.name,
         agent=entry,
-        run_id=run_id or new_id("run"),
         prompt=message,
-        client_tools=client_tools,
-        lease_holder=k.holder,
-        lease_expires_at=now + k.lease_seconds,
         now=now,
-        check=check,
+        run_id=run_id,
+        client_tools=client_tools,
+    )
+    begun = await k.store.begin_run(
+        starting,
+        ask=start_ask(c, principal, agent),
         grants_of=principal.name if not options.host_keeps_grants and c.runner_named(entry).reads_grants else None,
     )
     if begun.run is not None:
@@ -128,16 +115,17 @@ async def _supersede(
         if isinstance(request, DelegateRequest):
             await _tree.cancel_tree(k, request.child_run_id, SKIPPED_FOR_MESSAGE)
     by_id = {r.request_id: r for r in requests}
-    run = await k.store.start_run(
+    starting = k.run_start(
         thread_id=thread.thread_id,
         owner=principal.name,
         agent=thread.agent,
-        run_id=run_id or new_id("run"),
         prompt=message,
-        client_tools=client_tools,
-        lease_holder=k.holder,
-        lease_expires_at=now + k.lease_seconds,
         now=now,
+        run_id=run_id,
+        client_tools=client_tools,
+    )
+    run = await k.store.start_run(
+        starting,
         expect_active=thread.active_run_id,
         skips=added,
         audit=[audit_body(by_id[d.request_id], d) for d in added],

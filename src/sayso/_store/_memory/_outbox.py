@@ -9,14 +9,15 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import assert_never
 
+from .._dispatch import OpsTx
 from .._ops import ClaimDelivery, FanOut, Settled
-from .._primitives import Pruned, StoreTx
+from .._primitives import Pruned
 from .._records import DeliveryStatus, OutboxKind, PendingDelivery
 from .._views import delivery_id
 from ._base import _Changes, _Delivery, _Tables
 
 
-class MemoryOutboxTx(_Changes, StoreTx):
+class MemoryOutboxTx(_Changes, OpsTx):
     """The outbox primitives of `MemoryTx`, over its tables and undo log."""
 
     s: _Tables

@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal, TypeVar, assert_never, cast
+from typing import TYPE_CHECKING, Literal, TypeVar, assert_never
 
 import anyio
 
@@ -20,56 +20,24 @@ from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
 from ..._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, Request, escalation_due
-from ..._core.steps import StepRecord
+from ..._core.steps import StepKey, StepRecord
 from ..._core.votes import VOTE_ADAPTER, Vote
 from ...exceptions import StoreError
 from .._messages import encode_messages
 from .._ops import (
-    AdvanceEscalation,
-    AnyRef,
     CancelRun,
-    Change,
-    ClaimDelivery,
     ClaimRun,
-    ClaimThread,
-    ConsumePause,
-    DecisionOf,
     Document,
-    DocumentOf,
     DropStep,
     EndRun,
     EndStep,
-    ExecutionOf,
-    FanOut,
-    FinishExecutions,
-    FreeThread,
-    GrantOf,
-    New,
-    NewDecisions,
-    NewEvents,
-    NewExecutions,
-    NewGrants,
-    NewMessages,
-    NewPause,
-    NewRun,
-    NewStep,
-    NewVote,
     PauseRun,
-    PutDocument,
-    Ref,
     ReleaseHold,
     RenewLease,
     ReopenRun,
-    ResolveExecution,
     ResolveStep,
-    RevokeGrant,
     RunChange,
-    RunOf,
-    Settled,
-    StepOf,
     TakeOver,
-    ThreadOf,
-    WidenRequest,
 )
 from .._primitives import Deciding, TxStore, TxWork
 from .._records import (
@@ -103,92 +71,25 @@ class MemoryTx(MemoryOutboxTx):
         self.audit_head: AuditHead | None = None
         """The chain's head after this transaction's appends, announced once it commits."""
 
-    # rows by key, new rows, changes
+    # rows by key
 
-    async def get(self, ref: Ref[R]) -> R | None:
-        found: object
-        s = self.s
-        match cast(AnyRef, ref):
-            case ThreadOf(thread_id=thread_id):
-                found = s._threads.get(thread_id)
-            case RunOf(run_id=run_id):
-                found = s._run(run_id) if run_id in s._runs else None
-            case DecisionOf(request_id=request_id):
-                found = s._decided([request_id]).get(request_id)
-            case GrantOf(grant_id=grant_id):
-                found = s._grants.get(grant_id)
-            case ExecutionOf(request_id=request_id):
-                found = await self._execution(request_id)
-            case StepOf(key=key):
-                found = s._steps.get(key)
-            case DocumentOf(namespace=namespace, key=key):
-                found = s._documents.get((namespace, key))
-            case other:
-                assert_never(other)
-        return cast("R | None", found)
+    async def _thread(self, thread_id: str) -> ThreadRecord | None:
+        return self.s._threads.get(thread_id)
 
-    async def add(self, new: New) -> None:
-        match new:
-            case NewRun(run=run, thread=thread):
-                await self._add_run(run, thread=thread)
-            case NewMessages(run=run, messages=messages):
-                await self._append_messages(run, messages)
-            case NewPause(pause_id=pause_id, run_id=run_id, requests=requests, now=now):
-                await self._add_pause(pause_id, run_id, requests, now)
-            case NewDecisions(records=records):
-                await self._add_decisions(records)
-            case NewVote(vote=vote, seq=seq):
-                self._insert(self.s._votes, (vote.request_id, seq), VOTE_ADAPTER.dump_json(vote))
-            case NewEvents(kind=kind, request_ids=request_ids, now=now, step=step):
-                await self._add_events(kind, request_ids, now, step=step)
-            case NewGrants(grants=grants):
-                for grant in grants:
-                    self._insert(self.s._grants, grant.grant_id, grant)
-            case NewExecutions(request_ids=request_ids, run_id=run_id, now=now):
-                await self._mark_executing(request_ids, run_id, now)
-            case NewStep(key=key):
-                self._insert(self.s._steps, key, StepRecord(status="started", result=None))
-            case _:
-                assert_never(new)
+    async def _run(self, run_id: str) -> RunRecord | None:
+        return self.s._run(run_id) if run_id in self.s._runs else None
 
-    async def change(self, change: Change) -> bool:
-        match change:
-            case (
-                PauseRun()
-                | EndRun()
-                | ClaimRun()
-                | CancelRun()
-                | RenewLease()
-                | ReleaseHold()
-                | TakeOver()
-                | ReopenRun()
-            ):
-                return await self._update_run(change)
-            case ClaimThread(thread_id=thread_id, run_id=run_id, expect=expect, again=again):
-                return await self._claim_thread(thread_id, run_id, expect=expect, again=again)
-            case FreeThread(thread_id=thread_id, run_id=run_id):
-                await self._free_thread(thread_id, run_id)
-            case ConsumePause(pause_id=pause_id):
-                return await self._consume_pause(pause_id)
-            case AdvanceEscalation(request_id=request_id, step=step, next_at=next_at):
-                return await self._advance_escalation(request_id, step, next_at)
-            case WidenRequest(request=request):
-                await self._widen_request(request)
-            case RevokeGrant(grant_id=grant_id, now=now):
-                return await self._revoke_grant(grant_id, now)
-            case FinishExecutions(executions=executions, now=now):
-                await self._finish_executions(executions, now)
-            case ResolveExecution(request_id=request_id, result=result, now=now, status=status):
-                return await self._resolve_execution(request_id, result, now, status)
-            case EndStep() | ResolveStep() | DropStep():
-                return self._step_change(change)
-            case PutDocument(namespace=namespace, key=key, body=body, expect=expect):
-                return await self._put_document(namespace, key, body, expect=expect)
-            case FanOut() | ClaimDelivery() | Settled():
-                return await self._outbox_change(change)
-            case _:
-                assert_never(change)
-        return True
+    async def _decision(self, request_id: str) -> DecisionRecord | None:
+        return self.s._decided([request_id]).get(request_id)
+
+    async def _grant(self, grant_id: str) -> Grant | None:
+        return self.s._grants.get(grant_id)
+
+    async def _step(self, key: StepKey) -> StepRecord | None:
+        return self.s._steps.get(key)
+
+    async def _document(self, namespace: str, key: str) -> Document | None:
+        return self.s._documents.get((namespace, key))
 
     # threads
 
@@ -343,6 +244,9 @@ class MemoryTx(MemoryOutboxTx):
     async def votes(self, request_id: str) -> list[Vote]:
         return list(self.s._votes_of(request_id))
 
+    async def _add_vote(self, vote: Vote, *, seq: int) -> None:
+        self._insert(self.s._votes, (vote.request_id, seq), VOTE_ADAPTER.dump_json(vote))
+
     async def _add_events(
         self, kind: OutboxKind, request_ids: Sequence[str], now: float, *, step: int | None = None
     ) -> None:
@@ -381,6 +285,10 @@ class MemoryTx(MemoryOutboxTx):
 
     async def active_grants(self, principal: str | None, now: float) -> list[Grant] | None:
         return self.s._active_grants(principal, now)
+
+    async def _add_grants(self, grants: Sequence[Grant]) -> None:
+        for grant in grants:
+            self._insert(self.s._grants, grant.grant_id, grant)
 
     async def _revoke_grant(self, grant_id: str, now: float) -> bool:
         grant = self.s._grants.get(grant_id)
@@ -434,7 +342,10 @@ class MemoryTx(MemoryOutboxTx):
 
     # the step journal
 
-    def _step_change(self, change: EndStep | ResolveStep | DropStep) -> bool:
+    async def _add_step(self, key: StepKey, now: float) -> None:
+        self._insert(self.s._steps, key, StepRecord(status="started", result=None))
+
+    async def _step_change(self, change: EndStep | ResolveStep | DropStep) -> bool:
         steps = self.s._steps
         found = steps.get(change.key)
         if isinstance(change, EndStep):
@@ -451,7 +362,7 @@ class MemoryTx(MemoryOutboxTx):
 
     # documents
 
-    async def _put_document(self, namespace: str, key: str, body: str, *, expect: int | None) -> bool:
+    async def _put_document(self, namespace: str, key: str, body: str, now: float, *, expect: int | None) -> bool:
         found = self.s._documents.get((namespace, key))
         if expect is not None and (found.revision if found else 0) != expect:
             return False

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import assert_never
 
+from .._dispatch import OpsTx
 from .._ops import ClaimDelivery, FanOut, Settled
-from .._primitives import Pruned, StoreTx
+from .._primitives import Pruned
 from .._records import DeliveryStatus, OutboxKind, PendingDelivery
 from .._views import delivery_id
 from ._tx import Sql, Tx
@@ -65,7 +66,7 @@ _KINDS = 4
 """How many event kinds `UNFANNED` takes."""
 
 
-class SqlOutboxTx(StoreTx):
+class SqlOutboxTx(OpsTx):
     """The outbox primitives of `SqlTx`."""
 
     tx: Tx

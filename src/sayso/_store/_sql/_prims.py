@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Literal, TypeVar, assert_never, cast
+from typing import TYPE_CHECKING, Literal, TypeVar, assert_never
 
 from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
@@ -19,51 +19,19 @@ from ..._core.steps import StepKey, StepRecord
 from ..._core.votes import VOTE_ADAPTER, Vote
 from .._messages import encode_messages
 from .._ops import (
-    AdvanceEscalation,
-    AnyRef,
     CancelRun,
-    Change,
-    ClaimDelivery,
     ClaimRun,
-    ClaimThread,
-    ConsumePause,
-    DecisionOf,
     Document,
-    DocumentOf,
     DropStep,
     EndRun,
     EndStep,
-    ExecutionOf,
-    FanOut,
-    FinishExecutions,
-    FreeThread,
-    GrantOf,
-    New,
-    NewDecisions,
-    NewEvents,
-    NewExecutions,
-    NewGrants,
-    NewMessages,
-    NewPause,
-    NewRun,
-    NewStep,
-    NewVote,
     PauseRun,
-    PutDocument,
-    Ref,
     ReleaseHold,
     RenewLease,
     ReopenRun,
-    ResolveExecution,
     ResolveStep,
-    RevokeGrant,
     RunChange,
-    RunOf,
-    Settled,
-    StepOf,
     TakeOver,
-    ThreadOf,
-    WidenRequest,
 )
 from .._primitives import Deciding
 from .._records import (
@@ -95,91 +63,6 @@ class SqlTx(SqlOutboxTx):
 
     def __init__(self, tx: Tx) -> None:
         self.tx = tx
-
-    # rows by key, new rows, changes
-
-    async def get(self, ref: Ref[R]) -> R | None:
-        found: object
-        match cast(AnyRef, ref):
-            case ThreadOf(thread_id=thread_id):
-                found = await self._thread(thread_id)
-            case RunOf(run_id=run_id):
-                found = await self._run(run_id)
-            case DecisionOf(request_id=request_id):
-                found = await self._decision(request_id)
-            case GrantOf(grant_id=grant_id):
-                found = await self._grant(grant_id)
-            case ExecutionOf(request_id=request_id):
-                found = await self._execution(request_id)
-            case StepOf(key=key):
-                found = await self._step(key)
-            case DocumentOf(namespace=namespace, key=key):
-                found = await self._document(namespace, key)
-            case other:
-                assert_never(other)
-        return cast("R | None", found)
-
-    async def add(self, new: New) -> None:
-        match new:
-            case NewRun(run=run, thread=thread):
-                await self._add_run(run, thread=thread)
-            case NewMessages(run=run, messages=messages):
-                await self._append_messages(run, messages)
-            case NewPause(pause_id=pause_id, run_id=run_id, requests=requests, now=now):
-                await self._add_pause(pause_id, run_id, requests, now)
-            case NewDecisions(records=records):
-                await self._add_decisions(records)
-            case NewVote(vote=vote, seq=seq):
-                await self._add_vote(vote, seq=seq)
-            case NewEvents(kind=kind, request_ids=request_ids, now=now, step=step):
-                await self._add_events(kind, request_ids, now, step=step)
-            case NewGrants(grants=grants):
-                await self._add_grants(grants)
-            case NewExecutions(request_ids=request_ids, run_id=run_id, now=now):
-                await self._mark_executing(request_ids, run_id, now)
-            case NewStep(key=key, now=now):
-                await self._add_step(key, now)
-            case _:
-                assert_never(new)
-
-    async def change(self, change: Change) -> bool:
-        match change:
-            case (
-                PauseRun()
-                | EndRun()
-                | ClaimRun()
-                | CancelRun()
-                | RenewLease()
-                | ReleaseHold()
-                | TakeOver()
-                | ReopenRun()
-            ):
-                return await self._update_run(change)
-            case ClaimThread(thread_id=thread_id, run_id=run_id, expect=expect, again=again):
-                return await self._claim_thread(thread_id, run_id, expect=expect, again=again)
-            case FreeThread(thread_id=thread_id, run_id=run_id):
-                await self._free_thread(thread_id, run_id)
-            case ConsumePause(pause_id=pause_id):
-                return await self._consume_pause(pause_id)
-            case AdvanceEscalation(request_id=request_id, step=step, next_at=next_at):
-                return await self._advance_escalation(request_id, step, next_at)
-            case WidenRequest(request=request):
-                await self._widen_request(request)
-            case RevokeGrant(grant_id=grant_id, now=now):
-                return await self.tx.run(q.REVOKE_GRANT, {"grant_id": grant_id, "now": now}) == 1
-            case FinishExecutions(executions=executions, now=now):
-                await self._finish_executions(executions, now)
-            case ResolveExecution():
-                return await self._resolve_execution(change.request_id, change.result, change.now, change.status)
-            case EndStep() | ResolveStep() | DropStep():
-                return await self._step_change(change)
-            case PutDocument(namespace=namespace, key=key, body=body, now=now, expect=expect):
-                return await self._put_document(namespace, key, body, now, expect=expect)
-            case FanOut() | ClaimDelivery() | Settled():
-                return await self._outbox_change(change)
-            case _:
-                assert_never(change)
-        return True
 
     # threads
 
@@ -397,6 +280,9 @@ class SqlTx(SqlOutboxTx):
         params = {"principal": principal, "now": now, "limit": GRANTS_READ_AT_ONCE + 1}
         rows = await self.tx.all(q.ACTIVE_GRANTS, params)
         return None if len(rows) > GRANTS_READ_AT_ONCE else [q.grant_record(row) for row in rows]
+
+    async def _revoke_grant(self, grant_id: str, now: float) -> bool:
+        return await self.tx.run(q.REVOKE_GRANT, {"grant_id": grant_id, "now": now}) == 1
 
     async def _grant(self, grant_id: str) -> Grant | None:
         row = await self.tx.one(q.GET_GRANT, {"grant_id": grant_id})

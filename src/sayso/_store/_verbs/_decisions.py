@@ -7,12 +7,14 @@ from dataclasses import replace
 from typing import Literal
 
 from ..._core.audit_events import AuditEvent
+from ..._core.deciding import DecisionAsk, judge
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ...exceptions import PauseConsumed, StoreError
+from .._holders import holder_is_dead
 from .._ops import ConsumePause, ExecutionOf, NewEvents, NewExecutions, NewGrants, NewVote, ResolveExecution
 from .._primitives import WORKFLOW_STATES, StoreTx, TxStore
-from .._records import Claim, Decided, ExecutionRecord, Judge, ResumeClaim, RunRecord
+from .._records import Claim, Decided, ExecutionRecord, ResumeClaim, RunRecord
 from . import _steps
 from ._steps import claim, claimed, decided_meanwhile
 
@@ -116,9 +118,8 @@ class DecisionVerbs(TxStore):
         found = claimed(run, pause_id, bodies, grants, holder=holder, until=until, now=now)
         return replace(found, workflow_state=state)
 
-    async def decide_request(
-        self, request_id: str, judge: Judge, *, holder: str, until: float, now: float
-    ) -> Decided | None:
+    async def decide_request(self, ask: DecisionAsk, *, until: float) -> Decided | None:
+        request_id, holder, now = ask.request_id, ask.holder, ask.now
         Done = tuple[Decided, tuple[str, list[bytes] | None, list[Grant] | None] | None]
 
         async def work(tx: StoreTx) -> Done | None:
@@ -128,7 +129,7 @@ class DecisionVerbs(TxStore):
             found, state = read.found, read.state
             if found.request.routing is not None:
                 found = replace(found, votes=tuple(await tx.votes(request_id)))
-            verdict = judge(found, state)
+            verdict = judge(ask, found, found.run, state, gone=holder_is_dead(found.run.lease_holder))
             if verdict.vote is not None:
                 await tx.lock_audit()  # before the vote's row: the one lock order
                 # Its position after the votes read: a concurrent vote took it first? judged again (`race`).

@@ -12,7 +12,8 @@ from pydantic import TypeAdapter
 from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
-from ..._core.requests import ClientTool, Request
+from ..._core.requests import Request
+from ..._core.starting import StartAsk, check_thread
 from ...exceptions import PauseConsumed, RunConflict, RunNotFound, ThreadBusy
 from .._messages import decode_history
 from .._ops import (
@@ -34,7 +35,7 @@ from .._ops import (
     ThreadOf,
 )
 from .._primitives import REMOTE_TASKS, WORKFLOW_STATES, StoreTx, TxStore, new_thread
-from .._records import BegunRun, ExecutionResult, RemoteTask, RunRecord, RunStatus, ThreadCheck, ThreadRecord
+from .._records import BegunRun, ExecutionResult, RemoteTask, RunRecord, RunStart, RunStatus, ThreadRecord
 from ._steps import finish, lost_lease, record
 
 if TYPE_CHECKING:
@@ -54,45 +55,26 @@ class RunVerbs(TxStore):
         return await self._read(work)
 
     async def begin_run(
-        self,
-        *,
-        thread_id: str,
-        owner: str,
-        agent: str,
-        run_id: str,
-        prompt: str,
-        client_tools: Sequence[ClientTool],
-        lease_holder: str,
-        lease_expires_at: float,
-        now: float,
-        check: ThreadCheck | None = None,
-        grants_of: str | None = None,
+        self, start: RunStart, *, ask: StartAsk | None = None, grants_of: str | None = None
     ) -> BegunRun:
+        thread_id, run_id = start.thread_id, start.run_id
         Found = tuple[ThreadRecord | None, RunRecord | None, list[bytes], list[Grant] | None]
 
         async def work(tx: StoreTx) -> Found:
             thread = await tx.get(ThreadOf(thread_id))
-            if check is not None:
-                check(thread)
+            if ask is not None:
+                check_thread(ask, thread)
             if thread is not None:
                 if thread.active_run_id is not None:
                     return thread, None, [], None
                 if not await tx.change(ClaimThread(thread_id, run_id, expect=None)):
                     raise _thread_changed(run_id, thread_id)
-            run = _new_run(
-                run_id=run_id,
-                thread_id=thread_id,
-                agent=thread.agent if thread is not None else agent,
-                prompt=prompt,
-                client_tools=client_tools,
-                principal=owner,
-                lease_holder=lease_holder,
-                lease_expires_at=lease_expires_at,
-                now=now,
+            run = start.run(agent=thread.agent if thread is not None else None)
+            await tx.add(
+                NewRun(run, thread=new_thread(run, owner=start.owner, agent=start.agent) if thread is None else None)
             )
-            await tx.add(NewRun(run, thread=new_thread(run, owner=owner, agent=agent) if thread is None else None))
             history = await tx.history(thread_id) if thread is not None else []
-            return thread, run, history, await tx.active_grants(grants_of, now)
+            return thread, run, history, await tx.active_grants(grants_of, start.now)
 
         async def lost(tx: StoreTx) -> NoReturn:
             raise _thread_changed(run_id, thread_id)  # another process created the same new thread first
@@ -102,40 +84,16 @@ class RunVerbs(TxStore):
 
     async def start_run(
         self,
+        start: RunStart,
         *,
-        thread_id: str,
-        owner: str,
-        agent: str,
-        run_id: str,
-        prompt: str,
-        client_tools: Sequence[ClientTool],
-        lease_holder: str,
-        lease_expires_at: float,
-        now: float,
         expect_active: str | None,
         skips: Sequence[DecisionRecord] = (),
         audit: Sequence[AuditEvent] = (),
         supersede_pause: str | None = None,
-        parent_run_id: str | None = None,
-        parent_call_id: str | None = None,
-        agent_path: str | None = None,
         durable: bool = True,
     ) -> RunRecord:
-        run = _new_run(
-            run_id=run_id,
-            thread_id=thread_id,
-            agent=agent,
-            prompt=prompt,
-            client_tools=client_tools,
-            principal=owner,
-            lease_holder=lease_holder,
-            lease_expires_at=lease_expires_at,
-            now=now,
-            resume_pause_id=supersede_pause,
-            parent_run_id=parent_run_id,
-            parent_call_id=parent_call_id,
-            agent_path=agent_path,
-        )
+        thread_id, run_id = start.thread_id, start.run_id
+        run = start.run(resume_pause_id=supersede_pause)
 
         async def work(tx: StoreTx) -> RunRecord:
             if supersede_pause is not None and audit:
@@ -147,9 +105,9 @@ class RunVerbs(TxStore):
                 if not await tx.change(ConsumePause(supersede_pause)):
                     raise PauseConsumed(run_id, "the pause was resumed by someone else meanwhile")
                 assert expect_active is not None
-                await tx.change(CancelRun(run_id=expect_active, now=now, only_paused=False))
+                await tx.change(CancelRun(run_id=expect_active, now=start.now, only_paused=False))
                 await record(tx, skips, audit)
-            await tx.add(NewRun(run, thread=new_thread(run, owner=owner, agent=agent) if opens else None))
+            await tx.add(NewRun(run, thread=new_thread(run, owner=start.owner, agent=start.agent) if opens else None))
             return run
 
         async def lost(tx: StoreTx) -> NoReturn:
@@ -332,46 +290,6 @@ class RunVerbs(TxStore):
             )
 
         return await self._write(work)
-
-
-def _new_run(
-    *,
-    run_id: str,
-    thread_id: str,
-    agent: str,
-    prompt: str,
-    client_tools: Sequence[ClientTool],
-    principal: str,
-    lease_holder: str,
-    lease_expires_at: float,
-    now: float,
-    resume_pause_id: str | None = None,
-    parent_run_id: str | None = None,
-    parent_call_id: str | None = None,
-    agent_path: str | None = None,
-) -> RunRecord:
-    """A run as it starts: running under the caller's lease, revision 0."""
-    return RunRecord(
-        run_id=run_id,
-        thread_id=thread_id,
-        agent=agent,
-        status="running",
-        prompt=prompt,
-        client_tools=tuple(client_tools),
-        principal=principal,
-        resume_pause_id=resume_pause_id,
-        pause_id=None,
-        output=None,
-        error=None,
-        lease_holder=lease_holder,
-        lease_expires_at=lease_expires_at,
-        created_at=now,
-        updated_at=now,
-        revision=0,
-        parent_run_id=parent_run_id,
-        parent_call_id=parent_call_id,
-        agent_path=agent_path,
-    )
 
 
 def _thread_changed(run_id: str, thread_id: str) -> RunConflict:

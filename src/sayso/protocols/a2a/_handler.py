@@ -84,6 +84,9 @@ CALLER_STATE = "sayso_caller"
 ACTIVATED_STATE = "sayso_hitl_activated"
 """Where the context builder says whether this call activated the HITL extension."""
 
+_TextSink = Callable[[str], Awaitable[None]]
+"""Where a launched run's text goes as the model writes it (the task's artifact updates)."""
+
 _CONTEXT_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 _POLL_SECONDS = 0.02
@@ -249,7 +252,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
 
     async def _plan(
         self, message: Message, caller: Principal
-    ) -> tuple[Callable[[], Awaitable[RunResult]], str, str, str | None]:
+    ) -> tuple[Callable[[_TextSink], Awaitable[RunResult]], str, str, str | None]:
         """What a message does (start a run, answer the task's pause, or move on from it), checked, not yet run.
 
         Returns the work, the task it belongs to, its context, and the pause it answers (if any).
@@ -281,8 +284,8 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
             pairs = decision_from_input(view, message, legacy=self.legacy)
             given = {request.request_id: decision for request, decision in pairs}
 
-            async def provide() -> RunResult:
-                return await self.sayso.answer_pause(run.run_id, given, principal=caller, rest="wait")
+            async def provide(on_text: _TextSink) -> RunResult:
+                return await self.sayso.answer_pause(run.run_id, given, principal=caller, rest="wait", on_text=on_text)
 
             return provide, run.run_id, run.thread_id, run.pause_id
         if payload is None and not legacy:
@@ -292,16 +295,20 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
             raise not_an_answer(run.run_id, run.thread_id, view, no_answer_reason(message))
         answers = self._answers(run, view, message, payload, legacy)
 
-        async def answer() -> RunResult:
-            return await self.sayso.answer_pause(run.run_id, answers, principal=caller, rest="wait", via="a2a")
+        async def answer(on_text: _TextSink) -> RunResult:
+            return await self.sayso.answer_pause(
+                run.run_id, answers, principal=caller, rest="wait", via="a2a", on_text=on_text
+            )
 
         return answer, run.run_id, run.thread_id, run.pause_id
 
     def _run_work(
         self, text: str, thread_id: str, caller: Principal, run_id: str
-    ) -> Callable[[], Awaitable[RunResult]]:
-        async def start() -> RunResult:
-            return await self.sayso.run(text, agent=self.agent, thread_id=thread_id, principal=caller, run_id=run_id)
+    ) -> Callable[[_TextSink], Awaitable[RunResult]]:
+        async def start(on_text: _TextSink) -> RunResult:
+            return await self.sayso.run(
+                text, agent=self.agent, thread_id=thread_id, principal=caller, run_id=run_id, on_text=on_text
+            )
 
         return start
 
@@ -326,7 +333,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
     async def _work(
         self,
         launch: _Launch,
-        work: Callable[[], Awaitable[RunResult]],
+        work: Callable[[_TextSink], Awaitable[RunResult]],
         send: MemoryObjectSendStream[str],
         activated: bool,
     ) -> None:
@@ -338,8 +345,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
 
         with send:
             try:
-                with self.sayso.streaming_text(on_text):
-                    outcome = await work()
+                outcome = await work(on_text)
                 # Before the caller reads the task: whether its pause carries the payload.
                 await self.tasks.remember_activation(outcome, activated)
                 launch.outcome = outcome

@@ -1,9 +1,9 @@
 """The adapters the runtime falls back on when its caller passes none, filled in by the package root.
 
 The runtime defines the ports and the protocol packages implement them; neither may import the
-other. This list is where the two meet without either importing the other, and it lives outside
-`_runtime/` so the package root can fill it without importing the whole runtime (`sayso --help`
-stays instant).
+other. These lists are where the two meet without either importing the other: the package root
+(the composition root) fills them. Importing this module loads nothing else of the runtime (its
+package resolves its names lazily), so `import sayso` and `sayso --help` stay instant.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._config.file import Config
-    from ._runtime._remote import RemoteAgents
-    from ._runtime._runner import Engine
+    from .._config.file import Config
+    from ._remote import RemoteAgents
+    from ._runner import Engine
 
 DEFAULT_REMOTE_AGENTS: list[Callable[[], RemoteAgents]] = []
 """Factories of the A2A client remote delegates go through; the last one wins."""
@@ -33,7 +33,7 @@ def engine_of(config: Config) -> Engine | None:
         return None
     factory = ENGINES.get("temporal")
     if factory is None:
-        from .exceptions import ConfigError
+        from ..exceptions import ConfigError
 
         raise ConfigError("engine: temporal needs the Temporal extra: pip install 'sayso[temporal]'")
     return factory(config)
