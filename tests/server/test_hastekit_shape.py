@@ -28,7 +28,7 @@ from sayso import (
 from ..conftest import ROOT
 from ..models import calls_then_reply
 from ..tools import delete_file, deleted
-from .conftest import InProcess, ServerFactory
+from .conftest import InProcess, ServerFactory, helper_models
 
 TEAM = ROOT / "examples" / "team" / "sayso.yaml"
 CONCIERGE = ROOT / "examples" / "concierge" / "sayso.yaml"
@@ -60,7 +60,7 @@ async def test_a_top_level_request_is_not_nested_and_each_kind_has_its_mode(
     async with server.client() as client:
         question = (await client.post("/v1/runs", json={"message": "delete report"})).json()["requests"][0]
         approval = (await client.post("/v1/runs", json={"message": "delete notes"})).json()["requests"][0]
-    helper = await serve(config=helper_config)
+    helper = await serve(config=helper_config, models=helper_models())
     async with helper.client() as client:
         tools = [{"name": "get_location", "description": "Where the person is", "parameters": {"type": "object"}}]
         located = await client.post("/v1/runs", json={"message": "locate", "client_tools": tools})

@@ -8,7 +8,7 @@ import sqlite3
 
 from sayso import ClientError, ClientResult, ClientTool, Config, Sayso
 
-from .conftest import ServerFactory
+from .conftest import ServerFactory, helper_models
 
 TOOLS = [{"name": "get_location", "description": "Where the person is", "parameters": {"type": "object"}}]
 
@@ -18,7 +18,7 @@ async def test_an_older_client_s_result_and_error_tags_are_read_as_today_s(
 ) -> None:
     """A decision body with `kind: result` (or `error`) answers the client tool as `client_result` does; the
     request and the OpenAPI document then name the new tag only."""
-    helper = await serve(config=helper_config)
+    helper = await serve(config=helper_config, models=helper_models())
     async with helper.client() as client:
         located = (await client.post("/v1/runs", json={"message": "locate", "client_tools": TOOLS})).json()
         [asked] = located["requests"]
@@ -45,7 +45,7 @@ async def test_a_decision_stored_under_the_old_tag_still_reads(helper_config: Co
     """A store written before the rename (`result` in the decision row and in the call's approval record) reads
     back as a `ClientResult`, the same decision again is the harmless repeat it always was, and the transcript
     names it `client_result`."""
-    async with Sayso(helper_config) as app:
+    async with Sayso(helper_config, models=helper_models()) as app:
         tool = ClientTool(name="get_location", description="Where the person is")
         paused = await app.run("locate", agent="helper", client_tools=[tool])
         [asked] = paused.requests
@@ -53,7 +53,7 @@ async def test_a_decision_stored_under_the_old_tag_still_reads(helper_config: Co
         assert done.run.status == "completed"
     _write_as_before_the_rename(helper_config)
 
-    async with Sayso(helper_config) as app:
+    async with Sayso(helper_config, models=helper_models()) as app:
         state = await app.request(asked.request_id)
         assert state.decision is not None and state.decision.decision == ClientResult(value="Oslo")
         repeat = await app.decide(asked.request_id, ClientResult(value="Oslo"))

@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 
 from sayso import Config, PrincipalConfig, load_config
 
-from .conftest import InProcess, ServerFactory
+from .conftest import InProcess, ServerFactory, helper_models
 
 PROBLEM = "application/problem+json"
 
@@ -116,7 +116,7 @@ async def test_forced_resume_skips_open_requests(server: InProcess, workdir: Pat
 
 async def test_inbox_filters_and_pages(serve: ServerFactory, helper_config: Config) -> None:
     """The inbox filters by kind, thread, agent and age, and pages with an opaque cursor."""
-    server = await serve(config=helper_config)
+    server = await serve(config=helper_config, models=helper_models())
     async with server.client() as client:
 
         async def inbox(**params: Any) -> dict[str, Any]:

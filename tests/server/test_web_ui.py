@@ -11,19 +11,22 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, Locator, Page, Route, expect, sync_playwright
+from pydantic_ai.models import Model
 
 from sayso import Config, Sayso, load_config
 from sayso.server import LiveSettings, create_app
 
 from ..conftest import EXAMPLE, LiveServer
+from ..models import tool_model
 from ..tools import explode
+from .conftest import helper_models
 from .test_live import files_example
 
 ServerFactory = Callable[..., LiveServer]
@@ -50,11 +53,13 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture
 def serve(workdir: Path) -> Iterator[ServerFactory]:
-    """Start real servers (the example, or `config`) for a browser to reach, and stop them after the test."""
+    """Start real servers (the example, or `config`; `models` in place of the configured models of their names) for
+    a browser to reach, and stop them after the test."""
     started: list[LiveServer] = []
 
-    def factory(*, config: Config | None = None) -> LiveServer:
-        app = create_app(Sayso(config or load_config(EXAMPLE)), expire_every_seconds=None, live=LIVE)
+    def factory(*, config: Config | None = None, models: Mapping[str, Model] | None = None) -> LiveServer:
+        sayso = Sayso(config or load_config(EXAMPLE), models=models)
+        app = create_app(sayso, expire_every_seconds=None, live=LIVE)
         started.append(LiveServer.in_thread(app))
         return started[-1]
 
@@ -173,7 +178,7 @@ def test_person_answers_a_multiple_choice_question_with_other(
     serve: ServerFactory, helper_config: Config, page: Page
 ) -> None:
     """Checked choices and the Other text are sent together as the answer to one question."""
-    server = serve(config=helper_config)
+    server = serve(config=helper_config, models=helper_models())
     page.goto(server.base_url)
     say(page, "survey")
     card = page.get_by_role("article", name="A question for you")
@@ -188,7 +193,7 @@ def test_person_answers_a_multiple_choice_question_with_other(
 
 def test_person_answers_a_client_tool_request(serve: ServerFactory, helper_config: Config, page: Page) -> None:
     """A client-tool request is a panel where the person gives the result the agent reads."""
-    server = serve(config=helper_config)
+    server = serve(config=helper_config, models=helper_models())
     with server.client() as client:
         tool = {"name": "get_location", "description": "Where the person is", "parameters": {"type": "object"}}
         run = client.post("/v1/runs", json={"message": "locate", "client_tools": [tool]}).json()
@@ -486,18 +491,14 @@ def test_a_request_opened_elsewhere_appears_in_the_open_inbox(server: LiveServer
 
 def test_a_failed_run_is_an_error_card_in_the_transcript(serve: ServerFactory, page: Page, workdir: Path) -> None:
     """A run that fails shows its cause in the transcript, and still does after a reload."""
-    (workdir / "boom.yaml").write_text(
-        "name: boom\nrules:\n  - user: '.'\n    call: explode\nfallback: unused\n", encoding="utf-8"
-    )
     config = Config.model_validate(
         {
             "store": f"sqlite:///{workdir / 'sayso.db'}",
-            "models": {"script": {"scripted": "boom.yaml"}},
-            "agents": {"boom": {"model": "script", "tools": [explode]}},
+            "agents": {"boom": {"model": "boom", "tools": [explode]}},
             "base_dir": workdir,
         }
     )
-    server = serve(config=config)
+    server = serve(config=config, models={"boom": tool_model(lambda said: ("explode", {}))})
     page.goto(server.base_url)
     say(page, "go")
     failure = page.locator("#transcript li.failure")
