@@ -26,8 +26,9 @@ from pydantic_ai.messages import (
 
 from sayso._core.access import Principal
 from sayso._core.audit import AuditHead, AuditKey, anchor_body, verify_chain
+from sayso._core.audit_events import ExecutedEvent, ShownDecision
 from sayso._core.deciding import DecisionAsk
-from sayso._core.decisions import Approve, Decision, DecisionRecord, Reject, Skip
+from sayso._core.decisions import Approve, ArgEdit, Decision, DecisionRecord, Reject, Skip
 from sayso._core.grants import Grant
 from sayso._core.requests import (
     ApprovalRequest,
@@ -115,6 +116,11 @@ def approval(request_id: str, run: RunRecord, *, created_at: float = NOW, **fiel
         principal=run.principal,
         **fields,
     )
+
+
+def noted(mark: str, *, request_id: str = "req_1", args: dict[str, Any] | None = None) -> ExecutedEvent:
+    """An audit event for the store to keep as written, told apart from the others by `mark` (its tool's name)."""
+    return ExecutedEvent(event="executed", request_id=request_id, tool_name=mark, executed_args=args or {}, at=NOW)
 
 
 def decision(request_id: str, *, approve: bool = True, at: float = NOW + 1) -> DecisionRecord:
@@ -374,7 +380,7 @@ async def test_a_resume_whose_skip_was_decided_meanwhile_is_refused_and_changes_
     )
     await store.record_decision(decision("req_1"))
     with pytest.raises(RunConflict) as refused:
-        await claim(store, run, added=[skip], audit=[{"event": "skipped"}], executing=[])
+        await claim(store, run, added=[skip], audit=[noted("skipped")], executing=[])
     assert not isinstance(refused.value, PauseConsumed)
     state = await store.pause_state("pau_1")
     assert (state.status, state.decisions) == ("open", {"req_1": decision("req_1")})
@@ -390,11 +396,11 @@ async def test_a_resume_records_its_skips_and_loads_history_only_when_asked(stor
     skip = DecisionRecord(
         request_id="req_9", decision=Skip(reason="moved on"), by="system", principal=None, decided_at=NOW
     )
-    got = await claim(store, run, added=[skip], audit=[{"event": "skipped"}], load_history=False)
+    got = await claim(store, run, added=[skip], audit=[noted("skipped")], load_history=False)
     assert got.history is None
     found = await store.get_request("req_9")
     assert found is not None and found.decision == skip and found.pause_status == "consumed"
-    assert [r.body for r in await store.audit_records()] == [{"event": "skipped"}]
+    assert [r.body for r in await store.audit_records()] == [noted("skipped")]
 
 
 async def test_a_new_message_supersedes_a_paused_run(store: RunStore) -> None:
@@ -411,14 +417,14 @@ async def test_a_new_message_supersedes_a_paused_run(store: RunStore) -> None:
         expect_active="run_1",
         supersede_pause="pau_1",
         skips=[skip],
-        audit=[{"event": "superseded"}],
+        audit=[noted("superseded")],
     )
     assert new.resume_pause_id == "pau_1"
     assert (await store.get_run("run_1")).status == "cancelled"
     assert (await store.pause_state("pau_1")).status == "consumed"
     found = await store.get_request("req_1")
     assert found is not None and found.decision == skip
-    assert [r.body for r in await store.audit_records()] == [{"event": "superseded"}]
+    assert [r.body for r in await store.audit_records()] == [noted("superseded")]
     with pytest.raises(RunConflict):  # the thread moved on: what the caller saw is stale
         await start(store, run_id="run_3", expect_active="run_1", supersede_pause="pau_1")
     thread = await store.get_thread("thr_1")
@@ -620,12 +626,12 @@ async def test_the_first_decision_wins(store: RunStore) -> None:
     """A second decision is not recorded; `record_decision` returns the first."""
     run = await start(store)
     await paused(store, run, [approval("req_1", run)])
-    assert await store.record_decision(decision("req_1"), audit=[{"event": "decided"}]) is None
-    earlier = await store.record_decision(decision("req_1", approve=False, at=NOW + 5), audit=[{"event": "late"}])
+    assert await store.record_decision(decision("req_1"), audit=[noted("decided")]) is None
+    earlier = await store.record_decision(decision("req_1", approve=False, at=NOW + 5), audit=[noted("late")])
     assert earlier == decision("req_1")
     found = await store.get_request("req_1")
     assert found is not None and found.decision == decision("req_1") and found.pause_status == "open"
-    assert [r.body for r in await store.audit_records()] == [{"event": "decided"}]
+    assert [r.body for r in await store.audit_records()] == [noted("decided")]
     assert await store.open_requests() == []
 
 
@@ -635,7 +641,7 @@ async def test_a_batch_of_decisions_is_recorded_whole_or_not_at_all(store: RunSt
     await paused(store, run, [approval("req_1", run), approval("req_2", run), approval("req_3", run)])
     await store.record_decision(decision("req_2"))
     earlier = await store.record_decisions(
-        [decision("req_1"), decision("req_2", approve=False)], audit=[{"event": "batch"}]
+        [decision("req_1"), decision("req_2", approve=False)], audit=[noted("batch")]
     )
     assert earlier == [decision("req_2")]
     assert (await store.pause_state("pau_1")).decisions == {"req_2": decision("req_2")}
@@ -652,7 +658,7 @@ async def test_a_batch_of_decisions_is_recorded_whole_or_not_at_all(store: RunSt
         created_at=NOW,
     )
     assert (
-        await store.record_decisions([decision("req_1"), decision("req_3")], audit=[{"event": "batch"}], grants=[grant])
+        await store.record_decisions([decision("req_1"), decision("req_3")], audit=[noted("batch")], grants=[grant])
         == []
     )
     assert set((await store.pause_state("pau_1")).decisions) == {"req_1", "req_2", "req_3"}
@@ -669,7 +675,7 @@ async def test_sayso_decisions_keep_what_a_person_decided(store: RunStore) -> No
         DecisionRecord(request_id=r, decision=Skip(reason="expired"), by="expiry", principal=None, decided_at=NOW + 9)
         for r in ("req_1", "req_2")
     ]
-    await store.add_decisions(expired, audit=[{"event": "expired"}])
+    await store.add_decisions(expired, audit=[noted("expired")])
     decided = (await store.pause_state("pau_1")).decisions
     assert decided == {"req_1": decision("req_1"), "req_2": expired[1]}
 
@@ -725,11 +731,11 @@ async def test_an_approved_call_is_marked_once_and_finished_with_its_result(stor
     assert await store.begin_execution("req_1", run.run_id, NOW + 1) == ExecutionRecord(
         request_id="req_1", status="executing", result=None
     )
-    await store.finish_execution("req_1", b'"deleted"', NOW + 2, audit=[{"event": "executed"}])
+    await store.finish_execution("req_1", b'"deleted"', NOW + 2, audit=[noted("executed")])
     assert await store.begin_execution("req_1", run.run_id, NOW + 3) == ExecutionRecord(
         request_id="req_1", status="done", result=b'"deleted"'
     )
-    assert [r.body for r in await store.audit_records()] == [{"event": "executed"}]
+    assert [r.body for r in await store.audit_records()] == [noted("executed")]
 
 
 async def test_consuming_a_pause_marks_the_calls_about_to_run(store: RunStore) -> None:
@@ -749,7 +755,7 @@ async def test_consuming_a_pause_marks_the_calls_about_to_run(store: RunStore) -
         output="done",
         error=None,
         now=NOW + 11,
-        executions=[ExecutionResult(request_id="req_1", result=b"1", audit={"event": "executed", "request": "req_1"})],
+        executions=[ExecutionResult(request_id="req_1", result=b"1", audit=noted("executed", request_id="req_1"))],
     )
     assert await store.begin_execution("req_1", run.run_id, NOW) == ExecutionRecord(
         request_id="req_1", status="done", result=b"1"
@@ -757,7 +763,7 @@ async def test_consuming_a_pause_marks_the_calls_about_to_run(store: RunStore) -
     assert await store.begin_execution("req_2", run.run_id, NOW) == ExecutionRecord(
         request_id="req_2", status="executing", result=None
     )
-    assert [r.body["request"] for r in await store.audit_records()] == ["req_1"]
+    assert [r.body["request_id"] for r in await store.audit_records()] == ["req_1"]
 
 
 async def test_a_pause_saved_after_calls_ran_finishes_their_marks(store: RunStore) -> None:
@@ -771,7 +777,7 @@ async def test_a_pause_saved_after_calls_ran_finishes_their_marks(store: RunStor
         new_messages=(),
         requests=[approval("req_1", run)],
         now=NOW,
-        executions=[ExecutionResult(request_id="req_0", result=b'"ok"', audit={"event": "executed"})],
+        executions=[ExecutionResult(request_id="req_0", result=b'"ok"', audit=noted("executed"))],
     )
     assert await store.begin_execution("req_0", run.run_id, NOW) == ExecutionRecord(
         request_id="req_0", status="done", result=b'"ok"'
@@ -795,13 +801,13 @@ async def test_stuck_calls_are_those_no_running_run_will_finish_and_resolve_once
     assert [e.request_id for e in await store.stuck_executions(run_id="run_1")] == ["req_live"]
     for _ in range(2):
         await store.finish_execution(
-            "req_cut", b'"unknown"', NOW + 5, audit=[{"event": "outcome_unknown"}], status="unknown"
+            "req_cut", b'"unknown"', NOW + 5, audit=[noted("outcome_unknown")], status="unknown"
         )
     assert await store.stuck_executions() == []
     assert await store.begin_execution("req_cut", ended.run_id, NOW + 6) == ExecutionRecord(
         request_id="req_cut", status="unknown", result=b'"unknown"'
     )
-    assert [r.body for r in await store.audit_records()] == [{"event": "outcome_unknown"}]
+    assert [r.body for r in await store.audit_records()] == [noted("outcome_unknown")]
 
 
 # grants
@@ -837,13 +843,13 @@ async def test_grants_are_created_with_a_decision_listed_and_revoked(store: RunS
     assert await store.grants_for(principal="alice", tool="delete_file", subject_key="folder:reports") == [
         grant("gr_1")
     ]
-    revoked = await store.revoke_grant("gr_1", now=NOW + 5, audit=[{"event": "revoked"}])
+    revoked = await store.revoke_grant("gr_1", now=NOW + 5, audit=[noted("revoked")])
     assert revoked == replace(grant("gr_1"), revoked_at=NOW + 5)
-    assert await store.revoke_grant("gr_1", now=NOW + 6, audit=[{"event": "again"}]) is None
+    assert await store.revoke_grant("gr_1", now=NOW + 6, audit=[noted("again")]) is None
     assert await store.grants_for(principal="alice", tool="delete_file", subject_key="folder:reports") == []
     assert [g.grant_id for g in await store.list_grants(principal="alice")] == ["gr_3"]
     assert [g.grant_id for g in await store.list_grants(principal="alice", active_only=False)] == ["gr_3", "gr_1"]
-    assert [r.body for r in await store.audit_records()] == [{"event": "revoked"}]
+    assert [r.body for r in await store.audit_records()] == [noted("revoked")]
 
 
 # the audit log
@@ -851,12 +857,12 @@ async def test_grants_are_created_with_a_decision_listed_and_revoked(store: RunS
 
 async def test_the_audit_chain_links_every_record(store: RunStore) -> None:
     """Appended records are numbered from 1, each hashing the one before, and the chain verifies."""
-    await store.append_audit([{"event": "a", "n": 1}, {"event": "b", "nested": {"z": [1, 2], "a": None}}])
+    await store.append_audit([noted("a", args={"n": 1}), noted("b", args={"nested": {"z": [1, 2], "a": None}})])
     await store.append_audit([])
-    await store.append_audit([{"event": "c", "text": "naïve ✓"}])
+    await store.append_audit([noted("naïve ✓")])
     records = await store.audit_records()
     assert [r.seq for r in records] == [1, 2, 3]
-    assert records[1].body == {"event": "b", "nested": {"z": [1, 2], "a": None}}
+    assert records[1].body == noted("b", args={"nested": {"z": [1, 2], "a": None}})
     assert records[2].prev_hash == records[1].hash and records[0].prev_hash == "0" * 64
     assert verify_chain(records) is None
     assert await store.count_audit() == 3
@@ -867,15 +873,15 @@ async def test_a_keyed_chain_signs_every_record_and_checkpoints_its_head(store: 
     announced after it; without the key nothing more can be appended, and an unsigned chain takes signed records
     only after an anchor record vouches for it."""
     assert await store.audit_head() is None
-    await store.append_audit([{"event": "old"}])
+    await store.append_audit([noted("old")])
     key = AuditKey(b"a-key-of-sixteen-bytes")
     announced: list[AuditHead] = []
     store.use_audit_key(key, on_head=announced.append)
     with pytest.raises(ConfigError, match="sayso audit anchor"):
-        await store.append_audit([{"event": "signed"}])
+        await store.append_audit([noted("signed")])
     unsigned = await store.audit_head()
     assert unsigned is not None and (unsigned.seq, unsigned.mac) == (1, None)
-    await store.append_audit([anchor_body(unsigned, at=NOW), {"event": "signed"}])
+    await store.append_audit([anchor_body(unsigned, at=NOW), noted("signed")])
     records = await store.audit_records()
     head = await store.audit_head()
     assert [r.mac is not None for r in records] == [False, True, True]
@@ -885,13 +891,13 @@ async def test_a_keyed_chain_signs_every_record_and_checkpoints_its_head(store: 
     assert verify_chain(records, key=key, head=head) is None
     store.use_audit_key(None)
     with pytest.raises(ConfigError, match="SAYSO_AUDIT_KEY"):
-        await store.append_audit([{"event": "unsigned"}])
+        await store.append_audit([noted("unsigned")])
     assert await store.count_audit() == 3 and await store.audit_head() == head
 
 
 async def test_audit_pages_run_both_ways(store: RunStore) -> None:
     """Pages follow `seq` oldest or newest first and hand a cursor on until the last page."""
-    await store.append_audit([{"event": "e", "n": n} for n in range(1, 6)])
+    await store.append_audit([noted(f"e{n}") for n in range(1, 6)])
     first = await store.audit_page(newest_first=False, limit=2, cursor=None)
     assert [r.seq for r in first.records] == [1, 2] and first.next_cursor == 2 and first.total == 5
     second = await store.audit_page(newest_first=False, limit=2, cursor=first.next_cursor)
@@ -1103,16 +1109,16 @@ async def test_a_transcript_shows_text_and_tool_calls_after_a_batch(store: RunSt
 async def test_a_transcript_shows_the_decision_a_result_carries(store: RunStore) -> None:
     """A result's approval record becomes a decision line before it, without the raw arguments."""
     run = await start(store)
-    record = {
-        "decision": "approve",
-        "by": "person",
-        "principal": "alice",
-        "via": "cli",
-        "decided_at": NOW + 5,
-        "scope": "once",
-        "proposed_args": {"name": "a", "token": "s3cret"},
-        "edits": [{"field": "name", "before": "a", "after": "b"}],
-    }
+    decided = ShownDecision(
+        decision="approve",
+        by="person",
+        principal="alice",
+        via="cli",
+        decided_at=NOW + 5,
+        scope="once",
+        edits=[ArgEdit(field="name", before="a", after="b")],
+    )
+    record = {**decided, "proposed_args": {"name": "a", "token": "s3cret"}}
     result = ModelRequest(
         parts=[
             ToolReturnPart(
@@ -1135,7 +1141,7 @@ async def test_a_transcript_shows_the_decision_a_result_carries(store: RunStore)
         role="decision",
         tool_name="delete_file",
         tool_call_id="c1",
-        decision={k: v for k, v in record.items() if k != "proposed_args"},
+        decision=decided,
         at=NOW + 5,
     )
     assert shown.role == "tool_result" and shown.text == "deleted b"
@@ -1243,7 +1249,7 @@ async def test_cancelling_a_paused_run_closes_its_pause_and_skips_what_was_open(
         )
         for r in ("req_1", "req_2")
     ]
-    await store.cancel_run(run, now=NOW + 3, skips=skips, audit=[{"event": "cancelled"}])
+    await store.cancel_run(run, now=NOW + 3, skips=skips, audit=[noted("cancelled")])
     assert (await store.get_run("run_1")).status == "cancelled"
     state = await store.pause_state("pau_1")
     assert state.status == "consumed" and state.decisions == {"req_1": decision("req_1"), "req_2": skips[1]}
@@ -1408,7 +1414,7 @@ async def test_concurrent_decisions_on_a_request_keep_the_first(store: RunStore)
     run = await start(store)
     await paused(store, run, [approval("req_1", run)])
     tries = [decision("req_1", approve=n % 2 == 0, at=NOW + n) for n in range(4)]
-    outcomes = await at_once(*[lambda d=d: store.record_decision(d, audit=[{"n": d.decided_at}]) for d in tries])
+    outcomes = await at_once(*[lambda d=d: store.record_decision(d, audit=[noted(f"{d.decided_at}")]) for d in tries])
     winner = (await store.pause_state("pau_1")).decisions["req_1"]
     assert outcomes.count(None) == 1 and all(o == winner for o in outcomes if o is not None)
     assert await store.count_audit() == 1
@@ -1434,7 +1440,7 @@ async def test_concurrent_audit_appends_keep_one_chain(store: RunStore) -> None:
     """Appends from many writers at once still number the records 1..n in one verifiable chain, whether the chain
     is empty when they start (no head to lock yet) or not."""
     for _ in range(2):
-        await at_once(*[lambda n=n: store.append_audit([{"n": n}, {"n": n, "second": True}]) for n in range(6)])
+        await at_once(*[lambda n=n: store.append_audit([noted(f"{n}"), noted(f"{n}-second")]) for n in range(6)])
     records = await store.audit_records()
     assert [r.seq for r in records] == list(range(1, 25)) and verify_chain(records) is None
 
