@@ -102,6 +102,14 @@ async def steps_in(address: str, workflow: str) -> list[str]:
     return found
 
 
+async def assert_charged_once(temporal: Project, key: str, workflow: str) -> None:
+    """The card was charged for `key` once, and each of the two runs of the body's step was a `sayso.step`
+    activity in `workflow`'s history (the second returning the recorded receipt)."""
+    assert temporal.marker.read_text().split() == [key]
+    steps = await steps_in(temporal.address, workflow)
+    assert len(steps) == 2 and all(s.startswith("step-charge-1-") for s in steps), steps
+
+
 async def test_a_step_before_an_in_body_approval_is_an_activity_and_runs_once_across_workers(
     config: Path, pool: Workers, temporal: Project
 ) -> None:
@@ -115,9 +123,7 @@ async def test_a_step_before_an_in_body_approval_is_an_activity_and_runs_once_ac
         pool.start()
         done = (await front.decide(paused.requests[0].request_id, Approve())).run
     assert (done.status, done.output) == ("completed", "model read: emailed about receipt-o1")
-    assert temporal.marker.read_text().split() == ["o1"]
-    steps = await steps_in(temporal.address, f"sayso-refunds-{done.run_id}")
-    assert len(steps) == 2 and all(s.startswith("step-charge-1-") for s in steps), steps
+    await assert_charged_once(temporal, "o1", f"sayso-refunds-{done.run_id}")
 
 
 async def test_a_nodes_step_before_a_request_input_runs_once_across_workers(
@@ -134,9 +140,7 @@ async def test_a_nodes_step_before_a_request_input_runs_once_across_workers(
         pool.start()
         done = (await front.decide(question.request_id, Provide(value=2))).run
     assert (done.status, done.output) == ("completed", "receipt-w1: 2 nights")
-    assert temporal.marker.read_text().split() == ["w1"]
-    steps = await steps_in(temporal.address, f"sayso-booking-{done.run_id}")
-    assert len(steps) == 2 and all(s.startswith("step-charge-1-") for s in steps), steps
+    await assert_charged_once(temporal, "w1", f"sayso-booking-{done.run_id}")
 
 
 async def test_a_step_cut_off_by_kill_9_is_outcome_unknown_and_never_runs_again(
