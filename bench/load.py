@@ -138,6 +138,15 @@ def sayso_server(store: str) -> Iterator[tuple[str, int]]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def pool_limits(clients: int) -> httpx.Limits:
+    """The clients' connection pool: idle connections dropped before uvicorn's 5 s keep-alive closes them.
+
+    With both at 5 s a client could send on a connection the server was closing, and the run died
+    with `httpx.ReadError` in the load generator, not in sayso.
+    """
+    return httpx.Limits(max_connections=clients, max_keepalive_connections=clients, keepalive_expiry=2.0)
+
+
 class Recorder:
     def __init__(self) -> None:
         self.decide: list[float] = []
@@ -147,6 +156,13 @@ class Recorder:
 
 
 async def one_cycle(client: httpx.AsyncClient, n: int, rec: Recorder) -> None:
+    try:
+        await _cycle(client, n, rec)
+    except httpx.TransportError:
+        rec.errors += 1  # counted in the table's errors column, never a dead run
+
+
+async def _cycle(client: httpx.AsyncClient, n: int, rec: Recorder) -> None:
     t0 = time.perf_counter()
     run = await client.post("/v1/runs", json={"message": f"delete f-{n}"})
     t1 = time.perf_counter()
@@ -167,7 +183,7 @@ async def one_cycle(client: httpx.AsyncClient, n: int, rec: Recorder) -> None:
 async def closed_loop(url: str, pid: int, clients: int, seconds: float, warmup: float) -> dict[str, Any]:
     """`clients` clients back to back: the throughput the server sustains, and the latencies at it."""
     rec = Recorder()
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    limits = pool_limits(clients)
     counter = iter(range(10**9))
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
         stop = time.perf_counter() + warmup + seconds
@@ -191,7 +207,7 @@ async def closed_loop(url: str, pid: int, clients: int, seconds: float, warmup: 
 async def open_loop(url: str, pid: int, rate: float, clients: int, seconds: float, warmup: float) -> dict[str, Any]:
     """Cycles started at a fixed rate (at most `clients` in flight): latencies at a load the core sustains."""
     rec = Recorder()
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    limits = pool_limits(clients)
     in_flight = asyncio.Semaphore(clients)
     skipped = 0
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
