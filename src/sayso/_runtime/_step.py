@@ -165,7 +165,12 @@ async def execute(
                     )
                     if k.loop is not None and k.loop.covers(built.name):
                         call = LoopCall(
-                            prompt=prompt, history=history, deferred=deferred, deps=deps, instructions=context or None
+                            prompt=prompt,
+                            history=history,
+                            deferred=deferred,
+                            deps=deps,
+                            instructions=context or None,
+                            on_text=sink,
                         )
                         result = await k.loop.run(run, call)
                     else:
@@ -175,7 +180,7 @@ async def execute(
                             deferred_tool_results=deferred,
                             deps=deps,
                             instructions=context or None,
-                            event_stream_handler=_text_handler(sink) if sink is not None else None,
+                            event_stream_handler=text_handler(sink) if sink is not None else None,
                             model=ReplayedModel(built.model, replies) if redo else None,
                         )
                         result = LoopResult(
@@ -267,8 +272,11 @@ async def execute(
     return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="completed", output=output)
 
 
-def _text_handler(sink: TextSink) -> Callable[[RunContext[Any], AsyncIterable[AgentStreamEvent]], Awaitable[None]]:
-    """A pydantic-ai event handler that hands each piece of text to `sink` as the model writes it."""
+def text_handler(sink: TextSink) -> Callable[[RunContext[Any], AsyncIterable[AgentStreamEvent]], Awaitable[None]]:
+    """A pydantic-ai event handler that hands each piece of text to `sink` as the model writes it.
+
+    Also what a Temporal worker's model-request activity streams a front's text with (`_temporal/_text.py`).
+    """
 
     async def handle(_: RunContext[Any], events: AsyncIterable[AgentStreamEvent]) -> None:
         async for event in events:
