@@ -154,7 +154,11 @@ async def execute(
     allowed = deps.client_tools
     # A client tool's context reaches only the agents allowed to call that tool.
     context = "\n".join(f"Context from the client for the tool {t.name!r}: {t.context}" for t in allowed if t.context)
-    sink = options.on_text if run.parent_run_id is None and not redo else None
+    # Only a top-level run's text reaches the caller. A redo streams none in this process (its
+    # replies are replayed); an executor's loop (`k.loop`) is run once per segment however often the
+    # segment is redone, and a run its front handed over to it is carried on as a redo, so it streams.
+    top_sink = options.on_text if run.parent_run_id is None else None
+    sink = None if redo else top_sink
     working = k.start_working(run.run_id)
     try:
         with working.scope:
@@ -170,7 +174,7 @@ async def execute(
                             deferred=deferred,
                             deps=deps,
                             instructions=context or None,
-                            on_text=sink,
+                            on_text=top_sink,
                         )
                         result = await k.loop.run(run, call)
                     else:
