@@ -29,13 +29,16 @@ from sayso._temporal import run_worker
 from ..conftest import InProcess
 from ..protocols.a2a_helpers import HEADERS, user_message
 from ..protocols.conftest import protocol_app
-from .conftest import Project
+from .conftest import Project, workflows_on
 
 BODY = """
 agents:
   files:
     tools: [text_tools:remove]
     interrupt: {tools: [remove]}
+    delegates: [{agent: helper, description: Writes notes}]
+  helper:
+    internal: true
 """
 
 TOOLS = '''
@@ -46,6 +49,8 @@ async def remove(name: str) -> str:
 
 GREETING = "Hello there, this text is written on a worker a word at a time."
 REMOVED = "Removed a.txt, as you approved it a moment ago."
+NOTE = "The helper's own note, for the coordinator only."
+REPORTED = "My helper wrote its note, and this is my report of it."
 
 
 @dataclass
@@ -60,10 +65,14 @@ class Writer:
     def _said(self, messages: list[ModelMessage]) -> str | ToolCallPart:
         last = messages[-1]
         assert isinstance(last, ModelRequest)
-        if any(isinstance(p, ToolReturnPart) for p in last.parts):
-            return REMOVED
-        if "remove" in str(last.parts[-1].content):
+        returned = [p.tool_name for p in last.parts if isinstance(p, ToolReturnPart)]
+        if returned:
+            return REPORTED if returned == ["helper"] else REMOVED
+        said = str(last.parts[-1].content)
+        if "remove" in said:
             return ToolCallPart("remove", {"name": "a.txt"})
+        if "helper" in said:
+            return ToolCallPart("helper", {"task": "write a note"})
         return GREETING
 
     def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -107,6 +116,7 @@ async def setup(tmp_path: Path, temporal: Project) -> AsyncIterator[Setup]:
     config = load_config(temporal.config(tmp_path, BODY, {"text_tools.py": TOOLS}))
     writer = Writer()
     config.agents["files"].model = writer.model()
+    config.agents["helper"].model = FunctionModel(lambda _m, _i: ModelResponse(parts=[TextPart(NOTE)]))
     started = asyncio.Event()
 
     async def ready(_: str) -> None:
@@ -183,6 +193,19 @@ async def test_a_decision_hears_the_resumed_runs_text_in_pieces(setup: Setup) ->
     assert (done.run.status, done.run.output) == ("completed", REMOVED)
     assert len(heard.pieces) > 1
     assert "".join(heard.pieces) == REMOVED
+
+
+async def test_a_delegates_text_stays_with_its_coordinator(setup: Setup, temporal: Project) -> None:
+    """Only the top-level run's text reaches the front, as in one process: the delegate's child workflow streams
+    nothing."""
+    heard = Heard(setup.writer)
+    async with Sayso(setup.config) as front:
+        done = await front.run("ask the helper", on_text=heard)
+    assert (done.status, done.output) == ("completed", REPORTED)
+    assert len(heard.pieces) > 1 and "".join(heard.pieces) == REPORTED
+    [below] = [w for w in await workflows_on(temporal.address, temporal.task_queue) if w.startswith("sayso-helper-")]
+    assert not any("stream" in t for t in await activity_types(temporal.address, below))
+    assert "text" not in await signals(temporal.address, below)
 
 
 async def sse(client: Any, path: str, body: dict[str, Any], *, seen: Callable[[dict[str, Any]], None]) -> list[Any]:

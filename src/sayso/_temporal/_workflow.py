@@ -20,6 +20,11 @@ retried on another worker when its worker stops heartbeating. Its agent loop run
 activities, an approved call one attempt); the retry asks again under the same Update id and gets
 the same loop. Recording a decision is retried freely (the same decision again is a no-op); sayso's
 refusals are never retried.
+
+A call whose front listens to the run's text (`on_text=`) names it by a token in its options; the
+workflow keeps that call's text (`_text.Texts`: the `text` signals of the loop's model requests)
+until the front has read it through the `read_text` Update. The run's own later work (a timer, a
+delegate settling on its own) and its child workflows carry no token, so they stream nothing.
 """
 
 from __future__ import annotations
