@@ -58,6 +58,8 @@ class Writer:
     """A model that streams its reply a word at a time, and waits after the first word until the front heard it."""
 
     heard: asyncio.Event = field(default_factory=asyncio.Event)
+    cut_once: bool = False
+    """Whether the next streamed reply breaks off after three words (its request then retried by Temporal)."""
 
     def model(self) -> FunctionModel:
         return FunctionModel(self._respond, stream_function=self._stream)
@@ -88,7 +90,10 @@ class Writer:
         yield first
         with contextlib.suppress(TimeoutError):  # never heard: the test fails on the pieces it got
             await asyncio.wait_for(self.heard.wait(), 30)
-        for word in rest:
+        for index, word in enumerate(rest):
+            if index == 2 and self.cut_once:
+                self.cut_once = False
+                raise RuntimeError("the connection to the model dropped")
             yield word
 
 
@@ -168,6 +173,17 @@ async def test_a_run_hears_its_text_in_pieces_while_the_worker_writes_it(setup: 
     assert 0 < (await signals(temporal.address, workflow)).count("text") <= len(heard.pieces)
 
 
+async def test_a_model_request_retried_mid_reply_streams_no_piece_twice(setup: Setup) -> None:
+    """The model's reply breaks off after three words and Temporal asks again: the front hears the text once."""
+    setup.writer.cut_once = True
+    heard = Heard(setup.writer)
+    async with Sayso(setup.config) as front:
+        done = await front.run("hello", on_text=heard)
+    assert not setup.writer.cut_once  # the first attempt did break off
+    assert (done.status, done.output) == ("completed", GREETING)
+    assert "".join(heard.pieces) == GREETING
+
+
 async def test_a_run_nobody_listens_to_is_not_streamed(setup: Setup, temporal: Project) -> None:
     """Without a sink the model is asked as before: no streamed request, no text signal in the run's history."""
     setup.writer.heard.set()
@@ -191,6 +207,18 @@ async def test_a_decision_hears_the_resumed_runs_text_in_pieces(setup: Setup) ->
         heard = Heard(setup.writer)
         done = await front.decide(request.request_id, Approve(), on_text=heard)
     assert (done.run.status, done.run.output) == ("completed", REMOVED)
+    assert len(heard.pieces) > 1
+    assert "".join(heard.pieces) == REMOVED
+
+
+async def test_answering_a_pause_hears_the_resumed_runs_text_in_pieces(setup: Setup) -> None:
+    """`Sayso.answer_pause(on_text=...)` (A2A's and AG-UI's replies): the resumed run's text reaches the front."""
+    async with Sayso(setup.config) as front:
+        paused = await front.run("remove a.txt")
+        [request] = paused.requests
+        heard = Heard(setup.writer)
+        done = await front.answer_pause(paused.run_id, {request.request_id: Approve()}, on_text=heard)
+    assert (done.status, done.output) == ("completed", REMOVED)
     assert len(heard.pieces) > 1
     assert "".join(heard.pieces) == REMOVED
 
