@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from temporalio.client import Client
 
@@ -70,7 +78,7 @@ class Writer:
         returned = [p.tool_name for p in last.parts if isinstance(p, ToolReturnPart)]
         if returned:
             return REPORTED if returned == ["helper"] else REMOVED
-        said = str(last.parts[-1].content)
+        said = " ".join(str(p.content) for p in last.parts if isinstance(p, UserPromptPart))
         if "remove" in said:
             return ToolCallPart("remove", {"name": "a.txt"})
         if "helper" in said:

@@ -126,10 +126,13 @@ class Texts:
 
     @contextlib.contextmanager
     def writing(self, token: str | None) -> Iterator[None]:
-        """While one segment's loop runs here: its batches are kept under `token`; it streams if there is one."""
+        """While one segment's loop runs here: its batches are kept under `token`, if a front still listens to it.
+
+        The loop streams only then; what decides it is this workflow's history, so a replay decides alike.
+        """
         self._writing = token if token in self._kept else None
         self._taken = {}
-        streamed = _STREAMING.set(token is not None)
+        streamed = _STREAMING.set(self._writing is not None)
         try:
             yield
         finally:
