@@ -70,8 +70,8 @@ async def test_an_ag_ui_interrupt_is_resumed_on_temporal(server: InProcess, tmp_
 async def test_an_a2a_stream_ends_on_the_pause_and_on_the_answer_on_temporal(server: InProcess) -> None:
     """SendStreamingMessage against a Temporal front: a working task, then the pause; a reply streams its answer.
 
-    The model's text is written on a worker, so it reaches the stream when the segment ends rather than as it
-    is written (docs/guides/temporal.md#when-to-use-which).
+    The text reaches the stream as the worker's model writes it (tests/temporal/test_temporal_text.py shows it
+    arriving in pieces).
     """
     async with server.client() as client:
         _, events = await stream(client, user_message("delete notes"))

@@ -258,6 +258,8 @@ class LoopCall:
     deferred: DeferredToolResults | None
     deps: RunDeps
     instructions: str | None
+    on_text: TextSink | None = None
+    """Where the segment's text goes as the model writes it: a top-level run's caller's sink, else `None`."""
 
 
 @dataclass(frozen=True, kw_only=True)

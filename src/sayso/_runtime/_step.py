@@ -154,7 +154,11 @@ async def execute(
     allowed = deps.client_tools
     # A client tool's context reaches only the agents allowed to call that tool.
     context = "\n".join(f"Context from the client for the tool {t.name!r}: {t.context}" for t in allowed if t.context)
-    sink = options.on_text if run.parent_run_id is None and not redo else None
+    # Only a top-level run's text reaches the caller. A redo streams none in this process (its
+    # replies are replayed); an executor's loop (`k.loop`) is run once per segment however often the
+    # segment is redone, and a run its front handed over to it is carried on as a redo, so it streams.
+    top_sink = options.on_text if run.parent_run_id is None else None
+    sink = None if redo else top_sink
     working = k.start_working(run.run_id)
     try:
         with working.scope:
@@ -165,7 +169,12 @@ async def execute(
                     )
                     if k.loop is not None and k.loop.covers(built.name):
                         call = LoopCall(
-                            prompt=prompt, history=history, deferred=deferred, deps=deps, instructions=context or None
+                            prompt=prompt,
+                            history=history,
+                            deferred=deferred,
+                            deps=deps,
+                            instructions=context or None,
+                            on_text=top_sink,
                         )
                         result = await k.loop.run(run, call)
                     else:
@@ -175,7 +184,7 @@ async def execute(
                             deferred_tool_results=deferred,
                             deps=deps,
                             instructions=context or None,
-                            event_stream_handler=_text_handler(sink) if sink is not None else None,
+                            event_stream_handler=text_handler(sink) if sink is not None else None,
                             model=ReplayedModel(built.model, replies) if redo else None,
                         )
                         result = LoopResult(
@@ -267,8 +276,11 @@ async def execute(
     return RunResult(run_id=run.run_id, thread_id=run.thread_id, agent=run.agent, status="completed", output=output)
 
 
-def _text_handler(sink: TextSink) -> Callable[[RunContext[Any], AsyncIterable[AgentStreamEvent]], Awaitable[None]]:
-    """A pydantic-ai event handler that hands each piece of text to `sink` as the model writes it."""
+def text_handler(sink: TextSink) -> Callable[[RunContext[Any], AsyncIterable[AgentStreamEvent]], Awaitable[None]]:
+    """A pydantic-ai event handler that hands each piece of text to `sink` as the model writes it.
+
+    Also what a Temporal worker's model-request activity streams a front's text with (`_temporal/_text.py`).
+    """
 
     async def handle(_: RunContext[Any], events: AsyncIterable[AgentStreamEvent]) -> None:
         async for event in events:

@@ -41,6 +41,7 @@ from .._engine.tools import options_of
 from .._runtime._kernel import Kernel
 from .._runtime._runner import CallOptions, Runs
 from .._runtime._step import tool_deps
+from ._text import send_text, streaming
 
 UNKNOWN_ACTIVITY = "sayso.unknown"
 """The activity that records a call cut off by a dead worker as "outcome unknown" (`Activities.unknown`)."""
@@ -223,6 +224,23 @@ class UnknownCall:
     tool_name: str
 
 
+class _Durability(TemporalDurability[LoopDeps]):
+    """pydantic-ai's Temporal durability, its model requests streamed when a front listens to the loop's text.
+
+    Only then (`_text.streaming`, set per loop from its input, so a replay decides alike): a loop
+    nobody listens to asks the model as before, in one non-streamed activity per request, and adds
+    nothing to the history. A streamed request's activity signals the text to the loop's workflow
+    (`_text.send_text`); no other event leaves the activity, and none costs an activity of its own.
+    """
+
+    @property
+    def has_wrap_run_event_stream(self) -> bool:
+        return super().has_wrap_run_event_stream or (self.in_durable_context and streaming())
+
+    def _model_stream_event_handler(self) -> Any:
+        return send_text
+
+
 def durable_agent(
     built: BuiltAgent, spec: AgentConfig, *, heartbeat: timedelta
 ) -> Agent[LoopDeps, str | DeferredToolRequests]:
@@ -240,7 +258,7 @@ def durable_agent(
     toolset = _OnceOrRetried(
         DynamicToolset(gated, per_run_step=True, id=TOOLSET_ID), retried=retried, heartbeat=heartbeat
     )
-    durability: TemporalDurability[LoopDeps] = TemporalDurability(
+    durability = _Durability(
         name=built.name,
         deps_type=LoopDeps,
         run_context_type=SaysoRunContext,

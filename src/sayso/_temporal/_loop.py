@@ -29,6 +29,7 @@ from .._runtime._runner import LoopCall, LoopResult
 from .._store import RunRecord
 from ._durable import LOOP_DEPS, LoopDeps, attached_json, attached_of
 from ._shapes import workflow_id
+from ._text import TextTo
 
 LOOP_UPDATE = "loop"
 """The Update of a run's workflow that runs one agent segment's loop in it."""
@@ -46,6 +47,8 @@ class LoopInput:
     deferred: str | None
     deps: str
     instructions: str | None
+    text: str | None = None
+    """The token a front listens to the segment's text under (`_text`): the loop streams then; `None`: it does not."""
 
 
 @dataclass
@@ -109,6 +112,7 @@ class TemporalLoop:
             deferred=_deferred_json(call.deferred),
             deps=LOOP_DEPS.dump_json(LoopDeps.of(call.deps)).decode(),
             instructions=call.instructions,
+            text=call.on_text.token if isinstance(call.on_text, TextTo) else None,
         )
         # The loop runs in the workflow the run is worked on in: its own, top-level or a child (a
         # delegate's, a graph's agent node's). One segment, one Update id (the run, and its start or

@@ -21,6 +21,7 @@ from .._core.requests import Scope
 from .._runtime._runner import CallOptions
 from .._store import RunRecord
 from ..exceptions import SaysoError
+from ._text import TextTo
 
 RUN_WORKFLOW = "sayso.run"
 """The workflow type of a sayso run."""
@@ -127,15 +128,30 @@ class Standing:
         return self.status in ("paused", "running")
 
 
-def options_json(options: CallOptions) -> str:
-    """`CallOptions` as JSON (a text sink stays behind: a worker's text reaches no front)."""
-    return json_of({"grants": _GRANTS.dump_python(options.grants, mode="json"), "widest": options.widest})
+def options_json(options: CallOptions, *, text: str | None = None) -> str:
+    """`CallOptions` as JSON; a text sink stays behind, named by the token `text` its front listens under (`_text`)."""
+    raw: dict[str, object] = {"grants": _GRANTS.dump_python(options.grants, mode="json"), "widest": options.widest}
+    if text is not None:
+        raw["text"] = text
+    return json_of(raw)
 
 
 def options_of(text: str) -> CallOptions:
-    """`CallOptions` from `options_json`."""
+    """`CallOptions` from `options_json`: a listened-to call's sink is its token (`TextTo`), for its loop."""
     raw = json_loads(text)
-    return CallOptions(grants=_GRANTS.validate_python(raw["grants"]), widest=_SCOPE.validate_python(raw["widest"]))
+    token = raw.get("text")
+    return CallOptions(
+        grants=_GRANTS.validate_python(raw["grants"]),
+        widest=_SCOPE.validate_python(raw["widest"]),
+        on_text=TextTo(token) if isinstance(token, str) else None,
+    )
+
+
+def text_of(options: str) -> tuple[str | None, str]:
+    """The token a call's front listens to its text under (`None`: it does not), and the options without it."""
+    raw = json_loads(options)
+    token = raw.pop("text", None)
+    return (token if isinstance(token, str) else None), json_of(raw)
 
 
 def principal_json(principal: Principal) -> str:

@@ -20,6 +20,11 @@ retried on another worker when its worker stops heartbeating. Its agent loop run
 activities, an approved call one attempt); the retry asks again under the same Update id and gets
 the same loop. Recording a decision is retried freely (the same decision again is a no-op); sayso's
 refusals are never retried.
+
+A call whose front listens to the run's text (`on_text=`) names it by a token in its options; the
+workflow keeps that call's text (`_text.Texts`: the `text` signals of the loop's model requests)
+until the front has read it through the `read_text` Update. The run's own later work (a timer, a
+delegate settling on its own) and its child workflows carry no token, so they stream nothing.
 """
 
 from __future__ import annotations
@@ -49,8 +54,10 @@ from ._shapes import (
     Standing,
     failure,
     principal_of,
+    text_of,
 )
 from ._steps import STEP_UPDATE, StepInput, StepOutput, run_step
+from ._text import READ_UPDATE, TEXT_SIGNAL, TextAsk, TextBatch, TextRead, Texts
 
 SEGMENT_TIMEOUT = timedelta(hours=6)
 """The longest one segment (model requests and tool calls between two stops) may take."""
@@ -73,9 +80,13 @@ _T = TypeVar("_T")
 class SaysoRun:
     """One sayso run (and the runs below it): segments as activities, a pause as a wait for Updates."""
 
-    def __init__(self) -> None:
+    @workflow.init
+    def __init__(self, start: RunInput) -> None:
         self._run_id = ""
-        self._options = ""
+        # The text of the start's call, if its front listens (`_text`); the run's later work streams none.
+        self._texts = Texts()
+        self._start_text, self._options = text_of(start.options)
+        self._texts.open(self._start_text)
         self._standing: Standing | None = None
         self._ready = False  # the first segment stopped and the delegates it started settled
         self._seen = 0
@@ -96,12 +107,12 @@ class SaysoRun:
     @workflow.run
     async def run(self, start: RunInput) -> str:
         self._run_id = start.run_id
-        self._options = start.options
         self._heartbeat = timedelta(seconds=start.heartbeat_seconds)
         async with self._lock:
             self._set(await self._segment("sayso.segment", SegmentInput(start.run_id, start.handed_by, start.options)))
-            await self._settle()
+            await self._settle(start.options)
         self._ready = True
+        self._texts.end(self._start_text)
         await self._report([])
         # Workflows started before escalation steps were timers of their own replay without them.
         escalating = workflow.patched(_ESCALATION_TIMERS)
@@ -141,7 +152,22 @@ class SaysoRun:
     @workflow.update(name=LOOP_UPDATE)
     async def loop(self, asked: LoopInput) -> LoopOutput:
         """Run one agent segment's loop here (`_loop.run_loop`), for the segment activity that asked and waits."""
-        return await run_loop(asked)
+        with self._texts.writing(asked.text):
+            return await run_loop(asked)
+
+    @workflow.signal(name=TEXT_SIGNAL)
+    def text(self, batch: TextBatch) -> None:
+        """A batch of the text a model request of the running loop wrote (`_text.send_text`): kept for the front."""
+        self._texts.take(batch)
+
+    @workflow.update(name=READ_UPDATE)
+    async def read_text(self, asked: TextAsk) -> TextRead:
+        """A front's long-poll for the text of its call (`_text.listen`)."""
+        return await self._texts.read(asked)
+
+    @read_text.validator
+    def _text_kept(self, asked: TextAsk) -> None:
+        self._texts.check(asked)
 
     @workflow.update(name=STEP_UPDATE)
     async def step(self, asked: StepInput) -> StepOutput:
@@ -161,18 +187,23 @@ class SaysoRun:
         A decision on a delegate's request is recorded here too; the delegate's own (child) workflow
         resumes its run, and this Update returns once that settled and this run was carried on.
         """
-        async with self._lock:
-            recorded = await self._quick("sayso.record", decision, Recorded)
-            if decision.resume and recorded.owner is not None and await self._tell(recorded.owner, decision):
-                await workflow.wait_condition(lambda: decision.request_id in self._reported)
-                self._below_handled = self._below
-                self._set(await self._segment("sayso.advance", self._advance_input(decision.options)))
-                await self._settle()
-            elif decision.resume and recorded.ready:
-                self._set(await self._segment("sayso.advance", self._advance_input(decision.options)))
-                await self._settle()
-            else:
-                self._set(await self._quick("sayso.standing", self._run_id, Standing))
+        token = text_of(decision.options)[0]
+        self._texts.open(token)
+        try:
+            async with self._lock:
+                recorded = await self._quick("sayso.record", decision, Recorded)
+                if decision.resume and recorded.owner is not None and await self._tell(recorded.owner, decision):
+                    await workflow.wait_condition(lambda: decision.request_id in self._reported)
+                    self._below_handled = self._below
+                    self._set(await self._segment("sayso.advance", self._advance_input(decision.options)))
+                    await self._settle(decision.options)
+                elif decision.resume and recorded.ready:
+                    self._set(await self._segment("sayso.advance", self._advance_input(decision.options)))
+                    await self._settle(decision.options)
+                else:
+                    self._set(await self._quick("sayso.standing", self._run_id, Standing))
+        finally:
+            self._texts.end(token)
         return recorded.recorded
 
     @decide.validator
@@ -199,9 +230,14 @@ class SaysoRun:
     @workflow.update(name="advance")
     async def advance(self, asked: AdvanceInput) -> str:
         """Carry the paused run on (a resume asked for, an answered pause, a forced skip)."""
-        async with self._lock:
-            self._set(await self._segment("sayso.advance", asked))
-            await self._settle()
+        token = text_of(asked.options)[0]
+        self._texts.open(token)
+        try:
+            async with self._lock:
+                self._set(await self._segment("sayso.advance", asked))
+                await self._settle(asked.options)
+        finally:
+            self._texts.end(token)
         return self._now().status
 
     @workflow.signal(name="changed")
@@ -228,11 +264,12 @@ class SaysoRun:
     def _advance_input(self, options: str | None = None) -> AdvanceInput:
         return AdvanceInput(self._run_id, force=False, options=self._options if options is None else options)
 
-    async def _settle(self) -> None:
+    async def _settle(self, options: str | None = None) -> None:
         """Start child workflows for the delegates' runs this run's pause waits on; carry it on once they settled.
 
         Each child settles paused, or ended (a finished delegate answers its call); the run carried on may
-        call new delegates, started the same way, until none is new.
+        call new delegates, started the same way, until none is new. `options` are the call's that carries
+        the run on (its front hears its text); `None`: the run's own, which stream no text.
         """
         while True:
             for below in self._now().below:
@@ -248,7 +285,7 @@ class SaysoRun:
             await workflow.wait_condition(lambda: all(self._children[r].done() for r in self._unsettled))
             self._unsettled.clear()
             self._below_handled = self._below
-            self._set(await self._segment("sayso.advance", self._advance_input()))
+            self._set(await self._segment("sayso.advance", self._advance_input(options)))
 
     async def _tell(self, owner: str, decision: DecideInput) -> bool:
         """Tell a delegate's workflow that a decision on its run was recorded; whether it is there to hear it."""
