@@ -79,7 +79,7 @@ class _Rewrite:
         fields = {key: self.schema(value) for key, value in node.items()}
         return node if all(fields[key] is node[key] for key in node) else fields
 
-    def _usage(self, node: dict[str, Any]) -> dict[str, Any]:
+    def _usage(self, node: dict[str, object]) -> dict[str, object]:
         """The usage dataclass's own schema, rejecting keys it does not declare (pydantic-ai keeps them)."""
         inner = node.get("schema")
         if not (isinstance(inner, dict) and inner.get("type") == "dataclass"):
@@ -90,7 +90,7 @@ class _Rewrite:
         self.usages += 1
         return {**inner, "schema": {**self.schema(args), "extra_behavior": "forbid"}}
 
-    def _tool_kind(self, node: dict[str, Any]) -> dict[str, Any]:
+    def _tool_kind(self, node: dict[str, object]) -> dict[str, object]:
         """A base part's `tool_kind` accepts only null: a set one is for pydantic-ai's registry to resolve."""
         field = node.get("schema")
         if not isinstance(field, dict) or field.get("type") != "default":
