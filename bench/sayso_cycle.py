@@ -116,15 +116,35 @@ class StoreTimes:
         Agent.run = run  # type: ignore[method-assign]  # a process global of the benchmark only
 
     def install_decode_counter(self) -> None:
-        """Count the decodes of stored message history (`ModelMessagesTypeAdapter.validate_json`) as " decodes"."""
+        """Count the passes over stored message history as " decodes": `ModelMessagesTypeAdapter.validate_json`, and
+        the store's trusted schema (`sayso._store._trusted`) where it decodes a long history."""
         from pydantic_ai.messages import ModelMessagesTypeAdapter
 
+        from sayso._store import _messages
+
         original = ModelMessagesTypeAdapter.validate_json
+        trusted = getattr(_messages, "trusted_validator", None)  # None: sources from before the trusted schema
+        counts = self.n
 
         def validate_json(*a: Any, **k: Any) -> Any:
-            self.n[" decodes"] += 1
+            counts[" decodes"] += 1
             return original(*a, **k)
 
+        class Counted:
+            def __init__(self, validator: Any) -> None:
+                self.validator = validator
+
+            def validate_json(self, *a: Any, **k: Any) -> Any:
+                counts[" decodes"] += 1
+                return self.validator.validate_json(*a, **k)
+
+        def counted() -> Any:
+            assert trusted is not None
+            validator = trusted()
+            return None if validator is None else Counted(validator)
+
+        if trusted is not None:
+            _messages.trusted_validator = counted  # benchmark only
         ModelMessagesTypeAdapter.validate_json = validate_json  # type: ignore[method-assign]  # benchmark only
 
     def snapshot(self) -> tuple[dict[str, float], dict[str, int]]:
