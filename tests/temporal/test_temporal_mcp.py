@@ -1,8 +1,9 @@
 """MCP on Temporal, both ways: sayso's `/mcp` interface on a front, and an agent that binds an MCP server.
 
-An agent with MCP bindings keeps its loop inside the segment's activity on one worker (its live
-sessions, and the forms they ask for, are that process's), not in the run's workflow; its pause
-still outlives the worker (docs/guides/temporal.md#what-runs-where).
+An agent with MCP bindings runs its loop in the run's workflow like any agent: its model requests and
+its MCP calls are activities, each worker with MCP sessions of its own. A form a server pushes
+mid-call is held by the worker whose call activity asked it; an answer given on any front reaches
+that call there (docs/guides/temporal.md#what-runs-where).
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from mcp.client.streamable_http import streamable_http_client
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 
-from sayso import ApprovalRequest, Approve, Sayso
+from sayso import Accept, ApprovalRequest, Approve, ElicitationRequest, InvalidDecision, Sayso
 from sayso.protocols import protocol_apps, protocol_routers
 from sayso.server import create_app
 
 from ..conftest import LiveServer
+from ..mcp_tools.conftest import ElicitServer, elicit_server, elicit_server_process  # noqa: F401
 from .conftest import Project, workflows_on
 
 
@@ -95,11 +97,11 @@ def commits(repo: Path) -> list[str]:
     return out.stdout.split("\n")[:-1] if out.returncode == 0 else []
 
 
-async def test_an_agent_binding_an_mcp_server_works_on_a_worker_its_loop_inside_the_segment(
+async def test_an_agent_binding_an_mcp_server_runs_its_loop_in_the_workflow_and_its_approval_outlives_a_worker(
     tmp_path: Path, temporal: Project
 ) -> None:
     """`mcp-server-git` bound over stdio: the commit waits for approval, outlives its worker (kill -9), and is made
-    once by the next; the run's history has its segments but no model request or tool call activity of its own."""
+    once by the next; the run's history has each model request and each MCP call (listing too) as an activity."""
     repo = tmp_path / "repo"
     repo.mkdir()
     for args in (["init", "-q", "-b", "main"], ["config", "user.email", "t@example.com"], ["config", "user.name", "T"]):
@@ -128,4 +130,66 @@ async def test_an_agent_binding_an_mcp_server_works_on_a_worker_its_loop_inside_
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
     assert "sayso.segment" in activities and "sayso.advance" in activities
-    assert not [a for a in activities if a.startswith("agent__")], activities
+    calls = "agent__ops__dynamic_toolset__sayso__call_tool"
+    # Two model requests per segment (the call, then the reply), a listing before each; the commit asked
+    # for approval in one call activity and ran in another, on the worker started after the kill.
+    assert activities.count("agent__ops__model_request") == 3, activities
+    assert activities.count(calls) == 2, activities
+    assert "agent__ops__dynamic_toolset__sayso__get_tools" in activities
+
+
+FORM_SCRIPT = """
+name: host
+rules:
+  - {user: '^book (?P<d>.+)$', call: book_table, args: {day: "{d}"}}
+  - {tool: book_table, reply: "{result}"}
+"""
+
+FORM_BODY = """
+models:
+  demo: {{scripted: script.yaml}}
+mcp_servers:
+  booking: {{url: "{url}", session: legacy}}
+agents:
+  host:
+    model: demo
+    mcp:
+      - {{server: booking, tools: [book_table]}}
+"""
+
+
+async def test_a_form_a_server_asks_mid_call_on_a_worker_is_answered_from_a_front_on_that_live_call(
+    tmp_path: Path, temporal: Project, elicit_server: ElicitServer
+) -> None:
+    """The server pushes a form while a worker's call activity serves `book_table`: the run pauses with it, held by
+    that worker. A wrong answer from the front is refused with the form still open; the right one goes to the
+    worker holding the call (its own task queue), whichever worker carries the run on, and is answered there once."""
+    config = temporal.config(tmp_path, FORM_BODY.format(url=elicit_server.mcp_url), {"script.yaml": FORM_SCRIPT})
+    pool = temporal.workers(config)
+    pool.start()
+    pool.start()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("book fri", agent="host")
+        assert paused.status == "paused", paused
+        [request] = paused.requests
+        assert isinstance(request, ElicitationRequest) and request.delivery == "live" and request.needs_holder
+        assert request.holder is not None  # the worker whose call activity holds the call
+        assert elicit_server.answers() == []  # the server still waits on its question
+        with pytest.raises(InvalidDecision) as refused:
+            await front.decide(request.request_id, Accept(content={"people": "many"}))
+        assert refused.value.fields == {"people": "'many' is not of type 'integer'", "name": "is required"}
+        still = await front.result(paused.run_id)
+        assert still.status == "paused" and [r.request_id for r in still.requests] == [request.request_id]
+        done = (await front.decide(request.request_id, Accept(content={"people": 2, "name": "Ada"}))).run
+    assert done.status == "completed" and done.output == "Booked fri for 2 (Ada)", done
+    # One question, answered once, on the one call: the table is booked once.
+    assert elicit_server.answers() == ["accept"]
+    assert elicit_server.bookings() == ["fri:2:Ada"]
+    client = await TemporalClient.connect(temporal.address)
+    queues = [
+        event.activity_task_scheduled_event_attributes.task_queue.name
+        async for event in client.get_workflow_handle(f"sayso-host-{done.run_id}").fetch_history_events()
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and event.activity_task_scheduled_event_attributes.activity_type.name.endswith("__call_tool")
+    ]
+    assert queues == [temporal.task_queue, f"{temporal.task_queue}@{request.holder}"], queues
