@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types
 import pytest
@@ -22,7 +23,8 @@ from mcp.client.streamable_http import streamable_http_client
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 
-from sayso import Accept, ApprovalRequest, Approve, ElicitationRequest, InvalidDecision, Sayso
+from sayso import Accept, ApprovalRequest, Approve, CallEnded, ElicitationRequest, InvalidDecision, Sayso
+from sayso._engine.mcp.toolset import CALL_ENDED
 from sayso.protocols import protocol_apps, protocol_routers
 from sayso.server import create_app
 
@@ -193,3 +195,30 @@ async def test_a_form_a_server_asks_mid_call_on_a_worker_is_answered_from_a_fron
         and event.activity_task_scheduled_event_attributes.activity_type.name.endswith("__call_tool")
     ]
     assert queues == [temporal.task_queue, f"{temporal.task_queue}@{request.holder}"], queues
+
+
+async def test_a_form_whose_holding_worker_was_killed_is_refused_and_the_call_is_not_made_again(
+    tmp_path: Path, temporal: Project, elicit_server: ElicitServer
+) -> None:
+    """kill -9 the worker holding the live call: an answer from the front is refused (`CallEnded`), the form closes
+    as cancelled, and the run carries on on another worker, the model told the call did not complete; nothing is
+    booked, and the call is never issued again (a tool that may not run twice)."""
+    config = temporal.config(tmp_path, FORM_BODY.format(url=elicit_server.mcp_url), {"script.yaml": FORM_SCRIPT})
+    pool = temporal.workers(config)
+    first = pool.start()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("book sat", agent="host")
+        [request] = paused.requests
+        assert isinstance(request, ElicitationRequest) and request.holder is not None
+        assert f":{first.pid}:" in request.holder
+        pool.start()
+        pool.kill(first)
+        with pytest.raises(CallEnded):
+            await front.decide(request.request_id, Accept(content={"people": 2, "name": "Ada"}))
+        done = await front.result(paused.run_id)
+    assert done.status == "completed" and done.output == CALL_ENDED, done
+    assert elicit_server.bookings() == []
+    assert "accept" not in elicit_server.answers()
+    handle = (await TemporalClient.connect(temporal.address)).get_workflow_handle(f"sayso-host-{done.run_id}")
+    with anyio.fail_after(30):
+        assert await handle.result() == "completed"  # its workflow read where the run stands, and ended too
