@@ -8,6 +8,7 @@ that call there (docs/guides/temporal.md#what-runs-where).
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -222,3 +223,27 @@ async def test_a_form_whose_holding_worker_was_killed_is_refused_and_the_call_is
     handle = (await TemporalClient.connect(temporal.address)).get_workflow_handle(f"sayso-host-{done.run_id}")
     with anyio.fail_after(30):
         assert await handle.result() == "completed"  # its workflow read where the run stands, and ended too
+
+
+async def test_a_worker_stopped_with_ctrl_c_closes_the_form_it_holds_and_the_run_carries_on_elsewhere(
+    tmp_path: Path, temporal: Project, elicit_server: ElicitServer
+) -> None:
+    """Ctrl-C the worker holding the live call: it closes the form as cancelled (the server hears cancel on its call)
+    and asks the run's workflow to carry on, which another worker does; the model reads the call did not complete."""
+    config = temporal.config(tmp_path, FORM_BODY.format(url=elicit_server.mcp_url), {"script.yaml": FORM_SCRIPT})
+    pool = temporal.workers(config)
+    first = pool.start()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("book sun", agent="host")
+        [request] = paused.requests
+        assert isinstance(request, ElicitationRequest) and f":{first.pid}:" in (request.holder or "")
+        pool.start()
+        first.send_signal(signal.SIGINT)
+        first.wait(60)
+        handle = (await TemporalClient.connect(temporal.address)).get_workflow_handle(f"sayso-host-{paused.run_id}")
+        with anyio.fail_after(60):
+            assert await handle.result() == "completed"
+        done = await front.result(paused.run_id)
+    assert done.status == "completed" and done.output == CALL_ENDED and not done.requests, done
+    assert elicit_server.answers() == ["cancel"]
+    assert elicit_server.bookings() == []
