@@ -91,16 +91,21 @@ class Holder:
                 self._changed = anyio.Event()
 
     async def _adopt(self) -> None:
-        """Hold the pauses another runtime saved as this one's to keep: their calls are parked here."""
+        """Hold the pauses another runtime saved as this one's to keep: their calls are parked here.
+
+        A call parked for a run that ended meanwhile (its form answered by nobody) hears cancel.
+        """
         k = self.c.k
-        for run_id in {run_id for run_id, _ in self.host.parked} - set(k.held):
+        for key in [key for key in self.host.parked if key[0] not in k.held]:
             try:
-                run = await k.store.get_run(run_id)
+                run = await k.store.get_run(key[0])
             except SaysoError:
-                logger.warning("could not read run %s, whose call is parked here", run_id, exc_info=True)
+                logger.warning("could not read run %s, whose call is parked here", key[0], exc_info=True)
                 continue
             if run.status == "paused" and run.pause_id is not None and run.lease_holder == k.holder:
-                k.held[run_id] = run.pause_id
+                k.held[run.run_id] = run.pause_id
+            elif run.status in ("completed", "failed", "cancelled"):
+                self.host.close_question(key)
 
     async def _look(self, run_id: str, pause_id: str, *, renew: bool) -> None:
         k = self.c.k
