@@ -328,6 +328,25 @@ async def test_a_held_pause_is_renewed_by_its_holder_listed_when_it_lapses_and_r
     assert not await store.release_hold("run_2", ME)
 
 
+async def test_a_pause_held_for_its_keeper_is_the_keeper_s_to_renew_and_release(store: RunStore) -> None:
+    """A pause saved by its lease holder with another runtime as `keeper` (the one holding the live call) is held by
+    that runtime: only it renews or releases the hold; without a hold, a keeper changes nothing."""
+    keeper = "host:3:c"
+    run = await start(store)
+    await store.save_pause(
+        run, holder=ME, pause_id="pau_1", new_messages=(), requests=[], now=NOW, hold_until=NOW + 30, keeper=keeper
+    )
+    held = await store.get_run(run.run_id)
+    assert (held.status, held.lease_holder, held.lease_expires_at) == ("paused", keeper, NOW + 30)
+    assert not await store.renew_lease(run.run_id, ME, NOW + 60)
+    assert await store.renew_lease(run.run_id, keeper, NOW + 60)
+    assert not await store.release_hold(run.run_id, ME)
+    assert await store.release_hold(run.run_id, keeper)
+    other = await start(store, "thr_2", "run_2")
+    await store.save_pause(other, holder=ME, pause_id="pau_2", new_messages=(), requests=[], now=NOW, keeper=keeper)
+    assert (await store.get_run("run_2")).lease_holder is None
+
+
 # pauses
 
 

@@ -28,6 +28,7 @@ from temporalio.client import Client
 from tests.tools import missing
 
 from ..conftest import EXAMPLE, free_port
+from ..mcp_tools.conftest import elicit_server, elicit_server_process  # noqa: F401 - the MCP tests' test server
 from ..protocols.conftest import filled
 
 _T = TypeVar("_T")

@@ -1,18 +1,21 @@
 """MCP on Temporal, both ways: sayso's `/mcp` interface on a front, and an agent that binds an MCP server.
 
-An agent with MCP bindings keeps its loop inside the segment's activity on one worker (its live
-sessions, and the forms they ask for, are that process's), not in the run's workflow; its pause
-still outlives the worker (docs/guides/temporal.md#what-runs-where).
+An agent with MCP bindings runs its loop in the run's workflow like any agent: its model requests and
+its MCP calls are activities, each worker with MCP sessions of its own. A form a server pushes
+mid-call is held by the worker whose call activity asked it; an answer given on any front reaches
+that call there (docs/guides/temporal.md#what-runs-where).
 """
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types
 import pytest
@@ -21,11 +24,13 @@ from mcp.client.streamable_http import streamable_http_client
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 
-from sayso import ApprovalRequest, Approve, Sayso
+from sayso import Accept, ApprovalRequest, Approve, CallEnded, ElicitationRequest, InvalidDecision, Sayso
+from sayso._engine.mcp.toolset import CALL_ENDED
 from sayso.protocols import protocol_apps, protocol_routers
 from sayso.server import create_app
 
 from ..conftest import LiveServer
+from ..mcp_tools.conftest import ElicitServer
 from .conftest import Project, workflows_on
 
 
@@ -95,11 +100,11 @@ def commits(repo: Path) -> list[str]:
     return out.stdout.split("\n")[:-1] if out.returncode == 0 else []
 
 
-async def test_an_agent_binding_an_mcp_server_works_on_a_worker_its_loop_inside_the_segment(
+async def test_an_agent_binding_an_mcp_server_runs_its_loop_in_the_workflow_and_its_approval_outlives_a_worker(
     tmp_path: Path, temporal: Project
 ) -> None:
     """`mcp-server-git` bound over stdio: the commit waits for approval, outlives its worker (kill -9), and is made
-    once by the next; the run's history has its segments but no model request or tool call activity of its own."""
+    once by the next; the run's history has each model request and each MCP call (listing too) as an activity."""
     repo = tmp_path / "repo"
     repo.mkdir()
     for args in (["init", "-q", "-b", "main"], ["config", "user.email", "t@example.com"], ["config", "user.name", "T"]):
@@ -128,4 +133,117 @@ async def test_an_agent_binding_an_mcp_server_works_on_a_worker_its_loop_inside_
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
     assert "sayso.segment" in activities and "sayso.advance" in activities
-    assert not [a for a in activities if a.startswith("agent__")], activities
+    calls = "agent__ops__dynamic_toolset__sayso__call_tool"
+    # A model request per segment (the call; then the reply), a listing before each; the commit asked for
+    # approval in one call activity and ran in another, on the worker started after the kill.
+    assert activities.count("agent__ops__model_request") == 2, activities
+    assert activities.count(calls) == 2, activities
+    assert "agent__ops__dynamic_toolset__sayso__get_tools" in activities
+
+
+FORM_SCRIPT = """
+name: host
+rules:
+  - {user: '^book (?P<d>.+)$', call: book_table, args: {day: "{d}"}}
+  - {tool: book_table, reply: "{result}"}
+"""
+
+FORM_BODY = """
+models:
+  demo: {{scripted: script.yaml}}
+mcp_servers:
+  booking: {{url: "{url}", session: legacy}}
+agents:
+  host:
+    model: demo
+    mcp:
+      - {{server: booking, tools: [book_table]}}
+"""
+
+
+async def test_a_form_a_server_asks_mid_call_on_a_worker_is_answered_from_a_front_on_that_live_call(
+    tmp_path: Path, temporal: Project, elicit_server: ElicitServer
+) -> None:
+    """The server pushes a form while a worker's call activity serves `book_table`: the run pauses with it, held by
+    that worker. A wrong answer from the front is refused with the form still open; the right one goes to the
+    worker holding the call (its own task queue), whichever worker carries the run on, and is answered there once."""
+    config = temporal.config(tmp_path, FORM_BODY.format(url=elicit_server.mcp_url), {"script.yaml": FORM_SCRIPT})
+    pool = temporal.workers(config)
+    pool.start()
+    pool.start()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("book fri", agent="host")
+        assert paused.status == "paused", paused
+        [request] = paused.requests
+        assert isinstance(request, ElicitationRequest) and request.delivery == "live" and request.needs_holder
+        assert request.holder is not None  # the worker whose call activity holds the call
+        assert elicit_server.answers() == []  # the server still waits on its question
+        with pytest.raises(InvalidDecision) as refused:
+            await front.decide(request.request_id, Accept(content={"people": "many"}))
+        assert refused.value.fields == {"people": "'many' is not of type 'integer'", "name": "is required"}
+        still = await front.result(paused.run_id)
+        assert still.status == "paused" and [r.request_id for r in still.requests] == [request.request_id]
+        done = (await front.decide(request.request_id, Accept(content={"people": 2, "name": "Ada"}))).run
+    assert done.status == "completed" and done.output == "Booked fri for 2 (Ada)", done
+    # One question, answered once, on the one call: the table is booked once.
+    assert elicit_server.answers() == ["accept"]
+    assert elicit_server.bookings() == ["fri:2:Ada"]
+    client = await TemporalClient.connect(temporal.address)
+    queues = [
+        event.activity_task_scheduled_event_attributes.task_queue.name
+        async for event in client.get_workflow_handle(f"sayso-host-{done.run_id}").fetch_history_events()
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and event.activity_task_scheduled_event_attributes.activity_type.name.endswith("__call_tool")
+    ]
+    assert queues == [temporal.task_queue, f"{temporal.task_queue}@{request.holder}"], queues
+
+
+async def test_a_form_whose_holding_worker_was_killed_is_refused_and_the_call_is_not_made_again(
+    tmp_path: Path, temporal: Project, elicit_server: ElicitServer
+) -> None:
+    """kill -9 the worker holding the live call: an answer from the front is refused (`CallEnded`), the form closes
+    as cancelled, and the run carries on on another worker, the model told the call did not complete; nothing is
+    booked, and the call is never issued again (a tool that may not run twice)."""
+    config = temporal.config(tmp_path, FORM_BODY.format(url=elicit_server.mcp_url), {"script.yaml": FORM_SCRIPT})
+    pool = temporal.workers(config)
+    first = pool.start()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("book sat", agent="host")
+        [request] = paused.requests
+        assert isinstance(request, ElicitationRequest) and request.holder is not None
+        assert f":{first.pid}:" in request.holder
+        pool.start()
+        pool.kill(first)
+        with pytest.raises(CallEnded):
+            await front.decide(request.request_id, Accept(content={"people": 2, "name": "Ada"}))
+        done = await front.result(paused.run_id)
+    assert done.status == "completed" and done.output == CALL_ENDED, done
+    assert elicit_server.bookings() == []
+    assert "accept" not in elicit_server.answers()
+    handle = (await TemporalClient.connect(temporal.address)).get_workflow_handle(f"sayso-host-{done.run_id}")
+    with anyio.fail_after(30):
+        assert await handle.result() == "completed"  # its workflow read where the run stands, and ended too
+
+
+async def test_a_worker_stopped_with_ctrl_c_closes_the_form_it_holds_and_the_run_carries_on_elsewhere(
+    tmp_path: Path, temporal: Project, elicit_server: ElicitServer
+) -> None:
+    """Ctrl-C the worker holding the live call: it closes the form as cancelled (the server hears cancel on its call)
+    and asks the run's workflow to carry on, which another worker does; the model reads the call did not complete."""
+    config = temporal.config(tmp_path, FORM_BODY.format(url=elicit_server.mcp_url), {"script.yaml": FORM_SCRIPT})
+    pool = temporal.workers(config)
+    first = pool.start()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("book sun", agent="host")
+        [request] = paused.requests
+        assert isinstance(request, ElicitationRequest) and f":{first.pid}:" in (request.holder or "")
+        pool.start()
+        first.send_signal(signal.SIGINT)
+        first.wait(60)
+        handle = (await TemporalClient.connect(temporal.address)).get_workflow_handle(f"sayso-host-{paused.run_id}")
+        with anyio.fail_after(60):
+            assert await handle.result() == "completed"
+        done = await front.result(paused.run_id)
+    assert done.status == "completed" and done.output == CALL_ENDED and not done.requests, done
+    assert elicit_server.answers() == ["cancel"]
+    assert elicit_server.bookings() == []

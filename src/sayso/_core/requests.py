@@ -265,6 +265,9 @@ class ElicitationRequest(RequestBase):
     replay: bool = False
     """`live` delivery: the call may be issued again with the answer (a read-only or idempotent tool, or a
     binding's `replay_elicitation`), so a process other than the one holding the call can deliver it."""
+    holder: str | None = None
+    """`live` delivery: the runtime whose MCP host holds the call (its lease-holder id), which alone can hand the
+    answer back on it; on Temporal the resumed call is run on that worker (docs/guides/temporal.md)."""
 
     @property
     def needs_holder(self) -> bool:

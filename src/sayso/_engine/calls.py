@@ -64,6 +64,8 @@ class Elicitation:
     """`task` delivery: the server's create-task result."""
     replay: bool = False
     """`live` delivery: the call may be issued again with the answer (see `ElicitationRequest.replay`)."""
+    holder: str | None = None
+    """`live` delivery: the runtime holding the call (see `ElicitationRequest.holder`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

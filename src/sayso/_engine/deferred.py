@@ -107,6 +107,7 @@ def requests_from(
                         delivery=asked.delivery,
                         task=asked.task,
                         replay=asked.replay,
+                        holder=asked.holder,
                     )
                 )
             case _ if call.tool_call_id in approval_ids:

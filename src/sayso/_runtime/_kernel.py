@@ -68,6 +68,10 @@ class Kernel:
     held: dict[str, str] = field(default_factory=dict[str, str])
     """Paused runs this runtime holds, by run id: their pause (its id) waits on a live MCP call parked here that
     only this runtime can answer; `_live` renews each hold and carries the run on once it is answered."""
+    routes_held_calls: bool = False
+    """A held form's resumed call is sent to the runtime holding it wherever the run is carried on (a Temporal
+    worker's tool activity runs on its holder's own task queue): any runtime carries such a run on, none waits
+    for the holder to, and a holder only renews its holds (`_live`)."""
 
     loop: AgentLoop | None = None
     """Where agent segments' loops run when not here: a Temporal worker's durable agent loop (`sayso._temporal`)."""

@@ -14,11 +14,18 @@ looks for answers given in any process and carries the run on here, where the ca
 the call when the form was closed elsewhere. When the runtime closes, every such form is closed as
 cancelled first and its run carried on (the server hears cancel on the call), so none stays open
 for an answer nobody could deliver; then the calls still open are cut.
+
+On a Temporal worker (`Kernel.routes_held_calls`) the call is parked by a tool activity, whose
+segment another worker may have saved the pause in, naming this runtime its keeper: the holder
+finds such pauses by the calls parked here and holds them. It carries nothing on itself: the run's
+workflow does, on any worker, and sends the resumed call here (`_temporal/_durable.py`), so a call
+whose form a person answered stays parked until that call takes it.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
@@ -26,7 +33,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from .._core.audit_events import audit_body
-from .._core.deciding import needs_holder
+from .._core.deciding import closed_by_sayso, needs_holder
 from .._core.decisions import Cancel, DecisionRecord
 from .._core.resume import open_requests
 from ..exceptions import SaysoError
@@ -59,6 +66,8 @@ class Holder:
         """Held runs this holder is carrying on right now (answered; their resume is under way)."""
         self._changed = anyio.Event()
         self._group: TaskGroup | None = None
+        self.carry_on: Callable[[str], Awaitable[None]] = self._resume_here
+        """How a closing runtime carries on a run whose forms it closed: here, or (on a worker) in its workflow."""
 
     async def watch(self) -> None:
         """Look at every held pause a few times a second and renew the holds every third of a lease (a host task)."""
@@ -71,6 +80,8 @@ class Holder:
                 renew = anyio.current_time() - renewed >= k.lease_seconds / 3
                 if renew:
                     renewed = anyio.current_time()
+                if k.routes_held_calls:
+                    await self._adopt()
                 for run_id, pause_id in list(k.held.items()):
                     try:
                         await self._look(run_id, pause_id, renew=renew)
@@ -78,6 +89,23 @@ class Holder:
                         logger.warning("could not look at the held pause of run %s", run_id, exc_info=True)
                 self._changed.set()
                 self._changed = anyio.Event()
+
+    async def _adopt(self) -> None:
+        """Hold the pauses another runtime saved as this one's to keep: their calls are parked here.
+
+        A call parked for a run that ended meanwhile (its form answered by nobody) hears cancel.
+        """
+        k = self.c.k
+        for key in [key for key in self.host.parked if key[0] not in k.held]:
+            try:
+                run = await k.store.get_run(key[0])
+            except SaysoError:
+                logger.warning("could not read run %s, whose call is parked here", key[0], exc_info=True)
+                continue
+            if run.status == "paused" and run.pause_id is not None and run.lease_holder == k.holder:
+                k.held[run.run_id] = run.pause_id
+            elif run.status in ("completed", "failed", "cancelled"):
+                self.host.close_question(key)
 
     async def _look(self, run_id: str, pause_id: str, *, renew: bool) -> None:
         k = self.c.k
@@ -90,13 +118,16 @@ class Holder:
                 del k.held[run_id]
             if not (run.status == "running" and run.lease_holder == k.holder):
                 # Closed elsewhere (a new message, a cancel, a forced resume, or this holder thought gone):
-                # the calls this pause parked hear cancel (one this runtime's own resume took is gone already).
-                for request in (await k.store.pause_state(pause_id)).requests:
-                    self.host.close_question((run_id, request.tool_call_id))
+                # the calls this pause parked hear cancel (one this runtime's own resume took is gone already;
+                # one a person answered, on a worker, waits for its resumed call, sent here).
+                state = await k.store.pause_state(pause_id)
+                for request in state.requests:
+                    if not (k.routes_held_calls and _answered(state.decisions.get(request.request_id))):
+                        self.host.close_question((run_id, request.tool_call_id))
             return
         state = await k.store.pause_state(pause_id)
-        if open_requests(state.requests, state.decisions):
-            return
+        if open_requests(state.requests, state.decisions) or k.routes_held_calls:
+            return  # still open; or answered on a worker, whose run's workflow carries it on
         # Answered, in whichever process: the run is carried on here, where its call waits.
         if k.held.get(run_id) != pause_id:
             return
@@ -105,10 +136,13 @@ class Holder:
         assert self._group is not None
         self._group.start_soon(self._carry_on, run_id)
 
-    async def _carry_on(self, run_id: str) -> None:
+    async def _resume_here(self, run_id: str) -> None:
         k = self.c.k
+        await resume_if_ready(self.c, await _tree.root(k, await k.store.get_run(run_id)))
+
+    async def _carry_on(self, run_id: str) -> None:
         try:
-            await resume_if_ready(self.c, await _tree.root(k, await k.store.get_run(run_id)))
+            await self._resume_here(run_id)
         except SaysoError:
             logger.warning("could not carry on run %s after its form was answered", run_id, exc_info=True)
         finally:
@@ -155,9 +189,16 @@ class Holder:
         with anyio.move_on_after(CLOSE_SECONDS):
             for run_id in held:
                 try:
-                    await resume_if_ready(self.c, await _tree.root(k, await k.store.get_run(run_id)))
+                    await self.carry_on(run_id)
                 except SaysoError:
                     logger.warning("could not carry on run %s after closing its form", run_id, exc_info=True)
+
+
+def _answered(record: DecisionRecord | None) -> bool:
+    """Whether a decision is the person's answer to a form, which a resumed call hands back to the server."""
+    return (
+        record is not None and record.decision.kind in ("accept", "decline", "cancel") and not closed_by_sayso(record)
+    )
 
 
 async def open_mcp_host(c: Cycle) -> tuple[AsyncExitStack, Holder | None]:
@@ -169,7 +210,7 @@ async def open_mcp_host(c: Cycle) -> tuple[AsyncExitStack, Holder | None]:
         return stack, None
     from .._engine.mcp.calls import McpHost  # the `mcp` extra is needed only by agents that bind MCP servers
 
-    host = await stack.enter_async_context(McpHost(keeps_calls=True))
+    host = await stack.enter_async_context(McpHost(keeps_calls=True, holder=k.holder))
 
     def close_unanswered(event: RequestEvent, data: EventData) -> None:
         request = data["request"]

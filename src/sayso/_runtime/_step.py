@@ -239,9 +239,11 @@ async def execute(
             chat_thread_id=chat_thread_id,
         )
         pause_id = new_id("pau")
-        # A form only this process can hand back (its call is parked in this runtime's MCP host) keeps
-        # the run held here, renewed while the call waits (`_live`), so others know whether it still can.
-        held = any(isinstance(r, ElicitationRequest) and r.needs_holder for r in raised)
+        # A form only the process holding its call can hand back (its call parked in that runtime's MCP host:
+        # this one, or the Temporal worker whose tool activity asked) keeps the run held by that process,
+        # renewed while the call waits (`_live`), so others know whether it still can.
+        holders = [r.holder or k.holder for r in raised if isinstance(r, ElicitationRequest) and r.needs_holder]
+        held = bool(holders)
         await k.store.save_pause(
             run,
             holder=k.holder,
@@ -251,9 +253,10 @@ async def execute(
             now=now,
             executions=deps.executed,
             hold_until=now + k.lease_seconds if held else None,
+            keeper=holders[0] if held else None,
         )
-        if held:
-            k.held[run.run_id] = pause_id
+        if held and holders[0] == k.holder:
+            k.held[run.run_id] = pause_id  # else its keeper's runtime finds it held and holds it (`_live`)
         k.events.opened(raised)
         return RunResult(
             run_id=run.run_id,

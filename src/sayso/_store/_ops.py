@@ -190,6 +190,8 @@ class PauseRun:
     now: float
     hold_until: float | None = None
     """The pause holds a live call only `holder` can answer: the run stays `holder`'s until then (renewed)."""
+    keeper: str | None = None
+    """With `hold_until`, the runtime holding the call when it is not `holder`: the run is then `keeper`'s."""
 
 
 @dataclass(frozen=True, slots=True)

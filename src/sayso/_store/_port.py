@@ -194,6 +194,7 @@ class RunStore(LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort, RoutingPo
         executions: Sequence[ExecutionResult] = (),
         workflow_state: bytes | None = None,
         hold_until: float | None = None,
+        keeper: str | None = None,
     ) -> None:
         """Persist a pause: the run's new messages, its requests, and the run's paused status, atomically.
 
@@ -202,7 +203,8 @@ class RunStore(LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort, RoutingPo
         (`workflow_state`, what it waits on included) is replaced in the same commit too.
 
         With `hold_until`, the pause holds a live call only `holder` can answer: the run keeps its
-        lease until then, renewed (`renew_lease`) until `release_hold` or the pause is consumed.
+        lease until then, renewed (`renew_lease`) until `release_hold` or the pause is consumed. `keeper` names
+        another runtime that holds the call (a Temporal worker whose tool activity asked), which then holds the run.
 
         Raises:
             RunConflict: this process no longer holds the run's lease.

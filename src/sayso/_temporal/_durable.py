@@ -13,11 +13,18 @@ read-only) is an activity with one attempt. The ledger marked an approved call w
 consumed, before the loop began; a worker that dies mid-call fails the attempt (its heartbeat
 stops), and the workflow records the call "outcome unknown" (`sayso.unknown`) instead of running it
 again. docs/guides/temporal.md#which-activities-retry-and-why says which activities retry and why.
+
+MCP bindings are tools like any other here: each worker opens its own sessions in its runtime's
+MCP host, in the activity that lists or calls them. A form a server pushes mid-call parks the call
+in that worker's host and names the worker on the request (`ElicitationRequest.holder`); the
+resumed call is sent to that worker's own task queue, where it hands the answer back on the live
+call. A holder no worker answers for (it died) leaves the call to any worker, which replays it with
+the stored answer when that is safe, or tells the model it did not complete.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Annotated, Any, ClassVar
@@ -28,19 +35,20 @@ from pydantic_ai.durable_exec.temporal import TemporalDurability, TemporalRunCon
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, DynamicToolset, ToolsetTool, WrapperToolset
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, TimeoutError
+from temporalio.exceptions import ActivityError, TimeoutError, TimeoutType
 from temporalio.workflow import ActivityConfig
 
 from .._config.file import AgentConfig
 from .._core.grants import Grant
 from .._core.requests import ClientTool, Scope
 from .._engine.agents import BuiltAgent
-from .._engine.calls import META_KEY, ApprovedCall, Deferral, approved_call_of
+from .._engine.calls import META_KEY, ApprovedCall, Deferral, ElicitationAnswered, approved_call_of
 from .._engine.deps import RunDeps
 from .._engine.tools import options_of
 from .._runtime._kernel import Kernel
 from .._runtime._runner import CallOptions, Runs
 from .._runtime._step import tool_deps
+from ._shapes import own_queue
 from ._text import send_text, streaming
 
 UNKNOWN_ACTIVITY = "sayso.unknown"
@@ -179,14 +187,50 @@ class _OnceOrRetried(WrapperToolset[Any]):
     async def call_tool(
         self, name: str, tool_args: dict[str, object], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
-        if not workflow.in_workflow() or not self._once(name, ctx, tool):
+        if not workflow.in_workflow():
             return await super().call_tool(name, tool_args, ctx, tool)
-        metadata = {**(tool.tool_def.metadata or {}), "temporal": ActivityConfig(retry_policy=ONCE)}
-        once = replace(tool, tool_def=replace(tool.tool_def, metadata=metadata))
+        once = self._once(name, ctx, tool)
+        holder = _holder_of(ctx)
+        if holder is not None:
+            # The person answered a form a worker's live call asked: the call goes on there, on its own queue.
+            routed = ActivityConfig(
+                task_queue=own_queue(workflow.info().task_queue, holder),
+                schedule_to_start_timeout=self.heartbeat * 3,
+            )
+            try:
+                return await self._attempt(name, tool_args, ctx, tool, routed, once=once)
+            except ActivityError as exc:
+                if not _never_started(exc):
+                    raise
+                # Its holder is gone (no worker took the call there): any worker replays it with the
+                # stored answer when that is safe, or tells the model the call did not complete.
+        if not once:
+            return await super().call_tool(name, tool_args, ctx, tool)
+        return await self._attempt(name, tool_args, ctx, tool, ActivityConfig(), once=True)
+
+    async def _attempt(
+        self,
+        name: str,
+        tool_args: dict[str, object],
+        ctx: RunContext[Any],
+        tool: ToolsetTool[Any],
+        config: ActivityConfig,
+        *,
+        once: bool,
+    ) -> Any:
+        """The call as an activity under `config` (one attempt if `once`), a cut-off one-attempt call outcome unknown.
+
+        Raises:
+            ActivityError: the call raised, or (routed to a worker's own queue) no worker took it.
+        """
+        if once:
+            config = ActivityConfig(**config, retry_policy=ONCE)
+        metadata = {**(tool.tool_def.metadata or {}), "temporal": config}
+        configured = replace(tool, tool_def=replace(tool.tool_def, metadata=metadata))
         try:
-            return await super().call_tool(name, tool_args, ctx, once)
+            return await super().call_tool(name, tool_args, ctx, configured)
         except ActivityError as exc:
-            if not isinstance(exc.cause, TimeoutError):
+            if not once or not isinstance(exc.cause, TimeoutError) or _never_started(exc):
                 raise  # the call raised (a mismatch with what was approved): the run fails and says so
             approved = approved_call_of(ctx.tool_call_metadata) if ctx.tool_call_approved else None
             return await workflow.execute_activity(
@@ -212,6 +256,19 @@ class _OnceOrRetried(WrapperToolset[Any]):
             return False
         options = options_of(tool.tool_def)
         return not (options.idempotent or options.read_only)
+
+
+def _holder_of(ctx: RunContext[Any]) -> str | None:
+    """The worker holding the live call a person's answer goes back on, when the call is resumed with one."""
+    approved = approved_call_of(ctx.tool_call_metadata)
+    if isinstance(approved, ElicitationAnswered) and approved.elicitation.delivery == "live":
+        return approved.elicitation.holder
+    return None
+
+
+def _never_started(exc: ActivityError) -> bool:
+    """Whether the activity timed out before any worker took it (so the call never ran)."""
+    return isinstance(exc.cause, TimeoutError) and exc.cause.type == TimeoutType.SCHEDULE_TO_START
 
 
 @dataclass
@@ -279,6 +336,8 @@ def durable_agent(
     )
 
 
-def covered(agents: Mapping[str, BuiltAgent]) -> Sequence[str]:
-    """The agents whose loops run on Temporal: all but those with MCP bindings (their sessions live in one process)."""
-    return [name for name, built in agents.items() if built.mcp is None]
+def durable_agents(
+    agents: Mapping[str, BuiltAgent], specs: Mapping[str, AgentConfig], *, heartbeat: timedelta
+) -> dict[str, Agent[LoopDeps, str | DeferredToolRequests]]:
+    """Every agent's twin for Temporal, by name: their loops all run in their runs' workflows."""
+    return {name: durable_agent(built, specs[name], heartbeat=heartbeat) for name, built in agents.items()}

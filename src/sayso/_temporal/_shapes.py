@@ -35,6 +35,11 @@ def workflow_id(run: RunRecord) -> str:
     return f"sayso-{run.agent}-{run.run_id}"
 
 
+def own_queue(task_queue: str, holder: str) -> str:
+    """The task queue only the worker `holder` polls (beside the config's): its steps, the calls it holds."""
+    return f"{task_queue}@{holder}"
+
+
 @dataclass
 class RunInput:
     """What a run's workflow starts with."""

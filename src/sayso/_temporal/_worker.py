@@ -7,19 +7,25 @@ every run itself, over the same store as the fronts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPlugin
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateStage
+from temporalio.service import RPCError
 from temporalio.worker import Worker
 
 from .._config.file import Config
 from .._runtime import Sayso
+from .._runtime._cycle import Cycle
+from .._runtime._runner import DEFAULTS
+from .._runtime._tree import root
 from ..exceptions import ConfigError
 from ._activities import Activities
-from ._durable import Live, covered, durable_agent
+from ._durable import Live, durable_agents
 from ._loop import LoopAgents, TemporalLoop
+from ._shapes import AdvanceInput, options_json, own_queue, workflow_id
 from ._steps import TemporalSteps
 from ._workflow import SaysoRun
 
@@ -40,15 +46,20 @@ async def run_worker(config: Config, *, ready: Callable[[str], Awaitable[None]] 
         activities = Activities(app, heartbeat_seconds=settings.heartbeat_seconds)
         k = app._cycle.k
         heartbeat = timedelta(seconds=settings.heartbeat_seconds)
-        durable = {
-            name: durable_agent(k.agents[name], config.agents[name], heartbeat=heartbeat) for name in covered(k.agents)
-        }
+        durable = durable_agents(k.agents, config.agents, heartbeat=heartbeat)
         LoopAgents.agents = durable
         Live.k, Live.runs = k, app._cycle
         k.loop = TemporalLoop(client, app._cycle, agents=frozenset(durable))
-        # The steps of the bodies this process runs are activities on a task queue only it polls.
+        # A form an MCP call held here asked is answered here: its resumed call comes to this worker's own queue.
+        k.routes_held_calls = True
+        if app._holder is not None:
+            app._holder.carry_on = carry_on_there(client, app._cycle)
+        # The steps of the bodies this process runs, and the calls it holds, are activities on a queue only it polls.
         steps = TemporalSteps(
-            client, app._cycle, queue=f"{settings.task_queue}@{k.holder}", heartbeat_seconds=settings.heartbeat_seconds
+            client,
+            app._cycle,
+            queue=own_queue(settings.task_queue, k.holder),
+            heartbeat_seconds=settings.heartbeat_seconds,
         )
         k.journal.through = steps
         worker = Worker(
@@ -62,9 +73,27 @@ async def run_worker(config: Config, *, ready: Callable[[str], Awaitable[None]] 
             sticky_queue_schedule_to_start_timeout=timedelta(seconds=settings.heartbeat_seconds),
         )
         own = Worker(
-            client, task_queue=steps.queue, activities=[steps.run_here], graceful_shutdown_timeout=timedelta(seconds=5)
+            client,
+            task_queue=steps.queue,
+            activities=[steps.run_here],
+            plugins=[AgentPlugin(agent) for agent in durable.values()],
+            graceful_shutdown_timeout=timedelta(seconds=5),
         )
         async with worker, own:
             if ready is not None:
                 await ready(f"working on task queue {settings.task_queue!r} at {settings.address}")
             await asyncio.Event().wait()  # until cancelled: Ctrl-C, SIGTERM
+
+
+def carry_on_there(client: Client, cycle: Cycle) -> Callable[[str], Awaitable[None]]:
+    """How a closing worker carries on a run whose held forms it closed: its workflow's `advance` Update, not here."""
+
+    async def carry_on(run_id: str) -> None:
+        k = cycle.k
+        top = await root(k, await k.store.get_run(run_id))
+        asked = AdvanceInput(run_id=top.run_id, force=False, options=options_json(DEFAULTS))
+        with contextlib.suppress(RPCError, WorkflowUpdateFailedError):  # its workflow ended, or moved on already
+            handle = client.get_workflow_handle(workflow_id(top))
+            await handle.start_update("advance", asked, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+
+    return carry_on

@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import TemporalError
+from temporalio.exceptions import ActivityError, TemporalError
 
 from .._core.deciding import check_allowed
 from .._core.decisions import DECISION_ADAPTER, check_decision
@@ -72,6 +72,9 @@ _SLACK = 0.5
 
 _ESCALATION_TIMERS = "sayso-escalation-timers"
 """The patch under which a run's escalation steps are timers of its workflow (`workflow.patched`)."""
+
+_REREAD_AFTER_REFUSAL = "sayso-reread-after-refusal"
+"""The patch under which a refused decision makes the workflow read where its run stands (`workflow.patched`)."""
 
 _T = TypeVar("_T")
 
@@ -191,7 +194,13 @@ class SaysoRun:
         self._texts.open(token)
         try:
             async with self._lock:
-                recorded = await self._quick("sayso.record", decision, Recorded)
+                try:
+                    recorded = await self._quick("sayso.record", decision, Recorded)
+                except ActivityError:
+                    # A refusal may still have moved the run (a form whose holder died: closed, the run carried on).
+                    if workflow.patched(_REREAD_AFTER_REFUSAL):
+                        self._set(await self._quick("sayso.standing", self._run_id, Standing))
+                    raise
                 if decision.resume and recorded.owner is not None and await self._tell(recorded.owner, decision):
                     await workflow.wait_condition(lambda: decision.request_id in self._reported)
                     self._below_handled = self._below

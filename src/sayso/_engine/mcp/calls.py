@@ -270,8 +270,10 @@ class McpHost:
     the length of a run, which keeps nothing open.
     """
 
-    def __init__(self, *, keeps_calls: bool) -> None:
+    def __init__(self, *, keeps_calls: bool, holder: str | None = None) -> None:
         self.keeps_calls = keeps_calls
+        self.holder = holder
+        """The runtime this host belongs to (its lease-holder id): named on each question a call parked here asks."""
         self.parked: dict[tuple[str, str], LiveCall] = {}
         self._group: TaskGroup | None = None
         self._calls: set[LiveCall] = set()

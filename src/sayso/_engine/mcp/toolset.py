@@ -413,7 +413,7 @@ class McpToolset(AbstractToolset[Any]):
             assert key is not None, "only a call with a run to resume keeps a live question open"
             connections = self._run_connections()
             connections.host.park(key, call)
-            raise _pause(replace(event.elicitation, replay=replay))
+            raise _pause(replace(event.elicitation, replay=replay, holder=connections.host.holder))
         if isinstance(event, Paused):
             raise _pause(replace(event.elicitation, replay=replay))
         pages = url_required(event.error, server=route.server)

@@ -46,7 +46,7 @@ async def resume_if_ready(
     state = await k.store.pause_state(top.pause_id)
     if await _tree.leaves_in(k, state.requests, state.decisions):
         return await _tree.result(k, top.run_id)
-    held = await _holds.held_in_tree(k, top)
+    held = None if k.routes_held_calls else await _holds.held_in_tree(k, top)
     if held is not None:
         # Another live process holds the call a form of this tree was answered for: it carries the run on.
         assert held.pause_id is not None

@@ -124,9 +124,9 @@ class MemoryTx(MemoryOutboxTx):
         if run is None:
             return isinstance(change, ClaimRun)
         match change:
-            case PauseRun(pause_id=pause_id, holder=holder, now=now, hold_until=hold_until):
+            case PauseRun(pause_id=pause_id, holder=holder, now=now, hold_until=hold_until, keeper=kept_by):
                 ok = run.lease_holder == holder
-                keeper = holder if hold_until is not None else None
+                keeper = (kept_by or holder) if hold_until is not None else None
                 changed = replace(
                     run, status="paused", pause_id=pause_id, lease_holder=keeper, lease_expires_at=hold_until
                 )

@@ -104,8 +104,8 @@ class SqlTx(SqlOutboxTx):
     async def _update_run(self, change: RunChange) -> bool:
         tx, params = self.tx, {"run_id": change.run_id}
         match change:
-            case PauseRun(pause_id=pause_id, holder=holder, now=now, hold_until=hold_until):
-                held = {"keeper": holder if hold_until is not None else None, "hold_until": hold_until}
+            case PauseRun(pause_id=pause_id, holder=holder, now=now, hold_until=hold_until, keeper=keeper):
+                held = {"keeper": (keeper or holder) if hold_until is not None else None, "hold_until": hold_until}
                 values = {"pause_id": pause_id, "holder": holder, "now": now, **held}
                 changed = await tx.run(q.PAUSE_RUN, {**params, **values})
             case EndRun(status=status, output=output, error=error, holder=holder, now=now):

@@ -160,9 +160,12 @@ class RunVerbs(TxStore):
         executions: Sequence[ExecutionResult] = (),
         workflow_state: bytes | None = None,
         hold_until: float | None = None,
+        keeper: str | None = None,
     ) -> None:
         async def work(tx: StoreTx) -> None:
-            pause = PauseRun(run_id=run.run_id, pause_id=pause_id, holder=holder, now=now, hold_until=hold_until)
+            pause = PauseRun(
+                run_id=run.run_id, pause_id=pause_id, holder=holder, now=now, hold_until=hold_until, keeper=keeper
+            )
             if not await tx.change(pause):
                 raise lost_lease(run.run_id)
             await finish(tx, executions, now)
