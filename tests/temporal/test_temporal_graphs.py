@@ -12,9 +12,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from pydantic_ai import Agent
+from pydantic_ai.models.test import TestModel
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from sayso import ApprovalRequest, Approve, InputRequest, InvalidDecision, Provide, Sayso
+from sayso import ApprovalRequest, Approve, Config, ConfigError, InputRequest, InvalidDecision, Provide, Sayso
+from sayso.workflows import START, Workflow
 
 from .. import process_tools
 from .conftest import Project, workflows_on
@@ -110,3 +113,17 @@ async def test_a_worker_killed_mid_call_in_an_agent_nodes_child_workflow_leaves_
     assert output is not None and output.startswith("model read: Outcome unknown"), output
     assert [r.body["event"] for r in log].count("outcome_unknown") == 1
     assert marker.read_text().split() == ["b.txt"]
+
+
+def test_a_pydantic_ai_agent_given_to_a_graph_node_is_refused_on_temporal_before_anything_runs(tmp_path: Path) -> None:
+    """Workers build each agent's durable loop from `agents:`; an `Agent` object handed to a node is refused by the
+    front when it is made (naming the node), not left to hang on workers that cannot run it."""
+    graph = Workflow("tidy_up", edges=[(START, Agent(TestModel(), name="sweeper"))])
+    config = Config(
+        store=f"sqlite:///{tmp_path / 'sayso.db'}",
+        agents={"clerk": {"model": "test"}},
+        engine={"temporal": {"address": "127.0.0.1:1", "task_queue": "never-polled"}},
+        workflows={"tidy_up": graph},
+    )
+    with pytest.raises(ConfigError, match="workflow 'tidy_up': node 'sweeper' runs a pydantic-ai Agent object"):
+        Sayso(config)
