@@ -83,6 +83,11 @@ workflows:
       book: step_tools:book
     edges:
       - [START, book]
+  shopping:
+    nodes:
+      cart: {agent: shop}
+    edges:
+      - [START, cart]
 """
 
 STEP_SCRIPT = """
@@ -238,3 +243,14 @@ async def test_a_workflow_nodes_step_cut_off_by_kill_9_fails_the_node_as_outcome
     assert run.status == "failed" and run.error is not None
     assert "node 'book' failed: StepOutcomeUnknown: step 'charge'" in run.error
     assert (config.parent / "charges").read_text() == "w2\n"
+
+
+async def test_an_agent_nodes_run_cut_off_by_kill_9_is_carried_on_not_started_again(config: Path) -> None:
+    """`sayso run` of a graph killed while its agent node's tool runs (its step finished), before the graph wrote its
+    pause or progress: the recovered graph carries the node's run on instead of starting the agent again, so the
+    step returns the recorded receipt and the card was charged once."""
+    command = [*SAYSO, "run", str(config), "buy o7", "--agent", "shopping"]
+    _killed_while(command, config, config.parent / "after", SLOW_AFTER="1")
+    run = await _recovered(config)
+    assert (run.status, run.output) == ("completed", "model read: receipt o7")
+    assert (config.parent / "charges").read_text() == "o7\n"

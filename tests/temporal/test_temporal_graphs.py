@@ -8,6 +8,8 @@ its requests are decided through the graph's workflow's `decide` Update
 
 from __future__ import annotations
 
+import signal
+import sqlite3
 from pathlib import Path
 
 import anyio
@@ -127,3 +129,52 @@ def test_a_pydantic_ai_agent_given_to_a_graph_node_is_refused_on_temporal_before
     )
     with pytest.raises(ConfigError, match="workflow 'tidy_up': node 'sweeper' runs a pydantic-ai Agent object"):
         Sayso(config)
+
+
+DYING_WORKER = """
+\"\"\"`python -m dying_worker worker CONFIG`: sayso's CLI, whose worker SIGKILLs itself just before it writes a graph's
+pause on an agent node's run, once that run is started in the store.\"\"\"
+
+import os
+import signal
+
+from sayso._core.requests import DelegateRequest
+from sayso._store._verbs._runs import RunVerbs
+from sayso.cli import main
+
+_save_pause = RunVerbs.save_pause
+
+
+async def _dying(self, run, **kwargs):
+    if run.parent_run_id is None and any(isinstance(r, DelegateRequest) for r in kwargs["requests"]):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return await _save_pause(self, run, **kwargs)
+
+
+RunVerbs.save_pause = _dying
+main()
+"""
+
+
+async def test_a_graph_segment_killed_between_starting_its_agent_nodes_run_and_its_pause_starts_that_run_once(
+    tmp_path: Path, temporal: Project
+) -> None:
+    """kill -9 after the node's run is written and before the graph's pause is: the segment's retry on another worker
+    carries that run on (it does not start the agent again); the approval runs the node's call once."""
+    files = {**process_tools.files("graph_tools"), "dying_worker.py": DYING_WORKER}
+    config = temporal.config(tmp_path, BODY, files)
+    pool = temporal.workers(config)
+    dying = pool.start(via="dying_worker")
+    async with Sayso.from_yaml(config) as front:
+        paused = await pool.kill_mid_call(
+            dying, lambda: dying.poll() is not None, lambda: front.run("delete c.txt", agent="chores")
+        )
+        assert dying.returncode == -signal.SIGKILL  # it died at the point the test chose
+        [request] = paused.requests
+        assert isinstance(request, ApprovalRequest) and request.agent_path == "chores/tidy"
+        done = (await front.decide(request.request_id, Approve())).run
+    assert (done.status, done.output) == ("completed", "model read: deleted c.txt")
+    assert temporal.marker.read_text().split() == ["c.txt"]
+    with sqlite3.connect(tmp_path / "sayso.db") as db:  # what an operator's query of the store shows
+        node_runs = db.execute("SELECT status FROM runs WHERE agent = 'clerk'").fetchall()
+    assert node_runs == [("completed",)]

@@ -190,7 +190,15 @@ class Cycle:
     # the runs below runs (the `Runs` port)
 
     async def run_below(
-        self, parent: RunRecord, agent: str, task: str, *, call_id: str, agent_path: str, options: CallOptions
+        self,
+        parent: RunRecord,
+        agent: str,
+        task: str,
+        *,
+        call_id: str,
+        agent_path: str,
+        options: CallOptions,
+        run_id: str | None = None,
     ) -> RunResult:
         """Start a run of `agent` below `parent`'s call `call_id`, on a thread of its own, and run it.
 
@@ -207,6 +215,7 @@ class Cycle:
             call_id=call_id,
             agent_path=agent_path,
             client_tools=parent.client_tools if runner.local else (),
+            run_id=run_id,
         )
         if self.delegates_apart and self.owns_apart(parent, agent):
             return _tree.standing(child)

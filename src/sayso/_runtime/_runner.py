@@ -198,9 +198,20 @@ class Runs(Protocol):
         ...
 
     async def run_below(
-        self, parent: RunRecord, agent: str, task: str, *, call_id: str, agent_path: str, options: CallOptions
+        self,
+        parent: RunRecord,
+        agent: str,
+        task: str,
+        *,
+        call_id: str,
+        agent_path: str,
+        options: CallOptions,
+        run_id: str | None = None,
     ) -> RunResult:
-        """Start a run of `agent` below `parent`'s call `call_id`, on a thread of its own, and run it."""
+        """Start a run of `agent` below `parent`'s call `call_id`, on a thread of its own, and run it.
+
+        `run_id` names the run (a caller that must find it again after a crash); a new id by default.
+        """
         ...
 
     async def advance(self, run: RunRecord, *, force: bool, options: CallOptions) -> RunResult:
