@@ -121,11 +121,13 @@ def test_a_pydantic_ai_agent_given_to_a_graph_node_is_refused_on_temporal_before
     """Workers build each agent's durable loop from `agents:`; an `Agent` object handed to a node is refused by the
     front when it is made (naming the node), not left to hang on workers that cannot run it."""
     graph = Workflow("tidy_up", edges=[(START, Agent(TestModel(), name="sweeper"))])
-    config = Config(
-        store=f"sqlite:///{tmp_path / 'sayso.db'}",
-        agents={"clerk": {"model": "test"}},
-        engine={"temporal": {"address": "127.0.0.1:1", "task_queue": "never-polled"}},
-        workflows={"tidy_up": graph},
+    config = Config.model_validate(
+        {
+            "store": f"sqlite:///{tmp_path / 'sayso.db'}",
+            "agents": {"clerk": {"model": "test"}},
+            "engine": {"temporal": {"address": "127.0.0.1:1", "task_queue": "never-polled"}},
+            "workflows": {"tidy_up": graph},
+        }
     )
     with pytest.raises(ConfigError, match="workflow 'tidy_up': node 'sweeper' runs a pydantic-ai Agent object"):
         Sayso(config)
