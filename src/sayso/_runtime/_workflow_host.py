@@ -9,8 +9,6 @@ the cycle through its `Runs` port, as delegates are). The `Runner` of a workflow
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import itertools
 import json
 from collections.abc import Mapping
@@ -47,7 +45,7 @@ from ..workflows import (
     build_workflow,
 )
 from . import _tree
-from ._kernel import Kernel, new_id
+from ._kernel import Kernel, derived_id, new_id
 from ._results import RunResult
 from ._runner import CallOptions, Runs
 
@@ -357,8 +355,7 @@ def _agent_call_id(node: str, visit: int) -> str:
 
 def _node_run_id(call: AgentNodeCall, attempt: int) -> str:
     """The id of a node pass's `attempt`-th run: as unguessable as the workflow's run id it is derived from."""
-    seed = f"{call.run_id}/{_agent_call_id(call.node, call.visit)}/{attempt}".encode()
-    return "run_" + base64.urlsafe_b64encode(hashlib.sha256(seed).digest()[:16]).rstrip(b"=").decode()
+    return derived_id("run", f"{call.run_id}/{_agent_call_id(call.node, call.visit)}/{attempt}")
 
 
 def _plain_agent_name(workflow: str, node: str) -> str:
