@@ -77,12 +77,20 @@ agents:
     model: demo
     tools: [step_tools:pay, step_tools:buy]
     interrupt: {tools: [pay]}
+  boss:
+    model: demo
+    delegates: [{agent: shop}]
 workflows:
   booking:
     nodes:
       book: step_tools:book
     edges:
       - [START, book]
+  shopping:
+    nodes:
+      cart: {agent: shop}
+    edges:
+      - [START, cart]
 """
 
 STEP_SCRIPT = """
@@ -91,8 +99,10 @@ rules:
   - {user: '^pay (?P<o>\\S+)$', call: pay, args: {order: "{o}"}}
   - {user: '^retry (?P<o>\\S+)$', call: pay, args: {order: "{o}", retry_step: true}}
   - {user: '^buy (?P<o>\\S+)$', call: buy, args: {order: "{o}"}}
+  - {user: '^have the shop buy (?P<o>\\S+)$', call: shop, args: {task: "buy {o}"}}
   - {tool: pay, reply: "model read: {result}"}
   - {tool: buy, reply: "model read: {result}"}
+  - {tool: shop, reply: "boss read: {result}"}
 """
 
 
@@ -238,3 +248,28 @@ async def test_a_workflow_nodes_step_cut_off_by_kill_9_fails_the_node_as_outcome
     assert run.status == "failed" and run.error is not None
     assert "node 'book' failed: StepOutcomeUnknown: step 'charge'" in run.error
     assert (config.parent / "charges").read_text() == "w2\n"
+
+
+async def test_an_agent_nodes_run_cut_off_by_kill_9_is_carried_on_not_started_again(config: Path) -> None:
+    """`sayso run` of a graph killed while its agent node's tool runs (its step finished), before the graph wrote its
+    pause or progress: the recovered graph carries the node's run on instead of starting the agent again, so the
+    step returns the recorded receipt and the card was charged once."""
+    command = [*SAYSO, "run", str(config), "buy o7", "--agent", "shopping"]
+    _killed_while(command, config, config.parent / "after", SLOW_AFTER="1")
+    run = await _recovered(config)
+    assert (run.status, run.output) == ("completed", "model read: receipt o7")
+    assert (config.parent / "charges").read_text() == "o7\n"
+
+
+async def test_a_delegates_run_cut_off_by_kill_9_is_carried_on_not_started_again(config: Path) -> None:
+    """`sayso run` killed while the delegate's tool runs (its step finished), before the delegate or its parent wrote
+    where it stands: the recovered parent meets its delegate call again and carries the delegate's run on instead of
+    starting the delegate a second time, so the card was charged once and there is one run of the delegate."""
+    command = [*SAYSO, "run", str(config), "have the shop buy o9", "--agent", "boss"]
+    _killed_while(command, config, config.parent / "after", SLOW_AFTER="1")
+    run = await _recovered(config)
+    assert (run.status, run.output) == ("completed", "boss read: model read: receipt o9")
+    assert (config.parent / "charges").read_text() == "o9\n"
+    with sqlite3.connect(config.parent / "steps.db") as db:  # what an operator's query of the store shows
+        delegate_runs = db.execute("SELECT status FROM runs WHERE agent = 'shop'").fetchall()
+    assert delegate_runs == [("completed",)]

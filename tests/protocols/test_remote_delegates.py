@@ -4,6 +4,11 @@ and the child's pauses cascade up."""
 from __future__ import annotations
 
 import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +16,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from sayso import Sayso
 
 from ..conftest import LiveServer, free_port
 from .conftest import EXAMPLE
@@ -138,3 +145,90 @@ def test_a_question_and_a_rejection_cross_and_the_parent_survives_a_restart(
         "(Note: files asked the person 'Several files match. Which one should I delete?' → report-2026.txt.)"
     )
     assert (sandbox / "report-2026.txt").exists()
+
+
+ARCHIVIST_CONFIG = """
+models:
+  s: {scripted: archivist.yaml}
+agents:
+  archivist:
+    model: s
+    tools: [archive_tools:archive]
+"""
+
+ARCHIVIST = """
+rules:
+  - {user: '^archive (?P<m>\\S+)$', call: archive, args: {month: "{m}"}}
+  - {tool: archive, reply: "{result}"}
+"""
+
+ARCHIVE_TOOLS = '''
+import os, time
+
+
+def archive(month: str) -> str:
+    """Archive a month's logs (a few seconds)."""
+    with open(os.environ["ARCHIVED"], "a") as archived:
+        archived.write(month + "\\n")
+    time.sleep(3)
+    return f"archived {month}"
+'''
+
+LEAD_CONFIG = """
+store: sqlite:///lead.db
+models:
+  c: {{scripted: lead.yaml}}
+agents:
+  lead:
+    model: c
+    delegates:
+      - {{a2a: "{url}", name: archivist, description: Archives logs}}
+"""
+
+LEAD = """
+rules:
+  - {user: '^archive (?P<m>\\S+)$', call: archivist, args: {task: "archive {m}"}}
+  - {tool: archivist, reply: "lead read: {result}"}
+"""
+
+
+async def test_a_remote_delegate_cut_off_by_kill_9_while_its_task_ran_is_not_sent_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sayso run` killed while the remote agent works on the task it was handed: the recovered parent meets its
+    delegate call again and does not hand the task over a second time (the remote may or may not have done it); its
+    model reads that the outcome is unknown, and the remote agent's tool ran once."""
+    archived = tmp_path / "archived"
+    monkeypatch.delenv("SAYSO_STORE", raising=False)  # the recovery below reads the killed run's store
+    base = {k: v for k, v in os.environ.items() if k != "SAYSO_STORE"}
+    remote_dir, lead_dir = tmp_path / "remote", tmp_path / "lead"
+    remote_dir.mkdir()
+    lead_dir.mkdir()
+    (remote_dir / "sayso.yaml").write_text(ARCHIVIST_CONFIG)
+    (remote_dir / "archivist.yaml").write_text(ARCHIVIST)
+    (remote_dir / "archive_tools.py").write_text(ARCHIVE_TOOLS)
+    remote = Served(remote_dir / "sayso.yaml", free_port(), {**base, "ARCHIVED": str(archived)}).start()
+    try:
+        config = lead_dir / "sayso.yaml"
+        config.write_text(LEAD_CONFIG.format(url=f"{remote.url}/a2a/archivist"))
+        (lead_dir / "lead.yaml").write_text(LEAD)
+        command = [sys.executable, "-m", "sayso", "run", str(config), "archive 2026-12", "--agent", "lead"]
+        process = subprocess.Popen(command, env=base, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while not archived.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert archived.exists(), "the remote agent never got the task"
+        finally:
+            process.send_signal(signal.SIGKILL)
+            process.wait(10)
+        async with Sayso.from_yaml(config) as app:
+            [run] = await app.recover()
+    finally:
+        remote.stop()
+    assert run.status == "completed" and run.output is not None
+    assert run.output.startswith("lead read: Error: the delegate archivist failed: outcome unknown")
+    assert archived.read_text().split() == ["2026-12"]
+    with sqlite3.connect(lead_dir / "lead.db") as db:  # what an operator's query of the store shows
+        proxies = db.execute("SELECT status FROM runs WHERE agent = 'archivist'").fetchall()
+    assert proxies == [("failed",)]

@@ -92,9 +92,10 @@ class Workers:
     env: dict[str, str]
     running: list[subprocess.Popen[str]] = field(default_factory=list)
 
-    def start(self) -> subprocess.Popen[str]:
-        """Start a worker and wait until it polls its task queue."""
-        command = [sys.executable, "-m", "sayso", "worker", str(self.config)]
+    def start(self, *, via: str = "sayso") -> subprocess.Popen[str]:
+        """Start a worker and wait until it polls its task queue; `via`: the module run as `python -m` (a test's own
+        wrapper of sayso's CLI, say one that dies at a point of its choosing)."""
+        command = [sys.executable, "-m", via, "worker", str(self.config)]
         log = self.config.parent / f"worker-{uuid.uuid4().hex[:6]}.log"
         with log.open("w") as errors:
             process = subprocess.Popen(

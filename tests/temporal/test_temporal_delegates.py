@@ -7,6 +7,8 @@ workflow's `decide` Update (docs/guides/temporal.md#what-runs-where).
 
 from __future__ import annotations
 
+import signal
+import sqlite3
 from pathlib import Path
 
 import anyio
@@ -127,6 +129,56 @@ async def test_a_worker_killed_mid_call_in_a_delegates_child_workflow_finishes_o
     assert output is not None and output.startswith("lead read: Outcome unknown")
     assert [r.body["event"] for r in log].count("outcome_unknown") == 1
     assert marker.read_text().split() == ["2026-10"]
+
+
+DYING_WORKER = """
+\"\"\"`python -m dying_worker worker CONFIG`: sayso's CLI, whose worker SIGKILLs itself the moment a delegate's run is
+started in the store, before the parent's delegate call returns.\"\"\"
+
+import os
+import signal
+
+from sayso._runtime import _tree
+from sayso.cli import main
+
+_start_child = _tree.start_child
+
+
+async def _dying(k, parent, agent, *args, **kwargs):
+    child = await _start_child(k, parent, agent, *args, **kwargs)
+    if agent == "ops":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return child
+
+
+_tree.start_child = _dying
+main()
+"""
+
+
+async def test_a_delegate_call_retried_after_its_worker_died_having_started_the_delegates_run_starts_it_once(
+    tmp_path: Path, temporal: Project
+) -> None:
+    """kill -9 right after the delegate's run is written, before its parent's call returned: the call's retry on
+    another worker finds that run and waits on it (no second run left stuck "running"); the approval finishes it."""
+    files = {"slow_team_tools.py": SLOW_TOOLS, "lead.script.yaml": LEAD, "ops.script.yaml": OPS}
+    files["dying_worker.py"] = DYING_WORKER
+    config = temporal.config(tmp_path, SLOW_TEAM, files)
+    pool = temporal.workers(config)
+    dying = pool.start(via="dying_worker")
+    async with Sayso.from_yaml(config) as front:
+        paused = await pool.kill_mid_call(
+            dying, lambda: dying.poll() is not None, lambda: front.run("archive 2026-11", agent="lead")
+        )
+        assert dying.returncode == -signal.SIGKILL  # it died at the point the test chose
+        [request] = paused.requests
+        assert (request.kind, request.agent_path) == ("approval", "lead/ops")
+        done = (await front.decide(request.request_id, Approve())).run
+    assert (done.status, done.output) == ("completed", "lead read: archived 2026-11")
+    assert temporal.marker.read_text().split() == ["2026-11"]
+    with sqlite3.connect(tmp_path / "sayso.db") as db:  # what an operator's query of the store shows
+        delegate_runs = db.execute("SELECT status FROM runs WHERE agent = 'ops'").fetchall()
+    assert delegate_runs == [("completed",)]
 
 
 async def test_cancelling_a_paused_team_run_ends_its_delegates_child_workflows(

@@ -8,13 +8,18 @@ its requests are decided through the graph's workflow's `decide` Update
 
 from __future__ import annotations
 
+import signal
+import sqlite3
 from pathlib import Path
 
 import anyio
 import pytest
+from pydantic_ai import Agent
+from pydantic_ai.models.test import TestModel
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from sayso import ApprovalRequest, Approve, InputRequest, InvalidDecision, Provide, Sayso
+from sayso import ApprovalRequest, Approve, Config, ConfigError, InputRequest, InvalidDecision, Provide, Sayso
+from sayso.workflows import START, Workflow
 
 from .. import process_tools
 from .conftest import Project, workflows_on
@@ -110,3 +115,68 @@ async def test_a_worker_killed_mid_call_in_an_agent_nodes_child_workflow_leaves_
     assert output is not None and output.startswith("model read: Outcome unknown"), output
     assert [r.body["event"] for r in log].count("outcome_unknown") == 1
     assert marker.read_text().split() == ["b.txt"]
+
+
+def test_a_pydantic_ai_agent_given_to_a_graph_node_is_refused_on_temporal_before_anything_runs(tmp_path: Path) -> None:
+    """Workers build each agent's durable loop from `agents:`; an `Agent` object handed to a node is refused by the
+    front when it is made (naming the node), not left to hang on workers that cannot run it."""
+    graph = Workflow("tidy_up", edges=[(START, Agent(TestModel(), name="sweeper"))])
+    config = Config.model_validate(
+        {
+            "store": f"sqlite:///{tmp_path / 'sayso.db'}",
+            "agents": {"clerk": {"model": "test"}},
+            "engine": {"temporal": {"address": "127.0.0.1:1", "task_queue": "never-polled"}},
+            "workflows": {"tidy_up": graph},
+        }
+    )
+    with pytest.raises(ConfigError, match="workflow 'tidy_up': node 'sweeper' runs a pydantic-ai Agent object"):
+        Sayso(config)
+
+
+DYING_WORKER = """
+\"\"\"`python -m dying_worker worker CONFIG`: sayso's CLI, whose worker SIGKILLs itself just before it writes a graph's
+pause on an agent node's run, once that run is started in the store.\"\"\"
+
+import os
+import signal
+
+from sayso._core.requests import DelegateRequest
+from sayso._store._verbs._runs import RunVerbs
+from sayso.cli import main
+
+_save_pause = RunVerbs.save_pause
+
+
+async def _dying(self, run, **kwargs):
+    if run.parent_run_id is None and any(isinstance(r, DelegateRequest) for r in kwargs["requests"]):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return await _save_pause(self, run, **kwargs)
+
+
+RunVerbs.save_pause = _dying
+main()
+"""
+
+
+async def test_a_graph_segment_killed_between_starting_its_agent_nodes_run_and_its_pause_starts_that_run_once(
+    tmp_path: Path, temporal: Project
+) -> None:
+    """kill -9 after the node's run is written and before the graph's pause is: the segment's retry on another worker
+    carries that run on (it does not start the agent again); the approval runs the node's call once."""
+    files = {**process_tools.files("graph_tools"), "dying_worker.py": DYING_WORKER}
+    config = temporal.config(tmp_path, BODY, files)
+    pool = temporal.workers(config)
+    dying = pool.start(via="dying_worker")
+    async with Sayso.from_yaml(config) as front:
+        paused = await pool.kill_mid_call(
+            dying, lambda: dying.poll() is not None, lambda: front.run("delete c.txt", agent="chores")
+        )
+        assert dying.returncode == -signal.SIGKILL  # it died at the point the test chose
+        [request] = paused.requests
+        assert isinstance(request, ApprovalRequest) and request.agent_path == "chores/tidy"
+        done = (await front.decide(request.request_id, Approve())).run
+    assert (done.status, done.output) == ("completed", "model read: deleted c.txt")
+    assert temporal.marker.read_text().split() == ["c.txt"]
+    with sqlite3.connect(tmp_path / "sayso.db") as db:  # what an operator's query of the store shows
+        node_runs = db.execute("SELECT status FROM runs WHERE agent = 'clerk'").fetchall()
+    assert node_runs == [("completed",)]

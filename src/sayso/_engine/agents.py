@@ -160,7 +160,9 @@ def _delegate_tool(target: str, description: str) -> Tool[RunDeps]:
             task: what the delegate should do, in plain words, with everything it needs to know.
         """
         assert ctx.tool_call_id is not None, "pydantic-ai names every call"
-        return await ctx.deps.services.delegate(target, task, ctx.tool_call_id)
+        if ctx.deps.replies is not None:
+            await ctx.deps.replies.keep(ctx.messages)  # first: a segment redone meets this call again, and its run
+        return await ctx.deps.services.delegate(target, task, ctx.tool_call_id, run_step=ctx.run_step)
 
     return Tool(delegate, name=target, description=description or f"Hand work to {target}.")
 

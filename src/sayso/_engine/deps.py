@@ -45,8 +45,12 @@ class Ledger(Protocol):
 class RunServices(Protocol):
     """What the runtime does for one run's tools: hand work to a delegate, and vouch for a grant's giver."""
 
-    async def delegate(self, target: str, task: str, call_id: str) -> str:
-        """Run the delegate `target` for the call `call_id` and return its answer (`CallDeferred` if it pauses)."""
+    async def delegate(self, target: str, task: str, call_id: str, *, run_step: int) -> str:
+        """Run the delegate `target` for the call `call_id`, once however often the call runs; its answer.
+
+        `run_step`: the segment's model request whose reply holds the call (`RunContext.run_step`). Raises
+        `CallDeferred` while the delegate's run pauses.
+        """
         ...
 
     def giver_may_decide(self, grant: Grant) -> bool:
@@ -57,7 +61,7 @@ class RunServices(Protocol):
 class NoServices:
     """The services of a run no runtime serves (deps built by hand): no delegates, and no grant is honoured."""
 
-    async def delegate(self, target: str, task: str, call_id: str) -> str:
+    async def delegate(self, target: str, task: str, call_id: str, *, run_step: int) -> str:
         raise UserError(f"the delegate {target!r} needs a sayso runtime to run it")
 
     def giver_may_decide(self, grant: Grant) -> bool:

@@ -16,6 +16,7 @@ answer, resume, cancel, expire, recover) are functions over a `Cycle`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 
 from pydantic_ai.exceptions import CallDeferred
@@ -26,11 +27,11 @@ from .._core.requests import DelegateRequest
 from .._core.resume import SKIPPED_FOR_FORCE
 from .._engine.calls import DelegateDeferral
 from .._store import Decided, PauseState, RunRecord
-from ..exceptions import AgentNotFound, PauseConsumed, RequestNotFound, RunConflict
+from ..exceptions import AgentNotFound, PauseConsumed, RequestNotFound, RunConflict, RunNotFound
 from ..workflows import Workflow
 from . import _leases, _tree
 from ._agent_runs import AgentRunner
-from ._kernel import Kernel
+from ._kernel import Kernel, derived_id
 from ._remote import RemoteAgents, RemoteRunner
 from ._results import DecideResult, RunResult
 from ._runner import CallOptions, DecisionCall, Engine, Resume, RunKind, Runner, Start
@@ -39,6 +40,12 @@ from ._workflows import WorkflowRunner
 
 REPLANS = 3
 """How often a resume is planned again when a person's decision lands while it was being prepared."""
+
+REMOTE_CUT_OFF = (
+    "outcome unknown: the process stopped while it handed the task to the remote agent, so it was not sent again; "
+    "check with the remote agent before asking again"
+)
+"""Why a remote delegate's proxy cut off before it settled failed (its parent's model reads it)."""
 
 
 class Cycle:
@@ -190,7 +197,15 @@ class Cycle:
     # the runs below runs (the `Runs` port)
 
     async def run_below(
-        self, parent: RunRecord, agent: str, task: str, *, call_id: str, agent_path: str, options: CallOptions
+        self,
+        parent: RunRecord,
+        agent: str,
+        task: str,
+        *,
+        call_id: str,
+        agent_path: str,
+        options: CallOptions,
+        run_id: str | None = None,
     ) -> RunResult:
         """Start a run of `agent` below `parent`'s call `call_id`, on a thread of its own, and run it.
 
@@ -207,23 +222,70 @@ class Cycle:
             call_id=call_id,
             agent_path=agent_path,
             client_tools=parent.client_tools if runner.local else (),
+            run_id=run_id,
         )
         if self.delegates_apart and self.owns_apart(parent, agent):
             return _tree.standing(child)
         return await runner.start(child, Start(prompt=task, history=[]), options)
 
-    async def delegate(self, parent: RunRecord, target: str, task: str, call_id: str, options: CallOptions) -> str:
+    async def delegate(
+        self, parent: RunRecord, target: str, task: str, call_id: str, options: CallOptions, *, run_step: int
+    ) -> str:
         """Run a delegate for a parent's tool call; if it pauses, the parent's call waits on it (`CallDeferred`).
 
-        A delegate run apart (`delegates_apart`) is only started: the parent's call waits on it at once.
+        A delegate run apart (`delegates_apart`) is only started: the parent's call waits on it at once,
+        as it does on a delegate's run another live process still works on (`_carried_below`).
         """
-        outcome = await self.run_below(
-            parent, target, task, call_id=call_id, agent_path=f"{parent.path}/{target}", options=options
-        )
-        started_apart = outcome.status == "running" and self.delegates_apart and self.owns_apart(parent, target)
-        if outcome.status == "paused" or started_apart:
+        outcome = await self._once_below(parent, target, task, call_id, options, run_step=run_step)
+        if outcome.status in ("paused", "running"):
             raise CallDeferred(metadata=DelegateDeferral(child_run_id=outcome.run_id).as_metadata())
         return await _tree.delegate_answer(self.k, outcome)
+
+    async def _once_below(
+        self, parent: RunRecord, target: str, task: str, call_id: str, options: CallOptions, *, run_step: int
+    ) -> RunResult:
+        """The delegate's run of a parent's call: started the first time the call runs, carried on when it runs again.
+
+        A call runs again when its segment is redone after its process died (the reply holding it was
+        kept, so the same call comes back) or when its Temporal activity is retried. Its run's id derives
+        from the parent's run, the segment (the pause it resumes), the model request whose reply holds the
+        call and the call's id: models reuse plain call ids ("call_0") across replies, never within one.
+        A run under that id of another delegate or task (a call id reused where that could not tell them
+        apart) is not this call's: the call takes the next id and starts its own run, as the model asked.
+        """
+        seed = f"{parent.run_id}/{parent.resume_pause_id or 'start'}/{run_step}/{call_id}"
+        for attempt in itertools.count(1):
+            run_id = derived_id("run", f"{seed}/{attempt}")
+            try:
+                earlier = await self.k.store.get_run(run_id)
+            except RunNotFound:
+                break
+            if (earlier.agent, earlier.prompt, earlier.parent_call_id) == (target, task, call_id):
+                return await self._carried_below(parent, earlier, options)
+        return await self.run_below(
+            parent, target, task, call_id=call_id, agent_path=f"{parent.path}/{target}", options=options, run_id=run_id
+        )
+
+    async def _carried_below(self, parent: RunRecord, child: RunRecord, options: CallOptions) -> RunResult:
+        """Where a delegate's run stands when its call runs again: ended or paused, as it is; running, carried on.
+
+        A run apart is carried on where it runs (its own workflow, which the parent's pause starts). A
+        local run cut off with its process is taken over and its segment redone here, as the parent's call
+        first ran it; one another live process holds is waited on (the parent's pause waits, and the
+        recovery sweep carries it on once its holder is gone). A remote delegate's proxy cut off before it
+        settled may or may not have handed the task over: it is not sent again, it fails as outcome unknown.
+        """
+        if child.status != "running" or (self.delegates_apart and self.owns_apart(parent, child.agent)):
+            return await _tree.result(self.k, child.run_id)
+        runner = self.runner_below(child.agent)
+        if not runner.local:
+            await _leases.abandon(self.k, child, error=REMOTE_CUT_OFF)
+            return await _tree.result(self.k, child.run_id)
+        try:
+            taken = await _leases.take_over(self.k, child)
+        except RunConflict:
+            return _tree.standing(child)
+        return await runner.carry_on(taken, options)
 
     def owns_apart(self, parent: RunRecord, agent: str) -> bool:
         """Whether a run of `agent` below `parent` is one that `delegates_apart` runs apart.

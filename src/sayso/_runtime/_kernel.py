@@ -8,6 +8,8 @@ run goes how is the cycle's (`_cycle`), which sits above it.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
 import secrets
 from collections.abc import Callable, Sequence
@@ -37,6 +39,12 @@ logger = logging.getLogger("sayso.leases")
 def new_id(prefix: str) -> str:
     """An unguessable id: 128 random bits, URL-safe, with a readable prefix."""
     return f"{prefix}_{secrets.token_urlsafe(16)}"
+
+
+def derived_id(prefix: str, seed: str) -> str:
+    """An id a caller finds again from what it knows (`seed`): as unguessable as the random ids `seed` holds."""
+    digest = hashlib.sha256(seed.encode()).digest()[:16]
+    return f"{prefix}_{base64.urlsafe_b64encode(digest).rstrip(b'=').decode()}"
 
 
 @dataclass

@@ -19,6 +19,9 @@ from .._store import RunRecord, holder_is_dead
 from ..exceptions import RunConflict
 from ._kernel import Kernel
 
+ABANDONED = "abandoned: its process stopped and its parent carried on without it"
+"""Why a delegate's run whose process died and whose parent no longer waits on it failed."""
+
 
 @contextmanager
 def holding(k: Kernel, run: RunRecord) -> Iterator[None]:
@@ -45,8 +48,14 @@ async def take_over(k: Kernel, run: RunRecord) -> RunRecord:
     return await k.store.get_run(run.run_id)
 
 
-async def abandon(k: Kernel, run: RunRecord) -> None:
-    """Close a dead delegate run whose parent no longer waits on it: failed, its cut-off calls unknown."""
+async def abandon(k: Kernel, run: RunRecord, *, error: str = ABANDONED) -> None:
+    """Close a dead delegate run, failed with `error` (by default: its parent no longer waits on it).
+
+    Its cut-off calls are recorded unknown.
+
+    Raises:
+        RunConflict: another live process holds the run, or it is no longer running.
+    """
     now = k.clock()
     dead = [run.lease_holder] if run.lease_holder is not None and holder_is_dead(run.lease_holder) else []
     if not await k.store.take_over(
@@ -59,7 +68,7 @@ async def abandon(k: Kernel, run: RunRecord) -> None:
         new_messages=(),
         status="failed",
         output=None,
-        error="abandoned: its process stopped and its parent carried on without it",
+        error=error,
         now=k.clock(),
     )
     await resolve_stuck(k, run_id=run.run_id)

@@ -193,14 +193,31 @@ def refuse_retry(run: RunRecord) -> RunConflict:
 class Runs(Protocol):
     """What a runner asks of the cycle: the runs below its own, run and carried on as the cycle runs any run."""
 
-    async def delegate(self, parent: RunRecord, target: str, task: str, call_id: str, options: CallOptions) -> str:
-        """Run the delegate `target` for `parent`'s call; its answer, or `CallDeferred` when it paused."""
+    async def delegate(
+        self, parent: RunRecord, target: str, task: str, call_id: str, options: CallOptions, *, run_step: int
+    ) -> str:
+        """Run the delegate `target` for `parent`'s call once, however often the call runs; its answer.
+
+        `run_step`: the segment's model request whose reply holds the call. Raises `CallDeferred` while the
+        delegate's run pauses or works apart.
+        """
         ...
 
     async def run_below(
-        self, parent: RunRecord, agent: str, task: str, *, call_id: str, agent_path: str, options: CallOptions
+        self,
+        parent: RunRecord,
+        agent: str,
+        task: str,
+        *,
+        call_id: str,
+        agent_path: str,
+        options: CallOptions,
+        run_id: str | None = None,
     ) -> RunResult:
-        """Start a run of `agent` below `parent`'s call `call_id`, on a thread of its own, and run it."""
+        """Start a run of `agent` below `parent`'s call `call_id`, on a thread of its own, and run it.
+
+        `run_id` names the run (a caller that must find it again after a crash); a new id by default.
+        """
         ...
 
     async def advance(self, run: RunRecord, *, force: bool, options: CallOptions) -> RunResult:

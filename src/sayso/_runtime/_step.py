@@ -54,9 +54,9 @@ class _Services:
         self._run = run
         self._options = options
 
-    async def delegate(self, target: str, task: str, call_id: str) -> str:
+    async def delegate(self, target: str, task: str, call_id: str, *, run_step: int) -> str:
         run = self._run if isinstance(self._run, RunRecord) else await self._k.store.get_run(self._run)
-        return await self._runs.delegate(run, target, task, call_id, self._options)
+        return await self._runs.delegate(run, target, task, call_id, self._options, run_step=run_step)
 
     def giver_may_decide(self, grant: Grant) -> bool:
         if grant.agent is None:

@@ -64,6 +64,7 @@ async def start_child(
     call_id: str,
     agent_path: str,
     client_tools: Sequence[ClientTool],
+    run_id: str | None = None,
 ) -> RunRecord:
     """A run below `parent` (a delegate's, an agent node's) on a thread of its own, tied to the call that asked."""
     start = k.run_start(
@@ -72,6 +73,7 @@ async def start_child(
         agent=agent,
         prompt=task,
         now=k.clock(),
+        run_id=run_id,
         client_tools=client_tools,
         below=(parent, call_id, agent_path),
     )

@@ -9,6 +9,7 @@ the cycle through its `Runs` port, as delegates are). The `Runner` of a workflow
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -31,7 +32,7 @@ from .._engine.gate import Gate
 from .._engine.notify import DecisionNotifier
 from .._engine.tools import import_spec
 from .._store import RunRecord
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, RunNotFound
 from ..workflows import (
     AgentFinished,
     AgentNodeCall,
@@ -44,7 +45,7 @@ from ..workflows import (
     build_workflow,
 )
 from . import _tree
-from ._kernel import Kernel, new_id
+from ._kernel import Kernel, derived_id, new_id
 from ._results import RunResult
 from ._runner import CallOptions, Runs
 
@@ -271,8 +272,23 @@ class Workflows:
     # AgentNodeRunner
 
     async def start(self, call: AgentNodeCall) -> AgentOutcome:
-        """Run the node's agent as a run below the workflow's, on a thread of its own."""
+        """Run the node's agent as a run below the workflow's, on a thread of its own: once per pass of the node.
+
+        The pass's run has an id derived from the workflow's run and the pass (`_node_run_id`), so a step
+        cut off after it started that run and before the workflow's pause or progress was written (a
+        process killed, a Temporal worker's segment retried) finds the run and carries it on instead of
+        starting the agent a second time. A run of the pass that failed or was cancelled stays as it
+        is: the node runs again (a failed workflow resumed) under the next id.
+        """
         flight = self.flights[call.run_id]
+        for attempt in itertools.count(1):
+            run_id = _node_run_id(call, attempt)
+            try:
+                earlier = await self._k.store.get_run(run_id)
+            except RunNotFound:
+                break
+            if earlier.status not in ("failed", "cancelled"):
+                return await self.resume(call, run_id)
         built = self._k.built(
             call.agent if isinstance(call.agent, str) else _plain_agent_name(call.workflow, call.node)
         )
@@ -283,6 +299,7 @@ class Workflows:
             call_id=_agent_call_id(call.node, call.visit),
             agent_path=f"{call.workflow}/{call.node}",
             options=flight.options,
+            run_id=run_id,
         )
         return _agent_outcome(result)
 
@@ -334,6 +351,11 @@ def _agent_outcome(result: RunResult) -> AgentOutcome:
 def _agent_call_id(node: str, visit: int) -> str:
     """The id the workflow's wait on an agent node's run goes by: the node and its pass."""
     return f"{node}:{visit}"
+
+
+def _node_run_id(call: AgentNodeCall, attempt: int) -> str:
+    """The id of a node pass's `attempt`-th run: as unguessable as the workflow's run id it is derived from."""
+    return derived_id("run", f"{call.run_id}/{_agent_call_id(call.node, call.visit)}/{attempt}")
 
 
 def _plain_agent_name(workflow: str, node: str) -> str:

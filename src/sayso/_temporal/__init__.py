@@ -9,12 +9,17 @@ from __future__ import annotations
 
 from .._config.file import Config
 from ._front import TemporalFront
-from ._worker import run_worker
+from ._worker import check_buildable, run_worker
 
 __all__ = ["TemporalFront", "front", "run_worker"]
 
 
 def front(config: Config) -> TemporalFront:
-    """The engine of a front process for `config`'s `engine: temporal` (it connects on first use)."""
+    """The engine of a front process for `config`'s `engine: temporal` (it connects on first use).
+
+    Raises:
+        ConfigError: the config holds what workers cannot run (`check_buildable`).
+    """
     assert config.engine.temporal is not None
+    check_buildable(config)
     return TemporalFront(config.engine.temporal)

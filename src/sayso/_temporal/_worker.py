@@ -22,6 +22,7 @@ from .._runtime._cycle import Cycle
 from .._runtime._runner import DEFAULTS
 from .._runtime._tree import root
 from ..exceptions import ConfigError
+from ..workflows import Workflow
 from ._activities import Activities
 from ._durable import Live, durable_agents
 from ._loop import LoopAgents, TemporalLoop
@@ -39,6 +40,7 @@ async def run_worker(config: Config, *, ready: Callable[[str], Awaitable[None]] 
     settings = config.engine.temporal
     if settings is None:
         raise ConfigError("sayso worker needs 'engine: {temporal: {address, namespace, task_queue}}' in the config")
+    check_buildable(config)
     async with Sayso(config, engine="here") as app:
         # pydantic-ai's payload converter: model messages and run contexts cross as it writes them.
         client = await Client.connect(settings.address, namespace=settings.namespace, plugins=[PydanticAIPlugin()])
@@ -97,3 +99,28 @@ def carry_on_there(client: Client, cycle: Cycle) -> Callable[[str], Awaitable[No
             await handle.start_update("advance", asked, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
 
     return carry_on
+
+
+def check_buildable(config: Config) -> None:
+    """Refuse, before anything runs, what a worker cannot run durably: a graph's agent node given as an `Agent` object.
+
+    A worker builds each agent's loop for Temporal from the agent's entry under `agents:` (its model,
+    instructions, tools and delegates, under pydantic-ai's `TemporalDurability`, which an agent takes
+    when it is built); a pydantic-ai `Agent` handed to a node is an object of one process, with its
+    own instructions, output type and capabilities, which no worker can rebuild. Fronts check it too,
+    so such a run never starts and waits on workers that cannot take it.
+
+    Raises:
+        ConfigError: naming the workflow and the node.
+    """
+    for name, workflow in config.workflows.items():
+        if not isinstance(workflow, Workflow):
+            continue  # a YAML graph's agent nodes name configured agents
+        for node in workflow.agent_nodes:
+            given = workflow.nodes[node].agent
+            if given is not None and not isinstance(given.agent, str):
+                raise ConfigError(
+                    f"workflow {name!r}: node {node!r} runs a pydantic-ai Agent object, which cannot run on Temporal "
+                    "(engine: temporal): workers build each agent's durable loop from its entry under 'agents:'; "
+                    "configure the agent there and name it in the node (AgentNode('NAME'))"
+                )

@@ -29,7 +29,8 @@ def worker(config: ConfigArg) -> None:
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(WRONG) from None
     except ImportError:
-        errors.print("[red]error:[/red] sayso worker needs the Temporal extra: pip install 'sayso[temporal]'")
+        extra = escape("pip install 'sayso[temporal]'")  # rich would read `[temporal]` as markup
+        errors.print(f"[red]error:[/red] sayso worker needs the Temporal extra: {extra}")
         raise typer.Exit(WRONG) from None
 
     async def ready(note: str) -> None:

@@ -34,8 +34,10 @@ async def recover(c: Cycle) -> list[RunResult]:
 
     Top-level runs are carried on from the store: an approved call that was cut off is recorded as
     `outcome unknown` and never runs twice. A delegate's run is carried on when its parent's pause
-    still waits on it (and the tree resumes if that was all it waited on); a delegate whose parent
-    moved on (its segment was redone, starting a new delegate) is closed as failed. Several runtimes
+    still waits on it (and the tree resumes if that was all it waited on); one whose parent is still
+    running is its parent's segment's to carry on (redone, the segment meets the delegate's call again
+    and carries its run on: `Cycle.delegate`); a delegate whose parent moved on without it is closed as
+    failed. Several runtimes
     may sweep at once: a conditional take-over gives each run to one. Ledger entries left
     `executing` by segments that ended are resolved as unknown last.
     """
@@ -64,8 +66,10 @@ async def recover(c: Cycle) -> list[RunResult]:
             if not c.runner(run).local:
                 continue  # a remote delegate's proxy: its parent's resume polls the remote task
             parent = await k.store.get_run(run.parent_run_id)
-            if parent.status == "running" and parent.run_id not in {r.run_id for r in runs}:
-                continue  # the parent's live process is running this delegate
+            if parent.status == "running":
+                # Its parent's segment carries it on: a live one is running it, and one redone after its
+                # process died (this sweep's, the next one's, another runtime's) meets its call again.
+                continue
             if await _awaited(k, parent, run.run_id):
                 await c.carry_on(run, DEFAULTS)
                 results.append(await resume_if_ready(c, await _tree.root(k, parent)))
