@@ -130,7 +130,7 @@ class Sayso(LinkVerbs, Reading):
 
     async def __aenter__(self) -> Sayso:
         await self._k.store.open()
-        await _audit.warn_unusable(self._k)
+        await _audit.warn_unusable(self._k.store, self._k.store.audit_key, self.config)
         self._models = await open_models(self._k.agents.values())
         self._mcp, self._holder = await _live.open_mcp_host(self._cycle)
         self._open = True
