@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .._core.lazy import load_lazily
 
 if TYPE_CHECKING:
+    from .._core.deciding import ResumeClaim, Verdict
     from ..exceptions import InvalidCursor
     from ._holders import holder_is_dead, new_holder
     from ._memory import MemoryRunStore
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
         RemoteTask,
         RequestState,
         RequestWithRun,
-        ResumeClaim,
         RunRecord,
         RunRequests,
         RunStart,
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
         ThreadRecord,
         ThreadSummary,
         TranscriptEntry,
-        Verdict,
     )
     from ._sql._conn import async_url
     from ._sql._inbox import SqlInbox
@@ -133,7 +132,7 @@ _WHERE: dict[str, str] = {
     "RemoteTask": "._records",
     "RequestState": "._records",
     "RequestWithRun": "._records",
-    "ResumeClaim": "._records",
+    "ResumeClaim": ".._core.deciding",
     "RunRecord": "._records",
     "RunRequests": "._records",
     "RunStart": "._records",
@@ -145,7 +144,7 @@ _WHERE: dict[str, str] = {
     "ThreadRecord": "._records",
     "ThreadSummary": "._records",
     "TranscriptEntry": "._records",
-    "Verdict": "._records",
+    "Verdict": ".._core.deciding",
     "async_url": "._sql._conn",
     "holder_is_dead": "._holders",
     "inbox_from_url": "._urls",
