@@ -12,6 +12,7 @@ record. Without a key, `verify` says plainly that the chain is unanchored.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import sqlite3
 from collections.abc import Callable
@@ -217,3 +218,21 @@ def test_a_signed_chain_refuses_unsigned_appends_and_a_key_adopts_an_old_chain(
     assert unverifiable.exit_code == 1 and "no audit key is configured" in unverifiable.stderr
     monkeypatch.setenv("SAYSO_AUDIT_KEY", KEY)
     assert runner.invoke(app, ["audit", "verify", str(config)]).exit_code == 0
+
+
+def test_inbox_says_when_the_audit_log_cannot_be_appended_to(
+    config: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`sayso inbox` opens only the store's inbox, yet says, as every command does, when the audit log cannot be
+    appended to as configured: the chain is signed but the key is not set. With the key it lists quietly."""
+    anyio.run(_fill, config, {})
+    monkeypatch.delenv("SAYSO_AUDIT_KEY")
+    with caplog.at_level(logging.WARNING, logger="sayso.audit"):
+        keyless = runner.invoke(app, ["inbox", str(config)])
+    assert keyless.exit_code == 0, keyless.output
+    assert "anchored by a key but SAYSO_AUDIT_KEY is not set" in caplog.text
+    caplog.clear()
+    monkeypatch.setenv("SAYSO_AUDIT_KEY", KEY)
+    with caplog.at_level(logging.WARNING, logger="sayso.audit"):
+        keyed = runner.invoke(app, ["inbox", str(config)])
+    assert keyed.exit_code == 0 and caplog.text == ""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ._runtime._defaults import DEFAULT_REMOTE_AGENTS, ENGINES
+from ._runtime._defaults import DEFAULT_REMOTE_AGENTS, ENGINES, WORKFLOW_RUNNERS
 
 if TYPE_CHECKING:
     from ._config.file import (
@@ -60,7 +60,8 @@ if TYPE_CHECKING:
     from ._engine.steps import step
     from ._engine.tools import Approval, require_approval, tool
     from ._runtime import DecideResult, RemoteAgents, RunResult, Sayso, request_json, run_json
-    from ._runtime._runner import Engine
+    from ._runtime._kernel import Kernel
+    from ._runtime._runner import Engine, Runs, WorkflowRuns
     from .exceptions import (
         AgentNotFound,
         AlreadyDecided,
@@ -118,6 +119,19 @@ def _temporal_engine(config: Config) -> Engine:
 
 
 ENGINES["temporal"] = _temporal_engine
+
+
+def _workflow_runner(k: Kernel, runs: Runs) -> WorkflowRuns:
+    """The runner of workflows' runs, imported only when a config has workflows.
+
+    So `sayso decide` on an agent's run loads no workflow engine.
+    """
+    from ._runtime._workflows import workflow_runner
+
+    return workflow_runner(k, runs)
+
+
+WORKFLOW_RUNNERS.append(_workflow_runner)
 
 __all__ = [
     "Accept",

@@ -1,7 +1,8 @@
 """An instant CLI: `sayso --help` loads typer and rich, never the runtime's heavy stack (issue 27).
 
 Commands that only read the store (`inbox`, `audit`, `grants`) open a store-only runtime: no engine,
-no agents, no web stack; `inbox` on a SQLite store whose schema is current not even SQLAlchemy.
+no agents, no web stack; `inbox` on a SQLite store whose schema is current not even SQLAlchemy, nor the
+store's write side or the runtime's kernel. `decide` on an agent's run loads no workflow engine.
 
 The import graph is checked, not the clock: `python -X importtime` names every module a fresh
 process imported, so a command that starts pulling in pydantic-ai or the web stack fails here on
@@ -99,8 +100,9 @@ def paused_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[st
 
 
 def test_inbox_reads_the_store_without_the_engine_or_sqlalchemy(paused_store: tuple[str, dict[str, str]]) -> None:
-    """`sayso inbox` lists the open request through the store alone: no pydantic-ai, SQLAlchemy, Alembic or web
-    module is imported, and what it prints is the paused run's request."""
+    """`sayso inbox` lists the open request through the store's inbox alone: no pydantic-ai, SQLAlchemy, Alembic
+    or web module is imported, nor the store's write side or the runtime's kernel (`INBOX_NEVER`), and what it
+    prints is the paused run's request."""
     config, env = paused_store
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "sayso", "inbox", config, "--json"],
@@ -115,11 +117,31 @@ def test_inbox_reads_the_store_without_the_engine_or_sqlalchemy(paused_store: tu
     modules = {line.rpartition("|")[2].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "sayso._store._sql._listings" in modules  # the walk sees the store
     assert sorted(m for m in modules if m.split(".")[0] in (*HEAVY, "alembic")) == []
+    assert sorted(modules & INBOX_NEVER) == []
+
+
+INBOX_NEVER = {
+    "sayso._store._port",
+    "sayso._store._primitives",
+    "sayso._store._ops",
+    "sayso._store._dispatch",
+    "sayso._store._verbs",
+    "sayso._store._sql._base",
+    "sayso._store._sql._prims",
+    "sayso._store._sql._store",
+    "sayso._runtime._kernel",
+    "sayso._runtime._reading",
+    "sayso._core.deciding",
+    "sayso._core.resume",
+}
+"""What `sayso inbox` does without: the store's port, primitives, operations and business verbs (its SQL write
+side), the runtime's kernel and reading verbs, and the decide rule with the resume plan beneath it."""
 
 
 def test_decide_loads_only_what_resuming_an_agent_needs(paused_store: tuple[str, dict[str, str]]) -> None:
     """`sayso decide` approving an agent's paused run finishes it without loading the web stack, a protocol,
-    Temporal, the in-memory store or the webhook signer (the starter sends no webhook)."""
+    Temporal, the in-memory store, the webhook signer (the starter sends no webhook) or the workflow engine and
+    its host (the starter has no workflows)."""
     config, env = paused_store
     sayso = [sys.executable, "-m", "sayso"]
     paused = subprocess.run(
@@ -140,6 +162,8 @@ def test_decide_loads_only_what_resuming_an_agent_needs(paused_store: tuple[str,
     unwanted = ("fastapi", "starlette", "a2a", "mcp", "fastmcp", "temporalio", "standardwebhooks")
     assert sorted(m for m in modules if m.split(".")[0] in unwanted) == []
     assert sorted(m for m in modules if m.startswith(("sayso._store._memory", "sayso.protocols", "sayso.server"))) == []
+    workflow_engine = ("sayso.workflows._engine", "sayso.workflows._state", "sayso._runtime._workflow")
+    assert sorted(m for m in modules if m.startswith(workflow_engine)) == []  # the starter has no workflows
 
 
 @pytest.mark.parametrize("args", [("audit", "verify"), ("audit", "list"), ("grants", "list"), ("stats",)], ids=" ".join)

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from sayso._store import MemoryRunStore, RunStart, SqlRunStore, async_url, store_from_url
 from sayso._store._sql import _chain, _rows
-from sayso._store._sql._base import schema_head
+from sayso._store._sql._conn import schema_head
 from sayso._store._sql._rows import EXPIRED_RUNS
 from sayso._store._sql._tx import Sql
 from sayso.exceptions import ConfigError, StoreError

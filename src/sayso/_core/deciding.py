@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, Protocol, TypeAlias
+from typing import Protocol
 
 from ..exceptions import AlreadyDecided, CallEnded, InvalidDecision, NotAllowed
 from .access import Principal, refusal, root_agent
@@ -26,40 +26,10 @@ from .advance import approved_calls
 from .audit_events import AuditEvent, audit_body
 from .decisions import Approve, Decision, DecisionRecord, Reject, Via, check_decision
 from .grants import Grant
+from .pauses import PauseState, RequestState
 from .requests import ApprovalRequest, ElicitationRequest, Request, Subject
 from .resume import open_requests, plan_resume
 from .votes import Vote, same_as_shown, tally, vote_event
-
-PauseStatus: TypeAlias = Literal["open", "consumed"]
-"""A pause waits (`open`) until one resume consumes it; it is consumed exactly once."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class PauseState:
-    """A pause as the runtime needs it to decide or resume: its run, status, requests and decisions."""
-
-    run_id: str
-    """The run that paused."""
-    status: PauseStatus
-    """Whether the pause still waits."""
-    requests: list[Request]
-    """The requests of the pause, in the order they were raised."""
-    decisions: dict[str, DecisionRecord]
-    """The decisions taken so far, by request id."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class RequestState:
-    """One request, the status of its pause, and its decision if any."""
-
-    request: Request
-    """The request as it was raised."""
-    pause_status: PauseStatus
-    """`consumed` once the run resumed past this request's pause (no more decisions are taken)."""
-    decision: DecisionRecord | None
-    """The decision taken, if any; the first one wins."""
-    votes: tuple[Vote, ...] = ()
-    """The votes cast so far on a request that needs several approvals (docs/guides/routing.md), oldest first."""
 
 
 class RunAsRead(Protocol):

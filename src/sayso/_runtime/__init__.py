@@ -22,13 +22,16 @@
 | `_links` | mailed links: made, opened (never deciding) and decided through once, as the principal mailed |
 | `_audit` | the audit key, the exported head, verification |
 | `_watch` | what changed for a principal, whichever process changed it (the live UI follows it) |
-| `_reader` | `Reader`: the reading verbs over the store alone, for callers that run nothing (`sayso inbox`) |
+| `_reader` | `Reader`: the reading verbs over the store alone, for callers that run nothing (`sayso audit`, `grants`) |
+| `_listing` | who a caller is (`principal_of`), and which open requests they may list (`inbox_page`) |
+| `_inbox` | `Inbox`: the open requests over the store's inbox port alone, no kernel or write side (`sayso inbox`) |
 | `_kernel` | what the parts share (config, agents, store, clock, lease holder) |
 | `_defaults` | the adapters the runtime falls back on (the A2A client, engines), filled by the package root |
 
 Interfaces import from here only the names below: the facade and the records its verbs return. They
-resolve lazily (PEP 562, as the package root's): a command that only reads the store (`sayso inbox`)
-loads the reading runtime and the store, not the engine, pydantic-ai or the cycle.
+resolve lazily (PEP 562, as the package root's): a command that only reads the store loads the reading
+runtime and the store, not the engine, pydantic-ai or the cycle; `sayso inbox` only `Inbox` and the store's
+inbox port.
 """
 
 from __future__ import annotations
@@ -56,10 +59,11 @@ if TYPE_CHECKING:
     from ._defaults import DEFAULT_REMOTE_AGENTS
     from ._events import EventData, EventListener, RequestEvent
     from ._facade import Sayso
+    from ._inbox import Inbox
     from ._kernel import new_id
+    from ._listing import PrincipalLike
     from ._outbox import EscalationNotice, OutboundEvent, RunUpdate
     from ._reader import Reader
-    from ._reading import PrincipalLike
     from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
     from ._results import (
         ApproversJson,
@@ -91,6 +95,7 @@ __all__ = [
     "EscalationNotice",
     "OutboundEvent",
     "OutboxSender",
+    "Inbox",
     "PrincipalLike",
     "Reader",
     "RemoteAgents",
@@ -146,7 +151,8 @@ _LAZY: dict[str, str] = {
     "InboxPage": ".._store",
     "OutboundEvent": "._outbox",
     "OutboxSender": "._sender",
-    "PrincipalLike": "._reading",
+    "PrincipalLike": "._listing",
+    "Inbox": "._inbox",
     "Reader": "._reader",
     "RemoteAgents": "._remote",
     "RemoteAsk": "._remote",

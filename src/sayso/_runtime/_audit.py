@@ -18,6 +18,7 @@ from ..exceptions import ConfigError
 
 if TYPE_CHECKING:
     from .._config.file import Config
+    from .._store import InboxPort
     from ._kernel import Kernel
 
 logger = logging.getLogger("sayso.audit")
@@ -94,17 +95,20 @@ def use_key(k: Kernel) -> None:
     k.store.use_audit_key(audit_key(k.config), on_head=on_head)
 
 
-async def warn_unusable(k: Kernel) -> None:
-    """Say at start when the audit log cannot be appended to as configured (so every decision would be refused)."""
-    head = await k.store.audit_head()
+async def warn_unusable(store: InboxPort, key: AuditKey | None, config: Config) -> None:
+    """Say at start when the audit log cannot be appended to as configured (so every decision would be refused).
+
+    `key` is the one the store signs with (`use_key` handed it `audit_key(config)`).
+    """
+    head = await store.audit_head()
     if head is None:
         return
-    if k.store.audit_key is None and head.mac is not None:
+    if key is None and head.mac is not None:
         logger.warning(
             "the audit log is anchored by a key but %s is not set: every step that appends to it is refused",
-            k.config.audit.key_env,
+            config.audit.key_env,
         )
-    elif k.store.audit_key is not None and head.mac is None:
+    elif key is not None and head.mac is None:
         logger.warning(
             "the audit log holds %d record(s) written without a key; run `sayso audit anchor` once to vouch for "
             "them: until then every step that appends to it is refused",

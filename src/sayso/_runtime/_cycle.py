@@ -1,23 +1,23 @@
 """`Cycle`: the run loop over runners — which runner a run goes to, carrying a paused run on, the runs below.
 
 Every run is one of three kinds, each with its `Runner` (`_runner`): an agent's run
-(`_agent_runs.AgentRunner`), a workflow's (`_workflows.WorkflowRunner`), a remote delegate's proxy
-run (`_remote.RemoteRunner`). The cycle picks the runner by the run's kind, and is the one place a
-paused run is carried on, whatever its kind:
+(`_agent_runs.AgentRunner`), a workflow's (`_workflows.WorkflowRunner`, handed in by the package root only
+when the config has workflows), a remote delegate's proxy run (`_remote.RemoteRunner`). The cycle picks the
+runner by the run's kind, and is the one place a paused run is carried on, whatever its kind:
 
     read the pause → carry the runs below it on (each answers its request) → plan (pure:
     `sayso._core.advance.plan_advance`) → close the runs below the plan skipped → the runner
     consumes the pause and carries the run on (its write, then its work)
 
-It also implements `Runs`, the port runners use for the runs below their own (a delegate, a
-workflow's agent node), so a runner never imports the cycle. The verbs (`_verbs`: start, decide,
-answer, resume, cancel, expire, recover) are functions over a `Cycle`.
+It also implements `Runs`, the port runners use for the runs below their own (a delegate, a workflow's agent
+node), so a runner never imports the cycle. The verbs (`_verbs`: start, decide, answer, resume, cancel,
+expire, recover) are functions over a `Cycle`.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable
 
 from pydantic_ai.exceptions import CallDeferred
 
@@ -28,15 +28,12 @@ from .._core.resume import SKIPPED_FOR_FORCE
 from .._engine.calls import DelegateDeferral
 from .._store import Decided, PauseState, RunRecord
 from ..exceptions import AgentNotFound, PauseConsumed, RequestNotFound, RunConflict, RunNotFound
-from ..workflows import Workflow
 from . import _leases, _tree
 from ._agent_runs import AgentRunner
 from ._kernel import Kernel, derived_id
 from ._remote import RemoteAgents, RemoteRunner
 from ._results import DecideResult, RunResult
-from ._runner import CallOptions, DecisionCall, Engine, Resume, RunKind, Runner, Start
-from ._workflow_host import Workflows
-from ._workflows import WorkflowRunner
+from ._runner import CallOptions, DecisionCall, Engine, Resume, RunKind, Runner, Runs, Start, WorkflowRuns
 
 REPLANS = 3
 """How often a resume is planned again when a person's decision lands while it was being prepared."""
@@ -55,7 +52,7 @@ class Cycle:
         self,
         k: Kernel,
         *,
-        workflows: Mapping[str, Workflow],
+        workflows: Callable[[Kernel, Runs], WorkflowRuns] | None,
         remote_urls: dict[str, str],
         remote: RemoteAgents | None,
         engine: Engine | None = None,
@@ -67,11 +64,13 @@ class Cycle:
         """Whether a local delegate's run is started and left for another worker to run (a Temporal worker's
         runtime: each delegate's run is a child workflow of its own); `False`: it runs here, in its parent's call."""
         self.agents = AgentRunner(k, self)
-        self.workflows = WorkflowRunner(k, Workflows(k, workflows, self))
-        self.workflow_names = frozenset(self.workflows.host.engines)
-        """The runtime's workflows by name."""
         self.remote = RemoteRunner(k, remote_urls, remote)
-        self._runners: dict[RunKind, Runner] = {"agent": self.agents, "workflow": self.workflows, "remote": self.remote}
+        self._runners: dict[RunKind, Runner] = {"agent": self.agents, "remote": self.remote}
+        self.workflow_names: frozenset[str] = frozenset()
+        """The runtime's workflows by name."""
+        if workflows is not None:  # built by `workflows` (`_workflows.workflow_runner`) only when there are any
+            runner = workflows(k, self)
+            self._runners["workflow"], self.workflow_names = runner, runner.names
 
     # which runner
 
@@ -83,7 +82,7 @@ class Cycle:
 
     def _kind_named(self, name: str) -> RunKind:
         """The kind of a top-level run of `name`: a workflow's, or an agent's."""
-        return "workflow" if self.workflows.hosts(name) else "agent"
+        return "workflow" if name in self.workflow_names else "agent"
 
     def runner(self, run: RunRecord) -> Runner:
         """The runner of `run`'s kind; a top-level local run's is the engine's when there is one."""
@@ -106,9 +105,8 @@ class Cycle:
         Raises:
             AgentNotFound: neither an agent nor a workflow has that name.
         """
-        workflows = tuple(self.workflows.host.engines)
         if name not in self.k.agents and name not in self.workflow_names:
-            raise AgentNotFound(name, known=(*self.k.agents, *workflows))
+            raise AgentNotFound(name, known=(*self.k.agents, *self.workflow_names))
         return name
 
     # carrying a paused run on

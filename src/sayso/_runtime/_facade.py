@@ -36,7 +36,7 @@ from ..exceptions import (
 )
 from . import _audit, _live, _tree, _watch
 from ._cycle import Cycle
-from ._defaults import DEFAULT_REMOTE_AGENTS, engine_of
+from ._defaults import DEFAULT_REMOTE_AGENTS, engine_of, workflow_runner_of
 from ._events import EventListener
 from ._kernel import Kernel
 from ._links import LinkVerbs
@@ -53,7 +53,6 @@ from ._verbs import recover as _recover
 from ._verbs import resume as _resume
 from ._verbs import start as _start
 from ._watch import Change
-from ._workflow_host import build_workflows
 
 
 class Sayso(LinkVerbs, Reading):
@@ -111,7 +110,7 @@ class Sayso(LinkVerbs, Reading):
         _audit.use_key(self._k)
         chosen = engine_of(config) if engine == "config" else None if engine == "here" else engine
         self._cycle = Cycle(
-            self._k, workflows=build_workflows(config), remote_urls=urls, remote=remote_agents, engine=chosen
+            self._k, workflows=workflow_runner_of(config), remote_urls=urls, remote=remote_agents, engine=chosen
         )
         self._open = False
         self._models = AsyncExitStack()
@@ -130,7 +129,7 @@ class Sayso(LinkVerbs, Reading):
 
     async def __aenter__(self) -> Sayso:
         await self._k.store.open()
-        await _audit.warn_unusable(self._k)
+        await _audit.warn_unusable(self._k.store, self._k.store.audit_key, self.config)
         self._models = await open_models(self._k.agents.values())
         self._mcp, self._holder = await _live.open_mcp_host(self._cycle)
         self._open = True

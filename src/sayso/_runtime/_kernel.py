@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from .._config.file import Config
-from .._core import access
-from .._core.access import LOCAL, Principal
+from .._core.access import Principal
 from .._core.limits import Limits
 from .._core.requests import ClientTool
 from .._store import RunRecord, RunStart, RunStore, new_holder
@@ -28,6 +27,7 @@ from ..exceptions import AgentNotFound, StoreError
 from ._events import Events
 from ._heartbeat import Heartbeat
 from ._journal import RunJournal
+from ._listing import principal_of
 
 if TYPE_CHECKING:
     from .._engine.agents import BuiltAgent
@@ -150,12 +150,7 @@ class Kernel:
 
     def principal(self, name: str) -> Principal:
         """The principal a name stands for: its configured approver role, or the local caller in local mode."""
-        if not self.config.principals:
-            return LOCAL if name == access.LOCAL_NAME else Principal(name=name)
-        for configured in self.config.principals:
-            if configured.name == name:
-                return Principal(name=name, approver_for=tuple(configured.approver_for))
-        return Principal(name=name)
+        return principal_of(self.config, name)
 
     def built(self, name: str) -> BuiltAgent:
         """The built agent called `name`.

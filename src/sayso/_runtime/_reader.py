@@ -44,7 +44,7 @@ class Reader(Reading):
 
     async def __aenter__(self) -> Reader:
         await self._k.store.open()
-        await _audit.warn_unusable(self._k)
+        await _audit.warn_unusable(self._k.store, self._k.store.audit_key, self.config)
         self._open = True
         return self
 

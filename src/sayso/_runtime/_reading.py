@@ -42,13 +42,12 @@ from ..exceptions import (
 )
 from . import _audit, _outbox, _tree
 from ._kernel import Kernel
+from ._listing import PrincipalLike as PrincipalLike
+from ._listing import inbox_page, principal_of
 from ._outbox import EscalationNotice, OutboundEvent, RunUpdate
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
-
-PrincipalLike = Principal | str
-"""A caller: a `Principal`, or a name resolved against the configured principals."""
 
 
 class Reading:
@@ -60,7 +59,7 @@ class Reading:
 
     def principal(self, who: PrincipalLike) -> Principal:
         """The principal a name stands for: its configured approver role, or the local caller in local mode."""
-        return who if isinstance(who, Principal) else self._k.principal(who)
+        return principal_of(self.config, who)
 
     # reading
 
@@ -162,17 +161,7 @@ class Reading:
     ) -> InboxPage:
         """Open requests across threads that the caller may decide, oldest first, a page at a time."""
         who = self.principal(principal)
-        query = query or InboxFilter()
-        if not who.local:
-            query = replace(
-                query,
-                owner=who.name,
-                approved_agents=access.approved_agents(who, [*self.config.agents, *self.config.workflows]),
-                decider=who.name,
-            )
-        page = await self._k.store.inbox(query, now=self._k.clock(), limit=limit, cursor=cursor)
-        routed = [r.request_id for r in page.requests if r.routing is not None]
-        return replace(page, votes=await self._k.store.votes(routed)) if routed else page
+        return await inbox_page(self._k.store, self.config, who, query, now=self._k.clock(), limit=limit, cursor=cursor)
 
     async def open_requests(self, *, limit: int = 100) -> list[Any]:
         """Every open request across threads, oldest first."""

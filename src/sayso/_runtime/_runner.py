@@ -190,6 +190,15 @@ def refuse_retry(run: RunRecord) -> RunConflict:
     return RunConflict(run.run_id, f"the run is {run.status}; only a paused run can be resumed")
 
 
+class WorkflowRuns(Runner, Protocol):
+    """The runner of workflows' runs (`_workflows.WorkflowRunner`): the cycle asks it which names are workflows."""
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The runtime's workflows by name."""
+        ...
+
+
 class Runs(Protocol):
     """What a runner asks of the cycle: the runs below its own, run and carried on as the cycle runs any run."""
 

@@ -58,11 +58,20 @@ from ._failures import root_exception
 from ._kernel import Kernel
 from ._leases import holding
 from ._results import RunResult
-from ._runner import CallOptions, Resume, Start
-from ._workflow_host import Flight, Workflows, output_text
+from ._runner import CallOptions, Resume, Runs, Start
+from ._workflow_host import Flight, Workflows, build_workflows, output_text
 
 InputDecision = Provide | Skip | Expired
 """What a node's question is closed with: an answer, a skip, or its expiry."""
+
+
+def workflow_runner(k: Kernel, runs: Runs) -> WorkflowRunner:
+    """The runner of the workflows of `k`'s config, built (what the package root hands the cycle).
+
+    Raises:
+        ConfigError: a workflow's node cannot be imported, or its graph is wrong.
+    """
+    return WorkflowRunner(k, Workflows(k, build_workflows(k.config), runs))
 
 
 class WorkflowRunner:
@@ -83,6 +92,11 @@ class WorkflowRunner:
     def hosts(self, name: str) -> bool:
         """Whether `name` is one of the runtime's workflows (rather than an agent)."""
         return name in self.host.engines
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The runtime's workflows by name."""
+        return frozenset(self.host.engines)
 
     async def start(self, run: RunRecord, start: Start, options: CallOptions) -> RunResult:
         # The message is the first node's input; a superseded pause's skips are already written.

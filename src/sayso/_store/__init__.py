@@ -4,56 +4,61 @@
 once (`_verbs/`) over one transaction's primitives (`_primitives`); `SqlRunStore` serves SQLite
 (the default) and PostgreSQL (for replicas) (`_sql/`), and `MemoryRunStore` keeps everything in
 process memory (`_memory`), each implementing the primitives. `store_from_url` picks the backend a
-configured URL names. The records every verb takes and returns live in `_records`.
+configured URL names (`_urls`; `inbox_from_url` only the part that lists open requests, `_port_inbox`).
+The records every verb takes and returns live in `_records`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import ConfigError, InvalidCursor
-from ._holders import holder_is_dead, new_holder
-from ._port import RunStore
-from ._port_outbox import PRUNED_AT_ONCE
-from ._records import (
-    GRANTS_READ_AT_ONCE,
-    REQUEST_KINDS,
-    AuditPage,
-    BegunRun,
-    Claim,
-    Decided,
-    DeliveryStatus,
-    DueEscalation,
-    EntryRole,
-    ExecutionRecord,
-    ExecutionResult,
-    InboxFilter,
-    InboxPage,
-    LedgerStatus,
-    OutboxKind,
-    PauseState,
-    PauseStatus,
-    PendingDelivery,
-    RemoteTask,
-    RequestState,
-    RequestWithRun,
-    ResumeClaim,
-    RunRecord,
-    RunRequests,
-    RunStart,
-    RunStatus,
-    StuckExecution,
-    ThreadRecord,
-    ThreadSummary,
-    TranscriptEntry,
-    Verdict,
-)
-from ._sql import SqlRunStore, async_url
+from .._core.lazy import load_lazily
+
+if TYPE_CHECKING:
+    from .._core.deciding import ResumeClaim, Verdict
+    from ..exceptions import InvalidCursor
+    from ._holders import holder_is_dead, new_holder
+    from ._memory import MemoryRunStore
+    from ._port import RunStore
+    from ._port_inbox import InboxPort
+    from ._port_outbox import PRUNED_AT_ONCE
+    from ._records import (
+        GRANTS_READ_AT_ONCE,
+        REQUEST_KINDS,
+        AuditPage,
+        BegunRun,
+        Claim,
+        Decided,
+        DeliveryStatus,
+        DueEscalation,
+        EntryRole,
+        ExecutionRecord,
+        ExecutionResult,
+        InboxFilter,
+        InboxPage,
+        LedgerStatus,
+        OutboxKind,
+        PauseState,
+        PauseStatus,
+        PendingDelivery,
+        RemoteTask,
+        RequestState,
+        RequestWithRun,
+        RunRecord,
+        RunRequests,
+        RunStart,
+        RunStatus,
+        StuckExecution,
+        ThreadRecord,
+        ThreadSummary,
+        TranscriptEntry,
+    )
+    from ._sql._conn import async_url
+    from ._sql._inbox import SqlInbox
+    from ._sql._store import SqlRunStore
+    from ._urls import MEMORY_URL, inbox_from_url, store_from_url
 
 __all__ = [
-    "GRANTS_READ_AT_ONCE",
-    "PRUNED_AT_ONCE",
     "AuditPage",
     "BegunRun",
     "Claim",
@@ -63,25 +68,30 @@ __all__ = [
     "EntryRole",
     "ExecutionRecord",
     "ExecutionResult",
+    "GRANTS_READ_AT_ONCE",
     "InboxFilter",
     "InboxPage",
+    "InboxPort",
     "InvalidCursor",
     "LedgerStatus",
+    "MEMORY_URL",
     "MemoryRunStore",
-    "REQUEST_KINDS",
     "OutboxKind",
+    "PRUNED_AT_ONCE",
     "PauseState",
     "PauseStatus",
     "PendingDelivery",
+    "REQUEST_KINDS",
     "RemoteTask",
     "RequestState",
     "RequestWithRun",
     "ResumeClaim",
     "RunRecord",
-    "RunStart",
     "RunRequests",
+    "RunStart",
     "RunStatus",
     "RunStore",
+    "SqlInbox",
     "SqlRunStore",
     "StuckExecution",
     "ThreadRecord",
@@ -90,37 +100,64 @@ __all__ = [
     "Verdict",
     "async_url",
     "holder_is_dead",
+    "inbox_from_url",
     "new_holder",
     "store_from_url",
 ]
 
-MEMORY_URL = "memory://"
-
-if TYPE_CHECKING:
-    from ._memory import MemoryRunStore
+_WHERE: dict[str, str] = {
+    "AuditPage": "._records",
+    "BegunRun": "._records",
+    "Claim": "._records",
+    "Decided": "._records",
+    "DeliveryStatus": "._records",
+    "DueEscalation": "._records",
+    "EntryRole": "._records",
+    "ExecutionRecord": "._records",
+    "ExecutionResult": "._records",
+    "GRANTS_READ_AT_ONCE": "._records",
+    "InboxFilter": "._records",
+    "InboxPage": "._records",
+    "InboxPort": "._port_inbox",
+    "InvalidCursor": "..exceptions",
+    "LedgerStatus": "._records",
+    "MEMORY_URL": "._urls",
+    "MemoryRunStore": "._memory",
+    "OutboxKind": "._records",
+    "PRUNED_AT_ONCE": "._port_outbox",
+    "PauseState": "._records",
+    "PauseStatus": "._records",
+    "PendingDelivery": "._records",
+    "REQUEST_KINDS": "._records",
+    "RemoteTask": "._records",
+    "RequestState": "._records",
+    "RequestWithRun": "._records",
+    "ResumeClaim": ".._core.deciding",
+    "RunRecord": "._records",
+    "RunRequests": "._records",
+    "RunStart": "._records",
+    "RunStatus": "._records",
+    "RunStore": "._port",
+    "SqlInbox": "._sql._inbox",
+    "SqlRunStore": "._sql._store",
+    "StuckExecution": "._records",
+    "ThreadRecord": "._records",
+    "ThreadSummary": "._records",
+    "TranscriptEntry": "._records",
+    "Verdict": ".._core.deciding",
+    "async_url": "._sql._conn",
+    "holder_is_dead": "._holders",
+    "inbox_from_url": "._urls",
+    "new_holder": "._holders",
+    "store_from_url": "._urls",
+}
+"""Where each name lives. Names resolve on first use (PEP 562, as the runtime's): reading a record loads no
+backend, and a command that only lists open requests (`inbox_from_url`) never loads the SQL store's write side."""
 
 
 def __getattr__(name: str) -> Any:
-    """`MemoryRunStore` on first use: a command on a SQL store does not load the in-memory one."""
-    if name == "MemoryRunStore":
-        from ._memory import MemoryRunStore
-
-        return MemoryRunStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return load_lazily(globals(), _WHERE, name)
 
 
-def store_from_url(url: str, *, base_dir: Path | None = None) -> RunStore:
-    """The store a configured URL names: `sqlite:///…` or `postgresql://…` in SQL, `memory://` in memory.
-
-    Relative SQLite paths are taken from `base_dir` (the config file's folder).
-
-    Raises:
-        ConfigError: the URL names no store sayso has.
-    """
-    if url.startswith(MEMORY_URL):
-        from ._memory import MemoryRunStore
-
-        return MemoryRunStore()
-    if url.startswith(("sqlite", "postgresql", "postgres://")):
-        return SqlRunStore(url, base_dir=base_dir)
-    raise ConfigError(f"store {url!r} is not one sayso has; use sqlite:///…, postgresql://… or {MEMORY_URL}")
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

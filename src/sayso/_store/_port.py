@@ -13,15 +13,14 @@ run — is a conditional write whose outcome the verb reports, so the same runti
 processes and replicas. Backends raise sayso's errors only: `RunConflict` and `PauseConsumed`
 when another writer won a race, `RunNotFound` for an unknown run, `StoreError` when the
 storage itself failed. Other concepts' verbs are declared beside it: `_port_leases`, `_port_outbox`,
-`_port_trust`, `_port_policy`...
+`_port_trust`, `_port_policy`, `_port_inbox` (what listing open requests needs)...
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Literal, Self
+from typing import TYPE_CHECKING, Literal
 
 from .._core.audit import AuditHead, AuditKey
 from .._core.audit_events import AuditEvent
@@ -30,10 +29,10 @@ from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
 from .._core.requests import Request
 from .._core.starting import StartAsk
+from ._port_inbox import InboxPort
 from ._port_leases import LeasePort
 from ._port_outbox import OutboxPort
 from ._port_policy import PolicyPort
-from ._port_routing import RoutingPort
 from ._port_steps import StepPort
 from ._port_trust import TrustPort
 from ._records import (
@@ -42,8 +41,6 @@ from ._records import (
     Decided,
     ExecutionRecord,
     ExecutionResult,
-    InboxFilter,
-    InboxPage,
     PauseState,
     RemoteTask,
     RequestState,
@@ -62,7 +59,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
 
-class RunStore(LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort, RoutingPort):
+class RunStore(InboxPort, LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort):
     """The durable store behind every run, pause and decision.
 
     Open it before use (`await store.open()` or `async with store:`) and close it after. Audit
@@ -88,21 +85,6 @@ class RunStore(LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort, RoutingPo
         """Tell the listener a committed head (never before the commit: a rolled-back head was never the chain's)."""
         if head is not None and self._head_listener is not None:
             self._head_listener(head)
-
-    async def open(self) -> None:  # an optional hook: stores with nothing to connect keep it
-        """Connect and bring the schema up to date; calling it again does nothing."""
-
-    async def aclose(self) -> None:  # an optional hook, as `open`
-        """Release connections; the store can be opened again afterwards."""
-
-    async def __aenter__(self) -> Self:
-        await self.open()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     @abstractmethod
     async def ping(self) -> None:
@@ -289,14 +271,6 @@ class RunStore(LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort, RoutingPo
     @abstractmethod
     async def open_requests(self, *, limit: int = 100) -> list[Request]:
         """Open requests of open pauses across every thread (delegate calls aside), oldest first."""
-
-    @abstractmethod
-    async def inbox(self, query: InboxFilter, *, now: float, limit: int, cursor: str | None = None) -> InboxPage:
-        """Open, unexpired requests of open pauses across threads, oldest first, one page at a time.
-
-        Raises:
-            InvalidCursor: `cursor` is not the `next_cursor` of a page.
-        """
 
     @abstractmethod
     async def record_decision(

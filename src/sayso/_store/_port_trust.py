@@ -11,7 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from .._core.audit import AuditHead, AuditRecord
+from .._core.audit import AuditRecord
 from .._core.audit_events import AuditEvent
 from .._core.grants import Grant
 from ._records import AuditPage
@@ -43,10 +43,6 @@ class TrustPort(ABC):
     @abstractmethod
     async def audit_records(self) -> list[AuditRecord]:
         """The whole audit log in order."""
-
-    @abstractmethod
-    async def audit_head(self) -> AuditHead | None:
-        """The chain's head as checkpointed with the last append (`None` before the first record)."""
 
     @abstractmethod
     async def audit_page(self, *, newest_first: bool, limit: int, cursor: int | None) -> AuditPage:

@@ -15,18 +15,18 @@ from pydantic import with_config
 
 from .._core.audit import AuditRecord
 from .._core.audit_events import AuditEvent, ShownDecision
-from .._core.deciding import PauseState as PauseState
-from .._core.deciding import PauseStatus as PauseStatus
-from .._core.deciding import RequestState as RequestState
-from .._core.deciding import ResumeClaim as ResumeClaim
-from .._core.deciding import Verdict as Verdict
 from .._core.decisions import DecisionRecord
 from .._core.grants import Grant
+from .._core.pauses import PauseState as PauseState
+from .._core.pauses import PauseStatus as PauseStatus
+from .._core.pauses import RequestState as RequestState
 from .._core.requests import DEFERRED, ClientTool, Request, RequestKind
 from .._core.votes import Vote
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
+
+    from .._core.deciding import Verdict
 
 RunStatus: TypeAlias = Literal["running", "paused", "completed", "failed", "cancelled"]
 

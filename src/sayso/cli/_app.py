@@ -19,12 +19,13 @@ from ..exceptions import ConfigError
 from ._command import Command as _Command
 from ._exits import CANNOT_SERVE, FAILED, WRONG
 from ._open import with_app as _with_app
+from ._open import with_inbox as _with_inbox
 from ._open import with_reader as _with_reader
 from ._startup import collector_paused as _collector_paused
 
 if TYPE_CHECKING:
     from .._config.checks import ConfigProblem
-    from .._runtime import DecideResult, InboxPage, Reader, RunResult, Sayso
+    from .._runtime import DecideResult, Inbox, InboxPage, RunResult, Sayso
 
 # Each command imports what it uses inside itself: `sayso --help` loads typer and rich, not the
 # runtime, pydantic-ai, SQLAlchemy or the web stack (tests/cli/test_startup.py keeps it so).
@@ -202,12 +203,12 @@ def inbox(config: ConfigArg, principal: InboxOf = None, as_json: JsonOpt = False
         from .._core.access import LOCAL
         from ._render import print_inbox
 
-    async def work(rt: Reader) -> InboxPage:
+    async def work(rt: Inbox) -> InboxPage:
         # The command line reads the store as its operator (every thread's requests, as in local mode),
         # or as the principal it names.
         return await rt.inbox(principal=LOCAL if principal is None else principal, limit=INBOX_LIMIT)
 
-    print_inbox(console, _with_reader(config, work, as_json=as_json), as_json=as_json, config=config)
+    print_inbox(console, _with_inbox(config, work, as_json=as_json), as_json=as_json, config=config)
 
 
 @app.command(cls=_Command)

@@ -1,14 +1,16 @@
 """How a command opens the runtime it needs, runs its work, and says sayso's errors as a message and an exit code.
 
 Commands that run or decide open `Sayso` (every agent built); commands that only read the store open a
-`Reader` (no agent, model or toolset; see `sayso._runtime._reader`).
+`Reader` (no agent, model or toolset; see `sayso._runtime._reader`), and `inbox` an `Inbox` (the store's
+inbox alone; `sayso._runtime._inbox`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -20,9 +22,10 @@ from ._logs import log_to_terminal
 from ._startup import collector_paused
 
 if TYPE_CHECKING:
-    from .._runtime import Reader, Sayso
+    from .._runtime import Inbox, Reader, Sayso
 
 T = TypeVar("T")
+Opened = TypeVar("Opened", bound="AbstractAsyncContextManager[Any]")
 
 errors = Console(stderr=True)
 
@@ -32,13 +35,7 @@ def with_app(config: str, work: Callable[[Sayso], Awaitable[T]], *, as_json: boo
     with collector_paused():
         from .._runtime import Sayso
 
-    async def main() -> T:
-        with collector_paused():
-            runtime = Sayso.from_yaml(config)
-        async with runtime:
-            return await work(runtime)
-
-    return _ran(main, as_json=as_json)
+    return _ran(_opened(Sayso.from_yaml, config, work), as_json=as_json)
 
 
 def with_reader(config: str, work: Callable[[Reader], Awaitable[T]], *, as_json: bool = False) -> T:
@@ -46,13 +43,29 @@ def with_reader(config: str, work: Callable[[Reader], Awaitable[T]], *, as_json:
     with collector_paused():
         from .._runtime import Reader
 
+    return _ran(_opened(Reader.from_yaml, config, work), as_json=as_json)
+
+
+def with_inbox(config: str, work: Callable[[Inbox], Awaitable[T]], *, as_json: bool = False) -> T:
+    """`with_reader` for listing open requests: the store's inbox alone, none of its writes or the runtime's kernel."""
+    with collector_paused():
+        from .._runtime import Inbox
+
+    return _ran(_opened(Inbox.from_yaml, config, work), as_json=as_json)
+
+
+def _opened(
+    load: Callable[[str], Opened], config: str, work: Callable[[Opened], Awaitable[T]]
+) -> Callable[[], Awaitable[T]]:
+    """Load the config (its objects built with the collector paused), open what it gives, and do the work."""
+
     async def main() -> T:
         with collector_paused():
-            opened = Reader.from_yaml(config)
-        async with opened as reader:
-            return await work(reader)
+            opened = load(config)
+        async with opened:
+            return await work(opened)
 
-    return _ran(main, as_json=as_json)
+    return main
 
 
 def _ran(main: Callable[[], Awaitable[T]], *, as_json: bool) -> T:

@@ -3,7 +3,8 @@
 | module | holds |
 |---|---|
 | `_tx` | the small transaction interface of the hot path: constant `Sql`, the stdlib `sqlite3` and asyncpg drivers |
-| `_base` | connections, transactions, the mapping of database errors to sayso's, SQLite durability, migrations |
+| `_conn` | connections, read transactions, the mapping of database errors to sayso's, SQLite durability, migrations |
+| `_base` | the write transactions the business verbs run in (over `_prims.SqlTx`), signed with the audit key |
 | `_prims` | `SqlTx`: the store's transaction primitives (`_primitives.StoreTx`), one or two statements each |
 | `_rows` | the primitives' constant statements, and rows ↔ records |
 | `_chain` | the audit chain's rows, appended after the checkpointed head |
@@ -11,13 +12,32 @@
 | `_requests` | reads of pauses, requests and decisions |
 | `_grants_audit` | reads of grants and the hash-chained audit log |
 | `_listings` | the inbox, threads and transcripts (SQLAlchemy: their statements depend on their filters) |
+| `_inbox` | `SqlInbox`: the listings and the audit head alone, what `sayso inbox` opens (no write side) |
 | `_outbox` | the outbox's primitives (`SqlOutboxTx`, a base of `SqlTx`): fan-out, claims, settling, pruning |
 
-The business verbs themselves are not here: they are written once in `sayso._store._verbs`.
+Its names resolve on first use (PEP 562). The business verbs themselves are not here: they are written
+once in `sayso._store._verbs`.
 """
 
-from ._base import _make_sqlite_durable as _make_sqlite_durable  # the benchmark prepares its raw engine the same way
-from ._base import async_url
-from ._store import SqlRunStore
+from __future__ import annotations
 
-__all__ = ["SqlRunStore", "async_url"]
+from typing import TYPE_CHECKING, Any
+
+from ..._core.lazy import load_lazily
+
+if TYPE_CHECKING:
+    # the benchmark prepares its raw engine the same way
+    from ._conn import _make_sqlite_durable as _make_sqlite_durable
+    from ._conn import async_url
+    from ._inbox import SqlInbox
+    from ._store import SqlRunStore
+
+__all__ = ["SqlInbox", "SqlRunStore", "async_url"]
+
+_WHERE = {"SqlRunStore": "._store", "SqlInbox": "._inbox", "async_url": "._conn", "_make_sqlite_durable": "._conn"}
+"""Where each name lives: importing the package loads none of them, so a store that only lists (`SqlInbox`)
+never loads the write side `SqlRunStore` stands on."""
+
+
+def __getattr__(name: str) -> Any:
+    return load_lazily(globals(), _WHERE, name)

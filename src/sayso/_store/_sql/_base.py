@@ -1,214 +1,25 @@
-"""The SQL backend's connections, its transactions, and the one place database errors become sayso's.
+"""The SQL backend's write transactions: the business verbs' work over `SqlTx`, signed with the audit key.
 
-The hot path — every verb the approve cycle uses, and most others — runs constant SQL through
-the small transaction interface of `_tx` (stdlib `sqlite3` on SQLite, asyncpg on PostgreSQL).
-SQLAlchemy stays for what it does well and what is rare: Alembic's migrations at `open()` and
-the listings whose statements depend on their filters (`_listings`). On SQLite those run on a
-worker thread through SQLAlchemy's sync engine, in WAL mode with a full fsync per commit;
-writers `BEGIN IMMEDIATE` so they queue instead of deadlocking. It is imported only when needed:
-opening a SQLite store whose schema is current (the migrations' head, read from their files) and
-the hot path never load SQLAlchemy or Alembic, so a short-lived command starts quickly.
+Connections, reads and the mapping of database errors live in `_conn` (what a store that only
+lists needs); this adds what writing needs — the primitives (`_prims.SqlTx`) and the store's
+audit key on every write transaction — so loading it is what a writer pays, not a reader.
 """
 
 from __future__ import annotations
 
-import random
-import re
-import sqlite3
-from collections.abc import Awaitable, Callable
-from functools import cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import anyio
-import anyio.to_thread
+from typing import TypeVar
 
 from ..._core.audit import AuditHead
-from ...exceptions import ConfigError, SaysoError, StoreError
 from .._primitives import TxStore, TxWork
+from ._conn import _SqlConn
 from ._prims import SqlTx
-from ._tx import Database, PostgresDatabase, Sql, SqliteDatabase, Tx, Work
-
-if TYPE_CHECKING:
-    from sqlalchemy import Connection, Engine
-    from sqlalchemy.ext.asyncio import AsyncEngine
+from ._tx import Tx, Work
 
 T = TypeVar("T")
 
-_MIGRATIONS = Path(__file__).parent.parent / "migrations"
 
-_MIGRATION_LOCK = 7311
-"""The PostgreSQL advisory lock that lets one process at a time bring the schema up to date."""
-
-
-def _database_errors() -> tuple[type[BaseException], ...]:
-    """What a database can raise through SQLAlchemy.
-
-    It wraps driver errors, but a refused connection or a failing connect hook surfaces as the
-    driver's (or the socket's) own error.
-    """
-    from sqlalchemy.exc import SQLAlchemyError
-
-    return (SQLAlchemyError, sqlite3.Error, OSError)
-
-
-_VERSION = Sql("SELECT version_num FROM alembic_version")
-_REVISION = re.compile(r"^(down_revision|revision)\b[^=\n]*=\s*(.+)$", re.M)
-
-
-@cache
-def schema_head() -> str | None:
-    """The newest revision of the migrations, read from their files (`None` unless there is exactly one head).
-
-    Reading the `revision` / `down_revision` lines costs far less than importing Alembic, which
-    opening a store whose schema is already current then never needs.
-    """
-    revisions: set[str] = set()
-    below: set[str] = set()
-    for path in (_MIGRATIONS / "versions").glob("*.py"):
-        for key, value in _REVISION.findall(path.read_text(encoding="utf-8")):
-            (revisions if key == "revision" else below).update(re.findall(r"[\"']([^\"']+)[\"']", value))
-    heads = revisions - below
-    return heads.pop() if len(heads) == 1 else None
-
-
-_PING = Sql("SELECT 1")
-
-_RETRIES = 8
-"""How often one write is tried when PostgreSQL broke a deadlock with it, or another writer kept getting in first."""
-
-
-def async_url(url: str, *, base_dir: Path | None = None) -> str:
-    """Turn a user-facing URL (`sqlite:///x.db`, `postgresql://…`) into the async driver's URL.
-
-    Relative SQLite paths are taken from `base_dir` (the config file's folder), so every
-    process pointed at the same config opens the same file wherever it was started.
-    """
-    if url.startswith("sqlite"):
-        _, _, path = url.partition(":///")
-        if path and path != ":memory:" and base_dir is not None and not Path(path).is_absolute():
-            path = str((base_dir / path).resolve())
-        return f"sqlite+aiosqlite:///{path}"
-    if url.startswith(("postgresql://", "postgres://")):
-        return "postgresql+asyncpg://" + url.split("://", 1)[1]
-    return url
-
-
-class _SqlBase(TxStore):
-    """Connections, transactions and error mapping; the business verbs run on them as `SqlTx` work."""
-
-    def __init__(self, url: str, *, base_dir: Path | None = None) -> None:
-        self.url = async_url(url, base_dir=base_dir)
-        """The async driver's URL of the database."""
-        self._engine: AsyncEngine | None = None
-        self._sync: Engine | None = None
-        self._db: Database | None = None
-        self._limiter = anyio.CapacityLimiter(8)
-
-    @property
-    def engine(self) -> AsyncEngine:
-        """The async engine, for instrumentation; sayso's own verbs never query it."""
-        assert self._db is not None, "SqlRunStore.open() was not called"
-        return self._sa_engines()
-
-    @property
-    def dialect(self) -> str:
-        """`sqlite` or `postgresql`."""
-        return "sqlite" if self.url.startswith("sqlite") else "postgresql"
-
-    def _sa_engines(self) -> AsyncEngine:
-        """SQLAlchemy's engines, made on first use (migrations, listings): the async one, and SQLite's sync one."""
-        if self._engine is not None:
-            return self._engine
-        from sqlalchemy import create_engine
-        from sqlalchemy.exc import ArgumentError
-        from sqlalchemy.ext.asyncio import create_async_engine
-
-        try:
-            engine = create_async_engine(self.url)
-        except ImportError as exc:  # asyncpg comes with the `postgres` extra
-            raise ConfigError(f"the store {self.url!r} needs a driver: pip install 'sayso[postgres]' ({exc})") from exc
-        except (ArgumentError, ValueError) as exc:  # a URL SQLAlchemy cannot parse
-            raise ConfigError(f"the store URL {self.url!r} is not valid: {exc}") from exc
-        if engine.dialect.name == "sqlite":
-            self._sync = create_engine(
-                self.url.replace("sqlite+aiosqlite://", "sqlite://", 1), connect_args={"check_same_thread": False}
-            )
-            _make_sqlite_durable(engine.sync_engine)
-            _make_sqlite_durable(self._sync)
-        self._engine = engine
-        return engine
-
-    async def _open_current(self) -> bool:
-        """Open a SQLite file whose schema is already the migrations' head without SQLAlchemy; whether it was."""
-        path = self.url.removeprefix("sqlite+aiosqlite:///")
-        head = schema_head()
-        if path == self.url or path in ("", ":memory:") or head is None or not Path(path).is_file():
-            return False
-        db = SqliteDatabase(path)
-
-        async def version(tx: Tx) -> object:
-            row = await tx.one(_VERSION)
-            return row["version_num"] if row is not None else None
-
-        try:
-            current = await db.read(version) == head
-        except db.errors:  # no schema yet, or not a database: the full path says which
-            current = False
-        if current:
-            self._db = db
-        else:
-            await db.aclose()
-        return current
-
-    async def open(self) -> None:
-        """Connect and bring the schema up to date."""
-        if self._db is not None or await self._open_current():
-            return
-        engine = self._sa_engines()
-        db: Database
-        if engine.dialect.name == "sqlite":
-            db = SqliteDatabase(engine.url.database or "")
-        else:
-            db = PostgresDatabase("postgresql://" + self.url.split("://", 1)[1])
-        try:
-            await self._sa_write(_upgrade_schema)
-            if isinstance(db, PostgresDatabase):
-                try:
-                    await db.open()
-                except db.errors as exc:
-                    raise StoreError(f"database error: {exc}") from exc
-        except StoreError as exc:
-            await self.aclose()
-            raise StoreError(f"could not open the store at {self.url!r}: {exc}") from exc
-        self._db = db
-
-    async def aclose(self) -> None:
-        """Release every connection; the store can be opened again."""
-        if self._db is not None:
-            await self._db.aclose()
-            self._db = None
-        if self._engine is not None:
-            await self._engine.dispose()
-            self._engine = None
-        if self._sync is not None:
-            self._sync.dispose()
-            self._sync = None
-
-    async def ping(self) -> None:
-        """Check that the store answers.
-
-        Raises:
-            StoreError: it does not.
-        """
-
-        async def work(tx: Tx) -> None:
-            await tx.one(_PING)
-
-        try:
-            await self._raw_read(work)
-        except StoreError as exc:
-            raise StoreError(f"the store does not answer: {exc}") from exc
+class _SqlBase(_SqlConn, TxStore):
+    """The SQL store's transactions: the business verbs run on them as `SqlTx` work."""
 
     # the transactions of the business verbs (the hot path)
 
@@ -252,87 +63,6 @@ class _SqlBase(TxStore):
 
         return signed
 
-    async def _raw_read(self, work: Work[T]) -> T:
-        """Run `work` on the driver's transaction without writing."""
-        db = self._database()
-        return await self._mapped(db, lambda: db.read(work), None)
-
-    def _database(self) -> Database:
-        assert self._db is not None, "SqlRunStore.open() was not called"
-        return self._db
-
-    @staticmethod
-    async def _mapped(db: Database, attempt: Callable[[], Awaitable[T]], race: Callable[[], Awaitable[T]] | None) -> T:
-        """The one place driver errors become sayso's: expected races go to `race`, the rest are `StoreError`.
-
-        sayso's own errors, raised by the work to refuse a step (some share a builtin base with the
-        driver's, such as `PermissionError`), pass through unchanged. A transaction PostgreSQL
-        rolled back to break a deadlock (or a serialization failure) is run again from the
-        start, and `race` runs again when yet another writer got in first meanwhile: racers
-        get their result or sayso's conflict, never the database's own error.
-        """
-        step = attempt
-        problem: BaseException | None = None
-        for tries in range(_RETRIES):
-            try:
-                return await step()
-            except SaysoError:
-                raise
-            except db.retry_errors as exc:
-                problem = exc
-                await anyio.sleep(random.uniform(0, 0.01 * (tries + 1)))  # the other side goes first
-            except db.integrity_errors as exc:
-                if race is None:
-                    raise StoreError(f"database error: {exc}") from exc
-                problem, step = exc, race
-            except db.errors as exc:
-                raise StoreError(f"database error: {exc}") from exc
-        raise StoreError(f"database error: {problem} (after {_RETRIES} attempts)") from problem
-
-    # SQLAlchemy (migrations and listings)
-
-    async def _sa_write(self, work: Callable[[Connection], T], *, race: Callable[[Connection], T] | None = None) -> T:
-        """Run `work` in one SQLAlchemy write transaction (see `_write` for `race`)."""
-        return await self._sa_transaction(work, read=False, race=race)
-
-    async def _sa_read(self, work: Callable[[Connection], T]) -> T:
-        """Run `work` in a SQLAlchemy read-only transaction: a consistent snapshot that takes no write lock."""
-        return await self._sa_transaction(work, read=True, race=None)
-
-    async def _sa_transaction(
-        self, work: Callable[[Connection], T], *, read: bool, race: Callable[[Connection], T] | None
-    ) -> T:
-        from sqlalchemy.exc import IntegrityError
-
-        errors = _database_errors()
-        try:
-            return await self._sa_attempt(work, read=read)
-        except IntegrityError as exc:
-            if race is None:
-                raise StoreError(f"database error: {exc.orig}") from exc
-        except errors as exc:
-            raise StoreError(f"database error: {exc}") from exc
-        try:
-            return await self._sa_attempt(race, read=False)
-        except errors as exc:
-            raise StoreError(f"database error: {exc}") from exc
-
-    async def _sa_attempt(self, work: Callable[[Connection], T], *, read: bool) -> T:
-        engine = self._sa_engines()
-        if self._sync is not None:
-            return await anyio.to_thread.run_sync(self._in_thread, work, read, limiter=self._limiter)
-        async with engine.connect() as conn:
-            async with conn.begin():
-                return await conn.run_sync(work)
-
-    def _in_thread(self, work: Callable[[Connection], T], read: bool) -> T:
-        assert self._sync is not None
-        with self._sync.connect() as conn:
-            if read:
-                conn.execution_options(sayso_read=True)
-            with conn.begin():
-                return work(conn)
-
 
 def _on_sql(work: TxWork[T]) -> Work[T]:
     """Work over the primitives as work over the driver's transaction."""
@@ -341,45 +71,3 @@ def _on_sql(work: TxWork[T]) -> Work[T]:
         return await work(SqlTx(tx))
 
     return on_sql
-
-
-def _make_sqlite_durable(engine: Engine) -> None:
-    """WAL with a full fsync per commit; writers `BEGIN IMMEDIATE` so they queue instead of deadlocking."""
-    from sqlalchemy import event
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=FULL")
-        cursor.execute("PRAGMA busy_timeout=10000")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("sayso_read") else "BEGIN IMMEDIATE")
-
-
-def _upgrade_schema(conn: Connection) -> None:
-    from alembic import command
-    from alembic.config import Config
-    from alembic.runtime.migration import MigrationContext
-    from alembic.script import ScriptDirectory
-    from alembic.util.exc import CommandError
-    from sqlalchemy import text
-
-    if conn.dialect.name == "postgresql":
-        # Replicas started together migrate one at a time: the others wait, then find the schema current.
-        conn.execute(text(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})"))
-    config = Config()
-    config.set_main_option("script_location", str(_MIGRATIONS))
-    head = ScriptDirectory.from_config(config).get_current_head()
-    if MigrationContext.configure(conn).get_current_revision() == head:
-        return
-    config.attributes["connection"] = conn
-    try:
-        command.upgrade(config, "head")
-    except CommandError as exc:  # say, a database migrated by a newer sayso than this one
-        raise StoreError(f"cannot migrate the schema: {exc}") from exc

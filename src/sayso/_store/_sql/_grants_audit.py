@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..._core.audit import AuditHead, AuditRecord
+from ..._core.audit import AuditRecord
 from ..._core.grants import Grant
 from .._records import AuditPage
 from . import _chain, _rows
@@ -48,9 +48,6 @@ class _GrantsAudit(_SqlBase):
             return [_chain.audit_record(r) for r in conn.execute(sa.select(t.audit).order_by(t.audit.c.seq)).all()]
 
         return await self._sa_read(work)
-
-    async def audit_head(self) -> AuditHead | None:
-        return await self._raw_read(_chain.audit_head)
 
     async def audit_page(self, *, newest_first: bool, limit: int, cursor: int | None) -> AuditPage:
         import sqlalchemy as sa

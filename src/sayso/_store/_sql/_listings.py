@@ -10,7 +10,7 @@ from ..._core.votes import VOTE_ADAPTER, Vote
 from .._messages import decode_messages
 from .._records import InboxFilter, InboxPage, RequestFact, ThreadSummary, TranscriptEntry
 from .._views import decode_cursor, encode_cursor, fact_of, thread_transcript, title
-from ._base import _SqlBase
+from ._conn import _SqlConn
 from ._rows import run_record
 from ._tx import Sql, Tx
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
 
 
-class _Listings(_SqlBase):
+class _Listings(_SqlConn):
     async def inbox(self, query: InboxFilter, *, now: float, limit: int, cursor: str | None = None) -> InboxPage:
         # Plain SQL through the driver (no SQLAlchemy): the first page is what `sayso inbox` and the
         # web UI read most, and the filters are a few fixed clauses with parameters.

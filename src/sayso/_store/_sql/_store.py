@@ -1,10 +1,13 @@
-"""`SqlRunStore`: the `RunStore` port on SQLite or PostgreSQL: the shared verbs over `SqlTx`, and SQL reads."""
+"""`SqlRunStore`: the `RunStore` port on SQLite or PostgreSQL: the shared verbs over `SqlTx`, and SQL reads.
+
+`SqlInbox`'s listings are among its reads: a caller that only lists opens that alone.
+"""
 
 from __future__ import annotations
 
 from .._verbs import DecisionVerbs, EscalationVerbs, OutboxVerbs, RunVerbs, StepVerbs, TrustVerbs
 from ._grants_audit import _GrantsAudit
-from ._listings import _Listings
+from ._inbox import SqlInbox
 from ._requests import _Requests
 from ._runs import _Runs
 
@@ -19,7 +22,7 @@ class SqlRunStore(
     _Runs,
     _Requests,
     _GrantsAudit,
-    _Listings,
+    SqlInbox,
 ):
     """The durable store on SQLite (the default, one file) or PostgreSQL (for several replicas).
 

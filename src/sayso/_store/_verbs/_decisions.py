@@ -7,14 +7,14 @@ from dataclasses import replace
 from typing import Literal
 
 from ..._core.audit_events import AuditEvent
-from ..._core.deciding import DecisionAsk, judge
+from ..._core.deciding import DecisionAsk, ResumeClaim, judge
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ...exceptions import PauseConsumed, StoreError
 from .._holders import holder_is_dead
 from .._ops import ConsumePause, ExecutionOf, NewEvents, NewExecutions, NewGrants, NewVote, ResolveExecution
 from .._primitives import WORKFLOW_STATES, StoreTx, TxStore
-from .._records import Claim, Decided, ExecutionRecord, ResumeClaim, RunRecord
+from .._records import Claim, Decided, ExecutionRecord, RunRecord
 from . import _steps
 from ._steps import claim, claimed, decided_meanwhile
 

@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..._core.audit_events import AuditEvent
+from ..._core.deciding import ResumeClaim
 from ..._core.decisions import DecisionRecord
 from ..._core.grants import Grant
 from ...exceptions import PauseConsumed, RunConflict
 from .._messages import decode_history
 from .._ops import ClaimRun, ConsumePause, FinishExecutions, NewDecisions, NewEvents, NewExecutions
 from .._primitives import StoreTx
-from .._records import Claim, ExecutionResult, ResumeClaim, RunRecord
+from .._records import Claim, ExecutionResult, RunRecord
 
 
 async def record(tx: StoreTx, records: Sequence[DecisionRecord], audit: Sequence[AuditEvent] = ()) -> None:
