@@ -131,8 +131,10 @@ class Gate:
         """`toolset` behind this gate, for one run."""
         # The hook sits inside the gate, as a tool's own body does: the gate's policy approval comes
         # first, and what the hook asks for (an approval, a page to visit) goes through the gate's
-        # handling of a body's request. Read per run, so `Sayso.before_tool_call` takes effect at once.
-        return GateToolset(HookToolset(toolset, hook=self.hook, skip=self.ungated), gate=self)
+        # handling of a body's request. Read per run, so `Sayso.before_tool_call` takes effect at once;
+        # without a hook there is no layer for it (each layer is a few more calls per step in pydantic-ai).
+        hooked = toolset if self.hook is None else HookToolset(toolset, hook=self.hook, skip=self.ungated)
+        return GateToolset(hooked, gate=self)
 
     def subject_for(self, tool_name: str, args: dict[str, Any], terms: ApprovalTerms | None = None) -> Subject | None:
         """The subject a call would be approved for; `None` means the call needs no approval."""
