@@ -11,7 +11,11 @@ a time, what sayso's gate needs, with no sayso code at all:
 - **exception**: the tool decides itself and raises `ApprovalRequired` (sayso's gate rules per
   call, on policy, subject and grants, so the call must reach it) instead of being deferred by its
   declaration;
-- **both**.
+- **both**;
+- **in-toolsearch**: the exception, and the same pass-through wrapper inside pydantic-ai's own
+  `ToolSearch` capability (which every agent holds) rather than a capability of its own: how sayso
+  puts its gate around the toolset since issue 27's fourth pass (`_engine/agents.py`
+  `GatedToolSearch`).
 
 What is left of sayso's pair above "both" is sayso's own work inside `Agent.run`: the policy,
 subject and grant checks, the at-most-once ledger, the hook wrapper and the run's deps. Blocks of
@@ -34,13 +38,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "anc
 
 from common import user_request
 from pydantic_ai import Agent, ApprovalRequired, DeferredToolRequests, DeferredToolResults, RunContext
-from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.capabilities import AbstractCapability, ToolSearch
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydanticai_cycle import scripted_model, tool_result
 
-VARIANTS = ("bare", "capability", "exception", "both")
+VARIANTS = ("bare", "capability", "exception", "both", "in-toolsearch")
 
 
 class PassThrough(AbstractCapability[Any]):
@@ -50,13 +54,22 @@ class PassThrough(AbstractCapability[Any]):
         return WrapperToolset(toolset)
 
 
+class InToolSearch(ToolSearch[Any]):
+    """The same pass-through wrapper, inside the `ToolSearch` pydantic-ai would add to the agent anyway."""
+
+    def get_wrapper_toolset(self, toolset: AbstractToolset[Any]) -> AbstractToolset[Any]:
+        return super().get_wrapper_toolset(WrapperToolset(toolset))
+
+
 def build(variant: str) -> Agent[None, str | DeferredToolRequests]:
     """The anchor's agent, with the variant's change."""
-    capabilities: list[AbstractCapability[Any]] = [PassThrough()] if variant in ("capability", "both") else []
+    capabilities: list[AbstractCapability[Any]] = (
+        [PassThrough()] if variant in ("capability", "both") else [InToolSearch()] if variant == "in-toolsearch" else []
+    )
     agent: Agent[None, str | DeferredToolRequests] = Agent(
         FunctionModel(scripted_model), output_type=[str, DeferredToolRequests], capabilities=capabilities
     )
-    if variant in ("exception", "both"):
+    if variant in ("exception", "both", "in-toolsearch"):
 
         @agent.tool
         async def delete_file(ctx: RunContext[None], path: str) -> str:
@@ -93,7 +106,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     for v in VARIANTS:
         await pairs(*agents[v], 0, args.warmup)
     for block in range(args.blocks):
-        order = VARIANTS[block % 4 :] + VARIANTS[: block % 4]
+        order = VARIANTS[block % len(VARIANTS) :] + VARIANTS[: block % len(VARIANTS)]
         for v in order:
             cpu[v].append(await pairs(*agents[v], args.warmup + block * args.pairs, args.pairs))
     medians = {v: round(statistics.median(cpu[v]), 3) for v in VARIANTS}
@@ -105,6 +118,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "capability_ms": round(medians["capability"] - medians["bare"], 3),
         "exception_ms": round(medians["exception"] - medians["bare"], 3),
         "both_ms": round(medians["both"] - medians["bare"], 3),
+        "in_toolsearch_ms": round(medians["in-toolsearch"] - medians["bare"], 3),
     }
 
 

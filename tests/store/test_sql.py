@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import re
 import secrets
 import sqlite3
@@ -255,6 +257,53 @@ async def test_a_commit_that_does_not_wait_for_the_disk_leaves_the_next_one_dura
         with sync.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA synchronous").scalar_one() == 2
         assert (await store.get_run("run_2")).status == "running"
+
+
+def _starting(n: int) -> RunStart:
+    return RunStart(
+        thread_id=f"thr_{n}",
+        owner="alice",
+        agent="files",
+        run_id=f"run_{n}",
+        prompt="p",
+        lease_holder="me",
+        lease_expires_at=100.0,
+        now=1.0,
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_process_forked_after_a_write_still_writes(tmp_path: Path) -> None:
+    """A child forked from a process that wrote (a pre-forking server) commits through a writer of its own.
+
+    The parent's writer thread does not exist in the child; a write there must not wait for it forever.
+    """
+    store = SqlRunStore(f"sqlite:///{tmp_path / 'sayso.db'}")
+
+    async def open_and_write() -> None:
+        await store.open()
+        await store.start_run(_starting(0), expect_active=None)
+
+    async def write_in_child() -> None:
+        await asyncio.wait_for(store.start_run(_starting(1), expect_active=None), timeout=30)
+
+    asyncio.run(open_and_write())
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status
+        try:
+            asyncio.run(write_in_child())
+        except BaseException:
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+    async def read_back() -> str:
+        run = await store.get_run("run_1")
+        await store.aclose()
+        return run.status
+
+    assert asyncio.run(read_back()) == "running"
 
 
 # the schema, and what the sweeps read

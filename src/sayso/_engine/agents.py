@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pydantic_ai
 from pydantic_ai import Agent, DeferredToolRequests, RunContext, Tool
+from pydantic_ai.capabilities import ToolSearch
 from pydantic_ai.models import Model
+from pydantic_ai.toolsets import AbstractToolset
 
 from .._config.checks import check_config, raise_on_errors
 from .._config.file import AgentConfig, Config
@@ -81,8 +83,8 @@ async def open_models(agents: Iterable[BuiltAgent]) -> AsyncExitStack:
 def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, Model | str]) -> BuiltAgent:
     """Build one agent: its tools, `ask_user` and its MCP bindings under one gate, as one toolset.
 
-    The tools sit in the agent's own function toolset (MCP bindings beside it) and the gate, a
-    capability, wraps the whole of it for each run; the run's client tools come through the gate
+    The tools sit in the agent's own function toolset (MCP bindings beside it) and the gate wraps
+    the whole of it for each run (`GatedToolSearch`); the run's client tools come through the gate
     too. One toolset instead of three spares pydantic-ai a task group at every toolset step.
     """
     tools: list[Tool[Any]] = [_tool(t, config.base_dir) for t in spec.tools]
@@ -109,7 +111,7 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
         name=name,
         tools=tools,
         toolsets=[mcp] if mcp is not None else None,
-        capabilities=[gate],
+        capabilities=[GatedToolSearch(gate=gate)],
     )
     return BuiltAgent(
         name=name,
@@ -123,6 +125,30 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
         notifier=_notifier(spec, config.base_dir),
         mcp=mcp,
     )
+
+
+@dataclass
+class GatedToolSearch(ToolSearch[RunDeps]):
+    """pydantic-ai's tool search, which every agent holds, with the agent's gate inside its wrapper.
+
+    The gate must wrap the agent's whole assembled toolset for each run, which only a
+    capability's wrapper toolset does. A capability of its own would cost every run: pydantic-ai
+    hands every hook to every capability with a copy of the run context, ~54 copies per approve
+    cycle (bench/ANALYSIS.md). pydantic-ai adds a `ToolSearch` to every agent that has none, so the
+    gate rides in that one, and the toolset is what it was with a capability of its own: the
+    search's wrapper outside, the gate's inside. Its own `id` keeps a namesake given for one run
+    from replacing it (and the gate with it).
+    """
+
+    gate: Gate = field(default_factory=Gate)
+    id: str | None = field(default="sayso_gate", kw_only=True)
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # built from sayso's config, never from an agent spec
+
+    def get_wrapper_toolset(self, toolset: AbstractToolset[RunDeps]) -> AbstractToolset[RunDeps]:
+        return super().get_wrapper_toolset(self.gate.wrap(toolset))
 
 
 def _mcp_toolset(name: str, spec: AgentConfig, config: Config) -> McpToolset | None:

@@ -5,10 +5,10 @@ whether a person must approve; after approval it consults the execution ledger s
 that already started (in this or a crashed process) is never started again.
 
 An agent has one toolset: its own tools, `ask_user` and its delegates sit in the agent's
-function toolset (MCP bindings beside it), and `Gate`, a pydantic-ai capability, wraps the
-whole assembled toolset in a `GateToolset` for each run, which also offers the run's client
-tools. Tools sayso provides itself (`ask_user`) and client tools pass the gate without a
-policy check. Fewer toolsets spare pydantic-ai a task group per toolset step.
+function toolset (MCP bindings beside it), and the agent's `Gate` wraps the whole assembled
+toolset in a `GateToolset` for each run (`_engine/agents.py` hands it to pydantic-ai), which
+also offers the run's client tools. Tools sayso provides itself (`ask_user`) and client tools
+pass the gate without a policy check. Fewer toolsets spare pydantic-ai a task group per toolset step.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, assert_never
 
 from pydantic_ai import RunContext
-from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolFailed, UserError
 from pydantic_ai.messages import ToolReturn
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
@@ -114,8 +113,8 @@ def outcome_unknown(*, request_id: str, run_id: str, tool_name: str | None, at: 
 
 
 @dataclass
-class Gate(AbstractCapability[Any]):
-    """An agent's interrupt policy, as the capability that puts its gate around the agent's whole toolset."""
+class Gate:
+    """An agent's interrupt policy, and what puts its gate around the agent's whole toolset for each run."""
 
     policy: InterruptPolicy = InterruptPolicy()
     subjects: dict[str, Callable[..., Any]] = field(default_factory=dict[str, Callable[..., Any]])
@@ -128,15 +127,14 @@ class Gate(AbstractCapability[Any]):
     See docs/guides/mcp.md#pausing-from-a-hook.
     """
 
-    @classmethod
-    def get_serialization_name(cls) -> str | None:
-        return None  # built from sayso's config, never from an agent spec
-
-    def get_wrapper_toolset(self, toolset: AbstractToolset[Any]) -> AbstractToolset[Any]:
+    def wrap(self, toolset: AbstractToolset[Any]) -> AbstractToolset[Any]:
+        """`toolset` behind this gate, for one run."""
         # The hook sits inside the gate, as a tool's own body does: the gate's policy approval comes
         # first, and what the hook asks for (an approval, a page to visit) goes through the gate's
-        # handling of a body's request. Read per run, so `Sayso.before_tool_call` takes effect at once.
-        return GateToolset(HookToolset(toolset, hook=self.hook, skip=self.ungated), gate=self)
+        # handling of a body's request. Read per run, so `Sayso.before_tool_call` takes effect at once;
+        # without a hook there is no layer for it (each layer is a few more calls per step in pydantic-ai).
+        hooked = toolset if self.hook is None else HookToolset(toolset, hook=self.hook, skip=self.ungated)
+        return GateToolset(hooked, gate=self)
 
     def subject_for(self, tool_name: str, args: dict[str, Any], terms: ApprovalTerms | None = None) -> Subject | None:
         """The subject a call would be approved for; `None` means the call needs no approval."""

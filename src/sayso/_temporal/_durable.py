@@ -309,7 +309,7 @@ def durable_agent(
     def gated(ctx: RunContext[Any]) -> AbstractToolset[Any]:
         # Resolved inside each tool activity, over the built agent's own tools (and MCP bindings).
         whole: AbstractToolset[Any] = CombinedToolset(list(built.agent.toolsets))
-        return _Recording(built.gate.get_wrapper_toolset(whole))
+        return _Recording(built.gate.wrap(whole))
 
     retried = built.gate.ungated | {d.tool_name for d in spec.delegates}
     toolset = _OnceOrRetried(

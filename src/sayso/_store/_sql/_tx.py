@@ -4,9 +4,9 @@ A verb's work is an `async def work(tx)` that runs constant statements (`Sql`, w
 parameters) through `tx`, so the same work runs on both databases:
 
 - **SQLite**: each statement runs synchronously on a pooled stdlib `sqlite3` connection, so the
-  work never suspends and one call drives the whole transaction to its end. A write goes to an
-  anyio worker thread in one hop (its fsync stays off the event loop) and writers of one process
-  queue on a capacity limiter of one instead of sleeping in SQLite's busy handler; a read runs inline on the
+  work never suspends and one call drives the whole transaction to its end. A write goes to the
+  database's writer thread in one hop (its fsync stays off the event loop) and writers of one process
+  queue there instead of sleeping in SQLite's busy handler; a read runs inline on the
   event loop, which costs less than the hop (WAL readers never wait for writers).
 - **PostgreSQL**: the work awaits asyncpg, whose statement cache prepares each constant
   statement once per pooled connection. Writes whose outcome nobody reads (`Tx.later`) wait and
@@ -27,9 +27,9 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
-import anyio.to_thread
 
 from ..._core.audit import AuditHead, AuditKey
+from ._writer import WriterThread
 
 T = TypeVar("T")
 
@@ -185,7 +185,7 @@ class SqliteDatabase(Database):
     """Pooled stdlib connections to one SQLite file: WAL, a full fsync per durable commit.
 
     Reads run inline on the event loop (one connection serves them all: the loop is one thread
-    and SQLite work never suspends). Durable writes run on anyio's worker threads (`to_thread`), one hop
+    and SQLite work never suspends). Durable writes run on the database's writer thread, one hop
     per transaction and one after another, so the fsync never blocks the loop. A write that need not
     wait for the disk runs inline too when nothing else holds SQLite's write lock (it never waits
     for it on the loop); else it takes the thread.
@@ -199,7 +199,7 @@ class SqliteDatabase(Database):
         self._reader: sqlite3.Connection | None = None
         self._inline: sqlite3.Connection | None = None
         self._idle: list[sqlite3.Connection] = []
-        self._writer = anyio.CapacityLimiter(1)  # writes queue here, not in SQLite's busy handler
+        self._writer = WriterThread("sayso-sqlite-writer")  # writes queue here, not in SQLite's busy handler
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -227,7 +227,7 @@ class SqliteDatabase(Database):
                 return done
         job = functools.partial(self._write, work, durable)
         with anyio.CancelScope(shield=True):  # the transaction runs to its end either way: wait for its outcome
-            result = await anyio.to_thread.run_sync(job, limiter=self._writer)
+            result = await self._writer.run(job)
         return result
 
     def _write_inline(self, work: Work[T]) -> T | _Busy:
@@ -266,6 +266,7 @@ class SqliteDatabase(Database):
         return result
 
     async def aclose(self) -> None:
+        self._writer.stop()
         for conn in [*self._idle, *(c for c in (self._reader, self._inline) if c is not None)]:
             conn.close()
         self._idle.clear()
