@@ -237,29 +237,8 @@ async def test_existing_grants_learn_their_agent_or_are_revoked(grants_database:
     assert active == {"grt_traced", "grt_thread"}
 
 
-async def test_a_commit_that_does_not_wait_for_the_disk_leaves_the_next_one_durable(tmp_path: Path) -> None:
-    """After a `durable=False` write, SQLite connections are back to `synchronous=FULL` for every later commit."""
-    async with SqlRunStore(f"sqlite:///{tmp_path / 'sayso.db'}") as store:
-        for n in range(3):
-            starting = RunStart(
-                thread_id=f"thr_{n}",
-                owner="alice",
-                agent="files",
-                run_id=f"run_{n}",
-                prompt="p",
-                lease_holder="me",
-                lease_expires_at=100.0,
-                now=1.0,
-            )
-            await store.start_run(starting, expect_active=None, durable=False)
-        sync = store._sync  # the worker-thread engine every SQLite transaction runs on
-        assert sync is not None
-        with sync.connect() as conn:
-            assert conn.exec_driver_sql("PRAGMA synchronous").scalar_one() == 2
-        assert (await store.get_run("run_2")).status == "running"
-
-
 def _starting(n: int) -> RunStart:
+    """A run started on a thread of its own: the n-th of a test's runs."""
     return RunStart(
         thread_id=f"thr_{n}",
         owner="alice",
@@ -270,6 +249,18 @@ def _starting(n: int) -> RunStart:
         lease_expires_at=100.0,
         now=1.0,
     )
+
+
+async def test_a_commit_that_does_not_wait_for_the_disk_leaves_the_next_one_durable(tmp_path: Path) -> None:
+    """After a `durable=False` write, SQLite connections are back to `synchronous=FULL` for every later commit."""
+    async with SqlRunStore(f"sqlite:///{tmp_path / 'sayso.db'}") as store:
+        for n in range(3):
+            await store.start_run(_starting(n), expect_active=None, durable=False)
+        sync = store._sync  # the worker-thread engine every SQLite transaction runs on
+        assert sync is not None
+        with sync.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar_one() == 2
+        assert (await store.get_run("run_2")).status == "running"
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -136,6 +136,14 @@ class Workers:
         [done] = outcome
         return done
 
+    async def dies_at_its_point(self, act: Callable[[], Awaitable[_T]]) -> _T:
+        """Do `act` on a worker started through the test's `dying_worker` module, which SIGKILLs itself at the point
+        the test chose; then a plain worker carries the run on. How `act` ended."""
+        dying = self.start(via="dying_worker")
+        done = await self.kill_mid_call(dying, lambda: dying.poll() is not None, act)
+        assert dying.returncode == -signal.SIGKILL  # it died at the point the test chose, not by our hand
+        return done
+
     def stop_all(self) -> None:
         for process in self.running:
             if process.poll() is None:

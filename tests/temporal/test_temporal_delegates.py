@@ -7,7 +7,6 @@ workflow's `decide` Update (docs/guides/temporal.md#what-runs-where).
 
 from __future__ import annotations
 
-import signal
 import sqlite3
 from pathlib import Path
 
@@ -165,12 +164,8 @@ async def test_a_delegate_call_retried_after_its_worker_died_having_started_the_
     files["dying_worker.py"] = DYING_WORKER
     config = temporal.config(tmp_path, SLOW_TEAM, files)
     pool = temporal.workers(config)
-    dying = pool.start(via="dying_worker")
     async with Sayso.from_yaml(config) as front:
-        paused = await pool.kill_mid_call(
-            dying, lambda: dying.poll() is not None, lambda: front.run("archive 2026-11", agent="lead")
-        )
-        assert dying.returncode == -signal.SIGKILL  # it died at the point the test chose
+        paused = await pool.dies_at_its_point(lambda: front.run("archive 2026-11", agent="lead"))
         [request] = paused.requests
         assert (request.kind, request.agent_path) == ("approval", "lead/ops")
         done = (await front.decide(request.request_id, Approve())).run

@@ -8,7 +8,6 @@ its requests are decided through the graph's workflow's `decide` Update
 
 from __future__ import annotations
 
-import signal
 import sqlite3
 from pathlib import Path
 
@@ -166,12 +165,8 @@ async def test_a_graph_segment_killed_between_starting_its_agent_nodes_run_and_i
     files = {**process_tools.files("graph_tools"), "dying_worker.py": DYING_WORKER}
     config = temporal.config(tmp_path, BODY, files)
     pool = temporal.workers(config)
-    dying = pool.start(via="dying_worker")
     async with Sayso.from_yaml(config) as front:
-        paused = await pool.kill_mid_call(
-            dying, lambda: dying.poll() is not None, lambda: front.run("delete c.txt", agent="chores")
-        )
-        assert dying.returncode == -signal.SIGKILL  # it died at the point the test chose
+        paused = await pool.dies_at_its_point(lambda: front.run("delete c.txt", agent="chores"))
         [request] = paused.requests
         assert isinstance(request, ApprovalRequest) and request.agent_path == "chores/tidy"
         done = (await front.decide(request.request_id, Approve())).run
