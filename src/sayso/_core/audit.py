@@ -34,14 +34,23 @@ GENESIS = "0" * 64
 """The `prev_hash` of the first record."""
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+"""One encoder for every canonical text: `json.dumps` with these options builds a new one per call."""
+
+
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no spaces: the same value always gives the same text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _CANONICAL.encode(value)
 
 
 def chain_hash(prev_hash: str, seq: int, body: Mapping[str, Any]) -> str:
     """The hash of a record: its position, its content and the previous record's hash."""
-    return hashlib.sha256(f"{prev_hash}|{seq}|{canonical_json(body)}".encode()).hexdigest()
+    return _text_hash(prev_hash, seq, canonical_json(body))
+
+
+def _text_hash(prev_hash: str, seq: int, text: str) -> str:
+    """`chain_hash` of a body whose canonical JSON is `text`."""
+    return hashlib.sha256(f"{prev_hash}|{seq}|{text}".encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -110,8 +119,10 @@ class AuditHead:
 
 def seal(
     bodies: Sequence[AuditEvent], *, after: AuditHead | None, key: AuditKey | None
-) -> tuple[list[AuditRecord], AuditHead | None]:
-    """The records that extend a chain whose head is `after`, and the chain's new head.
+) -> tuple[list[tuple[AuditRecord, str]], AuditHead | None]:
+    """The records that extend a chain whose head is `after`, each with its body's canonical JSON, and the new head.
+
+    The text is what the record's hash covers and what the store writes as its body: encoded once.
 
     Raises:
         ConfigError: the chain is signed and no key was given (an unsigned record would break it), or a
@@ -131,15 +142,15 @@ def seal(
             "`sayso audit anchor` (Sayso.anchor_audit) before records are signed"
         )
     seq, prev = (after.seq, after.hash) if after else (0, GENESIS)
-    records: list[AuditRecord] = []
+    records: list[tuple[AuditRecord, str]] = []
     for body in bodies:
         seq += 1
-        digest = chain_hash(prev, seq, body)
-        records.append(
-            AuditRecord(
-                seq=seq, body=body, prev_hash=prev, hash=digest, mac=key.sign_record(seq, digest) if key else None
-            )
+        text = canonical_json(body)
+        digest = _text_hash(prev, seq, text)
+        record = AuditRecord(
+            seq=seq, body=body, prev_hash=prev, hash=digest, mac=key.sign_record(seq, digest) if key else None
         )
+        records.append((record, text))
         prev = digest
     return records, AuditHead(seq=seq, hash=prev, mac=key.sign_head(seq, prev) if key else None)
 

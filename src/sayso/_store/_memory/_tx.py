@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar, assert_never
 
 import anyio
 
-from ..._core.audit import AuditHead, canonical_json, seal
+from ..._core.audit import AuditHead, seal
 from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DECISION_ADAPTER, DecisionRecord
 from ..._core.grants import Grant
@@ -305,8 +305,7 @@ class MemoryTx(MemoryOutboxTx):
         records, head = seal(bodies, after=s._audit_head, key=s.audit_key)
         if not records:
             return
-        for r in records:
-            body = canonical_json(r.body)
+        for r, body in records:
             self._append(s._audit, _Audit(seq=r.seq, body=body, prev_hash=r.prev_hash, hash=r.hash, mac=r.mac))
         old = s._audit_head
         s._audit_head = self.audit_head = head

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..._core.audit import AuditHead, AuditRecord, canonical_json, seal
+from ..._core.audit import AuditHead, AuditRecord, seal
 from ..._core.audit_events import AuditEvent
 from ._tx import Sql, Tx
 
@@ -41,10 +41,7 @@ async def append_audit(tx: Tx, bodies: Sequence[AuditEvent]) -> None:
     assert head is not None
     await tx.later(
         INSERT_AUDIT,
-        [
-            {"seq": r.seq, "body": canonical_json(r.body), "prev_hash": r.prev_hash, "hash": r.hash, "mac": r.mac}
-            for r in records
-        ],
+        [{"seq": r.seq, "body": text, "prev_hash": r.prev_hash, "hash": r.hash, "mac": r.mac} for r, text in records],
     )
     # The head read above is the row as this transaction holds it (locked, or under SQLite's write lock).
     values = {"seq": head.seq, "hash": head.hash, "mac": head.mac}
