@@ -177,9 +177,12 @@ DECIDE_NEVER = {
     "sayso._runtime._watch",
     "sayso._runtime._links",
     "sayso._core.links",
+    "sayso._runtime._outbox",
+    "sayso._runtime._notices",
 }
 """The facade's verbs `sayso decide` does not call, which `Sayso`'s methods import when first called: starting a
-run, answering a pause, cancelling, recovery, expiry and escalation, watching, and mailed links."""
+run, answering a pause, cancelling, recovery, expiry and escalation, watching, mailed links, and the outbox's
+claims for a webhook sender."""
 
 
 @pytest.mark.parametrize("args", [("audit", "verify"), ("audit", "list"), ("grants", "list"), ("stats",)], ids=" ".join)
