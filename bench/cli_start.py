@@ -15,7 +15,8 @@ sayso's own modules are byte-compiled first (`compileall`, what pip does when it
 sides load cached bytecode as installed packages do: pydantic-ai's site-packages hold their `.pyc`, while an
 editable checkout under `PYTHONDONTWRITEBYTECODE=1` (as on the shared bench machine) never writes sayso's and
 would recompile ~150 modules of its source in every timed process (~0.2x of `decide`'s ratio, ~0.08x of
-`inbox`'s). `--from-source` measures that checkout as it is instead.
+`inbox`'s). `--from-source` measures the checkout as it is instead (`.pyc` written earlier, by this
+script or anyone, are still used: delete `src/sayso/**/__pycache__` first to time the sources).
 """
 
 from __future__ import annotations
