@@ -875,7 +875,12 @@ def report(  # noqa: C901
         w(
             "`bench/cli_start.py`: fresh processes, one after another, five rounds; the medians as ratios to "
             '`python -c "import pydantic_ai"` measured in the same rounds. `inbox` lists one open request of the '
-            "`sayso init` starter (SQLite); `decide` approves a paused run, which resumes and completes.\n"
+            "`sayso init` starter (SQLite); `decide` approves a paused run, which resumes and completes. "
+            + (
+                "sayso's modules are byte-compiled first, as installing it does (pydantic-ai's `.pyc` are).\n"
+                if cli.get("cli_sayso_compiled")
+                else "sayso is loaded from its sources as they are (`--from-source`).\n"
+            )
         )
         w("| command | seconds (median) | ÷ `import pydantic_ai` | goal |")
         w("|---|---:|---:|---|")

@@ -140,8 +140,8 @@ side), the runtime's kernel and reading verbs, and the decide rule with the resu
 
 def test_decide_loads_only_what_resuming_an_agent_needs(paused_store: tuple[str, dict[str, str]]) -> None:
     """`sayso decide` approving an agent's paused run finishes it without loading the web stack, a protocol,
-    Temporal, the in-memory store, the webhook signer (the starter sends no webhook) or the workflow engine and
-    its host (the starter has no workflows)."""
+    Temporal, the in-memory store, the webhook signer (the starter sends no webhook), the workflow engine and
+    its host (the starter has no workflows) or the verbs it does not call (`DECIDE_NEVER`)."""
     config, env = paused_store
     sayso = [sys.executable, "-m", "sayso"]
     paused = subprocess.run(
@@ -164,6 +164,25 @@ def test_decide_loads_only_what_resuming_an_agent_needs(paused_store: tuple[str,
     assert sorted(m for m in modules if m.startswith(("sayso._store._memory", "sayso.protocols", "sayso.server"))) == []
     workflow_engine = ("sayso.workflows._engine", "sayso.workflows._state", "sayso._runtime._workflow")
     assert sorted(m for m in modules if m.startswith(workflow_engine)) == []  # the starter has no workflows
+    assert sorted(modules & DECIDE_NEVER) == []
+
+
+DECIDE_NEVER = {
+    "sayso._runtime._verbs.start",
+    "sayso._runtime._verbs.answer",
+    "sayso._runtime._verbs.cancel",
+    "sayso._runtime._verbs.recover",
+    "sayso._runtime._verbs.escalate",
+    "sayso._runtime._verbs.expire",
+    "sayso._runtime._watch",
+    "sayso._runtime._links",
+    "sayso._core.links",
+    "sayso._runtime._outbox",
+    "sayso._runtime._notices",
+}
+"""The facade's verbs `sayso decide` does not call, which `Sayso`'s methods import when first called: starting a
+run, answering a pause, cancelling, recovery, expiry and escalation, watching, mailed links, and the outbox's
+claims for a webhook sender."""
 
 
 @pytest.mark.parametrize("args", [("audit", "verify"), ("audit", "list"), ("grants", "list"), ("stats",)], ids=" ".join)

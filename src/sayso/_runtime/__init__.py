@@ -20,6 +20,7 @@
 | `_sender` | `OutboxSender`: a sender's lifecycle (wake, claim with a lease, send per key in order, settle, drain) |
 | `_notices` | which destinations the outbox fans out to, and which `notify` targets a request's notice goes to |
 | `_links` | mailed links: made, opened (never deciding) and decided through once, as the principal mailed |
+| `_link_verbs` | `LinkVerbs`: the facade's link verbs, which load `_links` when first called |
 | `_audit` | the audit key, the exported head, verification |
 | `_watch` | what changed for a principal, whichever process changed it (the live UI follows it) |
 | `_reader` | `Reader`: the reading verbs over the store alone, for callers that run nothing (`sayso audit`, `grants`) |

@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic_ai.models import Model
 
@@ -34,25 +34,24 @@ from .._store import (
 from ..exceptions import (
     ConfigError,
 )
-from . import _audit, _live, _tree, _watch
+from . import _audit, _live, _tree
 from ._cycle import Cycle
 from ._defaults import DEFAULT_REMOTE_AGENTS, engine_of, workflow_runner_of
 from ._events import EventListener
 from ._kernel import Kernel
-from ._links import LinkVerbs
+from ._link_verbs import LinkVerbs
 from ._reading import PrincipalLike, Reading
 from ._remote import RemoteAgents, remote_delegates
 from ._results import DecideResult, RunResult
 from ._runner import CallOptions, DecisionCall, Engine
-from ._verbs import answer as _answer
-from ._verbs import cancel as _cancel
 from ._verbs import decide as _decide
-from ._verbs import escalate as _escalate
-from ._verbs import expire as _expire
-from ._verbs import recover as _recover
 from ._verbs import resume as _resume
-from ._verbs import start as _start
-from ._watch import Change
+
+if TYPE_CHECKING:
+    from ._watch import Change
+
+# Verbs other than decide and resume (start, answer, cancel, recover, expire, watch, mailed links) are imported
+# by their method when first called: a process that only decides (`sayso decide`) loads none of them.
 
 
 class Sayso(LinkVerbs, Reading):
@@ -188,6 +187,8 @@ class Sayso(LinkVerbs, Reading):
             NotAllowed: the thread belongs to someone else.
         """
         self._check_open()
+        from ._verbs import start as _start
+
         return await _start.start(
             self._cycle,
             message,
@@ -268,6 +269,8 @@ class Sayso(LinkVerbs, Reading):
             RunConflict: the run is not paused.
         """
         self._check_open()
+        from ._verbs import answer as _answer
+
         return await _answer.answer_pause(
             self._cycle,
             run_id,
@@ -312,6 +315,8 @@ class Sayso(LinkVerbs, Reading):
             RunConflict: the run is finished, or another process is working on it.
         """
         self._check_open()
+        from ._verbs import cancel as _cancel
+
         run = await self.run_record(run_id, principal=principal)
         result = await _cancel.cancel(self._cycle, run)
         await self._cycle.changed(run)
@@ -351,6 +356,8 @@ class Sayso(LinkVerbs, Reading):
         several runtimes may call it at once (each run is taken over by one). Returns the runs carried on.
         """
         self._check_open()
+        from ._verbs import recover as _recover
+
         return await _recover.recover(self._cycle)
 
     async def expire(self, *, principal: PrincipalLike | None = None) -> list[RunResult]:
@@ -365,6 +372,9 @@ class Sayso(LinkVerbs, Reading):
         self._check_open()
         if principal is not None:
             self._require_approver(principal, "expire", "only approvers may run expiry")
+        from ._verbs import escalate as _escalate
+        from ._verbs import expire as _expire
+
         await _escalate.escalate(self._k)
         return await _expire.expire(self._cycle)
 
@@ -395,6 +405,8 @@ class Sayso(LinkVerbs, Reading):
         Only what the principal may see is reported. Close the iterator (`aclose`) to stop.
         """
         self._check_open()
+        from . import _watch
+
         return _watch.watch(self, self._k.events, principal=self.principal(principal), thread_id=thread_id, every=every)
 
     def add_listener(self, listener: EventListener) -> None:

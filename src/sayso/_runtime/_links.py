@@ -9,7 +9,6 @@ through the one decide verb, so the one access rule applies.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from .._core.deciding import check_allowed
@@ -18,7 +17,7 @@ from .._core.links import LinkClaims, args_digest, read_link, sign_link, token_i
 from .._core.requests import Request
 from .._core.votes import Vote, standing_args
 from .._store import RequestState
-from ..exceptions import AlreadyDecided, LinkRefused, RequestExpired, RequestNotFound
+from ..exceptions import AlreadyDecided, LinkRefused, RequestExpired
 from ._cycle import Cycle
 from ._kernel import Kernel
 from ._results import DecideResult
@@ -114,47 +113,3 @@ async def decide_by_link(c: Cycle, token: str, decision: Decision) -> DecideResu
 
 def _key(k: Kernel) -> bytes:
     return k.config.channels.link_key(k.config.audit.key())
-
-
-class LinkVerbs:
-    """The facade's verbs of mailed links (mixed into `Sayso`)."""
-
-    _k: Kernel
-    _cycle: Cycle
-    _check_open: Callable[[], None]
-    """`Reading`'s: the runtime must be open."""
-
-    async def mail_link(self, request_id: str, *, principal: str) -> str:
-        """A signed token for a link that lets `principal` decide the request once (`/v1/links/{token}`).
-
-        It expires with the request, or after `channels.email.link_ttl_seconds` if sooner, and stops
-        working once the request is decided or its arguments change.
-
-        Raises:
-            RequestNotFound: no request has this id.
-            ConfigError: no link key is configured (`channels.link_key_env`, or the audit key).
-        """
-        state = await self._k.store.get_request(request_id)
-        if state is None:
-            raise RequestNotFound(request_id)
-        return make_link(self._k, state.request, principal, state.votes)
-
-    async def open_link(self, token: str) -> LinkView:
-        """The request a mailed link is for, with whom it decides as; opening a link never decides.
-
-        Raises:
-            LinkRefused: forged, expired, used, changed, or its request was decided (`problem` says which).
-        """
-        self._check_open()
-        return await open_link(self._k, token)
-
-    async def decide_by_link(self, token: str, decision: Decision) -> DecideResult:
-        """Decide through a mailed link: as the principal it was sent to, `via="email"`, once.
-
-        Raises:
-            LinkRefused: as `open_link`, or the link was used meanwhile.
-            InvalidDecision: the decision does not fit the request; the request and the link stay open.
-            NotAllowed: the principal the link was mailed to may not decide this request.
-        """
-        self._check_open()
-        return await decide_by_link(self._cycle, token, decision)

@@ -40,14 +40,15 @@ from ..exceptions import (
     ThreadNotFound,
     UsageError,
 )
-from . import _audit, _outbox, _tree
+from . import _audit, _tree
 from ._kernel import Kernel
 from ._listing import PrincipalLike as PrincipalLike
 from ._listing import inbox_page, principal_of
-from ._outbox import EscalationNotice, OutboundEvent, RunUpdate
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
+
+    from ._outbox import EscalationNotice, OutboundEvent, RunUpdate  # the outbox's verbs import it when called
 
 
 class Reading:
@@ -282,6 +283,8 @@ class Reading:
         it with `settle_event`, or it is claimed again (by anyone) once the claim lapses.
         """
         self._check_open()
+        from . import _outbox
+
         return await _outbox.claim(self._k, hooks, lease_seconds=lease_seconds, limit=limit)
 
     async def claim_escalations(
@@ -293,6 +296,8 @@ class Reading:
         claimed one with `settle_event`, or it is claimed again once the claim lapses.
         """
         self._check_open()
+        from . import _outbox
+
         return await _outbox.claim_escalations(self._k, hook, lease_seconds=lease_seconds, limit=limit)
 
     async def claim_run_updates(self, hook: str, *, lease_seconds: float = 30.0, limit: int = 50) -> list[RunUpdate]:
@@ -301,6 +306,8 @@ class Reading:
         For senders of task updates (A2A push notifications); settle each with `settle_event`.
         """
         self._check_open()
+        from . import _outbox
+
         return await _outbox.claim_run_updates(self._k, hook, lease_seconds=lease_seconds, limit=limit)
 
     async def settle_event(
@@ -313,6 +320,8 @@ class Reading:
     ) -> bool:
         """Record what became of a claimed delivery: `delivered`, `skipped`, `failed`, or `pending` until `retry_at`."""
         self._check_open()
+        from . import _outbox
+
         return await _outbox.settle(self._k, delivery_id, status=status, retry_at=retry_at, error=error)
 
     async def prune_events(self, *, retention_days: float | None = None) -> int:
@@ -327,6 +336,8 @@ class Reading:
         days = self.config.webhooks_retention_days if retention_days is None else retention_days
         if not days > 0:
             raise UsageError(f"retention_days must be positive, not {days!r}: it is how long events are kept")
+        from . import _outbox
+
         return await _outbox.prune(self._k, retention_days=days)
 
     def _require_approver(self, principal: PrincipalLike, subject_id: str, problem: str) -> None:

@@ -7,7 +7,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic.json_schema import JsonSchemaValue
 from rich.console import Console, Group, RenderableType
@@ -25,7 +25,9 @@ from .._core.requests import (
     shown_args,
 )
 from .._core.votes import Vote, quorum
-from .._runtime import InboxPage, RunResult, request_json
+
+if TYPE_CHECKING:
+    from .._runtime import InboxPage, RunResult
 
 
 def _who(request: Request) -> str:
@@ -172,6 +174,8 @@ def print_request(
 def print_inbox(console: Console, page: InboxPage, *, as_json: bool, config: str) -> None:
     """`sayso inbox`: each open request's panel and commands, or one JSON object of them."""
     if as_json:
+        from .._runtime import request_json  # the records' JSON (`_runtime._results`), only for --json
+
         shown = [request_json(r, votes=page.votes.get(r.request_id, ())) for r in page.requests]
         print(json.dumps({"requests": shown}, ensure_ascii=False))
         return
