@@ -3,8 +3,17 @@ say who and through what, thread titles, and `/docs` and the favicon served with
 
 from __future__ import annotations
 
+import inspect
 import re
+from collections.abc import Iterable, Iterator
 from datetime import datetime
+from typing import Any
+
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
+
+from sayso import Config, Sayso
+from sayso._serve import compose
 
 from .conftest import InProcess
 
@@ -103,3 +112,33 @@ async def test_times_are_rfc3339_and_a_decision_says_who_took_it_and_where(serve
     assert line["decision"]["edits"] == [{"field": "name", "before": "notes.txt", "after": "todo.md"}]
     assert RFC3339.match(line["at"]) and RFC3339.match(line["decision"]["decided"])
     assert all(e["at"] is None or RFC3339.match(e["at"]) for e in thread["transcript"])
+
+
+def _api_routes(routes: Iterable[Any]) -> Iterator[APIRoute]:
+    """Every API route of an app, inside the routers it includes (FastAPI keeps those as routes of their own)."""
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield route
+        included = getattr(route, "original_router", None)
+        if included is not None:
+            yield from _api_routes(included.routes)
+
+
+def _blocking_calls(dependant: Dependant) -> Iterator[str]:
+    """The endpoint and dependencies of a route that are plain functions (FastAPI runs those in worker threads)."""
+    call = dependant.call
+    if call is not None and not (inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(type(call).__call__)):
+        yield getattr(call, "__qualname__", repr(call))
+    for dependency in dependant.dependencies:
+        yield from _blocking_calls(dependency)
+
+
+def test_no_endpoint_or_dependency_runs_in_a_worker_thread(example_config: Config) -> None:
+    """A plain `def` endpoint or dependency runs in FastAPI's thread pool: a hop out of the event loop and back for
+    every request, which cost more CPU than the rest of a small GET (bench/ANALYSIS.md); each is `async def`."""
+    app = compose(Sayso(example_config), expire_every_seconds=None, recover_every_seconds=None)
+    routes = list(_api_routes(app.routes))
+    assert {"/v1/runs", "/v1/requests/{request_id}/decision"} <= {route.path for route in routes}
+    assert {route.path: list(_blocking_calls(route.dependant)) for route in routes} == {
+        route.path: [] for route in routes
+    }

@@ -97,14 +97,22 @@ _SSE_EVENT: JsonSchemaValue = {
 }
 
 
-def _state(request: Request) -> ServerState:
+# The dependencies are `async def` though they await nothing: FastAPI runs a plain `def` dependency
+# in its worker threads, a hop out of the event loop and back for every request (bench/ANALYSIS.md).
+
+
+async def _state(request: Request) -> ServerState:
+    return _server_state(request)
+
+
+async def _runtime(request: Request) -> Sayso:
+    return _server_state(request).sayso
+
+
+def _server_state(request: Request) -> ServerState:
     state = request.app.state.sayso_server
     assert isinstance(state, ServerState)
     return state
-
-
-def _runtime(request: Request) -> Sayso:
-    return _state(request).sayso
 
 
 async def current_principal(
@@ -115,7 +123,7 @@ async def current_principal(
     `credentials` only documents the scheme in the OpenAPI document; the token is read by the
     one authenticator A2A and AG-UI use too.
     """
-    return authenticate(_runtime(request), request.headers.get("authorization"))
+    return authenticate(_server_state(request).sayso, request.headers.get("authorization"))
 
 
 Caller = Annotated[Principal, Depends(current_principal)]
