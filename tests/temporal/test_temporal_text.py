@@ -118,6 +118,16 @@ class Heard:
 
 
 @dataclass
+class SlowHeard(Heard):
+    """A front still busy with the first piece when the run ends on the worker (the model writes on meanwhile)."""
+
+    async def __call__(self, piece: str) -> None:
+        await super().__call__(piece)
+        if len(self.pieces) == 1:
+            await asyncio.sleep(2)
+
+
+@dataclass
 class Setup:
     config: Config
     writer: Writer
@@ -179,6 +189,16 @@ async def test_a_run_hears_its_text_in_pieces_while_the_worker_writes_it(setup: 
     workflow = f"sayso-files-{done.run_id}"
     assert any(t.endswith("model_request_stream") for t in await activity_types(temporal.address, workflow))
     assert 0 < (await signals(temporal.address, workflow)).count("text") <= len(heard.pieces)
+
+
+async def test_a_front_busy_when_the_run_ends_still_hears_the_rest_of_the_text(setup: Setup) -> None:
+    """The run ends while its front is between two reads: its workflow waits for the read, no piece is lost."""
+    heard = SlowHeard(setup.writer)
+    async with Sayso(setup.config) as front:
+        done = await front.run("hello", on_text=heard)
+    assert (done.status, done.output) == ("completed", GREETING)
+    assert len(heard.pieces) > 1
+    assert "".join(heard.pieces) == GREETING
 
 
 async def test_a_model_request_retried_mid_reply_streams_no_piece_twice(setup: Setup) -> None:

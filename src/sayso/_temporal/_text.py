@@ -10,7 +10,9 @@ person), and the segment's loop then streams its model requests (`LoopInput.text
 Inside each model-request activity `send_text` batches the text (`BATCH_SECONDS`) and signals each
 batch to the workflow the loop runs in; the workflow keeps it under the token (`Texts`) until the
 front read it; the front, while its Update waits, long-polls the `read_text` Update (`listen`) and
-hands each piece to its sink in order, before its call returns. A call without a sink streams
+hands each piece to its sink in order, before its call returns. A run's workflow ends only once
+its fronts read their text to the end (or a grace period passed): a front between two reads
+when the run finished would otherwise lose the last pieces. A call without a sink streams
 nothing and adds nothing to the run's history.
 
 A model request retried (its worker died mid-reply) writes its reply again: each batch carries
@@ -152,6 +154,10 @@ class Texts:
                 taken = end
             at = end
         self._taken[batch.reply] = taken
+
+    def all_read(self) -> bool:
+        """Whether every front that listened read its call's text to the end (the workflow may end: none is lost)."""
+        return not self._kept
 
     def check(self, asked: TextAsk) -> None:
         """(The read's validator) a token this workflow keeps no text under is refused: that call ended and was read."""

@@ -76,6 +76,13 @@ _ESCALATION_TIMERS = "sayso-escalation-timers"
 _REREAD_AFTER_REFUSAL = "sayso-reread-after-refusal"
 """The patch under which a refused decision makes the workflow read where its run stands (`workflow.patched`)."""
 
+_TEXT_READ_BEFORE_END = "sayso-text-read-before-end"
+"""The patch under which a run's workflow ends only once its fronts read their calls' text (`workflow.patched`)."""
+
+TEXT_READ_GRACE = timedelta(seconds=30)
+"""How long an ended run's workflow waits for a front to read the rest of its call's text: one that went away
+does not hold it open longer (its call's result holds the whole text)."""
+
 _T = TypeVar("_T")
 
 
@@ -149,6 +156,10 @@ class SaysoRun:
                     await self._settle()
                 await self._report(tokens)
         await self._close_children()
+        # A front reads its call's text between long-polls: the last pieces are not lost to a workflow that ended.
+        if not self._texts.all_read() and workflow.patched(_TEXT_READ_BEFORE_END):
+            with contextlib.suppress(TimeoutError):
+                await workflow.wait_condition(self._texts.all_read, timeout=TEXT_READ_GRACE)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self._now().status
 
