@@ -177,28 +177,29 @@ async def signals(address: str, workflow_id: str) -> list[str]:
     ]
 
 
-async def test_a_run_hears_its_text_in_pieces_while_the_worker_writes_it(setup: Setup, temporal: Project) -> None:
-    """`Sayso.run(on_text=...)` on a Temporal front: the text in several pieces, in order, the output whole."""
-    heard = Heard(setup.writer)
+async def greeted(setup: Setup, heard: Heard) -> str:
+    """Say hello on a front whose sink is `heard`: the run's id, once its output and the pieces heard are whole."""
     async with Sayso(setup.config) as front:
         done = await front.run("hello", on_text=heard)
     assert (done.status, done.output) == ("completed", GREETING)
     assert len(heard.pieces) > 1
     assert "".join(heard.pieces) == GREETING
+    return done.run_id
+
+
+async def test_a_run_hears_its_text_in_pieces_while_the_worker_writes_it(setup: Setup, temporal: Project) -> None:
+    """`Sayso.run(on_text=...)` on a Temporal front: the text in several pieces, in order, the output whole."""
+    heard = Heard(setup.writer)
+    run_id = await greeted(setup, heard)
     # The model request streamed, and its text crossed in batches (signals to the run's workflow).
-    workflow = f"sayso-files-{done.run_id}"
+    workflow = f"sayso-files-{run_id}"
     assert any(t.endswith("model_request_stream") for t in await activity_types(temporal.address, workflow))
     assert 0 < (await signals(temporal.address, workflow)).count("text") <= len(heard.pieces)
 
 
 async def test_a_front_busy_when_the_run_ends_still_hears_the_rest_of_the_text(setup: Setup) -> None:
     """The run ends while its front is between two reads: its workflow waits for the read, no piece is lost."""
-    heard = SlowHeard(setup.writer)
-    async with Sayso(setup.config) as front:
-        done = await front.run("hello", on_text=heard)
-    assert (done.status, done.output) == ("completed", GREETING)
-    assert len(heard.pieces) > 1
-    assert "".join(heard.pieces) == GREETING
+    await greeted(setup, SlowHeard(setup.writer))
 
 
 async def test_a_model_request_retried_mid_reply_streams_no_piece_twice(setup: Setup) -> None:
