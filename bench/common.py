@@ -69,6 +69,9 @@ def bench_config(db: str) -> Config:
                     "model": FunctionModel(scripted_model),
                     "tools": [delete_file],
                     "interrupt": {"tools": ["delete_file"]},
+                    # The anchors' agents hold the one tool: sayso's built-in `ask_user` would add a second
+                    # tool definition to every model request and every tool listing of the cycle.
+                    "ask_user": False,
                 }
             },
         }
