@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from sayso._store import MemoryRunStore, RunStart, SqlRunStore, async_url, store_from_url
+from sayso._store import RunStart, SqlRunStore, async_url, store_from_url
 from sayso._store._sql import _chain, _rows
 from sayso._store._sql._conn import schema_head
 from sayso._store._sql._rows import EXPIRED_RUNS
@@ -30,8 +30,7 @@ MIGRATIONS = Path(__file__).resolve().parents[2] / "src" / "sayso" / "_store" / 
 
 
 def test_the_url_picks_the_backend(tmp_path: Path) -> None:
-    """`memory://` is the in-memory store, SQLite and PostgreSQL URLs the SQL store; anything else is refused."""
-    assert isinstance(store_from_url("memory://"), MemoryRunStore)
+    """SQLite and PostgreSQL URLs are the SQL store; anything else (`memory://` too) is refused."""
     sqlite_store = store_from_url("sqlite:///data/sayso.db", base_dir=tmp_path)
     assert isinstance(sqlite_store, SqlRunStore)
     assert sqlite_store.url == f"sqlite+aiosqlite:///{tmp_path / 'data' / 'sayso.db'}"
@@ -39,6 +38,8 @@ def test_the_url_picks_the_backend(tmp_path: Path) -> None:
     assert isinstance(postgres_store, SqlRunStore) and postgres_store.url == "postgresql+asyncpg://u@h:5432/db"
     with pytest.raises(ConfigError, match="mysql"):
         store_from_url("mysql://u@h/db")
+    with pytest.raises(ConfigError, match="'memory' is neither"):
+        store_from_url("memory://")
 
 
 async def test_a_store_that_cannot_open_says_where(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_ai.models import Model
 
 from .._core.policy import reference_problems
+from .._core.store_urls import StoreUrlProblem, no_folder, read_store_url
 from .._engine.models import build_model, resolve_model
 from .._engine.tools import BUILTIN_TOOLS, as_tool, import_spec
 from ..exceptions import ConfigError
@@ -408,21 +409,17 @@ def _check_principals(config: Config, problems: _Problems) -> None:
 
 
 def _check_store(config: Config, problems: _Problems) -> None:
-    url = config.store_url()
-    if url.startswith("sqlite"):
-        return
-    if url.startswith(("postgresql", "postgres://")):
-        if importlib.util.find_spec("asyncpg") is None:
-            problems.add(
-                "error",
-                ("store",),
-                "a PostgreSQL store needs the asyncpg package, which is not installed",
-                "pip install 'sayso[postgres]'",
-            )
-        return
-    problems.add(
-        "error",
-        ("store",),
-        f"sayso stores runs in SQLite or PostgreSQL, and {url.split(':', 1)[0]!r} is neither",
-        "use sqlite:///sayso.db or postgresql://user@host/db",
-    )
+    """The store URL by the rule every store opening applies, its SQLite folder, PostgreSQL's driver."""
+    store = read_store_url(config.store_url(), base_dir=config.base_dir)
+    if isinstance(store, StoreUrlProblem):
+        problems.add("error", ("store",), store.message, store.fix)
+    elif store.path is not None and not store.path.parent.is_dir():
+        missing = no_folder(store)
+        problems.add("error", ("store",), missing.message, missing.fix)
+    elif store.backend == "postgresql" and importlib.util.find_spec("asyncpg") is None:
+        problems.add(
+            "error",
+            ("store",),
+            "a PostgreSQL store needs the asyncpg package, which is not installed",
+            "pip install 'sayso[postgres]'",
+        )

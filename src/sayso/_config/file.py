@@ -320,8 +320,9 @@ class Config(_Strict, RoutingConfig):
     """A whole `sayso.yaml`."""
 
     store: str = "sqlite:///sayso.db"
-    """Where runs, pauses and decisions are kept: `sqlite:///file.db` (relative to the config file) or
-    `postgresql://user@host/db`; the `SAYSO_STORE` environment variable overrides it."""
+    """Where runs, pauses and decisions are kept: `sqlite:///file.db` (relative to the config file),
+    `sqlite:////abs/file.db` or `postgresql://user@host/db` (the rule: `_core/store_urls.py`); the
+    `SAYSO_STORE` environment variable overrides it."""
     models: dict[str, ModelEntry] = {}
     """Named models: a pydantic-ai model string (`openai:gpt-4o-mini`), a script, or a provider entry."""
     agents: dict[str, AgentConfig]

@@ -17,6 +17,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from .._config.file import Config, load_config
+from .._core.store_urls import store_url
 from .._runtime import Sayso
 from ..channels import FORM_PATHS, channels_router
 from ..protocols import protocol_apps, protocol_routers
@@ -95,7 +96,7 @@ def banner(config_path: str, config: Config, host: str, port: int) -> list[str]:
     )
     lines = [
         f"sayso serves {config_path} on http://{host}:{port}/  (API docs at /docs; Ctrl-C stops)",
-        f"store: {_shown_url(_anchored(config.store_url(), config))}",
+        f"store: {store_url(config.store_url(), base_dir=config.base_dir).shown}",
         mode,
     ]
     channels = config.channels
@@ -105,24 +106,6 @@ def banner(config_path: str, config: Config, host: str, port: int) -> list[str]:
     if reached:
         lines.append(f"channels: {', '.join(reached)}; links point at {channels.public_url or 'nowhere yet'}")
     return lines
-
-
-def _anchored(url: str, config: Config) -> str:
-    """A SQLite URL with its file as an absolute path (a relative one is relative to the config's folder)."""
-    scheme, sep, path = url.partition(":///")
-    if not sep or not scheme.startswith("sqlite") or path.startswith("/") or path in ("", ":memory:"):
-        return url
-    return f"{scheme}:///{(config.base_dir / path).resolve()}"
-
-
-def _shown_url(url: str) -> str:
-    """A store URL as printed: its password, if any, left out."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest.split("/", 1)[0]:
-        return url
-    auth, _, host = rest.partition("@")
-    user = auth.split(":", 1)[0]
-    return f"{scheme}://{user}@{host}" if user else f"{scheme}://{host}"
 
 
 class _Plain(logging.Formatter):

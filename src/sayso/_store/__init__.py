@@ -3,7 +3,7 @@
 `RunStore` is the port (`_port`, its outbox verbs in `_port_outbox`), its business verbs written
 once (`_verbs/`) over one transaction's primitives (`_primitives`); `SqlRunStore` serves SQLite
 (the default) and PostgreSQL (for replicas) (`_sql/`), and `MemoryRunStore` keeps everything in
-process memory (`_memory`), each implementing the primitives. `store_from_url` picks the backend a
+process memory (`_memory`), each implementing the primitives. `store_from_url` opens the SQL store a
 configured URL names (`_urls`; `inbox_from_url` only the part that lists open requests, `_port_inbox`).
 The records every verb takes and returns live in `_records`.
 """
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from ._sql._conn import async_url
     from ._sql._inbox import SqlInbox
     from ._sql._store import SqlRunStore
-    from ._urls import MEMORY_URL, inbox_from_url, store_from_url
+    from ._urls import inbox_from_url, store_from_url
 
 __all__ = [
     "AuditPage",
@@ -74,7 +74,6 @@ __all__ = [
     "InboxPort",
     "InvalidCursor",
     "LedgerStatus",
-    "MEMORY_URL",
     "MemoryRunStore",
     "OutboxKind",
     "PRUNED_AT_ONCE",
@@ -121,7 +120,6 @@ _WHERE: dict[str, str] = {
     "InboxPort": "._port_inbox",
     "InvalidCursor": "..exceptions",
     "LedgerStatus": "._records",
-    "MEMORY_URL": "._urls",
     "MemoryRunStore": "._memory",
     "OutboxKind": "._records",
     "PRUNED_AT_ONCE": "._port_outbox",

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import anyio.to_thread
 
+from ..._core.store_urls import no_folder, store_url
 from ...exceptions import ConfigError, SaysoError, StoreError
 from ._tx import Database, PostgresDatabase, Sql, SqliteDatabase, Tx, Work
 
@@ -47,6 +48,12 @@ def _database_errors() -> tuple[type[BaseException], ...]:
     from sqlalchemy.exc import SQLAlchemyError
 
     return (SQLAlchemyError, sqlite3.Error, OSError)
+
+
+def _said(exc: BaseException) -> str:
+    """A database error in words: the driver's own message, without SQLAlchemy's statement and web link."""
+    orig = getattr(exc, "orig", None)
+    return str(orig) if isinstance(orig, BaseException) else str(exc)
 
 
 _VERSION = Sql("SELECT version_num FROM alembic_version")
@@ -80,15 +87,11 @@ def async_url(url: str, *, base_dir: Path | None = None) -> str:
 
     Relative SQLite paths are taken from `base_dir` (the config file's folder), so every
     process pointed at the same config opens the same file wherever it was started.
+
+    Raises:
+        ConfigError: sayso takes no store at `url` (`_core.store_urls`).
     """
-    if url.startswith("sqlite"):
-        _, _, path = url.partition(":///")
-        if path and path != ":memory:" and base_dir is not None and not Path(path).is_absolute():
-            path = str((base_dir / path).resolve())
-        return f"sqlite+aiosqlite:///{path}"
-    if url.startswith(("postgresql://", "postgres://")):
-        return "postgresql+asyncpg://" + url.split("://", 1)[1]
-    return url
+    return store_url(url, base_dir=base_dir).driver_url
 
 
 class _SqlConn:
@@ -99,7 +102,9 @@ class _SqlConn:
     """
 
     def __init__(self, url: str, *, base_dir: Path | None = None) -> None:
-        self.url = async_url(url, base_dir=base_dir)
+        self.location = store_url(url, base_dir=base_dir)
+        """The store the URL names (a SQLite file or a PostgreSQL database)."""
+        self.url = self.location.driver_url
         """The async driver's URL of the database."""
         self._engine: AsyncEngine | None = None
         self._sync: Engine | None = None
@@ -115,7 +120,7 @@ class _SqlConn:
     @property
     def dialect(self) -> str:
         """`sqlite` or `postgresql`."""
-        return "sqlite" if self.url.startswith("sqlite") else "postgresql"
+        return self.location.backend
 
     def _sa_engines(self) -> AsyncEngine:
         """SQLAlchemy's engines, made on first use (migrations, listings): the async one, and SQLite's sync one."""
@@ -128,9 +133,11 @@ class _SqlConn:
         try:
             engine = create_async_engine(self.url)
         except ImportError as exc:  # asyncpg comes with the `postgres` extra
-            raise ConfigError(f"the store {self.url!r} needs a driver: pip install 'sayso[postgres]' ({exc})") from exc
+            raise ConfigError(
+                f"the store {self.location.shown!r} needs a driver: pip install 'sayso[postgres]' ({exc})"
+            ) from exc
         except (ArgumentError, ValueError) as exc:  # a URL SQLAlchemy cannot parse
-            raise ConfigError(f"the store URL {self.url!r} is not valid: {exc}") from exc
+            raise ConfigError(f"the store URL {self.location.shown!r} is not valid: {exc}") from exc
         if engine.dialect.name == "sqlite":
             self._sync = create_engine(
                 self.url.replace("sqlite+aiosqlite://", "sqlite://", 1), connect_args={"check_same_thread": False}
@@ -142,11 +149,11 @@ class _SqlConn:
 
     async def _open_current(self) -> bool:
         """Open a SQLite file whose schema is already the migrations' head without SQLAlchemy; whether it was."""
-        path = self.url.removeprefix("sqlite+aiosqlite:///")
+        path = self.location.path
         head = schema_head()
-        if path == self.url or path in ("", ":memory:") or head is None or not Path(path).is_file():
+        if path is None or head is None or not path.is_file():
             return False
-        db = SqliteDatabase(path)
+        db = SqliteDatabase(str(path))
 
         async def version(tx: Tx) -> object:
             row = await tx.one(_VERSION)
@@ -166,6 +173,9 @@ class _SqlConn:
         """Connect and bring the schema up to date."""
         if self._db is not None or await self._open_current():
             return
+        path = self.location.path
+        if path is not None and not path.parent.is_dir():
+            raise StoreError(f"could not open the store: {no_folder(self.location).error()}")
         engine = self._sa_engines()
         db: Database
         if engine.dialect.name == "sqlite":
@@ -181,7 +191,7 @@ class _SqlConn:
                     raise StoreError(f"database error: {exc}") from exc
         except StoreError as exc:
             await self.aclose()
-            raise StoreError(f"could not open the store at {self.url!r}: {exc}") from exc
+            raise StoreError(f"could not open the store at {self.location.shown!r}: {exc}") from exc
         self._db = db
 
     async def aclose(self) -> None:
@@ -270,11 +280,11 @@ class _SqlConn:
             if race is None:
                 raise StoreError(f"database error: {exc.orig}") from exc
         except errors as exc:
-            raise StoreError(f"database error: {exc}") from exc
+            raise StoreError(f"database error: {_said(exc)}") from exc
         try:
             return await self._sa_attempt(race, read=False)
         except errors as exc:
-            raise StoreError(f"database error: {exc}") from exc
+            raise StoreError(f"database error: {_said(exc)}") from exc
 
     async def _sa_attempt(self, work: Callable[[Connection], T], *, read: bool) -> T:
         engine = self._sa_engines()
