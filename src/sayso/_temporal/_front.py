@@ -27,6 +27,7 @@ from ._shapes import (
     AdvanceInput,
     DecideInput,
     RunInput,
+    cancelled_as_cancelled,
     error_in,
     options_json,
     principal_json,
@@ -100,11 +101,12 @@ class TemporalFront:
         """
         args = [] if arg is None else [arg]
         try:
-            if text is None:
-                return await handle.execute_update(name, args=args)
-            sent = await handle.start_update(name, args=args, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
-            async with listening(handle, text, options.on_text):
-                return await sent.result()
+            with cancelled_as_cancelled():
+                if text is None:
+                    return await handle.execute_update(name, args=args)
+                sent = await handle.start_update(name, args=args, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+                async with listening(handle, text, options.on_text):
+                    return await sent.result()
         except WorkflowUpdateFailedError as exc:
             raise error_in(exc.cause) or RunConflict(run.run_id, f"its workflow failed: {exc.cause}") from None
         except RPCError as exc:

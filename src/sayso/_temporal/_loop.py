@@ -28,7 +28,7 @@ from .._runtime._cycle import Cycle
 from .._runtime._runner import LoopCall, LoopResult
 from .._store import RunRecord
 from ._durable import LOOP_DEPS, LoopDeps, attached_json, attached_of
-from ._shapes import workflow_id
+from ._shapes import cancelled_as_cancelled, workflow_id
 from ._text import TextTo
 
 LOOP_UPDATE = "loop"
@@ -120,7 +120,8 @@ class TemporalLoop:
         # gets the same loop, never a second.
         handle = self._client.get_workflow_handle(workflow_id(await self._home(run)))
         update_id = f"loop-{run.run_id}-{run.resume_pause_id or 'start'}"
-        out = await handle.execute_update(LOOP_UPDATE, asked, id=update_id, result_type=LoopOutput)
+        with cancelled_as_cancelled():
+            out = await handle.execute_update(LOOP_UPDATE, asked, id=update_id, result_type=LoopOutput)
         if out.error is not None:
             raise type(out.error_type or "LoopFailed", (Exception,), {})(out.error)
         new = ModelMessagesTypeAdapter.validate_json(out.new)

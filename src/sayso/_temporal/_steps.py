@@ -32,7 +32,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError,
 from .._core.steps import StepCall, StepKey
 from .._runtime._cycle import Cycle
 from ..exceptions import StepOutcomeUnknown
-from ._shapes import workflow_id
+from ._shapes import cancelled_as_cancelled, workflow_id
 
 STEP_UPDATE = "step"
 """The Update of a run's workflow that runs one step as an activity."""
@@ -127,7 +127,8 @@ class TemporalSteps:
         )
         try:
             handle = self._client.get_workflow_handle(workflow_id(home))
-            out = await handle.execute_update(STEP_UPDATE, asked, id=token, result_type=StepOutput)
+            with cancelled_as_cancelled():
+                out = await handle.execute_update(STEP_UPDATE, asked, id=token, result_type=StepOutput)
         finally:
             del self._pending[token]
         if pending.error is not None:

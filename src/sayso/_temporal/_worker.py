@@ -6,11 +6,11 @@ every run itself, over the same store as the fronts.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
+import anyio
 from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPlugin
 from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateStage
 from temporalio.service import RPCError
@@ -30,9 +30,24 @@ from ._shapes import AdvanceInput, options_json, own_queue, workflow_id
 from ._steps import TemporalSteps
 from ._workflow import SaysoRun
 
+GRACE = timedelta(seconds=5)
+"""How long a stopping worker lets the activities in flight finish before it cancels them."""
 
-async def run_worker(config: Config, *, ready: Callable[[str], Awaitable[None]] | None = None) -> None:
-    """Work on the runs of `config`'s Temporal task queue until cancelled.
+
+async def run_worker(
+    config: Config, *, ready: Callable[[str], Awaitable[None]] | None = None, stop: anyio.Event | None = None
+) -> None:
+    """Work on the runs of `config`'s Temporal task queue until `stop` is set, or until cancelled.
+
+    Once `stop` is set the worker stops gracefully and returns: it takes no more tasks, lets the
+    activities in flight finish for up to `GRACE` (those still running then are cancelled, and
+    Temporal retries them elsewhere or records their calls' outcome unknown at once, without a
+    heartbeat timeout), and closes its runtime. Cancelling it instead cuts all of that short.
+
+    Args:
+        config: a config with `engine: temporal`.
+        ready: told, once the worker polls its task queue, where it works.
+        stop: set to stop gracefully (`sayso worker` sets it on SIGTERM and Ctrl-C).
 
     Raises:
         ConfigError: the config names no `engine: temporal`.
@@ -70,7 +85,7 @@ async def run_worker(config: Config, *, ready: Callable[[str], Awaitable[None]] 
             workflows=[SaysoRun],
             activities=activities.all(),
             plugins=[AgentPlugin(agent) for agent in durable.values()],
-            graceful_shutdown_timeout=timedelta(seconds=5),
+            graceful_shutdown_timeout=GRACE,
             # A dead worker's runs move to another worker as soon as it would take over a segment.
             sticky_queue_schedule_to_start_timeout=timedelta(seconds=settings.heartbeat_seconds),
         )
@@ -79,12 +94,16 @@ async def run_worker(config: Config, *, ready: Callable[[str], Awaitable[None]] 
             task_queue=steps.queue,
             activities=[steps.run_here],
             plugins=[AgentPlugin(agent) for agent in durable.values()],
-            graceful_shutdown_timeout=timedelta(seconds=5),
+            graceful_shutdown_timeout=GRACE,
         )
         async with worker, own:
             if ready is not None:
                 await ready(f"working on task queue {settings.task_queue!r} at {settings.address}")
-            await asyncio.Event().wait()  # until cancelled: Ctrl-C, SIGTERM
+            await (stop if stop is not None else anyio.Event()).wait()  # an event nobody sets: until cancelled
+            # Both at once, so a stop takes one grace, not one per worker; leaving the block then waits no more.
+            async with anyio.create_task_group() as stopping:
+                stopping.start_soon(worker.shutdown)
+                stopping.start_soon(own.shutdown)
 
 
 def carry_on_there(client: Client, cycle: Cycle) -> Callable[[str], Awaitable[None]]:

@@ -1,0 +1,112 @@
+"""`sayso worker` stops gracefully on SIGTERM (how Kubernetes, systemd and docker stop it) and Ctrl-C.
+
+It takes no more tasks, lets the activities in flight finish, closes its runtime, says it stopped
+and exits 0: an approved call running on it when it is told to stop finishes there, once.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sayso import Approve, Sayso
+
+from .. import process_tools
+from .conftest import Project
+
+BODY = """
+models:
+  demo: {scripted: script.yaml}
+agents:
+  files:
+    model: demo
+    tools: [tools:slow_delete]
+    interrupt: {tools: [slow_delete]}
+"""
+
+
+async def stopped(process: subprocess.Popen[str], *, within: float) -> str:
+    """Wait (`within` seconds at most) for `process` to exit; what it printed after its first line."""
+    with anyio.fail_after(within):
+        while process.poll() is None:
+            await anyio.sleep(0.05)
+    assert process.stdout is not None
+    return process.stdout.read()
+
+
+def calls(marker: Path) -> list[str]:
+    return marker.read_text().split() if marker.exists() else []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+async def test_an_idle_worker_stops_on_a_signal_says_so_and_exits_0(
+    signum: signal.Signals, tmp_path: Path, temporal: Project
+) -> None:
+    """SIGTERM (or Ctrl-C) to a worker with nothing to do: it stops within seconds, says so and exits 0."""
+    worker = temporal.workers(temporal.config(tmp_path, BODY, process_tools.files("tools"))).start()
+    worker.send_signal(signum)
+    said = await stopped(worker, within=10)
+    assert worker.returncode == 0
+    assert said.splitlines()[-1:] == ["sayso worker: stopped"]
+
+
+async def test_an_approved_call_running_when_its_worker_is_told_to_stop_finishes_there_once(
+    tmp_path: Path, temporal: Project
+) -> None:
+    """SIGTERM while the approved call runs (2 s): the call finishes on that worker, which then exits 0; a worker
+    started afterwards carries the run on at once, and the model reads the call's result, the call having run once."""
+    config = temporal.config(tmp_path, BODY, process_tools.files("tools"))
+    workers = temporal.workers(config, SLOW_SECONDS="2")
+    first = workers.start()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("delete a.txt")
+        assert paused.status == "paused"
+        decided = []
+
+        async def deciding() -> None:
+            decided.append(await front.decide(paused.requests[0].request_id, Approve()))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(deciding)
+            with anyio.fail_after(30):
+                while calls(temporal.marker) != ["a.txt"]:
+                    await anyio.sleep(0.05)
+            first.send_signal(signal.SIGTERM)
+            said = await stopped(first, within=15)
+            assert first.returncode == 0, said
+            assert said.splitlines()[-1:] == ["sayso worker: stopped"]
+            workers.start()
+            with anyio.fail_after(20):
+                while not decided:
+                    await anyio.sleep(0.05)
+        [done] = decided
+        assert (done.run.status, done.run.output) == ("completed", "model read: deleted a.txt")
+        assert "outcome_unknown" not in [r.body["event"] for r in await front.audit_log()]
+    assert calls(temporal.marker) == ["a.txt"]
+
+
+async def test_a_second_signal_while_the_worker_finishes_its_work_stops_it_at_once(
+    tmp_path: Path, temporal: Project
+) -> None:
+    """SIGTERM, then SIGTERM again while a long call still runs: the worker says so and ends by the signal at once."""
+    config = temporal.config(tmp_path, BODY, process_tools.files("tools"))
+    worker = temporal.workers(config, SLOW_SECONDS="60").start()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("delete b.txt")
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(front.decide, paused.requests[0].request_id, Approve())
+            with anyio.fail_after(30):
+                while calls(temporal.marker) != ["b.txt"]:
+                    await anyio.sleep(0.05)
+            worker.send_signal(signal.SIGTERM)
+            assert worker.stdout is not None
+            assert "stopping" in worker.stdout.readline()
+            worker.send_signal(signal.SIGTERM)
+            said = await stopped(worker, within=3)
+            assert worker.returncode == -signal.SIGTERM
+            assert said.splitlines() == ["sayso worker: stopping at once"]
+            tasks.cancel_scope.cancel()
