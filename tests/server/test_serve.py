@@ -98,6 +98,29 @@ def test_a_port_in_use_exits_5_naming_it(tmp_path: Path) -> None:
     assert "sayso serves" not in done.stderr and "Traceback" not in done.stderr
 
 
+def test_a_store_that_cannot_be_opened_exits_5_in_one_line(tmp_path: Path) -> None:
+    """A PostgreSQL that refuses the connection: `sayso serve` names the store and why, no traceback, exit 5."""
+    with socket.socket() as closed:  # a loopback port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        dead = closed.getsockname()[1]
+    env = {
+        "SAYSO_STORE": f"postgresql://sayso:secret@127.0.0.1:{dead}/sayso",
+        "SAYSO_SANDBOX": str(tmp_path),
+        "PATH": "",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "sayso", "serve", str(EXAMPLE), "--port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 5, done.stderr
+    assert f"error: could not open the store at 'postgresql://sayso@127.0.0.1:{dead}/sayso'" in done.stderr
+    assert "Traceback" not in done.stderr and "secret" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) <= 3, done.stderr
+
+
 def test_a_config_that_does_not_load_prints_no_banner(tmp_path: Path) -> None:
     """A broken config stops `sayso serve` before anything says it serves (exit 2)."""
     config = tmp_path / "sayso.yaml"

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import logging
 import socket
+import sys
 from types import FrameType
 
 import uvicorn
 from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._config.file import Config, load_config
 from .._core.store_urls import store_url
 from .._runtime import Sayso
 from ..channels import FORM_PATHS, channels_router
+from ..exceptions import SaysoError
 from ..protocols import protocol_apps, protocol_routers
 from ..server._app import DEFAULT_EXPIRE_EVERY_SECONDS, DEFAULT_RECOVER_EVERY_SECONDS, create_app
 from ..server._bind import LOCAL_HOST, check_bind
@@ -67,6 +70,34 @@ class _Server(uvicorn.Server):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self._state.closing = True
         super().handle_exit(sig, frame)
+
+
+class _StartFailure:
+    """The app, with a runtime that cannot start (its store unreachable, say) kept as the error it is.
+
+    Starlette reports a lifespan that raised with the whole traceback, which uvicorn prints: ~150
+    lines for a database that is down. A sayso error says all there is to say in its message, so
+    its traceback is left out and `serve` raises the error itself once uvicorn has given up, for the
+    CLI to print in one line as it prints every other reason it cannot serve.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.failure: SaysoError | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def said(message: Message) -> None:
+            failed = sys.exc_info()[1]  # Starlette sends the failure from the `except` that caught it
+            if message["type"] == "lifespan.startup.failed" and isinstance(failed, SaysoError):
+                self.failure = failed
+                message = {**message, "message": ""}
+            await send(message)
+
+        await self.app(scope, receive, said)
 
 
 def check_port(host: str, port: int) -> None:
@@ -174,6 +205,7 @@ def serve(
     Raises:
         ConfigError: the config is invalid, or local development mode was asked to bind elsewhere.
         OSError: the port is taken.
+        SaysoError: the runtime could not start (its store cannot be opened, say).
     """
     _quiet_logging()
     limit_malloc_arenas()  # before any thread starts: a flat resident size under steady load (`_heap`)
@@ -188,11 +220,16 @@ def serve(
         grpc_port=grpc_port,
         grpc_host=host,
     )
+    started = _StartFailure(app)
     listening = uvicorn.Config(
-        app, host=host, port=port, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS, log_level="warning"
+        started, host=host, port=port, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS, log_level="warning"
     )
     logging.getLogger("uvicorn.access").setLevel(logging.INFO)  # each request, one line, as uvicorn writes it
     lines = banner(config_path, config, host, port)
     if grpc_port is not None:
         lines.insert(1, f"A2A over gRPC on {host}:{grpc_port} (tenant: {config.a2a.namespace}/<name>)")
-    _Server(listening, app.state.sayso_server, lines).run()
+    try:
+        _Server(listening, app.state.sayso_server, lines).run()
+    finally:
+        if started.failure is not None:
+            raise started.failure

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, SaysoError
 from ._command import Command as _Command
 from ._exits import CANNOT_SERVE, FAILED, WRONG
 from ._open import with_app as _with_app
@@ -258,6 +258,9 @@ def serve(
         raise typer.Exit(WRONG) from None
     except OSError as exc:  # the port is taken (checked before anything starts)
         errors.print(f"[red]error:[/red] {escape(exc.strerror or str(exc))}", soft_wrap=True)
+        raise typer.Exit(CANNOT_SERVE) from None
+    except SaysoError as exc:  # the runtime could not start: its store cannot be opened, say
+        errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(CANNOT_SERVE) from None
     except SystemExit as exc:  # uvicorn's own start-up failure (say, the port taken in between)
         raise typer.Exit(CANNOT_SERVE if exc.code else 0) from None

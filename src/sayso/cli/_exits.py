@@ -19,7 +19,7 @@ NOT_FOUND = 3
 REFUSED = 4
 """The decision was not taken (it does not fit, another came first, it expired, or it is not yours to take)."""
 CANNOT_SERVE = 5
-"""`sayso serve` could not start: the port is in use, or the address is not allowed."""
+"""`sayso serve` could not start: the port is in use, the address is not allowed, or the store cannot be opened."""
 
 
 def exit_code(exc: SaysoError) -> int:
