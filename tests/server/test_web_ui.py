@@ -124,7 +124,8 @@ def test_person_approves_a_call(server: LiveServer, page: Page, workdir: Path) -
 
 
 def test_person_edits_arguments_before_approving(server: LiveServer, page: Page, workdir: Path) -> None:
-    """Edit and approve runs the call with the person's arguments, not the model's."""
+    """Edit and approve runs the call with the person's arguments, not the model's; JSON that is not an object of
+    arguments (`null` would read as "no edit" and run the model's) is refused on the card."""
     page.goto(server.base_url)
     say(page, "delete notes")
     card = page.get_by_role("article", name="Approve delete_file?")
@@ -132,6 +133,10 @@ def test_person_edits_arguments_before_approving(server: LiveServer, page: Page,
     card.get_by_label("Arguments (JSON)").fill("{not json")
     card.get_by_role("button", name="Approve with these arguments").click()
     expect(card.get_by_role("alert")).to_contain_text("not valid JSON")
+    for not_arguments in ("null", '["todo.md"]'):
+        card.get_by_label("Arguments (JSON)").fill(not_arguments)
+        card.get_by_role("button", name="Approve with these arguments").click()
+        expect(card.get_by_role("alert")).to_contain_text("must be a JSON object")
     card.get_by_label("Arguments (JSON)").fill('{"name": "todo.md"}')
     screenshot(card, "approval-card-editing")
     card.get_by_role("button", name="Approve with these arguments").click()

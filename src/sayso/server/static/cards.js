@@ -179,6 +179,11 @@ function approvalCard(request, ctx) {
       feedback(card, `The arguments are not valid JSON: ${err.message}`);
       return;
     }
+    // The API reads `edited_args: null` as "no edit": `null` typed here would run the model's arguments unedited.
+    if (edited === null || typeof edited !== "object" || Array.isArray(edited)) {
+      feedback(card, 'The arguments must be a JSON object, such as {"name": "value"}.');
+      return;
+    }
     approve({ kind: "approve", scope: scope(), edited_args: edited });
   } }, el("label", { for: editId }, "Arguments (JSON)"), editor, preview,
     el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Approve with these arguments")));
