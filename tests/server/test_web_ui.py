@@ -578,7 +578,8 @@ def test_concierge_workflow_form_refuses_a_wrong_value_inline_and_runs_to_the_pl
     serve: ServerFactory, page: Page
 ) -> None:
     """`make demo`'s config: the concierge workflow's form is built from its schema; a missing city and a wrong
-    age are shown next to their fields, fixed, then the itinerary is reviewed until done and the plan written."""
+    age (over the maximum, then text the browser cannot read as a number) are shown next to their fields,
+    fixed, then the itinerary is reviewed until done and the plan written."""
     server = serve(config=load_config(DEMO))
     page.goto(server.base_url)
     expect(page.get_by_label("Agent for a new chat")).to_contain_text("concierge")
@@ -596,6 +597,11 @@ def test_concierge_workflow_form_refuses_a_wrong_value_inline_and_runs_to_the_pl
     expect(card.locator('.field-error[data-loc="hobby"]')).to_have_text("")
     screenshot(card, "input-card-refused")
     card.get_by_label("City *").fill("Lisbon")
+    card.get_by_label("Age").clear()
+    card.get_by_label("Age").press_sequentially("4e")  # the browser cannot read it: not sent as "no age"
+    card.get_by_role("button", name="Send").click()
+    expect(card.locator('.field-error[data-loc="age"]')).to_have_text("not a number")
+    expect(card.locator('.field-error[data-loc="city"]')).to_have_text("")
     card.get_by_label("Age").fill("41")
     screenshot(card, "input-card")
     card.get_by_role("button", name="Send").click()

@@ -65,6 +65,13 @@ function feedback(card, text, isError = true) {
   return node;
 }
 
+// A form with a field the browser could not read (text in a number field) is not sent: its fields say why.
+function unreadable(card, form) {
+  if (!form.refusal()) return false;
+  feedback(card, "Not sent: correct the fields marked above.");
+  return true;
+}
+
 // A card whose request stopped waiting becomes a receipt of what happened to it, wherever that was decided.
 function closeCard(card, outcome, note) {
   if (card.dataset.closed) return;
@@ -148,6 +155,7 @@ function approvalCard(request, ctx) {
   if (feedbackForm) card.append(el("h4", {}, "Your feedback"), feedbackForm.node);
   const approve = (body) => {
     feedbackForm?.showErrors(null);
+    if (feedbackForm && unreadable(card, feedbackForm)) return;
     decideCard(card, request, feedbackForm ? { ...body, payload: feedbackForm.read() } : body, ctx, feedbackForm?.showErrors);
   };
   const scopes = request.scopes || ["once"];
@@ -289,6 +297,7 @@ function elicitationCard(request, ctx) {
   card.append(el("form", { onsubmit: (event) => {
     event.preventDefault();
     form.showErrors(null);
+    if (unreadable(card, form)) return;
     decideCard(card, request, { kind: "accept", content: form.read() || {} }, ctx, refused);
   } }, form.node, el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Submit"), refuse())));
   if (!request.durable) {
@@ -315,6 +324,7 @@ function inputCard(request, ctx) {
   card.append(el("div", { class: "actions" },
     el("button", { type: "button", class: "primary", onclick: () => {
       form.showErrors(null);
+      if (unreadable(card, form)) return;
       decideCard(card, request, { kind: "provide", value: form.read() }, ctx, refused);
     } }, "Send"),
     el("button", { type: "button", onclick: () => decideCard(card, request, { kind: "skip", reason: "the person skipped the input" }, ctx) }, "Skip")));
