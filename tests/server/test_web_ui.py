@@ -281,6 +281,28 @@ def test_second_tab_sees_the_decision_without_a_reload(server: LiveServer, brows
         context.close()
 
 
+def test_a_tab_that_decides_too_late_says_its_answer_was_not_taken(server: LiveServer, page: Page) -> None:
+    """A tab whose live updates lag rejects a call someone approved a moment before: its card stays to say the
+    rejection came too late, beside the transcript's line of the approval that won."""
+    with server.client() as client:
+        run = client.post("/v1/runs", json={"message": "delete notes"}).json()
+    page.route("**/v1/events*", lambda route: route.abort())  # this tab hears of nothing decided elsewhere
+    page.goto(f"{server.base_url}/#/thread/{run['thread_id']}")
+    card = page.get_by_role("article", name="Approve delete_file?")
+    expect(card).to_be_visible()
+    with server.client() as client:
+        decided = client.post(f"/v1/requests/{run['requests'][0]['id']}/decision", json={"kind": "approve"})
+        assert decided.status_code == 200
+    card.get_by_role("button", name="Reject").click()
+    card.get_by_role("button", name="Confirm rejection").click()
+    expect(page.locator("#transcript li.decision")).to_contain_text("Approved by you (REST)")
+    receipt = page.get_by_role("article", name="Approved by you (REST)")
+    expect(receipt.get_by_role("alert")).to_contain_text("Your answer was not taken")
+    expect(page.locator("#transcript")).to_contain_text("Deleted notes.txt.")
+    page.wait_for_timeout(500)  # a second refresh of the thread keeps it too
+    expect(receipt).to_be_visible()
+
+
 def test_allow_for_this_chat_then_revoke_and_verify_the_audit_log(
     server: LiveServer, page: Page, workdir: Path
 ) -> None:

@@ -47,14 +47,15 @@ const refreshThread = coalesce(async () => {
   renderTranscript(thread.transcript);
   // A workflow input's answer is a line of the transcript, where it was given: its receipt below goes.
   const answered = new Set(thread.transcript.filter((e) => e.role === "decision").map((e) => e.decision.request_id));
-  for (const card of $("cards").querySelectorAll('article.card[data-kind="input"][data-closed]')) {
+  for (const card of $("cards").querySelectorAll('article.card[data-kind="input"][data-closed]:not([data-note])')) {
     if (answered.has(card.dataset.requestId)) card.remove();
   }
   const run = thread.active_run;
   reconcileCards($("cards"), run && run.status === "paused" ? run.requests : [], chatCtx);
-  // One record per decision: a receipt card gives way once the transcript holds that decision's line.
+  // One record per decision: a receipt card gives way once the transcript holds that decision's line, unless it
+  // tells this page's person that their own answer came too late (another tab or person decided first).
   const recorded = new Set(thread.transcript.filter((e) => e.role === "decision").map((e) => e.decision?.request_id));
-  for (const card of $("cards").querySelectorAll("article.card[data-closed]")) {
+  for (const card of $("cards").querySelectorAll("article.card[data-closed]:not([data-note])")) {
     if (recorded.has(card.dataset.requestId)) card.remove();
   }
   setStatus(!run ? "" : run.status === "paused" ? "Waiting for you." : run.status === "running" ? "Working… (started elsewhere)" : "",

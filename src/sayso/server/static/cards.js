@@ -84,7 +84,10 @@ function closeCard(card, outcome, note) {
     el("p", { class: "label", role: "status" }, card.dataset.tool, outcome.at ? [" · ", timeNode(outcome.at)] : []),
     ...outcomeDetails(outcome),
   ];
-  if (note) parts.push(el("p", { class: "feedback" }, note));
+  if (note) {
+    parts.push(el("p", { class: "feedback", role: "alert" }, note));
+    card.dataset.note = "true";  // the transcript's line says what was decided, not that this card's answer was refused
+  }
   card.replaceChildren(...parts);
 }
 
@@ -115,7 +118,9 @@ async function decideCard(card, request, body, ctx, onRefused) {
     });
   } else if ([404, 409, 410].includes(result.status)) {
     // Someone (another tab, person or process) got there first: say what happened instead.
-    const detail = `Already decided: ${problemText(result)}`;
+    const detail = result.status === 409
+      ? "Your answer was not taken: the request had been decided already, and the first decision wins."
+      : `Already closed: ${problemText(result)}`;
     const found = await closeFromServer(card, detail);
     if (!found.ok || card.dataset.closed !== "true") {
       feedback(card, detail);
