@@ -89,6 +89,8 @@ class Bad:
 BAD_BODIES = [
     Bad(id="malformed-json", body=b'{"message": ', status=400),
     Bad(id="invalid-utf8", body=b'{"message": "\xff\xfe"}', status=400),
+    Bad(id="nan", body=b'{"message": NaN}', status=400),
+    Bad(id="infinite-number", body=b'{"message": 1e999}', status=400),
     Bad(id="deep-nesting", body=b"[" * 5_000 + b"]" * 5_000, status=400),
     Bad(id="deep-but-parseable", body=b'{"a":' * 100 + b"1" + b"}" * 100, status=400),
     Bad(id="not-an-object", body=b"[]", status=422, a2a_status=400),
@@ -103,8 +105,8 @@ BAD_BODIES = [
 async def test_every_bad_body_is_a_4xx_with_a_json_body_on_every_interface(
     server: InProcess, interface: str, bad: Bad
 ) -> None:
-    """Malformed JSON, invalid UTF-8, deep nesting, a non-object, a non-JSON type or an oversized body is refused
-    with a 4xx whose body is JSON, on REST, A2A and AG-UI alike; nothing starts."""
+    """Malformed JSON, invalid UTF-8, `NaN` or a number too large, deep nesting, a non-object, a non-JSON type or an
+    oversized body is refused with a 4xx whose body is JSON, on REST, A2A and AG-UI alike; nothing starts."""
     path, _ = ENDPOINTS[interface]
     async with server.client() as client:
         response = await client.post(path, content=bad.body, headers={"Content-Type": bad.content_type})

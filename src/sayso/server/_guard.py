@@ -12,7 +12,9 @@ reads of it: docs/guides/operations.md#local-development-mode and #limits):
   methods (`DELETE`, `PUT`, `PATCH`) cannot be sent cross-site without a preflight at all, and this
   server grants none (it sends no CORS headers), so they need no such check;
 - **bodies are bounded and well-formed**: a body over `limits.request_bytes` is refused before it is
-  read in full (413); one that is not UTF-8 JSON, or nests deeper than `limits.json_depth`, is a 400;
+  read in full (413); one that is not UTF-8 JSON (`NaN`, `Infinity` and numbers too large for a float
+  included: Python's parser takes them, but they are not JSON, and a stored record writes them as `null`
+  while the agent read them as numbers), or nests deeper than `limits.json_depth`, is a 400;
 - **nothing is framed**: every response says `X-Frame-Options: DENY` and `frame-ancestors 'none'`,
   and the web UI is served under a strict Content Security Policy (its own scripts and styles only).
 
@@ -23,6 +25,7 @@ which answer with a JSON-RPC error body so A2A clients can read them.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
@@ -210,7 +213,7 @@ def json_problem(body: bytes, *, max_depth: int) -> str | None:
     except UnicodeDecodeError as exc:
         return f"the body is not UTF-8 (byte {exc.start})"
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_not_json, parse_float=_finite)
     except RecursionError:
         return f"the body nests deeper than {max_depth} levels"
     except ValueError as exc:
@@ -218,6 +221,17 @@ def json_problem(body: bytes, *, max_depth: int) -> str | None:
     if _depth(value) > max_depth:
         return f"the body nests deeper than {max_depth} levels"
     return None
+
+
+def _not_json(constant: str) -> float:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _finite(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise ValueError(f"{literal} is too large for a number")
+    return value
 
 
 def _depth(value: Any) -> int:
