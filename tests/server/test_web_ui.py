@@ -417,6 +417,26 @@ def test_a_decision_from_the_cli_turns_the_card_live(serve: ServerFactory, page:
     assert not (workdir / "sandbox" / "notes.txt").exists()
 
 
+def test_a_message_the_server_refuses_stays_in_the_box_with_the_reason(
+    serve: ServerFactory, page: Page, workdir: Path
+) -> None:
+    """Alice, an approver, opens Bob's chat and writes in it: the server refuses (only its owner speaks there), and
+    the page keeps saying why, her words back in the message box, Bob's card still open."""
+    server = serve(config=load_config(files_example(workdir, PRINCIPALS)))
+    with server.client("bob-token") as bob:
+        run = bob.post("/v1/runs", json={"message": "delete notes"}).json()
+    sign_in(page, server.base_url, "alice-token")
+    page.goto(f"{server.base_url}/#/thread/{run['thread_id']}")
+    expect(page.get_by_role("article", name="Approve delete_file?")).to_be_visible()
+    say(page, "bob, are you sure?")
+    page.get_by_role("button", name="Send anyway").click()
+    expect(page.locator("#status")).to_contain_text("only the thread's owner may send messages into it")
+    expect(page.get_by_label("Message")).to_have_value("bob, are you sure?")
+    expect(page.get_by_role("article", name="Approve delete_file?")).to_be_visible()
+    page.wait_for_timeout(500)  # later refreshes of the thread keep the reason
+    expect(page.locator("#status")).to_contain_text("only the thread's owner")
+
+
 def test_the_transcript_shows_each_decision(server: LiveServer, page: Page) -> None:
     """An approval shows its scope and what it covers, and a later call it allowed names the remembered
     approval; each is a line of the transcript, between the call and its result."""

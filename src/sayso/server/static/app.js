@@ -124,6 +124,7 @@ async function sendMessage(message) {
   const headers = authHeaders({ "Content-Type": "application/json", Accept: "text/event-stream" });
   const body = { message, thread_id: state.threadId, ...(agent ? { agent } : {}) };
   let assistant = null;
+  let refused = null;  // why the message was not taken: said again once the thread is reloaded
   try {
     const response = await fetch("/v1/runs?stream=true", {
       method: "POST", headers, body: JSON.stringify(body),
@@ -131,7 +132,7 @@ async function sendMessage(message) {
     if (!response.ok) {
       const problem = await response.json().catch(() => ({}));
       if (response.status === 401) $("signin").hidden = false;
-      setStatus(`${problem.title || "Error"}: ${problem.detail || response.status}`);
+      refused = `${problem.title || "Error"}: ${problem.detail || response.status}`;
       return;
     }
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -149,16 +150,24 @@ async function sendMessage(message) {
         } else if (name === "run") {
           reconcileCards($("cards"), data.status === "paused" ? data.requests : [], chatCtx);
           setStatus(data.status === "paused" ? "Waiting for you." : data.status === "failed" ? `Failed: ${data.error}` : "");
-        } else if (name === "error") setStatus(`${data.title}: ${data.detail}`);
+        } else if (name === "error") refused = `${data.title}: ${data.detail}`;
       });
     }
+  } catch (err) {
+    refused = `The message was not sent: ${err.message}`;
   } finally {
     state.streaming = false;
     $("status").classList.remove("working");
     $("send").disabled = false;
-    refreshThread();
+    const reloaded = refreshThread();
     loadThreads();
     refreshInboxCount();
+    if (refused) {
+      // The reload shows the thread as it is (without this message); the problem stays said, the words kept.
+      await reloaded;
+      setStatus(refused);
+      if (!$("message").value) $("message").value = message;
+    }
   }
 }
 
