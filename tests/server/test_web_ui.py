@@ -24,8 +24,8 @@ from sayso import Config, Sayso, load_config
 from sayso.server import LiveSettings, create_app
 
 from ..conftest import EXAMPLE, LiveServer
-from ..models import tool_model
-from ..tools import explode
+from ..models import tool_model, verbs
+from ..tools import HOLD, delete_file, explode, hold
 from .conftest import helper_models
 from .test_live import files_example
 
@@ -555,6 +555,45 @@ def test_a_failed_run_is_an_error_card_in_the_transcript(serve: ServerFactory, p
     expect(page.locator("#transcript li.failure")).to_contain_text("the disk is on fire")
     expect(page.locator("#transcript li.user")).to_contain_text("go")
     screenshot(page.locator("#chat-view"), "transcript-failure")
+
+
+def test_another_thread_opened_while_a_run_works_shows_its_own_card(
+    serve: ServerFactory, page: Page, workdir: Path
+) -> None:
+    """While one chat's run works, the person opens another chat: it shows its own transcript and open card, which
+    they can decide, not a blank page under the first chat's "Working…"; the first chat's answer lands in it."""
+    config = Config.model_validate(
+        {
+            "store": f"sqlite:///{workdir / 'sayso.db'}",
+            "agents": {"a": {"model": "m", "tools": [hold, delete_file], "interrupt": {"tools": ["delete_file"]}}},
+            "base_dir": workdir,
+        }
+    )
+    route = verbs(wait="hold", delete=("delete_file", "name"))
+    server = serve(config=config, models={"m": tool_model(route, read="done: {result}")})
+    HOLD.clear()
+    try:
+        page.goto(server.base_url)
+        say(page, "delete notes")
+        expect(page.get_by_role("article", name="Approve delete_file?")).to_be_visible()
+        waiting = page.url
+        page.get_by_role("button", name="New chat").click()
+        say(page, "wait")
+        expect(page.locator("#status")).to_contain_text("Working…")
+        working = page.url
+        page.goto(waiting)
+        card = page.get_by_role("article", name="Approve delete_file?")
+        expect(card).to_be_visible()
+        expect(page.locator("#transcript")).to_contain_text("delete notes")
+        expect(page.locator("#status")).to_have_text("Waiting for you.")
+        card.get_by_role("button", name="Approve", exact=True).click()
+        expect(page.locator("#transcript")).to_contain_text("done: deleted notes")
+        HOLD.set()
+        page.goto(working)
+        expect(page.locator("#transcript")).to_contain_text("done: held until released")
+        expect(page.locator("#transcript")).not_to_contain_text("delete notes")
+    finally:
+        HOLD.set()
 
 
 def test_titles_and_times_read_like_a_chat(server: LiveServer, page: Page) -> None:

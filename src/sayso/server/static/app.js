@@ -26,11 +26,15 @@ function setStatus(text, working = false) {
 
 const chatCtx = { context: "chat", onDecided: () => { refreshThread(); refreshInboxCount(); } };
 
+// The threads whose run this page is streaming: their page is drawn from the stream until it ends, and only while
+// shown (the person may open another thread meanwhile, which is drawn from the server as usual).
+const streaming = new Set();
+
 const refreshThread = coalesce(async () => {
   const threadId = state.threadId;
-  if (!threadId || state.streaming) return;
+  if (!threadId || streaming.has(threadId)) return;
   const result = await api("GET", `/v1/threads/${encodeURIComponent(threadId)}`);
-  if (threadId !== state.threadId || state.streaming) return;
+  if (threadId !== state.threadId || streaming.has(threadId)) return;
   if (result.status === 404) {
     renderTranscript([]);
     reconcileCards($("cards"), [], chatCtx);
@@ -72,6 +76,8 @@ function openThread(threadId) {
   }
   state.threadId = threadId;
   hideSkipWarning();
+  $("send").disabled = streaming.has(threadId);
+  if (streaming.has(threadId)) setStatus("Working…", true);
   $("workflow-hint").hidden = true;
   showView("chat");
   watchLive(threadId);
@@ -115,14 +121,16 @@ async function sendMessage(message) {
     watchLive(state.threadId);
   }
   if (!$("transcript").children.length) $("chat-title").textContent = message.slice(0, 80);
-  state.streaming = true;
+  const threadId = state.threadId;
+  const shown = () => state.threadId === threadId;
+  streaming.add(threadId);
   $("transcript").append(entryNode({ role: "user", text: message, at: new Date().toISOString() }));
   $("cards").replaceChildren();  // the open ones are skipped by this message, the receipts are in the transcript
   $("send").disabled = true;
   setStatus("Working…", true);
   $("workflow-hint").hidden = true;
   const headers = authHeaders({ "Content-Type": "application/json", Accept: "text/event-stream" });
-  const body = { message, thread_id: state.threadId, ...(agent ? { agent } : {}) };
+  const body = { message, thread_id: threadId, ...(agent ? { agent } : {}) };
   let assistant = null;
   let refused = null;  // why the message was not taken: said again once the thread is reloaded
   try {
@@ -141,6 +149,8 @@ async function sendMessage(message) {
       const { value, done } = await reader.read();
       if (done) break;
       buffer = parseEvents(buffer + value, (name, data) => {
+        if (name === "error") refused = `${data.title}: ${data.detail}`;
+        if (!shown()) return;  // another thread is on screen: this one is drawn from the server when opened again
         if (name === "progress") setStatus(`Working… ${data.elapsed}s`, true);
         else if (name === "tool_call" || name === "tool_result") $("transcript").append(entryNode({ role: name, ...data }));
         else if (name === "decision") $("transcript").append(entryNode({ role: "decision", ...data }));
@@ -150,19 +160,21 @@ async function sendMessage(message) {
         } else if (name === "run") {
           reconcileCards($("cards"), data.status === "paused" ? data.requests : [], chatCtx);
           setStatus(data.status === "paused" ? "Waiting for you." : data.status === "failed" ? `Failed: ${data.error}` : "");
-        } else if (name === "error") refused = `${data.title}: ${data.detail}`;
+        }
       });
     }
   } catch (err) {
     refused = `The message was not sent: ${err.message}`;
   } finally {
-    state.streaming = false;
-    $("status").classList.remove("working");
-    $("send").disabled = false;
+    streaming.delete(threadId);
+    if (shown()) {
+      $("status").classList.remove("working");
+      $("send").disabled = false;
+    }
     const reloaded = refreshThread();
     loadThreads();
     refreshInboxCount();
-    if (refused) {
+    if (refused && shown()) {
       // The reload shows the thread as it is (without this message); the problem stays said, the words kept.
       await reloaded;
       setStatus(refused);
@@ -338,6 +350,7 @@ const loadThreads = coalesce(async () => {
 
 function newChat() {
   state.threadId = null;
+  $("send").disabled = false;
   showView("chat");
   watchLive(null);
   hideSkipWarning();
