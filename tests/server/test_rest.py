@@ -98,6 +98,27 @@ async def test_decision_errors_are_problems(server: InProcess) -> None:
         assert (await client.get("/v1/runs/run_nope")).status_code == 404
 
 
+async def test_a_result_with_nan_is_refused_and_the_request_stays_open(
+    serve: ServerFactory, helper_config: Config
+) -> None:
+    """`NaN` and `Infinity` are not JSON: a client tool's result carrying them is a 400 naming them, instead of the
+    agent reading `NaN` while the stored decision says `null`; the request waits for a result that is JSON."""
+    server = await serve(config=helper_config, models=helper_models())
+    tool = {"name": "get_location", "description": "Where the person is", "parameters": {"type": "object"}}
+    async with server.client() as client:
+        run = (await client.post("/v1/runs", json={"message": "locate", "client_tools": [tool]})).json()
+        decision = f"/v1/requests/{run['requests'][0]['id']}/decision"
+        headers = {"Content-Type": "application/json"}
+        for value, named in ((b"NaN", "NaN is not a JSON number"), (b"1e999", "1e999 is too large for a number")):
+            body = b'{"kind": "client_result", "value": {"lat": ' + value + b"}}"
+            refused = await client.post(decision, content=body, headers=headers)
+            assert (refused.status_code, refused.headers["content-type"]) == (400, PROBLEM)
+            assert named in refused.json()["detail"]
+        assert (await client.get(f"/v1/requests/{run['requests'][0]['id']}")).json()["status"] == "open"
+        done = await client.post(decision, json={"kind": "client_result", "value": {"lat": 45.7}})
+        assert done.json()["run"]["output"] == 'You are at {"lat": 45.7}'
+
+
 async def test_forced_resume_skips_open_requests(server: InProcess, workdir: Path) -> None:
     """A resume refuses while requests are open (409) unless forced; forced, they count as skipped."""
     async with server.client() as client:
