@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -592,6 +593,44 @@ def test_another_thread_opened_while_a_run_works_shows_its_own_card(
         page.goto(working)
         expect(page.locator("#transcript")).to_contain_text("done: held until released")
         expect(page.locator("#transcript")).not_to_contain_text("delete notes")
+    finally:
+        HOLD.set()
+
+
+def test_reloading_while_a_run_works_shows_the_message_once(serve: ServerFactory, page: Page, workdir: Path) -> None:
+    """A reload while the run works shows the message just sent under "Working…", not an empty chat; once the run
+    ends, the message is there once, with the answer."""
+    config = Config.model_validate(
+        {
+            "store": f"sqlite:///{workdir / 'sayso.db'}",
+            "agents": {"a": {"model": "m", "tools": [hold]}},
+            "base_dir": workdir,
+        }
+    )
+    server = serve(config=config, models={"m": tool_model(verbs(wait="hold"), read="done: {result}")})
+    HOLD.clear()
+    try:
+        page.goto(server.base_url)
+        say(page, "wait for me")
+        expect(page.locator("#status")).to_contain_text("Working…")
+        thread_id = page.url.split("#/thread/")[1]
+        for _ in range(500):  # the run has begun on the server: a reload no longer takes the message with it
+            thread = httpx.get(f"{server.base_url}/v1/threads/{thread_id}")
+            if thread.status_code == 200 and thread.json()["active_run"]:
+                break
+            time.sleep(0.02)
+        else:
+            raise AssertionError(f"the run of {thread_id} never began")
+        page.reload()
+        expect(page.locator("#transcript li.user.pending")).to_contain_text("wait for me")
+        expect(page.locator("#status")).to_contain_text("Working…")
+        expect(page.locator("#chat-title")).to_have_text("wait for me")
+        screenshot(page.locator("#chat-view"), "reload-mid-run")
+        HOLD.set()
+        expect(page.locator("#transcript")).to_contain_text("done: held until released")
+        expect(page.locator("#transcript li.user")).to_have_count(1)
+        expect(page.locator("#transcript li.user.pending")).to_have_count(0)
+        expect(page.locator("#status")).to_have_text("")
     finally:
         HOLD.set()
 
