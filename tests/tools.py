@@ -7,8 +7,10 @@ exactly the calls its own runs made: `ran("delete_file")` lists the arguments of
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any, NoReturn
 
+import anyio
 import pytest
 
 from sayso import StoreError
@@ -60,6 +62,17 @@ def run_sql(query: str) -> str:
     """Run a query."""
     RAN.append(("run_sql", {"query": query}))
     return f"rows for {query}"
+
+
+HOLD = threading.Event()
+"""What `hold` waits for: set it to let a held call finish (a test that holds one sets it when it ends)."""
+
+
+async def hold() -> str:
+    """A call that works until the test lets it finish (`HOLD.set()`), like a slow tool or model."""
+    await anyio.to_thread.run_sync(HOLD.wait)
+    RAN.append(("hold", {}))
+    return "held until released"
 
 
 def explode() -> str:

@@ -89,6 +89,8 @@ class Bad:
 BAD_BODIES = [
     Bad(id="malformed-json", body=b'{"message": ', status=400),
     Bad(id="invalid-utf8", body=b'{"message": "\xff\xfe"}', status=400),
+    Bad(id="nan", body=b'{"message": NaN}', status=400),
+    Bad(id="infinite-number", body=b'{"message": 1e999}', status=400),
     Bad(id="deep-nesting", body=b"[" * 5_000 + b"]" * 5_000, status=400),
     Bad(id="deep-but-parseable", body=b'{"a":' * 100 + b"1" + b"}" * 100, status=400),
     Bad(id="not-an-object", body=b"[]", status=422, a2a_status=400),
@@ -103,8 +105,8 @@ BAD_BODIES = [
 async def test_every_bad_body_is_a_4xx_with_a_json_body_on_every_interface(
     server: InProcess, interface: str, bad: Bad
 ) -> None:
-    """Malformed JSON, invalid UTF-8, deep nesting, a non-object, a non-JSON type or an oversized body is refused
-    with a 4xx whose body is JSON, on REST, A2A and AG-UI alike; nothing starts."""
+    """Malformed JSON, invalid UTF-8, `NaN` or a number too large, deep nesting, a non-object, a non-JSON type or an
+    oversized body is refused with a 4xx whose body is JSON, on REST, A2A and AG-UI alike; nothing starts."""
     path, _ = ENDPOINTS[interface]
     async with server.client() as client:
         response = await client.post(path, content=bad.body, headers={"Content-Type": bad.content_type})
@@ -134,13 +136,22 @@ async def test_a_foreign_host_is_refused_in_local_mode_and_the_ui_is_never_frame
 
 
 async def test_with_principals_any_host_is_served_and_a_token_stands_in_for_json(tmp_path: Path) -> None:
-    """Outside local mode the Host is not checked (tokens protect it), and a request with a token may POST any type."""
+    """Outside local mode the Host is not checked (tokens protect it), and a request with a token may POST without
+    the JSON type; a body it sends (curl's `-d` without a type) is refused as not typed JSON, not "not an object"."""
     server = await _serve(principals=[{"name": "alice", "token": "alice-token"}])
     try:
         async with server.client("alice-token") as alice:
             assert (await alice.get("/v1/requests", headers={"Host": "sayso.example.com"})).status_code == 200
             resumed = await alice.post("/v1/runs/run_nope/resume", content=b"", headers={"Content-Type": "text/plain"})
             assert resumed.status_code == 404
+            form = {"Content-Type": "application/x-www-form-urlencoded"}
+            untyped = await alice.post("/v1/runs", content=b'{"message": "list"}', headers=form)
+            assert (untyped.status_code, untyped.json()["type"]) == (
+                415,
+                "https://sayso.dev/problems/unsupported-media-type",
+            )
+            assert "application/json" in untyped.json()["detail"]
+            assert (await alice.get("/v1/threads")).json()["threads"] == []
         async with server.client() as anonymous:
             assert (await anonymous.post("/v1/expire", content=b"x")).status_code == 415
     finally:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from jsonschema import Draft202012Validator
 
 from sayso import Config, PrincipalConfig, load_config
 
+from ..models import Said, tool_model, verbs
+from ..tools import HOLD, delete_file, hold
 from .conftest import InProcess, ServerFactory, helper_models
 
 PROBLEM = "application/problem+json"
@@ -96,6 +100,27 @@ async def test_decision_errors_are_problems(server: InProcess) -> None:
         malformed = await client.post(decision, json={"kind": "maybe"})
         assert (malformed.status_code, malformed.headers["content-type"]) == (422, PROBLEM)
         assert (await client.get("/v1/runs/run_nope")).status_code == 404
+
+
+async def test_a_result_with_nan_is_refused_and_the_request_stays_open(
+    serve: ServerFactory, helper_config: Config
+) -> None:
+    """`NaN` and `Infinity` are not JSON: a client tool's result carrying them is a 400 naming them, instead of the
+    agent reading `NaN` while the stored decision says `null`; the request waits for a result that is JSON."""
+    server = await serve(config=helper_config, models=helper_models())
+    tool = {"name": "get_location", "description": "Where the person is", "parameters": {"type": "object"}}
+    async with server.client() as client:
+        run = (await client.post("/v1/runs", json={"message": "locate", "client_tools": [tool]})).json()
+        decision = f"/v1/requests/{run['requests'][0]['id']}/decision"
+        headers = {"Content-Type": "application/json"}
+        for value, named in ((b"NaN", "NaN is not a JSON number"), (b"1e999", "1e999 is too large for a number")):
+            body = b'{"kind": "client_result", "value": {"lat": ' + value + b"}}"
+            refused = await client.post(decision, content=body, headers=headers)
+            assert (refused.status_code, refused.headers["content-type"]) == (400, PROBLEM)
+            assert named in refused.json()["detail"]
+        assert (await client.get(f"/v1/requests/{run['requests'][0]['id']}")).json()["status"] == "open"
+        done = await client.post(decision, json={"kind": "client_result", "value": {"lat": 45.7}})
+        assert done.json()["run"]["output"] == 'You are at {"lat": 45.7}'
 
 
 async def test_forced_resume_skips_open_requests(server: InProcess, workdir: Path) -> None:
@@ -230,3 +255,64 @@ async def test_inbox_lists_a_delegates_requests_with_their_agent_path(serve: Ser
     assert all(r["thread_id"] != run["thread_id"] for r in inbox)
     assert into_delegate.status_code == 422 and run["thread_id"] in into_delegate.json()["detail"]
     assert [r["id"] for r in still] == [r["id"] for r in inbox]
+
+
+async def _working(client: httpx.AsyncClient, thread_id: str, *, after: str | None = None) -> dict[str, Any]:
+    """The thread, read once its active run (another than `after`) works."""
+    for _ in range(500):
+        read = await client.get(f"/v1/threads/{thread_id}")
+        active = read.json()["active_run"] if read.status_code == 200 else None
+        if active and active["status"] == "running" and active["run_id"] != after:
+            return dict(read.json())
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"no run of {thread_id} started working")
+
+
+async def test_a_thread_read_while_its_run_works_shows_the_message_once(serve: ServerFactory, workdir: Path) -> None:
+    """A reload mid-run shows the person's message, marked pending, until the run stores it; then exactly once; a run
+    working again after a decision adds no message of its own."""
+    config = Config.model_validate(
+        {
+            "store": f"sqlite:///{workdir / 'sayso.db'}",
+            "agents": {"a": {"model": "m", "tools": [hold, delete_file], "interrupt": {"tools": ["delete_file"]}}},
+            "base_dir": workdir,
+        }
+    )
+
+    def read(tool: str, result: str) -> Said:
+        return ("hold", {}) if tool == "delete_file" else f"done: {result}"
+
+    model = tool_model(verbs(wait="hold", delete=("delete_file", "name")), read=read)
+    server = await serve(config=config, models={"m": model})
+    HOLD.clear()
+    try:
+        async with server.client() as client:
+            thread_id = (await client.post("/v1/threads", json={"agent": "a"})).json()["thread_id"]
+            sent = asyncio.create_task(client.post("/v1/runs", json={"message": "wait", "thread_id": thread_id}))
+            working = await _working(client, thread_id)
+            run_id = working["active_run"]["run_id"]
+            assert working["title"] == "wait"
+            assert [(e["role"], e["text"], e["run_id"], e.get("pending")) for e in working["transcript"]] == [
+                ("user", "wait", run_id, True)
+            ]
+            HOLD.set()
+            assert (await sent).json()["status"] == "completed"
+            done = (await client.get(f"/v1/threads/{thread_id}")).json()
+            assert [(e["role"], e["text"], e.get("pending")) for e in done["transcript"]] == [
+                ("user", "wait", None),
+                ("tool_call", None, None),
+                ("tool_result", "held until released", None),
+                ("assistant", "done: held until released", None),
+            ]
+
+            HOLD.clear()
+            paused = (await client.post("/v1/runs", json={"message": "delete notes", "thread_id": thread_id})).json()
+            request_id = paused["requests"][0]["id"]
+            decided = asyncio.create_task(client.post(f"/v1/requests/{request_id}/decision", json={"kind": "approve"}))
+            resumed = await _working(client, thread_id)
+            assert [e["text"] for e in resumed["transcript"] if e["role"] == "user"] == ["wait", "delete notes"]
+            assert not [e for e in resumed["transcript"] if e.get("pending")]
+            HOLD.set()
+            assert (await decided).json()["run"]["status"] == "completed"
+    finally:
+        HOLD.set()

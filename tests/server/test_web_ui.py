@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,8 @@ from sayso import Config, Sayso, load_config
 from sayso.server import LiveSettings, create_app
 
 from ..conftest import EXAMPLE, LiveServer
-from ..models import tool_model
-from ..tools import explode
+from ..models import tool_model, verbs
+from ..tools import HOLD, delete_file, explode, hold
 from .conftest import helper_models
 from .test_live import files_example
 
@@ -124,7 +125,8 @@ def test_person_approves_a_call(server: LiveServer, page: Page, workdir: Path) -
 
 
 def test_person_edits_arguments_before_approving(server: LiveServer, page: Page, workdir: Path) -> None:
-    """Edit and approve runs the call with the person's arguments, not the model's."""
+    """Edit and approve runs the call with the person's arguments, not the model's; JSON that is not an object of
+    arguments (`null` would read as "no edit" and run the model's) is refused on the card."""
     page.goto(server.base_url)
     say(page, "delete notes")
     card = page.get_by_role("article", name="Approve delete_file?")
@@ -132,6 +134,10 @@ def test_person_edits_arguments_before_approving(server: LiveServer, page: Page,
     card.get_by_label("Arguments (JSON)").fill("{not json")
     card.get_by_role("button", name="Approve with these arguments").click()
     expect(card.get_by_role("alert")).to_contain_text("not valid JSON")
+    for not_arguments in ("null", '["todo.md"]'):
+        card.get_by_label("Arguments (JSON)").fill(not_arguments)
+        card.get_by_role("button", name="Approve with these arguments").click()
+        expect(card.get_by_role("alert")).to_contain_text("must be a JSON object")
     card.get_by_label("Arguments (JSON)").fill('{"name": "todo.md"}')
     screenshot(card, "approval-card-editing")
     card.get_by_role("button", name="Approve with these arguments").click()
@@ -276,6 +282,28 @@ def test_second_tab_sees_the_decision_without_a_reload(server: LiveServer, brows
         context.close()
 
 
+def test_a_tab_that_decides_too_late_says_its_answer_was_not_taken(server: LiveServer, page: Page) -> None:
+    """A tab whose live updates lag rejects a call someone approved a moment before: its card stays to say the
+    rejection came too late, beside the transcript's line of the approval that won."""
+    with server.client() as client:
+        run = client.post("/v1/runs", json={"message": "delete notes"}).json()
+    page.route("**/v1/events*", lambda route: route.abort())  # this tab hears of nothing decided elsewhere
+    page.goto(f"{server.base_url}/#/thread/{run['thread_id']}")
+    card = page.get_by_role("article", name="Approve delete_file?")
+    expect(card).to_be_visible()
+    with server.client() as client:
+        decided = client.post(f"/v1/requests/{run['requests'][0]['id']}/decision", json={"kind": "approve"})
+        assert decided.status_code == 200
+    card.get_by_role("button", name="Reject").click()
+    card.get_by_role("button", name="Confirm rejection").click()
+    expect(page.locator("#transcript li.decision")).to_contain_text("Approved by you (REST)")
+    receipt = page.get_by_role("article", name="Approved by you (REST)")
+    expect(receipt.get_by_role("alert")).to_contain_text("Your answer was not taken")
+    expect(page.locator("#transcript")).to_contain_text("Deleted notes.txt.")
+    page.wait_for_timeout(500)  # a second refresh of the thread keeps it too
+    expect(receipt).to_be_visible()
+
+
 def test_allow_for_this_chat_then_revoke_and_verify_the_audit_log(
     server: LiveServer, page: Page, workdir: Path
 ) -> None:
@@ -388,6 +416,26 @@ def test_a_decision_from_the_cli_turns_the_card_live(serve: ServerFactory, page:
     expect(page.locator("#status")).to_have_text("")
     screenshot(page, "live-decision-from-cli")
     assert not (workdir / "sandbox" / "notes.txt").exists()
+
+
+def test_a_message_the_server_refuses_stays_in_the_box_with_the_reason(
+    serve: ServerFactory, page: Page, workdir: Path
+) -> None:
+    """Alice, an approver, opens Bob's chat and writes in it: the server refuses (only its owner speaks there), and
+    the page keeps saying why, her words back in the message box, Bob's card still open."""
+    server = serve(config=load_config(files_example(workdir, PRINCIPALS)))
+    with server.client("bob-token") as bob:
+        run = bob.post("/v1/runs", json={"message": "delete notes"}).json()
+    sign_in(page, server.base_url, "alice-token")
+    page.goto(f"{server.base_url}/#/thread/{run['thread_id']}")
+    expect(page.get_by_role("article", name="Approve delete_file?")).to_be_visible()
+    say(page, "bob, are you sure?")
+    page.get_by_role("button", name="Send anyway").click()
+    expect(page.locator("#status")).to_contain_text("only the thread's owner may send messages into it")
+    expect(page.get_by_label("Message")).to_have_value("bob, are you sure?")
+    expect(page.get_by_role("article", name="Approve delete_file?")).to_be_visible()
+    page.wait_for_timeout(500)  # later refreshes of the thread keep the reason
+    expect(page.locator("#status")).to_contain_text("only the thread's owner")
 
 
 def test_the_transcript_shows_each_decision(server: LiveServer, page: Page) -> None:
@@ -510,6 +558,83 @@ def test_a_failed_run_is_an_error_card_in_the_transcript(serve: ServerFactory, p
     screenshot(page.locator("#chat-view"), "transcript-failure")
 
 
+def test_another_thread_opened_while_a_run_works_shows_its_own_card(
+    serve: ServerFactory, page: Page, workdir: Path
+) -> None:
+    """While one chat's run works, the person opens another chat: it shows its own transcript and open card, which
+    they can decide, not a blank page under the first chat's "Working…"; the first chat's answer lands in it."""
+    config = Config.model_validate(
+        {
+            "store": f"sqlite:///{workdir / 'sayso.db'}",
+            "agents": {"a": {"model": "m", "tools": [hold, delete_file], "interrupt": {"tools": ["delete_file"]}}},
+            "base_dir": workdir,
+        }
+    )
+    route = verbs(wait="hold", delete=("delete_file", "name"))
+    server = serve(config=config, models={"m": tool_model(route, read="done: {result}")})
+    HOLD.clear()
+    try:
+        page.goto(server.base_url)
+        say(page, "delete notes")
+        expect(page.get_by_role("article", name="Approve delete_file?")).to_be_visible()
+        waiting = page.url
+        page.get_by_role("button", name="New chat").click()
+        say(page, "wait")
+        expect(page.locator("#status")).to_contain_text("Working…")
+        working = page.url
+        page.goto(waiting)
+        card = page.get_by_role("article", name="Approve delete_file?")
+        expect(card).to_be_visible()
+        expect(page.locator("#transcript")).to_contain_text("delete notes")
+        expect(page.locator("#status")).to_have_text("Waiting for you.")
+        card.get_by_role("button", name="Approve", exact=True).click()
+        expect(page.locator("#transcript")).to_contain_text("done: deleted notes")
+        HOLD.set()
+        page.goto(working)
+        expect(page.locator("#transcript")).to_contain_text("done: held until released")
+        expect(page.locator("#transcript")).not_to_contain_text("delete notes")
+    finally:
+        HOLD.set()
+
+
+def test_reloading_while_a_run_works_shows_the_message_once(serve: ServerFactory, page: Page, workdir: Path) -> None:
+    """A reload while the run works shows the message just sent under "Working…", not an empty chat; once the run
+    ends, the message is there once, with the answer."""
+    config = Config.model_validate(
+        {
+            "store": f"sqlite:///{workdir / 'sayso.db'}",
+            "agents": {"a": {"model": "m", "tools": [hold]}},
+            "base_dir": workdir,
+        }
+    )
+    server = serve(config=config, models={"m": tool_model(verbs(wait="hold"), read="done: {result}")})
+    HOLD.clear()
+    try:
+        page.goto(server.base_url)
+        say(page, "wait for me")
+        expect(page.locator("#status")).to_contain_text("Working…")
+        thread_id = page.url.split("#/thread/")[1]
+        for _ in range(500):  # the run has begun on the server: a reload no longer takes the message with it
+            thread = httpx.get(f"{server.base_url}/v1/threads/{thread_id}")
+            if thread.status_code == 200 and thread.json()["active_run"]:
+                break
+            time.sleep(0.02)
+        else:
+            raise AssertionError(f"the run of {thread_id} never began")
+        page.reload()
+        expect(page.locator("#transcript li.user.pending")).to_contain_text("wait for me")
+        expect(page.locator("#status")).to_contain_text("Working…")
+        expect(page.locator("#chat-title")).to_have_text("wait for me")
+        screenshot(page.locator("#chat-view"), "reload-mid-run")
+        HOLD.set()
+        expect(page.locator("#transcript")).to_contain_text("done: held until released")
+        expect(page.locator("#transcript li.user")).to_have_count(1)
+        expect(page.locator("#transcript li.user.pending")).to_have_count(0)
+        expect(page.locator("#status")).to_have_text("")
+    finally:
+        HOLD.set()
+
+
 def test_titles_and_times_read_like_a_chat(server: LiveServer, page: Page) -> None:
     """A thread is titled by its first message in the list and the heading, with a relative time."""
     page.goto(server.base_url)
@@ -573,7 +698,8 @@ def test_concierge_workflow_form_refuses_a_wrong_value_inline_and_runs_to_the_pl
     serve: ServerFactory, page: Page
 ) -> None:
     """`make demo`'s config: the concierge workflow's form is built from its schema; a missing city and a wrong
-    age are shown next to their fields, fixed, then the itinerary is reviewed until done and the plan written."""
+    age (over the maximum, then text the browser cannot read as a number) are shown next to their fields,
+    fixed, then the itinerary is reviewed until done and the plan written."""
     server = serve(config=load_config(DEMO))
     page.goto(server.base_url)
     expect(page.get_by_label("Agent for a new chat")).to_contain_text("concierge")
@@ -591,6 +717,11 @@ def test_concierge_workflow_form_refuses_a_wrong_value_inline_and_runs_to_the_pl
     expect(card.locator('.field-error[data-loc="hobby"]')).to_have_text("")
     screenshot(card, "input-card-refused")
     card.get_by_label("City *").fill("Lisbon")
+    card.get_by_label("Age").clear()
+    card.get_by_label("Age").press_sequentially("4e")  # the browser cannot read it: not sent as "no age"
+    card.get_by_role("button", name="Send").click()
+    expect(card.locator('.field-error[data-loc="age"]')).to_have_text("not a number")
+    expect(card.locator('.field-error[data-loc="city"]')).to_have_text("")
     card.get_by_label("Age").fill("41")
     screenshot(card, "input-card")
     card.get_by_role("button", name="Send").click()

@@ -127,12 +127,40 @@ class Reading:
     async def transcript(
         self, thread_id: str, *, principal: PrincipalLike | None = None, after_seq: int = 0
     ) -> list[TranscriptEntry]:
-        """A thread's history as display entries (user and agent text, tool calls and results)."""
-        await self.thread(thread_id, principal=principal)
+        """A thread's history as display entries (user and agent text, tool calls and results).
+
+        While the thread's run works on a message it has stored nothing of yet (a run's messages are
+        stored when it pauses or ends, which may take minutes), the history ends with that message,
+        marked `pending`: so a reload, a second tab or any other reader shows what the person just
+        said. It is here, in the reading verb, and not in one interface's thread view, so every
+        interface reads the same history. `after_seq` reads on from a stored batch; a pending line is
+        not stored, so each read that finds the run still working on its message ends with it, and a
+        reader drops the one it held when it reads on.
+        """
+        record = await self.thread(thread_id, principal=principal)
         entries = await self._k.store.transcript(thread_id, after_seq=after_seq)
         decided = [e.decision["request_id"] for e in entries if e.decision and "request_id" in e.decision]
         votes = await self._k.store.votes(decided) if decided else {}
-        return [line for e in entries for line in [*vote_lines(e, votes), e]] if votes else entries
+        shown = [line for e in entries for line in [*vote_lines(e, votes), e]] if votes else entries
+        return shown + await self._pending_message(record, entries)
+
+    async def _pending_message(self, thread: ThreadRecord, entries: Sequence[TranscriptEntry]) -> list[TranscriptEntry]:
+        """The message of the thread's running run, as a pending line, while the run has stored no message.
+
+        A run working again after a decision stored its message with its first segment: it has no line
+        of its own. Read after the history, so a run that stored its messages meanwhile is never shown twice.
+        """
+        if thread.active_run_id is None:
+            return []
+        run = await self._k.store.get_run(thread.active_run_id)
+        if run.status != "running" or not run.prompt or any(e.run_id == run.run_id for e in entries):
+            return []
+        if await self._k.store.run_messages(run.run_id):
+            return []
+        seq = await self._k.store.last_seq(thread.thread_id)
+        return [
+            TranscriptEntry(seq=seq, run_id=run.run_id, role="user", text=run.prompt, at=run.created_at, pending=True)
+        ]
 
     async def last_seq(self, thread_id: str) -> int:
         """The position of a thread's newest stored message batch (0 for none)."""

@@ -339,6 +339,10 @@ class TranscriptEntry:
     the agent's `redact` says."""
     at: float | None = None
     """Seconds since the epoch when it was said, decided or failed, when known."""
+    pending: bool = False
+    """`True` for the message of a run still working on it, not in the message log yet (a run's messages are
+    stored when it pauses or ends): its `seq` is the stored batch it follows, and a later read shows the stored
+    message in its place."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,8 +11,13 @@ reads of it: docs/guides/operations.md#local-development-mode and #limits):
   interactions, signed over their body) authorize by what they carry, so a form is fine there. The other state-changing
   methods (`DELETE`, `PUT`, `PATCH`) cannot be sent cross-site without a preflight at all, and this
   server grants none (it sends no CORS headers), so they need no such check;
+- **a body is JSON**: a bearer token lets a POST through without the JSON type (it needs no body:
+  `POST /v1/expire`), but a body it carries must still say `application/json` (415), else the
+  endpoint would read it as no object at all ("Input should be a valid dictionary");
 - **bodies are bounded and well-formed**: a body over `limits.request_bytes` is refused before it is
-  read in full (413); one that is not UTF-8 JSON, or nests deeper than `limits.json_depth`, is a 400;
+  read in full (413); one that is not UTF-8 JSON (`NaN`, `Infinity` and numbers too large for a float
+  included: Python's parser takes them, but they are not JSON, and a stored record writes them as `null`
+  while the agent read them as numbers), or nests deeper than `limits.json_depth`, is a 400;
 - **nothing is framed**: every response says `X-Frame-Options: DENY` and `frame-ancestors 'none'`,
   and the web UI is served under a strict Content Security Policy (its own scripts and styles only).
 
@@ -23,6 +28,7 @@ which answer with a JSON-RPC error body so A2A clients can read them.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
@@ -73,7 +79,7 @@ class EdgeGuard:
         self.app = app
         self.local_mode = local_mode
         self.limits = limits
-        checked = RequestBodyLimitMiddleware(_JsonBodies(app, limits), max_body_size=limits.request_bytes)
+        checked = RequestBodyLimitMiddleware(_JsonBodies(app, limits, form_paths), max_body_size=limits.request_bytes)
         posts = _JsonPosts(checked, form_paths)
         self._guarded: ASGIApp = (
             TrustedHostMiddleware(posts, allowed_hosts=sorted(LOOPBACK_NAMES), www_redirect=False)
@@ -104,7 +110,7 @@ class _JsonPosts:
             scope["method"] == "POST"
             and not is_json(content_type)
             and not headers.get("authorization")
-            and not (self.form_paths and str(scope["path"]).startswith(self.form_paths))
+            and not _takes_forms(scope, self.form_paths)
         ):
             await _refuse(
                 send,
@@ -120,14 +126,16 @@ class _JsonPosts:
 
 
 class _JsonBodies:
-    """A state-changing request's JSON body is UTF-8, JSON, and nested no deeper than `limits.json_depth`.
+    """A state-changing request's body says JSON, is UTF-8 JSON, and nests no deeper than `limits.json_depth`.
 
-    Runs inside Starlette's body limit, so reading the body stops at `limits.request_bytes`.
+    A body on `form_paths` may be a form. Runs inside Starlette's body limit, so reading the body stops at
+    `limits.request_bytes`.
     """
 
-    def __init__(self, app: ASGIApp, limits: LimitsConfig) -> None:
+    def __init__(self, app: ASGIApp, limits: LimitsConfig, form_paths: tuple[str, ...]) -> None:
         self.app = app
         self.limits = limits
+        self.form_paths = form_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] not in STATE_CHANGING:
@@ -135,6 +143,17 @@ class _JsonBodies:
             return
         body = await _read_body(receive)
         content_type = Headers(scope=scope).get("content-type")
+        if body and not is_json(content_type) and not _takes_forms(scope, self.form_paths):
+            await _refuse(
+                send,
+                415,
+                "unsupported-media-type",
+                "Unsupported media type",
+                f"a body must be sent as application/json, not {content_type or 'no type'!r}",
+                rpc=_is_rpc(scope),
+                code=_JSON_RPC_INVALID_REQUEST,
+            )
+            return
         problem = json_problem(body, max_depth=self.limits.json_depth) if body and is_json(content_type) else None
         if problem is not None:
             await _refuse(
@@ -142,6 +161,11 @@ class _JsonBodies:
             )
             return
         await self.app(scope, _replay(body, receive), send)
+
+
+def _takes_forms(scope: Scope, form_paths: tuple[str, ...]) -> bool:
+    """Whether the request's path is one the server is told takes forms (what they carry authorizes them)."""
+    return bool(form_paths) and str(scope["path"]).startswith(form_paths)
 
 
 def _is_rpc(scope: Scope) -> bool:
@@ -210,7 +234,7 @@ def json_problem(body: bytes, *, max_depth: int) -> str | None:
     except UnicodeDecodeError as exc:
         return f"the body is not UTF-8 (byte {exc.start})"
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_not_json, parse_float=_finite)
     except RecursionError:
         return f"the body nests deeper than {max_depth} levels"
     except ValueError as exc:
@@ -218,6 +242,17 @@ def json_problem(body: bytes, *, max_depth: int) -> str | None:
     if _depth(value) > max_depth:
         return f"the body nests deeper than {max_depth} levels"
     return None
+
+
+def _not_json(constant: str) -> float:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _finite(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise ValueError(f"{literal} is too large for a number")
+    return value
 
 
 def _depth(value: Any) -> int:

@@ -284,6 +284,9 @@ class TranscriptEntryOut(_Out):
     """For `decision` lines."""
     at: Rfc3339 | None = None
     """When it happened (RFC 3339), when known."""
+    pending: bool = False
+    """`true` (else absent) on the message of a run still working on it, not stored yet: a later read shows the
+    stored message in its place."""
 
 
 class ThreadOut(_Out):
@@ -438,6 +441,8 @@ class ExpireOut(_Out):
 def entry_json(entry: TranscriptEntry) -> dict[str, Any]:
     """A transcript line as REST shows it, its times in RFC 3339."""
     body = asdict(entry) | {"at": rfc3339(entry.at)}
+    if not entry.pending:
+        del body["pending"]  # said only on a pending line: a stored line keeps the shape it always had
     if entry.decision is not None:
         decision = dict(entry.decision)
         for epoch, name in (("decided_at", "decided"), ("expires_at", "expires")):

@@ -26,11 +26,15 @@ function setStatus(text, working = false) {
 
 const chatCtx = { context: "chat", onDecided: () => { refreshThread(); refreshInboxCount(); } };
 
+// The threads whose run this page is streaming: their page is drawn from the stream until it ends, and only while
+// shown (the person may open another thread meanwhile, which is drawn from the server as usual).
+const streaming = new Set();
+
 const refreshThread = coalesce(async () => {
   const threadId = state.threadId;
-  if (!threadId || state.streaming) return;
+  if (!threadId || streaming.has(threadId)) return;
   const result = await api("GET", `/v1/threads/${encodeURIComponent(threadId)}`);
-  if (threadId !== state.threadId || state.streaming) return;
+  if (threadId !== state.threadId || streaming.has(threadId)) return;
   if (result.status === 404) {
     renderTranscript([]);
     reconcileCards($("cards"), [], chatCtx);
@@ -47,14 +51,15 @@ const refreshThread = coalesce(async () => {
   renderTranscript(thread.transcript);
   // A workflow input's answer is a line of the transcript, where it was given: its receipt below goes.
   const answered = new Set(thread.transcript.filter((e) => e.role === "decision").map((e) => e.decision.request_id));
-  for (const card of $("cards").querySelectorAll('article.card[data-kind="input"][data-closed]')) {
+  for (const card of $("cards").querySelectorAll('article.card[data-kind="input"][data-closed]:not([data-note])')) {
     if (answered.has(card.dataset.requestId)) card.remove();
   }
   const run = thread.active_run;
   reconcileCards($("cards"), run && run.status === "paused" ? run.requests : [], chatCtx);
-  // One record per decision: a receipt card gives way once the transcript holds that decision's line.
+  // One record per decision: a receipt card gives way once the transcript holds that decision's line, unless it
+  // tells this page's person that their own answer came too late (another tab or person decided first).
   const recorded = new Set(thread.transcript.filter((e) => e.role === "decision").map((e) => e.decision?.request_id));
-  for (const card of $("cards").querySelectorAll("article.card[data-closed]")) {
+  for (const card of $("cards").querySelectorAll("article.card[data-closed]:not([data-note])")) {
     if (recorded.has(card.dataset.requestId)) card.remove();
   }
   setStatus(!run ? "" : run.status === "paused" ? "Waiting for you." : run.status === "running" ? "Working… (started elsewhere)" : "",
@@ -71,6 +76,8 @@ function openThread(threadId) {
   }
   state.threadId = threadId;
   hideSkipWarning();
+  $("send").disabled = streaming.has(threadId);
+  if (streaming.has(threadId)) setStatus("Working…", true);
   $("workflow-hint").hidden = true;
   showView("chat");
   watchLive(threadId);
@@ -114,15 +121,18 @@ async function sendMessage(message) {
     watchLive(state.threadId);
   }
   if (!$("transcript").children.length) $("chat-title").textContent = message.slice(0, 80);
-  state.streaming = true;
+  const threadId = state.threadId;
+  const shown = () => state.threadId === threadId;
+  streaming.add(threadId);
   $("transcript").append(entryNode({ role: "user", text: message, at: new Date().toISOString() }));
   $("cards").replaceChildren();  // the open ones are skipped by this message, the receipts are in the transcript
   $("send").disabled = true;
   setStatus("Working…", true);
   $("workflow-hint").hidden = true;
   const headers = authHeaders({ "Content-Type": "application/json", Accept: "text/event-stream" });
-  const body = { message, thread_id: state.threadId, ...(agent ? { agent } : {}) };
+  const body = { message, thread_id: threadId, ...(agent ? { agent } : {}) };
   let assistant = null;
+  let refused = null;  // why the message was not taken: said again once the thread is reloaded
   try {
     const response = await fetch("/v1/runs?stream=true", {
       method: "POST", headers, body: JSON.stringify(body),
@@ -130,7 +140,7 @@ async function sendMessage(message) {
     if (!response.ok) {
       const problem = await response.json().catch(() => ({}));
       if (response.status === 401) $("signin").hidden = false;
-      setStatus(`${problem.title || "Error"}: ${problem.detail || response.status}`);
+      refused = `${problem.title || "Error"}: ${problem.detail || response.status}`;
       return;
     }
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -139,6 +149,8 @@ async function sendMessage(message) {
       const { value, done } = await reader.read();
       if (done) break;
       buffer = parseEvents(buffer + value, (name, data) => {
+        if (name === "error") refused = `${data.title}: ${data.detail}`;
+        if (!shown()) return;  // another thread is on screen: this one is drawn from the server when opened again
         if (name === "progress") setStatus(`Working… ${data.elapsed}s`, true);
         else if (name === "tool_call" || name === "tool_result") $("transcript").append(entryNode({ role: name, ...data }));
         else if (name === "decision") $("transcript").append(entryNode({ role: "decision", ...data }));
@@ -148,16 +160,26 @@ async function sendMessage(message) {
         } else if (name === "run") {
           reconcileCards($("cards"), data.status === "paused" ? data.requests : [], chatCtx);
           setStatus(data.status === "paused" ? "Waiting for you." : data.status === "failed" ? `Failed: ${data.error}` : "");
-        } else if (name === "error") setStatus(`${data.title}: ${data.detail}`);
+        }
       });
     }
+  } catch (err) {
+    refused = `The message was not sent: ${err.message}`;
   } finally {
-    state.streaming = false;
-    $("status").classList.remove("working");
-    $("send").disabled = false;
-    refreshThread();
+    streaming.delete(threadId);
+    if (shown()) {
+      $("status").classList.remove("working");
+      $("send").disabled = false;
+    }
+    const reloaded = refreshThread();
     loadThreads();
     refreshInboxCount();
+    if (refused && shown()) {
+      // The reload shows the thread as it is (without this message); the problem stays said, the words kept.
+      await reloaded;
+      setStatus(refused);
+      if (!$("message").value) $("message").value = message;
+    }
   }
 }
 
@@ -328,6 +350,7 @@ const loadThreads = coalesce(async () => {
 
 function newChat() {
   state.threadId = null;
+  $("send").disabled = false;
   showView("chat");
   watchLive(null);
   hideSkipWarning();

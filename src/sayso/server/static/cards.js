@@ -65,6 +65,13 @@ function feedback(card, text, isError = true) {
   return node;
 }
 
+// A form with a field the browser could not read (text in a number field) is not sent: its fields say why.
+function unreadable(card, form) {
+  if (!form.refusal()) return false;
+  feedback(card, "Not sent: correct the fields marked above.");
+  return true;
+}
+
 // A card whose request stopped waiting becomes a receipt of what happened to it, wherever that was decided.
 function closeCard(card, outcome, note) {
   if (card.dataset.closed) return;
@@ -77,7 +84,10 @@ function closeCard(card, outcome, note) {
     el("p", { class: "label", role: "status" }, card.dataset.tool, outcome.at ? [" · ", timeNode(outcome.at)] : []),
     ...outcomeDetails(outcome),
   ];
-  if (note) parts.push(el("p", { class: "feedback" }, note));
+  if (note) {
+    parts.push(el("p", { class: "feedback", role: "alert" }, note));
+    card.dataset.note = "true";  // the transcript's line says what was decided, not that this card's answer was refused
+  }
   card.replaceChildren(...parts);
 }
 
@@ -108,7 +118,9 @@ async function decideCard(card, request, body, ctx, onRefused) {
     });
   } else if ([404, 409, 410].includes(result.status)) {
     // Someone (another tab, person or process) got there first: say what happened instead.
-    const detail = `Already decided: ${problemText(result)}`;
+    const detail = result.status === 409
+      ? "Your answer was not taken: the request had been decided already, and the first decision wins."
+      : `Already closed: ${problemText(result)}`;
     const found = await closeFromServer(card, detail);
     if (!found.ok || card.dataset.closed !== "true") {
       feedback(card, detail);
@@ -148,6 +160,7 @@ function approvalCard(request, ctx) {
   if (feedbackForm) card.append(el("h4", {}, "Your feedback"), feedbackForm.node);
   const approve = (body) => {
     feedbackForm?.showErrors(null);
+    if (feedbackForm && unreadable(card, feedbackForm)) return;
     decideCard(card, request, feedbackForm ? { ...body, payload: feedbackForm.read() } : body, ctx, feedbackForm?.showErrors);
   };
   const scopes = request.scopes || ["once"];
@@ -177,6 +190,11 @@ function approvalCard(request, ctx) {
     let edited;
     try { edited = JSON.parse(editor.value); } catch (err) {
       feedback(card, `The arguments are not valid JSON: ${err.message}`);
+      return;
+    }
+    // The API reads `edited_args: null` as "no edit": `null` typed here would run the model's arguments unedited.
+    if (edited === null || typeof edited !== "object" || Array.isArray(edited)) {
+      feedback(card, 'The arguments must be a JSON object, such as {"name": "value"}.');
       return;
     }
     approve({ kind: "approve", scope: scope(), edited_args: edited });
@@ -284,6 +302,7 @@ function elicitationCard(request, ctx) {
   card.append(el("form", { onsubmit: (event) => {
     event.preventDefault();
     form.showErrors(null);
+    if (unreadable(card, form)) return;
     decideCard(card, request, { kind: "accept", content: form.read() || {} }, ctx, refused);
   } }, form.node, el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Submit"), refuse())));
   if (!request.durable) {
@@ -310,6 +329,7 @@ function inputCard(request, ctx) {
   card.append(el("div", { class: "actions" },
     el("button", { type: "button", class: "primary", onclick: () => {
       form.showErrors(null);
+      if (unreadable(card, form)) return;
       decideCard(card, request, { kind: "provide", value: form.read() }, ctx, refused);
     } }, "Send"),
     el("button", { type: "button", onclick: () => decideCard(card, request, { kind: "skip", reason: "the person skipped the input" }, ctx) }, "Skip")));

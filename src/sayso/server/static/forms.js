@@ -65,7 +65,8 @@ function typeOf(schema) {
   return schema.type || (schema.properties ? "object" : "any");
 }
 
-// One field of a schema form: its node, a reader of its value (`undefined`: left empty), and its error slot.
+// One field of a schema form: its node, a reader of its value (`undefined`: left empty), its error slots, and
+// `unread`: the problems of what the person typed that the browser cannot hand over (`{loc, msg}`, as the server's).
 function schemaField(schema, root, path, label, required) {
   const s = resolveSchema(schema, root);
   const type = typeOf(s);
@@ -76,11 +77,12 @@ function schemaField(schema, root, path, label, required) {
   const hint = s.description ? el("p", { class: "hint" }, s.description) : null;
   const common = { id, name: path.join(".") || "answer", "aria-describedby": errorId, "aria-required": required ? "true" : null };
   const errors = [error];
-  let node; let read;
+  let node; let read; let unread = () => [];
   if (type === "object" && s.properties) {
     const children = Object.entries(s.properties).map(([key, child]) =>
       schemaField(child, root, [...path, key], key, (s.required || []).includes(key)));
     children.forEach((child) => errors.push(...child.errors));
+    unread = () => children.flatMap((child) => child.unread());
     node = el("fieldset", { "data-loc": path.join(".") }, path.length ? el("legend", {}, title) : null, hint,
       children.map((child) => child.node), error);
     read = () => {
@@ -91,7 +93,7 @@ function schemaField(schema, root, path, label, required) {
       }
       return path.length && s.nullable && !Object.keys(value).length ? undefined : value;
     };
-    return { node, read, errors };
+    return { node, read, errors, unread };
   }
   if (type === "boolean") {
     const input = el("input", { ...common, type: "checkbox", checked: s.default === true });
@@ -107,6 +109,8 @@ function schemaField(schema, root, path, label, required) {
       min: s.minimum ?? null, max: s.maximum ?? null });
     node = el("div", { class: "field" }, el("label", { for: id }, title), hint, input, error);
     read = () => (input.value.trim() === "" ? undefined : Number(input.value));
+    // Text such as `4e` leaves a number field's value empty: read as left empty, the answer would lose it.
+    unread = () => (input.validity.badInput ? [{ loc: path, msg: "not a number" }] : []);
   } else if (type === "string") {
     // Free text a person writes sentences into (feedback, notes, a response) gets room for them.
     const input = longText(s, label)
@@ -142,10 +146,11 @@ function schemaField(schema, root, path, label, required) {
       try { return JSON.parse(area.value); } catch { return area.value; }
     };
   }
-  return { node, read, errors };
+  return { node, read, errors, unread };
 }
 
 // A form for a whole JSON Schema: its node, its value, and the problems of a refused answer shown by their fields.
+// `refusal()` is the problem of what the browser could not read (shown by its fields), or null when all is read.
 function schemaForm(schema) {
   const root = schema || {};
   const field = schemaField(root, root, [], "answer", true);
@@ -174,5 +179,11 @@ function schemaForm(schema) {
     const value = field.read();
     return value === undefined ? (typeOf(resolveSchema(root, root)) === "string" ? "" : null) : value;
   };
-  return { node: el("div", { class: "schema-form" }, field.node), read, showErrors };
+  const refusal = () => {
+    const errors = field.unread();
+    if (!errors.length) return null;
+    showErrors({ errors });
+    return { errors };
+  };
+  return { node: el("div", { class: "schema-form" }, field.node), read, showErrors, refusal };
 }

@@ -19,8 +19,9 @@ function decisionLine(entry) {
 function entryNode(entry) {
   const when = entry.at ? timeNode(entry.at) : null;
   switch (entry.role) {
-    case "user":
-      return el("li", { class: entry.role }, entry.text, when ? el("span", { class: "when" }, when) : null);
+    case "user":  // pending: sent, and the run is working on it (the server stores it when the run pauses or ends)
+      return el("li", { class: entry.pending ? "user pending" : "user", title: entry.pending ? "Sent; the agent is working on it" : null },
+        entry.text, when ? el("span", { class: "when" }, when) : null);
     case "assistant":  // the model writes Markdown: shown formatted, built as nodes (never as HTML)
       return el("li", { class: "assistant md" }, ...renderMarkdown(entry.text || ""), when ? el("span", { class: "when" }, when) : null);
     case "tool_call":
