@@ -11,6 +11,7 @@ from typing import Any
 from pydantic.json_schema import JsonSchemaValue
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from .._core.decisions import (
     Accept,
@@ -263,7 +264,7 @@ def _ask_approval(console: Console, request: ApprovalRequest) -> Decision:
             console.print("[bold]Your feedback[/bold] [dim](empty leaves a field out)[/dim]")
             return Approve(scope=scope, payload=_fill(console, request.response_schema))
         if choice in ("e", "edit"):
-            console.print(f"current arguments: {json.dumps(shown_args(request), ensure_ascii=False)}")
+            console.print(Text(f"current arguments: {json.dumps(shown_args(request), ensure_ascii=False)}"))
             raw = _read(console, "new arguments (JSON object)> ")
             try:
                 edited = json.loads(raw)
@@ -303,9 +304,9 @@ def _ask_scope(console: Console, scopes: tuple[Scope, ...]) -> Scope:
 def _ask_questions(console: Console, request: QuestionRequest) -> Decision:
     answers: list[tuple[str, ...]] = []
     for question in request.questions:
-        console.print(f"[bold]{question.question}[/bold]")
+        console.print(Text(question.question, style="bold"))
         for n, choice in enumerate(question.choices, 1):
-            console.print(f"  {n}) {choice}")
+            console.print(Text(f"  {n}) {choice}"))
         if question.choices:
             console.print(f"  {len(question.choices) + 1}) Other (type your own words)")
         hint = "numbers separated by commas, or your own words" if question.multiple else "a number, or your own words"
@@ -369,7 +370,7 @@ def _object(console: Console, shape: JsonSchemaValue, root: JsonSchemaValue, *, 
     for name, spec in shape.get("properties", {}).items():
         field = schema_type(spec, root)
         if "properties" in field:
-            console.print(f"[bold]{prefix}{name}[/bold]")
+            console.print(Text(f"{prefix}{name}", style="bold"))
             value[name] = _object(console, field, root, prefix=f"{prefix}{name}.")
             continue
         answer = _field(console, f"{prefix}{name}", field, root, required=name in required)
@@ -395,7 +396,7 @@ def _field(
         console.print(f"[dim]{escape(str(field['description']))}[/dim]")
     if "enum" in field:
         for n, choice in enumerate(field["enum"], 1):
-            console.print(f"  {n}) {choice}")
+            console.print(Text(f"  {n}) {choice}"))
     what = fields_summary(field)
     shown = label
     while True:
