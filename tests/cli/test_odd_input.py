@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from pathlib import Path
 
 import pexpect
+import pytest
 from typer.testing import CliRunner
 
 from sayso.cli import app
@@ -49,3 +52,29 @@ def test_chat_shows_choices_and_arguments_with_brackets_as_written(tmp_path: Pat
     chat.expect(pexpect.EOF)
     chat.close()
     assert chat.exitstatus == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param("'not json'", id="text"),
+        pytest.param("'[1, 2]'", id="a-list"),
+        pytest.param("x'ff00'", id="bytes"),
+        pytest.param("""'{"event": 5, "tool_name": [1], "decision": null}'""", id="odd-fields"),
+    ],
+)
+def test_audit_verify_and_list_name_a_record_edited_into_anything(tmp_path: Path, body: str) -> None:
+    """A record whose body was edited by hand into anything: verify names it (exit 1), list still lists it."""
+    paused = json.loads(runner.invoke(app, ["run", str(EXAMPLE), "delete notes", "--json"]).stdout)
+    runner.invoke(app, ["decide", str(EXAMPLE), paused["requests"][0]["id"], "approve"])
+    with sqlite3.connect(tmp_path / "sayso.db") as conn:
+        conn.execute(f"UPDATE audit SET body = {body} WHERE seq = 1")
+    verified = runner.invoke(app, ["audit", "verify", str(EXAMPLE)])
+    assert verified.exit_code == 1
+    assert "audit log tampered at record 1: record 1 was altered after it was written" in verified.stderr
+    as_json = runner.invoke(app, ["audit", "verify", str(EXAMPLE), "--json"])
+    assert (as_json.exit_code, json.loads(as_json.stdout)["problem"]["seq"]) == (1, 1)
+    listed = runner.invoke(app, ["audit", "list", str(EXAMPLE)])
+    assert listed.exit_code == 0, listed.output
+    records = json.loads(runner.invoke(app, ["audit", "list", str(EXAMPLE), "--json"]).stdout)["records"]
+    assert [r["seq"] for r in records] == [1, 2]

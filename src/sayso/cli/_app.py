@@ -422,13 +422,10 @@ def audit_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     table = Table("#", "event", "tool", "decision", "by", "principal", "via")
     for r in records:
         b = r.body
+        # Each cell is text, whatever a record (or a hand edit of the table) holds there.
         table.add_row(
             str(r.seq),
-            b.get("event", ""),
-            b.get("tool_name", ""),
-            b.get("decision", ""),
-            b.get("by", ""),
-            str(b.get("principal") or ""),
+            *(str(b.get(name) or "") for name in ("event", "tool_name", "decision", "by", "principal")),
             VIA_LABELS.get(str(b.get("via")), ""),
         )
     console.print(table)
