@@ -78,3 +78,15 @@ def test_audit_verify_and_list_name_a_record_edited_into_anything(tmp_path: Path
     assert listed.exit_code == 0, listed.output
     records = json.loads(runner.invoke(app, ["audit", "list", str(EXAMPLE), "--json"]).stdout)["records"]
     assert [r["seq"] for r in records] == [1, 2]
+
+
+def test_a_config_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    """`check` and `run` on a config saved in another encoding say so and exit 2, with no traceback."""
+    config = tmp_path / "latin1.yaml"
+    config.write_bytes(EXAMPLE.read_text().replace("Manages", "Gère").encode("latin-1"))
+    for args in (["check", str(config)], ["run", str(config), "list"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert "latin1.yaml' is not UTF-8 text (byte" in result.stderr
+    as_json = runner.invoke(app, ["run", str(config), "list", "--json"])
+    assert json.loads(as_json.stdout)["error"]["type"] == "ConfigError"
