@@ -90,3 +90,15 @@ def test_a_config_that_is_not_utf8_is_named(tmp_path: Path) -> None:
         assert "latin1.yaml' is not UTF-8 text (byte" in result.stderr
     as_json = runner.invoke(app, ["run", str(config), "list", "--json"])
     assert json.loads(as_json.stdout)["error"]["type"] == "ConfigError"
+
+
+def test_grants_list_prints_each_grant_id_whole_for_revoke() -> None:
+    """On an 80-column terminal the grant id `grants revoke` takes is printed whole, and revoking it works."""
+    paused = json.loads(runner.invoke(app, ["run", str(EXAMPLE), "delete notes", "--json"]).stdout)
+    runner.invoke(app, ["decide", str(EXAMPLE), paused["requests"][0]["id"], "approve", "--scope", "thread"])
+    [grant] = json.loads(runner.invoke(app, ["grants", "list", str(EXAMPLE), "--json"]).stdout)["grants"]
+    listed = runner.invoke(app, ["grants", "list", str(EXAMPLE)], env={"COLUMNS": "80"})
+    assert listed.exit_code == 0
+    assert grant["grant_id"] in listed.stdout
+    revoked = runner.invoke(app, ["grants", "revoke", str(EXAMPLE), grant["grant_id"]])
+    assert revoked.exit_code == 0 and f"revoked {grant['grant_id']}" in revoked.stdout

@@ -386,7 +386,12 @@ def grants_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     if as_json:
         print(json.dumps({"grants": [asdict(g) for g in grants]}, ensure_ascii=False))
         return
-    table = Table("grant", "tool", "covers", "scope", "principal", "agent", "thread")
+    # The ids are what `grants revoke` takes: whole on one line, however narrow the terminal.
+    table = Table()
+    table.add_column("grant", no_wrap=True, min_width=max((len(g.grant_id) for g in grants), default=0))
+    for name in ("tool", "covers", "scope", "principal", "agent"):
+        table.add_column(name, overflow="fold")
+    table.add_column("thread", overflow="fold")
     for g in grants:
         agent = g.agent or "none"
         table.add_row(g.grant_id, g.tool, g.subject_label, g.scope, g.principal, agent, g.thread_id or "any")
