@@ -102,3 +102,21 @@ def test_grants_list_prints_each_grant_id_whole_for_revoke() -> None:
     assert grant["grant_id"] in listed.stdout
     revoked = runner.invoke(app, ["grants", "revoke", str(EXAMPLE), grant["grant_id"]])
     assert revoked.exit_code == 0 and f"revoked {grant['grant_id']}" in revoked.stdout
+
+
+def test_args_with_nan_or_infinity_are_refused_and_the_request_stays_open(tmp_path: Path) -> None:
+    """`--args` with NaN or Infinity (which Python's JSON reads) is refused (exit 4), the call not run nor failed."""
+    assert runner.invoke(app, ["init", str(tmp_path / "shop")]).exit_code == 0
+    config = str(tmp_path / "shop" / "sayso.yaml")
+    paused = json.loads(runner.invoke(app, ["run", config, "refund A-100 25", "--json"]).stdout)
+    request_id = paused["requests"][0]["id"]
+    for amount, said in (("NaN", "amount is NaN"), ("Infinity", "amount is infinite")):
+        edited = f'{{"order_id": "A-100", "amount": {amount}}}'
+        refused = runner.invoke(app, ["decide", config, request_id, "approve", "--args", edited])
+        assert refused.exit_code == 4, refused.output
+        assert f"edited arguments: {said}, which JSON cannot carry" in refused.stderr
+    assert not (tmp_path / "shop" / "refunds.txt").exists()
+    inbox = json.loads(runner.invoke(app, ["inbox", config, "--json"]).stdout)
+    assert [r["id"] for r in inbox["requests"]] == [request_id]
+    done = json.loads(runner.invoke(app, ["decide", config, request_id, "approve", "--json"]).stdout)
+    assert done["output"] == "Refunded 25.00 on order A-100."
