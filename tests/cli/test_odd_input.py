@@ -120,3 +120,20 @@ def test_args_with_nan_or_infinity_are_refused_and_the_request_stays_open(tmp_pa
     assert [r["id"] for r in inbox["requests"]] == [request_id]
     done = json.loads(runner.invoke(app, ["decide", config, request_id, "approve", "--json"]).stdout)
     assert done["output"] == "Refunded 25.00 on order A-100."
+
+
+def test_json_errors_of_decide_and_policy_test_are_json() -> None:
+    """With `--json`, what `decide` and `policy test` refuse to read is one `{"error": …}` object on stdout (exit 2)."""
+    paused = json.loads(runner.invoke(app, ["run", str(EXAMPLE), "delete notes", "--json"]).stdout)
+    request_id = paused["requests"][0]["id"]
+    for args, said in (
+        (["decide", str(EXAMPLE), request_id, "approve", "--args", "{bad"], "--args is not valid JSON"),
+        (["decide", str(EXAMPLE), request_id, "maybe"], "unknown action 'maybe'"),
+        (["policy", "test", str(EXAMPLE), "--tool", "delete_file", "--args", "[1]"], "--args must be a JSON object"),
+        (["policy", "test", str(EXAMPLE), "--tool", "delete_file", "--agent", "nope"], "no agent 'nope'"),
+    ):
+        result = runner.invoke(app, [*args, "--json"])
+        assert result.exit_code == 2, result.output
+        assert said in json.loads(result.stdout)["error"]["message"]
+    inbox = json.loads(runner.invoke(app, ["inbox", str(EXAMPLE), "--json"]).stdout)
+    assert [r["id"] for r in inbox["requests"]] == [request_id]

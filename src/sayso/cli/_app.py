@@ -18,6 +18,7 @@ from rich.markup import escape
 from ..exceptions import ConfigError
 from ._command import Command as _Command
 from ._exits import CANNOT_SERVE, FAILED, WRONG
+from ._open import fail
 from ._open import with_app as _with_app
 from ._open import with_inbox as _with_inbox
 from ._open import with_reader as _with_reader
@@ -25,6 +26,8 @@ from ._startup import collector_paused as _collector_paused
 
 if TYPE_CHECKING:
     from .._config.checks import ConfigProblem
+    from .._core.decisions import Decision
+    from .._core.requests import Request
     from .._runtime import DecideResult, Inbox, InboxPage, RunResult, Sayso
 
 # Each command imports what it uses inside itself: `sayso --help` loads typer and rich, not the
@@ -160,21 +163,24 @@ def decide(
     with _collector_paused():
         from ._decisions import parse_decision
 
+    def parsed(request: Request | None = None) -> Decision:
+        try:
+            return parse_decision(
+                action, values or [], reason=reason, args=args, scope=scope, answers=answers, request=request
+            )
+        except typer.BadParameter as exc:
+            if not as_json:
+                raise
+            fail("BadParameter", exc.message, code=WRONG, as_json=True)
+
     # What `answer` and `approve` take depends on the request: its kind, the schema it asks for.
     needs_request = action in ("answer", "provide") or (action == "approve" and bool(values))
-    decision = (
-        None
-        if needs_request
-        else parse_decision(action, values or [], reason=reason, args=args, scope=scope, answers=answers)
-    )
+    decision = None if needs_request else parsed()
 
     async def work(rt: Sayso) -> DecideResult:
         chosen = decision
         if chosen is None:
-            request = (await rt.request(request_id, principal=principal)).request
-            chosen = parse_decision(
-                action, values or [], reason=reason, args=args, scope=scope, answers=answers, request=request
-            )
+            chosen = parsed((await rt.request(request_id, principal=principal)).request)
         return await rt.decide(request_id, chosen, principal=principal, via="cli")
 
     outcome = _with_app(config, work, as_json=as_json)
