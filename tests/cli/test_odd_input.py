@@ -137,3 +137,16 @@ def test_json_errors_of_decide_and_policy_test_are_json() -> None:
         assert said in json.loads(result.stdout)["error"]["message"]
     inbox = json.loads(runner.invoke(app, ["inbox", str(EXAMPLE), "--json"]).stdout)
     assert [r["id"] for r in inbox["requests"]] == [request_id]
+
+
+def test_approve_with_words_the_tool_does_not_read_is_refused_not_run(tmp_path: Path) -> None:
+    """`approve '{"name": "todo.md"}'` (meant as --args) or `approve always` is refused (exit 2), the file kept."""
+    paused = json.loads(runner.invoke(app, ["run", str(EXAMPLE), "delete notes", "--json"]).stdout)
+    request_id = paused["requests"][0]["id"]
+    for value in ('{"name": "todo.md"}', "always"):
+        refused = runner.invoke(app, ["decide", str(EXAMPLE), request_id, "approve", value])
+        assert refused.exit_code == 2, refused.output
+        assert "takes no value after approve" in refused.output and "use --args JSON" in refused.output
+    assert (tmp_path / "sandbox" / "notes.txt").exists()
+    done = json.loads(runner.invoke(app, ["decide", str(EXAMPLE), request_id, "approve", "--json"]).stdout)
+    assert done["output"] == "Deleted notes.txt."
