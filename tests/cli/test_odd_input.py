@@ -10,6 +10,7 @@ import pexpect
 import pytest
 from typer.testing import CliRunner
 
+from sayso.cli import _app as cli_app
 from sayso.cli import app
 
 from ..conftest import EXAMPLE
@@ -150,3 +151,16 @@ def test_approve_with_words_the_tool_does_not_read_is_refused_not_run(tmp_path: 
     assert (tmp_path / "sandbox" / "notes.txt").exists()
     done = json.loads(runner.invoke(app, ["decide", str(EXAMPLE), request_id, "approve", "--json"]).stdout)
     assert done["output"] == "Deleted notes.txt."
+
+
+def test_inbox_lists_every_open_request_past_one_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sayso inbox` reads page after page: more open requests than one page holds are all listed, oldest first."""
+    monkeypatch.setattr(cli_app, "INBOX_PAGE", 2)
+    opened = [
+        json.loads(runner.invoke(app, ["run", str(EXAMPLE), "delete notes", "--json"]).stdout)["requests"][0]["id"]
+        for _ in range(5)
+    ]
+    listed = json.loads(runner.invoke(app, ["inbox", str(EXAMPLE), "--json"]).stdout)["requests"]
+    assert [r["id"] for r in listed] == opened
+    shown = runner.invoke(app, ["inbox", str(EXAMPLE)])
+    assert all(request_id in shown.stdout for request_id in opened)

@@ -7,7 +7,7 @@ import logging
 import os
 import shlex
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -48,8 +48,8 @@ T = TypeVar("T")
 
 ConfigArg = Annotated[str, typer.Argument(help="Path to sayso.yaml.", metavar="CONFIG", show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of panels.")]
-INBOX_LIMIT = 100
-"""How many open requests `sayso inbox` lists, oldest first."""
+INBOX_PAGE = 100
+"""How many open requests `sayso inbox` reads from the store at a time; it lists them all, oldest first."""
 
 PrincipalOpt = Annotated[
     str, typer.Option("--principal", help="Who is acting.", envvar="SAYSO_PRINCIPAL", metavar="NAME")
@@ -211,8 +211,15 @@ def inbox(config: ConfigArg, principal: InboxOf = None, as_json: JsonOpt = False
 
     async def work(rt: Inbox) -> InboxPage:
         # The command line reads the store as its operator (every thread's requests, as in local mode),
-        # or as the principal it names.
-        return await rt.inbox(principal=LOCAL if principal is None else principal, limit=INBOX_LIMIT)
+        # or as the principal it names; page after page, as it promises every open request.
+        who = LOCAL if principal is None else principal
+        page = await rt.inbox(principal=who, limit=INBOX_PAGE)
+        requests, votes = list(page.requests), dict(page.votes)
+        while page.next_cursor is not None:
+            page = await rt.inbox(principal=who, limit=INBOX_PAGE, cursor=page.next_cursor)
+            requests.extend(page.requests)
+            votes.update(page.votes)
+        return replace(page, requests=requests, votes=votes)
 
     print_inbox(console, _with_inbox(config, work, as_json=as_json), as_json=as_json, config=config)
 
