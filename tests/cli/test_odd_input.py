@@ -164,3 +164,15 @@ def test_inbox_lists_every_open_request_past_one_page(monkeypatch: pytest.Monkey
     assert [r["id"] for r in listed] == opened
     shown = runner.invoke(app, ["inbox", str(EXAMPLE)])
     assert all(request_id in shown.stdout for request_id in opened)
+
+
+@pytest.mark.parametrize("window", ["99999999999d", "9" * 40])
+def test_stats_over_a_window_longer_than_time_covers_everything(window: str) -> None:
+    """`stats --window` past 1970 counts every request since then, as a table and as JSON, with no traceback."""
+    runner.invoke(app, ["run", str(EXAMPLE), "delete notes", "--json"])
+    as_json = runner.invoke(app, ["stats", str(EXAMPLE), "--window", window, "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    found = json.loads(as_json.stdout)
+    assert (found["since"], found["overall"]["requests"]) == ("1970-01-01T00:00:00.000Z", 1)
+    shown = runner.invoke(app, ["stats", str(EXAMPLE), "--window", window])
+    assert shown.exit_code == 0 and f"approval requests of the last {window}: 1" in shown.stdout
