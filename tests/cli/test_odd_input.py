@@ -176,3 +176,11 @@ def test_stats_over_a_window_longer_than_time_covers_everything(window: str) -> 
     assert (found["since"], found["overall"]["requests"]) == ("1970-01-01T00:00:00.000Z", 1)
     shown = runner.invoke(app, ["stats", str(EXAMPLE), "--window", window])
     assert shown.exit_code == 0 and f"approval requests of the last {window}: 1" in shown.stdout
+
+
+def test_init_where_no_folder_can_be_made_says_so(tmp_path: Path) -> None:
+    """`sayso init` under a regular file names the folder and why (exit 2), with no traceback."""
+    (tmp_path / "afile").write_text("x")
+    result = runner.invoke(app, ["init", str(tmp_path / "afile" / "shop")])
+    assert result.exit_code == 2, result.output
+    assert f"cannot write the starter in {tmp_path / 'afile' / 'shop'}: Not a directory" in result.stderr

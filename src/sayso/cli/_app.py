@@ -291,6 +291,11 @@ def init(
     except FileExistsError as exc:
         errors.print(f"[red]error:[/red] already there, so nothing was written: {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(WRONG) from None
+    except OSError as exc:  # a folder that cannot be made or written: no such parent, no permission, read-only
+        where = escape(str(exc.filename or folder))
+        said = f"[red]error:[/red] cannot write the starter in {where}: {escape(exc.strerror or str(exc))}"
+        errors.print(said, soft_wrap=True, highlight=False)
+        raise typer.Exit(WRONG) from None
     config = shlex.quote(str(Path(folder) / "sayso.yaml"))
     run = shlex.quote("refund A-100 25")
     console.print(f"wrote sayso.yaml, desk_tools.py and script.yaml in {escape(folder)}; try:", highlight=False)
