@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from sayso.cli import _app as cli_app
 from sayso.cli import app
 
-from ..conftest import EXAMPLE
+from ..conftest import EXAMPLE, ROOT
 from .test_cli import spawn_chat
 
 runner = CliRunner()
@@ -184,3 +184,18 @@ def test_init_where_no_folder_can_be_made_says_so(tmp_path: Path) -> None:
     result = runner.invoke(app, ["init", str(tmp_path / "afile" / "shop")])
     assert result.exit_code == 2, result.output
     assert f"cannot write the starter in {tmp_path / 'afile' / 'shop'}: Not a directory" in result.stderr
+
+
+def test_a_rejection_that_ends_a_vote_is_not_shown_as_still_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vote goes on after the first approval (`1 of 2, waiting`); the rejection that ends it says declined alone."""
+    for name in ("alice", "bob", "carol", "dana"):
+        monkeypatch.setenv(f"{name.upper()}_TOKEN", f"{name}-token")
+    config = str(ROOT / "examples" / "refunds" / "sayso.yaml")
+    paused = runner.invoke(app, ["run", config, "refund 40 to acme", "--principal", "dana", "--json"])
+    request_id = json.loads(paused.stdout)["requests"][0]["id"]
+    voted = runner.invoke(app, ["decide", config, request_id, "approve", "--principal", "alice"])
+    assert voted.exit_code == 0 and "approvals: 1 of 2, waiting for finance" in voted.stdout
+    rejected = runner.invoke(app, ["decide", config, request_id, "reject", "--principal", "bob"])
+    assert rejected.exit_code == 0, rejected.output
+    assert "Declined by the person." in rejected.stdout
+    assert "waiting for" not in rejected.stdout

@@ -186,8 +186,12 @@ def decide(
     outcome = _with_app(config, work, as_json=as_json)
     if not as_json and not outcome.recorded:
         console.print("[dim]that decision was already recorded; nothing changed[/dim]")
-    if not as_json and outcome.quorum is not None:
-        console.print(f"approvals: {outcome.quorum.text}")
+    standing = outcome.quorum
+    if not as_json and standing is not None:
+        # Where the vote stands, while it goes on or once it is won; a rejection ended it (the run says so).
+        still_open = any(r.request_id == request_id for r in outcome.run.requests)
+        if still_open or len(standing.approved_by) >= standing.required:
+            console.print(f"approvals: {standing.text}")
     _print(outcome.run, as_json, config=config)
 
 
