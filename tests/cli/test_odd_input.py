@@ -199,3 +199,20 @@ def test_a_rejection_that_ends_a_vote_is_not_shown_as_still_waiting(monkeypatch:
     assert rejected.exit_code == 0, rejected.output
     assert "Declined by the person." in rejected.stdout
     assert "waiting for" not in rejected.stdout
+
+
+TEAM = ROOT / "examples" / "team" / "sayso.yaml"
+
+
+def test_chat_on_a_thread_talks_to_the_threads_agent_and_refuses_another() -> None:
+    """`chat --thread` greets and runs the thread's agent; `--agent` starts a new thread id on that agent; a
+    different `--agent` on an existing thread is refused (exit 2), as `sayso run` refuses it."""
+    started = runner.invoke(app, ["chat", str(TEAM), "--thread", "thr_mine", "--agent", "analyst"], input="hello\n")
+    assert started.exit_code == 0, started.output
+    assert "Chatting with analyst" in started.stdout and "Which quarter should I look at?" in started.stdout
+    again = runner.invoke(app, ["chat", str(TEAM), "--thread", "thr_mine"], input="")
+    assert again.exit_code == 0, again.output
+    assert "Chatting with analyst" in again.stdout and "coordinator" not in again.stdout
+    other = runner.invoke(app, ["chat", str(TEAM), "--thread", "thr_mine", "--agent", "coordinator"], input="")
+    assert other.exit_code == 2
+    assert "thread 'thr_mine' belongs to agent 'analyst', not 'coordinator'" in other.stderr

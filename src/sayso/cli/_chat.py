@@ -39,7 +39,7 @@ from .._core.requests import (
 )
 from .._engine.scripted import ScriptedModel
 from .._runtime import RunResult, Sayso
-from ..exceptions import DecisionRefused, ThreadNotFound
+from ..exceptions import DecisionRefused, InvalidInput, ThreadNotFound
 from ._holding import LINES, Cancelled, ask_held, is_held, say_held
 from ._render import (
     fields_summary,
@@ -73,7 +73,7 @@ async def chat_loop(
     However the person leaves, the last lines say which requests stay open and the command that
     comes back to this conversation.
     """
-    name = agent or runtime.config.entry_agent
+    name = await _thread_agent(runtime, thread_id, agent, principal) or agent or runtime.config.entry_agent
     console.print(_greeting(runtime, name))
     console.print(
         "[dim]Type a message, or 'exit' (or Ctrl-D, Ctrl-C) to leave; the conversation is saved and can be "
@@ -86,6 +86,25 @@ async def chat_loop(
         thread_id = left.thread_id
         console.print()  # past the prompt the person left at
     await _goodbye(runtime, console, thread_id, principal, config)
+
+
+async def _thread_agent(runtime: Sayso, thread_id: str | None, agent: str | None, principal: str) -> str | None:
+    """The agent a thread being continued talks to (`None` for a new thread, or one the principal may not see).
+
+    A thread keeps its agent: `--agent` naming another is refused before the chat starts, as `sayso run` does.
+
+    Raises:
+        InvalidInput: `agent` is not the thread's agent.
+    """
+    if thread_id is None:
+        return None
+    try:
+        thread = await runtime.thread(thread_id, principal=principal)
+    except ThreadNotFound:
+        return None
+    if agent is not None and agent != thread.agent:
+        raise InvalidInput(f"thread {thread_id!r} belongs to agent {thread.agent!r}, not {agent!r}", field="agent")
+    return thread.agent
 
 
 class _Left(Exception):
@@ -153,9 +172,7 @@ async def _converse(
         else:
             text, pending = pending, None
         with console.status("working…"):
-            result = await runtime.run(
-                text, agent=name if thread_id is None else None, thread_id=thread_id, principal=principal
-            )
+            result = await runtime.run(text, agent=name, thread_id=thread_id, principal=principal)
         thread_id = result.thread_id
         if result.status != "paused":
             print_result(console, result)
