@@ -479,9 +479,13 @@ def load_config(path: str | Path) -> Config:
     """
     file = Path(path)
     try:
-        raw, lines = read_yaml(file.read_text())
+        raw, lines = read_yaml(file.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read config {str(file)!r}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config {str(file)!r} is not UTF-8 text (byte {exc.start}); save it as UTF-8 (YAML is read as UTF-8)"
+        ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"config {str(file)!r} is not valid YAML:\n{yaml_problem(file, exc)}") from None
     if not isinstance(raw, dict):

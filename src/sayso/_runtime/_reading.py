@@ -296,7 +296,8 @@ class Reading:
         if not window_seconds > 0:
             raise InvalidInput(f"the window must be positive, not {window_seconds!r}", field="window")
         until = self._k.clock()
-        since = until - window_seconds
+        # A window reaching past 1970 covers everything: it starts there, a time every edge can write.
+        since = max(0.0, until - window_seconds)
         return summarize(await self._k.store.request_facts(since=since, until=until), since=since, until=until)
 
     # the outbox (webhooks)

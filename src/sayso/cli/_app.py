@@ -7,7 +7,7 @@ import logging
 import os
 import shlex
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -18,6 +18,7 @@ from rich.markup import escape
 from ..exceptions import ConfigError, SaysoError
 from ._command import Command as _Command
 from ._exits import CANNOT_SERVE, FAILED, WRONG
+from ._open import fail
 from ._open import with_app as _with_app
 from ._open import with_inbox as _with_inbox
 from ._open import with_reader as _with_reader
@@ -25,6 +26,8 @@ from ._startup import collector_paused as _collector_paused
 
 if TYPE_CHECKING:
     from .._config.checks import ConfigProblem
+    from .._core.decisions import Decision
+    from .._core.requests import Request
     from .._runtime import DecideResult, Inbox, InboxPage, RunResult, Sayso
 
 # Each command imports what it uses inside itself: `sayso --help` loads typer and rich, not the
@@ -45,8 +48,8 @@ T = TypeVar("T")
 
 ConfigArg = Annotated[str, typer.Argument(help="Path to sayso.yaml.", metavar="CONFIG", show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of panels.")]
-INBOX_LIMIT = 100
-"""How many open requests `sayso inbox` lists, oldest first."""
+INBOX_PAGE = 100
+"""How many open requests `sayso inbox` reads from the store at a time; it lists them all, oldest first."""
 
 PrincipalOpt = Annotated[
     str, typer.Option("--principal", help="Who is acting.", envvar="SAYSO_PRINCIPAL", metavar="NAME")
@@ -160,28 +163,35 @@ def decide(
     with _collector_paused():
         from ._decisions import parse_decision
 
+    def parsed(request: Request | None = None) -> Decision:
+        try:
+            return parse_decision(
+                action, values or [], reason=reason, args=args, scope=scope, answers=answers, request=request
+            )
+        except typer.BadParameter as exc:
+            if not as_json:
+                raise
+            fail("BadParameter", exc.message, code=WRONG, as_json=True)
+
     # What `answer` and `approve` take depends on the request: its kind, the schema it asks for.
     needs_request = action in ("answer", "provide") or (action == "approve" and bool(values))
-    decision = (
-        None
-        if needs_request
-        else parse_decision(action, values or [], reason=reason, args=args, scope=scope, answers=answers)
-    )
+    decision = None if needs_request else parsed()
 
     async def work(rt: Sayso) -> DecideResult:
         chosen = decision
         if chosen is None:
-            request = (await rt.request(request_id, principal=principal)).request
-            chosen = parse_decision(
-                action, values or [], reason=reason, args=args, scope=scope, answers=answers, request=request
-            )
+            chosen = parsed((await rt.request(request_id, principal=principal)).request)
         return await rt.decide(request_id, chosen, principal=principal, via="cli")
 
     outcome = _with_app(config, work, as_json=as_json)
     if not as_json and not outcome.recorded:
         console.print("[dim]that decision was already recorded; nothing changed[/dim]")
-    if not as_json and outcome.quorum is not None:
-        console.print(f"approvals: {outcome.quorum.text}")
+    standing = outcome.quorum
+    if not as_json and standing is not None:
+        # Where the vote stands, while it goes on or once it is won; a rejection ended it (the run says so).
+        still_open = any(r.request_id == request_id for r in outcome.run.requests)
+        if still_open or len(standing.approved_by) >= standing.required:
+            console.print(f"approvals: {standing.text}")
     _print(outcome.run, as_json, config=config)
 
 
@@ -205,8 +215,15 @@ def inbox(config: ConfigArg, principal: InboxOf = None, as_json: JsonOpt = False
 
     async def work(rt: Inbox) -> InboxPage:
         # The command line reads the store as its operator (every thread's requests, as in local mode),
-        # or as the principal it names.
-        return await rt.inbox(principal=LOCAL if principal is None else principal, limit=INBOX_LIMIT)
+        # or as the principal it names; page after page, as it promises every open request.
+        who = LOCAL if principal is None else principal
+        page = await rt.inbox(principal=who, limit=INBOX_PAGE)
+        requests, votes = list(page.requests), dict(page.votes)
+        while page.next_cursor is not None:
+            page = await rt.inbox(principal=who, limit=INBOX_PAGE, cursor=page.next_cursor)
+            requests.extend(page.requests)
+            votes.update(page.votes)
+        return replace(page, requests=requests, votes=votes)
 
     print_inbox(console, _with_inbox(config, work, as_json=as_json), as_json=as_json, config=config)
 
@@ -280,6 +297,11 @@ def init(
         write_starter(Path(folder))
     except FileExistsError as exc:
         errors.print(f"[red]error:[/red] already there, so nothing was written: {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(WRONG) from None
+    except OSError as exc:  # a folder that cannot be made or written: no such parent, no permission, read-only
+        where = escape(str(exc.filename or folder))
+        said = f"[red]error:[/red] cannot write the starter in {where}: {escape(exc.strerror or str(exc))}"
+        errors.print(said, soft_wrap=True, highlight=False)
         raise typer.Exit(WRONG) from None
     config = shlex.quote(str(Path(folder) / "sayso.yaml"))
     run = shlex.quote("refund A-100 25")
@@ -389,7 +411,12 @@ def grants_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     if as_json:
         print(json.dumps({"grants": [asdict(g) for g in grants]}, ensure_ascii=False))
         return
-    table = Table("grant", "tool", "covers", "scope", "principal", "agent", "thread")
+    # The ids are what `grants revoke` takes: whole on one line, however narrow the terminal.
+    table = Table()
+    table.add_column("grant", no_wrap=True, min_width=max((len(g.grant_id) for g in grants), default=0))
+    for name in ("tool", "covers", "scope", "principal", "agent"):
+        table.add_column(name, overflow="fold")
+    table.add_column("thread", overflow="fold")
     for g in grants:
         agent = g.agent or "none"
         table.add_row(g.grant_id, g.tool, g.subject_label, g.scope, g.principal, agent, g.thread_id or "any")
@@ -425,13 +452,10 @@ def audit_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     table = Table("#", "event", "tool", "decision", "by", "principal", "via")
     for r in records:
         b = r.body
+        # Each cell is text, whatever a record (or a hand edit of the table) holds there.
         table.add_row(
             str(r.seq),
-            b.get("event", ""),
-            b.get("tool_name", ""),
-            b.get("decision", ""),
-            b.get("by", ""),
-            str(b.get("principal") or ""),
+            *(str(b.get(name) or "") for name in ("event", "tool_name", "decision", "by", "principal")),
             VIA_LABELS.get(str(b.get("via")), ""),
         )
     console.print(table)

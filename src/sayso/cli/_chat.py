@@ -11,6 +11,7 @@ from typing import Any
 from pydantic.json_schema import JsonSchemaValue
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from .._core.decisions import (
     Accept,
@@ -38,7 +39,7 @@ from .._core.requests import (
 )
 from .._engine.scripted import ScriptedModel
 from .._runtime import RunResult, Sayso
-from ..exceptions import DecisionRefused, ThreadNotFound
+from ..exceptions import DecisionRefused, InvalidInput, ThreadNotFound
 from ._holding import LINES, Cancelled, ask_held, is_held, say_held
 from ._render import (
     fields_summary,
@@ -72,7 +73,7 @@ async def chat_loop(
     However the person leaves, the last lines say which requests stay open and the command that
     comes back to this conversation.
     """
-    name = agent or runtime.config.entry_agent
+    name = await _thread_agent(runtime, thread_id, agent, principal) or agent or runtime.config.entry_agent
     console.print(_greeting(runtime, name))
     console.print(
         "[dim]Type a message, or 'exit' (or Ctrl-D, Ctrl-C) to leave; the conversation is saved and can be "
@@ -85,6 +86,25 @@ async def chat_loop(
         thread_id = left.thread_id
         console.print()  # past the prompt the person left at
     await _goodbye(runtime, console, thread_id, principal, config)
+
+
+async def _thread_agent(runtime: Sayso, thread_id: str | None, agent: str | None, principal: str) -> str | None:
+    """The agent a thread being continued talks to (`None` for a new thread, or one the principal may not see).
+
+    A thread keeps its agent: `--agent` naming another is refused before the chat starts, as `sayso run` does.
+
+    Raises:
+        InvalidInput: `agent` is not the thread's agent.
+    """
+    if thread_id is None:
+        return None
+    try:
+        thread = await runtime.thread(thread_id, principal=principal)
+    except ThreadNotFound:
+        return None
+    if agent is not None and agent != thread.agent:
+        raise InvalidInput(f"thread {thread_id!r} belongs to agent {thread.agent!r}, not {agent!r}", field="agent")
+    return thread.agent
 
 
 class _Left(Exception):
@@ -152,9 +172,7 @@ async def _converse(
         else:
             text, pending = pending, None
         with console.status("working…"):
-            result = await runtime.run(
-                text, agent=name if thread_id is None else None, thread_id=thread_id, principal=principal
-            )
+            result = await runtime.run(text, agent=name, thread_id=thread_id, principal=principal)
         thread_id = result.thread_id
         if result.status != "paused":
             print_result(console, result)
@@ -263,7 +281,7 @@ def _ask_approval(console: Console, request: ApprovalRequest) -> Decision:
             console.print("[bold]Your feedback[/bold] [dim](empty leaves a field out)[/dim]")
             return Approve(scope=scope, payload=_fill(console, request.response_schema))
         if choice in ("e", "edit"):
-            console.print(f"current arguments: {json.dumps(shown_args(request), ensure_ascii=False)}")
+            console.print(Text(f"current arguments: {json.dumps(shown_args(request), ensure_ascii=False)}"))
             raw = _read(console, "new arguments (JSON object)> ")
             try:
                 edited = json.loads(raw)
@@ -303,9 +321,9 @@ def _ask_scope(console: Console, scopes: tuple[Scope, ...]) -> Scope:
 def _ask_questions(console: Console, request: QuestionRequest) -> Decision:
     answers: list[tuple[str, ...]] = []
     for question in request.questions:
-        console.print(f"[bold]{question.question}[/bold]")
+        console.print(Text(question.question, style="bold"))
         for n, choice in enumerate(question.choices, 1):
-            console.print(f"  {n}) {choice}")
+            console.print(Text(f"  {n}) {choice}"))
         if question.choices:
             console.print(f"  {len(question.choices) + 1}) Other (type your own words)")
         hint = "numbers separated by commas, or your own words" if question.multiple else "a number, or your own words"
@@ -369,7 +387,7 @@ def _object(console: Console, shape: JsonSchemaValue, root: JsonSchemaValue, *, 
     for name, spec in shape.get("properties", {}).items():
         field = schema_type(spec, root)
         if "properties" in field:
-            console.print(f"[bold]{prefix}{name}[/bold]")
+            console.print(Text(f"{prefix}{name}", style="bold"))
             value[name] = _object(console, field, root, prefix=f"{prefix}{name}.")
             continue
         answer = _field(console, f"{prefix}{name}", field, root, required=name in required)
@@ -395,7 +413,7 @@ def _field(
         console.print(f"[dim]{escape(str(field['description']))}[/dim]")
     if "enum" in field:
         for n, choice in enumerate(field["enum"], 1):
-            console.print(f"  {n}) {choice}")
+            console.print(Text(f"  {n}) {choice}"))
     what = fields_summary(field)
     shown = label
     while True:

@@ -107,6 +107,13 @@ def _approve(values: list[str], *, args: str | None, scope: str, request: Reques
         raise typer.BadParameter("--args must be a JSON object of arguments")
     checked_scope: Scope = scope  # type: ignore[assignment]  # narrowed by the membership test above
     schema = request.response_schema if isinstance(request, ApprovalRequest) else None
+    if values and isinstance(request, ApprovalRequest) and schema is None:
+        # Words after `approve` are feedback only a tool that asks for it reads; taken silently they
+        # would approve the call as it stands while the person meant to change it.
+        raise typer.BadParameter(
+            f"this approval takes no value after approve (got {' '.join(values)!r}); to change the call's "
+            "arguments use --args JSON, to remember the approval use --scope thread or --scope always"
+        )
     payload = _typed_value(" ".join(values), schema) if values else None
     return Approve(scope=checked_scope, edited_args=edited, payload=payload)
 

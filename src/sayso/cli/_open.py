@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -75,9 +75,13 @@ def _ran(main: Callable[[], Awaitable[T]], *, as_json: bool) -> T:
     try:
         return anyio.run(main)
     except SaysoError as exc:
-        code = exit_code(exc)
-        if as_json:
-            print(json.dumps({"error": {"type": type(exc).__name__, "message": str(exc)}}))
-        else:
-            errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(code) from None
+        fail(type(exc).__name__, str(exc), code=exit_code(exc), as_json=as_json)
+
+
+def fail(kind: str, message: str, *, code: int, as_json: bool) -> NoReturn:
+    """Stop a command on an error: `{"error": {"type", "message"}}` with `--json`, else `error: …` on stderr."""
+    if as_json:
+        print(json.dumps({"error": {"type": kind, "message": message}}, ensure_ascii=False))
+    else:
+        errors.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)

@@ -9,9 +9,10 @@ import typer
 from rich.markup import escape
 
 from ..exceptions import ConfigError
-from ._app import ConfigArg, JsonOpt, app, console, errors
+from ._app import ConfigArg, JsonOpt, app, console
 from ._command import Command
 from ._exits import WRONG
+from ._open import fail
 
 policy_app = typer.Typer(help="Approval rules: try them on a call.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(policy_app, name="policy")
@@ -45,13 +46,11 @@ def policy_test(
         if not isinstance(call_args, dict):
             raise ValueError("not a JSON object")
     except ValueError as exc:
-        errors.print(f"[red]error:[/red] --args must be a JSON object: {escape(str(exc))}", highlight=False)
-        raise typer.Exit(WRONG) from None
+        fail("BadParameter", f"--args must be a JSON object: {exc}", code=WRONG, as_json=as_json)
     try:
         verdict = preview_call(load_config(config), tool=tool, args=call_args, principal=principal, agent=agent)
     except ConfigError as exc:
-        errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(WRONG) from None
+        fail(type(exc).__name__, str(exc), code=WRONG, as_json=as_json)
     if as_json:
         shown = {"action": verdict.action, "rule": verdict.rule, "reason": verdict.reason, "error": verdict.error}
         print(json.dumps(shown, ensure_ascii=False))

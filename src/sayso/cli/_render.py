@@ -417,7 +417,10 @@ def print_result(console: Console, result: RunResult, *, config: str | None = No
             exact `sayso decide` commands that answer it.
     """
     if result.status == "completed":
-        console.print(Panel(result.output or "", title=f"{result.agent}", title_align="left", border_style="green"))
+        # The agent's words are printed as they are: `[b]` in them is text, not a style to apply.
+        console.print(
+            Panel(Text(result.output or ""), title=f"{result.agent}", title_align="left", border_style="green")
+        )
     elif result.status == "paused":
         console.print(f"[yellow]paused[/yellow]: run {result.run_id} waits on {len(result.requests)} request(s)")
         for n, request in enumerate(result.requests, 1):

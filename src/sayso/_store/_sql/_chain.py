@@ -15,6 +15,9 @@ from ..._core.audit import AuditHead, AuditRecord, seal
 from ..._core.audit_events import AuditEvent
 from ._tx import Sql, Tx
 
+UNREADABLE_EVENT = "unreadable"
+"""The event of an audit row whose body is not the JSON object sayso wrote (see `audit_record`)."""
+
 _AUDIT_LOCK = 7310
 """The PostgreSQL advisory lock that lets one writer at a time extend the audit chain."""
 
@@ -82,5 +85,17 @@ async def audit_head(tx: Tx) -> AuditHead | None:
 
 
 def audit_record(row: Any) -> AuditRecord:
-    """An audit record from its row (the body parsed back from its canonical JSON)."""
-    return AuditRecord(seq=row.seq, body=json.loads(row.body), prev_hash=row.prev_hash, hash=row.hash, mac=row.mac)
+    """An audit record from its row (the body parsed back from its canonical JSON).
+
+    sayso writes every body as a JSON object, so a body that is not one was written behind its
+    back: it is kept as an `unreadable` event holding the text, which lists like any record and
+    fails its hash check, so verifying names it as altered instead of stopping on the parse.
+    """
+    try:
+        body = json.loads(row.body)
+    except (ValueError, TypeError):  # not JSON text: a hand-written number or blob as well
+        body = None
+    if not isinstance(body, dict):
+        text = row.body if isinstance(row.body, str) else repr(row.body)
+        body = {"event": UNREADABLE_EVENT, "text": text}
+    return AuditRecord(seq=row.seq, body=body, prev_hash=row.prev_hash, hash=row.hash, mac=row.mac)
