@@ -53,9 +53,18 @@ def check_thread(ask: StartAsk, thread: ThreadAsRead | None) -> None:
             f"only the thread's owner may send messages into it, not {ask.principal.name!r}",
             subject="thread",
         )
-    if ask.agent is not None and ask.agent != thread.agent:
-        raise InvalidInput(
-            f"thread {thread.thread_id!r} belongs to agent {thread.agent!r}, not {ask.agent!r}", field="agent"
-        )
+    check_agent(thread, ask.agent)
     if thread.agent not in ask.workflows and thread.agent not in ask.agents:
         raise AgentNotFound(thread.agent, known=ask.agents)
+
+
+def check_agent(thread: ThreadAsRead, agent: str | None) -> None:
+    """Refuse naming another agent than the thread's (a thread keeps its agent; `None` names none).
+
+    Raises:
+        InvalidInput: `agent` is not the thread's agent.
+    """
+    if agent is not None and agent != thread.agent:
+        raise InvalidInput(
+            f"thread {thread.thread_id!r} belongs to agent {thread.agent!r}, not {agent!r}", field="agent"
+        )

@@ -37,9 +37,10 @@ from .._core.requests import (
     Scope,
     shown_args,
 )
+from .._core.starting import check_agent
 from .._engine.scripted import ScriptedModel
 from .._runtime import RunResult, Sayso
-from ..exceptions import DecisionRefused, InvalidInput, ThreadNotFound
+from ..exceptions import DecisionRefused, ThreadNotFound
 from ._holding import LINES, Cancelled, ask_held, is_held, say_held
 from ._render import (
     fields_summary,
@@ -102,8 +103,7 @@ async def _thread_agent(runtime: Sayso, thread_id: str | None, agent: str | None
         thread = await runtime.thread(thread_id, principal=principal)
     except ThreadNotFound:
         return None
-    if agent is not None and agent != thread.agent:
-        raise InvalidInput(f"thread {thread_id!r} belongs to agent {thread.agent!r}, not {agent!r}", field="agent")
+    check_agent(thread, agent)
     return thread.agent
 
 
