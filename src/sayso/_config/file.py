@@ -320,9 +320,8 @@ class Config(_Strict, RoutingConfig):
     """A whole `sayso.yaml`."""
 
     store: str = "sqlite:///sayso.db"
-    """Where runs, pauses and decisions are kept: `sqlite:///file.db` (relative to the config file),
-    `sqlite:////abs/file.db` or `postgresql://user@host/db` (the rule: `_core/store_urls.py`); the
-    `SAYSO_STORE` environment variable overrides it."""
+    """Where runs are kept: `sqlite:///file.db` (relative to the config), `sqlite:////abs/file.db` or
+    `postgresql://user@host/db` (`_core/store_urls.py`); the `SAYSO_STORE` variable overrides it."""
     models: dict[str, ModelEntry] = {}
     """Named models: a pydantic-ai model string (`openai:gpt-4o-mini`), a script, or a provider entry."""
     agents: dict[str, AgentConfig]
@@ -483,9 +482,7 @@ def load_config(path: str | Path) -> Config:
     except OSError as exc:
         raise ConfigError(f"cannot read config {str(file)!r}: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"config {str(file)!r} is not UTF-8 text (byte {exc.start}); save it as UTF-8 (YAML is read as UTF-8)"
-        ) from None
+        raise ConfigError(f"config {str(file)!r} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"config {str(file)!r} is not valid YAML:\n{yaml_problem(file, exc)}") from None
     if not isinstance(raw, dict):

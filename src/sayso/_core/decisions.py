@@ -6,7 +6,6 @@ an error naming the problem, and the caller does the I/O.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,6 +16,7 @@ from pydantic.json_schema import JsonSchemaValue
 from typing_extensions import TypedDict
 
 from ..exceptions import AlreadyDecided, InvalidDecision, RequestExpired
+from .finite import non_finite
 from .inputs import input_field_problems
 from .requests import (
     DEFERRED,
@@ -255,7 +255,7 @@ def check_decision(
         allowed = ", ".join(_ALLOWED.get(request.kind, ()))
         raise InvalidDecision(request.request_id, f"a {request.kind} request takes {allowed}, not {decision.kind!r}")
     for label, value in _decided_values(decision).items():
-        odd = _non_finite(value)
+        odd = non_finite(value)
         if odd is not None:
             raise InvalidDecision(request.request_id, f"{label}: {odd}, which JSON cannot carry; send a finite number")
     if isinstance(decision, Approve):
@@ -273,7 +273,7 @@ def check_decision(
     return decision
 
 
-def _decided_values(decision: Decision) -> dict[str, Any]:
+def _decided_values(decision: Decision) -> dict[str, object]:
     """The values a decision carries that a person typed, by the name a message calls them."""
     if isinstance(decision, Approve):
         return {"edited arguments": decision.edited_args, "payload": decision.payload}
@@ -282,29 +282,6 @@ def _decided_values(decision: Decision) -> dict[str, Any]:
     if isinstance(decision, Accept):
         return {"content": decision.content}
     return {}
-
-
-def _non_finite(value: Any, where: str = "") -> str | None:
-    """Where `value` holds NaN or an infinity (`amount is NaN`), which JSON cannot carry, or `None`.
-
-    Python's `json.loads` reads `NaN` and `Infinity` all the same, and so do the edges that use it.
-
-    Such a number cannot be stored as JSON, matched against what was approved (NaN equals
-    nothing), or sent on to a tool as the person meant it; so the decision is refused.
-    """
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{where or 'the value'} is {'NaN' if math.isnan(value) else 'infinite'}"
-    if isinstance(value, Mapping):
-        items: Any = value.items()
-    elif isinstance(value, list | tuple):
-        items = enumerate(value)
-    else:
-        return None
-    for key, item in items:
-        found = _non_finite(item, f"{where}.{key}" if where else str(key))
-        if found is not None:
-            return found
-    return None
 
 
 def _check_input(request_id: str, schema: JsonSchemaValue, value: Any, *, what: str = "") -> None:

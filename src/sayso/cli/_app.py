@@ -403,24 +403,14 @@ app.add_typer(audit_app, name="audit")
 @grants_app.command("list", cls=_Command)
 def grants_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """List the active remembered approvals."""
-    from rich.table import Table
-
     from .._core.access import LOCAL
+    from ._render import grants_table
 
     grants = _with_reader(config, lambda rt: rt.grants(principal=LOCAL), as_json=as_json)
     if as_json:
         print(json.dumps({"grants": [asdict(g) for g in grants]}, ensure_ascii=False))
         return
-    # The ids are what `grants revoke` takes: whole on one line, however narrow the terminal.
-    table = Table()
-    table.add_column("grant", no_wrap=True, min_width=max((len(g.grant_id) for g in grants), default=0))
-    for name in ("tool", "covers", "scope", "principal", "agent"):
-        table.add_column(name, overflow="fold")
-    table.add_column("thread", overflow="fold")
-    for g in grants:
-        agent = g.agent or "none"
-        table.add_row(g.grant_id, g.tool, g.subject_label, g.scope, g.principal, agent, g.thread_id or "any")
-    console.print(table if grants else "no active grants")
+    console.print(grants_table(grants) if grants else "no active grants")
 
 
 @grants_app.command("revoke", cls=_Command)
@@ -441,24 +431,13 @@ def grants_revoke(
 @audit_app.command("list", cls=_Command)
 def audit_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """Print every audit record, oldest first."""
-    from rich.table import Table
-
-    from .._core.decisions import VIA_LABELS
+    from ._render import audit_table
 
     records = _with_reader(config, lambda rt: rt.audit_log(), as_json=as_json)
     if as_json:
         print(json.dumps({"records": [asdict(r) for r in records]}, ensure_ascii=False))
         return
-    table = Table("#", "event", "tool", "decision", "by", "principal", "via")
-    for r in records:
-        b = r.body
-        # Each cell is text, whatever a record (or a hand edit of the table) holds there.
-        table.add_row(
-            str(r.seq),
-            *(str(b.get(name) or "") for name in ("event", "tool_name", "decision", "by", "principal")),
-            VIA_LABELS.get(str(b.get("via")), ""),
-        )
-    console.print(table)
+    console.print(audit_table(records))
 
 
 @audit_app.command("anchor", cls=_Command)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import signal
@@ -38,12 +39,12 @@ from .._core.requests import (
     shown_args,
 )
 from .._core.starting import check_agent
-from .._engine.scripted import ScriptedModel
 from .._runtime import RunResult, Sayso
 from ..exceptions import DecisionRefused, ThreadNotFound
 from ._holding import LINES, Cancelled, ask_held, is_held, say_held
 from ._render import (
     fields_summary,
+    greeting,
     print_result,
     request_panel,
     sayso_command,
@@ -74,8 +75,13 @@ async def chat_loop(
     However the person leaves, the last lines say which requests stay open and the command that
     comes back to this conversation.
     """
-    name = await _thread_agent(runtime, thread_id, agent, principal) or agent or runtime.config.entry_agent
-    console.print(_greeting(runtime, name))
+    name = agent or runtime.config.entry_agent
+    if thread_id is not None:
+        with contextlib.suppress(ThreadNotFound):  # not found: a new thread of that id, the agent named
+            thread = await runtime.thread(thread_id, principal=principal)
+            check_agent(thread, agent)  # a thread keeps its agent: another --agent is refused, as `sayso run` does
+            name = thread.agent
+    console.print(greeting(runtime, name))
     console.print(
         "[dim]Type a message, or 'exit' (or Ctrl-D, Ctrl-C) to leave; the conversation is saved and can be "
         "resumed.[/dim]"
@@ -87,24 +93,6 @@ async def chat_loop(
         thread_id = left.thread_id
         console.print()  # past the prompt the person left at
     await _goodbye(runtime, console, thread_id, principal, config)
-
-
-async def _thread_agent(runtime: Sayso, thread_id: str | None, agent: str | None, principal: str) -> str | None:
-    """The agent a thread being continued talks to (`None` for a new thread, or one the principal may not see).
-
-    A thread keeps its agent: `--agent` naming another is refused before the chat starts, as `sayso run` does.
-
-    Raises:
-        InvalidInput: `agent` is not the thread's agent.
-    """
-    if thread_id is None:
-        return None
-    try:
-        thread = await runtime.thread(thread_id, principal=principal)
-    except ThreadNotFound:
-        return None
-    check_agent(thread, agent)
-    return thread.agent
 
 
 class _Left(Exception):
@@ -176,18 +164,6 @@ async def _converse(
         thread_id = result.thread_id
         if result.status != "paused":
             print_result(console, result)
-
-
-def _greeting(runtime: Sayso, name: str) -> str:
-    """Who the person talks to: a workflow, or an agent and its model."""
-    if name in runtime.config.workflows:
-        return f"Running the workflow [bold]{name}[/bold]: your message is its input."
-    model = runtime.agent_model(name)
-    if isinstance(model, ScriptedModel):
-        about = f"{model.model_name} [dim](a scripted demo model, not an LLM)[/dim]"
-    else:
-        about = model if isinstance(model, str) else model.model_name
-    return f"Chatting with [bold]{name}[/bold] on {about}."
 
 
 async def _paused_on_thread(runtime: Sayso, thread_id: str, principal: str) -> RunResult | None:

@@ -13,6 +13,7 @@ from pydantic.json_schema import JsonSchemaValue
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.syntax import Syntax
+from rich.table import Table
 from rich.text import Text
 
 from .._core.requests import (
@@ -27,7 +28,9 @@ from .._core.requests import (
 from .._core.votes import Vote, quorum
 
 if TYPE_CHECKING:
-    from .._runtime import InboxPage, RunResult
+    from .._core.audit import AuditRecord
+    from .._core.grants import Grant
+    from .._runtime import InboxPage, RunResult, Sayso
 
 
 def _who(request: Request) -> str:
@@ -430,3 +433,44 @@ def print_result(console: Console, result: RunResult, *, config: str | None = No
     else:
         console.print(f"run {result.run_id} is {result.status}")
     console.print(f"[dim]thread {result.thread_id} · run {result.run_id}[/dim]")
+
+
+def greeting(runtime: Sayso, name: str) -> str:
+    """Who `sayso chat` says the person talks to: a workflow, or an agent and its model."""
+    from .._engine.scripted import ScriptedModel  # the engine: only a chat, which runs agents, greets
+
+    if name in runtime.config.workflows:
+        return f"Running the workflow [bold]{name}[/bold]: your message is its input."
+    model = runtime.agent_model(name)
+    if isinstance(model, ScriptedModel):
+        about = f"{model.model_name} [dim](a scripted demo model, not an LLM)[/dim]"
+    else:
+        about = model if isinstance(model, str) else model.model_name
+    return f"Chatting with [bold]{name}[/bold] on {about}."
+
+
+def grants_table(grants: Sequence[Grant]) -> Table:
+    """`sayso grants list`: the ids are what `grants revoke` takes, whole on one line however narrow the terminal."""
+    table = Table()
+    table.add_column("grant", no_wrap=True, min_width=max((len(g.grant_id) for g in grants), default=0))
+    for name in ("tool", "covers", "scope", "principal", "agent", "thread"):
+        table.add_column(name, overflow="fold")
+    for g in grants:
+        agent = g.agent or "none"
+        table.add_row(g.grant_id, g.tool, g.subject_label, g.scope, g.principal, agent, g.thread_id or "any")
+    return table
+
+
+def audit_table(records: Sequence[AuditRecord]) -> Table:
+    """`sayso audit list`: each cell is text, whatever a record (or a hand edit of the table) holds there."""
+    from .._core.decisions import VIA_LABELS
+
+    table = Table("#", "event", "tool", "decision", "by", "principal", "via")
+    for r in records:
+        b = r.body
+        table.add_row(
+            str(r.seq),
+            *(str(b.get(name) or "") for name in ("event", "tool_name", "decision", "by", "principal")),
+            VIA_LABELS.get(str(b.get("via")), ""),
+        )
+    return table
