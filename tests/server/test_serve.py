@@ -79,6 +79,12 @@ def test_a_start_says_url_store_and_mode_and_nothing_else(tmp_path: Path) -> Non
         assert chatter not in stderr
 
 
+def serve_the_example(env: dict[str, str], port: int) -> subprocess.CompletedProcess[str]:
+    """`sayso serve` on the example config, for a test of how it stops at start-up: its exit and what it printed."""
+    command = [sys.executable, "-m", "sayso", "serve", str(EXAMPLE), "--port", str(port)]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+
+
 def test_a_port_in_use_exits_5_naming_it(tmp_path: Path) -> None:
     """`sayso serve` on a port another process holds says so, with no traceback and no banner, and exits 5."""
     env = {"SAYSO_STORE": f"sqlite:///{tmp_path / 'sayso.db'}", "SAYSO_SANDBOX": str(tmp_path / "sandbox"), "PATH": ""}
@@ -86,13 +92,7 @@ def test_a_port_in_use_exits_5_naming_it(tmp_path: Path) -> None:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        done = subprocess.run(
-            [sys.executable, "-m", "sayso", "serve", str(EXAMPLE), "--port", str(port)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        done = serve_the_example(env, port)
     assert done.returncode == 5, done.stderr
     assert f"error: cannot listen on 127.0.0.1:{port}: Address already in use; pick another port" in done.stderr
     assert "sayso serves" not in done.stderr and "Traceback" not in done.stderr
@@ -108,13 +108,7 @@ def test_a_store_that_cannot_be_opened_exits_5_in_one_line(tmp_path: Path) -> No
         "SAYSO_SANDBOX": str(tmp_path),
         "PATH": "",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "sayso", "serve", str(EXAMPLE), "--port", "0"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = serve_the_example(env, 0)
     assert done.returncode == 5, done.stderr
     assert f"error: could not open the store at 'postgresql://sayso@127.0.0.1:{dead}/sayso'" in done.stderr
     assert "Traceback" not in done.stderr and "secret" not in done.stderr

