@@ -404,3 +404,15 @@ async def test_sayso_serve_mounts_mcp(tmp_path: Path) -> None:
         served.stop()
     assert tools == {"greeter": "Says hello.", "helper": "Helps."}
     assert answer.startswith("[script] hello from the script")
+
+
+@pytest.mark.parametrize("message", ["", 5])
+async def test_a_call_without_a_message_is_a_tool_error_and_starts_nothing(live: LiveServer, message: Any) -> None:
+    """An empty or non-text `message` is refused as a tool error naming it, as REST refuses it; no thread is started."""
+    async with client(live, Person()) as mcp:
+        result = await mcp.call_tool("ops", {"message": message})
+    assert result.is_error
+    said = "".join(part.text for part in result.content if isinstance(part, mcp_types.TextContent))
+    assert "message" in said
+    with live.client() as rest:
+        assert rest.get("/v1/threads").json()["threads"] == []

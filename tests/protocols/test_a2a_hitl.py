@@ -302,6 +302,12 @@ async def test_a_resume_without_the_header_is_accepted_when_the_message_declares
             id="undeclared-payload",
         ),
         pytest.param(
+            False,
+            lambda task: user_message(task_id=task["id"], payload={"decision_type": "approve"}),
+            "the HITL payload needs a string 'type'",
+            id="declared-payload-without-type",
+        ),
+        pytest.param(
             True,
             lambda task: user_message("ok", task_id=task["id"], data=[{"decision_type": "approve_all"}]),
             "decision_type 'approve_all'",
@@ -312,8 +318,8 @@ async def test_a_resume_without_the_header_is_accepted_when_the_message_declares
 async def test_a_message_that_answers_nothing_is_refused_and_the_task_keeps_waiting(
     serve: ServerFactory, sandbox: Path, kagent_compat: bool, message_of: Any, why: str
 ) -> None:
-    """Text, an undeclared payload or an unknown decision_type sent with a waiting task's id is refused, saying
-    what the task waits for; the task stays INPUT_REQUIRED with nothing run, and the real answer still counts."""
+    """Text, an undeclared or untyped payload or an unknown decision_type sent with a waiting task's id is refused,
+    saying what the task waits for; the task stays INPUT_REQUIRED with nothing run, and the real answer still counts."""
     server = await serve(a2a={"kagent_compat": kagent_compat})
     async with server.client() as client:
         task = await pause(client)

@@ -188,6 +188,14 @@ async def test_a_finished_task_cannot_be_cancelled(server: InProcess) -> None:
     assert error["code"] == -32002 and "completed" in error["message"]
 
 
+@pytest.mark.parametrize("method", ["GetTask", "CancelTask", "SubscribeToTask"])
+async def test_a_call_without_a_task_id_is_invalid_params_not_task_not_found(server: InProcess, method: str) -> None:
+    """A task call that leaves `id` out is a malformed request (-32602 naming the id), not an unknown task."""
+    async with server.client() as client:
+        error = (await rpc(client, "files", method, {})).json()["error"]
+    assert error["code"] == -32602 and "no task id" in error["message"]
+
+
 # --- every entry served (must hold 2)
 
 

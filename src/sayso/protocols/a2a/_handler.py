@@ -383,6 +383,8 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
 
     async def _visible_run(self, task_id: str, caller: Principal) -> RunRecord:
         """The run a task id names on this endpoint; `RunNotFound` when the caller may not see it."""
+        if not task_id:  # a field left out reads as "" from the request's protobuf: malformed, not unknown
+            raise InvalidInput("the request names no task id")
         run = await self.sayso.run_record(task_id, principal=caller)
         if run.agent != self.agent:
             raise RunNotFound(task_id)

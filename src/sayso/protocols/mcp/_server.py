@@ -32,7 +32,7 @@ access rule applies as on every other interface.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import mcp_types
 from fastmcp import Context, FastMCP
@@ -42,6 +42,7 @@ from fastmcp.server.event_store import EventStore
 from fastmcp_tasks import TasksExtension
 from mcp.server.request_state import RequestStateSecurity
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import Field
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
@@ -167,7 +168,7 @@ class _Authenticated:
 
 def _agent_tool(sayso: Sayso, agent: str) -> Any:
     async def ask_agent(
-        message: str, ctx: Context, thread_id: str | None = None
+        message: Annotated[str, Field(min_length=1)], ctx: Context, thread_id: str | None = None
     ) -> str | mcp_types.InputRequiredResult:
         """Send the agent a message; it answers, or asks you first (approvals, questions, forms).
 

@@ -255,7 +255,9 @@ def message_text(message: Message) -> str:
 def no_answer_reason(message: Message) -> str:
     """Why a message sent to a waiting task answers nothing, said so the sender can fix it."""
     if HITL_URI in json_of(message.metadata):
-        return f"the message's HITL payload is not declared: list {HITL_URI!r} in message.extensions"
+        if HITL_URI not in message.extensions:
+            return f"the message's HITL payload is not declared: list {HITL_URI!r} in message.extensions"
+        return "the HITL payload needs a string 'type', the kind of response it is"
     parts = data_parts(message)
     for data, _metadata in parts:
         if "decision_type" in data:
