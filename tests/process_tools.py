@@ -38,3 +38,12 @@ def write_beside(folder: Path, module: str) -> None:
     """`files(module)` written to `folder`."""
     for name, text in files(module).items():
         (folder / name).write_text(text)
+
+
+def wait_for_line(path: Path, seconds: float = 30) -> None:
+    """Wait until a marker file holds a whole line: a tool opens it (creating it) before its line is written,
+    and a process killed as soon as the file exists could leave it empty."""
+    deadline = time.monotonic() + seconds
+    while not (path.exists() and path.read_text().endswith("\n")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert path.exists() and path.read_text().endswith("\n"), f"{path.name} never got its line"

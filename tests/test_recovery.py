@@ -28,7 +28,7 @@ from sayso._core.audit_events import AUDIT_EVENT_ADAPTER
 
 from .conftest import LiveServer, MakeApp
 from .models import calls_then_reply
-from .process_tools import write_beside
+from .process_tools import wait_for_line, write_beside
 from .test_durability import CRASH_CONFIG, SAYSO, sayso
 from .tools import explode
 
@@ -41,13 +41,6 @@ def crash_config(tmp_path: Path) -> Path:
     write_beside(tmp_path, "crash_tools")
     (tmp_path / "sayso.yaml").write_text(CRASH_CONFIG)
     return tmp_path / "sayso.yaml"
-
-
-def _wait_for(path: Path, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert path.exists(), f"{path.name} never appeared"
 
 
 def _events(db: Path) -> list[dict[str, object]]:
@@ -74,7 +67,7 @@ def test_a_server_killed_mid_call_carries_the_run_on_when_it_restarts(crash_conf
 
         deciding = threading.Thread(target=approve, daemon=True)
         deciding.start()
-        _wait_for(marker)
+        wait_for_line(marker)
         process.send_signal(signal.SIGKILL)
         process.wait(10)
         deciding.join(10)
@@ -113,7 +106,7 @@ def test_sayso_recover_carries_on_a_run_whose_process_died(crash_config: Path) -
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    _wait_for(marker)
+    wait_for_line(marker)
     slow.send_signal(signal.SIGKILL)
     slow.wait(10)
     recovered = sayso("recover", config, "--json", env=env)

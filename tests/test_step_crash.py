@@ -13,7 +13,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
@@ -22,6 +21,7 @@ import pytest
 from sayso import RunResult, Sayso
 
 from .conftest import LiveServer
+from .process_tools import wait_for_line
 from .test_durability import SAYSO
 
 STEP_TOOLS = '''
@@ -121,20 +121,13 @@ def environ(config: Path, **extra: str) -> dict[str, str]:
     return {"CHARGES": str(charges), "AFTER": str(after), "SAYSO_STORE": "", **extra}
 
 
-def _wait_for(path: Path, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert path.exists(), f"{path.name} never appeared"
-
-
 def _killed_while(command: list[str], config: Path, marker: Path, **env: str) -> None:
     """Run a sayso command and kill -9 it once `marker` appears."""
     process = subprocess.Popen(
         command, env={**os.environ, **environ(config, **env)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        _wait_for(marker)
+        wait_for_line(marker)
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait(10)
@@ -171,7 +164,7 @@ async def test_a_step_finished_before_sayso_serve_was_killed_runs_once(config: P
             httpx.post(f"{served.base_url}/v1/requests/{request_id}/decision", json={"kind": "approve"}, timeout=0.5)
         except httpx.TransportError:
             pass  # the decision's reply waits on the tool; the tool waits on the kill
-        _wait_for(config.parent / "after")
+        wait_for_line(config.parent / "after")
         process.send_signal(signal.SIGKILL)
         process.wait(10)
     finally:
