@@ -114,6 +114,7 @@ def main() -> None:
         pg_datadir=None,
         db=default_db(f"sayso-prof-H{args.history}"),
         keep_db=False,
+        verify="last",
         profile=os.path.join(tempfile.gettempdir(), f"sayso-cycle-{os.getpid()}.prof"),
     )
     try:
