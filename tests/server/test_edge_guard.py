@@ -18,6 +18,7 @@ import pytest
 from pydantic_ai.models import Model
 
 from sayso import Sayso, load_config
+from sayso.exceptions import InvalidInput
 from sayso.protocols.a2a import a2a_router
 from sayso.protocols.ag_ui import ag_ui_router
 from sayso.server import create_app
@@ -209,6 +210,31 @@ async def test_a_message_over_the_limit_is_refused_on_every_interface(server: In
             assert "2001 characters; the limit is 2000" in response.json()["error"]["message"]
         else:
             assert '"code":"too_large"' in response.text
+        assert (await client.get("/v1/threads")).json()["threads"] == []
+
+
+@pytest.mark.parametrize("interface", list(ENDPOINTS))
+@pytest.mark.parametrize("text", ["", "   \n\t"])
+async def test_a_message_without_text_is_refused_everywhere(server: InProcess, interface: str, text: str) -> None:
+    """An empty or blank message starts nothing, whichever interface it comes through."""
+    path, body = ENDPOINTS[interface]
+    async with server.client() as client:
+        response = await client.post(path, json=body(text), headers={"A2A-Version": "1.0"})
+        if interface == "rest":
+            assert response.status_code in (400, 422)
+            assert "message" in response.text
+        elif interface == "a2a":
+            assert response.json()["error"]["code"] == -32602
+        else:
+            assert "RUN_ERROR" in response.text
+        assert (await client.get("/v1/threads")).json()["threads"] == []
+
+
+async def test_a_blank_message_from_python_starts_nothing(server: InProcess) -> None:
+    """`Sayso.run` refuses white space as the REST edge does, naming the message."""
+    with pytest.raises(InvalidInput, match="the message is empty"):
+        await server.sayso.run("  ")
+    async with server.client() as client:
         assert (await client.get("/v1/threads")).json()["threads"] == []
 
 

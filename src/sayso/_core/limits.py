@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..exceptions import TooLarge
+from ..exceptions import InvalidInput, TooLarge
 from .audit import canonical_json
 from .decisions import DECISION_ADAPTER, Approve, Decision
 
@@ -25,11 +25,17 @@ class Limits:
 
 
 def check_message(message: str, limits: Limits) -> None:
-    """Refuse a user message longer than the limit.
+    """Refuse a user message with no text, or longer than the limit.
+
+    A blank message would start a run the model answers with a guess, so it is refused here,
+    once for every interface (REST, the CLI, Python, and the protocols after their own parsing).
 
     Raises:
+        InvalidInput: the message is empty or only white space.
         TooLarge: the message is too long.
     """
+    if not message.strip():
+        raise InvalidInput("the message is empty: say something to the agent", field="message")
     if len(message) > limits.message_chars:
         raise TooLarge(
             f"the message has {len(message)} characters; the limit is {limits.message_chars}",
