@@ -54,6 +54,14 @@ def test_bad_arguments_and_an_unknown_agent_exit_2(write_config: WriteConfig) ->
     assert unknown.exit_code == 2 and "no agent 'nope'" in unknown.output
 
 
+def test_a_tool_the_agent_does_not_have_exits_2_and_names_its_tools(write_config: WriteConfig) -> None:
+    """A typo is not judged on the rules alone: that would say the call "runs without asking"."""
+    typo = runner.invoke(app, ["policy", "test", str(write_config()), "--tool", "refnud", "--args", "{}"])
+    assert typo.exit_code == 2, typo.output
+    assert "has no tool 'refnud'" in typo.output and "refund" in typo.output
+    assert "without asking" not in typo.output
+
+
 def test_an_mcp_bindings_rule_is_tried_after_the_agents_own(tmp_path: Path) -> None:
     """The server is not started: its tool's rules are the binding's, judged on the arguments given."""
     binding = {

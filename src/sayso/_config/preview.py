@@ -22,27 +22,39 @@ def preview_call(
     own; a tool known only once the agent runs (an MCP server's, a client's) is judged on the rules alone, its
     MCP bindings' included (a binding of every tool of its server covers any name).
 
+    A name the agent could never call (a typo) is refused: judged on the rules alone it would read
+    "runs without asking", which is what the person testing the rule would take away.
+
     Raises:
-        ConfigError: no such agent.
+        ConfigError: no such agent, or no such tool of it.
     """
     name = agent or config.entry_agent
     spec = config.agents.get(name)
     if spec is None:
         raise ConfigError(f"no agent {name!r} in the config; the agents: {', '.join(config.agents)}")
     declared = read_only = False
+    known = [d.tool_name for d in spec.delegates] + list(spec.client_tools) + (["ask_user"] if spec.ask_user else [])
     for entry in spec.tools:
         found = as_tool(import_spec(entry, base_dir=config.base_dir) if isinstance(entry, str) else entry)
+        known.append(found.name)
         if found.name == tool:
             options = options_of(found.tool_def)
             declared, read_only = options.requires_approval, options.read_only
+    covered = False
     policy = replace(spec.interrupt.to_policy(), groups=config_groups(config))
     for binding in spec.mcp:  # a binding's rule is tried after the agent's own, as the gate does
         server = config.mcp_servers.get(binding.server)
         bare = tool.removeprefix(f"{getattr(server, 'prefix', None) or binding.server}___")
-        rule = binding.policy_rule(tool, config.groups) if binding.covers(binding.server, bare) else None
+        covers = binding.covers(binding.server, bare)
+        covered = covered or covers
+        rule = binding.policy_rule(tool, config.groups) if covers else None
         if rule is not None:
             policy = replace(policy, tools=(*policy.tools, rule))
             declared = declared or binding.gates_every_call
+    if tool not in known and not covered:
+        offered = ", ".join(sorted(set(known))) or "none"
+        via = f"; its MCP bindings: {', '.join(b.server for b in spec.mcp)}" if spec.mcp else ""
+        raise ConfigError(f"agent {name!r} has no tool {tool!r}; its tools: {offered}{via}")
     variables = call_variables(
         args, principal=principal, groups=policy.groups_of(principal), thread_id="(a new thread)", agent=name
     )
