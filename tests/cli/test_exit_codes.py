@@ -32,7 +32,8 @@ def code(*args: str) -> int:
 
 def test_each_command_follows_the_table(tmp_path: Path) -> None:
     """0 a pause; 2 an unknown agent, bad JSON, a config that does not load; 3 an unknown id; 4 a decision refused
-    because another came first (1 for a failed run and 5 for a port in use are tested with their commands)."""
+    because another came first, and a resume of a run that is not paused (1 for a failed run and 5 for a port in
+    use are tested with their commands)."""
     paused = runner.invoke(app, ["run", str(EXAMPLE), "delete notes", "--json"])
     assert paused.exit_code == 0
     request_id = json.loads(paused.stdout)["requests"][0]["id"]
@@ -47,3 +48,5 @@ def test_each_command_follows_the_table(tmp_path: Path) -> None:
     assert code("decide", str(EXAMPLE), request_id, "reject") == 0
     refused = runner.invoke(app, ["decide", str(EXAMPLE), request_id, "approve"])
     assert refused.exit_code == 4, refused.output
+    ended = runner.invoke(app, ["resume", str(EXAMPLE), json.loads(paused.stdout)["run_id"]])
+    assert ended.exit_code == 4 and "only a paused run can be resumed" in ended.output

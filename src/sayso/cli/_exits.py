@@ -6,7 +6,16 @@ wrong id" without reading the message.
 
 from __future__ import annotations
 
-from ..exceptions import CallerError, ConfigError, DecisionRefused, NotAllowed, NotFound, SaysoError, SchemaMismatch
+from ..exceptions import (
+    CallerError,
+    ConfigError,
+    DecisionRefused,
+    NotAllowed,
+    NotFound,
+    RunConflict,
+    SaysoError,
+    SchemaMismatch,
+)
 
 DONE = 0
 """Done: the run completed or paused for a person, the decision was recorded, the check found no errors."""
@@ -17,7 +26,8 @@ WRONG = 2
 NOT_FOUND = 3
 """No such request, run, thread or grant."""
 REFUSED = 4
-"""The decision was not taken (it does not fit, another came first, it expired, or it is not yours to take)."""
+"""The decision or command was not taken (it does not fit, another came first, it expired, it is not yours to
+take, or the run is not in a state for it): nothing failed, and nothing changed."""
 CANNOT_SERVE = 5
 """`sayso serve` could not start: the port is in use, the address is not allowed, or the store cannot be opened."""
 
@@ -26,7 +36,7 @@ def exit_code(exc: SaysoError) -> int:
     """The exit code for an error a command stopped on."""
     if isinstance(exc, NotFound):
         return NOT_FOUND
-    if isinstance(exc, DecisionRefused | NotAllowed | SchemaMismatch):
+    if isinstance(exc, DecisionRefused | NotAllowed | SchemaMismatch | RunConflict):
         return REFUSED
     if isinstance(exc, ConfigError | CallerError):
         return WRONG
