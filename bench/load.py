@@ -263,10 +263,19 @@ def summary(phase: str, rec: Recorder, elapsed: float, cpu: float, *, clients: i
     }
 
 
+def idle_cpu(pid: int, seconds: float = 5.0) -> float:
+    """The server's CPU with nothing asked of it, in ms per second: its own timers and pollers, paid under load too."""
+    time.sleep(2.0)  # start-up's last work settles
+    cpu0 = cpu_seconds(pid)
+    time.sleep(seconds)
+    return round((cpu_seconds(pid) - cpu0) * 1000 / seconds, 2)
+
+
 def measure(store: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     with sayso_server(store) as (url, pid):
+        idle = idle_cpu(pid)
         closed = asyncio.run(closed_loop(url, pid, args.clients, args.seconds, args.warmup))
-        rows = [closed]
+        rows = [{**closed, "server_idle_cpu_ms_per_s": idle}]
         for fraction in args.fractions:
             rate = max(1.0, closed["decisions_per_s"] * fraction)
             rows.append(asyncio.run(open_loop(url, pid, rate, args.clients, args.seconds, args.warmup)))
@@ -313,6 +322,9 @@ def main() -> None:
             f"{r['decide_p99_ms']} | {r['run_p50_ms']} / {r['run_p99_ms']} | {r['server_cpu_ms_per_cycle']} | "
             f"{r['server_cpu_share']} | {r['errors']} |"
         )
+    for r in rows:
+        if "server_idle_cpu_ms_per_s" in r:
+            print(f"{r['store']}: the idle server costs {r['server_idle_cpu_ms_per_s']} ms of CPU per second")
     print(json.dumps({"kind": "load", "rows": rows}), flush=True)
 
 

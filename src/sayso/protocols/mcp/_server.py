@@ -32,6 +32,7 @@ access rule applies as on every other interface.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Annotated, Any
 
 import mcp_types
@@ -79,6 +80,9 @@ RETRY_MS = 1_000
 TASKS_URL = "memory://"
 """Where background tasks are kept: in the server process (a task is a leg's worker; the pause is in the store)."""
 
+TASKS_POLL = timedelta(seconds=1)
+"""How long the task worker's read of new tasks blocks: a new task wakes it at once."""
+
 
 def mcp_server(sayso: Sayso) -> FastMCP:
     """An MCP server with one tool per agent of `sayso`'s config."""
@@ -87,7 +91,7 @@ def mcp_server(sayso: Sayso) -> FastMCP:
         instructions="Each tool is an agent: send it a message, answer what it asks you.",
         request_state_security=_state_security(sayso.config),
     )
-    server.add_extension(TasksExtension(url=TASKS_URL))
+    server.add_extension(TasksExtension(url=TASKS_URL, minimum_check_interval=TASKS_POLL))
     for name, lead in sayso.config.entries().items():
         server.tool(_agent_tool(sayso, lead), name=name, description=_description(sayso.config, name), task=True)
     return server
