@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from pydantic_ai.messages import (
     ModelMessage,
@@ -66,6 +67,8 @@ class Writer:
     """A model that streams its reply a word at a time, and waits after the first word until the front heard it."""
 
     heard: asyncio.Event = field(default_factory=asyncio.Event)
+    go_on: asyncio.Event | None = None
+    """If set: after the first word is heard, the model also waits for it before it writes on."""
     cut_once: bool = False
     """Whether the next streamed reply breaks off after three words (its request then retried by Temporal)."""
 
@@ -98,6 +101,8 @@ class Writer:
         yield first
         with contextlib.suppress(TimeoutError):  # never heard: the test fails on the pieces it got
             await asyncio.wait_for(self.heard.wait(), 30)
+        if self.go_on is not None:
+            await self.go_on.wait()
         for index, word in enumerate(rest):
             if index == 2 and self.cut_once:
                 self.cut_once = False
@@ -133,22 +138,35 @@ class Setup:
     writer: Writer
 
 
-@pytest.fixture
-async def setup(tmp_path: Path, temporal: Project) -> AsyncIterator[Setup]:
-    """The config with its agent on the `Writer` model, and a worker for it in this process."""
-    config = load_config(temporal.config(tmp_path, BODY, {"text_tools.py": TOOLS}))
-    writer = Writer()
-    config.agents["files"].model = writer.model()
-    config.agents["helper"].model = FunctionModel(lambda _m, _i: ModelResponse(parts=[TextPart(NOTE)]))
+async def start_worker(config: Config, stop: anyio.Event | None = None) -> asyncio.Task[None]:
+    """A worker for `config` in this process, once it polls."""
     started = asyncio.Event()
 
     async def ready(_: str) -> None:
         started.set()
 
-    worker = asyncio.create_task(run_worker(config, ready=ready))
+    worker = asyncio.create_task(run_worker(config, ready=ready, stop=stop))
     waiting = asyncio.create_task(started.wait())
     await asyncio.wait([worker, waiting], timeout=60, return_when=asyncio.FIRST_COMPLETED)
     assert started.is_set(), worker.exception() if worker.done() else "the worker did not start"
+    return worker
+
+
+@pytest.fixture
+def writing(tmp_path: Path, temporal: Project) -> Setup:
+    """The config with its agent on the `Writer` model (no worker yet)."""
+    config = load_config(temporal.config(tmp_path, BODY, {"text_tools.py": TOOLS}))
+    writer = Writer()
+    config.agents["files"].model = writer.model()
+    config.agents["helper"].model = FunctionModel(lambda _m, _i: ModelResponse(parts=[TextPart(NOTE)]))
+    return Setup(config, writer)
+
+
+@pytest.fixture
+async def setup(writing: Setup) -> AsyncIterator[Setup]:
+    """The config with its agent on the `Writer` model, and a worker for it in this process."""
+    config, writer = writing.config, writing.writer
+    worker = await start_worker(config)
     try:
         yield Setup(config, writer)
     finally:
@@ -211,6 +229,38 @@ async def test_a_model_request_retried_mid_reply_streams_no_piece_twice(setup: S
     assert not setup.writer.cut_once  # the first attempt did break off
     assert (done.status, done.output) == ("completed", GREETING)
     assert "".join(heard.pieces) == GREETING
+
+
+async def test_a_segment_carried_on_by_another_worker_mid_reply_streams_the_text_once(writing: Setup) -> None:
+    """The worker stops while the model is mid-reply (its first word heard) and another worker carries the run on:
+    the front hears the reply once, whole, from where it was: the same loop goes on, not a second one."""
+    writer = writing.writer
+    writer.go_on = asyncio.Event()
+    stop = anyio.Event()
+    first = await start_worker(writing.config, stop)
+    heard = Heard(writer)
+    second: list[asyncio.Task[None]] = []
+
+    async def hand_over() -> None:
+        await writer.heard.wait()
+        stop.set()
+        await first  # the segment handed back, the model request cut off after its grace
+        second.append(await start_worker(writing.config))
+        assert writer.go_on is not None
+        writer.go_on.set()
+
+    try:
+        async with Sayso(writing.config) as front, anyio.create_task_group() as tasks:
+            tasks.start_soon(hand_over)
+            done = await front.run("hello", on_text=heard)
+        assert (done.status, done.output) == ("completed", GREETING)
+        assert heard.pieces[0] == "Hello" and len(heard.pieces) > 1
+        assert "".join(heard.pieces) == GREETING
+    finally:
+        for worker in second:
+            worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
 
 
 async def test_a_run_nobody_listens_to_is_not_streamed(setup: Setup, temporal: Project) -> None:
@@ -297,6 +347,8 @@ async def test_an_a2a_stream_sends_the_text_in_chunks_as_the_worker_writes_it(se
     results = [e["result"] for e in events]
     chunks = [r["artifactUpdate"] for r in results if "artifactUpdate" in r]
     assert len(chunks) > 1
+    # Each chunk appends to the answer: one that replaces it whole says the front missed text as it streamed.
+    assert [bool(c.get("append")) for c in chunks] == [False] + [True] * (len(chunks) - 1)
     text = "".join(c["artifact"]["parts"][0]["text"] for c in chunks)
     final = results[-1]["statusUpdate"]["status"]
     assert final["state"] == "TASK_STATE_COMPLETED"

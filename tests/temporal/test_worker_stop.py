@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import anyio
@@ -49,8 +50,9 @@ async def test_an_idle_worker_stops_on_a_signal_says_so_and_exits_0(
 async def test_an_approved_call_running_when_its_worker_is_told_to_stop_finishes_there_once(
     tmp_path: Path, temporal: Project
 ) -> None:
-    """SIGTERM while the approved call runs (2 s): the call finishes on that worker, which then exits 0; a worker
-    started afterwards carries the run on at once, and the model reads the call's result, the call having run once."""
+    """SIGTERM while the approved call runs (2 s): the call finishes on that worker, which hands the run back (its
+    lease let go of, so a worker on any machine may take it over without waiting for it to lapse) and exits 0; a
+    worker started afterwards carries the run on at once, and the model reads the call's result, run once."""
     config = temporal.config(tmp_path, BODY, process_tools.files("tools"))
     workers = temporal.workers(config, SLOW_SECONDS="2")
     first = workers.start()
@@ -71,6 +73,9 @@ async def test_an_approved_call_running_when_its_worker_is_told_to_stop_finishes
             said = await stopped(first, within=15)
             assert first.returncode == 0, said
             assert said.splitlines()[-1:] == ["sayso worker: stopped"]
+            handed = await front.run_record(paused.run_id)
+            assert handed.status == "running"
+            assert handed.lease_expires_at is not None and handed.lease_expires_at < time.time()
             workers.start()
             with anyio.fail_after(20):
                 while not decided:

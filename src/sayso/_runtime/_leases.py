@@ -48,6 +48,17 @@ async def take_over(k: Kernel, run: RunRecord) -> RunRecord:
     return await k.store.get_run(run.run_id)
 
 
+async def release(k: Kernel, run_id: str) -> bool:
+    """Let go of this runtime's lease on a running run it stops working on: another runtime may take it over at once.
+
+    A conditional write on the holder, so only the lease's holder lets go of it (a lease another
+    runtime took over meanwhile stays that runtime's); the lease is left lapsed rather than
+    cleared, which is what `take_over` takes. A process that dies lets go of nothing: its lease
+    lapses, or its holder is found dead. Whether this runtime held it.
+    """
+    return await k.store.renew_lease(run_id, k.holder, until=0.0)
+
+
 async def abandon(k: Kernel, run: RunRecord, *, error: str = ABANDONED) -> None:
     """Close a dead delegate run, failed with `error` (by default: its parent no longer waits on it).
 

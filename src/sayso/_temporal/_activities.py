@@ -6,7 +6,9 @@ inbox are written exactly as they are without Temporal. A segment takes the run'
 from the front that started it (handed over), or from a worker that died (its lease lapsed, or
 its process is gone), and carries the run on from the store; the agent loop of the segment runs
 as its own workflow (`_loop`), which the segment waits for. `unknown` is the loop's: what a call
-cut off by a dead worker returns instead of running again.
+cut off by a dead worker returns instead of running again. A segment whose worker stops while it
+waits on its loop is handed back (`_loop.TemporalLoop.hand_back`): the activity lets go of the run's
+lease and fails, so Temporal retries it at once on a worker on any machine.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from .._engine.gate import UNKNOWN_OUTCOME, outcome_unknown
 from .._runtime import Sayso
 from .._runtime._cycle import Cycle
 from .._runtime._kernel import Kernel
-from .._runtime._leases import take_over
+from .._runtime._leases import release, take_over
 from .._runtime._tree import open_leaves, result
 from .._runtime._verbs.decide import decide
 from .._runtime._verbs.escalate import escalate
@@ -37,6 +39,7 @@ from .._runtime._verbs.resume import resume_if_ready
 from .._store import RunRecord
 from ..exceptions import PauseConsumed, RunConflict, SaysoError, StoreError
 from ._durable import UNKNOWN_ACTIVITY, UnknownCall
+from ._loop import TemporalLoop
 from ._shapes import (
     AdvanceInput,
     Below,
@@ -54,9 +57,10 @@ from ._shapes import (
 class Activities:
     """The activities of `SaysoRun`, over one worker's runtime."""
 
-    def __init__(self, app: Sayso, *, heartbeat_seconds: float) -> None:
+    def __init__(self, app: Sayso, loop: TemporalLoop, *, heartbeat_seconds: float) -> None:
         self._c: Cycle = app._cycle
         self._k: Kernel = self._c.k
+        self._loop = loop
         self._beat = heartbeat_seconds / 3
 
     def all(self) -> Sequence[Callable[..., Any]]:
@@ -67,27 +71,29 @@ class Activities:
     async def segment(self, work: SegmentInput) -> Standing:
         """Run a run's segment: the one a front just started, or the one a dead worker left running."""
         async with self._working():
-            run = await self._k.store.get_run(work.run_id)
-            if run.status == "running":
-                await self._carry_on(run.run_id, handed_by=work.handed_by, options=work.options)
+            async with self._handing_back(work.run_id):
+                run = await self._k.store.get_run(work.run_id)
+                if run.status == "running":
+                    await self._carry_on(run.run_id, handed_by=work.handed_by, options=work.options)
             return await self._standing(work.run_id)
 
     @activity.defn(name="sayso.advance")
     async def advance(self, asked: AdvanceInput) -> Standing:
         """Carry a paused run on (or, on a retry, the segment a dead worker left running)."""
         async with self._working():
-            top = await self._k.store.get_run(asked.run_id)
-            options = options_of(asked.options)
-            if top.status == "running":
-                await self._carry_on(top.run_id, handed_by=None, options=asked.options)
-            elif top.status == "paused":
-                try:
-                    if asked.force:
-                        await self._c.advance(top, force=True, options=options)
-                    else:
-                        await resume_if_ready(self._c, top, options)
-                except PauseConsumed:
-                    pass  # another worker resumed it; where it stands is read below
+            async with self._handing_back(asked.run_id):
+                top = await self._k.store.get_run(asked.run_id)
+                options = options_of(asked.options)
+                if top.status == "running":
+                    await self._carry_on(top.run_id, handed_by=None, options=asked.options)
+                elif top.status == "paused":
+                    try:
+                        if asked.force:
+                            await self._c.advance(top, force=True, options=options)
+                        else:
+                            await resume_if_ready(self._c, top, options)
+                    except PauseConsumed:
+                        pass  # another worker resumed it; where it stands is read below
             return await self._standing(asked.run_id)
 
     @activity.defn(name="sayso.record")
@@ -221,6 +227,19 @@ class Activities:
             return None
         home = await self._c.home(found.run)
         return None if home.run_id == run_id else workflow_id(home)
+
+    @contextlib.asynccontextmanager
+    async def _handing_back(self, run_id: str) -> AsyncIterator[None]:
+        """Carry `run_id`'s segment on; handed back (its worker stops), let go of the run and fail, to be retried.
+
+        Raises:
+            ApplicationError: the segment was handed back; Temporal retries it on a worker that polls.
+        """
+        with self._loop.carrying(run_id):
+            yield
+        if self._loop.handed_back(run_id):
+            await release(self._k, run_id)
+            raise ApplicationError(f"run {run_id!r}: its worker is stopping; another worker carries it on")
 
     @contextlib.asynccontextmanager
     async def _working(self) -> AsyncIterator[None]:

@@ -7,11 +7,19 @@ end). The loop between — the model's requests and the tool calls — runs in t
 (`_durable`): each model request and each tool call an activity. The segment's activity waits for
 the Update's result; a segment retried on another worker (its worker died) asks under the same
 Update id and gets the same loop, never a second one: what it had done stays in the history.
+
+A worker told to stop hands back at once the segments that only wait on their loops
+(`TemporalLoop.hand_back`): the loop goes on in the workflow whoever waits, so the segment's
+activity lets go of the run and fails, and Temporal retries it on a worker that polls, which asks
+for the same loop. The stopping worker would otherwise wait its whole grace on a loop whose
+workflow tasks it no longer takes. A call in flight on it (an approved call) still finishes there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -100,9 +108,45 @@ class TemporalLoop:
         self._client = client
         self._cycle = cycle
         self._agents = agents
+        self._own: set[str] = set()  # runs whose segment an activity of this worker carries on
+        self._waiting: set[str] = set()  # runs whose segment waits on its loop now
+        self._handed: set[str] = set()  # runs whose segment was handed back
+        self._stopping = False
 
     def covers(self, agent: str) -> bool:
         return agent in self._agents
+
+    @contextlib.contextmanager
+    def carrying(self, run_id: str) -> Iterator[None]:
+        """While an activity of this worker carries `run_id`'s segment on: a wait on its own loop may be handed back.
+
+        Only a run's own segment is: a graph's agent node waits on its loop inside the graph's segment,
+        which stops only as a whole.
+        """
+        self._own.add(run_id)
+        try:
+            yield
+        finally:
+            self._own.discard(run_id)
+
+    def handed_back(self, run_id: str) -> bool:
+        """Whether the segment of `run_id` stopped waiting on its loop because this worker stops (once: forgotten)."""
+        handed = run_id in self._handed
+        self._handed.discard(run_id)
+        return handed
+
+    def hand_back(self) -> None:
+        """(The worker stops) stop waiting on the loops of the segments carried on here, now and from now on."""
+        self._stopping = True
+        for run_id in list(self._waiting):
+            self._stop_waiting(run_id)
+
+    def _stop_waiting(self, run_id: str) -> None:
+        working = self._cycle.k.working.get(run_id)
+        if run_id in self._own and working is not None:
+            # The segment ends as one cut off: nothing written, its lease kept until the activity lets go.
+            self._handed.add(run_id)
+            working.scope.cancel()
 
     async def run(self, run: RunRecord, call: LoopCall) -> LoopResult:
         asked = LoopInput(
@@ -120,8 +164,14 @@ class TemporalLoop:
         # gets the same loop, never a second.
         handle = self._client.get_workflow_handle(workflow_id(await self._home(run)))
         update_id = f"loop-{run.run_id}-{run.resume_pause_id or 'start'}"
-        with cancelled_as_cancelled():
-            out = await handle.execute_update(LOOP_UPDATE, asked, id=update_id, result_type=LoopOutput)
+        self._waiting.add(run.run_id)
+        try:
+            if self._stopping:
+                self._stop_waiting(run.run_id)
+            with cancelled_as_cancelled():
+                out = await handle.execute_update(LOOP_UPDATE, asked, id=update_id, result_type=LoopOutput)
+        finally:
+            self._waiting.discard(run.run_id)
         if out.error is not None:
             raise type(out.error_type or "LoopFailed", (Exception,), {})(out.error)
         new = ModelMessagesTypeAdapter.validate_json(out.new)

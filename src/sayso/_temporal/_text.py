@@ -17,7 +17,9 @@ nothing and adds nothing to the run's history.
 
 A model request retried (its worker died mid-reply) writes its reply again: each batch carries
 where it starts in its reply, and the workflow keeps only what goes past what earlier attempts
-sent, so the sink never hears a piece twice. A model that writes a different reply the second
+sent, so the sink never hears a piece twice. A segment redone on another worker (its worker
+stopped or died) asks for the same loop (`_loop`: one Update id per segment), whose model request
+goes on under the same activity id, so it is the same reply here too. A model that writes a different reply the second
 time leaves the sink with the first attempt's beginning and the retry's remainder; the run's
 result and transcript hold the retry's reply.
 """

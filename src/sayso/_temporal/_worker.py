@@ -39,10 +39,12 @@ async def run_worker(
 ) -> None:
     """Work on the runs of `config`'s Temporal task queue until `stop` is set, or until cancelled.
 
-    Once `stop` is set the worker stops gracefully and returns: it takes no more tasks, lets the
-    activities in flight finish for up to `GRACE` (those still running then are cancelled, and
-    Temporal retries them elsewhere or records their calls' outcome unknown at once, without a
-    heartbeat timeout), and closes its runtime. Cancelling it instead cuts all of that short.
+    Once `stop` is set the worker stops gracefully and returns: it takes no more tasks, hands the
+    segments that only wait on their loops back at once (letting go of their runs, which another
+    worker takes over at once), lets the other activities in flight (a tool call) finish for up to
+    `GRACE` (those still running then are cancelled, and Temporal retries them elsewhere or
+    records their calls' outcome unknown at once, without a heartbeat timeout), and closes its
+    runtime. Cancelling it instead cuts all of that short.
 
     Args:
         config: a config with `engine: temporal`.
@@ -60,13 +62,14 @@ async def run_worker(
         # pydantic-ai's payload converter: model messages and run contexts cross as it writes them.
         client = await Client.connect(settings.address, namespace=settings.namespace, plugins=[PydanticAIPlugin()])
         app._cycle.delegates_apart = True  # each delegate's run is a child workflow of its parent's
-        activities = Activities(app, heartbeat_seconds=settings.heartbeat_seconds)
         k = app._cycle.k
         heartbeat = timedelta(seconds=settings.heartbeat_seconds)
         durable = durable_agents(k.agents, config.agents, heartbeat=heartbeat)
         LoopAgents.agents = durable
         Live.k, Live.runs = k, app._cycle
-        k.loop = TemporalLoop(client, app._cycle, agents=frozenset(durable))
+        loop = TemporalLoop(client, app._cycle, agents=frozenset(durable))
+        k.loop = loop
+        activities = Activities(app, loop, heartbeat_seconds=settings.heartbeat_seconds)
         # A form an MCP call held here asked is answered here: its resumed call comes to this worker's own queue.
         k.routes_held_calls = True
         if app._holder is not None:
@@ -100,6 +103,8 @@ async def run_worker(
             if ready is not None:
                 await ready(f"working on task queue {settings.task_queue!r} at {settings.address}")
             await (stop if stop is not None else anyio.Event()).wait()  # an event nobody sets: until cancelled
+            # The segments that only wait on their loops go back to Temporal at once, their leases let go of.
+            loop.hand_back()
             # Both at once, so a stop takes one grace, not one per worker; leaving the block then waits no more.
             async with anyio.create_task_group() as stopping:
                 stopping.start_soon(worker.shutdown)
