@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..exceptions import TooLarge
+from ..exceptions import InvalidDecision, TooLarge
 from .audit import canonical_json
 from .decisions import DECISION_ADAPTER, Approve, Decision
+from .finite import lone_surrogate
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,9 +42,17 @@ def check_message(message: str, limits: Limits) -> None:
 def check_decision(request_id: str, decision: Decision, limits: Limits) -> None:
     """Refuse edited arguments or an answer larger than its limit, before anything is recorded.
 
+    Text holding a lone surrogate, which can be neither measured nor stored, is refused first.
+
     Raises:
+        InvalidDecision: some text of the decision holds a lone surrogate; the message names where.
         TooLarge: the edit or the answer is too large.
     """
+    where = lone_surrogate(DECISION_ADAPTER.dump_python(decision, exclude={"kind"}))
+    if where is not None:
+        raise InvalidDecision(
+            request_id, f"{where}: the text holds a lone surrogate, which is not Unicode text; send it as UTF-8"
+        )
     if isinstance(decision, Approve):
         if decision.edited_args is None:
             return
