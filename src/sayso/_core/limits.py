@@ -42,7 +42,8 @@ def check_message(message: str, limits: Limits) -> None:
 def check_decision(request_id: str, decision: Decision, limits: Limits) -> None:
     """Refuse edited arguments or an answer larger than its limit, before anything is recorded.
 
-    Text holding a lone surrogate, which can be neither measured nor stored, is refused first.
+    The feedback sent with an approval (`Approve.payload`) is an answer too. Text that cannot be
+    measured, as it cannot be stored, because it holds a lone surrogate is refused first.
 
     Raises:
         InvalidDecision: some text of the decision holds a lone surrogate; the message names where.
@@ -54,17 +55,20 @@ def check_decision(request_id: str, decision: Decision, limits: Limits) -> None:
             request_id, f"{where}: the text holds a lone surrogate, which is not Unicode text; send it as UTF-8"
         )
     if isinstance(decision, Approve):
-        if decision.edited_args is None:
+        if decision.edited_args is not None:
+            size = len(canonical_json(decision.edited_args).encode())
+            if size > limits.argument_bytes:
+                raise TooLarge(
+                    f"request {request_id!r}: the edited arguments take {size} bytes; "
+                    f"the limit is {limits.argument_bytes}",
+                    field="edited_args",
+                    limit=limits.argument_bytes,
+                )
+        if decision.payload is None:
             return
-        size = len(canonical_json(decision.edited_args).encode())
-        if size > limits.argument_bytes:
-            raise TooLarge(
-                f"request {request_id!r}: the edited arguments take {size} bytes; the limit is {limits.argument_bytes}",
-                field="edited_args",
-                limit=limits.argument_bytes,
-            )
-        return
-    size = len(DECISION_ADAPTER.dump_json(decision))
+        size = len(DECISION_ADAPTER.dump_json(Approve(payload=decision.payload)))
+    else:
+        size = len(DECISION_ADAPTER.dump_json(decision))
     if size > limits.answer_bytes:
         raise TooLarge(
             f"request {request_id!r}: the answer takes {size} bytes; the limit is {limits.answer_bytes}",
