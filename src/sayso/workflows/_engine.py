@@ -268,8 +268,8 @@ class WorkflowEngine:
         if inspect.iscoroutinefunction(node.fn) or inspect.isasyncgenfunction(node.fn):
             result = node.fn(**kwargs)
         else:
-            # A plain function runs in a worker thread, as pydantic-ai runs plain tools: one that takes its
-            # time must not stop the event loop, and with it the run's lease and the write of the nodes before it.
+            # In a worker thread, as pydantic-ai runs plain tools: a slow one must not stop the event loop (the lease,
+            # the write of the nodes before it).
             result = await anyio.to_thread.run_sync(functools.partial(node.fn, **kwargs))
         if inspect.isawaitable(result):
             result = await result
@@ -473,9 +473,7 @@ class _AsyncDriver:
         await self._gen.aclose()
 
 
-class _SyncDriver:
-    """A plain generator, stepped in a worker thread (its code between two `yield`s may take its time too)."""
-
+class _SyncDriver:  # stepped in a worker thread: the code between two `yield`s may take its time too
     def __init__(self, gen: Generator[Any, Any, Any]) -> None:
         self._gen = gen
 
@@ -490,14 +488,12 @@ class _SyncDriver:
 
     @staticmethod
     async def _step(step: Callable[[Any], Any], arg: Any) -> Any:
-        def call() -> Any:
-            # Caught in the thread: a StopIteration raised through the awaiting coroutine would become a RuntimeError.
+        def call() -> Any:  # caught in the thread: a StopIteration raised through a coroutine becomes a RuntimeError
             try:
                 return step(arg)
             except StopIteration as stop:
                 return _Stopped(stop.value)
 
-        result = await anyio.to_thread.run_sync(call)
-        if isinstance(result, _Stopped):
+        if isinstance(result := await anyio.to_thread.run_sync(call), _Stopped):
             raise result
         return result
