@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 from pydantic_ai import RunContext
 
-from sayso import ApprovalRequest, Approve, InvalidDecision, Reject, Sayso, Skip, require_approval
+from sayso import ApprovalRequest, Approve, InvalidDecision, Reject, Sayso, Skip, TooLarge, require_approval
 
 from .conftest import MakeApp
 from .models import calls_then_reply, tool_model
@@ -85,6 +85,19 @@ async def test_feedback_that_breaks_the_schema_is_refused_and_the_request_stays_
         assert (await app.request(request.request_id)).decision is None
         done = await app.decide(request.request_id, Approve(payload={"liked": []}))
     assert done.run.output == "model read: Itinerary approved; liked  ()"
+
+
+async def test_feedback_larger_than_the_answer_limit_is_refused_and_the_request_stays_open(app: Sayso) -> None:
+    """The feedback sent with an approval is an answer: past `limits.answer_bytes` it is refused before anything is
+    recorded, as a rejection's reason or an input's value is, and the body never reads it."""
+    async with app:
+        [request] = (await app.run("plan Porto")).requests
+        with pytest.raises(TooLarge, match="the answer takes"):
+            await app.decide(request.request_id, Approve(payload={"liked": ["x" * 200_000]}))
+        assert (await app.request(request.request_id)).decision is None
+        done = await app.decide(request.request_id, Approve(payload={"liked": ["harbour"]}))
+    assert done.run.output == "model read: Itinerary approved; liked harbour ()"
+    assert ran == ["Porto", "Porto"]
 
 
 async def test_a_rejection_runs_the_body_again_to_decide_itself(app: Sayso) -> None:

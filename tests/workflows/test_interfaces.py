@@ -115,6 +115,22 @@ async def test_rest_lists_the_workflow_shows_its_input_and_refuses_a_wrong_value
     assert set(feedback["response_schema"]["properties"]) == {"user_response", "done"}
 
 
+async def test_rest_refuses_an_answer_holding_a_lone_surrogate_and_the_request_stays_open(server: InProcess) -> None:
+    """JSON may escape a lone surrogate, which is no Unicode text and cannot be stored: the answer is a 422 naming
+    the problem, not a server error, and the request takes a good answer after it."""
+    async with server.client() as client:
+        run = (await client.post("/v1/runs", json={"message": "Plan my day"})).json()
+        [request] = run["requests"]
+        url = f"/v1/requests/{request['id']}/decision"
+        body = '{"kind": "provide", "value": {"city": "Lis\\ud800bon"}}'
+        refused = await client.post(url, content=body, headers={"content-type": "application/json"})
+        assert refused.status_code == 422, refused.text
+        assert "city: the text holds a lone surrogate" in refused.json()["detail"]
+        assert (await client.get(f"/v1/requests/{request['id']}")).json()["status"] == "open"
+        decided = await client.post(url, json={"kind": "provide", "value": {"city": "Lisbon"}})
+    assert decided.status_code == 200, decided.text
+
+
 async def test_rest_every_answer_the_person_gave_is_in_the_thread_in_order(server: InProcess) -> None:
     """After the concierge loop, `GET /v1/threads/{id}` (what a reload shows) holds the first message, each input
     answer where it was given (a decision line and the answer, like an approval's), then the plan."""

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..exceptions import InvalidInput, TooLarge
+from ..exceptions import InvalidDecision, InvalidInput, TooLarge
 from .audit import canonical_json
 from .decisions import DECISION_ADAPTER, Approve, Decision
+from .finite import lone_surrogate
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,11 +32,13 @@ def check_message(message: str, limits: Limits) -> None:
     once for every interface (REST, the CLI, Python, and the protocols after their own parsing).
 
     Raises:
-        InvalidInput: the message is empty or only white space.
+        InvalidInput: the message is empty or only white space, or holds a lone surrogate.
         TooLarge: the message is too long.
     """
     if not message.strip():
         raise InvalidInput("the message is empty: say something to the agent", field="message")
+    if lone_surrogate(message) is not None:
+        raise InvalidInput("the message holds a lone surrogate, which is not Unicode text; send it as UTF-8", field="message")
     if len(message) > limits.message_chars:
         raise TooLarge(
             f"the message has {len(message)} characters; the limit is {limits.message_chars}",
@@ -47,21 +50,33 @@ def check_message(message: str, limits: Limits) -> None:
 def check_decision(request_id: str, decision: Decision, limits: Limits) -> None:
     """Refuse edited arguments or an answer larger than its limit, before anything is recorded.
 
+    The feedback sent with an approval (`Approve.payload`) is an answer too. Text that cannot be
+    measured, as it cannot be stored, because it holds a lone surrogate is refused first.
+
     Raises:
+        InvalidDecision: some text of the decision holds a lone surrogate; the message names where.
         TooLarge: the edit or the answer is too large.
     """
+    where = lone_surrogate(DECISION_ADAPTER.dump_python(decision, exclude={"kind"}))
+    if where is not None:
+        raise InvalidDecision(
+            request_id, f"{where}: the text holds a lone surrogate, which is not Unicode text; send it as UTF-8"
+        )
     if isinstance(decision, Approve):
-        if decision.edited_args is None:
+        if decision.edited_args is not None:
+            size = len(canonical_json(decision.edited_args).encode())
+            if size > limits.argument_bytes:
+                raise TooLarge(
+                    f"request {request_id!r}: the edited arguments take {size} bytes; "
+                    f"the limit is {limits.argument_bytes}",
+                    field="edited_args",
+                    limit=limits.argument_bytes,
+                )
+        if decision.payload is None:
             return
-        size = len(canonical_json(decision.edited_args).encode())
-        if size > limits.argument_bytes:
-            raise TooLarge(
-                f"request {request_id!r}: the edited arguments take {size} bytes; the limit is {limits.argument_bytes}",
-                field="edited_args",
-                limit=limits.argument_bytes,
-            )
-        return
-    size = len(DECISION_ADAPTER.dump_json(decision))
+        size = len(DECISION_ADAPTER.dump_json(Approve(payload=decision.payload)))
+    else:
+        size = len(DECISION_ADAPTER.dump_json(decision))
     if size > limits.answer_bytes:
         raise TooLarge(
             f"request {request_id!r}: the answer takes {size} bytes; the limit is {limits.answer_bytes}",

@@ -35,9 +35,10 @@ answers it already got, and only that node.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import json
-from collections.abc import AsyncGenerator, Generator, Mapping
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -264,7 +265,12 @@ class WorkflowEngine:
                     offload=anyio.to_thread.run_sync,
                 ),
             )
-        result = node.fn(**kwargs)
+        if inspect.iscoroutinefunction(node.fn) or inspect.isasyncgenfunction(node.fn):
+            result = node.fn(**kwargs)
+        else:
+            # In a worker thread, as pydantic-ai runs plain tools: a slow one must not stop the event loop (the lease,
+            # the write of the nodes before it).
+            result = await anyio.to_thread.run_sync(functools.partial(node.fn, **kwargs))
         if inspect.isawaitable(result):
             result = await result
         if inspect.isasyncgen(result):
@@ -467,21 +473,27 @@ class _AsyncDriver:
         await self._gen.aclose()
 
 
-class _SyncDriver:
+class _SyncDriver:  # stepped in a worker thread: the code between two `yield`s may take its time too
     def __init__(self, gen: Generator[Any, Any, Any]) -> None:
         self._gen = gen
 
     async def send(self, value: Any) -> Any:
-        try:
-            return self._gen.send(value)
-        except StopIteration as stop:
-            raise _Stopped(stop.value) from None
+        return await self._step(self._gen.send, value)
 
     async def throw(self, exc: BaseException) -> Any:
-        try:
-            return self._gen.throw(exc)
-        except StopIteration as stop:
-            raise _Stopped(stop.value) from None
+        return await self._step(self._gen.throw, exc)
 
     async def close(self) -> None:
-        self._gen.close()
+        await anyio.to_thread.run_sync(self._gen.close)
+
+    @staticmethod
+    async def _step(step: Callable[[Any], Any], arg: Any) -> Any:
+        def call() -> Any:  # caught in the thread: a StopIteration raised through a coroutine becomes a RuntimeError
+            try:
+                return step(arg)
+            except StopIteration as stop:
+                return _Stopped(stop.value)
+
+        if isinstance(result := await anyio.to_thread.run_sync(call), _Stopped):
+            raise result
+        return result
