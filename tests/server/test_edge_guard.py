@@ -7,6 +7,7 @@ REST, A2A and AG-UI are reached through one server; each table runs the same cas
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -230,10 +231,28 @@ async def test_a_message_without_text_is_refused_everywhere(server: InProcess, i
         assert (await client.get("/v1/threads")).json()["threads"] == []
 
 
+@pytest.mark.parametrize("interface", list(ENDPOINTS))
+async def test_a_message_holding_a_lone_surrogate_is_refused(server: InProcess, interface: str) -> None:
+    """JSON may escape half a surrogate pair; such text cannot be stored, so it is refused as the client's mistake."""
+    path, body = ENDPOINTS[interface]
+    raw = json.dumps(body("delete \ud800 now"))  # json.dumps keeps the lone surrogate as the escape \ud800
+    async with server.client() as client:
+        response = await client.post(
+            path, content=raw, headers={"A2A-Version": "1.0", "Content-Type": "application/json"}
+        )
+        if interface == "a2a":
+            assert response.json()["error"]["code"] == -32602
+        else:
+            assert response.status_code == 422, response.text
+        assert (await client.get("/v1/threads")).json()["threads"] == []
+
+
 async def test_a_blank_message_from_python_starts_nothing(server: InProcess) -> None:
-    """`Sayso.run` refuses white space as the REST edge does, naming the message."""
+    """`Sayso.run` refuses white space, and text that is not Unicode, as the edges do, naming the message."""
     with pytest.raises(InvalidInput, match="the message is empty"):
         await server.sayso.run("  ")
+    with pytest.raises(InvalidInput, match="lone surrogate"):
+        await server.sayso.run("delete \ud800 now")
     async with server.client() as client:
         assert (await client.get("/v1/threads")).json()["threads"] == []
 

@@ -38,7 +38,9 @@ def check_message(message: str, limits: Limits) -> None:
     if not message.strip():
         raise InvalidInput("the message is empty: say something to the agent", field="message")
     if lone_surrogate(message) is not None:
-        raise InvalidInput("the message holds a lone surrogate, which is not Unicode text; send it as UTF-8", field="message")
+        raise InvalidInput(
+            "the message holds a lone surrogate, which is not Unicode text; send it as UTF-8", field="message"
+        )
     if len(message) > limits.message_chars:
         raise TooLarge(
             f"the message has {len(message)} characters; the limit is {limits.message_chars}",
