@@ -216,3 +216,20 @@ def test_chat_on_a_thread_talks_to_the_threads_agent_and_refuses_another() -> No
     other = runner.invoke(app, ["chat", str(TEAM), "--thread", "thr_mine", "--agent", "coordinator"], input="")
     assert other.exit_code == 2
     assert "thread 'thr_mine' belongs to agent 'analyst', not 'coordinator'" in other.stderr
+
+
+def test_an_option_the_action_does_not_read_is_refused_not_dropped() -> None:
+    """`reject --args …` or `approve --reason …` exits 2 naming the option: dropped, it would look like it applied."""
+    paused = json.loads(runner.invoke(app, ["run", str(EXAMPLE), "delete notes", "--json"]).stdout)
+    request_id = paused["requests"][0]["id"]
+    for words, said in (
+        (["reject", "--args", '{"name": "todo.md"}'], "--args goes with approve, not with reject"),
+        (["skip", "--scope", "always"], "--scope goes with approve, not with skip"),
+        (["approve", "--reason", "fine"], "--reason goes with reject or skip, not with approve"),
+        (["reject", "--answers", '[["a"]]'], "--answers goes with answer, not with reject"),
+    ):
+        refused = runner.invoke(app, ["decide", str(EXAMPLE), request_id, *words])
+        assert refused.exit_code == 2, refused.output
+        assert said in refused.output
+    inbox = json.loads(runner.invoke(app, ["inbox", str(EXAMPLE), "--json"]).stdout)
+    assert [r["id"] for r in inbox["requests"]] == [request_id]

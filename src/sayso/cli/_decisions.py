@@ -28,6 +28,15 @@ from .._core.decisions import (
 from .._core.requests import ApprovalRequest, InputRequest, Request, Scope
 from ._render import text_answer
 
+_ACTIONS = ("approve", "reject", "skip", "answer", "provide", "result", "error", "accept", "done", "decline", "cancel")
+_OPTION_ACTIONS = {
+    "--args": ("approve",),
+    "--scope": ("approve",),
+    "--reason": ("reject", "skip"),
+    "--answers": ("answer",),
+}
+"""Which actions read each option of `sayso decide`."""
+
 
 def parse_decision(
     action: str,
@@ -42,8 +51,15 @@ def parse_decision(
     """Turn the command line's words into a decision, or stop with a message naming the problem.
 
     `request` is needed for `answer` (a workflow's input takes one value, not one per question)
-    and for `approve` with feedback.
+    and for `approve` with feedback. An option the action does not read is refused, not dropped:
+    `reject --args ...` must not look like it edited anything.
     """
+    given = {"--args": args is not None, "--scope": scope != "once", "--reason": reason is not None}
+    given["--answers"] = answers is not None
+    for option, used in given.items():
+        takers = _OPTION_ACTIONS[option]
+        if used and action not in takers and action in _ACTIONS:
+            raise typer.BadParameter(f"{option} goes with {' or '.join(takers)}, not with {action}")
     if action == "approve":
         return _approve(values, args=args, scope=scope, request=request)
     if action in ("answer", "provide") and isinstance(request, InputRequest):
