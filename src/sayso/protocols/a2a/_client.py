@@ -16,10 +16,11 @@ import uuid
 import httpx
 from a2a.client import ClientCallContext, ClientConfig, ClientFactory, create_client
 from a2a.client.client import Client
+from a2a.client.errors import A2AClientError, AgentCardResolutionError
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, Message, Part, Role, SendMessageRequest
 
 from ..._core.decisions import Decision
-from ..._runtime import RemoteAsk, RemoteOutcome
+from ..._runtime import RemoteAsk, RemoteOutcome, RemoteUnreachable
 from ...exceptions import ConfigError
 from ._mapping import HITL_URI, answer_message, remote_outcome
 
@@ -45,14 +46,31 @@ class A2ARemoteAgents:
         return await self._send(url, message)
 
     async def _send(self, url: str, message: Message) -> RemoteOutcome:
+        """Send one message and read where its task stands.
+
+        Raises:
+            RemoteUnreachable: no connection to the agent (or to its card) was made, so nothing was sent.
+        """
         async with httpx.AsyncClient(timeout=self.timeout) as http:
-            if url.startswith(GRPC_SCHEME):
-                client = _grpc_client(url)
-            else:
-                client = await create_client(url, client_config=ClientConfig(streaming=False, httpx_client=http))
+            try:
+                if url.startswith(GRPC_SCHEME):
+                    client = _grpc_client(url)
+                else:
+                    client = await create_client(url, client_config=ClientConfig(streaming=False, httpx_client=http))
+            except AgentCardResolutionError as exc:
+                if isinstance(exc.__cause__, httpx.ConnectError):
+                    raise RemoteUnreachable(url, str(exc.__cause__) or "no connection") from exc
+                raise
             try:
                 context = ClientCallContext(service_parameters=_HITL.service_parameters, timeout=self.timeout)
-                events = [e async for e in client.send_message(SendMessageRequest(message=message), context=context)]
+                try:
+                    events = [
+                        e async for e in client.send_message(SendMessageRequest(message=message), context=context)
+                    ]
+                except A2AClientError as exc:
+                    if isinstance(exc.__cause__, httpx.ConnectError):
+                        raise RemoteUnreachable(url, str(exc.__cause__) or "no connection") from exc
+                    raise
             finally:
                 await client.close()
         last = events[-1]
