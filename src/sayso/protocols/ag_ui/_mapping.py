@@ -126,6 +126,17 @@ def refused(problem: str) -> InvalidInput:
 # --- outbound
 
 
+def call_ids(messages: Sequence[ModelMessage]) -> set[str]:
+    """The ids of the tool calls in `messages`: what `message_events` streams, and a client may send back."""
+    return {
+        part.tool_call_id
+        for message in messages
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart)
+    }
+
+
 def message_events(messages: Sequence[ModelMessage], *, id_prefix: str) -> Iterator[BaseEvent]:
     """Text, tool-call and tool-result events for messages a run added, in order."""
     for index, message in enumerate(messages):
