@@ -206,7 +206,7 @@ async def test_a_tool_message_for_a_call_nobody_made_is_refused_and_no_browser_c
     ]
     events = await post(server, run_input("thr-agui-typo", [user("look")], tools=tools))
     outcome = finished(events).outcome
-    assert outcome is not None
+    assert outcome is not None and outcome.type == "success"
     color, size = outcome.pending_tool_call_ids or []
     echoed = [
         {"id": uuid.uuid4().hex, "role": "tool", "toolCallId": e.tool_call_id, "content": e.content}
