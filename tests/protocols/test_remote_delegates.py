@@ -174,6 +174,24 @@ async def test_a_decision_for_a_remote_child_that_went_away_is_kept_and_sent_whe
     assert not (sandbox / "notes.txt").exists()
 
 
+def test_a_decision_for_a_remote_pause_answered_at_the_child_carries_the_parent_on_with_the_childs_outcome(
+    servers: tuple[Served, Served, Path],
+) -> None:
+    """A remote child's pause answered on the child's own inbox meanwhile: the parent's later decision is not a server
+    error leaving the run stuck; the parent reads how the child's task really ended and completes."""
+    parent, child, sandbox = servers
+    run = parent.post("/v1/runs", {"message": "tidy delete notes", "agent": "coordinator"})
+    [request] = run["requests"]
+    [at_child] = httpx.get(f"{child.url}/v1/requests", timeout=30).json()["requests"]
+    child.post(f"/v1/requests/{at_child['id']}/decision", {"kind": "reject", "reason": "answered at the child"})
+    done = parent.post(f"/v1/requests/{request['id']}/decision", {"kind": "approve"})
+    assert (done["run"]["status"], done["run"]["output"]) == (
+        "completed",
+        "files said: Declined: answered at the child",
+    )
+    assert (sandbox / "notes.txt").exists()
+
+
 ARCHIVIST_CONFIG = """
 models:
   s: {scripted: archivist.yaml}
