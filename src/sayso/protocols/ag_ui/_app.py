@@ -104,7 +104,12 @@ class AgUiAgent(AgentEndpoint):
             check_replayed(run_input.state, await self.sayso.run_record(paused.run_id))
             so_far = await self.sayso.run_messages(paused.run_id)
             decisions = decisions_from_resume(
-                paused.requests, run_input.resume or [], answers, streamed_calls=call_ids(so_far), kaboo=self.kaboo
+                paused.requests,
+                run_input.resume or [],
+                answers,
+                run_id=paused.run_id,
+                streamed_calls=call_ids(so_far),
+                kaboo=self.kaboo,
             )
             if not decisions:
                 raise refused("the resume answers none of the open requests")

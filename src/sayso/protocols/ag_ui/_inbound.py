@@ -40,7 +40,7 @@ from ..._core.requests import (
     Request,
 )
 from ...exceptions import InvalidInput
-from ._mapping import KABOO_GRANTS, Shown, _shown_as_call, refused
+from ._mapping import KABOO_GRANTS, Shown, _shown_as_call, refused, shown_call_id
 
 
 def decisions_from_resume(
@@ -48,10 +48,11 @@ def decisions_from_resume(
     entries: Sequence[ResumeEntry],
     tool_messages: Sequence[ToolMessage],
     *,
+    run_id: str,
     streamed_calls: Collection[str] = (),
     kaboo: bool = False,
 ) -> dict[str, Decision]:
-    """The decisions a resume takes, by request id, found by interrupt id and tool call id.
+    """The decisions a resume takes, by request id, found by interrupt id and the tool call id shown (`run_id`'s).
 
     Requests the resume leaves out are not here (the caller counts them as skipped). A tool
     message for one of `streamed_calls` (calls the run made, whose results the client was sent
@@ -62,7 +63,7 @@ def decisions_from_resume(
             message names a call nobody made (`field` is `RESUME`).
     """
     by_id = {r.request_id: r for r in open_requests if not _shown_as_call(r, kaboo=kaboo)}
-    by_call = {r.tool_call_id: r for r in open_requests if _shown_as_call(r, kaboo=kaboo)}
+    by_call = {shown_call_id(r, run_id=run_id): r for r in open_requests if _shown_as_call(r, kaboo=kaboo)}
     decided: dict[str, Decision] = {}
     for entry in entries:
         request = by_id.get(entry.interrupt_id)
