@@ -388,3 +388,39 @@ async def test_allow_for_this_chat_on_a_delegates_call_covers_the_chat_not_the_d
     assert again.status == "completed"
     assert queries() == ["select count(*)", "select count(*)"]
     assert elsewhere.status == "paused"
+
+
+async def test_always_allowing_a_delegates_call_covers_that_delegate_only(make_app: MakeApp) -> None:
+    """An `always` grant given on a delegate's request lets that delegate's later calls through, and never the same
+    tool called by its coordinator or by a sibling delegate: those still ask."""
+    gated = {"tools": ["run_sql"], "remember": "always"}
+    agents = {
+        "coordinator": {
+            "model": "c",
+            "tools": [run_sql],
+            "interrupt": gated,
+            "delegates": [{"agent": "analyst"}, {"agent": "ops"}],
+        },
+        "analyst": {"model": "a", "tools": [run_sql], "interrupt": gated},
+        "ops": {"model": "o", "tools": [run_sql], "interrupt": gated},
+    }
+    models = {
+        "c": tool_model(
+            lambda said: (said, {"task": "go"}) if said in ("analyst", "ops") else ("run_sql", {"query": "mine"}),
+            read="{result}",
+        ),
+        "a": always(("run_sql", {"query": "analyst's"})),
+        "o": always(("run_sql", {"query": "ops'"})),
+    }
+    async with make_app(agents, models=models) as app:
+        first = await app.run("analyst", agent="coordinator")
+        [request] = first.requests
+        assert request.agent_path == "coordinator/analyst"
+        await app.decide(request.request_id, Approve(scope="always"))
+        again = await app.run("analyst", agent="coordinator")
+        sibling = await app.run("ops", agent="coordinator")
+        coordinator = await app.run("own", agent="coordinator")
+    assert again.status == "completed"
+    assert [r.agent_path for r in sibling.requests] == ["coordinator/ops"]
+    assert [r.agent_path for r in coordinator.requests] == ["coordinator"]
+    assert queries() == ["analyst's", "analyst's"]

@@ -9,7 +9,9 @@ Every way an MCP server can ask is here, so the tests pin how each reaches a cli
 - `crm_contacts`: refuses with the URL-elicitation-required error (-32042) until `/login` was visited;
 - `approve_refund`: a background task (fastmcp-tasks) that parks on `input_required` with a form;
 - `refund_later`: the same, but a task on every call (`task=required`), so even a plain call parks;
-- `quote`: a read-only tool that pushes a form mid-call.
+- `quote`: a read-only tool that pushes a form mid-call;
+- `book_slot`: a form pushed mid-call whose fields carry formats (`date-time`, `uri`), which the
+  server checks itself when it reads the answer.
 
 What the person's answers did is observable over HTTP: `/bookings` lists the tables booked and
 `/answers` every answer a pushed form got (`accept`, `decline`, `cancel`, or `error` when the
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import mcp_types
@@ -29,6 +32,7 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp_tasks import TasksExtension
 from mcp import UrlElicitationRequiredError
+from pydantic import AnyUrl
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 
@@ -48,6 +52,14 @@ class Party:
 
     people: int
     name: str
+
+
+@dataclass
+class Slot:
+    """When the meeting is, and the page to join it at."""
+
+    when: datetime
+    page: AnyUrl
 
 
 mcp = FastMCP("elicit-test")
@@ -78,6 +90,21 @@ async def book_table(day: str, ctx: Context) -> str:
         return party
     bookings.append(f"{day}:{party.people}:{party.name}")
     return f"Booked {day} for {party.people} ({party.name})"
+
+
+@mcp.tool
+async def book_slot(topic: str, ctx: Context) -> str:
+    """Book a meeting, asking the person when and where (a date-time and a URL)."""
+    try:
+        answer = await ctx.elicit(f"When and where is the meeting about {topic}?", response_type=Slot)
+    except Exception:
+        answers.append("error")
+        raise
+    answers.append(answer.action)
+    if answer.action != "accept":
+        return f"Meeting {answer.action}d"
+    bookings.append(f"{topic}:{answer.data.when.isoformat()}:{answer.data.page}")
+    return f"Meeting on {topic} at {answer.data.when.isoformat()} on {answer.data.page}"
 
 
 @mcp.tool(annotations={"readOnlyHint": True})

@@ -35,6 +35,7 @@ def model() -> ToolModel:
         refund=("refund_later", "amount"),
         sign_in="sign_in",
         contacts="crm_contacts",
+        slot=("book_slot", "topic"),
         ask=("booker", "task"),
     )
     return tool_model(route, read=lambda tool, result: f"booker says: {result}" if tool == "booker" else result)
@@ -116,6 +117,26 @@ async def test_content_that_breaks_the_schema_is_refused_field_by_field_and_a_de
     assert done.run.output == "Booking declined"
     assert elicit_server.answers() == ["decline"]
     assert elicit_server.bookings() == []
+
+
+async def test_a_date_time_or_uri_the_server_would_refuse_is_refused_here_and_the_form_stays_open(
+    app_for: AppFactory, elicit_server: ElicitServer
+) -> None:
+    """A form's `date-time` and `uri` fields are checked before the answer goes back: text that is neither is refused
+    naming each field and the form stays open on its call, so a well-formed answer still books the meeting."""
+    app = app_for({"server": "booking", "tools": ["book_slot"]})
+    async with app:
+        paused = await app.run("slot budget")
+        [request] = paused.requests
+        assert isinstance(request, ElicitationRequest)
+        with pytest.raises(InvalidDecision) as refused:
+            await app.decide(request.request_id, Accept(content={"when": "next tuesday", "page": "the usual room"}))
+        assert set(refused.value.fields) == {"when", "page"}
+        assert (await app.result(paused.run_id)).status == "paused"
+        slot = {"when": "2026-12-08T10:00:00Z", "page": "https://meet.example/budget"}
+        done = await app.decide(request.request_id, Accept(content=slot))
+    assert done.run.output == "Meeting on budget at 2026-12-08T10:00:00+00:00 on https://meet.example/budget"
+    assert elicit_server.answers() == ["accept"]
 
 
 async def test_a_form_only_its_closing_runtime_could_deliver_closes_as_cancelled_and_later_answers_are_refused(

@@ -11,7 +11,8 @@ import pytest
 from ag_ui.core import Event, RunFinishedEvent
 from pydantic import TypeAdapter
 
-from .conftest import InProcess, ServerFactory, client_tool, two_deletes
+from ..models import tool_model
+from .conftest import NOT_ASKED, InProcess, ServerFactory, client_tool, two_deletes
 
 EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
 
@@ -187,3 +188,39 @@ async def test_client_tools_end_the_run_with_pending_calls_answered_by_tool_mess
     answer = {"id": uuid.uuid4().hex, "role": "tool", "toolCallId": call_id, "content": "teal"}
     events = await post(server, run_input("thr-agui-6", [user("color please"), answer], tools=[tool]))
     assert finished(events).result == "The browser chose teal."
+
+
+async def test_a_tool_message_for_a_call_nobody_made_is_refused_and_no_browser_call_is_skipped(
+    serve: ServerFactory, sandbox: Path
+) -> None:
+    """A resume whose tool message names an unknown call (a typo'd id) is refused and both browser calls still wait;
+    the server-side result the client echoes back beside its answers is history, and the right answers finish."""
+    model = tool_model(
+        lambda said: [("list_files", {}), ("pick_color", {}), ("pick_size", {})] if said == "look" else NOT_ASKED,
+        read="{results}",
+    )
+    files = {"model": "demo", "tools": ["files_tools:list_files"], "client_tools": ["pick_color", "pick_size"]}
+    server = await serve(models={"demo": model}, agents={"files": files})
+    tools = [
+        {"name": name, "description": name, "parameters": {"type": "object"}} for name in ("pick_color", "pick_size")
+    ]
+    events = await post(server, run_input("thr-agui-typo", [user("look")], tools=tools))
+    outcome = finished(events).outcome
+    assert outcome is not None and outcome.type == "success"
+    color, size = outcome.pending_tool_call_ids or []
+    echoed = [
+        {"id": uuid.uuid4().hex, "role": "tool", "toolCallId": e.tool_call_id, "content": e.content}
+        for e in events
+        if e.type == "TOOL_CALL_RESULT"
+    ]
+    assert len(echoed) == 1, "list_files ran on the server and its result was streamed"
+
+    def answer(call_id: str, content: str) -> dict[str, Any]:
+        return {"id": uuid.uuid4().hex, "role": "tool", "toolCallId": call_id, "content": content}
+
+    typo = [user("look"), *echoed, answer(color, "teal"), answer("call_typo", "XL")]
+    refused = await post(server, run_input("thr-agui-typo", typo, tools=tools))
+    assert refused[-1].type == "RUN_ERROR" and "'call_typo'" in refused[-1].message
+    right = [user("look"), *echoed, answer(color, "teal"), answer(size, "XL")]
+    done = finished(await post(server, run_input("thr-agui-typo", right, tools=tools)))
+    assert done.result is not None and "pick_color: teal" in done.result and "pick_size: XL" in done.result

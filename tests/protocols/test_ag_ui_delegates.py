@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from ag_ui.core import Event, RunFinishedEvent
 from pydantic import TypeAdapter
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from sayso import Config, Sayso
 
@@ -167,6 +169,55 @@ async def test_a_pause_mixing_an_interrupt_and_a_browser_tool_lists_both_and_one
     )
     result = finished(events).result or ""
     assert "Archived the logs of 2026-10." in result and "Using the warehouse." in result
+
+
+def plain_call_ids(tool: str) -> FunctionModel:
+    """A model that calls `tool` under the plain id `call_0`, as many providers number calls, then says what it got."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
+        if returned:
+            return ModelResponse(parts=[TextPart(f"got {returned[0].content}")])
+        return ModelResponse(parts=[ToolCallPart(tool, {}, tool_call_id="call_0")])
+
+    return FunctionModel(respond)
+
+
+async def test_two_delegates_browser_calls_under_one_plain_id_are_told_apart_and_each_gets_its_answer(
+    tmp_path: Path,
+) -> None:
+    """Two delegates whose models both name their browser call `call_0` pause together: the client is shown two
+    distinct call ids, answers each, and each delegate reads its own answer (neither is skipped)."""
+    tool = {"client_tools": ["request_datasources"]}
+    config = Config.model_validate(
+        {
+            "store": f"sqlite:///{tmp_path / 'pair.db'}",
+            "agents": {
+                "coordinator": {"model": "c", "delegates": [{"agent": "north"}, {"agent": "south"}], **tool},
+                "north": {"model": "n", **tool},
+                "south": {"model": "s", **tool},
+            },
+            "entry": "coordinator",
+            "base_dir": tmp_path,
+        }
+    )
+    coordinator = tool_model(lambda said: [("north", {"task": "a"}), ("south", {"task": "b"})], read="{results}")
+    models = {"c": coordinator, "n": plain_call_ids("request_datasources"), "s": plain_call_ids("request_datasources")}
+    sayso = Sayso(config, models=models)
+    served = await InProcess(app=protocol_app(sayso), sayso=sayso).start()
+    try:
+        path = "/ag-ui/coordinator"
+        outcome = finished(await post(served, run_input("thr-pair", [user("go")]), path)).outcome
+        assert outcome is not None and outcome.type == "success"
+        pending = outcome.pending_tool_call_ids or []
+        assert len(set(pending)) == 2, pending
+        answers = [tool_message(call_id, f"source {n}") for n, call_id in enumerate(pending)]
+        done = finished(await post(served, run_input("thr-pair", [user("go"), *answers]), path))
+    finally:
+        await served.stop()
+    assert done.result is not None
+    assert "north: got source" in done.result and "south: got source" in done.result
+    assert "Skipped" not in done.result
 
 
 @needs_node

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from sayso import Sayso
+from sayso import Approve, RunConflict, Sayso
 
 from ..conftest import LiveServer, free_port
 from .conftest import EXAMPLE
@@ -145,6 +145,51 @@ def test_a_question_and_a_rejection_cross_and_the_parent_survives_a_restart(
         "(Note: files asked the person 'Several files match. Which one should I delete?' → report-2026.txt.)"
     )
     assert (sandbox / "report-2026.txt").exists()
+
+
+async def test_a_decision_for_a_remote_child_that_went_away_is_kept_and_sent_when_it_is_back(tmp_path: Path) -> None:
+    """Approving a remote child's call while its server is down is refused with a clear error, the approval is kept,
+    and resuming once the child is back sends it down: the call runs and the parent completes."""
+    sandbox = tmp_path / "child-sandbox"
+    base = {k: v for k, v in os.environ.items() if k != "SAYSO_STORE"}
+    child_env = {**base, "SAYSO_STORE": f"sqlite:///{tmp_path / 'child.db'}", "SAYSO_SANDBOX": str(sandbox)}
+    child = Served(EXAMPLE, free_port(), child_env).start()
+    (tmp_path / "sayso.yaml").write_text(PARENT_CONFIG.format(url=f"{child.url}/a2a/files"))
+    (tmp_path / "coordinator.yaml").write_text(COORDINATOR)
+    try:
+        async with Sayso.from_yaml(tmp_path / "sayso.yaml") as app:
+            paused = await app.run("tidy delete notes", agent="coordinator")
+            [request] = paused.requests
+            child.stop()
+            with pytest.raises(RunConflict, match="could not be reached.*decisions are kept") as refused:
+                await app.decide(request.request_id, Approve())
+            assert refused.value.run_id == paused.run_id
+            assert (await app.result(paused.run_id)).status == "paused"
+            assert (sandbox / "notes.txt").exists()
+            child.start()
+            done = await app.resume(paused.run_id)
+    finally:
+        child.stop()
+    assert (done.status, done.output) == ("completed", "files said: Deleted notes.txt.")
+    assert not (sandbox / "notes.txt").exists()
+
+
+def test_a_decision_for_a_remote_pause_answered_at_the_child_carries_the_parent_on_with_the_childs_outcome(
+    servers: tuple[Served, Served, Path],
+) -> None:
+    """A remote child's pause answered on the child's own inbox meanwhile: the parent's later decision is not a server
+    error leaving the run stuck; the parent reads how the child's task really ended and completes."""
+    parent, child, sandbox = servers
+    run = parent.post("/v1/runs", {"message": "tidy delete notes", "agent": "coordinator"})
+    [request] = run["requests"]
+    [at_child] = httpx.get(f"{child.url}/v1/requests", timeout=30).json()["requests"]
+    child.post(f"/v1/requests/{at_child['id']}/decision", {"kind": "reject", "reason": "answered at the child"})
+    done = parent.post(f"/v1/requests/{request['id']}/decision", {"kind": "approve"})
+    assert (done["run"]["status"], done["run"]["output"]) == (
+        "completed",
+        "files said: Declined: answered at the child",
+    )
+    assert (sandbox / "notes.txt").exists()
 
 
 ARCHIVIST_CONFIG = """

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ..exceptions import AlreadyDecided, CallEnded, InvalidDecision, NotAllowed
-from .access import Principal, refusal, root_agent
+from .access import Principal, refusal
 from .advance import approved_calls
 from .audit_events import AuditEvent, audit_body
 from .decisions import Approve, Decision, DecisionRecord, Reject, Via, check_decision
@@ -224,8 +224,9 @@ def grant_from(
 ) -> Grant | None:
     """The grant an approval with a wider scope creates; none for service-enforced requests, or when a host keeps them.
 
-    This is the one place a grant is made. It is given for the request's root agent and reaches
-    no further: an approver for one agent never lets calls through another.
+    This is the one place a grant is made. It is given for the agent that asked (its whole path)
+    and reaches no further: always allowing a delegate's call never lets its coordinator or a
+    sibling delegate call the same tool unasked.
 
     See docs/concepts/decisions.md#scopes-remembering-an-approval.
     """
@@ -242,7 +243,7 @@ def grant_from(
         subject_label=request.subject.label,
         scope=decision.scope,
         principal=request.principal or "",
-        agent=root_agent(request.agent_path),
+        agent=request.agent_path,
         # "Allow for this chat": the person's chat, also when a delegate (with a thread of its own) asked.
         thread_id=(request.chat_thread_id or request.thread_id) if decision.scope == "thread" else None,
         created_at=now,

@@ -17,7 +17,7 @@ from typing_extensions import TypedDict
 
 from ..exceptions import AlreadyDecided, InvalidDecision, RequestExpired
 from .finite import non_finite
-from .inputs import input_field_problems
+from .inputs import form_formats, input_field_problems
 from .requests import (
     DEFERRED,
     REDACTED,
@@ -383,7 +383,7 @@ def field_problems(value: dict[str, Any], schema: JsonSchemaValue) -> dict[str, 
     """
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    validator = jsonschema.Draft202012Validator(schema, format_checker=form_formats())
     problems: dict[str, str] = {}
     for error in sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path))):
         if error.absolute_path:

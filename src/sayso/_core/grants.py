@@ -3,10 +3,10 @@
 See docs/concepts/decisions.md#scopes-remembering-an-approval.
 
 A grant is given on one request, so it reaches no further than that request did: the same
-principal's calls of the same tool on the same subject, through the same root agent (the
-agent the person or approver who gave it could decide for), and for a `thread` grant the same
-thread. A grant that names no agent (one migrated from before grants recorded it, whose agent
-could not be traced) covers nothing.
+principal's calls of the same tool on the same subject, by the same agent (its path: a grant
+given on `coordinator/analyst`'s request covers neither `coordinator`'s own calls nor a sibling
+delegate's), and for a `thread` grant the same thread. A grant that names no agent (one migrated
+from before grants recorded it, whose agent could not be traced) covers nothing.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
-
-from .access import root_agent
 
 GrantScope: TypeAlias = Literal["thread", "always"]
 
@@ -32,8 +30,9 @@ class Grant:
     principal: str
     """Whose calls it lets through: the owner of the thread the request was raised on."""
     agent: str | None
-    """The root agent it was given for (`coordinator` for a request of `coordinator/analyst`); it applies only
-    there. `None` only for a grant migrated from before this was recorded whose agent could not be traced:
+    """The agent path it was given for (`coordinator/analyst` for a request of that delegate); it applies only
+    to calls by that agent there. A host's grants (and grants migrated from before paths were recorded) name a
+    root agent. `None` only for a grant migrated from before this was recorded whose agent could not be traced:
     such a grant covers nothing."""
     thread_id: str | None
     """The thread a `thread`-scoped grant is limited to; `None` for `always`."""
@@ -56,7 +55,7 @@ class Grant:
             return False
         if (self.tool, self.subject_key, self.principal) != (tool, subject_key, principal):
             return False
-        if self.agent is None or self.agent != root_agent(agent_path):
+        if self.agent is None or self.agent != agent_path:
             return False
         return self.scope == "always" or self.thread_id == thread_id
 

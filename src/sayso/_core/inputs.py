@@ -18,7 +18,9 @@ Two checks with one meaning, on purpose:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import KW_ONLY, dataclass
+from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -182,6 +184,38 @@ def _build_type_schema(spec: Any) -> InputSchema:
             f"response_schema {spec!r} is not a type, a pydantic model or a JSON Schema dict: {why}"
         ) from None
     return InputSchema(json_schema=json_schema, _adapter=adapter)
+
+
+_RFC3339_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+_URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S+")
+
+
+@lru_cache(maxsize=1)
+def form_formats() -> jsonschema.FormatChecker:
+    """The checker of every string format an MCP form may ask for: `email`, `uri`, `date` and `date-time`.
+
+    jsonschema checks `date-time` and `uri` only with optional packages installed, and passes
+    anything without them; the server that asked checks them when it reads the answer, and
+    refuses the whole call, so an answer is checked here first and a wrong one keeps the form open.
+    """
+    import jsonschema
+
+    checker = jsonschema.FormatChecker()
+
+    @checker.checks("date-time", raises=ValueError)
+    def date_time(value: object) -> bool:
+        if not isinstance(value, str):
+            return True
+        if not _RFC3339_DATE_TIME.fullmatch(value):
+            return False
+        datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
+        return True
+
+    @checker.checks("uri")
+    def uri(value: object) -> bool:
+        return not isinstance(value, str) or _URI_SCHEME.fullmatch(value) is not None
+
+    return checker
 
 
 def _validator_class(schema: JsonSchemaValue) -> type[jsonschema.protocols.Validator]:

@@ -26,6 +26,7 @@ from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import to_json
 
+from .._core.access import root_agent
 from .._core.audit_events import (
     ExecutedEvent,
     GrantDecisionEvent,
@@ -393,8 +394,12 @@ class GateToolset(WrapperToolset[Any]):
 
     async def _covering_grant(self, deps: RunDeps, name: str, subject: Subject) -> Grant | None:
         principal = deps.principal or ""
+        agent_path = deps.agent_path
         if deps.grants is not None:
             grants = deps.grants
+            # A host keeps grants per agent it talks to and knows nothing of its delegates: its grants name the
+            # root agent and cover every call made for it.
+            agent_path = root_agent(agent_path)
         elif deps.stored_grants is not None:
             grants = deps.stored_grants
         else:
@@ -405,7 +410,7 @@ class GateToolset(WrapperToolset[Any]):
             subject_key=subject.key,
             principal=principal,
             thread_id=deps.chat_thread_id or deps.thread_id,
-            agent_path=deps.agent_path,
+            agent_path=agent_path,
             now=deps.clock(),
         )
 

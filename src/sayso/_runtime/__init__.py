@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from ._listing import PrincipalLike
     from ._outbox import EscalationNotice, OutboundEvent, RunUpdate
     from ._reader import Reader
-    from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteWire
+    from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteUnreachable, RemoteWire
     from ._results import (
         ApproversJson,
         DecideResult,
@@ -103,6 +103,7 @@ __all__ = [
     "RemoteAsk",
     "RemoteOutcome",
     "RemoteTask",
+    "RemoteUnreachable",
     "RemoteWire",
     "RequestClosed",
     "RequestVoted",
@@ -159,6 +160,7 @@ _LAZY: dict[str, str] = {
     "RemoteAsk": "._remote",
     "RemoteOutcome": "._remote",
     "RemoteTask": ".._store",
+    "RemoteUnreachable": "._remote",
     "RemoteWire": "._remote",
     "RequestClosed": "._watch",
     "RequestVoted": "._watch",

@@ -12,7 +12,8 @@ a local delegate.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol, TypeAlias
 
 from .._config.file import Config
@@ -28,7 +29,7 @@ from .._core.requests import (
 )
 from .._store import Decided, RunRecord, RunStatus
 from ..exceptions import ConfigError, RunConflict
-from . import _step
+from . import _step, _tree
 from ._kernel import Kernel, new_id
 from ._results import RunResult
 from ._runner import CallOptions, Resume, Start, refuse_retry
@@ -70,8 +71,20 @@ class RemoteOutcome:
     asks: tuple[RemoteAsk, ...] = ()
 
 
+class RemoteUnreachable(Exception):
+    """The message never reached the remote agent: no connection was made, so it may be sent again."""
+
+    def __init__(self, url: str, problem: str) -> None:
+        self.url = url
+        self.problem = problem
+        super().__init__(f"the remote agent at {url} could not be reached: {problem}")
+
+
 class RemoteAgents(Protocol):
-    """How the runtime reaches remote agents: start a task, answer what it waits on."""
+    """How the runtime reaches remote agents: start a task, answer what it waits on.
+
+    A message that certainly did not reach the agent raises `RemoteUnreachable`.
+    """
 
     async def start(self, url: str, text: str) -> RemoteOutcome: ...
 
@@ -116,9 +129,14 @@ class RemoteRunner:
         claim = await _step.consume(k, run, pause.requests, plan.resume, now=plan.now, executing=(), load_history=False)
         wire: RemoteWire = "legacy" if await k.store.get_mark(REMOTE_WIRE_MARKS, run.run_id) == "legacy" else "v1"
         decisions = [(ask_of(r, wire=wire), plan.resume.decisions[r.request_id].decision) for r in pause.requests]
-        outcome = await self._client.answer(
-            remote.url, task_id=remote.task_id, context_id=remote.context_id, decisions=decisions
-        )
+        try:
+            outcome = await self._client.answer(
+                remote.url, task_id=remote.task_id, context_id=remote.context_id, decisions=decisions
+            )
+        except RemoteUnreachable as exc:
+            await keep_decided(k, claim.run, pause.requests, plan.resume.decisions)
+            top = await _tree.root(k, run)
+            raise RunConflict(top.run_id, f"{exc}; the decisions are kept and sent when the run is resumed") from exc
         return await settle(k, claim.run, remote.url, outcome)
 
     async def carry_on(self, run: RunRecord, options: CallOptions) -> RunResult:
@@ -135,6 +153,21 @@ class RemoteRunner:
 
     async def retry(self, run: RunRecord, options: CallOptions) -> RunResult:
         raise refuse_retry(run)
+
+
+async def keep_decided(
+    k: Kernel, proxy: RunRecord, requests: Sequence[Request], decisions: Mapping[str, DecisionRecord]
+) -> None:
+    """Pause a proxy again on the asks whose decisions could not be sent, each decided as before.
+
+    The pause they were on is consumed, so they get new ids; the pause waits on no one, and the
+    next resume of the run (or the server's sweep of stalled runs) sends the same decisions down.
+    """
+    now = k.clock()
+    again = [replace(r, request_id=new_id("req")) for r in requests]
+    await k.store.save_pause(proxy, holder=k.holder, pause_id=new_id("pau"), new_messages=(), requests=again, now=now)
+    kept = zip(requests, again, strict=True)
+    await k.store.add_decisions([replace(decisions[old.request_id], request_id=new.request_id) for old, new in kept])
 
 
 async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) -> RunResult:

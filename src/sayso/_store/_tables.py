@@ -156,7 +156,7 @@ grants = Table(
     Column("granted_by", String(200), nullable=True),
     Index("ix_grants_lookup", "principal", "tool", "subject_key"),
 )
-"""Remembered approvals; `agent` is the root agent a grant was given for (NULL: migrated untraced, covers nothing)."""
+"""Remembered approvals; `agent` is the agent path a grant was given for (NULL: migrated untraced, covers nothing)."""
 
 audit = Table(
     "audit",

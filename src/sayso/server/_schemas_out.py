@@ -366,8 +366,8 @@ class GrantOut(_Out):
     principal: str
     """Whose calls it lets through (the owner of the thread it was given on)."""
     agent: str | None
-    """The root agent it was given for; it covers calls through that agent only (`null`: a migrated grant that
-    covers nothing)."""
+    """The agent path it was given for (`coordinator/analyst` for a delegate's request); it covers calls by that
+    agent only (`null`: a migrated grant that covers nothing)."""
     thread_id: str | None
     """The thread a `thread` grant is limited to; `null` for `always`."""
     created: Rfc3339

@@ -12,14 +12,27 @@ named in the call's `tenant` as kagent's controller expects; no card is fetched 
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import httpx
 from a2a.client import ClientCallContext, ClientConfig, ClientFactory, create_client
 from a2a.client.client import Client
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, Message, Part, Role, SendMessageRequest
+from a2a.client.errors import A2AClientError, AgentCardResolutionError
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+)
+from a2a.utils.errors import A2AError, TaskNotFoundError
 
 from ..._core.decisions import Decision
-from ..._runtime import RemoteAsk, RemoteOutcome
+from ..._runtime import RemoteAsk, RemoteOutcome, RemoteUnreachable
 from ...exceptions import ConfigError
 from ._mapping import HITL_URI, answer_message, remote_outcome
 
@@ -40,26 +53,76 @@ class A2ARemoteAgents:
     async def answer(
         self, url: str, *, task_id: str, context_id: str, decisions: list[tuple[RemoteAsk, Decision]]
     ) -> RemoteOutcome:
+        """Send the decisions down; where the task stands after them.
+
+        An agent that refuses them (its task no longer waits on these asks: it was answered or
+        cancelled there, or paused again) is asked where the task stands now, so the caller mirrors
+        that instead of waiting on a pause that is gone.
+        """
         message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, task_id=task_id, context_id=context_id)
         answer_message(message, decisions)
-        return await self._send(url, message)
+        try:
+            return await self._send(url, message)
+        except A2AClientError:
+            raise  # no answer from the agent: its refusal is not known
+        except A2AError as refused:
+            return await self._standing(url, task_id, context_id, refused)
+
+    async def _standing(self, url: str, task_id: str, context_id: str, refused: A2AError) -> RemoteOutcome:
+        """Where a task stands now; failed, naming the refusal, when the agent no longer has it."""
+        try:
+            async with self._client(url) as client:
+                task = await client.get_task(GetTaskRequest(id=task_id), context=self._context())
+        except TaskNotFoundError:
+            text = f"the remote agent no longer has the task it paused ({refused})"
+            return RemoteOutcome(status="failed", task_id=task_id, context_id=context_id, text=text)
+        return remote_outcome(task.status, task_id=task.id, context_id=task.context_id)
 
     async def _send(self, url: str, message: Message) -> RemoteOutcome:
-        async with httpx.AsyncClient(timeout=self.timeout) as http:
-            if url.startswith(GRPC_SCHEME):
-                client = _grpc_client(url)
-            else:
-                client = await create_client(url, client_config=ClientConfig(streaming=False, httpx_client=http))
+        """Send one message and read where its task stands.
+
+        Raises:
+            RemoteUnreachable: no connection to the agent (or to its card) was made, so nothing was sent.
+        """
+        async with self._client(url) as client:
             try:
-                context = ClientCallContext(service_parameters=_HITL.service_parameters, timeout=self.timeout)
-                events = [e async for e in client.send_message(SendMessageRequest(message=message), context=context)]
-            finally:
-                await client.close()
+                events = [
+                    e async for e in client.send_message(SendMessageRequest(message=message), context=self._context())
+                ]
+            except A2AClientError as exc:
+                if isinstance(exc.__cause__, httpx.ConnectError):
+                    raise RemoteUnreachable(url, str(exc.__cause__) or "no connection") from exc
+                raise
         last = events[-1]
         if last.HasField("task"):
             return remote_outcome(last.task.status, task_id=last.task.id, context_id=last.task.context_id)
         update = last.status_update
         return remote_outcome(update.status, task_id=update.task_id, context_id=update.context_id)
+
+    def _context(self) -> ClientCallContext:
+        return ClientCallContext(service_parameters=_HITL.service_parameters, timeout=self.timeout)
+
+    @asynccontextmanager
+    async def _client(self, url: str) -> AsyncIterator[Client]:
+        """An a2a-sdk client of the agent at `url`, for one exchange.
+
+        Raises:
+            RemoteUnreachable: its agent card could not be fetched for want of a connection.
+        """
+        async with httpx.AsyncClient(timeout=self.timeout) as http:
+            try:
+                if url.startswith(GRPC_SCHEME):
+                    client = _grpc_client(url)
+                else:
+                    client = await create_client(url, client_config=ClientConfig(streaming=False, httpx_client=http))
+            except AgentCardResolutionError as exc:
+                if isinstance(exc.__cause__, httpx.ConnectError):
+                    raise RemoteUnreachable(url, str(exc.__cause__) or "no connection") from exc
+                raise
+            try:
+                yield client
+            finally:
+                await client.close()
 
 
 GRPC_SCHEME = "grpc://"

@@ -30,7 +30,7 @@ from ..._runtime import RunResult, Sayso, ThreadRecord, authenticate
 from ...exceptions import InvalidInput, ThreadNotFound, Unauthenticated
 from .._common import AgentEndpoint
 from ._inbound import client_tools, decisions_from_resume, host_grants, moves_on, tool_messages, user_text
-from ._mapping import THREAD, error_event, finished_event, message_events, pending_call_events, refused
+from ._mapping import THREAD, call_ids, error_event, finished_event, message_events, pending_call_events, refused
 from ._state import check_replayed, state_snapshot
 
 PING_SECONDS = 15.0
@@ -102,11 +102,19 @@ class AgUiAgent(AgentEndpoint):
             if thread.agent != self.agent:
                 raise InvalidInput(f"thread {thread.thread_id!r} is a conversation with agent {thread.agent!r}")
             check_replayed(run_input.state, await self.sayso.run_record(paused.run_id))
-            decisions = decisions_from_resume(paused.requests, run_input.resume or [], answers, kaboo=self.kaboo)
+            so_far = await self.sayso.run_messages(paused.run_id)
+            decisions = decisions_from_resume(
+                paused.requests,
+                run_input.resume or [],
+                answers,
+                run_id=paused.run_id,
+                streamed_calls=call_ids(so_far),
+                kaboo=self.kaboo,
+            )
             if not decisions:
                 raise refused("the resume answers none of the open requests")
             # The run goes on: only what it adds from here is new to the client.
-            before = len(await self.sayso.run_messages(paused.run_id))
+            before = len(so_far)
             # A request the resume leaves out counts as skipped, never as approved.
             result = await self.sayso.answer_pause(
                 paused.run_id, decisions, principal=caller, rest="skip", via="ag-ui", **hosted

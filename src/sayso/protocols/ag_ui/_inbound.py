@@ -10,7 +10,7 @@ state the client sends back. The outbound half is in `_mapping`.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from ag_ui.core import Context, ResumeEntry, Tool, ToolMessage, UserMessage
@@ -40,7 +40,7 @@ from ..._core.requests import (
     Request,
 )
 from ...exceptions import InvalidInput
-from ._mapping import KABOO_GRANTS, Shown, _shown_as_call, refused
+from ._mapping import KABOO_GRANTS, Shown, _shown_as_call, refused, shown_call_id
 
 
 def decisions_from_resume(
@@ -48,18 +48,22 @@ def decisions_from_resume(
     entries: Sequence[ResumeEntry],
     tool_messages: Sequence[ToolMessage],
     *,
+    run_id: str,
+    streamed_calls: Collection[str] = (),
     kaboo: bool = False,
 ) -> dict[str, Decision]:
-    """The decisions a resume takes, by request id, found by interrupt id and tool call id.
+    """The decisions a resume takes, by request id, found by interrupt id and the tool call id shown (`run_id`'s).
 
-    Requests the resume leaves out are not here (the caller counts them as skipped).
+    Requests the resume leaves out are not here (the caller counts them as skipped). A tool
+    message for one of `streamed_calls` (calls the run made, whose results the client was sent
+    and may echo back) answers nothing.
 
     Raises:
-        InvalidInput: an entry names no open request, names one twice, or does not fit it
-            (`field` is `RESUME`).
+        InvalidInput: an entry names no open request, names one twice, or does not fit it; a tool
+            message names a call nobody made (`field` is `RESUME`).
     """
     by_id = {r.request_id: r for r in open_requests if not _shown_as_call(r, kaboo=kaboo)}
-    by_call = {r.tool_call_id: r for r in open_requests if _shown_as_call(r, kaboo=kaboo)}
+    by_call = {shown_call_id(r, run_id=run_id): r for r in open_requests if _shown_as_call(r, kaboo=kaboo)}
     decided: dict[str, Decision] = {}
     for entry in entries:
         request = by_id.get(entry.interrupt_id)
@@ -70,8 +74,11 @@ def decisions_from_resume(
         decided[request.request_id] = decision_from_entry(request, entry)
     for message in tool_messages:
         client = by_call.get(message.tool_call_id)
-        if client is None:
+        if client is None and message.tool_call_id in streamed_calls:
             continue  # a tool message from earlier in the history the client replays
+        if client is None:
+            # Never passed over: the call it meant to answer would be skipped, and the answer lost.
+            raise refused(f"tool call {message.tool_call_id!r} is not a call of this run")
         if client.request_id in decided:
             raise refused(f"tool call {message.tool_call_id!r} is answered twice")
         decided[client.request_id] = (

@@ -126,6 +126,17 @@ def refused(problem: str) -> InvalidInput:
 # --- outbound
 
 
+def call_ids(messages: Sequence[ModelMessage]) -> set[str]:
+    """The ids of the tool calls in `messages`: what `message_events` streams, and a client may send back."""
+    return {
+        part.tool_call_id
+        for message in messages
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart)
+    }
+
+
 def message_events(messages: Sequence[ModelMessage], *, id_prefix: str) -> Iterator[BaseEvent]:
     """Text, tool-call and tool-result events for messages a run added, in order."""
     for index, message in enumerate(messages):
@@ -268,6 +279,16 @@ def _shown_as_call(request: Request, *, kaboo: bool) -> bool:
     return isinstance(request, ClientToolRequest) or (kaboo and isinstance(request, QuestionRequest))
 
 
+def shown_call_id(request: Request, *, run_id: str) -> str:
+    """The id a client answers a call it runs by: the model's own in the run it talks to, the request's in a delegate.
+
+    A call of the run the client talks to is in that run's messages under the model's id. Models
+    reuse plain call ids (`call_0`) across runs, so two delegates' calls may share one: a client
+    could answer only one of them, and the other would be skipped.
+    """
+    return request.tool_call_id if request.run_id == run_id else request.request_id
+
+
 def pending_call_events(requests: Sequence[Request], *, run_id: str, kaboo: bool = False) -> Iterator[BaseEvent]:
     """The tool calls a delegate left for the client, streamed as the run's own calls are (docs/guides/ag-ui.md).
 
@@ -281,7 +302,7 @@ def pending_call_events(requests: Sequence[Request], *, run_id: str, kaboo: bool
         meta = {"subagentRunId": run, "agent_path": request.agent_path}
         name = "ask_user" if isinstance(request, QuestionRequest) else request.tool_name
         args: Mapping[str, object] = _ask_args(request) if isinstance(request, QuestionRequest) else shown_args(request)
-        call = request.tool_call_id
+        call = shown_call_id(request, run_id=run_id)
         yield ToolCallStartEvent(tool_call_id=call, tool_call_name=name, metadata=meta, subagent_run_id=run)
         yield ToolCallArgsEvent(tool_call_id=call, delta=json.dumps(args), metadata=meta, subagent_run_id=run)
         yield ToolCallEndEvent(tool_call_id=call, metadata=meta, subagent_run_id=run)
@@ -334,7 +355,7 @@ def finished_event(
     `metadata.pendingToolCallIds` (AG-UI's success outcome, which names them, cannot carry interrupts).
     """
     shown = [r for r in requests if isinstance(r, Shown) and not _shown_as_call(r, kaboo=kaboo)]
-    pending = [r.tool_call_id for r in requests if _shown_as_call(r, kaboo=kaboo)]
+    pending = [shown_call_id(r, run_id=sayso_run_id) for r in requests if _shown_as_call(r, kaboo=kaboo)]
     metadata: dict[str, Any] = {"sayso_run_id": sayso_run_id}
     if shown:
         if pending:
