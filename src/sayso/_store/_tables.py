@@ -152,7 +152,7 @@ grants = Table(
     Column("created_at", Float, nullable=False),
     Column("expires_at", Float, nullable=True),
     Column("revoked_at", Float, nullable=True),
-    Column("agent", String(200), nullable=True),
+    Column("agent", String(400), nullable=True),
     Column("granted_by", String(200), nullable=True),
     Index("ix_grants_lookup", "principal", "tool", "subject_key"),
 )
