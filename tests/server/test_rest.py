@@ -183,10 +183,27 @@ async def test_streamed_run_reports_tool_calls_text_and_the_pause(server: InProc
         assert events[-1][1]["status"] == "paused"
         thread_id = str(events[-1][1]["thread_id"])
         body = {"message": "x", "agent": "nobody"}
-        async with client.stream("POST", "/v1/runs?stream=true", json=body) as response:
-            events = await _events(response.aiter_lines())
-        assert events[-1][0] == "error" and events[-1][1]["status"] == 422
+        refused = await client.post("/v1/runs?stream=true", json=body)
+        assert (refused.status_code, refused.headers["content-type"]) == (422, PROBLEM)
+        assert "nobody" in refused.json()["detail"]
     assert thread_id.startswith("thr_")
+    assert events[0] == ("status", {**events[0][1], "thread_id": thread_id, "status": "running"})
+    assert events[0][1]["run_id"] == events[-1][1]["run_id"]
+
+
+async def test_a_streamed_message_the_runtime_refuses_gets_its_status_not_a_200_stream(serve: ServerFactory) -> None:
+    """Another principal's thread is a 403 problem with streaming as without; its owner's message streams."""
+    server = await serve(principals=[ALICE, BOB])
+    async with server.client("alice-token") as alice, server.client("bob-token") as bob:
+        paused = (await alice.post("/v1/runs", json={"message": "delete notes"})).json()
+        thread = {"thread_id": paused["thread_id"]}
+        foreign = await bob.post("/v1/runs?stream=true", json={"message": "list", **thread})
+        assert (foreign.status_code, foreign.headers["content-type"]) == (403, PROBLEM)
+        async with alice.stream("POST", "/v1/runs?stream=true", json={"message": "list", **thread}) as taken:
+            assert taken.status_code == 200
+            events = await _events(taken.aiter_lines())
+        assert events[0][0] == "status" and events[0][1]["thread_id"] == paused["thread_id"]
+        assert events[-1][1]["status"] == "completed"
 
 
 async def _events(lines: object) -> list[tuple[str, dict[str, object]]]:

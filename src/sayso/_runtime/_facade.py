@@ -160,6 +160,7 @@ class Sayso(LinkVerbs, Reading):
         offer_wider_scopes: bool = True,
         run_id: str | None = None,
         on_text: Callable[[str], Awaitable[None]] | None = None,
+        on_start: Callable[[str, str], None] | None = None,
     ) -> RunResult:
         """Send a user message and run the agent until it finishes or pauses.
 
@@ -181,6 +182,9 @@ class Sayso(LinkVerbs, Reading):
             on_text: receives the run's text as the model writes it (A2A's artifact updates): each
                 piece as the model produces it (models that cannot stream give one response at a
                 time). Delegates' text is not sent: what a delegate says reaches its coordinator.
+            on_start: hears `(run_id, thread_id)` once the message is taken (every check passed, the
+                run written), before the agent works: a stream can answer a refused message with its
+                error status, and name a new thread at once.
 
         Raises:
             ThreadBusy: the thread has a run in progress in some process.
@@ -198,6 +202,7 @@ class Sayso(LinkVerbs, Reading):
             client_tools=client_tools,
             options=CallOptions.of(grants, offer_wider_scopes, on_text),
             run_id=run_id,
+            on_start=on_start,
         )
 
     async def decide(

@@ -10,13 +10,13 @@ from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from sse_starlette import EventSourceResponse
+from starlette.responses import Response
 
 from .._runtime import authenticator, new_id, rfc3339, run_json
 from ._deps import _SSE_EVENT, TITLE_LENGTH, Caller, Id, JsonBody, Runtime, State, ThreadId, problems
 from ._schemas_in import ResumeIn, RunIn, ThreadIn
 from ._schemas_out import AgentListOut, AgentOut, MeOut, RunOut, ThreadListOut, ThreadOut, entry_json
-from ._stream import RUN_PING_SECONDS, event_stream, start_run, stream_run
+from ._stream import start_run, stream_run
 
 router = APIRouter(prefix="/v1")
 
@@ -141,16 +141,18 @@ async def create_run(
     state: State,
     body: RunIn,
     stream: Annotated[bool, Query(description="Stream server-sent events instead of one JSON result.")] = False,
-) -> JsonBody | EventSourceResponse:
+) -> JsonBody | Response:
     """Send a message and run the agent until it finishes or pauses.
 
-    With `stream=true` the answer is `text/event-stream`: `status`, `progress`, `tool_call`,
-    `decision` (a call's decision, as transcript lines show it), `tool_result`, `text_delta`,
-    `request` (one per open request), then `run` (the whole result) or `error` (a problem document).
+    With `stream=true` the answer is `text/event-stream` once the message is taken: `status` (the
+    run's and the thread's ids), `progress`, `tool_call`, `decision` (a call's decision, as
+    transcript lines show it), `tool_result`, `text_delta`, `request` (one per open request), then
+    `run` (the whole result) or `error` (a problem document: the run failed). A message refused
+    before its run starts is its problem, with its status (403, 409, 422), as without streaming.
     """
     if stream:
         assert state.tasks is not None, "the server's lifespan has not started"
-        return event_stream(stream_run(state.sayso, state.tasks, caller, body), ping_seconds=RUN_PING_SECONDS)
+        return await stream_run(state.sayso, state.tasks, caller, body)
     return run_json(await start_run(state.sayso, caller, body))
 
 

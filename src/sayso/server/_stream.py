@@ -1,9 +1,11 @@
 """Server-sent events for a streamed run.
 
-The runtime reports a run when it pauses or finishes, so the stream says `status` at once,
-`progress` while the run works, then what the run did (`tool_call`, `decision` for a call that
-waited on one, `tool_result`), the
-answer in `text_delta` chunks or each `request` of the pause, and last the whole `run`. The
+The response waits until the message is taken (the runtime's `on_start`): a message the runtime
+refuses (403, 409, 422) is answered with its problem and status, as without streaming. Once it is
+taken, the stream says `status` (with the run's and the thread's ids) at once, `progress` while the
+run works, then what the run did (`tool_call`, `decision` for a call that waited on one,
+`tool_result`), the answer in `text_delta` chunks or each `request` of the pause, and last the
+whole `run` (or `error`, a problem document, when the run itself failed). The
 run itself belongs to the server, not to the connection: a client that leaves early does not
 cancel it, and its pause is persisted as usual.
 """
@@ -14,16 +16,18 @@ import json
 import logging
 import math
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import anyio
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.responses import Response
 
 from .._core.access import Principal
-from .._runtime import RunResult, Sayso, request_json, run_json
-from ._problems import problem_for
+from .._runtime import RunResult, Sayso, TranscriptEntry, request_json, run_json
+from ._problems import Problem, problem_for, problem_response
 from ._schemas_in import RunIn
 from ._schemas_out import entry_json
 
@@ -44,7 +48,9 @@ SSE_HEADERS = {"Cache-Control": "no-cache"}
 """What every stream's response says besides sse-starlette's own headers (it adds `X-Accel-Buffering: no`)."""
 
 
-async def start_run(sayso: Sayso, principal: Principal, body: RunIn) -> RunResult:
+async def start_run(
+    sayso: Sayso, principal: Principal, body: RunIn, on_start: Callable[[str, str], None] | None = None
+) -> RunResult:
     """The run a `POST /v1/runs` body asks for, as `principal`: streamed or answered in one piece."""
     return await sayso.run(
         body.message,
@@ -52,6 +58,7 @@ async def start_run(sayso: Sayso, principal: Principal, body: RunIn) -> RunResul
         thread_id=body.thread_id,
         principal=principal,
         client_tools=[t.to_client_tool() for t in body.client_tools],
+        on_start=on_start,
     )
 
 
@@ -82,13 +89,31 @@ def event_stream(
     )
 
 
-async def stream_run(
-    sayso: Sayso, tasks: TaskGroup, principal: Principal, body: RunIn
-) -> AsyncIterator[ServerSentEvent]:
-    """Start a run in the server's task group `tasks` and yield its events as they come."""
+@dataclass
+class _Taken:
+    """Whether a streamed message was taken: set once the run starts, or once it was refused (`refused`)."""
+
+    settled: anyio.Event = field(default_factory=anyio.Event)
+    refused: Problem | None = None
+
+
+async def stream_run(sayso: Sayso, tasks: TaskGroup, principal: Principal, body: RunIn) -> Response:
+    """Start a run in the server's task group `tasks`; once the message is taken, stream its events as they come.
+
+    A message refused before the run starts (not the thread's owner, a run in progress, an unknown
+    agent) is its problem response, with its status: nothing was streamed yet.
+    """
     send, receive = anyio.create_memory_object_stream[Event](max_buffer_size=math.inf)
-    tasks.start_soon(_work, sayso, principal, body, send)
-    yield sse_event("status", {"status": "running", "thread_id": body.thread_id, "agent": body.agent})
+    taken = _Taken()
+    tasks.start_soon(_work, sayso, principal, body, send, taken)
+    await taken.settled.wait()
+    if taken.refused is not None:
+        receive.close()
+        return problem_response(taken.refused)
+    return event_stream(_events(receive), ping_seconds=RUN_PING_SECONDS)
+
+
+async def _events(receive: MemoryObjectReceiveStream[Event]) -> AsyncIterator[ServerSentEvent]:
     started = anyio.current_time()
     async with receive:
         while True:
@@ -104,37 +129,54 @@ async def stream_run(
             yield sse_event(name, data)
 
 
-async def _work(sayso: Sayso, principal: Principal, body: RunIn, send: MemoryObjectSendStream[Event]) -> None:
+async def _work(
+    sayso: Sayso, principal: Principal, body: RunIn, send: MemoryObjectSendStream[Event], taken: _Taken
+) -> None:
     def put(name: str, data: Mapping[str, object]) -> None:
         try:
             send.send_nowait((name, data))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass  # the client left; the run carries on and its outcome is in the store
 
+    def started(run_id: str, thread_id: str) -> None:
+        put("status", {"status": "running", "run_id": run_id, "thread_id": thread_id, "agent": body.agent})
+        taken.settled.set()
+
     with send:
         try:
             before = await sayso.last_seq(body.thread_id) if body.thread_id else 0
-            result = await start_run(sayso, principal, body)
+            result = await start_run(sayso, principal, body, on_start=started)
             entries = await sayso.transcript(result.thread_id, principal=principal, after_seq=before)
         except Exception as exc:
             problem = problem_for(exc)
             if problem.status >= 500:
                 logger.error("streamed run failed", exc_info=exc)
-            put("error", problem.body())
+            if taken.settled.is_set():
+                put("error", problem.body())
+            else:
+                taken.refused = problem
             return
-        for entry in entries:
-            if entry.run_id != result.run_id:
-                continue
-            call = {"tool_name": entry.tool_name, "tool_call_id": entry.tool_call_id}
-            if entry.role == "tool_call":
-                put("tool_call", {**call, "args": entry.args})
-            elif entry.role == "decision":
-                put("decision", {**call, "decision": entry_json(entry)["decision"]})
-            elif entry.role == "tool_result":
-                put("tool_result", {**call, "text": entry.text})
-        if result.output:
-            for chunk in _WORDS.findall(result.output):
-                put("text_delta", {"delta": chunk})
-        for request in result.requests:
-            put("request", request_json(request))
-        put("run", run_json(result))
+        finally:
+            taken.settled.set()
+        for name, data in _outcome(result, entries):
+            put(name, data)
+
+
+def _outcome(result: RunResult, entries: Sequence[TranscriptEntry]) -> Iterator[Event]:
+    """What the run did (its transcript lines), its answer in chunks or its requests, then the whole run."""
+    for entry in entries:
+        if entry.run_id != result.run_id:
+            continue
+        call = {"tool_name": entry.tool_name, "tool_call_id": entry.tool_call_id}
+        if entry.role == "tool_call":
+            yield "tool_call", {**call, "args": entry.args}
+        elif entry.role == "decision":
+            yield "decision", {**call, "decision": entry_json(entry)["decision"]}
+        elif entry.role == "tool_result":
+            yield "tool_result", {**call, "text": entry.text}
+    if result.output:
+        for chunk in _WORDS.findall(result.output):
+            yield "text_delta", {"delta": chunk}
+    for request in result.requests:
+        yield "request", request_json(request)
+    yield "run", run_json(result)

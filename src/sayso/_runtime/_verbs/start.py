@@ -7,7 +7,7 @@ never share a thread and nothing the old pause approved runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..._core.access import Principal
 from ..._core.audit_events import audit_body
@@ -35,8 +35,12 @@ async def start(
     client_tools: Sequence[ClientTool],
     options: CallOptions,
     run_id: str | None = None,
+    on_start: Callable[[str, str], None] | None = None,
 ) -> RunResult:
     """Send a user message and run the agent (or workflow) until it finishes or pauses.
+
+    `on_start(run_id, thread_id)` hears that the message was taken: the run is written, every
+    check passed, and what follows is the run's own outcome.
 
     Read (the thread, in the transaction that starts the run) → check (the core's pure
     `check_thread`: who may message, which agent) → write (the run) → the runner of its kind runs it.
@@ -65,6 +69,8 @@ async def start(
     )
     if begun.run is not None:
         started = Start(prompt=message, history=begun.history, stored_grants=begun.grants)
+        if on_start is not None:
+            on_start(begun.run.run_id, begun.run.thread_id)
         return await c.runner(begun.run).start(begun.run, started, options)
     assert begun.thread is not None and begun.thread.active_run_id is not None
     return await _supersede(
@@ -76,6 +82,7 @@ async def start(
         options=options,
         now=now,
         run_id=run_id,
+        on_start=on_start,
     )
 
 
@@ -89,6 +96,7 @@ async def _supersede(
     options: CallOptions,
     now: float,
     run_id: str | None,
+    on_start: Callable[[str, str], None] | None,
 ) -> RunResult:
     """A message on a thread whose run is paused: skip its open requests and start a new run in the same commit."""
     k = c.k
@@ -133,4 +141,6 @@ async def _supersede(
         durable=runner.durable_start,
     )
     k.events.decided(requests, added)
+    if on_start is not None:
+        on_start(run.run_id, run.thread_id)
     return await c.runner(run).start(run, Start(prompt=message, superseded=(requests, decisions)), options)
