@@ -304,3 +304,39 @@ def test_a_mail_and_its_page_hide_redacted_arguments(serve: Serve, smtp: Smtp, t
     page = httpx.get(mailed_link(mail), timeout=30)
     assert page.status_code == 200
     assert "tok-s3cret" not in page.text and "&quot;amount&quot;: 3" in page.text
+
+
+def test_a_mail_after_an_edit_vote_shows_the_arguments_its_link_approves(
+    serve: Serve, smtp: Smtp, tmp_path: Path
+) -> None:
+    """Bob's vote edits the amount to 200; the escalation then mails carol, whose link approves 200: the mail and its
+    confirm page show 200, never the 250 the edit replaced."""
+    clock = Clock()
+    port = free_port()
+    config = channels_config(
+        tmp_path,
+        public_url=f"http://127.0.0.1:{port}",
+        notify=[],
+        smtp_port=smtp.port,
+        routing={"approvers": ["bob", "carol"], "approvals_required": 2},
+        escalate=[{"after": "1h", "notify": ["email:carol@example.com"]}],
+    )
+    server, _ = serve(config, port=port, clock=clock)
+    run = start_run(server, "pay 250")
+    request_id = str(run["requests"][0]["id"])  # type: ignore[index]
+    bob = {"Authorization": "Bearer bob-token"}
+    edit = {"kind": "approve", "edited_args": {"amount": 200}}
+    voted = httpx.post(f"{server.base_url}/v1/requests/{request_id}/decision", json=edit, headers=bob, timeout=30)
+    assert voted.status_code == 200, voted.text
+
+    clock.now += 61 * 60
+    assert httpx.post(f"{server.base_url}/v1/expire", headers=bob, timeout=30).status_code == 200
+    [mail] = smtp.mailbox.wait_for(1)
+    assert '"amount": 200' in body_text(mail) and '"amount": 250' not in body_text(mail)
+    page = httpx.get(mailed_link(mail), timeout=30)
+    assert page.status_code == 200, page.text
+    assert "&quot;amount&quot;: 200" in page.text and "&quot;amount&quot;: 250" not in page.text
+
+    approved = httpx.post(mailed_link(mail), data={"action": "approve"}, timeout=30)
+    assert approved.status_code == 200, approved.text
+    assert ran("pay") == [{"amount": 200}]
