@@ -340,3 +340,36 @@ def test_a_mail_after_an_edit_vote_shows_the_arguments_its_link_approves(
     approved = httpx.post(mailed_link(mail), data={"action": "approve"}, timeout=30)
     assert approved.status_code == 200, approved.text
     assert ran("pay") == [{"amount": 200}]
+
+
+def amount_band(tool_name: str, tool_input: dict[str, int]) -> dict[str, str]:
+    """The subject of a payment: its band of 100 (an approval of 250 covers 200 to 299)."""
+    band = tool_input["amount"] // 100
+    return {"key": f"band:{band}", "label": f"payments of {band * 100} to {band * 100 + 99}"}
+
+
+def test_an_edit_that_changes_the_subject_leaves_the_link_to_decide_again(
+    serve: Serve, smtp: Smtp, tmp_path: Path
+) -> None:
+    """An edit outside what the mail's approval covers is refused, naming it; the link still works for an edit
+    within it (a refused decision changes nothing, the link's one use included)."""
+    port = free_port()
+    config = channels_config(
+        tmp_path,
+        public_url=f"http://127.0.0.1:{port}",
+        notify=["email:bob@example.com"],
+        smtp_port=smtp.port,
+        routing={"subject": "tests.channels.test_email:amount_band"},
+    )
+    server, _ = serve(config, port=port)
+    run = start_run(server, "pay 250")
+    link = mailed_link(smtp.mailbox.wait_for(1)[0])
+
+    wider = httpx.post(link, data={"action": "edit", "args": json.dumps({"amount": 900})}, timeout=30)
+    assert wider.status_code == 422, wider.text
+    assert "the edit changes what the approval covers" in wider.text
+    assert run_of(server, run["run_id"])["status"] == "paused"
+
+    within = httpx.post(link, data={"action": "edit", "args": json.dumps({"amount": 260})}, timeout=30)
+    assert within.status_code == 200, within.text
+    assert ran("pay") == [{"amount": 260}]
