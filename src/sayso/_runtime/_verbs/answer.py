@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from ..._core.access import Principal
+from ..._core.access import Principal, skip_refusal
 from ..._core.audit_events import audit_body
 from ..._core.deciding import check_allowed, check_same_subject, edits_arguments, grant_from, needs_holder, needs_votes
 from ..._core.decisions import Decision, DecisionRecord, Via, check_decision
 from ..._core.grants import Grant
 from ..._core.limits import check_decision as check_size
 from ..._core.requests import Request
+from ..._store import RunRecord
 from ...exceptions import AlreadyDecided, CallEnded, PauseConsumed, RequestNotFound, RunConflict
 from .. import _holds, _tree
 from .._cycle import Cycle
@@ -94,16 +95,26 @@ async def answer_pause(
         raise AlreadyDecided(earlier[0].request_id, "another decision was recorded first; the first decision wins")
     k.events.decided([r for r, _, _ in records], [d for _, d, _ in records])
     top = await k.store.get_run(top.run_id)
-    if voted and top.status == "paused":
-        # A vote short of its quorum keeps the pause open: nothing left out is skipped past it.
-        still = {r.request_id for r in await _tree.open_leaves(k, top)}
-        rest = "wait" if any(request_id in still for request_id, _ in voted) else rest
+    if rest == "skip" and top.status == "paused":
+        rest = await _rest(c, top, principal, voted=[request_id for request_id, _ in voted])
     if rest == "skip":
         try:
             return await c.advance(top, force=True, options=options)
         except PauseConsumed:
             return await _tree.result(k, top.run_id)
     return await resume_if_ready(c, top, options)
+
+
+async def _rest(c: Cycle, top: RunRecord, principal: Principal, *, voted: list[str]) -> Literal["wait", "skip"]:
+    """Whether what the answers left out may be skipped now, or waits.
+
+    A vote short of its quorum keeps the pause open: nothing left out is skipped past it. And what the caller
+    may not decide is not theirs to skip (`skip_refusal`): it waits for its decider.
+    """
+    still = await _tree.open_leaves(c.k, top)
+    if any(r.request_id in voted for r in still) or skip_refusal(principal, still) is not None:
+        return "wait"
+    return "skip"
 
 
 async def _check_holder(c: Cycle, request: Request, now: float) -> None:
