@@ -228,3 +228,26 @@ def test_a_workflows_input_takes_one_answer() -> None:
                 },
             }
         )
+
+
+@pytest.mark.parametrize("routed", [True, False], ids=["quorum", "owner"])
+async def test_arguments_sent_back_as_shown_keep_their_redacted_fields(tmp_path: Path, routed: bool) -> None:
+    """`to` is redacted: every interface shows it as the placeholder, and an approval naming the arguments it saw
+    (as the web UI's votes do) or an edit of the amount sends the placeholder back. The call runs with the real
+    value, never the placeholder, and an unchanged field is no edit that restarts a quorum."""
+    cfg = config(tmp_path, rule=None if routed else {"name": "refund"})
+    cfg.agents["payments"].redact = ["to"]
+    async with Sayso(cfg, models={"m": tool_model(route)}) as app:
+        paused = await app.run("refund 250 to acme", principal="alice")
+        [request] = approvals(paused.requests)
+        shown = request_json(request)["args"]
+        assert shown == {"amount": 250, "to": "«redacted»"}
+        if routed:
+            first = await app.decide(request.request_id, Approve(edited_args=shown), principal="bob", via="web")
+            assert first.quorum is not None and first.quorum.text == "1 of 2, waiting for finance"
+            done = await app.decide(request.request_id, Approve(edited_args=shown), principal="carol", via="web")
+        else:
+            edited = Approve(edited_args={**shown, "amount": 200})
+            done = await app.decide(request.request_id, edited, principal="alice", via="web")
+    assert done.run.status == "completed"
+    assert ran("refund") == [{"amount": 250 if routed else 200, "to": "acme"}]

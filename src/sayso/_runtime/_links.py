@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._core.deciding import check_allowed, check_same_subject, edits_arguments, needs_votes
+from .._core.deciding import check_allowed, check_same_subject, edits_arguments, keep_secrets, needs_votes
 from .._core.decisions import Approve, Decision, check_decision
 from .._core.links import LinkClaims, args_digest, read_link, sign_link, token_id
 from .._core.requests import Request
@@ -101,7 +101,7 @@ async def decide_by_link(c: Cycle, token: str, decision: Decision) -> DecideResu
     principal = k.principal(view.principal)
     request = view.state.request
     check_allowed(request, principal)
-    check_decision(request, decision, existing=view.state.decision, now=k.clock())
+    check_decision(request, keep_secrets(request, decision), existing=view.state.decision, now=k.clock())
     shown = decision  # as the judge reads it: in a quorum, the arguments as they stand are no edit
     if needs_votes(request) and isinstance(decision, Approve):
         shown = same_as_shown(request, view.state.votes, decision)

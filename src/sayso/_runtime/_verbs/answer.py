@@ -11,7 +11,15 @@ from typing import Literal
 
 from ..._core.access import Principal, skip_refusal
 from ..._core.audit_events import audit_body
-from ..._core.deciding import check_allowed, check_same_subject, edits_arguments, grant_from, needs_holder, needs_votes
+from ..._core.deciding import (
+    check_allowed,
+    check_same_subject,
+    edits_arguments,
+    grant_from,
+    keep_secrets,
+    needs_holder,
+    needs_votes,
+)
 from ..._core.decisions import Decision, DecisionRecord, Via, check_decision
 from ..._core.grants import Grant
 from ..._core.limits import check_decision as check_size
@@ -52,19 +60,20 @@ async def answer_pause(
     now = k.clock()
     records: list[tuple[Request, DecisionRecord, Grant | None]] = []
     voted: list[tuple[str, Decision]] = []
-    for request_id, decision in answers.items():
+    for request_id, given in answers.items():
         request = waiting.get(request_id)
         if request is None:
             found = await k.store.request_with_run(request_id)
             if found is None or (await _tree.root(k, found.run)).run_id != top.run_id:
                 raise RequestNotFound(request_id)
             check_allowed(found.request, principal)
+            decision = keep_secrets(found.request, given)
             if check_decision(found.request, decision, existing=found.decision, now=now) is None:
                 continue  # the same decision again: a harmless no-op
             raise AlreadyDecided(request_id, "it is no longer open")
         check_allowed(request, principal)
         await _check_holder(c, request, now)
-        to_record = check_decision(request, decision, existing=None, now=now)
+        to_record = check_decision(request, keep_secrets(request, given), existing=None, now=now)
         assert to_record is not None, "an open request has no decision to repeat"
         if needs_votes(request):
             voted.append((request_id, to_record))  # counted by the one vote path, after every check
