@@ -20,7 +20,7 @@ from ..._core.deciding import (
     needs_holder,
     needs_votes,
 )
-from ..._core.decisions import Decision, DecisionRecord, Via, check_decision
+from ..._core.decisions import Approve, Decision, DecisionRecord, Via, check_decision
 from ..._core.grants import Grant
 from ..._core.limits import check_decision as check_size
 from ..._core.requests import Request
@@ -75,12 +75,13 @@ async def answer_pause(
         await _check_holder(c, request, now)
         to_record = check_decision(request, keep_secrets(request, given), existing=None, now=now)
         assert to_record is not None, "an open request has no decision to repeat"
+        if edits_arguments(request, to_record) and not _as_proposed(request, to_record):
+            # A vote's too, before any vote is cast: arguments a vote names as they stand kept the subject already.
+            agent = (await k.store.get_run(request.run_id)).agent
+            check_same_subject(request, to_record, subject_of_edit(k, request, to_record, agent=agent))
         if needs_votes(request):
             voted.append((request_id, to_record))  # counted by the one vote path, after every check
             continue
-        if edits_arguments(request, to_record):
-            agent = (await k.store.get_run(request.run_id)).agent
-            check_same_subject(request, to_record, subject_of_edit(k, request, to_record, agent=agent))
         record = DecisionRecord(
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now, via=via
         )
@@ -112,6 +113,11 @@ async def answer_pause(
         except PauseConsumed:
             return await _tree.result(k, top.run_id)
     return await resume_if_ready(c, top, options)
+
+
+def _as_proposed(request: Request, decision: Decision) -> bool:
+    """Whether a vote names the proposed arguments (as an interface that shows them does): no edit to check."""
+    return needs_votes(request) and isinstance(decision, Approve) and decision.edited_args == request.args
 
 
 async def _rest(c: Cycle, top: RunRecord, principal: Principal, *, voted: list[str]) -> Literal["wait", "skip"]:
