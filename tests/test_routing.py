@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic_ai import Tool
 
-from sayso import Approve, Config, ConfigError, NotAllowed, Provide, Reject, Sayso, request_json
+from sayso import Approve, Config, ConfigError, InvalidDecision, NotAllowed, Provide, Reject, Sayso, request_json
 from sayso._config.file import load_config
 
 from .conftest import approvals
@@ -228,3 +228,53 @@ def test_a_workflows_input_takes_one_answer() -> None:
                 },
             }
         )
+
+
+@pytest.mark.parametrize("routed", [True, False], ids=["quorum", "owner"])
+async def test_arguments_sent_back_as_shown_keep_their_redacted_fields(tmp_path: Path, routed: bool) -> None:
+    """`to` is redacted: every interface shows it as the placeholder, and an approval naming the arguments it saw
+    (as the web UI's votes do) or an edit of the amount sends the placeholder back. The call runs with the real
+    value, never the placeholder, and an unchanged field is no edit that restarts a quorum."""
+    cfg = config(tmp_path, rule=None if routed else {"name": "refund"})
+    cfg.agents["payments"].redact = ["to"]
+    async with Sayso(cfg, models={"m": tool_model(route)}) as app:
+        paused = await app.run("refund 250 to acme", principal="alice")
+        [request] = approvals(paused.requests)
+        shown = request_json(request)["args"]
+        assert shown == {"amount": 250, "to": "«redacted»"}
+        if routed:
+            first = await app.decide(request.request_id, Approve(edited_args=shown), principal="bob", via="web")
+            assert first.quorum is not None and first.quorum.text == "1 of 2, waiting for finance"
+            done = await app.decide(request.request_id, Approve(edited_args=shown), principal="carol", via="web")
+        else:
+            edited = Approve(edited_args={**shown, "amount": 200})
+            done = await app.decide(request.request_id, edited, principal="alice", via="web")
+    assert done.run.status == "completed"
+    assert ran("refund") == [{"amount": 250 if routed else 200, "to": "acme"}]
+
+
+def amount_band(tool_name: str, tool_input: dict[str, Any]) -> dict[str, str]:
+    """A refund's subject: its band of 100 (an approval of 250 covers 200 to 299)."""
+    band = int(tool_input["amount"]) // 100
+    return {"key": f"band:{band}", "label": f"refunds of {band * 100} to {band * 100 + 99}"}
+
+
+async def test_answers_with_one_refused_edit_record_no_vote(tmp_path: Path) -> None:
+    """Bob answers two refunds that need votes at once; his edit of the second leaves what the approval covers, so it
+    is refused, and his vote on the first is not recorded either: one refused answer records none."""
+    rule = {"name": "refund", "approvers": ["finance"], "approvals_required": 2, "subject": f"{__name__}:amount_band"}
+
+    def both(said: str) -> list[tuple[str, dict[str, Any]]]:
+        return [("refund", {"amount": 250, "to": "acme"}), ("refund", {"amount": 260, "to": "initech"})]
+
+    async with Sayso(config(tmp_path, rule=rule), models={"m": tool_model(both)}) as app:
+        paused = await app.run("refund both", principal="alice")
+        first, second = approvals(paused.requests)
+        answers = {
+            first.request_id: Approve(),
+            second.request_id: Approve(edited_args={"amount": 900, "to": "initech"}),
+        }
+        with pytest.raises(InvalidDecision, match="the edit changes what the approval covers"):
+            await app.answer_pause(paused.run_id, answers, principal="bob")
+        states = [await app.request(r.request_id) for r in (first, second)]
+    assert [s.votes for s in states] == [(), ()] and ran("refund") == []

@@ -304,3 +304,72 @@ def test_a_mail_and_its_page_hide_redacted_arguments(serve: Serve, smtp: Smtp, t
     page = httpx.get(mailed_link(mail), timeout=30)
     assert page.status_code == 200
     assert "tok-s3cret" not in page.text and "&quot;amount&quot;: 3" in page.text
+
+
+def test_a_mail_after_an_edit_vote_shows_the_arguments_its_link_approves(
+    serve: Serve, smtp: Smtp, tmp_path: Path
+) -> None:
+    """Bob's vote edits the amount to 200; the escalation then mails carol, whose link approves 200: the mail and its
+    confirm page show 200, never the 250 the edit replaced."""
+    clock = Clock()
+    port = free_port()
+    config = channels_config(
+        tmp_path,
+        public_url=f"http://127.0.0.1:{port}",
+        notify=[],
+        smtp_port=smtp.port,
+        routing={"approvers": ["bob", "carol"], "approvals_required": 2},
+        escalate=[{"after": "1h", "notify": ["email:carol@example.com"]}],
+    )
+    server, _ = serve(config, port=port, clock=clock)
+    run = start_run(server, "pay 250")
+    request_id = str(run["requests"][0]["id"])  # type: ignore[index]
+    bob = {"Authorization": "Bearer bob-token"}
+    edit = {"kind": "approve", "edited_args": {"amount": 200}}
+    voted = httpx.post(f"{server.base_url}/v1/requests/{request_id}/decision", json=edit, headers=bob, timeout=30)
+    assert voted.status_code == 200, voted.text
+
+    clock.now += 61 * 60
+    assert httpx.post(f"{server.base_url}/v1/expire", headers=bob, timeout=30).status_code == 200
+    [mail] = smtp.mailbox.wait_for(1)
+    assert '"amount": 200' in body_text(mail) and '"amount": 250' not in body_text(mail)
+    page = httpx.get(mailed_link(mail), timeout=30)
+    assert page.status_code == 200, page.text
+    assert "&quot;amount&quot;: 200" in page.text and "&quot;amount&quot;: 250" not in page.text
+
+    approved = httpx.post(mailed_link(mail), data={"action": "approve"}, timeout=30)
+    assert approved.status_code == 200, approved.text
+    assert ran("pay") == [{"amount": 200}]
+
+
+def amount_band(tool_name: str, tool_input: dict[str, int]) -> dict[str, str]:
+    """The subject of a payment: its band of 100 (an approval of 250 covers 200 to 299)."""
+    band = tool_input["amount"] // 100
+    return {"key": f"band:{band}", "label": f"payments of {band * 100} to {band * 100 + 99}"}
+
+
+def test_an_edit_that_changes_the_subject_leaves_the_link_to_decide_again(
+    serve: Serve, smtp: Smtp, tmp_path: Path
+) -> None:
+    """An edit outside what the mail's approval covers is refused, naming it; the link still works for an edit
+    within it (a refused decision changes nothing, the link's one use included)."""
+    port = free_port()
+    config = channels_config(
+        tmp_path,
+        public_url=f"http://127.0.0.1:{port}",
+        notify=["email:bob@example.com"],
+        smtp_port=smtp.port,
+        routing={"subject": "tests.channels.test_email:amount_band"},
+    )
+    server, _ = serve(config, port=port)
+    run = start_run(server, "pay 250")
+    link = mailed_link(smtp.mailbox.wait_for(1)[0])
+
+    wider = httpx.post(link, data={"action": "edit", "args": json.dumps({"amount": 900})}, timeout=30)
+    assert wider.status_code == 422, wider.text
+    assert "the edit changes what the approval covers" in wider.text
+    assert run_of(server, run["run_id"])["status"] == "paused"
+
+    within = httpx.post(link, data={"action": "edit", "args": json.dumps({"amount": 260})}, timeout=30)
+    assert within.status_code == 200, within.text
+    assert ran("pay") == [{"amount": 260}]

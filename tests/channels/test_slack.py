@@ -9,6 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
+from sayso._core.links import args_digest
+
 from ..conftest import LiveServer, free_port
 from ..tools import ran
 from .conftest import SLACK_TOKEN, Clock, Serve, SlackStandIn, channels_config
@@ -95,12 +97,12 @@ def test_a_request_is_posted_with_buttons_and_approve_decides_and_updates_the_me
     assert '"amount": 250' in str(posted["blocks"])
     buttons = [(e["action_id"], e["text"]["text"], e["value"]) for e in posted["blocks"][-1]["elements"]]
     assert buttons == [
-        ("sayso.approve", "Approve", request_id),
+        ("sayso.approve", "Approve", f"{request_id} {args_digest({'amount': 250})}"),  # approves what it shows
         ("sayso.reject", "Reject", request_id),
         ("sayso.edit", "Edit", request_id),
     ]
 
-    answer = slack.interact(click("sayso.approve", request_id))
+    answer = slack.interact(click("sayso.approve", buttons[0][2]))
     assert answer.status_code == 200, answer.text
     [updated] = slack.wait_for("chat.update")
     assert (updated["channel"], updated["ts"]) == ("C0OPS", "1700000000.000001")
@@ -198,3 +200,39 @@ def test_an_expired_request_updates_its_message(serve: Serve, slack: SlackStandI
     assert httpx.post(f"{server.base_url}/v1/expire", headers=BOB, timeout=30).status_code == 200
     [updated] = slack.wait_for("chat.update")
     assert updated["text"] == "Expired: nobody decided in time."
+
+
+def test_approve_counts_for_the_arguments_its_message_showed_not_an_edit_made_since(
+    serve: Serve, slack: SlackStandIn, tmp_path: Path
+) -> None:
+    """Two of bob and carol must approve; the message shows 250; bob's vote edits it to 200 over REST. Carol's
+    Approve on the message approves the 250 she saw (a new round on it), never bob's 200: nothing runs yet."""
+    port = free_port()
+    config = channels_config(
+        tmp_path,
+        public_url=f"http://127.0.0.1:{port}",
+        notify=["slack:#ops"],
+        slack_url=slack.base_url,
+        routing={"approvers": ["bob", "carol"], "approvals_required": 2},
+    )
+    server, _ = serve(config, port=port)
+    slack.interactions_url = f"{server.base_url}/v1/slack/interactions"
+    run = start_run(server, "pay 250")
+    request_id = run["requests"][0]["id"]
+    [posted] = slack.wait_for("chat.postMessage")
+    assert '"amount": 250' in str(posted["blocks"])
+    [approve] = [e for e in posted["blocks"][-1]["elements"] if e["action_id"] == "sayso.approve"]
+    edit = {"kind": "approve", "edited_args": {"amount": 200}}
+    voted = httpx.post(f"{server.base_url}/v1/requests/{request_id}/decision", json=edit, headers=BOB, timeout=30)
+    assert voted.status_code == 200, voted.text
+
+    assert slack.interact(click("sayso.approve", approve["value"], user="U0CAROL")).status_code == 200
+    deadline = time.monotonic() + 20
+    while (state := request_of(server, request_id))["status"] == "open" and time.monotonic() < deadline:
+        if len(state["request"]["quorum"]["votes"]) == 2:
+            break
+        time.sleep(0.02)
+    assert state["status"] == "open", state.get("decision")  # carol's 250 does not resolve bob's 200
+    quorum = state["request"]["quorum"]
+    assert quorum["approved_by"] == ["carol"] and quorum["args"] == {"amount": 250}
+    assert ran("pay") == []

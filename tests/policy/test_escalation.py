@@ -159,6 +159,11 @@ async def test_ttl_seconds_is_the_timeout_when_on_timeout_names_no_after(write_c
         ({"ttl_seconds": 60, "on_timeout": {"after": "1h"}}, "set the timeout once"),
         ({"on_timeout": {"action": "reject"}}, "'on_timeout' needs a timeout"),
         ({"on_timeout": {"after": "1h", "action": "maybe"}}, "action"),
+        (
+            # Listed after a step due past the 4h timeout, the 15m reminder would never fire.
+            {"escalate": [{"after": "5h", "remind": True}, {"after": "15m", "remind": True}], "ttl_seconds": 14400},
+            r"list the steps in the order they come due: step 2 \(after 15m\) comes due before step 1 \(after 5h\)",
+        ),
     ],
 )
 def test_escalation_config_errors(write_config: WriteConfig, rule: dict[str, Any], problem: str) -> None:

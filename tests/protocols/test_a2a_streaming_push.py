@@ -385,3 +385,21 @@ async def test_an_approval_carries_edited_arguments_under_saysos_key_validated_a
     assert (sandbox / "notes.txt").exists() and not (sandbox / "todo.md").exists()
     decision = done["history"][2]["metadata"][SAYSO_KEY]["decisions"][0]["decision"]
     assert decision == {"kind": "approve", "scope": "once", "edited_args": {"name": "todo.md"}}
+
+
+async def test_a_push_token_that_cannot_sign_is_refused(
+    serve: ServerFactory, sandbox: Path, receiver: tuple[str, list[tuple[dict[str, str], bytes]]]
+) -> None:
+    """A token that looks like a Standard Webhooks key (`whsec_`) but is no base64 could sign no delivery (and once
+    stopped the server's pushes): it is refused as invalid params naming the token."""
+    url, _ = receiver
+    server = await serve(a2a={"push_private_urls": True})
+    async with server.client() as http:
+        task = task_of(await send(http, user_message("delete notes")))
+        for token in ("whsec_a", "whsec_"):
+            bad = {"taskId": task["id"], "url": url, "token": token}
+            refused = (await rpc(http, "files", "CreateTaskPushNotificationConfig", bad)).json()
+            assert refused["error"]["code"] == -32602, refused
+            assert "'token' cannot sign its deliveries" in refused["error"]["message"]
+        good = {"taskId": task["id"], "url": url, "token": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+        assert "error" not in (await rpc(http, "files", "CreateTaskPushNotificationConfig", good)).json()

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from ..models import tool_model
 from .a2a_helpers import hitl, rpc, send, task_of, user_message
-from .conftest import InProcess, ServerFactory
+from .conftest import InProcess, ServerFactory, example_config
 from .test_ag_ui import post, resume, run_input, user
 
 PRINCIPALS = [
@@ -83,3 +84,40 @@ async def test_another_principals_ag_ui_thread_is_refused_and_its_approver_answe
     approved = await post(server, resume(thread_id, entry), token="ops-token")
     assert approved[-1].type == "RUN_FINISHED"
     assert not (sandbox / "notes.txt").exists()
+
+
+async def test_an_approver_of_one_request_never_closes_the_owners_others(serve: ServerFactory, sandbox: Path) -> None:
+    """Alice's run waits on a deletion only bob approves and on her own question. Bob may decide the deletion, not
+    the question: a forced resume (REST) and a cancel (A2A) by him are refused and change nothing; his AG-UI resume
+    that answers the deletion and leaves the question out leaves it waiting for alice, never skipped."""
+
+    def route(said: str) -> Any:
+        return [("delete_file", {"name": "notes.txt"}), ("ask_user", {"questions": [{"question": "Why?"}]})]
+
+    agents = example_config().model_dump()["agents"]
+    agents["files"]["interrupt"]["tools"] = [{"name": "delete_file", "approvers": ["bob"]}]
+    config = example_config(principals=PRINCIPALS, agents=agents)
+    server = await serve(config=config, models={"demo": tool_model(route, read="Done: {results}")})
+    thread_id = f"thr-{uuid.uuid4().hex}"
+    async with server.client("alice-token") as alice:
+        run = (await alice.post("/v1/runs", json={"message": "delete notes", "thread_id": thread_id})).json()
+    assert run["status"] == "paused", run
+    ids = {r["kind"]: r["id"] for r in run["requests"]}
+
+    async def statuses() -> dict[str, str]:
+        async with server.client("alice-token") as alice:
+            return {k: (await alice.get(f"/v1/requests/{i}")).json()["status"] for k, i in ids.items()}
+
+    async with server.client("bob-token") as bob:
+        forced = await bob.post(f"/v1/runs/{run['run_id']}/resume", json={"force": True})
+        assert forced.status_code == 403, forced.text
+        assert "closes it unanswered" in forced.json()["detail"]
+        cancelled = (await rpc(bob, "files", "CancelTask", {"id": run["run_id"]})).json()
+        assert "error" in cancelled and "closes it unanswered" in cancelled["error"]["message"]
+    assert await statuses() == {"approval": "open", "question": "open"}
+
+    entry = [{"interruptId": ids["approval"], "status": "resolved", "payload": {"status": "approved"}}]
+    events = await post(server, resume(thread_id, entry), token="bob-token")
+    assert events[-1].type == "RUN_FINISHED"
+    assert await statuses() == {"approval": "decided", "question": "open"}
+    assert (sandbox / "notes.txt").exists()  # the run still waits on alice's answer

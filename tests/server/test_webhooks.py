@@ -196,6 +196,19 @@ def test_webhook_needs_a_secret() -> None:
         WebhookConfig(url="http://127.0.0.1:1/hook")
 
 
+def test_a_webhook_secret_that_cannot_sign_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `whsec_` secret whose key is no base64 would fail every delivery: refused in the config, or at start-up
+    when it comes from the environment, never at the first event."""
+    with pytest.raises(ValueError, match="Standard Webhooks key"):
+        WebhookConfig(url="http://127.0.0.1:1/hook", secret="whsec_a")
+    monkeypatch.setenv("HOOK_SECRET", "whsec_")
+    hook = WebhookConfig(url="http://127.0.0.1:1/hook", secret_env="HOOK_SECRET")
+    with pytest.raises(ValueError, match="Standard Webhooks key"):
+        hook.signing_secret()
+    monkeypatch.setenv("HOOK_SECRET", SECRET)
+    assert hook.signing_secret() == SECRET
+
+
 async def test_changes_made_by_another_process_are_delivered_by_the_server(
     serve: ServerFactory, listener: Listener
 ) -> None:

@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from .._core.limits import Limits
+from .._core.signing import secret_problem
 from ..exceptions import ConfigError
 
 
@@ -59,17 +60,21 @@ class WebhookConfig(_Strict):
     def _has_secret(self) -> WebhookConfig:
         if not self.secret and not self.secret_env:
             raise ValueError("a webhook needs 'secret' or 'secret_env' to sign its deliveries")
+        if self.secret and (problem := secret_problem(self.secret)) is not None:
+            raise ValueError(f"webhook {self.url!r}: {problem}")
         return self
 
     def signing_secret(self) -> str:
         """The secret, read from the environment when `secret_env` is set.
 
         Raises:
-            ValueError: `secret_env` names an unset environment variable.
+            ValueError: `secret_env` names an unset environment variable, or a secret nothing can be signed with.
         """
         secret = os.environ.get(self.secret_env) if self.secret_env else self.secret
         if not secret:
             raise ValueError(f"webhook {self.url!r}: environment variable {self.secret_env!r} is not set")
+        if (problem := secret_problem(secret)) is not None:
+            raise ValueError(f"webhook {self.url!r}: {problem}")
         return secret
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from .._core.channels import TARGET_PATTERN
 from .._core.conditions import ConditionError, Expression, Reason
-from .._core.escalation import EscalationStep, OnTimeout, TimeoutAction, parse_duration
+from .._core.escalation import EscalationStep, OnTimeout, TimeoutAction, parse_duration, shown_duration
 from .._core.policy import PolicyAction, ToolRule
 from .routing import ROUTING_FIELDS
 
@@ -86,10 +86,10 @@ class PolicyFields(BaseModel):
     Unset: the condition's text."""
 
     escalate: list[EscalationStepConfig] = []
-    """Steps a request for this rule takes while it waits, each due `after` the request was raised: remind the
-    approvers, notify channel targets, add approvers. Each step fires once (across replicas), is recorded in
-    the audit log and announced in the outbox (`request.escalated`); a step that came due while no process ran
-    fires when one starts. Steps due after the request's timeout never fire."""
+    """Steps a request for this rule takes while it waits, each due `after` the request was raised, listed in the
+    order they come due: remind the approvers, notify channel targets, add approvers. Each step fires once
+    (across replicas), is recorded in the audit log and announced in the outbox (`request.escalated`); a step
+    that came due while no process ran fires when one starts. Steps due after the request's timeout never fire."""
     on_timeout: OnTimeoutConfig | None = None
     """What the request's timeout decides (`expire`, `reject` or `approve`, with a reason the model reads),
     and when (`after`, or the rule's `ttl_seconds`)."""
@@ -99,6 +99,14 @@ class PolicyFields(BaseModel):
         if self.on_timeout is not None and self.on_timeout.after is not None:
             if getattr(self, "ttl_seconds", None) is not None:
                 raise ValueError("set the timeout once: 'on_timeout.after' or 'ttl_seconds', not both")
+        for n, (step, later) in enumerate(zip(self.escalate, self.escalate[1:], strict=False), 1):
+            if later.after < step.after:
+                # Steps fire in order, each once the one before it has: a later-listed step due sooner would
+                # wait for it, and never fire when that one is due after the timeout.
+                raise ValueError(
+                    f"escalate: list the steps in the order they come due: step {n + 1} (after "
+                    f"{shown_duration(later.after)}) comes due before step {n} (after {shown_duration(step.after)})"
+                )
         if any(step.add_approvers for step in self.escalate) and not getattr(self, "approvers", None):
             # Unrouted, the thread's owner and the agent's approvers decide: a step could only narrow that.
             raise ValueError(

@@ -12,7 +12,8 @@ MCP, the web UI or the CLI):
   approvers, and never by the principal whose message started the run unless the rule says
   `self_approval: true` (separation of duties); they see the request, in their inbox too;
 - approvers read the audit log; an admin (approver for `*`) sees every grant;
-- a grant is used only for the agent it was given for.
+- a grant is used only for the agent it was given for;
+- closing open requests unanswered (a forced resume, a cancel) is the owner's, or deciding each of them.
 
 In local development mode (no principals configured) the one caller is `local` and may do
 everything. Nothing here does I/O: the runtime looks records up and asks these functions.
@@ -84,6 +85,21 @@ def refusal(principal: Principal, *, owner: str | None, agent_path: str, routing
     if may_see(principal, owner=owner, agent_path=agent_path):
         return None
     return f"{principal.name!r} may not decide requests of this thread"
+
+
+def skip_refusal(principal: Principal, waiting: Iterable[Request]) -> tuple[Request, str] | None:
+    """Why `principal` may not close one of `waiting` unanswered (a forced resume, a cancel, a resume leaving it out).
+
+    The thread's owner may: a message of theirs skips every open request too. Anyone else skips only what
+    they may decide: an approver of one routed request never closes the others of the run. `None`: they may.
+    """
+    for request in waiting:
+        if principal.local or principal.name == request.principal:
+            continue
+        why = refusal(principal, owner=request.principal, agent_path=request.agent_path, routing=request.routing)
+        if why is not None:
+            return request, why
+    return None
 
 
 def may_see_request(principal: Principal, *, owner: str | None, agent_path: str, routing: Routing | None) -> bool:

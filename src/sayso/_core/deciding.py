@@ -27,7 +27,7 @@ from .audit_events import AuditEvent, audit_body
 from .decisions import Approve, Decision, DecisionRecord, Reject, Via, check_decision
 from .grants import Grant
 from .pauses import PauseState, RequestState
-from .requests import ApprovalRequest, ElicitationRequest, Request, Subject
+from .requests import ApprovalRequest, ElicitationRequest, Request, Subject, unredacted
 from .resume import open_requests, plan_resume
 from .votes import Vote, same_as_shown, tally, vote_event
 
@@ -115,7 +115,8 @@ def judge(ask: DecisionAsk, found: RequestState, run: RunAsRead, state: PauseSta
     `gone`: the run's lease holder is a process of this host that no longer exists. The store may
     call this again on what is there now when a concurrent writer got in the way.
     """
-    request, decision, principal, now = found.request, ask.decision, ask.principal, ask.now
+    request, principal, now = found.request, ask.principal, ask.now
+    decision = keep_secrets(request, ask.decision)
     check_allowed(request, principal)
     check_holder(found, run, now, gone=gone)
     given = decision
@@ -178,6 +179,18 @@ def check_allowed(request: Request, principal: Principal) -> None:
     why = refusal(principal, owner=request.principal, agent_path=request.agent_path, routing=request.routing)
     if why is not None:
         raise NotAllowed(request.request_id, why)
+
+
+def keep_secrets(request: Request, decision: Decision) -> Decision:
+    """An approval whose edited arguments keep the redacted fields the person saw as `REDACTED` and left so.
+
+    Every interface shows them so, and sends them back so with an edit (or the arguments a vote names):
+    the call runs with the secret, never with the placeholder.
+    """
+    if not edits_arguments(request, decision) or not request.redact:
+        return decision
+    assert isinstance(decision, Approve) and decision.edited_args is not None
+    return replace(decision, edited_args=unredacted(decision.edited_args, request.args, request.redact))
 
 
 def needs_votes(request: Request) -> bool:

@@ -11,10 +11,13 @@ import base64
 import hashlib
 import hmac
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from .audit import canonical_json
+from .requests import Request
+from .votes import Vote
 
 _DOMAIN = b"sayso-link/1."
 
@@ -35,6 +38,16 @@ class LinkClaims:
 def args_digest(args: Any) -> str:
     """A digest of a call's arguments, the same for the same JSON whatever its key order."""
     return hashlib.sha256(canonical_json(args).encode()).hexdigest()[:32]
+
+
+def args_with_digest(request: Request, votes: Sequence[Vote], digest: str) -> Mapping[str, Any] | None:
+    """Which of the arguments `request` was shown with (the proposed ones, or an edit vote's) have `digest`.
+
+    A message that carries the digest of the arguments it showed approves those, whatever an edit made of them
+    since; `None`: none of them (the message is not about this request).
+    """
+    shown = [request.args, *(v.edited_args for v in votes if v.edited_args is not None)]
+    return next((args for args in shown if args_digest(args) == digest), None)
 
 
 def sign_link(key: bytes, claims: LinkClaims) -> str:

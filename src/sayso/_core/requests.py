@@ -335,6 +335,26 @@ def shown_args(request: RequestBase) -> dict[str, Any]:
     return _redact(request.args, frozenset(request.redact)) if request.redact else request.args
 
 
+def unredacted(edited: Any, original: Any, fields: Sequence[str]) -> Any:
+    """`edited` with each field of `fields` a person saw as `REDACTED`, and left so, given back `original`'s value.
+
+    Every interface shows redacted fields as the placeholder, and an edit (or an approval naming the arguments
+    it saw) sends it back: the secret the person never saw is kept, never replaced by the placeholder.
+    """
+    if not fields:
+        return edited
+    if isinstance(edited, dict) and isinstance(original, dict):
+        return {
+            key: original[key]
+            if key in fields and value == REDACTED and key in original
+            else unredacted(value, original.get(key), fields)
+            for key, value in edited.items()
+        }
+    if isinstance(edited, list) and isinstance(original, list):
+        return [unredacted(v, original[i] if i < len(original) else None, fields) for i, v in enumerate(edited)]
+    return edited
+
+
 def redacted(value: Any, fields: Sequence[str]) -> Any:
     """`value` as it may be shown: every object field named in `fields` replaced, at any depth."""
     return _redact(value, frozenset(fields)) if fields else value

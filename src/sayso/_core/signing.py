@@ -17,6 +17,7 @@ HMAC with its UTF-8 bytes, what `Webhook(secret.encode())` reads.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -42,6 +43,23 @@ def webhook(secret: str) -> Webhook:
     from standardwebhooks import Webhook
 
     return Webhook(secret) if secret.startswith(SECRET_PREFIX) else Webhook(secret.encode())
+
+
+def secret_problem(secret: str) -> str | None:
+    """Why `secret` cannot key a signature, or `None` when it can.
+
+    A secret that starts with `whsec_` is a Standard Webhooks key, the rest its base64: one whose rest does not
+    decode (or decodes to nothing) would fail every delivery signed with it, so it is refused where it is given.
+    """
+    if not secret.startswith(SECRET_PREFIX):
+        return None if secret else "the secret is empty"
+    try:
+        key = base64.b64decode(secret[len(SECRET_PREFIX) :])
+    except ValueError:
+        key = b""
+    if not key:
+        return f"a secret starting with {SECRET_PREFIX!r} is a Standard Webhooks key, and what follows is not base64"
+    return None
 
 
 def delivery_body(*, delivery_id: str, event: str, created_at: float, data: Any) -> bytes:

@@ -15,7 +15,7 @@ import httpx
 
 from .._core.audit import canonical_json
 from .._core.service import ServiceNotice
-from .._core.signing import delivery_body, signed_headers
+from .._core.signing import delivery_body, secret_problem, signed_headers
 from ..exceptions import ConfigError
 
 SERVICE_EVENT = "service.decision"
@@ -35,6 +35,8 @@ class DecisionNotifier:
     ) -> None:
         if webhook_url is not None and not webhook_secret:
             raise ConfigError(f"the decision webhook {webhook_url!r} needs a secret to sign with")
+        if webhook_url is not None and webhook_secret and (problem := secret_problem(webhook_secret)) is not None:
+            raise ConfigError(f"the decision webhook {webhook_url!r}: {problem}")
         self.on_decision = on_decision
         self.webhook_url = webhook_url
         self.webhook_secret = webhook_secret

@@ -57,9 +57,9 @@ EventListener = Callable[[RequestEvent, EventData], None]
 """Called with an event name and its data; see `Sayso.add_listener`."""
 
 
-def opened_data(request: Request) -> OpenedData:
-    """What `request.opened` says: the request as every interface shows it."""
-    return OpenedData(request=request_json(request))
+def opened_data(request: Request, votes: Sequence[Vote] | None = None) -> OpenedData:
+    """What `request.opened` says: the request as every interface shows it (with its quorum when `votes` are given)."""
+    return OpenedData(request=request_json(request, votes=votes))
 
 
 def voted_data(request: Request, votes: Sequence[Vote], seq: int) -> VotedData:

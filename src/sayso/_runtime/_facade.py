@@ -304,12 +304,14 @@ class Sayso(LinkVerbs, Reading):
 
         Raises:
             NotReady: requests are open and `force` is false.
+            NotAllowed: forced by a `principal` who is not the thread's owner and may not decide an open request.
             PauseConsumed: another process resumed this pause first.
             RunConflict: the run is finished, or is being carried on by a live process.
         """
         self._check_open()
         run = await self.run_record(run_id, principal=principal)
-        return await _resume.resume(self._cycle, run, force=force, options=CallOptions(on_text=on_text))
+        who = self.principal(principal) if principal is not None else None
+        return await _resume.resume(self._cycle, run, force=force, options=CallOptions(on_text=on_text), principal=who)
 
     async def cancel(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunResult:
         """Cancel a paused or working run: its open requests (delegates' too) close as skipped and nothing runs.
@@ -317,13 +319,15 @@ class Sayso(LinkVerbs, Reading):
         A working run is stopped where it is, when this runtime is running it (what already ran is kept).
 
         Raises:
+            NotAllowed: a `principal` who is not the thread's owner and may not decide one of its open requests.
             RunConflict: the run is finished, or another process is working on it.
         """
         self._check_open()
         from ._verbs import cancel as _cancel
 
         run = await self.run_record(run_id, principal=principal)
-        result = await _cancel.cancel(self._cycle, run)
+        who = self.principal(principal) if principal is not None else None
+        result = await _cancel.cancel(self._cycle, run, principal=who)
         await self._cycle.changed(run)
         return result
 

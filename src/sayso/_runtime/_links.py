@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._core.deciding import check_allowed
-from .._core.decisions import Decision, check_decision
+from .._core.deciding import check_allowed, check_same_subject, edits_arguments, keep_secrets, needs_votes
+from .._core.decisions import Approve, Decision, check_decision
 from .._core.links import LinkClaims, args_digest, read_link, sign_link, token_id
 from .._core.requests import Request
-from .._core.votes import Vote, standing_args
+from .._core.votes import Vote, same_as_shown, standing_args
 from .._store import RequestState
 from ..exceptions import AlreadyDecided, LinkRefused, RequestExpired
 from ._cycle import Cycle
@@ -23,6 +23,7 @@ from ._kernel import Kernel
 from ._results import DecideResult
 from ._runner import DEFAULTS
 from ._verbs import decide as _decide
+from ._verbs.rules import edited_subject
 
 USED_LINKS = "channels.links.used"
 """The marks' namespace of links decided through: a token's id, once."""
@@ -88,7 +89,8 @@ async def decide_by_link(c: Cycle, token: str, decision: Decision) -> DecideResu
     """Decide a link's request as the principal it was mailed to (`via="email"`), using the link up.
 
     The decision is checked against the request before the link is used, so a wrong answer (an edit
-    the tool's schema refuses) leaves both the request and the link open.
+    the tool's schema refuses, or one that changes what the approval covers) leaves both the request
+    and the link open.
 
     Raises:
         LinkRefused: as `open_link`, or the link was used meanwhile by another click.
@@ -97,8 +99,14 @@ async def decide_by_link(c: Cycle, token: str, decision: Decision) -> DecideResu
     k = c.k
     view = await open_link(k, token)
     principal = k.principal(view.principal)
-    check_allowed(view.state.request, principal)
-    check_decision(view.state.request, decision, existing=view.state.decision, now=k.clock())
+    request = view.state.request
+    check_allowed(request, principal)
+    check_decision(request, keep_secrets(request, decision), existing=view.state.decision, now=k.clock())
+    shown = decision  # as the judge reads it: in a quorum, the arguments as they stand are no edit
+    if needs_votes(request) and isinstance(decision, Approve):
+        shown = same_as_shown(request, view.state.votes, decision)
+    subject = await edited_subject(c, request.request_id, shown) if edits_arguments(request, shown) else None
+    check_same_subject(request, shown, subject)  # the rest of what the decide verb refuses, before the one use
     if not await k.store.claim_mark(USED_LINKS, token_id(token), view.principal):
         raise LinkRefused("used", "this link was already used; each link decides once")
     try:

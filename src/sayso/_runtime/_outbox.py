@@ -19,6 +19,7 @@ from .._config.checks_channels import all_targets
 from .._core.channels import Target
 from .._core.escalation import EscalationStep
 from .._core.requests import ApprovalRequest, DelegateRequest, InputRequest, Request, RuleTerms
+from .._core.votes import Vote
 from .._store import PRUNED_AT_ONCE, DeliveryStatus, OutboxKind, PendingDelivery
 from . import _notices
 from ._events import EventData, RequestEvent, decided_event, opened_data, voted_data
@@ -185,7 +186,7 @@ async def _build(k: Kernel, pending: PendingDelivery, notify: dict[str, Target])
         return None
     target = notify.get(pending.hook)
     if pending.kind == "request.escalated":
-        return _escalated(k, pending, state.request, target, decided=state.decision is not None)
+        return _escalated(k, pending, state.request, target, decided=state.decision is not None, votes=state.votes)
     if pending.kind == "request.voted":
         return None if target is not None else await _voted(k, pending, state.request)
     if target is not None:
@@ -229,9 +230,18 @@ async def _voted(k: Kernel, pending: PendingDelivery, request: Request) -> Outbo
 
 
 def _escalated(
-    k: Kernel, pending: PendingDelivery, request: Request, target: Target | None, *, decided: bool
+    k: Kernel,
+    pending: PendingDelivery,
+    request: Request,
+    target: Target | None,
+    *,
+    decided: bool,
+    votes: Sequence[Vote],
 ) -> OutboundEvent | None:
-    """An escalation step's notice, to the step's targets (and the rule's, for a reminder) while the request waits."""
+    """An escalation step's notice, to the step's targets (and the rule's, for a reminder) while the request waits.
+
+    It shows the request with its quorum: an edit vote since the opening changed the arguments a notice must show.
+    """
     step = pending.step
     if decided or not isinstance(request, RuleTerms) or step is None or step >= len(request.escalation):
         return None
@@ -242,7 +252,7 @@ def _escalated(
         hook=pending.hook,
         event="request.escalated",
         created_at=pending.created_at,
-        data=opened_data(request),
+        data=opened_data(request, votes),
         attempts=pending.attempts,
         target=target.text if target is not None else None,
         reason=request.escalation[step].said,

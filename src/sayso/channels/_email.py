@@ -21,7 +21,7 @@ from .._core.access import LOCAL_NAME
 from .._core.channels import Target
 from .._runtime import OutboundEvent, Sayso
 from ._dispatch import NoticeFailed, Outcome
-from ._links import LINKS_PATH
+from ._links import LINKS_PATH, args_shown
 
 
 class EmailChannel:
@@ -87,7 +87,7 @@ def compose(
     """
     tool, agent = request["tool_name"], request["agent_path"]
     hint = request.get("hint") or f"{agent} asks before calling {tool}"
-    args = json.dumps(request.get("args", {}), indent=2, ensure_ascii=False, sort_keys=True)
+    args = json.dumps(args_shown(request), indent=2, ensure_ascii=False, sort_keys=True)
     expires = f"\nThis request expires at {request['expires']}." if request.get("expires") else ""
     message = EmailMessage()
     still = f"Still waiting ({reason}). " if reason else ""

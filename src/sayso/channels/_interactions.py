@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from anyio.abc import TaskGroup
@@ -22,7 +22,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from slack_sdk.signature import SignatureVerifier
 
+from .._core.deciding import needs_votes
 from .._core.decisions import Approve, Decision, Reject
+from .._core.links import args_with_digest
 from .._runtime import Sayso, request_json
 from ..exceptions import SaysoError
 from ._dispatch import NoticeFailed
@@ -78,13 +80,15 @@ class Interactions:
         action, request_id = actions[0]["action_id"], str(actions[0].get("value", ""))
         trigger = str(payload.get("trigger_id", ""))
         if action == "sayso.approve":
-            self._decide(request_id, Approve(), principal, user, channel)
+            request_id, _, digest = request_id.partition(" ")
+            self._start(self._approving, request_id, digest, principal, user, channel)
             return Response(status_code=200)
         try:
             if action == "sayso.reject":
                 view = reason_view(request_id)
             else:
-                view = edit_view(request_json((await self.sayso.request(request_id, principal=principal)).request))
+                state = await self.sayso.request(request_id, principal=principal)
+                view = edit_view(request_json(state.request, votes=state.votes))
             await self.slack.open_view(trigger, {**view, "private_metadata": f"{request_id} {channel}"})
         except (SaysoError, NoticeFailed) as exc:
             await self.slack.tell(channel, user, f"Could not open the form: {exc}")
@@ -111,8 +115,31 @@ class Interactions:
         return Response(status_code=200)
 
     def _decide(self, request_id: str, decision: Decision, principal: str, user: str, channel: str) -> None:
+        self._start(self._deciding, request_id, decision, principal, user, channel)
+
+    def _start(self, task: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
         assert self.tasks is not None, "the channels' lifespan runs"
-        self.tasks.start_soon(self._deciding, request_id, decision, principal, user, channel)
+        self.tasks.start_soon(task, *args)
+
+    async def _approving(self, request_id: str, digest: str, principal: str, user: str, channel: str) -> None:
+        """Approve the arguments the message showed: an edit vote made since never gets an approval unseen.
+
+        `digest` is theirs; none: a message posted before buttons carried it, which showed the proposed ones.
+        """
+        try:
+            state = await self.sayso.request(request_id)  # only to pick the arguments: the decision checks who
+        except SaysoError as exc:
+            logger.info("a decision from Slack was refused: %s", exc)
+            if channel:
+                await self.slack.tell(channel, user, f"Not recorded: {exc}")
+            return
+        shown = args_with_digest(state.request, state.votes, digest) if digest else state.request.args
+        if shown is None:
+            if channel:
+                await self.slack.tell(channel, user, "Not recorded: this message is not about that request's calls.")
+            return
+        decision = Approve(edited_args=dict(shown)) if needs_votes(state.request) else Approve()
+        await self._deciding(request_id, decision, principal, user, channel)
 
     async def _deciding(self, request_id: str, decision: Decision, principal: str, user: str, channel: str) -> None:
         try:

@@ -49,7 +49,7 @@ def links_router(sayso: Sayso) -> APIRouter:
             view = await sayso.open_link(token)
         except LinkRefused as exc:
             return _refused(exc)
-        return _page("Decide", _form(request_json(view.state.request), view.principal, action))
+        return _page("Decide", _form(request_json(view.state.request, votes=view.state.votes), view.principal, action))
 
     @router.post(LINKS_PATH + "/{token}")
     async def decide(token: str, request: Request) -> HTMLResponse:
@@ -68,7 +68,9 @@ def links_router(sayso: Sayso) -> APIRouter:
             except LinkRefused as closed:
                 return _refused(closed)
             error = f'<p class="error" role="alert">{html.escape(str(exc))}</p>'
-            again = _form(request_json(view.state.request), view.principal, action, args=args or None)
+            again = _form(
+                request_json(view.state.request, votes=view.state.votes), view.principal, action, args=args or None
+            )
             return _page("Decide", error + again, status=422)
         verb = "Approved" if isinstance(decision, Approve) else "Rejected"
         run = done.run
@@ -90,6 +92,15 @@ def form_fields(body: bytes) -> dict[str, str]:
         return {}
 
 
+def args_shown(request: Mapping[str, Any]) -> Any:
+    """The arguments a notice shows of a request's JSON: what a plain approval through it approves.
+
+    Those its quorum's votes are about now (an edit vote's), else the proposed ones.
+    """
+    quorum = request.get("quorum") or {}
+    return quorum["args"] if quorum.get("args") is not None else request.get("args", {})
+
+
 def _decision(action: str, reason: str, args: str) -> Decision:
     if action == "reject":
         return Reject(reason=reason.strip() or None)
@@ -109,7 +120,7 @@ def _decision(action: str, reason: str, args: str) -> Decision:
 def _form(request: Mapping[str, Any], principal: str, action: str, *, args: str | None = None) -> str:
     esc = html.escape
     tool, agent = request["tool_name"], request["agent_path"]
-    shown = json.dumps(request.get("args", {}), indent=2, ensure_ascii=False, sort_keys=True)
+    shown = json.dumps(args_shown(request), indent=2, ensure_ascii=False, sort_keys=True)
     hint = request.get("hint") or f"{agent} asks before calling {tool}"
     expires = f"<p>Expires {esc(request['expires'])}.</p>" if request.get("expires") else ""
     edit = action == "edit"

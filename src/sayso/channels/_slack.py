@@ -19,8 +19,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 from .._config.channels import SlackChannelConfig
 from .._core.channels import Target
 from .._core.decisions import VIA_LABELS
-from .._runtime import OutboundEvent, Sayso
+from .._core.links import args_digest
+from .._core.votes import standing_args
+from .._runtime import OutboundEvent, Sayso, request_json
 from ._dispatch import NoticeFailed, Outcome
+from ._links import args_shown
 
 MESSAGES = "channels.slack.messages"
 """The marks' namespace of posted messages: `{request_id} {target}` → `{"channel": ..., "ts": ...}`."""
@@ -62,11 +65,16 @@ class SlackChannel:
         if event.event in ("request.opened", "request.escalated"):
             if posted is not None or not event.still_open:
                 return "skipped"  # posted by an attempt that died before settling, or decided already
+            # What the message shows, and the digest its Approve button approves, read together: an edit vote
+            # since the event was built changed the arguments, and a click approves what its person saw.
+            state = await self.sayso.request(request["id"])
+            shown = request_json(state.request, votes=state.votes)
+            digest = args_digest(standing_args(state.request, state.votes))
             answer = await self._call(
                 "chat.postMessage",
                 channel=target.address,
-                text=summary(request),
-                blocks=request_blocks(request, event.reason),
+                text=summary(shown),
+                blocks=request_blocks(shown, event.reason, digest=digest),
             )
             await self.sayso.set_mark(MESSAGES, key, json.dumps({"channel": answer["channel"], "ts": answer["ts"]}))
             return "delivered"
@@ -105,16 +113,19 @@ def summary(request: Mapping[str, Any]) -> str:
     return f"{request['agent_path']} wants to call {request['tool_name']}"
 
 
-def request_blocks(request: Mapping[str, Any], reason: str | None = None) -> list[Block]:
-    """The message of an open request: what is asked, the arguments, the buttons (and an escalation's step)."""
+def request_blocks(request: Mapping[str, Any], reason: str | None = None, *, digest: str | None = None) -> list[Block]:
+    """The message of an open request: what is asked, the arguments, the buttons (and an escalation's step).
+
+    Approve carries `digest`, of the arguments shown (`args_digest`): its click approves those.
+    """
     hint = request.get("hint") or ""
     if reason:
         hint = f"{hint}\n_Still waiting: {reason}_".strip()
-    args = json.dumps(request.get("args", {}), indent=2, ensure_ascii=False, sort_keys=True)
+    args = json.dumps(args_shown(request), indent=2, ensure_ascii=False, sort_keys=True)
     button = [
-        ("sayso.approve", "Approve", "primary"),
-        ("sayso.reject", "Reject", "danger"),
-        ("sayso.edit", "Edit", None),
+        ("sayso.approve", "Approve", "primary", f"{request['id']} {digest}" if digest else request["id"]),
+        ("sayso.reject", "Reject", "danger", request["id"]),
+        ("sayso.edit", "Edit", None, request["id"]),
     ]
     return [
         {"type": "section", "text": {"type": "mrkdwn", "text": f"*{summary(request)}*\n{hint}".strip()}},
@@ -127,10 +138,10 @@ def request_blocks(request: Mapping[str, Any], reason: str | None = None) -> lis
                     "type": "button",
                     "action_id": action,
                     "text": {"type": "plain_text", "text": label},
-                    "value": request["id"],
+                    "value": value,
                     **({"style": style} if style else {}),
                 }
-                for action, label, style in button
+                for action, label, style, value in button
             ],
         },
     ]
@@ -180,8 +191,8 @@ def reason_view(request_id: str) -> Block:
 
 
 def edit_view(request: Mapping[str, Any]) -> Block:
-    """The modal an Edit click opens: the arguments as JSON, to approve with once changed."""
-    args = json.dumps(request.get("args", {}), indent=2, ensure_ascii=False, sort_keys=True)
+    """The modal an Edit click opens: the arguments as they stand, as JSON, to approve with once changed."""
+    args = json.dumps(args_shown(request), indent=2, ensure_ascii=False, sort_keys=True)
     return {
         "type": "modal",
         "callback_id": "sayso.edit",

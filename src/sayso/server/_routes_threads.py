@@ -177,10 +177,12 @@ async def get_run(caller: Caller, sayso: Runtime, run_id: Id) -> JsonBody:
     operation_id="resume_run",
     responses=problems(
         401,
+        403,
         404,
         409,
         422,
         503,
+        s403="Forced by someone who is not the thread's owner and may not decide a request still open.",
         s409="The run is not paused, another resume won, or requests are still open (use `force`).",
     ),
 )

@@ -9,13 +9,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from ..._core.access import Principal
+from ..._core.access import Principal, skip_refusal
 from ..._core.audit_events import audit_body
-from ..._core.deciding import check_allowed, check_same_subject, edits_arguments, grant_from, needs_holder, needs_votes
-from ..._core.decisions import Decision, DecisionRecord, Via, check_decision
+from ..._core.deciding import (
+    check_allowed,
+    check_same_subject,
+    edits_arguments,
+    grant_from,
+    keep_secrets,
+    needs_holder,
+    needs_votes,
+)
+from ..._core.decisions import Approve, Decision, DecisionRecord, Via, check_decision
 from ..._core.grants import Grant
 from ..._core.limits import check_decision as check_size
 from ..._core.requests import Request
+from ..._store import RunRecord
 from ...exceptions import AlreadyDecided, CallEnded, PauseConsumed, RequestNotFound, RunConflict
 from .. import _holds, _tree
 from .._cycle import Cycle
@@ -51,26 +60,28 @@ async def answer_pause(
     now = k.clock()
     records: list[tuple[Request, DecisionRecord, Grant | None]] = []
     voted: list[tuple[str, Decision]] = []
-    for request_id, decision in answers.items():
+    for request_id, given in answers.items():
         request = waiting.get(request_id)
         if request is None:
             found = await k.store.request_with_run(request_id)
             if found is None or (await _tree.root(k, found.run)).run_id != top.run_id:
                 raise RequestNotFound(request_id)
             check_allowed(found.request, principal)
+            decision = keep_secrets(found.request, given)
             if check_decision(found.request, decision, existing=found.decision, now=now) is None:
                 continue  # the same decision again: a harmless no-op
             raise AlreadyDecided(request_id, "it is no longer open")
         check_allowed(request, principal)
         await _check_holder(c, request, now)
-        to_record = check_decision(request, decision, existing=None, now=now)
+        to_record = check_decision(request, keep_secrets(request, given), existing=None, now=now)
         assert to_record is not None, "an open request has no decision to repeat"
+        if edits_arguments(request, to_record) and not _as_proposed(request, to_record):
+            # A vote's too, before any vote is cast: arguments a vote names as they stand kept the subject already.
+            agent = (await k.store.get_run(request.run_id)).agent
+            check_same_subject(request, to_record, subject_of_edit(k, request, to_record, agent=agent))
         if needs_votes(request):
             voted.append((request_id, to_record))  # counted by the one vote path, after every check
             continue
-        if edits_arguments(request, to_record):
-            agent = (await k.store.get_run(request.run_id)).agent
-            check_same_subject(request, to_record, subject_of_edit(k, request, to_record, agent=agent))
         record = DecisionRecord(
             request_id=request_id, decision=to_record, by="person", principal=principal.name, decided_at=now, via=via
         )
@@ -94,16 +105,31 @@ async def answer_pause(
         raise AlreadyDecided(earlier[0].request_id, "another decision was recorded first; the first decision wins")
     k.events.decided([r for r, _, _ in records], [d for _, d, _ in records])
     top = await k.store.get_run(top.run_id)
-    if voted and top.status == "paused":
-        # A vote short of its quorum keeps the pause open: nothing left out is skipped past it.
-        still = {r.request_id for r in await _tree.open_leaves(k, top)}
-        rest = "wait" if any(request_id in still for request_id, _ in voted) else rest
+    if rest == "skip" and top.status == "paused":
+        rest = await _rest(c, top, principal, voted=[request_id for request_id, _ in voted])
     if rest == "skip":
         try:
             return await c.advance(top, force=True, options=options)
         except PauseConsumed:
             return await _tree.result(k, top.run_id)
     return await resume_if_ready(c, top, options)
+
+
+def _as_proposed(request: Request, decision: Decision) -> bool:
+    """Whether a vote names the proposed arguments (as an interface that shows them does): no edit to check."""
+    return needs_votes(request) and isinstance(decision, Approve) and decision.edited_args == request.args
+
+
+async def _rest(c: Cycle, top: RunRecord, principal: Principal, *, voted: list[str]) -> Literal["wait", "skip"]:
+    """Whether what the answers left out may be skipped now, or waits.
+
+    A vote short of its quorum keeps the pause open: nothing left out is skipped past it. And what the caller
+    may not decide is not theirs to skip (`skip_refusal`): it waits for its decider.
+    """
+    still = await _tree.open_leaves(c.k, top)
+    if any(r.request_id in voted for r in still) or skip_refusal(principal, still) is not None:
+        return "wait"
+    return "skip"
 
 
 async def _check_holder(c: Cycle, request: Request, now: float) -> None:

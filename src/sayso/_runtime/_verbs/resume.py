@@ -7,22 +7,34 @@ any more, and a resume another decider got to first is not an error.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from ..._core.access import Principal, skip_refusal
+from ..._core.requests import Request
 from ..._store import RunRecord
-from ...exceptions import NotReady, PauseConsumed, RunConflict
+from ...exceptions import NotAllowed, NotReady, PauseConsumed, RunConflict
 from .. import _holds, _tree
 from .._cycle import Cycle
 from .._results import RunResult
 from .._runner import DEFAULTS, CallOptions
 
 
-async def resume(c: Cycle, run: RunRecord, *, force: bool, options: CallOptions) -> RunResult:
-    """Resume a paused run, or carry on a run whose process died."""
+async def resume(
+    c: Cycle, run: RunRecord, *, force: bool, options: CallOptions, principal: Principal | None = None
+) -> RunResult:
+    """Resume a paused run, or carry on a run whose process died.
+
+    Forced, the open requests count as skipped: only for the thread's owner, or a `principal` who may
+    decide each of them (`None`: the Python API, unchecked).
+    """
     k = c.k
     if run.status == "paused" and run.pause_id is not None:
         waiting = await _tree.open_leaves(k, run)
         if waiting and not force:
             ids = ", ".join(r.request_id for r in waiting)
             raise NotReady(run.run_id, f"{len(waiting)} request(s) still open ({ids}); decide them or force the resume")
+        if principal is not None:
+            check_may_skip(principal, waiting)
         return await c.advance(run, force=force, options=options)
     if run.status == "running":
         return await c.carry_on(run, options)
@@ -57,6 +69,20 @@ async def resume_if_ready(
         return await c.advance(top, force=False, options=options, state=state)
     except PauseConsumed:
         return await _tree.result(k, top.run_id)  # another decider's resume carries the run on
+
+
+def check_may_skip(principal: Principal, waiting: Sequence[Request]) -> None:
+    """Refuse to close `waiting` unanswered for a `principal` who is not their owner and may not decide one.
+
+    Raises:
+        NotAllowed: names the request, and why the principal may not decide it.
+    """
+    refused = skip_refusal(principal, waiting)
+    if refused is not None:
+        request, why = refused
+        raise NotAllowed(
+            request.request_id, f"{why}; only the thread's owner, or who may decide it, closes it unanswered"
+        )
 
 
 async def close_orphaned(c: Cycle, request_id: str) -> None:

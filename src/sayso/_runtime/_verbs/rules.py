@@ -10,7 +10,7 @@ fresh grant id, and the subject an edit would have as the request's agent's gate
 from __future__ import annotations
 
 from ..._core.access import Principal
-from ..._core.deciding import DecisionAsk, is_remote_call
+from ..._core.deciding import DecisionAsk, is_remote_call, keep_secrets
 from ..._core.decisions import Approve, Decision, Via
 from ..._core.requests import ApprovalRequest, Request, Subject
 from ..._core.starting import StartAsk
@@ -79,7 +79,9 @@ def subject_of_edit(k: Kernel, request: Request, decision: Decision, *, agent: s
         or is_remote_call(request)
     ):
         return None
-    return k.built(agent).gate.subject_for(request.tool_name, decision.edited_args)
+    kept = keep_secrets(request, decision)
+    assert isinstance(kept, Approve) and kept.edited_args is not None
+    return k.built(agent).gate.subject_for(request.tool_name, kept.edited_args)
 
 
 def start_ask(c: Cycle, principal: Principal, agent: str | None) -> StartAsk:

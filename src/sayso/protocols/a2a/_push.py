@@ -33,7 +33,7 @@ from typing_extensions import TypedDict
 
 from ..._config.file import A2AConfig
 from ..._core.access import Principal
-from ..._core.signing import ID_HEADER, signature_headers
+from ..._core.signing import ID_HEADER, secret_problem, signature_headers
 from ..._runtime import Sayso
 from ._push_target import PinnedTransport, PushRefused, checked_address
 
@@ -112,6 +112,8 @@ async def check_push_config(config: TaskPushNotificationConfig, settings: A2ACon
         raise InvalidParamsError(
             message="a push config needs a 'token': deliveries are signed with it (or set a2a.push_secret_env)"
         )
+    if config.token and (problem := secret_problem(config.token)) is not None:
+        raise InvalidParamsError(message=f"the push config's 'token' cannot sign its deliveries: {problem}")
     try:
         await checked_address(config.url, private_ok=settings.push_private_urls)
     except PushRefused as refused:
@@ -127,6 +129,8 @@ def signing_client(config: A2AConfig, *, timeout: float = 10.0) -> httpx.AsyncCl
         secret = secret or request.headers.get(TOKEN_HEADER, "")
         if not secret:
             raise httpx.RequestError("no key to sign this push notification with; it is not sent", request=request)
+        if (problem := secret_problem(secret)) is not None:  # a config stored before tokens were checked
+            raise httpx.RequestError(f"cannot sign this push notification ({problem}); it is not sent", request=request)
         # The dispatcher names the delivery (the same id on every retry), so receivers drop what they had.
         message_id = request.headers.get(ID_HEADER) or f"push_{hashlib.sha256(request.content).hexdigest()[:24]}"
         request.headers.update(signature_headers(secret, request.content, message_id=message_id, now=time.time()))
