@@ -137,3 +137,33 @@ def test_check_says_which_channel_secrets_are_not_set(tmp_path: Path) -> None:
     assert "channels.slack.bot_token_env: the environment variable BOT_TOKEN_FOR_TEST is not set" in shown
     assert "channels.slack.signing_secret_env: the environment variable SIGNING_FOR_TEST is not set" in shown
     assert "mailed links need a key, and neither SAYSO_LINK_KEY nor the audit key is set" in shown
+
+
+def test_a_named_webhook_is_tried_as_its_own_entry_says(
+    serve: Serve, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`max_attempts` and `backoff_seconds` of a `webhooks:` entry apply to its notices, not the channel's defaults."""
+    received: list[str] = []
+
+    async def hook(request: Request) -> Response:
+        received.append(request.headers["webhook-id"])
+        return Response(status_code=503)
+
+    listener = LiveServer.in_thread(Starlette(routes=[Route("/hook", hook, methods=["POST"])]))  # type: ignore[arg-type]
+    try:
+        port = free_port()
+        entry = {"url": f"{listener.base_url}/hook", "secret": SECRET, "name": "billing", "events": []}
+        hooks = [{**entry, "max_attempts": 2, "backoff_seconds": 0.05}]
+        config = channels_config(
+            tmp_path, public_url=f"http://127.0.0.1:{port}", notify=["webhook:billing"], webhooks=hooks
+        )
+        server, _ = serve(config, port=port)
+        httpx.post(f"{server.base_url}/v1/runs", json={"message": "pay 31"}, headers=ALICE, timeout=30)
+        deadline = time.monotonic() + 20
+        while "failed after 2 attempt(s)" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.02)
+        failed = "request.opened to notice webhook:billing failed after 2 attempt(s): NoticeFailed: HTTP 503"
+        assert failed in caplog.text
+        assert len(received) == 2 and len(set(received)) == 1  # one delivery, tried twice under one id
+    finally:
+        listener.stop()

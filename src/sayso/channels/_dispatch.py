@@ -33,12 +33,26 @@ class NoticeFailed(Exception):
         self.retry = retry
 
 
-class Channel(Protocol):
-    """How one kind of target is reached: a notice is delivered, skipped (nothing to say), or fails."""
+class Delivery(Protocol):
+    """How a notice to one target is tried: attempts, the wait before the second, the time one may take."""
 
-    max_attempts: int
-    backoff_seconds: float
-    timeout_seconds: float
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def backoff_seconds(self) -> float: ...
+    @property
+    def timeout_seconds(self) -> float: ...
+
+
+class Channel(Delivery, Protocol):
+    """How one kind of target is reached: a notice is delivered, skipped (nothing to say), or fails.
+
+    Its own `Delivery` settings bound every attempt (the dispatcher's claim outlasts the longest).
+    """
+
+    def delivery(self, target: Target) -> Delivery:
+        """How notices to `target` are tried: the channel's settings, or the target's own (a named webhook's)."""
+        ...
 
     async def deliver(self, target: Target, event: OutboundEvent) -> Outcome:
         """Send what `event` says to `target`.
@@ -80,12 +94,13 @@ class NoticeDispatcher(OutboxSender):
         if target is None or channel is None:
             await self.settle(event, "skipped")
             return
+        policy = channel.delivery(target)
         try:
-            with anyio.fail_after(channel.timeout_seconds):
+            with anyio.fail_after(policy.timeout_seconds):
                 outcome = await channel.deliver(target, event)
         except (NoticeFailed, TimeoutError, SaysoError) as exc:
             problem, retry = f"{type(exc).__name__}: {exc}", not isinstance(exc, NoticeFailed) or exc.retry
         else:
             await self.settle(event, outcome)
             return
-        await self.retry_or_give_up(event, problem, retry=retry, policy=channel, to=f"notice {target.text}")
+        await self.retry_or_give_up(event, problem, retry=retry, policy=policy, to=f"notice {target.text}")

@@ -47,6 +47,10 @@ class SlackChannel:
         self.client = AsyncWebClient(token=config.bot_token(), base_url=config.base_url, timeout=30)
         config.signing_secret()  # checked at start-up, as the interactions need it
 
+    def delivery(self, target: Target) -> SlackChannel:
+        """Every address is tried as the channel's config says."""
+        return self
+
     async def deliver(self, target: Target, event: OutboundEvent) -> Outcome:
         request = event.data["request"]
         key = f"{request['id']} {target.text}"

@@ -22,7 +22,7 @@ NOTICE_EVENT = "request.notify"
 
 
 class WebhookChannel:
-    """Sends notices of opened requests to the webhooks rules name."""
+    """Sends notices of opened requests to the webhooks rules name, each tried as its `webhooks:` entry says."""
 
     max_attempts = 6
     backoff_seconds = 2.0
@@ -36,6 +36,11 @@ class WebhookChannel:
             hook.signing_secret()
         self.client = client
         self._clock = clock
+        self.timeout_seconds = max([WebhookChannel.timeout_seconds, *(h.timeout_seconds for h in self.hooks.values())])
+
+    def delivery(self, target: Target) -> WebhookConfig | WebhookChannel:
+        """The named webhook's own attempts, backoff and timeout (`webhooks:`); the channel's for a name it lacks."""
+        return self.hooks.get(target.address) or self
 
     async def deliver(self, target: Target, event: OutboundEvent) -> Outcome:
         hook = self.hooks.get(target.address)
