@@ -12,44 +12,48 @@ against the size limits, which refuse it first (`limits.check_decision`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 
 def non_finite(value: object, where: str = "") -> str | None:
     """Where `value` holds NaN or an infinity (`amount is NaN`), or `None` when every number in it is finite."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{where or 'the value'} is {'NaN' if math.isnan(value) else 'infinite'}"
-    items: Any
-    if isinstance(value, Mapping):
-        items = value.items()
-    elif isinstance(value, list | tuple):
-        items = enumerate(value)
-    else:
+
+    def leaf(item: object, at: str) -> str | None:
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"{at or 'the value'} is {'NaN' if math.isnan(item) else 'infinite'}"
         return None
-    for key, item in items:
-        found = non_finite(item, f"{where}.{key}" if where else str(key))
-        if found is not None:
-            return found
-    return None
+
+    return _first(value, where, leaf)
 
 
 def lone_surrogate(value: object, where: str = "") -> str | None:
     """Where `value` holds text with a lone surrogate (`city`; `""` for the value itself), or `None` if nowhere."""
-    if isinstance(value, str):
-        return where if any("\ud800" <= char <= "\udfff" for char in value) else None
+
+    def leaf(item: object, at: str) -> str | None:
+        if isinstance(item, str):
+            return at if any("\ud800" <= char <= "\udfff" for char in item) else None
+        if isinstance(item, Mapping) and any(leaf(key, "") is not None for key in item):
+            return at  # a key is named by the mapping that holds it
+        return None
+
+    return _first(value, where, leaf)
+
+
+def _first(value: object, where: str, leaf: Callable[[object, str], str | None]) -> str | None:
+    """The first finding of `leaf` in `value` or anything it holds, depth first; each item's path is `a.b.0`."""
+    found = leaf(value, where)
+    if found is not None:
+        return found
     items: Any
     if isinstance(value, Mapping):
-        for key in value:
-            if lone_surrogate(key) is not None:
-                return where
         items = value.items()
     elif isinstance(value, list | tuple):
         items = enumerate(value)
     else:
         return None
     for key, item in items:
-        found = lone_surrogate(item, f"{where}.{key}" if where else str(key))
+        found = _first(item, f"{where}.{key}" if where else str(key), leaf)
         if found is not None:
             return found
     return None
