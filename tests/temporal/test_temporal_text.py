@@ -29,7 +29,15 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
-from temporalio.client import Client
+from temporalio.client import (
+    Client,
+    Interceptor,
+    OutboundInterceptor,
+    StartWorkflowUpdateInput,
+    WorkflowUpdateHandle,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.service import RPCError, RPCStatusCode
 
 from sayso import Approve, Sayso
 from sayso._config.file import Config, load_config
@@ -261,6 +269,57 @@ async def test_a_segment_carried_on_by_another_worker_mid_reply_streams_the_text
             worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
+
+
+@dataclass
+class Unreachable(Interceptor):
+    """A front's client whose reads of the text fail as they do while the cluster restarts or is out of reach.
+
+    The first read after the first piece never reaches the cluster (the client gave up on it:
+    UNAVAILABLE); the answer to the read that ends the call is lost on its way back (the call ran
+    out of time), after the workflow let go of the text it handed out.
+    """
+
+    unsent: int = 0
+    lost: int = 0
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        return _FailingReads(next, self)
+
+
+class _FailingReads(OutboundInterceptor):
+    def __init__(self, next: OutboundInterceptor, faults: Unreachable) -> None:
+        super().__init__(next)
+        self._faults = faults
+
+    async def start_workflow_update(self, input: StartWorkflowUpdateInput) -> WorkflowUpdateHandle[Any]:
+        if input.update != "read_text":
+            return await super().start_workflow_update(input)
+        [asked] = input.args
+        if getattr(asked, "since", 0) > 0 and not self._faults.unsent:
+            self._faults.unsent += 1
+            raise RPCError("connection refused: the cluster is restarting", RPCStatusCode.UNAVAILABLE, b"")
+        sent = await super().start_workflow_update(input)
+        if getattr(await sent.result(), "ended", False) and not self._faults.lost:
+            self._faults.lost += 1
+            raise WorkflowUpdateRPCTimeoutOrCancelledError()
+        return sent
+
+
+async def test_a_front_whose_reads_fail_for_a_while_hears_the_whole_text_once(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads of the text that fail while the cluster is out of reach are asked again from where the front is: the
+    sink hears every piece once, in order, even the last ones whose first answer was lost."""
+    faults = Unreachable()
+    connect = Client.connect
+
+    async def connecting(*args: Any, **kwargs: Any) -> Client:
+        return await connect(*args, **kwargs, interceptors=[faults])
+
+    monkeypatch.setattr(Client, "connect", connecting)
+    await greeted(setup, Heard(setup.writer))
+    assert (faults.unsent, faults.lost) == (1, 1)
 
 
 async def test_a_run_nobody_listens_to_is_not_streamed(setup: Setup, temporal: Project) -> None:
