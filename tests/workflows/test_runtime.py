@@ -247,6 +247,23 @@ async def test_a_failed_run_is_not_retried_once_its_thread_moved_on(make: Make) 
             await app.resume(failed.run_id)
 
 
+def undecided(node_input: str) -> str:
+    return "maybe"
+
+
+async def test_a_node_that_breaks_a_rule_of_the_engine_fails_the_run_in_plain_words(make: Make) -> None:
+    """A node's output that matches none of its routes fails the run with the engine's words, not a private class."""
+    async with make(Workflow("pick", edges=[(START, undecided, {"yes": booked, "no": to_booking})])) as app:
+        failed = await app.run("go", agent="pick")
+        stored = await app.result(failed.run_id)
+    expected = (
+        "node 'undecided' failed: it returned 'maybe', which matches none of its routes (routes: 'yes', 'no'); "
+        "return Route(...) or add a DEFAULT route"
+    )
+    assert (failed.status, failed.error) == ("failed", expected)
+    assert stored.error == expected
+
+
 async def test_an_agent_nodes_approval_pauses_the_workflow_labelled_with_the_node(make: Make) -> None:
     """The agent's approval is the workflow's open request (`dinner/book`); approving runs the tool once and the
     workflow finishes."""
