@@ -6,6 +6,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import AsyncGenerator, Callable, Generator, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +199,30 @@ async def test_a_wrong_answer_is_refused_naming_the_field_and_the_pause_stays_op
         assert (state.pause_status, state.decision) == ("open", None)
         done = await app.decide(request.request_id, Provide(value={"city": "Porto", "days": 2}))
     assert (done.run.status, done.run.output) == ("completed", "2 day(s) in Porto")
+
+
+class Visit(BaseModel):
+    at: datetime
+
+
+def ask_visit() -> Generator[Any, Any, Any]:
+    CALLS["ask_visit"] += 1
+    answer = yield RequestInput("When?", response_schema=Visit)
+    return answer.at.isoformat()
+
+
+async def test_an_answer_the_nodes_type_would_refuse_is_refused_before_it_is_recorded(make: Make) -> None:
+    """A `datetime` field's answer in words is refused naming the field, as pydantic says it; the pause stays open."""
+    async with make(Workflow("visit", edges=[(START, ask_visit)])) as app:
+        request = input_of(await app.run("go", agent="visit"))
+        with pytest.raises(InvalidDecision) as refused:
+            await app.decide(request.request_id, Provide(value={"at": "next tuesday"}))
+        assert refused.value.fields == {"at": "input should be a valid datetime or date, invalid character in year"}
+        state = await app.request(request.request_id)
+        assert (state.pause_status, state.decision) == ("open", None)
+        done = await app.decide(request.request_id, Provide(value={"at": "2024-05-01T10:00"}))
+    assert (done.run.status, done.run.output) == ("completed", "2024-05-01T10:00:00")
+    assert CALLS == {"ask_visit": 2}
 
 
 async def test_a_fresh_runtime_resumes_without_redoing_finished_nodes(make: Make) -> None:
