@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 import yaml
 from pydantic import ValidationError
+from typer.testing import CliRunner
 
-from sayso import ConfigError
+from sayso import ConfigError, Provide, Sayso
 from sayso._engine.tools import import_spec
+from sayso.cli import app
 from sayso.workflows import AgentNodeConfig, FunctionNodeConfig, WorkflowConfig, build_workflow, check_workflow_names
 
 NODES = """\
@@ -134,3 +136,76 @@ def test_workflow_names_are_checked_against_the_agents() -> None:
         check_workflow_names({"trip": workflow}, ["writer"])
     with pytest.raises(ConfigError, match="workflow 'planner' has the name of an agent"):
         check_workflow_names({"planner": workflow}, ["planner"])
+
+
+ROUTED_NODES = """\
+from sayso.workflows import RequestInput
+
+
+def ask():
+    return (yield RequestInput("Go on?", response_schema=str))
+
+
+def confirm():
+    return (yield RequestInput("Go on?", response_schema=bool))
+
+
+def went_on(node_input):
+    return "went on"
+
+
+def stopped(node_input):
+    return "stopped"
+"""
+
+
+def routed_config(tmp_path: Path, routes: str, *, asker: str = "ask") -> Path:
+    """A config whose workflow `w` asks at node `ask` and goes by `routes` to `go` or `stop`."""
+    (tmp_path / "wf_routed_nodes.py").write_text(ROUTED_NODES)
+    config = tmp_path / "sayso.yaml"
+    config.write_text(
+        f"store: sqlite:///{tmp_path / 'sayso.db'}\n"
+        "agents:\n  a: {model: test}\n"
+        "workflows:\n"
+        "  w:\n"
+        f"    nodes: {{ask: 'wf_routed_nodes:{asker}', go: 'wf_routed_nodes:went_on',\n"
+        "             stop: 'wf_routed_nodes:stopped'}\n"
+        "    edges:\n"
+        "      - [START, ask]\n"
+        f"      - [ask, {routes}]\n"
+        "entry: w\n"
+    )
+    return config
+
+
+def test_unquoted_yes_and_no_route_keys_are_refused_at_load_naming_the_node(tmp_path: Path) -> None:
+    """YAML reads `yes:`/`no:` as booleans that the node's `"yes"` never matches: `sayso check` and loading refuse
+    them, each on its line, naming the node and saying to quote the key."""
+    config = routed_config(tmp_path, "{yes: go, no: stop}")
+    done = CliRunner().invoke(app, ["check", str(config)])
+    assert done.exit_code == 2
+    assert (
+        f"{config}:10: error: workflows.w.edges[1][1].yes: route yes of node 'ask' is read by YAML as the boolean "
+        "true, so the node's 'yes' never matches it. Fix: quote it, \"yes\": go, for a node that says 'yes'; or "
+        "write true: go for one that returns a boolean"
+    ) in done.stderr
+    assert f"{config}:10: error: workflows.w.edges[1][1].no: route no of node 'ask'" in done.stderr
+    with pytest.raises(ConfigError, match="route yes of node 'ask' is read by YAML as the boolean true"):
+        Sayso.from_yaml(config)
+
+
+@pytest.mark.parametrize(
+    ("routes", "asker", "answer"),
+    [
+        pytest.param('{"yes": go, "no": stop}', "ask", "yes", id="quoted-words"),
+        pytest.param("{true: go, false: stop}", "confirm", True, id="booleans-for-a-boolean-node"),
+    ],
+)
+async def test_quoted_words_and_true_false_route_keys_load_and_route(
+    tmp_path: Path, routes: str, asker: str, answer: object
+) -> None:
+    """Quoted `"yes"` is the text a node says; `true:` is the boolean a node returns: both load, and route."""
+    async with Sayso.from_yaml(routed_config(tmp_path, routes, asker=asker)) as runtime:
+        [request] = (await runtime.run("go", agent="w")).requests
+        done = await runtime.decide(request.request_id, Provide(value=answer))
+    assert (done.run.status, done.run.output) == ("completed", "went on")

@@ -387,13 +387,13 @@ class Config(_Strict, RoutingConfig):
         """The file this config was read from; `None` for a config built in Python."""
         return self._source
 
-    def line_of(self, path: Sequence[str | int]) -> int | None:
+    def line_of(self, path: Sequence[str | int], *, exact: bool = False) -> int | None:
         """The line of the file where the entry at `path` (such as `agents.files.tools.0`) is written.
 
         Steps of `path` that the file does not hold (pydantic's union branch names, defaults) are
-        passed over, so the nearest written entry answers.
+        passed over, so the nearest written entry answers; with `exact`, none but `path`'s own.
         """
-        return line_of(self._lines, path)
+        return self._lines.get(tuple(path)) if exact else line_of(self._lines, path)
 
     @model_validator(mode="after")
     def _kaboo_system_prompts(self) -> Config:

@@ -17,7 +17,8 @@ entry: concierge
 
 Nodes are declared once under `nodes` and named in `edges`, which follow the Python form
 (`START`, `END`, chains, a route map as the last element; see `sayso.workflows`). Quote route
-keys such as `"yes"`/`"no"`: YAML reads them unquoted as booleans. The graph checks of
+keys such as `"yes"`/`"no"`: YAML reads them unquoted as booleans, so loading refuses them
+unquoted. The graph checks of
 `Workflow` run when the workflow is built, so a wrong graph fails at load time, naming the
 workflow and the node.
 """
