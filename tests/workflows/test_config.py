@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -209,3 +210,57 @@ async def test_quoted_words_and_true_false_route_keys_load_and_route(
         [request] = (await runtime.run("go", agent="w")).requests
         done = await runtime.decide(request.request_id, Provide(value=answer))
     assert (done.run.status, done.run.output) == ("completed", "went on")
+
+
+@dataclass(frozen=True)
+class BadWorkflow:
+    id: str
+    workflow: str
+    errors: list[str]
+
+
+BAD_WORKFLOWS = [
+    BadWorkflow(
+        "node-of-no-form",
+        "nodes: {ask: 42}\n    edges: [[START, ask]]",
+        ["workflows.w.nodes.ask: a node is an import spec ('pkg.mod:fn'), {function: 'pkg.mod:fn'} or {agent: NAME}"],
+    ),
+    BadWorkflow(
+        "misspelt-node-field",
+        "nodes: {ask: {funktion: 'wf_routed_nodes:ask'}}\n    edges: [[START, ask]]",
+        [
+            "workflows.w.nodes.ask.function: Field required. Fix: add it.",
+            "workflows.w.nodes.ask.funktion: Extra inputs are not permitted. Fix: did you mean 'function'? "
+            "Or remove it.",
+        ],
+    ),
+    BadWorkflow(
+        "missing-edges", "nodes: {ask: 'wf_routed_nodes:ask'}", ["workflows.w.edges: Field required. Fix: add it."]
+    ),
+    BadWorkflow(
+        "edge-of-a-number",
+        "nodes: {ask: 'wf_routed_nodes:ask'}\n    edges: [[START, ask, 5]]",
+        [
+            "workflows.w.edges[0][2]: an edge lists node names (START, END or one under 'nodes'), and may end with a "
+            "route map"
+        ],
+    ),
+    BadWorkflow(
+        "unknown-route-target",
+        "nodes: {ask: 'wf_routed_nodes:ask'}\n    edges: [[START, ask], [ask, {'y': nowhere}]]",
+        ["workflows.w: an edge names node 'nowhere', which is not defined (known: ask)"],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in BAD_WORKFLOWS])
+def test_a_bad_workflow_is_one_line_per_problem_at_check(tmp_path: Path, case: BadWorkflow) -> None:
+    """A wrong node, a missing field, a bad edge or an unknown route target is one `file:line: error:` line each,
+    naming the field: no line per union member (`Input should be an instance of Workflow`), no repeated name."""
+    (tmp_path / "wf_routed_nodes.py").write_text(ROUTED_NODES)
+    config = tmp_path / "sayso.yaml"
+    config.write_text(f"agents:\n  a: {{model: test}}\nworkflows:\n  w:\n    {case.workflow}\n")
+    done = CliRunner().invoke(app, ["check", str(config)])
+    assert done.exit_code == 2
+    said = [line.split(": error: ", 1)[1] for line in done.stderr.splitlines() if ": error: " in line]
+    assert said == case.errors

@@ -354,8 +354,8 @@ def _check_workflows(config: Config, problems: _Problems) -> None:
             continue  # a `Workflow` built in Python was checked when it was built
         try:
             build_workflow(name, spec, import_spec=import_spec, base_dir=config.base_dir)
-        except ConfigError as exc:
-            problems.add("error", ("workflows", name), str(exc), "")
+        except ConfigError as exc:  # said under `workflows.NAME:`, which names the workflow already
+            problems.add("error", ("workflows", name), str(exc).removeprefix(f"workflow {name!r}: "), "")
         _check_route_words(config, name, spec, problems)
         rule = spec.input_rule(name, {})
         if rule is None:

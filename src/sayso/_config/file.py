@@ -31,7 +31,7 @@ from .._core.decisions import REJECTION_PRESETS, RejectionText
 from .._core.policy import InterruptPolicy, ToolRule
 from .._core.requests import Scope
 from ..exceptions import ConfigError
-from ..workflows import Workflow, WorkflowConfig, check_workflow_names
+from ..workflows import Workflow, WorkflowEntry, check_workflow_names
 from .channels import ChannelsConfig
 from .edges import (
     AUDIT_KEY_ENV as AUDIT_KEY_ENV,
@@ -363,7 +363,7 @@ class Config(_Strict, RoutingConfig):
 
     See docs/guides/mcp.md#servers-as-tool-sources.
     """
-    workflows: dict[str, WorkflowConfig | Workflow] = {}
+    workflows: dict[str, WorkflowEntry] = {}
     """Graphs of function and agent nodes that stop for a person's input, by name; a workflow may be
     the `entry`, and is run like an agent (`Sayso.run(message, agent=NAME)`). From Python, a `Workflow`.
 
