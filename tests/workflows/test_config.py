@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from pydantic import ValidationError
+from typer.testing import CliRunner
 
-from sayso import ConfigError
+from sayso import ConfigError, Provide, Sayso
 from sayso._engine.tools import import_spec
+from sayso.cli import app
 from sayso.workflows import AgentNodeConfig, FunctionNodeConfig, WorkflowConfig, build_workflow, check_workflow_names
 
 NODES = """\
@@ -134,3 +137,130 @@ def test_workflow_names_are_checked_against_the_agents() -> None:
         check_workflow_names({"trip": workflow}, ["writer"])
     with pytest.raises(ConfigError, match="workflow 'planner' has the name of an agent"):
         check_workflow_names({"planner": workflow}, ["planner"])
+
+
+ROUTED_NODES = """\
+from sayso.workflows import RequestInput
+
+
+def ask():
+    return (yield RequestInput("Go on?", response_schema=str))
+
+
+def confirm():
+    return (yield RequestInput("Go on?", response_schema=bool))
+
+
+def went_on(node_input):
+    return "went on"
+
+
+def stopped(node_input):
+    return "stopped"
+"""
+
+
+def routed_config(tmp_path: Path, routes: str, *, asker: str = "ask") -> Path:
+    """A config whose workflow `w` asks at node `ask` and goes by `routes` to `go` or `stop`."""
+    (tmp_path / "wf_routed_nodes.py").write_text(ROUTED_NODES)
+    config = tmp_path / "sayso.yaml"
+    config.write_text(
+        f"store: sqlite:///{tmp_path / 'sayso.db'}\n"
+        "agents:\n  a: {model: test}\n"
+        "workflows:\n"
+        "  w:\n"
+        f"    nodes: {{ask: 'wf_routed_nodes:{asker}', go: 'wf_routed_nodes:went_on',\n"
+        "             stop: 'wf_routed_nodes:stopped'}\n"
+        "    edges:\n"
+        "      - [START, ask]\n"
+        f"      - [ask, {routes}]\n"
+        "entry: w\n"
+    )
+    return config
+
+
+def test_unquoted_yes_and_no_route_keys_are_refused_at_load_naming_the_node(tmp_path: Path) -> None:
+    """YAML reads `yes:`/`no:` as booleans that the node's `"yes"` never matches: `sayso check` and loading refuse
+    them, each on its line, naming the node and saying to quote the key."""
+    config = routed_config(tmp_path, "{yes: go, no: stop}")
+    done = CliRunner().invoke(app, ["check", str(config)])
+    assert done.exit_code == 2
+    assert (
+        f"{config}:10: error: workflows.w.edges[1][1].yes: route yes of node 'ask' is read by YAML as the boolean "
+        "true, so the node's 'yes' never matches it. Fix: quote it, \"yes\": go, for a node that says 'yes'; or "
+        "write true: go for one that returns a boolean"
+    ) in done.stderr
+    assert f"{config}:10: error: workflows.w.edges[1][1].no: route no of node 'ask'" in done.stderr
+    with pytest.raises(ConfigError, match="route yes of node 'ask' is read by YAML as the boolean true"):
+        Sayso.from_yaml(config)
+
+
+@pytest.mark.parametrize(
+    ("routes", "asker", "answer"),
+    [
+        pytest.param('{"yes": go, "no": stop}', "ask", "yes", id="quoted-words"),
+        pytest.param("{true: go, false: stop}", "confirm", True, id="booleans-for-a-boolean-node"),
+    ],
+)
+async def test_quoted_words_and_true_false_route_keys_load_and_route(
+    tmp_path: Path, routes: str, asker: str, answer: object
+) -> None:
+    """Quoted `"yes"` is the text a node says; `true:` is the boolean a node returns: both load, and route."""
+    async with Sayso.from_yaml(routed_config(tmp_path, routes, asker=asker)) as runtime:
+        [request] = (await runtime.run("go", agent="w")).requests
+        done = await runtime.decide(request.request_id, Provide(value=answer))
+    assert (done.run.status, done.run.output) == ("completed", "went on")
+
+
+@dataclass(frozen=True)
+class BadWorkflow:
+    id: str
+    workflow: str
+    errors: list[str]
+
+
+BAD_WORKFLOWS = [
+    BadWorkflow(
+        "node-of-no-form",
+        "nodes: {ask: 42}\n    edges: [[START, ask]]",
+        ["workflows.w.nodes.ask: a node is an import spec ('pkg.mod:fn'), {function: 'pkg.mod:fn'} or {agent: NAME}"],
+    ),
+    BadWorkflow(
+        "misspelt-node-field",
+        "nodes: {ask: {funktion: 'wf_routed_nodes:ask'}}\n    edges: [[START, ask]]",
+        [
+            "workflows.w.nodes.ask.function: Field required. Fix: add it.",
+            "workflows.w.nodes.ask.funktion: Extra inputs are not permitted. Fix: did you mean 'function'? "
+            "Or remove it.",
+        ],
+    ),
+    BadWorkflow(
+        "missing-edges", "nodes: {ask: 'wf_routed_nodes:ask'}", ["workflows.w.edges: Field required. Fix: add it."]
+    ),
+    BadWorkflow(
+        "edge-of-a-number",
+        "nodes: {ask: 'wf_routed_nodes:ask'}\n    edges: [[START, ask, 5]]",
+        [
+            "workflows.w.edges[0][2]: an edge lists node names (START, END or one under 'nodes'), and may end with a "
+            "route map"
+        ],
+    ),
+    BadWorkflow(
+        "unknown-route-target",
+        "nodes: {ask: 'wf_routed_nodes:ask'}\n    edges: [[START, ask], [ask, {'y': nowhere}]]",
+        ["workflows.w: an edge names node 'nowhere', which is not defined (known: ask)"],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in BAD_WORKFLOWS])
+def test_a_bad_workflow_is_one_line_per_problem_at_check(tmp_path: Path, case: BadWorkflow) -> None:
+    """A wrong node, a missing field, a bad edge or an unknown route target is one `file:line: error:` line each,
+    naming the field: no line per union member (`Input should be an instance of Workflow`), no repeated name."""
+    (tmp_path / "wf_routed_nodes.py").write_text(ROUTED_NODES)
+    config = tmp_path / "sayso.yaml"
+    config.write_text(f"agents:\n  a: {{model: test}}\nworkflows:\n  w:\n    {case.workflow}\n")
+    done = CliRunner().invoke(app, ["check", str(config)])
+    assert done.exit_code == 2
+    said = [line.split(": error: ", 1)[1] for line in done.stderr.splitlines() if ": error: " in line]
+    assert said == case.errors

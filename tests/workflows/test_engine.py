@@ -284,7 +284,7 @@ async def test_a_route_the_node_does_not_have_fails_the_run_naming_the_node() ->
     outcome = failed(await engine(Workflow("routes", edges=[(START, unknown_route, {"x": shout})])).start("run_1", "a"))
     assert outcome.node == "unknown_route"
     assert outcome.error == (
-        "node 'unknown_route' failed: _NodeError: it chose route 'nowhere', which it does not have (routes: 'x')"
+        "node 'unknown_route' failed: it chose route 'nowhere', which it does not have (routes: 'x')"
     )
 
 

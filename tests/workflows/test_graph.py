@@ -114,6 +114,19 @@ def test_parameters_with_defaults_and_ctx_are_accepted() -> None:
         pytest.param([(START, lambda: 1)], (), "has no usable name", id="lambda"),
         pytest.param([(START, 42)], (), "42 is not a node", id="not-a-node"),
         pytest.param([(START, Agent("test"))], (), "without a name needs AgentNode", id="nameless-agent"),
+        pytest.param(
+            [(START, AgentNode(42))],  # type: ignore[arg-type]  # the mistake under test
+            (),
+            "^workflow 'wf': AgentNode\\(42\\): give it a configured agent's name or a pydantic-ai agent$",
+            id="agent-node-of-no-agent",
+        ),
+        pytest.param(
+            [(START, AgentNode("planner", output_type=3))],
+            (),
+            "^workflow 'wf': node 'planner': output_type: 3 is not a type pydantic can validate: "
+            "Unable to generate pydantic-core schema for 3$",
+            id="output-type-pydantic-cannot-use",
+        ),
     ],
 )
 def test_graph_mistakes_are_config_errors_when_built(edges: list[Any], nodes: tuple[Any, ...], problem: str) -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any, Literal
+from uuid import UUID
 
 import pytest
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AnyUrl, BaseModel, Field, field_validator
 
 from sayso import (
     AlreadyDecided,
@@ -210,3 +212,65 @@ def test_a_model_validator_is_applied_to_the_answer() -> None:
     """Validators on a pydantic model run too, beyond what its JSON Schema can say."""
     with pytest.raises(SchemaMismatch, match="word: value error, must be upper case"):
         validate_input(Shouty, {"word": "quiet"})
+
+
+class Meeting(BaseModel):
+    at: datetime
+    day: date
+    link: AnyUrl | None = None
+    ref: UUID | None = None
+
+
+AT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}}}
+MEETING = {"at": "2024-05-01T10:00:00Z", "day": "2024-05-01"}
+
+
+FORMATS = [
+    Case("no-zone-taken", Meeting, {**MEETING, "at": "2024-05-01T10:00"}, {}),
+    Case("url-and-uuid-taken", Meeting, {**MEETING, "link": "https://example.org/a", "ref": str(UUID(int=7))}, {}),
+    Case(
+        "words-for-a-datetime",
+        Meeting,
+        {**MEETING, "at": "next tuesday"},
+        {"at": "input should be a valid datetime or date, invalid character in year"},
+    ),
+    Case(
+        "a-day-that-is-not",
+        Meeting,
+        {**MEETING, "day": "2024-02-30"},
+        {"day": "input should be a valid date or datetime, day value is outside expected range"},
+    ),
+    Case(
+        "relative-url-and-short-uuid",
+        Meeting,
+        {**MEETING, "link": "not a url", "ref": "abc"},
+        {
+            "link": "input should be a valid URL, relative URL without a base",
+            "ref": "input should be a valid UUID, invalid length: found 3",
+        },
+    ),
+    Case(
+        "json-schema-format",
+        AT_SCHEMA,
+        {"at": "soon"},
+        {"at": "input should be a valid datetime or date, input is too short"},
+    ),
+    Case("json-schema-format-taken", AT_SCHEMA, {"at": "2024-05-01 10:00"}, {}),
+]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in FORMATS])
+def test_a_formatted_answer_is_refused_when_decided_exactly_when_the_node_would_refuse_it(case: Case) -> None:
+    """`date-time`, `date`, `uri`, `uuid`: what the node's own validation refuses is refused before it is recorded,
+    naming each field as pydantic does, and what it takes is taken."""
+    decision = Provide(value=case.value)
+    if not case.expected:
+        assert check_decision(input_request(case.schema), decision, existing=None, now=101) == decision
+        validate_input(case.schema, case.value)
+        return
+    with pytest.raises(InvalidDecision) as refused:
+        check_decision(input_request(case.schema), decision, existing=None, now=101)
+    assert refused.value.fields == case.expected
+    with pytest.raises(SchemaMismatch) as at_the_node:
+        validate_input(case.schema, case.value)
+    assert at_the_node.value.problems == tuple(f"{field}: {why}" for field, why in case.expected.items())

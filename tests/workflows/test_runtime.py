@@ -6,6 +6,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import AsyncGenerator, Callable, Generator, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +201,30 @@ async def test_a_wrong_answer_is_refused_naming_the_field_and_the_pause_stays_op
     assert (done.run.status, done.run.output) == ("completed", "2 day(s) in Porto")
 
 
+class Visit(BaseModel):
+    at: datetime
+
+
+def ask_visit() -> Generator[Any, Any, Any]:
+    CALLS["ask_visit"] += 1
+    answer = yield RequestInput("When?", response_schema=Visit)
+    return answer.at.isoformat()
+
+
+async def test_an_answer_the_nodes_type_would_refuse_is_refused_before_it_is_recorded(make: Make) -> None:
+    """A `datetime` field's answer in words is refused naming the field, as pydantic says it; the pause stays open."""
+    async with make(Workflow("visit", edges=[(START, ask_visit)])) as app:
+        request = input_of(await app.run("go", agent="visit"))
+        with pytest.raises(InvalidDecision) as refused:
+            await app.decide(request.request_id, Provide(value={"at": "next tuesday"}))
+        assert refused.value.fields == {"at": "input should be a valid datetime or date, invalid character in year"}
+        state = await app.request(request.request_id)
+        assert (state.pause_status, state.decision) == ("open", None)
+        done = await app.decide(request.request_id, Provide(value={"at": "2024-05-01T10:00"}))
+    assert (done.run.status, done.run.output) == ("completed", "2024-05-01T10:00:00")
+    assert CALLS == {"ask_visit": 2}
+
+
 async def test_a_fresh_runtime_resumes_without_redoing_finished_nodes(make: Make) -> None:
     """One runtime pauses and closes; another decides from the store alone, and finished nodes do not run again."""
     async with make(trip_workflow()) as first:
@@ -245,6 +270,23 @@ async def test_a_failed_run_is_not_retried_once_its_thread_moved_on(make: Make) 
         assert newer.status == "paused"
         with pytest.raises(ThreadBusy):
             await app.resume(failed.run_id)
+
+
+def undecided(node_input: str) -> str:
+    return "maybe"
+
+
+async def test_a_node_that_breaks_a_rule_of_the_engine_fails_the_run_in_plain_words(make: Make) -> None:
+    """A node's output that matches none of its routes fails the run with the engine's words, not a private class."""
+    async with make(Workflow("pick", edges=[(START, undecided, {"yes": booked, "no": to_booking})])) as app:
+        failed = await app.run("go", agent="pick")
+        stored = await app.result(failed.run_id)
+    expected = (
+        "node 'undecided' failed: it returned 'maybe', which matches none of its routes (routes: 'yes', 'no'); "
+        "return Route(...) or add a DEFAULT route"
+    )
+    assert (failed.status, failed.error) == ("failed", expected)
+    assert stored.error == expected
 
 
 async def test_an_agent_nodes_approval_pauses_the_workflow_labelled_with_the_node(make: Make) -> None:

@@ -24,6 +24,7 @@ from .._core.store_urls import StoreUrlProblem, no_folder, read_store_url
 from .._engine.models import build_model, resolve_model
 from .._engine.tools import BUILTIN_TOOLS, as_tool, import_spec
 from ..exceptions import ConfigError
+from ..workflows import WorkflowConfig, build_workflow
 from .checks_channels import check_channels
 from .file import AgentConfig, Config
 from .lines import config_path
@@ -348,15 +349,14 @@ def _check_conditions(
 
 def _check_workflows(config: Config, problems: _Problems) -> None:
     """Each `workflows:` entry builds: its import specs resolve and its graph passes `Workflow`'s checks."""
-    from ..workflows import WorkflowConfig, build_workflow
-
     for name, spec in config.workflows.items():
         if not isinstance(spec, WorkflowConfig):
             continue  # a `Workflow` built in Python was checked when it was built
         try:
             build_workflow(name, spec, import_spec=import_spec, base_dir=config.base_dir)
-        except ConfigError as exc:
-            problems.add("error", ("workflows", name), str(exc), "")
+        except ConfigError as exc:  # said under `workflows.NAME:`, which names the workflow already
+            problems.add("error", ("workflows", name), str(exc).removeprefix(f"workflow {name!r}: "), "")
+        _check_route_words(config, name, spec, problems)
         rule = spec.input_rule(name, {})
         if rule is None:
             continue
@@ -374,6 +374,36 @@ def _check_workflows(config: Config, problems: _Problems) -> None:
                 f"{problem}, in {source!r}",
                 "name args.node, args.payload, principal.name, principal.groups, thread.id or thread.agent",
             )
+
+
+_YAML_11_BOOLEANS = {
+    f(word): word in ("yes", "on") for word in ("yes", "no", "on", "off") for f in (str, str.title, str.upper)
+}
+"""The words PyYAML reads unquoted as booleans besides `true` and `false` (YAML 1.1), and which boolean."""
+
+
+def _check_route_words(config: Config, name: str, spec: WorkflowConfig, problems: _Problems) -> None:
+    """Refuse a route keyed by an unquoted `yes`, `no`, `on` or `off`, which YAML reads as a boolean.
+
+    The node's `"yes"` (an answer, a `Route`) would never match it, and the run would fail there, or
+    take the `__DEFAULT__` route. `true` and `false` stay booleans: a node that returns one picks them.
+    """
+    for number, edge in enumerate(spec.edges):
+        routes = edge[-1]
+        if not isinstance(routes, dict):
+            continue
+        at = ("workflows", name, "edges", number, len(edge) - 1)
+        for word, boolean in _YAML_11_BOOLEANS.items():
+            # Quoted, the key is the text itself; unquoted, a boolean that the file still shows as the word.
+            if word not in routes and boolean in routes and config.line_of((*at, word), exact=True) is not None:
+                problems.add(
+                    "error",
+                    (*at, word),
+                    f"route {word} of node {edge[-2]!r} is read by YAML as the boolean {str(boolean).lower()}, "
+                    f"so the node's {word!r} never matches it",
+                    f'quote it, "{word}": {routes[boolean]}, for a node that says {word!r}; or write '
+                    f"{str(boolean).lower()}: {routes[boolean]} for one that returns a boolean",
+                )
 
 
 _INPUT_ARGS: JsonSchemaValue = {

@@ -31,7 +31,7 @@ from .._core.decisions import REJECTION_PRESETS, RejectionText
 from .._core.policy import InterruptPolicy, ToolRule
 from .._core.requests import Scope
 from ..exceptions import ConfigError
-from ..workflows import Workflow, WorkflowConfig, check_workflow_names
+from ..workflows import Workflow, WorkflowEntry, check_workflow_names
 from .channels import ChannelsConfig
 from .edges import (
     AUDIT_KEY_ENV as AUDIT_KEY_ENV,
@@ -363,7 +363,7 @@ class Config(_Strict, RoutingConfig):
 
     See docs/guides/mcp.md#servers-as-tool-sources.
     """
-    workflows: dict[str, WorkflowConfig | Workflow] = {}
+    workflows: dict[str, WorkflowEntry] = {}
     """Graphs of function and agent nodes that stop for a person's input, by name; a workflow may be
     the `entry`, and is run like an agent (`Sayso.run(message, agent=NAME)`). From Python, a `Workflow`.
 
@@ -387,13 +387,13 @@ class Config(_Strict, RoutingConfig):
         """The file this config was read from; `None` for a config built in Python."""
         return self._source
 
-    def line_of(self, path: Sequence[str | int]) -> int | None:
+    def line_of(self, path: Sequence[str | int], *, exact: bool = False) -> int | None:
         """The line of the file where the entry at `path` (such as `agents.files.tools.0`) is written.
 
         Steps of `path` that the file does not hold (pydantic's union branch names, defaults) are
-        passed over, so the nearest written entry answers.
+        passed over, so the nearest written entry answers; with `exact`, none but `path`'s own.
         """
-        return line_of(self._lines, path)
+        return self._lines.get(tuple(path)) if exact else line_of(self._lines, path)
 
     @model_validator(mode="after")
     def _kaboo_system_prompts(self) -> Config:

@@ -13,18 +13,24 @@ Two checks with one meaning, on purpose:
   a wrong answer and leave the pause open;
 - when the node gets the answer back, it is validated against the Python type the node gave,
   so the node receives a model instance where a model was given.
+
+The first check must refuse what the second would, or an answer is taken and then thrown away:
+string formats (`date-time`, `date`, `uri`...) are checked as pydantic reads the type it writes
+each one for ([`input_formats`][]), in both checks of a JSON Schema.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
-from datetime import datetime
+from datetime import date, datetime, time, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
-from pydantic import PydanticUserError, TypeAdapter, ValidationError
+from pydantic import AnyUrl, EmailStr, PydanticUserError, TypeAdapter, ValidationError
 from pydantic.errors import PydanticSchemaGenerationError
 from pydantic.json_schema import JsonSchemaValue
 
@@ -154,7 +160,7 @@ def _compiled(json_schema: JsonSchemaValue) -> jsonschema.protocols.Validator:
 @lru_cache(maxsize=256)
 def _compiled_text(text: str) -> jsonschema.protocols.Validator:
     schema = json.loads(text)
-    return _validator_class(schema)(schema)
+    return _validator_class(schema)(schema, format_checker=input_formats())
 
 
 def _dict_schema(spec: JsonSchemaValue) -> InputSchema:
@@ -165,7 +171,7 @@ def _dict_schema(spec: JsonSchemaValue) -> InputSchema:
         cls.check_schema(spec)
     except jsonschema.SchemaError as exc:
         raise ConfigError(f"response_schema is not a valid JSON Schema: {exc.message}") from None
-    return InputSchema(json_schema=spec, _validator=cls(spec))
+    return InputSchema(json_schema=spec, _validator=cls(spec, format_checker=input_formats()))
 
 
 @lru_cache(maxsize=512)
@@ -218,6 +224,49 @@ def form_formats() -> jsonschema.FormatChecker:
     return checker
 
 
+_PYDANTIC_FORMATS: tuple[tuple[str, Any], ...] = (
+    ("date-time", datetime),
+    ("date", date),
+    ("time", time),
+    ("duration", timedelta),
+    ("uuid", UUID),
+    ("uri", AnyUrl),
+    ("email", EmailStr),
+)
+"""Each string format pydantic writes into a JSON Schema, and the type it writes it for."""
+
+
+@lru_cache(maxsize=1)
+def input_formats() -> jsonschema.FormatChecker:
+    """The checker of the string formats of a response schema: each as pydantic reads its type.
+
+    A node given a pydantic type has its answer validated by pydantic, after the answer was checked
+    against the type's JSON Schema and recorded; so `format: date-time` means here what a `datetime`
+    field takes, `2024-05-01T10:00` (no zone) included, which RFC 3339 and so [`form_formats`][]
+    refuse. Formats pydantic never writes are checked as [`form_formats`][] checks them.
+    """
+    import jsonschema
+
+    checker = jsonschema.FormatChecker(formats=())
+    checker.checkers.update(form_formats().checkers)
+    for name, kind in _PYDANTIC_FORMATS:
+        try:
+            adapter: TypeAdapter[Any] = TypeAdapter(kind)
+        except ImportError:  # `EmailStr` without the email-validator package: no pydantic type can use it either
+            continue
+        checker.checks(name, raises=ValidationError)(_read_by(adapter))
+    return checker
+
+
+def _read_by(adapter: TypeAdapter[Any]) -> Callable[[object], bool]:
+    def check(value: object) -> bool:
+        if isinstance(value, str):  # a format says nothing about other types (JSON Schema's rule)
+            adapter.validate_python(value)
+        return True
+
+    return check
+
+
 def _validator_class(schema: JsonSchemaValue) -> type[jsonschema.protocols.Validator]:
     import jsonschema
 
@@ -248,6 +297,13 @@ def _validator_problems(validator: jsonschema.protocols.Validator, value: Any) -
     return tuple(dict.fromkeys(_say(where, why) for where, why in _validator_pairs(validator, value)))
 
 
+def _why(error: jsonschema.ValidationError) -> str:
+    if error.validator == "format" and isinstance(error.cause, ValidationError):
+        # Said as pydantic says it (`input should be a valid datetime, ...`), as the node would.
+        return _lower(error.cause.errors(include_url=False)[0]["msg"])
+    return _lower(error.message)
+
+
 def _validator_pairs(validator: jsonschema.protocols.Validator, value: Any) -> list[tuple[str, str]]:
     """`(field path, why)` for every problem, in field order."""
     import jsonschema
@@ -264,7 +320,7 @@ def _validator_pairs(validator: jsonschema.protocols.Validator, value: Any) -> l
             # branch of the value's own type (`int` of `int | None`) comes closer than a type mismatch.
             fitting = [e for e in error.context if e.validator != "type"] or error.context
             best = jsonschema.exceptions.best_match(fitting)
-            pairs.append((_where(where), _lower(best.message if best is not None else error.message)))
+            pairs.append((_where(where), _why(best if best is not None else error)))
         else:
-            pairs.append((_where(where), _lower(error.message)))
+            pairs.append((_where(where), _why(error)))
     return pairs

@@ -28,7 +28,14 @@ from .._core.lazy import load_lazily
 
 if TYPE_CHECKING:
     from .._core.inputs import InputSchema, RequestInput, input_schema, validate_input
-    from ._config import AgentNodeConfig, FunctionNodeConfig, WorkflowConfig, build_workflow, check_workflow_names
+    from ._config import (
+        AgentNodeConfig,
+        FunctionNodeConfig,
+        WorkflowConfig,
+        WorkflowEntry,
+        build_workflow,
+        check_workflow_names,
+    )
     from ._engine import WorkflowEngine, agent_prompt
     from ._graph import DEFAULT, END, START, AgentNode, FunctionNode, Route, RouteKey, Workflow, WorkflowContext
     from ._state import (
@@ -81,6 +88,7 @@ __all__ = [
     "WorkflowConfig",
     "WorkflowContext",
     "WorkflowEngine",
+    "WorkflowEntry",
     "WorkflowFailed",
     "WorkflowFinished",
     "WorkflowOutcome",
@@ -123,6 +131,7 @@ _LAZY: dict[str, str] = {
     "WorkflowConfig": "._config",
     "WorkflowContext": "._graph",
     "WorkflowEngine": "._engine",
+    "WorkflowEntry": "._config",
     "WorkflowFailed": "._state",
     "WorkflowFinished": "._state",
     "WorkflowOutcome": "._state",

@@ -17,7 +17,8 @@ entry: concierge
 
 Nodes are declared once under `nodes` and named in `edges`, which follow the Python form
 (`START`, `END`, chains, a route map as the last element; see `sayso.workflows`). Quote route
-keys such as `"yes"`/`"no"`: YAML reads them unquoted as booleans. The graph checks of
+keys such as `"yes"`/`"no"`: YAML reads them unquoted as booleans, so loading refuses them
+unquoted. The graph checks of
 `Workflow` run when the workflow is built, so a wrong graph fails at load time, naming the
 workflow and the node.
 """
@@ -29,7 +30,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from .._config.routing import RoutingFields, routed
 from .._config.rules import PolicyFields
@@ -60,8 +61,41 @@ class AgentNodeConfig(_Strict):
     """Import spec of a type (a pydantic model, say) the agent's answer is parsed into, as JSON."""
 
 
-NodeConfig: TypeAlias = str | FunctionNodeConfig | AgentNodeConfig
+def _node_form(value: Any) -> str | None:
+    """Which form a node entry is, so an error names that form's problem alone (not one per form)."""
+    if isinstance(value, str):
+        return "Spec"
+    if isinstance(value, AgentNodeConfig) or (isinstance(value, dict) and "agent" in value):
+        return "Agent"
+    return "Function" if isinstance(value, FunctionNodeConfig | dict) else None
+
+
+NodeConfig: TypeAlias = Annotated[
+    Annotated[str, Tag("Spec")]
+    | Annotated[FunctionNodeConfig, Tag("Function")]
+    | Annotated[AgentNodeConfig, Tag("Agent")],
+    Discriminator(
+        _node_form,
+        custom_error_type="node_form",
+        custom_error_message="a node is an import spec ('pkg.mod:fn'), {function: 'pkg.mod:fn'} or {agent: NAME}",
+    ),
+]
 """A node of a workflow: an import spec, or one of the node objects."""
+
+
+def _edge_item(value: Any) -> str | None:
+    return "Node" if isinstance(value, str) else "Routes" if isinstance(value, dict) else None
+
+
+EdgeItem: TypeAlias = Annotated[
+    Annotated[str, Tag("Node")] | Annotated[dict[RouteKey, str], Tag("Routes")],
+    Discriminator(
+        _edge_item,
+        custom_error_type="edge_item",
+        custom_error_message="an edge lists node names (START, END or one under 'nodes'), and may end with a route map",
+    ),
+]
+"""An element of an edge: a node's name, or (last) a route map."""
 
 
 class WorkflowConfig(_Strict, PolicyFields, RoutingFields):
@@ -77,7 +111,7 @@ class WorkflowConfig(_Strict, PolicyFields, RoutingFields):
     """What the workflow does, for people and agent cards."""
     nodes: dict[str, NodeConfig]
     """Every node, by the name edges use."""
-    edges: list[list[str | dict[RouteKey, str]]]
+    edges: list[list[EdgeItem]]
     """Edge lists: `[START, a, b]` chains, `[a, {route: b, ...}]` routes (a map only last), `[a, END]` ends
     there; `__DEFAULT__` as a route key is taken when no other matches. docs/guides/workflows.md#edges has it all."""
     ttl_seconds: float | None = Field(default=None, gt=0)
@@ -123,7 +157,7 @@ class WorkflowConfig(_Strict, PolicyFields, RoutingFields):
 
     @field_validator("edges")
     @classmethod
-    def _edges_have_shape(cls, edges: list[list[str | dict[RouteKey, str]]]) -> list[list[str | dict[RouteKey, str]]]:
+    def _edges_have_shape(cls, edges: list[list[EdgeItem]]) -> list[list[EdgeItem]]:
         for number, edge in enumerate(edges, 1):
             if len(edge) < 2:
                 raise ValueError(f"edge {number} needs at least two elements")
@@ -134,6 +168,16 @@ class WorkflowConfig(_Strict, PolicyFields, RoutingFields):
     def agent_names(self) -> set[str]:
         """The configured agents this workflow's agent nodes run."""
         return {n.agent for n in self.nodes.values() if isinstance(n, AgentNodeConfig)}
+
+
+def _workflow_form(value: Any) -> str:
+    return "Python" if isinstance(value, Workflow) else "Config"
+
+
+WorkflowEntry: TypeAlias = Annotated[
+    Annotated[WorkflowConfig, Tag("Config")] | Annotated[Workflow, Tag("Python")], Discriminator(_workflow_form)
+]
+"""A `workflows:` entry: a config entry, or (from Python) a `Workflow`; an error names only the entry's own problems."""
 
 
 def check_workflow_names(workflows: Mapping[str, WorkflowConfig | Workflow], agents: Collection[str]) -> None:

@@ -85,7 +85,7 @@ class _Paused:
 
 
 class _NodeError(Exception):
-    """A node broke a rule of the engine (a route it lacks, an output that is not JSON)."""
+    """A node broke a rule of the engine (a route it lacks); the run's error is the message, not this private class."""
 
 
 _NOTHING: Any = object()
@@ -235,7 +235,8 @@ class WorkflowEngine:
             ) from None
 
     async def _fail(self, state: WorkflowState, node: CompiledNode, exc: Exception) -> WorkflowFailed:
-        error = f"node {node.name!r} failed: {type(exc).__name__}: {exc}"
+        why = str(exc) if isinstance(exc, _NodeError) else f"{type(exc).__name__}: {exc}"
+        error = f"node {node.name!r} failed: {why}"
         state = replace(state, status="failed", pending=None, agent_handle=None, error=error)
         await self._persistence.save(state)
         return WorkflowFailed(state=state, node=node.name, error=error)

@@ -217,7 +217,7 @@ class Workflow:
             raw.extend(self._pairs(number, edge))
         self.successors: dict[str, Successors] = {}
         self.first = self._connect(raw)
-        self.nodes: dict[str, CompiledNode] = {n: _compile(node) for n, node in self._defined.items()}
+        self.nodes: dict[str, CompiledNode] = {n: _compile(node, name) for n, node in self._defined.items()}
         self.terminal = self._check_shape()
 
     def __repr__(self) -> str:
@@ -358,6 +358,11 @@ def _is_agent(item: object) -> TypeGuard[AbstractAgent[Any, Any]]:
 
 def _as_node(item: NodeLike, workflow: str) -> FunctionNode | AgentNode:
     if isinstance(item, AgentNode):
+        if not isinstance(item.agent, str) and not _is_agent(item.agent):
+            raise ConfigError(
+                f"workflow {workflow!r}: AgentNode({item.agent!r}): give it a configured agent's name "
+                "or a pydantic-ai agent"
+            )
         if item.name:
             return item
         if isinstance(item.agent, str):
@@ -379,14 +384,15 @@ def _as_node(item: NodeLike, workflow: str) -> FunctionNode | AgentNode:
     )
 
 
-def _compile(node: FunctionNode | AgentNode) -> CompiledNode:
+def _compile(node: FunctionNode | AgentNode, workflow: str) -> CompiledNode:
+    where = f"workflow {workflow!r}: node {node.name!r}"
     if isinstance(node, AgentNode):
-        adapter = None if node.output_type is None else _adapter(node.output_type, f"output_type of node {node.name!r}")
+        adapter = None if node.output_type is None else _adapter(node.output_type, f"{where}: output_type")
         return CompiledNode(name=node.name, kind="agent", agent=node, output_adapter=adapter)
     try:
         signature = inspect.signature(node.fn)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"node {node.name!r}: cannot read the signature of {node.fn!r}: {exc}") from None
+        raise ConfigError(f"{where}: cannot read the signature of {node.fn!r}: {exc}") from None
     takes_input = takes_ctx = False
     for parameter in signature.parameters.values():
         if parameter.name == INPUT_PARAMETER:
@@ -397,14 +403,14 @@ def _compile(node: FunctionNode | AgentNode) -> CompiledNode:
             continue
         elif parameter.default is parameter.empty:
             raise ConfigError(
-                f"node {node.name!r}: parameter {parameter.name!r} has no default and sayso fills only "
+                f"{where}: parameter {parameter.name!r} has no default and sayso fills only "
                 f"{INPUT_PARAMETER!r} (the previous output) and {CONTEXT_PARAMETER!r} (the workflow context)"
             )
     input_adapter = None
     if takes_input:
-        annotation = _input_annotation(node)
+        annotation = _input_annotation(node, where)
         if annotation is not None:
-            input_adapter = _adapter(annotation, f"annotation of {INPUT_PARAMETER} of node {node.name!r}")
+            input_adapter = _adapter(annotation, f"{where}: the annotation of {INPUT_PARAMETER}")
     return CompiledNode(
         name=node.name,
         kind="function",
@@ -415,13 +421,13 @@ def _compile(node: FunctionNode | AgentNode) -> CompiledNode:
     )
 
 
-def _input_annotation(node: FunctionNode) -> Any:
+def _input_annotation(node: FunctionNode, where: str) -> Any:
     target = node.fn if inspect.isfunction(node.fn) or inspect.ismethod(node.fn) else type(node.fn).__call__
     try:
         hints = typing.get_type_hints(target)
     except Exception as exc:  # any failure to resolve an annotation becomes a ConfigError
         raise ConfigError(
-            f"node {node.name!r}: cannot resolve the annotation of {INPUT_PARAMETER!r} ({exc}); "
+            f"{where}: cannot resolve the annotation of {INPUT_PARAMETER!r} ({exc}); "
             "define the types it names at module level"
         ) from None
     annotation = hints.get(INPUT_PARAMETER)
@@ -432,7 +438,9 @@ def _adapter(annotation: Any, what: str) -> TypeAdapter[Any]:
     try:
         return TypeAdapter(annotation)
     except Exception as exc:  # pydantic raises several unrelated types for an unusable type
-        raise ConfigError(f"{what}: {annotation!r} is not a type pydantic can validate: {exc}") from None
+        # Its first sentence says why; the rest is advice on writing pydantic schemas, and a link.
+        why = str(exc).splitlines()[0].split(". ")[0]
+        raise ConfigError(f"{what}: {annotation!r} is not a type pydantic can validate: {why}") from None
 
 
 def _reachable(first: str, successors: Mapping[str, Successors]) -> set[str]:
