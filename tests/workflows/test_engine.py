@@ -18,6 +18,7 @@ from sayso.workflows import (
     FunctionNode,
     InputSkipped,
     MemoryWorkflowPersistence,
+    NodeFailed,
     Route,
     WorkflowContext,
     WorkflowEngine,
@@ -286,6 +287,16 @@ async def test_a_route_the_node_does_not_have_fails_the_run_naming_the_node() ->
     assert outcome.error == (
         "node 'unknown_route' failed: it chose route 'nowhere', which it does not have (routes: 'x')"
     )
+
+
+def over_budget(node_input: str) -> str:
+    raise NodeFailed(f"{node_input} is over the trip's budget")
+
+
+async def test_a_node_that_raises_node_failed_fails_the_run_in_its_own_words() -> None:
+    """`NodeFailed` is the message alone: what the person reading the run's error should see."""
+    outcome = failed(await engine(Workflow("budget", edges=[(START, over_budget)])).start("run_1", "Lisbon"))
+    assert outcome.error == "node 'over_budget' failed: Lisbon is over the trip's budget"
 
 
 # failures, retries, crashes

@@ -550,7 +550,7 @@ async def test_an_agent_nodes_failed_run_fails_the_node_and_resume_starts_the_ag
         [first] = (await app.run("Rome", agent="dinner")).requests
         failed = (await app.decide(first.request_id, Approve())).run
         assert failed.status == "failed" and failed.error is not None
-        assert failed.error.startswith("node 'book' failed: AgentRunFailed: its agent's run")
+        assert failed.error.startswith("node 'book' failed: its agent's run")
         assert failed.error.endswith("failed: StoreError: the restaurant's line is busy")
         retried = await app.resume(failed.run_id)
         [second] = retried.requests

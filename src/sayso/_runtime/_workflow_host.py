@@ -38,6 +38,7 @@ from ..workflows import (
     AgentNodeCall,
     AgentOutcome,
     AgentPaused,
+    NodeFailed,
     Workflow,
     WorkflowConfig,
     WorkflowEngine,
@@ -53,7 +54,7 @@ InputDecision = Provide | Skip | Expired
 """What a node's question is closed with: an answer, a skip, or its expiry."""
 
 
-class AgentRunFailed(RuntimeError):
+class AgentRunFailed(NodeFailed):
     """An agent node's run failed or was cancelled; the node fails with it, and a retry starts the agent again."""
 
     def __init__(self, run_id: str, problem: str) -> None:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
         build_workflow,
         check_workflow_names,
     )
-    from ._engine import WorkflowEngine, agent_prompt
+    from ._engine import NodeFailed, WorkflowEngine, agent_prompt
     from ._graph import DEFAULT, END, START, AgentNode, FunctionNode, Route, RouteKey, Workflow, WorkflowContext
     from ._state import (
         AgentFinished,
@@ -77,6 +77,7 @@ __all__ = [
     "InputSchema",
     "InputSkipped",
     "MemoryWorkflowPersistence",
+    "NodeFailed",
     "PendingInput",
     "RecordedAnswer",
     "RequestInput",
@@ -120,6 +121,7 @@ _LAZY: dict[str, str] = {
     "InputSchema": ".._core.inputs",
     "InputSkipped": "._state",
     "MemoryWorkflowPersistence": "._state",
+    "NodeFailed": "._engine",
     "PendingInput": "._state",
     "RecordedAnswer": "._state",
     "RequestInput": ".._core.inputs",

@@ -84,8 +84,12 @@ class _Paused:
     answers: tuple[RecordedAnswer, ...] = ()
 
 
-class _NodeError(Exception):
-    """A node broke a rule of the engine (a route it lacks); the run's error is the message, not this private class."""
+class NodeFailed(Exception):
+    """A node's failure whose message says it all: the run's error is the message alone, with no class name.
+
+    The engine raises it when a node breaks one of its rules (a route the node lacks); a node's own
+    code, or the host running an agent node, raises it to fail a run in plain words.
+    """
 
 
 _NOTHING: Any = object()
@@ -222,7 +226,7 @@ class WorkflowEngine:
         return await self._fail(
             state,
             self._node(state),
-            _NodeError(f"the run went through {self._max_steps} nodes without stopping; does a loop never exit?"),
+            NodeFailed(f"the run went through {self._max_steps} nodes without stopping; does a loop never exit?"),
         )
 
     def _node(self, state: WorkflowState) -> CompiledNode:
@@ -235,7 +239,7 @@ class WorkflowEngine:
             ) from None
 
     async def _fail(self, state: WorkflowState, node: CompiledNode, exc: Exception) -> WorkflowFailed:
-        why = str(exc) if isinstance(exc, _NodeError) else f"{type(exc).__name__}: {exc}"
+        why = str(exc) if isinstance(exc, NodeFailed) else f"{type(exc).__name__}: {exc}"
         error = f"node {node.name!r} failed: {why}"
         state = replace(state, status="failed", pending=None, agent_handle=None, error=error)
         await self._persistence.save(state)
@@ -319,7 +323,7 @@ class WorkflowEngine:
         finally:
             await gen.close()
         if index < len(answers):
-            raise _NodeError(
+            raise NodeFailed(
                 f"the node asked {index} question(s) on replay but {len(answers)} were answered; "
                 "a node must ask the same questions in the same order each time it runs"
             )
@@ -363,7 +367,7 @@ class WorkflowEngine:
                 return route
             if DEFAULT in routes:
                 return routes[DEFAULT]
-            raise _NodeError(
+            raise NodeFailed(
                 f"it chose route {route!r}, which it does not have ({_ways(successors.targets(), routes)})"
             )
         if isinstance(output, str | int | bool) and output in routes:
@@ -372,7 +376,7 @@ class WorkflowEngine:
             return successors.plain[0]
         if DEFAULT in routes:
             return routes[DEFAULT]
-        raise _NodeError(
+        raise NodeFailed(
             f"it returned {output!r}, which matches none of its routes ({_ways((), routes)}); "
             "return Route(...) or add a DEFAULT route"
         )
@@ -421,7 +425,7 @@ def _json(value: Any, what: str) -> Any:
     try:
         return to_jsonable_python(value)
     except PydanticSerializationError as exc:
-        raise _NodeError(f"{what} cannot be stored as JSON: {exc}") from None
+        raise NodeFailed(f"{what} cannot be stored as JSON: {exc}") from None
 
 
 def _coerce_input(node: CompiledNode, value: Any) -> Any:
