@@ -111,6 +111,25 @@ async def test_an_edit_restarts_the_count_and_the_call_runs_with_it(app: Sayso) 
     assert done.run.status == "completed" and ran("refund") == [{"amount": 200, "to": "acme"}]
 
 
+@pytest.mark.parametrize("edit", [True, False])
+async def test_a_timeout_that_approves_approves_the_arguments_as_they_stand(tmp_path: Path, edit: bool) -> None:
+    """carol's vote edited 250 to 200 and nobody else voted: `on_timeout: approve` runs the 200 the approvers were
+    shown, never the 250 her edit replaced; with no edit it runs what was proposed."""
+    now = [1_900_000_000.0]
+    rule = {"name": "refund", "approvers": ["finance"], "approvals_required": 2}
+    rule["on_timeout"] = {"after": "1h", "action": "approve"}
+    async with Sayso(config(tmp_path, rule=rule), models={"m": tool_model(route)}, clock=lambda: now[0]) as app:
+        paused = await app.run("refund 250 to acme", principal="alice")
+        [request] = approvals(paused.requests)
+        vote = Approve(edited_args={"amount": 200, "to": "acme"}) if edit else Approve()
+        await app.decide(request.request_id, vote, principal="carol")
+        now[0] += 3601
+        [closed] = await app.expire()
+        state = await app.request(request.request_id)
+    assert closed.status == "completed" and state.decision is not None and state.decision.by == "expiry"
+    assert ran("refund") == [{"amount": 200 if edit else 250, "to": "acme"}]
+
+
 async def test_one_rejection_rejects_with_its_reason(app: Sayso) -> None:
     async with app:
         paused = await app.run("refund 250 to acme", principal="alice")

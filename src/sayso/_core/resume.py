@@ -9,9 +9,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..exceptions import NotReady
-from .decisions import DecisionRecord, Skip
+from .decisions import Approve, Decision, DecisionRecord, Skip
 from .policy import timeout_decision
 from .requests import Request, RuleTerms
+from .votes import Vote, standing_args
 
 SKIPPED_FOR_MESSAGE = "the person sent a message instead of answering"
 SKIPPED_FOR_FORCE = "the run was resumed before this request was answered"
@@ -61,11 +62,17 @@ def plan_resume(
 
 
 def plan_expiry(
-    requests: Sequence[Request], decided: Mapping[str, DecisionRecord], *, now: float
+    requests: Sequence[Request],
+    decided: Mapping[str, DecisionRecord],
+    *,
+    now: float,
+    votes: Mapping[str, Sequence[Vote]] | None = None,
 ) -> list[DecisionRecord]:
     """The expiries that close a pause whose open requests have all run out; none while one still waits in time.
 
-    A pause with a request that never expires (or nothing open at all) is left as it is.
+    A pause with a request that never expires (or nothing open at all) is left as it is. An
+    `on_timeout: approve` approves the arguments as they stand: an edit vote (`votes`, by request
+    id) put its arguments to the approvers, and the call never runs with those it replaced.
     """
     waiting = open_requests(requests, decided)
     if not waiting or any(r.expires_at is None or r.expires_at > now for r in waiting):
@@ -73,10 +80,19 @@ def plan_expiry(
     return [
         DecisionRecord(
             request_id=r.request_id,
-            decision=timeout_decision(r.on_timeout if isinstance(r, RuleTerms) else None, r.expires_at or now),
+            decision=_timed_out(r, (votes or {}).get(r.request_id, ()), now),
             by="expiry",
             principal=None,
             decided_at=now,
         )
         for r in waiting
     ]
+
+
+def _timed_out(request: Request, votes: Sequence[Vote], now: float) -> Decision:
+    on_timeout = request.on_timeout if isinstance(request, RuleTerms) else None
+    decision = timeout_decision(on_timeout, request.expires_at or now)
+    if not isinstance(decision, Approve) or not votes:
+        return decision
+    standing = standing_args(request, votes)
+    return decision if standing == request.args else Approve(edited_args=dict(standing))

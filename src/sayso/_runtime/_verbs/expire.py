@@ -25,7 +25,9 @@ async def expire(c: Cycle) -> list[RunResult]:
         if run.status != "paused" or run.pause_id is None:
             continue
         state = await k.store.pause_state(run.pause_id)
-        expired = plan_expiry(state.requests, state.decisions, now=now)
+        routed = [r.request_id for r in state.requests if r.routing is not None and r.request_id not in state.decisions]
+        votes = await k.store.votes(routed) if routed else {}
+        expired = plan_expiry(state.requests, state.decisions, now=now, votes=votes)
         if not expired:
             continue
         by_id = {r.request_id: r for r in state.requests}
