@@ -28,7 +28,8 @@ async def server(serve: ServerFactory) -> InProcess:
 
 
 async def test_one_token_signs_in_on_every_interface_and_none_is_refused_on_each(server: InProcess) -> None:
-    """A principal's token is accepted by REST, A2A and AG-UI; without one each answers 401 in its own format."""
+    """A principal's token is accepted by REST, A2A and AG-UI; without one each answers 401 in its own format
+    (AG-UI, which has no error format before its stream, in REST's problem document)."""
     async with server.client("alice-token") as alice:
         assert (await alice.get("/v1/me")).json()["principal"] == "alice"
         task = task_of(await send(alice, user_message("list")))
@@ -42,7 +43,8 @@ async def test_one_token_signs_in_on_every_interface_and_none_is_refused_on_each
         assert (a2a.status_code, a2a.json()["error"]["code"]) == (401, -32001)
         assert a2a.json()["error"]["message"] == "the bearer token names no principal"
         ag_ui = await stranger.post("/ag-ui/files", json=run_input("thr-x", [user("list")]))
-        assert (ag_ui.status_code, ag_ui.json()) == (401, {"detail": "the bearer token names no principal"})
+        assert (ag_ui.status_code, ag_ui.headers["content-type"]) == (401, "application/problem+json")
+        assert ag_ui.json()["detail"] == rest.json()["detail"] == "the bearer token names no principal"
         for response in (rest, a2a, ag_ui):
             assert response.headers["www-authenticate"].startswith("Bearer")
 
