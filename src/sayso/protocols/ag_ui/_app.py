@@ -131,6 +131,7 @@ class AgUiAgent(AgentEndpoint):
             thread_id=run_input.thread_id,
             principal=caller,
             client_tools=client_tools(run_input.tools or [], run_input.context or []),
+            via="ag-ui",
             **hosted,
         )
         return result, await self.sayso.run_messages(result.run_id)
