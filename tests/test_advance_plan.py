@@ -12,6 +12,7 @@ import pytest
 from sayso import ApprovalRequest, Approve, ClientResult, DecisionRecord, Reject, Skip
 from sayso._core.advance import plan_advance, step_below, waiting_below
 from sayso._core.requests import DelegateRequest, InputRequest, Request
+from sayso._core.resume import Closer
 
 COMMON = dict(run_id="run_1", thread_id="thr_1", agent_path="coordinator", created_at=100.0)
 
@@ -103,14 +104,15 @@ def test_every_request_answered_resumes_with_the_approved_calls_marked() -> None
 
 
 def test_a_forced_resume_skips_what_is_open_and_closes_the_runs_below_it_skipped() -> None:
-    """Forced: each open request is skipped at the plan's time; a skipped delegate's run is closed, an approved call
-    still runs, and a workflow's open question is skipped like any request."""
+    """Forced: each open request is skipped at the plan's time, by who forced it; a skipped delegate's run is closed,
+    an approved call still runs, and a workflow's open question is skipped like any request."""
     requests: list[Request] = [approval("req_a"), below("req_d", "run_d"), node_input("req_i")]
-    plan = plan_advance("run_1", requests, {"req_a": decided("req_a", Approve())}, force=True, now=300.0)
+    forcer = Closer("grace", "rest")
+    plan = plan_advance("run_1", requests, {"req_a": decided("req_a", Approve())}, force=True, now=300.0, closer=forcer)
     assert plan is not None
-    assert [(d.request_id, d.by, d.decided_at) for d in plan.resume.added] == [
-        ("req_d", "system", 300.0),
-        ("req_i", "system", 300.0),
+    assert [(d.request_id, d.by, d.principal, d.via, d.decided_at) for d in plan.resume.added] == [
+        ("req_d", "person", "grace", "rest", 300.0),
+        ("req_i", "person", "grace", "rest", 300.0),
     ]
     assert all(isinstance(d.decision, Skip) for d in plan.resume.added)
     assert set(plan.resume.decisions) == {"req_a", "req_d", "req_i"}

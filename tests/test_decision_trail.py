@@ -121,7 +121,7 @@ async def test_answers_are_shown_when_nothing_is_redacted(make_app: MakeApp) -> 
 
 
 async def test_skipped_and_expired_requests_are_transcript_lines(make_app: MakeApp) -> None:
-    """A request skipped by a new message, and one that ran out of time, each leave a line saying so."""
+    """A request skipped by a new message (its sender's skip), and one that ran out of time, each leave a line."""
     now = [1_000.0]
     async with make(make_app, clock=lambda: now[0]) as app:
         first = await app.run("delete a")
@@ -131,9 +131,10 @@ async def test_skipped_and_expired_requests_are_transcript_lines(make_app: MakeA
         await app.expire()
         skipped, expired = decisions(await app.transcript(first.thread_id))
         state = await app.request(expiring.requests[0].request_id)
-    assert (skipped["decision"], skipped["by"], skipped["reason"]) == (
+    assert (skipped["decision"], skipped["by"], skipped["principal"], skipped["reason"]) == (
         "skip",
-        "system",
+        "person",
+        "local",
         "the person sent a message instead of answering",
     )
     assert (expired["decision"], expired["by"], expired["expires_at"]) == ("expired", "expiry", 1_060.0)

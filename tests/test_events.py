@@ -68,7 +68,11 @@ async def test_opened_decided_and_skipped_requests_are_announced(make_app: MakeA
         "person",
         "local",
     )
-    assert (events[3][1]["decision"]["kind"], events[3][1]["by"]) == ("skip", "system")
+    assert (events[3][1]["decision"]["kind"], events[3][1]["by"], events[3][1]["principal"]) == (
+        "skip",
+        "person",
+        "local",
+    )
 
 
 async def test_expired_requests_are_announced_once(make_app: MakeApp) -> None:

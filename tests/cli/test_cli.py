@@ -97,6 +97,24 @@ def test_forced_resume_and_inbox() -> None:
     assert run_json("inbox", str(EXAMPLE))["requests"] == []
 
 
+def test_a_forced_resume_is_audited_as_the_skip_of_who_forced_it() -> None:
+    """`sayso resume` skips the open request as its `--principal` (else `local`), through the CLI, as
+    `sayso audit list` shows: never as sayso's own."""
+    for principal in ("alice", None):
+        who = ["--principal", principal] if principal else []
+        paused = run_json("run", str(EXAMPLE), "delete notes", *who)
+        assert run_json("resume", str(EXAMPLE), str(paused["run_id"]), *who)["status"] == "completed"
+    skips = [
+        r["body"] for r in run_json("audit", "list", str(EXAMPLE))["records"] if r["body"].get("decision") == "skip"
+    ]
+    assert [(s["by"], s["principal"], s.get("via")) for s in skips] == [
+        ("person", "alice", "cli"),
+        ("person", "local", "cli"),
+    ]
+    table = runner.invoke(app, ["audit", "list", str(EXAMPLE)], env={"COLUMNS": "200"})
+    assert "│ skip     │ person │ alice     │ CLI │" in table.stdout
+
+
 def spawn_chat(*extra: str) -> pexpect.spawn:
     env = {**os.environ, "COLUMNS": "100", "TERM": "dumb", "NO_COLOR": "1"}
     return pexpect.spawn(

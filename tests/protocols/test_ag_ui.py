@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -224,3 +225,49 @@ async def test_a_tool_message_for_a_call_nobody_made_is_refused_and_no_browser_c
     right = [user("look"), *echoed, answer(color, "teal"), answer(size, "XL")]
     done = finished(await post(server, run_input("thr-agui-typo", right, tools=tools)))
     assert done.result is not None and "pick_color: teal" in done.result and "pick_size: XL" in done.result
+
+
+@dataclass(frozen=True)
+class BadBody:
+    id: str
+    body: bytes
+    detail: str
+    errors: list[dict[str, Any]]
+
+
+BAD_BODIES = [
+    BadBody("empty", b"", "body: Field required", [{"loc": ["body"], "msg": "Field required"}]),
+    BadBody(
+        "not-an-object",
+        b"[1, 2]",
+        "body: Input should be an object",
+        [{"loc": ["body"], "msg": "Input should be an object"}],
+    ),
+    BadBody(
+        "fields-missing-or-mistyped",
+        b'{"threadId": 1, "messages": []}',
+        "body.threadId: Input should be a valid string; body.runId: Field required",
+        [
+            {"loc": ["body", "threadId"], "msg": "Input should be a valid string"},
+            {"loc": ["body", "runId"], "msg": "Field required"},
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", [pytest.param(case, id=case.id) for case in BAD_BODIES])
+async def test_a_body_that_is_no_run_input_is_a_problem_naming_what_is_wrong(
+    serve: ServerFactory, case: BadBody
+) -> None:
+    """A body that is no RunAgentInput gets a 422 problem document, as REST answers a bad body, naming each field."""
+    server = await serve()
+    async with server.client() as client:
+        response = await client.post("/ag-ui/files", content=case.body, headers={"content-type": "application/json"})
+    assert (response.status_code, response.headers["content-type"]) == (422, "application/problem+json")
+    assert response.json() == {
+        "type": "https://sayso.dev/problems/invalid-request",
+        "title": "Invalid request",
+        "status": 422,
+        "detail": case.detail,
+        "errors": case.errors,
+    }

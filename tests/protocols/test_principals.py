@@ -11,8 +11,8 @@ import pytest
 
 from ..models import tool_model
 from .a2a_helpers import hitl, rpc, send, task_of, user_message
-from .conftest import InProcess, ServerFactory, example_config
-from .test_ag_ui import post, resume, run_input, user
+from .conftest import InProcess, ServerFactory, example_config, two_deletes
+from .test_ag_ui import finished, post, resume, run_input, user
 
 PRINCIPALS = [
     {"name": "alice", "token": "alice-token"},
@@ -28,7 +28,8 @@ async def server(serve: ServerFactory) -> InProcess:
 
 
 async def test_one_token_signs_in_on_every_interface_and_none_is_refused_on_each(server: InProcess) -> None:
-    """A principal's token is accepted by REST, A2A and AG-UI; without one each answers 401 in its own format."""
+    """A principal's token is accepted by REST, A2A and AG-UI; without one each answers 401 in its own format
+    (AG-UI, which has no error format before its stream, in REST's problem document)."""
     async with server.client("alice-token") as alice:
         assert (await alice.get("/v1/me")).json()["principal"] == "alice"
         task = task_of(await send(alice, user_message("list")))
@@ -42,7 +43,8 @@ async def test_one_token_signs_in_on_every_interface_and_none_is_refused_on_each
         assert (a2a.status_code, a2a.json()["error"]["code"]) == (401, -32001)
         assert a2a.json()["error"]["message"] == "the bearer token names no principal"
         ag_ui = await stranger.post("/ag-ui/files", json=run_input("thr-x", [user("list")]))
-        assert (ag_ui.status_code, ag_ui.json()) == (401, {"detail": "the bearer token names no principal"})
+        assert (ag_ui.status_code, ag_ui.headers["content-type"]) == (401, "application/problem+json")
+        assert ag_ui.json()["detail"] == rest.json()["detail"] == "the bearer token names no principal"
         for response in (rest, a2a, ag_ui):
             assert response.headers["www-authenticate"].startswith("Bearer")
 
@@ -121,3 +123,41 @@ async def test_an_approver_of_one_request_never_closes_the_owners_others(serve: 
     assert events[-1].type == "RUN_FINISHED"
     assert await statuses() == {"approval": "decided", "question": "open"}
     assert (sandbox / "notes.txt").exists()  # the run still waits on alice's answer
+
+
+async def test_each_request_closed_unanswered_is_audited_as_closed_by_who_did_it_and_where(
+    serve: ServerFactory, sandbox: Path
+) -> None:
+    """Alice forces a resume (REST), cancels a task (A2A), answers one of two interrupts (AG-UI) and sends a message
+    instead of answering (the web UI): the audit log the approver reads names her and the interface on each request
+    they closed unanswered, never sayso."""
+    server = await serve(principals=PRINCIPALS, models={"demo": two_deletes()})
+    async with server.client("alice-token") as alice:
+        forced = (await alice.post("/v1/runs", json={"message": "delete notes.txt"})).json()
+        resumed = await alice.post(f"/v1/runs/{forced['run_id']}/resume", json={"force": True})
+        assert resumed.json()["status"] == "completed", resumed.text
+        cancelled = task_of(await send(alice, user_message("delete todo.md")))
+        await rpc(alice, "files", "CancelTask", {"id": cancelled["id"]})
+        moved_on = (await alice.post("/v1/runs", json={"message": "delete report-2025.txt"})).json()
+        web = {"Sayso-Via": "web"}
+        said = await alice.post("/v1/runs", json={"message": "hello", "thread_id": moved_on["thread_id"]}, headers=web)
+        assert said.status_code == 200, said.text
+    thread_id = f"thr-{uuid.uuid4().hex}"
+    left_out = finished(await post(server, run_input(thread_id, [user("delete both")]), token="alice-token"))
+    first = left_out.outcome.interrupts[0]  # type: ignore[union-attr]
+    entry = [{"interruptId": first.id, "status": "resolved", "payload": {"status": "cancelled", "reason": "no"}}]
+    assert (await post(server, resume(thread_id, entry), token="alice-token"))[-1].type == "RUN_FINISHED"
+    async with server.client("ops-token") as ops:
+        records = (await ops.get("/v1/audit")).json()["records"]
+    closed = [
+        (r["body"]["proposed_args"]["name"], r["body"]["principal"], r["body"].get("via"), r["body"]["reason"])
+        for r in records
+        if r["body"].get("decision") == "skip"
+    ]
+    assert closed == [
+        ("notes.txt", "alice", "rest", "the run was resumed before this request was answered"),
+        ("todo.md", "alice", "a2a", "the run was cancelled before this request was answered"),
+        ("report-2025.txt", "alice", "web", "the person sent a message instead of answering"),
+        ("todo.md", "alice", "ag-ui", "the run was resumed before this request was answered"),
+    ]
+    assert {r["body"]["by"] for r in records if r["body"].get("decision") == "skip"} == {"person"}

@@ -488,7 +488,7 @@ def test_rejections_and_skips_are_transcript_lines(server: LiveServer, page: Pag
     page.get_by_role("button", name="Send").click()
     page.get_by_role("button", name="Send anyway").click()
     skipped = page.locator("#transcript li.decision").last
-    expect(skipped).to_contain_text("Skipped by sayso")
+    expect(skipped).to_contain_text("Skipped by you (web UI)")
     expect(skipped).to_contain_text("the person sent a message instead of answering")
     expect(page.locator("article.card")).to_have_count(0)
 

@@ -121,7 +121,8 @@ async def test_a_superseding_message_and_a_cancel_end_the_paused_runs_workflows(
     files: Path, workers: Workers, temporal: Project, tmp_path: Path
 ) -> None:
     """A new message on a paused thread closes the old run's pause (its workflow ends), a cancel ends the new one's,
-    and a forced resume skips a third run's open request: each workflow ends with its run's status."""
+    and a forced resume skips a third run's open request: each workflow ends with its run's status, and each request
+    closed so is a skip by who closed it (the worker's resume too), never sayso's."""
     workers.start()
     async with Sayso.from_yaml(files) as front:
         first = await front.run("delete a.txt")
@@ -138,6 +139,10 @@ async def test_a_superseding_message_and_a_cancel_end_the_paused_runs_workflows(
             with anyio.fail_after(30):
                 ended = await handle.result()
             assert ended == (await front.result(run_id)).status and ended != "paused"
+        for run in (first, second, third):
+            state = await front.request(run.requests[0].request_id)
+            assert state.decision is not None
+            assert (state.decision.by, state.decision.principal, state.decision.via) == ("person", "local", "python")
     assert calls(tmp_path) == []
 
 

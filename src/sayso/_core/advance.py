@@ -21,7 +21,7 @@ from typing import Literal
 
 from .decisions import Approve, DecisionRecord
 from .requests import ApprovalRequest, DelegateRequest, Request
-from .resume import ResumePlan, open_requests, plan_resume
+from .resume import Closer, ResumePlan, open_requests, plan_resume
 
 BelowStep = Literal["wait", "carry_on", "ended"]
 """What to do about a run below a pause: leave it waiting or working, carry it on, or read how it ended."""
@@ -76,14 +76,16 @@ def plan_advance(
     *,
     force: bool,
     now: float,
+    closer: Closer | None = None,
 ) -> AdvancePlan | None:
     """What resuming the pause applies now, or `None` while requests are open and the resume is not forced.
 
-    `decided` holds every decision known, the answers of runs below that just ended included.
+    `decided` holds every decision known, the answers of runs below that just ended included; what a
+    forced resume skips is the `closer`'s.
     """
     if open_requests(requests, decided) and not force:
         return None
-    resume = plan_resume(run_id, requests, decided, force=force, now=now)
+    resume = plan_resume(run_id, requests, decided, force=force, now=now, closer=closer)
     by_id = {r.request_id: r for r in requests}
     close_below = tuple(
         request.child_run_id

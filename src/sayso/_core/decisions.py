@@ -33,8 +33,8 @@ from .requests import (
 DecidedBy: TypeAlias = Literal["person", "permission", "service", "expiry", "system"]
 """Who took a decision: a person, a remembered grant, a service, the expiry sweep, or sayso itself."""
 
-Via: TypeAlias = Literal["python", "cli", "rest", "web", "a2a", "ag-ui", "email", "slack"]
-"""The interface a person's decision came through, so a card can say "Approved by alice (CLI)"."""
+Via: TypeAlias = Literal["python", "cli", "rest", "web", "a2a", "ag-ui", "mcp", "email", "slack"]
+"""The interface a person's decision (or what they closed unanswered) came through: "Approved by alice (CLI)"."""
 
 VIA_LABELS: dict[str, str] = {
     "python": "Python",
@@ -43,6 +43,7 @@ VIA_LABELS: dict[str, str] = {
     "web": "web UI",
     "a2a": "A2A",
     "ag-ui": "AG-UI",
+    "mcp": "MCP",
     "email": "email",
     "slack": "Slack",
 }
@@ -146,8 +147,7 @@ class Expired:
 
 
 LEGACY_KINDS: Mapping[str, str] = {"result": "client_result", "error": "client_error"}
-"""The tags a client tool's answer had before they were named after their classes: stored decisions and
-older clients still say them, and they read as today's."""
+"""A client tool's answer's older tags (stored decisions and older clients still say them): read as today's."""
 
 
 def current_kind(raw: Any) -> Any:

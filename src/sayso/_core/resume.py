@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..exceptions import NotReady
-from .decisions import Approve, Decision, DecisionRecord, Skip
+from .decisions import Approve, Decision, DecisionRecord, Skip, Via
 from .policy import timeout_decision
 from .requests import Request, RuleTerms
 from .votes import Vote, standing_args
@@ -17,6 +17,21 @@ from .votes import Vote, standing_args
 SKIPPED_FOR_MESSAGE = "the person sent a message instead of answering"
 SKIPPED_FOR_FORCE = "the run was resumed before this request was answered"
 SKIPPED_FOR_CANCEL = "the run was cancelled before this request was answered"
+
+
+@dataclass(frozen=True)
+class Closer:
+    """Who closes a pause's open requests unanswered (forcing a resume, cancelling, sending a message instead).
+
+    Each skip it adds names them, as a decision names its decider: the audit log says who closed a
+    request and through which interface. sayso closes one unanswered itself only where no person
+    acts (a timeout is the expiry's, a form whose holder is gone sayso's).
+    """
+
+    principal: str
+    """Who closes them."""
+    via: Via | None = None
+    """The interface they did it through."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,8 +57,11 @@ def plan_resume(
     force: bool,
     now: float,
     skip_reason: str = SKIPPED_FOR_FORCE,
+    closer: Closer | None = None,
 ) -> ResumePlan:
     """Decide whether a pause can resume now, skipping what is still open when forced.
+
+    The skips are the `closer`'s (`None`: sayso's own).
 
     Raises:
         NotReady: requests are still open and `force` is false.
@@ -54,7 +72,12 @@ def plan_resume(
         raise NotReady(run_id, f"{len(waiting)} request(s) still open ({ids}); decide them or force the resume")
     added = [
         DecisionRecord(
-            request_id=r.request_id, decision=Skip(reason=skip_reason), by="system", principal=None, decided_at=now
+            request_id=r.request_id,
+            decision=Skip(reason=skip_reason),
+            by="system" if closer is None else "person",
+            principal=None if closer is None else closer.principal,
+            decided_at=now,
+            via=None if closer is None else closer.via,
         )
         for r in waiting
     ]

@@ -147,11 +147,11 @@ class Cycle:
                 record = await runner.answer_below(request, outcome)
                 decided[request.request_id] = record
                 settled.append(record)
-        plan = plan_advance(run.run_id, pause.requests, decided, force=force, now=k.clock())
+        plan = plan_advance(run.run_id, pause.requests, decided, force=force, now=k.clock(), closer=options.closer)
         if plan is None:
             return await _tree.result(k, run.run_id)
         for below in plan.close_below:
-            await _tree.cancel_tree(k, below, SKIPPED_FOR_FORCE)
+            await _tree.cancel_tree(k, below, SKIPPED_FOR_FORCE, options.closer)
         try:
             return await runner.resume(run, Resume(pause=pause, plan=plan, settled=settled), options)
         except RunConflict:

@@ -25,15 +25,11 @@ from .._core.decisions import Decision, Via
 from .._core.grants import Grant
 from .._core.policy import InterruptPolicy
 from .._core.requests import ClientTool
+from .._core.resume import Closer
 from .._engine.agents import build_agents, build_models, open_models
 from .._engine.hooks import BeforeToolCall, before_tool_call
-from .._store import (
-    RunStore,
-    store_from_url,
-)
-from ..exceptions import (
-    ConfigError,
-)
+from .._store import RunStore, store_from_url
+from ..exceptions import ConfigError
 from . import _audit, _live, _tree
 from ._cycle import Cycle
 from ._defaults import DEFAULT_REMOTE_AGENTS, engine_of, workflow_runner_of
@@ -161,11 +157,12 @@ class Sayso(LinkVerbs, Reading):
         run_id: str | None = None,
         on_text: Callable[[str], Awaitable[None]] | None = None,
         on_start: Callable[[str, str], None] | None = None,
+        via: Via = "python",
     ) -> RunResult:
         """Send a user message and run the agent until it finishes or pauses.
 
         A message on a thread whose run is paused skips that run's open requests: the agent
-        closes them and answers the new message instead.
+        closes them and answers the new message instead (the skips are `principal`'s, through `via`).
 
         Args:
             message: what the person said.
@@ -185,6 +182,7 @@ class Sayso(LinkVerbs, Reading):
             on_start: hears `(run_id, thread_id)` once the message is taken (every check passed, the
                 run written), before the agent works: a stream can answer a refused message with its
                 error status, and name a new thread at once.
+            via: the interface the message came through.
 
         Raises:
             ThreadBusy: the thread has a run in progress in some process.
@@ -203,6 +201,7 @@ class Sayso(LinkVerbs, Reading):
             options=CallOptions.of(grants, offer_wider_scopes, on_text),
             run_id=run_id,
             on_start=on_start,
+            via=via,
         )
 
     async def decide(
@@ -292,14 +291,17 @@ class Sayso(LinkVerbs, Reading):
         *,
         force: bool = False,
         principal: PrincipalLike | None = None,
+        via: Via = "python",
         on_text: Callable[[str], Awaitable[None]] | None = None,
     ) -> RunResult:
         """Resume a paused run, or carry on a run whose process died.
 
         Args:
             run_id: the run.
-            force: resume even if requests are open; they count as skipped.
+            force: resume even if requests are open; they count as skipped, by `principal` (or `local`) through
+                `via`, as the audit log says.
             principal: who asks; checked like a decision when given.
+            via: the interface the resume came through.
             on_text: receives the run's text as the model writes it, as for `run`.
 
         Raises:
@@ -311,10 +313,13 @@ class Sayso(LinkVerbs, Reading):
         self._check_open()
         run = await self.run_record(run_id, principal=principal)
         who = self.principal(principal) if principal is not None else None
-        return await _resume.resume(self._cycle, run, force=force, options=CallOptions(on_text=on_text), principal=who)
+        options = CallOptions(on_text=on_text, closer=Closer((who or access.LOCAL).name, via))
+        return await _resume.resume(self._cycle, run, force=force, options=options, principal=who)
 
-    async def cancel(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunResult:
+    async def cancel(self, run_id: str, *, principal: PrincipalLike | None = None, via: Via = "python") -> RunResult:
         """Cancel a paused or working run: its open requests (delegates' too) close as skipped and nothing runs.
+
+        The skips are `principal`'s (or `local`'s) through `via`, as the audit log says.
 
         A working run is stopped where it is, when this runtime is running it (what already ran is kept).
 
@@ -327,7 +332,7 @@ class Sayso(LinkVerbs, Reading):
 
         run = await self.run_record(run_id, principal=principal)
         who = self.principal(principal) if principal is not None else None
-        result = await _cancel.cancel(self._cycle, run, principal=who)
+        result = await _cancel.cancel(self._cycle, run, principal=who, closer=Closer((who or access.LOCAL).name, via))
         await self._cycle.changed(run)
         return result
 

@@ -9,8 +9,9 @@ runners only this module. A new kind of run (a Temporal workflow, an approver-ro
 more `Runner`.
 
 `CallOptions` are what one call of a public verb says about everything it runs, delegates and
-resumed segments included: the host's grants, how wide a scope may be offered, and where the
-text of a top-level run goes as the model writes it. They are passed down, never read from the air.
+resumed segments included: the host's grants, how wide a scope may be offered, where the
+text of a top-level run goes as the model writes it, and who closes what it leaves unanswered.
+They are passed down, never read from the air.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .._core.advance import AdvancePlan
 from .._core.decisions import Decision, DecisionRecord, Via
 from .._core.grants import Grant
 from .._core.requests import DelegateRequest, Request, Scope
+from .._core.resume import Closer
 from .._engine.deps import RunDeps
 from .._store import Decided, PauseState, RunRecord
 from ..exceptions import RunConflict
@@ -56,6 +58,9 @@ class CallOptions:
     widest: Scope | None = None
     """The widest scope a request may offer; `None`: every scope its rule allows."""
     on_text: TextSink | None = None
+    closer: Closer | None = None
+    """Who the call is made by, named on each request it closes unanswered (a forced resume, a resume leaving
+    requests out); `None`: a call no person made (sayso's own sweeps), whose skips are sayso's."""
 
     @classmethod
     def of(

@@ -27,7 +27,7 @@ from .._core.requests import (
     Request,
     shown_args,
 )
-from .._core.resume import open_requests, plan_resume
+from .._core.resume import Closer, open_requests, plan_resume
 from .._store import RunRecord, RunRequests
 from ._kernel import Kernel, new_id
 from ._results import RunResult
@@ -180,16 +180,18 @@ async def leaves_in(k: Kernel, requests: Sequence[Request], decided: Mapping[str
     return leaves
 
 
-async def cancel_tree(k: Kernel, run_id: str, reason: str) -> None:
-    """Close a paused run and everything below it: every open request there is skipped with `reason`."""
+async def cancel_tree(k: Kernel, run_id: str, reason: str, closer: Closer | None) -> None:
+    """Close a paused run and everything below it: every open request there is skipped with `reason`, by `closer`."""
     run = await k.store.get_run(run_id)
     if run.status != "paused" or run.pause_id is None:
         return
     state = await k.store.pause_state(run.pause_id)
-    skips = plan_resume(run.run_id, state.requests, state.decisions, force=True, now=k.clock(), skip_reason=reason)
+    skips = plan_resume(
+        run.run_id, state.requests, state.decisions, force=True, now=k.clock(), skip_reason=reason, closer=closer
+    )
     for request in open_requests(state.requests, state.decisions):
         if isinstance(request, DelegateRequest):
-            await cancel_tree(k, request.child_run_id, reason)
+            await cancel_tree(k, request.child_run_id, reason, closer)
     by_id = {r.request_id: r for r in state.requests}
     await k.store.cancel_run(
         run, now=k.clock(), skips=skips.added, audit=[audit_body(by_id[d.request_id], d) for d in skips.added]

@@ -22,6 +22,7 @@ from .. import exceptions
 from .._core.access import Principal
 from .._core.grants import Grant
 from .._core.requests import Scope
+from .._core.resume import Closer
 from .._runtime._runner import CallOptions
 from .._store import RunRecord
 from ..exceptions import SaysoError
@@ -32,6 +33,7 @@ RUN_WORKFLOW = "sayso.run"
 
 _GRANTS: TypeAdapter[tuple[Grant, ...] | None] = TypeAdapter(tuple[Grant, ...] | None)
 _SCOPE: TypeAdapter[Scope | None] = TypeAdapter(Scope | None)
+_CLOSER: TypeAdapter[Closer | None] = TypeAdapter(Closer | None)
 
 
 def workflow_id(run: RunRecord) -> str:
@@ -158,6 +160,8 @@ class Standing:
 def options_json(options: CallOptions, *, text: str | None = None) -> str:
     """`CallOptions` as JSON; a text sink stays behind, named by the token `text` its front listens under (`_text`)."""
     raw: dict[str, object] = {"grants": _GRANTS.dump_python(options.grants, mode="json"), "widest": options.widest}
+    if options.closer is not None:
+        raw["closer"] = _CLOSER.dump_python(options.closer, mode="json")
     if text is not None:
         raw["text"] = text
     return json_of(raw)
@@ -171,6 +175,7 @@ def options_of(text: str) -> CallOptions:
         grants=_GRANTS.validate_python(raw["grants"]),
         widest=_SCOPE.validate_python(raw["widest"]),
         on_text=TextTo(token) if isinstance(token, str) else None,
+        closer=_CLOSER.validate_python(raw.get("closer")),
     )
 
 

@@ -200,10 +200,12 @@ def resume(
     config: ConfigArg,
     run_id: Annotated[str, typer.Argument(help="The run to resume.", metavar="RUN_ID")],
     force: Annotated[bool, typer.Option(help="Resume even if requests are open; they count as skipped.")] = True,
+    who: Annotated[str | None, typer.Option("--principal", help="Who forces it (default: local, unchecked).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Resume a paused run now (open requests count as skipped), or carry on a run whose process died."""
-    _print(_with_app(config, lambda rt: rt.resume(run_id, force=force), as_json=as_json), as_json, config=config)
+    """Resume a paused run now (open requests count as skipped by you), or carry on a run whose process died."""
+    resumed = _with_app(config, lambda rt: rt.resume(run_id, force=force, principal=who, via="cli"), as_json=as_json)
+    _print(resumed, as_json, config=config)
 
 
 @app.command(cls=_Command)

@@ -160,7 +160,7 @@ async def _converse(
         else:
             text, pending = pending, None
         with console.status("working…"):
-            result = await runtime.run(text, agent=name, thread_id=thread_id, principal=principal)
+            result = await runtime.run(text, agent=name, thread_id=thread_id, principal=principal, via="cli")
         thread_id = result.thread_id
         if result.status != "paused":
             print_result(console, result)

@@ -51,10 +51,10 @@ async def run_holding(
 
     shown, said = to
     if shown is None:
-        result = await runtime.run(message, agent=agent, thread_id=thread_id, principal=principal)
+        result = await runtime.run(message, agent=agent, thread_id=thread_id, principal=principal, via="cli")
     else:
         with shown.status("working…"):
-            result = await runtime.run(message, agent=agent, thread_id=thread_id, principal=principal)
+            result = await runtime.run(message, agent=agent, thread_id=thread_id, principal=principal, via="cli")
     if not held_forms(result):
         return result
     return await hold_until_answered(

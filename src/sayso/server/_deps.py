@@ -7,10 +7,10 @@ FastAPI dependencies endpoints take; `problems` documents the RFC 9457 answers a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from anyio.abc import TaskGroup
-from fastapi import Depends, Request
+from fastapi import Depends, Header, Request
 from fastapi import Path as PathParam
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic.json_schema import JsonSchemaValue
@@ -56,6 +56,12 @@ def problems(*statuses: int, **meanings: str) -> dict[int | str, dict[str, Any]]
 
 
 Id = Annotated[str, PathParam(min_length=1, max_length=64)]
+
+Via = Annotated[
+    Literal["rest", "web"],
+    Header(alias="Sayso-Via", description="The client acting: `web` for the web UI; others see it named."),
+]
+"""The interface a decision, a forced resume or a message that closes requests came through, as the audit names it."""
 ThreadId = Annotated[str, PathParam(pattern=ID_PATTERN)]
 
 

@@ -12,14 +12,14 @@ from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
 import anyio
-from fastapi import APIRouter, Body, Header, Query
+from fastapi import APIRouter, Body, Query
 from pydantic.json_schema import JsonSchemaValue
 from sse_starlette import EventSourceResponse
 
 from .._core.grants import Grant
 from .._core.requests import RequestKind
 from .._runtime import InboxFilter, request_json, request_state_json, rfc3339, run_json
-from ._deps import Caller, Id, JsonBody, Runtime, State, _decide_json, problems
+from ._deps import Caller, Id, JsonBody, Runtime, State, Via, _decide_json, problems
 from ._live import LIVE_EVENT_NAMES, live_events
 from ._schemas_in import ID_PATTERN, DecisionIn, to_decision
 from ._schemas_out import (
@@ -100,10 +100,7 @@ async def decide(
     sayso: Runtime,
     request_id: Id,
     body: Annotated[DecisionIn, Body()],
-    via: Annotated[
-        Literal["rest", "web"],
-        Header(alias="Sayso-Via", description="The client deciding: `web` for the web UI; others see it named."),
-    ] = "rest",
+    via: Via = "rest",
 ) -> JsonBody:
     """Decide one request; the run resumes when it was the last open request of its pause.
 

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Query
 from starlette.responses import Response
 
 from .._runtime import authenticator, new_id, rfc3339, run_json
-from ._deps import _SSE_EVENT, TITLE_LENGTH, Caller, Id, JsonBody, Runtime, State, ThreadId, problems
+from ._deps import _SSE_EVENT, TITLE_LENGTH, Caller, Id, JsonBody, Runtime, State, ThreadId, Via, problems
 from ._schemas_in import ResumeIn, RunIn, ThreadIn
 from ._schemas_out import AgentListOut, AgentOut, MeOut, RunOut, ThreadListOut, ThreadOut, entry_json
 from ._stream import start_run, stream_run
@@ -141,6 +141,7 @@ async def create_run(
     state: State,
     body: RunIn,
     stream: Annotated[bool, Query(description="Stream server-sent events instead of one JSON result.")] = False,
+    via: Via = "rest",
 ) -> JsonBody | Response:
     """Send a message and run the agent until it finishes or pauses.
 
@@ -152,8 +153,8 @@ async def create_run(
     """
     if stream:
         assert state.tasks is not None, "the server's lifespan has not started"
-        return await stream_run(state.sayso, state.tasks, caller, body)
-    return run_json(await start_run(state.sayso, caller, body))
+        return await stream_run(state.sayso, state.tasks, caller, body, via=via)
+    return run_json(await start_run(state.sayso, caller, body, via=via))
 
 
 @router.get(
@@ -186,6 +187,8 @@ async def get_run(caller: Caller, sayso: Runtime, run_id: Id) -> JsonBody:
         s409="The run is not paused, another resume won, or requests are still open (use `force`).",
     ),
 )
-async def resume_run(caller: Caller, sayso: Runtime, run_id: Id, body: ResumeIn | None = None) -> JsonBody:
-    """Resume a paused run; with `force`, requests still open count as skipped."""
-    return run_json(await sayso.resume(run_id, force=body.force if body else False, principal=caller))
+async def resume_run(
+    caller: Caller, sayso: Runtime, run_id: Id, body: ResumeIn | None = None, via: Via = "rest"
+) -> JsonBody:
+    """Resume a paused run; with `force`, requests still open count as skipped, by the caller (the audit says so)."""
+    return run_json(await sayso.resume(run_id, force=body.force if body else False, principal=caller, via=via))

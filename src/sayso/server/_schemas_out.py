@@ -234,7 +234,7 @@ class RequestStateOut(_Out):
     decided_by: Literal["person", "permission", "service", "expiry", "system"] | None
     """Who took the decision: a person, a remembered approval, a service, the expiry sweep or sayso itself."""
     principal: str | None
-    via: Literal["python", "cli", "rest", "web", "a2a", "ag-ui", "email", "slack"] | None
+    via: Literal["python", "cli", "rest", "web", "a2a", "ag-ui", "mcp", "email", "slack"] | None
     """The interface a person's decision came through; `null` for sayso's own decisions."""
     decided: Rfc3339 | None
     """When it was decided (RFC 3339)."""

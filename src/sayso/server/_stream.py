@@ -26,6 +26,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.responses import Response
 
 from .._core.access import Principal
+from .._core.decisions import Via
 from .._runtime import RunResult, Sayso, TranscriptEntry, request_json, run_json
 from ._problems import Problem, problem_for, problem_response
 from ._schemas_in import RunIn
@@ -49,9 +50,14 @@ SSE_HEADERS = {"Cache-Control": "no-cache"}
 
 
 async def start_run(
-    sayso: Sayso, principal: Principal, body: RunIn, on_start: Callable[[str, str], None] | None = None
+    sayso: Sayso,
+    principal: Principal,
+    body: RunIn,
+    on_start: Callable[[str, str], None] | None = None,
+    *,
+    via: Via,
 ) -> RunResult:
-    """The run a `POST /v1/runs` body asks for, as `principal`: streamed or answered in one piece."""
+    """The run a `POST /v1/runs` body asks for, as `principal` through `via`: streamed or answered in one piece."""
     return await sayso.run(
         body.message,
         agent=body.agent,
@@ -59,6 +65,7 @@ async def start_run(
         principal=principal,
         client_tools=[t.to_client_tool() for t in body.client_tools],
         on_start=on_start,
+        via=via,
     )
 
 
@@ -97,7 +104,7 @@ class _Taken:
     refused: Problem | None = None
 
 
-async def stream_run(sayso: Sayso, tasks: TaskGroup, principal: Principal, body: RunIn) -> Response:
+async def stream_run(sayso: Sayso, tasks: TaskGroup, principal: Principal, body: RunIn, *, via: Via) -> Response:
     """Start a run in the server's task group `tasks`; once the message is taken, stream its events as they come.
 
     A message refused before the run starts (not the thread's owner, a run in progress, an unknown
@@ -105,7 +112,7 @@ async def stream_run(sayso: Sayso, tasks: TaskGroup, principal: Principal, body:
     """
     send, receive = anyio.create_memory_object_stream[Event](max_buffer_size=math.inf)
     taken = _Taken()
-    tasks.start_soon(_work, sayso, principal, body, send, taken)
+    tasks.start_soon(_work, sayso, principal, body, send, taken, via)
     await taken.settled.wait()
     if taken.refused is not None:
         receive.close()
@@ -130,7 +137,12 @@ async def _events(receive: MemoryObjectReceiveStream[Event]) -> AsyncIterator[Se
 
 
 async def _work(
-    sayso: Sayso, principal: Principal, body: RunIn, send: MemoryObjectSendStream[Event], taken: _Taken
+    sayso: Sayso,
+    principal: Principal,
+    body: RunIn,
+    send: MemoryObjectSendStream[Event],
+    taken: _Taken,
+    via: Via,
 ) -> None:
     def put(name: str, data: Mapping[str, object]) -> None:
         try:
@@ -145,7 +157,7 @@ async def _work(
     with send:
         try:
             before = await sayso.last_seq(body.thread_id) if body.thread_id else 0
-            result = await start_run(sayso, principal, body, on_start=started)
+            result = await start_run(sayso, principal, body, on_start=started, via=via)
             entries = await sayso.transcript(result.thread_id, principal=principal, after_seq=before)
         except Exception as exc:
             problem = problem_for(exc)

@@ -7,6 +7,7 @@ recorded in one transaction; one refused answer records none.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Literal
 
 from ..._core.access import Principal, skip_refusal
@@ -24,6 +25,7 @@ from ..._core.decisions import Approve, Decision, DecisionRecord, Via, check_dec
 from ..._core.grants import Grant
 from ..._core.limits import check_decision as check_size
 from ..._core.requests import Request
+from ..._core.resume import Closer
 from ..._store import RunRecord
 from ...exceptions import AlreadyDecided, CallEnded, PauseConsumed, RequestNotFound, RunConflict
 from .. import _holds, _tree
@@ -109,7 +111,9 @@ async def answer_pause(
         rest = await _rest(c, top, principal, voted=[request_id for request_id, _ in voted])
     if rest == "skip":
         try:
-            return await c.advance(top, force=True, options=options)
+            # What the answers left out is skipped by who answered.
+            closing = replace(options, closer=Closer(principal.name, via))
+            return await c.advance(top, force=True, options=closing)
         except PauseConsumed:
             return await _tree.result(k, top.run_id)
     return await resume_if_ready(c, top, options)

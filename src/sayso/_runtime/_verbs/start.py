@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 
 from ..._core.access import Principal
 from ..._core.audit_events import audit_body
-from ..._core.decisions import DecisionRecord
+from ..._core.decisions import DecisionRecord, Via
 from ..._core.limits import check_message
 from ..._core.requests import ClientTool, DelegateRequest, Request
-from ..._core.resume import SKIPPED_FOR_MESSAGE, open_requests, plan_resume
+from ..._core.resume import SKIPPED_FOR_MESSAGE, Closer, open_requests, plan_resume
 from ..._store import ThreadRecord
 from ...exceptions import InvalidInput, ThreadBusy
 from .. import _tree
@@ -36,8 +36,11 @@ async def start(
     options: CallOptions,
     run_id: str | None = None,
     on_start: Callable[[str, str], None] | None = None,
+    via: Via | None = None,
 ) -> RunResult:
     """Send a user message and run the agent (or workflow) until it finishes or pauses.
+
+    A paused run on the thread is superseded: its open requests are skipped by `principal`, through `via`.
 
     `on_start(run_id, thread_id)` hears that the message was taken: the run is written, every
     check passed, and what follows is the run's own outcome.
@@ -83,6 +86,7 @@ async def start(
         now=now,
         run_id=run_id,
         on_start=on_start,
+        closer=Closer(principal.name, via),
     )
 
 
@@ -97,6 +101,7 @@ async def _supersede(
     now: float,
     run_id: str | None,
     on_start: Callable[[str, str], None] | None,
+    closer: Closer,
 ) -> RunResult:
     """A message on a thread whose run is paused: skip its open requests and start a new run in the same commit."""
     k = c.k
@@ -116,12 +121,14 @@ async def _supersede(
         raise ThreadBusy(active.run_id, f"thread {thread.thread_id!r} already has a run in progress")
     state = await k.store.pause_state(active.pause_id)
     requests: list[Request] = state.requests
-    plan = plan_resume(active.run_id, requests, state.decisions, force=True, now=now, skip_reason=SKIPPED_FOR_MESSAGE)
+    plan = plan_resume(
+        active.run_id, requests, state.decisions, force=True, now=now, skip_reason=SKIPPED_FOR_MESSAGE, closer=closer
+    )
     decisions: dict[str, DecisionRecord] = plan.decisions
     added: list[DecisionRecord] = plan.added
     for request in open_requests(requests, state.decisions):
         if isinstance(request, DelegateRequest):
-            await _tree.cancel_tree(k, request.child_run_id, SKIPPED_FOR_MESSAGE)
+            await _tree.cancel_tree(k, request.child_run_id, SKIPPED_FOR_MESSAGE, closer)
     by_id = {r.request_id: r for r in requests}
     starting = k.run_start(
         thread_id=thread.thread_id,

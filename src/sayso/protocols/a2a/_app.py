@@ -5,7 +5,8 @@ Every configured entry is served under its name: each agent, and each orchestrat
 `orchestrations:`), whose lead agent answers:
 
 - `POST /a2a/{name}`: JSON-RPC 2.0 (A2A 1.0, and A2A 0.3's `message/send` for older clients),
-  blocking (`SendMessage`) or streaming over SSE (`SendStreamingMessage`);
+  blocking (`SendMessage`) or streaming over SSE (`SendStreamingMessage`); a method of the other
+  version than the call's `A2A-Version` says is refused before dispatch (`_versions`);
 - `GET /a2a/{name}/.well-known/agent-card.json`: its card, declaring the extension;
 - `POST /agents/{namespace}/{name}` and its card: the same endpoint at kagent's address
   (`a2a.namespace`), so a kagent client's URLs work unchanged;
@@ -24,6 +25,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -45,6 +47,7 @@ from ._mapping import EXTENSION_DESCRIPTION, HITL_URI
 from ._push import MarkPushConfigStore, signing_client
 from ._push_delivery import PushDispatcher
 from ._tasks import TaskReader
+from ._versions import version_refusal
 
 if TYPE_CHECKING:
     import grpc.aio
@@ -209,10 +212,13 @@ def _rpc_endpoint(sayso: Sayso, dispatcher: JsonRpcDispatcher) -> Callable[[Requ
             request.state.sayso_caller = authenticate(sayso, request.headers.get("authorization"))
         except Unauthenticated as exc:
             return _unauthenticated(exc)
-        problem = _envelope_problem(await request.body())
-        if problem is not None:
-            body = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST_CODE, "message": problem}}
+        call = _call(await request.body())
+        if isinstance(call, str):
+            body = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST_CODE, "message": call}}
             return JSONResponse(body, status_code=400)
+        refused = await version_refusal(call.method, call.request_id, request.headers)
+        if refused is not None:
+            return refused
         response = await dispatcher.handle_requests(request)
         if HITL_URI in requested_extensions(request):
             response.headers["A2A-Extensions"] = HITL_URI
@@ -221,8 +227,17 @@ def _rpc_endpoint(sayso: Sayso, dispatcher: JsonRpcDispatcher) -> Callable[[Requ
     return endpoint
 
 
-def _envelope_problem(body: bytes) -> str | None:
-    """What makes a body no JSON-RPC call at all (answered 400, before dispatch), or `None`.
+@dataclass(frozen=True)
+class _Call:
+    """What the endpoint reads of a JSON-RPC call before the SDK dispatches it."""
+
+    method: str
+    request_id: str | int | None
+    """The call's id as an answer may repeat it (a string or an integer, never a boolean)."""
+
+
+def _call(body: bytes) -> _Call | str:
+    """The body's JSON-RPC call, or what makes it none (answered 400, before dispatch).
 
     The server's guard already refused bodies that are not JSON; what is left is JSON that is not
     one call object (an array, a string, an object without `jsonrpc: "2.0"` and a `method`).
@@ -233,9 +248,10 @@ def _envelope_problem(body: bytes) -> str | None:
         return "the body is not JSON"
     if not isinstance(call, dict):
         return "the body must be one JSON-RPC call object (batches are not served)"
-    if call.get("jsonrpc") != "2.0" or not isinstance(call.get("method"), str):
+    method, found = call.get("method"), call.get("id")
+    if call.get("jsonrpc") != "2.0" or not isinstance(method, str):
         return "a JSON-RPC call needs 'jsonrpc': '2.0' and a 'method' string"
-    return None
+    return _Call(method, found if isinstance(found, str | int) and not isinstance(found, bool) else None)
 
 
 def _unauthenticated(exc: Unauthenticated) -> Response:

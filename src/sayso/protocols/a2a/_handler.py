@@ -307,7 +307,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
     ) -> Callable[[_TextSink], Awaitable[RunResult]]:
         async def start(on_text: _TextSink) -> RunResult:
             return await self.sayso.run(
-                text, agent=self.agent, thread_id=thread_id, principal=caller, run_id=run_id, on_text=on_text
+                text, agent=self.agent, thread_id=thread_id, principal=caller, run_id=run_id, on_text=on_text, via="a2a"
             )
 
         return start
@@ -415,7 +415,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         """Cancel a waiting or working task: its open requests close as skipped and nothing more runs."""
         caller = _caller(context)
         run = await self._visible_run(params.id, caller)
-        task = await self.tasks.task(await self.sayso.cancel(run.run_id, principal=caller))
+        task = await self.tasks.task(await self.sayso.cancel(run.run_id, principal=caller, via="a2a"))
         if self.background.push is not None:
             self.background.push.wake()
         return task

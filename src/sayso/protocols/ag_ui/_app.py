@@ -18,16 +18,17 @@ import anyio
 from ag_ui.core import BaseEvent, RunAgentInput, RunErrorEvent, RunStartedEvent
 from ag_ui.encoder import EventEncoder
 from fastapi import APIRouter
+from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from pydantic_ai.messages import ModelMessage
 from sse_starlette import EventSourceResponse
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from ..._core.access import Principal
 from ..._core.grants import Grant
 from ..._runtime import RunResult, Sayso, ThreadRecord, authenticate
-from ...exceptions import InvalidInput, ThreadNotFound, Unauthenticated
+from ...exceptions import InvalidInput, ThreadNotFound
 from .._common import AgentEndpoint
 from ._inbound import client_tools, decisions_from_resume, host_grants, moves_on, tool_messages, user_text
 from ._mapping import THREAD, call_ids, error_event, finished_event, message_events, pending_call_events, refused
@@ -130,6 +131,7 @@ class AgUiAgent(AgentEndpoint):
             thread_id=run_input.thread_id,
             principal=caller,
             client_tools=client_tools(run_input.tools or [], run_input.context or []),
+            via="ag-ui",
             **hosted,
         )
         return result, await self.sayso.run_messages(result.run_id)
@@ -166,16 +168,11 @@ def ag_ui_router(sayso: Sayso) -> APIRouter:
 
 def _endpoint(runner: AgUiAgent) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        try:
-            caller = authenticate(runner.sayso, request.headers.get("authorization"))
-        except Unauthenticated as exc:
-            # Before any event is streamed, so a plain HTTP answer; refusals after this are `RUN_ERROR`s.
-            return JSONResponse({"detail": exc.problem}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
-        try:
-            run_input = RunAgentInput.model_validate_json(await request.body())
-        except ValidationError as exc:
-            errors = exc.errors(include_url=False, include_context=False, include_input=False)
-            return JSONResponse({"detail": errors}, status_code=422)
+        # Refused before any event is streamed: a plain HTTP answer, the server's problem document (the app's
+        # handlers map `Unauthenticated` and a body's validation error as for REST); refusals after this are
+        # `RUN_ERROR`s.
+        caller = authenticate(runner.sayso, request.headers.get("authorization"))
+        run_input = _run_input(await request.body())
         encoder = EventEncoder(accept=request.headers.get("accept") or "text/event-stream")
 
         async def body() -> AsyncIterator[bytes]:
@@ -188,3 +185,19 @@ def _endpoint(runner: AgUiAgent) -> Callable[[Request], Awaitable[Response]]:
         )
 
     return endpoint
+
+
+def _run_input(body: bytes) -> RunAgentInput:
+    """The body as a `RunAgentInput`.
+
+    Raises:
+        RequestValidationError: it is none (empty, not an object, a field missing or of the wrong type); each
+            problem is located under `body` as FastAPI locates a REST body's.
+    """
+    if not body.strip():
+        raise RequestValidationError([{"type": "missing", "loc": ("body",), "msg": "Field required"}])
+    try:
+        return RunAgentInput.model_validate_json(body)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_context=False, include_input=False)
+        raise RequestValidationError([{**error, "loc": ("body", *error["loc"])} for error in errors]) from None

@@ -184,10 +184,10 @@ def _agent_tool(sayso: Sayso, agent: str) -> Any:
         caller = authenticate(sayso, get_http_headers(include={"authorization"}).get("authorization"))
         try:
             if not _stateless(ctx):
-                started = await sayso.run(message, agent=agent, thread_id=thread_id, principal=caller)
+                started = await sayso.run(message, agent=agent, thread_id=thread_id, principal=caller, via="mcp")
                 return await _pushed(sayso, ctx, caller, started)
             if ctx.request_state is None:
-                result = await sayso.run(message, agent=agent, thread_id=thread_id, principal=caller)
+                result = await sayso.run(message, agent=agent, thread_id=thread_id, principal=caller, via="mcp")
                 return _outcome(result, caller=caller)
             run = await sayso.run_record(ctx.request_state, principal=caller)
             if run.agent != agent:
@@ -219,7 +219,7 @@ async def _answered(
             request = open_requests.get(request_id)
             if request is not None and isinstance(reply, mcp_types.ElicitResult):
                 answers[request_id] = decision_from(request, reply)
-        return _outcome(await sayso.answer_pause(run_id, answers, principal=caller), caller=caller)
+        return _outcome(await sayso.answer_pause(run_id, answers, principal=caller, via="mcp"), caller=caller)
     except CallEnded as ended:
         raise ToolError(f"decision refused: {ended}") from None  # closed: asking again would be answered by no one
     except DecisionRefused as refused:
@@ -269,7 +269,7 @@ async def _pushed(sayso: Sayso, ctx: Context, caller: Principal, result: RunResu
             problem = refused.problem if refused and refused.request_id == request.request_id else None
             answers[request.request_id] = await _asked(ctx, request, problem, result.votes.get(request.request_id, ()))
         try:
-            result, refused = await sayso.answer_pause(result.run_id, answers, principal=caller), None
+            result, refused = await sayso.answer_pause(result.run_id, answers, principal=caller, via="mcp"), None
         except CallEnded as ended:
             raise ToolError(f"decision refused: {ended}") from None
         except DecisionRefused as exc:

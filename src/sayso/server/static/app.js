@@ -129,7 +129,7 @@ async function sendMessage(message) {
   $("send").disabled = true;
   setStatus("Working…", true);
   $("workflow-hint").hidden = true;
-  const headers = authHeaders({ "Content-Type": "application/json", Accept: "text/event-stream" });
+  const headers = authHeaders({ "Content-Type": "application/json", Accept: "text/event-stream", "Sayso-Via": "web" });
   const body = { message, thread_id: threadId, ...(agent ? { agent } : {}) };
   let assistant = null;
   let refused = null;  // why the message was not taken: said again once the thread is reloaded

@@ -76,7 +76,7 @@ setInterval(() => {
 
 const SCOPE_LABELS = { once: "Just this call", thread: "Allow for this chat", always: "Always allow" };
 const SCOPE_REACH = { thread: "for this chat", always: "always" };
-const VIA_LABELS = { python: "Python", cli: "CLI", rest: "REST", web: "web UI", a2a: "A2A", "ag-ui": "AG-UI", email: "email", slack: "Slack" };
+const VIA_LABELS = { python: "Python", cli: "CLI", rest: "REST", web: "web UI", a2a: "A2A", "ag-ui": "AG-UI", mcp: "MCP", email: "email", slack: "Slack" };
 const VERBS = {
   approve: "Approved", reject: "Rejected", skip: "Skipped", answer: "Answered", result: "Result given",
   error: "Error reported", provide: "Answered", accept: "Accepted", decline: "Declined", cancel: "Dismissed",
