@@ -792,6 +792,13 @@ def report(  # noqa: C901
                 f"{r['run_p50_ms']} / {r['run_p99_ms']} | {r['server_cpu_ms_per_cycle']} | {r['server_cpu_share']} "
                 f"| {r['errors']} |"
             )
+        key = "server_idle_cpu_ms_per_s"
+        idle = [f"{r['store']} {r[key]}" for r in load["rows"] if key in r]
+        if idle:
+            w(
+                f"\nThe same server idle, before the clients start, in CPU ms per second: {', '.join(idle)} "
+                "(uvicorn's tick, the expiry sweep, the outbox and MCP task pollers, paid under load too)."
+            )
         w("")
 
     soak = extras.get("soak")
