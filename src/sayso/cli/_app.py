@@ -200,7 +200,7 @@ def resume(
     config: ConfigArg,
     run_id: Annotated[str, typer.Argument(help="The run to resume.", metavar="RUN_ID")],
     force: Annotated[bool, typer.Option(help="Resume even if requests are open; they count as skipped.")] = True,
-    who: Annotated[str | None, typer.Option("--principal", help="Who forces it (default: local, unchecked).")] = None,
+    who: Annotated[str | None, typer.Option("--principal", help="Who forces it (else local).", metavar="NAME")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Resume a paused run now (open requests count as skipped by you), or carry on a run whose process died."""

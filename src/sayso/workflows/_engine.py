@@ -85,11 +85,7 @@ class _Paused:
 
 
 class NodeFailed(Exception):
-    """A node's failure whose message says it all: the run's error is the message alone, with no class name.
-
-    The engine raises it when a node breaks one of its rules (a route the node lacks); a node's own
-    code, or the host running an agent node, raises it to fail a run in plain words.
-    """
+    """A node's failure in plain words (a route it lacks, its own code's): the run's error is the message alone."""
 
 
 _NOTHING: Any = object()
