@@ -264,6 +264,23 @@ async def test_a_commit_that_does_not_wait_for_the_disk_leaves_the_next_one_dura
         assert (await store.get_run("run_2")).status == "running"
 
 
+async def test_the_log_reaches_the_database_file_while_the_store_writes(tmp_path: Path) -> None:
+    """No commit copies SQLite's write-ahead log into the database file (that would stall it and the writes queued
+    behind it); the store's checkpointer does, so the file takes the data and the log does not grow without end."""
+    path = tmp_path / "sayso.db"
+    async with SqlRunStore(f"sqlite:///{path}") as store:
+        await store.start_run(_starting(0), expect_active=None)
+        with sqlite3.connect(path) as conn:
+            assert conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (1000,)  # a new connection's own
+        before = path.stat().st_size
+        for n in range(1, 200):
+            await store.start_run(_starting(n), expect_active=None)
+        deadline = asyncio.get_running_loop().time() + 10
+        while path.stat().st_size == before and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+        assert path.stat().st_size > before  # the runs' pages were copied in while the store is open
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_process_forked_after_a_write_still_writes(tmp_path: Path) -> None:
     """A child forked from a process that wrote (a pre-forking server) commits through a writer of its own.

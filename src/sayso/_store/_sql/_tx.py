@@ -29,6 +29,7 @@ from typing import Any, Literal, Protocol, TypeVar
 import anyio
 
 from ..._core.audit import AuditHead, AuditKey
+from ._checkpoint import Checkpointer
 from ._writer import WriterThread
 
 T = TypeVar("T")
@@ -200,6 +201,7 @@ class SqliteDatabase(Database):
         self._inline: sqlite3.Connection | None = None
         self._idle: list[sqlite3.Connection] = []
         self._writer = WriterThread("sayso-sqlite-writer")  # writes queue here, not in SQLite's busy handler
+        self._checkpoints = Checkpointer(path)  # the log copied into the file off the writers' path
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -208,6 +210,7 @@ class SqliteDatabase(Database):
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA busy_timeout=10000")
         conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA wal_autocheckpoint=0")  # no commit pays a checkpoint: the checkpointer's thread does
         return conn
 
     async def read(self, work: Work[T]) -> T:
@@ -221,20 +224,22 @@ class SqliteDatabase(Database):
             conn.execute("COMMIT")
 
     async def write(self, work: Work[T], *, durable: bool = True) -> T:
-        if not durable:
-            done = self._write_inline(work)
-            if not isinstance(done, _Busy):
-                return done
-        job = functools.partial(self._write, work, durable)
-        with anyio.CancelScope(shield=True):  # the transaction runs to its end either way: wait for its outcome
-            result = await self._writer.run(job)
-        return result
+        try:
+            if not durable:
+                done = self._write_inline(work)
+                if not isinstance(done, _Busy):
+                    return done
+            job = functools.partial(self._write, work, durable)
+            with anyio.CancelScope(shield=True):  # the transaction runs to its end either way: wait for its outcome
+                result = await self._writer.run(job)
+            return result
+        finally:
+            self._checkpoints.wrote()
 
     def _write_inline(self, work: Work[T]) -> T | _Busy:
         if self._inline is None:
             conn = self._connect()
             conn.execute("PRAGMA synchronous=NORMAL")  # WAL: the commit writes the log, fsyncs nothing
-            conn.execute("PRAGMA wal_autocheckpoint=0")  # a checkpoint fsyncs: it stays on the writer thread
             conn.execute("PRAGMA busy_timeout=0")  # never wait on the event loop
             self._inline = conn
         try:
@@ -267,6 +272,7 @@ class SqliteDatabase(Database):
 
     async def aclose(self) -> None:
         self._writer.stop()
+        self._checkpoints.stop()
         for conn in [*self._idle, *(c for c in (self._reader, self._inline) if c is not None)]:
             conn.close()
         self._idle.clear()

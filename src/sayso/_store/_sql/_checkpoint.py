@@ -1,0 +1,63 @@
+"""The SQLite store's checkpointer: the write-ahead log copied into the database file off the writers' path.
+
+SQLite's own checkpoint runs inside the commit that takes the log past 1,000 pages: that commit
+copies ~4 MB into the database file and fsyncs it before it returns, and every write queued behind
+it on the writer thread waits too. An approve cycle writes tens of pages, so one decision in a few
+dozen paid that (bench/ANALYSIS.md, "SQLite's checkpoint off the commit"). Here the writers' connections never checkpoint; a thread of the
+store's does, with a connection of its own, a little after writes happened: a PASSIVE checkpoint
+waits for no writer or reader (SQLite releases the GIL while it copies and syncs), and a commit goes
+on appending to the log meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+
+PAUSE = 0.25
+"""Seconds between two checkpoints while writes go on: a few of SQLite's 1,000-page checkpoints' worth per second
+at the store's busiest, and the log stays small."""
+
+
+class Checkpointer:
+    """Checkpoints one SQLite database's log in a thread of its own, after writes and never while idle."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._wrote = threading.Event()
+        self._stopped = threading.Event()
+        self._pid = 0
+        """The process the thread runs in: a child forked from it has no such thread, and starts its own."""
+
+    def wrote(self) -> None:
+        """Say that a commit added to the log (cheap: called after each write)."""
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            self._stopped = threading.Event()
+            thread = threading.Thread(target=self._serve, args=(self._stopped,), name="sayso-sqlite-checkpoint")
+            thread.daemon = True
+            thread.start()
+        self._wrote.set()
+
+    def stop(self) -> None:
+        """Let the thread end after the checkpoint it runs, if any: closing the last connection checkpoints the rest."""
+        self._stopped.set()
+        self._wrote.set()
+        self._pid = 0
+
+    def _serve(self, stopped: threading.Event) -> None:
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA busy_timeout=0")  # a checkpoint already running elsewhere: the next pass does it
+            while True:
+                self._wrote.wait()
+                if stopped.wait(PAUSE):  # gather a few commits' pages into one pass
+                    return
+                self._wrote.clear()
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error:
+                    continue  # the log stays as it is until the next pass; a write never depends on this one
+        finally:
+            conn.close()
