@@ -19,6 +19,15 @@ PAUSE = 0.25
 """Seconds between two checkpoints while writes go on: a few of SQLite's 1,000-page checkpoints' worth per second
 at the store's busiest, and the log stays small."""
 
+_IN_SQLITE = threading.Lock()
+"""Held while a checkpointer is inside SQLite. A fork waits for it: a child forked mid-checkpoint would inherit
+SQLite's mutexes held by a thread it does not have, and its first SQLite call would wait forever."""
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_IN_SQLITE.acquire, after_in_parent=_IN_SQLITE.release, after_in_child=_IN_SQLITE.release
+    )
+
 
 class Checkpointer:
     """Checkpoints one SQLite database's log in a thread of its own, after writes and never while idle."""
@@ -33,9 +42,11 @@ class Checkpointer:
     def wrote(self) -> None:
         """Say that a commit added to the log (cheap: called after each write)."""
         if self._pid != os.getpid():
-            self._pid = os.getpid()
-            self._stopped = threading.Event()
-            thread = threading.Thread(target=self._serve, args=(self._stopped,), name="sayso-sqlite-checkpoint")
+            # New events too: a child must not wait on a lock the parent's thread held when it forked.
+            self._pid, self._wrote, self._stopped = os.getpid(), threading.Event(), threading.Event()
+            thread = threading.Thread(
+                target=_serve, args=(self._path, self._wrote, self._stopped), name="sayso-sqlite-checkpoint"
+            )
             thread.daemon = True
             thread.start()
         self._wrote.set()
@@ -46,18 +57,22 @@ class Checkpointer:
         self._wrote.set()
         self._pid = 0
 
-    def _serve(self, stopped: threading.Event) -> None:
-        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-        try:
-            conn.execute("PRAGMA busy_timeout=0")  # a checkpoint already running elsewhere: the next pass does it
-            while True:
-                self._wrote.wait()
-                if stopped.wait(PAUSE):  # gather a few commits' pages into one pass
-                    return
-                self._wrote.clear()
+
+def _serve(path: str, wrote: threading.Event, stopped: threading.Event) -> None:
+    with _IN_SQLITE:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout=0")  # a checkpoint already running elsewhere: the next pass does it
+    try:
+        while True:
+            wrote.wait()
+            if stopped.wait(PAUSE):  # gather a few commits' pages into one pass
+                return
+            wrote.clear()
+            with _IN_SQLITE:
                 try:
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 except sqlite3.Error:
-                    continue  # the log stays as it is until the next pass; a write never depends on this one
-        finally:
+                    pass  # the log stays as it is until the next pass; a write never depends on this one
+    finally:
+        with _IN_SQLITE:
             conn.close()
