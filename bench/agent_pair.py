@@ -14,7 +14,12 @@ both see the same machine:
   `sayso_cycle.py`), timing only the CPU spent inside sayso's two `Agent.run` calls (pydantic-ai
   with sayso's toolset, gate and deps).
 
-Prints one JSON line: CPU ms per pair for each, and sayso ÷ bare (the goal is ≤ 1.05×).
+The clock is the process's CPU time less that of the SQLite store's own threads (its writer and
+its checkpointer, `sayso-sqlite-*`): they run beside the event loop, and a commit or checkpoint
+they happen to do while an `Agent.run` is under way is the store's work, which the whole cycle
+(`sayso_cycle.py`) counts, not pydantic-ai's. `ratio_all_threads` is the same with them in.
+
+Prints one JSON line: CPU ms per pair for each, and sayso ÷ bare (the issue's goal is ≤ 1.2×).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import json
 import os
 import statistics
 import sys
+import threading
 import time
 from typing import Any
 
@@ -37,27 +43,50 @@ from pydanticai_cycle import build_agent
 
 from sayso import Approve, Sayso
 
+STORE_THREADS = "sayso-sqlite-"
+"""The name every thread of the SQLite store starts with (`_store/_sql/_writer.py`, `_checkpoint.py`)."""
+
+
+def store_threads_cpu() -> dict[int, float]:
+    """CPU seconds so far of each live thread of the store, by thread id."""
+    cpu: dict[int, float] = {}
+    for thread in threading.enumerate():
+        if thread.name.startswith(STORE_THREADS) and thread.ident is not None:
+            try:
+                cpu[thread.ident] = time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+            except OSError:  # it ended since enumerate()
+                pass
+    return cpu
+
 
 class AgentClock:
-    """CPU time spent inside `Agent.run`, the class's method wrapped once for the whole process."""
+    """CPU time spent inside `Agent.run`, the class's method wrapped once for the whole process.
+
+    `cpu` leaves out the store's threads (see the module's docstring); `cpu_all` counts every thread.
+    """
 
     def __init__(self) -> None:
         self.cpu = 0.0
+        self.cpu_all = 0.0
         original = Agent.run
 
         async def run(agent: Any, *args: Any, **kwargs: Any) -> Any:
-            t = time.process_time()
+            store, t = store_threads_cpu(), time.process_time()
             try:
                 return await original(agent, *args, **kwargs)
             finally:
-                self.cpu += time.process_time() - t
+                spent = time.process_time() - t
+                after = store_threads_cpu()
+                beside = sum(after[i] - store[i] for i in store.keys() & after.keys())
+                self.cpu_all += spent
+                self.cpu += spent - beside
 
         Agent.run = run  # type: ignore[method-assign]  # a process global of this benchmark only
 
 
-async def bare_pairs(agent_a: Any, agent_b: Any, clock: AgentClock, start: int, n: int) -> float:
-    """CPU seconds inside the `Agent.run` calls of `n` bare pairs."""
-    before = clock.cpu
+async def bare_pairs(agent_a: Any, agent_b: Any, clock: AgentClock, start: int, n: int) -> tuple[float, float]:
+    """CPU seconds inside the `Agent.run` calls of `n` bare pairs (without, with the store's threads)."""
+    before, before_all = clock.cpu, clock.cpu_all
     for i in range(start, start + n):
         r1 = await agent_a.run(user_request(i))
         assert isinstance(r1.output, DeferredToolRequests)
@@ -65,25 +94,25 @@ async def bare_pairs(agent_a: Any, agent_b: Any, clock: AgentClock, start: int, 
         history = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(r1.all_messages()))
         r2 = await agent_b.run(message_history=history, deferred_tool_results=approved)
         assert isinstance(r2.output, str)
-    return clock.cpu - before
+    return clock.cpu - before, clock.cpu_all - before_all
 
 
-async def sayso_pairs(app_a: Sayso, app_b: Sayso, clock: AgentClock, start: int, n: int) -> float:
-    """CPU seconds inside sayso's `Agent.run` calls over `n` full cycles."""
-    before = clock.cpu
+async def sayso_pairs(app_a: Sayso, app_b: Sayso, clock: AgentClock, start: int, n: int) -> tuple[float, float]:
+    """CPU seconds inside sayso's `Agent.run` calls over `n` full cycles (without, with the store's threads)."""
+    before, before_all = clock.cpu, clock.cpu_all
     for i in range(start, start + n):
         r = await app_a.run(user_request(i))
         d = await app_b.decide(r.requests[0].request_id, Approve())
         assert d.run.status == "completed"
-    return clock.cpu - before
+    return clock.cpu - before, clock.cpu_all - before_all
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     clock = AgentClock()
     fresh_db(args.db)
     agent_a, agent_b = build_agent(), build_agent()
-    bare: list[float] = []
-    sayso: list[float] = []
+    bare: list[tuple[float, float]] = []
+    sayso: list[tuple[float, float]] = []
     async with Sayso(bench_config(args.db)) as app_a, Sayso(bench_config(args.db)) as app_b:
         await bare_pairs(agent_a, agent_b, clock, 0, args.warmup)
         await sayso_pairs(app_a, app_b, clock, 0, args.warmup)
@@ -91,21 +120,24 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         for block in range(args.blocks):
             first = args.warmup + block * n
             if block % 2:
-                sayso.append(await sayso_pairs(app_a, app_b, clock, first, n) / n)
-                bare.append(await bare_pairs(agent_a, agent_b, clock, first, n) / n)
+                sayso.append(await sayso_pairs(app_a, app_b, clock, first, n))
+                bare.append(await bare_pairs(agent_a, agent_b, clock, first, n))
             else:
-                bare.append(await bare_pairs(agent_a, agent_b, clock, first, n) / n)
-                sayso.append(await sayso_pairs(app_a, app_b, clock, first, n) / n)
+                bare.append(await bare_pairs(agent_a, agent_b, clock, first, n))
+                sayso.append(await sayso_pairs(app_a, app_b, clock, first, n))
     fresh_db(args.db)
-    ratios = [s / b for s, b in zip(sayso, bare, strict=True)]
+    ratios = [s[0] / b[0] for s, b in zip(sayso, bare, strict=True)]
+    ratios_all = [s[1] / b[1] for s, b in zip(sayso, bare, strict=True)]
     return {
         "kind": "agent_pair",
         "pairs_per_block": args.pairs,
         "blocks": args.blocks,
-        "bare_cpu_ms": round(statistics.median(bare) * 1e3, 3),
-        "sayso_cpu_ms": round(statistics.median(sayso) * 1e3, 3),
+        "bare_cpu_ms": round(statistics.median(b[0] for b in bare) / n * 1e3, 3),
+        "sayso_cpu_ms": round(statistics.median(s[0] for s in sayso) / n * 1e3, 3),
         "ratio": round(statistics.median(ratios), 3),
         "ratios": [round(r, 3) for r in ratios],
+        "sayso_cpu_ms_all_threads": round(statistics.median(s[1] for s in sayso) / n * 1e3, 3),
+        "ratio_all_threads": round(statistics.median(ratios_all), 3),
     }
 
 
