@@ -7,7 +7,9 @@ import json
 import os
 import re
 import secrets
+import signal
 import sqlite3
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -313,6 +315,47 @@ def test_a_process_forked_after_a_write_still_writes(tmp_path: Path) -> None:
         return run.status
 
     assert asyncio.run(read_back()) == "running"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_fork_during_a_write_waits_for_its_commit(tmp_path: Path) -> None:
+    """A process that forks while its store writes (a pre-forking server, a tool that forks) forks once the
+    write is done: a child forked in the middle of a SQLite call would inherit SQLite's locks held by a thread
+    it does not have, and hang on its own first call.
+
+    The write here waits on another connection's lock, so it is surely inside SQLite when the fork starts.
+    """
+    path = tmp_path / "sayso.db"
+    store = SqlRunStore(f"sqlite:///{path}")
+
+    def committed(run_id: str) -> bool:
+        with sqlite3.connect(path) as conn:
+            return conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
+
+    async def fork_while_writing() -> tuple[bool, int]:
+        await store.open()
+        await store.start_run(_starting(0), expect_active=None)
+        other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        other.execute("BEGIN IMMEDIATE")  # the store's next write queues behind this, inside SQLite
+        writing = asyncio.create_task(store.start_run(_starting(1), expect_active=None))
+        await asyncio.sleep(0.3)
+        release = threading.Timer(0.5, other.execute, args=("COMMIT",))
+        release.start()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child reports through its exit status
+            signal.alarm(20)  # a child that hangs is killed, and fails the test
+            os._exit(0 if committed("run_1") else 3)
+        seen = committed("run_1")
+        _, status = os.waitpid(pid, 0)
+        await writing
+        release.join()
+        other.close()
+        await store.aclose()
+        return seen, os.waitstatus_to_exitcode(status)
+
+    seen_by_parent, child = asyncio.run(fork_while_writing())
+    assert seen_by_parent  # the fork returned only after the write had committed
+    assert child == 0  # and the child sees it, and reads without hanging
 
 
 # the schema, and what the sweeps read

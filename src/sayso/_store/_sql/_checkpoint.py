@@ -11,22 +11,14 @@ while it copies and syncs), and a commit goes on appending to the log meanwhile.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
+
+from . import _fork
 
 PAUSE = 0.25
 """Seconds between two checkpoints while writes go on: a few of SQLite's 1,000-page checkpoints' worth per second
 at the store's busiest, and the log stays small."""
-
-_IN_SQLITE = threading.Lock()
-"""Held while a checkpointer is inside SQLite. A fork waits for it: a child forked mid-checkpoint would inherit
-SQLite's mutexes held by a thread it does not have, and its first SQLite call would wait forever."""
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(
-        before=_IN_SQLITE.acquire, after_in_parent=_IN_SQLITE.release, after_in_child=_IN_SQLITE.release
-    )
 
 
 class Checkpointer:
@@ -36,14 +28,15 @@ class Checkpointer:
         self._path = path
         self._wrote = threading.Event()
         self._stopped = threading.Event()
-        self._pid = 0
-        """The process the thread runs in: a child forked from it has no such thread, and starts its own."""
+        self._generation = -1
+        """The process (`_fork.generation`) the thread runs in: a child forked from it has no such thread, and starts
+        its own."""
 
     def wrote(self) -> None:
         """Say that a commit added to the log (cheap: called after each write)."""
-        if self._pid != os.getpid():
+        if self._generation != _fork.generation:
             # New events too: a child must not wait on a lock the parent's thread held when it forked.
-            self._pid, self._wrote, self._stopped = os.getpid(), threading.Event(), threading.Event()
+            self._generation, self._wrote, self._stopped = _fork.generation, threading.Event(), threading.Event()
             thread = threading.Thread(
                 target=_serve, args=(self._path, self._wrote, self._stopped), name="sayso-sqlite-checkpoint"
             )
@@ -55,11 +48,11 @@ class Checkpointer:
         """Let the thread end after the checkpoint it runs, if any: closing the last connection checkpoints the rest."""
         self._stopped.set()
         self._wrote.set()
-        self._pid = 0
+        self._generation = -1
 
 
 def _serve(path: str, wrote: threading.Event, stopped: threading.Event) -> None:
-    with _IN_SQLITE:
+    with _fork.in_sqlite():
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA busy_timeout=0")  # a checkpoint already running elsewhere: the next pass does it
     try:
@@ -68,11 +61,11 @@ def _serve(path: str, wrote: threading.Event, stopped: threading.Event) -> None:
             if stopped.wait(PAUSE):  # gather a few commits' pages into one pass
                 return
             wrote.clear()
-            with _IN_SQLITE:
+            with _fork.in_sqlite():
                 try:
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 except sqlite3.Error:
                     pass  # the log stays as it is until the next pass; a write never depends on this one
     finally:
-        with _IN_SQLITE:
+        with _fork.in_sqlite():
             conn.close()

@@ -25,6 +25,7 @@ import anyio.to_thread
 
 from ..._core.store_urls import no_folder, store_url
 from ...exceptions import ConfigError, SaysoError, StoreError
+from . import _fork
 from ._tx import Database, PostgresDatabase, Sql, SqliteDatabase, Tx, Work
 
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ class _SqlConn:
         """The async driver's URL of the database."""
         self._engine: AsyncEngine | None = None
         self._sync: Engine | None = None
+        self._sync_generation = _fork.generation
         self._db: Database | None = None
         self._limiter = anyio.CapacityLimiter(8)
 
@@ -289,6 +291,9 @@ class _SqlConn:
     async def _sa_attempt(self, work: Callable[[Connection], T], *, read: bool) -> T:
         engine = self._sa_engines()
         if self._sync is not None:
+            if self._sync_generation != _fork.generation:  # a forked child: the pool's connections are the parent's
+                self._sync.dispose(close=False)
+                self._sync_generation = _fork.generation
             return await anyio.to_thread.run_sync(self._in_thread, work, read, limiter=self._limiter)
         async with engine.connect() as conn:
             async with conn.begin():
@@ -296,7 +301,7 @@ class _SqlConn:
 
     def _in_thread(self, work: Callable[[Connection], T], read: bool) -> T:
         assert self._sync is not None
-        with self._sync.connect() as conn:
+        with _fork.in_sqlite(), self._sync.connect() as conn:
             if read:
                 conn.execution_options(sayso_read=True)
             with conn.begin():

@@ -29,6 +29,7 @@ from typing import Any, Literal, Protocol, TypeVar
 import anyio
 
 from ..._core.audit import AuditHead, AuditKey
+from . import _fork
 from ._checkpoint import Checkpointer
 from ._writer import WriterThread
 
@@ -202,6 +203,14 @@ class SqliteDatabase(Database):
         self._idle: list[sqlite3.Connection] = []
         self._writer = WriterThread("sayso-sqlite-writer")  # writes queue here, not in SQLite's busy handler
         self._checkpoints = Checkpointer(path)  # the log copied into the file off the writers' path
+        self._generation = _fork.generation
+
+    def _forked(self) -> None:
+        """In a child process: leave the parent's connections alone (SQLite forbids using them here)."""
+        _fork.abandon(self._reader, self._inline, *self._idle)
+        self._reader = self._inline = None
+        self._idle = []
+        self._generation = _fork.generation
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -214,16 +223,21 @@ class SqliteDatabase(Database):
         return conn
 
     async def read(self, work: Work[T]) -> T:
-        if self._reader is None:
-            self._reader = self._connect()
-        conn = self._reader
-        conn.execute("BEGIN")
-        try:
-            return complete(work(_SqliteTx(conn)))
-        finally:
-            conn.execute("COMMIT")
+        if self._generation != _fork.generation:
+            self._forked()
+        with _fork.in_sqlite():
+            if self._reader is None:
+                self._reader = self._connect()
+            conn = self._reader
+            conn.execute("BEGIN")
+            try:
+                return complete(work(_SqliteTx(conn)))
+            finally:
+                conn.execute("COMMIT")
 
     async def write(self, work: Work[T], *, durable: bool = True) -> T:
+        if self._generation != _fork.generation:
+            self._forked()
         try:
             if not durable:
                 done = self._write_inline(work)
@@ -237,20 +251,25 @@ class SqliteDatabase(Database):
             self._checkpoints.wrote()
 
     def _write_inline(self, work: Work[T]) -> T | _Busy:
-        if self._inline is None:
-            conn = self._connect()
-            conn.execute("PRAGMA synchronous=NORMAL")  # WAL: the commit writes the log, fsyncs nothing
-            conn.execute("PRAGMA busy_timeout=0")  # never wait on the event loop
-            self._inline = conn
-        try:
-            self._inline.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode == sqlite3.SQLITE_BUSY:
-                return _Busy()  # another writer holds the lock: wait for it on the writer thread
-            raise
-        return _finish(self._inline, work)
+        with _fork.in_sqlite():
+            if self._inline is None:
+                conn = self._connect()
+                conn.execute("PRAGMA synchronous=NORMAL")  # WAL: the commit writes the log, fsyncs nothing
+                conn.execute("PRAGMA busy_timeout=0")  # never wait on the event loop
+                self._inline = conn
+            try:
+                self._inline.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode == sqlite3.SQLITE_BUSY:
+                    return _Busy()  # another writer holds the lock: wait for it on the writer thread
+                raise
+            return _finish(self._inline, work)
 
     def _write(self, work: Work[T], durable: bool) -> T:
+        with _fork.in_sqlite():
+            return self._write_here(work, durable)
+
+    def _write_here(self, work: Work[T], durable: bool) -> T:
         conn = self._idle.pop() if self._idle else self._connect()
         try:
             if not durable:
@@ -273,8 +292,11 @@ class SqliteDatabase(Database):
     async def aclose(self) -> None:
         self._writer.stop()
         self._checkpoints.stop()
-        for conn in [*self._idle, *(c for c in (self._reader, self._inline) if c is not None)]:
-            conn.close()
+        if self._generation != _fork.generation:
+            self._forked()
+        with _fork.in_sqlite():
+            for conn in [*self._idle, *(c for c in (self._reader, self._inline) if c is not None)]:
+                conn.close()
         self._idle.clear()
         self._reader = self._inline = None
 

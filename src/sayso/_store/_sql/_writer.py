@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import os
 import queue
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from . import _fork
 
 T = TypeVar("T")
 
@@ -28,15 +29,16 @@ class WriterThread:
     def __init__(self, name: str) -> None:
         self._name = name
         self._jobs: queue.SimpleQueue[_Job | None] | None = None
-        self._pid = 0
-        """The process the thread runs in: a child forked from it has no such thread, and starts its own."""
+        self._generation = -1
+        """The process (`_fork.generation`) the thread runs in: a child forked from it has no such thread, and starts
+        its own."""
 
     async def run(self, job: Callable[[], T]) -> T:
         """What `job` returns (or raises), once it ran on the thread after every job handed in before it."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[T] = loop.create_future()
-        if self._jobs is None or self._pid != os.getpid():
-            self._jobs, self._pid = queue.SimpleQueue(), os.getpid()
+        if self._jobs is None or self._generation != _fork.generation:
+            self._jobs, self._generation = queue.SimpleQueue(), _fork.generation
             threading.Thread(target=_serve, args=(self._jobs,), name=self._name, daemon=True).start()
         self._jobs.put((loop, done, contextvars.copy_context(), job))
         return await done
