@@ -2,8 +2,12 @@
 """sayso's agent pair against a bare pydantic-ai agent pair, CPU time per cycle, in one process.
 
 A cycle's two `agent.run` calls (the one that pauses, the one that resumes after the approval)
-are what sayso asks of pydantic-ai. This script measures them two ways, interleaved in blocks so
-both see the same machine:
+are what sayso asks of pydantic-ai. This script measures them two ways, one pair of each after
+the other (their order alternating), summed over blocks, so both see the same machine at the
+finest grain: a VM's noise comes in bursts longer than a pair, and a bare pair run right after
+other bare pairs finds a cache warm with only pydantic-ai's work, which no pair in a server does.
+Blocks of 25 pairs of one kind, as this script measured before, spread from 0.96× to 1.47×
+between blocks of one run on a noisy VM; pair by pair, 1.09× to 1.21× (bench/ANALYSIS.md).
 
 - **bare**: the pydantic-ai anchor's own agents (`FunctionModel`, `delete_file` with
   `requires_approval=True`, `output_type=[str, DeferredToolRequests]`): `agent_a.run(prompt)`,
@@ -118,13 +122,17 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         await sayso_pairs(app_a, app_b, clock, 0, args.warmup)
         n = args.pairs
         for block in range(args.blocks):
-            first = args.warmup + block * n
-            if block % 2:
-                sayso.append(await sayso_pairs(app_a, app_b, clock, first, n))
-                bare.append(await bare_pairs(agent_a, agent_b, clock, first, n))
-            else:
-                bare.append(await bare_pairs(agent_a, agent_b, clock, first, n))
-                sayso.append(await sayso_pairs(app_a, app_b, clock, first, n))
+            sums = {"bare": [0.0, 0.0], "sayso": [0.0, 0.0]}
+            for i in range(args.warmup + block * n, args.warmup + (block + 1) * n):
+                for kind in ("sayso", "bare") if i % 2 else ("bare", "sayso"):
+                    if kind == "bare":
+                        cpu, cpu_all = await bare_pairs(agent_a, agent_b, clock, i, 1)
+                    else:
+                        cpu, cpu_all = await sayso_pairs(app_a, app_b, clock, i, 1)
+                    sums[kind][0] += cpu
+                    sums[kind][1] += cpu_all
+            bare.append((sums["bare"][0], sums["bare"][1]))
+            sayso.append((sums["sayso"][0], sums["sayso"][1]))
     fresh_db(args.db)
     ratios = [s[0] / b[0] for s, b in zip(sayso, bare, strict=True)]
     ratios_all = [s[1] / b[1] for s, b in zip(sayso, bare, strict=True)]
