@@ -1,5 +1,6 @@
 """Config errors read like the rest: YAML syntax as `file:line: error: … Fix: …`, did-you-mean for misspelt fields
-and providers, principals that cannot sign in said at check and at start, connection errors naming the server."""
+and providers, a name that points nowhere at the line that names it, principals that cannot sign in said at check
+and at start, connection errors naming the server."""
 
 from __future__ import annotations
 
@@ -61,6 +62,90 @@ def test_a_model_that_fails_to_build_is_not_also_unused(tmp_path: Path) -> None:
     assert done.exit_code == 2  # type: ignore[attr-defined]
     assert "SAYSO_TEST_UNSET_KEY" in done.output  # type: ignore[attr-defined]
     assert "no agent uses the model" not in done.output  # type: ignore[attr-defined]
+
+
+AGENT = "agents:\n  helper:\n    model: demo\n"
+FLOW = "    nodes:\n      a: {agent: helper}\n    edges:\n      - [START, a, END]\n"
+
+# A config whose one problem is on the line marked `# <-`, and the entry the report names there.
+MISPLACED_NAMES = {
+    "workflow node runs no agent": (
+        AGENT + "workflows:\n  flow:\n    nodes:\n      a:\n        agent: nobody  # <-\n"
+        "    edges:\n      - [START, a, END]\n",
+        "workflows.flow.nodes.a.agent",
+    ),
+    "workflow named like an agent": (AGENT + "workflows:\n  helper:  # <-\n" + FLOW, "workflows.helper"),
+    "workflow named like an orchestration": (
+        AGENT + "orchestrations:\n  flow: {entry_name: helper}\nworkflows:\n  flow:  # <-\n" + FLOW,
+        "workflows.flow",
+    ),
+    "delegate to no agent": (
+        AGENT + "    delegates:\n      - agent: nobody  # <-\n",
+        "agents.helper.delegates[0].agent",
+    ),
+    "delegate to itself": (
+        AGENT + "    delegates:\n      - {a2a: 'http://127.0.0.1:9/a2a/x'}\n      - agent: helper  # <-\n",
+        "agents.helper.delegates[1].agent",
+    ),
+    "orchestration named like an agent": (
+        AGENT + "orchestrations:\n  helper:  # <-\n    entry_name: helper\n",
+        "orchestrations.helper",
+    ),
+    "orchestration led by no agent": (
+        AGENT + "orchestrations:\n  team:\n    entry_name: nobody  # <-\n",
+        "orchestrations.team.entry_name",
+    ),
+    "orchestration connects no agent": (
+        AGENT + "orchestrations:\n  team:\n    entry_name: helper\n    connections:\n      - agent: nobody  # <-\n",
+        "orchestrations.team.connections[0].agent",
+    ),
+    "entry names nothing": (AGENT + "entry: nobody  # <-\n", "entry"),
+    "no agents": ("store: sqlite:///x.db\nagents: {}  # <-\n", "agents"),
+    "mcp binding to no server": (AGENT + "    mcp:\n      - server: nowhere  # <-\n", "agents.helper.mcp[0].server"),
+    "system_prompt without kaboo_compat": (AGENT + "    system_prompt: hi  # <-\n", "agents.helper.system_prompt"),
+    "approver nobody is": (
+        "principals:\n  - {name: bob, token: x}\n" + AGENT + "    interrupt:\n      tools:\n        - name: t\n"
+        "          approvers:\n            - carol  # <-\n",
+        "agents.helper.interrupt.tools[0].approvers[0]",
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "where"), MISPLACED_NAMES.values(), ids=MISPLACED_NAMES.keys())
+def test_a_name_that_points_nowhere_is_reported_at_its_line(tmp_path: Path, text: str, where: str) -> None:
+    """A check across entries (an agent, server or approver named that does not exist; two things sharing a name)
+    reports the line of the entry at fault and its path, not line 1 and "the config"."""
+    config, done = check(tmp_path, text)
+    line = next(n for n, written in enumerate(text.splitlines(), 1) if written.endswith("# <-"))
+    assert done.exit_code == 2  # type: ignore[attr-defined]
+    assert f"{config}:{line}: error: {where}: " in done.stderr  # type: ignore[attr-defined]
+
+
+def test_each_problem_of_a_check_across_entries_has_its_own_line(tmp_path: Path) -> None:
+    """The approvers check and the MCP servers check each find several problems: one report line each, at its entry."""
+    config, done = check(
+        tmp_path,
+        "principals:\n  - {name: bob, token: x}\ngroups:\n  fin: [bob, carol]\n" + AGENT + "    interrupt:\n"
+        "      tools:\n        - {name: t, approvers: [bob], approvals_required: 3}\n"
+        "        - name: u\n          approvers: [fin]\n          escalate:\n"
+        "            - {after: 10, add_approvers: [dave]}\n",
+    )
+    assert done.stderr.splitlines()[1:] == [  # type: ignore[attr-defined]
+        f"  {config}:4: error: groups.fin[1]: group 'fin': member 'carol' is not a principal",
+        f"  {config}:10: error: agents.helper.interrupt.tools[0].approvals_required: agent 'helper': rule 't': "
+        "approvals_required is 3 but only 1 approver(s) could vote (bob)",
+        f"  {config}:14: error: agents.helper.interrupt.tools[1].escalate[0].add_approvers[0]: agent 'helper': "
+        "rule 'u': escalate[0].add_approvers: 'dave' is neither a principal nor a group (known: bob, fin)",
+    ]
+    config, done = check(
+        tmp_path, "mcp_servers:\n  'two words': {url: 'http://127.0.0.1:9/mcp'}\n" + AGENT + "    mcp: [{server: x}]\n"
+    )
+    assert done.stderr.splitlines()[1:] == [  # type: ignore[attr-defined]
+        f"  {config}:2: error: mcp_servers.two words: MCP server name 'two words' may use only letters, digits, "
+        "'_' and '-'",
+        f"  {config}:6: error: agents.helper.mcp[0].server: agent 'helper' binds MCP server 'x', which is not under "
+        "'mcp_servers' (declared: two words)",
+    ]
 
 
 PRINCIPALS = "principals:\n  - {name: alice, token: a-secret}\n  - {name: bob, token_env: SAYSO_TEST_BOB_TOKEN}\n"

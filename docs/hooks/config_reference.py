@@ -23,6 +23,7 @@ PAGE = "reference/configuration.md"
 
 def _models() -> list[tuple[str, type[BaseModel]]]:
     from sayso._config import channels as ch
+    from sayso._config import delegates as d
     from sayso._config import file as c
     from sayso._config import mcp as m
     from sayso._config import rules as r
@@ -38,8 +39,8 @@ def _models() -> list[tuple[str, type[BaseModel]]]:
         ("agents.NAME.interrupt.tools[]: a rule object", c.ToolRuleConfig),
         ("agents.NAME.interrupt.tools[].escalate[]", r.EscalationStepConfig),
         ("agents.NAME.interrupt.tools[].on_timeout", r.OnTimeoutConfig),
-        ("agents.NAME.delegates[]", c.DelegateConfig),
-        ("orchestrations.NAME", c.OrchestrationConfig),
+        ("agents.NAME.delegates[]", d.DelegateConfig),
+        ("orchestrations.NAME", d.OrchestrationConfig),
         ("workflows.NAME", WorkflowConfig),
         ("workflows.NAME.nodes: a function", FunctionNodeConfig),
         ("workflows.NAME.nodes: an agent", AgentNodeConfig),

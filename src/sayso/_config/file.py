@@ -33,6 +33,7 @@ from .._core.requests import Scope
 from ..exceptions import ConfigError
 from ..workflows import Workflow, WorkflowEntry, check_workflow_names
 from .channels import ChannelsConfig
+from .delegates import DelegateConfig, OrchestrationConfig, join_teams
 from .edges import (
     AUDIT_KEY_ENV as AUDIT_KEY_ENV,
 )
@@ -61,7 +62,7 @@ from .edges import (
     WebhookEvent as WebhookEvent,
 )
 from .engine import EngineConfig
-from .lines import line_of, read_yaml, validation_line, yaml_problem
+from .lines import PlacedError, line_of, read_yaml, validation_lines, yaml_problem
 from .mcp import McpBinding, McpServerConfig, bad_server_names, unknown_servers
 from .routing import RoutingConfig, RoutingFields, routed
 from .rules import PolicyFields
@@ -151,47 +152,6 @@ class InterruptConfig(_Strict):
             if isinstance(self.rejection_text, str)
             else self.rejection_text.to_core(),
         )
-
-
-class DelegateConfig(_Strict):
-    """An agent this agent may hand work to, exposed to it as a tool named after the delegate."""
-
-    agent: str | None = None
-    """A configured agent's name (a local delegate)."""
-    a2a: str | None = None
-    """An A2A agent's URL (a remote delegate), such as `http://127.0.0.1:9000/a2a/files`."""
-    name: str | None = None
-    """The tool name for a remote delegate (default: the URL's last path segment)."""
-
-    @property
-    def tool_name(self) -> str:
-        """The name the parent's model calls this delegate by."""
-        if self.agent is not None:
-            return self.agent
-        assert self.a2a is not None
-        return self.name or self.a2a.rstrip("/").rsplit("/", 1)[-1]
-
-    description: str = ""
-    """What the delegate is for, as the parent's model reads it."""
-
-    @model_validator(mode="after")
-    def _one_target(self) -> DelegateConfig:
-        if (self.agent is None) == (self.a2a is None):
-            raise ValueError("a delegate names exactly one of 'agent' or 'a2a'")
-        return self
-
-
-class OrchestrationConfig(_Strict):
-    """kaboo's form of delegation: an entry agent and the agents it may hand work to."""
-
-    description: str | None = None
-    """What the team is for, as its A2A agent card shows it; unset: the entry agent's description."""
-    mode: Literal["delegate"] = "delegate"
-    """The only mode: the entry agent hands work to its connections."""
-    entry_name: str
-    """The agent that leads; it gets the connections as delegates."""
-    connections: list[DelegateConfig] = []
-    """The agents it may hand work to."""
 
 
 class AgentConfig(_Strict):
@@ -376,7 +336,7 @@ class Config(_Strict, RoutingConfig):
             self.mcp_servers, {name: spec.mcp for name, spec in self.agents.items()}
         )
         if problems:
-            raise ValueError("; ".join(problems))
+            raise PlacedError(*problems)
         return self
 
     _source: Path | None = PrivateAttr(default=None)
@@ -401,45 +361,38 @@ class Config(_Strict, RoutingConfig):
         for name, spec in self.agents.items():
             if spec.system_prompt is None:
                 continue
+            at = ("agents", name, "system_prompt")
             if not self.ag_ui.kaboo_compat:
-                raise ValueError(
-                    f"agent {name!r}: 'system_prompt' is another name for 'instructions'; "
-                    "rename it, or set 'ag_ui: {kaboo_compat: true}'"
+                raise PlacedError(
+                    (
+                        at,
+                        f"agent {name!r}: 'system_prompt' is another name for 'instructions'; "
+                        "rename it, or set 'ag_ui: {kaboo_compat: true}'",
+                    )
                 )
             if spec.instructions:
-                raise ValueError(f"agent {name!r} sets both 'instructions' and 'system_prompt'; keep one")
+                raise PlacedError((at, f"agent {name!r} sets both 'instructions' and 'system_prompt'; keep one"))
             spec.instructions, spec.system_prompt = spec.system_prompt, None
         return self
 
     @model_validator(mode="after")
     def _entry_exists(self) -> Config:
         if not self.agents:
-            raise ValueError("at least one agent is needed under 'agents'")
-        for name, team in self.orchestrations.items():
-            if name in self.agents:
-                raise ValueError(f"orchestration {name!r} has an agent's name; A2A and AG-UI serve both by name")
-            if team.entry_name not in self.agents:
-                raise ValueError(f"orchestration {name!r}: entry_name {team.entry_name!r} is not an agent")
-            lead = self.agents[team.entry_name]
-            known = {d.tool_name for d in lead.delegates}
-            lead.delegates.extend(c for c in team.connections if c.tool_name not in known)
-        for name, spec in self.agents.items():
-            for delegate in spec.delegates:
-                if delegate.agent is not None and delegate.agent not in self.agents:
-                    raise ValueError(f"agent {name!r} delegates to {delegate.agent!r}, which is not an agent")
-                if delegate.agent == name:
-                    raise ValueError(f"agent {name!r} cannot delegate to itself")
+            raise PlacedError((("agents",), "at least one agent is needed under 'agents'"))
+        join_teams({name: spec.delegates for name, spec in self.agents.items()}, self.orchestrations)
         for name, workflow in self.workflows.items():
             if isinstance(workflow, Workflow) and workflow.name != name:
                 raise ValueError(f"workflow {workflow.name!r} is listed under the name {name!r}; use one name")
         check_workflow_names(self.workflows, self.agents)
         if clash := sorted(set(self.workflows) & set(self.orchestrations)):
-            raise ValueError(f"workflow {clash[0]!r} has an orchestration's name; A2A and AG-UI serve both by name")
+            message = f"workflow {clash[0]!r} has an orchestration's name; A2A and AG-UI serve both by name"
+            raise PlacedError((("workflows", clash[0]), message))
         if self.entry is None:
             self.entry = next(iter(self.agents))
         if self.entry not in self.entries():
             others = "".join(f" or {kind}: {', '.join(names)}" for kind, names in self._other_entries() if names)
-            raise ValueError(f"entry {self.entry!r} is not one of the agents: {', '.join(self.agents)}{others}")
+            message = f"entry {self.entry!r} is not one of the agents: {', '.join(self.agents)}{others}"
+            raise PlacedError((("entry",), message))
         return self
 
     def _other_entries(self) -> list[tuple[str, list[str]]]:
@@ -490,7 +443,7 @@ def load_config(path: str | Path) -> Config:
     try:
         config = Config.model_validate({**raw, "base_dir": file.resolve().parent})
     except ValidationError as exc:
-        found = (validation_line(file, lines, error, root=Config) for error in exc.errors())
+        found = (line for error in exc.errors() for line in validation_lines(file, lines, error, root=Config))
         problems = sorted(found, key=lambda p: p[0])
         shown = "\n".join(text for _, text in problems)
         raise ConfigError(f"config {str(file)!r} is invalid:\n{shown}") from exc

@@ -12,10 +12,30 @@ import types
 import typing
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import yaml
 from pydantic import BaseModel
+
+from ..exceptions import ConfigError
+
+EntryPath: TypeAlias = tuple[str | int, ...]
+"""Where an entry is in the config, as pydantic's error locations say it: `("agents", "files", "tools", 0)`."""
+
+
+class PlacedError(ConfigError):
+    """Problems a check of the whole config found, each with the path of the entry at fault.
+
+    pydantic places a model validator's error at the model it validates, which for the whole config is
+    line 1; `validation_lines` reads these paths back, so each problem is reported at its entry's line.
+    """
+
+    def __init__(self, *problems: tuple[Sequence[str | int], str]) -> None:
+        self.problems: tuple[tuple[EntryPath, str], ...] = tuple((tuple(at), message) for at, message in problems)
+        super().__init__("; ".join(message for _, message in self.problems))
+
+    def __reduce__(self) -> tuple[type[PlacedError], tuple[tuple[EntryPath, str], ...]]:
+        return PlacedError, self.problems  # pickled with its problems, not the message they make
 
 
 def config_path(path: Sequence[str | int]) -> str:
@@ -82,6 +102,19 @@ def yaml_problem(file: Path, exc: yaml.YAMLError) -> str:
         f"  {file}:{line}: error: not valid YAML{column}: {what}. Fix: check that line and the one before for an "
         "unclosed bracket or quote, a missing space after ':', or indentation that does not line up"
     )
+
+
+def validation_lines(
+    file: Path, lines: dict[tuple[str | int, ...], int], error: Any, *, root: type[BaseModel] | None = None
+) -> list[tuple[int, str]]:
+    """One schema error as `validation_line`s: one per problem a `PlacedError` names, at its entry."""
+    placed = (error.get("ctx") or {}).get("error")
+    if not isinstance(placed, PlacedError):
+        return [validation_line(file, lines, error, root=root)]
+    return [
+        validation_line(file, lines, {**error, "loc": (*error["loc"], *at), "msg": message}, root=root)
+        for at, message in placed.problems
+    ]
 
 
 def validation_line(

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from .._core.channels import TARGET_PATTERN
 from .._core.policy import ToolRule
 from ..exceptions import ConfigError
+from .lines import EntryPath
 from .routing import ROUTING_FIELDS, RoutingFields, routed
 from .rules import POLICY_FIELDS, PolicyFields
 
@@ -206,22 +207,25 @@ def mcp_bindings(
     return bindings
 
 
-def unknown_servers(servers: Iterable[str], agents: Mapping[str, Sequence[McpBinding]]) -> list[str]:
-    """One problem per binding that names a server `mcp_servers` does not declare."""
+def unknown_servers(servers: Iterable[str], agents: Mapping[str, Sequence[McpBinding]]) -> list[tuple[EntryPath, str]]:
+    """One problem per binding that names a server `mcp_servers` does not declare, at the binding's `server`."""
     known = set(servers)
     return [
-        f"agent {agent!r} binds MCP server {b.server!r}, which is not under 'mcp_servers'"
-        + (f" (declared: {', '.join(sorted(known))})" if known else "")
+        (
+            ("agents", agent, "mcp", index, "server"),
+            f"agent {agent!r} binds MCP server {b.server!r}, which is not under 'mcp_servers'"
+            + (f" (declared: {', '.join(sorted(known))})" if known else ""),
+        )
         for agent, bindings in agents.items()
-        for b in bindings
+        for index, b in enumerate(bindings)
         if b.server not in known
     ]
 
 
-def bad_server_names(servers: Iterable[str]) -> list[str]:
-    """One problem per server name that could not prefix a tool name."""
+def bad_server_names(servers: Iterable[str]) -> list[tuple[EntryPath, str]]:
+    """One problem per server name that could not prefix a tool name, at the server's entry."""
     return [
-        f"MCP server name {name!r} may use only letters, digits, '_' and '-'"
+        (("mcp_servers", name), f"MCP server name {name!r} may use only letters, digits, '_' and '-'")
         for name in servers
         if not re.fullmatch(SERVER_NAME_PATTERN, name)
     ]

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._core.policy import ToolRule
 from .._core.routing import Routing, resolve, resolve_names
+from .lines import EntryPath, PlacedError
 
 ROUTING_FIELDS = frozenset({"approvers", "approvals_required", "self_approval"})
 """The routing fields of a rule, left out where the rest of the rule becomes a policy rule."""
@@ -56,34 +57,38 @@ class RoutingFields(BaseModel):
 
 def routing_problems(
     where: str,
+    at: EntryPath,
     fields: RoutingFields,
     *,
     groups: Mapping[str, Sequence[str]],
     principals: Iterable[str],
-) -> list[str]:
-    """What is wrong with one rule's approvers: unknown names, a quorum nobody could reach."""
+) -> list[tuple[EntryPath, str]]:
+    """What is wrong with one rule's approvers (the rule at `at`): unknown names, a quorum nobody could reach."""
     known = set(principals)
-    problems: list[str] = []
-    for name in fields.approvers:
+    problems: list[tuple[EntryPath, str]] = []
+    for i, name in enumerate(fields.approvers):
         if name not in groups and known and name not in known:
             listed = ", ".join([*sorted(known), *sorted(groups)])
-            problems.append(f"{where}: approver {name!r} is neither a principal nor a group (known: {listed})")
+            message = f"{where}: approver {name!r} is neither a principal nor a group (known: {listed})"
+            problems.append(((*at, "approvers", i), message))
     for n, step in enumerate(getattr(fields, "escalate", ())):
-        for name in step.add_approvers:
+        for i, name in enumerate(step.add_approvers):
             if name not in groups and known and name not in known:
                 listed = ", ".join([*sorted(known), *sorted(groups)])
-                problems.append(
+                message = (
                     f"{where}: escalate[{n}].add_approvers: {name!r} is neither a principal nor a group "
                     f"(known: {listed})"
                 )
+                problems.append(((*at, "escalate", n, "add_approvers", i), message))
     if problems or not fields.approvers:
         return problems
     voters = resolve(fields.approvers, groups).approvers
     if fields.approvals_required > len(voters):
-        problems.append(
+        message = (
             f"{where}: approvals_required is {fields.approvals_required} but only {len(voters)} "
             f"approver(s) could vote ({', '.join(a.name for a in voters)})"
         )
+        problems.append(((*at, "approvals_required"), message))
     return problems
 
 
@@ -101,7 +106,7 @@ class RoutingConfig(BaseModel):
         rules = routed_rules({n: (a.interrupt.tools, a.mcp) for n, a in agents.items()}, getattr(self, "workflows", {}))
         principals = [p.name for p in getattr(self, "principals", [])]
         if problems := config_problems(self.groups, principals, rules):
-            raise ValueError("; ".join(problems))
+            raise PlacedError(*problems)
         return self
 
 
@@ -115,40 +120,50 @@ def routed(rule: ToolRule, fields: RoutingFields, groups: Mapping[str, Sequence[
 
 def routed_rules(
     agents: Mapping[str, tuple[Sequence[object], Sequence[object]]], workflows: Mapping[str, object]
-) -> list[tuple[str, object]]:
-    """Every entry that may name approvers, with where it is: agents' rules (`interrupt.tools`, `mcp`), workflows."""
-    found: list[tuple[str, object]] = []
+) -> list[tuple[str, EntryPath, object]]:
+    """Every entry that may name approvers, where it is said and its path: agents' rules (`tools`, `mcp`), workflows."""
+    found: list[tuple[str, EntryPath, object]] = []
     for name, (tools, bindings) in agents.items():
-        found += [(f"agent {name!r}: rule {getattr(r, 'name', r)!r}", r) for r in tools]
-        found += [(f"agent {name!r}: mcp binding {getattr(b, 'server', b)!r}", b) for b in bindings]
-    return found + [(f"workflow {name!r}", w) for name, w in workflows.items()]
+        found += [
+            (f"agent {name!r}: rule {getattr(r, 'name', r)!r}", ("agents", name, "interrupt", "tools", i), r)
+            for i, r in enumerate(tools)
+        ]
+        found += [
+            (f"agent {name!r}: mcp binding {getattr(b, 'server', b)!r}", ("agents", name, "mcp", i), b)
+            for i, b in enumerate(bindings)
+        ]
+    return found + [(f"workflow {name!r}", ("workflows", name), w) for name, w in workflows.items()]
 
 
 def config_problems(
     groups: Mapping[str, Sequence[str]],
     principals: Sequence[str],
-    rules: Iterable[tuple[str, object]],
-) -> list[str]:
+    rules: Iterable[tuple[str, EntryPath, object]],
+) -> list[tuple[EntryPath, str]]:
     """Every problem of `groups:` and of the rules' approvers (`rules`: where each is, and the rule)."""
     problems = group_problems(groups, principals)
-    for where, rule in rules:
+    for where, at, rule in rules:
         if isinstance(rule, RoutingFields):
-            problems += routing_problems(where, rule, groups=groups, principals=principals)
+            problems += routing_problems(where, at, rule, groups=groups, principals=principals)
     return problems
 
 
-def group_problems(groups: Mapping[str, Sequence[str]], principals: Iterable[str]) -> list[str]:
+def group_problems(groups: Mapping[str, Sequence[str]], principals: Iterable[str]) -> list[tuple[EntryPath, str]]:
     """What is wrong with `groups:`: members that are not principals, names shared with a principal."""
     known = set(principals)
-    problems: list[str] = []
+    problems: list[tuple[EntryPath, str]] = []
     for name, members in groups.items():
         if name in known:
-            problems.append(f"group {name!r} has a principal's name; approvers would not know which is meant")
+            problems.append(
+                (("groups", name), f"group {name!r} has a principal's name; approvers would not know which is meant")
+            )
         if not members:
-            problems.append(f"group {name!r} has no members")
-        for member in members:
+            problems.append((("groups", name), f"group {name!r} has no members"))
+        for i, member in enumerate(members):
             if member in groups:
-                problems.append(f"group {name!r}: member {member!r} is a group; list its principals instead")
+                problems.append(
+                    (("groups", name, i), f"group {name!r}: member {member!r} is a group; list its principals instead")
+                )
             elif known and member not in known:
-                problems.append(f"group {name!r}: member {member!r} is not a principal")
+                problems.append((("groups", name, i), f"group {name!r}: member {member!r} is not a principal"))
     return problems

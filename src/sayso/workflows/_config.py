@@ -32,6 +32,7 @@ from typing import Annotated, Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from .._config.lines import PlacedError
 from .._config.routing import RoutingFields, routed
 from .._config.rules import PolicyFields
 from .._core.channels import TARGET_PATTERN
@@ -188,12 +189,17 @@ def check_workflow_names(workflows: Mapping[str, WorkflowConfig | Workflow], age
     """
     for name, workflow in workflows.items():
         if name in agents:
-            raise ConfigError(f"workflow {name!r} has the name of an agent; `entry` could not tell them apart")
+            message = f"workflow {name!r} has the name of an agent; `entry` could not tell them apart"
+            raise PlacedError((("workflows", name), message))
         for node, agent in _agent_names(workflow):
             if agent not in agents:
                 known = ", ".join(sorted(agents)) or "none"
-                raise ConfigError(
-                    f"workflow {name!r}: node {node!r} runs agent {agent!r}, which is not configured (agents: {known})"
+                raise PlacedError(
+                    (
+                        ("workflows", name, "nodes", node, "agent"),
+                        f"workflow {name!r}: node {node!r} runs agent {agent!r}, which is not configured "
+                        f"(agents: {known})",
+                    )
                 )
 
 
