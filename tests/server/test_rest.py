@@ -102,6 +102,17 @@ async def test_decision_errors_are_problems(server: InProcess) -> None:
         assert (await client.get("/v1/runs/run_nope")).status_code == 404
 
 
+async def test_a_method_a_path_does_not_take_is_a_405_naming_the_methods_it_takes(server: InProcess) -> None:
+    """RFC 9110: a 405 says in `Allow` which methods the path takes; the problem document names them too."""
+    async with server.client() as client:
+        refused = await client.put("/v1/runs/run_nope", json={})
+        deleted = await client.delete("/v1/me")
+    assert (refused.status_code, refused.headers["content-type"]) == (405, PROBLEM)
+    assert refused.headers["allow"] == "GET"
+    assert refused.json()["detail"] == "this path takes GET only"
+    assert (deleted.status_code, deleted.headers["allow"]) == (405, "GET")
+
+
 async def test_a_result_with_nan_is_refused_and_the_request_stays_open(
     serve: ServerFactory, helper_config: Config
 ) -> None:
