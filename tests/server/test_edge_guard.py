@@ -232,16 +232,20 @@ async def test_a_message_without_text_is_refused_everywhere(server: InProcess, i
 
 
 @pytest.mark.parametrize("interface", list(ENDPOINTS))
-async def test_a_message_holding_a_lone_surrogate_is_refused(server: InProcess, interface: str) -> None:
-    """JSON may escape half a surrogate pair; such text cannot be stored, so it is refused as the client's mistake."""
+@pytest.mark.parametrize("odd", ["\ud800", "\x00"], ids=["lone-surrogate", "nul"])
+async def test_a_message_holding_text_no_store_keeps_is_refused(server: InProcess, interface: str, odd: str) -> None:
+    """JSON may escape half a surrogate pair, or a NUL character, which PostgreSQL cannot store: either is refused as
+    the client's mistake, on every store alike (on PostgreSQL a NUL was a 503 naming the database's error)."""
     path, body = ENDPOINTS[interface]
-    raw = json.dumps(body("delete \ud800 now"))  # json.dumps keeps the lone surrogate as the escape \ud800
+    raw = json.dumps(body(f"delete {odd} now"))  # json.dumps keeps them as the escapes \ud800 and \u0000
     async with server.client() as client:
         response = await client.post(
             path, content=raw, headers={"A2A-Version": "1.0", "Content-Type": "application/json"}
         )
         if interface == "a2a":
             assert response.json()["error"]["code"] == -32602
+        elif interface == "ag-ui" and odd == "\x00":  # AG-UI's input model takes it; the runtime refuses the run
+            assert '"code":"invalid_input"' in response.text and "NUL character" in response.text
         else:
             assert response.status_code == 422, response.text
         assert (await client.get("/v1/threads")).json()["threads"] == []
@@ -253,6 +257,8 @@ async def test_a_blank_message_from_python_starts_nothing(server: InProcess) -> 
         await server.sayso.run("  ")
     with pytest.raises(InvalidInput, match="lone surrogate"):
         await server.sayso.run("delete \ud800 now")
+    with pytest.raises(InvalidInput, match="NUL character"):
+        await server.sayso.run("delete \x00 now")
     async with server.client() as client:
         assert (await client.get("/v1/threads")).json()["threads"] == []
 

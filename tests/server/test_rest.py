@@ -134,6 +134,28 @@ async def test_a_result_with_nan_is_refused_and_the_request_stays_open(
         assert done.json()["run"]["output"] == 'You are at {"lat": 45.7}'
 
 
+async def test_a_decision_holding_a_nul_character_is_refused_and_the_request_stays_open(server: InProcess) -> None:
+    """PostgreSQL cannot store a NUL character: a reason holding one was a 503 naming the database's error there,
+    after the decision was recorded, and the run stayed `running` for good. Refused before anything is recorded, on
+    every store, naming the field; the request takes a good decision after it."""
+    async with server.client() as client:
+        run = (await client.post("/v1/runs", json={"message": "delete notes"})).json()
+        request_id = run["requests"][0]["id"]
+        decision = f"/v1/requests/{request_id}/decision"
+        refused = await client.post(decision, json={"kind": "reject", "reason": "no\x00"})
+        assert (refused.status_code, refused.headers["content-type"]) == (422, PROBLEM)
+        assert (refused.json()["type"], refused.json()["request_id"]) == (
+            "https://sayso.dev/problems/invalid-decision",
+            request_id,
+        )
+        assert "reason: the text holds a NUL character (U+0000)" in refused.json()["detail"]
+        edited = await client.post(decision, json={"kind": "approve", "edited_args": {"name": "no\x00tes"}})
+        assert "edited_args.name: the text holds a NUL character" in edited.json()["detail"]
+        assert (await client.get(f"/v1/requests/{request_id}")).json()["status"] == "open"
+        decided = await client.post(decision, json={"kind": "reject", "reason": "no"})
+    assert decided.json()["run"]["output"] == "Declined: no"
+
+
 async def test_forced_resume_skips_open_requests(server: InProcess, workdir: Path) -> None:
     """A resume refuses while requests are open (409) unless forced; forced, they count as skipped."""
     async with server.client() as client:
