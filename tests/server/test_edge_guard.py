@@ -311,6 +311,44 @@ async def test_racing_force_resumes_and_decisions_answer_only_sayso_errors(
     assert len(executed) == len(set(executed))
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_ids_and_text_holding_a_nul_are_the_clients_mistake_on_every_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    """PostgreSQL can neither store nor look up a NUL character: an id or an agent filter holding one was a 503 naming
+    the database's error there (a 404 or a 200 on SQLite), and a reason holding one left the run `running` for good.
+    Every store now answers a 422 naming the parameter, and the pause is still there to decide."""
+    from ..store.conftest import DSN, postgres_database
+
+    if backend == "postgres" and DSN is None:
+        missing("TEST_POSTGRES_DSN is not set (scripts/test sets it)")
+    monkeypatch.setenv("SAYSO_SANDBOX", str(tmp_path / "sandbox"))
+    async with postgres_database() if backend == "postgres" else _sqlite(tmp_path) as url:
+        monkeypatch.setenv("SAYSO_STORE", url)
+        served = await _serve()
+        try:
+            async with served.client() as client:
+                paused = (await client.post("/v1/runs", json={"message": "delete notes"})).json()
+                reason = await client.post(
+                    f"/v1/requests/{paused['requests'][0]['id']}/decision", json={"kind": "reject", "reason": "\x00"}
+                )
+                refused = [
+                    ("run_id", await client.get("/v1/runs/run_%00")),
+                    ("run_id", await client.post("/v1/runs/run_%00/resume", json={"force": True})),
+                    ("request_id", await client.get("/v1/requests/req_%00")),
+                    ("request_id", await client.post("/v1/requests/req_%00/decision", json={"kind": "skip"})),
+                    ("grant_id", await client.delete("/v1/grants/grt_%00")),
+                    ("agent", await client.get("/v1/requests", params={"agent": "files\x00"})),
+                ]
+                run = (await client.get(f"/v1/runs/{paused['run_id']}")).json()
+        finally:
+            await served.stop()
+    assert (reason.status_code, run["status"], len(run["requests"])) == (422, "paused", 1)
+    for name, response in refused:
+        assert (response.status_code, response.headers["content-type"]) == (422, "application/problem+json")
+        assert [e["loc"][-1] for e in response.json()["errors"]] == [name]
+
+
 async def _race_one_pause(servers: list[InProcess]) -> list[int]:
     async with servers[0].client() as client:
         paused = (await client.post("/v1/runs", json={"message": "delete both"})).json()

@@ -21,7 +21,7 @@ from .._core.requests import RequestKind
 from .._runtime import InboxFilter, request_json, request_state_json, rfc3339, run_json
 from ._deps import Caller, Id, JsonBody, Runtime, State, Via, _decide_json, problems
 from ._live import LIVE_EVENT_NAMES, live_events
-from ._schemas_in import ID_PATTERN, DecisionIn, to_decision
+from ._schemas_in import AGENT_PATTERN, ID_PATTERN, DecisionIn, to_decision
 from ._schemas_out import (
     AuditPageOut,
     AuditVerifyOut,
@@ -48,7 +48,7 @@ router = APIRouter(prefix="/v1")
 async def inbox(
     caller: Caller,
     sayso: Runtime,
-    agent: Annotated[str | None, Query(max_length=200, description="Asked by or for this agent.")] = None,
+    agent: Annotated[str | None, Query(pattern=AGENT_PATTERN, description="Asked by or for this agent.")] = None,
     kind: RequestKind | None = None,
     thread_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
     older_than: Annotated[float | None, Query(ge=0, le=1e10, description="Opened at least N seconds ago.")] = None,
