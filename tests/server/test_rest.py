@@ -99,6 +99,10 @@ async def test_decision_errors_are_problems(server: InProcess) -> None:
         assert (other.status_code, other.json()["type"]) == (409, "https://sayso.dev/problems/already-decided")
         malformed = await client.post(decision, json={"kind": "maybe"})
         assert (malformed.status_code, malformed.headers["content-type"]) == (422, PROBLEM)
+        for kind in ({}, ["skip"]):  # not a string: was a 500 (the legacy-tag lookup hashed it)
+            odd = await client.post(decision, json={"kind": kind})
+            assert (odd.status_code, odd.headers["content-type"]) == (422, PROBLEM)
+            assert [e["loc"] for e in odd.json()["errors"]] == [["body"]]
         assert (await client.get("/v1/runs/run_nope")).status_code == 404
 
 
