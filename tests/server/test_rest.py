@@ -111,10 +111,16 @@ async def test_a_method_a_path_does_not_take_is_a_405_naming_the_methods_it_take
     async with server.client() as client:
         refused = await client.put("/v1/runs/run_nope", json={})
         deleted = await client.delete("/v1/me")
+        both = await client.put("/v1/threads", json={})  # two routes, one per method: Starlette named the first's
     assert (refused.status_code, refused.headers["content-type"]) == (405, PROBLEM)
     assert refused.headers["allow"] == "GET"
     assert refused.json()["detail"] == "this path takes GET only"
     assert (deleted.status_code, deleted.headers["allow"]) == (405, "GET")
+    assert (both.status_code, both.headers["allow"], both.json()["detail"]) == (
+        405,
+        "GET, POST",
+        "this path takes GET, POST only",
+    )
 
 
 async def test_a_result_with_nan_is_refused_and_the_request_stays_open(

@@ -9,10 +9,11 @@ right status.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Required
+from typing import Any, Required
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -209,10 +210,25 @@ def problem_response(problem: Problem) -> JSONResponse:
 
 
 async def _handle(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, HTTPException) and exc.status_code == 405:
+        exc = HTTPException(405, headers={**(exc.headers or {}), **_documented_allow(request)})
     problem = problem_for(exc)
     if problem.status >= 500:
         logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
     return problem_response(problem)
+
+
+def _documented_allow(request: Request) -> dict[str, str]:
+    """`Allow` with every method the OpenAPI document lists for the request's path (none for a path it leaves out).
+
+    Starlette's 405 names the methods of the first route that matched the path only: `GET /v1/threads` and
+    `POST /v1/threads` are two routes, so a `PUT` there was told `Allow: POST`.
+    """
+    schema: dict[str, Any] = request.app.openapi()
+    for template, item in schema["paths"].items():
+        if re.fullmatch(re.sub(r"\\{[^/]+\\}", "[^/]+", re.escape(template)), request.url.path):
+            return {"Allow": ", ".join(sorted(method.upper() for method in item))}
+    return {}
 
 
 def install_problem_handlers(app: FastAPI) -> None:
