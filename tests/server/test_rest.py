@@ -30,6 +30,21 @@ async def test_health_and_openapi(server: InProcess) -> None:
     assert set(paths["/v1/grants/{grant_id}"]) == {"delete"}
 
 
+async def test_the_openapi_document_asks_for_a_token_only_where_the_server_does(serve: ServerFactory) -> None:
+    """Local development mode answers without a token, so its document makes the bearer optional (`{}`); with
+    principals the token is required, as a 401 says."""
+    local, signed = await serve(), await serve(principals=[ALICE])
+    async with local.client() as client:
+        paths = (await client.get("/openapi.json")).json()["paths"]
+        assert (await client.get("/v1/me")).status_code == 200
+    assert paths["/v1/me"]["get"]["security"] == [{}, {"HTTPBearer": []}]
+    assert paths["/v1/requests/{request_id}/decision"]["post"]["security"] == [{}, {"HTTPBearer": []}]
+    async with signed.client() as client:
+        paths = (await client.get("/openapi.json")).json()["paths"]
+        assert (await client.get("/v1/me")).status_code == 401
+    assert paths["/v1/me"]["get"]["security"] == [{"HTTPBearer": []}]
+
+
 async def test_every_answer_fits_the_openapi_document(server: InProcess) -> None:
     """What the server sends is what its OpenAPI document says, field for field: every REST test's client checks
     each JSON answer against it (`tests/openapi_check.py`), and a field the document does not name is refused."""
