@@ -312,12 +312,13 @@ async def test_racing_force_resumes_and_decisions_answer_only_sayso_errors(
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-async def test_ids_and_text_holding_a_nul_are_the_clients_mistake_on_every_store(
+async def test_what_postgresql_cannot_hold_is_the_clients_mistake_on_every_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str
 ) -> None:
     """PostgreSQL can neither store nor look up a NUL character: an id or an agent filter holding one was a 503 naming
-    the database's error there (a 404 or a 200 on SQLite), and a reason holding one left the run `running` for good.
-    Every store now answers a 422 naming the parameter, and the pause is still there to decide."""
+    the database's error there (a 404 or a 200 on SQLite), and a reason holding one left the run `running` for good;
+    an audit cursor past a 32-bit integer (the records' `seq`) was a 503 too. Every store now answers a 422 naming the
+    parameter, and the pause is still there to decide."""
     from ..store.conftest import DSN, postgres_database
 
     if backend == "postgres" and DSN is None:
@@ -339,11 +340,14 @@ async def test_ids_and_text_holding_a_nul_are_the_clients_mistake_on_every_store
                     ("request_id", await client.post("/v1/requests/req_%00/decision", json={"kind": "skip"})),
                     ("grant_id", await client.delete("/v1/grants/grt_%00")),
                     ("agent", await client.get("/v1/requests", params={"agent": "files\x00"})),
+                    ("cursor", await client.get("/v1/audit", params={"cursor": 2**31})),
                 ]
                 run = (await client.get(f"/v1/runs/{paused['run_id']}")).json()
+                newest = await client.get("/v1/audit", params={"cursor": 2**31 - 1, "order": "desc"})
         finally:
             await served.stop()
     assert (reason.status_code, run["status"], len(run["requests"])) == (422, "paused", 1)
+    assert newest.status_code == 200, newest.text  # the largest cursor still pages from the newest record
     for name, response in refused:
         assert (response.status_code, response.headers["content-type"]) == (422, "application/problem+json")
         assert [e["loc"][-1] for e in response.json()["errors"]] == [name]

@@ -161,7 +161,10 @@ async def audit(
     sayso: Runtime,
     order: Literal["asc", "desc"] = "asc",
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    cursor: Annotated[int | None, Query(ge=0, le=2**62, description="The `next_cursor` of the previous page.")] = None,
+    cursor: Annotated[
+        # A record's `seq`: a 32-bit integer in PostgreSQL, which refuses to compare it with a larger number.
+        int | None, Query(ge=0, le=2**31 - 1, description="The `next_cursor` of the previous page.")
+    ] = None,
 ) -> JsonBody:
     """The audit log a page at a time, oldest first (or newest first with `order=desc`); for approvers."""
     page = await sayso.audit_page(principal=caller, newest_first=order == "desc", limit=limit, cursor=cursor)
