@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -219,8 +220,16 @@ async def test_inbox_filters_and_pages(serve: ServerFactory, helper_config: Conf
         assert (await inbox(agent="other"))["requests"] == []
         assert (await inbox(older_than=3600))["requests"] == []
         assert len((await inbox(newer_than=3600))["requests"]) == 3
-        bad = await client.get("/v1/requests", params={"cursor": "not-a-cursor"})
-        assert (bad.status_code, bad.headers["content-type"]) == (422, PROBLEM)
+        # Not a cursor; one made by hand with NaN, or a NUL in its id (a 503 on PostgreSQL): none a store made.
+        for raw in ("not-a-cursor", _cursor('[NaN, "req_x"]'), _cursor('[1.0, "req_\\u0000"]')):
+            bad = await client.get("/v1/requests", params={"cursor": raw})
+            assert (bad.status_code, bad.headers["content-type"]) == (422, PROBLEM)
+            assert "is not a cursor sayso handed out" in bad.json()["detail"]
+
+
+def _cursor(raw: str) -> str:
+    """An inbox cursor made by hand: base64url of JSON, as the store makes them."""
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
 async def test_streamed_run_reports_tool_calls_text_and_the_pause(server: InProcess) -> None:
