@@ -344,10 +344,13 @@ async def test_what_postgresql_cannot_hold_is_the_clients_mistake_on_every_store
                 ]
                 run = (await client.get(f"/v1/runs/{paused['run_id']}")).json()
                 newest = await client.get("/v1/audit", params={"cursor": 2**31 - 1, "order": "desc"})
+                get_task = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "run_\x00"}}
+                task = await client.post("/a2a/files", json=get_task, headers={"A2A-Version": "1.0"})
         finally:
             await served.stop()
     assert (reason.status_code, run["status"], len(run["requests"])) == (422, "paused", 1)
     assert newest.status_code == 200, newest.text  # the largest cursor still pages from the newest record
+    assert task.json()["error"]["code"] == -32001, task.text  # A2A's TaskNotFound, not an internal error
     for name, response in refused:
         assert (response.status_code, response.headers["content-type"]) == (422, "application/problem+json")
         assert [e["loc"][-1] for e in response.json()["errors"]] == [name]
