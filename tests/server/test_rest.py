@@ -220,6 +220,8 @@ async def test_inbox_filters_and_pages(serve: ServerFactory, helper_config: Conf
         assert (await inbox(agent="other"))["requests"] == []
         assert (await inbox(older_than=3600))["requests"] == []
         assert len((await inbox(newer_than=3600))["requests"]) == 3
+        nan = await client.get("/v1/requests", params={"older_than": "nan"})  # was "less than or equal to 1e10"
+        assert nan.json()["errors"] == [{"loc": ["query", "older_than"], "msg": "Input should be a finite number"}]
         # Not a cursor; one made by hand with NaN, or a NUL in its id (a 503 on PostgreSQL): none a store made.
         for raw in ("not-a-cursor", _cursor('[NaN, "req_x"]'), _cursor('[1.0, "req_\\u0000"]')):
             bad = await client.get("/v1/requests", params={"cursor": raw})

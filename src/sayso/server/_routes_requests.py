@@ -51,8 +51,12 @@ async def inbox(
     agent: Annotated[str | None, Query(pattern=AGENT_PATTERN, description="Asked by or for this agent.")] = None,
     kind: RequestKind | None = None,
     thread_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
-    older_than: Annotated[float | None, Query(ge=0, le=1e10, description="Opened at least N seconds ago.")] = None,
-    newer_than: Annotated[float | None, Query(ge=0, le=1e10, description="Opened at most N seconds ago.")] = None,
+    older_than: Annotated[
+        float | None, Query(ge=0, le=1e10, allow_inf_nan=False, description="Opened at least N seconds ago.")
+    ] = None,
+    newer_than: Annotated[
+        float | None, Query(ge=0, le=1e10, allow_inf_nan=False, description="Opened at most N seconds ago.")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
 ) -> JsonBody:
