@@ -115,7 +115,8 @@ async def test_decision_errors_are_problems(server: InProcess) -> None:
         assert (other.status_code, other.json()["type"]) == (409, "https://sayso.dev/problems/already-decided")
         malformed = await client.post(decision, json={"kind": "maybe"})
         assert (malformed.status_code, malformed.headers["content-type"]) == (422, PROBLEM)
-        for kind in ({}, ["skip"]):  # not a string: was a 500 (the legacy-tag lookup hashed it)
+        kinds: list[object] = [{}, ["skip"]]  # not a string: was a 500 (the legacy-tag lookup hashed it)
+        for kind in kinds:
             odd = await client.post(decision, json={"kind": kind})
             assert (odd.status_code, odd.headers["content-type"]) == (422, PROBLEM)
             assert [e["loc"] for e in odd.json()["errors"]] == [["body"]]

@@ -152,8 +152,7 @@ LEGACY_KINDS: Mapping[str, str] = {"result": "client_result", "error": "client_e
 
 def current_kind(raw: Any) -> Any:
     """A decision as JSON with an older tag (`result`, `error`) renamed to today's; anything else unchanged."""
-    kind = raw.get("kind") if isinstance(raw, Mapping) else None
-    if isinstance(kind, str) and kind in LEGACY_KINDS:  # a `kind` that is no string is the discriminator's to refuse
+    if isinstance(raw, Mapping) and isinstance(kind := raw.get("kind"), str) and kind in LEGACY_KINDS:
         return {**raw, "kind": LEGACY_KINDS[kind]}
     return raw
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any, Required
+from typing import Required
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -224,8 +224,7 @@ def _documented_allow(request: Request) -> dict[str, str]:
     Starlette's 405 names the methods of the first route that matched the path only: `GET /v1/threads` and
     `POST /v1/threads` are two routes, so a `PUT` there was told `Allow: POST`.
     """
-    schema: dict[str, Any] = request.app.openapi()
-    for template, item in schema["paths"].items():
+    for template, item in request.app.openapi()["paths"].items():
         if re.fullmatch(re.sub(r"\\{[^/]+\\}", "[^/]+", re.escape(template)), request.url.path):
             return {"Allow": ", ".join(sorted(method.upper() for method in item))}
     return {}
