@@ -232,16 +232,20 @@ async def test_a_message_without_text_is_refused_everywhere(server: InProcess, i
 
 
 @pytest.mark.parametrize("interface", list(ENDPOINTS))
-async def test_a_message_holding_a_lone_surrogate_is_refused(server: InProcess, interface: str) -> None:
-    """JSON may escape half a surrogate pair; such text cannot be stored, so it is refused as the client's mistake."""
+@pytest.mark.parametrize("odd", ["\ud800", "\x00"], ids=["lone-surrogate", "nul"])
+async def test_a_message_holding_text_no_store_keeps_is_refused(server: InProcess, interface: str, odd: str) -> None:
+    """JSON may escape half a surrogate pair, or a NUL character, which PostgreSQL cannot store: either is refused as
+    the client's mistake, on every store alike (on PostgreSQL a NUL was a 503 naming the database's error)."""
     path, body = ENDPOINTS[interface]
-    raw = json.dumps(body("delete \ud800 now"))  # json.dumps keeps the lone surrogate as the escape \ud800
+    raw = json.dumps(body(f"delete {odd} now"))  # json.dumps keeps them as the escapes \ud800 and \u0000
     async with server.client() as client:
         response = await client.post(
             path, content=raw, headers={"A2A-Version": "1.0", "Content-Type": "application/json"}
         )
         if interface == "a2a":
             assert response.json()["error"]["code"] == -32602
+        elif interface == "ag-ui" and odd == "\x00":  # AG-UI's input model takes it; the runtime refuses the run
+            assert '"code":"invalid_input"' in response.text and "NUL character" in response.text
         else:
             assert response.status_code == 422, response.text
         assert (await client.get("/v1/threads")).json()["threads"] == []
@@ -253,6 +257,8 @@ async def test_a_blank_message_from_python_starts_nothing(server: InProcess) -> 
         await server.sayso.run("  ")
     with pytest.raises(InvalidInput, match="lone surrogate"):
         await server.sayso.run("delete \ud800 now")
+    with pytest.raises(InvalidInput, match="NUL character"):
+        await server.sayso.run("delete \x00 now")
     async with server.client() as client:
         assert (await client.get("/v1/threads")).json()["threads"] == []
 
@@ -303,6 +309,51 @@ async def test_racing_force_resumes_and_decisions_answer_only_sayso_errors(
     assert set(statuses) <= {200, 409}, statuses
     executed = [r["body"]["request_id"] for r in records if r["body"]["event"] == "executed"]
     assert len(executed) == len(set(executed))
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_what_postgresql_cannot_hold_is_the_clients_mistake_on_every_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    """PostgreSQL can neither store nor look up a NUL character: an id or an agent filter holding one was a 503 naming
+    the database's error there (a 404 or a 200 on SQLite), and a reason holding one left the run `running` for good;
+    an audit cursor past a 32-bit integer (the records' `seq`) was a 503 too. Every store now answers a 422 naming the
+    parameter, and the pause is still there to decide."""
+    from ..store.conftest import DSN, postgres_database
+
+    if backend == "postgres" and DSN is None:
+        missing("TEST_POSTGRES_DSN is not set (scripts/test sets it)")
+    monkeypatch.setenv("SAYSO_SANDBOX", str(tmp_path / "sandbox"))
+    async with postgres_database() if backend == "postgres" else _sqlite(tmp_path) as url:
+        monkeypatch.setenv("SAYSO_STORE", url)
+        served = await _serve()
+        try:
+            async with served.client() as client:
+                paused = (await client.post("/v1/runs", json={"message": "delete notes"})).json()
+                reason = await client.post(
+                    f"/v1/requests/{paused['requests'][0]['id']}/decision", json={"kind": "reject", "reason": "\x00"}
+                )
+                refused = [
+                    ("run_id", await client.get("/v1/runs/run_%00")),
+                    ("run_id", await client.post("/v1/runs/run_%00/resume", json={"force": True})),
+                    ("request_id", await client.get("/v1/requests/req_%00")),
+                    ("request_id", await client.post("/v1/requests/req_%00/decision", json={"kind": "skip"})),
+                    ("grant_id", await client.delete("/v1/grants/grt_%00")),
+                    ("agent", await client.get("/v1/requests", params={"agent": "files\x00"})),
+                    ("cursor", await client.get("/v1/audit", params={"cursor": 2**31})),
+                ]
+                run = (await client.get(f"/v1/runs/{paused['run_id']}")).json()
+                newest = await client.get("/v1/audit", params={"cursor": 2**31 - 1, "order": "desc"})
+                get_task = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "run_\x00"}}
+                task = await client.post("/a2a/files", json=get_task, headers={"A2A-Version": "1.0"})
+        finally:
+            await served.stop()
+    assert (reason.status_code, run["status"], len(run["requests"])) == (422, "paused", 1)
+    assert newest.status_code == 200, newest.text  # the largest cursor still pages from the newest record
+    assert task.json()["error"]["code"] == -32001, task.text  # A2A's TaskNotFound, not an internal error
+    for name, response in refused:
+        assert (response.status_code, response.headers["content-type"]) == (422, "application/problem+json")
+        assert [e["loc"][-1] for e in response.json()["errors"]] == [name]
 
 
 async def _race_one_pause(servers: list[InProcess]) -> list[int]:

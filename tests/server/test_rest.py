@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,21 @@ async def test_health_and_openapi(server: InProcess) -> None:
     assert {"/v1/runs", "/v1/requests", "/v1/requests/{request_id}/decision", "/v1/runs/{run_id}/resume"} <= set(paths)
     assert {"/v1/grants", "/v1/grants/{grant_id}", "/v1/audit", "/v1/audit/verify", "/v1/expire"} <= set(paths)
     assert set(paths["/v1/grants/{grant_id}"]) == {"delete"}
+
+
+async def test_the_openapi_document_asks_for_a_token_only_where_the_server_does(serve: ServerFactory) -> None:
+    """Local development mode answers without a token, so its document makes the bearer optional (`{}`); with
+    principals the token is required, as a 401 says."""
+    local, signed = await serve(), await serve(principals=[ALICE])
+    async with local.client() as client:
+        paths = (await client.get("/openapi.json")).json()["paths"]
+        assert (await client.get("/v1/me")).status_code == 200
+    assert paths["/v1/me"]["get"]["security"] == [{}, {"HTTPBearer": []}]
+    assert paths["/v1/requests/{request_id}/decision"]["post"]["security"] == [{}, {"HTTPBearer": []}]
+    async with signed.client() as client:
+        paths = (await client.get("/openapi.json")).json()["paths"]
+        assert (await client.get("/v1/me")).status_code == 401
+    assert paths["/v1/me"]["get"]["security"] == [{"HTTPBearer": []}]
 
 
 async def test_every_answer_fits_the_openapi_document(server: InProcess) -> None:
@@ -99,7 +115,29 @@ async def test_decision_errors_are_problems(server: InProcess) -> None:
         assert (other.status_code, other.json()["type"]) == (409, "https://sayso.dev/problems/already-decided")
         malformed = await client.post(decision, json={"kind": "maybe"})
         assert (malformed.status_code, malformed.headers["content-type"]) == (422, PROBLEM)
+        kinds: list[object] = [{}, ["skip"]]  # not a string: was a 500 (the legacy-tag lookup hashed it)
+        for kind in kinds:
+            odd = await client.post(decision, json={"kind": kind})
+            assert (odd.status_code, odd.headers["content-type"]) == (422, PROBLEM)
+            assert [e["loc"] for e in odd.json()["errors"]] == [["body"]]
         assert (await client.get("/v1/runs/run_nope")).status_code == 404
+
+
+async def test_a_method_a_path_does_not_take_is_a_405_naming_the_methods_it_takes(server: InProcess) -> None:
+    """RFC 9110: a 405 says in `Allow` which methods the path takes; the problem document names them too."""
+    async with server.client() as client:
+        refused = await client.put("/v1/runs/run_nope", json={})
+        deleted = await client.delete("/v1/me")
+        both = await client.put("/v1/threads", json={})  # two routes, one per method: Starlette named the first's
+    assert (refused.status_code, refused.headers["content-type"]) == (405, PROBLEM)
+    assert refused.headers["allow"] == "GET"
+    assert refused.json()["detail"] == "this path takes GET only"
+    assert (deleted.status_code, deleted.headers["allow"]) == (405, "GET")
+    assert (both.status_code, both.headers["allow"], both.json()["detail"]) == (
+        405,
+        "GET, POST",
+        "this path takes GET, POST only",
+    )
 
 
 async def test_a_result_with_nan_is_refused_and_the_request_stays_open(
@@ -121,6 +159,28 @@ async def test_a_result_with_nan_is_refused_and_the_request_stays_open(
         assert (await client.get(f"/v1/requests/{run['requests'][0]['id']}")).json()["status"] == "open"
         done = await client.post(decision, json={"kind": "client_result", "value": {"lat": 45.7}})
         assert done.json()["run"]["output"] == 'You are at {"lat": 45.7}'
+
+
+async def test_a_decision_holding_a_nul_character_is_refused_and_the_request_stays_open(server: InProcess) -> None:
+    """PostgreSQL cannot store a NUL character: a reason holding one was a 503 naming the database's error there,
+    after the decision was recorded, and the run stayed `running` for good. Refused before anything is recorded, on
+    every store, naming the field; the request takes a good decision after it."""
+    async with server.client() as client:
+        run = (await client.post("/v1/runs", json={"message": "delete notes"})).json()
+        request_id = run["requests"][0]["id"]
+        decision = f"/v1/requests/{request_id}/decision"
+        refused = await client.post(decision, json={"kind": "reject", "reason": "no\x00"})
+        assert (refused.status_code, refused.headers["content-type"]) == (422, PROBLEM)
+        assert (refused.json()["type"], refused.json()["request_id"]) == (
+            "https://sayso.dev/problems/invalid-decision",
+            request_id,
+        )
+        assert "reason: the text holds a NUL character (U+0000)" in refused.json()["detail"]
+        edited = await client.post(decision, json={"kind": "approve", "edited_args": {"name": "no\x00tes"}})
+        assert "edited_args.name: the text holds a NUL character" in edited.json()["detail"]
+        assert (await client.get(f"/v1/requests/{request_id}")).json()["status"] == "open"
+        decided = await client.post(decision, json={"kind": "reject", "reason": "no"})
+    assert decided.json()["run"]["output"] == "Declined: no"
 
 
 async def test_forced_resume_skips_open_requests(server: InProcess, workdir: Path) -> None:
@@ -161,8 +221,18 @@ async def test_inbox_filters_and_pages(serve: ServerFactory, helper_config: Conf
         assert (await inbox(agent="other"))["requests"] == []
         assert (await inbox(older_than=3600))["requests"] == []
         assert len((await inbox(newer_than=3600))["requests"]) == 3
-        bad = await client.get("/v1/requests", params={"cursor": "not-a-cursor"})
-        assert (bad.status_code, bad.headers["content-type"]) == (422, PROBLEM)
+        nan = await client.get("/v1/requests", params={"older_than": "nan"})  # was "less than or equal to 1e10"
+        assert nan.json()["errors"] == [{"loc": ["query", "older_than"], "msg": "Input should be a finite number"}]
+        # Not a cursor; one made by hand with NaN, or a NUL in its id (a 503 on PostgreSQL): none a store made.
+        for raw in ("not-a-cursor", _cursor('[NaN, "req_x"]'), _cursor('[1.0, "req_\\u0000"]')):
+            bad = await client.get("/v1/requests", params={"cursor": raw})
+            assert (bad.status_code, bad.headers["content-type"]) == (422, PROBLEM)
+            assert "is not a cursor sayso handed out" in bad.json()["detail"]
+
+
+def _cursor(raw: str) -> str:
+    """An inbox cursor made by hand: base64url of JSON, as the store makes them."""
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
 async def test_streamed_run_reports_tool_calls_text_and_the_pause(server: InProcess) -> None:

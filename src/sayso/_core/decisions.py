@@ -152,8 +152,8 @@ LEGACY_KINDS: Mapping[str, str] = {"result": "client_result", "error": "client_e
 
 def current_kind(raw: Any) -> Any:
     """A decision as JSON with an older tag (`result`, `error`) renamed to today's; anything else unchanged."""
-    if isinstance(raw, Mapping) and raw.get("kind") in LEGACY_KINDS:
-        return {**raw, "kind": LEGACY_KINDS[raw["kind"]]}
+    if isinstance(raw, Mapping) and isinstance(kind := raw.get("kind"), str) and kind in LEGACY_KINDS:
+        return {**raw, "kind": LEGACY_KINDS[kind]}
     return raw
 
 

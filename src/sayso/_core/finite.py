@@ -1,7 +1,10 @@
-"""Values JSON cannot carry: NaN and the infinities, and text holding a lone surrogate.
+"""Values JSON cannot carry: NaN and the infinities, and text holding a lone surrogate or a NUL character.
 
 Python's `json` reads and writes NaN and the infinities all the same; a lone surrogate (a JSON
-string may escape one) is no Unicode text and cannot be written as UTF-8 at all.
+string may escape one) is no Unicode text and cannot be written as UTF-8 at all. JSON escapes a
+NUL character (U+0000) too, but PostgreSQL's text cannot hold one: SQLite would keep what
+PostgreSQL refuses, and a reason or a message written as text (a run's output) would fail the
+run's next write, so text holding one is refused on every store alike.
 
 Such a number in what a person decided cannot be stored as JSON (a record writes it as `null`),
 matched against what was approved (NaN equals nothing), or sent on to a tool as the person meant
@@ -29,15 +32,25 @@ def non_finite(value: object, where: str = "") -> str | None:
 
 def lone_surrogate(value: object, where: str = "") -> str | None:
     """Where `value` holds text with a lone surrogate (`city`; `""` for the value itself), or `None` if nowhere."""
+    return _first(value, where, _text_leaf(lambda text: any("\ud800" <= char <= "\udfff" for char in text)))
+
+
+def nul_character(value: object, where: str = "") -> str | None:
+    """Where `value` holds text with a NUL character (`city`; `""` for the value itself), or `None` if nowhere."""
+    return _first(value, where, _text_leaf(lambda text: "\x00" in text))
+
+
+def _text_leaf(bad: Callable[[str], bool]) -> Callable[[object, str], str | None]:
+    """A `leaf` for `_first` that finds text, or a mapping's key, that is `bad`."""
 
     def leaf(item: object, at: str) -> str | None:
         if isinstance(item, str):
-            return at if any("\ud800" <= char <= "\udfff" for char in item) else None
-        if isinstance(item, Mapping) and any(leaf(key, "") is not None for key in item):
+            return at if bad(item) else None
+        if isinstance(item, Mapping) and any(isinstance(key, str) and bad(key) for key in item):
             return at  # a key is named by the mapping that holds it
         return None
 
-    return _first(value, where, leaf)
+    return leaf
 
 
 def _first(value: object, where: str, leaf: Callable[[object, str], str | None]) -> str | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..exceptions import InvalidDecision, InvalidInput, TooLarge
 from .audit import canonical_json
 from .decisions import DECISION_ADAPTER, Approve, Decision
-from .finite import lone_surrogate
+from .finite import lone_surrogate, nul_character
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,6 +25,9 @@ class Limits:
     answer_bytes: int = 100_000
 
 
+_NO_NUL = "no stored text may hold one, so leave it out"
+
+
 def check_message(message: str, limits: Limits) -> None:
     """Refuse a user message with no text, or longer than the limit.
 
@@ -32,7 +35,7 @@ def check_message(message: str, limits: Limits) -> None:
     once for every interface (REST, the CLI, Python, and the protocols after their own parsing).
 
     Raises:
-        InvalidInput: the message is empty or only white space, or holds a lone surrogate.
+        InvalidInput: the message is empty or only white space, or holds a lone surrogate or a NUL character.
         TooLarge: the message is too long.
     """
     if not message.strip():
@@ -41,6 +44,8 @@ def check_message(message: str, limits: Limits) -> None:
         raise InvalidInput(
             "the message holds a lone surrogate, which is not Unicode text; send it as UTF-8", field="message"
         )
+    if nul_character(message) is not None:
+        raise InvalidInput(f"the message holds a NUL character (U+0000); {_NO_NUL}", field="message")
     if len(message) > limits.message_chars:
         raise TooLarge(
             f"the message has {len(message)} characters; the limit is {limits.message_chars}",
@@ -53,17 +58,22 @@ def check_decision(request_id: str, decision: Decision, limits: Limits) -> None:
     """Refuse edited arguments or an answer larger than its limit, before anything is recorded.
 
     The feedback sent with an approval (`Approve.payload`) is an answer too. Text that cannot be
-    measured, as it cannot be stored, because it holds a lone surrogate is refused first.
+    measured, as it cannot be stored, because it holds a lone surrogate is refused first, and so is text holding a
+    NUL character, which PostgreSQL cannot store (`finite`).
 
     Raises:
-        InvalidDecision: some text of the decision holds a lone surrogate; the message names where.
+        InvalidDecision: some text of the decision holds a lone surrogate or a NUL character; the message names where.
         TooLarge: the edit or the answer is too large.
     """
-    where = lone_surrogate(DECISION_ADAPTER.dump_python(decision, exclude={"kind"}))
+    given = DECISION_ADAPTER.dump_python(decision, exclude={"kind"})
+    where = lone_surrogate(given)
     if where is not None:
         raise InvalidDecision(
             request_id, f"{where}: the text holds a lone surrogate, which is not Unicode text; send it as UTF-8"
         )
+    where = nul_character(given)
+    if where is not None:
+        raise InvalidDecision(request_id, f"{where}: the text holds a NUL character (U+0000); {_NO_NUL}")
     if isinstance(decision, Approve):
         if decision.edited_args is not None:
             size = len(canonical_json(decision.edited_args).encode())

@@ -9,6 +9,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
+import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, cast
@@ -20,6 +22,9 @@ from ._records import RequestFact, RunRecord, TranscriptEntry
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ToolReturnPart
+
+_REQUEST_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")
+"""What a request id looks like (`req_` and URL-safe base64): a cursor naming anything else is no store's."""
 
 TITLE_LENGTH = 80
 """How much of a thread's first message its title shows."""
@@ -45,7 +50,9 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
         or len(raw) != 2
         or not isinstance(raw[0], int | float)
         or isinstance(raw[0], bool)
+        or not math.isfinite(raw[0])  # `json` reads NaN and Infinity, which no request was created at
         or not isinstance(raw[1], str)
+        or not _REQUEST_ID.fullmatch(raw[1])  # a NUL in it was PostgreSQL's error, not the cursor's
     ):
         raise InvalidCursor(cursor)
     return float(raw[0]), raw[1]

@@ -198,7 +198,7 @@ def create_app(
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     install_pages(app, STATIC)
-    _document_edge_refusals(app)
+    _document_the_edge(app, local_mode=not sayso.config.principals)
     return app
 
 
@@ -211,8 +211,12 @@ EDGE_REFUSALS = {
 """What `EdgeGuard` may answer before any endpoint runs (400 on every path; 413 and 415 on writes)."""
 
 
-def _document_edge_refusals(app: FastAPI) -> None:
-    """Add the edge guard's refusals to every operation of the OpenAPI document, so it lists all a client may get."""
+def _document_the_edge(app: FastAPI, *, local_mode: bool) -> None:
+    """Add the edge guard's refusals to every operation of the OpenAPI document, so it lists all a client may get.
+
+    In local development mode the bearer token is optional (`{}` among an operation's `security`): every caller is
+    `local`, and a document that required the token described a server that answered without one.
+    """
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -221,6 +225,8 @@ def _document_edge_refusals(app: FastAPI) -> None:
             problem = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/ProblemModel"}}}
             for item in schema["paths"].values():
                 for method, operation in item.items():
+                    if local_mode and operation.get("security"):
+                        operation["security"] = [{}, *operation["security"]]
                     statuses = (400, 413, 415) if method in ("post", "put", "patch", "delete") else (400,)
                     for status in statuses:
                         operation["responses"].setdefault(

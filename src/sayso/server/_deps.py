@@ -55,14 +55,16 @@ def problems(*statuses: int, **meanings: str) -> dict[int | str, dict[str, Any]]
     }
 
 
-Id = Annotated[str, PathParam(min_length=1, max_length=64)]
+Id = Annotated[str, PathParam(pattern=ID_PATTERN)]
+"""A run, request or grant id: sayso's ids fit `ID_PATTERN`, so one that does not (a NUL, which PostgreSQL cannot
+even look up) is refused naming the parameter instead of being looked for."""
 
 Via = Annotated[
     Literal["rest", "web"],
     Header(alias="Sayso-Via", description="The client acting: `web` for the web UI; others see it named."),
 ]
 """The interface a decision, a forced resume or a message that closes requests came through, as the audit names it."""
-ThreadId = Annotated[str, PathParam(pattern=ID_PATTERN)]
+ThreadId = Id
 
 
 @dataclass(kw_only=True)

@@ -9,6 +9,8 @@ right status.
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Required
@@ -92,13 +94,15 @@ class ProblemModel(BaseModel):
 
 @dataclass(frozen=True, kw_only=True)
 class Problem:
-    """A problem to send: its slug, title, HTTP status, detail and the ids it is about."""
+    """A problem to send: its slug, title, HTTP status, detail, the ids it is about and the headers it needs."""
 
     slug: str
     title: str
     status: int
     detail: str
     extra: ProblemIds = field(default_factory=lambda: ProblemIds())
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """What the status requires beside the body: a 401's `WWW-Authenticate`, a 405's `Allow` (RFC 9110)."""
 
     def body(self) -> ProblemBody:
         """The JSON document."""
@@ -110,7 +114,8 @@ class Problem:
 def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping is the point
     """The problem for an error: the one place that maps sayso's exceptions to HTTP."""
     if isinstance(exc, Unauthenticated):
-        return Problem(slug="unauthorized", title="Not signed in", status=401, detail=exc.problem)
+        challenge = {"WWW-Authenticate": 'Bearer realm="sayso"'}
+        return Problem(slug="unauthorized", title="Not signed in", status=401, detail=exc.problem, headers=challenge)
     if isinstance(exc, NotAllowed):
         if exc.subject == "request":
             # A decision refused for who asks: the decision API's own slug, naming the request.
@@ -174,11 +179,16 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
             slug="invalid-request", title="Invalid request", status=422, detail=detail, extra={"errors": errors}
         )
     if isinstance(exc, HTTPException):
+        # Starlette's own refusals (an unknown path, a method the path does not take): its headers say what to do.
+        headers = dict(exc.headers or {})
+        allowed = headers.get("Allow")
+        detail = f"this path takes {allowed} only" if exc.status_code == 405 and allowed else str(exc.detail)
         return Problem(
             slug=f"http-{exc.status_code}",
             title=_title(exc.status_code),
             status=exc.status_code,
-            detail=str(exc.detail),
+            detail=detail,
+            headers=headers,
         )
     if isinstance(exc, SaysoError):
         return Problem(slug="sayso-error", title="Server error", status=500, detail=str(exc))
@@ -194,15 +204,30 @@ def _title(status: int) -> str:
 
 def problem_response(problem: Problem) -> JSONResponse:
     """A problem as a response."""
-    headers = {"WWW-Authenticate": 'Bearer realm="sayso"'} if problem.status == 401 else None
-    return JSONResponse(problem.body(), status_code=problem.status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
+    return JSONResponse(
+        problem.body(), status_code=problem.status, media_type=PROBLEM_MEDIA_TYPE, headers=dict(problem.headers)
+    )
 
 
 async def _handle(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, HTTPException) and exc.status_code == 405:
+        exc = HTTPException(405, headers={**(exc.headers or {}), **_documented_allow(request)})
     problem = problem_for(exc)
     if problem.status >= 500:
         logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
     return problem_response(problem)
+
+
+def _documented_allow(request: Request) -> dict[str, str]:
+    """`Allow` with every method the OpenAPI document lists for the request's path (none for a path it leaves out).
+
+    Starlette's 405 names the methods of the first route that matched the path only: `GET /v1/threads` and
+    `POST /v1/threads` are two routes, so a `PUT` there was told `Allow: POST`.
+    """
+    for template, item in request.app.openapi()["paths"].items():
+        if re.fullmatch(re.sub(r"\\{[^/]+\\}", "[^/]+", re.escape(template)), request.url.path):
+            return {"Allow": ", ".join(sorted(method.upper() for method in item))}
+    return {}
 
 
 def install_problem_handlers(app: FastAPI) -> None:

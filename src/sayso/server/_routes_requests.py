@@ -21,7 +21,7 @@ from .._core.requests import RequestKind
 from .._runtime import InboxFilter, request_json, request_state_json, rfc3339, run_json
 from ._deps import Caller, Id, JsonBody, Runtime, State, Via, _decide_json, problems
 from ._live import LIVE_EVENT_NAMES, live_events
-from ._schemas_in import ID_PATTERN, DecisionIn, to_decision
+from ._schemas_in import AGENT_PATTERN, ID_PATTERN, DecisionIn, to_decision
 from ._schemas_out import (
     AuditPageOut,
     AuditVerifyOut,
@@ -48,11 +48,15 @@ router = APIRouter(prefix="/v1")
 async def inbox(
     caller: Caller,
     sayso: Runtime,
-    agent: Annotated[str | None, Query(max_length=200, description="Asked by or for this agent.")] = None,
+    agent: Annotated[str | None, Query(pattern=AGENT_PATTERN, description="Asked by or for this agent.")] = None,
     kind: RequestKind | None = None,
     thread_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
-    older_than: Annotated[float | None, Query(ge=0, le=1e10, description="Opened at least N seconds ago.")] = None,
-    newer_than: Annotated[float | None, Query(ge=0, le=1e10, description="Opened at most N seconds ago.")] = None,
+    older_than: Annotated[
+        float | None, Query(ge=0, le=1e10, allow_inf_nan=False, description="Opened at least N seconds ago.")
+    ] = None,
+    newer_than: Annotated[
+        float | None, Query(ge=0, le=1e10, allow_inf_nan=False, description="Opened at most N seconds ago.")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=400)] = None,
 ) -> JsonBody:
@@ -161,7 +165,10 @@ async def audit(
     sayso: Runtime,
     order: Literal["asc", "desc"] = "asc",
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    cursor: Annotated[int | None, Query(ge=0, le=2**62, description="The `next_cursor` of the previous page.")] = None,
+    cursor: Annotated[
+        # A record's `seq`: a 32-bit integer in PostgreSQL, which refuses to compare it with a larger number.
+        int | None, Query(ge=0, le=2**31 - 1, description="The `next_cursor` of the previous page.")
+    ] = None,
 ) -> JsonBody:
     """The audit log a page at a time, oldest first (or newest first with `order=desc`); for approvers."""
     page = await sayso.audit_page(principal=caller, newest_first=order == "desc", limit=limit, cursor=cursor)

@@ -385,6 +385,8 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         """The run a task id names on this endpoint; `RunNotFound` when the caller may not see it."""
         if not task_id:  # a field left out reads as "" from the request's protobuf: malformed, not unknown
             raise InvalidInput("the request names no task id")
+        if not _CONTEXT_ID.match(task_id):  # no task has it (a NUL in it is not even looked up in PostgreSQL)
+            raise RunNotFound(task_id)
         run = await self.sayso.run_record(task_id, principal=caller)
         if run.agent != self.agent:
             raise RunNotFound(task_id)
