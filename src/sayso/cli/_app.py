@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import shlex
 import sys
@@ -229,25 +230,42 @@ def inbox(config: ConfigArg, principal: InboxOf = None, as_json: JsonOpt = False
     print_inbox(console, _with_inbox(config, work, as_json=as_json), as_json=as_json, config=config)
 
 
+def _port(port: int | None) -> int | None:
+    """A TCP port as `serve` takes it: 1 to 65535 (the socket library would raise on anything else)."""
+    if port is not None and not 0 < port < 65536:
+        raise typer.BadParameter(f"{port} is not a TCP port: use 1 to 65535")
+    return port
+
+
+def _interval(seconds: float) -> float:
+    """Seconds between sweeps: 0 (off) or more; a negative or NaN one stopped the server's start with a traceback."""
+    if not math.isfinite(seconds) or seconds < 0:
+        raise typer.BadParameter(f"{seconds} is not a number of seconds: use 0 (off) or more")
+    return seconds
+
+
 @app.command(cls=_Command)
 def serve(
     config: ConfigArg,
     host: Annotated[
         str, typer.Option(help="Address to bind (127.0.0.1 only without principals).", metavar="ADDRESS")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.", metavar="PORT")] = 8000,
+    port: Annotated[int, typer.Option(help="TCP port.", metavar="PORT", callback=_port)] = 8000,
     expire_every: Annotated[
         float,
         typer.Option(
             help="Seconds between sweeps that close runs whose requests expired and prune webhook events past "
             "their retention; 0 turns them off.",
             metavar="SECONDS",
+            callback=_interval,
         ),
     ] = 30.0,
     recover_every: Annotated[
         float,
         typer.Option(
-            help="Seconds between sweeps that carry on runs whose process died; 0 turns it off.", metavar="SECONDS"
+            help="Seconds between sweeps that carry on runs whose process died; 0 turns it off.",
+            metavar="SECONDS",
+            callback=_interval,
         ),
     ] = 5.0,
     grpc_port: Annotated[
@@ -256,6 +274,7 @@ def serve(
             help="Also serve A2A over gRPC on this port (lf.a2a.v1.A2AService, each agent named in the call's "
             "tenant as NAMESPACE/NAME). Needs the grpc extra.",
             metavar="PORT",
+            callback=_port,
         ),
     ] = None,
 ) -> None:

@@ -1,0 +1,61 @@
+"""What trying every command with wrong input and odd stores found: each a line or two and the table's exit code.
+
+Before, these printed a traceback, a library's own message, or a success that was not one.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from typer.testing import CliRunner
+
+from sayso.cli import app
+
+from ..conftest import EXAMPLE, ROOT
+
+runner = CliRunner()
+
+REFUNDS = ROOT / "examples" / "refunds" / "sayso.yaml"
+
+
+@pytest.fixture
+def tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refunds example's principals can sign in."""
+    for name in ("alice", "bob", "carol", "dana"):
+        monkeypatch.setenv(f"{name.upper()}_TOKEN", f"{name}-token")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "said"),
+    [
+        ("--port", "99999", "99999 is not a TCP port: use 1 to 65535"),
+        ("--port", "-1", "-1 is not a TCP port: use 1 to 65535"),
+        ("--grpc-port", "70000", "70000 is not a TCP port: use 1 to 65535"),
+        ("--expire-every", "-5", "-5.0 is not a number of seconds: use 0 (off) or more"),
+        ("--recover-every", "nan", "nan is not a number of seconds: use 0 (off) or more"),
+    ],
+)
+def test_serve_refuses_a_port_or_interval_out_of_range(option: str, value: str, said: str) -> None:
+    """A port past 65535 was a traceback (OverflowError); a negative or NaN sweep interval crashed the server's
+    start with an exception group and left it serving without its sweeps. Both are refused before it starts
+    (and before the port is looked at: a port in use is given, so nothing could start here anyway)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = [] if option == "--port" else ["--port", str(taken.getsockname()[1])]
+        refused = runner.invoke(app, ["serve", str(EXAMPLE), *port, option, value])
+    assert refused.exit_code == 2, refused.output
+    assert f"Invalid value for '{option}': {said}" in refused.stderr
+    assert "Traceback" not in refused.output and "sayso serves" not in refused.output
+
+
+@pytest.mark.usefixtures("tokens")
+def test_serve_on_an_address_of_no_interface_points_at_the_host_not_the_port() -> None:
+    """An address no interface of this machine has (TEST-NET-1) is fixed with --host: it said to pick another port."""
+    refused = runner.invoke(app, ["serve", str(REFUNDS), "--host", "192.0.2.1", "--port", "18123"])
+    assert refused.exit_code == 5, refused.output
+    assert "cannot listen on 192.0.2.1:18123: Cannot assign requested address; check the address --host names" in (
+        refused.stderr
+    )
+    assert "--port" not in refused.stderr
