@@ -29,9 +29,9 @@ def tokens(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("option", "value", "said"),
     [
-        ("--port", "99999", "99999 is not a TCP port: use 1 to 65535"),
-        ("--port", "-1", "-1 is not a TCP port: use 1 to 65535"),
-        ("--grpc-port", "70000", "70000 is not a TCP port: use 1 to 65535"),
+        ("--port", "99999", "99999 is not a TCP port: use 1 to 65535 (0: any free one)"),
+        ("--port", "-1", "-1 is not a TCP port: use 1 to 65535 (0: any free one)"),
+        ("--grpc-port", "70000", "70000 is not a TCP port: use 1 to 65535 (0: any free one)"),
         ("--expire-every", "-5", "-5.0 is not a number of seconds: use 0 (off) or more"),
         ("--recover-every", "nan", "nan is not a number of seconds: use 0 (off) or more"),
     ],

@@ -231,9 +231,9 @@ def inbox(config: ConfigArg, principal: InboxOf = None, as_json: JsonOpt = False
 
 
 def _port(port: int | None) -> int | None:
-    """A TCP port as `serve` takes it: 1 to 65535 (the socket library would raise on anything else)."""
-    if port is not None and not 0 < port < 65536:
-        raise typer.BadParameter(f"{port} is not a TCP port: use 1 to 65535")
+    """A TCP port as `serve` takes it: 0 (any free one) to 65535 (the socket library raised on anything else)."""
+    if port is not None and not 0 <= port < 65536:
+        raise typer.BadParameter(f"{port} is not a TCP port: use 1 to 65535 (0: any free one)")
     return port
 
 
