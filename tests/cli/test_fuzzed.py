@@ -5,6 +5,7 @@ Before, these printed a traceback, a library's own message, or a success that wa
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
@@ -59,3 +60,19 @@ def test_serve_on_an_address_of_no_interface_points_at_the_host_not_the_port() -
         refused.stderr
     )
     assert "--port" not in refused.stderr
+
+
+def test_stats_with_a_window_that_is_no_duration_says_so_in_json_too() -> None:
+    """`stats --window 1w --json` printed a text error on stderr (cut at 80 columns), not the JSON error object."""
+    as_json = runner.invoke(app, ["stats", str(EXAMPLE), "--window", "1w", "--json"], env={"COLUMNS": "80"})
+    assert as_json.exit_code == 2, as_json.output
+    assert json.loads(as_json.stdout)["error"] == {
+        "type": "BadParameter",
+        "message": "--window: '1w' is not a duration: write seconds, or a number with s, m, h or d (15m, 1h)",
+    }
+    shown = runner.invoke(app, ["stats", str(EXAMPLE), "--window", "-5m"], env={"COLUMNS": "80"})
+    assert shown.exit_code == 2
+    assert (
+        shown.stderr
+        == "error: --window: '-5m' is not a duration: write seconds, or a number with s, m, h or d (15m, 1h)\n"
+    )
