@@ -76,3 +76,50 @@ def test_stats_with_a_window_that_is_no_duration_says_so_in_json_too() -> None:
         shown.stderr
         == "error: --window: '-5m' is not a duration: write seconds, or a number with s, m, h or d (15m, 1h)\n"
     )
+
+
+@pytest.mark.usefixtures("tokens")
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", str(REFUNDS), "refund 40 to acme"],
+        ["inbox", str(REFUNDS)],
+        ["decide", str(REFUNDS), "req_nope", "approve"],
+        ["resume", str(REFUNDS), "run_nope"],
+        ["grants", "revoke", str(REFUNDS), "grt_nope"],
+    ],
+    ids=lambda c: c[0] if c[0] != "grants" else "grants-revoke",
+)
+def test_a_principal_the_config_does_not_name_is_refused(command: list[str]) -> None:
+    """`--principal bobb` (a typo for bob) on a config with principals: exit 2 naming the principals. It was taken
+    for a stranger: an empty inbox, a run started for nobody who can sign in, a refusal that blamed the request."""
+    refused = runner.invoke(app, [*command, "--principal", "bobb"])
+    assert refused.exit_code == 2, refused.output
+    said = "--principal 'bobb' is not a principal of the config; its principals: alice, bob, carol, dana"
+    assert refused.stderr == f"error: {said}\n"
+    as_json = runner.invoke(app, [*command, "--principal", "bobb", "--json"])
+    assert json.loads(as_json.stdout)["error"] == {"type": "InvalidInput", "message": said}
+    empty = runner.invoke(app, [*command, "--principal", " "])
+    assert empty.exit_code == 2 and "--principal names nobody" in empty.stderr
+    assert json.loads(runner.invoke(app, ["inbox", str(REFUNDS), "--json"]).stdout)["requests"] == []
+
+
+@pytest.mark.usefixtures("tokens")
+def test_policy_test_as_a_principal_the_config_does_not_name_is_refused() -> None:
+    """`policy test --as` takes the config's principals alone, as `--principal` does."""
+    refused = runner.invoke(app, ["policy", "test", str(REFUNDS), "--tool", "refund", "--as", "zed"])
+    assert refused.exit_code == 2, refused.output
+    assert "--as 'zed' is not a principal of the config; its principals: alice, bob, carol, dana" in refused.stderr
+
+
+@pytest.mark.usefixtures("tokens")
+def test_configured_principals_and_local_still_act() -> None:
+    """The check lets the config's principals act, and `local` (the default) as before; without principals any name
+    still does (local development)."""
+    paused = runner.invoke(app, ["run", str(REFUNDS), "refund 40 to acme", "--principal", "dana", "--json"])
+    assert paused.exit_code == 0, paused.output
+    request_id = json.loads(paused.stdout)["requests"][0]["id"]
+    voted = runner.invoke(app, ["decide", str(REFUNDS), request_id, "approve", "--principal", "bob"])
+    assert voted.exit_code == 0 and "approvals: 1 of 2" in voted.stdout
+    assert runner.invoke(app, ["inbox", str(REFUNDS)]).exit_code == 0
+    assert runner.invoke(app, ["run", str(EXAMPLE), "list", "--principal", "zed"]).exit_code == 0

@@ -103,7 +103,9 @@ def chat(
     from ._chat import chat_loop
 
     _with_app(
-        config, lambda rt: chat_loop(rt, console, agent=agent, thread_id=thread, principal=principal, config=config)
+        config,
+        lambda rt: chat_loop(rt, console, agent=agent, thread_id=thread, principal=principal, config=config),
+        principal=principal,
     )
 
 
@@ -123,7 +125,7 @@ def run(
         to = (None if as_json else console, errors)
         return await run_holding(rt, message, agent=agent, thread_id=thread, principal=principal, config=config, to=to)
 
-    _print(_with_app(config, work, as_json=as_json), as_json, config=config)
+    _print(_with_app(config, work, as_json=as_json, principal=principal), as_json, config=config)
 
 
 @app.command(cls=_Command)
@@ -183,7 +185,7 @@ def decide(
             chosen = parsed((await rt.request(request_id, principal=principal)).request)
         return await rt.decide(request_id, chosen, principal=principal, via="cli")
 
-    outcome = _with_app(config, work, as_json=as_json)
+    outcome = _with_app(config, work, as_json=as_json, principal=principal)
     if not as_json and not outcome.recorded:
         console.print("[dim]that decision was already recorded; nothing changed[/dim]")
     standing = outcome.quorum
@@ -204,7 +206,9 @@ def resume(
     as_json: JsonOpt = False,
 ) -> None:
     """Resume a paused run now (open requests count as skipped by you), or carry on a run whose process died."""
-    resumed = _with_app(config, lambda rt: rt.resume(run_id, force=force, principal=who, via="cli"), as_json=as_json)
+    resumed = _with_app(
+        config, lambda rt: rt.resume(run_id, force=force, principal=who, via="cli"), as_json=as_json, principal=who
+    )
     _print(resumed, as_json, config=config)
 
 
@@ -227,7 +231,8 @@ def inbox(config: ConfigArg, principal: InboxOf = None, as_json: JsonOpt = False
             votes.update(page.votes)
         return replace(page, requests=requests, votes=votes)
 
-    print_inbox(console, _with_inbox(config, work, as_json=as_json), as_json=as_json, config=config)
+    listed = _with_inbox(config, work, as_json=as_json, principal=principal)
+    print_inbox(console, listed, as_json=as_json, config=config)
 
 
 def _port(port: int | None) -> int | None:

@@ -43,7 +43,9 @@ def grants_revoke(
     as_json: JsonOpt = False,
 ) -> None:
     """Revoke a remembered approval; the next call it covered asks again."""
-    grant = _with_reader(config, lambda rt: rt.revoke_grant(grant_id, principal=principal), as_json=as_json)
+    grant = _with_reader(
+        config, lambda rt: rt.revoke_grant(grant_id, principal=principal), as_json=as_json, principal=principal
+    )
     if as_json:
         print(json.dumps({"revoked": asdict(grant)}, ensure_ascii=False))
     else:
