@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -123,3 +126,16 @@ def test_configured_principals_and_local_still_act() -> None:
     assert voted.exit_code == 0 and "approvals: 1 of 2" in voted.stdout
     assert runner.invoke(app, ["inbox", str(REFUNDS)]).exit_code == 0
     assert runner.invoke(app, ["run", str(EXAMPLE), "list", "--principal", "zed"]).exit_code == 0
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("command", [["inbox", str(EXAMPLE), "--json"], ["check", str(EXAMPLE)], ["--help"]])
+def test_output_to_a_full_disk_is_one_line_and_exit_1(command: list[str]) -> None:
+    """Output that cannot be written (a full disk: /dev/full) says so in one line, exit 1. It was a traceback, or
+    Python's `Exception ignored` and exit 120 when the output was still buffered at exit."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "sayso", *command], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120
+        )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == "error: cannot write the output: No space left on device\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import math
@@ -417,10 +418,27 @@ def recover(config: ConfigArg, as_json: JsonOpt = False) -> None:
         print_result(console, result, config=config)
 
 
+_WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+"""How writing the output fails where it goes (a full disk, a quota, a file too large, a device error).
+
+A closed pipe (`sayso inbox CONFIG | head -1`) is click's: it stops quietly, exit 1.
+"""
+
+
 def main() -> None:
     """Entry point of the `sayso` console script."""
     try:
-        app(prog_name="sayso")
+        try:
+            app(prog_name="sayso")
+        finally:
+            sys.stdout.flush()  # here, so that a write that fails is said, not a traceback (or an exit 120)
+    except OSError as exc:
+        if exc.errno not in (*_WRITE_ERRORS, errno.EPIPE):
+            raise
+        sys.stdout = open(os.devnull, "w")  # what is still buffered is dropped, not tried again at exit
+        if exc.errno != errno.EPIPE:  # whoever closed the pipe wanted no more
+            print(f"error: cannot write the output: {exc.strerror}", file=sys.stderr)
+        raise SystemExit(FAILED) from None
     except SystemExit as done:
         if "temporalio.bridge.temporal_sdk_bridge" not in sys.modules:
             raise
