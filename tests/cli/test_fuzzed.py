@@ -139,3 +139,21 @@ def test_output_to_a_full_disk_is_one_line_and_exit_1(command: list[str]) -> Non
         )
     assert done.returncode == 1, done.stderr
     assert done.stderr == "error: cannot write the output: No space left on device\n"
+
+
+def test_init_onto_a_file_says_it_is_not_a_folder(tmp_path: Path) -> None:
+    """`sayso init` given a file: `Not a directory`, exit 2 (it said the starter was `already there`, `[Errno 17]`)."""
+    (tmp_path / "afile").write_text("x")
+    refused = runner.invoke(app, ["init", str(tmp_path / "afile")])
+    assert refused.exit_code == 2, refused.output
+    assert refused.stderr == f"error: cannot write the starter in {tmp_path / 'afile'}: Not a directory\n"
+    assert (tmp_path / "afile").read_text() == "x"
+
+
+def test_init_with_an_empty_folder_name_says_where_it_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sayso init ""` writes here, as `sayso init` does, and says `in .` (it said `in ;`)."""
+    monkeypatch.chdir(tmp_path)
+    done = runner.invoke(app, ["init", ""])
+    assert done.exit_code == 0, done.output
+    assert done.stdout.startswith("wrote sayso.yaml, desk_tools.py and script.yaml in .; try:")
+    assert (tmp_path / "sayso.yaml").is_file()

@@ -316,6 +316,8 @@ def init(
     """Write a starter project that runs with no API key: a config, a tool that needs approval, a script."""
     from rich.text import Text
 
+    folder = folder or "."  # `sayso init ""`: here, and said so
+
     from ._render import sayso_command
     from ._starter import write_starter
 
