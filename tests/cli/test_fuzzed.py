@@ -157,3 +157,31 @@ def test_init_with_an_empty_folder_name_says_where_it_wrote(tmp_path: Path, monk
     assert done.exit_code == 0, done.output
     assert done.stdout.startswith("wrote sayso.yaml, desk_tools.py and script.yaml in .; try:")
     assert (tmp_path / "sayso.yaml").is_file()
+
+
+def test_a_sqlite_store_that_is_a_folder_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store URL naming a folder: SQLite's `unable to open database file` said nothing of why."""
+    (tmp_path / "store.db").mkdir()
+    monkeypatch.setenv("SAYSO_STORE", f"sqlite:///{tmp_path / 'store.db'}")
+    for command in (["inbox", str(EXAMPLE)], ["run", str(EXAMPLE), "list"], ["audit", "verify", str(EXAMPLE)]):
+        refused = runner.invoke(app, command)
+        assert refused.exit_code == 1, refused.output
+        assert refused.stderr == (
+            f"error: could not open the store at 'sqlite:///{tmp_path / 'store.db'}': "
+            f"'{tmp_path / 'store.db'}' is a folder; point the store at a file\n"
+        )
+
+
+def test_a_postgres_store_that_refuses_says_connection_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PostgreSQL nothing listens for: `Connection refused`, not `[Errno 111] Connect call failed (…)`."""
+    with socket.socket() as closed:  # a loopback port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        dead = closed.getsockname()[1]
+    monkeypatch.setenv("SAYSO_STORE", f"postgresql://nobody@127.0.0.1:{dead}/x")
+    refused = runner.invoke(app, ["inbox", str(EXAMPLE), "--json"])
+    assert refused.exit_code == 1, refused.output
+    assert json.loads(refused.stdout)["error"] == {
+        "type": "StoreError",
+        "message": f"could not open the store at 'postgresql://nobody@127.0.0.1:{dead}/x': "
+        "database error: Connection refused",
+    }
