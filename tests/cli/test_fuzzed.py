@@ -185,3 +185,19 @@ def test_a_postgres_store_that_refuses_says_connection_refused(monkeypatch: pyte
         "message": f"could not open the store at 'postgresql://nobody@127.0.0.1:{dead}/x': "
         "database error: Connection refused",
     }
+
+
+@pytest.mark.parametrize(
+    "command", [["inbox"], ["stats"], ["audit", "verify"], ["grants", "list"], ["run", "list"]], ids=" ".join
+)
+def test_a_sqlite_store_in_a_missing_folder_is_a_config_error_for_every_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    """The commands that only read the store exited 1 (a store failure) where `run` exited 2 (the config)."""
+    folder = tmp_path / "nowhere"
+    monkeypatch.setenv("SAYSO_STORE", f"sqlite:///{folder / 'x.db'}")
+    words = [*command[:-1], str(EXAMPLE), command[-1]] if command[0] == "run" else [*command, str(EXAMPLE)]
+    refused = runner.invoke(app, words)
+    assert refused.exit_code == 2, refused.output
+    assert f"the folder '{folder}' of the SQLite store" in refused.stderr and f"mkdir -p {folder}" in refused.stderr
+    assert not folder.exists()
