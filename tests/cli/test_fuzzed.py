@@ -201,3 +201,10 @@ def test_a_sqlite_store_in_a_missing_folder_is_a_config_error_for_every_command(
     assert refused.exit_code == 2, refused.output
     assert f"the folder '{folder}' of the SQLite store" in refused.stderr and f"mkdir -p {folder}" in refused.stderr
     assert not folder.exists()
+
+
+def test_a_missing_message_is_named_as_the_usage_line_names_it() -> None:
+    """`sayso run CONFIG` said `Missing argument 'message'` under a usage line that calls it MESSAGE."""
+    missing = runner.invoke(app, ["run", str(EXAMPLE)])
+    assert missing.exit_code == 2
+    assert "Missing argument 'MESSAGE'." in missing.stderr and "sayso run [OPTIONS] CONFIG MESSAGE" in missing.stderr

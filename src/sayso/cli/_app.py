@@ -113,7 +113,7 @@ def chat(
 @app.command(cls=_Command)
 def run(
     config: ConfigArg,
-    message: Annotated[str, typer.Argument(help="What you say to the agent.")],
+    message: Annotated[str, typer.Argument(help="What you say to the agent.", metavar="MESSAGE")],
     agent: AgentOpt = None,
     thread: ThreadOpt = None,
     principal: PrincipalOpt = "local",
