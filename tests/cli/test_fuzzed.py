@@ -208,3 +208,13 @@ def test_a_missing_message_is_named_as_the_usage_line_names_it() -> None:
     missing = runner.invoke(app, ["run", str(EXAMPLE)])
     assert missing.exit_code == 2
     assert "Missing argument 'MESSAGE'." in missing.stderr and "sayso run [OPTIONS] CONFIG MESSAGE" in missing.stderr
+
+
+def test_a_config_with_a_character_yaml_refuses_names_its_line(tmp_path: Path) -> None:
+    """A NUL in the config: its line and the character, not PyYAML's `in "<unicode string>", position 24`."""
+    config = tmp_path / "sayso.yaml"
+    config.write_text("store: x\n\nagents: \x00\n")
+    refused = runner.invoke(app, ["check", str(config)])
+    assert refused.exit_code == 2, refused.output
+    said = f"{config}:3: error: not valid YAML: the character #x0000 may not appear in it"
+    assert said in refused.stderr and "unicode string" not in refused.stderr
