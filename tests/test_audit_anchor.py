@@ -236,3 +236,52 @@ def test_inbox_says_when_the_audit_log_cannot_be_appended_to(
     with caplog.at_level(logging.WARNING, logger="sayso.audit"):
         keyed = runner.invoke(app, ["inbox", str(config)])
     assert keyed.exit_code == 0 and caplog.text == ""
+
+
+def _one_decision(config: Path) -> None:
+    """One rejected delete: one signed record, its head exported to the head file."""
+    paused = json.loads(runner.invoke(app, ["run", str(config), "delete notes", "--json"]).stdout)
+    assert runner.invoke(app, ["decide", str(config), paused["requests"][0]["id"], "reject"]).exit_code == 0
+
+
+@pytest.mark.parametrize("written", [b"garbage", b"\xff\xfe", b"{}", b'{"seq": "1", "hash": 5}'])
+def test_a_head_file_edited_into_anything_is_tampering(config: Path, written: bytes) -> None:
+    """A head file edited into text that is no head: verify names it as tampering (exit 1, REST not intact). It was
+    a config error (exit 2, a 422) carrying the JSON parser's or the codec's own words."""
+    _one_decision(config)
+    (config.parent / "audit-head.json").write_bytes(written)
+    said = f"the head file {config.parent / 'audit-head.json'} holds no audit head: it was edited or corrupted"
+    shown = runner.invoke(app, ["audit", "verify", str(config)])
+    assert shown.exit_code == 1, shown.output
+    assert f"audit log tampered at record 1: {said}" in shown.stderr
+    as_json = json.loads(runner.invoke(app, ["audit", "verify", str(config), "--json"]).stdout)
+    assert (as_json["ok"], as_json["problem"]) == (False, {"seq": 1, "problem": said})
+    rest = anyio.run(_rest_verify, config)
+    assert (rest["intact"], rest["problem"]) == (False, {"seq": 1, "problem": said})
+
+
+def test_a_missing_head_file_is_said_not_claimed_checked(config: Path) -> None:
+    """With the head file gone, verify no longer says the head exported to it was checked; once a record is
+    written again, the file is back and checked."""
+    _one_decision(config)
+    (config.parent / "audit-head.json").unlink()
+    shown = runner.invoke(app, ["audit", "verify", str(config)])
+    assert shown.exit_code == 0, shown.output
+    assert f"the head file {config.parent / 'audit-head.json'} is missing, so it was not" in shown.stdout
+    assert "and the head exported to" not in shown.stdout
+    _one_decision(config)
+    again = runner.invoke(app, ["audit", "verify", str(config)])
+    assert f"and the head exported to {config.parent / 'audit-head.json'}" in again.stdout
+
+
+def test_a_head_file_that_cannot_be_read_is_named_in_words(config: Path) -> None:
+    """A folder where the head file should be: exit 2, the path and why in words, no `[Errno 21]`."""
+    _one_decision(config)
+    (config.parent / "audit-head.json").unlink()
+    (config.parent / "audit-head.json").mkdir()
+    shown = runner.invoke(app, ["audit", "verify", str(config)])
+    assert shown.exit_code == 2, shown.output
+    assert (
+        shown.stderr
+        == f"error: the audit head file '{config.parent / 'audit-head.json'}' cannot be read: Is a directory\n"
+    )

@@ -82,9 +82,9 @@ def test_scope_not_offered_is_refused() -> None:
 
 def test_decision_kind_must_fit_request_kind() -> None:
     """A decision of the wrong kind (an answer to an approval, an approval to a question) is refused."""
-    with pytest.raises(InvalidDecision, match="a approval request takes approve, reject, skip, not 'answer'"):
+    with pytest.raises(InvalidDecision, match="this approval request takes approve, reject, skip, not 'answer'"):
         check_decision(approval(), Answer(answers=(("x",),)), existing=None, now=101)
-    with pytest.raises(InvalidDecision, match="question request takes answer, skip"):
+    with pytest.raises(InvalidDecision, match="^request '[^']+': this question request takes answer, skip"):
         check_decision(question(PICK), Approve(), existing=None, now=101)
 
 

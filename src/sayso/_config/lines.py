@@ -90,6 +90,8 @@ _FIXES = {
 
 def yaml_problem(file: Path, exc: yaml.YAMLError) -> str:
     """A YAML syntax error as `file:line: error: what. Fix: how`, in place of PyYAML's `<unicode string>` text."""
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML refuses (a NUL, a control character)
+        return _unreadable(file, exc)
     mark = getattr(exc, "problem_mark", None)
     line = mark.line + 1 if mark is not None else 1
     what = getattr(exc, "problem", None) or str(exc)
@@ -115,6 +117,19 @@ def validation_lines(
         validation_line(file, lines, {**error, "loc": (*error["loc"], *at), "msg": message}, root=root)
         for at, message in placed.problems
     ]
+
+
+def _unreadable(file: Path, exc: yaml.reader.ReaderError) -> str:
+    """The line of a character YAML refuses, counted in the file (PyYAML gives only `position N` of a string)."""
+    try:
+        line = file.read_text(encoding="utf-8").count("\n", 0, exc.position) + 1
+    except (OSError, ValueError):
+        line = 1
+    character = f"#x{exc.character:04x}" if isinstance(exc.character, int) else repr(exc.character)
+    return (
+        f"  {file}:{line}: error: not valid YAML: the character {character} may not appear in it ({exc.reason}). "
+        "Fix: remove it; a file with such characters may not be the config you meant"
+    )
 
 
 def validation_line(

@@ -239,9 +239,19 @@ def verify_report(
     head: AuditHead | None,
     exported: AuditHead | None = None,
     head_file: str | None = None,
+    head_file_garbled: bool = False,
 ) -> AuditReport:
-    """Verify the log and say what was checked: the report `sayso audit verify` and the REST API show."""
+    """Verify the log and say what was checked: the report `sayso audit verify` and the REST API show.
+
+    `head_file_garbled`: the head file holds something that is no head; only sayso writes it, so it was
+    edited or corrupted, and the log is not vouched for.
+    """
     problem = verify_chain(records, key=key, head=head, exported=exported)
+    if problem is None and head_file_garbled:
+        problem = AuditProblem(
+            seq=head.seq if head else (records[-1].seq if records else 0),
+            problem=f"the head file {head_file} holds no audit head: it was edited or corrupted",
+        )
     if problem is None and key is None and (any(r.mac for r in records) or (head is not None and head.mac)):
         problem = AuditProblem(
             seq=next((r.seq for r in records if r.mac), head.seq if head else 0),
@@ -251,7 +261,13 @@ def verify_report(
         note = UNANCHORED_NOTE
     else:
         note = f"anchored by audit key {key.fingerprint}: every record's signature and the checkpointed head checked"
-        note += f", and the head exported to {head_file}" if head_file else " (no head file is exported)"
+        if not head_file:
+            note += " (no head file is exported)"
+        elif exported is None and records and not head_file_garbled:
+            # Nothing to check against: a cut tail with the database's head rolled back would go unseen.
+            note += f"; the head file {head_file} is missing, so it was not (the next record writes it again)"
+        else:
+            note += f", and the head exported to {head_file}"
     return AuditReport(records=len(records), problem=problem, anchored=key is not None, note=note)
 
 

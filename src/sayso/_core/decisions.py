@@ -253,7 +253,7 @@ def check_decision(
         raise InvalidDecision(request.request_id, "a delegate's call is answered through the delegate's own requests")
     if decision.kind not in _ALLOWED.get(request.kind, ()):
         allowed = ", ".join(_ALLOWED.get(request.kind, ()))
-        raise InvalidDecision(request.request_id, f"a {request.kind} request takes {allowed}, not {decision.kind!r}")
+        raise InvalidDecision(request.request_id, f"this {request.kind} request takes {allowed}, not {decision.kind!r}")
     for label, value in _decided_values(decision).items():
         odd = non_finite(value)
         if odd is not None:

@@ -34,14 +34,16 @@ class HeadFile:
         """The exported head, or `None` when nothing was exported yet.
 
         Raises:
-            ConfigError: the file cannot be read or is not a head (which `verify` reports as tampering).
+            ConfigError: the file cannot be read (a folder, no permission): what to fix is the configuration.
+            ValueError: the file holds no head (edited or corrupted), which `verify` reports as tampering.
         """
         try:
-            return AuditHead.load(self.path.read_text())
+            text = self.path.read_bytes()
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"the audit head file {str(self.path)!r} cannot be read: {exc}") from exc
+        except OSError as exc:
+            raise ConfigError(f"the audit head file {str(self.path)!r} cannot be read: {exc.strerror or exc}") from exc
+        return AuditHead.load(text.decode())
 
     def write(self, head: AuditHead) -> None:
         """Export `head` unless the file already holds a later one (another process appended since)."""
@@ -138,11 +140,20 @@ async def report(k: Kernel) -> AuditReport:
     exported_file = head_file(k.config)
     records = await k.store.audit_records()
     head = await k.store.audit_head()
-    exported = exported_file.read() if exported_file is not None else None
+    exported: AuditHead | None = None
+    garbled = False
+    if exported_file is not None:
+        try:
+            exported = exported_file.read()
+        except ConfigError:  # a ValueError too, but one the operator fixes: the file cannot be read at all
+            raise
+        except ValueError:
+            garbled = True
     return verify_report(
         records,
         key=k.store.audit_key,
         head=head,
         exported=exported,
         head_file=str(exported_file.path) if exported_file is not None else None,
+        head_file_garbled=garbled,
     )

@@ -15,7 +15,7 @@ from types import TracebackType
 
 from .._config.file import Config, load_config
 from .._core import access
-from .._store import InboxFilter, InboxPage, InboxPort, inbox_from_url
+from .._store import InboxFilter, InboxPage, InboxPort, inbox_from_url, refuse_missing_folder
 from . import _audit
 from ._listing import PrincipalLike, inbox_page, principal_of
 
@@ -27,6 +27,8 @@ class Inbox:
         self, config: Config, *, store: InboxPort | None = None, clock: Callable[[], float] = time.time
     ) -> None:
         self.config = config
+        if store is None:
+            refuse_missing_folder(config.store_url(), base_dir=config.base_dir)  # as `Sayso`'s config checks do
         self._store = store or inbox_from_url(config.store_url(), base_dir=config.base_dir)
         self._clock = clock
 

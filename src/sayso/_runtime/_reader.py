@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .._config.file import Config, load_config
-from .._store import RunStore, store_from_url
+from .._store import RunStore, refuse_missing_folder, store_from_url
 from . import _audit
 from ._kernel import Kernel
 from ._reading import Reading
@@ -27,6 +27,8 @@ class Reader(Reading):
         self, config: Config, *, store: RunStore | None = None, clock: Callable[[], float] = time.time
     ) -> None:
         self.config = config
+        if store is None:
+            refuse_missing_folder(config.store_url(), base_dir=config.base_dir)  # as `Sayso`'s config checks do
         self._k = Kernel(
             config=config,
             store=store or store_from_url(config.store_url(), base_dir=config.base_dir),

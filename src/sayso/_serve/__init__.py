@@ -9,6 +9,7 @@ workers) stays below warning.
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 import sys
@@ -100,6 +101,10 @@ class _StartFailure:
         await self.app(scope, receive, said)
 
 
+_PORT_ERRORS = (errno.EADDRINUSE, errno.EACCES)
+"""What `bind` says when the port is the problem (taken, or below 1024 for a user), not the address."""
+
+
 def check_port(host: str, port: int) -> None:
     """Refuse, before anything starts, a port another process holds.
 
@@ -112,9 +117,9 @@ def check_port(host: str, port: int) -> None:
         try:
             probe.bind((host, port))
         except OSError as exc:
-            raise OSError(
-                exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}; pick another port with --port"
-            ) from None
+            # A port taken or reserved is fixed with another port; an unknown or foreign address, with another host.
+            fix = "pick another port with --port" if exc.errno in _PORT_ERRORS else "check the address --host names"
+            raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}; {fix}") from None
 
 
 def banner(config_path: str, config: Config, host: str, port: int) -> list[str]:

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from ._sql._conn import async_url
     from ._sql._inbox import SqlInbox
     from ._sql._store import SqlRunStore
-    from ._urls import inbox_from_url, store_from_url
+    from ._urls import inbox_from_url, refuse_missing_folder, store_from_url
 
 __all__ = [
     "AuditPage",
@@ -101,6 +101,7 @@ __all__ = [
     "holder_is_dead",
     "inbox_from_url",
     "new_holder",
+    "refuse_missing_folder",
     "store_from_url",
 ]
 
@@ -147,6 +148,7 @@ _WHERE: dict[str, str] = {
     "holder_is_dead": "._holders",
     "inbox_from_url": "._urls",
     "new_holder": "._holders",
+    "refuse_missing_folder": "._urls",
     "store_from_url": "._urls",
 }
 """Where each name lives. Names resolve on first use (PEP 562, as the runtime's): reading a record loads no

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._core.store_urls import no_folder, store_url
+
 if TYPE_CHECKING:
     from ._port import RunStore
     from ._port_inbox import InboxPort
@@ -38,3 +40,18 @@ def inbox_from_url(url: str, *, base_dir: Path | None = None) -> InboxPort:
     from ._sql._inbox import SqlInbox
 
     return SqlInbox(url, base_dir=base_dir)
+
+
+def refuse_missing_folder(url: str, *, base_dir: Path | None = None) -> None:
+    """Refuse a SQLite file whose folder does not exist as the configuration error it is, before anything opens.
+
+    `Sayso` refuses it so (its config's checks); a `Reader` or an `Inbox`, which check nothing else, failed
+    only when opening, as a store error: `sayso inbox` exited 1 where `sayso run` exited 2. A folder that
+    goes away after that is still a `StoreError` at opening.
+
+    Raises:
+        ConfigError: the URL names no store sayso takes, or a SQLite file in a folder that does not exist.
+    """
+    store = store_url(url, base_dir=base_dir)
+    if store.path is not None and not store.path.parent.is_dir():
+        raise no_folder(store).error()

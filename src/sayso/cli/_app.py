@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import math
 import os
 import shlex
 import sys
@@ -21,7 +23,6 @@ from ._exits import CANNOT_SERVE, FAILED, WRONG
 from ._open import fail
 from ._open import with_app as _with_app
 from ._open import with_inbox as _with_inbox
-from ._open import with_reader as _with_reader
 from ._startup import collector_paused as _collector_paused
 
 if TYPE_CHECKING:
@@ -103,14 +104,16 @@ def chat(
     from ._chat import chat_loop
 
     _with_app(
-        config, lambda rt: chat_loop(rt, console, agent=agent, thread_id=thread, principal=principal, config=config)
+        config,
+        lambda rt: chat_loop(rt, console, agent=agent, thread_id=thread, principal=principal, config=config),
+        principal=principal,
     )
 
 
 @app.command(cls=_Command)
 def run(
     config: ConfigArg,
-    message: Annotated[str, typer.Argument(help="What you say to the agent.")],
+    message: Annotated[str, typer.Argument(help="What you say to the agent.", metavar="MESSAGE")],
     agent: AgentOpt = None,
     thread: ThreadOpt = None,
     principal: PrincipalOpt = "local",
@@ -123,7 +126,7 @@ def run(
         to = (None if as_json else console, errors)
         return await run_holding(rt, message, agent=agent, thread_id=thread, principal=principal, config=config, to=to)
 
-    _print(_with_app(config, work, as_json=as_json), as_json, config=config)
+    _print(_with_app(config, work, as_json=as_json, principal=principal), as_json, config=config)
 
 
 @app.command(cls=_Command)
@@ -183,7 +186,7 @@ def decide(
             chosen = parsed((await rt.request(request_id, principal=principal)).request)
         return await rt.decide(request_id, chosen, principal=principal, via="cli")
 
-    outcome = _with_app(config, work, as_json=as_json)
+    outcome = _with_app(config, work, as_json=as_json, principal=principal)
     if not as_json and not outcome.recorded:
         console.print("[dim]that decision was already recorded; nothing changed[/dim]")
     standing = outcome.quorum
@@ -204,7 +207,9 @@ def resume(
     as_json: JsonOpt = False,
 ) -> None:
     """Resume a paused run now (open requests count as skipped by you), or carry on a run whose process died."""
-    resumed = _with_app(config, lambda rt: rt.resume(run_id, force=force, principal=who, via="cli"), as_json=as_json)
+    resumed = _with_app(
+        config, lambda rt: rt.resume(run_id, force=force, principal=who, via="cli"), as_json=as_json, principal=who
+    )
     _print(resumed, as_json, config=config)
 
 
@@ -227,7 +232,22 @@ def inbox(config: ConfigArg, principal: InboxOf = None, as_json: JsonOpt = False
             votes.update(page.votes)
         return replace(page, requests=requests, votes=votes)
 
-    print_inbox(console, _with_inbox(config, work, as_json=as_json), as_json=as_json, config=config)
+    listed = _with_inbox(config, work, as_json=as_json, principal=principal)
+    print_inbox(console, listed, as_json=as_json, config=config)
+
+
+def _port(port: int | None) -> int | None:
+    """A TCP port as `serve` takes it: 0 (any free one) to 65535 (the socket library raised on anything else)."""
+    if port is not None and not 0 <= port < 65536:
+        raise typer.BadParameter(f"{port} is not a TCP port: use 1 to 65535 (0: any free one)")
+    return port
+
+
+def _interval(seconds: float) -> float:
+    """Seconds between sweeps: 0 (off) or more; a negative or NaN one stopped the server's start with a traceback."""
+    if not math.isfinite(seconds) or seconds < 0:
+        raise typer.BadParameter(f"{seconds} is not a number of seconds: use 0 (off) or more")
+    return seconds
 
 
 @app.command(cls=_Command)
@@ -236,19 +256,22 @@ def serve(
     host: Annotated[
         str, typer.Option(help="Address to bind (127.0.0.1 only without principals).", metavar="ADDRESS")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.", metavar="PORT")] = 8000,
+    port: Annotated[int, typer.Option(help="TCP port.", metavar="PORT", callback=_port)] = 8000,
     expire_every: Annotated[
         float,
         typer.Option(
             help="Seconds between sweeps that close runs whose requests expired and prune webhook events past "
             "their retention; 0 turns them off.",
             metavar="SECONDS",
+            callback=_interval,
         ),
     ] = 30.0,
     recover_every: Annotated[
         float,
         typer.Option(
-            help="Seconds between sweeps that carry on runs whose process died; 0 turns it off.", metavar="SECONDS"
+            help="Seconds between sweeps that carry on runs whose process died; 0 turns it off.",
+            metavar="SECONDS",
+            callback=_interval,
         ),
     ] = 5.0,
     grpc_port: Annotated[
@@ -257,6 +280,7 @@ def serve(
             help="Also serve A2A over gRPC on this port (lf.a2a.v1.A2AService, each agent named in the call's "
             "tenant as NAMESPACE/NAME). Needs the grpc extra.",
             metavar="PORT",
+            callback=_port,
         ),
     ] = None,
 ) -> None:
@@ -291,6 +315,8 @@ def init(
 ) -> None:
     """Write a starter project that runs with no API key: a config, a tool that needs approval, a script."""
     from rich.text import Text
+
+    folder = folder or "."  # `sayso init ""`: here, and said so
 
     from ._render import sayso_command
     from ._starter import write_starter
@@ -394,98 +420,27 @@ def recover(config: ConfigArg, as_json: JsonOpt = False) -> None:
         print_result(console, result, config=config)
 
 
-grants_app = typer.Typer(help="Remembered approvals: list and revoke.", no_args_is_help=True, rich_markup_mode=None)
-audit_app = typer.Typer(
-    help="The hash-chained audit log: list and verify.", no_args_is_help=True, rich_markup_mode=None
-)
-app.add_typer(grants_app, name="grants")
-app.add_typer(audit_app, name="audit")
+_WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+"""How writing the output fails where it goes (a full disk, a quota, a file too large, a device error).
 
-
-@grants_app.command("list", cls=_Command)
-def grants_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
-    """List the active remembered approvals."""
-    from .._core.access import LOCAL
-    from ._render import grants_table
-
-    grants = _with_reader(config, lambda rt: rt.grants(principal=LOCAL), as_json=as_json)
-    if as_json:
-        print(json.dumps({"grants": [asdict(g) for g in grants]}, ensure_ascii=False))
-        return
-    console.print(grants_table(grants) if grants else "no active grants")
-
-
-@grants_app.command("revoke", cls=_Command)
-def grants_revoke(
-    config: ConfigArg,
-    grant_id: Annotated[str, typer.Argument(help="The grant to revoke.", metavar="GRANT_ID")],
-    principal: PrincipalOpt = "local",
-    as_json: JsonOpt = False,
-) -> None:
-    """Revoke a remembered approval; the next call it covered asks again."""
-    grant = _with_reader(config, lambda rt: rt.revoke_grant(grant_id, principal=principal), as_json=as_json)
-    if as_json:
-        print(json.dumps({"revoked": asdict(grant)}, ensure_ascii=False))
-    else:
-        console.print(f"revoked {grant.grant_id} ({grant.tool} on {grant.subject_label})")
-
-
-@audit_app.command("list", cls=_Command)
-def audit_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
-    """Print every audit record, oldest first."""
-    from ._render import audit_table
-
-    records = _with_reader(config, lambda rt: rt.audit_log(), as_json=as_json)
-    if as_json:
-        print(json.dumps({"records": [asdict(r) for r in records]}, ensure_ascii=False))
-        return
-    console.print(audit_table(records))
-
-
-@audit_app.command("anchor", cls=_Command)
-def audit_anchor(config: ConfigArg, as_json: JsonOpt = False) -> None:
-    """Vouch once for audit records written before an audit key was set, so new records can be signed.
-
-    Run it once after setting SAYSO_AUDIT_KEY on a store that already has an audit log, and only if
-    you trust that log as it stands: verify accepts the records before the anchor, signed ones after.
-    """
-    vouched = _with_reader(config, lambda rt: rt.anchor_audit(), as_json=as_json)
-    if as_json:
-        print(json.dumps({"vouched_for": vouched}))
-    elif vouched:
-        console.print(f"vouched for {vouched} unsigned record(s); new records are signed")
-    else:
-        console.print("nothing to vouch for: the audit log is empty or already signed")
-
-
-@audit_app.command("verify", cls=_Command)
-def audit_verify(config: ConfigArg, as_json: JsonOpt = False) -> None:
-    """Check the audit chain; exits 1 and names the first bad record when it was tampered with.
-
-    With an audit key (SAYSO_AUDIT_KEY) the chain is anchored: rewrites, forged appends and a cut
-    tail are detected. Without one the output says UNANCHORED.
-    """
-    report = _with_reader(config, lambda rt: rt.audit_report(), as_json=as_json)
-    problem = report.problem
-    if as_json:
-        body = {"records": report.records, "ok": report.intact, "problem": asdict(problem) if problem else None}
-        print(json.dumps(body | {"anchored": report.anchored, "note": report.note}))
-    elif problem is None:
-        console.print(f"audit log intact: {report.records} record(s)")
-        (console if report.anchored else errors).print(escape(report.note), soft_wrap=True)
-    else:
-        errors.print(
-            f"[red]audit log tampered at record {problem.seq}:[/red] {escape(problem.problem)}", soft_wrap=True
-        )
-        errors.print(escape(report.note), soft_wrap=True)
-    if problem is not None:
-        raise typer.Exit(FAILED)
+A closed pipe (`sayso inbox CONFIG | head -1`) is click's: it stops quietly, exit 1.
+"""
 
 
 def main() -> None:
     """Entry point of the `sayso` console script."""
     try:
-        app(prog_name="sayso")
+        try:
+            app(prog_name="sayso")
+        finally:
+            sys.stdout.flush()  # here, so that a write that fails is said, not a traceback (or an exit 120)
+    except OSError as exc:
+        if exc.errno not in (*_WRITE_ERRORS, errno.EPIPE):
+            raise
+        sys.stdout = open(os.devnull, "w")  # what is still buffered is dropped, not tried again at exit
+        if exc.errno != errno.EPIPE:  # whoever closed the pipe wanted no more
+            print(f"error: cannot write the output: {exc.strerror}", file=sys.stderr)
+        raise SystemExit(FAILED) from None
     except SystemExit as done:
         if "temporalio.bridge.temporal_sdk_bridge" not in sys.modules:
             raise

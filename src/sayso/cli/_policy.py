@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, InvalidInput
 from ._app import ConfigArg, JsonOpt, app, console
 from ._command import Command
 from ._exits import WRONG
-from ._open import fail
+from ._open import check_principal, fail
 
 policy_app = typer.Typer(help="Approval rules: try them on a call.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(policy_app, name="policy")
@@ -48,8 +48,10 @@ def policy_test(
     except ValueError as exc:
         fail("BadParameter", f"--args must be a JSON object: {exc}", code=WRONG, as_json=as_json)
     try:
-        verdict = preview_call(load_config(config), tool=tool, args=call_args, principal=principal, agent=agent)
-    except ConfigError as exc:
+        loaded = load_config(config)
+        check_principal(loaded, principal, option="--as")
+        verdict = preview_call(loaded, tool=tool, args=call_args, principal=principal, agent=agent)
+    except (ConfigError, InvalidInput) as exc:
         fail(type(exc).__name__, str(exc), code=WRONG, as_json=as_json)
     if as_json:
         shown = {"action": verdict.action, "rule": verdict.rule, "reason": verdict.reason, "error": verdict.error}

@@ -8,6 +8,8 @@ model is one line of the config.
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 CONFIG = """\
@@ -115,7 +117,10 @@ def write_starter(folder: Path) -> list[Path]:
 
     Raises:
         FileExistsError: a file of the starter is already there; nothing was written.
+        OSError: the folder cannot be made or written (`folder` is a file: NotADirectoryError).
     """
+    if folder.exists() and not folder.is_dir():  # else mkdir's FileExistsError read as a starter file already there
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder))
     targets = [folder / name for name in FILES]
     taken = [t for t in targets if t.exists()]
     if taken:

@@ -9,10 +9,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ._app import ConfigArg, JsonOpt, app, console, errors
+from ._app import ConfigArg, JsonOpt, app, console
 from ._command import Command
 from ._exits import WRONG
-from ._open import with_reader
+from ._open import fail, with_reader
 
 if TYPE_CHECKING:
     from .._core.stats import Rates
@@ -31,8 +31,7 @@ def stats(
     try:
         seconds = parse_duration(window)
     except ValueError as exc:
-        errors.print(f"[red]error:[/red] --window: {escape(str(exc))}", highlight=False)
-        raise typer.Exit(WRONG) from None
+        fail("BadParameter", f"--window: {exc}", code=WRONG, as_json=as_json)
     found = with_reader(config, lambda rt: rt.stats(window_seconds=seconds), as_json=as_json)
     if as_json:
         print(json.dumps(stats_json(found), ensure_ascii=False))

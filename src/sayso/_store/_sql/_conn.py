@@ -12,6 +12,7 @@ the hot path never load SQLAlchemy or Alembic, so a short-lived command starts q
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import sqlite3
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from ..._core.store_urls import no_folder, store_url
+from ..._core.store_urls import StoreUrl, no_folder, store_url
 from ...exceptions import ConfigError, SaysoError, StoreError
 from . import _fork
 from ._tx import Database, PostgresDatabase, Sql, SqliteDatabase, Tx, Work
@@ -52,9 +53,35 @@ def _database_errors() -> tuple[type[BaseException], ...]:
 
 
 def _said(exc: BaseException) -> str:
-    """A database error in words: the driver's own message, without SQLAlchemy's statement and web link."""
+    """A database error in words: the driver's own message, without SQLAlchemy's statement and web link.
+
+    A socket's error is its reason alone (`Connection refused`), not `[Errno 111] Connect call failed (…)`:
+    the store's address is said beside it.
+    """
     orig = getattr(exc, "orig", None)
-    return str(orig) if isinstance(orig, BaseException) else str(exc)
+    said = orig if isinstance(orig, BaseException) else exc
+    if isinstance(said, OSError) and said.errno is not None:
+        return os.strerror(said.errno) if said.errno > 0 else str(said.strerror or said)
+    return str(said)
+
+
+def sqlite_unwritable(store: StoreUrl) -> str | None:
+    """Why SQLite could not open its file, where its own `unable to open database file` says nothing of it.
+
+    SQLite writes the file and, beside it, its `-wal` and `-shm` files: a folder where the file should be, or
+    a folder it may not write to, stops it (even when the file is there and readable).
+    """
+    assert store.path is not None
+    if store.path.is_dir():
+        return f"{str(store.path)!r} is a folder; point the store at a file"
+    if not os.access(store.path.parent, os.W_OK):
+        return (
+            f"sayso may not write in the folder {str(store.path.parent)!r} (read-only, or another user's), where "
+            "SQLite keeps the store and its -wal and -shm files; make it writable or point the store elsewhere"
+        )
+    if store.path.exists() and not os.access(store.path, os.W_OK):
+        return f"sayso may not write the file {str(store.path)!r}; make it writable or point the store elsewhere"
+    return None
 
 
 _VERSION = Sql("SELECT version_num FROM alembic_version")
@@ -190,10 +217,11 @@ class _SqlConn:
                 try:
                     await db.open()
                 except db.errors as exc:
-                    raise StoreError(f"database error: {exc}") from exc
+                    raise StoreError(f"database error: {_said(exc)}") from exc
         except StoreError as exc:
             await self.aclose()
-            raise StoreError(f"could not open the store at {self.location.shown!r}: {exc}") from exc
+            why = sqlite_unwritable(self.location) if path is not None else None
+            raise StoreError(f"could not open the store at {self.location.shown!r}: {why or exc}") from exc
         self._db = db
 
     async def aclose(self) -> None:
@@ -257,7 +285,7 @@ class _SqlConn:
                     raise StoreError(f"database error: {exc}") from exc
                 problem, step = exc, race
             except db.errors as exc:
-                raise StoreError(f"database error: {exc}") from exc
+                raise StoreError(f"database error: {_said(exc)}") from exc
         raise StoreError(f"database error: {problem} (after {_RETRIES} attempts)") from problem
 
     # SQLAlchemy (migrations and listings)

@@ -1,0 +1,104 @@
+"""`sayso grants` and `sayso audit`: the remembered approvals and the hash-chained audit log, read from the store."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from ._app import ConfigArg, JsonOpt, PrincipalOpt, app, console, errors
+from ._command import Command as _Command
+from ._exits import FAILED
+from ._open import with_reader as _with_reader
+
+grants_app = typer.Typer(help="Remembered approvals: list and revoke.", no_args_is_help=True, rich_markup_mode=None)
+audit_app = typer.Typer(
+    help="The hash-chained audit log: list and verify.", no_args_is_help=True, rich_markup_mode=None
+)
+app.add_typer(grants_app, name="grants")
+app.add_typer(audit_app, name="audit")
+
+
+@grants_app.command("list", cls=_Command)
+def grants_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
+    """List the active remembered approvals."""
+    from .._core.access import LOCAL
+    from ._render import grants_table
+
+    grants = _with_reader(config, lambda rt: rt.grants(principal=LOCAL), as_json=as_json)
+    if as_json:
+        print(json.dumps({"grants": [asdict(g) for g in grants]}, ensure_ascii=False))
+        return
+    console.print(grants_table(grants) if grants else "no active grants")
+
+
+@grants_app.command("revoke", cls=_Command)
+def grants_revoke(
+    config: ConfigArg,
+    grant_id: Annotated[str, typer.Argument(help="The grant to revoke.", metavar="GRANT_ID")],
+    principal: PrincipalOpt = "local",
+    as_json: JsonOpt = False,
+) -> None:
+    """Revoke a remembered approval; the next call it covered asks again."""
+    grant = _with_reader(
+        config, lambda rt: rt.revoke_grant(grant_id, principal=principal), as_json=as_json, principal=principal
+    )
+    if as_json:
+        print(json.dumps({"revoked": asdict(grant)}, ensure_ascii=False))
+    else:
+        console.print(f"revoked {grant.grant_id} ({grant.tool} on {grant.subject_label})")
+
+
+@audit_app.command("list", cls=_Command)
+def audit_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
+    """Print every audit record, oldest first."""
+    from ._render import audit_table
+
+    records = _with_reader(config, lambda rt: rt.audit_log(), as_json=as_json)
+    if as_json:
+        print(json.dumps({"records": [asdict(r) for r in records]}, ensure_ascii=False))
+        return
+    console.print(audit_table(records))
+
+
+@audit_app.command("anchor", cls=_Command)
+def audit_anchor(config: ConfigArg, as_json: JsonOpt = False) -> None:
+    """Vouch once for audit records written before an audit key was set, so new records can be signed.
+
+    Run it once after setting SAYSO_AUDIT_KEY on a store that already has an audit log, and only if
+    you trust that log as it stands: verify accepts the records before the anchor, signed ones after.
+    """
+    vouched = _with_reader(config, lambda rt: rt.anchor_audit(), as_json=as_json)
+    if as_json:
+        print(json.dumps({"vouched_for": vouched}))
+    elif vouched:
+        console.print(f"vouched for {vouched} unsigned record(s); new records are signed")
+    else:
+        console.print("nothing to vouch for: the audit log is empty or already signed")
+
+
+@audit_app.command("verify", cls=_Command)
+def audit_verify(config: ConfigArg, as_json: JsonOpt = False) -> None:
+    """Check the audit chain; exits 1 and names the first bad record when it was tampered with.
+
+    With an audit key (SAYSO_AUDIT_KEY) the chain is anchored: rewrites, forged appends and a cut
+    tail are detected. Without one the output says UNANCHORED.
+    """
+    report = _with_reader(config, lambda rt: rt.audit_report(), as_json=as_json)
+    problem = report.problem
+    if as_json:
+        body = {"records": report.records, "ok": report.intact, "problem": asdict(problem) if problem else None}
+        print(json.dumps(body | {"anchored": report.anchored, "note": report.note}))
+    elif problem is None:
+        console.print(f"audit log intact: {report.records} record(s)")
+        (console if report.anchored else errors).print(escape(report.note), soft_wrap=True)
+    else:
+        errors.print(
+            f"[red]audit log tampered at record {problem.seq}:[/red] {escape(problem.problem)}", soft_wrap=True
+        )
+        errors.print(escape(report.note), soft_wrap=True)
+    if problem is not None:
+        raise typer.Exit(FAILED)
