@@ -23,6 +23,10 @@ its checkpointer, `sayso-sqlite-*`): they run beside the event loop, and a commi
 they happen to do while an `Agent.run` is under way is the store's work, which the whole cycle
 (`sayso_cycle.py`) counts, not pydantic-ai's. `ratio_all_threads` is the same with them in.
 
+`--history H` continues threads that already hold H prior user/assistant pairs (sayso: seeded
+threads, one per cycle; bare: the same messages handed to the first run): what a long thread asks
+of pydantic-ai, apart from decoding its history, which the store pays (`sayso_cycle.py`).
+
 Prints one JSON line: CPU ms per pair for each, and sayso ÷ bare (the issue's goal is ≤ 1.2×).
 """
 
@@ -36,11 +40,12 @@ import statistics
 import sys
 import threading
 import time
+import uuid
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import bench_config, default_db, fresh_db, user_request
+from common import bench_config, default_db, fresh_db, history_messages, seed_threads, user_request
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 from pydanticai_cycle import build_agent
@@ -88,11 +93,17 @@ class AgentClock:
         Agent.run = run  # type: ignore[method-assign]  # a process global of this benchmark only
 
 
-async def bare_pairs(agent_a: Any, agent_b: Any, clock: AgentClock, start: int, n: int) -> tuple[float, float]:
-    """CPU seconds inside the `Agent.run` calls of `n` bare pairs (without, with the store's threads)."""
+async def bare_pairs(
+    agent_a: Any, agent_b: Any, clock: AgentClock, start: int, n: int, prior: bytes | None = None
+) -> tuple[float, float]:
+    """CPU seconds inside the `Agent.run` calls of `n` bare pairs (without, with the store's threads).
+
+    `prior` is a stored history (JSON) each pair's first run continues, decoded untimed as a store hands it back.
+    """
     before, before_all = clock.cpu, clock.cpu_all
     for i in range(start, start + n):
-        r1 = await agent_a.run(user_request(i))
+        earlier = ModelMessagesTypeAdapter.validate_json(prior) if prior else None
+        r1 = await agent_a.run(user_request(i), message_history=earlier)
         assert isinstance(r1.output, DeferredToolRequests)
         approved = DeferredToolResults(approvals={c.tool_call_id: True for c in r1.output.approvals})
         history = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(r1.all_messages()))
@@ -101,11 +112,16 @@ async def bare_pairs(agent_a: Any, agent_b: Any, clock: AgentClock, start: int, 
     return clock.cpu - before, clock.cpu_all - before_all
 
 
-async def sayso_pairs(app_a: Sayso, app_b: Sayso, clock: AgentClock, start: int, n: int) -> tuple[float, float]:
-    """CPU seconds inside sayso's `Agent.run` calls over `n` full cycles (without, with the store's threads)."""
+async def sayso_pairs(
+    app_a: Sayso, app_b: Sayso, clock: AgentClock, start: int, n: int, threads: list[str] | None = None
+) -> tuple[float, float]:
+    """CPU seconds inside sayso's `Agent.run` calls over `n` full cycles (without, with the store's threads).
+
+    `threads` are seeded threads, one per cycle number, each cycle continuing its own (`--history`).
+    """
     before, before_all = clock.cpu, clock.cpu_all
     for i in range(start, start + n):
-        r = await app_a.run(user_request(i))
+        r = await app_a.run(user_request(i), thread_id=threads[i] if threads else None)
         d = await app_b.decide(r.requests[0].request_id, Approve())
         assert d.run.status == "completed"
     return clock.cpu - before, clock.cpu_all - before_all
@@ -117,18 +133,24 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     agent_a, agent_b = build_agent(), build_agent()
     bare: list[tuple[float, float]] = []
     sayso: list[tuple[float, float]] = []
+    prior: bytes | None = None
+    threads: list[str] | None = None
     async with Sayso(bench_config(args.db)) as app_a, Sayso(bench_config(args.db)) as app_b:
-        await bare_pairs(agent_a, agent_b, clock, 0, args.warmup)
-        await sayso_pairs(app_a, app_b, clock, 0, args.warmup)
+        if args.history:
+            prior = ModelMessagesTypeAdapter.dump_json(history_messages(args.history))
+            threads = [f"thr_pair{i}_{uuid.uuid4().hex[:12]}" for i in range(args.warmup + args.blocks * args.pairs)]
+            seed_threads(args.db, threads, args.history)
+        await bare_pairs(agent_a, agent_b, clock, 0, args.warmup, prior)
+        await sayso_pairs(app_a, app_b, clock, 0, args.warmup, threads)
         n = args.pairs
         for block in range(args.blocks):
             sums = {"bare": [0.0, 0.0], "sayso": [0.0, 0.0]}
             for i in range(args.warmup + block * n, args.warmup + (block + 1) * n):
                 for kind in ("sayso", "bare") if i % 2 else ("bare", "sayso"):
                     if kind == "bare":
-                        cpu, cpu_all = await bare_pairs(agent_a, agent_b, clock, i, 1)
+                        cpu, cpu_all = await bare_pairs(agent_a, agent_b, clock, i, 1, prior)
                     else:
-                        cpu, cpu_all = await sayso_pairs(app_a, app_b, clock, i, 1)
+                        cpu, cpu_all = await sayso_pairs(app_a, app_b, clock, i, 1, threads)
                     sums[kind][0] += cpu
                     sums[kind][1] += cpu_all
             bare.append((sums["bare"][0], sums["bare"][1]))
@@ -138,6 +160,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     ratios_all = [s[1] / b[1] for s, b in zip(sayso, bare, strict=True)]
     return {
         "kind": "agent_pair",
+        "history": args.history,
         "pairs_per_block": args.pairs,
         "blocks": args.blocks,
         "bare_cpu_ms": round(statistics.median(b[0] for b in bare) / n * 1e3, 3),
@@ -154,6 +177,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=25, help="pairs per block")
     ap.add_argument("--blocks", type=int, default=24)
     ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--history", type=int, default=0, help="prior user/assistant pairs each cycle's thread holds")
     ap.add_argument("--db", default=default_db("sayso-agent-pair"))
     args = ap.parse_args()
     print(json.dumps(asyncio.run(main_async(args))), flush=True)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import gc
 import json
 import os
 import platform
@@ -57,6 +58,30 @@ from common import (
 
 from sayso import ApprovalRequest, Approve, Sayso
 from sayso._store import SqlRunStore
+
+
+class GcClock:
+    """CPU time of CPython's cyclic garbage collector, by generation (`gc.callbacks`), for the timed loop.
+
+    A full (generation 2) collection walks every object the process holds, so its cost grows with
+    what is loaded (schemas, SQLAlchemy, the engine) as much as with what a cycle allocates.
+    """
+
+    def __init__(self) -> None:
+        self.cpu = [0.0, 0.0, 0.0]
+        self.runs = [0, 0, 0]
+        self._start = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.process_time()
+        else:
+            self.cpu[info["generation"]] += time.process_time() - self._start
+            self.runs[info["generation"]] += 1
+
+    def snapshot(self) -> tuple[list[float], list[int]]:
+        return list(self.cpu), list(self.runs)
 
 
 class StoreTimes:
@@ -255,6 +280,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
     times.install()
     times.install_agent_clock()
     times.install_decode_counter()
+    gc_clock = GcClock()
     counters = Counters()
     counters.attach_all()  # before any connection opens: every sqlite3 connection of this process is counted
     app_a = Sayso(bench_config(args.db))
@@ -329,6 +355,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
 
         prof = cProfile.Profile()
         prof.enable()
+    gc0 = gc_clock.snapshot()
     cpu_start = time.process_time()
     t_start = time.perf_counter()
     for n in range(timed_from, total):
@@ -337,6 +364,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
         resumes.append(r)
     seconds = time.perf_counter() - t_start
     cpu = time.process_time() - cpu_start
+    gc1 = gc_clock.snapshot()
     if prof is not None:
         prof.disable()
         prof.dump_stats(args.profile)
@@ -386,6 +414,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901
         # sayso's runtime between them (and the benchmark's loop)
         "agent_cpu_ms_per_cycle": round((s1[0].get(" agent", 0.0) - s0[0].get(" agent", 0.0)) / n * 1e3, 3),
         "store_cpu_ms_per_cycle": round((s1[0].get(" cpu", 0.0) - s0[0].get(" cpu", 0.0)) / n * 1e3, 3),
+        # ... of which in the cyclic garbage collector (all generations), and its collections by generation
+        "gc_cpu_ms_per_cycle": round((sum(gc1[0]) - sum(gc0[0])) / n * 1e3, 3),
+        "gc_collections": [b - a for a, b in zip(gc0[1], gc1[1], strict=True)],
         "db_bytes": db_bytes,
         "bytes_per_cycle": round(db_bytes / n),
         "disk_write_bytes_per_cycle": None if io0 is None or io1 is None else round((io1 - io0) / n),
