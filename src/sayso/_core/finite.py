@@ -6,6 +6,13 @@ NUL character (U+0000) too, but PostgreSQL's text cannot hold one: SQLite would 
 PostgreSQL refuses, and a reason or a message written as text (a run's output) would fail the
 run's next write, so text holding one is refused on every store alike.
 
+What a person sends is refused so. What a model, a tool or a webhook's receiver produced is not
+anyone's mistake to refuse: a run's output or error, a delivery's last error are stored with each
+such character as U+FFFD (`storable_text`), on every store alike, and the run ends as it would have
+(before, on PostgreSQL, the run's last write failed and left it running; a lone surrogate failed
+SQLite's too). The messages keep a NUL exactly (their JSON escapes it); a lone surrogate, which
+JSON cannot carry as UTF-8, becomes U+FFFD there too (`storable_value`).
+
 Such a number in what a person decided cannot be stored as JSON (a record writes it as `null`),
 matched against what was approved (NaN equals nothing), or sent on to a tool as the person meant
 it; the decision rule refuses it (`decisions.check_decision`). Such text cannot even be measured
@@ -15,8 +22,12 @@ against the size limits, which refuse it first (`limits.check_decision`).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, overload
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+"""A NUL character, or a surrogate (in a `str`, a surrogate is always a lone one)."""
 
 
 def non_finite(value: object, where: str = "") -> str | None:
@@ -38,6 +49,31 @@ def lone_surrogate(value: object, where: str = "") -> str | None:
 def nul_character(value: object, where: str = "") -> str | None:
     """Where `value` holds text with a NUL character (`city`; `""` for the value itself), or `None` if nowhere."""
     return _first(value, where, _text_leaf(lambda text: "\x00" in text))
+
+
+def storable(text: str) -> bool:
+    """Whether every store keeps `text` as it is: it holds no NUL character and no lone surrogate."""
+    return _UNSTORABLE.search(text) is None
+
+
+@overload
+def storable_text(text: str) -> str: ...
+@overload
+def storable_text(text: None) -> None: ...
+def storable_text(text: str | None) -> str | None:
+    """`text` with each NUL character and lone surrogate replaced by U+FFFD, so every store keeps it (see above)."""
+    return text if text is None or storable(text) else _UNSTORABLE.sub("\ufffd", text)
+
+
+def storable_value(value: Any) -> Any:
+    """A JSON-able `value` with `storable_text` applied to every text in it, keys included."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, Mapping):
+        return {storable_value(k): storable_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable_value(item) for item in value]
+    return value
 
 
 def _text_leaf(bad: Callable[[str], bool]) -> Callable[[object, str], str | None]:

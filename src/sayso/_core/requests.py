@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Discriminator, TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
 
 from .escalation import EscalationStep, OnTimeout, next_step_at
+from .finite import storable
 from .routing import Routing
 
 RequestKind: TypeAlias = Literal["approval", "question", "client_tool", "input", "elicitation"]
@@ -47,6 +48,15 @@ class Subject:
     """Stable identity of the resource, compared when a grant is looked up."""
     label: str
     """Words shown to the person, such as `folder reports/`."""
+
+    @property
+    def rememberable(self) -> bool:
+        """Whether a grant can be kept for it, so a wider scope than `once` may be offered.
+
+        No store keeps a key or label holding a NUL or a lone surrogate (a subject function may read them
+        from a model's arguments): such a call is approved once at a time.
+        """
+        return storable(self.key) and storable(self.label)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -209,14 +209,16 @@ class GateToolset(WrapperToolset[Any]):
             routing = (terms.rule.routing if terms.rule is not None else None) or next(
                 (r.routing for r in added if r.routing is not None), None
             )
-            # A routed call asks its approvers every time: no remembered approval stands in for them.
-            grant = await self._covering_grant(deps, name, subject) if routing is None else None
+            # A routed call asks its approvers every time: no remembered approval stands in for them; nor
+            # for a subject no store keeps, which is approved once at a time.
+            once_only = routing is not None or not subject.rememberable
+            grant = None if once_only else await self._covering_grant(deps, name, subject)
             if grant is not None:
                 return await self._run_granted(name, tool_args, ctx, tool, deps, grant)
             raise ApprovalRequired(
                 metadata=ApprovalDeferral(
                     hint=options.hint or default_hint(name),
-                    scopes=("once",) if routing is not None else _up_to(terms.scopes, deps.widest_scope),
+                    scopes=("once",) if once_only else _up_to(terms.scopes, deps.widest_scope),
                     routing=routing,
                     ttl_seconds=terms.ttl_seconds,
                     args_schema=schema,

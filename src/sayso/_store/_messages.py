@@ -21,12 +21,14 @@ would cost a one-shot command (`sayso decide`) more than it saves on a short thr
 from __future__ import annotations
 
 import gc
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from pydantic_core import ValidationError
 
+from .._core.finite import lone_surrogate, storable_value
 from ._trusted import trusted_validator
 
 if TYPE_CHECKING:
@@ -37,10 +39,21 @@ TRUSTED_FROM = 256 * 1024
 
 
 def encode_messages(messages: Iterable[ModelMessage]) -> bytes:
-    """One run segment's new messages as the JSON array stored for them."""
-    from pydantic_ai.messages import ModelMessagesTypeAdapter
+    """One run segment's new messages as the JSON array stored for them.
 
-    return ModelMessagesTypeAdapter.dump_json(list(messages))
+    Text holding a lone surrogate (a model's reply may escape one) cannot be written as UTF-8: such
+    a segment is written with U+FFFD in its place (`_core.finite`), not refused, so the run ends.
+    """
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+    from pydantic_core import PydanticSerializationError
+
+    batch = list(messages)
+    try:
+        return ModelMessagesTypeAdapter.dump_json(batch)
+    except PydanticSerializationError:
+        if not lone_surrogate(ModelMessagesTypeAdapter.dump_python(batch, mode="json")):
+            raise
+    return json.dumps(storable_value(ModelMessagesTypeAdapter.dump_python(batch, mode="json"))).encode()
 
 
 def decode_messages(body: bytes) -> list[ModelMessage]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..._core.finite import storable_text
 from .._ops import ClaimDelivery, FanOut, Settled
 from .._port_outbox import PRUNED_AT_ONCE
 from .._primitives import StoreTx, TxStore
@@ -57,7 +58,7 @@ class OutboxVerbs(TxStore):
             delivery_id=delivery_id,
             holder=holder,
             status=status,
-            error=error,
+            error=storable_text(error),  # a receiver's words: kept, as every store can
             next_attempt_at=(retry_at if retry_at is not None else now) if pending else None,
             finished_at=None if pending else now,
             attempted=status != "skipped",

@@ -11,6 +11,7 @@ from pydantic import TypeAdapter
 
 from ..._core.audit_events import AuditEvent
 from ..._core.decisions import DecisionRecord
+from ..._core.finite import storable_text
 from ..._core.grants import Grant
 from ..._core.requests import Request
 from ..._core.starting import StartAsk, check_thread
@@ -192,7 +193,14 @@ class RunVerbs(TxStore):
         workflow_state: bytes | None = None,
     ) -> None:
         async def work(tx: StoreTx) -> None:
-            end = EndRun(run_id=run.run_id, status=status, output=output, error=error, holder=holder, now=now)
+            end = EndRun(
+                run_id=run.run_id,
+                status=status,
+                output=storable_text(output),  # a model's or a tool's text: kept, as every store can
+                error=storable_text(error),
+                holder=holder,
+                now=now,
+            )
             if not await tx.change(end):
                 raise lost_lease(run.run_id)
             await finish(tx, executions, now)
