@@ -17,7 +17,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "anchors"))
 
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import FunctionModel
 from pydanticai_cycle import (
     cycle_path,
@@ -32,6 +32,7 @@ from pydanticai_cycle import (
 )
 
 from sayso import Config
+from sayso._store._messages import encode_messages
 
 __all__ = [
     "Counters",
@@ -90,7 +91,7 @@ def seed_threads(db: str, thread_ids: Iterable[str], history: int, *, agent: str
     exactly what a long chat would have left behind (in fewer rows).
     """
     msgs: list[ModelMessage] = history_messages(history)
-    body = ModelMessagesTypeAdapter.dump_json(msgs)
+    body = encode_messages(msgs)  # as sayso writes a segment
     conn = sqlite3.connect(db)
     try:
         with conn:
@@ -111,7 +112,7 @@ def seed_threads(db: str, thread_ids: Iterable[str], history: int, *, agent: str
 def seed_rows(thread_ids: Iterable[str], history: int, *, agent: str = "bench", now: float = 0.0) -> list[tuple]:
     """The `threads` and `messages` rows `seed_threads` writes, for any database: (thread, message) pairs."""
     msgs: list[ModelMessage] = history_messages(history)
-    body = ModelMessagesTypeAdapter.dump_json(msgs)
+    body = encode_messages(msgs)
     return [((tid, "local", agent, None, now), (tid, 1, "seed", len(msgs), body)) for tid in thread_ids]
 
 
