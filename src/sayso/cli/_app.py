@@ -20,7 +20,7 @@ from rich.markup import escape
 from ..exceptions import ConfigError, SaysoError
 from ._command import Command as _Command
 from ._exits import CANNOT_SERVE, FAILED, WRONG
-from ._open import fail
+from ._open import check_id, fail
 from ._open import with_app as _with_app
 from ._open import with_inbox as _with_inbox
 from ._startup import collector_paused as _collector_paused
@@ -101,6 +101,7 @@ def chat(
     principal: PrincipalOpt = "local",
 ) -> None:
     """Chat with an agent, answering its requests at the prompt."""
+    check_id("--thread", thread, what="a thread id", example="thr_")
     from ._chat import chat_loop
 
     _with_app(
@@ -120,6 +121,7 @@ def run(
     as_json: JsonOpt = False,
 ) -> None:
     """Send one message, print where the run stands (completed or paused), and exit (a live form: wait for it)."""
+    check_id("--thread", thread, what="a thread id", example="thr_", as_json=as_json)
     from ._holding import run_holding
 
     async def work(rt: Sayso) -> RunResult:
@@ -163,6 +165,7 @@ def decide(
     as_json: JsonOpt = False,
 ) -> None:
     """Decide one request; when it was the last open one, the run resumes and its result is printed."""
+    check_id("REQUEST_ID", request_id, what="a request id", example="req_", as_json=as_json)
     with _collector_paused():
         from ._decisions import parse_decision
 
@@ -207,6 +210,7 @@ def resume(
     as_json: JsonOpt = False,
 ) -> None:
     """Resume a paused run now (open requests count as skipped by you), or carry on a run whose process died."""
+    check_id("RUN_ID", run_id, what="a run id", example="run_", as_json=as_json)
     resumed = _with_app(
         config, lambda rt: rt.resume(run_id, force=force, principal=who, via="cli"), as_json=as_json, principal=who
     )
