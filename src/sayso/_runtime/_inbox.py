@@ -3,7 +3,8 @@
 `sayso inbox` only lists: a `Reader` would open the whole store port (its primitives, operations and
 business verbs) and the runtime's kernel for one query. An `Inbox` opens the config and the store's
 inbox port (`_store.inbox_from_url`: on SQL, `SqlInbox`), and lists through the same rule as
-`Sayso.inbox` (`_listing.inbox_page`), so what a caller sees is the same.
+`Sayso.inbox` (`_listing.inbox_page`), so what a caller sees is the same. `reach` asks the same store only
+whether it answers (`sayso check`).
 """
 
 from __future__ import annotations
@@ -13,11 +14,18 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
+import anyio
+
 from .._config.file import Config, load_config
 from .._core import access
+from .._core.store_urls import shown_url
 from .._store import InboxFilter, InboxPage, InboxPort, inbox_from_url, refuse_missing_folder
+from ..exceptions import StoreError
 from . import _audit
 from ._listing import PrincipalLike, inbox_page, principal_of
+
+REACH_SECONDS = 5.0
+"""How long `Inbox.reach` waits for the store: a database that does not answer in that long is as good as down."""
 
 
 class Inbox:
@@ -46,6 +54,26 @@ class Inbox:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self._store.aclose()
+
+    async def reach(self, *, within: float = REACH_SECONDS) -> None:
+        """Check that the store answers within `within` seconds, without opening it (no `async with` needed).
+
+        Opening would create a SQLite file that is not there yet and bring the schema up to date (on a new
+        PostgreSQL database, create its tables): a check should leave the store as it found it, so the store is
+        only reached (`InboxPort.reach`: a SQLite file's folder writable and the file, if any, a database; a
+        PostgreSQL connection and `SELECT 1`), and the first command that works with it creates what it needs.
+
+        Raises:
+            StoreError: the store cannot be reached or opened, or did not answer in time, saying why in a line.
+        """
+        try:
+            with anyio.fail_after(within):
+                await self._store.reach()
+        except TimeoutError:
+            where = shown_url(self.config.store_url())
+            raise StoreError(
+                f"could not open the store at {where!r}: it did not answer within {within:g} seconds"
+            ) from None
 
     async def inbox(
         self,

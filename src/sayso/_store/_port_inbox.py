@@ -26,6 +26,13 @@ class InboxPort(RoutingPort):
     async def aclose(self) -> None:  # an optional hook, as `open`
         """Release connections; the store can be opened again afterwards."""
 
+    async def reach(self) -> None:  # an optional hook, as `open`: a store with nothing to connect is always there
+        """Check that the store could be opened, without opening it: nothing is created, migrated or written.
+
+        Raises:
+            StoreError: it cannot be reached or opened, saying why in a line.
+        """
+
     async def __aenter__(self) -> Self:
         await self.open()
         return self

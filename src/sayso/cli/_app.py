@@ -9,7 +9,7 @@ import math
 import os
 import shlex
 import sys
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -20,13 +20,12 @@ from rich.markup import escape
 from ..exceptions import ConfigError, SaysoError
 from ._command import Command as _Command
 from ._exits import CANNOT_SERVE, FAILED, WRONG
-from ._open import fail
+from ._open import check_id, fail
 from ._open import with_app as _with_app
 from ._open import with_inbox as _with_inbox
 from ._startup import collector_paused as _collector_paused
 
 if TYPE_CHECKING:
-    from .._config.checks import ConfigProblem
     from .._core.decisions import Decision
     from .._core.requests import Request
     from .._runtime import DecideResult, Inbox, InboxPage, RunResult, Sayso
@@ -101,6 +100,7 @@ def chat(
     principal: PrincipalOpt = "local",
 ) -> None:
     """Chat with an agent, answering its requests at the prompt."""
+    check_id("--thread", thread, what="a thread id", example="thr_")
     from ._chat import chat_loop
 
     _with_app(
@@ -120,6 +120,7 @@ def run(
     as_json: JsonOpt = False,
 ) -> None:
     """Send one message, print where the run stands (completed or paused), and exit (a live form: wait for it)."""
+    check_id("--thread", thread, what="a thread id", example="thr_", as_json=as_json)
     from ._holding import run_holding
 
     async def work(rt: Sayso) -> RunResult:
@@ -163,6 +164,7 @@ def decide(
     as_json: JsonOpt = False,
 ) -> None:
     """Decide one request; when it was the last open one, the run resumes and its result is printed."""
+    check_id("REQUEST_ID", request_id, what="a request id", example="req_", as_json=as_json)
     with _collector_paused():
         from ._decisions import parse_decision
 
@@ -207,6 +209,7 @@ def resume(
     as_json: JsonOpt = False,
 ) -> None:
     """Resume a paused run now (open requests count as skipped by you), or carry on a run whose process died."""
+    check_id("RUN_ID", run_id, what="a run id", example="run_", as_json=as_json)
     resumed = _with_app(
         config, lambda rt: rt.resume(run_id, force=force, principal=who, via="cli"), as_json=as_json, principal=who
     )
@@ -341,50 +344,16 @@ def init(
 
 @app.command(cls=_Command)
 def check(config: ConfigArg, as_json: JsonOpt = False) -> None:
-    """Check a config the way loading it does, without running anything; exits 2 when it has errors.
+    """Check a config the way loading it does, and that its store answers, without running anything; exits 2 on errors.
 
     Each problem names the file, the line and the fix. Errors stop the config from loading (an
-    approval rule that names no tool, a model that cannot be reached); warnings and notes do not.
+    approval rule that names no tool, a model that cannot be reached) or its store from opening (it
+    does not answer, or its SQLite file cannot be written); warnings and notes do not.
     """
-    from .._config.checks import check_config
-    from .._config.file import load_config
+    from ._checking import check_config_file
 
-    try:
-        loaded = load_config(config)
-    except ConfigError as exc:
-        if as_json:
-            print(json.dumps({"ok": False, "error": str(exc), "problems": []}, ensure_ascii=False))
-        else:
-            errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(WRONG) from None
-    problems = check_config(loaded)
-    failed = any(p.severity == "error" for p in problems)
-    if as_json:
-        shown = [{**asdict(p), "file": str(p.file) if p.file else None} for p in problems]
-        print(json.dumps({"ok": not failed, "problems": shown}, ensure_ascii=False))
-    else:
-        for problem in problems:
-            _print_problem(problem)
-        counts = {s: sum(p.severity == s for p in problems) for s in ("error", "warning", "note")}
-        summary = ", ".join(f"{n} {s}(s)" for s, n in counts.items() if n)
-        if failed:
-            errors.print(f"[red]{escape(config)}: {summary}[/red]", highlight=False, soft_wrap=True)
-        else:
-            agents = ", ".join(loaded.agents)
-            if loaded.workflows:
-                agents += f"; workflows: {', '.join(loaded.workflows)}"
-            tail = f"; {summary}" if summary else ""
-            console.print(
-                f"[green]{escape(config)} is ready[/green] (agents: {agents}){tail}", highlight=False, soft_wrap=True
-            )
-    if failed:
+    if not check_config_file(config, as_json=as_json, out=console, err=errors):
         raise typer.Exit(WRONG)
-
-
-def _print_problem(problem: ConfigProblem) -> None:
-    colour = {"error": "red", "warning": "yellow", "note": "cyan"}[problem.severity]
-    text = escape(str(problem)).replace(f"{problem.severity}:", f"[{colour}]{problem.severity}:[/{colour}]", 1)
-    (errors if problem.severity == "error" else console).print(text, highlight=False, soft_wrap=True)
 
 
 @app.command(cls=_Command)

@@ -12,6 +12,7 @@ from rich.markup import escape
 from ._app import ConfigArg, JsonOpt, PrincipalOpt, app, console, errors
 from ._command import Command as _Command
 from ._exits import FAILED
+from ._open import check_id
 from ._open import with_reader as _with_reader
 
 grants_app = typer.Typer(help="Remembered approvals: list and revoke.", no_args_is_help=True, rich_markup_mode=None)
@@ -43,6 +44,7 @@ def grants_revoke(
     as_json: JsonOpt = False,
 ) -> None:
     """Revoke a remembered approval; the next call it covered asks again."""
+    check_id("GRANT_ID", grant_id, what="a grant id", example="grt_", as_json=as_json)
     grant = _with_reader(
         config, lambda rt: rt.revoke_grant(grant_id, principal=principal), as_json=as_json, principal=principal
     )

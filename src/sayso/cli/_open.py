@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..exceptions import InvalidInput, SaysoError
-from ._exits import exit_code
+from ._exits import WRONG, exit_code
 from ._logs import log_to_terminal
 from ._startup import collector_paused
 
@@ -98,6 +98,23 @@ def check_principal(config: Config, name: str | None, *, option: str = "--princi
     names = [p.name for p in config.principals]
     if names and name != LOCAL_NAME and name not in names:
         raise InvalidInput(f"{option} {name!r} is not a principal of the config; its principals: {', '.join(names)}")
+
+
+def check_id(name: str, value: str | None, *, what: str, example: str, as_json: bool = False) -> None:
+    """Refuse an id given on the command line that no id of sayso's looks like, as REST refuses it.
+
+    Before anything is loaded or opened: an id holding a NUL or other odd text reached the store, which on
+    PostgreSQL failed as a database error (a NUL cannot even be looked up). `name` is the argument or
+    option as `--help` shows it (`REQUEST_ID`, `--thread`); `what` the kind of id, `example` the prefix
+    of one sayso hands out.
+    """
+    from .._core.ids import ID_SHAPE, is_id
+
+    if value is None or is_id(value):
+        return
+    shown = value if len(value) <= 70 else f"{value[:67]}…"
+    said = f"{name} {shown!r} is not {what}: an id is {ID_SHAPE}, as in {example}…"
+    fail("BadParameter", said, code=WRONG, as_json=as_json)
 
 
 def _opened(

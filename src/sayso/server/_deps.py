@@ -16,10 +16,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic.json_schema import JsonSchemaValue
 
 from .._core.access import Principal
+from .._core.ids import ID_PATTERN
 from .._runtime import DecideResult, Sayso, authenticate, decide_json
 from ._live import LiveSettings
 from ._problems import PROBLEM_MEDIA_TYPE, ProblemModel
-from ._schemas_in import ID_PATTERN
 from ._webhooks import WebhookDispatcher
 
 TITLE_LENGTH = 80

@@ -17,11 +17,12 @@ from pydantic.json_schema import JsonSchemaValue
 from sse_starlette import EventSourceResponse
 
 from .._core.grants import Grant
+from .._core.ids import ID_PATTERN
 from .._core.requests import RequestKind
 from .._runtime import InboxFilter, request_json, request_state_json, rfc3339, run_json
 from ._deps import Caller, Id, JsonBody, Runtime, State, Via, _decide_json, problems
 from ._live import LIVE_EVENT_NAMES, live_events
-from ._schemas_in import AGENT_PATTERN, ID_PATTERN, DecisionIn, to_decision
+from ._schemas_in import AGENT_PATTERN, DecisionIn, to_decision
 from ._schemas_out import (
     AuditPageOut,
     AuditVerifyOut,

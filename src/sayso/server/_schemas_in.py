@@ -25,10 +25,8 @@ from .._core.decisions import (
     Skip,
     current_kind,
 )
+from .._core.ids import ID_PATTERN
 from .._core.requests import ClientTool, Scope
-
-ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,64}$"
-"""What a client-chosen thread id may look like, and every id sayso hands out does."""
 
 AGENT_PATTERN = r"^[^\x00-\x1f\x7f]{1,200}$"
 """An agent's name as a filter: up to 200 characters, none a control character (PostgreSQL cannot look up a NUL)."""

@@ -224,6 +224,32 @@ class _SqlConn:
             raise StoreError(f"could not open the store at {self.location.shown!r}: {why or exc}") from exc
         self._db = db
 
+    async def reach(self) -> None:
+        """Connect once and ask for nothing but an answer: no file is created, no schema migrated, nothing written.
+
+        A SQLite file that is not there yet is not made (the first command that opens the store makes it): its
+        folder must be one sayso may write in. One that is there is opened as it is (`mode=rw`, never created)
+        and read. PostgreSQL is connected to and asked `SELECT 1`.
+
+        Raises:
+            StoreError: it cannot be reached or opened, saying why in a line.
+        """
+        path = self.location.path
+        try:
+            if path is not None:
+                _reach_sqlite(self.location)
+                return
+            db = PostgresDatabase("postgresql://" + self.url.split("://", 1)[1])
+            try:
+                await db.open()
+                await db.read(_answer)
+            except db.errors as exc:
+                raise StoreError(f"database error: {_said(exc)}") from exc
+            finally:
+                await db.aclose()
+        except StoreError as exc:
+            raise StoreError(f"could not open the store at {self.location.shown!r}: {exc}") from exc
+
     async def aclose(self) -> None:
         """Release every connection; the store can be opened again."""
         if self._db is not None:
@@ -242,12 +268,8 @@ class _SqlConn:
         Raises:
             StoreError: it does not.
         """
-
-        async def work(tx: Tx) -> None:
-            await tx.one(_PING)
-
         try:
-            await self._raw_read(work)
+            await self._raw_read(_answer)
         except StoreError as exc:
             raise StoreError(f"the store does not answer: {exc}") from exc
 
@@ -334,6 +356,30 @@ class _SqlConn:
                 conn.execution_options(sayso_read=True)
             with conn.begin():
                 return work(conn)
+
+
+async def _answer(tx: Tx) -> None:
+    await tx.one(_PING)
+
+
+def _reach_sqlite(store: StoreUrl) -> None:
+    """`_SqlConn.reach` on SQLite: the file's folder writable, and the file, if it is there, a database."""
+    assert store.path is not None
+    why = sqlite_unwritable(store)
+    if why is not None:
+        raise StoreError(why)
+    if not store.path.exists():
+        return
+    try:
+        conn = sqlite3.connect(f"{store.path.resolve().as_uri()}?mode=rw", uri=True)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:  # `file is not a database`, say
+        raise StoreError(
+            f"database error: {exc}; point the store at sayso's SQLite file, or at one not there yet"
+        ) from exc
 
 
 def _make_sqlite_durable(engine: Engine) -> None:
