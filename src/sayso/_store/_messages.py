@@ -105,14 +105,31 @@ _SCALAR_DEFAULTS: dict[type, tuple[tuple[str, object], ...]] = {}
 
 
 def _scalar_defaults(cls: type) -> tuple[tuple[str, object], ...]:
-    """A dataclass's fields whose default is a scalar (not a factory's), tags aside: those a decode fills in alike."""
+    """A dataclass's fields whose default is a scalar (not a factory's), tags aside: those a decode fills in alike.
+
+    A subclass (a part of a registered tool kind) is read back as its base where the kind is not registered:
+    a field is left out only where every base that declares it has the same default.
+    """
     known = _SCALAR_DEFAULTS.get(cls)
     if known is None:
         fields = dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ()
-        scalar = [f for f in fields if f.init and f.name not in _TAGS and type(f.default) in _SCALARS]
-        known = tuple((f.name, f.default) for f in scalar)
+        bases = [
+            {f.name: f for f in dataclasses.fields(base)} for base in cls.__mro__[1:] if dataclasses.is_dataclass(base)
+        ]
+        known = tuple(
+            (f.name, f.default)
+            for f in fields
+            if f.init
+            and f.name not in _TAGS
+            and type(f.default) in _SCALARS
+            and all(_same(f.default, base[f.name].default) for base in bases if f.name in base)
+        )
         _SCALAR_DEFAULTS[cls] = known
     return known
+
+
+def _same(default: object, other: object) -> bool:
+    return type(default) is type(other) and default == other
 
 
 def decode_messages(body: bytes) -> list[ModelMessage]:
