@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 from pathlib import Path
@@ -88,7 +89,8 @@ mcp_servers:
   git: {{command: "{server["command"]}", args: {json.dumps(server["args"])}}}
 """
     )
-    checked = CliRunner().invoke(app, ["check", str(file), "--json"])
+    # `sayso check` runs its own event loop (as every command does): from this test's loop, on a thread of its own
+    checked = await asyncio.to_thread(CliRunner().invoke, app, ["check", str(file), "--json"])
     assert checked.exit_code == 0, checked.output
     [note] = json.loads(checked.stdout)["problems"]
     assert note["severity"] == "note"
