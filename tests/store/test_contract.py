@@ -1557,6 +1557,21 @@ async def test_a_delivery_is_claimed_by_one_sender_until_settled_or_its_claim_la
     assert await store.delivery_counts() == {"delivered": 1, "failed": 1}
 
 
+async def test_a_receivers_error_holding_a_nul_settles_its_delivery(store: RunStore) -> None:
+    """What a webhook's receiver answered is not sayso's to refuse: an error holding a NUL or a lone surrogate
+    (PostgreSQL's text keeps neither) is kept with U+FFFD, and the delivery is retried as any other."""
+    run = await start(store)
+    await paused(store, run, [approval("req_1", run)])
+    await store.fan_out_events(hooks=["h"], now=NOW)
+    [claimed] = await store.claim_deliveries(holder="a", now=NOW, until=NOW + 30)
+    said = "HTTP 502: bad\x00gateway \ud800"
+    assert await store.settle_delivery(
+        claimed.delivery_id, holder="a", status="pending", now=NOW + 1, retry_at=NOW + 5, error=said
+    )
+    [again] = await store.claim_deliveries(holder="b", now=NOW + 5, until=NOW + 35)
+    assert (again.delivery_id, again.attempts) == (claimed.delivery_id, 1)
+
+
 async def test_pruning_takes_settled_deliveries_and_done_events_past_the_cut_off(store: RunStore) -> None:
     """`prune_outbox` deletes deliveries delivered, skipped or failed before the cut-off and events none of whose
     deliveries is left, or never fanned out; a pending delivery, claimed or not, and its event stay."""
