@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 import pytest
 from pydantic_ai.messages import (
     BinaryContent,
+    CompactionPart,
     FilePart,
     ImageUrl,
     ModelMessage,
@@ -25,6 +26,7 @@ from pydantic_ai.messages import (
     RetryFeedbackPart,
     RetryInfo,
     RetryPromptPart,
+    SpeechPart,
     SystemPromptPart,
     TextPart,
     ThinkingPart,
@@ -132,6 +134,11 @@ def only_pydantic_ai_decodes() -> list[list[ModelMessage]]:
             )
         ],
         [ModelResponse(parts=[ToolSearchCallPart(args={"queries": ["files"]}, tool_call_id="c")], timestamp=AT)],
+        # parts a message's own check looks at (the speaker, a summary's provider), which the trusted schema skips
+        [ModelRequest(parts=[SpeechPart(speaker="user", transcript="hello")], timestamp=AT)],
+        [ModelResponse(parts=[SpeechPart(speaker="assistant", transcript="hi")], timestamp=AT)],
+        [ModelRequest(parts=[CompactionPart(content="earlier, we spoke of files")], timestamp=AT)],
+        [ModelResponse(parts=[CompactionPart(content="s", id="c1", provider_name="anthropic")], timestamp=AT)],
     ]
 
 
@@ -169,8 +176,9 @@ async def test_a_long_history_of_every_part_reads_back_as_pydantic_ai_decodes_it
 
 @pytest.mark.parametrize("case", range(len(only_pydantic_ai_decodes())))
 async def test_shapes_only_pydantic_ai_decodes_read_back_as_it_decodes_them(store: RunStore, case: int) -> None:
-    """A long history holding a legacy retry part, usage with a key of its own, or a part of a registered or unknown
-    tool kind reads back as pydantic-ai decodes it (the legacy part translated, the key kept, the typed part typed)."""
+    """A long history holding a legacy retry part, usage with a key of its own, a part of a registered or unknown
+    tool kind, a speech or a compaction part reads back as pydantic-ai decodes it (the legacy part translated, the
+    key kept, the typed part typed, the speaker and the summary checked)."""
     messages = turns(300) + only_pydantic_ai_decodes()[case]
     assert len(encode_messages(messages)) >= TRUSTED_FROM
     history = await stored(store, messages)
@@ -192,6 +200,27 @@ def test_the_trusted_schema_takes_what_sayso_writes_and_leaves_the_rest_to_pydan
     for messages in only_pydantic_ai_decodes():
         with pytest.raises(ValueError):
             trusted.validate_json(encode_messages(messages))
+
+
+def test_the_trusted_schema_runs_no_message_check_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long history sayso wrote decodes without calling a message's or a prompt's `__post_init__` (pydantic-ai
+    checked each when it built it; one Python call per message was ~15 % of a decode); its adapter calls them."""
+    body = encode_messages(turns(3) + everything())
+    calls: list[str] = []
+    for cls in (ModelRequest, ModelResponse, UserPromptPart):
+        check = cls.__post_init__
+
+        def counted(self: object, _check: object = check, _name: str = cls.__name__) -> None:
+            calls.append(_name)
+            _check(self)  # type: ignore[operator]
+
+        monkeypatch.setattr(cls, "__post_init__", counted)
+    trusted = trusted_validator()
+    assert trusted is not None
+    decoded = trusted.validate_json(body)
+    assert calls == []
+    assert decoded == ModelMessagesTypeAdapter.validate_json(body)
+    assert {"ModelRequest", "ModelResponse", "UserPromptPart"} <= set(calls)
 
 
 def test_fields_at_their_default_are_left_out_and_read_back_alike() -> None:

@@ -18,7 +18,14 @@ by pydantic-ai's adapter (`decode_history` in `_messages`):
 - usage with keys its dataclass does not declare (kept as attributes by pydantic-ai) or legacy
   token fields set to null is rejected.
 
-Everything else in pydantic-ai's schema (every other validator, `__post_init__` checks, bytes as
+A message's and a user prompt's `__post_init__` (a Python call for every message of the history,
+~15 % of a decode) are not run again either: they check what pydantic-ai checked when it built the
+message sayso wrote, and change nothing for the parts this schema accepts (they promote only a part
+whose `tool_kind` is set, which it rejects). The two checks that could fail on parts put into a
+message after it was built, a speech part's speaker and a compaction part's place, are kept: a
+history holding either kind of part is rejected, so pydantic-ai's adapter checks it.
+
+Everything else in pydantic-ai's schema (every other validator and `__post_init__`, bytes as
 base64) is kept as it is. Where pydantic-ai's schema is not the shape expected here, no trusted
 schema is built and every decode goes through pydantic-ai's adapter, as before.
 """
@@ -26,12 +33,17 @@ schema is built and every decode goes through pydantic-ai's adapter, as before.
 from __future__ import annotations
 
 import functools
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from pydantic_core import SchemaValidator
 
-_SKIPPED_TAGS = frozenset({"retry-prompt"})
-"""Part tags pydantic-ai never picks for a part of that `part_kind` (it translates legacy retry parts)."""
+_SKIPPED_TAGS = frozenset({"retry-prompt", "speech", "compaction"})
+"""Part tags left to pydantic-ai: legacy retry parts (it translates them), and the parts a message's own
+`__post_init__` checks (not run here)."""
+
+_UNCHECKED = ("ModelRequest", "ModelResponse", "UserPromptPart")
+"""The classes of `pydantic_ai.messages` whose `__post_init__` the trusted schema does not run (see above)."""
 
 
 @functools.cache
@@ -45,7 +57,7 @@ def trusted_validator() -> SchemaValidator | None:
         getattr(messages, "_model_request_part_discriminator", None),
         getattr(messages, "_model_response_part_discriminator", None),
     } - {None}
-    rewrite = _Rewrite(discriminators)
+    rewrite = _Rewrite(discriminators, unchecked={getattr(messages, name) for name in _UNCHECKED})
     schema = rewrite.schema(ModelMessagesTypeAdapter.core_schema)
     if rewrite.unsafe or not rewrite.unions or not rewrite.usages:
         return None
@@ -55,8 +67,9 @@ def trusted_validator() -> SchemaValidator | None:
 class _Rewrite:
     """One copy-on-write pass over a core schema (the adapter's own is shared with pydantic-ai, never changed)."""
 
-    def __init__(self, discriminators: set[Any]) -> None:
+    def __init__(self, discriminators: set[Any], *, unchecked: AbstractSet[type] = frozenset()) -> None:
         self.discriminators = discriminators
+        self.unchecked = unchecked
         self.unions = 0
         self.usages = 0
         self.unsafe = False  # a `tool_kind` field this pass cannot restrict: picking by `part_kind` is not safe
@@ -77,6 +90,8 @@ class _Rewrite:
         if kind == "dataclass-field" and node.get("name") == "tool_kind":
             return self._tool_kind(node)
         fields = {key: self.schema(value) for key, value in node.items()}
+        if kind == "dataclass" and node.get("post_init") and node.get("cls") in self.unchecked:
+            return {**fields, "post_init": False}
         return node if all(fields[key] is node[key] for key in node) else fields
 
     def _usage(self, node: dict[str, object]) -> dict[str, object]:
