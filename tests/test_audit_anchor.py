@@ -113,6 +113,12 @@ def cut_and_rewind_head(db: sqlite3.Connection, saved: dict[str, Any]) -> None:
     db.execute("UPDATE audit_head SET seq = ?, hash = ?, mac = ?", saved["head"])
 
 
+def cut_rewind_head_and_delete_its_file(db: sqlite3.Connection, saved: dict[str, Any]) -> None:
+    """Cut ten records, roll the checkpointed head back and delete the head file that would show the cut."""
+    cut_and_rewind_head(db, saved)
+    Path(saved["dir"], "audit-head.json").unlink()
+
+
 def cut_and_forge_head(db: sqlite3.Connection, saved: dict[str, Any]) -> None:
     """Cut the last record and point the head at the one before, reusing that record's own signature."""
     db.execute("DELETE FROM audit WHERE seq = ?", (CYCLES,))
@@ -143,6 +149,7 @@ CASES = [
     Case(id="cut-last-10", tamper=cut(10), first_bad=CYCLES - 9),
     Case(id="cut-all", tamper=cut(CYCLES), first_bad=1),
     Case(id="cut-and-rewind-head", tamper=cut_and_rewind_head, first_bad=CYCLES - 9),
+    Case(id="cut-rewind-head-and-delete-its-file", tamper=cut_rewind_head_and_delete_its_file, first_bad=CYCLES - 9),
     Case(id="cut-and-forge-head", tamper=cut_and_forge_head, first_bad=CYCLES - 1),
     Case(id="strip-signatures", tamper=strip_signatures, first_bad=1),
 ]
@@ -260,18 +267,42 @@ def test_a_head_file_edited_into_anything_is_tampering(config: Path, written: by
     assert (rest["intact"], rest["problem"]) == (False, {"seq": 1, "problem": said})
 
 
-def test_a_missing_head_file_is_said_not_claimed_checked(config: Path) -> None:
-    """With the head file gone, verify no longer says the head exported to it was checked; once a record is
-    written again, the file is back and checked."""
+def test_a_head_file_gone_after_a_head_was_exported_to_it_fails_verify(config: Path) -> None:
+    """The chain's head is signed as exported: with the file gone, verify fails (exit 1, REST not intact) instead of
+    passing with a note, since whoever cut the tail would delete it too. The next record writes it again."""
     _one_decision(config)
     (config.parent / "audit-head.json").unlink()
     shown = runner.invoke(app, ["audit", "verify", str(config)])
+    assert shown.exit_code == 1, shown.output
+    said = (
+        f"the head file {config.parent / 'audit-head.json'} is missing, yet the chain's head (record 1) was exported "
+        "to it: it was deleted, and records after 1 may have been cut, or it could not be written (the log says why)"
+    )
+    assert f"audit log tampered at record 2: {said}" in shown.stderr
+    rest = anyio.run(_rest_verify, config)
+    assert (rest["intact"], rest["problem"]) == (False, {"seq": 2, "problem": said})
+    _one_decision(config)
+    again = runner.invoke(app, ["audit", "verify", str(config)])
+    assert again.exit_code == 0, again.output
+    assert f"and the head exported to {config.parent / 'audit-head.json'}" in again.stdout
+
+
+def test_a_head_file_configured_since_the_last_record_is_said_missing_not_failed(config: Path) -> None:
+    """A keyed chain whose head was never exported (no head file was configured then): verify passes and says the
+    file is missing and nothing was exported to it yet; the next record writes it, and from then on it is checked."""
+    with_file = config.read_text()
+    config.write_text(with_file.replace("audit: {head_file: audit-head.json}\n", ""))
+    _one_decision(config)
+    config.write_text(with_file)
+    shown = runner.invoke(app, ["audit", "verify", str(config)])
     assert shown.exit_code == 0, shown.output
-    assert f"the head file {config.parent / 'audit-head.json'} is missing, so it was not" in shown.stdout
+    assert f"the head file {config.parent / 'audit-head.json'} is missing and no head was exported" in shown.stdout
     assert "and the head exported to" not in shown.stdout
     _one_decision(config)
     again = runner.invoke(app, ["audit", "verify", str(config)])
     assert f"and the head exported to {config.parent / 'audit-head.json'}" in again.stdout
+    (config.parent / "audit-head.json").unlink()
+    assert runner.invoke(app, ["audit", "verify", str(config)]).exit_code == 1
 
 
 def test_a_head_file_that_cannot_be_read_is_named_in_words(config: Path) -> None:

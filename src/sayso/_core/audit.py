@@ -11,7 +11,9 @@ hashes, a record appended with a valid hash, or a cut tail; the anchor does:
 - the store keeps the chain's head (last position, hash and a MAC of its own kind) beside the
   records, written in the same commit as each append, so a cut tail or a record appended behind
   sayso's back shows; with a key, nobody without it can move the head;
-- the head may also be exported to a file, out of reach of whoever rewrites the database.
+- the head may also be exported to a file, out of reach of whoever rewrites the database. A head
+  exported to a file is signed as such, so once it was, the file missing is a problem, never a
+  note: whoever cut the tail and rolled the database's head back cannot hide it by deleting the file.
 
 A chain that was kept without a key and then gets one is vouched for once, by a signed
 `audit_anchored` record naming the last unsigned record; after that every record must be signed.
@@ -25,7 +27,7 @@ import hmac
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..exceptions import ConfigError
 from .audit_events import ANCHORED_EVENT, AnchoredEvent, AuditEvent
@@ -33,6 +35,9 @@ from .audit_events import ANCHORED_EVENT, AnchoredEvent, AuditEvent
 GENESIS = "0" * 64
 """The `prev_hash` of the first record."""
 
+
+HeadSigned = Literal["exported", "kept"]
+"""How a head was signed: as exported to a head file too, or as kept in the store only."""
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 """One encoder for every canonical text: `json.dumps` with these options builds a new one per call."""
@@ -58,14 +63,30 @@ class AuditKey:
     """The secret that anchors the chain: a record or head it did not sign is not sayso's."""
 
     secret: bytes
+    exports_head: bool = False
+    """Whether each head this key signs is also exported to a head file (`audit.head_file`): its MAC says so."""
 
     def sign_record(self, seq: int, record_hash: str) -> str:
         """The MAC of the record at `seq` with hash `record_hash`."""
         return self._mac(f"record|{seq}|{record_hash}")
 
-    def sign_head(self, seq: int, head_hash: str) -> str:
-        """The MAC of a head; of another kind than a record's, so no record's MAC passes for an older head."""
-        return self._mac(f"head|{seq}|{head_hash}")
+    def sign_head(self, seq: int, head_hash: str, *, exported: bool | None = None) -> str:
+        """The MAC of a head; of another kind than a record's, so no record's MAC passes for an older head.
+
+        A head exported to a file (`exported`, by default `exports_head`) has a MAC of a kind of its own.
+        """
+        kind = "head+file" if (self.exports_head if exported is None else exported) else "head"
+        return self._mac(f"{kind}|{seq}|{head_hash}")
+
+    def signed_head(self, head: AuditHead) -> HeadSigned | None:
+        """How this key signed `head`: as exported to a file, as kept in the store only; `None`: not signed by it."""
+        if head.mac is None:
+            return None
+        if hmac.compare_digest(head.mac, self.sign_head(head.seq, head.hash, exported=True)):
+            return "exported"
+        if hmac.compare_digest(head.mac, self.sign_head(head.seq, head.hash, exported=False)):
+            return "kept"
+        return None
 
     @property
     def fingerprint(self) -> str:
@@ -247,6 +268,15 @@ def verify_report(
     edited or corrupted, and the log is not vouched for.
     """
     problem = verify_chain(records, key=key, head=head, exported=exported)
+    was_exported = key is not None and head is not None and key.signed_head(head) == "exported"
+    if problem is None and head_file and exported is None and not head_file_garbled and was_exported:
+        assert head is not None
+        problem = AuditProblem(
+            seq=head.seq + 1,
+            problem=f"the head file {head_file} is missing, yet the chain's head (record {head.seq}) was exported to "
+            f"it: it was deleted, and records after {head.seq} may have been cut, or it could not be written "
+            "(the log says why)",
+        )
     if problem is None and head_file_garbled:
         problem = AuditProblem(
             seq=head.seq if head else (records[-1].seq if records else 0),
@@ -264,8 +294,8 @@ def verify_report(
         if not head_file:
             note += " (no head file is exported)"
         elif exported is None and records and not head_file_garbled:
-            # Nothing to check against: a cut tail with the database's head rolled back would go unseen.
-            note += f"; the head file {head_file} is missing, so it was not (the next record writes it again)"
+            # No head was exported to it yet (the file was configured since): nothing to check against.
+            note += f"; the head file {head_file} is missing and no head was exported to it yet (the next record does)"
         else:
             note += f", and the head exported to {head_file}"
     return AuditReport(records=len(records), problem=problem, anchored=key is not None, note=note)
@@ -314,7 +344,7 @@ def _signatures(records: Sequence[AuditRecord], key: AuditKey | None) -> AuditPr
 def _head_problem(
     records: Sequence[AuditRecord], head: AuditHead, key: AuditKey | None, *, where: str
 ) -> AuditProblem | None:
-    if key is not None and (head.mac is None or not hmac.compare_digest(head.mac, key.sign_head(head.seq, head.hash))):
+    if key is not None and key.signed_head(head) is None:
         return AuditProblem(
             seq=head.seq, problem=f"the {where} head (record {head.seq}) is not signed by the audit key"
         )

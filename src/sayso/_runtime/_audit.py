@@ -77,7 +77,7 @@ def head_file(config: Config) -> HeadFile | None:
 def audit_key(config: Config) -> AuditKey | None:
     """The configured audit key (from the environment), or `None` for an unanchored chain."""
     secret = config.audit.key()
-    return AuditKey(secret) if secret is not None else None
+    return AuditKey(secret, exports_head=config.audit.head_file is not None) if secret is not None else None
 
 
 def use_key(k: Kernel) -> None:
