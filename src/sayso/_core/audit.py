@@ -268,15 +268,8 @@ def verify_report(
     edited or corrupted, and the log is not vouched for.
     """
     problem = verify_chain(records, key=key, head=head, exported=exported)
-    was_exported = key is not None and head is not None and key.signed_head(head) == "exported"
-    if problem is None and head_file and exported is None and not head_file_garbled and was_exported:
-        assert head is not None
-        problem = AuditProblem(
-            seq=head.seq + 1,
-            problem=f"the head file {head_file} is missing, yet the chain's head (record {head.seq}) was exported to "
-            f"it: it was deleted, and records after {head.seq} may have been cut, or it could not be written "
-            "(the log says why)",
-        )
+    if problem is None and head_file and exported is None and not head_file_garbled:
+        problem = _lost_head_file(head_file, head, key)
     if problem is None and head_file_garbled:
         problem = AuditProblem(
             seq=head.seq if head else (records[-1].seq if records else 0),
@@ -299,6 +292,18 @@ def verify_report(
         else:
             note += f", and the head exported to {head_file}"
     return AuditReport(records=len(records), problem=problem, anchored=key is not None, note=note)
+
+
+def _lost_head_file(head_file: str, head: AuditHead | None, key: AuditKey | None) -> AuditProblem | None:
+    """A missing head file the chain's head was exported to: deleted (hiding a cut tail), or never written."""
+    if key is None or head is None or key.signed_head(head) != "exported":
+        return None
+    return AuditProblem(
+        seq=head.seq + 1,
+        problem=f"the head file {head_file} is missing, yet the chain's head (record {head.seq}) was exported to "
+        f"it: it was deleted, and records after {head.seq} may have been cut, or it could not be written "
+        "(the log says why)",
+    )
 
 
 def _links(records: Sequence[AuditRecord]) -> AuditProblem | None:
