@@ -21,12 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pydantic_ai
 import pydantic_ai.models
 import pytest
 import uvicorn
 from fastapi import FastAPI
+from pydantic_ai.messages import ModelMessage
 
 from sayso import ApprovalRequest, Config, Grant, Request, Sayso
+from sayso._store._messages import encode_messages
 
 from .openapi_check import OpenApiCheck
 from .tools import RAN
@@ -47,6 +50,35 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[N
     monkeypatch.setenv("SAYSO_SANDBOX", str(tmp_path / "sandbox"))
     RAN.clear()  # the shared tools' record of calls (tests/tools.py) starts empty for every test
     yield
+
+
+@pytest.fixture(autouse=True)
+def history_left_as_given(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fail a test in which an agent run changed a message of the history it was given.
+
+    sayso stores a run's new messages and never writes the older ones again, so a message pydantic-ai
+    changed in place (its parts, its metadata) would read back as it was in any other process, and a
+    resume there would not carry on where the run stopped. No flow of sayso's makes it do so; pydantic-ai has
+    code that would (instructions restored into an earlier request, metadata updated on the last one),
+    so every run of every test is checked, and an upgrade that starts to is caught here.
+    """
+    changed: list[str] = []
+    run = pydantic_ai.Agent.run
+
+    async def checked(self: pydantic_ai.Agent[Any, Any], *args: Any, **kwargs: Any) -> Any:
+        history: list[ModelMessage] = kwargs.get("message_history") or []
+        before = encode_messages(history)
+        result = await run(self, *args, **kwargs)
+        if (after := encode_messages(history)) != before:
+            at = next((i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), len(before))
+            shown = slice(max(0, at - 80), at + 160)
+            changed.append(f"agent {self.name!r}, from byte {at}: {before[shown]!r}\n  became {after[shown]!r}")
+        return result
+
+    monkeypatch.setattr(pydantic_ai.Agent, "run", checked)
+    yield
+    if changed:
+        pytest.fail("an agent run changed the history it was given:\n" + "\n".join(changed))
 
 
 @pytest.fixture
