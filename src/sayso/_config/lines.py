@@ -46,18 +46,47 @@ def config_path(path: Sequence[str | int]) -> str:
     return text
 
 
+_FAST_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's parser where PyYAML was built with it (its wheels are): ~10x faster than PyYAML's own, same documents."""
+
+
 def read_yaml(text: str) -> tuple[Any, dict[tuple[str | int, ...], int]]:
-    """The document, and the line of every mapping key and list item in it (PyYAML's node marks)."""
-    loader = yaml.SafeLoader(text)
+    """The document, and the line of every mapping key and list item in it (PyYAML's node marks).
+
+    Parsed by libyaml; a document it refuses is parsed again by PyYAML's own parser, whose error says
+    what it expected and what it found (libyaml's says only `did not find expected ...`).
+
+    Raises:
+        yaml.YAMLError: the text is not one YAML document.
+    """
     try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    finally:
-        loader.dispose()
+        node, data = _parsed(text, _FAST_LOADER)
+    except yaml.YAMLError:
+        if _FAST_LOADER is yaml.SafeLoader:
+            raise
+        node, data = _parsed(text, yaml.SafeLoader)
     lines: dict[tuple[str | int, ...], int] = {}
     if node is not None:
         _mark_lines(node, (), lines)
     return data, lines
+
+
+def load_yaml(text: str) -> Any:
+    """The YAML document `text` holds (`read_yaml` without the lines).
+
+    Raises:
+        yaml.YAMLError: the text is not one YAML document.
+    """
+    return read_yaml(text)[0]
+
+
+def _parsed(text: str, loader_class: type[yaml.SafeLoader]) -> tuple[yaml.Node | None, Any]:
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        return node, loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
 
 
 def _mark_lines(node: yaml.Node, path: tuple[str | int, ...], lines: dict[tuple[str | int, ...], int]) -> None:

@@ -51,6 +51,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
+from .._config.lines import load_yaml
 from ..exceptions import ConfigError
 
 _PLACEHOLDER = re.compile(r"\{(\w+)(?:\|(\w+))?\}")
@@ -157,7 +158,7 @@ class ScriptedModel(FunctionModel):
             ConfigError: the file cannot be read, is not YAML, or is not a script (the message says which rule).
         """
         try:
-            raw = yaml.safe_load(Path(path).read_text())
+            raw = load_yaml(Path(path).read_text())
             return cls(Script.model_validate(raw))
         except (OSError, yaml.YAMLError, ValueError) as exc:
             raise ConfigError(f"cannot load script {str(path)!r}: {exc}") from exc
