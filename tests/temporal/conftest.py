@@ -24,7 +24,7 @@ from typing import TypeVar
 import anyio
 import pytest
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 
 from tests.tools import missing
 
@@ -203,9 +203,20 @@ def _close(process: subprocess.Popen[str]) -> None:
 
 
 async def workflows_on(address: str, task_queue: str) -> dict[str, str]:
-    """The workflows of `task_queue` (id → status name), as the Temporal UI lists them."""
+    """The workflows of `task_queue` as the Temporal UI lists them (id → status name), each once it has closed.
+
+    A run's end is in the store before its workflow returns, and the listing (Temporal's visibility)
+    catches up later still: a test that asked right after a run ended saw its workflow `RUNNING`. So
+    each listed workflow is waited for, and its status read from the workflow itself.
+    """
     client = await Client.connect(address)
-    found = {w.id: w.status.name if w.status else "" async for w in client.list_workflows(f'TaskQueue="{task_queue}"')}
+    found: dict[str, str] = {}
+    async for listed in client.list_workflows(f'TaskQueue="{task_queue}"'):
+        handle = client.get_workflow_handle(listed.id)
+        with anyio.fail_after(30):
+            while (described := await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+                await anyio.sleep(0.05)
+        found[listed.id] = described.status.name if described.status else ""
     return found
 
 
