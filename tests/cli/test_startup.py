@@ -18,6 +18,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from sayso.cli import app
+from sayso.cli._app import app_for
 
 from ..conftest import EXAMPLE
 
@@ -301,3 +305,33 @@ def test_a_command_freezes_what_it_built_while_the_collector_was_paused(entry: s
     else:
         assert seen["newly_frozen"] <= 0  # frozen objects may only die meanwhile
     assert seen["collected_later"] is True
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("inbox", "--help"),
+        ("run",),
+        ("decide", str(EXAMPLE), "not-an-id", "approve"),
+        ("grants", "--help"),
+        ("audit", "verify", "--help"),
+        ("check", str(EXAMPLE)),
+    ],
+    ids=" ".join,
+)
+def test_a_command_is_built_alone_and_answers_as_in_the_whole_app(args: tuple[str, ...]) -> None:
+    """`sayso CMD ...` builds only CMD's options (typer builds every command it is given before it dispatches),
+    and says what the whole app says: the same help, the same usage error, the same exit code."""
+    alone = app_for(args)
+    assert [c.callback.__name__ for c in alone.registered_commands if c.callback] + [
+        g.name for g in alone.registered_groups
+    ] == [args[0]]
+    whole, only = CliRunner().invoke(app, list(args)), CliRunner().invoke(alone, list(args))
+    assert (only.exit_code, only.stdout, only.stderr) == (whole.exit_code, whole.stdout, whole.stderr)
+
+
+@pytest.mark.parametrize("args", [(), ("--help",), ("--version",), ("inbx", "x")], ids=lambda a: " ".join(a) or "none")
+def test_no_command_named_gets_the_whole_app(args: tuple[str, ...]) -> None:
+    """Without a command first, `sayso` is the whole app: `--help` lists every command, a typo gets click's
+    `No such command ... Did you mean`."""
+    assert app_for(args) is app
