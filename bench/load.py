@@ -14,6 +14,9 @@ Two phases per store:
 2. **open loop** at `--fractions` (default 40 % and 70 %) of that throughput: cycles start at a
    fixed rate, at most 50 in flight; p50/p99 of the decide request at loads the core sustains.
 
+On PostgreSQL each phase also counts the server's WAL syncs per cycle (`pg_stat_wal`, every cycle the
+phase ran, warm-up included): the fsyncs the server's writes cost, the outbox's bookkeeping included.
+
 Prints a markdown table and one JSON line.
 
     .venv/bin/python bench/load.py [--stores sqlite postgres] [--clients 50] [--seconds 15]
@@ -32,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -153,6 +156,7 @@ class Recorder:
         self.run: list[float] = []
         self.errors = 0
         self.recording = False
+        self.completed = 0  # every cycle that ended well, recorded or not (warm-up included)
 
 
 async def one_cycle(client: httpx.AsyncClient, n: int, rec: Recorder) -> None:
@@ -175,6 +179,7 @@ async def _cycle(client: httpx.AsyncClient, n: int, rec: Recorder) -> None:
     if decided.status_code != 200 or decided.json()["run"]["status"] != "completed":
         rec.errors += 1
         return
+    rec.completed += 1
     if rec.recording:
         rec.run.append(t1 - t0)
         rec.decide.append(t2 - t1)
@@ -260,6 +265,7 @@ def summary(phase: str, rec: Recorder, elapsed: float, cpu: float, *, clients: i
         "server_cpu_ms_per_cycle": round(cpu / count * 1e3, 3) if count else None,
         "server_cpu_share": round(cpu / elapsed, 2) if elapsed else None,
         "errors": rec.errors,
+        "cycles_run": rec.completed,
     }
 
 
@@ -271,14 +277,23 @@ def idle_cpu(pid: int, seconds: float = 5.0) -> float:
     return round((cpu_seconds(pid) - cpu0) * 1000 / seconds, 2)
 
 
-def measure(store: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+def measure(store: str, args: argparse.Namespace, wal_syncs: Callable[[], float] | None = None) -> list[dict[str, Any]]:
+    """The closed loop and the open loops on one store; `wal_syncs` (PostgreSQL): the server's WAL syncs so far."""
+
+    def counted(phase: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
+        before = wal_syncs() if wal_syncs else 0.0
+        row = asyncio.run(phase)
+        if wal_syncs and row["cycles_run"]:
+            row["wal_syncs_per_cycle"] = round((wal_syncs() - before) / row["cycles_run"], 2)
+        return row
+
     with sayso_server(store) as (url, pid):
         idle = idle_cpu(pid)
-        closed = asyncio.run(closed_loop(url, pid, args.clients, args.seconds, args.warmup))
+        closed = counted(closed_loop(url, pid, args.clients, args.seconds, args.warmup))
         rows = [{**closed, "server_idle_cpu_ms_per_s": idle}]
         for fraction in args.fractions:
             rate = max(1.0, closed["decisions_per_s"] * fraction)
-            rows.append(asyncio.run(open_loop(url, pid, rate, args.clients, args.seconds, args.warmup)))
+            rows.append(counted(open_loop(url, pid, rate, args.clients, args.seconds, args.warmup)))
     return rows
 
 
@@ -309,7 +324,10 @@ def main() -> None:
         else:
             with postgres_server(cores(1)) as server:
                 dsn = server.create_database("sayso_load")
-                rows += [{"store": "postgresql", **r} for r in measure(dsn, args)]
+                rows += [
+                    {"store": "postgresql", **r}
+                    for r in measure(dsn, args, lambda: server.counters("sayso_load")["wal_syncs"])
+                ]
     print(
         "| store | phase | clients | decisions/s | decide p50 / p99 ms | run p50 / p99 ms | server CPU ms/cycle "
         "| server core busy | errors |"
@@ -322,6 +340,10 @@ def main() -> None:
             f"{r['decide_p99_ms']} | {r['run_p50_ms']} / {r['run_p99_ms']} | {r['server_cpu_ms_per_cycle']} | "
             f"{r['server_cpu_share']} | {r['errors']} |"
         )
+    for r in rows:
+        if "wal_syncs_per_cycle" in r:
+            phase = "closed loop" if r["phase"] == "closed" else f"open loop at {r['offered_per_s']}/s"
+            print(f"{r['store']}, {phase}: {r['wal_syncs_per_cycle']} WAL syncs per cycle")
     for r in rows:
         if "server_idle_cpu_ms_per_s" in r:
             print(f"{r['store']}: the idle server costs {r['server_idle_cpu_ms_per_s']} ms of CPU per second")
