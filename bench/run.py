@@ -799,6 +799,14 @@ def report(  # noqa: C901
                 f"\nThe same server idle, before the clients start, in CPU ms per second: {', '.join(idle)} "
                 "(uvicorn's tick, the expiry sweep, the outbox and MCP task pollers, paid under load too)."
             )
+        syncs = [
+            f"{'closed loop' if r['phase'] == 'closed' else 'open loop at ' + str(r['offered_per_s']) + '/s'} "
+            f"{r['wal_syncs_per_cycle']}"
+            for r in load["rows"]
+            if "wal_syncs_per_cycle" in r
+        ]
+        if syncs:
+            w(f"\nPostgreSQL's WAL syncs per cycle (every cycle of the phase): {', '.join(syncs)}.")
         w("")
 
     soak = extras.get("soak")
