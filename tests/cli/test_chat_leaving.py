@@ -3,9 +3,11 @@ back to it; Ctrl-D at `you>` names the thread; a question is printed once."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -74,4 +76,18 @@ def test_a_question_is_printed_once() -> None:
     assert shown.count("report-2025.txt") == 1, shown
     chat.sendintr()
     chat.expect("stays open: files asks")
+    chat.expect(pexpect.EOF)
+
+
+def test_a_ctrl_c_that_another_thread_takes_still_leaves_at_once() -> None:
+    """The kernel may hand a process's SIGINT to any of its threads, and a chat has several (the store's writer,
+    a worker); the prompt, blocked reading the terminal, must still notice it instead of waiting for Enter."""
+    chat = spawn("-m", "sayso", "chat", str(EXAMPLE))
+    chat.expect("you>")
+    chat.sendline("delete notes")
+    chat.expect(r"\[a\]pprove.*\? ")
+    others = [int(tid) for tid in os.listdir(f"/proc/{chat.pid}/task") if int(tid) != chat.pid]
+    assert others, "the chat runs no thread besides its main one"
+    assert ctypes.CDLL(None, use_errno=True).tgkill(chat.pid, others[0], signal.SIGINT) == 0
+    chat.expect("stays open: files wants to run delete_file", timeout=5)
     chat.expect(pexpect.EOF)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import select
 import shlex
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -240,9 +243,29 @@ def _read(console: Console, prompt: str) -> str:
         return LINES.readline()
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        return console.input(prompt)
+        console.print(prompt, end="")
+        _until_typed()
+        return console.input()
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _until_typed() -> None:
+    """Wait for a line at a terminal, looking for a Ctrl-C at least four times a second.
+
+    `input()` alone may not notice one until the next Enter: Python runs a signal's handler on the
+    main thread only, between instructions, so a SIGINT that the kernel hands to another thread (the
+    store's writer, a worker), or that lands after the last check but before the read blocks, only
+    sets a flag while the read waits on. Under load one Ctrl-C in a few hundred was left so.
+    """
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a file (a test's stdin): `input()` reads it at once
+    if not os.isatty(fd):
+        return  # a pipe or file: no Ctrl-C arrives through it, and Python's buffer may already hold the line
+    while not select.select([fd], [], [], 0.25)[0]:
+        pass
 
 
 def _ask_approval(console: Console, request: ApprovalRequest) -> Decision:
