@@ -250,10 +250,11 @@ async def test_every_decision_is_audited_and_tampering_is_detected(app: Sayso, t
                 for statement in statements:
                     conn.execute(statement)
 
-        tamper("UPDATE audit SET body = replace(body, 'q1', 'qX') WHERE seq = 3")
+        # The whole path, not 'q1' alone: a random id in the body may hold 'q1' or 'qX' too, and undoing would not undo.
+        tamper("UPDATE audit SET body = replace(body, 'reports/q1.txt', 'reports/qX.txt') WHERE seq = 3")
         problem = await app.verify_audit()
         assert problem is not None and problem.seq == 3 and "altered" in problem.problem
-        tamper("UPDATE audit SET body = replace(body, 'qX', 'q1') WHERE seq = 3")
+        tamper("UPDATE audit SET body = replace(body, 'reports/qX.txt', 'reports/q1.txt') WHERE seq = 3")
         assert await app.verify_audit() is None
         tamper(
             "UPDATE audit SET seq = -1 WHERE seq = 4",
