@@ -18,6 +18,7 @@ from ag_ui.core import Event, RunFinishedEvent
 from pydantic import TypeAdapter
 
 from sayso import Config, Sayso
+from sayso._runtime import _live
 from sayso.protocols.a2a import a2a_router
 from sayso.protocols.ag_ui import ag_ui_router
 from sayso.server import create_app
@@ -179,6 +180,35 @@ async def test_a2a_shows_a_form_as_kagent_questions_and_takes_kagent_answers(
         finished = await a2a_send(client, a2a_message(task=declined, payload=response))
         assert "Booking declined" in json.dumps(finished)
     assert elicit_server.bookings() == ["fri:2:Ada"]
+
+
+async def test_an_answer_the_holder_carries_on_first_still_returns_the_finished_run(
+    serve: Serve, elicit_server: ElicitServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server holding a live form also watches for answers given anywhere and carries the run on itself; an A2A
+    or AG-UI answer given here as the watch looks waits for that carry-on and returns the finished run, not one
+    still working (A2A) or an error (AG-UI)."""
+    monkeypatch.setattr(_live, "POLL_SECONDS", 0.002)  # the watch looks all the time: it often takes the answer first
+    server = await serve()
+    async with server.client() as client:
+        for day in ("mon", "tue", "wed", "thu", "fri", "sat"):
+            task = await a2a_send(client, a2a_message(f"book {day}"))
+            asked = task["status"]["message"]["metadata"][URI]
+            answers = [{"answer": a} for a in (["accept"], ["2"], ["Ada"])]
+            answer = {"type": "ask_user_response", "id": asked["id"], "answers": answers}
+            done = await a2a_send(client, a2a_message(task=task, payload=answer))
+            assert done["status"]["state"] == "TASK_STATE_COMPLETED", done["status"]
+            assert f"Booked {day} for 2 (Ada)" in json.dumps(done)
+        for n in range(6):  # AG-UI's resume skips what it leaves out: it raced the watch as well
+            user = {"id": uuid.uuid4().hex, "role": "user", "content": "book sun"}
+            [*_, asked] = await ag_ui_post(client, ag_ui_input(f"thr-race-{n}", [user]))
+            assert isinstance(asked, RunFinishedEvent) and asked.outcome is not None
+            [pending] = asked.outcome.interrupts
+            entry = {"interruptId": pending.id, "status": "resolved", "payload": {"action": "accept", "content": PARTY}}
+            [*_, done] = await ag_ui_post(client, ag_ui_input(f"thr-race-{n}", [], resume=[entry]))
+            assert isinstance(done, RunFinishedEvent), done
+            assert done.outcome is not None and done.outcome.type == "success"
+    assert len(elicit_server.bookings()) == 12
 
 
 async def ag_ui_post(client: httpx.AsyncClient, body: dict[str, Any]) -> list[Any]:

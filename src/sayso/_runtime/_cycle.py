@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
+import anyio
 from pydantic_ai.exceptions import CallDeferred
 
 from .._core.advance import plan_advance, step_below, waiting_below
@@ -71,6 +72,8 @@ class Cycle:
         if workflows is not None:  # built by `workflows` (`_workflows.workflow_runner`) only when there are any
             runner = workflows(k, self)
             self._runners["workflow"], self.workflow_names = runner, runner.names
+        self._advancing: dict[str, anyio.Event] = {}
+        """The runs this process is carrying on from a pause now, each with the event set once that is done."""
 
     # which runner
 
@@ -127,6 +130,9 @@ class Cycle:
         a request while a forced resume was about to skip it, the resume is planned again from the
         store (their decision counts), up to `attempts` times.
 
+        A pause this process is carrying on already (a live form's holder, another decider's resume)
+        is not raced for: an unforced advance waits for that one and says where the run stands then.
+
         Raises:
             PauseConsumed: another process resumed this pause first.
             RunConflict: decisions kept arriving while the resume was prepared.
@@ -136,6 +142,30 @@ class Cycle:
             # The engine's workers carry the whole tree on; this process only asks.
             await self.engine.advance(await _tree.root(k, run), force=force, options=options)
             return await _tree.result(k, run.run_id)
+        if run.run_id in self._advancing:
+            if not force:
+                # Raced, the loser's result would say "running" while the run is still being carried on here.
+                await self.carried_here(run.run_id)
+                return await _tree.result(k, run.run_id)
+            # Forced past it: the store's claim settles which of the two carries the run on.
+            return await self._advance(run, force=force, options=options, state=state, attempts=attempts)
+        done = self._advancing[run.run_id] = anyio.Event()
+        try:
+            return await self._advance(run, force=force, options=options, state=state, attempts=attempts)
+        finally:
+            del self._advancing[run.run_id]
+            done.set()
+
+    async def carried_here(self, run_id: str) -> None:
+        """Once this process's advance of the run, if one is under way, is done (the run paused again or ended)."""
+        underway = self._advancing.get(run_id)
+        if underway is not None:
+            await underway.wait()
+
+    async def _advance(
+        self, run: RunRecord, *, force: bool, options: CallOptions, state: PauseState | None, attempts: int
+    ) -> RunResult:
+        k = self.k
         assert run.pause_id is not None
         runner = self.runner(run)
         pause = state or await k.store.pause_state(run.pause_id)
@@ -158,7 +188,7 @@ class Cycle:
             fresh = await k.store.get_run(run.run_id)
             if attempts <= 1 or fresh.pause_id != run.pause_id:
                 raise
-            return await self.advance(fresh, force=force, options=options, attempts=attempts - 1)
+            return await self._advance(fresh, force=force, options=options, state=None, attempts=attempts - 1)
 
     async def _below(self, request: DelegateRequest, *, force: bool, options: CallOptions) -> RunResult | None:
         """Carry the run below `request` on if it can be; how it ended, or `None` while it still waits or works."""

@@ -107,15 +107,15 @@ async def answer_pause(
         raise AlreadyDecided(earlier[0].request_id, "another decision was recorded first; the first decision wins")
     k.events.decided([r for r, _, _ in records], [d for _, d, _ in records])
     top = await k.store.get_run(top.run_id)
-    if rest == "skip" and top.status == "paused":
-        rest = await _rest(c, top, principal, voted=[request_id for request_id, _ in voted])
-    if rest == "skip":
-        try:
-            # What the answers left out is skipped by who answered.
-            closing = replace(options, closer=Closer(principal.name, via))
-            return await c.advance(top, force=True, options=closing)
-        except PauseConsumed:
-            return await _tree.result(k, top.run_id)
+    # Not paused any more: a live form's holder here took the answers first and carries the run on.
+    if top.status == "paused" and rest == "skip":
+        if await _rest(c, top, principal, voted=[request_id for request_id, _ in voted]) == "skip":
+            try:
+                # What the answers left out is skipped by who answered.
+                closing = replace(options, closer=Closer(principal.name, via))
+                return await c.advance(top, force=True, options=closing)
+            except PauseConsumed:
+                return await _tree.result(k, top.run_id)
     return await resume_if_ready(c, top, options)
 
 

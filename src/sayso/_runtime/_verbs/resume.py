@@ -54,6 +54,8 @@ async def resume_if_ready(
     """
     k = c.k
     if top.status != "paused" or top.pause_id is None:
+        # Carried on here already (a live form's holder took the answer first): where it stands once that is done.
+        await c.carried_here(top.run_id)
         return await _tree.result(k, top.run_id)
     state = await k.store.pause_state(top.pause_id)
     if await _tree.leaves_in(k, state.requests, state.decisions):
