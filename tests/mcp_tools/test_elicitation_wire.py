@@ -203,6 +203,7 @@ async def test_an_answer_the_holder_carries_on_first_still_returns_the_finished_
             user = {"id": uuid.uuid4().hex, "role": "user", "content": "book sun"}
             [*_, asked] = await ag_ui_post(client, ag_ui_input(f"thr-race-{n}", [user]))
             assert isinstance(asked, RunFinishedEvent) and asked.outcome is not None
+            assert asked.outcome.type == "interrupt"
             [pending] = asked.outcome.interrupts
             entry = {"interruptId": pending.id, "status": "resolved", "payload": {"action": "accept", "content": PARTY}}
             [*_, done] = await ag_ui_post(client, ag_ui_input(f"thr-race-{n}", [], resume=[entry]))

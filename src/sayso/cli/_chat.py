@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import select
 import shlex
-import signal
-import sys
-import threading
 from typing import Any
 
 from pydantic.json_schema import JsonSchemaValue
@@ -44,7 +39,8 @@ from .._core.requests import (
 from .._core.starting import check_agent
 from .._runtime import RunResult, Sayso
 from ..exceptions import DecisionRefused, ThreadNotFound
-from ._holding import LINES, Cancelled, ask_held, is_held, say_held
+from ._holding import Cancelled, ask_held, is_held, say_held
+from ._prompt import read_line
 from ._render import (
     fields_summary,
     greeting,
@@ -153,7 +149,7 @@ async def _converse(
                 continue
         if pending is None:
             try:
-                text = _read(console, "[bold cyan]you>[/bold cyan] ").strip()
+                text = read_line(console, "[bold cyan]you>[/bold cyan] ").strip()
             except (EOFError, KeyboardInterrupt):
                 raise _Left(thread_id) from None
             if text in ("exit", "quit"):
@@ -231,48 +227,10 @@ def _ask(console: Console, request: Request) -> Decision:
     return _ask_client_tool(console, request)
 
 
-def _read(console: Console, prompt: str) -> str:
-    """A line typed at `prompt`; Ctrl-C raises `KeyboardInterrupt` at once.
-
-    The event loop's own SIGINT handler would only cancel the run's task, which a prompt blocked
-    in `input()` notices after the next Enter; at a prompt, one Ctrl-C means leave now.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        # A held form, asked in a worker thread (`ask_held`): a read that can be given up.
-        console.print(prompt, end="")
-        return LINES.readline()
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        console.print(prompt, end="")
-        _until_typed()
-        return console.input()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _until_typed() -> None:
-    """Wait for a line at a terminal, looking for a Ctrl-C at least four times a second.
-
-    `input()` alone may not notice one until the next Enter: Python runs a signal's handler on the
-    main thread only, between instructions, so a SIGINT that the kernel hands to another thread (the
-    store's writer, a worker), or that lands after the last check but before the read blocks, only
-    sets a flag while the read waits on. Under load one Ctrl-C in a few hundred was left so.
-    """
-    try:
-        fd = sys.stdin.fileno()
-    except (AttributeError, OSError, ValueError):
-        return  # not a file (a test's stdin): `input()` reads it at once
-    if not os.isatty(fd):
-        return  # a pipe or file: no Ctrl-C arrives through it, and Python's buffer may already hold the line
-    while not select.select([fd], [], [], 0.25)[0]:
-        pass
-
-
 def _ask_approval(console: Console, request: ApprovalRequest) -> Decision:
     while True:
-        choice = (
-            _read(console, r"\[a]pprove, \[e]dit and approve, \[r]eject, \[s]kip, or \[n]ew message? ").strip().lower()
-        )
+        prompt = r"\[a]pprove, \[e]dit and approve, \[r]eject, \[s]kip, or \[n]ew message? "
+        choice = read_line(console, prompt).strip().lower()
         if choice in ("a", "approve"):
             scope = _ask_scope(console, request.scopes)
             if request.response_schema is None:
@@ -281,7 +239,7 @@ def _ask_approval(console: Console, request: ApprovalRequest) -> Decision:
             return Approve(scope=scope, payload=_fill(console, request.response_schema))
         if choice in ("e", "edit"):
             console.print(Text(f"current arguments: {json.dumps(shown_args(request), ensure_ascii=False)}"))
-            raw = _read(console, "new arguments (JSON object)> ")
+            raw = read_line(console, "new arguments (JSON object)> ")
             try:
                 edited = json.loads(raw)
             except json.JSONDecodeError as exc:
@@ -292,12 +250,12 @@ def _ask_approval(console: Console, request: ApprovalRequest) -> Decision:
                 continue
             return Approve(scope=_ask_scope(console, request.scopes), edited_args=edited)
         if choice in ("r", "reject"):
-            reason = _read(console, "reason (optional)> ").strip()
+            reason = read_line(console, "reason (optional)> ").strip()
             return Reject(reason=reason or None)
         if choice in ("s", "skip"):
             return Skip(reason=None)
         if choice in ("n", "new"):
-            text = _read(console, "[bold cyan]you>[/bold cyan] ").strip()
+            text = read_line(console, "[bold cyan]you>[/bold cyan] ").strip()
             if text:
                 raise _NewMessage(text)
             continue
@@ -311,7 +269,7 @@ def _ask_scope(console: Console, scopes: tuple[Scope, ...]) -> Scope:
     for n, scope in enumerate(scopes, 1):
         console.print(f"  {n}) {labels[scope]}")
     while True:
-        raw = _read(console, r"remember? \[1]> ").strip() or "1"
+        raw = read_line(console, r"remember? \[1]> ").strip() or "1"
         if raw.isdigit() and 1 <= int(raw) <= len(scopes):
             return scopes[int(raw) - 1]
         console.print(f"please pick 1 to {len(scopes)}")
@@ -326,7 +284,7 @@ def _ask_questions(console: Console, request: QuestionRequest) -> Decision:
         if question.choices:
             console.print(f"  {len(question.choices) + 1}) Other (type your own words)")
         hint = "numbers separated by commas, or your own words" if question.multiple else "a number, or your own words"
-        raw = _read(console, f"answer ({hint})> ").strip()
+        raw = read_line(console, f"answer ({hint})> ").strip()
         answers.append(_picks(raw, question.choices, multiple=question.multiple, console=console))
     return Answer(answers=tuple(answers))
 
@@ -340,7 +298,7 @@ def _picks(raw: str, choices: tuple[str, ...], *, multiple: bool, console: Conso
             if 1 <= n <= len(choices):
                 picked.append(choices[n - 1])
             elif n == len(choices) + 1:
-                picked.append(_read(console, "your words> ").strip())
+                picked.append(read_line(console, "your words> ").strip())
             else:
                 picked.append(p)
         return tuple(picked)
@@ -430,11 +388,11 @@ def _field(
 
 def _typed_field(console: Console, prompt: str, field: JsonSchemaValue, root: JsonSchemaValue) -> Any:
     """What the person typed for one field, as the value its schema's type suggests."""
-    raw = _read(console, prompt).strip()
+    raw = read_line(console, prompt).strip()
     if raw == _SKIP:
         raise _Skipped
     if raw == _NEW:
-        text = _read(console, "[bold cyan]you>[/bold cyan] ").strip()
+        text = read_line(console, "[bold cyan]you>[/bold cyan] ").strip()
         raise _NewMessage(text)
     if raw == "":
         return _LEFT_OUT
@@ -456,7 +414,7 @@ def _typed_field(console: Console, prompt: str, field: JsonSchemaValue, root: Js
 
 
 def _ask_client_tool(console: Console, request: ClientToolRequest) -> Decision:
-    raw = _read(console, "result (JSON or text), 'error: MESSAGE', or empty to skip> ").strip()
+    raw = read_line(console, "result (JSON or text), 'error: MESSAGE', or empty to skip> ").strip()
     if not raw:
         return Skip(reason=None)
     if raw.startswith("error:"):
@@ -473,7 +431,7 @@ def _ask_elicitation(console: Console, request: ElicitationRequest) -> Decision:
     """A server's page (visit it, then say done) or form (filled in field by field), or decline / cancel."""
     first = r"\[d]one (after visiting the page)" if request.mode == "url" else r"\[f]ill in the form"
     while True:
-        choice = _read(console, f"{first}, \\[x] decline, \\[c]ancel, or \\[n]ew message? ").strip().lower()
+        choice = read_line(console, f"{first}, \\[x] decline, \\[c]ancel, or \\[n]ew message? ").strip().lower()
         if choice in ("d", "done") and request.mode == "url":
             return Accept()
         if choice in ("f", "fill") and request.mode == "form":
@@ -483,7 +441,7 @@ def _ask_elicitation(console: Console, request: ElicitationRequest) -> Decision:
         if choice in ("c", "cancel"):
             return Cancel()
         if choice in ("n", "new"):
-            text = _read(console, "[bold cyan]you>[/bold cyan] ").strip()
+            text = read_line(console, "[bold cyan]you>[/bold cyan] ").strip()
             if text:
                 raise _NewMessage(text)
             continue
@@ -502,7 +460,7 @@ def _fill_form(console: Console, schema: JsonSchemaValue) -> dict[str, Any]:
         label = field.get("title") or name
         choices = field.get("enum")
         hint = f"one of {', '.join(map(str, choices))}" if choices else field.get("type", "text")
-        raw = _read(console, f"{escape(label)} ({hint}{', required' if name in required else ''})> ").strip()
+        raw = read_line(console, f"{escape(label)} ({hint}{', required' if name in required else ''})> ").strip()
         if not raw and name not in required:
             continue
         if field.get("type") in ("integer", "number", "boolean"):
