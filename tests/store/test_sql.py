@@ -12,7 +12,7 @@ import sqlite3
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import sqlalchemy as sa
@@ -264,6 +264,52 @@ async def test_a_commit_that_does_not_wait_for_the_disk_leaves_the_next_one_dura
         with sync.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA synchronous").scalar_one() == 2
         assert (await store.get_run("run_2")).status == "running"
+
+
+class _CountingConnection(sqlite3.Connection):
+    """A stdlib connection that counts the commits it makes while `synchronous` is FULL (those SQLite fsyncs)."""
+
+    fsynced: ClassVar[list[int]] = [0]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.full = True  # SQLite's default in WAL mode is FULL until a pragma says otherwise
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        statement = sql.strip().upper()
+        if statement.startswith("PRAGMA SYNCHRONOUS="):
+            self.full = statement.endswith(("FULL", "EXTRA", "2", "3"))
+        elif statement == "COMMIT" and self.full:
+            self.fsynced[0] += 1
+        return super().execute(sql, *args)
+
+
+async def test_the_outboxs_bookkeeping_does_not_wait_for_the_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fanning events out, claiming and settling deliveries commit without an fsync: the events were made durable
+    with the change that wrote them, and a lost bookkeeping commit only repeats work under the same delivery id.
+    A run's own writes still wait for the disk, and what the bookkeeping wrote is there for the next process."""
+    real_connect = sqlite3.connect
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        return real_connect(*args, **kwargs, factory=_CountingConnection)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    fsynced = _CountingConnection.fsynced
+    url = f"sqlite:///{tmp_path / 'sayso.db'}"
+    async with SqlRunStore(url) as store:
+        before = fsynced[0]
+        run = await store.start_run(_starting(1), expect_active=None)
+        await store.finish_run(run, holder="me", new_messages=(), status="completed", output="ok", error=None, now=2.0)
+        assert fsynced[0] - before == 2  # the run's start and its end (which writes its `run.updated` event)
+        before = fsynced[0]
+        assert await store.fan_out_events(hooks=["push"], now=3.0, kinds=("run.updated",)) == 1
+        [claimed] = await store.claim_deliveries(holder="me", now=3.0, until=30.0, hooks=["push"])
+        assert await store.settle_delivery(claimed.delivery_id, holder="me", status="skipped", now=4.0)
+        assert fsynced[0] == before
+    async with SqlRunStore(url) as store:
+        assert await store.delivery_counts() == {"skipped": 1}
 
 
 async def test_the_log_reaches_the_database_file_while_the_store_writes(tmp_path: Path) -> None:
