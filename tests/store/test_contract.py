@@ -1533,6 +1533,22 @@ async def test_a_top_level_runs_pause_and_end_are_run_updates_fanned_out_only_to
     assert sorted(c.kind for c in webhooks) == ["request.decided", "request.opened"]
 
 
+async def test_run_updates_fanned_out_for_marked_runs_only_pass_the_others_over_for_good(store: RunStore) -> None:
+    """With `marked`, only the updates of runs with a mark in that namespace get a delivery (A2A keeps a task's
+    push configs as its marks); the others are fanned out to no one, and a later mark does not bring them back."""
+    for n in (1, 2):
+        run = await start(store, f"thr_{n}", f"run_{n}")
+        await store.finish_run(run, holder=ME, new_messages=(), status="completed", output="ok", error=None, now=NOW)
+    await store.set_mark("push", "run_2", "[]")
+    await store.set_mark("other", "run_1", "x")
+    assert await store.fan_out_events(hooks=["push"], now=NOW + 1, kinds=("run.updated",), marked="push") == 2
+    await store.set_mark("push", "run_1", "[]")
+    assert await store.fan_out_events(hooks=["push"], now=NOW + 1, kinds=("run.updated",), marked="push") == 0
+    pushed = await store.claim_deliveries(holder="a", now=NOW + 2, until=NOW + 30, hooks=["push"])
+    assert [(c.kind, c.request_id) for c in pushed] == [("run.updated", "run_2")]
+    assert await store.delivery_counts() == {"pending": 1}
+
+
 async def test_a_delivery_is_claimed_by_one_sender_until_settled_or_its_claim_lapses(store: RunStore) -> None:
     """A claimed delivery is not claimed again while the claim holds; only its holder settles it; a retry waits
     for its time with the attempt counted; a lapsed claim is taken over; settled deliveries are done."""

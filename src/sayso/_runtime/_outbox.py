@@ -90,10 +90,15 @@ class RunUpdate:
     """Attempts made before this one."""
 
 
-async def claim_run_updates(k: Kernel, hook: str, *, lease_seconds: float, limit: int) -> list[RunUpdate]:
-    """Fan new run updates out to `hook` and claim its due deliveries for this runtime."""
+async def claim_run_updates(
+    k: Kernel, hook: str, *, lease_seconds: float, limit: int, marked: str | None = None
+) -> list[RunUpdate]:
+    """Fan new run updates out to `hook` and claim its due deliveries for this runtime.
+
+    With `marked`, only the updates of runs that have a mark in that namespace are fanned out to `hook`.
+    """
     now = k.clock()
-    await k.store.fan_out_events(hooks=[hook], now=now, kinds=("run.updated",))
+    await k.store.fan_out_events(hooks=[hook], now=now, kinds=("run.updated",), marked=marked)
     claimed = await k.store.claim_deliveries(
         holder=k.holder, now=now, until=now + lease_seconds, limit=limit, hooks=[hook]
     )

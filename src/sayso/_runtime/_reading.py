@@ -329,15 +329,19 @@ class Reading:
 
         return await _outbox.claim_escalations(self._k, hook, lease_seconds=lease_seconds, limit=limit)
 
-    async def claim_run_updates(self, hook: str, *, lease_seconds: float = 30.0, limit: int = 50) -> list[RunUpdate]:
+    async def claim_run_updates(
+        self, hook: str, *, lease_seconds: float = 30.0, limit: int = 50, marked: str | None = None
+    ) -> list[RunUpdate]:
         """Claim due deliveries to `hook` of top-level runs' updates (paused, ended, cancelled) by any process.
 
-        For senders of task updates (A2A push notifications); settle each with `settle_event`.
+        For senders of task updates (A2A push notifications); settle each with `settle_event`. With
+        `marked` (a mark namespace, see `set_mark`), the updates of runs with no mark there are passed
+        over for good: a sender whose receivers are kept as marks is handed only what it may send.
         """
         self._check_open()
         from . import _outbox
 
-        return await _outbox.claim_run_updates(self._k, hook, lease_seconds=lease_seconds, limit=limit)
+        return await _outbox.claim_run_updates(self._k, hook, lease_seconds=lease_seconds, limit=limit, marked=marked)
 
     async def settle_event(
         self,

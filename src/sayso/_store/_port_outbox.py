@@ -21,14 +21,23 @@ class OutboxPort(ABC):
 
     @abstractmethod
     async def fan_out_events(
-        self, *, hooks: Sequence[str], now: float, limit: int = 200, kinds: Sequence[OutboxKind] = REQUEST_KINDS
+        self,
+        *,
+        hooks: Sequence[str],
+        now: float,
+        limit: int = 200,
+        kinds: Sequence[OutboxKind] = REQUEST_KINDS,
+        marked: str | None = None,
     ) -> int:
         """Give each event of `kinds` not fanned out yet one pending delivery per key in `hooks`; returns how many.
 
         Every event (a request opened or decided) is written to the outbox by the verb that made the
         change, in the same commit. Fanning out happens once per event, whichever sender does it.
         With no hooks nothing happens (the events wait for a server that has some, until `prune_outbox`
-        takes them once they are older than the retention).
+        takes them once they are older than the retention). With `marked` (a mark namespace), only an
+        event whose request or run has a mark there gets deliveries; the others are fanned out to no
+        one, so a sender with nothing to send for them (a task's push configs are its marks) never
+        claims and settles them one by one.
         """
 
     @abstractmethod

@@ -130,8 +130,8 @@ class StoreTx(ABC):
         """Open requests of open pauses whose next escalation step is due by `now`, soonest first."""
 
     @abstractmethod
-    async def unfanned_events(self, limit: int, kinds: Sequence[OutboxKind]) -> list[str]:
-        """Events of `kinds` not fanned out yet, oldest first (their ids)."""
+    async def unfanned_events(self, limit: int, kinds: Sequence[OutboxKind]) -> list[tuple[str, str]]:
+        """Events of `kinds` not fanned out yet, oldest first: each id with the request or run it is about."""
 
     @abstractmethod
     async def due_deliveries(self, now: float, limit: int) -> list[PendingDelivery]:

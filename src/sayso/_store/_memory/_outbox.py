@@ -22,8 +22,8 @@ class MemoryOutboxTx(_Changes, OpsTx):
 
     s: _Tables
 
-    async def unfanned_events(self, limit: int, kinds: Sequence[OutboxKind]) -> list[str]:
-        return [e.event_id for e in self.s._outbox if not e.fanned_out and e.kind in kinds][:limit]
+    async def unfanned_events(self, limit: int, kinds: Sequence[OutboxKind]) -> list[tuple[str, str]]:
+        return [(e.event_id, e.request_id) for e in self.s._outbox if not e.fanned_out and e.kind in kinds][:limit]
 
     async def _outbox_change(self, change: FanOut | ClaimDelivery | Settled) -> bool:
         """A change to the outbox's rows (`StoreTx.change`)."""

@@ -17,7 +17,8 @@ from .._views import delivery_id
 from ._tx import Sql, Tx
 
 UNFANNED = Sql(
-    "SELECT event_id FROM outbox WHERE fanned_out = :no AND kind IN (:k0, :k1, :k2, :k3) ORDER BY seq LIMIT :limit"
+    "SELECT event_id, request_id FROM outbox WHERE fanned_out = :no AND kind IN (:k0, :k1, :k2, :k3) "
+    "ORDER BY seq LIMIT :limit"
 )
 """Events of up to four kinds (a shorter list repeats its last kind), so the statement stays constant."""
 FAN_OUT = Sql("UPDATE outbox SET fanned_out = :yes WHERE event_id = :event_id AND fanned_out = :no")
@@ -71,12 +72,12 @@ class SqlOutboxTx(OpsTx):
 
     tx: Tx
 
-    async def unfanned_events(self, limit: int, kinds: Sequence[OutboxKind]) -> list[str]:
+    async def unfanned_events(self, limit: int, kinds: Sequence[OutboxKind]) -> list[tuple[str, str]]:
         padded = [*kinds, *[kinds[-1]] * (_KINDS - len(kinds))]
         if len(padded) != _KINDS:
             raise ValueError(f"one to {_KINDS} event kinds at a time, got {list(kinds)}")
         params = {**_FLAGS, "limit": limit, **{f"k{n}": kind for n, kind in enumerate(padded)}}
-        return [row["event_id"] for row in await self.tx.all(UNFANNED, params)]
+        return [(row["event_id"], row["request_id"]) for row in await self.tx.all(UNFANNED, params)]
 
     async def _outbox_change(self, change: FanOut | ClaimDelivery | Settled) -> bool:
         """A change to the outbox's rows (`StoreTx.change`)."""
@@ -88,7 +89,8 @@ class SqlOutboxTx(OpsTx):
         if await self.tx.run(FAN_OUT, {**_FLAGS, "event_id": event_id}) != 1:
             return False
         rows = [{"delivery_id": delivery_id(event_id, h), "event_id": event_id, "hook": h, "now": now} for h in hooks]
-        await self.tx.many(INSERT_DELIVERY, rows)
+        if rows:
+            await self.tx.many(INSERT_DELIVERY, rows)
         return True
 
     async def due_deliveries(self, now: float, limit: int) -> list[PendingDelivery]:

@@ -23,7 +23,13 @@ class OutboxVerbs(TxStore):
     """
 
     async def fan_out_events(
-        self, *, hooks: Sequence[str], now: float, limit: int = 200, kinds: Sequence[OutboxKind] = REQUEST_KINDS
+        self,
+        *,
+        hooks: Sequence[str],
+        now: float,
+        limit: int = 200,
+        kinds: Sequence[OutboxKind] = REQUEST_KINDS,
+        marked: str | None = None,
     ) -> int:
         if not hooks:
             return 0
@@ -32,8 +38,11 @@ class OutboxVerbs(TxStore):
         async def work(tx: StoreTx) -> int:
             # Of two senders fanning out the same event, one does it (the other's conditional update waits
             # for the first to commit, then matches nothing).
-            events = await tx.unfanned_events(limit, kinds)
-            return sum([await tx.change(FanOut(event_id, unique, now)) for event_id in events])
+            fanned = 0
+            for event_id, subject in await tx.unfanned_events(limit, kinds):
+                wanted = marked is None or await tx.document(marked, subject) is not None
+                fanned += await tx.change(FanOut(event_id, unique if wanted else (), now))
+            return fanned
 
         async def lost(tx: StoreTx) -> int:
             return 0  # another sender fanned these events out first
@@ -43,13 +52,17 @@ class OutboxVerbs(TxStore):
     async def claim_deliveries(
         self, *, holder: str, now: float, until: float, limit: int = 50, hooks: Sequence[str] | None = None
     ) -> list[PendingDelivery]:
-        async def work(tx: StoreTx) -> list[PendingDelivery]:
+        async def due(tx: StoreTx) -> list[PendingDelivery]:
             # Another sender's deliveries (webhooks vs A2A pushes) are passed over here, so look a little further.
-            due = await tx.due_deliveries(now, limit if hooks is None else limit * 4)
-            mine = [d for d in due if hooks is None or d.hook in hooks][:limit]
-            return [d for d in mine if await tx.change(ClaimDelivery(d.delivery_id, holder, now=now, until=until))]
+            found = await tx.due_deliveries(now, limit if hooks is None else limit * 4)
+            return [d for d in found if hooks is None or d.hook in hooks][:limit]
 
-        return await self._write(work, durable=False)
+        async def work(tx: StoreTx) -> list[PendingDelivery]:
+            claims = [(d, ClaimDelivery(d.delivery_id, holder, now=now, until=until)) for d in await due(tx)]
+            return [d for d, claim in claims if await tx.change(claim)]
+
+        # Most looks find nothing due: a read says so without taking the write lock.
+        return await self._write(work, durable=False) if await self._read(due) else []
 
     async def settle_delivery(
         self,

@@ -2,12 +2,13 @@
 
 Whatever changed a task (an A2A call, a REST decision, the CLI, another replica), the store wrote
 a `run.updated` event in the same commit as the change. `PushDispatcher` runs beside the A2A
-routes of every server: it claims those events (one sender per delivery at a time), sends the
-task's status update to each push config of the task (signed by `_push.signing_client`), and
-settles the delivery: delivered, skipped (no config, or the task changed again since, so that a
-retry never sends a stale or repeated state), retried later with exponential backoff, or given
-up on. Every attempt carries the same `webhook-id` (the delivery id), so receivers drop duplicates; a
-delivery whose sender died is claimed again once its claim lapses.
+routes of every server: it claims those events of tasks that have push configs (the others are
+passed over once, as they are fanned out), sends the task's status update to each push config of
+the task (signed by `_push.signing_client`), and settles the delivery: delivered, skipped (no
+config left, or the task changed again since, so that a retry never sends a stale or repeated
+state), retried later with exponential backoff, or given up on. Every attempt carries the same
+`webhook-id` (the delivery id), so receivers drop duplicates; a delivery whose sender died is
+claimed again once its claim lapses.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from google.protobuf.json_format import MessageToDict
 from ..._core.signing import ID_HEADER
 from ..._runtime import RunUpdate, Sayso
 from ...exceptions import SaysoError
-from ._push import TOKEN_HEADER, MarkPushConfigStore
+from ._push import PUSH_MARKS, TOKEN_HEADER, MarkPushConfigStore
 from ._tasks import TaskReader
 
 logger = logging.getLogger("sayso.a2a.push")
@@ -74,7 +75,10 @@ class PushDispatcher:
         while True:
             self._wake = anyio.Event()
             try:
-                claimed = await self.sayso.claim_run_updates(HOOK, lease_seconds=2 * TIMEOUT_SECONDS + 1)
+                # A task nobody set a push config for (most of them) is passed over as its update is fanned out.
+                claimed = await self.sayso.claim_run_updates(
+                    HOOK, lease_seconds=2 * TIMEOUT_SECONDS + 1, marked=PUSH_MARKS
+                )
             except SaysoError:
                 logger.exception("could not read the outbox; retrying in %ss", self._poll)
                 claimed = []
