@@ -267,19 +267,25 @@ async def test_a_commit_that_does_not_wait_for_the_disk_leaves_the_next_one_dura
 
 
 class _CountingConnection(sqlite3.Connection):
-    """A stdlib connection that counts the commits it makes while `synchronous` is FULL (those SQLite fsyncs)."""
+    """A stdlib connection that counts the commits that wrote while `synchronous` is FULL (those SQLite fsyncs).
+
+    A read's commit writes nothing, so SQLite syncs nothing for it, whatever `synchronous` says.
+    """
 
     fsynced: ClassVar[list[int]] = [0]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.full = True  # SQLite's default in WAL mode is FULL until a pragma says otherwise
+        self.changes_at_begin = 0
 
     def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
         statement = sql.strip().upper()
         if statement.startswith("PRAGMA SYNCHRONOUS="):
             self.full = statement.endswith(("FULL", "EXTRA", "2", "3"))
-        elif statement == "COMMIT" and self.full:
+        elif statement.startswith("BEGIN"):
+            self.changes_at_begin = self.total_changes
+        elif statement == "COMMIT" and self.full and self.total_changes > self.changes_at_begin:
             self.fsynced[0] += 1
         return super().execute(sql, *args)
 
