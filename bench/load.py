@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -98,8 +98,11 @@ def cpu_seconds(pid: int) -> float:
 
 
 @contextmanager
-def sayso_server(store: str) -> Iterator[tuple[str, int]]:
-    """`sayso serve` on a bench config in a temp folder, pinned to core 0; its URL and pid."""
+def sayso_server(store: str, wrap: Sequence[str] = (), start_seconds: float = 60) -> Iterator[tuple[str, int]]:
+    """`sayso serve` on a bench config in a temp folder, pinned to core 0; its URL and pid.
+
+    `wrap`: a command that runs the server and execs it in place (valgrind), so the pid is still the server's.
+    """
     folder = tempfile.mkdtemp(prefix="sayso-load.")
     with open(os.path.join(folder, "load_tools.py"), "w") as f:
         f.write(TOOLS)
@@ -111,7 +114,7 @@ def sayso_server(store: str) -> Iterator[tuple[str, int]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SAYSO_")}
     sayso = os.path.join(os.path.dirname(sys.executable), "sayso")
     proc = subprocess.Popen(
-        [*cores(0), sayso, "serve", os.path.join(folder, "sayso.yaml"), "--port", str(port)],
+        [*cores(0), *wrap, sayso, "serve", os.path.join(folder, "sayso.yaml"), "--port", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -119,7 +122,7 @@ def sayso_server(store: str) -> Iterator[tuple[str, int]]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + start_seconds
         while True:
             if proc.poll() is not None:
                 raise SystemExit(f"sayso serve exited: {proc.stderr.read() if proc.stderr else ''}")
@@ -139,6 +142,14 @@ def sayso_server(store: str) -> Iterator[tuple[str, int]]:
         except subprocess.TimeoutExpired:
             proc.kill()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def lone_cycle(client: httpx.Client, n: int) -> None:
+    """One cycle with nothing else in flight: run ("delete f-N"), approve, and check that the run completed."""
+    run = client.post("/v1/runs", json={"message": f"delete f-{n}"}).json()
+    decided = client.post(f"/v1/requests/{run['requests'][0]['id']}/decision", json={"kind": "approve"})
+    if decided.json()["run"]["status"] != "completed":
+        raise SystemExit(f"the cycle did not complete: {decided.text}")
 
 
 def pool_limits(clients: int) -> httpx.Limits:

@@ -112,19 +112,12 @@ def main() -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH")) if p)
     db = folder / "calls.db"
     with load.sayso_server(f"sqlite:///{db}") as (url, _pid), httpx.Client(base_url=url, timeout=30) as client:
-
-        def cycle(n: int) -> None:
-            run = client.post("/v1/runs", json={"message": f"delete f-{n}"}).json()
-            decided = client.post(f"/v1/requests/{run['requests'][0]['id']}/decision", json={"kind": "approve"})
-            if decided.json()["run"]["status"] != "completed":
-                raise SystemExit(f"the cycle did not complete: {decided.text}")
-
         for n in range(args.warmup):
-            cycle(n)
+            load.lone_cycle(client, n)
         time.sleep(0.3)  # what the warm-up woke settles before the first snapshot
         before = snapshot(folder, 1)
         for n in range(args.cycles):
-            cycle(args.warmup + n)
+            load.lone_cycle(client, args.warmup + n)
         time.sleep(0.3)
         after = snapshot(folder, 2)
     delta = {k: (v - before.get(k, 0)) / args.cycles for k, v in after.items()}
