@@ -245,15 +245,15 @@ from sayso._core.decisions import DECISION_ADAPTER, Approve
 from sayso._core.requests import CLIENT_TOOLS_ADAPTER, REQUEST_ADAPTER, ClientTool
 from sayso._core.votes import VOTE_ADAPTER, Vote
 from sayso._store._records import RemoteTask
-from sayso._store._verbs._runs import _REMOTE_TASK
+from sayso._store._verbs._runs import REMOTE_TASK_ADAPTER
 adapters = {"audit": AUDIT_EVENT_ADAPTER, "decision": DECISION_ADAPTER, "client_tools": CLIENT_TOOLS_ADAPTER,
-            "request": REQUEST_ADAPTER, "vote": VOTE_ADAPTER, "remote_task": _REMOTE_TASK}
+            "request": REQUEST_ADAPTER, "vote": VOTE_ADAPTER, "remote_task": REMOTE_TASK_ADAPTER}
 built = sorted(name for name, adapter in adapters.items() if adapter.pydantic_complete)
 values = [
     (DECISION_ADAPTER, Approve(scope="thread")),
     (CLIENT_TOOLS_ADAPTER, (ClientTool(name="pick"),)),
     (VOTE_ADAPTER, Vote(request_id="req_1", principal="ana", decision="approve", round=0, voted_at=1.0)),
-    (_REMOTE_TASK, RemoteTask(url="http://127.0.0.1:1/", task_id="t", context_id="c")),
+    (REMOTE_TASK_ADAPTER, RemoteTask(url="http://127.0.0.1:1/", task_id="t", context_id="c")),
 ]
 same = [adapter.validate_json(adapter.dump_json(value)) == value for adapter, value in values]
 print(json.dumps({"built": built, "same": same}))

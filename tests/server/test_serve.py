@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -77,6 +78,49 @@ def test_a_start_says_url_store_and_mode_and_nothing_else(tmp_path: Path) -> Non
     assert rest == ["sayso stopped cleanly"], stderr
     for chatter in ("alembic", "docket", "Started server process", "Waiting for application startup"):
         assert chatter not in stderr
+
+
+BEFORE_LISTENING = """
+import sys
+from pydantic import TypeAdapter
+from pydantic_ai.messages import ModelMessagesTypeAdapter
+import sayso._serve as serving
+from sayso._store._trusted import trusted_validator
+
+
+def unbuilt() -> list[str]:
+    adapters = [(f"{name}.{attr}", value) for name, module in list(sys.modules.items()) if name.startswith("sayso")
+                for attr, value in vars(module).items() if isinstance(value, TypeAdapter)]
+    adapters.append(("ModelMessagesTypeAdapter", ModelMessagesTypeAdapter))
+    return sorted(name for name, adapter in adapters if not adapter.pydantic_complete)
+
+
+def listen(server: object) -> None:  # where uvicorn would bind and take the first request
+    print("listening:", unbuilt(), trusted_validator.cache_info().currsize)
+
+
+serving._Server.run = listen
+print("loaded:", unbuilt(), trusted_validator.cache_info().currsize)
+serving.serve(sys.argv[1], port=0)
+"""
+
+
+def test_every_codec_is_built_before_the_server_listens(tmp_path: Path) -> None:
+    """The first request after a start does not build the adapters a short command defers: `serve` built them all.
+
+    Loading the server leaves them unbuilt (so `sayso inbox` never pays for them); by the time it would
+    listen, no adapter a sayso module holds, nor pydantic-ai's message adapter or the trusted history
+    schema, is left to build. An adapter added later is covered, or this fails naming it.
+    """
+    env = {**os.environ, "SAYSO_STORE": f"sqlite:///{tmp_path / 'sayso.db'}", "SAYSO_SANDBOX": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", BEFORE_LISTENING, str(EXAMPLE)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    loaded, listening = done.stdout.splitlines()
+    assert "sayso._core.requests.REQUEST_ADAPTER" in loaded and "ModelMessagesTypeAdapter" in loaded
+    assert loaded.endswith(" 0")  # the trusted schema too
+    assert listening == "listening: [] 1"
 
 
 def serve_the_example(env: dict[str, str], port: int) -> subprocess.CompletedProcess[str]:

@@ -28,6 +28,7 @@
 | `_inbox` | `Inbox`: the open requests over the store's inbox port alone, no kernel or write side (`sayso inbox`) |
 | `_kernel` | what the parts share (config, agents, store, clock, lease holder) |
 | `_defaults` | the adapters the runtime falls back on (the A2A client, engines), filled by the package root |
+| `_codecs` | `build_codecs`: what a server builds before it listens, which short commands build only on first use |
 
 Interfaces import from here only the names below: the facade and the records its verbs return. They
 resolve lazily (PEP 562, as the package root's): a command that only reads the store loads the reading
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
         TranscriptEntry,
     )
     from ._auth import Authenticator, authenticate, authenticator
+    from ._codecs import build_codecs
     from ._defaults import DEFAULT_REMOTE_AGENTS
     from ._events import EventData, EventListener, RequestEvent
     from ._facade import Sayso
@@ -123,6 +125,7 @@ __all__ = [
     "TranscriptEntry",
     "authenticate",
     "authenticator",
+    "build_codecs",
     "new_id",
     "decide_json",
     "routing_json",
@@ -180,6 +183,7 @@ _LAZY: dict[str, str] = {
     "TranscriptEntry": ".._store",
     "authenticate": "._auth",
     "authenticator": "._auth",
+    "build_codecs": "._codecs",
     "new_id": "._kernel",
     "request_json": "._results",
     "request_state_json": "._results",

@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._config.file import Config, load_config
 from .._core.store_urls import store_url
-from .._runtime import Sayso
+from .._runtime import Sayso, build_codecs
 from ..channels import FORM_PATHS, channels_router
 from ..exceptions import SaysoError
 from ..protocols import protocol_apps, protocol_routers
@@ -233,6 +233,7 @@ def serve(
     lines = banner(config_path, config, host, port)
     if grpc_port is not None:
         lines.insert(1, f"A2A over gRPC on {host}:{grpc_port} (tenant: {config.a2a.namespace}/<name>)")
+    build_codecs()  # the first request after a start is served as fast as the next (`_runtime/_codecs.py`)
     try:
         _Server(listening, app.state.sayso_server, lines).run()
     finally:

@@ -17,6 +17,7 @@ from .._core.lazy import load_lazily
 if TYPE_CHECKING:
     from .._core.deciding import ResumeClaim, Verdict
     from ..exceptions import InvalidCursor
+    from ._codecs import build_codecs
     from ._holders import holder_is_dead, new_holder
     from ._memory import MemoryRunStore
     from ._port import RunStore
@@ -98,6 +99,7 @@ __all__ = [
     "TranscriptEntry",
     "Verdict",
     "async_url",
+    "build_codecs",
     "holder_is_dead",
     "inbox_from_url",
     "new_holder",
@@ -145,6 +147,7 @@ _WHERE: dict[str, str] = {
     "TranscriptEntry": "._records",
     "Verdict": ".._core.deciding",
     "async_url": "._sql._conn",
+    "build_codecs": "._codecs",
     "holder_is_dead": "._holders",
     "inbox_from_url": "._urls",
     "new_holder": "._holders",

@@ -42,7 +42,7 @@ from ._steps import finish, lost_lease, record
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-_REMOTE_TASK: TypeAdapter[RemoteTask] = TypeAdapter(RemoteTask)
+REMOTE_TASK_ADAPTER: TypeAdapter[RemoteTask] = TypeAdapter(RemoteTask)
 """A remote task as the document that holds it (JSON)."""
 
 
@@ -241,14 +241,14 @@ class RunVerbs(TxStore):
     async def set_remote_task(self, run_id: str, *, url: str, task_id: str, context_id: str) -> None:
         async def work(tx: StoreTx) -> None:
             task = RemoteTask(url=url, task_id=task_id, context_id=context_id)
-            await tx.put_document(REMOTE_TASKS, run_id, _REMOTE_TASK.dump_json(task).decode(), time.time())
+            await tx.put_document(REMOTE_TASKS, run_id, REMOTE_TASK_ADAPTER.dump_json(task).decode(), time.time())
 
         await self._write(work, race=work)
 
     async def remote_task(self, run_id: str) -> RemoteTask | None:
         async def work(tx: StoreTx) -> RemoteTask | None:
             found = await tx.document(REMOTE_TASKS, run_id)
-            return None if found is None else _REMOTE_TASK.validate_json(found.body)
+            return None if found is None else REMOTE_TASK_ADAPTER.validate_json(found.body)
 
         return await self._read(work)
 
