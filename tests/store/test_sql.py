@@ -22,7 +22,7 @@ from sayso._store import RunStart, SqlRunStore, async_url, store_from_url
 from sayso._store._sql import _chain, _rows
 from sayso._store._sql._conn import schema_head
 from sayso._store._sql._rows import EXPIRED_RUNS
-from sayso._store._sql._tx import Sql
+from sayso._store._sql._tx import Sql, Tx
 from sayso.exceptions import ConfigError, StoreError
 from tests.tools import missing
 
@@ -333,6 +333,89 @@ async def test_the_log_reaches_the_database_file_while_the_store_writes(tmp_path
         while path.stat().st_size == before and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.05)
         assert path.stat().st_size > before  # the runs' pages were copied in while the store is open
+
+
+async def test_a_commit_that_fails_leaves_nothing_and_the_store_writes_on(tmp_path: Path) -> None:
+    """A durable write's statements run on the event loop and its commit on a thread of the store's: a commit
+    the database refuses (here a deferred foreign key, checked only then) rolls the whole transaction back, is a
+    `StoreError`, and the next write commits as usual."""
+    mark = Sql("INSERT INTO marks (namespace, key, value, updated_at) VALUES ('test', :key, 'v', 1.0)")
+
+    async def refused_at_commit(tx: Tx) -> None:
+        await tx.run(Sql("CREATE TEMP TABLE parent (id INTEGER PRIMARY KEY)"))
+        await tx.run(Sql("CREATE TEMP TABLE child (parent INTEGER REFERENCES parent DEFERRABLE INITIALLY DEFERRED)"))
+        await tx.run(mark, {"key": "lost"})
+        await tx.run(Sql("INSERT INTO child (parent) VALUES (42)"))  # no such parent: refused by the COMMIT
+
+    async def written(tx: Tx) -> None:
+        await tx.run(mark, {"key": "kept"})
+
+    path = tmp_path / "sayso.db"
+    async with SqlRunStore(f"sqlite:///{path}") as store:
+        with pytest.raises(StoreError, match="FOREIGN KEY constraint failed"):
+            await store._raw_write(refused_at_commit)
+        await store._raw_write(written)
+        await store.start_run(_starting(0), expect_active=None)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT key FROM marks").fetchall() == [("kept",)]
+        assert conn.execute("SELECT run_id FROM runs").fetchall() == [("run_0",)]
+
+
+class _HeldCommitConnection(sqlite3.Connection):
+    """A stdlib connection whose next commit, once `held` is set, waits until `go` is (a disk that stalls)."""
+
+    held = threading.Event()
+    holding = threading.Event()
+    go = threading.Event()
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql == "COMMIT" and self.held.is_set():
+            self.held.clear()
+            self.holding.set()
+            self.go.wait(timeout=30)
+        return super().execute(sql, *args)
+
+
+def test_event_loops_on_two_threads_write_to_one_store_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store shared by two threads, each with its own event loop (a server and a program embedding it, say).
+    A write holds the loop's connection from its statements to its commit on the store's thread; a write from
+    the other loop meanwhile waits for SQLite's lock on the writer thread instead of using that connection."""
+    real_connect = sqlite3.connect
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        return real_connect(*args, **kwargs, factory=_HeldCommitConnection)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    store = SqlRunStore(f"sqlite:///{tmp_path / 'sayso.db'}")
+    asyncio.run(store.open())
+    failed: list[BaseException] = []
+
+    def write_from_a_loop_of_its_own(n: int) -> None:
+        try:
+            asyncio.run(store.start_run(_starting(n), expect_active=None))
+        except BaseException as exc:  # reported by the test's thread
+            failed.append(exc)
+
+    _HeldCommitConnection.holding.clear()
+    _HeldCommitConnection.go.clear()
+    _HeldCommitConnection.held.set()
+    first = threading.Thread(target=write_from_a_loop_of_its_own, args=(1,))
+    first.start()
+    assert _HeldCommitConnection.holding.wait(timeout=30)  # the first write's commit is under way, and stalls
+    second = threading.Thread(target=write_from_a_loop_of_its_own, args=(2,))
+    second.start()
+    second.join(timeout=0.3)  # it waits for the first one's commit
+    _HeldCommitConnection.go.set()
+    first.join()
+    second.join()
+    assert failed == []
+
+    async def read_back() -> list[str]:
+        runs: list[str] = [(await store.get_run(f"run_{n}")).status for n in (1, 2)]
+        await store.aclose()
+        return runs
+
+    assert asyncio.run(read_back()) == ["running", "running"]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

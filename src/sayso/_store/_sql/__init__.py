@@ -3,7 +3,7 @@
 | module | holds |
 |---|---|
 | `_tx` | the small transaction interface of the hot path: constant `Sql`, the stdlib `sqlite3` and asyncpg drivers |
-| `_writer`, `_checkpoint` | SQLite's writer thread (writes in order), its checkpointer (off the writers' path) |
+| `_writer`, `_checkpoint` | SQLite's threads for commits and for waiting writes, its checkpointer (off their path) |
 | `_conn` | connections, read transactions, the mapping of database errors to sayso's, SQLite durability, migrations |
 | `_base` | the write transactions the business verbs run in (over `_prims.SqlTx`), signed with the audit key |
 | `_prims` | `SqlTx`: the store's transaction primitives (`_primitives.StoreTx`), one or two statements each |

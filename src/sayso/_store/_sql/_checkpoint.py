@@ -2,7 +2,7 @@
 
 SQLite's own checkpoint runs inside the commit that takes the log past 1,000 pages: that commit
 copies ~4 MB into the database file and fsyncs it before it returns, and every write queued behind
-it on the writer thread waits too. An approve cycle writes tens of pages, so one decision in a few
+it waits too. An approve cycle writes tens of pages, so one decision in a few
 dozen paid that (bench/ANALYSIS.md, "SQLite's checkpoint off the commit"). Here the writers'
 connections never checkpoint; a thread of the store's does, with a connection of its own, a little
 after writes happened: a PASSIVE checkpoint waits for no writer or reader (SQLite releases the GIL

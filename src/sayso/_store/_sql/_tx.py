@@ -3,11 +3,14 @@
 A verb's work is an `async def work(tx)` that runs constant statements (`Sql`, with named
 parameters) through `tx`, so the same work runs on both databases:
 
-- **SQLite**: each statement runs synchronously on a pooled stdlib `sqlite3` connection, so the
-  work never suspends and one call drives the whole transaction to its end. A write goes to the
-  database's writer thread in one hop (its fsync stays off the event loop) and writers of one process
-  queue there instead of sleeping in SQLite's busy handler; a read runs inline on the
-  event loop, which costs less than the hop (WAL readers never wait for writers).
+- **SQLite**: each statement runs synchronously on a stdlib `sqlite3` connection, so the work never
+  suspends and one call drives the whole transaction to its end. It runs inline on the event loop
+  (WAL readers never wait for writers; the loop's writes take turns, and one that finds SQLite's
+  lock held by another process waits for it on the database's writer thread, not in SQLite's busy
+  handler on the loop). A durable write's commit, which fsyncs, goes to the database's committer
+  thread in one hop: in one call into SQLite, which releases the interpreter's lock throughout. A
+  write's statements on a thread instead would each hand the interpreter's lock back and forth
+  with a busy loop, and wait for it up to the switch interval every time (bench/ANALYSIS.md).
 - **PostgreSQL**: the work awaits asyncpg, whose statement cache prepares each constant
   statement once per pooled connection. Writes whose outcome nobody reads (`Tx.later`) wait and
   go together, as one statement, before the next statement that reads or counts, or before the
@@ -19,9 +22,11 @@ statements depend on their filters.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import re
 import sqlite3
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeVar
@@ -187,10 +192,12 @@ class SqliteDatabase(Database):
     """Pooled stdlib connections to one SQLite file: WAL, a full fsync per durable commit.
 
     Reads run inline on the event loop (one connection serves them all: the loop is one thread
-    and SQLite work never suspends). Durable writes run on the database's writer thread, one hop
-    per transaction and one after another, so the fsync never blocks the loop. A write that need not
-    wait for the disk runs inline too when nothing else holds SQLite's write lock (it never waits
-    for it on the loop); else it takes the thread.
+    and SQLite work never suspends). A write runs its statements inline too, when nothing else holds
+    SQLite's write lock (it never waits for it on the loop), one at a time per loop; a durable one then
+    hands its commit, which fsyncs, to the database's committer thread, so the fsync never blocks the
+    loop and the thread's one call into SQLite is all that waits for the interpreter's lock. A write
+    that finds the lock held (by another process) takes the writer thread, where writers queue in
+    order instead of in SQLite's busy handler.
     """
 
     integrity_errors = (sqlite3.IntegrityError,)
@@ -199,17 +206,25 @@ class SqliteDatabase(Database):
     def __init__(self, path: str) -> None:
         self.path = path
         self._reader: sqlite3.Connection | None = None
-        self._inline: sqlite3.Connection | None = None
+        self._inline: dict[bool, sqlite3.Connection] = {}
+        """The loop's write connections, by `durable`: a full fsync per commit, or none."""
         self._idle: list[sqlite3.Connection] = []
+        self._turn: tuple[asyncio.AbstractEventLoop, anyio.Lock] | None = None
+        """The loop's writes one at a time: one holds SQLite's lock from its statements to its commit."""
+        self._owner = threading.Lock()
+        """Held by the loop whose write is on the loop's connections, from its statements to its commit."""
         self._writer = WriterThread("sayso-sqlite-writer")  # writes queue here, not in SQLite's busy handler
+        self._committer = WriterThread("sayso-sqlite-commit")  # never waits for the lock: it holds it
         self._checkpoints = Checkpointer(path)  # the log copied into the file off the writers' path
         self._generation = _fork.generation
 
     def _forked(self) -> None:
         """In a child process: leave the parent's connections alone (SQLite forbids using them here)."""
-        _fork.abandon(self._reader, self._inline, *self._idle)
-        self._reader = self._inline = None
+        _fork.abandon(self._reader, *self._inline.values(), *self._idle)
+        self._reader = None
+        self._inline = {}
         self._idle = []
+        self._turn = None
         self._generation = _fork.generation
 
     def _connect(self) -> sqlite3.Connection:
@@ -239,10 +254,14 @@ class SqliteDatabase(Database):
         if self._generation != _fork.generation:
             self._forked()
         try:
-            if not durable:
-                done = self._write_inline(work)
-                if not isinstance(done, _Busy):
-                    return done
+            async with self._loop_turn():
+                if self._owner.acquire(blocking=False):  # not another thread's loop, amid a write of its own
+                    try:
+                        conn = self._begin_inline(durable)
+                        if conn is not None:
+                            return await self._write_inline(conn, work, durable)
+                    finally:
+                        self._owner.release()
             job = functools.partial(self._write, work, durable)
             with anyio.CancelScope(shield=True):  # the transaction runs to its end either way: wait for its outcome
                 result = await self._writer.run(job)
@@ -250,20 +269,44 @@ class SqliteDatabase(Database):
         finally:
             self._checkpoints.wrote()
 
-    def _write_inline(self, work: Work[T]) -> T | _Busy:
+    def _loop_turn(self) -> anyio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._turn is None or self._turn[0] is not loop:
+            self._turn = (loop, anyio.Lock(fast_acquire=True))  # a free lock is taken without a yield
+        return self._turn[1]
+
+    def _begin_inline(self, durable: bool) -> sqlite3.Connection | None:
+        """The loop's connection in a write transaction just begun, or `None` if another writer holds the lock."""
         with _fork.in_sqlite():
-            if self._inline is None:
+            conn = self._inline.get(durable)
+            if conn is None:
                 conn = self._connect()
-                conn.execute("PRAGMA synchronous=NORMAL")  # WAL: the commit writes the log, fsyncs nothing
+                if not durable:
+                    conn.execute("PRAGMA synchronous=NORMAL")  # WAL: the commit writes the log, fsyncs nothing
                 conn.execute("PRAGMA busy_timeout=0")  # never wait on the event loop
-                self._inline = conn
+                self._inline[durable] = conn
             try:
-                self._inline.execute("BEGIN IMMEDIATE")
+                conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
                 if exc.sqlite_errorcode == sqlite3.SQLITE_BUSY:
-                    return _Busy()  # another writer holds the lock: wait for it on the writer thread
+                    return None  # another writer holds the lock: wait for it on the writer thread
                 raise
-            return _finish(self._inline, work)
+            return conn
+
+    async def _write_inline(self, conn: sqlite3.Connection, work: Work[T], durable: bool) -> T:
+        try:
+            with _fork.in_sqlite():
+                if not durable:
+                    return _finish(conn, work)
+                result = _run(conn, work)
+            with anyio.CancelScope(shield=True):  # the commit runs to its end either way: wait for its outcome
+                await self._committer.run(functools.partial(_commit_here, conn))
+        except sqlite3.Error:
+            with _fork.in_sqlite():
+                conn.close()  # a connection in an unknown state is not used again
+            self._inline.pop(durable, None)
+            raise
+        return result
 
     def _write(self, work: Work[T], durable: bool) -> T:
         with _fork.in_sqlite():
@@ -291,30 +334,49 @@ class SqliteDatabase(Database):
 
     async def aclose(self) -> None:
         self._writer.stop()
+        self._committer.stop()
         self._checkpoints.stop()
         if self._generation != _fork.generation:
             self._forked()
         with _fork.in_sqlite():
-            for conn in [*self._idle, *(c for c in (self._reader, self._inline) if c is not None)]:
+            for conn in [*self._idle, *self._inline.values(), *(c for c in (self._reader,) if c is not None)]:
                 conn.close()
         self._idle.clear()
-        self._reader = self._inline = None
-
-
-class _Busy:
-    """Another process holds SQLite's write lock."""
+        self._inline.clear()
+        self._reader = None
 
 
 def _finish(conn: sqlite3.Connection, work: Work[T]) -> T:
     """Run `work` in the transaction just begun on `conn`; commit, or roll back and raise."""
+    result = _run(conn, work)
+    _commit(conn)
+    return result
+
+
+def _run(conn: sqlite3.Connection, work: Work[T]) -> T:
+    """Run `work` in the transaction just begun on `conn`, left open; roll back and raise if it fails."""
     try:
-        result = complete(work(_SqliteTx(conn)))
+        return complete(work(_SqliteTx(conn)))
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _commit(conn: sqlite3.Connection) -> None:
+    """Commit the transaction open on `conn`, or roll it back and raise."""
+    try:
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    return result
+
+
+def _commit_here(conn: sqlite3.Connection) -> None:
+    """`_commit`, in a thread's own stretch of SQLite calls (a fork waits for it)."""
+    with _fork.in_sqlite():
+        _commit(conn)
 
 
 # PostgreSQL

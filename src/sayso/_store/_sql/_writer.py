@@ -1,10 +1,12 @@
-"""The SQLite store's writer thread: write transactions one after another, off the event loop.
+"""The SQLite store's threads for writes: jobs one after another, off the event loop.
 
-A durable write waits for the fsync of its commit, so it must leave the event loop; one thread
-per database keeps the writers of one process in order (instead of in SQLite's busy handler).
-anyio's `to_thread` did this before, through its worker pool, a capacity limiter of one and a
-cancel scope per call: ~2.5× the CPU per hop of a queue and a future (bench/ANALYSIS.md), and a
-SQLite store makes three hops per approve cycle.
+A durable commit waits for its fsync, so it must leave the event loop. A store has two such threads:
+its committer, which commits what the loop's connection wrote (one call into SQLite, which releases
+the interpreter's lock for the whole write and fsync), and its writer, which runs whole write
+transactions that found SQLite's lock held by another process and must wait for it. anyio's
+`to_thread` did this before, through its worker pool, a capacity limiter of one and a cancel scope
+per call: ~2.5× the CPU per hop of a queue and a future (bench/ANALYSIS.md), and a SQLite store
+makes three hops per approve cycle.
 """
 
 from __future__ import annotations
