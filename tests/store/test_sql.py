@@ -10,10 +10,12 @@ import secrets
 import signal
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+import anyio
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -416,6 +418,82 @@ def test_event_loops_on_two_threads_write_to_one_store_at_once(tmp_path: Path, m
         return runs
 
     assert asyncio.run(read_back()) == ["running", "running"]
+
+
+def _used_from_two_loops_at_once(url: str) -> None:
+    """Open a store on one loop, then read and write from two threads' loops at once; close it on a third."""
+    store = SqlRunStore(url)
+
+    async def write() -> None:
+        await store.open()
+        for n in range(10):
+            await store.start_run(_starting(n), expect_active=None)
+
+    asyncio.run(write())
+    failed: list[BaseException] = []
+    read: list[int] = []
+
+    def from_a_loop_of_its_own(k: int) -> None:
+        async def use() -> int:
+            running = 0
+            for i in range(600):
+                running += (await store.get_run(f"run_{i % 10}")).status == "running"
+                if i % 20 == 0:
+                    await store.start_run(_starting(1000 * (k + 1) + i), expect_active=None)
+            return running
+
+        try:
+            read.append(asyncio.run(use()))
+        except BaseException as exc:  # reported by the test's thread
+            failed.append(exc)
+
+    loops = [threading.Thread(target=from_a_loop_of_its_own, args=(k,)) for k in range(2)]
+    for loop in loops:
+        loop.start()
+    for loop in loops:
+        loop.join()
+
+    async def count_and_close() -> int:
+        started = len(await store.threads(owner=None, limit=1000))
+        await store.aclose()
+        return started
+
+    assert failed == []
+    assert read == [600, 600]
+    assert asyncio.run(count_and_close()) == 10 + 2 * 30
+
+
+def test_event_loops_on_two_threads_use_one_sqlite_store_at_once(tmp_path: Path) -> None:
+    """Reads from two threads' event loops at the same moments: each in a transaction of its own, none refused.
+
+    SQLite gives the interpreter's lock back inside every statement, so two loops' reads on one connection
+    would begin a transaction inside the other's ("cannot start a transaction within a transaction")."""
+    _used_from_two_loops_at_once(f"sqlite:///{tmp_path / 'sayso.db'}")
+
+
+def test_event_loops_on_two_threads_use_one_postgres_store_at_once() -> None:
+    """An asyncpg connection belongs to the loop that opened it: each loop the store is used on gets a pool."""
+
+    done = threading.Event()
+    ready: list[str] = []
+
+    async def database_meanwhile() -> None:
+        async with postgres_database() as url:
+            ready.append(url)
+            await anyio.to_thread.run_sync(done.wait)
+
+    keeper = threading.Thread(target=asyncio.run, args=(database_meanwhile(),))
+    keeper.start()
+    try:
+        for _ in range(300):
+            if ready or not keeper.is_alive():
+                break
+            time.sleep(0.1)
+        assert ready, "no database to test on"
+        _used_from_two_loops_at_once(ready[0])
+    finally:
+        done.set()
+        keeper.join()
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

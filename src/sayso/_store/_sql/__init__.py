@@ -2,7 +2,8 @@
 
 | module | holds |
 |---|---|
-| `_tx` | the small transaction interface of the hot path: constant `Sql`, the stdlib `sqlite3` and asyncpg drivers |
+| `_tx` | the small transaction interface of the hot path: constant `Sql`, the stdlib `sqlite3` driver |
+| `_postgres` | the asyncpg driver of that interface: a pool per event loop, writes sent together |
 | `_writer`, `_checkpoint` | SQLite's threads for commits and for waiting writes, its checkpointer (off their path) |
 | `_conn` | connections, read transactions, the mapping of database errors to sayso's, SQLite durability, migrations |
 | `_base` | the write transactions the business verbs run in (over `_prims.SqlTx`), signed with the audit key |

@@ -12,11 +12,12 @@ the hot path never load SQLAlchemy or Alembic, so a short-lived command starts q
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import re
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -27,7 +28,8 @@ import anyio.to_thread
 from ..._core.store_urls import StoreUrl, no_folder, store_url
 from ...exceptions import ConfigError, SaysoError, StoreError
 from . import _fork
-from ._tx import Database, PostgresDatabase, Sql, SqliteDatabase, Tx, Work
+from ._postgres import PostgresDatabase, close_on_their_loops, closed_with_the_loop
+from ._tx import Database, Sql, SqliteDatabase, Tx, Work
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -135,6 +137,10 @@ class _SqlConn:
         self.url = self.location.driver_url
         """The async driver's URL of the database."""
         self._engine: AsyncEngine | None = None
+        self._loop_engines: dict[asyncio.AbstractEventLoop, tuple[AsyncEngine, AsyncGenerator[None]]] = {}
+        """PostgreSQL: the async engine of each loop that queried through SQLAlchemy (the first is `_engine`),
+        disposed of with the store or as its loop ends: asyncpg's connections belong to the loop that opened
+        them, as in `PostgresDatabase`."""
         self._sync: Engine | None = None
         self._sync_generation = _fork.generation
         self._db: Database | None = None
@@ -256,8 +262,11 @@ class _SqlConn:
             await self._db.aclose()
             self._db = None
         if self._engine is not None:
-            await self._engine.dispose()
-            self._engine = None
+            engine, engines = self._engine, self._loop_engines
+            self._engine, self._loop_engines = None, {}
+            if not engines:  # no loop queried through it
+                await engine.dispose()
+            await close_on_their_loops(engines)
         if self._sync is not None:
             self._sync.dispose()
             self._sync = None
@@ -345,9 +354,22 @@ class _SqlConn:
                 self._sync.dispose(close=False)
                 self._sync_generation = _fork.generation
             return await anyio.to_thread.run_sync(self._in_thread, work, read, limiter=self._limiter)
-        async with engine.connect() as conn:
+        async with (await self._loop_engine(engine)).connect() as conn:
             async with conn.begin():
                 return await conn.run_sync(work)
+
+    async def _loop_engine(self, engine: AsyncEngine) -> AsyncEngine:
+        """The running loop's async engine: `engine` for the first loop to query, a new one for each other."""
+        loop = asyncio.get_running_loop()
+        if (held := self._loop_engines.get(loop)) is not None:
+            return held[0]
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        mine = create_async_engine(self.url) if self._loop_engines else engine
+        for gone in [other for other in self._loop_engines if other.is_closed()]:
+            del self._loop_engines[gone]  # its engine was disposed of as the loop ended
+        self._loop_engines[loop] = (mine, await closed_with_the_loop(mine.dispose))
+        return mine
 
     def _in_thread(self, work: Callable[[Connection], T], read: bool) -> T:
         assert self._sync is not None

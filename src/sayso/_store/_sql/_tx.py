@@ -1,4 +1,4 @@
-"""The small transaction interface the SQL verbs are written against, and its two drivers.
+"""The small transaction interface the SQL verbs are written against, and its SQLite driver.
 
 A verb's work is an `async def work(tx)` that runs constant statements (`Sql`, with named
 parameters) through `tx`, so the same work runs on both databases:
@@ -11,10 +11,11 @@ parameters) through `tx`, so the same work runs on both databases:
   thread in one hop: in one call into SQLite, which releases the interpreter's lock throughout. A
   write's statements on a thread instead would each hand the interpreter's lock back and forth
   with a busy loop, and wait for it up to the switch interval every time (bench/ANALYSIS.md).
-- **PostgreSQL**: the work awaits asyncpg, whose statement cache prepares each constant
-  statement once per pooled connection. Writes whose outcome nobody reads (`Tx.later`) wait and
-  go together, as one statement, before the next statement that reads or counts, or before the
-  commit: a round trip is the cost that matters there, not the statement.
+- **PostgreSQL** (`_postgres`): the work awaits asyncpg (a pool per event loop: a connection
+  belongs to the loop that opened it), whose statement cache prepares each constant statement once per pooled
+  connection. Writes whose outcome nobody reads (`Tx.later`) wait and go together, as one
+  statement, before the next statement that reads or counts, or before the commit: a round trip
+  is the cost that matters there, not the statement.
 
 SQLAlchemy is not on this path: it builds the schema (Alembic) and the listings whose
 statements depend on their filters.
@@ -191,9 +192,10 @@ def complete(work: Coroutine[Any, Any, T]) -> T:
 class SqliteDatabase(Database):
     """Pooled stdlib connections to one SQLite file: WAL, a full fsync per durable commit.
 
-    Reads run inline on the event loop (one connection serves them all: the loop is one thread
-    and SQLite work never suspends). A write runs its statements inline too, when nothing else holds
-    SQLite's write lock (it never waits for it on the loop), one at a time per loop; a durable one then
+    Reads run inline on the event loop (one connection serves all of a thread's: the loop is one
+    thread and SQLite work never suspends; a store shared by loops on two threads reads on two). A
+    write runs its statements inline too, when nothing else holds SQLite's write lock (it never
+    waits for it on the loop), one at a time per loop; a durable one then
     hands its commit, which fsyncs, to the database's committer thread, so the fsync never blocks the
     loop and the thread's one call into SQLite is all that waits for the interpreter's lock. A write
     that finds the lock held (by another process) takes the writer thread, where writers queue in
@@ -205,7 +207,8 @@ class SqliteDatabase(Database):
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._reader: sqlite3.Connection | None = None
+        self._readers: dict[int, sqlite3.Connection] = {}
+        """The read connections, by thread: a transaction on one belongs to the thread that began it."""
         self._inline: dict[bool, sqlite3.Connection] = {}
         """The loop's write connections, by `durable`: a full fsync per commit, or none."""
         self._idle: list[sqlite3.Connection] = []
@@ -220,8 +223,8 @@ class SqliteDatabase(Database):
 
     def _forked(self) -> None:
         """In a child process: leave the parent's connections alone (SQLite forbids using them here)."""
-        _fork.abandon(self._reader, *self._inline.values(), *self._idle)
-        self._reader = None
+        _fork.abandon(*self._readers.values(), *self._inline.values(), *self._idle)
+        self._readers = {}
         self._inline = {}
         self._idle = []
         self._turn = None
@@ -241,9 +244,10 @@ class SqliteDatabase(Database):
         if self._generation != _fork.generation:
             self._forked()
         with _fork.in_sqlite():
-            if self._reader is None:
-                self._reader = self._connect()
-            conn = self._reader
+            thread = threading.get_ident()
+            conn = self._readers.get(thread)
+            if conn is None:
+                conn = self._readers[thread] = self._connect()
             conn.execute("BEGIN")
             try:
                 return complete(work(_SqliteTx(conn)))
@@ -339,11 +343,11 @@ class SqliteDatabase(Database):
         if self._generation != _fork.generation:
             self._forked()
         with _fork.in_sqlite():
-            for conn in [*self._idle, *self._inline.values(), *(c for c in (self._reader,) if c is not None)]:
+            for conn in [*self._idle, *self._inline.values(), *self._readers.values()]:
                 conn.close()
         self._idle.clear()
         self._inline.clear()
-        self._reader = None
+        self._readers.clear()
 
 
 def _finish(conn: sqlite3.Connection, work: Work[T]) -> T:
@@ -377,124 +381,3 @@ def _commit_here(conn: sqlite3.Connection) -> None:
     """`_commit`, in a thread's own stretch of SQLite calls (a fork waits for it)."""
     with _fork.in_sqlite():
         _commit(conn)
-
-
-# PostgreSQL
-
-
-_ROWCOUNT = re.compile(r"(\d+)$")
-
-
-class _PostgresTx(Tx):
-    dialect: Literal["sqlite", "postgresql"] = "postgresql"
-
-    def __init__(self, conn: Any) -> None:  # an asyncpg connection (asyncpg ships no type hints)
-        self.conn = conn
-        self.queued: list[tuple[Sql, Params]] = []
-
-    async def one(self, sql: Sql, params: Params = NO_PARAMS) -> Row | None:
-        await self.flush()
-        row: Row | None = await self.conn.fetchrow(sql.pg_text, *[params[n] for n in sql.names])
-        return row
-
-    async def all(self, sql: Sql, params: Params = NO_PARAMS) -> list[Row]:
-        await self.flush()
-        return list(await self.conn.fetch(sql.pg_text, *[params[n] for n in sql.names]))
-
-    async def run(self, sql: Sql, params: Params = NO_PARAMS) -> int:
-        await self.flush()
-        status = await self.conn.execute(sql.pg_text, *[params[n] for n in sql.names])
-        found = _ROWCOUNT.search(status)
-        return int(found.group(1)) if found else 0
-
-    async def many(self, sql: Sql, rows: Sequence[Params]) -> None:
-        if len(rows) == 1:  # one row is one plain execute: executemany's batching costs more than it saves
-            await self.run(sql, rows[0])
-        elif rows:
-            await self.flush()
-            await self.conn.executemany(sql.pg_text, [[r[n] for n in sql.names] for r in rows])
-
-    async def later(self, sql: Sql, rows: Sequence[Params]) -> None:
-        self.queued.extend((sql, row) for row in rows)
-
-    async def flush(self) -> None:
-        """Send the queued writes: one statement, the first ones as data-modifying `WITH` parts of the last."""
-        if not self.queued:
-            return
-        queued, self.queued = self.queued, []
-        sql = queued[0][0] if len(queued) == 1 else _combined(tuple(q[0] for q in queued))
-        params = queued[0][1] if len(queued) == 1 else {f"q{i}_{n}": p[n] for i, (_, p) in enumerate(queued) for n in p}
-        await self.conn.execute(sql.pg_text, *[params[n] for n in sql.names])
-
-
-@functools.lru_cache(maxsize=64)
-def _combined(parts: tuple[Sql, ...]) -> Sql:
-    """Writes as one PostgreSQL statement (data-modifying CTEs), each part's parameters renamed apart."""
-
-    def renamed(i: int, part: Sql) -> str:
-        return _NAMED.sub(lambda m: f":q{i}_{m.group(1)}", part.pg_source)
-
-    *first, last = (renamed(i, part) for i, part in enumerate(parts))
-    return Sql(
-        "-- only PostgreSQL runs combined writes",
-        pg="WITH " + ", ".join(f"w{i} AS ({text})" for i, text in enumerate(first)) + " " + last,
-    )
-
-
-class PostgresDatabase(Database):
-    """An asyncpg pool; reads run on a pooled connection outside any explicit transaction."""
-
-    def __init__(self, dsn: str) -> None:
-        import asyncpg  # the `postgres` extra; asyncpg ships no type hints (ignored in the mypy config)
-
-        self.dsn = dsn
-        self._pool: Any = None
-        self.integrity_errors = (asyncpg.IntegrityConstraintViolationError,)
-        self.errors = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
-        # PostgreSQL rolled the transaction back to break a deadlock, or for a serialization failure.
-        self.retry_errors = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError)
-
-    async def open(self) -> None:
-        import asyncpg
-
-        # The pool's default reset sends UNLISTEN, RESET ALL, CLOSE ALL and releases advisory locks on
-        # every release: sayso leaves no session state behind (its settings and locks are per
-        # transaction, and a failed transaction is rolled back before release), so it skips that round trip.
-        self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=10, reset=_no_reset)
-
-    def _acquire(self) -> Any:
-        assert self._pool is not None, "PostgresDatabase.open() was not called"
-        return self._pool.acquire()
-
-    async def read(self, work: Work[T]) -> T:
-        # Read committed: a transaction around reads would add two round trips and no consistency.
-        async with self._acquire() as conn:
-            return await work(_PostgresTx(conn))
-
-    async def write(self, work: Work[T], *, durable: bool = True) -> T:
-        async with self._acquire() as conn:
-            await conn.execute("BEGIN" if durable else "BEGIN; SET LOCAL synchronous_commit TO OFF")
-            tx = _PostgresTx(conn)
-            try:
-                result = await work(tx)
-                await tx.flush()
-            except BaseException:
-                await _rollback(conn)
-                raise
-            await conn.execute("COMMIT")
-            return result
-
-    async def aclose(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
-
-
-async def _no_reset(conn: Any) -> None:
-    """Nothing to reset on a connection going back to the pool (see `PostgresDatabase.open`)."""
-
-
-async def _rollback(conn: Any) -> None:
-    with anyio.CancelScope(shield=True):
-        if not conn.is_closed():
-            await conn.execute("ROLLBACK")
