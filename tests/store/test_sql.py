@@ -605,6 +605,55 @@ async def test_the_tables_match_the_migrations(migrated: str) -> None:
         await engine.dispose()
 
 
+async def _timer_indexes(url: str) -> dict[str, str]:
+    """The definitions of the sweeps' partial indexes, as the database keeps them."""
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            rows = conn.execute(
+                "SELECT name, sql FROM sqlite_master WHERE name IN ('ix_requests_expiring', 'ix_requests_escalating')"
+            ).fetchall()
+    else:
+        import asyncpg
+
+        conn = await asyncpg.connect(url)
+        try:
+            rows = await conn.fetch(
+                "SELECT indexname, indexdef FROM pg_indexes "
+                "WHERE indexname IN ('ix_requests_expiring', 'ix_requests_escalating')"
+            )
+        finally:
+            await conn.close()
+    return {name: " ".join(text.split()) for name, text in rows}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def timers_database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[str, str]]:
+    """Two databases of one backend: one at revision 0018 (the sweeps' indexes held every open request), one new."""
+    if request.param == "sqlite":
+        old, new = f"sqlite:///{tmp_path / 'old.db'}", f"sqlite:///{tmp_path / 'new.db'}"
+        await _at_revision(old, "0018_grant_agent_path")
+        yield old, new
+    else:
+        async with postgres_database() as old, postgres_database() as new:
+            await _at_revision(old, "0018_grant_agent_path")
+            yield old, new
+
+
+async def test_the_sweeps_indexes_hold_only_requests_with_a_timer(timers_database: tuple[str, str]) -> None:
+    """A request with no deadline and no escalation step is in neither partial index, in a new database and in
+    one migrated from before: an approval without timers costs them no writes as it opens and closes."""
+    old, new = timers_database
+    before = await _timer_indexes(old)
+    assert before and all("IS NOT NULL" not in text for text in before.values())
+    for url in (old, new):
+        async with SqlRunStore(url):
+            pass
+    migrated, made = await _timer_indexes(old), await _timer_indexes(new)
+    assert migrated == made
+    assert "expires_at IS NOT NULL" in made["ix_requests_expiring"]
+    assert "escalate_at IS NOT NULL" in made["ix_requests_escalating"]
+
+
 async def test_the_expiry_sweep_reads_only_open_requests_that_expired_on_sqlite(tmp_path: Path) -> None:
     """SQLite answers the sweep's query by ranging over the partial index of open requests by expiry time and
     looking up each candidate pause's requests, never by reading every open request."""

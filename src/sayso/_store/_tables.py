@@ -72,19 +72,19 @@ requests = Table(
     Index(
         "ix_requests_expiring",
         "expires_at",
-        sqlite_where=text("status = 'open'"),
-        postgresql_where=text("status = 'open'"),
+        sqlite_where=text("status = 'open' AND expires_at IS NOT NULL"),
+        postgresql_where=text("status = 'open' AND expires_at IS NOT NULL"),
     ),
     Index(
         "ix_requests_escalating",
         "escalate_at",
-        sqlite_where=text("status = 'open'"),
-        postgresql_where=text("status = 'open'"),
+        sqlite_where=text("status = 'open' AND escalate_at IS NOT NULL"),
+        postgresql_where=text("status = 'open' AND escalate_at IS NOT NULL"),
     ),
 )
-"""Each request of a pause; `ix_requests_expiring` (open requests by expiry time) is what the expiry sweep reads,
-`ix_requests_escalating` (open requests by when their next escalation step is due) what the escalation sweep reads;
-`escalations` counts the steps that fired."""
+"""Each request of a pause; `ix_requests_expiring` (open requests that expire, by expiry time) is what the expiry
+sweep reads, `ix_requests_escalating` (open requests with an escalation step to come, by when it is due) what the
+escalation sweep reads; a request without a timer is in neither. `escalations` counts the steps that fired."""
 
 request_deciders = Table(
     "request_deciders",

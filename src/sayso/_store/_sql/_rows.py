@@ -199,7 +199,8 @@ EXPIRED_RUNS = Sql(
     pg=_EXPIRED_RUNS.format(open_r="r.status = 'open'", open_w="w.status = 'open'"),
 )
 """Paused runs whose open requests all expired, found from the open requests that expired (the partial index
-`requests (expires_at) WHERE status = 'open'`): the sweep reads what expired, not every open request."""
+`requests (expires_at) WHERE status = 'open' AND expires_at IS NOT NULL`): the sweep reads what expired, not
+every open request."""
 
 # the ledger
 
