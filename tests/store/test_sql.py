@@ -605,30 +605,29 @@ async def test_the_tables_match_the_migrations(migrated: str) -> None:
         await engine.dispose()
 
 
-async def _timer_indexes(url: str) -> dict[str, str]:
-    """The definitions of the sweeps' partial indexes, as the database keeps them."""
+_PARTIAL = ("ix_requests_expiring", "ix_requests_escalating", "ix_runs_parent_run_id")
+
+
+async def _partial_indexes(url: str) -> dict[str, str]:
+    """The definitions of the indexes that leave rows out, as the database keeps them."""
+    names = ", ".join(f"'{name}'" for name in _PARTIAL)
     if url.startswith("sqlite"):
         with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
-            rows = conn.execute(
-                "SELECT name, sql FROM sqlite_master WHERE name IN ('ix_requests_expiring', 'ix_requests_escalating')"
-            ).fetchall()
+            rows = conn.execute(f"SELECT name, sql FROM sqlite_master WHERE name IN ({names})").fetchall()
     else:
         import asyncpg
 
         conn = await asyncpg.connect(url)
         try:
-            rows = await conn.fetch(
-                "SELECT indexname, indexdef FROM pg_indexes "
-                "WHERE indexname IN ('ix_requests_expiring', 'ix_requests_escalating')"
-            )
+            rows = await conn.fetch(f"SELECT indexname, indexdef FROM pg_indexes WHERE indexname IN ({names})")
         finally:
             await conn.close()
     return {name: " ".join(text.split()) for name, text in rows}
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-async def timers_database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[str, str]]:
-    """Two databases of one backend: one at revision 0018 (the sweeps' indexes held every open request), one new."""
+async def lean_indexes_database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[str, str]]:
+    """Two databases of one backend: one at revision 0018 (the indexes held rows nothing read), one new."""
     if request.param == "sqlite":
         old, new = f"sqlite:///{tmp_path / 'old.db'}", f"sqlite:///{tmp_path / 'new.db'}"
         await _at_revision(old, "0018_grant_agent_path")
@@ -639,19 +638,20 @@ async def timers_database(request: pytest.FixtureRequest, tmp_path: Path) -> Asy
             yield old, new
 
 
-async def test_the_sweeps_indexes_hold_only_requests_with_a_timer(timers_database: tuple[str, str]) -> None:
-    """A request with no deadline and no escalation step is in neither partial index, in a new database and in
-    one migrated from before: an approval without timers costs them no writes as it opens and closes."""
-    old, new = timers_database
-    before = await _timer_indexes(old)
-    assert before and all("IS NOT NULL" not in text for text in before.values())
+async def test_indexes_leave_out_the_rows_nothing_reads_through_them(lean_indexes_database: tuple[str, str]) -> None:
+    """A request with no deadline and no escalation step is in neither sweep's index, and a root run is not in
+    the index of delegates' parents, in a new database and in one migrated from before: an approval cycle
+    without timers costs those indexes no writes."""
+    old, new = lean_indexes_database
+    before = await _partial_indexes(old)
+    assert len(before) == 3 and all("IS NOT NULL" not in text for text in before.values())
     for url in (old, new):
         async with SqlRunStore(url):
             pass
-    migrated, made = await _timer_indexes(old), await _timer_indexes(new)
+    migrated, made = await _partial_indexes(old), await _partial_indexes(new)
     assert migrated == made
-    assert "expires_at IS NOT NULL" in made["ix_requests_expiring"]
-    assert "escalate_at IS NOT NULL" in made["ix_requests_escalating"]
+    for name, column in zip(_PARTIAL, ("expires_at", "escalate_at", "parent_run_id"), strict=True):
+        assert f"{column} IS NOT NULL" in made[name]
 
 
 async def test_the_expiry_sweep_reads_only_open_requests_that_expired_on_sqlite(tmp_path: Path) -> None:

@@ -35,9 +35,15 @@ runs = Table(
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
     Column("revision", Integer, nullable=False, default=0),
-    Column("parent_run_id", String(64), nullable=True, index=True),
+    Column("parent_run_id", String(64), nullable=True),
     Column("parent_call_id", String(200), nullable=True),
     Column("agent_path", String(400), nullable=True),
+    Index(
+        "ix_runs_parent_run_id",
+        "parent_run_id",
+        sqlite_where=text("parent_run_id IS NOT NULL"),
+        postgresql_where=text("parent_run_id IS NOT NULL"),
+    ),
 )
 
 pauses = Table(
