@@ -421,7 +421,7 @@ def test_event_loops_on_two_threads_write_to_one_store_at_once(tmp_path: Path, m
 
 
 def _used_from_two_loops_at_once(url: str) -> None:
-    """Open a store on one loop, then read and write from two threads' loops at once; close it on a third."""
+    """Open a store on one loop, then read, list and write from two threads' loops at once; close it on a third."""
     store = SqlRunStore(url)
 
     async def write() -> None:
@@ -438,6 +438,8 @@ def _used_from_two_loops_at_once(url: str) -> None:
             running = 0
             for i in range(600):
                 running += (await store.get_run(f"run_{i % 10}")).status == "running"
+                if i % 100 == 0:  # a listing: SQLAlchemy's path, not the hot one
+                    assert len(await store.threads(owner=None, limit=5)) == 5
                 if i % 20 == 0:
                     await store.start_run(_starting(1000 * (k + 1) + i), expect_active=None)
             return running

@@ -17,6 +17,7 @@ import os
 import random
 import re
 import sqlite3
+import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from functools import cache
 from pathlib import Path
@@ -28,7 +29,7 @@ import anyio.to_thread
 from ..._core.store_urls import StoreUrl, no_folder, store_url
 from ...exceptions import ConfigError, SaysoError, StoreError
 from . import _fork
-from ._postgres import PostgresDatabase, close_on_their_loops, closed_with_the_loop
+from ._postgres import PostgresDatabase, close_on_their_loops, closed_with_the_loop, forget_ended_loops
 from ._tx import Database, Sql, SqliteDatabase, Tx, Work
 
 if TYPE_CHECKING:
@@ -141,6 +142,9 @@ class _SqlConn:
         """PostgreSQL: the async engine of each loop that queried through SQLAlchemy (the first is `_engine`),
         disposed of with the store or as its loop ends: asyncpg's connections belong to the loop that opened
         them, as in `PostgresDatabase`."""
+        self._engine_adopted = False
+        """Whether a loop queried through `_engine` (every later loop makes an engine of its own)."""
+        self._adopting = threading.Lock()
         self._sync: Engine | None = None
         self._sync_generation = _fork.generation
         self._db: Database | None = None
@@ -262,9 +266,9 @@ class _SqlConn:
             await self._db.aclose()
             self._db = None
         if self._engine is not None:
-            engine, engines = self._engine, self._loop_engines
-            self._engine, self._loop_engines = None, {}
-            if not engines:  # no loop queried through it
+            engine, engines, adopted = self._engine, self._loop_engines, self._engine_adopted
+            self._engine, self._loop_engines, self._engine_adopted = None, {}, False
+            if not adopted:  # no loop queried through it: its keeper (`_loop_engine`) never began
                 await engine.dispose()
             await close_on_their_loops(engines)
         if self._sync is not None:
@@ -365,9 +369,10 @@ class _SqlConn:
             return held[0]
         from sqlalchemy.ext.asyncio import create_async_engine
 
-        mine = create_async_engine(self.url) if self._loop_engines else engine
-        for gone in [other for other in self._loop_engines if other.is_closed()]:
-            del self._loop_engines[gone]  # its engine was disposed of as the loop ended
+        with self._adopting:  # of two loops on two threads using it first at once, one takes `engine`
+            first, self._engine_adopted = not self._engine_adopted, True
+        mine = engine if first else create_async_engine(self.url)
+        forget_ended_loops(self._loop_engines)
         self._loop_engines[loop] = (mine, await closed_with_the_loop(mine.dispose))
         return mine
 

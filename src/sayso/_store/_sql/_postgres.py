@@ -119,8 +119,7 @@ class PostgresDatabase(Database):
         if (held := self._pools.get(loop)) is not None:  # another task of this loop opened one meanwhile
             await pool.close()
             return held[0]
-        for gone in [other for other in self._pools if other.is_closed()]:
-            del self._pools[gone]  # its pool was closed as the loop ended
+        forget_ended_loops(self._pools)
         self._pools[loop] = (pool, await closed_with_the_loop(pool.close))
         return pool
 
@@ -166,6 +165,17 @@ async def closed_with_the_loop(close: Callable[[], Awaitable[object]]) -> AsyncG
     keeper = _until_the_loop_ends(close)
     await anext(keeper)
     return keeper
+
+
+def forget_ended_loops(held: dict[asyncio.AbstractEventLoop, Any]) -> None:
+    """Drop what belonged to loops that have closed (`closed_with_the_loop` closed it as each ended).
+
+    Other threads' loops may add theirs meanwhile: the keys are copied in one step, and each drop
+    tolerates another thread's.
+    """
+    for loop in list(held):
+        if loop.is_closed():
+            held.pop(loop, None)
 
 
 async def close_on_their_loops(held: Mapping[asyncio.AbstractEventLoop, tuple[object, AsyncGenerator[None]]]) -> None:
