@@ -23,7 +23,8 @@ from sayso import (
     RequestExpired,
     Skip,
 )
-from sayso._core.decisions import Expired, check_decision, model_text
+from sayso._core.decisions import Expired, check_decision
+from sayso._core.model_text import model_text
 from sayso._core.policy import InterruptPolicy, ToolRule, approval_terms
 from sayso._core.resume import plan_resume
 from sayso._core.service import parse_service_ask

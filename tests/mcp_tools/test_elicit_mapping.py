@@ -12,7 +12,8 @@ from mcp import MCPError, UrlElicitationRequiredError
 from pydantic_ai.exceptions import ModelRetry
 
 from sayso import Accept, Approve, Cancel, Decline, ElicitationRequest, InvalidDecision, Skip, request_json
-from sayso._core.decisions import DECISION_ADAPTER, check_decision, model_text
+from sayso._core.decisions import DECISION_ADAPTER, check_decision
+from sayso._core.model_text import model_text
 from sayso._core.requests import REQUEST_ADAPTER
 from sayso._engine.calls import ElicitationDeferral, deferral_of
 from sayso._engine.mcp.elicit import Elicitation, from_params, matches, to_elicit_result, url_required

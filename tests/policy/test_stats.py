@@ -121,3 +121,24 @@ def test_the_cli_prints_the_tables_and_json(write_config: WriteConfig) -> None:
     assert json.loads(as_json.output)["overall"]["approved"] == 2
     bad = runner.invoke(cli, ["stats", str(path), "--window", "later"])
     assert bad.exit_code == 2
+
+
+async def test_requests_closed_unanswered_are_not_anyones_decisions(write_config: WriteConfig) -> None:
+    """A request skipped because its run went on without it (alice forces the resume, the owner sends a new
+    message, the owner cancels) counts as closed: not decided, not in the time to decide, not per approver."""
+    now = [T0]
+    path = _config(write_config)
+    async with Sayso.from_yaml(path, clock=lambda: now[0]) as app:
+        paused = [await app.run(f"refund o-{n} 250", principal="eve") for n in range(4)]
+        now[0] = T0 + 30
+        await app.decide(approvals(paused[0].requests)[0].request_id, Approve(), principal="alice")
+        now[0] = T0 + 500
+        await app.resume(paused[1].run_id, force=True, principal="alice")
+        await app.cancel(paused[2].run_id, principal="eve")
+        await app.run("refund o-9 20", principal="eve", thread_id=paused[3].thread_id)
+        found = await app.stats(window_seconds=86_400)
+    overall, alice = found.overall, found.by_approver["alice"]
+    assert (overall.requests, overall.decided, overall.closed, overall.open, overall.approved) == (4, 1, 3, 0, 1)
+    assert (overall.decide_p50_seconds, overall.decide_p90_seconds) == (30, 30)
+    assert (alice.requests, alice.decided, alice.closed, alice.decide_p90_seconds) == (1, 1, 0, 30)
+    assert set(found.by_approver) == {"alice"}

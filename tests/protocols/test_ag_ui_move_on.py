@@ -113,4 +113,4 @@ def test_moving_on_from_a_delegates_approval_and_browser_call_answers_the_new_me
 def _skipped(server: LiveServer, request_id: str) -> bool:
     with server.client() as rest:
         request = rest.get(f"/v1/requests/{request_id}").json()
-    return bool(request["status"] == "decided" and request["decision"]["kind"] == "skip")
+    return bool(request["status"] == "closed" and request["decision"]["kind"] == "skip")

@@ -719,3 +719,48 @@ async def test_the_expiry_sweep_reads_only_open_requests_that_expired_on_postgre
     assert "Index Scan using ix_requests_expiring on requests r" in plan, plan
     assert "Seq Scan on requests" not in plan, plan
     assert expired == {f"run_{i}" for i in range(40001, 40101)}
+
+
+_CLOSING = [
+    ("req_forced", "person", b'{"kind":"skip","reason":"the run was resumed before this request was answered"}'),
+    ("req_messaged", "person", b'{"kind":"skip","reason":"the person sent a message instead of answering"}'),
+    ("req_cancelled", "system", b'{"kind":"skip","reason":"the run was cancelled before this request was answered"}'),
+    ("req_skipped", "person", b'{"kind":"skip","reason":"not now"}'),
+    ("req_approved", "person", b'{"kind":"approve"}'),
+]
+"""Decisions an older sayso stored: three closes (its own fixed reasons), a person's own skip and an approval."""
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def closes_database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A database at revision 0019 (a close was stored as a plain skip) holding the five `_CLOSING` decisions."""
+    fill: tuple[tuple[str, list[dict[str, object]]], ...] = (
+        (
+            "INSERT INTO requests (request_id, pause_id, position, run_id, thread_id, agent_path, kind, status, "
+            "created_at, body) VALUES (:r, 'pau_1', 0, 'run_1', 'thr_1', 'shop', 'approval', 'decided', 100, :body)",
+            [{"r": r, "body": b'{"tool_name": "refund"}'} for r, _, _ in _CLOSING],
+        ),
+        (
+            'INSERT INTO decisions (request_id, kind, "by", principal, decided_at, body) '
+            "VALUES (:r, :kind, :by, 'alice', 160, :body)",
+            [{"r": r, "kind": json.loads(body)["kind"], "by": by, "body": body} for r, by, body in _CLOSING],
+        ),
+    )
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'old.db'}"
+        await _at_revision(url, "0019_lean_partial_indexes", *fill)
+        yield url
+    else:
+        async with postgres_database() as url:
+            await _at_revision(url, "0019_lean_partial_indexes", *fill)
+            yield url
+
+
+async def test_closes_stored_before_are_told_from_decisions(closes_database: str) -> None:
+    """Migrating marks the skips sayso recorded when a run went on without an answer as closes, and nothing else:
+    statistics read a person's own skip and approval as decisions, the closes as not."""
+    async with SqlRunStore(closes_database) as store:
+        facts = {f.request_id: f for f in await store.request_facts(since=0, until=1_000)}
+    closed = {request_id for request_id, fact in facts.items() if fact.closed}
+    assert closed == {"req_forced", "req_messaged", "req_cancelled"}
+    assert (facts["req_skipped"].decision, facts["req_approved"].decision) == ("skip", "approve")

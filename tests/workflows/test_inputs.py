@@ -22,7 +22,8 @@ from sayso import (
     SchemaMismatch,
     Skip,
 )
-from sayso._core.decisions import DECISION_ADAPTER, check_decision, model_text
+from sayso._core.decisions import DECISION_ADAPTER, check_decision
+from sayso._core.model_text import model_text
 from sayso._core.requests import REQUEST_ADAPTER
 from sayso.workflows import input_schema, validate_input
 

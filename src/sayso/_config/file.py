@@ -27,7 +27,7 @@ from pydantic import (
 )
 
 from .._core.channels import TARGET_PATTERN
-from .._core.decisions import REJECTION_PRESETS, RejectionText
+from .._core.model_text import REJECTION_PRESETS, RejectionText
 from .._core.policy import InterruptPolicy, ToolRule
 from .._core.requests import Scope
 from ..exceptions import ConfigError

@@ -12,8 +12,9 @@ from pydantic.json_schema import JsonSchemaValue
 
 from .audit import canonical_json
 from .conditions import CallVariables, EvaluationError, Expression, Reason, unknown_references
-from .decisions import REJECTION_PRESETS, Approve, Decision, Expired, Reject, RejectionText
+from .decisions import Approve, Decision, Expired, Reject
 from .escalation import EscalationStep, OnTimeout
+from .model_text import REJECTION_PRESETS, RejectionText
 from .requests import Scope, Subject, offered_scopes
 from .routing import Routing
 

@@ -78,6 +78,7 @@ def plan_resume(
             principal=None if closer is None else closer.principal,
             decided_at=now,
             via=None if closer is None else closer.via,
+            closed=True,
         )
         for r in waiting
     ]

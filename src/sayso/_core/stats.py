@@ -34,6 +34,8 @@ class Fact(Protocol):
     def principal(self) -> str | None: ...
     @property
     def decided_at(self) -> float | None: ...
+    @property
+    def closed(self) -> bool: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +44,7 @@ class Rates:
 
     requests: int
     decided: int
+    """Requests with a decision of their own: a person's, a rule's, a service's or the timeout's."""
     approved: int
     rejected: int
     expired: int
@@ -49,6 +52,8 @@ class Rates:
     escalated: int
     """Requests at least one escalation step fired for."""
     open: int
+    closed: int
+    """Closed unanswered: the run went on without them (a forced resume, a new message, a cancel)."""
     approval_rate: float | None
     rejection_rate: float | None
     expiry_rate: float | None
@@ -85,7 +90,7 @@ def _share(count: int, total: int) -> float | None:
 
 def rates(facts: Sequence[Fact]) -> Rates:
     """What became of `facts`, counted."""
-    by_person = [f for f in facts if f.by == "person" and f.decided_at is not None]
+    by_person = [f for f in facts if _persons(f) is not None and f.decided_at is not None]
     waits = [f.decided_at - f.created_at for f in by_person if f.decided_at is not None]
     timed_out = sum(f.by == "expiry" for f in facts)
     approved = sum(f.decision == "approve" for f in facts)
@@ -94,12 +99,13 @@ def rates(facts: Sequence[Fact]) -> Rates:
     total = len(facts)
     return Rates(
         requests=total,
-        decided=sum(f.decision is not None for f in facts),
+        decided=sum(f.decision is not None and not f.closed for f in facts),
         approved=approved,
         rejected=rejected,
         expired=timed_out,
         escalated=escalated,
         open=sum(f.decision is None for f in facts),
+        closed=sum(f.closed for f in facts),
         approval_rate=_share(approved, total),
         rejection_rate=_share(rejected, total),
         expiry_rate=_share(timed_out, total),
@@ -107,6 +113,11 @@ def rates(facts: Sequence[Fact]) -> Rates:
         decide_p50_seconds=percentile(waits, 0.5),
         decide_p90_seconds=percentile(waits, 0.9),
     )
+
+
+def _persons(fact: Fact) -> str | None:
+    """Who decided `fact` as a person: not a rule, a timeout, or someone who closed it unanswered."""
+    return fact.principal if fact.by == "person" and not fact.closed else None
 
 
 def _grouped(facts: Iterable[Fact], key: Callable[[Fact], str | None]) -> dict[str, Rates]:
@@ -126,5 +137,5 @@ def summarize(facts: Sequence[Fact], *, since: float, until: float) -> Stats:
         overall=rates(facts),
         by_tool=_grouped(facts, lambda f: f.tool_name),
         by_rule=_grouped(facts, lambda f: f.rule or NO_RULE),
-        by_approver=_grouped(facts, lambda f: f.principal if f.by == "person" else None),
+        by_approver=_grouped(facts, _persons),
     )

@@ -25,10 +25,9 @@ from .._core.decisions import (
     DecisionRecord,
     Decline,
     Reject,
-    RejectionText,
-    model_text,
     question_answers,
 )
+from .._core.model_text import RejectionText, model_text
 from .._core.requests import (
     ApprovalRequest,
     ClientToolRequest,

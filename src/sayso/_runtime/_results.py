@@ -265,7 +265,7 @@ def decide_json(result: DecideResult) -> DecideJson:
 def request_status(state: RequestState, *, now: float) -> RequestStatus:
     """Where a request stands: decided, expired, still open, or closed unanswered."""
     if state.decision is not None:
-        return "decided"
+        return "closed" if state.decision.closed else "decided"
     if state.request.expires_at is not None and now >= state.request.expires_at:
         return "expired"
     return "open" if state.pause_status == "open" else "closed"

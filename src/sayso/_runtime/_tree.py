@@ -16,7 +16,8 @@ from dataclasses import replace
 
 from .._core.access import LOCAL_NAME
 from .._core.audit_events import audit_body
-from .._core.decisions import Accept, Answer, ClientResult, Decision, DecisionRecord, Provide, model_text
+from .._core.decisions import Accept, Answer, ClientResult, Decision, DecisionRecord, Provide
+from .._core.model_text import model_text
 from .._core.requests import (
     ApprovalRequest,
     ClientTool,

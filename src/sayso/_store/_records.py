@@ -384,6 +384,8 @@ class RequestFact:
     by: str | None
     principal: str | None
     decided_at: float | None
+    closed: bool
+    """Closed unanswered (`DecisionRecord.closed`): `by` and `principal` say who went on without it."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -122,6 +122,7 @@ decisions = Table(
     Column("decided_at", Float, nullable=False),
     Column("body", LargeBinary, nullable=False),
     Column("via", String(16), nullable=True),
+    Column("closed", Boolean, nullable=False, server_default=false()),
 )
 
 executions = Table(

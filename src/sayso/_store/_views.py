@@ -218,6 +218,7 @@ def fact_of(
     by: str | None,
     principal: str | None,
     decided_at: float | None,
+    closed: bool,
 ) -> RequestFact:
     """A statistics row from a stored request (its tool and rule read from its JSON body) and its decision."""
     shown = json.loads(body)
@@ -231,4 +232,5 @@ def fact_of(
         by=by,
         principal=principal,
         decided_at=decided_at,
+        closed=closed,
     )

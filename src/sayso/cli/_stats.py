@@ -49,7 +49,7 @@ def stats(
 
 def _table(title: str, groups: dict[str, Rates]) -> Table:
     table = Table(title=title, title_justify="left")
-    for column in ("", "requests", "approved", "rejected", "expired", "escalated", "p50", "p90"):
+    for column in ("", "requests", "approved", "rejected", "expired", "escalated", "closed", "p50", "p90"):
         table.add_column(column, justify="left" if not column else "right")
     for name, rates in groups.items():
         table.add_row(
@@ -59,6 +59,7 @@ def _table(title: str, groups: dict[str, Rates]) -> Table:
             _rate(rates.rejected, rates.rejection_rate),
             _rate(rates.expired, rates.expiry_rate),
             _rate(rates.escalated, rates.escalation_rate),
+            str(rates.closed),
             _seconds(rates.decide_p50_seconds),
             _seconds(rates.decide_p90_seconds),
         )

@@ -229,7 +229,8 @@ class RequestStateOut(_Out):
 
     request: RequestOut
     status: Literal["open", "decided", "closed", "expired"]
-    """`closed`: its pause was resumed or superseded without a decision for it."""
+    """`closed`: the run went on without a decision for it (a forced resume, a new message, a cancel); the skip
+    that closed it is `decision`, and `decided_by` / `principal` say who moved the run on."""
     decision: dict[str, Any] | None
     decided_by: Literal["person", "permission", "service", "expiry", "system"] | None
     """Who took the decision: a person, a remembered approval, a service, the expiry sweep or sayso itself."""
@@ -458,6 +459,7 @@ class RatesOut(_Out):
 
     requests: int
     decided: int
+    """Requests with a decision of their own: a person's, a rule's, a service's or the timeout's."""
     approved: int
     rejected: int
     expired: int
@@ -465,6 +467,8 @@ class RatesOut(_Out):
     escalated: int
     """Requests at least one escalation step fired for."""
     open: int
+    closed: int
+    """Closed unanswered: the run went on without them (a forced resume, a new message, a cancel)."""
     approval_rate: float | None
     rejection_rate: float | None
     expiry_rate: float | None

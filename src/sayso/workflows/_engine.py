@@ -47,8 +47,9 @@ import anyio.to_thread
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from .._core.decisions import Expired, Provide, Skip, model_text
+from .._core.decisions import Expired, Provide, Skip
 from .._core.inputs import InputSchema, RequestInput, input_problems, input_schema
+from .._core.model_text import model_text
 from .._core.steps import StepJournal, StepScope, memory_journal
 from ..exceptions import ConfigError, InvalidDecision, NotReady, RunConflict, SchemaMismatch
 from ._graph import DEFAULT, END, CompiledNode, Route, RouteKey, Workflow, WorkflowContext

@@ -65,6 +65,7 @@ class _Decision:
     principal: str | None
     decided_at: float
     via: Via | None
+    closed: bool
 
 
 @dataclass
@@ -160,6 +161,7 @@ class _Tables:
                     principal=d.principal,
                     decided_at=d.decided_at,
                     via=d.via,
+                    closed=d.closed,
                 )
         return found
 

@@ -45,6 +45,7 @@ class _Requests(_MemoryBase):
                         by=stored.by if stored is not None else None,
                         principal=stored.principal if stored is not None else None,
                         decided_at=stored.decided_at if stored is not None else None,
+                        closed=stored is not None and stored.closed,
                     )
                 )
             return facts

@@ -235,6 +235,7 @@ class MemoryTx(MemoryOutboxTx):
                 principal=d.principal,
                 decided_at=d.decided_at,
                 via=d.via,
+                closed=d.closed,
             )
             self._insert(self.s._decisions, d.request_id, decision)
             row = self.s._requests.get(d.request_id)

@@ -112,6 +112,7 @@ class _Listings(_SqlConn):
                 d.c.by,
                 d.c.principal,
                 d.c.decided_at,
+                d.c.closed,
             )
             .select_from(r.outerjoin(d, d.c.request_id == r.c.request_id))
             .where(r.c.kind == "approval", r.c.created_at >= since, r.c.created_at < until)
@@ -129,6 +130,7 @@ class _Listings(_SqlConn):
                     by=row.by,
                     principal=row.principal,
                     decided_at=row.decided_at,
+                    closed=bool(row.closed),
                 )
                 for row in conn.execute(stmt)
             ]

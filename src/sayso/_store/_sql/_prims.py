@@ -215,6 +215,7 @@ class SqlTx(SqlOutboxTx):
                     "principal": d.principal,
                     "decided_at": d.decided_at,
                     "via": d.via,
+                    "closed": d.closed,
                     "body": DECISION_ADAPTER.dump_json(d.decision),
                 }
                 for d in records

@@ -145,7 +145,7 @@ INSERT_VOTE = Sql(
 )
 _DECISION = (
     'd.body AS decision_body, d."by" AS decision_by, d.principal AS decision_principal, d.decided_at, '
-    "d.via AS decision_via"
+    "d.via AS decision_via, d.closed AS decision_closed"
 )
 GET_PAUSE = Sql("SELECT run_id, status FROM pauses WHERE pause_id = :pause_id")
 PAUSE_REQUESTS = Sql(
@@ -181,8 +181,8 @@ OPEN_REQUESTS = Sql(
 )
 GET_DECISION = Sql(f"SELECT d.request_id, {_DECISION} FROM decisions d WHERE d.request_id = :request_id")
 INSERT_DECISION = Sql(
-    'INSERT INTO decisions (request_id, kind, "by", principal, decided_at, via, body) '
-    "VALUES (:request_id, :kind, :by, :principal, :decided_at, :via, :body)"
+    'INSERT INTO decisions (request_id, kind, "by", principal, decided_at, via, closed, body) '
+    "VALUES (:request_id, :kind, :by, :principal, :decided_at, :via, :closed, :body)"
 )
 MARK_DECIDED = Sql("UPDATE requests SET status = 'decided' WHERE request_id = :request_id")
 _EXPIRED_RUNS = (
@@ -333,6 +333,7 @@ def decision_of(row: Row) -> DecisionRecord | None:
         principal=row["decision_principal"],
         decided_at=row["decided_at"],
         via=row["decision_via"],
+        closed=bool(row["decision_closed"]),
     )
 
 

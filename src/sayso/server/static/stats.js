@@ -2,7 +2,8 @@
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
-const OUTCOMES = [["approved", "Approved", "ok"], ["rejected", "Rejected", "bad"], ["expired", "Timed out", "warn"], ["open", "Open", "muted"]];
+const OUTCOMES = [["approved", "Approved", "ok"], ["rejected", "Rejected", "bad"], ["expired", "Timed out", "warn"],
+  ["closed", "Closed unanswered", "faint"], ["open", "Open", "muted"]];
 
 function svg(tag, attrs = {}, ...children) {
   const node = document.createElementNS(SVG, tag);
@@ -42,11 +43,11 @@ function statsChart(byTool) {
       x += w;
     }
   });
-  let x = label;
+  let x = 8;
   for (const [, name, tone] of OUTCOMES) {
     chart.append(svg("rect", { x, y: height - 14, width: 10, height: 10, class: `bar ${tone}` }));
     chart.append(svg("text", { x: x + 14, y: height - 5, class: "chart-legend" }, name));
-    x += 96;
+    x += 26 + 7 * name.length;  // the legend's names in one row, each as wide as it reads
   }
   return chart;
 }
@@ -56,11 +57,12 @@ function statsTable(title, groups) {
     el("th", { scope: "row" }, name), el("td", {}, String(r.requests)),
     el("td", {}, share(r.approved, r.approval_rate)), el("td", {}, share(r.rejected, r.rejection_rate)),
     el("td", {}, share(r.expired, r.expiry_rate)), el("td", {}, share(r.escalated, r.escalation_rate)),
+    el("td", {}, String(r.closed)),
     el("td", {}, seconds(r.decide_p50_seconds)), el("td", {}, seconds(r.decide_p90_seconds))));
   const id = nextId("stats-table");
   return el("div", { class: "scroll" }, el("table", { class: "grid", "aria-labelledby": id },
     el("caption", { id }, title),
-    el("thead", {}, el("tr", {}, ...["", "Requests", "Approved", "Rejected", "Timed out", "Escalated", "p50 to decide", "p90 to decide"]
+    el("thead", {}, el("tr", {}, ...["", "Requests", "Approved", "Rejected", "Timed out", "Escalated", "Closed unanswered", "p50 to decide", "p90 to decide"]
       .map((h) => el("th", { scope: "col" }, h)))),
     el("tbody", {}, ...rows)));
 }

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...._core.decisions import Accept, Answer, Approve, Decision, Decline, Provide, Reject, Skip, model_text
+from ...._core.decisions import Accept, Answer, Approve, Decision, Decline, Provide, Reject, Skip
+from ...._core.model_text import model_text
 from ...._core.requests import ApprovalRequest, ElicitationRequest, InputRequest, QuestionRequest, shown_args
 from ....exceptions import InvalidInput
 from ._elicitations import elicitation_from_legacy

@@ -14,7 +14,8 @@ from typing import Any
 from a2a.types import Message, Part, TaskState, TaskStatus
 from google.protobuf.struct_pb2 import Value
 
-from ...._core.decisions import Answer, Approve, Decision, Reject, model_text
+from ...._core.decisions import Answer, Approve, Decision, Reject
+from ...._core.model_text import model_text
 from ...._core.requests import Question
 from ...._runtime import RemoteAsk, RemoteOutcome
 from ._legacy import LEGACY_CONFIRMATION

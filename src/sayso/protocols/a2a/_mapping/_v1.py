@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, cast
 
-from ...._core.decisions import Answer, Approve, Decision, Provide, Reject, model_text
+from ...._core.decisions import Answer, Approve, Decision, Provide, Reject
+from ...._core.model_text import model_text
 from ...._core.requests import (
     SCOPES_BY_WIDTH,
     ApprovalRequest,
