@@ -166,8 +166,7 @@ class WorkflowEngine:
                     state.run_id, f"node {pending.node!r} waits for input; answer with Provide(value=...) or Skip()"
                 )
             if isinstance(decision, Provide):
-                problems = input_problems(pending.response_schema, decision.value)
-                if problems:
+                if problems := input_problems(pending.response_schema, decision.value):
                     raise InvalidDecision(pending.key, "; ".join(problems))
                 answer: RecordedAnswer = GivenAnswer(value=decision.value)
             elif isinstance(decision, Skip):
