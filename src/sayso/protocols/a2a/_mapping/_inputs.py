@@ -19,9 +19,19 @@ from pydantic.json_schema import JsonSchemaValue
 from ...._core.decisions import Decision, Provide, Skip
 from ...._core.requests import InputRequest
 from ._elicitations import answer_lists
-from ._legacy import legacy_input
+from ._legacy import legacy_input, legacy_reason
 from ._messages import data_parts, message_text, v1_payload
-from ._views import PauseView, ShownRequest, field_choices, field_type, input_fields, input_questions, refused
+from ._views import (
+    RESPONSE_KEYS,
+    PauseView,
+    ShownRequest,
+    field_choices,
+    field_type,
+    input_fields,
+    input_questions,
+    only_known,
+    refused,
+)
 
 
 def decision_from_input(view: PauseView, message: Message, *, legacy: bool) -> list[tuple[ShownRequest, Decision]]:
@@ -42,6 +52,7 @@ def decision_from_input(view: PauseView, message: Message, *, legacy: bool) -> l
     if payload is not None:
         if payload.get("type") != "ask_user_response":
             raise refused(f"this task waits for a ask_user_response, not a {payload.get('type')}")
+        only_known(payload, RESPONSE_KEYS["ask_user_response"], "an ask_user_response")
         if payload.get("id") != request.request_id:
             raise refused(f"invalid correlation: the answer's id must be {request.request_id!r}")
         return [(request, Provide(value=_value_of(request, answer_lists(payload.get("answers")))))]
@@ -51,8 +62,8 @@ def decision_from_input(view: PauseView, message: Message, *, legacy: bool) -> l
         if isinstance(answers, list):
             return [(request, Provide(value=_value_of(request, answer_lists(answers))))]
         if decided["decision_type"] == "reject":
-            reason = decided.get("rejection_reason")
-            return [(request, Skip(reason=reason if isinstance(reason, str) and reason else "the person declined"))]
+            reason = legacy_reason(decided.get("rejection_reason"))
+            return [(request, Skip(reason=reason or "the person declined"))]
         raise refused("this task waits for input: send decision_type approve with ask_user_answers")
     for part in message.parts:
         if part.HasField("data"):

@@ -66,6 +66,26 @@ def refused(problem: str) -> InvalidInput:
     return InvalidInput(problem, field=HITL_RESPONSE)
 
 
+RESPONSE_KEYS: dict[str, tuple[str, ...]] = {
+    "tool_approval_response": ("type", "approvals"),
+    "ask_user_response": ("type", "id", "answers"),
+    "elicitation_response": ("type", "id", "action", "content"),
+}
+"""The keys of each response type: kagent's (its wire reference defines no others), and sayso's own."""
+
+
+def only_known(value: Mapping[str, Any], known: Sequence[str], what: str) -> None:
+    """Refuse a key the object's format does not define: a misspelled key ignored would decide something else.
+
+    Raises:
+        InvalidInput: `value` has a key outside `known` (`field` is `HITL_RESPONSE`).
+    """
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        names = ", ".join(repr(k) for k in unknown)
+        raise refused(f"{what} has no key {names}; its keys are {', '.join(known)}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class PauseView:
     """What one A2A pause message shows of a sayso pause: one kind of request, from one agent."""
