@@ -19,15 +19,16 @@ import pytest
 from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState, a2a_pb2_grpc
 from google.protobuf.json_format import MessageToDict
 
-from sayso import Sayso
+from sayso import Sayso, load_config
 from sayso.protocols.a2a import a2a_router
 from sayso.server import create_app
 
 from ..conftest import InProcess, free_port
-from .a2a_helpers import PLAIN, URI, get_task, hitl, send, task_of, user_message
+from .a2a_helpers import PLAIN, URI, get_task, hitl, rpc, send, task_of, user_message
 from .conftest import ServerFactory, example_config
 
 SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
+CONCIERGE = Path(__file__).resolve().parents[2] / "examples" / "concierge" / "sayso.yaml"
 
 
 def paused(task: dict[str, Any]) -> tuple[str, str]:
@@ -250,3 +251,41 @@ async def test_a_misspelled_edit_key_over_grpc_is_invalid_argument_and_the_task_
         still = await stub.GetTask(GetTaskRequest(tenant="kagent/files", id=task.id))
     assert still.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
     assert (sandbox / "notes.txt").exists() and (sandbox / "todo.md").exists()
+
+
+# --- a workflow's input
+
+
+async def test_a_workflows_input_answer_with_an_unknown_key_or_an_edit_is_refused() -> None:
+    """An input's answer is kagent's `ask_user_response`: a key it does not define, or an edit under sayso's key
+    (an input has nothing to edit), is refused and the workflow still waits for the answer."""
+    sayso = Sayso(load_config(CONCIERGE))
+    server = await InProcess(
+        app=create_app(sayso, routers=[a2a_router(sayso)], expire_every_seconds=None), sayso=sayso
+    ).start()
+    try:
+        async with server.client() as client:
+            message = user_message("Plan my day")
+            started = await rpc(client, "concierge", "SendMessage", {"message": message})
+            task = task_of(started.json())
+            asked = hitl(task["status"]["message"])
+            good = ["Lisbon"], ["41"], ["fado"], ["-"], ["packed"]
+            body = {"type": "ask_user_response", "id": asked["id"], "answers": [{"answer": w} for w in good]}
+            for extra, named in (({"answerz": []}, "'answerz'"), (None, "edit approvals")):
+                reply = user_message(
+                    task_id=task["id"], context_id=task["contextId"], payload={**body, **(extra or {})}
+                )
+                if extra is None:
+                    reply["metadata"][SAYSO_KEY] = {"approvals": {asked["id"]: {"scope": "always"}}}
+                refused = (await rpc(client, "concierge", "SendMessage", {"message": reply})).json()
+                assert named in refusal(refused)
+                state = (await rpc(client, "concierge", "GetTask", {"id": task["id"]})).json()["result"]["status"][
+                    "state"
+                ]
+                assert state == "TASK_STATE_INPUT_REQUIRED"
+            reply = user_message(task_id=task["id"], context_id=task["contextId"], payload=body)
+            taken = task_of((await rpc(client, "concierge", "SendMessage", {"message": reply})).json())
+        assert taken["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"  # the next input: the review
+        assert hitl(taken["status"]["message"])["id"] != asked["id"]
+    finally:
+        await server.stop()

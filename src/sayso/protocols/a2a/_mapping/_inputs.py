@@ -20,7 +20,8 @@ from ...._core.decisions import Decision, Provide, Skip
 from ...._core.requests import InputRequest
 from ._elicitations import answer_lists
 from ._legacy import legacy_input, legacy_reason
-from ._messages import data_parts, message_text, v1_payload
+from ._messages import data_parts, message_text, sayso_extras, v1_payload
+from ._v1 import sayso_edits
 from ._views import (
     RESPONSE_KEYS,
     PauseView,
@@ -43,11 +44,12 @@ def decision_from_input(view: PauseView, message: Message, *, legacy: bool) -> l
     check to say what is wrong with it).
 
     Raises:
-        InvalidInput: the answer does not fit the questions, or the message holds neither a
-            DataPart nor text (`field` is `HITL_RESPONSE`).
+        InvalidInput: the answer does not fit the questions, the message holds neither a
+            DataPart nor text, or it carries edits under sayso's key (`field` is `HITL_RESPONSE`).
     """
     (request,) = view.requests
     assert isinstance(request, InputRequest)
+    sayso_edits(view, sayso_extras(message))  # refuses edits (an input has none), and sayso's key malformed
     payload = v1_payload(message)
     if payload is not None:
         if payload.get("type") != "ask_user_response":
