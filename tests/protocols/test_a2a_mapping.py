@@ -245,19 +245,12 @@ def test_a_remote_childs_question_is_answered_with_the_childs_id() -> None:
     assert decision == Answer(answers=(("kagent-dev",),))
 
 
-@pytest.mark.parametrize(
-    ("response", "named"),
-    [
-        pytest.param({"approvals": [{"id": "a1", "approved": True}], "more": 1}, "'more'", id="top-level"),
-        pytest.param({"approvals": [{"id": "a1", "approved": True, "zz": 1}]}, "'zz'", id="in-an-approval"),
-    ],
-)
-def test_keys_kagent_does_not_define_refuse_a_response(response: dict[str, Any], named: str) -> None:
-    """A key kagent's wire reference does not define (a misspelling, say) refuses the whole response."""
+def test_unknown_keys_in_a_kagent_response_are_ignored() -> None:
+    """Keys kagent's format does not define are ignored in its response and its approvals (wire reference §13)."""
     view = pause_view("run_top", [approval("a1", "delete_file", "c1")])
     assert view is not None
-    with pytest.raises(InvalidInput, match=f"no key {named}"):
-        decisions_from_v1(view, {"type": "tool_approval_response", **response})
+    extra = {"type": "tool_approval_response", "approvals": [{"id": "a1", "approved": True, "note": "x"}], "more": 1}
+    assert [d for _, d in decisions_from_v1(view, extra)] == [Approve()]
 
 
 def test_the_known_keys_of_a_response_are_type_checked() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...._core.decisions import Accept, Cancel, Decision, Decline
 from ...._core.requests import ElicitationRequest
-from ._views import ELICITATION_ACTIONS, PauseView, ShownRequest, only_known, refused, shown_questions
+from ._views import ELICITATION_ACTIONS, PauseView, ShownRequest, refused, shown_questions
 
 ELICITATION_RESPONSE = "elicitation_response"
 """sayso's own response type for an elicitation: `{type, id, action, content?}`."""
@@ -103,9 +103,6 @@ def answer_lists(raw: Any) -> list[list[str]]:
     """The words of kagent's positional `[{answer: [...]}]`, one list per question."""
     if not isinstance(raw, list):
         raise refused("'answers' must be a list of {answer: [string, ...]}, one per question")
-    for entry in raw:
-        if isinstance(entry, dict):
-            only_known(entry, ("answer",), "an answer")
     lists = [entry.get("answer") if isinstance(entry, dict) else None for entry in raw]
     if not all(isinstance(values, list) and all(isinstance(v, str) for v in values) for values in lists):
         raise refused("each answer must be an object {answer: [string, ...]}")

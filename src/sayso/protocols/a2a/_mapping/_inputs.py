@@ -23,14 +23,12 @@ from ._legacy import legacy_input, legacy_reason
 from ._messages import data_parts, message_text, sayso_extras, v1_payload
 from ._v1 import sayso_edits
 from ._views import (
-    RESPONSE_KEYS,
     PauseView,
     ShownRequest,
     field_choices,
     field_type,
     input_fields,
     input_questions,
-    only_known,
     refused,
 )
 
@@ -54,7 +52,6 @@ def decision_from_input(view: PauseView, message: Message, *, legacy: bool) -> l
     if payload is not None:
         if payload.get("type") != "ask_user_response":
             raise refused(f"this task waits for a ask_user_response, not a {payload.get('type')}")
-        only_known(payload, RESPONSE_KEYS["ask_user_response"], "an ask_user_response")
         if payload.get("id") != request.request_id:
             raise refused(f"invalid correlation: the answer's id must be {request.request_id!r}")
         return [(request, Provide(value=_value_of(request, answer_lists(payload.get("answers")))))]

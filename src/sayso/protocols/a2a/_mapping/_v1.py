@@ -25,8 +25,8 @@ from ...._core.requests import (
 from ...._runtime import routing_json
 from ._elicitations import ELICITATION_RESPONSE, elicitation_from_v1
 from ._views import (
+    ELICITATION_KEYS,
     HITL_RESPONSE,
-    RESPONSE_KEYS,
     SAYSO_KEY,
     PauseView,
     ShownRequest,
@@ -48,9 +48,6 @@ from ._wire import (
     ToolCallJson,
     ToolInfoJson,
 )
-
-APPROVAL_KEYS = ("id", "approved", "rejection_reason")
-"""The keys of one of kagent's approvals (`ToolApproval`)."""
 
 SAYSO_KEYS = ("approvals",)
 """What a client may send under sayso's own key."""
@@ -226,8 +223,8 @@ def decisions_from_v1(
 ) -> list[tuple[ShownRequest, Decision]]:
     """The decisions a v1 response takes for the shown requests, all or nothing.
 
-    Every key is checked: one kagent's wire reference does not define (a misspelling, say) is
-    refused rather than ignored. `extras` is what the message carried under sayso's own key:
+    kagent's keys are read as its wire reference says sayso reads them: unknown ones ignored, the
+    known ones checked strictly. `extras` is what the message carried under sayso's own key:
     per shown id, `edited_args`, `scope` or `payload` for an approval (checked by the runtime like
     any decision: an edit must fit the tool's schema and subject).
 
@@ -241,13 +238,13 @@ def decisions_from_v1(
     kind = payload.get("type")
     expected = RESPONSE_TYPES[view.kind]
     if view.kind == "elicitation" and kind in (expected, ELICITATION_RESPONSE):
-        only_known(payload, RESPONSE_KEYS[str(kind)], f"a {kind}")
+        if kind == ELICITATION_RESPONSE:  # sayso's own type, read as strictly as its key
+            only_known(payload, ELICITATION_KEYS, f"a {kind}")
         return elicitation_from_v1(view, payload)
     if kind not in RESPONSE_TYPES.values():
         raise refused(f"{kind!r} is not a HITL response; this task waits for a {expected}")
     if kind != expected:
         raise refused(f"this task waits for a {expected}, not a {kind}")
-    only_known(payload, RESPONSE_KEYS[expected], f"a {expected}")
     if view.kind == "question":
         return _answer_from_v1(view, payload)
     approvals = payload.get("approvals")
@@ -258,7 +255,6 @@ def decisions_from_v1(
     for entry in approvals:
         if not isinstance(entry, dict):
             raise refused("each approval must be an object {id, approved, rejection_reason?}")
-        only_known(entry, APPROVAL_KEYS, f"approval {entry.get('id')!r}")
         tool_id, approved, reason = entry.get("id"), entry.get("approved"), entry.get("rejection_reason")
         if not isinstance(tool_id, str) or not tool_id:
             raise refused("each approval needs a non-empty string 'id'")
@@ -343,8 +339,6 @@ def answers_of(question: QuestionRequest, raw: Any) -> tuple[tuple[str, ...], ..
         raise refused("'answers' must be a non-empty list, one {answer: [...]} per question")
     answers: list[tuple[str, ...]] = []
     for entry in raw:
-        if isinstance(entry, dict):
-            only_known(entry, ("answer",), "an answer")
         values = entry.get("answer") if isinstance(entry, dict) else None
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
             raise refused("each answer must be an object {answer: [string, ...]}")

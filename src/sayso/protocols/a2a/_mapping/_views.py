@@ -66,16 +66,14 @@ def refused(problem: str) -> InvalidInput:
     return InvalidInput(problem, field=HITL_RESPONSE)
 
 
-RESPONSE_KEYS: dict[str, tuple[str, ...]] = {
-    "tool_approval_response": ("type", "approvals"),
-    "ask_user_response": ("type", "id", "answers"),
-    "elicitation_response": ("type", "id", "action", "content"),
-}
-"""The keys of each response type: kagent's (its wire reference defines no others), and sayso's own."""
+ELICITATION_KEYS = ("type", "id", "action", "content")
+"""The keys of sayso's own `elicitation_response`. kagent's payloads are read as its wire reference says
+sayso reads them (§13): unknown keys ignored, the known ones checked strictly; sayso's own objects (this
+response, sayso's key) are checked whole, as REST checks a decision's body."""
 
 
 def only_known(value: Mapping[str, Any], known: Sequence[str], what: str) -> None:
-    """Refuse a key the object's format does not define: a misspelled key ignored would decide something else.
+    """Refuse a key sayso's own format does not define: a misspelled key ignored would decide something else.
 
     Raises:
         InvalidInput: `value` has a key outside `known` (`field` is `HITL_RESPONSE`).
