@@ -245,12 +245,22 @@ def test_a_remote_childs_question_is_answered_with_the_childs_id() -> None:
     assert decision == Answer(answers=(("kagent-dev",),))
 
 
-def test_unknown_keys_in_a_response_are_ignored_and_known_ones_checked() -> None:
-    """Unknown keys in a response are ignored; the known ones are type-checked, and a bad one refuses it all."""
+def test_unknown_keys_in_a_kagent_response_are_ignored() -> None:
+    """Keys kagent's format does not define are ignored in its response and its approvals (wire reference §13)."""
     view = pause_view("run_top", [approval("a1", "delete_file", "c1")])
     assert view is not None
     extra = {"type": "tool_approval_response", "approvals": [{"id": "a1", "approved": True, "note": "x"}], "more": 1}
     assert [d for _, d in decisions_from_v1(view, extra)] == [Approve()]
+
+
+def test_the_known_keys_of_a_response_are_type_checked() -> None:
+    """Each key kagent defines is checked, and a bad one refuses the whole response; a reason may sit on an approval."""
+    view = pause_view("run_top", [approval("a1", "delete_file", "c1")])
+    assert view is not None
+    approved = {"id": "a1", "approved": True, "rejection_reason": None}
+    assert [d for _, d in decisions_from_v1(view, {"type": "tool_approval_response", "approvals": [approved]})] == [
+        Approve()
+    ]
     with pytest.raises(InvalidInput, match="rejection_reason"):
         decisions_from_v1(
             view,

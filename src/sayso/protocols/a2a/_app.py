@@ -6,7 +6,8 @@ Every configured entry is served under its name: each agent, and each orchestrat
 
 - `POST /a2a/{name}`: JSON-RPC 2.0 (A2A 1.0, and A2A 0.3's `message/send` for older clients),
   blocking (`SendMessage`) or streaming over SSE (`SendStreamingMessage`); a method of the other
-  version than the call's `A2A-Version` says is refused before dispatch (`_versions`);
+  version than the call's `A2A-Version` says is refused before dispatch (`_versions`), and an
+  A2A 0.3 call's params are checked there too (`_v0_3`);
 - `GET /a2a/{name}/.well-known/agent-card.json`: its card, declaring the extension;
 - `POST /agents/{namespace}/{name}` and its card: the same endpoint at kagent's address
   (`a2a.namespace`), so a kagent client's URLs work unchanged;
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -47,6 +48,7 @@ from ._mapping import EXTENSION_DESCRIPTION, HITL_URI
 from ._push import MarkPushConfigStore, signing_client
 from ._push_delivery import PushDispatcher
 from ._tasks import TaskReader
+from ._v0_3 import params_refusal, with_null_result
 from ._versions import version_refusal
 
 if TYPE_CHECKING:
@@ -217,9 +219,10 @@ def _rpc_endpoint(sayso: Sayso, dispatcher: JsonRpcDispatcher) -> Callable[[Requ
             body = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST_CODE, "message": call}}
             return JSONResponse(body, status_code=400)
         refused = await version_refusal(call.method, call.request_id, request.headers)
+        refused = refused or params_refusal(call.method, call.request_id, call.body)
         if refused is not None:
             return refused
-        response = await dispatcher.handle_requests(request)
+        response = with_null_result(call.method, await dispatcher.handle_requests(request))
         if HITL_URI in requested_extensions(request):
             response.headers["A2A-Extensions"] = HITL_URI
         return response
@@ -234,6 +237,8 @@ class _Call:
     method: str
     request_id: str | int | None
     """The call's id as an answer may repeat it (a string or an integer, never a boolean)."""
+    body: Mapping[str, object]
+    """The whole call, as the SDK's A2A 0.3 adapter will read it."""
 
 
 def _call(body: bytes) -> _Call | str:
@@ -251,7 +256,7 @@ def _call(body: bytes) -> _Call | str:
     method, found = call.get("method"), call.get("id")
     if call.get("jsonrpc") != "2.0" or not isinstance(method, str):
         return "a JSON-RPC call needs 'jsonrpc': '2.0' and a 'method' string"
-    return _Call(method, found if isinstance(found, str | int) and not isinstance(found, bool) else None)
+    return _Call(method, found if isinstance(found, str | int) and not isinstance(found, bool) else None, call)
 
 
 def _unauthenticated(exc: Unauthenticated) -> Response:

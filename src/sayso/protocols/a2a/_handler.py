@@ -323,11 +323,12 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         """The answers a HITL response takes for the view shown now, by request id (every shown call decided)."""
         if view is None:
             raise InvalidInput(f"task {run.run_id!r} waits for nothing a HITL response can answer", field="message")
+        extras = sayso_extras(message)
         if payload is not None:
-            pairs = decisions_from_v1(view, payload, sayso_extras(message))
+            pairs = decisions_from_v1(view, payload, extras)
         else:
             assert legacy is not None
-            pairs = decisions_from_legacy(view, legacy)
+            pairs = decisions_from_legacy(view, legacy, extras)
         return {request.request_id: decision for request, decision in pairs}
 
     async def _work(

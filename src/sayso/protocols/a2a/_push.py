@@ -9,7 +9,9 @@ retry; `webhook-timestamp`, `webhook-signature`, see `sayso._core.signing`), key
 can check. A config that could not be signed is refused, and where a push may go is
 `_push_target`'s rule (public addresses; loopback and private ones with `a2a.push_private_urls`;
 link-local and cloud metadata never), checked when the config is made and again at each delivery,
-whose connection goes to the very address that was checked.
+whose connection goes to the very address that was checked. A URL is bounded in length and holds
+no credentials (those go in the config's `authentication`, kept apart from a URL that is logged and
+listed), and a task keeps a few configs, since each one is delivered on every update.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import hashlib
 import json
 import os
 import time
+import urllib.parse
 from typing import Any
 
 import httpx
@@ -41,6 +44,12 @@ PUSH_MARKS = "a2a.push"
 """The runtime's mark namespace for a task's push configs (key: the task id)."""
 
 TOKEN_HEADER = "X-A2A-Notification-Token"
+
+MAX_URL_LENGTH = 2048
+"""The longest push URL taken: what browsers and proxies reliably carry, far beyond any real receiver's."""
+
+MAX_CONFIGS_PER_TASK = 10
+"""The most push configs one task keeps: each is delivered on every task update, so the count multiplies them."""
 
 
 class MarkPushConfigStore(PushNotificationConfigStore):
@@ -68,6 +77,11 @@ class MarkPushConfigStore(PushNotificationConfigStore):
         await check_push_config(stored, self.config)
         owner = self._owner(context)
         entries = [e for e in await self._load(task_id) if not (e["owner"] == owner and e["config"]["id"] == stored.id)]
+        if len(entries) >= MAX_CONFIGS_PER_TASK:
+            raise InvalidParamsError(
+                message=f"task {task_id!r} already has {len(entries)} push notification configs, the most it keeps "
+                f"({MAX_CONFIGS_PER_TASK}); delete one first, or replace one by its id"
+            )
         entries.append({"owner": owner, "config": MessageToDict(stored)})
         await self.sayso.set_mark(PUSH_MARKS, task_id, json.dumps(entries))
         return stored
@@ -104,10 +118,20 @@ async def check_push_config(config: TaskPushNotificationConfig, settings: A2ACon
     """Refuse a push config that could not be signed, or that points somewhere the server must not call.
 
     Raises:
-        InvalidParamsError: no signing key for it, or its URL is not a reachable public HTTP(S) address.
+        InvalidParamsError: no signing key for it, or its URL is too long, carries credentials, or is not a
+            reachable public HTTP(S) address.
     """
+    if len(config.url) > MAX_URL_LENGTH:
+        raise InvalidParamsError(
+            message=f"a push notification URL is at most {MAX_URL_LENGTH} characters; this one has {len(config.url)}"
+        )
     if not config.url.startswith(("http://", "https://")):
         raise InvalidParamsError(message="a push notification URL must be http(s)")
+    if "@" in urllib.parse.urlsplit(config.url).netloc:
+        raise InvalidParamsError(
+            message="a push notification URL must not carry credentials (user:password@host): "
+            "put them in the config's 'authentication', sent as the Authorization header"
+        )
     if not settings.push_secret_env and not config.token:
         raise InvalidParamsError(
             message="a push config needs a 'token': deliveries are signed with it (or set a2a.push_secret_env)"

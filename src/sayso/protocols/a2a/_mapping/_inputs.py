@@ -19,9 +19,18 @@ from pydantic.json_schema import JsonSchemaValue
 from ...._core.decisions import Decision, Provide, Skip
 from ...._core.requests import InputRequest
 from ._elicitations import answer_lists
-from ._legacy import legacy_input
-from ._messages import data_parts, message_text, v1_payload
-from ._views import PauseView, ShownRequest, field_choices, field_type, input_fields, input_questions, refused
+from ._legacy import legacy_input, legacy_reason
+from ._messages import data_parts, message_text, sayso_extras, v1_payload
+from ._v1 import sayso_edits
+from ._views import (
+    PauseView,
+    ShownRequest,
+    field_choices,
+    field_type,
+    input_fields,
+    input_questions,
+    refused,
+)
 
 
 def decision_from_input(view: PauseView, message: Message, *, legacy: bool) -> list[tuple[ShownRequest, Decision]]:
@@ -33,11 +42,12 @@ def decision_from_input(view: PauseView, message: Message, *, legacy: bool) -> l
     check to say what is wrong with it).
 
     Raises:
-        InvalidInput: the answer does not fit the questions, or the message holds neither a
-            DataPart nor text (`field` is `HITL_RESPONSE`).
+        InvalidInput: the answer does not fit the questions, the message holds neither a
+            DataPart nor text, or it carries edits under sayso's key (`field` is `HITL_RESPONSE`).
     """
     (request,) = view.requests
     assert isinstance(request, InputRequest)
+    sayso_edits(view, sayso_extras(message))  # refuses edits (an input has none), and sayso's key malformed
     payload = v1_payload(message)
     if payload is not None:
         if payload.get("type") != "ask_user_response":
@@ -51,8 +61,8 @@ def decision_from_input(view: PauseView, message: Message, *, legacy: bool) -> l
         if isinstance(answers, list):
             return [(request, Provide(value=_value_of(request, answer_lists(answers))))]
         if decided["decision_type"] == "reject":
-            reason = decided.get("rejection_reason")
-            return [(request, Skip(reason=reason if isinstance(reason, str) and reason else "the person declined"))]
+            reason = legacy_reason(decided.get("rejection_reason"))
+            return [(request, Skip(reason=reason or "the person declined"))]
         raise refused("this task waits for input: send decision_type approve with ask_user_answers")
     for part in message.parts:
         if part.HasField("data"):

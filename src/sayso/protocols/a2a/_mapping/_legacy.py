@@ -19,7 +19,7 @@ from ...._core.model_text import model_text
 from ...._core.requests import ApprovalRequest, ElicitationRequest, InputRequest, QuestionRequest, shown_args
 from ....exceptions import InvalidInput
 from ._elicitations import elicitation_from_legacy
-from ._v1 import answers_of, match_ids, nested_ids
+from ._v1 import answers_of, match_ids, nested_ids, sayso_edits
 from ._views import (
     PauseView,
     ShownRequest,
@@ -187,14 +187,21 @@ def _function_response(data: Mapping[str, Any]) -> Confirmation:
     )
 
 
-def decisions_from_legacy(view: PauseView, given: LegacyInput) -> list[tuple[ShownRequest, Decision]]:
+def decisions_from_legacy(
+    view: PauseView, given: LegacyInput, extras: Mapping[str, Any] | None = None
+) -> list[tuple[ShownRequest, Decision]]:
     """The decisions a 0.x message takes for the shown requests, all or nothing.
+
+    `extras` is what the message carried under sayso's own key: kagent 0.x has no room for an
+    edit, so edits there are refused rather than dropped (the call would run unedited).
 
     Raises:
         InvalidInput: the decision does not fit the pause (`field` is `HITL_RESPONSE`).
     """
     if view.kind == "input":
         raise refused("this task waits for input: send the answer as a DataPart, or as text")
+    if sayso_edits(view, extras):
+        raise refused("sayso's edits and scopes go with a v1 tool_approval_response, not with kagent 0.x's decisions")
     if given.decision is None:
         return _from_confirmations(view, given.confirmations)
     data = given.decision
@@ -209,12 +216,19 @@ def decisions_from_legacy(view: PauseView, given: LegacyInput) -> list[tuple[Sho
     if decision_type == "approve":
         return [(r, Approve()) for r in view.requests]
     if decision_type == "reject":
-        return [(r, Reject(reason=_reason(data.get("rejection_reason")))) for r in view.requests]
+        return [(r, Reject(reason=legacy_reason(data.get("rejection_reason")))) for r in view.requests]
+    return _batch_from_legacy(view, data)
+
+
+def _batch_from_legacy(view: PauseView, data: Mapping[str, Any]) -> list[tuple[ShownRequest, Decision]]:
+    """A 0.x batch: one decision per call id shown, each reason a string; a call left out is refused."""
     decisions = data.get("decisions")
     reasons = data.get("rejection_reasons")
     if not isinstance(decisions, dict):
         raise refused("a batch needs 'decisions': {call id: approve | reject}")
-    reasons = reasons if isinstance(reasons, dict) else {}
+    if reasons is not None and not isinstance(reasons, dict):
+        raise refused("a batch's 'rejection_reasons' must be an object {call id: reason}")
+    reasons = reasons or {}
     by_call = {view.call_id(r): r for r in view.requests}
     seen: list[str] = []
     chosen: dict[str, Decision] = {}
@@ -224,7 +238,11 @@ def decisions_from_legacy(view: PauseView, given: LegacyInput) -> list[tuple[Sho
         request = by_call.get(call_id)
         key = view.tool_id(request) if request else call_id
         seen.append(key)
-        chosen[key] = Approve() if value == "approve" else Reject(reason=_reason(reasons.get(call_id)))
+        chosen[key] = (
+            Approve()
+            if value == "approve"
+            else Reject(reason=legacy_reason(reasons.get(call_id), f"rejection_reasons.{call_id}"))
+        )
     try:
         return match_ids(view, seen, chosen)
     except InvalidInput as exc:
@@ -243,7 +261,7 @@ def _answers_from_legacy(view: PauseView, data: Mapping[str, Any]) -> list[tuple
     if isinstance(answers, list):
         return [(question, Answer(answers=answers_of(question, answers)))]
     if data["decision_type"] == "reject":
-        return [(question, Skip(reason=_reason(data.get("rejection_reason")) or "the person declined to answer"))]
+        return [(question, Skip(reason=legacy_reason(data.get("rejection_reason")) or "the person declined to answer"))]
     raise refused("this task waits for answers: send decision_type approve with ask_user_answers")
 
 
@@ -277,8 +295,17 @@ def _confirmed(request: ShownRequest, confirmation: Confirmation) -> Decision:
     if confirmation.confirmed:
         return Approve(payload=payload)
     reason = payload.get("rejection_reason") if isinstance(payload, dict) else None
-    return Reject(reason=_reason(reason))
+    return Reject(reason=legacy_reason(reason))
 
 
-def _reason(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+def legacy_reason(value: Any, where: str = "rejection_reason") -> str | None:
+    """A 0.x rejection reason: a string (an empty one is none, as kagent drops it), or absent.
+
+    Raises:
+        InvalidInput: anything else, which kagent 0.x would drop: refused as v1 and REST refuse it.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise refused(f"'{where}' must be a string, not {value!r}")
+    return value or None

@@ -39,7 +39,7 @@ from ....exceptions import (
 )
 from ._legacy import LEGACY_DECISIONS, legacy_decision_data, legacy_parts
 from ._v1 import HITL_RESPONSE, request_payload, response_of, sayso_payload
-from ._views import HITL_URI, SAYSO_KEY, PauseView, ShownRequest, view_text, views_of
+from ._views import HITL_URI, SAYSO_KEY, PauseView, ShownRequest, refused, view_text, views_of
 from ._wire import SaysoDecisionJson, SaysoRecordJson
 
 
@@ -274,9 +274,16 @@ def v1_payload(message: Message) -> dict[str, Any] | None:
 
 
 def sayso_extras(message: Message) -> dict[str, Any] | None:
-    """What a client sent under sayso's own key (edits and scopes of approvals), if anything."""
+    """What a client sent under sayso's own key (edits and scopes of approvals), if anything.
+
+    Raises:
+        InvalidInput: the key holds something other than an object; dropping it would run the
+            calls it meant to edit as they were (`field` is `HITL_RESPONSE`).
+    """
     extras = json_of(message.metadata).get(SAYSO_KEY)
-    return extras if isinstance(extras, dict) else None
+    if extras is None or isinstance(extras, dict):
+        return extras
+    raise refused(f"sayso's {SAYSO_KEY!r} must be an object {{approvals: {{id: {{edited_args?, scope?, payload?}}}}}}")
 
 
 # --- task history

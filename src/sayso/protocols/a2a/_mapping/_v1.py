@@ -25,12 +25,15 @@ from ...._core.requests import (
 from ...._runtime import routing_json
 from ._elicitations import ELICITATION_RESPONSE, elicitation_from_v1
 from ._views import (
+    ELICITATION_KEYS,
     HITL_RESPONSE,
+    SAYSO_KEY,
     PauseView,
     ShownRequest,
     approvals_of,
     delegate_call,
     input_answer_words,
+    only_known,
     refused,
     shown_questions,
     view_text,
@@ -46,6 +49,12 @@ from ._wire import (
     ToolInfoJson,
 )
 
+SAYSO_KEYS = ("approvals",)
+"""What a client may send under sayso's own key."""
+
+EDIT_KEYS = ("edited_args", "scope", "payload")
+"""The keys of one approval under sayso's key (REST's approve body, but for its kind)."""
+
 RESPONSE_TYPES = {
     "approval": "tool_approval_response",
     "question": "ask_user_response",
@@ -53,7 +62,15 @@ RESPONSE_TYPES = {
     "input": "ask_user_response",
 }
 
-__all__ = ["HITL_RESPONSE", "decisions_from_v1", "refused", "request_payload", "response_of", "sayso_payload"]
+__all__ = [
+    "HITL_RESPONSE",
+    "decisions_from_v1",
+    "refused",
+    "request_payload",
+    "response_of",
+    "sayso_edits",
+    "sayso_payload",
+]
 
 
 # --- agent -> client
@@ -206,9 +223,10 @@ def decisions_from_v1(
 ) -> list[tuple[ShownRequest, Decision]]:
     """The decisions a v1 response takes for the shown requests, all or nothing.
 
-    Unknown keys are ignored; the known ones are checked strictly. `extras` is what the message
-    carried under sayso's own key: per shown id, `edited_args`, `scope` or `payload` for an approval
-    (checked by the runtime like any decision: an edit must fit the tool's schema and subject).
+    kagent's keys are read as its wire reference says sayso reads them: unknown ones ignored, the
+    known ones checked strictly. `extras` is what the message carried under sayso's own key:
+    per shown id, `edited_args`, `scope` or `payload` for an approval (checked by the runtime like
+    any decision: an edit must fit the tool's schema and subject).
 
     Raises:
         InvalidInput: the response does not decide exactly the shown requests, or is malformed
@@ -216,9 +234,12 @@ def decisions_from_v1(
     """
     if view.kind == "input":
         raise refused("this task waits for input: send the answer as a DataPart, or as text")
+    edits = sayso_edits(view, extras)
     kind = payload.get("type")
     expected = RESPONSE_TYPES[view.kind]
     if view.kind == "elicitation" and kind in (expected, ELICITATION_RESPONSE):
+        if kind == ELICITATION_RESPONSE:  # sayso's own type, read as strictly as its key
+            only_known(payload, ELICITATION_KEYS, f"a {kind}")
         return elicitation_from_v1(view, payload)
     if kind not in RESPONSE_TYPES.values():
         raise refused(f"{kind!r} is not a HITL response; this task waits for a {expected}")
@@ -229,7 +250,6 @@ def decisions_from_v1(
     approvals = payload.get("approvals")
     if not isinstance(approvals, list) or not approvals:
         raise refused("'approvals' must be a non-empty list, one entry per tool")
-    edits = _edits(view, extras)
     chosen: dict[str, Decision] = {}
     seen: list[str] = []
     for entry in approvals:
@@ -249,13 +269,26 @@ def decisions_from_v1(
     return match_ids(view, seen, chosen)
 
 
-def _edits(view: PauseView, extras: Mapping[str, Any] | None) -> dict[str, Approve]:
-    """The approvals sayso's key carries (`{"approvals": {id: {edited_args?, scope?, payload?}}}`), by shown id."""
-    if not extras or extras.get("approvals") is None:
+def sayso_edits(view: PauseView, extras: Mapping[str, Any] | None) -> dict[str, Approve]:
+    """The approvals sayso's key carries (`{"approvals": {id: {edited_args?, scope?, payload?}}}`), by shown id.
+
+    Checked as REST checks a decision's body: a key it does not define, or a value of the wrong
+    shape, refuses the whole message, since the call it would have edited must not run unedited.
+
+    Raises:
+        InvalidInput: an unknown key, a wrong shape, an id the pause does not show, or approvals
+            under sayso's key for a pause that asks no approval (`field` is `HITL_RESPONSE`).
+    """
+    if extras is None:
         return {}
+    only_known(extras, SAYSO_KEYS, f"sayso's {SAYSO_KEY!r}")
     entries = extras.get("approvals")
+    if entries is None:
+        return {}
     if not isinstance(entries, dict):
         raise refused("sayso's 'approvals' must be an object: {id: {edited_args?, scope?, payload?}}")
+    if entries and view.kind != "approval":
+        raise refused(f"sayso's 'approvals' edit approvals; this task waits for a {RESPONSE_TYPES[view.kind]}")
     known = set(view.visible_ids())
     out: dict[str, Approve] = {}
     for tool_id, entry in entries.items():
@@ -263,6 +296,7 @@ def _edits(view: PauseView, extras: Mapping[str, Any] | None) -> dict[str, Appro
             raise refused(f"sayso's approvals name {tool_id!r}, which this pause does not show")
         if not isinstance(entry, dict):
             raise refused(f"sayso's approval {tool_id!r} must be an object {{edited_args?, scope?, payload?}}")
+        only_known(entry, EDIT_KEYS, f"sayso's approval {tool_id!r}")
         edited, scope = entry.get("edited_args"), entry.get("scope", "once")
         if edited is not None and not isinstance(edited, dict):
             raise refused(f"sayso's approval {tool_id!r}: 'edited_args' must be an object")

@@ -66,6 +66,24 @@ def refused(problem: str) -> InvalidInput:
     return InvalidInput(problem, field=HITL_RESPONSE)
 
 
+ELICITATION_KEYS = ("type", "id", "action", "content")
+"""The keys of sayso's own `elicitation_response`. kagent's payloads are read as its wire reference says
+sayso reads them (§13): unknown keys ignored, the known ones checked strictly; sayso's own objects (this
+response, sayso's key) are checked whole, as REST checks a decision's body."""
+
+
+def only_known(value: Mapping[str, Any], known: Sequence[str], what: str) -> None:
+    """Refuse a key sayso's own format does not define: a misspelled key ignored would decide something else.
+
+    Raises:
+        InvalidInput: `value` has a key outside `known` (`field` is `HITL_RESPONSE`).
+    """
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        names = ", ".join(repr(k) for k in unknown)
+        raise refused(f"{what} has no key {names}; its keys are {', '.join(known)}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class PauseView:
     """What one A2A pause message shows of a sayso pause: one kind of request, from one agent."""
