@@ -7,6 +7,7 @@ request open, and a correct answer afterwards still decides it.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -108,7 +109,7 @@ async def test_an_answer_with_a_key_or_shape_nobody_defined_is_refused_and_nothi
 
 
 async def test_a_kagent_rejection_with_a_null_reason_is_still_kagents_own_shape(serve: ServerFactory) -> None:
-    """Only keys kagent does not define are refused: `rejection_reason`, even null, is kagent's own."""
+    """kagent's own `rejection_reason`, even null, is read as kagent means it: no reason."""
     server = await serve()
     async with server.client() as client:
         task = task_of(await send(client, user_message("delete notes")))
@@ -130,6 +131,27 @@ async def test_an_edit_for_a_question_is_refused(serve: ServerFactory, sandbox: 
         message["metadata"][SAYSO_KEY] = {"approvals": {asked["id"]: {"scope": "always"}}}
         assert "edit approvals" in refusal(await send(client, message))
         assert (await get_task(client, task["id"]))["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+
+async def test_answers_that_lose_a_race_are_not_told_the_task_still_waits(serve: ServerFactory, sandbox: Path) -> None:
+    """Six different answers to one pause sent at once: one decides, and no refusal claims the task still waits, since
+    it went on with the first decision and finished."""
+    server = await serve()
+    async with server.client() as client:
+        task = task_of(await send(client, user_message("delete notes")))
+        shown_id, _ = paused(task)
+        edit = {"approvals": {shown_id: {"edited_args": {"name": "todo.md"}}}}
+        answers = [
+            answer(task, {"id": shown_id, "approved": True}),
+            answer(task, {"id": shown_id, "approved": True}, edit),
+            *(answer(task, {"id": shown_id, "approved": False, "rejection_reason": r}) for r in "abcd"),
+        ]
+        bodies = await asyncio.gather(*(send(client, message) for message in answers))
+        state = (await get_task(client, task["id"]))["status"]["state"]
+    refusals = [body["error"]["message"] for body in bodies if "error" in body]
+    assert len(refusals) == 5 and not [r for r in refusals if "still waits" in r], refusals
+    assert state == "TASK_STATE_COMPLETED"
+    assert (sandbox / "notes.txt").exists() or (sandbox / "todo.md").exists()  # one call at most ran
 
 
 # --- kagent 0.x (compat mode): a rejection reason is a string

@@ -27,12 +27,14 @@ from ...._core.decisions import Accept, Answer, Approve, Decision, DecisionRecor
 from ...._core.requests import Request
 from ...._runtime import RunRecord
 from ....exceptions import (
+    AlreadyDecided,
     CallEnded,
     ConfigError,
     DecisionRefused,
     InvalidInput,
     NotAllowed,
     NotFound,
+    RequestExpired,
     RunConflict,
     RunNotFound,
     StoreError,
@@ -54,6 +56,9 @@ def _run_not_found(exc: RunNotFound) -> A2AError:
 
 
 def _refused(exc: DecisionRefused) -> A2AError:
+    if isinstance(exc, AlreadyDecided | RequestExpired):
+        # Decided or timed out meanwhile: the task may have gone on (or ended) since, so say where to look.
+        return InvalidParamsError(message=f"decision refused: {exc}; tasks/get says where the task stands now")
     return InvalidParamsError(message=f"decision refused: {exc}; the task still waits")
 
 
