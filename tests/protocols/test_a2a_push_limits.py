@@ -4,6 +4,7 @@ and nothing is stored."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +85,17 @@ async def test_a_task_keeps_at_most_ten_push_configs(serve: ServerFactory, sandb
         assert "error" not in deleted.json()
         assert "error" not in await create(client, task["id"], "https://1.1.1.1/hook-10", "c10")
         assert len(await listed(client, task["id"])) == 10
+
+
+async def test_configs_created_at_once_are_all_kept_up_to_the_limit(serve: ServerFactory, sandbox: Path) -> None:
+    """Fourteen configs created at the same moment: ten are kept and four refused, none lost between them (each was
+    once read, changed and written back, so two at once kept only one)."""
+    server = await serve()
+    async with server.client() as client:
+        task = task_of(await send(client, user_message("delete notes")))
+        urls = [f"https://1.1.1.1/hook-{n}" for n in range(14)]
+        bodies = await asyncio.gather(*(create(client, task["id"], url, f"c{n}") for n, url in enumerate(urls)))
+        kept = await listed(client, task["id"])
+    taken = [url for url, body in zip(urls, bodies, strict=True) if "error" not in body]
+    assert len(taken) == 10 and sorted(kept) == sorted(taken)
+    assert all("the most it keeps (10)" in problem(body) for body in bodies if "error" in body)

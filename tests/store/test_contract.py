@@ -7,6 +7,7 @@ over — is checked by doing it twice and watching the second lose.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -1309,6 +1310,26 @@ async def test_a_claimed_mark_is_kept_once_and_of_concurrent_claimers_one_wins(s
     assert await store.claim_mark("links.used", "tok_1", "again") is False
     assert await store.get_mark("links.used", "tok_1") == kept
     assert await store.claim_mark("links.used", "tok_2", "other") is True
+
+
+async def test_concurrent_updates_of_a_mark_lose_nothing(store: RunStore) -> None:
+    """`update_mark` reads and replaces a value as one step: twelve callers adding to one list at once all stay in
+    it, and an update whose change refuses leaves the value as it was."""
+
+    def adding(n: int) -> Callable[[str | None], str]:
+        return lambda raw: json.dumps([*(json.loads(raw) if raw else []), n])
+
+    await at_once(*[lambda n=n: store.update_mark("a2a.push", "task_1", adding(n)) for n in range(12)])
+    kept = await store.get_mark("a2a.push", "task_1")
+    assert kept is not None and sorted(json.loads(kept)) == list(range(12))
+
+    def refusing(raw: str | None) -> str:
+        raise ValueError("full")
+
+    with pytest.raises(ValueError, match="full"):
+        await store.update_mark("a2a.push", "task_1", refusing)
+    assert await store.get_mark("a2a.push", "task_1") == kept
+    assert await store.update_mark("a2a.push", "task_2", adding(7)) == "[7]"
 
 
 # workflow runs

@@ -36,6 +36,7 @@ from ._defaults import DEFAULT_REMOTE_AGENTS, engine_of, workflow_runner_of
 from ._events import EventListener
 from ._kernel import Kernel
 from ._link_verbs import LinkVerbs
+from ._mark_verbs import MarkVerbs
 from ._reading import PrincipalLike, Reading
 from ._remote import RemoteAgents, remote_delegates
 from ._results import DecideResult, RunResult
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 # by their method when first called: a process that only decides (`sayso decide`) loads none of them.
 
 
-class Sayso(LinkVerbs, Reading):
+class Sayso(LinkVerbs, MarkVerbs, Reading):
     """The runtime: agents from a config, a durable store, and the run / decide / resume cycle.
 
     Use it as an async context manager so the store is opened and closed:
@@ -392,19 +393,7 @@ class Sayso(LinkVerbs, Reading):
         await _escalate.escalate(self._k)
         return await _expire.expire(self._cycle)
 
-    # adapters' own state, events, health
-
-    async def get_mark(self, namespace: str, key: str) -> str | None:
-        """A value an interface adapter keeps with sayso's state (e.g. A2A activation), or `None`."""
-        return await self._k.store.get_mark(namespace, key)
-
-    async def set_mark(self, namespace: str, key: str, value: str) -> None:
-        """Keep a value for an interface adapter in the store, under its own namespace."""
-        await self._k.store.set_mark(namespace, key, value)
-
-    async def claim_mark(self, namespace: str, key: str, value: str) -> bool:
-        """Keep a value only if none is kept yet; of concurrent callers (any process) exactly one gets `True`."""
-        return await self._k.store.claim_mark(namespace, key, value)
+    # events, health (adapters' marks: `MarkVerbs`)
 
     def watch(
         self, *, principal: PrincipalLike = access.LOCAL_NAME, thread_id: str | None = None, every: float = 1.0

@@ -440,5 +440,14 @@ class RunStore(InboxPort, LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort
         """
 
     @abstractmethod
+    async def update_mark(self, namespace: str, key: str, change: Callable[[str | None], str]) -> str:
+        """Replace the value under `namespace` and `key` with `change(the value now)`, and return it.
+
+        Read and written in one transaction, written only if nobody wrote it meanwhile (its revision),
+        else done again: of concurrent updates across processes none is lost. `change` must be pure;
+        what it raises leaves the value as it was.
+        """
+
+    @abstractmethod
     async def get_mark(self, namespace: str, key: str) -> str | None:
         """The value kept under `namespace` and `key`, or `None`."""

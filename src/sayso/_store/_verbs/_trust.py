@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..._core.audit_events import AuditEvent
 from ..._core.grants import Grant
+from ...exceptions import StoreError
 from .._ops import GrantOf, RevokeGrant
 from .._primitives import StoreTx, TxStore
+
+_MARK_ATTEMPTS = 20
+"""How many times `update_mark` reads and writes again when other writers keep coming first."""
 
 
 class TrustVerbs(TxStore):
@@ -51,6 +55,24 @@ class TrustVerbs(TxStore):
             return False  # another writer kept it first
 
         return await self._write(work, race=lost)
+
+    async def update_mark(self, namespace: str, key: str, change: Callable[[str | None], str]) -> str:
+        now = time.time()
+
+        async def work(tx: StoreTx) -> str | None:
+            found = await tx.document(namespace, key)
+            value = change(None if found is None else found.body)
+            kept = await tx.put_document(namespace, key, value, now, expect=0 if found is None else found.revision)
+            return value if kept else None
+
+        async def again(tx: StoreTx) -> str | None:
+            return None  # another writer inserted it first: read it afresh
+
+        for _ in range(_MARK_ATTEMPTS):
+            value = await self._write(work, race=again)
+            if value is not None:
+                return value
+        raise StoreError(f"mark {namespace}/{key}: changed by others {_MARK_ATTEMPTS} times while being updated")
 
     async def get_mark(self, namespace: str, key: str) -> str | None:
         async def work(tx: StoreTx) -> str | None:

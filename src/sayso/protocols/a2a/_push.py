@@ -66,9 +66,7 @@ class MarkPushConfigStore(PushNotificationConfigStore):
         return caller.name
 
     async def _load(self, task_id: str) -> list[_PushEntry]:
-        raw = await self.sayso.get_mark(PUSH_MARKS, task_id)
-        entries: list[_PushEntry] = json.loads(raw) if raw else []
-        return entries
+        return _entries(await self.sayso.get_mark(PUSH_MARKS, task_id))
 
     async def set_info(
         self, task_id: str, notification_config: TaskPushNotificationConfig, context: ServerCallContext
@@ -76,14 +74,17 @@ class MarkPushConfigStore(PushNotificationConfigStore):
         stored = normalize_push_notification_config(task_id, notification_config)
         await check_push_config(stored, self.config)
         owner = self._owner(context)
-        entries = [e for e in await self._load(task_id) if not (e["owner"] == owner and e["config"]["id"] == stored.id)]
-        if len(entries) >= MAX_CONFIGS_PER_TASK:
-            raise InvalidParamsError(
-                message=f"task {task_id!r} already has {len(entries)} push notification configs, the most it keeps "
-                f"({MAX_CONFIGS_PER_TASK}); delete one first, or replace one by its id"
-            )
-        entries.append({"owner": owner, "config": MessageToDict(stored)})
-        await self.sayso.set_mark(PUSH_MARKS, task_id, json.dumps(entries))
+
+        def added(raw: str | None) -> str:
+            entries = [e for e in _entries(raw) if not (e["owner"] == owner and e["config"]["id"] == stored.id)]
+            if len(entries) >= MAX_CONFIGS_PER_TASK:
+                raise InvalidParamsError(
+                    message=f"task {task_id!r} already has {len(entries)} push notification configs, the most it "
+                    f"keeps ({MAX_CONFIGS_PER_TASK}); delete one first, or replace one by its id"
+                )
+            return json.dumps([*entries, {"owner": owner, "config": MessageToDict(stored)}])
+
+        await self.sayso.update_mark(PUSH_MARKS, task_id, added)  # two configs added at once both stay
         return stored
 
     async def get_info(self, task_id: str, context: ServerCallContext) -> list[TaskPushNotificationConfig]:
@@ -95,12 +96,17 @@ class MarkPushConfigStore(PushNotificationConfigStore):
 
     async def delete_info(self, task_id: str, context: ServerCallContext, config_id: str | None = None) -> None:
         owner = self._owner(context)
-        kept = [
-            e
-            for e in await self._load(task_id)
-            if not (e["owner"] == owner and (config_id is None or e["config"]["id"] == config_id))
-        ]
-        await self.sayso.set_mark(PUSH_MARKS, task_id, json.dumps(kept))
+
+        def removed(raw: str | None) -> str:
+            return json.dumps(
+                [
+                    e
+                    for e in _entries(raw)
+                    if not (e["owner"] == owner and (config_id is None or e["config"]["id"] == config_id))
+                ]
+            )
+
+        await self.sayso.update_mark(PUSH_MARKS, task_id, removed)
 
 
 class _PushEntry(TypedDict):
@@ -108,6 +114,12 @@ class _PushEntry(TypedDict):
 
     owner: str
     config: dict[str, Any]
+
+
+def _entries(raw: str | None) -> list[_PushEntry]:
+    """A task's push configs as its mark keeps them (none: no mark)."""
+    entries: list[_PushEntry] = json.loads(raw) if raw else []
+    return entries
 
 
 def _config(entry: _PushEntry) -> TaskPushNotificationConfig:
