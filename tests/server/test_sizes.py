@@ -24,8 +24,10 @@ async def test_a_message_within_the_configured_limit_runs_and_one_over_it_is_a_4
         taken = await client.post("/v1/runs", json={"message": "list " + "x" * 150_000})
         assert taken.status_code == 200, taken.text
         refused = await client.post("/v1/runs", json={"message": "x" * 200_001})
+        streamed = await client.post("/v1/runs?stream=true", json={"message": "x" * 200_001})
     assert (refused.status_code, refused.json()["type"]) == (413, TOO_LARGE)
     assert "the limit is 200000" in refused.json()["detail"]
+    assert (streamed.status_code, streamed.json()["type"]) == (413, TOO_LARGE)
 
 
 async def test_a_message_over_the_default_limit_is_a_413_not_a_422(server: InProcess) -> None:
