@@ -16,6 +16,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from .._core.access import LOCAL_NAME
 from .._core.requests import (
     ApprovalRequest,
     ClientToolRequest,
@@ -132,7 +133,7 @@ def deciding_as(request: Request, votes: Sequence[Vote] = ()) -> tuple[str | Non
     principals refuses for a routed request, or for another principal's run.
     """
     if request.routing is None:
-        return (None if request.principal in (None, "local") else request.principal), ()
+        return (None if request.principal in (None, LOCAL_NAME) else request.principal), ()
     latest = max((v.round for v in votes), default=0)
     voted = {v.principal for v in votes if v.round == latest}
     waiting = [name for name in request.routing.deciders(request.principal) if name not in voted]
