@@ -233,3 +233,39 @@ def test_an_option_the_action_does_not_read_is_refused_not_dropped() -> None:
         assert said in refused.output
     inbox = json.loads(runner.invoke(app, ["inbox", str(EXAMPLE), "--json"]).stdout)
     assert [r["id"] for r in inbox["requests"]] == [request_id]
+
+
+def test_words_and_an_option_saying_the_same_thing_are_refused_not_one_dropped() -> None:
+    """`reject a --reason b` recorded `b` and dropped `a`; `answer --answers … extra` dropped `extra`; `decline some
+    words` dropped the words. Each exits 2 naming both, and the requests stay open."""
+    paused = json.loads(runner.invoke(app, ["run", str(EXAMPLE), "delete notes", "--json"]).stdout)
+    asked = json.loads(runner.invoke(app, ["run", str(EXAMPLE), "delete report", "--json"]).stdout)
+    approval, question = paused["requests"][0]["id"], asked["requests"][0]["id"]
+    for request_id, words, said in (
+        (approval, ["reject", "a", "--reason", "b"], "reject got a reason twice ('a' and --reason)"),
+        (approval, ["skip", "a", "--reason", "b"], "skip got a reason twice ('a' and --reason)"),
+        (question, ["answer", "--answers", '[["a"]]', "extra"], "answer got answers twice ('extra' and --answers)"),
+        (approval, ["decline", "no", "thanks"], "decline takes no value (got 'no thanks')"),
+    ):
+        refused = runner.invoke(app, ["decide", str(EXAMPLE), request_id, *words])
+        assert refused.exit_code == 2, refused.output
+        assert said in refused.output
+    inbox = json.loads(runner.invoke(app, ["inbox", str(EXAMPLE), "--json"]).stdout)
+    assert {r["id"] for r in inbox["requests"]} == {approval, question}
+
+
+def test_a_workflow_input_answered_with_question_answers_says_what_it_takes() -> None:
+    """A workflow's input takes one value: `answer --answers …` failed with "'' is not of type 'object'" (exit 4);
+    it, and `answer` with no value, now exit 2 saying to give `answer VALUE`."""
+    concierge = str(ROOT / "examples" / "concierge" / "sayso.yaml")
+    paused = json.loads(runner.invoke(app, ["run", concierge, "plan my day", "--json"]).stdout)
+    request_id = paused["requests"][0]["id"]
+    for words, said in (
+        (["answer", "--answers", '[["a"]]'], "a workflow's input takes one value, not --answers"),
+        (["answer"], "answer needs the input's value"),
+    ):
+        refused = runner.invoke(app, ["decide", concierge, request_id, *words])
+        assert refused.exit_code == 2, refused.output
+        assert said in refused.output and "answer VALUE" in refused.output
+    inbox = json.loads(runner.invoke(app, ["inbox", concierge, "--json"]).stdout)
+    assert [r["id"] for r in inbox["requests"]] == [request_id]

@@ -4,6 +4,7 @@ progress; `sayso decide` says where the vote stands, and refuses the run's start
 from __future__ import annotations
 
 import json
+import shlex
 
 from typer.testing import CliRunner
 
@@ -35,3 +36,42 @@ def test_the_inbox_and_decide_show_the_vote(refunds: Config) -> None:
     assert code == 0 and "approvals: 1 of 2, waiting for finance" in voted
     code, done = sayso("decide", config, request_id, "approve", "--principal", "carol")
     assert code == 0 and "Refunded 250 to acme." in done
+
+
+def printed(output: str, action: str) -> list[str]:
+    """The printed `sayso decide` command with `action` (and `--args` for an edit), as its arguments."""
+    for line in output.splitlines():
+        if " decide " in line and line.startswith("  ") and f" {action}" in line:
+            return ["decide", *shlex.split(line.split(" decide ", 1)[1])]
+    raise AssertionError(f"no {action!r} command printed in\n{output}")
+
+
+def test_the_printed_commands_decide_as_an_approver_yet_to_vote(refunds: Config) -> None:
+    """With principals, a printed command without `--principal` acted as `local` and was refused (exit 4). Each
+    now names an approver who has not voted; the suggested edit carries the amount as the number the call holds,
+    so pasting it after bob's vote is carol's second approval (it was a new round, bob's vote discarded)."""
+    config = str(REFUNDS)
+    code, out = sayso("run", config, "refund 250 to acme", "--principal", "alice")
+    assert code == 0 and "--principal bob" in out and "carol may too: change --principal" in out
+    code, voted = sayso(*printed(out, "approve"))
+    assert code == 0 and "approvals: 1 of 2, waiting for finance" in voted
+    code, listed = sayso("inbox", config, "--principal", "carol")
+    edit = printed(listed, "approve --args")
+    assert edit[-2:] == ["--principal", "carol"] and '{"amount": 250, "to": "acme"}' in edit
+    code, done = sayso(*edit)
+    assert code == 0 and "Refunded 250 to acme." in done and "edited" not in done
+
+
+def test_every_command_acting_as_someone_reads_sayso_principal(refunds: Config) -> None:
+    """`SAYSO_PRINCIPAL` is `--principal` for `inbox` and `resume` too: an unknown name is refused (exit 2), a known
+    one lists what that person may decide (dana: nothing), as `--principal dana` does."""
+    config = str(REFUNDS)
+    code, out = sayso("run", config, "refund 250 to acme", "--principal", "alice", "--json")
+    assert code == 0
+    for command in (["inbox", config], ["resume", config, json.loads(out)["run_id"]]):
+        mallory = runner.invoke(app, command, env={"SAYSO_PRINCIPAL": "mallory"})
+        assert mallory.exit_code == 2 and "'mallory' is not a principal" in mallory.output
+    dana = runner.invoke(app, ["inbox", config], env={"SAYSO_PRINCIPAL": "dana"})
+    assert (dana.exit_code, dana.output.strip()) == (0, "no open requests")
+    bob = runner.invoke(app, ["inbox", config], env={"SAYSO_PRINCIPAL": "bob"})
+    assert "decided by: finance (bob, carol)" in bob.output

@@ -58,7 +58,11 @@ INBOX_PAGE = 100
 PrincipalOpt = Annotated[
     str, typer.Option("--principal", help="Who is acting.", envvar="SAYSO_PRINCIPAL", metavar="NAME")
 ]
-InboxOf = Annotated[str | None, typer.Option(help="Only what this principal may decide.", metavar="NAME")]
+InboxOf = Annotated[
+    str | None,
+    typer.Option(help="Only what this principal may decide.", envvar="SAYSO_PRINCIPAL", metavar="NAME"),
+]
+"""`--principal` of a command that reads as the operator without it; `SAYSO_PRINCIPAL` counts as for `PrincipalOpt`."""
 AgentOpt = Annotated[str | None, typer.Option(help="Agent to talk to (default: the entry agent).", metavar="NAME")]
 ThreadOpt = Annotated[str | None, typer.Option(help="Continue this thread.", metavar="THREAD_ID")]
 
@@ -209,7 +213,10 @@ def resume(
     config: ConfigArg,
     run_id: Annotated[str, typer.Argument(help="The run to resume.", metavar="RUN_ID")],
     force: Annotated[bool, typer.Option(help="Resume even if requests are open; they count as skipped.")] = True,
-    who: Annotated[str | None, typer.Option("--principal", help="Who forces it (else local).", metavar="NAME")] = None,
+    who: Annotated[
+        str | None,
+        typer.Option("--principal", help="Who forces it (else local).", envvar="SAYSO_PRINCIPAL", metavar="NAME"),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Resume a paused run now (open requests count as skipped by you), or carry on a run whose process died."""

@@ -60,10 +60,11 @@ def parse_decision(
         takers = _OPTION_ACTIONS[option]
         if used and action not in takers and action in _ACTIONS:
             raise typer.BadParameter(f"{option} goes with {' or '.join(takers)}, not with {action}")
+    _refuse_twice_said(action, values, reason=reason, answers=answers)
     if action == "approve":
         return _approve(values, args=args, scope=scope, request=request)
     if action in ("answer", "provide") and isinstance(request, InputRequest):
-        return Provide(value=_typed_value(" ".join(values), request.response_schema))
+        return _provide(action, values, answers, request)
     if action == "reject":
         return Reject(reason=reason or (" ".join(values) or None))
     if action == "skip":
@@ -86,6 +87,31 @@ def parse_decision(
     raise typer.BadParameter(
         f"unknown action {action!r}; use approve, reject, skip, answer, result, error, accept, done, decline or cancel"
     )
+
+
+def _refuse_twice_said(action: str, values: list[str], *, reason: str | None, answers: str | None) -> None:
+    """Refuse words that say again what an option says, or words an action has no use for.
+
+    Taking one and dropping the other would record a decision the person did not read back:
+    `reject a --reason b` recorded `b` alone, `decline some words` a plain decline.
+    """
+    shown = " ".join(values)
+    if values and reason is not None and action in ("reject", "skip"):
+        raise typer.BadParameter(f"{action} got a reason twice ({shown!r} and --reason): give one of them")
+    if values and answers is not None and action == "answer":
+        raise typer.BadParameter(f"answer got answers twice ({shown!r} and --answers): give one of them")
+    if values and action in ("done", "decline", "cancel"):
+        raise typer.BadParameter(f"{action} takes no value (got {shown!r})")
+
+
+def _provide(action: str, values: list[str], answers: str | None, request: InputRequest) -> Provide:
+    """A workflow input's one value, typed as its schema asks (`answer` and `provide` alike)."""
+    how = f"{action} VALUE: the input as JSON (plain text where it asks for text)"
+    if answers is not None:
+        raise typer.BadParameter(f"a workflow's input takes one value, not --answers (questions' answers); use {how}")
+    if not values:
+        raise typer.BadParameter(f"{action} needs the input's value; use {how}")
+    return Provide(value=_typed_value(" ".join(values), request.response_schema))
 
 
 def _answer(values: list[str], answers: str | None) -> Answer:

@@ -16,6 +16,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from .._core.access import LOCAL_NAME
 from .._core.requests import (
     ApprovalRequest,
     ClientToolRequest,
@@ -124,8 +125,28 @@ def _typed(value: Any, spec: Any, root: JsonSchemaValue) -> Any:
     return parsed if fits else value
 
 
-def answer_commands(request: Request, config: str) -> list[str]:
-    """The exact `sayso decide` commands that answer `request`, ready to paste into a shell."""
+def deciding_as(request: Request, votes: Sequence[Vote] = ()) -> tuple[str | None, tuple[str, ...]]:
+    """Who the printed commands decide as (`None`: `local`, the default), and who else may.
+
+    Routed, that is an approver yet to vote (a routing means the config names principals); else the
+    run's own principal. Without `--principal` a pasted command acts as `local`, whom a config with
+    principals refuses for a routed request, or for another principal's run.
+    """
+    if request.routing is None:
+        return (None if request.principal in (None, LOCAL_NAME) else request.principal), ()
+    latest = max((v.round for v in votes), default=0)
+    voted = {v.principal for v in votes if v.round == latest}
+    waiting = [name for name in request.routing.deciders(request.principal) if name not in voted]
+    return (waiting[0], tuple(waiting[1:])) if waiting else (None, ())
+
+
+def answer_commands(request: Request, config: str, votes: Sequence[Vote] = ()) -> list[str]:
+    """The exact `sayso decide` commands that answer `request`, ready to paste into a shell (as `deciding_as`)."""
+    who, _ = deciding_as(request, votes)
+    return [f"{c} --principal {shlex.quote(who)}" if who else c for c in _commands(request, config)]
+
+
+def _commands(request: Request, config: str) -> list[str]:
     base = f"{sayso_command()} decide {shlex.quote(config)} {request.request_id}"
     if isinstance(request, InputRequest):
         if text_answer(request.response_schema):
@@ -169,8 +190,10 @@ def print_request(
     """A request's panel, then (given the config path) the commands that answer it, one unwrapped line each."""
     console.print(request_panel(request, index=index, votes=votes))
     if config is not None:
-        console.print("answer with:", style="dim")
-        for command in answer_commands(request, config):
+        _, others = deciding_as(request, votes)
+        also = f" ({', '.join(others)} may too: change --principal)" if others else ""
+        console.print(f"answer with{also}:", style="dim")
+        for command in answer_commands(request, config, votes):
             console.print(Text(f"  {command}", style="cyan"), soft_wrap=True)
 
 

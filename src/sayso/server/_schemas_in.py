@@ -2,6 +2,11 @@
 
 `to_decision` and `ClientToolIn.to_client_tool` are the one translation from a REST body to the
 runtime's decisions and client tools; what goes out is described in `_schemas_out`.
+
+A message, a reason, an answer or an error has no size cap here: the runtime checks them against the
+config's `limits:` (`_core/limits.py`) as it does for every interface, and a body over
+`limits.request_bytes` never reaches these models (`_guard`). A cap of REST's own would refuse what
+the CLI and Python take, and with another status (422, not 413).
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ class ClientToolIn(_Wire):
 class RunIn(_Wire):
     """Start a run: a user message to an agent on a new or existing thread."""
 
-    message: str = Field(min_length=1, max_length=100_000)
+    message: str = Field(min_length=1)
     agent: str | None = Field(default=None, min_length=1, max_length=200)
     """The agent of a new thread; default: the config's entry agent."""
     thread_id: str | None = Field(default=None, pattern=ID_PATTERN)
@@ -94,35 +99,39 @@ class RejectIn(_Wire):
     """Do not run the call; the model reads the reason."""
 
     kind: Literal["reject"]
-    reason: str | None = Field(default=None, max_length=10_000)
+    reason: str | None = None
 
 
 class SkipIn(_Wire):
     """Leave the request unanswered; the model reads why."""
 
     kind: Literal["skip"]
-    reason: str | None = Field(default=None, max_length=10_000)
+    reason: str | None = None
 
 
 class AnswerIn(_Wire):
     """Answer the questions: one list of strings per question, in order."""
 
     kind: Literal["answer"]
-    answers: list[list[Annotated[str, Field(max_length=10_000)]]] = Field(max_length=100)
+    answers: list[list[str]]
 
 
 class ClientResultIn(_Wire):
-    """The value a client tool returned (`result`, its older tag, is read too)."""
+    """The value a client tool returned (`result`, its older tag, is read too).
+
+    `value` is required (an explicit `null` is a value): a body that forgot it must not answer the
+    tool with a `null` the client never said.
+    """
 
     kind: Literal["client_result"]
-    value: Any = None
+    value: Any
 
 
 class ClientErrorIn(_Wire):
     """The error a client tool reported (`error`, its older tag, is read too)."""
 
     kind: Literal["client_error"]
-    message: str = Field(max_length=10_000)
+    message: str
 
 
 class ProvideIn(_Wire):
