@@ -246,7 +246,7 @@ def test_a_remote_childs_question_is_answered_with_the_childs_id() -> None:
 
 
 def test_unknown_keys_in_a_kagent_response_are_ignored() -> None:
-    """Keys kagent's format does not define are ignored in its response and its approvals (wire reference §13)."""
+    """Keys kagent's format does not define are ignored in its response and approvals, as its wire reference says."""
     view = pause_view("run_top", [approval("a1", "delete_file", "c1")])
     assert view is not None
     extra = {"type": "tool_approval_response", "approvals": [{"id": "a1", "approved": True, "note": "x"}], "more": 1}

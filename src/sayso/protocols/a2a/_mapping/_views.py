@@ -68,7 +68,7 @@ def refused(problem: str) -> InvalidInput:
 
 ELICITATION_KEYS = ("type", "id", "action", "content")
 """The keys of sayso's own `elicitation_response`. kagent's payloads are read as its wire reference says
-sayso reads them (§13): unknown keys ignored, the known ones checked strictly; sayso's own objects (this
+sayso reads them: unknown keys ignored, the known ones checked strictly; sayso's own objects (this
 response, sayso's key) are checked whole, as REST checks a decision's body."""
 
 
