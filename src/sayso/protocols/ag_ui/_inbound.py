@@ -184,13 +184,15 @@ def client_tools(tools: Sequence[Tool], context: Sequence[Context]) -> list[Clie
 
     An entry names a tool when its `description` is the tool's name, or starts with it and a colon.
     Context that names no declared tool is not passed on: sayso cannot tell which agent may read it.
+    A tool without `parameters` (or with `{}`) takes an object; any other value is passed on as it came,
+    for the start verb to refuse what is no JSON Schema object (`sayso._core.client_tools`).
     """
     shared = {t.name: [c.value for c in context if _names(c.description, t.name)] for t in tools}
     return [
         ClientTool(
             name=t.name,
             description=t.description,
-            parameters=t.parameters or {"type": "object"},
+            parameters={"type": "object"} if t.parameters is None or t.parameters == {} else t.parameters,
             context="\n".join(shared[t.name]) or None,
         )
         for t in tools
