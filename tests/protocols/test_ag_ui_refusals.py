@@ -1,7 +1,8 @@
-"""AG-UI inputs sayso cannot take: refused with an error naming the problem, and nothing stored.
+"""AG-UI inputs sayso cannot take: refused with an error naming the problem, nothing stored, a pause left open.
 
-A client tool that is no tool (parameters that are no JSON Schema object, a name no model takes) or a thread
-id that is no id once reached the store, and broke the thread for every interface.
+A client tool that is no tool (parameters that are no JSON Schema object, a name no model takes), a thread
+id that is no id, a resume payload with a key sayso does not read or a reason that is not text: each once
+reached the store or was read as something the person never said.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from .conftest import InProcess, ServerFactory
-from .test_ag_ui import interrupt_of, post, run_input, user
+from .test_ag_ui import finished, interrupt_of, post, resume, run_input, user
 
 
 async def threads(server: InProcess) -> list[Any]:
@@ -89,3 +90,62 @@ async def test_a_thread_id_that_is_no_id_is_a_problem_before_any_stream(serve: S
     assert (response.status_code, response.headers["content-type"]) == (422, "application/problem+json")
     assert response.json()["errors"][0]["loc"] == ["body", "threadId"]
     assert await threads(server) == []
+
+
+@pytest.mark.parametrize(
+    ("payload", "said"),
+    [
+        pytest.param(
+            {"status": "approved", "toolInput": {"name": "todo.md"}}, "'toolInput' is not a key", id="camel-case"
+        ),
+        pytest.param({"status": "approved", "scopes": "always"}, "'scopes' is not a key", id="misspelled"),
+        pytest.param({"status": "cancelled", "reason": 5}, "reason must be text", id="reason-not-text"),
+        pytest.param({"status": "cancelled", "reason": ["no"]}, "reason must be text", id="reason-a-list"),
+    ],
+)
+async def test_a_payload_sayso_cannot_read_whole_is_refused_and_the_pause_stays_open(
+    serve: ServerFactory, sandbox: Path, payload: dict[str, Any], said: str
+) -> None:
+    """An approval's payload with a key sayso does not read, or a reason that is not text, is refused: the
+    original call does not run, nothing is decided, and the pause is answered as usual afterwards."""
+    server = await serve()
+    pending = interrupt_of(await post(server, run_input("thr-keys", [user("delete notes")])))
+    events = await post(server, resume("thr-keys", [{"interruptId": pending.id, "status": "resolved", **_p(payload)}]))
+    assert events[-1].type == "RUN_ERROR" and events[-1].code == "invalid_resume"
+    assert said in events[-1].message and "the pause stays open" in events[-1].message
+    assert (sandbox / "notes.txt").exists()
+    async with server.client() as client:
+        run = (await client.get(f"/v1/runs/{pending.metadata['run_id']}")).json()
+    assert run["status"] == "paused" and [r["id"] for r in run["requests"]] == [pending.id]
+    denied = {"status": "cancelled", "reason": "keep it"}
+    events = await post(server, resume("thr-keys", [{"interruptId": pending.id, "status": "resolved", **_p(denied)}]))
+    result = next(e for e in events if e.type == "TOOL_CALL_RESULT" and e.tool_call_id == pending.tool_call_id)
+    assert result.content == "Declined: keep it"
+    assert finished(events).outcome.type == "success"  # type: ignore[union-attr]
+    assert (sandbox / "notes.txt").exists()
+
+
+def _p(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"payload": payload}
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        pytest.param({"status": "cancelled", "payload": {"reason": 5}}, id="reason-not-text"),
+        pytest.param({"status": "cancelled", "payload": {"why": "later"}}, id="unknown-key"),
+        pytest.param({"status": "resolved", "payload": {"answers": [{"answer": ["x"]}]}}, id="a-question's-key"),
+    ],
+)
+async def test_a_skip_or_an_answer_of_another_kind_with_keys_sayso_does_not_read_is_refused(
+    serve: ServerFactory, sandbox: Path, entry: dict[str, Any]
+) -> None:
+    """A skip's payload may carry only a text `reason`; an approval is not answered with a question's keys."""
+    server = await serve()
+    pending = interrupt_of(await post(server, run_input("thr-skip-keys", [user("delete notes")])))
+    events = await post(server, resume("thr-skip-keys", [{"interruptId": pending.id, **entry}]))
+    assert events[-1].type == "RUN_ERROR" and events[-1].code == "invalid_resume"
+    assert (sandbox / "notes.txt").exists()
+    approved = {"interruptId": pending.id, "status": "resolved", "payload": {"status": "approved"}}
+    assert finished(await post(server, resume("thr-skip-keys", [approved]))).outcome.type == "success"  # type: ignore[union-attr]
+    assert not (sandbox / "notes.txt").exists()
