@@ -416,3 +416,16 @@ async def test_a_call_without_a_message_is_a_tool_error_and_starts_nothing(live:
     assert "message" in said
     with live.client() as rest:
         assert rest.get("/v1/threads").json()["threads"] == []
+
+
+@pytest.mark.parametrize("thread_id", ["a b/<script>", "t" * 5_000, ""])
+async def test_a_thread_id_that_is_no_id_is_a_tool_error_and_starts_nothing(live: LiveServer, thread_id: str) -> None:
+    """A `thread_id` REST would refuse is a tool error saying what a thread id is; no thread is stored under it."""
+    async with client(live, Person()) as mcp:
+        result = await mcp.call_tool("ops", {"message": "announce lunch", "thread_id": thread_id})
+    assert result.is_error
+    said = "".join(part.text for part in result.content if isinstance(part, mcp_types.TextContent))
+    assert "thread_id" in said and "is not a thread id" in said and len(said) < 300
+    with live.client() as rest:
+        assert rest.get("/v1/threads").json()["threads"] == []
+    assert hooks.sent == []

@@ -164,14 +164,29 @@ def _compiled_text(text: str) -> jsonschema.protocols.Validator:
 
 
 def _dict_schema(spec: JsonSchemaValue) -> InputSchema:
+    problem = schema_problem(spec)
+    if problem is not None:
+        raise ConfigError(f"response_schema is not a valid JSON Schema: {problem}")
+    return InputSchema(json_schema=spec, _validator=_validator_class(spec)(spec, format_checker=input_formats()))
+
+
+def schema_problem(spec: JsonSchemaValue) -> str | None:
+    """Why `spec` is not a valid JSON Schema, by the draft its `$schema` names (2020-12 by default); `None` if it is.
+
+    The one check of a schema someone gave (a node's response schema, a client tool's parameters), so a
+    schema no validator could use is refused where it is given, never when an answer is checked against it.
+    """
     import jsonschema
 
-    cls = _validator_class(spec)
+    if not isinstance(spec.get("$schema", ""), str):
+        return "$schema: must be the URI of a JSON Schema draft"
     try:
-        cls.check_schema(spec)
+        _validator_class(spec).check_schema(spec)
     except jsonschema.SchemaError as exc:
-        raise ConfigError(f"response_schema is not a valid JSON Schema: {exc.message}") from None
-    return InputSchema(json_schema=spec, _validator=cls(spec, format_checker=input_formats()))
+        return _say(_where(exc.absolute_path), exc.message)
+    except RecursionError:
+        return "it nests too deeply"
+    return None
 
 
 @lru_cache(maxsize=512)

@@ -186,6 +186,8 @@ class Sayso(LinkVerbs, MarkVerbs, Reading):
             via: the interface the message came through.
 
         Raises:
+            InvalidInput: the message, `thread_id` (not an id) or a client tool (`sayso._core.client_tools`)
+                does not fit; nothing is written.
             ThreadBusy: the thread has a run in progress in some process.
             NotAllowed: the thread belongs to someone else.
         """

@@ -11,7 +11,9 @@ from collections.abc import Callable, Sequence
 
 from ..._core.access import Principal
 from ..._core.audit_events import audit_body
+from ..._core.client_tools import check_client_tools
 from ..._core.decisions import DecisionRecord, Via
+from ..._core.ids import check_thread_id
 from ..._core.limits import check_message
 from ..._core.requests import ClientTool, DelegateRequest, Request
 from ..._core.resume import SKIPPED_FOR_MESSAGE, Closer, open_requests, plan_resume
@@ -45,11 +47,20 @@ async def start(
     `on_start(run_id, thread_id)` hears that the message was taken: the run is written, every
     check passed, and what follows is the run's own outcome.
 
-    Read (the thread, in the transaction that starts the run) → check (the core's pure
+    Check (the message, the thread id the caller chose, its client tools: `check_message`, `check_thread_id`,
+    `check_client_tools`) → read (the thread, in the transaction that starts the run) → check (the core's pure
     `check_thread`: who may message, which agent) → write (the run) → the runner of its kind runs it.
+
+    Raises:
+        InvalidInput: the message, the thread id or a client tool does not fit (`field` names which).
     """
     k = c.k
     check_message(message, k.limits)
+    # What the caller chose is refused before anything is written: a thread stored under a name that is no id,
+    # or a tool the store could not read back with its run, would break the thread for every interface.
+    if thread_id is not None:
+        check_thread_id(thread_id)
+    check_client_tools(client_tools)
     now = k.clock()
     # An unknown agent is the client's mistake, refused before anything is written.
     entry = c.entry(agent or k.config.entry_agent)

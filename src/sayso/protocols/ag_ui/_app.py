@@ -27,6 +27,7 @@ from starlette.responses import Response
 
 from ..._core.access import Principal
 from ..._core.grants import Grant
+from ..._core.ids import ID_PATTERN, is_id
 from ..._runtime import RunResult, Sayso, ThreadRecord, authenticate
 from ...exceptions import InvalidInput, ThreadNotFound
 from .._common import AgentEndpoint
@@ -191,13 +192,20 @@ def _run_input(body: bytes) -> RunAgentInput:
     """The body as a `RunAgentInput`.
 
     Raises:
-        RequestValidationError: it is none (empty, not an object, a field missing or of the wrong type); each
-            problem is located under `body` as FastAPI locates a REST body's.
+        RequestValidationError: it is none (empty, not an object, a field missing or of the wrong type), or its
+            `threadId` is not an id as REST's `thread_id` must be (`ID_PATTERN`: the thread is stored under it and
+            looked up by it); each problem is located under `body` as FastAPI locates a REST body's.
     """
     if not body.strip():
         raise RequestValidationError([{"type": "missing", "loc": ("body",), "msg": "Field required"}])
     try:
-        return RunAgentInput.model_validate_json(body)
+        run_input = RunAgentInput.model_validate_json(body)
     except ValidationError as exc:
         errors = exc.errors(include_url=False, include_context=False, include_input=False)
         raise RequestValidationError([{**error, "loc": ("body", *error["loc"])} for error in errors]) from None
+    if not is_id(run_input.thread_id):
+        mismatch = f"String should match pattern '{ID_PATTERN}'"
+        raise RequestValidationError(
+            [{"type": "string_pattern_mismatch", "loc": ("body", "threadId"), "msg": mismatch}]
+        )
+    return run_input

@@ -10,11 +10,12 @@ state the client sends back. The outbound half is in `_mapping`.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ag_ui.core import Context, ResumeEntry, Tool, ToolMessage, UserMessage
 from ag_ui.core import TextPart as UserTextPart
+from pydantic.json_schema import JsonSchemaValue
 
 from ..._core.access import Principal
 from ..._core.decisions import (
@@ -40,7 +41,16 @@ from ..._core.requests import (
     Request,
 )
 from ...exceptions import InvalidInput
-from ._mapping import KABOO_GRANTS, Shown, _shown_as_call, refused, shown_call_id
+from ._mapping import (
+    KABOO_GRANTS,
+    Shown,
+    _shown_as_call,
+    approval_schema,
+    elicitation_schema,
+    question_schema,
+    refused,
+    shown_call_id,
+)
 
 
 def decisions_from_resume(
@@ -90,19 +100,21 @@ def decisions_from_resume(
 def decision_from_entry(request: Shown, entry: ResumeEntry) -> Decision:
     """One resume entry as a decision, per kaboo's answer table; only `approved` runs a gated call.
 
-    A resolved workflow input's payload is the answer (checked against its schema when decided).
+    A payload is read whole: each key is one the interrupt's `responseSchema` names (for a `cancelled` entry,
+    only `reason`), and a `reason` is text. A key sayso does not read (a misspelled `toolInput`, say) refuses
+    the resume, so the person's edit or scope is never dropped while the call runs as proposed. A resolved
+    workflow input's payload is the answer itself (checked against its schema when decided).
     """
-    if isinstance(request, ElicitationRequest):
-        return _elicitation_answer(entry)
     if entry.status == "cancelled":
-        return Skip(reason=_text((entry.payload or {}).get("reason") if isinstance(entry.payload, dict) else None))
+        reason = _skip_reason(entry)
+        return Cancel() if isinstance(request, ElicitationRequest) else Skip(reason=reason)
     if isinstance(request, InputRequest):
         return Provide(value=entry.payload)
-    payload = entry.payload
-    if not isinstance(payload, dict):
-        raise refused(f"interrupt {entry.interrupt_id!r}: a resolved entry needs an object payload")
+    if isinstance(request, ElicitationRequest):
+        return _elicitation_answer(entry, _payload(entry, elicitation_schema(request)))
     if isinstance(request, QuestionRequest):
-        return Answer(answers=_answers(entry.interrupt_id, payload.get("answers")))
+        return Answer(answers=_answers(entry.interrupt_id, _payload(entry, question_schema(request)).get("answers")))
+    payload = _payload(entry, approval_schema(request))
     status = payload.get("status")
     if status == "approved":
         scope = payload.get("scope", "once")
@@ -111,25 +123,67 @@ def decision_from_entry(request: Shown, entry: ResumeEntry) -> Decision:
         edited = payload.get("tool_input")
         if edited is not None and not isinstance(edited, dict):
             raise refused(f"interrupt {entry.interrupt_id!r}: tool_input must be an object")
+        _reason(entry.interrupt_id, payload.get("reason"))
         return Approve(scope=scope, edited_args=edited, payload=payload.get("payload"))
     if status == "cancelled":
-        return Reject(reason=_text(payload.get("reason")))
+        return Reject(reason=_reason(entry.interrupt_id, payload.get("reason")))
     raise refused(f"interrupt {entry.interrupt_id!r}: payload status must be 'approved' or 'cancelled'")
 
 
-def _elicitation_answer(entry: ResumeEntry) -> Decision:
-    """A resume entry for an elicitation: `cancelled` cancels; resolved, `{action, content?}` says what to send."""
-    if entry.status == "cancelled":
-        return Cancel()
+def _payload(entry: ResumeEntry, schema: JsonSchemaValue) -> Mapping[str, Any]:
+    """A resolved entry's payload: an object whose every key is one `schema` (the interrupt's `responseSchema`) names.
+
+    Raises:
+        InvalidInput: it is no object, or has a key the schema does not name (`field` is `RESUME`).
+    """
     payload = entry.payload
-    action = payload.get("action") if isinstance(payload, dict) else None
+    if not isinstance(payload, dict):
+        raise refused(f"interrupt {entry.interrupt_id!r}: a resolved entry needs an object payload")
+    _only_keys(entry.interrupt_id, payload, tuple(schema.get("properties", {})))
+    return payload
+
+
+def _skip_reason(entry: ResumeEntry) -> str | None:
+    """The reason a `cancelled` entry gives: none, or `payload: {reason}` with text.
+
+    Raises:
+        InvalidInput: the payload is neither absent nor `{reason?}`, or its reason is not text.
+    """
+    if entry.payload is None:
+        return None
+    if not isinstance(entry.payload, dict):
+        raise refused(f"interrupt {entry.interrupt_id!r}: a cancelled entry's payload is an object, {{reason?}}")
+    _only_keys(entry.interrupt_id, entry.payload, ("reason",))
+    return _reason(entry.interrupt_id, entry.payload.get("reason"))
+
+
+def _only_keys(interrupt_id: str, payload: Mapping[str, Any], known: tuple[str, ...]) -> None:
+    unknown = [key for key in payload if key not in known]
+    if unknown:
+        raise refused(
+            f"interrupt {interrupt_id!r}: {unknown[0]!r} is not a key sayso reads in its payload, "
+            f"which takes {', '.join(known)}"
+        )
+
+
+def _reason(interrupt_id: str, value: Any) -> str | None:
+    """A rejection's or skip's reason: text, or none (absent, `null` or empty); anything else is refused."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise refused(f"interrupt {interrupt_id!r}: reason must be text")
+    return value or None
+
+
+def _elicitation_answer(entry: ResumeEntry, payload: Mapping[str, Any]) -> Decision:
+    """A resolved entry for an elicitation: `{action, content?}` says what to send."""
+    action = payload.get("action")
     if action == "decline":
         return Decline()
     if action == "cancel":
         return Cancel()
     if action != "accept":
         raise refused(f"interrupt {entry.interrupt_id!r}: payload action must be 'accept', 'decline' or 'cancel'")
-    assert isinstance(payload, dict)
     content = payload.get("content")
     if content is not None and not isinstance(content, dict):
         raise refused(f"interrupt {entry.interrupt_id!r}: content must be an object of the form's fields")
@@ -184,13 +238,15 @@ def client_tools(tools: Sequence[Tool], context: Sequence[Context]) -> list[Clie
 
     An entry names a tool when its `description` is the tool's name, or starts with it and a colon.
     Context that names no declared tool is not passed on: sayso cannot tell which agent may read it.
+    A tool without `parameters` (or with `{}`) takes an object; any other value is passed on as it came,
+    for the start verb to refuse what is no JSON Schema object (`sayso._core.client_tools`).
     """
     shared = {t.name: [c.value for c in context if _names(c.description, t.name)] for t in tools}
     return [
         ClientTool(
             name=t.name,
             description=t.description,
-            parameters=t.parameters or {"type": "object"},
+            parameters={"type": "object"} if t.parameters is None or t.parameters == {} else t.parameters,
             context="\n".join(shared[t.name]) or None,
         )
         for t in tools
@@ -245,10 +301,6 @@ def host_grants(forwarded_props: Any, *, principal: Principal, agent: str, threa
             )
         )
     return grants
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def user_text(messages: Sequence[Any]) -> str | None:
