@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -56,6 +55,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..._core.access import Principal
 from ..._core.decisions import Decision
+from ..._core.ids import is_id
 from ..._runtime import RunRecord, RunResult, Sayso, new_id
 from ...exceptions import InvalidInput, RunConflict, RunNotFound
 from .._common import AgentEndpoint
@@ -87,7 +87,6 @@ ACTIVATED_STATE = "sayso_hitl_activated"
 _TextSink = Callable[[str], Awaitable[None]]
 """Where a launched run's text goes as the model writes it (the task's artifact updates)."""
 
-_CONTEXT_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 _POLL_SECONDS = 0.02
 """How often a launch looks whether its run is under way yet."""
@@ -262,7 +261,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
             if not text.strip():
                 raise InvalidInput("the message has no text part", field="message")
             thread_id = message.context_id or new_id("thr")
-            if not _CONTEXT_ID.match(thread_id):
+            if not is_id(thread_id):
                 raise InvalidInput(f"{thread_id!r} is not a usable id (letters, digits, _.:-)", field="contextId")
             run_id = new_id("run")
             return self._run_work(text, thread_id, caller, run_id), run_id, thread_id, None
@@ -386,7 +385,7 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
         """The run a task id names on this endpoint; `RunNotFound` when the caller may not see it."""
         if not task_id:  # a field left out reads as "" from the request's protobuf: malformed, not unknown
             raise InvalidInput("the request names no task id")
-        if not _CONTEXT_ID.match(task_id):  # no task has it (a NUL in it is not even looked up in PostgreSQL)
+        if not is_id(task_id):  # no task has it (a NUL in it is not even looked up in PostgreSQL)
             raise RunNotFound(task_id)
         run = await self.sayso.run_record(task_id, principal=caller)
         if run.agent != self.agent:

@@ -179,9 +179,10 @@ def _agent_tool(sayso: Sayso, agent: str) -> Any:
         Args:
             message: what you say to the agent.
             ctx: the MCP request (not shown to the client).
-            thread_id: a conversation to continue (from an earlier answer); omitted: a new one.
+            thread_id: a conversation to continue (from an earlier answer); omitted or empty: a new one.
         """
         caller = authenticate(sayso, get_http_headers(include={"authorization"}).get("authorization"))
+        thread_id = thread_id or None  # models fill an optional text with "": it names no thread
         try:
             if not _stateless(ctx):
                 started = await sayso.run(message, agent=agent, thread_id=thread_id, principal=caller, via="mcp")
