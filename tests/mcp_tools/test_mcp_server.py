@@ -406,14 +406,21 @@ async def test_sayso_serve_mounts_mcp(tmp_path: Path) -> None:
     assert answer.startswith("[script] hello from the script")
 
 
-@pytest.mark.parametrize("message", ["", 5])
-async def test_a_call_without_a_message_is_a_tool_error_and_starts_nothing(live: LiveServer, message: Any) -> None:
-    """An empty or non-text `message` is refused as a tool error naming it, as REST refuses it; no thread is started."""
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [({"message": ""}, "message"), ({"message": 5}, "message"), ({}, "message"), ({"message": "hi", "x": 1}, "x")],
+)
+async def test_a_call_without_a_message_is_a_tool_error_and_starts_nothing(
+    live: LiveServer, arguments: dict[str, Any], named: str
+) -> None:
+    """An empty, missing or non-text `message` (or an argument the tool has not) is a tool error naming it in words,
+    as REST refuses it, without pydantic's report (the input echoed, its links); no thread is started."""
     async with client(live, Person()) as mcp:
-        result = await mcp.call_tool("ops", {"message": message})
+        result = await mcp.call_tool("ops", arguments)
     assert result.is_error
     said = "".join(part.text for part in result.content if isinstance(part, mcp_types.TextContent))
-    assert "message" in said
+    assert said.startswith("the arguments do not fit the tool: ") and f"{named}: " in said, said
+    assert "pydantic" not in said and "input_value" not in said
     with live.client() as rest:
         assert rest.get("/v1/threads").json()["threads"] == []
 

@@ -37,13 +37,17 @@ from typing import Annotated, Any
 
 import mcp_types
 from fastmcp import Context, FastMCP
-from fastmcp.exceptions import ToolError
+from fastmcp.exceptions import ToolError, ValidationError
 from fastmcp.server.dependencies import get_http_headers
 from fastmcp.server.event_store import EventStore
+from fastmcp.server.middleware import CallNext, MiddlewareContext
+from fastmcp.server.middleware import Middleware as ToolMiddleware
+from fastmcp.tools import ToolResult
 from fastmcp_tasks import TasksExtension
 from mcp.server.request_state import RequestStateSecurity
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
+from pydantic import ValidationError as PydanticValidationError
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
@@ -92,9 +96,33 @@ def mcp_server(sayso: Sayso) -> FastMCP:
         request_state_security=_state_security(sayso.config),
     )
     server.add_extension(TasksExtension(url=TASKS_URL, minimum_check_interval=TASKS_POLL))
+    server.add_middleware(_PlainArgumentErrors())
     for name, lead in sayso.config.entries().items():
         server.tool(_agent_tool(sayso, lead), name=name, description=_description(sayso.config, name), task=True)
     return server
+
+
+class _PlainArgumentErrors(ToolMiddleware):
+    """A call whose arguments do not fit the tool is a tool error naming each field and what is wrong, in words.
+
+    FastMCP answers with pydantic's report: the input echoed back, error codes and
+    `errors.pydantic.dev` links, which a person (or a model) reading the result has no use for.
+    """
+
+    async def on_call_tool(
+        self, context: MiddlewareContext[mcp_types.CallToolRequestParams], call_next: CallNext[Any, ToolResult]
+    ) -> ToolResult:
+        try:
+            return await call_next(context)
+        except ValidationError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, PydanticValidationError):
+                raise
+            problems = [
+                f"{'.'.join(str(p) for p in e['loc']) or 'the arguments'}: {e['msg']}"
+                for e in cause.errors(include_url=False, include_input=False, include_context=False)
+            ]
+            raise ToolError(f"the arguments do not fit the tool: {'; '.join(problems)}") from None
 
 
 def _description(config: Config, name: str) -> str:
