@@ -12,6 +12,8 @@ from a2a.client.client import Client
 from a2a.types import Message, Part, Role, SendMessageRequest, StreamResponse
 
 URI = "https://kagent.dev/extensions/hitl/v1"
+SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
+"""sayso's own metadata key beside kagent's: the requests a pause shows, the edits and scopes an answer sends."""
 HEADERS = {"A2A-Version": "1.0", "A2A-Extensions": URI}
 PLAIN = {"A2A-Version": "1.0"}
 

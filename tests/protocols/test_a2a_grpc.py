@@ -25,7 +25,7 @@ from sayso.protocols.a2a import a2a_router
 from sayso.server import create_app
 
 from ..conftest import InProcess, LiveServer, free_port
-from .a2a_helpers import HEADERS, URI, collect, get_task, sdk_message
+from .a2a_helpers import HEADERS, SAYSO_KEY, URI, collect, get_task, sdk_message
 from .conftest import EXAMPLE, example_config
 
 Served = tuple[InProcess, int]
@@ -48,7 +48,9 @@ async def grpc_serve() -> AsyncIterator[Callable[..., Awaitable[Served]]]:
         await served.stop()
 
 
-def message(text: str | None = None, *, task: Any = None, payload: dict[str, Any] | None = None) -> Message:
+def message(
+    text: str | None = None, *, task: Any = None, payload: dict[str, Any] | None = None, extras: Any = None
+) -> Message:
     out = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER)
     if text is not None:
         out.parts.append(Part(text=text))
@@ -57,6 +59,8 @@ def message(text: str | None = None, *, task: Any = None, payload: dict[str, Any
     if payload is not None:
         out.extensions.append(URI)
         out.metadata.update({URI: payload})
+    if extras is not None:
+        out.metadata.update({SAYSO_KEY: extras})
     return out
 
 
@@ -137,6 +141,21 @@ async def test_raw_grpc_calls_name_the_agent_by_tenant_and_get_the_echo_and_the_
         assert "missing ids" in (refused.value.details() or "")
         still = await stub.GetTask(GetTaskRequest(tenant="kagent/files", id=task.id))
         assert still.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+
+        approved = {"type": "tool_approval_response", "approvals": [{"id": tool["id"], "approved": True}]}
+        misspelled = {"approvals": {tool["id"]: {"edited_arg": {"name": "todo.md"}}}}  # once ignored: ran unedited
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.SendMessage(
+                SendMessageRequest(
+                    tenant="kagent/files", message=message(task=task, payload=approved, extras=misspelled)
+                ),
+                metadata=HITL_METADATA,
+            )
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "'edited_arg'" in (refused.value.details() or "")
+        still = await stub.GetTask(GetTaskRequest(tenant="kagent/files", id=task.id))
+        assert still.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert (sandbox / "notes.txt").exists()
 
         for tenant in ("default/files", "kagent/nobody"):
             with pytest.raises(grpc.aio.AioRpcError) as unknown:

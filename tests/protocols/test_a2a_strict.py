@@ -8,27 +8,20 @@ request open, and a correct answer afterwards still decides it.
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import grpc
-import grpc.aio
 import httpx
 import pytest
-from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState, a2a_pb2_grpc
-from google.protobuf.json_format import MessageToDict
 
 from sayso import Sayso, load_config
 from sayso.protocols.a2a import a2a_router
 from sayso.server import create_app
 
-from ..conftest import InProcess, free_port
-from .a2a_helpers import PLAIN, URI, get_task, hitl, rpc, send, task_of, user_message
-from .conftest import ServerFactory, example_config
+from ..conftest import InProcess
+from .a2a_helpers import PLAIN, SAYSO_KEY, get_task, hitl, rpc, send, task_of, user_message
+from .conftest import ServerFactory
 
-SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
 CONCIERGE = Path(__file__).resolve().parents[2] / "examples" / "concierge" / "sayso.yaml"
 
 
@@ -211,62 +204,6 @@ async def test_an_edit_under_saysos_key_beside_a_legacy_decision_is_refused(
         message["metadata"] = {SAYSO_KEY: {"approvals": {shown_id: {"edited_args": {"name": "todo.md"}}}}}
         assert "v1 tool_approval_response" in refusal(await send(client, message, PLAIN))
         await still_waiting(client, task, sandbox)
-
-
-# --- the same over gRPC
-
-
-@pytest.fixture
-async def grpc_port(sandbox: Path) -> AsyncIterator[int]:
-    port = free_port()
-    sayso = Sayso(example_config())
-    app = create_app(sayso, routers=[a2a_router(sayso, grpc_port=port)], expire_every_seconds=None)
-    served = await InProcess(app=app, sayso=sayso).start()
-    yield port
-    await served.stop()
-
-
-def grpc_message(text: str | None = None, *, task: Any = None, metadata: dict[str, Any] | None = None) -> Message:
-    out = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER)
-    if text is not None:
-        out.parts.append(Part(text=text))
-    if task is not None:
-        out.task_id, out.context_id = task.id, task.context_id
-    if metadata is not None:
-        out.extensions.append(URI)
-        out.metadata.update(metadata)
-    return out
-
-
-async def test_a_misspelled_edit_key_over_grpc_is_invalid_argument_and_the_task_waits(
-    grpc_port: int, sandbox: Path
-) -> None:
-    """gRPC goes through the same handler: INVALID_ARGUMENT naming the key; the call does not run."""
-    call: Callable[..., Awaitable[Any]]
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
-        stub = a2a_pb2_grpc.A2AServiceStub(channel)  # type: ignore[no-untyped-call]
-        hitl_metadata = (("a2a-extensions", URI),)
-        call = stub.SendMessage
-        task = (
-            await call(
-                SendMessageRequest(tenant="kagent/files", message=grpc_message("delete notes")), metadata=hitl_metadata
-            )
-        ).task
-        shown_id = MessageToDict(task.status.message)["metadata"][URI]["tools"][0]["id"]
-        metadata = {
-            URI: {"type": "tool_approval_response", "approvals": [{"id": shown_id, "approved": True}]},
-            SAYSO_KEY: {"approvals": {shown_id: {"edited_arg": {"name": "todo.md"}}}},
-        }
-        with pytest.raises(grpc.aio.AioRpcError) as refused:
-            await call(
-                SendMessageRequest(tenant="kagent/files", message=grpc_message(task=task, metadata=metadata)),
-                metadata=hitl_metadata,
-            )
-        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert "'edited_arg'" in (refused.value.details() or "")
-        still = await stub.GetTask(GetTaskRequest(tenant="kagent/files", id=task.id))
-    assert still.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-    assert (sandbox / "notes.txt").exists() and (sandbox / "todo.md").exists()
 
 
 # --- a workflow's input

@@ -12,6 +12,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -179,6 +180,21 @@ def _at_revision(url: str, revision: str, *statements: tuple[str, list[dict[str,
     return run()
 
 
+@asynccontextmanager
+async def _database_at(
+    backend: str, tmp_path: Path, revision: str, *fill: tuple[str, list[dict[str, object]]]
+) -> AsyncIterator[str]:
+    """A database of `backend` (`sqlite`, `postgres`) at one schema revision, filled with `fill`'s rows."""
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'old.db'}"
+        await _at_revision(url, revision, *fill)
+        yield url
+    else:
+        async with postgres_database() as url:
+            await _at_revision(url, revision, *fill)
+            yield url
+
+
 GRANT_ROW = (
     "INSERT INTO grants (grant_id, tool, subject_key, subject_label, scope, principal, thread_id, created_at) "
     "VALUES (:g, 'delete_file', 'folder:.', 'the top folder', :scope, 'alice', :thread, :at)"
@@ -220,14 +236,8 @@ async def grants_database(request: pytest.FixtureRequest, tmp_path: Path) -> Asy
             [{}],
         ),
     )
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'old.db'}"
-        await _at_revision(url, "0006", *fill)
+    async with _database_at(request.param, tmp_path, "0006", *fill) as url:
         yield url
-    else:
-        async with postgres_database() as url:
-            await _at_revision(url, "0006", *fill)
-            yield url
 
 
 async def test_existing_grants_learn_their_agent_or_are_revoked(grants_database: str) -> None:
@@ -746,14 +756,8 @@ async def closes_database(request: pytest.FixtureRequest, tmp_path: Path) -> Asy
             [{"r": r, "kind": json.loads(body)["kind"], "by": by, "body": body} for r, by, body in _CLOSING],
         ),
     )
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'old.db'}"
-        await _at_revision(url, "0019_lean_partial_indexes", *fill)
+    async with _database_at(request.param, tmp_path, "0019_lean_partial_indexes", *fill) as url:
         yield url
-    else:
-        async with postgres_database() as url:
-            await _at_revision(url, "0019_lean_partial_indexes", *fill)
-            yield url
 
 
 async def test_closes_stored_before_are_told_from_decisions(closes_database: str) -> None:
