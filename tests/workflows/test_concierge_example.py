@@ -122,8 +122,13 @@ async def test_the_itinerary_loop_runs_until_the_person_is_done() -> None:
     ]
 
 
+WISH = 'a "tram" ride, there\\back'
+"""A wish the script's JSON must carry as written: quotes and a backslash."""
+
+
 async def test_the_example_runs_in_the_runtime_from_its_yaml() -> None:
-    """`sayso.yaml` as shipped: its workflow entry refuses a wrong form, runs the loop and writes the plan."""
+    """`sayso.yaml` as shipped: its workflow entry refuses a wrong form, runs the loop and writes the plan; a wish
+    with quotes and a backslash reaches the plan as written (the script once cut it short and broke the run)."""
     async with Sayso.from_yaml(EXAMPLE / "sayso.yaml") as app:
         ask = await app.run("Plan my day")
         [form] = ask.requests
@@ -134,14 +139,14 @@ async def test_the_example_runs_in_the_runtime_from_its_yaml() -> None:
         [feedback] = review.requests
         assert isinstance(feedback, InputRequest) and feedback.node == "get_user_feedback"
         assert feedback.payload["itinerary"][1]["name"] == "An afternoon of fado"
-        again = (await app.decide(feedback.request_id, Provide(value={"user_response": "a tram ride"}))).run
+        again = (await app.decide(feedback.request_id, Provide(value={"user_response": WISH}))).run
         [second] = again.requests
-        assert isinstance(second, InputRequest) and second.payload["itinerary"][1]["description"] == "a tram ride"
+        assert isinstance(second, InputRequest) and second.payload["itinerary"][1]["description"] == WISH
         done = (await app.decide(second.request_id, Provide(value={"user_response": "perfect", "done": True}))).run
         left = (await app.inbox()).requests
     assert done.status == "completed"
     assert done.output is not None and done.output.startswith("Your day in Lisbon\n\n1. Morning in the old town")
-    assert "2. Your request: a tram ride" in done.output and left == []
+    assert f"2. Your request: {WISH}" in done.output and left == []
 
 
 def test_the_demo_config_serves_both_examples_as_their_own_configs_do() -> None:
