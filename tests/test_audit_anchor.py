@@ -316,3 +316,24 @@ def test_a_head_file_that_cannot_be_read_is_named_in_words(config: Path) -> None
         shown.stderr
         == f"error: the audit head file '{config.parent / 'audit-head.json'}' cannot be read: Is a directory\n"
     )
+
+
+@pytest.mark.parametrize("head_file", [True, False], ids=["with-head-file", "partly-stripped"])
+def test_anchor_refuses_a_signed_log_whose_signatures_were_stripped(config: Path, head_file: bool) -> None:
+    """A rewrite of a signed log with its signatures stripped looks like a log written before the key; `anchor`, told
+    to vouch for such a log, refuses when anything shows it was signed (the exported head, a signature left), and
+    verify still names the rewrite."""
+    saved: dict[str, Any] = {"dir": str(config.parent)}
+    anyio.run(_fill, config, saved)
+    with sqlite3.connect(config.parent / "sayso.db") as db:
+        edit_and_rehash(db, saved)
+        strip_signatures(db, saved)
+        if not head_file:
+            db.execute("UPDATE audit SET mac = 'x' WHERE seq = 1")  # one signature left behind
+    if not head_file:
+        Path(config.parent, "audit-head.json").unlink()
+        config.write_text(config.read_text().replace("audit: {head_file: audit-head.json}\n", ""))
+    refused = runner.invoke(app, ["audit", "anchor", str(config)])
+    assert refused.exit_code != 0 and "does not verify" in refused.output, refused.output
+    verified = runner.invoke(app, ["audit", "verify", str(config)])
+    assert verified.exit_code == 1

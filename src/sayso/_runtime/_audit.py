@@ -131,12 +131,23 @@ async def anchor(k: Kernel) -> AuditHead | None:
     head = await k.store.audit_head()
     if head is None or head.mac is not None:
         return None
+    # Vouch only for a log that was never signed and whose links hold: signatures stripped from a signed
+    # log (a rewrite) or a broken chain would otherwise be blessed as written before the key.
+    found = (await report(k, unsigned=True)).problem
+    if found is not None:
+        raise ConfigError(
+            f"the audit log does not verify (record {found.seq}: {found.problem}); anchoring would vouch for "
+            "it as it stands: restore it from a backup first"
+        )
     await k.store.append_audit([anchor_body(head, at=k.clock())])
     return head
 
 
-async def report(k: Kernel) -> AuditReport:
-    """Verify the log against the key, the store's checkpointed head and the exported head."""
+async def report(k: Kernel, *, unsigned: bool = False) -> AuditReport:
+    """Verify the log against the key, the store's checkpointed head and the exported head.
+
+    `unsigned`: as a log written without a key, whatever key is set (what `anchor` may vouch for).
+    """
     exported_file = head_file(k.config)
     records = await k.store.audit_records()
     head = await k.store.audit_head()
@@ -151,7 +162,7 @@ async def report(k: Kernel) -> AuditReport:
             garbled = True
     return verify_report(
         records,
-        key=k.store.audit_key,
+        key=None if unsigned else k.store.audit_key,
         head=head,
         exported=exported,
         head_file=str(exported_file.path) if exported_file is not None else None,
