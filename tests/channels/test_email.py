@@ -373,3 +373,33 @@ def test_an_edit_that_changes_the_subject_leaves_the_link_to_decide_again(
     within = httpx.post(link, data={"action": "edit", "args": json.dumps({"amount": 260})}, timeout=30)
     assert within.status_code == 200, within.text
     assert ran("pay") == [{"amount": 260}]
+
+
+def test_without_principals_a_link_to_a_listed_address_decides_as_local(
+    serve: Serve, smtp: Smtp, tmp_path: Path
+) -> None:
+    """Local development (no `principals:`): a mail to an address `users` lists (bob's) carries a link that decides
+    as `local`, the one caller there; its page says so, and its Approve runs the call."""
+    port = free_port()
+    config = channels_config(
+        tmp_path,
+        public_url=f"http://127.0.0.1:{port}",
+        notify=["email:bob@example.com"],
+        smtp_port=smtp.port,
+        principals=(),
+    )
+    server, _ = serve(config, port=port)
+    run = httpx.post(f"{server.base_url}/v1/runs", json={"message": "pay 30"}, timeout=30).json()
+    assert run["status"] == "paused", run
+    link = mailed_link(smtp.mailbox.wait_for(1)[0])
+
+    page = httpx.get(link, timeout=30)
+    assert page.status_code == 200, page.text
+    assert "You decide as <strong>local</strong>" in page.text
+    done = httpx.post(link, data={"action": "approve"}, timeout=30)
+    assert done.status_code == 200, done.text
+    assert ran("pay") == [{"amount": 30}]
+    request_id = run["requests"][0]["id"]
+    decided = httpx.get(f"{server.base_url}/v1/requests/{request_id}", timeout=30).json()
+    assert (decided["principal"], decided["via"], decided["decision"]["kind"]) == ("local", "email", "approve")
+    assert httpx.get(f"{server.base_url}/v1/runs/{run['run_id']}", timeout=30).json()["status"] == "completed"

@@ -270,3 +270,29 @@ def test_a_signed_payload_of_another_shape_is_refused_naming_it_and_takes_nothin
     assert slack.interact(good).status_code == 200  # its trigger_id was never taken: no replay
     assert finished(server, run["run_id"])["status"] == "completed"
     assert ran("pay") == [{"amount": 6}]
+
+
+def test_without_principals_a_mapped_slack_user_decides_as_local(
+    serve: Serve, slack: SlackStandIn, tmp_path: Path
+) -> None:
+    """Local development (no `principals:`): a click of a user `users` maps decides as `local`, the one caller
+    there; an unmapped user still decides nothing."""
+    port = free_port()
+    config = channels_config(
+        tmp_path, public_url=f"http://127.0.0.1:{port}", notify=["slack:#ops"], slack_url=slack.base_url, principals=()
+    )
+    server, _ = serve(config, port=port)
+    slack.interactions_url = f"{server.base_url}/v1/slack/interactions"
+    answer = httpx.post(f"{server.base_url}/v1/runs", json={"message": "pay 31"}, timeout=30)
+    run, request_id = answer.json(), answer.json()["requests"][0]["id"]
+    [posted] = slack.wait_for("chat.postMessage")
+    [approve] = [e["value"] for e in posted["blocks"][-1]["elements"] if e["action_id"] == "sayso.approve"]
+
+    assert slack.interact(click("sayso.approve", approve, user="U0NOBODY")).status_code == 403
+    assert slack.interact(click("sayso.approve", approve)).status_code == 200
+    [updated] = slack.wait_for("chat.update")
+    assert updated["text"] == "Approved by local (Slack)"
+    assert finished(server, run["run_id"])["status"] == "completed"
+    assert ran("pay") == [{"amount": 31}]
+    decided = httpx.get(f"{server.base_url}/v1/requests/{request_id}", timeout=30).json()
+    assert (decided["principal"], decided["via"]) == ("local", "slack")

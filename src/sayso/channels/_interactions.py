@@ -152,7 +152,7 @@ class Interactions:
         if not await self.sayso.claim_mark(SEEN, seen, parsed.type):
             return _refused(409, "this interaction was already received")
         user = parsed.user.id
-        principal = self.slack.config.users.get(user)
+        principal = self.slack.principal_for(user)
         channel = parsed.channel.id if parsed.channel is not None else ""
         if principal is None:
             if channel:
