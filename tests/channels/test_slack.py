@@ -296,3 +296,43 @@ def test_without_principals_a_mapped_slack_user_decides_as_local(
     assert ran("pay") == [{"amount": 31}]
     decided = httpx.get(f"{server.base_url}/v1/requests/{request_id}", timeout=30).json()
     assert (decided["principal"], decided["via"]) == ("local", "slack")
+
+
+def test_a_vote_short_of_its_quorum_or_not_counted_is_told_to_its_clicker(
+    serve: Serve, slack: SlackStandIn, tmp_path: Path
+) -> None:
+    """Two of bob and carol must approve: bob's Approve is told it counted (1 of 2), his second that it did not;
+    the message keeps its buttons until carol's decides, which updates it."""
+    port = free_port()
+    config = channels_config(
+        tmp_path,
+        public_url=f"http://127.0.0.1:{port}",
+        notify=["slack:#ops"],
+        slack_url=slack.base_url,
+        routing={"approvers": ["bob", "carol"], "approvals_required": 2},
+    )
+    server, _ = serve(config, port=port)
+    slack.interactions_url = f"{server.base_url}/v1/slack/interactions"
+    run = start_run(server, "pay 250")
+    [posted] = slack.wait_for("chat.postMessage")
+    [approve] = [e["value"] for e in posted["blocks"][-1]["elements"] if e["action_id"] == "sayso.approve"]
+
+    assert slack.interact(click("sayso.approve", approve)).status_code == 200
+    [counted] = slack.wait_for("chat.postEphemeral")
+    assert counted["user"] == "U0BOB"
+    assert counted["text"] == (
+        "Your approval was counted. Approvals: 1 of 2, waiting for carol. The agent waits for the others."
+    )
+    assert slack.interact(click("sayso.approve", approve)).status_code == 200
+    [_, repeated] = slack.wait_for("chat.postEphemeral", count=2)
+    assert repeated["user"] == "U0BOB"
+    assert repeated["text"].startswith("You already voted on this request")
+    assert repeated["text"].endswith("Nothing changed. Approvals: 1 of 2, waiting for carol.")
+    assert slack.calls_to("chat.update") == [] and run_of(server, run["run_id"])["status"] == "paused"
+
+    assert slack.interact(click("sayso.approve", approve, user="U0CAROL")).status_code == 200
+    [updated] = slack.wait_for("chat.update")
+    assert updated["text"] == "Approved by carol (Slack)"
+    assert finished(server, run["run_id"])["status"] == "completed"
+    assert ran("pay") == [{"amount": 250}]
+    assert len(slack.calls_to("chat.postEphemeral")) == 2  # the message says a decision: nobody is told twice

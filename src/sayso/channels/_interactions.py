@@ -5,8 +5,9 @@ also refuses a timestamp more than five minutes off), and refused when seen befo
 `trigger_id` (new for every click and submission) is kept once, across replicas. The Slack user
 is mapped to a principal (`channels.slack.users`); an unmapped user decides nothing. The decision
 goes through the runtime's decide verb (`via="slack"`, the one access rule), in the background so
-Slack gets its answer within its three seconds; a refusal is told to the user alone, and the
-message is updated with the outcome by the notice the decision itself sends (see `_slack`).
+Slack gets its answer within its three seconds; a refusal, a vote short of its quorum and a vote
+not counted are told to the user alone (`_outcome`), and the message is updated with a decision's
+outcome by the notice the decision itself sends (see `_slack`).
 A payload whose shape is not one Slack documents (a button's click without its action, a user that
 is no object) is refused with a 400 naming the field before anything is recorded: it takes no
 `trigger_id`, so nothing a malformed payload does can make Slack's real one a replay.
@@ -33,6 +34,7 @@ from .._runtime import Sayso, request_json
 from ..exceptions import SaysoError
 from ._dispatch import NoticeFailed
 from ._links import form_fields
+from ._outcome import outcome
 from ._slack import ACTIONS, SlackChannel, edit_view, reason_view
 
 logger = logging.getLogger("sayso.channels.slack")
@@ -232,12 +234,17 @@ class Interactions:
         await self._deciding(request_id, decision, principal, user, channel)
 
     async def _deciding(self, request_id: str, decision: Decision, principal: str, user: str, channel: str) -> None:
+        """Decide, telling the user alone what the message's update will not show: a vote short, or not counted."""
         try:
-            await self.sayso.decide(request_id, decision, principal=principal, via="slack")
+            done = await self.sayso.decide(request_id, decision, principal=principal, via="slack")
+            said = outcome(decision, done, await self.sayso.request(request_id))
         except SaysoError as exc:
             logger.info("a decision from Slack was refused: %s", exc)
             if channel:
                 await self.slack.tell(channel, user, f"Not recorded: {exc}")
+            return
+        if channel and not said.decided:
+            await self.slack.tell(channel, user, said.text)
 
 
 def interactions_router(interactions: Interactions) -> APIRouter:
