@@ -49,7 +49,7 @@ def pay_route(said: str) -> Call:
     return "pay", {"amount": int(amount), **({"token": token[0]} if token else {})}
 
 
-PRINCIPALS = [
+PRINCIPALS: list[dict[str, Any]] = [
     {"name": "alice", "token": "alice-token"},
     {"name": "bob", "token": "bob-token", "approver_for": ["billing"]},
     {"name": "carol", "token": "carol-token"},
@@ -207,9 +207,10 @@ def channels_config(
     webhooks: Sequence[dict[str, Any]] = (),
     escalate: Sequence[dict[str, Any]] = (),
     routing: dict[str, Any] | None = None,
+    principals: Sequence[dict[str, Any]] = PRINCIPALS,
 ) -> Config:
     """The billing agent: every `pay` waits for bob (or as `routing` says: approvers, a quorum), and is announced
-    to `notify` (and as `escalate` says)."""
+    to `notify` (and as `escalate` says). `principals=()`: local development mode."""
     rule: dict[str, Any] = {"name": "pay", "notify": notify, "escalate": list(escalate), **(routing or {})}
     if ttl_seconds is not None:
         rule["ttl_seconds"] = ttl_seconds
@@ -235,7 +236,7 @@ def channels_config(
             "store": f"sqlite:///{tmp_path / 'sayso.db'}",
             "models": {"m": "test"},
             "agents": {"billing": {"model": "m", "tools": [pay], "interrupt": {"tools": [rule]}}},
-            "principals": PRINCIPALS,
+            "principals": list(principals),
             "channels": channels,
             "webhooks": list(webhooks),
             "base_dir": tmp_path,

@@ -373,3 +373,84 @@ def test_an_edit_that_changes_the_subject_leaves_the_link_to_decide_again(
     within = httpx.post(link, data={"action": "edit", "args": json.dumps({"amount": 260})}, timeout=30)
     assert within.status_code == 200, within.text
     assert ran("pay") == [{"amount": 260}]
+
+
+def test_without_principals_a_link_to_a_listed_address_decides_as_local(
+    serve: Serve, smtp: Smtp, tmp_path: Path
+) -> None:
+    """Local development (no `principals:`): a mail to an address `users` lists (bob's) carries a link that decides
+    as `local`, the one caller there; its page says so, and its Approve runs the call."""
+    port = free_port()
+    config = channels_config(
+        tmp_path,
+        public_url=f"http://127.0.0.1:{port}",
+        notify=["email:bob@example.com"],
+        smtp_port=smtp.port,
+        principals=(),
+    )
+    server, _ = serve(config, port=port)
+    run = httpx.post(f"{server.base_url}/v1/runs", json={"message": "pay 30"}, timeout=30).json()
+    assert run["status"] == "paused", run
+    link = mailed_link(smtp.mailbox.wait_for(1)[0])
+
+    page = httpx.get(link, timeout=30)
+    assert page.status_code == 200, page.text
+    assert "You decide as <strong>local</strong>" in page.text
+    done = httpx.post(link, data={"action": "approve"}, timeout=30)
+    assert done.status_code == 200, done.text
+    assert ran("pay") == [{"amount": 30}]
+    request_id = run["requests"][0]["id"]
+    decided = httpx.get(f"{server.base_url}/v1/requests/{request_id}", timeout=30).json()
+    assert (decided["principal"], decided["via"], decided["decision"]["kind"]) == ("local", "email", "approve")
+    assert httpx.get(f"{server.base_url}/v1/runs/{run['run_id']}", timeout=30).json()["status"] == "completed"
+
+
+def test_a_links_page_says_whether_its_vote_counted_and_where_the_quorum_stands(
+    serve: Serve, smtp: Smtp, tmp_path: Path
+) -> None:
+    """Two of bob and carol must approve. Bob approves over REST, then presses Approve in his mail: the page says
+    his vote was not counted and the count is still 1 of 2; carol's then decides and says the agent carried on.
+    On a second request bob's mailed Approve comes first: the page says it counted, 1 of 2, and the agent waits."""
+    port = free_port()
+    config = channels_config(
+        tmp_path,
+        public_url=f"http://127.0.0.1:{port}",
+        notify=["email:bob@example.com", "email:carol@example.com"],
+        smtp_port=smtp.port,
+        routing={"approvers": ["bob", "carol"], "approvals_required": 2},
+    )
+    server, _ = serve(config, port=port)
+    bob = {"Authorization": "Bearer bob-token"}
+
+    def links(count: int) -> dict[str, str]:
+        mails = smtp.mailbox.wait_for(count)[count - 2 :]
+        return {str(mail["To"]): mailed_link(mail) for mail in mails}
+
+    run = start_run(server, "pay 250")
+    request_id = str(run["requests"][0]["id"])  # type: ignore[index]
+    mailed = links(2)
+    voted = httpx.post(
+        f"{server.base_url}/v1/requests/{request_id}/decision", json={"kind": "approve"}, headers=bob, timeout=30
+    )
+    assert voted.status_code == 200 and voted.json()["recorded"], voted.text
+
+    again = httpx.post(mailed["bob@example.com"], data={"action": "approve"}, timeout=30)
+    assert again.status_code == 200, again.text
+    assert "<h1>Not counted</h1>" in again.text and "carried on" not in again.text
+    assert "You already voted on this request" in again.text
+    assert "Nothing changed. Approvals: 1 of 2, waiting for carol." in again.text
+    state = httpx.get(f"{server.base_url}/v1/requests/{request_id}", headers=ALICE, timeout=30).json()
+    assert state["status"] == "open" and state["request"]["quorum"]["approved_by"] == ["bob"]
+    assert run_of(server, run["run_id"])["status"] == "paused" and ran("pay") == []
+
+    carol = httpx.post(mailed["carol@example.com"], data={"action": "approve"}, timeout=30)
+    assert carol.status_code == 200, carol.text
+    assert "Approved. Approvals: 2 of 2. The agent carried on and finished." in carol.text
+    assert ran("pay") == [{"amount": 250}]
+
+    second = start_run(server, "pay 120")
+    first_vote = httpx.post(links(4)["bob@example.com"], data={"action": "approve"}, timeout=30)
+    assert first_vote.status_code == 200, first_vote.text
+    assert "<h1>Vote counted</h1>" in first_vote.text and "carried on" not in first_vote.text
+    assert "Your approval was counted. Approvals: 1 of 2, waiting for carol. The agent waits" in first_vote.text
+    assert run_of(server, second["run_id"])["status"] == "paused" and ran("pay") == [{"amount": 250}]

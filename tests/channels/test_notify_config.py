@@ -94,6 +94,17 @@ def test_a_channels_user_map_names_real_principals(tmp_path: Path) -> None:
     assert "channels.email.users.bob@example.com: 'bob@example.com' is mapped to 'bobby'" in done.output
 
 
+def test_check_says_a_user_map_without_principals_decides_as_local(tmp_path: Path) -> None:
+    """Local development: `sayso check` is ready, and says a mailed link decides as `local`, whatever `users` says."""
+    text = CONFIG.replace("NOTIFY", "webhook:billing-hook").replace(
+        "principals:\n  - {name: bob, token: t, approver_for: [billing]}\n", ""
+    )
+    (tmp_path / "sayso.yaml").write_text(text)
+    done = CliRunner().invoke(app, ["check", str(tmp_path / "sayso.yaml")])
+    assert done.exit_code == 0, done.output
+    assert "channels.email.users: without principals every mailed link decides as 'local'" in done.output
+
+
 def test_a_named_webhook_gets_a_signed_notice_of_each_request(serve: Serve, tmp_path: Path) -> None:
     """`webhook:NAME` sends `request.notify` in the Standard Webhooks format, even to a hook subscribed to nothing."""
     received: list[tuple[dict[str, str], bytes]] = []

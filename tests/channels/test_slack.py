@@ -79,7 +79,7 @@ def submit(callback: str, metadata: str, block: str, value: str, *, user: str = 
 
 def finished(server: LiveServer, run_id: str, timeout: float = 20) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
-    while (run := run_of(server, run_id))["status"] == "paused" and time.monotonic() < deadline:
+    while (run := run_of(server, run_id))["status"] in ("paused", "running") and time.monotonic() < deadline:
         time.sleep(0.02)
     return run
 
@@ -236,3 +236,103 @@ def test_approve_counts_for_the_arguments_its_message_showed_not_an_edit_made_si
     quorum = state["request"]["quorum"]
     assert quorum["approved_by"] == ["carol"] and quorum["args"] == {"amount": 250}
     assert ran("pay") == []
+
+
+def test_a_signed_payload_of_another_shape_is_refused_naming_it_and_takes_nothing(
+    server: LiveServer, slack: SlackStandIn
+) -> None:
+    """Signed payloads whose fields are not what Slack sends answer 400 naming the field; none decides, none tells
+    anyone anything, and none uses up its `trigger_id`: Slack's own payload with it then approves."""
+    run = start_run(server, "pay 6")
+    request_id = run["requests"][0]["id"]
+    [posted] = slack.wait_for("chat.postMessage")
+    [approve] = [e["value"] for e in posted["blocks"][-1]["elements"] if e["action_id"] == "sayso.approve"]
+    good = click("sayso.approve", approve)
+    view = {"callback_id": "sayso.reject", "private_metadata": request_id}
+    malformed = [
+        ({**good, "user": "U0BOB"}, "user: should be an object"),
+        ({**good, "actions": []}, "actions: List should have at least 1 item"),
+        ({**good, "actions": "x"}, "actions: Input should be a valid list"),
+        ({**good, "actions": ["x"]}, "actions.0: should be an object"),
+        ({**good, "actions": [{"value": approve}]}, "actions.0.action_id: Field required"),
+        ({**good, "channel": "C0OPS"}, "channel: should be an object"),
+        ({**good, "type": "view_submission", "view": "x"}, "view: should be an object"),
+        ({**good, "type": "view_submission", "view": {**view, "state": {"values": "x"}}}, "view.state.values"),
+        ({**good, "type": "view_submission", "view": {**view, "state": {"values": {"reason": {"reason": 1}}}}}, ""),
+    ]
+    for payload, named in malformed:
+        answer = slack.interact(payload)
+        assert answer.status_code == 400, (payload, answer.text)
+        assert "not as Slack sends it" in answer.json()["error"] and named in answer.json()["error"], answer.text
+    assert request_of(server, request_id)["status"] == "open"
+    assert slack.calls_to("chat.postEphemeral") == [] and slack.calls_to("views.open") == []
+
+    assert slack.interact(good).status_code == 200  # its trigger_id was never taken: no replay
+    assert finished(server, run["run_id"])["status"] == "completed"
+    assert ran("pay") == [{"amount": 6}]
+
+
+def test_without_principals_a_mapped_slack_user_decides_as_local(
+    serve: Serve, slack: SlackStandIn, tmp_path: Path
+) -> None:
+    """Local development (no `principals:`): a click of a user `users` maps decides as `local`, the one caller
+    there; an unmapped user still decides nothing."""
+    port = free_port()
+    config = channels_config(
+        tmp_path, public_url=f"http://127.0.0.1:{port}", notify=["slack:#ops"], slack_url=slack.base_url, principals=()
+    )
+    server, _ = serve(config, port=port)
+    slack.interactions_url = f"{server.base_url}/v1/slack/interactions"
+    answer = httpx.post(f"{server.base_url}/v1/runs", json={"message": "pay 31"}, timeout=30)
+    run, request_id = answer.json(), answer.json()["requests"][0]["id"]
+    [posted] = slack.wait_for("chat.postMessage")
+    [approve] = [e["value"] for e in posted["blocks"][-1]["elements"] if e["action_id"] == "sayso.approve"]
+
+    assert slack.interact(click("sayso.approve", approve, user="U0NOBODY")).status_code == 403
+    assert slack.interact(click("sayso.approve", approve)).status_code == 200
+    [updated] = slack.wait_for("chat.update")
+    assert updated["text"] == "Approved by local (Slack)"
+    assert finished(server, run["run_id"])["status"] == "completed"
+    assert ran("pay") == [{"amount": 31}]
+    decided = httpx.get(f"{server.base_url}/v1/requests/{request_id}", timeout=30).json()
+    assert (decided["principal"], decided["via"]) == ("local", "slack")
+
+
+def test_a_vote_short_of_its_quorum_or_not_counted_is_told_to_its_clicker(
+    serve: Serve, slack: SlackStandIn, tmp_path: Path
+) -> None:
+    """Two of bob and carol must approve: bob's Approve is told it counted (1 of 2), his second that it did not;
+    the message keeps its buttons until carol's decides, which updates it."""
+    port = free_port()
+    config = channels_config(
+        tmp_path,
+        public_url=f"http://127.0.0.1:{port}",
+        notify=["slack:#ops"],
+        slack_url=slack.base_url,
+        routing={"approvers": ["bob", "carol"], "approvals_required": 2},
+    )
+    server, _ = serve(config, port=port)
+    slack.interactions_url = f"{server.base_url}/v1/slack/interactions"
+    run = start_run(server, "pay 250")
+    [posted] = slack.wait_for("chat.postMessage")
+    [approve] = [e["value"] for e in posted["blocks"][-1]["elements"] if e["action_id"] == "sayso.approve"]
+
+    assert slack.interact(click("sayso.approve", approve)).status_code == 200
+    [counted] = slack.wait_for("chat.postEphemeral")
+    assert counted["user"] == "U0BOB"
+    assert counted["text"] == (
+        "Your approval was counted. Approvals: 1 of 2, waiting for carol. The agent waits for the others."
+    )
+    assert slack.interact(click("sayso.approve", approve)).status_code == 200
+    [_, repeated] = slack.wait_for("chat.postEphemeral", count=2)
+    assert repeated["user"] == "U0BOB"
+    assert repeated["text"].startswith("You already voted on this request")
+    assert repeated["text"].endswith("Nothing changed. Approvals: 1 of 2, waiting for carol.")
+    assert slack.calls_to("chat.update") == [] and run_of(server, run["run_id"])["status"] == "paused"
+
+    assert slack.interact(click("sayso.approve", approve, user="U0CAROL")).status_code == 200
+    [updated] = slack.wait_for("chat.update")
+    assert updated["text"] == "Approved by carol (Slack)"
+    assert finished(server, run["run_id"])["status"] == "completed"
+    assert ran("pay") == [{"amount": 250}]
+    assert len(slack.calls_to("chat.postEphemeral")) == 2  # the message says a decision: nobody is told twice

@@ -117,6 +117,14 @@ def _check_user_maps(config: Config, principals: set[str], add: Add) -> None:
     channels = config.channels
     maps = (("email", channels.email), ("slack", channels.slack))
     for kind, channel in maps:
+        if channel is not None and channel.users and not principals:
+            whom = "every mailed link decides" if kind == "email" else "a mapped Slack user decides"
+            add(
+                "note",
+                ("channels", kind, "users"),
+                f"without principals {whom} as 'local', the one caller of local development",
+                "the names here apply once 'principals:' is configured",
+            )
         if channel is None or not principals:
             continue
         for key, principal in channel.users.items():

@@ -40,8 +40,13 @@ class EmailChannel:
         self._local = not sayso.config.principals
 
     def principal_for(self, address: str) -> str | None:
-        """Whom a link mailed to `address` decides as; `None`: nobody (the config check makes this rare)."""
-        return LOCAL_NAME if self._local and address not in self.config.users else self.config.users.get(address)
+        """Whom a link mailed to `address` decides as; `None`: nobody (the config check makes this rare).
+
+        Without principals (local development) there is one caller, `local`, and every link decides as
+        it, a listed address's too: a name from `users` would be a principal the config does not have,
+        whom the access rule lets decide nothing.
+        """
+        return LOCAL_NAME if self._local else self.config.users.get(address)
 
     def delivery(self, target: Target) -> EmailChannel:
         """Every address is tried as the channel's config says."""

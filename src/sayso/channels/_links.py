@@ -4,7 +4,8 @@ The token is the credential: signed by the runtime, bound to one request, one pr
 arguments the mail showed, expiring and single-use. A link that no longer decides answers a plain
 page that says why (decided, expired, changed, used) with a 4xx status, never an error trace.
 The form posts back to the same address as an ordinary HTML form (the edge guard lets these paths
-take forms: the token in the path, not a cookie, is what authorizes them).
+take forms: the token in the path, not a cookie, is what authorizes them). The page a decision
+answers says what it did (`_outcome`): counted or not, where a quorum stands, whether the run went on.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from fastapi.responses import HTMLResponse
 from .._core.decisions import Approve, Decision, Reject
 from .._runtime import Sayso, request_json
 from ..exceptions import DecisionRefused, LinkRefused, NotAllowed
+from ._outcome import outcome
 
 LINKS_PATH = "/v1/links"
 
@@ -72,14 +74,8 @@ def links_router(sayso: Sayso) -> APIRouter:
                 request_json(view.state.request, votes=view.state.votes), view.principal, action, args=args or None
             )
             return _page("Decide", error + again, status=422)
-        verb = "Approved" if isinstance(decision, Approve) else "Rejected"
-        run = done.run
-        after = {
-            "completed": "The agent carried on and finished.",
-            "paused": "The agent carried on and is waiting again.",
-            "failed": "The agent carried on, and its run failed.",
-        }.get(run.status, f"The run is {run.status}.")
-        return _page(verb, f"<p>{verb}. {html.escape(after)}</p>")
+        said = outcome(decision, done, await sayso.request(done.request_id))
+        return _page(said.title, f"<p>{html.escape(said.text)}</p>")
 
     return router
 

@@ -17,6 +17,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from .._config.channels import SlackChannelConfig
+from .._core.access import LOCAL_NAME
 from .._core.channels import Target
 from .._core.decisions import VIA_LABELS
 from .._core.links import args_digest
@@ -46,6 +47,16 @@ class SlackChannel:
         self.timeout_seconds = config.timeout_seconds
         self.client = AsyncWebClient(token=config.bot_token(), base_url=config.base_url, timeout=30)
         config.signing_secret()  # checked at start-up, as the interactions need it
+
+    def principal_for(self, user: str) -> str | None:
+        """Whom a Slack user's clicks decide as: the principal `users` maps them to; `None`: nobody.
+
+        Without principals (local development) a mapped user decides as `local`, the one caller there
+        (a mapped name would be a principal the config does not have, let decide nothing); an unmapped
+        user still decides nothing, as the map is who may click at all.
+        """
+        mapped = self.config.users.get(user)
+        return LOCAL_NAME if mapped is not None and not self.sayso.config.principals else mapped
 
     def delivery(self, target: Target) -> SlackChannel:
         """Every address is tried as the channel's config says."""
