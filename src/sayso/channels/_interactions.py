@@ -34,7 +34,7 @@ from .._runtime import Sayso, request_json
 from ..exceptions import SaysoError
 from ._dispatch import NoticeFailed
 from ._links import form_fields
-from ._outcome import outcome
+from ._outcome import told
 from ._slack import ACTIONS, SlackChannel, edit_view, reason_view
 
 logger = logging.getLogger("sayso.channels.slack")
@@ -237,7 +237,7 @@ class Interactions:
         """Decide, telling the user alone what the message's update will not show: a vote short, or not counted."""
         try:
             done = await self.sayso.decide(request_id, decision, principal=principal, via="slack")
-            said = outcome(decision, done, await self.sayso.request(request_id))
+            said = await told(self.sayso, decision, done)
         except SaysoError as exc:
             logger.info("a decision from Slack was refused: %s", exc)
             if channel:

@@ -22,7 +22,7 @@ from fastapi.responses import HTMLResponse
 from .._core.decisions import Approve, Decision, Reject
 from .._runtime import Sayso, request_json
 from ..exceptions import DecisionRefused, LinkRefused, NotAllowed
-from ._outcome import outcome
+from ._outcome import told
 
 LINKS_PATH = "/v1/links"
 
@@ -74,7 +74,7 @@ def links_router(sayso: Sayso) -> APIRouter:
                 request_json(view.state.request, votes=view.state.votes), view.principal, action, args=args or None
             )
             return _page("Decide", error + again, status=422)
-        said = outcome(decision, done, await sayso.request(done.request_id))
+        said = await told(sayso, decision, done)
         return _page(said.title, f"<p>{html.escape(said.text)}</p>")
 
     return router

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._core.decisions import Approve, Decision, Reject
-from .._runtime import DecideResult, RequestState
+from .._runtime import DecideResult, RequestState, Sayso
+from ..exceptions import SaysoError
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,22 @@ class Said:
     """What happened, whole sentences."""
     decided: bool
     """This decision decided the request (a channel's message shows that outcome on its own)."""
+
+
+async def told(sayso: Sayso, decision: Decision, done: DecideResult) -> Said:
+    """What `decision` did, the request read again after it; a failed read still says the decision was taken.
+
+    The decision is recorded before the read: a page or reply that said it failed would have the person
+    decide again, or think nothing happened.
+    """
+    try:
+        state = await sayso.request(done.request_id)
+    except SaysoError:
+        standing = f" Approvals: {done.quorum.text}." if done.quorum is not None else ""
+        if done.recorded:
+            return Said("Recorded", f"Your decision was recorded.{standing}", decided=False)
+        return Said("Not counted", f"That decision was not counted: another came first.{standing}", decided=False)
+    return outcome(decision, done, state)
 
 
 def outcome(decision: Decision, done: DecideResult, state: RequestState) -> Said:
