@@ -202,11 +202,9 @@ def test_an_expired_request_updates_its_message(serve: Serve, slack: SlackStandI
     assert updated["text"] == "Expired: nobody decided in time."
 
 
-def test_approve_counts_for_the_arguments_its_message_showed_not_an_edit_made_since(
-    serve: Serve, slack: SlackStandIn, tmp_path: Path
-) -> None:
-    """Two of bob and carol must approve; the message shows 250; bob's vote edits it to 200 over REST. Carol's
-    Approve on the message approves the 250 she saw (a new round on it), never bob's 200: nothing runs yet."""
+def _quorum_of_two(serve: Serve, slack: SlackStandIn, tmp_path: Path) -> LiveServer:
+    """A server whose payments need two of bob and carol, its requests posted to Slack's stand-in, which sends its
+    clicks back to the server."""
     port = free_port()
     config = channels_config(
         tmp_path,
@@ -217,6 +215,15 @@ def test_approve_counts_for_the_arguments_its_message_showed_not_an_edit_made_si
     )
     server, _ = serve(config, port=port)
     slack.interactions_url = f"{server.base_url}/v1/slack/interactions"
+    return server
+
+
+def test_approve_counts_for_the_arguments_its_message_showed_not_an_edit_made_since(
+    serve: Serve, slack: SlackStandIn, tmp_path: Path
+) -> None:
+    """Two of bob and carol must approve; the message shows 250; bob's vote edits it to 200 over REST. Carol's
+    Approve on the message approves the 250 she saw (a new round on it), never bob's 200: nothing runs yet."""
+    server = _quorum_of_two(serve, slack, tmp_path)
     run = start_run(server, "pay 250")
     request_id = run["requests"][0]["id"]
     [posted] = slack.wait_for("chat.postMessage")
@@ -303,16 +310,7 @@ def test_a_vote_short_of_its_quorum_or_not_counted_is_told_to_its_clicker(
 ) -> None:
     """Two of bob and carol must approve: bob's Approve is told it counted (1 of 2), his second that it did not;
     the message keeps its buttons until carol's decides, which updates it."""
-    port = free_port()
-    config = channels_config(
-        tmp_path,
-        public_url=f"http://127.0.0.1:{port}",
-        notify=["slack:#ops"],
-        slack_url=slack.base_url,
-        routing={"approvers": ["bob", "carol"], "approvals_required": 2},
-    )
-    server, _ = serve(config, port=port)
-    slack.interactions_url = f"{server.base_url}/v1/slack/interactions"
+    server = _quorum_of_two(serve, slack, tmp_path)
     run = start_run(server, "pay 250")
     [posted] = slack.wait_for("chat.postMessage")
     [approve] = [e["value"] for e in posted["blocks"][-1]["elements"] if e["action_id"] == "sayso.approve"]
