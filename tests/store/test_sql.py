@@ -768,3 +768,36 @@ async def test_closes_stored_before_are_told_from_decisions(closes_database: str
     closed = {request_id for request_id, fact in facts.items() if fact.closed}
     assert closed == {"req_forced", "req_messaged", "req_cancelled"}
     assert (facts["req_skipped"].decision, facts["req_approved"].decision) == ("skip", "approve")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def poisoned_database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A database at revision 0020 with a run whose client tool's parameters are a string, as AG-UI once stored."""
+    tools = [
+        {"name": "x", "description": "d", "parameters": "notschema", "context": None},
+        {"name": "y", "description": "", "parameters": {"type": "object", "properties": {"a": {"type": "string"}}}},
+    ]
+    fill: tuple[tuple[str, list[dict[str, object]]], ...] = (
+        (
+            "INSERT INTO runs (run_id, thread_id, agent, status, prompt, client_tools, principal, created_at, "
+            "updated_at, revision) VALUES (:r, 'thr_1', 'files', 'paused', 'delete notes', :tools, 'local', 1, 1, 0)",
+            [
+                {"r": "run_poisoned", "tools": json.dumps(tools).encode()},
+                {"r": "run_fine", "tools": json.dumps(tools[1:]).encode()},
+            ],
+        ),
+    )
+    async with _database_at(request.param, tmp_path, "0020_decision_closed", *fill) as url:
+        yield url
+
+
+async def test_runs_stored_with_client_tools_that_cannot_be_read_are_mended(poisoned_database: str) -> None:
+    """A run whose client tool's parameters were stored as a string read back as nothing (every read of its thread
+    failed); migrated, it reads, that tool taking an object, its other tool and other runs as they were."""
+    async with SqlRunStore(poisoned_database) as store:
+        mended, fine = await store.get_run("run_poisoned"), await store.get_run("run_fine")
+    assert [(t.name, t.parameters) for t in mended.client_tools] == [
+        ("x", {"type": "object"}),
+        ("y", {"type": "object", "properties": {"a": {"type": "string"}}}),
+    ]
+    assert fine.client_tools == mended.client_tools[1:]
