@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from pydantic_ai.messages import (
     ModelMessage,
@@ -43,7 +44,7 @@ from sayso import Approve, Sayso
 from sayso._config.file import Config, load_config
 from sayso._temporal import run_worker
 
-from ..conftest import InProcess
+from ..conftest import LiveServer
 from ..protocols.a2a_helpers import HEADERS, user_message
 from ..protocols.conftest import protocol_app
 from .conftest import Project, workflows_on
@@ -75,6 +76,10 @@ class Writer:
     """A model that streams its reply a word at a time, and waits after the first word until the front heard it."""
 
     heard: asyncio.Event = field(default_factory=asyncio.Event)
+    words_before_waiting: int = 1
+    """How many words the model writes before it waits to be heard."""
+    unheard: bool = False
+    """Whether the model gave up waiting to be heard (the text reached nobody while the run worked)."""
     go_on: asyncio.Event | None = None
     """If set: after the first word is heard, the model also waits for it before it writes on."""
     cut_once: bool = False
@@ -105,10 +110,14 @@ class Writer:
         if isinstance(said, ToolCallPart):
             yield {0: DeltaToolCall(name=said.tool_name, json_args=said.args_as_json_str())}
             return
-        first, *rest = re.findall(r"\s*\S+", said)
-        yield first
-        with contextlib.suppress(TimeoutError):  # never heard: the test fails on the pieces it got
+        words = re.findall(r"\s*\S+", said)
+        first, rest = words[: self.words_before_waiting], words[self.words_before_waiting :]
+        for word in first:
+            yield word
+        try:
             await asyncio.wait_for(self.heard.wait(), 30)
+        except TimeoutError:
+            self.unheard = True  # never heard: the test fails on the pieces it got, or on this
         if self.go_on is not None:
             await self.go_on.wait()
         for index, word in enumerate(rest):
@@ -208,7 +217,7 @@ async def greeted(setup: Setup, heard: Heard) -> str:
     async with Sayso(setup.config) as front:
         done = await front.run("hello", on_text=heard)
     assert (done.status, done.output) == ("completed", GREETING)
-    assert len(heard.pieces) > 1
+    assert len(heard.pieces) > 1 and not setup.writer.unheard
     assert "".join(heard.pieces) == GREETING
     return done.run_id
 
@@ -389,8 +398,12 @@ async def sse(client: Any, path: str, body: dict[str, Any], *, seen: Callable[[d
 async def test_an_a2a_stream_sends_the_text_in_chunks_as_the_worker_writes_it(setup: Setup) -> None:
     """SendStreamingMessage on a Temporal front: the answer's artifact is appended to in several chunks, in order,
     while the run works, and adds up to the final message."""
+    # The handler holds one chunk back (to mark the last one), so the client hears the first word once the second
+    # reached the front: the model writes two before it waits.
+    setup.writer.words_before_waiting = 2
     async with Sayso(setup.config) as front:
-        served = await InProcess(app=protocol_app(front), sayso=front).start()
+        # On a real socket: an in-process ASGI transport hands the client the response only once it is whole.
+        served = await asyncio.to_thread(LiveServer.in_thread, protocol_app(front))
         try:
             message = user_message("hello")
             body = {"jsonrpc": "2.0", "id": "s1", "method": "SendStreamingMessage", "params": {"message": message}}
@@ -399,13 +412,13 @@ async def test_an_a2a_stream_sends_the_text_in_chunks_as_the_worker_writes_it(se
                 if "artifactUpdate" in event.get("result", {}):
                     setup.writer.heard.set()  # the first chunk reached the client: the model writes on
 
-            async with served.client() as client:
+            async with httpx.AsyncClient(base_url=served.base_url, timeout=60) as client:
                 events = await sse(client, "/a2a/files", body, seen=seen)
         finally:
-            await served.stop()
+            await asyncio.to_thread(served.stop)
     results = [e["result"] for e in events]
     chunks = [r["artifactUpdate"] for r in results if "artifactUpdate" in r]
-    assert len(chunks) > 1
+    assert len(chunks) > 1 and not setup.writer.unheard
     # Each chunk appends to the answer: one that replaces it whole says the front missed text as it streamed.
     assert [bool(c.get("append")) for c in chunks] == [False] + [True] * (len(chunks) - 1)
     text = "".join(c["artifact"]["parts"][0]["text"] for c in chunks)
