@@ -461,6 +461,16 @@ def test_the_transcript_shows_each_decision(server: LiveServer, page: Page) -> N
     screenshot(page.locator("#transcript"), "transcript-decisions")
 
 
+def test_a_folded_result_of_several_lines_says_there_is_more(server: LiveServer, page: Page) -> None:
+    """`delete report` lists two files before it asks which one: the folded result shows the first line and says
+    that more follows, so it does not read as the only match."""
+    page.goto(server.base_url)
+    say(page, "delete report")
+    expect(page.get_by_role("article", name="A question for you")).to_be_visible()
+    folded = page.locator("#transcript li.tool_result").first
+    expect(folded).to_contain_text("report-2025.txt …")
+
+
 def test_rejections_and_skips_are_transcript_lines(server: LiveServer, page: Page) -> None:
     """A rejection shows its reason; a message sent over an open request asks first, then skips it, saying so."""
     page.goto(server.base_url)
@@ -758,6 +768,18 @@ def test_concierge_workflow_form_refuses_a_wrong_value_inline_and_runs_to_the_pl
     page.reload()
     answers_in_order()
     screenshot(page, "concierge-plan")
+
+
+def test_a_first_message_refused_then_sent_again_goes_to_the_agent_picked(serve: ServerFactory, page: Page) -> None:
+    """A new chat with the concierge workflow whose first message is too large: refused, and the message sent
+    next starts the workflow picked (its form), not the entry agent."""
+    server = serve(config=load_config(DEMO))
+    page.goto(server.base_url)
+    page.get_by_label("Agent for a new chat").select_option("concierge")
+    say(page, "x" * 100_001)
+    expect(page.locator("#status")).to_contain_text("the limit is 100000")
+    say(page, "Plan my day")
+    expect(page.get_by_role("article", name="Preferences")).to_be_visible()
 
 
 def test_the_stats_page_charts_the_decisions(server: LiveServer, page: Page) -> None:

@@ -110,18 +110,20 @@ function submitMessage(confirmed) {
 }
 
 async function sendMessage(message) {
-  let agent = null;  // a new thread's agent (or workflow) goes with its first message, which stores the thread
   if (!state.threadId) {
     const created = await api("POST", "/v1/threads", { agent: $("agent").value || null });
     if (!created.ok) { setStatus(created.data?.detail || "Could not start a thread."); return; }
     state.threadId = created.data.thread_id;
     state.titles[state.threadId] = message.slice(0, 80);
-    agent = created.data.agent;
+    // A new thread's agent (or workflow) goes with its first message, which stores the thread: kept until one is
+    // taken, so a message sent again after a refusal still goes to the agent picked.
+    state.firstAgent[state.threadId] = created.data.agent;
     history.replaceState(null, "", `#/thread/${state.threadId}`);
     watchLive(state.threadId);
   }
   if (!$("transcript").children.length) $("chat-title").textContent = message.slice(0, 80);
   const threadId = state.threadId;
+  const agent = state.firstAgent[threadId];
   const shown = () => state.threadId === threadId;
   streaming.add(threadId);
   $("transcript").append(entryNode({ role: "user", text: message, at: new Date().toISOString() }));
@@ -143,6 +145,7 @@ async function sendMessage(message) {
       refused = `${problem.title || "Error"}: ${problem.detail || response.status}`;
       return;
     }
+    delete state.firstAgent[threadId];  // the thread is stored with its agent now
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = "";
     for (;;) {

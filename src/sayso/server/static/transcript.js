@@ -52,8 +52,9 @@ function toolCallNode(entry) {
 }
 
 function firstLine(text) {
-  const line = String(text || "").split("\n")[0];
-  return line.length > 80 ? `${line.slice(0, 80)}…` : line;
+  const [line, ...more] = String(text || "").split("\n");
+  // Cut short, the line says so: a list's first entry alone would read as the whole of it.
+  return line.length > 80 ? `${line.slice(0, 80)}…` : more.some((rest) => rest.trim()) ? `${line} …` : line;
 }
 
 function renderTranscript(entries) {

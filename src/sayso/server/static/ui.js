@@ -2,7 +2,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { token: sessionStorage.getItem("sayso-token") || "", me: null, threadId: null, titles: {} };
+const state = { token: sessionStorage.getItem("sayso-token") || "", me: null, threadId: null, titles: {}, firstAgent: {} };
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
