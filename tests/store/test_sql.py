@@ -25,6 +25,7 @@ from sayso._store import RunStart, SqlRunStore, async_url, store_from_url
 from sayso._store._sql import _chain, _rows
 from sayso._store._sql._conn import schema_head
 from sayso._store._sql._rows import EXPIRED_RUNS
+from sayso._store._sql._runs import stalled_runs_query
 from sayso._store._sql._tx import Sql, Tx
 from sayso.exceptions import ConfigError, StoreError
 from tests.tools import missing
@@ -677,6 +678,23 @@ async def test_the_expiry_sweep_reads_only_open_requests_that_expired_on_sqlite(
     assert "SEARCH r USING INDEX ix_requests_expiring (expires_at<?)" in plan
     assert "SEARCH w USING INDEX ix_requests_pause_id (pause_id=?)" in plan
     assert [step for step in plan if step.startswith("SCAN") or "ix_requests_open" in step] == []
+
+
+async def test_the_recovery_sweep_looks_up_each_paused_runs_requests_by_its_pause_on_sqlite(tmp_path: Path) -> None:
+    """Whether a paused run still waits on someone is asked of its own pause's requests, never of every open
+    request: the sweep, every few seconds, would otherwise grow with the square of the open requests."""
+    from sqlalchemy.dialects import sqlite as sqlite_dialect
+
+    path = tmp_path / "sayso.db"
+    async with SqlRunStore(f"sqlite:///{path}"):
+        pass
+    query = stalled_runs_query("sqlite", 1_000.0, 100).compile(
+        dialect=sqlite_dialect.dialect(), compile_kwargs={"literal_binds": True}
+    )
+    with sqlite3.connect(path) as conn:
+        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {query}")]
+    assert plan.count("SEARCH requests USING INDEX ix_requests_pause_id (pause_id=?)") == 2, plan
+    assert [step for step in plan if "ix_requests_open" in step or step == "SCAN requests"] == [], plan
 
 
 def _hot_path_statements() -> dict[str, Sql]:

@@ -12,7 +12,7 @@ from ._tx import Tx
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
-    from sqlalchemy import Connection
+    from sqlalchemy import Connection, Select
 
 
 class _Runs(_SqlBase):
@@ -36,35 +36,8 @@ class _Runs(_SqlBase):
         return await self._sa_read(work)
 
     async def stalled_runs(self, *, before: float, limit: int = 100) -> list[str]:
-        import sqlalchemy as sa
-
-        from .. import _tables as t
-
-        p, r, d = t.pauses, t.requests, t.decisions
-        waits_on_someone = sa.select(r.c.request_id).where(
-            r.c.pause_id == p.c.pause_id, r.c.status == "open", r.c.kind != "delegate"
-        )
-        decided_lately = (
-            sa.select(d.c.request_id)
-            .join(r, r.c.request_id == d.c.request_id)
-            .where(r.c.pause_id == p.c.pause_id, d.c.decided_at >= before)
-        )
-        query = (
-            sa.select(p.c.run_id)
-            .join(t.runs, t.runs.c.pause_id == p.c.pause_id)
-            .where(
-                p.c.status == "open",
-                t.runs.c.status == "paused",
-                p.c.created_at < before,
-                ~waits_on_someone.exists(),
-                ~decided_lately.exists(),
-            )
-            .order_by(p.c.created_at)
-            .limit(limit)
-        )
-
         def work(conn: Connection) -> list[str]:
-            return [row.run_id for row in conn.execute(query).all()]
+            return [row.run_id for row in conn.execute(stalled_runs_query(conn.dialect.name, before, limit)).all()]
 
         return await self._sa_read(work)
 
@@ -105,3 +78,40 @@ class _Runs(_SqlBase):
             ]
 
         return await self._sa_read(work)
+
+
+def stalled_runs_query(dialect: str, before: float, limit: int) -> Select[tuple[str]]:
+    """Paused runs whose pause waits on nobody and saw no decision since `before`: the recovery sweep's question.
+
+    SQLite, without statistics, takes `status = 'open'` for a selective key of `ix_requests_open` and would answer
+    each paused run's "does it still wait on someone" by reading every open request (the sweep grew with the square
+    of the open requests: seconds, every few seconds, on an idle server); `likelihood` tells it the term is not,
+    so it looks the pause's requests up by `pause_id`. PostgreSQL has statistics.
+    """
+    import sqlalchemy as sa
+
+    from .. import _tables as t
+
+    p, r, d = t.pauses, t.requests, t.decisions
+    is_open = r.c.status == "open"
+    if dialect == "sqlite":
+        is_open = sa.func.likelihood(is_open, sa.literal_column("0.9"))  # a constant: SQLite takes no parameter here
+    waits_on_someone = sa.select(r.c.request_id).where(r.c.pause_id == p.c.pause_id, is_open, r.c.kind != "delegate")
+    decided_lately = (
+        sa.select(d.c.request_id)
+        .join(r, r.c.request_id == d.c.request_id)
+        .where(r.c.pause_id == p.c.pause_id, d.c.decided_at >= before)
+    )
+    return (
+        sa.select(p.c.run_id)
+        .join(t.runs, t.runs.c.pause_id == p.c.pause_id)
+        .where(
+            p.c.status == "open",
+            t.runs.c.status == "paused",
+            p.c.created_at < before,
+            ~waits_on_someone.exists(),
+            ~decided_lately.exists(),
+        )
+        .order_by(p.c.created_at)
+        .limit(limit)
+    )
