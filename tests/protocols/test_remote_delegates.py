@@ -188,22 +188,46 @@ async def test_a_decision_for_a_remote_child_that_went_away_is_kept_and_sent_whe
     assert not (sandbox / "notes.txt").exists()
 
 
-def test_a_decision_for_a_remote_pause_answered_at_the_child_carries_the_parent_on_with_the_childs_outcome(
+@pytest.mark.parametrize(
+    ("at_child", "at_parent", "output", "kept"),
+    [
+        ({"kind": "approve"}, {"kind": "reject", "reason": "no way"}, "files said: Deleted notes.txt.", False),
+        (
+            {"kind": "reject", "reason": "answered at the child"},
+            {"kind": "approve"},
+            "files said: Declined: answered at the child",
+            True,
+        ),
+    ],
+    ids=["approved-there-rejected-here", "rejected-there-approved-here"],
+)
+def test_a_decision_for_a_remote_pause_answered_at_the_child_is_refused_and_the_parent_goes_on_as_the_child_did(
     servers: tuple[Served, Served, Path],
+    at_child: dict[str, Any],
+    at_parent: dict[str, Any],
+    output: str,
+    kept: bool,
 ) -> None:
-    """A remote child's pause answered on the child's own inbox meanwhile: the parent's later decision is not a server
-    error leaving the run stuck; the parent reads how the child's task really ended and completes."""
+    """A remote child's pause answered on the child's own inbox meanwhile: the parent's later decision is refused as
+    answered elsewhere (it did not take effect, so neither the request nor the audit log says it was taken), the
+    parent's request is closed unanswered, and the parent completes with how the child's task really ended."""
     parent, child, sandbox = servers
     run = parent.post("/v1/runs", {"message": "tidy delete notes", "agent": "coordinator"})
     [request] = run["requests"]
-    [at_child] = httpx.get(f"{child.url}/v1/requests", timeout=30).json()["requests"]
-    child.post(f"/v1/requests/{at_child['id']}/decision", {"kind": "reject", "reason": "answered at the child"})
-    done = parent.post(f"/v1/requests/{request['id']}/decision", {"kind": "approve"})
-    assert (done["run"]["status"], done["run"]["output"]) == (
-        "completed",
-        "files said: Declined: answered at the child",
-    )
-    assert (sandbox / "notes.txt").exists()
+    [mirrored] = httpx.get(f"{child.url}/v1/requests", timeout=30).json()["requests"]
+    child.post(f"/v1/requests/{mirrored['id']}/decision", at_child)
+
+    refused = httpx.post(f"{parent.url}/v1/requests/{request['id']}/decision", json=at_parent, timeout=60)
+    assert refused.status_code == 409, refused.text
+    assert "answered at the remote agent" in refused.json()["detail"]
+    state = httpx.get(f"{parent.url}/v1/requests/{request['id']}", timeout=30).json()
+    assert (state["status"], state["decision"]["kind"]) == ("closed", "skip")
+    done = httpx.get(f"{parent.url}/v1/runs/{run['run_id']}", timeout=30).json()
+    assert (done["status"], done["output"]) == ("completed", output)
+    audit = httpx.get(f"{parent.url}/v1/audit", params={"limit": 500}, timeout=30).json()["records"]
+    decided = [r["body"]["decision"] for r in audit if r["body"].get("request_id") == request["id"]]
+    assert decided == ["skip"], "the parent's audit log never says the refused decision was taken"
+    assert (sandbox / "notes.txt").exists() is kept
 
 
 ARCHIVIST_CONFIG = """

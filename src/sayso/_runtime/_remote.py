@@ -28,7 +28,8 @@ from .._core.requests import (
     RequestBase,
     default_hint,
 )
-from .._store import Decided, RunRecord, RunStatus
+from .._core.resume import plan_resume
+from .._store import Decided, RequestWithRun, RunRecord, RunStatus
 from ..exceptions import ConfigError, RunConflict
 from . import _leases, _step, _tree
 from ._kernel import Kernel, new_id
@@ -40,6 +41,15 @@ RemoteWire: TypeAlias = Literal["v1", "legacy"]
 
 REMOTE_WIRE_MARKS = "remote.wire"
 """The store's mark namespace for the wire a remote task paused in (key: the proxy run id)."""
+
+ANSWERED_AT_REMOTE = "answered at the remote agent first"
+"""Why a mirrored request its remote task no longer waits on was closed unanswered."""
+
+ANSWERED_ELSEWHERE = (
+    "its remote agent's task was answered at the remote agent first (or went on without it), so this decision "
+    "would not take effect and was not recorded; the request is closed and the run goes on as the task did"
+)
+"""What a decider is told when the remote task no longer waits on the request they decided."""
 
 CARRIED_ON_LATER = "the run carries on once the remote agent says where its task stands (the recovery sweep asks it)"
 """What a decider is told when the remote agent took the decisions but its answer never came back."""
@@ -200,6 +210,37 @@ class RemoteRunner:
             logger.warning("run %s: %s; its task is asked where it stands again at the next sweep", run.run_id, exc)
             return _tree.standing(run)
         return await self._as_it_stands(run, remote.url, outcome)
+
+    async def answered_elsewhere(self, found: RequestWithRun) -> bool:
+        """Whether the remote task no longer waits on the ask `found` mirrors; if so, the proxy goes on as the task did.
+
+        Asked before a decision on a mirrored request is recorded: a task answered at the remote agent
+        first (or gone on without this ask) would not take the decision, so nothing of it is recorded.
+        The proxy's pause is closed instead, what is still open in it closed unanswered
+        (`ANSWERED_AT_REMOTE`, by sayso), and the proxy mirrors the task as it stands. An agent that cannot
+        be asked now leaves the decision to go the usual way.
+        """
+        k, run = self._k, found.run
+        if not self.serves(run) or run.pause_id is None or found.pause_status != "open" or found.decision is not None:
+            return False
+        remote = await k.store.remote_task(run.run_id)
+        if remote is None:
+            return False
+        assert self._client is not None
+        try:
+            outcome = await self._client.standing(remote.url, task_id=remote.task_id, context_id=remote.context_id)
+        except (RemoteUnreachable, RemoteCutOff):
+            return False
+        if outcome.status == "paused" and found.request.tool_call_id in {a.ask_id for a in outcome.asks}:
+            return False
+        pause = await k.store.pause_state(run.pause_id)
+        now = k.clock()
+        plan = plan_resume(
+            run.run_id, pause.requests, pause.decisions, force=True, now=now, skip_reason=ANSWERED_AT_REMOTE
+        )
+        claim = await _step.consume(k, run, pause.requests, plan, now=now, executing=(), load_history=False)
+        await self._as_it_stands(claim.run, remote.url, outcome)
+        return True
 
     async def _decisions(
         self, run_id: str, requests: Sequence[Request], decided: Mapping[str, DecisionRecord]
