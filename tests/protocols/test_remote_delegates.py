@@ -3,17 +3,21 @@ and the child's pauses cascade up."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import httpx
 import pytest
 
@@ -48,14 +52,24 @@ class Served:
     port: int
     env: dict[str, str]
     server: LiveServer | None = None
+    process: subprocess.Popen[str] | None = None
+    args: tuple[str, ...] = ()
+    """More arguments for `sayso serve` (`--recover-every 1`)."""
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> Served:
-        self.server, _ = LiveServer.process([str(self.config)], env=self.env, port=self.port)
+        self.server, self.process = LiveServer.process([str(self.config), *self.args], env=self.env, port=self.port)
         return self
+
+    def kill(self) -> None:
+        """`kill -9`: the process stops wherever it is, nothing of it closes cleanly."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+        self.server = self.process = None
 
     def stop(self) -> None:
         if self.server is not None:
@@ -174,22 +188,46 @@ async def test_a_decision_for_a_remote_child_that_went_away_is_kept_and_sent_whe
     assert not (sandbox / "notes.txt").exists()
 
 
-def test_a_decision_for_a_remote_pause_answered_at_the_child_carries_the_parent_on_with_the_childs_outcome(
+@pytest.mark.parametrize(
+    ("at_child", "at_parent", "output", "kept"),
+    [
+        ({"kind": "approve"}, {"kind": "reject", "reason": "no way"}, "files said: Deleted notes.txt.", False),
+        (
+            {"kind": "reject", "reason": "answered at the child"},
+            {"kind": "approve"},
+            "files said: Declined: answered at the child",
+            True,
+        ),
+    ],
+    ids=["approved-there-rejected-here", "rejected-there-approved-here"],
+)
+def test_a_decision_for_a_remote_pause_answered_at_the_child_is_refused_and_the_parent_goes_on_as_the_child_did(
     servers: tuple[Served, Served, Path],
+    at_child: dict[str, Any],
+    at_parent: dict[str, Any],
+    output: str,
+    kept: bool,
 ) -> None:
-    """A remote child's pause answered on the child's own inbox meanwhile: the parent's later decision is not a server
-    error leaving the run stuck; the parent reads how the child's task really ended and completes."""
+    """A remote child's pause answered on the child's own inbox meanwhile: the parent's later decision is refused as
+    answered elsewhere (it did not take effect, so neither the request nor the audit log says it was taken), the
+    parent's request is closed unanswered, and the parent completes with how the child's task really ended."""
     parent, child, sandbox = servers
     run = parent.post("/v1/runs", {"message": "tidy delete notes", "agent": "coordinator"})
     [request] = run["requests"]
-    [at_child] = httpx.get(f"{child.url}/v1/requests", timeout=30).json()["requests"]
-    child.post(f"/v1/requests/{at_child['id']}/decision", {"kind": "reject", "reason": "answered at the child"})
-    done = parent.post(f"/v1/requests/{request['id']}/decision", {"kind": "approve"})
-    assert (done["run"]["status"], done["run"]["output"]) == (
-        "completed",
-        "files said: Declined: answered at the child",
-    )
-    assert (sandbox / "notes.txt").exists()
+    [mirrored] = httpx.get(f"{child.url}/v1/requests", timeout=30).json()["requests"]
+    child.post(f"/v1/requests/{mirrored['id']}/decision", at_child)
+
+    refused = httpx.post(f"{parent.url}/v1/requests/{request['id']}/decision", json=at_parent, timeout=60)
+    assert refused.status_code == 409, refused.text
+    assert "answered at the remote agent" in refused.json()["detail"]
+    state = httpx.get(f"{parent.url}/v1/requests/{request['id']}", timeout=30).json()
+    assert (state["status"], state["decision"]["kind"]) == ("closed", "skip")
+    done = httpx.get(f"{parent.url}/v1/runs/{run['run_id']}", timeout=30).json()
+    assert (done["status"], done["output"]) == ("completed", output)
+    audit = httpx.get(f"{parent.url}/v1/audit", params={"limit": 500}, timeout=30).json()["records"]
+    decided = [r["body"]["decision"] for r in audit if r["body"].get("request_id") == request["id"]]
+    assert decided == ["skip"], "the parent's audit log never says the refused decision was taken"
+    assert (sandbox / "notes.txt").exists() is kept
 
 
 ARCHIVIST_CONFIG = """
@@ -277,3 +315,153 @@ async def test_a_remote_delegate_cut_off_by_kill_9_while_its_task_ran_is_not_sen
     with sqlite3.connect(lead_dir / "lead.db") as db:  # what an operator's query of the store shows
         proxies = db.execute("SELECT status FROM runs WHERE agent = 'archivist'").fetchall()
     assert proxies == [("failed",)]
+
+
+PURGER_CONFIG = """
+models:
+  s: {scripted: purger.yaml}
+agents:
+  purger:
+    model: s
+    tools: [purge_tools:purge]
+    interrupt: {tools: [purge]}
+"""
+
+PURGER = """
+rules:
+  - {user: '^purge (?P<g>\\S+)$', call: purge, args: {group: "{g}"}}
+  - {tool: purge, reply: "{result}"}
+"""
+
+PURGE_TOOLS = '''
+import os, time
+
+
+def purge(group: str) -> str:
+    """Purge a group's files (takes a while)."""
+    with open(os.environ["PURGED"], "a") as purged:
+        purged.write(group + "\\n")
+    time.sleep(float(os.environ["PURGE_SECONDS"]))
+    return f"purged {group}"
+'''
+
+OWNER_CONFIG = """
+store: sqlite:///owner.db
+models:
+  c: {{scripted: owner.yaml}}
+agents:
+  owner:
+    model: c
+    delegates:
+      - {{a2a: "{url}", name: purger, description: Purges groups}}
+"""
+
+OWNER = """
+rules:
+  - {user: '^purge (?P<g>\\S+)$', call: purger, args: {task: "purge {g}"}}
+  - {tool: purger, reply: "owner read: {result}"}
+"""
+
+
+def purging(tmp_path: Path, seconds: float) -> tuple[Served, Path, Path]:
+    """A remote `purger` agent whose approved `purge` takes `seconds` (not started), its config's folder for the
+    agent that delegates to it, and the file each purge writes its group to before it works."""
+    purged = tmp_path / "purged"
+    base = {k: v for k, v in os.environ.items() if k != "SAYSO_STORE"}
+    remote_dir, owner_dir = tmp_path / "remote", tmp_path / "owner"
+    remote_dir.mkdir()
+    owner_dir.mkdir()
+    (remote_dir / "sayso.yaml").write_text(PURGER_CONFIG)
+    (remote_dir / "purger.yaml").write_text(PURGER)
+    (remote_dir / "purge_tools.py").write_text(PURGE_TOOLS)
+    env = {**base, "PURGED": str(purged), "PURGE_SECONDS": str(seconds), "SAYSO_STORE": f"sqlite:///{remote_dir}/r.db"}
+    remote = Served(remote_dir / "sayso.yaml", free_port(), env)
+    (owner_dir / "sayso.yaml").write_text(OWNER_CONFIG.format(url=f"{remote.url}/a2a/purger"))
+    (owner_dir / "owner.yaml").write_text(OWNER)
+    return remote, owner_dir, purged
+
+
+def wait_for(path: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert path.exists(), f"{path.name} never appeared"
+
+
+async def test_a_remote_killed_while_it_ran_an_approved_call_is_asked_where_its_task_stands_once_it_is_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The remote agent is killed while it runs the call approved from the parent: the decision is recorded and the
+    decider told the run carries on later (no server error); once the remote is back, recovery asks it where its
+    task stands and the parent finishes with the remote's own word for it (outcome unknown). The call ran once."""
+    monkeypatch.delenv("SAYSO_STORE", raising=False)
+    remote, owner_dir, purged = purging(tmp_path, seconds=30)
+    remote.start()
+    try:
+        async with Sayso.from_yaml(owner_dir / "sayso.yaml", lease_seconds=2) as app:
+            paused = await app.run("purge g1", agent="owner")
+            [request] = paused.requests
+            refusals: list[Exception] = []
+
+            async def decide() -> None:
+                try:
+                    await app.decide(request.request_id, Approve())
+                except Exception as exc:  # what the decider is told
+                    refusals.append(exc)
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(decide)
+                await anyio.to_thread.run_sync(wait_for, purged)
+                remote.kill()
+            [refused] = refusals
+            assert isinstance(refused, RunConflict), refused
+            assert "the decisions are recorded" in str(refused)
+            assert (await app.result(paused.run_id)).status == "paused"
+
+            remote.start()  # its own recovery ends its task: the call's outcome is unknown
+            deadline = time.monotonic() + 60
+            while (done := await app.result(paused.run_id)).status == "paused" and time.monotonic() < deadline:
+                await app.recover()
+                await anyio.sleep(0.2)
+    finally:
+        remote.stop()
+    assert done.status == "completed" and done.output is not None
+    assert done.output.startswith("owner read: Outcome unknown"), done.output
+    assert purged.read_text().split() == ["g1"]
+
+
+def test_a_parent_killed_while_its_remote_ran_an_approved_call_reads_the_remote_outcome_when_it_is_back(
+    tmp_path: Path,
+) -> None:
+    """`sayso serve` killed while the remote agent runs the call approved through it: restarted, its recovery asks
+    the remote task where it stands (still working, then done) and the run completes with the remote's answer;
+    the call ran once."""
+    remote, owner_dir, purged = purging(tmp_path, seconds=3)
+    base = {k: v for k, v in os.environ.items() if k != "SAYSO_STORE"}
+    owner = Served(owner_dir / "sayso.yaml", free_port(), base, args=("--recover-every", "1"))
+    remote.start()
+    owner.start()
+    try:
+        run = owner.post("/v1/runs", {"message": "purge g2", "agent": "owner"})
+        [request] = run["requests"]
+
+        def approve() -> None:
+            with contextlib.suppress(httpx.TransportError):  # its server is killed while it answers
+                httpx.post(f"{owner.url}/v1/requests/{request['id']}/decision", json={"kind": "approve"}, timeout=60)
+
+        deciding = threading.Thread(target=approve, daemon=True)
+        deciding.start()
+        wait_for(purged)
+        owner.kill()
+        deciding.join(30)
+        owner.start()
+        deadline = time.monotonic() + 60
+        while (done := httpx.get(f"{owner.url}/v1/runs/{run['run_id']}", timeout=30).json())[
+            "status"
+        ] != "completed" and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        owner.stop()
+        remote.stop()
+    assert (done["status"], done.get("output")) == ("completed", "owner read: purged g2")
+    assert purged.read_text().split() == ["g2"]

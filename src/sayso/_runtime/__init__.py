@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from ._listing import PrincipalLike
     from ._outbox import EscalationNotice, OutboundEvent, RunUpdate
     from ._reader import Reader
-    from ._remote import RemoteAgents, RemoteAsk, RemoteOutcome, RemoteUnreachable, RemoteWire
+    from ._remote import RemoteAgents, RemoteAsk, RemoteCutOff, RemoteOutcome, RemoteUnreachable, RemoteWire
     from ._results import (
         ApproversJson,
         DecideResult,
@@ -103,6 +103,7 @@ __all__ = [
     "Reader",
     "RemoteAgents",
     "RemoteAsk",
+    "RemoteCutOff",
     "RemoteOutcome",
     "RemoteTask",
     "RemoteUnreachable",
@@ -161,6 +162,7 @@ _LAZY: dict[str, str] = {
     "Reader": "._reader",
     "RemoteAgents": "._remote",
     "RemoteAsk": "._remote",
+    "RemoteCutOff": "._remote",
     "RemoteOutcome": "._remote",
     "RemoteTask": ".._store",
     "RemoteUnreachable": "._remote",

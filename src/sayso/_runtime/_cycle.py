@@ -219,7 +219,7 @@ class Cycle:
             return _tree.standing(run)  # a run apart is carried on where it runs (its own workflow), not here
         runner = self.runner(run)
         if not runner.local:
-            return await runner.carry_on(run, options)  # refuses: its work is at the remote agent
+            return await runner.carry_on(run, options)  # a proxy takes itself over, asking its remote task
         return await runner.carry_on(await _leases.take_over(self.k, run), options)
 
     # the runs below runs (the `Runs` port)

@@ -12,6 +12,7 @@ a local delegate.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol, TypeAlias
@@ -27,9 +28,10 @@ from .._core.requests import (
     RequestBase,
     default_hint,
 )
-from .._store import Decided, RunRecord, RunStatus
+from .._core.resume import plan_resume
+from .._store import Decided, RequestWithRun, RunRecord, RunStatus
 from ..exceptions import ConfigError, RunConflict
-from . import _step, _tree
+from . import _leases, _step, _tree
 from ._kernel import Kernel, new_id
 from ._results import RunResult
 from ._runner import CallOptions, Resume, Start, refuse_retry
@@ -39,6 +41,20 @@ RemoteWire: TypeAlias = Literal["v1", "legacy"]
 
 REMOTE_WIRE_MARKS = "remote.wire"
 """The store's mark namespace for the wire a remote task paused in (key: the proxy run id)."""
+
+ANSWERED_AT_REMOTE = "answered at the remote agent first"
+"""Why a mirrored request its remote task no longer waits on was closed unanswered."""
+
+ANSWERED_ELSEWHERE = (
+    "its remote agent's task was answered at the remote agent first (or went on without it), so this decision "
+    "would not take effect and was not recorded; the request is closed and the run goes on as the task did"
+)
+"""What a decider is told when the remote task no longer waits on the request they decided."""
+
+CARRIED_ON_LATER = "the run carries on once the remote agent says where its task stands (the recovery sweep asks it)"
+"""What a decider is told when the remote agent took the decisions but its answer never came back."""
+
+logger = logging.getLogger("sayso.leases")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,8 +78,9 @@ class RemoteAsk:
 class RemoteOutcome:
     """Where a remote task stands after a message."""
 
-    status: Literal["completed", "paused", "failed", "input_without_hitl"]
-    """`input_without_hitl`: the remote task waits for input but says neither what nor how to answer."""
+    status: Literal["completed", "paused", "failed", "input_without_hitl", "working"]
+    """`input_without_hitl`: the remote task waits for input but says neither what nor how to answer; `working`:
+    it is still at its work (what asking where a task stands may find, as a call it took runs)."""
     task_id: str
     context_id: str
     text: str = ""
@@ -80,10 +97,20 @@ class RemoteUnreachable(Exception):
         super().__init__(f"the remote agent at {url} could not be reached: {problem}")
 
 
-class RemoteAgents(Protocol):
-    """How the runtime reaches remote agents: start a task, answer what it waits on.
+class RemoteCutOff(Exception):
+    """The message went out but no answer came back (the connection broke): the agent may or may not have taken it."""
 
-    A message that certainly did not reach the agent raises `RemoteUnreachable`.
+    def __init__(self, url: str, problem: str) -> None:
+        self.url = url
+        self.problem = problem
+        super().__init__(f"the remote agent at {url} stopped answering: {problem}")
+
+
+class RemoteAgents(Protocol):
+    """How the runtime reaches remote agents: start a task, answer what it waits on, ask where it stands.
+
+    A message that certainly did not reach the agent raises `RemoteUnreachable`; one whose answer
+    never came back (it may have been taken) `RemoteCutOff`.
     """
 
     async def start(self, url: str, text: str) -> RemoteOutcome: ...
@@ -91,6 +118,10 @@ class RemoteAgents(Protocol):
     async def answer(
         self, url: str, *, task_id: str, context_id: str, decisions: list[tuple[RemoteAsk, Decision]]
     ) -> RemoteOutcome: ...
+
+    async def standing(self, url: str, *, task_id: str, context_id: str) -> RemoteOutcome:
+        """Where a task stands now, without changing it (`working` while it works)."""
+        ...
 
 
 class RemoteRunner:
@@ -127,20 +158,103 @@ class RemoteRunner:
         remote = await k.store.remote_task(run.run_id)
         assert remote is not None, "a proxy run always has its remote task"
         claim = await _step.consume(k, run, pause.requests, plan.resume, now=plan.now, executing=(), load_history=False)
-        wire: RemoteWire = "legacy" if await k.store.get_mark(REMOTE_WIRE_MARKS, run.run_id) == "legacy" else "v1"
-        decisions = [(ask_of(r, wire=wire), plan.resume.decisions[r.request_id].decision) for r in pause.requests]
+        decisions = await self._decisions(run.run_id, pause.requests, plan.resume.decisions)
         try:
-            outcome = await self._client.answer(
-                remote.url, task_id=remote.task_id, context_id=remote.context_id, decisions=decisions
-            )
+            with _leases.holding(k, claim.run):  # while this process waits on the agent, no sweep asks it instead
+                outcome = await self._client.answer(
+                    remote.url, task_id=remote.task_id, context_id=remote.context_id, decisions=decisions
+                )
         except RemoteUnreachable as exc:
             await keep_decided(k, claim.run, pause.requests, plan.resume.decisions)
             top = await _tree.root(k, run)
             raise RunConflict(top.run_id, f"{exc}; the decisions are kept and sent when the run is resumed") from exc
-        return await settle(k, claim.run, remote.url, outcome)
+        except RemoteCutOff as exc:
+            # The agent may have taken them: never sent again blindly. The lease is let go so the recovery
+            # sweep asks the task where it stands (`carry_on`) and carries the run on from there.
+            await _leases.release(k, run.run_id)
+            top = await _tree.root(k, run)
+            raise RunConflict(top.run_id, f"{exc}; the decisions are recorded, and {CARRIED_ON_LATER}") from exc
+        return await self._as_it_stands(claim.run, remote.url, outcome)
 
     async def carry_on(self, run: RunRecord, options: CallOptions) -> RunResult:
-        raise RunConflict(run.run_id, "a remote delegate's task carries on at its agent; its parent's resume asks it")
+        """Take over a proxy cut off while it sent decisions down, and carry it on as its remote task stands now.
+
+        Its process stopped while it waited on the agent, or no answer came back. A task still waiting on
+        the very asks those decisions answer never got them: they are sent again. A task that moved on is
+        mirrored (its answer, its new pause, its outcome unknown); one still at work is asked again at the
+        next sweep. Nothing the agent took is sent twice.
+
+        Raises:
+            RunConflict: another live runtime holds the proxy, or it was cut off while its task was handed
+                over (its parent's call settles that: `Cycle._carried_below`).
+        """
+        k = self._k
+        assert self._client is not None
+        remote = await k.store.remote_task(run.run_id)
+        sent_on = run.resume_pause_id  # the pause whose decisions went down
+        if remote is None or sent_on is None:
+            raise RunConflict(run.run_id, "a remote delegate cut off while its task was handed over is its parent's")
+        run = await _leases.take_over(k, run)
+        try:
+            outcome = await self._client.standing(remote.url, task_id=remote.task_id, context_id=remote.context_id)
+            sent = await k.store.pause_state(sent_on)
+            never_got = {a.ask_id for a in outcome.asks} == {r.tool_call_id for r in sent.requests}
+            if outcome.status == "paused" and never_got:
+                decisions = await self._decisions(run.run_id, sent.requests, sent.decisions)
+                with _leases.holding(k, run):
+                    outcome = await self._client.answer(
+                        remote.url, task_id=remote.task_id, context_id=remote.context_id, decisions=decisions
+                    )
+        except (RemoteUnreachable, RemoteCutOff) as exc:
+            await _leases.release(k, run.run_id)
+            logger.warning("run %s: %s; its task is asked where it stands again at the next sweep", run.run_id, exc)
+            return _tree.standing(run)
+        return await self._as_it_stands(run, remote.url, outcome)
+
+    async def answered_elsewhere(self, found: RequestWithRun) -> bool:
+        """Whether the remote task no longer waits on the ask `found` mirrors; if so, the proxy goes on as the task did.
+
+        Asked before a decision on a mirrored request is recorded: a task answered at the remote agent
+        first (or gone on without this ask) would not take the decision, so nothing of it is recorded.
+        The proxy's pause is closed instead, what is still open in it closed unanswered
+        (`ANSWERED_AT_REMOTE`, by sayso), and the proxy mirrors the task as it stands. An agent that cannot
+        be asked now leaves the decision to go the usual way.
+        """
+        k, run = self._k, found.run
+        if not self.serves(run) or run.pause_id is None or found.pause_status != "open" or found.decision is not None:
+            return False
+        remote = await k.store.remote_task(run.run_id)
+        if remote is None:
+            return False
+        assert self._client is not None
+        try:
+            outcome = await self._client.standing(remote.url, task_id=remote.task_id, context_id=remote.context_id)
+        except (RemoteUnreachable, RemoteCutOff):
+            return False
+        if outcome.status == "paused" and found.request.tool_call_id in {a.ask_id for a in outcome.asks}:
+            return False
+        pause = await k.store.pause_state(run.pause_id)
+        now = k.clock()
+        plan = plan_resume(
+            run.run_id, pause.requests, pause.decisions, force=True, now=now, skip_reason=ANSWERED_AT_REMOTE
+        )
+        claim = await _step.consume(k, run, pause.requests, plan, now=now, executing=(), load_history=False)
+        await self._as_it_stands(claim.run, remote.url, outcome)
+        return True
+
+    async def _decisions(
+        self, run_id: str, requests: Sequence[Request], decided: Mapping[str, DecisionRecord]
+    ) -> list[tuple[RemoteAsk, Decision]]:
+        """The decisions of a proxy's pause as the remote task takes them, in the form it paused in."""
+        wire: RemoteWire = "legacy" if await self._k.store.get_mark(REMOTE_WIRE_MARKS, run_id) == "legacy" else "v1"
+        return [(ask_of(r, wire=wire), decided[r.request_id].decision) for r in requests]
+
+    async def _as_it_stands(self, proxy: RunRecord, url: str, outcome: RemoteOutcome) -> RunResult:
+        """The proxy as its remote task stands: settled, or (still at work) left for the recovery sweep to ask again."""
+        if outcome.status == "working":
+            await _leases.release(self._k, proxy.run_id)
+            return _tree.standing(proxy)
+        return await settle(self._k, proxy, url, outcome)
 
     async def answer_below(self, request: DelegateRequest, outcome: RunResult) -> DecisionRecord:
         raise AssertionError("a proxy run's pause mirrors the remote task's asks; no run of sayso's is below it")

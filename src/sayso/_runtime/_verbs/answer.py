@@ -33,7 +33,7 @@ from .._cycle import Cycle
 from .._kernel import new_id
 from .._results import RunResult
 from .._runner import CallOptions
-from .decide import decide
+from .decide import decide, refuse_answered_elsewhere
 from .resume import close_orphaned, resume_if_ready
 from .rules import subject_of_edit
 
@@ -96,6 +96,8 @@ async def answer_pause(
             host_keeps_grants=options.host_keeps_grants,
         )
         records.append((request, record, grant))
+    # One a remote task no longer waits on refuses them all, as any refusal does.
+    await refuse_answered_elsewhere(c, [r.request_id for r, _, _ in records], principal=principal, options=options)
     for request_id, decision in voted:
         await decide(c, request_id, decision, principal=principal, resume=False, via=via, options=options)
     earlier = await k.store.record_decisions(

@@ -2,23 +2,28 @@
 
 Every decision is checked before anything is written — who may decide (the one access rule),
 whether the answer fits the request, whether an edit keeps the subject the person saw — so a
-refused decision changes nothing and the pause stays open. The first decision wins. A request that
-needs several approvals takes votes (docs/guides/routing.md#quorum): each recorded in the same
-transaction that judged it, the Nth approval deciding it. When the last open request of a top-level
-agent run's pause is decided, the same commit claims the resume.
+refused decision changes nothing and the pause stays open. The first decision wins, one taken at a
+remote agent too: a decision on an ask its remote task no longer waits on is refused before
+anything is recorded. A request that needs several approvals takes votes
+(docs/guides/routing.md#quorum): each recorded in the same transaction that judged it, the Nth
+approval deciding it. When the last open request of a top-level agent run's pause is decided, the
+same commit claims the resume.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..._core.access import Principal
-from ..._core.deciding import needs_votes
+from ..._core.deciding import check_allowed, needs_votes
 from ..._core.decisions import Approve, Decision, Via
 from ..._core.limits import check_decision as check_size
 from ..._core.votes import Quorum, quorum
 from ..._store import Decided
-from ...exceptions import CallEnded, RequestNotFound
+from ...exceptions import AlreadyDecided, CallEnded, RequestNotFound
 from .. import _tree
 from .._cycle import Cycle
+from .._remote import ANSWERED_ELSEWHERE
 from .._results import DecideResult
 from .._runner import DEFAULTS, CallOptions
 from .resume import close_orphaned, resume_if_ready
@@ -46,6 +51,7 @@ async def decide(
     """
     k = c.k
     check_size(request_id, decision, k.limits)
+    await refuse_answered_elsewhere(c, [request_id], principal=principal, options=options, resume=resume)
     now = k.clock()
     edits = isinstance(decision, Approve) and decision.edited_args is not None
     subject = await edited_subject(c, request_id, decision) if edits else None
@@ -83,6 +89,34 @@ async def decide(
         return DecideResult(request_id=request_id, recorded=recorded, run=run, quorum=standing)
     run = await resume_if_ready(c, top, options)
     return DecideResult(request_id=request_id, recorded=recorded, run=run, quorum=standing)
+
+
+async def refuse_answered_elsewhere(
+    c: Cycle, request_ids: Sequence[str], *, principal: Principal, options: CallOptions, resume: bool = True
+) -> None:
+    """Refuse decisions on a remote agent's ask that its task no longer waits on; the run goes on as the task did.
+
+    See docs/guides/a2a.md#remote-agents-as-delegates. The task was answered at the remote agent first
+    (or went on without the ask): the decision would not take effect, so nothing of it is recorded. The
+    request is closed unanswered instead and the run carries on with the remote task's outcome. Only
+    someone who may decide the request learns so.
+
+    Raises:
+        NotAllowed: the principal may not decide the request.
+        AlreadyDecided: the remote task no longer waits on it.
+    """
+    if not c.remote.urls:
+        return
+    for request_id in request_ids:
+        found = await c.k.store.request_with_run(request_id)
+        if found is None or not c.remote.serves(found.run):
+            continue
+        check_allowed(found.request, principal)
+        if not await c.remote.answered_elsewhere(found):
+            continue
+        if resume:
+            await resume_if_ready(c, await _tree.root(c.k, found.run), options)
+        raise AlreadyDecided(request_id, ANSWERED_ELSEWHERE)
 
 
 def quorum_after(done: Decided) -> Quorum | None:

@@ -34,10 +34,11 @@ async def recover(c: Cycle) -> list[RunResult]:
 
     Top-level runs are carried on from the store: an approved call that was cut off is recorded as
     `outcome unknown` and never runs twice. A delegate's run is carried on when its parent's pause
-    still waits on it (and the tree resumes if that was all it waited on); one whose parent is still
-    running is its parent's segment's to carry on (redone, the segment meets the delegate's call again
-    and carries its run on: `Cycle.delegate`); a delegate whose parent moved on without it is closed as
-    failed. Several runtimes
+    still waits on it (and the tree resumes if that was all it waited on): a remote delegate's proxy cut
+    off while it sent decisions down asks its remote task where it stands (`RemoteRunner.carry_on`). One
+    whose parent is still running is its parent's segment's to carry on (redone, the segment meets the
+    delegate's call again and carries its run on: `Cycle.delegate`); a delegate whose parent moved on
+    without it is closed as failed. Several runtimes
     may sweep at once: a conditional take-over gives each run to one. Ledger entries left
     `executing` by segments that ended are resolved as unknown last.
     """
@@ -63,15 +64,15 @@ async def recover(c: Cycle) -> list[RunResult]:
             if run.parent_run_id is None:
                 results.append(await c.carry_on(run, DEFAULTS))
                 continue
-            if not c.runner(run).local:
-                continue  # a remote delegate's proxy: its parent's resume polls the remote task
             parent = await k.store.get_run(run.parent_run_id)
             if parent.status == "running":
                 # Its parent's segment carries it on: a live one is running it, and one redone after its
                 # process died (this sweep's, the next one's, another runtime's) meets its call again.
                 continue
             if await _awaited(k, parent, run.run_id):
-                await c.carry_on(run, DEFAULTS)
+                carried = await c.carry_on(run, DEFAULTS)
+                if carried.status == "running" and not c.runner(run).local:
+                    continue  # a remote delegate's task still at work (or its agent away): asked again next sweep
                 results.append(await resume_if_ready(c, await _tree.root(k, parent)))
             else:
                 await abandon(k, run)

@@ -28,15 +28,19 @@ from a2a.types import (
     Part,
     Role,
     SendMessageRequest,
+    TaskState,
 )
 from a2a.utils.errors import A2AError, TaskNotFoundError
 
 from ..._core.decisions import Decision
-from ..._runtime import RemoteAsk, RemoteOutcome, RemoteUnreachable
+from ..._runtime import RemoteAsk, RemoteCutOff, RemoteOutcome, RemoteUnreachable
 from ...exceptions import ConfigError
 from ._mapping import HITL_URI, answer_message, remote_outcome
 
 _HITL = ClientCallContext(service_parameters={"A2A-Extensions": HITL_URI})
+
+AT_WORK = frozenset({TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING})
+"""A task's states while its agent is still at it: asked again later, never read as its end."""
 
 
 class A2ARemoteAgents:
@@ -58,24 +62,45 @@ class A2ARemoteAgents:
         An agent that refuses them (its task no longer waits on these asks: it was answered or
         cancelled there, or paused again) is asked where the task stands now, so the caller mirrors
         that instead of waiting on a pause that is gone.
+
+        Raises:
+            RemoteUnreachable: no connection was made, so nothing was sent.
+            RemoteCutOff: the message went out but no answer came back: the agent may have taken it.
         """
         message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, task_id=task_id, context_id=context_id)
         answer_message(message, decisions)
         try:
             return await self._send(url, message)
-        except A2AClientError:
-            raise  # no answer from the agent: its refusal is not known
+        except A2AClientError as exc:
+            raise RemoteCutOff(url, str(exc)) from exc  # no answer from the agent: whether it took them is not known
         except A2AError as refused:
             return await self._standing(url, task_id, context_id, refused)
 
-    async def _standing(self, url: str, task_id: str, context_id: str, refused: A2AError) -> RemoteOutcome:
-        """Where a task stands now; failed, naming the refusal, when the agent no longer has it."""
+    async def standing(self, url: str, *, task_id: str, context_id: str) -> RemoteOutcome:
+        """Where a task stands now (GetTask): `working` while it works; failed when the agent no longer has it.
+
+        Raises:
+            RemoteUnreachable: no connection was made.
+            RemoteCutOff: no usable answer came back.
+        """
+        return await self._standing(url, task_id, context_id, None)
+
+    async def _standing(self, url: str, task_id: str, context_id: str, refused: A2AError | None) -> RemoteOutcome:
+        """Where a task stands now; failed, naming the refusal (`refused`) when the agent no longer has it."""
         try:
             async with self._client(url) as client:
                 task = await client.get_task(GetTaskRequest(id=task_id), context=self._context())
-        except TaskNotFoundError:
-            text = f"the remote agent no longer has the task it paused ({refused})"
+        except TaskNotFoundError as exc:
+            text = f"the remote agent no longer has the task it paused ({refused or exc})"
             return RemoteOutcome(status="failed", task_id=task_id, context_id=context_id, text=text)
+        except A2AClientError as exc:
+            if isinstance(exc.__cause__, httpx.ConnectError):
+                raise RemoteUnreachable(url, str(exc.__cause__) or "no connection") from exc
+            raise RemoteCutOff(url, str(exc)) from exc
+        except A2AError as exc:  # the agent answered, but not where its task stands
+            raise RemoteCutOff(url, f"it did not say where task {task_id!r} stands ({exc})") from exc
+        if task.status.state in AT_WORK:
+            return RemoteOutcome(status="working", task_id=task.id, context_id=task.context_id)
         return remote_outcome(task.status, task_id=task.id, context_id=task.context_id)
 
     async def _send(self, url: str, message: Message) -> RemoteOutcome:
