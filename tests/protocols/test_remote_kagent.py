@@ -3,7 +3,7 @@ own task, context and ids, the wording of hints and rejections, and a child that
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from sayso import Config, Sayso, load_config
 
 from ..conftest import InProcess, LiveServer
 from ..models import tool_model, verbs
-from .a2a_helpers import hitl, rpc, task_of, user_message
+from .a2a_helpers import URI, hitl, rpc, task_of, user_message
 from .conftest import EXAMPLE, protocol_app
 
 Parent = Callable[..., Awaitable[InProcess]]
@@ -149,25 +149,31 @@ class AsksWithoutTheExtension(AgentExecutor):
         raise NotImplementedError
 
 
-@pytest.fixture
-def plain_child() -> Iterator[str]:
-    """A plain A2A agent served by the a2a-sdk on 127.0.0.1."""
+def sdk_child(executor: AgentExecutor, name: str) -> LiveServer:
+    """An A2A agent served by the a2a-sdk on 127.0.0.1 at `/a2a/NAME`, run by `executor`."""
     port_app = FastAPI()
     server = LiveServer.in_thread(port_app)
-    url = f"{server.base_url}/a2a/plain"
+    url = f"{server.base_url}/a2a/{name}"
     card = AgentCard(
-        name="plain",
-        description="Asks in words.",
+        name=name,
+        description="A test agent.",
         version="1",
         supported_interfaces=[AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
         capabilities=AgentCapabilities(streaming=False),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
     )
-    handler = DefaultRequestHandler(AsksWithoutTheExtension(), InMemoryTaskStore(), card)
-    port_app.router.routes.extend(create_jsonrpc_routes(handler, "/a2a/plain"))
-    port_app.router.routes.extend(create_agent_card_routes(card, card_url="/a2a/plain/.well-known/agent-card.json"))
-    yield url
+    handler = DefaultRequestHandler(executor, InMemoryTaskStore(), card)
+    port_app.router.routes.extend(create_jsonrpc_routes(handler, f"/a2a/{name}"))
+    port_app.router.routes.extend(create_agent_card_routes(card, card_url=f"/a2a/{name}/.well-known/agent-card.json"))
+    return server
+
+
+@pytest.fixture
+def plain_child() -> Iterator[str]:
+    """A plain A2A agent served by the a2a-sdk on 127.0.0.1."""
+    server = sdk_child(AsksWithoutTheExtension(), "plain")
+    yield f"{server.base_url}/a2a/plain"
     server.stop()
 
 
@@ -188,3 +194,94 @@ async def test_a_remote_pause_without_the_extension_fails_the_call_with_kagents_
         found = (await http.post(plain_child, json=listing, headers={"A2A-Version": "1.0"})).json()["result"]
     [child] = found["tasks"]
     assert child["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", "the child's own task, still waiting there"
+
+
+# --- a child whose HITL request cannot be taken as it is
+
+
+class PausesOn(AgentExecutor):
+    """An A2A agent that pauses on whatever HITL request it is given: a v1 payload, or kagent 0.x DataParts."""
+
+    def __init__(self, *, v1: dict[str, Any] | None = None, legacy: Sequence[dict[str, Any]] = ()) -> None:
+        self.v1, self.legacy = v1, legacy
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id, context_id = context.task_id or "", context.context_id or ""
+        submitted = TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)
+        await event_queue.enqueue_event(Task(id=task_id, context_id=context_id, status=submitted))
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        parts = [Part(text="Needs a decision")]
+        for data in self.legacy:
+            part = Part()
+            part.data.struct_value.update(data)
+            part.metadata.update({"adk_type": "function_call", "adk_is_long_running": True})
+            parts.append(part)
+        message = updater.new_agent_message(parts, metadata={URI: self.v1} if self.v1 else None)
+        if self.v1:
+            message.extensions.append(URI)
+        await updater.requires_input(message)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+def _approval(*tools: dict[str, Any], hint: Any = "Deleting needs approval (rm)") -> PausesOn:
+    return PausesOn(v1={"type": "tool_approval_request", "hint": hint, "tools": list(tools)})
+
+
+def _confirmation(call: dict[str, Any], hint: Any = "Deleting needs approval") -> PausesOn:
+    """A kagent 0.x pause on one call."""
+    args = {"originalFunctionCall": call, "toolConfirmation": {"hint": hint, "confirmed": False}}
+    return PausesOn(legacy=[{"id": "c1", "name": "adk_request_confirmation", "args": args}])
+
+
+RM = {"id": "a1", "name": "rm", "args": {"path": "x"}}
+
+MALFORMED = {
+    "a number for a hint": (_approval(RM, hint=5), "hint"),
+    "text for the arguments": (_approval({**RM, "args": "rm -rf /"}), "args"),
+    "an object for a tool's name": (_approval({**RM, "name": {"x": 1}}), "tool_name"),
+    "two tools with one id": (_approval(RM, {**RM, "args": {"path": "y"}}), "'a1'"),
+    "a tool without an id": (_approval(RM, {"name": "rm", "args": {}}), "tool_call_id"),
+    "text for the questions": (
+        PausesOn(v1={"type": "ask_user_request", "id": "q1", "questions": "what?"}),
+        "questions",
+    ),
+    "no questions": (PausesOn(v1={"type": "ask_user_request", "id": "q1", "questions": []}), "at least one question"),
+    "a question without text": (
+        PausesOn(v1={"type": "ask_user_request", "id": "q1", "questions": [{"question": "", "choices": ["a"]}]}),
+        "no text",
+    ),
+    "kagent 0.x: a number for a hint": (_confirmation(RM, hint=5), "hint"),
+    "kagent 0.x: a list for the arguments": (_confirmation({**RM, "args": ["rm", "-rf"]}), "args"),
+    "kagent 0.x: no questions": (_confirmation({"id": "f1", "name": "ask_user", "args": {}}), "questions"),
+}
+
+
+@pytest.mark.parametrize("agent, named", MALFORMED.values(), ids=MALFORMED.keys())
+async def test_a_remote_pause_that_cannot_be_taken_fails_the_call_and_leaves_the_coordinator_whole(
+    parent: Parent, agent: PausesOn, named: str
+) -> None:
+    """A child pausing on a HITL request with a wrong type, shape or a repeated id fails the delegate call: the
+    coordinator's model reads what was wrong and the child's context id, nothing waits in the inbox, and the
+    inbox, the coordinator's thread and the server go on answering."""
+    child = sdk_child(agent, "odd")
+    try:
+        server = await parent(f"{child.base_url}/a2a/odd", name="odd")
+        async with server.client() as client:
+            started = await client.post("/v1/runs", json={"message": "tidy the bin", "agent": "coordinator"})
+            assert started.status_code == 200, started.text
+            run = started.json()
+            inbox = await client.get("/v1/requests")
+            again = await client.post(
+                "/v1/runs", json={"message": "tidy more", "agent": "coordinator", "thread_id": run["thread_id"]}
+            )
+            health = await client.get("/healthz")
+    finally:
+        child.stop()
+    assert run["status"] == "completed"
+    assert run["output"].startswith("files said: Error: the delegate odd failed: Remote agent 'odd' paused on a")
+    assert named in run["output"] and "Its context id is '" in run["output"]
+    assert inbox.status_code == 200 and inbox.json()["requests"] == []
+    assert again.status_code == 200 and again.json()["status"] == "completed"
+    assert health.status_code == 200

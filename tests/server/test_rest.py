@@ -12,7 +12,8 @@ import httpx
 import pytest
 from jsonschema import Draft202012Validator
 
-from sayso import Config, PrincipalConfig, load_config
+from sayso import Config, PrincipalConfig, Sayso, load_config
+from sayso.server import create_app
 
 from ..models import Said, tool_model, verbs
 from ..tools import HOLD, delete_file, hold
@@ -29,6 +30,37 @@ async def test_health_and_openapi(server: InProcess) -> None:
     assert {"/v1/runs", "/v1/requests", "/v1/requests/{request_id}/decision", "/v1/runs/{run_id}/resume"} <= set(paths)
     assert {"/v1/grants", "/v1/grants/{grant_id}", "/v1/audit", "/v1/audit/verify", "/v1/expire"} <= set(paths)
     assert set(paths["/v1/grants/{grant_id}"]) == {"delete"}
+
+
+async def test_a_sweep_that_fails_unexpectedly_is_logged_and_the_server_goes_on(
+    example_config: Config, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A background sweep meeting an error nobody foresaw (a row that cannot be read, say) logs it and sweeps again
+    at its next tick; the server keeps its store open and answers, its health check too."""
+    sayso = Sayso(example_config)
+    swept = {"recover": 0, "expire": 0}
+    again = asyncio.Event()
+
+    async def broken(sweep: str) -> list[Any]:
+        swept[sweep] += 1
+        if min(swept.values()) >= 2:
+            again.set()
+        raise ValueError(f"the {sweep} sweep met something it cannot read")
+
+    monkeypatch.setattr(sayso, "recover", lambda: broken("recover"))
+    monkeypatch.setattr(sayso, "expire", lambda: broken("expire"))
+    app = create_app(sayso, expire_every_seconds=0.01, recover_every_seconds=0.01)
+    server = await InProcess(app=app, sayso=sayso).start()
+    try:
+        await asyncio.wait_for(again.wait(), 30)
+        async with server.client() as client:
+            health = await client.get("/healthz")
+            inbox = await client.get("/v1/requests")
+    finally:
+        await server.stop()
+    assert health.status_code == 200 and inbox.status_code == 200
+    assert "the recovery sweep failed" in caplog.text and "the expiry sweep failed" in caplog.text
+    assert "cannot read" in caplog.text
 
 
 async def test_the_openapi_document_asks_for_a_token_only_where_the_server_does(serve: ServerFactory) -> None:

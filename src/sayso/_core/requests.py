@@ -11,9 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeAlias
 
-from pydantic import ConfigDict, Discriminator, TypeAdapter
+from pydantic import ConfigDict, Discriminator, TypeAdapter, ValidationError
 from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import PydanticSerializationError
 
+from ..exceptions import InvalidInput
 from .escalation import EscalationStep, OnTimeout, next_step_at
 from .finite import storable
 from .routing import Routing
@@ -335,6 +337,51 @@ Request: TypeAlias = Annotated[
 
 REQUEST_ADAPTER: TypeAdapter[Request] = TypeAdapter(Request, config=DEFERRED)
 """The one adapter used to persist and load requests."""
+
+
+def questions_problem(questions: Sequence[Question]) -> str | None:
+    """Why `questions` cannot be put to a person (there are none, or one has no text); `None` when they can.
+
+    One rule for a model's `ask_user` and a remote agent's question, which a person could otherwise
+    only answer with nothing.
+    """
+    if not questions:
+        return "at least one question is needed"
+    blank = next((n for n, q in enumerate(questions, 1) if not q.question.strip()), None)
+    return None if blank is None else f"question {blank} has no text"
+
+
+def readable_pause(requests: Sequence[Request]) -> list[Request]:
+    """`requests`, built from what another system sent (a remote agent's pause), as the store will read them back.
+
+    The store's own adapter judges each one, so no second rule says what a request may hold: a pause
+    once saved a remote agent's numeric hint, and no inbox could be read again. The requests must also
+    make a pause a person can answer: each question asks something, and no two requests stand for one
+    call, as each answer goes back by its call's id.
+
+    Raises:
+        InvalidInput: a request would not read back, or the pause could not be answered; the problem says which
+            request and why.
+    """
+    read: list[Request] = []
+    for number, request in enumerate(requests, 1):
+        where = f"request {number} of {len(requests)}"
+        try:
+            again = REQUEST_ADAPTER.validate_json(REQUEST_ADAPTER.dump_json(request, warnings=False))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            at = ".".join(str(part) for part in first["loc"][1:])  # the first is the kind's tag
+            shown = repr(first["input"])
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise InvalidInput(f"{where}: {at + ': ' if at else ''}{first['msg']}, not {shown}") from None
+        except PydanticSerializationError as exc:
+            raise InvalidInput(f"{where} cannot be written as JSON: {exc}") from None
+        if isinstance(again, QuestionRequest) and (problem := questions_problem(again.questions)):
+            raise InvalidInput(f"{where}: {problem}")
+        if any(r.tool_call_id == again.tool_call_id for r in read):
+            raise InvalidInput(f"{where}: its call id {again.tool_call_id!r} is another request's too")
+        read.append(again)
+    return read
 
 
 REDACTED = "«redacted»"

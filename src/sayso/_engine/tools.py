@@ -23,7 +23,7 @@ from pydantic_core import SchemaValidator, core_schema
 from .._core.decisions import QuestionAnswer, schema_problem
 from .._core.inputs import input_schema, validate_input
 from .._core.policy import ToolRule
-from .._core.requests import ClientTool, Question, RejectMode, ToolInfo
+from .._core.requests import ClientTool, Question, RejectMode, ToolInfo, questions_problem
 from ..exceptions import ConfigError
 from .calls import (
     META_KEY,
@@ -200,9 +200,9 @@ async def ask_user(questions: list[AskUserQuestion]) -> list[QuestionAnswer]:
     Args:
         questions: the questions, each with optional choices.
     """
-    if not questions:
-        raise ModelRetry("ask_user needs at least one question")
     asked = tuple(Question(question=q.question, choices=tuple(q.choices), multiple=q.multiple) for q in questions)
+    if problem := questions_problem(asked):
+        raise ModelRetry(f"ask_user: {problem}")
     raise CallDeferred(metadata=QuestionDeferral(questions=asked).as_metadata(), kind="question")
 
 

@@ -27,10 +27,11 @@ from .._core.requests import (
     Request,
     RequestBase,
     default_hint,
+    readable_pause,
 )
 from .._core.resume import plan_resume
 from .._store import Decided, RequestWithRun, RunRecord, RunStatus
-from ..exceptions import ConfigError, RunConflict
+from ..exceptions import ConfigError, InvalidInput, RunConflict
 from . import _leases, _step, _tree
 from ._kernel import Kernel, new_id
 from ._results import RunResult
@@ -285,16 +286,31 @@ async def keep_decided(
 
 
 async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) -> RunResult:
-    """Record a remote task's state on its proxy run: finished, or paused on mirrored requests."""
+    """Record a remote task's state on its proxy run: finished, or paused on mirrored requests.
+
+    A pause that cannot be taken as it came fails the proxy instead, `readable_pause` naming why.
+    """
     now = k.clock()
+    mirrored: list[Request] = []
+    unreadable: str | None = None
+    if outcome.status == "paused":
+        try:  # checked before anything of the pause is stored: one bad value must not leave a row nobody can read
+            mirrored = readable_pause([mirror(a, proxy, url, request_id=new_id("req"), now=now) for a in outcome.asks])
+        except InvalidInput as exc:
+            unreadable = exc.problem
     await k.store.set_remote_task(proxy.run_id, url=url, task_id=outcome.task_id, context_id=outcome.context_id)
-    if outcome.status != "paused":
+    if outcome.status != "paused" or unreadable is not None:
         status: RunStatus = "completed" if outcome.status == "completed" else "failed"
         output, error = (outcome.text, None) if status == "completed" else (None, outcome.text)
         if outcome.status == "input_without_hitl":
             # kagent's wording, plus the child's context so a person can take the conversation up there.
             error = (
                 f"Remote agent '{proxy.agent}' requested input without a valid HITL extension. "
+                f"Its context id is {outcome.context_id!r}."
+            )
+        elif unreadable is not None:
+            error = (
+                f"Remote agent '{proxy.agent}' paused on a request sayso cannot take: {unreadable}. "
                 f"Its context id is {outcome.context_id!r}."
             )
         await k.store.finish_run(
@@ -308,7 +324,6 @@ async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) 
             output=output,
             error=error,
         )
-    mirrored = [mirror(ask, proxy, url, request_id=new_id("req"), now=now) for ask in outcome.asks]
     await k.store.set_mark(REMOTE_WIRE_MARKS, proxy.run_id, outcome.asks[0].wire if outcome.asks else "v1")
     await k.store.save_pause(
         proxy, holder=k.holder, pause_id=new_id("pau"), new_messages=(), requests=mirrored, now=now
@@ -334,7 +349,10 @@ def remote_delegates(config: Config) -> dict[str, str]:
 
 
 def mirror(ask: RemoteAsk, proxy: RunRecord, url: str, *, request_id: str, now: float) -> Request:
-    """A sayso request standing for what the remote task waits on (the remote's id as the call id)."""
+    """A sayso request standing for what the remote task waits on (the remote's id as the call id).
+
+    Its values are the remote agent's as they came, unconverted, for `readable_pause` to judge.
+    """
     common = RequestBase(
         request_id=request_id,
         run_id=proxy.run_id,
@@ -342,7 +360,7 @@ def mirror(ask: RemoteAsk, proxy: RunRecord, url: str, *, request_id: str, now: 
         agent_path=proxy.path,
         tool_call_id=ask.ask_id,
         tool_name=ask.tool_name,
-        args=dict(ask.args),
+        args=ask.args,
         created_at=now,
         principal=proxy.principal,
         parent_call_id=proxy.parent_call_id,
@@ -351,7 +369,7 @@ def mirror(ask: RemoteAsk, proxy: RunRecord, url: str, *, request_id: str, now: 
         return QuestionRequest.of(common, questions=ask.questions)
     return ApprovalRequest.of(
         common,
-        hint=ask.hint or default_hint(ask.tool_name),
+        hint=default_hint(ask.tool_name) if ask.hint is None or ask.hint == "" else ask.hint,
         payload={"remote_agent": url, "call_id": ask.call_id},
         scopes=("once",),
     )

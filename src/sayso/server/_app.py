@@ -25,7 +25,6 @@ from starlette.routing import Route
 
 from .._config.file import WebhookConfig
 from .._runtime import Sayso
-from ..exceptions import SaysoError
 from ._deps import JsonBody, ServerState, problems
 from ._guard import EdgeGuard
 from ._live import LiveSettings
@@ -56,7 +55,9 @@ async def _sweep_recover(sayso: Sayso, every: float) -> None:
     while True:
         try:
             carried = await sayso.recover()
-        except SaysoError:
+        except Exception:
+            # Whatever failed (the store briefly away, a row it cannot read) is retried at the next tick: an error
+            # leaving this task would end the lifespan and close the store under every endpoint, /healthz too.
             logger.exception("the recovery sweep failed; retrying in %ss", every)
         else:
             if carried:
@@ -72,8 +73,7 @@ async def _sweep_expired(sayso: Sayso, every: float) -> None:
     while True:
         try:
             await sayso.expire()
-        except SaysoError:
-            # A failed sweep (the store briefly away) is retried at the next tick, not fatal to the server.
+        except Exception:  # as the recovery sweep: logged and retried, never the server's end
             logger.exception("the expiry sweep failed; retrying in %ss", every)
         await anyio.sleep(every)
 
@@ -87,7 +87,7 @@ async def _sweep_outbox(sayso: Sayso, every: float) -> None:
         await anyio.sleep(every)
         try:
             pruned = await sayso.prune_events()
-        except SaysoError:
+        except Exception:  # as the recovery sweep: logged and retried, never the server's end
             logger.exception("pruning the webhook outbox failed; retrying in %ss", every)
         else:
             if pruned:

@@ -16,8 +16,7 @@ from google.protobuf.struct_pb2 import Value
 
 from ...._core.decisions import Answer, Approve, Decision, Reject
 from ...._core.model_text import model_text
-from ...._core.requests import Question
-from ...._runtime import RemoteAsk, RemoteOutcome
+from ...._runtime import RemoteAsk, RemoteOutcome, RemoteWire
 from ._legacy import LEGACY_CONFIRMATION
 from ._messages import data_parts, json_of, struct_of
 from ._views import HITL_URI
@@ -41,31 +40,66 @@ def remote_outcome(status: TaskStatus, *, task_id: str, context_id: str) -> Remo
 
 
 def asks_of(payload: Mapping[str, Any]) -> tuple[RemoteAsk, ...]:
-    """What a paused remote task waits on: the *visible* tools of its v1 request (`nested.tools` when nested)."""
+    """What a paused remote task waits on: the *visible* tools of its v1 request (`nested.tools` when nested).
+
+    Each value goes on as the remote agent sent it, never converted (a number made text, text made
+    an object): the runtime judges the asks before anything of the pause is stored, and a request
+    it cannot take fails the delegate call, naming what was wrong.
+    """
     nested = payload.get("nested") if isinstance(payload.get("nested"), dict) else None
     if payload.get("type") == "ask_user_request":
-        if nested is not None:
-            tools = nested.get("tools") or []
-            ask_id = str(tools[0]["id"]) if tools else str(payload.get("id"))
-        else:
-            ask_id = str(payload.get("id"))
-        questions = _questions(payload.get("questions"))
-        return (RemoteAsk(kind="question", ask_id=ask_id, tool_name="ask_user", questions=questions),)
+        tools = _listed(nested.get("tools")) if nested is not None else []
+        ask_id = _id(_obj(tools[0]).get("id") if tools else payload.get("id"))
+        return (RemoteAsk(kind="question", ask_id=ask_id, tool_name="ask_user", questions=_asked(payload)),)
     if payload.get("type") == "tool_approval_request":
-        tools = (nested or payload).get("tools") or []
-        return tuple(
-            RemoteAsk(
-                kind="approval",
-                ask_id=str(t["id"]),
-                call_id=str(t.get("call_id") or t["id"]),
-                tool_name=str(t.get("name") or "tool"),
-                args=dict(t.get("args") or {}),
-                hint=payload.get("hint"),
-            )
-            for t in tools
-            if isinstance(t, dict) and t.get("id")
-        )
+        tools = [_obj(t) for t in _listed((nested or payload).get("tools"))]
+        return tuple(_ask(t.get("id"), t.get("call_id"), t, payload.get("hint")) for t in tools)
     return ()
+
+
+def _ask(ask_id: Any, call_id: Any, call: Mapping[str, Any], hint: Any, *, wire: RemoteWire = "v1") -> RemoteAsk:
+    """An approval of `call`, filled in as kagent does: `call_id` or the id, `name` or `tool`, `args` or `{}`.
+
+    Only a missing value is filled in; one of the wrong type stays, to be refused.
+    """
+    name, args = call.get("name"), call.get("args")
+    return RemoteAsk(
+        kind="approval",
+        ask_id=_id(ask_id),
+        call_id=_call_id(call_id, ask_id),
+        tool_name="tool" if name is None or name == "" else name,
+        args={} if args is None else args,
+        hint=hint,
+        wire=wire,
+    )
+
+
+def _call_id(call_id: Any, ask_id: Any) -> Any:
+    """The remote model's id for the call; the ask's own when it is no text, as kagent fills in a missing one.
+
+    It is only shown, or (kagent 0.x) keys a decision, so it is never stored as a request's field to judge.
+    """
+    return call_id if isinstance(call_id, str) and call_id else _id(ask_id)
+
+
+def _id(value: Any) -> Any:
+    """An id as sent; an empty one as none, to be refused as missing (kagent's ids are never empty)."""
+    return value if value != "" else None
+
+
+def _asked(payload: Mapping[str, Any]) -> Any:
+    """The questions as sent; a `null` inside a question reads as the field left out, as JSON means it."""
+    questions = payload.get("questions")
+    if not isinstance(questions, list):
+        return questions
+    return [{k: v for k, v in q.items() if v is not None} if isinstance(q, dict) else q for q in questions]
+
+
+def _listed(value: Any) -> list[Any]:
+    """The entries of a JSON array; anything else but a missing value is one entry, to be refused as a tool."""
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
 
 
 def legacy_asks(parts: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> tuple[RemoteAsk, ...]:
@@ -84,14 +118,14 @@ def legacy_asks(parts: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> tuple
         args = _obj(data.get("args"))
         call = _obj(args.get("originalFunctionCall"))
         confirmation = _obj(args.get("toolConfirmation"))
-        hint = confirmation.get("hint") if isinstance(confirmation.get("hint"), str) else None
+        hint = confirmation.get("hint")
         payload = _obj(confirmation.get("payload"))
         inner = [p for p in payload.get("hitl_parts") or () if isinstance(p, dict)]
         if inner:
-            asks.extend(_legacy_ask(str(p.get("id") or ""), p.get("originalFunctionCall"), hint) for p in inner)
+            asks.extend(_legacy_ask(p.get("id"), p.get("originalFunctionCall"), hint) for p in inner)
         else:
-            asks.append(_legacy_ask(str(data.get("id") or ""), call, hint))
-    return tuple(a for a in asks if a.ask_id)
+            asks.append(_legacy_ask(data.get("id"), call, hint))
+    return tuple(asks)
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -99,34 +133,17 @@ def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _legacy_ask(confirmation_id: str, raw_call: Any, hint: str | None) -> RemoteAsk:
+def _legacy_ask(confirmation_id: Any, raw_call: Any, hint: Any) -> RemoteAsk:
     call = _obj(raw_call)
-    name = str(call.get("name") or "tool")
-    args = _obj(call.get("args"))
-    call_id = str(call.get("id") or confirmation_id)
-    if name == "ask_user":
-        return RemoteAsk(
-            kind="question",
-            ask_id=confirmation_id,
-            call_id=call_id,
-            tool_name="ask_user",
-            questions=_questions(args.get("questions")),
-            wire="legacy",
-        )
+    if call.get("name") != "ask_user":
+        return _ask(confirmation_id, call.get("id"), call, hint, wire="legacy")
     return RemoteAsk(
-        kind="approval", ask_id=confirmation_id, call_id=call_id, tool_name=name, args=args, hint=hint, wire="legacy"
-    )
-
-
-def _questions(raw: Any) -> tuple[Question, ...]:
-    return tuple(
-        Question(
-            question=str(q.get("question", "")),
-            choices=tuple(str(c) for c in q.get("choices") or ()),
-            multiple=bool(q.get("multiple", False)),
-        )
-        for q in raw or ()
-        if isinstance(q, dict)
+        kind="question",
+        ask_id=_id(confirmation_id),
+        call_id=_call_id(call.get("id"), confirmation_id),
+        tool_name="ask_user",
+        questions=_asked(_obj(call.get("args"))),
+        wire="legacy",
     )
 
 
