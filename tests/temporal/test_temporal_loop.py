@@ -7,6 +7,7 @@ activity with one attempt, never retried once started.
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -142,25 +143,33 @@ agents:
 
 
 @pytest.mark.parametrize(
-    ("tool", "output", "runs"),
-    [("send", "model read: Outcome unknown", 1), ("sync", "model read: done x", 2)],
-    ids=["not-idempotent-is-unknown", "idempotent-runs-again"],
+    ("tool", "output", "runs", "signum"),
+    [
+        pytest.param("send", "model read: Outcome unknown", 1, signal.SIGKILL, id="not-idempotent-is-unknown"),
+        pytest.param("sync", "model read: done x", 2, signal.SIGKILL, id="idempotent-runs-again"),
+        # A graceful stop whose grace ends first: the same (tests/temporal/test_worker_stop.py has the unknown case).
+        pytest.param("sync", "model read: done x", 2, signal.SIGTERM, id="idempotent-runs-again-after-a-stop"),
+    ],
 )
-async def test_a_call_nobody_approved_cut_off_by_kill_9_is_unknown_unless_its_tool_is_idempotent(
+async def test_a_call_nobody_approved_cut_off_with_its_worker_is_unknown_unless_its_tool_is_idempotent(
     tool: str,
     output: str,
     runs: int,
+    signum: signal.Signals,
     tmp_path: Path,
     temporal: Project,
 ) -> None:
-    """A plain call is one attempt too: cut off, it is "outcome unknown" (audited), never sent twice; a call of a
-    tool declared idempotent is tried again on the next worker."""
+    """A plain call is one attempt too: cut off (kill -9, or a graceful stop whose grace ran out before the call
+    ended), it is "outcome unknown" (audited), never sent twice; a call of a tool declared idempotent is tried again
+    on the next worker."""
     config = temporal.config(tmp_path, CUT_BODY, {"cut_tools.py": CUT_TOOLS, "script.yaml": CUT_SCRIPT})
     marker = temporal.marker
-    pool = temporal.workers(config, SLOW_SECONDS="60")
+    pool = temporal.workers(config, SLOW_SECONDS="10" if signum == signal.SIGTERM else "60")
     first = pool.start()
     async with Sayso.from_yaml(config) as front:
-        said = (await pool.kill_mid_call(first, marker.exists, lambda: front.run(f"{tool} x"))).output
+        done = await pool.kill_mid_call(first, marker.exists, lambda: front.run(f"{tool} x"), signum=signum)
+        said = done.output
+        assert done.status == "completed", done.error
         log = [r.body for r in await front.audit_log()]
     assert said is not None and said.startswith(output)
     assert [b["event"] for b in log].count("outcome_unknown") == (1 if runs == 1 else 0)
