@@ -174,3 +174,75 @@ async def test_a_call_nobody_approved_cut_off_with_its_worker_is_unknown_unless_
     assert said is not None and said.startswith(output)
     assert [b["event"] for b in log].count("outcome_unknown") == (1 if runs == 1 else 0)
     assert marker.read_text().split() == ["x"] * runs
+
+
+FLAKY_WORKER = """
+\"\"\"`python -m flaky_worker worker CONFIG`: sayso's CLI, whose client loses the cluster for a while (as while it
+restarts) as the resumed segment waits for its loop: the answer is lost once the loop ran, then two asks never reach
+the cluster. Each fault is a line in the file `$FAULTS` names.\"\"\"
+
+import os
+
+from temporalio.client import Client, Interceptor, OutboundInterceptor, WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.service import RPCError, RPCStatusCode
+
+from sayso.cli import main
+
+
+def fault(what):
+    with open(os.environ["FAULTS"], "a") as faults:
+        faults.write(what + "\\n")
+
+
+class _Flaky(OutboundInterceptor):
+    asked = 0
+
+    async def start_workflow_update(self, input):
+        if input.update != "loop" or input.update_id.endswith("-start"):
+            return await super().start_workflow_update(input)
+        _Flaky.asked += 1
+        if _Flaky.asked == 1:
+            await super().start_workflow_update(input)
+            fault("lost")
+            raise WorkflowUpdateRPCTimeoutOrCancelledError()
+        if _Flaky.asked <= 3:
+            fault("unavailable")
+            raise RPCError("tcp connect error", RPCStatusCode.UNAVAILABLE, b"")
+        return await super().start_workflow_update(input)
+
+
+class _Unreachable(Interceptor):
+    def intercept_client(self, next):
+        return _Flaky(next)
+
+
+_connect = Client.connect
+
+
+async def _connecting(*args, **kwargs):
+    return await _connect(*args, **kwargs, interceptors=[_Unreachable()])
+
+
+Client.connect = _connecting
+main()
+"""
+
+
+async def test_a_segment_whose_loop_the_cluster_cannot_answer_for_a_while_asks_again_and_the_run_goes_on(
+    config: Path, workers: Workers
+) -> None:
+    """The cluster out of reach (restarting) while the resumed segment waits for its loop, which runs the approved
+    call: the segment asks for the same loop again until the cluster answers, and the model reads the call's result
+    (run once), where the run used to fail with "RPCError: tcp connect error"."""
+    (config.parent / "flaky_worker.py").write_text(FLAKY_WORKER)
+    faults = config.parent / "faults"
+    workers.env["FAULTS"] = str(faults)
+    workers.start(via="flaky_worker")
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("delete a.txt")
+        done = await front.decide(paused.requests[0].request_id, Approve())
+        assert (done.run.status, done.run.error) == ("completed", None)
+        assert done.run.output == "model read: deleted a.txt"
+        assert "outcome_unknown" not in [r.body["event"] for r in await front.audit_log()]
+    assert faults.read_text().split() == ["lost", "unavailable", "unavailable"]
+    assert Path(workers.env["MARKER"]).read_text().split() == ["a.txt"]
