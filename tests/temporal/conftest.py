@@ -229,10 +229,16 @@ class Workers:
         _close(process)
 
     async def kill_mid_call(
-        self, process: subprocess.Popen[str], started: Callable[[], bool], act: Callable[[], Awaitable[_T]]
+        self,
+        process: subprocess.Popen[str],
+        started: Callable[[], bool],
+        act: Callable[[], Awaitable[_T]],
+        *,
+        signum: signal.Signals = signal.SIGKILL,
     ) -> _T:
         """Do `act` (a run, a decision); once `started()` says the slow call it waits on runs (`SLOW_SECONDS`),
-        SIGKILL `process` in it and start a worker whose calls are quick to carry the run on. How `act` ended."""
+        SIGKILL `process` in it (or send it `signum`: SIGTERM stops it gracefully, and it finishes its stop while
+        the test goes on) and start a worker whose calls are quick to carry the run on. How `act` ended."""
         outcome: list[_T] = []
 
         async def acting() -> None:
@@ -243,7 +249,10 @@ class Workers:
             with anyio.fail_after(30):
                 while not started():
                     await anyio.sleep(0.05)
-            self.kill(process)
+            if signum == signal.SIGKILL:
+                self.kill(process)
+            else:
+                process.send_signal(signum)
             self.env["SLOW_SECONDS"] = "0"
             self.start()
         [done] = outcome

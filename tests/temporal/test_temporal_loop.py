@@ -7,6 +7,7 @@ activity with one attempt, never retried once started.
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -142,26 +143,106 @@ agents:
 
 
 @pytest.mark.parametrize(
-    ("tool", "output", "runs"),
-    [("send", "model read: Outcome unknown", 1), ("sync", "model read: done x", 2)],
-    ids=["not-idempotent-is-unknown", "idempotent-runs-again"],
+    ("tool", "output", "runs", "signum"),
+    [
+        pytest.param("send", "model read: Outcome unknown", 1, signal.SIGKILL, id="not-idempotent-is-unknown"),
+        pytest.param("sync", "model read: done x", 2, signal.SIGKILL, id="idempotent-runs-again"),
+        # A graceful stop whose grace ends first: the same (tests/temporal/test_worker_stop.py has the unknown case).
+        pytest.param("sync", "model read: done x", 2, signal.SIGTERM, id="idempotent-runs-again-after-a-stop"),
+    ],
 )
-async def test_a_call_nobody_approved_cut_off_by_kill_9_is_unknown_unless_its_tool_is_idempotent(
+async def test_a_call_nobody_approved_cut_off_with_its_worker_is_unknown_unless_its_tool_is_idempotent(
     tool: str,
     output: str,
     runs: int,
+    signum: signal.Signals,
     tmp_path: Path,
     temporal: Project,
 ) -> None:
-    """A plain call is one attempt too: cut off, it is "outcome unknown" (audited), never sent twice; a call of a
-    tool declared idempotent is tried again on the next worker."""
+    """A plain call is one attempt too: cut off (kill -9, or a graceful stop whose grace ran out before the call
+    ended), it is "outcome unknown" (audited), never sent twice; a call of a tool declared idempotent is tried again
+    on the next worker."""
     config = temporal.config(tmp_path, CUT_BODY, {"cut_tools.py": CUT_TOOLS, "script.yaml": CUT_SCRIPT})
     marker = temporal.marker
-    pool = temporal.workers(config, SLOW_SECONDS="60")
+    pool = temporal.workers(config, SLOW_SECONDS="10" if signum == signal.SIGTERM else "60")
     first = pool.start()
     async with Sayso.from_yaml(config) as front:
-        said = (await pool.kill_mid_call(first, marker.exists, lambda: front.run(f"{tool} x"))).output
+        done = await pool.kill_mid_call(first, marker.exists, lambda: front.run(f"{tool} x"), signum=signum)
+        said = done.output
+        assert done.status == "completed", done.error
         log = [r.body for r in await front.audit_log()]
     assert said is not None and said.startswith(output)
     assert [b["event"] for b in log].count("outcome_unknown") == (1 if runs == 1 else 0)
     assert marker.read_text().split() == ["x"] * runs
+
+
+FLAKY_WORKER = """
+\"\"\"`python -m flaky_worker worker CONFIG`: sayso's CLI, whose client loses the cluster for a while (as while it
+restarts) as the resumed segment waits for its loop: the answer is lost once the loop ran, then two asks never reach
+the cluster. Each fault is a line in the file `$FAULTS` names.\"\"\"
+
+import os
+
+from temporalio.client import Client, Interceptor, OutboundInterceptor, WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.service import RPCError, RPCStatusCode
+
+from sayso.cli import main
+
+
+def fault(what):
+    with open(os.environ["FAULTS"], "a") as faults:
+        faults.write(what + "\\n")
+
+
+class _Flaky(OutboundInterceptor):
+    asked = 0
+
+    async def start_workflow_update(self, input):
+        if input.update != "loop" or input.update_id.endswith("-start"):
+            return await super().start_workflow_update(input)
+        _Flaky.asked += 1
+        if _Flaky.asked == 1:
+            await super().start_workflow_update(input)
+            fault("lost")
+            raise WorkflowUpdateRPCTimeoutOrCancelledError()
+        if _Flaky.asked <= 3:
+            fault("unavailable")
+            raise RPCError("tcp connect error", RPCStatusCode.UNAVAILABLE, b"")
+        return await super().start_workflow_update(input)
+
+
+class _Unreachable(Interceptor):
+    def intercept_client(self, next):
+        return _Flaky(next)
+
+
+_connect = Client.connect
+
+
+async def _connecting(*args, **kwargs):
+    return await _connect(*args, **kwargs, interceptors=[_Unreachable()])
+
+
+Client.connect = _connecting
+main()
+"""
+
+
+async def test_a_segment_whose_loop_the_cluster_cannot_answer_for_a_while_asks_again_and_the_run_goes_on(
+    config: Path, workers: Workers
+) -> None:
+    """The cluster out of reach (restarting) while the resumed segment waits for its loop, which runs the approved
+    call: the segment asks for the same loop again until the cluster answers, and the model reads the call's result
+    (run once), where the run used to fail with "RPCError: tcp connect error"."""
+    (config.parent / "flaky_worker.py").write_text(FLAKY_WORKER)
+    faults = config.parent / "faults"
+    workers.env["FAULTS"] = str(faults)
+    workers.start(via="flaky_worker")
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("delete a.txt")
+        done = await front.decide(paused.requests[0].request_id, Approve())
+        assert (done.run.status, done.run.error) == ("completed", None)
+        assert done.run.output == "model read: deleted a.txt"
+        assert "outcome_unknown" not in [r.body["event"] for r in await front.audit_log()]
+    assert faults.read_text().split() == ["lost", "unavailable", "unavailable"]
+    assert Path(workers.env["MARKER"]).read_text().split() == ["a.txt"]

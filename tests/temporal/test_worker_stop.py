@@ -1,7 +1,8 @@
 """`sayso worker` stops gracefully on SIGTERM (how Kubernetes, systemd and docker stop it) and Ctrl-C.
 
 It takes no more tasks, lets the activities in flight finish, closes its runtime, says it stopped
-and exits 0: an approved call running on it when it is told to stop finishes there, once.
+and exits 0: an approved call running on it when it is told to stop finishes there, once; one still running
+when its grace ends is "outcome unknown", as after kill -9, and the run goes on on another worker.
 """
 
 from __future__ import annotations
@@ -107,3 +108,26 @@ async def test_a_second_signal_while_the_worker_finishes_its_work_stops_it_at_on
             assert worker.returncode == -signal.SIGTERM
             assert said.splitlines() == ["sayso worker: stopping at once"]
             tasks.cancel_scope.cancel()
+
+
+async def test_an_approved_call_outlasting_its_stopping_workers_grace_is_outcome_unknown_and_the_run_goes_on(
+    tmp_path: Path, temporal: Project
+) -> None:
+    """SIGTERM while the approved call runs longer than the worker's grace: as after kill -9, the call is "outcome
+    unknown" (never run twice), the model reads that on a worker started meanwhile, and the run completes."""
+    config = temporal.config(tmp_path, BODY, process_tools.files("tools"))
+    workers = temporal.workers(config, SLOW_SECONDS="10")
+    first = workers.start()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("delete c.txt")
+        decided = await workers.kill_mid_call(
+            first,
+            lambda: calls(temporal.marker) == ["c.txt"],
+            lambda: front.decide(paused.requests[0].request_id, Approve()),
+            signum=signal.SIGTERM,
+        )
+        output = decided.run.output
+        assert decided.run.status == "completed", decided.run.error
+        assert output is not None and output.startswith("model read: Outcome unknown")
+        assert [r.body["event"] for r in await front.audit_log()].count("outcome_unknown") == 1
+    assert calls(temporal.marker) == ["c.txt"]

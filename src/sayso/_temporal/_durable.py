@@ -11,8 +11,9 @@ the activity rebuilds the run's `RunDeps` over the worker's own runtime (`Live`)
 A call that must not run twice (an approved call; any call of a tool not declared idempotent or
 read-only) is an activity with one attempt. The ledger marked an approved call when its pause was
 consumed, before the loop began; a worker that dies mid-call fails the attempt (its heartbeat
-stops), and the workflow records the call "outcome unknown" (`sayso.unknown`) instead of running it
-again. docs/guides/temporal.md#which-activities-retry-and-why says which activities retry and why.
+stops), as does one stopped gracefully whose grace ends first (`WORKER_SHUTDOWN`), and the workflow
+records the call "outcome unknown" (`sayso.unknown`) instead of running it again.
+docs/guides/temporal.md#which-activities-retry-and-why says which activities retry and why.
 
 MCP bindings are tools like any other here: each worker opens its own sessions in its runtime's
 MCP host, in the activity that lists or calls them. A form a server pushes mid-call parks the call
@@ -35,7 +36,7 @@ from pydantic_ai.durable_exec.temporal import TemporalDurability, TemporalRunCon
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, DynamicToolset, ToolsetTool, WrapperToolset
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, TimeoutError, TimeoutType
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
 from temporalio.workflow import ActivityConfig
 
 from .._config.file import AgentConfig
@@ -56,6 +57,12 @@ UNKNOWN_ACTIVITY = "sayso.unknown"
 
 TOOLSET_ID = "sayso"
 """The id of every agent's one toolset on Temporal: it names the tool activities (`…__dynamic_toolset__sayso__…`)."""
+
+WORKER_SHUTDOWN = "WorkerShutdown"
+"""The failure type Temporal's SDK gives an activity its stopping worker cancelled when its grace ran out."""
+
+_STOPPED_IS_UNKNOWN = "sayso-stopped-call-unknown"
+"""The patch under which a call cut off by its worker's graceful stop is "outcome unknown" (`workflow.patched`)."""
 
 ONCE = RetryPolicy(maximum_attempts=1)
 """A call that must not run twice: never retried once started."""
@@ -230,7 +237,7 @@ class _OnceOrRetried(WrapperToolset[Any]):
         try:
             return await super().call_tool(name, tool_args, ctx, configured)
         except ActivityError as exc:
-            if not once or not isinstance(exc.cause, TimeoutError) or _never_started(exc):
+            if not once or not _cut_off(exc):
                 raise  # the call raised (a mismatch with what was approved): the run fails and says so
             approved = approved_call_of(ctx.tool_call_metadata) if ctx.tool_call_approved else None
             return await workflow.execute_activity(
@@ -264,6 +271,20 @@ def _holder_of(ctx: RunContext[Any]) -> str | None:
     if isinstance(approved, ElicitationAnswered) and approved.elicitation.delivery == "live":
         return approved.elicitation.holder
     return None
+
+
+def _cut_off(exc: ActivityError) -> bool:
+    """Whether the call started and its worker went before it ended: died (its heartbeat stopped) or stopped.
+
+    A worker stopped gracefully (SIGTERM) cancels the calls still running when its grace ends, and
+    Temporal's SDK reports each as failed with `WORKER_SHUTDOWN` (not as timed out, so nobody waits
+    for a heartbeat to lapse): the call's outcome is as unknown as after kill -9, never the run's failure.
+    """
+    cause = exc.cause
+    if isinstance(cause, ApplicationError) and cause.type == WORKER_SHUTDOWN:
+        # A history an older worker recorded failed the loop here: its replay still does.
+        return workflow.patched(_STOPPED_IS_UNKNOWN)
+    return isinstance(cause, TimeoutError) and not _never_started(exc)
 
 
 def _never_started(exc: ActivityError) -> bool:

@@ -6,7 +6,9 @@ end). The loop between — the model's requests and the tool calls — runs in t
 (`sayso-<agent>-<run id>`, its `loop` Update) through pydantic-ai's Temporal durability
 (`_durable`): each model request and each tool call an activity. The segment's activity waits for
 the Update's result; a segment retried on another worker (its worker died) asks under the same
-Update id and gets the same loop, never a second one: what it had done stays in the history.
+Update id and gets the same loop, never a second one: what it had done stays in the history. For
+the same reason a wait the cluster could not answer for a while (it restarted) is asked again,
+for as long as the segment's activity lives (`_asking.asked_again`), instead of failing the run.
 
 A worker told to stop hands back at once the segments that only wait on their loops
 (`TemporalLoop.hand_back`): the loop goes on in the workflow whoever waits, so the segment's
@@ -18,6 +20,7 @@ workflow tasks it no longer takes. A call in flight on it (an approved call) sti
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,8 +38,9 @@ from temporalio.exceptions import ApplicationError, FailureError
 from .._runtime._cycle import Cycle
 from .._runtime._runner import LoopCall, LoopResult
 from .._store import RunRecord
+from ._asking import asked_again
 from ._durable import LOOP_DEPS, LoopDeps, attached_json, attached_of
-from ._shapes import cancelled_as_cancelled, workflow_id
+from ._shapes import workflow_id
 from ._text import TextTo
 
 LOOP_UPDATE = "loop"
@@ -165,11 +169,12 @@ class TemporalLoop:
         handle = self._client.get_workflow_handle(workflow_id(await self._home(run)))
         update_id = f"loop-{run.run_id}-{run.resume_pause_id or 'start'}"
         self._waiting.add(run.run_id)
+        looping = functools.partial(handle.execute_update, LOOP_UPDATE, asked, id=update_id, result_type=LoopOutput)
         try:
             if self._stopping:
                 self._stop_waiting(run.run_id)
-            with cancelled_as_cancelled():
-                out = await handle.execute_update(LOOP_UPDATE, asked, id=update_id, result_type=LoopOutput)
+            # The cluster out of reach for a while (restarting) is waited out, the segment's activity heartbeating.
+            out: LoopOutput = await asked_again(looping)
         finally:
             self._waiting.discard(run.run_id)
         if out.error is not None:

@@ -7,15 +7,11 @@ raised in a worker crosses as a failure carrying the error as JSON, which the fr
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pydantic import TypeAdapter
-from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.exceptions import ApplicationError
 
 from .. import exceptions
@@ -26,6 +22,7 @@ from .._core.resume import Closer
 from .._runtime._runner import CallOptions
 from .._store import RunRecord
 from ..exceptions import SaysoError
+from ._asking import cancelled_as_cancelled as cancelled_as_cancelled  # where `_front` finds it
 from ._text import TextTo
 
 RUN_WORKFLOW = "sayso.run"
@@ -39,24 +36,6 @@ _CLOSER: TypeAdapter[Closer | None] = TypeAdapter(Closer | None)
 def workflow_id(run: RunRecord) -> str:
     """The id a run's workflow has in the Temporal UI: `sayso-<agent>-<run id>`."""
     return f"sayso-{run.agent}-{run.run_id}"
-
-
-@contextlib.contextmanager
-def cancelled_as_cancelled() -> Iterator[None]:
-    """Keep a cancelled wait on a workflow's Update a cancellation, in a front and in a worker.
-
-    temporalio turns the `asyncio.CancelledError` of a task cancelled while it waits on an Update
-    into `WorkflowUpdateRPCTimeoutOrCancelledError`, an ordinary exception. A segment's activity
-    cancelled so (its worker stopping past its grace) would then record its run failed, where a
-    cancelled segment leaves the run to the activity's retry on another worker; a front's call
-    cancelled by its caller would fail instead of ending cancelled.
-    """
-    try:
-        yield
-    except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
-        if isinstance(exc.__cause__, asyncio.CancelledError):
-            raise exc.__cause__ from None
-        raise
 
 
 def own_queue(task_queue: str, holder: str) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -32,7 +33,8 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError,
 from .._core.steps import StepCall, StepKey
 from .._runtime._cycle import Cycle
 from ..exceptions import StepOutcomeUnknown
-from ._shapes import cancelled_as_cancelled, workflow_id
+from ._asking import asked_again
+from ._shapes import workflow_id
 
 STEP_UPDATE = "step"
 """The Update of a run's workflow that runs one step as an activity."""
@@ -127,8 +129,8 @@ class TemporalSteps:
         )
         try:
             handle = self._client.get_workflow_handle(workflow_id(home))
-            with cancelled_as_cancelled():
-                out = await handle.execute_update(STEP_UPDATE, asked, id=token, result_type=StepOutput)
+            stepping = functools.partial(handle.execute_update, STEP_UPDATE, asked, id=token, result_type=StepOutput)
+            out: StepOutput = await asked_again(stepping)  # the same Update id: the step runs once however often
         finally:
             del self._pending[token]
         if pending.error is not None:

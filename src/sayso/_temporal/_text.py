@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
+import functools
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -39,12 +39,13 @@ from typing import Any
 from pydantic_ai import RunContext
 from pydantic_ai.messages import AgentStreamEvent
 from temporalio import activity, workflow
-from temporalio.client import WorkflowHandle, WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.client import WorkflowHandle
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from .._runtime._runner import TextSink
 from .._runtime._step import text_handler
+from ._asking import asked_again
 
 TEXT_SIGNAL = "text"
 """The signal a model-request activity sends a batch of text with, to the workflow its loop runs in."""
@@ -58,23 +59,6 @@ BATCH_SECONDS = 0.08
 READ_PATIENCE = 30.0
 """How long (seconds) a front goes on asking for its call's text while every read fails for a reason that passes:
 as long as an ended run's workflow waits for it (`_workflow.TEXT_READ_GRACE`)."""
-
-_FIRST_PAUSE, _LAST_PAUSE = 0.2, 5.0  # seconds between two failed reads: doubled each time, up to the last
-
-_PASSING = frozenset(
-    {
-        RPCStatusCode.UNAVAILABLE,
-        RPCStatusCode.DEADLINE_EXCEEDED,
-        RPCStatusCode.RESOURCE_EXHAUSTED,
-        RPCStatusCode.ABORTED,
-        RPCStatusCode.INTERNAL,
-        RPCStatusCode.UNKNOWN,
-        RPCStatusCode.DATA_LOSS,
-        RPCStatusCode.OUT_OF_RANGE,
-    }
-)
-"""The statuses the client retries itself (sdk-core's retryable codes), and a call that ran out of time."""
-
 
 _STREAMING: ContextVar[bool] = ContextVar("sayso_text_streaming", default=False)
 
@@ -256,31 +240,21 @@ async def listen(handle: WorkflowHandle[Any, Any], token: str, sink: TextSink) -
     The text is a courtesy of the call, never its outcome: a read that cannot succeed (the
     workflow ended or is not found, the read refused as its text was read to the end) or a sink
     that raises stops the listening, and the call's result still holds the whole text. A read
-    that fails for a while (the cluster restarting or out of reach, see `_transient`) is asked
-    again from where the sink is: the client retries such a call itself for some ten seconds
-    (`temporalio.service.RetryConfig`, the same for every call of the front, which should not wait
-    longer on a cluster that is gone); past that the listener keeps asking, with a growing pause,
-    until its reads failed for `READ_PATIENCE` on end. Each read has an Update id of its own position,
-    so a read asked again whose answer was lost (even the one that ended the call, after which the
-    workflow lets go of the text) gets that same answer: no piece is lost or heard twice.
+    that fails for a while (the cluster restarting or out of reach, `_asking.transient`) is asked
+    again from where the sink is, with a growing pause (`asked_again`), until its reads failed for
+    `READ_PATIENCE` on end. Each read has an Update id of its own position, so a read asked again
+    whose answer was lost (even the one that ended the call, after which the workflow lets go of
+    the text) gets that same answer: no piece is lost or heard twice.
     """
-    since, pause = 0, _FIRST_PAUSE
-    failing_since: float | None = None  # when the reads began to fail (a long-poll may wait long before)
+    since = 0
     while True:
-        asked = TextAsk(token=token, since=since)
+        asked, at = TextAsk(token=token, since=since), f"{token}-{since}"
+        reading = functools.partial(handle.execute_update, READ_UPDATE, asked, id=at, result_type=TextRead)
         try:
-            read: TextRead = await handle.execute_update(
-                READ_UPDATE, asked, id=f"{token}-{since}", result_type=TextRead
-            )
-        except Exception as exc:  # see above: the call's outcome is its Update's, not its text's
-            _raise_if_cancelled()
-            failing_since = time.monotonic() if failing_since is None else failing_since
-            if not _transient(exc) or time.monotonic() - failing_since > READ_PATIENCE:
-                return
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, _LAST_PAUSE)
-            continue
-        since, pause, failing_since = read.next, _FIRST_PAUSE, None
+            read: TextRead = await asked_again(reading, patience=READ_PATIENCE)
+        except Exception:  # see above: the call's outcome is its Update's, not its text's
+            return
+        since = read.next
         try:
             for piece in read.pieces:
                 await sink(piece)
@@ -288,28 +262,6 @@ async def listen(handle: WorkflowHandle[Any, Any], token: str, sink: TextSink) -
             return
         if read.ended:
             return
-
-
-def _transient(exc: Exception) -> bool:
-    """Whether a failed read may succeed when asked again: the cluster's trouble, not the workflow's answer.
-
-    Not found (the workflow ended or is gone), a refused read (`WorkflowUpdateFailedError`: its text
-    was read to the end) and anything else are final.
-    """
-    if isinstance(exc, WorkflowUpdateRPCTimeoutOrCancelledError):
-        return True  # the read's call ran out of time (or the server cancelled it): the read did not end
-    return isinstance(exc, RPCError) and exc.status in _PASSING
-
-
-def _raise_if_cancelled() -> None:
-    """A listener cancelled (its call failed) stops: it does not ask again.
-
-    The client turns a read cancelled mid-call into `WorkflowUpdateRPCTimeoutOrCancelledError`,
-    which alone would pass for a read that ran out of time.
-    """
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
 
 
 @contextlib.asynccontextmanager
