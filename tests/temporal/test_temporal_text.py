@@ -35,6 +35,7 @@ from temporalio.client import (
     Interceptor,
     OutboundInterceptor,
     StartWorkflowUpdateInput,
+    WorkflowHandle,
     WorkflowUpdateHandle,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
@@ -80,6 +81,8 @@ class Writer:
     """How many words the model writes before it waits to be heard."""
     unheard: bool = False
     """Whether the model gave up waiting to be heard (the text reached nobody while the run worked)."""
+    word_seconds: float = 0.0
+    """How long the model takes for each word after the first ones."""
     go_on: asyncio.Event | None = None
     """If set: after the first word is heard, the model also waits for it before it writes on."""
     cut_once: bool = False
@@ -124,6 +127,7 @@ class Writer:
             if index == 2 and self.cut_once:
                 self.cut_once = False
                 raise RuntimeError("the connection to the model dropped")
+            await asyncio.sleep(self.word_seconds)
             yield word
 
 
@@ -235,6 +239,23 @@ async def test_a_run_hears_its_text_in_pieces_while_the_worker_writes_it(setup: 
 async def test_a_front_busy_when_the_run_ends_still_hears_the_rest_of_the_text(setup: Setup) -> None:
     """The run ends while its front is between two reads: its workflow waits for the read, no piece is lost."""
     await greeted(setup, SlowHeard(setup.writer))
+
+
+async def test_text_written_while_a_batch_is_on_its_way_is_sent_once_the_reply_ends(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each batch's signal takes a while, and the model ends its reply while one is on its way: the words it wrote
+    meanwhile still reach the front, after it."""
+    signal = WorkflowHandle.signal
+
+    async def slow_signal(handle: WorkflowHandle[Any, Any], name: Any, *args: Any, **kwargs: Any) -> None:
+        if name == "text":
+            await asyncio.sleep(0.4)
+        await signal(handle, name, *args, **kwargs)
+
+    monkeypatch.setattr(WorkflowHandle, "signal", slow_signal)
+    setup.writer.word_seconds = 0.02  # the rest of the reply, all of it written during the next batch's signal
+    await greeted(setup, Heard(setup.writer))
 
 
 async def test_a_model_request_retried_mid_reply_streams_no_piece_twice(setup: Setup) -> None:

@@ -217,19 +217,26 @@ class _Batches:
         self._pieces.append(piece)
 
     async def flushing(self) -> None:
-        while not self.stop.is_set():
+        while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop.wait(), BATCH_SECONDS)
+            ended = self.stop.is_set()
             await self._flush()
+            if ended:
+                # The reply had ended before this batch was taken, so it held the last pieces. Checked before the
+                # signal, not after: pieces written while a batch was on its way go in the next one.
+                return
 
     async def _flush(self) -> None:
         if not self._pieces:
             return
         pieces = list(self._pieces)
+        batch = TextBatch(reply=self._reply, at=self._at, pieces=pieces)
         try:
-            await self._handle.signal(TEXT_SIGNAL, TextBatch(reply=self._reply, at=self._at, pieces=pieces))
+            # Sent again while the cluster is briefly out of reach: the workflow keeps a batch's text once (`at`).
+            await asked_again(functools.partial(self._handle.signal, TEXT_SIGNAL, batch), patience=READ_PATIENCE)
         except RPCError:
-            return  # its workflow is gone: nobody listens; the reply itself is the activity's result
+            return  # its workflow is gone (or out of reach for good): the reply itself is the activity's result
         del self._pieces[: len(pieces)]
         self._at += sum(len(p) for p in pieces)
 
