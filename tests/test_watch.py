@@ -73,18 +73,19 @@ async def test_a_decision_from_another_process_reaches_the_watch(tmp_path: Path)
 
 
 async def test_a_watch_reports_only_what_its_principal_may_see(tmp_path: Path) -> None:
-    """Alice's new request reaches alice and an approver for her agent, never a stranger."""
+    """Alice's new request reaches alice, an approver for her agent and one for every agent, never a stranger."""
     principals: list[dict[str, object]] = [
         {"name": "alice", "token": "a"},
         {"name": "bob", "token": "b"},
         {"name": "ops", "token": "o", "approver_for": ["files"]},
+        {"name": "rev", "token": "r", "approver_for": ["*"]},
     ]
     async with runtime(principals) as server, runtime(principals) as other:
-        watches = {name: server.watch(principal=name, every=0.05) for name in ("alice", "bob", "ops")}
+        watches = {name: server.watch(principal=name, every=0.05) for name in ("alice", "bob", "ops", "rev")}
         for changes in watches.values():
             assert await anext(changes) == []
         started = await other.run("delete notes", principal="alice")
-        for name in ("alice", "ops"):
+        for name in ("alice", "ops", "rev"):
             seen = await until(watches[name], lambda s: any(isinstance(c, RequestOpened) for c in s))
             assert [c.request.request_id for c in seen if isinstance(c, RequestOpened)] == [
                 started.requests[0].request_id

@@ -276,9 +276,11 @@ class InboxFilter:
     owner: str | None = None
     """Visibility: requests on threads of this owner ..."""
     approved_agents: Sequence[str] | None = None
-    """... or whose root agent is one of these; both `None` means every request is visible."""
+    """... or whose root agent is one of these; both `None` (and no `every_agent`) means every request is visible."""
+    every_agent: bool = False
+    """... or on any thread and agent at all (an approver for `*`), a routed request still only to its deciders."""
     decider: str | None = None
-    """With either: a routed request (its rule names approvers) is listed only when this principal may decide it."""
+    """With any of them: a routed request (its rule names approvers) is listed only when this principal may decide it."""
 
 
 @dataclass(frozen=True, kw_only=True)
