@@ -115,6 +115,38 @@ def test_a_forced_resume_is_audited_as_the_skip_of_who_forced_it() -> None:
     assert "│ skip     │ person │ alice     │ CLI │" in table.stdout
 
 
+def test_an_admin_reviewer_finds_every_persons_requests_in_the_inbox_and_decides_them(tmp_path: Path) -> None:
+    """A principal approving for `*` (the reviewer of docs/guides/yaml.md) may decide every person's request, so
+    `sayso inbox --principal` lists them all; someone approving for nothing finds only their own."""
+    folder = tmp_path / "files"
+    shutil.copytree(EXAMPLE.parent, folder, ignore=shutil.ignore_patterns("*.db", "__pycache__"))
+    config = folder / "sayso.yaml"
+    config.write_text(
+        config.read_text() + "principals:\n"
+        "  - {name: alice, token: a}\n  - {name: bob, token: b}\n  - {name: carol, token: c}\n"
+        "  - {name: rev, token: r, approver_for: ['*']}\n"
+    )
+    asked = {
+        who: run_json("run", str(config), f"delete {name}", "--principal", who)
+        for who, name in [
+            ("alice", "notes"),
+            ("bob", "todo"),
+        ]
+    }
+    ids = {who: run["requests"][0]["id"] for who, run in asked.items()}
+
+    def inbox(who: str) -> list[str]:
+        return [r["id"] for r in run_json("inbox", str(config), "--principal", who)["requests"]]
+
+    assert inbox("rev") == [ids["alice"], ids["bob"]]
+    assert (inbox("alice"), inbox("carol")) == ([ids["alice"]], [])
+    table = runner.invoke(app, ["inbox", str(config), "--principal", "rev"], env={"COLUMNS": "200"})
+    assert table.exit_code == 0 and "No open requests" not in table.stdout and ids["bob"] in table.stdout
+    done = run_json("decide", str(config), ids["alice"], "approve", "--principal", "rev")
+    assert done["output"] == "Deleted notes.txt."
+    assert inbox("rev") == [ids["bob"]]
+
+
 def spawn_chat(*extra: str) -> pexpect.spawn:
     env = {**os.environ, "COLUMNS": "100", "TERM": "dumb", "NO_COLOR": "1"}
     return pexpect.spawn(

@@ -1,9 +1,10 @@
 """One authorization rule on every interface: the same table of cases runs against REST, A2A and AG-UI.
 
 Alice owns a thread paused on her request to delete `notes.txt`. Each case has one principal try
-one thing on that thread through one interface: send a message into it, decide its request, or
-read it. Only the owner sends messages; the owner and approvers for the thread's agent decide and
-read; nobody else does any of it. A refused attempt changes nothing: alice's request stays open,
+one thing on that thread through one interface: send a message into it, decide its request, read
+it, or find the request in their inbox. Only the owner sends messages; the owner and approvers for
+the thread's agent (an approver for `*` among them) decide, read and find it listed; nobody else
+does any of it. A refused attempt changes nothing: alice's request stays open,
 her run stays the thread's active one, and the file is still there. The web UI goes through REST;
 AG-UI has no reading verb of its own (it only streams the caller's own runs), so it has no read case.
 """
@@ -27,10 +28,11 @@ PRINCIPALS: list[dict[str, Any]] = [
     {"name": "bob", "token": "bob-token"},
     {"name": "ops", "token": "ops-token", "approver_for": ["files"]},
     {"name": "carol", "token": "carol-token", "approver_for": ["billing"]},
+    {"name": "rev", "token": "rev-token", "approver_for": ["*"]},
 ]
 TOKENS = {p["name"]: p["token"] for p in PRINCIPALS}
 
-Action = Literal["message", "decide", "read"]
+Action = Literal["message", "decide", "read", "list"]
 Outcome = Literal["allowed", "refused"]
 
 
@@ -62,6 +64,17 @@ async def rest_read(server: InProcess, token: str, paused: Paused) -> Outcome:
     async with server.client(token) as client:
         response = await client.get(f"/v1/threads/{paused.thread_id}")
     return _http(response.status_code)
+
+
+async def rest_list(server: InProcess, token: str, paused: Paused) -> Outcome:
+    """The inbox, whole and filtered by the thread's agent: what it lists is what the caller may decide."""
+    async with server.client(token) as client:
+        listed = [
+            paused.request_id in [r["id"] for r in (await client.get("/v1/requests", params=query)).json()["requests"]]
+            for query in ({}, {"agent": "files"})
+        ]
+    assert listed[0] == listed[1], listed
+    return "allowed" if listed[0] else "refused"
 
 
 async def a2a_message(server: InProcess, token: str, paused: Paused) -> Outcome:
@@ -109,7 +122,7 @@ def _rpc(body: dict[str, Any]) -> Outcome:
 
 
 INTERFACES: dict[str, dict[Action, Attempt]] = {
-    "rest": {"message": rest_message, "decide": rest_decide, "read": rest_read},
+    "rest": {"message": rest_message, "decide": rest_decide, "read": rest_read, "list": rest_list},
     "a2a": {"message": a2a_message, "decide": a2a_decide, "read": a2a_read},
     "ag-ui": {"message": ag_ui_message, "decide": ag_ui_decide},
 }
@@ -141,6 +154,14 @@ CASES = [
     Case(who="ops", action="read", expected="allowed"),
     Case(who="bob", action="read", expected="refused"),
     Case(who="carol", action="read", expected="refused"),
+    Case(who="rev", action="message", expected="refused"),
+    Case(who="rev", action="decide", expected="allowed"),  # approver for every agent
+    Case(who="rev", action="read", expected="allowed"),
+    Case(who="alice", action="list", expected="allowed"),
+    Case(who="ops", action="list", expected="allowed"),
+    Case(who="rev", action="list", expected="allowed"),
+    Case(who="bob", action="list", expected="refused"),
+    Case(who="carol", action="list", expected="refused"),
 ]
 
 PARAMS = [
@@ -174,7 +195,7 @@ async def test_the_one_access_rule_holds_on_every_interface(
     async with server.client("alice-token") as alice:
         request = (await alice.get(f"/v1/requests/{paused.request_id}")).json()
         thread = (await alice.get(f"/v1/threads/{paused.thread_id}")).json()
-    if case.expected == "refused" or case.action == "read":
+    if case.expected == "refused" or case.action in ("read", "list"):
         assert request["status"] == "open"
         assert thread["active_run"]["run_id"] == paused.run_id
         assert [r["id"] for r in thread["active_run"]["requests"]] == [paused.request_id]

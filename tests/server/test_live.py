@@ -123,22 +123,29 @@ def test_a_decision_from_the_cli_reaches_the_open_stream(
 def test_each_principal_hears_only_of_what_they_may_see(
     workdir: Path, live_server: Callable[[Path], LiveServer]
 ) -> None:
-    """Alice's new request reaches her stream and her approver's, never a stranger's; an unknown token is 401."""
+    """Alice's new request reaches her stream, her approver's and an approver's for every agent, never a stranger's;
+    an unknown token is 401."""
     principals: list[dict[str, Any]] = [
         {"name": "alice", "token": "alice-token"},
         {"name": "bob", "token": "bob-token"},
         {"name": "ops", "token": "ops-token", "approver_for": ["files"]},
+        {"name": "rev", "token": "rev-token", "approver_for": ["*"]},
     ]
     server = live_server(files_example(workdir, principals))
     with server.client("nobody") as stranger:
         refused = stranger.get("/v1/events")
         assert (refused.status_code, refused.headers["content-type"]) == (401, "application/problem+json")
-    with stream(server, "alice-token") as alice, stream(server, "bob-token") as bob, stream(server, "ops-token") as ops:
+    with (
+        stream(server, "alice-token") as alice,
+        stream(server, "bob-token") as bob,
+        stream(server, "ops-token") as ops,
+        stream(server, "rev-token") as rev,
+    ):
         with server.client("alice-token") as client:
             run = client.post("/v1/runs", json={"message": "delete notes"}).json()
             client.post("/v1/runs", json={"message": "delete todo"})  # a second request, later
         request_id = run["requests"][0]["id"]
-        for watcher in (alice, ops):
+        for watcher in (alice, ops, rev):
             opened = [data["id"] for name, data in watcher.until("request.opened") if name == "request.opened"]
             assert opened == [request_id]
         with server.client("bob-token") as client:

@@ -91,6 +91,26 @@ async def test_the_inbox_lists_a_routed_request_to_its_deciders_only(store: RunS
     assert [r.request_id for r in every.requests] == ["req_1"]
 
 
+async def test_an_admin_is_listed_every_thread_but_a_routed_request_only_as_its_decider(store: RunStore) -> None:
+    """`every_agent` (an approver for `*`) lists every owner's requests on any agent, as the admin may decide them;
+    a routed request still only to its deciders."""
+    await routed_pause(store)  # alice's, routed to finance
+    bob = await start(store, "thr_2", "run_2", owner="bob", agent="ops")
+    await paused(
+        store, bob, [approval("req_ops", bob), approval("req_deep", bob, agent_path="ops/files")], pause_id="p2"
+    )
+    carol = await start(store, "thr_3", "run_3", owner="carol", agent="unconfigured")
+    await paused(store, carol, [approval("req_any", carol)], pause_id="p3")
+
+    async def listed(who: str, agent: str | None = None) -> list[str]:
+        scope = InboxFilter(owner=who, approved_agents=[], every_agent=True, decider=who, agent=agent)
+        return sorted(r.request_id for r in (await store.inbox(scope, now=NOW, limit=10)).requests)
+
+    assert await listed("rev") == ["req_any", "req_deep", "req_ops"]
+    assert await listed("bob") == ["req_1", "req_any", "req_deep", "req_ops"]  # bob is one of finance
+    assert await listed("rev", agent="files") == ["req_deep"]
+
+
 async def voted_events(store: RunStore) -> list[tuple[str, int | None]]:
     """The `request.voted` events of the outbox, as one webhook claims them: `(request, vote's position)`."""
     await store.fan_out_events(hooks=["hook"], now=NOW + 10, kinds=("request.voted",))

@@ -412,7 +412,7 @@ class Sayso(LinkVerbs, MarkVerbs, Reading):
         self._check_open()
         from . import _watch
 
-        return _watch.watch(self, self._k.events, principal=self.principal(principal), thread_id=thread_id, every=every)
+        return _watch.watch(self, self._k, principal=self.principal(principal), thread_id=thread_id, every=every)
 
     def add_listener(self, listener: EventListener) -> None:
         """Call `listener(event, data)` on `request.opened`, `request.decided` and `request.expired`.

@@ -44,11 +44,11 @@ async def inbox_page(
     """Open requests across threads that `who` may decide, oldest first, a page at a time, with routed ones' votes."""
     query = query or InboxFilter()
     if not who.local:
+        # The inbox lists exactly what `access.may_decide` lets `who` decide: their threads, the agents they
+        # approve for (`None`: every agent, for an approver for `*`), and routed requests they are named for.
+        agents = access.approved_agents(who, [*config.agents, *config.workflows])
         query = replace(
-            query,
-            owner=who.name,
-            approved_agents=access.approved_agents(who, [*config.agents, *config.workflows]),
-            decider=who.name,
+            query, owner=who.name, approved_agents=agents or (), every_agent=agents is None, decider=who.name
         )
     page = await store.inbox(query, now=now, limit=limit, cursor=cursor)
     routed = [r.request_id for r in page.requests if r.routing is not None]

@@ -1,30 +1,42 @@
-"""Watching what changes for one principal: requests opened and closed, runs advancing, threads started.
+"""Watching what changes for one principal: requests opened, voted on and closed, runs advancing, threads started.
 
 A paused run holds nothing in memory, and a decision may come from another process on the same
-store (the CLI, a second server): what changed is known only to the store. So a watch reads a
-small snapshot of what the principal may see — the open requests of their inbox and how many votes
-each has, their threads, and the thread they look at — through the runtime's own reading verbs (the access rule applies
-as everywhere), compares it with the one before, and says what changed. It reads again every
+store (the CLI, a second server): what changed is known only to the store. Every such change
+writes an event to the store's outbox in its own commit, so a watch remembers where it stopped
+there and at each look reads only the events since (`RunStore.events_after`), with the requests
+whose time ran out since its last look (`requests_expired`: nothing is written when that
+happens). A look so costs the same however many requests are open. Which of those events concern
+the principal it asks the runtime's own reading verbs (the inbox for what they may decide,
+`request` for what they may see): the access rule applies as everywhere. Their threads and the
+thread they look at are read again at each look and compared with the one before. It looks every
 `every` seconds, and at once when this process announces a change itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 import anyio
 
 from .._core.access import Principal
-from .._core.requests import Request
-from .._store import InboxFilter, RequestState, RunStatus
+from .._core.requests import DelegateRequest, Request, RuleTerms
+from .._store import FEED_PAGE, FeedEvent, InboxFilter, RequestState, RunStatus
 from ..exceptions import RequestNotFound, RunNotFound, ThreadNotFound
-from ._events import Events
+from ._feed import Feed
+from ._kernel import Kernel
 from ._reading import Reading
 
-WATCHED_REQUESTS = 1000
-"""How many open requests a watch follows (oldest first); later ones are seen once older ones close."""
+ASKED_AT_ONCE = 200
+"""Requests a look asks the inbox about in one read."""
+
+_STILL_OPEN = ("request.opened", "request.escalated", "request.voted")
+"""The events about a request that leave it open: the inbox says whether the principal may decide it."""
+
+START_WINDOW = 100
+"""Positions below the head a watch starts from, so that a change committing as it starts (its position
+taken before the head was read, on PostgreSQL) is still heard of."""
 
 WATCHED_THREADS = 50
 """How many of the principal's newest threads a watch follows for new threads and runs starting or ending."""
@@ -87,16 +99,15 @@ class _Thread:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Snapshot:
-    requests: dict[str, Request]
-    votes: dict[str, int]
-    """How many votes each open routed request has: one more is a `RequestVoted`."""
+class _Shown:
+    """What a watch compares from one look to the next: the principal's threads, and the thread they look at."""
+
     threads: dict[str, str | None]
     thread: _Thread | None
 
 
 async def watch(
-    app: Reading, events: Events, *, principal: Principal, thread_id: str | None, every: float
+    app: Reading, k: Kernel, *, principal: Principal, thread_id: str | None, every: float
 ) -> AsyncGenerator[list[Change], None]:
     """Yield what changed for `principal`, one list per look: first an empty one once watching has begun.
 
@@ -108,34 +119,118 @@ async def watch(
     def wake() -> None:
         woken[0].set()
 
-    events.watchers.add(wake)
+    k.events.watchers.add(wake)
     try:
-        before = await _snapshot(app, principal, thread_id)
+        head = (await k.store.events_after(None)).head
+        feed = Feed(after=max(0, head - START_WINDOW), looked_at=k.clock())
+        feed.take((await k.store.events_after(feed.after, limit=START_WINDOW)).events, feed.looked_at)
+        before = await _shown(app, principal, thread_id)
         yield []
         while True:
             with anyio.move_on_after(every):
                 await woken[0].wait()
             woken[0] = anyio.Event()
-            after = await _snapshot(app, principal, thread_id)
-            yield await _changes(app, principal, thread_id, before, after)
+            # The thread first: a run that moved on was decided before, so the decision is among the events read next.
+            after = await _shown(app, principal, thread_id)
+            news, expired = await _read(k, feed)
+            changes: list[Change] = [*await _closed(app, principal, feed, news, expired)]
+            if thread_id is not None and after.thread != before.thread and after.thread is not None:
+                mark = after.thread
+                changes.append(
+                    RunChanged(thread_id=thread_id, run_id=mark.run_id, status=mark.status, last_seq=mark.last_seq)
+                )
+            changes += await _opened_and_voted(app, principal, news)
+            if after.threads != before.threads:
+                changes.append(ThreadsChanged())
+            yield changes
             before = after
     finally:
-        events.watchers.discard(wake)
+        k.events.watchers.discard(wake)
 
 
-async def _snapshot(app: Reading, principal: Principal, thread_id: str | None) -> _Snapshot:
-    requests: dict[str, Request] = {}
-    votes: dict[str, int] = {}
-    cursor: str | None = None
-    while len(requests) < WATCHED_REQUESTS:
-        page = await app.inbox(InboxFilter(), principal=principal, limit=200, cursor=cursor)
-        requests.update((r.request_id, r) for r in page.requests)
-        votes.update((request_id, len(cast)) for request_id, cast in page.votes.items())
-        cursor = page.next_cursor
-        if cursor is None:
+async def _read(k: Kernel, feed: Feed) -> tuple[list[FeedEvent], list[str]]:
+    """The outbox's events since the last look, a page at a time, and the requests whose time ran out since."""
+    now = k.clock()
+    news: list[FeedEvent] = []
+    since: float | None = None
+    at = feed.after
+    while True:
+        page = await k.store.events_after(at, limit=FEED_PAGE)
+        if not page.events and page.head < feed.after:
+            since, at = feed.restart(), 0
+            continue
+        news += feed.take(page.events, now)
+        if len(page.events) < FEED_PAGE:
             break
+        at = page.events[-1].seq
+    expired = await k.store.requests_expired(after=feed.looked_at, until=now)
+    feed.looked_at = now
+    return [e for e in news if since is None or e.created_at >= since], expired
+
+
+async def _closed(
+    app: Reading, principal: Principal, feed: Feed, news: Sequence[FeedEvent], expired: Sequence[str]
+) -> list[RequestClosed]:
+    """The requests the principal may see that were decided, or whose time ran out, oldest first."""
+    decided = {e.request_id for e in news if e.kind == "request.decided"}
+    closed: list[RequestClosed] = []
+    for request_id in dict.fromkeys([*(e.request_id for e in news if e.kind == "request.decided"), *expired]):
+        if request_id in feed.closed:  # said when its time ran out; this is the sweep recording it
+            feed.closed.discard(request_id)
+            continue
+        try:
+            state = await app.request(request_id, principal=principal)
+        except RequestNotFound:
+            continue
+        if isinstance(state.request, DelegateRequest):
+            continue
+        if request_id not in decided:
+            if state.decision is not None:
+                continue  # decided meanwhile: its event is the next look's
+            feed.closed.add(request_id)
+        closed.append(RequestClosed(state=state))
+    return sorted(closed, key=lambda c: c.state.request.created_at)
+
+
+async def _opened_and_voted(app: Reading, principal: Principal, news: Sequence[FeedEvent]) -> list[Change]:
+    """Requests opened for the principal, or whose escalation made them an approver, then votes on what they decide.
+
+    Only what their inbox lists now: the one rule of what a principal may decide.
+    """
+    asked = list(dict.fromkeys(e.request_id for e in news if e.kind in _STILL_OPEN))
+    listed: list[Request] = []
+    for at in range(0, len(asked), ASKED_AT_ONCE):
+        chunk = asked[at : at + ASKED_AT_ONCE]
+        listed += (await app.inbox(InboxFilter(request_ids=chunk), principal=principal, limit=len(chunk))).requests
+    listed.sort(key=lambda r: (r.created_at, r.request_id))
+    opened = {e.request_id for e in news if e.kind == "request.opened"}
+    widened = [(e.request_id, e.step) for e in news if e.kind == "request.escalated" and e.step is not None]
+    changes: list[Change] = []
+    for request in listed:
+        rid = request.request_id
+        if rid in opened or any(r == rid and _adds(request, principal, step) for r, step in widened):
+            changes.append(RequestOpened(request=request))
+    said = {c.request.request_id for c in changes if isinstance(c, RequestOpened)}
+    voted = {e.request_id for e in news if e.kind == "request.voted"}
+    for request in listed:
+        if request.request_id in voted and request.request_id not in said:
+            try:
+                changes.append(RequestVoted(state=await app.request(request.request_id, principal=principal)))
+            except RequestNotFound:
+                continue
+    return changes
+
+
+def _adds(request: Request, principal: Principal, step: int) -> bool:
+    """Whether escalation step `step` of `request` named `principal` among its approvers: it is new in their inbox."""
+    if not isinstance(request, RuleTerms) or not 0 <= step < len(request.escalation):
+        return False
+    return any(approver.name == principal.name for approver in request.escalation[step].added)
+
+
+async def _shown(app: Reading, principal: Principal, thread_id: str | None) -> _Shown:
     threads = {t.thread_id: t.active_run_id for t in await app.threads(principal=principal, limit=WATCHED_THREADS)}
-    return _Snapshot(requests=requests, votes=votes, threads=threads, thread=await _thread(app, principal, thread_id))
+    return _Shown(threads=threads, thread=await _thread(app, principal, thread_id))
 
 
 async def _thread(app: Reading, principal: Principal, thread_id: str | None) -> _Thread | None:
@@ -153,28 +248,3 @@ async def _thread(app: Reading, principal: Principal, thread_id: str | None) -> 
         except RunNotFound:
             status = None
     return _Thread(run_id=run_id, status=status, last_seq=await app.last_seq(thread_id))
-
-
-async def _changes(
-    app: Reading, principal: Principal, thread_id: str | None, before: _Snapshot, after: _Snapshot
-) -> list[Change]:
-    changes: list[Change] = []
-    for request_id in before.requests.keys() - after.requests.keys():
-        try:
-            changes.append(RequestClosed(state=await app.request(request_id, principal=principal)))
-        except RequestNotFound:
-            continue
-    changes.sort(key=lambda c: c.state.request.created_at if isinstance(c, RequestClosed) else 0.0)
-    if thread_id is not None and after.thread != before.thread and after.thread is not None:
-        mark = after.thread
-        changes.append(RunChanged(thread_id=thread_id, run_id=mark.run_id, status=mark.status, last_seq=mark.last_seq))
-    changes.extend(RequestOpened(request=r) for r in after.requests.values() if r.request_id not in before.requests)
-    for request_id, count in after.votes.items():
-        if request_id in before.requests and count != before.votes.get(request_id, 0):
-            try:
-                changes.append(RequestVoted(state=await app.request(request_id, principal=principal)))
-            except RequestNotFound:
-                continue
-    if after.threads != before.threads:
-        changes.append(ThreadsChanged())
-    return changes

@@ -1,11 +1,12 @@
 """Durable storage for runs, pauses and decisions, behind one port with interchangeable backends.
 
-`RunStore` is the port (`_port`, its outbox verbs in `_port_outbox`), its business verbs written
-once (`_verbs/`) over one transaction's primitives (`_primitives`); `SqlRunStore` serves SQLite
-(the default) and PostgreSQL (for replicas) (`_sql/`), and `MemoryRunStore` keeps everything in
-process memory (`_memory`), each implementing the primitives. `store_from_url` opens the SQL store a
-configured URL names (`_urls`; `inbox_from_url` only the part that lists open requests, `_port_inbox`).
-The records every verb takes and returns live in `_records`.
+`RunStore` is the port (`_port`, its outbox verbs in `_port_outbox`, what a watch reads in
+`_port_watch`), its business verbs written once (`_verbs/`) over one transaction's primitives
+(`_primitives`); `SqlRunStore` serves SQLite (the default) and PostgreSQL (for replicas) (`_sql/`),
+and `MemoryRunStore` keeps everything in process memory (`_memory`), each implementing the primitives.
+`store_from_url` opens the SQL store a configured URL names (`_urls`; `inbox_from_url` only the
+part that lists open requests, `_port_inbox`). The records every verb takes and returns live in
+`_records`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from ._port import RunStore
     from ._port_inbox import InboxPort
     from ._port_outbox import PRUNED_AT_ONCE
+    from ._port_watch import FEED_PAGE
     from ._records import (
         GRANTS_READ_AT_ONCE,
         REQUEST_KINDS,
@@ -33,8 +35,10 @@ if TYPE_CHECKING:
         DeliveryStatus,
         DueEscalation,
         EntryRole,
+        EventsPage,
         ExecutionRecord,
         ExecutionResult,
+        FeedEvent,
         InboxFilter,
         InboxPage,
         LedgerStatus,
@@ -68,7 +72,10 @@ __all__ = [
     "DueEscalation",
     "EntryRole",
     "ExecutionRecord",
+    "EventsPage",
     "ExecutionResult",
+    "FEED_PAGE",
+    "FeedEvent",
     "GRANTS_READ_AT_ONCE",
     "InboxFilter",
     "InboxPage",
@@ -116,7 +123,10 @@ _WHERE: dict[str, str] = {
     "DueEscalation": "._records",
     "EntryRole": "._records",
     "ExecutionRecord": "._records",
+    "EventsPage": "._records",
     "ExecutionResult": "._records",
+    "FEED_PAGE": "._port_watch",
+    "FeedEvent": "._records",
     "GRANTS_READ_AT_ONCE": "._records",
     "InboxFilter": "._records",
     "InboxPage": "._records",

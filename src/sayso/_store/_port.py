@@ -13,7 +13,8 @@ run — is a conditional write whose outcome the verb reports, so the same runti
 processes and replicas. Backends raise sayso's errors only: `RunConflict` and `PauseConsumed`
 when another writer won a race, `RunNotFound` for an unknown run, `StoreError` when the
 storage itself failed. Other concepts' verbs are declared beside it: `_port_leases`, `_port_outbox`,
-`_port_trust`, `_port_policy`, `_port_inbox` (what listing open requests needs)...
+`_port_trust`, `_port_policy`, `_port_inbox` (what listing open requests needs), `_port_watch` (what a watch
+reads at each look)...
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ._port_outbox import OutboxPort
 from ._port_policy import PolicyPort
 from ._port_steps import StepPort
 from ._port_trust import TrustPort
+from ._port_watch import WatchPort
 from ._records import (
     BegunRun,
     Claim,
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
 
-class RunStore(InboxPort, LeasePort, OutboxPort, TrustPort, PolicyPort, StepPort):
+class RunStore(InboxPort, LeasePort, OutboxPort, WatchPort, TrustPort, PolicyPort, StepPort):
     """The durable store behind every run, pause and decision.
 
     Open it before use (`await store.open()` or `async with store:`) and close it after. Audit

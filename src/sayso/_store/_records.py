@@ -273,12 +273,16 @@ class InboxFilter:
     """Only requests opened at least this many seconds ago."""
     newer_than: float | None = None
     """Only requests opened at most this many seconds ago."""
+    request_ids: Sequence[str] | None = None
+    """Only these requests (a watch asks which of the requests it heard of its principal's inbox lists)."""
     owner: str | None = None
     """Visibility: requests on threads of this owner ..."""
     approved_agents: Sequence[str] | None = None
-    """... or whose root agent is one of these; both `None` means every request is visible."""
+    """... or whose root agent is one of these; both `None` (and no `every_agent`) means every request is visible."""
+    every_agent: bool = False
+    """... or on any thread and agent at all (an approver for `*`), a routed request still only to its deciders."""
     decider: str | None = None
-    """With either: a routed request (its rule names approvers) is listed only when this principal may decide it."""
+    """With any of them: a routed request (its rule names approvers) is listed only to a principal who may decide it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -419,3 +423,26 @@ class PendingDelivery:
     step: int | None = None
     """`request.escalated`: which step of the request's escalation (0 for the first) fired; `request.voted`: which
     of the request's votes (0 for the first) was cast."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FeedEvent:
+    """One outbox event as a watch reads it: where it stands in the outbox, what it reports and about what."""
+
+    seq: int
+    """Its position: later commits' events mostly stand further on (see `WatchPort.events_after`)."""
+    kind: OutboxKind
+    request_id: str
+    """The request it is about (a run's id for `run.updated`)."""
+    created_at: float
+    step: int | None = None
+    """As `PendingDelivery.step`: the escalation step that fired, or the vote's position."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EventsPage:
+    """The outbox's events after a position, oldest first, and the newest event's position."""
+
+    events: list[FeedEvent]
+    head: int
+    """The position of the newest event stored (0 when the outbox is empty)."""

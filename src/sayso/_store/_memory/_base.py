@@ -91,6 +91,8 @@ class _Event:
     created_at: float
     fanned_out: bool = False
     step: int | None = None
+    seq: int = 0
+    """Its position: one more than the last event's written (`_Tables._outbox_seq`)."""
 
 
 @dataclass
@@ -133,6 +135,8 @@ class _Tables:
         self._audit_head: AuditHead | None = None
         self._documents: dict[tuple[str, str], Document] = {}
         self._outbox: list[_Event] = []
+        self._outbox_seq = 0
+        """The last position given to an event; undone with its transaction, so positions leave no gap."""
         self._deliveries: dict[str, _Delivery] = {}
         self._votes: dict[tuple[str, int], bytes] = {}
         """Votes on routed requests by request id and position, as JSON."""

@@ -151,10 +151,14 @@ class _Requests(_MemoryBase):
             return False
         if query.newer_than is not None and row.created_at < now - query.newer_than:
             return False
-        if query.owner is None and query.approved_agents is None:
+        if query.request_ids is not None and row.request_id not in query.request_ids:
+            return False
+        if query.owner is None and query.approved_agents is None and not query.every_agent:
             return True
         if row.deciders is not None:  # routed: listed for its deciders only
             return query.decider is not None and query.decider in row.deciders
-        return (query.owner is not None and thread.owner == query.owner) or any(
-            rooted_at(row.agent_path, a) for a in query.approved_agents or ()
+        return (
+            query.every_agent
+            or (query.owner is not None and thread.owner == query.owner)
+            or any(rooted_at(row.agent_path, a) for a in query.approved_agents or ())
         )

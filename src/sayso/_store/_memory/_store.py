@@ -6,10 +6,20 @@ from .._verbs import DecisionVerbs, EscalationVerbs, OutboxVerbs, RunVerbs, Step
 from ._grants_audit import _GrantsAudit
 from ._requests import _Requests
 from ._runs import _Runs
+from ._watch import _Watch
 
 
 class MemoryRunStore(
-    RunVerbs, DecisionVerbs, TrustVerbs, OutboxVerbs, EscalationVerbs, StepVerbs, _Runs, _Requests, _GrantsAudit
+    RunVerbs,
+    DecisionVerbs,
+    TrustVerbs,
+    OutboxVerbs,
+    EscalationVerbs,
+    StepVerbs,
+    _Runs,
+    _Requests,
+    _Watch,
+    _GrantsAudit,
 ):
     """The store port in memory: complete, atomic per verb, and gone when the process ends.
 

@@ -253,7 +253,10 @@ class MemoryTx(MemoryOutboxTx):
     ) -> None:
         for request_id in request_ids:
             event_id = f"evt_{secrets.token_urlsafe(12)}"
-            event = _Event(event_id=event_id, kind=kind, request_id=request_id, created_at=now, step=step)
+            self._set(self.s, _outbox_seq=self.s._outbox_seq + 1)
+            event = _Event(
+                event_id=event_id, kind=kind, request_id=request_id, created_at=now, step=step, seq=self.s._outbox_seq
+            )
             self._append(self.s._outbox, event)
 
     # escalation timers

@@ -12,6 +12,7 @@
 | `_chain` | the audit chain's rows, appended after the checkpointed head |
 | `_runs` | the sweeps' reads (lapsed, stalled, expired runs; stuck ledger entries) and a run's messages |
 | `_requests` | reads of pauses, requests and decisions |
+| `_watch` | a watch's look: the outbox's events after a position, requests whose time just ran out |
 | `_grants_audit` | reads of grants and the hash-chained audit log |
 | `_listings` | the inbox, threads and transcripts (SQLAlchemy: their statements depend on their filters) |
 | `_inbox` | `SqlInbox`: the listings and the audit head alone, what `sayso inbox` opens (no write side) |

@@ -43,8 +43,12 @@ class _Listings(_SqlConn):
         if query.newer_than is not None:
             where.append("r.created_at >= :newest")
             params["newest"] = now - query.newer_than
-        if query.owner is not None or query.approved_agents is not None:
-            visible = ["1 = 0"]
+        if query.request_ids is not None:
+            ids = {f"id{i}": request_id for i, request_id in enumerate(query.request_ids)}
+            where.append(f"r.request_id IN ({', '.join(f':{name}' for name in ids)})" if ids else "1 = 0")
+            params.update(ids)
+        if query.owner is not None or query.approved_agents is not None or query.every_agent:
+            visible = ["1 = 1" if query.every_agent else "1 = 0"]
             if query.owner is not None:
                 visible.append("th.owner = :owner")
                 params["owner"] = query.owner

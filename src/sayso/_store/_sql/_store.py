@@ -10,6 +10,7 @@ from ._grants_audit import _GrantsAudit
 from ._inbox import SqlInbox
 from ._requests import _Requests
 from ._runs import _Runs
+from ._watch import _Watch
 
 
 class SqlRunStore(
@@ -21,6 +22,7 @@ class SqlRunStore(
     StepVerbs,
     _Runs,
     _Requests,
+    _Watch,
     _GrantsAudit,
     SqlInbox,
 ):
