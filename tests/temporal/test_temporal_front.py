@@ -240,3 +240,27 @@ async def test_a_run_whose_front_died_before_its_workflow_started_is_closed_by_r
         paused = await front_again.run("delete d.txt", thread_id="thr-stuck")
         assert paused.status == "paused"
     assert calls(tmp_path) == []
+
+
+def test_sayso_check_says_when_temporal_is_out_of_reach_or_has_no_such_namespace(
+    tmp_path: Path, temporal: Project
+) -> None:
+    """`sayso check` said "ready" with nothing at the address or a namespace the cluster does not have."""
+    config = temporal.config(tmp_path, BODY.replace("TTL", ""), FILES)
+    queue = temporal.task_queue
+
+    def check(path: Path) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "sayso", "check", str(path)]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, env=temporal.env, cwd=tmp_path)
+
+    for name, engine, said in [
+        ("nowhere.yaml", engine_line(f"127.0.0.1:{free_port()}", queue), "cannot reach Temporal at 127.0.0.1:"),
+        ("nope.yaml", engine_line(temporal.address, queue, ", namespace: nope"), "has no namespace 'nope'"),
+    ]:
+        refused = check(variant(config, name, engine))
+        assert refused.returncode == 2, refused.stdout
+        assert "error: engine.temporal: " in refused.stderr and said in refused.stderr
+    ready = check(config)
+    assert ready.returncode == 0, ready.stderr
+    assert f"warning: engine.temporal.task_queue: no worker polls task queue '{queue}' yet" in ready.stdout
+    assert "is ready" in ready.stdout

@@ -56,6 +56,9 @@ from ._text import listening
 POLLED_FRESH_SECONDS = 10.0
 """How long a front takes a worker it saw polling the task queue to be there still, without asking again."""
 
+REACH_SECONDS = 5.0
+"""How long `sayso check` waits for the cluster to answer, as it waits for the store."""
+
 POLLER_GRACE_SECONDS = 2.0
 """How long a front asks again for a worker on the task queue before it says none polls it."""
 
@@ -222,6 +225,19 @@ class TemporalFront:
             await anyio.sleep(0.2)
         self._polled_at = time.monotonic()
         return client
+
+    async def reach(self, *, within: float = REACH_SECONDS) -> bool:
+        """Whether a worker polls the task queue, once the cluster answered within `within` seconds (`sayso check`).
+
+        Raises:
+            StoreError: the cluster is out of reach, did not answer in time, or has no such namespace.
+        """
+        try:
+            with anyio.fail_after(within):
+                return await self._pollers(await self._connect())
+        except TimeoutError:
+            said = f"Temporal at {self._settings.address} did not answer within {within:g} seconds"
+            raise StoreError(said, service="Temporal") from None
 
     async def _pollers(self, client: Client) -> bool:
         """Whether a worker polls the task queue: one cheap call, its pollers as the Temporal UI lists them.
