@@ -28,7 +28,7 @@ SaysoError
 │   ├── PauseConsumed                 another process resumed this pause first
 │   ├── NotReady                      requests are still open and the resume was not forced
 │   └── ThreadBusy                    the thread already has a run in progress
-└── StoreError                        the database failed; the message says how
+└── StoreError                        the store or the Temporal cluster failed or is out of reach; the message says how
 ```
 
 Every error carries the ids it is about, so callers never parse messages. Each interface maps
@@ -368,4 +368,17 @@ class StepOutcomeUnknown(SaysoError, RuntimeError):
 
 
 class StoreError(SaysoError):
-    """The database failed underneath sayso; the original error is chained as `__cause__`."""
+    """What sayso keeps its work in failed or did not answer; the original error is chained as `__cause__`.
+
+    `service` says which: sayso's store (its database), or the Temporal cluster a config's
+    `engine: temporal` hands runs and decisions to. Either way nothing is wrong with the call: try
+    again once it answers (the message says what was done before it failed).
+    """
+
+    def __init__(self, problem: str, *, service: str = "store") -> None:
+        self.service = service
+        """What failed: `store` (sayso's database) or `Temporal` (the cluster of an `engine: temporal` config)."""
+        super().__init__(problem)
+
+    def __reduce__(self) -> tuple[type, tuple[str], dict[str, str]]:
+        return self.__class__, (str(self),), {"service": self.service}

@@ -165,7 +165,7 @@ def test_a_sqlite_store_that_is_a_folder_is_named(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("SAYSO_STORE", f"sqlite:///{tmp_path / 'store.db'}")
     for command in (["inbox", str(EXAMPLE)], ["run", str(EXAMPLE), "list"], ["audit", "verify", str(EXAMPLE)]):
         refused = runner.invoke(app, command)
-        assert refused.exit_code == 1, refused.output
+        assert refused.exit_code == 5, refused.output  # the store is out of reach, as `sayso serve` says it
         assert refused.stderr == (
             f"error: could not open the store at 'sqlite:///{tmp_path / 'store.db'}': "
             f"'{tmp_path / 'store.db'}' is a folder; point the store at a file\n"
@@ -179,7 +179,7 @@ def test_a_postgres_store_that_refuses_says_connection_refused(monkeypatch: pyte
         dead = closed.getsockname()[1]
     monkeypatch.setenv("SAYSO_STORE", f"postgresql://nobody@127.0.0.1:{dead}/x")
     refused = runner.invoke(app, ["inbox", str(EXAMPLE), "--json"])
-    assert refused.exit_code == 1, refused.output
+    assert refused.exit_code == 5, refused.output
     assert json.loads(refused.stdout)["error"] == {
         "type": "StoreError",
         "message": f"could not open the store at 'postgresql://nobody@127.0.0.1:{dead}/x': "

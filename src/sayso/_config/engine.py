@@ -24,6 +24,9 @@ class TemporalConfig(_Strict):
     """The task queue `sayso worker` polls and `sayso serve` starts workflows on."""
     heartbeat_seconds: float = Field(default=10.0, gt=0, le=600)
     """How long a worker may go silent before Temporal gives its segment to another worker."""
+    accept_seconds: float = Field(default=30.0, gt=0, le=600)
+    """How long a front waits for a worker to take up a run it starts or a decision it sends before it answers that
+    none did (HTTP 503, exit 5); a decision sent so may still be recorded when a worker polls the task queue."""
 
 
 class EngineConfig(_Strict):

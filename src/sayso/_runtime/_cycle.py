@@ -28,7 +28,7 @@ from .._core.requests import DelegateRequest
 from .._core.resume import SKIPPED_FOR_FORCE
 from .._engine.calls import DelegateDeferral
 from .._store import Decided, PauseState, RunRecord
-from ..exceptions import AgentNotFound, PauseConsumed, RequestNotFound, RunConflict, RunNotFound
+from ..exceptions import AgentNotFound, PauseConsumed, RequestNotFound, RunConflict, RunNotFound, StoreError
 from . import _leases, _tree
 from ._agent_runs import AgentRunner
 from ._kernel import Kernel, derived_id
@@ -38,6 +38,12 @@ from ._runner import CallOptions, DecisionCall, Engine, Resume, RunKind, Runner,
 
 REPLANS = 3
 """How often a resume is planned again when a person's decision lands while it was being prepared."""
+
+NEVER_HANDED_OVER = (
+    "not started: its front stopped before it handed the run to the engine (the engine has no work of this run's); "
+    "send the message again"
+)
+"""Why a run an engine should have run, but never got, failed (recovery closes it: its thread takes messages again)."""
 
 REMOTE_CUT_OFF = (
     "outcome unknown: the process stopped while it handed the task to the remote agent, so it was not sent again; "
@@ -213,6 +219,8 @@ class Cycle:
             RunConflict: another live runtime holds the run, or the run's work is not this runtime's to redo.
         """
         if self.engine is not None:
+            if run.parent_run_id is None:
+                return await self.runner(run).carry_on(run, options)  # `_Engined`: closed if it never got there
             # The engine's workers carry every run of a tree on (Temporal reschedules a dead worker's segment).
             raise RunConflict(run.run_id, "the engine's workers carry this run on; no front process takes it over")
         if self.delegates_apart and run.parent_run_id is not None and (await self.home(run)).run_id == run.run_id:
@@ -344,8 +352,29 @@ class Cycle:
         if found is None:
             raise RequestNotFound(call.request_id)
         top = await _tree.root(self.k, found.run)
-        recorded = await self.engine.decide(top, call, options)
+        try:
+            recorded = await self.engine.decide(top, call, options)
+        except StoreError as exc:
+            raise await self._unreached(exc, call.request_id) from exc
         return DecideResult(request_id=call.request_id, recorded=recorded, run=await _tree.result(self.k, top.run_id))
+
+    async def _unreached(self, exc: StoreError, request_id: str) -> StoreError:
+        """`exc` of a decision the engine could not take, saying whether the request was decided all the same.
+
+        The engine may have recorded it before it stopped answering (the cluster restarting mid-segment),
+        so the store, which a front reaches on its own, says where the request stands now.
+        """
+        try:
+            state = await self.k.store.get_request(request_id)
+        except StoreError:
+            return exc
+        if state is None or state.decision is None:
+            now = f"request {request_id!r} is still open: no decision is recorded on it"
+        else:
+            taken = state.decision
+            now = f"request {request_id!r} is decided ({taken.decision.kind}, by {taken.principal or taken.by}): "
+            now += "its run goes on on the engine's workers"
+        return StoreError(f"{exc}; {now}", service=exc.service)
 
     async def changed(self, run: RunRecord) -> None:
         """Tell the engine that the store changed under `run`'s tree (a cancel); nothing without one."""
@@ -370,19 +399,69 @@ class _Engined:
         self._here.check(name)  # the front builds the same agents its workers do
 
     async def start(self, run: RunRecord, start: Start, options: CallOptions) -> RunResult:
-        if start.superseded is not None and start.superseded[0]:
-            # The superseded run's workflow waits on a pause this message just closed.
-            old = await self._k.store.get_run(start.superseded[0][0].run_id)
-            await self._engine.changed(await _tree.root(self._k, old))
-        await self._engine.start(run, options)
+        try:
+            if start.superseded is not None and start.superseded[0]:
+                # The superseded run's workflow waits on a pause this message just closed.
+                old = await self._k.store.get_run(start.superseded[0][0].run_id)
+                await self._engine.changed(await _tree.root(self._k, old))
+            await self._engine.start(run, options)
+        except StoreError as exc:
+            raise await self._not_started(run, exc) from exc
         return await _tree.result(self._k, run.run_id)
+
+    async def _not_started(self, run: RunRecord, exc: StoreError) -> StoreError:
+        """Close a run the engine could not be handed (`exc` says why) as failed, so its thread is not left locked.
+
+        Only while this process still holds the run's lease: an engine's worker that took the run up took
+        the lease, and the run goes on there (the failed write is conditional on the holder). One that takes it
+        up later finds it failed and leaves it.
+        """
+        try:
+            await self._k.store.finish_run(
+                run,
+                holder=self._k.holder,
+                new_messages=(),
+                status="failed",
+                output=None,
+                error=f"not started: {exc}",
+                now=self._k.clock(),
+            )
+        except RunConflict:
+            return await self._taken_meanwhile(run, exc)
+        except StoreError:
+            return exc
+        self._k.events.touched()
+        said = (
+            f"{exc}; run {run.run_id!r} was not started: it is closed as failed, and its thread takes the next message"
+        )
+        return StoreError(said, service=exc.service)
+
+    async def _taken_meanwhile(self, run: RunRecord, exc: StoreError) -> StoreError:
+        """`exc` of a run this process no longer held when it would close it: where the run stands now."""
+        try:
+            now = await self._k.store.get_run(run.run_id)
+        except StoreError:
+            return exc
+        if now.status in ("running", "paused"):
+            said = f"run {run.run_id!r} was taken up all the same, and goes on"
+        else:
+            said = f"run {run.run_id!r} was closed meanwhile ({now.status}), and its thread takes the next message"
+        return StoreError(f"{exc}; {said}", service=exc.service)
 
     async def resume(self, run: RunRecord, resume: Resume, options: CallOptions) -> RunResult:
         await self._engine.advance(run, force=False, options=options)
         return await _tree.result(self._k, run.run_id)
 
     async def carry_on(self, run: RunRecord, options: CallOptions) -> RunResult:
-        raise RunConflict(run.run_id, "the engine's workers carry this run on; no front process takes it over")
+        """Close a run whose front stopped before it handed the run over; the engine's workers carry the others on.
+
+        Raises:
+            RunConflict: the engine has the run, or a live process still holds it (it may hand it over yet).
+        """
+        if await self._engine.started(run):
+            raise RunConflict(run.run_id, "the engine's workers carry this run on; no front process takes it over")
+        await _leases.abandon(self._k, run, error=NEVER_HANDED_OVER)
+        return await _tree.result(self._k, run.run_id)
 
     async def answer_below(self, request: DelegateRequest, outcome: RunResult) -> DecisionRecord:
         raise RunConflict(request.run_id, "the engine's workers answer the runs below this run")

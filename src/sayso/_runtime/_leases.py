@@ -60,7 +60,9 @@ async def release(k: Kernel, run_id: str) -> bool:
 
 
 async def abandon(k: Kernel, run: RunRecord, *, error: str = ABANDONED) -> None:
-    """Close a dead delegate run, failed with `error` (by default: its parent no longer waits on it).
+    """Close a dead run, failed with `error` (by default: a delegate's, whose parent no longer waits on it).
+
+    A top-level run its front never handed to the engine is closed so too (`_cycle.NEVER_HANDED_OVER`).
 
     Its cut-off calls are recorded unknown.
 

@@ -253,7 +253,12 @@ class Engine(Protocol):
     """
 
     async def start(self, run: RunRecord, options: CallOptions) -> None:
-        """Hand a run the store has just started to the engine; returns once it paused or ended."""
+        """Hand a run the store has just started to the engine; returns once it paused or ended.
+
+        Raises:
+            StoreError: the engine is out of reach, or none of its workers took the run up (the run may or may
+                not have been handed over: whoever still holds its lease decides).
+        """
         ...
 
     async def advance(self, top: RunRecord, *, force: bool, options: CallOptions) -> None:
@@ -268,11 +273,20 @@ class Engine(Protocol):
         Raises:
             DecisionRefused: the decision does not fit (the pause stays open).
             NotAllowed: the principal may not decide the request.
+            StoreError: the engine is out of reach, or none of its workers took the decision up.
         """
         ...
 
     async def changed(self, top: RunRecord) -> None:
         """Tell `top`'s workflow that the store changed under it (a cancel, a superseding message)."""
+        ...
+
+    async def started(self, top: RunRecord) -> bool:
+        """Whether the engine has `top`'s work (running or ended): `False` when it was never handed over.
+
+        Raises:
+            StoreError: the engine is out of reach.
+        """
         ...
 
     async def aclose(self) -> None:

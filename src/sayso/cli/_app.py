@@ -358,8 +358,10 @@ def check(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """Check a config the way loading it does, and that its store answers, without running anything; exits 2 on errors.
 
     Each problem names the file, the line and the fix. Errors stop the config from loading (an
-    approval rule that names no tool, a model that cannot be reached) or its store from opening (it
-    does not answer, or its SQLite file cannot be written); warnings and notes do not.
+    approval rule that names no tool, a model that cannot be reached), its store from opening (it
+    does not answer, or its SQLite file cannot be written) or, with `engine: temporal`, its cluster
+    from taking runs (it does not answer, or has no such namespace); warnings and notes do not (no
+    worker polls the task queue yet).
     """
     from ._checking import check_config_file
 

@@ -1,5 +1,7 @@
 """`sayso check`: a config's problems as loading finds them, and whether its store answers, printed with their fix.
 
+With `engine: temporal`, whether its cluster answers and a worker polls its task queue is said too.
+
 Apart from `_app` so the command's module stays one screen per command; `check` hands it the consoles.
 """
 
@@ -40,6 +42,8 @@ def check_config_file(path: str, *, as_json: bool, out: Console, err: Console) -
     problems = check_config(loaded)
     if not any(p.where == "store" and p.severity == "error" for p in problems):
         problems += _unreachable_store(loaded)
+    if loaded.engine.temporal is not None:
+        problems += _unreachable_temporal(loaded)
     failed = any(p.severity == "error" for p in problems)
     if as_json:
         shown = [{**asdict(p), "file": str(p.file) if p.file else None} for p in problems]
@@ -86,3 +90,36 @@ def _unreachable_store(config: Config) -> list[ConfigProblem]:
             ConfigProblem(severity="error", where="store", message=str(exc), fix=fix, file=config.source, line=line)
         ]
     return []
+
+
+def _unreachable_temporal(config: Config) -> list[ConfigProblem]:
+    """The Temporal cluster as an error when it or its namespace is out of reach; a warning when no worker polls.
+
+    A config whose cluster was down, or that named no namespace of it, was said to be ready. Nothing
+    is started or sent: the cluster is asked who polls the task queue, as a front asks before it
+    hands a run over.
+    """
+    import functools
+
+    import anyio
+
+    from .._config.checks import ConfigProblem
+
+    settings = config.engine.temporal
+    assert settings is not None
+    found = functools.partial(ConfigProblem, file=config.source, line=config.line_of(("engine", "temporal")))
+    try:
+        from .._temporal import TemporalFront
+    except ImportError:
+        fix = "pip install 'sayso[temporal]'"
+        return [found(severity="error", where="engine.temporal", message="needs the Temporal extra", fix=fix)]
+    try:
+        polled = anyio.run(TemporalFront(settings).reach)
+    except SaysoError as exc:  # a StoreError: out of reach, no answer in time, or no such namespace
+        fix = "start the cluster, or point engine.temporal (address, namespace) at one that answers"
+        return [found(severity="error", where="engine.temporal", message=str(exc), fix=fix)]
+    if polled:
+        return []
+    message = f"no worker polls task queue {settings.task_queue!r} yet: runs and decisions are refused until one does"
+    fix = "start `sayso worker` with this config"
+    return [found(severity="warning", where="engine.temporal.task_queue", message=message, fix=fix)]

@@ -15,12 +15,13 @@ from ..exceptions import (
     RunConflict,
     SaysoError,
     SchemaMismatch,
+    StoreError,
 )
 
 DONE = 0
 """Done: the run completed or paused for a person, the decision was recorded, the check found no errors."""
 FAILED = 1
-"""The work failed: the run failed, the audit log was tampered with, the store failed."""
+"""The work failed: the run failed, the audit log was tampered with."""
 WRONG = 2
 """What was typed or configured is wrong: an unknown option, action or agent, bad JSON, a config with errors."""
 NOT_FOUND = 3
@@ -29,7 +30,9 @@ REFUSED = 4
 """The decision or command was not taken (it does not fit, another came first, it expired, it is not yours to
 take, or the run is not in a state for it): nothing failed, and nothing changed."""
 CANNOT_SERVE = 5
-"""`sayso serve` could not start: the port is in use, the address is not allowed, or the store cannot be opened."""
+"""What sayso works with is out of reach: `sayso serve` could not start (the port is in use, the address is not
+allowed, the store cannot be opened), or the store or the Temporal cluster did not answer (a `StoreError`: try
+again; its message says what was done)."""
 
 
 def exit_code(exc: SaysoError) -> int:
@@ -40,4 +43,6 @@ def exit_code(exc: SaysoError) -> int:
         return REFUSED
     if isinstance(exc, ConfigError | CallerError):
         return WRONG
+    if isinstance(exc, StoreError):
+        return CANNOT_SERVE
     return FAILED

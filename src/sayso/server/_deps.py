@@ -36,7 +36,7 @@ _PROBLEM_MEANING = {
     413: "The body, message, arguments or answer is over its size limit.",
     415: "State-changing calls must be JSON.",
     422: "The input is invalid; `errors` says where.",
-    503: "The store does not answer; try again.",
+    503: "The store, or the Temporal cluster of an `engine: temporal` config, does not answer; try again.",
 }
 
 
