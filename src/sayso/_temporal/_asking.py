@@ -23,7 +23,7 @@ _T = TypeVar("_T")
 
 _FIRST_PAUSE, _LAST_PAUSE = 0.2, 5.0  # seconds between two failed asks: doubled each time, up to the last
 
-_PASSING = frozenset(
+PASSING = frozenset(
     {
         RPCStatusCode.UNAVAILABLE,
         RPCStatusCode.DEADLINE_EXCEEDED,
@@ -64,7 +64,7 @@ def transient(exc: Exception) -> bool:
     """
     if isinstance(exc, WorkflowUpdateRPCTimeoutOrCancelledError):
         return True  # the call ran out of time (or the server cancelled it): the Update did not end
-    return isinstance(exc, RPCError) and exc.status in _PASSING
+    return isinstance(exc, RPCError) and exc.status in PASSING
 
 
 async def asked_again(ask: Callable[[], Awaitable[_T]], *, patience: float | None = None) -> _T:

@@ -40,12 +40,12 @@ from .._core.decisions import DECISION_ADAPTER
 from .._runtime._runner import CallOptions, DecisionCall
 from .._store import RunRecord
 from ..exceptions import RunConflict, SaysoError, StoreError
+from ._asking import PASSING, cancelled_as_cancelled
 from ._shapes import (
     RUN_WORKFLOW,
     AdvanceInput,
     DecideInput,
     RunInput,
-    cancelled_as_cancelled,
     error_in,
     options_json,
     principal_json,
@@ -62,19 +62,7 @@ REACH_SECONDS = 5.0
 POLLER_GRACE_SECONDS = 2.0
 """How long a front asks again for a worker on the task queue before it says none polls it."""
 
-_OUT_OF_REACH = frozenset(
-    {
-        RPCStatusCode.UNAVAILABLE,
-        RPCStatusCode.DEADLINE_EXCEEDED,
-        RPCStatusCode.RESOURCE_EXHAUSTED,
-        RPCStatusCode.ABORTED,
-        RPCStatusCode.INTERNAL,
-        RPCStatusCode.UNKNOWN,
-        RPCStatusCode.CANCELLED,
-        RPCStatusCode.UNAUTHENTICATED,
-        RPCStatusCode.PERMISSION_DENIED,
-    }
-)
+_OUT_OF_REACH = PASSING | {RPCStatusCode.CANCELLED, RPCStatusCode.UNAUTHENTICATED, RPCStatusCode.PERMISSION_DENIED}
 """The answers of a cluster that is out of reach (or lets this front in no more), not of a workflow refusing."""
 
 

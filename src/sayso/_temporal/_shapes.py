@@ -22,7 +22,6 @@ from .._core.resume import Closer
 from .._runtime._runner import CallOptions
 from .._store import RunRecord
 from ..exceptions import SaysoError
-from ._asking import cancelled_as_cancelled as cancelled_as_cancelled  # where `_front` finds it
 from ._text import TextTo
 
 RUN_WORKFLOW = "sayso.run"
