@@ -332,7 +332,7 @@ def init(
 
     folder = folder or "."  # `sayso init ""`: here, and said so
 
-    from ._render import sayso_command
+    from ._pasted import sayso_command
     from ._starter import write_starter
 
     try:
