@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -269,3 +270,23 @@ def test_a_workflow_input_answered_with_question_answers_says_what_it_takes() ->
         assert said in refused.output and "answer VALUE" in refused.output
     inbox = json.loads(runner.invoke(app, ["inbox", concierge, "--json"]).stdout)
     assert [r["id"] for r in inbox["requests"]] == [request_id]
+
+
+def test_stats_show_the_open_requests_so_the_outcomes_add_up() -> None:
+    """The rates are shares of every request, open ones too: the table has an `open` column beside the other
+    outcomes (2 requests, 1 approved, 1 open: 50 % each), with the count `--json` and REST give."""
+    first = json.loads(runner.invoke(app, ["run", str(EXAMPLE), "delete notes", "--json"]).stdout)
+    runner.invoke(app, ["run", str(EXAMPLE), "delete todo.md", "--json"])
+    assert runner.invoke(app, ["decide", str(EXAMPLE), first["requests"][0]["id"], "approve"]).exit_code == 0
+    found = json.loads(runner.invoke(app, ["stats", str(EXAMPLE), "--json"]).stdout)["overall"]
+    assert (found["requests"], found["approved"], found["open"]) == (2, 1, 1)
+    shown = cli_app.console.width
+    try:
+        cli_app.console.width = 200
+        table = runner.invoke(app, ["stats", str(EXAMPLE)]).stdout
+    finally:
+        cli_app.console.width = shown
+    header = next(line for line in table.splitlines() if "requests" in line and "approved" in line)
+    assert re.findall(r"\w+", header)[:6] == ["requests", "approved", "rejected", "expired", "closed", "open"], header
+    overall = next(line for line in table.splitlines() if line.strip("│ ").startswith("all"))
+    assert re.findall(r"\d+ \(\d+%\)", overall)[:5] == ["1 (50%)", "0 (0%)", "0 (0%)", "0 (0%)", "1 (50%)"], overall
