@@ -272,6 +272,21 @@ def test_a_workflow_input_answered_with_question_answers_says_what_it_takes() ->
     assert [r["id"] for r in inbox["requests"]] == [request_id]
 
 
+CONCIERGE = str(ROOT / "examples" / "concierge" / "sayso.yaml")
+
+
+def test_a_second_value_a_workflow_input_does_not_read_is_refused_naming_it() -> None:
+    """`answer '{"city": "Rome"}' '{"x":1}'` joined both into one text that failed the schema (exit 4); it exits 2
+    naming the extra value, and the request stays open."""
+    paused = json.loads(runner.invoke(app, ["run", CONCIERGE, "plan my day", "--json"]).stdout)
+    request_id = paused["requests"][0]["id"]
+    refused = runner.invoke(app, ["decide", CONCIERGE, request_id, "answer", '{"city": "Rome"}', '{"x":1}'])
+    assert refused.exit_code == 2, refused.output
+    assert "takes one value" in refused.output and """'{"x":1}'""" in refused.output, refused.output
+    inbox = json.loads(runner.invoke(app, ["inbox", CONCIERGE, "--json"]).stdout)
+    assert [r["id"] for r in inbox["requests"]] == [request_id]
+
+
 def test_stats_show_the_open_requests_so_the_outcomes_add_up() -> None:
     """The rates are shares of every request, open ones too: the table has an `open` column beside the other
     outcomes (2 requests, 1 approved, 1 open: 50 % each), with the count `--json` and REST give."""

@@ -111,7 +111,7 @@ def _provide(action: str, values: list[str], answers: str | None, request: Input
         raise typer.BadParameter(f"a workflow's input takes one value, not --answers (questions' answers); use {how}")
     if not values:
         raise typer.BadParameter(f"{action} needs the input's value; use {how}")
-    return Provide(value=_typed_value(" ".join(values), request.response_schema))
+    return Provide(value=_one_value(action, values, request.response_schema))
 
 
 def _answer(values: list[str], answers: str | None) -> Answer:
@@ -156,18 +156,25 @@ def _approve(values: list[str], *, args: str | None, scope: str, request: Reques
             f"this approval takes no value after approve (got {' '.join(values)!r}); to change the call's "
             "arguments use --args JSON, to remember the approval use --scope thread or --scope always"
         )
-    payload = _typed_value(" ".join(values), schema) if values else None
+    payload = _one_value("approve", values, schema) if values else None
     return Approve(scope=checked_scope, edited_args=edited, payload=payload)
 
 
-def _typed_value(raw: str, schema: JsonSchemaValue | None) -> Any:
-    """A value typed at the command line: as is where the schema asks for text, else JSON (text if it is not)."""
+def _one_value(action: str, values: list[str], schema: JsonSchemaValue | None) -> Any:
+    """The one value a schema asks for, typed at the command line: the words as typed where it asks for text, else JSON.
+
+    Two JSON values were joined with a space into a text that failed the schema as a whole, so a
+    value it does not read is refused, named, rather than read into the first.
+    """
     if schema is not None and text_answer(schema):
-        return raw
+        return " ".join(values)
+    if len(values) > 1:
+        extra = ", ".join(repr(v) for v in values[1:])
+        raise typer.BadParameter(f"{action} takes one value (JSON, quoted as one word), so not also {extra}")
     try:
-        return json.loads(raw)
+        return json.loads(values[0])
     except json.JSONDecodeError:
-        return raw  # the schema check names what is wrong with it
+        return values[0]  # the schema check names what is wrong with it
 
 
 def _json_option(name: str, raw: str) -> Any:
