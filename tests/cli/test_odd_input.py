@@ -287,6 +287,24 @@ def test_a_second_value_a_workflow_input_does_not_read_is_refused_naming_it() ->
     assert [r["id"] for r in inbox["requests"]] == [request_id]
 
 
+def test_an_action_a_request_does_not_take_names_the_actions_the_command_line_has() -> None:
+    """`reject` on a workflow's input said it "takes provide, skip", and `result` "not 'client_result'": words
+    `sayso decide` does not document. Each names the actions as typed here, and nothing is recorded."""
+    paused = json.loads(runner.invoke(app, ["run", CONCIERGE, "plan my day", "--json"]).stdout)
+    request_id = paused["requests"][0]["id"]
+    for action in ("reject", "approve", "result"):
+        refused = runner.invoke(app, ["decide", CONCIERGE, request_id, action, *(["1"] if action == "result" else [])])
+        assert refused.exit_code == 4, refused.output
+        said = f"this input request takes answer or skip, not {action}"
+        assert said in refused.stderr, refused.stderr
+    asked = json.loads(runner.invoke(app, ["run", str(EXAMPLE), "delete notes", "--json"]).stdout)
+    approval = asked["requests"][0]["id"]
+    refused = runner.invoke(app, ["decide", str(EXAMPLE), approval, "result", "1"])
+    assert "this approval request takes approve, reject or skip, not result" in refused.stderr, refused.stderr
+    inbox = json.loads(runner.invoke(app, ["inbox", CONCIERGE, "--json"]).stdout)
+    assert {r["id"] for r in inbox["requests"]} == {request_id, approval}
+
+
 def test_stats_show_the_open_requests_so_the_outcomes_add_up() -> None:
     """The rates are shares of every request, open ones too: the table has an `open` column beside the other
     outcomes (2 requests, 1 approved, 1 open: 50 % each), with the count `--json` and REST give."""

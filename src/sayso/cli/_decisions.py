@@ -24,8 +24,10 @@ from .._core.decisions import (
     Provide,
     Reject,
     Skip,
+    decisions_taken,
 )
-from .._core.requests import ApprovalRequest, InputRequest, Request, Scope
+from .._core.requests import ApprovalRequest, ElicitationRequest, InputRequest, Request, Scope
+from ..exceptions import InvalidDecision
 from ._render import text_answer
 
 _ACTIONS = ("approve", "reject", "skip", "answer", "provide", "result", "error", "accept", "done", "decline", "cancel")
@@ -36,6 +38,10 @@ _OPTION_ACTIONS = {
     "--answers": ("answer",),
 }
 """Which actions read each option of `sayso decide`."""
+_KIND_OF_ACTION = {"result": "client_result", "error": "client_error", "done": "accept"}
+"""The kind of decision an action makes where its word is another (and `answer` to a workflow's input: `provide`)."""
+_ACTION_OF_KIND = {"provide": "answer", "client_result": "result", "client_error": "error"}
+"""The action that makes each kind of decision named otherwise (`accept`: `done` for a page, see `_action_for`)."""
 
 
 def parse_decision(
@@ -87,6 +93,33 @@ def parse_decision(
     raise typer.BadParameter(
         f"unknown action {action!r}; use approve, reject, skip, answer, result, error, accept, done, decline or cancel"
     )
+
+
+def check_action_fits(action: str, request: Request) -> None:
+    """Refuse an action `request` does not take, naming the ones it does as `sayso decide` spells them.
+
+    The runtime names the kinds of decision (`provide`, `client_result`), which this command takes
+    as `answer` and `result`: a person told "takes provide" typed a word `--help` never showed.
+
+    Raises:
+        InvalidDecision: the request takes other decisions (nothing is recorded).
+    """
+    taken = decisions_taken(request.kind)
+    makes = (
+        "provide" if action == "answer" and isinstance(request, InputRequest) else _KIND_OF_ACTION.get(action, action)
+    )
+    if not taken or makes in taken:
+        return  # a delegate's request is the runtime's to refuse: it says where it is answered
+    words = [_action_for(kind, request) for kind in taken]
+    either = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+    raise InvalidDecision(request.request_id, f"this {request.kind} request takes {either}, not {action}")
+
+
+def _action_for(kind: str, request: Request) -> str:
+    """The action of `sayso decide` that makes a decision of `kind` on `request`."""
+    if kind == "accept" and isinstance(request, ElicitationRequest) and request.mode == "url":
+        return "done"  # a page visited, not a form filled in
+    return _ACTION_OF_KIND.get(kind, kind)
 
 
 def _refuse_twice_said(action: str, values: list[str], *, reason: str | None, answers: str | None) -> None:
