@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -269,3 +270,56 @@ def test_a_workflow_input_answered_with_question_answers_says_what_it_takes() ->
         assert said in refused.output and "answer VALUE" in refused.output
     inbox = json.loads(runner.invoke(app, ["inbox", concierge, "--json"]).stdout)
     assert [r["id"] for r in inbox["requests"]] == [request_id]
+
+
+CONCIERGE = str(ROOT / "examples" / "concierge" / "sayso.yaml")
+
+
+def test_a_second_value_a_workflow_input_does_not_read_is_refused_naming_it() -> None:
+    """`answer '{"city": "Rome"}' '{"x":1}'` joined both into one text that failed the schema (exit 4); it exits 2
+    naming the extra value, and the request stays open."""
+    paused = json.loads(runner.invoke(app, ["run", CONCIERGE, "plan my day", "--json"]).stdout)
+    request_id = paused["requests"][0]["id"]
+    refused = runner.invoke(app, ["decide", CONCIERGE, request_id, "answer", '{"city": "Rome"}', '{"x":1}'])
+    assert refused.exit_code == 2, refused.output
+    assert "takes one value" in refused.output and """'{"x":1}'""" in refused.output, refused.output
+    inbox = json.loads(runner.invoke(app, ["inbox", CONCIERGE, "--json"]).stdout)
+    assert [r["id"] for r in inbox["requests"]] == [request_id]
+
+
+def test_an_action_a_request_does_not_take_names_the_actions_the_command_line_has() -> None:
+    """`reject` on a workflow's input said it "takes provide, skip", and `result` "not 'client_result'": words
+    `sayso decide` does not document. Each names the actions as typed here, and nothing is recorded."""
+    paused = json.loads(runner.invoke(app, ["run", CONCIERGE, "plan my day", "--json"]).stdout)
+    request_id = paused["requests"][0]["id"]
+    for action in ("reject", "approve", "result"):
+        refused = runner.invoke(app, ["decide", CONCIERGE, request_id, action, *(["1"] if action == "result" else [])])
+        assert refused.exit_code == 4, refused.output
+        said = f"this input request takes answer or skip, not {action}"
+        assert said in refused.stderr, refused.stderr
+    asked = json.loads(runner.invoke(app, ["run", str(EXAMPLE), "delete notes", "--json"]).stdout)
+    approval = asked["requests"][0]["id"]
+    refused = runner.invoke(app, ["decide", str(EXAMPLE), approval, "result", "1"])
+    assert "this approval request takes approve, reject or skip, not result" in refused.stderr, refused.stderr
+    inbox = json.loads(runner.invoke(app, ["inbox", CONCIERGE, "--json"]).stdout)
+    assert {r["id"] for r in inbox["requests"]} == {request_id, approval}
+
+
+def test_stats_show_the_open_requests_so_the_outcomes_add_up() -> None:
+    """The rates are shares of every request, open ones too: the table has an `open` column beside the other
+    outcomes (2 requests, 1 approved, 1 open: 50 % each), with the count `--json` and REST give."""
+    first = json.loads(runner.invoke(app, ["run", str(EXAMPLE), "delete notes", "--json"]).stdout)
+    runner.invoke(app, ["run", str(EXAMPLE), "delete todo.md", "--json"])
+    assert runner.invoke(app, ["decide", str(EXAMPLE), first["requests"][0]["id"], "approve"]).exit_code == 0
+    found = json.loads(runner.invoke(app, ["stats", str(EXAMPLE), "--json"]).stdout)["overall"]
+    assert (found["requests"], found["approved"], found["open"]) == (2, 1, 1)
+    shown = cli_app.console.width
+    try:
+        cli_app.console.width = 200
+        table = runner.invoke(app, ["stats", str(EXAMPLE)]).stdout
+    finally:
+        cli_app.console.width = shown
+    header = next(line for line in table.splitlines() if "requests" in line and "approved" in line)
+    assert re.findall(r"\w+", header)[:6] == ["requests", "approved", "rejected", "expired", "closed", "open"], header
+    overall = next(line for line in table.splitlines() if line.strip("│ ").startswith("all"))
+    assert re.findall(r"\d+ \(\d+%\)", overall)[:5] == ["1 (50%)", "0 (0%)", "0 (0%)", "0 (0%)", "1 (50%)"], overall

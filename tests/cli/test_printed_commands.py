@@ -1,6 +1,6 @@
 """Every command a paused run prints is one the CLI accepts: pasted verbatim into a shell whose PATH lacks the venv,
-the first suggestion of each request (a question's answer, a workflow form's answer, an approval, a delegate's
-requests) decides it and exits 0, step after step."""
+in another folder than the one the config was named from, the first suggestion of each request (a question's answer,
+a workflow form's answer, an approval, a delegate's requests) decides it and exits 0, step after step."""
 
 from __future__ import annotations
 
@@ -42,10 +42,13 @@ def test_the_first_printed_command_of_each_pause_runs_pasted(
     shutil.copytree(ROOT / "examples" / example, folder, ignore=shutil.ignore_patterns("sandbox", "*.db*"))
     quoted_python = sys.executable
     result = bare_shell(f"{quoted_python} -m sayso run sayso.yaml '{message}'", folder)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    config = re.escape(str(folder / "sayso.yaml"))
     for step in range(steps):
         assert result.returncode == 0, result.stderr
         commands = suggestions(result.stdout)
         assert commands, f"step {step}: nothing to paste in\n{result.stdout}"
-        assert all(re.match(rf"{re.escape(sys.executable)} -m sayso decide sayso.yaml req_", c) for c in commands)
-        result = bare_shell(commands[0], folder)
+        assert all(re.match(rf"{re.escape(sys.executable)} -m sayso decide {config} req_", c) for c in commands)
+        result = bare_shell(commands[0], elsewhere)  # the config was typed relative to `folder`: pasted anywhere
     assert result.returncode == 0, result.stderr

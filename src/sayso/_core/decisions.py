@@ -209,6 +209,11 @@ _ALLOWED: dict[str, tuple[str, ...]] = {
 }
 
 
+def decisions_taken(kind: str) -> tuple[str, ...]:
+    """The kinds of decision a request of `kind` takes, as `check_decision` holds it to them (none for a delegate's)."""
+    return _ALLOWED.get(kind, ())
+
+
 @dataclass(frozen=True, kw_only=True)
 class DecisionRecord:
     """A decision as stored: what was decided, by whom and when."""
@@ -253,8 +258,8 @@ def check_decision(
         raise RequestExpired(request.request_id, "expired before a decision arrived; the call will not run")
     if request.kind == "delegate":
         raise InvalidDecision(request.request_id, "a delegate's call is answered through the delegate's own requests")
-    if decision.kind not in _ALLOWED.get(request.kind, ()):
-        allowed = ", ".join(_ALLOWED.get(request.kind, ()))
+    if decision.kind not in decisions_taken(request.kind):
+        allowed = ", ".join(decisions_taken(request.kind))
         raise InvalidDecision(request.request_id, f"this {request.kind} request takes {allowed}, not {decision.kind!r}")
     for label, value in _decided_values(decision).items():
         odd = non_finite(value)

@@ -13,6 +13,7 @@ import errno
 import logging
 import socket
 import sys
+from collections.abc import Callable
 from types import FrameType
 
 import uvicorn
@@ -47,7 +48,7 @@ class _Server(uvicorn.Server):
     Its ticks also keep long-lived objects out of the garbage collector's full passes (`_heap`).
     """
 
-    def __init__(self, config: uvicorn.Config, state: ServerState, banner: list[str]) -> None:
+    def __init__(self, config: uvicorn.Config, state: ServerState, banner: Callable[[int], list[str]]) -> None:
         super().__init__(config)
         self._state = state
         self._heap = HeapSettler()
@@ -56,8 +57,13 @@ class _Server(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if self.started:  # said once it listens: a config that did not load printed no banner
-            for line in self._banner:
+            for line in self._banner(self._port()):
                 logger.info(line)
+
+    def _port(self) -> int:
+        """The port it listens on: the one asked for, or with `--port 0` the one the system picked."""
+        bound = [s.getsockname()[1] for server in self.servers for s in server.sockets]
+        return bound[0] if bound else self.config.port
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         await super().shutdown(sockets)
@@ -201,7 +207,7 @@ def serve(
     Args:
         config_path: the `sayso.yaml` to serve (its `webhooks:` receive request events).
         host: the address to bind; only 127.0.0.1 without principals.
-        port: the TCP port.
+        port: the TCP port (0: any free one, which the start-up line then names).
         expire_every_seconds: how often to close runs whose open requests all expired, and to prune
             webhook events past their retention.
         recover_every_seconds: how often to carry on runs whose process died (also once at start).
@@ -230,9 +236,13 @@ def serve(
         started, host=host, port=port, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS, log_level="warning"
     )
     logging.getLogger("uvicorn.access").setLevel(logging.INFO)  # each request, one line, as uvicorn writes it
-    lines = banner(config_path, config, host, port)
-    if grpc_port is not None:
-        lines.insert(1, f"A2A over gRPC on {host}:{grpc_port} (tenant: {config.a2a.namespace}/<name>)")
+
+    def lines(bound: int) -> list[str]:
+        said = banner(config_path, config, host, bound)
+        if grpc_port is not None:
+            said.insert(1, f"A2A over gRPC on {host}:{grpc_port} (tenant: {config.a2a.namespace}/<name>)")
+        return said
+
     build_codecs()  # the first request after a start is served as fast as the next (`_runtime/_codecs.py`)
     try:
         _Server(listening, app.state.sayso_server, lines).run()

@@ -174,7 +174,7 @@ def decide(
     """Decide one request; when it was the last open one, the run resumes and its result is printed."""
     check_id("REQUEST_ID", request_id, what="a request id", example="req_", as_json=as_json)
     with _collector_paused():
-        from ._decisions import parse_decision
+        from ._decisions import check_action_fits, parse_decision
 
     def parsed(request: Request | None = None) -> Decision:
         try:
@@ -191,9 +191,9 @@ def decide(
     decision = None if needs_request else parsed()
 
     async def work(rt: Sayso) -> DecideResult:
-        chosen = decision
-        if chosen is None:
-            chosen = parsed((await rt.request(request_id, principal=principal)).request)
+        request = (await rt.request(request_id, principal=principal)).request
+        check_action_fits(action, request)  # said in this command's words, not the runtime's kinds of decision
+        chosen = decision if decision is not None else parsed(request)
         return await rt.decide(request_id, chosen, principal=principal, via="cli")
 
     outcome = _with_app(config, work, as_json=as_json, principal=principal)
@@ -332,7 +332,7 @@ def init(
 
     folder = folder or "."  # `sayso init ""`: here, and said so
 
-    from ._render import sayso_command
+    from ._pasted import sayso_command
     from ._starter import write_starter
 
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shlex
 from typing import Any
 
 from pydantic.json_schema import JsonSchemaValue
@@ -40,13 +39,13 @@ from .._core.starting import check_agent
 from .._runtime import RunResult, Sayso
 from ..exceptions import DecisionRefused, ThreadNotFound
 from ._holding import Cancelled, ask_held, is_held, say_held
+from ._pasted import config_word, sayso_command
 from ._prompt import read_line
 from ._render import (
     fields_summary,
     greeting,
     print_result,
     request_panel,
-    sayso_command,
     schema_type,
     text_answer,
 )
@@ -113,7 +112,7 @@ async def _goodbye(runtime: Sayso, console: Console, thread_id: str | None, prin
             console.print(f"request {request.request_id} closes as cancelled: this chat held its call", soft_wrap=True)
             continue
         console.print(f"request {request.request_id} stays open: {_what(request)}", soft_wrap=True)
-    back = f"{sayso_command()} chat {shlex.quote(config)} --thread {thread_id}" if config else f"--thread {thread_id}"
+    back = f"{sayso_command()} chat {config_word(config)} --thread {thread_id}" if config else f"--thread {thread_id}"
     console.print(f"thread {thread_id}; come back with: {back}", soft_wrap=True, highlight=False)
 
 

@@ -24,8 +24,10 @@ from .._core.decisions import (
     Provide,
     Reject,
     Skip,
+    decisions_taken,
 )
-from .._core.requests import ApprovalRequest, InputRequest, Request, Scope
+from .._core.requests import ApprovalRequest, ElicitationRequest, InputRequest, Request, Scope
+from ..exceptions import InvalidDecision
 from ._render import text_answer
 
 _ACTIONS = ("approve", "reject", "skip", "answer", "provide", "result", "error", "accept", "done", "decline", "cancel")
@@ -36,6 +38,10 @@ _OPTION_ACTIONS = {
     "--answers": ("answer",),
 }
 """Which actions read each option of `sayso decide`."""
+_KIND_OF_ACTION = {"result": "client_result", "error": "client_error", "done": "accept"}
+"""The kind of decision an action makes where its word is another (and `answer` to a workflow's input: `provide`)."""
+_ACTION_OF_KIND = {"provide": "answer", "client_result": "result", "client_error": "error"}
+"""The action that makes each kind of decision named otherwise (`accept`: `done` for a page, see `_action_for`)."""
 
 
 def parse_decision(
@@ -89,6 +95,33 @@ def parse_decision(
     )
 
 
+def check_action_fits(action: str, request: Request) -> None:
+    """Refuse an action `request` does not take, naming the ones it does as `sayso decide` spells them.
+
+    The runtime names the kinds of decision (`provide`, `client_result`), which this command takes
+    as `answer` and `result`: a person told "takes provide" typed a word `--help` never showed.
+
+    Raises:
+        InvalidDecision: the request takes other decisions (nothing is recorded).
+    """
+    taken = decisions_taken(request.kind)
+    makes = (
+        "provide" if action == "answer" and isinstance(request, InputRequest) else _KIND_OF_ACTION.get(action, action)
+    )
+    if not taken or makes in taken:
+        return  # a delegate's request is the runtime's to refuse: it says where it is answered
+    words = [_action_for(kind, request) for kind in taken]
+    either = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+    raise InvalidDecision(request.request_id, f"this {request.kind} request takes {either}, not {action}")
+
+
+def _action_for(kind: str, request: Request) -> str:
+    """The action of `sayso decide` that makes a decision of `kind` on `request`."""
+    if kind == "accept" and isinstance(request, ElicitationRequest) and request.mode == "url":
+        return "done"  # a page visited, not a form filled in
+    return _ACTION_OF_KIND.get(kind, kind)
+
+
 def _refuse_twice_said(action: str, values: list[str], *, reason: str | None, answers: str | None) -> None:
     """Refuse words that say again what an option says, or words an action has no use for.
 
@@ -111,7 +144,7 @@ def _provide(action: str, values: list[str], answers: str | None, request: Input
         raise typer.BadParameter(f"a workflow's input takes one value, not --answers (questions' answers); use {how}")
     if not values:
         raise typer.BadParameter(f"{action} needs the input's value; use {how}")
-    return Provide(value=_typed_value(" ".join(values), request.response_schema))
+    return Provide(value=_one_value(action, values, request.response_schema))
 
 
 def _answer(values: list[str], answers: str | None) -> Answer:
@@ -156,18 +189,25 @@ def _approve(values: list[str], *, args: str | None, scope: str, request: Reques
             f"this approval takes no value after approve (got {' '.join(values)!r}); to change the call's "
             "arguments use --args JSON, to remember the approval use --scope thread or --scope always"
         )
-    payload = _typed_value(" ".join(values), schema) if values else None
+    payload = _one_value("approve", values, schema) if values else None
     return Approve(scope=checked_scope, edited_args=edited, payload=payload)
 
 
-def _typed_value(raw: str, schema: JsonSchemaValue | None) -> Any:
-    """A value typed at the command line: as is where the schema asks for text, else JSON (text if it is not)."""
+def _one_value(action: str, values: list[str], schema: JsonSchemaValue | None) -> Any:
+    """The one value a schema asks for, typed at the command line: the words as typed where it asks for text, else JSON.
+
+    Two JSON values were joined with a space into a text that failed the schema as a whole, so a
+    value it does not read is refused, named, rather than read into the first.
+    """
     if schema is not None and text_answer(schema):
-        return raw
+        return " ".join(values)
+    if len(values) > 1:
+        extra = ", ".join(repr(v) for v in values[1:])
+        raise typer.BadParameter(f"{action} takes one value (JSON, quoted as one word), so not also {extra}")
     try:
-        return json.loads(raw)
+        return json.loads(values[0])
     except json.JSONDecodeError:
-        return raw  # the schema check names what is wrong with it
+        return values[0]  # the schema check names what is wrong with it
 
 
 def _json_option(name: str, raw: str) -> Any:

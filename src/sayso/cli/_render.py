@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic.json_schema import JsonSchemaValue
@@ -27,6 +25,7 @@ from .._core.requests import (
     shown_args,
 )
 from .._core.votes import Vote, quorum
+from ._pasted import config_word, sayso_command
 
 if TYPE_CHECKING:
     from .._core.audit import AuditRecord
@@ -77,18 +76,6 @@ def example_answer(schema: JsonSchemaValue, root: JsonSchemaValue | None = None)
 def text_answer(schema: JsonSchemaValue) -> bool:
     """Whether an answer to `schema` is plain text (a string schema), typed without JSON quoting."""
     return schema_type(schema).get("type") == "string"
-
-
-def sayso_command() -> str:
-    """How to run this very sayso from any shell, venv activated or not: its absolute path.
-
-    The running `sayso` script when that is what runs (a pasted `sayso` would find another, or
-    none, on a PATH without the venv); else this interpreter with `-m sayso`.
-    """
-    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
-    if script is not None and script.name == "sayso" and script.is_file():
-        return shlex.quote(str(script.resolve()))
-    return shlex.join([sys.executable, "-m", "sayso"])
 
 
 def typed_args(args: dict[str, Any], schema: JsonSchemaValue | None) -> dict[str, Any]:
@@ -147,7 +134,7 @@ def answer_commands(request: Request, config: str, votes: Sequence[Vote] = ()) -
 
 
 def _commands(request: Request, config: str) -> list[str]:
-    base = f"{sayso_command()} decide {shlex.quote(config)} {request.request_id}"
+    base = f"{sayso_command()} decide {config_word(config)} {request.request_id}"
     if isinstance(request, InputRequest):
         if text_answer(request.response_schema):
             answer = f"{base} answer {shlex.quote('your answer')}"
