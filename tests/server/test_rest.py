@@ -14,7 +14,7 @@ from jsonschema import Draft202012Validator
 
 from sayso import Config, PrincipalConfig, load_config
 
-from ..models import Said, tool_model, verbs
+from ..models import Said, calls_then_reply, tool_model, verbs
 from ..tools import HOLD, delete_file, hold
 from .conftest import InProcess, ServerFactory, helper_models
 
@@ -228,6 +228,26 @@ async def test_inbox_filters_and_pages(serve: ServerFactory, helper_config: Conf
             bad = await client.get("/v1/requests", params={"cursor": raw})
             assert (bad.status_code, bad.headers["content-type"]) == (422, PROBLEM)
             assert "is not a cursor sayso handed out" in bad.json()["detail"]
+
+
+async def test_the_inbox_counts_every_open_request_not_just_the_page(
+    serve: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """250 requests open for alice: a page holds at most 200, and every page's `total` says 250 (a badge reading
+    one page said 200); bob sees none of them, an approver of their agent all of them, a filter counts its own."""
+    monkeypatch.setenv("OPS_TOKEN", "ops-token")
+    many = calls_then_reply(*[("delete_file", {"name": f"f{n}.txt"}) for n in range(250)], reply="done")
+    server = await serve(principals=[ALICE, BOB, OPS], models={"demo": many})
+    alice, bob, ops = server.client("alice-token"), server.client("bob-token"), server.client("ops-token")
+    async with alice, bob, ops:
+        assert len((await alice.post("/v1/runs", json={"message": "delete them"})).json()["requests"]) == 250
+        first = (await alice.get("/v1/requests", params={"limit": 200})).json()
+        rest = (await alice.get("/v1/requests", params={"limit": 200, "cursor": first["next_cursor"]})).json()
+        assert (len(first["requests"]), first["total"]) == (200, 250)
+        assert (len(rest["requests"]), rest["total"], rest["next_cursor"]) == (50, 250, None)
+        assert (await bob.get("/v1/requests")).json() == {"requests": [], "next_cursor": None, "total": 0}
+        assert (await ops.get("/v1/requests", params={"limit": 1})).json()["total"] == 250
+        assert (await alice.get("/v1/requests", params={"kind": "question"})).json()["total"] == 0
 
 
 def _cursor(raw: str) -> str:

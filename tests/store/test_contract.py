@@ -957,6 +957,22 @@ async def test_the_inbox_pages_open_requests_oldest_first(store: RunStore) -> No
     assert isinstance(refused.value, SaysoError) and isinstance(refused.value, ValueError)
 
 
+async def test_every_inbox_page_counts_all_that_its_filter_lists(store: RunStore) -> None:
+    """`total` is how many requests the filter and the caller's visibility list across every page, not the page's
+    length: what a badge shows; expired, decided and other principals' requests are not counted."""
+    mine = await start(store, "thr_1", "run_1", owner="alice")
+    waiting: list[Request] = [approval(f"req_{n}", mine, created_at=NOW + n) for n in range(5)]
+    await paused(store, mine, [*waiting, approval("req_late", mine, expires_at=NOW + 5), approval("req_done", mine)])
+    await store.record_decision(decision("req_done"))
+    theirs = await start(store, "thr_2", "run_2", owner="bob", agent="ops")
+    await paused(store, theirs, [approval("req_ops", theirs)], pause_id="pau_2")
+    first = await store.inbox(InboxFilter(owner="alice"), now=NOW + 6, limit=2)
+    second = await store.inbox(InboxFilter(owner="alice"), now=NOW + 6, limit=2, cursor=first.next_cursor)
+    assert (len(first.requests), first.total) == (2, 5) and (len(second.requests), second.total) == (2, 5)
+    assert (await store.inbox(InboxFilter(), now=NOW + 6, limit=50)).total == 6
+    assert (await store.inbox(InboxFilter(owner="carol"), now=NOW + 6, limit=50)).total == 0
+
+
 async def test_the_inbox_leaves_out_what_no_one_can_answer_now(store: RunStore) -> None:
     """Decided, expired, delegate and consumed-pause requests are not listed."""
     run = await start(store)

@@ -289,6 +289,8 @@ class InboxPage:
     """The requests of this page."""
     next_cursor: str | None
     """Pass it back for the next page; `None` on the last page."""
+    total: int
+    """How many requests the filter lists across every page: what is really open for the caller."""
     votes: Mapping[str, tuple[Vote, ...]] = field(default_factory=dict)
     """The votes cast on this page's routed requests, by request id (docs/guides/routing.md#quorum)."""
 

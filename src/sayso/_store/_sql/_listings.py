@@ -57,22 +57,28 @@ class _Listings(_SqlConn):
                 "EXISTS (SELECT 1 FROM request_deciders d WHERE d.request_id = r.request_id AND d.principal = :decider)"
             )
             where.append(f"((NOT r.routed AND ({' OR '.join(visible)})) OR (r.routed AND {decides}))")
+        tables = (
+            " FROM requests r JOIN pauses p ON p.pause_id = r.pause_id JOIN threads th ON th.thread_id = r.thread_id"
+        )
+        # Every page counts what the same clauses list across all pages (the cursor's aside): one rule, no second.
+        count = Sql(f"SELECT COUNT(*) AS n{tables} WHERE {' AND '.join(where)}")
         if cursor is not None:
             params["after_at"], params["after_id"] = decode_cursor(cursor)
             where.append("(r.created_at > :after_at OR (r.created_at = :after_at AND r.request_id > :after_id))")
         sql = Sql(
-            "SELECT r.body, r.created_at, r.request_id FROM requests r"
-            " JOIN pauses p ON p.pause_id = r.pause_id JOIN threads th ON th.thread_id = r.thread_id"
+            f"SELECT r.body, r.created_at, r.request_id{tables}"
             f" WHERE {' AND '.join(where)} ORDER BY r.created_at, r.request_id LIMIT :limit"
         )
 
         async def work(tx: Tx) -> InboxPage:
             rows = await tx.all(sql, params)
+            counted = await tx.one(count, {name: params[name] for name in count.names})
             more = len(rows) > limit
             rows = rows[:limit]
             return InboxPage(
                 requests=[REQUEST_ADAPTER.validate_json(row["body"]) for row in rows],
                 next_cursor=encode_cursor(rows[-1]["created_at"], rows[-1]["request_id"]) if more and rows else None,
+                total=int(counted["n"]) if counted is not None else 0,
             )
 
         return await self._raw_read(work)
