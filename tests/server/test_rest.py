@@ -250,6 +250,29 @@ async def test_the_inbox_counts_every_open_request_not_just_the_page(
         assert (await alice.get("/v1/requests", params={"kind": "question"})).json()["total"] == 0
 
 
+async def test_threads_page_newest_first_with_a_cursor(serve: ServerFactory) -> None:
+    """`GET /v1/threads` pages as `/v1/requests` does: newest first, each thread once even when one starts between
+    two pages, `next_cursor` null on the last page; a cursor sayso did not hand out is a 422 problem."""
+    server = await serve(principals=[ALICE, BOB])
+    async with server.client("alice-token") as alice, server.client("bob-token") as bob:
+        started = [(await alice.post("/v1/runs", json={"message": f"list {n}"})).json()["thread_id"] for n in range(5)]
+        seen: list[str] = []
+        page = (await alice.get("/v1/threads", params={"limit": 2})).json()
+        await alice.post("/v1/runs", json={"message": "list later"})
+        while True:
+            seen += [t["thread_id"] for t in page["threads"]]
+            if page["next_cursor"] is None:
+                break
+            page = (await alice.get("/v1/threads", params={"limit": 2, "cursor": page["next_cursor"]})).json()
+        assert seen == started[::-1]
+        assert (await bob.get("/v1/threads")).json() == {"threads": [], "next_cursor": None}
+        for raw in ("not-a-cursor", _cursor('[NaN, "thr_x"]'), _cursor('[1.0, "thr_\\u0000"]')):
+            bad = await alice.get("/v1/threads", params={"cursor": raw})
+            assert (bad.status_code, bad.headers["content-type"]) == (422, PROBLEM)
+            assert "is not a cursor sayso handed out" in bad.json()["detail"]
+        assert (await alice.get("/v1/threads", params={"limit": 1000})).status_code == 422
+
+
 def _cursor(raw: str) -> str:
     """An inbox cursor made by hand: base64url of JSON, as the store makes them."""
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")

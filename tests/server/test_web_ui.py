@@ -26,7 +26,7 @@ from sayso import Config, Sayso, load_config
 from sayso.server import LiveSettings, create_app
 
 from ..conftest import EXAMPLE, LiveServer
-from ..models import calls_then_reply, tool_model, verbs
+from ..models import answer, calls_then_reply, tool_model, verbs
 from ..tools import HOLD, delete_file, explode, hold
 from .conftest import helper_models
 from .test_live import files_example
@@ -576,6 +576,30 @@ def test_the_inbox_reaches_every_open_request_and_the_badge_counts_them_all(serv
     expect(page.locator("#inbox-count")).to_have_text("249")
     expect(page.locator("#inbox-shown")).to_have_text("All 249 open requests are shown.")
     expect(cards).to_have_count(250)  # the decided one stays, as its receipt
+
+
+def test_older_threads_are_listed_on_request_and_stay_listed(serve: ServerFactory, page: Page) -> None:
+    """The sidebar lists the newest 50 threads and an Older threads button lists the rest (there was no way past
+    the 50th); a thread started elsewhere afterwards joins the top, the older ones staying listed."""
+    server = serve(models={"demo": answer("hello")})
+    with server.client() as client:
+        for n in range(55):
+            client.post("/v1/runs", json={"message": f"chat {n:02}"})
+    page.goto(server.base_url)
+    links = page.locator("#threads a")
+    expect(links).to_have_count(50)
+    expect(links.first).to_contain_text("chat 54")
+    older = page.get_by_role("button", name="Older threads")
+    older.click()
+    expect(links).to_have_count(55)
+    expect(links.last).to_contain_text("chat 00")
+    expect(older).to_be_hidden()
+    with server.client() as client:
+        client.post("/v1/runs", json={"message": "chat later"})
+    expect(links).to_have_count(56)
+    expect(links.first).to_contain_text("chat later")
+    links.last.click()
+    expect(page.get_by_role("heading", name="chat 00", exact=True)).to_be_visible()
 
 
 def test_a_failed_run_is_an_error_card_in_the_transcript(serve: ServerFactory, page: Page, workdir: Path) -> None:

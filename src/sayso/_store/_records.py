@@ -312,6 +312,16 @@ class ThreadSummary:
     """The first user message, shortened."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class ThreadPage:
+    """One page of threads, newest first, and the cursor of the next page."""
+
+    threads: list[ThreadSummary]
+    """The threads of this page."""
+    next_cursor: str | None
+    """Pass it back for the next page; `None` on the last page."""
+
+
 EntryRole: TypeAlias = Literal["user", "assistant", "tool_call", "tool_result", "decision", "error"]
 """Who speaks in a transcript line: the person, the agent, a tool call, its result, the decision a call
 waited on, or a run's failure."""

@@ -321,9 +321,11 @@ class ThreadSummaryOut(_Out):
 
 
 class ThreadListOut(_Out):
-    """The caller's threads, newest first."""
+    """A page of the caller's threads, newest first."""
 
     threads: list[ThreadSummaryOut]
+    next_cursor: str | None
+    """Pass as `cursor` to get the next (older) page; `null` on the last page."""
 
 
 class AgentOut(_Out):

@@ -350,11 +350,15 @@ function markCurrentThread() {
   }
 }
 
+// The sidebar lists its first `pages` pages of threads, newest first; Older threads adds one.
+const threadList = { pages: 1 };
+
 const loadThreads = coalesce(async () => {
-  const result = await api("GET", "/v1/threads?limit=50");
+  const result = await apiPages("/v1/threads", { limit: "50" }, "threads", threadList.pages);
   if (!result.ok) return;
-  for (const thread of result.data.threads) if (thread.title) state.titles[thread.thread_id] = thread.title;
-  $("threads").replaceChildren(...result.data.threads.map((thread) => el("li", {},
+  for (const thread of result.items) if (thread.title) state.titles[thread.thread_id] = thread.title;
+  $("threads-more").hidden = !result.cursor;
+  $("threads").replaceChildren(...result.items.map((thread) => el("li", {},
     el("a", { href: `#/thread/${thread.thread_id}`, "data-thread-id": thread.thread_id, title: thread.title || thread.thread_id },
       el("span", { class: "title" }, thread.title || thread.thread_id),
       el("span", { class: "meta" }, thread.active_run_id ? el("span", { class: "dot", title: "a run is open" }, "•") : null,
@@ -486,6 +490,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("audit-refresh").addEventListener("click", () => loadAudit());
   $("audit-more").addEventListener("click", () => loadAudit(true));
   $("inbox-more").addEventListener("click", () => { inbox.pages += 1; loadInbox(); });
+  $("threads-more").addEventListener("click", () => { threadList.pages += 1; loadThreads(); });
   $("stats-window").addEventListener("change", () => loadStats());
   $("signin").addEventListener("submit", (event) => {
     event.preventDefault();
