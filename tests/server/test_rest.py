@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator
 from sayso import Config, PrincipalConfig, Sayso, load_config
 from sayso.server import create_app
 
-from ..models import Said, tool_model, verbs
+from ..models import Said, calls_then_reply, tool_model, verbs
 from ..tools import HOLD, delete_file, hold
 from .conftest import InProcess, ServerFactory, helper_models
 
@@ -260,6 +260,49 @@ async def test_inbox_filters_and_pages(serve: ServerFactory, helper_config: Conf
             bad = await client.get("/v1/requests", params={"cursor": raw})
             assert (bad.status_code, bad.headers["content-type"]) == (422, PROBLEM)
             assert "is not a cursor sayso handed out" in bad.json()["detail"]
+
+
+async def test_the_inbox_counts_every_open_request_not_just_the_page(
+    serve: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """250 requests open for alice: a page holds at most 200, and every page's `total` says 250 (a badge reading
+    one page said 200); bob sees none of them, an approver of their agent all of them, a filter counts its own."""
+    monkeypatch.setenv("OPS_TOKEN", "ops-token")
+    many = calls_then_reply(*[("delete_file", {"name": f"f{n}.txt"}) for n in range(250)], reply="done")
+    server = await serve(principals=[ALICE, BOB, OPS], models={"demo": many})
+    alice, bob, ops = server.client("alice-token"), server.client("bob-token"), server.client("ops-token")
+    async with alice, bob, ops:
+        assert len((await alice.post("/v1/runs", json={"message": "delete them"})).json()["requests"]) == 250
+        first = (await alice.get("/v1/requests", params={"limit": 200})).json()
+        rest = (await alice.get("/v1/requests", params={"limit": 200, "cursor": first["next_cursor"]})).json()
+        assert (len(first["requests"]), first["total"]) == (200, 250)
+        assert (len(rest["requests"]), rest["total"], rest["next_cursor"]) == (50, 250, None)
+        assert (await bob.get("/v1/requests")).json() == {"requests": [], "next_cursor": None, "total": 0}
+        assert (await ops.get("/v1/requests", params={"limit": 1})).json()["total"] == 250
+        assert (await alice.get("/v1/requests", params={"kind": "question"})).json()["total"] == 0
+
+
+async def test_threads_page_newest_first_with_a_cursor(serve: ServerFactory) -> None:
+    """`GET /v1/threads` pages as `/v1/requests` does: newest first, each thread once even when one starts between
+    two pages, `next_cursor` null on the last page; a cursor sayso did not hand out is a 422 problem."""
+    server = await serve(principals=[ALICE, BOB])
+    async with server.client("alice-token") as alice, server.client("bob-token") as bob:
+        started = [(await alice.post("/v1/runs", json={"message": f"list {n}"})).json()["thread_id"] for n in range(5)]
+        seen: list[str] = []
+        page = (await alice.get("/v1/threads", params={"limit": 2})).json()
+        await alice.post("/v1/runs", json={"message": "list later"})
+        while True:
+            seen += [t["thread_id"] for t in page["threads"]]
+            if page["next_cursor"] is None:
+                break
+            page = (await alice.get("/v1/threads", params={"limit": 2, "cursor": page["next_cursor"]})).json()
+        assert seen == started[::-1]
+        assert (await bob.get("/v1/threads")).json() == {"threads": [], "next_cursor": None}
+        for raw in ("not-a-cursor", _cursor('[NaN, "thr_x"]'), _cursor('[1.0, "thr_\\u0000"]')):
+            bad = await alice.get("/v1/threads", params={"cursor": raw})
+            assert (bad.status_code, bad.headers["content-type"]) == (422, PROBLEM)
+            assert "is not a cursor sayso handed out" in bad.json()["detail"]
+        assert (await alice.get("/v1/threads", params={"limit": 1000})).status_code == 422
 
 
 def _cursor(raw: str) -> str:

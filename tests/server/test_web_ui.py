@@ -8,6 +8,7 @@ and why a run failed; and the page fits a 390 px wide phone.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from sayso import Config, Sayso, load_config
 from sayso.server import LiveSettings, create_app
 
 from ..conftest import EXAMPLE, LiveServer
-from ..models import tool_model, verbs
+from ..models import answer, calls_then_reply, tool_model, verbs
 from ..tools import HOLD, delete_file, explode, hold
 from .conftest import helper_models
 from .test_live import files_example
@@ -545,6 +546,60 @@ def test_a_request_opened_elsewhere_appears_in_the_open_inbox(server: LiveServer
     expect(page.get_by_role("article", name="Approve delete_file?")).to_be_visible()
     expect(page.locator("#inbox-count")).to_have_text("1")
     expect(page.get_by_text("Nothing is waiting for a decision.")).to_be_hidden()
+
+
+def test_the_inbox_reaches_every_open_request_and_the_badge_counts_them_all(serve: ServerFactory, page: Page) -> None:
+    """With 250 requests open (the badge said 200 and the Inbox showed the oldest 200, nothing more), the badge says
+    250, the Inbox says how many of them it shows, and Show more reaches the last; deciding one counts it off."""
+    many = calls_then_reply(*[("delete_file", {"name": f"f{n:03}.txt"}) for n in range(250)], reply="done")
+    server = serve(models={"demo": many})
+    with server.client() as client:
+        assert len(client.post("/v1/runs", json={"message": "delete them all"}).json()["requests"]) == 250
+    page.goto(f"{server.base_url}/#/inbox")
+    cards = page.locator("#inbox-cards article.card")
+    expect(page.locator("#inbox-count")).to_have_text("250")
+    expect(page.locator("#inbox-shown")).to_have_text("Showing 100 of 250 open requests.")
+    expect(cards).to_have_count(100)
+    screenshot(page, "inbox-many")
+    more = page.get_by_role("button", name="Show more")
+    more.click()
+    expect(cards).to_have_count(200)
+    more.click()
+    expect(cards).to_have_count(250)
+    expect(page.locator("#inbox-shown")).to_have_text("All 250 open requests are shown.")
+    expect(more).to_be_hidden()
+    shown = {name for text in cards.all_inner_texts() for name in re.findall(r"f\d{3}\.txt", text)}
+    assert shown == {f"f{n:03}.txt" for n in range(250)}
+    cards.last.get_by_role("button", name="Approve", exact=True).click()
+    # A page of 250 cards on a busy machine: the receipt may take longer than expect's 5 s.
+    expect(page.get_by_role("article", name="Approved by you (web UI)")).to_be_visible(timeout=15_000)
+    expect(page.locator("#inbox-count")).to_have_text("249")
+    expect(page.locator("#inbox-shown")).to_have_text("All 249 open requests are shown.")
+    expect(cards).to_have_count(250)  # the decided one stays, as its receipt
+
+
+def test_older_threads_are_listed_on_request_and_stay_listed(serve: ServerFactory, page: Page) -> None:
+    """The sidebar lists the newest 50 threads and an Older threads button lists the rest (there was no way past
+    the 50th); a thread started elsewhere afterwards joins the top, the older ones staying listed."""
+    server = serve(models={"demo": answer("hello")})
+    with server.client() as client:
+        for n in range(55):
+            client.post("/v1/runs", json={"message": f"chat {n:02}"})
+    page.goto(server.base_url)
+    links = page.locator("#threads a")
+    expect(links).to_have_count(50)
+    expect(links.first).to_contain_text("chat 54")
+    older = page.get_by_role("button", name="Older threads")
+    older.click()
+    expect(links).to_have_count(55)
+    expect(links.last).to_contain_text("chat 00")
+    expect(older).to_be_hidden()
+    with server.client() as client:
+        client.post("/v1/runs", json={"message": "chat later"})
+    expect(links).to_have_count(56)
+    expect(links.first).to_contain_text("chat later")
+    links.last.click()
+    expect(page.get_by_role("heading", name="chat 00", exact=True)).to_be_visible()
 
 
 def test_a_failed_run_is_an_error_card_in_the_transcript(serve: ServerFactory, page: Page, workdir: Path) -> None:

@@ -957,6 +957,22 @@ async def test_the_inbox_pages_open_requests_oldest_first(store: RunStore) -> No
     assert isinstance(refused.value, SaysoError) and isinstance(refused.value, ValueError)
 
 
+async def test_every_inbox_page_counts_all_that_its_filter_lists(store: RunStore) -> None:
+    """`total` is how many requests the filter and the caller's visibility list across every page, not the page's
+    length: what a badge shows; expired, decided and other principals' requests are not counted."""
+    mine = await start(store, "thr_1", "run_1", owner="alice")
+    waiting: list[Request] = [approval(f"req_{n}", mine, created_at=NOW + n) for n in range(5)]
+    await paused(store, mine, [*waiting, approval("req_late", mine, expires_at=NOW + 5), approval("req_done", mine)])
+    await store.record_decision(decision("req_done"))
+    theirs = await start(store, "thr_2", "run_2", owner="bob", agent="ops")
+    await paused(store, theirs, [approval("req_ops", theirs)], pause_id="pau_2")
+    first = await store.inbox(InboxFilter(owner="alice"), now=NOW + 6, limit=2)
+    second = await store.inbox(InboxFilter(owner="alice"), now=NOW + 6, limit=2, cursor=first.next_cursor)
+    assert (len(first.requests), first.total) == (2, 5) and (len(second.requests), second.total) == (2, 5)
+    assert (await store.inbox(InboxFilter(), now=NOW + 6, limit=50)).total == 6
+    assert (await store.inbox(InboxFilter(owner="carol"), now=NOW + 6, limit=50)).total == 0
+
+
 async def test_the_inbox_leaves_out_what_no_one_can_answer_now(store: RunStore) -> None:
     """Decided, expired, delegate and consumed-pause requests are not listed."""
     run = await start(store)
@@ -1231,10 +1247,36 @@ async def test_threads_list_newest_first_without_delegate_threads(store: RunStor
     await start(
         store, "thr_child", "run_child", owner="alice", now=NOW + 3, parent_run_id="run_1", agent_path="files/helper"
     )
-    listed = await store.threads(owner="alice", limit=10)
+    listed = (await store.threads(owner="alice", limit=10)).threads
     assert [(t.thread_id, t.title) for t in listed] == [("thr_3", "x" * 80), ("thr_1", "prompt of run_1")]
     assert listed[0].active_run_id == "run_3" and listed[0].owner == "alice"
-    assert [t.thread_id for t in await store.threads(owner=None, limit=2)] == ["thr_3", "thr_2"]
+    assert [t.thread_id for t in (await store.threads(owner=None, limit=2)).threads] == ["thr_3", "thr_2"]
+
+
+async def test_threads_page_newest_first_each_thread_once(store: RunStore) -> None:
+    """Keyset paging over (created_at, id), newest first: every thread of the owner exactly once, threads started
+    at the same moment too, and one started between two pages does not push an older one into the next page again
+    (it is on the first page when read again); a cursor no store made is refused."""
+    for n, at in enumerate([NOW, NOW + 1, NOW + 1, NOW + 1, NOW + 2, NOW + 3], start=1):
+        await start(store, f"thr_{n}", f"run_{n}", owner="alice", now=at)
+    await start(store, "thr_bob", "run_bob", owner="bob", now=NOW + 4)
+    seen: list[str] = []
+    page = await store.threads(owner="alice", limit=2)
+    await start(store, "thr_new", "run_new", owner="alice", now=NOW + 9)
+    while True:
+        seen += [t.thread_id for t in page.threads]
+        if page.next_cursor is None:
+            break
+        page = await store.threads(owner="alice", limit=2, cursor=page.next_cursor)
+    assert seen == ["thr_6", "thr_5", "thr_4", "thr_3", "thr_2", "thr_1"]
+    exact = await store.threads(owner="alice", limit=7)
+    assert len(exact.threads) == 7 and exact.next_cursor is None and exact.threads[0].thread_id == "thr_new"
+    every = await store.threads(owner=None, limit=3)
+    rest = await store.threads(owner=None, limit=10, cursor=every.next_cursor)
+    assert [t.thread_id for t in every.threads + rest.threads][:3] == ["thr_new", "thr_bob", "thr_6"]
+    assert len(every.threads + rest.threads) == 8 and rest.next_cursor is None
+    with pytest.raises(InvalidCursor):
+        await store.threads(owner="alice", limit=2, cursor="not-a-cursor")
 
 
 # expiry and cancelling

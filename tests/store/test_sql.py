@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sayso._store import RunStart, SqlRunStore, async_url, store_from_url
 from sayso._store._sql import _chain, _rows
 from sayso._store._sql._conn import schema_head
+from sayso._store._sql._listings import thread_listing
 from sayso._store._sql._rows import EXPIRED_RUNS
 from sayso._store._sql._runs import stalled_runs_query
 from sayso._store._sql._tx import Sql, Tx
@@ -450,7 +451,7 @@ def _used_from_two_loops_at_once(url: str) -> None:
             for i in range(600):
                 running += (await store.get_run(f"run_{i % 10}")).status == "running"
                 if i % 100 == 0:  # a listing: SQLAlchemy's path, not the hot one
-                    assert len(await store.threads(owner=None, limit=5)) == 5
+                    assert len((await store.threads(owner=None, limit=5)).threads) == 5
                 if i % 20 == 0:
                     await store.start_run(_starting(1000 * (k + 1) + i), expect_active=None)
             return running
@@ -467,7 +468,7 @@ def _used_from_two_loops_at_once(url: str) -> None:
         loop.join()
 
     async def count_and_close() -> int:
-        started = len(await store.threads(owner=None, limit=1000))
+        started = len((await store.threads(owner=None, limit=1000)).threads)
         await store.aclose()
         return started
 
@@ -718,6 +719,52 @@ async def test_no_statement_of_the_hot_path_reads_a_whole_table_on_sqlite(tmp_pa
                 scans[name] = bad
     assert len(_hot_path_statements()) > 40
     assert scans == {}
+
+
+async def test_the_thread_list_reads_a_page_through_an_index_on_sqlite(tmp_path: Path) -> None:
+    """Each page of the thread list (a principal's or every thread, first or after a cursor) is read from an index
+    in the list's order, never by sorting the whole table, so the sidebar stays quick however many threads there are."""
+    path = tmp_path / "sayso.db"
+    async with SqlRunStore(f"sqlite:///{path}"):
+        pass
+    with sqlite3.connect(path) as conn:
+        for owner, after in [(False, False), (False, True), (True, False), (True, True)]:
+            sql = thread_listing(owner=owner, after=after)
+            params = dict.fromkeys(re.findall(r"(?<![:\w]):(\w+)", sql.text))
+            top = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql.text}", params) if row[1] == 0]
+            index = "ix_threads_owner_created" if owner else "ix_threads_created"
+            assert [step for step in top if step.startswith(("SCAN th", "SEARCH th"))] == [
+                f"{'SEARCH' if owner or after else 'SCAN'} th USING INDEX {index}"
+                + (f" ({'owner=? AND ' if owner else ''}created_at<?)" if after else " (owner=?)" if owner else "")
+            ], top
+            assert "USE TEMP B-TREE FOR ORDER BY" not in top, top
+
+
+async def test_the_thread_list_reads_a_page_through_an_index_on_postgres() -> None:
+    """With 20,000 threads of many owners, PostgreSQL reads a principal's next page backwards from the index of
+    threads by owner and time, and lists the page the cursor points after."""
+    import asyncpg
+
+    async with postgres_database() as url:
+        async with SqlRunStore(url):
+            pass
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(
+                "INSERT INTO threads (thread_id, owner, agent, created_at) "
+                "SELECT 'thr_' || i, 'p' || (i % 100), 'files', i FROM generate_series(1, 20000) i"
+            )
+            await conn.execute("ANALYZE")
+            sql = thread_listing(owner=True, after=True)
+            args = {"owner": "p7", "after_at": 10_007.0, "after_id": "thr_10007", "limit": 3}
+            values = [args[name] for name in sql.names]
+            plan = "\n".join(row[0] for row in await conn.fetch(f"EXPLAIN {sql.pg_text}", *values))
+            listed = [row["thread_id"] for row in await conn.fetch(sql.pg_text, *values)]
+        finally:
+            await conn.close()
+    assert "Index Scan Backward using ix_threads_owner_created on threads th" in plan, plan
+    assert "Seq Scan on threads" not in plan, plan
+    assert listed == ["thr_9907", "thr_9807", "thr_9707"]
 
 
 async def test_the_expiry_sweep_reads_only_open_requests_that_expired_on_postgres() -> None:

@@ -27,6 +27,7 @@ from .._store import (
     RequestState,
     RunRecord,
     RunRequests,
+    ThreadPage,
     ThreadRecord,
     ThreadSummary,
     TranscriptEntry,
@@ -110,9 +111,19 @@ class Reading:
         return record
 
     async def threads(self, *, principal: PrincipalLike = access.LOCAL_NAME, limit: int = 50) -> list[ThreadSummary]:
-        """The caller's threads, newest first (every thread in local mode)."""
+        """The caller's newest `limit` threads, newest first (every thread in local mode); `thread_page` reads on."""
+        return (await self.thread_page(principal=principal, limit=limit)).threads
+
+    async def thread_page(
+        self, *, principal: PrincipalLike = access.LOCAL_NAME, limit: int = 50, cursor: str | None = None
+    ) -> ThreadPage:
+        """The caller's threads, newest first, a page at a time: pass a page's `next_cursor` back for older ones.
+
+        Raises:
+            InvalidCursor: `cursor` is not the `next_cursor` of a page.
+        """
         who = self.principal(principal)
-        return await self._k.store.threads(owner=None if who.local else who.name, limit=limit)
+        return await self._k.store.threads(owner=None if who.local else who.name, limit=limit, cursor=cursor)
 
     async def messages(self, thread_id: str, *, principal: PrincipalLike | None = None) -> list[ModelMessage]:
         """A thread's whole history as pydantic-ai messages, oldest first."""

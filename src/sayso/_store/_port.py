@@ -52,8 +52,8 @@ from ._records import (
     RunStart,
     RunStatus,
     StuckExecution,
+    ThreadPage,
     ThreadRecord,
-    ThreadSummary,
     TranscriptEntry,
 )
 
@@ -245,8 +245,12 @@ class RunStore(InboxPort, LeasePort, OutboxPort, WatchPort, TrustPort, PolicyPor
         """The position of the latest stored batch of a thread's history, 0 when it has none."""
 
     @abstractmethod
-    async def threads(self, *, owner: str | None, limit: int) -> list[ThreadSummary]:
-        """Threads, newest first, without delegates' own threads; only those of `owner` unless it is `None`."""
+    async def threads(self, *, owner: str | None, limit: int, cursor: str | None = None) -> ThreadPage:
+        """Threads, newest first, a page at a time, without delegates' own threads; only `owner`'s unless `None`.
+
+        Raises:
+            InvalidCursor: `cursor` is not the `next_cursor` of a page.
+        """
 
     # pauses, requests and decisions
 

@@ -293,6 +293,8 @@ class InboxPage:
     """The requests of this page."""
     next_cursor: str | None
     """Pass it back for the next page; `None` on the last page."""
+    total: int
+    """How many requests the filter lists across every page: what is really open for the caller."""
     votes: Mapping[str, tuple[Vote, ...]] = field(default_factory=dict)
     """The votes cast on this page's routed requests, by request id (docs/guides/routing.md#quorum)."""
 
@@ -312,6 +314,16 @@ class ThreadSummary:
     """Seconds since the epoch when the thread started."""
     title: str | None
     """The first user message, shortened."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThreadPage:
+    """One page of threads, newest first, and the cursor of the next page."""
+
+    threads: list[ThreadSummary]
+    """The threads of this page."""
+    next_cursor: str | None
+    """Pass it back for the next page; `None` on the last page."""
 
 
 EntryRole: TypeAlias = Literal["user", "assistant", "tool_call", "tool_result", "decision", "error"]

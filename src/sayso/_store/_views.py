@@ -1,7 +1,8 @@
 """How stored rows are shown, shared by every backend so each lists and pages the same way.
 
-Inbox cursors, agent-path matching, thread titles and transcript entries are plain functions
-here; the SQL backend expresses the path rules as `LIKE` clauses beside them (`_sql/_listings.py`).
+Paging cursors (the inbox's, the thread list's), agent-path matching, thread titles and transcript
+entries are plain functions here; the SQL backend expresses the path rules as `LIKE` clauses
+beside them (`_sql/_listings.py`).
 """
 
 from __future__ import annotations
@@ -23,16 +24,17 @@ from ._records import RequestFact, RunRecord, TranscriptEntry
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ToolReturnPart
 
-_REQUEST_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")
-"""What a request id looks like (`req_` and URL-safe base64): a cursor naming anything else is no store's."""
+_ROW_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")
+"""What a request's or a thread's id looks like (`req_`, `thr_` and URL-safe base64): a cursor naming anything else
+is no store's."""
 
 TITLE_LENGTH = 80
 """How much of a thread's first message its title shows."""
 
 
-def encode_cursor(created_at: float, request_id: str) -> str:
-    """An opaque cursor pointing after the request (`created_at`, `request_id`)."""
-    return base64.urlsafe_b64encode(json.dumps([created_at, request_id]).encode()).decode().rstrip("=")
+def encode_cursor(created_at: float, row_id: str) -> str:
+    """An opaque cursor pointing after the request or thread (`created_at`, its id), in the order its listing pages."""
+    return base64.urlsafe_b64encode(json.dumps([created_at, row_id]).encode()).decode().rstrip("=")
 
 
 def decode_cursor(cursor: str) -> tuple[float, str]:
@@ -52,7 +54,7 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
         or isinstance(raw[0], bool)
         or not math.isfinite(raw[0])  # `json` reads NaN and Infinity, which no request was created at
         or not isinstance(raw[1], str)
-        or not _REQUEST_ID.fullmatch(raw[1])  # a NUL in it was PostgreSQL's error, not the cursor's
+        or not _ROW_ID.fullmatch(raw[1])  # a NUL in it was PostgreSQL's error, not the cursor's
     ):
         raise InvalidCursor(cursor)
     return float(raw[0]), raw[1]

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from ._app import ConfigArg, JsonOpt, PrincipalOpt, app, console, errors
 from ._command import Command as _Command
-from ._exits import FAILED
-from ._open import check_id
+from ._exits import FAILED, WRONG
+from ._open import check_id, fail
 from ._open import with_reader as _with_reader
+
+if TYPE_CHECKING:
+    from .._runtime import Reader
 
 grants_app = typer.Typer(help="Remembered approvals: list and revoke.", no_args_is_help=True, rich_markup_mode=None)
 audit_app = typer.Typer(
@@ -54,16 +57,69 @@ def grants_revoke(
         console.print(f"revoked {grant.grant_id} ({grant.tool} on {grant.subject_label})")
 
 
+AUDIT_SHOWN = 50
+"""How many of the newest audit records `sayso audit list` prints unless `--limit` or `--all` says otherwise."""
+AUDIT_PAGE = 500
+"""How many audit records `sayso audit list` reads from the store at a time."""
+
+
 @audit_app.command("list", cls=_Command)
-def audit_list(config: ConfigArg, as_json: JsonOpt = False) -> None:
-    """Print every audit record, oldest first."""
+def audit_list(
+    config: ConfigArg,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, metavar="N", help=f"Print the newest N records (default {AUDIT_SHOWN})."),
+    ] = None,
+    every: Annotated[bool, typer.Option("--all", help="Print every record, oldest first.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the newest audit records, oldest of them first; says how many older ones there are.
+
+    A long log is read from the store a page at a time: `--all` prints each page as it comes.
+    """
+    from .._core.access import LOCAL
+    from .._core.audit import AuditRecord
     from ._render import audit_table
 
-    records = _with_reader(config, lambda rt: rt.audit_log(), as_json=as_json)
+    if every and limit is not None:
+        fail("BadParameter", "--limit and --all both say how many to print: give one", code=WRONG, as_json=as_json)
+    wanted = limit or AUDIT_SHOWN
+
+    def show(records: list[AuditRecord], *, first: bool) -> None:
+        if as_json:  # one JSON object, begun once the store answered (else the error is the only output)
+            lines = ",".join(json.dumps(asdict(r), ensure_ascii=False) for r in records)
+            print('{"records": [' + lines if first else f",{lines}" if lines else "", end="")
+        elif records or first:
+            console.print(audit_table(records))
+
+    async def newest(rt: Reader) -> tuple[int, int]:
+        # Newest first from the store, a page at a time; shown oldest first, so the newest is by the prompt.
+        page = await rt.audit_page(principal=LOCAL, newest_first=True, limit=min(wanted, AUDIT_PAGE))
+        total, read = page.total, list(page.records)
+        while page.next_cursor is not None and len(read) < wanted:
+            limited = min(wanted - len(read), AUDIT_PAGE)
+            page = await rt.audit_page(principal=LOCAL, newest_first=True, limit=limited, cursor=page.next_cursor)
+            read += page.records
+        show(read[::-1], first=True)
+        return len(read), total
+
+    async def oldest(rt: Reader) -> tuple[int, int]:
+        page = await rt.audit_page(principal=LOCAL, newest_first=False, limit=AUDIT_PAGE)
+        shown, total = len(page.records), page.total
+        show(page.records, first=True)
+        while page.next_cursor is not None:
+            page = await rt.audit_page(principal=LOCAL, newest_first=False, limit=AUDIT_PAGE, cursor=page.next_cursor)
+            shown += len(page.records)
+            show(page.records, first=False)
+        return shown, total
+
+    shown, total = _with_reader(config, oldest if every else newest, as_json=as_json)
     if as_json:
-        print(json.dumps({"records": [asdict(r) for r in records]}, ensure_ascii=False))
-        return
-    console.print(audit_table(records))
+        print(f'], "total": {total}}}')
+    elif shown < total:
+        console.print(
+            f"the newest {shown} of {total} records; {total - shown} older ones: --limit N shows more, --all every one"
+        )
 
 
 @audit_app.command("anchor", cls=_Command)

@@ -65,7 +65,7 @@ async def inbox(
     query = InboxFilter(agent=agent, kind=kind, thread_id=thread_id, older_than=older_than, newer_than=newer_than)
     page = await sayso.inbox(query, principal=caller, limit=limit, cursor=cursor)
     shown = [request_json(r, votes=page.votes.get(r.request_id, ())) for r in page.requests]
-    return {"requests": shown, "next_cursor": page.next_cursor}
+    return {"requests": shown, "next_cursor": page.next_cursor, "total": page.total}
 
 
 @router.get(

@@ -86,10 +86,16 @@ async def create_thread(caller: Caller, sayso: Runtime, body: ThreadIn | None = 
     operation_id="list_threads",
     responses=problems(401, 422, 503),
 )
-async def threads(caller: Caller, sayso: Runtime, limit: Annotated[int, Query(ge=1, le=200)] = 50) -> JsonBody:
-    """The caller's threads, newest first, each titled by its first message."""
-    listed = await sayso.threads(principal=caller, limit=limit)
-    return {"threads": [asdict(t) | {"created": rfc3339(t.created_at)} for t in listed]}
+async def threads(
+    caller: Caller,
+    sayso: Runtime,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=400, description="The `next_cursor` of the previous page.")] = None,
+) -> JsonBody:
+    """The caller's threads, newest first, a page at a time, each titled by its first message."""
+    page = await sayso.thread_page(principal=caller, limit=limit, cursor=cursor)
+    listed = [asdict(t) | {"created": rfc3339(t.created_at)} for t in page.threads]
+    return {"threads": listed, "next_cursor": page.next_cursor}
 
 
 @router.get(

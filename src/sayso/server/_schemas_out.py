@@ -222,6 +222,8 @@ class InboxOut(_Out):
     requests: list[RequestOut]
     next_cursor: str | None
     """Pass as `cursor` to get the next page; `null` on the last page."""
+    total: int
+    """How many open requests the filters list for the caller across every page (`limit=1` reads just the count)."""
 
 
 class RequestStateOut(_Out):
@@ -319,9 +321,11 @@ class ThreadSummaryOut(_Out):
 
 
 class ThreadListOut(_Out):
-    """The caller's threads, newest first."""
+    """A page of the caller's threads, newest first."""
 
     threads: list[ThreadSummaryOut]
+    next_cursor: str | None
+    """Pass as `cursor` to get the next (older) page; `null` on the last page."""
 
 
 class AgentOut(_Out):

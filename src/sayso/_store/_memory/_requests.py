@@ -108,6 +108,7 @@ class _Requests(_MemoryBase):
         async with self._lock:
             rows = [r for r in self._requests.values() if self._listed(r, query, now)]
         rows.sort(key=lambda r: (r.created_at, r.request_id))
+        total = len(rows)
         if after is not None:
             rows = [r for r in rows if (r.created_at, r.request_id) > after]
         page = rows[:limit]
@@ -115,6 +116,7 @@ class _Requests(_MemoryBase):
         return InboxPage(
             requests=[r.load() for r in page],
             next_cursor=encode_cursor(page[-1].created_at, page[-1].request_id) if more and page else None,
+            total=total,
         )
 
     async def votes(self, request_ids: Sequence[str]) -> dict[str, tuple[Vote, ...]]:

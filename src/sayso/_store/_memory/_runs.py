@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._messages import decode_messages
-from .._records import RunRecord, ThreadSummary, TranscriptEntry
-from .._views import thread_transcript, title
+from .._records import RunRecord, ThreadPage, ThreadSummary, TranscriptEntry
+from .._views import decode_cursor, encode_cursor, thread_transcript, title
 from ._base import _load
 from ._tx import _MemoryBase
 
@@ -76,7 +76,8 @@ class _Runs(_MemoryBase):
             batches = self._messages.get(thread_id)
             return batches[-1].seq if batches else 0
 
-    async def threads(self, *, owner: str | None, limit: int) -> list[ThreadSummary]:
+    async def threads(self, *, owner: str | None, limit: int, cursor: str | None = None) -> ThreadPage:
+        after = decode_cursor(cursor) if cursor is not None else None
         async with self._lock:
             first: dict[str, RunRecord] = {}
             delegated: set[str] = set()
@@ -86,8 +87,10 @@ class _Runs(_MemoryBase):
                 if run.thread_id not in first or run.created_at < first[run.thread_id].created_at:
                     first[run.thread_id] = run
             shown = [th for th in self._threads.values() if th.thread_id not in delegated and owner in (None, th.owner)]
-            shown.sort(key=lambda th: th.created_at, reverse=True)
-            return [
+            shown.sort(key=lambda th: (th.created_at, th.thread_id), reverse=True)
+            if after is not None:
+                shown = [th for th in shown if (th.created_at, th.thread_id) < after]
+            listed = [
                 ThreadSummary(
                     thread_id=th.thread_id,
                     agent=th.agent,
@@ -98,3 +101,6 @@ class _Runs(_MemoryBase):
                 )
                 for th in shown[:limit]
             ]
+        more = len(shown) > limit
+        last = listed[-1] if more and listed else None
+        return ThreadPage(threads=listed, next_cursor=encode_cursor(last.created_at, last.thread_id) if last else None)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..._core.requests import REQUEST_ADAPTER
 from ..._core.votes import VOTE_ADAPTER, Vote
 from .._messages import decode_messages
-from .._records import InboxFilter, InboxPage, RequestFact, ThreadSummary, TranscriptEntry
+from .._records import InboxFilter, InboxPage, RequestFact, ThreadPage, ThreadSummary, TranscriptEntry
 from .._views import decode_cursor, encode_cursor, fact_of, thread_transcript, title
 from ._conn import _SqlConn
 from ._rows import run_record
@@ -61,22 +62,28 @@ class _Listings(_SqlConn):
                 "EXISTS (SELECT 1 FROM request_deciders d WHERE d.request_id = r.request_id AND d.principal = :decider)"
             )
             where.append(f"((NOT r.routed AND ({' OR '.join(visible)})) OR (r.routed AND {decides}))")
+        tables = (
+            " FROM requests r JOIN pauses p ON p.pause_id = r.pause_id JOIN threads th ON th.thread_id = r.thread_id"
+        )
+        # Every page counts what the same clauses list across all pages (the cursor's aside): one rule, no second.
+        count = Sql(f"SELECT COUNT(*) AS n{tables} WHERE {' AND '.join(where)}")
         if cursor is not None:
             params["after_at"], params["after_id"] = decode_cursor(cursor)
             where.append("(r.created_at > :after_at OR (r.created_at = :after_at AND r.request_id > :after_id))")
         sql = Sql(
-            "SELECT r.body, r.created_at, r.request_id FROM requests r"
-            " JOIN pauses p ON p.pause_id = r.pause_id JOIN threads th ON th.thread_id = r.thread_id"
+            f"SELECT r.body, r.created_at, r.request_id{tables}"
             f" WHERE {' AND '.join(where)} ORDER BY r.created_at, r.request_id LIMIT :limit"
         )
 
         async def work(tx: Tx) -> InboxPage:
             rows = await tx.all(sql, params)
+            counted = await tx.one(count, {name: params[name] for name in count.names})
             more = len(rows) > limit
             rows = rows[:limit]
             return InboxPage(
                 requests=[REQUEST_ADAPTER.validate_json(row["body"]) for row in rows],
                 next_cursor=encode_cursor(rows[-1]["created_at"], rows[-1]["request_id"]) if more and rows else None,
+                total=int(counted["n"]) if counted is not None else 0,
             )
 
         return await self._raw_read(work)
@@ -141,43 +148,31 @@ class _Listings(_SqlConn):
 
         return await self._sa_read(work)
 
-    async def threads(self, *, owner: str | None, limit: int) -> list[ThreadSummary]:
-        import sqlalchemy as sa
+    async def threads(self, *, owner: str | None, limit: int, cursor: str | None = None) -> ThreadPage:
+        # Plain SQL, as the inbox: the web UI's thread list reads it whenever a thread changes.
+        params: dict[str, object] = {"owner": owner, "limit": limit + 1}
+        if cursor is not None:
+            params["after_at"], params["after_id"] = decode_cursor(cursor)
+        sql = thread_listing(owner=owner is not None, after=cursor is not None)
 
-        from .. import _tables as t
-
-        th, ru = t.threads, t.runs
-        first_prompt = (
-            sa.select(ru.c.prompt)
-            .where(ru.c.thread_id == th.c.thread_id)
-            .order_by(ru.c.created_at)
-            .limit(1)
-            .scalar_subquery()
-        )
-        delegate_thread = sa.exists().where(ru.c.thread_id == th.c.thread_id, ru.c.parent_run_id.is_not(None))
-        stmt = (
-            sa.select(th, first_prompt.label("title"))
-            .where(~delegate_thread)  # a delegate's own thread is shown through its parent's pause
-            .order_by(th.c.created_at.desc())
-            .limit(limit)
-        )
-        if owner is not None:
-            stmt = stmt.where(th.c.owner == owner)
-
-        def work(conn: Connection) -> list[ThreadSummary]:
-            return [
+        async def work(tx: Tx) -> ThreadPage:
+            rows = await tx.all(sql, {name: params[name] for name in sql.names})
+            listed = [
                 ThreadSummary(
-                    thread_id=row.thread_id,
-                    agent=row.agent,
-                    owner=row.owner,
-                    active_run_id=row.active_run_id,
-                    created_at=row.created_at,
-                    title=title(row.title),
+                    thread_id=row["thread_id"],
+                    agent=row["agent"],
+                    owner=row["owner"],
+                    active_run_id=row["active_run_id"],
+                    created_at=row["created_at"],
+                    title=title(row["title"]),
                 )
-                for row in conn.execute(stmt).all()
+                for row in rows[:limit]
             ]
+            last = listed[-1] if len(rows) > limit and listed else None
+            after = encode_cursor(last.created_at, last.thread_id) if last else None
+            return ThreadPage(threads=listed, next_cursor=after)
 
-        return await self._sa_read(work)
+        return await self._raw_read(work)
 
     async def transcript(self, thread_id: str, *, after_seq: int = 0) -> list[TranscriptEntry]:
         import sqlalchemy as sa
@@ -210,6 +205,26 @@ class _Listings(_SqlConn):
             return int(conn.execute(stmt).scalar_one())
 
         return await self._sa_read(work)
+
+
+@functools.cache
+def thread_listing(*, owner: bool, after: bool) -> Sql:
+    """The thread list's statement: a page of threads, newest first by (created_at, id).
+
+    It reads backwards through an index of threads by owner (or of every thread, in local mode),
+    from the cursor's thread when there is one, so no page sorts the whole table.
+    """
+    where = ["NOT EXISTS (SELECT 1 FROM runs d WHERE d.thread_id = th.thread_id AND d.parent_run_id IS NOT NULL)"]
+    if owner:
+        where.append("th.owner = :owner")
+    if after:  # the range first, so the index is entered at the cursor rather than read from the newest thread
+        where.append("th.created_at <= :after_at AND (th.created_at < :after_at OR th.thread_id < :after_id)")
+    return Sql(
+        "SELECT th.thread_id, th.agent, th.owner, th.active_run_id, th.created_at,"
+        " (SELECT ru.prompt FROM runs ru WHERE ru.thread_id = th.thread_id ORDER BY ru.created_at LIMIT 1) AS title"
+        # a delegate's own thread is shown through its parent's pause
+        f" FROM threads th WHERE {' AND '.join(where)} ORDER BY th.created_at DESC, th.thread_id DESC LIMIT :limit"
+    )
 
 
 def _escape(agent: str) -> str:

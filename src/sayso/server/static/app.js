@@ -190,18 +190,28 @@ async function sendMessage(message) {
 
 const inboxCtx = { context: "inbox", onDecided: () => { loadInbox(); refreshInboxCount(); } };
 
+// The inbox shows its first `pages` pages, oldest first; Show more adds one.
+const INBOX_PAGE = 100;
+const inbox = { pages: 1 };
+
 function inboxQuery() {
   const params = new URLSearchParams();
   if ($("filter-agent").value) params.set("agent", $("filter-agent").value);
   if ($("filter-kind").value) params.set("kind", $("filter-kind").value);
-  params.set("limit", "200");
+  params.set("limit", String(INBOX_PAGE));
   return params;
 }
 
 const loadInbox = coalesce(async () => {
-  const result = await api("GET", `/v1/requests?${inboxQuery()}`);
+  const result = await apiPages("/v1/requests", inboxQuery(), "requests", inbox.pages);
   if (!result.ok || $("inbox-view").hidden) return;
-  reconcileCards($("inbox-cards"), result.data.requests, inboxCtx);
+  reconcileCards($("inbox-cards"), result.items, inboxCtx);
+  const shown = result.items.length;
+  const noun = result.total === 1 ? "open request" : "open requests";
+  $("inbox-shown").textContent = !result.total ? ""
+    : result.cursor ? `Showing ${shown} of ${result.total} ${noun}.`
+    : result.total === 1 ? "1 open request." : `All ${result.total} ${noun} are shown.`;
+  $("inbox-more").hidden = !result.cursor;
   updateInboxEmpty();
 });
 
@@ -211,7 +221,7 @@ function updateInboxEmpty() {
 
 function openInbox(fresh) {
   showView("inbox");
-  if (fresh) $("inbox-cards").replaceChildren();
+  if (fresh) { $("inbox-cards").replaceChildren(); inbox.pages = 1; }
   watchLive(null);
   loadInbox();
   refreshInboxCount();
@@ -219,9 +229,10 @@ function openInbox(fresh) {
 
 function setBadge(count) { $("inbox-count").textContent = count ? String(count) : ""; }
 
+// What is really open for this person, however many pages it takes (`total`), read with a page of one.
 const refreshInboxCount = coalesce(async () => {
-  const result = await api("GET", "/v1/requests?limit=200");
-  if (result.ok) setBadge(result.data.requests.length);
+  const result = await api("GET", "/v1/requests?limit=1");
+  if (result.ok) setBadge(result.data.total);
 });
 
 // grants
@@ -339,11 +350,15 @@ function markCurrentThread() {
   }
 }
 
+// The sidebar lists its first `pages` pages of threads, newest first; Older threads adds one.
+const threadList = { pages: 1 };
+
 const loadThreads = coalesce(async () => {
-  const result = await api("GET", "/v1/threads?limit=50");
+  const result = await apiPages("/v1/threads", { limit: "50" }, "threads", threadList.pages);
   if (!result.ok) return;
-  for (const thread of result.data.threads) if (thread.title) state.titles[thread.thread_id] = thread.title;
-  $("threads").replaceChildren(...result.data.threads.map((thread) => el("li", {},
+  for (const thread of result.items) if (thread.title) state.titles[thread.thread_id] = thread.title;
+  $("threads-more").hidden = !result.cursor;
+  $("threads").replaceChildren(...result.items.map((thread) => el("li", {},
     el("a", { href: `#/thread/${thread.thread_id}`, "data-thread-id": thread.thread_id, title: thread.title || thread.thread_id },
       el("span", { class: "title" }, thread.title || thread.thread_id),
       el("span", { class: "meta" }, thread.active_run_id ? el("span", { class: "dot", title: "a run is open" }, "•") : null,
@@ -397,7 +412,7 @@ onLive({
   "request.closed": (data) => {
     closeCardsOf(data);
     refreshInboxCount();
-    if (state.view === "inbox") updateInboxEmpty();
+    if (state.view === "inbox") { updateInboxEmpty(); loadInbox(); }
   },
   "run.changed": (data) => { if (data.thread_id === state.threadId) refreshThread(); },
   "threads.changed": () => loadThreads(),
@@ -474,6 +489,8 @@ document.addEventListener("DOMContentLoaded", () => {
   $("audit-verify").addEventListener("click", verifyAudit);
   $("audit-refresh").addEventListener("click", () => loadAudit());
   $("audit-more").addEventListener("click", () => loadAudit(true));
+  $("inbox-more").addEventListener("click", () => { inbox.pages += 1; loadInbox(); });
+  $("threads-more").addEventListener("click", () => { threadList.pages += 1; loadThreads(); });
   $("stats-window").addEventListener("change", () => loadStats());
   $("signin").addEventListener("submit", (event) => {
     event.preventDefault();

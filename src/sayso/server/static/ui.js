@@ -42,6 +42,24 @@ async function api(method, path, body, extraHeaders = {}) {
   return { ok: response.ok, status: response.status, data };
 }
 
+// The first `pages` pages of a listing (`key` its items), following `next_cursor`: a list that shows that many pages
+// reads them all again, so what closed drops out and what opened on them comes in.
+async function apiPages(path, params, key, pages) {
+  const items = [];
+  let cursor = null;
+  let total = null;
+  for (let page = 0; page < pages; page++) {
+    const query = new URLSearchParams(params);
+    if (cursor) query.set("cursor", cursor);
+    const result = await api("GET", `${path}?${query}`);
+    if (!result.ok) return result;
+    items.push(...result.data[key]);
+    ({ next_cursor: cursor, total = null } = result.data);
+    if (!cursor) break;
+  }
+  return { ok: true, items, cursor, total };
+}
+
 const problemText = (result) => `${result.data?.title || "Error"}: ${result.data?.detail || `HTTP ${result.status}`}`;
 
 // times: RFC 3339 from the API, shown relative ("3 min ago") with the exact time on hover
