@@ -313,12 +313,7 @@ def test_stats_show_the_open_requests_so_the_outcomes_add_up() -> None:
     assert runner.invoke(app, ["decide", str(EXAMPLE), first["requests"][0]["id"], "approve"]).exit_code == 0
     found = json.loads(runner.invoke(app, ["stats", str(EXAMPLE), "--json"]).stdout)["overall"]
     assert (found["requests"], found["approved"], found["open"]) == (2, 1, 1)
-    shown = cli_app.console.width
-    try:
-        cli_app.console.width = 200
-        table = runner.invoke(app, ["stats", str(EXAMPLE)]).stdout
-    finally:
-        cli_app.console.width = shown
+    table = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["stats", str(EXAMPLE)]).stdout
     header = next(line for line in table.splitlines() if "requests" in line and "approved" in line)
     assert re.findall(r"\w+", header)[:6] == ["requests", "approved", "rejected", "expired", "closed", "open"], header
     overall = next(line for line in table.splitlines() if line.strip("│ ").startswith("all"))
