@@ -15,6 +15,7 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, Part, Task, TaskState, TaskStatus
+from a2a.utils.errors import UnsupportedOperationError
 from fastapi import FastAPI
 
 from sayso import Config, Sayso, load_config
@@ -146,7 +147,7 @@ class AsksWithoutTheExtension(AgentExecutor):
         await updater.requires_input(updater.new_agent_message([Part(text="Which namespace?")]))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        raise NotImplementedError
+        raise UnsupportedOperationError("this test agent's tasks cannot be cancelled")
 
 
 def sdk_child(executor: AgentExecutor, name: str) -> LiveServer:
@@ -222,7 +223,7 @@ class PausesOn(AgentExecutor):
         await updater.requires_input(message)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        raise NotImplementedError
+        raise UnsupportedOperationError("this test agent's tasks cannot be cancelled")
 
 
 def _approval(*tools: dict[str, Any], hint: Any = "Deleting needs approval (rm)") -> PausesOn:
