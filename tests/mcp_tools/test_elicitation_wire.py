@@ -209,6 +209,8 @@ async def test_an_answer_the_holder_carries_on_first_still_returns_the_finished_
             [*_, done] = await ag_ui_post(client, ag_ui_input(f"thr-race-{n}", [], resume=[entry]))
             assert isinstance(done, RunFinishedEvent), done
             assert done.outcome is not None and done.outcome.type == "success"
+            run = (await client.get(f"/v1/runs/{(done.metadata or {})['sayso_run_id']}")).json()
+            assert run["status"] == "completed", run  # finished, not still being carried on by the watch
     assert len(elicit_server.bookings()) == 12
 
 

@@ -78,8 +78,8 @@ class Cycle:
         if workflows is not None:  # built by `workflows` (`_workflows.workflow_runner`) only when there are any
             runner = workflows(k, self)
             self._runners["workflow"], self.workflow_names = runner, runner.names
-        self._advancing: dict[str, anyio.Event] = {}
-        """The runs this process is carrying on from a pause now, each with the event set once that is done."""
+        self._advancing: dict[str, list[anyio.Event]] = {}
+        """The runs this process is carrying on from a pause now: an event per advance, set once it is done."""
 
     # which runner
 
@@ -140,7 +140,7 @@ class Cycle:
         is not raced for: an unforced advance waits for that one and says where the run stands then.
 
         Raises:
-            PauseConsumed: another process resumed this pause first.
+            PauseConsumed: another process resumed this pause first, or another advance here (done by then).
             RunConflict: decisions kept arriving while the resume was prepared.
         """
         k = self.k
@@ -148,24 +148,35 @@ class Cycle:
             # The engine's workers carry the whole tree on; this process only asks.
             await self.engine.advance(await _tree.root(k, run), force=force, options=options)
             return await _tree.result(k, run.run_id)
-        if run.run_id in self._advancing:
-            if not force:
-                # Raced, the loser's result would say "running" while the run is still being carried on here.
-                await self.carried_here(run.run_id)
-                return await _tree.result(k, run.run_id)
-            # Forced past it: the store's claim settles which of the two carries the run on.
-            return await self._advance(run, force=force, options=options, state=state, attempts=attempts)
-        done = self._advancing[run.run_id] = anyio.Event()
+        if run.run_id in self._advancing and not force:
+            # Raced, the loser's result would say "running" while the run is still being carried on here.
+            await self.carried_here(run.run_id)
+            return await _tree.result(k, run.run_id)
+        # Forced past one under way, the store's claim settles which of the two carries the run on.
+        done = anyio.Event()
+        self._advancing.setdefault(run.run_id, []).append(done)
         try:
             return await self._advance(run, force=force, options=options, state=state, attempts=attempts)
+        except PauseConsumed:
+            # Lost the claim. To an advance here, the caller's result would say "running" while that one carries
+            # the run on: this one is done first (two losers never wait on each other), then waits for the rest.
+            self._finished(run.run_id, done)
+            await self.carried_here(run.run_id)
+            raise
         finally:
-            del self._advancing[run.run_id]
-            done.set()
+            self._finished(run.run_id, done)
+
+    def _finished(self, run_id: str, done: anyio.Event) -> None:
+        underway = self._advancing.get(run_id, [])
+        if done in underway:
+            underway.remove(done)
+            if not underway:
+                del self._advancing[run_id]
+        done.set()
 
     async def carried_here(self, run_id: str) -> None:
-        """Once this process's advance of the run, if one is under way, is done (the run paused again or ended)."""
-        underway = self._advancing.get(run_id)
-        if underway is not None:
+        """Once this process's advances of the run, if any are under way, are done (the run paused again or ended)."""
+        for underway in list(self._advancing.get(run_id, [])):
             await underway.wait()
 
     async def _advance(
