@@ -13,12 +13,14 @@ pass the gate without a policy check. Fewer toolsets spare pydantic-ai a task gr
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, assert_never
 
+import anyio
 from pydantic_ai import RunContext
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolFailed, UserError
 from pydantic_ai.messages import ToolReturn
@@ -67,6 +69,7 @@ from .calls import (
 from .deps import RunDeps
 from .hooks import BeforeToolCall, HookToolset
 from .tools import client_tool, defer_client_call, options_of, rules_of, tool_info_of
+from .whole_calls import WholeCall
 
 UNKNOWN_OUTCOME = (
     "Outcome unknown: the process stopped while this call was running, so it was not run again. "
@@ -339,26 +342,37 @@ class GateToolset(WrapperToolset[Any]):
                         request_id, to_json(UNKNOWN_OUTCOME), deps.clock(), audit=[unknown], status="unknown"
                     )
                     return UNKNOWN_OUTCOME
-        failed: ToolFailed | None = None
-        try:
-            result = await self._call(name, tool_args, ctx, tool)
-        except ToolFailed as exc:
-            result, failed = exc.message, exc
-        if self._service_ask(result) is not None:
-            result = STILL_NEEDS_APPROVAL
-        now = deps.clock()
-        audit = ExecutedEvent(event="executed", request_id=request_id, tool_name=name, executed_args=tool_args, at=now)
-        if failed is not None:
-            audit["error"] = failed.message
-        if fresh:
-            deps.executed.append(
-                ExecutionResult(request_id=request_id, result=to_json(result, fallback=str), audit=audit)
+
+        async def record(result: Any, error: str | None) -> Any:
+            """Record the call in the ledger, with its audit (`error`: what it raised, as the model reads it)."""
+            if self._service_ask(result) is not None:
+                result = STILL_NEEDS_APPROVAL
+            now = deps.clock()
+            audit = ExecutedEvent(
+                event="executed", request_id=request_id, tool_name=name, executed_args=tool_args, at=now
             )
-        else:
-            await deps.ledger.finish_execution(request_id, to_json(result, fallback=str), now, audit=[audit])
-        if failed is not None:
-            raise failed
-        return result
+            if error is not None:
+                audit["error"] = error
+            ran = to_json(result, fallback=str)
+            if fresh:
+                deps.executed.append(ExecutionResult(request_id=request_id, result=ran, audit=audit))
+            else:
+                await deps.ledger.finish_execution(request_id, ran, now, audit=[audit])
+            return result
+
+        call = WholeCall(self._call(name, tool_args, ctx, tool))
+        try:
+            result = await call.result()
+        except ToolFailed as failed:
+            await record(failed.message, failed.message)
+            raise
+        except asyncio.CancelledError:
+            ended = await call.ended()  # a sync tool's thread ran on: what it returned is kept, not lost
+            if not ended.cancelled() and isinstance(error := ended.exception(), ToolFailed | None):
+                with anyio.CancelScope(shield=True):
+                    await record(error.message, error.message) if error else await record(ended.result(), None)
+            raise
+        return await record(result, None)
 
     def _mismatch(
         self,

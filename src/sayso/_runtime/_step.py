@@ -196,6 +196,8 @@ async def execute(
                         await _finish_cancelled(
                             k, run, deps, _closing(history, requests, decisions, deps, error="the run was cancelled")
                         )
+                    else:
+                        await _keep_finished(k, deps)
                 raise
             except Exception as exc:
                 # The boundary of a run: whatever the model or a tool raised, the run is recorded as
@@ -299,6 +301,17 @@ def text_handler(sink: TextSink) -> Callable[[RunContext[Any], AsyncIterable[Age
 async def _cancel_asked(k: Kernel, run: RunRecord) -> bool:
     """Whether the run's top-level run was cancelled (`Sayso.cancel`), not just left by its caller."""
     return (await _tree.root(k, run)).run_id in k.cancelling
+
+
+async def _keep_finished(k: Kernel, deps: RunDeps) -> None:
+    """Record in the ledger the approved calls that finished before the segment was left (Ctrl-C, a client gone).
+
+    The run stays running, to be carried on elsewhere (`recover`); without this a call that ran to its
+    end (a sync tool, whose thread a cancellation waits for) would read as cut off there: outcome unknown.
+    Only an entry still `executing` is written, so a take-over that resolved it first keeps its word.
+    """
+    for done in deps.executed:
+        await k.store.finish_execution(done.request_id, done.result, k.clock(), audit=[done.audit], status=done.status)
 
 
 def _closing(

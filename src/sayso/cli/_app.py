@@ -10,7 +10,7 @@ import math
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
@@ -110,12 +110,13 @@ def chat(
     """Chat with an agent, answering its requests at the prompt."""
     check_id("--thread", thread, what="a thread id", example="thr_")
     from ._chat import chat_loop
+    from ._interrupts import busy_explained
 
-    _with_app(
-        config,
-        lambda rt: chat_loop(rt, console, agent=agent, thread_id=thread, principal=principal, config=config),
-        principal=principal,
-    )
+    def work(rt: Sayso) -> Awaitable[None]:
+        chatting = chat_loop(rt, console, agent=agent, thread_id=thread, principal=principal, config=config)
+        return busy_explained(rt, chatting, config)
+
+    _with_app(config, work, principal=principal)
 
 
 @app.command(cls=_Command)
@@ -130,10 +131,16 @@ def run(
     """Send one message, print where the run stands (completed or paused), and exit (a live form: wait for it)."""
     check_id("--thread", thread, what="a thread id", example="thr_", as_json=as_json)
     from ._holding import run_holding
+    from ._interrupts import Where, interruptible
+
+    def running(rt: Sayso, where: Where) -> Awaitable[RunResult]:
+        to = (None if as_json else console, errors)
+        return run_holding(
+            rt, message, agent=agent, thread_id=thread, principal=principal, config=config, to=to, on_start=where.note
+        )
 
     async def work(rt: Sayso) -> RunResult:
-        to = (None if as_json else console, errors)
-        return await run_holding(rt, message, agent=agent, thread_id=thread, principal=principal, config=config, to=to)
+        return await interruptible(rt, lambda where: running(rt, where), config=config, as_json=as_json)
 
     _print(_with_app(config, work, as_json=as_json, principal=principal), as_json, config=config)
 
@@ -175,6 +182,7 @@ def decide(
     check_id("REQUEST_ID", request_id, what="a request id", example="req_", as_json=as_json)
     with _collector_paused():
         from ._decisions import check_action_fits, parse_decision
+        from ._interrupts import Where, interruptible
 
     def parsed(request: Request | None = None) -> Decision:
         try:
@@ -190,11 +198,15 @@ def decide(
     needs_request = action in ("answer", "provide") or (action == "approve" and bool(values))
     decision = None if needs_request else parsed()
 
-    async def work(rt: Sayso) -> DecideResult:
+    async def deciding(rt: Sayso, where: Where) -> DecideResult:
         request = (await rt.request(request_id, principal=principal)).request
         check_action_fits(action, request)  # said in this command's words, not the runtime's kinds of decision
         chosen = decision if decision is not None else parsed(request)
+        where.note(request.run_id, request.chat_thread_id or request.thread_id)
         return await rt.decide(request_id, chosen, principal=principal, via="cli")
+
+    async def work(rt: Sayso) -> DecideResult:
+        return await interruptible(rt, lambda where: deciding(rt, where), config=config, as_json=as_json)
 
     outcome = _with_app(config, work, as_json=as_json, principal=principal)
     if not as_json and not outcome.recorded:

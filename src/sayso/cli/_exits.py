@@ -33,6 +33,8 @@ CANNOT_SERVE = 5
 """What sayso works with is out of reach: `sayso serve` could not start (the port is in use, the address is not
 allowed, the store cannot be opened), or the store or the Temporal cluster did not answer (a `StoreError`: try
 again; its message says what was done)."""
+INTERRUPTED = 130
+"""Ctrl-C stopped the command (as shells count SIGINT: 128 + 2); a run it was working on is said, with the way on."""
 
 
 def exit_code(exc: SaysoError) -> int:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from .._core.decisions import Cancel, Decision
 from .._core.requests import ElicitationRequest, Request
 from .._runtime import RunResult
 from ..exceptions import DecisionRefused
+from ._interrupts import on_ctrl_c
 
 if TYPE_CHECKING:
     from .._runtime import Sayso
@@ -41,20 +41,28 @@ async def run_holding(
     principal: str,
     config: str,
     to: tuple[Console | None, Console],
+    on_start: Callable[[str, str], None] | None = None,
 ) -> RunResult:
     """`sayso run`: the run, then (while it waits on forms this process holds) the wait for their answers.
 
     `to` is (where results are shown, or `None` with `--json`; where the wait is said): with `--json`
-    the one JSON object on stdout is the end, and the wait is said on stderr.
+    the one JSON object on stdout is the end, and the wait is said on stderr. `on_start` hears the
+    new run and its thread once the message is taken (`Sayso.run`).
     """
     from ._render import print_result
 
     shown, said = to
+
+    async def run() -> RunResult:
+        return await runtime.run(
+            message, agent=agent, thread_id=thread_id, principal=principal, via="cli", on_start=on_start
+        )
+
     if shown is None:
-        result = await runtime.run(message, agent=agent, thread_id=thread_id, principal=principal, via="cli")
+        result = await run()
     else:
         with shown.status("working…"):
-            result = await runtime.run(message, agent=agent, thread_id=thread_id, principal=principal, via="cli")
+            result = await run()
     if not held_forms(result):
         return result
     return await hold_until_answered(
@@ -121,22 +129,10 @@ async def hold_until_answered(
 
 async def _hold(runtime: Sayso, result: RunResult, principal: str) -> tuple[bool, RunResult]:
     """`Sayso.hold`, unless Ctrl-C comes first: (whether it came, where the run stands)."""
-    interrupted = False
     outcome = result
-    async with anyio.create_task_group() as group:
-
-        async def on_interrupt() -> None:
-            nonlocal interrupted
-            with anyio.open_signal_receiver(signal.SIGINT) as signals:
-                async for _ in signals:
-                    interrupted = True
-                    group.cancel_scope.cancel()
-                    return
-
-        group.start_soon(on_interrupt)
+    with anyio.CancelScope() as scope, on_ctrl_c(scope.cancel):
         outcome = await runtime.hold(result.run_id, principal=principal)
-        group.cancel_scope.cancel()
-    return interrupted, outcome
+    return scope.cancel_called, outcome
 
 
 async def cancel_held(
@@ -246,34 +242,32 @@ async def ask_held(
     outcome: list[Decision | RunResult | None] = []
     failure: list[BaseException] = []
     LINES.reset()
-    async with anyio.create_task_group() as group:
 
-        async def prompt() -> None:
-            try:
-                outcome.append(await anyio.to_thread.run_sync(ask, request))
-            except GaveUp:
-                return
-            except Exception as exc:  # the person's way out (a new message, end of input): raised below
-                failure.append(exc)
-            group.cancel_scope.cancel()
+    def interrupt() -> None:
+        outcome.append(None)
+        LINES.give_up()
+        scope.cancel()
 
-        async def elsewhere() -> None:
-            moved = await runtime.hold(result.run_id, principal=principal)
-            outcome.append(moved)
-            LINES.give_up()
-            group.cancel_scope.cancel()  # the prompt's thread ends first: it was told to give up
+    with anyio.CancelScope() as scope, on_ctrl_c(interrupt):
+        async with anyio.create_task_group() as group:
 
-        async def interrupt() -> None:
-            with anyio.open_signal_receiver(signal.SIGINT) as signals:
-                async for _ in signals:
-                    outcome.append(None)
-                    LINES.give_up()
-                    group.cancel_scope.cancel()
+            async def prompt() -> None:
+                try:
+                    outcome.append(await anyio.to_thread.run_sync(ask, request))
+                except GaveUp:
                     return
+                except Exception as exc:  # the person's way out (a new message, end of input): raised below
+                    failure.append(exc)
+                group.cancel_scope.cancel()
 
-        group.start_soon(prompt)
-        group.start_soon(elsewhere)
-        group.start_soon(interrupt)
+            async def elsewhere() -> None:
+                moved = await runtime.hold(result.run_id, principal=principal)
+                outcome.append(moved)
+                LINES.give_up()
+                group.cancel_scope.cancel()  # the prompt's thread ends first: it was told to give up
+
+            group.start_soon(prompt)
+            group.start_soon(elsewhere)
     if failure:
         raise failure[0]
     asked = outcome[0]
