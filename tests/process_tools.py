@@ -8,6 +8,7 @@ so a test can kill the process in the middle of a call and read, afterwards, wha
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from pathlib import Path
@@ -16,9 +17,11 @@ SCRIPT = """
 name: deletes
 rules:
   - {user: '^delete (?P<n>\\S+)$', call: slow_delete, args: {name: "{n}"}}
+  - {user: '^delete-async (?P<n>\\S+)$', call: slow_delete_async, args: {name: "{n}"}}
   - {tool: slow_delete, reply: "model read: {result}"}
+  - {tool: slow_delete_async, reply: "model read: {result}"}
 """
-"""`delete NAME` calls `slow_delete`; the model then says what the call returned."""
+"""`delete NAME` calls `slow_delete` (`delete-async NAME`: `slow_delete_async`); the model says what it returned."""
 
 
 def slow_delete(name: str) -> str:
@@ -26,6 +29,14 @@ def slow_delete(name: str) -> str:
     with open(os.environ["MARKER"], "a") as marker:
         marker.write(name + "\n")
     time.sleep(float(os.environ.get("SLOW_SECONDS", "0")))
+    return f"deleted {name}"
+
+
+async def slow_delete_async(name: str) -> str:
+    """`slow_delete` as an async tool: a cancellation stops it where it sleeps (a sync one runs on in its thread)."""
+    with open(os.environ["MARKER"], "a") as marker:
+        marker.write(name + "\n")
+    await asyncio.sleep(float(os.environ.get("SLOW_SECONDS", "0")))
     return f"deleted {name}"
 
 

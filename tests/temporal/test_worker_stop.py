@@ -1,8 +1,9 @@
 """`sayso worker` stops gracefully on SIGTERM (how Kubernetes, systemd and docker stop it) and Ctrl-C.
 
 It takes no more tasks, lets the activities in flight finish, closes its runtime, says it stopped
-and exits 0: an approved call running on it when it is told to stop finishes there, once; one still running
-when its grace ends is "outcome unknown", as after kill -9, and the run goes on on another worker.
+and exits 0: an approved call running on it when it is told to stop finishes there, once; an async one still
+running when its grace ends is "outcome unknown", as after kill -9, and the run goes on on another worker (a sync
+one's thread cannot be stopped: the worker waits for it, and its result is kept).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from .. import process_tools
 from .conftest import SLOW_DELETE, Project
 
 BODY = SLOW_DELETE.replace("TTL", "")
+FILES = process_tools.files("tools")
 
 
 async def stopped(process: subprocess.Popen[str], *, within: float) -> str:
@@ -110,16 +112,24 @@ async def test_a_second_signal_while_the_worker_finishes_its_work_stops_it_at_on
             tasks.cancel_scope.cancel()
 
 
+@pytest.mark.parametrize(
+    ("message", "read"),
+    [("delete-async c.txt", "model read: Outcome unknown"), ("delete c.txt", "model read: deleted c.txt")],
+    ids=["async", "sync"],
+)
 async def test_an_approved_call_outlasting_its_stopping_workers_grace_is_outcome_unknown_and_the_run_goes_on(
-    tmp_path: Path, temporal: Project
+    message: str, read: str, tmp_path: Path, temporal: Project
 ) -> None:
-    """SIGTERM while the approved call runs longer than the worker's grace: as after kill -9, the call is "outcome
-    unknown" (never run twice), the model reads that on a worker started meanwhile, and the run completes."""
-    config = temporal.config(tmp_path, BODY, process_tools.files("tools"))
+    """SIGTERM while the approved call runs longer than the worker's grace: an async call is cut off where it waits
+    and, as after kill -9, is "outcome unknown" (never run twice), which the model reads on a worker started
+    meanwhile; a sync call's thread cannot be stopped, so the stopping worker waits for it and the model reads
+    what it returned. Either way the call ran once and the run completes."""
+    body = BODY.replace("[tools:slow_delete]", "[tools:slow_delete, tools:slow_delete_async]")
+    config = temporal.config(tmp_path, body.replace("[slow_delete]", "[slow_delete, slow_delete_async]"), FILES)
     workers = temporal.workers(config, SLOW_SECONDS="10")
     first = workers.start()
     async with Sayso.from_yaml(config) as front:
-        paused = await front.run("delete c.txt")
+        paused = await front.run(message)
         decided = await workers.kill_mid_call(
             first,
             lambda: calls(temporal.marker) == ["c.txt"],
@@ -128,6 +138,7 @@ async def test_an_approved_call_outlasting_its_stopping_workers_grace_is_outcome
         )
         output = decided.run.output
         assert decided.run.status == "completed", decided.run.error
-        assert output is not None and output.startswith("model read: Outcome unknown")
-        assert [r.body["event"] for r in await front.audit_log()].count("outcome_unknown") == 1
+        assert output is not None and output.startswith(read), output
+        unknown = [r.body["event"] for r in await front.audit_log()].count("outcome_unknown")
+        assert unknown == (1 if "unknown" in read else 0)
     assert calls(temporal.marker) == ["c.txt"]
