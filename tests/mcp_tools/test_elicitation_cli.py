@@ -35,8 +35,9 @@ SCRIPT = {
 }
 
 
-def write_config(folder: Path, server: ElicitServer, *, replay: bool) -> Path:
-    """A `sayso.yaml` whose agent books tables on the test server (pushed forms: a handshake-era session)."""
+def write_config(folder: Path, server: ElicitServer, *, replay: bool, approval: bool = False) -> Path:
+    """A `sayso.yaml` whose agent books tables on the test server (pushed forms: a handshake-era session), after a
+    person approved the call when `approval` says so."""
     (folder / "script.yaml").write_text(yaml.safe_dump(SCRIPT))
     config = {
         "store": f"sqlite:///{folder / 'sayso.db'}",
@@ -45,7 +46,14 @@ def write_config(folder: Path, server: ElicitServer, *, replay: bool) -> Path:
         "agents": {
             "host": {
                 "model": "demo",
-                "mcp": [{"server": "booking", "tools": ["book_table"], "replay_elicitation": replay}],
+                "mcp": [
+                    {
+                        "server": "booking",
+                        "tools": ["book_table"],
+                        "replay_elicitation": replay,
+                        "require_approval": approval,
+                    }
+                ],
             }
         },
     }
@@ -96,7 +104,7 @@ def open_form(config: Path, run: subprocess.Popen[str]) -> dict[str, Any]:
     """The form the running `sayso run` waits on, read from the inbox by another process once it is there."""
     deadline = time.monotonic() + 120
     while True:
-        requests = sayso("inbox", str(config))["requests"]
+        requests = [r for r in sayso("inbox", str(config))["requests"] if r["kind"] == "elicitation"]
         if requests:
             [request] = requests
             return dict(request)
@@ -126,6 +134,35 @@ def test_a_run_holding_a_live_form_waits_and_a_decide_from_another_process_compl
     assert elicit_server.answers() == ["accept"]
     assert elicit_server.bookings() == ["sat:2:Ada"]
     assert sayso("inbox", str(config))["requests"] == []
+
+
+def test_a_decide_whose_resumed_call_asks_a_form_waits_holding_it_until_it_is_answered(
+    tmp_path: Path, elicit_server: ElicitServer
+) -> None:
+    """`sayso decide approve` resumes the run, and the approved call asks a form mid-call: the decide holds that call
+    as `sayso run` would (it does not exit and cancel the form), a decide from another terminal answers it on the
+    live call, and the first decide ends with the completed run."""
+    config = write_config(tmp_path, elicit_server, replay=False, approval=True)
+    paused = sayso("run", str(config), "book sun")
+    [approval] = paused["requests"]
+    assert approval["kind"] == "approval"
+    deciding = subprocess.Popen(
+        [sys.executable, "-m", "sayso", "decide", str(config), approval["id"], "approve", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    form = open_form(config, deciding)
+    assert (form["kind"], form["durable"]) == ("elicitation", False)
+    answered = sayso("decide", str(config), form["id"], "accept", '{"people": 3, "name": "Bo"}')
+    out, err = deciding.communicate(timeout=120)
+    assert deciding.returncode == 0, err
+    assert f"waiting: this process holds the call that asked request {form['id']}" in err
+    final = json.loads(out)
+    assert (final["status"], final["output"]) == ("completed", "Booked sun for 3 (Bo)")
+    assert answered["status"] == "completed"
+    assert elicit_server.answers() == ["accept"]
+    assert elicit_server.bookings() == ["sun:3:Bo"]
 
 
 def test_ctrl_c_closes_the_form_a_waiting_run_holds_as_cancelled_and_says_so(

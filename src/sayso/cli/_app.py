@@ -182,6 +182,7 @@ def decide(
     check_id("REQUEST_ID", request_id, what="a request id", example="req_", as_json=as_json)
     with _collector_paused():
         from ._decisions import check_action_fits, parse_decision
+        from ._holding import held_to_the_end
         from ._interrupts import Where, interruptible
 
     def parsed(request: Request | None = None) -> Decision:
@@ -203,7 +204,11 @@ def decide(
         check_action_fits(action, request)  # said in this command's words, not the runtime's kinds of decision
         chosen = decision if decision is not None else parsed(request)
         where.note(request.run_id, request.chat_thread_id or request.thread_id)
-        return await rt.decide(request_id, chosen, principal=principal, via="cli")
+        decided = await rt.decide(request_id, chosen, principal=principal, via="cli")
+        # The run it resumed may have run into a server's form on a live call, which this process holds.
+        to = (None if as_json else console, errors)
+        held = await held_to_the_end(rt, decided.run, principal=principal, config=config, to=to)
+        return replace(decided, run=held)
 
     async def work(rt: Sayso) -> DecideResult:
         return await interruptible(rt, lambda where: deciding(rt, where), config=config, as_json=as_json)

@@ -1,4 +1,4 @@
-"""How a command that holds a server's live form waits for its answer: `sayso run` and `sayso chat`.
+"""How a command that holds a server's live form waits for its answer: `sayso run`, `decide` and `chat`.
 
 See docs/guides/mcp.md#which-answers-survive-a-restart.
 
@@ -49,9 +49,7 @@ async def run_holding(
     the one JSON object on stdout is the end, and the wait is said on stderr. `on_start` hears the
     new run and its thread once the message is taken (`Sayso.run`).
     """
-    from ._render import print_result
-
-    shown, said = to
+    shown, _ = to
 
     async def run() -> RunResult:
         return await runtime.run(
@@ -63,6 +61,20 @@ async def run_holding(
     else:
         with shown.status("working…"):
             result = await run()
+    return await held_to_the_end(runtime, result, principal=principal, config=config, to=to)
+
+
+async def held_to_the_end(
+    runtime: Sayso, result: RunResult, *, principal: str, config: str, to: tuple[Console | None, Console]
+) -> RunResult:
+    """`result`, or (while it waits on forms this process holds) where the run stands once they were answered.
+
+    Whatever carried the run on here (a message, a decision that resumed it) may have run into such a
+    form: the command that did must not exit and take the call with it. `to` is as for `run_holding`.
+    """
+    from ._render import print_result
+
+    shown, said = to
     if not held_forms(result):
         return result
     return await hold_until_answered(
