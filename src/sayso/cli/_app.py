@@ -280,7 +280,11 @@ def _interval(seconds: float) -> float:
 def serve(
     config: ConfigArg,
     host: Annotated[
-        str, typer.Option(help="Address to bind (127.0.0.1 only without principals).", metavar="ADDRESS")
+        str,
+        typer.Option(
+            help="Address to bind (without principals: a loopback name only, 127.0.0.1, localhost or ::1).",
+            metavar="ADDRESS",
+        ),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.", metavar="PORT", callback=_port)] = 8000,
     expire_every: Annotated[
