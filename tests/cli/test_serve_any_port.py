@@ -1,4 +1,4 @@
-"""`sayso serve`'s start-up lines name where it really listens: the port `--port 0` got, a loopback name.
+"""`sayso serve` names where it listens: the port `--port 0` or `--grpc-port 0` got, and a loopback name's URL.
 
 Local development mode (no principals) binds to any loopback name the server answers to (127.0.0.1,
 localhost, ::1), and the URL it prints opens it.
@@ -67,6 +67,21 @@ def test_port_0_prints_the_port_it_bound_and_serves_there(tmp_path: Path) -> Non
         assert found, said
         assert int(found[1]) != 0
         assert httpx.get(f"{found[0]}healthz", timeout=30).status_code == 200
+
+
+def test_grpc_port_0_prints_the_port_it_bound_and_the_cards_offer_it(tmp_path: Path) -> None:
+    """`--grpc-port 0` names the gRPC port the system picked, not 0; the agent card offers that port, and it listens."""
+    pytest.importorskip("grpc")
+    with serving(tmp_path, "--port", "0", "--grpc-port", "0") as said:
+        grpc_line = next((line for line in said if line.startswith("A2A over gRPC on ")), "")
+        found = re.match(r"A2A over gRPC on 127\.0\.0\.1:(\d+) ", grpc_line)
+        assert found, said
+        port = int(found[1])
+        assert port != 0
+        card = httpx.get(f"{served_at(said)}.well-known/agent-card.json", timeout=30).json()
+        offered = [i["url"] for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
+        assert offered == [f"127.0.0.1:{port}"]
+        socket.create_connection(("127.0.0.1", port), timeout=30).close()
 
 
 def _ipv6_loopback() -> bool:

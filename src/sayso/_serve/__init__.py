@@ -176,6 +176,7 @@ def compose(
     recover_every_seconds: float | None = DEFAULT_RECOVER_EVERY_SECONDS,
     grpc_port: int | None = None,
     grpc_host: str = LOCAL_HOST,
+    on_grpc_listening: Callable[[int], None] | None = None,
 ) -> FastAPI:
     """The app `sayso serve` runs: REST and the web UI, every protocol, and the channels (notices, links, Slack).
 
@@ -187,7 +188,10 @@ def compose(
         sayso,
         expire_every_seconds=expire_every_seconds,
         recover_every_seconds=recover_every_seconds,
-        routers=[*protocol_routers(sayso, grpc_port=grpc_port, grpc_host=grpc_host), *([channels] if channels else [])],
+        routers=[
+            *protocol_routers(sayso, grpc_port=grpc_port, grpc_host=grpc_host, on_grpc_listening=on_grpc_listening),
+            *([channels] if channels else []),
+        ],
         apps=protocol_apps(sayso),
         form_paths=FORM_PATHS if channels else (),
     )
@@ -225,12 +229,14 @@ def serve(
     host = bind_address(host)  # `--host [::1]`, as a URL writes it, binds ::1
     check_port(host, port)
     sayso = Sayso(config)
+    grpc_listening: list[int] = []  # the gRPC port it got (the system's pick for 0), once the app has started
     app = compose(
         sayso,
         expire_every_seconds=expire_every_seconds,
         recover_every_seconds=recover_every_seconds,
         grpc_port=grpc_port,
         grpc_host=url_host(host),
+        on_grpc_listening=grpc_listening.append,
     )
     started = _StartFailure(app)
     listening = uvicorn.Config(
@@ -240,8 +246,10 @@ def serve(
 
     def lines(bound: int) -> list[str]:
         said = banner(config_path, config, host, bound)
-        if grpc_port is not None:
-            said.insert(1, f"A2A over gRPC on {url_host(host)}:{grpc_port} (tenant: {config.a2a.namespace}/<name>)")
+        if grpc_listening:
+            said.insert(
+                1, f"A2A over gRPC on {url_host(host)}:{grpc_listening[-1]} (tenant: {config.a2a.namespace}/<name>)"
+            )
         return said
 
     build_codecs()  # the first request after a start is served as fast as the next (`_runtime/_codecs.py`)
