@@ -348,7 +348,7 @@ def init(
 
     folder = folder or "."  # `sayso init ""`: here, and said so
 
-    from ._pasted import sayso_command
+    from ._pasted import config_word, sayso_command
     from ._starter import write_starter
 
     try:
@@ -361,7 +361,7 @@ def init(
         said = f"[red]error:[/red] cannot write the starter in {where}: {escape(exc.strerror or str(exc))}"
         errors.print(said, soft_wrap=True, highlight=False)
         raise typer.Exit(WRONG) from None
-    config = shlex.quote(str(Path(folder) / "sayso.yaml"))
+    config = config_word(str(Path(folder) / "sayso.yaml"))  # absolute: the commands run pasted in any folder
     run = shlex.quote("refund A-100 25")
     console.print(f"wrote sayso.yaml, desk_tools.py and script.yaml in {escape(folder)}; try:", highlight=False)
     for line in (f"{sayso_command()} run {config} {run}", f"{sayso_command()} chat {config}"):
