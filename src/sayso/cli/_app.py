@@ -183,6 +183,7 @@ def decide(
     with _collector_paused():
         from ._decisions import check_action_fits, parse_decision
         from ._interrupts import Where, interruptible
+        from ._interrupts import deciding as decision_work
 
     def parsed(request: Request | None = None) -> Decision:
         try:
@@ -202,8 +203,7 @@ def decide(
         request = (await rt.request(request_id, principal=principal)).request
         check_action_fits(action, request)  # said in this command's words, not the runtime's kinds of decision
         chosen = decision if decision is not None else parsed(request)
-        where.note(request.run_id, request.chat_thread_id or request.thread_id)
-        return await rt.decide(request_id, chosen, principal=principal, via="cli")
+        return await decision_work(rt, request, chosen, principal)(where)
 
     async def work(rt: Sayso) -> DecideResult:
         return await interruptible(rt, lambda where: deciding(rt, where), config=config, as_json=as_json)
@@ -233,10 +233,16 @@ def resume(
 ) -> None:
     """Resume a paused run now (open requests count as skipped by you), or carry on a run whose process died."""
     check_id("RUN_ID", run_id, what="a run id", example="run_", as_json=as_json)
-    resumed = _with_app(
-        config, lambda rt: rt.resume(run_id, force=force, principal=who, via="cli"), as_json=as_json, principal=who
-    )
-    _print(resumed, as_json, config=config)
+    from ._interrupts import Where, interruptible
+
+    async def resuming(rt: Sayso, where: Where) -> RunResult:
+        where.note(run_id, (await rt.run_record(run_id, principal=who)).thread_id)
+        return await rt.resume(run_id, force=force, principal=who, via="cli")
+
+    async def work(rt: Sayso) -> RunResult:
+        return await interruptible(rt, lambda where: resuming(rt, where), config=config, as_json=as_json)
+
+    _print(_with_app(config, work, as_json=as_json, principal=who), as_json, config=config)
 
 
 @app.command(cls=_Command)
@@ -389,9 +395,13 @@ def check(config: ConfigArg, as_json: JsonOpt = False) -> None:
 def expire(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """Close paused runs whose open requests have all expired; each agent answers with what it knows."""
     from .._runtime import run_json
+    from ._interrupts import interruptible
     from ._render import print_result
 
-    results = _with_app(config, lambda rt: rt.expire(), as_json=as_json)
+    async def work(rt: Sayso) -> list[RunResult]:
+        return await interruptible(rt, lambda where: rt.expire(on_run=where.note), config=config, as_json=as_json)
+
+    results = _with_app(config, work, as_json=as_json)
     if as_json:
         print(json.dumps({"runs": [run_json(r) for r in results]}, ensure_ascii=False))
         return
@@ -407,9 +417,13 @@ def recover(config: ConfigArg, as_json: JsonOpt = False) -> None:
     `sayso serve` does this at start and every few seconds; this is for stores no server runs on.
     """
     from .._runtime import run_json
+    from ._interrupts import interruptible
     from ._render import print_result
 
-    results = _with_app(config, lambda rt: rt.recover(), as_json=as_json)
+    async def work(rt: Sayso) -> list[RunResult]:
+        return await interruptible(rt, lambda where: rt.recover(on_run=where.note), config=config, as_json=as_json)
+
+    results = _with_app(config, work, as_json=as_json)
     if as_json:
         print(json.dumps({"runs": [run_json(r) for r in results]}, ensure_ascii=False))
         return
