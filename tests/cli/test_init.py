@@ -64,6 +64,21 @@ def test_init_prints_commands_that_run_the_starter_from_a_shell_without_the_venv
     assert (tmp_path / "shop" / "refunds.txt").read_text() == "A-100 25.00\n"
 
 
+def test_init_named_relative_prints_commands_that_run_pasted_in_another_folder(tmp_path: Path) -> None:
+    """`sayso init shop` (a folder named relative to where it ran) prints commands naming the config by its absolute
+    path: its `run`, pasted in another folder, pauses on the refund (it said "cannot read config 'shop/sayso.yaml'")."""
+    started = shell(f"{sys.executable} -m sayso init shop", tmp_path)
+    assert started.returncode == 0, started.stderr
+    config = str(tmp_path / "shop" / "sayso.yaml")
+    commands = printed_commands(started.stdout)
+    assert len(commands) == 3 and all(f" {config}" in c for c in commands), started.stdout
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    paused = shell(commands[0], elsewhere)
+    assert paused.returncode == 0, paused.stderr
+    assert "desk wants to run refund" in paused.stdout
+
+
 def test_init_refuses_to_overwrite_a_project(tmp_path: Path) -> None:
     """A second `sayso init` in the same folder writes nothing and says which files are there (exit 2)."""
     assert runner.invoke(app, ["init", str(tmp_path)]).exit_code == 0

@@ -361,7 +361,7 @@ class Sayso(LinkVerbs, MarkVerbs, Reading):
         await self.run_record(run_id, principal=principal)
         return await _tree.result(self._k, run_id)
 
-    async def recover(self) -> list[RunResult]:
+    async def recover(self, *, on_run: Callable[[str, str], None] | None = None) -> list[RunResult]:
         """Carry on every run whose process died, so nobody has to resume it by hand.
 
         See docs/guides/operations.md#recovery.
@@ -371,13 +371,16 @@ class Sayso(LinkVerbs, MarkVerbs, Reading):
         as `outcome unknown` (audit and ledger) and never runs twice; the run then pauses or finishes
         and its thread takes messages again. `sayso serve` calls this at start and every few seconds;
         several runtimes may call it at once (each run is taken over by one). Returns the runs carried on.
+        `on_run` hears `(run_id, thread_id)` of each top-level run as it is carried on, as `run`'s `on_start`.
         """
         self._check_open()
         from ._verbs import recover as _recover
 
-        return await _recover.recover(self._cycle)
+        return await _recover.recover(self._cycle, on_run=on_run)
 
-    async def expire(self, *, principal: PrincipalLike | None = None) -> list[RunResult]:
+    async def expire(
+        self, *, principal: PrincipalLike | None = None, on_run: Callable[[str, str], None] | None = None
+    ) -> list[RunResult]:
         """Close every paused run whose open requests have all expired; each agent answers with what it knows.
 
         Escalation steps that came due (remind, notify, add approvers) fire first, each once across replicas,
@@ -385,6 +388,7 @@ class Sayso(LinkVerbs, MarkVerbs, Reading):
 
         Args:
             principal: who asks: approvers only; `None` (Python, the server's own sweep) skips the check.
+            on_run: hears `(run_id, thread_id)` of each top-level run as it is closed, as `run`'s `on_start`.
         """
         self._check_open()
         if principal is not None:
@@ -393,7 +397,7 @@ class Sayso(LinkVerbs, MarkVerbs, Reading):
         from ._verbs import expire as _expire
 
         await _escalate.escalate(self._k)
-        return await _expire.expire(self._cycle)
+        return await _expire.expire(self._cycle, on_run=on_run)
 
     # events, health (adapters' marks: `MarkVerbs`)
 

@@ -27,7 +27,7 @@ from ..channels import FORM_PATHS, channels_router
 from ..exceptions import SaysoError
 from ..protocols import protocol_apps, protocol_routers
 from ..server._app import DEFAULT_EXPIRE_EVERY_SECONDS, DEFAULT_RECOVER_EVERY_SECONDS, create_app
-from ..server._bind import LOCAL_HOST, check_bind
+from ..server._bind import LOCAL_HOST, bind_address, check_bind, url_host
 from ..server._deps import ServerState
 from ..server._heap import HeapSettler, limit_malloc_arenas
 
@@ -125,7 +125,7 @@ def check_port(host: str, port: int) -> None:
         except OSError as exc:
             # A port taken or reserved is fixed with another port; an unknown or foreign address, with another host.
             fix = "pick another port with --port" if exc.errno in _PORT_ERRORS else "check the address --host names"
-            raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}; {fix}") from None
+            raise OSError(exc.errno, f"cannot listen on {url_host(host)}:{port}: {exc.strerror}; {fix}") from None
 
 
 def banner(config_path: str, config: Config, host: str, port: int) -> list[str]:
@@ -133,11 +133,11 @@ def banner(config_path: str, config: Config, host: str, port: int) -> list[str]:
     mode = (
         f"mode: {len(config.principals)} principal(s), each signing in with a bearer token"
         if config.principals
-        else f"mode: LOCAL DEVELOPMENT MODE, no principals: anyone who can reach {LOCAL_HOST} may run agents "
+        else f"mode: LOCAL DEVELOPMENT MODE, no principals: anyone who can reach {url_host(host)} may run agents "
         "and decide every request as 'local'; add 'principals:' with tokens before sharing this server"
     )
     lines = [
-        f"sayso serves {config_path} on http://{host}:{port}/  (API docs at /docs; Ctrl-C stops)",
+        f"sayso serves {config_path} on http://{url_host(host)}:{port}/  (API docs at /docs; Ctrl-C stops)",
         f"store: {store_url(config.store_url(), base_dir=config.base_dir).shown}",
         mode,
     ]
@@ -176,6 +176,7 @@ def compose(
     recover_every_seconds: float | None = DEFAULT_RECOVER_EVERY_SECONDS,
     grpc_port: int | None = None,
     grpc_host: str = LOCAL_HOST,
+    on_grpc_listening: Callable[[int], None] | None = None,
 ) -> FastAPI:
     """The app `sayso serve` runs: REST and the web UI, every protocol, and the channels (notices, links, Slack).
 
@@ -187,7 +188,10 @@ def compose(
         sayso,
         expire_every_seconds=expire_every_seconds,
         recover_every_seconds=recover_every_seconds,
-        routers=[*protocol_routers(sayso, grpc_port=grpc_port, grpc_host=grpc_host), *([channels] if channels else [])],
+        routers=[
+            *protocol_routers(sayso, grpc_port=grpc_port, grpc_host=grpc_host, on_grpc_listening=on_grpc_listening),
+            *([channels] if channels else []),
+        ],
         apps=protocol_apps(sayso),
         form_paths=FORM_PATHS if channels else (),
     )
@@ -206,7 +210,7 @@ def serve(
 
     Args:
         config_path: the `sayso.yaml` to serve (its `webhooks:` receive request events).
-        host: the address to bind; only 127.0.0.1 without principals.
+        host: the address to bind; only a loopback name (127.0.0.1, localhost, ::1) without principals.
         port: the TCP port (0: any free one, which the start-up line then names).
         expire_every_seconds: how often to close runs whose open requests all expired, and to prune
             webhook events past their retention.
@@ -222,14 +226,17 @@ def serve(
     limit_malloc_arenas()  # before any thread starts: a flat resident size under steady load (`_heap`)
     config = load_config(config_path)
     check_bind(config, host)
+    host = bind_address(host)  # `--host [::1]`, as a URL writes it, binds ::1
     check_port(host, port)
     sayso = Sayso(config)
+    grpc_listening: list[int] = []  # the gRPC port it got (the system's pick for 0), once the app has started
     app = compose(
         sayso,
         expire_every_seconds=expire_every_seconds,
         recover_every_seconds=recover_every_seconds,
         grpc_port=grpc_port,
-        grpc_host=host,
+        grpc_host=url_host(host),
+        on_grpc_listening=grpc_listening.append,
     )
     started = _StartFailure(app)
     listening = uvicorn.Config(
@@ -239,8 +246,10 @@ def serve(
 
     def lines(bound: int) -> list[str]:
         said = banner(config_path, config, host, bound)
-        if grpc_port is not None:
-            said.insert(1, f"A2A over gRPC on {host}:{grpc_port} (tenant: {config.a2a.namespace}/<name>)")
+        if grpc_listening:
+            said.insert(
+                1, f"A2A over gRPC on {url_host(host)}:{grpc_listening[-1]} (tenant: {config.a2a.namespace}/<name>)"
+            )
         return said
 
     build_codecs()  # the first request after a start is served as fast as the next (`_runtime/_codecs.py`)

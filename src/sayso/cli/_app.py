@@ -6,7 +6,6 @@ import copy
 import errno
 import json
 import logging
-import math
 import os
 import shlex
 import sys
@@ -23,6 +22,7 @@ from typer.models import CommandInfo
 
 from ..exceptions import ConfigError, SaysoError
 from ._command import Command as _Command
+from ._command import port_number, sweep_seconds
 from ._exits import CANNOT_SERVE, FAILED, WRONG
 from ._open import check_id, fail
 from ._open import with_app as _with_app
@@ -87,6 +87,11 @@ def _main(
     """Agents that pause for a person and carry on exactly where they stopped."""
 
 
+def _shown(as_json: bool) -> tuple[Console | None, Console]:
+    """Where a command shows results (none with `--json`: its one object is the end) and where it says a wait."""
+    return (None if as_json else console, errors)
+
+
 def _print(result: RunResult, as_json: bool, *, config: str | None = None) -> None:
     """Print a run's result; a failed run exits FAILED, so scripts notice."""
     from .._runtime import run_json
@@ -134,7 +139,7 @@ def run(
     from ._interrupts import Where, interruptible
 
     def running(rt: Sayso, where: Where) -> Awaitable[RunResult]:
-        to = (None if as_json else console, errors)
+        to = _shown(as_json)
         return run_holding(
             rt, message, agent=agent, thread_id=thread, principal=principal, config=config, to=to, on_start=where.note
         )
@@ -184,6 +189,7 @@ def decide(
         from ._decisions import check_action_fits, parse_decision
         from ._holding import held_to_the_end
         from ._interrupts import Where, interruptible
+        from ._interrupts import deciding as decision_work
 
     def parsed(request: Request | None = None) -> Decision:
         try:
@@ -203,11 +209,9 @@ def decide(
         request = (await rt.request(request_id, principal=principal)).request
         check_action_fits(action, request)  # said in this command's words, not the runtime's kinds of decision
         chosen = decision if decision is not None else parsed(request)
-        where.note(request.run_id, request.chat_thread_id or request.thread_id)
-        decided = await rt.decide(request_id, chosen, principal=principal, via="cli")
+        decided = await decision_work(rt, request, chosen, principal)(where)
         # The run it resumed may have run into a server's form on a live call, which this process holds.
-        to = (None if as_json else console, errors)
-        held = await held_to_the_end(rt, decided.run, principal=principal, config=config, to=to)
+        held = await held_to_the_end(rt, decided.run, principal=principal, config=config, to=_shown(as_json))
         return replace(decided, run=held)
 
     async def work(rt: Sayso) -> DecideResult:
@@ -238,10 +242,18 @@ def resume(
 ) -> None:
     """Resume a paused run now (open requests count as skipped by you), or carry on a run whose process died."""
     check_id("RUN_ID", run_id, what="a run id", example="run_", as_json=as_json)
-    resumed = _with_app(
-        config, lambda rt: rt.resume(run_id, force=force, principal=who, via="cli"), as_json=as_json, principal=who
-    )
-    _print(resumed, as_json, config=config)
+    from ._holding import held_to_the_end
+    from ._interrupts import Where, interruptible
+
+    async def resuming(rt: Sayso, where: Where) -> RunResult:
+        where.note(run_id, (await rt.run_record(run_id, principal=who)).thread_id)
+        resumed = await rt.resume(run_id, force=force, principal=who, via="cli")
+        return await held_to_the_end(rt, resumed, principal=who or "local", config=config, to=_shown(as_json))
+
+    async def work(rt: Sayso) -> RunResult:
+        return await interruptible(rt, lambda where: resuming(rt, where), config=config, as_json=as_json)
+
+    _print(_with_app(config, work, as_json=as_json, principal=who), as_json, config=config)
 
 
 @app.command(cls=_Command)
@@ -267,34 +279,24 @@ def inbox(config: ConfigArg, principal: InboxOf = None, as_json: JsonOpt = False
     print_inbox(console, listed, as_json=as_json, config=config)
 
 
-def _port(port: int | None) -> int | None:
-    """A TCP port as `serve` takes it: 0 (any free one) to 65535 (the socket library raised on anything else)."""
-    if port is not None and not 0 <= port < 65536:
-        raise typer.BadParameter(f"{port} is not a TCP port: use 1 to 65535 (0: any free one)")
-    return port
-
-
-def _interval(seconds: float) -> float:
-    """Seconds between sweeps: 0 (off) or more; a negative or NaN one stopped the server's start with a traceback."""
-    if not math.isfinite(seconds) or seconds < 0:
-        raise typer.BadParameter(f"{seconds} is not a number of seconds: use 0 (off) or more")
-    return seconds
-
-
 @app.command(cls=_Command)
 def serve(
     config: ConfigArg,
     host: Annotated[
-        str, typer.Option(help="Address to bind (127.0.0.1 only without principals).", metavar="ADDRESS")
+        str,
+        typer.Option(
+            help="Address to bind (without principals: a loopback name only, 127.0.0.1, localhost or ::1).",
+            metavar="ADDRESS",
+        ),
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.", metavar="PORT", callback=_port)] = 8000,
+    port: Annotated[int, typer.Option(help="TCP port.", metavar="PORT", callback=port_number)] = 8000,
     expire_every: Annotated[
         float,
         typer.Option(
             help="Seconds between sweeps that close runs whose requests expired and prune webhook events past "
             "their retention; 0 turns them off.",
             metavar="SECONDS",
-            callback=_interval,
+            callback=sweep_seconds,
         ),
     ] = 30.0,
     recover_every: Annotated[
@@ -302,7 +304,7 @@ def serve(
         typer.Option(
             help="Seconds between sweeps that carry on runs whose process died; 0 turns it off.",
             metavar="SECONDS",
-            callback=_interval,
+            callback=sweep_seconds,
         ),
     ] = 5.0,
     grpc_port: Annotated[
@@ -311,7 +313,7 @@ def serve(
             help="Also serve A2A over gRPC on this port (lf.a2a.v1.A2AService, each agent named in the call's "
             "tenant as NAMESPACE/NAME). Needs the grpc extra.",
             metavar="PORT",
-            callback=_port,
+            callback=port_number,
         ),
     ] = None,
 ) -> None:
@@ -349,7 +351,7 @@ def init(
 
     folder = folder or "."  # `sayso init ""`: here, and said so
 
-    from ._pasted import sayso_command
+    from ._pasted import config_word, sayso_command
     from ._starter import write_starter
 
     try:
@@ -362,7 +364,7 @@ def init(
         said = f"[red]error:[/red] cannot write the starter in {where}: {escape(exc.strerror or str(exc))}"
         errors.print(said, soft_wrap=True, highlight=False)
         raise typer.Exit(WRONG) from None
-    config = shlex.quote(str(Path(folder) / "sayso.yaml"))
+    config = config_word(str(Path(folder) / "sayso.yaml"))  # absolute: the commands run pasted in any folder
     run = shlex.quote("refund A-100 25")
     console.print(f"wrote sayso.yaml, desk_tools.py and script.yaml in {escape(folder)}; try:", highlight=False)
     for line in (f"{sayso_command()} run {config} {run}", f"{sayso_command()} chat {config}"):
@@ -390,9 +392,13 @@ def check(config: ConfigArg, as_json: JsonOpt = False) -> None:
 def expire(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """Close paused runs whose open requests have all expired; each agent answers with what it knows."""
     from .._runtime import run_json
+    from ._interrupts import interruptible
     from ._render import print_result
 
-    results = _with_app(config, lambda rt: rt.expire(), as_json=as_json)
+    async def work(rt: Sayso) -> list[RunResult]:
+        return await interruptible(rt, lambda where: rt.expire(on_run=where.note), config=config, as_json=as_json)
+
+    results = _with_app(config, work, as_json=as_json)
     if as_json:
         print(json.dumps({"runs": [run_json(r) for r in results]}, ensure_ascii=False))
         return
@@ -408,9 +414,13 @@ def recover(config: ConfigArg, as_json: JsonOpt = False) -> None:
     `sayso serve` does this at start and every few seconds; this is for stores no server runs on.
     """
     from .._runtime import run_json
+    from ._interrupts import interruptible
     from ._render import print_result
 
-    results = _with_app(config, lambda rt: rt.recover(), as_json=as_json)
+    async def work(rt: Sayso) -> list[RunResult]:
+        return await interruptible(rt, lambda where: rt.recover(on_run=where.note), config=config, as_json=as_json)
+
+    results = _with_app(config, work, as_json=as_json)
     if as_json:
         print(json.dumps({"runs": [run_json(r) for r in results]}, ensure_ascii=False))
         return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic.json_schema import JsonSchemaValue
@@ -39,6 +40,7 @@ from .._core.starting import check_agent
 from .._runtime import RunResult, Sayso
 from ..exceptions import DecisionRefused, ThreadNotFound
 from ._holding import Cancelled, ask_held, is_held, say_held
+from ._interrupts import Where, deciding, interruptible
 from ._pasted import config_word, sayso_command
 from ._prompt import read_line
 from ._render import (
@@ -66,12 +68,13 @@ async def chat_loop(
     agent: str | None,
     thread_id: str | None,
     principal: str,
-    config: str | None = None,
+    config: str,
 ) -> None:
     """Read messages until `exit`, end of input (Ctrl-D) or Ctrl-C; pause for every request the agent raises.
 
     However the person leaves, the last lines say which requests stay open and the command that
-    comes back to this conversation.
+    comes back to this conversation. Ctrl-C while the agent works stops it as it stops `sayso run`
+    (`_interrupts`): exit 130, one line naming the run it left and how to carry it on.
     """
     name = agent or runtime.config.entry_agent
     if thread_id is not None:
@@ -101,7 +104,7 @@ class _Left(Exception):
         super().__init__(thread_id)
 
 
-async def _goodbye(runtime: Sayso, console: Console, thread_id: str | None, principal: str, config: str | None) -> None:
+async def _goodbye(runtime: Sayso, console: Console, thread_id: str | None, principal: str, config: str) -> None:
     """What stays open on the thread, and how to come back to it."""
     if thread_id is None:
         return
@@ -112,7 +115,7 @@ async def _goodbye(runtime: Sayso, console: Console, thread_id: str | None, prin
             console.print(f"request {request.request_id} closes as cancelled: this chat held its call", soft_wrap=True)
             continue
         console.print(f"request {request.request_id} stays open: {_what(request)}", soft_wrap=True)
-    back = f"{sayso_command()} chat {config_word(config)} --thread {thread_id}" if config else f"--thread {thread_id}"
+    back = f"{sayso_command()} chat {config_word(config)} --thread {thread_id}"
     console.print(f"thread {thread_id}; come back with: {back}", soft_wrap=True, highlight=False)
 
 
@@ -131,7 +134,7 @@ async def _converse(
     thread_id: str | None,
     result: RunResult | None,
     principal: str,
-    config: str | None,
+    config: str,
 ) -> str | None:
     pending: str | None = None
     while True:
@@ -158,7 +161,8 @@ async def _converse(
         else:
             text, pending = pending, None
         with console.status("working…"):
-            result = await runtime.run(text, agent=name, thread_id=thread_id, principal=principal, via="cli")
+            sent = _sending(runtime, text, agent=name, thread_id=thread_id, principal=principal)
+            result = await interruptible(runtime, sent, config=config, as_json=False)
         thread_id = result.thread_id
         if result.status != "paused":
             print_result(console, result)
@@ -175,9 +179,7 @@ async def _paused_on_thread(runtime: Sayso, thread_id: str, principal: str) -> R
     return await runtime.result(thread.active_run_id, principal=principal)
 
 
-async def _answer_all(
-    runtime: Sayso, console: Console, result: RunResult, principal: str, config: str | None = None
-) -> RunResult:
+async def _answer_all(runtime: Sayso, console: Console, result: RunResult, principal: str, config: str) -> RunResult:
     """Ask about each open request in turn (a form this chat holds: here or from any terminal); the last resumes."""
     console.print(f"[yellow]The agent is waiting on {len(result.requests)} request(s).[/yellow]")
     for request in result.requests:
@@ -192,7 +194,9 @@ async def _answer_all(
                 return decision  # answered elsewhere: the run moved on
             try:
                 with console.status("working…"):
-                    outcome = await runtime.decide(request.request_id, decision, principal=principal, via="cli")
+                    outcome = await interruptible(
+                        runtime, deciding(runtime, request, decision, principal), config=config, as_json=False
+                    )
             except DecisionRefused as refused:
                 console.print(
                     f"[red]not accepted:[/red] {escape(refused.problem)}. The request is still open; try again."
@@ -201,6 +205,15 @@ async def _answer_all(
             break
         result = outcome.run
     return result
+
+
+def _sending(
+    runtime: Sayso, text: str, *, agent: str, thread_id: str | None, principal: str
+) -> Callable[[Where], Awaitable[RunResult]]:
+    """A message's work, noting its run and thread once it is taken, as `sayso run` does."""
+    return lambda where: runtime.run(
+        text, agent=agent, thread_id=thread_id, principal=principal, via="cli", on_start=where.note
+    )
 
 
 async def _held(

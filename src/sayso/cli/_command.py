@@ -1,9 +1,14 @@
-"""How each `sayso` command's help reads: `CONFIG` rather than `{CONFIG} <str>`, flags without `<bool>`."""
+"""How each `sayso` command's help reads: `CONFIG` rather than `{CONFIG} <str>`, flags without `<bool>`.
+
+And how the options whose values a type alone does not bound are checked (a port, seconds).
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import typer
 from typer.core import TyperCommand
 
 
@@ -37,3 +42,17 @@ class Command(TyperCommand):
 def _argument_name(param: Any) -> str:
     name = str(param.metavar or (param.name or "").upper())
     return f"{name}..." if param.nargs != 1 else name
+
+
+def port_number(port: int | None) -> int | None:
+    """A TCP port as `serve` takes it: 0 (any free one) to 65535 (the socket library raised on anything else)."""
+    if port is not None and not 0 <= port < 65536:
+        raise typer.BadParameter(f"{port} is not a TCP port: use 1 to 65535 (0: any free one)")
+    return port
+
+
+def sweep_seconds(seconds: float) -> float:
+    """Seconds between sweeps: 0 (off) or more; a negative or NaN one stopped the server's start with a traceback."""
+    if not math.isfinite(seconds) or seconds < 0:
+        raise typer.BadParameter(f"{seconds} is not a number of seconds: use 0 (off) or more")
+    return seconds

@@ -1,4 +1,4 @@
-"""Ctrl-C while an agent works (`sayso run`, `decide`): the work stops, what finished is kept, one line says where.
+"""Ctrl-C while an agent works (`run`, `decide`, `resume`, `expire`, `recover`): the work stops, one line says where.
 
 asyncio's own Ctrl-C cancels the command's task outright: a sync tool's thread ran on and its result was
 thrown away (carried on later, the call read "outcome unknown" although it had finished), and the
@@ -6,6 +6,8 @@ command ended with exit 130 and not a word, its run left `running` and its threa
 Here Ctrl-C cancels the work's scope instead, which waits for what cannot be cancelled (a sync tool in
 its thread) and so lets the runtime record that call's result in the ledger as the segment is left;
 then the command names the run and the thread, where they stand, and how to carry on (`sayso recover`).
+A command that works on several runs in turn (`expire`, `recover`) names the one it was on, and the
+ones it had worked on before it (what they came to is not printed, as the command did not finish).
 A message to a thread whose run was left so is refused (`ThreadBusy`) with the same way out.
 """
 
@@ -18,7 +20,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, TypeVar
 
@@ -30,7 +32,9 @@ from ._open import fail
 from ._pasted import config_word, sayso_command
 
 if TYPE_CHECKING:
-    from .._runtime import RunRecord, Sayso
+    from .._core.decisions import Decision
+    from .._core.requests import Request
+    from .._runtime import DecideResult, RunRecord, Sayso
 
 T = TypeVar("T")
 
@@ -62,9 +66,25 @@ class Where:
     """The run and the thread the work is on, once it has them (a message taken, a request read)."""
 
     noted: tuple[str, str] | None = None
+    before: list[str] = field(default_factory=list)
+    """The runs it was on before, each noted in turn (`expire`, `recover`): what they came to is not printed."""
 
     def note(self, run_id: str, thread_id: str) -> None:
+        if self.noted is not None and self.noted[0] != run_id and self.noted[0] not in self.before:
+            self.before.append(self.noted[0])
         self.noted = (run_id, thread_id)
+
+
+def deciding(
+    runtime: Sayso, request: Request, decision: Decision, principal: str
+) -> Callable[[Where], Awaitable[DecideResult]]:
+    """A decision's work (`sayso decide`, `chat`), noting the request's run and the chat's thread as it starts."""
+
+    def work(where: Where) -> Awaitable[DecideResult]:
+        where.note(request.run_id, request.chat_thread_id or request.thread_id)
+        return runtime.decide(request.request_id, decision, principal=principal, via="cli")
+
+    return work
 
 
 async def interruptible(runtime: Sayso, work: Callable[[Where], Awaitable[T]], *, config: str, as_json: bool) -> T:
@@ -112,7 +132,14 @@ async def _left(runtime: Sayso, where: Where, config: str) -> str:
     """One line: the run and thread the interrupted work was on, where they stand, and how to carry on."""
     if where.noted is None:
         return "interrupted before anything was recorded; nothing changed"
-    noted_run, thread_id = where.noted
+    said = await _standing(runtime, *where.noted, config)
+    if not where.before:
+        return said
+    return f"{said}; before it, this command worked on {len(where.before)} other run(s): {', '.join(where.before)}"
+
+
+async def _standing(runtime: Sayso, noted_run: str, thread_id: str, config: str) -> str:
+    """Where the run and thread the work was last on stand, and how to carry them on."""
     # A decision on a delegate's request notes the delegate's run and the chat's thread: the chat's run is the one
     # carried on, and the one a new message on the thread waits for.
     run_id = (await runtime.thread(thread_id)).active_run_id or noted_run

@@ -6,6 +6,8 @@ expired (audited), and the run resumes when nothing below it is open any more.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..._core.audit_events import audit_body
 from ..._core.resume import plan_expiry
 from ...exceptions import PauseConsumed
@@ -15,8 +17,11 @@ from .._results import RunResult
 from .._runner import DEFAULTS
 
 
-async def expire(c: Cycle) -> list[RunResult]:
-    """Close every paused run whose open requests have all expired; each agent answers with what it knows."""
+async def expire(c: Cycle, *, on_run: Callable[[str, str], None] | None = None) -> list[RunResult]:
+    """Close every paused run whose open requests have all expired; each agent answers with what it knows.
+
+    `on_run` hears `(run_id, thread_id)` of each top-level run as its agent is about to answer.
+    """
     k = c.k
     now = k.clock()
     results: list[RunResult] = []
@@ -37,6 +42,8 @@ async def expire(c: Cycle) -> list[RunResult]:
         top = await _tree.root(k, run)
         if await _tree.open_leaves(k, top):
             continue
+        if on_run is not None:
+            on_run(top.run_id, top.thread_id)
         try:
             results.append(await c.advance(top, force=False, options=DEFAULTS))
         except PauseConsumed:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import Callable
 
 from ..._core.requests import DelegateRequest
 from ..._store import RunRecord, holder_is_dead
@@ -25,7 +26,7 @@ from .resume import resume_if_ready
 logger = logging.getLogger("sayso.leases")
 
 
-async def recover(c: Cycle) -> list[RunResult]:
+async def recover(c: Cycle, *, on_run: Callable[[str, str], None] | None = None) -> list[RunResult]:
     """Carry on every run whose process died (lease lapsed, or a dead process of this host), under the ledger rules.
 
     Also resumes a paused run whose every request was decided long enough ago but that nobody
@@ -40,8 +41,15 @@ async def recover(c: Cycle) -> list[RunResult]:
     delegate's call again and carries its run on: `Cycle.delegate`); a delegate whose parent moved on
     without it is closed as failed. Several runtimes
     may sweep at once: a conditional take-over gives each run to one. Ledger entries left
-    `executing` by segments that ended are resolved as unknown last.
+    `executing` by segments that ended are resolved as unknown last. `on_run` hears `(run_id, thread_id)`
+    of each top-level run as it is carried on (the one a delegate's carrying on resumes, too).
     """
+
+    def carrying(run: RunRecord) -> RunRecord:
+        if on_run is not None:
+            on_run(run.run_id, run.thread_id)
+        return run
+
     k = c.k
     now = k.clock()
     host = socket.gethostname()
@@ -55,14 +63,14 @@ async def recover(c: Cycle) -> list[RunResult]:
         # The process holding its live calls stopped: its forms close as cancelled and the run carries on.
         try:
             if await _holds.close_orphaned(k, held):
-                results.append(await resume_if_ready(c, await _tree.root(k, held)))
+                results.append(await resume_if_ready(c, carrying(await _tree.root(k, held))))
         except SaysoError:
             logger.exception("could not close the forms of run %s; the next sweep tries again", held.run_id)
     runs = [run for run in lapsed if run.status == "running"]
     for run in sorted(runs, key=lambda r: r.parent_run_id is not None):
         try:
             if run.parent_run_id is None:
-                results.append(await c.carry_on(run, DEFAULTS))
+                results.append(await c.carry_on(carrying(run), DEFAULTS))
                 continue
             parent = await k.store.get_run(run.parent_run_id)
             if parent.status == "running":
@@ -73,19 +81,19 @@ async def recover(c: Cycle) -> list[RunResult]:
                 carried = await c.carry_on(run, DEFAULTS)
                 if carried.status == "running" and not c.runner(run).local:
                     continue  # a remote delegate's task still at work (or its agent away): asked again next sweep
-                results.append(await resume_if_ready(c, await _tree.root(k, parent)))
+                results.append(await resume_if_ready(c, carrying(await _tree.root(k, parent))))
             else:
                 await abandon(k, run)
         except (RunConflict, PauseConsumed):
             continue  # another runtime took it over first
         except SaysoError:
             logger.exception("could not carry on run %s; the next sweep tries again", run.run_id)
-    results.extend(await _resume_stalled(c, now))
+    results.extend(await _resume_stalled(c, now, carrying))
     await resolve_stuck(k)
     return results
 
 
-async def _resume_stalled(c: Cycle, now: float) -> list[RunResult]:
+async def _resume_stalled(c: Cycle, now: float, carrying: Callable[[RunRecord], RunRecord]) -> list[RunResult]:
     """Resume pauses whose last decision was recorded by a process that died before resuming the run.
 
     Only pauses nothing happened on for a lease's length are taken, so a live decider resumes its own.
@@ -100,7 +108,7 @@ async def _resume_stalled(c: Cycle, now: float) -> list[RunResult]:
         seen.add(top.run_id)
         try:
             before = top.pause_id
-            outcome = await resume_if_ready(c, top, wait_for_holder=False)  # a live holder carries its own on
+            outcome = await resume_if_ready(c, carrying(top), wait_for_holder=False)  # a live holder carries its own on
         except SaysoError:
             logger.exception("could not resume run %s; the next sweep tries again", top.run_id)
             continue

@@ -119,9 +119,12 @@ def agent_card(
         )
     ]
     if grpc_port is not None and not legacy:
+        fetched = urlsplit(base_url)
+        # The host as the card was fetched from: an IPv6 one keeps its brackets ([::1]:50051, not ::1:50051).
+        host = fetched.netloc.removesuffix(f":{fetched.port}") if fetched.port else fetched.netloc
         interfaces.append(
             AgentInterface(
-                url=f"{urlsplit(base_url).hostname}:{grpc_port}",
+                url=f"{host}:{grpc_port}",
                 protocol_binding="GRPC",
                 protocol_version=PROTOCOL_VERSION,
                 tenant=f"{config.a2a.namespace}/{name}",
@@ -139,12 +142,20 @@ def agent_card(
     )
 
 
-def a2a_router(sayso: Sayso, *, grpc_port: int | None = None, grpc_host: str = "127.0.0.1") -> APIRouter:
+def a2a_router(
+    sayso: Sayso,
+    *,
+    grpc_port: int | None = None,
+    grpc_host: str = "127.0.0.1",
+    on_grpc_listening: Callable[[int], None] | None = None,
+) -> APIRouter:
     """The A2A endpoints and agent cards of every entry of `sayso` (agents, orchestrations and workflows).
 
     With `grpc_port`, the router's lifespan also serves the same handlers over gRPC on
-    `grpc_host:grpc_port` (the `grpc` extra), and the cards offer it.
+    `grpc_host:grpc_port` (the `grpc` extra), and the cards offer it. The port it listens on (with
+    `grpc_port` 0, the one the system picked, which the cards offer, not 0) is told `on_grpc_listening`.
     """
+    grpc_offered = _Offered(grpc_port)
     background = Background()
     push_store = MarkPushConfigStore(sayso, sayso.config.a2a, caller_state=CALLER_STATE)
     handlers = {
@@ -160,6 +171,10 @@ def a2a_router(sayso: Sayso, *, grpc_port: int | None = None, grpc_host: str = "
             background.push = PushDispatcher(sayso, push_store, reader, http)
             pushing.start_soon(background.push.run)
             grpc_server = await _grpc_server(sayso, handlers, grpc_host, grpc_port)
+            if grpc_server is not None:
+                grpc_offered.port = grpc_server[1]
+                if on_grpc_listening is not None:
+                    on_grpc_listening(grpc_server[1])
             try:
                 async with anyio.create_task_group() as tasks:
                     background.tasks = tasks
@@ -167,7 +182,7 @@ def a2a_router(sayso: Sayso, *, grpc_port: int | None = None, grpc_host: str = "
                     # Leaving the task group waits for message work still running: no run is cut short.
             finally:
                 if grpc_server is not None:
-                    await grpc_server.stop(GRPC_GRACE_SECONDS)
+                    await grpc_server[0].stop(GRPC_GRACE_SECONDS)
             background.tasks = background.push = None
             pushing.cancel_scope.cancel()  # what is left to push is claimed by the next server
 
@@ -178,13 +193,13 @@ def a2a_router(sayso: Sayso, *, grpc_port: int | None = None, grpc_host: str = "
             router.add_route(path, _rpc_endpoint(sayso, dispatcher), methods=["POST"], include_in_schema=False)
             router.add_route(
                 f"{path}/.well-known/agent-card.json",
-                _card_endpoint(sayso, name, path, grpc_port),
+                _card_endpoint(sayso, name, path, grpc_offered),
                 methods=["GET"],
                 include_in_schema=False,
             )
     router.add_route(
         "/.well-known/agent-card.json",
-        _card_endpoint(sayso, sayso.config.entry_name, None, grpc_port),
+        _card_endpoint(sayso, sayso.config.entry_name, None, grpc_offered),
         methods=["GET"],
         include_in_schema=False,
     )
@@ -195,10 +210,17 @@ GRPC_GRACE_SECONDS = 5.0
 """How long a stopping gRPC server lets calls in flight finish."""
 
 
+@dataclass
+class _Offered:
+    """The gRPC port the cards offer: the one asked for until the server listens, then the one it got."""
+
+    port: int | None
+
+
 async def _grpc_server(
     sayso: Sayso, handlers: dict[str, SaysoRequestHandler], host: str, port: int | None
-) -> grpc.aio.Server | None:
-    """The started gRPC server of the handlers, when a port is asked for."""
+) -> tuple[grpc.aio.Server, int] | None:
+    """The started gRPC server of the handlers, and the port it listens on, when a port is asked for."""
     if port is None:
         return None
     try:
@@ -269,10 +291,10 @@ def _unauthenticated(exc: Unauthenticated) -> Response:
 
 
 def _card_endpoint(
-    sayso: Sayso, agent: str, path: str | None, grpc_port: int | None
+    sayso: Sayso, agent: str, path: str | None, grpc: _Offered
 ) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
-        card = agent_card_to_dict(agent_card(sayso, agent, str(request.base_url), path=path, grpc_port=grpc_port))
+        card = agent_card_to_dict(agent_card(sayso, agent, str(request.base_url), path=path, grpc_port=grpc.port))
         for extension in card.get("capabilities", {}).get("extensions", []):
             # protobuf JSON drops a false `required`; kagent's cards spell it out.
             extension.setdefault("required", False)

@@ -156,13 +156,16 @@ class TenantRouter(a2a_pb2_grpc.A2AServiceServicer):
 
 async def start_grpc(
     sayso: Sayso, handlers: Mapping[str, SaysoRequestHandler], *, host: str, port: int
-) -> grpc.aio.Server:
-    """A started gRPC server for `handlers` on `host:port` (in the running event loop, beside uvicorn)."""
+) -> tuple[grpc.aio.Server, int]:
+    """A started gRPC server for `handlers` on `host:port` (in the running event loop, beside uvicorn), and its port.
+
+    The port is the one it listens on: with port 0, the one the system picked.
+    """
     server = grpc.aio.server()
     a2a_pb2_grpc.add_A2AServiceServicer_to_server(TenantRouter(sayso, handlers), server)  # type: ignore[no-untyped-call]
     # Server reflection, so `grpcurl` works without the proto files, as against kagent's controller.
     service = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"].full_name
     reflection.enable_server_reflection((service, reflection.SERVICE_NAME), server)
-    server.add_insecure_port(f"{host}:{port}")
+    bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
-    return server
+    return server, bound
