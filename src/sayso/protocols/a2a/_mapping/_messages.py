@@ -133,9 +133,25 @@ def struct_of(value: Mapping[str, Any]) -> Struct:
 
 
 def json_of(struct: Struct) -> dict[str, Any]:
-    """The JSON object a protobuf `Struct` holds."""
-    out: dict[str, Any] = MessageToDict(struct)
+    """The JSON object a protobuf `Struct` holds, its whole numbers integers (see `whole_numbers`)."""
+    out: dict[str, Any] = whole_numbers(MessageToDict(struct))
     return out
+
+
+def whole_numbers(value: Any) -> Any:
+    """JSON from protobuf, with whole numbers as integers again.
+
+    protobuf keeps every number as a double, over gRPC and (once the SDK has parsed it) over JSON-RPC alike:
+    a tool's `count: 3` would read `3.0` in the request a person sees, and a question's or an edit's answer
+    likewise. JSON does not tell `3` from `3.0`, so an integer is what was meant or what it equals.
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [whole_numbers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: whole_numbers(v) for k, v in value.items()}
+    return value
 
 
 def data_parts(message: Message) -> list[tuple[dict[str, Any], dict[str, Any]]]:
