@@ -120,6 +120,22 @@ def test_a_forced_resume_skips_what_is_open_and_closes_the_runs_below_it_skipped
     assert plan.approved == ("req_a",)
 
 
+def test_a_forced_resume_past_a_delegate_still_at_work_says_what_it_did_is_unknown() -> None:
+    """A delegate whose run was still at work (or cut off mid-call) may have done its work: its skip says it had not
+    answered and that what it did is unknown, not that the run went on before the request was answered."""
+    requests: list[Request] = [below("req_d", "run_d"), below("req_e", "run_e")]
+    at_work = {"req_d": "researcher (remote task 't-1' at http://127.0.0.1:1/a2a/researcher)"}
+    plan = plan_advance("run_1", requests, {}, force=True, now=300.0, closer=Closer("grace"), at_work=at_work)
+    assert plan is not None
+    reasons = {d.request_id: d.decision.reason for d in plan.resume.added if isinstance(d.decision, Skip)}
+    assert reasons == {
+        "req_d": "the run was resumed while the delegate researcher (remote task 't-1' at "
+        "http://127.0.0.1:1/a2a/researcher) had not answered yet: what it did is unknown, so check its effect "
+        "before trying again",
+        "req_e": "the run was resumed before this request was answered",
+    }
+
+
 def test_a_workflows_agent_node_is_planned_as_a_delegate_is() -> None:
     """A workflow's pause on its agent node's run resumes once that run's answer is in, exactly like a delegate's."""
     requests: list[Request] = [below("req_node", "run_node")]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +20,15 @@ from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, T
 from google.protobuf.json_format import MessageToDict
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from sayso import Sayso
+from sayso import Config, Sayso, load_config
 from sayso.protocols.a2a import a2a_router
 from sayso.server import create_app
 
 from ..conftest import InProcess, LiveServer, free_port
+from ..models import tool_model, verbs
+from . import transfer_tools
 from .a2a_helpers import HEADERS, SAYSO_KEY, URI, collect, get_task, sdk_message
-from .conftest import EXAMPLE, example_config
+from .conftest import EXAMPLE, example_config, protocol_app
 
 Served = tuple[InProcess, int]
 
@@ -266,3 +268,71 @@ def test_a_remote_delegate_is_reached_over_grpc_and_its_pause_cascades_up(tmp_pa
         child.stop()
     assert done["run"]["output"] == "files said: Deleted notes.txt."
     assert not (sandbox / "notes.txt").exists()
+
+
+BANK_SCRIPT = """
+rules:
+  - {user: '^pay bob$', call: transfer, args: {to: bob, amount: 30.5, count: 3, tags: [rent], account: main}}
+  - {tool: transfer, result: '(?s)(?P<r>.*)', reply: "Done: {r}"}
+"""
+
+BANK = """
+store: sqlite:///child.db
+models:
+  m: {scripted: script.yaml}
+agents:
+  files:
+    model: m
+    tools: [tests.protocols.transfer_tools:transfer]
+    interrupt: {tools: [transfer]}
+"""
+
+
+@pytest.fixture
+def bank_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str]]:
+    """A sayso agent paying through `transfer` (an integer `count` among its arguments), served on 127.0.0.1: its
+    JSON-RPC URL and its gRPC URL."""
+    monkeypatch.delenv("SAYSO_STORE")
+    folder = tmp_path / "child"
+    folder.mkdir()
+    (folder / "script.yaml").write_text(BANK_SCRIPT)
+    (folder / "sayso.yaml").write_text(BANK)
+    sayso = Sayso(load_config(folder / "sayso.yaml"))
+    port = free_port()
+    server = LiveServer.in_thread(create_app(sayso, routers=[a2a_router(sayso, grpc_port=port)]))
+    yield f"{server.base_url}/a2a/files", f"grpc://127.0.0.1:{port}/kagent/files"
+    server.stop()
+    transfer_tools.RAN.clear()
+
+
+@pytest.mark.parametrize("transport", ["JSON-RPC", "gRPC"])
+async def test_a_remote_pauses_integer_arguments_stay_integers_in_the_coordinators_request(
+    bank_child: tuple[str, str], tmp_path: Path, transport: str
+) -> None:
+    """protobuf keeps every number as a double, so the remote call's `count: 3` came up as `3.0` in the coordinator's
+    request (the inbox, GET /v1/requests, the run's requests); it reads as the remote sent it, `30.5` still a float."""
+    url = bank_child[0] if transport == "JSON-RPC" else bank_child[1]
+    config = Config.model_validate(
+        {
+            "store": f"sqlite:///{tmp_path / 'parent.db'}",
+            "agents": {"coordinator": {"model": "c", "delegates": [{"a2a": url, "name": "files"}]}},
+            "base_dir": tmp_path,
+        }
+    )
+    sayso = Sayso(config, models={"c": tool_model(verbs(tidy=("files", "task")), read="files said: {result}")})
+    parent = await InProcess(app=protocol_app(sayso), sayso=sayso).start()
+    try:
+        async with parent.client() as http:
+            run = (await http.post("/v1/runs", json={"message": "tidy pay bob", "agent": "coordinator"})).json()
+            assert run["status"] == "paused", run
+            listed = (await http.get("/v1/requests")).json()["requests"]
+            [request] = run["requests"]
+            done = (await http.post(f"/v1/requests/{request['id']}/decision", json={"kind": "approve"})).json()
+    finally:
+        await parent.stop()
+    shown = {"to": "bob", "amount": 30.5, "count": 3, "tags": ["rent"], "account": "main"}
+    assert request["args"] == shown and type(request["args"]["count"]) is int
+    assert [r["args"] for r in listed] == [shown] and type(listed[0]["args"]["count"]) is int
+    assert type(request["args"]["amount"]) is float
+    assert done["run"]["status"] == "completed"
+    assert transfer_tools.RAN[0]["count"] == 3

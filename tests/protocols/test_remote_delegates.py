@@ -465,3 +465,44 @@ def test_a_parent_killed_while_its_remote_ran_an_approved_call_reads_the_remote_
         remote.stop()
     assert (done["status"], done.get("output")) == ("completed", "owner read: purged g2")
     assert purged.read_text().split() == ["g2"]
+
+
+async def test_a_forced_resume_past_a_remote_cut_off_while_it_ran_an_approved_call_says_its_outcome_is_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The remote agent is killed while it runs the call approved from the parent, and the parent is resumed with
+    `force`: its model read "Skipped: the run was resumed before this request was answered", though the call had
+    been approved and had run. It now reads that the delegate had not answered and what it did is unknown, naming
+    the remote task to check; the call ran once."""
+    monkeypatch.delenv("SAYSO_STORE", raising=False)
+    remote, owner_dir, purged = purging(tmp_path, seconds=30)
+    remote.start()
+    try:
+        async with Sayso.from_yaml(owner_dir / "sayso.yaml", lease_seconds=2) as app:
+            paused = await app.run("purge g1", agent="owner")
+            [request] = paused.requests
+            refusals: list[Exception] = []
+
+            async def decide() -> None:
+                try:
+                    await app.decide(request.request_id, Approve())
+                except RunConflict as exc:  # the remote stopped answering: carried on later
+                    refusals.append(exc)
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(decide)
+                await anyio.to_thread.run_sync(wait_for, purged)
+                remote.kill()
+            assert len(refusals) == 1
+            forced = await app.resume(paused.run_id, force=True)
+            there = await app.remote_task(request.run_id)  # the proxy's: the task the remote agent ran the call in
+    finally:
+        remote.stop()
+    assert forced.status == "completed" and forced.output is not None
+    assert "before this request was answered" not in forced.output
+    assert forced.output.startswith("owner read: Skipped: the run was resumed while the delegate purger (remote task")
+    assert there is not None and f"remote task {there.task_id!r} at {remote.url}/a2a/purger" in forced.output
+    assert forced.output.endswith(
+        "had not answered yet: what it did is unknown, so check its effect before trying again"
+    )
+    assert purged.read_text().split() == ["g1"]

@@ -28,8 +28,8 @@ async def postgres_database() -> AsyncIterator[str]:
     await admin.execute(f'CREATE DATABASE "{name}"')
     try:
         yield DSN.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    finally:  # a test may have dropped it already (the store out of reach)
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
 
 

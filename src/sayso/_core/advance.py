@@ -21,7 +21,7 @@ from typing import Literal
 
 from .decisions import Approve, DecisionRecord
 from .requests import ApprovalRequest, DelegateRequest, Request
-from .resume import Closer, ResumePlan, open_requests, plan_resume
+from .resume import Closer, ResumePlan, open_requests, plan_resume, skipped_at_work
 
 BelowStep = Literal["wait", "carry_on", "ended"]
 """What to do about a run below a pause: leave it waiting or working, carry it on, or read how it ended."""
@@ -77,15 +77,18 @@ def plan_advance(
     force: bool,
     now: float,
     closer: Closer | None = None,
+    at_work: Mapping[str, str] | None = None,
 ) -> AdvancePlan | None:
     """What resuming the pause applies now, or `None` while requests are open and the resume is not forced.
 
     `decided` holds every decision known, the answers of runs below that just ended included; what a
-    forced resume skips is the `closer`'s.
+    forced resume skips is the `closer`'s. `at_work` names the delegate of each `DelegateRequest` (by
+    request id) whose run was still at work: its skip says that what it did is unknown.
     """
     if open_requests(requests, decided) and not force:
         return None
-    resume = plan_resume(run_id, requests, decided, force=force, now=now, closer=closer)
+    reasons = {request_id: skipped_at_work(delegate) for request_id, delegate in (at_work or {}).items()}
+    resume = plan_resume(run_id, requests, decided, force=force, now=now, closer=closer, reasons=reasons)
     by_id = {r.request_id: r for r in requests}
     close_below = tuple(
         request.child_run_id

@@ -19,6 +19,18 @@ SKIPPED_FOR_FORCE = "the run was resumed before this request was answered"
 SKIPPED_FOR_CANCEL = "the run was cancelled before this request was answered"
 
 
+def skipped_at_work(delegate: str) -> str:
+    """Why a forced resume closed a delegate's request while its run was still at work (or cut off mid-call).
+
+    Not "before this request was answered": the delegate may have done its work, an approved call
+    included (a remote agent killed while it ran one), so what the parent reads says it is not known.
+    """
+    return (
+        f"the run was resumed while the delegate {delegate} had not answered yet: "
+        "what it did is unknown, so check its effect before trying again"
+    )
+
+
 @dataclass(frozen=True)
 class Closer:
     """Who closes a pause's open requests unanswered (forcing a resume, cancelling, sending a message instead).
@@ -58,10 +70,12 @@ def plan_resume(
     now: float,
     skip_reason: str = SKIPPED_FOR_FORCE,
     closer: Closer | None = None,
+    reasons: Mapping[str, str] | None = None,
 ) -> ResumePlan:
     """Decide whether a pause can resume now, skipping what is still open when forced.
 
-    The skips are the `closer`'s (`None`: sayso's own).
+    The skips are the `closer`'s (`None`: sayso's own), each for `skip_reason` unless `reasons` (by request
+    id) gives its own.
 
     Raises:
         NotReady: requests are still open and `force` is false.
@@ -73,7 +87,7 @@ def plan_resume(
     added = [
         DecisionRecord(
             request_id=r.request_id,
-            decision=Skip(reason=skip_reason),
+            decision=Skip(reason=(reasons or {}).get(r.request_id, skip_reason)),
             by="system" if closer is None else "person",
             principal=None if closer is None else closer.principal,
             decided_at=now,

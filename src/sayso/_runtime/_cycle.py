@@ -188,13 +188,20 @@ class Cycle:
         pause = state or await k.store.pause_state(run.pause_id)
         decided = dict(pause.decisions)
         settled: list[DecisionRecord] = []
+        at_work: dict[str, str] = {}  # forced past a run below still at work (or cut off): its delegate, named
         for request in waiting_below(pause.requests, decided):
             outcome = await self._below(request, force=force, options=options)
             if outcome is not None:
                 record = await runner.answer_below(request, outcome)
                 decided[request.request_id] = record
                 settled.append(record)
-        plan = plan_advance(run.run_id, pause.requests, decided, force=force, now=k.clock(), closer=options.closer)
+            elif force and (child := await k.store.get_run(request.child_run_id)).status == "running":
+                remote = await k.store.remote_task(child.run_id)
+                there = f" (remote task {remote.task_id!r} at {remote.url})" if remote is not None else ""
+                at_work[request.request_id] = child.agent + there
+        plan = plan_advance(
+            run.run_id, pause.requests, decided, force=force, now=k.clock(), closer=options.closer, at_work=at_work
+        )
         if plan is None:
             return await _tree.result(k, run.run_id)
         for below in plan.close_below:

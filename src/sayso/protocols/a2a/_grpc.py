@@ -20,14 +20,16 @@ from a2a.extensions.common import get_requested_extensions
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers.grpc_handler import DefaultGrpcServerCallContextBuilder, GrpcHandler
 from a2a.types import a2a_pb2, a2a_pb2_grpc
-from a2a.utils.errors import A2AError
+from a2a.utils.errors import A2A_ERROR_REASONS, A2AError
+from a2a.utils.grpc_status import status_to_grpc
 from google.protobuf import empty_pb2
+from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]  # googleapis-common-protos ships no types
 from grpc_reflection.v1alpha import reflection
 
 from ..._runtime import Sayso, authenticate
 from ...exceptions import Unauthenticated
 from ._handler import ACTIVATED_STATE, CALLER_STATE, SaysoRequestHandler
-from ._mapping import HITL_URI
+from ._mapping import HITL_URI, is_unavailable
 
 EXTENSION_KEYS = ("a2a-extensions", "x-a2a-extensions")
 """The metadata keys that name extensions: A2A 1.0's, and A2A 0.3's older name (gRPC keys are lowercase)."""
@@ -74,7 +76,21 @@ class _EntryHandler(GrpcHandler):
     async def abort_context(self, error: A2AError, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         if isinstance(error, _Unauthenticated):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, error.message)
+        if is_unavailable(error):
+            await _abort_unavailable(error, context)
         await super().abort_context(error, context)
+
+
+async def _abort_unavailable(error: A2AError, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+    """`UNAVAILABLE` (gRPC clients retry it), still carrying the SDK's ErrorInfo: its clients read an A2A error."""
+    info = error_details_pb2.ErrorInfo(
+        reason=A2A_ERROR_REASONS[type(error)], domain="a2a-protocol.org", metadata=error.data or {}
+    )
+    status = status_pb2.Status(code=grpc.StatusCode.UNAVAILABLE.value[0], message=error.message)
+    status.details.add().Pack(info)
+    rich = status_to_grpc(status)
+    context.set_trailing_metadata((*(context.trailing_metadata() or ()), *rich.trailing_metadata))
+    await context.abort(rich.code, rich.details)
 
 
 class TenantRouter(a2a_pb2_grpc.A2AServiceServicer):

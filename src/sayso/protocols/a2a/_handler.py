@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import math
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
@@ -57,7 +58,7 @@ from ..._core.access import Principal
 from ..._core.decisions import Decision
 from ..._core.ids import is_id
 from ..._runtime import RunRecord, RunResult, Sayso, new_id
-from ...exceptions import InvalidInput, RunConflict, RunNotFound
+from ...exceptions import InvalidInput, RunConflict, RunNotFound, StoreError
 from .._common import AgentEndpoint
 from ._mapping import (
     LegacyInput,
@@ -90,6 +91,8 @@ _TextSink = Callable[[str], Awaitable[None]]
 
 _POLL_SECONDS = 0.02
 """How often a launch looks whether its run is under way yet."""
+
+logger = logging.getLogger("sayso.a2a")
 
 
 @dataclass
@@ -134,7 +137,7 @@ def _mapped(verb: Callable[..., Any], *, cancelling: bool) -> Callable[..., Any]
                 async for event in verb(*args, **kwargs):
                     yield event
             except Exception as exc:
-                raise to_a2a_error(exc, cancelling=cancelling) from exc
+                raise _a2a_error(verb, exc, cancelling) from exc
 
         return stream
 
@@ -143,9 +146,15 @@ def _mapped(verb: Callable[..., Any], *, cancelling: bool) -> Callable[..., Any]
         try:
             return await verb(*args, **kwargs)
         except Exception as exc:
-            raise to_a2a_error(exc, cancelling=cancelling) from exc
+            raise _a2a_error(verb, exc, cancelling) from exc
 
     return call
+
+
+def _a2a_error(verb: Callable[..., Any], exc: Exception, cancelling: bool) -> Exception:
+    if isinstance(exc, StoreError):  # the caller is told to try again; the operator, here, what failed
+        logger.warning("A2A %s: %s unavailable: %s", verb.__name__, exc.service, exc)
+    return to_a2a_error(exc, cancelling=cancelling)
 
 
 _Handler = TypeVar("_Handler", bound=RequestHandler)

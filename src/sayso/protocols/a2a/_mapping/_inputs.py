@@ -20,7 +20,7 @@ from ...._core.decisions import Decision, Provide, Skip
 from ...._core.requests import InputRequest
 from ._elicitations import answer_lists
 from ._legacy import legacy_input, legacy_reason
-from ._messages import data_parts, message_text, sayso_extras, v1_payload
+from ._messages import data_parts, message_text, sayso_extras, v1_payload, whole_numbers
 from ._v1 import sayso_edits
 from ._views import (
     PauseView,
@@ -66,7 +66,7 @@ def decision_from_input(view: PauseView, message: Message, *, legacy: bool) -> l
         raise refused("this task waits for input: send decision_type approve with ask_user_answers")
     for part in message.parts:
         if part.HasField("data"):
-            return [(request, Provide(value=_whole_numbers(MessageToDict(part.data))))]
+            return [(request, Provide(value=whole_numbers(MessageToDict(part.data))))]
     text = message_text(message)
     if not text.strip():
         raise refused("this task waits for input: send the answer as a DataPart, or as text")
@@ -115,14 +115,3 @@ def _typed(words: list[str], field: JsonSchemaValue) -> Any:
     if kind == "boolean" and raw.lower() in ("true", "yes", "false", "no"):
         return raw.lower() in ("true", "yes")
     return raw
-
-
-def _whole_numbers(value: Any) -> Any:
-    """JSON from a protobuf `Value`, with whole numbers as integers again (protobuf keeps every number as a double)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, list):
-        return [_whole_numbers(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _whole_numbers(v) for k, v in value.items()}
-    return value

@@ -62,6 +62,27 @@ def _refused(exc: DecisionRefused) -> A2AError:
     return InvalidParamsError(message=f"decision refused: {exc}; the task still waits")
 
 
+UNAVAILABLE_KEY = "unavailable"
+"""Where an error says which service did not answer (`StoreError.service`): in its `data`, the ErrorInfo's metadata."""
+
+
+def _unavailable(exc: StoreError) -> A2AError:
+    # A2A has no "unavailable" error: the SDK's internal error is the nearest, marked so that gRPC answers
+    # UNAVAILABLE (which its clients retry). The store's message is its driver's (a host, a database's name):
+    # that stays in the server's log, the caller learns what to do. Temporal's is sayso's own account of
+    # where the run or decision stands (sent or not), which the caller needs before trying again.
+    if exc.service == "store":
+        said = "store unavailable: sayso's store did not answer; try again once it does"
+    else:
+        said = f"{exc.service} unavailable: {exc}"
+    return InternalError(message=said, data={UNAVAILABLE_KEY: exc.service})
+
+
+def is_unavailable(error: A2AError) -> bool:
+    """Whether `error` says a service sayso needs did not answer: nothing is wrong with the call, try it again."""
+    return isinstance(error, InternalError) and isinstance(error.data, dict) and UNAVAILABLE_KEY in error.data
+
+
 _ERRORS: dict[type[Exception], Callable[[Any], A2AError]] = {
     InvalidInput: _invalid_input,
     DecisionRefused: _refused,
@@ -73,7 +94,7 @@ _ERRORS: dict[type[Exception], Callable[[Any], A2AError]] = {
     NotAllowed: lambda exc: InvalidParamsError(message=str(exc)),
     # The configuration refuses the step (say, the audit chain is signed and this process has no key).
     ConfigError: lambda exc: InvalidParamsError(message=str(exc)),
-    StoreError: lambda exc: InternalError(message=str(exc)),
+    StoreError: _unavailable,
 }
 """sayso's errors as A2A errors, looked up along the error's MRO: the most specific class listed wins."""
 
@@ -112,9 +133,25 @@ def struct_of(value: Mapping[str, Any]) -> Struct:
 
 
 def json_of(struct: Struct) -> dict[str, Any]:
-    """The JSON object a protobuf `Struct` holds."""
-    out: dict[str, Any] = MessageToDict(struct)
+    """The JSON object a protobuf `Struct` holds, its whole numbers integers (see `whole_numbers`)."""
+    out: dict[str, Any] = whole_numbers(MessageToDict(struct))
     return out
+
+
+def whole_numbers(value: Any) -> Any:
+    """JSON from protobuf, with whole numbers as integers again.
+
+    protobuf keeps every number as a double, over gRPC and (once the SDK has parsed it) over JSON-RPC alike:
+    a tool's `count: 3` would read `3.0` in the request a person sees, and a question's or an edit's answer
+    likewise. JSON does not tell `3` from `3.0`, so an integer is what was meant or what it equals.
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [whole_numbers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: whole_numbers(v) for k, v in value.items()}
+    return value
 
 
 def data_parts(message: Message) -> list[tuple[dict[str, Any], dict[str, Any]]]:
