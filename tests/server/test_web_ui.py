@@ -849,13 +849,22 @@ def test_the_stats_page_charts_the_decisions(server: LiveServer, page: Page) -> 
     say(page, "list")  # a new message instead of an answer: the request is closed unanswered
     page.get_by_role("button", name="Send anyway").click()
     expect(page.locator("#transcript")).to_contain_text("Files in the sandbox:")
+    say(page, "delete todo")  # left open: the table counts it, as `sayso stats` does
+    expect(page.get_by_role("article", name="Approve delete_file?")).to_be_visible()
     page.get_by_role("link", name="Stats").click()
-    expect(page.locator("#stats-result")).to_contain_text("2 approval request(s); median time to decide")
+    expect(page.locator("#stats-result")).to_contain_text("3 approval request(s); median time to decide")
     chart = page.get_by_role("img", name="Approval requests per tool, by outcome")
     expect(chart.locator("rect[data-outcome=approved]")).to_have_count(1)
     expect(chart.locator("rect[data-outcome=closed]")).to_have_count(1)
+    expect(chart.locator("rect[data-outcome=open]")).to_have_count(1)
     tool_table = page.get_by_role("table", name="Per tool")
-    expect(tool_table.get_by_role("row", name="delete_file")).to_contain_text("1 (50%)")
-    expect(tool_table.get_by_role("row", name="delete_file").get_by_role("cell").nth(5)).to_have_text("1")
+    # The CLI's columns and numbers: the outcomes, closed and open ones too, add up to the requests.
+    expect(tool_table.get_by_role("columnheader")).to_have_text(
+        ["", "Requests", "Approved", "Rejected", "Timed out", "Closed unanswered", "Open", "Escalated"]
+        + ["p50 to decide", "p90 to decide"]
+    )
+    expect(tool_table.get_by_role("row", name="delete_file").get_by_role("cell")).to_have_text(
+        ["3", "1 (33%)", "0 (0%)", "0 (0%)", "1 (33%)", "1 (33%)", "0 (0%)", re.compile(r"\d+ s"), re.compile(r"\d+ s")]
+    )
     expect(page.get_by_role("table", name="Per approver")).to_contain_text("local")
     screenshot(page.locator("#stats-view"), "stats-page")

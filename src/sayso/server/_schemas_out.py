@@ -476,6 +476,8 @@ class RatesOut(_Out):
     approval_rate: float | None
     rejection_rate: float | None
     expiry_rate: float | None
+    closed_rate: float | None
+    open_rate: float | None
     escalation_rate: float | None
     decide_p50_seconds: float | None
     """Median seconds from the request to a person's decision (`null`: none decided by a person)."""
