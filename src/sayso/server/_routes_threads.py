@@ -9,16 +9,16 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 from starlette.responses import Response
 
 from .._runtime import authenticator, new_id, rfc3339, run_json
-from ._deps import _SSE_EVENT, TITLE_LENGTH, Caller, Id, JsonBody, Runtime, State, ThreadId, Via, problems
+from ._deps import _SSE_EVENT, TITLE_LENGTH, Caller, Id, JsonBody, Runtime, State, ThreadId, Via, problems, v1_router
 from ._schemas_in import ResumeIn, RunIn, ThreadIn
 from ._schemas_out import AgentListOut, AgentOut, MeOut, RunOut, ThreadListOut, ThreadOut, entry_json
 from ._stream import start_run, stream_run
 
-router = APIRouter(prefix="/v1")
+router = v1_router()
 
 
 @router.get(
