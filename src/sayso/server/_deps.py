@@ -27,9 +27,6 @@ from ._live import LiveSettings
 from ._problems import PROBLEM_MEDIA_TYPE, ProblemModel
 from ._webhooks import WebhookDispatcher
 
-TITLE_LENGTH = 80
-"""How much of a thread's first message its title shows (as in the thread list)."""
-
 _bearer = HTTPBearer(auto_error=False, description="A principal's token; not needed in local development mode.")
 
 _PROBLEM_MEANING = {

@@ -305,6 +305,8 @@ class ThreadOut(_Out):
     """When the thread started (RFC 3339); `null` before its first run."""
     active_run: RunOut | None
     transcript: list[TranscriptEntryOut]
+    next_cursor: str | None
+    """Pass as `cursor` for the lines before this transcript's first; `null` when it starts at the thread's first."""
 
 
 class ThreadSummaryOut(_Out):
