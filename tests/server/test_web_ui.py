@@ -602,6 +602,38 @@ def test_older_threads_are_listed_on_request_and_stay_listed(serve: ServerFactor
     expect(page.get_by_role("heading", name="chat 00", exact=True)).to_be_visible()
 
 
+def test_a_long_thread_opens_at_its_newest_messages_and_reads_back_on_request(serve: ServerFactory, page: Page) -> None:
+    """A long thread opened at its oldest line and drew its whole history; it opens at the newest 100 lines, scrolled
+    to the last, and Older messages adds the earlier ones above, the lines the person read staying where they were;
+    a message sent elsewhere afterwards joins the end, the older lines staying shown."""
+    server = serve(models={"demo": answer("hello")})
+    with server.client() as client:
+        thread_id = client.post("/v1/runs", json={"message": "chat 00"}).json()["thread_id"]
+        for n in range(1, 60):
+            client.post("/v1/runs", json={"thread_id": thread_id, "message": f"chat {n:02}"})
+    page.set_viewport_size({"width": 1000, "height": 700})
+    page.goto(f"{server.base_url}/#/thread/{thread_id}")
+    lines = page.locator("#transcript > li")
+    expect(lines).to_have_count(100)
+    expect(lines.first).to_contain_text("chat 10")
+    expect(lines.last).to_be_in_viewport()
+    expect(page.get_by_role("heading", name="chat 00", exact=True)).to_be_visible()
+    read = lines.filter(has_text="chat 12")
+    read.scroll_into_view_if_needed()
+    top = read.evaluate("line => line.getBoundingClientRect().top")
+    older = page.get_by_role("button", name="Older messages")
+    older.click()
+    expect(lines).to_have_count(120)
+    expect(lines.first).to_contain_text("chat 00")
+    expect(older).to_be_hidden()
+    assert abs(read.evaluate("line => line.getBoundingClientRect().top") - top) < 2
+    with server.client() as client:
+        client.post("/v1/runs", json={"thread_id": thread_id, "message": "chat later"})
+    expect(lines).to_have_count(122)
+    expect(lines.first).to_contain_text("chat 00")
+    expect(lines.nth(120)).to_contain_text("chat later")
+
+
 def test_a_failed_run_is_an_error_card_in_the_transcript(serve: ServerFactory, page: Page, workdir: Path) -> None:
     """A run that fails shows its cause in the transcript, and still does after a reload."""
     config = Config.model_validate(
