@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator
 from sayso import Config, PrincipalConfig, Sayso, load_config
 from sayso.server import create_app
 
-from ..models import Said, calls_then_reply, tool_model, verbs
+from ..models import Said, answer, calls_then_reply, tool_model, verbs
 from ..tools import HOLD, delete_file, hold
 from .conftest import InProcess, ServerFactory, helper_models
 
@@ -303,6 +303,35 @@ async def test_threads_page_newest_first_with_a_cursor(serve: ServerFactory) -> 
             assert (bad.status_code, bad.headers["content-type"]) == (422, PROBLEM)
             assert "is not a cursor sayso handed out" in bad.json()["detail"]
         assert (await alice.get("/v1/threads", params={"limit": 1000})).status_code == 422
+
+
+async def test_a_long_thread_reads_its_newest_lines_first_and_pages_back(serve: ServerFactory) -> None:
+    """`GET /v1/threads/{id}` answered the whole history however long the thread; it answers the newest lines (200
+    unless `limit` says), titled by the first message still, and `next_cursor` reads back to the first line."""
+    server = await serve(models={"demo": answer("hello")})
+    async with server.client() as client:
+        thread_id = (await client.post("/v1/runs", json={"message": "chat 0"})).json()["thread_id"]
+        for n in range(1, 105):
+            await client.post("/v1/runs", json={"thread_id": thread_id, "message": f"chat {n}"})
+        path = f"/v1/threads/{thread_id}"
+        newest = (await client.get(path)).json()
+        lines: list[dict[str, Any]] = []
+        page = (await client.get(path, params={"limit": 7})).json()
+        while True:
+            assert len(page["transcript"]) <= 7
+            lines = page["transcript"] + lines
+            if page["next_cursor"] is None:
+                break
+            page = (await client.get(path, params={"limit": 7, "cursor": page["next_cursor"]})).json()
+        bad = await client.get(path, params={"cursor": _cursor("[1, -1]")})
+        too_many = await client.get(path, params={"limit": 501})
+    assert (len(newest["transcript"]), newest["title"], newest["next_cursor"] is not None) == (200, "chat 0", True)
+    assert [e["text"] for e in newest["transcript"][:2]] == ["chat 5", "hello"]
+    assert newest["transcript"][-1]["text"] == "hello"
+    assert [e["text"] for e in lines] == [text for n in range(105) for text in (f"chat {n}", "hello")]
+    assert (bad.status_code, bad.headers["content-type"]) == (422, PROBLEM)
+    assert "is not a cursor sayso handed out" in bad.json()["detail"]
+    assert too_many.status_code == 422
 
 
 def _cursor(raw: str) -> str:

@@ -56,8 +56,8 @@ async def test_each_operation_has_a_name_and_only_the_errors_it_can_answer(serve
     } <= set(operations)
     assert not [name for name in operations if "_v1_" in name or name.endswith(("_get", "_post", "_delete"))]
     assert operations["decide_request"] == {"400", "401", "403", "404", "409", "410", "413", "415", "422", "503"}
-    assert operations["get_me"] == {"400", "401"}
-    assert operations["list_grants"] == {"400", "401", "503"}
+    assert operations["get_me"] == {"400", "401", "422"}  # 422: a query parameter it does not take
+    assert operations["list_grants"] == {"400", "401", "422", "503"}
     assert operations["check_health"] == {"400", "503"}
     decide = document["paths"]["/v1/requests/{request_id}/decision"]["post"]
     assert "application/problem+json" in decide["responses"]["409"]["content"]
@@ -142,3 +142,24 @@ def test_no_endpoint_or_dependency_runs_in_a_worker_thread(example_config: Confi
     assert {route.path: list(_blocking_calls(route.dependant)) for route in routes} == {
         route.path: [] for route in routes
     }
+
+
+async def test_a_query_parameter_an_endpoint_does_not_take_is_a_422_naming_it(server: InProcess) -> None:
+    """A misspelt filter (`stauts=open`) was ignored, and the whole inbox came back as if it had been applied; every
+    /v1 endpoint now refuses a parameter it does not take, naming it, and still takes those it does."""
+    async with server.client() as client:
+        await client.post("/v1/runs", json={"message": "delete notes"})
+        typo = await client.get("/v1/requests", params={"stauts": "open"})
+        me = await client.get("/v1/me", params={"verbose": "1"})
+        resume = await client.post("/v1/runs/run_nowhere/resume", params={"froce": "true"}, json={})
+        listed = await client.get("/v1/requests", params={"kind": "approval", "limit": "1"})
+        threads = await client.get("/v1/threads", params={"limit": "5"})
+        stats = await client.get("/v1/stats", params={"window": "1d"})
+        health = await client.get("/healthz")
+    assert (typo.status_code, typo.headers["content-type"]) == (422, "application/problem+json")
+    assert "stauts" in typo.json()["detail"]
+    assert typo.json()["errors"][0]["loc"] == ["query", "stauts"]
+    assert (me.status_code, me.json()["errors"][0]["loc"]) == (422, ["query", "verbose"])
+    assert (resume.status_code, resume.json()["errors"][0]["loc"]) == (422, ["query", "froce"])
+    assert (listed.status_code, len(listed.json()["requests"])) == (200, 1)
+    assert (threads.status_code, stats.status_code, health.status_code) == (200, 200, 200)

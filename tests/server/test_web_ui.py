@@ -602,6 +602,38 @@ def test_older_threads_are_listed_on_request_and_stay_listed(serve: ServerFactor
     expect(page.get_by_role("heading", name="chat 00", exact=True)).to_be_visible()
 
 
+def test_a_long_thread_opens_at_its_newest_messages_and_reads_back_on_request(serve: ServerFactory, page: Page) -> None:
+    """A long thread opened at its oldest line and drew its whole history; it opens at the newest 100 lines, scrolled
+    to the last, and Older messages adds the earlier ones above, the lines the person read staying where they were;
+    a message sent elsewhere afterwards joins the end, the older lines staying shown."""
+    server = serve(models={"demo": answer("hello")})
+    with server.client() as client:
+        thread_id = client.post("/v1/runs", json={"message": "chat 00"}).json()["thread_id"]
+        for n in range(1, 60):
+            client.post("/v1/runs", json={"thread_id": thread_id, "message": f"chat {n:02}"})
+    page.set_viewport_size({"width": 1000, "height": 700})
+    page.goto(f"{server.base_url}/#/thread/{thread_id}")
+    lines = page.locator("#transcript > li")
+    expect(lines).to_have_count(100)
+    expect(lines.first).to_contain_text("chat 10")
+    expect(lines.last).to_be_in_viewport()
+    expect(page.get_by_role("heading", name="chat 00", exact=True)).to_be_visible()
+    read = lines.filter(has_text="chat 12")
+    read.scroll_into_view_if_needed()
+    top = read.evaluate("line => line.getBoundingClientRect().top")
+    older = page.get_by_role("button", name="Older messages")
+    older.click()
+    expect(lines).to_have_count(120)
+    expect(lines.first).to_contain_text("chat 00")
+    expect(older).to_be_hidden()
+    assert abs(read.evaluate("line => line.getBoundingClientRect().top") - top) < 2
+    with server.client() as client:
+        client.post("/v1/runs", json={"thread_id": thread_id, "message": "chat later"})
+    expect(lines).to_have_count(122)
+    expect(lines.first).to_contain_text("chat 00")
+    expect(lines.nth(120)).to_contain_text("chat later")
+
+
 def test_a_failed_run_is_an_error_card_in_the_transcript(serve: ServerFactory, page: Page, workdir: Path) -> None:
     """A run that fails shows its cause in the transcript, and still does after a reload."""
     config = Config.model_validate(
@@ -849,13 +881,22 @@ def test_the_stats_page_charts_the_decisions(server: LiveServer, page: Page) -> 
     say(page, "list")  # a new message instead of an answer: the request is closed unanswered
     page.get_by_role("button", name="Send anyway").click()
     expect(page.locator("#transcript")).to_contain_text("Files in the sandbox:")
+    say(page, "delete todo")  # left open: the table counts it, as `sayso stats` does
+    expect(page.get_by_role("article", name="Approve delete_file?")).to_be_visible()
     page.get_by_role("link", name="Stats").click()
-    expect(page.locator("#stats-result")).to_contain_text("2 approval request(s); median time to decide")
+    expect(page.locator("#stats-result")).to_contain_text("3 approval request(s); median time to decide")
     chart = page.get_by_role("img", name="Approval requests per tool, by outcome")
     expect(chart.locator("rect[data-outcome=approved]")).to_have_count(1)
     expect(chart.locator("rect[data-outcome=closed]")).to_have_count(1)
+    expect(chart.locator("rect[data-outcome=open]")).to_have_count(1)
     tool_table = page.get_by_role("table", name="Per tool")
-    expect(tool_table.get_by_role("row", name="delete_file")).to_contain_text("1 (50%)")
-    expect(tool_table.get_by_role("row", name="delete_file").get_by_role("cell").nth(5)).to_have_text("1")
+    # The CLI's columns and numbers: the outcomes, closed and open ones too, add up to the requests.
+    expect(tool_table.get_by_role("columnheader")).to_have_text(
+        ["", "Requests", "Approved", "Rejected", "Timed out", "Closed unanswered", "Open", "Escalated"]
+        + ["p50 to decide", "p90 to decide"]
+    )
+    expect(tool_table.get_by_role("row", name="delete_file").get_by_role("cell")).to_have_text(
+        ["3", "1 (33%)", "0 (0%)", "0 (0%)", "1 (33%)", "1 (33%)", "0 (0%)", re.compile(r"\d+ s"), re.compile(r"\d+ s")]
+    )
     expect(page.get_by_role("table", name="Per approver")).to_contain_text("local")
     screenshot(page.locator("#stats-view"), "stats-page")

@@ -54,6 +54,7 @@ from sayso._store import (
     RunStart,
     RunStore,
     TranscriptEntry,
+    TranscriptPage,
 )
 from sayso.exceptions import (
     AgentNotFound,
@@ -1216,6 +1217,43 @@ async def test_a_transcript_shows_where_runs_failed(store: RunStore) -> None:
         ("assistant", "asking"),
         ("error", "late"),
     ]
+
+
+async def test_a_transcript_pages_newest_first_each_line_once(store: RunStore) -> None:
+    """A long thread is read a page at a time from its newest lines back: the pages, put back in order, are the
+    whole transcript, failures in their places too, whatever the page size (a page may end inside a batch); the
+    page carries the thread's title, as the thread list shows it; a cursor no store made is refused."""
+    silent = await start(store, now=NOW)  # fails before storing anything: its message and error from the run
+    await store.finish_run(silent, holder=ME, new_messages=(), status="failed", output=None, error="boom", now=NOW)
+    at = NOW + 1
+    for n in range(2, 9):
+        run = await start(store, run_id=f"run_{n}", now=at)
+        if n == 4:  # pauses, then fails once resumed: its error follows what it stored
+            run = await paused(store, run, [], pause_id="pau_4", now=at)
+            run = (await claim(store, run)).run
+            await store.finish_run(run, holder=ME, new_messages=(), status="failed", output=None, error="late", now=at)
+        elif n == 6:
+            await store.finish_run(run, holder=ME, new_messages=(), status="failed", output=None, error="x", now=at)
+        else:
+            replies = said(f"hi {n}", f"hello {n}") + said(f"more {n}", f"again {n}")
+            await store.finish_run(
+                run, holder=ME, new_messages=replies, status="completed", output="", error=None, now=at
+            )
+        at += 1
+    whole = await store.transcript("thr_1")
+    assert len(whole) == 27
+    for limit in (1, 2, 3, 5, 27, 40):
+        page = await store.transcript_page("thr_1", limit=limit)
+        assert page.entries == whole[-limit:] and page.title == "prompt of run_1"
+        read = list(page.entries)
+        while page.next_cursor is not None:
+            page = await store.transcript_page("thr_1", limit=limit, cursor=page.next_cursor)
+            assert 0 < len(page.entries) <= limit
+            read = [*page.entries, *read]
+        assert read == whole, limit
+    assert await store.transcript_page("thr_none", limit=5) == TranscriptPage(entries=[], next_cursor=None, title=None)
+    with pytest.raises(InvalidCursor):
+        await store.transcript_page("thr_1", limit=2, cursor="not-a-cursor")
 
 
 async def test_a_decision_keeps_the_interface_it_came_through(store: RunStore) -> None:

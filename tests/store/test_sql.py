@@ -740,6 +740,59 @@ async def test_the_thread_list_reads_a_page_through_an_index_on_sqlite(tmp_path:
             assert "USE TEMP B-TREE FOR ORDER BY" not in top, top
 
 
+async def test_a_transcript_page_reads_its_batches_and_runs_through_indexes_on_sqlite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page of a long thread's transcript (the newest, or one before a cursor) reads the batches it shows and the
+    runs among them through indexes: neither a thread's whole message log nor all its runs, one per message."""
+    from .test_contract import said
+
+    path = tmp_path / "sayso.db"
+    async with SqlRunStore(f"sqlite:///{path}") as store:
+        for n in range(12):
+            starting = RunStart(
+                thread_id="thr_long",
+                owner="alice",
+                agent="files",
+                run_id=f"run_{n}",
+                prompt=f"hi {n}",
+                lease_holder="me",
+                lease_expires_at=10_000.0,
+                now=1_000.0 + n,
+            )
+            run = await store.start_run(starting, expect_active=None)
+            failed = n == 5
+            await store.finish_run(
+                run,
+                holder="me",
+                new_messages=() if failed else said(f"hi {n}", f"hello {n}"),
+                status="failed" if failed else "completed",
+                output=None,
+                error="boom" if failed else None,
+                now=1_000.0 + n,
+            )
+        statements: list[tuple[str, Any]] = []
+        read = store._sa_read
+
+        async def traced(work: Any) -> Any:
+            def listening(conn: sa.Connection) -> Any:
+                sa.event.listen(conn, "before_cursor_execute", lambda *a: statements.append((a[2], a[3])))
+                return work(conn)
+
+            return await read(listening)
+
+        monkeypatch.setattr(store, "_sa_read", traced)
+        newest = await store.transcript_page("thr_long", limit=3)
+        older = await store.transcript_page("thr_long", limit=3, cursor=newest.next_cursor)
+    shown = ["hi 9", "hello 9", "hi 10", "hello 10", "hi 11", "hello 11"]
+    assert ([e.text for e in older.entries + newest.entries], newest.title) == (shown, "hi 0")
+    with sqlite3.connect(path) as conn:
+        plans = [[row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params)] for sql, params in statements]
+    steps = [step for plan in plans for step in plan]
+    assert [step for step in steps if step.startswith("SCAN") or "TEMP B-TREE" in step] == [], plans
+    assert "SEARCH runs USING INDEX ix_runs_thread_created (thread_id=? AND created_at>? AND created_at<?)" in steps
+
+
 async def test_the_thread_list_reads_a_page_through_an_index_on_postgres() -> None:
     """With 20,000 threads of many owners, PostgreSQL reads a principal's next page backwards from the index of
     threads by owner and time, and lists the page the cursor points after."""

@@ -57,6 +57,8 @@ class Rates:
     approval_rate: float | None
     rejection_rate: float | None
     expiry_rate: float | None
+    closed_rate: float | None
+    open_rate: float | None
     escalation_rate: float | None
     decide_p50_seconds: float | None
     """Median time from the request to a person's decision."""
@@ -96,6 +98,8 @@ def rates(facts: Sequence[Fact]) -> Rates:
     approved = sum(f.decision == "approve" for f in facts)
     rejected = sum(f.decision == "reject" for f in facts)
     escalated = sum(f.escalations > 0 for f in facts)
+    still_open = sum(f.decision is None for f in facts)
+    closed = sum(f.closed for f in facts)
     total = len(facts)
     return Rates(
         requests=total,
@@ -104,11 +108,13 @@ def rates(facts: Sequence[Fact]) -> Rates:
         rejected=rejected,
         expired=timed_out,
         escalated=escalated,
-        open=sum(f.decision is None for f in facts),
-        closed=sum(f.closed for f in facts),
+        open=still_open,
+        closed=closed,
         approval_rate=_share(approved, total),
         rejection_rate=_share(rejected, total),
         expiry_rate=_share(timed_out, total),
+        closed_rate=_share(closed, total),
+        open_rate=_share(still_open, total),
         escalation_rate=_share(escalated, total),
         decide_p50_seconds=percentile(waits, 0.5),
         decide_p90_seconds=percentile(waits, 0.9),

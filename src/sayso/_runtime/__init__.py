@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         ThreadRecord,
         ThreadSummary,
         TranscriptEntry,
+        TranscriptPage,
     )
     from ._auth import Authenticator, authenticate, authenticator
     from ._codecs import build_codecs
@@ -123,6 +124,7 @@ __all__ = [
     "Sayso",
     "ThreadRecord",
     "ThreadPage",
+    "TranscriptPage",
     "ThreadSummary",
     "ThreadsChanged",
     "TranscriptEntry",
@@ -183,6 +185,7 @@ _LAZY: dict[str, str] = {
     "Sayso": "._facade",
     "ThreadRecord": ".._store",
     "ThreadPage": ".._store",
+    "TranscriptPage": ".._store",
     "ThreadSummary": ".._store",
     "ThreadsChanged": "._watch",
     "TranscriptEntry": ".._store",

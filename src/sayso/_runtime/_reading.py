@@ -31,6 +31,7 @@ from .._store import (
     ThreadRecord,
     ThreadSummary,
     TranscriptEntry,
+    TranscriptPage,
 )
 from ..exceptions import (
     GrantNotFound,
@@ -150,10 +151,29 @@ class Reading:
         """
         record = await self.thread(thread_id, principal=principal)
         entries = await self._k.store.transcript(thread_id, after_seq=after_seq)
+        return await self._with_votes(entries) + await self._pending_message(record, entries)
+
+    async def transcript_page(
+        self, thread_id: str, *, principal: PrincipalLike | None = None, limit: int = 200, cursor: str | None = None
+    ) -> TranscriptPage:
+        """A thread's newest `limit` lines before `cursor`, as `transcript` shows them: a long thread a page at a time.
+
+        Pass a page's `next_cursor` back for the lines before it. The newest page ends with the pending
+        message, as `transcript` does; a decision's vote lines come with it, beyond `limit`.
+
+        Raises:
+            InvalidCursor: `cursor` is not the `next_cursor` of a page.
+        """
+        record = await self.thread(thread_id, principal=principal)
+        page = await self._k.store.transcript_page(thread_id, limit=limit, cursor=cursor)
+        pending = await self._pending_message(record, page.entries) if cursor is None else []
+        return replace(page, entries=await self._with_votes(page.entries) + pending)
+
+    async def _with_votes(self, entries: list[TranscriptEntry]) -> list[TranscriptEntry]:
+        """`entries` with the votes toward each decision among them, before it."""
         decided = [e.decision["request_id"] for e in entries if e.decision and "request_id" in e.decision]
         votes = await self._k.store.votes(decided) if decided else {}
-        shown = [line for e in entries for line in [*vote_lines(e, votes), e]] if votes else entries
-        return shown + await self._pending_message(record, entries)
+        return [line for e in entries for line in [*vote_lines(e, votes), e]] if votes else entries
 
     async def _pending_message(self, thread: ThreadRecord, entries: Sequence[TranscriptEntry]) -> list[TranscriptEntry]:
         """The message of the thread's running run, as a pending line, while the run has stored no message.

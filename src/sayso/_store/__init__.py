@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         ThreadRecord,
         ThreadSummary,
         TranscriptEntry,
+        TranscriptPage,
     )
     from ._sql._conn import async_url
     from ._sql._inbox import SqlInbox
@@ -106,6 +107,7 @@ __all__ = [
     "ThreadPage",
     "ThreadSummary",
     "TranscriptEntry",
+    "TranscriptPage",
     "Verdict",
     "async_url",
     "build_codecs",
@@ -158,6 +160,7 @@ _WHERE: dict[str, str] = {
     "ThreadPage": "._records",
     "ThreadSummary": "._records",
     "TranscriptEntry": "._records",
+    "TranscriptPage": "._records",
     "Verdict": ".._core.deciding",
     "async_url": "._sql._conn",
     "build_codecs": "._codecs",

@@ -55,6 +55,7 @@ from ._records import (
     ThreadPage,
     ThreadRecord,
     TranscriptEntry,
+    TranscriptPage,
 )
 
 if TYPE_CHECKING:
@@ -239,6 +240,16 @@ class RunStore(InboxPort, LeasePort, OutboxPort, WatchPort, TrustPort, PolicyPor
     @abstractmethod
     async def transcript(self, thread_id: str, *, after_seq: int = 0) -> list[TranscriptEntry]:
         """A thread's history as plain entries (text, tool calls, results), after the batch `after_seq`."""
+
+    @abstractmethod
+    async def transcript_page(self, thread_id: str, *, limit: int, cursor: str | None = None) -> TranscriptPage:
+        """A thread's newest `limit` transcript lines before `cursor` (the newest of all without one), oldest first.
+
+        A long thread's page reads the batches it shows, not the whole history.
+
+        Raises:
+            InvalidCursor: `cursor` is not the `next_cursor` of a page.
+        """
 
     @abstractmethod
     async def last_seq(self, thread_id: str) -> int:

@@ -362,6 +362,18 @@ class TranscriptEntry:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TranscriptPage:
+    """A thread's newest transcript lines before a cursor, oldest first, and the cursor of the lines before them."""
+
+    entries: list[TranscriptEntry]
+    """This page's lines, oldest first."""
+    next_cursor: str | None
+    """Pass it back for the lines before this page's; `None` when it starts at the thread's first line."""
+    title: str | None
+    """The thread's title, as the thread list shows it (its first message, shortened)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class AuditPage:
     """One page of the audit log and the cursor of the next page."""
 

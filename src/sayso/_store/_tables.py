@@ -22,7 +22,7 @@ runs = Table(
     "runs",
     metadata,
     Column("run_id", String(64), primary_key=True),
-    Column("thread_id", String(64), nullable=False, index=True),
+    Column("thread_id", String(64), nullable=False),
     Column("agent", String(200), nullable=False),
     Column("status", String(16), nullable=False),
     Column("prompt", Text, nullable=True),
@@ -40,6 +40,7 @@ runs = Table(
     Column("parent_run_id", String(64), nullable=True),
     Column("parent_call_id", String(200), nullable=True),
     Column("agent_path", String(400), nullable=True),
+    Index("ix_runs_thread_created", "thread_id", "created_at"),
     Index(
         "ix_runs_parent_run_id",
         "parent_run_id",

@@ -1,8 +1,8 @@
 """How stored rows are shown, shared by every backend so each lists and pages the same way.
 
-Paging cursors (the inbox's, the thread list's), agent-path matching, thread titles and transcript
-entries are plain functions here; the SQL backend expresses the path rules as `LIKE` clauses
-beside them (`_sql/_listings.py`).
+Paging cursors (the inbox's, the thread list's, a transcript's), agent-path matching, thread titles,
+transcript entries and their pages are plain functions here; the SQL backend expresses the path
+rules as `LIKE` clauses beside them (`_sql/_listings.py`).
 """
 
 from __future__ import annotations
@@ -32,9 +32,24 @@ TITLE_LENGTH = 80
 """How much of a thread's first message its title shows."""
 
 
+MAX_SEQ = 2**31 - 1
+"""The largest batch position (PostgreSQL's int32): a cursor past it is no store's, not a database error."""
+
+
+def _pack(position: list[object]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(position).encode()).decode().rstrip("=")
+
+
+def _unpack(cursor: str) -> object:
+    try:
+        return json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
+        raise InvalidCursor(cursor) from exc
+
+
 def encode_cursor(created_at: float, row_id: str) -> str:
     """An opaque cursor pointing after the request or thread (`created_at`, its id), in the order its listing pages."""
-    return base64.urlsafe_b64encode(json.dumps([created_at, row_id]).encode()).decode().rstrip("=")
+    return _pack([created_at, row_id])
 
 
 def decode_cursor(cursor: str) -> tuple[float, str]:
@@ -43,10 +58,7 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
     Raises:
         InvalidCursor: the cursor is not one a store made.
     """
-    try:
-        raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
-        raise InvalidCursor(cursor) from exc
+    raw = _unpack(cursor)
     if (
         not isinstance(raw, list)
         or len(raw) != 2
@@ -58,6 +70,51 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
     ):
         raise InvalidCursor(cursor)
     return float(raw[0]), raw[1]
+
+
+Position = tuple[int, int]
+"""Where a transcript line is: its batch's `seq`, and its place among the lines of that `seq`.
+
+Lines are only ever added after a batch's last line, so a position names the same line for good.
+"""
+
+
+def decode_position(cursor: str) -> Position:
+    """The transcript position a page's cursor points before.
+
+    Raises:
+        InvalidCursor: the cursor is not one a store made.
+    """
+    raw = _unpack(cursor)
+    if not (isinstance(raw, list) and len(raw) == 2 and all(type(v) is int and 0 <= v <= MAX_SEQ for v in raw)):
+        raise InvalidCursor(cursor)
+    return raw[0], raw[1]
+
+
+def placed(
+    entries: Sequence[TranscriptEntry], *, before: Position | None = None
+) -> list[tuple[Position, TranscriptEntry]]:
+    """`entries` (oldest first, beginning with a batch's first line) with their positions, those before `before`."""
+    out: list[tuple[Position, TranscriptEntry]] = []
+    index = 0
+    for i, entry in enumerate(entries):
+        index = index + 1 if i and entries[i - 1].seq == entry.seq else 0
+        if before is None or (entry.seq, index) < before:
+            out.append(((entry.seq, index), entry))
+    return out
+
+
+def transcript_page(
+    lines: Sequence[tuple[Position, TranscriptEntry]], *, limit: int, complete: bool
+) -> tuple[list[TranscriptEntry], str | None]:
+    """The newest `limit` of `lines` (oldest first), and the cursor of the lines before them.
+
+    `complete`: `lines` begin at the thread's first line; a store reads back until they do or hold
+    more than `limit`, so whether older lines exist is known without reading them.
+    """
+    shown = lines[-limit:]
+    more = len(lines) > limit or not complete
+    return [entry for _, entry in shown], _pack(list(shown[0][0])) if more and shown else None
 
 
 def rooted_at(path: str, agent: str) -> bool:

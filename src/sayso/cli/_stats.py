@@ -67,8 +67,8 @@ def _table(title: str, groups: dict[str, Rates]) -> Table:
             _rate(rates.approved, rates.approval_rate),
             _rate(rates.rejected, rates.rejection_rate),
             _rate(rates.expired, rates.expiry_rate),
-            _rate(rates.closed, _share(rates.closed, rates)),
-            _rate(rates.open, _share(rates.open, rates)),
+            _rate(rates.closed, rates.closed_rate),
+            _rate(rates.open, rates.open_rate),
             _rate(rates.escalated, rates.escalation_rate),
             _seconds(rates.decide_p50_seconds),
             _seconds(rates.decide_p90_seconds),
@@ -78,11 +78,6 @@ def _table(title: str, groups: dict[str, Rates]) -> Table:
 
 def _rate(count: int, share: float | None) -> str:
     return f"{count} ({share:.0%})" if share is not None else str(count)
-
-
-def _share(count: int, rates: Rates) -> float | None:
-    """`count` as a share of the group's requests, as its rates are (`None` when it has none)."""
-    return count / rates.requests if rates.requests else None
 
 
 def _seconds(value: float | None) -> str:

@@ -1,17 +1,22 @@
 """What every REST endpoint shares: the server's state, the caller and runtime dependencies, and problem docs.
 
 `ServerState` is what the app keeps between requests; `Caller`, `Runtime` and `State` are the
-FastAPI dependencies endpoints take; `problems` documents the RFC 9457 answers an endpoint can give.
+FastAPI dependencies endpoints take; `problems` documents the RFC 9457 answers an endpoint can give;
+`v1_router` is the router every `/v1` endpoint is on, refusing query parameters it does not take.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from anyio.abc import TaskGroup
-from fastapi import Depends, Header, Request
+from fastapi import APIRouter, Depends, Header, Request
 from fastapi import Path as PathParam
+from fastapi.dependencies.models import Dependant
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic.json_schema import JsonSchemaValue
 
@@ -21,9 +26,6 @@ from .._runtime import DecideResult, Sayso, authenticate, decide_json
 from ._live import LiveSettings
 from ._problems import PROBLEM_MEDIA_TYPE, ProblemModel
 from ._webhooks import WebhookDispatcher
-
-TITLE_LENGTH = 80
-"""How much of a thread's first message its title shows (as in the thread list)."""
 
 _bearer = HTTPBearer(auto_error=False, description="A principal's token; not needed in local development mode.")
 
@@ -145,3 +147,43 @@ JsonBody = dict[str, Any]
 
 def _decide_json(result: DecideResult) -> dict[str, Any]:
     return dict(decide_json(result))
+
+
+async def _known_query(request: Request) -> None:
+    """Refuse a query parameter the endpoint does not take, naming it.
+
+    Ignored, a misspelt filter (`?stauts=open`) answered as if no filter had been asked for: the whole
+    inbox, looking filtered. Fail closed instead, as a body's unknown field is.
+    """
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    taken = _query_names(route)
+    unknown = sorted({name for name in request.query_params if name not in taken})
+    if unknown:
+        takes = f"it takes {', '.join(sorted(taken))}" if taken else "it takes none"
+        raise RequestValidationError(
+            [
+                {"type": "extra_forbidden", "loc": ("query", name), "msg": f"not a parameter of this endpoint; {takes}"}
+                for name in unknown
+            ]
+        )
+
+
+def _query_names(route: APIRoute) -> frozenset[str]:
+    """The query parameters `route` takes: its own and its dependencies', by the names a client sends.
+
+    Walked on each request (a few objects): a route is no dict key, and a cache by its id would outlive its app.
+    """
+
+    def walk(dependant: Dependant) -> Iterator[str]:
+        yield from (field.alias for field in dependant.query_params)
+        for dependency in dependant.dependencies:
+            yield from walk(dependency)
+
+    return frozenset(walk(route.dependant))
+
+
+def v1_router() -> APIRouter:
+    """A router for `/v1` endpoints: each refuses a query parameter it does not take (a 422 naming it)."""
+    return APIRouter(prefix="/v1", dependencies=[Depends(_known_query)], responses=problems(422))

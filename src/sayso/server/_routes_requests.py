@@ -12,7 +12,7 @@ from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
 import anyio
-from fastapi import APIRouter, Body, Query
+from fastapi import Body, Query
 from pydantic.json_schema import JsonSchemaValue
 from sse_starlette import EventSourceResponse
 
@@ -20,7 +20,7 @@ from .._core.grants import Grant
 from .._core.ids import ID_PATTERN
 from .._core.requests import RequestKind
 from .._runtime import InboxFilter, request_json, request_state_json, rfc3339, run_json
-from ._deps import Caller, Id, JsonBody, Runtime, State, Via, _decide_json, problems
+from ._deps import Caller, Id, JsonBody, Runtime, State, Via, _decide_json, problems, v1_router
 from ._live import LIVE_EVENT_NAMES, live_events
 from ._schemas_in import AGENT_PATTERN, DecisionIn, to_decision
 from ._schemas_out import (
@@ -35,7 +35,7 @@ from ._schemas_out import (
 )
 from ._stream import event_stream
 
-router = APIRouter(prefix="/v1")
+router = v1_router()
 
 
 @router.get(

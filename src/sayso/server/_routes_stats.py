@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from .._core.escalation import parse_duration
 from .._runtime import stats_json
 from ..exceptions import InvalidInput
-from ._deps import Caller, JsonBody, Runtime, problems
+from ._deps import Caller, JsonBody, Runtime, problems, v1_router
 from ._schemas_out import StatsOut
 
-router = APIRouter(prefix="/v1")
+router = v1_router()
 
 
 @router.get(

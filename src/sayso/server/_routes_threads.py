@@ -9,16 +9,16 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 from starlette.responses import Response
 
 from .._runtime import authenticator, new_id, rfc3339, run_json
-from ._deps import _SSE_EVENT, TITLE_LENGTH, Caller, Id, JsonBody, Runtime, State, ThreadId, Via, problems
+from ._deps import _SSE_EVENT, Caller, Id, JsonBody, Runtime, State, ThreadId, Via, problems, v1_router
 from ._schemas_in import ResumeIn, RunIn, ThreadIn
 from ._schemas_out import AgentListOut, AgentOut, MeOut, RunOut, ThreadListOut, ThreadOut, entry_json
 from ._stream import start_run, stream_run
 
-router = APIRouter(prefix="/v1")
+router = v1_router()
 
 
 @router.get(
@@ -75,7 +75,7 @@ async def create_thread(caller: Caller, sayso: Runtime, body: ThreadIn | None = 
     agent = sayso.entry(body.agent if body else None)
     thread_id = new_id("thr")
     created = {"thread_id": thread_id, "agent": agent, "owner": None, "title": None, "created": None}
-    return {**created, "active_run": None, "transcript": []}
+    return {**created, "active_run": None, "transcript": [], "next_cursor": None}
 
 
 @router.get(
@@ -106,20 +106,32 @@ async def threads(
     operation_id="get_thread",
     responses=problems(401, 404, 422, 503),
 )
-async def thread(caller: Caller, sayso: Runtime, thread_id: ThreadId) -> JsonBody:
-    """A thread's history (with every decision and failure), and the run in progress with the requests it waits on."""
+async def thread(
+    caller: Caller,
+    sayso: Runtime,
+    thread_id: ThreadId,
+    limit: Annotated[int, Query(ge=1, le=500, description="How many of the newest lines the transcript holds.")] = 200,
+    cursor: Annotated[
+        str | None, Query(max_length=400, description="The `next_cursor` of a later page: the lines before it.")
+    ] = None,
+) -> JsonBody:
+    """A thread's history, newest lines last (with every decision and failure), and the run in progress.
+
+    The transcript holds the newest `limit` lines (200 unless asked); `next_cursor` reads the lines
+    before them, a page at a time, back to the thread's first line.
+    """
     record = await sayso.thread(thread_id, principal=caller)
     active = await sayso.result(record.active_run_id, principal=caller) if record.active_run_id else None
-    entries = await sayso.transcript(thread_id, principal=caller)
-    first = next((e.text for e in entries if e.role == "user" and e.text), None)
+    page = await sayso.transcript_page(thread_id, principal=caller, limit=limit, cursor=cursor)
     return {
         "thread_id": record.thread_id,
         "agent": record.agent,
         "owner": record.owner,
-        "title": first[:TITLE_LENGTH] if first else None,
+        "title": page.title,
         "created": rfc3339(record.created_at),
         "active_run": run_json(active) if active else None,
-        "transcript": [entry_json(e) for e in entries],
+        "transcript": [entry_json(e) for e in page.entries],
+        "next_cursor": page.next_cursor,
     }
 
 

@@ -305,6 +305,8 @@ class ThreadOut(_Out):
     """When the thread started (RFC 3339); `null` before its first run."""
     active_run: RunOut | None
     transcript: list[TranscriptEntryOut]
+    next_cursor: str | None
+    """Pass as `cursor` for the lines before this transcript's first; `null` when it starts at the thread's first."""
 
 
 class ThreadSummaryOut(_Out):
@@ -476,6 +478,8 @@ class RatesOut(_Out):
     approval_rate: float | None
     rejection_rate: float | None
     expiry_rate: float | None
+    closed_rate: float | None
+    open_rate: float | None
     escalation_rate: float | None
     decide_p50_seconds: float | None
     """Median seconds from the request to a person's decision (`null`: none decided by a person)."""

@@ -5,8 +5,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._messages import decode_messages
-from .._records import RunRecord, ThreadPage, ThreadSummary, TranscriptEntry
-from .._views import decode_cursor, encode_cursor, thread_transcript, title
+from .._records import RunRecord, ThreadPage, ThreadSummary, TranscriptEntry, TranscriptPage
+from .._views import (
+    decode_cursor,
+    decode_position,
+    encode_cursor,
+    placed,
+    thread_transcript,
+    title,
+    transcript_page,
+)
 from ._base import _load
 from ._tx import _MemoryBase
 
@@ -70,6 +78,14 @@ class _Runs(_MemoryBase):
             ]
             runs = [r for r in self._runs.values() if r.thread_id == thread_id]
             return thread_transcript(batches, runs, after_seq=after_seq)
+
+    async def transcript_page(self, thread_id: str, *, limit: int, cursor: str | None = None) -> TranscriptPage:
+        before = decode_position(cursor) if cursor is not None else None
+        whole = await self.transcript(thread_id)  # in memory, the whole history is at hand anyway
+        entries, after = transcript_page(placed(whole, before=before), limit=limit, complete=True)
+        async with self._lock:
+            runs = sorted((r for r in self._runs.values() if r.thread_id == thread_id), key=lambda r: r.created_at)
+        return TranscriptPage(entries=entries, next_cursor=after, title=title(runs[0].prompt) if runs else None)
 
     async def last_seq(self, thread_id: str) -> int:
         async with self._lock:

@@ -9,8 +9,17 @@ from typing import TYPE_CHECKING
 from ..._core.requests import REQUEST_ADAPTER
 from ..._core.votes import VOTE_ADAPTER, Vote
 from .._messages import decode_messages
-from .._records import InboxFilter, InboxPage, RequestFact, ThreadPage, ThreadSummary, TranscriptEntry
-from .._views import decode_cursor, encode_cursor, fact_of, thread_transcript, title
+from .._records import InboxFilter, InboxPage, RequestFact, ThreadPage, ThreadSummary, TranscriptEntry, TranscriptPage
+from .._views import (
+    decode_cursor,
+    decode_position,
+    encode_cursor,
+    fact_of,
+    placed,
+    thread_transcript,
+    title,
+    transcript_page,
+)
 from ._conn import _SqlConn
 from ._rows import run_record
 from ._tx import Sql, Tx
@@ -191,6 +200,58 @@ class _Listings(_SqlConn):
                 for row in conn.execute(sa.select(t.runs).where(t.runs.c.thread_id == thread_id)).all()
             ]
             return thread_transcript(batches, runs, after_seq=after_seq)
+
+        return await self._sa_read(work)
+
+    async def transcript_page(self, thread_id: str, *, limit: int, cursor: str | None = None) -> TranscriptPage:
+        import sqlalchemy as sa
+
+        from .. import _tables as t
+
+        before = decode_position(cursor) if cursor is not None else None
+        m, ru = t.messages, t.runs
+        batch = sa.select(m.c.seq, m.c.run_id, m.c.body).where(m.c.thread_id == thread_id)
+        chunk = limit // 2 + 1  # a batch holds a message and its answer at least
+
+        def work(conn: Connection) -> TranscriptPage:
+            # Back from the cursor's batch a chunk of batches at a time, until the lines read reach past the page or
+            # the thread's start. Each chunk's lines are told as the whole history tells them: with the batch after
+            # it (where its failures end) and the runs that failed between its batches, read by time through an index.
+            upper = before[0] if before is not None else None
+            after = None
+            if upper is not None:
+                after = conn.execute(batch.where(m.c.seq > upper).order_by(m.c.seq).limit(1)).first()
+            lines: list[tuple[tuple[int, int], TranscriptEntry]] = []
+            while True:
+                below = batch if upper is None else batch.where(m.c.seq <= upper)
+                rows = list(reversed(conn.execute(below.order_by(m.c.seq.desc()).limit(chunk)).all()))
+                complete = len(rows) < chunk
+                read = [*rows, after] if after is not None else rows
+                runs = [
+                    run_record(dict(row._mapping))
+                    for row in conn.execute(sa.select(ru).where(ru.c.run_id.in_({r.run_id for r in read}))).all()
+                ]
+                started = {r.run_id: r.created_at for r in runs}
+                failed = sa.select(ru).where(ru.c.thread_id == thread_id, ru.c.status == "failed")
+                if not complete and rows[0].run_id in started:
+                    failed = failed.where(ru.c.created_at >= started[rows[0].run_id])
+                if after is not None and after.run_id in started:
+                    failed = failed.where(ru.c.created_at <= started[after.run_id])
+                runs += [run_record(dict(row._mapping)) for row in conn.execute(failed).all()]
+                lo = 0 if complete else rows[0].seq - 1
+                batches = [(row.seq, row.run_id, decode_messages(row.body)) for row in read]
+                entries = [
+                    e
+                    for e in thread_transcript(batches, runs, after_seq=lo)
+                    if (complete or e.seq > lo) and (upper is None or e.seq <= upper)
+                ]
+                lines = placed(entries, before=before) + lines
+                if complete or len(lines) > limit:
+                    break
+                after, upper = rows[0], rows[0].seq - 1
+            first = sa.select(ru.c.prompt).where(ru.c.thread_id == thread_id).order_by(ru.c.created_at).limit(1)
+            entries, older = transcript_page(lines, limit=limit, complete=complete)
+            return TranscriptPage(entries=entries, next_cursor=older, title=title(conn.execute(first).scalar()))
 
         return await self._sa_read(work)
 

@@ -30,10 +30,33 @@ const chatCtx = { context: "chat", onDecided: () => { refreshThread(); refreshIn
 // shown (the person may open another thread meanwhile, which is drawn from the server as usual).
 const streaming = new Set();
 
+// A thread shows its newest `pages` pages of lines; Older messages adds one, and a refresh reads as many again.
+// `bottom`: the next drawing scrolls to the newest line (a thread just opened); `older`: it adds lines above the
+// ones the person reads, who stays on them.
+const TRANSCRIPT_PAGE = 100;
+const transcriptView = { pages: 1, bottom: true, older: false };
+
+// The thread, its transcript the newest `pages` pages of lines, oldest first (GET /v1/threads/{id} pages backwards).
+async function readThread(threadId, pages) {
+  const path = `/v1/threads/${encodeURIComponent(threadId)}`;
+  const first = await api("GET", `${path}?limit=${TRANSCRIPT_PAGE}`);
+  if (!first.ok) return first;
+  let { transcript: lines, next_cursor: cursor } = first.data;
+  for (let page = 1; page < pages && cursor; page++) {
+    const older = await api("GET", `${path}?${new URLSearchParams({ limit: String(TRANSCRIPT_PAGE), cursor })}`);
+    if (!older.ok) return older;
+    lines = [...older.data.transcript, ...lines];
+    cursor = older.data.next_cursor;
+  }
+  return { ...first, data: { ...first.data, transcript: lines, next_cursor: cursor } };
+}
+
+const atBottom = () => window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 40;
+
 const refreshThread = coalesce(async () => {
   const threadId = state.threadId;
   if (!threadId || streaming.has(threadId)) return;
-  const result = await api("GET", `/v1/threads/${encodeURIComponent(threadId)}`);
+  const result = await readThread(threadId, transcriptView.pages);
   if (threadId !== state.threadId || streaming.has(threadId)) return;
   if (result.status === 404) {
     renderTranscript([]);
@@ -48,7 +71,10 @@ const refreshThread = coalesce(async () => {
   $("chat-meta").replaceChildren(...(thread.created ? [`${thread.agent} · started `, timeNode(thread.created)] : []));
   const workflow = state.agents?.[thread.agent]?.kind === "workflow";
   $("message").placeholder = workflow ? `A new message starts ${thread.agent} over` : `Message ${thread.agent}`;
+  const follow = transcriptView.bottom || atBottom();
+  const fromBottom = document.documentElement.scrollHeight - window.scrollY;
   renderTranscript(thread.transcript);
+  $("transcript-more").hidden = !thread.next_cursor;
   // A workflow input's answer is a line of the transcript, where it was given: its receipt below goes.
   const answered = new Set(thread.transcript.filter((e) => e.role === "decision").map((e) => e.decision.request_id));
   for (const card of $("cards").querySelectorAll('article.card[data-kind="input"][data-closed]:not([data-note])')) {
@@ -64,11 +90,17 @@ const refreshThread = coalesce(async () => {
   }
   setStatus(!run ? "" : run.status === "paused" ? "Waiting for you." : run.status === "running" ? "Working… (started elsewhere)" : "",
     run?.status === "running");
+  // At the newest line when opened or followed there; on the same lines when older ones came in above them.
+  if (transcriptView.older) window.scrollTo(0, document.documentElement.scrollHeight - fromBottom);
+  else if (follow) window.scrollTo(0, document.documentElement.scrollHeight);
+  Object.assign(transcriptView, { bottom: false, older: false });
   markCurrentThread();
 });
 
 function openThread(threadId) {
   if (state.threadId !== threadId) {
+    Object.assign(transcriptView, { pages: 1, bottom: true, older: false });
+    $("transcript-more").hidden = true;
     $("cards").replaceChildren();
     $("transcript").replaceChildren();
     $("chat-title").textContent = state.titles[threadId] || "Thread";
@@ -368,6 +400,8 @@ const loadThreads = coalesce(async () => {
 
 function newChat() {
   state.threadId = null;
+  Object.assign(transcriptView, { pages: 1, bottom: true, older: false });
+  $("transcript-more").hidden = true;
   $("send").disabled = false;
   showView("chat");
   watchLive(null);
@@ -491,6 +525,10 @@ document.addEventListener("DOMContentLoaded", () => {
   $("audit-more").addEventListener("click", () => loadAudit(true));
   $("inbox-more").addEventListener("click", () => { inbox.pages += 1; loadInbox(); });
   $("threads-more").addEventListener("click", () => { threadList.pages += 1; loadThreads(); });
+  $("transcript-more").addEventListener("click", () => {
+    Object.assign(transcriptView, { pages: transcriptView.pages + 1, older: true });
+    refreshThread();
+  });
   $("stats-window").addEventListener("change", () => loadStats());
   $("signin").addEventListener("submit", (event) => {
     event.preventDefault();

@@ -56,13 +56,14 @@ function statsTable(title, groups) {
   const rows = Object.entries(groups).map(([name, r]) => el("tr", {},
     el("th", { scope: "row" }, name), el("td", {}, String(r.requests)),
     el("td", {}, share(r.approved, r.approval_rate)), el("td", {}, share(r.rejected, r.rejection_rate)),
-    el("td", {}, share(r.expired, r.expiry_rate)), el("td", {}, share(r.escalated, r.escalation_rate)),
-    el("td", {}, String(r.closed)),
+    el("td", {}, share(r.expired, r.expiry_rate)), el("td", {}, share(r.closed, r.closed_rate)),
+    el("td", {}, share(r.open, r.open_rate)), el("td", {}, share(r.escalated, r.escalation_rate)),
     el("td", {}, seconds(r.decide_p50_seconds)), el("td", {}, seconds(r.decide_p90_seconds))));
   const id = nextId("stats-table");
   return el("div", { class: "scroll" }, el("table", { class: "grid", "aria-labelledby": id },
     el("caption", { id }, title),
-    el("thead", {}, el("tr", {}, ...["", "Requests", "Approved", "Rejected", "Timed out", "Escalated", "Closed unanswered", "p50 to decide", "p90 to decide"]
+    el("thead", {}, el("tr", {}, ...["", "Requests", "Approved", "Rejected", "Timed out", "Closed unanswered", "Open", "Escalated",
+      "p50 to decide", "p90 to decide"]
       .map((h) => el("th", { scope: "col" }, h)))),
     el("tbody", {}, ...rows)));
 }
