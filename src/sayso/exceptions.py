@@ -380,5 +380,17 @@ class StoreError(SaysoError):
         """What failed: `store` (sayso's database) or `Temporal` (the cluster of an `engine: temporal` config)."""
         super().__init__(problem)
 
+    @property
+    def said(self) -> str:
+        """What a client of sayso's interfaces is told (REST, A2A): the store's own message stays in the server's log.
+
+        That message is its driver's (a host, a database's name), for the operator; the client learns what to
+        do. Temporal's is sayso's own account of where the run or decision stands (sent or not), which the
+        client needs before trying again.
+        """
+        if self.service == "store":
+            return "sayso's store did not answer; try again once it does"
+        return str(self)
+
     def __reduce__(self) -> tuple[type, tuple[str], dict[str, str]]:
         return self.__class__, (str(self),), {"service": self.service}

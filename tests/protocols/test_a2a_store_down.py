@@ -1,8 +1,8 @@
-"""A2A while the store does not answer: "unavailable, try again" in each transport's terms, never a database error.
+"""A2A (and REST) while the store does not answer: "unavailable, try again" in each one's terms, never a database error.
 
 The store here is a PostgreSQL database dropped under a running server (what a stopped or
 unreachable server looks like to sayso: a `StoreError`). REST answers that with a 503 naming the
-store; A2A has no such error, so JSON-RPC answers the SDK's nearest (-32603, the service named in
+store, in the same words; A2A has no such error, so JSON-RPC answers the SDK's nearest (-32603, the service named in
 its ErrorInfo) and gRPC answers `UNAVAILABLE`, which gRPC clients know to retry.
 """
 
@@ -116,3 +116,21 @@ async def test_grpc_answers_unavailable(down: Down) -> None:
         assert refused.code() == grpc.StatusCode.UNAVAILABLE, refused
         details = refused.details() or ""
         assert UNAVAILABLE in details and down.database not in details
+
+
+async def test_rest_answers_503_with_the_same_words_and_logs_the_databases_error(
+    down: Down, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The inbox and a new run: a 503 `store-unavailable` problem saying to try again, in A2A's words; the database's
+    own error (which named the database) goes to the server's log."""
+    async with down.server.client() as http:
+        answers = [await http.get("/v1/requests"), await http.post("/v1/runs", json={"message": "list"})]
+    for answered in answers:
+        assert answered.status_code == 503, answered.text
+        problem = answered.json()
+        assert problem["type"].endswith("store-unavailable") and problem["title"] == "Store unavailable"
+        assert problem["detail"] == UNAVAILABLE.removeprefix("unavailable: ")
+        assert down.database not in answered.text
+    logged = [r for r in caplog.records if r.name == "sayso.server"]
+    assert len(logged) == 2, logged
+    assert all(r.exc_info is not None and down.database in str(r.exc_info[1]) for r in logged), logged

@@ -171,10 +171,11 @@ def problem_for(exc: BaseException) -> Problem:  # noqa: C901 - one flat mapping
         # nothing ran and nothing changed. An agent the client named that does not exist is `AgentNotFound`.
         return Problem(slug="invalid-request", title="Invalid request", status=422, detail=str(exc))
     if isinstance(exc, StoreError):
-        # What did not answer: the store, or the Temporal cluster a front hands runs to (`store-unavailable`, ...).
+        # What did not answer: the store, or the Temporal cluster a front hands runs to (`store-unavailable`, ...);
+        # the store's own error is logged (a 5xx is), not answered.
         what = exc.service
         return Problem(
-            slug=f"{what.lower()}-unavailable", title=f"{what.capitalize()} unavailable", status=503, detail=str(exc)
+            slug=f"{what.lower()}-unavailable", title=f"{what.capitalize()} unavailable", status=503, detail=exc.said
         )
     if isinstance(exc, RequestValidationError):
         errors: list[FieldError] = [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", ""))} for e in exc.errors()]

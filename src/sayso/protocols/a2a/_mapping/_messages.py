@@ -68,14 +68,8 @@ UNAVAILABLE_KEY = "unavailable"
 
 def _unavailable(exc: StoreError) -> A2AError:
     # A2A has no "unavailable" error: the SDK's internal error is the nearest, marked so that gRPC answers
-    # UNAVAILABLE (which its clients retry). The store's message is its driver's (a host, a database's name):
-    # that stays in the server's log, the caller learns what to do. Temporal's is sayso's own account of
-    # where the run or decision stands (sent or not), which the caller needs before trying again.
-    if exc.service == "store":
-        said = "store unavailable: sayso's store did not answer; try again once it does"
-    else:
-        said = f"{exc.service} unavailable: {exc}"
-    return InternalError(message=said, data={UNAVAILABLE_KEY: exc.service})
+    # UNAVAILABLE (which its clients retry).
+    return InternalError(message=f"{exc.service} unavailable: {exc.said}", data={UNAVAILABLE_KEY: exc.service})
 
 
 def is_unavailable(error: A2AError) -> bool:
