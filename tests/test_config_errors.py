@@ -183,3 +183,28 @@ def test_a_model_server_that_cannot_be_reached_is_named(tmp_path: Path, monkeypa
     assert done.exit_code == 1
     error = json.loads(done.stdout)["error"]
     assert error.startswith(f"ModelConnectionError: cannot reach the model server at {url}: "), error
+
+
+def test_two_principals_with_one_token_are_refused_at_check_and_at_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token that two principals share would sign in as whichever comes first: an error naming both, not the token."""
+    config = tmp_path / "sayso.yaml"
+    config.write_text(EXAMPLE.read_text() + PRINCIPALS + "  - {name: carol, token: a-secret}\n")
+    for name in ("script.yaml", "files_tools.py", "files_subjects.py"):
+        (tmp_path / name).write_text((EXAMPLE.parent / name).read_text())
+    monkeypatch.setenv("SAYSO_TEST_BOB_TOKEN", "a-secret")
+    done = runner.invoke(app, ["check", str(config)])
+    assert done.exit_code == 2, done.output
+    line = len(EXAMPLE.read_text().splitlines()) + 3
+    assert (
+        f"{config}:{line}: error: principals[1].token_env: 'bob' has the same bearer token as 'alice', so it would "
+        "sign in as 'alice'. Fix: give each principal its own token" in done.stderr
+    )
+    assert "principals[2].token: 'carol' has the same bearer token as 'alice'" in done.stderr
+    assert "a-secret" not in done.output
+    from sayso import ConfigError, Sayso, load_config
+
+    with pytest.raises(ConfigError, match="'bob' has the same bearer token as 'alice'") as raised:
+        Sayso(load_config(config))
+    assert "a-secret" not in str(raised.value)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
+from sayso import Config, PrincipalConfig, Sayso
+from sayso.server import create_app
+
 from ..conftest import InProcess
 
 SELF = "'alice' started this run and may not decide its own calls"
@@ -52,3 +57,18 @@ async def test_each_vote_is_a_transcript_line_before_the_decision(server: InProc
         ("bob", "rest", "vote 1 of 2"),
         ("carol", "web", None),
     ]
+
+
+async def test_a_token_two_principals_come_to_share_signs_in_as_neither(
+    refunds: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading refuses a shared token; one that becomes shared before the server reads tokens names nobody."""
+    named = [PrincipalConfig(name=n, token_env=f"{n.upper()}_TOKEN") for n in ("alice", "bob")]
+    sayso = Sayso(refunds.model_copy(update={"principals": named}))
+    monkeypatch.setenv("BOB_TOKEN", "alice-token")
+    served = await InProcess(app=create_app(sayso, expire_every_seconds=None), sayso=sayso).start()
+    try:
+        async with served.client("alice-token") as shared:
+            assert (await shared.get("/v1/me")).status_code == 401
+    finally:
+        await served.stop()
