@@ -24,7 +24,7 @@ async def test_two_of_finance_approve_over_rest(server: InProcess) -> None:
         refused = await alice.post(url, json={"kind": "approve"})
         assert refused.status_code == 403 and SELF in refused.json()["detail"]
         outsider = await dana.post(url, json={"kind": "approve"})
-        assert outsider.status_code == 403 and "'dana' is not an approver" in outsider.json()["detail"]
+        assert outsider.status_code == 404 and "finance" not in outsider.text
         inboxes = {n: (await c.get("/v1/requests")).json()["requests"] for n, c in (("alice", alice), ("bob", bob))}
         assert inboxes["alice"] == [] and [r["id"] for r in inboxes["bob"]] == [request["id"]]
         first = (await bob.post(url, json={"kind": "approve"})).json()
@@ -72,3 +72,20 @@ async def test_a_token_two_principals_come_to_share_signs_in_as_neither(
             assert (await shared.get("/v1/me")).status_code == 401
     finally:
         await served.stop()
+
+
+async def test_an_outsider_deciding_is_told_what_a_made_up_id_is(server: InProcess) -> None:
+    """dana may not see finance's request: deciding it answers the 404 of an id that does not exist, naming no
+    approver; alice, who sees it (her own run) but may not approve it, gets the 403 with the reason."""
+    async with server.client("alice-token") as alice, server.client("dana-token") as dana:
+        run = (await alice.post("/v1/runs", json={"message": "refund 250 to acme"})).json()
+        request_id = run["requests"][0]["id"]
+        made_up = await dana.post("/v1/requests/req_made_up/decision", json={"kind": "approve"})
+        for kind in ("approve", "reject"):
+            outsider = await dana.post(f"/v1/requests/{request_id}/decision", json={"kind": kind})
+            assert outsider.status_code == 404 == made_up.status_code
+            assert outsider.json()["detail"] == made_up.json()["detail"].replace("req_made_up", request_id)
+            assert "finance" not in outsider.text
+        assert (await dana.get(f"/v1/requests/{request_id}")).status_code == 404
+        own = await alice.post(f"/v1/requests/{request_id}/decision", json={"kind": "approve"})
+        assert own.status_code == 403 and SELF in own.json()["detail"]
