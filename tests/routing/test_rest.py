@@ -89,3 +89,23 @@ async def test_an_outsider_deciding_is_told_what_a_made_up_id_is(server: InProce
         assert (await dana.get(f"/v1/requests/{request_id}")).status_code == 404
         own = await alice.post(f"/v1/requests/{request_id}/decision", json={"kind": "approve"})
         assert own.status_code == 403 and SELF in own.json()["detail"]
+
+
+async def test_vote_lines_count_approvals_of_the_required_ones(server: InProcess) -> None:
+    """bob approves, carol edits (the count starts again on her arguments), bob approves them: the transcript's
+    vote lines say 1 of 2 each, as the quorum did, not how many votes were cast (it said 1 of 3, 2 of 3)."""
+    async with server.client("alice-token") as alice, server.client("bob-token") as bob:
+        run = (await alice.post("/v1/runs", json={"message": "refund 250 to acme"})).json()
+        url = f"/v1/requests/{run['requests'][0]['id']}/decision"
+        await bob.post(url, json={"kind": "approve"})
+        async with server.client("carol-token") as carol:
+            edit = {"kind": "approve", "edited_args": {"amount": 200, "to": "acme"}}
+            assert (await carol.post(url, json=edit)).json()["quorum"]["text"].startswith("1 of 2 (edited arguments)")
+        assert (await bob.post(url, json={"kind": "approve"})).json()["run"]["status"] == "completed"
+        thread = (await alice.get(f"/v1/threads/{run['thread_id']}")).json()
+    lines = [e["decision"] for e in thread["transcript"] if e["role"] == "decision"]
+    assert [(d["principal"], d.get("quorum")) for d in lines] == [
+        ("bob", "vote 1 of 2"),
+        ("carol", "vote 1 of 2 (an edit)"),
+        ("bob", None),
+    ]

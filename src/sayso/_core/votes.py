@@ -59,11 +59,16 @@ class Quorum:
     votes: tuple[Vote, ...] = ()
 
     @property
+    def count(self) -> str:
+        """`1 of 2`: the approvals of the arguments as they stand, of those required."""
+        return f"{len(self.approved_by)} of {self.required}"
+
+    @property
     def text(self) -> str:
         """`1 of 2, waiting for sre`: what every interface shows."""
         waiting = f", waiting for {', '.join(self.waiting_for)}" if self.waiting_for else ""
         edited = " (edited arguments)" if self.round else ""
-        return f"{len(self.approved_by)} of {self.required}{edited}{waiting}"
+        return f"{self.count}{edited}{waiting}"
 
 
 def quorum(routing: Routing, votes: Sequence[Vote], *, starter: str | None) -> Quorum:
