@@ -208,3 +208,17 @@ def test_two_principals_with_one_token_are_refused_at_check_and_at_load(
     with pytest.raises(ConfigError, match="'bob' has the same bearer token as 'alice'") as raised:
         Sayso(load_config(config))
     assert "a-secret" not in str(raised.value)
+
+
+def test_an_approvers_error_names_the_rule_by_its_rule_name(tmp_path: Path) -> None:
+    """A rule named by `rule:` is called so in its approvers' errors, as its requests say it (it said the tool)."""
+    config, done = check(
+        tmp_path,
+        "principals:\n  - {name: bob, token: x}\ngroups:\n  finance: [bob]\n" + AGENT + "    interrupt:\n"
+        "      tools:\n        - {name: refund, rule: refunds-large, approvers: [finanse]}\n",
+    )
+    assert done.exit_code == 2  # type: ignore[attr-defined]
+    assert (
+        f"{config}:10: error: agents.helper.interrupt.tools[0].approvers[0]: agent 'helper': rule 'refunds-large': "
+        "approver 'finanse' is neither a principal nor a group"
+    ) in done.stderr  # type: ignore[attr-defined]

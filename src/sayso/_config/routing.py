@@ -125,7 +125,7 @@ def routed_rules(
     found: list[tuple[str, EntryPath, object]] = []
     for name, (tools, bindings) in agents.items():
         found += [
-            (f"agent {name!r}: rule {getattr(r, 'name', r)!r}", ("agents", name, "interrupt", "tools", i), r)
+            (f"agent {name!r}: rule {_rule_label(r)!r}", ("agents", name, "interrupt", "tools", i), r)
             for i, r in enumerate(tools)
         ]
         found += [
@@ -133,6 +133,11 @@ def routed_rules(
             for i, b in enumerate(bindings)
         ]
     return found + [(f"workflow {name!r}", ("workflows", name), w) for name, w in workflows.items()]
+
+
+def _rule_label(rule: object) -> object:
+    """A rule entry as its requests name it: its `rule:` name, else its tool (`ToolRule.label`'s rule)."""
+    return getattr(rule, "rule", None) or getattr(rule, "name", rule)
 
 
 def config_problems(
