@@ -222,3 +222,34 @@ def test_an_approvers_error_names_the_rule_by_its_rule_name(tmp_path: Path) -> N
         f"{config}:10: error: agents.helper.interrupt.tools[0].approvers[0]: agent 'helper': rule 'refunds-large': "
         "approver 'finanse' is neither a principal nor a group"
     ) in done.stderr  # type: ignore[attr-defined]
+
+
+def test_a_quorum_the_starter_would_leave_out_of_reach_is_a_warning(tmp_path: Path) -> None:
+    """Three of finance's three must approve, but never the one who started the run: if alice asks, only two could,
+    and her request would wait for ever. `sayso check` passes and warns, at the rule's line; with self-approval on,
+    or once an escalation adds enough approvers, it does not."""
+    principals = "principals:\n" + "".join(
+        f"  - {{name: {n}, token: {n}-t}}\n" for n in ("alice", "bob", "carol", "dana")
+    )
+    for name in ("files_tools.py", "files_subjects.py"):
+        (tmp_path / name).write_text((EXAMPLE.parent / name).read_text())
+    agent = "models:\n  demo: test\n" + AGENT + "    tools: [files_tools:delete_file]\n"
+    head = principals + "groups:\n  finance: [alice, bob, carol]\n" + agent + "    interrupt:\n      tools:\n"
+    config, done = check(
+        tmp_path, head + "        - {name: delete_file, approvers: [finance], approvals_required: 3}\n"
+    )
+    assert done.exit_code == 0, done.output  # type: ignore[attr-defined]
+    assert (
+        f"{config}:16: warning: agents.helper.interrupt.tools[0].approvals_required: agent 'helper': "
+        "rule 'delete_file': "
+        "approvals_required is 3, but a run started by one of its 3 approvers (alice, bob, carol) leaves only 2 who "
+        "may vote (self_approval is false), so its request would wait until it expires. Fix: lower "
+        "approvals_required, add an approver, or set self_approval: true"
+    ) in done.stdout  # type: ignore[attr-defined]
+    for fine in (
+        "        - {name: delete_file, approvers: [finance], approvals_required: 3, self_approval: true}\n",
+        "        - name: delete_file\n          approvers: [finance]\n          approvals_required: 3\n"
+        "          escalate: [{after: 1h, add_approvers: [dana]}]\n",
+    ):
+        _, done = check(tmp_path, head + fine)
+        assert done.exit_code == 0 and "warning" not in done.output, done.output  # type: ignore[attr-defined]

@@ -28,6 +28,7 @@ from ..workflows import WorkflowConfig, build_workflow
 from .checks_channels import check_channels
 from .file import AgentConfig, Config, shared_token_message, shared_tokens
 from .lines import config_path
+from .routing import starter_left_out
 
 logger = logging.getLogger("sayso.config")
 
@@ -416,6 +417,8 @@ _INPUT_ARGS: JsonSchemaValue = {
 
 
 def _check_principals(config: Config, problems: _Problems) -> None:
+    for path, message in starter_left_out(config.groups, config.routed_entries()):
+        problems.add("warning", path, message, "lower approvals_required, add an approver, or set self_approval: true")
     for index, name, earlier in shared_tokens(config.principals):
         field = "token_env" if config.principals[index].token_env else "token"
         problems.add("error", ("principals", index, field), shared_token_message(name, earlier), SHARED_TOKEN_FIX)
