@@ -326,6 +326,6 @@ async def test_a_decided_quorum_waits_for_nobody(app: Sayso) -> None:
         log = [r.body for r in await app.audit_log()]
     assert done.quorum is not None and (done.quorum.text, done.quorum.waiting_for) == ("2 of 2", ())
     assert refused.quorum is not None and (refused.quorum.text, refused.quorum.waiting_for) == ("0 of 2", ())
-    assert [s["quorum"]["text"] for s in shown] == ["2 of 2", "0 of 2"]  # type: ignore[typeddict-item]
+    assert [s["quorum"]["text"] for s in shown] == ["2 of 2", "0 of 2"]
     progress = [b["progress"] for b in log if b["event"] == "vote"]
     assert progress == ["1 of 2, waiting for finance", "2 of 2", "0 of 2"]
