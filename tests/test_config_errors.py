@@ -183,3 +183,73 @@ def test_a_model_server_that_cannot_be_reached_is_named(tmp_path: Path, monkeypa
     assert done.exit_code == 1
     error = json.loads(done.stdout)["error"]
     assert error.startswith(f"ModelConnectionError: cannot reach the model server at {url}: "), error
+
+
+def test_two_principals_with_one_token_are_refused_at_check_and_at_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token that two principals share would sign in as whichever comes first: an error naming both, not the token."""
+    config = tmp_path / "sayso.yaml"
+    config.write_text(EXAMPLE.read_text() + PRINCIPALS + "  - {name: carol, token: a-secret}\n")
+    for name in ("script.yaml", "files_tools.py", "files_subjects.py"):
+        (tmp_path / name).write_text((EXAMPLE.parent / name).read_text())
+    monkeypatch.setenv("SAYSO_TEST_BOB_TOKEN", "a-secret")
+    done = runner.invoke(app, ["check", str(config)])
+    assert done.exit_code == 2, done.output
+    line = len(EXAMPLE.read_text().splitlines()) + 3
+    assert (
+        f"{config}:{line}: error: principals[1].token_env: 'bob' has the same bearer token as 'alice', so it would "
+        "sign in as 'alice'. Fix: give each principal its own token" in done.stderr
+    )
+    assert "principals[2].token: 'carol' has the same bearer token as 'alice'" in done.stderr
+    assert "a-secret" not in done.output
+    from sayso import ConfigError, Sayso, load_config
+
+    with pytest.raises(ConfigError, match="'bob' has the same bearer token as 'alice'") as raised:
+        Sayso(load_config(config))
+    assert "a-secret" not in str(raised.value)
+
+
+def test_an_approvers_error_names_the_rule_by_its_rule_name(tmp_path: Path) -> None:
+    """A rule named by `rule:` is called so in its approvers' errors, as its requests say it (it said the tool)."""
+    config, done = check(
+        tmp_path,
+        "principals:\n  - {name: bob, token: x}\ngroups:\n  finance: [bob]\n" + AGENT + "    interrupt:\n"
+        "      tools:\n        - {name: refund, rule: refunds-large, approvers: [finanse]}\n",
+    )
+    assert done.exit_code == 2  # type: ignore[attr-defined]
+    assert (
+        f"{config}:10: error: agents.helper.interrupt.tools[0].approvers[0]: agent 'helper': rule 'refunds-large': "
+        "approver 'finanse' is neither a principal nor a group"
+    ) in done.stderr  # type: ignore[attr-defined]
+
+
+def test_a_quorum_the_starter_would_leave_out_of_reach_is_a_warning(tmp_path: Path) -> None:
+    """Three of finance's three must approve, but never the one who started the run: if alice asks, only two could,
+    and her request would wait for ever. `sayso check` passes and warns, at the rule's line; with self-approval on,
+    or once an escalation adds enough approvers, it does not."""
+    principals = "principals:\n" + "".join(
+        f"  - {{name: {n}, token: {n}-t}}\n" for n in ("alice", "bob", "carol", "dana")
+    )
+    for name in ("files_tools.py", "files_subjects.py"):
+        (tmp_path / name).write_text((EXAMPLE.parent / name).read_text())
+    agent = "models:\n  demo: test\n" + AGENT + "    tools: [files_tools:delete_file]\n"
+    head = principals + "groups:\n  finance: [alice, bob, carol]\n" + agent + "    interrupt:\n      tools:\n"
+    config, done = check(
+        tmp_path, head + "        - {name: delete_file, approvers: [finance], approvals_required: 3}\n"
+    )
+    assert done.exit_code == 0, done.output  # type: ignore[attr-defined]
+    assert (
+        f"{config}:16: warning: agents.helper.interrupt.tools[0].approvals_required: agent 'helper': "
+        "rule 'delete_file': "
+        "approvals_required is 3, but a run started by one of its 3 approvers (alice, bob, carol) leaves only 2 who "
+        "may vote (self_approval is false), so its request would wait until it expires. Fix: lower "
+        "approvals_required, add an approver, or set self_approval: true"
+    ) in done.stdout  # type: ignore[attr-defined]
+    for fine in (
+        "        - {name: delete_file, approvers: [finance], approvals_required: 3, self_approval: true}\n",
+        "        - name: delete_file\n          approvers: [finance]\n          approvals_required: 3\n"
+        "          escalate: [{after: 1h, add_approvers: [dana]}]\n",
+    ):
+        _, done = check(tmp_path, head + fine)
+        assert done.exit_code == 0 and "warning" not in done.output, done.output  # type: ignore[attr-defined]

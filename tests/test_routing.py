@@ -8,7 +8,18 @@ from typing import Any
 import pytest
 from pydantic_ai import Tool
 
-from sayso import Approve, Config, ConfigError, InvalidDecision, NotAllowed, Provide, Reject, Sayso, request_json
+from sayso import (
+    Approve,
+    Config,
+    ConfigError,
+    InvalidDecision,
+    NotAllowed,
+    Provide,
+    Reject,
+    RequestNotFound,
+    Sayso,
+    request_json,
+)
 from sayso._config.file import load_config
 
 from .conftest import approvals
@@ -72,13 +83,13 @@ async def test_two_of_finance_approve_and_the_call_runs_once(app: Sayso) -> None
 
 
 async def test_the_starter_and_outsiders_are_refused_with_the_rule(app: Sayso) -> None:
-    """Separation of duties: alice is in finance but started the run; dave is not an approver at all."""
+    """Separation of duties: alice is in finance but started the run; to dave, no approver at all, it is not there."""
     async with app:
         paused = await app.run("refund 250 to acme", principal="alice")
         [request] = approvals(paused.requests)
         with pytest.raises(NotAllowed, match="'alice' started this run and may not decide its own calls"):
             await app.decide(request.request_id, Approve(), principal="alice")
-        with pytest.raises(NotAllowed, match=r"'dave' is not an approver of this request \(approvers: finance\)"):
+        with pytest.raises(RequestNotFound):
             await app.decide(request.request_id, Approve(), principal="dave")
         state = await app.request(request.request_id)
     assert state.votes == () and state.decision is None and ran("refund") == []
@@ -297,3 +308,24 @@ async def test_answers_with_one_refused_edit_record_no_vote(tmp_path: Path) -> N
             await app.answer_pause(paused.run_id, answers, principal="bob")
         states = [await app.request(r.request_id) for r in (first, second)]
     assert [s.votes for s in states] == [(), ()] and ran("refund") == []
+
+
+async def test_a_decided_quorum_waits_for_nobody(app: Sayso) -> None:
+    """dave's refunds can be approved by any two of alice, bob and carol: once two approve, or one rejects, the
+    progress every interface shows (the answer, the request, the audit's vote) no longer says it waits for finance."""
+    async with app:
+        approved = approvals((await app.run("refund 250 to acme", principal="dave")).requests)[0].request_id
+        await app.decide(approved, Approve(), principal="bob")
+        done = await app.decide(approved, Approve(), principal="carol")
+        rejected = approvals((await app.run("refund 900 to acme", principal="dave")).requests)[0].request_id
+        refused = await app.decide(rejected, Reject(reason="too much"), principal="alice")
+        shown = [
+            request_json((await app.request(r)).request, votes=(await app.request(r)).votes)
+            for r in (approved, rejected)
+        ]
+        log = [r.body for r in await app.audit_log()]
+    assert done.quorum is not None and (done.quorum.text, done.quorum.waiting_for) == ("2 of 2", ())
+    assert refused.quorum is not None and (refused.quorum.text, refused.quorum.waiting_for) == ("0 of 2", ())
+    assert [s["quorum"]["text"] for s in shown] == ["2 of 2", "0 of 2"]
+    progress = [b["progress"] for b in log if b["event"] == "vote"]
+    assert progress == ["1 of 2, waiting for finance", "2 of 2", "0 of 2"]

@@ -454,3 +454,21 @@ def test_a_links_page_says_whether_its_vote_counted_and_where_the_quorum_stands(
     assert "<h1>Vote counted</h1>" in first_vote.text and "carried on" not in first_vote.text
     assert "Your approval was counted. Approvals: 1 of 2, waiting for carol. The agent waits" in first_vote.text
     assert run_of(server, second["run_id"])["status"] == "paused" and ran("pay") == [{"amount": 250}]
+
+
+def test_a_link_mailed_to_someone_who_may_not_see_the_request_decides_nothing(
+    serve: Serve, smtp: Smtp, tmp_path: Path
+) -> None:
+    """carol may decide nothing of alice's: the link mailed to her answers a plain 404 page, as a made-up request
+    would (it was a server error), and the request waits for bob."""
+    port = free_port()
+    config = channels_config(
+        tmp_path, public_url=f"http://127.0.0.1:{port}", notify=["email:carol@example.com"], smtp_port=smtp.port
+    )
+    server, _ = serve(config, port=port)
+    run = start_run(server, "pay 250")
+    link = mailed_link(smtp.mailbox.wait_for(1)[0])
+    refused = httpx.post(link, data={"action": "approve"}, timeout=30)
+    assert refused.status_code == 404 and "This link does not work" in refused.text, refused.text
+    assert "no open or decided request has id" in refused.text
+    assert run_of(server, run["run_id"])["status"] == "paused" and ran("pay") == []

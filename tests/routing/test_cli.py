@@ -75,3 +75,17 @@ def test_every_command_acting_as_someone_reads_sayso_principal(refunds: Config) 
     assert (dana.exit_code, dana.output.strip()) == (0, "no open requests")
     bob = runner.invoke(app, ["inbox", config], env={"SAYSO_PRINCIPAL": "bob"})
     assert "decided by: finance (bob, carol)" in bob.output
+
+
+def test_an_outsider_deciding_is_told_what_a_made_up_id_is(refunds: Config) -> None:
+    """`sayso decide --principal dana` on finance's request says what it says of an id that does not exist (exit 3);
+    alice, who sees her own run's request but may not approve it, is refused with the reason (exit 4)."""
+    config = str(REFUNDS)
+    code, out = sayso("run", config, "refund 250 to acme", "--principal", "alice", "--json")
+    request_id = json.loads(out)["requests"][0]["id"]
+    made_up = sayso("decide", config, "req_made_up", "reject", "--principal", "dana")
+    for action in ("approve", "reject"):
+        code, refused = sayso("decide", config, request_id, action, "--principal", "dana")
+        assert (code, refused) == (made_up[0], made_up[1].replace("req_made_up", request_id)) and code == 3
+    code, own = sayso("decide", config, request_id, "reject", "--principal", "alice")
+    assert code == 4 and "may not decide its own calls" in own

@@ -53,7 +53,7 @@ async def test_the_cfo_added_by_escalation_decides_and_nobody_else_is_let_in(
         [request] = run["requests"]
         url = f"/v1/requests/{request['id']}/decision"
         early = await dana.post(url, json={"kind": "approve"})
-        assert early.status_code == 403 and "'dana' is not an approver" in early.json()["detail"]
+        assert early.status_code == 404  # not hers to see yet: as if there were no such request
         assert (await dana.get("/v1/requests")).json()["requests"] == []
 
         now[0] = T0 + 3600
@@ -65,8 +65,7 @@ async def test_the_cfo_added_by_escalation_decides_and_nobody_else_is_let_in(
         assert listed["quorum"]["text"] == "0 of 2, waiting for finance, cfo"
 
         outsider = await erin.post(url, json={"kind": "approve"})
-        assert outsider.status_code == 403 and "'erin' is not an approver" in outsider.json()["detail"]
-        assert "cfo" in outsider.json()["detail"]
+        assert outsider.status_code == 404 and "cfo" not in outsider.text
         voted = (await dana.post(url, json={"kind": "approve"})).json()
         assert voted["recorded"] is True and voted["quorum"]["text"] == "1 of 2, waiting for finance"
         done = (await bob.post(url, json={"kind": "approve"})).json()

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
+from sayso import Config, PrincipalConfig, Sayso
+from sayso.server import create_app
+
 from ..conftest import InProcess
 
 SELF = "'alice' started this run and may not decide its own calls"
@@ -19,7 +24,7 @@ async def test_two_of_finance_approve_over_rest(server: InProcess) -> None:
         refused = await alice.post(url, json={"kind": "approve"})
         assert refused.status_code == 403 and SELF in refused.json()["detail"]
         outsider = await dana.post(url, json={"kind": "approve"})
-        assert outsider.status_code == 403 and "'dana' is not an approver" in outsider.json()["detail"]
+        assert outsider.status_code == 404 and "finance" not in outsider.text
         inboxes = {n: (await c.get("/v1/requests")).json()["requests"] for n, c in (("alice", alice), ("bob", bob))}
         assert inboxes["alice"] == [] and [r["id"] for r in inboxes["bob"]] == [request["id"]]
         first = (await bob.post(url, json={"kind": "approve"})).json()
@@ -51,4 +56,56 @@ async def test_each_vote_is_a_transcript_line_before_the_decision(server: InProc
     assert [(d["principal"], d["via"], d.get("quorum")) for d in lines] == [
         ("bob", "rest", "vote 1 of 2"),
         ("carol", "web", None),
+    ]
+
+
+async def test_a_token_two_principals_come_to_share_signs_in_as_neither(
+    refunds: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading refuses a shared token; one that becomes shared before the server reads tokens names nobody."""
+    named = [PrincipalConfig(name=n, token_env=f"{n.upper()}_TOKEN") for n in ("alice", "bob")]
+    sayso = Sayso(refunds.model_copy(update={"principals": named}))
+    monkeypatch.setenv("BOB_TOKEN", "alice-token")
+    served = await InProcess(app=create_app(sayso, expire_every_seconds=None), sayso=sayso).start()
+    try:
+        async with served.client("alice-token") as shared:
+            assert (await shared.get("/v1/me")).status_code == 401
+    finally:
+        await served.stop()
+
+
+async def test_an_outsider_deciding_is_told_what_a_made_up_id_is(server: InProcess) -> None:
+    """dana may not see finance's request: deciding it answers the 404 of an id that does not exist, naming no
+    approver; alice, who sees it (her own run) but may not approve it, gets the 403 with the reason."""
+    async with server.client("alice-token") as alice, server.client("dana-token") as dana:
+        run = (await alice.post("/v1/runs", json={"message": "refund 250 to acme"})).json()
+        request_id = run["requests"][0]["id"]
+        made_up = await dana.post("/v1/requests/req_made_up/decision", json={"kind": "approve"})
+        for kind in ("approve", "reject"):
+            outsider = await dana.post(f"/v1/requests/{request_id}/decision", json={"kind": kind})
+            assert outsider.status_code == 404 == made_up.status_code
+            assert outsider.json()["detail"] == made_up.json()["detail"].replace("req_made_up", request_id)
+            assert "finance" not in outsider.text
+        assert (await dana.get(f"/v1/requests/{request_id}")).status_code == 404
+        own = await alice.post(f"/v1/requests/{request_id}/decision", json={"kind": "approve"})
+        assert own.status_code == 403 and SELF in own.json()["detail"]
+
+
+async def test_vote_lines_count_approvals_of_the_required_ones(server: InProcess) -> None:
+    """bob approves, carol edits (the count starts again on her arguments), bob approves them: the transcript's
+    vote lines say 1 of 2 each, as the quorum did, not how many votes were cast (it said 1 of 3, 2 of 3)."""
+    async with server.client("alice-token") as alice, server.client("bob-token") as bob:
+        run = (await alice.post("/v1/runs", json={"message": "refund 250 to acme"})).json()
+        url = f"/v1/requests/{run['requests'][0]['id']}/decision"
+        await bob.post(url, json={"kind": "approve"})
+        async with server.client("carol-token") as carol:
+            edit = {"kind": "approve", "edited_args": {"amount": 200, "to": "acme"}}
+            assert (await carol.post(url, json=edit)).json()["quorum"]["text"].startswith("1 of 2 (edited arguments)")
+        assert (await bob.post(url, json={"kind": "approve"})).json()["run"]["status"] == "completed"
+        thread = (await alice.get(f"/v1/threads/{run['thread_id']}")).json()
+    lines = [e["decision"] for e in thread["transcript"] if e["role"] == "decision"]
+    assert [(d["principal"], d.get("quorum")) for d in lines] == [
+        ("bob", "vote 1 of 2"),
+        ("carol", "vote 1 of 2 (an edit)"),
+        ("bob", None),
     ]

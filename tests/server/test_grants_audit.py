@@ -101,7 +101,7 @@ async def test_only_approvers_read_the_audit_log_and_run_expiry(serve: ServerFac
 
 
 async def test_approver_for_another_agent_may_not_decide(serve: ServerFactory) -> None:
-    """An approver for another agent neither sees nor decides the request: the runtime's `NotAllowed` is a 403."""
+    """An approver for another agent neither sees nor decides the request: deciding it is the 404 of a made-up id."""
     other = PrincipalConfig(name="other", token="other-token", approver_for=["reports"])
     server = await serve(principals=[ALICE, other])
     async with server.client("alice-token") as alice, server.client("other-token") as client:
@@ -109,7 +109,7 @@ async def test_approver_for_another_agent_may_not_decide(serve: ServerFactory) -
         request_id = run["requests"][0]["id"]
         assert (await get(client, "/v1/requests"))["requests"] == []
         refused = await client.post(f"/v1/requests/{request_id}/decision", json={"kind": "approve"})
-        assert (refused.status_code, refused.json()["type"]) == (403, "https://sayso.dev/problems/not-allowed")
+        assert (refused.status_code, refused.json()["type"]) == (404, "https://sayso.dev/problems/not-found")
         assert refused.json()["request_id"] == request_id
         assert (await get(alice, f"/v1/requests/{request_id}"))["status"] == "open"
 

@@ -63,6 +63,7 @@ from sayso.exceptions import (
     InvalidInput,
     NotAllowed,
     PauseConsumed,
+    RequestNotFound,
     RunConflict,
     RunNotFound,
     SaysoError,
@@ -591,7 +592,7 @@ async def test_a_judge_sees_what_is_stored_and_its_refusal_writes_nothing(store:
     run = await start(store)
     await paused(store, run, [approval("req_1", run), approval("req_2", run)])
     assert await decide(store, "req_nope") is None
-    with pytest.raises(NotAllowed):
+    with pytest.raises(RequestNotFound):  # mallory may not see it
         await decide(store, "req_2", ask("req_2", who="mallory"))
     assert (await store.pause_state("pau_1")).decisions == {} and await store.count_audit() == 0
     first = await decide(store, "req_1")

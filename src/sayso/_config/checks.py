@@ -26,8 +26,9 @@ from .._engine.tools import BUILTIN_TOOLS, as_tool, import_spec
 from ..exceptions import ConfigError
 from ..workflows import WorkflowConfig, build_workflow
 from .checks_channels import check_channels
-from .file import AgentConfig, Config
+from .file import AgentConfig, Config, shared_token_message, shared_tokens
 from .lines import config_path
+from .routing import starter_left_out
 
 logger = logging.getLogger("sayso.config")
 
@@ -35,6 +36,7 @@ Severity: TypeAlias = Literal["error", "warning", "note"]
 """An error stops the config from loading; a warning and a note are printed and the config loads."""
 
 _GLOB_CHARS = frozenset("*?[")
+SHARED_TOKEN_FIX = "give each principal its own token"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -415,6 +417,11 @@ _INPUT_ARGS: JsonSchemaValue = {
 
 
 def _check_principals(config: Config, problems: _Problems) -> None:
+    for path, message in starter_left_out(config.groups, config.routed_entries()):
+        problems.add("warning", path, message, "lower approvals_required, add an approver, or set self_approval: true")
+    for index, name, earlier in shared_tokens(config.principals):
+        field = "token_env" if config.principals[index].token_env else "token"
+        problems.add("error", ("principals", index, field), shared_token_message(name, earlier), SHARED_TOKEN_FIX)
     for index, principal in enumerate(config.principals):
         if principal.token_env and not principal.bearer_token():
             # A warning: a principal without a token cannot sign in at all (it fails closed), and the

@@ -276,6 +276,30 @@ class PrincipalConfig(_Strict):
         return os.environ.get(self.token_env) if self.token_env else self.token
 
 
+def shared_tokens(principals: Sequence[PrincipalConfig]) -> list[tuple[int, str, str]]:
+    """Each principal whose bearer token an earlier one already has: (its index, its name, the earlier one's name).
+
+    A token names one principal; one that two share would sign in as whichever comes first, so this is
+    refused wherever tokens are read (at load and `sayso check`, and when an authenticator reads them).
+    """
+    first: dict[str, str] = {}
+    found: list[tuple[int, str, str]] = []
+    for index, principal in enumerate(principals):
+        token = principal.bearer_token()
+        if not token:
+            continue
+        if token in first:
+            found.append((index, principal.name, first[token]))
+        else:
+            first[token] = principal.name
+    return found
+
+
+def shared_token_message(name: str, earlier: str) -> str:
+    """What is said of a principal whose token `earlier` has too; never the token itself."""
+    return f"{name!r} has the same bearer token as {earlier!r}, so it would sign in as {earlier!r}"
+
+
 class Config(_Strict, RoutingConfig):
     """A whole `sayso.yaml`."""
 

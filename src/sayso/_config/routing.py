@@ -102,12 +102,15 @@ class RoutingConfig(BaseModel):
 
     @model_validator(mode="after")
     def _approvers_known(self) -> Self:
-        agents = getattr(self, "agents", {})
-        rules = routed_rules({n: (a.interrupt.tools, a.mcp) for n, a in agents.items()}, getattr(self, "workflows", {}))
         principals = [p.name for p in getattr(self, "principals", [])]
-        if problems := config_problems(self.groups, principals, rules):
+        if problems := config_problems(self.groups, principals, self.routed_entries()):
             raise PlacedError(*problems)
         return self
+
+    def routed_entries(self) -> list[tuple[str, EntryPath, object]]:
+        """Every entry of the config that may name approvers (`routed_rules`)."""
+        agents = getattr(self, "agents", {})
+        return routed_rules({n: (a.interrupt.tools, a.mcp) for n, a in agents.items()}, getattr(self, "workflows", {}))
 
 
 def routed(rule: ToolRule, fields: RoutingFields, groups: Mapping[str, Sequence[str]] | None) -> ToolRule:
@@ -125,7 +128,7 @@ def routed_rules(
     found: list[tuple[str, EntryPath, object]] = []
     for name, (tools, bindings) in agents.items():
         found += [
-            (f"agent {name!r}: rule {getattr(r, 'name', r)!r}", ("agents", name, "interrupt", "tools", i), r)
+            (f"agent {name!r}: rule {_rule_label(r)!r}", ("agents", name, "interrupt", "tools", i), r)
             for i, r in enumerate(tools)
         ]
         found += [
@@ -133,6 +136,11 @@ def routed_rules(
             for i, b in enumerate(bindings)
         ]
     return found + [(f"workflow {name!r}", ("workflows", name), w) for name, w in workflows.items()]
+
+
+def _rule_label(rule: object) -> object:
+    """A rule entry as its requests name it: its `rule:` name, else its tool (`ToolRule.label`'s rule)."""
+    return getattr(rule, "rule", None) or getattr(rule, "name", rule)
 
 
 def config_problems(
@@ -146,6 +154,36 @@ def config_problems(
         if isinstance(rule, RoutingFields):
             problems += routing_problems(where, at, rule, groups=groups, principals=principals)
     return problems
+
+
+def starter_left_out(
+    groups: Mapping[str, Sequence[str]], rules: Iterable[tuple[str, EntryPath, object]]
+) -> list[tuple[EntryPath, str]]:
+    """Quorums a run's starter would leave out of reach: separation of duties takes them out of the vote.
+
+    Only a warning: a run started by someone who is not an approver still reaches it. Who may vote is
+    the core's rule (`Routing.deciders`), with what escalation steps add counted in.
+    """
+    found: list[tuple[EntryPath, str]] = []
+    for where, at, fields in rules:
+        if not isinstance(fields, RoutingFields) or not fields.approvers:
+            continue
+        added = [n for step in getattr(fields, "escalate", ()) for n in step.add_approvers]
+        named = list(dict.fromkeys([*fields.approvers, *added]))
+        required = fields.approvals_required
+        routing = resolve(named, groups, approvals_required=required, self_approval=fields.self_approval)
+        voters = [a.name for a in routing.approvers]
+        fewest = min((len(routing.deciders(v)) for v in voters), default=0)
+        if len(voters) >= required > fewest:
+            found.append(
+                (
+                    (*at, "approvals_required"),
+                    f"{where}: approvals_required is {required}, but a run started by one of its "
+                    f"{len(voters)} approvers ({', '.join(voters)}) leaves only {fewest} who may vote (self_approval "
+                    "is false), so its request would wait until it expires",
+                )
+            )
+    return found
 
 
 def group_problems(groups: Mapping[str, Sequence[str]], principals: Iterable[str]) -> list[tuple[EntryPath, str]]:

@@ -13,7 +13,9 @@ MCP, the web UI or the CLI):
   `self_approval: true` (separation of duties); they see the request, in their inbox too;
 - approvers read the audit log; an admin (approver for `*`) sees every grant;
 - a grant is used only for the agent it was given for;
-- closing open requests unanswered (a forced resume, a cancel) is the owner's, or deciding each of them.
+- closing open requests unanswered (a forced resume, a cancel) is the owner's, or deciding each of them;
+- a request its caller may not see does not exist for them, whether they read it or decide it
+  (`deciding.check_allowed`): only who sees it is told why they may not decide it.
 
 In local development mode (no principals configured) the one caller is `local` and may do
 everything. Nothing here does I/O: the runtime looks records up and asks these functions.

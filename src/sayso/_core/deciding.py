@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from ..exceptions import AlreadyDecided, CallEnded, InvalidDecision, NotAllowed
-from .access import Principal, refusal
+from ..exceptions import AlreadyDecided, CallEnded, InvalidDecision, NotAllowed, RequestNotFound
+from .access import Principal, may_see_request, refusal
 from .advance import approved_calls
 from .audit_events import AuditEvent, audit_body
 from .decisions import Approve, Decision, DecisionRecord, Reject, Via, check_decision
@@ -174,11 +174,18 @@ def judge(ask: DecisionAsk, found: RequestState, run: RunAsRead, state: PauseSta
 def check_allowed(request: Request, principal: Principal) -> None:
     """The thread's owner or an approver for its root agent decides; a routed request, its approvers only.
 
+    Someone who may not even see the request is told it does not exist, as for a made-up id: the
+    refusal would tell an outsider that the id is real and who decides it. Someone who sees it but
+    may not decide it (the run's starter, under separation of duties) is told why.
     See docs/guides/rest.md#who-may-call and docs/guides/routing.md.
     """
-    why = refusal(principal, owner=request.principal, agent_path=request.agent_path, routing=request.routing)
-    if why is not None:
-        raise NotAllowed(request.request_id, why)
+    owner, agent_path, routing = request.principal, request.agent_path, request.routing
+    why = refusal(principal, owner=owner, agent_path=agent_path, routing=routing)
+    if why is None:
+        return
+    if not may_see_request(principal, owner=owner, agent_path=agent_path, routing=routing):
+        raise RequestNotFound(request.request_id)
+    raise NotAllowed(request.request_id, why)
 
 
 def keep_secrets(request: Request, decision: Decision) -> Decision:

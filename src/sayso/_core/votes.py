@@ -59,11 +59,16 @@ class Quorum:
     votes: tuple[Vote, ...] = ()
 
     @property
+    def count(self) -> str:
+        """`1 of 2`: the approvals of the arguments as they stand, of those required."""
+        return f"{len(self.approved_by)} of {self.required}"
+
+    @property
     def text(self) -> str:
         """`1 of 2, waiting for sre`: what every interface shows."""
         waiting = f", waiting for {', '.join(self.waiting_for)}" if self.waiting_for else ""
         edited = " (edited arguments)" if self.round else ""
-        return f"{len(self.approved_by)} of {self.required}{edited}{waiting}"
+        return f"{self.count}{edited}{waiting}"
 
 
 def quorum(routing: Routing, votes: Sequence[Vote], *, starter: str | None) -> Quorum:
@@ -73,8 +78,10 @@ def quorum(routing: Routing, votes: Sequence[Vote], *, starter: str | None) -> Q
     approved = tuple(dict.fromkeys(v.principal for v in this_round))
     args = next((v.edited_args for v in this_round if v.edited_args is not None), None)
     deciders = set(routing.deciders(starter)) - set(approved)
+    # Decided by its votes (a rejection, or enough approvals): it waits for nobody any more.
+    decided = any(v.decision == "reject" for v in votes) or len(approved) >= routing.approvals_required
     waiting: list[str] = []
-    for name in routing.named:
+    for name in () if decided else routing.named:
         members = [a.name for a in routing.approvers if name in a.groups]
         if (members and any(m in deciders for m in members)) or (not members and name in deciders):
             waiting.append(name)

@@ -17,6 +17,7 @@ import logging
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
+from .._config.file import shared_token_message, shared_tokens
 from .._core.access import LOCAL_NAME, Principal
 from ..exceptions import Unauthenticated
 
@@ -31,7 +32,8 @@ BEARER = "bearer"
 class Authenticator:
     """Maps bearer tokens to principals of one runtime; with no principals configured, everyone is `local`.
 
-    Tokens are read once, when the authenticator is built (from `token` or `token_env`).
+    Tokens are read once, when the authenticator is built (from `token` or `token_env`); a token two
+    principals share names neither.
     """
 
     def __init__(self, sayso: Sayso) -> None:
@@ -39,11 +41,19 @@ class Authenticator:
         self.local_mode = not sayso.config.principals
         """True when no principals are configured: every caller is `local` and may do everything."""
         self._by_token: list[tuple[bytes, str]] = []
+        shared = shared_tokens(sayso.config.principals)
+        # Loading refuses a shared token; read again here (the environment may have changed since), one
+        # still shared signs in as nobody rather than as whichever principal comes first.
+        unusable = {sayso.config.principals[index].bearer_token() for index, _, _ in shared}
+        for _, name, earlier in shared:
+            logger.error("%s; neither signs in with it", shared_token_message(name, earlier))
         for config in sayso.config.principals:
             token = config.bearer_token()
             if not token:
                 # `sayso check` and `sayso serve`'s start already warn of it, naming the file and line.
                 logger.debug("principal %r has no token (token_env unset?); it cannot sign in", config.name)
+                continue
+            if token in unusable:
                 continue
             self._by_token.append((token.encode(), config.name))
 

@@ -16,8 +16,9 @@ from .._core.access import LOCAL, Principal
 from .._core.audit import AuditProblem, AuditRecord, AuditReport
 from .._core.audit_events import ShownDecision
 from .._core.grants import Grant
+from .._core.requests import Request
 from .._core.stats import Stats, summarize
-from .._core.votes import Vote
+from .._core.votes import Vote, quorum
 from .._store import (
     AuditPage,
     DeliveryStatus,
@@ -173,7 +174,8 @@ class Reading:
         """`entries` with the votes toward each decision among them, before it."""
         decided = [e.decision["request_id"] for e in entries if e.decision and "request_id" in e.decision]
         votes = await self._k.store.votes(decided) if decided else {}
-        return [line for e in entries for line in [*vote_lines(e, votes), e]] if votes else entries
+        voted = {r: found.request for r in votes if (found := await self._k.store.get_request(r)) is not None}
+        return [line for e in entries for line in [*vote_lines(e, votes, voted), e]] if votes else entries
 
     async def _pending_message(self, thread: ThreadRecord, entries: Sequence[TranscriptEntry]) -> list[TranscriptEntry]:
         """The message of the thread's running run, as a pending line, while the run has stored no message.
@@ -414,22 +416,29 @@ class Reading:
             raise UsageError("use the runtime inside `async with Sayso(...) as app:` so its store is open")
 
 
-def vote_lines(entry: TranscriptEntry, votes: Mapping[str, Sequence[Vote]]) -> list[TranscriptEntry]:
+def vote_lines(
+    entry: TranscriptEntry, votes: Mapping[str, Sequence[Vote]], requests: Mapping[str, Request]
+) -> list[TranscriptEntry]:
     """The votes before a decision line (docs/guides/routing.md#quorum), each a line of its own.
 
-    The last vote is the one that decided: the decision line itself stands for it.
+    The last vote is the one that decided: the decision line itself stands for it. Each says where the
+    quorum stood after it (`vote 1 of 2`), as every other interface counts: approvals of those required.
     """
     request_id = entry.decision.get("request_id") if entry.decision else None
     cast = list(votes.get(request_id, ())) if request_id else []
+    request = requests.get(request_id) if request_id else None
+    if request is None or request.routing is None:
+        return []
     lines: list[TranscriptEntry] = []
     for n, vote in enumerate(cast[:-1], 1):
+        standing = quorum(request.routing, cast[:n], starter=request.principal)
         shown = ShownDecision(
             request_id=vote.request_id,
             decision=vote.decision,
             by="person",
             principal=vote.principal,
             decided_at=vote.voted_at,
-            quorum=f"vote {n} of {len(cast)}" + (" (an edit)" if vote.edited_args else ""),
+            quorum=f"vote {standing.count}" + (" (an edit)" if vote.edited_args else ""),
         )
         if vote.via is not None:
             shown["via"] = vote.via

@@ -21,7 +21,7 @@ from fastapi.responses import HTMLResponse
 
 from .._core.decisions import Approve, Decision, Reject
 from .._runtime import Sayso, request_json
-from ..exceptions import DecisionRefused, LinkRefused, NotAllowed
+from ..exceptions import DecisionRefused, LinkRefused, NotAllowed, RequestNotFound
 from ._outcome import told
 
 LINKS_PATH = "/v1/links"
@@ -64,6 +64,8 @@ def links_router(sayso: Sayso) -> APIRouter:
             return _refused(exc)
         except NotAllowed as exc:
             return _page("Not yours to decide", f"<p>{html.escape(exc.problem)}</p>", status=403)
+        except RequestNotFound as exc:  # mailed to someone who may not see it: as if it did not exist
+            return _page(_TITLE["invalid"], f"<p>{html.escape(str(exc))}</p>", status=404)
         except (DecisionRefused, ValueError) as exc:
             try:
                 view = await sayso.open_link(token)
