@@ -399,7 +399,8 @@ OPS = PrincipalConfig(name="ops", token_env="OPS_TOKEN", approver_for=["fil*"])
 async def test_principals_need_tokens_and_own_their_threads(
     serve: ServerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without a valid token: 401; another principal's request: 403 and hidden; an approver may decide."""
+    """Without a valid token: 401; another principal's request: hidden, and deciding it a 404 as for a made-up id; an
+    approver may decide."""
     monkeypatch.setenv("OPS_TOKEN", "ops-token")
     server = await serve(principals=[ALICE, BOB, OPS])
     async with server.client() as anonymous, server.client("wrong") as wrong:
@@ -414,8 +415,8 @@ async def test_principals_need_tokens_and_own_their_threads(
         request_id = run["requests"][0]["id"]
         assert (await bob.get("/v1/requests")).json()["requests"] == []
         refused = await bob.post(f"/v1/requests/{request_id}/decision", json={"kind": "approve"})
-        assert (refused.status_code, refused.json()["type"]) == (403, "https://sayso.dev/problems/not-allowed")
-        # Another principal's run and thread look the same as none at all.
+        assert (refused.status_code, refused.json()["type"]) == (404, "https://sayso.dev/problems/not-found")
+        # Another principal's request, run and thread look the same as none at all.
         assert (await bob.get(f"/v1/runs/{run['run_id']}")).status_code == 404
         assert (await bob.get(f"/v1/threads/{run['thread_id']}")).status_code == 404
         sent = await bob.post("/v1/runs", json={"message": "hi", "thread_id": run["thread_id"]})
