@@ -1,4 +1,5 @@
-"""A fastmcp server that asks the person things, over streamable HTTP: `python elicit_server.py PORT`.
+"""A fastmcp server that asks the person things, over streamable HTTP: `python elicit_server.py PORT`
+(or over stdio: `python elicit_server.py stdio PIDFILE`).
 
 Every way an MCP server can ask is here, so the tests pin how each reaches a client:
 
@@ -20,9 +21,11 @@ client refused to answer), so tests can check what the server heard, and how oft
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import mcp_types
@@ -235,7 +238,11 @@ async def login(request: Request) -> PlainTextResponse:
 
 base_url = ""
 
-if __name__ == "__main__":
+if __name__ == "__main__" and sys.argv[1] == "stdio":
+    # Over stdio, as a child of sayso's; it writes its pid to the file named, so a test can stop it mid-call.
+    Path(sys.argv[2]).write_text(str(os.getpid()))
+    mcp.run(transport="stdio", show_banner=False)
+elif __name__ == "__main__":
     port = int(sys.argv[1])
     base_url = f"http://127.0.0.1:{port}"
     uvicorn.run(mcp.http_app(path="/mcp"), host="127.0.0.1", port=port, log_level="warning")
