@@ -401,7 +401,8 @@ def recover(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """Carry on runs whose process died: an approved call cut off mid-run is outcome unknown, never run twice.
 
     A call cut off that needed no approval runs again, as does one of a tool declared idempotent (an
-    MCP tool its server marks read-only or idempotent). `sayso serve` does this at start and every few seconds; this is for stores no server runs on.
+    MCP tool its server marks read-only or idempotent). `sayso serve` does this at start and every few
+    seconds; this is for stores no server runs on.
     """
     from .._runtime import run_json
     from ._render import print_result
