@@ -11,6 +11,7 @@ Every way an MCP server can ask is here, so the tests pin how each reaches a cli
 - `approve_refund`: a background task (fastmcp-tasks) that parks on `input_required` with a form;
 - `refund_later`: the same, but a task on every call (`task=required`), so even a plain call parks;
 - `quote`: a read-only tool that pushes a form mid-call;
+- `big_report`: no question, a result as large as asked for (over HTTP, one large SSE event);
 - `book_slot`: a form pushed mid-call whose fields carry formats (`date-time`, `uri`), which the
   server checks itself when it reads the answer.
 
@@ -200,6 +201,12 @@ async def approve_refund(amount: int, ctx: Context) -> str | mcp_types.InputRequ
 async def refund_later(amount: int, ctx: Context) -> str | mcp_types.InputRequiredResult:
     """Refund an order as a background task on every call, asking the person for a reason first."""
     return await refund(amount, ctx)
+
+
+@mcp.tool
+async def big_report(size: int) -> str:
+    """A report of `size` characters (more than one SSE event of 1 MiB, say)."""
+    return "x" * size
 
 
 @mcp.custom_route("/bookings", methods=["GET"])

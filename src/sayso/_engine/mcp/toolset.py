@@ -473,7 +473,9 @@ def server_factory(name: str, server: McpServerConfig, base_dir: Path) -> Server
         headers = server.resolved_headers(name) or None
 
         def transport() -> Any:
-            return StreamableHttpTransport(server.url, headers=headers)
+            # No hidden cap on one server-sent event (the SDK's is 1 MiB, which lost results after their tool ran):
+            # a result is as large over HTTP as over stdio or from a Python tool.
+            return StreamableHttpTransport(server.url, headers=headers, max_sse_event_size=None)
 
     def open_server(handler: ElicitHandler, extensions: Sequence[ClientExtension]) -> MCPToolset[Any]:
         client = Client(
