@@ -363,6 +363,7 @@ class McpHost:
 
     def close_question(self, key: tuple[str, str]) -> None:
         """The question of a parked call was closed without an answer: the server hears cancel, nobody awaits it."""
+        self.ended.pop(key, None)
         call = self.take(key)
         if call is not None:
             call.answer(mcp_types.ElicitResult(action="cancel"))
