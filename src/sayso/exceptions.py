@@ -271,12 +271,13 @@ class RequestExpired(DecisionRefused):
 
 
 class CallEnded(DecisionRefused):
-    """The live MCP call that asked this ended with the process holding it, so no answer can reach its server.
+    """The live MCP call that asked this ended (its process stopped, or its server ended it): no answer can reach it.
 
     A server's form pushed on a live call (a tool that may not be called again) is answered only on
-    that call, by the process holding it. Once that process stopped (it exited, or its lease lapsed)
-    the request is closed as cancelled and the model reads that the call did not complete; nothing
-    of the answer is taken. `holder` names the process that held the call, when known.
+    that call, by the process holding it. Once that process stopped (it exited, or its lease lapsed),
+    or the server ended the call while the form waited, the request is closed as cancelled and the
+    model reads that the call did not complete; nothing of the answer is taken. `holder` names the
+    process that held the call, when known.
     """
 
     def __init__(self, request_id: str, problem: str, *, holder: str | None = None) -> None:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,9 +109,9 @@ class ElicitServer:
         return list(httpx.get(f"{self.base_url}/answers").json())
 
 
-@pytest.fixture(scope="session")
-def elicit_server_process() -> Iterator[ElicitServer]:
-    """The elicitation test server over streamable HTTP, started once for the session."""
+@contextmanager
+def running_elicit_server() -> Iterator[tuple[ElicitServer, subprocess.Popen[bytes]]]:
+    """The elicitation test server over streamable HTTP in a process of its own, stopped on exit."""
     port = free_port()
     process = subprocess.Popen([sys.executable, str(ELICIT_SERVER), str(port)], stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
@@ -125,12 +126,19 @@ def elicit_server_process() -> Iterator[ElicitServer]:
             assert process.poll() is None, "the elicitation test server exited"
             assert time.monotonic() < deadline, "the elicitation test server did not start"
             time.sleep(0.2)
-        yield ElicitServer(base)
+        yield ElicitServer(base), process
     finally:
         process.terminate()
         process.wait(timeout=10)
         assert process.stderr is not None
         process.stderr.close()
+
+
+@pytest.fixture(scope="session")
+def elicit_server_process() -> Iterator[ElicitServer]:
+    """The elicitation test server over streamable HTTP, started once for the session."""
+    with running_elicit_server() as (server, _):
+        yield server
 
 
 @pytest.fixture

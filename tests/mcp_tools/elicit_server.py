@@ -1,4 +1,5 @@
-"""A fastmcp server that asks the person things, over streamable HTTP: `python elicit_server.py PORT`.
+"""A fastmcp server that asks the person things, over streamable HTTP: `python elicit_server.py PORT`
+(or over stdio: `python elicit_server.py stdio PIDFILE`).
 
 Every way an MCP server can ask is here, so the tests pin how each reaches a client:
 
@@ -10,6 +11,7 @@ Every way an MCP server can ask is here, so the tests pin how each reaches a cli
 - `approve_refund`: a background task (fastmcp-tasks) that parks on `input_required` with a form;
 - `refund_later`: the same, but a task on every call (`task=required`), so even a plain call parks;
 - `quote`: a read-only tool that pushes a form mid-call;
+- `big_report`: no question, a result as large as asked for (over HTTP, one large SSE event);
 - `book_slot`: a form pushed mid-call whose fields carry formats (`date-time`, `uri`), which the
   server checks itself when it reads the answer.
 
@@ -20,9 +22,11 @@ client refused to answer), so tests can check what the server heard, and how oft
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import mcp_types
@@ -199,6 +203,12 @@ async def refund_later(amount: int, ctx: Context) -> str | mcp_types.InputRequir
     return await refund(amount, ctx)
 
 
+@mcp.tool
+async def big_report(size: int) -> str:
+    """A report of `size` characters (more than one SSE event of 1 MiB, say)."""
+    return "x" * size
+
+
 @mcp.custom_route("/bookings", methods=["GET"])
 async def list_bookings(request: Request) -> JSONResponse:
     """The tables booked so far."""
@@ -235,7 +245,11 @@ async def login(request: Request) -> PlainTextResponse:
 
 base_url = ""
 
-if __name__ == "__main__":
+if __name__ == "__main__" and sys.argv[1] == "stdio":
+    # Over stdio, as a child of sayso's; it writes its pid to the file named, so a test can stop it mid-call.
+    Path(sys.argv[2]).write_text(str(os.getpid()))
+    mcp.run(transport="stdio", show_banner=False)
+elif __name__ == "__main__":
     port = int(sys.argv[1])
     base_url = f"http://127.0.0.1:{port}"
     uvicorn.run(mcp.http_app(path="/mcp"), host="127.0.0.1", port=port, log_level="warning")

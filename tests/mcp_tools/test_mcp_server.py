@@ -446,3 +446,24 @@ async def test_an_empty_thread_id_starts_a_new_thread(live: LiveServer) -> None:
     with live.client() as rest:
         assert len(rest.get("/v1/threads").json()["threads"]) == 1
     assert hooks.sent == ["lunch"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_client_that_cannot_show_forms_is_told_which_requests_wait_and_where_to_answer_them(
+    live: LiveServer, mode: str
+) -> None:
+    """A client without the elicitation capability is not sent forms it cannot show: the tool error names the open
+    request, its thread and where to answer it, and an answer given there carries the run on."""
+    async with httpx2.AsyncClient() as http:
+        transport = streamable_http_client(f"{live.base_url}/mcp", http_client=http)
+        async with Client(transport, mode=mode) as mcp:
+            result = await mcp.call_tool("ops", {"message": "announce tea"})
+    assert result.is_error
+    said = "".join(part.text for part in result.content if isinstance(part, mcp_types.TextContent))
+    with live.client() as rest:
+        [request] = rest.get("/v1/requests").json()["requests"]
+        assert request["id"] in said and request["thread_id"] in said, said
+        assert "cannot show" in said and "/v1/requests/" in said and "inbox" in said, said
+        decided = rest.post(f"/v1/requests/{request['id']}/decision", json={"kind": "approve"})
+        assert decided.status_code == 200, decided.text
+        assert decided.json()["run"]["output"].startswith("announced: tea")

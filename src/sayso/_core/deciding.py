@@ -299,7 +299,7 @@ def check_holder(found: RequestState, run: RunAsRead, now: float, *, gone: bool)
     """Refuse a decision on a form nobody can deliver any more: its holder is gone, or sayso closed it.
 
     Raises:
-        CallEnded: the live call that asked the form ended with the process holding it.
+        CallEnded: the live call that asked the form ended (with the process holding it, or its server ended it).
     """
     request = found.request
     if not needs_holder(request):
@@ -315,6 +315,7 @@ def check_holder(found: RequestState, run: RunAsRead, now: float, *, gone: bool)
 def _ended(request: Request) -> str:
     server = f"MCP server {request.server!r}" if isinstance(request, ElicitationRequest) and request.server else "it"
     return (
-        f"the call that asked this has ended: the process that held it stopped, so no answer can reach {server}; "
+        f"the call that asked this has ended: the process that held it stopped or {server} ended the call, "
+        "so no answer can reach it; "
         "the request was closed as cancelled and the agent was told the call did not complete"
     )

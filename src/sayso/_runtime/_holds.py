@@ -8,13 +8,16 @@ can deliver the answer. That process holds the paused run — a lease on it, sav
 renewed while the call waits (`_live`) — and carries the run on once the form is answered, from
 whichever process the answer came: another process records the decision and hands the run over.
 
-Once the holder stopped (its hold lapsed, or it is a dead process of this host) nobody can deliver
-an answer. The request is then closed as cancelled, by sayso (`close_orphaned`, run by the sweeps
-and by the first decision that finds it so), and the model reads that the call did not complete; a
+Once the holder stopped (its hold lapsed, or it is a dead process of this host), or the server
+dropped the call (the holder sees it end), nobody can deliver an answer. The request is then
+closed as cancelled, by sayso (`close_orphaned`, run by the sweeps and by the first decision that
+finds it so; `close_forms`, by the holder), and the model reads that the call did not complete; a
 decision on it is refused with `CallEnded` before anything of it is taken.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import anyio
 
@@ -22,7 +25,7 @@ from .._core import deciding
 from .._core.audit_events import audit_body
 from .._core.deciding import needs_holder
 from .._core.decisions import Cancel, DecisionRecord
-from .._core.requests import DelegateRequest
+from .._core.requests import DelegateRequest, Request
 from .._core.resume import open_requests
 from .._store import RequestWithRun, RunRecord, holder_is_dead
 from ._kernel import Kernel
@@ -64,16 +67,22 @@ async def close_orphaned(k: Kernel, run: RunRecord) -> bool:
         return False
     state = await k.store.pause_state(run.pause_id)
     orphans = [r for r in open_requests(state.requests, state.decisions) if needs_holder(r)]
-    records = [
-        DecisionRecord(request_id=r.request_id, decision=Cancel(), by="system", principal=None, decided_at=now)
-        for r in orphans
-    ]
-    if records:
-        await k.store.add_decisions(records, audit=[audit_body(r, d) for r, d in zip(orphans, records, strict=True)])
-        k.events.decided(orphans, records)
+    await close_forms(k, orphans)
     if run.lease_holder is not None:
         await k.store.release_hold(run.run_id, run.lease_holder)
-    return bool(records)
+    return bool(orphans)
+
+
+async def close_forms(k: Kernel, forms: Sequence[Request]) -> None:
+    """Close forms nobody can deliver an answer to as cancelled, by sayso (then `check_holder` refuses answers)."""
+    now = k.clock()
+    records = [
+        DecisionRecord(request_id=r.request_id, decision=Cancel(), by="system", principal=None, decided_at=now)
+        for r in forms
+    ]
+    if records:
+        await k.store.add_decisions(records, audit=[audit_body(r, d) for r, d in zip(forms, records, strict=True)])
+        k.events.decided(forms, records)
 
 
 async def held_in_tree(k: Kernel, run: RunRecord) -> RunRecord | None:

@@ -11,8 +11,9 @@ skip when the person sends a message instead, a cancelled run, an expiry) tell t
 
 A form only this process can deliver (`_holds`) keeps its run held here: `Holder` renews each hold,
 looks for answers given in any process and carries the run on here, where the call is; it closes
-the call when the form was closed elsewhere. When the runtime closes, every such form is closed as
-cancelled first and its run carried on (the server hears cancel on the call), so none stays open
+the call when the form was closed elsewhere. A form whose call ended while it waited (the server
+dropped it) is closed as cancelled and its run carried on here. When the runtime closes, every such
+form is closed as cancelled first and its run carried on (the server hears cancel on the call), so none stays open
 for an answer nobody could deliver; then the calls still open are cut.
 
 On a Temporal worker (`Kernel.routes_held_calls`) the call is parked by a tool activity, whose
@@ -32,15 +33,16 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
-from .._core.audit_events import audit_body
 from .._core.deciding import closed_by_sayso, needs_holder
-from .._core.decisions import Cancel, DecisionRecord
+from .._core.decisions import DecisionRecord
+from .._core.pauses import PauseState
+from .._core.requests import Request
 from .._core.resume import open_requests
 from ..exceptions import SaysoError
 from . import _tree
 from ._cycle import Cycle
 from ._events import EventData, RequestEvent
-from ._holds import POLL_SECONDS
+from ._holds import POLL_SECONDS, close_forms
 from ._results import RunResult
 from ._verbs.resume import resume_if_ready
 
@@ -126,6 +128,11 @@ class Holder:
                         self.host.close_question((run_id, request.tool_call_id))
             return
         state = await k.store.pause_state(pause_id)
+        if not k.routes_held_calls and (dropped := self._dropped(run_id, state)):
+            # The server ended the call while its form waited: no answer could reach it, so the form closes
+            # and the run carries on here (the model reads how the call ended).
+            await close_forms(k, dropped)
+            state = await k.store.pause_state(pause_id)
         if open_requests(state.requests, state.decisions) or k.routes_held_calls:
             return  # still open; or answered on a worker, whose run's workflow carries it on
         # Answered, in whichever process: the run is carried on here, where its call waits.
@@ -135,6 +142,14 @@ class Holder:
         self.carrying.add(run_id)
         assert self._group is not None
         self._group.start_soon(self._carry_on, run_id)
+
+    def _dropped(self, run_id: str, state: PauseState) -> list[Request]:
+        """The open forms of a held pause whose call ended while they waited (its server dropped it)."""
+        return [
+            r
+            for r in open_requests(state.requests, state.decisions)
+            if needs_holder(r) and (run_id, r.tool_call_id) in self.host.ended
+        ]
 
     async def _resume_here(self, run_id: str) -> None:
         k = self.c.k
@@ -173,19 +188,9 @@ class Holder:
         k = self.c.k
         held = dict(k.held)
         k.held.clear()
-        now = k.clock()
         for pause_id in held.values():
             state = await k.store.pause_state(pause_id)
-            forms = [r for r in open_requests(state.requests, state.decisions) if needs_holder(r)]
-            records = [
-                DecisionRecord(request_id=r.request_id, decision=Cancel(), by="system", principal=None, decided_at=now)
-                for r in forms
-            ]
-            if records:
-                await k.store.add_decisions(
-                    records, audit=[audit_body(r, d) for r, d in zip(forms, records, strict=True)]
-                )
-                k.events.decided(forms, records)
+            await close_forms(k, [r for r in open_requests(state.requests, state.decisions) if needs_holder(r)])
         with anyio.move_on_after(CLOSE_SECONDS):
             for run_id in held:
                 try:

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from types import FrameType
 
+import anyio
 import uvicorn
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -24,7 +25,7 @@ from .._config.file import Config, load_config
 from .._core.store_urls import store_url
 from .._runtime import Sayso, build_codecs
 from ..channels import FORM_PATHS, channels_router
-from ..exceptions import SaysoError
+from ..exceptions import ConfigError, SaysoError
 from ..protocols import protocol_apps, protocol_routers
 from ..server._app import DEFAULT_EXPIRE_EVERY_SECONDS, DEFAULT_RECOVER_EVERY_SECONDS, create_app
 from ..server._bind import LOCAL_HOST, bind_address, check_bind, url_host
@@ -197,6 +198,27 @@ def compose(
     )
 
 
+async def verify_mcp(sayso: Sayso) -> None:
+    """Check each agent's MCP bindings against its servers before serving (`Sayso.verify_tools`).
+
+    A binding naming a tool its server does not offer is a config error found now rather than by the
+    first run. A server that cannot be reached yet is only warned about: it may come up later, and
+    every run checks its bindings again when it lists the tools.
+
+    Raises:
+        ConfigError: a binding names a tool its server does not offer, or a rule an argument it lacks.
+    """
+    for name, agent in sayso.config.agents.items():
+        if not agent.mcp:
+            continue
+        try:
+            await sayso.verify_tools(name)
+        except ConfigError:
+            raise
+        except Exception as exc:  # the server did not start, refused the connection, timed out
+            logger.warning("could not check the MCP tools of agent %r now (%s); each run checks them", name, exc)
+
+
 def serve(
     config_path: str,
     host: str = LOCAL_HOST,
@@ -218,7 +240,8 @@ def serve(
         grpc_port: also serve A2A over gRPC on this port of `host` (the `grpc` extra).
 
     Raises:
-        ConfigError: the config is invalid, or local development mode was asked to bind elsewhere.
+        ConfigError: the config is invalid, local development mode was asked to bind elsewhere, or an MCP
+            binding names a tool its server does not offer.
         OSError: the port is taken.
         SaysoError: the runtime could not start (its store cannot be opened, say).
     """
@@ -229,6 +252,7 @@ def serve(
     host = bind_address(host)  # `--host [::1]`, as a URL writes it, binds ::1
     check_port(host, port)
     sayso = Sayso(config)
+    anyio.run(verify_mcp, sayso)
     grpc_listening: list[int] = []  # the gRPC port it got (the system's pick for 0), once the app has started
     app = compose(
         sayso,

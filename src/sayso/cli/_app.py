@@ -409,9 +409,11 @@ def expire(config: ConfigArg, as_json: JsonOpt = False) -> None:
 
 @app.command(cls=_Command)
 def recover(config: ConfigArg, as_json: JsonOpt = False) -> None:
-    """Carry on runs whose process died: a call cut off mid-run is recorded as outcome unknown, never run twice.
+    """Carry on runs whose process died: an approved call cut off mid-run is outcome unknown, never run twice.
 
-    `sayso serve` does this at start and every few seconds; this is for stores no server runs on.
+    A call cut off that needed no approval runs again, as does one of a tool declared idempotent (an
+    MCP tool its server marks read-only or idempotent). `sayso serve` does this at start and every few
+    seconds; this is for stores no server runs on.
     """
     from .._runtime import run_json
     from ._interrupts import interruptible

@@ -35,10 +35,13 @@ import anyio
 import mcp_types
 from anyio.abc import TaskGroup, TaskStatus
 from fastmcp.client.elicitation import create_elicitation_callback
-from fastmcp_tasks.client import TasksClientExtension
+from fastmcp.exceptions import ToolError
+from fastmcp_tasks.client import TasksClientExtension, ToolTask
 from fastmcp_tasks.client_models import ClientCreateTaskResult
+from mcp import MCPError
 from mcp.client.extension import ClaimContext, ClientExtension
 from mcp_types import CallToolResult
+from pydantic_ai.exceptions import ModelRetry
 from pydantic_ai.mcp import MCPToolset
 
 from ..._core.requests import ElicitationDelivery, ElicitationRequest
@@ -131,6 +134,8 @@ class LiveCall:
         self._answered = anyio.Event()
         self._reply: mcp_types.ElicitResult | None = None
         self._scope = anyio.CancelScope()
+        self.outcome: Done | Failed | Paused | None = None
+        """How the call ended, once it did (`None` while it runs, or when it was cut off)."""
 
     async def run(self, body: Callable[[], Awaitable[Any]]) -> None:
         """Run the call's body (in a host task) and report how it ended."""
@@ -160,6 +165,8 @@ class LiveCall:
         return self._events.popleft()
 
     def _post(self, event: CallEvent) -> None:
+        if not isinstance(event, Asked):
+            self.outcome = event
         self._events.append(event)
         self._ready.set()
 
@@ -275,6 +282,12 @@ class McpHost:
         self.holder = holder
         """The runtime this host belongs to (its lease-holder id): named on each question a call parked here asks."""
         self.parked: dict[tuple[str, str], LiveCall] = {}
+        self.ended: dict[tuple[str, str], Done | Failed | Paused] = {}
+        """Parked calls that ended while their question waited (the server dropped them), and how.
+
+        Nobody could hand their answer back: the runtime closes their questions (`_live.Holder`), and
+        the resumed run reads how each ended.
+        """
         self._group: TaskGroup | None = None
         self._calls: set[LiveCall] = set()
         self._connections: set[Connection] = set()
@@ -334,6 +347,9 @@ class McpHost:
                 await call.run(body)
             finally:
                 self._calls.discard(call)
+                for key in [key for key, parked in self.parked.items() if parked is call]:
+                    del self.parked[key]
+                    self.ended[key] = call.outcome or Failed(CallCutOff("the MCP call was cut off"))
 
         self._task_group().start_soon(run)
 
@@ -347,6 +363,7 @@ class McpHost:
 
     def close_question(self, key: tuple[str, str]) -> None:
         """The question of a parked call was closed without an answer: the server hears cancel, nobody awaits it."""
+        self.ended.pop(key, None)
         call = self.take(key)
         if call is not None:
             call.answer(mcp_types.ElicitResult(action="cancel"))
@@ -390,3 +407,32 @@ class RunConnections:
             for connection in connections:
                 connection.close()
         self._idle.clear()
+
+
+async def resume_task(server: MCPToolset[Any], tool: str, task: dict[str, Any]) -> Any:
+    """Drive a server task parked on input to its end (any process can: the task lives on the server).
+
+    Raises:
+        ModelRetry: the task failed, was cancelled, or is gone; the model reads why.
+    """
+    resumed = ToolTask(server.client, tool, ClientCreateTaskResult.model_validate(task))
+    try:
+        result = await resumed.result()
+    except (ToolError, MCPError) as exc:
+        raise ModelRetry(f"the task behind {tool!r} did not finish: {exc}") from exc
+    structured = result.structured_content
+    if isinstance(structured, dict) and set(structured) == {"result"}:
+        return structured["result"]
+    if structured is not None:
+        return structured
+    texts = [part.text for part in result.content if isinstance(part, mcp_types.TextContent)]
+    return texts[0] if len(texts) == 1 else texts
+
+
+def call_dropped(ended: Failed | Paused) -> str:
+    """What the model reads when a call ended while its question waited (the server dropped it) and may not rerun."""
+    why = f": {ended.error}" if isinstance(ended, Failed) else ""
+    return (
+        f"Cancelled: the MCP server ended the call that asked the person this before the answer came{why}. "
+        "This tool is not safe to call again, so it did not complete. Check its effect before trying again."
+    )

@@ -33,7 +33,7 @@ from typing import Any, Self
 import anyio
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_ai import RunContext
-from pydantic_ai.exceptions import ApprovalRequired, ModelRetry
+from pydantic_ai.exceptions import ApprovalRequired
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
@@ -49,14 +49,21 @@ try:
     import mcp_types
     from fastmcp import Client
     from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
-    from fastmcp.exceptions import ToolError
-    from fastmcp_tasks.client import ToolTask
-    from fastmcp_tasks.client_models import ClientCreateTaskResult
-    from mcp import MCPError
     from mcp.client.extension import ClientExtension
     from pydantic_ai.mcp import MCPToolset
 
-    from .calls import Asked, Done, ElicitHandler, LiveCall, McpHost, Paused, RunConnections, ServerFactory
+    from .calls import (
+        Asked,
+        Done,
+        ElicitHandler,
+        LiveCall,
+        McpHost,
+        Paused,
+        RunConnections,
+        ServerFactory,
+        call_dropped,
+        resume_task,
+    )
     from .elicit import to_elicit_result, url_required
 except ImportError as exc:  # pragma: no cover - the import guard of an optional extra
     raise ImportError("agents with MCP servers need the `mcp` extra: pip install 'sayso[mcp]'") from exc
@@ -353,8 +360,11 @@ class McpToolset(AbstractToolset[Any]):
             parked = connections.host.take(key) if key is not None else None
             if parked is not None and parked.answer(reply):
                 return await self._follow(parked, route, key, replay=_replayable(route, tool))
+            ended = connections.host.ended.pop(key, None) if key is not None else None
+            if isinstance(ended, Done):
+                return ended.value  # the server finished the call without waiting for the answer
             if not _replayable(route, tool):
-                return CALL_ENDED
+                return CALL_ENDED if ended is None else call_dropped(ended)
         return await self._issue(
             route,
             tool_args,
@@ -386,7 +396,7 @@ class McpToolset(AbstractToolset[Any]):
             connection.current = call
             try:
                 if task is not None:
-                    return await _resume_task(server, route.tool, task)
+                    return await resume_task(server, route.tool, task)
                 source = replace(tool, toolset=server, tool_def=replace(tool.tool_def, name=route.tool))
                 return await server.call_tool(route.tool, tool_args, ctx, source)
             finally:
@@ -441,26 +451,6 @@ def _pause(asked: Elicitation) -> ApprovalRequired:
     return ApprovalRequired(metadata=ElicitationDeferral(elicitation=asked).as_metadata())
 
 
-async def _resume_task(server: MCPToolset[Any], tool: str, task: dict[str, Any]) -> Any:
-    """Drive a server task parked on input to its end (any process can: the task lives on the server).
-
-    Raises:
-        ModelRetry: the task failed, was cancelled, or is gone; the model reads why.
-    """
-    resumed = ToolTask(server.client, tool, ClientCreateTaskResult.model_validate(task))
-    try:
-        result = await resumed.result()
-    except (ToolError, MCPError) as exc:
-        raise ModelRetry(f"the task behind {tool!r} did not finish: {exc}") from exc
-    structured = result.structured_content
-    if isinstance(structured, dict) and set(structured) == {"result"}:
-        return structured["result"]
-    if structured is not None:
-        return structured
-    texts = [part.text for part in result.content if isinstance(part, mcp_types.TextContent)]
-    return texts[0] if len(texts) == 1 else texts
-
-
 def server_factory(name: str, server: McpServerConfig, base_dir: Path) -> ServerFactory:
     """How to open a session with one configured server: a pydantic-ai `MCPToolset` over a fastmcp client.
 
@@ -483,7 +473,9 @@ def server_factory(name: str, server: McpServerConfig, base_dir: Path) -> Server
         headers = server.resolved_headers(name) or None
 
         def transport() -> Any:
-            return StreamableHttpTransport(server.url, headers=headers)
+            # No hidden cap on one server-sent event (the SDK's is 1 MiB, which lost results after their tool ran):
+            # a result is as large over HTTP as over stdio or from a Python tool.
+            return StreamableHttpTransport(server.url, headers=headers, max_sse_event_size=None)
 
     def open_server(handler: ElicitHandler, extensions: Sequence[ClientExtension]) -> MCPToolset[Any]:
         client = Client(

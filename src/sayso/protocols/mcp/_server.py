@@ -217,6 +217,7 @@ def _agent_tool(sayso: Sayso, agent: str) -> Any:
                 return await _pushed(sayso, ctx, caller, started)
             if ctx.request_state is None:
                 result = await sayso.run(message, agent=agent, thread_id=thread_id, principal=caller, via="mcp")
+                _check_shows(ctx, result, caller)
                 return _outcome(result, caller=caller)
             run = await sayso.run_record(ctx.request_state, principal=caller)
             if run.agent != agent:
@@ -291,6 +292,7 @@ async def _pushed(sayso: Sayso, ctx: Context, caller: Principal, result: RunResu
             answer = _outcome(result, caller=caller)
             assert isinstance(answer, str)
             return answer
+        _check_shows(ctx, result, caller)
         answers: dict[str, Decision] = {}
         for request in result.requests:
             if others_decide(request, result.votes.get(request.request_id, ()), caller) is not None:
@@ -304,6 +306,44 @@ async def _pushed(sayso: Sayso, ctx: Context, caller: Principal, result: RunResu
         except DecisionRefused as exc:
             refused = exc
     raise ToolError(f"the answers kept being refused: {refused}")
+
+
+def _check_shows(ctx: Context, result: RunResult, caller: Principal) -> None:
+    """Refuse to ask a client what it cannot show (no elicitation capability, or none for URLs), saying where to answer.
+
+    Such a client would fail the call on the first form and its person would never learn what waits; the
+    run stays paused, and the error names its requests and thread so they can be answered elsewhere.
+
+    Raises:
+        ToolError: the client cannot show some open request the caller may answer.
+    """
+    if ctx.request_context is None or result.status != "paused":
+        return  # a background task's client took the task's input requests when it asked for one
+    capabilities = ctx.session.client_capabilities
+    can = capabilities.elicitation if capabilities is not None else None
+    unshown = [
+        request
+        for request in result.requests
+        if others_decide(request, result.votes.get(request.request_id, ()), caller) is None
+        and not _shows(can, elicitation_for(request, problem=None, votes=result.votes.get(request.request_id, ())))
+    ]
+    if unshown:
+        waiting = ", ".join(f"{r.request_id} ({r.kind})" for r in unshown)
+        raise ToolError(
+            f"This MCP client cannot show the forms sayso asks with (it declared no elicitation capability for them), "
+            f"so run {result.run_id} waits on thread {result.thread_id} for: {waiting}. Answer in sayso's inbox "
+            "(the web UI), with `sayso decide`, or over REST (POST /v1/requests/REQUEST_ID/decision); the agent "
+            "then carries on in that thread."
+        )
+
+
+def _shows(can: mcp_types.ElicitationCapability | None, params: mcp_types.ElicitRequestParams) -> bool:
+    """Whether a client with elicitation capability `can` shows `params` (an empty one means forms, by the spec)."""
+    if can is None:
+        return False
+    if isinstance(params, mcp_types.ElicitRequestURLParams):
+        return can.url is not None
+    return can.form is not None or can.url is None
 
 
 def _waiting_on_others(result: RunResult, caller: Principal) -> str | None:
