@@ -388,6 +388,23 @@ def wait_for(path: Path) -> None:
     assert path.exists(), f"{path.name} never appeared"
 
 
+async def approved_then_killed(app: Sayso, request_id: str, remote: Served, purged: Path) -> list[Exception]:
+    """Approve `request_id`, and kill the remote agent once its call runs (`purged` written): what the decider hears."""
+    refusals: list[Exception] = []
+
+    async def decide() -> None:
+        try:
+            await app.decide(request_id, Approve())
+        except Exception as exc:  # what the decider is told
+            refusals.append(exc)
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(decide)
+        await anyio.to_thread.run_sync(wait_for, purged)
+        remote.kill()
+    return refusals
+
+
 async def test_a_remote_killed_while_it_ran_an_approved_call_is_asked_where_its_task_stands_once_it_is_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -401,19 +418,7 @@ async def test_a_remote_killed_while_it_ran_an_approved_call_is_asked_where_its_
         async with Sayso.from_yaml(owner_dir / "sayso.yaml", lease_seconds=2) as app:
             paused = await app.run("purge g1", agent="owner")
             [request] = paused.requests
-            refusals: list[Exception] = []
-
-            async def decide() -> None:
-                try:
-                    await app.decide(request.request_id, Approve())
-                except Exception as exc:  # what the decider is told
-                    refusals.append(exc)
-
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(decide)
-                await anyio.to_thread.run_sync(wait_for, purged)
-                remote.kill()
-            [refused] = refusals
+            [refused] = await approved_then_killed(app, request.request_id, remote, purged)
             assert isinstance(refused, RunConflict), refused
             assert "the decisions are recorded" in str(refused)
             assert (await app.result(paused.run_id)).status == "paused"
@@ -481,19 +486,8 @@ async def test_a_forced_resume_past_a_remote_cut_off_while_it_ran_an_approved_ca
         async with Sayso.from_yaml(owner_dir / "sayso.yaml", lease_seconds=2) as app:
             paused = await app.run("purge g1", agent="owner")
             [request] = paused.requests
-            refusals: list[Exception] = []
-
-            async def decide() -> None:
-                try:
-                    await app.decide(request.request_id, Approve())
-                except RunConflict as exc:  # the remote stopped answering: carried on later
-                    refusals.append(exc)
-
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(decide)
-                await anyio.to_thread.run_sync(wait_for, purged)
-                remote.kill()
-            assert len(refusals) == 1
+            [refused] = await approved_then_killed(app, request.request_id, remote, purged)
+            assert isinstance(refused, RunConflict), refused  # the remote stopped answering: carried on later
             forced = await app.resume(paused.run_id, force=True)
             there = await app.remote_task(request.run_id)  # the proxy's: the task the remote agent ran the call in
     finally:
