@@ -8,12 +8,14 @@ its ErrorInfo) and gRPC answers `UNAVAILABLE`, which gRPC clients know to retry.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import grpc
 import grpc.aio
 import pytest
@@ -134,3 +136,40 @@ async def test_rest_answers_503_with_the_same_words_and_logs_the_databases_error
     logged = [r for r in caplog.records if r.name == "sayso.server"]
     assert len(logged) == 2, logged
     assert all(r.exc_info is not None and down.database in str(r.exc_info[1]) for r in logged), logged
+
+
+async def test_a_store_away_for_seconds_is_logged_once_as_it_starts_and_once_as_it_ends(
+    sandbox: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The push dispatcher polls the outbox every second: while the database refuses connections its log shows the
+    failure once, with its traceback, not once a second, and then that pushes work again."""
+    import asyncpg
+
+    caplog.set_level(logging.INFO, logger="sayso")
+    async with postgres_database() as url:
+        monkeypatch.setenv("SAYSO_STORE", url)
+        name = url.rsplit("/", 1)[1]
+        sayso = Sayso(example_config())
+        app = create_app(sayso, routers=[a2a_router(sayso)], expire_every_seconds=None)
+        server = await InProcess(app=app, sayso=sayso).start()
+        admin = await asyncpg.connect(os.environ["TEST_POSTGRES_DSN"])
+        try:
+            await admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+            await admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name)
+            await anyio.sleep(4.5)  # four polls or more, all failing
+            await admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+            with anyio.fail_after(10):
+                while not [r for r in caplog.records if r.name == "sayso.a2a.push" and "works again" in r.getMessage()]:
+                    await anyio.sleep(0.2)
+        finally:
+            await admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+            await admin.close()
+            await server.stop()
+    pushes = [r for r in caplog.records if r.name == "sayso.a2a.push"]
+    *failures, works = pushes
+    errors = [str(r.exc_info[1]) for r in failures if r.exc_info is not None]
+    assert len(errors) == len(failures) and len(set(errors)) == len(errors), errors  # each error told once
+    assert {r.getMessage() for r in failures} == {"reading the outbox for A2A pushes failed; retrying every 1.0s"}
+    said = works.getMessage()
+    attempts = int(said.split("after ")[1].split(" ")[0])
+    assert said.startswith("reading the outbox for A2A pushes works again") and attempts >= 4 > len(failures), said

@@ -18,6 +18,7 @@
 | `_events` | `request.opened` / `decided` / `expired` for listeners |
 | `_outbox` | the same events from the store's outbox, claimed and settled by a webhook sender |
 | `_sender` | `OutboxSender`: a sender's lifecycle (wake, claim with a lease, send per key in order, settle, drain) |
+| `_outage` | `Outage`: a background loop's failures logged once as they start, sparingly, then as they end |
 | `_notices` | which destinations the outbox fans out to, and which `notify` targets a request's notice goes to |
 | `_links` | mailed links: made, opened (never deciding) and decided through once, as the principal mailed |
 | `_link_verbs` | `LinkVerbs`: the facade's link verbs, which load `_links` when first called |
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     from ._inbox import Inbox
     from ._kernel import new_id
     from ._listing import PrincipalLike
+    from ._outage import Outage
     from ._outbox import EscalationNotice, OutboundEvent, RunUpdate
     from ._reader import Reader
     from ._remote import RemoteAgents, RemoteAsk, RemoteCutOff, RemoteOutcome, RemoteUnreachable, RemoteWire
@@ -99,6 +101,7 @@ __all__ = [
     "InboxPage",
     "EscalationNotice",
     "OutboundEvent",
+    "Outage",
     "OutboxSender",
     "Inbox",
     "PrincipalLike",
@@ -160,6 +163,7 @@ _LAZY: dict[str, str] = {
     "InboxFilter": ".._store",
     "InboxPage": ".._store",
     "OutboundEvent": "._outbox",
+    "Outage": "._outage",
     "OutboxSender": "._sender",
     "PrincipalLike": "._listing",
     "Inbox": "._inbox",

@@ -25,6 +25,7 @@ from anyio.abc import TaskGroup
 from .._store import DeliveryStatus
 from ..exceptions import SaysoError
 from ._events import EventData, RequestEvent
+from ._outage import Outage
 from ._outbox import OutboundEvent
 
 if TYPE_CHECKING:
@@ -124,14 +125,17 @@ class OutboxSender(ABC):
         await self._closed()
 
     async def _loop(self) -> None:
+        outage = Outage(self._log, "reading the outbox")
         try:
             while not self._stopping:
                 self._wake = anyio.Event()
                 try:
                     claimed = await self.sayso.claim_events(self._keys, lease_seconds=self._lease)
                 except SaysoError:
-                    self._log.exception("could not read the outbox; retrying in %ss", self._poll)
+                    outage.failed(self._poll)
                     claimed = []
+                else:
+                    outage.succeeded()
                 if claimed:
                     by_key: dict[str, list[OutboundEvent]] = {}
                     for event in claimed:

@@ -24,7 +24,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from .._config.file import WebhookConfig
-from .._runtime import Sayso
+from .._runtime import Outage, Sayso
 from ._deps import JsonBody, ServerState, problems
 from ._guard import EdgeGuard
 from ._live import LiveSettings
@@ -52,14 +52,16 @@ async def _sweep_recover(sayso: Sayso, every: float) -> None:
 
     That is this server's own runs before a restart, or another replica's whose lease lapsed.
     """
+    outage = Outage(logger, "the recovery sweep")
     while True:
         try:
             carried = await sayso.recover()
         except Exception:
             # Whatever failed (the store briefly away, a row it cannot read) is retried at the next tick: an error
             # leaving this task would end the lifespan and close the store under every endpoint, /healthz too.
-            logger.exception("the recovery sweep failed; retrying in %ss", every)
+            outage.failed(every)
         else:
+            outage.succeeded()
             if carried:
                 logger.info("carried on %d run(s) whose process had stopped", len(carried))
         await anyio.sleep(every)
@@ -70,11 +72,14 @@ async def _sweep_expired(sayso: Sayso, every: float) -> None:
 
     At start too, so what came due while no server ran happens now; the runtime announces each change.
     """
+    outage = Outage(logger, "the expiry sweep")
     while True:
         try:
             await sayso.expire()
         except Exception:  # as the recovery sweep: logged and retried, never the server's end
-            logger.exception("the expiry sweep failed; retrying in %ss", every)
+            outage.failed(every)
+        else:
+            outage.succeeded()
         await anyio.sleep(every)
 
 
@@ -83,13 +88,15 @@ async def _sweep_outbox(sayso: Sayso, every: float) -> None:
 
     Its own task beside the expiry sweep, so a large first prune (of a store never pruned) delays no expiry.
     """
+    outage = Outage(logger, "pruning the webhook outbox")
     while True:
         await anyio.sleep(every)
         try:
             pruned = await sayso.prune_events()
         except Exception:  # as the recovery sweep: logged and retried, never the server's end
-            logger.exception("pruning the webhook outbox failed; retrying in %ss", every)
+            outage.failed(every)
         else:
+            outage.succeeded()
             if pruned:
                 logger.info("pruned %d webhook event(s) and deliveries past their retention", pruned)
 

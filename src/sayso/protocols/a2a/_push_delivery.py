@@ -24,7 +24,7 @@ from a2a.types import StreamResponse, TaskPushNotificationConfig, TaskStatusUpda
 from google.protobuf.json_format import MessageToDict
 
 from ..._core.signing import ID_HEADER
-from ..._runtime import RunUpdate, Sayso
+from ..._runtime import Outage, RunUpdate, Sayso
 from ...exceptions import SaysoError
 from ._push import PUSH_MARKS, TOKEN_HEADER, MarkPushConfigStore
 from ._tasks import TaskReader
@@ -72,6 +72,7 @@ class PushDispatcher:
 
     async def run(self) -> None:
         """Claim, send and settle until cancelled (the A2A routes' lifespan ends)."""
+        outage = Outage(logger, "reading the outbox for A2A pushes")
         while True:
             self._wake = anyio.Event()
             try:
@@ -80,8 +81,10 @@ class PushDispatcher:
                     HOOK, lease_seconds=2 * TIMEOUT_SECONDS + 1, marked=PUSH_MARKS
                 )
             except SaysoError:
-                logger.exception("could not read the outbox; retrying in %ss", self._poll)
+                outage.failed(self._poll)
                 claimed = []
+            else:
+                outage.succeeded()
             for update in claimed:
                 await self._attempt(update)
             if not claimed:
