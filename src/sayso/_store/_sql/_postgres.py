@@ -23,6 +23,14 @@ T = TypeVar("T")
 
 _ROWCOUNT = re.compile(r"(\d+)$")
 
+MAX_PARAMS = 32767
+"""The most parameters one statement may carry (PostgreSQL's protocol counts them in 16 bits): a pause of
+thousands of requests queues more, and is sent as several combined writes."""
+
+MAX_COMBINED = 500
+"""The most queued writes combined into one statement: past that, a longer statement saves no round trip
+worth its parse."""
+
 
 class _PostgresTx(Tx):
     dialect: Literal["sqlite", "postgresql"] = "postgresql"
@@ -30,6 +38,7 @@ class _PostgresTx(Tx):
     def __init__(self, conn: Any) -> None:  # an asyncpg connection (asyncpg ships no type hints)
         self.conn = conn
         self.queued: list[tuple[Sql, Params]] = []
+        self.queued_params = 0
 
     async def one(self, sql: Sql, params: Params = NO_PARAMS) -> Row | None:
         await self.flush()
@@ -54,13 +63,17 @@ class _PostgresTx(Tx):
             await self.conn.executemany(sql.pg_text, [[r[n] for n in sql.names] for r in rows])
 
     async def later(self, sql: Sql, rows: Sequence[Params]) -> None:
-        self.queued.extend((sql, row) for row in rows)
+        for row in rows:
+            if len(self.queued) >= MAX_COMBINED or self.queued_params + len(sql.names) > MAX_PARAMS:
+                await self.flush()
+            self.queued.append((sql, row))
+            self.queued_params += len(sql.names)
 
     async def flush(self) -> None:
         """Send the queued writes: one statement, the first ones as data-modifying `WITH` parts of the last."""
         if not self.queued:
             return
-        queued, self.queued = self.queued, []
+        queued, self.queued, self.queued_params = self.queued, [], 0
         sql = queued[0][0] if len(queued) == 1 else _combined(tuple(q[0] for q in queued))
         params = queued[0][1] if len(queued) == 1 else {f"q{i}_{n}": p[n] for i, (_, p) in enumerate(queued) for n in p}
         await self.conn.execute(sql.pg_text, *[params[n] for n in sql.names])

@@ -65,16 +65,13 @@ class Sql:
         self.text = text
         self.pg_source = pg if pg is not None else text
         """The PostgreSQL text with its named parameters, from which combined statements are built."""
-        names: list[str] = []
+        numbers: dict[str, int] = {}  # a combined write has thousands of names: one lookup each, not a scan
 
         def number(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name not in names:
-                names.append(name)
-            return f"${names.index(name) + 1}"
+            return f"${numbers.setdefault(match.group(1), len(numbers) + 1)}"
 
         self.pg_text = _NAMED.sub(number, pg if pg is not None else text)
-        self.names = tuple(names)
+        self.names = tuple(numbers)
 
     def __repr__(self) -> str:
         return f"Sql({self.text!r})"
