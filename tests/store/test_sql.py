@@ -26,7 +26,7 @@ from sayso._store._sql import _chain, _rows
 from sayso._store._sql._conn import schema_head
 from sayso._store._sql._listings import thread_listing
 from sayso._store._sql._rows import EXPIRED_RUNS
-from sayso._store._sql._runs import stalled_runs_query
+from sayso._store._sql._runs import lapsed_runs_query, stalled_runs_query
 from sayso._store._sql._tx import Sql, Tx
 from sayso.exceptions import ConfigError, StoreError
 from tests.tools import missing
@@ -696,6 +696,64 @@ async def test_the_recovery_sweep_looks_up_each_paused_runs_requests_by_its_paus
         plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {query}")]
     assert plan.count("SEARCH requests USING INDEX ix_requests_pause_id (pause_id=?)") == 2, plan
     assert [step for step in plan if "ix_requests_open" in step or step == "SCAN requests"] == [], plan
+    assert "SEARCH pauses USING INDEX ix_pauses_open (created_at<?)" in plan, plan  # the open pauses, not every one
+    assert [step for step in plan if step.startswith("SCAN")] == [], plan
+
+
+async def test_the_recovery_sweep_reads_only_held_runs_for_lapsed_leases_on_sqlite(tmp_path: Path) -> None:
+    """Which runs' process died is asked of the runs a process holds, never of every run the store ever had."""
+    from sqlalchemy.dialects import sqlite as sqlite_dialect
+
+    path = tmp_path / "sayso.db"
+    async with SqlRunStore(f"sqlite:///{path}"):
+        pass
+    plans = []
+    with sqlite3.connect(path) as conn:
+        for host in (None, "host-1"):
+            query = lapsed_runs_query(1_000.0, host, 100).compile(
+                dialect=sqlite_dialect.dialect(), compile_kwargs={"literal_binds": True}
+            )
+            plans.append([row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {query}")])
+    for plan in plans:
+        assert plan[0].startswith(("SEARCH runs USING INDEX ix_runs_held", "SCAN runs USING INDEX ix_runs_held")), plan
+        assert "SCAN runs" not in plan and not any("TEMP B-TREE" in step for step in plan), plan
+
+
+async def test_the_recovery_sweep_reads_held_runs_and_open_pauses_on_postgres() -> None:
+    """With 40,000 finished runs and a few held or paused, PostgreSQL answers both of the recovery sweep's questions
+    from the partial indexes, and finds exactly the lapsed and the stalled runs."""
+    import asyncpg
+    from sqlalchemy.dialects import postgresql
+
+    def compiled(query: Any) -> str:
+        return str(query.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+
+    async with postgres_database() as url:
+        async with SqlRunStore(url):
+            pass
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(
+                "INSERT INTO runs (run_id, thread_id, agent, status, created_at, updated_at, revision, pause_id, "
+                "lease_holder, lease_expires_at) SELECT 'run_' || i, 'thr', 'files', CASE WHEN i <= 40000 THEN "
+                "'completed' WHEN i <= 40050 THEN 'running' ELSE 'paused' END, i, i, 0, CASE WHEN i > 40050 THEN "
+                "'pau_' || i END, CASE WHEN i > 40000 AND i <= 40050 THEN 'h:1' END, CASE WHEN i > 40000 AND "
+                "i <= 40050 THEN i - 40000 END FROM generate_series(1, 40100) i"
+            )
+            await conn.execute(
+                "INSERT INTO pauses SELECT 'pau_' || i, 'run_' || i, CASE WHEN i > 40050 THEN 'open' ELSE "
+                "'answered' END, 0 FROM generate_series(1, 40100) i"
+            )
+            await conn.execute("ANALYZE")
+            lapsed, stalled = compiled(lapsed_runs_query(10.5, None, 100)), compiled(stalled_runs_query("pg", 5, 100))
+            plans = ["\n".join(row[0] for row in await conn.fetch(f"EXPLAIN {sql}")) for sql in (lapsed, stalled)]
+            found = [{row[0] for row in await conn.fetch(sql)} for sql in (lapsed, stalled)]
+        finally:
+            await conn.close()
+    assert "ix_runs_held" in plans[0] and "ix_pauses_open" in plans[1], plans
+    assert not any("Seq Scan on runs" in plan or "Seq Scan on pauses" in plan for plan in plans), plans
+    assert found[0] == {f"run_{i}" for i in range(40001, 40011)}
+    assert found[1] == {f"run_{i}" for i in range(40051, 40101)}
 
 
 def _hot_path_statements() -> dict[str, Sql]:

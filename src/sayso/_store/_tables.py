@@ -47,7 +47,15 @@ runs = Table(
         sqlite_where=text("parent_run_id IS NOT NULL"),
         postgresql_where=text("parent_run_id IS NOT NULL"),
     ),
+    Index(
+        "ix_runs_held",
+        "lease_expires_at",
+        sqlite_where=text("lease_holder IS NOT NULL"),
+        postgresql_where=text("lease_holder IS NOT NULL"),
+    ),
 )
+"""`ix_runs_held`: the runs a process holds (a lease holder is set only while one works on the run, or holds its
+pause), by when the lease lapses: what the recovery sweep reads to find runs whose process died."""
 
 pauses = Table(
     "pauses",
@@ -56,7 +64,14 @@ pauses = Table(
     Column("run_id", String(64), nullable=False, index=True),
     Column("status", String(16), nullable=False),
     Column("created_at", Float, nullable=False),
+    Index(
+        "ix_pauses_open",
+        "created_at",
+        sqlite_where=text("status = 'open'"),
+        postgresql_where=text("status = 'open'"),
+    ),
 )
+"""`ix_pauses_open`: the open pauses by age, what the recovery sweep reads to find paused runs waiting on nobody."""
 
 requests = Table(
     "requests",

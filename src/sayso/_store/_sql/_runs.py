@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._messages import decode_history
 from .._records import RunRecord, StuckExecution
@@ -17,18 +17,7 @@ if TYPE_CHECKING:
 
 class _Runs(_SqlBase):
     async def lapsed_runs(self, *, now: float, host: str | None = None, limit: int = 100) -> list[RunRecord]:
-        import sqlalchemy as sa
-
-        from .. import _tables as t
-
-        r = t.runs
-        stale = r.c.lease_expires_at < now
-        if host is not None:
-            stale = sa.or_(stale, r.c.lease_holder.startswith(f"{host}:", autoescape=True))
-        live = r.c.status.in_(("running", "paused"))  # a paused run has a lease only while held
-        query = (
-            sa.select(r).where(live, r.c.lease_holder.is_not(None), stale).order_by(r.c.lease_expires_at).limit(limit)
-        )
+        query = lapsed_runs_query(now, host, limit)
 
         def work(conn: Connection) -> list[RunRecord]:
             return [_rows.run_record(dict(row._mapping)) for row in conn.execute(query).all()]
@@ -80,6 +69,24 @@ class _Runs(_SqlBase):
         return await self._sa_read(work)
 
 
+def lapsed_runs_query(now: float, host: str | None, limit: int) -> Select[Any]:
+    """Held runs whose lease lapsed, or whose holder was a process of `host` (restarted): the sweep's first question.
+
+    `lease_holder IS NOT NULL` is the condition of the partial index `ix_runs_held`, as it says it: both databases
+    read the held runs alone (a few), in lease order, never every run the store ever had.
+    """
+    import sqlalchemy as sa
+
+    from .. import _tables as t
+
+    r = t.runs
+    stale = r.c.lease_expires_at < now
+    if host is not None:
+        stale = sa.or_(stale, r.c.lease_holder.startswith(f"{host}:", autoescape=True))
+    live = r.c.status.in_(("running", "paused"))  # a paused run has a lease only while held
+    return sa.select(r).where(r.c.lease_holder.is_not(None), live, stale).order_by(r.c.lease_expires_at).limit(limit)
+
+
 def stalled_runs_query(dialect: str, before: float, limit: int) -> Select[tuple[str]]:
     """Paused runs whose pause waits on nobody and saw no decision since `before`: the recovery sweep's question.
 
@@ -102,12 +109,16 @@ def stalled_runs_query(dialect: str, before: float, limit: int) -> Select[tuple[
         .join(r, r.c.request_id == d.c.request_id)
         .where(r.c.pause_id == p.c.pause_id, d.c.decided_at >= before)
     )
+    # The open pauses alone, through `ix_pauses_open` (its condition as a constant, which SQLite needs to use it), each
+    # one's run looked up by key: a join would let SQLite read every run to find the few paused ones.
+    runs_paused_there = sa.select(t.runs.c.run_id).where(
+        t.runs.c.run_id == p.c.run_id, t.runs.c.pause_id == p.c.pause_id, t.runs.c.status == "paused"
+    )
     return (
         sa.select(p.c.run_id)
-        .join(t.runs, t.runs.c.pause_id == p.c.pause_id)
         .where(
-            p.c.status == "open",
-            t.runs.c.status == "paused",
+            p.c.status == sa.literal_column("'open'"),
+            runs_paused_there.exists(),
             p.c.created_at < before,
             ~waits_on_someone.exists(),
             ~decided_lately.exists(),
