@@ -21,8 +21,9 @@ from pydantic_ai.models import Model
 
 from .._core.policy import reference_problems
 from .._core.store_urls import StoreUrlProblem, no_folder, read_store_url
+from .._engine.imports import import_spec
 from .._engine.models import build_model, resolve_model
-from .._engine.tools import BUILTIN_TOOLS, as_tool, import_spec
+from .._engine.tools import BUILTIN_TOOLS, as_tool
 from ..exceptions import ConfigError
 from ..workflows import WorkflowConfig, build_workflow
 from .checks_channels import check_channels

@@ -94,6 +94,23 @@ class InputSchema:
                 raise SchemaMismatch(problems)
         return value
 
+    def field_problems(self, value: Any) -> dict[str, str]:
+        """How `value` breaks the schema, by field path (`""`: the answer as a whole); empty when it fits.
+
+        Where a type was given this is the type's own verdict (its validators included), which the
+        JSON Schema it shows may not carry; several problems of one field are joined with `; `.
+        """
+        if self._adapter is None:
+            return input_field_problems(self.json_schema, value)
+        try:
+            self._adapter.validate_python(value)
+        except ValidationError as exc:
+            found: dict[str, list[str]] = {}
+            for error in exc.errors(include_url=False):
+                found.setdefault(_where(error["loc"]), []).append(_lower(error["msg"]))
+            return {where: "; ".join(dict.fromkeys(whys)) for where, whys in found.items()}
+        return {}
+
     def dump(self, value: Any) -> Any:
         """`value` (already validated) as plain JSON, the form that is stored and sent."""
         if self._adapter is not None:
