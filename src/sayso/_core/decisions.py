@@ -304,6 +304,10 @@ def _check_approve(request: ApprovalRequest, decision: Approve) -> None:
         offered = ", ".join(request.scopes)
         raise InvalidDecision(request.request_id, f"scope {decision.scope!r} is not offered here (offered: {offered})")
     if request.response_schema is not None:
+        if decision.payload is None and input_field_problems(request.response_schema, None):
+            fields = ", ".join(request.response_schema.get("properties") or ())
+            needs = "this approval needs the feedback the tool asked for" + (f" ({fields})" if fields else "")
+            raise InvalidDecision(request.request_id, "payload: " + needs, fields={"": needs})
         _check_input(request.request_id, request.response_schema, decision.payload, what="payload: ")
     if decision.edited_args is None:
         return
