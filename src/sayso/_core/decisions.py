@@ -255,6 +255,10 @@ def check_decision(
             f"already decided ({existing.decision.kind} by {existing.by}); the first decision wins",
         )
     if request.expires_at is not None and now >= request.expires_at:
+        if isinstance(request, InputRequest):  # a workflow's input has no call to run
+            raise RequestExpired(
+                request.request_id, f"the input of node {request.node!r} expired before a decision arrived"
+            )
         raise RequestExpired(request.request_id, "expired before a decision arrived; the call will not run")
     if request.kind == "delegate":
         raise InvalidDecision(request.request_id, "a delegate's call is answered through the delegate's own requests")
