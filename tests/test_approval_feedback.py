@@ -145,3 +145,13 @@ async def test_an_unusable_response_schema_fails_the_run_naming_it(make_app: Mak
     assert failed.error is not None and failed.error.startswith(
         "ConfigError: response_schema is not a valid JSON Schema"
     )
+
+
+async def test_an_approval_without_the_feedback_asked_for_says_so(app: Sayso) -> None:
+    """Approving without any payload where the tool asked for feedback names what is missing, in plain words."""
+    async with app:
+        [request] = (await app.run("plan Faro")).requests
+        with pytest.raises(InvalidDecision) as refused:
+            await app.decide(request.request_id, Approve())
+    assert refused.value.problem == "payload: this approval needs the feedback the tool asked for (liked, comment)"
+    assert "none" not in refused.value.problem.lower()

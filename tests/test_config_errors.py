@@ -253,3 +253,19 @@ def test_a_quorum_the_starter_would_leave_out_of_reach_is_a_warning(tmp_path: Pa
     ):
         _, done = check(tmp_path, head + fine)
         assert done.exit_code == 0 and "warning" not in done.output, done.output  # type: ignore[attr-defined]
+
+
+def test_a_sole_approver_who_starts_the_run_is_warned_of_without_naming_a_quorum_never_set(tmp_path: Path) -> None:
+    """A workflow's inputs routed to bob alone wait until they expire when bob starts the run: the warning says so
+    at `approvers`, and does not talk of `approvals_required`, which the config never set (and which is for
+    approvals only)."""
+    principals = "principals:\n" + "".join(f"  - {{name: {n}, token: {n}-t}}\n" for n in ("alice", "bob"))
+    flow = "workflows:\n  routed:\n" + FLOW + "    approvers: [bob]\n"
+    config, done = check(tmp_path, principals + "models:\n  demo: test\n" + AGENT + flow)
+    assert done.exit_code == 0, done.output  # type: ignore[attr-defined]
+    assert (
+        f"{config}:15: warning: workflows.routed.approvers: workflow 'routed': a run started by its only approver "
+        "(bob) leaves nobody who may decide its requests (self_approval is false), so they would wait until they "
+        "expire. Fix: add an approver, or set self_approval: true"
+    ) in done.stdout  # type: ignore[attr-defined]
+    assert "approvals_required" not in done.stdout  # type: ignore[attr-defined]

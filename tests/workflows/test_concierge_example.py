@@ -11,7 +11,7 @@ from pydantic_ai import Agent
 
 from sayso import InputRequest, InvalidDecision, Provide, Sayso, ScriptedModel, load_config
 from sayso._config.file import ScriptedModelConfig
-from sayso._engine.tools import import_spec
+from sayso._engine.imports import import_spec
 from sayso.workflows import (
     AgentFinished,
     AgentNodeCall,

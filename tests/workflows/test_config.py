@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from sayso import ConfigError, Provide, Sayso
-from sayso._engine.tools import import_spec
+from sayso._engine.imports import import_spec
 from sayso.cli import app
 from sayso.workflows import AgentNodeConfig, FunctionNodeConfig, WorkflowConfig, build_workflow, check_workflow_names
 

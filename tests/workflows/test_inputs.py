@@ -275,3 +275,41 @@ def test_a_formatted_answer_is_refused_when_decided_exactly_when_the_node_would_
     with pytest.raises(SchemaMismatch) as at_the_node:
         validate_input(case.schema, case.value)
     assert at_the_node.value.problems == tuple(f"{field}: {why}" for field, why in case.expected.items())
+
+
+class Address(BaseModel):
+    zip: str = Field(pattern=r"^\d{5}$")
+
+
+class Extra(BaseModel):
+    note: str
+
+
+class Letter(BaseModel):
+    to: str
+    address: Address | None = None
+    extra: Extra | None = None
+    count: int | None = None
+
+
+def test_a_wrong_optional_nested_field_is_named_by_its_whole_path() -> None:
+    """Inside `X | None` the problem is said at the field's own path, as pydantic says it (the form and REST's
+    `errors[].loc` show it beside that field), not at the optional object's."""
+    value = {"to": "Ana", "address": {"zip": "1234"}, "extra": {}}
+    with pytest.raises(InvalidDecision) as refused:
+        check_decision(input_request(Letter), Provide(value=value), existing=None, now=101)
+    assert refused.value.fields == {
+        "address.zip": "'1234' does not match '^\\\\d{5}$'",
+        "extra.note": "field required",
+    }
+    assert refused.value.problem == "address.zip: '1234' does not match '^\\\\d{5}$'; extra.note: field required"
+
+
+def test_a_null_is_called_null() -> None:
+    """A JSON null is said as `null`, never as Python's `None` (nor `none`)."""
+    with pytest.raises(InvalidDecision) as refused:
+        check_decision(input_request(int), Provide(value=None), existing=None, now=101)
+    assert refused.value.problem == "null is not of type 'integer'"
+    with pytest.raises(InvalidDecision) as refused:
+        check_decision(input_request(Letter), Provide(value={"to": None}), existing=None, now=101)
+    assert refused.value.problem == "to: null is not of type 'string'"

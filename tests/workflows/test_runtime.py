@@ -28,6 +28,7 @@ from sayso import (
     PrincipalConfig,
     Provide,
     QuestionRequest,
+    RequestExpired,
     RequestInput,
     RequestNotFound,
     RunConflict,
@@ -395,6 +396,27 @@ async def test_an_unanswered_question_expires_and_the_node_sees_a_skip(make: Mak
         "completed",
         "no answer (Expired: no decision before 1970-01-01 00:17:40 UTC)",
     )
+
+
+def ask_count() -> Generator[Any, Any, Any]:
+    count = yield RequestInput("How many?", response_schema=int)
+    return count
+
+
+async def test_an_input_that_expires_says_it_expired_not_that_someone_skipped_it(make: Make) -> None:
+    """Nobody skipped an input whose time ran out: the failed run and a late answer both say it expired."""
+    now = [1000.0]
+    timed = Workflow("timed", edges=[(START, ask_count)], ttl_seconds=60)
+    async with make(timed, clock=lambda: now[0]) as app:
+        request = input_of(await app.run("go", agent="timed"))
+        now[0] = 1061.0
+        with pytest.raises(RequestExpired) as late:
+            await app.decide(request.request_id, Provide(value=5))
+        [expired] = await app.expire()
+    assert expired.status == "failed"
+    assert expired.error is not None and "skipped" not in expired.error
+    assert "the input of node 'ask_count' expired unanswered" in expired.error
+    assert late.value.problem == "the input of node 'ask_count' expired before a decision arrived"
 
 
 async def test_skipping_a_question_reaches_the_node(make: Make) -> None:

@@ -21,8 +21,9 @@ from pydantic_ai.models import Model
 
 from .._core.policy import reference_problems
 from .._core.store_urls import StoreUrlProblem, no_folder, read_store_url
+from .._engine.imports import import_spec
 from .._engine.models import build_model, resolve_model
-from .._engine.tools import BUILTIN_TOOLS, as_tool, import_spec
+from .._engine.tools import BUILTIN_TOOLS, as_tool
 from ..exceptions import ConfigError
 from ..workflows import WorkflowConfig, build_workflow
 from .checks_channels import check_channels
@@ -417,8 +418,8 @@ _INPUT_ARGS: JsonSchemaValue = {
 
 
 def _check_principals(config: Config, problems: _Problems) -> None:
-    for path, message in starter_left_out(config.groups, config.routed_entries()):
-        problems.add("warning", path, message, "lower approvals_required, add an approver, or set self_approval: true")
+    for path, message, fix in starter_left_out(config.groups, config.routed_entries()):
+        problems.add("warning", path, message, fix)
     for index, name, earlier in shared_tokens(config.principals):
         field = "token_env" if config.principals[index].token_env else "token"
         problems.add("error", ("principals", index, field), shared_token_message(name, earlier), SHARED_TOKEN_FIX)

@@ -8,7 +8,8 @@ from typing import Any
 
 from .._core.conditions import call_variables
 from .._core.policy import CallVerdict, judge_call
-from .._engine.tools import as_tool, import_spec, options_of
+from .._engine.imports import import_spec
+from .._engine.tools import as_tool, options_of
 from ..exceptions import ConfigError
 from .file import Config
 

@@ -158,13 +158,14 @@ def config_problems(
 
 def starter_left_out(
     groups: Mapping[str, Sequence[str]], rules: Iterable[tuple[str, EntryPath, object]]
-) -> list[tuple[EntryPath, str]]:
+) -> list[tuple[EntryPath, str, str]]:
     """Quorums a run's starter would leave out of reach: separation of duties takes them out of the vote.
 
-    Only a warning: a run started by someone who is not an approver still reaches it. Who may vote is
-    the core's rule (`Routing.deciders`), with what escalation steps add counted in.
+    Only a warning (where, what, the fix): a run started by someone who is not an approver still reaches
+    it. Who may vote is the core's rule (`Routing.deciders`), with what escalation steps add counted in.
+    A quorum the config never set (one, the default) is not named: the approvers are.
     """
-    found: list[tuple[EntryPath, str]] = []
+    found: list[tuple[EntryPath, str, str]] = []
     for where, at, fields in rules:
         if not isinstance(fields, RoutingFields) or not fields.approvers:
             continue
@@ -174,15 +175,28 @@ def starter_left_out(
         routing = resolve(named, groups, approvals_required=required, self_approval=fields.self_approval)
         voters = [a.name for a in routing.approvers]
         fewest = min((len(routing.deciders(v)) for v in voters), default=0)
-        if len(voters) >= required > fewest:
+        if not len(voters) >= required > fewest:
+            continue
+        if "approvals_required" in fields.model_fields_set:
             found.append(
                 (
                     (*at, "approvals_required"),
                     f"{where}: approvals_required is {required}, but a run started by one of its "
                     f"{len(voters)} approvers ({', '.join(voters)}) leaves only {fewest} who may vote (self_approval "
                     "is false), so its request would wait until it expires",
+                    "lower approvals_required, add an approver, or set self_approval: true",
                 )
             )
+            continue
+        starter = "its only approver" if len(voters) == 1 else f"one of its {len(voters)} approvers"
+        found.append(
+            (
+                (*at, "approvers"),
+                f"{where}: a run started by {starter} ({', '.join(voters)}) leaves nobody who may decide its "
+                "requests (self_approval is false), so they would wait until they expire",
+                "add an approver, or set self_approval: true",
+            )
+        )
     return found
 
 

@@ -16,7 +16,7 @@ here; the answer verb applies the same functions before its batch is recorded.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -107,6 +107,9 @@ class DecisionAsk:
     edited_subject: Subject | None = None
     """What the decision's edited arguments would be approved for, as the gate of the request's agent
     says (`None`: no approval at all); read only when the decision edits an approval's arguments."""
+    feedback: Mapping[str, str] | None = None
+    """How an approval's feedback breaks the Python type the tool asked it in (`ApprovalRequest.response_type`), by
+    field path, as the deciding process checked it before the transaction; empty when it fits; `None`: unchecked."""
 
 
 def judge(ask: DecisionAsk, found: RequestState, run: RunAsRead, state: PauseState, *, gone: bool) -> Verdict:
@@ -127,6 +130,7 @@ def judge(ask: DecisionAsk, found: RequestState, run: RunAsRead, state: PauseSta
         return Verdict(record=None)  # the same decision again: a harmless no-op
     if found.pause_status != "open":
         raise AlreadyDecided(request.request_id, "its pause was already resumed or closed")
+    check_feedback(request, to_record, ask.feedback)
     check_same_subject(request, to_record, ask.edited_subject)
     vote: Vote | None = None
     audit: list[AuditEvent] = []
@@ -217,6 +221,21 @@ def is_remote_call(request: Request) -> bool:
     return (
         isinstance(request, ApprovalRequest) and isinstance(request.payload, dict) and "remote_agent" in request.payload
     )
+
+
+def check_feedback(request: Request, decision: Decision, problems: Mapping[str, str] | None) -> None:
+    """Refuse an approval whose feedback the tool's own type refuses, though its JSON Schema let it through.
+
+    `problems` is that type's verdict (`DecisionAsk.feedback`); a request that names a type is never
+    approved unchecked: without the verdict the approval is refused.
+    """
+    if not isinstance(request, ApprovalRequest) or not isinstance(decision, Approve) or request.response_type is None:
+        return
+    if problems is None:
+        problems = {"": f"cannot be checked here: the tool checks it with {request.response_type}"}
+    if problems:
+        listed = "; ".join(f"{where}: {why}" if where else why for where, why in problems.items())
+        raise InvalidDecision(request.request_id, "payload: " + listed, fields=dict(problems))
 
 
 def check_same_subject(request: Request, decision: Decision, edited_subject: Subject | None) -> None:

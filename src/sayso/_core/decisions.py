@@ -255,6 +255,10 @@ def check_decision(
             f"already decided ({existing.decision.kind} by {existing.by}); the first decision wins",
         )
     if request.expires_at is not None and now >= request.expires_at:
+        if isinstance(request, InputRequest):  # a workflow's input has no call to run
+            raise RequestExpired(
+                request.request_id, f"the input of node {request.node!r} expired before a decision arrived"
+            )
         raise RequestExpired(request.request_id, "expired before a decision arrived; the call will not run")
     if request.kind == "delegate":
         raise InvalidDecision(request.request_id, "a delegate's call is answered through the delegate's own requests")
@@ -304,6 +308,10 @@ def _check_approve(request: ApprovalRequest, decision: Approve) -> None:
         offered = ", ".join(request.scopes)
         raise InvalidDecision(request.request_id, f"scope {decision.scope!r} is not offered here (offered: {offered})")
     if request.response_schema is not None:
+        if decision.payload is None and input_field_problems(request.response_schema, None):
+            fields = ", ".join(request.response_schema.get("properties") or ())
+            needs = "this approval needs the feedback the tool asked for" + (f" ({fields})" if fields else "")
+            raise InvalidDecision(request.request_id, "payload: " + needs, fields={"": needs})
         _check_input(request.request_id, request.response_schema, decision.payload, what="payload: ")
     if decision.edited_args is None:
         return

@@ -94,6 +94,23 @@ class InputSchema:
                 raise SchemaMismatch(problems)
         return value
 
+    def field_problems(self, value: Any) -> dict[str, str]:
+        """How `value` breaks the schema, by field path (`""`: the answer as a whole); empty when it fits.
+
+        Where a type was given this is the type's own verdict (its validators included), which the
+        JSON Schema it shows may not carry; several problems of one field are joined with `; `.
+        """
+        if self._adapter is None:
+            return input_field_problems(self.json_schema, value)
+        try:
+            self._adapter.validate_python(value)
+        except ValidationError as exc:
+            found: dict[str, list[str]] = {}
+            for error in exc.errors(include_url=False):
+                found.setdefault(_where(error["loc"]), []).append(_lower(error["msg"]))
+            return {where: "; ".join(dict.fromkeys(whys)) for where, whys in found.items()}
+        return {}
+
     def dump(self, value: Any) -> Any:
         """`value` (already validated) as plain JSON, the form that is stored and sent."""
         if self._adapter is not None:
@@ -316,26 +333,36 @@ def _why(error: jsonschema.ValidationError) -> str:
     if error.validator == "format" and isinstance(error.cause, ValidationError):
         # Said as pydantic says it (`input should be a valid datetime, ...`), as the node would.
         return _lower(error.cause.errors(include_url=False)[0]["msg"])
-    return _lower(error.message)
+    message = error.message
+    if error.instance is None and message.startswith("None "):
+        message = "null" + message[4:]  # JSON's word for it: the person sent null, not Python's None
+    return _lower(message)
 
 
 def _validator_pairs(validator: jsonschema.protocols.Validator, value: Any) -> list[tuple[str, str]]:
     """`(field path, why)` for every problem, in field order."""
+    errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+    return [pair for error in errors for pair in _error_pairs(error)]
+
+
+def _error_pairs(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
     import jsonschema
 
-    pairs: list[tuple[str, str]] = []
-    for error in sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path]):
-        where = list(error.absolute_path)
-        if error.validator == "required" and isinstance(error.instance, dict):
-            # Say it the way pydantic does, at the missing field's own path.
-            required = error.validator_value if isinstance(error.validator_value, list) else []
-            pairs.extend((_where([*where, name]), "field required") for name in required if name not in error.instance)
-        elif error.context:
-            # anyOf / oneOf: the branch that came closest says more than "not valid under any"; a
-            # branch of the value's own type (`int` of `int | None`) comes closer than a type mismatch.
-            fitting = [e for e in error.context if e.validator != "type"] or error.context
-            best = jsonschema.exceptions.best_match(fitting)
-            pairs.append((_where(where), _why(best if best is not None else error)))
-        else:
-            pairs.append((_where(where), _why(error)))
-    return pairs
+    where = list(error.absolute_path)
+    if error.validator == "required" and isinstance(error.instance, dict):
+        # Say it the way pydantic does, at the missing field's own path.
+        required = error.validator_value if isinstance(error.validator_value, list) else []
+        return [(_where([*where, name]), "field required") for name in required if name not in error.instance]
+    if error.context:
+        # anyOf / oneOf: the branch that came closest says more than "not valid under any"; a branch
+        # of the value's own type (the object of `Address | None`) comes closer than a type mismatch.
+        # Each of that branch's problems is said at its own path, as it would be without the union.
+        fitting = [e for e in error.context if e.validator != "type"] or list(error.context)
+        best = jsonschema.exceptions.best_match(fitting)
+        if best is not None:
+            while best.parent is not None and best.parent is not error:
+                best = best.parent
+            branch = best.relative_schema_path[0] if best.relative_schema_path else None
+            chosen = [e for e in fitting if e.relative_schema_path and e.relative_schema_path[0] == branch] or [best]
+            return [pair for e in chosen for pair in _error_pairs(e)]
+    return [(_where(where), _why(error))]

@@ -193,6 +193,10 @@ class ApprovalRequest(RequestBase, RuleTerms):
     response_schema: JsonSchemaValue | None = None
     """The JSON Schema of the feedback the person sends with an approval (`Approve(payload=...)`), when the
     tool asked for one from its body; `None`: an approval carries no payload."""
+    response_type: str | None = None
+    """The Python type the tool gave as its `response_schema`, by name (`tools:Feedback`), when its JSON Schema
+    may not carry all it checks (a validator, an aware datetime): the process deciding the approval loads it and
+    checks the feedback by it before recording anything. `None`: the JSON Schema says it all."""
     on_reject: RejectMode = "deny"
     """`deny`: a rejection denies the call and the model reads why. `call`: the body runs again and
     decides what to return (it reads `Approval.approved` as false), as ADK's `Confirmed=false`."""

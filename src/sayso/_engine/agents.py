@@ -23,9 +23,10 @@ from ..exceptions import ConfigError
 from .deps import RunDeps
 from .gate import Gate
 from .hooks import BeforeToolCall, before_tool_call
+from .imports import import_spec
 from .models import build_models, resolve_model
 from .notify import DecisionNotifier
-from .tools import ASK_USER_TOOL, BUILTIN_TOOLS, as_tool, import_spec
+from .tools import ASK_USER_TOOL, BUILTIN_TOOLS, as_tool
 
 if TYPE_CHECKING:
     from .mcp.toolset import McpToolset

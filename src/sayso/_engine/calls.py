@@ -109,6 +109,8 @@ class ApprovalDeferral(_DeferralBase):
     """The tool asked from inside its body: on approval the body runs again."""
     response_schema: JsonSchemaValue | None = None
     """Approval from the body: the JSON Schema of the feedback the person sends with an approval."""
+    response_type: str | None = None
+    """Approval from the body: the Python type the feedback is checked by, by name (`ApprovalRequest.response_type`)."""
     on_reject: RejectMode = "deny"
     """Approval from the body: `call` runs the body again on a rejection, so it decides what to return."""
     service_request: str | None = None

@@ -125,6 +125,7 @@ def requests_from(
                         service_request=approval.service_request,
                         tool_info=approval.tool_info,
                         response_schema=approval.response_schema,
+                        response_type=approval.response_type,
                         on_reject=approval.on_reject,
                         asked_because=approval.asked_because,
                         rule=approval.rule,

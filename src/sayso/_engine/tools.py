@@ -1,15 +1,9 @@
-"""Tools as sayso sees them: import specs, per-tool options, `ask_user`, client tools and in-body approvals."""
+"""Tools as sayso sees them: per-tool options, `ask_user`, client tools and in-body approvals."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.machinery
-import importlib.util
-import pkgutil
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any, NoReturn, TypeVar, assert_never, overload
 
 from pydantic import BaseModel, Field
@@ -25,6 +19,7 @@ from .._core.inputs import input_schema, validate_input
 from .._core.policy import ToolRule
 from .._core.requests import ClientTool, Question, RejectMode, ToolInfo, questions_problem
 from ..exceptions import ConfigError
+from .answer_types import type_ref
 from .calls import (
     META_KEY,
     ApprovalDeferral,
@@ -135,49 +130,6 @@ def as_tool(obj: object, *, name: str | None = None) -> Tool[Any]:
     options = getattr(obj, "__sayso_tool__", ToolOptions())
     assert isinstance(options, ToolOptions)
     return Tool(obj, name=name, metadata={META_KEY: asdict(options)})
-
-
-def import_spec(spec: str, *, base_dir: Path | None = None) -> Any:
-    """Resolve `pkg.mod:attr` with `pkgutil.resolve_name`; a module in the config file's folder needs no install.
-
-    The folder is searched for the spec's top-level module first (as if it led `sys.path`), without
-    putting it on `sys.path` for everyone else: only the module the spec names is loaded from there.
-    """
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ConfigError(f"import spec {spec!r} must look like 'package.module:name'")
-    try:
-        if base_dir is not None:
-            _load_from_folder(module_name.partition(".")[0], base_dir)
-        importlib.import_module(module_name)  # first, so a failure while importing is told apart from a missing name
-    except ImportError as exc:
-        raise ConfigError(f"cannot import {module_name!r} for {spec!r}: {exc}") from exc
-    except Exception as exc:  # the user's module failed while importing: report it as their config's problem
-        raise ConfigError(f"importing {module_name!r} for {spec!r} raised {type(exc).__name__}: {exc}") from exc
-    try:
-        return pkgutil.resolve_name(spec)
-    except AttributeError:
-        raise ConfigError(f"module {module_name!r} has no {attr!r} (from {spec!r})") from None
-
-
-def _load_from_folder(name: str, folder: Path) -> None:
-    """Import the top-level module or package `name` from `folder` when it is there and not imported yet."""
-    if name in sys.modules:
-        return
-    found = importlib.machinery.PathFinder.find_spec(name, [str(folder)])
-    if found is None:
-        return  # not in the folder: the spec names an installed module
-    module = importlib.util.module_from_spec(found)
-    if found.loader is None:  # a folder without `__init__.py` (a namespace package): its modules are found in it
-        module.__path__ = list(found.submodule_search_locations or ())
-        sys.modules[name] = module
-        return
-    sys.modules[name] = module
-    try:
-        found.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
 
 
 # ask_user
@@ -323,7 +275,9 @@ def require_approval(
         payload: data the person sees with the request and the tool reads back.
         response_schema: what the person sends with an approval (`Approve(payload=...)`), checked
             like a workflow's `RequestInput`: a Python type, a pydantic model or a JSON Schema dict.
-            An answer that does not fit is refused and the request stays open.
+            An answer that does not fit is refused and the request stays open: a type is checked by
+            itself when the approval is decided (its validators too), so the process deciding must
+            load it (a class at a module's top level; docs/guides/workflows.md#confirmation-with-data).
         on_reject: `deny` (the default): a rejection denies the call and the model reads why.
             `call`: the body runs again on a rejection too, reads `approved` as false and decides
             what to return (ADK Go's `Confirmed=false`).
@@ -359,6 +313,11 @@ def require_approval(
     schema = input_schema(response_schema).json_schema if response_schema is not None else None
     raise ApprovalRequired(
         metadata=ApprovalDeferral(
-            hint=hint, payload=payload, from_body=True, response_schema=schema, on_reject=on_reject
+            hint=hint,
+            payload=payload,
+            from_body=True,
+            response_schema=schema,
+            response_type=type_ref(response_schema),
+            on_reject=on_reject,
         ).as_metadata()
     )

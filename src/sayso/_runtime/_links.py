@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._core.deciding import check_allowed, check_same_subject, edits_arguments, keep_secrets, needs_votes
+from .._core.deciding import check_allowed, check_feedback, check_same_subject, keep_secrets, needs_votes
 from .._core.decisions import Approve, Decision, check_decision
 from .._core.links import LinkClaims, args_digest, read_link, sign_link, token_id
 from .._core.requests import Request
@@ -23,7 +23,7 @@ from ._kernel import Kernel
 from ._results import DecideResult
 from ._runner import DEFAULTS
 from ._verbs import decide as _decide
-from ._verbs.rules import edited_subject
+from ._verbs.rules import approval_facts
 
 USED_LINKS = "channels.links.used"
 """The marks' namespace of links decided through: a token's id, once."""
@@ -105,8 +105,9 @@ async def decide_by_link(c: Cycle, token: str, decision: Decision) -> DecideResu
     shown = decision  # as the judge reads it: in a quorum, the arguments as they stand are no edit
     if needs_votes(request) and isinstance(decision, Approve):
         shown = same_as_shown(request, view.state.votes, decision)
-    subject = await edited_subject(c, request.request_id, shown) if edits_arguments(request, shown) else None
-    check_same_subject(request, shown, subject)  # the rest of what the decide verb refuses, before the one use
+    subject, feedback = await approval_facts(c, request.request_id, shown)
+    check_feedback(request, shown, feedback)  # the rest of what the decide verb refuses, before the one use
+    check_same_subject(request, shown, subject)
     if not await k.store.claim_mark(USED_LINKS, token_id(token), view.principal):
         raise LinkRefused("used", "this link was already used; each link decides once")
     try:

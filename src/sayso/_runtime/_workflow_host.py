@@ -29,8 +29,8 @@ from .._core.policy import InterruptPolicy, judge_call
 from .._core.requests import DelegateRequest, InputRequest, Request
 from .._engine.agents import BuiltAgent
 from .._engine.gate import Gate
+from .._engine.imports import import_spec
 from .._engine.notify import DecisionNotifier
-from .._engine.tools import import_spec
 from .._store import RunRecord
 from ..exceptions import ConfigError, RunNotFound
 from ..workflows import (

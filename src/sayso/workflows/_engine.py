@@ -172,7 +172,7 @@ class WorkflowEngine:
             elif isinstance(decision, Skip):
                 answer = SkippedAnswer(reason=decision.reason)
             else:
-                answer = SkippedAnswer(reason=model_text(decision))
+                answer = SkippedAnswer(reason=model_text(decision), expired=True)
             state = replace(state, answers=(*state.answers, answer))
         elif decision is not None:
             where = "an agent node's requests, decided on the agent's run" if state.status == "paused" else "nothing"
@@ -301,7 +301,9 @@ class WorkflowEngine:
                 recorded = answers[index]
                 if isinstance(recorded, SkippedAnswer):
                     index += 1
-                    item = await gen.throw(InputSkipped(node.name, recorded.reason, index=index - 1))
+                    item = await gen.throw(
+                        InputSkipped(node.name, recorded.reason, index=index - 1, expired=recorded.expired)
+                    )
                     continue
                 try:
                     value = schema.validate(recorded.value)

@@ -33,18 +33,25 @@ class InputSkipped(Exception):
     `resume` asks the question again.
     """
 
-    def __init__(self, node: str, reason: str | None, *, index: int = 0) -> None:
+    def __init__(self, node: str, reason: str | None, *, index: int = 0, expired: bool = False) -> None:
         self.node = node
         self.reason = reason
         self.index = index
-        super().__init__(f"the person skipped the input of node {node!r}" + (f": {reason}" if reason else ""))
+        self.expired = expired
+        """Nobody skipped it: its time ran out (`ttl_seconds`) unanswered."""
+        said = (
+            f"the input of node {node!r} expired unanswered"
+            if expired
+            else f"the person skipped the input of node {node!r}"
+        )
+        super().__init__(said + (f" ({reason})" if expired and reason else f": {reason}" if reason else ""))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return _skipped, (self.node, self.reason, self.index)
+        return _skipped, (self.node, self.reason, self.index, self.expired)
 
 
-def _skipped(node: str, reason: str | None, index: int) -> InputSkipped:
-    return InputSkipped(node, reason, index=index)
+def _skipped(node: str, reason: str | None, index: int, expired: bool = False) -> InputSkipped:
+    return InputSkipped(node, reason, index=index, expired=expired)
 
 
 # the state
@@ -75,6 +82,8 @@ class SkippedAnswer:
 
     kind: Literal["skipped"] = "skipped"
     reason: str | None = None
+    expired: bool = False
+    """Nobody skipped it: the request expired unanswered."""
 
 
 RecordedAnswer: TypeAlias = Annotated[GivenAnswer | SkippedAnswer, Discriminator("kind")]

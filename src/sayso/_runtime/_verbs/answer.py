@@ -14,6 +14,7 @@ from ..._core.access import Principal, skip_refusal
 from ..._core.audit_events import audit_body
 from ..._core.deciding import (
     check_allowed,
+    check_feedback,
     check_same_subject,
     edits_arguments,
     grant_from,
@@ -35,7 +36,7 @@ from .._results import RunResult
 from .._runner import CallOptions
 from .decide import decide, refuse_answered_elsewhere
 from .resume import close_orphaned, resume_if_ready
-from .rules import subject_of_edit
+from .rules import feedback_of, subject_of_edit
 
 
 async def answer_pause(
@@ -77,6 +78,7 @@ async def answer_pause(
         await _check_holder(c, request, now)
         to_record = check_decision(request, keep_secrets(request, given), existing=None, now=now)
         assert to_record is not None, "an open request has no decision to repeat"
+        check_feedback(request, to_record, feedback_of(k, request, to_record))
         if edits_arguments(request, to_record) and not _as_proposed(request, to_record):
             # A vote's too, before any vote is cast: arguments a vote names as they stand kept the subject already.
             agent = (await k.store.get_run(request.run_id)).agent

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from ..._core.access import Principal
 from ..._core.deciding import check_allowed, needs_votes
-from ..._core.decisions import Approve, Decision, Via
+from ..._core.decisions import Decision, Via
 from ..._core.limits import check_decision as check_size
 from ..._core.votes import Quorum, quorum
 from ..._store import Decided
@@ -27,7 +27,7 @@ from .._remote import ANSWERED_ELSEWHERE
 from .._results import DecideResult
 from .._runner import DEFAULTS, CallOptions
 from .resume import close_orphaned, resume_if_ready
-from .rules import decision_ask, edited_subject
+from .rules import approval_facts, decision_ask
 
 
 async def decide(
@@ -46,15 +46,15 @@ async def decide(
     `judge`, pure, over the ask built here), records it and — when nothing else is open and the
     run is a top-level agent's — consumes the pause, marks the approved calls in the ledger and
     reads the history, so the runner resumes it straight away. Anything else (a delegate, a
-    workflow, a pause still open) is carried on by the cycle after the commit. An edit's subject
-    is read first (a request's tool and run never change), so the rule gets it as data.
+    workflow, a pause still open) is carried on by the cycle after the commit. An approval's request is
+    read first (a request's tool, run and schema never change): the subject an edit would have and the
+    verdict of the type its feedback was asked in reach the rule as data.
     """
     k = c.k
     check_size(request_id, decision, k.limits)
     await refuse_answered_elsewhere(c, [request_id], principal=principal, options=options, resume=resume)
     now = k.clock()
-    edits = isinstance(decision, Approve) and decision.edited_args is not None
-    subject = await edited_subject(c, request_id, decision) if edits else None
+    subject, feedback = await approval_facts(c, request_id, decision)
     ask = decision_ask(
         c,
         request_id,
@@ -65,6 +65,7 @@ async def decide(
         resume=resume,
         options=options,
         edited_subject=subject,
+        feedback=feedback,
     )
     try:
         done = await k.store.decide_request(ask, until=now + k.lease_seconds)

@@ -9,11 +9,14 @@ fresh grant id, and the subject an edit would have as the request's agent's gate
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..._core.access import Principal
 from ..._core.deciding import DecisionAsk, is_remote_call, keep_secrets
 from ..._core.decisions import Approve, Decision, Via
 from ..._core.requests import ApprovalRequest, Request, Subject
 from ..._core.starting import StartAsk
+from ..._engine.answer_types import feedback_problems
 from ...exceptions import RequestNotFound
 from .._cycle import Cycle
 from .._kernel import Kernel, new_id
@@ -31,6 +34,7 @@ def decision_ask(
     resume: bool,
     options: CallOptions,
     edited_subject: Subject | None = None,
+    feedback: Mapping[str, str] | None = None,
 ) -> DecisionAsk:
     """The ask the store's `decide_request` judges: the decision, its caller, and this runtime's facts."""
     return DecisionAsk(
@@ -46,22 +50,37 @@ def decision_ask(
         grant_id=new_id("grt"),
         host_keeps_grants=options.host_keeps_grants,
         edited_subject=edited_subject,
+        feedback=feedback,
     )
 
 
-async def edited_subject(c: Cycle, request_id: str, decision: Decision) -> Subject | None:
-    """What an approval's edited arguments would be approved for, read before the decision's transaction.
+async def approval_facts(
+    c: Cycle, request_id: str, decision: Decision
+) -> tuple[Subject | None, Mapping[str, str] | None]:
+    """What an approval needs checked by this runtime, read before the decision's transaction.
 
-    Only an edit needs it; a request's tool and run never change once raised, so reading them first is
-    safe. `None`: no edit, or the edited call would need no approval at all.
+    The subject its edited arguments would be approved for (`None`: no edit, or the edited call would need
+    no approval at all), and how its feedback breaks the type the tool asked it in (`None`: no such type).
+    A request's tool, run and schema never change once raised, so reading them first is safe; anything
+    but an approval needs neither, and nothing is read.
 
     Raises:
         RequestNotFound: no request has this id.
     """
+    if not isinstance(decision, Approve):
+        return None, None
     found = await c.k.store.request_with_run(request_id)
     if found is None:
         raise RequestNotFound(request_id)
-    return subject_of_edit(c.k, found.request, decision, agent=found.run.agent)
+    return (
+        subject_of_edit(c.k, found.request, decision, agent=found.run.agent),
+        feedback_of(c.k, found.request, decision),
+    )
+
+
+def feedback_of(k: Kernel, request: Request, decision: Decision) -> Mapping[str, str] | None:
+    """How an approval's feedback breaks the Python type its tool asked it in, loaded here (docs: approval feedback)."""
+    return feedback_problems(request, decision, base_dir=k.config.base_dir)
 
 
 def subject_of_edit(k: Kernel, request: Request, decision: Decision, *, agent: str) -> Subject | None:
