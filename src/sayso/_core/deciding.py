@@ -231,6 +231,8 @@ def check_feedback(request: Request, decision: Decision, problems: Mapping[str, 
     """
     if not isinstance(request, ApprovalRequest) or not isinstance(decision, Approve) or request.response_type is None:
         return
+    if decision.payload is None:
+        return  # no feedback: whether the tool needs some, its JSON Schema said (`check_decision`)
     if problems is None:
         problems = {"": f"cannot be checked here: the tool checks it with {request.response_type}"}
     if problems:

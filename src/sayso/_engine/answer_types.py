@@ -79,6 +79,8 @@ def feedback_problems(request: Request, decision: Decision, *, base_dir: Path) -
     """
     if not isinstance(request, ApprovalRequest) or not isinstance(decision, Approve) or request.response_type is None:
         return None
+    if decision.payload is None:
+        return None  # no feedback to check: whether the tool needs some, its JSON Schema said
     ref = request.response_type
     spec: Any = _resolve(ref, base_dir)
     shown = ref.partition("@")[0].replace(":", ".")

@@ -62,13 +62,13 @@ async def approval_facts(
     The subject its edited arguments would be approved for (`None`: no edit, or the edited call would need
     no approval at all), and how its feedback breaks the type the tool asked it in (`None`: no such type).
     A request's tool, run and schema never change once raised, so reading them first is safe; anything
-    but an approval needs neither, and nothing is read.
+    but an approval with edits or feedback needs neither, and nothing is read.
 
     Raises:
         RequestNotFound: no request has this id.
     """
-    if not isinstance(decision, Approve):
-        return None, None
+    if not isinstance(decision, Approve) or (decision.edited_args is None and decision.payload is None):
+        return None, None  # a plain approval, most of them: nothing to read (no feedback has no type to break)
     found = await c.k.store.request_with_run(request_id)
     if found is None:
         raise RequestNotFound(request_id)
