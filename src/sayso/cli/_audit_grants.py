@@ -149,16 +149,17 @@ def audit_verify(config: ConfigArg, as_json: JsonOpt = False) -> None:
     report = _with_reader(config, lambda rt: rt.audit_report(), as_json=as_json)
     problem = report.problem
     if as_json:
-        body = {"records": report.records, "ok": report.intact, "problem": asdict(problem) if problem else None}
-        said = {"anchored": report.anchored, "note": report.note, "predates_key": report.predates_key}
-        print(json.dumps(body | said))
+        body: dict[str, object] = {"records": report.records, "ok": report.intact}
+        body["problem"] = asdict(problem) if problem else None
+        body |= {"anchored": report.anchored, "note": report.note, "predates_key": report.predates_key}
+        print(json.dumps(body))
     elif problem is None:
         console.print(f"audit log intact: {report.records} record(s)")
         (console if report.anchored else errors).print(escape(report.note), soft_wrap=True)
     else:
-        said = "[yellow]audit log not yet anchored:[/yellow]" if report.predates_key else None
-        said = said or f"[red]audit log tampered at record {problem.seq}:[/red]"
-        errors.print(f"{said} {escape(problem.problem)}", soft_wrap=True)
+        tampered = f"[red]audit log tampered at record {problem.seq}:[/red]"
+        heading = "[yellow]audit log not yet anchored:[/yellow]" if report.predates_key else tampered
+        errors.print(f"{heading} {escape(problem.problem)}", soft_wrap=True)
         errors.print(escape(report.note), soft_wrap=True)
     if problem is not None:
         raise typer.Exit(FAILED)
