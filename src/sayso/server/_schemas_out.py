@@ -427,7 +427,7 @@ class AuditProblemOut(_Out):
 
 
 class AuditVerifyOut(_Out):
-    """Whether the audit chain is intact."""
+    """Whether the audit chain is intact; `predates_key`: the key is set but signed none of the log (anchor it once)."""
 
     intact: bool
     records: int
@@ -436,10 +436,8 @@ class AuditVerifyOut(_Out):
     anchored: bool
     """Whether an audit key anchors the chain; without one a rewrite with recomputed hashes cannot be detected."""
     note: str
-    """What was checked, in a sentence (starts with `UNANCHORED` when no key anchors the chain, `NOT YET ANCHORED`
-    when the key is set but the log was written before it: `sayso audit anchor` vouches for it)."""
+    """What was checked, in a sentence (starts with `UNANCHORED` when no key anchors the chain)."""
     predates_key: bool = False
-    """The key is set but signed none of the log, kept before it: not intact, yet no tampering is named either."""
 
 
 class ExpireOut(_Out):
