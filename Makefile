@@ -25,7 +25,7 @@ docs: ## serve the documentation site on http://127.0.0.1:8001/ (PORT=8002 picks
 	scripts/setup dev
 	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs serve --dev-addr 127.0.0.1:$(or $(PORT),8001)
 
-bench: ## sayso vs LangGraph and pydantic-ai, whole matrix + footprint + profile + 30-min memory soak (~55 min); writes bench/RESULTS.md
+bench: ## sayso vs LangGraph and pydantic-ai, whole matrix + footprint + profile + 30-min memory soak (~50 min in all); writes bench/RESULTS.md
 	scripts/setup dev bench
 	BENCH_VIA_MAKE=1 .venv/bin/python bench/run.py
 

@@ -227,6 +227,33 @@ def test_a_signed_chain_refuses_unsigned_appends_and_a_key_adopts_an_old_chain(
     assert runner.invoke(app, ["audit", "verify", str(config)]).exit_code == 0
 
 
+@pytest.mark.parametrize("head_file", [True, False], ids=["with-head-file", "without"])
+def test_verify_says_a_log_written_before_the_key_needs_anchoring(
+    config: Path, monkeypatch: pytest.MonkeyPatch, head_file: bool
+) -> None:
+    """Setting the key on a log kept without one is no tampering: verify says the log predates the key and to run
+    `sayso audit anchor` (exit 1, as nothing vouches for the log yet), never that the key checked it."""
+    if not head_file:
+        config.write_text(config.read_text().replace("audit: {head_file: audit-head.json}\n", ""))
+    monkeypatch.delenv("SAYSO_AUDIT_KEY")
+    paused = json.loads(runner.invoke(app, ["run", str(config), "delete notes", "--json"]).stdout)
+    runner.invoke(app, ["decide", str(config), paused["requests"][0]["id"], "reject"])
+    monkeypatch.setenv("SAYSO_AUDIT_KEY", KEY)
+    done = runner.invoke(app, ["audit", "verify", str(config)])
+    assert done.exit_code == 1
+    assert "tampered" not in done.output and "anchored by audit key" not in done.output, done.output
+    assert "written before the audit key was set" in done.stderr and "sayso audit anchor" in done.stderr
+    said = json.loads(runner.invoke(app, ["audit", "verify", str(config), "--json"]).stdout)
+    assert (said["ok"], said["anchored"], said["predates_key"]) == (False, False, True)
+    assert "sayso audit anchor" in said["problem"]["problem"]
+    rest = anyio.run(_rest_verify, config)
+    assert (rest["intact"], rest["anchored"], rest["predates_key"]) == (False, False, True)
+    assert rest["note"].startswith("NOT YET ANCHORED")
+    assert runner.invoke(app, ["audit", "anchor", str(config)]).exit_code == 0
+    verified = runner.invoke(app, ["audit", "verify", str(config)])
+    assert verified.exit_code == 0 and "anchored by audit key" in verified.stdout
+
+
 def test_inbox_says_when_the_audit_log_cannot_be_appended_to(
     config: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

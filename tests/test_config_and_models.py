@@ -10,11 +10,13 @@ import pytest
 from pydantic_ai.models import Model
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.models.wrapper import WrapperModel
+from typer.testing import CliRunner
 
 import sayso
 from sayso import ConfigError, Sayso, ScriptedModel, load_config
 from sayso._engine.scripted import Script
 from sayso._store import SqlRunStore
+from sayso.cli import app
 
 from .conftest import EXAMPLE
 
@@ -216,6 +218,27 @@ def test_a_key_variable_that_is_not_set_is_named(tmp_path: Path) -> None:
         Sayso.from_yaml(config)
     assert f"{config}:2: models.local:" in str(refused.value)
     assert "the environment variable 'LLAMA_KEY', which is not set" in str(refused.value)
+
+
+def test_a_model_no_agent_uses_is_only_warned_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unused entry is not built, so its unset key neither stops `sayso check` nor `sayso run` nor a load: the
+    check's warning says it was not checked, and that is all that is said of it."""
+    monkeypatch.delenv("UNSET_LLM_KEY_FOR_TEST", raising=False)
+    (tmp_path / "script.yaml").write_text("name: s\nrules: []\n")
+    config = write(
+        tmp_path,
+        "models:\n  demo: {scripted: script.yaml}\n"
+        "  hosted: {provider: openai, name: my-model, base_url: 'https://llm.example.com/v1', "
+        "api_key_env: UNSET_LLM_KEY_FOR_TEST}\n"
+        "agents: {a: {model: demo}}\n",
+    )
+    checked = CliRunner().invoke(app, ["check", str(config)])
+    assert checked.exit_code == 0, checked.output
+    assert "models.hosted: no agent uses the model 'hosted', so it was not checked" in checked.output
+    assert "UNSET_LLM_KEY_FOR_TEST" not in checked.output
+    ran = CliRunner().invoke(app, ["run", str(config), "hi"])
+    assert ran.exit_code == 0, ran.output
+    Sayso.from_yaml(config)
 
 
 def test_scripted_model_says_it_is_a_script() -> None:

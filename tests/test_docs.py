@@ -6,13 +6,20 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import re
+import shutil
+import subprocess
+import sys
 import typing
+from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
+from typer.testing import CliRunner
 
 import sayso
 from sayso import AgentConfig, Config
+from sayso.cli import app
 
 from .conftest import ROOT
 
@@ -73,3 +80,64 @@ def test_no_docs_point_into_the_source() -> None:
     for text in pages:
         for phrase in ("module docstring", "kaboo's name for"):
             assert phrase not in text
+
+
+BLOCK = re.compile(r'^```(\w+)(?: title="([^"]+)")?\n(.*?)^```', re.S | re.M)
+
+
+def config_examples() -> list[tuple[str, str, dict[str, str]]]:
+    """Every YAML block of the docs that configures agents, by page and line, with the files its page shows
+    whole (a block titled with its file name); the blocks marked as excerpts are left out."""
+    found = []
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        text = page.read_text()
+        shown = {title: body for kind, title, body in BLOCK.findall(text) if title and kind != "yaml"}
+        for block in BLOCK.finditer(text):
+            kind, body = block[1], block[3]
+            if kind == "yaml" and re.search(r"^agents:", body, re.M) and not body.startswith("# excerpt"):
+                line = text.count("\n", 0, block.start()) + 2
+                found.append((f"{page.relative_to(ROOT)}:{line}", body, shown))
+    return found
+
+
+EXAMPLES = config_examples()
+
+
+def test_the_full_examples_are_found() -> None:
+    """The guides' whole configs (yaml, models, scripted, policies, routing, channels) are among those checked."""
+    pages = {where.split(":")[0] for where, _, _ in EXAMPLES}
+    for page in ("getting-started", *(f"guides/{g}" for g in ("yaml", "models", "scripted", "policies", "routing"))):
+        assert f"docs/{page}.md" in pages, pages
+    assert "docs/guides/channels.md" in pages
+
+
+@pytest.mark.parametrize(("where", "body", "shown"), EXAMPLES, ids=[where for where, _, _ in EXAMPLES])
+def test_every_full_config_example_checks_clean(
+    where: str, body: str, shown: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A config the docs show whole loads with `sayso check` (exit 0) beside the files it says (an example's
+    folder, what `sayso init` writes, or those its page shows) with the variables it names set; a part of one
+    says it is an excerpt."""
+    first = body.splitlines()[0]
+    beside = re.search(r"examples/([a-z_]+)/", first)
+    if beside:
+        shutil.copytree(ROOT / "examples" / beside[1], tmp_path, dirs_exist_ok=True)
+    elif "sayso init" in first:
+        assert CliRunner().invoke(app, ["init", str(tmp_path / "p")]).exit_code == 0
+        tmp_path = tmp_path / "p"
+    else:
+        assert shown, f"{where}: say which files it runs beside, or that it is an excerpt"
+    for name, text in shown.items():
+        (tmp_path / name).write_text(text)
+    for name in {*re.findall(r"_env: ([A-Z][A-Z0-9_]*)", body), "OPENAI_API_KEY"}:
+        monkeypatch.setenv(name, f"set-for-the-docs-check-{name.lower()}")
+    (tmp_path / "sayso.yaml").write_text(body)
+    # A process of its own: the tool modules of one example must not be those another already imported.
+    done = subprocess.run(
+        [sys.executable, "-m", "sayso", "check", str(tmp_path / "sayso.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, f"{where}:\n{done.stdout}{done.stderr}"
+    assert "error" not in done.stdout + done.stderr, f"{where}:\n{done.stdout}{done.stderr}"

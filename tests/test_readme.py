@@ -88,3 +88,16 @@ def test_make_docs_takes_a_port() -> None:
             ["make", "-n", "docs", *extra], cwd=ROOT, env=readme_env(), capture_output=True, text=True, check=True
         )
         assert f"--dev-addr 127.0.0.1:{port}" in planned.stdout
+
+
+def test_every_page_gives_make_bench_the_same_duration() -> None:
+    """`make help`, the README and bench/README.md say alike how long `make bench` takes."""
+    said = {
+        "Makefile": re.search(r"^bench: ##.*?~(\d+) min", (ROOT / "Makefile").read_text(), re.M),
+        "README.md": re.search(r"`make bench` \([^)]*?~(\d+) min", README),
+        "bench/README.md": re.search(
+            r"^make bench .*?(?:\n\s+#.*?)*?~(\d+) min", (ROOT / "bench" / "README.md").read_text(), re.M
+        ),
+    }
+    minutes = {page: found[1] if found else None for page, found in said.items()}
+    assert len(set(minutes.values())) == 1 and None not in minutes.values(), minutes

@@ -726,7 +726,7 @@ async def test_the_recovery_sweep_reads_held_runs_and_open_pauses_on_postgres() 
     from sqlalchemy.dialects import postgresql
 
     def compiled(query: Any) -> str:
-        return str(query.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+        return str(query.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))  # type: ignore[no-untyped-call]
 
     async with postgres_database() as url:
         async with SqlRunStore(url):

@@ -14,6 +14,7 @@ import os
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..exceptions import ConfigError
+from .env import env_secret
 
 LINK_KEY_ENV = "SAYSO_LINK_KEY"
 """The environment variable holding the key that signs email links, unless `channels.link_key_env` names another."""
@@ -65,11 +66,8 @@ class EmailChannelConfig(_Retries):
         """
         if self.username_env is None:
             return None
-        user, password = os.environ.get(self.username_env), os.environ.get(self.password_env or "", "")
-        if not user or (self.password_env and not password):
-            missing = self.username_env if not user else self.password_env
-            raise ConfigError(f"channels.email: the environment variable {missing} is not set")
-        return user, password
+        user = env_secret(self.username_env, "channels.email")
+        return user, env_secret(self.password_env, "channels.email") if self.password_env else ""
 
 
 class SlackChannelConfig(_Retries):
@@ -90,7 +88,7 @@ class SlackChannelConfig(_Retries):
         Raises:
             ConfigError: the variable is not set.
         """
-        return _secret(self.bot_token_env, "channels.slack.bot_token_env")
+        return env_secret(self.bot_token_env, "channels.slack.bot_token_env")
 
     def signing_secret(self) -> str:
         """The signing secret from the environment.
@@ -98,7 +96,7 @@ class SlackChannelConfig(_Retries):
         Raises:
             ConfigError: the variable is not set.
         """
-        return _secret(self.signing_secret_env, "channels.slack.signing_secret_env")
+        return env_secret(self.signing_secret_env, "channels.slack.signing_secret_env")
 
 
 class ChannelsConfig(_Strict):
@@ -130,10 +128,3 @@ class ChannelsConfig(_Strict):
                 f"mailed links need a key: set {self.link_key_env} (or the audit key) to at least 16 random characters"
             )
         return hmac.new(material, b"sayso/channels/links", hashlib.sha256).digest()
-
-
-def _secret(env: str, where: str) -> str:
-    value = os.environ.get(env, "")
-    if not value:
-        raise ConfigError(f"{where}: the environment variable {env} is not set")
-    return value

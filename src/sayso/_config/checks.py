@@ -22,7 +22,7 @@ from pydantic_ai.models import Model
 from .._core.policy import reference_problems
 from .._core.store_urls import StoreUrlProblem, no_folder, read_store_url
 from .._engine.imports import import_spec
-from .._engine.models import build_model, resolve_model
+from .._engine.models import build_model, models_in_use, resolve_model
 from .._engine.tools import BUILTIN_TOOLS, as_tool
 from ..exceptions import ConfigError
 from ..workflows import WorkflowConfig, build_workflow
@@ -132,7 +132,10 @@ class _Problems:
 
 def _build_models(config: Config, problems: _Problems) -> dict[str, Model | str]:
     built: dict[str, Model | str] = {}
+    used = models_in_use(config)
     for name, entry in config.models.items():
+        if name not in used:
+            continue  # warned of as used by no agent, and not built: its key need not be set
         try:
             built[name] = build_model(entry, config)
         except ConfigError as exc:
@@ -151,7 +154,7 @@ def _check_agent(
     if not (isinstance(model_ref, str) and model_ref in config.models and model_ref not in models):
         # A `models:` entry that failed to build was reported under `models`; anything else is resolved here.
         try:
-            resolve_model(model_ref, models, agent=name)
+            resolve_model(model_ref, models, agent=name, known=list(config.models))
         except ConfigError as exc:
             problems.add("error", (*here, "model"), str(exc), _MODEL_FIX)
     own: list[str] = []

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Literal
 
 from .._core.channels import Target, parse_target
+from .env import unset_message
 from .file import Config
 from .rules import PolicyFields
 
@@ -88,9 +89,11 @@ def check_channels(config: Config, add: Add) -> None:
 
 
 def _check_secrets(config: Config, add: Add) -> None:
-    """A secret a channel reads from the environment at start: said by `sayso check` too, not only by `sayso serve`."""
+    """A secret a channel or a webhook reads at start: said by `sayso check` too, not only by `sayso serve`."""
     channels = config.channels
-    wanted: list[tuple[tuple[str, ...], str | None]] = []
+    wanted: list[tuple[tuple[str | int, ...], str | None]] = [
+        (("webhooks", n, "secret_env"), hook.secret_env) for n, hook in enumerate(config.webhooks)
+    ]
     if channels.slack is not None:
         wanted += [
             (("channels", "slack", "bot_token_env"), channels.slack.bot_token_env),
@@ -110,7 +113,7 @@ def _check_secrets(config: Config, add: Add) -> None:
             )
     for path, env in wanted:
         if env and not os.environ.get(env):
-            add("warning", path, f"the environment variable {env} is not set", f"set {env} before starting the server")
+            add("warning", path, unset_message(env), f"set {env} before starting the server")
 
 
 def _check_user_maps(config: Config, principals: set[str], add: Add) -> None:

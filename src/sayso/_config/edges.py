@@ -20,6 +20,7 @@ from pydantic import (
 from .._core.limits import Limits
 from .._core.signing import secret_problem
 from ..exceptions import ConfigError
+from .env import env_secret
 
 
 class _Strict(BaseModel):
@@ -68,13 +69,12 @@ class WebhookConfig(_Strict):
         """The secret, read from the environment when `secret_env` is set.
 
         Raises:
-            ValueError: `secret_env` names an unset environment variable, or a secret nothing can be signed with.
+            ConfigError: `secret_env` names an unset environment variable, or a secret nothing can be signed with.
         """
-        secret = os.environ.get(self.secret_env) if self.secret_env else self.secret
-        if not secret:
-            raise ValueError(f"webhook {self.url!r}: environment variable {self.secret_env!r} is not set")
+        where = f"webhook {self.url!r}"
+        secret = env_secret(self.secret_env, where) if self.secret_env else self.secret or ""
         if (problem := secret_problem(secret)) is not None:
-            raise ValueError(f"webhook {self.url!r}: {problem}")
+            raise ConfigError(f"{where}: {problem}")
         return secret
 
 

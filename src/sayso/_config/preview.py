@@ -6,11 +6,14 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from pydantic_ai import Tool
+from pydantic_core import ValidationError
+
 from .._core.conditions import call_variables
 from .._core.policy import CallVerdict, judge_call
 from .._engine.imports import import_spec
 from .._engine.tools import as_tool, options_of
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, InvalidInput
 from .file import Config
 
 
@@ -24,10 +27,13 @@ def preview_call(
     MCP bindings' included (a binding of every tool of its server covers any name).
 
     A name the agent could never call (a typo) is refused: judged on the rules alone it would read
-    "runs without asking", which is what the person testing the rule would take away.
+    "runs without asking", which is what the person testing the rule would take away. So are arguments
+    one of its own tools would reject: the rules never see such a call. The rules read the arguments
+    as the tool validated them, as the gate does.
 
     Raises:
         ConfigError: no such agent, or no such tool of it.
+        InvalidInput: the agent's own tool would reject the arguments.
     """
     name = agent or config.entry_agent
     spec = config.agents.get(name)
@@ -41,6 +47,7 @@ def preview_call(
         if found.name == tool:
             options = options_of(found.tool_def)
             declared, read_only = options.requires_approval, options.read_only
+            args = _fitted(found, args)
     covered = False
     policy = replace(spec.interrupt.to_policy(), groups=config_groups(config))
     for binding in spec.mcp:  # a binding's rule is tried after the agent's own, as the gate does
@@ -60,6 +67,37 @@ def preview_call(
         args, principal=principal, groups=policy.groups_of(principal), thread_id="(a new thread)", agent=name
     )
     return judge_call(policy, tool, variables, declared=declared, read_only=read_only)
+
+
+def _fitted(tool: Tool[Any], args: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The arguments as `tool` validates them.
+
+    Raises:
+        InvalidInput: naming every argument that is unknown, missing or of the wrong kind, and the parameters.
+    """
+    try:
+        fitted = tool.function_schema.validator.validate_python(dict(args))
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors(include_url=False):
+            where = ".".join(str(part) for part in error["loc"])
+            if error["type"] == "extra_forbidden":
+                problems.append(f"unknown argument {where!r}")
+            elif error["type"] == "missing":
+                problems.append(f"missing argument {where!r}")
+            else:
+                problems.append(f"{where!r}: {error['msg']}")
+        schema = tool.tool_def.parameters_json_schema
+        params = [
+            f"{name} ({field['type']})" if isinstance(field, dict) and isinstance(field.get("type"), str) else name
+            for name, field in schema.get("properties", {}).items()
+        ]
+        raise InvalidInput(
+            f"{tool.name} would refuse these arguments: {'; '.join(problems)}; its parameters: "
+            f"{', '.join(params) or 'none'}",
+            field="--args",
+        ) from exc
+    return fitted if isinstance(fitted, Mapping) else dict(args)
 
 
 def config_groups(config: Config) -> tuple[tuple[str, tuple[str, ...]], ...]:

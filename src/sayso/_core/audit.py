@@ -210,6 +210,10 @@ class AuditReport:
     """Whether a key anchored what was checked; without one, a rewrite with recomputed hashes cannot be told apart."""
     note: str
     """What was checked, in one sentence a person reads (says plainly when the chain is unanchored)."""
+    predates_key: bool = False
+    """The key is set but nothing in the log was ever signed: it was kept before the key, and `sayso audit anchor`
+    vouches for it (or its signatures were stripped with nothing left to show it). Not intact, yet no tampering
+    to name either."""
 
     @property
     def intact(self) -> bool:
@@ -267,6 +271,20 @@ def verify_report(
     `head_file_garbled`: the head file holds something that is no head; only sayso writes it, so it was
     edited or corrupted, and the log is not vouched for.
     """
+    if key is not None and _written_without_a_key(records, head, exported, garbled=head_file_garbled):
+        return AuditReport(
+            records=len(records),
+            problem=AuditProblem(
+                seq=1,
+                problem=f"the log's {len(records)} record(s) were written before the audit key was set (or had "
+                "every signature stripped); run `sayso audit anchor` once to vouch for them, if you trust the log "
+                "as it stands",
+            ),
+            anchored=False,
+            note=f"NOT YET ANCHORED: audit key {key.fingerprint} is set but signed none of the log; only the hash "
+            "links were checked",
+            predates_key=True,
+        )
     problem = verify_chain(records, key=key, head=head, exported=exported)
     if problem is None and head_file and exported is None and not head_file_garbled:
         problem = _lost_head_file(head_file, head, key)
@@ -292,6 +310,16 @@ def verify_report(
         else:
             note += f", and the head exported to {head_file}"
     return AuditReport(records=len(records), problem=problem, anchored=key is not None, note=note)
+
+
+def _written_without_a_key(
+    records: Sequence[AuditRecord], head: AuditHead | None, exported: AuditHead | None, *, garbled: bool
+) -> bool:
+    """Whether the log, its links intact, shows no sign of a key at all: no record, head or exported head signed."""
+    if not records or garbled or _links(records) is not None:
+        return False
+    heads = [h for h in (head, exported) if h is not None]
+    return all(r.mac is None for r in records) and all(h.mac is None for h in heads)
 
 
 def _lost_head_file(head_file: str, head: AuditHead | None, key: AuditKey | None) -> AuditProblem | None:

@@ -103,7 +103,7 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
         ungated = frozenset({ASK_USER_TOOL.name})
     mcp = _mcp_toolset(name, spec, config)
     gate = Gate(policy=policy, subjects=subjects, ungated=ungated, hook=_hook(spec, config.base_dir))
-    model = resolve_model(spec.model, models, agent=name)
+    model = resolve_model(spec.model, models, agent=name, known=list(config.models))
     agent: Agent[RunDeps, str | DeferredToolRequests] = Agent(
         model,
         output_type=[str, DeferredToolRequests],

@@ -62,14 +62,30 @@ OpenAI's clients go keyless when `OPENAI_BASE_URL` points at a local server, so 
 """
 
 
+def models_in_use(config: Config) -> set[str]:
+    """The `models:` entries an agent may run on, the only ones built at load.
+
+    Those named by an agent's `model:`, and every one when an agent names none (it takes the only
+    entry, or is refused naming them all). The others are never built: `sayso check` warns that no
+    agent uses them, and a key they would need is not asked for.
+    """
+    named = {spec.model for spec in config.agents.values() if isinstance(spec.model, str)}
+    if any(spec.model is None for spec in config.agents.values()):
+        return set(config.models)
+    return {name for name in config.models if name in named}
+
+
 def build_models(config: Config) -> dict[str, Model | str]:
-    """The named models of the config: scripts and provider entries are built now, model strings stay strings.
+    """The named models the agents use: scripts and provider entries are built now, model strings stay strings.
 
     Model strings are resolved by `resolve_model` once a run-time override (`Sayso(models=...)`)
     has had its say, so a test can replace a hosted model without its key.
     """
     built: dict[str, Model | str] = {}
+    used = models_in_use(config)
     for name, entry in config.models.items():
+        if name not in used:
+            continue
         try:
             built[name] = build_model(entry, config)
         except ConfigError as exc:
@@ -87,8 +103,10 @@ def build_model(entry: str | ScriptedModelConfig | ProviderModelConfig, config: 
     return entry
 
 
-def resolve_model(ref: object, models: Mapping[str, Model | str], *, agent: str) -> Model:
+def resolve_model(ref: object, models: Mapping[str, Model | str], *, agent: str, known: Sequence[str] = ()) -> Model:
     """The model an agent's `model:` names: a `models:` entry, a pydantic-ai model string or a `Model`.
+
+    `known`: every `models:` name, built or not, for a misspelled name's did-you-mean.
 
     Raises:
         ConfigError: the name is unknown, or its provider's package or API key is missing.
@@ -108,7 +126,7 @@ def resolve_model(ref: object, models: Mapping[str, Model | str], *, agent: str)
     named = models.get(ref)
     if isinstance(named, Model):
         return named
-    return model_from_string(named or ref, known_names=list(models))
+    return model_from_string(named or ref, known_names=list(dict.fromkeys([*models, *known])))
 
 
 def model_from_string(model: str, *, known_names: Sequence[str] = ()) -> Model:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 grants_app = typer.Typer(help="Remembered approvals: list and revoke.", no_args_is_help=True, rich_markup_mode=None)
 audit_app = typer.Typer(
-    help="The hash-chained audit log: list and verify.", no_args_is_help=True, rich_markup_mode=None
+    help="The hash-chained audit log: list, verify and anchor it.", no_args_is_help=True, rich_markup_mode=None
 )
 app.add_typer(grants_app, name="grants")
 app.add_typer(audit_app, name="audit")
@@ -143,20 +143,23 @@ def audit_verify(config: ConfigArg, as_json: JsonOpt = False) -> None:
     """Check the audit chain; exits 1 and names the first bad record when it was tampered with.
 
     With an audit key (SAYSO_AUDIT_KEY) the chain is anchored: rewrites, forged appends and a cut
-    tail are detected. Without one the output says UNANCHORED.
+    tail are detected. Without one the output says UNANCHORED. A log written before the key was set
+    is not anchored yet (exit 1): `sayso audit anchor` vouches for it once.
     """
     report = _with_reader(config, lambda rt: rt.audit_report(), as_json=as_json)
     problem = report.problem
     if as_json:
-        body = {"records": report.records, "ok": report.intact, "problem": asdict(problem) if problem else None}
-        print(json.dumps(body | {"anchored": report.anchored, "note": report.note}))
+        body: dict[str, object] = {"records": report.records, "ok": report.intact}
+        body["problem"] = asdict(problem) if problem else None
+        body |= {"anchored": report.anchored, "note": report.note, "predates_key": report.predates_key}
+        print(json.dumps(body))
     elif problem is None:
         console.print(f"audit log intact: {report.records} record(s)")
         (console if report.anchored else errors).print(escape(report.note), soft_wrap=True)
     else:
-        errors.print(
-            f"[red]audit log tampered at record {problem.seq}:[/red] {escape(problem.problem)}", soft_wrap=True
-        )
+        tampered = f"[red]audit log tampered at record {problem.seq}:[/red]"
+        heading = "[yellow]audit log not yet anchored:[/yellow]" if report.predates_key else tampered
+        errors.print(f"{heading} {escape(problem.problem)}", soft_wrap=True)
         errors.print(escape(report.note), soft_wrap=True)
     if problem is not None:
         raise typer.Exit(FAILED)

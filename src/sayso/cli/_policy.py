@@ -36,7 +36,8 @@ def policy_test(
     """Print what the agent's approval rules would do with a call — ask, allow or deny — and why.
 
     The same rule the gate applies at run time, read from the config: the first rule for the tool whose
-    `when:` condition holds decides. Nothing runs and nothing is stored.
+    `when:` condition holds decides. Nothing runs and nothing is stored. Arguments the agent's own tool
+    would reject exit 2, naming each.
     """
     from .._config.file import load_config
     from .._config.preview import preview_call

@@ -200,7 +200,7 @@ async def verify_audit(caller: Caller, sayso: Runtime) -> JsonBody:
     report = await sayso.audit_report(principal=caller)
     problem = asdict(report.problem) if report.problem else None
     body = {"intact": report.intact, "records": report.records, "problem": problem}
-    return body | {"anchored": report.anchored, "note": report.note}
+    return body | {"anchored": report.anchored, "note": report.note, "predates_key": report.predates_key}
 
 
 @router.post(

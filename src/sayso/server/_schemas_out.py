@@ -427,7 +427,7 @@ class AuditProblemOut(_Out):
 
 
 class AuditVerifyOut(_Out):
-    """Whether the audit chain is intact."""
+    """Whether the audit chain is intact; `predates_key`: the key is set but signed none of the log (anchor it once)."""
 
     intact: bool
     records: int
@@ -437,6 +437,7 @@ class AuditVerifyOut(_Out):
     """Whether an audit key anchors the chain; without one a rewrite with recomputed hashes cannot be detected."""
     note: str
     """What was checked, in a sentence (starts with `UNANCHORED` when no key anchors the chain)."""
+    predates_key: bool = False
 
 
 class ExpireOut(_Out):

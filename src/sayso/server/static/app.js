@@ -356,7 +356,8 @@ async function verifyAudit() {
     return;
   }
   const { seq, problem } = result.data.problem;
-  out.replaceChildren(el("span", { class: "bad-text" }, `Broken at record ${seq}`), `: ${problem}.`, note);
+  const said = result.data.predates_key ? "Not yet anchored" : `Broken at record ${seq}`;
+  out.replaceChildren(el("span", { class: "bad-text" }, said), `: ${problem}.`, note);
   document.querySelector(`#audit-rows tr[data-seq="${seq}"]`)?.classList.add("bad");
 }
 
