@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from sayso import Config, PrincipalConfig, Sayso
 from sayso.server import create_app
 
 from ..conftest import InProcess
+from ..models import tool_model
+from ..protocols.conftest import example_config
 
 SELF = "'alice' started this run and may not decide its own calls"
 
@@ -109,3 +113,36 @@ async def test_vote_lines_count_approvals_of_the_required_ones(server: InProcess
         ("carol", "vote 1 of 2 (an edit)"),
         ("bob", None),
     ]
+
+
+async def test_a_thread_shows_each_reader_only_the_requests_they_may_see() -> None:
+    """Alice's run waits on a deletion only bob approves and on her own question. Bob sees her thread while he may
+    decide the deletion, and in it only the deletion: her question, which he may not read (`GET /v1/requests/{id}`
+    is a 404), is in neither the thread's nor the run's open requests. Alice sees both."""
+
+    def route(said: str) -> Any:
+        return [("delete_file", {"name": "notes.txt"}), ("ask_user", {"questions": [{"question": "Why?"}]})]
+
+    agents = example_config().model_dump()["agents"]
+    agents["files"]["interrupt"]["tools"] = [{"name": "delete_file", "approvers": ["bob"]}]
+    principals = [{"name": n, "token": f"{n}-token"} for n in ("alice", "bob")]
+    sayso = Sayso(
+        example_config(principals=principals, agents=agents),
+        models={"demo": tool_model(route, read="Done: {results}")},
+    )
+    served = await InProcess(app=create_app(sayso, expire_every_seconds=None), sayso=sayso).start()
+    try:
+        async with served.client("alice-token") as alice, served.client("bob-token") as bob:
+            run = (await alice.post("/v1/runs", json={"message": "delete notes"})).json()
+            ids = {r["kind"]: r["id"] for r in run["requests"]}
+            assert set(ids) == {"approval", "question"}
+            assert (await bob.get(f"/v1/requests/{ids['question']}")).status_code == 404
+            for path in (f"/v1/threads/{run['thread_id']}", f"/v1/runs/{run['run_id']}"):
+                shown = (await bob.get(path)).json()
+                listed = (shown["active_run"] if "active_run" in shown else shown)["requests"]
+                assert [r["id"] for r in listed] == [ids["approval"]], path
+                owners = (await alice.get(path)).json()
+                listed = (owners["active_run"] if "active_run" in owners else owners)["requests"]
+                assert sorted(r["id"] for r in listed) == sorted(ids.values()), path
+    finally:
+        await served.stop()
