@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from sayso import Config, PrincipalConfig, Sayso
+from sayso._runtime import rfc3339
 from sayso.server import create_app
 
 from ..conftest import InProcess
@@ -146,3 +147,25 @@ async def test_a_thread_shows_each_reader_only_the_requests_they_may_see() -> No
                 assert sorted(r["id"] for r in listed) == sorted(ids.values()), path
     finally:
         await served.stop()
+
+
+async def test_every_audit_record_says_when_it_happened_each_vote_too(refunds: Config) -> None:
+    """bob's vote, carol's deciding one, the call run: each audit record has its time (`at`), a vote's the moment
+    it was cast, as its body says (`voted_at`), not only the decisions and the other events."""
+    auditor = PrincipalConfig(name="rev", token="rev-token", approver_for=["*"])
+    sayso = Sayso(refunds.model_copy(update={"principals": [*refunds.principals, auditor]}))
+    served = await InProcess(app=create_app(sayso, expire_every_seconds=None), sayso=sayso).start()
+    try:
+        async with served.client("alice-token") as alice, served.client("bob-token") as bob:
+            run = (await alice.post("/v1/runs", json={"message": "refund 250 to acme"})).json()
+            url = f"/v1/requests/{run['requests'][0]['id']}/decision"
+            await bob.post(url, json={"kind": "approve"})
+            async with served.client("carol-token") as carol:
+                await carol.post(url, json={"kind": "approve"})
+            async with served.client("rev-token") as rev:
+                records = (await rev.get("/v1/audit")).json()["records"]
+    finally:
+        await served.stop()
+    assert [r["body"]["event"] for r in records] == ["vote", "vote", "decision", "executed"]
+    assert all(r["at"] is not None and r["at"].endswith("Z") for r in records), records
+    assert records[0]["at"] == rfc3339(records[0]["body"]["voted_at"])
