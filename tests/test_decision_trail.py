@@ -192,3 +192,24 @@ async def test_every_audit_record_is_one_typed_event(make_app: MakeApp) -> None:
         assert "surprise" in str(exc)
     else:
         raise AssertionError("a body with a key its event does not name was accepted")
+
+
+def test_every_kind_of_audit_event_says_when_it_happened() -> None:
+    """Each shape of the audit log keeps its time under the key `event_time` reads for it, required and a number:
+    no kind of record (a vote's `voted_at` among them) shows without a time in the web UI's or REST's log."""
+    from typing import get_args, get_type_hints
+
+    from pydantic import Tag
+
+    from sayso._core.audit_events import AuditEvent, event_time, time_key
+
+    members = get_args(get_args(AuditEvent)[0])
+    assert len(members) == 13
+    for member in members:
+        shape, tag = get_args(member)[0], next(m.tag for m in get_args(member)[1:] if isinstance(m, Tag))
+        key = time_key(tag)
+        assert key in shape.__required_keys__ and get_type_hints(shape)[key] is float, (tag, key)
+    vote = {"event": "vote", "voted_at": 12.5, "request_id": "req_1"}
+    assert event_time(vote) == 12.5
+    assert event_time({"event": "decision", "grant_id": "grant_1", "granted_at": 1.0, "decided_at": 2.0}) == 2.0
+    assert event_time({"event": "executed", "at": True}) is None

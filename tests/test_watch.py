@@ -18,12 +18,20 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sayso import ApprovalRequest, Approve, PrincipalConfig, Sayso
-from sayso._runtime import Change, RequestClosed, RequestOpened, RunChanged, ThreadsChanged, request_state_json
+from sayso import ApprovalRequest, Approve, PrincipalConfig, Sayso, load_config
+from sayso._runtime import (
+    Change,
+    RequestClosed,
+    RequestOpened,
+    RequestVoted,
+    RunChanged,
+    ThreadsChanged,
+    request_state_json,
+)
 from sayso._runtime._feed import GAP_WAIT, Feed
 from sayso._store import FeedEvent, RunStart, SqlRunStore
 
-from .conftest import EXAMPLE
+from .conftest import EXAMPLE, ROOT
 from .store.conftest import postgres_database
 
 pytestmark = pytest.mark.anyio
@@ -100,6 +108,35 @@ async def test_a_watch_reports_only_what_its_principal_may_see(tmp_path: Path) -
         # Bob's next look compares the store as it is now, alice's request in it, with his first one, taken
         # before it was opened: whatever he could learn of it, this look shows.
         assert await anext(watches["bob"]) == []
+        for changes in watches.values():
+            await changes.aclose()
+
+
+async def test_whoever_may_see_a_routed_request_hears_it_opened_and_each_vote(tmp_path: Path) -> None:
+    """Alice's refund waits for two of finance (docs/guides/routing.md): she may see it, her own thread's, but not
+    approve it. Her watch hears it opened and hears bob's vote, as carol's (finance) does; dana, outside finance,
+    hears of neither. Who hears is who may read it (`request`), not who may decide it."""
+    principals = [PrincipalConfig(name=n, token=f"{n}-token") for n in ("alice", "bob", "carol", "dana")]
+    config = load_config(ROOT / "examples" / "refunds" / "sayso.yaml").model_copy(update={"principals": principals})
+    async with Sayso(config) as server, Sayso(config) as other:
+        watches = {name: server.watch(principal=name, every=0.05) for name in ("alice", "carol", "dana")}
+        for changes in watches.values():
+            assert await anext(changes) == []
+        started = await other.run("refund 250 to acme", principal="alice")
+        request_id = started.requests[0].request_id
+        assert (await server.request(request_id, principal="alice")).request.request_id == request_id
+        for name in ("alice", "carol"):
+            seen = await until(watches[name], lambda s: any(isinstance(c, RequestOpened) for c in s))
+            assert [c.request.request_id for c in seen if isinstance(c, RequestOpened)] == [request_id]
+        await other.decide(request_id, Approve(), principal="bob", via="rest")
+        for name in ("alice", "carol"):
+            seen = await until(watches[name], lambda s: any(isinstance(c, RequestVoted) for c in s))
+            [voted] = [c for c in seen if isinstance(c, RequestVoted)]
+            quorum = request_state_json(voted.state, now=time.time())["request"]["quorum"]
+            assert (voted.state.request.request_id, quorum["text"]) == (request_id, "1 of 2, waiting for finance")
+        # dana's look after the vote compares the store as it is now with her first one: whatever she could learn
+        # of the request and its vote, this look shows.
+        assert await anext(watches["dana"]) == []
         for changes in watches.values():
             await changes.aclose()
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from sayso import Config, PrincipalConfig, Sayso
+from sayso._runtime import rfc3339
 from sayso.server import create_app
 
 from ..conftest import InProcess
+from ..models import tool_model
+from ..protocols.conftest import example_config
 
 SELF = "'alice' started this run and may not decide its own calls"
 
@@ -109,3 +114,58 @@ async def test_vote_lines_count_approvals_of_the_required_ones(server: InProcess
         ("carol", "vote 1 of 2 (an edit)"),
         ("bob", None),
     ]
+
+
+async def test_a_thread_shows_each_reader_only_the_requests_they_may_see() -> None:
+    """Alice's run waits on a deletion only bob approves and on her own question. Bob sees her thread while he may
+    decide the deletion, and in it only the deletion: her question, which he may not read (`GET /v1/requests/{id}`
+    is a 404), is in neither the thread's nor the run's open requests. Alice sees both."""
+
+    def route(said: str) -> Any:
+        return [("delete_file", {"name": "notes.txt"}), ("ask_user", {"questions": [{"question": "Why?"}]})]
+
+    agents = example_config().model_dump()["agents"]
+    agents["files"]["interrupt"]["tools"] = [{"name": "delete_file", "approvers": ["bob"]}]
+    principals = [{"name": n, "token": f"{n}-token"} for n in ("alice", "bob")]
+    sayso = Sayso(
+        example_config(principals=principals, agents=agents),
+        models={"demo": tool_model(route, read="Done: {results}")},
+    )
+    served = await InProcess(app=create_app(sayso, expire_every_seconds=None), sayso=sayso).start()
+    try:
+        async with served.client("alice-token") as alice, served.client("bob-token") as bob:
+            run = (await alice.post("/v1/runs", json={"message": "delete notes"})).json()
+            ids = {r["kind"]: r["id"] for r in run["requests"]}
+            assert set(ids) == {"approval", "question"}
+            assert (await bob.get(f"/v1/requests/{ids['question']}")).status_code == 404
+            for path in (f"/v1/threads/{run['thread_id']}", f"/v1/runs/{run['run_id']}"):
+                shown = (await bob.get(path)).json()
+                listed = (shown["active_run"] if "active_run" in shown else shown)["requests"]
+                assert [r["id"] for r in listed] == [ids["approval"]], path
+                owners = (await alice.get(path)).json()
+                listed = (owners["active_run"] if "active_run" in owners else owners)["requests"]
+                assert sorted(r["id"] for r in listed) == sorted(ids.values()), path
+    finally:
+        await served.stop()
+
+
+async def test_every_audit_record_says_when_it_happened_each_vote_too(refunds: Config) -> None:
+    """bob's vote, carol's deciding one, the call run: each audit record has its time (`at`), a vote's the moment
+    it was cast, as its body says (`voted_at`), not only the decisions and the other events."""
+    auditor = PrincipalConfig(name="rev", token="rev-token", approver_for=["*"])
+    sayso = Sayso(refunds.model_copy(update={"principals": [*refunds.principals, auditor]}))
+    served = await InProcess(app=create_app(sayso, expire_every_seconds=None), sayso=sayso).start()
+    try:
+        async with served.client("alice-token") as alice, served.client("bob-token") as bob:
+            run = (await alice.post("/v1/runs", json={"message": "refund 250 to acme"})).json()
+            url = f"/v1/requests/{run['requests'][0]['id']}/decision"
+            await bob.post(url, json={"kind": "approve"})
+            async with served.client("carol-token") as carol:
+                await carol.post(url, json={"kind": "approve"})
+            async with served.client("rev-token") as rev:
+                records = (await rev.get("/v1/audit")).json()["records"]
+    finally:
+        await served.stop()
+    assert [r["body"]["event"] for r in records] == ["vote", "vote", "decision", "executed"]
+    assert all(r["at"] is not None and r["at"].endswith("Z") for r in records), records
+    assert records[0]["at"] == rfc3339(records[0]["body"]["voted_at"])

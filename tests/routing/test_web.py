@@ -84,3 +84,22 @@ def test_an_open_card_shows_another_approvers_vote_live(live: LiveServer, browse
     assert voted.status_code == 200, voted.text
     expect(card.locator(".quorum")).to_have_text("Approvals: 1 of 2, waiting for finance")
     assert carol.evaluate("window.__same_page") is True
+
+
+def test_someone_elses_thread_opens_as_no_such_thread_without_a_composer(live: LiveServer, browser: Browser) -> None:
+    """dana follows a link to alice's thread: the page says no thread she may see has that id, as for a made-up one,
+    and offers no message box that would only be refused; a new chat offers it again."""
+    with live.client("alice-token") as alice:
+        run = alice.post("/v1/runs", json={"message": "refund 250 to acme"}).json()
+    dana = person(browser, live, "dana")
+    for thread_id in (run["thread_id"], "thr_made_up"):
+        dana.goto(f"{live.base_url}/#/thread/{thread_id}")
+        expect(dana.locator("#chat-title")).to_have_text("No such thread")
+        expect(dana.locator("#status")).to_have_text(
+            "No thread you may see has this id. Start a new chat, or open one of your threads."
+        )
+        expect(dana.get_by_label("Message")).to_be_hidden()
+        expect(dana.locator("#cards article.card")).to_have_count(0)
+    dana.get_by_role("button", name="New chat").click()
+    expect(dana.get_by_label("Message")).to_be_visible()
+    dana.context.close()  # its live stream ends with it, so the server stops at once

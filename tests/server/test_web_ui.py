@@ -305,6 +305,29 @@ def test_a_tab_that_decides_too_late_says_its_answer_was_not_taken(server: LiveS
     expect(receipt).to_be_visible()
 
 
+def test_a_card_answered_not_found_never_says_its_request_closed(server: LiveServer, page: Page) -> None:
+    """The server answers a decision on a request its sender may not see as it answers a made-up id: 404. The card
+    says the answer was not taken and why, never that the request, still open, was closed."""
+    with server.client() as client:
+        run = client.post("/v1/runs", json={"message": "delete notes"}).json()
+        made_up = client.post("/v1/requests/req_made_up/decision", json={"kind": "approve"})
+    assert made_up.status_code == 404
+    request_id = run["requests"][0]["id"]
+    answer_404 = made_up.text.replace("req_made_up", request_id)
+    page.route(
+        f"**/v1/requests/{request_id}/decision",
+        lambda route: route.fulfill(status=404, content_type="application/problem+json", body=answer_404),
+    )
+    page.goto(f"{server.base_url}/#/thread/{run['thread_id']}")
+    card = page.get_by_role("article", name="Approve delete_file?")
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(card.get_by_role("alert")).to_contain_text("Your answer was not taken: Not found")
+    expect(card.get_by_role("alert")).to_contain_text("not one you may decide")
+    expect(card).not_to_contain_text("closed")
+    with server.client() as client:
+        assert client.get(f"/v1/requests/{request_id}").json()["status"] == "open"
+
+
 def test_allow_for_this_chat_then_revoke_and_verify_the_audit_log(
     server: LiveServer, page: Page, workdir: Path
 ) -> None:

@@ -111,6 +111,17 @@ def may_see_request(principal: Principal, *, owner: str | None, agent_path: str,
     )
 
 
+def seen_by(principal: Principal, requests: Iterable[Request]) -> list[Request]:
+    """The requests of `requests` that `principal` may read (`may_see_request`), in order.
+
+    What a thread or a run they see shows them of its open requests: an approver of one routed request
+    following the owner's thread is never shown the owner's other requests, which answer them 404.
+    """
+    return [
+        r for r in requests if may_see_request(principal, owner=r.principal, agent_path=r.agent_path, routing=r.routing)
+    ]
+
+
 def may_message(principal: Principal, *, owner: str) -> bool:
     """Whether `principal` may send a message into a thread of `owner`: only its owner may.
 

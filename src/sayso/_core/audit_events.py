@@ -344,6 +344,30 @@ AuditEvent: TypeAlias = Annotated[
 ]
 """Everything sayso writes to the audit log, one shape per event."""
 
+_TIME_KEYS: Mapping[str, str] = {
+    "decision": "decided_at",
+    "decision:grant": "decided_at",
+    "service_notified": "decided_at",
+    "vote": "voted_at",
+}
+"""Where the events that do not say `at` say when they happened, by tag (`_event_tag`)."""
+
+
+def time_key(tag: str) -> str:
+    """The key under which the event tagged `tag` (`decision:grant` for a grant's) says when it happened."""
+    return _TIME_KEYS.get(tag, "at")
+
+
+def event_time(body: Mapping[str, Any]) -> float | None:
+    """When the event a record's body holds happened, under whichever key its kind keeps it; `None` if it says not.
+
+    Every event says when (a decision and a service's notice `decided_at`, a vote `voted_at`, the others
+    `at`), so an interface that shows the log reads it here instead of guessing one key for all.
+    """
+    at = body.get(time_key(_event_tag(body) or ""))
+    return float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
+
+
 AUDIT_EVENT_ADAPTER: TypeAdapter[AuditEvent] = TypeAdapter(AuditEvent, config=DEFERRED)
 """The one adapter that reads an audit record's body back as its event (built on first use: most
 commands never read one back, and building it costs each of them ~15 ms)."""

@@ -43,14 +43,20 @@ class StartAsk:
 def check_thread(ask: StartAsk, thread: ThreadAsRead | None) -> None:
     """Refuse a message on a thread that is not the speaker's, of another agent, or of one this runtime lacks.
 
-    A new thread (`None`) passes: its agent was checked before the transaction.
+    A new thread (`None`) passes: its agent was checked before the transaction. A thread id names one
+    thread for everyone, so an id that is someone else's thread cannot start one of the speaker's:
+    refusing it tells that the id is taken, which nothing can hide. Nothing more: it is refused first,
+    before its agent or its runs are looked at, in the same words whether or not the speaker may read
+    that thread (an approver of it, an outsider, to whom reading it answers "no thread"), naming
+    neither its owner nor its agent (docs/guides/rest.md#who-may-call).
     """
     if thread is None:
         return
     if not may_message(ask.principal, owner=thread.owner):
         raise NotAllowed(
             thread.thread_id,
-            f"only the thread's owner may send messages into it, not {ask.principal.name!r}",
+            f"only the thread's owner may send messages into it, not {ask.principal.name!r}; "
+            "to start a thread of your own, leave the thread id out or choose another",
             subject="thread",
         )
     check_agent(thread, ask.agent)

@@ -357,9 +357,10 @@ class Sayso(LinkVerbs, MarkVerbs, Reading):
         return await self._holder.hold(run_id)
 
     async def result(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunResult:
-        """Where a run stands now, with the requests it still waits on."""
+        """Where a run stands now, with the requests it still waits on (those the caller may see)."""
         await self.run_record(run_id, principal=principal)
-        return await _tree.result(self._k, run_id)
+        found = await _tree.result(self._k, run_id)
+        return found if principal is None else _tree.shown_to(found, self.principal(principal))
 
     async def recover(self, *, on_run: Callable[[str, str], None] | None = None) -> list[RunResult]:
         """Carry on every run whose process died, so nobody has to resume it by hand.

@@ -14,7 +14,8 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from .._core.access import LOCAL_NAME
+from .._core import access
+from .._core.access import LOCAL_NAME, Principal
 from .._core.audit_events import audit_body
 from .._core.decisions import Accept, Answer, ClientResult, Decision, DecisionRecord, Provide
 from .._core.model_text import model_text
@@ -41,6 +42,15 @@ async def result(k: Kernel, run_id: str) -> RunResult:
     routed = [r.request_id for r in waiting if r.routing is not None]
     found = standing(run, waiting)
     return replace(found, votes=await k.store.votes(routed)) if routed else found
+
+
+def shown_to(result: RunResult, who: Principal) -> RunResult:
+    """`result` as `who` sees it: only the open requests they may read (`access.seen_by`), and their votes."""
+    shown = tuple(access.seen_by(who, result.requests))
+    if len(shown) == len(result.requests):
+        return result
+    ids = {r.request_id for r in shown}
+    return replace(result, requests=shown, votes={r: v for r, v in result.votes.items() if r in ids})
 
 
 def standing(run: RunRecord, waiting: Sequence[Request] = ()) -> RunResult:

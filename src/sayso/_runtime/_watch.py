@@ -6,8 +6,9 @@ writes an event to the store's outbox in its own commit, so a watch remembers wh
 there and at each look reads only the events since (`RunStore.events_after`), with the requests
 whose time ran out since its last look (`requests_expired`: nothing is written when that
 happens). A look so costs the same however many requests are open. Which of those events concern
-the principal it asks the runtime's own reading verbs (the inbox for what they may decide,
-`request` for what they may see): the access rule applies as everywhere. Their threads and the
+the principal it asks the runtime's own reading verb `request`: a request opened, voted on or
+closed reaches whoever may see it (its thread's owner too, when a routed rule leaves the deciding to
+others), by the one access rule that applies everywhere. Their threads and the
 thread they look at are read again at each look and compared with the one before. It looks every
 `every` seconds, and at once when this process announces a change itself.
 """
@@ -22,17 +23,15 @@ import anyio
 
 from .._core.access import Principal
 from .._core.requests import DelegateRequest, Request, RuleTerms
-from .._store import FEED_PAGE, FeedEvent, InboxFilter, RequestState, RunStatus
+from .._store import FEED_PAGE, FeedEvent, RequestState, RunStatus
 from ..exceptions import RequestNotFound, RunNotFound, ThreadNotFound
 from ._feed import Feed
 from ._kernel import Kernel
 from ._reading import Reading
-
-ASKED_AT_ONCE = 200
-"""Requests a look asks the inbox about in one read."""
+from ._results import request_status
 
 _STILL_OPEN = ("request.opened", "request.escalated", "request.voted")
-"""The events about a request that leave it open: the inbox says whether the principal may decide it."""
+"""The events about a request that leave it open: said to whoever may see it while it is open."""
 
 START_WINDOW = 100
 """Positions below the head a watch starts from, so that a change committing as it starts (its position
@@ -44,7 +43,7 @@ WATCHED_THREADS = 50
 
 @dataclass(frozen=True, kw_only=True)
 class RequestOpened:
-    """A request the principal may decide was opened."""
+    """A request the principal may see was opened (for them to decide, or to follow on their own thread)."""
 
     kind: Literal["request.opened"] = "request.opened"
     request: Request
@@ -60,7 +59,7 @@ class RequestClosed:
 
 @dataclass(frozen=True, kw_only=True)
 class RequestVoted:
-    """A vote was cast on an open request the principal may decide: where its quorum stands now (`state.votes`)."""
+    """A vote was cast on an open request the principal may see: where its quorum stands now (`state.votes`)."""
 
     kind: Literal["request.voted"] = "request.voted"
     state: RequestState
@@ -139,7 +138,7 @@ async def watch(
                 changes.append(
                     RunChanged(thread_id=thread_id, run_id=mark.run_id, status=mark.status, last_seq=mark.last_seq)
                 )
-            changes += await _opened_and_voted(app, principal, news)
+            changes += await _opened_and_voted(app, principal, news, k.clock())
             if after.threads != before.threads:
                 changes.append(ThreadsChanged())
             yield changes
@@ -192,32 +191,31 @@ async def _closed(
     return sorted(closed, key=lambda c: c.state.request.created_at)
 
 
-async def _opened_and_voted(app: Reading, principal: Principal, news: Sequence[FeedEvent]) -> list[Change]:
-    """Requests opened for the principal, or whose escalation made them an approver, then votes on what they decide.
+async def _opened_and_voted(app: Reading, principal: Principal, news: Sequence[FeedEvent], now: float) -> list[Change]:
+    """Open requests the principal may see that were opened, or whose escalation made them an approver, then votes.
 
-    Only what their inbox lists now: the one rule of what a principal may decide.
+    Who hears of a request is who may read it (`Reading.request`, the one rule of `access.may_see_request`):
+    its thread's owner and their approvers, and its routed approvers, whoever of them may decide it.
     """
-    asked = list(dict.fromkeys(e.request_id for e in news if e.kind in _STILL_OPEN))
-    listed: list[Request] = []
-    for at in range(0, len(asked), ASKED_AT_ONCE):
-        chunk = asked[at : at + ASKED_AT_ONCE]
-        listed += (await app.inbox(InboxFilter(request_ids=chunk), principal=principal, limit=len(chunk))).requests
-    listed.sort(key=lambda r: (r.created_at, r.request_id))
+    shown: list[RequestState] = []
+    for request_id in dict.fromkeys(e.request_id for e in news if e.kind in _STILL_OPEN):
+        try:
+            state = await app.request(request_id, principal=principal)
+        except RequestNotFound:
+            continue
+        if not isinstance(state.request, DelegateRequest) and request_status(state, now=now) == "open":
+            shown.append(state)
+    shown.sort(key=lambda s: (s.request.created_at, s.request.request_id))
     opened = {e.request_id for e in news if e.kind == "request.opened"}
     widened = [(e.request_id, e.step) for e in news if e.kind == "request.escalated" and e.step is not None]
     changes: list[Change] = []
-    for request in listed:
-        rid = request.request_id
-        if rid in opened or any(r == rid and _adds(request, principal, step) for r, step in widened):
-            changes.append(RequestOpened(request=request))
+    for state in shown:
+        rid = state.request.request_id
+        if rid in opened or any(r == rid and _adds(state.request, principal, step) for r, step in widened):
+            changes.append(RequestOpened(request=state.request))
     said = {c.request.request_id for c in changes if isinstance(c, RequestOpened)}
     voted = {e.request_id for e in news if e.kind == "request.voted"}
-    for request in listed:
-        if request.request_id in voted and request.request_id not in said:
-            try:
-                changes.append(RequestVoted(state=await app.request(request.request_id, principal=principal)))
-            except RequestNotFound:
-                continue
+    changes += [RequestVoted(state=s) for s in shown if s.request.request_id in voted - said]
     return changes
 
 

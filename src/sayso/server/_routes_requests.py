@@ -7,15 +7,15 @@ models of `_schemas_in` and the runtime's public verbs, called with the caller's
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import anyio
 from fastapi import Body, Query
 from pydantic.json_schema import JsonSchemaValue
 from sse_starlette import EventSourceResponse
 
+from .._core.audit_events import event_time
 from .._core.grants import Grant
 from .._core.ids import ID_PATTERN
 from .._core.requests import RequestKind
@@ -173,14 +173,8 @@ async def audit(
 ) -> JsonBody:
     """The audit log a page at a time, oldest first (or newest first with `order=desc`); for approvers."""
     page = await sayso.audit_page(principal=caller, newest_first=order == "desc", limit=limit, cursor=cursor)
-    records = [asdict(r) | {"at": rfc3339(_audit_time(r.body))} for r in page.records]
+    records = [asdict(r) | {"at": rfc3339(event_time(r.body))} for r in page.records]
     return {"records": records, "next_cursor": page.next_cursor, "total": page.total}
-
-
-def _audit_time(body: Mapping[str, Any]) -> float | None:
-    """When an audit record's event happened, as its body says (`decided_at` or `at`)."""
-    at = body.get("decided_at", body.get("at"))
-    return float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
 
 
 @router.get(

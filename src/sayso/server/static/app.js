@@ -60,11 +60,24 @@ const refreshThread = coalesce(async () => {
   if (threadId !== state.threadId || streaming.has(threadId)) return;
   if (result.status === 404) {
     renderTranscript([]);
-    reconcileCards($("cards"), [], chatCtx);
-    setStatus("No messages yet.");
+    // A thread this page started is stored with its first message, until which it is found nowhere. Any other
+    // id is one no thread has or one the person may not see: the server answers both alike, and so does the page,
+    // without a composer that would only be refused.
+    const started = threadId in state.firstAgent;
+    $("composer").hidden = !started;
+    if (started) {
+      reconcileCards($("cards"), [], chatCtx);
+      setStatus("No messages yet.");
+      return;
+    }
+    $("cards").replaceChildren();
+    $("chat-title").textContent = "No such thread";
+    $("chat-meta").replaceChildren();
+    setStatus("No thread you may see has this id. Start a new chat, or open one of your threads.");
     return;
   }
   if (!result.ok) { setStatus(result.data?.detail || "Could not load the thread."); return; }
+  $("composer").hidden = false;
   const thread = result.data;
   if (thread.title) state.titles[threadId] = thread.title;
   $("chat-title").textContent = thread.title || "New chat";
@@ -401,6 +414,7 @@ const loadThreads = coalesce(async () => {
 
 function newChat() {
   state.threadId = null;
+  $("composer").hidden = false;
   Object.assign(transcriptView, { pages: 1, bottom: true, older: false });
   $("transcript-more").hidden = true;
   $("send").disabled = false;

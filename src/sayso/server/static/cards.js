@@ -116,7 +116,12 @@ async function decideCard(card, request, body, ctx, onRefused) {
       edited: !!body.edited_args && diffArgs(request.args, body.edited_args).length > 0,
       edits: body.edited_args ? diffArgs(request.args, body.edited_args) : null,
     });
-  } else if ([404, 409, 410].includes(result.status)) {
+  } else if (result.status === 404) {
+    // Not a request this person may see (the server answers so for an id that does not exist, too): nothing
+    // was recorded, and nothing says it closed; whoever may decide it still can.
+    feedback(card, `Your answer was not taken: ${problemText(result)}. This request is not one you may decide.`);
+    card.classList.add("done");
+  } else if ([409, 410].includes(result.status)) {
     // Someone (another tab, person or process) got there first: say what happened instead.
     const detail = result.status === 409
       ? "Your answer was not taken: the request had been decided already, and the first decision wins."
