@@ -12,10 +12,20 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
+import httpx2
+import mcp_types
 import pexpect
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
+from sayso import Config, Sayso
+from sayso.protocols import protocol_apps, protocol_routers
+from sayso.server import create_app
+
+from ..conftest import LiveServer
 from .sections import sections_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,3 +90,66 @@ def test_chat_fills_an_optional_section_in_field_by_field_when_asked_to(config: 
     session.expect("you>")
     session.sendeof()
     session.expect(pexpect.EOF)
+
+
+# MCP
+
+
+class Person:
+    """An MCP client's elicitation callback: records each form it is asked and answers from a list."""
+
+    def __init__(self, *answers: dict[str, Any]) -> None:
+        self.answers = list(answers)
+        self.asked: list[mcp_types.ElicitRequestParams] = []
+
+    async def __call__(self, context: Any, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+        self.asked.append(params)
+        return mcp_types.ElicitResult(action="accept", content=self.answers.pop(0))
+
+
+async def mcp_call(tmp_path: Path, person: Person) -> str:
+    """The `sections` workflow called as a tool at `/mcp` by the official client, its forms answered by `person`."""
+    sayso = Sayso(Config.model_validate(sections_config(tmp_path)))
+    served = LiveServer.in_thread(
+        create_app(sayso, routers=protocol_routers(sayso), apps=protocol_apps(sayso), expire_every_seconds=None)
+    )
+    try:
+        async with httpx2.AsyncClient() as http:
+            transport = streamable_http_client(f"{served.base_url}/mcp", http_client=http)
+            async with Client(transport, elicitation_callback=person) as mcp:
+                result = await mcp.call_tool("sections", {"message": "go"})
+    finally:
+        served.stop()
+    assert not result.is_error, result
+    return "".join(part.text for part in result.content if isinstance(part, mcp_types.TextContent))
+
+
+PRIMITIVE = {"string", "number", "integer", "boolean"}
+
+
+async def test_mcp_asks_a_flat_form_of_primitive_fields_and_an_optional_section_may_be_left_out(
+    tmp_path: Path,
+) -> None:
+    """MCP forms are flat objects of primitive fields: each section's fields are named `where.city`, `extra.flag`
+    (no `$ref` to a definition the client never gets), those of the optional section are optional, and an answer
+    without them leaves the section out."""
+    person = Person({"name": "x", "where.city": "Lisbon"})
+    assert (await mcp_call(tmp_path, person)).startswith("x in Lisbon, no extra")
+    [form] = person.asked
+    assert isinstance(form, mcp_types.ElicitRequestFormParams)
+    schema = form.requested_schema
+    assert list(schema["properties"]) == ["name", "where.city", "extra.flag", "extra.note"]
+    assert {field["type"] for field in schema["properties"].values()} <= PRIMITIVE
+    assert "$ref" not in json.dumps(schema) and "anyOf" not in json.dumps(schema)
+    assert sorted(schema["required"]) == ["name", "where.city"]
+
+
+async def test_mcp_rebuilds_a_filled_section_and_checks_it_whole_before_recording(tmp_path: Path) -> None:
+    """A section filled in part is refused naming its missing field, asked again, and the whole answer recorded."""
+    person = Person(
+        {"name": "x", "where.city": "Lisbon", "extra.flag": True},
+        {"name": "x", "where.city": "Lisbon", "extra.flag": True, "extra.note": "hi"},
+    )
+    assert (await mcp_call(tmp_path, person)).startswith("x in Lisbon, extra True hi")
+    first, again = person.asked
+    assert again.message.startswith("Not accepted: ") and "note" in again.message
