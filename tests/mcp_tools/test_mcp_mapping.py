@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types
 import pytest
+from pydantic import BaseModel
 
 from sayso import (
     Accept,
@@ -183,3 +185,48 @@ def test_an_answer_that_does_not_fit_the_form_sent_is_refused(
     with pytest.raises(InvalidDecision) as refused:
         decision_from(request_, reply)
     assert problem in refused.value.problem and refused.value.request_id == "req_1"
+
+
+class Pace(enum.StrEnum):
+    slow = "slow"
+    fast = "fast"
+
+
+class Stop(BaseModel):
+    city: str
+    pace: Pace = Pace.slow
+
+
+class Trip(BaseModel):
+    name: str
+    tags: list[str] = []
+    stops: list[Stop] = []
+    first: Stop | None = None
+
+
+TRIP_INPUT = InputRequest(
+    **COMMON, tool_name="plan", node="plan", message="Your trip?", response_schema=Trip.model_json_schema()
+)
+
+
+def test_an_input_of_lists_and_sections_is_asked_with_primitive_fields_and_json_text_for_the_rest() -> None:
+    """A pick from an enum stays a pick (its `$ref` followed); a list of text or of models, which MCP's forms cannot
+    hold, is text written as JSON; a section's fields are optional under its title, without defaults filled in."""
+    form = elicitation_for(TRIP_INPUT)
+    assert isinstance(form, mcp_types.ElicitRequestFormParams)
+    fields = form.requested_schema["properties"]
+    assert list(fields) == ["name", "tags", "stops", "first.city", "first.pace"]
+    assert fields["tags"]["type"] == fields["stops"]["type"] == "string"
+    assert fields["tags"]["title"] == "Tags (JSON)" and "Written as JSON: a list" in fields["stops"]["description"]
+    assert fields["first.pace"] == {"enum": ["slow", "fast"], "title": "Stop: Pace", "type": "string"}
+    assert form.requested_schema["required"] == ["name"]
+
+
+def test_an_answer_to_a_flat_form_is_rebuilt_into_the_inputs_shape() -> None:
+    """JSON text is read as JSON; a section given any field is rebuilt; text that is no JSON stays text for the
+    runtime's check of the whole answer to name."""
+    reply = accept(**{"name": "x", "tags": '["a", "b"]', "first.city": "Porto", "stops": "Lisbon"})
+    assert decision_from(TRIP_INPUT, reply) == Provide(
+        value={"name": "x", "tags": ["a", "b"], "stops": "Lisbon", "first": {"city": "Porto"}}
+    )
+    assert decision_from(TRIP_INPUT, accept(name="x")) == Provide(value={"name": "x"})

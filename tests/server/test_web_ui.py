@@ -28,6 +28,7 @@ from sayso.server import LiveSettings, create_app
 from ..conftest import EXAMPLE, LiveServer
 from ..models import answer, calls_then_reply, tool_model, verbs
 from ..tools import HOLD, delete_file, explode, hold
+from ..workflows.sections import sections_config
 from .conftest import helper_models
 from .test_live import files_example
 
@@ -878,6 +879,46 @@ def test_concierge_workflow_form_refuses_a_wrong_value_inline_and_runs_to_the_pl
     page.reload()
     answers_in_order()
     screenshot(page, "concierge-plan")
+
+
+def sections_card(serve: ServerFactory, page: Page, tmp_path: Path) -> Locator:
+    """The `sections` workflow's form (a required section `where`, an optional `extra`), its name and city filled."""
+    server = serve(config=Config.model_validate(sections_config(tmp_path)))
+    page.goto(server.base_url)
+    page.get_by_label("Agent for a new chat").select_option("sections")
+    say(page, "go")
+    card = page.get_by_role("article", name="Outer")
+    card.get_by_label("Name *").fill("x")
+    card.get_by_label("City *").fill("Lisbon")  # a required section's fields are there to fill
+    return card
+
+
+def test_an_optional_section_the_person_did_not_add_is_left_out(
+    serve: ServerFactory, page: Page, tmp_path: Path
+) -> None:
+    """`extra: Extra | None = None` is offered behind "Add extra", its fields hidden; sent untouched, the answer leaves
+    it out (its unticked checkbox is no answer) and the workflow carries on."""
+    card = sections_card(serve, page, tmp_path)
+    expect(card.get_by_label("Add extra")).not_to_be_checked()
+    expect(card.get_by_label("Flag")).to_be_hidden()
+    screenshot(card, "input-card-optional-section")
+    card.get_by_role("button", name="Send").click()
+    expect(page.locator("#transcript")).to_contain_text("x in Lisbon, no extra")
+
+
+def test_an_added_optional_section_is_checked_whole_with_errors_by_its_fields(
+    serve: ServerFactory, page: Page, tmp_path: Path
+) -> None:
+    """Once added, the section's required field is required: the refusal is shown next to that field, and the
+    filled-in section reaches the workflow."""
+    card = sections_card(serve, page, tmp_path)
+    card.get_by_label("Add extra").check()
+    card.get_by_label("Flag *").check()
+    card.get_by_role("button", name="Send").click()
+    expect(card.locator('.field-error[data-loc="extra.note"]')).to_have_text("field required")
+    card.get_by_label("Note *").fill("hi")
+    card.get_by_role("button", name="Send").click()
+    expect(page.locator("#transcript")).to_contain_text("x in Lisbon, extra True hi")
 
 
 def test_a_first_message_refused_then_sent_again_goes_to_the_agent_picked(serve: ServerFactory, page: Page) -> None:

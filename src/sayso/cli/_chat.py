@@ -7,7 +7,6 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pydantic.json_schema import JsonSchemaValue
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
@@ -24,7 +23,6 @@ from .._core.decisions import (
     Provide,
     Reject,
     Skip,
-    schema_problem,
 )
 from .._core.requests import (
     ApprovalRequest,
@@ -39,26 +37,16 @@ from .._core.requests import (
 from .._core.starting import check_agent
 from .._runtime import RunResult, Sayso
 from ..exceptions import DecisionRefused, ThreadNotFound
+from ._fill import NEW, SKIP, NewMessage, Skipped, fill, fill_form
 from ._holding import Cancelled, ask_held, is_held, say_held
 from ._interrupts import Where, deciding, interruptible
 from ._pasted import config_word, sayso_command
 from ._prompt import read_line
 from ._render import (
-    fields_summary,
     greeting,
     print_result,
     request_panel,
-    schema_type,
-    text_answer,
 )
-
-
-class _NewMessage(Exception):
-    """The person typed a new message instead of answering; the open requests will be skipped."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        super().__init__(text)
 
 
 async def chat_loop(
@@ -143,7 +131,7 @@ async def _converse(
                 result = await _answer_all(runtime, console, result, principal, config)
             except (EOFError, KeyboardInterrupt):
                 raise _Left(result.thread_id) from None
-            except _NewMessage as new:
+            except NewMessage as new:
                 pending = new.text
             else:
                 if result.status != "paused":
@@ -248,7 +236,7 @@ def _ask_approval(console: Console, request: ApprovalRequest) -> Decision:
             if request.response_schema is None:
                 return Approve(scope=scope)
             console.print("[bold]Your feedback[/bold] [dim](empty leaves a field out)[/dim]")
-            return Approve(scope=scope, payload=_fill(console, request.response_schema))
+            return Approve(scope=scope, payload=fill(console, request.response_schema))
         if choice in ("e", "edit"):
             console.print(Text(f"current arguments: {json.dumps(shown_args(request), ensure_ascii=False)}"))
             raw = read_line(console, "new arguments (JSON object)> ")
@@ -269,7 +257,7 @@ def _ask_approval(console: Console, request: ApprovalRequest) -> Decision:
         if choice in ("n", "new"):
             text = read_line(console, "[bold cyan]you>[/bold cyan] ").strip()
             if text:
-                raise _NewMessage(text)
+                raise NewMessage(text)
             continue
         console.print("please answer a, e, r, s or n")
 
@@ -317,112 +305,15 @@ def _picks(raw: str, choices: tuple[str, ...], *, multiple: bool, console: Conso
     return tuple(parts) if multiple else (raw,)
 
 
-_SKIP = "!skip"
-_NEW = "!new"
-
-
 def _ask_input(console: Console, request: InputRequest) -> Decision:
     """A workflow's question as a form at the prompt, field by field; `!skip` or `!new` at any field."""
     console.print(
-        f"[dim]Fill in each field (empty leaves it out), or type {_SKIP} to skip, {_NEW} for a new message.[/dim]"
+        f"[dim]Fill in each field (empty leaves it out), or type {SKIP} to skip, {NEW} for a new message.[/dim]"
     )
     try:
-        return Provide(value=_fill(console, request.response_schema))
-    except _Skipped:
+        return Provide(value=fill(console, request.response_schema))
+    except Skipped:
         return Skip(reason="the person skipped the input")
-
-
-class _Skipped(Exception):
-    """The person typed `!skip` at a field."""
-
-
-def _fill(console: Console, schema: JsonSchemaValue) -> Any:
-    """The value of a whole form: an object's fields one by one, or one answer."""
-    root = schema
-    shape = schema_type(schema)
-    properties = shape.get("properties")
-    if not isinstance(properties, dict):
-        value = _field(console, "answer", shape, root, required=True, empty_ok=text_answer(shape))
-        return "" if value is _LEFT_OUT and text_answer(shape) else None if value is _LEFT_OUT else value
-    return _object(console, shape, root, prefix="")
-
-
-_LEFT_OUT: Any = object()
-
-
-def _object(console: Console, shape: JsonSchemaValue, root: JsonSchemaValue, *, prefix: str) -> dict[str, Any]:
-    required = set(shape.get("required", []))
-    value: dict[str, Any] = {}
-    for name, spec in shape.get("properties", {}).items():
-        field = schema_type(spec, root)
-        if "properties" in field:
-            console.print(Text(f"{prefix}{name}", style="bold"))
-            value[name] = _object(console, field, root, prefix=f"{prefix}{name}.")
-            continue
-        answer = _field(console, f"{prefix}{name}", field, root, required=name in required)
-        if answer is not _LEFT_OUT:
-            value[name] = answer
-    return value
-
-
-def _field(
-    console: Console,
-    label: str,
-    field: JsonSchemaValue,
-    root: JsonSchemaValue,
-    *,
-    required: bool,
-    empty_ok: bool = False,
-) -> Any:
-    """One field's answer, typed as its schema says and checked against it as it is typed (`_LEFT_OUT` when empty).
-
-    A wrong value is said at once and the same field asked again, rather than after the whole form.
-    """
-    if field.get("description"):
-        console.print(f"[dim]{escape(str(field['description']))}[/dim]")
-    if "enum" in field:
-        for n, choice in enumerate(field["enum"], 1):
-            console.print(Text(f"  {n}) {choice}"))
-    what = fields_summary(field)
-    shown = label
-    while True:
-        value = _typed_field(console, f"{shown} ({what}{', required' if required else ''})> ", field, root)
-        if value is _LEFT_OUT:
-            if not required or empty_ok:
-                return value
-            console.print(f"[red]not accepted:[/red] {escape(str(shown))} is required")
-            continue
-        problem = schema_problem(value, {**field, **({"$defs": root["$defs"]} if "$defs" in root else {})})
-        if problem is None:
-            return value
-        console.print(f"[red]not accepted:[/red] {escape(problem)}; try again")
-
-
-def _typed_field(console: Console, prompt: str, field: JsonSchemaValue, root: JsonSchemaValue) -> Any:
-    """What the person typed for one field, as the value its schema's type suggests."""
-    raw = read_line(console, prompt).strip()
-    if raw == _SKIP:
-        raise _Skipped
-    if raw == _NEW:
-        text = read_line(console, "[bold cyan]you>[/bold cyan] ").strip()
-        raise _NewMessage(text)
-    if raw == "":
-        return _LEFT_OUT
-    if "enum" in field:
-        choices = field["enum"]
-        return choices[int(raw) - 1] if raw.isdigit() and 1 <= int(raw) <= len(choices) else raw
-    kind = field.get("type")
-    if kind == "boolean":
-        words = {"y": True, "yes": True, "true": True, "1": True, "n": False, "no": False, "false": False, "0": False}
-        return words.get(raw.lower(), raw)  # anything else is refused by the field's check
-    if kind == "string":
-        return raw
-    if kind == "array" and schema_type(field.get("items", {}), root).get("type") == "string":
-        return [part.strip() for part in raw.split(",") if part.strip()]
-    try:
-        return json.loads(raw)  # numbers, lists, objects, any JSON
-    except json.JSONDecodeError:
-        return raw  # the schema check says what is wrong with it
 
 
 def _ask_client_tool(console: Console, request: ClientToolRequest) -> Decision:
@@ -447,7 +338,7 @@ def _ask_elicitation(console: Console, request: ElicitationRequest) -> Decision:
         if choice in ("d", "done") and request.mode == "url":
             return Accept()
         if choice in ("f", "fill") and request.mode == "form":
-            return Accept(content=_fill_form(console, request.requested_schema or {}))
+            return Accept(content=fill_form(console, request.requested_schema or {}))
         if choice in ("x", "decline"):
             return Decline()
         if choice in ("c", "cancel"):
@@ -455,31 +346,6 @@ def _ask_elicitation(console: Console, request: ElicitationRequest) -> Decision:
         if choice in ("n", "new"):
             text = read_line(console, "[bold cyan]you>[/bold cyan] ").strip()
             if text:
-                raise _NewMessage(text)
+                raise NewMessage(text)
             continue
         console.print(f"please answer {'d' if request.mode == 'url' else 'f'}, x, c or n")
-
-
-def _fill_form(console: Console, schema: JsonSchemaValue) -> dict[str, Any]:
-    """Ask each field of a flat form in turn; an empty answer leaves an optional field out.
-
-    Values are read as JSON where the field is a number or a boolean, so the runtime's check of the
-    whole answer against the schema names any field that is still wrong.
-    """
-    required = set(schema.get("required", []))
-    content: dict[str, Any] = {}
-    for name, field in (schema.get("properties") or {}).items():
-        label = field.get("title") or name
-        choices = field.get("enum")
-        hint = f"one of {', '.join(map(str, choices))}" if choices else field.get("type", "text")
-        raw = read_line(console, f"{escape(label)} ({hint}{', required' if name in required else ''})> ").strip()
-        if not raw and name not in required:
-            continue
-        if field.get("type") in ("integer", "number", "boolean"):
-            try:
-                content[name] = json.loads(raw.lower() if field.get("type") == "boolean" else raw)
-                continue
-            except json.JSONDecodeError:
-                pass
-        content[name] = raw
-    return content

@@ -7,7 +7,7 @@ Every open request a paused run waits on is asked as one elicitation, and the cl
 |---|---|---|---|---|
 | approval | form: `decision` (approve/reject), `reason`, `scope` (if several) | approve or reject | reject | skip |
 | question | form: per question a pick of its choices (enum) and an own-words field | the answers | skip | skip |
-| input (workflows) | form: the response schema (or `{value}` if not an object) | provide | skip | skip |
+| input (workflows) | form: the response schema, flat (`_flat`; `{value}` if no object) | provide | skip | skip |
 | elicitation (a server below) | the server's own form or page, passed through | accept | decline | cancel |
 | client tool | form: `result` (JSON or text) | the result | an error | skip |
 
@@ -59,6 +59,7 @@ from ..._core.requests import (
 from ..._core.votes import Vote, quorum, standing_args
 from ..._runtime import routing_json
 from ...exceptions import InvalidDecision
+from ._flat import flat_form, rebuilt
 
 ElicitParams = mcp_types.ElicitRequestFormParams | mcp_types.ElicitRequestURLParams
 
@@ -211,13 +212,15 @@ def _question_answers(request: QuestionRequest, content: Mapping[str, Any]) -> t
 
 
 def _input_form(request: InputRequest) -> JsonSchemaValue:
+    return flat_form(*_input_shape(request))
+
+
+def _input_shape(request: InputRequest) -> tuple[JsonSchemaValue, JsonSchemaValue]:
+    """The object an input is asked as (its own schema, or one `value` field), and the root its `$ref`s point into."""
+    schema = request.response_schema
     if not _wraps_value(request):
-        return request.response_schema
-    return {
-        "type": "object",
-        "properties": {"value": request.response_schema or {"type": "string"}},
-        "required": ["value"],
-    }
+        return schema, schema
+    return {"type": "object", "properties": {"value": schema or {"type": "string"}}, "required": ["value"]}, schema
 
 
 def _wraps_value(request: InputRequest) -> bool:
@@ -256,7 +259,8 @@ def decision_from(request: Request, reply: mcp_types.ElicitResult) -> Decision:
     if isinstance(request, QuestionRequest):
         return Answer(answers=_question_answers(request, content))
     if isinstance(request, InputRequest):
-        return Provide(value=content.get("value") if _wraps_value(request) else content)
+        value = rebuilt(*_input_shape(request), content)
+        return Provide(value=value.get("value") if _wraps_value(request) else value)
     assert isinstance(request, ClientToolRequest)
     raw = str(content.get("result", ""))
     try:

@@ -82,16 +82,28 @@ function schemaField(schema, root, path, label, required) {
     const children = Object.entries(s.properties).map(([key, child]) =>
       schemaField(child, root, [...path, key], key, (s.required || []).includes(key)));
     children.forEach((child) => errors.push(...child.errors));
-    unread = () => children.flatMap((child) => child.unread());
+    const fields = el("div", { class: "section", id: nextId("section") }, children.map((child) => child.node));
+    // An optional section (`extra: Extra | None = None`) is offered behind "Add extra": left unticked it is no answer,
+    // whatever its checkboxes and defaults would read (a checkbox always reads true or false).
+    const optional = path.length > 0 && (!required || s.nullable);
+    const name = String(s.title || humanize(label));
+    const add = optional ? el("input", { type: "checkbox", id: nextId("add"), "aria-controls": fields.id,
+      onchange: () => { fields.hidden = !add.checked; } }) : null;
+    fields.hidden = optional;
+    const adding = add ? el("div", { class: "field check" }, add,
+      el("label", { for: add.id }, `Add ${name.charAt(0).toLowerCase()}${name.slice(1)}`)) : null;
+    const added = () => !add || add.checked;
+    unread = () => (added() ? children.flatMap((child) => child.unread()) : []);
     node = el("fieldset", { "data-loc": path.join(".") }, path.length ? el("legend", {}, title) : null, hint,
-      children.map((child) => child.node), error);
+      adding, fields, error);
     read = () => {
+      if (!added()) return required ? null : undefined;
       const value = {};
       for (const [index, key] of Object.keys(s.properties).entries()) {
         const v = children[index].read();
         if (v !== undefined) value[key] = v;
       }
-      return path.length && s.nullable && !Object.keys(value).length ? undefined : value;
+      return value;
     };
     return { node, read, errors, unread };
   }
@@ -163,14 +175,19 @@ function schemaForm(schema) {
     }
     const unplaced = [];
     for (const error of problem?.errors || []) {
-      const loc = (error.loc || []).join(".");
+      let loc = (error.loc || []).join(".");
+      let msg = error.msg;
+      // A section's missing field is said at the section (`extra: 'note' is a required property`): shown at the field.
+      const missing = /^'([^']+)' is a required property$/.exec(String(msg));
+      const own = missing && (loc ? `${loc}.${missing[1]}` : missing[1]);
+      if (own && field.errors.some((candidate) => candidate.dataset.loc === own)) [loc, msg] = [own, "field required"];
       const slot = field.errors.find((candidate) => candidate.dataset.loc === loc)
         || field.errors.find((candidate) => loc.startsWith(`${candidate.dataset.loc}.`) && candidate.dataset.loc);
       if (slot) {
-        slot.textContent = slot.textContent ? `${slot.textContent}; ${error.msg}` : error.msg;
+        slot.textContent = slot.textContent ? `${slot.textContent}; ${msg}` : msg;
         control(slot)?.setAttribute("aria-invalid", "true");
       }
-      else unplaced.push(error.msg);
+      else unplaced.push(msg);
     }
     const top = field.errors[0];
     if (unplaced.length) top.textContent = [top.textContent, ...unplaced].filter((t) => t).join("; ");
