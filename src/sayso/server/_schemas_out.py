@@ -406,8 +406,7 @@ class AuditRecordOut(_Out):
     mac: str | None
     """The audit key's MAC of `seq` and `hash`; `null` for a record written without a key."""
     at: Rfc3339 | None
-    """When it happened (RFC 3339), read from the body, where each kind of event says it (a decision's
-    `decided_at`, a vote's `voted_at`, the others' `at`); `null` only for a body that says none."""
+    """When it happened (RFC 3339), where its kind says it in the body (`decided_at`, `voted_at`, `at`)."""
 
 
 class AuditPageOut(_Out):

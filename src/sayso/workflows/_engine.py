@@ -5,11 +5,10 @@ stands: finished (with the output), paused (on a node's `RequestInput`, or on an
 own requests) or failed (naming the node). Between calls nothing is held in memory: a fresh
 engine in a fresh process resumes from the last saved state.
 
-**What is saved, and when.** The engine calls `persistence.save(state)` when a run starts,
-after every node that finishes (its output is appended to `state.finished` and is never
-recomputed), when it pauses (with what it waits on, so a store can write the pause in the same
-transaction), when an answer is recorded, and when the run fails or completes.
-`state.finished` only ever grows, so a store may append its new tail instead of rewriting it.
+**What is saved, and when.** The engine calls `persistence.save(state)` when a run starts, after every node
+that finishes (its output is appended to `state.finished` and is never recomputed), when it pauses (with what
+it waits on, so a store can write the pause in the same transaction), when an answer is recorded, and when the
+run fails or completes. `state.finished` only ever grows, so a store may append its new tail.
 
 **How a node resumes after a question.** A generator node that yielded `RequestInput` is not
 kept alive while the person thinks. When the answer arrives the node is *replayed* from the
@@ -301,9 +300,8 @@ class WorkflowEngine:
                 recorded = answers[index]
                 if isinstance(recorded, SkippedAnswer):
                     index += 1
-                    item = await gen.throw(
-                        InputSkipped(node.name, recorded.reason, index=index - 1, expired=recorded.expired)
-                    )
+                    skipped = InputSkipped(node.name, recorded.reason, index=index - 1, expired=recorded.expired)
+                    item = await gen.throw(skipped)
                     continue
                 try:
                     value = schema.validate(recorded.value)
