@@ -137,9 +137,14 @@ def call_ids(messages: Sequence[ModelMessage]) -> set[str]:
     }
 
 
-def message_events(messages: Sequence[ModelMessage], *, id_prefix: str) -> Iterator[BaseEvent]:
-    """Text, tool-call and tool-result events for messages a run added, in order."""
-    for index, message in enumerate(messages):
+def message_events(messages: Sequence[ModelMessage], *, id_prefix: str, start: int = 0) -> Iterator[BaseEvent]:
+    """Text, tool-call and tool-result events for messages a run added, in order.
+
+    `messages` are the run's from its `start`-th on (what a resumed run added): each message id
+    names the run (`id_prefix`) and the message's place among all of the run's, so no two of a
+    run's segments share one (a client merges a message streamed under a known id into it).
+    """
+    for index, message in enumerate(messages, start=start):
         if isinstance(message, ModelResponse):
             for part_index, part in enumerate(message.parts):
                 if isinstance(part, TextPart) and part.content:
