@@ -33,11 +33,21 @@ from ..._core.client_tools import check_client_tools
 from ..._core.grants import Grant
 from ..._core.ids import ID_PATTERN, is_id
 from ..._core.limits import check_message
-from ..._runtime import RunResult, Sayso, ThreadRecord, authenticate
-from ...exceptions import InvalidInput, NotAllowed, ThreadBusy, ThreadNotFound
+from ..._runtime import RunRecord, RunResult, Sayso, ThreadRecord, authenticate
+from ...exceptions import DecisionRefused, InvalidInput, NotAllowed, ThreadBusy, ThreadNotFound
 from .._common import AgentEndpoint
 from ._inbound import client_tools, decisions_from_resume, host_grants, moves_on
-from ._mapping import THREAD, call_ids, error_event, finished_event, message_events, pending_call_events, refused
+from ._mapping import (
+    RESUME,
+    THREAD,
+    AnswerTooLate,
+    call_ids,
+    error_event,
+    finished_event,
+    message_events,
+    pending_call_events,
+    refused,
+)
 from ._state import check_replayed, state_snapshot
 from ._taken import NewInput, read_input, take
 
@@ -160,27 +170,33 @@ class AgUiAgent(AgentEndpoint):
         """
         if thread.agent != self.agent:
             raise InvalidInput(f"thread {thread.thread_id!r} is a conversation with agent {thread.agent!r}")
-        check_replayed(run_input.state, await self.sayso.run_record(paused.run_id))
+        waiting = await self.sayso.run_record(paused.run_id)
         text = new.text if new.text and new.text.strip() else None  # a message with no text says nothing new
         if text is not None:
             self._check_message(text, run_input, caller, thread)
-        so_far = await self.sayso.run_messages(paused.run_id)
-        decisions = decisions_from_resume(
-            paused.requests,
-            run_input.resume or [],
-            new.answers,
-            run_id=paused.run_id,
-            streamed_calls=call_ids(so_far),
-            kaboo=self.kaboo,
-        )
-        if not decisions:
-            raise refused("the resume answers none of the open requests")
-        # The run goes on: only what it adds from here is new to the client.
+        try:
+            check_replayed(run_input.state, waiting)
+            so_far = await self.sayso.run_messages(paused.run_id)
+            decisions = decisions_from_resume(
+                paused.requests,
+                run_input.resume or [],
+                new.answers,
+                run_id=paused.run_id,
+                streamed_calls=call_ids(so_far),
+                kaboo=self.kaboo,
+            )
+            if not decisions:
+                raise refused("the resume answers none of the open requests")
+            # A request the resume leaves out counts as skipped, never as approved.
+            result = await self.sayso.answer_pause(
+                paused.run_id, decisions, principal=caller, rest="skip", via="ag-ui", **hosted
+            )
+        except (InvalidInput, DecisionRefused) as exc:
+            if (isinstance(exc, DecisionRefused) or exc.field == RESUME) and not await self._waits(waiting, caller):
+                raise AnswerTooLate(exc) from exc
+            raise
+        # The run went on: only what it added from here is new to the client.
         before = len(so_far)
-        # A request the resume leaves out counts as skipped, never as approved.
-        result = await self.sayso.answer_pause(
-            paused.run_id, decisions, principal=caller, rest="skip", via="ag-ui", **hosted
-        )
         answered = Shown(result.run_id, before, (await self.sayso.run_messages(result.run_id))[before:])
         if text is None:
             return Turn(result, [answered])
@@ -218,6 +234,12 @@ class AgUiAgent(AgentEndpoint):
                 result.run_id, f"thread {thread.thread_id!r} has a run in progress; this message is already taken"
             )
         return Turn(result, [], again=True)
+
+    async def _waits(self, paused: RunRecord, caller: Principal) -> bool:
+        """Whether the pause `paused` holds still waits for an answer (another may have moved the run on meanwhile)."""
+        now = await self.sayso.result(paused.run_id, principal=caller)
+        record = await self.sayso.run_record(paused.run_id)
+        return now.status == "paused" and bool(now.requests) and record.pause_id == paused.pause_id
 
     def _check_message(self, text: str, run_input: RunAgentInput, caller: Principal, thread: ThreadRecord) -> None:
         """Refuse, before anything is recorded, a message `Sayso.run` would refuse: the same checks, done early."""

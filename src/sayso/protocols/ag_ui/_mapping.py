@@ -90,23 +90,43 @@ _INPUT_CODES = {RESUME: "invalid_resume", THREAD: "not_paused"}
 # --- errors
 
 
+class AnswerTooLate(Exception):
+    """A refused answer to a pause that no longer waits: another answer (or a new message) moved the run on first.
+
+    `error` is the refusal the runtime gave; its event must not say the pause stays open.
+    """
+
+    def __init__(self, error: InvalidInput | DecisionRefused) -> None:
+        self.error = error
+        super().__init__(str(error))
+
+
+_STILL_OPEN = "the pause stays open"
+_MOVED_ON = "the pause it answers no longer waits: the run went on without this answer (read the thread's latest state)"
+
+
 def error_event(exc: Exception) -> RunErrorEvent:
     """The `RUN_ERROR` for one of ours: the one place sayso's errors become AG-UI errors.
+
+    A refused resume says the pause stays open unless it came too late for it (`AnswerTooLate`).
 
     Raises:
         Exception: `exc` itself when it is not sayso's (a bug, not a refusal).
     """
+    pause = _STILL_OPEN
+    if isinstance(exc, AnswerTooLate):
+        exc, pause = exc.error, _MOVED_ON
     if isinstance(exc, TooLarge):
         return RunErrorEvent(message=str(exc), code="too_large")
     if isinstance(exc, InvalidInput):
         code = _INPUT_CODES.get(exc.field or "", "invalid_input")
         if code == "invalid_resume":
-            return RunErrorEvent(message=f"resume refused: {exc.problem}; the pause stays open", code=code)
+            return RunErrorEvent(message=f"resume refused: {exc.problem}; {pause}", code=code)
         return RunErrorEvent(message=exc.problem, code=code)
     if isinstance(exc, CallEnded):
         return RunErrorEvent(message=f"decision refused: {exc}", code="conflict")
     if isinstance(exc, DecisionRefused):
-        return RunErrorEvent(message=f"decision refused: {exc}; the pause stays open", code="invalid_resume")
+        return RunErrorEvent(message=f"decision refused: {exc}; {pause}", code="invalid_resume")
     if isinstance(exc, NotAllowed):
         return RunErrorEvent(message=str(exc), code="forbidden")
     if isinstance(exc, NotFound):
