@@ -34,7 +34,7 @@ from ..._core.grants import Grant
 from ..._core.ids import ID_PATTERN, is_id
 from ..._core.limits import check_message
 from ..._runtime import RunRecord, RunResult, Sayso, ThreadRecord, authenticate
-from ...exceptions import DecisionRefused, InvalidInput, NotAllowed, ThreadBusy, ThreadNotFound
+from ...exceptions import DecisionRefused, InvalidInput, NotAllowed, RunNotFound, ThreadBusy, ThreadNotFound
 from .._common import AgentEndpoint
 from ._inbound import client_tools, decisions_from_resume, host_grants, moves_on
 from ._mapping import (
@@ -48,7 +48,7 @@ from ._mapping import (
     pending_call_events,
     refused,
 )
-from ._state import check_replayed, state_snapshot
+from ._state import replay_refused, replayed, state_snapshot
 from ._taken import NewInput, read_input, take
 
 PING_SECONDS = 15.0
@@ -175,7 +175,9 @@ class AgUiAgent(AgentEndpoint):
         if text is not None:
             self._check_message(text, run_input, caller, thread)
         try:
-            check_replayed(run_input.state, waiting)
+            if (named := replayed(run_input.state, waiting)) is not None:
+                ours = await self._runs_on(named.get("run_id"), thread.thread_id, caller)
+                raise replay_refused(named, waiting, this_threads=ours)
             so_far = await self.sayso.run_messages(paused.run_id)
             decisions = decisions_from_resume(
                 paused.requests,
@@ -234,6 +236,15 @@ class AgUiAgent(AgentEndpoint):
                 result.run_id, f"thread {thread.thread_id!r} has a run in progress; this message is already taken"
             )
         return Turn(result, [], again=True)
+
+    async def _runs_on(self, run_id: object, thread_id: str, caller: Principal) -> bool:
+        """Whether `run_id` (as a client's state names it) is a run of `thread_id` that the caller may see."""
+        if not isinstance(run_id, str) or not is_id(run_id):
+            return False
+        try:
+            return (await self.sayso.run_record(run_id, principal=caller)).thread_id == thread_id
+        except RunNotFound:
+            return False
 
     async def _waits(self, paused: RunRecord, caller: Principal) -> bool:
         """Whether the pause `paused` holds still waits for an answer (another may have moved the run on meanwhile)."""
