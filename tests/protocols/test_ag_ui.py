@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from ag_ui.core import Event, RunFinishedEvent
 from pydantic import TypeAdapter
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ..models import tool_model
 from .conftest import NOT_ASKED, InProcess, ServerFactory, client_tool, two_deletes
@@ -35,10 +37,10 @@ def user(text: str) -> dict[str, Any]:
     return {"id": uuid.uuid4().hex, "role": "user", "content": text}
 
 
-async def post(server: InProcess, body: dict[str, Any], *, token: str | None = None) -> list[Any]:
-    """POST a RunAgentInput; every SSE event, parsed and validated by the protocol's pydantic models."""
+async def post(server: InProcess, body: dict[str, Any], *, token: str | None = None, agent: str = "files") -> list[Any]:
+    """POST a RunAgentInput to `agent`; every SSE event, parsed and validated by the protocol's pydantic models."""
     events: list[Any] = []
-    async with server.client(token) as client, client.stream("POST", "/ag-ui/files", json=body) as response:
+    async with server.client(token) as client, client.stream("POST", f"/ag-ui/{agent}", json=body) as response:
         assert response.status_code == 200, await response.aread()
         assert response.headers["content-type"].startswith("text/event-stream")
         async for line in response.aiter_lines():
@@ -182,12 +184,13 @@ async def test_client_tools_end_the_run_with_pending_calls_answered_by_tool_mess
         models={"demo": client_tool()}, agents={"files": {"model": "demo", "client_tools": ["pick_color"]}}
     )
     tool = {"name": "pick_color", "description": "Ask the browser for a color", "parameters": {"type": "object"}}
-    events = await post(server, run_input("thr-agui-6", [user("color please")], tools=[tool]))
+    said = user("color please")
+    events = await post(server, run_input("thr-agui-6", [said], tools=[tool]))
     outcome = finished(events).outcome
     assert outcome is not None and outcome.type == "success"
     (call_id,) = outcome.pending_tool_call_ids or []
     answer = {"id": uuid.uuid4().hex, "role": "tool", "toolCallId": call_id, "content": "teal"}
-    events = await post(server, run_input("thr-agui-6", [user("color please"), answer], tools=[tool]))
+    events = await post(server, run_input("thr-agui-6", [said, answer], tools=[tool]))
     assert finished(events).result == "The browser chose teal."
 
 
@@ -205,7 +208,8 @@ async def test_a_tool_message_for_a_call_nobody_made_is_refused_and_no_browser_c
     tools = [
         {"name": name, "description": name, "parameters": {"type": "object"}} for name in ("pick_color", "pick_size")
     ]
-    events = await post(server, run_input("thr-agui-typo", [user("look")], tools=tools))
+    said = user("look")
+    events = await post(server, run_input("thr-agui-typo", [said], tools=tools))
     outcome = finished(events).outcome
     assert outcome is not None and outcome.type == "success"
     color, size = outcome.pending_tool_call_ids or []
@@ -219,12 +223,43 @@ async def test_a_tool_message_for_a_call_nobody_made_is_refused_and_no_browser_c
     def answer(call_id: str, content: str) -> dict[str, Any]:
         return {"id": uuid.uuid4().hex, "role": "tool", "toolCallId": call_id, "content": content}
 
-    typo = [user("look"), *echoed, answer(color, "teal"), answer("call_typo", "XL")]
+    typo = [said, *echoed, answer(color, "teal"), answer("call_typo", "XL")]
     refused = await post(server, run_input("thr-agui-typo", typo, tools=tools))
     assert refused[-1].type == "RUN_ERROR" and "'call_typo'" in refused[-1].message
-    right = [user("look"), *echoed, answer(color, "teal"), answer(size, "XL")]
+    right = [said, *echoed, answer(color, "teal"), answer(size, "XL")]
     done = finished(await post(server, run_input("thr-agui-typo", right, tools=tools)))
     assert done.result is not None and "pick_color: teal" in done.result and "pick_size: XL" in done.result
+
+
+def talks_then_deletes() -> FunctionModel:
+    """A model that says what it is about to do in the same response as its call, as LLMs often do."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1]
+        assert isinstance(last, ModelRequest)
+        if any(isinstance(part, ToolReturnPart) for part in last.parts):
+            return ModelResponse(parts=[TextPart("Done.")])
+        return ModelResponse(
+            parts=[TextPart("Deleting notes.txt."), ToolCallPart("delete_file", {"name": "notes.txt"})]
+        )
+
+    return FunctionModel(respond)
+
+
+async def test_each_message_a_run_streams_across_its_pauses_has_an_id_of_its_own(
+    serve: ServerFactory, sandbox: Path
+) -> None:
+    """The text before the pause and the text after the resume are two messages: a client merges a message
+    streamed under an id it holds into that message, so the second must not reuse the first's id."""
+    server = await serve(models={"demo": talks_then_deletes()})
+    first = await post(server, run_input("thr-agui-ids", [user("delete notes")]))
+    pending = interrupt_of(first)
+    approve = {"interruptId": pending.id, "status": "resolved", "payload": {"status": "approved"}}
+    second = await post(server, resume("thr-agui-ids", [approve]))
+    texts = {e.message_id: e.delta for e in [*first, *second] if e.type == "TEXT_MESSAGE_CONTENT"}
+    assert sorted(texts.values()) == ["Deleting notes.txt.", "Done."]
+    results = [e.message_id for e in second if e.type == "TOOL_CALL_RESULT"]
+    assert len(results) == 1 and results[0] not in texts
 
 
 @dataclass(frozen=True)

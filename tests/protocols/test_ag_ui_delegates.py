@@ -118,7 +118,8 @@ async def test_a_delegates_browser_tool_is_streamed_tagged_with_its_run_and_its_
         {"description": "request_datasources", "value": "Offer: warehouse, crm."},
         {"description": "billing", "value": "never shown"},
     ]
-    events = await post(team, run_input("thr-d1", [user("data")], context=context))
+    said = user("data")
+    events = await post(team, run_input("thr-d1", [said], context=context))
     outcome = finished(events).outcome
     assert outcome is not None and outcome.type == "success"
     (call_id,) = outcome.pending_tool_call_ids or []
@@ -134,7 +135,7 @@ async def test_a_delegates_browser_tool_is_streamed_tagged_with_its_run_and_its_
     assert "Offer: warehouse, crm." not in instructions["coordinator"]
     assert "never shown" not in instructions["analyst"] + instructions["coordinator"]
 
-    answered = await post(team, run_input("thr-d1", [user("data"), tool_message(call_id, ["warehouse"])]))
+    answered = await post(team, run_input("thr-d1", [said, tool_message(call_id, ["warehouse"])]))
     assert finished(answered).result == (
         'Report:\nanalyst: Using ["warehouse"].\n\n'
         '(Note: analyst asked the client to run request_datasources {"topic": "revenue"} → ["warehouse"].)'
@@ -152,7 +153,8 @@ async def test_a_pause_mixing_an_interrupt_and_a_browser_tool_lists_both_and_one
 ) -> None:
     """Parallel delegates: ops waits for approval and the analyst for the browser; RUN_FINISHED lists the
     interrupt and, beside it, the pending tool call; one resume with both answers finishes the report."""
-    events = await post(team, run_input("thr-d2", [user("report")]))
+    said = user("report")
+    events = await post(team, run_input("thr-d2", [said]))
     done = finished(events)
     assert done.outcome is not None and done.outcome.type == "interrupt"
     (approval,) = done.outcome.interrupts
@@ -164,9 +166,7 @@ async def test_a_pause_mixing_an_interrupt_and_a_browser_tool_lists_both_and_one
     assert any(e.type == "TOOL_CALL_START" and e.tool_call_id == call_id for e in events)
 
     entry = {"interruptId": approval.id, "status": "resolved", "payload": {"status": "approved"}}
-    events = await post(
-        team, run_input("thr-d2", [user("report"), tool_message(call_id, "the warehouse")], resume=[entry])
-    )
+    events = await post(team, run_input("thr-d2", [said, tool_message(call_id, "the warehouse")], resume=[entry]))
     result = finished(events).result or ""
     assert "Archived the logs of 2026-10." in result and "Using the warehouse." in result
 
@@ -207,12 +207,13 @@ async def test_two_delegates_browser_calls_under_one_plain_id_are_told_apart_and
     served = await InProcess(app=protocol_app(sayso), sayso=sayso).start()
     try:
         path = "/ag-ui/coordinator"
-        outcome = finished(await post(served, run_input("thr-pair", [user("go")]), path)).outcome
+        said = user("go")
+        outcome = finished(await post(served, run_input("thr-pair", [said]), path)).outcome
         assert outcome is not None and outcome.type == "success"
         pending = outcome.pending_tool_call_ids or []
         assert len(set(pending)) == 2, pending
         answers = [tool_message(call_id, f"source {n}") for n, call_id in enumerate(pending)]
-        done = finished(await post(served, run_input("thr-pair", [user("go"), *answers]), path))
+        done = finished(await post(served, run_input("thr-pair", [said, *answers]), path))
     finally:
         await served.stop()
     assert done.result is not None

@@ -7,6 +7,7 @@ reached the store or was read as something the person never said.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +150,29 @@ async def test_a_skip_or_an_answer_of_another_kind_with_keys_sayso_does_not_read
     approved = {"interruptId": pending.id, "status": "resolved", "payload": {"status": "approved"}}
     assert finished(await post(server, resume("thr-skip-keys", [approved]))).outcome.type == "success"  # type: ignore[union-attr]
     assert not (sandbox / "notes.txt").exists()
+
+
+async def test_the_loser_of_two_resumes_sent_at_once_is_not_told_the_pause_stays_open(
+    serve: ServerFactory, sandbox: Path
+) -> None:
+    """Two clients answer the same interrupt at once (one approves, one denies): one answer carries the run on;
+    the other is refused, and since the run went on its error does not claim the pause stays open."""
+    server = await serve()
+    for n, name in enumerate(["notes", "todo", "report-2025.txt"]):
+        thread = f"thr-race-{n}"
+        said = user(f"delete {name}")
+        asked = interrupt_of(await post(server, run_input(thread, [said])))
+        answers = [{"status": "approved"}, {"status": "cancelled", "reason": "keep it"}]
+        both = await asyncio.gather(
+            *(
+                post(server, resume(thread, [{"interruptId": asked.id, "status": "resolved", "payload": p}]))
+                for p in answers
+            )
+        )
+        ends = sorted(events[-1].type for events in both)
+        assert ends == ["RUN_ERROR", "RUN_FINISHED"], [events[-1] for events in both]
+        [refused] = [events[-1] for events in both if events[-1].type == "RUN_ERROR"]
+        assert "the pause stays open" not in refused.message, refused.message
+        async with server.client() as client:
+            state = (await client.get(f"/v1/requests/{asked.id}")).json()
+        assert state["status"] == "decided"

@@ -71,3 +71,25 @@ async def test_the_switch_turns_the_snapshot_off(serve: ServerFactory) -> None:
     events = await post(server, run_input("thr-state-3", [user("delete notes")]))
     assert not [e for e in events if isinstance(e, StateSnapshotEvent)]
     assert interrupt_of(events).reason == "sayso:approval"
+
+
+async def test_a_state_naming_another_threads_pause_is_refused_as_not_this_threads(
+    serve: ServerFactory, sandbox: Path
+) -> None:
+    """A resume sent with another thread's state (its pause still open) is refused as naming a pause that is not
+    this thread's, not as an answered gate; nothing runs on either thread, and both pauses are answered as usual."""
+    server = await serve()
+    mine = await post(server, run_input("thr-state-4", [user("delete notes")]))
+    other = await post(server, run_input("thr-state-5", [user("delete todo")]))
+    asked, others = interrupt_of(mine), interrupt_of(other)
+    approve = {"interruptId": asked.id, "status": "resolved", "payload": {"status": "approved"}}
+    forged = await post(server, {**resume("thr-state-4", [approve]), "state": snapshot(other)})
+    assert forged[-1].type == "RUN_ERROR" and forged[-1].code == "invalid_resume"
+    assert "is not a pause of thread 'thr-state-4'" in forged[-1].message, forged[-1].message
+    assert "already answered" not in forged[-1].message
+    assert (sandbox / "notes.txt").exists() and (sandbox / "todo.md").exists()
+    done = await post(server, {**resume("thr-state-4", [approve]), "state": snapshot(mine)})
+    assert finished(done).outcome.type == "success"  # type: ignore[union-attr]
+    deny = {"interruptId": others.id, "status": "resolved", "payload": {"status": "cancelled"}}
+    assert finished(await post(server, resume("thr-state-5", [deny]))).outcome.type == "success"  # type: ignore[union-attr]
+    assert not (sandbox / "notes.txt").exists() and (sandbox / "todo.md").exists()

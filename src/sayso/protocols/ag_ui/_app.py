@@ -3,8 +3,10 @@
 Every agent and every orchestration (its lead agent answers) is served under its name. An
 AG-UI thread is a sayso thread. A run's pause stays on the server: a resume names interrupts
 by id and client tool calls by tool call id, both looked up in what the runtime shows the
-caller, and answers the whole pause in one call (what it leaves out is skipped). Who may
-touch which thread is the runtime's rule; the endpoint passes the caller on. With
+caller, and answers the whole pause in one call (what it leaves out is skipped); a new message
+sent beside it is answered after it. A user message reaches the agent once, by its AG-UI id
+(`_taken`): one the thread already took is history, never new text. Who may touch which thread
+is the runtime's rule; the endpoint passes the caller on. With
 `ag_ui.kaboo_compat`, remembered approvals are the host's (`forwardedProps.kaboo_grants`). Each
 run ends with kaboo's session state (`_state`) unless `runtime.persist_session_state` is off.
 """
@@ -12,7 +14,8 @@ run ends with kaboo's session state (`_state`) unless `runtime.persist_session_s
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TypedDict
+from dataclasses import dataclass
+from typing import NamedTuple, TypedDict
 
 import anyio
 from ag_ui.core import BaseEvent, RunAgentInput, RunErrorEvent, RunStartedEvent
@@ -25,15 +28,28 @@ from sse_starlette import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..._core.access import Principal
+from ..._core.access import Principal, may_message
+from ..._core.client_tools import check_client_tools
 from ..._core.grants import Grant
 from ..._core.ids import ID_PATTERN, is_id
-from ..._runtime import RunResult, Sayso, ThreadRecord, authenticate
-from ...exceptions import InvalidInput, ThreadNotFound
+from ..._core.limits import check_message
+from ..._runtime import RunRecord, RunResult, Sayso, ThreadRecord, authenticate
+from ...exceptions import DecisionRefused, InvalidInput, NotAllowed, RunNotFound, ThreadBusy, ThreadNotFound
 from .._common import AgentEndpoint
-from ._inbound import client_tools, decisions_from_resume, host_grants, moves_on, tool_messages, user_text
-from ._mapping import THREAD, call_ids, error_event, finished_event, message_events, pending_call_events, refused
-from ._state import check_replayed, state_snapshot
+from ._inbound import client_tools, decisions_from_resume, host_grants, moves_on
+from ._mapping import (
+    RESUME,
+    THREAD,
+    AnswerTooLate,
+    call_ids,
+    error_event,
+    finished_event,
+    message_events,
+    pending_call_events,
+    refused,
+)
+from ._state import replay_refused, replayed, state_snapshot
+from ._taken import NewInput, read_input, take
 
 PING_SECONDS = 15.0
 """How often a quiet run's stream sends a comment line, so proxies keep the connection."""
@@ -44,6 +60,27 @@ class HostTerms(TypedDict, total=False):
 
     grants: Sequence[Grant]
     offer_wider_scopes: bool
+
+
+class Shown(NamedTuple):
+    """Messages one run added, from its `start`-th on: what a turn streams of it."""
+
+    run_id: str
+    start: int
+    messages: list[ModelMessage]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What one AG-UI run did: the runs' messages to stream, in order, and the outcome to finish with."""
+
+    result: RunResult
+    shown: list[Shown]
+    unsent: bool = False
+    """The answered run failed, so the new message sent with the answer was not sent."""
+    again: bool = False
+    """Nothing ran: the input came before, and the outcome is shown again (a delegate's pending browser calls, which
+    the client holds, are not streamed twice: a client appends the arguments streamed for a call it knows)."""
 
 
 class AgUiAgent(AgentEndpoint):
@@ -60,17 +97,21 @@ class AgUiAgent(AgentEndpoint):
         try:
             # The run belongs to the server, not to the connection: a client that leaves does not cut it short.
             with anyio.CancelScope(shield=True):
-                result, added = await self._turn(run_input, caller)
+                turn = await self._turn(run_input, caller)
         except Exception as exc:
             yield error_event(exc)
             return
-        for event in message_events(added, id_prefix=result.run_id):
-            yield event
+        for shown in turn.shown:
+            for event in message_events(shown.messages, id_prefix=shown.run_id, start=shown.start):
+                yield event
+        result = turn.result
         if result.status == "failed":
-            yield RunErrorEvent(message=result.error or "the run failed", code="run_failed")
+            unsent = "; the new message was not sent (send it again)" if turn.unsent else ""
+            yield RunErrorEvent(message=(result.error or "the run failed") + unsent, code="run_failed")
             return
-        for event in pending_call_events(result.requests, run_id=result.run_id, kaboo=self.kaboo):
-            yield event
+        if not turn.again:
+            for event in pending_call_events(result.requests, run_id=result.run_id, kaboo=self.kaboo):
+                yield event
         if self.sayso.config.runtime.persist_session_state:
             run = await self.sayso.run_record(result.run_id)
             yield state_snapshot(run_input.state, run, result.requests, kaboo=self.kaboo)
@@ -84,58 +125,143 @@ class AgUiAgent(AgentEndpoint):
             votes=result.votes,
         )
 
-    async def _turn(self, run_input: RunAgentInput, caller: Principal) -> tuple[RunResult, list[ModelMessage]]:
-        """Resume the thread's pause or send a new message; the result and the messages this call added."""
+    async def _turn(self, run_input: RunAgentInput, caller: Principal) -> Turn:
+        """Answer the thread's pause, send the person's new message, or both (the answer first).
+
+        An input that adds nothing the thread lacks (it came before) shows where the thread stands.
+        """
         thread = await self._thread(run_input.thread_id, caller)
         paused = None
         if thread is not None and thread.active_run_id is not None:
             active = await self.sayso.result(thread.active_run_id, principal=caller)
             paused = active if active.status == "paused" else None
-        answers = tool_messages(run_input.messages)
+        new = await read_input(self.sayso, run_input.thread_id, run_input.messages, known=thread is not None)
         hosted = self._host_terms(run_input, caller)
-        text = user_text(run_input.messages)
+        text = new.text
         # Moving on (docs/concepts/decisions.md#resume-rules) cancels every open interrupt (the HttpAgent
         # starts no run while one is unanswered) and sends the new message: that is a new message, whose run
         # supersedes the pause (what was open is skipped, never run) and answers it in this same AG-UI run.
-        resumes = bool(run_input.resume) and not moves_on(run_input.resume or [], text)
-        if resumes or (paused is not None and answers and text is None):
+        moving_on = moves_on(run_input.resume or [], text) and not new.answers
+        if (run_input.resume and not moving_on) or (paused is not None and new.answers):
             if thread is None or paused is None:
                 raise InvalidInput(f"nothing waits on thread {run_input.thread_id!r}", field=THREAD)
-            if thread.agent != self.agent:
-                raise InvalidInput(f"thread {thread.thread_id!r} is a conversation with agent {thread.agent!r}")
-            check_replayed(run_input.state, await self.sayso.run_record(paused.run_id))
+            return await self._answer(run_input, caller, thread, paused, new, hosted)
+        if text is None and new.taken_by is not None and thread is not None:
+            return await self._as_it_stands(thread, new.taken_by, caller)
+        if text is None or not text.strip():
+            raise InvalidInput(
+                "the last message must be the person's, with text, or the input must resume a pause", field="messages"
+            )
+        return await self._say(text, new, run_input, caller, hosted)
+
+    async def _answer(
+        self,
+        run_input: RunAgentInput,
+        caller: Principal,
+        thread: ThreadRecord,
+        paused: RunResult,
+        new: NewInput,
+        hosted: HostTerms,
+    ) -> Turn:
+        """Answer the pause with the resume's entries and the tool messages, then send the new message if any.
+
+        The message is checked before the answer is recorded, so it is never refused after the pause moved on.
+        A message sent after the answer moves on from what the run asks next, as any new message does.
+        """
+        if thread.agent != self.agent:
+            raise InvalidInput(f"thread {thread.thread_id!r} is a conversation with agent {thread.agent!r}")
+        waiting = await self.sayso.run_record(paused.run_id)
+        text = new.text if new.text and new.text.strip() else None  # a message with no text says nothing new
+        if text is not None:
+            self._check_message(text, run_input, caller, thread)
+        try:
+            if (named := replayed(run_input.state, waiting)) is not None:
+                ours = await self._runs_on(named.get("run_id"), thread.thread_id, caller)
+                raise replay_refused(named, waiting, this_threads=ours)
             so_far = await self.sayso.run_messages(paused.run_id)
             decisions = decisions_from_resume(
                 paused.requests,
                 run_input.resume or [],
-                answers,
+                new.answers,
                 run_id=paused.run_id,
                 streamed_calls=call_ids(so_far),
                 kaboo=self.kaboo,
             )
             if not decisions:
                 raise refused("the resume answers none of the open requests")
-            # The run goes on: only what it adds from here is new to the client.
-            before = len(so_far)
             # A request the resume leaves out counts as skipped, never as approved.
             result = await self.sayso.answer_pause(
                 paused.run_id, decisions, principal=caller, rest="skip", via="ag-ui", **hosted
             )
-            return result, (await self.sayso.run_messages(result.run_id))[before:]
-        if text is None or not text.strip():
-            raise InvalidInput(
-                "the last message must be the person's, with text, or the input must resume a pause", field="messages"
-            )
+        except (InvalidInput, DecisionRefused) as exc:
+            if (isinstance(exc, DecisionRefused) or exc.field == RESUME) and not await self._waits(waiting, caller):
+                raise AnswerTooLate(exc) from exc
+            raise
+        # The run went on: only what it added from here is new to the client.
+        before = len(so_far)
+        answered = Shown(result.run_id, before, (await self.sayso.run_messages(result.run_id))[before:])
+        if text is None:
+            return Turn(result, [answered])
+        if result.status == "failed":
+            return Turn(result, [answered], unsent=True)
+        then = await self._say(text, new, run_input, caller, hosted)
+        return Turn(then.result, [answered, *then.shown])
+
+    async def _say(
+        self, text: str, new: NewInput, run_input: RunAgentInput, caller: Principal, hosted: HostTerms
+    ) -> Turn:
+        """Send the person's new messages, kept as taken by the run that answers them."""
+        run_id = await take(self.sayso, run_input.thread_id, new.ids)
         result = await self.sayso.run(
             text,
             agent=self.agent,
             thread_id=run_input.thread_id,
             principal=caller,
             client_tools=client_tools(run_input.tools or [], run_input.context or []),
+            run_id=run_id,
             via="ag-ui",
             **hosted,
         )
-        return result, await self.sayso.run_messages(result.run_id)
+        return Turn(result, [Shown(result.run_id, 0, await self.sayso.run_messages(result.run_id))])
+
+    async def _as_it_stands(self, thread: ThreadRecord, taken_by: str, caller: Principal) -> Turn:
+        """An input the thread already took, come again: nothing runs; the outcome is the thread's now.
+
+        While the thread waits, that is its open interrupts (and pending browser calls) again;
+        once its runs ended, the last run's outcome.
+        """
+        result = await self.sayso.result(thread.active_run_id or taken_by, principal=caller)
+        if result.status == "running":
+            raise ThreadBusy(
+                result.run_id, f"thread {thread.thread_id!r} has a run in progress; this message is already taken"
+            )
+        return Turn(result, [], again=True)
+
+    async def _runs_on(self, run_id: object, thread_id: str, caller: Principal) -> bool:
+        """Whether `run_id` (as a client's state names it) is a run of `thread_id` that the caller may see."""
+        if not isinstance(run_id, str) or not is_id(run_id):
+            return False
+        try:
+            return (await self.sayso.run_record(run_id, principal=caller)).thread_id == thread_id
+        except RunNotFound:
+            return False
+
+    async def _waits(self, paused: RunRecord, caller: Principal) -> bool:
+        """Whether the pause `paused` holds still waits for an answer (another may have moved the run on meanwhile)."""
+        now = await self.sayso.result(paused.run_id, principal=caller)
+        record = await self.sayso.run_record(paused.run_id)
+        return now.status == "paused" and bool(now.requests) and record.pause_id == paused.pause_id
+
+    def _check_message(self, text: str, run_input: RunAgentInput, caller: Principal, thread: ThreadRecord) -> None:
+        """Refuse, before anything is recorded, a message `Sayso.run` would refuse: the same checks, done early."""
+        if not may_message(caller, owner=thread.owner):
+            raise NotAllowed(
+                thread.thread_id,
+                f"only the thread's owner may send messages into it, not {caller.name!r}",
+                subject="thread",
+            )
+        check_message(text, self.sayso.config.limits.to_limits())
+        check_client_tools(client_tools(run_input.tools or [], run_input.context or []))
 
     def _host_terms(self, run_input: RunAgentInput, caller: Principal) -> HostTerms:
         """In kaboo's dialect the host keeps remembered approvals: the ones it sends, and none stored here.

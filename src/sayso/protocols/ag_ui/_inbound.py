@@ -303,26 +303,27 @@ def host_grants(forwarded_props: Any, *, principal: Principal, agent: str, threa
     return grants
 
 
-def user_text(messages: Sequence[Any]) -> str | None:
-    """The text of the last message when it is the person's (a new message), else `None`."""
-    last = messages[-1] if messages else None
-    if not isinstance(last, UserMessage):
-        return None
-    if isinstance(last.content, str):
-        return last.content
-    return "\n".join(part.text for part in last.content if isinstance(part, UserTextPart))
+def text_of(message: UserMessage) -> str:
+    """A user message's text: its content, or its text parts joined (what else it carries is not read)."""
+    if isinstance(message.content, str):
+        return message.content
+    return "\n".join(part.text for part in message.content if isinstance(part, UserTextPart))
 
 
 def moves_on(entries: Sequence[ResumeEntry], text: str | None) -> bool:
-    """Whether an input moves on from a pause: it cancels every interrupt it names and ends on a new message."""
+    """Whether an input moves on from a pause: it cancels every interrupt it names and carries a new message."""
     return bool(entries) and all(e.status == "cancelled" for e in entries) and bool(text and text.strip())
 
 
-def tool_messages(messages: Sequence[Any]) -> list[ToolMessage]:
-    """The tool messages at the end of the history: answers to client tool calls."""
-    out: list[ToolMessage] = []
+def trailing(messages: Sequence[Any]) -> list[UserMessage | ToolMessage]:
+    """The user and tool messages the history ends with, oldest first, back to its last message of another role.
+
+    Only these can be new: whatever comes before the last assistant message the client holds was
+    already there when the server streamed that message.
+    """
+    out: list[UserMessage | ToolMessage] = []
     for message in reversed(messages):
-        if not isinstance(message, ToolMessage):
+        if not isinstance(message, UserMessage | ToolMessage):
             break
         out.append(message)
     return list(reversed(out))

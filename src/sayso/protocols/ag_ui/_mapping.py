@@ -90,23 +90,43 @@ _INPUT_CODES = {RESUME: "invalid_resume", THREAD: "not_paused"}
 # --- errors
 
 
+class AnswerTooLate(Exception):
+    """A refused answer to a pause that no longer waits: another answer (or a new message) moved the run on first.
+
+    `error` is the refusal the runtime gave; its event must not say the pause stays open.
+    """
+
+    def __init__(self, error: InvalidInput | DecisionRefused) -> None:
+        self.error = error
+        super().__init__(str(error))
+
+
+_STILL_OPEN = "the pause stays open"
+_MOVED_ON = "the pause it answers no longer waits: the run went on without this answer (read the thread's latest state)"
+
+
 def error_event(exc: Exception) -> RunErrorEvent:
     """The `RUN_ERROR` for one of ours: the one place sayso's errors become AG-UI errors.
+
+    A refused resume says the pause stays open unless it came too late for it (`AnswerTooLate`).
 
     Raises:
         Exception: `exc` itself when it is not sayso's (a bug, not a refusal).
     """
+    pause = _STILL_OPEN
+    if isinstance(exc, AnswerTooLate):
+        exc, pause = exc.error, _MOVED_ON
     if isinstance(exc, TooLarge):
         return RunErrorEvent(message=str(exc), code="too_large")
     if isinstance(exc, InvalidInput):
         code = _INPUT_CODES.get(exc.field or "", "invalid_input")
         if code == "invalid_resume":
-            return RunErrorEvent(message=f"resume refused: {exc.problem}; the pause stays open", code=code)
+            return RunErrorEvent(message=f"resume refused: {exc.problem}; {pause}", code=code)
         return RunErrorEvent(message=exc.problem, code=code)
     if isinstance(exc, CallEnded):
         return RunErrorEvent(message=f"decision refused: {exc}", code="conflict")
     if isinstance(exc, DecisionRefused):
-        return RunErrorEvent(message=f"decision refused: {exc}; the pause stays open", code="invalid_resume")
+        return RunErrorEvent(message=f"decision refused: {exc}; {pause}", code="invalid_resume")
     if isinstance(exc, NotAllowed):
         return RunErrorEvent(message=str(exc), code="forbidden")
     if isinstance(exc, NotFound):
@@ -137,9 +157,14 @@ def call_ids(messages: Sequence[ModelMessage]) -> set[str]:
     }
 
 
-def message_events(messages: Sequence[ModelMessage], *, id_prefix: str) -> Iterator[BaseEvent]:
-    """Text, tool-call and tool-result events for messages a run added, in order."""
-    for index, message in enumerate(messages):
+def message_events(messages: Sequence[ModelMessage], *, id_prefix: str, start: int = 0) -> Iterator[BaseEvent]:
+    """Text, tool-call and tool-result events for messages a run added, in order.
+
+    `messages` are the run's from its `start`-th on (what a resumed run added): each message id
+    names the run (`id_prefix`) and the message's place among all of the run's, so no two of a
+    run's segments share one (a client merges a message streamed under a known id into it).
+    """
+    for index, message in enumerate(messages, start=start):
         if isinstance(message, ModelResponse):
             for part_index, part in enumerate(message.parts):
                 if isinstance(part, TextPart) and part.content:

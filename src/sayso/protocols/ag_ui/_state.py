@@ -9,18 +9,20 @@ that keeps the host's own state keys and sets `kaboo_sessions`:
   itself lives in sayso's store, so this reference is all any process needs to resume it.
 
 A host that replays an older state cannot bring back a gate already answered: a resume whose
-state names another pause than the one the thread waits on is refused, and nothing runs.
+state names another pause than the one the thread waits on is refused, and nothing runs (a pause
+of another thread is named as not this thread's, and nothing more is said of it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ag_ui.core import StateSnapshotEvent
 
 from ..._core.requests import Request
 from ..._runtime import RunRecord
+from ...exceptions import InvalidInput
 from ._mapping import Shown, interrupt, refused
 
 SESSIONS_KEY = "kaboo_sessions"
@@ -43,17 +45,25 @@ def state_snapshot(host_state: Any, run: RunRecord, requests: Sequence[Request],
     return StateSnapshotEvent(snapshot={**state, SESSIONS_KEY: {"approvals": approvals, "paused": paused}})
 
 
-def check_replayed(host_state: Any, waiting: RunRecord) -> None:
-    """Refuse a resume whose state names a pause other than the one `waiting` holds (an answered gate, replayed).
-
-    Raises:
-        InvalidInput: the state's `kaboo_sessions.paused` names another pause.
-    """
+def replayed(host_state: Any, waiting: RunRecord) -> Mapping[str, object] | None:
+    """The pause reference the state names (`kaboo_sessions.paused`) when it is not the pause `waiting` holds."""
     sessions = host_state.get(SESSIONS_KEY) if isinstance(host_state, dict) else None
     paused = sessions.get("paused") if isinstance(sessions, dict) else None
     if not isinstance(paused, dict) or paused.get("pause_id") in (None, waiting.pause_id):
-        return
-    raise refused(
-        f"the state names pause {paused.get('pause_id')!r}, which was already answered; "
-        f"thread {waiting.thread_id!r} now waits on pause {waiting.pause_id!r} (read the latest state)"
+        return None
+    return paused
+
+
+def replay_refused(named: Mapping[str, object], waiting: RunRecord, *, this_threads: bool) -> InvalidInput:
+    """The refusal of a resume whose state names another pause than the one the thread waits on; nothing ran.
+
+    `this_threads`: the state names a run of this thread, so its pause was one the thread already moved
+    past (an answered gate, replayed). Otherwise the pause is not this thread's, and nothing more is said
+    of it: whose it is, or whether it still waits, is not this caller's to learn here.
+    """
+    pause, thread = named.get("pause_id"), waiting.thread_id
+    said = "which was already answered" if this_threads else f"which is not a pause of thread {thread!r}"
+    return refused(
+        f"the state names pause {pause!r}, {said}; thread {thread!r} now waits on pause {waiting.pause_id!r} "
+        "(read the latest state)"
     )
