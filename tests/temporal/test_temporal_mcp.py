@@ -329,3 +329,33 @@ async def test_an_mcp_bindings_rules_hold_on_temporal_as_in_one_process(tmp_path
         assert commits(repo) == ["Add the readme"]
         done = (await front.decide(request.request_id, Approve(), principal="dana")).run
     assert done.status == "completed" and commits(repo) == ["Release 1.0", "Add the readme"], done
+
+
+async def test_the_last_worker_stopped_while_it_holds_a_form_closes_it_and_the_run_carries_on_when_one_comes_back(
+    tmp_path: Path, temporal: Project, elicit_server: ElicitServer
+) -> None:
+    """SIGTERM to the only worker, holding the live call: it exited 1 with a traceback
+    (`WorkflowUpdateRPCTimeoutOrCancelledError`: nobody could take its "carry on" then). Now it closes the form
+    (the server hears cancel), asks the run's workflow to carry on, says it stopped and exits 0; the next worker
+    carries the run on, the model reading that the call did not complete."""
+    config = temporal.config(tmp_path, FORM_BODY.format(url=elicit_server.mcp_url), {"script.yaml": FORM_SCRIPT})
+    pool = temporal.workers(config)
+    only = pool.start()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run("book mon", agent="host")
+        [request] = paused.requests
+        assert isinstance(request, ElicitationRequest) and f":{only.pid}:" in (request.holder or "")
+        only.send_signal(signal.SIGTERM)
+        only.wait(60)
+        assert only.stdout is not None
+        said = only.stdout.read()
+        assert only.returncode == 0, said
+        assert said.splitlines()[-1:] == ["sayso worker: stopped"]
+        assert elicit_server.answers() == ["cancel"]
+        pool.start()
+        handle = (await TemporalClient.connect(temporal.address)).get_workflow_handle(f"sayso-host-{paused.run_id}")
+        with anyio.fail_after(60):
+            assert await handle.result() == "completed"
+        done = await front.result(paused.run_id)
+    assert done.status == "completed" and done.output == CALL_ENDED and not done.requests, done
+    assert elicit_server.bookings() == []
