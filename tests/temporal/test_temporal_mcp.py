@@ -203,7 +203,8 @@ async def test_a_form_whose_holding_worker_was_killed_is_refused_and_the_call_is
 ) -> None:
     """kill -9 the worker holding the live call: an answer from the front is refused (`CallEnded`), the form closes
     as cancelled, and the run carries on on another worker, the model told the call did not complete; nothing is
-    booked, and the call is never issued again (a tool that may not run twice)."""
+    booked, and the call is never issued again (a tool that may not run twice). The refusal is a normal answer: no
+    worker logs a traceback for it."""
     config = temporal.config(tmp_path, FORM_BODY.format(url=elicit_server.mcp_url), {"script.yaml": FORM_SCRIPT})
     pool = temporal.workers(config)
     first = pool.start()
@@ -223,6 +224,8 @@ async def test_a_form_whose_holding_worker_was_killed_is_refused_and_the_call_is
     handle = (await TemporalClient.connect(temporal.address)).get_workflow_handle(f"sayso-host-{done.run_id}")
     with anyio.fail_after(30):
         assert await handle.result() == "completed"  # its workflow read where the run stands, and ended too
+    logged = "".join(log.read_text() for log in tmp_path.glob("worker-*.log"))
+    assert "Traceback" not in logged and "Completing activity as failed" not in logged, logged
 
 
 async def test_a_worker_stopped_with_ctrl_c_closes_the_form_it_holds_and_the_run_carries_on_elsewhere(
