@@ -10,9 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic_ai import ToolDefinition
 
 from sayso import Approve, Config, ConfigError, NotAllowed, RequestNotFound, Sayso
 from sayso._core.channels import parse_target
+from sayso._core.policy import ToolRule
+from sayso._engine.tools import RULES_KEY, rules_of
 
 from ..conftest import approvals
 from ..models import tool_model
@@ -140,3 +143,17 @@ async def test_a_bindings_notify_target_is_told_of_its_requests(repo: Path, tmp_
     assert [(e.target, e.event, e.data["request"]["id"]) for e in claimed] == [
         ("webhook:ops", "request.opened", paused.requests[0].request_id)
     ]
+
+
+def test_a_call_whose_binding_rules_this_process_cannot_rebuild_is_refused() -> None:
+    """A definition listed elsewhere (another Temporal worker) names its binding's rules; the caller rebuilds them from
+    its own config, and when it cannot (no such binding, or bound under other rules) the call is refused, never
+    run ungated."""
+    listed = ToolDefinition(name="git_commit", metadata={RULES_KEY: ["release-commits"]})
+    release = ToolRule(name="git_commit", rule="release-commits")
+    for source in (None, lambda _: None, lambda _: (), lambda _: (ToolRule(name="git_commit", rule="mcp:git"),)):
+        with pytest.raises(ConfigError, match="under rules release-commits, which this process's config does not"):
+            rules_of(listed, source)
+    assert rules_of(listed, lambda _: (release,)) == (release,)
+    # A definition naming no rules still gets those the caller's own config has: stricter, never looser.
+    assert rules_of(ToolDefinition(name="git_commit"), lambda _: (release,)) == (release,)

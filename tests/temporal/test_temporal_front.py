@@ -23,6 +23,7 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
+from temporalio.client import Client
 
 from sayso import Sayso
 from sayso.server import create_app
@@ -264,3 +265,39 @@ def test_sayso_check_says_when_temporal_is_out_of_reach_or_has_no_such_namespace
     assert ready.returncode == 0, ready.stderr
     assert f"warning: engine.temporal.task_queue: no worker polls task queue '{queue}' yet" in ready.stdout
     assert "is ready" in ready.stdout
+
+
+PEOPLE = """
+principals:
+  - {name: alice, token: alice-token}
+  - {name: dana, token: dana-token}
+"""
+
+
+async def test_a_decision_on_a_request_whose_workflow_has_ended_is_answered_from_the_store(
+    tmp_path: Path, temporal: Project
+) -> None:
+    """Once the run's workflow has closed, a second decision was a raw 409 "workflow execution already completed" to
+    anyone, naming the run and its workflow to someone with no access. Now, as in one process: the owner is told
+    the first decision wins (the same decision again changes nothing), an outsider gets the 404 a made-up id gets."""
+    config = temporal.config(tmp_path, BODY.replace("TTL", "") + PEOPLE, FILES)
+    temporal.workers(config).start()
+    alice, dana = {"Authorization": "Bearer alice-token"}, {"Authorization": "Bearer dana-token"}
+    async with served(config) as client:
+        paused = (await client.post("/v1/runs", json={"message": "delete d.txt"}, headers=alice)).json()
+        decision = f"/v1/requests/{paused['requests'][0]['id']}/decision"
+        done = await client.post(decision, json={"kind": "approve"}, headers=alice)
+        assert done.status_code == 200 and done.json()["run"]["status"] == "completed", done.text
+        handle = (await Client.connect(temporal.address)).get_workflow_handle(f"sayso-files-{paused['run_id']}")
+        with anyio.fail_after(30):
+            assert await handle.result() == "completed"
+        second = await client.post(decision, json={"kind": "reject"}, headers=alice)
+        again = await client.post(decision, json={"kind": "approve"}, headers=alice)
+        outsider = await client.post(decision, json={"kind": "approve"}, headers=dana)
+        made_up = await client.post("/v1/requests/req_made_up/decision", json={"kind": "approve"}, headers=dana)
+    assert second.status_code == 409, second.text
+    assert second.json()["type"].endswith("/already-decided") and "the first decision wins" in second.json()["detail"]
+    assert again.status_code == 200 and again.json()["run"]["status"] == "completed", again.text
+    assert (outsider.status_code, outsider.json()["type"]) == (404, made_up.json()["type"]), outsider.text
+    assert paused["run_id"] not in outsider.text and "workflow" not in outsider.text
+    assert calls(tmp_path) == ["d.txt"]

@@ -192,6 +192,28 @@ def check_allowed(request: Request, principal: Principal) -> None:
     raise NotAllowed(request.request_id, why)
 
 
+def settled_already(found: RequestState, decision: Decision, principal: Principal, *, now: float) -> bool:
+    """Whether what the store holds already answers a decision an engine elsewhere would judge (`judge`'s own steps).
+
+    `True`: the same decision again, a no-op. `False`: the request is open, for the engine to judge.
+
+    Raises:
+        RequestNotFound, NotAllowed: the principal may not decide it (`check_allowed`).
+        AlreadyDecided: a different decision was taken first, or the pause was resumed or closed without one.
+        RequestExpired, InvalidDecision: as `check_decision` says, before the pause's state is told.
+    """
+    request = found.request
+    check_allowed(request, principal)
+    if found.decision is None and found.pause_status == "open":
+        return False
+    given = keep_secrets(request, decision)
+    if needs_votes(request) and isinstance(given, Approve):
+        given = same_as_shown(request, found.votes, given)
+    if check_decision(request, given, existing=found.decision, now=now) is None:
+        return True
+    raise AlreadyDecided(request.request_id, "its pause was already resumed or closed")
+
+
 def keep_secrets(request: Request, decision: Decision) -> Decision:
     """An approval whose edited arguments keep the redacted fields the person saw as `REDACTED` and left so.
 

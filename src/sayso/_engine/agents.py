@@ -102,7 +102,8 @@ def build_agent(name: str, spec: AgentConfig, config: Config, models: dict[str, 
         tools.append(ASK_USER_TOOL)
         ungated = frozenset({ASK_USER_TOOL.name})
     mcp = _mcp_toolset(name, spec, config)
-    gate = Gate(policy=policy, subjects=subjects, ungated=ungated, hook=_hook(spec, config.base_dir))
+    rules = mcp.rules_for if mcp is not None else None
+    gate = Gate(policy=policy, subjects=subjects, ungated=ungated, hook=_hook(spec, config.base_dir), rules=rules)
     model = resolve_model(spec.model, models, agent=name, known=list(config.models))
     agent: Agent[RunDeps, str | DeferredToolRequests] = Agent(
         model,

@@ -68,7 +68,7 @@ from .calls import (
 )
 from .deps import RunDeps
 from .hooks import BeforeToolCall, HookToolset
-from .tools import client_tool, defer_client_call, options_of, rules_of, tool_info_of
+from .tools import RuleSource, client_tool, defer_client_call, options_of, rules_of, tool_info_of
 from .whole_calls import WholeCall
 
 UNKNOWN_OUTCOME = (
@@ -125,6 +125,7 @@ class Gate:
     """Subject functions of the policy's rules, by import spec."""
     ungated: frozenset[str] = frozenset()
     """Tools sayso provides itself (`ask_user`): no policy applies to them."""
+    rules: RuleSource | None = None  # rebuilds the rules an MCP binding adds to a tool from this process's config
     hook: BeforeToolCall | None = None
     """The agent's before-call hook: it runs inside the gate, before every call of the agent's tools.
 
@@ -198,8 +199,8 @@ class GateToolset(WrapperToolset[Any]):
             thread_id=deps.chat_thread_id or deps.thread_id,
             agent=deps.agent_path,
         )
-        # The rules the tool's source adds (an MCP binding's) are tried after the agent's own.
-        added = rules_of(tool.tool_def)
+        # The rules the tool's source adds (an MCP binding's), rebuilt here, are tried after the agent's own.
+        added = rules_of(tool.tool_def, self.gate.rules)
         policy = replace(self.policy, tools=(*self.policy.tools, *added)) if added else self.policy
         verdict = judge_call(policy, name, variables, declared=options.requires_approval, read_only=options.read_only)
         if verdict.action == "deny":

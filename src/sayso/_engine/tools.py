@@ -105,14 +105,42 @@ def tool_info_of(tool_def: ToolDefinition) -> ToolInfo | None:
 
 
 RULES_KEY = "sayso_rules"
-"""Tool-definition metadata key for the policy rules a tool's source adds (an MCP binding's `when`, `approvers`,
-`escalate`..., docs/guides/policies.md#mcp-bindings): a tuple of `ToolRule`, tried after the agent's own."""
+"""Tool-definition metadata key for the names of the policy rules a tool's source adds (an MCP binding's `when`,
+`approvers`, `escalate`..., docs/guides/policies.md#mcp-bindings), tried after the agent's own.
+
+Only the names travel with the definition (plain data: on Temporal a definition crosses between
+workers as JSON, and a compiled condition cannot); the rules themselves are rebuilt from the
+config of the process that calls the tool (`RuleSource`), and a call whose named rules it cannot
+rebuild is refused (`rules_of`).
+"""
+
+RuleSource = Callable[[ToolDefinition], tuple[ToolRule, ...] | None]
+"""What rebuilds the rules a tool's source adds from this process's own config (`None`: not a tool it knows)."""
 
 
-def rules_of(tool_def: ToolDefinition) -> tuple[ToolRule, ...]:
-    """The policy rules the tool's source adds (an MCP binding's); empty when it adds none."""
-    found = (tool_def.metadata or {}).get(RULES_KEY)
-    return tuple(r for r in found if isinstance(r, ToolRule)) if isinstance(found, tuple) else ()
+def rule_names(rules: Sequence[ToolRule]) -> list[str]:
+    """The names a definition carries for `rules` (`RULES_KEY`)."""
+    return [r.rule or "" for r in rules]
+
+
+def rules_of(tool_def: ToolDefinition, source: RuleSource | None) -> tuple[ToolRule, ...]:
+    """The policy rules the tool's source adds (an MCP binding's), rebuilt by `source`; empty when it adds none.
+
+    Fails closed: rules the definition names that this process cannot rebuild (no source knows the
+    tool, or its config binds it under other rules) refuse the call rather than let it run ungated.
+
+    Raises:
+        ConfigError: the definition names rules `source` does not rebuild.
+    """
+    named = (tool_def.metadata or {}).get(RULES_KEY)
+    found = source(tool_def) if source is not None else None
+    rules = found or ()
+    if named and named != rule_names(rules):
+        raise ConfigError(
+            f"tool {tool_def.name!r} is bound under rules {', '.join(map(str, named))}, which this process's "
+            f"config does not give it ({', '.join(rule_names(rules)) or 'none'}); the call is refused"
+        )
+    return rules
 
 
 def options_of(tool_def: ToolDefinition) -> ToolOptions:

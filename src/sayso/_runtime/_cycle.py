@@ -28,13 +28,13 @@ from .._core.requests import DelegateRequest
 from .._core.resume import SKIPPED_FOR_FORCE
 from .._engine.calls import DelegateDeferral
 from .._store import Decided, PauseState, RunRecord
-from ..exceptions import AgentNotFound, PauseConsumed, RequestNotFound, RunConflict, RunNotFound, StoreError
+from ..exceptions import AgentNotFound, PauseConsumed, RunConflict, RunNotFound, StoreError
 from . import _leases, _tree
 from ._agent_runs import AgentRunner
 from ._kernel import Kernel, derived_id
 from ._remote import RemoteAgents, RemoteRunner
-from ._results import DecideResult, RunResult
-from ._runner import CallOptions, DecisionCall, Engine, Resume, RunKind, Runner, Runs, Start, WorkflowRuns
+from ._results import RunResult
+from ._runner import CallOptions, Engine, Resume, RunKind, Runner, Runs, Start, WorkflowRuns
 
 REPLANS = 3
 """How often a resume is planned again when a person's decision lands while it was being prepared."""
@@ -357,42 +357,7 @@ class Cycle:
             run = parent
         return run
 
-    # decisions and changes, when an engine does the work
-
-    async def decide_there(self, call: DecisionCall, options: CallOptions) -> DecideResult:
-        """Deliver a decision to the engine that runs its request's top-level run (its workflow checks it).
-
-        Raises:
-            RequestNotFound: no request has this id.
-        """
-        assert self.engine is not None
-        found = await self.k.store.request_with_run(call.request_id)
-        if found is None:
-            raise RequestNotFound(call.request_id)
-        top = await _tree.root(self.k, found.run)
-        try:
-            recorded = await self.engine.decide(top, call, options)
-        except StoreError as exc:
-            raise await self._unreached(exc, call.request_id) from exc
-        return DecideResult(request_id=call.request_id, recorded=recorded, run=await _tree.result(self.k, top.run_id))
-
-    async def _unreached(self, exc: StoreError, request_id: str) -> StoreError:
-        """`exc` of a decision the engine could not take, saying whether the request was decided all the same.
-
-        The engine may have recorded it before it stopped answering (the cluster restarting mid-segment),
-        so the store, which a front reaches on its own, says where the request stands now.
-        """
-        try:
-            state = await self.k.store.get_request(request_id)
-        except StoreError:
-            return exc
-        if state is None or state.decision is None:
-            now = f"request {request_id!r} is still open: no decision is recorded on it"
-        else:
-            taken = state.decision
-            now = f"request {request_id!r} is decided ({taken.decision.kind}, by {taken.principal or taken.by}): "
-            now += "its run goes on on the engine's workers"
-        return StoreError(f"{exc}; {now}", service=exc.service)
+    # changes, when an engine does the work (its decisions: `_verbs.decide.decide_there`)
 
     async def changed(self, run: RunRecord) -> None:
         """Tell the engine that the store changed under `run`'s tree (a cancel); nothing without one."""

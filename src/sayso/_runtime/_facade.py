@@ -239,7 +239,7 @@ class Sayso(LinkVerbs, MarkVerbs, Reading):
             call = DecisionCall(
                 request_id=request_id, decision=decision, principal=self.principal(principal), via=via, resume=resume
             )
-            return await self._cycle.decide_there(call, CallOptions(on_text=on_text))
+            return await _decide.decide_there(self._cycle, call, CallOptions(on_text=on_text))
         return await _decide.decide(
             self._cycle,
             request_id,

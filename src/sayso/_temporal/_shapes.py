@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pydantic import TypeAdapter
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from .. import exceptions
 from .._core.access import Principal
@@ -21,7 +21,7 @@ from .._core.requests import Scope
 from .._core.resume import Closer
 from .._runtime._runner import CallOptions
 from .._store import RunRecord
-from ..exceptions import SaysoError
+from ..exceptions import CallerError, DecisionRefused, SaysoError
 from ._text import TextTo
 
 RUN_WORKFLOW = "sayso.run"
@@ -190,7 +190,11 @@ def failure(exc: SaysoError) -> ApplicationError:
         detail = json.dumps(carried)
     except TypeError:
         detail = json.dumps({"rebuild": type(exc).__name__, "args": [str(exc)], "state": None})
-    return ApplicationError(str(exc), detail, type=type(exc).__name__, non_retryable=True)
+    # A refusal (who may not, already decided, a wrong answer) is an answer, not a fault: the worker logs it at
+    # debug level, without the traceback and the failure metric Temporal's SDK gives a failed activity.
+    refusal = isinstance(exc, CallerError | DecisionRefused)
+    category = ApplicationErrorCategory.BENIGN if refusal else ApplicationErrorCategory.UNSPECIFIED
+    return ApplicationError(str(exc), detail, type=type(exc).__name__, non_retryable=True, category=category)
 
 
 def error_in(failure_: BaseException | None) -> SaysoError | None:

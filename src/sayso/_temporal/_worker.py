@@ -12,23 +12,22 @@ from datetime import timedelta
 
 import anyio
 from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPlugin
-from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateStage
+from temporalio.client import Client
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
 from .._config.file import Config
 from .._runtime import Sayso
 from .._runtime._cycle import Cycle
-from .._runtime._runner import DEFAULTS
 from .._runtime._tree import root
 from ..exceptions import ConfigError
 from ..workflows import Workflow
 from ._activities import Activities
 from ._durable import Live, durable_agents
 from ._loop import LoopAgents, TemporalLoop
-from ._shapes import AdvanceInput, options_json, own_queue, workflow_id
+from ._shapes import own_queue, workflow_id
 from ._steps import TemporalSteps
-from ._workflow import SaysoRun
+from ._workflow import DECIDED_SIGNAL, SaysoRun
 
 GRACE = timedelta(seconds=5)
 """How long a stopping worker lets the activities in flight finish before it cancels them."""
@@ -112,15 +111,18 @@ async def run_worker(
 
 
 def carry_on_there(client: Client, cycle: Cycle) -> Callable[[str], Awaitable[None]]:
-    """How a closing worker carries on a run whose held forms it closed: its workflow's `advance` Update, not here."""
+    """How a closing worker carries on a run whose held forms it closed: its workflow does, on whichever worker.
+
+    A signal, not an Update: the cluster keeps it even when no worker polls (this was the last one, and
+    it is stopping), and the workflow carries the run on once a worker is back. An Update waited for a
+    worker to accept it, which none could, and its timeout ended the stopping worker with a traceback.
+    """
 
     async def carry_on(run_id: str) -> None:
         k = cycle.k
         top = await root(k, await k.store.get_run(run_id))
-        asked = AdvanceInput(run_id=top.run_id, force=False, options=options_json(DEFAULTS))
-        with contextlib.suppress(RPCError, WorkflowUpdateFailedError):  # its workflow ended, or moved on already
-            handle = client.get_workflow_handle(workflow_id(top))
-            await handle.start_update("advance", asked, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+        with contextlib.suppress(RPCError):  # its workflow ended already
+            await client.get_workflow_handle(workflow_id(top)).signal(DECIDED_SIGNAL, run_id)
 
     return carry_on
 

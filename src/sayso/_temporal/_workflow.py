@@ -59,6 +59,9 @@ from ._shapes import (
 from ._steps import STEP_UPDATE, StepInput, StepOutput, run_step
 from ._text import READ_UPDATE, TEXT_SIGNAL, TextAsk, TextBatch, TextRead, Texts
 
+DECIDED_SIGNAL = "decided"
+"""The signal that asks a paused run's workflow to carry it on (a decision below it, forms its worker closed)."""
+
 SEGMENT_TIMEOUT = timedelta(hours=6)
 """The longest one segment (model requests and tool calls between two stops) may take."""
 
@@ -265,9 +268,12 @@ class SaysoRun:
         """The store changed under the run (a cancel, a superseding message): read where it stands."""
         self._poked = True
 
-    @workflow.signal(name="decided")
+    @workflow.signal(name=DECIDED_SIGNAL)
     def decided(self, request_id: str) -> None:
-        """(A delegate's workflow) a decision on this run's request was recorded: resume the run if it is ready."""
+        """A decision on this run's request was recorded: resume the run if it is ready.
+
+        Sent by a delegate's decision, and by a stopping worker that closed the forms it held (then with the run's id).
+        """
         self._decided.append(request_id)
 
     @workflow.signal(name="below")
@@ -310,7 +316,7 @@ class SaysoRun:
     async def _tell(self, owner: str, decision: DecideInput) -> bool:
         """Tell a delegate's workflow that a decision on its run was recorded; whether it is there to hear it."""
         try:
-            await workflow.get_external_workflow_handle(owner).signal("decided", decision.request_id)
+            await workflow.get_external_workflow_handle(owner).signal(DECIDED_SIGNAL, decision.request_id)
         except TemporalError:
             return False  # its workflow has ended: where the tree stands is read from the store
         return True

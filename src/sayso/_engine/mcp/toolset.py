@@ -32,7 +32,7 @@ from typing import Any, Self
 
 import anyio
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_ai import RunContext
+from pydantic_ai import RunContext, ToolDefinition
 from pydantic_ai.exceptions import ApprovalRequired
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -43,7 +43,7 @@ from ..._core.requests import ElicitationRequest, ToolInfo
 from ...exceptions import ConfigError
 from ..calls import META_KEY, Elicitation, ElicitationAnswered, ElicitationDeferral, approved_call_of
 from ..deps import RunDeps
-from ..tools import RULES_KEY, TOOL_INFO_KEY, ToolOptions, options_of
+from ..tools import RULES_KEY, TOOL_INFO_KEY, ToolOptions, options_of, rule_names
 
 try:
     import mcp_types
@@ -253,6 +253,13 @@ class McpToolset(AbstractToolset[Any]):
             self._rules_seen[key] = known
         return known
 
+    def rules_for(self, tool_def: ToolDefinition) -> tuple[ToolRule, ...] | None:
+        """This process's binding rules for a tool as listed (`None`: not an MCP tool), wherever it was listed."""
+        route = (tool_def.metadata or {}).get(ROUTE_KEY)
+        if not isinstance(route, dict):
+            return None
+        return self._rules(tool_def.name, McpRoute(**route), tool_def.parameters_json_schema)
+
     async def __aenter__(self) -> Self:
         host = self.host
         if host is None:
@@ -337,7 +344,7 @@ class McpToolset(AbstractToolset[Any]):
             )
             metadata.update({META_KEY: asdict(options), TOOL_INFO_KEY: asdict(info), ROUTE_KEY: asdict(route)})
             if rules := self._rules(name, route, source.tool_def.parameters_json_schema):
-                metadata[RULES_KEY] = rules
+                metadata[RULES_KEY] = rule_names(rules)  # their names only: the caller's config rebuilds them
             tools[name] = replace(source, toolset=self, tool_def=replace(source.tool_def, name=name, metadata=metadata))
         return tools
 

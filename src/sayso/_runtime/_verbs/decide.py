@@ -8,6 +8,11 @@ anything is recorded. A request that needs several approvals takes votes
 (docs/guides/routing.md#quorum): each recorded in the same transaction that judged it, the Nth
 approval deciding it. When the last open request of a top-level agent run's pause is decided, the
 same commit claims the resume.
+
+When an engine elsewhere runs the request's run (Temporal), the decision goes to it instead
+(`decide_there`), its workflow judging it by the same rule; what the store already settles (who may
+not decide, a request already decided) is answered from the store first, as it is here, so a run
+whose workflow has ended answers as a run here would.
 """
 
 from __future__ import annotations
@@ -15,17 +20,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..._core.access import Principal
-from ..._core.deciding import check_allowed, needs_votes
+from ..._core.deciding import check_allowed, needs_votes, settled_already
 from ..._core.decisions import Decision, Via
 from ..._core.limits import check_decision as check_size
 from ..._core.votes import Quorum, quorum
 from ..._store import Decided
-from ...exceptions import AlreadyDecided, CallEnded, RequestNotFound
+from ...exceptions import AlreadyDecided, CallEnded, RequestNotFound, RunConflict, StoreError
 from .. import _tree
 from .._cycle import Cycle
 from .._remote import ANSWERED_ELSEWHERE
 from .._results import DecideResult
-from .._runner import DEFAULTS, CallOptions
+from .._runner import DEFAULTS, CallOptions, DecisionCall
 from .resume import close_orphaned, resume_if_ready
 from .rules import approval_facts, decision_ask
 
@@ -127,3 +132,56 @@ def quorum_after(done: Decided) -> Quorum | None:
         return None
     votes = [*done.found.votes, *([done.verdict.vote] if done.verdict.vote else [])]
     return quorum(request.routing, votes, starter=request.principal)
+
+
+async def decide_there(c: Cycle, call: DecisionCall, options: CallOptions) -> DecideResult:
+    """Deliver a decision to the engine that runs its request's top-level run (its workflow judges it).
+
+    What the store already settles is answered here first (the workflow checks again inside, and the
+    first decision wins there): someone who may not decide the request is refused before the engine
+    hears of it, and a decided request is decided whether or not its run's workflow still runs.
+
+    Raises:
+        RequestNotFound: no request has this id (or the principal may not see it).
+        NotAllowed: the principal may not decide it.
+        AlreadyDecided: a different decision was taken first.
+        RunConflict: the run's workflow cannot take the decision, and the store does not say why.
+    """
+    k = c.k
+    assert c.engine is not None
+    found = await k.store.request_with_run(call.request_id)
+    if found is None:
+        raise RequestNotFound(call.request_id)
+    top = await _tree.root(k, found.run)
+    if settled_already(found, call.decision, call.principal, now=k.clock()):
+        return DecideResult(request_id=call.request_id, recorded=False, run=await _tree.result(k, top.run_id))
+    try:
+        recorded = await c.engine.decide(top, call, options)
+    except StoreError as exc:
+        raise await _unreached(c, exc, call.request_id) from exc
+    except RunConflict:
+        # Its workflow has ended (or is not there): the store says what became of the request.
+        now = await k.store.request_with_run(call.request_id)
+        if now is None or not settled_already(now, call.decision, call.principal, now=k.clock()):
+            raise
+        recorded = False
+    return DecideResult(request_id=call.request_id, recorded=recorded, run=await _tree.result(k, top.run_id))
+
+
+async def _unreached(c: Cycle, exc: StoreError, request_id: str) -> StoreError:
+    """`exc` of a decision the engine could not take, saying whether the request was decided all the same.
+
+    The engine may have recorded it before it stopped answering (the cluster restarting mid-segment),
+    so the store, which a front reaches on its own, says where the request stands now.
+    """
+    try:
+        state = await c.k.store.get_request(request_id)
+    except StoreError:
+        return exc
+    if state is None or state.decision is None:
+        now = f"request {request_id!r} is still open: no decision is recorded on it"
+    else:
+        taken = state.decision
+        now = f"request {request_id!r} is decided ({taken.decision.kind}, by {taken.principal or taken.by}): "
+        now += "its run goes on on the engine's workers"
+    return StoreError(f"{exc}; {now}", service=exc.service)
