@@ -719,37 +719,45 @@ async def test_the_recovery_sweep_reads_only_held_runs_for_lapsed_leases_on_sqli
         assert "SCAN runs" not in plan and not any("TEMP B-TREE" in step for step in plan), plan
 
 
-async def test_the_recovery_sweep_reads_held_runs_and_open_pauses_on_postgres() -> None:
-    """With 40,000 finished runs and a few held or paused, PostgreSQL answers both of the recovery sweep's questions
-    from the partial indexes, and finds exactly the lapsed and the stalled runs."""
+@asynccontextmanager
+async def migrated_postgres() -> AsyncIterator[Any]:
+    """A connection (asyncpg) to a new PostgreSQL database at the newest revision, for the plan tests to fill."""
     import asyncpg
-    from sqlalchemy.dialects import postgresql
-
-    def compiled(query: Any) -> str:
-        return str(query.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))  # type: ignore[no-untyped-call]
 
     async with postgres_database() as url:
         async with SqlRunStore(url):
             pass
         conn = await asyncpg.connect(url)
         try:
-            await conn.execute(
-                "INSERT INTO runs (run_id, thread_id, agent, status, created_at, updated_at, revision, pause_id, "
-                "lease_holder, lease_expires_at) SELECT 'run_' || i, 'thr', 'files', CASE WHEN i <= 40000 THEN "
-                "'completed' WHEN i <= 40050 THEN 'running' ELSE 'paused' END, i, i, 0, CASE WHEN i > 40050 THEN "
-                "'pau_' || i END, CASE WHEN i > 40000 AND i <= 40050 THEN 'h:1' END, CASE WHEN i > 40000 AND "
-                "i <= 40050 THEN i - 40000 END FROM generate_series(1, 40100) i"
-            )
-            await conn.execute(
-                "INSERT INTO pauses SELECT 'pau_' || i, 'run_' || i, CASE WHEN i > 40050 THEN 'open' ELSE "
-                "'answered' END, 0 FROM generate_series(1, 40100) i"
-            )
-            await conn.execute("ANALYZE")
-            lapsed, stalled = compiled(lapsed_runs_query(10.5, None, 100)), compiled(stalled_runs_query("pg", 5, 100))
-            plans = ["\n".join(row[0] for row in await conn.fetch(f"EXPLAIN {sql}")) for sql in (lapsed, stalled)]
-            found = [{row[0] for row in await conn.fetch(sql)} for sql in (lapsed, stalled)]
+            yield conn
         finally:
             await conn.close()
+
+
+async def test_the_recovery_sweep_reads_held_runs_and_open_pauses_on_postgres() -> None:
+    """With 40,000 finished runs and a few held or paused, PostgreSQL answers both of the recovery sweep's questions
+    from the partial indexes, and finds exactly the lapsed and the stalled runs."""
+    from sqlalchemy.dialects import postgresql
+
+    def compiled(query: Any) -> str:
+        return str(query.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))  # type: ignore[no-untyped-call]
+
+    async with migrated_postgres() as conn:
+        await conn.execute(
+            "INSERT INTO runs (run_id, thread_id, agent, status, created_at, updated_at, revision, pause_id, "
+            "lease_holder, lease_expires_at) SELECT 'run_' || i, 'thr', 'files', CASE WHEN i <= 40000 THEN "
+            "'completed' WHEN i <= 40050 THEN 'running' ELSE 'paused' END, i, i, 0, CASE WHEN i > 40050 THEN "
+            "'pau_' || i END, CASE WHEN i > 40000 AND i <= 40050 THEN 'h:1' END, CASE WHEN i > 40000 AND "
+            "i <= 40050 THEN i - 40000 END FROM generate_series(1, 40100) i"
+        )
+        await conn.execute(
+            "INSERT INTO pauses SELECT 'pau_' || i, 'run_' || i, CASE WHEN i > 40050 THEN 'open' ELSE "
+            "'answered' END, 0 FROM generate_series(1, 40100) i"
+        )
+        await conn.execute("ANALYZE")
+        lapsed, stalled = compiled(lapsed_runs_query(10.5, None, 100)), compiled(stalled_runs_query("pg", 5, 100))
+        plans = ["\n".join(row[0] for row in await conn.fetch(f"EXPLAIN {sql}")) for sql in (lapsed, stalled)]
+        found = [{row[0] for row in await conn.fetch(sql)} for sql in (lapsed, stalled)]
     assert "ix_runs_held" in plans[0] and "ix_pauses_open" in plans[1], plans
     assert not any("Seq Scan on runs" in plan or "Seq Scan on pauses" in plan for plan in plans), plans
     assert found[0] == {f"run_{i}" for i in range(40001, 40011)}
@@ -854,25 +862,18 @@ async def test_a_transcript_page_reads_its_batches_and_runs_through_indexes_on_s
 async def test_the_thread_list_reads_a_page_through_an_index_on_postgres() -> None:
     """With 20,000 threads of many owners, PostgreSQL reads a principal's next page backwards from the index of
     threads by owner and time, and lists the page the cursor points after."""
-    import asyncpg
 
-    async with postgres_database() as url:
-        async with SqlRunStore(url):
-            pass
-        conn = await asyncpg.connect(url)
-        try:
-            await conn.execute(
-                "INSERT INTO threads (thread_id, owner, agent, created_at) "
-                "SELECT 'thr_' || i, 'p' || (i % 100), 'files', i FROM generate_series(1, 20000) i"
-            )
-            await conn.execute("ANALYZE")
-            sql = thread_listing(owner=True, after=True)
-            args = {"owner": "p7", "after_at": 10_007.0, "after_id": "thr_10007", "limit": 3}
-            values = [args[name] for name in sql.names]
-            plan = "\n".join(row[0] for row in await conn.fetch(f"EXPLAIN {sql.pg_text}", *values))
-            listed = [row["thread_id"] for row in await conn.fetch(sql.pg_text, *values)]
-        finally:
-            await conn.close()
+    async with migrated_postgres() as conn:
+        await conn.execute(
+            "INSERT INTO threads (thread_id, owner, agent, created_at) "
+            "SELECT 'thr_' || i, 'p' || (i % 100), 'files', i FROM generate_series(1, 20000) i"
+        )
+        await conn.execute("ANALYZE")
+        sql = thread_listing(owner=True, after=True)
+        args = {"owner": "p7", "after_at": 10_007.0, "after_id": "thr_10007", "limit": 3}
+        values = [args[name] for name in sql.names]
+        plan = "\n".join(row[0] for row in await conn.fetch(f"EXPLAIN {sql.pg_text}", *values))
+        listed = [row["thread_id"] for row in await conn.fetch(sql.pg_text, *values)]
     assert "Index Scan Backward using ix_threads_owner_created on threads th" in plan, plan
     assert "Seq Scan on threads" not in plan, plan
     assert listed == ["thr_9907", "thr_9807", "thr_9707"]
@@ -881,27 +882,20 @@ async def test_the_thread_list_reads_a_page_through_an_index_on_postgres() -> No
 async def test_the_expiry_sweep_reads_only_open_requests_that_expired_on_postgres() -> None:
     """With 40,000 requests (half decided, half open without expiry, 100 expired), PostgreSQL answers the sweep's
     query from the partial index of open requests by expiry time, and finds exactly the expired runs."""
-    import asyncpg
 
-    async with postgres_database() as url:
-        async with SqlRunStore(url):
-            pass
-        conn = await asyncpg.connect(url)
-        try:
-            await conn.execute(
-                "INSERT INTO pauses SELECT 'pau_' || i, 'run_' || i, 'open', 0 FROM generate_series(1, 40100) i"
-            )
-            await conn.execute(
-                "INSERT INTO requests (request_id, pause_id, position, run_id, thread_id, agent_path, kind, status, "
-                "created_at, expires_at, body) SELECT 'req_' || i, 'pau_' || i, 0, 'run_' || i, 'thr', 'files', "
-                "'approval', CASE WHEN i <= 20000 THEN 'decided' ELSE 'open' END, i, "
-                "CASE WHEN i > 40000 THEN 5 ELSE NULL END, ''::bytea FROM generate_series(1, 40100) i"
-            )
-            await conn.execute("ANALYZE")
-            plan = "\n".join(row[0] for row in await conn.fetch(f"EXPLAIN {EXPIRED_RUNS.pg_text}", 10.0))
-            expired = {row[0] for row in await conn.fetch(EXPIRED_RUNS.pg_text, 10.0)}
-        finally:
-            await conn.close()
+    async with migrated_postgres() as conn:
+        await conn.execute(
+            "INSERT INTO pauses SELECT 'pau_' || i, 'run_' || i, 'open', 0 FROM generate_series(1, 40100) i"
+        )
+        await conn.execute(
+            "INSERT INTO requests (request_id, pause_id, position, run_id, thread_id, agent_path, kind, status, "
+            "created_at, expires_at, body) SELECT 'req_' || i, 'pau_' || i, 0, 'run_' || i, 'thr', 'files', "
+            "'approval', CASE WHEN i <= 20000 THEN 'decided' ELSE 'open' END, i, "
+            "CASE WHEN i > 40000 THEN 5 ELSE NULL END, ''::bytea FROM generate_series(1, 40100) i"
+        )
+        await conn.execute("ANALYZE")
+        plan = "\n".join(row[0] for row in await conn.fetch(f"EXPLAIN {EXPIRED_RUNS.pg_text}", 10.0))
+        expired = {row[0] for row in await conn.fetch(EXPIRED_RUNS.pg_text, 10.0)}
     assert "Index Scan using ix_requests_expiring on requests r" in plan, plan
     assert "Seq Scan on requests" not in plan, plan
     assert expired == {f"run_{i}" for i in range(40001, 40101)}
