@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ import anyio.to_thread
 import httpx
 import pytest
 
-from sayso import Approve, RunConflict, Sayso
+from sayso import Approve, Request, RunConflict, RunResult, Sayso
 
 from ..conftest import LiveServer, free_port
 from .conftest import EXAMPLE
@@ -405,13 +405,22 @@ async def approved_then_killed(app: Sayso, request_id: str, remote: Served, purg
     return refusals
 
 
-async def test_a_remote_killed_while_it_ran_an_approved_call_is_asked_where_its_task_stands_once_it_is_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The remote agent is killed while it runs the call approved from the parent: the decision is recorded and the
-    decider told the run carries on later (no server error); once the remote is back, recovery asks it where its
-    task stands and the parent finishes with the remote's own word for it (outcome unknown). The call ran once."""
-    monkeypatch.delenv("SAYSO_STORE", raising=False)
+@dataclass
+class CutOff:
+    """A parent run whose remote delegate was killed while it ran the call approved from the parent."""
+
+    app: Sayso
+    paused: RunResult
+    request: Request
+    remote: Served
+    purged: Path
+    refused: Exception
+    """What the decider was told."""
+
+
+@contextlib.asynccontextmanager
+async def cut_off_mid_call(tmp_path: Path) -> AsyncIterator[CutOff]:
+    """The owner asks to purge g1; the purge is approved and the remote agent killed while it runs it (for 30 s)."""
     remote, owner_dir, purged = purging(tmp_path, seconds=30)
     remote.start()
     try:
@@ -419,20 +428,30 @@ async def test_a_remote_killed_while_it_ran_an_approved_call_is_asked_where_its_
             paused = await app.run("purge g1", agent="owner")
             [request] = paused.requests
             [refused] = await approved_then_killed(app, request.request_id, remote, purged)
-            assert isinstance(refused, RunConflict), refused
-            assert "the decisions are recorded" in str(refused)
-            assert (await app.result(paused.run_id)).status == "paused"
-
-            remote.start()  # its own recovery ends its task: the call's outcome is unknown
-            deadline = time.monotonic() + 60
-            while (done := await app.result(paused.run_id)).status == "paused" and time.monotonic() < deadline:
-                await app.recover()
-                await anyio.sleep(0.2)
+            assert isinstance(refused, RunConflict), refused  # the remote stopped answering: carried on later
+            yield CutOff(app=app, paused=paused, request=request, remote=remote, purged=purged, refused=refused)
     finally:
         remote.stop()
+
+
+async def test_a_remote_killed_while_it_ran_an_approved_call_is_asked_where_its_task_stands_once_it_is_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The remote agent is killed while it runs the call approved from the parent: the decision is recorded and the
+    decider told the run carries on later (no server error); once the remote is back, recovery asks it where its
+    task stands and the parent finishes with the remote's own word for it (outcome unknown). The call ran once."""
+    monkeypatch.delenv("SAYSO_STORE", raising=False)
+    async with cut_off_mid_call(tmp_path) as cut:
+        assert "the decisions are recorded" in str(cut.refused)
+        assert (await cut.app.result(cut.paused.run_id)).status == "paused"
+        cut.remote.start()  # its own recovery ends its task: the call's outcome is unknown
+        deadline = time.monotonic() + 60
+        while (done := await cut.app.result(cut.paused.run_id)).status == "paused" and time.monotonic() < deadline:
+            await cut.app.recover()
+            await anyio.sleep(0.2)
     assert done.status == "completed" and done.output is not None
     assert done.output.startswith("owner read: Outcome unknown"), done.output
-    assert purged.read_text().split() == ["g1"]
+    assert cut.purged.read_text().split() == ["g1"]
 
 
 def test_a_parent_killed_while_its_remote_ran_an_approved_call_reads_the_remote_outcome_when_it_is_back(
@@ -480,18 +499,10 @@ async def test_a_forced_resume_past_a_remote_cut_off_while_it_ran_an_approved_ca
     been approved and had run. It now reads that the delegate had not answered and what it did is unknown, naming
     the remote task to check; the call ran once."""
     monkeypatch.delenv("SAYSO_STORE", raising=False)
-    remote, owner_dir, purged = purging(tmp_path, seconds=30)
-    remote.start()
-    try:
-        async with Sayso.from_yaml(owner_dir / "sayso.yaml", lease_seconds=2) as app:
-            paused = await app.run("purge g1", agent="owner")
-            [request] = paused.requests
-            [refused] = await approved_then_killed(app, request.request_id, remote, purged)
-            assert isinstance(refused, RunConflict), refused  # the remote stopped answering: carried on later
-            forced = await app.resume(paused.run_id, force=True)
-            there = await app.remote_task(request.run_id)  # the proxy's: the task the remote agent ran the call in
-    finally:
-        remote.stop()
+    async with cut_off_mid_call(tmp_path) as cut:
+        forced = await cut.app.resume(cut.paused.run_id, force=True)
+        there = await cut.app.remote_task(cut.request.run_id)  # the proxy's: the task the remote agent ran the call in
+    remote, purged = cut.remote, cut.purged
     assert forced.status == "completed" and forced.output is not None
     assert "before this request was answered" not in forced.output
     assert forced.output.startswith("owner read: Skipped: the run was resumed while the delegate purger (remote task")

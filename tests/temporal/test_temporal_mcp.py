@@ -11,7 +11,8 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +25,24 @@ from mcp.client.streamable_http import streamable_http_client
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client as TemporalClient
 
-from sayso import Accept, ApprovalRequest, Approve, CallEnded, ElicitationRequest, InvalidDecision, NotAllowed, Sayso
+from sayso import (
+    Accept,
+    ApprovalRequest,
+    Approve,
+    CallEnded,
+    ElicitationRequest,
+    InvalidDecision,
+    NotAllowed,
+    RunResult,
+    Sayso,
+)
 from sayso._engine.mcp.toolset import CALL_ENDED
 from sayso.protocols import protocol_apps, protocol_routers
 from sayso.server import create_app
 
 from ..conftest import LiveServer, approvals
 from ..mcp_tools.conftest import ElicitServer
-from .conftest import Project, workflows_on
+from .conftest import Project, Workers, workflows_on
 
 
 @pytest.fixture
@@ -198,6 +209,22 @@ async def test_a_form_a_server_asks_mid_call_on_a_worker_is_answered_from_a_fron
     assert queues == [temporal.task_queue, f"{temporal.task_queue}@{request.holder}"], queues
 
 
+@asynccontextmanager
+async def form_held(
+    tmp_path: Path, temporal: Project, elicit_server: ElicitServer, prompt: str
+) -> AsyncIterator[tuple[Workers, subprocess.Popen[str], Sayso, RunResult, ElicitationRequest]]:
+    """A run of `prompt` paused on the booking form its call asks mid-call, held by the one worker started: the pool,
+    that worker, the front the run was started from, the paused run and its form."""
+    config = temporal.config(tmp_path, FORM_BODY.format(url=elicit_server.mcp_url), {"script.yaml": FORM_SCRIPT})
+    pool = temporal.workers(config)
+    holder = pool.start()
+    async with Sayso.from_yaml(config) as front:
+        paused = await front.run(prompt, agent="host")
+        [request] = paused.requests
+        assert isinstance(request, ElicitationRequest) and f":{holder.pid}:" in (request.holder or "")
+        yield pool, holder, front, paused, request
+
+
 async def test_a_form_whose_holding_worker_was_killed_is_refused_and_the_call_is_not_made_again(
     tmp_path: Path, temporal: Project, elicit_server: ElicitServer
 ) -> None:
@@ -205,14 +232,7 @@ async def test_a_form_whose_holding_worker_was_killed_is_refused_and_the_call_is
     as cancelled, and the run carries on on another worker, the model told the call did not complete; nothing is
     booked, and the call is never issued again (a tool that may not run twice). The refusal is a normal answer: no
     worker logs a traceback for it."""
-    config = temporal.config(tmp_path, FORM_BODY.format(url=elicit_server.mcp_url), {"script.yaml": FORM_SCRIPT})
-    pool = temporal.workers(config)
-    first = pool.start()
-    async with Sayso.from_yaml(config) as front:
-        paused = await front.run("book sat", agent="host")
-        [request] = paused.requests
-        assert isinstance(request, ElicitationRequest) and request.holder is not None
-        assert f":{first.pid}:" in request.holder
+    async with form_held(tmp_path, temporal, elicit_server, "book sat") as (pool, first, front, paused, request):
         pool.start()
         pool.kill(first)
         with pytest.raises(CallEnded):
@@ -233,13 +253,7 @@ async def test_a_worker_stopped_with_ctrl_c_closes_the_form_it_holds_and_the_run
 ) -> None:
     """Ctrl-C the worker holding the live call: it closes the form as cancelled (the server hears cancel on its call)
     and asks the run's workflow to carry on, which another worker does; the model reads the call did not complete."""
-    config = temporal.config(tmp_path, FORM_BODY.format(url=elicit_server.mcp_url), {"script.yaml": FORM_SCRIPT})
-    pool = temporal.workers(config)
-    first = pool.start()
-    async with Sayso.from_yaml(config) as front:
-        paused = await front.run("book sun", agent="host")
-        [request] = paused.requests
-        assert isinstance(request, ElicitationRequest) and f":{first.pid}:" in (request.holder or "")
+    async with form_held(tmp_path, temporal, elicit_server, "book sun") as (pool, first, front, paused, request):
         pool.start()
         first.send_signal(signal.SIGINT)
         first.wait(60)
@@ -341,13 +355,7 @@ async def test_the_last_worker_stopped_while_it_holds_a_form_closes_it_and_the_r
     (`WorkflowUpdateRPCTimeoutOrCancelledError`: nobody could take its "carry on" then). Now it closes the form
     (the server hears cancel), asks the run's workflow to carry on, says it stopped and exits 0; the next worker
     carries the run on, the model reading that the call did not complete."""
-    config = temporal.config(tmp_path, FORM_BODY.format(url=elicit_server.mcp_url), {"script.yaml": FORM_SCRIPT})
-    pool = temporal.workers(config)
-    only = pool.start()
-    async with Sayso.from_yaml(config) as front:
-        paused = await front.run("book mon", agent="host")
-        [request] = paused.requests
-        assert isinstance(request, ElicitationRequest) and f":{only.pid}:" in (request.holder or "")
+    async with form_held(tmp_path, temporal, elicit_server, "book mon") as (pool, only, front, paused, request):
         only.send_signal(signal.SIGTERM)
         only.wait(60)
         assert only.stdout is not None
