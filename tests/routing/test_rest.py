@@ -119,7 +119,8 @@ async def test_vote_lines_count_approvals_of_the_required_ones(server: InProcess
 async def test_a_thread_shows_each_reader_only_the_requests_they_may_see() -> None:
     """Alice's run waits on a deletion only bob approves and on her own question. Bob sees her thread while he may
     decide the deletion, and in it only the deletion: her question, which he may not read (`GET /v1/requests/{id}`
-    is a 404), is in neither the thread's nor the run's open requests. Alice sees both."""
+    is a 404), is in neither the thread's nor the run's open requests, nor in what his decision answers. Alice sees
+    both."""
 
     def route(said: str) -> Any:
         return [("delete_file", {"name": "notes.txt"}), ("ask_user", {"questions": [{"question": "Why?"}]})]
@@ -145,6 +146,8 @@ async def test_a_thread_shows_each_reader_only_the_requests_they_may_see() -> No
                 owners = (await alice.get(path)).json()
                 listed = (owners["active_run"] if "active_run" in owners else owners)["requests"]
                 assert sorted(r["id"] for r in listed) == sorted(ids.values()), path
+            decided = (await bob.post(f"/v1/requests/{ids['approval']}/decision", json={"kind": "approve"})).json()
+            assert decided["run"]["status"] == "paused" and decided["run"]["requests"] == []
     finally:
         await served.stop()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -235,20 +236,15 @@ class Sayso(LinkVerbs, MarkVerbs, Reading):
         `on_text` receives the resumed run's text as the model writes it, as for `run`.
         """
         self._check_open()
+        who, options = self.principal(principal), CallOptions(on_text=on_text)
         if self._cycle.engine is not None:
-            call = DecisionCall(
-                request_id=request_id, decision=decision, principal=self.principal(principal), via=via, resume=resume
+            call = DecisionCall(request_id=request_id, decision=decision, principal=who, via=via, resume=resume)
+            done = await _decide.decide_there(self._cycle, call, options)
+        else:
+            done = await _decide.decide(
+                self._cycle, request_id, decision, principal=who, resume=resume, via=via, options=options
             )
-            return await _decide.decide_there(self._cycle, call, CallOptions(on_text=on_text))
-        return await _decide.decide(
-            self._cycle,
-            request_id,
-            decision,
-            principal=self.principal(principal),
-            resume=resume,
-            via=via,
-            options=CallOptions(on_text=on_text),
-        )
+        return replace(done, run=_tree.shown_to(done.run, who))
 
     async def answer_pause(
         self,
@@ -278,15 +274,11 @@ class Sayso(LinkVerbs, MarkVerbs, Reading):
         self._check_open()
         from ._verbs import answer as _answer
 
-        return await _answer.answer_pause(
-            self._cycle,
-            run_id,
-            answers,
-            principal=self.principal(principal),
-            rest=rest,
-            options=CallOptions.of(grants, offer_wider_scopes, on_text),
-            via=via,
+        who, options = self.principal(principal), CallOptions.of(grants, offer_wider_scopes, on_text)
+        found = await _answer.answer_pause(
+            self._cycle, run_id, answers, principal=who, rest=rest, options=options, via=via
         )
+        return _tree.shown_to(found, who)
 
     async def resume(
         self,
@@ -317,7 +309,8 @@ class Sayso(LinkVerbs, MarkVerbs, Reading):
         run = await self.run_record(run_id, principal=principal)
         who = self.principal(principal) if principal is not None else None
         options = CallOptions(on_text=on_text, closer=Closer((who or access.LOCAL).name, via))
-        return await _resume.resume(self._cycle, run, force=force, options=options, principal=who)
+        found = await _resume.resume(self._cycle, run, force=force, options=options, principal=who)
+        return found if who is None else _tree.shown_to(found, who)
 
     async def cancel(self, run_id: str, *, principal: PrincipalLike | None = None, via: Via = "python") -> RunResult:
         """Cancel a paused or working run: its open requests (delegates' too) close as skipped and nothing runs.
@@ -337,7 +330,7 @@ class Sayso(LinkVerbs, MarkVerbs, Reading):
         who = self.principal(principal) if principal is not None else None
         result = await _cancel.cancel(self._cycle, run, principal=who, closer=Closer((who or access.LOCAL).name, via))
         await self._cycle.changed(run)
-        return result
+        return result if who is None else _tree.shown_to(result, who)
 
     async def hold(self, run_id: str, *, principal: PrincipalLike | None = None) -> RunResult:
         """Keep the live MCP calls a paused run waits on open here until their forms are answered, from any process.
