@@ -104,3 +104,20 @@ def test_someone_elses_thread_opens_as_no_such_thread_without_a_composer(live: L
         expect(dana.locator("#cards article.card")).to_have_count(0)
     dana.get_by_role("button", name="New chat").click()
     expect(dana.get_by_label("Message")).to_be_visible()
+
+
+def test_the_starter_sees_their_routed_request_without_buttons_that_would_be_refused(
+    live: LiveServer, browser: Browser
+) -> None:
+    """alice's refund waits for finance; in her thread its card shows what is asked and who decides, and no Approve,
+    Edit or Reject that the server would only refuse (separation of duties). bob, who may decide it, has them."""
+    with live.client("alice-token") as alice:
+        run = alice.post("/v1/runs", json={"message": "refund 250 to acme"}).json()
+    alice_page = person(browser, live, "alice")
+    alice_page.goto(f"{live.base_url}/#/thread/{run['thread_id']}")
+    card = alice_page.locator("#cards article.card")
+    expect(card).to_contain_text("Decided by finance (bob, carol)")
+    expect(card).to_contain_text("Waiting for finance: you may not decide this request.")
+    expect(card.get_by_role("button")).to_have_count(0)
+    bob = person(browser, live, "bob")
+    expect(bob.locator("#inbox-cards article.card").get_by_role("button", name="Approve", exact=True)).to_be_visible()

@@ -351,8 +351,19 @@ const CARD_KINDS = {
   approval: approvalCard, question: questionCard, client_tool: clientToolCard, input: inputCard, elicitation: elicitationCard,
 };
 
+// A routed request this person sees but may not decide (their own run's, where the rule keeps its starter out):
+// its card shows what is asked and who decides, without controls the server would only refuse.
+function watchOnly(request) {
+  return request.approvers && !state.localMode && !request.approvers.principals.some((p) => p.name === state.me);
+}
+
 function renderCard(request, ctx) {
-  return (CARD_KINDS[request.kind] || unsupportedCard)(request, ctx);
+  const card = (CARD_KINDS[request.kind] || unsupportedCard)(request, ctx);
+  if (watchOnly(request)) {
+    card.querySelectorAll("form, fieldset, .actions, .schema-form, h4").forEach((node) => node.remove());
+    card.append(el("p", { class: "muted" }, `Waiting for ${request.approvers.named.join(", ")}: you may not decide this request.`));
+  }
+  return card;
 }
 
 // Keep a list of cards in step with the requests still open: existing cards stay where they are (a reason
