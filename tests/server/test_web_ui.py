@@ -921,6 +921,24 @@ def test_an_added_optional_section_is_checked_whole_with_errors_by_its_fields(
     expect(page.locator("#transcript")).to_contain_text("x in Lisbon, extra True hi")
 
 
+def test_an_optional_yes_or_no_left_unsaid_is_no_answer_and_said_is_sent(
+    serve: ServerFactory, page: Page, tmp_path: Path
+) -> None:
+    """`urgent: bool | None = None` is not a checkbox, which always reads yes or no: left at "—" it is left out of
+    the answer (the workflow reads None), and "no" is sent as false."""
+    server = serve(config=Config.model_validate(sections_config(tmp_path)))
+    for choice, said in (("—", "urgent None"), ("no", "urgent False")):
+        page.goto(server.base_url)
+        page.get_by_label("Agent for a new chat").select_option("flagged")
+        say(page, "go")
+        card = page.get_by_role("article", name="Flagged")
+        card.get_by_label("Name *").fill("x")
+        card.get_by_label("Urgent").select_option(label=choice)
+        card.get_by_role("button", name="Send").click()
+        expect(page.locator("#transcript")).to_contain_text(f"x, {said}")
+        page.get_by_role("button", name="New chat").click()
+
+
 def test_a_first_message_refused_then_sent_again_goes_to_the_agent_picked(serve: ServerFactory, page: Page) -> None:
     """A new chat with the concierge workflow whose first message is too large: refused, and the message sent
     next starts the workflow picked (its form), not the entry agent."""

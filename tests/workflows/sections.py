@@ -1,5 +1,7 @@
 """A workflow whose one input has sections: a required nested model `where` and an optional one `extra`.
 
+Beside it, `flagged`: an input whose top-level yes/no is optional with no default (`urgent: bool | None = None`).
+
 Its node says in a line what it was given, so each interface's test reads whether `extra` was left out.
 """
 
@@ -29,6 +31,11 @@ class Outer(BaseModel):
     extra: Extra | None = None
 
 
+class Flagged(BaseModel):
+    name: str
+    urgent: bool | None = None
+
+
 def ask(node_input: str) -> Generator[RequestInput, Any, str]:
     value = Outer.model_validate((yield RequestInput("Tell me", response_schema=Outer)))
     extra = "no extra" if value.extra is None else f"extra {value.extra.flag} {value.extra.note}"
@@ -42,6 +49,14 @@ def sections_config(tmp_path: Path) -> dict[str, Any]:
         "base_dir": str(tmp_path),
         "models": {"m": "test"},
         "agents": {"idle": {"model": "m"}},
-        "workflows": {"sections": {"nodes": {"ask": "tests.workflows.sections:ask"}, "edges": [["START", "ask"]]}},
+        "workflows": {
+            "sections": {"nodes": {"ask": "tests.workflows.sections:ask"}, "edges": [["START", "ask"]]},
+            "flagged": {"nodes": {"ask": "tests.workflows.sections:flagged"}, "edges": [["START", "ask"]]},
+        },
         "entry": "sections",
     }
+
+
+def flagged(node_input: str) -> Generator[RequestInput, Any, str]:
+    value = Flagged.model_validate((yield RequestInput("Tell me", response_schema=Flagged)))
+    return f"{value.name}, urgent {value.urgent}"

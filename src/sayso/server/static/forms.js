@@ -107,7 +107,14 @@ function schemaField(schema, root, path, label, required) {
     };
     return { node, read, errors, unread };
   }
-  if (type === "boolean") {
+  if (type === "boolean" && (!required || s.nullable) && typeof s.default !== "boolean") {
+    // A yes/no that may be left unsaid (`urgent: bool | None = None`): a checkbox always reads yes or no, so "—" is
+    // a choice of its own, read as no answer (or null, where the field must be there).
+    const select = el("select", common, el("option", { value: "" }, "—"),
+      el("option", { value: "true" }, "yes"), el("option", { value: "false" }, "no"));
+    node = el("div", { class: "field" }, el("label", { for: id }, title), hint, select, error);
+    read = () => (select.value === "" ? (required ? null : undefined) : select.value === "true");
+  } else if (type === "boolean") {
     const input = el("input", { ...common, type: "checkbox", checked: s.default === true });
     node = el("div", { class: "field check" }, input, el("label", { for: id }, title), hint, error);
     read = () => input.checked;
