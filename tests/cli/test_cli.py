@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import sys
@@ -113,6 +114,8 @@ def test_a_forced_resume_is_audited_as_the_skip_of_who_forced_it() -> None:
     ]
     table = runner.invoke(app, ["audit", "list", str(EXAMPLE)], env={"COLUMNS": "200"})
     assert "│ skip     │ person │ alice     │ CLI │" in table.stdout
+    # When each happened, as the JSON's `at` says it (a record of the minute this test ran).
+    assert re.search(r"│ CLI │ \d{4}-\d\d-\d\d \d\d:\d\d:\d\d │", table.stdout)
 
 
 def test_an_admin_reviewer_finds_every_persons_requests_in_the_inbox_and_decides_them(tmp_path: Path) -> None:

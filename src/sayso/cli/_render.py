@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic.json_schema import JsonSchemaValue
@@ -238,8 +239,6 @@ def request_panel(
             body.append(Text(request.description, style="italic"))
     body.extend(routing_lines(request, votes))
     if request.expires_at is not None:
-        from datetime import UTC, datetime
-
         body.append(Text(f"expires {datetime.fromtimestamp(request.expires_at, UTC):%Y-%m-%d %H:%M:%S} UTC"))
     body.append(Text(f"request {request.request_id}", style="dim"))
     prefix = f"[{index}] " if index is not None else ""
@@ -473,14 +472,17 @@ def grants_table(grants: Sequence[Grant]) -> Table:
 
 def audit_table(records: Sequence[AuditRecord]) -> Table:
     """`sayso audit list`: each cell is text, whatever a record (or a hand edit of the table) holds there."""
+    from .._core.audit_events import event_time
     from .._core.decisions import VIA_LABELS
 
-    table = Table("#", "event", "tool", "decision", "by", "principal", "via")
+    table = Table("#", "event", "tool", "decision", "by", "principal", "via", "when (UTC)")
     for r in records:
         b = r.body
+        at = event_time(b)
         table.add_row(
             str(r.seq),
             *(str(b.get(name) or "") for name in ("event", "tool_name", "decision", "by", "principal")),
             VIA_LABELS.get(str(b.get("via")), ""),
+            f"{datetime.fromtimestamp(at, UTC):%Y-%m-%d %H:%M:%S}" if at is not None else "",
         )
     return table
