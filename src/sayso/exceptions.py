@@ -267,7 +267,10 @@ class AlreadyDecided(DecisionRefused):
 
 
 class RequestExpired(DecisionRefused):
-    """The request expired before this decision arrived; the call will not run."""
+    """The request expired before this decision arrived; the message says what its timeout does with the call.
+
+    The call runs only when the rule's `on_timeout` approves it (at the next expiry sweep).
+    """
 
 
 class CallEnded(DecisionRefused):

@@ -169,6 +169,41 @@ def test_a_link_for_a_changed_or_expired_request_says_so(serve: Serve, smtp: Smt
     assert run_of(server, run["run_id"])["status"] == "paused"
 
 
+def test_a_link_and_rest_past_an_approving_timeout_say_the_call_will_run(
+    serve: Serve, smtp: Smtp, tmp_path: Path
+) -> None:
+    """The rule approves on timeout: past it, the link's page and REST's 410 both say the call will run (the sweep
+    approves it), never that it will not."""
+    clock = Clock()
+    port = free_port()
+    config = channels_config(
+        tmp_path,
+        public_url=f"http://127.0.0.1:{port}",
+        notify=["email:bob@example.com"],
+        smtp_port=smtp.port,
+        routing={"on_timeout": {"after": "10m", "action": "approve"}},
+    )
+    server, _ = serve(config, port=port, clock=clock)
+    run = start_run(server, "pay 40")
+    link = mailed_link(smtp.mailbox.wait_for(1)[0])
+    request_id = str(run["requests"][0]["id"])  # type: ignore[index]
+    clock.now += 601
+
+    said = "the rule approves it on timeout (after 10m), so the call will run"
+    page = httpx.get(link, timeout=30)
+    assert page.status_code == 410 and said in page.text, page.text
+    posted = httpx.post(link, data={"action": "reject"}, timeout=30)
+    assert posted.status_code == 410 and said in posted.text, posted.text
+    bob = {"Authorization": "Bearer bob-token"}
+    late = httpx.post(
+        f"{server.base_url}/v1/requests/{request_id}/decision", json={"kind": "reject"}, headers=bob, timeout=30
+    )
+    assert late.status_code == 410 and said in late.json()["detail"], late.text
+    assert "will not run" not in page.text + posted.text + late.text
+    assert httpx.post(f"{server.base_url}/v1/expire", headers=bob, timeout=30).status_code == 200
+    assert ran("pay") == [{"amount": 40}]
+
+
 def test_an_edit_vote_voids_the_links_mailed_before_it(serve: Serve, smtp: Smtp, tmp_path: Path) -> None:
     """Two of bob and carol must approve; bob's vote edits the amount, restarting the quorum: carol's mailed link
     was for the old arguments and says the request changed; a link made now, for the edited ones, approves."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sayso import Approve, ConfigError, Sayso
+from sayso import Approve, ConfigError, Reject, RequestExpired, Sayso
 
 from ..conftest import approvals
 from .conftest import WriteConfig
@@ -139,6 +139,37 @@ async def test_on_timeout_decides_and_the_model_reads_the_reason(
     assert closed.output is not None and read in closed.output
     assert state.decision is not None and state.decision.by == "expiry"
     assert REFUNDS == refunded
+
+
+@pytest.mark.parametrize(
+    ("on_timeout", "said"),
+    [
+        (
+            {"after": "4h", "action": "approve"},
+            "expired before a decision arrived; the rule approves it on timeout (after 4h), so the call will run",
+        ),
+        (
+            {"after": "4h", "action": "reject"},
+            "expired before a decision arrived; the rule rejects it on timeout (after 4h), so the call will not run",
+        ),
+        ({"after": "4h"}, "expired before a decision arrived; the call will not run"),
+    ],
+)
+async def test_a_decision_after_the_timeout_is_told_what_the_timeout_does(
+    write_config: WriteConfig, on_timeout: dict[str, Any], said: str
+) -> None:
+    """The refusal of a late decision says whether the call will run: `on_timeout: approve` runs it at the sweep."""
+    now = [T0]
+    rule = {**STEPS, "escalate": [], "approvers": [], "on_timeout": on_timeout}
+    async with Sayso.from_yaml(config(write_config, [rule]), **at(now)) as app:
+        paused = await app.run("refund o-1 250")
+        [request] = approvals(paused.requests)
+        now[0] = T0 + 4 * 3600 + 1
+        with pytest.raises(RequestExpired) as refused:
+            await app.decide(request.request_id, Reject(reason="too late"))
+        assert refused.value.problem == said
+        await app.expire()
+    assert REFUNDS == ([{"order": "o-1", "amount": 250}] if "will run" in said else [])
 
 
 async def test_ttl_seconds_is_the_timeout_when_on_timeout_names_no_after(write_config: WriteConfig) -> None:

@@ -15,6 +15,7 @@ from pydantic.json_schema import JsonSchemaValue
 from typing_extensions import TypedDict
 
 from ..exceptions import AlreadyDecided, InvalidDecision, RequestExpired
+from .escalation import shown_duration
 from .finite import non_finite
 from .inputs import form_formats, input_field_problems
 from .requests import (
@@ -25,6 +26,7 @@ from .requests import (
     InputRequest,
     QuestionRequest,
     Request,
+    RuleTerms,
     Scope,
     redacted,
 )
@@ -255,11 +257,7 @@ def check_decision(
             f"already decided ({existing.decision.kind} by {existing.by}); the first decision wins",
         )
     if request.expires_at is not None and now >= request.expires_at:
-        if isinstance(request, InputRequest):  # a workflow's input has no call to run
-            raise RequestExpired(
-                request.request_id, f"the input of node {request.node!r} expired before a decision arrived"
-            )
-        raise RequestExpired(request.request_id, "expired before a decision arrived; the call will not run")
+        raise RequestExpired(request.request_id, expiry_said(request))
     if request.kind == "delegate":
         raise InvalidDecision(request.request_id, "a delegate's call is answered through the delegate's own requests")
     if decision.kind not in decisions_taken(request.kind):
@@ -282,6 +280,23 @@ def check_decision(
         assert isinstance(request, InputRequest)
         _check_input(request.request_id, request.response_schema, decision.value)
     return decision
+
+
+def expiry_said(request: Request) -> str:
+    """What a decision too late is told: that the request expired, and what its timeout does with the call.
+
+    `on_timeout: approve` runs the call at the next sweep: a refusal that said it will not run would have
+    its person leave a call they meant to stop to run. Every interface (and a mailed link) says these words.
+    """
+    if isinstance(request, InputRequest):  # a workflow's input has no call to run
+        return f"the input of node {request.node!r} expired before a decision arrived"
+    on_timeout = request.on_timeout if isinstance(request, RuleTerms) else None
+    action = on_timeout.action if on_timeout is not None else "expire"
+    if action == "expire" or request.expires_at is None:
+        return "expired before a decision arrived; the call will not run"
+    after = shown_duration(request.expires_at - request.created_at)
+    verb, runs = ("approves", "will run") if action == "approve" else ("rejects", "will not run")
+    return f"expired before a decision arrived; the rule {verb} it on timeout (after {after}), so the call {runs}"
 
 
 def _decided_values(decision: Decision) -> dict[str, object]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._core.deciding import check_allowed, check_feedback, check_same_subject, keep_secrets, needs_votes
-from .._core.decisions import Approve, Decision, check_decision
+from .._core.decisions import Approve, Decision, check_decision, expiry_said
 from .._core.links import LinkClaims, args_digest, read_link, sign_link, token_id
 from .._core.requests import Request
 from .._core.votes import Vote, same_as_shown, standing_args
@@ -76,7 +76,9 @@ async def open_link(k: Kernel, token: str) -> LinkView:
     if await k.store.get_mark(USED_LINKS, token_id(token)) is not None:
         raise LinkRefused("used", "this link was already used; each link decides once")
     now = k.clock()
-    if now >= claims.expires_at or (state.request.expires_at is not None and now >= state.request.expires_at):
+    if state.request.expires_at is not None and now >= state.request.expires_at:  # what its timeout does, too
+        raise LinkRefused("expired", expiry_said(state.request))
+    if now >= claims.expires_at:
         raise LinkRefused("expired", "this link has expired, and with it the chance to decide from this mail")
     if state.pause_status != "open":
         raise LinkRefused("decided", "this request is closed: its run went on without it")
@@ -115,7 +117,7 @@ async def decide_by_link(c: Cycle, token: str, decision: Decision) -> DecideResu
             c, view.state.request.request_id, decision, principal=principal, resume=True, via="email", options=DEFAULTS
         )
     except RequestExpired as exc:
-        raise LinkRefused("expired", "the request expired before this decision arrived") from exc
+        raise LinkRefused("expired", exc.problem) from exc
     except AlreadyDecided as exc:
         raise LinkRefused("decided", "this request was decided meanwhile; the first decision wins") from exc
 
