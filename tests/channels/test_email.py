@@ -241,6 +241,39 @@ def test_an_edit_vote_voids_the_links_mailed_before_it(serve: Serve, smtp: Smtp,
     assert ran("pay") == [{"amount": 200}]
 
 
+def test_a_mail_sent_late_shows_the_arguments_its_link_approves(serve: Serve, tmp_path: Path) -> None:
+    """The SMTP server is down when the request opens; bob's vote edits 300 to 100 before it comes back. Carol's
+    mail, sent then, shows 100, and its link approves 100: never a mail that shows 300 whose link approves 100."""
+    smtp = Smtp(free_port())  # not listening yet: the notice waits
+    port = free_port()
+    config = channels_config(
+        tmp_path,
+        public_url=f"http://127.0.0.1:{port}",
+        notify=["email:carol@example.com"],
+        smtp_port=smtp.port,
+        routing={"approvers": ["bob", "carol"], "approvals_required": 2},
+    )
+    server, _ = serve(config, port=port)
+    run = start_run(server, "pay 300")
+    request_id = str(run["requests"][0]["id"])  # type: ignore[index]
+    edit = {"kind": "approve", "edited_args": {"amount": 100}}
+    bob = {"Authorization": "Bearer bob-token"}
+    voted = httpx.post(f"{server.base_url}/v1/requests/{request_id}/decision", json=edit, headers=bob, timeout=30)
+    assert voted.status_code == 200, voted.text
+    smtp.start()
+    try:
+        [mail] = smtp.mailbox.wait_for(1)
+    finally:
+        smtp.stop()
+    assert '"amount": 100' in body_text(mail) and '"amount": 300' not in body_text(mail)
+    page = httpx.get(mailed_link(mail), timeout=30)
+    assert page.status_code == 200, page.text
+    assert "&quot;amount&quot;: 100" in page.text
+    approved = httpx.post(mailed_link(mail), data={"action": "approve"}, timeout=30)
+    assert approved.status_code == 200, approved.text
+    assert ran("pay") == [{"amount": 100}]
+
+
 def test_a_used_link_is_refused_even_when_the_request_reopened_nothing(
     serve: Serve, smtp: Smtp, tmp_path: Path
 ) -> None:

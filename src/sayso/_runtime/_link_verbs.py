@@ -16,7 +16,7 @@ from ._kernel import Kernel
 from ._results import DecideResult
 
 if TYPE_CHECKING:
-    from ._links import LinkView
+    from ._links import LinkView, MailedLink
 
 
 class LinkVerbs:
@@ -27,8 +27,10 @@ class LinkVerbs:
     _check_open: Callable[[], None]
     """`Reading`'s: the runtime must be open."""
 
-    async def mail_link(self, request_id: str, *, principal: str) -> str:
-        """A signed token for a link that lets `principal` decide the request once (`/v1/links/{token}`).
+    async def mail_link(self, request_id: str, *, principal: str) -> MailedLink:
+        """A link token that lets `principal` decide the request once, and the request as its mail shows it.
+
+        The two are read together: the token (`/v1/links/{token}`) is bound to the arguments the mail shows.
 
         It expires with the request, or after `channels.email.link_ttl_seconds` if sooner, and stops
         working once the request is decided or its arguments change.
@@ -42,7 +44,7 @@ class LinkVerbs:
         state = await self._k.store.get_request(request_id)
         if state is None:
             raise RequestNotFound(request_id)
-        return _links.make_link(self._k, state.request, principal, state.votes)
+        return _links.mail_link(self._k, state, principal)
 
     async def open_link(self, token: str) -> LinkView:
         """The request a mailed link is for, with whom it decides as; opening a link never decides.

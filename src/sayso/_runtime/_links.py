@@ -9,7 +9,9 @@ through the one decide verb, so the one access rule applies.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .._core.deciding import check_allowed, check_feedback, check_same_subject, keep_secrets, needs_votes
 from .._core.decisions import Approve, Decision, check_decision, expiry_said
@@ -20,7 +22,7 @@ from .._store import RequestState
 from ..exceptions import AlreadyDecided, LinkRefused, RequestExpired
 from ._cycle import Cycle
 from ._kernel import Kernel
-from ._results import DecideResult
+from ._results import DecideResult, request_json
 from ._runner import DEFAULTS
 from ._verbs import decide as _decide
 from ._verbs.rules import approval_facts
@@ -36,6 +38,25 @@ class LinkView:
     state: RequestState
     principal: str
     expires_at: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class MailedLink:
+    """A link's token and the request as its mail shows it, read together: the link approves what is shown."""
+
+    token: str
+    request: Mapping[str, Any]
+    """The request as every interface shows it, with its quorum: the arguments the token's digest is of."""
+
+
+def mail_link(k: Kernel, state: RequestState, principal: str) -> MailedLink:
+    """The link for `principal` and the request its mail shows, from the one `state` (see `MailedLink`).
+
+    A mail built from an older read (its notice waited while an edit vote landed) would show arguments
+    other than the ones its link approves.
+    """
+    token = make_link(k, state.request, principal, state.votes)
+    return MailedLink(token=token, request=request_json(state.request, votes=state.votes))
 
 
 def make_link(k: Kernel, request: Request, principal: str, votes: tuple[Vote, ...] = ()) -> str:

@@ -58,11 +58,12 @@ class EmailChannel:
         principal = self.principal_for(target.address)
         if principal is None:
             raise NoticeFailed(f"{target.address!r} is no principal's address (channels.email.users)", retry=False)
-        request = event.data["request"]
-        token = await self.sayso.mail_link(request["id"], principal=principal)
+        # The mail shows the request as it stands now, read with its link: an edit vote since the event was
+        # built (the SMTP server was down meanwhile) changed the arguments, and the link approves what is shown.
+        mailed = await self.sayso.mail_link(event.data["request"]["id"], principal=principal)
         message = compose(
-            request,
-            link=f"{self.public_url}{LINKS_PATH}/{token}",
+            mailed.request,
+            link=f"{self.public_url}{LINKS_PATH}/{mailed.token}",
             sender=self.config.sender,
             to=target.address,
             delivery_id=event.delivery_id,
