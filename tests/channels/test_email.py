@@ -528,7 +528,8 @@ def test_a_link_mailed_to_someone_who_may_not_see_the_request_decides_nothing(
     serve: Serve, smtp: Smtp, tmp_path: Path
 ) -> None:
     """carol may decide nothing of alice's: the link mailed to her answers a plain 404 page, as a made-up request
-    would (it was a server error), and the request waits for bob."""
+    would (it was a server error), opened or posted, before the request is decided and after: its page shows
+    neither the arguments nor buttons, nor who decided. The request waits for bob."""
     port = free_port()
     config = channels_config(
         tmp_path, public_url=f"http://127.0.0.1:{port}", notify=["email:carol@example.com"], smtp_port=smtp.port
@@ -536,7 +537,21 @@ def test_a_link_mailed_to_someone_who_may_not_see_the_request_decides_nothing(
     server, _ = serve(config, port=port)
     run = start_run(server, "pay 250")
     link = mailed_link(smtp.mailbox.wait_for(1)[0])
+    opened = httpx.get(link, timeout=30)
+    assert opened.status_code == 404 and "This link does not work" in opened.text, opened.text
+    assert "no open or decided request has id" in opened.text
+    assert "amount" not in opened.text and "<button" not in opened.text
     refused = httpx.post(link, data={"action": "approve"}, timeout=30)
     assert refused.status_code == 404 and "This link does not work" in refused.text, refused.text
     assert "no open or decided request has id" in refused.text
     assert run_of(server, run["run_id"])["status"] == "paused" and ran("pay") == []
+
+    request_id = str(run["requests"][0]["id"])  # type: ignore[index]
+    bob = {"Authorization": "Bearer bob-token"}
+    decided = httpx.post(
+        f"{server.base_url}/v1/requests/{request_id}/decision", json={"kind": "approve"}, headers=bob, timeout=30
+    )
+    assert decided.status_code == 200, decided.text
+    after = httpx.get(link, timeout=30)
+    assert after.status_code == 404 and "This link does not work" in after.text, after.text
+    assert "bob" not in after.text

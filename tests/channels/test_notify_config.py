@@ -137,6 +137,39 @@ def test_a_named_webhook_gets_a_signed_notice_of_each_request(serve: Serve, tmp_
         listener.stop()
 
 
+def test_check_warns_of_a_mail_to_someone_the_rule_never_lets_decide(tmp_path: Path) -> None:
+    """The rule's approvers are bob and the group ops; its notices mail eve too, who is neither: her link would
+    decide nothing (it answers "This link does not work"). A step's `add_approvers` counts: carol may decide."""
+    text = (
+        CONFIG.replace(
+            "  - {name: bob, token: t, approver_for: [billing]}\n",
+            "  - {name: bob, token: t, approver_for: [billing]}\n  - {name: carol, token: c}\n"
+            "  - {name: dan, token: d}\n  - {name: eve, token: e}\ngroups: {ops: [dan]}\n",
+        )
+        .replace(
+            "users: {bob@example.com: bob}",
+            "users: {bob@example.com: bob, carol@example.com: carol, dan@example.com: dan, eve@example.com: eve}",
+        )
+        .replace(
+            "          notify:\n",
+            "          approvers: [bob, ops]\n"
+            "          escalate: [{after: 1h, add_approvers: [carol], notify: [email:carol@example.com]}]\n"
+            "          notify:\n            - email:dan@example.com\n",
+        )
+        .replace("NOTIFY", "email:eve@example.com")
+    )
+    (tmp_path / "sayso.yaml").write_text(text)
+    done = CliRunner().invoke(app, ["check", str(tmp_path / "sayso.yaml")], env={"COLUMNS": "300"})
+    assert done.exit_code == 0, done.output
+    shown = done.output
+    assert (
+        "agents.billing.interrupt.tools[0].notify[2]: 'eve@example.com' is mapped to 'eve', whom this rule never lets "
+        "decide: the link mailed there decides nothing" in shown
+    ), shown
+    assert "'bob@example.com' is mapped" not in shown and "'dan@example.com' is mapped" not in shown
+    assert "'carol@example.com' is mapped" not in shown
+
+
 def test_check_says_which_channel_secrets_are_not_set(tmp_path: Path) -> None:
     """`sayso check` warns of every secret a channel reads at start, before a server refuses to start without it."""
     text = CONFIG.replace("NOTIFY", "slack:#ops").replace(

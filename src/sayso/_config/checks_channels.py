@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Literal
 
 from .._core.channels import Target, parse_target
+from .._core.routing import resolve_names
 from .env import unset_message
 from .file import Config
 from .rules import PolicyFields
@@ -35,11 +36,15 @@ def rule_entries(config: Config) -> Iterator[tuple[tuple[str | int, ...], Policy
 def notify_entries(config: Config) -> Iterator[tuple[tuple[str | int, ...], str]]:
     """Every `notify` target the config names (a rule's and its escalation steps'), with where it is written."""
     for path, rule in rule_entries(config):
-        for n, target in enumerate(getattr(rule, "notify", ())):
-            yield (*path, "notify", n), target
-        for s, step in enumerate(rule.escalate):
-            for n, target in enumerate(step.notify):
-                yield (*path, "escalate", s, "notify", n), target
+        yield from _rule_targets(path, rule)
+
+
+def _rule_targets(path: tuple[str | int, ...], rule: PolicyFields) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    for n, target in enumerate(getattr(rule, "notify", ())):
+        yield (*path, "notify", n), target
+    for s, step in enumerate(rule.escalate):
+        for n, target in enumerate(step.notify):
+            yield (*path, "escalate", s, "notify", n), target
 
 
 def all_targets(config: Config) -> dict[str, Target]:
@@ -85,7 +90,35 @@ def check_channels(config: Config, add: Add) -> None:
             listed = ", ".join(webhooks) or "none"
             add("error", path, f"no webhook is named {target.address!r}", f"name one in 'webhooks:' (named: {listed})")
     _check_user_maps(config, principals, add)
+    _check_mailed_deciders(config, add)
     _check_secrets(config, add)
+
+
+def _check_mailed_deciders(config: Config, add: Add) -> None:
+    """A rule naming its approvers whose notices mail someone it never lets decide: that link decides nothing.
+
+    Only a routed rule is known at load: an unrouted one lets the thread's owner decide, whoever starts it.
+    """
+    email = config.channels.email
+    if email is None or not config.principals:
+        return
+    for path, rule in rule_entries(config):
+        named = list(getattr(rule, "approvers", ()))
+        if not named or path[0] == "workflows":
+            continue
+        named += [name for step in rule.escalate for name in step.add_approvers]
+        deciders = {approver.name for approver in resolve_names(named, config.groups)}
+        for where, text in _rule_targets(path, rule):
+            target = parse_target(text)
+            principal = email.users.get(target.address) if target.channel == "email" else None
+            if principal is not None and principal not in deciders:
+                add(
+                    "warning",
+                    where,
+                    f"{target.address!r} is mapped to {principal!r}, whom this rule never lets decide: "
+                    "the link mailed there decides nothing",
+                    f"notify an approver's address, or name {principal!r} among the rule's approvers",
+                )
 
 
 def _check_secrets(config: Config, add: Add) -> None:

@@ -51,6 +51,7 @@ class LinkVerbs:
 
         Raises:
             LinkRefused: forged, expired, used, changed, or its request was decided (`problem` says which).
+            RequestNotFound, NotAllowed: the principal it was mailed to may not see, or may not decide, the request.
         """
         self._check_open()
         from . import _links

@@ -1,10 +1,11 @@
 """Mailed links: made for one request and one principal, opened (never deciding), and decided through once.
 
 A link is signed with the channels' link key (`_core/links.py`), expires with its request or
-sooner, and is bound to the arguments the mail showed. Opening it checks all of that and says
-plainly why a link no longer works (decided, expired, changed, used); deciding through it checks
+sooner, and is bound to the arguments the mail showed. Opening it checks all of that, and that its
+principal may decide the request (the one access rule, before anything of the request is shown), and
+says plainly why a link no longer works (decided, expired, changed, used); deciding through it checks
 the same, records its use (one use, across replicas) and decides as the principal it was sent to,
-through the one decide verb, so the one access rule applies.
+through the one decide verb.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ async def open_link(k: Kernel, token: str) -> LinkView:
 
     Raises:
         LinkRefused: the link is forged or cut, expired, used, changed, or its request is decided.
+        RequestNotFound, NotAllowed: the principal it was mailed to may not decide the request (`check_allowed`).
     """
     claims = read_link(_key(k), token)
     if claims is None:
@@ -90,6 +92,9 @@ async def open_link(k: Kernel, token: str) -> LinkView:
     state = await k.store.get_request(claims.request_id)
     if state is None:
         raise LinkRefused("invalid", "the request this link was for no longer exists")
+    # The access rule of deciding, before anything of the request is said: a link mailed to someone who may not
+    # see the request shows no page to decide on, nor who decided it.
+    check_allowed(state.request, k.principal(claims.principal))
     if state.decision is not None:
         record = state.decision
         who = f" by {record.principal}" if record.principal else ""
@@ -121,9 +126,7 @@ async def decide_by_link(c: Cycle, token: str, decision: Decision) -> DecideResu
     """
     k = c.k
     view = await open_link(k, token)
-    principal = k.principal(view.principal)
-    request = view.state.request
-    check_allowed(request, principal)
+    request = view.state.request  # `open_link` checked that its principal may decide it
     check_decision(request, keep_secrets(request, decision), existing=view.state.decision, now=k.clock())
     shown = decision  # as the judge reads it: in a quorum, the arguments as they stand are no edit
     if needs_votes(request) and isinstance(decision, Approve):
@@ -135,7 +138,13 @@ async def decide_by_link(c: Cycle, token: str, decision: Decision) -> DecideResu
         raise LinkRefused("used", "this link was already used; each link decides once")
     try:
         return await _decide.decide(
-            c, view.state.request.request_id, decision, principal=principal, resume=True, via="email", options=DEFAULTS
+            c,
+            request.request_id,
+            decision,
+            principal=k.principal(view.principal),
+            resume=True,
+            via="email",
+            options=DEFAULTS,
         )
     except RequestExpired as exc:
         raise LinkRefused("expired", exc.problem) from exc

@@ -51,6 +51,8 @@ def links_router(sayso: Sayso) -> APIRouter:
             view = await sayso.open_link(token)
         except LinkRefused as exc:
             return _refused(exc)
+        except (NotAllowed, RequestNotFound) as exc:
+            return _not_theirs(exc)
         return _page("Decide", _form(request_json(view.state.request, votes=view.state.votes), view.principal, action))
 
     @router.post(LINKS_PATH + "/{token}")
@@ -62,15 +64,15 @@ def links_router(sayso: Sayso) -> APIRouter:
             done = await sayso.decide_by_link(token, decision)
         except LinkRefused as exc:
             return _refused(exc)
-        except NotAllowed as exc:
-            return _page("Not yours to decide", f"<p>{html.escape(exc.problem)}</p>", status=403)
-        except RequestNotFound as exc:  # mailed to someone who may not see it: as if it did not exist
-            return _page(_TITLE["invalid"], f"<p>{html.escape(str(exc))}</p>", status=404)
+        except (NotAllowed, RequestNotFound) as exc:
+            return _not_theirs(exc)
         except (DecisionRefused, ValueError) as exc:
             try:
                 view = await sayso.open_link(token)
             except LinkRefused as closed:
                 return _refused(closed)
+            except (NotAllowed, RequestNotFound) as refused:
+                return _not_theirs(refused)
             error = f'<p class="error" role="alert">{html.escape(str(exc))}</p>'
             again = _form(
                 request_json(view.state.request, votes=view.state.votes), view.principal, action, args=args or None
@@ -146,6 +148,13 @@ def _form(request: Mapping[str, Any], principal: str, action: str, *, args: str 
 
 def _refused(exc: LinkRefused) -> HTMLResponse:
     return _page(_TITLE[exc.problem], f"<p>{html.escape(exc.detail)}</p>", status=_STATUS[exc.problem])
+
+
+def _not_theirs(exc: NotAllowed | RequestNotFound) -> HTMLResponse:
+    """A link mailed to someone who may not decide its request: as the decide verb refuses them, opened or posted."""
+    if isinstance(exc, NotAllowed):
+        return _page("Not yours to decide", f"<p>{html.escape(exc.problem)}</p>", status=403)
+    return _page(_TITLE["invalid"], f"<p>{html.escape(str(exc))}</p>", status=404)  # as if it did not exist
 
 
 def _page(title: str, body: str, *, status: int = 200) -> HTMLResponse:
