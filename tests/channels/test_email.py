@@ -289,6 +289,25 @@ def test_a_used_link_is_refused_even_when_the_request_reopened_nothing(
     assert ran("pay") == []
 
 
+def test_a_link_to_a_request_its_run_went_on_without_says_it_is_closed(
+    serve: Serve, smtp: Smtp, tmp_path: Path
+) -> None:
+    """alice forces her run on past the request: bob's link says the run went on without it, not that someone
+    decided it."""
+    server = email_server(serve, tmp_path, smtp.port)
+    run = start_run(server, "pay 7")
+    link = mailed_link(smtp.mailbox.wait_for(1)[0])
+    resumed = httpx.post(
+        f"{server.base_url}/v1/runs/{run['run_id']}/resume", json={"force": True}, headers=ALICE, timeout=30
+    )
+    assert resumed.status_code == 200, resumed.text
+    for answer in (httpx.get(link, timeout=30), httpx.post(link, data={"action": "approve"}, timeout=30)):
+        assert answer.status_code == 409, answer.text
+        assert "this request is closed: its run went on without it" in answer.text
+        assert "skip by" not in answer.text
+    assert ran("pay") == []
+
+
 def test_a_mail_not_sent_before_a_restart_is_sent_once_by_the_next_server(serve: Serve, tmp_path: Path) -> None:
     """The SMTP server is down when the request opens; the server stops; the next one mails it, once."""
     smtp = Smtp(free_port())  # not listening yet: the first attempts fail and the notice stays pending

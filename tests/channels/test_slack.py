@@ -187,6 +187,20 @@ def test_a_decision_taken_elsewhere_updates_the_message(server: LiveServer, slac
     assert updated["text"] == "Rejected by bob (REST): done by hand"
 
 
+def test_a_request_its_run_went_on_without_updates_its_message_as_skipped(
+    server: LiveServer, slack: SlackStandIn
+) -> None:
+    """alice forces her run on past the request: the message says it was skipped, and by whom."""
+    run = start_run(server, "pay 3")
+    slack.wait_for("chat.postMessage")
+    resumed = httpx.post(
+        f"{server.base_url}/v1/runs/{run['run_id']}/resume", json={"force": True}, headers=ALICE, timeout=30
+    )
+    assert resumed.status_code == 200, resumed.text
+    [updated] = slack.wait_for("chat.update")
+    assert updated["text"] == "Skipped by alice (REST)"
+
+
 def test_an_expired_request_updates_its_message(serve: Serve, slack: SlackStandIn, tmp_path: Path) -> None:
     clock = Clock()
     port = free_port()

@@ -31,6 +31,9 @@ from ._verbs.rules import approval_facts
 USED_LINKS = "channels.links.used"
 """The marks' namespace of links decided through: a token's id, once."""
 
+_CLOSED = "this request is closed: its run went on without it"
+"""What a link to a request closed unanswered says (a forced resume, a new message, a cancel)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class LinkView:
@@ -95,8 +98,10 @@ async def open_link(k: Kernel, token: str) -> LinkView:
     # The access rule of deciding, before anything of the request is said: a link mailed to someone who may not
     # see the request shows no page to decide on, nor who decided it.
     check_allowed(state.request, k.principal(claims.principal))
-    if state.decision is not None:
-        record = state.decision
+    record = state.decision
+    if record is not None and record.closed:  # a skip recorded as its run went on without it: no one decided it
+        raise LinkRefused("decided", _CLOSED)
+    if record is not None:
         who = f" by {record.principal}" if record.principal else ""
         raise LinkRefused("decided", f"this request was already decided ({record.decision.kind}{who})")
     if await k.store.get_mark(USED_LINKS, token_id(token)) is not None:
@@ -107,7 +112,7 @@ async def open_link(k: Kernel, token: str) -> LinkView:
     if now >= claims.expires_at:
         raise LinkRefused("expired", "this link has expired, and with it the chance to decide from this mail")
     if state.pause_status != "open":
-        raise LinkRefused("decided", "this request is closed: its run went on without it")
+        raise LinkRefused("decided", _CLOSED)
     if args_digest(standing_args(state.request, state.votes)) != claims.digest:  # an edit vote voids older links
         raise LinkRefused("changed", "this request changed since the mail was sent; decide it where it is shown now")
     return LinkView(state=state, principal=claims.principal, expires_at=claims.expires_at)

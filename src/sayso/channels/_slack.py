@@ -168,7 +168,7 @@ def outcome_text(event: str, data: Any) -> str:
         return "Expired: nobody decided in time."
     decision = data.get("decision", {})
     kind = decision.get("kind", "decided")
-    verb = {"approve": "Approved", "reject": "Rejected"}.get(kind, kind.capitalize())
+    verb = {"approve": "Approved", "reject": "Rejected", "skip": "Skipped"}.get(kind, kind.capitalize())
     if kind == "approve" and decision.get("edited_args") is not None:
         verb = "Approved with edited arguments"
     who = data.get("principal") or data.get("by") or "someone"
