@@ -122,6 +122,22 @@ async def test_an_edit_restarts_the_count_and_the_call_runs_with_it(app: Sayso) 
     assert done.run.status == "completed" and ran("refund") == [{"amount": 200, "to": "acme"}]
 
 
+async def test_an_edit_back_to_the_proposed_arguments_is_no_edited_approval(app: Sayso) -> None:
+    """carol edits 250 to 200; bob approves the proposed 250 as he saw them (a new round on them); carol approves:
+    250 runs, as proposed, and no interface says the arguments were edited."""
+    async with app:
+        paused = await app.run("refund 250 to acme", principal="alice")
+        [request] = approvals(paused.requests)
+        await app.decide(request.request_id, Approve(edited_args={"amount": 200, "to": "acme"}), principal="carol")
+        back = await app.decide(request.request_id, Approve(edited_args={"amount": 250, "to": "acme"}), principal="bob")
+        assert back.quorum is not None and back.quorum.text == "1 of 2, waiting for finance"
+        done = await app.decide(request.request_id, Approve(), principal="carol")
+        state = await app.request(request.request_id)
+    assert done.quorum is not None and done.quorum.text == "2 of 2"
+    assert state.decision is not None and state.decision.decision == Approve()
+    assert ran("refund") == [{"amount": 250, "to": "acme"}]
+
+
 @pytest.mark.parametrize("edit", [True, False])
 async def test_a_timeout_that_approves_approves_the_arguments_as_they_stand(tmp_path: Path, edit: bool) -> None:
     """carol's vote edited 250 to 200 and nobody else voted: `on_timeout: approve` runs the 200 the approvers were

@@ -255,7 +255,8 @@ def test_approve_counts_for_the_arguments_its_message_showed_not_an_edit_made_si
         time.sleep(0.02)
     assert state["status"] == "open", state.get("decision")  # carol's 250 does not resolve bob's 200
     quorum = state["request"]["quorum"]
-    assert quorum["approved_by"] == ["carol"] and quorum["args"] == {"amount": 250}
+    assert quorum["approved_by"] == ["carol"] and quorum["round"] == 2
+    assert quorum["args"] is None and state["request"]["args"] == {"amount": 250}  # the proposed ones stand again
     assert ran("pay") == []
 
 

@@ -53,9 +53,10 @@ class Quorum:
     waiting_for: tuple[str, ...]
     """The approvers (principals, or the groups they were named through) who may still approve."""
     round: int
-    """0 while the proposed arguments stand; each edit starts the next round."""
+    """0 until the first edit; each edit starts the next round."""
     args: Mapping[str, Any] | None = None
-    """The arguments the next approver sees when an edit changed them; `None`: the proposed ones."""
+    """The arguments the next approver sees when an edit changed them from the proposed ones; `None`: the proposed
+    ones stand (none was edited, or an edit went back to them). The one place "edited" is decided."""
     votes: tuple[Vote, ...] = ()
 
     @property
@@ -67,16 +68,22 @@ class Quorum:
     def text(self) -> str:
         """`1 of 2, waiting for sre`: what every interface shows."""
         waiting = f", waiting for {', '.join(self.waiting_for)}" if self.waiting_for else ""
-        edited = " (edited arguments)" if self.round else ""
+        edited = " (edited arguments)" if self.args is not None else ""
         return f"{self.count}{edited}{waiting}"
 
 
-def quorum(routing: Routing, votes: Sequence[Vote], *, starter: str | None) -> Quorum:
-    """Where a routed request stands after `votes` (oldest first)."""
+def quorum(routing: Routing, votes: Sequence[Vote], *, starter: str | None, proposed: Mapping[str, Any]) -> Quorum:
+    """Where a routed request stands after `votes` (oldest first); `proposed`: the request's own arguments.
+
+    An edit back to the proposed arguments starts a round on them, yet leaves them unedited: what runs is what
+    was proposed, and no interface says otherwise.
+    """
     current = max((v.round for v in votes), default=0)
     this_round = [v for v in votes if v.round == current and v.decision == "approve"]
     approved = tuple(dict.fromkeys(v.principal for v in this_round))
     args = next((v.edited_args for v in this_round if v.edited_args is not None), None)
+    if args == proposed:
+        args = None
     deciders = set(routing.deciders(starter)) - set(approved)
     # Decided by its votes (a rejection, or enough approvals): it waits for nobody any more.
     decided = any(v.decision == "reject" for v in votes) or len(approved) >= routing.approvals_required
@@ -120,7 +127,7 @@ def tally(
     """Weigh one vote on a routed `request` against the votes before it. `alone`: local mode's one caller decides."""
     routing, request_id, starter, proposed = request.routing, request.request_id, request.principal, request.args
     assert routing is not None, "only a routed request is voted on"
-    before = quorum(routing, votes, starter=starter)
+    before = quorum(routing, votes, starter=starter, proposed=proposed)
     current_args = before.args if before.args is not None else proposed
     if isinstance(decision, Reject):
         vote = Vote(
@@ -132,7 +139,9 @@ def tally(
             via=via,
             reason=decision.reason,
         )
-        return Tally(vote=vote, resolved=decision, quorum=quorum(routing, [*votes, vote], starter=starter))
+        return Tally(
+            vote=vote, resolved=decision, quorum=quorum(routing, [*votes, vote], starter=starter, proposed=proposed)
+        )
     edit = decision.edited_args is not None and decision.edited_args != current_args
     if not edit and principal in before.approved_by:
         return Tally(vote=None, resolved=None, quorum=before)
@@ -145,7 +154,7 @@ def tally(
         via=via,
         edited_args=decision.edited_args if edit else None,
     )
-    after = quorum(routing, [*votes, vote], starter=starter)
+    after = quorum(routing, [*votes, vote], starter=starter, proposed=proposed)
     if not alone and len(after.approved_by) < routing.approvals_required:
         return Tally(vote=vote, resolved=None, quorum=after)
     edited = dict(after.args) if after.args is not None else None
@@ -179,7 +188,9 @@ def vote_event(request: Request, vote: Vote, after: Quorum) -> VoteEvent:
 
 def standing_args(request: Request, votes: Sequence[Vote]) -> Mapping[str, Any]:
     """The arguments the votes are about now: the last edit's in the current round, else the proposed ones."""
-    standing = quorum(request.routing, votes, starter=request.principal) if request.routing else None
+    standing = (
+        quorum(request.routing, votes, starter=request.principal, proposed=request.args) if request.routing else None
+    )
     return standing.args if standing is not None and standing.args is not None else request.args
 
 

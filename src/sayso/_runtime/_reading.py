@@ -431,7 +431,7 @@ def vote_lines(
         return []
     lines: list[TranscriptEntry] = []
     for n, vote in enumerate(cast[:-1], 1):
-        standing = quorum(request.routing, cast[:n], starter=request.principal)
+        standing = quorum(request.routing, cast[:n], starter=request.principal, proposed=request.args)
         shown = ShownDecision(
             request_id=vote.request_id,
             decision=vote.decision,

@@ -193,7 +193,9 @@ def routing_json(request: Request, votes: Sequence[Vote] | None) -> RoutingJson:
         )
     )
     if routing.approvals_required > 1 and votes is not None:
-        body["quorum"] = quorum_json(quorum(routing, votes, starter=request.principal), redact=request.redact)
+        body["quorum"] = quorum_json(
+            quorum(routing, votes, starter=request.principal, proposed=request.args), redact=request.redact
+        )
     return body
 
 

@@ -255,7 +255,12 @@ def routing_lines(request: Request, votes: Sequence[Vote] = ()) -> list[Text]:
     if not routing.self_approval and any(a.name == request.principal for a in routing.approvers):
         lines.append(Text(f"not by {request.principal}, who started the run (separation of duties)", style="dim"))
     if routing.approvals_required > 1:
-        lines.append(Text(f"approvals: {quorum(routing, votes, starter=request.principal).text}", style="bold"))
+        lines.append(
+            Text(
+                f"approvals: {quorum(routing, votes, starter=request.principal, proposed=request.args).text}",
+                style="bold",
+            )
+        )
     return lines
 
 

@@ -131,7 +131,7 @@ def quorum_after(done: Decided) -> Quorum | None:
     if not needs_votes(request) or request.routing is None:
         return None
     votes = [*done.found.votes, *([done.verdict.vote] if done.verdict.vote else [])]
-    return quorum(request.routing, votes, starter=request.principal)
+    return quorum(request.routing, votes, starter=request.principal, proposed=request.args)
 
 
 async def decide_there(c: Cycle, call: DecisionCall, options: CallOptions) -> DecideResult:

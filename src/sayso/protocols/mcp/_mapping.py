@@ -146,7 +146,7 @@ def others_decide(request: Request, votes: Sequence[Vote], caller: Principal) ->
     if request.routing is None:
         return None
     refused = refusal(caller, owner=request.principal, agent_path=request.agent_path, routing=request.routing)
-    standing = quorum(request.routing, votes, starter=request.principal)
+    standing = quorum(request.routing, votes, starter=request.principal, proposed=request.args)
     if refused is None and caller.name not in standing.approved_by:
         return None
     progress = f" (approvals: {standing.text})" if request.routing.approvals_required > 1 else ""

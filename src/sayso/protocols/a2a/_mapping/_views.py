@@ -409,4 +409,4 @@ def _standing(view: PauseView, request: ShownRequest) -> str:
     if routing is None or routing.approvals_required < 2:
         return ""
     votes = view.votes.get(request.request_id, ())
-    return f" · approvals: {quorum(routing, votes, starter=request.principal).text}"
+    return f" · approvals: {quorum(routing, votes, starter=request.principal, proposed=request.args).text}"
