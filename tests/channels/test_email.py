@@ -135,6 +135,25 @@ def test_a_link_rejects_with_a_reason_and_edits_are_checked(
     assert ran("pay") == []
 
 
+def test_an_answer_refused_for_its_text_leaves_the_link_to_decide_again(
+    serve: Serve, smtp: Smtp, tmp_path: Path
+) -> None:
+    """A reason over the answer limit, or holding a NUL character, is refused naming why, before the link's one use:
+    the same mail then rejects with a reason that fits (it answered "already used" to both)."""
+    server = email_server(serve, tmp_path, smtp.port)
+    run = start_run(server, "pay 900")
+    link = mailed_link(smtp.mailbox.wait_for(1)[0])
+    too_long = httpx.post(link, data={"action": "reject", "reason": "r" * 100_001}, timeout=30)
+    assert too_long.status_code == 413 and "the limit is 100000" in too_long.text
+    nul = httpx.post(link, data={"action": "reject", "reason": "bad\x00nul"}, timeout=30)
+    assert nul.status_code == 422 and "NUL" in nul.text
+    assert run_of(server, run["run_id"])["status"] == "paused"
+    fits = httpx.post(link, data={"action": "reject", "reason": "over the monthly budget"}, timeout=30)
+    assert fits.status_code == 200, fits.text
+    assert "over the monthly budget" in str(run_of(server, run["run_id"])["output"])
+    assert ran("pay") == []
+
+
 def test_a_link_for_a_changed_or_expired_request_says_so(serve: Serve, smtp: Smtp, tmp_path: Path) -> None:
     """A link bound to other arguments, a link past its request's expiry, a forged one: each a plain 4xx page."""
     clock = Clock()

@@ -16,6 +16,7 @@ from typing import Any
 
 from .._core.deciding import check_allowed, check_feedback, check_same_subject, keep_secrets, needs_votes
 from .._core.decisions import Approve, Decision, check_decision, expiry_said
+from .._core.limits import check_decision as check_size
 from .._core.links import LinkClaims, args_digest, read_link, sign_link, token_id
 from .._core.requests import Request
 from .._core.votes import Vote, same_as_shown, standing_args
@@ -122,8 +123,8 @@ async def decide_by_link(c: Cycle, token: str, decision: Decision) -> DecideResu
     """Decide a link's request as the principal it was mailed to (`via="email"`), using the link up.
 
     The decision is checked against the request before the link is used, so a wrong answer (an edit
-    the tool's schema refuses, or one that changes what the approval covers) leaves both the request
-    and the link open.
+    the tool's schema refuses, one that changes what the approval covers, a reason over the size limit)
+    leaves both the request and the link open.
 
     Raises:
         LinkRefused: as `open_link`, or the link was used meanwhile by another click.
@@ -132,6 +133,7 @@ async def decide_by_link(c: Cycle, token: str, decision: Decision) -> DecideResu
     k = c.k
     view = await open_link(k, token)
     request = view.state.request  # `open_link` checked that its principal may decide it
+    check_size(request.request_id, decision, k.limits)  # the answer's text as the decide verb measures it
     check_decision(request, keep_secrets(request, decision), existing=view.state.decision, now=k.clock())
     shown = decision  # as the judge reads it: in a quorum, the arguments as they stand are no edit
     if needs_votes(request) and isinstance(decision, Approve):

@@ -21,7 +21,7 @@ from fastapi.responses import HTMLResponse
 
 from .._core.decisions import Approve, Decision, Reject
 from .._runtime import Sayso, request_json
-from ..exceptions import DecisionRefused, LinkRefused, NotAllowed, RequestNotFound
+from ..exceptions import DecisionRefused, LinkRefused, NotAllowed, RequestNotFound, TooLarge
 from ._outcome import told
 
 LINKS_PATH = "/v1/links"
@@ -77,7 +77,7 @@ def links_router(sayso: Sayso) -> APIRouter:
             again = _form(
                 request_json(view.state.request, votes=view.state.votes), view.principal, action, args=args or None
             )
-            return _page("Decide", error + again, status=422)
+            return _page("Decide", error + again, status=413 if isinstance(exc, TooLarge) else 422)
         said = await told(sayso, decision, done)
         return _page(said.title, f"<p>{html.escape(said.text)}</p>")
 
