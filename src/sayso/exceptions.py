@@ -120,13 +120,21 @@ class InvalidInput(CallerError, ValueError):
 class TooLarge(InvalidInput):
     """A message, arguments, answer or body over its configured size limit (`limits:` in the config)."""
 
-    def __init__(self, problem: str, *, field: str | None = None, limit: int | None = None) -> None:
+    def __init__(
+        self, problem: str, *, field: str | None = None, limit: int | None = None, request_id: str | None = None
+    ) -> None:
         super().__init__(problem, field=field)
         self.limit = limit
         """The configured limit that was exceeded (characters or bytes, as the problem says)."""
+        self.request_id = request_id
+        """The request whose answer or edit is too large, so an interface that asks it can ask it again."""
 
     def __reduce__(self) -> tuple[type, tuple[str], dict[str, str | int | None]]:  # type: ignore[override]  # adds `limit`
-        return self.__class__, (self.problem,), {"field": self.field, "limit": self.limit}
+        return (
+            self.__class__,
+            (self.problem,),
+            {"field": self.field, "limit": self.limit, "request_id": self.request_id},
+        )
 
 
 class InvalidCursor(InvalidInput):

@@ -58,7 +58,9 @@ def nothing_announced() -> Iterator[None]:
     yield
 
 
-def serve(tmp_path: Path, server: ElicitServer, *, principals: bool = False) -> LiveServer:
+def serve(
+    tmp_path: Path, server: ElicitServer, *, principals: bool = False, limits: dict[str, int] | None = None
+) -> LiveServer:
     """`sayso serve`'s app (REST, A2A, AG-UI and `/mcp`) on a real port of 127.0.0.1."""
     config: dict[str, Any] = {
         "store": f"sqlite:///{tmp_path / 'sayso.db'}",
@@ -77,6 +79,8 @@ def serve(tmp_path: Path, server: ElicitServer, *, principals: bool = False) -> 
     }
     if principals:
         config["principals"] = [{"name": name, "token": token} for name, token in TOKENS.items()]
+    if limits:
+        config["limits"] = limits
     sayso = Sayso(Config.model_validate(config), models={"m": model()})
     app = create_app(sayso, routers=protocol_routers(sayso), apps=protocol_apps(sayso), expire_every_seconds=None)
     return LiveServer.in_thread(app)
@@ -160,6 +164,27 @@ async def test_an_approval_outside_the_forms_choices_is_asked_again_not_taken_as
     assert "Not accepted" not in first.message
     assert second.message.startswith("Not accepted: decision: 'APPROVE!' is not one of")
     assert hooks.sent == ["lunch"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_an_answer_over_its_size_limit_is_asked_again(
+    tmp_path: Path, elicit_server: ElicitServer, mode: str
+) -> None:
+    """A reason over `answer_bytes` ended the tool call with an error while its request stayed open, the client told
+    neither that nor its thread; it is now asked again with the problem, as any refused answer is."""
+    served = serve(tmp_path, elicit_server, limits={"answer_bytes": 200})
+    try:
+        person = Person({"decision": "reject", "reason": "r" * 300}, {"decision": "reject", "reason": "not today"})
+        async with client(served, person, mode=mode) as mcp:
+            result = await mcp.call_tool("ops", {"message": "announce lunch"})
+    finally:
+        served.stop()
+    assert text(result).startswith("Declined: not today")
+    first, second = person.asked
+    assert "Not accepted" not in first.message
+    assert second.message.startswith("Not accepted: request 'req_")
+    assert "the answer takes 329 bytes; the limit is 200" in second.message
+    assert hooks.sent == []
 
 
 async def test_a_question_offers_its_choices_and_own_words_and_a_wrong_answer_is_asked_again(

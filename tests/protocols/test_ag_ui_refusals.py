@@ -176,3 +176,23 @@ async def test_the_loser_of_two_resumes_sent_at_once_is_not_told_the_pause_stays
         async with server.client() as client:
             state = (await client.get(f"/v1/requests/{asked.id}")).json()
         assert state["status"] == "decided"
+
+
+async def test_a_history_over_request_bytes_is_a_413_saying_what_the_limit_means_for_ag_ui(
+    serve: ServerFactory,
+) -> None:
+    """An AG-UI client sends the thread's whole history with every run, so a thread whose every message is short
+    stops taking messages once its history passes `request_bytes`. The body limit still refuses it before it is
+    read (it guards the parser), and its 413 now says why a conversation outgrew it and which limit to raise."""
+    server = await serve(limits={"request_bytes": 3000})
+    assert finished(await post(server, run_input("t-long", [user("list")])))
+    history = [user(f"list {n} " + "x" * 180) for n in range(20)]
+    async with server.client() as client:
+        refused = await client.post("/ag-ui/files", json=run_input("t-long", history))
+        rest = await client.post("/v1/threads", json={"message": "x" * 4000})
+    assert refused.status_code == 413
+    detail = refused.json()["detail"]
+    assert detail.startswith("the request body is larger than the limit of 3000 bytes")
+    assert "an AG-UI client sends the thread's whole history with every run" in detail
+    assert "raise limits.request_bytes" in detail
+    assert rest.status_code == 413 and "AG-UI" not in rest.json()["detail"]

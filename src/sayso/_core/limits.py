@@ -83,6 +83,7 @@ def check_decision(request_id: str, decision: Decision, limits: Limits) -> None:
                     f"the limit is {limits.argument_bytes}",
                     field="edited_args",
                     limit=limits.argument_bytes,
+                    request_id=request_id,
                 )
         if decision.payload is None:
             return
@@ -94,4 +95,5 @@ def check_decision(request_id: str, decision: Decision, limits: Limits) -> None:
             f"request {request_id!r}: the answer takes {size} bytes; the limit is {limits.answer_bytes}",
             field="answer",
             limit=limits.answer_bytes,
+            request_id=request_id,
         )

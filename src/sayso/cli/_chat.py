@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -11,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from .._core.access import LOCAL_NAME, may_message, refusal
 from .._core.decisions import (
     Accept,
     Answer,
@@ -35,8 +37,9 @@ from .._core.requests import (
     shown_args,
 )
 from .._core.starting import check_agent
+from .._core.votes import Vote, quorum
 from .._runtime import RunResult, Sayso
-from ..exceptions import DecisionRefused, ThreadNotFound
+from ..exceptions import AgentNotFound, DecisionRefused, InvalidInput, NotAllowed, ThreadNotFound, TooLarge
 from ._fill import NEW, SKIP, NewMessage, Skipped, fill, fill_form
 from ._holding import Cancelled, ask_held, is_held, say_held
 from ._interrupts import Where, deciding, interruptible
@@ -104,6 +107,8 @@ async def _goodbye(runtime: Sayso, console: Console, thread_id: str | None, prin
             continue
         console.print(f"request {request.request_id} stays open: {_what(request)}", soft_wrap=True)
     back = f"{sayso_command()} chat {config_word(config)} --thread {thread_id}"
+    if principal != LOCAL_NAME:  # without it the command acts as `local`, as a printed `decide` would
+        back += f" --principal {shlex.quote(principal)}"
     console.print(f"thread {thread_id}; come back with: {back}", soft_wrap=True, highlight=False)
 
 
@@ -128,7 +133,7 @@ async def _converse(
     while True:
         if result is not None and result.status == "paused":
             try:
-                result = await _answer_all(runtime, console, result, principal, config)
+                result, answered = await _answer_all(runtime, console, result, principal, config)
             except (EOFError, KeyboardInterrupt):
                 raise _Left(result.thread_id) from None
             except NewMessage as new:
@@ -136,6 +141,9 @@ async def _converse(
             else:
                 if result.status != "paused":
                     print_result(console, result)
+                elif not answered:
+                    _nothing_to_decide(runtime, console, result, principal)
+                    result = None  # what is open waits for others: the person writes or leaves
                 continue
         if pending is None:
             try:
@@ -148,9 +156,10 @@ async def _converse(
                 continue
         else:
             text, pending = pending, None
-        with console.status("working…"):
-            sent = _sending(runtime, text, agent=name, thread_id=thread_id, principal=principal)
-            result = await interruptible(runtime, sent, config=config, as_json=False)
+        sent = await _send(runtime, console, text, agent=name, thread_id=thread_id, principal=principal, config=config)
+        if sent is None:
+            continue  # refused before anything was recorded: a request it would have skipped stays open, asked again
+        result = sent
         thread_id = result.thread_id
         if result.status != "paused":
             print_result(console, result)
@@ -167,32 +176,104 @@ async def _paused_on_thread(runtime: Sayso, thread_id: str, principal: str) -> R
     return await runtime.result(thread.active_run_id, principal=principal)
 
 
-async def _answer_all(runtime: Sayso, console: Console, result: RunResult, principal: str, config: str) -> RunResult:
-    """Ask about each open request in turn (a form this chat holds: here or from any terminal); the last resumes."""
+async def _answer_all(
+    runtime: Sayso, console: Console, result: RunResult, principal: str, config: str
+) -> tuple[RunResult, bool]:
+    """Ask about each open request in turn (a form this chat holds: here or from any terminal); the last resumes.
+
+    Only what the person may still do is asked: a routed request they may not decide (their own run's, under
+    separation of duties) or already voted on says who it waits for instead. `False`: nothing was asked.
+    """
     console.print(f"[yellow]The agent is waiting on {len(result.requests)} request(s).[/yellow]")
+    answered = False
     for request in result.requests:
+        votes = result.votes.get(request.request_id, ())
         # A question's words and choices are asked just below, once; its panel would say them twice.
-        console.print(request_panel(request, brief=isinstance(request, QuestionRequest)))
+        console.print(request_panel(request, brief=isinstance(request, QuestionRequest), votes=votes))
+        waiting = _not_yours(runtime, request, votes, principal)
+        if waiting is not None:
+            console.print(Text(waiting, style="yellow"))
+            continue
+        answered = True
         held = is_held(request)
         if held:
             say_held(console, request, config)
         while True:
             decision = await _held(runtime, console, result, request, principal) if held else _ask(console, request)
             if isinstance(decision, RunResult):
-                return decision  # answered elsewhere: the run moved on
+                return decision, True  # answered elsewhere: the run moved on
             try:
                 with console.status("working…"):
                     outcome = await interruptible(
                         runtime, deciding(runtime, request, decision, principal), config=config, as_json=False
                     )
-            except DecisionRefused as refused:
+            except (DecisionRefused, InvalidInput) as refused:
                 console.print(
-                    f"[red]not accepted:[/red] {escape(refused.problem)}. The request is still open; try again."
+                    f"[red]not accepted:[/red] {escape(_problem(refused))}. The request is still open; try again."
                 )
                 continue
             break
         result = outcome.run
-    return result
+    return result, answered
+
+
+_LIMITS = {"message": "message_chars", "edited_args": "argument_bytes", "answer": "answer_bytes"}
+"""The `limits:` entry each field a size limit refuses is measured against (`_core.limits`)."""
+
+
+def _problem(refused: DecisionRefused | InvalidInput | NotAllowed) -> str:
+    """What was refused, in words; a size over its limit names the config's entry, for whoever may raise it."""
+    if isinstance(refused, TooLarge) and refused.field in _LIMITS:
+        return f"{refused.problem} (limits.{_LIMITS[refused.field]})"
+    return refused.problem
+
+
+def _not_yours(runtime: Sayso, request: Request, votes: tuple[Vote, ...], principal: str) -> str | None:
+    """Why the chat does not ask `principal` about `request`, naming who it waits for; `None`: ask.
+
+    Asked anyway, the decision would only be refused (and the chat, before, ended on it), or, for a vote
+    already cast, counted once and asked again and again.
+    """
+    routing = request.routing
+    why = refusal(runtime.principal(principal), owner=request.principal, agent_path=request.agent_path, routing=routing)
+    if routing is None:
+        return None if why is None else f"you may not decide this request ({why})"
+    stands = quorum(routing, votes, starter=request.principal)
+    who = ", ".join(stands.waiting_for or routing.named)
+    if why is not None:
+        return f"waiting for {who}: you may not decide this request ({why})"
+    if principal in {v.principal for v in stands.votes if v.round == stands.round}:
+        return f"you voted; waiting for {who}"
+    return None
+
+
+def _nothing_to_decide(runtime: Sayso, console: Console, result: RunResult, principal: str) -> None:
+    """What the person may do when every open request waits for someone else: write (the owner only) or leave."""
+    owner = result.requests[0].principal if result.requests else None
+    if owner is None or may_message(runtime.principal(principal), owner=owner):
+        console.print("[dim]Nothing open is yours to decide: type a new message, or 'exit' to leave.[/dim]")
+    else:
+        console.print(
+            f"[dim]Nothing open is yours to decide, and only {escape(owner)} writes here: 'exit' leaves.[/dim]"
+        )
+
+
+async def _send(
+    runtime: Sayso, console: Console, text: str, *, agent: str, thread_id: str | None, principal: str, config: str
+) -> RunResult | None:
+    """A message sent and worked on; `None` when it is refused (too long, a NUL character, not the person's thread).
+
+    A refused message said why and the chat asks for another: ending on it lost the conversation's prompt.
+    """
+    try:
+        with console.status("working…"):
+            sent = _sending(runtime, text, agent=agent, thread_id=thread_id, principal=principal)
+            return await interruptible(runtime, sent, config=config, as_json=False)
+    except AgentNotFound:
+        raise  # no message would be taken: the chat cannot go on
+    except (InvalidInput, NotAllowed) as refused:
+        console.print(f"[red]not sent:[/red] {escape(_problem(refused))}. Nothing changed; try again.")
+        return None
 
 
 def _sending(

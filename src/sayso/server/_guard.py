@@ -207,7 +207,7 @@ def _library_refusals(send: Send, scope: Scope, limits: LimitsConfig) -> Send:
                         413,
                         "too-large",
                         "Too large",
-                        f"the request body is larger than the limit of {limits.request_bytes} bytes",
+                        _too_large(scope, limits),
                         rpc=_is_rpc(scope),
                         code=_JSON_RPC_INVALID_REQUEST,
                     )
@@ -217,6 +217,23 @@ def _library_refusals(send: Send, scope: Scope, limits: LimitsConfig) -> Send:
         await send(message)
 
     return sending
+
+
+def _too_large(scope: Scope, limits: LimitsConfig) -> str:
+    """Why a body over `limits.request_bytes` was refused; for AG-UI, why a conversation outgrows it.
+
+    An AG-UI client sends the thread's whole history with every run, so the body grows with the
+    conversation although each message is short. The cap still counts the whole body: it is what keeps
+    a body from being read, and parsed, before anything else is checked.
+    """
+    said = f"the request body is larger than the limit of {limits.request_bytes} bytes"
+    if not str(scope["path"]).startswith("/ag-ui/"):
+        return said
+    return (
+        f"{said}; an AG-UI client sends the thread's whole history with every run, so a long conversation "
+        "outgrows it: raise limits.request_bytes for such threads (docs/guides/ag-ui.md#the-body-limit), "
+        "or start a new thread"
+    )
 
 
 def is_json(content_type: str | None) -> bool:

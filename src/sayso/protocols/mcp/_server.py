@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeAlias
 
 import mcp_types
 from fastmcp import Context, FastMCP
@@ -59,7 +59,7 @@ from ..._core.decisions import Decision
 from ..._core.requests import Request
 from ..._core.votes import Vote
 from ..._runtime import RunResult, Sayso, authenticate
-from ...exceptions import CallEnded, DecisionRefused, InvalidDecision, SaysoError, Unauthenticated
+from ...exceptions import CallEnded, DecisionRefused, InvalidDecision, SaysoError, TooLarge, Unauthenticated
 from ._mapping import decision_from, elicitation_for, others_decide
 
 AUDIENCE = "sayso"
@@ -252,12 +252,17 @@ async def _answered(
         return _outcome(await sayso.answer_pause(run_id, answers, principal=caller, via="mcp"), caller=caller)
     except CallEnded as ended:
         raise ToolError(f"decision refused: {ended}") from None  # closed: asking again would be answered by no one
-    except DecisionRefused as refused:
+    except (DecisionRefused, TooLarge) as refused:
         return _outcome(waiting, refused=refused, caller=caller)
 
 
+_Refused: TypeAlias = DecisionRefused | TooLarge
+"""An answer refused with its request left open, asked again with the problem: one that does not fit, or is over a
+size limit (`TooLarge` names the request it was for)."""
+
+
 def _outcome(
-    result: RunResult, *, caller: Principal, refused: DecisionRefused | None = None
+    result: RunResult, *, caller: Principal, refused: _Refused | None = None
 ) -> str | mcp_types.InputRequiredResult:
     """The tool's answer for where a run stands: the agent's reply, or what it waits on, as elicitations.
 
@@ -286,7 +291,7 @@ def _outcome(
 
 async def _pushed(sayso: Sayso, ctx: Context, caller: Principal, result: RunResult) -> str:
     """A handshake-era client: ask each open request on the live call until the run is no longer paused."""
-    refused: DecisionRefused | None = None
+    refused: _Refused | None = None
     for _ in range(MAX_PUSHED_ROUNDS):
         if result.status != "paused" or _waiting_on_others(result, caller):
             answer = _outcome(result, caller=caller)
@@ -303,7 +308,7 @@ async def _pushed(sayso: Sayso, ctx: Context, caller: Principal, result: RunResu
             result, refused = await sayso.answer_pause(result.run_id, answers, principal=caller, via="mcp"), None
         except CallEnded as ended:
             raise ToolError(f"decision refused: {ended}") from None
-        except DecisionRefused as exc:
+        except (DecisionRefused, TooLarge) as exc:
             refused = exc
     raise ToolError(f"the answers kept being refused: {refused}")
 
