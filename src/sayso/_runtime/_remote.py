@@ -12,13 +12,15 @@ a local delegate.
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol, TypeAlias
 
 from .._config.file import Config
-from .._core.decisions import Decision, DecisionRecord
+from .._core.audit_events import audit_body
+from .._core.decisions import Decision, DecisionRecord, Skip
 from .._core.requests import (
     ApprovalRequest,
     DelegateRequest,
@@ -29,7 +31,7 @@ from .._core.requests import (
     default_hint,
     readable_pause,
 )
-from .._core.resume import plan_resume
+from .._core.resume import open_requests, plan_resume
 from .._store import Decided, RequestWithRun, RunRecord, RunStatus
 from ..exceptions import ConfigError, InvalidInput, RunConflict
 from . import _leases, _step, _tree
@@ -39,6 +41,9 @@ from ._runner import CallOptions, Resume, Start, refuse_retry
 
 RemoteWire: TypeAlias = Literal["v1", "legacy"]
 """How a remote agent speaks human-in-the-loop: kagent's v1 extension, or kagent 0.x's DataParts."""
+
+REMOTE_CANCEL_MARKS = "remote.cancel"
+"""The store's mark namespace for cancels a remote agent could not be told yet (key `kept`: a JSON list)."""
 
 REMOTE_WIRE_MARKS = "remote.wire"
 """The store's mark namespace for the wire a remote task paused in (key: the proxy run id)."""
@@ -73,6 +78,8 @@ class RemoteAsk:
     """The remote model's id for the call (kagent's `call_id`; what kagent 0.x keys its decisions by)."""
     wire: RemoteWire = "v1"
     """How the remote agent paused, and so how its answer goes back."""
+    expires_at: float | None = None
+    """When the remote agent closes the ask unanswered (its request's expiry, when it says so)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,6 +131,13 @@ class RemoteAgents(Protocol):
         """Where a task stands now, without changing it (`working` while it works)."""
         ...
 
+    async def cancel(self, url: str, *, task_id: str, context_id: str) -> bool:
+        """Cancel a task (A2A `CancelTask`); `False` when the agent cancels no tasks (its asks are skipped instead).
+
+        A task the agent no longer has, or that ended already, has nothing left to cancel: `True`.
+        """
+        ...
+
 
 class RemoteRunner:
     """The `Runner` of a remote delegate's proxy run: its work happens at the remote agent (`RemoteAgents`)."""
@@ -159,7 +173,9 @@ class RemoteRunner:
         remote = await k.store.remote_task(run.run_id)
         assert remote is not None, "a proxy run always has its remote task"
         claim = await _step.consume(k, run, pause.requests, plan.resume, now=plan.now, executing=(), load_history=False)
-        decisions = await self._decisions(run.run_id, pause.requests, plan.resume.decisions)
+        decisions = await self._decisions(
+            run.run_id, sent_down(pause.requests, plan.resume.decisions), plan.resume.decisions
+        )
         try:
             with _leases.holding(k, claim.run):  # while this process waits on the agent, no sweep asks it instead
                 outcome = await self._client.answer(
@@ -199,9 +215,10 @@ class RemoteRunner:
         try:
             outcome = await self._client.standing(remote.url, task_id=remote.task_id, context_id=remote.context_id)
             sent = await k.store.pause_state(sent_on)
-            never_got = {a.ask_id for a in outcome.asks} == {r.tool_call_id for r in sent.requests}
+            asked = sent_down(sent.requests, sent.decisions)
+            never_got = {a.ask_id for a in outcome.asks} == {r.tool_call_id for r in asked}
             if outcome.status == "paused" and never_got:
-                decisions = await self._decisions(run.run_id, sent.requests, sent.decisions)
+                decisions = await self._decisions(run.run_id, asked, sent.decisions)
                 with _leases.holding(k, run):
                     outcome = await self._client.answer(
                         remote.url, task_id=remote.task_id, context_id=remote.context_id, decisions=decisions
@@ -224,6 +241,8 @@ class RemoteRunner:
         k, run = self._k, found.run
         if not self.serves(run) or run.pause_id is None or found.pause_status != "open" or found.decision is not None:
             return False
+        if found.request.expires_at is not None and k.clock() >= found.request.expires_at:
+            return False  # expired, here as at the remote agent: refused as expired, and closed so by the expiry sweep
         remote = await k.store.remote_task(run.run_id)
         if remote is None:
             return False
@@ -232,16 +251,61 @@ class RemoteRunner:
             outcome = await self._client.standing(remote.url, task_id=remote.task_id, context_id=remote.context_id)
         except (RemoteUnreachable, RemoteCutOff):
             return False
-        if outcome.status == "paused" and found.request.tool_call_id in {a.ask_id for a in outcome.asks}:
+        waiting = {a.ask_id for a in outcome.asks} if outcome.status == "paused" else set[str]()
+        if found.request.tool_call_id in waiting:
             return False
         pause = await k.store.pause_state(run.pause_id)
         now = k.clock()
+        if waiting and waiting <= {r.tool_call_id for r in pause.requests}:
+            # The task still waits on the rest of this very pause: only what it no longer waits on closes here,
+            # and what was (or will be) decided here for the rest goes down when the pause resumes.
+            gone = [r for r in open_requests(pause.requests, pause.decisions) if r.tool_call_id not in waiting]
+            skips = plan_resume(run.run_id, gone, {}, force=True, now=now, skip_reason=ANSWERED_AT_REMOTE).added
+            await k.store.add_decisions(skips, audit=[audit_body(r, d) for r, d in zip(gone, skips, strict=True)])
+            k.events.decided(gone, skips)
+            return True
         plan = plan_resume(
             run.run_id, pause.requests, pause.decisions, force=True, now=now, skip_reason=ANSWERED_AT_REMOTE
         )
         claim = await _step.consume(k, run, pause.requests, plan, now=now, executing=(), load_history=False)
         await self._as_it_stands(claim.run, remote.url, outcome)
         return True
+
+    async def cancel_remote(self, closed: Sequence[RunRecord]) -> None:
+        """Tell the remote agents of the proxies among `closed` (runs a cancel just closed) to cancel their tasks.
+
+        Otherwise a remote task would still wait on asks nobody here waits for, and approving one at the
+        remote agent would run its call. An agent that cannot be reached now is told by the recovery
+        sweep (`deliver_cancels`); one that cancels no tasks has its asks skipped, as the cancel skipped them here.
+        """
+        for proxy in closed:
+            remote = await self._k.store.remote_task(proxy.run_id) if self.serves(proxy) else None
+            if remote is not None and proxy.pause_id is not None:
+                await self._cancel_or_keep(
+                    [proxy.run_id, proxy.pause_id, remote.url, remote.task_id, remote.context_id]
+                )
+
+    async def deliver_cancels(self) -> None:
+        """Send the cancels kept for remote agents that could not be reached; those still away stay kept."""
+        if not self.urls:
+            return
+        kept = json.loads(await self._k.store.get_mark(REMOTE_CANCEL_MARKS, "kept") or "[]")
+        for entry in kept:
+            await self._k.store.update_mark(REMOTE_CANCEL_MARKS, "kept", _without(entry[0]))
+            await self._cancel_or_keep(entry)
+
+    async def _cancel_or_keep(self, entry: list[str]) -> None:
+        """Cancel the remote task of `entry` (proxy run, its closed pause, url, task, context), or keep it for later."""
+        assert self._client is not None
+        proxy_id, pause_id, url, task_id, context_id = entry
+        try:
+            if not await self._client.cancel(url, task_id=task_id, context_id=context_id):
+                pause = await self._k.store.pause_state(pause_id)
+                skips = await self._decisions(proxy_id, pause.requests, pause.decisions)
+                await self._client.answer(url, task_id=task_id, context_id=context_id, decisions=skips)
+        except (RemoteUnreachable, RemoteCutOff) as exc:
+            logger.warning("run %s: %s; its task is cancelled at the next sweep", proxy_id, exc)
+            await self._k.store.update_mark(REMOTE_CANCEL_MARKS, "kept", lambda v: json.dumps([*_listed(v), entry]))
 
     async def _decisions(
         self, run_id: str, requests: Sequence[Request], decided: Mapping[str, DecisionRecord]
@@ -268,6 +332,20 @@ class RemoteRunner:
 
     async def retry(self, run: RunRecord, options: CallOptions) -> RunResult:
         raise refuse_retry(run)
+
+
+def sent_down(requests: Sequence[Request], decided: Mapping[str, DecisionRecord]) -> list[Request]:
+    """The requests of a proxy's pause whose decisions go down: not those its remote task stopped waiting on."""
+    return [r for r in requests if decided[r.request_id].decision != Skip(reason=ANSWERED_AT_REMOTE)]
+
+
+def _listed(value: str | None) -> list[list[str]]:
+    kept: list[list[str]] = json.loads(value or "[]")
+    return kept
+
+
+def _without(proxy_id: str) -> Callable[[str | None], str]:
+    return lambda value: json.dumps([entry for entry in _listed(value) if entry[0] != proxy_id])
 
 
 async def keep_decided(
@@ -362,6 +440,7 @@ def mirror(ask: RemoteAsk, proxy: RunRecord, url: str, *, request_id: str, now: 
         tool_name=ask.tool_name,
         args=ask.args,
         created_at=now,
+        expires_at=ask.expires_at,
         principal=proxy.principal,
         parent_call_id=proxy.parent_call_id,
     )

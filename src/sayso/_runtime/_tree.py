@@ -191,20 +191,26 @@ async def leaves_in(k: Kernel, requests: Sequence[Request], decided: Mapping[str
     return leaves
 
 
-async def cancel_tree(k: Kernel, run_id: str, reason: str, closer: Closer | None) -> None:
-    """Close a paused run and everything below it: every open request there is skipped with `reason`, by `closer`."""
+async def cancel_tree(k: Kernel, run_id: str, reason: str, closer: Closer | None) -> list[RunRecord]:
+    """Close a paused run and everything below it: every open request there is skipped with `reason`, by `closer`.
+
+    The runs closed, as they were before (a remote delegate's proxy among them is its caller's to tell its
+    remote agent: `RemoteRunner.cancel_remote`).
+    """
     run = await k.store.get_run(run_id)
     if run.status != "paused" or run.pause_id is None:
-        return
+        return []
     state = await k.store.pause_state(run.pause_id)
     skips = plan_resume(
         run.run_id, state.requests, state.decisions, force=True, now=k.clock(), skip_reason=reason, closer=closer
     )
+    closed = [run]
     for request in open_requests(state.requests, state.decisions):
         if isinstance(request, DelegateRequest):
-            await cancel_tree(k, request.child_run_id, reason, closer)
+            closed.extend(await cancel_tree(k, request.child_run_id, reason, closer))
     by_id = {r.request_id: r for r in state.requests}
     await k.store.cancel_run(
         run, now=k.clock(), skips=skips.added, audit=[audit_body(by_id[d.request_id], d) for d in skips.added]
     )
     k.events.decided(state.requests, skips.added)
+    return closed

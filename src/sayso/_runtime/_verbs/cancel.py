@@ -40,5 +40,5 @@ async def cancel(c: Cycle, run: RunRecord, *, closer: Closer, principal: Princip
         raise RunConflict(top.run_id, f"the run is {top.status}; only a paused or working run can be cancelled")
     if principal is not None:
         check_may_skip(principal, await _tree.open_leaves(k, top))
-    await _tree.cancel_tree(k, top.run_id, SKIPPED_FOR_CANCEL, closer)
+    await c.remote.cancel_remote(await _tree.cancel_tree(k, top.run_id, SKIPPED_FOR_CANCEL, closer))
     return await _tree.result(k, top.run_id)

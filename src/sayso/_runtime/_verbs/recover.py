@@ -89,6 +89,7 @@ async def recover(c: Cycle, *, on_run: Callable[[str, str], None] | None = None)
         except SaysoError:
             logger.exception("could not carry on run %s; the next sweep tries again", run.run_id)
     results.extend(await _resume_stalled(c, now, carrying))
+    await c.remote.deliver_cancels()  # cancels a remote agent away at the time could not take
     await resolve_stuck(k)
     return results
 

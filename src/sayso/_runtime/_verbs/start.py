@@ -139,7 +139,7 @@ async def _supersede(
     added: list[DecisionRecord] = plan.added
     for request in open_requests(requests, state.decisions):
         if isinstance(request, DelegateRequest):
-            await _tree.cancel_tree(k, request.child_run_id, SKIPPED_FOR_MESSAGE, closer)
+            await c.remote.cancel_remote(await _tree.cancel_tree(k, request.child_run_id, SKIPPED_FOR_MESSAGE, closer))
     by_id = {r.request_id: r for r in requests}
     starting = k.run_start(
         thread_id=thread.thread_id,

@@ -23,6 +23,7 @@ from a2a.types import (
     AgentCapabilities,
     AgentCard,
     AgentInterface,
+    CancelTaskRequest,
     GetTaskRequest,
     Message,
     Part,
@@ -30,7 +31,13 @@ from a2a.types import (
     SendMessageRequest,
     TaskState,
 )
-from a2a.utils.errors import A2AError, TaskNotFoundError
+from a2a.utils.errors import (
+    A2AError,
+    MethodNotFoundError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
 
 from ..._core.decisions import Decision
 from ..._runtime import RemoteAsk, RemoteCutOff, RemoteOutcome, RemoteUnreachable
@@ -84,6 +91,28 @@ class A2ARemoteAgents:
             RemoteCutOff: no usable answer came back.
         """
         return await self._standing(url, task_id, context_id, None)
+
+    async def cancel(self, url: str, *, task_id: str, context_id: str) -> bool:
+        """Cancel a task (CancelTask); `False` when the agent cancels no tasks.
+
+        Raises:
+            RemoteUnreachable: no connection was made.
+            RemoteCutOff: no answer came back.
+        """
+        try:
+            async with self._client(url) as client:
+                await client.cancel_task(CancelTaskRequest(id=task_id), context=self._context())
+        except (TaskNotFoundError, TaskNotCancelableError):
+            return True  # the agent no longer has it, or it ended: nothing of it waits on anyone
+        except (UnsupportedOperationError, MethodNotFoundError):
+            return False
+        except A2AClientError as exc:
+            if isinstance(exc.__cause__, httpx.ConnectError):
+                raise RemoteUnreachable(url, str(exc.__cause__) or "no connection") from exc
+            raise RemoteCutOff(url, str(exc)) from exc
+        except A2AError as exc:  # the agent answered, but did not cancel
+            raise RemoteCutOff(url, f"it did not cancel task {task_id!r} ({exc})") from exc
+        return True
 
     async def _standing(self, url: str, task_id: str, context_id: str, refused: A2AError | None) -> RemoteOutcome:
         """Where a task stands now; failed, naming the refusal (`refused`) when the agent no longer has it."""

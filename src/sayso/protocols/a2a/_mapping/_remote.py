@@ -9,6 +9,7 @@ own "declined" wording, not ours twice.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from a2a.types import Message, Part, TaskState, TaskStatus
@@ -19,7 +20,7 @@ from ...._core.model_text import model_text
 from ...._runtime import RemoteAsk, RemoteOutcome, RemoteWire
 from ._legacy import LEGACY_CONFIRMATION
 from ._messages import data_parts, json_of, struct_of
-from ._views import HITL_URI
+from ._views import HITL_URI, SAYSO_KEY
 from ._wire import AnswerJson, ApprovalJson, HitlResponseJson, LegacyDecisionJson
 
 
@@ -34,9 +35,23 @@ def remote_outcome(status: TaskStatus, *, task_id: str, context_id: str) -> Remo
         if not asks:
             asks = legacy_asks(data_parts(status.message))
         if asks:
+            asks = tuple(_expiring(asks, json_of(status.message.metadata).get(SAYSO_KEY)))
             return RemoteOutcome(status="paused", task_id=task_id, context_id=context_id, text=text, asks=asks)
         return RemoteOutcome(status="input_without_hitl", task_id=task_id, context_id=context_id, text=text)
     return RemoteOutcome(status="failed", task_id=task_id, context_id=context_id, text=text or "no answer")
+
+
+def _expiring(asks: Sequence[RemoteAsk], facts: Any) -> list[RemoteAsk]:
+    """`asks` with the expiry a sayso remote agent gives each under its own key (`SAYSO_KEY`), when it does."""
+    listed = facts.get("requests") if isinstance(facts, dict) else None
+    entries = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
+    expiring = {e.get("id"): e.get("expires_at") for e in entries}
+    return [
+        replace(ask, expires_at=float(at))
+        if isinstance(at := expiring.get(ask.ask_id), int | float) and not isinstance(at, bool)
+        else ask
+        for ask in asks
+    ]
 
 
 def asks_of(payload: Mapping[str, Any]) -> tuple[RemoteAsk, ...]:
