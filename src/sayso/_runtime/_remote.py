@@ -286,26 +286,39 @@ class RemoteRunner:
                 )
 
     async def deliver_cancels(self) -> None:
-        """Send the cancels kept for remote agents that could not be reached; those still away stay kept."""
+        """Send the cancels kept for remote agents that could not be reached; those still away stay kept.
+
+        A cancel leaves the kept list only once its agent took it, so a process dying midway loses none.
+        """
         if not self.urls:
             return
-        kept = json.loads(await self._k.store.get_mark(REMOTE_CANCEL_MARKS, "kept") or "[]")
-        for entry in kept:
+        for entry in json.loads(await self._k.store.get_mark(REMOTE_CANCEL_MARKS, "kept") or "[]"):
+            try:
+                await self._cancel(entry)
+            except (RemoteUnreachable, RemoteCutOff):
+                continue
             await self._k.store.update_mark(REMOTE_CANCEL_MARKS, "kept", _without(entry[0]))
-            await self._cancel_or_keep(entry)
 
     async def _cancel_or_keep(self, entry: list[str]) -> None:
         """Cancel the remote task of `entry` (proxy run, its closed pause, url, task, context), or keep it for later."""
+        try:
+            await self._cancel(entry)
+        except (RemoteUnreachable, RemoteCutOff) as exc:
+            logger.warning("run %s: %s; its task is cancelled at the next sweep", entry[0], exc)
+            await self._k.store.update_mark(REMOTE_CANCEL_MARKS, "kept", lambda v: json.dumps([*_listed(v), entry]))
+
+    async def _cancel(self, entry: list[str]) -> None:
+        """Cancel the remote task of `entry`, or skip its asks where the agent cancels no tasks.
+
+        Raises:
+            RemoteUnreachable, RemoteCutOff: the agent did not take it.
+        """
         assert self._client is not None
         proxy_id, pause_id, url, task_id, context_id = entry
-        try:
-            if not await self._client.cancel(url, task_id=task_id, context_id=context_id):
-                pause = await self._k.store.pause_state(pause_id)
-                skips = await self._decisions(proxy_id, pause.requests, pause.decisions)
-                await self._client.answer(url, task_id=task_id, context_id=context_id, decisions=skips)
-        except (RemoteUnreachable, RemoteCutOff) as exc:
-            logger.warning("run %s: %s; its task is cancelled at the next sweep", proxy_id, exc)
-            await self._k.store.update_mark(REMOTE_CANCEL_MARKS, "kept", lambda v: json.dumps([*_listed(v), entry]))
+        if not await self._client.cancel(url, task_id=task_id, context_id=context_id):
+            pause = await self._k.store.pause_state(pause_id)
+            skips = await self._decisions(proxy_id, pause.requests, pause.decisions)
+            await self._client.answer(url, task_id=task_id, context_id=context_id, decisions=skips)
 
     async def _decisions(
         self, run_id: str, requests: Sequence[Request], decided: Mapping[str, DecisionRecord]
