@@ -238,7 +238,7 @@ def _not_yours(runtime: Sayso, request: Request, votes: tuple[Vote, ...], princi
     why = refusal(runtime.principal(principal), owner=request.principal, agent_path=request.agent_path, routing=routing)
     if routing is None:
         return None if why is None else f"you may not decide this request ({why})"
-    stands = quorum(routing, votes, starter=request.principal)
+    stands = quorum(routing, votes, starter=request.principal, proposed=request.args)
     who = ", ".join(stands.waiting_for or routing.named)
     if why is not None:
         return f"waiting for {who}: you may not decide this request ({why})"
