@@ -119,6 +119,8 @@ def test_a_remote_childs_approval_cascades_up_and_the_decision_goes_down(servers
         "coordinator/files",
     )
     assert request["args"] == {"name": "notes.txt"}
+    # kagent's HITL carries no edited arguments: the call says so, and no interface offers an edit of it.
+    assert request["editable"] is False
     assert request["run_id"] != run["run_id"]
     assert (sandbox / "notes.txt").exists()
     child_inbox = httpx.get(f"{child.url}/v1/requests", timeout=30).json()["requests"]

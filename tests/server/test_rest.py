@@ -108,10 +108,11 @@ async def test_run_pauses_and_a_decision_resumes_it(server: InProcess, workdir: 
         answered = (await client.post(f"/v1/requests/{question['id']}/decision", json=answer)).json()
         assert answered["recorded"] is True
         [approval] = answered["run"]["requests"]
-        assert (approval["kind"], approval["args"], approval["scopes"]) == (
+        assert (approval["kind"], approval["args"], approval["scopes"], approval["editable"]) == (
             "approval",
             {"name": "report-2025.txt"},
             ["once", "thread", "always"],
+            True,
         )
         done = (await client.post(f"/v1/requests/{approval['id']}/decision", json={"kind": "approve"})).json()
         assert done["run"]["status"] == "completed"

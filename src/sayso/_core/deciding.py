@@ -27,7 +27,7 @@ from .audit_events import AuditEvent, audit_body
 from .decisions import Approve, Decision, DecisionRecord, Reject, Via, check_decision
 from .grants import Grant
 from .pauses import PauseState, RequestState
-from .requests import ApprovalRequest, ElicitationRequest, Request, Subject, unredacted
+from .requests import ApprovalRequest, ElicitationRequest, Request, Subject, is_remote_call, unredacted
 from .resume import open_requests, plan_resume
 from .votes import Vote, same_as_shown, tally, vote_event
 
@@ -236,13 +236,6 @@ def needs_votes(request: Request) -> bool:
 def edits_arguments(request: Request, decision: Decision) -> bool:
     """Whether `decision` approves `request` with edited arguments (which must keep its subject)."""
     return isinstance(request, ApprovalRequest) and isinstance(decision, Approve) and decision.edited_args is not None
-
-
-def is_remote_call(request: Request) -> bool:
-    """Whether a request mirrors a remote agent's call (kagent's HITL carries no edited arguments)."""
-    return (
-        isinstance(request, ApprovalRequest) and isinstance(request.payload, dict) and "remote_agent" in request.payload
-    )
 
 
 def check_feedback(request: Request, decision: Decision, problems: Mapping[str, str] | None) -> None:

@@ -444,3 +444,10 @@ def escalation_due(request: Request, done: int) -> float | None:
     if not isinstance(request, RuleTerms) or not request.escalation:
         return None
     return next_step_at(request.created_at, request.escalation, done, request.expires_at)
+
+
+def is_remote_call(request: Request) -> bool:
+    """Whether a request mirrors a remote agent's call (kagent's HITL carries no edited arguments)."""
+    return (
+        isinstance(request, ApprovalRequest) and isinstance(request.payload, dict) and "remote_agent" in request.payload
+    )

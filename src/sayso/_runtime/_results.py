@@ -17,6 +17,7 @@ from .._core.requests import (
     InputRequest,
     QuestionRequest,
     Request,
+    is_remote_call,
     redacted,
     shown_args,
 )
@@ -97,6 +98,7 @@ def request_json(request: Request, *, votes: Sequence[Vote] | None = None) -> di
             hint=request.hint,
             subject=asdict(request.subject) if request.subject else None,
             scopes=list(request.scopes),
+            editable=not is_remote_call(request),
             payload=request.payload,
             tool=asdict(request.tool_info) if request.tool_info else None,
             response_schema=request.response_schema,

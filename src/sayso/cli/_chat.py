@@ -34,6 +34,7 @@ from .._core.requests import (
     QuestionRequest,
     Request,
     Scope,
+    is_remote_call,
     shown_args,
 )
 from .._core.starting import check_agent
@@ -309,8 +310,10 @@ def _ask(console: Console, request: Request) -> Decision:
 
 
 def _ask_approval(console: Console, request: ApprovalRequest) -> Decision:
+    editable = not is_remote_call(request)  # a remote agent's call takes no edits: not offered, as nowhere else
     while True:
-        prompt = r"\[a]pprove, \[e]dit and approve, \[r]eject, \[s]kip, or \[n]ew message? "
+        edit = r"\[e]dit and approve, " if editable else ""
+        prompt = rf"\[a]pprove, {edit}\[r]eject, \[s]kip, or \[n]ew message? "
         choice = read_line(console, prompt).strip().lower()
         if choice in ("a", "approve"):
             scope = _ask_scope(console, request.scopes)
@@ -318,7 +321,7 @@ def _ask_approval(console: Console, request: ApprovalRequest) -> Decision:
                 return Approve(scope=scope)
             console.print("[bold]Your feedback[/bold] [dim](empty leaves a field out)[/dim]")
             return Approve(scope=scope, payload=fill(console, request.response_schema))
-        if choice in ("e", "edit"):
+        if choice in ("e", "edit") and editable:
             console.print(Text(f"current arguments: {json.dumps(shown_args(request), ensure_ascii=False)}"))
             raw = read_line(console, "new arguments (JSON object)> ")
             try:

@@ -23,6 +23,7 @@ from .._core.requests import (
     InputRequest,
     QuestionRequest,
     Request,
+    is_remote_call,
     shown_args,
 )
 from .._core.votes import Vote, quorum
@@ -149,7 +150,7 @@ def _commands(request: Request, config: str) -> list[str]:
         if request.response_schema is not None:
             approve += f" {shlex.quote(json.dumps(example_answer(request.response_schema), ensure_ascii=False))}"
         commands = [approve, f"{base} reject --reason {shlex.quote('your reason')}"]
-        if request.payload is None or not (isinstance(request.payload, dict) and "remote_agent" in request.payload):
+        if not is_remote_call(request):
             edited = json.dumps(typed_args(shown_args(request), request.args_schema), ensure_ascii=False)
             commands.append(f"{base} approve --args {shlex.quote(edited)}")
         wider = [s for s in request.scopes if s != "once"]

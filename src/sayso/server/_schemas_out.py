@@ -126,8 +126,7 @@ class RequestOut(_Out):
     """What the person is asked for, in hastekit's words: a verdict on a call (`approval`), data to give
     (`form`: answers, a workflow's input, a client tool's result, an MCP form) or a page to visit (`url`)."""
     is_nested: bool
-    """Whether an agent below the top-level run asked (a delegate or a workflow's agent node): hastekit's
-    `is_nested`; `agent_path` says which."""
+    """Whether an agent below the top-level run asked (hastekit's `is_nested`); `agent_path` says which."""
     run_id: str
     thread_id: str
     """The thread of the run that asked (a delegate's own thread when a delegate asked)."""
@@ -151,6 +150,8 @@ class RequestOut(_Out):
     """approval: the resource a remembered approval would cover."""
     scopes: list[Scope] | None = None
     """approval: the scopes the person may choose."""
+    editable: bool | None = None
+    """approval: whether it takes edited arguments (`false`: a remote agent's call; kagent's HITL carries none)."""
     payload: Any = None
     """approval: data the tool attached; input: data shown with the message (an itinerary to review, say)."""
     response_schema: JsonSchemaValue | None = None
@@ -373,8 +374,7 @@ class GrantOut(_Out):
     principal: str
     """Whose calls it lets through (the owner of the thread it was given on)."""
     agent: str | None
-    """The agent path it was given for (`coordinator/analyst` for a delegate's request); it covers calls by that
-    agent only (`null`: a migrated grant that covers nothing)."""
+    """The agent path it covers calls of (`coordinator/analyst`: a delegate's); `null`: a migrated grant, none."""
     thread_id: str | None
     """The thread a `thread` grant is limited to; `null` for `always`."""
     created: Rfc3339

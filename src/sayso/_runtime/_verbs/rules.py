@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..._core.access import Principal
-from ..._core.deciding import DecisionAsk, is_remote_call, keep_secrets
+from ..._core.deciding import DecisionAsk, keep_secrets
 from ..._core.decisions import Approve, Decision, Via
-from ..._core.requests import ApprovalRequest, Request, Subject
+from ..._core.requests import ApprovalRequest, Request, Subject, is_remote_call
 from ..._core.starting import StartAsk
 from ..._engine.answer_types import feedback_problems
 from ...exceptions import RequestNotFound

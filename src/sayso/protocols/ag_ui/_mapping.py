@@ -48,6 +48,7 @@ from ..._core.requests import (
     QuestionRequest,
     Request,
     RuleTerms,
+    is_remote_call,
     shown_args,
 )
 from ..._core.votes import Vote
@@ -275,7 +276,8 @@ def approval_schema(request: ApprovalRequest) -> JsonSchemaValue:
         "properties": {
             "status": {"enum": ["approved", "cancelled"]},
             "scope": {"enum": list(request.scopes)},
-            "tool_input": request.args_schema or {"type": "object"},
+            # Edited arguments, where the call takes them (not a remote agent's: kagent's HITL carries none).
+            **({} if is_remote_call(request) else {"tool_input": request.args_schema or {"type": "object"}}),
             "reason": {"type": "string"},
             # The tool asked for feedback with the approval: it goes here, checked against its schema.
             **({"payload": request.response_schema} if request.response_schema is not None else {}),

@@ -214,9 +214,11 @@ function approvalCard(request, ctx) {
   } }, el("label", { for: reasonId }, "Reason ", el("span", { class: "muted" }, "(optional)")),
     el("div", { class: "row" }, reason, el("button", { type: "submit", class: "danger" }, "Confirm rejection")));
 
+  // A call that takes no edited arguments (`editable: false`, a remote agent's) is offered no edit.
+  const editable = request.editable !== false;
   card.append(el("div", { class: "actions" },
     el("button", { type: "button", class: "primary", onclick: () => approve(plainApproval(request, scope())) }, "Approve"),
-    el("button", { type: "button", "aria-expanded": "false", onclick: toggle(editBox, editor) }, "Edit and approve"),
+    editable ? el("button", { type: "button", "aria-expanded": "false", onclick: toggle(editBox, editor) }, "Edit and approve") : null,
     el("button", { type: "button", class: "danger", "aria-expanded": "false", onclick: toggle(rejectBox, reason) }, "Reject")),
   editBox, rejectBox);
   return card;
