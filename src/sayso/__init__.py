@@ -93,7 +93,7 @@ if TYPE_CHECKING:
     from .workflows import RequestInput, Workflow
 
 
-def _a2a_remote_agents() -> RemoteAgents:
+def _a2a_remote_agents(config: Config) -> RemoteAgents:
     """The A2A client remote delegates go through, imported only when a config names one.
 
     The package root is where the runtime meets its adapters: the runtime defines the port,
@@ -101,7 +101,7 @@ def _a2a_remote_agents() -> RemoteAgents:
     """
     from .protocols.a2a._client import A2ARemoteAgents
 
-    return A2ARemoteAgents()
+    return A2ARemoteAgents.of(config)
 
 
 DEFAULT_REMOTE_AGENTS.append(_a2a_remote_agents)

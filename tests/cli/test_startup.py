@@ -227,10 +227,11 @@ print(json.dumps({"names": names, "dir": sorted(set(sayso.__all__) - set(dir(say
 def test_the_default_a2a_client_is_registered_without_the_runtime() -> None:
     """The package root still plugs the A2A client into the runtime's port, even when the runtime is imported
     directly (as the CLI does), so a config naming a remote delegate loads."""
+    from sayso import Config
     from sayso._runtime import DEFAULT_REMOTE_AGENTS
 
     assert DEFAULT_REMOTE_AGENTS, "no default A2A client registered"
-    assert type(DEFAULT_REMOTE_AGENTS[-1]()).__name__ == "A2ARemoteAgents"
+    assert type(DEFAULT_REMOTE_AGENTS[-1](Config.model_validate({"agents": {"a": {}}}))).__name__ == "A2ARemoteAgents"
 
 
 def test_the_store_and_core_adapters_are_built_when_first_used() -> None:

@@ -122,7 +122,7 @@ def _check_mailed_deciders(config: Config, add: Add) -> None:
 
 
 def _check_secrets(config: Config, add: Add) -> None:
-    """A secret a channel or a webhook reads at start: said by `sayso check` too, not only by `sayso serve`."""
+    """A secret a channel, a webhook or a remote delegate reads at start: said by `sayso check` too."""
     channels = config.channels
     wanted: list[tuple[tuple[str | int, ...], str | None]] = [
         (("webhooks", n, "secret_env"), hook.secret_env) for n, hook in enumerate(config.webhooks)
@@ -144,6 +144,11 @@ def _check_secrets(config: Config, add: Add) -> None:
                 f"mailed links need a key, and neither {channels.link_key_env} nor the audit key is set",
                 f"set {channels.link_key_env} to at least 16 random characters before starting the server",
             )
+    wanted += [
+        (("agents", name, "delegates", n, "token_env"), delegate.token_env)
+        for name, spec in config.agents.items()
+        for n, delegate in enumerate(spec.delegates)
+    ]
     for path, env in wanted:
         if env and not os.environ.get(env):
             add("warning", path, unset_message(env), f"set {env} before starting the server")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .lines import EntryPath, PlacedError
 
@@ -28,6 +28,9 @@ class DelegateConfig(_Strict):
     """An A2A agent's URL (a remote delegate), such as `http://127.0.0.1:9000/a2a/files`."""
     name: str | None = None
     """The tool name for a remote delegate (default: the URL's last path segment)."""
+    token_env: str | None = Field(default=None, min_length=1)
+    """A remote delegate's: the environment variable holding the bearer token its server takes (a sayso
+    server with `principals:` takes one of theirs), sent with every message to it."""
 
     @property
     def tool_name(self) -> str:
@@ -44,6 +47,8 @@ class DelegateConfig(_Strict):
     def _one_target(self) -> DelegateConfig:
         if (self.agent is None) == (self.a2a is None):
             raise ValueError("a delegate names exactly one of 'agent' or 'a2a'")
+        if self.token_env is not None and self.a2a is None:
+            raise ValueError("'token_env' is a remote delegate's (an 'a2a' URL's): a local agent takes no token")
         return self
 
 

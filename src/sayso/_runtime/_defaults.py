@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     WorkflowRunnerOf = Callable[[Kernel, Runs], WorkflowRuns]
     """How the cycle gets the runner of workflows' runs: from the runtime's kernel and the cycle's runs below."""
 
-DEFAULT_REMOTE_AGENTS: list[Callable[[], RemoteAgents]] = []
-"""Factories of the A2A client remote delegates go through; the last one wins."""
+DEFAULT_REMOTE_AGENTS: list[Callable[[Config], RemoteAgents]] = []
+"""Factories of the A2A client remote delegates go through (for the config naming them); the last one wins."""
 
 ENGINES: dict[str, Callable[[Config], Engine]] = {}
 """Factories of the engines a config's `engine:` names (`temporal`), filled by the package root."""

@@ -94,7 +94,7 @@ class Sayso(LinkVerbs, MarkVerbs, Reading):
         built_models: dict[str, Model | str] = {**build_models(config), **(models or {})}
         urls = remote_delegates(config)
         if remote_agents is None and urls and DEFAULT_REMOTE_AGENTS:
-            remote_agents = DEFAULT_REMOTE_AGENTS[-1]()
+            remote_agents = DEFAULT_REMOTE_AGENTS[-1](config)
         if urls and remote_agents is None:
             raise ConfigError("remote delegates are configured but no A2A client is available; pass remote_agents")
         self._k = Kernel(

@@ -12,7 +12,7 @@ named in the call's `tenant` as kagent's controller expects; no card is fetched 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 import httpx
@@ -39,6 +39,8 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 
+from ..._config.env import env_secret
+from ..._config.file import Config
 from ..._core.decisions import Decision
 from ..._runtime import RemoteAsk, RemoteCutOff, RemoteOutcome, RemoteUnreachable
 from ...exceptions import ConfigError
@@ -53,8 +55,27 @@ AT_WORK = frozenset({TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKIN
 class A2ARemoteAgents:
     """Talks to remote A2A agents with the a2a-sdk client, one short connection per message."""
 
-    def __init__(self, *, timeout: float = 300.0) -> None:
+    def __init__(self, *, timeout: float = 300.0, tokens: Mapping[str, str] | None = None) -> None:
         self.timeout = timeout
+        self._tokens = dict(tokens or {})
+        """The bearer token sent to each remote agent that takes one, by its URL (`delegates[].token_env`)."""
+
+    @classmethod
+    def of(cls, config: Config) -> A2ARemoteAgents:
+        """The client of `config`'s remote delegates, each with the token its `token_env` holds.
+
+        Raises:
+            ConfigError: a `token_env` is not set, or one URL is given two tokens.
+        """
+        tokens: dict[str, str] = {}
+        for name, spec in config.agents.items():
+            for n, delegate in enumerate(spec.delegates):
+                if delegate.a2a is None or delegate.token_env is None:
+                    continue
+                token = env_secret(delegate.token_env, f"agents.{name}.delegates[{n}].token_env")
+                if tokens.setdefault(delegate.a2a, token) != token:
+                    raise ConfigError(f"agents.{name}.delegates[{n}]: {delegate.a2a} is given two different tokens")
+        return cls(tokens=tokens)
 
     async def start(self, url: str, text: str) -> RemoteOutcome:
         message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER)
@@ -101,7 +122,7 @@ class A2ARemoteAgents:
         """
         try:
             async with self._client(url) as client:
-                await client.cancel_task(CancelTaskRequest(id=task_id), context=self._context())
+                await client.cancel_task(CancelTaskRequest(id=task_id), context=self._context(url))
         except (TaskNotFoundError, TaskNotCancelableError):
             return True  # the agent no longer has it, or it ended: nothing of it waits on anyone
         except (UnsupportedOperationError, MethodNotFoundError):
@@ -118,7 +139,7 @@ class A2ARemoteAgents:
         """Where a task stands now; failed, naming the refusal (`refused`) when the agent no longer has it."""
         try:
             async with self._client(url) as client:
-                task = await client.get_task(GetTaskRequest(id=task_id), context=self._context())
+                task = await client.get_task(GetTaskRequest(id=task_id), context=self._context(url))
         except TaskNotFoundError as exc:
             text = f"the remote agent no longer has the task it paused ({refused or exc})"
             return RemoteOutcome(status="failed", task_id=task_id, context_id=context_id, text=text)
@@ -140,9 +161,8 @@ class A2ARemoteAgents:
         """
         async with self._client(url) as client:
             try:
-                events = [
-                    e async for e in client.send_message(SendMessageRequest(message=message), context=self._context())
-                ]
+                sent = client.send_message(SendMessageRequest(message=message), context=self._context(url))
+                events = [e async for e in sent]
             except A2AClientError as exc:
                 if isinstance(exc.__cause__, httpx.ConnectError):
                     raise RemoteUnreachable(url, str(exc.__cause__) or "no connection") from exc
@@ -153,8 +173,14 @@ class A2ARemoteAgents:
         update = last.status_update
         return remote_outcome(update.status, task_id=update.task_id, context_id=update.context_id)
 
-    def _context(self) -> ClientCallContext:
-        return ClientCallContext(service_parameters=_HITL.service_parameters, timeout=self.timeout)
+    def _context(self, url: str) -> ClientCallContext:
+        asked = {**(_HITL.service_parameters or {}), **self._auth(url)}
+        return ClientCallContext(service_parameters=asked, timeout=self.timeout)
+
+    def _auth(self, url: str) -> dict[str, str]:
+        """The `Authorization` header (gRPC metadata) for the agent at `url`, when it takes a token."""
+        token = self._tokens.get(url)
+        return {"Authorization": f"Bearer {token}"} if token else {}
 
     @asynccontextmanager
     async def _client(self, url: str) -> AsyncIterator[Client]:
@@ -163,7 +189,7 @@ class A2ARemoteAgents:
         Raises:
             RemoteUnreachable: its agent card could not be fetched for want of a connection.
         """
-        async with httpx.AsyncClient(timeout=self.timeout) as http:
+        async with httpx.AsyncClient(timeout=self.timeout, headers=self._auth(url)) as http:
             try:
                 if url.startswith(GRPC_SCHEME):
                     client = _grpc_client(url)
