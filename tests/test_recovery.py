@@ -23,11 +23,12 @@ import anyio
 import httpx
 import pytest
 
-from sayso import Approve
+from sayso import Approve, Sayso
 from sayso._core.audit_events import AUDIT_EVENT_ADAPTER
+from sayso._store import RunStart, new_holder
 
 from .conftest import LiveServer, MakeApp
-from .models import calls_then_reply
+from .models import answer, calls_then_reply
 from .process_tools import wait_for_line, write_beside
 from .test_durability import CRASH_CONFIG, SAYSO, sayso
 from .tools import explode
@@ -157,3 +158,59 @@ async def test_recover_leaves_a_run_of_a_live_process_alone(make_app: MakeApp) -
             assert await b.recover() == []
             release.set()
     assert outcome == ["completed"]
+
+
+ABSENT_PID = 4_194_305
+"""A pid no process has (Linux's largest is 2**22): its holder, taken for one of this PID namespace, is dead."""
+
+
+async def _held_by(app: Sayso, holder: str, *, now: float) -> str:
+    """A running run of `files` held by `holder` under a lease live until `now + 30`: its id."""
+    start = RunStart(
+        thread_id="thr_held",
+        owner="local",
+        agent="files",
+        run_id="run_held",
+        prompt="go",
+        lease_holder=holder,
+        lease_expires_at=now + 30,
+        now=now,
+    )
+    await app.store.start_run(start, expect_active=None, durable=False)
+    return start.run_id
+
+
+@pytest.mark.parametrize(
+    "holder",
+    [
+        f"{socket.gethostname()}:{ABSENT_PID}:feedface:4026531999",  # another PID namespace (docker --network host)
+        f"{socket.gethostname()}:{ABSENT_PID}:feedface",  # an older sayso's name, saying no namespace
+    ],
+    ids=["other-pid-namespace", "no-namespace"],
+)
+async def test_a_run_held_from_another_pid_namespace_of_this_host_waits_for_its_lease(
+    make_app: MakeApp, holder: str
+) -> None:
+    """Replicas sharing a hostname but not a PID namespace: a pid the holder's namespace has and this one lacks
+    does not make it dead. Its run is carried on once its lease lapsed, never while it is live."""
+    now = [1_000_000.0]
+    agents = {"files": {"model": "m", "tools": []}}
+    async with make_app(agents, model=answer("carried on"), clock=lambda: now[0]) as app:
+        run_id = await _held_by(app, holder, now=now[0])
+        assert await app.recover() == []
+        assert (await app.run_record(run_id)).status == "running"
+        now[0] += 31
+        [carried] = await app.recover()
+        assert (carried.run_id, carried.status, carried.output) == (run_id, "completed", "carried on")
+
+
+async def test_a_run_held_by_a_gone_process_of_this_pid_namespace_is_carried_on_at_once(make_app: MakeApp) -> None:
+    """A holder of this host and this PID namespace whose process is gone let go at once, before its lease lapses."""
+    now = [1_000_000.0]
+    host, _, rest = new_holder().split(":", 2)
+    holder = f"{host}:{ABSENT_PID}:{rest}"  # this runtime's nonce and PID namespace, another (gone) pid
+    agents = {"files": {"model": "m", "tools": []}}
+    async with make_app(agents, model=answer("carried on"), clock=lambda: now[0]) as app:
+        run_id = await _held_by(app, holder, now=now[0])
+        [carried] = await app.recover()
+        assert (carried.run_id, carried.status) == (run_id, "completed")

@@ -186,6 +186,12 @@ def test_a_link_for_a_changed_or_expired_request_says_so(serve: Serve, smtp: Smt
     assert expired.status_code == 410
     assert "This link has expired" in expired.text
     assert run_of(server, run["run_id"])["status"] == "paused"
+    swept_by_bob = httpx.post(
+        f"{server.base_url}/v1/expire", json={}, headers={"Authorization": "Bearer bob-token"}, timeout=30
+    )
+    assert swept_by_bob.status_code == 200
+    swept = httpx.post(link, data={"action": "approve"}, timeout=30)
+    assert (swept.status_code, swept.text) == (410, expired.text)  # still expired once the sweep recorded it
 
 
 def test_a_link_and_rest_past_an_approving_timeout_say_the_call_will_run(

@@ -249,7 +249,8 @@ def test_remembered_approvals_and_the_audit_from_the_command_line(tmp_path: Path
 
 
 def test_expire_closes_runs_that_waited_too_long(tmp_path: Path) -> None:
-    """A late decision is refused as expired, and `sayso expire` closes the run without running the call."""
+    """A late decision is refused as expired, and `sayso expire` closes the run without running the call; a decision
+    after that is refused in the same words."""
     config = tmp_path / "short.yaml"
     config.write_text(
         EXAMPLE.read_text().replace(
@@ -267,3 +268,5 @@ def test_expire_closes_runs_that_waited_too_long(tmp_path: Path) -> None:
     assert run["run_id"] == paused["run_id"]
     assert str(run["output"]).startswith("Expired: no decision before")
     assert (tmp_path / "sandbox" / "notes.txt").exists()
+    later = runner.invoke(app, ["decide", str(config), paused["requests"][0]["id"], "approve"])
+    assert (later.exit_code, later.stderr) == (4, late.stderr)  # still expired once the sweep recorded it

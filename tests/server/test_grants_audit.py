@@ -166,4 +166,26 @@ async def test_expire_closes_runs_whose_requests_expired(serve: ServerFactory, s
         assert (closed["run_id"], closed["status"]) == (run["run_id"], "completed")
         assert (await get(client, f"/v1/requests/{request['id']}"))["decided_by"] == "expiry"
         late = await client.post(f"/v1/requests/{request['id']}/decision", json={"kind": "approve"})
-        assert late.status_code in (409, 410)
+        assert late.status_code == 410
+
+
+async def test_an_expired_request_stays_expired_once_the_sweep_recorded_it(
+    serve: ServerFactory, short_ttl_config: Config
+) -> None:
+    """`GET /v1/requests/{id}` says `expired` once the time ran out, and still after the expiry sweep recorded it
+    (its decision then says what was recorded); a late decision is refused as expired, in the same words, both times."""
+    now = [1_000_000.0]
+    server = await serve(config=short_ttl_config, clock=lambda: now[0])
+    async with server.client() as client:
+        run = await post(client, "/v1/runs", {"message": "delete notes"})
+        path = f"/v1/requests/{run['requests'][0]['id']}"
+        now[0] += 61
+        before = await get(client, path)
+        late = await client.post(f"{path}/decision", json={"kind": "approve"})
+        await post(client, "/v1/expire")
+        after = await get(client, path)
+        later = await client.post(f"{path}/decision", json={"kind": "approve"})
+    assert (before["status"], before["decision"]) == ("expired", None)
+    assert (after["status"], after["decision"]["kind"], after["decided_by"]) == ("expired", "expired", "expiry")
+    assert (late.status_code, later.status_code) == (410, 410)
+    assert later.json()["detail"] == late.json()["detail"]

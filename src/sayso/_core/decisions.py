@@ -246,9 +246,12 @@ def check_decision(
 
     Raises:
         AlreadyDecided: a different decision was recorded first.
-        RequestExpired: the request's TTL has passed.
+        RequestExpired: the request's TTL has passed, whether or not the expiry sweep recorded it yet (a
+            decision arriving after the sweep is told the same as one arriving before it).
         InvalidDecision: the decision does not fit the request; the message names the problem.
     """
+    if existing is not None and existing.by == "expiry":
+        raise RequestExpired(request.request_id, expiry_said(request))
     if existing is not None:
         if existing.decision == decision:
             return None

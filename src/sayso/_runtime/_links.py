@@ -100,6 +100,8 @@ async def open_link(k: Kernel, token: str) -> LinkView:
     # see the request shows no page to decide on, nor who decided it.
     check_allowed(state.request, k.principal(claims.principal))
     record = state.decision
+    if record is not None and record.by == "expiry":  # as before the sweep recorded what its timeout does
+        raise LinkRefused("expired", expiry_said(state.request))
     if record is not None and record.closed:  # a skip recorded as its run went on without it: no one decided it
         raise LinkRefused("decided", _CLOSED)
     if record is not None:

@@ -267,7 +267,13 @@ def decide_json(result: DecideResult) -> DecideJson:
 
 
 def request_status(state: RequestState, *, now: float) -> RequestStatus:
-    """Where a request stands: decided, expired, still open, or closed unanswered."""
+    """Where a request stands: decided, expired, still open, or closed unanswered.
+
+    A request whose time ran out is `expired` before the expiry sweep records what its timeout does
+    and after (the decision then says what that was): its status does not change under a reader.
+    """
+    if state.decision is not None and state.decision.by == "expiry":
+        return "expired"
     if state.decision is not None:
         return "closed" if state.decision.closed else "decided"
     if state.request.expires_at is not None and now >= state.request.expires_at:

@@ -11,7 +11,12 @@ a look of the store (a second by default), scoped to what the caller may see. Ev
 - `request.closed` (the request, where it stands, its decision, who took it, `via` what, when);
 - `run.changed` (the watched thread's active run and its status, and its last message batch);
 - `threads.changed` (the caller's thread list changed);
+- `error`: the store stopped answering (a `store-unavailable` problem, as every endpoint answers it),
+  followed by `end`;
 - `end`: the stream closes (it lives for a while, or until the server stops); connect again.
+
+The first look at the store is taken before the response starts, so a store that does not answer
+is a 503 problem, as on every other endpoint, and never a stream that breaks once it began.
 
 sse-starlette writes the stream: a comment line (its ping) keeps quiet connections open, and a
 client that leaves ends its stream. One stream is short-lived on purpose: a server
@@ -20,8 +25,9 @@ never waits long for it to end when it stops, and a client that reconnects reads
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import assert_never
@@ -41,7 +47,10 @@ from .._runtime import (
     request_json,
     request_state_json,
 )
+from ._problems import problem_for
 from ._stream import sse_event
+
+logger = logging.getLogger("sayso.server")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +72,7 @@ LIVE_EVENT_NAMES = [
     "request.closed",
     "run.changed",
     "threads.changed",
+    "error",
     "end",
 ]
 
@@ -95,17 +105,46 @@ async def live_events(
     settings: LiveSettings,
     closing: Callable[[], bool],
 ) -> AsyncIterator[ServerSentEvent]:
-    """The event stream of one connection: `ready`, then what changes, then `end`."""
+    """The event stream of one connection (`ready`, then what changes, then `end`), its first look already taken.
+
+    Raises:
+        StoreError: the store did not answer the first look: nothing was streamed yet (a 503).
+    """
+    changes = sayso.watch(principal=principal, thread_id=thread_id, every=settings.every)
+    try:
+        first = await anext(changes)
+    except BaseException:
+        await changes.aclose()
+        raise
+    return _events(changes, first, principal=principal, thread_id=thread_id, settings=settings, closing=closing)
+
+
+async def _events(
+    changes: AsyncGenerator[list[Change], None],
+    first: list[Change],
+    *,
+    principal: Principal,
+    thread_id: str | None,
+    settings: LiveSettings,
+    closing: Callable[[], bool],
+) -> AsyncIterator[ServerSentEvent]:
+    # The first look is the baseline: the client reads the state now, and misses nothing after it.
     started = anyio.current_time()
-    first = True
-    async with aclosing(sayso.watch(principal=principal, thread_id=thread_id, every=settings.every)) as changes:
-        async for batch in changes:
-            if first:
-                # The first look is the baseline: the client reads the state now, and misses nothing after it.
-                yield sse_event("ready", {"principal": principal.name, "thread_id": thread_id}, retry_ms=1000)
-                first = False
-            for change in batch:
-                yield sse_event(*change_event(change))
-            if closing() or anyio.current_time() - started >= settings.lasts:
-                yield sse_event("end", {"reconnect": not closing()})
-                return
+    async with aclosing(changes):
+        yield sse_event("ready", {"principal": principal.name, "thread_id": thread_id}, retry_ms=1000)
+        for change in first:
+            yield sse_event(*change_event(change))
+        try:
+            async for batch in changes:
+                for change in batch:
+                    yield sse_event(*change_event(change))
+                if closing() or anyio.current_time() - started >= settings.lasts:
+                    yield sse_event("end", {"reconnect": not closing()})
+                    return
+        except Exception as exc:
+            # The response began: what stopped the watch is said as a problem and the stream ends; reconnecting
+            # answers a 503 while the store stays away.
+            problem = problem_for(exc)
+            logger.error("GET /v1/events stopped", exc_info=exc)
+            yield sse_event("error", problem.body())
+            yield sse_event("end", {"reconnect": True})

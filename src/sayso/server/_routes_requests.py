@@ -240,12 +240,13 @@ async def events(
     Events: `ready` (watching has begun: read the current state now), `request.opened` (a request),
     `request.closed` (as `GET /v1/requests/{request_id}` answers: status, decision, who, `via`),
     `run.changed` (`thread_id`, `run_id`, `status`, `last_seq` of the followed thread),
-    `threads.changed`, and `end` (the stream closes after a while; connect again). Only what the
-    caller may see is reported.
+    `threads.changed`, `error` (a problem: the store stopped answering; `end` follows), and `end` (the
+    stream closes after a while; connect again). Only what the caller may see is reported. A store
+    that does not answer when the stream is asked for is a 503, before anything is streamed.
     """
     stopping = anyio.Event()  # set by sse-starlette when the server is told to stop
     live = state.live
-    stream = live_events(
+    stream = await live_events(
         state.sayso, caller, thread_id=thread_id, settings=live, closing=lambda: state.closing or stopping.is_set()
     )
     return event_stream(stream, ping_seconds=live.keepalive, shutdown=stopping, grace_seconds=live.every + 1)
