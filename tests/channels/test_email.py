@@ -7,11 +7,13 @@ import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from sayso import Config
 from sayso._core.links import LinkClaims, args_digest, sign_link
 
 from ..conftest import LiveServer, free_port
@@ -229,9 +231,8 @@ def test_a_link_and_rest_past_an_approving_timeout_say_the_call_will_run(
     assert ran("pay") == [{"amount": 40}]
 
 
-def test_an_edit_vote_voids_the_links_mailed_before_it(serve: Serve, smtp: Smtp, tmp_path: Path) -> None:
-    """Two of bob and carol must approve; bob's vote edits the amount, restarting the quorum: carol's mailed link
-    was for the old arguments and says the request changed; a link made now, for the edited ones, approves."""
+def two_of_bob_and_carol(serve: Serve, tmp_path: Path, smtp: Smtp) -> tuple[LiveServer, Config]:
+    """A server whose payments two of bob and carol approve, carol notified by mail; and its config."""
     port = free_port()
     config = channels_config(
         tmp_path,
@@ -241,16 +242,29 @@ def test_an_edit_vote_voids_the_links_mailed_before_it(serve: Serve, smtp: Smtp,
         routing={"approvers": ["bob", "carol"], "approvals_required": 2},
     )
     server, _ = serve(config, port=port)
+    return server, config
+
+
+def bob_edits(server: LiveServer, request_id: str, amount: int) -> dict[str, Any]:
+    """bob's vote, editing the amount (which restarts the quorum's count); its answer."""
+    edit = {"kind": "approve", "edited_args": {"amount": amount}}
+    bob = {"Authorization": "Bearer bob-token"}
+    voted = httpx.post(f"{server.base_url}/v1/requests/{request_id}/decision", json=edit, headers=bob, timeout=30)
+    assert voted.status_code == 200, voted.text
+    answer: dict[str, Any] = voted.json()
+    return answer
+
+
+def test_an_edit_vote_voids_the_links_mailed_before_it(serve: Serve, smtp: Smtp, tmp_path: Path) -> None:
+    """Two of bob and carol must approve; bob's vote edits the amount, restarting the quorum: carol's mailed link
+    was for the old arguments and says the request changed; a link made now, for the edited ones, approves."""
+    server, config = two_of_bob_and_carol(serve, tmp_path, smtp)
     run = start_run(server, "pay 250")
     link = mailed_link(smtp.mailbox.wait_for(1)[0])
     request_id = str(run["requests"][0]["id"])  # type: ignore[index]
     assert httpx.get(link, timeout=30).status_code == 200  # the link works until the arguments change
 
-    edit = {"kind": "approve", "edited_args": {"amount": 200}}
-    bob = {"Authorization": "Bearer bob-token"}
-    voted = httpx.post(f"{server.base_url}/v1/requests/{request_id}/decision", json=edit, headers=bob, timeout=30)
-    assert voted.status_code == 200, voted.text
-    assert voted.json()["quorum"]["text"] == "1 of 2 (edited arguments), waiting for carol"
+    assert bob_edits(server, request_id, 200)["quorum"]["text"] == "1 of 2 (edited arguments), waiting for carol"
 
     changed = httpx.get(link, timeout=30)
     assert changed.status_code == 409 and "changed since the mail was sent" in changed.text
@@ -270,21 +284,10 @@ def test_a_mail_sent_late_shows_the_arguments_its_link_approves(serve: Serve, tm
     """The SMTP server is down when the request opens; bob's vote edits 300 to 100 before it comes back. Carol's
     mail, sent then, shows 100, and its link approves 100: never a mail that shows 300 whose link approves 100."""
     smtp = Smtp(free_port())  # not listening yet: the notice waits
-    port = free_port()
-    config = channels_config(
-        tmp_path,
-        public_url=f"http://127.0.0.1:{port}",
-        notify=["email:carol@example.com"],
-        smtp_port=smtp.port,
-        routing={"approvers": ["bob", "carol"], "approvals_required": 2},
-    )
-    server, _ = serve(config, port=port)
+    server, _ = two_of_bob_and_carol(serve, tmp_path, smtp)
     run = start_run(server, "pay 300")
     request_id = str(run["requests"][0]["id"])  # type: ignore[index]
-    edit = {"kind": "approve", "edited_args": {"amount": 100}}
-    bob = {"Authorization": "Bearer bob-token"}
-    voted = httpx.post(f"{server.base_url}/v1/requests/{request_id}/decision", json=edit, headers=bob, timeout=30)
-    assert voted.status_code == 200, voted.text
+    bob_edits(server, request_id, 100)
     smtp.start()
     try:
         [mail] = smtp.mailbox.wait_for(1)

@@ -67,9 +67,8 @@ def child(tmp_path: Path, sandbox: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     served.stop()
 
 
-@pytest.fixture
-async def app(tmp_path: Path, child: Child) -> AsyncIterator[Sayso]:
-    """A coordinator that hands `tidy ...` to the child's file manager over A2A."""
+def coordinator(tmp_path: Path, child: Child, **options: Any) -> Sayso:
+    """A coordinator that hands `tidy ...` to the child's file manager over A2A (`options`: `Sayso`'s, a clock)."""
     config = Config.model_validate(
         {
             "store": f"sqlite:///{tmp_path / 'parent.db'}",
@@ -80,7 +79,12 @@ async def app(tmp_path: Path, child: Child) -> AsyncIterator[Sayso]:
         }
     )
     model = tool_model(verbs(tidy=("files", "task")), read="files said: {result}")
-    async with Sayso(config, models={"c": model}) as sayso:
+    return Sayso(config, models={"c": model}, **options)
+
+
+@pytest.fixture
+async def app(tmp_path: Path, child: Child) -> AsyncIterator[Sayso]:
+    async with coordinator(tmp_path, child) as sayso:
         yield sayso
 
 
@@ -156,18 +160,8 @@ async def test_a_remote_pauses_expiry_is_mirrored_and_closes_the_request_at_the_
     files = example_config().agents["files"].model_dump()
     ttl = {"agents": {"files": {**files, "interrupt": {**files["interrupt"], "ttl_seconds": 60}}}}
     child = Child(tmp_path / "child.db", free_port(), ttl, clock=lambda: now[0]).start()
-    config = Config.model_validate(
-        {
-            "store": f"sqlite:///{tmp_path / 'parent.db'}",
-            "agents": {
-                "coordinator": {"model": "c", "delegates": [{"a2a": f"{child.url}/a2a/files", "name": "files"}]}
-            },
-            "base_dir": tmp_path,
-        }
-    )
-    model = tool_model(verbs(tidy=("files", "task")), read="files said: {result}")
     try:
-        async with Sayso(config, models={"c": model}, clock=lambda: now[0]) as app:
+        async with coordinator(tmp_path, child, clock=lambda: now[0]) as app:
             paused = await app.run("tidy delete notes.txt", agent="coordinator")
             [request] = paused.requests
             assert request.expires_at == pytest.approx(now[0] + 60, abs=1)
