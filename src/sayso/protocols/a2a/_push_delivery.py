@@ -6,7 +6,8 @@ routes of every server: it claims those events of tasks that have push configs (
 passed over once, as they are fanned out), sends the task's status update to each push config of
 the task (signed by `_push.signing_client`), and settles the delivery: delivered, skipped (no
 config left, or the task changed again since, so that a retry never sends a stale or repeated
-state), retried later with exponential backoff, or given up on. Every attempt carries the same
+state), retried later with exponential backoff, or given up on. A retry goes only to the configs
+that failed it: the ones that took it are marked so with the configs. Every attempt carries the same
 `webhook-id` (the delivery id), so receivers drop duplicates; a delivery whose sender died is
 claimed again once its claim lapses. A batch is sent under a claim kept while it is worked through
 (`KeptClaim`), and a task's configs are posted side by side, so one update takes one timeout at most.
@@ -27,7 +28,7 @@ from google.protobuf.json_format import MessageToDict
 from ..._core.signing import ID_HEADER
 from ..._runtime import KeptClaim, Outage, RunUpdate, Sayso
 from ...exceptions import SaysoError
-from ._push import PUSH_MARKS, TOKEN_HEADER, MarkPushConfigStore
+from ._push import PUSH_MARKS, TOKEN_HEADER, DispatchConfig, MarkPushConfigStore
 from ._tasks import TaskReader
 
 logger = logging.getLogger("sayso.a2a.push")
@@ -103,7 +104,7 @@ class PushDispatcher:
 
     async def _attempt(self, update: RunUpdate) -> None:
         try:
-            configs = await self.configs.get_info_for_dispatch(update.run_id)
+            configs = await self.configs.get_for_dispatch(update.run_id)
             run = await self.sayso.run_record(update.run_id)
             if not configs or run.updated_at > update.created_at:
                 # No config, or the task changed again since: its later update is the one to send.
@@ -116,14 +117,23 @@ class PushDispatcher:
         event = TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
         body = MessageToDict(StreamResponse(status_update=event))
         problems: list[str] = []
+        took: list[tuple[str, str]] = []
 
-        async def post(config: TaskPushNotificationConfig) -> None:
-            if problem := await self._post(config, body, update.delivery_id):
+        async def post(config: DispatchConfig) -> None:
+            if problem := await self._post(config.config, body, update.delivery_id):
                 problems.append(problem)
+            else:
+                took.append(config.key)
 
         async with anyio.create_task_group() as posting:  # side by side: one update takes one timeout at most
             for config in configs:
-                posting.start_soon(post, config)
+                if config.sent != update.delivery_id:  # a retry: the configs that took it are not sent it again
+                    posting.start_soon(post, config)
+        if problems and took:
+            try:
+                await self.configs.mark_sent(update.run_id, update.delivery_id, took)
+            except SaysoError:
+                logger.warning("could not mark the configs of task %s that took its push", update.run_id, exc_info=True)
         await self._settle(update, problems)
 
     async def _post(self, config: TaskPushNotificationConfig, body: Mapping[str, Any], delivery_id: str) -> str | None:
