@@ -293,6 +293,45 @@ async def test_a_task_decided_elsewhere_pushes_its_update_through_the_outbox_ret
     assert not (sandbox / "notes.txt").exists()
 
 
+async def test_a_dead_push_config_is_retried_alone_and_the_healthy_one_gets_the_update_once(
+    serve: ServerFactory, sandbox: Path
+) -> None:
+    """Of a task's two push configs, one answers 503 to everything: only it is tried again, under the same delivery
+    id; the other took the update the first time and is not sent it again."""
+    received: list[tuple[str, int, str, str]] = []
+    app = FastAPI()
+
+    @app.post("/{path}")
+    async def hook(path: str, request: Request) -> Response:
+        status = 200 if path == "good" else 503
+        received.append((path, status, request.headers["webhook-id"], _state(await request.body())))
+        return Response(status_code=status)
+
+    receiver = LiveServer.in_thread(app)
+    try:
+        server = await serve(a2a={"push_private_urls": True})
+        async with server.client() as http:
+            push = {"url": f"{receiver.base_url}/good", "token": "tok-g"}
+            params = {"message": user_message("delete notes"), "configuration": {"taskPushNotificationConfig": push}}
+            task = task_of((await rpc(http, "files", "SendMessage", params)).json())
+            second = {"taskId": task["id"], "id": "second", "url": f"{receiver.base_url}/down", "token": "tok-d"}
+            made = await rpc(http, "files", "CreateTaskPushNotificationConfig", second)
+            assert "result" in made.json(), made.text
+            request_id = hitl(task["status"]["message"])["tools"][0]["id"]
+            decided = await http.post(f"/v1/requests/{request_id}/decision", json={"kind": "approve"})
+            assert decided.status_code == 200, decided.text
+        with anyio.fail_after(20):  # the dead one is tried three times (backoff 1 s, then 2 s)
+            while len([r for r in received if r[0] == "down" and r[3] == "TASK_STATE_COMPLETED"]) < 3:
+                await anyio.sleep(0.05)
+    finally:
+        receiver.stop()
+    completed = [(path, delivery) for path, _, delivery, state in received if state == "TASK_STATE_COMPLETED"]
+    [delivery] = {delivery for _, delivery in completed}
+    assert [path for path, _ in completed].count("good") == 1
+    assert [path for path, _ in completed].count("down") >= 3
+    assert all(d == delivery for _, d in completed)
+
+
 def _state(body: bytes) -> str:
     state: str = json.loads(body)["statusUpdate"]["status"]["state"]
     return state

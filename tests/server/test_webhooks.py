@@ -302,3 +302,56 @@ async def test_the_sweep_prunes_events_done_with_past_the_retention_and_keeps_pe
     # Another sweep past the retention (what the server's runs every 0.1 s): the pending delivery and its event stay.
     await server.sayso.prune_events()
     assert outbox() == (["request.decided"], [("pending", 1)])
+
+
+async def test_servers_sharing_a_store_send_a_slow_receiver_each_event_once_and_in_order(
+    serve: ServerFactory,
+) -> None:
+    """Two servers, a receiver slower than a batch's claim: each delivery is sent once, each request's opening first.
+
+    The receiver takes 0.2 s per delivery and the webhook's timeout is 0.25 s, so a claim (twice the timeout and a
+    second) covers a few deliveries, not a batch of ten: the sender keeps its claim while it works through it, and
+    the other server holds each decision back until that server has sent the request's opening.
+    """
+    arrived: list[dict[str, object]] = []
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            arrived.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            time.sleep(0.2)
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/hook"
+        hook = WebhookConfig(url=url, secret=SECRET, timeout_seconds=0.25, backoff_seconds=0.05)
+        first, second = await serve(webhooks=[hook]), await serve(webhooks=[hook])
+        async with Sayso(load_config(EXAMPLE)) as elsewhere:  # as the CLI: the servers find them by polling
+            paused = [await elsewhere.run("delete notes") for _ in range(10)]
+        while not arrived:
+            await anyio.sleep(0.02)
+        async with second.client() as client:  # decided while a server still sends the openings
+            for n, run in enumerate(paused):
+                decided = {"kind": "reject", "reason": f"no {n}"}
+                await client.post(f"/v1/requests/{run.requests[0].request_id}/decision", json=decided)
+        deadline = time.monotonic() + 30
+        while len(arrived) < 20 and time.monotonic() < deadline:
+            await anyio.sleep(0.05)
+        await anyio.sleep(1.5)  # a claim lapsing under a sender still at work is taken again by the other
+        await first.stop()
+        await second.stop()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    ids = [event["id"] for event in arrived]
+    assert len(ids) == 20
+    assert len(set(ids)) == 20
+    order: dict[str, list[object]] = {}
+    for event in arrived:
+        order.setdefault(event["data"]["request"]["id"], []).append(event["type"])  # type: ignore[index]
+    assert all(types == ["request.opened", "request.decided"] for types in order.values()), order

@@ -85,7 +85,7 @@ if TYPE_CHECKING:
         run_json,
         stats_json,
     )
-    from ._sender import OutboxSender
+    from ._sender import KeptClaim, OutboxSender
     from ._watch import Change, RequestClosed, RequestOpened, RequestVoted, RunChanged, ThreadsChanged
 
 __all__ = [
@@ -101,6 +101,7 @@ __all__ = [
     "InboxPage",
     "EscalationNotice",
     "OutboundEvent",
+    "KeptClaim",
     "Outage",
     "OutboxSender",
     "Inbox",
@@ -164,6 +165,7 @@ _LAZY: dict[str, str] = {
     "InboxPage": ".._store",
     "OutboundEvent": "._outbox",
     "Outage": "._outage",
+    "KeptClaim": "._sender",
     "OutboxSender": "._sender",
     "PrincipalLike": "._listing",
     "Inbox": "._inbox",

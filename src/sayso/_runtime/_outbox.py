@@ -166,6 +166,11 @@ async def settle(
     )
 
 
+async def renew(k: Kernel, delivery_ids: Sequence[str], *, lease_seconds: float) -> set[str]:
+    """Extend this runtime's claims on `delivery_ids`; returns those it still held."""
+    return await k.store.renew_deliveries(delivery_ids, holder=k.holder, until=k.clock() + lease_seconds)
+
+
 async def prune(k: Kernel, *, retention_days: float) -> int:
     """Delete deliveries settled and events done with more than `retention_days` ago; returns how many went.
 

@@ -390,6 +390,16 @@ class Reading:
 
         return await _outbox.settle(self._k, delivery_id, status=status, retry_at=retry_at, error=error)
 
+    async def renew_events(self, delivery_ids: Sequence[str], *, lease_seconds: float = 30.0) -> set[str]:
+        """Keep this runtime's claims on deliveries it still works through for `lease_seconds` more.
+
+        Returns the ids it still held: one whose claim lapsed and that another sender took is left to that sender.
+        """
+        self._check_open()
+        from . import _outbox
+
+        return await _outbox.renew(self._k, delivery_ids, lease_seconds=lease_seconds)
+
     async def prune_events(self, *, retention_days: float | None = None) -> int:
         """Delete webhook events and deliveries done with longer ago than the retention; returns how many rows went.
 

@@ -1,13 +1,14 @@
 """`OutboxSender`: the lifecycle every outbox sender shares (webhooks, notices to rules' `notify` targets).
 
 A sender runs while a server runs, as an async context manager. It claims due deliveries of its keys
-from the store with a lease that outlives its slowest attempt (one sender per delivery at a time,
-across replicas), sends each key's deliveries in the order they were committed (keys side by side),
-and settles each: delivered, skipped, retried later with exponential backoff, or given up on. This
-process's own changes wake it at once; other processes' are found by polling. On exit, what is in
-flight gets `drain_seconds` to finish; a delivery still cut off is claimed again once its claim
-lapses, so it is sent (at least once), never lost. What a delivery *is* (an HTTP POST, a mail, a
-Slack message) is the subclass's `attempt`.
+from the store with a lease that outlives its slowest attempt, renewed while it works through the
+batch (`KeptClaim`: one sender per delivery at a time, across replicas), sends each key's deliveries
+in the order they were committed (keys side by side; the store holds a request's later events back
+while another sender has an earlier one in flight), and settles each: delivered, skipped, retried
+later with exponential backoff, or given up on. This process's own changes wake it at once; other
+processes' are found by polling. On exit, what is in flight gets `drain_seconds` to finish; a
+delivery still cut off is claimed again once its claim lapses, so it is sent (at least once), never
+lost. What a delivery *is* (an HTTP POST, a mail, a Slack message) is the subclass's `attempt`.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from __future__ import annotations
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol, Self
+from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -33,6 +34,73 @@ if TYPE_CHECKING:
 
 POLL_SECONDS = 1.0
 """How often a sender looks for events other processes committed (its own wake it at once)."""
+
+
+class Claimed(Protocol):
+    """A delivery a sender claimed (an outbound event, a task update)."""
+
+    @property
+    def delivery_id(self) -> str: ...
+
+
+D = TypeVar("D", bound=Claimed)
+
+
+class KeptClaim(Generic[D]):
+    """Deliveries claimed together and sent one after another, handed out while this sender still holds them.
+
+    A claim outlives one attempt, not a batch to a slow receiver: before each delivery the claim is
+    renewed unless it surely outlasts one more attempt. What is no longer this sender's (the renewal
+    failed, or another sender took a lapsed claim) ends the batch there, so nothing is sent twice at
+    once and nothing after it is sent before it. A fast receiver's batch ends before any renewal.
+
+    Args:
+        sayso: the runtime that claimed them.
+        deliveries: in the order they are to be sent.
+        since: `anyio.current_time()` just before the claim was asked for.
+        lease_seconds: how long the claim lasts, and each renewal.
+        attempt_seconds: the longest one attempt (and its settling) takes.
+        logger: where a renewal the store refused is said.
+    """
+
+    def __init__(
+        self,
+        sayso: Sayso,
+        deliveries: Sequence[D],
+        *,
+        since: float,
+        lease_seconds: float,
+        attempt_seconds: float,
+        logger: logging.Logger,
+    ) -> None:
+        self.sayso = sayso
+        self._left = list(deliveries)
+        self._until = since + lease_seconds
+        self._lease = lease_seconds
+        self._attempt = attempt_seconds
+        self._log = logger
+
+    async def __aiter__(self) -> AsyncIterator[D]:
+        while self._left:
+            now = anyio.current_time()
+            if now + self._attempt + 1 > self._until and not await self._renew(now):
+                return
+            yield self._left.pop(0)
+
+    async def _renew(self, now: float) -> bool:
+        try:
+            held = await self.sayso.renew_events([d.delivery_id for d in self._left], lease_seconds=self._lease)
+        except SaysoError:
+            self._log.warning(
+                "could not keep the claim on %d deliveries; they are sent once it lapses", len(self._left)
+            )
+            return False
+        self._until = now + self._lease
+        kept = 0
+        while kept < len(self._left) and self._left[kept].delivery_id in held:
+            kept += 1
+        del self._left[kept:]  # another sender has the rest, from the first it took: its to send, in order
+        return kept > 0
 
 
 class Retries(Protocol):
@@ -71,6 +139,7 @@ class OutboxSender(ABC):
         self.sayso = sayso
         self._keys = list(keys)
         self._lease = 2 * timeout_seconds + 1
+        self._timeout = timeout_seconds
         self._log = logger
         self._clock = clock
         self._poll = poll_seconds
@@ -129,6 +198,7 @@ class OutboxSender(ABC):
         try:
             while not self._stopping:
                 self._wake = anyio.Event()
+                since = anyio.current_time()
                 try:
                     claimed = await self.sayso.claim_events(self._keys, lease_seconds=self._lease)
                 except SaysoError:
@@ -142,15 +212,18 @@ class OutboxSender(ABC):
                         by_key.setdefault(event.hook, []).append(event)
                     async with anyio.create_task_group() as sending:
                         for events in by_key.values():
-                            sending.start_soon(self._in_order, events)
+                            sending.start_soon(self._in_order, events, since)
                     continue
                 with anyio.move_on_after(self._poll):
                     await self._wake.wait()
         finally:
             self._stopped.set()
 
-    async def _in_order(self, events: list[OutboundEvent]) -> None:
-        for event in events:  # one key's deliveries in the order they were committed: a post before its update
+    async def _in_order(self, events: list[OutboundEvent], since: float) -> None:
+        kept = KeptClaim(
+            self.sayso, events, since=since, lease_seconds=self._lease, attempt_seconds=self._timeout, logger=self._log
+        )
+        async for event in kept:  # one key's deliveries in the order they were committed: a post before its update
             await self.attempt(event)
 
     async def retry_or_give_up(

@@ -391,12 +391,16 @@ class FanOut:
 
 @dataclass(frozen=True, slots=True)
 class ClaimDelivery:
-    """Claim a pending delivery for `holder` that nobody holds a live claim on (by `now`), until `until`."""
+    """Claim a pending delivery for `holder` that nobody holds a live claim on (by `now`), until `until`.
+
+    With `renew`, extend instead the claim `holder` already holds on it (a sender still working through its batch).
+    """
 
     delivery_id: str
     holder: str
     now: float
     until: float
+    renew: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,7 +47,13 @@ class OutboxPort(ABC):
         """Claim due pending deliveries (to `hooks`, else any) no live sender holds, oldest first, until `until`.
 
         A delivery is claimed by one sender at a time; a claim that lapsed (its sender died) is taken again.
+        One behind an earlier event of the same request to the same hook in flight (claimed) is not due yet:
+        a request's events reach each receiver in the order they were committed, whoever sends them.
         """
+
+    @abstractmethod
+    async def renew_deliveries(self, delivery_ids: Sequence[str], *, holder: str, until: float) -> set[str]:
+        """Extend `holder`'s claims on these deliveries until `until`; returns those it still held (and now holds)."""
 
     @abstractmethod
     async def settle_delivery(

@@ -134,8 +134,11 @@ class StoreTx(ABC):
         """Events of `kinds` not fanned out yet, oldest first: each id with the request or run it is about."""
 
     @abstractmethod
-    async def due_deliveries(self, now: float, limit: int) -> list[PendingDelivery]:
-        """Pending deliveries due by `now` and not claimed by a live sender, oldest first."""
+    async def due_deliveries(self, now: float, limit: int, holder: str) -> list[PendingDelivery]:
+        """Pending deliveries due by `now` and not claimed by a live sender, oldest first.
+
+        Not one behind an earlier event of its request to its hook that another sender than `holder` has in flight.
+        """
 
     @abstractmethod
     async def delivery_counts(self) -> dict[DeliveryStatus, int]:

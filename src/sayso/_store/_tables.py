@@ -229,10 +229,11 @@ outbox = Table(
     Column("step", Integer, nullable=True),
     Index("ix_outbox_waiting", "fanned_out", "seq"),
     Index("ix_outbox_age", "fanned_out", "created_at"),
+    Index("ix_outbox_request", "request_id", "seq"),
 )
 """Events (a request opened, decided or escalated: `step` says which escalation step), each written in the same
 commit as the change it reports;
-`ix_outbox_age` finds the old ones to prune."""
+`ix_outbox_age` finds the old ones to prune, `ix_outbox_request` a request's earlier events (sent first)."""
 
 deliveries = Table(
     "deliveries",

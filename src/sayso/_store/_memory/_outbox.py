@@ -47,8 +47,20 @@ class MemoryOutboxTx(_Changes, OpsTx):
             self._put(self.s._deliveries, delivery_id(event_id, hook), delivery)
         return True
 
-    async def due_deliveries(self, now: float, limit: int) -> list[PendingDelivery]:
-        due = [(key, d) for key, d in self.s._deliveries.items() if _free(d, now) and d.next_attempt_at <= now]
+    async def due_deliveries(self, now: float, limit: int, holder: str) -> list[PendingDelivery]:
+        deliveries = self.s._deliveries
+        seq = {id(e): n for n, e in enumerate(self.s._outbox)}
+        # Not behind a request's earlier event to the same hook in flight with another sender (see the SQL `DUE`).
+        ahead: dict[tuple[str, str], int] = {}
+        for d in deliveries.values():
+            if d.status == "pending" and not _free(d, now) and d.claimed_by != holder:
+                key, n = (d.hook, d.event.request_id), seq.get(id(d.event), -1)
+                ahead[key] = min(ahead.get(key, n), n)
+
+        def first(d: _Delivery) -> bool:
+            return seq.get(id(d.event), -1) <= ahead.get((d.hook, d.event.request_id), seq.get(id(d.event), -1))
+
+        due = [(key, d) for key, d in deliveries.items() if _free(d, now) and d.next_attempt_at <= now and first(d)]
         due.sort(key=lambda item: item[1].next_attempt_at)
         return [
             PendingDelivery(
@@ -67,7 +79,10 @@ class MemoryOutboxTx(_Changes, OpsTx):
     def _change_delivery(self, delivery_id: str, holder: str, change: ClaimDelivery | Settled) -> bool:
         d = self.s._deliveries.get(delivery_id)
         if isinstance(change, ClaimDelivery):
-            if d is None or not _free(d, change.now):
+            if change.renew:
+                if d is None or d.status != "pending" or d.claimed_by != holder:
+                    return False
+            elif d is None or not _free(d, change.now):
                 return False
             self._set(d, claimed_by=holder, claimed_until=change.until)
             return True

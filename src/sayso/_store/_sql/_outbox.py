@@ -28,16 +28,39 @@ INSERT_DELIVERY = Sql(
     "VALUES (:delivery_id, :event_id, :hook, 'pending', 0, :now)"
 )
 _FREE = "(d.claimed_until IS NULL OR d.claimed_until < :now)"
+
+
+def _not_behind(row: str) -> str:
+    """Whether no other sender than `:holder` has an earlier event of `row`'s request to `row`'s hook in flight.
+
+    Found through `ix_outbox_request`: a request's events reach a receiver in order even from several senders,
+    and one sender may claim a request's events together, to send them in order.
+    """
+    return (
+        "NOT EXISTS (SELECT 1 FROM outbox mine JOIN outbox p ON p.request_id = mine.request_id AND p.seq < mine.seq "
+        f"JOIN deliveries e ON e.event_id = p.event_id AND e.hook = {row}.hook "
+        f"WHERE mine.event_id = {row}.event_id AND e.status = 'pending' AND e.claimed_until >= :now "
+        "AND e.claimed_by <> :holder)"
+    )
+
+
 DUE = Sql(
     "SELECT d.delivery_id, d.event_id, d.hook, d.attempts, o.kind, o.request_id, o.created_at, o.step "
     "FROM deliveries d JOIN outbox o ON o.event_id = d.event_id "
-    f"WHERE d.status = 'pending' AND d.next_attempt_at <= :now AND {_FREE} "
+    f"WHERE d.status = 'pending' AND d.next_attempt_at <= :now AND {_FREE} AND {_not_behind('d')} "
     "ORDER BY d.next_attempt_at, o.seq LIMIT :limit"
 )
 CLAIM = Sql(
     "UPDATE deliveries SET claimed_by = :holder, claimed_until = :until "
-    "WHERE delivery_id = :delivery_id AND status = 'pending' AND (claimed_until IS NULL OR claimed_until < :now)"
+    "WHERE delivery_id = :delivery_id AND status = 'pending' AND (claimed_until IS NULL OR claimed_until < :now) "
+    f"AND {_not_behind('deliveries')}"
 )
+"""Asked again as the row is claimed: another sender's claim committed after this one read `DUE` still counts."""
+RENEW = Sql(
+    "UPDATE deliveries SET claimed_until = :until "
+    "WHERE delivery_id = :delivery_id AND status = 'pending' AND claimed_by = :holder"
+)
+"""A claim still `holder`'s (nobody took it over once it lapsed) lasts until `until`."""
 SETTLE = Sql(
     "UPDATE deliveries SET status = :status, claimed_by = NULL, claimed_until = NULL, last_error = :error, "
     "next_attempt_at = COALESCE(:next_attempt_at, next_attempt_at), finished_at = COALESCE(:finished_at, finished_at), "
@@ -93,7 +116,7 @@ class SqlOutboxTx(OpsTx):
             await self.tx.many(INSERT_DELIVERY, rows)
         return True
 
-    async def due_deliveries(self, now: float, limit: int) -> list[PendingDelivery]:
+    async def due_deliveries(self, now: float, limit: int, holder: str) -> list[PendingDelivery]:
         return [
             PendingDelivery(
                 delivery_id=row["delivery_id"],
@@ -105,12 +128,14 @@ class SqlOutboxTx(OpsTx):
                 attempts=row["attempts"],
                 step=row["step"],
             )
-            for row in await self.tx.all(DUE, {"now": now, "limit": limit})
+            for row in await self.tx.all(DUE, {"now": now, "limit": limit, "holder": holder})
         ]
 
     async def _change_delivery(self, delivery_id: str, holder: str, change: ClaimDelivery | Settled) -> bool:
         params: dict[str, object] = {"delivery_id": delivery_id, "holder": holder}
         match change:
+            case ClaimDelivery(until=until, renew=True):
+                return await self.tx.run(RENEW, {**params, "until": until}) == 1
             case ClaimDelivery(now=now, until=until):
                 return await self.tx.run(CLAIM, {**params, "now": now, "until": until}) == 1
             case Settled():

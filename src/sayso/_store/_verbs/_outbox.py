@@ -54,7 +54,7 @@ class OutboxVerbs(TxStore):
     ) -> list[PendingDelivery]:
         async def due(tx: StoreTx) -> list[PendingDelivery]:
             # Another sender's deliveries (webhooks vs A2A pushes) are passed over here, so look a little further.
-            found = await tx.due_deliveries(now, limit if hooks is None else limit * 4)
+            found = await tx.due_deliveries(now, limit if hooks is None else limit * 4, holder)
             return [d for d in found if hooks is None or d.hook in hooks][:limit]
 
         async def work(tx: StoreTx) -> list[PendingDelivery]:
@@ -63,6 +63,15 @@ class OutboxVerbs(TxStore):
 
         # Most looks find nothing due: a read says so without taking the write lock.
         return await self._write(work, durable=False) if await self._read(due) else []
+
+    async def renew_deliveries(self, delivery_ids: Sequence[str], *, holder: str, until: float) -> set[str]:
+        async def work(tx: StoreTx) -> set[str]:
+            renewals = [
+                ClaimDelivery(d, holder, now=until, until=until, renew=True) for d in dict.fromkeys(delivery_ids)
+            ]
+            return {r.delivery_id for r in renewals if await tx.change(r)}
+
+        return await self._write(work, durable=False) if delivery_ids else set()
 
     async def settle_delivery(
         self,

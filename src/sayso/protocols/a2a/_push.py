@@ -21,7 +21,9 @@ import json
 import os
 import time
 import urllib.parse
-from typing import Any
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any, NotRequired
 
 import httpx
 from a2a.server.context import ServerCallContext
@@ -91,8 +93,28 @@ class MarkPushConfigStore(PushNotificationConfigStore):
         owner = self._owner(context)
         return [_config(e) for e in await self._load(task_id) if e["owner"] == owner]
 
-    async def get_info_for_dispatch(self, task_id: str) -> list[TaskPushNotificationConfig]:
-        return [_config(e) for e in await self._load(task_id)]
+    async def get_for_dispatch(self, task_id: str) -> list[DispatchConfig]:
+        """Every config of the task (whoever owns it), with the last delivery it took when a retry must skip it."""
+        return [
+            DispatchConfig(key=(e["owner"], e["config"]["id"]), config=_config(e), sent=e.get("sent"))
+            for e in await self._load(task_id)
+        ]
+
+    async def mark_sent(self, task_id: str, delivery_id: str, keys: Collection[tuple[str, str]]) -> None:
+        """Remember that these configs took `delivery_id`: its retry, for the configs that failed, skips them.
+
+        Only the last delivery is kept per config: a task's earlier update is never retried once a later one exists.
+        """
+        wanted = set(keys)
+
+        def sent(raw: str | None) -> str:
+            entries = _entries(raw)
+            for e in entries:
+                if (e["owner"], e["config"]["id"]) in wanted:
+                    e["sent"] = delivery_id
+            return json.dumps(entries)
+
+        await self.sayso.update_mark(PUSH_MARKS, task_id, sent)
 
     async def delete_info(self, task_id: str, context: ServerCallContext, config_id: str | None = None) -> None:
         owner = self._owner(context)
@@ -109,11 +131,23 @@ class MarkPushConfigStore(PushNotificationConfigStore):
         await self.sayso.update_mark(PUSH_MARKS, task_id, removed)
 
 
+@dataclass(frozen=True)
+class DispatchConfig:
+    """One push config of a task as the dispatcher sends to it."""
+
+    key: tuple[str, str]
+    """Its owner and id: what tells it from the task's other configs."""
+    config: TaskPushNotificationConfig
+    sent: str | None
+    """The last delivery it took while another config of the task failed it (`None`: none)."""
+
+
 class _PushEntry(TypedDict):
-    """One push config as kept in the task's mark: whose it is, and the config as protobuf JSON."""
+    """One push config as kept in the task's mark: whose it is, the config as protobuf JSON, and its last delivery."""
 
     owner: str
     config: dict[str, Any]
+    sent: NotRequired[str]
 
 
 def _entries(raw: str | None) -> list[_PushEntry]:

@@ -6,9 +6,11 @@ routes of every server: it claims those events of tasks that have push configs (
 passed over once, as they are fanned out), sends the task's status update to each push config of
 the task (signed by `_push.signing_client`), and settles the delivery: delivered, skipped (no
 config left, or the task changed again since, so that a retry never sends a stale or repeated
-state), retried later with exponential backoff, or given up on. Every attempt carries the same
+state), retried later with exponential backoff, or given up on. A retry goes only to the configs
+that failed it: the ones that took it are marked so with the configs. Every attempt carries the same
 `webhook-id` (the delivery id), so receivers drop duplicates; a delivery whose sender died is
-claimed again once its claim lapses.
+claimed again once its claim lapses. A batch is sent under a claim kept while it is worked through
+(`KeptClaim`), and a task's configs are posted side by side, so one update takes one timeout at most.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from a2a.types import StreamResponse, TaskPushNotificationConfig, TaskStatusUpda
 from google.protobuf.json_format import MessageToDict
 
 from ..._core.signing import ID_HEADER
-from ..._runtime import Outage, RunUpdate, Sayso
+from ..._runtime import KeptClaim, Outage, RunUpdate, Sayso
 from ...exceptions import SaysoError
-from ._push import PUSH_MARKS, TOKEN_HEADER, MarkPushConfigStore
+from ._push import PUSH_MARKS, TOKEN_HEADER, DispatchConfig, MarkPushConfigStore
 from ._tasks import TaskReader
 
 logger = logging.getLogger("sayso.a2a.push")
@@ -40,6 +42,8 @@ POLL_SECONDS = 1.0
 MAX_ATTEMPTS = 8
 BACKOFF_SECONDS = 1.0
 TIMEOUT_SECONDS = 10.0
+LEASE_SECONDS = 2 * TIMEOUT_SECONDS + 1
+"""How long a claim lasts (renewed while a batch is worked through): an update's reads, posts and settling."""
 
 
 class PushDispatcher:
@@ -75,17 +79,24 @@ class PushDispatcher:
         outage = Outage(logger, "reading the outbox for A2A pushes")
         while True:
             self._wake = anyio.Event()
+            since = anyio.current_time()
             try:
                 # A task nobody set a push config for (most of them) is passed over as its update is fanned out.
-                claimed = await self.sayso.claim_run_updates(
-                    HOOK, lease_seconds=2 * TIMEOUT_SECONDS + 1, marked=PUSH_MARKS
-                )
+                claimed = await self.sayso.claim_run_updates(HOOK, lease_seconds=LEASE_SECONDS, marked=PUSH_MARKS)
             except SaysoError:
                 outage.failed(self._poll)
                 claimed = []
             else:
                 outage.succeeded()
-            for update in claimed:
+            kept = KeptClaim(
+                self.sayso,
+                claimed,
+                since=since,
+                lease_seconds=LEASE_SECONDS,
+                attempt_seconds=TIMEOUT_SECONDS,
+                logger=logger,
+            )
+            async for update in kept:
                 await self._attempt(update)
             if not claimed:
                 with anyio.move_on_after(self._poll):
@@ -93,7 +104,7 @@ class PushDispatcher:
 
     async def _attempt(self, update: RunUpdate) -> None:
         try:
-            configs = await self.configs.get_info_for_dispatch(update.run_id)
+            configs = await self.configs.get_for_dispatch(update.run_id)
             run = await self.sayso.run_record(update.run_id)
             if not configs or run.updated_at > update.created_at:
                 # No config, or the task changed again since: its later update is the one to send.
@@ -105,7 +116,24 @@ class PushDispatcher:
             return  # the claim lapses and the delivery is claimed again
         event = TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
         body = MessageToDict(StreamResponse(status_update=event))
-        problems = [p for config in configs if (p := await self._post(config, body, update.delivery_id))]
+        problems: list[str] = []
+        took: list[tuple[str, str]] = []
+
+        async def post(config: DispatchConfig) -> None:
+            if problem := await self._post(config.config, body, update.delivery_id):
+                problems.append(problem)
+            else:
+                took.append(config.key)
+
+        async with anyio.create_task_group() as posting:  # side by side: one update takes one timeout at most
+            for config in configs:
+                if config.sent != update.delivery_id:  # a retry: the configs that took it are not sent it again
+                    posting.start_soon(post, config)
+        if problems and took:
+            try:
+                await self.configs.mark_sent(update.run_id, update.delivery_id, took)
+            except SaysoError:
+                logger.warning("could not mark the configs of task %s that took its push", update.run_id, exc_info=True)
         await self._settle(update, problems)
 
     async def _post(self, config: TaskPushNotificationConfig, body: Mapping[str, Any], delivery_id: str) -> str | None:
