@@ -156,21 +156,25 @@ def test_an_answer_refused_for_its_text_leaves_the_link_to_decide_again(
     assert ran("pay") == []
 
 
+def pay_40_mailed_to_bob(
+    serve: Serve, smtp: Smtp, tmp_path: Path, clock: Clock, **rule: Any
+) -> tuple[LiveServer, Config, dict[str, Any], str]:
+    """A server on `clock` whose payments (with `rule`'s options) are mailed to bob; a paused `pay 40`: the server,
+    its config, the run and the link bob was mailed."""
+    port = free_port()
+    config = channels_config(
+        tmp_path, public_url=f"http://127.0.0.1:{port}", notify=["email:bob@example.com"], smtp_port=smtp.port, **rule
+    )
+    server, _ = serve(config, port=port, clock=clock)
+    run: dict[str, Any] = dict(start_run(server, "pay 40"))
+    return server, config, run, mailed_link(smtp.mailbox.wait_for(1)[0])
+
+
 def test_a_link_for_a_changed_or_expired_request_says_so(serve: Serve, smtp: Smtp, tmp_path: Path) -> None:
     """A link bound to other arguments, a link past its request's expiry, a forged one: each a plain 4xx page."""
     clock = Clock()
-    port = free_port()
-    config = channels_config(
-        tmp_path,
-        public_url=f"http://127.0.0.1:{port}",
-        notify=["email:bob@example.com"],
-        smtp_port=smtp.port,
-        ttl_seconds=600,
-    )
-    server, sayso = serve(config, port=port, clock=clock)
-    run = start_run(server, "pay 40")
-    link = mailed_link(smtp.mailbox.wait_for(1)[0])
-    request_id = str(run["requests"][0]["id"])  # type: ignore[index]
+    server, config, run, link = pay_40_mailed_to_bob(serve, smtp, tmp_path, clock, ttl_seconds=600)
+    request_id = str(run["requests"][0]["id"])
 
     key = config.channels.link_key(None)
     other = LinkClaims(
@@ -202,18 +206,9 @@ def test_a_link_and_rest_past_an_approving_timeout_say_the_call_will_run(
     """The rule approves on timeout: past it, the link's page and REST's 410 both say the call will run (the sweep
     approves it), never that it will not."""
     clock = Clock()
-    port = free_port()
-    config = channels_config(
-        tmp_path,
-        public_url=f"http://127.0.0.1:{port}",
-        notify=["email:bob@example.com"],
-        smtp_port=smtp.port,
-        routing={"on_timeout": {"after": "10m", "action": "approve"}},
-    )
-    server, _ = serve(config, port=port, clock=clock)
-    run = start_run(server, "pay 40")
-    link = mailed_link(smtp.mailbox.wait_for(1)[0])
-    request_id = str(run["requests"][0]["id"])  # type: ignore[index]
+    rule = {"on_timeout": {"after": "10m", "action": "approve"}}
+    server, _, run, link = pay_40_mailed_to_bob(serve, smtp, tmp_path, clock, routing=rule)
+    request_id = str(run["requests"][0]["id"])
     clock.now += 601
 
     said = "the rule approves it on timeout (after 10m), so the call will run"
