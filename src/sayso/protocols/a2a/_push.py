@@ -40,6 +40,7 @@ from ..._config.file import A2AConfig
 from ..._core.access import Principal
 from ..._core.signing import ID_HEADER, secret_problem, signature_headers
 from ..._runtime import Sayso
+from ...exceptions import RunNotFound
 from ._push_target import PinnedTransport, PushRefused, checked_address
 
 PUSH_MARKS = "a2a.push"
@@ -94,11 +95,25 @@ class MarkPushConfigStore(PushNotificationConfigStore):
         return [_config(e) for e in await self._load(task_id) if e["owner"] == owner]
 
     async def get_for_dispatch(self, task_id: str) -> list[DispatchConfig]:
-        """Every config of the task (whoever owns it), with the last delivery it took when a retry must skip it."""
+        """The task's configs whose owners may see it now, each with the last delivery it took (a retry skips it).
+
+        Who may see a task can change while it runs: an approver of a routed request reads it only while it
+        waits on them. A config outlives that, but sends nothing the task's `GetTask` would not show its owner.
+        """
+        entries = await self._load(task_id)
+        seeing = {owner for owner in {e["owner"] for e in entries} if await self._sees(task_id, owner)}
         return [
             DispatchConfig(key=(e["owner"], e["config"]["id"]), config=_config(e), sent=e.get("sent"))
-            for e in await self._load(task_id)
+            for e in entries
+            if e["owner"] in seeing
         ]
+
+    async def _sees(self, task_id: str, owner: str) -> bool:
+        try:
+            await self.sayso.run_record(task_id, principal=owner)
+        except RunNotFound:
+            return False
+        return True
 
     async def mark_sent(self, task_id: str, delivery_id: str, keys: Collection[tuple[str, str]]) -> None:
         """Remember that these configs took `delivery_id`: its retry, for the configs that failed, skips them.
