@@ -82,6 +82,25 @@ async def test_principals_see_and_revoke_only_their_own_grants(serve: ServerFact
     assert (last["body"]["event"], last["body"]["principal"]) == ("grant_revoked", "admin")
 
 
+async def test_an_approver_sees_and_revokes_the_grant_they_gave_and_the_next_call_asks(serve: ServerFactory) -> None:
+    """An approver who chose "Always allow" on alice's request can take it back: they list the grant they gave
+    and revoke it, and alice's next delete asks again. Bob, who neither owns nor gave it, still sees nothing."""
+    server = await serve(principals=[ALICE, BOB, OPS])
+    alice, bob, ops = server.client("alice-token"), server.client("bob-token"), server.client("ops-token")
+    async with alice, bob, ops:
+        run = await post(alice, "/v1/runs", {"message": "delete notes"})
+        await post(ops, f"/v1/requests/{run['requests'][0]['id']}/decision", {"kind": "approve", "scope": "always"})
+        [grant] = (await get(ops, "/v1/grants"))["grants"]
+        assert (grant["principal"], grant["granted_by"], grant["scope"]) == ("alice", "ops", "always")
+        assert [g["grant_id"] for g in (await get(alice, "/v1/grants"))["grants"]] == [grant["grant_id"]]
+        assert (await get(bob, "/v1/grants"))["grants"] == []
+        assert (await bob.delete(f"/v1/grants/{grant['grant_id']}")).status_code == 404
+        assert (await ops.delete(f"/v1/grants/{grant['grant_id']}")).status_code == 200
+        assert (await get(alice, "/v1/grants"))["grants"] == []
+        asks = await post(alice, "/v1/runs", {"message": "delete todo"})
+    assert asks["status"] == "paused"
+
+
 async def test_only_approvers_read_the_audit_log_and_run_expiry(serve: ServerFactory) -> None:
     """The audit log and the expiry sweep are for approvers (403 for others); the owner still decides."""
     server = await serve(principals=[ALICE, OPS])

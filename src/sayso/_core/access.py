@@ -11,7 +11,8 @@ MCP, the web UI or the CLI):
 - a routed request (its rule names `approvers`, docs/guides/routing.md) is decided only by those
   approvers, and never by the principal whose message started the run unless the rule says
   `self_approval: true` (separation of duties); they see the request, in their inbox too;
-- approvers read the audit log; an admin (approver for `*`) sees every grant;
+- approvers read the audit log; a grant is seen and revoked by its principal, by who gave it, and by an
+  admin (approver for `*`), who sees every grant;
 - a grant is used only for the agent it was given for;
 - closing open requests unanswered (a forced resume, a cancel) is the owner's, or deciding each of them;
 - a request its caller may not see does not exist for them, whether they read it or decide it
@@ -27,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
+from .grants import Grant
 from .requests import Request
 from .routing import Routing
 
@@ -139,6 +141,14 @@ def may_read_audit(principal: Principal) -> bool:
 def sees_every_grant(principal: Principal) -> bool:
     """Whether `principal` sees and revokes every grant, not only its own (an admin: approver for `*`)."""
     return principal.local or "*" in principal.approver_for
+
+
+def sees_grant(principal: Principal, grant: Grant) -> bool:
+    """Whether `principal` sees and revokes `grant`: whose calls it lets through, who gave it, or an admin.
+
+    An approver who chose "Always allow" on someone else's request can take that back.
+    """
+    return sees_every_grant(principal) or principal.name in (grant.principal, grant.giver)
 
 
 def approved_agents(principal: Principal, agents: list[str]) -> list[str] | None:

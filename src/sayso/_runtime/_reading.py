@@ -232,25 +232,24 @@ class Reading:
     # grants and audit
 
     async def grants(self, *, principal: PrincipalLike | None = None) -> list[Grant]:
-        """Active remembered approvals, newest first: the caller's own (every one for an admin or `None`)."""
+        """Active remembered approvals, newest first: the caller's own and those they gave (all: an admin, `None`)."""
         who = None if principal is None else self.principal(principal)
-        owner = None if who is None or access.sees_every_grant(who) else who.name
-        return await self._k.store.list_grants(principal=owner)
+        listed = await self._k.store.list_grants()
+        return listed if who is None else [g for g in listed if access.sees_grant(who, g)]
 
     async def revoke_grant(self, grant_id: str, *, principal: PrincipalLike | None = None) -> Grant:
         """Revoke a remembered approval; the next call it covered asks again.
 
         Args:
             grant_id: the grant.
-            principal: who asks: only the grant's principal or an admin may; `None` (Python) skips the check.
+            principal: who asks: only the grant's principal, who gave it, or an admin may; `None` (Python) skips
+                the check.
 
         Raises:
-            GrantNotFound: no active grant (of the caller's) has this id.
+            GrantNotFound: no active grant the caller sees has this id.
         """
         who = self.principal(principal) if principal is not None else LOCAL
-        if not access.sees_every_grant(who) and grant_id not in {
-            g.grant_id for g in await self._k.store.list_grants(principal=who.name)
-        }:
+        if not access.sees_every_grant(who) and grant_id not in {g.grant_id for g in await self.grants(principal=who)}:
             raise GrantNotFound(grant_id)
         now = self._k.clock()
         revoked = await self._k.store.revoke_grant(

@@ -133,7 +133,7 @@ def grant_json(grant: Grant) -> JsonBody:
     responses=problems(401, 503),
 )
 async def grants(caller: Caller, sayso: Runtime) -> JsonBody:
-    """Active remembered approvals, newest first: the caller's own, or every grant for an admin (`*` approver)."""
+    """Active remembered approvals, newest first: the caller's own and those they gave, or every one for an admin."""
     return {"grants": [grant_json(g) for g in await sayso.grants(principal=caller)]}
 
 
@@ -143,10 +143,10 @@ async def grants(caller: Caller, sayso: Runtime) -> JsonBody:
     response_model_exclude_unset=True,
     tags=["grants"],
     operation_id="revoke_grant",
-    responses=problems(401, 404, 422, 503, s404="No active grant of the caller's has this id."),
+    responses=problems(401, 404, 422, 503, s404="No active grant the caller sees has this id."),
 )
 async def revoke_grant(caller: Caller, sayso: Runtime, grant_id: Id) -> JsonBody:
-    """Revoke a grant; the next call it covered asks again. 404 for a grant that is not the caller's."""
+    """Revoke a grant; the next call it covered asks again. 404 for a grant the caller does not see (in /v1/grants)."""
     return grant_json(await sayso.revoke_grant(grant_id, principal=caller))
 
 
