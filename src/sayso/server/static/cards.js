@@ -186,14 +186,14 @@ function approvalCard(request, ctx) {
   const preview = el("div", { class: "preview", "aria-live": "polite" });
   editor.addEventListener("input", () => {
     let edited;
-    try { edited = JSON.parse(editor.value); } catch { preview.replaceChildren(); return; }
+    try { edited = parseJSON(editor.value); } catch { preview.replaceChildren(); return; }
     const changes = diffArgs(shownArgs(request), edited);
     preview.replaceChildren(...(changes.length ? [el("p", { class: "hint" }, "Changes:"), editList(changes)] : []));
   });
   const editBox = el("form", { class: "box", hidden: true, onsubmit: (event) => {
     event.preventDefault();
     let edited;
-    try { edited = JSON.parse(editor.value); } catch (err) {
+    try { edited = parseJSON(editor.value); } catch (err) {
       feedback(card, `The arguments are not valid JSON: ${err.message}`);
       return;
     }
@@ -260,7 +260,7 @@ function clientToolCard(request, ctx) {
   card.append(el("label", { for: resultId }, "Result (JSON)"), result,
     el("div", { class: "actions" }, el("button", { type: "button", class: "primary", onclick: () => {
       let value;
-      try { value = JSON.parse(result.value); } catch (err) {
+      try { value = parseJSON(result.value); } catch (err) {
         feedback(card, `The result is not valid JSON: ${err.message}`);
         return;
       }

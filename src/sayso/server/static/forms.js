@@ -11,6 +11,7 @@ function renderValue(value) {
     if (!value.length) return el("span", { class: "muted" }, "(none)");
     return el("ol", { class: "value" }, value.map((item) => el("li", {}, renderValue(item))));
   }
+  if (isRawNumber(value)) return el("span", {}, value.rawJSON);
   if (typeof value === "object") {
     const keys = Object.keys(value);
     const headline = ["name", "title"].find((key) => typeof value[key] === "string");
@@ -127,7 +128,7 @@ function schemaField(schema, root, path, label, required) {
     const input = el("input", { ...common, type: "number", step: type === "integer" ? "1" : "any", value: s.default ?? null,
       min: s.minimum ?? null, max: s.maximum ?? null });
     node = el("div", { class: "field" }, el("label", { for: id }, title), hint, input, error);
-    read = () => (input.value.trim() === "" ? undefined : Number(input.value));
+    read = () => (input.value.trim() === "" ? undefined : exactNumber(Number(input.value), input.value.trim()));
     // Text such as `4e` leaves a number field's value empty: read as left empty, the answer would lose it.
     unread = () => (input.validity.badInput ? [{ loc: path, msg: "not a number" }] : []);
   } else if (type === "string") {
@@ -138,31 +139,39 @@ function schemaField(schema, root, path, label, required) {
     node = el("div", { class: "field" }, el("label", { for: id }, title), hint, input, error);
     read = () => (input.value === "" ? undefined : input.value);
   } else if (type === "array" && resolveSchema(s.items, root).enum) {
+    // The schema's default is ticked: a form sent as it stands gives it, not an empty list nobody chose.
     const choices = resolveSchema(s.items, root).enum;
+    const ticked = new Set((Array.isArray(s.default) ? s.default : []).map((choice) => JSON.stringify(choice)));
     const name = nextId("many");
     node = el("fieldset", { class: "field", "data-loc": path.join("."), "aria-describedby": errorId }, el("legend", {}, title), hint,
       choices.map((choice) => {
         const optionId = nextId("choice");
-        return el("div", {}, el("input", { type: "checkbox", name, id: optionId, value: JSON.stringify(choice) }),
+        return el("div", {}, el("input", { type: "checkbox", name, id: optionId, value: JSON.stringify(choice), checked: ticked.has(JSON.stringify(choice)) }),
           el("label", { for: optionId }, String(choice)));
       }), error);
     read = () => [...node.querySelectorAll(`input[name="${name}"]:checked`)].map((input) => JSON.parse(input.value));
   } else if (type === "array" && ["string", "integer", "number"].includes(typeOf(resolveSchema(s.items, root)))) {
     const numeric = typeOf(resolveSchema(s.items, root)) !== "string";
-    const area = el("textarea", { ...common, rows: 3 });
+    // Written out from its default; emptied, a list whose default has items is sent empty (else the default comes back).
+    const fallback = Array.isArray(s.default) && s.default.length > 0;
+    const area = el("textarea", { ...common, rows: 3 }, fallback ? s.default.map(String).join("\n") : "");
     node = el("div", { class: "field" }, el("label", { for: id }, `${title} (one per line)`), hint, area, error);
+    const lines = () => area.value.split("\n").map((line) => line.trim()).filter((line) => line);
     read = () => {
-      const lines = area.value.split("\n").map((line) => line.trim()).filter((line) => line);
-      if (!lines.length && !required) return undefined;
-      return numeric ? lines.map(Number) : lines;
+      if (!lines().length && !required && !fallback) return undefined;
+      return numeric ? lines().map((line) => exactNumber(Number(line), line)) : lines();
     };
+    // A line that is no number would be sent as null: said as the line it is.
+    unread = () => (numeric ? lines().flatMap((line, index) => (Number.isFinite(Number(line)) ? []
+      : [{ loc: path, msg: `line ${index + 1}: ${line} is not a number` }])) : []);
   } else {
     // Anything else (nested lists of objects, any JSON): written as JSON; text that is not JSON is sent as text.
-    const area = el("textarea", { ...common, rows: 4 });
+    const given = s.default !== undefined && s.default !== null ? JSON.stringify(s.default, null, 2) : "";
+    const area = el("textarea", { ...common, rows: 4 }, given);
     node = el("div", { class: "field" }, el("label", { for: id }, `${title} (JSON)`), hint, area, error);
     read = () => {
       if (area.value.trim() === "") return undefined;
-      try { return JSON.parse(area.value); } catch { return area.value; }
+      try { return parseJSON(area.value); } catch { return area.value; }
     };
   }
   return { node, read, errors, unread };
