@@ -90,17 +90,16 @@ def order(node_input: str) -> Generator[RequestInput, Any, str]:
     return f"ORDER {value.model_dump_json()}"
 
 
-def orders(workdir: Path) -> Config:
+def workflow(workdir: Path, node: str) -> Config:
+    """A config whose entry is a workflow of the one `node` (a function of this module)."""
     return Config.model_validate(
         {
             "store": f"sqlite:///{workdir / 'sayso.db'}",
             "base_dir": str(workdir),
             "models": {"m": "test"},
             "agents": {"idle": {"model": "m"}},
-            "workflows": {
-                "shop": {"nodes": {"order": "tests.server.test_web_ui_values:order"}, "edges": [["START", "order"]]}
-            },
-            "entry": "shop",
+            "workflows": {"flow": {"nodes": {node: f"{__name__}:{node}"}, "edges": [["START", node]]}},
+            "entry": "flow",
         }
     )
 
@@ -108,7 +107,7 @@ def orders(workdir: Path) -> Config:
 def test_a_form_starts_from_its_defaults(serve: ServerFactory, page: Page, workdir: Path) -> None:
     """Lists show their defaults (the channel ticked, the tag and the line written), so a form sent as it stands
     gives the workflow those defaults, not empty lists nobody chose."""
-    server = serve(config=orders(workdir))
+    server = serve(config=workflow(workdir, "order"))
     page.goto(server.base_url)
     say(page, "hello")
     card = page.get_by_role("article", name="Order")
@@ -125,7 +124,7 @@ def test_a_form_starts_from_its_defaults(serve: ServerFactory, page: Page, workd
 def test_a_line_of_a_number_list_that_is_no_number_is_named(serve: ServerFactory, page: Page, workdir: Path) -> None:
     """`abc` in a list of integers is refused at the field as what it is, not as the `null` it would be sent as;
     once corrected the form goes."""
-    server = serve(config=orders(workdir))
+    server = serve(config=workflow(workdir, "order"))
     page.goto(server.base_url)
     say(page, "hello")
     card = page.get_by_role("article", name="Order")
@@ -138,3 +137,36 @@ def test_a_line_of_a_number_list_that_is_no_number_is_named(serve: ServerFactory
     counts.fill("1\n2\n3")
     card.get_by_role("button", name="Send").click()
     expect(page.locator("#transcript")).to_contain_text('"counts":[1,2,3]')
+
+
+TITLED = {
+    "type": "object",
+    "title": "Plan choice",
+    "properties": {
+        "plan": {"type": "string", "oneOf": [{"const": "p1", "title": "Basic plan"}, {"const": "p2", "title": "Pro"}]},
+        "legacy": {"type": "string", "enum": ["a", "b"], "enumNames": ["Alpha", "Beta"]},
+        "extras": {
+            "type": "array",
+            "items": {"anyOf": [{"const": "x", "title": "Extra seat"}, {"const": "y", "title": "Extra room"}]},
+        },
+    },
+    "required": ["plan"],
+}
+"""Choices with titles as MCP's elicitation forms write them: `oneOf` of `const`s, `enumNames`, `anyOf` items."""
+
+
+def pick(node_input: str) -> Generator[RequestInput, Any, str]:
+    return f"PICKED {(yield RequestInput('Pick a plan', response_schema=TITLED))}"
+
+
+def test_titled_choices_are_picked_by_their_titles(serve: ServerFactory, page: Page, workdir: Path) -> None:
+    """A choice written with titles is a select (or ticks) showing the titles, and sends the values behind them."""
+    server = serve(config=workflow(workdir, "pick"))
+    page.goto(server.base_url)
+    say(page, "hello")
+    card = page.get_by_role("article", name="Plan choice")
+    card.get_by_label("Plan *").select_option(label="Pro")
+    card.get_by_label("Legacy").select_option(label="Beta")
+    card.get_by_label("Extra room").check()
+    card.get_by_role("button", name="Send").click()
+    expect(page.locator("#transcript")).to_contain_text("PICKED {'plan': 'p2', 'legacy': 'b', 'extras': ['y']}")

@@ -60,8 +60,19 @@ function schemaTitle(schema) {
   return words.charAt(0).toUpperCase() + words.slice(1).toLowerCase();
 }
 
+// A field's choices as `{value, label}`: an `enum` (its `enumNames` as labels), or choices with titles as MCP's
+// forms write them, `oneOf` / `anyOf` of `{const, title}`; null where the field is not a choice.
+function choicesOf(schema) {
+  const options = schema?.oneOf || schema?.anyOf;
+  if (Array.isArray(options) && options.length && options.every((option) => option && "const" in option)) {
+    return options.map((option) => ({ value: option.const, label: String(option.title ?? option.const) }));
+  }
+  if (!Array.isArray(schema?.enum)) return null;
+  return schema.enum.map((value, i) => ({ value, label: String(schema.enumNames?.[i] ?? value) }));
+}
+
 function typeOf(schema) {
-  if (schema.enum) return "enum";
+  if (choicesOf(schema)) return "enum";
   if (Array.isArray(schema.type)) return schema.type.find((t) => t !== "null") || "any";
   return schema.type || (schema.properties ? "object" : "any");
 }
@@ -121,7 +132,7 @@ function schemaField(schema, root, path, label, required) {
     read = () => input.checked;
   } else if (type === "enum") {
     const select = el("select", common, el("option", { value: "" }, required ? "choose…" : "—"),
-      s.enum.map((value) => el("option", { value: JSON.stringify(value), selected: s.default === value }, String(value))));
+      choicesOf(s).map(({ value, label }) => el("option", { value: JSON.stringify(value), selected: s.default === value }, label)));
     node = el("div", { class: "field" }, el("label", { for: id }, title), hint, select, error);
     read = () => (select.value === "" ? undefined : JSON.parse(select.value));
   } else if (type === "integer" || type === "number") {
@@ -138,16 +149,16 @@ function schemaField(schema, root, path, label, required) {
       : el("input", { ...common, type: "text", value: s.default ?? null });
     node = el("div", { class: "field" }, el("label", { for: id }, title), hint, input, error);
     read = () => (input.value === "" ? undefined : input.value);
-  } else if (type === "array" && resolveSchema(s.items, root).enum) {
+  } else if (type === "array" && choicesOf(resolveSchema(s.items, root))) {
     // The schema's default is ticked: a form sent as it stands gives it, not an empty list nobody chose.
-    const choices = resolveSchema(s.items, root).enum;
+    const choices = choicesOf(resolveSchema(s.items, root));
     const ticked = new Set((Array.isArray(s.default) ? s.default : []).map((choice) => JSON.stringify(choice)));
     const name = nextId("many");
     node = el("fieldset", { class: "field", "data-loc": path.join("."), "aria-describedby": errorId }, el("legend", {}, title), hint,
-      choices.map((choice) => {
+      choices.map(({ value, label }) => {
         const optionId = nextId("choice");
-        return el("div", {}, el("input", { type: "checkbox", name, id: optionId, value: JSON.stringify(choice), checked: ticked.has(JSON.stringify(choice)) }),
-          el("label", { for: optionId }, String(choice)));
+        return el("div", {}, el("input", { type: "checkbox", name, id: optionId, value: JSON.stringify(value), checked: ticked.has(JSON.stringify(value)) }),
+          el("label", { for: optionId }, label));
       }), error);
     read = () => [...node.querySelectorAll(`input[name="${name}"]:checked`)].map((input) => JSON.parse(input.value));
   } else if (type === "array" && ["string", "integer", "number"].includes(typeOf(resolveSchema(s.items, root)))) {
