@@ -170,3 +170,23 @@ def test_titled_choices_are_picked_by_their_titles(serve: ServerFactory, page: P
     card.get_by_label("Extra room").check()
     card.get_by_role("button", name="Send").click()
     expect(page.locator("#transcript")).to_contain_text("PICKED {'plan': 'p2', 'legacy': 'b', 'extras': ['y']}")
+
+
+def test_a_very_long_argument_keeps_the_buttons_in_reach(serve: ServerFactory, page: Page, workdir: Path) -> None:
+    """A call with pages of arguments shows them in a box that scrolls (by keyboard too), so the card, with its
+    buttons, fits the window instead of running thousands of pixels down; the whole value is still there."""
+    note = "word " * 4000
+    model = tool_model(lambda said: ("refund", {"amount": 1, "to": note}), read="model read: {result}")
+    server = serve(config=refunds(workdir), models={"m": model})
+    page.goto(server.base_url)
+    say(page, "refund")
+    card = page.get_by_role("article", name="Approve refund?")
+    arguments = card.get_by_role("region", name="Arguments")
+    expect(arguments).to_contain_text('"to": "word word')
+    assert note.strip() in arguments.inner_text()
+    expect(arguments).to_have_attribute("tabindex", "0")
+    card_box, call_box = card.bounding_box(), page.locator("#transcript li.tool_call").bounding_box()
+    assert card_box is not None and call_box is not None
+    assert card_box["height"] < 800 and call_box["height"] < 800, (card_box, call_box)
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator("#transcript")).to_contain_text("model read: refunded 1")

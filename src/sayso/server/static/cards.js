@@ -148,6 +148,12 @@ function toggle(box, focus) {
   };
 }
 
+// A call's arguments, in a box that scrolls past a screenful (by keyboard too), so pages of them leave the card's
+// buttons in reach.
+function argumentsBlock(text) {
+  return el("pre", { class: "arguments", role: "region", "aria-label": "Arguments", tabindex: "0" }, text);
+}
+
 function approvalCard(request, ctx) {
   const card = cardShell(request, `Approve ${request.tool_name}?`, ctx);
   if (request.hint) card.append(el("p", {}, request.hint));
@@ -158,7 +164,7 @@ function approvalCard(request, ctx) {
     if (about) card.append(el("p", { class: "label" }, `${request.tool.source || "tool"} · ${about}`));
     if (request.tool.destructive && !request.tool.read_only) card.append(el("p", { class: "error" }, "The tool's source says it may destroy data."));
   }
-  card.append(el("pre", { "aria-label": "Arguments" }, JSON.stringify(shownArgs(request), null, 2)));
+  card.append(argumentsBlock(JSON.stringify(shownArgs(request), null, 2)));
   if (request.payload !== null && request.payload !== undefined) card.append(payloadBlock(request.payload));
   // An approval that asks for feedback (`response_schema`) sends it as the approval's `payload`.
   const feedbackForm = request.response_schema ? schemaForm(request.response_schema) : null;
@@ -252,7 +258,7 @@ function questionCard(request, ctx) {
 function clientToolCard(request, ctx) {
   const card = cardShell(request, `Run ${request.tool_name} here`, ctx);
   if (request.description) card.append(el("p", {}, request.description));
-  card.append(el("pre", { "aria-label": "Arguments" }, JSON.stringify(request.args, null, 2)));
+  card.append(argumentsBlock(JSON.stringify(request.args, null, 2)));
   const resultId = nextId("result");
   const result = el("textarea", { id: resultId, rows: 4, spellcheck: "false" }, "");
   const errorId = nextId("error");
