@@ -148,6 +148,12 @@ function toggle(box, focus) {
   };
 }
 
+// A call's arguments, in a box that scrolls past a screenful (by keyboard too), so pages of them leave the card's
+// buttons in reach.
+function argumentsBlock(text) {
+  return el("pre", { class: "arguments", role: "region", "aria-label": "Arguments", tabindex: "0" }, text);
+}
+
 function approvalCard(request, ctx) {
   const card = cardShell(request, `Approve ${request.tool_name}?`, ctx);
   if (request.hint) card.append(el("p", {}, request.hint));
@@ -158,7 +164,7 @@ function approvalCard(request, ctx) {
     if (about) card.append(el("p", { class: "label" }, `${request.tool.source || "tool"} · ${about}`));
     if (request.tool.destructive && !request.tool.read_only) card.append(el("p", { class: "error" }, "The tool's source says it may destroy data."));
   }
-  card.append(el("pre", { "aria-label": "Arguments" }, JSON.stringify(shownArgs(request), null, 2)));
+  card.append(argumentsBlock(JSON.stringify(shownArgs(request), null, 2)));
   if (request.payload !== null && request.payload !== undefined) card.append(payloadBlock(request.payload));
   // An approval that asks for feedback (`response_schema`) sends it as the approval's `payload`.
   const feedbackForm = request.response_schema ? schemaForm(request.response_schema) : null;
@@ -186,14 +192,14 @@ function approvalCard(request, ctx) {
   const preview = el("div", { class: "preview", "aria-live": "polite" });
   editor.addEventListener("input", () => {
     let edited;
-    try { edited = JSON.parse(editor.value); } catch { preview.replaceChildren(); return; }
+    try { edited = parseJSON(editor.value); } catch { preview.replaceChildren(); return; }
     const changes = diffArgs(shownArgs(request), edited);
     preview.replaceChildren(...(changes.length ? [el("p", { class: "hint" }, "Changes:"), editList(changes)] : []));
   });
   const editBox = el("form", { class: "box", hidden: true, onsubmit: (event) => {
     event.preventDefault();
     let edited;
-    try { edited = JSON.parse(editor.value); } catch (err) {
+    try { edited = parseJSON(editor.value); } catch (err) {
       feedback(card, `The arguments are not valid JSON: ${err.message}`);
       return;
     }
@@ -252,7 +258,7 @@ function questionCard(request, ctx) {
 function clientToolCard(request, ctx) {
   const card = cardShell(request, `Run ${request.tool_name} here`, ctx);
   if (request.description) card.append(el("p", {}, request.description));
-  card.append(el("pre", { "aria-label": "Arguments" }, JSON.stringify(request.args, null, 2)));
+  card.append(argumentsBlock(JSON.stringify(request.args, null, 2)));
   const resultId = nextId("result");
   const result = el("textarea", { id: resultId, rows: 4, spellcheck: "false" }, "");
   const errorId = nextId("error");
@@ -260,7 +266,7 @@ function clientToolCard(request, ctx) {
   card.append(el("label", { for: resultId }, "Result (JSON)"), result,
     el("div", { class: "actions" }, el("button", { type: "button", class: "primary", onclick: () => {
       let value;
-      try { value = JSON.parse(result.value); } catch (err) {
+      try { value = parseJSON(result.value); } catch (err) {
         feedback(card, `The result is not valid JSON: ${err.message}`);
         return;
       }

@@ -11,6 +11,7 @@ function renderValue(value) {
     if (!value.length) return el("span", { class: "muted" }, "(none)");
     return el("ol", { class: "value" }, value.map((item) => el("li", {}, renderValue(item))));
   }
+  if (isRawNumber(value)) return el("span", {}, value.rawJSON);
   if (typeof value === "object") {
     const keys = Object.keys(value);
     const headline = ["name", "title"].find((key) => typeof value[key] === "string");
@@ -59,8 +60,19 @@ function schemaTitle(schema) {
   return words.charAt(0).toUpperCase() + words.slice(1).toLowerCase();
 }
 
+// A field's choices as `{value, label}`: an `enum` (its `enumNames` as labels), or choices with titles as MCP's
+// forms write them, `oneOf` / `anyOf` of `{const, title}`; null where the field is not a choice.
+function choicesOf(schema) {
+  const options = schema?.oneOf || schema?.anyOf;
+  if (Array.isArray(options) && options.length && options.every((option) => option && "const" in option)) {
+    return options.map((option) => ({ value: option.const, label: String(option.title ?? option.const) }));
+  }
+  if (!Array.isArray(schema?.enum)) return null;
+  return schema.enum.map((value, i) => ({ value, label: String(schema.enumNames?.[i] ?? value) }));
+}
+
 function typeOf(schema) {
-  if (schema.enum) return "enum";
+  if (choicesOf(schema)) return "enum";
   if (Array.isArray(schema.type)) return schema.type.find((t) => t !== "null") || "any";
   return schema.type || (schema.properties ? "object" : "any");
 }
@@ -120,14 +132,14 @@ function schemaField(schema, root, path, label, required) {
     read = () => input.checked;
   } else if (type === "enum") {
     const select = el("select", common, el("option", { value: "" }, required ? "choose…" : "—"),
-      s.enum.map((value) => el("option", { value: JSON.stringify(value), selected: s.default === value }, String(value))));
+      choicesOf(s).map(({ value, label }) => el("option", { value: JSON.stringify(value), selected: s.default === value }, label)));
     node = el("div", { class: "field" }, el("label", { for: id }, title), hint, select, error);
     read = () => (select.value === "" ? undefined : JSON.parse(select.value));
   } else if (type === "integer" || type === "number") {
     const input = el("input", { ...common, type: "number", step: type === "integer" ? "1" : "any", value: s.default ?? null,
       min: s.minimum ?? null, max: s.maximum ?? null });
     node = el("div", { class: "field" }, el("label", { for: id }, title), hint, input, error);
-    read = () => (input.value.trim() === "" ? undefined : Number(input.value));
+    read = () => (input.value.trim() === "" ? undefined : exactNumber(Number(input.value), input.value.trim()));
     // Text such as `4e` leaves a number field's value empty: read as left empty, the answer would lose it.
     unread = () => (input.validity.badInput ? [{ loc: path, msg: "not a number" }] : []);
   } else if (type === "string") {
@@ -137,32 +149,40 @@ function schemaField(schema, root, path, label, required) {
       : el("input", { ...common, type: "text", value: s.default ?? null });
     node = el("div", { class: "field" }, el("label", { for: id }, title), hint, input, error);
     read = () => (input.value === "" ? undefined : input.value);
-  } else if (type === "array" && resolveSchema(s.items, root).enum) {
-    const choices = resolveSchema(s.items, root).enum;
+  } else if (type === "array" && choicesOf(resolveSchema(s.items, root))) {
+    // The schema's default is ticked: a form sent as it stands gives it, not an empty list nobody chose.
+    const choices = choicesOf(resolveSchema(s.items, root));
+    const ticked = new Set((Array.isArray(s.default) ? s.default : []).map((choice) => JSON.stringify(choice)));
     const name = nextId("many");
     node = el("fieldset", { class: "field", "data-loc": path.join("."), "aria-describedby": errorId }, el("legend", {}, title), hint,
-      choices.map((choice) => {
+      choices.map(({ value, label }) => {
         const optionId = nextId("choice");
-        return el("div", {}, el("input", { type: "checkbox", name, id: optionId, value: JSON.stringify(choice) }),
-          el("label", { for: optionId }, String(choice)));
+        return el("div", {}, el("input", { type: "checkbox", name, id: optionId, value: JSON.stringify(value), checked: ticked.has(JSON.stringify(value)) }),
+          el("label", { for: optionId }, label));
       }), error);
     read = () => [...node.querySelectorAll(`input[name="${name}"]:checked`)].map((input) => JSON.parse(input.value));
   } else if (type === "array" && ["string", "integer", "number"].includes(typeOf(resolveSchema(s.items, root)))) {
     const numeric = typeOf(resolveSchema(s.items, root)) !== "string";
-    const area = el("textarea", { ...common, rows: 3 });
+    // Written out from its default; emptied, a list whose default has items is sent empty (else the default comes back).
+    const fallback = Array.isArray(s.default) && s.default.length > 0;
+    const area = el("textarea", { ...common, rows: 3 }, fallback ? s.default.map(String).join("\n") : "");
     node = el("div", { class: "field" }, el("label", { for: id }, `${title} (one per line)`), hint, area, error);
+    const lines = () => area.value.split("\n").map((line) => line.trim()).filter((line) => line);
     read = () => {
-      const lines = area.value.split("\n").map((line) => line.trim()).filter((line) => line);
-      if (!lines.length && !required) return undefined;
-      return numeric ? lines.map(Number) : lines;
+      if (!lines().length && !required && !fallback) return undefined;
+      return numeric ? lines().map((line) => exactNumber(Number(line), line)) : lines();
     };
+    // A line that is no number would be sent as null: said as the line it is.
+    unread = () => (numeric ? lines().flatMap((line, index) => (Number.isFinite(Number(line)) ? []
+      : [{ loc: path, msg: `line ${index + 1}: ${line} is not a number` }])) : []);
   } else {
     // Anything else (nested lists of objects, any JSON): written as JSON; text that is not JSON is sent as text.
-    const area = el("textarea", { ...common, rows: 4 });
+    const given = s.default !== undefined && s.default !== null ? JSON.stringify(s.default, null, 2) : "";
+    const area = el("textarea", { ...common, rows: 4 }, given);
     node = el("div", { class: "field" }, el("label", { for: id }, `${title} (JSON)`), hint, area, error);
     read = () => {
       if (area.value.trim() === "") return undefined;
-      try { return JSON.parse(area.value); } catch { return area.value; }
+      try { return parseJSON(area.value); } catch { return area.value; }
     };
   }
   return { node, read, errors, unread };

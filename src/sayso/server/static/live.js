@@ -14,7 +14,7 @@ function parseEvents(buffer, handle) {
       if (line.startsWith("event: ")) name = line.slice(7);
       else if (line.startsWith("data: ")) data += line.slice(6);
     }
-    if (data) handle(name, JSON.parse(data));
+    if (data) handle(name, parseJSON(data));
   }
   return buffer;
 }

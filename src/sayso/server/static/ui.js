@@ -27,6 +27,16 @@ function authHeaders(extra = {}) {
   return headers;
 }
 
+// A JSON integer a JavaScript number cannot hold (beyond 2**53, such as an account or reference number) is kept as
+// its own digits (`JSON.rawJSON`): shown, compared and sent back as written, never rounded to a neighbour.
+function exactNumber(value, source) {
+  const unsafe = typeof value === "number" && !Number.isSafeInteger(value) && /^-?\d+$/.test(String(source));
+  return unsafe && JSON.rawJSON ? JSON.rawJSON(String(source)) : value;
+}
+
+const parseJSON = (text) => JSON.parse(text, (key, value, context) => exactNumber(value, context?.source));
+const isRawNumber = (value) => !!JSON.isRawJSON?.(value);
+
 async function api(method, path, body, extraHeaders = {}) {
   const headers = authHeaders({ Accept: "application/json", ...extraHeaders });
   // Every call that changes something is JSON, body or not: the server refuses other types (no cross-site forms).
@@ -37,7 +47,7 @@ async function api(method, path, body, extraHeaders = {}) {
   } catch (err) {
     return { ok: false, status: 0, data: { title: "Offline", detail: "the server did not answer" } };
   }
-  const data = await response.json().catch(() => null);
+  const data = await response.text().then(parseJSON).catch(() => null);
   if (response.status === 401) $("signin").hidden = false;
   return { ok: response.ok, status: response.status, data };
 }
