@@ -89,3 +89,22 @@ def test_an_outsider_deciding_is_told_what_a_made_up_id_is(refunds: Config) -> N
         assert (code, refused) == (made_up[0], made_up[1].replace("req_made_up", request_id)) and code == 3
     code, own = sayso("decide", config, request_id, "reject", "--principal", "alice")
     assert code == 4 and "may not decide its own calls" in own
+
+
+def test_after_an_edit_the_next_approver_is_shown_the_arguments_their_approval_runs(refunds: Config) -> None:
+    """bob approved with the amount edited to 200: carol's inbox showed the proposed 250 in the panel and in the
+    suggested `--args` edit, while a plain approve ran the call with 200 she was never shown (and pasting the edit
+    started a round on 250, throwing bob's vote away). Now the panel shows what the vote is about, as the web UI
+    does, and the suggested edit carries it."""
+    config = str(REFUNDS)
+    code, out = sayso("run", config, "refund 250 to acme", "--principal", "alice", "--json")
+    request_id = json.loads(out)["requests"][0]["id"]
+    edited = '{"amount": 200, "to": "acme"}'
+    code, voted = sayso("decide", config, request_id, "approve", "--args", edited, "--principal", "bob")
+    assert code == 0 and "approvals: 1 of 2 (edited arguments), waiting for finance" in voted
+    code, listed = sayso("inbox", config, "--principal", "carol")
+    assert code == 0 and '"amount": 200' in listed and '"amount": 250' not in listed, listed
+    edit = printed(listed, "approve --args")
+    assert edit[-2:] == ["--principal", "carol"] and edited in edit
+    code, done = sayso(*edit)
+    assert code == 0 and "Refunded 200 to acme." in done

@@ -301,3 +301,28 @@ async def test_a_decision_on_a_request_whose_workflow_has_ended_is_answered_from
     assert (outsider.status_code, outsider.json()["type"]) == (404, made_up.json()["type"]), outsider.text
     assert paused["run_id"] not in outsider.text and "workflow" not in outsider.text
     assert calls(tmp_path) == ["d.txt"]
+
+
+async def test_a_decision_on_a_run_whose_workflow_was_terminated_says_so_and_the_thread_starts_over(
+    tmp_path: Path, temporal: Project
+) -> None:
+    """An operator terminated a paused run's workflow: a decision was refused with "workflow execution already
+    completed", which says the run finished when nothing carries it on any more. Now the 409 says the workflow was
+    terminated and what to do (a new message on the thread starts over), the request stays open, nothing runs."""
+    config = temporal.config(tmp_path, BODY.replace("TTL", ""), FILES)
+    temporal.workers(config).start()
+    async with served(config) as client:
+        paused = (await client.post("/v1/runs", json={"message": "delete t.txt"})).json()
+        handle = (await Client.connect(temporal.address)).get_workflow_handle(f"sayso-files-{paused['run_id']}")
+        await handle.terminate(reason="an operator's cleanup")
+        request_id = paused["requests"][0]["id"]
+        refused = await client.post(f"/v1/requests/{request_id}/decision", json={"kind": "approve"})
+        still = (await client.get(f"/v1/requests/{request_id}")).json()
+        again = await client.post("/v1/runs", json={"message": "delete u.txt", "thread_id": paused["thread_id"]})
+    assert refused.status_code == 409, refused.text
+    detail = refused.json()["detail"]
+    assert "terminated" in detail and "completed" not in detail, detail
+    assert "new message on its thread" in detail, detail
+    assert still["decision"] is None, still
+    assert again.status_code == 200 and again.json()["status"] == "paused", again.text
+    assert calls(tmp_path) == []

@@ -27,6 +27,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import (
     Client,
+    WorkflowExecutionStatus,
     WorkflowHandle,
     WorkflowUpdateFailedError,
     WorkflowUpdateHandle,
@@ -159,7 +160,7 @@ class TemporalFront:
         except WorkflowUpdateFailedError as exc:
             raise error_in(exc.cause) or RunConflict(run.run_id, f"its workflow failed: {exc.cause}") from None
         except RPCError as exc:
-            raise self._failed(exc, run, handle.id) from None
+            raise await self._refused(exc, run, handle) from None
         except WorkflowUpdateRPCTimeoutOrCancelledError:
             said = f"Temporal at {self._settings.address} did not answer in time about {what}"
             raise StoreError(said, service="Temporal") from None
@@ -249,6 +250,29 @@ class TemporalFront:
                 raise unreachable from None
             return True
         return bool(described.pollers)
+
+    async def _refused(self, exc: RPCError, run: RunRecord, handle: WorkflowHandle[Any, Any]) -> SaysoError:
+        """`_failed`, but a workflow that has closed says how, and what its run's person may do.
+
+        The cluster says "workflow execution already completed" of any closed workflow; a run's requests
+        are decided on the store when its workflow completed with it, so one that reaches here was cut off
+        (terminated by an operator, timed out): nothing carries its run on any more.
+        """
+        failed = self._failed(exc, run, handle.id)
+        if not isinstance(failed, RunConflict) or exc.status != RPCStatusCode.NOT_FOUND:
+            return failed
+        try:
+            status = (await handle.describe()).status
+        except RPCError:
+            return failed
+        if status is None or status == WorkflowExecutionStatus.RUNNING:
+            return failed
+        how = status.name.lower().replace("_", " ")
+        return RunConflict(
+            run.run_id,
+            f"its workflow {handle.id!r} has ended on Temporal ({how}), so no worker carries this run on and its "
+            "open requests cannot be decided any more; a new message on its thread starts over",
+        )
 
     def _failed(self, exc: RPCError, run: RunRecord, workflow: str) -> SaysoError:
         """What a failed call about `run`'s workflow means: the cluster is out of reach, or the workflow refuses.

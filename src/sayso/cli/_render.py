@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +24,10 @@ from .._core.requests import (
     QuestionRequest,
     Request,
     is_remote_call,
+    redacted,
     shown_args,
 )
-from .._core.votes import Vote, quorum
+from .._core.votes import Vote, quorum, standing_args
 from ._pasted import config_word, sayso_command
 
 if TYPE_CHECKING:
@@ -80,17 +81,15 @@ def text_answer(schema: JsonSchemaValue) -> bool:
     return schema_type(schema).get("type") == "string"
 
 
-def typed_args(args: dict[str, Any], schema: JsonSchemaValue | None) -> dict[str, Any]:
+def typed_args(args: Mapping[str, Any], schema: JsonSchemaValue | None) -> dict[str, Any]:
     """`args` with each value typed as the tool's schema asks (`"50"` for a number is `50`), to edit and send.
 
     A model (or a script) may write a number as text; the tool took it, lax, but edited arguments
     are checked strictly against the schema, so the suggested edit must carry the typed value.
     """
-    if not schema:
-        return args
-    properties = schema_type(schema).get("properties")
-    if not isinstance(properties, dict):
-        return args
+    properties = schema_type(schema).get("properties") if schema else None
+    if schema is None or not isinstance(properties, dict):
+        return dict(args)
     return {name: _typed(value, properties.get(name), schema) for name, value in args.items()}
 
 
@@ -132,10 +131,10 @@ def deciding_as(request: Request, votes: Sequence[Vote] = ()) -> tuple[str | Non
 def answer_commands(request: Request, config: str, votes: Sequence[Vote] = ()) -> list[str]:
     """The exact `sayso decide` commands that answer `request`, ready to paste into a shell (as `deciding_as`)."""
     who, _ = deciding_as(request, votes)
-    return [f"{c} --principal {shlex.quote(who)}" if who else c for c in _commands(request, config)]
+    return [f"{c} --principal {shlex.quote(who)}" if who else c for c in _commands(request, config, votes)]
 
 
-def _commands(request: Request, config: str) -> list[str]:
+def _commands(request: Request, config: str, votes: Sequence[Vote]) -> list[str]:
     base = f"{sayso_command()} decide {config_word(config)} {request.request_id}"
     if isinstance(request, InputRequest):
         if text_answer(request.response_schema):
@@ -151,7 +150,7 @@ def _commands(request: Request, config: str) -> list[str]:
             approve += f" {shlex.quote(json.dumps(example_answer(request.response_schema), ensure_ascii=False))}"
         commands = [approve, f"{base} reject --reason {shlex.quote('your reason')}"]
         if not is_remote_call(request):
-            edited = json.dumps(typed_args(shown_args(request), request.args_schema), ensure_ascii=False)
+            edited = json.dumps(typed_args(_at_stake(request, votes), request.args_schema), ensure_ascii=False)
             commands.append(f"{base} approve --args {shlex.quote(edited)}")
         wider = [s for s in request.scopes if s != "once"]
         if wider:
@@ -212,7 +211,7 @@ def request_panel(
     title: str
     if isinstance(request, ApprovalRequest):
         title = f"{_who(request)} wants to run [bold]{request.tool_name}[/bold]"
-        body.extend(_approval_lines(request))
+        body.extend(_approval_lines(request, votes))
     elif isinstance(request, InputRequest):
         title = f"{_who(request)} asks for input at [bold]{request.node}[/bold]"
         body.append(Text(request.message))
@@ -265,10 +264,16 @@ def routing_lines(request: Request, votes: Sequence[Vote] = ()) -> list[Text]:
     return lines
 
 
-def _approval_lines(request: ApprovalRequest) -> list[RenderableType]:
-    """An approval's arguments, hint, tool source, subject, scopes and the feedback it asks for."""
+def _at_stake(request: Request, votes: Sequence[Vote]) -> Mapping[str, Any]:
+    """The arguments an approval runs the call with (an earlier vote's edit, else the proposed ones), as shown."""
+    shown: Mapping[str, Any] = redacted(standing_args(request, votes), request.redact)
+    return shown
+
+
+def _approval_lines(request: ApprovalRequest, votes: Sequence[Vote]) -> list[RenderableType]:
+    """An approval's arguments (those the votes are about), hint, tool source, subject, scopes and feedback asked."""
     lines: list[RenderableType] = [
-        Syntax(json.dumps(shown_args(request), indent=2, ensure_ascii=False), "json", theme="ansi_dark"),
+        Syntax(json.dumps(_at_stake(request, votes), indent=2, ensure_ascii=False), "json", theme="ansi_dark"),
         Text(request.hint, style="italic"),
         *([Text(request.why)] if request.why else []),
         *_tool_lines(request),
