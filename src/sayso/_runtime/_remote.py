@@ -60,6 +60,9 @@ ANSWERED_ELSEWHERE = (
 CARRIED_ON_LATER = "the run carries on once the remote agent says where its task stands (the recovery sweep asks it)"
 """What a decider is told when the remote agent took the decisions but its answer never came back."""
 
+NOT_SENT_AGAIN = "it was not sent again: check with the remote agent before asking again"
+"""Why a task whose handover got no answer is never handed over twice: the agent may have started it."""
+
 logger = logging.getLogger("sayso.leases")
 
 
@@ -161,7 +164,14 @@ class RemoteRunner:
         # Hand the work to the remote agent; its pause becomes the proxy's, mirroring the remote's asks.
         assert self._client is not None, "remote delegates are configured, so the runtime has a RemoteAgents client"
         url = self.urls[run.agent]
-        outcome = await self._client.start(url, start.prompt or "")
+        try:
+            outcome = await self._client.start(url, start.prompt or "")
+        except RemoteUnreachable as exc:
+            return await _failed(self._k, run, f"{exc}; nothing was sent")
+        except RemoteCutOff as exc:
+            return await _failed(self._k, run, f"outcome unknown: the task went out, but {exc}; {NOT_SENT_AGAIN}")
+        if not outcome.task_id:  # refused before any task began
+            return await _failed(self._k, run, outcome.text)
         return await settle(self._k, run, url, outcome)
 
     async def resume(self, run: RunRecord, resume: Resume, options: CallOptions) -> RunResult:
@@ -374,6 +384,14 @@ async def keep_decided(
     await k.store.save_pause(proxy, holder=k.holder, pause_id=new_id("pau"), new_messages=(), requests=again, now=now)
     kept = zip(requests, again, strict=True)
     await k.store.add_decisions([replace(decisions[old.request_id], request_id=new.request_id) for old, new in kept])
+
+
+async def _failed(k: Kernel, proxy: RunRecord, error: str) -> RunResult:
+    """Fail a proxy whose task the remote agent never took, or took without a word back (its parent reads `error`)."""
+    await k.store.finish_run(
+        proxy, holder=k.holder, new_messages=(), status="failed", output=None, error=error, now=k.clock()
+    )
+    return RunResult(run_id=proxy.run_id, thread_id=proxy.thread_id, agent=proxy.agent, status="failed", error=error)
 
 
 async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) -> RunResult:
