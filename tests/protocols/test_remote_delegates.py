@@ -515,7 +515,6 @@ async def test_a_forced_resume_past_a_remote_cut_off_while_it_ran_an_approved_ca
     assert purged.read_text().split() == ["g1"]
 
 
-
 async def test_a_remote_killed_while_it_takes_a_task_leaves_its_delegate_failed_as_outcome_unknown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
