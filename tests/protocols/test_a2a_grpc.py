@@ -216,6 +216,26 @@ async def test_the_bearer_token_in_metadata_is_the_caller(grpc_serve: Callable[.
     assert read["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
 
 
+async def test_a_remote_delegate_over_grpc_with_a_wrong_token_fails_as_refused(
+    grpc_serve: Callable[..., Awaitable[Served]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """UNAUTHENTICATED from the child is a refusal: nothing started there, and the parent's model reads it so, not as
+    an outcome it cannot know."""
+    _, port = await grpc_serve(principals=PRINCIPALS)
+    monkeypatch.setenv("FILES_TOKEN", "wrong")
+    delegate = {"a2a": f"grpc://127.0.0.1:{port}/kagent/files", "name": "files", "token_env": "FILES_TOKEN"}
+    config = {
+        "store": f"sqlite:///{tmp_path / 'parent.db'}",
+        "agents": {"coordinator": {"model": "c", "delegates": [delegate]}},
+    }
+    model = tool_model(verbs(tidy=("files", "task")), read="files said: {result}")
+    async with Sayso(Config.model_validate(config), models={"c": model}) as parent:
+        done = await parent.run("tidy delete notes", agent="coordinator")
+    assert done.output is not None
+    assert done.output.startswith("files said: Error: the delegate files failed: the remote agent at grpc://")
+    assert "/kagent/files refused the task: gRPC Error UNAUTHENTICATED" in done.output
+
+
 PARENT_CONFIG = """
 store: sqlite:///parent.db
 models:

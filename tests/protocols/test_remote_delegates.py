@@ -513,3 +513,52 @@ async def test_a_forced_resume_past_a_remote_cut_off_while_it_ran_an_approved_ca
         "had not answered yet: what it did is unknown, so check its effect before trying again"
     )
     assert purged.read_text().split() == ["g1"]
+
+
+async def test_a_remote_killed_while_it_takes_a_task_leaves_its_delegate_failed_as_outcome_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The remote agent is killed while it works on the task it was just handed (an ungated purge): the parent's
+    model reads that the outcome is unknown and that the task was not sent again (not a raw client error), and the
+    delegate's run is failed so at once, never left running for a sweep to abandon. The purge ran once."""
+    monkeypatch.delenv("SAYSO_STORE", raising=False)
+    remote, owner_dir, purged = purging(tmp_path, seconds=30)
+    remote.config.write_text(PURGER_CONFIG.replace("    interrupt: {tools: [purge]}\n", ""))
+    remote.start()
+    try:
+        async with Sayso.from_yaml(owner_dir / "sayso.yaml") as app:
+            done: list[RunResult] = []
+
+            async def run() -> None:
+                done.append(await app.run("purge g1", agent="owner"))
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(run)
+                await anyio.to_thread.run_sync(wait_for, purged)
+                remote.kill()
+            [result] = done
+    finally:
+        remote.stop()
+    with sqlite3.connect(owner_dir / "owner.db") as db:  # what an operator's query of the store shows
+        [delegate] = db.execute("SELECT agent, status FROM runs WHERE parent_run_id IS NOT NULL").fetchall()
+    assert result.status == "completed" and result.output is not None
+    assert result.output.startswith("owner read: Error: the delegate purger failed: outcome unknown: the task went out")
+    assert "it was not sent again: check with the remote agent before asking again" in result.output
+    assert "A2AClientError" not in result.output
+    assert delegate == ("purger", "failed")
+    assert purged.read_text().split() == ["g1"]
+
+
+async def test_a_remote_that_cannot_be_reached_fails_its_delegate_saying_nothing_was_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delegate whose agent is not listening: the parent's model reads that it could not be reached and that
+    nothing was sent, as the delegate's failure (no tool traceback)."""
+    monkeypatch.delenv("SAYSO_STORE", raising=False)
+    (tmp_path / "owner.yaml").write_text(OWNER)
+    (tmp_path / "sayso.yaml").write_text(OWNER_CONFIG.format(url=f"http://127.0.0.1:{free_port()}/a2a/purger"))
+    async with Sayso.from_yaml(tmp_path / "sayso.yaml") as app:
+        result = await app.run("purge g1", agent="owner")
+    assert result.status == "completed" and result.output is not None
+    assert result.output.startswith("owner read: Error: the delegate purger failed: the remote agent at http://")
+    assert result.output.endswith("; nothing was sent")

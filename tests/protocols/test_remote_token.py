@@ -66,3 +66,20 @@ def test_an_unset_token_env_is_refused_at_start_and_warned_of_by_check(
     checked = CliRunner().invoke(cli, ["check", str(path)])
     assert "agents.coordinator.delegates[0].token_env" in checked.output
     assert "the environment variable FILES_TOKEN is not set" in checked.output
+
+
+async def test_a_wrong_token_fails_the_delegate_as_refused_by_the_remote_agent(
+    tmp_path: Path, child: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child turns a wrong token away: the parent's model reads that the remote agent refused the task (it
+    started nothing there), not a raw client error nor "outcome unknown"."""
+    monkeypatch.setenv("FILES_TOKEN", "not-the-secret")
+    model = tool_model(verbs(tidy=("files", "task")), read="files said: {result}")
+    async with Sayso(Config.model_validate(parent_config(tmp_path, child)), models={"c": model}) as sayso:
+        done = await sayso.run("tidy delete notes.txt", agent="coordinator")
+    assert done.status == "completed" and done.output is not None
+    assert done.output.startswith(f"files said: Error: the delegate files failed: the remote agent at {child}/")
+    assert done.output.endswith("/a2a/files refused the task: HTTP 401 Unauthorized")
+    assert "A2AClientError" not in done.output
+    seen = httpx.get(f"{child}/v1/requests", headers={"Authorization": "Bearer child-secret"}, timeout=30).json()
+    assert seen["requests"] == []

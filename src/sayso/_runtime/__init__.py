@@ -8,7 +8,8 @@
 | `_runner` | the runner seam: `Runner`, `Runs` (what runners ask of the cycle), `CallOptions`, `Start`, `Resume` |
 | `_agent_runs` | `AgentRunner`: an agent's run started, resumed and carried on as engine steps |
 | `_workflows` | `WorkflowRunner`: a workflow's run stepped by its engine, and what is written when |
-| `_remote` | `RemoteRunner`: remote (A2A) delegates as proxy runs, and the `RemoteAgents` port they go through |
+| `_remote` | `RemoteRunner`: remote (A2A) delegates as proxy runs |
+| `_remote_port` | the `RemoteAgents` port remote delegates go through, and what it carries |
 | `_step` | one engine step from store to store: an agent segment, then its pause or its end |
 | `_workflow_host` | the workflows' engines, over the store (persistence) and the cycle's runs below (agent nodes) |
 | `_tree` | the delegate tree: where a run stands, its leaves, starting a run below, closing a tree |
@@ -71,7 +72,7 @@ if TYPE_CHECKING:
     from ._outage import Outage
     from ._outbox import EscalationNotice, OutboundEvent, RunUpdate
     from ._reader import Reader
-    from ._remote import RemoteAgents, RemoteAsk, RemoteCutOff, RemoteOutcome, RemoteUnreachable, RemoteWire
+    from ._remote_port import RemoteAgents, RemoteAsk, RemoteCutOff, RemoteOutcome, RemoteUnreachable, RemoteWire
     from ._results import (
         ApproversJson,
         DecideResult,
@@ -170,13 +171,13 @@ _LAZY: dict[str, str] = {
     "PrincipalLike": "._listing",
     "Inbox": "._inbox",
     "Reader": "._reader",
-    "RemoteAgents": "._remote",
-    "RemoteAsk": "._remote",
-    "RemoteCutOff": "._remote",
-    "RemoteOutcome": "._remote",
+    "RemoteAgents": "._remote_port",
+    "RemoteAsk": "._remote_port",
+    "RemoteCutOff": "._remote_port",
+    "RemoteOutcome": "._remote_port",
     "RemoteTask": ".._store",
-    "RemoteUnreachable": "._remote",
-    "RemoteWire": "._remote",
+    "RemoteUnreachable": "._remote_port",
+    "RemoteWire": "._remote_port",
     "RequestClosed": "._watch",
     "RequestVoted": "._watch",
     "RequestEvent": "._events",

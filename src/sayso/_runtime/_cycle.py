@@ -32,7 +32,8 @@ from ..exceptions import AgentNotFound, PauseConsumed, RunConflict, RunNotFound,
 from . import _leases, _tree
 from ._agent_runs import AgentRunner
 from ._kernel import Kernel, derived_id
-from ._remote import RemoteAgents, RemoteRunner
+from ._remote import RemoteRunner
+from ._remote_port import RemoteAgents
 from ._results import RunResult
 from ._runner import CallOptions, Engine, Resume, RunKind, Runner, Runs, Start, WorkflowRuns
 

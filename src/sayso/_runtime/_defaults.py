@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .._config.file import Config
     from ._kernel import Kernel
-    from ._remote import RemoteAgents
+    from ._remote_port import RemoteAgents
     from ._runner import Engine, Runs, WorkflowRuns
 
     WorkflowRunnerOf = Callable[[Kernel, Runs], WorkflowRuns]

@@ -39,7 +39,8 @@ from ._kernel import Kernel
 from ._link_verbs import LinkVerbs
 from ._mark_verbs import MarkVerbs
 from ._reading import PrincipalLike, Reading
-from ._remote import RemoteAgents, remote_delegates
+from ._remote import remote_delegates
+from ._remote_port import RemoteAgents
 from ._results import DecideResult, RunResult
 from ._runner import CallOptions, DecisionCall, Engine
 from ._verbs import decide as _decide

@@ -15,8 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol, TypeAlias
+from dataclasses import replace
 
 from .._config.file import Config
 from .._core.audit_events import audit_body
@@ -24,7 +23,6 @@ from .._core.decisions import Decision, DecisionRecord, Skip
 from .._core.requests import (
     ApprovalRequest,
     DelegateRequest,
-    Question,
     QuestionRequest,
     Request,
     RequestBase,
@@ -36,11 +34,9 @@ from .._store import Decided, RequestWithRun, RunRecord, RunStatus
 from ..exceptions import ConfigError, InvalidInput, RunConflict
 from . import _leases, _step, _tree
 from ._kernel import Kernel, new_id
+from ._remote_port import RemoteAgents, RemoteAsk, RemoteCutOff, RemoteOutcome, RemoteUnreachable, RemoteWire
 from ._results import RunResult
 from ._runner import CallOptions, Resume, Start, refuse_retry
-
-RemoteWire: TypeAlias = Literal["v1", "legacy"]
-"""How a remote agent speaks human-in-the-loop: kagent's v1 extension, or kagent 0.x's DataParts."""
 
 REMOTE_CANCEL_MARKS = "remote.cancel"
 """The store's mark namespace for cancels a remote agent could not be told yet (key `kept`: a JSON list)."""
@@ -60,83 +56,10 @@ ANSWERED_ELSEWHERE = (
 CARRIED_ON_LATER = "the run carries on once the remote agent says where its task stands (the recovery sweep asks it)"
 """What a decider is told when the remote agent took the decisions but its answer never came back."""
 
+NOT_SENT_AGAIN = "it was not sent again: check with the remote agent before asking again"
+"""Why a task whose handover got no answer is never handed over twice: the agent may have started it."""
+
 logger = logging.getLogger("sayso.leases")
-
-
-@dataclass(frozen=True, kw_only=True)
-class RemoteAsk:
-    """One thing a paused remote task waits on, as its visible tool."""
-
-    kind: Literal["approval", "question"]
-    ask_id: str
-    """The id the remote agent expects back in its response."""
-    tool_name: str
-    args: dict[str, object] = field(default_factory=dict[str, object])
-    hint: str | None = None
-    questions: tuple[Question, ...] = ()
-    call_id: str | None = None
-    """The remote model's id for the call (kagent's `call_id`; what kagent 0.x keys its decisions by)."""
-    wire: RemoteWire = "v1"
-    """How the remote agent paused, and so how its answer goes back."""
-    expires_at: float | None = None
-    """When the remote agent closes the ask unanswered (its request's expiry, when it says so)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class RemoteOutcome:
-    """Where a remote task stands after a message."""
-
-    status: Literal["completed", "paused", "failed", "input_without_hitl", "working"]
-    """`input_without_hitl`: the remote task waits for input but says neither what nor how to answer; `working`:
-    it is still at its work (what asking where a task stands may find, as a call it took runs)."""
-    task_id: str
-    context_id: str
-    text: str = ""
-    """The remote agent's answer (or what went wrong)."""
-    asks: tuple[RemoteAsk, ...] = ()
-
-
-class RemoteUnreachable(Exception):
-    """The message never reached the remote agent: no connection was made, so it may be sent again."""
-
-    def __init__(self, url: str, problem: str) -> None:
-        self.url = url
-        self.problem = problem
-        super().__init__(f"the remote agent at {url} could not be reached: {problem}")
-
-
-class RemoteCutOff(Exception):
-    """The message went out but no answer came back (the connection broke): the agent may or may not have taken it."""
-
-    def __init__(self, url: str, problem: str) -> None:
-        self.url = url
-        self.problem = problem
-        super().__init__(f"the remote agent at {url} stopped answering: {problem}")
-
-
-class RemoteAgents(Protocol):
-    """How the runtime reaches remote agents: start a task, answer what it waits on, ask where it stands.
-
-    A message that certainly did not reach the agent raises `RemoteUnreachable`; one whose answer
-    never came back (it may have been taken) `RemoteCutOff`.
-    """
-
-    async def start(self, url: str, text: str) -> RemoteOutcome: ...
-
-    async def answer(
-        self, url: str, *, task_id: str, context_id: str, decisions: list[tuple[RemoteAsk, Decision]]
-    ) -> RemoteOutcome: ...
-
-    async def standing(self, url: str, *, task_id: str, context_id: str) -> RemoteOutcome:
-        """Where a task stands now, without changing it (`working` while it works)."""
-        ...
-
-    async def cancel(self, url: str, *, task_id: str, context_id: str) -> bool:
-        """Cancel a task (A2A `CancelTask`); `False` when the agent cancels no tasks (its asks are skipped instead).
-
-        A task the agent no longer has, or that ended already, has nothing left to cancel: `True`.
-        """
-        ...
 
 
 class RemoteRunner:
@@ -161,7 +84,14 @@ class RemoteRunner:
         # Hand the work to the remote agent; its pause becomes the proxy's, mirroring the remote's asks.
         assert self._client is not None, "remote delegates are configured, so the runtime has a RemoteAgents client"
         url = self.urls[run.agent]
-        outcome = await self._client.start(url, start.prompt or "")
+        try:
+            outcome = await self._client.start(url, start.prompt or "")
+        except RemoteUnreachable as exc:
+            return await _failed(self._k, run, f"{exc}; nothing was sent")
+        except RemoteCutOff as exc:
+            return await _failed(self._k, run, f"outcome unknown: the task went out, but {exc}; {NOT_SENT_AGAIN}")
+        if not outcome.task_id:  # refused before any task began
+            return await _failed(self._k, run, outcome.text)
         return await settle(self._k, run, url, outcome)
 
     async def resume(self, run: RunRecord, resume: Resume, options: CallOptions) -> RunResult:
@@ -374,6 +304,14 @@ async def keep_decided(
     await k.store.save_pause(proxy, holder=k.holder, pause_id=new_id("pau"), new_messages=(), requests=again, now=now)
     kept = zip(requests, again, strict=True)
     await k.store.add_decisions([replace(decisions[old.request_id], request_id=new.request_id) for old, new in kept])
+
+
+async def _failed(k: Kernel, proxy: RunRecord, error: str) -> RunResult:
+    """Fail a proxy whose task the remote agent never took, or took without a word back (its parent reads `error`)."""
+    await k.store.finish_run(
+        proxy, holder=k.holder, new_messages=(), status="failed", output=None, error=error, now=k.clock()
+    )
+    return RunResult(run_id=proxy.run_id, thread_id=proxy.thread_id, agent=proxy.agent, status="failed", error=error)
 
 
 async def settle(k: Kernel, proxy: RunRecord, url: str, outcome: RemoteOutcome) -> RunResult:

@@ -78,9 +78,27 @@ class A2ARemoteAgents:
         return cls(tokens=tokens)
 
     async def start(self, url: str, text: str) -> RemoteOutcome:
+        """Hand a new task to the remote agent; where it stands once the agent answers.
+
+        An agent that refuses the message (a bad token, a request it does not take) started nothing:
+        the task is failed, naming the refusal.
+
+        Raises:
+            RemoteUnreachable: no connection was made, so nothing was sent.
+            RemoteCutOff: the message went out but no answer came back: the agent may have started the task.
+        """
         message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER)
         message.parts.append(Part(text=text))
-        return await self._send(url, message)
+        try:
+            return await self._send(url, message)
+        except A2AClientError as exc:
+            if not _refusal(exc):
+                raise RemoteCutOff(url, str(exc)) from exc
+            refused = _said(exc)
+        except A2AError as exc:
+            refused = str(exc)
+        text = f"the remote agent at {url} refused the task: {refused}"
+        return RemoteOutcome(status="failed", task_id="", context_id="", text=text)
 
     async def answer(
         self, url: str, *, task_id: str, context_id: str, decisions: list[tuple[RemoteAsk, Decision]]
@@ -206,6 +224,35 @@ class A2ARemoteAgents:
 
 
 GRPC_SCHEME = "grpc://"
+
+
+def _refusal(exc: A2AClientError) -> bool:
+    """Whether the agent answered the message with a refusal (an HTTP 4xx, a JSON-RPC error): nothing was taken.
+
+    Anything else (the connection broke, a timeout, a 5xx) leaves open whether the agent took it.
+    """
+    cause = exc.__cause__
+    if isinstance(cause, httpx.HTTPStatusError):
+        return cause.response.status_code < 500
+    code = getattr(cause, "code", None)  # a gRPC status (grpc.aio.AioRpcError), without importing grpc
+    if callable(code):
+        return getattr(code(), "name", "") in _GRPC_REFUSALS
+    return cause is None and str(exc).startswith("JSON-RPC Error")
+
+
+def _said(exc: A2AClientError) -> str:
+    """A refusal in a line: an HTTP status as its code and phrase (httpx's own text adds a help link)."""
+    cause = exc.__cause__
+    if isinstance(cause, httpx.HTTPStatusError):
+        return f"HTTP {cause.response.status_code} {cause.response.reason_phrase}"
+    return str(exc)
+
+
+_GRPC_REFUSALS = frozenset(
+    {"INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "FAILED_PRECONDITION", "OUT_OF_RANGE"}
+    | {"UNIMPLEMENTED", "UNAUTHENTICATED", "RESOURCE_EXHAUSTED"}
+)
+"""gRPC statuses by which an agent refuses a message it did not take."""
 
 
 def _grpc_client(url: str) -> Client:
