@@ -149,6 +149,30 @@ async def test_failed_deliveries_are_retried_with_the_same_delivery_id(
     assert listener.received[0][0]["webhook-id"] == event["id"]
 
 
+async def test_a_receiver_down_for_half_a_day_still_gets_the_event_tried_at_least_hourly(
+    serve: ServerFactory, listener: Listener
+) -> None:
+    """With the default retries, a receiver that refuses 15 times (the waits doubling past an hour) still gets the
+    event: the waits stop growing at an hour, so each hour that passes brings one more attempt."""
+    listener.fail_first = 15
+    hook = WebhookConfig(url=listener.url, secret=SECRET, events=["request.opened"])
+    now = [time.time()]
+    server = await serve(config=load_config(EXAMPLE).model_copy(update={"webhooks": [hook]}), clock=lambda: now[0])
+    async with server.client() as client:
+        await client.post("/v1/runs", json={"message": "delete notes"})
+    hours = 0
+    while not listener.received and hours < 16:
+        tried = listener.attempts
+        deadline = time.monotonic() + 10
+        while listener.attempts == tried and time.monotonic() < deadline:
+            await anyio.sleep(0.02)
+        now[0] += 3600 + 1
+        hours += 1
+    [event] = await listener.wait_for(1)
+    assert event["type"] == "request.opened"
+    assert listener.attempts == 16
+
+
 async def test_background_sweep_expires_requests_and_says_so(serve: ServerFactory, listener: Listener) -> None:
     """The server's periodic sweep closes a run whose request expired and sends `request.expired` for it."""
     config = load_config(EXAMPLE)

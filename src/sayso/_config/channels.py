@@ -13,6 +13,7 @@ import os
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._core.retries import DEFAULT_ATTEMPTS
 from ..exceptions import ConfigError
 from .env import env_secret
 
@@ -27,10 +28,10 @@ class _Strict(BaseModel):
 
 
 class _Retries(_Strict):
-    max_attempts: int = Field(default=6, ge=1, le=30)
+    max_attempts: int = Field(default=DEFAULT_ATTEMPTS, ge=1, le=100)
     """Attempts per notice, the first included; the last failed one is logged and given up on."""
     backoff_seconds: float = Field(default=5.0, gt=0)
-    """Wait before the second attempt; each later wait doubles."""
+    """Wait before the second attempt; each later wait doubles, up to an hour."""
     timeout_seconds: float = Field(default=15.0, gt=0)
     """Time allowed for one attempt."""
 

@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from .._core.limits import Limits
+from .._core.retries import DEFAULT_ATTEMPTS
 from .._core.signing import secret_problem
 from ..exceptions import ConfigError
 from .env import env_secret
@@ -50,10 +51,10 @@ class WebhookConfig(_Strict):
     events: list[WebhookEvent] = list(DEFAULT_WEBHOOK_EVENTS)
     """Which events to send: `request.opened`, `request.decided`, `request.expired` (the default), and
     `request.voted` (each vote on a request that needs several approvals; sent only when listed)."""
-    max_attempts: int = Field(default=5, ge=1, le=20)
-    """Attempts per event, the first included."""
+    max_attempts: int = Field(default=DEFAULT_ATTEMPTS, ge=1, le=100)
+    """Attempts per event, the first included; the last failed one is logged and given up on."""
     backoff_seconds: float = Field(default=1.0, gt=0)
-    """Wait before the second attempt; each later wait doubles."""
+    """Wait before the second attempt; each later wait doubles, up to an hour."""
     timeout_seconds: float = Field(default=10.0, gt=0)
     """Time allowed for one attempt."""
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, Self, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 
+from .._core.retries import retry_wait
 from .._store import DeliveryStatus
 from ..exceptions import SaysoError
 from ._events import EventData, RequestEvent
@@ -229,14 +230,14 @@ class OutboxSender(ABC):
     async def retry_or_give_up(
         self, event: OutboundEvent, problem: str, *, retry: bool, policy: Retries, to: str
     ) -> None:
-        """Settle a failed attempt: tried again after `backoff_seconds * 2**(attempt-1)`, or given up on."""
+        """Settle a failed attempt: tried again after `retry_wait` (doubling, an hour at most), or given up on."""
         attempt = event.attempts + 1
         if not retry or attempt >= policy.max_attempts:
             self.failed += 1
             self._log.warning("%s to %s failed after %d attempt(s): %s", event.event, to, attempt, problem)
             await self.settle(event, "failed", error=problem)
             return
-        retry_at = self._clock() + policy.backoff_seconds * 2 ** (attempt - 1)
+        retry_at = self._clock() + retry_wait(policy.backoff_seconds, attempt)
         await self.settle(event, "pending", retry_at=retry_at, error=problem)
 
     async def settle(

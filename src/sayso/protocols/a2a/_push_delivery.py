@@ -25,6 +25,7 @@ import httpx
 from a2a.types import StreamResponse, TaskPushNotificationConfig, TaskStatusUpdateEvent
 from google.protobuf.json_format import MessageToDict
 
+from ..._core.retries import DEFAULT_ATTEMPTS, retry_wait
 from ..._core.signing import ID_HEADER
 from ..._runtime import KeptClaim, Outage, RunUpdate, Sayso
 from ...exceptions import SaysoError
@@ -39,7 +40,7 @@ HOOK = "a2a.push"
 POLL_SECONDS = 1.0
 """How often a server looks for task updates other processes committed (its own wake it at once)."""
 
-MAX_ATTEMPTS = 8
+MAX_ATTEMPTS = DEFAULT_ATTEMPTS
 BACKOFF_SECONDS = 1.0
 TIMEOUT_SECONDS = 10.0
 LEASE_SECONDS = 2 * TIMEOUT_SECONDS + 1
@@ -158,7 +159,7 @@ class PushDispatcher:
                 logger.warning("push for task %s failed after %d attempts: %s", update.run_id, attempt, problems)
                 await self.sayso.settle_event(update.delivery_id, status="failed", error="; ".join(problems))
             else:
-                retry_at = time.time() + self._backoff * 2 ** (attempt - 1)
+                retry_at = time.time() + retry_wait(self._backoff, attempt)
                 await self.sayso.settle_event(
                     update.delivery_id, status="pending", retry_at=retry_at, error="; ".join(problems)
                 )
