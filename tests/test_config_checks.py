@@ -147,8 +147,14 @@ async def test_a_client_declared_ask_user_does_not_clash_with_the_built_in(tmp_p
         pytest.param(
             "{model: m, tools: ['broken_mod:fn']}",
             "importing 'broken_mod' for 'broken_mod:fn' raised ZeroDivisionError",
-            "correct the import spec",
+            "fix the module 'broken_mod': importing it fails",
             id="module-raises",
+        ),
+        pytest.param(
+            "{model: m, tools: ['needy_mod:fn']}",
+            "'needy_mod' (for 'needy_mod:fn') imports 'sayso_no_such_package', which is not installed",
+            "install the package that provides 'sayso_no_such_package' in the environment",
+            id="module-needs-a-package",
         ),
     ],
 )
@@ -159,6 +165,7 @@ def test_each_error_names_file_line_and_fix(tmp_path: Path, agent: str, problem:
         "def list_files() -> str:\n    return ''\n\n\ndef ask_user(q: str) -> str:\n    return q\n"
     )
     (tmp_path / "broken_mod.py").write_text("1 / 0\n")
+    (tmp_path / "needy_mod.py").write_text("import sayso_no_such_package\n")
     config = tmp_path / "sayso.yaml"
     config.write_text(f"models: {{m: {{scripted: s.yaml}}}}\nagents:\n  a: {agent}\n")
     problems = [p for p in check_config(load_config(config)) if p.severity == "error"]

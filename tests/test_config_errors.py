@@ -269,3 +269,27 @@ def test_a_sole_approver_who_starts_the_run_is_warned_of_without_naming_a_quorum
         "expire. Fix: add an approver, or set self_approval: true"
     ) in done.stdout  # type: ignore[attr-defined]
     assert "approvals_required" not in done.stdout  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("script", "said"),
+    [
+        ("rules:\n  - user: '(open'\n    reply: x\n", ":2: error: rules[0].user: not a regular expression: missing ),"),
+        ("rules:\n  - tool: t\n    result: '[a'\n    reply: x\n", ":3: error: rules[0].result: not a regular"),
+        ("rules:\n  - user: x\n    replly: x\n", ":3: error: rules[0].replly: Extra inputs are not permitted. Fix:"),
+        ("rules: [\n", ":2: error: not valid YAML, column 1: expected the node content"),
+        ("- a rule\n", "': a script is a mapping with 'rules', 'fallback'"),
+    ],
+    ids=["user-regex", "result-regex", "misspelt-field", "yaml-syntax", "a-list"],
+)
+def test_a_script_that_cannot_run_is_an_error_at_check_naming_its_line(tmp_path: Path, script: str, said: str) -> None:
+    """A scripted model's broken regex is refused by `sayso check` (not a run failing later on `missing )`), and each
+    problem of a script reads as the config's do: `script.yaml:LINE: error: where: what`, without pydantic's or
+    PyYAML's own wording (`[type=…`, `<unicode string>`)."""
+    (tmp_path / "script.yaml").write_text(script)
+    _, done = check(tmp_path, "models:\n  m: {scripted: script.yaml}\nagents:\n  a: {model: m}\n")
+    err = done.stderr  # type: ignore[attr-defined]
+    assert done.exit_code == 2, err  # type: ignore[attr-defined]
+    assert f"{tmp_path / 'script.yaml'}{said}" in err
+    for raw in ("[type=", "errors.pydantic.dev", "<unicode string>"):
+        assert raw not in err

@@ -141,3 +141,24 @@ def test_every_full_config_example_checks_clean(
     )
     assert done.returncode == 0, f"{where}:\n{done.stdout}{done.stderr}"
     assert "error" not in done.stdout + done.stderr, f"{where}:\n{done.stdout}{done.stderr}"
+
+
+def test_the_yaml_guides_check_output_is_what_check_prints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `sayso check` output docs/guides/yaml.md shows is what its config, misspelt as it says, prints."""
+    page = (ROOT / "docs" / "guides" / "yaml.md").read_text()
+    config = next(body for kind, _, body in BLOCK.findall(page) if kind == "yaml" and "examples/files/" in body)
+    shown = next(body for kind, _, body in BLOCK.findall(page) if kind == "text" and "'delete_fil'" in body)
+    shutil.copytree(ROOT / "examples" / "files", tmp_path, dirs_exist_ok=True)
+    (tmp_path / "sayso.yaml").write_text(config.replace("{name: delete_file,", "{name: delete_fil,"))
+    for name in {*re.findall(r"_env: ([A-Z][A-Z0-9_]*)", config), "OPENAI_API_KEY"}:
+        monkeypatch.setenv(name, f"set-for-the-docs-check-{name.lower()}")
+    monkeypatch.chdir(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "sayso", "check", "sayso.yaml"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # as a terminal shows them: the warning, the error, the count
+        text=True,
+        timeout=120,
+    )
+    said = shown.removeprefix("$ sayso check sayso.yaml\n")
+    assert " ".join(done.stdout.split()) == " ".join(said.split()), done.stdout

@@ -86,8 +86,17 @@ def test_audit_list_json_says_the_total_and_all_is_one_json_object() -> None:
 
 
 def test_audit_list_refuses_a_limit_it_cannot_take() -> None:
-    """A limit under 1, or `--limit` with `--all`, is a usage error (exit 2) naming the option."""
+    """A limit under 1, or `--limit` with `--all`, is a usage error (exit 2) naming the option; with `--json`, as one
+    JSON error object, as every other refused option is."""
     for args, said in ((["--limit", "0"], "--limit"), (["--limit", "5", "--all"], "--limit and --all")):
         result = runner.invoke(app, ["audit", "list", str(EXAMPLE), *args])
         assert result.exit_code == 2, result.output
         assert said in result.stderr
+    for args, said in (
+        (["--limit", "0"], "--limit must be 1 or more, not 0"),
+        (["--limit", "5", "--all"], "--limit and --all"),
+    ):
+        result = runner.invoke(app, ["audit", "list", str(EXAMPLE), *args, "--json"])
+        assert result.exit_code == 2, result.output
+        assert json.loads(result.stdout)["error"]["type"] == "BadParameter"
+        assert said in json.loads(result.stdout)["error"]["message"]

@@ -21,7 +21,7 @@ from pydantic_ai.models import Model
 
 from .._core.policy import reference_problems
 from .._core.store_urls import StoreUrlProblem, no_folder, read_store_url
-from .._engine.imports import import_spec
+from .._engine.imports import ModuleFailed, import_spec
 from .._engine.models import build_model, models_in_use, resolve_model
 from .._engine.tools import BUILTIN_TOOLS, as_tool
 from ..exceptions import ConfigError
@@ -165,7 +165,7 @@ def _check_agent(
             own.append(built.name)
             schemas[built.name] = built.tool_def.parameters_json_schema
         except ConfigError as exc:
-            problems.add("error", (*here, "tools", index), str(exc), "correct the import spec ('module:function')")
+            problems.add("error", (*here, "tools", index), str(exc), _import_fix(exc))
     delegates = [d.tool_name for d in spec.delegates]
     seen: set[str] = set()
     for tool in [*own, *delegates]:
@@ -268,7 +268,7 @@ def _check_rules(
                 if not callable(import_spec(rule.subject, base_dir=config.base_dir)):
                     problems.add("error", path, f"subject {rule.subject!r} is not callable", "name a function")
             except ConfigError as exc:
-                problems.add("error", path, str(exc), "correct the subject's import spec ('module:function')")
+                problems.add("error", path, str(exc), _import_fix(exc, "the subject's import spec"))
         if any(rule.matches(tool) for tool in available):
             continue
         if _GLOB_CHARS.isdisjoint(rule.name) and any(b.binds_all for b in spec.mcp):
@@ -305,9 +305,7 @@ def _check_rules(
                     "error", (*here, "interrupt", "on_decision"), f"{on_decision!r} is not callable", "name a function"
                 )
         except ConfigError as exc:
-            problems.add(
-                "error", (*here, "interrupt", "on_decision"), str(exc), "correct the import spec ('module:function')"
-            )
+            problems.add("error", (*here, "interrupt", "on_decision"), str(exc), _import_fix(exc))
 
 
 def _check_conditions(
@@ -464,3 +462,8 @@ def _check_store(config: Config, problems: _Problems) -> None:
             "a PostgreSQL store needs the asyncpg package, which is not installed",
             "pip install 'sayso[postgres]'",
         )
+
+
+def _import_fix(exc: ConfigError, what: str = "the import spec") -> str:
+    """A module that is there but fails to import is fixed in the module; any other failure, in the spec."""
+    return exc.fix if isinstance(exc, ModuleFailed) else f"correct {what} ('module:function')"

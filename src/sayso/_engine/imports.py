@@ -13,6 +13,23 @@ from typing import Any
 from ..exceptions import ConfigError
 
 
+class ModuleFailed(ConfigError):
+    """The spec names a module that is there, but importing it fails: the module is at fault, not the spec."""
+
+    def __init__(self, message: str, *, fix: str) -> None:
+        super().__init__(message)
+        self.fix = fix
+
+    @classmethod
+    def raised(cls, module_name: str, spec: str, exc: BaseException) -> ModuleFailed:
+        """The module's own error while it was imported."""
+        return cls(
+            f"importing {module_name!r} for {spec!r} raised {type(exc).__name__}: {exc}",
+            fix=f"fix the module {module_name!r}: importing it fails "
+            f"(python -c 'import {module_name}' in the config's folder shows where)",
+        )
+
+
 def import_spec(spec: str, *, base_dir: Path | None = None) -> Any:
     """Resolve `pkg.mod:attr` with `pkgutil.resolve_name`; a module in the config file's folder needs no install.
 
@@ -27,9 +44,17 @@ def import_spec(spec: str, *, base_dir: Path | None = None) -> Any:
             _load_from_folder(module_name.partition(".")[0], base_dir)
         importlib.import_module(module_name)  # first, so a failure while importing is told apart from a missing name
     except ImportError as exc:
-        raise ConfigError(f"cannot import {module_name!r} for {spec!r}: {exc}") from exc
+        missing = exc.name or ""
+        if missing and (module_name == missing or module_name.startswith(f"{missing}.")):
+            raise ConfigError(f"cannot import {module_name!r} for {spec!r}: {exc}") from exc
+        if isinstance(exc, ModuleNotFoundError) and missing:
+            raise ModuleFailed(
+                f"{module_name!r} (for {spec!r}) imports {missing!r}, which is not installed",
+                fix=f"install the package that provides {missing!r} in the environment sayso runs in",
+            ) from exc
+        raise ModuleFailed.raised(module_name, spec, exc) from exc
     except Exception as exc:  # the user's module failed while importing: report it as their config's problem
-        raise ConfigError(f"importing {module_name!r} for {spec!r} raised {type(exc).__name__}: {exc}") from exc
+        raise ModuleFailed.raised(module_name, spec, exc) from exc
     try:
         return pkgutil.resolve_name(spec)
     except AttributeError:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -51,7 +51,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from .._config.lines import load_yaml
+from .._config.lines import read_yaml, validation_line, yaml_problem
 from ..exceptions import ConfigError
 
 _PLACEHOLDER = re.compile(r"\{(\w+)(?:\|(\w+))?\}")
@@ -79,6 +79,17 @@ class ScriptRule(BaseModel):
     calls: list[ScriptCall] = []
     """Several tool calls in one turn (parallel calls)."""
     reply: str | None = None
+
+    @field_validator("user", "result")
+    @classmethod
+    def _a_regex(cls, pattern: str | None) -> str | None:
+        """Compiled at load, so a broken pattern is a config error, not a run failing on its first message."""
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {exc}") from None
+        return pattern
 
     @model_validator(mode="after")
     def _one_action(self) -> ScriptRule:
@@ -157,11 +168,22 @@ class ScriptedModel(FunctionModel):
         Raises:
             ConfigError: the file cannot be read, is not YAML, or is not a script (the message says which rule).
         """
+        file = Path(path)
         try:
-            raw = load_yaml(Path(path).read_text())
+            raw, lines = read_yaml(file.read_text(encoding="utf-8"))
+            if not isinstance(raw, dict):
+                raise ConfigError(f"cannot load script {str(file)!r}: a script is a mapping with 'rules', 'fallback'")
             return cls(Script.model_validate(raw))
-        except (OSError, yaml.YAMLError, ValueError) as exc:
-            raise ConfigError(f"cannot load script {str(path)!r}: {exc}") from exc
+        except OSError as exc:
+            raise ConfigError(f"cannot load script {str(file)!r}: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"cannot load script {str(file)!r}: not UTF-8 text (byte {exc.start})") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"cannot load script {str(file)!r}:\n{yaml_problem(file, exc)}") from exc
+        except ValidationError as exc:
+            problems = sorted(validation_line(file, lines, error, root=Script) for error in exc.errors())
+            said = "\n".join(text for _, text in problems)
+            raise ConfigError(f"cannot load script {str(file)!r}:\n{said}") from exc
 
     async def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         last = messages[-1]

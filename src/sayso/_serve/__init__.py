@@ -107,6 +107,10 @@ class _StartFailure:
 
         await self.app(scope, receive, said)
 
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keeps out uvicorn's own "Application startup failed" line when the error is said in its place."""
+        return self.failure is None or record.getMessage() != "Application startup failed. Exiting."
+
 
 _PORT_ERRORS = (errno.EADDRINUSE, errno.EACCES)
 """What `bind` says when the port is the problem (taken, or below 1024 for a user), not the address."""
@@ -267,6 +271,7 @@ def serve(
         started, host=host, port=port, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS, log_level="warning"
     )
     logging.getLogger("uvicorn.access").setLevel(logging.INFO)  # each request, one line, as uvicorn writes it
+    logging.getLogger("uvicorn.error").addFilter(started.filter)
 
     def lines(bound: int) -> list[str]:
         said = banner(config_path, config, host, bound)

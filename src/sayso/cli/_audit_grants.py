@@ -68,7 +68,7 @@ def audit_list(
     config: ConfigArg,
     limit: Annotated[
         int | None,
-        typer.Option("--limit", min=1, metavar="N", help=f"Print the newest N records (default {AUDIT_SHOWN})."),
+        typer.Option("--limit", metavar="N", help=f"Print the newest N records, 1 or more (default {AUDIT_SHOWN})."),
     ] = None,
     every: Annotated[bool, typer.Option("--all", help="Print every record, oldest first.")] = False,
     as_json: JsonOpt = False,
@@ -81,6 +81,8 @@ def audit_list(
     from .._core.audit import AuditRecord
     from ._render import audit_table
 
+    if limit is not None and limit < 1:  # checked here, not by typer, so `--json` gets its one JSON error
+        fail("BadParameter", f"--limit must be 1 or more, not {limit}", code=WRONG, as_json=as_json)
     if every and limit is not None:
         fail("BadParameter", "--limit and --all both say how many to print: give one", code=WRONG, as_json=as_json)
     wanted = limit or AUDIT_SHOWN
