@@ -121,7 +121,10 @@ def test_a_crash_while_an_approved_call_runs_never_runs_it_twice(tmp_path: Path)
     assert after.returncode == 0, after.stderr
     result = json.loads(after.stdout)
     assert result["status"] == "completed"
-    assert result["output"].startswith("model read: Outcome unknown: the process stopped while this call was running")
+    assert result["output"].startswith(
+        "model read: Outcome unknown: the process stopped after this call was approved and before its result was "
+        "recorded"
+    )
     assert marker.read_text() == "a.txt\n"
 
 

@@ -33,7 +33,9 @@ from .process_tools import wait_for_line, write_beside
 from .test_durability import CRASH_CONFIG, SAYSO, sayso
 from .tools import explode
 
-UNKNOWN = "model read: Outcome unknown: the process stopped while this call was running"
+UNKNOWN = (
+    "model read: Outcome unknown: the process stopped after this call was approved and before its result was recorded"
+)
 
 
 @pytest.fixture

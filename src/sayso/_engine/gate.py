@@ -72,8 +72,8 @@ from .tools import RuleSource, client_tool, defer_client_call, options_of, rules
 from .whole_calls import WholeCall
 
 UNKNOWN_OUTCOME = (
-    "Outcome unknown: the process stopped while this call was running, so it was not run again. "
-    "Check its effect before trying again."
+    "Outcome unknown: the process stopped after this call was approved and before its result was recorded, "
+    "so it may or may not have run; it was not run again. Check its effect before trying again."
 )
 
 
@@ -112,7 +112,7 @@ def outcome_unknown(*, request_id: str, run_id: str, tool_name: str | None, at: 
         run_id=run_id,
         tool_name=tool_name,
         at=at,
-        reason="the process stopped while the call was running; it was not run again",
+        reason="the process stopped after the call was approved and before its result was recorded; not run again",
     )
 
 
