@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -85,17 +86,26 @@ def browser() -> Iterator[Browser]:
         browser.close()
 
 
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    """A browser page that fails its test if the UI breaks its own Content Security Policy."""
-    context = browser.new_context(viewport={"width": 1200, "height": 800})
+@contextmanager
+def watched_page(browser: Browser, width: int = 1200, height: int = 800, *, errors: bool = False) -> Iterator[Page]:
+    """A browser page that fails its test if the UI breaks its own Content Security Policy (or, with `errors`,
+    throws a JavaScript error)."""
+    context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     page.set_default_timeout(15_000)
-    violations: list[str] = []
-    page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if "Content Security Policy" in m.text else None)
+    if errors:
+        page.on("pageerror", lambda e: problems.append(str(e)))
     yield page
     context.close()
-    assert violations == [], violations
+    assert problems == [], problems
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    with watched_page(browser) as page:
+        yield page
 
 
 def screenshot(locator_or_page: object, name: str) -> None:

@@ -16,7 +16,7 @@ from sayso import load_config
 
 from ..conftest import ROOT, LiveServer
 from .test_live import files_example
-from .test_web_ui import CHROMIUM, DEMO, PRINCIPALS, ServerFactory, browser, say, serve, sign_in
+from .test_web_ui import CHROMIUM, DEMO, PRINCIPALS, ServerFactory, browser, say, serve, sign_in, watched_page
 
 __all__ = ["browser", "serve"]  # fixtures, shared with the web UI tests
 
@@ -36,16 +36,8 @@ def width(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def page(browser: Browser, width: str) -> Iterator[Page]:
     """A page at desktop or phone width that fails its test on a Content Security Policy violation or a JS error."""
-    w, h = WIDTHS[width]
-    context = browser.new_context(viewport={"width": w, "height": h})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if "Content Security Policy" in m.text else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    yield page
-    context.close()
-    assert problems == [], problems
+    with watched_page(browser, *WIDTHS[width], errors=True) as page:
+        yield page
 
 
 def shot(page: Page, name: str, width: str) -> None:

@@ -17,7 +17,7 @@ from sayso.workflows import RequestInput
 
 from ..models import tool_model
 from ..tools import ran
-from .test_web_ui import CHROMIUM, ServerFactory, browser, say, serve
+from .test_web_ui import CHROMIUM, ServerFactory, browser, say, serve, watched_page
 
 __all__ = ["browser", "serve"]  # fixtures, shared with the web UI tests
 
@@ -32,15 +32,8 @@ BIG = 9007199254740993
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
     """A page that fails its test on a JavaScript error or a Content Security Policy violation."""
-    context = browser.new_context(viewport={"width": 1200, "height": 800})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if "Content Security Policy" in m.text else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    yield page
-    context.close()
-    assert problems == [], problems
+    with watched_page(browser, errors=True) as page:
+        yield page
 
 
 def refunds(workdir: Path) -> Config:

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -62,7 +61,7 @@ from .edges import (
     WebhookEvent as WebhookEvent,
 )
 from .engine import EngineConfig
-from .lines import PlacedError, line_of, read_yaml, validation_lines, yaml_problem
+from .lines import PlacedError, line_of, read_yaml_file, validation_lines
 from .mcp import McpBinding, McpServerConfig, bad_server_names, unknown_servers
 from .routing import RoutingConfig, RoutingFields, routed
 from .rules import PolicyFields
@@ -454,14 +453,7 @@ def load_config(path: str | Path) -> Config:
     tools, can each model be reached) is checked when the agents are built, and by `sayso check`.
     """
     file = Path(path)
-    try:
-        raw, lines = read_yaml(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read config {str(file)!r}: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"config {str(file)!r} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config {str(file)!r} is not valid YAML:\n{yaml_problem(file, exc)}") from None
+    raw, lines = read_yaml_file(file, "config")
     if not isinstance(raw, dict):
         raise ConfigError(f"config {str(file)!r} must be a mapping with 'agents'")
     try:

@@ -71,6 +71,22 @@ def read_yaml(text: str) -> tuple[Any, dict[tuple[str | int, ...], int]]:
     return data, lines
 
 
+def read_yaml_file(file: Path, what: str) -> tuple[Any, dict[tuple[str | int, ...], int]]:
+    """`read_yaml` of a file sayso is given (`what`: a config, a script), each way it cannot be read said so.
+
+    Raises:
+        ConfigError: the file cannot be read, is not UTF-8 text, or is not one YAML document.
+    """
+    try:
+        return read_yaml(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {str(file)!r}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} {str(file)!r} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{what} {str(file)!r} is not valid YAML:\n{yaml_problem(file, exc)}") from None
+
+
 def load_yaml(text: str) -> Any:
     """The YAML document `text` holds (`read_yaml` without the lines).
 

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 from pydantic_ai.messages import (
     ModelMessage,
@@ -51,7 +50,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from .._config.lines import read_yaml, validation_line, yaml_problem
+from .._config.lines import read_yaml_file, validation_line
 from ..exceptions import ConfigError
 
 _PLACEHOLDER = re.compile(r"\{(\w+)(?:\|(\w+))?\}")
@@ -169,17 +168,11 @@ class ScriptedModel(FunctionModel):
             ConfigError: the file cannot be read, is not YAML, or is not a script (the message says which rule).
         """
         file = Path(path)
+        raw, lines = read_yaml_file(file, "script")
+        if not isinstance(raw, dict):
+            raise ConfigError(f"cannot load script {str(file)!r}: a script is a mapping with 'rules', 'fallback'")
         try:
-            raw, lines = read_yaml(file.read_text(encoding="utf-8"))
-            if not isinstance(raw, dict):
-                raise ConfigError(f"cannot load script {str(file)!r}: a script is a mapping with 'rules', 'fallback'")
             return cls(Script.model_validate(raw))
-        except OSError as exc:
-            raise ConfigError(f"cannot load script {str(file)!r}: {exc.strerror or exc}") from exc
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"cannot load script {str(file)!r}: not UTF-8 text (byte {exc.start})") from exc
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"cannot load script {str(file)!r}:\n{yaml_problem(file, exc)}") from exc
         except ValidationError as exc:
             problems = sorted(validation_line(file, lines, error, root=Script) for error in exc.errors())
             said = "\n".join(text for _, text in problems)
