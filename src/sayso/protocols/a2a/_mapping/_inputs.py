@@ -96,10 +96,15 @@ def _value_of(request: InputRequest, answers: list[list[str]]) -> Any:
 
 
 def _typed(words: list[str], field: JsonSchemaValue) -> Any:
-    """One answer read by its field's type; left as words when it does not read as that type."""
+    """One answer read by its field's type; left as words when it does not read as that type.
+
+    A list's answers are its items, each read by the items' type: `3` is a number where the list holds
+    numbers, and `[1, 2]` a list where it holds lists.
+    """
     kind = field_type(field)
     if kind == "array":
-        return [w.strip() for w in words if w.strip()]
+        items = _items(field)
+        return [_json(w) if field_type(items) == "array" else _typed([w], items) for w in words if w.strip()]
     raw = " ".join(w.strip() for w in words if w.strip())
     if kind == "string" or (kind is None and field_choices(field)):
         return raw
@@ -115,3 +120,18 @@ def _typed(words: list[str], field: JsonSchemaValue) -> Any:
     if kind == "boolean" and raw.lower() in ("true", "yes", "false", "no"):
         return raw.lower() in ("true", "yes")
     return raw
+
+
+def _items(field: JsonSchemaValue) -> JsonSchemaValue:
+    """What a list field's items are (looking through `anyOf` with null); `{}`, any JSON, when it does not say."""
+    options = [field, *(o for o in field.get("anyOf", []) if isinstance(o, dict))]
+    items: object = next((o["items"] for o in options if isinstance(o.get("items"), dict)), {})
+    return items if isinstance(items, dict) else {}
+
+
+def _json(word: str) -> Any:
+    """A word read as JSON (a list inside a list), or the word itself when it is none, for the schema check to name."""
+    try:
+        return json.loads(word)
+    except ValueError:
+        return word.strip()
