@@ -241,10 +241,10 @@ def test_chat_prompts_each_field_and_asks_again_after_a_refusal() -> None:
     chat.expect(r"\d\. An afternoon of fado — ")  # the proposal, read as a list, not as JSON
     chat.expect(r"user_response \(text, required\)>")
     chat.sendline("lovely")
-    chat.expect(r"done \(yes/no\)>")
+    chat.expect(r"done \(yes/no, default false\)>")
     chat.sendline("maybe")
     chat.expect("not accepted: 'maybe' is not of type 'boolean'")
-    chat.expect(r"done \(yes/no\)>")
+    chat.expect(r"done \(yes/no, default false\)>")
     chat.sendline("y")
     chat.expect("Your day in Lisbon")
     chat.expect("you>")

@@ -1,0 +1,69 @@
+"""`sayso chat` offers a field's default from the schema and takes it on an empty answer, as the web form does.
+
+The web UI fills each field in with its schema's `default`; the chat said only `empty leaves it out`, so a node
+with a JSON Schema dict got `{"name": "a"}` from the terminal where the browser sent the defaults too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pexpect
+
+NODES = """
+import json
+
+from sayso.workflows import RequestInput
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "count": {"type": "integer", "default": 3},
+        "color": {"type": "string", "enum": ["red", "green"], "default": "red"},
+        "note": {"type": "string"},
+    },
+    "required": ["name"],
+}
+
+
+def ask():
+    got = yield RequestInput("Your order", response_schema=SCHEMA)
+    return json.dumps(got, sort_keys=True)
+"""
+
+
+def test_chat_shows_each_default_and_an_empty_answer_takes_it(tmp_path: Path) -> None:
+    (tmp_path / "order_nodes.py").write_text(NODES)
+    (tmp_path / "idle.script.yaml").write_text("name: idle\nrules: []\nfallback: idle\n")
+    config = tmp_path / "order.yaml"
+    config.write_text(
+        f"store: sqlite:///{tmp_path / 'order.db'}\n"
+        "models: {idle: {scripted: idle.script.yaml}}\n"
+        "agents: {idle: {model: idle}}\n"
+        "workflows:\n"
+        "  order:\n"
+        "    nodes: {ask: 'order_nodes:ask'}\n"
+        "    edges: [[START, ask]]\n"
+        "entry: order\n"
+    )
+    env = {**os.environ, "COLUMNS": "100", "TERM": "dumb", "NO_COLOR": "1"}
+    chat = pexpect.spawn(sys.executable, ["-m", "sayso", "chat", str(config)], env=env, encoding="utf-8", timeout=30)
+    chat.expect("you>")
+    chat.sendline("order")
+    chat.expect(r"name \(text, required\)> ")
+    chat.sendline("tea")
+    chat.expect(r"count \(whole number, default 3\)> ")
+    chat.sendline("")
+    chat.expect(r"color \(one of red / green, default red\)> ")
+    chat.sendline("2")
+    chat.expect(r"note \(text\)> ")
+    chat.sendline("")
+    chat.expect(r"\{.*\}")
+    assert json.loads(chat.after.replace("\\", "")) == {"name": "tea", "count": 3, "color": "green"}
+    chat.expect("you>")
+    chat.sendeof()
+    chat.expect(pexpect.EOF)
