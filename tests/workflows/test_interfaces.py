@@ -298,6 +298,20 @@ async def test_a2a_input_required_shows_the_message_and_takes_the_answer_as_a_da
     assert feedback["payload"]["itinerary"][1]["name"] == "An afternoon of fado"
 
 
+async def test_a2a_refuses_two_data_parts_for_one_input_and_the_task_still_waits(server: InProcess) -> None:
+    """Two values for one input are ambiguous: the answer is refused rather than the second silently dropped."""
+    async with server.client() as client:
+        task = (await a2a_send(client, "concierge", a2a_message(text="Plan my day")))["result"]["task"]
+        two = a2a_message(data={"city": "Lisbon"}, task_id=task["id"])
+        two["parts"].append({"data": {"city": "Porto"}})
+        refused = await a2a_send(client, "concierge", two)
+        assert "one DataPart" in refused["error"]["message"] and "the task still waits" in refused["error"]["message"]
+        one = a2a_message(data={"city": "Porto"}, task_id=task["id"])
+        review = (await a2a_send(client, "concierge", one))["result"]["task"]
+    [feedback] = review["status"]["message"]["metadata"][SAYSO_KEY]["requests"]
+    assert feedback["node"] == "get_user_feedback"
+
+
 async def test_a2a_takes_text_for_a_string_schema(greet: Path) -> None:
     """A workflow asking for text is answered by a plain text part on its task."""
     sayso = Sayso(load_config(greet))

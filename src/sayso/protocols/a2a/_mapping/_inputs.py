@@ -34,7 +34,7 @@ from ._views import (
 
 
 def decision_from_input(view: PauseView, message: Message, *, legacy: bool) -> list[tuple[ShownRequest, Decision]]:
-    """The answer a message gives to a shown `input` request: kagent's answers, its first DataPart, or its text.
+    """The answer a message gives to a shown `input` request: kagent's answers, its DataPart, or its text.
 
     A v1 `ask_user_response` (or, with `legacy`, a 0.x `decision_type` DataPart) answers the
     questions the input was shown as. Otherwise text is the answer as is where the schema asks for
@@ -43,7 +43,8 @@ def decision_from_input(view: PauseView, message: Message, *, legacy: bool) -> l
 
     Raises:
         InvalidInput: the answer does not fit the questions, the message holds neither a
-            DataPart nor text, or it carries edits under sayso's key (`field` is `HITL_RESPONSE`).
+            DataPart nor text, holds several DataParts (which one is meant is not known), or carries edits under
+            sayso's key (`field` is `HITL_RESPONSE`).
     """
     (request,) = view.requests
     assert isinstance(request, InputRequest)
@@ -64,9 +65,11 @@ def decision_from_input(view: PauseView, message: Message, *, legacy: bool) -> l
             reason = legacy_reason(decided.get("rejection_reason"))
             return [(request, Skip(reason=reason or "the person declined"))]
         raise refused("this task waits for input: send decision_type approve with ask_user_answers")
-    for part in message.parts:
-        if part.HasField("data"):
-            return [(request, Provide(value=whole_numbers(MessageToDict(part.data))))]
+    values = [part.data for part in message.parts if part.HasField("data")]
+    if len(values) > 1:
+        raise refused(f"this task waits for one input: send its value as one DataPart, not {len(values)}")
+    if values:
+        return [(request, Provide(value=whole_numbers(MessageToDict(values[0]))))]
     text = message_text(message)
     if not text.strip():
         raise refused("this task waits for input: send the answer as a DataPart, or as text")
