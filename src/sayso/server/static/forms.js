@@ -3,6 +3,8 @@
 // refused answer's errors shown next to their fields. Loaded after ui.js (el, nextId), before cards.js.
 "use strict";
 
+const DECIMAL = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;  // a number as JSON and a person write it
+
 const humanize = (key) => String(key).replace(/[_-]+/g, " ").replace(/^./, (c) => c.toUpperCase());
 
 function renderValue(value) {
@@ -151,11 +153,15 @@ function schemaField(schema, root, path, label, required) {
     const numeric = typeOf(resolveSchema(s.items, root)) !== "string";
     const area = el("textarea", { ...common, rows: 3 });
     node = el("div", { class: "field" }, el("label", { for: id }, `${title} (one per line)`), hint, area, error);
+    const lines = () => area.value.split("\n").map((line) => line.trim()).filter((line) => line);
     read = () => {
-      const lines = area.value.split("\n").map((line) => line.trim()).filter((line) => line);
-      if (!lines.length && !required) return undefined;
-      return numeric ? lines.map(Number) : lines;
+      if (!lines().length && !required) return undefined;
+      return numeric ? lines().map(Number) : lines();
     };
+    // `Number` reads `abc` as NaN (sent as null) and `0x10` as 16: a line that is no decimal number is not sent.
+    if (numeric) {
+      unread = () => lines().filter((line) => !DECIMAL.test(line)).map((line) => ({ loc: path, msg: `${JSON.stringify(line)} is not a number` }));
+    }
   } else {
     // Anything else (nested lists of objects, any JSON): written as JSON; text that is not JSON is sent as text.
     const area = el("textarea", { ...common, rows: 4 });
