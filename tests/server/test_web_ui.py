@@ -931,6 +931,27 @@ def test_an_added_optional_section_is_checked_whole_with_errors_by_its_fields(
     expect(page.locator("#transcript")).to_contain_text("x in Lisbon, extra True hi")
 
 
+def test_a_line_of_a_number_list_that_is_no_number_is_said_so_and_nothing_is_sent(
+    serve: ServerFactory, page: Page, tmp_path: Path
+) -> None:
+    """`rows: list[int]` is a box of one number per line: a line the browser would read as no number (`abc`, sent as
+    null) or as another one (`0x10`, sent as 16) is shown by the field as it was typed, and nothing is sent."""
+    server = serve(config=Config.model_validate(sections_config(tmp_path)))
+    page.goto(server.base_url)
+    page.get_by_label("Agent for a new chat").select_option("seats")
+    say(page, "go")
+    card = page.get_by_role("article", name="Seats")
+    card.get_by_label("Rows * (one per line)").fill("3\nabc\n0x10")
+    card.get_by_role("button", name="Send").click()
+    expect(card.locator('.field-error[data-loc="rows"]')).to_have_text(
+        'line 2: "abc" is not a number; line 3: "0x10" is not a number'
+    )
+    expect(card).to_contain_text("Not sent")
+    card.get_by_label("Rows * (one per line)").fill("3\n4")
+    card.get_by_role("button", name="Send").click()
+    expect(page.locator("#transcript")).to_contain_text("rows [3, 4]")
+
+
 def test_an_optional_yes_or_no_left_unsaid_is_no_answer_and_said_is_sent(
     serve: ServerFactory, page: Page, tmp_path: Path
 ) -> None:

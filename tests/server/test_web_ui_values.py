@@ -125,7 +125,7 @@ def test_a_line_of_a_number_list_that_is_no_number_is_named(serve: ServerFactory
     counts = card.get_by_label("Counts (one per line)")
     counts.fill("1\nabc\n3")
     card.get_by_role("button", name="Send").click()
-    expect(card.locator('.field-error[data-loc="counts"]')).to_have_text("line 2: abc is not a number")
+    expect(card.locator('.field-error[data-loc="counts"]')).to_have_text('line 2: "abc" is not a number')
     expect(counts).to_have_attribute("aria-invalid", "true")
     counts.fill("1\n2\n3")
     card.get_by_role("button", name="Send").click()

@@ -1,6 +1,7 @@
 """A workflow whose one input has sections: a required nested model `where` and an optional one `extra`.
 
-Beside it, `flagged`: an input whose top-level yes/no is optional with no default (`urgent: bool | None = None`).
+Beside it, `flagged`: an input whose top-level yes/no is optional with no default (`urgent: bool | None = None`);
+and `seats`: an input with a list of numbers (`rows: list[int]`).
 
 Its node says in a line what it was given, so each interface's test reads whether `extra` was left out.
 """
@@ -52,6 +53,7 @@ def sections_config(tmp_path: Path) -> dict[str, Any]:
         "workflows": {
             "sections": {"nodes": {"ask": "tests.workflows.sections:ask"}, "edges": [["START", "ask"]]},
             "flagged": {"nodes": {"ask": "tests.workflows.sections:flagged"}, "edges": [["START", "ask"]]},
+            "seats": {"nodes": {"ask": "tests.workflows.sections:seats"}, "edges": [["START", "ask"]]},
         },
         "entry": "sections",
     }
@@ -60,3 +62,12 @@ def sections_config(tmp_path: Path) -> dict[str, Any]:
 def flagged(node_input: str) -> Generator[RequestInput, Any, str]:
     value = Flagged.model_validate((yield RequestInput("Tell me", response_schema=Flagged)))
     return f"{value.name}, urgent {value.urgent}"
+
+
+class Seats(BaseModel):
+    rows: list[int]
+
+
+def seats(node_input: str) -> Generator[RequestInput, Any, str]:
+    value = Seats.model_validate((yield RequestInput("Which rows?", response_schema=Seats)))
+    return f"rows {value.rows}"

@@ -29,8 +29,9 @@ from sayso.protocols.a2a import a2a_router
 from sayso.protocols.ag_ui import ag_ui_router
 from sayso.server import create_app
 
-from ..conftest import InProcess
+from ..conftest import InProcess, LiveServer
 
+NODE_STEPS = Path(__file__).resolve().parents[1] / "protocols" / "node" / "ag_ui_steps.mjs"
 CONCIERGE = Path(__file__).resolve().parents[2] / "examples" / "concierge" / "sayso.yaml"
 SAYSO_KEY = "https://sayso.dev/extensions/requests/v1"
 A2A = {"A2A-Version": "1.0"}
@@ -240,10 +241,10 @@ def test_chat_prompts_each_field_and_asks_again_after_a_refusal() -> None:
     chat.expect(r"\d\. An afternoon of fado — ")  # the proposal, read as a list, not as JSON
     chat.expect(r"user_response \(text, required\)>")
     chat.sendline("lovely")
-    chat.expect(r"done \(yes/no\)>")
+    chat.expect(r"done \(yes/no, default false\)>")
     chat.sendline("maybe")
     chat.expect("not accepted: 'maybe' is not of type 'boolean'")
-    chat.expect(r"done \(yes/no\)>")
+    chat.expect(r"done \(yes/no, default false\)>")
     chat.sendline("y")
     chat.expect("Your day in Lisbon")
     chat.expect("you>")
@@ -295,6 +296,20 @@ async def test_a2a_input_required_shows_the_message_and_takes_the_answer_as_a_da
     [feedback] = review["status"]["message"]["metadata"][SAYSO_KEY]["requests"]
     assert feedback["node"] == "get_user_feedback"
     assert feedback["payload"]["itinerary"][1]["name"] == "An afternoon of fado"
+
+
+async def test_a2a_refuses_two_data_parts_for_one_input_and_the_task_still_waits(server: InProcess) -> None:
+    """Two values for one input are ambiguous: the answer is refused rather than the second silently dropped."""
+    async with server.client() as client:
+        task = (await a2a_send(client, "concierge", a2a_message(text="Plan my day")))["result"]["task"]
+        two = a2a_message(data={"city": "Lisbon"}, task_id=task["id"])
+        two["parts"].append({"data": {"city": "Porto"}})
+        refused = await a2a_send(client, "concierge", two)
+        assert "one DataPart" in refused["error"]["message"] and "the task still waits" in refused["error"]["message"]
+        one = a2a_message(data={"city": "Porto"}, task_id=task["id"])
+        review = (await a2a_send(client, "concierge", one))["result"]["task"]
+    [feedback] = review["status"]["message"]["metadata"][SAYSO_KEY]["requests"]
+    assert feedback["node"] == "get_user_feedback"
 
 
 async def test_a2a_takes_text_for_a_string_schema(greet: Path) -> None:
@@ -362,6 +377,62 @@ async def test_ag_ui_interrupts_with_the_schema_and_payload_and_checks_the_resum
     assert feedback.metadata is not None and feedback.metadata["node"] == "get_user_feedback"
     assert feedback.metadata["payload"]["itinerary"][1]["name"] == "An afternoon of fado"
     assert feedback.response_schema is not None and "done" in feedback.response_schema["properties"]
+
+
+TWO_QUESTIONS_NODES = """
+from sayso.workflows import RequestInput
+
+
+def ask_both():
+    name = yield RequestInput("What is your name?", response_schema=str)
+    age = yield RequestInput("How old are you?", response_schema=int)
+    return f"{name} is {age}"
+"""
+
+
+def test_the_official_ag_ui_client_answers_two_inputs_in_a_row(tmp_path: Path) -> None:
+    """@ag-ui/client's HttpAgent keeps the result streamed for the first input as a tool message, with no call
+    before it (an input is no model call), and sends it back with the next resume: it echoes what the server
+    sent, so the second input takes its answer instead of the resume being refused."""
+    (tmp_path / "two_nodes.py").write_text(TWO_QUESTIONS_NODES)
+    (tmp_path / "idle.script.yaml").write_text("name: idle\nrules: []\nfallback: idle\n")
+    config = tmp_path / "two.yaml"
+    config.write_text(
+        "models: {idle: {scripted: idle.script.yaml}}\n"
+        "agents: {idle: {model: idle}}\n"
+        "workflows:\n"
+        "  two:\n"
+        "    nodes: {ask: 'two_nodes:ask_both'}\n"
+        "    edges: [[START, ask]]\n"
+        "entry: two\n"
+    )
+    sayso = Sayso(load_config(config))
+    server = LiveServer.in_thread(
+        create_app(sayso, routers=[a2a_router(sayso), ag_ui_router(sayso)], expire_every_seconds=None)
+    )
+    steps = [
+        {"say": "hi"},
+        {"resume": {"status": "resolved", "payload": "Ada"}},
+        {"resume": {"status": "resolved", "payload": 36}},
+    ]
+    try:
+        done = subprocess.run(
+            ["node", str(NODE_STEPS), f"{server.base_url}/ag-ui/two", "thr-two", json.dumps(steps)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=NODE_STEPS.parent,
+            check=False,
+        )
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stderr
+    first, second, third = (json.loads(line) for line in done.stdout.splitlines())
+    assert [i["message"] for i in first["outcome"]["interrupts"]] == ["What is your name?"]
+    assert [i["message"] for i in second["outcome"]["interrupts"]] == ["How old are you?"]
+    assert third["error"] is None
+    assert third["outcome"] == {"type": "success"}
+    assert third["result"] == "Ada is 36"
 
 
 COUNTING_NODES = """

@@ -190,3 +190,53 @@ async def test_a_kagent_0x_client_answers_an_input_with_ask_user_answers(serve: 
     decided = [m["parts"][0]["data"] for m in failed["history"] if m["role"] == "ROLE_USER" and "data" in m["parts"][0]]
     assert decided[0]["ask_user_answers"][0] == {"answer": ["Porto"]}
     assert decided[1]["decision_type"] == "reject"
+
+
+LIST_NODES = """
+from pydantic import BaseModel
+
+from sayso.workflows import RequestInput
+
+
+class Seats(BaseModel):
+    name: str
+    rows: list[int]
+    grid: list[list[int]] | None = None
+
+
+def ask_seats():
+    seats = yield RequestInput("Which seats?", response_schema=Seats)
+    return f"{seats.name}: rows {sum(seats.rows)}, grid {seats.grid}"
+"""
+
+
+async def test_a_kagent_client_answers_a_list_of_numbers_one_word_each(
+    serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A list field is asked as a multiple-answer question, its answers the list's items: each is read by the
+    items' type (`3` a number, `[1, 2]` a list), so a `list[int]` field can be answered at all."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "seats_nodes.py").write_text(LIST_NODES)
+    (tmp_path / "idle.script.yaml").write_text("name: idle\nrules: []\nfallback: idle\n")
+    file = tmp_path / "seats.yaml"
+    file.write_text(
+        f"store: sqlite:///{tmp_path / 'seats.db'}\n"
+        "models: {idle: {scripted: idle.script.yaml}}\n"
+        "agents: {idle: {model: idle}}\n"
+        "workflows:\n"
+        "  seats:\n"
+        "    nodes: {ask: 'seats_nodes:ask_seats'}\n"
+        "    edges: [[START, ask]]\n"
+        "entry: seats\n"
+    )
+    server = await serve(load_config(file))
+    async with server.client() as client:
+        task = (await send(client, "seats", message(text="book")))["result"]["task"]
+        asked = task["status"]["message"]["metadata"][URI]
+        assert [q["multiple"] for q in asked["questions"]] == [False, True, True]
+        wrong = await send(client, "seats", message(task=task, payload=answer(asked, ["Ada"], ["3", "x"], ["-"])))
+        assert "rows.1: 'x' is not of type 'integer'" in wrong["error"]["message"]
+        good = answer(asked, ["Ada"], ["3", " 4 "], ["[1, 2]", "[3]"])
+        done = (await send(client, "seats", message(task=task, payload=good)))["result"]["task"]
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED", done["status"]
+    assert done["artifacts"][0]["parts"][0]["text"] == "Ada: rows 7, grid [[1, 2], [3]]"

@@ -40,7 +40,17 @@ from .._core.requests import (
 from .._core.starting import check_agent
 from .._core.votes import Vote, quorum
 from .._runtime import RunResult, Sayso
-from ..exceptions import AgentNotFound, DecisionRefused, InvalidInput, NotAllowed, ThreadNotFound, TooLarge
+from ..exceptions import (
+    AgentNotFound,
+    AlreadyDecided,
+    CallEnded,
+    DecisionRefused,
+    InvalidInput,
+    NotAllowed,
+    RequestExpired,
+    ThreadNotFound,
+    TooLarge,
+)
 from ._fill import NEW, SKIP, NewMessage, Skipped, fill, fill_form
 from ._holding import Cancelled, ask_held, is_held, say_held
 from ._interrupts import Where, deciding, interruptible
@@ -208,6 +218,11 @@ async def _answer_all(
                     outcome = await interruptible(
                         runtime, deciding(runtime, request, decision, principal), config=config, as_json=False
                     )
+            except (AlreadyDecided, RequestExpired, CallEnded) as gone:
+                # No answer will be taken (decided elsewhere, expired): asked again, it would be asked for ever.
+                console.print(f"[red]not accepted:[/red] {escape(_problem(gone))}. It takes no answer now.")
+                now = await runtime.result(result.run_id, principal=principal)
+                return now, all(r.request_id != request.request_id for r in now.requests)
             except (DecisionRefused, InvalidInput) as refused:
                 console.print(
                     f"[red]not accepted:[/red] {escape(_problem(refused))}. The request is still open; try again."

@@ -58,7 +58,8 @@ def _object(console: Console, shape: JsonSchemaValue, root: JsonSchemaValue, *, 
             if section is not _LEFT_OUT:
                 value[name] = section
             continue
-        answer = _field(console, f"{prefix}{name}", field, root, required=name in required)
+        default = spec.get("default", _LEFT_OUT) if isinstance(spec, dict) else _LEFT_OUT
+        answer = _field(console, f"{prefix}{name}", field, root, required=name in required, default=default)
         if answer is not _LEFT_OUT:
             value[name] = answer
     return value
@@ -113,20 +114,29 @@ def _field(
     *,
     required: bool,
     empty_ok: bool = False,
+    default: Any = _LEFT_OUT,
 ) -> Any:
     """One field's answer, typed as its schema says and checked against it as it is typed (`_LEFT_OUT` when empty).
 
-    A wrong value is said at once and the same field asked again, rather than after the whole form.
+    A wrong value is said at once and the same field asked again, rather than after the whole form. The schema's
+    `default` (other than null) is shown and taken on an empty answer, as the web form is filled in with it, so a
+    node reading a JSON Schema dict gets the same answer from either.
     """
+    if default is None:
+        default = _LEFT_OUT  # `x: int | None = None`: leaving it out says the same
     if field.get("description"):
         console.print(f"[dim]{escape(str(field['description']))}[/dim]")
     if "enum" in field:
         for n, choice in enumerate(field["enum"], 1):
             console.print(Text(f"  {n}) {choice}"))
     what = fields_summary(field)
+    if default is not _LEFT_OUT:
+        what += f", default {default if isinstance(default, str) else json.dumps(default)}"
     shown = label
     while True:
-        value = _typed_field(console, f"{shown} ({what}{', required' if required else ''})> ", field, root)
+        value = _typed_field(console, f"{shown} ({escape(what)}{', required' if required else ''})> ", field, root)
+        if value is _LEFT_OUT and default is not _LEFT_OUT:
+            value = default
         if value is _LEFT_OUT:
             if not required or empty_ok:
                 return value

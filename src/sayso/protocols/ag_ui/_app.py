@@ -34,7 +34,15 @@ from ..._core.grants import Grant
 from ..._core.ids import ID_PATTERN, is_id
 from ..._core.limits import check_message
 from ..._runtime import RunRecord, RunResult, Sayso, ThreadRecord, authenticate
-from ...exceptions import DecisionRefused, InvalidInput, NotAllowed, RunNotFound, ThreadBusy, ThreadNotFound
+from ...exceptions import (
+    DecisionRefused,
+    InvalidInput,
+    NotAllowed,
+    RequestNotFound,
+    RunNotFound,
+    ThreadBusy,
+    ThreadNotFound,
+)
 from .._common import AgentEndpoint
 from ._inbound import client_tools, decisions_from_resume, host_grants, moves_on
 from ._mapping import (
@@ -144,7 +152,7 @@ class AgUiAgent(AgentEndpoint):
         moving_on = moves_on(run_input.resume or [], text) and not new.answers
         if (run_input.resume and not moving_on) or (paused is not None and new.answers):
             if thread is None or paused is None:
-                raise InvalidInput(f"nothing waits on thread {run_input.thread_id!r}", field=THREAD)
+                raise InvalidInput(await self._nothing_waits(run_input, caller), field=THREAD)
             return await self._answer(run_input, caller, thread, paused, new, hosted)
         if text is None and new.taken_by is not None and thread is not None:
             return await self._as_it_stands(thread, new.taken_by, caller)
@@ -274,6 +282,30 @@ class AgUiAgent(AgentEndpoint):
             run_input.forwarded_props, principal=caller, agent=self.agent, thread_id=run_input.thread_id
         )
         return {"grants": grants or [], "offer_wider_scopes": grants is not None}
+
+    async def _nothing_waits(self, run_input: RunAgentInput, caller: Principal) -> str:
+        """Why a resume finds no pause: what became of the first interrupt it names on this thread, when it is one.
+
+        A late answer to an input that expired (and that the sweep closed, so the run went on) is told so, not
+        just that the thread waits on nothing.
+        """
+        nothing = f"nothing waits on thread {run_input.thread_id!r}"
+        for entry in run_input.resume or []:
+            try:
+                state = await self.sayso.request(entry.interrupt_id, principal=caller)
+            except RequestNotFound:
+                continue
+            if (state.request.chat_thread_id or state.request.thread_id) != run_input.thread_id:
+                continue
+            record = state.decision
+            if record is not None and record.by == "expiry":
+                why = "expired before it was answered"
+            elif record is not None and not record.closed:
+                why = "was answered already"
+            else:
+                why = "was closed unanswered: the run went on without it"
+            return f"interrupt {entry.interrupt_id!r} {why}; {nothing}"
+        return nothing
 
     async def _thread(self, thread_id: str, caller: Principal) -> ThreadRecord | None:
         """The thread, or `None` when it is new (or not the caller's to see, which looks the same)."""

@@ -148,13 +148,16 @@ def refused(problem: str) -> InvalidInput:
 
 
 def call_ids(messages: Sequence[ModelMessage]) -> set[str]:
-    """The ids of the tool calls in `messages`: what `message_events` streams, and a client may send back."""
+    """The tool call ids in `messages`: what `message_events` streams, and a client may send back.
+
+    A result counts as well as a call: a workflow's input is no model call, so its answer is streamed
+    as a result alone, which a client keeps as a tool message and sends back with the next resume.
+    """
     return {
         part.tool_call_id
         for message in messages
-        if isinstance(message, ModelResponse)
         for part in message.parts
-        if isinstance(part, ToolCallPart)
+        if isinstance(part, ToolCallPart | ToolReturnPart)
     }
 
 

@@ -3,6 +3,8 @@
 // refused answer's errors shown next to their fields. Loaded after ui.js (el, nextId), before cards.js.
 "use strict";
 
+const DECIMAL = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;  // a number as JSON and a person write it
+
 const humanize = (key) => String(key).replace(/[_-]+/g, " ").replace(/^./, (c) => c.toUpperCase());
 
 function renderValue(value) {
@@ -172,9 +174,9 @@ function schemaField(schema, root, path, label, required) {
       if (!lines().length && !required && !fallback) return undefined;
       return numeric ? lines().map((line) => exactNumber(Number(line), line)) : lines();
     };
-    // A line that is no number would be sent as null: said as the line it is.
-    unread = () => (numeric ? lines().flatMap((line, index) => (Number.isFinite(Number(line)) ? []
-      : [{ loc: path, msg: `line ${index + 1}: ${line} is not a number` }])) : []);
+    // `Number` reads `abc` as NaN (sent as null) and `0x10` as 16: a line that is no decimal number is named, not sent.
+    unread = () => (numeric ? lines().flatMap((line, index) => (DECIMAL.test(line) ? []
+      : [{ loc: path, msg: `line ${index + 1}: ${JSON.stringify(line)} is not a number` }])) : []);
   } else {
     // Anything else (nested lists of objects, any JSON): written as JSON; text that is not JSON is sent as text.
     const given = s.default !== undefined && s.default !== null ? JSON.stringify(s.default, null, 2) : "";

@@ -34,7 +34,7 @@ from ._views import (
 
 
 def decision_from_input(view: PauseView, message: Message, *, legacy: bool) -> list[tuple[ShownRequest, Decision]]:
-    """The answer a message gives to a shown `input` request: kagent's answers, its first DataPart, or its text.
+    """The answer a message gives to a shown `input` request: kagent's answers, its DataPart, or its text.
 
     A v1 `ask_user_response` (or, with `legacy`, a 0.x `decision_type` DataPart) answers the
     questions the input was shown as. Otherwise text is the answer as is where the schema asks for
@@ -43,7 +43,8 @@ def decision_from_input(view: PauseView, message: Message, *, legacy: bool) -> l
 
     Raises:
         InvalidInput: the answer does not fit the questions, the message holds neither a
-            DataPart nor text, or it carries edits under sayso's key (`field` is `HITL_RESPONSE`).
+            DataPart nor text, holds several DataParts (which one is meant is not known), or carries edits under
+            sayso's key (`field` is `HITL_RESPONSE`).
     """
     (request,) = view.requests
     assert isinstance(request, InputRequest)
@@ -64,9 +65,11 @@ def decision_from_input(view: PauseView, message: Message, *, legacy: bool) -> l
             reason = legacy_reason(decided.get("rejection_reason"))
             return [(request, Skip(reason=reason or "the person declined"))]
         raise refused("this task waits for input: send decision_type approve with ask_user_answers")
-    for part in message.parts:
-        if part.HasField("data"):
-            return [(request, Provide(value=whole_numbers(MessageToDict(part.data))))]
+    values = [part.data for part in message.parts if part.HasField("data")]
+    if len(values) > 1:
+        raise refused(f"this task waits for one input: send its value as one DataPart, not {len(values)}")
+    if values:
+        return [(request, Provide(value=whole_numbers(MessageToDict(values[0]))))]
     text = message_text(message)
     if not text.strip():
         raise refused("this task waits for input: send the answer as a DataPart, or as text")
@@ -96,10 +99,15 @@ def _value_of(request: InputRequest, answers: list[list[str]]) -> Any:
 
 
 def _typed(words: list[str], field: JsonSchemaValue) -> Any:
-    """One answer read by its field's type; left as words when it does not read as that type."""
+    """One answer read by its field's type; left as words when it does not read as that type.
+
+    A list's answers are its items, each read by the items' type: `3` is a number where the list holds
+    numbers, and `[1, 2]` a list where it holds lists.
+    """
     kind = field_type(field)
     if kind == "array":
-        return [w.strip() for w in words if w.strip()]
+        items = _items(field)
+        return [_json(w) if field_type(items) == "array" else _typed([w], items) for w in words if w.strip()]
     raw = " ".join(w.strip() for w in words if w.strip())
     if kind == "string" or (kind is None and field_choices(field)):
         return raw
@@ -115,3 +123,18 @@ def _typed(words: list[str], field: JsonSchemaValue) -> Any:
     if kind == "boolean" and raw.lower() in ("true", "yes", "false", "no"):
         return raw.lower() in ("true", "yes")
     return raw
+
+
+def _items(field: JsonSchemaValue) -> JsonSchemaValue:
+    """What a list field's items are (looking through `anyOf` with null); `{}`, any JSON, when it does not say."""
+    options = [field, *(o for o in field.get("anyOf", []) if isinstance(o, dict))]
+    items: object = next((o["items"] for o in options if isinstance(o.get("items"), dict)), {})
+    return items if isinstance(items, dict) else {}
+
+
+def _json(word: str) -> Any:
+    """A word read as JSON (a list inside a list), or the word itself when it is none, for the schema check to name."""
+    try:
+        return json.loads(word)
+    except ValueError:
+        return word.strip()

@@ -1,0 +1,125 @@
+"""`sayso chat` at a workflow's form: the schema's defaults, and an input answered elsewhere while the chat asks.
+
+The web UI fills each field in with its schema's `default`; the chat said only `empty leaves it out`, so a node
+with a JSON Schema dict got `{"name": "a"}` from the terminal where the browser sent the defaults too. An input
+that takes no answer any more (answered from another terminal, or expired) was refused with "the request is still
+open; try again", and asked again for ever.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
+
+NODES = """
+import json
+
+from sayso.workflows import RequestInput
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "count": {"type": "integer", "default": 3},
+        "color": {"type": "string", "enum": ["red", "green"], "default": "red"},
+        "note": {"type": "string"},
+    },
+    "required": ["name"],
+}
+
+
+def ask():
+    got = yield RequestInput("Your order", response_schema=SCHEMA)
+    return json.dumps(got, sort_keys=True)
+"""
+
+
+def test_chat_shows_each_default_and_an_empty_answer_takes_it(tmp_path: Path) -> None:
+    (tmp_path / "order_nodes.py").write_text(NODES)
+    (tmp_path / "idle.script.yaml").write_text("name: idle\nrules: []\nfallback: idle\n")
+    config = tmp_path / "order.yaml"
+    config.write_text(
+        f"store: sqlite:///{tmp_path / 'order.db'}\n"
+        "models: {idle: {scripted: idle.script.yaml}}\n"
+        "agents: {idle: {model: idle}}\n"
+        "workflows:\n"
+        "  order:\n"
+        "    nodes: {ask: 'order_nodes:ask'}\n"
+        "    edges: [[START, ask]]\n"
+        "entry: order\n"
+    )
+    env = {**os.environ, "COLUMNS": "100", "TERM": "dumb", "NO_COLOR": "1"}
+    chat = pexpect.spawn(sys.executable, ["-m", "sayso", "chat", str(config)], env=env, encoding="utf-8", timeout=30)
+    chat.expect("you>")
+    chat.sendline("order")
+    chat.expect(r"name \(text, required\)> ")
+    chat.sendline("tea")
+    chat.expect(r"count \(whole number, default 3\)> ")
+    chat.sendline("")
+    chat.expect(r"color \(one of red / green, default red\)> ")
+    chat.sendline("2")
+    chat.expect(r"note \(text\)> ")
+    chat.sendline("")
+    chat.expect(r"\{.*\}")
+    assert json.loads(chat.after.replace("\\", "")) == {"name": "tea", "count": 3, "color": "green"}
+    chat.expect("you>")
+    chat.sendeof()
+    chat.expect(pexpect.EOF)
+
+
+TWO_NODES = """
+from sayso.workflows import RequestInput
+
+
+def ask():
+    first = yield RequestInput("First number?", response_schema=int)
+    second = yield RequestInput("Second number?", response_schema=int)
+    return f"sum {first + second}"
+"""
+
+
+def test_an_input_answered_elsewhere_while_the_chat_asks_is_not_asked_for_ever(tmp_path: Path) -> None:
+    """The chat's answer is refused as already decided; it says so and goes on to what the run asks next."""
+    (tmp_path / "sum_nodes.py").write_text(TWO_NODES)
+    (tmp_path / "idle.script.yaml").write_text("name: idle\nrules: []\nfallback: idle\n")
+    config = tmp_path / "sum.yaml"
+    config.write_text(
+        f"store: sqlite:///{tmp_path / 'sum.db'}\n"
+        "models: {idle: {scripted: idle.script.yaml}}\n"
+        "agents: {idle: {model: idle}}\n"
+        "workflows:\n"
+        "  sum:\n"
+        "    nodes: {ask: 'sum_nodes:ask'}\n"
+        "    edges: [[START, ask]]\n"
+        "entry: sum\n"
+    )
+    env = {**os.environ, "COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
+    chat = pexpect.spawn(sys.executable, ["-m", "sayso", "chat", str(config)], env=env, encoding="utf-8", timeout=30)
+    chat.expect("you>")
+    chat.sendline("add")
+    chat.expect(r"request (req_\S+)")
+    request_id = chat.match.group(1)
+    chat.expect(r"answer \(whole number, required\)> ")
+    elsewhere = subprocess.run(
+        [sys.executable, "-m", "sayso", "decide", str(config), request_id, "answer", "1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    chat.sendline("2")
+    chat.expect("not accepted: ")
+    chat.expect("already decided")
+    chat.expect("Second number?")
+    chat.expect(r"answer \(whole number, required\)> ")
+    chat.sendline("5")
+    chat.expect("sum 6")
+    chat.expect("you>")
+    chat.sendeof()
+    chat.expect(pexpect.EOF)
