@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 from dataclasses import dataclass
 from datetime import date, datetime
+from pathlib import Path
 from typing import Any, Literal
 from uuid import UUID
 
@@ -19,8 +20,10 @@ from sayso import (
     InputRequest,
     InvalidDecision,
     Provide,
+    Sayso,
     SchemaMismatch,
     Skip,
+    load_config,
 )
 from sayso._core.decisions import DECISION_ADAPTER, check_decision
 from sayso._core.model_text import model_text
@@ -313,3 +316,35 @@ def test_a_null_is_called_null() -> None:
     with pytest.raises(InvalidDecision) as refused:
         check_decision(input_request(Letter), Provide(value={"to": None}), existing=None, now=101)
     assert refused.value.problem == "to: null is not of type 'string'"
+
+
+COUNT_NODES = """
+from sayso.workflows import RequestInput
+
+
+def ask():
+    schema = {
+        "type": "object",
+        "properties": {"count": {"type": "integer"}, "sizes": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
+        "required": ["count"],
+        "$defs": {"n": {"type": ["integer", "null"]}},
+    }
+    got = yield RequestInput("How many?", response_schema=schema)
+    return ",".join(str(i) for i in range(got["count"])) + f" sizes={got.get('sizes')}"
+"""
+
+
+async def test_a_whole_number_written_as_a_float_reaches_the_node_as_an_integer(tmp_path: Path) -> None:
+    """JSON Schema counts 3.0 as an integer, and a client serialising floats sends it so: the node that was promised
+    an integer gets 3 (as a pydantic type gives it), not a float its `range` fails on, in lists and `$ref`s too."""
+    (tmp_path / "count_nodes.py").write_text(COUNT_NODES)
+    (tmp_path / "idle.yaml").write_text("rules: []\nfallback: idle\n")
+    (tmp_path / "sayso.yaml").write_text(
+        f"store: sqlite:///{tmp_path / 's.db'}\nmodels: {{idle: {{scripted: idle.yaml}}}}\n"
+        "agents: {idle: {model: idle}}\n"
+        "workflows:\n  w:\n    nodes: {ask: 'count_nodes:ask'}\n    edges: [[START, ask]]\nentry: w\n"
+    )
+    async with Sayso(load_config(tmp_path / "sayso.yaml")) as app:
+        paused = await app.run("go")
+        done = await app.decide(paused.requests[0].request_id, Provide(value={"count": 3.0, "sizes": [2.0, None]}))
+    assert (done.run.status, done.run.output) == ("completed", "0,1,2 sizes=[2, None]")

@@ -92,6 +92,7 @@ class InputSchema:
             problems = _validator_problems(self._validator, value)
             if problems:
                 raise SchemaMismatch(problems)
+            return schema_integers(self.json_schema, value)
         return value
 
     def field_problems(self, value: Any) -> dict[str, str]:
@@ -116,6 +117,44 @@ class InputSchema:
         if self._adapter is not None:
             return self._adapter.dump_python(value, mode="json")
         return value
+
+
+def schema_integers(schema: JsonSchemaValue, value: Any, root: JsonSchemaValue | None = None) -> Any:
+    """`value` (which fits `schema`) with each float where the schema says `integer` made an int: `3.0` is `3`.
+
+    JSON Schema counts 3.0 as an integer and clients that serialise floats send it so; the code the
+    answer is for was promised an integer (as a pydantic type gives it), not a float `range` fails on.
+    Followed through `properties`, `additionalProperties`, `items`, `prefixItems` and local `$ref`s.
+    """
+    root = schema if root is None else root
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for step in ref[2:].split("/"):
+            target = target.get(step.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
+        if isinstance(target, dict):
+            value = schema_integers(target, value, root)
+    kind = schema.get("type")
+    if isinstance(value, float) and value.is_integer() and (kind == "integer" or _only_integer(kind)):
+        return int(value)
+    if isinstance(value, dict):
+        props, extra = schema.get("properties"), schema.get("additionalProperties")
+        return {
+            k: schema_integers(sub, v, root) if isinstance(sub := (props or {}).get(k, extra), dict) else v
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        items, prefix = schema.get("items"), schema.get("prefixItems") or []
+        return [
+            schema_integers(sub, v, root) if isinstance(sub := (prefix[i] if i < len(prefix) else items), dict) else v
+            for i, v in enumerate(value)
+        ]
+    return value
+
+
+def _only_integer(kind: object) -> bool:
+    """A `type` list that admits integers and no other numbers (`["integer", "null"]`)."""
+    return isinstance(kind, list) and "integer" in kind and "number" not in kind
 
 
 def input_schema(spec: object) -> InputSchema:
