@@ -258,6 +258,24 @@ async def test_unknown_repeated_and_conflicting_decisions(app: Sayso) -> None:
     assert RAN == [("archive", {"name": "y"})]
 
 
+async def test_a_decision_on_a_request_closed_unanswered_says_how_it_was_closed(app: Sayso) -> None:
+    """A request its run went on without (a cancel, a new message) was closed, not decided by anyone: a late decision
+    is refused saying so and why, not "already decided (skip by person)"."""
+    async with app:
+        cancelled = await app.run("both")
+        await app.cancel(cancelled.run_id)
+        with pytest.raises(AlreadyDecided) as refused:
+            await app.decide(cancelled.requests[0].request_id, Approve())
+        assert refused.value.problem == (
+            "it was closed unanswered by local: the run was cancelled before this request was answered"
+        )
+        superseded = await app.run("both")
+        await app.run("archive z", thread_id=superseded.thread_id)
+        with pytest.raises(AlreadyDecided, match="closed unanswered by local: the person sent a message instead"):
+            await app.decide(superseded.requests[0].request_id, Approve())
+    assert ("archive", {"name": "y"}) not in RAN
+
+
 async def test_a_pause_is_consumed_once(app: Sayso, make_app: MakeApp) -> None:
     """A pause is consumed by its first resume: a second resume of it is refused and the approved call runs once."""
     async with app:

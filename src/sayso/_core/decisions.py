@@ -255,6 +255,11 @@ def check_decision(
     if existing is not None:
         if existing.decision == decision:
             return None
+        if existing.closed and isinstance(existing.decision, Skip):  # nobody decided it: its run went on without it
+            by = f" by {existing.principal}" if existing.principal else ""
+            raise AlreadyDecided(
+                request.request_id, f"it was closed unanswered{by}: {existing.decision.reason or 'its run went on'}"
+            )
         raise AlreadyDecided(
             request.request_id,
             f"already decided ({existing.decision.kind} by {existing.by}); the first decision wins",
