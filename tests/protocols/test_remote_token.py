@@ -10,7 +10,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from sayso import Approve, Config, ConfigError, Sayso
+from sayso import Approve, Config, ConfigError, InputRequest, InvalidDecision, Provide, Sayso
 from sayso.cli import app as cli
 
 from ..conftest import LiveServer, free_port
@@ -83,3 +83,53 @@ async def test_a_wrong_token_fails_the_delegate_as_refused_by_the_remote_agent(
     assert "A2AClientError" not in done.output
     seen = httpx.get(f"{child}/v1/requests", headers={"Authorization": "Bearer child-secret"}, timeout=30).json()
     assert seen["requests"] == []
+
+
+COUNTING = """
+from sayso.workflows import RequestInput
+
+
+def ask():
+    schema = {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}
+    got = yield RequestInput("How many sheep?", payload={"field": "north"}, response_schema=schema)
+    return "counted " + ",".join(str(i) for i in range(got["count"]))
+"""
+
+
+async def test_a_remote_workflows_input_is_asked_with_its_schema_and_a_wrong_answer_stays_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A remote sayso workflow asks for input: the calling sayso's request is that input, with its message, payload
+    and JSON Schema, so a wrong answer is refused here naming the field (the same request still open) rather than
+    taken, refused by the remote agent and asked again under a new id; the right one goes down and the run ends."""
+    monkeypatch.delenv("SAYSO_STORE", raising=False)
+    (tmp_path / "counting.py").write_text(COUNTING)
+    child_config = Config.model_validate(
+        {
+            "store": f"sqlite:///{tmp_path / 'child.db'}",
+            "agents": {"idle": {"model": "test"}},
+            "workflows": {"count": {"nodes": {"ask": "counting:ask"}, "edges": [["START", "ask"]]}},
+            "base_dir": str(tmp_path),
+        }
+    )
+    server = LiveServer.in_thread(protocol_app(Sayso(child_config)), port=free_port())
+    try:
+        parent = {
+            "store": f"sqlite:///{tmp_path / 'parent.db'}",
+            "agents": {"coordinator": {"model": "c", "delegates": [{"a2a": f"{server.base_url}/a2a/count"}]}},
+        }
+        model = tool_model(verbs(count=("count", "task")), read="count said: {result}")
+        async with Sayso(Config.model_validate(parent), models={"c": model}) as sayso:
+            paused = await sayso.run("count sheep", agent="coordinator")
+            [asked] = paused.requests
+            assert isinstance(asked, InputRequest), asked
+            assert (asked.message, asked.payload) == ("How many sheep?", {"field": "north"})
+            assert asked.response_schema["properties"] == {"count": {"type": "integer"}}
+            with pytest.raises(InvalidDecision, match="count"):
+                await sayso.decide(asked.request_id, Provide(value={"count": "abc"}))
+            assert [r.request_id for r in (await sayso.result(paused.run_id)).requests] == [asked.request_id]
+            done = await sayso.decide(asked.request_id, Provide(value={"count": 3}))
+    finally:
+        server.stop()
+    assert done.run.status == "completed" and done.run.output is not None
+    assert done.run.output.startswith("count said: counted 0,1,2")

@@ -23,6 +23,7 @@ from .._core.decisions import Decision, DecisionRecord, Skip
 from .._core.requests import (
     ApprovalRequest,
     DelegateRequest,
+    InputRequest,
     QuestionRequest,
     Request,
     RequestBase,
@@ -397,6 +398,11 @@ def mirror(ask: RemoteAsk, proxy: RunRecord, url: str, *, request_id: str, now: 
     )
     if ask.kind == "question":
         return QuestionRequest.of(common, questions=ask.questions)
+    if ask.kind == "input":
+        schema = ask.response_schema or {}
+        return InputRequest.of(
+            common, node=ask.tool_name, message=ask.message, payload=ask.payload, response_schema=schema
+        )
     return ApprovalRequest.of(
         common,
         hint=default_hint(ask.tool_name) if ask.hint is None or ask.hint == "" else ask.hint,
@@ -410,6 +416,16 @@ def ask_of(request: Request, *, wire: RemoteWire = "v1") -> RemoteAsk:
     if isinstance(request, QuestionRequest):
         return RemoteAsk(
             kind="question", ask_id=request.tool_call_id, tool_name="ask_user", questions=request.questions, wire=wire
+        )
+    if isinstance(request, InputRequest):
+        return RemoteAsk(
+            kind="input",
+            ask_id=request.tool_call_id,
+            tool_name=request.node,
+            message=request.message,
+            payload=request.payload,
+            response_schema=request.response_schema,
+            wire=wire,
         )
     call_id = request.payload.get("call_id") if isinstance(request, ApprovalRequest) and request.payload else None
     return RemoteAsk(

@@ -7,7 +7,9 @@ the runtime's remote runner (`_remote`) drives it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
+
+from pydantic.json_schema import JsonSchemaValue
 
 from .._core.decisions import Decision
 from .._core.requests import Question
@@ -20,7 +22,9 @@ RemoteWire: TypeAlias = Literal["v1", "legacy"]
 class RemoteAsk:
     """One thing a paused remote task waits on, as its visible tool."""
 
-    kind: Literal["approval", "question"]
+    kind: Literal["approval", "question", "input"]
+    """`input`: a remote sayso workflow's input, shown to kagent clients as questions, with its schema under sayso's
+    own key: asked here as that input, so its answer is checked here before it goes down."""
     ask_id: str
     """The id the remote agent expects back in its response."""
     tool_name: str
@@ -33,6 +37,12 @@ class RemoteAsk:
     """How the remote agent paused, and so how its answer goes back."""
     expires_at: float | None = None
     """When the remote agent closes the ask unanswered (its request's expiry, when it says so)."""
+    message: str = ""
+    """An input's message."""
+    payload: Any = None
+    """An input's data to show."""
+    response_schema: JsonSchemaValue | None = None
+    """The JSON Schema an input's answer must fit."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,9 +13,11 @@ from dataclasses import replace
 from typing import Any
 
 from a2a.types import Message, Part, TaskState, TaskStatus
+from google.protobuf.json_format import ParseDict
 from google.protobuf.struct_pb2 import Value
 
-from ...._core.decisions import Answer, Approve, Decision, Reject
+from ...._core.decisions import Answer, Approve, Decision, Provide, Reject
+from ...._core.inputs import schema_problem
 from ...._core.model_text import model_text
 from ...._runtime import RemoteAsk, RemoteOutcome, RemoteWire
 from ._legacy import LEGACY_CONFIRMATION
@@ -35,23 +37,41 @@ def remote_outcome(status: TaskStatus, *, task_id: str, context_id: str) -> Remo
         if not asks:
             asks = legacy_asks(data_parts(status.message))
         if asks:
-            asks = tuple(_expiring(asks, json_of(status.message.metadata).get(SAYSO_KEY)))
+            asks = tuple(_as_told(asks, json_of(status.message.metadata).get(SAYSO_KEY)))
             return RemoteOutcome(status="paused", task_id=task_id, context_id=context_id, text=text, asks=asks)
         return RemoteOutcome(status="input_without_hitl", task_id=task_id, context_id=context_id, text=text)
     return RemoteOutcome(status="failed", task_id=task_id, context_id=context_id, text=text or "no answer")
 
 
-def _expiring(asks: Sequence[RemoteAsk], facts: Any) -> list[RemoteAsk]:
-    """`asks` with the expiry a sayso remote agent gives each under its own key (`SAYSO_KEY`), when it does."""
+def _as_told(asks: Sequence[RemoteAsk], facts: Any) -> list[RemoteAsk]:
+    """`asks` with what a sayso remote agent tells of each under its own key (`SAYSO_KEY`), when it does.
+
+    Its expiry; and for a workflow's input (shown to kagent clients as questions) the input itself, with
+    the JSON Schema its answer must fit, so the answer is checked here before it goes down.
+    """
     listed = facts.get("requests") if isinstance(facts, dict) else None
-    entries = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
-    expiring = {e.get("id"): e.get("expires_at") for e in entries}
-    return [
-        replace(ask, expires_at=float(at))
-        if isinstance(at := expiring.get(ask.ask_id), int | float) and not isinstance(at, bool)
-        else ask
-        for ask in asks
-    ]
+    entries = {e.get("id"): e for e in listed if isinstance(e, dict)} if isinstance(listed, list) else {}
+    return [_told(ask, entries.get(ask.ask_id) or {}) for ask in asks]
+
+
+def _told(ask: RemoteAsk, entry: Mapping[str, Any]) -> RemoteAsk:
+    at = entry.get("expires_at")
+    if isinstance(at, int | float) and not isinstance(at, bool):
+        ask = replace(ask, expires_at=float(at))
+    schema, message, node = entry.get("response_schema"), entry.get("message"), entry.get("node")
+    if (
+        ask.kind == "question"
+        and ask.wire == "v1"
+        and entry.get("kind") == "input"
+        and isinstance(schema, dict)
+        and schema_problem(schema) is None
+        and isinstance(message, str)
+        and isinstance(node, str)
+        and node
+    ):
+        payload = entry.get("payload")
+        return replace(ask, kind="input", tool_name=node, message=message, payload=payload, response_schema=schema)
+    return ask
 
 
 def asks_of(payload: Mapping[str, Any]) -> tuple[RemoteAsk, ...]:
@@ -168,6 +188,10 @@ def answer_message(message: Message, decisions: Sequence[tuple[RemoteAsk, Decisi
         data = legacy_answer(decisions)
         message.parts.append(Part(data=Value(struct_value=struct_of(data)), metadata=struct_of({})))
         return
+    first, decision = decisions[0]
+    if first.kind == "input" and isinstance(decision, Provide):  # the value itself, as a sayso agent takes it
+        message.parts.append(Part(data=ParseDict(decision.value, Value())))
+        return
     message.parts.append(Part(text="Human input supplied"))
     message.extensions.append(HITL_URI)
     message.metadata.update({HITL_URI: struct_of(response_payload(decisions))})
@@ -176,7 +200,7 @@ def answer_message(message: Message, decisions: Sequence[tuple[RemoteAsk, Decisi
 def response_payload(decisions: Sequence[tuple[RemoteAsk, Decision]]) -> HitlResponseJson:
     """The kagent v1 response that carries the person's decisions down to the remote task."""
     first, decision = decisions[0]
-    if first.kind == "question":
+    if first.kind in ("question", "input"):  # an input not given a value: declined, as its questions
         answers: list[AnswerJson]
         if isinstance(decision, Answer):
             answers = [{"answer": list(a)} for a in decision.answers]
