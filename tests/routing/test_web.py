@@ -72,6 +72,19 @@ def test_two_approvers_vote_in_their_inboxes(live: LiveServer, browser: Browser)
     expect(lines.nth(1)).to_contain_text("Approved by carol (web UI)")
 
 
+def test_a_keyboard_vote_leaves_focus_on_the_card(live: LiveServer, browser: Browser) -> None:
+    """A vote pressed with Enter hid the card's buttons and dropped focus to the page's <body>; focus now moves to
+    what the card says of the vote."""
+    with live.client("alice-token") as alice:
+        alice.post("/v1/runs", json={"message": "refund 250 to acme"})
+    bob = person(browser, live, "bob")
+    card = bob.locator("#inbox-cards article.card")
+    card.get_by_role("button", name="Approve", exact=True).focus()
+    bob.keyboard.press("Enter")
+    expect(card.get_by_role("alert")).to_have_text("Your vote is recorded: 1 of 2, waiting for finance")
+    expect(card.get_by_role("alert")).to_be_focused()
+
+
 def test_an_open_card_shows_another_approvers_vote_live(live: LiveServer, browser: Browser) -> None:
     """carol's inbox is open while bob votes over REST: her card's progress changes without a reload."""
     with live.client("alice-token") as alice:

@@ -612,6 +612,22 @@ def test_the_inbox_reaches_every_open_request_and_the_badge_counts_them_all(serv
     expect(cards).to_have_count(250)  # the decided one stays, as its receipt
 
 
+def test_a_keyboard_decision_leaves_focus_on_the_cards_receipt(server: LiveServer, page: Page) -> None:
+    """Pressing Enter on Approve turned the card into its receipt and dropped focus to the page's <body>: a keyboard
+    or screen reader user was thrown back to the top. Focus now stays on the card, at its receipt's heading."""
+    with server.client() as client:
+        client.post("/v1/runs", json={"message": "delete notes"})
+    page.goto(f"{server.base_url}/#/inbox")
+    card = page.locator("#inbox-cards article.card")
+    approve = card.get_by_role("button", name="Approve", exact=True)
+    approve.focus()
+    page.keyboard.press("Enter")
+    receipt = page.get_by_role("article", name="Approved by you (web UI)")
+    expect(receipt).to_be_visible()
+    expect(receipt.get_by_role("heading", name="Approved by you (web UI)")).to_be_focused()
+    assert page.evaluate("document.activeElement.closest('article.card') !== null")
+
+
 def test_older_threads_are_listed_on_request_and_stay_listed(serve: ServerFactory, page: Page) -> None:
     """The sidebar lists the newest 50 threads and an Older threads button lists the rest (there was no way past
     the 50th); a thread started elsewhere afterwards joins the top, the older ones staying listed."""

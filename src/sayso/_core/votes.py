@@ -15,7 +15,7 @@ from pydantic import TypeAdapter, with_config
 
 from .audit_events import VoteEvent
 from .decisions import Approve, Reject, Via, arg_edits
-from .requests import DEFERRED, Request
+from .requests import DEFERRED, Request, redacted
 from .routing import Routing
 
 VoteKind: TypeAlias = Literal["approve", "reject"]
@@ -192,6 +192,16 @@ def standing_args(request: Request, votes: Sequence[Vote]) -> Mapping[str, Any]:
         quorum(request.routing, votes, starter=request.principal, proposed=request.args) if request.routing else None
     )
     return standing.args if standing is not None and standing.args is not None else request.args
+
+
+def shown_standing_args(request: Request, votes: Sequence[Vote]) -> Mapping[str, Any]:
+    """The arguments an approval now runs the call with, as they may be shown: what every interface shows its person.
+
+    After an edited vote the next approver approves the edit, not the proposed arguments: showing those
+    would have them approve a call they never saw.
+    """
+    shown: Mapping[str, Any] = redacted(dict(standing_args(request, votes)), request.redact)
+    return shown
 
 
 def same_as_shown(request: Request, votes: Sequence[Vote], decision: Approve) -> Approve:

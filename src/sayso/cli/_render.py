@@ -24,10 +24,9 @@ from .._core.requests import (
     QuestionRequest,
     Request,
     is_remote_call,
-    redacted,
     shown_args,
 )
-from .._core.votes import Vote, quorum, standing_args
+from .._core.votes import Vote, quorum, shown_standing_args
 from ._pasted import config_word, sayso_command
 
 if TYPE_CHECKING:
@@ -150,7 +149,9 @@ def _commands(request: Request, config: str, votes: Sequence[Vote]) -> list[str]
             approve += f" {shlex.quote(json.dumps(example_answer(request.response_schema), ensure_ascii=False))}"
         commands = [approve, f"{base} reject --reason {shlex.quote('your reason')}"]
         if not is_remote_call(request):
-            edited = json.dumps(typed_args(_at_stake(request, votes), request.args_schema), ensure_ascii=False)
+            edited = json.dumps(
+                typed_args(shown_standing_args(request, votes), request.args_schema), ensure_ascii=False
+            )
             commands.append(f"{base} approve --args {shlex.quote(edited)}")
         wider = [s for s in request.scopes if s != "once"]
         if wider:
@@ -264,16 +265,12 @@ def routing_lines(request: Request, votes: Sequence[Vote] = ()) -> list[Text]:
     return lines
 
 
-def _at_stake(request: Request, votes: Sequence[Vote]) -> Mapping[str, Any]:
-    """The arguments an approval runs the call with (an earlier vote's edit, else the proposed ones), as shown."""
-    shown: Mapping[str, Any] = redacted(standing_args(request, votes), request.redact)
-    return shown
-
-
 def _approval_lines(request: ApprovalRequest, votes: Sequence[Vote]) -> list[RenderableType]:
     """An approval's arguments (those the votes are about), hint, tool source, subject, scopes and feedback asked."""
     lines: list[RenderableType] = [
-        Syntax(json.dumps(_at_stake(request, votes), indent=2, ensure_ascii=False), "json", theme="ansi_dark"),
+        Syntax(
+            json.dumps(shown_standing_args(request, votes), indent=2, ensure_ascii=False), "json", theme="ansi_dark"
+        ),
         Text(request.hint, style="italic"),
         *([Text(request.why)] if request.why else []),
         *_tool_lines(request),

@@ -51,7 +51,7 @@ from ..._core.requests import (
     is_remote_call,
     shown_args,
 )
-from ..._core.votes import Vote
+from ..._core.votes import Vote, shown_standing_args
 from ..._runtime import routing_json
 from ...exceptions import (
     CallEnded,
@@ -212,7 +212,8 @@ def interrupt(request: Shown, *, kaboo: bool = False, votes: Sequence[Vote] = ()
     """
     metadata: dict[str, Any] = {
         "tool_name": request.tool_name,
-        "tool_input": shown_args(request),
+        # After an edited vote, the arguments the next approval runs with (docs/guides/routing.md#quorum).
+        "tool_input": shown_standing_args(request, votes),
         "agent_path": request.agent_path,
         "run_id": request.run_id,
     }

@@ -53,10 +53,9 @@ from ..._core.requests import (
     InputRequest,
     QuestionRequest,
     Request,
-    redacted,
     shown_args,
 )
-from ..._core.votes import Vote, quorum, standing_args
+from ..._core.votes import Vote, quorum, shown_standing_args
 from ..._runtime import routing_json
 from ...exceptions import InvalidDecision
 from ._flat import flat_form, rebuilt
@@ -119,7 +118,7 @@ def _elicitation_for(request: Request, votes: Sequence[Vote] = ()) -> ElicitPara
 
 
 def _approval_message(request: ApprovalRequest, votes: Sequence[Vote]) -> str:
-    args = redacted(dict(standing_args(request, votes)), request.redact)
+    args = shown_standing_args(request, votes)
     lines = [f"{_who(request)} wants to run {request.tool_name} with {json.dumps(args, ensure_ascii=False)}."]
     lines.append(request.hint)
     if request.why is not None:

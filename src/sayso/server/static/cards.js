@@ -46,12 +46,18 @@ function plainApproval(request, scope) {
 }
 
 // A vote that leaves the request waiting for more approvals: the card says so and takes no second vote.
+// Focus, where the person was on the card, moves to what it says now (its hidden forms held it).
 function voteRecorded(card, result, already) {
   const text = `${already ? "You voted already" : "Your vote is recorded"}: ${result.quorum.text}`;
+  const focused = holdsFocus(card);
   card.querySelector(".quorum")?.replaceChildren(`Approvals: ${result.quorum.text}`);
   card.querySelectorAll("form.box").forEach((box) => { box.hidden = true; });
   card.classList.add("done");
-  feedback(card, text, false);
+  const said = feedback(card, text, false);
+  if (focused) {
+    said.tabIndex = -1;
+    said.focus();
+  }
 }
 
 function feedback(card, text, isError = true) {
@@ -72,15 +78,23 @@ function unreadable(card, form) {
   return true;
 }
 
+// Whether the person is on `card`: its focus, or a decision sent from it (its buttons, disabled, lose focus).
+function holdsFocus(card) {
+  return card.contains(document.activeElement) || card.dataset.deciding === "true";
+}
+
 // A card whose request stopped waiting becomes a receipt of what happened to it, wherever that was decided.
+// A person on the card stays there: focus moves to the receipt's heading instead of falling to the page.
 function closeCard(card, outcome, note) {
   if (card.dataset.closed) return;
   card.dataset.closed = "true";
   card.classList.add("done");
+  const focused = holdsFocus(card);
   const headingId = card.getAttribute("aria-labelledby");
   const title = outcome.closedWithoutDecision ? "Closed: the run moved on" : outcomeTitle(outcome);
+  const heading = el("h3", { id: headingId, tabindex: "-1" }, title);
   const parts = [
-    el("h3", { id: headingId }, title),
+    heading,
     el("p", { class: "label", role: "status" }, card.dataset.tool, outcome.at ? [" · ", timeNode(outcome.at)] : []),
     ...outcomeDetails(outcome),
   ];
@@ -89,6 +103,7 @@ function closeCard(card, outcome, note) {
     card.dataset.note = "true";  // the transcript's line says what was decided, not that this card's answer was refused
   }
   card.replaceChildren(...parts);
+  if (focused) heading.focus();
 }
 
 async function closeFromServer(card, note) {
@@ -101,7 +116,16 @@ async function closeFromServer(card, note) {
 // A refused answer leaves the card open and hands its problem (with `errors[].loc/msg`) to `onRefused`.
 async function decideCard(card, request, body, ctx, onRefused) {
   const buttons = card.querySelectorAll("button");
+  if (card.contains(document.activeElement)) card.dataset.deciding = "true";
   buttons.forEach((b) => { b.disabled = true; });
+  try {
+    await sendDecision(card, request, body, ctx, onRefused, buttons);
+  } finally {
+    delete card.dataset.deciding;
+  }
+}
+
+async function sendDecision(card, request, body, ctx, onRefused, buttons) {
   const result = await api("POST", `/v1/requests/${encodeURIComponent(request.id)}/decision`, body, { "Sayso-Via": "web" });
   const waits = result.ok && result.data.quorum && (result.data.run?.requests || []).some((r) => r.id === request.id);
   if (waits) {

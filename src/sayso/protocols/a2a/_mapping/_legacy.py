@@ -16,7 +16,7 @@ from typing import Any
 
 from ...._core.decisions import Accept, Answer, Approve, Decision, Decline, Provide, Reject, Skip
 from ...._core.model_text import model_text
-from ...._core.requests import ApprovalRequest, ElicitationRequest, InputRequest, QuestionRequest, shown_args
+from ...._core.requests import ApprovalRequest, ElicitationRequest, InputRequest, QuestionRequest
 from ....exceptions import InvalidInput
 from ._elicitations import elicitation_from_legacy
 from ._v1 import answers_of, match_ids, nested_ids, sayso_edits
@@ -82,7 +82,7 @@ def legacy_parts(view: PauseView) -> list[tuple[LegacyConfirmationPart, dict[str
 def _legacy_call(view: PauseView, request: ShownRequest) -> LegacyCallJson:
     if isinstance(request, QuestionRequest | ElicitationRequest | InputRequest):
         return {"name": "ask_user", "args": {"questions": shown_questions(request)}, "id": view.call_id(request)}
-    return {"name": request.tool_name, "args": shown_args(request), "id": view.call_id(request)}
+    return {"name": request.tool_name, "args": dict(view.args_of(request)), "id": view.call_id(request)}
 
 
 def _confirmation(

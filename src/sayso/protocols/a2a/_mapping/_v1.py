@@ -20,7 +20,6 @@ from ...._core.requests import (
     InputRequest,
     QuestionRequest,
     RuleTerms,
-    shown_args,
 )
 from ...._runtime import routing_json
 from ._elicitations import ELICITATION_RESPONSE, elicitation_from_v1
@@ -81,7 +80,7 @@ def _tool_json(view: PauseView, request: ApprovalRequest) -> ToolCallJson:
         "id": view.tool_id(request),
         "call_id": view.call_id(request),
         "name": request.tool_name,
-        "args": shown_args(request),
+        "args": dict(view.args_of(request)),
     }
 
 

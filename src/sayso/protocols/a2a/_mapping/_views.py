@@ -37,7 +37,7 @@ from ...._core.requests import (
     default_hint,
     shown_args,
 )
-from ...._core.votes import Vote, quorum
+from ...._core.votes import Vote, quorum, shown_standing_args
 from ...._runtime import RemoteTask
 from ....exceptions import InvalidInput
 from ._wire import LegacyCallJson, QuestionJson
@@ -125,6 +125,10 @@ class PauseView:
                 return remote_call
         return request.tool_call_id
 
+    def args_of(self, request: ShownRequest) -> Mapping[str, Any]:
+        """The arguments a shown call is approved with now: after an edited vote, the edit (docs/guides/routing.md)."""
+        return shown_standing_args(request, self.votes.get(request.request_id, ()))
+
     def visible_ids(self) -> list[str]:
         """The ids a response must carry: one per shown request."""
         return [self.tool_id(r) for r in self.requests]
@@ -210,7 +214,7 @@ class _Pending:
 
     name: str
     hint: str | None
-    args: dict[str, Any]
+    args: Mapping[str, Any]
 
 
 def status_text(pending: Sequence[_Pending]) -> str:
@@ -337,7 +341,7 @@ def _pending(view: PauseView) -> list[_Pending]:
         return [_Pending(name=delegate_name(view), hint=delegate_hint(view), args={})]
     if view.kind in ("question", "elicitation"):
         return [_Pending(name="ask_user", hint=None, args={"questions": shown_questions(view.requests[0])})]
-    return [_Pending(name=r.tool_name, hint=own_hint(r), args=shown_args(r)) for r in approvals_of(view)]
+    return [_Pending(name=r.tool_name, hint=own_hint(r), args=view.args_of(r)) for r in approvals_of(view)]
 
 
 def delegate_name(view: PauseView) -> str:
