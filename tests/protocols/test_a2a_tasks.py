@@ -180,6 +180,24 @@ async def test_the_sdk_client_lists_gets_and_cancels_tasks(server: InProcess, sa
     assert decision is not None and decision.decision.kind == "skip"
 
 
+async def test_list_tasks_reaches_every_task_however_many_threads_the_caller_has(server: InProcess) -> None:
+    """Past a thousand threads, ListTasks still pages down to the oldest task and counts every one in `totalSize`."""
+    tasks = 1005
+    async with anyio.create_task_group() as group:
+        for _ in range(tasks):
+            group.start_soon(lambda: server.sayso.run("list"))
+    async with server.client() as http:
+        listed, token = [], None
+        while True:
+            params: dict[str, Any] = {"pageSize": 100, "historyLength": 0} | ({"pageToken": token} if token else {})
+            result = (await rpc(http, "files", "ListTasks", params)).json()["result"]
+            listed += [t["id"] for t in result["tasks"]]
+            assert result["totalSize"] == tasks
+            if not (token := result.get("nextPageToken")):
+                break
+    assert len(listed) == len(set(listed)) == tasks
+
+
 async def test_a_finished_task_cannot_be_cancelled(server: InProcess) -> None:
     """CancelTask on a completed task is A2A's not-cancelable error."""
     async with server.client() as client:

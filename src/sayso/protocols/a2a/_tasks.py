@@ -51,8 +51,8 @@ def answer_artifact_id(run_id: str) -> str:
 
 
 DEFAULT_PAGE_SIZE = 50
-THREADS_READ = 1000
-"""How many of the caller's threads one listing looks through (newest first)."""
+THREADS_PAGE = 200
+"""How many of the caller's threads one read of the thread list takes: a listing reads them all, page after page."""
 
 
 async def list_tasks(
@@ -109,7 +109,7 @@ async def _runs(sayso: Sayso, agent: str, caller: Principal, context_id: str | N
         agents = [t.agent for t in threads]
         thread_ids = [t.thread_id for t in threads]
     else:
-        summaries: list[ThreadSummary] = await sayso.threads(principal=caller, limit=THREADS_READ)
+        summaries = await _every_thread(sayso, caller)
         agents = [t.agent for t in summaries]
         thread_ids = [t.thread_id for t in summaries]
     runs: list[RunRecord] = []
@@ -124,6 +124,16 @@ async def _runs(sayso: Sayso, agent: str, caller: Principal, context_id: str | N
             if run.parent_run_id is None and run.agent == agent:
                 runs.append(run)
     return runs
+
+
+async def _every_thread(sayso: Sayso, caller: Principal) -> list[ThreadSummary]:
+    """Every thread of the caller's, newest first: the tasks of the oldest are listed too, and counted in the total."""
+    page = await sayso.thread_page(principal=caller, limit=THREADS_PAGE)
+    threads = list(page.threads)
+    while page.next_cursor is not None:
+        page = await sayso.thread_page(principal=caller, limit=THREADS_PAGE, cursor=page.next_cursor)
+        threads += page.threads
+    return threads
 
 
 @dataclass(frozen=True, kw_only=True)
