@@ -257,10 +257,14 @@ async def test_inbox_filters_and_pages(serve: ServerFactory, helper_config: Conf
         nan = await client.get("/v1/requests", params={"older_than": "nan"})  # was "less than or equal to 1e10"
         assert nan.json()["errors"] == [{"loc": ["query", "older_than"], "msg": "Input should be a finite number"}]
         # Not a cursor; one made by hand with NaN, or a NUL in its id (a 503 on PostgreSQL): none a store made.
-        for raw in ("not-a-cursor", _cursor('[NaN, "req_x"]'), _cursor('[1.0, "req_\\u0000"]')):
+        # Nor is a cursor of another listing: the thread list's, handed to the inbox (and the inbox's to the threads).
+        threads = (await client.get("/v1/threads", params={"limit": 1})).json()["next_cursor"]
+        assert threads is not None
+        for raw in ("not-a-cursor", _cursor('[NaN, "req_x"]'), _cursor('[1.0, "req_\\u0000"]'), threads):
             bad = await client.get("/v1/requests", params={"cursor": raw})
             assert (bad.status_code, bad.headers["content-type"]) == (422, PROBLEM)
             assert "is not a cursor sayso handed out" in bad.json()["detail"]
+        assert (await client.get("/v1/threads", params={"cursor": page["next_cursor"]})).status_code == 422
 
 
 async def test_the_inbox_counts_every_open_request_not_just_the_page(

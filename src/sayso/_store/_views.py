@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
 from .._core.audit_events import ShownDecision
 from .._core.decisions import LEGACY_KINDS
@@ -47,18 +47,26 @@ def _unpack(cursor: str) -> object:
         raise InvalidCursor(cursor) from exc
 
 
-def encode_cursor(created_at: float, row_id: str) -> str:
+Listing: TypeAlias = Literal["requests", "threads"]
+"""Which listing a cursor pages: one listing's cursor is no position in another's."""
+
+
+def encode_cursor(listing: Listing, created_at: float, row_id: str) -> str:
     """An opaque cursor pointing after the request or thread (`created_at`, its id), in the order its listing pages."""
-    return _pack([created_at, row_id])
+    return _pack([created_at, row_id] if listing == "requests" else [listing, created_at, row_id])
 
 
-def decode_cursor(cursor: str) -> tuple[float, str]:
-    """The position a cursor points after.
+def decode_cursor(listing: Listing, cursor: str) -> tuple[float, str]:
+    """The position a cursor of `listing` points after (the inbox's are untagged: those handed out before still work).
 
     Raises:
-        InvalidCursor: the cursor is not one a store made.
+        InvalidCursor: the cursor is not one a store made for this listing.
     """
     raw = _unpack(cursor)
+    if listing != "requests":
+        if not isinstance(raw, list) or raw[:1] != [listing]:
+            raise InvalidCursor(cursor)
+        raw = raw[1:]
     if (
         not isinstance(raw, list)
         or len(raw) != 2

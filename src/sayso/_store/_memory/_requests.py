@@ -104,7 +104,7 @@ class _Requests(_MemoryBase):
             return [r.load() for r in rows[:limit]]
 
     async def inbox(self, query: InboxFilter, *, now: float, limit: int, cursor: str | None = None) -> InboxPage:
-        after = decode_cursor(cursor) if cursor is not None else None
+        after = decode_cursor("requests", cursor) if cursor is not None else None
         async with self._lock:
             rows = [r for r in self._requests.values() if self._listed(r, query, now)]
         rows.sort(key=lambda r: (r.created_at, r.request_id))
@@ -115,7 +115,7 @@ class _Requests(_MemoryBase):
         more = len(rows) > limit
         return InboxPage(
             requests=[r.load() for r in page],
-            next_cursor=encode_cursor(page[-1].created_at, page[-1].request_id) if more and page else None,
+            next_cursor=encode_cursor("requests", page[-1].created_at, page[-1].request_id) if more and page else None,
             total=total,
         )
 

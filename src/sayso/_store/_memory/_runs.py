@@ -93,7 +93,7 @@ class _Runs(_MemoryBase):
             return batches[-1].seq if batches else 0
 
     async def threads(self, *, owner: str | None, limit: int, cursor: str | None = None) -> ThreadPage:
-        after = decode_cursor(cursor) if cursor is not None else None
+        after = decode_cursor("threads", cursor) if cursor is not None else None
         async with self._lock:
             first: dict[str, RunRecord] = {}
             delegated: set[str] = set()
@@ -119,4 +119,6 @@ class _Runs(_MemoryBase):
             ]
         more = len(shown) > limit
         last = listed[-1] if more and listed else None
-        return ThreadPage(threads=listed, next_cursor=encode_cursor(last.created_at, last.thread_id) if last else None)
+        return ThreadPage(
+            threads=listed, next_cursor=encode_cursor("threads", last.created_at, last.thread_id) if last else None
+        )

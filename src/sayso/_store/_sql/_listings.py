@@ -77,7 +77,7 @@ class _Listings(_SqlConn):
         # Every page counts what the same clauses list across all pages (the cursor's aside): one rule, no second.
         count = Sql(f"SELECT COUNT(*) AS n{tables} WHERE {' AND '.join(where)}")
         if cursor is not None:
-            params["after_at"], params["after_id"] = decode_cursor(cursor)
+            params["after_at"], params["after_id"] = decode_cursor("requests", cursor)
             where.append("(r.created_at > :after_at OR (r.created_at = :after_at AND r.request_id > :after_id))")
         sql = Sql(
             f"SELECT r.body, r.created_at, r.request_id{tables}"
@@ -91,7 +91,9 @@ class _Listings(_SqlConn):
             rows = rows[:limit]
             return InboxPage(
                 requests=[REQUEST_ADAPTER.validate_json(row["body"]) for row in rows],
-                next_cursor=encode_cursor(rows[-1]["created_at"], rows[-1]["request_id"]) if more and rows else None,
+                next_cursor=encode_cursor("requests", rows[-1]["created_at"], rows[-1]["request_id"])
+                if more and rows
+                else None,
                 total=int(counted["n"]) if counted is not None else 0,
             )
 
@@ -161,7 +163,7 @@ class _Listings(_SqlConn):
         # Plain SQL, as the inbox: the web UI's thread list reads it whenever a thread changes.
         params: dict[str, object] = {"owner": owner, "limit": limit + 1}
         if cursor is not None:
-            params["after_at"], params["after_id"] = decode_cursor(cursor)
+            params["after_at"], params["after_id"] = decode_cursor("threads", cursor)
         sql = thread_listing(owner=owner is not None, after=cursor is not None)
 
         async def work(tx: Tx) -> ThreadPage:
@@ -178,7 +180,7 @@ class _Listings(_SqlConn):
                 for row in rows[:limit]
             ]
             last = listed[-1] if len(rows) > limit and listed else None
-            after = encode_cursor(last.created_at, last.thread_id) if last else None
+            after = encode_cursor("threads", last.created_at, last.thread_id) if last else None
             return ThreadPage(threads=listed, next_cursor=after)
 
         return await self._raw_read(work)
