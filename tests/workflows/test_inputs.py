@@ -325,18 +325,23 @@ from sayso.workflows import RequestInput
 def ask():
     schema = {
         "type": "object",
-        "properties": {"count": {"type": "integer"}, "sizes": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
+        "properties": {
+            "count": {"type": "integer"},
+            "sizes": {"type": "array", "items": {"$ref": "#/$defs/n"}},
+            "unit": {"type": "string", "default": "sheep"},
+        },
         "required": ["count"],
         "$defs": {"n": {"type": ["integer", "null"]}},
     }
     got = yield RequestInput("How many?", response_schema=schema)
-    return ",".join(str(i) for i in range(got["count"])) + f" sizes={got.get('sizes')}"
+    return ",".join(str(i) for i in range(got["count"])) + f" sizes={got.get('sizes')} {got['unit']}"
 """
 
 
-async def test_a_whole_number_written_as_a_float_reaches_the_node_as_an_integer(tmp_path: Path) -> None:
+async def test_a_json_schema_answer_reaches_the_node_as_its_schema_promises(tmp_path: Path) -> None:
     """JSON Schema counts 3.0 as an integer, and a client serialising floats sends it so: the node that was promised
-    an integer gets 3 (as a pydantic type gives it), not a float its `range` fails on, in lists and `$ref`s too."""
+    an integer gets 3 (as a pydantic type gives it), not a float its `range` fails on, in lists and `$ref`s too; and
+    a field left out that the schema gives a default arrives with it, as a form would have filled it in."""
     (tmp_path / "count_nodes.py").write_text(COUNT_NODES)
     (tmp_path / "idle.yaml").write_text("rules: []\nfallback: idle\n")
     (tmp_path / "sayso.yaml").write_text(
@@ -347,4 +352,4 @@ async def test_a_whole_number_written_as_a_float_reaches_the_node_as_an_integer(
     async with Sayso(load_config(tmp_path / "sayso.yaml")) as app:
         paused = await app.run("go")
         done = await app.decide(paused.requests[0].request_id, Provide(value={"count": 3.0, "sizes": [2.0, None]}))
-    assert (done.run.status, done.run.output) == ("completed", "0,1,2 sizes=[2, None]")
+    assert (done.run.status, done.run.output) == ("completed", "0,1,2 sizes=[2, None] sheep")

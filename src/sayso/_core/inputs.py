@@ -21,6 +21,7 @@ each one for ([`input_formats`][]), in both checks of a JSON Schema.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Callable
@@ -92,7 +93,7 @@ class InputSchema:
             problems = _validator_problems(self._validator, value)
             if problems:
                 raise SchemaMismatch(problems)
-            return schema_integers(self.json_schema, value)
+            return as_schema_gives(self.json_schema, value)
         return value
 
     def field_problems(self, value: Any) -> dict[str, str]:
@@ -119,12 +120,14 @@ class InputSchema:
         return value
 
 
-def schema_integers(schema: JsonSchemaValue, value: Any, root: JsonSchemaValue | None = None) -> Any:
-    """`value` (which fits `schema`) with each float where the schema says `integer` made an int: `3.0` is `3`.
+def as_schema_gives(schema: JsonSchemaValue, value: Any, root: JsonSchemaValue | None = None) -> Any:
+    """`value` (which fits `schema`) as the schema promises it: whole numbers as ints, left-out fields' defaults.
 
-    JSON Schema counts 3.0 as an integer and clients that serialise floats send it so; the code the
-    answer is for was promised an integer (as a pydantic type gives it), not a float `range` fails on.
-    Followed through `properties`, `additionalProperties`, `items`, `prefixItems` and local `$ref`s.
+    JSON Schema counts 3.0 as an integer and clients that serialise floats send it so; and an answer
+    over REST or A2A may leave out a field the schema gives a `default`, which a form would have filled
+    in. The code the answer is for was promised an integer and the field (as a pydantic type gives
+    them), not a float `range` fails on or a missing key. Followed through `properties`,
+    `additionalProperties`, `items`, `prefixItems` and local `$ref`s.
     """
     root = schema if root is None else root
     ref = schema.get("$ref")
@@ -133,20 +136,24 @@ def schema_integers(schema: JsonSchemaValue, value: Any, root: JsonSchemaValue |
         for step in ref[2:].split("/"):
             target = target.get(step.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
         if isinstance(target, dict):
-            value = schema_integers(target, value, root)
+            value = as_schema_gives(target, value, root)
     kind = schema.get("type")
     if isinstance(value, float) and value.is_integer() and (kind == "integer" or _only_integer(kind)):
         return int(value)
     if isinstance(value, dict):
         props, extra = schema.get("properties"), schema.get("additionalProperties")
-        return {
-            k: schema_integers(sub, v, root) if isinstance(sub := (props or {}).get(k, extra), dict) else v
+        given = {
+            k: as_schema_gives(sub, v, root) if isinstance(sub := (props or {}).get(k, extra), dict) else v
             for k, v in value.items()
         }
+        for name, sub in (props or {}).items():
+            if name not in given and isinstance(sub, dict) and "default" in sub:
+                given[name] = copy.deepcopy(sub["default"])
+        return given
     if isinstance(value, list):
         items, prefix = schema.get("items"), schema.get("prefixItems") or []
         return [
-            schema_integers(sub, v, root) if isinstance(sub := (prefix[i] if i < len(prefix) else items), dict) else v
+            as_schema_gives(sub, v, root) if isinstance(sub := (prefix[i] if i < len(prefix) else items), dict) else v
             for i, v in enumerate(value)
         ]
     return value
