@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pexpect
 
+from .one_node import one_node_workflow
+
 NODES = """
 import json
 
@@ -40,19 +42,7 @@ def ask():
 
 
 def test_chat_shows_each_default_and_an_empty_answer_takes_it(tmp_path: Path) -> None:
-    (tmp_path / "order_nodes.py").write_text(NODES)
-    (tmp_path / "idle.script.yaml").write_text("name: idle\nrules: []\nfallback: idle\n")
-    config = tmp_path / "order.yaml"
-    config.write_text(
-        f"store: sqlite:///{tmp_path / 'order.db'}\n"
-        "models: {idle: {scripted: idle.script.yaml}}\n"
-        "agents: {idle: {model: idle}}\n"
-        "workflows:\n"
-        "  order:\n"
-        "    nodes: {ask: 'order_nodes:ask'}\n"
-        "    edges: [[START, ask]]\n"
-        "entry: order\n"
-    )
+    config = one_node_workflow(tmp_path, "order", NODES)
     env = {**os.environ, "COLUMNS": "100", "TERM": "dumb", "NO_COLOR": "1"}
     chat = pexpect.spawn(sys.executable, ["-m", "sayso", "chat", str(config)], env=env, encoding="utf-8", timeout=30)
     chat.expect("you>")
@@ -85,19 +75,7 @@ def ask():
 
 def test_an_input_answered_elsewhere_while_the_chat_asks_is_not_asked_for_ever(tmp_path: Path) -> None:
     """The chat's answer is refused as already decided; it says so and goes on to what the run asks next."""
-    (tmp_path / "sum_nodes.py").write_text(TWO_NODES)
-    (tmp_path / "idle.script.yaml").write_text("name: idle\nrules: []\nfallback: idle\n")
-    config = tmp_path / "sum.yaml"
-    config.write_text(
-        f"store: sqlite:///{tmp_path / 'sum.db'}\n"
-        "models: {idle: {scripted: idle.script.yaml}}\n"
-        "agents: {idle: {model: idle}}\n"
-        "workflows:\n"
-        "  sum:\n"
-        "    nodes: {ask: 'sum_nodes:ask'}\n"
-        "    edges: [[START, ask]]\n"
-        "entry: sum\n"
-    )
+    config = one_node_workflow(tmp_path, "sum", TWO_NODES)
     env = {**os.environ, "COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
     chat = pexpect.spawn(sys.executable, ["-m", "sayso", "chat", str(config)], env=env, encoding="utf-8", timeout=30)
     chat.expect("you>")

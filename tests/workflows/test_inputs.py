@@ -30,6 +30,8 @@ from sayso._core.model_text import model_text
 from sayso._core.requests import REQUEST_ADAPTER
 from sayso.workflows import input_schema, validate_input
 
+from .one_node import one_node_workflow
+
 
 class Trip(BaseModel):
     city: str
@@ -342,14 +344,7 @@ async def test_a_json_schema_answer_reaches_the_node_as_its_schema_promises(tmp_
     """JSON Schema counts 3.0 as an integer, and a client serialising floats sends it so: the node that was promised
     an integer gets 3 (as a pydantic type gives it), not a float its `range` fails on, in lists and `$ref`s too; and
     a field left out that the schema gives a default arrives with it, as a form would have filled it in."""
-    (tmp_path / "count_nodes.py").write_text(COUNT_NODES)
-    (tmp_path / "idle.yaml").write_text("rules: []\nfallback: idle\n")
-    (tmp_path / "sayso.yaml").write_text(
-        f"store: sqlite:///{tmp_path / 's.db'}\nmodels: {{idle: {{scripted: idle.yaml}}}}\n"
-        "agents: {idle: {model: idle}}\n"
-        "workflows:\n  w:\n    nodes: {ask: 'count_nodes:ask'}\n    edges: [[START, ask]]\nentry: w\n"
-    )
-    async with Sayso(load_config(tmp_path / "sayso.yaml")) as app:
+    async with Sayso(load_config(one_node_workflow(tmp_path, "count", COUNT_NODES))) as app:
         paused = await app.run("go")
         done = await app.decide(paused.requests[0].request_id, Provide(value={"count": 3.0, "sizes": [2.0, None]}))
     assert (done.run.status, done.run.output) == ("completed", "0,1,2 sizes=[2, None] sheep")

@@ -30,6 +30,7 @@ from sayso.protocols.ag_ui import ag_ui_router
 from sayso.server import create_app
 
 from ..conftest import InProcess, LiveServer
+from .one_node import one_node_workflow
 
 NODE_STEPS = Path(__file__).resolve().parents[1] / "protocols" / "node" / "ag_ui_steps.mjs"
 CONCIERGE = Path(__file__).resolve().parents[2] / "examples" / "concierge" / "sayso.yaml"
@@ -51,19 +52,7 @@ def ask_name():
 @pytest.fixture
 def greet(tmp_path: Path) -> Path:
     """A workflow that asks for text (`response_schema=str`), as a config file next to its node module."""
-    (tmp_path / "greet_nodes.py").write_text(GREET_NODES)
-    (tmp_path / "idle.script.yaml").write_text("name: idle\nrules: []\nfallback: idle\n")
-    config = tmp_path / "greet.yaml"
-    config.write_text(
-        "models: {idle: {scripted: idle.script.yaml}}\n"
-        "agents: {idle: {model: idle}}\n"
-        "workflows:\n"
-        "  greet:\n"
-        "    nodes: {ask: 'greet_nodes:ask_name'}\n"
-        "    edges: [[START, ask]]\n"
-        "entry: greet\n"
-    )
-    return config
+    return one_node_workflow(tmp_path, "greet", GREET_NODES, "ask_name", own_store=False)
 
 
 @pytest.fixture
@@ -394,19 +383,7 @@ def test_the_official_ag_ui_client_answers_two_inputs_in_a_row(tmp_path: Path) -
     """@ag-ui/client's HttpAgent keeps the result streamed for the first input as a tool message, with no call
     before it (an input is no model call), and sends it back with the next resume: it echoes what the server
     sent, so the second input takes its answer instead of the resume being refused."""
-    (tmp_path / "two_nodes.py").write_text(TWO_QUESTIONS_NODES)
-    (tmp_path / "idle.script.yaml").write_text("name: idle\nrules: []\nfallback: idle\n")
-    config = tmp_path / "two.yaml"
-    config.write_text(
-        "models: {idle: {scripted: idle.script.yaml}}\n"
-        "agents: {idle: {model: idle}}\n"
-        "workflows:\n"
-        "  two:\n"
-        "    nodes: {ask: 'two_nodes:ask_both'}\n"
-        "    edges: [[START, ask]]\n"
-        "entry: two\n"
-    )
-    sayso = Sayso(load_config(config))
+    sayso = Sayso(load_config(one_node_workflow(tmp_path, "two", TWO_QUESTIONS_NODES, "ask_both", own_store=False)))
     server = LiveServer.in_thread(
         create_app(sayso, routers=[a2a_router(sayso), ag_ui_router(sayso)], expire_every_seconds=None)
     )

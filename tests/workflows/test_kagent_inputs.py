@@ -20,6 +20,7 @@ from sayso.protocols.a2a import a2a_router
 from sayso.server import create_app
 
 from ..conftest import InProcess
+from .one_node import one_node_workflow
 
 CONCIERGE = Path(__file__).resolve().parents[2] / "examples" / "concierge" / "sayso.yaml"
 URI = "https://kagent.dev/extensions/hitl/v1"
@@ -130,20 +131,7 @@ def ask_name():
 
 
 def greet_config(tmp_path: Path) -> Config:
-    (tmp_path / "nameless_nodes.py").write_text(GREET_NODES)
-    (tmp_path / "idle.script.yaml").write_text("name: idle\nrules: []\nfallback: idle\n")
-    file = tmp_path / "greet.yaml"
-    file.write_text(
-        f"store: sqlite:///{tmp_path / 'greet.db'}\n"
-        "models: {idle: {scripted: idle.script.yaml}}\n"
-        "agents: {idle: {model: idle}}\n"
-        "workflows:\n"
-        "  greet:\n"
-        "    nodes: {ask: 'nameless_nodes:ask_name'}\n"
-        "    edges: [[START, ask]]\n"
-        "entry: greet\n"
-    )
-    return load_config(file)
+    return load_config(one_node_workflow(tmp_path, "greet", GREET_NODES, "ask_name", module="nameless_nodes"))
 
 
 async def test_an_input_without_a_message_reads_kagents_generic_line(
