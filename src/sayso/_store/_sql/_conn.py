@@ -441,9 +441,18 @@ def _upgrade_schema(conn: Connection) -> None:
         conn.execute(text(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})"))
     config = Config()
     config.set_main_option("script_location", str(_MIGRATIONS))
-    head = ScriptDirectory.from_config(config).get_current_head()
-    if MigrationContext.configure(conn).get_current_revision() == head:
+    script = ScriptDirectory.from_config(config)
+    head = script.get_current_head()
+    current = MigrationContext.configure(conn).get_current_revision()
+    if current == head:
         return
+    if current is not None and current not in {r.revision for r in script.walk_revisions()}:
+        # A downgrade of sayso: migrating, or running on a schema it does not know, could only corrupt the store.
+        raise StoreError(
+            f"the store's schema is at revision {current!r}, which this sayso does not know (its newest is "
+            f"{head!r}): a newer sayso migrated this store, and sayso does not migrate a store back; run that "
+            "version of sayso or a later one"
+        )
     config.attributes["connection"] = conn
     try:
         command.upgrade(config, "head")
