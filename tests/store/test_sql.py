@@ -28,7 +28,7 @@ from sayso._store._sql._listings import thread_listing
 from sayso._store._sql._rows import EXPIRED_RUNS
 from sayso._store._sql._runs import lapsed_runs_query, stalled_runs_query
 from sayso._store._sql._tx import Sql, Tx
-from sayso.exceptions import ConfigError, StoreError
+from sayso.exceptions import ConfigError, SchemaTooNew, StoreError
 from tests.tools import missing
 
 from .conftest import DSN, postgres_database
@@ -1000,7 +1000,7 @@ async def newer_database(request: pytest.FixtureRequest, tmp_path: Path) -> Asyn
 async def test_a_store_a_newer_sayso_migrated_is_refused_saying_so(newer_database: str) -> None:
     """Going back to an older sayso after an upgrade: the store is refused, naming its revision and this sayso's
     newest, saying a newer sayso migrated it and that sayso does not migrate a store back; nothing is changed."""
-    with pytest.raises(StoreError) as refused:
+    with pytest.raises(SchemaTooNew) as refused:
         async with SqlRunStore(newer_database):
             pass
     said = str(refused.value)
