@@ -69,6 +69,7 @@ __all__ = [
     "SaysoError",
     "SchemaMismatch",
     "StepOutcomeUnknown",
+    "SchemaTooNew",
     "StoreError",
     "ThreadBusy",
     "ThreadNotFound",
@@ -406,3 +407,10 @@ class StoreError(SaysoError):
 
     def __reduce__(self) -> tuple[type, tuple[str], dict[str, str]]:
         return self.__class__, (str(self),), {"service": self.service}
+
+
+class SchemaTooNew(StoreError):
+    """The store's schema is at a revision this sayso does not know: a newer sayso migrated it (a downgrade).
+
+    Nothing is migrated or written; run the newer sayso again. Nothing to retry, unlike the store not answering.
+    """

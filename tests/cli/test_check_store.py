@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sqlite3
 from pathlib import Path
 
 import anyio
@@ -141,3 +142,49 @@ def test_a_postgresql_database_is_reached_not_migrated(tmp_path: Path) -> None:
         return done.exit_code, [t["table_name"] for t in tables]
 
     assert anyio.run(reached) == (0, [])
+
+
+NEWER = (
+    "the store's schema is at revision '0099_from_the_future', which this sayso does not know (its newest is "
+    "'{head}'): a newer sayso migrated this store, and sayso does not migrate a store back; run that version of "
+    "sayso or a later one"
+)
+
+
+def test_a_store_a_newer_sayso_migrated_is_an_error_saying_so(tmp_path: Path) -> None:
+    """After a downgrade, `check` said `is ready` while every command refused the store: SQLite and PostgreSQL
+    now say which revision the store is at, that a newer sayso migrated it, and what to run; nothing changes."""
+    from sayso._store._sql._conn import schema_head
+
+    from ..store.conftest import DSN, postgres_database
+
+    if DSN is None:
+        missing("TEST_POSTGRES_DSN is not set (scripts/test sets it)")
+    said = NEWER.format(head=schema_head())
+    file = tmp_path / "sayso.db"
+    config = project(tmp_path, f"sqlite:///{file}")
+    assert runner.invoke(app, ["inbox", str(config)]).exit_code == 0
+    with sqlite3.connect(file) as db:
+        db.execute("UPDATE alembic_version SET version_num = '0099_from_the_future'")
+    checked = runner.invoke(app, ["check", str(config)])
+    assert checked.exit_code == 2 and said + "\n" in checked.stderr, checked.output
+
+    async def on_postgres() -> tuple[str, str]:
+        import asyncpg
+
+        async with postgres_database() as url:
+            config = project(tmp_path, url)
+            await anyio.to_thread.run_sync(lambda: runner.invoke(app, ["inbox", str(config)]))
+            conn = await asyncpg.connect(url)
+            try:
+                await conn.execute("UPDATE alembic_version SET version_num = '0099_from_the_future'")
+                done = await anyio.to_thread.run_sync(lambda: runner.invoke(app, ["check", str(config)]))
+                version = await conn.fetchval("SELECT version_num FROM alembic_version")
+            finally:
+                await conn.close()
+        assert done.exit_code == 2, done.output
+        return done.stderr, version
+
+    stderr, version = anyio.run(on_postgres)
+    assert f"{said}\n" in stderr and "start the database" not in stderr
+    assert version == "0099_from_the_future"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from sayso import Config, PrincipalConfig, Sayso, load_config
+from sayso._core.requests import DelegateRequest
 from sayso.server import create_app
 
 from ..models import Said, answer, calls_then_reply, tool_model, verbs
@@ -452,6 +454,26 @@ async def test_inbox_lists_a_delegates_requests_with_their_agent_path(serve: Ser
     assert all(r["thread_id"] != run["thread_id"] for r in inbox)
     assert into_delegate.status_code == 422 and run["thread_id"] in into_delegate.json()["detail"]
     assert [r["id"] for r in still] == [r["id"] for r in inbox]
+
+
+async def test_reading_a_delegates_call_by_its_id_is_a_not_found_saying_where_its_requests_are(
+    serve: ServerFactory, workdir: Path
+) -> None:
+    """A delegate's call is no request a person answers (it is no kind the API lists): read by its id, it is a 404
+    naming the delegate's run, whose requests are answered instead; it was a 500."""
+    team = load_config(Path(__file__).resolve().parents[2] / "examples" / "team" / "sayso.yaml")
+    server = await serve(config=team)
+    async with server.client() as client:
+        await client.post("/v1/runs", json={"message": "report"})
+        with sqlite3.connect(workdir / "sayso.db") as db:  # no interface shows these ids; a client may hold one
+            calls = dict(db.execute("SELECT request_id, run_id FROM requests WHERE kind = 'delegate'").fetchall())
+        read = {request_id: await client.get(f"/v1/requests/{request_id}") for request_id in calls}
+    assert len(read) == 2
+    for request_id, got in read.items():
+        assert got.status_code == 404, got.text
+        child = (await server.sayso.request(request_id)).request
+        assert isinstance(child, DelegateRequest)
+        assert f"a delegate's call, answered through the requests of its run {child.child_run_id!r}" in got.text
 
 
 async def _working(client: httpx.AsyncClient, thread_id: str, *, after: str | None = None) -> dict[str, Any]:

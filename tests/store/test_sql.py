@@ -28,7 +28,7 @@ from sayso._store._sql._listings import thread_listing
 from sayso._store._sql._rows import EXPIRED_RUNS
 from sayso._store._sql._runs import lapsed_runs_query, stalled_runs_query
 from sayso._store._sql._tx import Sql, Tx
-from sayso.exceptions import ConfigError, StoreError
+from sayso.exceptions import ConfigError, SchemaTooNew, StoreError
 from tests.tools import missing
 
 from .conftest import DSN, postgres_database
@@ -971,3 +971,45 @@ async def test_runs_stored_with_client_tools_that_cannot_be_read_are_mended(pois
         ("y", {"type": "object", "properties": {"a": {"type": "string"}}}),
     ]
     assert fine.client_tools == mended.client_tools[1:]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def newer_database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A database a newer sayso migrated: its schema at a revision this sayso's migrations do not have."""
+
+    async def stamp(url: str) -> None:
+        async with SqlRunStore(url):
+            pass
+        engine = create_async_engine(async_url(url))
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(sa.text("UPDATE alembic_version SET version_num = '0099_from_the_future'"))
+        finally:
+            await engine.dispose()
+
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'newer.db'}"
+        await stamp(url)
+        yield url
+    else:
+        async with postgres_database() as url:
+            await stamp(url)
+            yield url
+
+
+async def test_a_store_a_newer_sayso_migrated_is_refused_saying_so(newer_database: str) -> None:
+    """Going back to an older sayso after an upgrade: the store is refused, naming its revision and this sayso's
+    newest, saying a newer sayso migrated it and that sayso does not migrate a store back; nothing is changed."""
+    with pytest.raises(SchemaTooNew) as refused:
+        async with SqlRunStore(newer_database):
+            pass
+    said = str(refused.value)
+    assert "'0099_from_the_future'" in said and repr(schema_head()) in said
+    assert "a newer sayso migrated this store" in said and "does not migrate a store back" in said
+    engine = create_async_engine(async_url(newer_database))
+    try:
+        async with engine.connect() as conn:
+            version = (await conn.execute(sa.text("SELECT version_num FROM alembic_version"))).scalar_one()
+    finally:
+        await engine.dispose()
+    assert version == "0099_from_the_future"

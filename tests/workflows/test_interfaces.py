@@ -463,3 +463,29 @@ def test_a_fresh_process_resumes_without_redoing_finished_nodes(tmp_path: Path) 
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout)["output"] == "ORDER 66: yes"
     assert (tmp_path / "calls.txt").read_text().split() == ["prepare", "ask", "ask"]
+
+
+@pytest.mark.parametrize(("said", "read"), [("yes", "yes"), ("No", "no"), ("y", "yes"), ("false", "no")])
+def test_a_yes_or_no_input_takes_the_words_its_panel_asks_for(tmp_path: Path, said: str, read: str) -> None:
+    """The panel says `answer: yes/no` and `sayso chat` takes yes or no; `sayso decide ... answer yes` was refused
+    ("'yes' is not of type 'boolean'"). A word that is neither is still refused, the input left open."""
+    (tmp_path / "yes_no_nodes.py").write_text(COUNTING_NODES)
+    (tmp_path / "idle.script.yaml").write_text("name: idle\nrules: []\nfallback: idle\n")
+    config = tmp_path / "yes_no.yaml"
+    config.write_text(
+        "models: {idle: {scripted: idle.script.yaml}}\n"
+        "agents: {idle: {model: idle}}\n"
+        "workflows:\n"
+        "  confirm:\n"
+        "    nodes: {prepare: 'yes_no_nodes:prepare', ask: 'yes_no_nodes:ask'}\n"
+        "    edges: [[START, prepare, ask]]\n"
+        "entry: confirm\n"
+    )
+    first = runner.invoke(app, ["run", str(config), "order 7", "--json"])
+    assert first.exit_code == 0, first.output
+    [request] = json.loads(first.stdout)["requests"]
+    refused = runner.invoke(app, ["decide", str(config), request["id"], "answer", "maybe"])
+    assert refused.exit_code == 4 and "'maybe' is not of type 'boolean'" in refused.output
+    decided = runner.invoke(app, ["decide", str(config), request["id"], "answer", said, "--json"])
+    assert decided.exit_code == 0, decided.output
+    assert json.loads(decided.stdout)["output"] == f"ORDER 7: {read}"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
-from ..exceptions import ConfigError, SaysoError
+from ..exceptions import ConfigError, SaysoError, SchemaTooNew
 
 if TYPE_CHECKING:
     from .._config.checks import ConfigProblem
@@ -82,8 +82,9 @@ def _unreachable_store(config: Config) -> list[ConfigProblem]:
         anyio.run(Inbox(config).reach)
     except SaysoError as exc:  # a StoreError: unreachable, not a database, or no answer in time
         store = read_store_url(config.store_url(), base_dir=config.base_dir)
-        # SQLite's reasons say what to change; a database server's (`Connection refused`) do not.
-        said = isinstance(store, StoreUrl) and store.backend == "sqlite"
+        # SQLite's reasons say what to change, as does a schema a newer sayso migrated; a database server's
+        # (`Connection refused`) do not.
+        said = isinstance(exc, SchemaTooNew) or (isinstance(store, StoreUrl) and store.backend == "sqlite")
         fix = "" if said else "start the database, or point the store (store:, or SAYSO_STORE) at one that answers"
         line = config.line_of(("store",))
         return [

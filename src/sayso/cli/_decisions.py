@@ -28,7 +28,8 @@ from .._core.decisions import (
 )
 from .._core.requests import ApprovalRequest, ElicitationRequest, InputRequest, Request, Scope
 from ..exceptions import InvalidDecision
-from ._render import text_answer
+from ._fill import yes_or_no
+from ._render import schema_type, text_answer
 
 _ACTIONS = ("approve", "reject", "skip", "answer", "provide", "result", "error", "accept", "done", "decline", "cancel")
 _OPTION_ACTIONS = {
@@ -201,6 +202,8 @@ def _one_value(action: str, values: list[str], schema: JsonSchemaValue | None) -
     """
     if schema is not None and text_answer(schema):
         return " ".join(values)
+    if schema is not None and schema_type(schema).get("type") == "boolean" and len(values) == 1:
+        return yes_or_no(values[0])
     if len(values) > 1:
         extra = ", ".join(repr(v) for v in values[1:])
         raise typer.BadParameter(f"{action} takes one value (JSON, quoted as one word), so not also {extra}")

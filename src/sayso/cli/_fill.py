@@ -163,8 +163,7 @@ def _typed_field(console: Console, prompt: str, field: JsonSchemaValue, root: Js
         return choices[int(raw) - 1] if raw.isdigit() and 1 <= int(raw) <= len(choices) else raw
     kind = field.get("type")
     if kind == "boolean":
-        words = {"y": True, "yes": True, "true": True, "1": True, "n": False, "no": False, "false": False, "0": False}
-        return words.get(raw.lower(), raw)  # anything else is refused by the field's check
+        return yes_or_no(raw)
     if kind == "string":
         return raw
     if kind == "array" and schema_type(field.get("items", {}), root).get("type") == "string":
@@ -173,6 +172,17 @@ def _typed_field(console: Console, prompt: str, field: JsonSchemaValue, root: Js
         return json.loads(raw)  # numbers, lists, objects, any JSON
     except json.JSONDecodeError:
         return raw  # the schema check says what is wrong with it
+
+
+_YES_NO = {"y": True, "yes": True, "true": True, "1": True, "n": False, "no": False, "false": False, "0": False}
+
+
+def yes_or_no(raw: str) -> bool | str:
+    """A yes/no answer typed in words (`yes`, `n`, `true`, ...), as the panel's `answer: yes/no` asks.
+
+    Anything else is returned as typed, for the schema's check to refuse by name.
+    """
+    return _YES_NO.get(raw.strip().lower(), raw)
 
 
 def fill_form(console: Console, schema: JsonSchemaValue) -> dict[str, Any]:

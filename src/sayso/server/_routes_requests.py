@@ -18,8 +18,9 @@ from sse_starlette import EventSourceResponse
 from .._core.audit_events import event_time
 from .._core.grants import Grant
 from .._core.ids import ID_PATTERN
-from .._core.requests import RequestKind
+from .._core.requests import DelegateRequest, RequestKind
 from .._runtime import InboxFilter, request_json, request_state_json, rfc3339, run_json
+from ..exceptions import NotFound
 from ._deps import Caller, Id, JsonBody, Runtime, State, Via, _decide_json, problems, v1_router
 from ._live import LIVE_EVENT_NAMES, live_events
 from ._schemas_in import AGENT_PATTERN, DecisionIn, to_decision
@@ -78,7 +79,13 @@ async def inbox(
 )
 async def get_request(caller: Caller, sayso: Runtime, request_id: Id) -> JsonBody:
     """A request, whether it still waits, and its decision if any: who took it, through which interface, when."""
-    return request_state_json(await sayso.request(request_id, principal=caller), now=time.time())
+    state = await sayso.request(request_id, principal=caller)
+    if isinstance(state.request, DelegateRequest):  # no kind this API shows: its leaves are the requests
+        raise NotFound(
+            f"request {request_id!r} is a delegate's call, answered through the requests of its run "
+            f"{state.request.child_run_id!r} (GET /v1/runs/{state.request.child_run_id})"
+        )
+    return request_state_json(state, now=time.time())
 
 
 @router.post(

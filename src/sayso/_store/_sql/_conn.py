@@ -27,7 +27,7 @@ import anyio
 import anyio.to_thread
 
 from ..._core.store_urls import StoreUrl, no_folder, store_url
-from ...exceptions import ConfigError, SaysoError, StoreError
+from ...exceptions import ConfigError, SaysoError, SchemaTooNew, StoreError
 from . import _fork
 from ._postgres import PostgresDatabase, close_on_their_loops, closed_with_the_loop, forget_ended_loops
 from ._tx import Database, Sql, SqliteDatabase, Tx, Work
@@ -92,8 +92,8 @@ _REVISION = re.compile(r"^(down_revision|revision)\b[^=\n]*=\s*(.+)$", re.M)
 
 
 @cache
-def schema_head() -> str | None:
-    """The newest revision of the migrations, read from their files (`None` unless there is exactly one head).
+def _revisions() -> tuple[frozenset[str], frozenset[str]]:
+    """Every revision the migrations have, and those some revision follows, read from their files.
 
     Reading the `revision` / `down_revision` lines costs far less than importing Alembic, which
     opening a store whose schema is already current then never needs.
@@ -103,8 +103,28 @@ def schema_head() -> str | None:
     for path in (_MIGRATIONS / "versions").glob("*.py"):
         for key, value in _REVISION.findall(path.read_text(encoding="utf-8")):
             (revisions if key == "revision" else below).update(re.findall(r"[\"']([^\"']+)[\"']", value))
+    return frozenset(revisions), frozenset(below)
+
+
+def schema_head() -> str | None:
+    """The newest revision of the migrations, read from their files (`None` unless there is exactly one head)."""
+    revisions, below = _revisions()
     heads = revisions - below
-    return heads.pop() if len(heads) == 1 else None
+    return next(iter(heads)) if len(heads) == 1 else None
+
+
+def newer_schema(version: object) -> SchemaTooNew | None:
+    """The refusal of a store whose schema is at a revision these migrations do not have: a newer sayso's.
+
+    Migrating it, or working on a schema this sayso does not know, could only corrupt it (a downgrade).
+    """
+    if version is None or version in _revisions()[0]:
+        return None
+    return SchemaTooNew(
+        f"the store's schema is at revision {version!r}, which this sayso does not know (its newest is "
+        f"{schema_head()!r}): a newer sayso migrated this store, and sayso does not migrate a store back; run "
+        "that version of sayso or a later one"
+    )
 
 
 _PING = Sql("SELECT 1")
@@ -231,7 +251,7 @@ class _SqlConn:
         except StoreError as exc:
             await self.aclose()
             why = sqlite_unwritable(self.location) if path is not None else None
-            raise StoreError(f"could not open the store at {self.location.shown!r}: {why or exc}") from exc
+            raise type(exc)(f"could not open the store at {self.location.shown!r}: {why or exc}") from exc
         self._db = db
 
     async def reach(self) -> None:
@@ -252,13 +272,16 @@ class _SqlConn:
             db = PostgresDatabase("postgresql://" + self.url.split("://", 1)[1])
             try:
                 await db.open()
-                await db.read(_answer)
+                version = await db.read(_version_if_any)
             except db.errors as exc:
                 raise StoreError(f"database error: {_said(exc)}") from exc
             finally:
                 await db.aclose()
+            too_new = newer_schema(version)
+            if too_new is not None:
+                raise too_new
         except StoreError as exc:
-            raise StoreError(f"could not open the store at {self.location.shown!r}: {exc}") from exc
+            raise type(exc)(f"could not open the store at {self.location.shown!r}: {exc}") from exc
 
     async def aclose(self) -> None:
         """Release every connection; the store can be opened again."""
@@ -389,6 +412,18 @@ async def _answer(tx: Tx) -> None:
     await tx.one(_PING)
 
 
+_HAS_VERSION = Sql("SELECT to_regclass('alembic_version') IS NOT NULL AS there")
+
+
+async def _version_if_any(tx: Tx) -> object:
+    """The schema's revision on PostgreSQL; `None` on a database sayso has not opened yet."""
+    there = await tx.one(_HAS_VERSION)
+    if there is not None and there["there"]:
+        row = await tx.one(_VERSION)
+        return row["version_num"] if row is not None else None
+    return None
+
+
 def _reach_sqlite(store: StoreUrl) -> None:
     """`_SqlConn.reach` on SQLite: the file's folder writable, and the file, if it is there, a database."""
     assert store.path is not None
@@ -401,12 +436,17 @@ def _reach_sqlite(store: StoreUrl) -> None:
         conn = sqlite3.connect(f"{store.path.resolve().as_uri()}?mode=rw", uri=True)
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            there = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'alembic_version'").fetchone()
+            version = conn.execute("SELECT version_num FROM alembic_version").fetchone() if there else None
         finally:
             conn.close()
     except sqlite3.Error as exc:  # `file is not a database`, say
         raise StoreError(
             f"database error: {exc}; point the store at sayso's SQLite file, or at one not there yet"
         ) from exc
+    too_new = newer_schema(version[0] if version else None)
+    if too_new is not None:
+        raise too_new
 
 
 def _make_sqlite_durable(engine: Engine) -> None:
@@ -442,8 +482,12 @@ def _upgrade_schema(conn: Connection) -> None:
     config = Config()
     config.set_main_option("script_location", str(_MIGRATIONS))
     head = ScriptDirectory.from_config(config).get_current_head()
-    if MigrationContext.configure(conn).get_current_revision() == head:
+    current = MigrationContext.configure(conn).get_current_revision()
+    if current == head:
         return
+    too_new = newer_schema(current)
+    if too_new is not None:
+        raise too_new
     config.attributes["connection"] = conn
     try:
         command.upgrade(config, "head")
