@@ -18,6 +18,15 @@ import pexpect
 
 from .one_node import one_node_workflow
 
+
+def chatting(config: Path, *, columns: int = 200) -> pexpect.spawn[str]:
+    """`sayso chat CONFIG` in a terminal `columns` wide, at its first prompt."""
+    env = {**os.environ, "COLUMNS": str(columns), "TERM": "dumb", "NO_COLOR": "1"}
+    chat = pexpect.spawn(sys.executable, ["-m", "sayso", "chat", str(config)], env=env, encoding="utf-8", timeout=30)
+    chat.expect("you>")
+    return chat
+
+
 NODES = """
 import json
 
@@ -42,10 +51,7 @@ def ask():
 
 
 def test_chat_shows_each_default_and_an_empty_answer_takes_it(tmp_path: Path) -> None:
-    config = one_node_workflow(tmp_path, "order", NODES)
-    env = {**os.environ, "COLUMNS": "100", "TERM": "dumb", "NO_COLOR": "1"}
-    chat = pexpect.spawn(sys.executable, ["-m", "sayso", "chat", str(config)], env=env, encoding="utf-8", timeout=30)
-    chat.expect("you>")
+    chat = chatting(one_node_workflow(tmp_path, "order", NODES), columns=100)
     chat.sendline("order")
     chat.expect(r"name \(text, required\)> ")
     chat.sendline("tea")
@@ -76,9 +82,7 @@ def ask():
 def test_an_input_answered_elsewhere_while_the_chat_asks_is_not_asked_for_ever(tmp_path: Path) -> None:
     """The chat's answer is refused as already decided; it says so and goes on to what the run asks next."""
     config = one_node_workflow(tmp_path, "sum", TWO_NODES)
-    env = {**os.environ, "COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
-    chat = pexpect.spawn(sys.executable, ["-m", "sayso", "chat", str(config)], env=env, encoding="utf-8", timeout=30)
-    chat.expect("you>")
+    chat = chatting(config)
     chat.sendline("add")
     chat.expect(r"request (req_\S+)")
     request_id = chat.match.group(1)
@@ -87,7 +91,7 @@ def test_an_input_answered_elsewhere_while_the_chat_asks_is_not_asked_for_ever(t
         [sys.executable, "-m", "sayso", "decide", str(config), request_id, "answer", "1"],
         capture_output=True,
         text=True,
-        env=env,
+        env={**os.environ, "NO_COLOR": "1"},
         check=False,
     )
     assert elsewhere.returncode == 0, elsewhere.stderr
