@@ -11,6 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import SMTP, Envelope, Session
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from sayso import Config
@@ -18,7 +20,7 @@ from sayso._core.links import LinkClaims, args_digest, sign_link
 
 from ..conftest import LiveServer, free_port
 from ..tools import missing, ran
-from .conftest import Clock, Serve, Smtp, body_text, channels_config, mailed_link
+from .conftest import Clock, Mailbox, Serve, Smtp, body_text, channels_config, mailed_link
 
 SCRIPT = {
     "name": "billing",
@@ -352,6 +354,41 @@ def test_a_mail_not_sent_before_a_restart_is_sent_once_by_the_next_server(serve:
         assert '"amount": 12' in body_text(mail)
     finally:
         smtp.stop()
+
+
+class Greylisting(Mailbox):
+    """An SMTP server that answers each recipient "try again later" (450) the first `refusals` times, as
+    greylisting servers do with a sender they have not seen, and then takes the mail."""
+
+    def __init__(self, refusals: int) -> None:
+        super().__init__()
+        self.refusals = refusals
+        self.asked = 0
+
+    async def handle_RCPT(
+        self, server: SMTP, session: Session, envelope: Envelope, address: str, options: list[str]
+    ) -> str:
+        self.asked += 1
+        if self.asked <= self.refusals:
+            return "450 4.7.1 greylisted, try again later"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+
+def test_a_recipient_refused_for_now_is_mailed_once_the_server_takes_it(serve: Serve, tmp_path: Path) -> None:
+    """A 4xx answer to a recipient (greylisting, a full mailbox) says "later": the notice is tried again and
+    bob gets his mail (it was given up after the first answer, and the request was never mailed)."""
+    greylisting = Greylisting(refusals=2)
+    controller = Controller(greylisting, hostname="127.0.0.1", port=free_port())
+    controller.start()
+    try:
+        server = email_server(serve, tmp_path, controller.port)
+        start_run(server, "pay 45")
+        [mail] = greylisting.wait_for(1)
+    finally:
+        controller.stop()
+    assert greylisting.asked == 3
+    assert mail["To"] == "bob@example.com" and '"amount": 45' in body_text(mail)
 
 
 def test_sayso_serve_mails_requests_and_its_links_decide(smtp: Smtp, tmp_path: Path) -> None:

@@ -82,7 +82,9 @@ class EmailChannel:
                 timeout=self.timeout_seconds,
             )
         except aiosmtplib.SMTPRecipientsRefused as exc:
-            raise NoticeFailed(f"the SMTP server refused {target.address}: {exc}", retry=False) from exc
+            # 4xx is "not now" (greylisting, a full mailbox): tried again with backoff; 5xx is "never".
+            later = all(400 <= refused.code < 500 for refused in exc.recipients)
+            raise NoticeFailed(f"the SMTP server refused {target.address}: {exc}", retry=later) from exc
         except (aiosmtplib.SMTPException, OSError) as exc:
             raise NoticeFailed(f"{type(exc).__name__}: {exc}") from exc
         return "delivered"
