@@ -35,7 +35,8 @@ def route(said: str) -> tuple[str, dict[str, Any]]:
 PRINCIPALS = [{"name": n} for n in ("alice", "bob", "carol", "dave")]
 
 
-def config(tmp_path: Path, *, rule: dict[str, Any] | None = None) -> Config:
+def config(tmp_path: Path, *, rule: dict[str, Any] | None = None, before: tuple[dict[str, Any], ...] = ()) -> Config:
+    """`before`: rules tried ahead of the routed one."""
     return Config.model_validate(
         {
             "store": f"sqlite:///{tmp_path / 'sayso.db'}",
@@ -47,7 +48,10 @@ def config(tmp_path: Path, *, rule: dict[str, Any] | None = None) -> Config:
                     "model": "m",
                     "tools": [Tool(refund)],
                     "interrupt": {
-                        "tools": [rule or {"name": "refund", "approvers": ["finance"], "approvals_required": 2}]
+                        "tools": [
+                            *before,
+                            rule or {"name": "refund", "approvers": ["finance"], "approvals_required": 2},
+                        ]
                     },
                 }
             },
@@ -345,3 +349,26 @@ async def test_a_decided_quorum_waits_for_nobody(app: Sayso) -> None:
     assert [s["quorum"]["text"] for s in shown] == ["2 of 2", "0 of 2"]
     progress = [b["progress"] for b in log if b["event"] == "vote"]
     assert progress == ["1 of 2, waiting for finance", "2 of 2", "0 of 2"]
+
+
+@pytest.mark.parametrize("action", ["deny", "allow"])
+async def test_a_condition_that_cannot_be_evaluated_still_asks_the_approvers_after_it(
+    tmp_path: Path, action: str
+) -> None:
+    """Fail closed: a deny (or allow) rule whose condition errors on this call (`int('acme')`) comes before the rule
+    that routes refunds to two of finance. Whether it held or not, alice could never approve her own refund alone;
+    the call asks finance's quorum, saying why (it was asked unrouted, and alice approved and ran it)."""
+    weird = {"name": "refund", "rule": "numeric-payee", "when": "int(args.to) > 5", "action": action}
+    async with Sayso(config(tmp_path, before=(weird,)), models={"m": tool_model(route)}) as app:
+        paused = await app.run("refund 250 to acme", principal="alice")
+        [request] = approvals(paused.requests)
+        with pytest.raises(NotAllowed, match="'alice' started this run and may not decide its own calls"):
+            await app.decide(request.request_id, Approve(), principal="alice")
+        assert ran("refund") == []
+        first = await app.decide(request.request_id, Approve(), principal="bob")
+        assert first.run.status == "paused" and ran("refund") == []
+        done = await app.decide(request.request_id, Approve(), principal="carol")
+    assert request.routing is not None and request.routing.deciders("alice") == ("bob", "carol")
+    assert request.asked_because is not None
+    assert request.asked_because.startswith("the condition of rule numeric-payee could not be evaluated")
+    assert done.run.status == "completed" and ran("refund") == [{"amount": 250, "to": "acme"}]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import Any, Literal, TypeAlias
 
@@ -126,8 +126,9 @@ def judge_call(
 
     A rule without `when` always holds. A condition that cannot be evaluated (a missing field, a
     type mismatch) asks a person, with the error recorded: it never lets a call run, nor denies
-    what a person might approve. No rule holding: the call asks when its tool declared the need,
-    and runs otherwise; an `allow` never lets a tool that requires approval run unasked.
+    what a person might approve, nor lets others decide than the later rules would (`_unevaluated`).
+    No rule holding: the call asks when its tool declared the need, and runs otherwise; an
+    `allow` never lets a tool that requires approval run unasked.
     `skip_read_only` lets a read-only tool's call run instead of asking, never past a deny.
 
     Args:
@@ -137,19 +138,19 @@ def judge_call(
         declared: the tool was declared with `requires_approval=True`.
         read_only: the tool is annotated `readOnlyHint: true`.
     """
-    for rule in policy.tools:
+    for n, rule in enumerate(policy.tools):
         if not rule.matches(tool_name):
             continue
         if rule.when is not None:
             try:
                 holds = rule.when.evaluate(variables)
+                error = None if isinstance(holds, bool) else f"{rule.when.source!r} gave {holds!r}, not true or false"
             except EvaluationError as exc:
-                return _ask(
-                    policy, rule, f"the condition of rule {rule.label} could not be evaluated ({exc})", str(exc)
-                )
-            if not isinstance(holds, bool):
-                error = f"{rule.when.source!r} gave {holds!r}, not true or false"
-                return _ask(policy, rule, f"the condition of rule {rule.label} could not be evaluated ({error})", error)
+                holds, error = False, str(exc)
+            if error is not None:  # the later rules say what the call would meet had it not held
+                rest = replace(policy, tools=policy.tools[n + 1 :])
+                after = judge_call(rest, tool_name, variables, declared=declared, read_only=read_only)
+                return _unevaluated(policy, rule, error, after)
             if not holds:
                 continue
         reason = _reason_of(rule, tool_name, variables)
@@ -197,9 +198,18 @@ def _reason_of(rule: ToolRule, tool_name: str, variables: CallVariables) -> str:
     return f"every call to {tool_name} waits for approval" if rule.action == "ask" else f"rule for {tool_name}"
 
 
-def _unevaluated(policy: InterruptPolicy, rule: ToolRule, error: str) -> CallVerdict:
-    """A condition that could not be evaluated asks a person (fail closed), saying why."""
-    return _ask(policy, rule, f"the condition of rule {rule.label} could not be evaluated ({error})", error)
+def _unevaluated(policy: InterruptPolicy, rule: ToolRule, error: str, after: CallVerdict) -> CallVerdict:
+    """A condition that could not be evaluated asks a person (fail closed), saying why.
+
+    An ask rule asks on its own terms. A deny or allow rule might not have held, and then `after` (the later
+    rules' verdict) decides: when that asks, on the terms of a rule (its approvers and quorum), the call asks
+    on those, so an error never lets fewer or other people decide than a condition that did not hold would.
+    """
+    reason = f"the condition of rule {rule.label} could not be evaluated ({error})"
+    later = after.terms
+    if rule.action == "ask" or after.action != "ask" or later is None or later.rule is None:
+        return _ask(policy, rule, reason, error)
+    return replace(after, reason=reason, terms=replace(later, asked_because=reason), error=error)
 
 
 def _ask(policy: InterruptPolicy, rule: ToolRule, reason: str, error: str | None) -> CallVerdict:
