@@ -161,12 +161,30 @@ class SlackStandIn:
         return httpx.post(self.interactions_url, content=body, headers=headers, timeout=30)
 
 
+BLOCK_TEXT_CHARS = 3000
+"""The most characters a block's text object may hold: Slack refuses a message with a longer one (`invalid_blocks`)."""
+
+
+def too_long(blocks: object) -> bool:
+    """Whether a block (or any inside it) has a text object longer than Slack takes."""
+    if isinstance(blocks, list):
+        return any(too_long(block) for block in blocks)
+    if not isinstance(blocks, dict):
+        return False
+    text = blocks.get("text")
+    if isinstance(text, str) and blocks.get("type") in ("mrkdwn", "plain_text") and len(text) > BLOCK_TEXT_CHARS:
+        return True
+    return any(too_long(value) for value in blocks.values())
+
+
 def slack_app(state: SlackStandIn) -> Starlette:
     async def method(request: Request) -> JSONResponse:
         name = request.path_params["method"]
         body = await request.json()
-        state.calls.append((name, body))
         state.auth.append(request.headers.get("authorization", ""))
+        if too_long(body.get("blocks")):
+            return JSONResponse({"ok": False, "error": "invalid_blocks"})
+        state.calls.append((name, body))
         if name == "chat.postMessage":
             state.posted += 1
             return JSONResponse({"ok": True, "channel": "C0OPS", "ts": f"1700000000.{state.posted:06d}"})

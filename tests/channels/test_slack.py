@@ -349,3 +349,34 @@ def test_a_vote_short_of_its_quorum_or_not_counted_is_told_to_its_clicker(
     assert finished(server, run["run_id"])["status"] == "completed"
     assert ran("pay") == [{"amount": 250}]
     assert len(slack.calls_to("chat.postEphemeral")) == 2  # the message says a decision: nobody is told twice
+
+
+def test_a_call_or_reason_longer_than_a_slack_block_is_shown_cut_and_still_decided(
+    server: LiveServer, slack: SlackStandIn
+) -> None:
+    """Slack refuses a block whose text is over 3,000 characters (the stand-in too). A call whose arguments are
+    longer is posted with them cut, saying so, and its Approve decides the whole call; a rejection whose reason is
+    longer still updates the message (each was refused: never posted, or left with its buttons)."""
+    token = "x" * 4000
+    first = start_run(server, f"pay 10 with {token}")
+    [posted] = slack.wait_for("chat.postMessage")
+    shown = posted["blocks"][1]["text"]["text"]
+    assert len(shown) <= 3000 and '"amount": 10' in shown and "the rest is in sayso" in shown
+    [approve] = [e["value"] for e in posted["blocks"][-1]["elements"] if e["action_id"] == "sayso.approve"]
+    assert slack.interact(click("sayso.approve", approve)).status_code == 200
+    assert finished(server, first["run_id"])["status"] == "completed"
+    assert ran("pay") == [{"amount": 10}]
+
+    second = start_run(server, "pay 20")
+    slack.wait_for("chat.postMessage", count=2)
+    reason = "no: " + "y" * 4000
+    rejected = httpx.post(
+        f"{server.base_url}/v1/requests/{second['requests'][0]['id']}/decision",
+        json={"kind": "reject", "reason": reason},
+        headers=BOB,
+        timeout=30,
+    )
+    assert rejected.status_code == 200, rejected.text
+    updated = slack.wait_for("chat.update", count=2)[-1]
+    [said] = updated["blocks"][-1]["elements"]
+    assert said["text"].startswith("Rejected by bob (REST): no: yyy") and len(said["text"]) <= 3000

@@ -33,6 +33,9 @@ Block: TypeAlias = dict[str, JsonValue]
 """A Block Kit block or view, as Slack documents it."""
 
 ACTIONS = ("sayso.approve", "sayso.reject", "sayso.edit")
+BLOCK_TEXT_CHARS = 3000
+"""The longest text a block holds: Slack refuses a message with a longer one (`invalid_blocks`), never to post it."""
+_CUT = "\n… (cut: Slack shows 3000 characters; the rest is in sayso)"
 _TRANSIENT = frozenset({"ratelimited", "internal_error", "service_unavailable", "request_timeout", "fatal_error"})
 
 
@@ -143,8 +146,8 @@ def request_blocks(request: Mapping[str, Any], reason: str | None = None, *, dig
         ("sayso.edit", "Edit", None, request["id"]),
     ]
     return [
-        {"type": "section", "text": {"type": "mrkdwn", "text": f"*{summary(request)}*\n{hint}".strip()}},
-        {"type": "section", "text": {"type": "mrkdwn", "text": f"```{args}```"}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": fitted(f"*{summary(request)}*\n{hint}".strip())}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"```{fitted(args, BLOCK_TEXT_CHARS - 6)}```"}},
         {
             "type": "actions",
             "block_id": "sayso",
@@ -181,8 +184,13 @@ def outcome_blocks(request: Mapping[str, Any], text: str) -> list[Block]:
     """The message once decided: what was asked, and the outcome in place of the buttons."""
     return [
         {"type": "section", "text": {"type": "mrkdwn", "text": f"*{summary(request)}*"}},
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": fitted(text)}]},
     ]
+
+
+def fitted(text: str, room: int = BLOCK_TEXT_CHARS) -> str:
+    """`text` as a block holds it: cut, saying so, when longer (the decision is on the whole call all the same)."""
+    return text if len(text) <= room else text[: room - len(_CUT)] + _CUT
 
 
 def reason_view(request_id: str) -> Block:
