@@ -11,7 +11,7 @@ through the one decide verb.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._core.deciding import check_allowed, check_feedback, check_same_subject, keep_secrets, needs_votes
@@ -135,6 +135,10 @@ async def decide_by_link(c: Cycle, token: str, decision: Decision) -> DecideResu
     k = c.k
     view = await open_link(k, token)
     request = view.state.request  # `open_link` checked that its principal may decide it
+    if needs_votes(request) and isinstance(decision, Approve) and decision.edited_args is None:
+        # The arguments the mail showed (`open_link` checked they stand): an edit vote landing before this one is
+        # recorded is never approved unseen; the vote starts a round on these instead, as Slack's Approve does.
+        decision = replace(decision, edited_args=dict(standing_args(request, view.state.votes)))
     check_size(request.request_id, decision, k.limits)  # the answer's text as the decide verb measures it
     check_decision(request, keep_secrets(request, decision), existing=view.state.decision, now=k.clock())
     shown = decision  # as the judge reads it: in a quorum, the arguments as they stand are no edit
