@@ -9,7 +9,7 @@ import pytest
 from sayso import ConfigError, Sayso, request_json
 
 from ..conftest import approvals
-from .conftest import WriteConfig
+from .conftest import RULES, WriteConfig
 from .tools import REFUNDS
 
 
@@ -58,6 +58,18 @@ async def test_a_condition_that_cannot_be_evaluated_asks_and_says_why(write_conf
     assert request.asked_because is not None
     assert request.asked_because.startswith("the condition of rule noted could not be evaluated")
     assert "note" in request.asked_because
+
+
+async def test_a_deny_rule_that_cannot_be_evaluated_still_denies_what_a_later_rule_denies(
+    write_config: WriteConfig,
+) -> None:
+    """Whether `noted` held or not, a refund of -5 is denied by the rule after it: so it is, with that rule's
+    reason (it asked a person, who could approve a refund every rule denies)."""
+    noted = {"name": "refund", "rule": "noted", "when": "args.note.size() > 3", "action": "deny"}
+    async with Sayso.from_yaml(write_config([noted, *RULES])) as app:
+        done = await app.run("refund o-9 -5")
+    assert done.status == "completed" and not done.requests and REFUNDS == []
+    assert done.output == "model read: Denied by policy (rule refunds-negative): a refund must be positive, not -5"
 
 
 async def test_the_principal_and_thread_are_variables(write_config: WriteConfig) -> None:

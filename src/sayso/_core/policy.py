@@ -203,8 +203,11 @@ def _unevaluated(policy: InterruptPolicy, rule: ToolRule, error: str, after: Cal
 
     An ask rule asks on its own terms. A deny or allow rule might not have held, and then `after` (the later
     rules' verdict) decides: when that asks, on the terms of a rule (its approvers and quorum), the call asks
-    on those, so an error never lets fewer or other people decide than a condition that did not hold would.
+    on those, so an error never lets fewer or other people decide than a condition that did not hold would;
+    a deny rule before a later denial denies, as it would either way.
     """
+    if rule.action == "deny" and after.action == "deny":
+        return after  # denied whether it held or not
     reason = f"the condition of rule {rule.label} could not be evaluated ({error})"
     later = after.terms
     if rule.action == "ask" or after.action != "ask" or later is None or later.rule is None:
