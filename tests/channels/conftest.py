@@ -165,6 +165,10 @@ BLOCK_TEXT_CHARS = 3000
 """The most characters a block's text object may hold: Slack refuses a message with a longer one (`invalid_blocks`)."""
 
 
+MESSAGE_TEXT_CHARS = 40_000
+"""The most characters a message's `text` may hold: Slack refuses a longer one (`msg_too_long`)."""
+
+
 def too_long(blocks: object) -> bool:
     """Whether a block (or any inside it) has a text object longer than Slack takes."""
     if isinstance(blocks, list):
@@ -184,6 +188,8 @@ def slack_app(state: SlackStandIn) -> Starlette:
         state.auth.append(request.headers.get("authorization", ""))
         if too_long(body.get("blocks")):
             return JSONResponse({"ok": False, "error": "invalid_blocks"})
+        if len(str(body.get("text", ""))) > MESSAGE_TEXT_CHARS:
+            return JSONResponse({"ok": False, "error": "msg_too_long"})
         state.calls.append((name, body))
         if name == "chat.postMessage":
             state.posted += 1

@@ -354,9 +354,10 @@ def test_a_vote_short_of_its_quorum_or_not_counted_is_told_to_its_clicker(
 def test_a_call_or_reason_longer_than_a_slack_block_is_shown_cut_and_still_decided(
     server: LiveServer, slack: SlackStandIn
 ) -> None:
-    """Slack refuses a block whose text is over 3,000 characters (the stand-in too). A call whose arguments are
-    longer is posted with them cut, saying so, and its Approve decides the whole call; a rejection whose reason is
-    longer still updates the message (each was refused: never posted, or left with its buttons)."""
+    """Slack refuses a block whose text is over 3,000 characters, and a message's text over 40,000 (the stand-in
+    too). A call whose arguments are longer is posted with them cut, saying so, and its Approve decides the whole
+    call; a rejection whose reason is longer still updates the message (each was refused: never posted, or left
+    with its buttons)."""
     token = "x" * 4000
     first = start_run(server, f"pay 10 with {token}")
     [posted] = slack.wait_for("chat.postMessage")
@@ -369,7 +370,7 @@ def test_a_call_or_reason_longer_than_a_slack_block_is_shown_cut_and_still_decid
 
     second = start_run(server, "pay 20")
     slack.wait_for("chat.postMessage", count=2)
-    reason = "no: " + "y" * 4000
+    reason = "no: " + "y" * 50_000
     rejected = httpx.post(
         f"{server.base_url}/v1/requests/{second['requests'][0]['id']}/decision",
         json={"kind": "reject", "reason": reason},
@@ -380,3 +381,4 @@ def test_a_call_or_reason_longer_than_a_slack_block_is_shown_cut_and_still_decid
     updated = slack.wait_for("chat.update", count=2)[-1]
     [said] = updated["blocks"][-1]["elements"]
     assert said["text"].startswith("Rejected by bob (REST): no: yyy") and len(said["text"]) <= 3000
+    assert updated["text"].startswith("Rejected by bob (REST): no: yyy") and len(updated["text"]) <= 40_000

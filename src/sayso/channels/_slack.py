@@ -35,7 +35,9 @@ Block: TypeAlias = dict[str, JsonValue]
 ACTIONS = ("sayso.approve", "sayso.reject", "sayso.edit")
 BLOCK_TEXT_CHARS = 3000
 """The longest text a block holds: Slack refuses a message with a longer one (`invalid_blocks`), never to post it."""
-_CUT = "\n… (cut: Slack shows 3000 characters; the rest is in sayso)"
+MESSAGE_TEXT_CHARS = 40_000
+"""The longest `text` of a message: Slack refuses a longer one (`msg_too_long`)."""
+_CUT = "\n… (cut: the rest is in sayso)"
 _TRANSIENT = frozenset({"ratelimited", "internal_error", "service_unavailable", "request_timeout", "fatal_error"})
 
 
@@ -101,7 +103,11 @@ class SlackChannel:
         where = json.loads(posted)
         text = outcome_text(event.event, event.data)
         await self._call(
-            "chat.update", channel=where["channel"], ts=where["ts"], text=text, blocks=outcome_blocks(request, text)
+            "chat.update",
+            channel=where["channel"],
+            ts=where["ts"],
+            text=fitted(text, MESSAGE_TEXT_CHARS),
+            blocks=outcome_blocks(request, text),
         )
         return "delivered"
 
