@@ -8,6 +8,7 @@ stores a result for every call it leaves unanswered, so the next message on the 
 from __future__ import annotations
 
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -222,3 +223,41 @@ async def test_a_run_that_fails_after_a_pause_leaves_no_call_unanswered(make_app
         assert roles[-1] == "error" and "decision" in roles
         after = await app.run("hello again", thread_id=paused.thread_id)
         assert (after.status, after.output) == ("completed", "you said: hello again")
+
+
+class Receipt:
+    """What a careless tool returns: a plain object JSON has no form for."""
+
+    def __init__(self) -> None:
+        self.at = datetime.now(UTC)
+
+
+def receipt(amount: int) -> object:
+    """Print a receipt (as an object the history cannot hold)."""
+    charged.append(amount)
+    return Receipt()
+
+
+@pytest.mark.parametrize("gated", [False, True])
+async def test_a_call_whose_result_cannot_be_stored_names_the_tool_and_type_and_the_thread_goes_on(
+    make_app: MakeApp, gated: bool
+) -> None:
+    """Before, the run failed with pydantic's `PydanticSerializationError: Unable to serialize unknown type`."""
+    app = make_app(
+        {"shop": {"model": "m", "tools": [receipt], "interrupt": {"tools": ["receipt"] if gated else []}}},
+        model=tool_model(
+            lambda said: ("receipt", {"amount": 7}) if said == "receipt" else f"you said: {said}",
+            read="model read: {result}",
+        ),
+    )
+    async with app:
+        run = await app.run("receipt")
+        if gated:
+            run = (await app.decide(run.requests[0].request_id, Approve())).run
+        assert run.status == "completed", run.error
+        assert run.output == (
+            "model read: Error: the tool receipt returned a Receipt, which cannot be stored as JSON "
+            "(return text, a number, a list or a dict of them, a pydantic model or a dataclass)"
+        )
+        assert charged == [7]
+        await next_message_works(app, run.thread_id)

@@ -8,11 +8,11 @@ from typing import Any, NoReturn, TypeVar, assert_never, overload
 
 from pydantic import BaseModel, Field
 from pydantic_ai import RunContext, Tool
-from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
+from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolFailed
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
-from pydantic_core import SchemaValidator, core_schema
+from pydantic_core import PydanticSerializationError, SchemaValidator, core_schema, to_json
 
 from .._core.decisions import QuestionAnswer, schema_problem
 from .._core.inputs import input_schema, validate_input
@@ -32,6 +32,31 @@ from .calls import (
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+STORABLE_RESULTS = "return text, a number, a list or a dict of them, a pydantic model or a dataclass"
+
+
+def storable_result(name: str, result: Any) -> Any:
+    """`result`, when the thread's history can hold it as JSON; else the call fails, naming the tool and the type.
+
+    The model reads that failure as the call's result and the run goes on; before, pydantic's
+    serialization error failed the whole run with its traceback text (a `datetime`-bearing class, an
+    object without a serializer). Text a lone surrogate spoils is left to the history's own rule.
+    """
+    if isinstance(result, str):
+        return result
+    unknown: list[type] = []
+    try:
+        to_json(result, bytes_mode="base64", fallback=lambda value: unknown.append(type(value)))
+    except PydanticSerializationError:
+        return result
+    if not unknown:
+        return result
+    held = "" if unknown[0] is type(result) else f"{type(result).__name__} holding a "
+    raise ToolFailed(
+        f"Error: the tool {name} returned a {held}{unknown[0].__name__}, which cannot be stored as JSON "
+        f"({STORABLE_RESULTS})"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
