@@ -12,9 +12,10 @@ from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, T
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
-from pydantic_core import PydanticSerializationError, SchemaValidator, core_schema, to_json
+from pydantic_core import PydanticSerializationError, SchemaValidator, core_schema, to_json, to_jsonable_python
 
 from .._core.decisions import QuestionAnswer, schema_problem
+from .._core.finite import storable_value
 from .._core.inputs import input_schema, validate_input
 from .._core.policy import ToolRule
 from .._core.requests import ClientTool, Question, RejectMode, ToolInfo, questions_problem
@@ -33,7 +34,9 @@ from .calls import (
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-STORABLE_RESULTS = "return text, a number, a list or a dict of them, a pydantic model or a dataclass"
+UNSTORABLE = (
+    "which cannot be stored as JSON (return text, a number, a list or a dict of them, a pydantic model or a dataclass)"
+)
 
 
 def storable_result(name: str, result: Any) -> Any:
@@ -41,7 +44,9 @@ def storable_result(name: str, result: Any) -> Any:
 
     The model reads that failure as the call's result and the run goes on; before, pydantic's
     serialization error failed the whole run with its traceback text (a `datetime`-bearing class, an
-    object without a serializer). Text a lone surrogate spoils is left to the history's own rule.
+    object without a serializer, a dict keyed by a frozenset). Text holding a lone surrogate (a
+    tool's badly decoded bytes) is kept with U+FFFD in its place, as the history keeps such text
+    (`_core.finite`); before, that failed the run too.
     """
     if isinstance(result, str):
         return result
@@ -49,14 +54,17 @@ def storable_result(name: str, result: Any) -> Any:
     try:
         to_json(result, bytes_mode="base64", fallback=lambda value: unknown.append(type(value)))
     except PydanticSerializationError:
-        return result
+        try:
+            as_json = to_jsonable_python(result, bytes_mode="base64")
+        except (PydanticSerializationError, TypeError, ValueError) as exc:
+            raise ToolFailed(
+                f"Error: the tool {name} returned a {type(result).__name__}, {UNSTORABLE}: {exc}"
+            ) from None
+        return storable_value(as_json)
     if not unknown:
         return result
     held = "" if unknown[0] is type(result) else f"{type(result).__name__} holding a "
-    raise ToolFailed(
-        f"Error: the tool {name} returned a {held}{unknown[0].__name__}, which cannot be stored as JSON "
-        f"({STORABLE_RESULTS})"
-    )
+    raise ToolFailed(f"Error: the tool {name} returned a {held}{unknown[0].__name__}, {UNSTORABLE}")
 
 
 @dataclass(frozen=True, kw_only=True)
