@@ -12,10 +12,10 @@ from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, T
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
-from pydantic_core import PydanticSerializationError, SchemaValidator, core_schema, to_json, to_jsonable_python
+from pydantic_core import PydanticSerializationError, SchemaValidator, core_schema, to_json
 
 from .._core.decisions import QuestionAnswer, schema_problem
-from .._core.finite import storable_value
+from .._core.finite import json_storable
 from .._core.inputs import input_schema, validate_input
 from .._core.policy import ToolRule
 from .._core.requests import ClientTool, Question, RejectMode, ToolInfo, questions_problem
@@ -55,12 +55,11 @@ def storable_result(name: str, result: Any) -> Any:
         to_json(result, bytes_mode="base64", fallback=lambda value: unknown.append(type(value)))
     except PydanticSerializationError:
         try:
-            as_json = to_jsonable_python(result, bytes_mode="base64")
-        except (PydanticSerializationError, TypeError, ValueError) as exc:
+            return json_storable(result)
+        except (TypeError, ValueError) as exc:
             raise ToolFailed(
                 f"Error: the tool {name} returned a {type(result).__name__}, {UNSTORABLE}: {exc}"
             ) from None
-        return storable_value(as_json)
     if not unknown:
         return result
     held = "" if unknown[0] is type(result) else f"{type(result).__name__} holding a "
