@@ -8,6 +8,7 @@ stores a result for every call it leaves unanswered, so the next message on the 
 from __future__ import annotations
 
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -222,3 +223,75 @@ async def test_a_run_that_fails_after_a_pause_leaves_no_call_unanswered(make_app
         assert roles[-1] == "error" and "decision" in roles
         after = await app.run("hello again", thread_id=paused.thread_id)
         assert (after.status, after.output) == ("completed", "you said: hello again")
+
+
+class Receipt:
+    """What a careless tool returns: a plain object JSON has no form for."""
+
+    def __init__(self) -> None:
+        self.at = datetime.now(UTC)
+
+
+RECEIPTS: dict[str, object] = {}
+"""What `receipt` returns, by the test."""
+
+
+def receipt(amount: int) -> object:
+    """Print a receipt (as something the history cannot hold)."""
+    charged.append(amount)
+    return RECEIPTS["returned"]
+
+
+UNSTORABLE = (
+    "which cannot be stored as JSON (return text, a number, a list or a dict of them, a pydantic model or a dataclass)"
+)
+
+
+@pytest.mark.parametrize(
+    ("gated", "returned", "read"),
+    [
+        (False, Receipt(), f"returned a Receipt, {UNSTORABLE}"),
+        (True, Receipt(), f"returned a Receipt, {UNSTORABLE}"),
+        (False, {"lines": [Receipt()]}, f"returned a dict holding a Receipt, {UNSTORABLE}"),
+        (False, {frozenset([1]): "x"}, f"returned a dict, {UNSTORABLE}: `frozenset` not valid as object key"),
+    ],
+)
+async def test_a_call_whose_result_cannot_be_stored_names_the_tool_and_type_and_the_thread_goes_on(
+    make_app: MakeApp, gated: bool, returned: object, read: str
+) -> None:
+    """Before, the run failed with pydantic's `PydanticSerializationError: Unable to serialize unknown type`."""
+    RECEIPTS["returned"] = returned
+    app = make_app(
+        {"shop": {"model": "m", "tools": [receipt], "interrupt": {"tools": ["receipt"] if gated else []}}},
+        model=tool_model(
+            lambda said: ("receipt", {"amount": 7}) if said == "receipt" else f"you said: {said}",
+            read="model read: {result}",
+        ),
+    )
+    async with app:
+        run = await app.run("receipt")
+        if gated:
+            run = (await app.decide(run.requests[0].request_id, Approve())).run
+        assert run.status == "completed", run.error
+        assert run.output == f"model read: Error: the tool receipt {read}"
+        assert charged == [7]
+        await next_message_works(app, run.thread_id)
+
+
+async def test_a_structured_result_holding_a_lone_surrogate_is_kept_with_a_replacement_character(
+    make_app: MakeApp,
+) -> None:
+    """Text a tool decoded badly is no one's mistake to refuse: kept with U+FFFD, as the history keeps such text.
+
+    Before, the run failed with `PydanticSerializationError: ... surrogates not allowed`.
+    """
+    RECEIPTS["returned"] = {"note": "paid \ud800"}
+    app = make_app(
+        {"shop": {"model": "m", "tools": [receipt]}},
+        model=tool_model(lambda said: ("receipt", {"amount": 7}) if said == "receipt" else f"you said: {said}"),
+    )
+    async with app:
+        run = await app.run("receipt")
+        assert run.status == "completed", run.error
+        assert run.output == 'model read: {"note": "paid \\ufffd"}'
+        await next_message_works(app, run.thread_id)

@@ -290,6 +290,31 @@ async def test_a_node_that_breaks_a_rule_of_the_engine_fails_the_run_in_plain_wo
     assert stored.error == expected
 
 
+def badly_decoded(node_input: str) -> dict[str, str]:
+    return {"note": "paid \ud800"}
+
+
+def keyed_by_a_set(node_input: str) -> dict[frozenset[int], str]:
+    return {frozenset([1]): "x"}
+
+
+async def test_a_nodes_output_holding_a_lone_surrogate_is_kept_with_a_replacement_character(make: Make) -> None:
+    """Before, `sayso run` crashed with `PydanticSerializationError` and the run was left running."""
+    async with make(Workflow("decode", edges=[(START, badly_decoded)])) as app:
+        done = await app.run("go", agent="decode")
+        assert (done.status, done.output) == ("completed", '{"note": "paid \ufffd"}')
+        assert (await app.result(done.run_id)).status == "completed"
+
+
+async def test_a_nodes_output_keyed_by_what_json_cannot_key_fails_the_node_in_plain_words(make: Make) -> None:
+    async with make(Workflow("keys", edges=[(START, keyed_by_a_set, booked)])) as app:
+        failed = await app.run("go", agent="keys")
+    assert (failed.status, failed.error) == (
+        "failed",
+        "node 'keyed_by_a_set' failed: its output cannot be stored as JSON: `frozenset` not valid as object key",
+    )
+
+
 async def test_an_agent_nodes_approval_pauses_the_workflow_labelled_with_the_node(make: Make) -> None:
     """The agent's approval is the workflow's open request (`dinner/book`); approving runs the tool once and the
     workflow finishes."""

@@ -26,6 +26,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
+from pydantic_core import to_jsonable_python
+
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 """A NUL character, or a surrogate (in a `str`, a surrogate is always a lone one)."""
 
@@ -74,6 +76,16 @@ def storable_value(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [storable_value(item) for item in value]
     return value
+
+
+def json_storable(value: Any) -> Any:
+    """`value` as JSON (pydantic's rules), text holding a lone surrogate with U+FFFD in its place (`storable_value`).
+
+    What a tool or a workflow's node returns is no one's mistake to refuse for such text; what JSON has no form
+    for at all (an object of an unknown class, a dict keyed by a frozenset) raises `ValueError` or `TypeError`.
+    """
+    found = to_jsonable_python(value, bytes_mode="base64")
+    return storable_value(found) if lone_surrogate(found) else found
 
 
 def _text_leaf(bad: Callable[[str], bool]) -> Callable[[object, str], str | None]:

@@ -68,7 +68,7 @@ from .calls import (
 )
 from .deps import RunDeps
 from .hooks import BeforeToolCall, HookToolset
-from .tools import RuleSource, client_tool, defer_client_call, options_of, rules_of, tool_info_of
+from .tools import RuleSource, client_tool, defer_client_call, options_of, rules_of, storable_result, tool_info_of
 from .whole_calls import WholeCall
 
 UNKNOWN_OUTCOME = (
@@ -292,7 +292,7 @@ class GateToolset(WrapperToolset[Any]):
         nobody answered; the model can tell the person, or try something else.
         """
         try:
-            return await super().call_tool(name, tool_args, ctx, tool)
+            return storable_result(name, await super().call_tool(name, tool_args, ctx, tool))
         except StepOutcomeUnknown as exc:  # sayso's, but about the tool's own work: the model reads it and decides
             raise ToolFailed(tool_error(name, exc)) from exc
         except PASSES_THROUGH:

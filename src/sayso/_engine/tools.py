@@ -8,13 +8,14 @@ from typing import Any, NoReturn, TypeVar, assert_never, overload
 
 from pydantic import BaseModel, Field
 from pydantic_ai import RunContext, Tool
-from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
+from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolFailed
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
-from pydantic_core import SchemaValidator, core_schema
+from pydantic_core import PydanticSerializationError, SchemaValidator, core_schema, to_json
 
 from .._core.decisions import QuestionAnswer, schema_problem
+from .._core.finite import json_storable
 from .._core.inputs import input_schema, validate_input
 from .._core.policy import ToolRule
 from .._core.requests import ClientTool, Question, RejectMode, ToolInfo, questions_problem
@@ -32,6 +33,37 @@ from .calls import (
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+UNSTORABLE = (
+    "which cannot be stored as JSON (return text, a number, a list or a dict of them, a pydantic model or a dataclass)"
+)
+
+
+def storable_result(name: str, result: Any) -> Any:
+    """`result`, when the thread's history can hold it as JSON; else the call fails, naming the tool and the type.
+
+    The model reads that failure as the call's result and the run goes on; before, pydantic's
+    serialization error failed the whole run with its traceback text (a `datetime`-bearing class, an
+    object without a serializer, a dict keyed by a frozenset). Text holding a lone surrogate (a
+    tool's badly decoded bytes) is kept with U+FFFD in its place, as the history keeps such text
+    (`_core.finite`); before, that failed the run too.
+    """
+    if isinstance(result, str):
+        return result
+    unknown: list[type] = []
+    try:
+        to_json(result, bytes_mode="base64", fallback=lambda value: unknown.append(type(value)))
+    except PydanticSerializationError:
+        try:
+            return json_storable(result)
+        except (TypeError, ValueError) as exc:
+            raise ToolFailed(
+                f"Error: the tool {name} returned a {type(result).__name__}, {UNSTORABLE}: {exc}"
+            ) from None
+    if not unknown:
+        return result
+    held = "" if unknown[0] is type(result) else f"{type(result).__name__} holding a "
+    raise ToolFailed(f"Error: the tool {name} returned a {held}{unknown[0].__name__}, {UNSTORABLE}")
 
 
 @dataclass(frozen=True, kw_only=True)

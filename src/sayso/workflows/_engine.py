@@ -44,9 +44,9 @@ from typing import Any, Protocol
 
 import anyio.to_thread
 from pydantic import TypeAdapter, ValidationError
-from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._core.decisions import Expired, Provide, Skip
+from .._core.finite import json_storable
 from .._core.inputs import InputSchema, RequestInput, input_problems, input_schema
 from .._core.model_text import model_text
 from .._core.steps import StepJournal, StepScope, memory_journal
@@ -419,8 +419,8 @@ def _settle(node: CompiledNode, output: Any) -> tuple[RouteKey | None, Any]:
 
 def _json(value: Any, what: str) -> Any:
     try:
-        return to_jsonable_python(value)
-    except PydanticSerializationError as exc:
+        return json_storable(value)  # text a lone surrogate spoils is kept with U+FFFD, as every store keeps it
+    except (TypeError, ValueError) as exc:
         raise NodeFailed(f"{what} cannot be stored as JSON: {exc}") from None
 
 
