@@ -38,12 +38,14 @@ from typing import Annotated, Any, TypeAlias
 import mcp_types
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError, ValidationError
+from fastmcp.server.auth import AccessToken
 from fastmcp.server.dependencies import get_http_headers
 from fastmcp.server.event_store import EventStore
 from fastmcp.server.middleware import CallNext, MiddlewareContext
 from fastmcp.server.middleware import Middleware as ToolMiddleware
 from fastmcp.tools import ToolResult
 from fastmcp_tasks import TasksExtension
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.request_state import RequestStateSecurity
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
@@ -180,7 +182,13 @@ def mcp_app(sayso: Sayso) -> Any:
 
 
 class _Authenticated:
-    """Refuses a request to `/mcp` whose bearer token names no principal (401), before MCP reads it."""
+    """Refuses a request to `/mcp` whose bearer token names no principal (401), before MCP reads it.
+
+    A signed-in request carries its principal as MCP's authenticated user, whose client id is the
+    principal's name: background tasks are kept per client id, so a task is found only by the
+    principal that started it (another one holding its id is told there is no such task, and is
+    neither shown nor lets answer what it waits on).
+    """
 
     def __init__(self, app: ASGIApp, sayso: Sayso) -> None:
         self.app = app
@@ -189,12 +197,15 @@ class _Authenticated:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             try:
-                authenticate(self.sayso, Headers(scope=scope).get("authorization"))
+                caller = authenticate(self.sayso, Headers(scope=scope).get("authorization"))
             except Unauthenticated as exc:
                 body = {"type": "about:blank", "title": "Not signed in", "status": 401, "detail": exc.problem}
                 response = JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
                 await response(scope, receive, send)
                 return
+            # The token field holds the name, not the secret: fastmcp keeps it with each task.
+            user = AccessToken(token=f"principal:{caller.name}", client_id=caller.name, scopes=[])
+            scope = {**scope, "user": AuthenticatedUser(user)}
         await self.app(scope, receive, send)
 
 
