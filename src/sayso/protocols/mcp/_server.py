@@ -61,7 +61,15 @@ from ..._core.decisions import Decision
 from ..._core.requests import Request
 from ..._core.votes import Vote
 from ..._runtime import RunResult, Sayso, authenticate
-from ...exceptions import CallEnded, DecisionRefused, InvalidDecision, SaysoError, TooLarge, Unauthenticated
+from ...exceptions import (
+    CallEnded,
+    DecisionRefused,
+    InvalidDecision,
+    RunConflict,
+    SaysoError,
+    TooLarge,
+    Unauthenticated,
+)
 from ._mapping import decision_from, elicitation_for, others_decide
 
 AUDIENCE = "sayso"
@@ -321,6 +329,10 @@ async def _pushed(sayso: Sayso, ctx: Context, caller: Principal, result: RunResu
             raise ToolError(f"decision refused: {ended}") from None
         except (DecisionRefused, TooLarge) as exc:
             refused = exc
+        except RunConflict:
+            # Decided elsewhere (the inbox, another client) while the person was asked: the first decision
+            # counts, and the call goes on with where the run went instead of failing.
+            result, refused = await sayso.result(result.run_id, principal=caller), None
     raise ToolError(f"the answers kept being refused: {refused}")
 
 
