@@ -15,7 +15,12 @@ from typing import Any
 import mcp_types
 import pytest
 
+from sayso import Config, Sayso
+from sayso.protocols import protocol_apps, protocol_routers
+from sayso.server import create_app
+
 from ..conftest import LiveServer
+from ..models import tool_model
 from . import hooks
 from .conftest import ElicitServer
 from .test_mcp_server import Person, client, serve, text
@@ -62,3 +67,60 @@ async def test_a_request_decided_in_the_inbox_while_its_form_is_shown_ends_the_c
     assert text(result).startswith(reply)
     assert len(person.asked) == 1
     assert hooks.sent == (["lunch"] if verdict == "approve" else [])
+
+
+@pytest.fixture
+def two_calls(tmp_path: Path) -> Iterator[LiveServer]:
+    """`/mcp` for an agent that announces `one` and `two` in one turn, each call gated: one pause, two requests."""
+    hooks.sent.clear()
+    config = Config.model_validate(
+        {
+            "store": f"sqlite:///{tmp_path / 'sayso.db'}",
+            "models": {"m": "test"},
+            "agents": {
+                "ops": {"model": "m", "tools": ["tests.mcp_tools.hooks:announce"], "interrupt": {"tools": ["announce"]}}
+            },
+            "base_dir": tmp_path,
+        }
+    )
+    both = tool_model(lambda said: [("announce", {"text": "one"}), ("announce", {"text": "two"})], read="{result}")
+    sayso = Sayso(config, models={"m": both})
+    app = create_app(sayso, routers=protocol_routers(sayso), apps=protocol_apps(sayso), expire_every_seconds=None)
+    served = LiveServer.in_thread(app)
+    yield served
+    served.stop()
+
+
+class TwoRejectedInTheInbox(Person):
+    """Rejects `two` over REST as soon as the client is asked its first form, then approves every form it is shown."""
+
+    def __init__(self, live: LiveServer) -> None:
+        super().__init__(*[{"decision": "approve"}] * 10)
+        self.live = live
+
+    def reject_two(self) -> None:
+        with self.live.client() as rest:
+            [two] = [r for r in rest.get("/v1/requests").json()["requests"] if r["args"] == {"text": "two"}]
+            decided = rest.post(f"/v1/requests/{two['id']}/decision", json={"kind": "reject", "reason": "not two"})
+            assert decided.status_code == 200, decided.text
+
+    async def __call__(self, context: Any, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+        if not self.asked:
+            await asyncio.to_thread(self.reject_two)
+        return await super().__call__(context, params)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_one_of_two_requests_decided_in_the_inbox_is_not_asked_again_and_the_others_answer_counts(
+    two_calls: LiveServer, mode: str
+) -> None:
+    """A pause of two approvals; `two` is rejected in the inbox while the client shows `one`. The client's answer to
+    `one` is taken and `two` keeps its rejection: the client is never asked `two` again as "already decided" (a
+    handshake-era client was, round after round, its answer to `one` dropped each time, until the call gave up)."""
+    person = TwoRejectedInTheInbox(two_calls)
+    async with client(two_calls, person, mode=mode) as mcp:
+        result = await mcp.call_tool("ops", {"message": "go"})
+    assert not result.is_error, result
+    assert hooks.sent == ["one"]
+    assert not any("already decided" in asked.message for asked in person.asked)
+    assert len(person.asked) <= 2

@@ -323,15 +323,21 @@ async def _pushed(sayso: Sayso, ctx: Context, caller: Principal, result: RunResu
                 continue
             problem = refused.problem if refused and refused.request_id == request.request_id else None
             answers[request.request_id] = await _asked(ctx, request, problem, result.votes.get(request.request_id, ()))
+        # A request decided elsewhere while the person was asked (the inbox, another client) keeps that first
+        # decision: its answer here is dropped rather than refused, which would ask it again, round after round.
+        now = await sayso.result(result.run_id, principal=caller)
+        if now.status != "paused":
+            result, refused = now, None
+            continue
+        still_open = {r.request_id for r in now.requests}
+        answers = {request_id: answer for request_id, answer in answers.items() if request_id in still_open}
         try:
             result, refused = await sayso.answer_pause(result.run_id, answers, principal=caller, via="mcp"), None
         except CallEnded as ended:
             raise ToolError(f"decision refused: {ended}") from None
         except (DecisionRefused, TooLarge) as exc:
             refused = exc
-        except RunConflict:
-            # Decided elsewhere (the inbox, another client) while the person was asked: the first decision
-            # counts, and the call goes on with where the run went instead of failing.
+        except RunConflict:  # resumed elsewhere meanwhile, as above: the call goes on with where the run went
             result, refused = await sayso.result(result.run_id, principal=caller), None
     raise ToolError(f"the answers kept being refused: {refused}")
 
