@@ -74,7 +74,8 @@ def sayso(*args: str) -> dict[str, Any]:
 def test_a_run_that_exits_with_a_form_open_is_completed_by_a_later_decide(
     tmp_path: Path, elicit_server: ElicitServer
 ) -> None:
-    """`sayso run` pauses on the server's form and exits; `sayso decide ... accept JSON` replays the call."""
+    """`sayso run` pauses on the server's form and exits; `sayso decide ... accept JSON` replays the call. Content
+    that is not JSON is refused saying what accept takes and what was typed (was "accept is not valid JSON")."""
     config = write_config(tmp_path, elicit_server, replay=True)
     paused = sayso("run", str(config), "book fri")
     assert paused["status"] == "paused"
@@ -84,6 +85,12 @@ def test_a_run_that_exits_with_a_form_open_is_completed_by_a_later_decide(
     assert request["message"] == "Booking for fri: how many people, and under which name?"
     assert request["requested_schema"]["required"] == ["people", "name"]
     assert request["durable"] is False  # the live call went with the process
+    typed = [sys.executable, "-m", "sayso", "decide", str(config), request["id"], "accept", "people=2"]
+    refused = subprocess.run(typed, capture_output=True, text=True, timeout=120, check=False)
+    assert refused.returncode == 2
+    said = " ".join(refused.stderr.split())
+    assert "accept takes the form's content as a JSON object of fields; 'people=2' is not JSON" in said, said
+    assert [r["id"] for r in sayso("inbox", str(config))["requests"]] == [request["id"]]
     done = sayso("decide", str(config), request["id"], "accept", '{"people": 2, "name": "Ada"}')
     assert done["status"] == "completed"
     assert done["output"] == "Booked fri for 2 (Ada)"

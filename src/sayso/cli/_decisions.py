@@ -168,9 +168,16 @@ def _elicitation_decision(action: str, values: list[str]) -> Decision:
         return Decline()
     if action == "cancel":
         return Cancel()
-    content = _json_option("accept", " ".join(values)) if action == "accept" and values else None
+    if action != "accept" or not values:
+        return Accept(content=None)
+    takes = "accept takes the form's content as a JSON object of fields"
+    typed = " ".join(values)
+    try:
+        content = json.loads(typed)
+    except json.JSONDecodeError as exc:
+        raise typer.BadParameter(f"{takes}; {typed!r} is not JSON ({exc})") from None
     if content is not None and not isinstance(content, dict):
-        raise typer.BadParameter("accept takes the form's content as a JSON object of fields")
+        raise typer.BadParameter(takes)
     return Accept(content=content)
 
 

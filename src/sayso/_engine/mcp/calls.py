@@ -99,6 +99,18 @@ class CallCutOff(RuntimeError):
     """A call ended without a result: its host closed (the runtime is shutting down)."""
 
 
+class McpServerUnreachable(ConnectionError):
+    """A session with a configured server could not be opened: its name leads the run's error, beside why.
+
+    The client's own words ("Client failed to connect: All connection attempts failed") name no server,
+    and an agent may bind several.
+    """
+
+    def __init__(self, server: str, cause: Exception) -> None:
+        super().__init__(f"cannot reach MCP server {server!r}: {cause}")
+        self.server = server
+
+
 class _Refused(Exception):
     """Raised in the elicitation handler to refuse a question that will be answered by a later call."""
 
@@ -230,9 +242,9 @@ class Connection:
                 await self._closing.wait()
         except anyio.get_cancelled_exc_class():
             raise
-        except Exception:
+        except Exception as exc:
             if not started:
-                raise
+                raise McpServerUnreachable(self.server, exc) from exc
             # The session broke after it opened (the server went away); its calls report their own errors.
             logger.warning("the session with MCP server %r ended with an error", self.server, exc_info=True)
 

@@ -5,7 +5,7 @@ Every open request a paused run waits on is asked as one elicitation, and the cl
 
 | request | asked as | accept | decline | cancel |
 |---|---|---|---|---|
-| approval | form: `decision` (approve/reject), `reason`, `scope` (if several) | approve or reject | reject | skip |
+| approval | form: `decision`, `reason`, `scope` (if several), `feedback.*` | approve or reject | reject | skip |
 | question | form: per question a pick of its choices (enum) and an own-words field | the answers | skip | skip |
 | input (workflows) | form: the response schema, flat (`_flat`; `{value}` if no object) | provide | skip | skip |
 | elicitation (a server below) | the server's own form or page, passed through | accept | decline | cancel |
@@ -121,6 +121,8 @@ def _approval_message(request: ApprovalRequest, votes: Sequence[Vote]) -> str:
     args = shown_standing_args(request, votes)
     lines = [f"{_who(request)} wants to run {request.tool_name} with {json.dumps(args, ensure_ascii=False)}."]
     lines.append(request.hint)
+    if request.payload is not None:
+        lines.append(json.dumps(request.payload, ensure_ascii=False))
     if request.why is not None:
         lines.append(f"{request.why[0].upper()}{request.why[1:]}.")
     if request.subject is not None:
@@ -165,7 +167,38 @@ def _approval_form(request: ApprovalRequest) -> JsonSchemaValue:
             "description": "once: this call only; thread: for this conversation; always: every later call.",
             "default": "once",
         }
+    if (feedback := _feedback_shape(request)) is not None:
+        properties.update(flat_form(*feedback)["properties"])
     return {"type": "object", "properties": properties, "required": ["decision"]}
+
+
+FEEDBACK = "feedback"
+"""Where an approval's feedback fields sit on its form (`feedback.liked`), apart from `decision`, `reason`, `scope`."""
+
+
+def _feedback_shape(request: ApprovalRequest) -> tuple[JsonSchemaValue, JsonSchemaValue] | None:
+    """The feedback a tool asks for with its approval (`response_schema`), as an optional section of the form.
+
+    Optional, so a rejection needs none of it; an approval without it is refused by the runtime, naming it.
+    """
+    schema = request.response_schema
+    if schema is None:
+        return None
+    inner = schema if _is_form(schema) else {"type": "object", "properties": {"value": schema}, "required": ["value"]}
+    section = {"anyOf": [inner, {"type": "null"}], "title": "Feedback"}
+    return {"type": "object", "properties": {FEEDBACK: section}}, schema
+
+
+def _feedback(request: ApprovalRequest, content: Mapping[str, Any]) -> Any:
+    """The feedback an accepted approval form gives, in the shape the tool asked for; `None` when none was given."""
+    shape = _feedback_shape(request)
+    if shape is None:
+        return None
+    given = {key: value for key, value in content.items() if key.startswith(f"{FEEDBACK}.")}
+    value = rebuilt(*shape, given).get(FEEDBACK)
+    if value is None or _is_form(request.response_schema or {}):
+        return value
+    return value.get("value")
 
 
 def _question_form(request: QuestionRequest) -> JsonSchemaValue:
@@ -224,8 +257,11 @@ def _input_shape(request: InputRequest) -> tuple[JsonSchemaValue, JsonSchemaValu
 
 def _wraps_value(request: InputRequest) -> bool:
     """Whether an input's answer is asked as one `value` field (its schema is not a form of fields itself)."""
-    schema = request.response_schema
-    return not (schema.get("type") == "object" and isinstance(schema.get("properties"), dict))
+    return not _is_form(request.response_schema)
+
+
+def _is_form(schema: JsonSchemaValue) -> bool:
+    return schema.get("type") == "object" and isinstance(schema.get("properties"), dict)
 
 
 def decision_from(request: Request, reply: mcp_types.ElicitResult) -> Decision:
@@ -250,7 +286,7 @@ def decision_from(request: Request, reply: mcp_types.ElicitResult) -> Decision:
         scope = next((offered for offered in request.scopes if offered == content.get("scope", "once")), None)
         if scope is None:
             raise InvalidDecision(request.request_id, f"scope {content.get('scope')!r} was not offered")
-        return Approve(scope=scope)
+        return Approve(scope=scope, payload=_feedback(request, content))
     if reply.action == "decline":
         if isinstance(request, ClientToolRequest):
             return ClientError(message="the person declined to run the tool")

@@ -38,12 +38,14 @@ from typing import Annotated, Any, TypeAlias
 import mcp_types
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError, ValidationError
+from fastmcp.server.auth import AccessToken
 from fastmcp.server.dependencies import get_http_headers
 from fastmcp.server.event_store import EventStore
 from fastmcp.server.middleware import CallNext, MiddlewareContext
 from fastmcp.server.middleware import Middleware as ToolMiddleware
 from fastmcp.tools import ToolResult
 from fastmcp_tasks import TasksExtension
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.request_state import RequestStateSecurity
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
@@ -59,7 +61,15 @@ from ..._core.decisions import Decision
 from ..._core.requests import Request
 from ..._core.votes import Vote
 from ..._runtime import RunResult, Sayso, authenticate
-from ...exceptions import CallEnded, DecisionRefused, InvalidDecision, SaysoError, TooLarge, Unauthenticated
+from ...exceptions import (
+    CallEnded,
+    DecisionRefused,
+    InvalidDecision,
+    RunConflict,
+    SaysoError,
+    TooLarge,
+    Unauthenticated,
+)
 from ._mapping import decision_from, elicitation_for, others_decide
 
 AUDIENCE = "sayso"
@@ -180,7 +190,13 @@ def mcp_app(sayso: Sayso) -> Any:
 
 
 class _Authenticated:
-    """Refuses a request to `/mcp` whose bearer token names no principal (401), before MCP reads it."""
+    """Refuses a request to `/mcp` whose bearer token names no principal (401), before MCP reads it.
+
+    A signed-in request carries its principal as MCP's authenticated user, whose client id is the
+    principal's name: background tasks are kept per client id, so a task is found only by the
+    principal that started it (another one holding its id is told there is no such task, and is
+    neither shown nor lets answer what it waits on).
+    """
 
     def __init__(self, app: ASGIApp, sayso: Sayso) -> None:
         self.app = app
@@ -189,12 +205,15 @@ class _Authenticated:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             try:
-                authenticate(self.sayso, Headers(scope=scope).get("authorization"))
+                caller = authenticate(self.sayso, Headers(scope=scope).get("authorization"))
             except Unauthenticated as exc:
                 body = {"type": "about:blank", "title": "Not signed in", "status": 401, "detail": exc.problem}
                 response = JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
                 await response(scope, receive, send)
                 return
+            # The token field holds the name, not the secret: fastmcp keeps it with each task.
+            user = AccessToken(token=f"principal:{caller.name}", client_id=caller.name, scopes=[])
+            scope = {**scope, "user": AuthenticatedUser(user)}
         await self.app(scope, receive, send)
 
 
@@ -304,12 +323,22 @@ async def _pushed(sayso: Sayso, ctx: Context, caller: Principal, result: RunResu
                 continue
             problem = refused.problem if refused and refused.request_id == request.request_id else None
             answers[request.request_id] = await _asked(ctx, request, problem, result.votes.get(request.request_id, ()))
+        # A request decided elsewhere while the person was asked (the inbox, another client) keeps that first
+        # decision: its answer here is dropped rather than refused, which would ask it again, round after round.
+        now = await sayso.result(result.run_id, principal=caller)
+        if now.status != "paused":
+            result, refused = now, None
+            continue
+        still_open = {r.request_id for r in now.requests}
+        answers = {request_id: answer for request_id, answer in answers.items() if request_id in still_open}
         try:
             result, refused = await sayso.answer_pause(result.run_id, answers, principal=caller, via="mcp"), None
         except CallEnded as ended:
             raise ToolError(f"decision refused: {ended}") from None
         except (DecisionRefused, TooLarge) as exc:
             refused = exc
+        except RunConflict:  # resumed elsewhere meanwhile, as above: the call goes on with where the run went
+            result, refused = await sayso.result(result.run_id, principal=caller), None
     raise ToolError(f"the answers kept being refused: {refused}")
 
 
