@@ -198,6 +198,19 @@ async def test_list_tasks_reaches_every_task_however_many_threads_the_caller_has
     assert len(listed) == len(set(listed)) == tasks
 
 
+@pytest.mark.parametrize("status", ["TASK_STATE_WORKNG", "working", 42])
+async def test_list_tasks_refuses_a_status_it_does_not_know_instead_of_listing_everything(
+    server: InProcess, status: str | int
+) -> None:
+    """A misspelt or unknown `status` filter is invalid params naming it and the states accepted, not every task."""
+    async with server.client() as client:
+        await send(client, user_message("list"))
+        error = (await rpc(client, "files", "ListTasks", {"status": status})).json()["error"]
+    assert error["code"] == -32602
+    assert repr(status) in error["message"] and "TASK_STATE_WORKING" in error["message"]
+    assert "TASK_STATE_INPUT_REQUIRED" in error["message"]
+
+
 async def test_a_finished_task_cannot_be_cancelled(server: InProcess) -> None:
     """CancelTask on a completed task is A2A's not-cancelable error."""
     async with server.client() as client:

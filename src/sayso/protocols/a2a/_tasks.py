@@ -11,9 +11,11 @@ mean elsewhere.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from a2a.server.jsonrpc_models import InvalidParamsError
+from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.types import Artifact, ListTasksRequest, ListTasksResponse, Message, Part, Task, TaskState, TaskStatus
 from a2a.utils.task import (
     ListTasksCursor,
@@ -23,6 +25,7 @@ from a2a.utils.task import (
     validate_history_length,
     validate_page_size,
 )
+from starlette.responses import JSONResponse
 
 from ..._core.access import Principal
 from ..._core.requests import DelegateRequest, Request
@@ -60,6 +63,8 @@ async def list_tasks(
 ) -> ListTasksResponse:
     """The page of tasks of `agent`'s endpoint `params` asks for."""
     validate_history_length(params)
+    if (problem := unknown_status(params.status)) is not None:
+        raise InvalidInput(problem, field="status")
     page_size = params.page_size or DEFAULT_PAGE_SIZE
     validate_page_size(page_size)
     cursor = decode_list_tasks_cursor(params.page_token) if params.page_token else None
@@ -93,6 +98,28 @@ async def list_tasks(
         page_size=page_size,
         total_size=len(runs),
     )
+
+
+def unknown_status(value: object) -> str | None:
+    """What is wrong with a `ListTasks` status filter, or `None` when it names a task state (or none).
+
+    protobuf's JSON reading turns a misspelt state into "unspecified", which would list every task:
+    the JSON-RPC endpoint asks this of the status as sent, and `list_tasks` of the number it got.
+    """
+    if value is None or (not isinstance(value, bool) and value in (*TaskState.keys(), *TaskState.values())):
+        return None
+    return f"{value!r} is not a task state; use one of {', '.join(TaskState.keys())}"
+
+
+def status_refusal(method: str, request_id: str | int | None, call: Mapping[str, object]) -> JSONResponse | None:
+    """The invalid-params answer to a JSON-RPC `ListTasks` whose status filter names no task state, or `None`."""
+    params = call.get("params")
+    if method != "ListTasks" or not isinstance(params, dict) or "status" not in params:
+        return None
+    if (problem := unknown_status(params["status"])) is None:
+        return None
+    error = InvalidParamsError(message=f"status: {problem}")
+    return JSONResponse(build_error_response(request_id, error))  # answered 200, as the SDK answers its errors
 
 
 def _position(run: RunRecord) -> ListTasksCursor:
