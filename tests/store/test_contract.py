@@ -1223,7 +1223,8 @@ async def test_a_transcript_shows_where_runs_failed(store: RunStore) -> None:
 async def test_a_transcript_pages_newest_first_each_line_once(store: RunStore) -> None:
     """A long thread is read a page at a time from its newest lines back: the pages, put back in order, are the
     whole transcript, failures in their places too, whatever the page size (a page may end inside a batch); the
-    page carries the thread's title, as the thread list shows it; a cursor no store made is refused."""
+    page carries the thread's title, as the thread list shows it; a cursor no store made, or made for another
+    thread, is refused."""
     silent = await start(store, now=NOW)  # fails before storing anything: its message and error from the run
     await store.finish_run(silent, holder=ME, new_messages=(), status="failed", output=None, error="boom", now=NOW)
     at = NOW + 1
@@ -1255,6 +1256,10 @@ async def test_a_transcript_pages_newest_first_each_line_once(store: RunStore) -
     assert await store.transcript_page("thr_none", limit=5) == TranscriptPage(entries=[], next_cursor=None, title=None)
     with pytest.raises(InvalidCursor):
         await store.transcript_page("thr_1", limit=2, cursor="not-a-cursor")
+    older = (await store.transcript_page("thr_1", limit=2)).next_cursor
+    assert older is not None
+    with pytest.raises(InvalidCursor, match="another thread"):  # another thread's cursor is no position in this one
+        await store.transcript_page("thr_none", limit=2, cursor=older)
 
 
 async def test_a_decision_keeps_the_interface_it_came_through(store: RunStore) -> None:
