@@ -7,6 +7,7 @@ over — is checked by doing it twice and watching the second lose.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -872,6 +873,39 @@ async def test_grants_are_created_with_a_decision_listed_and_revoked(store: RunS
     assert [g.grant_id for g in await store.list_grants(principal="alice")] == ["gr_3"]
     assert [g.grant_id for g in await store.list_grants(principal="alice", active_only=False)] == ["gr_3", "gr_1"]
     assert [r.body for r in await store.audit_records()] == [noted("revoked")]
+
+
+async def test_grants_page_newest_first_for_whoever_sees_them(store: RunStore) -> None:
+    """A grant page holds the active grants whose principal or giver is asked for (all when none is), newest first
+    (ties by id), each once across pages; a revoked grant is on none; a cursor of another listing is refused."""
+    run = await start(store)
+    made = [("gr_1", "alice", "ops"), ("gr_2", "bob", "bob"), ("gr_3", "alice", "alice"), ("gr_4", "carol", "ops")]
+    made += [("gr_5", "alice", "alice"), ("gr_6", "alice", "ops"), ("gr_7", "dave", "dave")]
+    await paused(store, run, [approval(f"req_{n}", run) for n in range(1, 9)])
+    for n, (grant_id, principal, giver) in enumerate(made, start=1):
+        given = replace(grant(grant_id, principal=principal, key=f"folder:{n}", at=NOW + n // 2), granted_by=giver)
+        await store.record_decision(decision(f"req_{n}"), grant=given)
+    await store.revoke_grant("gr_5", now=NOW + 9)
+
+    async def read(seen_by: str | None, limit: int) -> list[str]:
+        page = await store.grant_page(seen_by=seen_by, limit=limit)
+        listed = [g.grant_id for g in page.grants]
+        while page.next_cursor is not None:
+            page = await store.grant_page(seen_by=seen_by, limit=limit, cursor=page.next_cursor)
+            assert 0 < len(page.grants) <= limit
+            listed += [g.grant_id for g in page.grants]
+        return listed
+
+    for limit in (1, 2, 3, 10):
+        assert await read(None, limit) == ["gr_7", "gr_6", "gr_4", "gr_3", "gr_2", "gr_1"]
+        assert await read("alice", limit) == ["gr_6", "gr_3", "gr_1"]
+        assert await read("ops", limit) == ["gr_6", "gr_4", "gr_1"]
+        assert await read("bob", limit) == ["gr_2"]
+        assert await read("eve", limit) == []
+    threads = base64.urlsafe_b64encode(json.dumps(["threads", NOW, "thr_1"]).encode()).decode().rstrip("=")
+    for cursor in ("not-a-cursor", threads):
+        with pytest.raises(InvalidCursor):
+            await store.grant_page(seen_by=None, limit=2, cursor=cursor)
 
 
 # the audit log

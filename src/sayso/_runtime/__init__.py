@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from .._store import (
         AuditPage,
         DeliveryStatus,
+        GrantPage,
         InboxFilter,
         InboxPage,
         RemoteTask,
@@ -92,6 +93,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_REMOTE_AGENTS",
     "AuditPage",
+    "GrantPage",
     "Authenticator",
     "DeliveryStatus",
     "Change",
@@ -154,6 +156,7 @@ __all__ = [
 
 _LAZY: dict[str, str] = {
     "AuditPage": ".._store",
+    "GrantPage": ".._store",
     "Authenticator": "._auth",
     "Change": "._watch",
     "DEFAULT_REMOTE_AGENTS": "._defaults",

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         ExecutionRecord,
         ExecutionResult,
         FeedEvent,
+        GrantPage,
         InboxFilter,
         InboxPage,
         LedgerStatus,
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AuditPage",
     "BegunRun",
+    "GrantPage",
     "Claim",
     "Decided",
     "DeliveryStatus",
@@ -120,6 +122,7 @@ __all__ = [
 
 _WHERE: dict[str, str] = {
     "AuditPage": "._records",
+    "GrantPage": "._records",
     "BegunRun": "._records",
     "Claim": "._records",
     "Decided": "._records",

@@ -47,12 +47,12 @@ def _unpack(cursor: str) -> object:
         raise InvalidCursor(cursor) from exc
 
 
-Listing: TypeAlias = Literal["requests", "threads"]
+Listing: TypeAlias = Literal["requests", "threads", "grants"]
 """Which listing a cursor pages: one listing's cursor is no position in another's."""
 
 
 def encode_cursor(listing: Listing, created_at: float, row_id: str) -> str:
-    """An opaque cursor pointing after the request or thread (`created_at`, its id), in the order its listing pages."""
+    """An opaque cursor pointing after the request, thread or grant (`created_at`, its id), as its listing pages."""
     return _pack([created_at, row_id] if listing == "requests" else [listing, created_at, row_id])
 
 
