@@ -51,6 +51,7 @@ from sayso._store import (
     InboxFilter,
     InvalidCursor,
     RemoteTask,
+    RunQuery,
     RunRecord,
     RunStart,
     RunStore,
@@ -1294,6 +1295,56 @@ async def test_a_transcript_pages_newest_first_each_line_once(store: RunStore) -
     assert older is not None
     with pytest.raises(InvalidCursor, match="another thread"):  # another thread's cursor is no position in this one
         await store.transcript_page("thr_none", limit=2, cursor=older)
+
+
+async def test_top_level_runs_page_newest_first_by_owner_agent_thread_status_and_time(store: RunStore) -> None:
+    """A2A's task list: the top-level runs of one agent's threads (one owner's, or everyone's; one thread; one status;
+    updated since), newest update first (ties by id), a page at a time from the last run shown, each run once, and
+    how many there are across every page. A delegate's run, another agent's and another owner's are not listed."""
+    for n in range(25):
+        run = await start(store, f"thr_a{n}", f"run_a{n:02}", now=NOW + n % 7)  # updates tie across threads
+        if n % 3 == 0:
+            await store.finish_run(
+                run, holder=ME, new_messages=(), status="completed", output="", error=None, now=run.updated_at
+            )
+    await start(store, "thr_a0", "run_a0_again", now=NOW + 9)  # a second task in one thread
+    for n in range(3):
+        await start(store, f"thr_b{n}", f"run_b{n}", owner="bob", now=NOW + n)
+    await start(store, "thr_other", "run_other", agent="helper", now=NOW + 3)
+    await start(
+        store, "thr_sub", "run_sub", now=NOW + 4, parent_run_id="run_a01", parent_call_id="c1", agent_path="files/files"
+    )
+    runs = [await store.get_run(f"run_a{n:02}") for n in range(25)] + [await store.get_run("run_a0_again")]
+    runs = [r for r in runs if r is not None]
+
+    def newest(selected: list[RunRecord]) -> list[str]:
+        return [r.run_id for r in sorted(selected, key=lambda r: (r.updated_at, r.run_id), reverse=True)]
+
+    async def read(query: RunQuery, limit: int) -> tuple[list[str], int]:
+        page = await store.top_runs(query, limit=limit)
+        listed, total = [r.run_id for r in page.runs], page.total
+        while page.more:
+            last = page.runs[-1]
+            page = await store.top_runs(query, limit=limit, before=(last.updated_at, last.run_id))
+            assert 0 < len(page.runs) <= limit and page.total == total
+            listed += [r.run_id for r in page.runs]
+        return listed, total
+
+    bobs = [r for r in [await store.get_run(f"run_b{n}") for n in range(3)] if r is not None]
+    for limit in (1, 4, 100):
+        assert await read(RunQuery(agent="files", owner="alice"), limit) == (newest(runs), 26)
+        assert await read(RunQuery(agent="files"), limit) == (newest(runs + bobs), 29)
+        in_a0 = [r for r in runs if r.thread_id == "thr_a0"]
+        assert await read(RunQuery(agent="files", owner="alice", thread_id="thr_a0"), limit) == (newest(in_a0), 2)
+        done = [r for r in runs if r.status == "completed"]
+        assert await read(RunQuery(agent="files", owner="alice", status="completed"), limit) == (newest(done), 9)
+        late = [r for r in runs if r.updated_at >= NOW + 5]
+        assert await read(RunQuery(agent="files", owner="alice", updated_from=NOW + 5), limit) == (
+            newest(late),
+            len(late),
+        )
+        assert await read(RunQuery(agent="helper", owner="alice"), limit) == (["run_other"], 1)
+        assert await read(RunQuery(agent="files", owner="carol"), limit) == ([], 0)
 
 
 async def test_a_decision_keeps_the_interface_it_came_through(store: RunStore) -> None:

@@ -28,6 +28,8 @@ from .._store import (
     InboxPage,
     RemoteTask,
     RequestState,
+    RunPage,
+    RunQuery,
     RunRecord,
     RunRequests,
     ThreadPage,
@@ -128,6 +130,24 @@ class Reading:
         """
         who = self.principal(principal)
         return await self._k.store.threads(owner=None if who.local else who.name, limit=limit, cursor=cursor)
+
+    async def top_runs(
+        self, query: RunQuery, *, principal: PrincipalLike, limit: int = 50, before: tuple[float, str] | None = None
+    ) -> RunPage:
+        """The caller's top-level runs `query` lists (A2A's tasks), newest update first, a page at a time.
+
+        In the caller's threads (every one in local mode), as `thread_page` lists them; in `query.thread_id`
+        only when the caller may see it (`thread`). `query.owner` is the caller's to set, not the query's.
+        """
+        who = self.principal(principal)
+        owner = None if who.local else who.name
+        if query.thread_id is not None:
+            try:
+                await self.thread(query.thread_id, principal=who)
+            except ThreadNotFound:
+                return RunPage(runs=[], more=False, total=0)
+            owner = None
+        return await self._k.store.top_runs(replace(query, owner=owner), limit=limit, before=before)
 
     async def messages(self, thread_id: str, *, principal: PrincipalLike | None = None) -> list[ModelMessage]:
         """A thread's whole history as pydantic-ai messages, oldest first."""

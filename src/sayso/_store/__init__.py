@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ._port import RunStore
     from ._port_inbox import InboxPort
     from ._port_outbox import PRUNED_AT_ONCE
+    from ._port_top_runs import RunPage, RunQuery
     from ._port_watch import FEED_PAGE
     from ._records import (
         GRANTS_READ_AT_ONCE,
@@ -97,6 +98,8 @@ __all__ = [
     "RequestState",
     "RequestWithRun",
     "ResumeClaim",
+    "RunPage",
+    "RunQuery",
     "RunRecord",
     "RunRequests",
     "RunStart",
@@ -133,6 +136,8 @@ _WHERE: dict[str, str] = {
     "EventsPage": "._records",
     "ExecutionResult": "._records",
     "FEED_PAGE": "._port_watch",
+    "RunPage": "._port_top_runs",
+    "RunQuery": "._port_top_runs",
     "FeedEvent": "._records",
     "GRANTS_READ_AT_ONCE": "._records",
     "InboxFilter": "._records",
