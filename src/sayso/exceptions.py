@@ -141,14 +141,13 @@ class TooLarge(InvalidInput):
 class InvalidCursor(InvalidInput):
     """A paging cursor that sayso did not hand out; pass back the `next_cursor` of a page."""
 
-    def __init__(self, cursor: str) -> None:
+    def __init__(self, cursor: str, reason: str = "is not a cursor sayso handed out") -> None:
         self.cursor = cursor
-        super().__init__(
-            f"{cursor!r} is not a cursor sayso handed out; pass back the next_cursor of a page", field="cursor"
-        )
+        self.reason = reason
+        super().__init__(f"{cursor!r} {reason}; pass back the next_cursor of a page", field="cursor")
 
-    def __reduce__(self) -> tuple[type, tuple[str]]:  # type: ignore[override]  # one argument, unlike InvalidInput
-        return self.__class__, (self.cursor,)
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # type: ignore[override]  # its own arguments
+        return self.__class__, (self.cursor, self.reason)
 
 
 class AgentNotFound(InvalidInput):

@@ -16,7 +16,7 @@ import grpc
 import grpc.aio
 import pytest
 from a2a.client import ClientCallContext, ClientConfig, create_client
-from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState, a2a_pb2_grpc
+from a2a.types import GetTaskRequest, ListTasksRequest, Message, Part, Role, SendMessageRequest, TaskState, a2a_pb2_grpc
 from google.protobuf.json_format import MessageToDict
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
@@ -172,6 +172,20 @@ async def test_raw_grpc_calls_name_the_agent_by_tenant_and_get_the_echo_and_the_
         events = [event async for event in stream]
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
     assert not (sandbox / "notes.txt").exists()
+
+
+async def test_list_tasks_over_grpc_refuses_an_unknown_status(grpc_serve: Callable[..., Awaitable[Served]]) -> None:
+    """A status number no task state has is INVALID_ARGUMENT naming it and the states accepted, not every task."""
+    server, port = await grpc_serve()
+    await server.sayso.run("list")
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = a2a_pb2_grpc.A2AServiceStub(channel)  # type: ignore[no-untyped-call]
+        listed = await stub.ListTasks(ListTasksRequest(tenant="kagent/files"))
+        assert len(listed.tasks) == 1
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.ListTasks(ListTasksRequest(tenant="kagent/files", status=42))  # type: ignore[arg-type]
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "42" in (refused.value.details() or "") and "TASK_STATE_WORKING" in (refused.value.details() or "")
 
 
 async def test_reflection_lists_the_service_for_grpcurl(grpc_serve: Callable[..., Awaitable[Served]]) -> None:

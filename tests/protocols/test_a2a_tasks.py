@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from typer.testing import CliRunner
 from sayso import load_config
 from sayso.cli import app as cli_app
 
+from ..store.conftest import postgres_database
 from .a2a_helpers import URI, collect, get_task, hitl, rpc, sdk_client, sdk_message, send, task_of, user_message
 from .conftest import EXAMPLE, InProcess, ServerFactory
 
@@ -181,11 +184,19 @@ async def test_the_sdk_client_lists_gets_and_cancels_tasks(server: InProcess, sa
 
 
 async def test_list_tasks_reaches_every_task_however_many_threads_the_caller_has(server: InProcess) -> None:
-    """Past a thousand threads, ListTasks still pages down to the oldest task and counts every one in `totalSize`."""
+    """Past a thousand threads, ListTasks still pages down to the oldest task, newest update first, each once, and
+    counts every one in `totalSize`."""
     tasks = 1005
+    started: list[str] = []
+
+    async def start() -> None:
+        started.append((await server.sayso.run("list")).run_id)
+
     async with anyio.create_task_group() as group:
         for _ in range(tasks):
-            group.start_soon(lambda: server.sayso.run("list"))
+            group.start_soon(start)
+    runs = [await server.sayso.run_record(run_id) for run_id in started]
+    newest = [r.run_id for r in sorted(runs, key=lambda r: (int(r.updated_at * 1e9), r.run_id), reverse=True)]
     async with server.client() as http:
         listed, token = [], None
         while True:
@@ -195,7 +206,72 @@ async def test_list_tasks_reaches_every_task_however_many_threads_the_caller_has
             assert result["totalSize"] == tasks
             if not (token := result.get("nextPageToken")):
                 break
-    assert len(listed) == len(set(listed)) == tasks
+    assert listed == newest
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_list_tasks_pages_in_order_on_sqlite_and_postgres(
+    serve: ServerFactory, sandbox: Path, monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    """On either store, ListTasks pages the caller's tasks newest update first, each once, a waiting one among
+    finished ones; filtered by status or by a time, it pages those alike and counts them in `totalSize`."""
+    async with contextlib.AsyncExitStack() as stack:
+        if backend == "postgres":
+            monkeypatch.setenv("SAYSO_STORE", await stack.enter_async_context(postgres_database()))
+        server = await serve()
+        for n in range(40):
+            await server.sayso.run("delete notes" if n == 17 else "list")
+        async with server.client() as http:
+            every = [r.run_id for r in await _runs_newest_first(server)]
+            waiting = [r.run_id for r in await _runs_newest_first(server) if r.status == "paused"]
+            middle = (await _runs_newest_first(server))[20]
+            moment = datetime.fromtimestamp(middle.updated_at, UTC)  # to the microsecond, as the call says it
+            since, since_ns = moment.isoformat().replace("+00:00", "Z"), round(moment.timestamp() * 1e6) * 1000
+            later = [r.run_id for r in await _runs_newest_first(server) if int(r.updated_at * 1e9) >= since_ns]
+            assert await _list_all(http, {"pageSize": 7}) == (every, 40)
+            assert await _list_all(http, {"pageSize": 7, "status": "TASK_STATE_INPUT_REQUIRED"}) == (waiting, 1)
+            assert await _list_all(http, {"pageSize": 3, "statusTimestampAfter": since}) == (later, len(later))
+        await server.stop()
+    assert len(waiting) == 1 and 20 <= len(later) <= 21
+
+
+async def _runs_newest_first(server: InProcess) -> list[Any]:
+    """The server's top-level runs of the file manager, in A2A's order: newest update first (nanoseconds), then id."""
+    page = await server.sayso.thread_page(limit=200)
+    runs = [
+        await server.sayso.run_record(e.run_id)
+        for t in page.threads
+        for e in await server.sayso.transcript(t.thread_id)
+    ]
+    unique = {r.run_id: r for r in runs if r.parent_run_id is None}
+    return sorted(unique.values(), key=lambda r: (int(r.updated_at * 1e9), r.run_id), reverse=True)
+
+
+async def _list_all(http: httpx.AsyncClient, params: dict[str, Any]) -> tuple[list[str], int]:
+    """Every task ListTasks lists with `params`, page after page, and the `totalSize` each page says."""
+    listed, totals, token = [], set(), None
+    while True:
+        call = params | {"historyLength": 0} | ({"pageToken": token} if token else {})
+        result = (await rpc(http, "files", "ListTasks", call)).json()["result"]
+        listed += [t["id"] for t in result.get("tasks", [])]
+        totals.add(result.get("totalSize", 0))
+        if not (token := result.get("nextPageToken")):
+            break
+    [total] = totals
+    return listed, total
+
+
+@pytest.mark.parametrize("status", ["TASK_STATE_WORKNG", "working", 42])
+async def test_list_tasks_refuses_a_status_it_does_not_know_instead_of_listing_everything(
+    server: InProcess, status: str | int
+) -> None:
+    """A misspelt or unknown `status` filter is invalid params naming it and the states accepted, not every task."""
+    async with server.client() as client:
+        await send(client, user_message("list"))
+        error = (await rpc(client, "files", "ListTasks", {"status": status})).json()["error"]
+    assert error["code"] == -32602
+    assert repr(status) in error["message"] and "TASK_STATE_WORKING" in error["message"]
+    assert "TASK_STATE_INPUT_REQUIRED" in error["message"]
 
 
 async def test_a_finished_task_cannot_be_cancelled(server: InProcess) -> None:

@@ -101,6 +101,53 @@ async def test_an_approver_sees_and_revokes_the_grant_they_gave_and_the_next_cal
     assert asks["status"] == "paused"
 
 
+async def test_grants_come_a_page_at_a_time_newest_first_each_caller_seeing_only_theirs(
+    serve: ServerFactory, workdir: Path
+) -> None:
+    """`GET /v1/grants` pages with `limit` and an opaque `cursor` (`next_cursor`, null on the last page), newest
+    first: alice pages through the grants on her calls (one given by ops), ops through the one she gave, bob his
+    own, an admin every one; another listing's cursor, or none sayso made, is a 422 problem."""
+    server = await serve(principals=[ALICE, BOB, OPS, ADMIN])
+    alice, bob = server.client("alice-token"), server.client("bob-token")
+    ops, admin = server.client("ops-token"), server.client("admin-token")
+    async with alice, bob, ops, admin:
+        made: list[str] = []  # whose, oldest first
+        for owner, decider in ((alice, alice), (alice, ops), (bob, bob), (alice, alice), (alice, alice)):
+            (workdir / "sandbox").mkdir(exist_ok=True)
+            (workdir / "sandbox" / "notes.txt").write_text("again\n")  # a thread grant: each thread asks anew
+            run = await post(owner, "/v1/runs", {"message": "delete notes"})
+            body = {"kind": "approve", "scope": "thread"}
+            await post(decider, f"/v1/requests/{run['requests'][0]['id']}/decision", body)
+            made.append("bob" if owner is bob else "alice")
+
+        async def pages(client: httpx.AsyncClient, limit: int) -> list[tuple[str, str | None]]:
+            seen: list[dict[str, Any]] = []
+            page = await get(client, "/v1/grants", limit=limit)
+            while True:
+                assert len(page["grants"]) <= limit
+                seen += page["grants"]
+                if page["next_cursor"] is None:
+                    return [(g["principal"], g["granted_by"]) for g in seen]
+                page = await get(client, "/v1/grants", limit=limit, cursor=page["next_cursor"])
+
+        everyone = await pages(admin, 2)
+        first = await get(alice, "/v1/grants", limit=3)
+        threads = (await get(alice, "/v1/threads", limit=1))["next_cursor"]
+        refused = [await alice.get("/v1/grants", params={"cursor": raw}) for raw in ("not-a-cursor", threads)]
+        assert [g["principal"] for g in (await get(alice, "/v1/grants"))["grants"]] == ["alice"] * 4
+        assert (await pages(alice, 2), await pages(ops, 1), await pages(bob, 1)) == (
+            [("alice", "alice"), ("alice", "alice"), ("alice", "ops"), ("alice", "alice")],
+            [("alice", "ops")],
+            [("bob", "bob")],
+        )
+        assert (await alice.get("/v1/grants", params={"limit": 201})).status_code == 422
+    assert [principal for principal, _ in everyone] == made[::-1]
+    assert len(first["grants"]) == 3 and first["next_cursor"] is not None
+    for bad in refused:
+        assert (bad.status_code, bad.headers["content-type"]) == (422, PROBLEM)
+        assert "is not a cursor sayso handed out" in bad.json()["detail"]
+
+
 async def test_only_approvers_read_the_audit_log_and_run_expiry(serve: ServerFactory) -> None:
     """The audit log and the expiry sweep are for approvers (403 for others); the owner still decides."""
     server = await serve(principals=[ALICE, OPS])

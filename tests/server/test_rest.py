@@ -341,6 +341,25 @@ async def test_a_long_thread_reads_its_newest_lines_first_and_pages_back(serve: 
     assert too_many.status_code == 422
 
 
+async def test_a_transcript_cursor_pages_only_the_thread_it_came_from(serve: ServerFactory) -> None:
+    """A transcript cursor of thread A, handed to thread B, paged B from A's position; it is refused, naming it."""
+    server = await serve(models={"demo": answer("hello")})
+    async with server.client() as client:
+        threads = []
+        for name in ("a", "b"):
+            thread_id = (await client.post("/v1/runs", json={"message": f"{name} 0"})).json()["thread_id"]
+            for n in range(1, 4):
+                await client.post("/v1/runs", json={"thread_id": thread_id, "message": f"{name} {n}"})
+            threads.append(thread_id)
+        a, b = (f"/v1/threads/{t}" for t in threads)
+        cursor = (await client.get(a, params={"limit": 2})).json()["next_cursor"]
+        own = (await client.get(a, params={"limit": 2, "cursor": cursor})).json()
+        foreign = await client.get(b, params={"limit": 2, "cursor": cursor})
+    assert [e["text"] for e in own["transcript"]] == ["a 2", "hello"]
+    assert (foreign.status_code, foreign.headers["content-type"]) == (422, PROBLEM)
+    assert cursor in foreign.json()["detail"] and "another thread" in foreign.json()["detail"]
+
+
 def _cursor(raw: str) -> str:
     """An inbox cursor made by hand: base64url of JSON, as the store makes them."""
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")

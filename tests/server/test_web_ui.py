@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 import pytest
@@ -314,6 +315,26 @@ def test_a_tab_that_decides_too_late_says_its_answer_was_not_taken(server: LiveS
     expect(page.locator("#transcript")).to_contain_text("Deleted notes.txt.")
     page.wait_for_timeout(500)  # a second refresh of the thread keeps it too
     expect(receipt).to_be_visible()
+
+
+def test_the_grants_page_shows_every_grant_however_many_pages_they_take(server: LiveServer, page: Page) -> None:
+    """GET /v1/grants answers a page at a time: the grants page reads on to the last page (here one grant a page),
+    showing every grant, not only the first page's."""
+    with server.client() as client:
+        for name in ("notes", "todo", "report-2025"):
+            run = client.post("/v1/runs", json={"message": f"delete {name}"}).json()
+            body = {"kind": "approve", "scope": "thread"}
+            assert client.post(f"/v1/requests/{run['requests'][0]['id']}/decision", json=body).status_code == 200
+        assert len(client.get("/v1/grants").json()["grants"]) == 3
+
+    def one_a_page(route: Route) -> None:
+        url = urlsplit(route.request.url)
+        query = urlencode({**dict(parse_qsl(url.query)), "limit": "1"})
+        route.continue_(url=urlunsplit(url._replace(query=query)))
+
+    page.route(re.compile(r".*/v1/grants(\?.*)?$"), one_a_page)
+    page.goto(f"{server.base_url}/#/grants")
+    expect(page.locator("#grants-rows tr")).to_have_count(3)
 
 
 def test_a_card_answered_not_found_never_says_its_request_closed(server: LiveServer, page: Page) -> None:

@@ -7,6 +7,7 @@ over — is checked by doing it twice and watching the second lose.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -50,6 +51,7 @@ from sayso._store import (
     InboxFilter,
     InvalidCursor,
     RemoteTask,
+    RunQuery,
     RunRecord,
     RunStart,
     RunStore,
@@ -874,6 +876,39 @@ async def test_grants_are_created_with_a_decision_listed_and_revoked(store: RunS
     assert [r.body for r in await store.audit_records()] == [noted("revoked")]
 
 
+async def test_grants_page_newest_first_for_whoever_sees_them(store: RunStore) -> None:
+    """A grant page holds the active grants whose principal or giver is asked for (all when none is), newest first
+    (ties by id), each once across pages; a revoked grant is on none; a cursor of another listing is refused."""
+    run = await start(store)
+    made = [("gr_1", "alice", "ops"), ("gr_2", "bob", "bob"), ("gr_3", "alice", "alice"), ("gr_4", "carol", "ops")]
+    made += [("gr_5", "alice", "alice"), ("gr_6", "alice", "ops"), ("gr_7", "dave", "dave")]
+    await paused(store, run, [approval(f"req_{n}", run) for n in range(1, 9)])
+    for n, (grant_id, principal, giver) in enumerate(made, start=1):
+        given = replace(grant(grant_id, principal=principal, key=f"folder:{n}", at=NOW + n // 2), granted_by=giver)
+        await store.record_decision(decision(f"req_{n}"), grant=given)
+    await store.revoke_grant("gr_5", now=NOW + 9)
+
+    async def read(seen_by: str | None, limit: int) -> list[str]:
+        page = await store.grant_page(seen_by=seen_by, limit=limit)
+        listed = [g.grant_id for g in page.grants]
+        while page.next_cursor is not None:
+            page = await store.grant_page(seen_by=seen_by, limit=limit, cursor=page.next_cursor)
+            assert 0 < len(page.grants) <= limit
+            listed += [g.grant_id for g in page.grants]
+        return listed
+
+    for limit in (1, 2, 3, 10):
+        assert await read(None, limit) == ["gr_7", "gr_6", "gr_4", "gr_3", "gr_2", "gr_1"]
+        assert await read("alice", limit) == ["gr_6", "gr_3", "gr_1"]
+        assert await read("ops", limit) == ["gr_6", "gr_4", "gr_1"]
+        assert await read("bob", limit) == ["gr_2"]
+        assert await read("eve", limit) == []
+    threads = base64.urlsafe_b64encode(json.dumps(["threads", NOW, "thr_1"]).encode()).decode().rstrip("=")
+    for cursor in ("not-a-cursor", threads):
+        with pytest.raises(InvalidCursor):
+            await store.grant_page(seen_by=None, limit=2, cursor=cursor)
+
+
 # the audit log
 
 
@@ -1223,7 +1258,8 @@ async def test_a_transcript_shows_where_runs_failed(store: RunStore) -> None:
 async def test_a_transcript_pages_newest_first_each_line_once(store: RunStore) -> None:
     """A long thread is read a page at a time from its newest lines back: the pages, put back in order, are the
     whole transcript, failures in their places too, whatever the page size (a page may end inside a batch); the
-    page carries the thread's title, as the thread list shows it; a cursor no store made is refused."""
+    page carries the thread's title, as the thread list shows it; a cursor no store made, or made for another
+    thread, is refused."""
     silent = await start(store, now=NOW)  # fails before storing anything: its message and error from the run
     await store.finish_run(silent, holder=ME, new_messages=(), status="failed", output=None, error="boom", now=NOW)
     at = NOW + 1
@@ -1255,6 +1291,60 @@ async def test_a_transcript_pages_newest_first_each_line_once(store: RunStore) -
     assert await store.transcript_page("thr_none", limit=5) == TranscriptPage(entries=[], next_cursor=None, title=None)
     with pytest.raises(InvalidCursor):
         await store.transcript_page("thr_1", limit=2, cursor="not-a-cursor")
+    older = (await store.transcript_page("thr_1", limit=2)).next_cursor
+    assert older is not None
+    with pytest.raises(InvalidCursor, match="another thread"):  # another thread's cursor is no position in this one
+        await store.transcript_page("thr_none", limit=2, cursor=older)
+
+
+async def test_top_level_runs_page_newest_first_by_owner_agent_thread_status_and_time(store: RunStore) -> None:
+    """A2A's task list: the top-level runs of one agent's threads (one owner's, or everyone's; one thread; one status;
+    updated since), newest update first (ties by id), a page at a time from the last run shown, each run once, and
+    how many there are across every page. A delegate's run, another agent's and another owner's are not listed."""
+    for n in range(25):
+        run = await start(store, f"thr_a{n}", f"run_a{n:02}", now=NOW + n % 7)  # updates tie across threads
+        if n % 3 == 0:
+            await store.finish_run(
+                run, holder=ME, new_messages=(), status="completed", output="", error=None, now=run.updated_at
+            )
+    await start(store, "thr_a0", "run_a0_again", now=NOW + 9)  # a second task in one thread
+    for n in range(3):
+        await start(store, f"thr_b{n}", f"run_b{n}", owner="bob", now=NOW + n)
+    await start(store, "thr_other", "run_other", agent="helper", now=NOW + 3)
+    await start(
+        store, "thr_sub", "run_sub", now=NOW + 4, parent_run_id="run_a01", parent_call_id="c1", agent_path="files/files"
+    )
+    runs = [await store.get_run(f"run_a{n:02}") for n in range(25)] + [await store.get_run("run_a0_again")]
+    runs = [r for r in runs if r is not None]
+
+    def newest(selected: list[RunRecord]) -> list[str]:
+        return [r.run_id for r in sorted(selected, key=lambda r: (r.updated_at, r.run_id), reverse=True)]
+
+    async def read(query: RunQuery, limit: int) -> tuple[list[str], int]:
+        page = await store.top_runs(query, limit=limit)
+        listed, total = [r.run_id for r in page.runs], page.total
+        while page.more:
+            last = page.runs[-1]
+            page = await store.top_runs(query, limit=limit, before=(last.updated_at, last.run_id))
+            assert 0 < len(page.runs) <= limit and page.total == total
+            listed += [r.run_id for r in page.runs]
+        return listed, total
+
+    bobs = [r for r in [await store.get_run(f"run_b{n}") for n in range(3)] if r is not None]
+    for limit in (1, 4, 100):
+        assert await read(RunQuery(agent="files", owner="alice"), limit) == (newest(runs), 26)
+        assert await read(RunQuery(agent="files"), limit) == (newest(runs + bobs), 29)
+        in_a0 = [r for r in runs if r.thread_id == "thr_a0"]
+        assert await read(RunQuery(agent="files", owner="alice", thread_id="thr_a0"), limit) == (newest(in_a0), 2)
+        done = [r for r in runs if r.status == "completed"]
+        assert await read(RunQuery(agent="files", owner="alice", status="completed"), limit) == (newest(done), 9)
+        late = [r for r in runs if r.updated_at >= NOW + 5]
+        assert await read(RunQuery(agent="files", owner="alice", updated_from=NOW + 5), limit) == (
+            newest(late),
+            len(late),
+        )
+        assert await read(RunQuery(agent="helper", owner="alice"), limit) == (["run_other"], 1)
+        assert await read(RunQuery(agent="files", owner="carol"), limit) == ([], 0)
 
 
 async def test_a_decision_keeps_the_interface_it_came_through(store: RunStore) -> None:

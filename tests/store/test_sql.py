@@ -27,6 +27,7 @@ from sayso._store._sql._conn import schema_head
 from sayso._store._sql._listings import thread_listing
 from sayso._store._sql._rows import EXPIRED_RUNS
 from sayso._store._sql._runs import lapsed_runs_query, stalled_runs_query
+from sayso._store._sql._top_runs import top_runs_count, top_runs_listing
 from sayso._store._sql._tx import Sql, Tx
 from sayso.exceptions import ConfigError, SchemaTooNew, StoreError
 from tests.tools import missing
@@ -877,6 +878,67 @@ async def test_the_thread_list_reads_a_page_through_an_index_on_postgres() -> No
     assert "Index Scan Backward using ix_threads_owner_created on threads th" in plan, plan
     assert "Seq Scan on threads" not in plan, plan
     assert listed == ["thr_9907", "thr_9807", "thr_9707"]
+
+
+_TOP_RUNS_FLAGS = [
+    {"owner": owner, "thread": thread, "status": status, "updated": updated}
+    for owner in (False, True)
+    for thread in (False, True)
+    for status in (False, True)
+    for updated in (False, True)
+]
+
+
+async def test_a2a_task_pages_and_counts_read_through_indexes_on_sqlite(tmp_path: Path) -> None:
+    """Every shape of A2A's task list (a principal's or every owner's, one context, a status, a time, after a cursor)
+    and its count reads runs and threads through indexes, never the whole tables: every owner's tasks straight off
+    `ix_runs_top` in the list's order, a principal's or a context's through their threads' runs."""
+    path = tmp_path / "sayso.db"
+    async with SqlRunStore(f"sqlite:///{path}"):
+        pass
+    with sqlite3.connect(path) as conn:
+        for flags in _TOP_RUNS_FLAGS:
+            for sql in (top_runs_listing(**flags, after=False), top_runs_listing(**flags, after=True)):
+                params = dict.fromkeys(re.findall(r"(?<![:\w]):(\w+)", sql.text))
+                plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql.text}", params)]
+                assert not [step for step in plan if step.startswith("SCAN")], (flags, plan)
+                runs = next(step for step in plan if step.startswith("SEARCH r "))
+                by_thread = flags["owner"] or flags["thread"]
+                assert ("ix_runs_thread_created" if by_thread else "ix_runs_top") in runs, (flags, plan)
+                assert by_thread or "USE TEMP B-TREE FOR ORDER BY" not in plan, (flags, plan)
+            count = top_runs_count(**flags)
+            params = dict.fromkeys(re.findall(r"(?<![:\w]):(\w+)", count.text))
+            plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {count.text}", params)]
+            assert not [step for step in plan if step.startswith("SCAN")], (flags, plan)
+
+
+async def test_a2a_task_pages_read_through_indexes_and_page_in_order_on_postgres() -> None:
+    """With 20,000 threads of 100 principals and a task each, PostgreSQL reads every owner's next page backwards
+    through `ix_runs_top` and a principal's through an index too (the planner picks which), never a whole table,
+    and both list the runs the cursor points after, newest update first."""
+    async with migrated_postgres() as conn:
+        await conn.execute(
+            "INSERT INTO threads (thread_id, owner, agent, created_at) "
+            "SELECT 'thr_' || i, 'p' || (i % 100), 'files', i FROM generate_series(1, 20000) i"
+        )
+        await conn.execute(
+            "INSERT INTO runs (run_id, thread_id, agent, status, created_at, updated_at, revision) "
+            "SELECT 'run_' || i, 'thr_' || i, 'files', 'completed', i, i, 0 FROM generate_series(1, 20000) i"
+        )
+        await conn.execute("ANALYZE")
+        plans, listed = [], []
+        for owner, before in (("p7", 10_007.0), (None, 10_007.0)):
+            flags = {"owner": owner is not None, "thread": False, "status": False, "updated": False}
+            sql = top_runs_listing(**flags, after=True)
+            args = {"agent": "files", "owner": owner, "before_at": before, "before_id": "run_10007", "limit": 3}
+            values = [args[name] for name in sql.names]
+            plans.append("\n".join(row[0] for row in await conn.fetch(f"EXPLAIN {sql.pg_text}", *values)))
+            listed.append([row["run_id"] for row in await conn.fetch(sql.pg_text, *values)])
+    principal, everyone = plans
+    assert "ix_runs_top" in principal or "ix_threads_owner_created" in principal, principal
+    assert "Index Scan Backward using ix_runs_top on runs r" in everyone, everyone
+    assert not any("Seq Scan on runs" in plan or "Seq Scan on threads" in plan for plan in plans), plans
+    assert listed == [["run_9907", "run_9807", "run_9707"], ["run_10006", "run_10005", "run_10004"]]
 
 
 async def test_the_expiry_sweep_reads_only_open_requests_that_expired_on_postgres() -> None:

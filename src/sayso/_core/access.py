@@ -143,12 +143,21 @@ def sees_every_grant(principal: Principal) -> bool:
     return principal.local or "*" in principal.approver_for
 
 
+def grant_sight(principal: Principal) -> str | None:
+    """The name whose grants `principal` sees (those letting its calls through, or given by it); `None`: every grant.
+
+    The one rule `sees_grant` applies, and a store applies in its query when it lists grants.
+    """
+    return None if sees_every_grant(principal) else principal.name
+
+
 def sees_grant(principal: Principal, grant: Grant) -> bool:
     """Whether `principal` sees and revokes `grant`: whose calls it lets through, who gave it, or an admin.
 
     An approver who chose "Always allow" on someone else's request can take that back.
     """
-    return sees_every_grant(principal) or principal.name in (grant.principal, grant.giver)
+    sight = grant_sight(principal)
+    return sight is None or sight in (grant.principal, grant.giver)
 
 
 def approved_agents(principal: Principal, agents: list[str]) -> list[str] | None:

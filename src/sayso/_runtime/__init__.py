@@ -48,10 +48,13 @@ if TYPE_CHECKING:
     from .._store import (
         AuditPage,
         DeliveryStatus,
+        GrantPage,
         InboxFilter,
         InboxPage,
         RemoteTask,
         RequestState,
+        RunPage,
+        RunQuery,
         RunRecord,
         RunRequests,
         RunStatus,
@@ -92,6 +95,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_REMOTE_AGENTS",
     "AuditPage",
+    "GrantPage",
     "Authenticator",
     "DeliveryStatus",
     "Change",
@@ -120,6 +124,8 @@ __all__ = [
     "RequestEvent",
     "RequestOpened",
     "RequestState",
+    "RunPage",
+    "RunQuery",
     "RunRecord",
     "RunChanged",
     "RunResult",
@@ -154,6 +160,7 @@ __all__ = [
 
 _LAZY: dict[str, str] = {
     "AuditPage": ".._store",
+    "GrantPage": ".._store",
     "Authenticator": "._auth",
     "Change": "._watch",
     "DEFAULT_REMOTE_AGENTS": "._defaults",
@@ -184,6 +191,8 @@ _LAZY: dict[str, str] = {
     "RequestOpened": "._watch",
     "RequestState": ".._store",
     "RunChanged": "._watch",
+    "RunPage": ".._store",
+    "RunQuery": ".._store",
     "RunRecord": ".._store",
     "RunRequests": ".._store",
     "RunResult": "._results",

@@ -20,12 +20,16 @@ from .._core.requests import Request
 from .._core.stats import Stats, summarize
 from .._core.votes import Vote, quorum
 from .._store import (
+    GRANTS_READ_AT_ONCE,
     AuditPage,
     DeliveryStatus,
+    GrantPage,
     InboxFilter,
     InboxPage,
     RemoteTask,
     RequestState,
+    RunPage,
+    RunQuery,
     RunRecord,
     RunRequests,
     ThreadPage,
@@ -126,6 +130,24 @@ class Reading:
         """
         who = self.principal(principal)
         return await self._k.store.threads(owner=None if who.local else who.name, limit=limit, cursor=cursor)
+
+    async def top_runs(
+        self, query: RunQuery, *, principal: PrincipalLike, limit: int = 50, before: tuple[float, str] | None = None
+    ) -> RunPage:
+        """The caller's top-level runs `query` lists (A2A's tasks), newest update first, a page at a time.
+
+        In the caller's threads (every one in local mode), as `thread_page` lists them; in `query.thread_id`
+        only when the caller may see it (`thread`). `query.owner` is the caller's to set, not the query's.
+        """
+        who = self.principal(principal)
+        owner = None if who.local else who.name
+        if query.thread_id is not None:
+            try:
+                await self.thread(query.thread_id, principal=who)
+            except ThreadNotFound:
+                return RunPage(runs=[], more=False, total=0)
+            owner = None
+        return await self._k.store.top_runs(replace(query, owner=owner), limit=limit, before=before)
 
     async def messages(self, thread_id: str, *, principal: PrincipalLike | None = None) -> list[ModelMessage]:
         """A thread's whole history as pydantic-ai messages, oldest first."""
@@ -233,9 +255,28 @@ class Reading:
 
     async def grants(self, *, principal: PrincipalLike | None = None) -> list[Grant]:
         """Active remembered approvals, newest first: the caller's own and those they gave (all: an admin, `None`)."""
+        listed: list[Grant] = []
+        cursor: str | None = None
+        while True:
+            page = await self.grant_page(principal=principal, limit=GRANTS_READ_AT_ONCE, cursor=cursor)
+            listed += page.grants
+            if (cursor := page.next_cursor) is None:
+                return listed
+
+    async def grant_page(
+        self, *, principal: PrincipalLike | None = None, limit: int = 50, cursor: str | None = None
+    ) -> GrantPage:
+        """`grants`, a page at a time: pass a page's `next_cursor` back for older ones.
+
+        The store lists what `access.grant_sight` names; `access.sees_grant` still decides what is shown.
+
+        Raises:
+            InvalidCursor: `cursor` is not the `next_cursor` of a grant page.
+        """
         who = None if principal is None else self.principal(principal)
-        listed = await self._k.store.list_grants()
-        return listed if who is None else [g for g in listed if access.sees_grant(who, g)]
+        sight = None if who is None else access.grant_sight(who)
+        page = await self._k.store.grant_page(seen_by=sight, limit=limit, cursor=cursor)
+        return page if who is None else replace(page, grants=[g for g in page.grants if access.sees_grant(who, g)])
 
     async def revoke_grant(self, grant_id: str, *, principal: PrincipalLike | None = None) -> Grant:
         """Revoke a remembered approval; the next call it covered asks again.

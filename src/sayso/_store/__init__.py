@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ._port import RunStore
     from ._port_inbox import InboxPort
     from ._port_outbox import PRUNED_AT_ONCE
+    from ._port_top_runs import RunPage, RunQuery
     from ._port_watch import FEED_PAGE
     from ._records import (
         GRANTS_READ_AT_ONCE,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
         ExecutionRecord,
         ExecutionResult,
         FeedEvent,
+        GrantPage,
         InboxFilter,
         InboxPage,
         LedgerStatus,
@@ -68,6 +70,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AuditPage",
     "BegunRun",
+    "GrantPage",
     "Claim",
     "Decided",
     "DeliveryStatus",
@@ -95,6 +98,8 @@ __all__ = [
     "RequestState",
     "RequestWithRun",
     "ResumeClaim",
+    "RunPage",
+    "RunQuery",
     "RunRecord",
     "RunRequests",
     "RunStart",
@@ -120,6 +125,7 @@ __all__ = [
 
 _WHERE: dict[str, str] = {
     "AuditPage": "._records",
+    "GrantPage": "._records",
     "BegunRun": "._records",
     "Claim": "._records",
     "Decided": "._records",
@@ -130,6 +136,8 @@ _WHERE: dict[str, str] = {
     "EventsPage": "._records",
     "ExecutionResult": "._records",
     "FEED_PAGE": "._port_watch",
+    "RunPage": "._port_top_runs",
+    "RunQuery": "._port_top_runs",
     "FeedEvent": "._records",
     "GRANTS_READ_AT_ONCE": "._records",
     "InboxFilter": "._records",

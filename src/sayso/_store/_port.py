@@ -35,6 +35,7 @@ from ._port_leases import LeasePort
 from ._port_outbox import OutboxPort
 from ._port_policy import PolicyPort
 from ._port_steps import StepPort
+from ._port_top_runs import TopRunsPort
 from ._port_trust import TrustPort
 from ._port_watch import WatchPort
 from ._records import (
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
 
-class RunStore(InboxPort, LeasePort, OutboxPort, WatchPort, TrustPort, PolicyPort, StepPort):
+class RunStore(InboxPort, LeasePort, OutboxPort, WatchPort, TrustPort, PolicyPort, StepPort, TopRunsPort):
     """The durable store behind every run, pause and decision.
 
     Open it before use (`await store.open()` or `async with store:`) and close it after. Audit

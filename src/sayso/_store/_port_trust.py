@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from .._core.audit import AuditRecord
 from .._core.audit_events import AuditEvent
 from .._core.grants import Grant
-from ._records import AuditPage
+from ._records import AuditPage, GrantPage
 
 
 class TrustPort(ABC):
@@ -25,6 +25,16 @@ class TrustPort(ABC):
     @abstractmethod
     async def list_grants(self, *, principal: str | None = None, active_only: bool = True) -> list[Grant]:
         """Grants, newest first; by default only those not revoked."""
+
+    @abstractmethod
+    async def grant_page(self, *, seen_by: str | None, limit: int, cursor: str | None = None) -> GrantPage:
+        """Active grants, newest first, a page at a time: those whose principal or giver is `seen_by` (`None`: all).
+
+        `seen_by` is `access.grant_sight` of the caller, so the page holds what `access.sees_grant` lets it see.
+
+        Raises:
+            InvalidCursor: `cursor` is not one a grant page handed out.
+        """
 
     @abstractmethod
     async def grants_for(self, *, principal: str, tool: str, subject_key: str) -> list[Grant]:

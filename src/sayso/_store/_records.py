@@ -374,6 +374,15 @@ class TranscriptPage:
 
 
 @dataclass(frozen=True, kw_only=True)
+class GrantPage:
+    """One page of active grants, newest first, and the cursor of the next page."""
+
+    grants: list[Grant]
+    next_cursor: str | None
+    """Pass it back for the next page; `None` on the last page."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class AuditPage:
     """One page of the audit log and the cursor of the next page."""
 

@@ -53,9 +53,18 @@ runs = Table(
         sqlite_where=text("lease_holder IS NOT NULL"),
         postgresql_where=text("lease_holder IS NOT NULL"),
     ),
+    Index(
+        "ix_runs_top",
+        "agent",
+        "updated_at",
+        "run_id",
+        sqlite_where=text("parent_run_id IS NULL"),
+        postgresql_where=text("parent_run_id IS NULL"),
+    ),
 )
 """`ix_runs_held`: the runs a process holds (a lease holder is set only while one works on the run, or holds its
-pause), by when the lease lapses: what the recovery sweep reads to find runs whose process died."""
+pause), by when the lease lapses: what the recovery sweep reads to find runs whose process died. `ix_runs_top`: the
+top-level runs (A2A's tasks) by agent and last update, read a page at a time by `top_runs`."""
 
 pauses = Table(
     "pauses",

@@ -47,12 +47,12 @@ def _unpack(cursor: str) -> object:
         raise InvalidCursor(cursor) from exc
 
 
-Listing: TypeAlias = Literal["requests", "threads"]
+Listing: TypeAlias = Literal["requests", "threads", "grants"]
 """Which listing a cursor pages: one listing's cursor is no position in another's."""
 
 
 def encode_cursor(listing: Listing, created_at: float, row_id: str) -> str:
-    """An opaque cursor pointing after the request or thread (`created_at`, its id), in the order its listing pages."""
+    """An opaque cursor pointing after the request, thread or grant (`created_at`, its id), as its listing pages."""
     return _pack([created_at, row_id] if listing == "requests" else [listing, created_at, row_id])
 
 
@@ -87,16 +87,22 @@ Lines are only ever added after a batch's last line, so a position names the sam
 """
 
 
-def decode_position(cursor: str) -> Position:
-    """The transcript position a page's cursor points before.
+def decode_position(thread_id: str, cursor: str) -> Position:
+    """The position in `thread_id`'s transcript a page's cursor points before.
+
+    A cursor names its thread: one of another thread's transcript is no position in this one.
 
     Raises:
-        InvalidCursor: the cursor is not one a store made.
+        InvalidCursor: the cursor is not one a store made, or was made for another thread.
     """
     raw = _unpack(cursor)
-    if not (isinstance(raw, list) and len(raw) == 2 and all(type(v) is int and 0 <= v <= MAX_SEQ for v in raw)):
+    if not (isinstance(raw, list) and len(raw) == 4 and raw[0] == "transcript" and isinstance(raw[1], str)):
         raise InvalidCursor(cursor)
-    return raw[0], raw[1]
+    if raw[1] != thread_id:
+        raise InvalidCursor(cursor, "pages another thread's transcript")
+    if not all(type(v) is int and 0 <= v <= MAX_SEQ for v in raw[2:]):
+        raise InvalidCursor(cursor)
+    return raw[2], raw[3]
 
 
 def placed(
@@ -113,16 +119,17 @@ def placed(
 
 
 def transcript_page(
-    lines: Sequence[tuple[Position, TranscriptEntry]], *, limit: int, complete: bool
+    thread_id: str, lines: Sequence[tuple[Position, TranscriptEntry]], *, limit: int, complete: bool
 ) -> tuple[list[TranscriptEntry], str | None]:
-    """The newest `limit` of `lines` (oldest first), and the cursor of the lines before them.
+    """The newest `limit` of `thread_id`'s `lines` (oldest first), and the cursor of the lines before them.
 
     `complete`: `lines` begin at the thread's first line; a store reads back until they do or hold
     more than `limit`, so whether older lines exist is known without reading them.
     """
     shown = lines[-limit:]
     more = len(lines) > limit or not complete
-    return [entry for _, entry in shown], _pack(list(shown[0][0])) if more and shown else None
+    cursor = _pack(["transcript", thread_id, *shown[0][0]]) if more and shown else None
+    return [entry for _, entry in shown], cursor
 
 
 def rooted_at(path: str, agent: str) -> bool:

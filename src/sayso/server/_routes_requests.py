@@ -137,11 +137,20 @@ def grant_json(grant: Grant) -> JsonBody:
     response_model_exclude_unset=True,
     tags=["grants"],
     operation_id="list_grants",
-    responses=problems(401, 503),
+    responses=problems(401, 422, 503),
 )
-async def grants(caller: Caller, sayso: Runtime) -> JsonBody:
-    """Active remembered approvals, newest first: the caller's own and those they gave, or every one for an admin."""
-    return {"grants": [grant_json(g) for g in await sayso.grants(principal=caller)]}
+async def grants(
+    caller: Caller,
+    sayso: Runtime,
+    limit: Annotated[int, Query(ge=1, le=200, description="How many grants a page holds.")] = 50,
+    cursor: Annotated[str | None, Query(max_length=400, description="The `next_cursor` of the previous page.")] = None,
+) -> JsonBody:
+    """Active remembered approvals, newest first, a page at a time.
+
+    The caller's own and those they gave, or every one for an admin.
+    """
+    page = await sayso.grant_page(principal=caller, limit=limit, cursor=cursor)
+    return {"grants": [grant_json(g) for g in page.grants], "next_cursor": page.next_cursor}
 
 
 @router.delete(

@@ -10,7 +10,7 @@ from .._core.escalation import parse_duration
 from .._runtime import stats_json
 from ..exceptions import InvalidInput
 from ._deps import Caller, JsonBody, Runtime, problems, v1_router
-from ._schemas_out import StatsOut
+from ._schemas_stats import StatsOut
 
 router = v1_router()
 

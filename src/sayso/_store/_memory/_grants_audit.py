@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from ..._core.audit import AuditHead, AuditRecord
 from ..._core.grants import Grant
-from .._records import (
-    AuditPage,
-)
+from .._records import AuditPage, GrantPage
+from .._views import decode_cursor, encode_cursor
 from ._base import _audit_record
 from ._tx import _MemoryBase
 
@@ -22,6 +21,21 @@ class _GrantsAudit(_MemoryBase):
                 if principal in (None, g.principal) and not (active_only and g.revoked_at is not None)
             ]
         return sorted(found, key=lambda g: g.created_at, reverse=True)
+
+    async def grant_page(self, *, seen_by: str | None, limit: int, cursor: str | None = None) -> GrantPage:
+        after = decode_cursor("grants", cursor) if cursor is not None else None
+        async with self._lock:
+            found = [
+                g
+                for g in self._grants.values()
+                if g.revoked_at is None
+                and seen_by in (None, g.principal, g.granted_by)
+                and (after is None or (g.created_at, g.grant_id) < after)
+            ]
+        found.sort(key=lambda g: (g.created_at, g.grant_id), reverse=True)
+        last = found[limit - 1] if len(found) > limit else None
+        after_last = encode_cursor("grants", last.created_at, last.grant_id) if last else None
+        return GrantPage(grants=found[:limit], next_cursor=after_last)
 
     async def grants_for(self, *, principal: str, tool: str, subject_key: str) -> list[Grant]:
         async with self._lock:

@@ -80,9 +80,9 @@ class _Runs(_MemoryBase):
             return thread_transcript(batches, runs, after_seq=after_seq)
 
     async def transcript_page(self, thread_id: str, *, limit: int, cursor: str | None = None) -> TranscriptPage:
-        before = decode_position(cursor) if cursor is not None else None
+        before = decode_position(thread_id, cursor) if cursor is not None else None
         whole = await self.transcript(thread_id)  # in memory, the whole history is at hand anyway
-        entries, after = transcript_page(placed(whole, before=before), limit=limit, complete=True)
+        entries, after = transcript_page(thread_id, placed(whole, before=before), limit=limit, complete=True)
         async with self._lock:
             runs = sorted((r for r in self._runs.values() if r.thread_id == thread_id), key=lambda r: r.created_at)
         return TranscriptPage(entries=entries, next_cursor=after, title=title(runs[0].prompt) if runs else None)

@@ -6,6 +6,7 @@ from .._verbs import DecisionVerbs, EscalationVerbs, OutboxVerbs, RunVerbs, Step
 from ._grants_audit import _GrantsAudit
 from ._requests import _Requests
 from ._runs import _Runs
+from ._top_runs import _TopRuns
 from ._watch import _Watch
 
 
@@ -20,6 +21,7 @@ class MemoryRunStore(
     _Requests,
     _Watch,
     _GrantsAudit,
+    _TopRuns,
 ):
     """The store port in memory: complete, atomic per verb, and gone when the process ends.
 

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 from ..._core.audit import AuditRecord
 from ..._core.grants import Grant
-from .._records import AuditPage
+from .._records import AuditPage, GrantPage
+from .._views import decode_cursor, encode_cursor
 from . import _chain, _rows
 from ._base import _SqlBase
 from ._tx import Tx
@@ -29,6 +30,28 @@ class _GrantsAudit(_SqlBase):
 
         def work(conn: Connection) -> list[Grant]:
             return [Grant(**row._mapping) for row in conn.execute(query).all()]
+
+        return await self._sa_read(work)
+
+    async def grant_page(self, *, seen_by: str | None, limit: int, cursor: str | None = None) -> GrantPage:
+        import sqlalchemy as sa
+
+        from .. import _tables as t
+
+        g = t.grants
+        query = sa.select(g).where(g.c.revoked_at.is_(None))
+        if seen_by is not None:  # `access.sees_grant`: whose calls it lets through, or who gave it
+            query = query.where(sa.or_(g.c.principal == seen_by, g.c.granted_by == seen_by))
+        if cursor is not None:
+            at, grant_id = decode_cursor("grants", cursor)
+            query = query.where(sa.or_(g.c.created_at < at, sa.and_(g.c.created_at == at, g.c.grant_id < grant_id)))
+        query = query.order_by(g.c.created_at.desc(), g.c.grant_id.desc()).limit(limit + 1)
+
+        def work(conn: Connection) -> GrantPage:
+            rows = [Grant(**row._mapping) for row in conn.execute(query).all()]
+            last = rows[limit - 1] if len(rows) > limit else None
+            after = encode_cursor("grants", last.created_at, last.grant_id) if last else None
+            return GrantPage(grants=rows[:limit], next_cursor=after)
 
         return await self._sa_read(work)
 

@@ -210,7 +210,7 @@ class _Listings(_SqlConn):
 
         from .. import _tables as t
 
-        before = decode_position(cursor) if cursor is not None else None
+        before = decode_position(thread_id, cursor) if cursor is not None else None
         m, ru = t.messages, t.runs
         batch = sa.select(m.c.seq, m.c.run_id, m.c.body).where(m.c.thread_id == thread_id)
         chunk = limit // 2 + 1  # a batch holds a message and its answer at least
@@ -252,7 +252,7 @@ class _Listings(_SqlConn):
                     break
                 after, upper = rows[0], rows[0].seq - 1
             first = sa.select(ru.c.prompt).where(ru.c.thread_id == thread_id).order_by(ru.c.created_at).limit(1)
-            entries, older = transcript_page(lines, limit=limit, complete=complete)
+            entries, older = transcript_page(thread_id, lines, limit=limit, complete=complete)
             return TranscriptPage(entries=entries, next_cursor=older, title=title(conn.execute(first).scalar()))
 
         return await self._sa_read(work)

@@ -10,6 +10,7 @@ from ._grants_audit import _GrantsAudit
 from ._inbox import SqlInbox
 from ._requests import _Requests
 from ._runs import _Runs
+from ._top_runs import _TopRuns
 from ._watch import _Watch
 
 
@@ -24,6 +25,7 @@ class SqlRunStore(
     _Requests,
     _Watch,
     _GrantsAudit,
+    _TopRuns,
     SqlInbox,
 ):
     """The durable store on SQLite (the default, one file) or PostgreSQL (for several replicas).

@@ -47,7 +47,7 @@ from ._handler import ACTIVATED_STATE, CALLER_STATE, Background, SaysoRequestHan
 from ._mapping import EXTENSION_DESCRIPTION, HITL_URI
 from ._push import MarkPushConfigStore, signing_client
 from ._push_delivery import PushDispatcher
-from ._tasks import TaskReader
+from ._tasks import TaskReader, status_refusal
 from ._v0_3 import params_refusal, with_null_result
 from ._versions import version_refusal
 
@@ -242,6 +242,7 @@ def _rpc_endpoint(sayso: Sayso, dispatcher: JsonRpcDispatcher) -> Callable[[Requ
             return JSONResponse(body, status_code=400)
         refused = await version_refusal(call.method, call.request_id, request.headers)
         refused = refused or params_refusal(call.method, call.request_id, call.body)
+        refused = refused or status_refusal(call.method, call.request_id, call.body)
         if refused is not None:
             return refused
         response = with_null_result(call.method, await dispatcher.handle_requests(request))

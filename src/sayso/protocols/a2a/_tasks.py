@@ -3,17 +3,20 @@
 A task is a top-level run; everything about it (status, the answer as an artifact, the pause
 as it was shown, the history) is rebuilt from the runtime's records, so any process answers
 alike. `ListTasks` gives the caller's tasks on one endpoint, newest first, a page at a time:
-the runs of a thread are read from its transcript, and paging and history length follow the
-a2a-sdk's own helpers (`ListTasksCursor`, `apply_history_length`), so tokens mean what they
-mean elsewhere.
+the runtime pages the top-level runs in the store (`Sayso.top_runs`), and tokens and history
+length follow the a2a-sdk's own helpers (`ListTasksCursor`, `apply_history_length`), so tokens
+mean what they mean elsewhere.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from a2a.server.jsonrpc_models import InvalidParamsError
+from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.types import Artifact, ListTasksRequest, ListTasksResponse, Message, Part, Task, TaskState, TaskStatus
 from a2a.utils.task import (
     ListTasksCursor,
@@ -23,11 +26,12 @@ from a2a.utils.task import (
     validate_history_length,
     validate_page_size,
 )
+from starlette.responses import JSONResponse
 
 from ..._core.access import Principal
 from ..._core.requests import DelegateRequest, Request
-from ..._runtime import RunRecord, RunResult, RunStatus, Sayso, ThreadSummary
-from ...exceptions import InvalidInput, ThreadNotFound
+from ..._runtime import RunQuery, RunRecord, RunResult, RunStatus, Sayso
+from ...exceptions import InvalidInput
 from ._mapping import PauseView, history, pause_message, pause_view, text_message
 
 ACTIVATION_MARKS = "a2a.activation"
@@ -51,89 +55,91 @@ def answer_artifact_id(run_id: str) -> str:
 
 
 DEFAULT_PAGE_SIZE = 50
-THREADS_PAGE = 200
-"""How many of the caller's threads one read of the thread list takes: a listing reads them all, page after page."""
+RUN_STATUSES: dict[TaskState, RunStatus] = {state: status for status, state in STATES.items()}
+"""The run status each task state a run can be in stands for (the others list no task)."""
+LARGEST_TIMESTAMP_NS = 10**25
+"""Past this a page token's time is no run's (nor a float's once in seconds): no token this server gave."""
 
 
 async def list_tasks(
     sayso: Sayso, reader: TaskReader, agent: str, params: ListTasksRequest, caller: Principal
 ) -> ListTasksResponse:
-    """The page of tasks of `agent`'s endpoint `params` asks for."""
+    """The page of tasks of `agent`'s endpoint `params` asks for: the store pages them, newest update first."""
     validate_history_length(params)
+    if (problem := unknown_status(params.status)) is not None:
+        raise InvalidInput(problem, field="status")
     page_size = params.page_size or DEFAULT_PAGE_SIZE
     validate_page_size(page_size)
     cursor = decode_list_tasks_cursor(params.page_token) if params.page_token else None
-    if params.page_token and cursor is None:
+    if params.page_token and (cursor is None or abs(cursor.timestamp_ns or 0) > LARGEST_TIMESTAMP_NS):
         raise InvalidInput("the page token is not one this server gave", field="pageToken")
-    runs = [
-        run
-        for run in await _runs(sayso, agent, caller, params.context_id or None)
-        if (params.status == TaskState.TASK_STATE_UNSPECIFIED or STATES[run.status] == params.status)
-        and (
-            not params.HasField("status_timestamp_after")
-            or run.updated_at * 1e9 >= params.status_timestamp_after.ToNanoseconds()
-        )
-    ]
-    runs.sort(key=lambda r: _position(r).sort_key(), reverse=True)
-    if cursor is not None:
-        runs_after = [r for r in runs if _position(r).sort_key() < cursor.sort_key()]
-    else:
-        runs_after = runs
-    page = runs_after[:page_size]
+    status = RUN_STATUSES.get(params.status)
+    if params.status != TaskState.TASK_STATE_UNSPECIFIED and status is None:  # a state no run is in
+        return ListTasksResponse(page_size=page_size)
+    after_ns = params.status_timestamp_after.ToNanoseconds() if params.HasField("status_timestamp_after") else None
+    query = RunQuery(
+        agent=agent,
+        thread_id=params.context_id or None,
+        status=status,
+        updated_from=None if after_ns is None else _earliest_second(after_ns),
+    )
+    before = None if cursor is None else (_earliest_second(cursor.timestamp_ns or 0), cursor.task_id)
+    page = await sayso.top_runs(query, principal=caller, limit=page_size, before=before)
+    runs = page.runs if cursor is None or cursor.timestamp_ns is not None else []  # no task sorts after those
     tasks = []
-    for run in page:
+    for run in runs:
         task = apply_history_length(await reader.task(await sayso.result(run.run_id)), params)
         if not params.include_artifacts:
             del task.artifacts[:]
         tasks.append(task)
-    more = len(runs_after) > page_size
+    more = page.more and bool(runs)
     return ListTasksResponse(
         tasks=tasks,
-        next_page_token=encode_list_tasks_cursor(_position(page[-1])) if more else "",
+        next_page_token=encode_list_tasks_cursor(_position(runs[-1])) if more else "",
         page_size=page_size,
-        total_size=len(runs),
+        total_size=page.total,
     )
+
+
+def _earliest_second(ns: int) -> float:
+    """The earliest time in seconds whose A2A timestamp (`int(seconds * 1e9)`, as `_position`) is at least `ns`.
+
+    The store compares runs' times in seconds; this bound makes its `>=` and `<` mean what they mean between
+    A2A timestamps, so a page token or `statusTimestampAfter` lists exactly the runs it did when they were compared
+    in nanoseconds.
+    """
+    seconds = ns / 1e9
+    while int(seconds * 1e9) >= ns:
+        seconds = math.nextafter(seconds, -math.inf)
+    while int(seconds * 1e9) < ns:
+        seconds = math.nextafter(seconds, math.inf)
+    return seconds
+
+
+def unknown_status(value: object) -> str | None:
+    """What is wrong with a `ListTasks` status filter, or `None` when it names a task state (or none).
+
+    protobuf's JSON reading turns a misspelt state into "unspecified", which would list every task:
+    the JSON-RPC endpoint asks this of the status as sent, and `list_tasks` of the number it got.
+    """
+    if value is None or (not isinstance(value, bool) and value in (*TaskState.keys(), *TaskState.values())):
+        return None
+    return f"{value!r} is not a task state; use one of {', '.join(TaskState.keys())}"
+
+
+def status_refusal(method: str, request_id: str | int | None, call: Mapping[str, object]) -> JSONResponse | None:
+    """The invalid-params answer to a JSON-RPC `ListTasks` whose status filter names no task state, or `None`."""
+    params = call.get("params")
+    if method != "ListTasks" or not isinstance(params, dict) or "status" not in params:
+        return None
+    if (problem := unknown_status(params["status"])) is None:
+        return None
+    error = InvalidParamsError(message=f"status: {problem}")
+    return JSONResponse(build_error_response(request_id, error))  # answered 200, as the SDK answers its errors
 
 
 def _position(run: RunRecord) -> ListTasksCursor:
     return ListTasksCursor(timestamp_ns=int(run.updated_at * 1e9), task_id=run.run_id)
-
-
-async def _runs(sayso: Sayso, agent: str, caller: Principal, context_id: str | None) -> list[RunRecord]:
-    """The caller's top-level runs of the endpoint's agent, in one context or in all of theirs."""
-    if context_id is not None:
-        try:
-            threads = [await sayso.thread(context_id, principal=caller)]
-        except ThreadNotFound:
-            return []
-        agents = [t.agent for t in threads]
-        thread_ids = [t.thread_id for t in threads]
-    else:
-        summaries = await _every_thread(sayso, caller)
-        agents = [t.agent for t in summaries]
-        thread_ids = [t.thread_id for t in summaries]
-    runs: list[RunRecord] = []
-    for thread_id, thread_agent in zip(thread_ids, agents, strict=True):
-        if thread_agent != agent:
-            continue
-        seen: dict[str, None] = {}
-        for entry in await sayso.transcript(thread_id, principal=caller):
-            seen.setdefault(entry.run_id, None)
-        for run_id in seen:
-            run = await sayso.run_record(run_id)
-            if run.parent_run_id is None and run.agent == agent:
-                runs.append(run)
-    return runs
-
-
-async def _every_thread(sayso: Sayso, caller: Principal) -> list[ThreadSummary]:
-    """Every thread of the caller's, newest first: the tasks of the oldest are listed too, and counted in the total."""
-    page = await sayso.thread_page(principal=caller, limit=THREADS_PAGE)
-    threads = list(page.threads)
-    while page.next_cursor is not None:
-        page = await sayso.thread_page(principal=caller, limit=THREADS_PAGE, cursor=page.next_cursor)
-        threads += page.threads
-    return threads
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -282,10 +282,26 @@ const refreshInboxCount = coalesce(async () => {
 
 // grants
 
+// Every grant the caller sees, newest first: GET /v1/grants pages, so its pages are read until the last.
+const GRANTS_PAGE = 200;
+
+async function readGrants() {
+  let result = await api("GET", `/v1/grants?limit=${GRANTS_PAGE}`);
+  if (!result.ok) return result;
+  let grants = result.data.grants;
+  while (result.data.next_cursor) {
+    const params = new URLSearchParams({ limit: String(GRANTS_PAGE), cursor: result.data.next_cursor });
+    result = await api("GET", `/v1/grants?${params}`);
+    if (!result.ok) return result;
+    grants = [...grants, ...result.data.grants];
+  }
+  return { ...result, data: { grants, next_cursor: null } };
+}
+
 async function loadGrants() {
   showView("grants");
   watchLive(null);
-  const result = await api("GET", "/v1/grants");
+  const result = await readGrants();
   if (!result.ok) {
     $("grants-rows").replaceChildren();
     $("grants-status").textContent = result.data?.detail || `Could not load the grants (HTTP ${result.status}).`;
