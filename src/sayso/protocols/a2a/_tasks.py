@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from a2a.types import Artifact, ListTasksRequest, ListTasksResponse, Message, Part, Task, TaskState, TaskStatus
+from a2a.utils.errors import UnsupportedOperationError
 from a2a.utils.task import (
     ListTasksCursor,
     apply_history_length,
@@ -272,3 +273,27 @@ class TaskReader:
             return True
         mark = _ActivationMark.load(raw)
         return mark.pause_id != pause_id or mark.activated
+
+
+TERMINAL_STATES = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
+"""The states a task never leaves, as the a2a-sdk counts them."""
+
+
+def still_streams(task: Task) -> Task:
+    """`task`, when a subscriber may follow it: one that ended has nothing more to stream.
+
+    Raises:
+        UnsupportedOperationError: it ended, worded as the a2a-sdk's own handler words it (A2A's rule).
+    """
+    if task.status.state in TERMINAL_STATES:
+        raise UnsupportedOperationError(
+            message=f"Task {task.id} is in terminal state: {TaskState.Name(task.status.state)}"
+        )
+    return task
