@@ -220,11 +220,13 @@ class LiveServer:
         """Run `python -m sayso serve ARGS --port PORT` and wait until it answers `/healthz`.
 
         Stopping sends SIGTERM and waits for a clean exit; the process is returned too, for
-        tests that read its output or exit code.
+        tests that read its output or exit code. It runs this checkout's sayso (`src` first on its path), whichever
+        checkout the environment installed.
         """
         port = port or free_port()
         command = [sys.executable, "-m", "sayso", "serve", *args, "--port", str(port)]
-        process = subprocess.Popen(command, env=dict(env), stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+        env = {"PYTHONPATH": str(ROOT / "src"), **env}
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
         base_url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while True:

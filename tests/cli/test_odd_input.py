@@ -318,3 +318,32 @@ def test_stats_show_the_open_requests_so_the_outcomes_add_up() -> None:
     assert re.findall(r"\w+", header)[:6] == ["requests", "approved", "rejected", "expired", "closed", "open"], header
     overall = next(line for line in table.splitlines() if line.strip("│ ").startswith("all"))
     assert re.findall(r"\d+ \(\d+%\)", overall)[:5] == ["1 (50%)", "0 (0%)", "0 (0%)", "0 (0%)", "1 (50%)"], overall
+
+
+def test_a_long_argument_is_shown_whole_in_the_request_panel(tmp_path: Path) -> None:
+    """The person approves what they read: an argument longer than the panel is wrapped onto more lines, not cut off
+    at the panel's edge with its end (here the part that says which file) out of sight."""
+    runner.invoke(app, ["run", str(EXAMPLE), "list", "--json"])  # creates the sandbox with its sample files
+    name = "quarterly-" + "x" * 120 + "-KEEP-THIS-ONE.txt"
+    (tmp_path / "sandbox" / name).write_text("x")
+    for command in (["run", str(EXAMPLE), f"delete {name}"], ["inbox", str(EXAMPLE)]):
+        shown = runner.invoke(app, command, env={"COLUMNS": "60"})
+        assert shown.exit_code == 0, shown.output
+        panel = shown.stdout.split("answer with:")[0]
+        inside = "".join(line.strip("│ ") for line in panel.splitlines())
+        assert name in inside, panel
+
+
+def test_control_characters_from_a_tool_or_the_model_reach_the_terminal_as_visible_text(tmp_path: Path) -> None:
+    """A file the agent reads (or a model's words, a question, a form) holding terminal escape sequences cannot move
+    the cursor, erase the lines above (the request a person is about to approve) or retitle the terminal: each
+    control character is shown as text, in a colour terminal too."""
+    runner.invoke(app, ["run", str(EXAMPLE), "list", "--json"])  # creates the sandbox with its sample files
+    (tmp_path / "sandbox" / "evil.txt").write_text("safe line\n\x1b[1A\x1b[2Kinjected\x1b]0;title\x07 \x9b2J end\n")
+    for env in ({"NO_COLOR": "1"}, {"FORCE_COLOR": "1", "TERM": "xterm-256color"}):
+        shown = runner.invoke(app, ["run", str(EXAMPLE), "read evil.txt"], env=env)
+        assert shown.exit_code == 0, shown.output
+        assert "injected" in shown.stdout
+        for control in ("\x1b[1A", "\x1b[2K", "\x1b]0;", "\x07", "\x9b"):
+            assert control not in shown.stdout, (control, shown.stdout)
+        assert "\\x1b[1A\\x1b[2Kinjected" in shown.stdout

@@ -312,3 +312,46 @@ async def test_an_orchestration_is_served_under_its_name_and_is_the_root_card(se
     assert task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
     run = await server.sayso.run_record(task.id)
     assert run.agent == "coordinator", "the team's lead answers"
+
+
+# --- subscribing to a task
+
+
+async def subscribe(
+    client: httpx.AsyncClient, task_id: str, method: str = "SubscribeToTask", version: str = "1.0"
+) -> list[dict[str, Any]]:
+    """A subscription over raw JSON-RPC: each JSON-RPC body it answers, as SSE events or one plain response."""
+    body = {"jsonrpc": "2.0", "id": "sub", "method": method, "params": {"id": task_id}}
+    headers = {"A2A-Version": version, "A2A-Extensions": URI}
+    async with client.stream("POST", "/a2a/files", json=body, headers=headers) as response:
+        if not response.headers["content-type"].startswith("text/event-stream"):
+            return [json.loads(await response.aread())]
+        return [json.loads(line[5:]) async for line in response.aiter_lines() if line.startswith("data:")]
+
+
+@pytest.mark.parametrize(
+    ("method", "version"), [("SubscribeToTask", "1.0"), ("tasks/resubscribe", "0.3")], ids=["1.0", "0.3"]
+)
+async def test_subscribing_to_a_finished_task_is_unsupported_as_a2a_says(
+    server: InProcess, method: str, version: str
+) -> None:
+    """A completed task has nothing more to stream: A2A's unsupported-operation error naming its state, as the
+    a2a-sdk's own handler answers, and no Task or status update."""
+    async with server.client() as client:
+        done = task_of(await send(client, user_message("list")))
+        answered = await subscribe(client, done["id"], method, version)
+    (only,) = answered
+    assert "result" not in only, only
+    assert only["error"]["code"] == -32004
+    assert only["error"]["message"] == f"Task {done['id']} is in terminal state: TASK_STATE_COMPLETED"
+
+
+async def test_subscribing_to_a_paused_task_sends_its_status_once(server: InProcess) -> None:
+    """A task waiting on an approval stays as it is until answered: the subscription answers the Task, whose status
+    says it waits, and nothing more (not the same status again as an update)."""
+    async with server.client() as client:
+        waiting = await paused(client)
+        answered = await subscribe(client, waiting["id"])
+    (only,) = answered
+    task = only["result"]["task"]
+    assert task["id"] == waiting["id"] and task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"

@@ -9,22 +9,29 @@ tool's answer, or with the resume itself) was dropped.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models.function import AgentInfo
 
 from sayso import Sayso
 from sayso.workflows import START, InputSkipped, RequestInput, Workflow
 
 from ..conftest import InProcess, LiveServer
+from ..models import ToolModel
 from ..tools import RAN, ran
 from .conftest import NOT_ASKED, ServerFactory, client_tool, example_config, protocol_app
 from .test_ag_ui import finished, interrupt_of, post, run_input, types, user
-from .test_ag_ui_kaboo import drive
-from .test_ag_ui_node import needs_node
+from .test_ag_ui_kaboo import STEPS, drive
+from .test_ag_ui_node import NODE_DIR, needs_node
 
 PICK = {"name": "pick_color", "description": "Ask the browser for a color", "parameters": {"type": "object"}}
 
@@ -76,6 +83,35 @@ def tool_answer(call_id: str, content: str) -> dict[str, Any]:
     return {"id": uuid.uuid4().hex, "role": "tool", "toolCallId": call_id, "content": content}
 
 
+def messages_of(events: list[Any]) -> list[tuple[str, str]]:
+    """The message events of a run, each as its type and the id of the message or call it carries."""
+    return [
+        (e.type, getattr(e, "message_id", None) or e.tool_call_id)
+        for e in events
+        if e.type.startswith(("TEXT_MESSAGE_", "TOOL_CALL_"))
+    ]
+
+
+def history_of(events: list[Any]) -> list[dict[str, Any]]:
+    """The messages an AG-UI client keeps of the events it was streamed, as `@ag-ui/client` builds them."""
+    kept: list[dict[str, Any]] = []
+    for event in events:
+        if event.type == "TEXT_MESSAGE_START":
+            kept.append({"id": event.message_id, "role": "assistant", "content": ""})
+        elif event.type == "TEXT_MESSAGE_CONTENT":
+            kept[-1]["content"] += event.delta
+        elif event.type == "TOOL_CALL_START":
+            call = {"id": event.tool_call_id, "type": "function", "function": {"name": event.tool_call_name}}
+            kept.append({"id": event.tool_call_id, "role": "assistant", "toolCalls": [call]})
+        elif event.type == "TOOL_CALL_ARGS":
+            kept[-1]["toolCalls"][0]["function"]["arguments"] = event.delta
+        elif event.type == "TOOL_CALL_RESULT":
+            kept.append(
+                {"id": event.message_id, "role": "tool", "toolCallId": event.tool_call_id, "content": event.content}
+            )
+    return kept
+
+
 # Issue 1: a message the thread already took is never new text
 
 
@@ -98,23 +134,34 @@ async def test_cancelling_a_workflows_input_with_the_history_sent_again_skips_it
     assert await user_lines(server, "thr-wf-cancel") == ["go"]
 
 
-async def test_an_input_sent_again_after_its_turn_runs_nothing_and_answers_with_where_the_thread_stands(
+async def test_an_input_sent_again_after_its_turn_runs_nothing_and_streams_what_the_client_lacks_once(
     serve: ServerFactory, sandbox: Path
 ) -> None:
-    """With a thread grant in place, the same input sent again (same runId, same message) would delete the file
-    again if it were read as a new message: it runs nothing, streams no call, and finishes as the thread stands."""
+    """With a thread grant in place, the same input sent again (same message) would delete the file again if it
+    were read as a new message: it runs nothing. A client that dropped before the answer reached it (its history
+    ends with the message) is streamed the turn's call, result and reply, in order; one that holds them gets
+    nothing again."""
     server = await serve()
     said = user("delete notes")
-    asked = interrupt_of(await post(server, run_input("thr-resend", [said])))
+    first = await post(server, run_input("thr-resend", [said]))
+    asked = interrupt_of(first)
     approve = {"interruptId": asked.id, "status": "resolved", "payload": {"status": "approved", "scope": "thread"}}
     approved = await post(server, run_input("thr-resend", [said], resume=[approve]))
     assert finished(approved).outcome.type == "success"  # type: ignore[union-attr]
     assert not (sandbox / "notes.txt").exists()
     (sandbox / "notes.txt").write_text("written again\n")
 
-    body = run_input("thr-resend", [said])
+    dropped = await post(server, run_input("thr-resend", [said]))
+    assert messages_of(dropped) == messages_of(first) + messages_of(approved)
+    assert [e.content for e in dropped if e.type == "TOOL_CALL_RESULT"][-1] == "Deleted notes.txt."
+    assert [e.delta for e in dropped if e.type == "TEXT_MESSAGE_CONTENT"] == ["Deleted notes.txt."]
+    assert types(dropped)[-2:] == ["STATE_SNAPSHOT", "RUN_FINISHED"]
+    outcome = finished(dropped).outcome
+    assert outcome is not None and outcome.type == "success" and not outcome.pending_tool_call_ids
+
+    holding = [said, *history_of(dropped)]
     for _ in range(2):
-        again = await post(server, body)
+        again = await post(server, run_input("thr-resend", holding))
         assert types(again) == ["RUN_STARTED", "STATE_SNAPSHOT", "RUN_FINISHED"], types(again)
         outcome = finished(again).outcome
         assert outcome is not None and outcome.type == "success" and not outcome.pending_tool_call_ids
@@ -126,18 +173,48 @@ async def test_the_message_a_pause_waits_on_sent_again_shows_the_same_interrupt_
     serve: ServerFactory, sandbox: Path
 ) -> None:
     """Sent again without a resume, the message that paused the run is not a new one that would skip the pause:
-    the same interrupt is shown again, still open, and answering it afterwards works."""
+    the same interrupt is shown again, still open, with the call it waits on streamed to a client that lacks it
+    (once: a client that holds it is not streamed it again), and answering it afterwards works."""
     server = await serve()
     said = user("delete notes")
-    asked = interrupt_of(await post(server, run_input("thr-resend-paused", [said])))
+    first = await post(server, run_input("thr-resend-paused", [said]))
+    asked = interrupt_of(first)
     again = await post(server, run_input("thr-resend-paused", [said]))
-    assert "TOOL_CALL_START" not in types(again)
+    assert messages_of(again) == messages_of(first)
+    assert [e.tool_call_id for e in again if e.type == "TOOL_CALL_START"][-1] == asked.tool_call_id
     assert interrupt_of(again).id == asked.id
+    holding = await post(server, run_input("thr-resend-paused", [said, *history_of(again)]))
+    assert types(holding) == ["RUN_STARTED", "STATE_SNAPSHOT", "RUN_FINISHED"], types(holding)
+    assert interrupt_of(holding).id == asked.id
     assert (await request_state(server, asked.id))["status"] == "open"
     approve = {"interruptId": asked.id, "status": "resolved", "payload": {"status": "approved"}}
     outcome = finished(await post(server, run_input("thr-resend-paused", [said], resume=[approve]))).outcome
     assert outcome is not None and outcome.type == "success"
     assert not (sandbox / "notes.txt").exists()
+
+
+async def test_a_pending_browser_call_is_streamed_to_a_client_that_sends_its_message_again_without_it(
+    serve: ServerFactory,
+) -> None:
+    """The run waits on the browser's `pick_color`: a client that dropped before it saw the call is streamed it
+    (and told it is pending), so it can run it and answer; one that holds it is not streamed it twice."""
+    server = await serve(
+        models={"demo": client_tool()}, agents={"files": {"model": "demo", "client_tools": ["pick_color"]}}
+    )
+    said = user("color please")
+    first = await post(server, run_input("thr-resend-call", [said], tools=[PICK]))
+    (call_id,) = finished(first).outcome.pending_tool_call_ids or []  # type: ignore[union-attr]
+    dropped = await post(server, run_input("thr-resend-call", [said], tools=[PICK]))
+    assert [(e.tool_call_id, e.tool_call_name) for e in dropped if e.type == "TOOL_CALL_START"] == [
+        (call_id, "pick_color")
+    ]
+    assert finished(dropped).outcome.pending_tool_call_ids == [call_id]  # type: ignore[union-attr]
+    holding = await post(server, run_input("thr-resend-call", [said, *history_of(dropped)], tools=[PICK]))
+    assert "TOOL_CALL_START" not in types(holding)
+    assert finished(holding).outcome.pending_tool_call_ids == [call_id]  # type: ignore[union-attr]
+    answered = [said, *history_of(dropped), tool_answer(call_id, "teal")]
+    events = await post(server, run_input("thr-resend-call", answered, tools=[PICK]))
+    assert [e.delta for e in events if e.type == "TEXT_MESSAGE_CONTENT"] == ["The browser chose teal."]
 
 
 async def test_a_message_refused_before_it_was_taken_is_taken_when_sent_again(
@@ -269,3 +346,80 @@ def test_the_http_agent_cancels_a_workflows_input_without_starting_the_workflow_
     assert cancelled["outcome"] == {"type": "success"}
     assert cancelled["result"] == "done: no city"
     assert ran("charge") == [{"input": "go"}]
+
+
+class HeldBack(ToolModel):
+    """`look` lists the sandbox, then says what it found, but only once the test lets the first answer go."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda said: ("list_files", {}) if said == "look" else NOT_ASKED, "I looked: {result}")
+        self.release = threading.Event()
+
+    def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        assert self.release.wait(timeout=60), "the test never let the model answer"
+        return super()._respond(messages, info)
+
+
+def ended(server: LiveServer, thread_id: str) -> bool:
+    with server.client() as client:
+        thread = client.get(f"/v1/threads/{thread_id}").json()
+    return thread["active_run"] is None or thread["active_run"]["status"] != "running"
+
+
+@pytest.fixture
+def held_back() -> Iterator[tuple[LiveServer, HeldBack]]:
+    model = HeldBack()
+    server = LiveServer.in_thread(protocol_app(Sayso(example_config(), models={"demo": model})))
+    yield server, model
+    model.release.set()
+    server.stop()
+
+
+@needs_node
+def test_the_http_agent_that_dropped_mid_run_gets_the_answer_when_it_sends_its_input_again(
+    held_back: tuple[LiveServer, HeldBack],
+) -> None:
+    """HttpAgent: the run starts, the client aborts while the model works, the run goes on without it; the same
+    input sent again streams the call, its result and the reply into the chat's message list, once: sent again
+    once more, nothing is added."""
+    server, model = held_back
+    steps = [{"say": "look", "abortOnStart": True}, {"gate": True}, {}]
+    node = subprocess.Popen(
+        ["node", str(STEPS), f"{server.base_url}/ag-ui/files", "thr-node-drop", json.dumps(steps)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=NODE_DIR,
+    )
+    try:
+        assert node.stdout is not None and node.stdin is not None
+        aborted = json.loads(node.stdout.readline())
+        assert aborted["events"][0] == "RUN_STARTED" and aborted["outcome"] is None, aborted
+        assert [m["role"] for m in aborted["messages"]] == ["user"]
+        model.release.set()
+        deadline = time.monotonic() + 60
+        while not ended(server, "thr-node-drop"):
+            assert time.monotonic() < deadline, "the run never ended"
+            time.sleep(0.05)
+        node.stdin.write("go on\n")
+        node.stdin.flush()
+        out, err = node.communicate(timeout=120)
+    finally:
+        if node.poll() is None:
+            node.kill()
+    assert node.returncode == 0, err
+    resent, again = (json.loads(line) for line in out.splitlines())
+    assert resent["error"] is None and resent["outcome"] == {"type": "success"}, resent
+    assert "TOOL_CALL_RESULT" in resent["events"] and "TEXT_MESSAGE_CONTENT" in resent["events"]
+    chat = [(m["role"], m["content"], m["toolCalls"]) for m in resent["messages"]]
+    listing = next(m["content"] for m in resent["messages"] if m["role"] == "tool")
+    assert chat == [
+        ("user", "look", []),
+        ("assistant", None, ["list_files"]),
+        ("tool", listing, []),
+        ("assistant", f"I looked: {listing}", []),
+    ]
+    assert again["error"] is None and again["outcome"] == {"type": "success"}, again
+    assert again["events"] == ["RUN_STARTED", "STATE_SNAPSHOT", "RUN_FINISHED"]
+    assert again["messages"] == resent["messages"]

@@ -172,7 +172,8 @@ def test_a_config_that_does_not_load_prints_no_banner(tmp_path: Path) -> None:
 
 def test_sigterm_ends_open_live_streams_at_once(tmp_path: Path) -> None:
     """An open `/v1/events` stream says `end` when the server is told to stop, so it stops in seconds, not after
-    the stream's lifetime or the graceful-shutdown timeout."""
+    the stream's lifetime or the graceful-shutdown timeout; the `end` still says to reconnect (a server that stops
+    is most often restarting, or one replica of several leaving), so a client that honours it keeps following."""
     env = {"SAYSO_STORE": f"sqlite:///{tmp_path / 'sayso.db'}", "SAYSO_SANDBOX": str(tmp_path / "sandbox"), "PATH": ""}
     served, process = LiveServer.process([str(EXAMPLE)], env=env)
     try:
@@ -182,7 +183,7 @@ def test_sigterm_ends_open_live_streams_at_once(tmp_path: Path) -> None:
             started = time.monotonic()
             process.send_signal(signal.SIGTERM)
             assert next(line for line in lines if line.startswith("event: ")) == "event: end"
-            assert next(line for line in lines if line.startswith("data: ")) == 'data: {"reconnect":false}'
+            assert next(line for line in lines if line.startswith("data: ")) == 'data: {"reconnect":true}'
         process.wait(timeout=20)
         assert time.monotonic() - started < 10
     finally:

@@ -105,3 +105,41 @@ def test_an_input_answered_elsewhere_while_the_chat_asks_is_not_asked_for_ever(t
     chat.expect("you>")
     chat.sendeof()
     chat.expect(pexpect.EOF)
+
+
+OPTIONAL_NODES = """
+import json
+
+from pydantic import BaseModel, Field
+
+from sayso.workflows import RequestInput
+
+
+class Visit(BaseModel):
+    city: str = Field(description="The city to spend the day in.")
+    age: int | None = Field(default=None, ge=0, description="Your age, to suit the plan.")
+    hobby: str | None = Field(default=None, description="Something you enjoy doing.")
+
+
+def ask():
+    got = yield RequestInput("Where to?", response_schema=Visit)
+    return json.dumps(got.model_dump(), sort_keys=True)
+"""
+
+
+def test_an_optional_fields_description_is_shown_as_a_required_ones_is(tmp_path: Path) -> None:
+    """`age: int | None = Field(description=...)` is asked with its description, not as a bare `age (whole number)`."""
+    chat = chatting(one_node_workflow(tmp_path, "visit", OPTIONAL_NODES))
+    chat.sendline("visit")
+    chat.expect("The city to spend the day in.")
+    chat.expect(r"city \(text, required\)> ")
+    chat.sendline("Lyon")
+    chat.expect(r"(.*)age \(whole number\)> ")
+    assert "Your age, to suit the plan." in chat.match.group(1)
+    chat.sendline("")
+    chat.expect(r"(.*)hobby \(text\)> ")
+    assert "Something you enjoy doing." in chat.match.group(1)
+    chat.sendline("")
+    chat.expect("you>")
+    chat.sendeof()
+    chat.expect(pexpect.EOF)

@@ -23,6 +23,7 @@ from typer.models import CommandInfo
 from ..exceptions import ConfigError, SaysoError
 from ._command import Command as _Command
 from ._command import port_number, sweep_seconds
+from ._console import SafeConsole
 from ._exits import CANNOT_SERVE, FAILED, WRONG
 from ._open import check_id, fail
 from ._open import with_app as _with_app
@@ -45,8 +46,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-console = Console()
-errors = Console(stderr=True)
+console = SafeConsole()
+errors = SafeConsole(stderr=True)
 
 T = TypeVar("T")
 

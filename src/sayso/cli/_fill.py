@@ -52,7 +52,10 @@ def _object(console: Console, shape: JsonSchemaValue, root: JsonSchemaValue, *, 
     required = set(shape.get("required", []))
     value: dict[str, Any] = {}
     for name, spec in shape.get("properties", {}).items():
+        # An optional field (`X | None`) or a `$ref` keeps its description beside the schema it is reduced to.
         field = schema_type(spec, root)
+        if isinstance(spec, dict) and "description" in spec and "description" not in field:
+            field = {**field, "description": spec["description"]}
         if "properties" in field:
             section = _section(console, f"{prefix}{name}", spec, field, root, required=name in required)
             if section is not _LEFT_OUT:

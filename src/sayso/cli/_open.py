@@ -12,10 +12,10 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from ..exceptions import InvalidInput, SaysoError
+from ._console import SafeConsole
 from ._exits import WRONG, exit_code
 from ._logs import log_to_terminal
 from ._startup import collector_paused
@@ -44,7 +44,7 @@ class _Opens(Protocol):
 
 Opened = TypeVar("Opened", bound=_Opens)
 
-errors = Console(stderr=True)
+errors = SafeConsole(stderr=True)
 
 
 def with_app(

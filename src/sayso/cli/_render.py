@@ -235,7 +235,7 @@ def request_panel(
     else:
         assert isinstance(request, ClientToolRequest)
         title = f"{_who(request)} asks the client to run [bold]{request.tool_name}[/bold]"
-        body.append(Syntax(json.dumps(shown_args(request), indent=2, ensure_ascii=False), "json", theme="ansi_dark"))
+        body.append(json_block(shown_args(request)))
         if request.description:
             body.append(Text(request.description, style="italic"))
     body.extend(routing_lines(request, votes))
@@ -268,9 +268,7 @@ def routing_lines(request: Request, votes: Sequence[Vote] = ()) -> list[Text]:
 def _approval_lines(request: ApprovalRequest, votes: Sequence[Vote]) -> list[RenderableType]:
     """An approval's arguments (those the votes are about), hint, tool source, subject, scopes and feedback asked."""
     lines: list[RenderableType] = [
-        Syntax(
-            json.dumps(shown_standing_args(request, votes), indent=2, ensure_ascii=False), "json", theme="ansi_dark"
-        ),
+        json_block(shown_standing_args(request, votes)),
         Text(request.hint, style="italic"),
         *([Text(request.why)] if request.why else []),
         *_tool_lines(request),
@@ -280,7 +278,7 @@ def _approval_lines(request: ApprovalRequest, votes: Sequence[Vote]) -> list[Ren
     if len(request.scopes) > 1:
         lines.append(Text(f"may be remembered: {', '.join(request.scopes)}"))
     if request.payload is not None:
-        lines.append(_payload(request.payload))
+        lines.append(json_block(request.payload))
     if request.response_schema is not None:
         lines.append(Text(f"send with an approval: {fields_summary(request.response_schema)}"))
     return lines
@@ -294,7 +292,7 @@ def readable_payload(payload: Any) -> RenderableType:
     """
     lines = _readable(payload, 0)
     if lines is None or len(lines) > 60:
-        return _payload(payload)
+        return json_block(payload)
     return Text("\n".join(lines))
 
 
@@ -351,8 +349,12 @@ def _scalar(value: Any) -> str:
     return "—" if value is None else str(value)
 
 
-def _payload(payload: Any) -> RenderableType:
-    return Syntax(json.dumps(payload, indent=2, ensure_ascii=False), "json", theme="ansi_dark", word_wrap=True)
+def json_block(value: Any) -> RenderableType:
+    """Indented JSON wrapped at the panel's edge, so a long argument is shown whole.
+
+    A person approves what they read: a value cut off where the terminal ends hides what they approve.
+    """
+    return Syntax(json.dumps(value, indent=2, ensure_ascii=False), "json", theme="ansi_dark", word_wrap=True)
 
 
 def fields_summary(schema: JsonSchemaValue) -> str:

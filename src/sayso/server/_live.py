@@ -13,7 +13,9 @@ a look of the store (a second by default), scoped to what the caller may see. Ev
 - `threads.changed` (the caller's thread list changed);
 - `error`: the store stopped answering (a `store-unavailable` problem, as every endpoint answers it),
   followed by `end`;
-- `end`: the stream closes (it lives for a while, or until the server stops); connect again.
+- `end`: the stream closes (it lives for a while, or until the server stops); its `reconnect` is
+  always true: a client connects again after every `end` (a server that stops is most often
+  restarting, or one replica of several leaving) and reads `ready` again.
 
 The first look at the store is taken before the response starts, so a store that does not answer
 is a 503 problem, as on every other endpoint, and never a stream that breaks once it began.
@@ -139,7 +141,9 @@ async def _events(
                 for change in batch:
                     yield sse_event(*change_event(change))
                 if closing() or anyio.current_time() - started >= settings.lasts:
-                    yield sse_event("end", {"reconnect": not closing()})
+                    # A server that stops is most often restarting, or one replica of several leaving: the client
+                    # follows on from the next one it reaches, as after any `end`.
+                    yield sse_event("end", {"reconnect": True})
                     return
         except Exception as exc:
             # The response began: what stopped the watch is said as a problem and the stream ends; reconnecting

@@ -77,7 +77,7 @@ from ._mapping import (
 )
 from ._push import MarkPushConfigStore
 from ._push_delivery import PushDispatcher
-from ._tasks import ANSWER_ARTIFACT, TaskReader, answer_artifact_id, list_tasks
+from ._tasks import ANSWER_ARTIFACT, TaskReader, answer_artifact_id, list_tasks, still_streams
 
 CALLER_STATE = "sayso_caller"
 """Where the context builder puts the authenticated `Principal` in `ServerCallContext.state`."""
@@ -414,8 +414,14 @@ class SaysoRequestHandler(AgentEndpoint, RequestHandler):
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
+        """The task, then (while it works) its status once it stops working; a paused task's Task says so once.
+
+        A task that ended has nothing more to stream: A2A's unsupported operation (`still_streams`).
+        """
         run = await self._visible_run(params.id, _caller(context))
-        yield await self.tasks.task(await self.sayso.result(run.run_id))
+        yield still_streams(await self.tasks.task(await self.sayso.result(run.run_id)))
+        if run.status != "running":
+            return
         while run.status == "running":
             await anyio.sleep(0.2)
             run = await self._visible_run(params.id, _caller(context))

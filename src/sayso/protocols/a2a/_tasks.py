@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from a2a.server.jsonrpc_models import InvalidParamsError
 from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.types import Artifact, ListTasksRequest, ListTasksResponse, Message, Part, Task, TaskState, TaskStatus
+from a2a.utils.errors import UnsupportedOperationError
 from a2a.utils.task import (
     ListTasksCursor,
     apply_history_length,
@@ -278,3 +279,27 @@ class TaskReader:
             return True
         mark = _ActivationMark.load(raw)
         return mark.pause_id != pause_id or mark.activated
+
+
+TERMINAL_STATES = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
+"""The states a task never leaves, as the a2a-sdk counts them."""
+
+
+def still_streams(task: Task) -> Task:
+    """`task`, when a subscriber may follow it: one that ended has nothing more to stream.
+
+    Raises:
+        UnsupportedOperationError: it ended, worded as the a2a-sdk's own handler words it (A2A's rule).
+    """
+    if task.status.state in TERMINAL_STATES:
+        raise UnsupportedOperationError(
+            message=f"Task {task.id} is in terminal state: {TaskState.Name(task.status.state)}"
+        )
+    return task

@@ -5,7 +5,9 @@ AG-UI thread is a sayso thread. A run's pause stays on the server: a resume name
 by id and client tool calls by tool call id, both looked up in what the runtime shows the
 caller, and answers the whole pause in one call (what it leaves out is skipped); a new message
 sent beside it is answered after it. A user message reaches the agent once, by its AG-UI id
-(`_taken`): one the thread already took is history, never new text. Who may touch which thread
+(`_taken`): one the thread already took is history, never new text, and an input that adds
+nothing shows where the thread stands, streaming what the client's history lacks of it (a client
+that dropped mid-run gets the answer when it sends its input again). Who may touch which thread
 is the runtime's rule; the endpoint passes the caller on. With
 `ag_ui.kaboo_compat`, remembered approvals are the host's (`forwardedProps.kaboo_grants`). Each
 run ends with kaboo's session state (`_state`) unless `runtime.persist_session_state` is off.
@@ -46,12 +48,15 @@ from ...exceptions import (
 from .._common import AgentEndpoint
 from ._inbound import client_tools, decisions_from_resume, host_grants, moves_on
 from ._mapping import (
+    NOTHING_HELD,
     RESUME,
     THREAD,
     AnswerTooLate,
+    Held,
     call_ids,
     error_event,
     finished_event,
+    held,
     message_events,
     pending_call_events,
     refused,
@@ -86,9 +91,10 @@ class Turn:
     shown: list[Shown]
     unsent: bool = False
     """The answered run failed, so the new message sent with the answer was not sent."""
-    again: bool = False
-    """Nothing ran: the input came before, and the outcome is shown again (a delegate's pending browser calls, which
-    the client holds, are not streamed twice: a client appends the arguments streamed for a call it knows)."""
+    held: Held = NOTHING_HELD
+    """What the client holds already, not streamed to it again: when nothing ran (the input came before and the
+    outcome is shown again), what its history has (a client merges a message streamed under an id it knows into
+    the one it has, and appends the arguments streamed for a call it knows)."""
 
 
 class AgUiAgent(AgentEndpoint):
@@ -110,16 +116,15 @@ class AgUiAgent(AgentEndpoint):
             yield error_event(exc)
             return
         for shown in turn.shown:
-            for event in message_events(shown.messages, id_prefix=shown.run_id, start=shown.start):
+            for event in message_events(shown.messages, id_prefix=shown.run_id, start=shown.start, held=turn.held):
                 yield event
         result = turn.result
         if result.status == "failed":
             unsent = "; the new message was not sent (send it again)" if turn.unsent else ""
             yield RunErrorEvent(message=(result.error or "the run failed") + unsent, code="run_failed")
             return
-        if not turn.again:
-            for event in pending_call_events(result.requests, run_id=result.run_id, kaboo=self.kaboo):
-                yield event
+        for event in pending_call_events(result.requests, run_id=result.run_id, kaboo=self.kaboo, held=turn.held):
+            yield event
         if self.sayso.config.runtime.persist_session_state:
             run = await self.sayso.run_record(result.run_id)
             yield state_snapshot(run_input.state, run, result.requests, kaboo=self.kaboo)
@@ -155,7 +160,7 @@ class AgUiAgent(AgentEndpoint):
                 raise InvalidInput(await self._nothing_waits(run_input, caller), field=THREAD)
             return await self._answer(run_input, caller, thread, paused, new, hosted)
         if text is None and new.taken_by is not None and thread is not None:
-            return await self._as_it_stands(thread, new.taken_by, caller)
+            return await self._as_it_stands(thread, new.taken_by, caller, held(run_input.messages))
         if text is None or not text.strip():
             raise InvalidInput(
                 "the last message must be the person's, with text, or the input must resume a pause", field="messages"
@@ -232,18 +237,21 @@ class AgUiAgent(AgentEndpoint):
         )
         return Turn(result, [Shown(result.run_id, 0, await self.sayso.run_messages(result.run_id))])
 
-    async def _as_it_stands(self, thread: ThreadRecord, taken_by: str, caller: Principal) -> Turn:
+    async def _as_it_stands(self, thread: ThreadRecord, taken_by: str, caller: Principal, client: Held) -> Turn:
         """An input the thread already took, come again: nothing runs; the outcome is the thread's now.
 
         While the thread waits, that is its open interrupts (and pending browser calls) again;
-        once its runs ended, the last run's outcome.
+        once its runs ended, the last run's outcome. What the run that took the input (and the one
+        the thread waits in, when another) said, called and got back is streamed as well, less what
+        the `client` holds: a client that dropped mid-run lacks it, and resends its input for it.
         """
         result = await self.sayso.result(thread.active_run_id or taken_by, principal=caller)
         if result.status == "running":
             raise ThreadBusy(
                 result.run_id, f"thread {thread.thread_id!r} has a run in progress; this message is already taken"
             )
-        return Turn(result, [], again=True)
+        runs = [taken_by] if result.run_id == taken_by else [taken_by, result.run_id]
+        return Turn(result, [Shown(run, 0, await self.sayso.run_messages(run)) for run in runs], held=client)
 
     async def _runs_on(self, run_id: object, thread_id: str, caller: Principal) -> bool:
         """Whether `run_id` (as a client's state names it) is a run of `thread_id` that the caller may see."""

@@ -1,13 +1,14 @@
 """AG-UI outbound and errors: the mapping from sayso's runs, requests and decisions and AG-UI's events and inputs.
 
 Outbound: a run's new messages become text and tool-call events (a decided call's result
-carries its approval record); a delegate's browser tool call is streamed too, tagged with the
-delegate's run (`subagentRunId`); and a pause becomes `RUN_FINISHED` with one `Interrupt` per
-open approval, question, MCP elicitation (whose `responseSchema` holds the server's requested
-schema) or workflow input (its `responseSchema` is the input's own schema, its payload in the
-metadata), the client tool calls it also waits on in `pendingToolCallIds`
-(on the success outcome when there is no interrupt, in the event's metadata beside them). A
-resolved input's resume payload is the answer itself, checked against that schema by the runtime.
+carries its approval record), less what the client's history holds (`Held`); a delegate's
+browser tool call is streamed too, tagged with the delegate's run (`subagentRunId`); and a
+pause becomes `RUN_FINISHED` with one `Interrupt` per open approval, question, MCP elicitation
+(whose `responseSchema` holds the server's requested schema) or workflow input (its
+`responseSchema` is the input's own schema, its payload in the metadata), the client tool calls
+it also waits on in `pendingToolCallIds` (on the success outcome when there is no interrupt, in
+the event's metadata beside them). A resolved input's resume payload is the answer itself,
+checked against that schema by the runtime.
 The inbound half (resume entries, tool messages, context and host grants as decisions and
 inputs) is in `_inbound`. Errors: `error_event` is the one place sayso's errors become
 `RUN_ERROR`s. Everything here is pure.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -161,38 +162,71 @@ def call_ids(messages: Sequence[ModelMessage]) -> set[str]:
     }
 
 
-def message_events(messages: Sequence[ModelMessage], *, id_prefix: str, start: int = 0) -> Iterator[BaseEvent]:
-    """Text, tool-call and tool-result events for messages a run added, in order.
+@dataclass(frozen=True)
+class Held:
+    """What a client's history holds of what it was streamed: message ids, tool call ids, and the calls answered.
+
+    A client merges a message streamed under an id it knows into the one it has (and appends a
+    call's arguments to a call it knows), so what it holds must not be streamed to it again.
+    """
+
+    messages: frozenset[str] = frozenset()
+    calls: frozenset[str] = frozenset()
+    results: frozenset[str] = frozenset()
+
+
+NOTHING_HELD = Held()
+"""A client that holds nothing of a run: everything the run added is streamed."""
+
+
+def held(history: Sequence[Any]) -> Held:
+    """What `history` (a `RunAgentInput`'s messages) holds: every message's id, call ids, and answered call ids."""
+    calls = {call.id for message in history for call in getattr(message, "tool_calls", None) or ()}
+    results = {answered for message in history if isinstance(answered := getattr(message, "tool_call_id", None), str)}
+    return Held(frozenset(m.id for m in history), frozenset(calls), frozenset(results))
+
+
+def message_events(
+    messages: Sequence[ModelMessage], *, id_prefix: str, start: int = 0, held: Held = NOTHING_HELD
+) -> Iterator[BaseEvent]:
+    """Text, tool-call and tool-result events for messages a run added, in order, less what the client `held`.
 
     `messages` are the run's from its `start`-th on (what a resumed run added): each message id
     names the run (`id_prefix`) and the message's place among all of the run's, so no two of a
-    run's segments share one (a client merges a message streamed under a known id into it).
+    run's segments share one (a client merges a message streamed under a known id into it), and
+    the same message streamed again has the same id.
     """
     for index, message in enumerate(messages, start=start):
         if isinstance(message, ModelResponse):
             for part_index, part in enumerate(message.parts):
                 if isinstance(part, TextPart) and part.content:
                     message_id = f"{id_prefix}-{index}-{part_index}"
+                    if message_id in held.messages:
+                        continue
                     yield TextMessageStartEvent(message_id=message_id, role="assistant")
                     yield TextMessageContentEvent(message_id=message_id, delta=part.content)
                     yield TextMessageEndEvent(message_id=message_id)
-                elif isinstance(part, ToolCallPart):
+                elif isinstance(part, ToolCallPart) and part.tool_call_id not in held.calls:
                     yield ToolCallStartEvent(tool_call_id=part.tool_call_id, tool_call_name=part.tool_name)
                     yield ToolCallArgsEvent(tool_call_id=part.tool_call_id, delta=json.dumps(part.args_as_dict()))
                     yield ToolCallEndEvent(tool_call_id=part.tool_call_id)
         elif isinstance(message, ModelRequest):
             for part_index, returned in enumerate(message.parts):
-                if isinstance(returned, ToolReturnPart):
-                    content = returned.content if isinstance(returned.content, str) else returned.model_response_str()
-                    meta = returned.metadata
-                    approval = meta.get("approval") if isinstance(meta, dict) else None
-                    yield ToolCallResultEvent(
-                        message_id=f"{id_prefix}-{index}-{part_index}",
-                        tool_call_id=returned.tool_call_id,
-                        content=content,
-                        role="tool",
-                        metadata={"approval": approval} if approval is not None else None,
-                    )
+                message_id = f"{id_prefix}-{index}-{part_index}"
+                if not isinstance(returned, ToolReturnPart) or message_id in held.messages:
+                    continue
+                if returned.tool_call_id in held.results:
+                    continue  # the client's own answer to its browser call, or a result it holds under another id
+                content = returned.content if isinstance(returned.content, str) else returned.model_response_str()
+                meta = returned.metadata
+                approval = meta.get("approval") if isinstance(meta, dict) else None
+                yield ToolCallResultEvent(
+                    message_id=message_id,
+                    tool_call_id=returned.tool_call_id,
+                    content=content,
+                    role="tool",
+                    metadata={"approval": approval} if approval is not None else None,
+                )
 
 
 def _subagent_run(request: Request) -> str | None:
@@ -320,20 +354,25 @@ def shown_call_id(request: Request, *, run_id: str) -> str:
     return request.tool_call_id if request.run_id == run_id else request.request_id
 
 
-def pending_call_events(requests: Sequence[Request], *, run_id: str, kaboo: bool = False) -> Iterator[BaseEvent]:
+def pending_call_events(
+    requests: Sequence[Request], *, run_id: str, kaboo: bool = False, held: Held = NOTHING_HELD
+) -> Iterator[BaseEvent]:
     """The tool calls a delegate left for the client, streamed as the run's own calls are (docs/guides/ag-ui.md).
 
     The calls of the run the client talks to are in its messages already; a delegate's are not,
     so they are sent here, tagged with the delegate's run (`subagentRunId`) for the chat to label.
+    A call the client `held` already is not sent again.
     """
     for request in requests:
         if request.run_id == run_id or not _shown_as_call(request, kaboo=kaboo):
+            continue
+        call = shown_call_id(request, run_id=run_id)
+        if call in held.calls:
             continue
         run = request.run_id
         meta = {"subagentRunId": run, "agent_path": request.agent_path}
         name = "ask_user" if isinstance(request, QuestionRequest) else request.tool_name
         args: Mapping[str, object] = _ask_args(request) if isinstance(request, QuestionRequest) else shown_args(request)
-        call = shown_call_id(request, run_id=run_id)
         yield ToolCallStartEvent(tool_call_id=call, tool_call_name=name, metadata=meta, subagent_run_id=run)
         yield ToolCallArgsEvent(tool_call_id=call, delta=json.dumps(args), metadata=meta, subagent_run_id=run)
         yield ToolCallEndEvent(tool_call_id=call, metadata=meta, subagent_run_id=run)

@@ -11,7 +11,9 @@ tool that is no tool) is taken when it comes again.
 
 What an input adds is what its history ends with, back to the last message the thread holds: the
 person's messages the thread never took (all of them, oldest first: one sent while a run was
-refused is not dropped for the one typed after it) and the tool messages among them.
+refused is not dropped for the one typed after it) and the tool messages among them. A history
+that ends with what the server streamed adds nothing: it came before when the thread took its
+last user message.
 """
 
 from __future__ import annotations
@@ -66,7 +68,13 @@ async def read_input(sayso: Sayso, thread_id: str, messages: Sequence[Any], *, k
     """
     said: list[UserMessage] = []
     answers: list[ToolMessage] = []
-    for message in reversed(trailing(messages)):
+    tail = trailing(messages)
+    if not tail:
+        last = next((m for m in reversed(messages) if isinstance(m, UserMessage)), None)
+        if known and last is not None and (run_id := await taken_by(sayso, thread_id, last.id)) is not None:
+            return NewInput(taken_by=run_id)
+        return NewInput()
+    for message in reversed(tail):
         if isinstance(message, ToolMessage):
             answers.append(message)
             continue
