@@ -19,10 +19,14 @@ from sayso import (
     ClientError,
     ClientResult,
     ClientTool,
+    Config,
     Decision,
     InvalidInput,
     Reject,
+    RunNotFound,
+    Sayso,
     Skip,
+    ThreadNotFound,
 )
 
 from .conftest import ROOT, MakeApp
@@ -424,3 +428,80 @@ async def test_always_allowing_a_delegates_call_covers_that_delegate_only(make_a
     assert [r.agent_path for r in sibling.requests] == ["coordinator/ops"]
     assert [r.agent_path for r in coordinator.requests] == ["coordinator"]
     assert queries() == ["analyst's", "analyst's"]
+
+
+def _team(tmp_path: Path, leaf_rule: str | dict[str, Any] = "run_sql") -> Sayso:
+    """coordinator → a1 → a2 (whose `run_sql` pauses), for alice, boss (approver for coordinator), leafy (approver
+    for a2 only), rita and eve."""
+    agents, models = chain(2)
+    agents["a2"]["interrupt"] = {"tools": [leaf_rule]}
+    names = {"alice": [], "boss": ["coordinator"], "leafy": ["a2"], "rita": [], "eve": []}
+    principals = [{"name": n, "approver_for": a} for n, a in names.items()]
+    config = Config.model_validate(
+        {
+            "store": f"sqlite:///{tmp_path / 'sayso.db'}",
+            "agents": agents,
+            "principals": principals,
+            "base_dir": tmp_path,
+        }
+    )
+    return Sayso(config, models=models)
+
+
+async def _sees(app: Sayso, who: str, run_id: str, thread_id: str) -> tuple[bool, bool]:
+    """Whether `who` sees the run, and the thread (each a not found otherwise)."""
+    seen: list[bool] = []
+    for read, missing in (
+        (app.run_record(run_id, principal=who), RunNotFound),
+        (app.thread(thread_id, principal=who), ThreadNotFound),
+    ):
+        try:
+            await read
+            seen.append(True)
+        except missing:
+            seen.append(False)
+    return seen[0], seen[1]
+
+
+async def test_who_sees_the_top_run_sees_its_delegates_runs_and_threads(tmp_path: Path) -> None:
+    """A delegate's run and its thread answer the same: its owner and an approver of the root agent read both, while
+    it waits and after; an approver of the delegate agent only and a stranger are told neither exists. An approver of
+    the root agent was shown the delegate's run but told its thread did not exist."""
+    async with _team(tmp_path) as app:
+        paused = await app.run("how many orders?", agent="coordinator", principal="alice")
+        [request] = paused.requests
+        leaf = await app.run_record(request.run_id)
+        assert leaf.parent_run_id is not None
+        delegates = [
+            (request.run_id, request.thread_id),
+            (leaf.parent_run_id, (await app.run_record(leaf.parent_run_id)).thread_id),
+        ]
+        for who, expected in (("alice", True), ("boss", True), ("leafy", False), ("eve", False)):
+            for run_id, thread_id in delegates:
+                assert await _sees(app, who, run_id, thread_id) == (expected, expected), (who, run_id)
+        done = await app.decide(request.request_id, Approve(), principal="boss")
+        assert done.run.status == "completed"
+        for who, expected in (("alice", True), ("boss", True), ("leafy", False), ("eve", False)):
+            for run_id, thread_id in delegates:
+                assert await _sees(app, who, run_id, thread_id) == (expected, expected), (who, run_id)
+
+
+async def test_a_routed_approver_sees_the_delegates_runs_and_threads_while_the_tree_waits_on_them(
+    tmp_path: Path,
+) -> None:
+    """rita, named by the delegate's rule, reads each delegate's run and thread while the chat waits on her decision,
+    and neither once she decided."""
+    async with _team(tmp_path, {"name": "run_sql", "approvers": ["rita"]}) as app:
+        paused = await app.run("how many orders?", agent="coordinator", principal="alice")
+        [request] = paused.requests
+        leaf = await app.run_record(request.run_id)
+        assert leaf.parent_run_id is not None
+        delegates = [
+            (request.run_id, request.thread_id),
+            (leaf.parent_run_id, (await app.run_record(leaf.parent_run_id)).thread_id),
+        ]
+        for run_id, thread_id in delegates:
+            assert await _sees(app, "rita", run_id, thread_id) == (True, True)
+        assert (await app.decide(request.request_id, Approve(), principal="rita")).run.status == "completed"
+        for run_id, thread_id in delegates:
+            assert await _sees(app, "rita", run_id, thread_id) == (False, False)

@@ -255,6 +255,33 @@ async def test_existing_grants_learn_their_agent_or_are_revoked(grants_database:
     assert active == {"grt_traced", "grt_thread"}
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_a_delegates_thread_learns_the_run_that_started_it(backend: str, tmp_path: Path) -> None:
+    """Migrating threads: a delegate's thread is filled in with its run's parent, which `Reading.thread` reads it by
+    (an approver of the chat's agent reads it); a chat's own thread names none."""
+    thread = (
+        "INSERT INTO threads (thread_id, owner, agent, active_run_id, created_at) VALUES (:t, 'alice', :a, NULL, 1)"
+    )
+    run = (
+        "INSERT INTO runs (run_id, thread_id, agent, status, created_at, updated_at, revision, parent_run_id) "
+        "VALUES (:r, :t, :a, 'completed', 1, 1, 0, :parent)"
+    )
+    fill: tuple[tuple[str, list[dict[str, object]]], ...] = (
+        (thread, [{"t": "thr_chat", "a": "coordinator"}, {"t": "thr_ops", "a": "ops"}]),
+        (
+            run,
+            [
+                {"r": "run_chat", "t": "thr_chat", "a": "coordinator", "parent": None},
+                {"r": "run_ops", "t": "thr_ops", "a": "ops", "parent": "run_chat"},
+            ],
+        ),
+    )
+    async with _database_at(backend, tmp_path, "0025", *fill) as url, SqlRunStore(url) as store:
+        chat, ops = await store.get_thread("thr_chat"), await store.get_thread("thr_ops")
+    assert chat is not None and ops is not None
+    assert (chat.parent_run_id, ops.parent_run_id) == (None, "run_chat")
+
+
 def _starting(n: int) -> RunStart:
     """A run started on a thread of its own: the n-th of a test's runs."""
     return RunStart(

@@ -7,7 +7,8 @@ principal that started them. The rule, whichever interface asks (Python, REST, A
 MCP, the web UI or the CLI):
 
 - only a thread's owner sends messages into it;
-- the owner, or an approver for the thread's root agent, sees the thread and decides its requests;
+- the owner, or an approver for the thread's root agent, sees the thread and decides its requests; a delegate's
+  run and thread are seen by whoever sees the chat's run above them (its root agent is the chat's, not the delegate);
 - a routed request (its rule names `approvers`, docs/guides/routing.md) is decided only by those
   approvers, and never by the principal whose message started the run unless the rule says
   `self_approval: true` (separation of duties); they see the request, in their inbox too;

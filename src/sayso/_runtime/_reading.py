@@ -104,13 +104,22 @@ class Reading:
         return await self._k.store.remote_task(run_id)
 
     async def thread(self, thread_id: str, *, principal: PrincipalLike | None = None) -> ThreadRecord:
-        """A thread's record; `ThreadNotFound` when there is none or the caller may not see it."""
+        """A thread's record; `ThreadNotFound` when there is none or the caller may not see it.
+
+        A delegate's thread is read by whoever reads the run whose call started it (and so the chat's run):
+        its own agent is the delegate, whose approvers approve nothing of the chat.
+        """
         record = await self._k.store.get_thread(thread_id)
         if record is None:
             raise ThreadNotFound(thread_id)
         if principal is not None:
             who = self.principal(principal)
-            if not access.may_see(who, owner=record.owner, agent_path=record.agent):
+            if record.parent_run_id is not None:
+                try:
+                    await self.run_record(record.parent_run_id, principal=who)
+                except RunNotFound:
+                    raise ThreadNotFound(thread_id) from None
+            elif not access.may_see(who, owner=record.owner, agent_path=record.agent):
                 active = await self._k.store.get_run(record.active_run_id) if record.active_run_id else None
                 if not await self._approves_in(who, active):
                     raise ThreadNotFound(thread_id)

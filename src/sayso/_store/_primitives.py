@@ -197,5 +197,10 @@ class TxStore(RunStore):
 def new_thread(run: RunRecord, *, owner: str, agent: str) -> ThreadRecord:
     """The thread a run creates when it starts on a thread id nobody used yet."""
     return ThreadRecord(
-        thread_id=run.thread_id, owner=owner, agent=agent, active_run_id=run.run_id, created_at=run.created_at
+        thread_id=run.thread_id,
+        owner=owner,
+        agent=agent,
+        active_run_id=run.run_id,
+        created_at=run.created_at,
+        parent_run_id=run.parent_run_id,
     )

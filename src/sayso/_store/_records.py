@@ -44,6 +44,9 @@ class ThreadRecord:
     """The run that is running or paused on this thread, if any: one at a time."""
     created_at: float
     """Seconds since the epoch when the thread's first run started."""
+    parent_run_id: str | None = None
+    """For a delegate's thread (a workflow agent node's too): the run whose call started it. Who may read that
+    run reads this thread (`Reading.thread`): its agent is the delegate, not the chat's agent approvers approve for."""
 
 
 @dataclass(frozen=True, kw_only=True)

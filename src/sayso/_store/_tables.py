@@ -14,6 +14,7 @@ threads = Table(
     Column("agent", String(200), nullable=False),
     Column("active_run_id", String(64), nullable=True),
     Column("created_at", Float, nullable=False),
+    Column("parent_run_id", String(64), nullable=True),
     Index("ix_threads_owner_created", "owner", "created_at", "thread_id"),
     Index("ix_threads_created", "created_at", "thread_id"),
 )

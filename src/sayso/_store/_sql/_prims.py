@@ -97,6 +97,7 @@ class SqlTx(SqlOutboxTx):
                 "agent": thread.agent,
                 "run_id": thread.active_run_id,
                 "now": thread.created_at,
+                "parent_run_id": thread.parent_run_id,
             }
             await self.tx.later(q.INSERT_THREAD, [params])
         await self.tx.later(q.INSERT_RUN, [q.run_params(run)])

@@ -57,10 +57,12 @@ _BUMP = "updated_at = :now, revision = revision + 1"
 
 # threads
 
-GET_THREAD = Sql("SELECT thread_id, owner, agent, active_run_id, created_at FROM threads WHERE thread_id = :thread_id")
+GET_THREAD = Sql(
+    "SELECT thread_id, owner, agent, active_run_id, created_at, parent_run_id FROM threads WHERE thread_id = :thread_id"
+)
 INSERT_THREAD = Sql(
-    "INSERT INTO threads (thread_id, owner, agent, active_run_id, created_at) "
-    "VALUES (:thread_id, :owner, :agent, :run_id, :now)"
+    "INSERT INTO threads (thread_id, owner, agent, active_run_id, created_at, parent_run_id) "
+    "VALUES (:thread_id, :owner, :agent, :run_id, :now, :parent_run_id)"
 )
 CLAIM_FREE_THREAD = Sql(
     "UPDATE threads SET active_run_id = :run_id WHERE thread_id = :thread_id AND active_run_id IS NULL"
@@ -314,6 +316,7 @@ def thread_record(row: Row) -> ThreadRecord:
         agent=row["agent"],
         active_run_id=row["active_run_id"],
         created_at=row["created_at"],
+        parent_run_id=row["parent_run_id"],
     )
 
 
