@@ -4,8 +4,8 @@ A delegate's thread talks to the delegate agent; an approver of the chat's agent
 delegate's run, was told its thread did not exist. `threads.parent_run_id` says whose it is;
 the threads of delegates started before are filled in from their runs.
 
-Revision ID: 0026_thread_parent
-Revises: 0025_outbox_by_request
+Revision ID: 0027_thread_parent
+Revises: 0026_top_runs_index
 Create Date: 2026-12-07
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0026_thread_parent"
-down_revision = "0025_outbox_by_request"
+revision = "0027_thread_parent"
+down_revision = "0026_top_runs_index"
 branch_labels = None
 depends_on = None
 
