@@ -74,3 +74,29 @@ async def test_a_form_whose_http_server_stopped_closes_as_cancelled(make_mcp_app
             ended = await closed_and_carried_on(app, paused, stop)
     assert ended.status == "failed"
     assert ended.error is not None and "connect" in ended.error
+
+
+async def test_a_late_answer_to_a_form_its_server_gave_up_on_says_the_agent_went_on_without_it(
+    make_mcp_app: MakeMcpApp,
+) -> None:
+    """The server stopped waiting and answered the call itself: the model read that answer, not a failure, and the
+    refusal of a late answer says what happened without claiming the agent was told the call did not complete."""
+    server = {
+        "command": sys.executable,
+        "args": [str(Path(__file__).parent / "impatient_server.py")],
+        "session": "legacy",
+    }
+    app = make_mcp_app({"booking": server}, HOST, model=model())
+    async with app:
+        paused = await app.run("book fri")
+        [form] = paused.requests
+        with anyio.fail_after(30):
+            while (ended := await app.result(paused.run_id)).status in ("paused", "running"):
+                await anyio.sleep(0.1)
+        with pytest.raises(CallEnded) as refused:
+            await app.decide(form.request_id, Accept(content={"value": "Ada"}))
+    assert ended.status == "completed" and ended.output is not None
+    assert "the server gave up waiting: nothing booked" in ended.output
+    said = str(refused.value)
+    assert "so no answer can reach it" in said and "the agent went on without this answer" in said
+    assert "did not complete" not in said

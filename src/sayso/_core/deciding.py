@@ -353,5 +353,5 @@ def _ended(request: Request) -> str:
     return (
         f"the call that asked this has ended: the process that held it stopped or {server} ended the call, "
         "so no answer can reach it; "
-        "the request was closed as cancelled and the agent was told the call did not complete"
+        "the request was closed as cancelled and the agent went on without this answer"
     )
