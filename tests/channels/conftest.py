@@ -2,7 +2,8 @@
 
 Everything listens on 127.0.0.1. The SMTP server keeps every message it accepts; the Slack
 stand-in answers `chat.postMessage`, `chat.update`, `views.open` and `chat.postEphemeral` as Slack
-does, records each call, and posts interaction payloads to sayso signed with the app's secret.
+does (refusing what Slack refuses: a block's text over 3,000 characters, an input's initial value over 3,000),
+records each call, and posts interaction payloads to sayso signed with the app's secret.
 """
 
 from __future__ import annotations
@@ -125,6 +126,8 @@ class SlackStandIn:
 
     base_url: str = ""
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    refused: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """Calls answered `ok: false` for what they held (a view Slack would not open)."""
     auth: list[str] = field(default_factory=list)
     interactions_url: str = ""
     posted: int = 0
@@ -181,6 +184,22 @@ def too_long(blocks: object) -> bool:
     return any(too_long(value) for value in blocks.values())
 
 
+INITIAL_VALUE_CHARS = 3000
+"""The most characters a plain-text input's `initial_value` may hold: Slack refuses a view with a longer one."""
+
+
+def initial_too_long(view: object) -> bool:
+    """Whether a view (or an element inside it) has an `initial_value` longer than Slack takes."""
+    if isinstance(view, list):
+        return any(initial_too_long(item) for item in view)
+    if not isinstance(view, dict):
+        return False
+    value = view.get("initial_value")
+    if isinstance(value, str) and len(value) > INITIAL_VALUE_CHARS:
+        return True
+    return any(initial_too_long(item) for item in view.values())
+
+
 def slack_app(state: SlackStandIn) -> Starlette:
     async def method(request: Request) -> JSONResponse:
         name = request.path_params["method"]
@@ -190,6 +209,11 @@ def slack_app(state: SlackStandIn) -> Starlette:
             return JSONResponse({"ok": False, "error": "invalid_blocks"})
         if len(str(body.get("text", ""))) > MESSAGE_TEXT_CHARS:
             return JSONResponse({"ok": False, "error": "msg_too_long"})
+        if initial_too_long(body.get("view")):
+            state.refused.append((name, body))
+            messages = [f"[ERROR] must be less than {INITIAL_VALUE_CHARS + 1} characters"]
+            refusal = {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": messages}}
+            return JSONResponse(refusal)
         state.calls.append((name, body))
         if name == "chat.postMessage":
             state.posted += 1

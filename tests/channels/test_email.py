@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -389,6 +390,53 @@ def test_a_recipient_refused_for_now_is_mailed_once_the_server_takes_it(serve: S
         controller.stop()
     assert greylisting.asked == 3
     assert mail["To"] == "bob@example.com" and '"amount": 45' in body_text(mail)
+
+
+class Refusing(Mailbox):
+    """An SMTP server that takes the recipient, then refuses the mail for good (5xx) at `at`: the sender (`MAIL`)
+    or the message (`DATA`), counting how often it was asked."""
+
+    def __init__(self, at: str) -> None:
+        super().__init__()
+        self.at = at
+        self.asked = 0
+
+    async def handle_MAIL(
+        self, server: SMTP, session: Session, envelope: Envelope, address: str, options: list[str]
+    ) -> str:
+        if self.at == "MAIL":
+            self.asked += 1
+            return "550 5.7.1 sender rejected"
+        envelope.mail_from = address
+        return "250 OK"
+
+    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        self.asked += 1
+        return "554 5.6.0 message refused"
+
+
+@pytest.mark.parametrize("at", ["MAIL", "DATA"])
+def test_a_mail_the_smtp_server_refuses_for_good_is_given_up_at_once(
+    serve: Serve, tmp_path: Path, caplog: pytest.LogCaptureFixture, at: str
+) -> None:
+    """A 5xx to the sender or the message says "never", as to a recipient: the notice is given up after one answer
+    and logged once (it was tried again, up to 24 times over 15 hours)."""
+    refusing = Refusing(at)
+    controller = Controller(refusing, hostname="127.0.0.1", port=free_port())
+    controller.start()
+    try:
+        server = email_server(serve, tmp_path, controller.port)
+        start_run(server, "pay 46")
+        deadline = time.monotonic() + 20
+        while "failed after" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.02)
+        server.stop()  # nothing in flight: a retry would have asked the SMTP server again
+    finally:
+        controller.stop()
+    gave_up = [r.getMessage() for r in caplog.records if "failed after" in r.getMessage()]
+    assert len(gave_up) == 1 and "to notice email:bob@example.com failed after 1 attempt(s)" in gave_up[0], gave_up
+    assert "5.7.1 sender rejected" in gave_up[0] if at == "MAIL" else "5.6.0 message refused" in gave_up[0]
+    assert refusing.asked == 1
 
 
 def test_sayso_serve_mails_requests_and_its_links_decide(smtp: Smtp, tmp_path: Path) -> None:

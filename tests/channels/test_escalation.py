@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -12,6 +13,7 @@ from .conftest import Clock, Serve, SlackStandIn, Smtp, channels_config, mailed_
 
 ALICE = {"Authorization": "Bearer alice-token"}
 BOB = {"Authorization": "Bearer bob-token"}
+CAROL = {"Authorization": "Bearer carol-token"}
 
 
 def test_a_reminder_goes_to_the_thread_and_a_later_step_mails_its_target(
@@ -53,3 +55,54 @@ def test_a_reminder_goes_to_the_thread_and_a_later_step_mails_its_target(
     assert httpx.get(f"{server.base_url}/v1/runs/{run['run_id']}", headers=ALICE, timeout=30).json()["status"] == (
         "completed"
     )
+
+
+def test_a_reminder_reaches_only_the_approvers_who_may_still_vote(
+    serve: Serve, smtp: Smtp, slack: SlackStandIn, tmp_path: Path
+) -> None:
+    """Two of bob and carol approve; each is notified by mail and in a Slack DM. On `pay 70` bob has approved:
+    the reminder reaches carol alone. On `pay 80` bob approved, then carol's edit started a round on other
+    arguments, so bob may vote again: the reminder reaches bob alone (it reached both, and the one who had
+    voted got a link whose page said "Not counted")."""
+    clock = Clock()
+    port = free_port()
+    config = channels_config(
+        tmp_path,
+        public_url=f"http://127.0.0.1:{port}",
+        notify=["email:bob@example.com", "email:carol@example.com", "slack:U0BOB", "slack:U0CAROL"],
+        smtp_port=smtp.port,
+        slack_url=slack.base_url,
+        escalate=[{"after": "15m", "remind": True}],
+        routing={"approvers": ["bob", "carol"], "approvals_required": 2},
+    )
+    server, _ = serve(config, port=port, clock=clock)
+
+    def vote(request_id: str, headers: dict[str, str], decision: dict[str, Any]) -> None:
+        url = f"{server.base_url}/v1/requests/{request_id}/decision"
+        answer = httpx.post(url, json=decision, headers=headers, timeout=30)
+        assert answer.status_code == 200, answer.text
+
+    ids = {}
+    for amount in (70, 80):
+        run = httpx.post(f"{server.base_url}/v1/runs", json={"message": f"pay {amount}"}, headers=ALICE, timeout=30)
+        ids[amount] = run.json()["requests"][0]["id"]
+    smtp.mailbox.wait_for(4)
+    posts = slack.wait_for("chat.postMessage", count=4)
+    vote(ids[70], BOB, {"kind": "approve"})
+    vote(ids[80], BOB, {"kind": "approve"})
+    vote(ids[80], CAROL, {"kind": "approve", "edited_args": {"amount": 75}})
+
+    clock.now += 16 * 60
+    assert httpx.post(f"{server.base_url}/v1/expire", headers=BOB, timeout=30).status_code == 200
+    smtp.mailbox.wait_for(6)
+    slack.wait_for("chat.postMessage", count=6)
+    server.stop()  # lands what it has in flight: a reminder to someone else would be here now
+
+    reminded = {(m["Sayso-Request"], str(m["To"])) for m in smtp.mailbox.messages if "Still waiting" in m["Subject"]}
+    assert reminded == {(ids[70], "carol@example.com"), (ids[80], "bob@example.com")}
+    assert len(smtp.mailbox.messages) == 6
+    posted = {
+        f"1700000000.{n:06d}": (p["blocks"][-1]["elements"][1]["value"], p["channel"]) for n, p in enumerate(posts, 1)
+    }
+    in_threads = {posted[p["thread_ts"]] for p in slack.calls_to("chat.postMessage") if "thread_ts" in p}
+    assert in_threads == {(ids[70], "U0CAROL"), (ids[80], "U0BOB")}

@@ -382,3 +382,28 @@ def test_a_call_or_reason_longer_than_a_slack_block_is_shown_cut_and_still_decid
     [said] = updated["blocks"][-1]["elements"]
     assert said["text"].startswith("Rejected by bob (REST): no: yyy") and len(said["text"]) <= 3000
     assert updated["text"].startswith("Rejected by bob (REST): no: yyy") and len(updated["text"]) <= 40_000
+
+
+def test_edit_of_arguments_too_long_for_a_slack_form_says_where_to_edit_them(
+    server: LiveServer, slack: SlackStandIn
+) -> None:
+    """Slack refuses a form whose input starts with over 3,000 characters (the stand-in too): Edit on such a call
+    says plainly where to edit it (the web UI, `sayso decide`), opening no form (it said "Could not open the form:
+    Slack refused views.open: invalid_arguments"); the request stays open, and Approve still decides it."""
+    token = "x" * 3000
+    run = start_run(server, f"pay 10 with {token}")
+    request_id = run["requests"][0]["id"]
+    [posted] = slack.wait_for("chat.postMessage")
+    assert slack.interact(click("sayso.edit", request_id)).status_code == 200
+    [told] = slack.wait_for("chat.postEphemeral")
+    assert told["user"] == "U0BOB" and told["channel"] == "C0OPS"
+    said = told["text"]
+    assert said.startswith("These arguments are too long to edit in Slack"), said
+    assert f"in the web UI ({server.base_url}/)" in said and f"sayso decide CONFIG {request_id} approve --args" in said
+    assert "Could not open the form" not in said
+    assert slack.calls_to("views.open") == [] and slack.refused == []
+    assert run_of(server, run["run_id"])["status"] == "paused"
+    [approve] = [e["value"] for e in posted["blocks"][-1]["elements"] if e["action_id"] == "sayso.approve"]
+    assert slack.interact(click("sayso.approve", approve)).status_code == 200
+    assert finished(server, run["run_id"])["status"] == "completed"
+    assert ran("pay") == [{"amount": 10}]

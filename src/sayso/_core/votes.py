@@ -54,6 +54,10 @@ class Quorum:
     """The approvers (principals, or the groups they were named through) who may still approve."""
     round: int
     """0 until the first edit; each edit starts the next round."""
+    may_vote: tuple[str, ...] = ()
+    """The principals whose vote may still count on the arguments as they stand: the deciders who have not
+    approved in this round (an edit gives back their vote to those who approved before it); nobody once the votes
+    decided the request. The one place "may still vote" is decided (`waiting_for` and reminders read it)."""
     args: Mapping[str, Any] | None = None
     """The arguments the next approver sees when an edit changed them from the proposed ones; `None`: the proposed
     ones stand (none was edited, or an edit went back to them). The one place "edited" is decided."""
@@ -84,18 +88,19 @@ def quorum(routing: Routing, votes: Sequence[Vote], *, starter: str | None, prop
     args = next((v.edited_args for v in this_round if v.edited_args is not None), None)
     if args == proposed:
         args = None
-    deciders = set(routing.deciders(starter)) - set(approved)
     # Decided by its votes (a rejection, or enough approvals): it waits for nobody any more.
     decided = any(v.decision == "reject" for v in votes) or len(approved) >= routing.approvals_required
+    may_vote = () if decided else tuple(d for d in routing.deciders(starter) if d not in approved)
     waiting: list[str] = []
-    for name in () if decided else routing.named:
+    for name in routing.named:
         members = [a.name for a in routing.approvers if name in a.groups]
-        if (members and any(m in deciders for m in members)) or (not members and name in deciders):
+        if (members and any(m in may_vote for m in members)) or (not members and name in may_vote):
             waiting.append(name)
     return Quorum(
         required=routing.approvals_required,
         approved_by=approved,
         waiting_for=tuple(waiting),
+        may_vote=may_vote,
         round=current,
         args=args,
         votes=tuple(votes),

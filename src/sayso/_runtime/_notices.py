@@ -12,9 +12,10 @@ from collections.abc import Sequence
 
 from .._config.checks_channels import all_targets
 from .._config.file import Config
-from .._core.channels import outbox_key
+from .._core.channels import outbox_key, parse_target
 from .._core.policy import rule_for
 from .._core.requests import ApprovalRequest, InputRequest, Request
+from .._core.votes import Vote, quorum
 
 
 def destinations(config: Config, hooks: Sequence[str]) -> list[str]:
@@ -49,7 +50,30 @@ def notify_targets(config: Config, request: Request) -> tuple[str, ...]:
     return rule.notify if rule is not None else ()
 
 
-def step_targets(config: Config, request: ApprovalRequest | InputRequest, step: int) -> tuple[str, ...]:
-    """The targets an escalation step is announced to: its own `notify`, and the rule's when it reminds."""
+def step_targets(
+    config: Config, request: ApprovalRequest | InputRequest, step: int, votes: Sequence[Vote] = ()
+) -> tuple[str, ...]:
+    """The targets an escalation step is announced to: its own `notify`, and the rule's when it reminds.
+
+    A reminder is for those who may still vote on the request as it stands (`votes`): a rule's target that is
+    one person (an address, a Slack user) who approved in this round is not reminded, their link would count
+    nothing; after an edit they may vote again, and are.
+    """
     fired = request.escalation[step]
-    return (*fired.notify, *(notify_targets(config, request) if fired.remind else ()))
+    reminded = notify_targets(config, request) if fired.remind else ()
+    routing = request.routing
+    if routing is not None and reminded:
+        may_vote = quorum(routing, votes, starter=request.principal, proposed=request.args).may_vote
+        reminded = tuple(t for t in reminded if _person(config, t) in (None, *may_vote))
+    return tuple(dict.fromkeys((*fired.notify, *reminded)))
+
+
+def _person(config: Config, text: str) -> str | None:
+    """The principal a target reaches alone (a mapped address, a mapped Slack user), `None`: no one person."""
+    target = parse_target(text)
+    email, slack = config.channels.email, config.channels.slack
+    if target.channel == "email" and email is not None:
+        return email.users.get(target.address)
+    if target.channel == "slack" and slack is not None:
+        return slack.users.get(target.address)
+    return None

@@ -255,7 +255,7 @@ def _escalated(
     step = pending.step
     if decided or not isinstance(request, RuleTerms) or step is None or step >= len(request.escalation):
         return None
-    if target is not None and target.text not in _notices.step_targets(k.config, request, step):
+    if target is not None and target.text not in _notices.step_targets(k.config, request, step, votes):
         return None
     return OutboundEvent(
         delivery_id=pending.delivery_id,

@@ -85,6 +85,9 @@ class EmailChannel:
             # 4xx is "not now" (greylisting, a full mailbox): tried again with backoff; 5xx is "never".
             later = all(400 <= refused.code < 500 for refused in exc.recipients)
             raise NoticeFailed(f"the SMTP server refused {target.address}: {exc}", retry=later) from exc
+        except (aiosmtplib.SMTPSenderRefused, aiosmtplib.SMTPDataError) as exc:
+            # The recipient was taken, the sender or the message then refused: as for a recipient, 5xx is "never".
+            raise NoticeFailed(f"{type(exc).__name__}: {exc}", retry=not 500 <= exc.code < 600) from exc
         except (aiosmtplib.SMTPException, OSError) as exc:
             raise NoticeFailed(f"{type(exc).__name__}: {exc}") from exc
         return "delivered"

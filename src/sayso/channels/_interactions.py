@@ -35,7 +35,7 @@ from ..exceptions import SaysoError
 from ._dispatch import NoticeFailed
 from ._links import form_fields
 from ._outcome import told
-from ._slack import ACTIONS, SlackChannel, edit_view, reason_view
+from ._slack import ACTIONS, NotEditable, SlackChannel, edit_view, reason_view
 
 logger = logging.getLogger("sayso.channels.slack")
 
@@ -181,8 +181,12 @@ class Interactions:
                 view = reason_view(request_id)
             else:
                 state = await self.sayso.request(request_id, principal=principal)
-                view = edit_view(request_json(state.request, votes=state.votes))
+                view = edit_view(
+                    request_json(state.request, votes=state.votes), web_ui=self.sayso.config.channels.public_url
+                )
             await self.slack.open_view(trigger, {**view, "private_metadata": f"{request_id} {channel}"})
+        except NotEditable as exc:
+            await self.slack.tell(channel, user, str(exc))
         except (SaysoError, NoticeFailed) as exc:
             await self.slack.tell(channel, user, f"Could not open the form: {exc}")
         return Response(status_code=200)

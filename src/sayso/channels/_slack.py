@@ -35,6 +35,8 @@ Block: TypeAlias = dict[str, JsonValue]
 ACTIONS = ("sayso.approve", "sayso.reject", "sayso.edit")
 BLOCK_TEXT_CHARS = 3000
 """The longest text a block holds: Slack refuses a message with a longer one (`invalid_blocks`), never to post it."""
+INPUT_CHARS = 3000
+"""The longest initial value of a form's text input: Slack refuses to open a form with a longer one (`views.open`)."""
 MESSAGE_TEXT_CHARS = 40_000
 """The longest `text` of a message: Slack refuses a longer one (`msg_too_long`)."""
 _CUT = "\n… (cut: the rest is in sayso)"
@@ -219,9 +221,25 @@ def reason_view(request_id: str) -> Block:
     }
 
 
-def edit_view(request: Mapping[str, Any]) -> Block:
-    """The modal an Edit click opens: the arguments as they stand, as JSON, to approve with once changed."""
+class NotEditable(Exception):
+    """The arguments cannot be edited in a Slack form; the message says where they can be."""
+
+
+def edit_view(request: Mapping[str, Any], *, web_ui: str | None = None) -> Block:
+    """The modal an Edit click opens: the arguments as they stand, as JSON, to approve with once changed.
+
+    Raises:
+        NotEditable: they are longer than a form's input starts with (Slack would refuse to open it, and a
+            cut copy approved would change the call); `web_ui`, the server's public address, is named instead.
+    """
     args = json.dumps(args_shown(request), indent=2, ensure_ascii=False, sort_keys=True)
+    if len(args) > INPUT_CHARS:
+        where = f"in the web UI ({web_ui.rstrip('/')}/)" if web_ui else "in the web UI"
+        raise NotEditable(
+            f"These arguments are too long to edit in Slack ({len(args):,} characters; its form takes "
+            f"{INPUT_CHARS:,}): edit them {where} or with "
+            f"`sayso decide CONFIG {request['id']} approve --args '<the arguments as JSON>'`."
+        )
     return {
         "type": "modal",
         "callback_id": "sayso.edit",
