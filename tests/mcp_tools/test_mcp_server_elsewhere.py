@@ -97,6 +97,7 @@ class TwoRejectedInTheInbox(Person):
     def __init__(self, live: LiveServer) -> None:
         super().__init__(*[{"decision": "approve"}] * 10)
         self.live = live
+        self.rejected = False
 
     def reject_two(self) -> None:
         with self.live.client() as rest:
@@ -105,7 +106,8 @@ class TwoRejectedInTheInbox(Person):
             assert decided.status_code == 200, decided.text
 
     async def __call__(self, context: Any, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
-        if not self.asked:
+        if not self.rejected:  # once: the server may ask again while the first form's rejection is on its way
+            self.rejected = True
             await asyncio.to_thread(self.reject_two)
         return await super().__call__(context, params)
 
