@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from ..conftest import LiveServer
-from .test_web_ui import CHROMIUM, browser, serve, server, watched_page
+from .test_web_ui import CHROMIUM, browser, say, serve, server, watched_page
 
 __all__ = ["browser", "serve", "server"]  # fixtures, shared with the web UI tests
 
@@ -43,3 +43,47 @@ def test_the_grants_page_shows_grants_given_and_revoked_elsewhere(server: LiveSe
         assert client.delete(f"/v1/grants/{grant['grant_id']}").status_code in (200, 204)
     expect(rows).to_have_count(0)
     expect(page.locator("#grants-status")).to_contain_text("No remembered approvals")
+
+
+def test_a_card_that_gives_way_to_its_line_hands_focus_to_the_message_box(server: LiveServer, page: Page) -> None:
+    """Enter on Approve, in the chat: once the transcript holds the decision its card goes, and focus moves to the
+    message box (no card is left), not to the page's <body> a keyboard user would tab through from the top."""
+    page.goto(server.base_url)
+    say(page, "delete notes")
+    card = page.get_by_role("article", name="Approve delete_file?")
+    card.get_by_role("button", name="Approve", exact=True).focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#transcript")).to_contain_text("Deleted notes.txt.")
+    expect(page.locator("#cards article.card")).to_have_count(0)
+    expect(page.get_by_label("Message")).to_be_focused()
+
+
+def test_a_card_decided_elsewhere_hands_focus_on_when_it_goes(server: LiveServer, page: Page) -> None:
+    """A person on a card that someone else decides keeps the keyboard on the page when the card goes: the message
+    box holds focus."""
+    with server.client() as client:
+        run = client.post("/v1/runs", json={"message": "delete notes"}).json()
+    page.goto(f"{server.base_url}/#/thread/{run['thread_id']}")
+    card = page.get_by_role("article", name="Approve delete_file?")
+    card.get_by_role("button", name="Reject").focus()
+    with server.client() as client:
+        decided = client.post(f"/v1/requests/{run['requests'][0]['id']}/decision", json={"kind": "approve"})
+        assert decided.status_code == 200
+    expect(page.locator("#transcript")).to_contain_text("Deleted notes.txt.")
+    expect(page.locator("#cards article.card")).to_have_count(0)
+    expect(page.get_by_label("Message")).to_be_focused()
+
+
+def test_a_card_that_gives_way_hands_focus_to_the_card_that_follows(server: LiveServer, page: Page) -> None:
+    """An answer sent by keyboard lets the run go on to the approval that follows: when the question's card gives way
+    to its transcript line, focus is on that next card's heading, from where Tab reaches its buttons."""
+    page.goto(server.base_url)
+    say(page, "delete report")
+    question = page.get_by_role("article", name="A question for you")
+    question.get_by_label("report-2025.txt").check()
+    question.get_by_role("button", name="Send answer").focus()
+    page.keyboard.press("Enter")
+    follow_up = page.get_by_role("article", name="Approve delete_file?")
+    expect(follow_up).to_contain_text("report-2025.txt")
+    expect(page.get_by_role("article", name="Answered by you (web UI)")).to_have_count(0)
+    expect(follow_up.get_by_role("heading", name="Approve delete_file?")).to_be_focused()

@@ -88,18 +88,14 @@ const refreshThread = coalesce(async () => {
   const fromBottom = document.documentElement.scrollHeight - window.scrollY;
   renderTranscript(thread.transcript);
   $("transcript-more").hidden = !thread.next_cursor;
-  // A workflow input's answer is a line of the transcript, where it was given: its receipt below goes.
-  const answered = new Set(thread.transcript.filter((e) => e.role === "decision").map((e) => e.decision.request_id));
-  for (const card of $("cards").querySelectorAll('article.card[data-kind="input"][data-closed]:not([data-note])')) {
-    if (answered.has(card.dataset.requestId)) card.remove();
-  }
   const run = thread.active_run;
   reconcileCards($("cards"), run && run.status === "paused" ? run.requests : [], chatCtx);
-  // One record per decision: a receipt card gives way once the transcript holds that decision's line, unless it
-  // tells this page's person that their own answer came too late (another tab or person decided first).
+  // One record per decision: a receipt card (a workflow input's answer too) gives way once the transcript holds that
+  // decision's line, unless it tells this page's person that their own answer came too late (another tab or person
+  // decided first).
   const recorded = new Set(thread.transcript.filter((e) => e.role === "decision").map((e) => e.decision?.request_id));
   for (const card of $("cards").querySelectorAll("article.card[data-closed]:not([data-note])")) {
-    if (recorded.has(card.dataset.requestId)) card.remove();
+    if (recorded.has(card.dataset.requestId)) removeCard(card);
   }
   setStatus(!run ? "" : run.status === "paused" ? "Waiting for you." : run.status === "running" ? "Working… (started elsewhere)" : "",
     run?.status === "running");
@@ -109,6 +105,23 @@ const refreshThread = coalesce(async () => {
   Object.assign(transcriptView, { bottom: false, older: false });
   markCurrentThread();
 });
+
+// A card that gives way hands the focus it held to the next card (its heading), else to the message box: never to
+// the page's <body>, from where a keyboard user would tab through the page from the top again.
+function removeCard(card) {
+  const focused = holdsFocus(card);
+  const later = [...$("cards").querySelectorAll("article.card")]
+    .filter((other) => card.compareDocumentPosition(other) & Node.DOCUMENT_POSITION_FOLLOWING);
+  card.remove();
+  if (!focused) return;
+  const heading = later[0]?.querySelector("h3");
+  if (heading) {
+    heading.tabIndex = -1;
+    heading.focus();
+  } else {
+    $("message").focus();
+  }
+}
 
 function openThread(threadId) {
   if (state.threadId !== threadId) {
