@@ -170,3 +170,27 @@ def test_a_quiet_stream_is_kept_open_with_comment_lines(workdir: Path) -> None:
             assert any(line.startswith(": ping") for line in lines)
     finally:
         server.stop()
+
+
+def test_a_grant_given_or_revoked_reaches_whoever_sees_it(
+    workdir: Path, live_server: Callable[[Path], LiveServer]
+) -> None:
+    """Alice's "Allow for this chat" and her revoking it each say `grants.changed` on her stream; Bob, who may not see
+    her grants, hears nothing of them (his own new thread is what he hears of next)."""
+    principals: list[dict[str, Any]] = [
+        {"name": "alice", "token": "alice-token"},
+        {"name": "bob", "token": "bob-token"},
+    ]
+    server = live_server(files_example(workdir, principals))
+    with stream(server, "alice-token") as alice, stream(server, "bob-token") as bob:
+        with server.client("alice-token") as client:
+            run = client.post("/v1/runs", json={"message": "delete notes"}).json()
+            body = {"kind": "approve", "scope": "thread"}
+            assert client.post(f"/v1/requests/{run['requests'][0]['id']}/decision", json=body).status_code == 200
+            alice.until("grants.changed")
+            (grant,) = client.get("/v1/grants").json()["grants"]
+            assert client.delete(f"/v1/grants/{grant['grant_id']}").status_code in (200, 204)
+            assert alice.until("grants.changed")[-1] == ("grants.changed", {})
+        with server.client("bob-token") as client:
+            client.post("/v1/runs", json={"message": "list"})
+        assert "grants.changed" not in {name for name, _ in bob.until("threads.changed")}

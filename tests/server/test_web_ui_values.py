@@ -183,3 +183,29 @@ def test_a_very_long_argument_keeps_the_buttons_in_reach(serve: ServerFactory, p
     assert card_box["height"] < 800 and call_box["height"] < 800, (card_box, call_box)
     card.get_by_role("button", name="Approve", exact=True).click()
     expect(page.locator("#transcript")).to_contain_text("model read: refunded 1")
+
+
+def test_a_titled_choice_answer_reads_as_the_title_picked(serve: ServerFactory, page: Page, workdir: Path) -> None:
+    """The person picked "Pro", "Beta" and "Extra room": the inbox's receipt and the transcript's line say so, not the
+    values `p2`, `b` and `y` behind them (which follow, muted); a reload still reads the titles."""
+    server = serve(config=workflow(workdir, "pick"))
+    page.goto(server.base_url)
+    say(page, "hello")
+    expect(page.get_by_role("article", name="Plan choice")).to_be_visible()
+    page.get_by_role("link", name="Inbox").click()
+    card = page.locator("#inbox-cards").get_by_role("article", name="Plan choice")
+    card.get_by_label("Plan *").select_option(label="Pro")
+    card.get_by_label("Legacy").select_option(label="Beta")
+    card.get_by_label("Extra room").check()
+    card.get_by_role("button", name="Send").click()
+    receipt = page.locator("#inbox-cards").get_by_role("article", name="Answered by you (web UI)")
+    answer = receipt.get_by_label("Answer")
+    for title in ("Pro", "Beta", "Extra room"):
+        expect(answer).to_contain_text(title)
+    expect(answer.locator(".muted").first).to_contain_text("p2")
+    page.go_back()
+    line = page.locator("#transcript li.decision")
+    for _ in range(2):
+        for title in ("Pro", "Beta", "Extra room"):
+            expect(line).to_contain_text(title)
+        page.reload()

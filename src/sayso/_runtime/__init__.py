@@ -90,7 +90,7 @@ if TYPE_CHECKING:
         stats_json,
     )
     from ._sender import KeptClaim, OutboxSender
-    from ._watch import Change, RequestClosed, RequestOpened, RequestVoted, RunChanged, ThreadsChanged
+    from ._watch import Change, GrantsChanged, RequestClosed, RequestOpened, RequestVoted, RunChanged, ThreadsChanged
 
 __all__ = [
     "DEFAULT_REMOTE_AGENTS",
@@ -138,6 +138,7 @@ __all__ = [
     "TranscriptPage",
     "ThreadSummary",
     "ThreadsChanged",
+    "GrantsChanged",
     "TranscriptEntry",
     "authenticate",
     "authenticator",
@@ -204,6 +205,7 @@ _LAZY: dict[str, str] = {
     "TranscriptPage": ".._store",
     "ThreadSummary": ".._store",
     "ThreadsChanged": "._watch",
+    "GrantsChanged": "._watch",
     "TranscriptEntry": ".._store",
     "authenticate": "._auth",
     "authenticator": "._auth",

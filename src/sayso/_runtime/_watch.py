@@ -9,8 +9,10 @@ happens). A look so costs the same however many requests are open. Which of thos
 the principal it asks the runtime's own reading verb `request`: a request opened, voted on or
 closed reaches whoever may see it (its thread's owner too, when a routed rule leaves the deciding to
 others), by the one access rule that applies everywhere. Their threads and the
-thread they look at are read again at each look and compared with the one before. It looks every
-`every` seconds, and at once when this process announces a change itself.
+thread they look at are read again at each look and compared with the one before. Grants write no
+outbox event, but every grant given or revoked is audited in its own commit: when the audit log's
+head moved, the grants the principal sees (by `access.sees_grant`) are read again and compared. It
+looks every `every` seconds, and at once when this process announces a change itself.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Literal, TypeAlias
 import anyio
 
 from .._core.access import Principal
+from .._core.audit import AuditHead
 from .._core.requests import DelegateRequest, Request, RuleTerms
 from .._store import FEED_PAGE, FeedEvent, RequestState, RunStatus
 from ..exceptions import RequestNotFound, RunNotFound, ThreadNotFound
@@ -86,7 +89,14 @@ class ThreadsChanged:
     kind: Literal["threads.changed"] = "threads.changed"
 
 
-Change: TypeAlias = RequestOpened | RequestClosed | RequestVoted | RunChanged | ThreadsChanged
+@dataclass(frozen=True, kw_only=True)
+class GrantsChanged:
+    """A remembered approval the principal sees was given or revoked (here, in another process, or by the CLI)."""
+
+    kind: Literal["grants.changed"] = "grants.changed"
+
+
+Change: TypeAlias = RequestOpened | RequestClosed | RequestVoted | RunChanged | ThreadsChanged | GrantsChanged
 """Anything a watch reports."""
 
 
@@ -124,6 +134,7 @@ async def watch(
         feed = Feed(after=max(0, head - START_WINDOW), looked_at=k.clock())
         feed.take((await k.store.events_after(feed.after, limit=START_WINDOW)).events, feed.looked_at)
         before = await _shown(app, principal, thread_id)
+        grants = await _grants(app, k, principal)
         yield []
         while True:
             with anyio.move_on_after(every):
@@ -141,6 +152,11 @@ async def watch(
             changes += await _opened_and_voted(app, principal, news, k.clock())
             if after.threads != before.threads:
                 changes.append(ThreadsChanged())
+            if (audited := await k.store.audit_head()) != grants.head:
+                seen = await _grants(app, k, principal, head=audited)
+                if seen.ids != grants.ids:
+                    changes.append(GrantsChanged())
+                grants = seen
             yield changes
             before = after
     finally:
@@ -224,6 +240,20 @@ def _adds(request: Request, principal: Principal, step: int) -> bool:
     if not isinstance(request, RuleTerms) or not 0 <= step < len(request.escalation):
         return False
     return any(approver.name == principal.name for approver in request.escalation[step].added)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Grants:
+    """The grants a principal sees, as of an audit head (a grant given or revoked moves it)."""
+
+    head: AuditHead | None
+    ids: frozenset[str]
+
+
+async def _grants(app: Reading, k: Kernel, principal: Principal, *, head: AuditHead | None = None) -> _Grants:
+    # The head first: a grant that commits between the two reads is seen again at the next look, never missed.
+    at = head if head is not None else await k.store.audit_head()
+    return _Grants(head=at, ids=frozenset(g.grant_id for g in await app.grants(principal=principal)))
 
 
 async def _shown(app: Reading, principal: Principal, thread_id: str | None) -> _Shown:

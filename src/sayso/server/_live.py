@@ -11,6 +11,7 @@ a look of the store (a second by default), scoped to what the caller may see. Ev
 - `request.closed` (the request, where it stands, its decision, who took it, `via` what, when);
 - `run.changed` (the watched thread's active run and its status, and its last message batch);
 - `threads.changed` (the caller's thread list changed);
+- `grants.changed` (a remembered approval the caller sees was given or revoked: read `GET /v1/grants` again);
 - `error`: the store stopped answering (a `store-unavailable` problem, as every endpoint answers it),
   followed by `end`;
 - `end`: the stream closes (it lives for a while, or until the server stops); its `reconnect` is
@@ -40,6 +41,7 @@ from sse_starlette import ServerSentEvent
 from .._core.access import Principal
 from .._runtime import (
     Change,
+    GrantsChanged,
     RequestClosed,
     RequestOpened,
     RequestVoted,
@@ -74,6 +76,7 @@ LIVE_EVENT_NAMES = [
     "request.closed",
     "run.changed",
     "threads.changed",
+    "grants.changed",
     "error",
     "end",
 ]
@@ -93,7 +96,7 @@ def change_event(change: Change) -> tuple[str, Mapping[str, object]]:
                 "status": change.status,
                 "last_seq": change.last_seq,
             }
-        case ThreadsChanged():
+        case ThreadsChanged() | GrantsChanged():
             return change.kind, {}
         case _:
             assert_never(change)

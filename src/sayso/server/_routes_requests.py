@@ -256,9 +256,10 @@ async def events(
     Events: `ready` (watching has begun: read the current state now), `request.opened` (a request),
     `request.closed` (as `GET /v1/requests/{request_id}` answers: status, decision, who, `via`),
     `run.changed` (`thread_id`, `run_id`, `status`, `last_seq` of the followed thread),
-    `threads.changed`, `error` (a problem: the store stopped answering; `end` follows), and `end` (the
-    stream closes after a while; connect again). Only what the caller may see is reported. A store
-    that does not answer when the stream is asked for is a 503, before anything is streamed.
+    `threads.changed`, `grants.changed` (a grant the caller sees was given or revoked), `error` (a problem:
+    the store stopped answering; `end` follows), and `end` (the stream closes after a while; connect again).
+    Only what the caller may see is reported. A store that does not answer when the stream is asked for is a
+    503, before anything is streamed.
     """
     stopping = anyio.Event()  # set by sse-starlette when the server is told to stop
     live = state.live

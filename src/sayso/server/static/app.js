@@ -88,18 +88,14 @@ const refreshThread = coalesce(async () => {
   const fromBottom = document.documentElement.scrollHeight - window.scrollY;
   renderTranscript(thread.transcript);
   $("transcript-more").hidden = !thread.next_cursor;
-  // A workflow input's answer is a line of the transcript, where it was given: its receipt below goes.
-  const answered = new Set(thread.transcript.filter((e) => e.role === "decision").map((e) => e.decision.request_id));
-  for (const card of $("cards").querySelectorAll('article.card[data-kind="input"][data-closed]:not([data-note])')) {
-    if (answered.has(card.dataset.requestId)) card.remove();
-  }
   const run = thread.active_run;
   reconcileCards($("cards"), run && run.status === "paused" ? run.requests : [], chatCtx);
-  // One record per decision: a receipt card gives way once the transcript holds that decision's line, unless it
-  // tells this page's person that their own answer came too late (another tab or person decided first).
+  // One record per decision: a receipt card (a workflow input's answer too) gives way once the transcript holds that
+  // decision's line, unless it tells this page's person that their own answer came too late (another tab or person
+  // decided first).
   const recorded = new Set(thread.transcript.filter((e) => e.role === "decision").map((e) => e.decision?.request_id));
   for (const card of $("cards").querySelectorAll("article.card[data-closed]:not([data-note])")) {
-    if (recorded.has(card.dataset.requestId)) card.remove();
+    if (recorded.has(card.dataset.requestId)) removeCard(card);
   }
   setStatus(!run ? "" : run.status === "paused" ? "Waiting for you." : run.status === "running" ? "Working… (started elsewhere)" : "",
     run?.status === "running");
@@ -109,6 +105,23 @@ const refreshThread = coalesce(async () => {
   Object.assign(transcriptView, { bottom: false, older: false });
   markCurrentThread();
 });
+
+// A card that gives way hands the focus it held to the next card (its heading), else to the message box: never to
+// the page's <body>, from where a keyboard user would tab through the page from the top again.
+function removeCard(card) {
+  const focused = holdsFocus(card);
+  const later = [...$("cards").querySelectorAll("article.card")]
+    .filter((other) => card.compareDocumentPosition(other) & Node.DOCUMENT_POSITION_FOLLOWING);
+  card.remove();
+  if (!focused) return;
+  const heading = later[0]?.querySelector("h3");
+  if (heading) {
+    heading.tabIndex = -1;
+    heading.focus();
+  } else {
+    $("message").focus();
+  }
+}
 
 function openThread(threadId) {
   if (state.threadId !== threadId) {
@@ -298,39 +311,68 @@ async function readGrants() {
   return { ...result, data: { grants, next_cursor: null } };
 }
 
-async function loadGrants() {
+function loadGrants() {
   showView("grants");
   watchLive(null);
+  $("grants-status").textContent = "";
+  Object.assign($("grants-status").dataset, { revoked: "", empty: "" });
+  refreshGrants();
+}
+
+// The grants as they are now: read again when one is given or revoked anywhere (`grants.changed`).
+const refreshGrants = coalesce(async () => {
   const result = await readGrants();
+  if ($("grants-view").hidden) return;
   if (!result.ok) {
     $("grants-rows").replaceChildren();
     $("grants-status").textContent = result.data?.detail || `Could not load the grants (HTTP ${result.status}).`;
     return;
   }
   const grants = result.data.grants;
-  $("grants-status").textContent = grants.length ? "" : "No remembered approvals: every gated call asks.";
-  $("grants-rows").replaceChildren(...grants.map((grant) => {
-    const revoke = el("button", { type: "button", class: "danger", "aria-label": `Revoke ${grant.tool} on ${grant.subject_label}`,
-      onclick: async () => {
-        revoke.disabled = true;
-        const revoked = await api("DELETE", `/v1/grants/${encodeURIComponent(grant.grant_id)}`);
-        if (!revoked.ok && revoked.status !== 404) {
-          $("grants-status").textContent = problemText(revoked);
-          revoke.disabled = false;
-          return;
-        }
-        $("grants-status").textContent = `Revoked: ${grant.tool} on ${grant.subject_label}. The next call asks again.`;
-        row.remove();
-      } }, "Revoke");
-    const thread = grant.thread_id
-      ? el("a", { href: `#/thread/${grant.thread_id}` }, state.titles[grant.thread_id] || grant.thread_id) : "any";
-    const cell = (label, ...content) => el("td", { "data-label": label }, ...content);
-    const row = el("tr", { "data-grant-id": grant.grant_id },
-      cell("Tool", grant.tool), cell("Covers", grant.subject_label), cell("Scope", SCOPE_LABELS[grant.scope] || grant.scope),
-      cell("Principal", grant.principal), cell("Agent", grant.agent || "none"), cell("Thread", thread),
-      cell("Since", timeNode(grant.created)), el("td", { class: "actions-cell" }, revoke));
-    return row;
-  }));
+  // A revocation this page just said stays said (with none left, that is said after it); "none" goes once some come.
+  const status = $("grants-status");
+  const said = status.dataset.revoked ? `${status.dataset.revoked} ` : "";
+  if (!grants.length) status.textContent = `${said}No remembered approvals: every gated call asks.`;
+  else if (status.dataset.empty) status.textContent = said;
+  status.dataset.empty = grants.length ? "" : "true";
+  placeRows($("grants-rows"), grants);
+});
+
+// The rows of `grants` in their order: a row already shown stays (a Revoke button keeps its focus), one revoked
+// goes, a new one comes in where it belongs.
+function placeRows(body, grants) {
+  const ids = new Set(grants.map((grant) => grant.grant_id));
+  const shown = new Map([...body.children].map((row) => [row.dataset.grantId, row]));
+  for (const [id, row] of shown) if (!ids.has(id)) row.remove();
+  grants.forEach((grant, index) => {
+    const row = shown.get(grant.grant_id) || grantRow(grant);
+    if (body.children[index] !== row) body.insertBefore(row, body.children[index] || null);
+  });
+}
+
+function grantRow(grant) {
+  const revoke = el("button", { type: "button", class: "danger", "aria-label": `Revoke ${grant.tool} on ${grant.subject_label}`,
+    onclick: async () => {
+      revoke.disabled = true;
+      const revoked = await api("DELETE", `/v1/grants/${encodeURIComponent(grant.grant_id)}`);
+      if (!revoked.ok && revoked.status !== 404) {
+        $("grants-status").textContent = problemText(revoked);
+        revoke.disabled = false;
+        return;
+      }
+      const note = `Revoked: ${grant.tool} on ${grant.subject_label}. The next call asks again.`;
+      Object.assign($("grants-status").dataset, { revoked: note, empty: "" });
+      $("grants-status").textContent = note;
+      row.remove();
+    } }, "Revoke");
+  const thread = grant.thread_id
+    ? el("a", { href: `#/thread/${grant.thread_id}` }, state.titles[grant.thread_id] || grant.thread_id) : "any";
+  const cell = (label, ...content) => el("td", { "data-label": label }, ...content);
+  const row = el("tr", { "data-grant-id": grant.grant_id },
+    cell("Tool", grant.tool), cell("Covers", grant.subject_label), cell("Scope", SCOPE_LABELS[grant.scope] || grant.scope),
+    cell("Principal", grant.principal), cell("Agent", grant.agent || "none"), cell("Thread", thread),
+    cell("Since", timeNode(grant.created)), el("td", { class: "actions-cell" }, revoke));
+  return row;
 }
 
 // audit log
@@ -467,6 +509,7 @@ onLive({
     loadThreads();
     if (state.view === "chat") refreshThread();
     if (state.view === "inbox") loadInbox();
+    if (state.view === "grants") refreshGrants();
   },
   "request.opened": () => {
     refreshInboxCount();
@@ -481,6 +524,7 @@ onLive({
   },
   "run.changed": (data) => { if (data.thread_id === state.threadId) refreshThread(); },
   "threads.changed": () => loadThreads(),
+  "grants.changed": () => { if (state.view === "grants") refreshGrants(); },
 });
 
 // What the chosen agent for a new chat is: its description, a placeholder that fits it, and for a workflow, how

@@ -136,7 +136,7 @@ async function sendDecision(card, request, body, ctx, onRefused, buttons) {
     closeCard(card, {
       decision: body.kind, by: "person", principal: state.me, via: "web", at: new Date().toISOString(),
       scope: body.scope, reason: body.reason, message: body.message, value: body.value ?? body.content,
-      answers: answerRecord(request, body.answers),
+      schema: answerSchema(request), answers: answerRecord(request, body.answers),
       edited: !!body.edited_args && diffArgs(request.args, body.edited_args).length > 0,
       edits: body.edited_args ? diffArgs(request.args, body.edited_args) : null,
     });
@@ -390,6 +390,7 @@ function watchOnly(request) {
 }
 
 function renderCard(request, ctx) {
+  if (!answerSchemas.has(request.id)) answerSchemas.set(request.id, Promise.resolve(answerSchema(request)));
   const card = (CARD_KINDS[request.kind] || unsupportedCard)(request, ctx);
   if (watchOnly(request)) {
     card.querySelectorAll("form, fieldset, .actions, .schema-form, h4").forEach((node) => node.remove());

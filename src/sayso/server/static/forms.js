@@ -7,11 +7,19 @@ const DECIMAL = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;  // a number as JSON 
 
 const humanize = (key) => String(key).replace(/[_-]+/g, " ").replace(/^./, (c) => c.toUpperCase());
 
-function renderValue(value) {
+// A value as a person reads it. With the `schema` it answers (its `$ref`s in `root`), a choice reads as the title
+// the person picked, the value behind it following, muted: "Europe (Ireland) (eu-west)".
+function renderValue(value, schema = null, root = schema) {
+  const s = schema ? resolveSchema(schema, root) : null;
+  const choice = s && choicesOf(s)?.find((option) => JSON.stringify(option.value) === JSON.stringify(value));
+  if (choice && choice.label !== String(value)) {
+    return el("span", {}, choice.label, el("span", { class: "muted" }, ` (${show(value)})`));
+  }
   if (value === null || value === undefined) return el("span", { class: "muted" }, "—");
   if (Array.isArray(value)) {
     if (!value.length) return el("span", { class: "muted" }, "(none)");
-    return el("ol", { class: "value" }, value.map((item) => el("li", {}, renderValue(item))));
+    const items = s?.items ?? null;
+    return el("ol", { class: "value" }, value.map((item) => el("li", {}, renderValue(item, items, root))));
   }
   if (isRawNumber(value)) return el("span", {}, value.rawJSON);
   if (typeof value === "object") {
@@ -21,7 +29,8 @@ function renderValue(value) {
       return el("span", {}, el("strong", {}, value[headline]), ` — ${value.description}`);  // an item: its name, then what it is
     }
     if (!keys.length) return el("span", { class: "muted" }, "(empty)");
-    return el("dl", { class: "value" }, keys.flatMap((key) => [el("dt", {}, humanize(key)), el("dd", {}, renderValue(value[key]))]));
+    return el("dl", { class: "value" }, keys.flatMap((key) => [el("dt", {}, humanize(key)),
+      el("dd", {}, renderValue(value[key], s?.properties?.[key] ?? null, root))]));
   }
   if (typeof value === "boolean") return el("span", {}, value ? "yes" : "no");
   return el("span", {}, String(value));

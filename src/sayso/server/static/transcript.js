@@ -3,17 +3,36 @@
 
 const DECISION_MARKS = { approve: "✓", reject: "✗", skip: "⤼", expired: "⌛", answer: "✎", client_result: "↩", client_error: "!" };
 
+// The schemas answered requests follow, by request id (read once each): a form's answer reads by its choices' titles.
+const answerSchemas = new Map();
+
+function schemaOfRequest(requestId) {
+  if (!answerSchemas.has(requestId)) {
+    answerSchemas.set(requestId, api("GET", `/v1/requests/${encodeURIComponent(requestId)}`)
+      .then((result) => (result.ok ? answerSchema(result.data.request) : null)));
+  }
+  return answerSchemas.get(requestId);
+}
+
 function decisionLine(entry) {
   const record = entry.decision;
   const edited = !!record.edits?.length;
   // A vote before a decision that needed several approvals: "vote 1 of 2: Approved by bob (CLI)".
   const title = (record.quorum ? `${record.quorum[0].toUpperCase()}${record.quorum.slice(1)}: ` : "") + outcomeTitle({ ...record, edited });
   const mark = record.by === "permission" ? "↻" : edited ? "✎" : DECISION_MARKS[record.decision] || "•";
-  return el("li", { class: `decision decision-${record.decision}${record.by === "permission" ? " granted" : ""}` },
-    el("p", {}, el("span", { class: "mark", "aria-hidden": "true" }, mark), " ",
-      el("strong", {}, title), " ", el("span", { class: "muted" }, entry.tool_name || ""),
-      entry.at ? [" · ", timeNode(entry.at)] : []),
-    ...outcomeDetails(record));
+  const head = el("p", {}, el("span", { class: "mark", "aria-hidden": "true" }, mark), " ",
+    el("strong", {}, title), " ", el("span", { class: "muted" }, entry.tool_name || ""),
+    entry.at ? [" · ", timeNode(entry.at)] : []);
+  const answer = { ...record, value: record.value ?? record.content };
+  const line = el("li", { class: `decision decision-${record.decision}${record.by === "permission" ? " granted" : ""}` },
+    head, ...outcomeDetails(answer));
+  // A form's answer (a workflow input's, an elicitation's) names a picked choice by its title once its schema is read.
+  if (["provide", "accept"].includes(record.decision) && answer.value != null && record.request_id) {
+    schemaOfRequest(record.request_id).then((schema) => {
+      if (schema) line.replaceChildren(head, ...outcomeDetails({ ...answer, schema }));
+    });
+  }
+  return line;
 }
 
 function entryNode(entry) {

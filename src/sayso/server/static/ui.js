@@ -153,10 +153,13 @@ function outcomeDetails(record) {
   }
   // A form's answer (an object) reads as its fields, below; anything else inline.
   const fields = record.value !== null && typeof record.value === "object" && !Array.isArray(record.value);
-  if (record.value !== undefined && record.value !== null && !fields) parts.push(el("code", {}, show(record.value)));
+  // With the schema it answers (`schema`), a choice reads by the title the person picked.
+  if (record.value !== undefined && record.value !== null && !fields) {
+    parts.push(record.schema ? renderValue(record.value, record.schema) : el("code", {}, show(record.value)));
+  }
   const nodes = [];
   if (parts.length) nodes.push(el("p", { class: "detail" }, parts.flatMap((p, i) => (i ? [" · ", p] : [p]))));
-  if (fields) nodes.push(el("div", { class: "answered", "aria-label": "Answer" }, renderValue(record.value)));
+  if (fields) nodes.push(el("div", { class: "answered", "aria-label": "Answer" }, renderValue(record.value, record.schema)));
   if (record.edits?.length) nodes.push(editList(record.edits));
   return nodes;
 }
@@ -165,6 +168,13 @@ function outcomeDetails(record) {
 function answerRecord(request, answers) {
   if (!answers || !request.questions) return undefined;
   return request.questions.map((q, i) => ({ question: q.question, answer: answers[i] || [] }));
+}
+
+// The schema an answer to `request` follows (a workflow input's, an elicitation's form): what its choices are titled.
+function answerSchema(request) {
+  if (request?.kind === "input") return request.response_schema || null;
+  if (request?.kind === "elicitation") return request.requested_schema || null;
+  return null;
 }
 
 // A decision as REST's request state says it (`GET /v1/requests/{id}`, the live `request.closed`).
@@ -176,7 +186,7 @@ function stateOutcome(data) {
     scope: decision.scope, reason: decision.reason, message: decision.message, value: decision.value ?? decision.content,
     answers: answerRecord(data.request, decision.answers), edited: !!decision.edited_args,
     edits: decision.edited_args ? diffArgs(data.request.args, decision.edited_args) : null,
-    closedWithoutDecision: data.status === "closed",
+    closedWithoutDecision: data.status === "closed", schema: answerSchema(data.request),
   };
 }
 
