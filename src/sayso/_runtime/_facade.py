@@ -38,6 +38,7 @@ from ._events import EventListener
 from ._kernel import Kernel
 from ._link_verbs import LinkVerbs
 from ._mark_verbs import MarkVerbs
+from ._outbox_verbs import OutboxVerbs
 from ._reading import PrincipalLike, Reading
 from ._remote import remote_delegates
 from ._remote_port import RemoteAgents
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 # by their method when first called: a process that only decides (`sayso decide`) loads none of them.
 
 
-class Sayso(LinkVerbs, MarkVerbs, Reading):
+class Sayso(LinkVerbs, MarkVerbs, OutboxVerbs, Reading):
     """The runtime: agents from a config, a durable store, and the run / decide / resume cycle.
 
     Use it as an async context manager so the store is opened and closed:
