@@ -23,6 +23,7 @@ from sayso import (
     Decision,
     InvalidInput,
     Reject,
+    Request,
     RunNotFound,
     Sayso,
     Skip,
@@ -463,6 +464,16 @@ async def _sees(app: Sayso, who: str, run_id: str, thread_id: str) -> tuple[bool
     return seen[0], seen[1]
 
 
+async def _delegates(app: Sayso, request: Request) -> list[tuple[str, str]]:
+    """The runs and threads of the two delegates between the chat and `request`, the leaf's first."""
+    leaf = await app.run_record(request.run_id)
+    assert leaf.parent_run_id is not None
+    return [
+        (request.run_id, request.thread_id),
+        (leaf.parent_run_id, (await app.run_record(leaf.parent_run_id)).thread_id),
+    ]
+
+
 async def test_who_sees_the_top_run_sees_its_delegates_runs_and_threads(tmp_path: Path) -> None:
     """A delegate's run and its thread answer the same: its owner and an approver of the root agent read both, while
     it waits and after; an approver of the delegate agent only and a stranger are told neither exists. An approver of
@@ -470,12 +481,7 @@ async def test_who_sees_the_top_run_sees_its_delegates_runs_and_threads(tmp_path
     async with _team(tmp_path) as app:
         paused = await app.run("how many orders?", agent="coordinator", principal="alice")
         [request] = paused.requests
-        leaf = await app.run_record(request.run_id)
-        assert leaf.parent_run_id is not None
-        delegates = [
-            (request.run_id, request.thread_id),
-            (leaf.parent_run_id, (await app.run_record(leaf.parent_run_id)).thread_id),
-        ]
+        delegates = await _delegates(app, request)
         for who, expected in (("alice", True), ("boss", True), ("leafy", False), ("eve", False)):
             for run_id, thread_id in delegates:
                 assert await _sees(app, who, run_id, thread_id) == (expected, expected), (who, run_id)
@@ -494,12 +500,7 @@ async def test_a_routed_approver_sees_the_delegates_runs_and_threads_while_the_t
     async with _team(tmp_path, {"name": "run_sql", "approvers": ["rita"]}) as app:
         paused = await app.run("how many orders?", agent="coordinator", principal="alice")
         [request] = paused.requests
-        leaf = await app.run_record(request.run_id)
-        assert leaf.parent_run_id is not None
-        delegates = [
-            (request.run_id, request.thread_id),
-            (leaf.parent_run_id, (await app.run_record(leaf.parent_run_id)).thread_id),
-        ]
+        delegates = await _delegates(app, request)
         for run_id, thread_id in delegates:
             assert await _sees(app, "rita", run_id, thread_id) == (True, True)
         assert (await app.decide(request.request_id, Approve(), principal="rita")).run.status == "completed"
